@@ -1,0 +1,191 @@
+/* CPU backend: host memory, streams that run each operation when it is submitted (so trivially in order),
+ * events that read the monotonic clock. Algorithms run their scalar C references (see kernels/<algo>/). */
+#include "../../core/backend_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static gpuws_status cpu_probe(char *reason, size_t n)
+{
+    if (n) reason[0] = 0;
+    return GPUWS_OK;
+}
+
+static gpuws_status cpu_device_count(const char *filter, size_t *count)
+{
+    (void)filter;
+    *count = 1;
+    return GPUWS_OK;
+}
+
+static void cpu_model_name(char *out, size_t n)
+{
+    gpuws__strlcpy(out, "host CPU", n);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c++;
+                while (*c == ' ') c++;
+                c[strcspn(c, "\n")] = 0;
+                gpuws__strlcpy(out, c, n);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static gpuws_status cpu_device_info(const char *filter, size_t index, gpuws_device_info *d)
+{
+    (void)filter;
+    (void)index;
+    d->backend = GPUWS_BACKEND_CPU;
+    d->type = GPUWS_DEVICE_CPU;
+    cpu_model_name(d->name, sizeof d->name);
+    gpuws__strlcpy(d->vendor, "host", sizeof d->vendor);
+    gpuws__strlcpy(d->platform, "gpuws scalar reference", sizeof d->platform);
+    gpuws__strlcpy(d->driver_version, "-", sizeof d->driver_version);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    d->global_mem_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+    d->max_alloc_bytes = d->global_mem_bytes;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    d->compute_units = cores > 0 ? (uint32_t)cores : 1;
+    /* The references are scalar loops: one "thread" per block, no kernels to launch. */
+    d->max_block_size = 1;
+    d->max_block_dims[0] = d->max_block_dims[1] = d->max_block_dims[2] = 1;
+    d->max_grid_dims[0] = d->max_grid_dims[1] = d->max_grid_dims[2] = UINT32_MAX;
+    d->shared_mem_bytes = 0;
+    d->warp_size = 1;
+    d->fp64 = 1;
+    d->unified_memory = 1;
+    return GPUWS_OK;
+}
+
+static gpuws_status cpu_context_create(gpuws_context *ctx, const char *filter, size_t index)
+{
+    return cpu_device_info(filter, index, &ctx->info);
+}
+
+static void cpu_context_destroy(gpuws_context *ctx) { (void)ctx; }
+
+static gpuws_status cpu_stream_create(gpuws_stream *s) { (void)s; return GPUWS_OK; }
+static void cpu_stream_destroy(gpuws_stream *s) { (void)s; }
+static gpuws_status cpu_stream_synchronize(gpuws_stream *s) { (void)s; return GPUWS_OK; }
+
+static gpuws_status cpu_alloc(size_t n, void **p, const char *what)
+{
+    size_t rounded = (n + 63) & ~(size_t)63;
+    if (rounded < n) return gpuws__error(GPUWS_ERR_OVERFLOW, "%s of %zu bytes: size overflows", what, n);
+    *p = aligned_alloc(64, rounded);
+    if (!*p) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s of %zu bytes: host allocation failed", what, n);
+    return GPUWS_OK;
+}
+
+static gpuws_status cpu_buffer_create(gpuws_buffer *b) { return cpu_alloc(b->size, &b->impl, "buffer"); }
+static void cpu_buffer_destroy(gpuws_buffer *b) { free(b->impl); }
+
+static gpuws_status cpu_write(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *src, size_t n, int blocking)
+{
+    (void)s;
+    (void)blocking;
+    memcpy((char *)b->impl + off, src, n);
+    return GPUWS_OK;
+}
+
+static gpuws_status cpu_read(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n, int blocking)
+{
+    (void)s;
+    (void)blocking;
+    memcpy(dst, (const char *)b->impl + off, n);
+    return GPUWS_OK;
+}
+
+static gpuws_status cpu_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff, size_t n)
+{
+    (void)s;
+    memcpy((char *)d->impl + doff, (const char *)src->impl + soff, n);
+    return GPUWS_OK;
+}
+
+static gpuws_status cpu_fill(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pat, size_t ps, size_t n)
+{
+    (void)s;
+    char *p = (char *)b->impl + off;
+    if (ps == 1) {
+        memset(p, *(const unsigned char *)pat, n);
+        return GPUWS_OK;
+    }
+    for (size_t i = 0; i < n; i += ps) memcpy(p + i, pat, ps);
+    return GPUWS_OK;
+}
+
+static gpuws_status cpu_host_alloc(gpuws_context *ctx, size_t n, void **p)
+{
+    (void)ctx;
+    return cpu_alloc(n, p, "host memory");
+}
+
+static void cpu_host_free(gpuws_context *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static gpuws_status cpu_event_create(gpuws_event *e)
+{
+    e->impl = calloc(1, sizeof(struct timespec));
+    return e->impl ? GPUWS_OK : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an event");
+}
+
+static void cpu_event_destroy(gpuws_event *e) { free(e->impl); }
+
+static gpuws_status cpu_event_record(gpuws_event *e, gpuws_stream *s)
+{
+    (void)s;
+    clock_gettime(CLOCK_MONOTONIC, (struct timespec *)e->impl);
+    return GPUWS_OK;
+}
+
+static gpuws_status cpu_event_synchronize(gpuws_event *e) { (void)e; return GPUWS_OK; }
+
+static gpuws_status cpu_event_elapsed(gpuws_event *a, gpuws_event *b, double *ms)
+{
+    const struct timespec *x = a->impl, *y = b->impl;
+    *ms = (double)(y->tv_sec - x->tv_sec) * 1e3 + (double)(y->tv_nsec - x->tv_nsec) * 1e-6;
+    return GPUWS_OK;
+}
+
+const gpuws__backend gpuws__backend_cpu = {
+    .kind = GPUWS_BACKEND_CPU,
+    .name = "cpu",
+    .probe = cpu_probe,
+    .device_count = cpu_device_count,
+    .device_info = cpu_device_info,
+    .context_create = cpu_context_create,
+    .context_destroy = cpu_context_destroy,
+    .stream_create = cpu_stream_create,
+    .stream_destroy = cpu_stream_destroy,
+    .stream_synchronize = cpu_stream_synchronize,
+    .buffer_create = cpu_buffer_create,
+    .buffer_destroy = cpu_buffer_destroy,
+    .buffer_write = cpu_write,
+    .buffer_read = cpu_read,
+    .buffer_copy = cpu_copy,
+    .buffer_fill = cpu_fill,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
+    .event_create = cpu_event_create,
+    .event_destroy = cpu_event_destroy,
+    .event_record = cpu_event_record,
+    .event_synchronize = cpu_event_synchronize,
+    .event_elapsed_ms = cpu_event_elapsed,
+    .kernel_create = NULL,
+    .launch = NULL,
+};

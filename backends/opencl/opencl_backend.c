@@ -1,0 +1,801 @@
+/* OpenCL backend: any vendor through the ICD loader (loaded at run time), PoCL on CPUs.
+ *
+ * Programs: one per algorithm (kernels/<algo>/<algo>.cl with kernels/common/prelude.cl in front, embedded at
+ * build time), built on first use of one of its kernels, kept per context and cached on disk (ocl_cache.h). */
+#include "../../core/backend_impl.h"
+#include "cl_sources.h"
+#include "ocl_cache.h"
+#include "ocl_loader.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Program-cache events in this process (tests read them through gpuws__opencl_cache_stats). */
+static atomic_ulong n_hits, n_misses, n_rejected, n_source_builds;
+
+#ifndef CL_DEVICE_WARP_SIZE_NV
+#define CL_DEVICE_WARP_SIZE_NV 0x4003
+#endif
+#ifndef CL_DEVICE_WAVEFRONT_WIDTH_AMD
+#define CL_DEVICE_WAVEFRONT_WIDTH_AMD 0x4043
+#endif
+
+/* Translates a native error: `return CHECK_CL(err, "what %s", x)` style via ocl_fail. */
+static gpuws_status ocl_status(cl_int e)
+{
+    switch (e) {
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+    case CL_OUT_OF_HOST_MEMORY:
+    case CL_INVALID_BUFFER_SIZE: return GPUWS_ERR_OUT_OF_MEMORY;
+    case CL_OUT_OF_RESOURCES: return GPUWS_ERR_OUT_OF_MEMORY;
+    case CL_INVALID_WORK_GROUP_SIZE:
+    case CL_INVALID_WORK_ITEM_SIZE:
+    case CL_INVALID_GLOBAL_WORK_SIZE: return GPUWS_ERR_LAUNCH_CONFIG;
+    case CL_BUILD_PROGRAM_FAILURE: return GPUWS_ERR_BUILD;
+    case CL_INVALID_KERNEL_NAME: return GPUWS_ERR_KERNEL_NOT_FOUND;
+    default: return GPUWS_ERR_DEVICE;
+    }
+}
+
+#define CHECK_CL(call, ...)                                                                                     \
+    do {                                                                                                        \
+        cl_int e_ = (call);                                                                                     \
+        if (e_ != CL_SUCCESS) {                                                                                 \
+            char what_[256];                                                                                    \
+            snprintf(what_, sizeof what_, __VA_ARGS__);                                                         \
+            return gpuws__error(ocl_status(e_), "%s: %s (%d)", what_, ocl_error_name(e_), (int)e_);            \
+        }                                                                                                       \
+    } while (0)
+
+/* ---- device discovery (once per process) ---------------------------------------------------------------- */
+
+typedef struct {
+    cl_platform_id platform;
+    cl_device_id device;
+    char platform_name[128];
+    bool gpu;
+} ocl_dev;
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static ocl_dev *devs;
+static size_t ndevs;
+static char probe_reason[256];
+
+static void probe_devices(void)
+{
+    if (!ocl_load(probe_reason, sizeof probe_reason)) return;
+    cl_uint np = 0;
+    cl_int e = ocl.clGetPlatformIDs(0, NULL, &np);
+    if (e == -1001 || (e == CL_SUCCESS && np == 0)) {
+        snprintf(probe_reason, sizeof probe_reason,
+                 "no OpenCL platform (no ICD registered in /etc/OpenCL/vendors or OCL_ICD_VENDORS)");
+        return;
+    }
+    if (e != CL_SUCCESS) {
+        snprintf(probe_reason, sizeof probe_reason, "clGetPlatformIDs failed: %s (%d)", ocl_error_name(e), (int)e);
+        return;
+    }
+    cl_platform_id *plats = calloc(np, sizeof *plats);
+    if (!plats || ocl.clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
+        free(plats);
+        snprintf(probe_reason, sizeof probe_reason, "clGetPlatformIDs failed");
+        return;
+    }
+    size_t cap = 0;
+    for (int pass = 0; pass < 2; pass++) { /* GPUs and accelerators first, then the rest, each in platform order */
+        for (cl_uint p = 0; p < np; p++) {
+            cl_uint nd = 0;
+            if (ocl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0) continue;
+            cl_device_id *ids = calloc(nd, sizeof *ids);
+            if (!ids) continue;
+            ocl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL);
+            for (cl_uint d = 0; d < nd; d++) {
+                cl_device_type t = 0;
+                ocl.clGetDeviceInfo(ids[d], CL_DEVICE_TYPE, sizeof t, &t, NULL);
+                bool gpu = (t & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR)) != 0;
+                if (gpu != (pass == 0)) continue;
+                if (ndevs == cap) {
+                    size_t nc = cap ? cap * 2 : 8;
+                    ocl_dev *nd2 = realloc(devs, nc * sizeof *nd2);
+                    if (!nd2) break;
+                    devs = nd2;
+                    cap = nc;
+                }
+                ocl_dev *o = &devs[ndevs++];
+                memset(o, 0, sizeof *o);
+                o->platform = plats[p];
+                o->device = ids[d];
+                o->gpu = gpu;
+                ocl.clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof o->platform_name - 1, o->platform_name, NULL);
+            }
+            free(ids);
+        }
+    }
+    free(plats);
+    if (ndevs == 0) snprintf(probe_reason, sizeof probe_reason, "OpenCL platforms found but no device on any of them");
+}
+
+static gpuws_status ocl_probe(char *reason, size_t n)
+{
+    pthread_once(&probe_once, probe_devices);
+    if (ndevs == 0) {
+        gpuws__strlcpy(reason, probe_reason, n);
+        return GPUWS_ERR_BACKEND_UNAVAILABLE;
+    }
+    return GPUWS_OK;
+}
+
+static const ocl_dev *nth_device(const char *filter, size_t index, size_t *count)
+{
+    size_t k = 0;
+    const ocl_dev *found = NULL;
+    for (size_t i = 0; i < ndevs; i++) {
+        if (!gpuws__icontains(devs[i].platform_name, filter)) continue;
+        if (k == index) found = &devs[i];
+        k++;
+    }
+    if (count) *count = k;
+    return found;
+}
+
+static gpuws_status ocl_device_count(const char *filter, size_t *count)
+{
+    nth_device(filter, (size_t)-1, count);
+    return GPUWS_OK;
+}
+
+static void dev_str(cl_device_id d, cl_device_info what, char *out, size_t n)
+{
+    out[0] = 0;
+    if (ocl.clGetDeviceInfo(d, what, n - 1, out, NULL) != CL_SUCCESS) out[0] = 0;
+    out[n - 1] = 0;
+}
+
+static bool dev_has_ext(cl_device_id d, const char *ext)
+{
+    size_t sz = 0;
+    if (ocl.clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &sz) != CL_SUCCESS || !sz) return false;
+    char *s = malloc(sz + 1);
+    if (!s) return false;
+    bool has = false;
+    if (ocl.clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, sz, s, NULL) == CL_SUCCESS) {
+        s[sz] = 0;
+        size_t el = strlen(ext);
+        for (char *p = strstr(s, ext); p && !has; p = strstr(p + 1, ext))
+            has = (p == s || p[-1] == ' ') && (p[el] == 0 || p[el] == ' ');
+    }
+    free(s);
+    return has;
+}
+
+static void fill_info(const ocl_dev *o, gpuws_device_info *d)
+{
+    cl_device_id id = o->device;
+    cl_device_type t = 0;
+    ocl.clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof t, &t, NULL);
+    d->backend = GPUWS_BACKEND_OPENCL;
+    d->type = (t & CL_DEVICE_TYPE_GPU) ? GPUWS_DEVICE_GPU : (t & CL_DEVICE_TYPE_CPU) ? GPUWS_DEVICE_CPU : GPUWS_DEVICE_OTHER;
+    dev_str(id, CL_DEVICE_NAME, d->name, sizeof d->name);
+    dev_str(id, CL_DEVICE_VENDOR, d->vendor, sizeof d->vendor);
+    dev_str(id, CL_DRIVER_VERSION, d->driver_version, sizeof d->driver_version);
+    gpuws__strlcpy(d->platform, o->platform_name, sizeof d->platform);
+    cl_ulong u64 = 0;
+    cl_uint u32 = 0;
+    size_t sz = 0;
+    ocl.clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof u64, &u64, NULL);
+    d->global_mem_bytes = u64;
+    ocl.clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof u64, &u64, NULL);
+    d->max_alloc_bytes = u64;
+    ocl.clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof u32, &u32, NULL);
+    d->compute_units = u32;
+    ocl.clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof sz, &sz, NULL);
+    d->max_block_size = sz > UINT32_MAX ? UINT32_MAX : (uint32_t)sz;
+    size_t dims[3] = {1, 1, 1};
+    ocl.clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, NULL);
+    for (int i = 0; i < 3; i++) d->max_block_dims[i] = dims[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)dims[i];
+    bool nv = dev_has_ext(id, "cl_nv_device_attribute_query");
+    /* NVIDIA's OpenCL maps work-groups onto a CUDA grid and inherits its y/z limits. */
+    d->max_grid_dims[0] = nv ? 0x7fffffffu : UINT32_MAX;
+    d->max_grid_dims[1] = nv ? 65535u : UINT32_MAX;
+    d->max_grid_dims[2] = nv ? 65535u : UINT32_MAX;
+    ocl.clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof u64, &u64, NULL);
+    d->shared_mem_bytes = u64;
+    u32 = 0;
+    if (nv)
+        ocl.clGetDeviceInfo(id, CL_DEVICE_WARP_SIZE_NV, sizeof u32, &u32, NULL);
+    else if (dev_has_ext(id, "cl_amd_device_attribute_query"))
+        ocl.clGetDeviceInfo(id, CL_DEVICE_WAVEFRONT_WIDTH_AMD, sizeof u32, &u32, NULL);
+    else if (t & CL_DEVICE_TYPE_CPU)
+        ocl.clGetDeviceInfo(id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof u32, &u32, NULL);
+    d->warp_size = u32 ? u32 : 1;
+    d->fp64 = dev_has_ext(id, "cl_khr_fp64");
+    cl_bool unified = CL_FALSE;
+    ocl.clGetDeviceInfo(id, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    d->unified_memory = unified || (t & CL_DEVICE_TYPE_CPU);
+}
+
+static gpuws_status ocl_device_info(const char *filter, size_t index, gpuws_device_info *d)
+{
+    const ocl_dev *o = nth_device(filter, index, NULL);
+    if (!o) return gpuws__error(GPUWS_ERR_NO_DEVICE, "no OpenCL device %zu", index);
+    fill_info(o, d);
+    return GPUWS_OK;
+}
+
+/* ---- contexts ------------------------------------------------------------------------------------------- */
+
+typedef struct ocl_program {
+    const char *algo;
+    char *options;
+    cl_program prog;
+    struct ocl_program *next;
+} ocl_program;
+
+typedef struct ocl_pinned {
+    void *ptr;
+    cl_mem mem;
+    struct ocl_pinned *next;
+} ocl_pinned;
+
+typedef struct {
+    cl_context ctx;
+    cl_device_id dev;
+    cl_command_queue aux;      /* for pinned-memory maps */
+    ocl_program *programs;     /* under ctx->lock */
+    ocl_pinned *pinned;
+    pthread_mutex_t pin_lock;
+    ocl_cache cache;
+    char device_key[900];      /* platform, device, versions: the device part of cache keys */
+    cl_program marker_prog;    /* no-op kernel for events where markers lack profiling data */
+    cl_kernel marker_kernel;
+    int kernel_markers;        /* 0 unknown/use clEnqueueMarker, 1 use marker kernel */
+} ocl_ctx;
+
+#define OCTX(c) ((ocl_ctx *)(c)->impl)
+
+/* Some platforms keep no profiling times for markers; events then use a no-op kernel instead. */
+static bool markers_have_times(ocl_ctx *c)
+{
+    cl_int e;
+    cl_command_queue q = ocl.clCreateCommandQueue(c->ctx, c->dev, CL_QUEUE_PROFILING_ENABLE, &e);
+    if (!q) return false;
+    cl_event ev = NULL;
+    cl_ulong t = 0;
+    bool ok = ocl.clEnqueueMarkerWithWaitList(q, 0, NULL, &ev) == CL_SUCCESS && ocl.clFinish(q) == CL_SUCCESS &&
+              ocl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t, &t, NULL) == CL_SUCCESS && t != 0;
+    if (ev) ocl.clReleaseEvent(ev);
+    ocl.clReleaseCommandQueue(q);
+    return ok;
+}
+
+static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, size_t index)
+{
+    const ocl_dev *o = nth_device(filter, index, NULL);
+    if (!o) return gpuws__error(GPUWS_ERR_NO_DEVICE, "no OpenCL device %zu", index);
+    ocl_ctx *c = calloc(1, sizeof *c);
+    if (!c) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an OpenCL context");
+    fill_info(o, &ctx->info);
+    c->dev = o->device;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)o->platform, 0};
+    cl_int e;
+    c->ctx = ocl.clCreateContext(props, 1, &o->device, NULL, NULL, &e);
+    if (!c->ctx) {
+        free(c);
+        return gpuws__error(ocl_status(e), "clCreateContext on %s: %s (%d)", ctx->info.name, ocl_error_name(e), (int)e);
+    }
+    c->aux = ocl.clCreateCommandQueue(c->ctx, c->dev, 0, &e);
+    if (!c->aux) {
+        ocl.clReleaseContext(c->ctx);
+        free(c);
+        return gpuws__error(ocl_status(e), "clCreateCommandQueue: %s (%d)", ocl_error_name(e), (int)e);
+    }
+    pthread_mutex_init(&c->pin_lock, NULL);
+    ocl_cache_init(&c->cache);
+    char ver[128];
+    dev_str(c->dev, CL_DEVICE_VERSION, ver, sizeof ver);
+    snprintf(c->device_key, sizeof c->device_key, "platform=%s\ndevice=%s\nvendor=%s\ndevice_version=%s\ndriver=%s\n",
+             ctx->info.platform, ctx->info.name, ctx->info.vendor, ver, ctx->info.driver_version);
+    const char *m = gpuws__getenv("GPUWS_OPENCL_EVENTS");
+    c->kernel_markers = m ? gpuws__strcasecmp(m, "kernel") == 0 : !markers_have_times(c);
+    ctx->impl = c;
+    return GPUWS_OK;
+}
+
+static void ocl_context_destroy(gpuws_context *ctx)
+{
+    ocl_ctx *c = OCTX(ctx);
+    if (!c) return;
+    while (c->pinned) {
+        ocl_pinned *p = c->pinned;
+        c->pinned = p->next;
+        ocl.clEnqueueUnmapMemObject(c->aux, p->mem, p->ptr, 0, NULL, NULL);
+        ocl.clFinish(c->aux);
+        ocl.clReleaseMemObject(p->mem);
+        free(p);
+    }
+    while (c->programs) {
+        ocl_program *p = c->programs;
+        c->programs = p->next;
+        ocl.clReleaseProgram(p->prog);
+        free(p->options);
+        free(p);
+    }
+    if (c->marker_kernel) ocl.clReleaseKernel(c->marker_kernel);
+    if (c->marker_prog) ocl.clReleaseProgram(c->marker_prog);
+    ocl.clReleaseCommandQueue(c->aux);
+    ocl.clReleaseContext(c->ctx);
+    pthread_mutex_destroy(&c->pin_lock);
+    free(c);
+}
+
+/* ---- streams, buffers, host memory ---------------------------------------------------------------------- */
+
+static gpuws_status ocl_stream_create(gpuws_stream *s)
+{
+    cl_int e;
+    cl_command_queue q = ocl.clCreateCommandQueue(OCTX(s->ctx)->ctx, OCTX(s->ctx)->dev, CL_QUEUE_PROFILING_ENABLE, &e);
+    if (!q) return gpuws__error(ocl_status(e), "clCreateCommandQueue: %s (%d)", ocl_error_name(e), (int)e);
+    s->impl = q;
+    return GPUWS_OK;
+}
+
+static void ocl_stream_destroy(gpuws_stream *s) { ocl.clReleaseCommandQueue((cl_command_queue)s->impl); }
+
+static gpuws_status ocl_stream_synchronize(gpuws_stream *s)
+{
+    CHECK_CL(ocl.clFinish((cl_command_queue)s->impl), "clFinish");
+    return GPUWS_OK;
+}
+
+#define Q(s) ((cl_command_queue)(s)->impl)
+#define MEM(b) ((cl_mem)(b)->impl)
+
+static gpuws_status ocl_buffer_create(gpuws_buffer *b)
+{
+    cl_int e;
+    cl_mem m = ocl.clCreateBuffer(OCTX(b->ctx)->ctx, CL_MEM_READ_WRITE, b->size, NULL, &e);
+    if (!m)
+        return gpuws__error(ocl_status(e), "clCreateBuffer of %zu bytes: %s (%d)", b->size, ocl_error_name(e), (int)e);
+    b->impl = m;
+    return GPUWS_OK;
+}
+
+static void ocl_buffer_destroy(gpuws_buffer *b) { ocl.clReleaseMemObject(MEM(b)); }
+
+static gpuws_status ocl_write(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *src, size_t n, int blocking)
+{
+    CHECK_CL(ocl.clEnqueueWriteBuffer(Q(s), MEM(b), blocking ? CL_TRUE : CL_FALSE, off, n, src, 0, NULL, NULL),
+             "clEnqueueWriteBuffer of %zu bytes at offset %zu", n, off);
+    return GPUWS_OK;
+}
+
+static gpuws_status ocl_read(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n, int blocking)
+{
+    CHECK_CL(ocl.clEnqueueReadBuffer(Q(s), MEM(b), blocking ? CL_TRUE : CL_FALSE, off, n, dst, 0, NULL, NULL),
+             "clEnqueueReadBuffer of %zu bytes at offset %zu", n, off);
+    return GPUWS_OK;
+}
+
+static gpuws_status ocl_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff, size_t n)
+{
+    CHECK_CL(ocl.clEnqueueCopyBuffer(Q(s), MEM(src), MEM(d), soff, doff, n, 0, NULL, NULL), "clEnqueueCopyBuffer of %zu bytes", n);
+    return GPUWS_OK;
+}
+
+static gpuws_status ocl_fill(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pat, size_t ps, size_t n)
+{
+    CHECK_CL(ocl.clEnqueueFillBuffer(Q(s), MEM(b), pat, ps, off, n, 0, NULL, NULL), "clEnqueueFillBuffer of %zu bytes", n);
+    return GPUWS_OK;
+}
+
+static gpuws_status ocl_host_alloc(gpuws_context *ctx, size_t n, void **p)
+{
+    ocl_ctx *c = OCTX(ctx);
+    ocl_pinned *pin = calloc(1, sizeof *pin);
+    if (!pin) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating pinned-memory bookkeeping");
+    cl_int e;
+    pin->mem = ocl.clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n, NULL, &e);
+    if (!pin->mem) {
+        free(pin);
+        return gpuws__error(ocl_status(e), "pinned host memory of %zu bytes: %s (%d)", n, ocl_error_name(e), (int)e);
+    }
+    pthread_mutex_lock(&c->pin_lock);
+    pin->ptr = ocl.clEnqueueMapBuffer(c->aux, pin->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, n, 0, NULL, NULL, &e);
+    if (!pin->ptr) {
+        pthread_mutex_unlock(&c->pin_lock);
+        ocl.clReleaseMemObject(pin->mem);
+        free(pin);
+        return gpuws__error(ocl_status(e), "mapping pinned host memory of %zu bytes: %s (%d)", n, ocl_error_name(e), (int)e);
+    }
+    pin->next = c->pinned;
+    c->pinned = pin;
+    pthread_mutex_unlock(&c->pin_lock);
+    *p = pin->ptr;
+    return GPUWS_OK;
+}
+
+static void ocl_host_free(gpuws_context *ctx, void *p)
+{
+    ocl_ctx *c = OCTX(ctx);
+    pthread_mutex_lock(&c->pin_lock);
+    for (ocl_pinned **pp = &c->pinned; *pp; pp = &(*pp)->next) {
+        ocl_pinned *pin = *pp;
+        if (pin->ptr != p) continue;
+        *pp = pin->next;
+        ocl.clEnqueueUnmapMemObject(c->aux, pin->mem, pin->ptr, 0, NULL, NULL);
+        ocl.clFinish(c->aux);
+        ocl.clReleaseMemObject(pin->mem);
+        free(pin);
+        break;
+    }
+    pthread_mutex_unlock(&c->pin_lock);
+}
+
+/* ---- events --------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    cl_event ev;
+    int kernel_marker;
+} ocl_event;
+
+static gpuws_status ocl_event_create(gpuws_event *e)
+{
+    e->impl = calloc(1, sizeof(ocl_event));
+    return e->impl ? GPUWS_OK : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an event");
+}
+
+static void ocl_event_destroy(gpuws_event *e)
+{
+    ocl_event *oe = e->impl;
+    if (oe->ev) ocl.clReleaseEvent(oe->ev);
+    free(oe);
+}
+
+static gpuws_status marker_kernel(gpuws_context *ctx, cl_kernel *out)
+{
+    ocl_ctx *c = OCTX(ctx);
+    pthread_mutex_lock(&ctx->lock);
+    if (!c->marker_kernel) {
+        static const char *src = "__kernel void gpuws_marker(void) {}\n";
+        cl_int e;
+        cl_program p = ocl.clCreateProgramWithSource(c->ctx, 1, &src, NULL, &e);
+        if (p && ocl.clBuildProgram(p, 1, &c->dev, "", NULL, NULL) == CL_SUCCESS)
+            c->marker_kernel = ocl.clCreateKernel(p, "gpuws_marker", &e);
+        if (!c->marker_kernel) {
+            if (p) ocl.clReleaseProgram(p);
+            pthread_mutex_unlock(&ctx->lock);
+            return gpuws__error(GPUWS_ERR_DEVICE, "building the event marker kernel failed");
+        }
+        c->marker_prog = p;
+    }
+    *out = c->marker_kernel;
+    pthread_mutex_unlock(&ctx->lock);
+    return GPUWS_OK;
+}
+
+static gpuws_status ocl_event_record(gpuws_event *e, gpuws_stream *s)
+{
+    ocl_event *oe = e->impl;
+    if (oe->ev) {
+        ocl.clReleaseEvent(oe->ev);
+        oe->ev = NULL;
+    }
+    oe->kernel_marker = OCTX(s->ctx)->kernel_markers;
+    if (oe->kernel_marker) {
+        cl_kernel k = NULL;
+        gpuws_status st = marker_kernel(s->ctx, &k);
+        if (st) return st;
+        size_t one = 1;
+        CHECK_CL(ocl.clEnqueueNDRangeKernel(Q(s), k, 1, NULL, &one, &one, 0, NULL, &oe->ev), "enqueueing an event marker kernel");
+    } else {
+        CHECK_CL(ocl.clEnqueueMarkerWithWaitList(Q(s), 0, NULL, &oe->ev), "clEnqueueMarkerWithWaitList");
+    }
+    ocl.clFlush(Q(s));
+    return GPUWS_OK;
+}
+
+static gpuws_status ocl_event_synchronize(gpuws_event *e)
+{
+    ocl_event *oe = e->impl;
+    CHECK_CL(ocl.clWaitForEvents(1, &oe->ev), "clWaitForEvents");
+    return GPUWS_OK;
+}
+
+static gpuws_status ocl_event_elapsed(gpuws_event *a, gpuws_event *b, double *ms)
+{
+    ocl_event *x = a->impl, *y = b->impl;
+    cl_event evs[2] = {x->ev, y->ev};
+    CHECK_CL(ocl.clWaitForEvents(2, evs), "clWaitForEvents");
+    cl_ulong t0 = 0, t1 = 0;
+    cl_int e0 = ocl.clGetEventProfilingInfo(x->ev, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL);
+    /* A marker kernel's start is when the work before it had finished; a plain marker's end is. */
+    cl_int e1 = ocl.clGetEventProfilingInfo(y->ev, y->kernel_marker ? CL_PROFILING_COMMAND_START : CL_PROFILING_COMMAND_END,
+                                            sizeof t1, &t1, NULL);
+    if (e0 != CL_SUCCESS || e1 != CL_SUCCESS || (t0 == 0 && t1 == 0)) {
+        if (!x->kernel_marker && !y->kernel_marker) {
+            /* This platform keeps no times for markers: record with a no-op kernel from now on. */
+            OCTX(a->ctx)->kernel_markers = 1;
+            gpuws__log(GPUWS__LOG_INFO, "OpenCL markers carry no profiling times on %s; using marker kernels", a->ctx->info.name);
+        }
+        cl_int err = e0 != CL_SUCCESS ? e0 : e1;
+        return gpuws__error(GPUWS_ERR_NOT_READY, "no profiling times for these events (%s); record them again",
+                            ocl_error_name(err));
+    }
+    *ms = ((double)t1 - (double)t0) * 1e-6;
+    return GPUWS_OK;
+}
+
+/* ---- programs and kernels ------------------------------------------------------------------------------- */
+
+static const gpuws__cl_source *source_for_kernel(const char *name)
+{
+    const gpuws__cl_source *best = NULL;
+    size_t best_len = 0;
+    for (size_t i = 0; i < gpuws__cl_source_count; i++) {
+        size_t l = strlen(gpuws__cl_sources[i].algo);
+        if (l > best_len && strncmp(name, gpuws__cl_sources[i].algo, l) == 0 && name[l] == '_') {
+            best = &gpuws__cl_sources[i];
+            best_len = l;
+        }
+    }
+    return best;
+}
+
+static gpuws_status build_error(ocl_ctx *c, cl_program p, const char *algo, cl_int e, const char *ctxname)
+{
+    size_t sz = 0;
+    ocl.clGetProgramBuildInfo(p, c->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &sz);
+    char *log = malloc(sz + 1);
+    if (log) {
+        log[0] = 0;
+        ocl.clGetProgramBuildInfo(p, c->dev, CL_PROGRAM_BUILD_LOG, sz, log, NULL);
+        log[sz] = 0;
+    }
+    gpuws_status st = gpuws__error(GPUWS_ERR_BUILD, "building %s.cl for %s failed: %s (%d); build log:\n%s", algo, ctxname,
+                                   ocl_error_name(e), (int)e, log ? log : "(unavailable)");
+    free(log);
+    return st;
+}
+
+static void store_binary(ocl_ctx *c, cl_program p, const char *key)
+{
+    size_t len = 0;
+    if (ocl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS || len == 0) return;
+    unsigned char *bin = malloc(len);
+    if (!bin) return;
+    unsigned char *bins[1] = {bin};
+    if (ocl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
+        ocl_cache_store(&c->cache, key, bin, len);
+    free(bin);
+}
+
+/* Called with ctx->lock held (core serialises kernel creation). */
+static gpuws_status get_program(gpuws_context *ctx, const gpuws__cl_source *src, const char *extra, cl_program *out)
+{
+    ocl_ctx *c = OCTX(ctx);
+    for (ocl_program *p = c->programs; p; p = p->next)
+        if (p->algo == src->algo && strcmp(p->options, extra) == 0) {
+            *out = p->prog;
+            return GPUWS_OK;
+        }
+    char options[1024];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -cl-kernel-arg-info%s %s", ctx->info.fp64 ? " -DGPUWS_FP64=1" : "", extra);
+    size_t keylen = strlen(c->device_key) + strlen(options) + 128;
+    char *key = malloc(keylen);
+    if (!key) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a cache key");
+    snprintf(key, keylen, "%soptions=%s\nsource=%s:%016llx\n", c->device_key, options, src->algo,
+             (unsigned long long)gpuws__fnv1a(src->text, src->len, GPUWS__FNV_SEED));
+
+    cl_program prog = NULL;
+    cl_int e;
+    unsigned char *bin;
+    size_t binlen;
+    bool have = ocl_cache_load(&c->cache, key, &bin, &binlen);
+    if (!have && c->cache.enabled) {
+        char path[1100];
+        ocl_cache_path(&c->cache, key, path, sizeof path);
+        atomic_fetch_add(access(path, F_OK) == 0 ? &n_rejected : &n_misses, 1);
+    }
+    if (have) {
+        const unsigned char *bins[1] = {bin};
+        cl_int bst;
+        prog = ocl.clCreateProgramWithBinary(c->ctx, 1, &c->dev, &binlen, bins, &bst, &e);
+        if (prog && (e != CL_SUCCESS || bst != CL_SUCCESS || ocl.clBuildProgram(prog, 1, &c->dev, options, NULL, NULL) != CL_SUCCESS)) {
+            ocl.clReleaseProgram(prog);
+            prog = NULL;
+        }
+        free(bin);
+        if (prog) {
+            atomic_fetch_add(&n_hits, 1);
+            gpuws__log(GPUWS__LOG_DEBUG, "%s.cl loaded from the cache", src->algo);
+        } else {
+            atomic_fetch_add(&n_rejected, 1);
+            gpuws__log(GPUWS__LOG_INFO, "cached binary of %s.cl was rejected by the driver; rebuilding from source", src->algo);
+        }
+    }
+    if (!prog) {
+        const char *text = (const char *)src->text;
+        prog = ocl.clCreateProgramWithSource(c->ctx, 1, &text, &src->len, &e);
+        if (!prog) {
+            free(key);
+            return gpuws__error(ocl_status(e), "clCreateProgramWithSource(%s.cl): %s (%d)", src->algo, ocl_error_name(e), (int)e);
+        }
+        atomic_fetch_add(&n_source_builds, 1);
+        e = ocl.clBuildProgram(prog, 1, &c->dev, options, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            gpuws_status st = build_error(c, prog, src->algo, e, ctx->info.name);
+            ocl.clReleaseProgram(prog);
+            free(key);
+            return st;
+        }
+        store_binary(c, prog, key);
+    }
+    free(key);
+    ocl_program *p = calloc(1, sizeof *p);
+    if (!p || !(p->options = strdup(extra))) {
+        free(p);
+        ocl.clReleaseProgram(prog);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a program record");
+    }
+    p->algo = src->algo;
+    p->prog = prog;
+    p->next = c->programs;
+    c->programs = p;
+    *out = prog;
+    return GPUWS_OK;
+}
+
+void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds)
+{
+    *hits = atomic_load(&n_hits);
+    *misses = atomic_load(&n_misses);
+    *rejected = atomic_load(&n_rejected);
+    *builds = atomic_load(&n_source_builds);
+}
+
+typedef struct {
+    cl_kernel k;
+    pthread_mutex_t lock; /* clSetKernelArg + enqueue must not interleave between threads */
+} ocl_kernel;
+
+static char arg_kind(cl_kernel k, cl_uint i)
+{
+    cl_kernel_arg_address_qualifier aq;
+    char type[64] = "";
+    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) != CL_SUCCESS) return '?';
+    if (aq == CL_KERNEL_ARG_ADDRESS_LOCAL) return 's';
+    if (aq == CL_KERNEL_ARG_ADDRESS_GLOBAL || aq == CL_KERNEL_ARG_ADDRESS_CONSTANT) return 'b';
+    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, sizeof type - 1, type, NULL) != CL_SUCCESS) return '?';
+    if (strchr(type, '*')) return 'b';
+    static const struct { const char *t; char c; } map[] = {
+        {"int", 'i'}, {"uint", 'u'}, {"unsigned int", 'u'}, {"long", 'l'}, {"ulong", 'L'}, {"unsigned long", 'L'},
+        {"float", 'f'}, {"double", 'd'}};
+    for (size_t j = 0; j < sizeof map / sizeof map[0]; j++)
+        if (strcmp(type, map[j].t) == 0) return map[j].c;
+    return '?';
+}
+
+static gpuws_status ocl_kernel_create(gpuws_kernel *k)
+{
+    gpuws_context *ctx = k->ctx;
+    ocl_ctx *c = OCTX(ctx);
+    const gpuws__cl_source *src = source_for_kernel(k->name);
+    if (!src) return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "no built-in kernel '%s' (no algorithm has that prefix)", k->name);
+    cl_program prog;
+    gpuws_status st = get_program(ctx, src, k->options, &prog);
+    if (st) return st;
+    cl_int e;
+    cl_kernel ck = ocl.clCreateKernel(prog, k->name, &e);
+    if (!ck) {
+        if (e == CL_INVALID_KERNEL_NAME)
+            return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "no kernel '%s' in %s.cl%s", k->name, src->algo,
+                                !ctx->info.fp64 && strstr(k->name, "f64") ? " for this device (it lacks cl_khr_fp64)" : "");
+        return gpuws__error(ocl_status(e), "clCreateKernel(%s): %s (%d)", k->name, ocl_error_name(e), (int)e);
+    }
+    cl_uint nargs = 0;
+    ocl.clGetKernelInfo(ck, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
+    if (nargs > GPUWS__SIG_MAX) {
+        ocl.clReleaseKernel(ck);
+        return gpuws__error(GPUWS_ERR_INTERNAL, "kernel '%s' has %u parameters; at most %d are supported", k->name, nargs, GPUWS__SIG_MAX);
+    }
+    for (cl_uint i = 0; i < nargs; i++) k->sig[i] = arg_kind(ck, i);
+    k->sig[nargs] = 0;
+    size_t wg = 0;
+    cl_ulong lm = 0;
+    ocl.clGetKernelWorkGroupInfo(ck, c->dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    ocl.clGetKernelWorkGroupInfo(ck, c->dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
+    k->info.max_block_size = wg ? (uint32_t)(wg > UINT32_MAX ? UINT32_MAX : wg) : ctx->info.max_block_size;
+    k->info.static_shared_bytes = lm;
+    ocl_kernel *ok = calloc(1, sizeof *ok);
+    if (!ok) {
+        ocl.clReleaseKernel(ck);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a kernel");
+    }
+    ok->k = ck;
+    pthread_mutex_init(&ok->lock, NULL);
+    k->impl = ok;
+    return GPUWS_OK;
+}
+
+static void ocl_kernel_destroy(gpuws_kernel *k)
+{
+    ocl_kernel *ok = k->impl;
+    ocl.clReleaseKernel(ok->k);
+    pthread_mutex_destroy(&ok->lock);
+    free(ok);
+}
+
+static gpuws_status set_args(cl_kernel k, const gpuws_arg *args, size_t nargs, const char *name)
+{
+    for (size_t i = 0; i < nargs; i++) {
+        const gpuws_arg *a = &args[i];
+        cl_int e;
+        cl_mem m;
+        switch (a->kind) {
+        case GPUWS_ARG_BUFFER: m = MEM(a->v.buffer); e = ocl.clSetKernelArg(k, (cl_uint)i, sizeof m, &m); break;
+        case GPUWS_ARG_I32: e = ocl.clSetKernelArg(k, (cl_uint)i, 4, &a->v.i32); break;
+        case GPUWS_ARG_U32: e = ocl.clSetKernelArg(k, (cl_uint)i, 4, &a->v.u32); break;
+        case GPUWS_ARG_I64: e = ocl.clSetKernelArg(k, (cl_uint)i, 8, &a->v.i64); break;
+        case GPUWS_ARG_U64: e = ocl.clSetKernelArg(k, (cl_uint)i, 8, &a->v.u64); break;
+        case GPUWS_ARG_F32: e = ocl.clSetKernelArg(k, (cl_uint)i, 4, &a->v.f32); break;
+        case GPUWS_ARG_F64: e = ocl.clSetKernelArg(k, (cl_uint)i, 8, &a->v.f64); break;
+        case GPUWS_ARG_LOCAL: e = ocl.clSetKernelArg(k, (cl_uint)i, a->v.local_bytes, NULL); break;
+        default: e = CL_INVALID_ARG_VALUE; break;
+        }
+        CHECK_CL(e, "kernel '%s': setting argument %zu", name, i);
+    }
+    return GPUWS_OK;
+}
+
+static gpuws_status ocl_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_config *cfg, const gpuws_arg *args,
+                               size_t nargs)
+{
+    ocl_kernel *ok = k->impl;
+    size_t global[3], local[3];
+    for (int i = 0; i < 3; i++) {
+        local[i] = cfg->block[i];
+        global[i] = (size_t)cfg->grid[i] * cfg->block[i];
+    }
+    cl_uint dims = (cfg->grid[2] > 1 || cfg->block[2] > 1) ? 3 : (cfg->grid[1] > 1 || cfg->block[1] > 1) ? 2 : 1;
+    pthread_mutex_lock(&ok->lock);
+    gpuws_status st = set_args(ok->k, args, nargs, k->name);
+    cl_int e = CL_SUCCESS;
+    if (!st) e = ocl.clEnqueueNDRangeKernel(Q(s), ok->k, dims, NULL, global, local, 0, NULL, NULL);
+    pthread_mutex_unlock(&ok->lock);
+    if (st) return st;
+    CHECK_CL(e, "launching '%s' with grid (%u,%u,%u) block (%u,%u,%u)", k->name, cfg->grid[0], cfg->grid[1], cfg->grid[2],
+             cfg->block[0], cfg->block[1], cfg->block[2]);
+    return GPUWS_OK;
+}
+
+const gpuws__backend gpuws__backend_opencl = {
+    .kind = GPUWS_BACKEND_OPENCL,
+    .name = "opencl",
+    .probe = ocl_probe,
+    .device_count = ocl_device_count,
+    .device_info = ocl_device_info,
+    .context_create = ocl_context_create,
+    .context_destroy = ocl_context_destroy,
+    .stream_create = ocl_stream_create,
+    .stream_destroy = ocl_stream_destroy,
+    .stream_synchronize = ocl_stream_synchronize,
+    .buffer_create = ocl_buffer_create,
+    .buffer_destroy = ocl_buffer_destroy,
+    .buffer_write = ocl_write,
+    .buffer_read = ocl_read,
+    .buffer_copy = ocl_copy,
+    .buffer_fill = ocl_fill,
+    .host_alloc = ocl_host_alloc,
+    .host_free = ocl_host_free,
+    .event_create = ocl_event_create,
+    .event_destroy = ocl_event_destroy,
+    .event_record = ocl_event_record,
+    .event_synchronize = ocl_event_synchronize,
+    .event_elapsed_ms = ocl_event_elapsed,
+    .kernel_create = ocl_kernel_create,
+    .kernel_destroy = ocl_kernel_destroy,
+    .launch = ocl_launch,
+};

@@ -1,0 +1,178 @@
+/* The contract between core/ and backends/. Never installed.
+ *
+ * Core validates every argument (live handles, same context, ranges, launch limits, argument kinds) before it
+ * calls a backend, so backend functions may assume valid input and only translate native errors. Each backend
+ * is one `gpuws__backend` descriptor: a function pointer per operation. Those marked (optional) may be NULL;
+ * core then answers GPUWS_ERR_UNSUPPORTED. */
+#ifndef GPUWS_BACKEND_IMPL_H
+#define GPUWS_BACKEND_IMPL_H
+
+#include "gpuws.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+
+/* ---- objects (the handles' real types) ------------------------------------------------------------------- */
+
+struct gpuws_context {
+    const struct gpuws__backend *backend;
+    gpuws_device_info info;
+    void *impl;                      /* backend's context */
+    gpuws_stream *default_stream;
+    pthread_mutex_t lock;            /* guards kernels and the backend's caches */
+    struct gpuws_kernel *kernels;    /* looked-up kernels, owned by the context */
+    gpuws_stream *streams;           /* user-created streams, for gpuws_context_synchronize */
+    long live_buffers, live_events;  /* under lock; a warning names leftovers at destroy */
+};
+
+#define GPUWS__SCRATCH_SLOTS 4
+struct gpuws_stream {
+    gpuws_context *ctx;
+    void *impl;
+    bool is_default;
+    gpuws_buffer *scratch[GPUWS__SCRATCH_SLOTS]; /* per-stream temporary memory (see gpuws__stream_scratch) */
+    gpuws_stream *next;              /* in ctx->streams */
+};
+
+struct gpuws_event {
+    gpuws_context *ctx;
+    void *impl;
+    bool recorded;
+};
+
+struct gpuws_buffer {
+    gpuws_context *ctx;
+    void *impl;                      /* CPU: the host pointer; CUDA: device pointer; OpenCL: cl_mem */
+    size_t size;
+};
+
+#define GPUWS__SIG_MAX 32
+struct gpuws_kernel {
+    gpuws_context *ctx;
+    void *impl;
+    char *name;
+    char *options;                   /* build options it was made with ("" if none) */
+    char sig[GPUWS__SIG_MAX + 1];    /* one gpuws_arg_kind letter per parameter; '?' = kind unknown */
+    gpuws_kernel_info info;
+    struct gpuws_kernel *next;
+};
+
+/* ---- the backend descriptor ------------------------------------------------------------------------------ */
+
+typedef struct gpuws__backend {
+    gpuws_backend_kind kind;
+    const char *name;
+
+    /* Loads the driver (once) and says whether the backend can be used; fills reason when it cannot. */
+    gpuws_status (*probe)(char *reason, size_t reason_size);
+    gpuws_status (*device_count)(const char *platform_filter, size_t *count);
+    gpuws_status (*device_info)(const char *platform_filter, size_t index, gpuws_device_info *info);
+
+    /* Fills ctx->impl and ctx->info. index has been checked against device_count. */
+    gpuws_status (*context_create)(gpuws_context *ctx, const char *platform_filter, size_t index);
+    void (*context_destroy)(gpuws_context *ctx);
+
+    gpuws_status (*stream_create)(gpuws_stream *s);
+    void (*stream_destroy)(gpuws_stream *s);
+    gpuws_status (*stream_synchronize)(gpuws_stream *s);
+
+    gpuws_status (*buffer_create)(gpuws_buffer *b);      /* b->size > 0 */
+    void (*buffer_destroy)(gpuws_buffer *b);
+    /* Transfers on stream s; blocking != 0 returns only when the host memory may be reused. */
+    gpuws_status (*buffer_write)(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *src, size_t n, int blocking);
+    gpuws_status (*buffer_read)(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n, int blocking);
+    gpuws_status (*buffer_copy)(gpuws_stream *s, gpuws_buffer *dst, size_t doff, const gpuws_buffer *src, size_t soff,
+                                size_t n);
+    gpuws_status (*buffer_fill)(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pattern, size_t psize,
+                                size_t n);
+
+    gpuws_status (*host_alloc)(gpuws_context *ctx, size_t n, void **p);
+    void (*host_free)(gpuws_context *ctx, void *p);
+
+    gpuws_status (*event_create)(gpuws_event *e);
+    void (*event_destroy)(gpuws_event *e);
+    gpuws_status (*event_record)(gpuws_event *e, gpuws_stream *s);
+    gpuws_status (*event_synchronize)(gpuws_event *e);
+    gpuws_status (*event_elapsed_ms)(gpuws_event *start, gpuws_event *end, double *ms);
+
+    /* (optional) Finds/builds kernel k->name with k->options; fills k->impl, k->sig, k->info.
+     * Returns GPUWS_ERR_KERNEL_NOT_FOUND when no built-in kernel has that name. */
+    gpuws_status (*kernel_create)(gpuws_kernel *k);
+    void (*kernel_destroy)(gpuws_kernel *k);
+    /* (optional) args already checked against k->sig and limits. */
+    gpuws_status (*launch)(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_config *cfg, const gpuws_arg *args,
+                           size_t nargs);
+} gpuws__backend;
+
+/* The registry: NULL for a backend not compiled in. */
+const gpuws__backend *gpuws__backend_get(gpuws_backend_kind kind);
+extern const gpuws__backend gpuws__backend_cpu;
+#ifdef GPUWS_HAVE_OPENCL
+extern const gpuws__backend gpuws__backend_opencl;
+#endif
+#ifdef GPUWS_HAVE_CUDA
+extern const gpuws__backend gpuws__backend_cuda;
+#endif
+
+/* ---- errors and logging ---------------------------------------------------------------------------------- */
+
+/* Sets the thread's detail message and returns s, so `return gpuws__error(...)` reads naturally. */
+gpuws_status gpuws__error(gpuws_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prefixes the current detail message: "<prefix>: <old message>". */
+gpuws_status gpuws__error_prefix(gpuws_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+typedef enum { GPUWS__LOG_ERROR = 0, GPUWS__LOG_WARN = 1, GPUWS__LOG_INFO = 2, GPUWS__LOG_DEBUG = 3 } gpuws__log_level;
+/* Messages at or under GPUWS_LOG (error|warn|info|debug; default warn) go to stderr. */
+void gpuws__log(gpuws__log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- handles --------------------------------------------------------------------------------------------- */
+
+typedef enum { GPUWS__H_CONTEXT = 1, GPUWS__H_STREAM, GPUWS__H_EVENT, GPUWS__H_BUFFER, GPUWS__H_KERNEL } gpuws__handle_kind;
+/* Live-handle registry: a destroyed or never-created handle is reported, not dereferenced. */
+void gpuws__handle_add(const void *p, gpuws__handle_kind kind);
+void gpuws__handle_remove(const void *p);
+bool gpuws__handle_live(const void *p, gpuws__handle_kind kind);
+
+/* Each returns OK or INVALID_ARGUMENT naming `what` (e.g. "argument 'src'"). */
+gpuws_status gpuws__check_context(const gpuws_context *ctx, const char *what);
+gpuws_status gpuws__check_stream(const gpuws_stream *s, const char *what);
+gpuws_status gpuws__check_buffer(const gpuws_buffer *b, const char *what);
+gpuws_status gpuws__check_event(const gpuws_event *e, const char *what);
+/* Resolves NULL to the context's default stream and checks it belongs to ctx. */
+gpuws_status gpuws__resolve_stream(gpuws_context *ctx, gpuws_stream **s, const char *what);
+/* OK when b belongs to ctx, else GPUWS_ERR_WRONG_CONTEXT naming `what`. */
+gpuws_status gpuws__check_same_context(const gpuws_context *ctx, const gpuws_buffer *b, const char *what);
+/* OK when [offset, offset + bytes) lies inside the buffer. */
+gpuws_status gpuws__check_range(const gpuws_buffer *b, size_t offset, size_t bytes, const char *what);
+
+/* ---- helpers for algorithm host drivers (kernels/<algo>/<algo>.c) --------------------------------------- */
+
+/* Temporary device memory owned by the stream: slot 0..GPUWS__SCRATCH_SLOTS-1, each a separate buffer, valid
+ * until the next request for the same slot on the same stream (work already enqueued on the stream may still use
+ * it: the stream is in order). Grows as needed; freed with the stream. */
+gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuws_buffer **out);
+/* Kernel by name built with extra build options (OpenCL -D tunables; ignored by CUDA). */
+gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const char *options, gpuws_kernel **k);
+/* Host address of a CPU-backend buffer (NULL for other backends). */
+void *gpuws__cpu_ptr(const gpuws_buffer *b);
+
+/* OpenCL program cache events in this process: loaded from disk, no entry, entry rejected (corrupt, truncated,
+ * foreign, or refused by the driver), built from source. Zeros when OpenCL is not built in. */
+void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds);
+
+/* ---- small utilities ------------------------------------------------------------------------------------- */
+
+static inline bool gpuws__mul_overflows(size_t a, size_t b, size_t *out) { return __builtin_mul_overflow(a, b, out); }
+static inline bool gpuws__add_overflows(size_t a, size_t b, size_t *out) { return __builtin_add_overflow(a, b, out); }
+int gpuws__strcasecmp(const char *a, const char *b);
+/* Case-insensitive substring test; an empty or NULL needle matches everything. */
+bool gpuws__icontains(const char *haystack, const char *needle);
+void gpuws__strlcpy(char *dst, const char *src, size_t size);
+/* 64-bit FNV-1a. */
+uint64_t gpuws__fnv1a(const void *data, size_t n, uint64_t seed);
+#define GPUWS__FNV_SEED 0xcbf29ce484222325ULL
+/* getenv that treats an empty value as unset. */
+const char *gpuws__getenv(const char *name);
+
+#endif

@@ -1,0 +1,174 @@
+/* Buffers and host memory: validation here, native work in the backend. */
+#include "backend_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpuws_buffer **out)
+{
+    if (!out) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'buffer' is NULL");
+    *out = NULL;
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (bytes == 0) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'bytes' is 0; a buffer needs at least one byte");
+    if (ctx->info.global_mem_bytes && bytes > ctx->info.global_mem_bytes)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "requested %zu bytes but %s has %llu bytes of memory", bytes,
+                            ctx->info.name, (unsigned long long)ctx->info.global_mem_bytes);
+    if (ctx->info.max_alloc_bytes && bytes > ctx->info.max_alloc_bytes)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "requested %zu bytes but the largest buffer %s allows is %llu bytes",
+                            bytes, ctx->info.name, (unsigned long long)ctx->info.max_alloc_bytes);
+    gpuws_buffer *b = calloc(1, sizeof *b);
+    if (!b) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a buffer handle");
+    b->ctx = ctx;
+    b->size = bytes;
+    if ((st = ctx->backend->buffer_create(b))) {
+        free(b);
+        return st;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    ctx->live_buffers++;
+    pthread_mutex_unlock(&ctx->lock);
+    gpuws__handle_add(b, GPUWS__H_BUFFER);
+    *out = b;
+    return GPUWS_OK;
+}
+
+void gpuws_buffer_destroy(gpuws_buffer *b)
+{
+    if (!b || !gpuws__handle_live(b, GPUWS__H_BUFFER)) return;
+    gpuws__handle_remove(b);
+    gpuws_context *ctx = b->ctx;
+    ctx->backend->buffer_destroy(b);
+    pthread_mutex_lock(&ctx->lock);
+    ctx->live_buffers--;
+    pthread_mutex_unlock(&ctx->lock);
+    free(b);
+}
+
+gpuws_status gpuws_buffer_get_size(const gpuws_buffer *b, size_t *bytes)
+{
+    gpuws_status st = gpuws__check_buffer(b, "argument 'buffer'");
+    if (st) return st;
+    if (!bytes) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'bytes' is NULL");
+    *bytes = b->size;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_buffer_get_context(const gpuws_buffer *b, gpuws_context **ctx)
+{
+    gpuws_status st = gpuws__check_buffer(b, "argument 'buffer'");
+    if (st) return st;
+    if (!ctx) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'ctx' is NULL");
+    *ctx = b->ctx;
+    return GPUWS_OK;
+}
+
+void *gpuws__cpu_ptr(const gpuws_buffer *b)
+{
+    return b->ctx->backend->kind == GPUWS_BACKEND_CPU ? b->impl : NULL;
+}
+
+/* One checker for the four transfer kinds: stream, buffer(s), host pointer, range. */
+static gpuws_status check_xfer(gpuws_stream **s, const gpuws_buffer *b, size_t off, const void *host, size_t n,
+                               const char *bname, const char *hname)
+{
+    gpuws_status st = gpuws__check_buffer(b, bname);
+    if (st || (st = gpuws__resolve_stream(b->ctx, s, "argument 'stream'"))) return st;
+    if (n && !host && hname) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument '%s' is NULL", hname);
+    return gpuws__check_range(b, off, n, bname);
+}
+
+static gpuws_status do_write(gpuws_stream *s, gpuws_buffer *dst, size_t off, const void *src, size_t n, int blocking)
+{
+    gpuws_status st = check_xfer(&s, dst, off, src, n, "argument 'dst'", "src");
+    if (st || n == 0) return st;
+    return dst->ctx->backend->buffer_write(s, dst, off, src, n, blocking);
+}
+
+static gpuws_status do_read(gpuws_stream *s, const gpuws_buffer *src, size_t off, void *dst, size_t n, int blocking)
+{
+    gpuws_status st = check_xfer(&s, src, off, dst, n, "argument 'src'", "dst");
+    if (st || n == 0) return st;
+    return src->ctx->backend->buffer_read(s, src, off, dst, n, blocking);
+}
+
+static gpuws_status do_copy(gpuws_stream *s, gpuws_buffer *dst, size_t doff, const gpuws_buffer *src, size_t soff,
+                            size_t n)
+{
+    gpuws_status st = check_xfer(&s, dst, doff, NULL, n, "argument 'dst'", NULL);
+    if (st || (st = gpuws__check_buffer(src, "argument 'src'"))) return st;
+    if ((st = gpuws__check_same_context(dst->ctx, src, "argument 'src'"))) return st;
+    if ((st = gpuws__check_range(src, soff, n, "argument 'src'"))) return st;
+    if (n == 0) return GPUWS_OK;
+    if (src == dst && soff < doff + n && doff < soff + n)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "source [%zu, %zu) and destination [%zu, %zu) overlap in one buffer",
+                            soff, soff + n, doff, doff + n);
+    return dst->ctx->backend->buffer_copy(s, dst, doff, src, soff, n);
+}
+
+static gpuws_status do_fill(gpuws_stream *s, gpuws_buffer *dst, size_t off, const void *pat, size_t psize, size_t n)
+{
+    gpuws_status st = check_xfer(&s, dst, off, pat, psize, "argument 'dst'", "pattern");
+    if (st) return st;
+    if (!(psize == 1 || psize == 2 || psize == 4 || psize == 8 || psize == 16))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "pattern_size %zu is not 1, 2, 4, 8 or 16", psize);
+    if (off % psize || n % psize)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "offset %zu and bytes %zu must be multiples of pattern_size %zu",
+                            off, n, psize);
+    if ((st = gpuws__check_range(dst, off, n, "argument 'dst'")) || n == 0) return st;
+    return dst->ctx->backend->buffer_fill(s, dst, off, pat, psize, n);
+}
+
+gpuws_status gpuws_buffer_write(gpuws_buffer *d, size_t o, const void *s, size_t n) { return do_write(NULL, d, o, s, n, 1); }
+gpuws_status gpuws_buffer_read(const gpuws_buffer *s, size_t o, void *d, size_t n) { return do_read(NULL, s, o, d, n, 1); }
+
+gpuws_status gpuws_buffer_copy(gpuws_buffer *dst, size_t doff, const gpuws_buffer *src, size_t soff, size_t n)
+{
+    gpuws_status st = do_copy(NULL, dst, doff, src, soff, n);
+    if (st || n == 0) return st;
+    return dst->ctx->backend->stream_synchronize(dst->ctx->default_stream);
+}
+
+gpuws_status gpuws_buffer_fill(gpuws_buffer *dst, size_t off, const void *pat, size_t psize, size_t n)
+{
+    gpuws_status st = do_fill(NULL, dst, off, pat, psize, n);
+    if (st || n == 0) return st;
+    return dst->ctx->backend->stream_synchronize(dst->ctx->default_stream);
+}
+
+gpuws_status gpuws_buffer_write_async(gpuws_stream *s, gpuws_buffer *d, size_t o, const void *src, size_t n)
+{
+    return do_write(s, d, o, src, n, 0);
+}
+
+gpuws_status gpuws_buffer_read_async(gpuws_stream *s, const gpuws_buffer *src, size_t o, void *d, size_t n)
+{
+    return do_read(s, src, o, d, n, 0);
+}
+
+gpuws_status gpuws_buffer_copy_async(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff,
+                                     size_t n)
+{
+    return do_copy(s, d, doff, src, soff, n);
+}
+
+gpuws_status gpuws_buffer_fill_async(gpuws_stream *s, gpuws_buffer *d, size_t o, const void *p, size_t ps, size_t n)
+{
+    return do_fill(s, d, o, p, ps, n);
+}
+
+gpuws_status gpuws_host_alloc(gpuws_context *ctx, size_t bytes, void **ptr)
+{
+    if (!ptr) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'ptr' is NULL");
+    *ptr = NULL;
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (bytes == 0) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'bytes' is 0");
+    return ctx->backend->host_alloc(ctx, bytes, ptr);
+}
+
+void gpuws_host_free(gpuws_context *ctx, void *ptr)
+{
+    if (!ptr || !ctx || !gpuws__handle_live(ctx, GPUWS__H_CONTEXT)) return;
+    ctx->backend->host_free(ctx, ptr);
+}

@@ -1,0 +1,381 @@
+/* Context selection (GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM), streams and events. */
+#include "backend_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LIST 8
+
+static void destroy_scratch(gpuws_stream *s);
+
+typedef struct {
+    gpuws_backend_kind kinds[MAX_LIST];
+    size_t n;
+} backend_list;
+
+static gpuws_status parse_backend_list(const char *spec, const char *source, backend_list *out)
+{
+    out->n = 0;
+    const char *p = spec;
+    while (*p) {
+        while (*p == ' ' || *p == ',') p++;
+        if (!*p) break;
+        const char *e = p;
+        while (*e && *e != ',') e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ') t--;
+        char name[32];
+        size_t len = (size_t)(t - p);
+        if (len >= sizeof name) len = sizeof name - 1;
+        memcpy(name, p, len);
+        name[len] = 0;
+        gpuws_backend_kind k;
+        if (gpuws_backend_from_name(name, &k) != GPUWS_OK)
+            return gpuws__error(GPUWS_ERR_UNKNOWN_BACKEND, "unknown backend '%s' in %s='%s'; valid names: cuda, opencl, cpu",
+                                name, source, spec);
+        if (out->n == MAX_LIST)
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s='%s' lists more than %d backends", source, spec, MAX_LIST);
+        out->kinds[out->n++] = k;
+        p = e;
+    }
+    if (out->n == 0)
+        return gpuws__error(GPUWS_ERR_UNKNOWN_BACKEND, "%s='%s' names no backend; valid names: cuda, opencl, cpu", source, spec);
+    return GPUWS_OK;
+}
+
+static gpuws_status parse_device_index(int opt, long *index)
+{
+    *index = -1;
+    if (opt >= 0) {
+        *index = opt;
+        return GPUWS_OK;
+    }
+    const char *v = gpuws__getenv("GPUWS_DEVICE");
+    if (!v) return GPUWS_OK;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || x < 0 || x > 1 << 20)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "GPUWS_DEVICE='%s' is not a device index (0, 1, ...)", v);
+    *index = x;
+    return GPUWS_OK;
+}
+
+static gpuws_status context_open(const gpuws__backend *b, const char *filter, size_t index, gpuws_context **out)
+{
+    gpuws_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a context (%zu bytes)", sizeof *ctx);
+    ctx->backend = b;
+    pthread_mutex_init(&ctx->lock, NULL);
+    gpuws_status st = b->context_create(ctx, filter, index);
+    if (st) {
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return st;
+    }
+    ctx->info.backend = b->kind;
+    gpuws_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating the default stream");
+        goto fail;
+    }
+    s->ctx = ctx;
+    s->is_default = true;
+    if ((st = b->stream_create(s))) {
+        free(s);
+        goto fail;
+    }
+    ctx->default_stream = s;
+    gpuws__handle_add(ctx, GPUWS__H_CONTEXT);
+    gpuws__handle_add(s, GPUWS__H_STREAM);
+    *out = ctx;
+    return GPUWS_OK;
+fail:
+    b->context_destroy(ctx);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    return st;
+}
+
+gpuws_status gpuws_context_create(gpuws_context **out, const gpuws_context_options *opt)
+{
+    if (!out) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'ctx' is NULL");
+    *out = NULL;
+    gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
+    if (opt) o = *opt;
+
+    const char *spec = o.backend, *source = "options.backend";
+    if (!spec && (spec = gpuws__getenv("GPUWS_BACKEND"))) source = "GPUWS_BACKEND";
+    const char *filter = o.opencl_platform ? o.opencl_platform : gpuws__getenv("GPUWS_OPENCL_PLATFORM");
+    long index;
+    gpuws_status st = parse_device_index(o.device, &index);
+    if (st) return st;
+
+    backend_list list;
+    if (spec) {
+        if ((st = parse_backend_list(spec, source, &list))) return st;
+    } else {
+        list.kinds[0] = GPUWS_BACKEND_CUDA;
+        list.kinds[1] = GPUWS_BACKEND_OPENCL;
+        list.kinds[2] = GPUWS_BACKEND_CPU;
+        list.n = 3;
+    }
+
+    char why[2048] = "";
+    size_t wl = 0;
+    gpuws_status last = GPUWS_ERR_BACKEND_UNAVAILABLE;
+    int all_no_device = 1;
+    for (size_t i = 0; i < list.n; i++) {
+        gpuws_backend_info bi;
+        gpuws_backend_get_info(list.kinds[i], &bi);
+        const char *f = list.kinds[i] == GPUWS_BACKEND_OPENCL ? filter : NULL;
+        char one[600];
+        if (!bi.available) {
+            snprintf(one, sizeof one, "%s not available: %s", bi.name, bi.reason);
+            last = GPUWS_ERR_BACKEND_UNAVAILABLE;
+            all_no_device = 0;
+        } else {
+            const gpuws__backend *b = gpuws__backend_get(list.kinds[i]);
+            size_t n = 0;
+            st = b->device_count(f, &n);
+            size_t want = index < 0 ? 0 : (size_t)index;
+            if (st == GPUWS_OK && want < n && (st = context_open(b, f, want, out)) == GPUWS_OK) {
+                gpuws__log(GPUWS__LOG_INFO, "selected %s device %zu: %s", bi.name, want, (*out)->info.name);
+                return GPUWS_OK;
+            }
+            if (st == GPUWS_OK) {
+                snprintf(one, sizeof one, "%s not available: it has %zu device(s)%s%s%s and device index %zu was asked for",
+                         bi.name, n, f ? " on platforms matching '" : "", f ? f : "", f ? "'" : "", want);
+                last = GPUWS_ERR_NO_DEVICE;
+            } else {
+                snprintf(one, sizeof one, "%s not available: %s", bi.name, gpuws_last_error());
+                last = st;
+                all_no_device = 0;
+            }
+        }
+        int k = snprintf(why + wl, sizeof why - wl, "%s%s", wl ? "; " : "", one);
+        if (k > 0) wl = wl + (size_t)k < sizeof why ? wl + (size_t)k : sizeof why - 1;
+    }
+    if (list.n > 1 && !all_no_device) last = GPUWS_ERR_BACKEND_UNAVAILABLE;
+    return gpuws__error(last, "%s", why);
+}
+
+void gpuws_context_destroy(gpuws_context *ctx)
+{
+    if (!ctx || !gpuws__handle_live(ctx, GPUWS__H_CONTEXT)) return;
+    gpuws_context_synchronize(ctx);
+    pthread_mutex_lock(&ctx->lock);
+    while (ctx->streams) {
+        gpuws_stream *s = ctx->streams;
+        gpuws__log(GPUWS__LOG_WARN, "context destroyed with a live stream %p; destroying it", (void *)s);
+        pthread_mutex_unlock(&ctx->lock);
+        gpuws_stream_destroy(s);
+        pthread_mutex_lock(&ctx->lock);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    destroy_scratch(ctx->default_stream);
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->live_buffers || ctx->live_events)
+        gpuws__log(GPUWS__LOG_WARN, "context destroyed with %ld live buffer(s) and %ld live event(s): leaked",
+                   ctx->live_buffers, ctx->live_events);
+    while (ctx->kernels) {
+        gpuws_kernel *k = ctx->kernels;
+        ctx->kernels = k->next;
+        gpuws__handle_remove(k);
+        if (ctx->backend->kernel_destroy) ctx->backend->kernel_destroy(k);
+        free(k->name);
+        free(k->options);
+        free(k);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    gpuws_stream *s = ctx->default_stream;
+    ctx->backend->stream_destroy(s);
+    gpuws__handle_remove(s);
+    free(s);
+    gpuws__handle_remove(ctx);
+    ctx->backend->context_destroy(ctx);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+gpuws_status gpuws_context_get_device_info(const gpuws_context *ctx, gpuws_device_info *info)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!info) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'info' is NULL");
+    *info = ctx->info;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_context_get_backend(const gpuws_context *ctx, gpuws_backend_kind *kind)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!kind) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'kind' is NULL");
+    *kind = ctx->backend->kind;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_context_get_default_stream(gpuws_context *ctx, gpuws_stream **stream)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!stream) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'stream' is NULL");
+    *stream = ctx->default_stream;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_context_synchronize(gpuws_context *ctx)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if ((st = ctx->backend->stream_synchronize(ctx->default_stream))) return st;
+    pthread_mutex_lock(&ctx->lock);
+    for (gpuws_stream *s = ctx->streams; s && !st; s = s->next) st = ctx->backend->stream_synchronize(s);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+/* ---- streams ---- */
+
+gpuws_status gpuws_stream_create(gpuws_context *ctx, gpuws_stream **out)
+{
+    if (!out) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'stream' is NULL");
+    *out = NULL;
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    gpuws_stream *s = calloc(1, sizeof *s);
+    if (!s) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a stream");
+    s->ctx = ctx;
+    if ((st = ctx->backend->stream_create(s))) {
+        free(s);
+        return st;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    s->next = ctx->streams;
+    ctx->streams = s;
+    pthread_mutex_unlock(&ctx->lock);
+    gpuws__handle_add(s, GPUWS__H_STREAM);
+    *out = s;
+    return GPUWS_OK;
+}
+
+void gpuws_stream_destroy(gpuws_stream *s)
+{
+    if (!s || !gpuws__handle_live(s, GPUWS__H_STREAM) || s->is_default) return;
+    gpuws_context *ctx = s->ctx;
+    ctx->backend->stream_synchronize(s);
+    gpuws__handle_remove(s);
+    pthread_mutex_lock(&ctx->lock);
+    for (gpuws_stream **pp = &ctx->streams; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&ctx->lock);
+    destroy_scratch(s);
+    ctx->backend->stream_destroy(s);
+    free(s);
+}
+
+gpuws_status gpuws_stream_synchronize(gpuws_stream *s)
+{
+    gpuws_status st = gpuws__check_stream(s, "argument 'stream'");
+    if (st) return st;
+    return s->ctx->backend->stream_synchronize(s);
+}
+
+gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuws_buffer **out)
+{
+    if (slot < 0 || slot >= GPUWS__SCRATCH_SLOTS) return gpuws__error(GPUWS_ERR_INTERNAL, "scratch slot %d", slot);
+    gpuws_buffer **b = &s->scratch[slot];
+    if (bytes == 0) bytes = 1;
+    if (*b && (*b)->size >= bytes) {
+        *out = *b;
+        return GPUWS_OK;
+    }
+    gpuws_status st;
+    if (*b) {
+        /* earlier work may still read the old scratch */
+        if ((st = s->ctx->backend->stream_synchronize(s))) return st;
+        gpuws_buffer_destroy(*b);
+        *b = NULL;
+    }
+    size_t want = bytes < 4096 ? 4096 : bytes;
+    if ((st = gpuws_buffer_create(s->ctx, want, b))) return st;
+    *out = *b;
+    return GPUWS_OK;
+}
+
+static void destroy_scratch(gpuws_stream *s)
+{
+    for (int i = 0; i < GPUWS__SCRATCH_SLOTS; i++) {
+        gpuws_buffer_destroy(s->scratch[i]);
+        s->scratch[i] = NULL;
+    }
+}
+
+/* ---- events ---- */
+
+gpuws_status gpuws_event_create(gpuws_context *ctx, gpuws_event **out)
+{
+    if (!out) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'event' is NULL");
+    *out = NULL;
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    gpuws_event *e = calloc(1, sizeof *e);
+    if (!e) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an event");
+    e->ctx = ctx;
+    if ((st = ctx->backend->event_create(e))) {
+        free(e);
+        return st;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    ctx->live_events++;
+    pthread_mutex_unlock(&ctx->lock);
+    gpuws__handle_add(e, GPUWS__H_EVENT);
+    *out = e;
+    return GPUWS_OK;
+}
+
+void gpuws_event_destroy(gpuws_event *e)
+{
+    if (!e || !gpuws__handle_live(e, GPUWS__H_EVENT)) return;
+    gpuws__handle_remove(e);
+    gpuws_context *ctx = e->ctx;
+    ctx->backend->event_destroy(e);
+    pthread_mutex_lock(&ctx->lock);
+    ctx->live_events--;
+    pthread_mutex_unlock(&ctx->lock);
+    free(e);
+}
+
+gpuws_status gpuws_event_record(gpuws_event *e, gpuws_stream *s)
+{
+    gpuws_status st = gpuws__check_event(e, "argument 'event'");
+    if (st || (st = gpuws__resolve_stream(e->ctx, &s, "argument 'stream'"))) return st;
+    if ((st = e->ctx->backend->event_record(e, s))) return st;
+    e->recorded = true;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_event_synchronize(gpuws_event *e)
+{
+    gpuws_status st = gpuws__check_event(e, "argument 'event'");
+    if (st) return st;
+    if (!e->recorded) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "the event was never recorded");
+    return e->ctx->backend->event_synchronize(e);
+}
+
+gpuws_status gpuws_event_elapsed_ms(gpuws_event *a, gpuws_event *b, double *ms)
+{
+    gpuws_status st;
+    if ((st = gpuws__check_event(a, "argument 'start'")) || (st = gpuws__check_event(b, "argument 'end'"))) return st;
+    if (!ms) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'ms' is NULL");
+    if (a->ctx != b->ctx) return gpuws__error(GPUWS_ERR_WRONG_CONTEXT, "the two events belong to different contexts");
+    if (!a->recorded || !b->recorded)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "event '%s' was never recorded", a->recorded ? "end" : "start");
+    return a->ctx->backend->event_elapsed_ms(a, b, ms);
+}

@@ -1,0 +1,142 @@
+/* Status names and strings (generated from GPUWS_STATUS_MAP), the thread-local detail message, logging. */
+#include "backend_impl.h"
+
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *gpuws_status_name(gpuws_status s)
+{
+    switch (s) {
+#define XX(name, value, text) case GPUWS_##name: return "GPUWS_" #name;
+        GPUWS_STATUS_MAP(XX)
+#undef XX
+    }
+    return "GPUWS_UNKNOWN_STATUS";
+}
+
+const char *gpuws_status_string(gpuws_status s)
+{
+    switch (s) {
+#define XX(name, value, text) case GPUWS_##name: return text;
+        GPUWS_STATUS_MAP(XX)
+#undef XX
+    }
+    return "unknown status";
+}
+
+/* Large enough for an OpenCL build log of a few screens; longer logs are truncated with a marker. */
+#define GPUWS__ERRBUF 8192
+static _Thread_local char gpuws__errbuf[GPUWS__ERRBUF];
+
+const char *gpuws_last_error(void) { return gpuws__errbuf; }
+
+static void gpuws__vset(const char *old, const char *fmt, va_list ap)
+{
+    char tmp[GPUWS__ERRBUF];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    if (n >= (int)sizeof tmp)
+        memcpy(tmp + sizeof tmp - 16, " [truncated]", 13);
+    if (old) { /* "<new prefix>: <old message>"; a long message is cut, which is fine */
+        if (snprintf(gpuws__errbuf, sizeof gpuws__errbuf, "%s: %s", tmp, old) >= (int)sizeof gpuws__errbuf)
+            gpuws__errbuf[sizeof gpuws__errbuf - 1] = 0;
+    }
+    else
+        memcpy(gpuws__errbuf, tmp, sizeof tmp);
+}
+
+gpuws_status gpuws__error(gpuws_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gpuws__vset(NULL, fmt, ap);
+    va_end(ap);
+    gpuws__log(GPUWS__LOG_DEBUG, "%s: %s", gpuws_status_name(s), gpuws__errbuf);
+    return s;
+}
+
+gpuws_status gpuws__error_prefix(gpuws_status s, const char *fmt, ...)
+{
+    char old[GPUWS__ERRBUF];
+    memcpy(old, gpuws__errbuf, sizeof old);
+    va_list ap;
+    va_start(ap, fmt);
+    gpuws__vset(old, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static int gpuws__log_level_from_env(void)
+{
+    const char *v = gpuws__getenv("GPUWS_LOG");
+    if (!v) return GPUWS__LOG_WARN;
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++)
+        if (gpuws__strcasecmp(v, names[i]) == 0) return i;
+    return GPUWS__LOG_WARN;
+}
+
+void gpuws__log(gpuws__log_level level, const char *fmt, ...)
+{
+    static atomic_int threshold = -1; /* every thread computes the same value */
+    int t = atomic_load(&threshold);
+    if (t < 0) atomic_store(&threshold, t = gpuws__log_level_from_env());
+    if ((int)level > t) return;
+    static const char *tags[] = {"error", "warn", "info", "debug"};
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "gpuws %s: %s\n", tags[level], line);
+}
+
+/* ---- utilities ---- */
+
+int gpuws__strcasecmp(const char *a, const char *b)
+{
+    for (;; a++, b++) {
+        int ca = tolower((unsigned char)*a), cb = tolower((unsigned char)*b);
+        if (ca != cb || ca == 0) return ca - cb;
+    }
+}
+
+bool gpuws__icontains(const char *haystack, const char *needle)
+{
+    if (!needle || !*needle) return true;
+    if (!haystack) return false;
+    size_t nl = strlen(needle);
+    for (const char *h = haystack; *h; h++) {
+        size_t i = 0;
+        while (i < nl && h[i] && tolower((unsigned char)h[i]) == tolower((unsigned char)needle[i])) i++;
+        if (i == nl) return true;
+    }
+    return false;
+}
+
+void gpuws__strlcpy(char *dst, const char *src, size_t size)
+{
+    if (!size) return;
+    size_t n = src ? strlen(src) : 0;
+    if (n >= size) n = size - 1;
+    if (n) memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+uint64_t gpuws__fnv1a(const void *data, size_t n, uint64_t h)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+const char *gpuws__getenv(const char *name)
+{
+    const char *v = getenv(name);
+    return (v && *v) ? v : NULL;
+}

@@ -1,0 +1,264 @@
+/* gpuws — portable GPU compute in C11.
+ *
+ * One API over three backends: CUDA (NVIDIA), OpenCL (any vendor, PoCL on CPUs) and a plain CPU backend that
+ * runs scalar C references. Objects are opaque handles. Every call returns a gpuws_status (0 = OK, negative =
+ * error) and, on error, leaves a human-readable detail in gpuws_last_error() (thread-local).
+ *
+ * Lifetimes: a context outlives every stream, event, buffer and kernel made from it; destroy those first.
+ * Every destroy function accepts NULL. Kernels belong to their context and need no destroy.
+ *
+ * Threads: see docs/threads.md. In short: distinct contexts are independent; one context may be used from
+ * several threads as long as each stream (and each event) is used by one thread at a time.
+ */
+#ifndef GPUWS_H
+#define GPUWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define GPUWS_API
+#else
+#define GPUWS_API __attribute__((visibility("default")))
+#endif
+
+#define GPUWS_VERSION_MAJOR 0
+#define GPUWS_VERSION_MINOR 1
+#define GPUWS_VERSION_PATCH 0
+
+/* ---- status codes ---------------------------------------------------------------------------------------- */
+
+/* XX(name, value, description). The one list every status table is generated from. */
+#define GPUWS_STATUS_MAP(XX)                                                                                    \
+    XX(OK, 0, "success")                                                                                        \
+    XX(ERR_INVALID_ARGUMENT, -1, "invalid argument")                                                           \
+    XX(ERR_OUT_OF_RANGE, -2, "offset or size out of range")                                                    \
+    XX(ERR_OVERFLOW, -3, "size computation overflows")                                                         \
+    XX(ERR_OUT_OF_MEMORY, -4, "out of memory")                                                                 \
+    XX(ERR_UNSUPPORTED, -5, "operation not supported by this backend or device")                               \
+    XX(ERR_BACKEND_UNAVAILABLE, -6, "backend not available")                                                   \
+    XX(ERR_UNKNOWN_BACKEND, -7, "unknown backend name")                                                        \
+    XX(ERR_NO_DEVICE, -8, "no such device")                                                                    \
+    XX(ERR_WRONG_CONTEXT, -9, "object belongs to another context")                                             \
+    XX(ERR_KERNEL_NOT_FOUND, -10, "no kernel of that name")                                                    \
+    XX(ERR_BUILD, -11, "kernel build failed")                                                                  \
+    XX(ERR_LAUNCH_CONFIG, -12, "launch configuration exceeds the device's limits")                             \
+    XX(ERR_ARGUMENTS, -13, "kernel arguments do not match the kernel's parameters")                            \
+    XX(ERR_DEVICE, -14, "device or driver error")                                                              \
+    XX(ERR_NOT_READY, -15, "work not finished")                                                                \
+    XX(ERR_IO, -16, "input/output error")                                                                      \
+    XX(ERR_FORMAT, -17, "malformed input file")                                                                \
+    XX(ERR_NOT_CONVERGED, -18, "iteration did not converge")                                                   \
+    XX(ERR_INTERNAL, -19, "internal error (a gpuws bug)")
+
+typedef enum gpuws_status {
+#define GPUWS__STATUS_ENUM(name, value, text) GPUWS_##name = value,
+    GPUWS_STATUS_MAP(GPUWS__STATUS_ENUM)
+#undef GPUWS__STATUS_ENUM
+} gpuws_status;
+
+/* "GPUWS_ERR_OUT_OF_RANGE" for GPUWS_ERR_OUT_OF_RANGE; "GPUWS_UNKNOWN_STATUS" for a value not in the list. */
+GPUWS_API const char *gpuws_status_name(gpuws_status s);
+/* "offset or size out of range"; "unknown status" for a value not in the list. */
+GPUWS_API const char *gpuws_status_string(gpuws_status s);
+/* Detail of the last error on this thread: which argument, which sizes, which native error and code, the
+ * OpenCL build log. Empty string if no call on this thread has failed. Valid until the next gpuws call. */
+GPUWS_API const char *gpuws_last_error(void);
+
+/* ---- backends and devices -------------------------------------------------------------------------------- */
+
+typedef enum gpuws_backend_kind { GPUWS_BACKEND_CPU = 0, GPUWS_BACKEND_OPENCL = 1, GPUWS_BACKEND_CUDA = 2 } gpuws_backend_kind;
+#define GPUWS_BACKEND_COUNT 3
+
+typedef struct gpuws_backend_info {
+    gpuws_backend_kind kind;
+    const char *name;  /* "cpu", "opencl", "cuda" */
+    int built_in;      /* compiled into this library */
+    int available;     /* built in, loads, and has at least one device */
+    char reason[256];  /* why not available ("" when available) */
+} gpuws_backend_info;
+
+/* Probes one backend (loads its driver on first use). kind outside the enum → GPUWS_ERR_INVALID_ARGUMENT. */
+GPUWS_API gpuws_status gpuws_backend_get_info(gpuws_backend_kind kind, gpuws_backend_info *info);
+/* Case-insensitive name → kind; an unknown name gives GPUWS_ERR_UNKNOWN_BACKEND listing the valid names. */
+GPUWS_API gpuws_status gpuws_backend_from_name(const char *name, gpuws_backend_kind *kind);
+
+typedef enum gpuws_device_type { GPUWS_DEVICE_CPU = 0, GPUWS_DEVICE_GPU = 1, GPUWS_DEVICE_OTHER = 2 } gpuws_device_type;
+
+typedef struct gpuws_device_info {
+    gpuws_backend_kind backend;
+    gpuws_device_type type;
+    char name[128];
+    char vendor[128];
+    char platform[128];          /* OpenCL platform name; "CUDA x.y" or "host" elsewhere */
+    char driver_version[64];
+    uint64_t global_mem_bytes;
+    uint64_t max_alloc_bytes;    /* largest single buffer */
+    uint32_t compute_units;      /* SMs, OpenCL compute units, CPU cores */
+    uint32_t max_block_size;     /* threads per block / work-items per work-group */
+    uint32_t max_block_dims[3];
+    uint64_t max_grid_dims[3];   /* blocks per grid dimension */
+    uint64_t shared_mem_bytes;   /* shared/local memory one block may use */
+    uint32_t warp_size;          /* warp / preferred sub-group or SIMD width; 1 on the CPU backend */
+    int fp64;                    /* double precision kernels available */
+    int unified_memory;          /* device memory is host memory (CPU, PoCL) */
+} gpuws_device_info;
+
+/* Devices of a backend, in index order: the index GPUWS_DEVICE and gpuws_context_options.device refer to.
+ * For OpenCL: devices of all platforms, GPUs and accelerators first, then CPUs, each group in platform order;
+ * platform_filter (a case-insensitive substring of the platform name, NULL = all) narrows the list. */
+GPUWS_API gpuws_status gpuws_device_count(gpuws_backend_kind backend, const char *platform_filter, size_t *count);
+GPUWS_API gpuws_status gpuws_device_get_info(gpuws_backend_kind backend, const char *platform_filter, size_t index,
+                                             gpuws_device_info *info);
+
+/* ---- contexts -------------------------------------------------------------------------------------------- */
+
+typedef struct gpuws_context gpuws_context;
+typedef struct gpuws_stream gpuws_stream;
+typedef struct gpuws_event gpuws_event;
+typedef struct gpuws_buffer gpuws_buffer;
+typedef struct gpuws_kernel gpuws_kernel;
+
+typedef struct gpuws_context_options {
+    const char *backend;         /* comma list tried in order ("opencl,cpu"); NULL: GPUWS_BACKEND, else cuda→opencl→cpu */
+    int device;                  /* index within the chosen backend; -1: GPUWS_DEVICE, else 0 */
+    const char *opencl_platform; /* platform name substring; NULL: GPUWS_OPENCL_PLATFORM, else any */
+} gpuws_context_options;
+#define GPUWS_CONTEXT_OPTIONS_INIT {NULL, -1, NULL}
+
+/* Creates a context on one device. options NULL = all fields from the environment (see above).
+ * Rules: every name in the list must be a known backend (else GPUWS_ERR_UNKNOWN_BACKEND listing the valid
+ * names); names are tried in order and the first available one with the requested device wins; if none is,
+ * the error says "<name> not available: <reason>" for each. There is never a silent fallback to a backend
+ * that was not named. On error *ctx is set to NULL. */
+GPUWS_API gpuws_status gpuws_context_create(gpuws_context **ctx, const gpuws_context_options *options);
+GPUWS_API void gpuws_context_destroy(gpuws_context *ctx);
+GPUWS_API gpuws_status gpuws_context_get_device_info(const gpuws_context *ctx, gpuws_device_info *info);
+GPUWS_API gpuws_status gpuws_context_get_backend(const gpuws_context *ctx, gpuws_backend_kind *kind);
+/* The stream used when a call is given a NULL stream. Owned by the context. */
+GPUWS_API gpuws_status gpuws_context_get_default_stream(gpuws_context *ctx, gpuws_stream **stream);
+/* Blocks until all work on all streams of the context has finished. */
+GPUWS_API gpuws_status gpuws_context_synchronize(gpuws_context *ctx);
+
+/* ---- streams and events ---------------------------------------------------------------------------------- */
+
+/* An in-order queue: work on one stream runs in submission order; work on different streams may overlap. */
+GPUWS_API gpuws_status gpuws_stream_create(gpuws_context *ctx, gpuws_stream **stream);
+/* Waits for the stream's work, then releases it. The default stream cannot be destroyed (call is a no-op). */
+GPUWS_API void gpuws_stream_destroy(gpuws_stream *stream);
+GPUWS_API gpuws_status gpuws_stream_synchronize(gpuws_stream *stream);
+
+GPUWS_API gpuws_status gpuws_event_create(gpuws_context *ctx, gpuws_event **event);
+GPUWS_API void gpuws_event_destroy(gpuws_event *event);
+/* Marks the point in the stream after all work submitted so far. stream NULL = default stream. */
+GPUWS_API gpuws_status gpuws_event_record(gpuws_event *event, gpuws_stream *stream);
+GPUWS_API gpuws_status gpuws_event_synchronize(gpuws_event *event);
+/* Milliseconds between two recorded events (waits for both). Events never recorded → GPUWS_ERR_INVALID_ARGUMENT. */
+GPUWS_API gpuws_status gpuws_event_elapsed_ms(gpuws_event *start, gpuws_event *end, double *ms);
+
+/* ---- buffers --------------------------------------------------------------------------------------------- */
+
+/* Device memory of `bytes` bytes (bytes > 0). Contents are undefined until written. */
+GPUWS_API gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpuws_buffer **buffer);
+GPUWS_API void gpuws_buffer_destroy(gpuws_buffer *buffer);
+GPUWS_API gpuws_status gpuws_buffer_get_size(const gpuws_buffer *buffer, size_t *bytes);
+GPUWS_API gpuws_status gpuws_buffer_get_context(const gpuws_buffer *buffer, gpuws_context **ctx);
+
+/* Blocking transfers, ordered after earlier work on the default stream. Every range is bounds-checked:
+ * offset + bytes past the end is GPUWS_ERR_OUT_OF_RANGE and nothing is transferred. bytes == 0 is a no-op. */
+GPUWS_API gpuws_status gpuws_buffer_write(gpuws_buffer *dst, size_t offset, const void *src, size_t bytes);
+GPUWS_API gpuws_status gpuws_buffer_read(const gpuws_buffer *src, size_t offset, void *dst, size_t bytes);
+GPUWS_API gpuws_status gpuws_buffer_copy(gpuws_buffer *dst, size_t dst_offset, const gpuws_buffer *src,
+                                         size_t src_offset, size_t bytes);
+/* Repeats a pattern of 1, 2, 4, 8 or 16 bytes; offset and bytes must be multiples of pattern_size. */
+GPUWS_API gpuws_status gpuws_buffer_fill(gpuws_buffer *dst, size_t offset, const void *pattern,
+                                         size_t pattern_size, size_t bytes);
+
+/* Asynchronous forms on a stream (NULL = default stream). The host memory must stay valid and unmodified until
+ * the stream is synchronized; they overlap with other work only when it was allocated with gpuws_host_alloc. */
+GPUWS_API gpuws_status gpuws_buffer_write_async(gpuws_stream *stream, gpuws_buffer *dst, size_t offset,
+                                                const void *src, size_t bytes);
+GPUWS_API gpuws_status gpuws_buffer_read_async(gpuws_stream *stream, const gpuws_buffer *src, size_t offset,
+                                               void *dst, size_t bytes);
+GPUWS_API gpuws_status gpuws_buffer_copy_async(gpuws_stream *stream, gpuws_buffer *dst, size_t dst_offset,
+                                               const gpuws_buffer *src, size_t src_offset, size_t bytes);
+GPUWS_API gpuws_status gpuws_buffer_fill_async(gpuws_stream *stream, gpuws_buffer *dst, size_t offset,
+                                               const void *pattern, size_t pattern_size, size_t bytes);
+
+/* Page-locked ("pinned") host memory for fast, overlappable transfers. Free with gpuws_host_free on the same
+ * context; on backends without pinning it is ordinary aligned memory. */
+GPUWS_API gpuws_status gpuws_host_alloc(gpuws_context *ctx, size_t bytes, void **ptr);
+GPUWS_API void gpuws_host_free(gpuws_context *ctx, void *ptr);
+
+/* ---- kernels --------------------------------------------------------------------------------------------- */
+
+/* Looks a built-in kernel up by name ("vector_add_f32"). Kernels are named <algorithm>_<variant>; the OpenCL
+ * backend builds the algorithm's program on first use (and caches it, see GPUWS_CACHE_DIR). The CPU backend has
+ * no kernels: GPUWS_ERR_UNSUPPORTED. */
+GPUWS_API gpuws_status gpuws_kernel_get(gpuws_context *ctx, const char *name, gpuws_kernel **kernel);
+
+typedef struct gpuws_kernel_info {
+    const char *name;
+    uint32_t max_block_size;    /* for this kernel on this device (register pressure may lower it) */
+    uint64_t static_shared_bytes;
+    uint32_t num_params;        /* parameters as seen by gpuws_launch (local-memory arguments included) */
+} gpuws_kernel_info;
+GPUWS_API gpuws_status gpuws_kernel_get_info(const gpuws_kernel *kernel, gpuws_kernel_info *info);
+
+typedef enum gpuws_arg_kind {
+    GPUWS_ARG_BUFFER = 'b',
+    GPUWS_ARG_I32 = 'i',
+    GPUWS_ARG_U32 = 'u',
+    GPUWS_ARG_I64 = 'l',
+    GPUWS_ARG_U64 = 'L',
+    GPUWS_ARG_F32 = 'f',
+    GPUWS_ARG_F64 = 'd',
+    /* Dynamic shared (CUDA) / local (OpenCL) memory of `local_bytes`. On OpenCL it binds the kernel's __local
+     * pointer parameter at this position. On CUDA it is not a parameter: the regions are laid out in order,
+     * each aligned to 16 bytes, in the kernel's extern __shared__ array, and their total is the launch's
+     * dynamic shared memory. */
+    GPUWS_ARG_LOCAL = 's'
+} gpuws_arg_kind;
+
+typedef struct gpuws_arg {
+    gpuws_arg_kind kind;
+    union {
+        gpuws_buffer *buffer;
+        int32_t i32;
+        uint32_t u32;
+        int64_t i64;
+        uint64_t u64;
+        float f32;
+        double f64;
+        size_t local_bytes;
+    } v;
+} gpuws_arg;
+
+static inline gpuws_arg gpuws_arg_buffer(gpuws_buffer *b) { gpuws_arg a; a.kind = GPUWS_ARG_BUFFER; a.v.buffer = b; return a; }
+static inline gpuws_arg gpuws_arg_i32(int32_t x) { gpuws_arg a; a.kind = GPUWS_ARG_I32; a.v.i32 = x; return a; }
+static inline gpuws_arg gpuws_arg_u32(uint32_t x) { gpuws_arg a; a.kind = GPUWS_ARG_U32; a.v.u32 = x; return a; }
+static inline gpuws_arg gpuws_arg_i64(int64_t x) { gpuws_arg a; a.kind = GPUWS_ARG_I64; a.v.i64 = x; return a; }
+static inline gpuws_arg gpuws_arg_u64(uint64_t x) { gpuws_arg a; a.kind = GPUWS_ARG_U64; a.v.u64 = x; return a; }
+static inline gpuws_arg gpuws_arg_f32(float x) { gpuws_arg a; a.kind = GPUWS_ARG_F32; a.v.f32 = x; return a; }
+static inline gpuws_arg gpuws_arg_f64(double x) { gpuws_arg a; a.kind = GPUWS_ARG_F64; a.v.f64 = x; return a; }
+static inline gpuws_arg gpuws_arg_local(size_t bytes) { gpuws_arg a; a.kind = GPUWS_ARG_LOCAL; a.v.local_bytes = bytes; return a; }
+
+typedef struct gpuws_launch_config {
+    uint32_t grid[3];  /* blocks (work-groups) per dimension, each >= 1 */
+    uint32_t block[3]; /* threads (work-items) per block per dimension, each >= 1 */
+} gpuws_launch_config;
+
+/* Enqueues the kernel on the stream (NULL = default). Checked before anything is enqueued: the block against the
+ * device's and the kernel's limits, the grid against the device's, shared/local memory against the device's,
+ * and the arguments' number and kinds against the kernel's parameters. */
+GPUWS_API gpuws_status gpuws_launch(gpuws_stream *stream, gpuws_kernel *kernel, const gpuws_launch_config *config,
+                                    const gpuws_arg *args, size_t nargs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUWS_H */
