@@ -1,0 +1,89 @@
+#include "driver.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t gpuws_dtype_size(gpuws_dtype t)
+{
+    switch (t) {
+    case GPUWS_F32: case GPUWS_I32: case GPUWS_U32: return 4;
+    case GPUWS_F64: case GPUWS_I64: return 8;
+    case GPUWS_I16: return 2;
+    case GPUWS_U8: return 1;
+    }
+    return 0;
+}
+
+const char *gpuws_dtype_name(gpuws_dtype t)
+{
+    switch (t) {
+    case GPUWS_F32: return "f32";
+    case GPUWS_F64: return "f64";
+    case GPUWS_I32: return "i32";
+    case GPUWS_U32: return "u32";
+    case GPUWS_I16: return "i16";
+    case GPUWS_U8: return "u8";
+    case GPUWS_I64: return "i64";
+    }
+    return "?";
+}
+
+gpuws_status gpuws__buffer_context(const gpuws_buffer *buf, const char *name, gpuws_context **ctx)
+{
+    char what[64];
+    snprintf(what, sizeof what, "argument '%s'", name);
+    gpuws_status st = gpuws__check_buffer(buf, what);
+    if (st) return st;
+    *ctx = buf->ctx;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws__check_array(gpuws_context *ctx, const gpuws_buffer *buf, const char *name, size_t n, size_t elem)
+{
+    char what[64];
+    snprintf(what, sizeof what, "argument '%s'", name);
+    gpuws_status st = gpuws__check_buffer(buf, what);
+    if (st || (st = gpuws__check_same_context(ctx, buf, what))) return st;
+    size_t bytes;
+    if (gpuws__mul_overflows(n, elem, &bytes))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: %zu elements of %zu bytes overflow size_t", what, n, elem);
+    if (bytes > buf->size)
+        return gpuws__error(GPUWS_ERR_OUT_OF_RANGE, "%s: %zu elements of %zu bytes need %zu bytes; the buffer has %zu",
+                            what, n, elem, bytes, buf->size);
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws__check_dtype(gpuws_context *ctx, gpuws_dtype dtype, const char *algo)
+{
+    if ((dtype == GPUWS_F64) && !ctx->info.fp64)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s in f64 needs double precision, which %s lacks (no cl_khr_fp64)", algo,
+                            ctx->info.name);
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws__launch_named(gpuws_stream *s, const char *name, const char *options, const gpuws_launch_config *cfg,
+                                 const gpuws_arg *args, size_t nargs)
+{
+    gpuws_kernel *k;
+    gpuws_status st = gpuws__kernel_get_ex(s->ctx, name, options, &k);
+    if (st) return st;
+    return gpuws_launch(s, k, cfg, args, nargs);
+}
+
+gpuws_launch_config gpuws__config_1d(size_t n, uint32_t block, uint32_t max_blocks)
+{
+    size_t blocks = (n + block - 1) / block;
+    if (blocks > max_blocks) blocks = max_blocks;
+    if (blocks == 0) blocks = 1;
+    gpuws_launch_config c = {{(uint32_t)blocks, 1, 1}, {block, 1, 1}};
+    return c;
+}
+
+uint32_t gpuws__saturating_blocks(const gpuws_context *ctx, uint32_t per_cu)
+{
+    uint64_t b = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) * per_cu;
+    if (b > ctx->info.max_grid_dims[0]) b = ctx->info.max_grid_dims[0];
+    return b ? (uint32_t)b : 1;
+}
+
+bool gpuws__is_cpu_device(const gpuws_context *ctx) { return ctx->info.type == GPUWS_DEVICE_CPU; }

@@ -1,0 +1,29 @@
+/* Helpers shared by the algorithm host drivers (kernels/<algo>/<algo>.c). */
+#ifndef GPUWS_DRIVER_H
+#define GPUWS_DRIVER_H
+
+#include "../../core/backend_impl.h"
+#include "gpuws/algorithms.h"
+
+#include <stdio.h>
+
+/* Resolves the stream (NULL = default of the first buffer's context) and checks `buf` is live, belongs to that
+ * context and holds at least n elements of elem_size bytes. `name` is the argument's name for messages. */
+gpuws_status gpuws__check_array(gpuws_context *ctx, const gpuws_buffer *buf, const char *name, size_t n, size_t elem_size);
+/* Live buffer check that also yields its context (the first buffer argument decides the context). */
+gpuws_status gpuws__buffer_context(const gpuws_buffer *buf, const char *name, gpuws_context **ctx);
+/* GPUWS_ERR_UNSUPPORTED unless the context can run dtype kernels (fp64 on OpenCL devices without it). */
+gpuws_status gpuws__check_dtype(gpuws_context *ctx, gpuws_dtype dtype, const char *algo);
+/* Kernel lookup + launch in one call. */
+gpuws_status gpuws__launch_named(gpuws_stream *s, const char *name, const char *options, const gpuws_launch_config *cfg,
+                                 const gpuws_arg *args, size_t nargs);
+/* A 1-D launch config of `block` threads covering n items, capped at `max_blocks` blocks (grid-stride kernels). */
+gpuws_launch_config gpuws__config_1d(size_t n, uint32_t block, uint32_t max_blocks);
+/* Blocks that keep every compute unit busy for grid-stride loops: compute_units * per_cu, at least 1. */
+uint32_t gpuws__saturating_blocks(const gpuws_context *ctx, uint32_t per_cu);
+/* True for CPU-type OpenCL devices (PoCL): drivers pick smaller work-groups there. */
+bool gpuws__is_cpu_device(const gpuws_context *ctx);
+
+#define GPUWS__NARGS(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

@@ -1,0 +1,44 @@
+/* Included by every kernels/<algo>/<algo>.cu.
+ *
+ * GPUWS_CUDA_KERNELS(algo, GPUWS_CUDA_KERNEL(fn), ...) exports the algorithm's kernel table. Each kernel's
+ * parameter signature is derived from its C++ type here, so it cannot drift from the code: gpuws_launch checks
+ * the caller's arguments against it exactly as the OpenCL backend checks against clGetKernelArgInfo. */
+#ifndef GPUWS_CUDA_CUH
+#define GPUWS_CUDA_CUH
+
+#include "../../backends/cuda/cuda_kernel.h"
+
+#include <cstdint>
+#include <type_traits>
+
+/* The CUDA side of gpuws_arg_local(bytes): the launcher passes the region's size; the memory itself lies in the
+ * kernel's extern __shared__ array (regions in parameter order, each 16-byte aligned). */
+struct gpuws_local {
+    unsigned long long bytes;
+};
+
+template <typename T, typename = void> struct gpuws_sig_char;
+template <typename T> struct gpuws_sig_char<T *> { static constexpr char value = 'b'; };
+template <> struct gpuws_sig_char<int> { static constexpr char value = 'i'; };
+template <> struct gpuws_sig_char<unsigned> { static constexpr char value = 'u'; };
+template <> struct gpuws_sig_char<long> { static constexpr char value = 'l'; };
+template <> struct gpuws_sig_char<long long> { static constexpr char value = 'l'; };
+template <> struct gpuws_sig_char<unsigned long> { static constexpr char value = 'L'; };
+template <> struct gpuws_sig_char<unsigned long long> { static constexpr char value = 'L'; };
+template <> struct gpuws_sig_char<float> { static constexpr char value = 'f'; };
+template <> struct gpuws_sig_char<double> { static constexpr char value = 'd'; };
+template <> struct gpuws_sig_char<gpuws_local> { static constexpr char value = 's'; };
+
+template <typename F> struct gpuws_sig;
+template <typename... A> struct gpuws_sig<void(A...)> {
+    static constexpr char value[] = {gpuws_sig_char<typename std::remove_cv<A>::type>::value..., 0};
+};
+
+#define GPUWS_CUDA_KERNEL(fn) {#fn, (const void *)fn, gpuws_sig<decltype(fn)>::value}
+#define GPUWS_CUDA_KERNELS(algo, ...)                                                                          \
+    extern "C" const gpuws__cuda_kernel gpuws__cuda_kernels_##algo[] = {__VA_ARGS__, {nullptr, nullptr, nullptr}};
+
+/* Dynamic shared memory, as one byte array the kernel carves into its regions. */
+#define GPUWS_SHARED_BYTES() extern __shared__ __align__(16) unsigned char gpuws_smem[]
+
+#endif
