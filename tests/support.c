@@ -1,0 +1,172 @@
+#include "support.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+gpuws_backend_kind test_backends[TEST_BACKENDS] = {GPUWS_BACKEND_CPU, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+
+const char *test_backend_name(gpuws_backend_kind kind)
+{
+    return kind == GPUWS_BACKEND_CPU ? "cpu" : kind == GPUWS_BACKEND_OPENCL ? "opencl" : "cuda";
+}
+
+static bool list_has(const char *list, const char *name)
+{
+    if (!list) return false;
+    size_t nl = strlen(name);
+    for (const char *p = list; *p;) {
+        while (*p == ',' || *p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ',') e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ') t--;
+        if ((size_t)(t - p) == nl && strncasecmp(p, name, nl) == 0) return true;
+        p = e;
+    }
+    return false;
+}
+
+bool test_is_required(const char *name) { return list_has(getenv("GPUWS_REQUIRE"), name); }
+
+static _Noreturn void skip_or_fail(const char *backend, const char *why)
+{
+    if (test_is_required(backend)) {
+        cr_assert_fail("%s is required (GPUWS_REQUIRE) but %s", backend, why);
+        criterion_abort_test(); /* not reached: an assert failure aborts the test */
+    }
+    cr_skip_test("%s: %s", backend, why);
+}
+
+gpuws_context *test_open(gpuws_backend_kind kind)
+{
+    const char *name = test_backend_name(kind);
+    const char *only = getenv("GPUWS_TEST_BACKENDS");
+    if (only && *only && !list_has(only, name)) {
+        if (test_is_required(name)) cr_assert_fail("%s is required but GPUWS_TEST_BACKENDS=%s leaves it out", name, only);
+        cr_skip_test("%s left out by GPUWS_TEST_BACKENDS=%s", name, only);
+    }
+    gpuws_backend_info bi;
+    cr_assert_eq(gpuws_backend_get_info(kind, &bi), GPUWS_OK);
+    if (!bi.available) skip_or_fail(name, bi.reason);
+    gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
+    o.backend = name;
+    gpuws_context *ctx = NULL;
+    gpuws_status st = gpuws_context_create(&ctx, &o);
+    if (st) {
+        char why[512];
+        snprintf(why, sizeof why, "context creation failed: %s: %s", gpuws_status_name(st), gpuws_last_error());
+        skip_or_fail(name, why);
+    }
+    return ctx;
+}
+
+void test_require_dtype(gpuws_context *ctx, gpuws_dtype dtype)
+{
+    gpuws_device_info d;
+    TEST_OK(gpuws_context_get_device_info(ctx, &d));
+    if (dtype == GPUWS_F64 && !d.fp64) {
+        const char *name = test_backend_name(d.backend);
+        if (test_is_required("fp64")) cr_assert_fail("%s has no fp64 but GPUWS_REQUIRE names fp64", d.name);
+        gpuws_context_destroy(ctx);
+        cr_skip_test("%s: %s has no double precision", name, d.name);
+    }
+}
+
+uint64_t test_seed(bool fresh)
+{
+    const char *env = getenv("GPUWS_TEST_SEED");
+    if (env && *env) return strtoull(env, NULL, 0);
+    if (!fresh) return 0x5eed2026ULL;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t s = (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec;
+    cr_log_info("fresh seed %llu (replay with GPUWS_TEST_SEED=%llu)", (unsigned long long)s, (unsigned long long)s);
+    return s;
+}
+
+uint64_t test_rand_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+double test_rand_uniform(uint64_t *s) { return (double)(test_rand_u64(s) >> 11) * 0x1.0p-53; }
+
+void test_fill_uniform_f32(float *x, size_t n, uint64_t seed, double lo, double hi)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)(lo + (hi - lo) * test_rand_uniform(&seed));
+}
+
+void test_fill_uniform_f64(double *x, size_t n, uint64_t seed, double lo, double hi)
+{
+    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * test_rand_uniform(&seed);
+}
+
+gpuws_buffer *test_buffer(gpuws_context *ctx, size_t bytes)
+{
+    gpuws_buffer *b = NULL;
+    const unsigned char p = TEST_POISON_BYTE;
+    TEST_OK(gpuws_buffer_create(ctx, bytes + TEST_GUARD_BYTES, &b));
+    TEST_OK(gpuws_buffer_fill(b, 0, &p, 1, bytes + TEST_GUARD_BYTES));
+    return b;
+}
+
+gpuws_buffer *test_buffer_from(gpuws_context *ctx, const void *host, size_t bytes)
+{
+    gpuws_buffer *b = test_buffer(ctx, bytes);
+    if (bytes) TEST_OK(gpuws_buffer_write(b, 0, host, bytes));
+    return b;
+}
+
+void test_check_guard(gpuws_buffer *b, size_t bytes, const char *name)
+{
+    unsigned char g[TEST_GUARD_BYTES];
+    TEST_OK(gpuws_buffer_read(b, bytes, g, TEST_GUARD_BYTES));
+    for (int i = 0; i < TEST_GUARD_BYTES; i++)
+        cr_assert_eq(g[i], TEST_POISON_BYTE, "buffer '%s': guard byte %d past the end was overwritten (0x%02x)", name, i, g[i]);
+}
+
+void *test_download(gpuws_buffer *b, size_t bytes)
+{
+    void *h = malloc(bytes ? bytes : 1);
+    cr_assert_not_null(h);
+    if (bytes) TEST_OK(gpuws_buffer_read(b, 0, h, bytes));
+    return h;
+}
+
+static uint64_t ordered32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (u & 0x80000000u) ? (uint64_t)(0x80000000u - (u & 0x7fffffffu)) : (uint64_t)u + 0x80000000u;
+}
+
+static uint64_t ordered64(double f)
+{
+    uint64_t u;
+    memcpy(&u, &f, 8);
+    return (u >> 63) ? 0x8000000000000000ULL - (u & 0x7fffffffffffffffULL) : u + 0x8000000000000000ULL;
+}
+
+uint64_t test_ulp_diff_f32(float a, float b)
+{
+    if (isnan(a) && isnan(b)) return 0;
+    if (isnan(a) || isnan(b)) return UINT64_MAX;
+    uint64_t x = ordered32(a), y = ordered32(b);
+    return x > y ? x - y : y - x;
+}
+
+uint64_t test_ulp_diff_f64(double a, double b)
+{
+    if (isnan(a) && isnan(b)) return 0;
+    if (isnan(a) || isnan(b)) return UINT64_MAX;
+    uint64_t x = ordered64(a), y = ordered64(b);
+    return x > y ? x - y : y - x;
+}

@@ -1,0 +1,76 @@
+/* Shared by every test suite: which backends to run, skipping vs. requiring them, seeded data, poisoning,
+ * and float comparison with stated bounds. */
+#ifndef GPUWS_TEST_SUPPORT_H
+#define GPUWS_TEST_SUPPORT_H
+
+#include "gpuws.h"
+#include "gpuws/algorithms.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The backend axis of every matrix, in a fixed order so parameter indices are stable. */
+#define TEST_BACKENDS 3
+extern gpuws_backend_kind test_backends[TEST_BACKENDS];
+
+/* A test run once per backend: BACKEND_TEST(suite, name) { ... *kind ... } */
+#define BACKEND_TEST(Suite, Name)                                                                               \
+    ParameterizedTestParameters(Suite, Name)                                                                    \
+    {                                                                                                           \
+        return cr_make_param_array(gpuws_backend_kind, test_backends, TEST_BACKENDS);                           \
+    }                                                                                                           \
+    ParameterizedTest(gpuws_backend_kind *kind, Suite, Name)
+
+/* Opens a context on `kind`. If the backend is unavailable (or GPUWS_TEST_BACKENDS leaves it out) the test is
+ * skipped with the reason, unless the backend is named in GPUWS_REQUIRE, in which case the test fails.
+ * The OpenCL device honours GPUWS_OPENCL_PLATFORM / GPUWS_DEVICE. Never returns NULL. */
+gpuws_context *test_open(gpuws_backend_kind kind);
+/* Skip (or fail, if required) when the context cannot run dtype (fp64 on OpenCL devices without it). */
+void test_require_dtype(gpuws_context *ctx, gpuws_dtype dtype);
+bool test_is_required(const char *backend_name);
+const char *test_backend_name(gpuws_backend_kind kind);
+
+/* A fixed seed (reproducible) or, for fresh = true, one from the clock, printed so a failure can be replayed
+ * with GPUWS_TEST_SEED=<n>. */
+uint64_t test_seed(bool fresh);
+/* splitmix64 stream. */
+uint64_t test_rand_u64(uint64_t *state);
+double test_rand_uniform(uint64_t *state); /* [0, 1) */
+void test_fill_uniform_f32(float *x, size_t n, uint64_t seed, double lo, double hi);
+void test_fill_uniform_f64(double *x, size_t n, uint64_t seed, double lo, double hi);
+
+/* 0xAB in every byte: an unwritten output element shows up as this pattern (a NaN-free, odd value). */
+#define TEST_POISON_BYTE 0xAB
+/* Allocates a device buffer of `bytes` + guard bytes, filled with the poison; returns it. */
+gpuws_buffer *test_buffer(gpuws_context *ctx, size_t bytes);
+gpuws_buffer *test_buffer_from(gpuws_context *ctx, const void *host, size_t bytes);
+/* Guard bytes past the payload of buffers from test_buffer. */
+#define TEST_GUARD_BYTES 64
+/* Asserts the guard bytes after `bytes` are still poison (no overrun). */
+void test_check_guard(gpuws_buffer *b, size_t bytes, const char *name);
+/* Host copy of a buffer's first `bytes` (malloc'd). */
+void *test_download(gpuws_buffer *b, size_t bytes);
+
+/* Units in the last place between two floats (0 if bit-identical; NaN vs NaN counts as equal). */
+uint64_t test_ulp_diff_f32(float a, float b);
+uint64_t test_ulp_diff_f64(double a, double b);
+
+/* Asserts a == 0 with the last gpuws error in the message. */
+#define TEST_OK(call)                                                                                           \
+    do {                                                                                                        \
+        gpuws_status st_ = (call);                                                                              \
+        cr_assert_eq(st_, GPUWS_OK, "%s -> %s: %s", #call, gpuws_status_name(st_), gpuws_last_error());         \
+    } while (0)
+
+/* Asserts the call fails with exactly `want`. */
+#define TEST_FAILS(want, call)                                                                                  \
+    do {                                                                                                        \
+        gpuws_status st_ = (call);                                                                              \
+        cr_assert_eq(st_, (want), "%s -> %s (wanted %s): %s", #call, gpuws_status_name(st_), gpuws_status_name(want), \
+                     gpuws_last_error());                                                                       \
+    } while (0)
+
+#endif

@@ -1,0 +1,171 @@
+/* The OpenCL program cache: hits, and every fault (corrupt, truncated, foreign, unwritable, concurrent) ends in
+ * a correct result. */
+#include "support.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds);
+
+typedef struct { unsigned long hits, misses, rejected, builds; } stats;
+
+static stats now(void)
+{
+    stats s;
+    gpuws__opencl_cache_stats(&s.hits, &s.misses, &s.rejected, &s.builds);
+    return s;
+}
+
+static char dir[256];
+
+static void fresh_cache_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/gpuws-cache-test-%ld", (long)getpid());
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    setenv("GPUWS_CACHE_DIR", dir, 1);
+}
+
+/* Runs vector_add on a new OpenCL context (a fresh program build or cache load) and checks the result. */
+static void vector_add_once(void)
+{
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_OPENCL);
+    enum { N = 777 };
+    float a[N], c[N];
+    for (int i = 0; i < N; i++) a[i] = (float)i * 0.25f;
+    gpuws_buffer *da = test_buffer_from(ctx, a, sizeof a), *dc = test_buffer(ctx, sizeof c);
+    TEST_OK(gpuws_vector_add(NULL, GPUWS_F32, N, da, da, dc));
+    TEST_OK(gpuws_buffer_read(dc, 0, c, sizeof c));
+    for (int i = 0; i < N; i++) cr_assert_eq(c[i], (float)i * 0.5f, "element %d", i);
+    gpuws_buffer_destroy(da);
+    gpuws_buffer_destroy(dc);
+    gpuws_context_destroy(ctx);
+}
+
+/* Applies f to every cache entry. */
+static int for_each_entry(void (*f)(const char *path))
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strstr(e->d_name, ".clbin") || strstr(e->d_name, ".tmp")) continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (f) f(path);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void corrupt(const char *path)
+{
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    fseek(f, 40, SEEK_SET);
+    fputs("garbage garbage garbage", f);
+    fclose(f);
+}
+
+static void truncate_half(const char *path)
+{
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(truncate(path, st.st_size / 2), 0);
+}
+
+/* Rewrites the key so it names another device, keeping the file otherwise valid-looking. */
+static void foreign(const char *path)
+{
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    char buf[64];
+    cr_assert_eq(fread(buf, 1, sizeof buf, f), sizeof buf);
+    char *p = NULL;
+    for (size_t i = 0; i + 9 <= sizeof buf && !p; i++)
+        if (memcmp(buf + i, "platform=", 9) == 0) p = buf + i;
+    cr_assert_not_null(p, "entry starts with its key");
+    p[9] ^= 0x20; /* flip the case of the platform name's first letter */
+    fseek(f, 0, SEEK_SET);
+    fwrite(buf, 1, sizeof buf, f);
+    fclose(f);
+}
+
+Test(cache, a_second_context_loads_from_disk)
+{
+    fresh_cache_dir();
+    stats s0 = now();
+    vector_add_once();
+    stats s1 = now();
+    cr_assert_geq(s1.builds - s0.builds, 1);
+    cr_assert_geq(for_each_entry(NULL), 1, "an entry was written to %s", dir);
+    vector_add_once();
+    stats s2 = now();
+    cr_assert_geq(s2.hits - s1.hits, 1, "second context loaded the binary");
+    cr_assert_eq(s2.builds, s1.builds, "and built nothing from source");
+}
+
+static void fault_then_rebuild(void (*fault)(const char *))
+{
+    fresh_cache_dir();
+    vector_add_once();
+    cr_assert_geq(for_each_entry(fault), 1);
+    stats s0 = now();
+    vector_add_once(); /* correct despite the bad entry */
+    stats s1 = now();
+    cr_assert_geq(s1.rejected - s0.rejected, 1, "the bad entry was detected");
+    cr_assert_geq(s1.builds - s0.builds, 1, "and rebuilt from source");
+    vector_add_once(); /* the rewritten entry is good again */
+    cr_assert_geq(now().hits - s1.hits, 1);
+}
+
+Test(cache, a_corrupt_entry_is_rebuilt) { fault_then_rebuild(corrupt); }
+Test(cache, a_truncated_entry_is_rebuilt) { fault_then_rebuild(truncate_half); }
+Test(cache, an_entry_for_another_device_is_rebuilt) { fault_then_rebuild(foreign); }
+
+Test(cache, an_unwritable_directory_only_disables_caching)
+{
+    /* /proc refuses new files even to root; a chmod'ed directory would not stop root */
+    setenv("GPUWS_CACHE_DIR", "/proc/gpuws-cache", 1);
+    vector_add_once();
+    fresh_cache_dir();
+    cr_assert_eq(mkdir(dir, 0555), 0);
+    vector_add_once();
+    setenv("GPUWS_CACHE_DIR", "off", 1);
+    stats s0 = now();
+    vector_add_once();
+    cr_assert_eq(now().hits, s0.hits, "cache off: nothing loaded");
+}
+
+Test(cache, concurrent_processes_never_see_a_partial_entry)
+{
+    fresh_cache_dir();
+    enum { P = 4 };
+    pid_t kids[P];
+    for (int i = 0; i < P; i++) {
+        kids[i] = fork();
+        cr_assert_geq(kids[i], 0);
+        if (kids[i] == 0) {
+            /* each child builds, stores and reloads the same programs at the same time */
+            for (int r = 0; r < 3; r++) vector_add_once();
+            _exit(0);
+        }
+    }
+    for (int i = 0; i < P; i++) {
+        int status;
+        cr_assert_eq(waitpid(kids[i], &status, 0), kids[i]);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d failed (status 0x%x)", i, status);
+    }
+    stats s0 = now();
+    vector_add_once();
+    cr_assert_geq(now().hits - s0.hits, 1, "the entries left behind are valid");
+    cr_assert_eq(now().rejected, s0.rejected);
+}

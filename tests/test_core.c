@@ -1,0 +1,325 @@
+/* Core API: status strings, backend selection rules, buffers and transfers, streams and events. */
+#include "support.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- status codes ---- */
+
+Test(status, every_code_has_a_distinct_name_and_description)
+{
+    static const struct { gpuws_status s; const char *name; } all[] = {
+#define XX(name, value, text) {GPUWS_##name, "GPUWS_" #name},
+        GPUWS_STATUS_MAP(XX)
+#undef XX
+    };
+    size_t n = sizeof all / sizeof all[0];
+    cr_assert_geq(n, 19);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_str_eq(gpuws_status_name(all[i].s), all[i].name);
+        const char *d = gpuws_status_string(all[i].s);
+        cr_assert(d && strlen(d) > 3 && strcmp(d, "unknown status") != 0, "%s has no description", all[i].name);
+        cr_assert(all[i].s == GPUWS_OK ? all[i].s == 0 : all[i].s < 0, "%s = %d", all[i].name, all[i].s);
+        for (size_t j = 0; j < i; j++) {
+            cr_assert_neq(all[i].s, all[j].s, "%s and %s share a value", all[i].name, all[j].name);
+            cr_assert_str_neq(gpuws_status_string(all[i].s), gpuws_status_string(all[j].s));
+        }
+    }
+    cr_assert_str_eq(gpuws_status_name((gpuws_status)-999), "GPUWS_UNKNOWN_STATUS");
+    cr_assert_str_eq(gpuws_status_string((gpuws_status)12345), "unknown status");
+}
+
+Test(status, detail_message_is_per_thread_and_names_the_argument)
+{
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_context_create(NULL, NULL));
+    cr_assert(strstr(gpuws_last_error(), "ctx"), "message: %s", gpuws_last_error());
+}
+
+/* ---- selection ---- */
+
+static gpuws_backend_kind backend_of(gpuws_context *ctx)
+{
+    gpuws_backend_kind k;
+    TEST_OK(gpuws_context_get_backend(ctx, &k));
+    return k;
+}
+
+Test(selection, unknown_name_is_an_error_listing_the_valid_names)
+{
+    setenv("GPUWS_BACKEND", "bogus", 1);
+    gpuws_context *ctx = (gpuws_context *)1;
+    TEST_FAILS(GPUWS_ERR_UNKNOWN_BACKEND, gpuws_context_create(&ctx, NULL));
+    cr_assert_null(ctx, "*ctx is NULL after a failure");
+    const char *m = gpuws_last_error();
+    cr_assert(strstr(m, "bogus") && strstr(m, "cuda") && strstr(m, "opencl") && strstr(m, "cpu"), "message: %s", m);
+    /* an unknown name anywhere in the list is an error, even after an available one */
+    setenv("GPUWS_BACKEND", "cpu,nope", 1);
+    TEST_FAILS(GPUWS_ERR_UNKNOWN_BACKEND, gpuws_context_create(&ctx, NULL));
+    setenv("GPUWS_BACKEND", " , ", 1);
+    TEST_FAILS(GPUWS_ERR_UNKNOWN_BACKEND, gpuws_context_create(&ctx, NULL));
+}
+
+Test(selection, names_are_case_insensitive)
+{
+    setenv("GPUWS_BACKEND", "CPU", 1);
+    gpuws_context *ctx;
+    TEST_OK(gpuws_context_create(&ctx, NULL));
+    cr_assert_eq(backend_of(ctx), GPUWS_BACKEND_CPU);
+    gpuws_context_destroy(ctx);
+    gpuws_backend_kind k;
+    TEST_OK(gpuws_backend_from_name("OpenCL", &k));
+    cr_assert_eq(k, GPUWS_BACKEND_OPENCL);
+    TEST_FAILS(GPUWS_ERR_UNKNOWN_BACKEND, gpuws_backend_from_name("vulkan", &k));
+}
+
+/* Makes OpenCL unavailable in this (forked) test process, whatever the machine has. */
+static void hide_opencl(void) { setenv("GPUWS_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1", 1); }
+
+Test(selection, an_explicit_unavailable_backend_is_an_error_with_its_reason)
+{
+    hide_opencl();
+    setenv("GPUWS_BACKEND", "opencl", 1);
+    gpuws_context *ctx;
+    TEST_FAILS(GPUWS_ERR_BACKEND_UNAVAILABLE, gpuws_context_create(&ctx, NULL));
+    const char *m = gpuws_last_error();
+    cr_assert(strstr(m, "opencl not available: no OpenCL ICD loader"), "message: %s", m);
+    gpuws_backend_info bi;
+    TEST_OK(gpuws_backend_get_info(GPUWS_BACKEND_OPENCL, &bi));
+    cr_assert(!bi.available && bi.built_in && strstr(bi.reason, "ICD loader"), "reason: %s", bi.reason);
+}
+
+Test(selection, a_later_available_name_in_the_list_is_used)
+{
+    hide_opencl();
+    setenv("GPUWS_BACKEND", "opencl,cpu", 1);
+    gpuws_context *ctx;
+    TEST_OK(gpuws_context_create(&ctx, NULL));
+    cr_assert_eq(backend_of(ctx), GPUWS_BACKEND_CPU);
+    gpuws_context_destroy(ctx);
+}
+
+Test(selection, the_list_is_tried_in_order)
+{
+    setenv("GPUWS_BACKEND", "cpu,opencl", 1);
+    gpuws_context *ctx;
+    TEST_OK(gpuws_context_create(&ctx, NULL));
+    cr_assert_eq(backend_of(ctx), GPUWS_BACKEND_CPU);
+    gpuws_context_destroy(ctx);
+    gpuws_backend_info bi;
+    gpuws_backend_get_info(GPUWS_BACKEND_OPENCL, &bi);
+    if (!bi.available) cr_skip_test("opencl: %s", bi.reason);
+    setenv("GPUWS_BACKEND", "opencl,cpu", 1);
+    TEST_OK(gpuws_context_create(&ctx, NULL));
+    cr_assert_eq(backend_of(ctx), GPUWS_BACKEND_OPENCL);
+    gpuws_context_destroy(ctx);
+}
+
+Test(selection, default_order_is_cuda_then_opencl_then_cpu)
+{
+    unsetenv("GPUWS_BACKEND");
+    gpuws_backend_info cu, cl;
+    gpuws_backend_get_info(GPUWS_BACKEND_CUDA, &cu);
+    gpuws_backend_get_info(GPUWS_BACKEND_OPENCL, &cl);
+    gpuws_context *ctx;
+    TEST_OK(gpuws_context_create(&ctx, NULL));
+    gpuws_backend_kind want = cu.available ? GPUWS_BACKEND_CUDA : cl.available ? GPUWS_BACKEND_OPENCL : GPUWS_BACKEND_CPU;
+    cr_assert_eq(backend_of(ctx), want);
+    gpuws_context_destroy(ctx);
+}
+
+Test(selection, device_index_out_of_range_is_an_error)
+{
+    setenv("GPUWS_BACKEND", "cpu", 1);
+    setenv("GPUWS_DEVICE", "5", 1);
+    gpuws_context *ctx;
+    TEST_FAILS(GPUWS_ERR_NO_DEVICE, gpuws_context_create(&ctx, NULL));
+    cr_assert(strstr(gpuws_last_error(), "index 5"), "message: %s", gpuws_last_error());
+    setenv("GPUWS_DEVICE", "first", 1);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_context_create(&ctx, NULL));
+    setenv("GPUWS_DEVICE", "-1", 1);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_context_create(&ctx, NULL));
+    gpuws_device_info d;
+    TEST_FAILS(GPUWS_ERR_NO_DEVICE, gpuws_device_get_info(GPUWS_BACKEND_CPU, NULL, 1, &d));
+}
+
+Test(selection, options_override_the_environment)
+{
+    setenv("GPUWS_BACKEND", "bogus", 1);
+    setenv("GPUWS_DEVICE", "9", 1);
+    gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
+    o.backend = "cpu";
+    o.device = 0;
+    gpuws_context *ctx;
+    TEST_OK(gpuws_context_create(&ctx, &o));
+    cr_assert_eq(backend_of(ctx), GPUWS_BACKEND_CPU);
+    gpuws_context_destroy(ctx);
+}
+
+Test(selection, opencl_platform_filter_that_matches_nothing)
+{
+    gpuws_backend_info bi;
+    gpuws_backend_get_info(GPUWS_BACKEND_OPENCL, &bi);
+    if (!bi.available) cr_skip_test("opencl: %s", bi.reason);
+    setenv("GPUWS_BACKEND", "opencl", 1);
+    setenv("GPUWS_OPENCL_PLATFORM", "No Such Vendor", 1);
+    gpuws_context *ctx;
+    TEST_FAILS(GPUWS_ERR_NO_DEVICE, gpuws_context_create(&ctx, NULL));
+    cr_assert(strstr(gpuws_last_error(), "No Such Vendor"), "message: %s", gpuws_last_error());
+    size_t n = 99;
+    TEST_OK(gpuws_device_count(GPUWS_BACKEND_OPENCL, "No Such Vendor", &n));
+    cr_assert_eq(n, 0);
+}
+
+/* ---- buffers, on every backend ---- */
+
+BACKEND_TEST(buffers, transfers_are_bounds_checked)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_buffer *b;
+    TEST_OK(gpuws_buffer_create(ctx, 100, &b));
+    unsigned char host[200], back[100];
+    for (int i = 0; i < 200; i++) host[i] = (unsigned char)(i * 7 + 1);
+    TEST_OK(gpuws_buffer_write(b, 0, host, 100));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_buffer_write(b, 1, host, 100));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_buffer_write(b, 101, host, 0));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_buffer_read(b, 0, back, 101));
+    TEST_FAILS(GPUWS_ERR_OVERFLOW, gpuws_buffer_read(b, SIZE_MAX, back, 2));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_read(b, 0, NULL, 10));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_write(NULL, 0, host, 10));
+    /* the failed calls changed nothing */
+    TEST_OK(gpuws_buffer_read(b, 0, back, 100));
+    cr_assert_arr_eq(back, host, 100);
+    /* offsets */
+    TEST_OK(gpuws_buffer_write(b, 90, host + 150, 10));
+    TEST_OK(gpuws_buffer_read(b, 85, back, 15));
+    cr_assert_arr_eq(back, host + 85, 5);
+    cr_assert_arr_eq(back + 5, host + 150, 10);
+    size_t sz;
+    TEST_OK(gpuws_buffer_get_size(b, &sz));
+    cr_assert_eq(sz, 100);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_create(ctx, 0, &b));
+    gpuws_buffer_destroy(b);
+    gpuws_context_destroy(ctx);
+}
+
+BACKEND_TEST(buffers, copy_and_fill)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_buffer *a, *b;
+    TEST_OK(gpuws_buffer_create(ctx, 256, &a));
+    TEST_OK(gpuws_buffer_create(ctx, 256, &b));
+    unsigned char host[256], back[256];
+    for (int i = 0; i < 256; i++) host[i] = (unsigned char)i;
+    TEST_OK(gpuws_buffer_write(a, 0, host, 256));
+    const uint32_t zero = 0;
+    TEST_OK(gpuws_buffer_fill(b, 0, &zero, 4, 256));
+    TEST_OK(gpuws_buffer_copy(b, 16, a, 100, 50));
+    TEST_OK(gpuws_buffer_read(b, 0, back, 256));
+    for (int i = 0; i < 256; i++) cr_assert_eq(back[i], i >= 16 && i < 66 ? host[i + 84] : 0, "byte %d", i);
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_buffer_copy(b, 200, a, 0, 57));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_buffer_copy(b, 0, a, 250, 7));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_copy(a, 10, a, 0, 20)); /* overlap */
+    TEST_OK(gpuws_buffer_copy(a, 20, a, 0, 20));                                  /* adjacent is fine */
+    /* fill with 2-, 8- and 16-byte patterns, at an offset */
+    const uint16_t p2 = 0xBEEF;
+    const uint64_t p8 = 0x0123456789ABCDEFULL;
+    const unsigned char p16[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    TEST_OK(gpuws_buffer_fill(b, 0, &p2, 2, 32));
+    TEST_OK(gpuws_buffer_fill(b, 32, &p8, 8, 64));
+    TEST_OK(gpuws_buffer_fill(b, 96, p16, 16, 160));
+    TEST_OK(gpuws_buffer_read(b, 0, back, 256));
+    for (int i = 0; i < 32; i += 2) cr_assert_eq(memcmp(back + i, &p2, 2), 0, "2-byte pattern at %d", i);
+    for (int i = 32; i < 96; i += 8) cr_assert_eq(memcmp(back + i, &p8, 8), 0, "8-byte pattern at %d", i);
+    for (int i = 96; i < 256; i += 16) cr_assert_eq(memcmp(back + i, p16, 16), 0, "16-byte pattern at %d", i);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_fill(b, 0, p16, 3, 9));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_fill(b, 2, &p8, 8, 16));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_buffer_fill(b, 248, &p8, 8, 16));
+    gpuws_buffer_destroy(a);
+    gpuws_buffer_destroy(b);
+    gpuws_context_destroy(ctx);
+}
+
+BACKEND_TEST(buffers, foreign_and_destroyed_handles_are_rejected)
+{
+    gpuws_context *c1 = test_open(*kind), *c2 = test_open(*kind);
+    gpuws_buffer *a, *b, *dead;
+    TEST_OK(gpuws_buffer_create(c1, 64, &a));
+    TEST_OK(gpuws_buffer_create(c2, 64, &b));
+    TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT, gpuws_buffer_copy(a, 0, b, 0, 8));
+    gpuws_stream *s2;
+    TEST_OK(gpuws_stream_create(c2, &s2));
+    char host[8] = {0};
+    TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT, gpuws_buffer_write_async(s2, a, 0, host, 8));
+    TEST_OK(gpuws_buffer_create(c1, 64, &dead));
+    gpuws_buffer_destroy(dead);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_write(dead, 0, host, 8));
+    cr_assert(strstr(gpuws_last_error(), "not a live buffer"), "message: %s", gpuws_last_error());
+    gpuws_stream_destroy(s2);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_synchronize(s2));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_write_async(s2, b, 0, host, 8));
+    gpuws_buffer_destroy(NULL); /* NULL is accepted by every destroy function */
+    gpuws_stream_destroy(NULL);
+    gpuws_event_destroy(NULL);
+    gpuws_context_destroy(NULL);
+    gpuws_buffer_destroy(a);
+    gpuws_buffer_destroy(b);
+    gpuws_context_destroy(c1);
+    gpuws_context_destroy(c2);
+}
+
+BACKEND_TEST(buffers, larger_than_device_memory_is_out_of_memory)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_device_info d;
+    TEST_OK(gpuws_context_get_device_info(ctx, &d));
+    gpuws_buffer *b = NULL;
+    TEST_FAILS(GPUWS_ERR_OUT_OF_MEMORY, gpuws_buffer_create(ctx, (size_t)d.global_mem_bytes + 1, &b));
+    cr_assert_null(b);
+    cr_assert(strstr(gpuws_last_error(), "bytes"), "message names the sizes: %s", gpuws_last_error());
+    /* the context still works */
+    TEST_OK(gpuws_buffer_create(ctx, 1024, &b));
+    gpuws_buffer_destroy(b);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- streams, events, pinned memory ---- */
+
+BACKEND_TEST(streams, async_work_and_events)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { N = 1 << 20 };
+    gpuws_stream *s;
+    gpuws_event *e0, *e1, *never;
+    TEST_OK(gpuws_stream_create(ctx, &s));
+    TEST_OK(gpuws_event_create(ctx, &e0));
+    TEST_OK(gpuws_event_create(ctx, &e1));
+    TEST_OK(gpuws_event_create(ctx, &never));
+    float *pinned;
+    TEST_OK(gpuws_host_alloc(ctx, N * sizeof(float), (void **)&pinned));
+    for (int i = 0; i < N; i++) pinned[i] = (float)i;
+    gpuws_buffer *a, *b;
+    TEST_OK(gpuws_buffer_create(ctx, N * sizeof(float), &a));
+    TEST_OK(gpuws_buffer_create(ctx, N * sizeof(float), &b));
+    TEST_OK(gpuws_event_record(e0, s));
+    TEST_OK(gpuws_buffer_write_async(s, a, 0, pinned, N * sizeof(float)));
+    TEST_OK(gpuws_vector_add(s, GPUWS_F32, N, a, a, b));
+    TEST_OK(gpuws_buffer_read_async(s, b, 0, pinned, N * sizeof(float)));
+    TEST_OK(gpuws_event_record(e1, s));
+    TEST_OK(gpuws_event_synchronize(e1));
+    for (int i = 0; i < N; i++) cr_assert_eq(pinned[i], 2.0f * (float)i, "element %d", i);
+    double ms = -1;
+    TEST_OK(gpuws_event_elapsed_ms(e0, e1, &ms));
+    cr_assert(ms >= 0 && ms < 60000, "elapsed %g ms", ms);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_event_elapsed_ms(e0, never, &ms));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_event_synchronize(never));
+    TEST_OK(gpuws_context_synchronize(ctx));
+    gpuws_host_free(ctx, pinned);
+    gpuws_buffer_destroy(a);
+    gpuws_buffer_destroy(b);
+    gpuws_event_destroy(e0);
+    gpuws_event_destroy(e1);
+    gpuws_event_destroy(never);
+    gpuws_stream_destroy(s);
+    gpuws_context_destroy(ctx);
+}
