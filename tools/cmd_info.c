@@ -1,0 +1,81 @@
+/* gpuws info: every backend (available or why not), every device, and what the environment selects. */
+#include "commands.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *type_name(gpuws_device_type t)
+{
+    return t == GPUWS_DEVICE_GPU ? "GPU" : t == GPUWS_DEVICE_CPU ? "CPU" : "other";
+}
+
+static void print_device(const char *backend, size_t i, const gpuws_device_info *d)
+{
+    printf("  %-6s %zu  %s [%s]\n", backend, i, d->name, type_name(d->type));
+    printf("            platform: %s; vendor: %s; driver: %s\n", d->platform, d->vendor, d->driver_version);
+    printf("            memory %.1f GiB (largest buffer %.1f GiB), %u compute units, max block %u (%u x %u x %u),\n",
+           (double)d->global_mem_bytes / (1 << 30), (double)d->max_alloc_bytes / (1 << 30), d->compute_units,
+           d->max_block_size, d->max_block_dims[0], d->max_block_dims[1], d->max_block_dims[2]);
+    printf("            shared/local memory %llu KiB per block, warp/sub-group width %u, fp64 %s\n",
+           (unsigned long long)(d->shared_mem_bytes / 1024), d->warp_size, d->fp64 ? "yes" : "no");
+}
+
+int cmd_info(int argc, char **argv)
+{
+    if (argc > 1) {
+        if (strcmp(argv[1], "--help") != 0) fprintf(stderr, "gpuws info: unexpected argument '%s'\n", argv[1]);
+        printf("usage: gpuws info\n  Lists backends, devices and the device GPUWS_BACKEND / GPUWS_DEVICE / "
+               "GPUWS_OPENCL_PLATFORM select.\n  Exits 1 when the environment selects no device.\n");
+        return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    }
+    printf("gpuws %d.%d.%d\n\nbackends:\n", GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH);
+    static const gpuws_backend_kind order[] = {GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU};
+    for (int i = 0; i < 3; i++) {
+        gpuws_backend_info bi;
+        gpuws_backend_get_info(order[i], &bi);
+        size_t n = 0;
+        if (bi.available) gpuws_device_count(order[i], NULL, &n);
+        if (bi.available)
+            printf("  %-6s available, %zu device(s)\n", bi.name, n);
+        else
+            printf("  %-6s unavailable: %s\n", bi.name, bi.reason);
+    }
+    printf("\ndevices:\n");
+    for (int i = 0; i < 3; i++) {
+        gpuws_backend_info bi;
+        gpuws_backend_get_info(order[i], &bi);
+        if (!bi.available) continue;
+        size_t n = 0;
+        gpuws_device_count(order[i], NULL, &n);
+        for (size_t k = 0; k < n; k++) {
+            gpuws_device_info d;
+            if (gpuws_device_get_info(order[i], NULL, k, &d) == GPUWS_OK) print_device(bi.name, k, &d);
+        }
+    }
+    const char *env[] = {"GPUWS_BACKEND", "GPUWS_DEVICE", "GPUWS_OPENCL_PLATFORM"};
+    printf("\nselection (");
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(env[i]);
+        printf("%s%s=%s", i ? ", " : "", env[i], v && *v ? v : "<unset>");
+    }
+    printf("):\n");
+    gpuws_context *ctx;
+    gpuws_status st = gpuws_context_create(&ctx, NULL);
+    if (st) {
+        printf("  none\n");
+        return tool_fail("info", st);
+    }
+    gpuws_device_info d;
+    gpuws_backend_kind k;
+    gpuws_context_get_device_info(ctx, &d);
+    gpuws_context_get_backend(ctx, &k);
+    gpuws_backend_info bi;
+    gpuws_backend_get_info(k, &bi);
+    printf("  %s: %s (%s)\n", bi.name, d.name, d.platform);
+    const char *cache = getenv("GPUWS_CACHE_DIR");
+    if (k == GPUWS_BACKEND_OPENCL)
+        printf("  OpenCL program cache: %s\n", cache && *cache ? cache : "$XDG_CACHE_HOME/gpuws or ~/.cache/gpuws");
+    gpuws_context_destroy(ctx);
+    return 0;
+}

@@ -1,0 +1,36 @@
+/* FITS images through cfitsio, for the command-line tools (convolve, sources, ...).
+ *
+ * Reading picks the first HDU holding a 2-D image: the primary array or an IMAGE/compressed-image extension;
+ * axes of length 1 beyond the second are dropped (radio images often carry degenerate frequency and Stokes
+ * axes), anything else of more than two dimensions is rejected. BSCALE/BZERO are applied and BLANK pixels of
+ * integer images become NaN (cfitsio does both); pixels come back as float or double, row-major, row 0 first
+ * (FITS row 1 = y = 1 at the bottom of a displayed image). */
+#ifndef GPUWS_FITS_IO_H
+#define GPUWS_FITS_IO_H
+
+#include <stddef.h>
+
+typedef struct {
+    size_t width, height;   /* NAXIS1, NAXIS2 */
+    int is_double;          /* data is double (else float) */
+    void *data;             /* width * height elements, malloc'd; free with fits_image_free */
+    int hdu;                /* 1-based HDU the image came from */
+    int bitpix;             /* the file's BITPIX */
+} fits_image;
+
+/* 0 on success. On failure returns -1 and writes a one-line reason to err (file missing, not FITS, truncated,
+ * no 2-D image, too large, ...); img is left zeroed and nothing is allocated.
+ * want_double: 1 reads as double, 0 as float, -1 picks double for BITPIX -64 and float otherwise. */
+int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen);
+void fits_image_free(fits_image *img);
+
+/* Writes a new file (an existing one is replaced) with one 2-D image of float (BITPIX -32), double (-64) or
+ * int32 (32). The file appears only complete: it is written under a temporary name, then renamed. */
+typedef enum { FITS_F32, FITS_F64, FITS_I32 } fits_pixel_type;
+int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
+                     size_t errlen);
+
+/* True when gpuws was built with cfitsio; otherwise every call above fails with a message saying so. */
+int fits_available(void);
+
+#endif
