@@ -5,6 +5,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_WORKLOADS 128
+static const bench_workload *workloads[MAX_WORKLOADS + 1];
+static int nworkloads;
+
+void bench_register(const bench_workload *w)
+{
+    if (nworkloads == MAX_WORKLOADS) {
+        fprintf(stderr, "gpuws bench: too many workloads (raise MAX_WORKLOADS)\n");
+        abort();
+    }
+    int i = nworkloads++;
+    while (i > 0) {
+        int c = strcmp(workloads[i - 1]->algorithm, w->algorithm);
+        if (c < 0 || (c == 0 && strcmp(workloads[i - 1]->variant, w->variant) <= 0)) break;
+        workloads[i] = workloads[i - 1];
+        i--;
+    }
+    workloads[i] = w;
+}
+
+const bench_workload *const *bench_workloads(void) { return workloads; }
+
 size_t bench_targets(unsigned mask, const char *platform, bench_target *out, size_t max)
 {
     static const gpuws_backend_kind order[] = {GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU};

@@ -23,6 +23,9 @@ typedef struct {
 typedef struct bench_workload {
     const char *algorithm; /* "reduce" */
     const char *variant;   /* "sum_f32" */
+    /* true: run() includes the host<->device transfers (upload, compute, download), the workshop's "fairer
+     * comparison"; false: inputs stay on the device and only the computation is timed. */
+    bool end_to_end;
     /* Allocates and uploads inputs on ctx for the size class; fills counts. state is the workload's. */
     gpuws_status (*setup)(gpuws_context *ctx, bench_size size, void **state, bench_counts *counts);
     /* Enqueues one run on s (no synchronisation inside). */
@@ -33,8 +36,12 @@ typedef struct bench_workload {
     void (*teardown)(void *state);
 } bench_workload;
 
-/* Every workload, in report order; NULL-terminated. Add new ones in bench/workloads.c. */
-extern const bench_workload *const bench_workloads[];
+/* Workloads register themselves: BENCH_WORKLOAD(w) in any bench/workloads_<algo>.c. */
+void bench_register(const bench_workload *w);
+/* Every registered workload sorted by algorithm then variant; NULL-terminated. */
+const bench_workload *const *bench_workloads(void);
+#define BENCH_WORKLOAD(W)                                                                                       \
+    __attribute__((constructor)) static void bench_register_##W(void) { bench_register(&W); }
 
 /* One backend/device to run on. Every OpenCL device is its own target (NVIDIA, PoCL, other vendors). */
 typedef struct {

@@ -27,7 +27,7 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-int cmd_bench(int argc, char **argv)
+static int cmd_bench(int argc, char **argv)
 {
     const char *backends = "all", *platform = NULL, *algorithms = NULL;
     bench_size size = BENCH_DEFAULT;
@@ -79,11 +79,11 @@ int cmd_bench(int argc, char **argv)
     for (const char *p = algorithms; p && *p;) {
         size_t l = strcspn(p, ",");
         bool known = false;
-        for (int w = 0; bench_workloads[w]; w++)
-            known |= strlen(bench_workloads[w]->algorithm) == l && !strncmp(p, bench_workloads[w]->algorithm, l);
+        for (const bench_workload *const *wp = bench_workloads(); *wp; wp++)
+            known |= strlen((*wp)->algorithm) == l && !strncmp(p, (*wp)->algorithm, l);
         if (!known) {
             fprintf(stderr, "gpuws bench: unknown algorithm '%.*s'; known:", (int)l, p);
-            for (int w = 0; bench_workloads[w]; w++) fprintf(stderr, " %s", bench_workloads[w]->algorithm);
+            for (const bench_workload *const *wp = bench_workloads(); *wp; wp++) fprintf(stderr, " %s", (*wp)->algorithm);
             fprintf(stderr, "\n");
             return 2;
         }
@@ -114,11 +114,11 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "[%zu/%zu] %s: measuring copy bandwidth...\n", t + 1, nt, targets[t].label);
         if (bench_copy_bandwidth(ctx, &copy)) fprintf(stderr, "  copy bandwidth: %s\n", gpuws_last_error());
         printf("%-60.60s %-11s %-9s %-12s %10s %10s %9.1f %9s %8s\n", targets[t].label, "copy", "d2d", "", "", "", copy, "", "100");
-        for (int w = 0; bench_workloads[w]; w++) {
-            if (!in_list(algorithms, bench_workloads[w]->algorithm)) continue;
-            fprintf(stderr, "  %s %s...\n", bench_workloads[w]->algorithm, bench_workloads[w]->variant);
+        for (const bench_workload *const *wp = bench_workloads(); *wp; wp++) {
+            if (!in_list(algorithms, (*wp)->algorithm)) continue;
+            fprintf(stderr, "  %s %s...\n", (*wp)->algorithm, (*wp)->variant);
             bench_result r;
-            bench_run(bench_workloads[w], &targets[t], ctx, size, targets[t].backend == GPUWS_BACKEND_CPU ? 3 : repeat, &r);
+            bench_run((*wp), &targets[t], ctx, size, targets[t].backend == GPUWS_BACKEND_CPU ? 3 : repeat, &r);
             if (!r.ok) {
                 printf("%-60.60s %-11s %-9s %-12s FAILED: %s\n", targets[t].label, r.w->algorithm, r.w->variant,
                        r.counts.size_label, r.error);
@@ -134,3 +134,5 @@ int cmd_bench(int argc, char **argv)
     }
     return failed ? 1 : 0;
 }
+
+GPUWS_COMMAND("bench", "time the algorithms on every backend/device against the device's ceilings", cmd_bench)

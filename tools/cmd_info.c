@@ -21,7 +21,7 @@ static void print_device(const char *backend, size_t i, const gpuws_device_info 
            (unsigned long long)(d->shared_mem_bytes / 1024), d->warp_size, d->fp64 ? "yes" : "no");
 }
 
-int cmd_info(int argc, char **argv)
+static int cmd_info(int argc, char **argv)
 {
     if (argc > 1) {
         if (strcmp(argv[1], "--help") != 0) fprintf(stderr, "gpuws info: unexpected argument '%s'\n", argv[1]);
@@ -79,3 +79,5 @@ int cmd_info(int argc, char **argv)
     gpuws_context_destroy(ctx);
     return 0;
 }
+
+GPUWS_COMMAND("info", "list backends and devices, and the device the environment selects", cmd_info)

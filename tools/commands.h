@@ -1,4 +1,5 @@
-/* Subcommands of the gpuws tool: each lives in its own cmd_<name>.c and is listed in gpuws.c. */
+/* Subcommands of the gpuws tool. Each lives in its own tools/cmd_<name>.c and registers itself with
+ * GPUWS_COMMAND(name, summary, function), so adding one touches no shared file. */
 #ifndef GPUWS_TOOLS_COMMANDS_H
 #define GPUWS_TOOLS_COMMANDS_H
 
@@ -10,12 +11,17 @@ typedef struct {
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name; returns the exit code */
 } gpuws_command;
 
-int cmd_info(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
+void gpuws_command_register(const gpuws_command *cmd);
+/* Registered commands sorted by name; NULL-terminated. */
+const gpuws_command *const *gpuws_commands(void);
+
+#define GPUWS_COMMAND(NAME, SUMMARY, FN)                                                                        \
+    static const gpuws_command gpuws_cmd_##FN = {NAME, SUMMARY, FN};                                           \
+    __attribute__((constructor)) static void gpuws_register_##FN(void) { gpuws_command_register(&gpuws_cmd_##FN); }
 
 /* Prints "gpuws <cmd>: <status name>: <detail>" to stderr and returns 1. */
 int tool_fail(const char *cmd, gpuws_status st);
-/* Opens a context from the environment, printing the error on failure. */
+/* Opens a context from the environment (GPUWS_BACKEND, ...), printing the error on failure; 0 on success. */
 int tool_context(const char *cmd, gpuws_context **ctx);
 
 #endif

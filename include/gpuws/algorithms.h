@@ -35,5 +35,14 @@ GPUWS_API const char *gpuws_dtype_name(gpuws_dtype dtype);
 
 #include "algorithms/vector_add.h"
 #include "algorithms/reduce.h"
+#include "algorithms/convolve.h"
+#include "algorithms/sources.h"
+#include "algorithms/primes.h"
+#include "algorithms/ufunc.h"
+#include "algorithms/monte_carlo_pi.h"
+#include "algorithms/histogram.h"
+#include "algorithms/matmul.h"
+#include "algorithms/transpose.h"
+#include "algorithms/l2_norm.h"
 
 #endif

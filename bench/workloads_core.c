@@ -98,7 +98,8 @@ static bool va_check(void *p, char *msg, size_t n)
     return ok;
 }
 
-static const bench_workload w_vector_add = {"vector_add", "f32", va_setup, va_run, va_check, va_teardown};
+static const bench_workload w_vector_add = {"vector_add", "f32", false, va_setup, va_run, va_check, va_teardown};
+BENCH_WORKLOAD(w_vector_add)
 
 /* ---- reduce sum f32 ---- */
 
@@ -165,6 +166,5 @@ static bool red_check(void *p, char *msg, size_t n)
     return true;
 }
 
-static const bench_workload w_reduce_sum = {"reduce", "sum_f32", red_setup, red_run, red_check, red_teardown};
-
-const bench_workload *const bench_workloads[] = {&w_vector_add, &w_reduce_sum, NULL};
+static const bench_workload w_reduce_sum = {"reduce", "sum_f32", false, red_setup, red_run, red_check, red_teardown};
+BENCH_WORKLOAD(w_reduce_sum)

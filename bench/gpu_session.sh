@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (the `device` tool): build, the whole test matrix with CUDA and both OpenCL platforms
+# (NVIDIA, PoCL) required, compute-sanitizer on the CUDA cases, and the benchmarks. Logs go to $OUT.
+#
+# Criterion, cfitsio, libpng and the OpenCL headers are not installed there; they travel in .carry/ (git-ignored,
+# made by bench/make_carry.sh) and only our own programs see them (LD_LIBRARY_PATH is set per command).
+#   usage: bash bench/gpu_session.sh [steps]   steps: any of build,test,sanitize,bench,peers (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpuws-out}
+mkdir -p "$OUT"
+STEPS=${1:-build,test,sanitize,bench,peers}
+has() { [[ ",$STEPS," == *",$1,"* ]]; }
+CARRY=$PWD/.carry
+ours() { LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; }
+
+# NVIDIA's OpenCL ICD is installed but not registered: register it next to PoCL's.
+mkdir -p /tmp/icd
+echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
+cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
+export OCL_ICD_VENDORS=/tmp/icd
+export GPUWS_CACHE_DIR=/tmp/gpuws-cache
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv >"$OUT/nvidia-smi.txt" 2>&1
+log "device: $(head -2 "$OUT/nvidia-smi.txt" | tail -1)"
+
+if has build; then
+    log "build"
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGPUWS_WERROR=ON -DGPUWS_CUDA_ARCHITECTURES=90 \
+        -DCMAKE_PREFIX_PATH="$CARRY" >"$OUT/build.log" 2>&1 &&
+        cmake --build build-gpu -j16 >>"$OUT/build.log" 2>&1 || { log "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
+    ours ./build-gpu/tools/gpuws info >"$OUT/info.txt" 2>&1
+    cat "$OUT/info.txt"
+fi
+
+if has test; then
+    log "tests: cpu + NVIDIA OpenCL + CUDA required"
+    ours env GPUWS_REQUIRE=cpu,opencl,cuda GPUWS_OPENCL_PLATFORM=NVIDIA \
+        ctest --test-dir build-gpu --output-on-failure -j4 >"$OUT/test-nvidia.log" 2>&1
+    log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$OUT/test-nvidia.log")"
+    log "tests: PoCL OpenCL required"
+    ours env GPUWS_REQUIRE=opencl GPUWS_TEST_BACKENDS=opencl GPUWS_OPENCL_PLATFORM=Portable \
+        ctest --test-dir build-gpu --output-on-failure -j4 >"$OUT/test-pocl.log" 2>&1
+    log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$OUT/test-pocl.log")"
+    grep -hE "Synthesis" "$OUT"/test-*.log | sort | uniq -c >>"$OUT/summary.txt"
+fi
+
+if has sanitize; then
+    # memcheck on every suite's CUDA cases; racecheck and synccheck on the suites with shared-memory kernels
+    for t in build-gpu/tests/test_*; do
+        [ -x "$t" ] || continue
+        name=$(basename "$t")
+        for tool in ${SANITIZE_TOOLS:-memcheck}; do
+            ours env GPUWS_REQUIRE=cuda GPUWS_TEST_BACKENDS=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 \
+                --target-processes all "$t" --verbose=0 -j1 >"$OUT/sanitize-$tool-$name.log" 2>&1
+            rc=$?
+            log "compute-sanitizer $tool $name: rc=$rc $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool-$name.log" | sort | uniq -c | tr '\n' ' ')"
+        done
+    done
+fi
+
+if has bench; then
+    log "bench"
+    ours ./build-gpu/tools/gpuws bench ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>"$OUT/bench.err"
+    log "  -> rc=$?"
+    cat "$OUT/bench.txt"
+fi
+
+if has peers && [ -f bench/peers/run_peers.py ]; then
+    log "peers (CuPy)"
+    PYTHONUNBUFFERED=1 python3 bench/peers/run_peers.py --out "$OUT/peers.json" >"$OUT/peers.log" 2>&1
+    log "  -> rc=$?"
+fi
+log "done"

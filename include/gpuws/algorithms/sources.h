@@ -1,0 +1,101 @@
+/* Radio-astronomy source finding, the workshop's main application, in four steps and as one pipeline:
+ * κ-σ clipping → segmentation (threshold) → labelling (connected components) → measurement.
+ * Images are row-major, width = number of columns (FITS NAXIS1), height = rows; pixel (row, col). */
+#ifndef GPUWS_ALG_SOURCES_H
+#define GPUWS_ALG_SOURCES_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- 1. κ-σ clipping ------------------------------------------------------------------------------------
+ * x = all non-NaN values; repeat { m = median(x); s = std(x); x = x[(x > m − κs) & (x < m + κs)] } until an
+ * iteration removes nothing (or max_iterations passes were made). median of an even count is the mean of the two
+ * middle values (NumPy); std is the population std (ddof = 0). The statistics returned describe the final x.
+ * GPU backends select the median on the device (no full sort) and never copy the data back between iterations. */
+typedef struct gpuws_sigma_clip_options {
+    double kappa;       /* > 0; default 3 */
+    int max_iterations; /* >= 1; default 100 */
+} gpuws_sigma_clip_options;
+#define GPUWS_SIGMA_CLIP_OPTIONS_INIT {3.0, 100}
+
+typedef struct gpuws_sigma_clip_result {
+    size_t count;       /* values kept (NaNs never count) */
+    double median, mean, std;
+    int iterations;     /* passes made */
+    int converged;      /* 1 when the last pass removed nothing */
+} gpuws_sigma_clip_result;
+
+/* data: n f32 values. Blocks until the result is known (it is returned on the host). options NULL = defaults.
+ * All-NaN or n == 0 input: GPUWS_ERR_INVALID_ARGUMENT (no statistics exist). */
+GPUWS_API gpuws_status gpuws_sigma_clip(gpuws_stream *stream, size_t n, const gpuws_buffer *data,
+                                        const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result);
+
+/* ---- 2. segmentation ------------------------------------------------------------------------------------
+ * mask[i] = data[i] > threshold ? 1 : 0 (uint8; NaN compares false so gives 0). data: n f32 values. */
+GPUWS_API gpuws_status gpuws_threshold(gpuws_stream *stream, size_t n, const gpuws_buffer *data, float threshold,
+                                       gpuws_buffer *mask);
+
+/* ---- 3. labelling ---------------------------------------------------------------------------------------
+ * Connected components of the non-zero pixels of a uint8 mask, connectivity 4 (SciPy's default cross) or 8.
+ * labels (int32, width*height): 0 for background, 1..N numbered in raster order of each component's first pixel,
+ * so the image is identical to scipy.ndimage.label's. Blocks until N is known and returns it in *num_labels. */
+GPUWS_API gpuws_status gpuws_label(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *mask,
+                                   int connectivity, gpuws_buffer *labels, size_t *num_labels);
+
+/* ---- 4. measurement -------------------------------------------------------------------------------------
+ * For labels 1..N: pixel count, sum of data (scipy.ndimage.sum_labels), centre of mass weighted by data
+ * (scipy.ndimage.center_of_mass: (row, col) = Σ data·(row, col) / Σ data), and the peak (largest value; the
+ * first in raster order among equal ones) with its position. f32 data, f64 accumulation.
+ * out: a device buffer of num_labels gpuws_source_measure records, record k for label k + 1. */
+typedef struct gpuws_source_measure {
+    double sum;         /* Σ data over the label's pixels (the integrated flux) */
+    double row, col;    /* centre of mass; NaN when sum is 0 */
+    double peak;        /* largest pixel value */
+    int64_t npix;       /* pixels in the label */
+    int64_t peak_row, peak_col;
+} gpuws_source_measure;
+
+GPUWS_API gpuws_status gpuws_measure(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *data,
+                                     const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out);
+
+/* ---- the pipeline ---------------------------------------------------------------------------------------
+ * All four steps on one device: one upload of the image, one download of the catalogue (and of the label image
+ * only when asked for). Detection threshold: threshold_abs when it is not NaN, else threshold_sigma × clipped std
+ * (the workshop: 5 × std, no median offset). */
+typedef struct gpuws_sources_options {
+    gpuws_sigma_clip_options clip;
+    double threshold_sigma;   /* default 5 */
+    double threshold_abs;     /* NaN (default) = use threshold_sigma */
+    int connectivity;         /* 4 (default) or 8 */
+    int want_labels;          /* 1: also return the label image */
+} gpuws_sources_options;
+#define GPUWS_SOURCES_OPTIONS_INIT {GPUWS_SIGMA_CLIP_OPTIONS_INIT, 5.0, (0.0 / 0.0), 4, 0}
+
+typedef struct gpuws_source {
+    int64_t id;               /* label number, 1..N */
+    double x, y;              /* centre of mass: x = column, y = row (0-based) */
+    double flux;              /* sum of the pixels */
+    int64_t npix;
+    double peak;
+    int64_t peak_x, peak_y;
+} gpuws_source;
+
+typedef struct gpuws_catalog {
+    gpuws_sigma_clip_result clip;
+    double threshold;         /* the threshold applied */
+    size_t num_sources;
+    gpuws_source *sources;    /* num_sources records, in label order */
+    int32_t *labels;          /* width*height when want_labels, else NULL */
+    double ms_upload, ms_clip, ms_threshold, ms_label, ms_measure, ms_download, ms_total; /* device-event times */
+} gpuws_catalog;
+
+/* image: width*height f32 host pixels (NaN = blank). On success *catalog is allocated; free with
+ * gpuws_catalog_free. On error *catalog is NULL. */
+GPUWS_API gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t width, size_t height,
+                                          const gpuws_sources_options *options, gpuws_catalog **catalog);
+GPUWS_API void gpuws_catalog_free(gpuws_catalog *catalog);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,38 @@
+#include "commands.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_COMMANDS 64
+static const gpuws_command *table[MAX_COMMANDS + 1];
+static int count;
+
+void gpuws_command_register(const gpuws_command *cmd)
+{
+    if (count == MAX_COMMANDS) {
+        fprintf(stderr, "gpuws: too many commands (raise MAX_COMMANDS)\n");
+        abort();
+    }
+    /* insertion keeps the table sorted by name, whatever order the constructors ran in */
+    int i = count++;
+    while (i > 0 && strcmp(table[i - 1]->name, cmd->name) > 0) {
+        table[i] = table[i - 1];
+        i--;
+    }
+    table[i] = cmd;
+}
+
+const gpuws_command *const *gpuws_commands(void) { return table; }
+
+int tool_fail(const char *cmd, gpuws_status st)
+{
+    fprintf(stderr, "gpuws %s: %s: %s\n", cmd, gpuws_status_name(st), gpuws_last_error());
+    return 1;
+}
+
+int tool_context(const char *cmd, gpuws_context **ctx)
+{
+    gpuws_status st = gpuws_context_create(ctx, NULL);
+    return st ? tool_fail(cmd, st) : 0;
+}
