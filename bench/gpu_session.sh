@@ -12,6 +12,9 @@ mkdir -p "$OUT"
 STEPS=${1:-build,test,sanitize,bench,peers}
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 CARRY=$PWD/.carry
+# symbolic links do not survive the trip to the device machine: remake the linker names
+(cd "$CARRY/lib" && ln -sf libcriterion.so.3 libcriterion.so && ln -sf libcfitsio.so.10 libcfitsio.so &&
+    ln -sf libpng16.so.16 libpng16.so && ln -sf libpng16.so.16 libpng.so)
 ours() { LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; }
 
