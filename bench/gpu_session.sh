@@ -5,6 +5,8 @@
 # Criterion, cfitsio, libpng and the OpenCL headers are not installed there; they travel in .carry/ (git-ignored,
 # made by bench/make_carry.sh) and only our own programs see them (LD_LIBRARY_PATH is set per command).
 #   usage: bash bench/gpu_session.sh [steps]   steps: any of build,test,sanitize,bench,peers (default: all)
+# Every step has a time limit (TEST_TIMEOUT, SANITIZE_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT) so one hang cannot eat
+# the whole lease.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuws-out}
@@ -32,7 +34,7 @@ if has build; then
     log "build"
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGPUWS_WERROR=ON -DGPUWS_CUDA_ARCHITECTURES=90 \
         -DCMAKE_PREFIX_PATH="$CARRY" >"$OUT/build.log" 2>&1 &&
-        cmake --build build-gpu -j16 >>"$OUT/build.log" 2>&1 || { log "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
+        timeout 300 cmake --build build-gpu -j16 >>"$OUT/build.log" 2>&1 || { log "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
     ours ./build-gpu/tools/gpuws info >"$OUT/info.txt" 2>&1
     cat "$OUT/info.txt"
 fi
@@ -40,39 +42,36 @@ fi
 if has test; then
     log "tests: cpu + NVIDIA OpenCL + CUDA required"
     ours env GPUWS_REQUIRE=cpu,opencl,cuda GPUWS_OPENCL_PLATFORM=NVIDIA \
-        ctest --test-dir build-gpu --output-on-failure -j4 >"$OUT/test-nvidia.log" 2>&1
+        ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$OUT/test-nvidia.log" 2>&1
     log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$OUT/test-nvidia.log")"
     log "tests: PoCL OpenCL required"
     ours env GPUWS_REQUIRE=opencl GPUWS_TEST_BACKENDS=opencl GPUWS_OPENCL_PLATFORM=Portable \
-        ctest --test-dir build-gpu --output-on-failure -j4 >"$OUT/test-pocl.log" 2>&1
+        ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$OUT/test-pocl.log" 2>&1
     log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$OUT/test-pocl.log")"
     grep -hE "Synthesis" "$OUT"/test-*.log | sort | uniq -c >>"$OUT/summary.txt"
 fi
 
 if has sanitize; then
-    # memcheck on every suite's CUDA cases; racecheck and synccheck on the suites with shared-memory kernels
-    for t in build-gpu/tests/test_*; do
-        [ -x "$t" ] || continue
-        name=$(basename "$t")
-        for tool in ${SANITIZE_TOOLS:-memcheck}; do
-            ours env GPUWS_REQUIRE=cuda GPUWS_TEST_BACKENDS=cuda compute-sanitizer --tool "$tool" --error-exitcode 99 \
-                --target-processes all "$t" --verbose=0 -j1 >"$OUT/sanitize-$tool-$name.log" 2>&1
-            rc=$?
-            log "compute-sanitizer $tool $name: rc=$rc $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool-$name.log" | sort | uniq -c | tr '\n' ' ')"
-        done
+    # Criterion's workers cannot be followed by compute-sanitizer (it rejects their process ids), so the sanitizer
+    # runs `gpuws selftest`: every workload once, checked against the reference, in one process.
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+        ours timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool "$tool" --error-exitcode 99 \
+            ./build-gpu/tools/gpuws selftest --backends cuda --sizes small >"$OUT/sanitize-$tool.log" 2>&1
+        rc=$?
+        log "compute-sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|selftest:' "$OUT/sanitize-$tool.log" | tr '\n' ' ')"
     done
 fi
 
 if has bench; then
     log "bench"
-    ours ./build-gpu/tools/gpuws bench ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>"$OUT/bench.err"
+    ours timeout ${BENCH_TIMEOUT:-240} ./build-gpu/tools/gpuws bench ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>"$OUT/bench.err"
     log "  -> rc=$?"
     cat "$OUT/bench.txt"
 fi
 
 if has peers && [ -f bench/peers/run_peers.py ]; then
     log "peers (CuPy)"
-    PYTHONUNBUFFERED=1 python3 bench/peers/run_peers.py --out "$OUT/peers.json" >"$OUT/peers.log" 2>&1
+    PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-180} python3 bench/peers/run_peers.py --out "$OUT/peers.json" >"$OUT/peers.log" 2>&1
     log "  -> rc=$?"
 fi
 log "done"

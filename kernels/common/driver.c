@@ -70,6 +70,19 @@ gpuws_status gpuws__launch_named(gpuws_stream *s, const char *name, const char *
     return gpuws_launch(s, k, cfg, args, nargs);
 }
 
+gpuws_status gpuws__kernel_block(gpuws_context *ctx, const char *name, const char *options, uint32_t want,
+                                 gpuws_kernel **kernel, uint32_t *block)
+{
+    gpuws_status st = gpuws__kernel_get_ex(ctx, name, options, kernel);
+    if (st) return st;
+    uint32_t lim = (*kernel)->info.max_block_size < ctx->info.max_block_size ? (*kernel)->info.max_block_size
+                                                                               : ctx->info.max_block_size;
+    uint32_t b = 1;
+    while (b * 2 <= want && b * 2 <= lim) b *= 2;
+    *block = b;
+    return GPUWS_OK;
+}
+
 gpuws_launch_config gpuws__config_1d(size_t n, uint32_t block, uint32_t max_blocks)
 {
     size_t blocks = (n + block - 1) / block;

@@ -17,6 +17,10 @@ gpuws_status gpuws__check_dtype(gpuws_context *ctx, gpuws_dtype dtype, const cha
 /* Kernel lookup + launch in one call. */
 gpuws_status gpuws__launch_named(gpuws_stream *s, const char *name, const char *options, const gpuws_launch_config *cfg,
                                  const gpuws_arg *args, size_t nargs);
+/* Looks the kernel up and returns the largest power-of-two block <= want that the kernel and device allow
+ * (drivers must not assume a device's max block holds for every kernel: NVIDIA's OpenCL reports 256 for some). */
+gpuws_status gpuws__kernel_block(gpuws_context *ctx, const char *name, const char *options, uint32_t want,
+                                 gpuws_kernel **kernel, uint32_t *block);
 /* A 1-D launch config of `block` threads covering n items, capped at `max_blocks` blocks (grid-stride kernels). */
 gpuws_launch_config gpuws__config_1d(size_t n, uint32_t block, uint32_t max_blocks);
 /* Blocks that keep every compute unit busy for grid-stride loops: compute_units * per_cu, at least 1. */

@@ -44,27 +44,29 @@ static gpuws_status reduce_gpu(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype 
     const char *options = float_acc && ctx->info.fp64 ? "-DGPUWS_REDUCE_FLOAT_ACC=1" : NULL;
     size_t acc = op == GPUWS_REDUCE_SUM && !float_acc ? 8 : gpuws_dtype_size(dt);
 
-    uint32_t block = gpuws__is_cpu_device(ctx) ? 64 : 256;
-    uint32_t max_block = ctx->info.max_block_size;
-    while (block > max_block && block > 32) block /= 2;
-    uint32_t g = partial_blocks(ctx, n, block);
-    uint32_t fblock = 1024;
-    while (fblock > max_block && fblock > 32) fblock /= 2;
-    if (gpuws__is_cpu_device(ctx)) fblock = 64;
-
-    gpuws_buffer *partials;
-    gpuws_status st = gpuws__stream_scratch(s, 0, (size_t)g * acc, &partials);
-    if (st) return st;
     char pname[48], fname[48];
     snprintf(pname, sizeof pname, "reduce_%s_%s_partial", op_names[op], gpuws_dtype_name(dt));
     snprintf(fname, sizeof fname, "reduce_%s_%s_final", op_names[op], gpuws_dtype_name(dt));
+    /* the CUDA block reduction works in whole warps: at least 32 threads */
+    gpuws_kernel *kp, *kf;
+    uint32_t block, fblock;
+    gpuws_status st;
+    if ((st = gpuws__kernel_block(ctx, pname, options, gpuws__is_cpu_device(ctx) ? 64 : 256, &kp, &block)) ||
+        (st = gpuws__kernel_block(ctx, fname, options, gpuws__is_cpu_device(ctx) ? 64 : 1024, &kf, &fblock)))
+        return st;
+    if (cuda && (block < 32 || fblock < 32))
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "reduce: kernel allows fewer than 32 threads per block");
+    uint32_t g = partial_blocks(ctx, n, block);
+
+    gpuws_buffer *partials;
+    if ((st = gpuws__stream_scratch(s, 0, (size_t)g * acc, &partials))) return st;
     gpuws_launch_config c1 = {{g, 1, 1}, {block, 1, 1}};
     gpuws_arg a1[] = {gpuws_arg_buffer((gpuws_buffer *)in), gpuws_arg_buffer(partials), gpuws_arg_u64(n),
                       gpuws_arg_local((size_t)block * acc)};
-    if ((st = gpuws__launch_named(s, pname, options, &c1, a1, GPUWS__NARGS(a1)))) return st;
+    if ((st = gpuws_launch(s, kp, &c1, a1, GPUWS__NARGS(a1)))) return st;
     gpuws_launch_config c2 = {{1, 1, 1}, {fblock, 1, 1}};
     gpuws_arg a2[] = {gpuws_arg_buffer(partials), gpuws_arg_buffer(out), gpuws_arg_u32(g), gpuws_arg_local((size_t)fblock * acc)};
-    return gpuws__launch_named(s, fname, options, &c2, a2, GPUWS__NARGS(a2));
+    return gpuws_launch(s, kf, &c2, a2, GPUWS__NARGS(a2));
 }
 
 static gpuws_status check(gpuws_stream **s, gpuws_reduce_op op, gpuws_dtype dt, size_t n, const gpuws_buffer *in,

@@ -26,9 +26,12 @@ gpuws_status gpuws_vector_add(gpuws_stream *s, gpuws_dtype dtype, size_t n, cons
     /* GPUs: a grid-stride loop over a few blocks per compute unit. CPU OpenCL devices (PoCL) vectorise across the
      * work-items of a group, so they get one work-item per element instead. */
     const bool cpu = gpuws__is_cpu_device(ctx);
-    gpuws_launch_config cfg = gpuws__config_1d(n, 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 16));
+    gpuws_kernel *k;
+    uint32_t block;
+    if ((st = gpuws__kernel_block(ctx, dtype == GPUWS_F32 ? "vector_add_f32" : "vector_add_f64", NULL, 256, &k, &block)))
+        return st;
+    gpuws_launch_config cfg = gpuws__config_1d(n, block, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 16));
     gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)a), gpuws_arg_buffer((gpuws_buffer *)b), gpuws_arg_buffer(c),
                         gpuws_arg_u64(n)};
-    return gpuws__launch_named(s, dtype == GPUWS_F32 ? "vector_add_f32" : "vector_add_f64", NULL, &cfg, args,
-                               GPUWS__NARGS(args));
+    return gpuws_launch(s, k, &cfg, args, GPUWS__NARGS(args));
 }

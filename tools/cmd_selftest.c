@@ -1,0 +1,88 @@
+/* gpuws selftest: every benchmark workload run once per size on every selected device and checked against the
+ * scalar reference, without timing. It is what compute-sanitizer runs on the GPU machine: Criterion's workers
+ * cannot be followed by compute-sanitizer (it rejects their process ids), this single process can. */
+#include "bench.h"
+#include "commands.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool listed(const char *list, const char *name)
+{
+    if (!list) return true;
+    size_t nl = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == nl && !strncmp(p, name, l)) return true;
+        p += l + (p[l] == ',');
+    }
+    return false;
+}
+
+static int cmd_selftest(int argc, char **argv)
+{
+    const char *backends = NULL, *algorithms = NULL, *sizes = "small";
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--backends") && v) backends = argv[++i];
+        else if (!strcmp(argv[i], "--algorithms") && v) algorithms = argv[++i];
+        else if (!strcmp(argv[i], "--sizes") && v) sizes = argv[++i];
+        else {
+            int help = !strcmp(argv[i], "--help");
+            fprintf(help ? stdout : stderr,
+                    "usage: gpuws selftest [--backends cuda,opencl,cpu] [--algorithms LIST] [--sizes small,default,large]\n"
+                    "  Runs every workload once per size on every selected device and checks it against the scalar\n"
+                    "  reference (no timing). Exit 1 if any result is wrong or any call fails.\n");
+            return help ? 0 : 2;
+        }
+    }
+    unsigned mask = 0;
+    static const char *names[] = {"cpu", "opencl", "cuda"};
+    for (int k = 0; k < 3; k++)
+        if (listed(backends, names[k])) mask |= 1u << k;
+    bench_target targets[32];
+    size_t nt = bench_targets(mask, NULL, targets, 32);
+    int failed = 0, passed = 0;
+    for (size_t t = 0; t < nt; t++) {
+        gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
+        o.backend = names[targets[t].backend];
+        o.device = (int)targets[t].device;
+        o.opencl_platform = "";
+        gpuws_context *ctx;
+        if (gpuws_context_create(&ctx, &o)) {
+            printf("FAIL %s: %s\n", targets[t].label, gpuws_last_error());
+            failed++;
+            continue;
+        }
+        gpuws_stream *s;
+        gpuws_context_get_default_stream(ctx, &s);
+        for (const bench_workload *const *wp = bench_workloads(); *wp; wp++) {
+            const bench_workload *w = *wp;
+            if (!listed(algorithms, w->algorithm)) continue;
+            for (int z = 0; z < 3; z++) {
+                static const char *zn[] = {"small", "default", "large"};
+                if (!listed(sizes, zn[z])) continue;
+                void *state = NULL;
+                bench_counts c;
+                memset(&c, 0, sizeof c);
+                char msg[256] = "";
+                gpuws_status st = w->setup(ctx, (bench_size)z, &state, &c);
+                if (!st) st = w->run(state, s);
+                if (!st) st = gpuws_stream_synchronize(s);
+                bool ok = !st && w->check(state, msg, sizeof msg);
+                if (st) snprintf(msg, sizeof msg, "%s: %s", gpuws_status_name(st), gpuws_last_error());
+                if (state) w->teardown(state);
+                printf("%s %s | %s %s | %s%s%s\n", ok ? "PASS" : "FAIL", targets[t].label, w->algorithm, w->variant,
+                       c.size_label, ok ? "" : " | ", msg);
+                fflush(stdout);
+                ok ? passed++ : failed++;
+            }
+        }
+        gpuws_context_destroy(ctx);
+    }
+    printf("selftest: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : (passed ? 0 : 1);
+}
+
+GPUWS_COMMAND("selftest", "run every workload once on every device and check it against the reference", cmd_selftest)
