@@ -33,6 +33,7 @@ void json_put_string(FILE *f, const char *s)
 void json_put_number(FILE *f, double x)
 {
     if (!isfinite(x)) fputs("null", f);
+    else if (x == floor(x) && fabs(x) < 0x1p53) fprintf(f, "%.0f", x); /* counts of bytes stay exact */
     else fprintf(f, "%.9g", x);
 }
 

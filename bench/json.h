@@ -9,7 +9,7 @@
 
 /* "text" with every character JSON requires escaped (quotes, backslash, control characters); NULL → null. */
 void json_put_string(FILE *f, const char *s);
-/* A finite number with up to 9 significant digits; NaN and infinities → null (JSON has no such numbers). */
+/* An integral value exactly, another finite number with 9 significant digits; NaN and infinities → null (JSON has no such numbers). */
 void json_put_number(FILE *f, double x);
 
 typedef enum { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } json_type;

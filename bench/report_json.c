@@ -46,7 +46,10 @@ static field f_flops(const bench_result *r) { return num(r->counts.flops); }
 static field f_gbs(const bench_result *r) { return r->ok ? num(r->gbs) : num(NAN); }
 static field f_gflops(const bench_result *r) { return r->ok ? num(r->gflops) : num(NAN); }
 static field f_intensity(const bench_result *r) { return pos(r->counts.bytes > 0 ? r->counts.flops / r->counts.bytes : 0); }
-static field f_flop_dtype(const bench_result *r) { return str(bench_flop_index(r->w, &r->counts) ? "f64" : "f32"); }
+static field f_flop_dtype(const bench_result *r)
+{
+    return str(r->counts.flops > 0 ? bench_flop_index(r->w, &r->counts) ? "f64" : "f32" : NULL);
+}
 static field f_frac_bw(const bench_result *r) { return pos(r->frac_bw); }
 static field f_frac_fma(const bench_result *r) { return pos(r->frac_fma); }
 static field f_fraction(const bench_result *r) { return pos(r->fraction); }
@@ -204,7 +207,7 @@ static void put_csv_field(FILE *f, field v)
     if (v.kind == F_BOOL) {
         fputs(v.x != 0 ? "true" : "false", f);
     } else if (v.kind == F_NUMBER) {
-        if (isfinite(v.x)) fprintf(f, "%.9g", v.x);
+        if (isfinite(v.x)) json_put_number(f, v.x); /* the same digits as the JSON */
     } else if (v.s) {
         if (strpbrk(v.s, ",\"\r\n")) { /* RFC 4180 quoting */
             fputc('"', f);
