@@ -284,15 +284,15 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
         return 1;
     }
     say_unavailable(mask, strcmp(o.backends, "all") != 0, err);
-    static bench_target targets[64];
-    rep.targets = targets;
-    rep.ntargets = bench_targets(mask, o.platform, targets, 64);
-    const bench_workload **ws = calloc(128, sizeof *ws);
+    enum { MAX_TARGETS = 64, MAX_SELECTED = 256 };
+    rep.targets = calloc(MAX_TARGETS, sizeof *rep.targets);
+    rep.ntargets = rep.targets ? bench_targets(mask, o.platform, rep.targets, MAX_TARGETS) : 0;
+    const bench_workload **ws = calloc(MAX_SELECTED, sizeof *ws);
     size_t nw = 0;
-    for (const bench_workload *const *wp = bench_workloads(); ws && *wp && nw < 128; wp++)
+    for (const bench_workload *const *wp = bench_workloads(); ws && *wp && nw < MAX_SELECTED; wp++)
         if (selected(o.algorithms, *wp)) ws[nw++] = *wp;
     rep.rows = calloc(rep.ntargets * nw + 1, sizeof *rep.rows);
-    if (!ws || !rep.rows) {
+    if (!ws || !rep.rows || !rep.targets) {
         fprintf(err, "gpuws bench: out of memory\n");
         rc = 1;
     } else if (rep.ntargets == 0) {
@@ -310,6 +310,7 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
         rc |= write_outputs(&rep, &o, err);
     }
     free(ws);
+    free(rep.targets);
     free(rep.rows);
     free(rep.peers);
     free(rep.cmp);
