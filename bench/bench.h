@@ -1,6 +1,7 @@
 /* The benchmark engine behind `gpuws bench`: workloads × targets (backend/device), each result checked against
- * the scalar reference before it is timed, timed with device events after warm-up, median of N.
- * Benchmarks never assert a time; tests never measure one. */
+ * the scalar reference before it is timed, timed with device events after warm-up, median of N; the device's
+ * ceilings (copy bandwidth, FMA rate) measured in the same run; reports as a table, JSON, CSV and SVG.
+ * Benchmarks never assert a time; tests never measure one. docs/benchmarks.md describes the method and columns. */
 #ifndef GPUWS_BENCH_H
 #define GPUWS_BENCH_H
 
@@ -9,8 +10,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum { BENCH_SMALL = 0, BENCH_DEFAULT = 1, BENCH_LARGE = 2 } bench_size;
+
+/* Which FMA peak a workload's FLOPs are measured against. */
+typedef enum {
+    BENCH_FLOPS_AUTO = 0, /* f64 when the variant's name contains "f64", else f32 */
+    BENCH_FLOPS_F32 = 1,
+    BENCH_FLOPS_F64 = 2,
+} bench_flop_type;
 
 /* What one run of a workload does: the fewest bytes it must move through device memory (each input read once,
  * each output written once) and the arithmetic it must do. */
@@ -18,6 +27,8 @@ typedef struct {
     double bytes;
     double flops;
     char size_label[48]; /* "2^28 f32", "2048x2048 * 15x15" */
+    /* fields added later: zero is the default */
+    bench_flop_type flop_type;
 } bench_counts;
 
 typedef struct bench_workload {
@@ -49,10 +60,15 @@ typedef struct {
     size_t device;            /* index within the backend, no platform filter */
     gpuws_device_info info;
     char label[200];          /* "cuda | NVIDIA H100 80GB HBM3" */
+    /* fields added later: zero is the default */
+    char short_label[72];     /* "cuda NVIDIA H100 80GB HBM3", "opencl/PoCL cpu-haswell" (tables, legends) */
+    double copy_gbs;          /* ceilings measured in this run; 0 = not measured (see ceiling_error) */
+    double fma_gflops[2];     /* [0] f32, [1] f64 */
+    char ceiling_error[256];
 } bench_target;
 
 /* Fills up to max targets of the listed backends (bit i = gpuws_backend_kind i) whose OpenCL platform name
- * contains platform (NULL = any). Returns how many. */
+ * contains platform (case-insensitive; NULL = any). Returns how many. */
 size_t bench_targets(unsigned backend_mask, const char *platform, bench_target *out, size_t max);
 
 typedef struct {
@@ -64,12 +80,101 @@ typedef struct {
     double median_ms, min_ms;
     int repeats;
     double ceiling_gbs;       /* device-to-device copy bandwidth measured on this target in this run */
+    /* fields added later; filled by bench_derive, zero when they do not apply */
+    bench_size size;
+    double gbs, gflops;       /* counts over the median time */
+    double frac_bw, frac_fma; /* of the target's copy bandwidth / FMA peak for the workload's dtype */
+    double fraction;          /* the larger of the two: the roofline's binding side */
+    const char *bound;        /* "memory", "compute", "host link" (end-to-end rows: no device ceiling); NULL */
+    double speedup;           /* t(cpu backend, same workload and size) / t(this row) */
+    double ocl_cuda;          /* OpenCL rows: t(cuda on the same device) / t(this row); 0 = no CUDA row */
 } bench_result;
 
 /* Measures the copy bandwidth (bytes read + written per second) of a large device-to-device copy on ctx. */
 gpuws_status bench_copy_bandwidth(gpuws_context *ctx, double *gbs);
+/* The same with the copy size chosen for the size class (small: 32 MiB, for tests). */
+gpuws_status bench_copy_bandwidth_sized(gpuws_context *ctx, bench_size size, double *gbs);
+/* Measures the fused multiply-add rate (GFLOP/s, 2 FLOP per FMA) with the peak kernel (kernels/peak), after
+ * checking its result against the closed form. dtype GPUWS_F32 or GPUWS_F64. */
+gpuws_status bench_fma_peak(gpuws_context *ctx, gpuws_dtype dtype, bench_size size, double *gflops);
+/* Fills t's ceilings (copy bandwidth, FMA f32 and, where the device has it, f64); problems go to ceiling_error. */
+void bench_measure_ceilings(bench_target *t, gpuws_context *ctx, bench_size size);
+
 /* Runs one workload on one target: setup, one checked run, warm-up, `repeat` timed runs. */
 void bench_run(const bench_workload *w, const bench_target *t, gpuws_context *ctx, bench_size size, int repeat,
                bench_result *r);
+/* The same, taking fewer timed runs when they would pass budget_s seconds (at least one); the warm-up is left out
+ * when the checked run alone took more than a second (slow references on the CPU backend). */
+void bench_run_budget(const bench_workload *w, const bench_target *t, gpuws_context *ctx, bench_size size,
+                      int repeat, double budget_s, bench_result *r);
+
+/* Fills the derived fields of every row: rates, ceiling fractions and the binding side, the speed-up over the CPU
+ * backend's row of the same workload and size (the scalar reference) and, for OpenCL rows, t_cuda / t_opencl on
+ * the same device (matched by device name). */
+void bench_derive(bench_result *rows, size_t n);
+
+const char *bench_size_name(bench_size s);
+/* "convolve2d f32" style workload name into buf. */
+const char *bench_workload_name(const bench_workload *w, char *buf, size_t n);
+/* The FMA peak a row is measured against: 0 = f32, 1 = f64. */
+int bench_flop_index(const bench_workload *w, const bench_counts *c);
+
+/* ---- peers (bench/peers/run_peers.py writes the same rows with backend "cupy", "numpy", "scipy") ---------- */
+
+typedef struct {
+    char algorithm[48], variant[48], size[64], size_class[16], backend[24], device[128], error[160];
+    bool ok;
+    double median_ms;
+} bench_peer;
+
+/* One gpuws row against one peer row of the same (algorithm, variant, size class): the best gpuws row per device. */
+typedef struct {
+    const bench_peer *peer;
+    const bench_result *row;
+    double ratio;             /* peer time / gpuws time: > 1 means gpuws is faster */
+    bool size_differs;        /* the size labels are not the same text */
+} bench_comparison;
+
+/* ---- one whole run, and its reports ---------------------------------------------------------------------- */
+
+typedef struct {
+    char date[32];            /* ISO 8601, UTC */
+    char host[128];
+    char version[16];
+    int argc;
+    char **argv;
+    bench_size size;
+    int repeat, cpu_repeat;
+    bench_target *targets;
+    size_t ntargets;
+    bench_result *rows;
+    size_t nrows;
+    bench_peer *peers;
+    size_t npeers;
+    bench_comparison *cmp;
+    size_t ncmp;
+} bench_report;
+
+/* The comparisons of rows with peers (see bench_comparison); *out is malloc'd. */
+size_t bench_compare(const bench_result *rows, size_t nrows, const bench_peer *peers, size_t npeers,
+                     bench_comparison **out);
+/* Reads a peers file (the rows of a gpuws bench JSON document). 0 on success; else -1 with why in err. */
+int bench_read_peers(const char *path, bench_peer **peers, size_t *n, char *err, size_t errn);
+
+/* Table for people: ceilings per target, then one line per row grouped by workload, then the comparisons. */
+void bench_print_table(const bench_report *r, FILE *f);
+void bench_write_json(const bench_report *r, FILE *f);
+void bench_write_csv(const bench_report *r, FILE *f);
+/* Grouped horizontal bars per workload, one colour per target (and per peer), log-scale time axis. */
+void bench_write_svg(const bench_report *r, FILE *f);
+/* Writes a report to path through a temporary file renamed into place, so the file is complete or absent.
+ * 0 on success; -1 with the reason in err. */
+int bench_write_file(const char *path, void (*writer)(const bench_report *, FILE *), const bench_report *r, char *err,
+                     size_t errn);
+
+/* The `gpuws bench` command with its output streams given (tools/cmd_bench.c passes stdout and stderr):
+ * the table goes to out, progress and errors to err. Returns the exit code: 0, 1 (a row FAILED or a run error),
+ * 2 (usage: unknown option, backend or algorithm). */
+int bench_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -4,14 +4,15 @@
 #
 # Criterion, cfitsio, libpng and the OpenCL headers are not installed there; they travel in .carry/ (git-ignored,
 # made by bench/make_carry.sh) and only our own programs see them (LD_LIBRARY_PATH is set per command).
-#   usage: bash bench/gpu_session.sh [steps]   steps: any of build,test,sanitize,bench,peers (default: all)
+#   usage: bash bench/gpu_session.sh [steps]   steps: any of build,test,sanitize,peers,bench (default: all)
+#   BENCH_ARGS: extra `gpuws bench` options (e.g. "--backends cuda,opencl --budget 20"); PEERS_ARGS: run_peers.py's.
 # Every step has a time limit (TEST_TIMEOUT, SANITIZE_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT) so one hang cannot eat
 # the whole lease.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuws-out}
 mkdir -p "$OUT"
-STEPS=${1:-build,test,sanitize,bench,peers}
+STEPS=${1:-build,test,sanitize,peers,bench}
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 CARRY=$PWD/.carry
 # symbolic links do not survive the trip to the device machine: remake the linker names
@@ -62,16 +63,25 @@ if has sanitize; then
     done
 fi
 
+# Peers first, so the bench can compare with them in the same report.
+if has peers && [ -f bench/peers/run_peers.py ]; then
+    log "peers (CuPy on the GPU, NumPy/SciPy on the CPU)"
+    PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-180} python3 bench/peers/run_peers.py --out "$OUT/peers.json" ${PEERS_ARGS:-} >"$OUT/peers.log" 2>&1
+    log "  -> rc=$? $(tail -1 "$OUT/peers.log")"
+fi
+
 if has bench; then
-    log "bench"
-    ours timeout ${BENCH_TIMEOUT:-240} ./build-gpu/tools/gpuws bench ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>"$OUT/bench.err"
-    log "  -> rc=$?"
+    # The JSON and SVG are the results to commit: bench/results/<date>-<device>.{json,svg}
+    name="$(date -u +%F)-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+        tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')"
+    mkdir -p "$OUT/results"
+    compare=()
+    [ -s "$OUT/peers.json" ] && compare=(--compare "$OUT/peers.json")
+    log "bench -> results/$name.{json,csv,svg} ${BENCH_ARGS:-}"
+    ours timeout ${BENCH_TIMEOUT:-240} ./build-gpu/tools/gpuws bench --json "$OUT/results/$name.json" --csv "$OUT/results/$name.csv" \
+        --svg "$OUT/results/$name.svg" ${compare[@]+"${compare[@]}"} ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>"$OUT/bench.err"
+    log "  -> rc=$? $(grep -c FAILED "$OUT/bench.txt") FAILED line(s)"
     cat "$OUT/bench.txt"
 fi
 
-if has peers && [ -f bench/peers/run_peers.py ]; then
-    log "peers (CuPy)"
-    PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-180} python3 bench/peers/run_peers.py --out "$OUT/peers.json" >"$OUT/peers.log" 2>&1
-    log "  -> rc=$?"
-fi
 log "done"

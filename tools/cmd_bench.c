@@ -1,138 +1,322 @@
-/* gpuws bench: every workload on every selected backend/device; see bench/bench.h. */
-#include "bench.h"
+/* gpuws bench: every workload on every selected backend/device, checked then timed, against the device's ceilings
+ * measured in the same run; a table on stdout, JSON / CSV / SVG files on request. See bench/bench.h and
+ * docs/benchmarks.md. */
+#include "report.h" /* bench.h and bench_fmt4 */
 #include "commands.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gpuws bench [--backends cuda,opencl,cpu|all] [--platform NAME] [--algorithms LIST]\n"
-               "                   [--size small|default|large] [--repeat N]\n"
-               "  Runs every algorithm on every selected device, checks each result against the scalar reference\n"
-               "  (a wrong result is FAILED, never timed), then times it with device events: median of N runs.\n");
+    fprintf(f,
+            "usage: gpuws bench [--backends cuda,opencl,cpu|all] [--platform NAME] [--algorithms LIST]\n"
+            "                   [--size small|default|large] [--repeat N] [--cpu-repeat N] [--budget SECONDS]\n"
+            "                   [--json FILE] [--csv FILE] [--svg FILE] [--compare PEERS.json] [--no-ceilings] [--list]\n"
+            "  Runs every workload on every selected device (each OpenCL device of each platform is its own target),\n"
+            "  checks each result against the scalar reference (a wrong result is FAILED, never timed), then times it\n"
+            "  with device events after a warm-up run: median and minimum of N runs (default 20; the CPU backend, which\n"
+            "  runs the scalar reference, 3). Before the workloads it measures each device's ceilings: device-to-device\n"
+            "  copy bandwidth and the FP32/FP64 FMA rate.\n"
+            "  --algorithms  comma list of algorithms or algorithm/variant (e.g. reduce,convolve2d/f32,transfer)\n"
+            "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive)\n"
+            "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; default 60)\n"
+            "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
+            "  --list        prints the registered workloads and exits\n"
+            "  Exit status: 0 all rows correct, 1 a row FAILED or an output could not be written, 2 usage error.\n");
 }
 
-static bool in_list(const char *list, const char *name)
+/* The next comma-separated item of *p into buf (trimmed of spaces); false at the end. */
+static bool next_item(const char **p, char *buf, size_t n)
 {
-    if (!list || !strcmp(list, "all")) return true;
-    size_t nl = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l == nl && strncmp(p, name, l) == 0) return true;
-        p += l + (e ? 1 : 0);
-    }
+    while (**p == ',' || **p == ' ') (*p)++;
+    if (!**p) return false;
+    size_t l = strcspn(*p, ",");
+    size_t t = l;
+    while (t > 0 && (*p)[t - 1] == ' ') t--;
+    snprintf(buf, n, "%.*s", (int)(t < n ? t : n - 1), *p);
+    *p += l;
+    return true;
+}
+
+/* An --algorithms item: "algo" or "algo/variant". */
+static bool item_selects(const char *item, const bench_workload *w)
+{
+    const char *slash = strchr(item, '/');
+    if (!slash) return !strcmp(item, w->algorithm);
+    return strlen(w->algorithm) == (size_t)(slash - item) && !strncmp(item, w->algorithm, (size_t)(slash - item)) &&
+           !strcmp(slash + 1, w->variant);
+}
+
+static bool selected(const char *list, const bench_workload *w)
+{
+    if (!list) return true;
+    char item[128];
+    for (const char *p = list; next_item(&p, item, sizeof item);)
+        if (!strcmp(item, "all") || item_selects(item, w)) return true;
     return false;
 }
 
-static int cmd_bench(int argc, char **argv)
+static bool parse_count(const char *v, int *out)
 {
-    const char *backends = "all", *platform = NULL, *algorithms = NULL;
-    bench_size size = BENCH_DEFAULT;
-    int repeat = 20;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || end == v || x < 1 || x > 1000000) return false;
+    *out = (int)x;
+    return true;
+}
+
+typedef struct {
+    const char *backends, *platform, *algorithms, *json, *csv, *svg, *compare;
+    bench_size size;
+    int repeat, cpu_repeat;
+    double budget_s;
+    bool ceilings, list;
+} options;
+
+/* 0 on success, else the exit code (usage already printed). */
+static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
+{
+    *o = (options){.backends = "all", .size = BENCH_DEFAULT, .repeat = 20, .cpu_repeat = 3, .budget_s = 60, .ceilings = true};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--backends") && v) {
-            backends = v, i++;
-        } else if (!strcmp(a, "--platform") && v) {
-            platform = v, i++;
-        } else if (!strcmp(a, "--algorithms") && v) {
-            algorithms = v, i++;
-        } else if (!strcmp(a, "--repeat") && v) {
-            repeat = atoi(v), i++;
-            if (repeat < 1) {
-                fprintf(stderr, "gpuws bench: --repeat needs a positive count\n");
+        const char **str = !strcmp(a, "--backends") ? &o->backends : !strcmp(a, "--platform") ? &o->platform
+                           : !strcmp(a, "--algorithms") ? &o->algorithms : !strcmp(a, "--json") ? &o->json
+                           : !strcmp(a, "--csv") ? &o->csv : !strcmp(a, "--svg") ? &o->svg
+                           : !strcmp(a, "--compare") ? &o->compare : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(out);
+            return -1;
+        } else if (!strcmp(a, "--no-ceilings")) {
+            o->ceilings = false;
+        } else if (!strcmp(a, "--list")) {
+            o->list = true;
+        } else if (str && v) {
+            *str = v, i++;
+        } else if ((!strcmp(a, "--repeat") || !strcmp(a, "--cpu-repeat")) && v) {
+            if (!parse_count(v, a[2] == 'r' ? &o->repeat : &o->cpu_repeat)) {
+                fprintf(err, "gpuws bench: %s needs a positive count, not '%s'\n", a, v);
                 return 2;
             }
+            i++;
+        } else if (!strcmp(a, "--budget") && v) {
+            char *end;
+            o->budget_s = strtod(v, &end);
+            if (*end || end == v || !(o->budget_s > 0)) {
+                fprintf(err, "gpuws bench: --budget needs a positive number of seconds, not '%s'\n", v);
+                return 2;
+            }
+            i++;
         } else if (!strcmp(a, "--size") && v) {
-            size = !strcmp(v, "small") ? BENCH_SMALL : !strcmp(v, "large") ? BENCH_LARGE : !strcmp(v, "default") ? BENCH_DEFAULT : (bench_size)-1;
-            if ((int)size < 0) {
-                fprintf(stderr, "gpuws bench: --size must be small, default or large\n");
+            o->size = !strcmp(v, "small") ? BENCH_SMALL : !strcmp(v, "large") ? BENCH_LARGE : BENCH_DEFAULT;
+            if (strcmp(v, "small") && strcmp(v, "large") && strcmp(v, "default")) {
+                fprintf(err, "gpuws bench: --size must be small, default or large, not '%s'\n", v);
                 return 2;
             }
             i++;
         } else {
-            fprintf(stderr, "gpuws bench: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
+            fprintf(err, "gpuws bench: unknown or incomplete option '%s'\n", a);
+            usage(err);
             return 2;
         }
     }
+    return 0;
+}
+
+/* Backend names to a mask; 0 with the message printed when a name is unknown. */
+static unsigned backend_mask(const char *list, FILE *err)
+{
     unsigned mask = 0;
-    if (!strcmp(backends, "all")) {
-        mask = 7;
-    } else {
-        for (const char *p = backends; *p;) {
-            char name[32];
-            size_t l = strcspn(p, ",");
-            snprintf(name, sizeof name, "%.*s", (int)(l < 31 ? l : 31), p);
-            gpuws_backend_kind k;
-            if (gpuws_backend_from_name(name, &k)) return tool_fail("bench", GPUWS_ERR_UNKNOWN_BACKEND);
+    char name[64];
+    for (const char *p = list; next_item(&p, name, sizeof name);) {
+        gpuws_backend_kind k;
+        if (!strcmp(name, "all")) {
+            mask |= 7;
+        } else if (gpuws_backend_from_name(name, &k) == GPUWS_OK) {
             mask |= 1u << k;
-            p += l + (p[l] == ',');
+        } else {
+            fprintf(err, "gpuws bench: unknown backend '%s' in --backends (valid: cuda, opencl, cpu, all)\n", name);
+            return 0;
         }
     }
-    for (const char *p = algorithms; p && *p;) {
-        size_t l = strcspn(p, ",");
-        bool known = false;
-        for (const bench_workload *const *wp = bench_workloads(); *wp; wp++)
-            known |= strlen((*wp)->algorithm) == l && !strncmp(p, (*wp)->algorithm, l);
-        if (!known) {
-            fprintf(stderr, "gpuws bench: unknown algorithm '%.*s'; known:", (int)l, p);
-            for (const bench_workload *const *wp = bench_workloads(); *wp; wp++) fprintf(stderr, " %s", (*wp)->algorithm);
-            fprintf(stderr, "\n");
-            return 2;
+    if (!mask) fprintf(err, "gpuws bench: --backends names no backend (valid: cuda, opencl, cpu, all)\n");
+    return mask;
+}
+
+static bool check_algorithms(const char *list, FILE *err)
+{
+    char item[128];
+    for (const char *p = list; list && next_item(&p, item, sizeof item);) {
+        bool known = !strcmp(item, "all");
+        for (const bench_workload *const *wp = bench_workloads(); *wp && !known; wp++) known = item_selects(item, *wp);
+        if (known) continue;
+        fprintf(err, "gpuws bench: unknown algorithm '%s' in --algorithms; known:", item);
+        const char *last = "";
+        for (const bench_workload *const *wp = bench_workloads(); *wp; wp++) {
+            if (strcmp(last, (*wp)->algorithm)) fprintf(err, " %s", (*wp)->algorithm);
+            last = (*wp)->algorithm;
         }
-        p += l + (p[l] == ',');
+        fprintf(err, " (or algorithm/variant; --list shows the variants)\n");
+        return false;
     }
-    bench_target targets[32];
-    size_t nt = bench_targets(mask, platform, targets, 32);
-    if (nt == 0) {
-        fprintf(stderr, "gpuws bench: no available device among the selected backends (see gpuws info)\n");
-        return 1;
+    return true;
+}
+
+/* Named backends that cannot run are said out loud: a missing row must not look like a skipped choice. */
+static void say_unavailable(unsigned mask, bool named, FILE *err)
+{
+    for (int k = 0; k < GPUWS_BACKEND_COUNT; k++) {
+        gpuws_backend_info bi;
+        if (!(mask & (1u << k)) || gpuws_backend_get_info((gpuws_backend_kind)k, &bi) || bi.available) continue;
+        fprintf(err, "gpuws bench: %s %s: %s\n", bi.name, named ? "not available" : "skipped", bi.reason);
     }
-    printf("%-60s %-11s %-9s %-12s %10s %10s %9s %9s %8s\n", "device", "algorithm", "variant", "size", "median ms",
-           "min ms", "GB/s", "GFLOP/s", "% copy");
-    int failed = 0;
-    for (size_t t = 0; t < nt; t++) {
-        gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
-        o.backend = targets[t].backend == GPUWS_BACKEND_CUDA ? "cuda" : targets[t].backend == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu";
-        o.device = (int)targets[t].device;
-        o.opencl_platform = "";
+}
+
+static void fill_metadata(bench_report *r, int argc, char **argv, const options *o)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (gethostname(r->host, sizeof r->host) != 0) snprintf(r->host, sizeof r->host, "unknown");
+    r->host[sizeof r->host - 1] = 0;
+    snprintf(r->version, sizeof r->version, "%d.%d.%d", GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH);
+    r->argc = argc, r->argv = argv;
+    r->size = o->size, r->repeat = o->repeat, r->cpu_repeat = o->cpu_repeat;
+}
+
+static void fail_row(bench_result *r, const bench_workload *w, const bench_target *t, bench_size size, const char *why)
+{
+    memset(r, 0, sizeof *r);
+    r->w = w, r->t = t, r->size = size;
+    snprintf(r->error, sizeof r->error, "%s", why);
+}
+
+/* Runs every selected workload on every target; returns the rows written. */
+static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, const options *o, FILE *err)
+{
+    size_t k = 0, total = rep->ntargets * nw;
+    for (size_t t = 0; t < rep->ntargets; t++) {
+        bench_target *tg = &rep->targets[t];
+        gpuws_context_options co = GPUWS_CONTEXT_OPTIONS_INIT;
+        co.backend = tg->backend == GPUWS_BACKEND_CUDA ? "cuda" : tg->backend == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu";
+        co.device = (int)tg->device;
+        co.opencl_platform = "";
         gpuws_context *ctx;
-        gpuws_status st = gpuws_context_create(&ctx, &o);
+        gpuws_status st = gpuws_context_create(&ctx, &co);
         if (st) {
-            fprintf(stderr, "%s: %s\n", targets[t].label, gpuws_last_error());
-            failed++;
+            char why[256];
+            snprintf(why, sizeof why, "context: %s: %s", gpuws_status_name(st), gpuws_last_error());
+            fprintf(err, "gpuws bench: %s: %s\n", tg->label, why);
+            for (size_t i = 0; i < nw; i++) fail_row(&rep->rows[k++], ws[i], tg, o->size, why);
             continue;
         }
-        double copy = 0;
-        fprintf(stderr, "[%zu/%zu] %s: measuring copy bandwidth...\n", t + 1, nt, targets[t].label);
-        if (bench_copy_bandwidth(ctx, &copy)) fprintf(stderr, "  copy bandwidth: %s\n", gpuws_last_error());
-        printf("%-60.60s %-11s %-9s %-12s %10s %10s %9.1f %9s %8s\n", targets[t].label, "copy", "d2d", "", "", "", copy, "", "100");
-        for (const bench_workload *const *wp = bench_workloads(); *wp; wp++) {
-            if (!in_list(algorithms, (*wp)->algorithm)) continue;
-            fprintf(stderr, "  %s %s...\n", (*wp)->algorithm, (*wp)->variant);
-            bench_result r;
-            bench_run((*wp), &targets[t], ctx, size, targets[t].backend == GPUWS_BACKEND_CPU ? 3 : repeat, &r);
-            if (!r.ok) {
-                printf("%-60.60s %-11s %-9s %-12s FAILED: %s\n", targets[t].label, r.w->algorithm, r.w->variant,
-                       r.counts.size_label, r.error);
-                failed++;
-                continue;
-            }
-            double gbs = r.counts.bytes / (r.median_ms * 1e-3) / 1e9, gfl = r.counts.flops / (r.median_ms * 1e-3) / 1e9;
-            printf("%-60.60s %-11s %-9s %-12s %10.4f %10.4f %9.1f %9.1f %8.1f\n", targets[t].label, r.w->algorithm,
-                   r.w->variant, r.counts.size_label, r.median_ms, r.min_ms, gbs, gfl, copy > 0 ? 100 * gbs / copy : 0);
-            fflush(stdout);
+        if (o->ceilings) {
+            fprintf(err, "[%zu/%zu] %s: measuring ceilings (copy bandwidth, FMA rate)...", k, total, tg->label);
+            fflush(err);
+            bench_measure_ceilings(tg, ctx, o->size);
+            char a[24], b[24], c[24];
+            fprintf(err, " copy %s GB/s, FMA f32 %s GFLOP/s, f64 %s GFLOP/s\n", bench_fmt4(a, sizeof a, tg->copy_gbs),
+                    bench_fmt4(b, sizeof b, tg->fma_gflops[0]), bench_fmt4(c, sizeof c, tg->fma_gflops[1]));
+            if (tg->ceiling_error[0]) fprintf(err, "  ceilings: %s\n", tg->ceiling_error);
+        }
+        const int repeat = tg->backend == GPUWS_BACKEND_CPU ? o->cpu_repeat : o->repeat;
+        for (size_t i = 0; i < nw; i++) {
+            fprintf(err, "[%zu/%zu] %s | %s %s ...", k + 1, total, tg->label, ws[i]->algorithm, ws[i]->variant);
+            fflush(err);
+            bench_result *r = &rep->rows[k++];
+            bench_run_budget(ws[i], tg, ctx, o->size, repeat, o->budget_s, r);
+            char m[24];
+            if (r->ok) fprintf(err, " %s ms (%d runs)\n", bench_fmt4(m, sizeof m, r->median_ms), r->repeats);
+            else fprintf(err, " FAILED: %s\n", r->error);
         }
         gpuws_context_destroy(ctx);
     }
-    return failed ? 1 : 0;
+    return k;
 }
+
+static int write_outputs(const bench_report *rep, const options *o, FILE *err)
+{
+    int rc = 0;
+    const struct {
+        const char *path;
+        void (*writer)(const bench_report *, FILE *);
+    } outs[] = {{o->json, bench_write_json}, {o->csv, bench_write_csv}, {o->svg, bench_write_svg}};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+        char why[512];
+        if (!outs[i].path) continue;
+        if (bench_write_file(outs[i].path, outs[i].writer, rep, why, sizeof why)) {
+            fprintf(err, "gpuws bench: cannot write %s\n", why);
+            rc = 1;
+        } else {
+            fprintf(err, "gpuws bench: wrote %s\n", outs[i].path);
+        }
+    }
+    return rc;
+}
+
+int bench_main(int argc, char **argv, FILE *out, FILE *err)
+{
+    options o;
+    int rc = parse(argc, argv, &o, out, err);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (o.list) {
+        char name[128];
+        for (const bench_workload *const *wp = bench_workloads(); *wp; wp++)
+            fprintf(out, "%-40s%s\n", bench_workload_name(*wp, name, sizeof name), (*wp)->end_to_end ? "  (end to end)" : "");
+        return 0;
+    }
+    const unsigned mask = backend_mask(o.backends, err);
+    if (!mask || !check_algorithms(o.algorithms, err)) return 2;
+
+    bench_report rep;
+    memset(&rep, 0, sizeof rep);
+    fill_metadata(&rep, argc, argv, &o);
+    char why[512];
+    if (o.compare && bench_read_peers(o.compare, &rep.peers, &rep.npeers, why, sizeof why)) {
+        fprintf(err, "gpuws bench: --compare: %s\n", why);
+        return 1;
+    }
+    say_unavailable(mask, strcmp(o.backends, "all") != 0, err);
+    enum { MAX_TARGETS = 64, MAX_SELECTED = 256 };
+    rep.targets = calloc(MAX_TARGETS, sizeof *rep.targets);
+    rep.ntargets = rep.targets ? bench_targets(mask, o.platform, rep.targets, MAX_TARGETS) : 0;
+    const bench_workload **ws = calloc(MAX_SELECTED, sizeof *ws);
+    size_t nw = 0;
+    for (const bench_workload *const *wp = bench_workloads(); ws && *wp && nw < MAX_SELECTED; wp++)
+        if (selected(o.algorithms, *wp)) ws[nw++] = *wp;
+    rep.rows = calloc(rep.ntargets * nw + 1, sizeof *rep.rows);
+    if (!ws || !rep.rows || !rep.targets) {
+        fprintf(err, "gpuws bench: out of memory\n");
+        rc = 1;
+    } else if (rep.ntargets == 0) {
+        fprintf(err, "gpuws bench: no available device among the selected backends%s%s (see gpuws info)\n",
+                o.platform ? " and OpenCL platforms matching " : "", o.platform ? o.platform : "");
+        rc = 1;
+    } else {
+        rep.nrows = run_all(&rep, ws, nw, &o, err);
+        bench_derive(rep.rows, rep.nrows);
+        if (rep.npeers) rep.ncmp = bench_compare(rep.rows, rep.nrows, rep.peers, rep.npeers, &rep.cmp);
+        fputc('\n', out);
+        bench_print_table(&rep, out);
+        fflush(out);
+        for (size_t i = 0; i < rep.nrows; i++) rc |= !rep.rows[i].ok;
+        rc |= write_outputs(&rep, &o, err);
+    }
+    free(ws);
+    free(rep.targets);
+    free(rep.rows);
+    free(rep.peers);
+    free(rep.cmp);
+    return rc ? 1 : 0;
+}
+
+static int cmd_bench(int argc, char **argv) { return bench_main(argc, argv, stdout, stderr); }
 
 GPUWS_COMMAND("bench", "time the algorithms on every backend/device against the device's ceilings", cmd_bench)
