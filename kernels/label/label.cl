@@ -221,25 +221,37 @@ inline int group_exclusive_scan(int v, __local int *tmp, int *total)
     return r;
 }
 
+/* The mask bytes of pixels base .. base + PER_THREAD - 1 as one word (byte j = pixel base + j), zero past n. Buffers
+ * are aligned far beyond 8 bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN) and base is a multiple of 8: one 8-byte load. */
+inline ulong mask8(__global const uchar *mask, uint base, uint n)
+{
+    if (base + PER_THREAD <= n) return ((__global const ulong *)mask)[base / PER_THREAD];
+    ulong m = 0;
+    for (uint j = 0; base + j < n; j++) m |= (ulong)mask[base + j] << (8 * j);
+    return m;
+}
+
 __kernel __attribute__((reqd_work_group_size(CHUNK_THREADS, 1, 1))) void label_flatten(
     __global const uchar *mask, __global int *L, __global int *counts, uint n)
 {
     __local int tmp[CHUNK_THREADS];
     const uint base = get_group_id(0) * CHUNK + get_local_id(0) * PER_THREAD;
+    const ulong m = base < n ? mask8(mask, base, n) : 0;
     uint roots = 0; /* bit j: pixel base + j is a root */
-    for (uint j = 0; j < PER_THREAD; j++) {
+    for (uint j = 0; m && j < PER_THREAD; j++) {
+        if (!((m >> (8 * j)) & 0xff)) continue;
         const uint i = base + j;
-        if (i >= n || !mask[i]) continue;
         const int v = L[i] - 1;
         if (v == (int)i) {
             roots |= 1u << j;
             continue;
         }
         /* find; roots numbered meanwhile by their own work-item hold a negative rank */
-        int x = v, p = L[x];
+        volatile __global int *vl = L;
+        int x = v, p = vl[x];
         while (p > 0 && p - 1 != x) {
             x = p - 1;
-            p = L[x];
+            p = vl[x];
         }
         if (x != v) L[i] = x + 1;
     }
@@ -281,9 +293,11 @@ __kernel void label_scan(__global int *counts, uint nchunks, __local int *tmp)
 __kernel void label_relabel(__global const uchar *mask, __global int *L, __global const int *offsets, uint n)
 {
     const uint base = get_global_id(0) * PER_THREAD;
-    for (uint j = 0; j < PER_THREAD; j++) {
+    if (base >= n) return;
+    const ulong m = mask8(mask, base, n);
+    for (uint j = 0; m && j < PER_THREAD; j++) {
+        if (!((m >> (8 * j)) & 0xff)) continue;
         const uint i = base + j;
-        if (i >= n || !mask[i]) continue;
         const int v = L[i];
         int label;
         if (v < 0) {
