@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CMD "sources"
@@ -189,6 +190,7 @@ static int write_outputs(const args *a, const gpuws_catalog *cat, const float *i
     for (int k = 0; k < 3 && !rc; k++) {
         if (!finals[k]) continue;
         snprintf(tmps[k], sizeof tmps[k], "%s.partial-%ld", finals[k], (long)getpid());
+        if (w * h >= ((size_t)1 << 24)) fprintf(stderr, "gpuws sources: writing %s...\n", finals[k]); /* seconds */
         if (k == 0) rc = catalog_csv_write(tmps[k], cat->sources, cat->num_sources, err, sizeof err);
         else if (k == 1) rc = fits_write_image(tmps[k], FITS_I32, cat->labels, w, h, err, sizeof err);
         else rc = png_overlay_write(tmps[k], image, w, h, cat->clip.median, cat->sources, cat->num_sources, err, sizeof err);
@@ -215,6 +217,8 @@ static int run_image(const args *a)
 {
     fits_image img;
     char err[4400];
+    struct stat sb;
+    if (stat(a->image, &sb) == 0 && sb.st_size >= (1 << 26)) fprintf(stderr, "gpuws sources: reading %s...\n", a->image);
     if (fits_read_image(a->image, 0, &img, err, sizeof err)) return fprintf(stderr, "gpuws sources: %s\n", err), 1;
     const float *px = img.data;
     const size_t n = img.width * img.height;
