@@ -1,0 +1,311 @@
+/* Connected-component labelling, numbered like scipy.ndimage.label. The plan (kernels/label/label.c, and
+ * docs/algorithms/label.md) in five launches:
+ *   local    one work-group per 32x32 tile: union-find in local memory, writes L = 1 + global index of the
+ *            pixel's root within the tile (0 for background)
+ *   merge    one work-item per tile-border pixel: unites it with its neighbours in other tiles (global atomic_min)
+ *   flatten  one work-group per chunk of 2048 raster-consecutive pixels: points every pixel at its root, numbers
+ *            the chunk's roots in raster order (root := -(rank in chunk + 1)), counts them
+ *   scan     one work-group: exclusive prefix sum of the chunk counts, total at the end
+ *   relabel  L = chunk offset + rank in chunk + 1, read at each pixel's root
+ * Every union links the larger root under the smaller, so a component's final root is its smallest raster index,
+ * its first pixel: ranking the roots in raster order gives SciPy's numbering.
+ *
+ * L encodes a parent p as p + 1 so that background stays 0, its final value: no pass writes background after
+ * `local`. Indices are int: the host refuses images of 2^31 pixels or more.
+ *
+ * Work-group shapes are fixed and must match kernels/label/label_layout.h. */
+
+#define TILE_W 32
+#define TILE_H 32
+#define TILE_ROWS 8 /* work-group (TILE_W, TILE_ROWS); a work-item takes TILE_H / TILE_ROWS rows */
+#define CHUNK_THREADS 256
+#define PER_THREAD 8
+#define CHUNK (CHUNK_THREADS * PER_THREAD)
+
+/* ---- union-find: parents are always smaller than their children, roots point at themselves --------------------
+ * Reads are volatile: another work-item may change a parent at any time. A stale read is harmless: every value a
+ * cell ever held is a member of its final component, and a union only returns after an atomic_min saw the root it
+ * expected (or both sides met at one root). */
+
+inline int find_local(volatile __local int *s, int a)
+{
+    int p = s[a];
+    while (p != a) {
+        a = p;
+        p = s[a];
+    }
+    return a;
+}
+
+inline void unite_local(volatile __local int *s, int a, int b)
+{
+    for (;;) {
+        a = find_local(s, a);
+        b = find_local(s, b);
+        if (a == b) return;
+        if (a > b) {
+            const int t = a;
+            a = b;
+            b = t;
+        }
+        const int old = atomic_min(&s[b], a);
+        if (old == b) return; /* b was still a root: linked */
+        b = old;              /* b had gained a parent meanwhile: unite with that instead */
+    }
+}
+
+/* Global forms with the +1 encoding. */
+inline int find_global(volatile __global int *L, int a)
+{
+    int p = L[a] - 1;
+    while (p != a) {
+        a = p;
+        p = L[a] - 1;
+    }
+    return a;
+}
+
+/* Points every cell on the path from x at r (atomic_min: never undoes a smaller link made meanwhile). Long chains
+ * across tiles (a spiral through the whole image) would otherwise make every later find walk them again. */
+inline void compress_global(volatile __global int *L, int x, int r)
+{
+    while (x > r) {
+        const int next = L[x] - 1;
+        atomic_min(&L[x], r + 1);
+        if (next == x) break;
+        x = next;
+    }
+}
+
+inline void unite_global(volatile __global int *L, int a0, int b0)
+{
+    int a = a0, b = b0;
+    for (;;) {
+        a = find_global(L, a);
+        b = find_global(L, b);
+        if (a == b) break;
+        if (a > b) {
+            const int t = a;
+            a = b;
+            b = t;
+        }
+        const int old = atomic_min(&L[b], a + 1) - 1;
+        if (old == b) break;
+        b = old;
+    }
+    compress_global(L, a0, a);
+    compress_global(L, b0, a);
+}
+
+/* ---- local: one tile per work-group -------------------------------------------------------------------------
+ * Each pixel first points at the start of its horizontal run, so only runs are united: a pixel unites with the
+ * row above only where that adds a connection its left neighbour has not made (the decision tree of Wu, Otoo and
+ * Suzuki's scan, restricted to the tile; links that leave the tile are `merge`'s). */
+
+#define LOCAL_KERNEL(CONN)                                                                                        \
+    __kernel __attribute__((reqd_work_group_size(TILE_W, TILE_ROWS, 1))) void label_local_##CONN(              \
+        __global const uchar *mask, __global int *L, uint width, uint height, uint tiles_x)                      \
+    {                                                                                                             \
+        __local uchar m[TILE_W * TILE_H];                                                                         \
+        __local int s[TILE_W * TILE_H];                                                                           \
+        const uint tile = get_group_id(0), tx = tile % tiles_x, ty = tile / tiles_x;                              \
+        const uint lx = get_local_id(0), x0 = tx * TILE_W, y0 = ty * TILE_H, x = x0 + lx;                         \
+        for (uint r = 0; r < TILE_H / TILE_ROWS; r++) {                                                           \
+            const uint ly = get_local_id(1) + r * TILE_ROWS, y = y0 + ly;                                         \
+            m[ly * TILE_W + lx] = x < width && y < height && mask[(ulong)y * width + x] != 0;                     \
+        }                                                                                                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                             \
+        for (uint r = 0; r < TILE_H / TILE_ROWS; r++) {                                                           \
+            const uint ly = get_local_id(1) + r * TILE_ROWS, li = ly * TILE_W + lx;                               \
+            if (!m[li]) continue;                                                                                 \
+            uint start = li;                                                                                      \
+            while (start > ly * TILE_W && m[start - 1]) start--;                                                  \
+            s[li] = (int)start;                                                                                   \
+        }                                                                                                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                             \
+        for (uint r = 0; r < TILE_H / TILE_ROWS; r++) {                                                           \
+            const uint ly = get_local_id(1) + r * TILE_ROWS, li = ly * TILE_W + lx;                               \
+            if (!m[li] || ly == 0) continue;                                                                      \
+            const bool left = lx > 0 && m[li - 1], up = m[li - TILE_W];                                           \
+            const bool ul = lx > 0 && m[li - TILE_W - 1];                                                         \
+            if (CONN == 4) {                                                                                      \
+                if (up && !(left && ul)) unite_local(s, (int)li, (int)(li - TILE_W));                             \
+            } else {                                                                                              \
+                const bool ur = lx + 1 < TILE_W && m[li - TILE_W + 1];                                            \
+                if (left) {                                                                                       \
+                    if (ur && !up) unite_local(s, (int)li, (int)(li - TILE_W + 1));                               \
+                } else if (up) {                                                                                  \
+                    unite_local(s, (int)li, (int)(li - TILE_W));                                                  \
+                } else {                                                                                          \
+                    if (ul) unite_local(s, (int)li, (int)(li - TILE_W - 1));                                      \
+                    if (ur) unite_local(s, (int)li, (int)(li - TILE_W + 1));                                      \
+                }                                                                                                 \
+            }                                                                                                     \
+        }                                                                                                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                             \
+        if (x >= width) return;                                                                                   \
+        for (uint r = 0; r < TILE_H / TILE_ROWS; r++) {                                                           \
+            const uint ly = get_local_id(1) + r * TILE_ROWS, li = ly * TILE_W + lx, y = y0 + ly;                  \
+            if (y >= height) break;                                                                               \
+            int v = 0;                                                                                            \
+            if (m[li]) {                                                                                          \
+                const uint root = (uint)find_local(s, (int)li);                                                   \
+                v = (int)((y0 + root / TILE_W) * width + x0 + root % TILE_W) + 1;                                  \
+            }                                                                                                     \
+            L[(ulong)y * width + x] = v;                                                                          \
+        }                                                                                                         \
+    }
+
+LOCAL_KERNEL(4)
+LOCAL_KERNEL(8)
+
+/* ---- merge: the links between tiles ---------------------------------------------------------------------------
+ * Items per tile: the top row (TILE_W), the left column (TILE_H) and, for 8-connectivity, the right column
+ * (TILE_H). Each item's pixel is united with every backward neighbour (left, up-left, up, up-right) that lies in
+ * another tile: every link that crosses a tile border has its later pixel among these. Corners repeat a link or
+ * two; uniting twice is harmless. */
+
+#define MERGE_KERNEL(CONN, PER_TILE)                                                                              \
+    __kernel void label_merge_##CONN(__global const uchar *mask, __global int *L, uint width, uint height,       \
+                                     uint tiles_x, ulong items)                                                   \
+    {                                                                                                             \
+        for (ulong it = get_global_id(0); it < items; it += get_global_size(0)) {                                 \
+            const ulong tile = it / (PER_TILE);                                                                     \
+            const uint k = (uint)(it % (PER_TILE));                                                                 \
+            const uint x0 = (uint)(tile % tiles_x) * TILE_W, y0 = (uint)(tile / tiles_x) * TILE_H;                \
+            if (k < TILE_W) { /* top row: the row above */                                                        \
+                const uint x = x0 + k;                                                                            \
+                if (y0 == 0 || x >= width || y0 >= height) continue;                                              \
+                const int p = (int)(y0 * width + x);                                                              \
+                if (!mask[p]) continue;                                                                           \
+                for (int dx = CONN == 8 ? -1 : 0; dx <= (CONN == 8 ? 1 : 0); dx++) {                              \
+                    const int q = p - (int)width + dx;                                                            \
+                    if ((int)x + dx >= 0 && (int)x + dx < (int)width && mask[q]) unite_global(L, p, q);           \
+                }                                                                                                 \
+            } else if (k < TILE_W + TILE_H) { /* left column: left, up-left */                                    \
+                const uint y = y0 + (k - TILE_W);                                                                 \
+                if (x0 == 0 || x0 >= width || y >= height) continue;                                              \
+                const int p = (int)(y * width + x0);                                                              \
+                if (!mask[p]) continue;                                                                           \
+                if (mask[p - 1]) unite_global(L, p, p - 1);                                                       \
+                if (CONN == 8 && y > 0 && mask[p - (int)width - 1]) unite_global(L, p, p - (int)width - 1);       \
+            } else { /* right column below the top row: up-right */                                               \
+                const uint y = y0 + (k - TILE_W - TILE_H), x = x0 + TILE_W - 1;                                   \
+                if (y == y0 || x + 1 >= width || y >= height) continue;                                           \
+                const int p = (int)(y * width + x);                                                               \
+                if (mask[p] && mask[p - (int)width + 1]) unite_global(L, p, p - (int)width + 1);                  \
+            }                                                                                                     \
+        }                                                                                                         \
+    }
+
+MERGE_KERNEL(4, TILE_W + TILE_H)
+MERGE_KERNEL(8, TILE_W + 2 * TILE_H)
+
+/* ---- flatten: roots, and their rank within the chunk -------------------------------------------------------- */
+
+/* Exclusive prefix sum of v over the work-group (CHUNK_THREADS items); *total gets the sum. */
+inline int group_exclusive_scan(int v, __local int *tmp, int *total)
+{
+    const uint t = get_local_id(0);
+    tmp[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < CHUNK_THREADS; off <<= 1) {
+        const int add = t >= off ? tmp[t - off] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        tmp[t] += add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    *total = tmp[CHUNK_THREADS - 1];
+    const int r = tmp[t] - v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+/* The mask bytes of pixels base .. base + PER_THREAD - 1 as one word (byte j = pixel base + j), zero past n. Buffers
+ * are aligned far beyond 8 bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN) and base is a multiple of 8: one 8-byte load. */
+inline ulong mask8(__global const uchar *mask, uint base, uint n)
+{
+    if (base + PER_THREAD <= n) return ((__global const ulong *)mask)[base / PER_THREAD];
+    ulong m = 0;
+    for (uint j = 0; base + j < n; j++) m |= (ulong)mask[base + j] << (8 * j);
+    return m;
+}
+
+__kernel __attribute__((reqd_work_group_size(CHUNK_THREADS, 1, 1))) void label_flatten(
+    __global const uchar *mask, __global int *L, __global int *counts, uint n)
+{
+    __local int tmp[CHUNK_THREADS];
+    const uint base = get_group_id(0) * CHUNK + get_local_id(0) * PER_THREAD;
+    const ulong m = base < n ? mask8(mask, base, n) : 0;
+    uint roots = 0; /* bit j: pixel base + j is a root */
+    for (uint j = 0; m && j < PER_THREAD; j++) {
+        if (!((m >> (8 * j)) & 0xff)) continue;
+        const uint i = base + j;
+        const int v = L[i] - 1;
+        if (v == (int)i) {
+            roots |= 1u << j;
+            continue;
+        }
+        /* find; roots numbered meanwhile by their own work-item hold a negative rank */
+        volatile __global int *vl = L;
+        int x = v, p = vl[x];
+        while (p > 0 && p - 1 != x) {
+            x = p - 1;
+            p = vl[x];
+        }
+        if (x != v) L[i] = x + 1;
+    }
+    int total;
+    int rank = group_exclusive_scan(popcount(roots), tmp, &total);
+    for (uint j = 0; j < PER_THREAD; j++)
+        if (roots & (1u << j)) L[base + j] = -(++rank);
+    if (get_local_id(0) == 0) counts[get_group_id(0)] = total;
+}
+
+/* ---- scan: one work-group, any number of chunks --------------------------------------------------------------- */
+
+__kernel void label_scan(__global int *counts, uint nchunks, __local int *tmp)
+{
+    const uint t = get_local_id(0), nt = get_local_size(0);
+    int carry = 0;
+    for (uint base = 0; base < nchunks; base += nt) {
+        const uint i = base + t;
+        const int v = i < nchunks ? counts[i] : 0;
+        tmp[t] = v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint off = 1; off < nt; off <<= 1) {
+            const int add = t >= off ? tmp[t - off] : 0;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            tmp[t] += add;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (i < nchunks) counts[i] = carry + tmp[t] - v;
+        carry += tmp[nt - 1];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t == 0) counts[nchunks] = carry;
+}
+
+/* ---- relabel ------------------------------------------------------------------------------------------------
+ * A root holds -(rank in its chunk + 1) until its own work-item replaces it with the final label, so a pixel that
+ * reads its root sees one or the other: negative means "add the root's chunk offset", positive is final. */
+
+__kernel void label_relabel(__global const uchar *mask, __global int *L, __global const int *offsets, uint n)
+{
+    const uint base = get_global_id(0) * PER_THREAD;
+    if (base >= n) return;
+    const ulong m = mask8(mask, base, n);
+    for (uint j = 0; m && j < PER_THREAD; j++) {
+        if (!((m >> (8 * j)) & 0xff)) continue;
+        const uint i = base + j;
+        const int v = L[i];
+        int label;
+        if (v < 0) {
+            label = offsets[i / CHUNK] - v;
+        } else {
+            const int root = v - 1, w = ((volatile __global int *)L)[root];
+            label = w < 0 ? offsets[root / CHUNK] - w : w;
+        }
+        L[i] = label;
+    }
+}

@@ -1,0 +1,248 @@
+/* The source-finding pipeline (gpuws_find_sources) and the synthetic sky generator behind `gpuws sources --demo`.
+ *
+ * The pipeline is one host driver over the four public steps, on one stream of one device:
+ *   upload image (f32) → gpuws_sigma_clip → gpuws_threshold (uint8 mask) → gpuws_label (int32) → gpuws_measure
+ *   → download the measurements (and the label image when asked)
+ * sigma_clip and label return host values (the statistics, N) and so wait for the device; nothing else does until
+ * the final download. Device events between the steps give the catalogue's ms_* times. */
+#include "sources_internal.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(gpuws_sky_source) == 3 * sizeof(float), "sky sources are uploaded as float triples");
+
+enum { EV_START, EV_UPLOAD, EV_CLIP, EV_THRESHOLD, EV_LABEL, EV_MEASURE, EV_END, NEV };
+
+static gpuws_status check_options(const gpuws_sources_options *o)
+{
+    if (!(o->clip.kappa > 0) || !isfinite(o->clip.kappa))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: clip.kappa = %g; it must be finite and > 0", o->clip.kappa);
+    if (o->clip.max_iterations < 1)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: clip.max_iterations = %d; it must be >= 1",
+                            o->clip.max_iterations);
+    if (o->connectivity != 4 && o->connectivity != 8)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: connectivity %d is not 4 or 8", o->connectivity);
+    if (isinf(o->threshold_abs))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: threshold_abs is infinite (NaN selects threshold_sigma)");
+    if (isnan(o->threshold_abs) && (!(o->threshold_sigma > 0) || !isfinite(o->threshold_sigma)))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: threshold_sigma = %g; it must be finite and > 0",
+                            o->threshold_sigma);
+    return GPUWS_OK;
+}
+
+/* width * height pixels, f32 bytes, within the int32 labels' range. */
+static gpuws_status check_size(size_t width, size_t height, size_t *n)
+{
+    if (width == 0 || height == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the image is %zu x %zu: no pixels", width, height);
+    if (gpuws__mul_overflows(width, height, n) || *n > SIZE_MAX / sizeof(float))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "find_sources: %zu x %zu pixels overflow size_t", width, height);
+    if (*n > INT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "find_sources: %zu pixels; labels are int32, so at most 2^31 - 1", *n);
+    return GPUWS_OK;
+}
+
+void gpuws_catalog_free(gpuws_catalog *c)
+{
+    if (!c) return;
+    free(c->sources);
+    free(c->labels);
+    free(c);
+}
+
+typedef struct {
+    gpuws_event *ev[NEV];
+    gpuws_buffer *image, *mask, *labels, *out; /* image only when uploaded here; out only when not the mask */
+    gpuws_source_measure *meas;
+} run_state;
+
+static void release(run_state *r)
+{
+    for (int i = 0; i < NEV; i++) gpuws_event_destroy(r->ev[i]);
+    gpuws_buffer_destroy(r->image);
+    gpuws_buffer_destroy(r->mask);
+    gpuws_buffer_destroy(r->labels);
+    gpuws_buffer_destroy(r->out);
+    free(r->meas);
+}
+
+static gpuws_status record(run_state *r, int which, gpuws_stream *s) { return gpuws_event_record(r->ev[which], s); }
+
+/* Everything after validation. host != NULL: upload it into a new buffer; else the image is already in `dev`. */
+static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buffer *dev, size_t width, size_t height,
+                             const gpuws_sources_options *o, gpuws_catalog *cat, run_state *r)
+{
+    gpuws_context *ctx = s->ctx;
+    const size_t n = width * height;
+    gpuws_status st = GPUWS_OK;
+    for (int i = 0; i < NEV && !st; i++) st = gpuws_event_create(ctx, &r->ev[i]);
+    if (st || (st = gpuws_buffer_create(ctx, n, &r->mask)) || (st = gpuws_buffer_create(ctx, n * sizeof(int32_t), &r->labels)))
+        return st;
+    if (host && (st = gpuws_buffer_create(ctx, n * sizeof(float), &r->image))) return st;
+    const gpuws_buffer *img = host ? r->image : dev;
+
+    if ((st = record(r, EV_START, s))) return st;
+    if (host && (st = gpuws_buffer_write_async(s, r->image, 0, host, n * sizeof(float)))) return st;
+    if ((st = record(r, EV_UPLOAD, s))) return st;
+
+    if ((st = gpuws_sigma_clip(s, n, img, &o->clip, &cat->clip)))
+        return gpuws__error_prefix(st, "find_sources: sigma_clip");
+    if ((st = record(r, EV_CLIP, s))) return st;
+
+    cat->threshold = isnan(o->threshold_abs) ? o->threshold_sigma * cat->clip.std : o->threshold_abs;
+    if (!isfinite(cat->threshold) || fabs(cat->threshold) > FLT_MAX)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the threshold %g (%g x clipped std %g) is not a finite "
+                            "float", cat->threshold, o->threshold_sigma, cat->clip.std);
+    if ((st = gpuws_threshold(s, n, img, (float)cat->threshold, r->mask)))
+        return gpuws__error_prefix(st, "find_sources: threshold");
+    if ((st = record(r, EV_THRESHOLD, s))) return st;
+
+    size_t nl = 0;
+    if ((st = gpuws_label(s, width, height, r->mask, o->connectivity, r->labels, &nl)))
+        return gpuws__error_prefix(st, "find_sources: label");
+    if ((st = record(r, EV_LABEL, s))) return st;
+
+    /* the mask is dead once labelled: it holds the measurements when they fit (a few hundred sources do) */
+    const size_t mbytes = nl * sizeof(gpuws_source_measure);
+    gpuws_buffer *out = r->mask;
+    if (mbytes > n && (st = gpuws_buffer_create(ctx, mbytes, &r->out))) return st;
+    if (r->out) out = r->out;
+    if (nl && (st = gpuws_measure(s, width, height, img, r->labels, nl, out)))
+        return gpuws__error_prefix(st, "find_sources: measure");
+    if ((st = record(r, EV_MEASURE, s))) return st;
+
+    if (nl && !(r->meas = malloc(mbytes)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for %zu measurements", mbytes, nl);
+    if (nl && (st = gpuws_buffer_read_async(s, out, 0, r->meas, mbytes))) return st;
+    if (o->want_labels) {
+        if (!(cat->labels = malloc(n * sizeof(int32_t))))
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for the label image", n * sizeof(int32_t));
+        if ((st = gpuws_buffer_read_async(s, r->labels, 0, cat->labels, n * sizeof(int32_t)))) return st;
+    }
+    if ((st = record(r, EV_END, s)) || (st = gpuws_stream_synchronize(s))) return st;
+
+    double *ms[NEV - 1] = {&cat->ms_upload, &cat->ms_clip, &cat->ms_threshold, &cat->ms_label, &cat->ms_measure,
+                           &cat->ms_download};
+    for (int i = 0; i < NEV - 1 && !st; i++) st = gpuws_event_elapsed_ms(r->ev[i], r->ev[i + 1], ms[i]);
+    if (st || (st = gpuws_event_elapsed_ms(r->ev[EV_START], r->ev[EV_END], &cat->ms_total))) return st;
+
+    if (nl && !(cat->sources = malloc(nl * sizeof *cat->sources)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources", nl);
+    for (size_t k = 0; k < nl; k++) {
+        const gpuws_source_measure *m = &r->meas[k];
+        cat->sources[k] = (gpuws_source){(int64_t)k + 1, m->col, m->row, m->sum, m->npix, m->peak, m->peak_col, m->peak_row};
+    }
+    cat->num_sources = nl;
+    return GPUWS_OK;
+}
+
+static gpuws_status run(gpuws_stream *s, const float *host, const gpuws_buffer *dev, size_t width, size_t height,
+                        const gpuws_sources_options *options, gpuws_catalog **catalog)
+{
+    gpuws_catalog *cat = calloc(1, sizeof *cat);
+    if (!cat) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: the catalogue");
+    run_state r;
+    memset(&r, 0, sizeof r);
+    gpuws_status st = pipeline(s, host, dev, width, height, options, cat, &r);
+    if (st) {
+        /* the stream may still be reading or writing our buffers and host arrays (an error after an enqueue) */
+        gpuws_stream_synchronize(s);
+        gpuws_catalog_free(cat);
+        cat = NULL;
+    }
+    release(&r);
+    *catalog = cat;
+    return st;
+}
+
+gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t width, size_t height,
+                                const gpuws_sources_options *options, gpuws_catalog **catalog)
+{
+    if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'catalog' is NULL");
+    *catalog = NULL;
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!image) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'image' is NULL");
+    const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
+    const gpuws_sources_options *o = options ? options : &defaults;
+    size_t n = 0;
+    if ((st = check_size(width, height, &n)) || (st = check_options(o))) return st;
+    return run(ctx->default_stream, image, NULL, width, height, o, catalog);
+}
+
+gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
+                                        const gpuws_sources_options *options, gpuws_catalog **catalog)
+{
+    if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'catalog' is NULL");
+    *catalog = NULL;
+    gpuws_context *ctx;
+    gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
+    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
+    const gpuws_sources_options *o = options ? options : &defaults;
+    size_t n = 0;
+    if ((st = check_size(width, height, &n)) || (st = check_options(o)) ||
+        (st = gpuws__check_array(ctx, image, "image", n, sizeof(float))))
+        return st;
+    return run(s, NULL, image, width, height, o, catalog);
+}
+
+/* ---- the synthetic sky ------------------------------------------------------------------------------------- */
+
+gpuws_status gpuws__sky_generate(gpuws_stream *s, const gpuws_sky_params *p, const gpuws_sky_source *sources,
+                                 gpuws_buffer *image)
+{
+    gpuws_context *ctx;
+    gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
+    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (!p || (!sources && p->num_sources))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sky: the parameters or the source list is NULL");
+    size_t n = 0;
+    if (p->width == 0 || p->height == 0 || p->width > UINT32_MAX || p->height > UINT32_MAX ||
+        gpuws__mul_overflows(p->width, p->height, &n) || p->num_sources > UINT32_MAX / 3)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sky: %zu x %zu pixels with %zu sources is not a sky this can make",
+                            p->width, p->height, p->num_sources);
+    if (!(p->noise_sigma >= 0) || !(p->beam_sigma > 0) || !(p->cutoff_sigmas > 0))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sky: noise %g, beam %g, cutoff %g sigmas", p->noise_sigma,
+                            p->beam_sigma, p->cutoff_sigmas);
+    if ((st = gpuws__check_array(ctx, image, "image", n, sizeof(float)))) return st;
+    gpuws_sky_bins bins;
+    if (gpuws_sky_bin(p, sources, &bins)) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sky: binning %zu sources", p->num_sources);
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
+        gpuws_sky_ref(p, &bins, gpuws__cpu_ptr(image), NULL);
+        gpuws_sky_bins_free(&bins);
+        return GPUWS_OK;
+    }
+    const size_t ncells = (size_t)bins.cells_x * bins.cells_y;
+    const size_t src_bytes = (p->num_sources ? p->num_sources : 1) * sizeof(gpuws_sky_source);
+    gpuws_buffer *src = NULL, *starts = NULL;
+    if (!(st = gpuws_buffer_create(ctx, src_bytes, &src)) &&
+        !(st = gpuws_buffer_create(ctx, (ncells + 1) * sizeof(uint32_t), &starts)) &&
+        !(st = gpuws_buffer_write_async(s, src, 0, bins.sorted, p->num_sources * sizeof(gpuws_sky_source))) &&
+        !(st = gpuws_buffer_write_async(s, starts, 0, bins.cell_start, (ncells + 1) * sizeof(uint32_t)))) {
+        gpuws_launch_config cfg = {{(uint32_t)((p->width + 15) / 16), (uint32_t)((p->height + 15) / 16), 1}, {16, 16, 1}};
+        gpuws_arg args[] = {gpuws_arg_buffer(image),
+                            gpuws_arg_buffer(src),
+                            gpuws_arg_buffer(starts),
+                            gpuws_arg_u32((uint32_t)p->width),
+                            gpuws_arg_u32((uint32_t)p->height),
+                            gpuws_arg_u32(bins.cell),
+                            gpuws_arg_u32(bins.cells_x),
+                            gpuws_arg_u32(bins.cells_y),
+                            gpuws_arg_u64(p->seed),
+                            gpuws_arg_f32((float)p->noise_sigma),
+                            gpuws_arg_f32(bins.r2max),
+                            gpuws_arg_f32(bins.inv_two_s2)};
+        st = gpuws__launch_named(s, "sources_sky_f32", NULL, &cfg, args, GPUWS__NARGS(args));
+    }
+    gpuws_status sync = gpuws_stream_synchronize(s); /* the uploads read `bins` */
+    if (!st) st = sync;
+    gpuws_buffer_destroy(src);
+    gpuws_buffer_destroy(starts);
+    gpuws_sky_bins_free(&bins);
+    return st;
+}

@@ -1,0 +1,354 @@
+/* label: connected components numbered exactly like scipy.ndimage.label, on every backend.
+ *
+ * Oracle: golden files written by SciPy (tests/data/make_label_golden.py) for the reference and for every backend,
+ * then the reference (checked against SciPy here) for larger and generated images. Labels are integers: every
+ * comparison is exact, the label count included. */
+#include "support.h"
+#include "label/label_ref.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- golden files ------------------------------------------------------------------------------------------ */
+
+/* The cases make_label_golden.py writes (its CASES, in the same order). */
+static const char *const golden_names[] = {
+    "random_64x64_d10", "random_64x64_d30", "random_64x64_d45", "random_64x64_d55", "random_64x64_d70",
+    "random_64x64_d90", "random_7x13_d50",  "random_37x101_d50", "random_101x37_d60", "random_97x131_d55",
+    "row_1x257_d60",    "col_257x1_d60",    "blobs_120x100",    "spiral_97x97",      "diagonals_40x50",
+    "comb_70x95",       "checker_33x65",    "ones_45x70",       "zeros_30x30",       "one_1x1",
+    "zero_1x1"};
+#define NGOLDEN (sizeof golden_names / sizeof golden_names[0])
+
+typedef struct {
+    size_t width, height, n4, n8;
+    uint8_t *mask;
+    int32_t *labels4, *labels8; /* full images, background 0 */
+} golden;
+
+static uint32_t le32(const unsigned char *p) { return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+static void golden_load(const char *name, golden *g)
+{
+    const char *dir = getenv("GPUWS_TEST_DATA");
+    cr_assert(dir && *dir, "GPUWS_TEST_DATA is not set (ctest sets it to tests/data)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/label_%s.bin", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s (regenerate with tests/data/make_label_golden.py)", path);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)size);
+    cr_assert(buf && fread(buf, 1, (size_t)size, f) == (size_t)size, "cannot read %s", path);
+    fclose(f);
+    cr_assert(size >= 24 && memcmp(buf, "GWL1", 4) == 0, "%s: not a label golden file", path);
+    g->height = le32(buf + 4), g->width = le32(buf + 8), g->n4 = le32(buf + 12), g->n8 = le32(buf + 16);
+    const uint32_t lb = le32(buf + 20);
+    const size_t n = g->width * g->height, mbytes = (n + 7) / 8;
+    g->mask = malloc(n + 1);
+    g->labels4 = calloc(n + 1, 4);
+    g->labels8 = calloc(n + 1, 4);
+    cr_assert(g->mask && g->labels4 && g->labels8);
+    size_t fg = 0;
+    for (size_t i = 0; i < n; i++) fg += g->mask[i] = (buf[24 + i / 8] >> (i % 8)) & 1;
+    cr_assert((lb == 2 || lb == 4) && (size_t)size == 24 + mbytes + 2 * fg * lb, "%s: inconsistent sizes", path);
+    const unsigned char *p4 = buf + 24 + mbytes, *p8 = p4 + fg * lb;
+    for (size_t i = 0, k = 0; i < n; i++) {
+        if (!g->mask[i]) continue;
+        g->labels4[i] = (int32_t)(lb == 2 ? (uint32_t)(p4[2 * k] | p4[2 * k + 1] << 8) : le32(p4 + 4 * k));
+        g->labels8[i] = (int32_t)(lb == 2 ? (uint32_t)(p8[2 * k] | p8[2 * k + 1] << 8) : le32(p8 + 4 * k));
+        k++;
+    }
+    free(buf);
+}
+
+static void golden_free(golden *g)
+{
+    free(g->mask);
+    free(g->labels4);
+    free(g->labels8);
+}
+
+/* Asserts got == want over n pixels, naming the first difference. */
+static void assert_same_labels(const int32_t *got, const int32_t *want, size_t width, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(got[i], want[i], "%s: pixel (row %zu, col %zu) has label %d, expected %d", what, i / width,
+                     i % width, got[i], want[i]);
+}
+
+typedef struct {
+    gpuws_backend_kind backend;
+    size_t golden;
+} golden_case;
+
+ParameterizedTestParameters(label_reference, matches_scipy_golden)
+{
+    static size_t idx[NGOLDEN];
+    for (size_t i = 0; i < NGOLDEN; i++) idx[i] = i;
+    return cr_make_param_array(size_t, idx, NGOLDEN);
+}
+
+ParameterizedTest(size_t *which, label_reference, matches_scipy_golden)
+{
+    golden g;
+    golden_load(golden_names[*which], &g);
+    const size_t n = g.width * g.height;
+    int32_t *got = malloc((n + 1) * 4);
+    cr_assert(got);
+    char what[96];
+    for (int conn = 4; conn <= 8; conn += 4) {
+        size_t count = gpuws_label_ref(g.mask, g.width, g.height, conn, got);
+        snprintf(what, sizeof what, "%s, connectivity %d", golden_names[*which], conn);
+        cr_assert_eq(count, conn == 4 ? g.n4 : g.n8, "%s: %zu labels, SciPy has %zu", what, count, conn == 4 ? g.n4 : g.n8);
+        assert_same_labels(got, conn == 4 ? g.labels4 : g.labels8, g.width, n, what);
+    }
+    free(got);
+    golden_free(&g);
+}
+
+/* Runs gpuws_label on a poisoned, guarded labels buffer; returns the host copy (malloc'd) and the count. */
+static int32_t *run_label(gpuws_context *ctx, const uint8_t *mask, size_t width, size_t height, int conn, size_t *count)
+{
+    const size_t n = width * height;
+    gpuws_buffer *m = test_buffer_from(ctx, mask, n), *l = test_buffer(ctx, n * 4);
+    *count = (size_t)-1;
+    TEST_OK(gpuws_label(NULL, width, height, m, conn, l, count));
+    int32_t *got = test_download(l, n * 4);
+    test_check_guard(l, n * 4, "labels");
+    test_check_guard(m, n, "mask"); /* the mask is input only */
+    gpuws_buffer_destroy(m);
+    gpuws_buffer_destroy(l);
+    return got;
+}
+
+ParameterizedTestParameters(label, matches_scipy_golden)
+{
+    static golden_case cases[TEST_BACKENDS * NGOLDEN];
+    size_t k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (size_t i = 0; i < NGOLDEN; i++) cases[k++] = (golden_case){test_backends[b], i};
+    return cr_make_param_array(golden_case, cases, k);
+}
+
+ParameterizedTest(golden_case *c, label, matches_scipy_golden)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    golden g;
+    golden_load(golden_names[c->golden], &g);
+    char what[128];
+    for (int conn = 4; conn <= 8; conn += 4) {
+        size_t count;
+        int32_t *got = run_label(ctx, g.mask, g.width, g.height, conn, &count);
+        snprintf(what, sizeof what, "%s %s, connectivity %d", test_backend_name(c->backend), golden_names[c->golden], conn);
+        cr_assert_eq(count, conn == 4 ? g.n4 : g.n8, "%s: %zu labels, SciPy has %zu", what, count, conn == 4 ? g.n4 : g.n8);
+        assert_same_labels(got, conn == 4 ? g.labels4 : g.labels8, g.width, g.width * g.height, what);
+        free(got);
+    }
+    golden_free(&g);
+    gpuws_context_destroy(ctx);
+}
+
+/* A known answer written out by hand (independent of SciPy and of the reference): a U whose arms begin on the
+ * first row, so its first pixel comes before an isolated pixel that lies between the arms, and a diagonal pair that
+ * is one component with 8-connectivity and two with 4. */
+BACKEND_TEST(label, hand_made_known_answer)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { W = 7, H = 4 };
+    static const uint8_t mask[H * W] = {
+        1, 0, 0, 1, 0, 0, 1, /* */
+        1, 0, 1, 0, 0, 1, 0, /* */
+        1, 0, 0, 0, 0, 0, 0, /* */
+        1, 1, 1, 1, 0, 0, 7, /* any non-zero byte is foreground */
+    };
+    static const int32_t want4[H * W] = {
+        1, 0, 0, 2, 0, 0, 3, /* */
+        1, 0, 4, 0, 0, 5, 0, /* */
+        1, 0, 0, 0, 0, 0, 0, /* */
+        1, 1, 1, 1, 0, 0, 6,
+    };
+    static const int32_t want8[H * W] = {
+        1, 0, 0, 2, 0, 0, 3, /* */
+        1, 0, 2, 0, 0, 3, 0, /* */
+        1, 0, 0, 0, 0, 0, 0, /* */
+        1, 1, 1, 1, 0, 0, 4,
+    };
+    size_t count;
+    int32_t *got = run_label(ctx, mask, W, H, 4, &count);
+    cr_assert_eq(count, 6);
+    assert_same_labels(got, want4, W, W * H, "4-connectivity");
+    free(got);
+    got = run_label(ctx, mask, W, H, 8, &count);
+    cr_assert_eq(count, 4);
+    assert_same_labels(got, want8, W, W * H, "8-connectivity");
+    free(got);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- every backend against the reference on generated images -------------------------------------------------- */
+
+typedef enum { PAT_RANDOM, PAT_SPIRAL, PAT_SERPENTINE, PAT_STRIPES } pattern;
+
+typedef struct {
+    gpuws_backend_kind backend;
+    size_t width, height;
+    pattern pat;
+    double density; /* PAT_RANDOM */
+    int conn;
+    bool fresh_seed;
+} gen_case;
+
+static void make_mask(const gen_case *c, uint8_t *m, uint64_t seed)
+{
+    const size_t w = c->width, h = c->height;
+    memset(m, 0, w * h);
+    switch (c->pat) {
+    case PAT_RANDOM:
+        for (size_t i = 0; i < w * h; i++) m[i] = test_rand_uniform(&seed) < c->density;
+        break;
+    case PAT_SPIRAL: { /* one path with one-pixel gaps, turning right whenever going on would touch itself */
+        long y = 0, x = 0, dy = 0, dx = 1;
+        m[0] = 1;
+        for (;;) {
+            int turns = 0;
+            for (; turns < 2; turns++) {
+                long ny = y + dy, nx = x + dx, ay = y + 2 * dy, ax = x + 2 * dx;
+                bool inside = ny >= 0 && ny < (long)h && nx >= 0 && nx < (long)w;
+                bool ahead = ay >= 0 && ay < (long)h && ax >= 0 && ax < (long)w && m[ay * (long)w + ax];
+                if (inside && !m[ny * (long)w + nx] && !ahead) {
+                    y = ny, x = nx;
+                    m[y * (long)w + x] = 1;
+                    break;
+                }
+                long t = dy;
+                dy = dx, dx = -t;
+            }
+            if (turns == 2) break;
+        }
+        break;
+    }
+    case PAT_SERPENTINE: /* rows joined alternately at the right and the left end: one path through every tile */
+        for (size_t y = 0; y < h; y += 2) memset(m + y * w, 1, w);
+        for (size_t y = 1; y < h; y += 2) m[y * w + ((y / 2) % 2 ? 0 : w - 1)] = 1;
+        break;
+    case PAT_STRIPES: /* vertical lines of a random height, some touching diagonally */
+        for (size_t x = 0; x < w; x += 2) {
+            size_t len = (size_t)(test_rand_uniform(&seed) * (double)h);
+            size_t y0 = (size_t)(test_rand_uniform(&seed) * (double)(h - len));
+            for (size_t y = y0; y < y0 + len; y++) m[y * w + x + (y % 5 == 0 && x + 1 < w)] = 1;
+        }
+        break;
+    }
+}
+
+ParameterizedTestParameters(label, agrees_with_reference)
+{
+    static const gen_case shapes[] = {
+        {0, 31, 33, PAT_RANDOM, 0.5, 4, false},
+        {0, 33, 31, PAT_RANDOM, 0.5, 8, false},
+        {0, 100003, 1, PAT_RANDOM, 0.7, 4, false},
+        {0, 1, 100003, PAT_RANDOM, 0.7, 8, false},
+        {0, 997, 1009, PAT_RANDOM, 0.59, 4, false}, /* near 4-connected percolation: components span many tiles */
+        {0, 997, 1009, PAT_RANDOM, 0.41, 8, false}, /* near 8-connected percolation */
+        {0, 1000, 1000, PAT_RANDOM, 0.2, 4, true},
+        {0, 1000, 1000, PAT_RANDOM, 0.55, 8, true},
+        {0, 1023, 1025, PAT_SPIRAL, 0, 4, false},
+        {0, 700, 1300, PAT_SERPENTINE, 0, 8, false},
+        {0, 1300, 700, PAT_STRIPES, 0, 4, false},
+        {0, 1300, 700, PAT_STRIPES, 0, 8, false},
+        {0, 4096, 4096, PAT_RANDOM, 0.6, 4, false}, /* 2^24 pixels */
+    };
+    enum { NS = sizeof shapes / sizeof shapes[0] };
+    static gen_case cases[TEST_BACKENDS * NS];
+    size_t k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (size_t i = 0; i < NS; i++) {
+            cases[k] = shapes[i];
+            cases[k++].backend = test_backends[b];
+        }
+    return cr_make_param_array(gen_case, cases, k);
+}
+
+ParameterizedTest(gen_case *c, label, agrees_with_reference)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    const size_t n = c->width * c->height;
+    uint8_t *mask = malloc(n);
+    int32_t *want = malloc(n * 4);
+    cr_assert(mask && want);
+    make_mask(c, mask, test_seed(c->fresh_seed));
+    size_t want_n = gpuws_label_ref(mask, c->width, c->height, c->conn, want), got_n;
+    cr_assert(want_n > 0, "the generated image has no component: the case tests nothing");
+    int32_t *got = run_label(ctx, mask, c->width, c->height, c->conn, &got_n);
+    char what[128];
+    snprintf(what, sizeof what, "%s %zux%zu pattern %d, connectivity %d", test_backend_name(c->backend), c->width,
+             c->height, (int)c->pat, c->conn);
+    cr_assert_eq(got_n, want_n, "%s: %zu labels, the reference has %zu", what, got_n, want_n);
+    assert_same_labels(got, want, c->width, n, what);
+    free(got);
+    free(want);
+    free(mask);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- sizes with nothing to do, and bad input ------------------------------------------------------------------ */
+
+BACKEND_TEST(label, empty_images_have_no_labels_and_write_nothing)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_buffer *m = test_buffer(ctx, 16), *l = test_buffer(ctx, 64);
+    size_t count = 77;
+    TEST_OK(gpuws_label(NULL, 0, 5, m, 4, l, &count));
+    cr_assert_eq(count, 0);
+    count = 77;
+    TEST_OK(gpuws_label(NULL, 5, 0, m, 8, l, &count));
+    cr_assert_eq(count, 0);
+    test_check_guard(l, 0, "labels"); /* not one byte written */
+    gpuws_buffer_destroy(m);
+    gpuws_buffer_destroy(l);
+    gpuws_context_destroy(ctx);
+}
+
+BACKEND_TEST(label, bad_input_is_refused_and_writes_nothing)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { W = 40, H = 30, N = W * H };
+    uint8_t mask[N];
+    for (size_t i = 0; i < N; i++) mask[i] = (i * 7) % 3 == 0;
+    gpuws_buffer *m = test_buffer_from(ctx, mask, N), *l = test_buffer(ctx, N * 4);
+    size_t count = 77;
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_label(NULL, W, H, m, 6, l, &count));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_label(NULL, W, H, m, 0, l, &count));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_label(NULL, W, H, m, 4, l, NULL));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_label(NULL, W, H, NULL, 4, l, &count));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_label(NULL, W, H, m, 4, NULL, &count));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_label(NULL, W, H, l, 4, l, &count)); /* labels over the mask */
+    /* buffers one element too small (test_buffer's guard bytes would make them large enough) */
+    gpuws_buffer *small, *small_mask;
+    TEST_OK(gpuws_buffer_create(ctx, N * 4 - 4, &small));
+    TEST_OK(gpuws_buffer_create(ctx, N - 1, &small_mask));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_label(NULL, W, H, small_mask, 4, l, &count));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_label(NULL, W, H, m, 4, small, &count));
+    TEST_FAILS(GPUWS_ERR_OVERFLOW, gpuws_label(NULL, SIZE_MAX / 2, 3, m, 4, l, &count));
+    /* 2^31 pixels do not fit int32 labels: refused before the buffers' sizes are looked at */
+    TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_label(NULL, 65536, 32768, m, 4, l, &count));
+    cr_assert_eq(count, 77, "num_labels was written by a failed call");
+    unsigned char *after = test_download(l, N * 4);
+    for (size_t i = 0; i < N * 4; i++) cr_assert_eq(after[i], TEST_POISON_BYTE, "labels byte %zu written by a failed call", i);
+    free(after);
+    /* a buffer of another context */
+    gpuws_context *other = test_open(GPUWS_BACKEND_CPU);
+    gpuws_buffer *foreign = test_buffer(other, N * 4);
+    TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT,
+               gpuws_label(NULL, W, H, m, 4, foreign, &count));
+    gpuws_buffer_destroy(foreign);
+    gpuws_context_destroy(other);
+    gpuws_buffer_destroy(small);
+    gpuws_buffer_destroy(small_mask);
+    gpuws_buffer_destroy(m);
+    gpuws_buffer_destroy(l);
+    gpuws_context_destroy(ctx);
+}
