@@ -243,6 +243,7 @@ static image make_image(const meas_case *c, uint64_t seed)
             uint64_t r = test_rand_u64(&seed) % (c->n + 3);
             im.labels[i] = r == c->n + 1 ? -7 : r == c->n + 2 ? (int32_t)c->n + 5 : (int32_t)r;
         }
+        for (size_t j = 0; j < 3 && np > 100; j++) im.data[test_rand_u64(&seed) % np] = NAN; /* blanked pixels */
         break;
     case L_DISCS:
         for (size_t k = 1; k <= c->n; k++) {
@@ -342,6 +343,16 @@ BACKEND_TEST(measure, small_image_known_answers)
     cr_assert(got[5].npix == 0 && got[5].sum == 0 && isnan(got[5].row) && isnan(got[5].peak) && got[5].peak_row == -1 &&
               got[5].peak_col == -1);
     free(got);
+    /* a NaN beats every number and the first NaN is the peak (numpy.max / argmax) */
+    const float nan_data[4] = {2, NAN, 5, NAN};
+    const int32_t one_label[4] = {1, 1, 1, 1};
+    image im2 = {2, 2, 1, (float *)nan_data, (int32_t *)one_label};
+    got = run_on(ctx, &im2);
+    cr_assert(got[0].npix == 4 && isnan(got[0].sum) && isnan(got[0].row) && isnan(got[0].peak) && got[0].peak_row == 0 &&
+                  got[0].peak_col == 1,
+              "%s: {2, NaN, 5, NaN}: peak %g at (%lld, %lld)", test_backend_name(*kind), got[0].peak,
+              (long long)got[0].peak_row, (long long)got[0].peak_col);
+    free(got);
     gpuws_context_destroy(ctx);
 }
 
@@ -382,5 +393,28 @@ BACKEND_TEST(measure, bad_input_is_refused_and_writes_nothing)
     gpuws_buffer_destroy(d);
     gpuws_buffer_destroy(l);
     gpuws_buffer_destroy(o);
+    gpuws_context_destroy(ctx);
+}
+
+/* A CPU OpenCL device gets one work-group per tile; a GPU gets a few per compute unit that loop over many tiles.
+ * Forcing 3 groups runs that loop (state reset between tiles) here too. */
+Test(measure, tile_loop_on_opencl)
+{
+    setenv("GPUWS_MEASURE_GROUPS", "3", 1);
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_OPENCL);
+    const meas_case shapes[] = {
+        {GPUWS_BACKEND_OPENCL, L_BLOCKS, 640, 480, 12, false},
+        {GPUWS_BACKEND_OPENCL, L_DISCS, 517, 389, 60, false},
+        {GPUWS_BACKEND_OPENCL, L_WHOLE, 300, 301, 1, false},
+        {GPUWS_BACKEND_OPENCL, L_RANDOM, 333, 251, 3000, false},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        image im = make_image(&shapes[s], test_seed(false) + s);
+        gpuws_source_measure *want = reference(&im), *got = run_on(ctx, &im);
+        check_measures(kind_name(shapes[s].kind), &im, got, want, NULL);
+        free(want);
+        free(got);
+        image_free(&im);
+    }
     gpuws_context_destroy(ctx);
 }

@@ -359,3 +359,48 @@ BACKEND_TEST(sigma_clip, consecutive_calls_are_independent)
     }
     gpuws_context_destroy(ctx);
 }
+
+/* Even counts: the upper middle value can be the same value, in the next level-3 bin, or past the level-2 bucket
+ * (found by the "smallest key above" fallback); κ = 100 keeps everything, so the median is the whole set's. */
+BACKEND_TEST(sigma_clip, even_counts_average_the_two_middle_values)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const float one = 1.0f, u = nextafterf(1.0f, 2.0f) - 1.0f; /* 1 ulp at 1 */
+    const struct {
+        float x[6];
+        size_t n;
+        double median;
+    } sets[] = {
+        {{one, one + u, one + 2 * u, one + 3 * u}, 4, ((double)(one + u) + (double)(one + 2 * u)) / 2}, /* next L3 bin */
+        {{1, 5, 5, 9}, 4, 5.0},                                                                        /* equal middles */
+        {{one + 1024 * u, one, 3, -1}, 4, ((double)one + (double)(one + 1024 * u)) / 2},                /* next L2 bucket */
+        {{-1e-30f, 1e-30f}, 2, 0.0},                                                                   /* other L1 bins */
+        {{-0.0f, 0.0f, 0.0f, -0.0f, 7, -7}, 6, 0.0},                                                   /* signed zeros */
+        {{2, 3, 2, 3, 2, 3}, 6, 2.5},
+    };
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        gpuws_sigma_clip_result r = run_on(ctx, sets[i].x, sets[i].n, 100.0, 100);
+        cr_assert(r.count == sets[i].n && r.iterations == 1 && r.median == sets[i].median,
+                  "%s: set %zu: count %zu, %d iterations, median %.17g, expected %.17g", test_backend_name(*kind), i,
+                  r.count, r.iterations, r.median, sets[i].median);
+        gpuws_sigma_clip_result want = reference(sets[i].x, sets[i].n, 100.0, 100);
+        check_result(test_backend_name(*kind), sets[i].x, sets[i].n, &r, &want);
+    }
+    gpuws_context_destroy(ctx);
+}
+
+/* A CPU OpenCL device gets a few work-groups; a GPU gets hundreds, so its last group combines several partials
+ * per work-item. Forcing 300 groups runs that path here too. */
+Test(sigma_clip, many_work_groups_on_opencl)
+{
+    setenv("GPUWS_SIGMA_CLIP_GROUPS", "300", 1);
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_OPENCL);
+    const size_t sizes[] = {262147, 1000, 1};
+    for (size_t i = 0; i < 3; i++) {
+        float *x = make_sky(sizes[i], test_seed(false) + 17, 0.0, 50, sizes[i] > 5 ? 5 : 0);
+        gpuws_sigma_clip_result want = reference(x, sizes[i], 3.0, 100), got = run_on(ctx, x, sizes[i], 3.0, 100);
+        check_result("opencl, 300 groups", x, sizes[i], &got, &want);
+        free(x);
+    }
+    gpuws_context_destroy(ctx);
+}

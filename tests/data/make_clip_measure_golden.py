@@ -76,6 +76,9 @@ def sigma_clip_cases():
     even10 = np.array([2, 2, 7, 2, -3, 2, 5, 100, 3, 1], f)
     cases.append(("even10_ties_k1.5", even10, 1.5, 100))
     cases.append(("even10_ties_k2", even10, 2.0, 100))
+    # the bounds m ± κs of a later pass reach past an earlier pass's: values removed then must stay removed
+    cases.append(("regrowth_k1.5", np.array([-3, 1, 8, 7, -1, 5, 5, 1, 5, -1, 100, 0, 10, 5, 0], f), 1.5, 100))
+    cases.append(("regrowth_k1.2", np.array([-3, 10, 30, -1, 7, 8, 1], f), 1.2, 100))
     cases.append(("constant", np.full(1000, 0.1, f), 3.0, 100))
     cases.append(("two_value_60_40", np.array([1.0] * 600 + [3.0] * 400, f), 3.0, 100))
     cases.append(("two_value_90_10", rng.permutation(np.array([2.0] * 900 + [-1.0] * 100, f)), 3.0, 100))
