@@ -3,7 +3,8 @@
  * maximum are compare-and-swap loops on ulong).
  *
  * measure_accumulate: each work-group takes tiles of B*8 consecutive pixels (raster order); each work-item walks
- * its 8 pixels (32 bytes of labels; the data only when one of them is labelled), adding runs of equal
+ * its 8 pixels (two 16-byte loads of labels, aligned since 8 | base; the data only when one of them is
+ * labelled), adding runs of equal
  * labels in registers. Runs that start and end inside the work-item are flushed at once; its first and last runs
  * go to local memory, where runs continuing across work-items are joined: when few joins happen (sparse labels)
  * every work-item flushes its own, otherwise (large sources, where many work-items hit one label) a segmented
@@ -80,7 +81,9 @@ __kernel void measure_accumulate(__global const float *data, __global const int 
         int lab[M_P];
         float val[M_P];
         if (base + M_P <= npix) {
-            vstore8(vload8(0, labels + base), 0, lab);
+            const int4 a = ((__global const int4 *)(labels + base))[0], b = ((__global const int4 *)(labels + base))[1];
+            vstore4(a, 0, lab);
+            vstore4(b, 1, lab);
         } else {
             for (uint j = 0; j < M_P; j++) lab[j] = base + j < npix ? labels[base + j] : 0;
         }
@@ -92,7 +95,9 @@ __kernel void measure_accumulate(__global const float *data, __global const int 
         if (!any) {
             for (uint j = 0; j < M_P; j++) val[j] = 0.0f;
         } else if (base + M_P <= npix) { /* the data only where a label needs it (sparse images: a fraction) */
-            vstore8(vload8(0, data + base), 0, val);
+            const float4 a = ((__global const float4 *)(data + base))[0], b = ((__global const float4 *)(data + base))[1];
+            vstore4(a, 0, val);
+            vstore4(b, 1, val);
         } else {
             for (uint j = 0; j < M_P; j++) val[j] = base + j < npix ? data[base + j] : 0.0f;
         }

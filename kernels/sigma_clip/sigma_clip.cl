@@ -209,6 +209,23 @@ __kernel void sigma_clip_init(__global ulong *st, __global uint *ctr)
     for (uint i = get_local_id(0); i < SC_CTR_WORDS; i += get_local_size(0)) ctr[i] = i == SC_KABOVE ? 0xffffffffu : 0u;
 }
 
+/* ADD(x) for every value: grid-stride, 16-byte loads (whole buffers are aligned), two in flight per work-item. */
+#define SC_FOR_EACH(ADD)                                                                                        \
+    {                                                                                                           \
+        const ulong nv_ = n >> 2, gsz_ = get_global_size(0);                                                    \
+        __global const float4 *d4_ = (__global const float4 *)data;                                             \
+        ulong i_ = get_global_id(0);                                                                            \
+        for (; i_ + gsz_ < nv_; i_ += 2 * gsz_) {                                                               \
+            const float4 a_ = d4_[i_], b_ = d4_[i_ + gsz_];                                                     \
+            ADD(a_.s0) ADD(a_.s1) ADD(a_.s2) ADD(a_.s3) ADD(b_.s0) ADD(b_.s1) ADD(b_.s2) ADD(b_.s3)             \
+        }                                                                                                       \
+        if (i_ < nv_) {                                                                                         \
+            const float4 a_ = d4_[i_];                                                                          \
+            ADD(a_.s0) ADD(a_.s1) ADD(a_.s2) ADD(a_.s3)                                                         \
+        }                                                                                                       \
+        for (ulong j_ = (nv_ << 2) + get_global_id(0); j_ < n; j_ += gsz_) ADD(data[j_])                        \
+    }
+
 /* One kept value into the work-item's shifted sums (shift K = its first kept value). */
 #define SC_STATS_ADD(xf)                                                                                        \
     {                                                                                                           \
@@ -243,12 +260,7 @@ __kernel void sigma_clip_stats(__global const float *data, ulong n, __global ulo
 
     uint cnt = 0, kmin = 0xffffffffu, kmax = 0u, blo = 0u, bhi = 0u;
     double K = 0.0, s1 = 0.0, s2 = 0.0;
-    const ulong nv = n >> 2, gsz = get_global_size(0);
-    for (ulong i = get_global_id(0); i < nv; i += gsz) {
-        const float4 v = vload4(i, data);
-        SC_STATS_ADD(v.s0) SC_STATS_ADD(v.s1) SC_STATS_ADD(v.s2) SC_STATS_ADD(v.s3)
-    }
-    for (ulong j = (nv << 2) + get_global_id(0); j < n; j += gsz) SC_STATS_ADD(data[j])
+    SC_FOR_EACH(SC_STATS_ADD)
 
     l_n[lid] = cnt;
     l_mean[lid] = cnt ? K + s1 / (double)cnt : 0.0;
@@ -330,17 +342,12 @@ __kernel void sigma_clip_refine(__global const float *data, ulong n, __global ul
     const uint klo = (uint)st[SC_KLO], khi = (uint)st[SC_KHI], b1 = (uint)st[SC_B1];
     for (uint b = lid; b < 2048u; b += B) hist[b] = 0u;
     barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong nv = n >> 2, gsz = get_global_size(0);
 #define SC_REFINE_ADD(xf)                                                                                       \
     {                                                                                                           \
         const uint k_ = sc_key(xf);                                                                             \
         if ((k_ >> 21) == b1 && k_ >= klo && k_ <= khi) atomic_inc(&hist[(k_ >> 10) & 0x7ffu]);                 \
     }
-    for (ulong i = get_global_id(0); i < nv; i += gsz) {
-        const float4 v = vload4(i, data);
-        SC_REFINE_ADD(v.s0) SC_REFINE_ADD(v.s1) SC_REFINE_ADD(v.s2) SC_REFINE_ADD(v.s3)
-    }
-    for (ulong j = (nv << 2) + get_global_id(0); j < n; j += gsz) SC_REFINE_ADD(data[j])
+    SC_FOR_EACH(SC_REFINE_ADD)
     barrier(CLK_LOCAL_MEM_FENCE);
     sc_flush(hist, 2048u, ctr + SC_H2);
     if (!sc_last_group(ctr + SC_TICKET2, l_res)) return;
@@ -399,7 +406,6 @@ __kernel void sigma_clip_finish(__global const float *data, ulong n, __global ul
     for (uint b = lid; b < 1024u; b += B) hist[b] = 0u;
     barrier(CLK_LOCAL_MEM_FENCE);
     uint above = 0xffffffffu;
-    const ulong nv = n >> 2, gsz = get_global_size(0);
 #define SC_FINISH_ADD(xf)                                                                                       \
     {                                                                                                           \
         const uint k_ = sc_key(xf);                                                                             \
@@ -408,11 +414,7 @@ __kernel void sigma_clip_finish(__global const float *data, ulong n, __global ul
             else if (k_ > top) above = min(above, k_);                                                          \
         }                                                                                                       \
     }
-    for (ulong i = get_global_id(0); i < nv; i += gsz) {
-        const float4 v = vload4(i, data);
-        SC_FINISH_ADD(v.s0) SC_FINISH_ADD(v.s1) SC_FINISH_ADD(v.s2) SC_FINISH_ADD(v.s3)
-    }
-    for (ulong j = (nv << 2) + get_global_id(0); j < n; j += gsz) SC_FINISH_ADD(data[j])
+    SC_FOR_EACH(SC_FINISH_ADD)
     l_tmp[lid] = above;
     barrier(CLK_LOCAL_MEM_FENCE);
     sc_flush(hist, 1024u, ctr + SC_H3);
