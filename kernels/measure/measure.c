@@ -1,0 +1,97 @@
+/* Host driver for measure: the reference on the CPU backend; on GPUs zero the records, accumulate with atomics,
+ * finalize (see measure.cl). Asynchronous. */
+#include "../common/driver.h"
+#include "measure_ref.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+_Static_assert(sizeof(gpuws_source_measure) == 7 * 8, "the kernels write gpuws_source_measure as 7 64-bit words");
+
+/* Both kernels from one program. OpenCL compilers that support cl_khr_int64_base_atomics define a macro of that
+ * name; for one that reports the extension but not the macro, the program is built again with the atomics forced
+ * on, and a device without them fails that build: then measure is unsupported there. */
+static gpuws_status measure_kernels(gpuws_context *ctx, gpuws_kernel **acc, gpuws_kernel **fin)
+{
+    const char *options = NULL;
+    gpuws_status st = gpuws__kernel_get_ex(ctx, "measure_accumulate", NULL, acc);
+    if (st == GPUWS_ERR_KERNEL_NOT_FOUND && ctx->backend->kind == GPUWS_BACKEND_OPENCL) {
+        options = "-DGPUWS_MEASURE_INT64_ATOMICS=1";
+        st = gpuws__kernel_get_ex(ctx, "measure_accumulate", options, acc);
+    }
+    if (st == GPUWS_ERR_KERNEL_NOT_FOUND || st == GPUWS_ERR_BUILD)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure needs 64-bit atomics (cl_khr_int64_base_atomics), which %s lacks",
+                            ctx->info.name);
+    if (st) return st;
+    return gpuws__kernel_get_ex(ctx, "measure_finalize", options, fin);
+}
+
+static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, const gpuws_buffer *data,
+                                const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out)
+{
+    gpuws_context *ctx = s->ctx;
+    gpuws_kernel *acc, *fin;
+    gpuws_status st = measure_kernels(ctx, &acc, &fin);
+    if (st) return st;
+    gpuws_kernel_info ai;
+    if ((st = gpuws_kernel_get_info(acc, &ai))) return st;
+    const bool cpu = gpuws__is_cpu_device(ctx);
+    uint32_t block = cpu ? 64 : 256;
+    while (block > ai.max_block_size || block > ctx->info.max_block_size) block /= 2;
+    /* GPUs: three blocks per compute unit walk the tiles (the CUDA kernel is built for three resident blocks of
+     * 256: __launch_bounds__(256, 3), so none waits for a second wave); PoCL: one work-group per tile */
+    const size_t tiles = (npix + (size_t)block * 8 - 1) / ((size_t)block * 8);
+    uint32_t groups = cpu ? (uint32_t)(tiles < ctx->info.max_grid_dims[0] ? tiles : ctx->info.max_grid_dims[0])
+                          : gpuws__saturating_blocks(ctx, 3);
+    if (tiles < groups) groups = (uint32_t)tiles;
+    /* testing knob: fewer work-groups than tiles on a CPU device, so the tests run the GPU's tile loop */
+    const char *force = gpuws__getenv("GPUWS_MEASURE_GROUPS");
+    if (force && strtoul(force, NULL, 10) > 0 && strtoul(force, NULL, 10) < groups) groups = (uint32_t)strtoul(force, NULL, 10);
+
+    const uint64_t zero = 0;
+    if ((st = gpuws_buffer_fill_async(s, out, 0, &zero, sizeof zero, num_labels * sizeof(gpuws_source_measure))))
+        return st;
+    const gpuws_launch_config c1 = {{groups, 1, 1}, {block, 1, 1}};
+    const gpuws_arg a1[] = {gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer((gpuws_buffer *)labels),
+                            gpuws_arg_u64(npix), gpuws_arg_u32((uint32_t)width), gpuws_arg_u32((uint32_t)num_labels),
+                            gpuws_arg_buffer(out)};
+    if ((st = gpuws_launch(s, acc, &c1, a1, GPUWS__NARGS(a1)))) return st;
+    const gpuws_launch_config c2 = gpuws__config_1d(num_labels, cpu ? 64 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 8));
+    const gpuws_arg a2[] = {gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer(out),
+                            gpuws_arg_u32((uint32_t)num_labels), gpuws_arg_u32((uint32_t)width)};
+    return gpuws_launch(s, fin, &c2, a2, GPUWS__NARGS(a2));
+}
+
+gpuws_status gpuws_measure(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *data,
+                           const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out)
+{
+    gpuws_context *ctx;
+    gpuws_status st = gpuws__buffer_context(data, "data", &ctx);
+    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    size_t npix;
+    if (width == 0 || height == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "measure: the image is %zu x %zu: no pixels", width, height);
+    if (gpuws__mul_overflows(width, height, &npix))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "measure: %zu x %zu pixels overflow size_t", width, height);
+    if ((st = gpuws__check_array(ctx, data, "data", npix, sizeof(float))) ||
+        (st = gpuws__check_array(ctx, labels, "labels", npix, sizeof(int32_t))))
+        return st;
+    if (npix > UINT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure: %zu pixels; at most 2^32 - 1 are supported", npix);
+    if (num_labels > INT32_MAX)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "measure: num_labels %zu is more than an int32 label can name",
+                            num_labels);
+    if (num_labels == 0 && !out) return GPUWS_OK; /* nothing to measure, nowhere to write: fine */
+    if ((st = gpuws__check_array(ctx, out, "out", num_labels, sizeof(gpuws_source_measure)))) return st;
+    if (out == data || out == labels)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "measure: 'out' must not be the data or labels buffer");
+    if (num_labels == 0) return GPUWS_OK;
+
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
+        gpuws_measure_ref(gpuws__cpu_ptr(data), gpuws__cpu_ptr(labels), width, height, num_labels, gpuws__cpu_ptr(out));
+        return GPUWS_OK;
+    }
+    if (!ctx->info.fp64)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure accumulates in double precision, which %s lacks", ctx->info.name);
+    return measure_gpu(s, width, npix, data, labels, num_labels, out);
+}

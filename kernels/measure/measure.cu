@@ -1,0 +1,216 @@
+// Per-label measurements: the CUDA twin of measure.cl (read its header comment first; kernels, parameters, record
+// layout and algorithm are the same). Native f64 atomicAdd and 64-bit atomicMax (sm_60+) replace the
+// compare-and-swap loops.
+#include "../common/gpuws_cuda.cuh"
+
+#include <cmath>
+
+namespace {
+
+typedef unsigned long long u64;
+constexpr unsigned P = 8;          // pixels per thread and tile
+constexpr unsigned MAXB = 256;     // largest block (static shared arrays)
+constexpr unsigned JOIN_MAX = 32;  // more joins than this in a tile: add runs up in shared memory first
+
+__device__ __forceinline__ unsigned m_okey(float x)
+{
+    if (isnan(x)) return 0xffffffffu;
+    const unsigned u = __float_as_uint(x == 0.0f ? 0.0f : x);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+template <typename T> __device__ __forceinline__ T from_bits(unsigned u);
+template <> __device__ __forceinline__ int from_bits<int>(unsigned u) { return (int)u; }
+template <> __device__ __forceinline__ float from_bits<float>(unsigned u) { return __uint_as_float(u); }
+
+// v[j] = p[i + j] for j < 8 (0 past n): two 16-byte loads when all 8 are there (i is a multiple of 8: aligned).
+template <typename T> __device__ __forceinline__ void load8(const T *__restrict__ p, u64 i, u64 n, T (&v)[P])
+{
+    if (i + P <= n) {
+        const uint4 a = __ldg(reinterpret_cast<const uint4 *>(p + i)), b = __ldg(reinterpret_cast<const uint4 *>(p + i) + 1);
+        v[0] = from_bits<T>(a.x); v[1] = from_bits<T>(a.y); v[2] = from_bits<T>(a.z); v[3] = from_bits<T>(a.w);
+        v[4] = from_bits<T>(b.x); v[5] = from_bits<T>(b.y); v[6] = from_bits<T>(b.z); v[7] = from_bits<T>(b.w);
+    } else {
+#pragma unroll
+        for (unsigned j = 0; j < P; j++) v[j] = i + j < n ? __ldg(p + i + j) : T(0);
+    }
+}
+
+struct Acc {
+    double sd, sr, sc;
+    unsigned cnt;
+    u64 key;
+};
+
+__device__ __forceinline__ void m_flush(u64 *out, int label, const Acc &a)
+{
+    u64 *rec = out + (u64)(label - 1) * 7u;
+    double *f = reinterpret_cast<double *>(rec);
+    atomicAdd(f + 0, a.sd);
+    atomicAdd(f + 1, a.sr);
+    atomicAdd(f + 2, a.sc);
+    atomicMax(rec + 3, a.key);
+    atomicAdd(rec + 4, (u64)a.cnt);
+}
+
+struct Shared {
+    int lab[2 * MAXB];
+    double sd[2 * MAXB], sr[2 * MAXB], sc[2 * MAXB];
+    unsigned cnt[2 * MAXB], seg[2 * MAXB];
+    u64 key[2 * MAXB];
+    unsigned joins;
+};
+
+// Segmented inclusive scan of the block's 2B runs; every run end flushes its total.
+__device__ void m_scan_flush(Shared &s, u64 *out)
+{
+    const unsigned i0 = 2 * threadIdx.x, i1 = i0 + 1, N2 = 2 * blockDim.x;
+    s.seg[i0] = i0 == 0 || s.lab[i0] != s.lab[i0 - 1] ? i0 : 0u;
+    s.seg[i1] = s.lab[i1] != s.lab[i0] ? i1 : 0u;
+    __syncthreads();
+    for (unsigned d = 1; d < N2; d <<= 1) {
+        const unsigned s0 = i0 >= d ? s.seg[i0 - d] : 0u, s1 = i1 >= d ? s.seg[i1 - d] : 0u;
+        __syncthreads();
+        s.seg[i0] = max(s.seg[i0], s0);
+        s.seg[i1] = max(s.seg[i1], s1);
+        __syncthreads();
+    }
+    for (unsigned d = 1; d < N2; d <<= 1) {
+        Acc add[2];
+        bool take[2];
+#pragma unroll
+        for (unsigned q = 0; q < 2; q++) {
+            const unsigned i = i0 + q;
+            take[q] = i >= d && i - d >= s.seg[i];
+            if (take[q]) add[q] = {s.sd[i - d], s.sr[i - d], s.sc[i - d], s.cnt[i - d], s.key[i - d]};
+        }
+        __syncthreads();
+#pragma unroll
+        for (unsigned q = 0; q < 2; q++) {
+            const unsigned i = i0 + q;
+            if (take[q]) {
+                s.sd[i] += add[q].sd;
+                s.sr[i] += add[q].sr;
+                s.sc[i] += add[q].sc;
+                s.cnt[i] += add[q].cnt;
+                s.key[i] = max(s.key[i], add[q].key);
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (unsigned q = 0; q < 2; q++) {
+        const unsigned i = i0 + q;
+        if (s.lab[i] != 0 && s.cnt[i] && (i == N2 - 1 || s.lab[i + 1] != s.lab[i]))
+            m_flush(out, s.lab[i], Acc{s.sd[i], s.sr[i], s.sc[i], s.cnt[i], s.key[i]});
+    }
+}
+
+} // namespace
+
+extern "C" __global__ void __launch_bounds__(MAXB, 3)
+    measure_accumulate(const float *__restrict__ data, const int *__restrict__ labels, u64 npix, unsigned width,
+                       unsigned nlab, u64 *out)
+{
+    __shared__ Shared s;
+    const unsigned lid = threadIdx.x, B = blockDim.x;
+    const u64 tile = (u64)B * P, ntiles = (npix + tile - 1) / tile;
+    if (lid == 0) s.joins = 0;
+    __syncthreads();
+    for (u64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const u64 base = t * tile + (u64)lid * P;
+        int lab[P];
+        float val[P];
+        load8(labels, base, npix, lab);
+        bool any = false;
+#pragma unroll
+        for (unsigned j = 0; j < P; j++) {
+            if (lab[j] < 1 || (unsigned)lab[j] > nlab) lab[j] = 0;
+            any |= lab[j] != 0;
+        }
+        if (any) load8(data, base, npix, val); // the data only where a label needs it (sparse images: a fraction)
+        else
+#pragma unroll
+            for (unsigned j = 0; j < P; j++) val[j] = 0.0f;
+        // runs of equal labels in this thread's pixels
+        unsigned r = (unsigned)(base / width), c = (unsigned)(base - (u64)r * width);
+        int fl = 0, cl = 0, nruns = 0;
+        const Acc zero = {0.0, 0.0, 0.0, 0u, 0ull};
+        Acc first = zero, cur = zero;
+#pragma unroll
+        for (unsigned j = 0; j < P; j++) {
+            const int L = lab[j];
+            if (j == 0 || L != cl) {
+                if (j > 0) {
+                    if (nruns == 1) {
+                        fl = cl;
+                        first = cur;
+                    } else if (cl != 0) {
+                        m_flush(out, cl, cur);
+                    }
+                }
+                cl = L;
+                cur = zero;
+                nruns++;
+            }
+            if (L != 0) {
+                const double d = (double)val[j];
+                cur.sd += d;
+                cur.sr += d * (double)r;
+                cur.sc += d * (double)c;
+                cur.cnt++;
+                const u64 key = ((u64)m_okey(val[j]) << 32) | (u64)(0xffffffffu - (unsigned)(base + j));
+                cur.key = max(cur.key, key);
+            }
+            if (++c == width) {
+                c = 0;
+                r++;
+            }
+        }
+        if (nruns == 1) { // one run: it is both ends; the second item continues it with nothing added
+            fl = cl;
+            first = cur;
+            cur = zero;
+        }
+        const unsigned i0 = 2 * lid, i1 = i0 + 1;
+        s.lab[i0] = fl;
+        s.sd[i0] = first.sd; s.sr[i0] = first.sr; s.sc[i0] = first.sc; s.cnt[i0] = first.cnt; s.key[i0] = first.key;
+        s.lab[i1] = cl;
+        s.sd[i1] = cur.sd; s.sr[i1] = cur.sr; s.sc[i1] = cur.sc; s.cnt[i1] = cur.cnt; s.key[i1] = cur.key;
+        __syncthreads();
+        if (lid > 0 && fl != 0 && s.lab[i0 - 1] == fl) atomicAdd(&s.joins, 1u);
+        __syncthreads();
+        if (s.joins <= JOIN_MAX) {
+            if (fl != 0 && first.cnt) m_flush(out, fl, first);
+            if (cl != 0 && cur.cnt) m_flush(out, cl, cur);
+        } else {
+            m_scan_flush(s, out);
+        }
+        __syncthreads();
+        if (lid == 0) s.joins = 0;
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void measure_finalize(const float *data, u64 *out, unsigned nlab, unsigned width)
+{
+    for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < nlab; k += gridDim.x * blockDim.x) {
+        u64 *rec = out + (u64)k * 7u;
+        double *f = reinterpret_cast<double *>(rec);
+        const double sum = f[0];
+        const bool some = sum != 0.0; // a NaN sum counts: NaN / NaN stays NaN
+        f[1] = some ? f[1] / sum : (double)NAN;
+        f[2] = some ? f[2] / sum : (double)NAN;
+        if (rec[4]) {
+            const unsigned idx = 0xffffffffu - (unsigned)rec[3];
+            f[3] = (double)data[idx];
+            rec[5] = idx / width;
+            rec[6] = idx % width;
+        } else {
+            f[3] = (double)NAN;
+            rec[5] = rec[6] = ~0ull;
+        }
+    }
+}
+
+GPUWS_CUDA_KERNELS(measure, GPUWS_CUDA_KERNEL(measure_accumulate), GPUWS_CUDA_KERNEL(measure_finalize))

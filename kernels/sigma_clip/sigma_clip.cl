@@ -1,0 +1,441 @@
+/* κ-σ clipping with the data left in place: the kept set is always an interval of order-preserving keys
+ * [klo, khi], so a round is three passes over the data and no value is ever copied or sorted.
+ *   sigma_clip_stats   count, mean, M2 (shifted sums per work-item, Chan's combination), smallest/largest kept
+ *                      key; round 0 also builds the level-1 histogram (key bits 31..21) of all non-NaN values,
+ *                      later rounds only count the kept values in the two bins holding klo and khi. The last
+ *                      work-group finds the level-1 bin of the lower median.
+ *   sigma_clip_refine  level-2 histogram (bits 20..10) of the kept values in that bin; the last work-group picks
+ *                      the level-2 bin.
+ *   sigma_clip_finish  level-3 histogram (bits 9..0) inside it, and the smallest kept key above it (the upper
+ *                      median of an even count may lie there); the last work-group resolves the median, applies
+ *                      the bounds m ± κs to the keys and writes the next interval, or the result and the done flag.
+ * Every kernel returns at once when the done flag is set, so the host may enqueue more rounds than needed.
+ * Cross-work-group hand-off: each group writes its partial, fences, and takes a ticket; the group that draws the
+ * last ticket reads everyone's partials (volatile) and resets the ticket. Layout: sigma_clip_state.h.
+ * Only whole work-groups return early: the single-work-item tails are `if (lid == 0) ...` blocks, because PoCL 3.1
+ * ran the code after a per-work-item `return` (placed after the last barrier) in every work-item. */
+#ifdef GPUWS_FP64
+#pragma OPENCL FP_CONTRACT OFF
+
+/* ---- must match sigma_clip_state.h ---- */
+#define SC_DONE 0
+#define SC_ROUND 1
+#define SC_FINAL 2
+#define SC_KLO 3
+#define SC_KHI 4
+#define SC_N 5
+#define SC_MEAN 6
+#define SC_M2 7
+#define SC_KMIN 8
+#define SC_KMAX 9
+#define SC_B1 10
+#define SC_R1 11
+#define SC_B2 12
+#define SC_R2 13
+#define SC_N0 14
+#define SC_RES_N 16
+#define SC_RES_MEDIAN 17
+#define SC_RES_MEAN 18
+#define SC_RES_STD 19
+#define SC_RES_ITER 20
+#define SC_RES_CONV 21
+#define SC_STATE_WORDS 32
+#define SC_PART_WORDS 8
+#define SC_TICKET1 0
+#define SC_TICKET2 1
+#define SC_TICKET3 2
+#define SC_KABOVE 3
+#define SC_H1 8
+#define SC_H2 (SC_H1 + 2048)
+#define SC_H3 (SC_H2 + 2048)
+#define SC_CTR_WORDS (SC_H3 + 1024)
+#define SC_MAXB 256
+#define SC_KEY_NEG_INF 0x007fffffu
+#define SC_KEY_POS_INF 0xff800000u
+/* ---- */
+
+inline uint sc_key(float f)
+{
+    const uint u = as_uint(f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+inline double sc_value(uint k) { return (double)as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }
+
+/* Smallest non-NaN key whose value is > lo (SC_KEY_POS_INF + 1 when none; a NaN bound has none). */
+inline uint sc_first_above(double lo)
+{
+    if (!(sc_value(SC_KEY_POS_INF) > lo)) return SC_KEY_POS_INF + 1u;
+    uint a = SC_KEY_NEG_INF, b = SC_KEY_POS_INF;
+    while (a < b) {
+        const uint m = a + (b - a) / 2u;
+        if (sc_value(m) > lo) b = m;
+        else a = m + 1u;
+    }
+    return a;
+}
+
+/* Largest non-NaN key whose value is < hi (SC_KEY_NEG_INF - 1 when none). */
+inline uint sc_last_below(double hi)
+{
+    if (!(sc_value(SC_KEY_NEG_INF) < hi)) return SC_KEY_NEG_INF - 1u;
+    uint a = SC_KEY_NEG_INF, b = SC_KEY_POS_INF;
+    while (a < b) {
+        const uint m = a + (b - a + 1u) / 2u;
+        if (sc_value(m) < hi) a = m;
+        else b = m - 1u;
+    }
+    return a;
+}
+
+/* Chan et al.'s pairwise update of (count, mean, M2). */
+inline void sc_chan(uint *na, double *ma, double *m2a, uint nb, double mb, double m2b)
+{
+    if (nb == 0) return;
+    if (*na == 0) {
+        *na = nb;
+        *ma = mb;
+        *m2a = m2b;
+        return;
+    }
+    const uint n = *na + nb;
+    const double d = mb - *ma, f = (double)nb / (double)n;
+    *ma += d * f;
+    *m2a += m2b + d * d * (double)*na * f;
+    *na = n;
+}
+
+/* The group's (count, mean, M2, min key, max key, blo, bhi) tree; the totals end in index 0. */
+void sc_stats_tree(__local uint *l_n, __local double *l_mean, __local double *l_m2, __local uint *l_kmin,
+                   __local uint *l_kmax, __local uint *l_blo, __local uint *l_bhi)
+{
+    const uint lid = get_local_id(0);
+    for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {
+        if (lid < s) {
+            uint na = l_n[lid];
+            double ma = l_mean[lid], m2a = l_m2[lid];
+            sc_chan(&na, &ma, &m2a, l_n[lid + s], l_mean[lid + s], l_m2[lid + s]);
+            l_n[lid] = na;
+            l_mean[lid] = ma;
+            l_m2[lid] = m2a;
+            l_kmin[lid] = min(l_kmin[lid], l_kmin[lid + s]);
+            l_kmax[lid] = max(l_kmax[lid], l_kmax[lid + s]);
+            l_blo[lid] += l_blo[lid + s];
+            l_bhi[lid] += l_bhi[lid + s];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/* Every work-item of the group: the bin of cnt[0..nbins) holding rank `rank` -> res[0], the rank inside it ->
+ * res[1]. nbins is a multiple of the group size. tmp: one uint per work-item. */
+void sc_find_rank(__local const uint *cnt, uint nbins, uint rank, __local uint *tmp, __local uint *res)
+{
+    const uint lid = get_local_id(0), B = get_local_size(0), per = nbins / B;
+    uint s = 0;
+    for (uint j = 0; j < per; j++) s += cnt[lid * per + j];
+    tmp[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = 1; d < B; d <<= 1) {
+        const uint v = lid >= d ? tmp[lid - d] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        tmp[lid] += v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const uint incl = tmp[lid];
+    if (rank >= incl - s && rank < incl) {
+        uint c = incl - s;
+        for (uint j = 0; j < per; j++) {
+            const uint b = lid * per + j;
+            if (rank < c + cnt[b]) {
+                res[0] = b;
+                res[1] = rank - c;
+                break;
+            }
+            c += cnt[b];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* Fence this work-item's global writes, then draw a ticket; true in every work-item of the last group. */
+inline bool sc_last_group(__global uint *ticket, __local uint *flag)
+{
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) flag[0] = atomic_inc(ticket) == get_num_groups(0) - 1u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const bool last = flag[0] != 0;
+    if (last && get_local_id(0) == 0) *ticket = 0u; /* ready for the next launch */
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return last;
+}
+
+/* Adds the group's local histogram into the global one (non-zero bins only). */
+inline void sc_flush(__local const uint *h, uint nbins, __global uint *g)
+{
+    for (uint b = get_local_id(0); b < nbins; b += get_local_size(0))
+        if (h[b]) atomic_add(&g[b], h[b]);
+}
+
+/* Copies a global histogram into local memory (volatile: written by other groups' atomics) and clears it. */
+inline void sc_take(__global uint *g, uint nbins, __local uint *h)
+{
+    volatile __global uint *vg = g;
+    for (uint b = get_local_id(0); b < nbins; b += get_local_size(0)) {
+        h[b] = vg[b];
+        vg[b] = 0u;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* The result when this round's set is the answer. */
+inline void sc_result(__global ulong *st, ulong n, double median, double mean, double std, ulong iterations,
+                      ulong converged)
+{
+    st[SC_RES_N] = n;
+    st[SC_RES_MEDIAN] = as_ulong(median);
+    st[SC_RES_MEAN] = as_ulong(mean);
+    st[SC_RES_STD] = as_ulong(std);
+    st[SC_RES_ITER] = iterations;
+    st[SC_RES_CONV] = converged;
+    st[SC_DONE] = 1;
+}
+
+__kernel void sigma_clip_init(__global ulong *st, __global uint *ctr)
+{
+    for (uint i = get_local_id(0); i < SC_STATE_WORDS; i += get_local_size(0))
+        st[i] = i == SC_KLO ? SC_KEY_NEG_INF : i == SC_KHI ? SC_KEY_POS_INF : 0ul;
+    for (uint i = get_local_id(0); i < SC_CTR_WORDS; i += get_local_size(0)) ctr[i] = i == SC_KABOVE ? 0xffffffffu : 0u;
+}
+
+/* ADD(x) for every value: grid-stride, 16-byte loads (whole buffers are aligned), two in flight per work-item. */
+#define SC_FOR_EACH(ADD)                                                                                        \
+    {                                                                                                           \
+        const ulong nv_ = n >> 2, gsz_ = get_global_size(0);                                                    \
+        __global const float4 *d4_ = (__global const float4 *)data;                                             \
+        ulong i_ = get_global_id(0);                                                                            \
+        for (; i_ + gsz_ < nv_; i_ += 2 * gsz_) {                                                               \
+            const float4 a_ = d4_[i_], b_ = d4_[i_ + gsz_];                                                     \
+            ADD(a_.s0) ADD(a_.s1) ADD(a_.s2) ADD(a_.s3) ADD(b_.s0) ADD(b_.s1) ADD(b_.s2) ADD(b_.s3)             \
+        }                                                                                                       \
+        if (i_ < nv_) {                                                                                         \
+            const float4 a_ = d4_[i_];                                                                          \
+            ADD(a_.s0) ADD(a_.s1) ADD(a_.s2) ADD(a_.s3)                                                         \
+        }                                                                                                       \
+        for (ulong j_ = (nv_ << 2) + get_global_id(0); j_ < n; j_ += gsz_) ADD(data[j_])                        \
+    }
+
+/* One kept value into the work-item's shifted sums (shift K = its first kept value). */
+#define SC_STATS_ADD(xf)                                                                                        \
+    {                                                                                                           \
+        const float x_ = (xf);                                                                                  \
+        const uint k_ = sc_key(x_);                                                                             \
+        if (k_ >= klo && k_ <= khi) {                                                                           \
+            const double xd_ = (double)x_;                                                                      \
+            if (cnt == 0) K = xd_;                                                                              \
+            const double d_ = xd_ - K;                                                                          \
+            cnt++;                                                                                              \
+            s1 += d_;                                                                                           \
+            s2 += d_ * d_;                                                                                      \
+            kmin = min(kmin, k_);                                                                               \
+            kmax = max(kmax, k_);                                                                               \
+            blo += (k_ >> 21) == blo_bin;                                                                       \
+            bhi += (k_ >> 21) == bhi_bin;                                                                       \
+            if (build) atomic_inc(&hist[k_ >> 21]);                                                             \
+        }                                                                                                       \
+    }
+
+__kernel void sigma_clip_stats(__global const float *data, ulong n, __global ulong *st, __global uint *ctr)
+{
+    __local uint hist[2048];
+    __local double l_mean[SC_MAXB], l_m2[SC_MAXB];
+    __local uint l_n[SC_MAXB], l_kmin[SC_MAXB], l_kmax[SC_MAXB], l_blo[SC_MAXB], l_bhi[SC_MAXB], l_res[2];
+    if (st[SC_DONE]) return;
+    const uint lid = get_local_id(0), B = get_local_size(0);
+    const uint klo = (uint)st[SC_KLO], khi = (uint)st[SC_KHI], blo_bin = klo >> 21, bhi_bin = khi >> 21;
+    const bool build = st[SC_ROUND] == 0 && st[SC_FINAL] == 0;
+    for (uint b = lid; b < 2048u; b += B) hist[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    uint cnt = 0, kmin = 0xffffffffu, kmax = 0u, blo = 0u, bhi = 0u;
+    double K = 0.0, s1 = 0.0, s2 = 0.0;
+    SC_FOR_EACH(SC_STATS_ADD)
+
+    l_n[lid] = cnt;
+    l_mean[lid] = cnt ? K + s1 / (double)cnt : 0.0;
+    l_m2[lid] = cnt ? fmax(s2 - s1 * s1 / (double)cnt, 0.0) : 0.0;
+    l_kmin[lid] = kmin;
+    l_kmax[lid] = kmax;
+    l_blo[lid] = blo;
+    l_bhi[lid] = bhi;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (build) sc_flush(hist, 2048u, ctr + SC_H1);
+    sc_stats_tree(l_n, l_mean, l_m2, l_kmin, l_kmax, l_blo, l_bhi);
+    __global ulong *part = st + SC_STATE_WORDS;
+    if (lid == 0) {
+        __global ulong *p = part + (ulong)get_group_id(0) * SC_PART_WORDS;
+        p[0] = l_n[0];
+        p[1] = as_ulong(l_mean[0]);
+        p[2] = as_ulong(l_m2[0]);
+        p[3] = l_kmin[0];
+        p[4] = l_kmax[0];
+        p[5] = l_blo[0];
+        p[6] = l_bhi[0];
+    }
+    if (!sc_last_group(ctr + SC_TICKET1, l_res)) return;
+
+    /* The last group: combine the partials in group order (deterministic), then find the median's level-1 bin. */
+    volatile __global ulong *vp = part;
+    uint na = 0, kmn = 0xffffffffu, kmx = 0u, bl = 0u, bh = 0u;
+    double ma = 0.0, m2a = 0.0;
+    for (uint g = lid; g < get_num_groups(0); g += B) {
+        volatile __global ulong *p = vp + (ulong)g * SC_PART_WORDS;
+        sc_chan(&na, &ma, &m2a, (uint)p[0], as_double(p[1]), as_double(p[2]));
+        kmn = min(kmn, (uint)p[3]);
+        kmx = max(kmx, (uint)p[4]);
+        bl += (uint)p[5];
+        bh += (uint)p[6];
+    }
+    l_n[lid] = na;
+    l_mean[lid] = ma;
+    l_m2[lid] = m2a;
+    l_kmin[lid] = kmn;
+    l_kmax[lid] = kmx;
+    l_blo[lid] = bl;
+    l_bhi[lid] = bh;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sc_stats_tree(l_n, l_mean, l_m2, l_kmin, l_kmax, l_blo, l_bhi);
+    const uint total = l_n[0];
+    if (lid == 0) {
+        st[SC_N] = total;
+        st[SC_MEAN] = as_ulong(l_mean[0]);
+        st[SC_M2] = as_ulong(l_m2[0]);
+        st[SC_KMIN] = l_kmin[0];
+        st[SC_KMAX] = l_kmax[0];
+        if (build) st[SC_N0] = total;
+        if (total == 0) { /* nothing left: NumPy's statistics of an empty array, nothing more to remove */
+            const bool fin = st[SC_FINAL] != 0;
+            sc_result(st, 0, NAN, NAN, NAN, st[SC_ROUND] + (fin ? 0 : 1), fin ? 0 : 1);
+        }
+    }
+    if (total == 0) return;
+    /* The kept set's level-1 histogram: the full one strictly inside (klo, khi), the kept counts at the ends. */
+    volatile __global uint *h1 = ctr + SC_H1;
+    const uint bl0 = l_blo[0], bh0 = l_bhi[0];
+    for (uint b = lid; b < 2048u; b += B)
+        hist[b] = b < blo_bin || b > bhi_bin ? 0u : blo_bin == bhi_bin ? total : b == blo_bin ? bl0 : b == bhi_bin ? bh0 : h1[b];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sc_find_rank(hist, 2048u, (total - 1u) / 2u, l_kmin, l_res);
+    if (lid == 0) {
+        st[SC_B1] = l_res[0];
+        st[SC_R1] = l_res[1];
+    }
+}
+
+__kernel void sigma_clip_refine(__global const float *data, ulong n, __global ulong *st, __global uint *ctr)
+{
+    __local uint hist[2048];
+    __local uint l_tmp[SC_MAXB], l_res[2];
+    if (st[SC_DONE]) return;
+    const uint lid = get_local_id(0), B = get_local_size(0);
+    const uint klo = (uint)st[SC_KLO], khi = (uint)st[SC_KHI], b1 = (uint)st[SC_B1];
+    for (uint b = lid; b < 2048u; b += B) hist[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+#define SC_REFINE_ADD(xf)                                                                                       \
+    {                                                                                                           \
+        const uint k_ = sc_key(xf);                                                                             \
+        if ((k_ >> 21) == b1 && k_ >= klo && k_ <= khi) atomic_inc(&hist[(k_ >> 10) & 0x7ffu]);                 \
+    }
+    SC_FOR_EACH(SC_REFINE_ADD)
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sc_flush(hist, 2048u, ctr + SC_H2);
+    if (!sc_last_group(ctr + SC_TICKET2, l_res)) return;
+    sc_take(ctr + SC_H2, 2048u, hist);
+    sc_find_rank(hist, 2048u, (uint)st[SC_R1], l_tmp, l_res);
+    if (lid == 0) {
+        st[SC_B2] = l_res[0];
+        st[SC_R2] = l_res[1];
+    }
+}
+
+/* One work-item of the finish kernel's last group: the median from the level-3 bin, then either the result
+ * (nothing removed, or the final measurement) or the next round's key interval. */
+void sc_decide(__global ulong *st, volatile __global uint *vctr, __local const uint *hist, uint prefix, uint b3, uint r3,
+               uint next, double kappa, uint max_iterations)
+{
+    const uint kabove = vctr[SC_KABOVE];
+    vctr[SC_KABOVE] = 0xffffffffu;
+    const uint cnt = (uint)st[SC_N];
+    const uint vlo = (prefix << 10) | b3;
+    double median = sc_value(vlo);
+    if ((cnt & 1u) == 0) {
+        const uint vhi = r3 + 1u < hist[b3] ? vlo : next != 0xffffffffu ? (prefix << 10) | next : kabove;
+        median = (median + sc_value(vhi)) / 2.0;
+    }
+    const uint klo = (uint)st[SC_KLO], khi = (uint)st[SC_KHI], kmin = (uint)st[SC_KMIN], kmax = (uint)st[SC_KMAX];
+    double mean = as_double(st[SC_MEAN]);
+    double std = sqrt(as_double(st[SC_M2]) / (double)cnt);
+    if (kmin == SC_KEY_NEG_INF || kmax == SC_KEY_POS_INF) mean = std = NAN; /* NumPy: an infinity makes std NaN */
+    const ulong round = st[SC_ROUND];
+    if (st[SC_FINAL]) { /* max_iterations passes made: this was the measurement of the final set */
+        sc_result(st, cnt, median, mean, std, round, 0);
+        return;
+    }
+    const double t = kappa * std, lo = median - t, hi = median + t;
+    const uint nlo = sc_first_above(lo), nhi = sc_last_below(hi);
+    if (nlo <= kmin && kmax <= nhi) { /* nothing removed */
+        sc_result(st, cnt, median, mean, std, round + 1, 1);
+        return;
+    }
+    st[SC_KLO] = max(klo, nlo);
+    st[SC_KHI] = min(khi, nhi);
+    st[SC_ROUND] = round + 1;
+    if (round + 1 >= max_iterations) st[SC_FINAL] = 1;
+}
+
+__kernel void sigma_clip_finish(__global const float *data, ulong n, __global ulong *st, __global uint *ctr,
+                                double kappa, uint max_iterations)
+{
+    __local uint hist[1024];
+    __local uint l_tmp[SC_MAXB], l_res[2], l_next[1];
+    if (st[SC_DONE]) return;
+    const uint lid = get_local_id(0), B = get_local_size(0);
+    const uint klo = (uint)st[SC_KLO], khi = (uint)st[SC_KHI];
+    const uint prefix = ((uint)st[SC_B1] << 11) | (uint)st[SC_B2], top = (prefix << 10) | 0x3ffu;
+    for (uint b = lid; b < 1024u; b += B) hist[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint above = 0xffffffffu;
+#define SC_FINISH_ADD(xf)                                                                                       \
+    {                                                                                                           \
+        const uint k_ = sc_key(xf);                                                                             \
+        if (k_ >= klo && k_ <= khi) {                                                                           \
+            if ((k_ >> 10) == prefix) atomic_inc(&hist[k_ & 0x3ffu]);                                           \
+            else if (k_ > top) above = min(above, k_);                                                          \
+        }                                                                                                       \
+    }
+    SC_FOR_EACH(SC_FINISH_ADD)
+    l_tmp[lid] = above;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sc_flush(hist, 1024u, ctr + SC_H3);
+    for (uint s = B / 2; s > 0; s >>= 1) {
+        if (lid < s) l_tmp[lid] = min(l_tmp[lid], l_tmp[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0 && l_tmp[0] != 0xffffffffu) atomic_min(ctr + SC_KABOVE, l_tmp[0]);
+    if (!sc_last_group(ctr + SC_TICKET3, l_res)) return;
+
+    sc_take(ctr + SC_H3, 1024u, hist);
+    volatile __global uint *vctr = ctr;
+    sc_find_rank(hist, 1024u, (uint)st[SC_R2], l_tmp, l_res);
+    const uint b3 = l_res[0], r3 = l_res[1];
+    /* the next non-empty level-3 bin, for the upper median of an even count */
+    if (lid == 0) l_next[0] = 0xffffffffu;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint b = b3 + 1u + lid; b < 1024u; b += B)
+        if (hist[b]) atomic_min(&l_next[0], b);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) sc_decide(st, vctr, hist, prefix, b3, r3, l_next[0], kappa, max_iterations);
+}
+
+#endif

@@ -1,0 +1,406 @@
+/* sigma_clip: κ-σ clipping on every backend.
+ *
+ * Truth: NumPy's loop run on float64 copies of the non-NaN values (tests/data/make_clip_measure_golden.py),
+ * then the reference (kernels/sigma_clip/sigma_clip_ref.c) as the oracle for every backend on more data.
+ *
+ * What must hold exactly: count, iterations, converged, and the median (an order statistic, or the mean of two
+ * of them in f64: the same value on every backend, bit for bit). Mean and std are sums in f64 whose order
+ * differs between NumPy (pairwise), the reference (Neumaier-compensated, ~exact) and the GPUs (per-work-item
+ * shifted sums combined with Chan's formulas). Higham's bound for f64 sums in any order, (n-1)*2^-53*sum|x_i|,
+ * gives (the shifts and the combination steps at most double the terms, hence the factor 4):
+ *   |mean - mean_ref| <= 4 n u max|x|               (u = 2^-53, max over the finite input values)
+ *   |std - std_ref|   <= 4 n u max|x - mean|^2 / std  (from |Δvar| <= 4 n u max|x - mean|^2, Δstd = Δvar / 2std)
+ * and std == 0 exactly when the reference's is 0 (a constant set: every shifted term is exactly 0).
+ * For the 2^20-value sky below these are ~1e-10 of max|x|, far under what one lost or double-counted value moves
+ * the mean (~std / n ≈ 1e-9): the bounds catch real errors.
+ * Count equality needs the kept sets to agree, i.e. no f32 value within an f64 rounding (~1e-16 relative) of a
+ * bound m ± κs: for the smooth data here the chance is ~1e-11 per bound; the degenerate sets (few distinct
+ * values) have exact sums, so their bounds are exact too. */
+#include "support.h"
+#include "sigma_clip/sigma_clip_ref.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define U 0x1p-53
+
+/* ---- data ---- */
+
+static float *read_f32(const char *name, size_t n)
+{
+    const char *dir = getenv("GPUWS_TEST_DATA");
+    cr_assert(dir, "GPUWS_TEST_DATA is not set (ctest sets it; by hand: GPUWS_TEST_DATA=tests/data)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/sigma_clip_%s.f32", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s: %s", path, strerror(errno));
+    float *x = malloc(n * sizeof *x + 4);
+    cr_assert(x);
+    cr_assert_eq(fread(x, sizeof *x, n, f), n, "%s is shorter than %zu values", path, n);
+    fclose(f);
+    return x;
+}
+
+static double gauss(uint64_t *s)
+{
+    double u1 = test_rand_uniform(s), u2 = test_rand_uniform(s);
+    return sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2);
+}
+
+/* A radio sky: noise (σ = 1e-3) around `offset`, bright point sources, a blanked (NaN) band of `nan_rows`. */
+static float *make_sky(size_t n, uint64_t seed, double offset, size_t sources, size_t nan_every)
+{
+    float *x = malloc(n * sizeof *x + 4);
+    cr_assert(x);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(offset + 1e-3 * gauss(&seed));
+    for (size_t j = 0; j < sources && n; j++) x[test_rand_u64(&seed) % n] += (float)(0.005 + 0.5 * test_rand_uniform(&seed));
+    if (nan_every)
+        for (size_t i = 0; i < n; i += nan_every) x[i] = NAN;
+    return x;
+}
+
+/* ---- comparison ---- */
+
+static void bounds_for(const float *x, size_t n, double mean, double *mean_tol, double *dev2)
+{
+    double mx = 0, md = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(x[i])) {
+            mx = fmax(mx, fabs((double)x[i]));
+            if (isfinite(mean)) md = fmax(md, fabs((double)x[i] - mean));
+        }
+    *mean_tol = 4.0 * (double)n * U * mx;
+    *dev2 = md * md;
+}
+
+static bool same_value(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* got vs want, which describes the same kept set. */
+static void check_result(const char *what, const float *x, size_t n, const gpuws_sigma_clip_result *got,
+                         const gpuws_sigma_clip_result *want)
+{
+    cr_assert_eq(got->count, want->count, "%s: count %zu, expected %zu", what, got->count, want->count);
+    cr_assert_eq(got->iterations, want->iterations, "%s: %d iterations, expected %d", what, got->iterations, want->iterations);
+    cr_assert_eq(got->converged, want->converged, "%s: converged %d, expected %d", what, got->converged, want->converged);
+    cr_assert(same_value(got->median, want->median), "%s: median %.17g, expected %.17g", what, got->median, want->median);
+    double mean_tol, dev2;
+    bounds_for(x, n, want->mean, &mean_tol, &dev2);
+    if (isnan(want->mean)) {
+        cr_assert(isnan(got->mean) && isnan(got->std), "%s: mean %g std %g, expected NaN", what, got->mean, got->std);
+        return;
+    }
+    cr_assert(fabs(got->mean - want->mean) <= mean_tol, "%s: mean %.17g, expected %.17g (allowed %.3g)", what, got->mean,
+              want->mean, mean_tol);
+    if (want->std == 0) {
+        cr_assert(got->std == 0, "%s: std %.17g of a constant set, expected 0", what, got->std);
+    } else {
+        double std_tol = 4.0 * (double)n * U * dev2 / want->std;
+        cr_assert(fabs(got->std - want->std) <= std_tol, "%s: std %.17g, expected %.17g (allowed %.3g)", what, got->std,
+                  want->std, std_tol);
+    }
+}
+
+static gpuws_sigma_clip_result run_on(gpuws_context *ctx, const float *x, size_t n, double kappa, int max_it)
+{
+    gpuws_buffer *d = test_buffer_from(ctx, x, n * sizeof *x);
+    gpuws_sigma_clip_options o = {kappa, max_it};
+    gpuws_sigma_clip_result r;
+    memset(&r, 0xAB, sizeof r);
+    TEST_OK(gpuws_sigma_clip(NULL, n, d, &o, &r));
+    /* the data buffer is input only */
+    float *back = test_download(d, n * sizeof *x);
+    cr_assert(memcmp(back, x, n * sizeof *x) == 0, "sigma_clip modified its input");
+    test_check_guard(d, n * sizeof *x, "data");
+    free(back);
+    gpuws_buffer_destroy(d);
+    return r;
+}
+
+static gpuws_sigma_clip_result reference(const float *x, size_t n, double kappa, int max_it)
+{
+    gpuws_sigma_clip_result r;
+    TEST_OK(gpuws_sigma_clip_ref(x, n, kappa, max_it, &r));
+    return r;
+}
+
+/* ---- golden cases ---- */
+
+typedef struct {
+    char name[48], input[48];
+    size_t n;
+    double kappa;
+    int max_it;
+    gpuws_sigma_clip_result want;
+} golden;
+
+static size_t read_golden(golden *g, size_t max)
+{
+    const char *dir = getenv("GPUWS_TEST_DATA");
+    cr_assert(dir, "GPUWS_TEST_DATA is not set");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/sigma_clip_golden.txt", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot open %s", path);
+    size_t k = 0;
+    char med[64], mean[64], std[64];
+    while (k < max && fscanf(f, "%47s %47s %zu %lf %d %zu %63s %63s %63s %d %d", g[k].name, g[k].input, &g[k].n,
+                             &g[k].kappa, &g[k].max_it, &g[k].want.count, med, mean, std, &g[k].want.iterations,
+                             &g[k].want.converged) == 11) {
+        g[k].want.median = strtod(med, NULL); /* strtod reads "nan" */
+        g[k].want.mean = strtod(mean, NULL);
+        g[k].want.std = strtod(std, NULL);
+        k++;
+    }
+    fclose(f);
+    cr_assert_geq(k, 15, "%s: only %zu cases read", path, k);
+    return k;
+}
+
+Test(sigma_clip, reference_matches_numpy_loop)
+{
+    golden g[64];
+    size_t m = read_golden(g, 64);
+    for (size_t i = 0; i < m; i++) {
+        float *x = read_f32(g[i].input, g[i].n);
+        gpuws_sigma_clip_result r = reference(x, g[i].n, g[i].kappa, g[i].max_it);
+        check_result(g[i].name, x, g[i].n, &r, &g[i].want);
+        free(x);
+    }
+}
+
+BACKEND_TEST(sigma_clip, matches_numpy_loop)
+{
+    gpuws_context *ctx = test_open(*kind);
+    golden g[64];
+    size_t m = read_golden(g, 64);
+    for (size_t i = 0; i < m; i++) {
+        float *x = read_f32(g[i].input, g[i].n);
+        char what[96];
+        snprintf(what, sizeof what, "%s: %s", test_backend_name(*kind), g[i].name);
+        gpuws_sigma_clip_result r = run_on(ctx, x, g[i].n, g[i].kappa, g[i].max_it);
+        check_result(what, x, g[i].n, &r, &g[i].want);
+        free(x);
+    }
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- every backend against the reference ---- */
+
+typedef struct {
+    gpuws_backend_kind backend;
+    size_t n;
+    double offset;
+    size_t sources, nan_every;
+    double kappa;
+    int max_it;
+    bool fresh;
+} sky_case;
+
+ParameterizedTestParameters(sigma_clip, agrees_with_reference)
+{
+    static const sky_case shapes[] = {
+        {0, 1, 0.0, 0, 0, 3.0, 100, false},
+        {0, 2, 0.0, 0, 0, 3.0, 100, false},
+        {0, 3, 1.0, 0, 0, 3.0, 100, false},
+        {0, 1000, 0.0, 5, 0, 3.0, 100, false},         /* even count */
+        {0, 1001, 0.0, 5, 0, 3.0, 100, false},         /* odd count */
+        {0, 65521, 0.0, 40, 7, 3.0, 100, false},       /* prime, NaNs sprinkled */
+        {0, 65521, 1000.0, 40, 0, 3.0, 100, false},    /* offset: every value in a few level-1 bins */
+        {0, 100003, -3.5, 100, 0, 2.0, 100, false},    /* κ = 2 */
+        {0, 100003, 0.0, 300, 11, 3.0, 2, false},      /* stops at max_iterations */
+        {0, 1u << 20, 0.0, 400, 1021, 3.0, 100, false}, /* a 1024^2 sky */
+        {0, 262147, 0.0, 200, 13, 3.0, 100, true},
+        {0, 4099, 2.0, 20, 0, 1.5, 100, true},
+    };
+    static sky_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
+    size_t k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            cases[k] = shapes[s];
+            cases[k++].backend = test_backends[b];
+        }
+    return cr_make_param_array(sky_case, cases, k);
+}
+
+ParameterizedTest(sky_case *c, sigma_clip, agrees_with_reference)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    float *x = make_sky(c->n, test_seed(c->fresh), c->offset, c->sources, c->nan_every);
+    gpuws_sigma_clip_result want = reference(x, c->n, c->kappa, c->max_it);
+    gpuws_sigma_clip_result got = run_on(ctx, x, c->n, c->kappa, c->max_it);
+    char what[96];
+    snprintf(what, sizeof what, "%s n=%zu offset=%g", test_backend_name(c->backend), c->n, c->offset);
+    check_result(what, x, c->n, &got, &want);
+    free(x);
+    gpuws_context_destroy(ctx);
+}
+
+/* Few distinct values: ties at the median, bounds landing between the two values, sets that vanish. */
+BACKEND_TEST(sigma_clip, two_value_images_agree_with_reference)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { N = 5000 };
+    static float x[N];
+    static const size_t firsts[] = {1, 100, 499, 2500, 2501, 4000, 4999};
+    for (size_t f = 0; f < sizeof firsts / sizeof firsts[0]; f++) {
+        uint64_t seed = test_seed(false) + f;
+        for (size_t i = 0; i < N; i++) x[i] = i < firsts[f] ? -2.5f : 7.0f;
+        for (size_t i = N - 1; i > 0; i--) { /* shuffle: position must not matter */
+            size_t j = test_rand_u64(&seed) % (i + 1);
+            float t = x[i];
+            x[i] = x[j];
+            x[j] = t;
+        }
+        gpuws_sigma_clip_result want = reference(x, N, 3.0, 100), got = run_on(ctx, x, N, 3.0, 100);
+        char what[64];
+        snprintf(what, sizeof what, "%s: %zu of %d low", test_backend_name(*kind), firsts[f], N);
+        check_result(what, x, N, &got, &want);
+    }
+    gpuws_context_destroy(ctx);
+}
+
+/* Known answers that need no reference: with std = 0 the strict bounds m - 0 < x < m + 0 keep nothing, so a
+ * constant image (n = 1 included) clips to the empty set in the first pass and the second pass converges on it;
+ * NumPy's loop does exactly that on float64 data. Signed zeros and infinities behave like NumPy's too. */
+BACKEND_TEST(sigma_clip, constant_images_clip_to_nothing)
+{
+    gpuws_context *ctx = test_open(*kind);
+    static float x[4097];
+    const float values[] = {0.1f, -3.0f, 0.0f, 1e30f};
+    const size_t sizes[] = {1, 2, 4097};
+    for (size_t v = 0; v < 4; v++)
+        for (size_t s = 0; s < 3; s++) {
+            for (size_t i = 0; i < sizes[s]; i++) x[i] = (i & 1) && values[v] == 0.0f ? -0.0f : values[v];
+            gpuws_sigma_clip_result r = run_on(ctx, x, sizes[s], 3.0, 100);
+            cr_assert(r.count == 0 && r.iterations == 2 && r.converged == 1 && isnan(r.median) && isnan(r.mean) &&
+                          isnan(r.std),
+                      "%s: %zu x %g -> count %zu, %d iterations, median %g", test_backend_name(*kind), sizes[s],
+                      (double)values[v], r.count, r.iterations, r.median);
+            /* one pass allowed: not converged, and the final (empty) set is described */
+            r = run_on(ctx, x, sizes[s], 3.0, 1);
+            cr_assert(r.count == 0 && r.iterations == 1 && r.converged == 0 && isnan(r.median));
+        }
+    /* one infinity makes NumPy's std NaN, so the bounds are NaN and every value goes */
+    float inf_case[5] = {1, 2, INFINITY, 3, NAN};
+    gpuws_sigma_clip_result r = run_on(ctx, inf_case, 5, 3.0, 100);
+    cr_assert(r.count == 0 && r.iterations == 2, "%s: with +inf: count %zu, %d iterations", test_backend_name(*kind),
+              r.count, r.iterations);
+    inf_case[0] = -INFINITY;
+    r = run_on(ctx, inf_case, 5, 3.0, 100);
+    cr_assert(r.count == 0 && r.iterations == 2);
+    /* a NaN is ignored, not a value: {NaN, 4, NaN} is {4} */
+    float one[3] = {NAN, 4.0f, NAN};
+    r = run_on(ctx, one, 3, 3.0, 100);
+    cr_assert(r.count == 0 && r.iterations == 2);
+    /* {1, 2}: median 1.5, std 0.5, bounds (0, 3) keep both */
+    float two[2] = {2.0f, 1.0f};
+    r = run_on(ctx, two, 2, 3.0, 100);
+    cr_assert(r.count == 2 && r.median == 1.5 && r.mean == 1.5 && r.std == 0.5 && r.iterations == 1 && r.converged == 1,
+              "%s: {2, 1}: count %zu median %g mean %g std %g", test_backend_name(*kind), r.count, r.median, r.mean, r.std);
+    gpuws_context_destroy(ctx);
+}
+
+/* Bad input: a clear status, nothing written to *result. */
+BACKEND_TEST(sigma_clip, bad_input_is_refused_and_leaves_result_untouched)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { N = 1000 };
+    static float x[N];
+    for (size_t i = 0; i < N; i++) x[i] = NAN;
+    gpuws_buffer *d = test_buffer_from(ctx, x, sizeof x);
+    gpuws_sigma_clip_result r, poison;
+    memset(&poison, 0x5A, sizeof poison);
+    r = poison;
+    gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+#define EXPECT_REFUSED(st, call)                                                                                \
+    do {                                                                                                        \
+        TEST_FAILS(st, call);                                                                                   \
+        cr_assert(memcmp(&r, &poison, sizeof r) == 0, "%s wrote *result on error", #call);                     \
+        cr_assert_neq(gpuws_last_error()[0], 0, "no detail message");                                          \
+    } while (0)
+    EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, N, d, NULL, &r)); /* all NaN */
+    EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, 1, d, NULL, &r));
+    EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, 0, d, NULL, &r)); /* zero size */
+    x[500] = 1.0f;
+    TEST_OK(gpuws_buffer_write(d, 0, x, sizeof x));
+    o.kappa = 0;
+    EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, N, d, &o, &r));
+    o.kappa = NAN;
+    EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, N, d, &o, &r));
+    o.kappa = INFINITY;
+    EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, N, d, &o, &r));
+    o.kappa = 3;
+    o.max_iterations = 0;
+    EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, N, d, &o, &r));
+    o.max_iterations = 10;
+    EXPECT_REFUSED(GPUWS_ERR_OUT_OF_RANGE, gpuws_sigma_clip(NULL, N + TEST_GUARD_BYTES, d, &o, &r));
+    EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, N, NULL, &o, &r));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, N, d, &o, NULL));
+    /* the one non-NaN value: a valid call after all the refusals */
+    TEST_OK(gpuws_sigma_clip(NULL, N, d, &o, &r));
+    cr_assert(r.count == 0 && r.iterations == 2, "{1.0 among NaNs}: count %zu, %d iterations", r.count, r.iterations);
+    gpuws_buffer_destroy(d);
+    gpuws_context_destroy(ctx);
+}
+
+/* The device state is reset per call: alternating sizes and data on one stream give each call's own answer. */
+BACKEND_TEST(sigma_clip, consecutive_calls_are_independent)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const size_t sizes[] = {70001, 5, 300007, 70001};
+    for (size_t i = 0; i < 4; i++) {
+        float *x = make_sky(sizes[i], test_seed(false) + i, (double)i, 10, 0);
+        gpuws_sigma_clip_result want = reference(x, sizes[i], 3.0, 100), got = run_on(ctx, x, sizes[i], 3.0, 100);
+        check_result(test_backend_name(*kind), x, sizes[i], &got, &want);
+        free(x);
+    }
+    gpuws_context_destroy(ctx);
+}
+
+/* Even counts: the upper middle value can be the same value, in the next level-3 bin, or past the level-2 bucket
+ * (found by the "smallest key above" fallback); κ = 100 keeps everything, so the median is the whole set's. */
+BACKEND_TEST(sigma_clip, even_counts_average_the_two_middle_values)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const float one = 1.0f, u = nextafterf(1.0f, 2.0f) - 1.0f; /* 1 ulp at 1 */
+    const struct {
+        float x[6];
+        size_t n;
+        double median;
+    } sets[] = {
+        {{one, one + u, one + 2 * u, one + 3 * u}, 4, ((double)(one + u) + (double)(one + 2 * u)) / 2}, /* next L3 bin */
+        {{1, 5, 5, 9}, 4, 5.0},                                                                        /* equal middles */
+        {{one + 1024 * u, one, 3, -1}, 4, ((double)one + (double)(one + 1024 * u)) / 2},                /* next L2 bucket */
+        {{-1e-30f, 1e-30f}, 2, 0.0},                                                                   /* other L1 bins */
+        {{-0.0f, 0.0f, 0.0f, -0.0f, 7, -7}, 6, 0.0},                                                   /* signed zeros */
+        {{2, 3, 2, 3, 2, 3}, 6, 2.5},
+    };
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        gpuws_sigma_clip_result r = run_on(ctx, sets[i].x, sets[i].n, 100.0, 100);
+        cr_assert(r.count == sets[i].n && r.iterations == 1 && r.median == sets[i].median,
+                  "%s: set %zu: count %zu, %d iterations, median %.17g, expected %.17g", test_backend_name(*kind), i,
+                  r.count, r.iterations, r.median, sets[i].median);
+        gpuws_sigma_clip_result want = reference(sets[i].x, sets[i].n, 100.0, 100);
+        check_result(test_backend_name(*kind), sets[i].x, sets[i].n, &r, &want);
+    }
+    gpuws_context_destroy(ctx);
+}
+
+/* A CPU OpenCL device gets a few work-groups; a GPU gets hundreds, so its last group combines several partials
+ * per work-item. Forcing 300 groups runs that path here too. */
+Test(sigma_clip, many_work_groups_on_opencl)
+{
+    setenv("GPUWS_SIGMA_CLIP_GROUPS", "300", 1);
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_OPENCL);
+    const size_t sizes[] = {262147, 1000, 1};
+    for (size_t i = 0; i < 3; i++) {
+        float *x = make_sky(sizes[i], test_seed(false) + 17, 0.0, 50, sizes[i] > 5 ? 5 : 0);
+        gpuws_sigma_clip_result want = reference(x, sizes[i], 3.0, 100), got = run_on(ctx, x, sizes[i], 3.0, 100);
+        check_result("opencl, 300 groups", x, sizes[i], &got, &want);
+        free(x);
+    }
+    gpuws_context_destroy(ctx);
+}
