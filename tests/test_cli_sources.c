@@ -1,9 +1,6 @@
 /* `gpuws sources`: the built command (GPUWS_CLI, set by ctest) run on FITS files this test writes, once per backend
  * (GPUWS_BACKEND). What must hold: exit 0 with every output on a good image; exit 1 with a one-line reason and no
- * file written (not even a temporary one) on bad input; exit 2 with usage on bad options.
- *
- * Runs that reach the pipeline skip while its steps are not merged into this branch (kernels/sources/weak_steps.c:
- * "not merged yet"); the bad-input cases fail before the pipeline and run now. */
+ * file written (not even a temporary one) on bad input; exit 2 with usage on bad options. */
 #include "support.h"
 #include "fits_io.h"
 #include "sources/sources_ref.h"
@@ -114,14 +111,6 @@ static void run_cli(cli_run *r, gpuws_backend_kind kind, ...)
     r->stderr_text = slurp(r->err);
 }
 
-static void skip_if_not_merged(cli_run *r)
-{
-    if (r->status == 1 && strstr(r->stderr_text, "not merged yet")) {
-        teardown(r);
-        cr_skip_test("the pipeline's steps are not merged into this branch yet");
-    }
-}
-
 /* Files in r->dir other than `keep`. */
 static int count_files_except(cli_run *r, const char *keep)
 {
@@ -171,7 +160,6 @@ BACKEND_TEST(cli_sources, good_image_writes_catalog_labels_and_overlay)
     path_in(&r, "sky.fits", path, sizeof path);
     cr_assert_eq(fits_write_image(path, FITS_F32, img, 300, 200, err, sizeof err), 0, "%s", err);
     run_cli(&r, *kind, "sky.fits", OUTPUT_ARGS, NULL);
-    skip_if_not_merged(&r);
     cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
     const char *line = strstr(r.stdout_text, "sources: ");
     cr_assert(line, "no 'sources: N' line: %s", r.stdout_text);
@@ -219,7 +207,6 @@ BACKEND_TEST(cli_sources, demo_recovers_the_injected_sources)
     cli_run r;
     setup(&r, *kind);
     run_cli(&r, *kind, "--demo", "--size", "512", "--seed", "3", NULL);
-    skip_if_not_merged(&r);
     cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
     const char *line = strstr(r.stdout_text, "recovered ");
     cr_assert(line, "%s", r.stdout_text);
@@ -338,7 +325,6 @@ BACKEND_TEST(cli_sources, one_failed_output_leaves_no_output)
     path_in(&r, "small.fits", path, sizeof path);
     cr_assert_eq(fits_write_image(path, FITS_F32, img, 64, 48, err, sizeof err), 0, "%s", err);
     run_cli(&r, *kind, "small.fits", "--catalog", "cat.csv", "--labels", "no/such/dir/labels.fits", NULL);
-    skip_if_not_merged(&r);
     assert_refused(&r, "small.fits", "no/such/dir/labels.fits");
     teardown(&r);
 }

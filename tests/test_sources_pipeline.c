@@ -1,8 +1,5 @@
 /* The source-finding pipeline (gpuws_find_sources) and the synthetic sky it is demonstrated on.
- *
- * UNTIL THE STEPS ARE MERGED: gpuws_sigma_clip, gpuws_threshold and gpuws_measure come from another branch; in this
- * one they are weak stand-ins (kernels/sources/weak_steps.c) that fail with "not merged yet", and every test that
- * runs the pipeline skips on that (skip_until_steps_merged). Remove the skip together with weak_steps.c.
+
  *
  * Oracles: known answers for the sky (noise statistics, one noise-free beam) and for a hand-made image; the injected
  * sources for recovery; the label reference and sums in double on the host for the catalogue's contents. */
@@ -13,21 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void skip_until_steps_merged(gpuws_context *ctx)
-{
-    const float v[4] = {1, 2, 3, 4};
-    gpuws_buffer *b = test_buffer_from(ctx, v, sizeof v);
-    gpuws_sigma_clip_result r;
-    gpuws_status st = gpuws_sigma_clip(NULL, 4, b, NULL, &r);
-    gpuws_buffer_destroy(b);
-    if (st == GPUWS_ERR_UNSUPPORTED && strstr(gpuws_last_error(), "not merged yet")) {
-        char why[256];
-        snprintf(why, sizeof why, "the pipeline's steps are not merged into this branch yet (%s)", gpuws_last_error());
-        gpuws_context_destroy(ctx);
-        cr_skip_test("%s", why);
-    }
-}
 
 /* ---- the synthetic sky ----------------------------------------------------------------------------------------- */
 
@@ -193,7 +175,6 @@ static void check_catalog_against_host(const gpuws_catalog *cat, const float *im
 BACKEND_TEST(find_sources, recovers_the_injected_sources)
 {
     gpuws_context *ctx = test_open(*kind);
-    skip_until_steps_merged(ctx);
     gpuws_sky_params p = gpuws_sky_defaults(1024, 1024, 2026);
     gpuws_sky_source *src;
     float *img = sky_host(&p, &src, NULL);
@@ -248,7 +229,6 @@ BACKEND_TEST(find_sources, recovers_the_injected_sources)
 BACKEND_TEST(find_sources, connectivity_and_absolute_threshold_known_answer)
 {
     gpuws_context *ctx = test_open(*kind);
-    skip_until_steps_merged(ctx);
     enum { W = 9, H = 7 };
     float img[W * H];
     for (int i = 0; i < W * H; i++) img[i] = (float)((i * 37) % 11 - 5) * 0x1p-10f; /* |x| < 0.005 */
@@ -286,7 +266,6 @@ BACKEND_TEST(find_sources, connectivity_and_absolute_threshold_known_answer)
 BACKEND_TEST(find_sources, all_nan_image_is_refused_without_a_catalog)
 {
     gpuws_context *ctx = test_open(*kind);
-    skip_until_steps_merged(ctx);
     float img[50];
     for (int i = 0; i < 50; i++) img[i] = NAN;
     gpuws_catalog *cat = (gpuws_catalog *)&cat;
@@ -295,7 +274,7 @@ BACKEND_TEST(find_sources, all_nan_image_is_refused_without_a_catalog)
     gpuws_context_destroy(ctx);
 }
 
-/* Checked before anything reaches the device, so these hold with or without the steps merged. */
+/* Checked before anything reaches the device. */
 BACKEND_TEST(find_sources, bad_arguments_are_refused_without_a_catalog)
 {
     gpuws_context *ctx = test_open(*kind);
