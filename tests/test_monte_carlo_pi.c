@@ -7,7 +7,10 @@
 #include "monte_carlo_pi/monte_carlo_pi_ref.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 Test(monte_carlo_pi, philox_matches_random123_known_answers)
 {
@@ -141,4 +144,22 @@ BACKEND_TEST(monte_carlo_pi, rejects_bad_input_and_writes_nothing)
     gpuws_buffer_destroy(tiny);
     gpuws_buffer_destroy(hits);
     gpuws_context_destroy(ctx);
+}
+
+Test(monte_carlo_pi, cli_prints_the_estimate_the_hits_and_the_rate)
+{
+    const char *cli = getenv("GPUWS_CLI");
+    if (!cli) cr_skip_test("GPUWS_CLI is not set (ctest sets it to the built gpuws tool)");
+    char cmd[1024], out[4096], want[64];
+    snprintf(cmd, sizeof cmd, "GPUWS_BACKEND=cpu '%s' pi 10^6 --seed 7 --repeat 1 2>/dev/null", cli);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    out[fread(out, 1, sizeof out - 1, p)] = 0;
+    const int status = pclose(p);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "output: %s", out);
+    snprintf(want, sizeof want, "(%llu of 1000000 samples inside, seed 7",
+             (unsigned long long)gpuws_monte_carlo_pi_ref(0, 1000000, 7));
+    cr_assert(strstr(out, want) && strstr(out, "samples/s") && strstr(out, "pi ~ 3.1"), "output: %s", out);
+    snprintf(cmd, sizeof cmd, "'%s' pi 0 2>/dev/null; test $? = 1 && '%s' pi 10 --seed 2>/dev/null; test $? = 2", cli, cli);
+    cr_assert_eq(system(cmd), 0, "pi 0 must exit 1 and a missing seed 2");
 }

@@ -6,8 +6,10 @@
 #include "support.h"
 #include "primes/primes_ref.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 static int is_prime_slow(uint64_t x)
 {
@@ -171,4 +173,32 @@ BACKEND_TEST(primes, rejects_bad_input_and_writes_nothing)
     gpuws_buffer_destroy(out);
     gpuws_buffer_destroy(count);
     gpuws_context_destroy(ctx);
+}
+
+/* Runs the gpuws tool with args on the CPU backend; returns its exit code and its stdout in out. */
+static int run_cli(const char *args, char *out, size_t size)
+{
+    const char *cli = getenv("GPUWS_CLI");
+    if (!cli) cr_skip_test("GPUWS_CLI is not set (ctest sets it to the built gpuws tool)");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "GPUWS_BACKEND=cpu '%s' %s 2>/dev/null", cli, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t len = fread(out, 1, size - 1, p);
+    out[len] = 0;
+    const int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+Test(primes, cli_prints_the_count_the_time_and_the_rate)
+{
+    char out[4096];
+    cr_assert_eq(run_cli("primes 10^4 --repeat 1", out, sizeof out), 0, "output: %s", out);
+    cr_assert(strstr(out, "1229 primes below 10000") && strstr(out, " ms ") && strstr(out, "numbers/s"), "output: %s", out);
+    cr_assert_eq(run_cli("primes 1e5 --variant trial --repeat 1 --count-only", out, sizeof out), 0);
+    cr_assert(strstr(out, "9592 primes below 100000") && strstr(out, "trial"), "output: %s", out);
+    cr_assert_eq(run_cli("primes 2147483649", out, sizeof out), 1); /* past 2^31: a clear error */
+    cr_assert_eq(run_cli("primes 1.5", out, sizeof out), 1);
+    cr_assert_eq(run_cli("primes 100 --variant slow", out, sizeof out), 2); /* usage errors */
+    cr_assert_eq(run_cli("primes", out, sizeof out), 2);
 }

@@ -10,7 +10,8 @@
  *   hypot           |err| <= 12 u ref
  *   hidden_layer    |err| <= 16 u |ref|
  * each plus an absolute FLT_MIN-sized term for results that an OpenCL device without single-precision denormals
- * may flush to zero. zero_suppress only compares and copies: bit-exact. */
+ * may flush to zero (gpuws_ufunc_ref_bound, shared with the benchmark checks). zero_suppress only compares and
+ * copies: bit-exact. */
 #include "support.h"
 #include "ufunc/ufunc_ref.h"
 
@@ -22,58 +23,25 @@
 
 #define U 0x1p-24
 
-enum { GAUSS, POLAR, PULSES, HYPOT, HIDDEN, NFUNC };
+enum { GAUSS = GPUWS_UFUNC_GAUSSIAN_PDF, POLAR = GPUWS_UFUNC_POLAR_DISTANCE, PULSES = GPUWS_UFUNC_MAKE_PULSES,
+       HYPOT = GPUWS_UFUNC_HYPOT, HIDDEN = GPUWS_UFUNC_HIDDEN_LAYER, NFUNC = GPUWS_UFUNC_COUNT };
 
-typedef struct {
-    const char *name;
-    int nin;
-    double lo[4], hi[4]; /* random inputs: uniform in [lo, hi) */
-} ufn;
-
-static const ufn funcs[NFUNC] = {
-    {"gaussian_pdf", 3, {-10, -3, 0.2}, {10, 3, 4}},
-    {"polar_distance", 4, {0, -10, 0, -10}, {100, 10, 100, 10}},
-    {"make_pulses", 3, {0, 1e3, -100}, {1e6, 1e5, 100}},
-    {"hypot", 2, {-1e3, -1e3}, {1e3, 1e3}},
-    {"hidden_layer", 2, {0, 0.1}, {256, 0.9}},
+/* Random inputs per function: uniform in [lo, hi) per operand. */
+static const struct {
+    double lo[4], hi[4];
+} ranges[NFUNC] = {
+    {{-10, -3, 0.2}, {10, 3, 4}},
+    {{0, -10, 0, -10}, {100, 10, 100, 10}},
+    {{0, 1e3, -100}, {1e6, 1e5, 100}},
+    {{-1e3, -1e3}, {1e3, 1e3}},
+    {{0, 0.1}, {256, 0.9}},
 };
 
-static double reference(int f, const double *a)
-{
-    switch (f) {
-    case GAUSS: return gpuws_ufunc_ref_gaussian_pdf(a[0], a[1], a[2]);
-    case POLAR: return gpuws_ufunc_ref_polar_distance(a[0], a[1], a[2], a[3]);
-    case PULSES: return gpuws_ufunc_ref_make_pulses(a[0], a[1], a[2]);
-    case HYPOT: return gpuws_ufunc_ref_hypot(a[0], a[1]);
-    default: return gpuws_ufunc_ref_hidden_layer(a[0], a[1]);
-    }
-}
+static double reference(int f, const double *a) { return gpuws_ufunc_ref_eval((gpuws_ufunc_id)f, a); }
 
-/* The stated bound on |got - ref| for inputs a (see the top of the file). */
-static double bound(int f, const double *a, double ref)
-{
-    switch (f) {
-    case GAUSS: {
-        const double z = (a[0] - a[1]) / a[2], q = 0.5 * z * z, den = fabs(a[2]) * sqrt(2 * M_PI);
-        return (13 + 13 * q) * U * fabs(ref) + FLT_MIN * (1 + 2 / den);
-    }
-    case POLAR: return 16 * U * (fabs(a[0]) + fabs(a[2])) + 10 * U * ref + FLT_MIN;
-    case PULSES: return fabs(a[2]) * (5 * fabs(a[0] / a[1]) + 12) * U + FLT_MIN;
-    case HYPOT: return 12 * U * ref + FLT_MIN;
-    default: return 16 * U * fabs(ref) + FLT_MIN;
-    }
-}
-
-/* got within the bound of ref; NaN only where ref is NaN; where the f32 result overflows, the same infinity. */
 static bool within(int f, const double *a, double ref, float got, double *err, double *allowed)
 {
-    *err = 0;
-    *allowed = 0;
-    if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got);
-    if (isinf((float)ref)) return got == (float)ref;
-    *err = fabs((double)got - ref);
-    *allowed = bound(f, a, ref);
-    return *err <= *allowed;
+    return gpuws_ufunc_ref_within((gpuws_ufunc_id)f, a, ref, got, err, allowed);
 }
 
 static gpuws_status call(int f, gpuws_stream *s, size_t n, const gpuws_operand *op, gpuws_buffer *out)
@@ -110,10 +78,10 @@ static size_t read_golden(golden_row **rows)
         const size_t len = strcspn(p, " ");
         golden_row r = {-1, {0}, 0};
         for (int f = 0; f < NFUNC; f++)
-            if (strlen(funcs[f].name) == len && strncmp(p, funcs[f].name, len) == 0) r.f = f;
+            if (strlen(gpuws_ufunc_names[f]) == len && strncmp(p, gpuws_ufunc_names[f], len) == 0) r.f = f;
         cr_assert(r.f >= 0, "unknown function in %s: %s", path, line);
         p += len;
-        for (int k = 0; k < funcs[r.f].nin; k++, p = end) r.in[k] = strtod(p, &end);
+        for (int k = 0; k < gpuws_ufunc_arity[r.f]; k++, p = end) r.in[k] = strtod(p, &end);
         r.want = strtod(p, &end);
         cr_assert(end != p, "bad line: %s", line);
         if (n == cap) cr_assert((*rows = realloc(*rows, (cap *= 2) * sizeof **rows)));
@@ -138,7 +106,7 @@ Test(ufunc, references_match_scipy_and_numpy)
         if (r->f == PULSES) tol += 1e-14 * fabs(r->in[2]);
         const bool same_special = (isnan(got) && isnan(r->want)) || (isinf(got) && got == r->want);
         cr_assert(same_special || fabs(got - r->want) <= tol, "%s(%a, %a, ...): reference %.17g, golden %.17g",
-                  funcs[r->f].name, r->in[0], r->in[1], got, r->want);
+                  gpuws_ufunc_names[r->f], r->in[0], r->in[1], got, r->want);
     }
     free(rows);
 }
@@ -153,7 +121,7 @@ BACKEND_TEST(ufunc, every_backend_matches_golden_values_within_bounds)
         const golden_row *r = &rows[i];
         gpuws_operand op[4];
         gpuws_buffer *bufs[4] = {NULL};
-        for (int k = 0; k < funcs[r->f].nin; k++) {
+        for (int k = 0; k < gpuws_ufunc_arity[r->f]; k++) {
             const float v = (float)r->in[k];
             bufs[k] = test_buffer_from(ctx, &v, sizeof v);
             op[k] = gpuws_operand_array(bufs[k]);
@@ -164,7 +132,7 @@ BACKEND_TEST(ufunc, every_backend_matches_golden_values_within_bounds)
         TEST_OK(gpuws_buffer_read(out, 0, &got, 4));
         double err, allowed;
         cr_assert(within(r->f, r->in, r->want, got, &err, &allowed), "%s %s(%a, %a, ...) = %.9g, NumPy %.17g (error %.3g > %.3g)",
-                  test_backend_name(*kind), funcs[r->f].name, r->in[0], r->in[1], (double)got, r->want, err, allowed);
+                  test_backend_name(*kind), gpuws_ufunc_names[r->f], r->in[0], r->in[1], (double)got, r->want, err, allowed);
         for (int k = 0; k < 4; k++) gpuws_buffer_destroy(bufs[k]);
         gpuws_buffer_destroy(out);
     }
@@ -191,7 +159,7 @@ ParameterizedTestParameters(ufunc, matches_reference_within_stated_bounds)
     size_t k = 0;
     for (int b = 0; b < TEST_BACKENDS; b++)
         for (int f = 0; f < NFUNC; f++) {
-            const uint32_t all = (1u << funcs[f].nin) - 1;
+            const uint32_t all = (1u << gpuws_ufunc_arity[f]) - 1;
             for (size_t s = 0; s < NSIZES; s++) cases[k++] = (uf_case){test_backends[b], f, sizes[s], all, false};
             if (f != HIDDEN) { /* the hidden layer takes arrays only */
                 cases[k++] = (uf_case){test_backends[b], f, 4099, 1u, false};           /* the workshop's calls */
@@ -205,16 +173,17 @@ ParameterizedTestParameters(ufunc, matches_reference_within_stated_bounds)
 ParameterizedTest(uf_case *c, ufunc, matches_reference_within_stated_bounds)
 {
     gpuws_context *ctx = test_open(c->backend);
-    const ufn *fn = &funcs[c->f];
+    const char *name = gpuws_ufunc_names[c->f];
+    const int nin = gpuws_ufunc_arity[c->f];
     uint64_t seed = test_seed(c->fresh_seed);
     float *host[4] = {NULL}, scalar[4];
     gpuws_buffer *bufs[4] = {NULL};
     gpuws_operand op[4];
-    for (int k = 0; k < fn->nin; k++) {
+    for (int k = 0; k < nin; k++) {
         if (c->arrays >> k & 1) {
             host[k] = malloc(c->n * sizeof(float));
             cr_assert(host[k]);
-            test_fill_uniform_f32(host[k], c->n, seed + (uint64_t)k, fn->lo[k], fn->hi[k]);
+            test_fill_uniform_f32(host[k], c->n, seed + (uint64_t)k, ranges[c->f].lo[k], ranges[c->f].hi[k]);
             if (c->f == HIDDEN && k == 0)
                 for (size_t i = 0; i < c->n; i++) host[k][i] = floorf(host[k][i] * (255.0f / 256.0f)); /* greyscales */
             if (c->f == HYPOT) /* some huge and tiny magnitudes: the naive formula would overflow or underflow */
@@ -223,7 +192,7 @@ ParameterizedTest(uf_case *c, ufunc, matches_reference_within_stated_bounds)
             op[k] = gpuws_operand_array(bufs[k]);
         } else {
             uint64_t s = seed + 100 + (uint64_t)k;
-            scalar[k] = (float)(fn->lo[k] + (fn->hi[k] - fn->lo[k]) * test_rand_uniform(&s));
+            scalar[k] = (float)(ranges[c->f].lo[k] + (ranges[c->f].hi[k] - ranges[c->f].lo[k]) * test_rand_uniform(&s));
             op[k] = gpuws_operand_scalar(scalar[k]);
         }
     }
@@ -234,7 +203,7 @@ ParameterizedTest(uf_case *c, ufunc, matches_reference_within_stated_bounds)
     double worst = 0;
     for (size_t i = 0; i < c->n; i++) {
         double a[4], err, allowed;
-        for (int k = 0; k < fn->nin; k++) a[k] = host[k] ? host[k][i] : scalar[k];
+        for (int k = 0; k < nin; k++) a[k] = host[k] ? host[k][i] : scalar[k];
         const double ref = reference(c->f, a);
         if (!within(c->f, a, ref, got[i], &err, &allowed)) {
             if (bad++ == 0) worst_i = i;
@@ -243,9 +212,9 @@ ParameterizedTest(uf_case *c, ufunc, matches_reference_within_stated_bounds)
         }
     }
     cr_assert_eq(bad, 0, "%s %s n=%zu arrays=%x: %zu elements outside the bound; first at %zu: got %.9g",
-                 test_backend_name(c->backend), fn->name, c->n, c->arrays, bad, worst_i, (double)got[worst_i]);
+                 test_backend_name(c->backend), name, c->n, c->arrays, bad, worst_i, (double)got[worst_i]);
     if (c->fresh_seed)
-        cr_log_info("%s %s: the largest error is %.2f of the stated bound", test_backend_name(c->backend), fn->name, worst);
+        cr_log_info("%s %s: the largest error is %.2f of the stated bound", test_backend_name(c->backend), name, worst);
     test_check_guard(out, c->n * sizeof(float), "out");
     free(got);
     for (int k = 0; k < 4; k++) {

@@ -34,7 +34,8 @@ static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_
     }
     const bool cpu = gpuws__is_cpu_device(ctx);
     const uint32_t block = pow2_block(ctx, cpu ? 64 : 256);
-    /* Enough threads to fill the device; each runs a grid-stride loop of Philox calls. */
+    /* Enough threads to fill the device; each runs a grid-stride loop of Philox calls. (PoCL is no faster with one
+     * call per work-item: it does not vectorise this kernel either way.) */
     const uint64_t last = first + (n - 1);
     const uint64_t pairs = last / 2 - first / 2 + 1, need = (pairs + block - 1) / block;
     uint32_t g = gpuws__saturating_blocks(ctx, cpu ? 4 : 8);

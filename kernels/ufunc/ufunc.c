@@ -61,7 +61,7 @@ static gpuws_status launch_map(gpuws_stream *s, const char *kernel, const operan
 
 /* The CPU backend: the double formula on the f32 inputs, rounded once. Operands are read before out is written
  * element by element, so out may alias an input. */
-static void map_cpu(const operands *o, gpuws_buffer *out, int which)
+static void map_cpu(const operands *o, gpuws_buffer *out, gpuws_ufunc_id which)
 {
     const float *p[MAX_OPERANDS];
     float sc[MAX_OPERANDS];
@@ -73,18 +73,11 @@ static void map_cpu(const operands *o, gpuws_buffer *out, int which)
     for (size_t i = 0; i < o->n; i++) {
         double a[MAX_OPERANDS] = {0};
         for (int k = 0; k < o->count; k++) a[k] = p[k] ? p[k][i] : sc[k];
-        double r;
-        switch (which) {
-        case 0: r = gpuws_ufunc_ref_gaussian_pdf(a[0], a[1], a[2]); break;
-        case 1: r = gpuws_ufunc_ref_polar_distance(a[0], a[1], a[2], a[3]); break;
-        case 2: r = gpuws_ufunc_ref_make_pulses(a[0], a[1], a[2]); break;
-        default: r = gpuws_ufunc_ref_hypot(a[0], a[1]); break;
-        }
-        y[i] = (float)r;
+        y[i] = (float)gpuws_ufunc_ref_eval(which, a);
     }
 }
 
-static gpuws_status run_map(gpuws_stream *s, operands *o, gpuws_buffer *out, const char *kernel, int which)
+static gpuws_status run_map(gpuws_stream *s, operands *o, gpuws_buffer *out, const char *kernel, gpuws_ufunc_id which)
 {
     gpuws_context *ctx;
     gpuws_status st = check(&s, o, out, &ctx);
@@ -100,27 +93,27 @@ gpuws_status gpuws_gaussian_pdf(gpuws_stream *s, size_t n, gpuws_operand x, gpuw
                                 gpuws_buffer *out)
 {
     operands o = {n, 3, {x, mean, sigma}, {"x", "mean", "sigma"}, 0};
-    return run_map(s, &o, out, "ufunc_gaussian_pdf", 0);
+    return run_map(s, &o, out, "ufunc_gaussian_pdf", GPUWS_UFUNC_GAUSSIAN_PDF);
 }
 
 gpuws_status gpuws_polar_distance(gpuws_stream *s, size_t n, gpuws_operand rho1, gpuws_operand theta1, gpuws_operand rho2,
                                   gpuws_operand theta2, gpuws_buffer *out)
 {
     operands o = {n, 4, {rho1, theta1, rho2, theta2}, {"rho1", "theta1", "rho2", "theta2"}, 0};
-    return run_map(s, &o, out, "ufunc_polar_distance", 1);
+    return run_map(s, &o, out, "ufunc_polar_distance", GPUWS_UFUNC_POLAR_DISTANCE);
 }
 
 gpuws_status gpuws_make_pulses(gpuws_stream *s, size_t n, gpuws_operand i, gpuws_operand period, gpuws_operand amplitude,
                                gpuws_buffer *out)
 {
     operands o = {n, 3, {i, period, amplitude}, {"i", "period", "amplitude"}, 0};
-    return run_map(s, &o, out, "ufunc_make_pulses", 2);
+    return run_map(s, &o, out, "ufunc_make_pulses", GPUWS_UFUNC_MAKE_PULSES);
 }
 
 gpuws_status gpuws_hypot(gpuws_stream *s, size_t n, gpuws_operand x, gpuws_operand y, gpuws_buffer *out)
 {
     operands o = {n, 2, {x, y}, {"x", "y"}, 0};
-    return run_map(s, &o, out, "ufunc_hypot", 3);
+    return run_map(s, &o, out, "ufunc_hypot", GPUWS_UFUNC_HYPOT);
 }
 
 /* ---- hypot with NaN rejected ---------------------------------------------------------------------------- */
@@ -181,7 +174,7 @@ gpuws_status gpuws_hypot_checked(gpuws_stream *s, size_t n, gpuws_operand x, gpu
                             o.names[k], first, n);
     }
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
-        map_cpu(&o, out, 3);
+        map_cpu(&o, out, GPUWS_UFUNC_HYPOT);
         return GPUWS_OK;
     }
     if ((st = launch_map(s, "ufunc_hypot", &o, out))) return st;
