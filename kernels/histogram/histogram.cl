@@ -7,11 +7,12 @@ static uint guess(float v, float glo, float gscale, uint bins)
     return min((uint)fmin(t, 4.0e9f), bins - 1);
 }
 
-/* The bin of v in the edge table e (any address space): -1 when v is outside [e[0], e[bins]) or NaN. */
+/* The bin of v in the edge table e (any address space): -1 when v is outside [e0, eb) = [e[0], e[bins]) or
+ * NaN. e0 and eb come in registers: the local atomics could alias the table, so they would be reloaded. */
 #define DEFINE_BIN_OF(NAME, T, E, SPACE)                                                                            \
-    static int NAME(T v, SPACE const E *e, uint bins, float glo, float gscale)                                      \
+    static int NAME(T v, SPACE const E *e, E e0, E eb, uint bins, float glo, float gscale)                          \
     {                                                                                                               \
-        if (!(v >= e[0] && v < e[bins])) return -1;                                                                 \
+        if (!(v >= e0 && v < eb)) return -1;                                                                        \
         uint k = guess((float)v, glo, gscale, bins);                                                                \
         while (k > 0 && v < e[k]) k--;                                                                              \
         while (k < bins - 1 && v >= e[k + 1]) k++;                                                                  \
@@ -48,6 +49,7 @@ DEFINE_BIN_OF(bin_i32_global, int, long, __global)
         for (uint i = get_local_id(0); i <= bins; i += get_local_size(0)) le[i] = edges[i];                         \
         barrier(CLK_LOCAL_MEM_FENCE);                                                                               \
         __global const T *xs = x + offset;                                                                          \
+        const E e0 = le[0], eb = le[bins];                                                                          \
         FOR_EACH_VALUE(T, xs, len, ADD_LOCAL, BIN_OF)                                                               \
         barrier(CLK_LOCAL_MEM_FENCE);                                                                               \
         __global uint *row = partials + (ulong)get_group_id(0) * bins;                                              \
@@ -60,17 +62,18 @@ DEFINE_BIN_OF(bin_i32_global, int, long, __global)
                        ulong len, uint bins, float glo, float gscale)                                               \
     {                                                                                                               \
         __global const T *xs = x + offset;                                                                          \
+        const E e0 = edges[0], eb = edges[bins];                                                                    \
         FOR_EACH_VALUE(T, xs, len, ADD_GLOBAL, BIN_OF)                                                              \
     }
 
 #define ADD_LOCAL(v, BIN_OF)                                                                                        \
     {                                                                                                               \
-        const int k_ = BIN_OF((v), le, bins, glo, gscale);                                                          \
+        const int k_ = BIN_OF((v), le, e0, eb, bins, glo, gscale);                                                  \
         if (k_ >= 0) atomic_inc(lb + k_);                                                                           \
     }
 #define ADD_GLOBAL(v, BIN_OF)                                                                                       \
     {                                                                                                               \
-        const int k_ = BIN_OF((v), edges, bins, glo, gscale);                                                       \
+        const int k_ = BIN_OF((v), edges, e0, eb, bins, glo, gscale);                                               \
         if (k_ >= 0) atomic_inc(partials + k_);                                                                     \
     }
 

@@ -20,10 +20,11 @@ __device__ __forceinline__ unsigned guess(float v, float glo, float gscale, unsi
     return min((unsigned)fminf(t, 4.0e9f), bins - 1);
 }
 
+// e0 = e[0] and eb = e[bins], kept in registers by the caller (the shared-memory atomics could alias them).
 template <typename T, typename E>
-__device__ __forceinline__ int bin_of(T v, const E *e, unsigned bins, float glo, float gscale)
+__device__ __forceinline__ int bin_of(T v, const E *e, E e0, E eb, unsigned bins, float glo, float gscale)
 {
-    if (!(v >= e[0] && v < e[bins])) return -1; // also drops NaN
+    if (!(v >= e0 && v < eb)) return -1; // also drops NaN
     unsigned k = guess((float)v, glo, gscale, bins);
     while (k > 0 && v < e[k]) k--;
     while (k < bins - 1 && v >= e[k + 1]) k++;
@@ -65,8 +66,9 @@ __device__ void hist_local(const T *x, unsigned *partials, const E *edges, unsig
     for (unsigned i = threadIdx.x; i < bins; i += blockDim.x) lb[i] = 0;
     for (unsigned i = threadIdx.x; i <= bins; i += blockDim.x) le[i] = edges[i];
     __syncthreads();
+    const E e0 = le[0], eb = le[bins];
     for_each_value(x, offset, len, [&](T v) {
-        const int k = bin_of(v, le, bins, glo, gscale);
+        const int k = bin_of(v, le, e0, eb, bins, glo, gscale);
         if (k >= 0) atomicAdd(lb + k, 1u);
     });
     __syncthreads();
@@ -78,8 +80,9 @@ template <typename T, typename E>
 __device__ void hist_global(const T *x, unsigned *partials, const E *__restrict__ edges, unsigned long long offset,
                             unsigned long long len, unsigned bins, float glo, float gscale)
 {
+    const E e0 = edges[0], eb = edges[bins];
     for_each_value(x, offset, len, [&](T v) {
-        const int k = bin_of(v, edges, bins, glo, gscale);
+        const int k = bin_of(v, edges, e0, eb, bins, glo, gscale);
         if (k >= 0) atomicAdd(partials + k, 1u);
     });
 }

@@ -38,7 +38,7 @@ static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_
      * call per work-item: it does not vectorise this kernel either way.) */
     const uint64_t last = first + (n - 1);
     const uint64_t pairs = last / 2 - first / 2 + 1, need = (pairs + block - 1) / block;
-    uint32_t g = gpuws__saturating_blocks(ctx, cpu ? 4 : 8);
+    uint32_t g = gpuws__saturating_blocks(ctx, 4); /* one wave: 4 blocks of 256 fit an SM at <= 64 registers */
     if (need < g) g = (uint32_t)need;
     if (g > 1024) g = 1024; /* the final pass adds at most a few partials per thread */
     gpuws_buffer *partials;

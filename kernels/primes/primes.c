@@ -69,7 +69,7 @@ static gpuws_status sieve_gpu(gpuws_stream *s, uint32_t n, gpuws_buffer *out, gp
     const uint32_t base_block = pow2_block(ctx, cpu ? 64 : 1024);
     gpuws_launch_config c1 = {{1, 1, 1}, {base_block, 1, 1}};
     gpuws_arg a1[] = {gpuws_arg_buffer(base), gpuws_arg_u32(limit), gpuws_arg_u32(threshold),
-                      gpuws_arg_local((size_t)limit / 2 + 1), gpuws_arg_local((size_t)base_block * 8)};
+                      gpuws_arg_local((size_t)limit / 2 + 1), gpuws_arg_local((size_t)(base_block < 64 ? 64 : base_block) * 4)};
     if ((st = gpuws__launch_named(s, "primes_base", NULL, &c1, a1, GPUWS__NARGS(a1)))) return st;
 
     gpuws_launch_config c2 = {{nseg, 1, 1}, {block, 1, 1}};

@@ -49,39 +49,35 @@ __kernel void primes_base(__global uint *base, uint limit, uint threshold, __loc
             for (uint m = p * p + 2 * p * tid; m <= limit; m += 2 * p * nt) flags[m / 2] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+    /* ordered compaction: each work-item owns a contiguous run of flags; an inclusive scan (Hillis-Steele) of the
+     * per-item counts, both packed in one word (at most 23171 flags each), gives every item its first slot */
     const uint run = (nf + nt - 1) / nt, j0 = min(nf, tid * run), j1 = min(nf, j0 + run);
-    uint all = 0, small = 0;
-    for (uint j = j0; j < j1; j++) {
-        all += flags[j];
-        small += flags[j] && 2 * j + 1 <= threshold;
-    }
-    scan[tid] = all;
-    scan[nt + tid] = small;
+    uint packed = 0; /* all primes in the run (low 16 bits), those <= threshold (high 16 bits) */
+    for (uint j = j0; j < j1; j++) packed += flags[j] ? (2 * j + 1 <= threshold ? 0x10001u : 1u) : 0u;
+    scan[tid] = packed;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (tid == 0) {
-        uint a = 0, s = 0;
-        for (uint t = 0; t < nt; t++) {
-            const uint ca = scan[t], cs = scan[nt + t];
-            scan[t] = a;
-            scan[nt + t] = s;
-            a += ca;
-            s += cs;
-        }
-        base[0] = a;
-        base[1] = s;
+    for (uint o = 1; o < nt; o <<= 1) {
+        const uint v = tid >= o ? scan[tid - o] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        scan[tid] += v;
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    uint k = 2 + scan[tid];
+    if (tid == nt - 1) {
+        base[0] = scan[tid] & 0xffffu;
+        base[1] = scan[tid] >> 16;
+    }
+    uint k = 2 + ((scan[tid] - packed) & 0xffffu);
     for (uint j = j0; j < j1; j++)
         if (flags[j]) base[k++] = 2 * j + 1;
 }
 
+/* flags: seg_odd bytes, declared as uint4 so that the 16-byte initialising stores are aligned */
 __kernel void primes_sieve(__global int *out, __global uint *partials, __global const uint *base, uint n, uint seg_odd,
-                           uint write_out, __local uchar *flags, __local uint *red)
+                           uint write_out, __local uint4 *f4, __local uint *red)
 {
     const uint tid = get_local_id(0), nt = get_local_size(0);
     const uint lo = get_group_id(0) * 2u * seg_odd, hi = lo + 2u * seg_odd;
-    __local uint4 *f4 = (__local uint4 *)flags;
+    __local uchar *flags = (__local uchar *)f4;
     for (uint j = tid; j < seg_odd / 16; j += nt) f4[j] = (uint4)(0x01010101u);
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint nbase = base[0], nsmall = base[1];

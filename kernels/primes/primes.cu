@@ -50,10 +50,12 @@ extern "C" __global__ void primes_trial(int *out, unsigned *partials, unsigned n
 }
 
 // base[0] = number of odd primes <= limit, base[1] = how many of them are <= threshold, base[2..] = the primes,
-// ascending. One block; flags holds limit/2 + 1 bytes (flags[j] describes 2j + 1), scan 2 * blockDim.x uints.
+// ascending. One block (a multiple of 32 threads); flags holds limit/2 + 1 bytes (flags[j] describes 2j + 1);
+// scan needs 64 uints (the OpenCL kernel uses 2 * blockDim.x).
 extern "C" __global__ void primes_base(unsigned *base, unsigned limit, unsigned threshold, gpuws_local flags_bytes,
                                        gpuws_local scan_bytes)
 {
+    (void)scan_bytes;
     GPUWS_SHARED_BYTES();
     unsigned char *flags = gpuws_smem;
     unsigned *scan = reinterpret_cast<unsigned *>(gpuws_smem + ((flags_bytes.bytes + 15) & ~15ull));
@@ -66,30 +68,34 @@ extern "C" __global__ void primes_base(unsigned *base, unsigned limit, unsigned 
             for (unsigned m = p * p + 2 * p * tid; m <= limit; m += 2 * p * nt) flags[m / 2] = 0;
         __syncthreads();
     }
-    // ordered compaction: each thread owns a contiguous run of flags
+    // ordered compaction: each thread owns a contiguous run of flags; an exclusive block scan of the per-thread
+    // counts (both of them packed in one 32-bit word: at most 23171 flags each) gives every thread its first slot
     const unsigned run = (nf + nt - 1) / nt, j0 = min(nf, tid * run), j1 = min(nf, j0 + run);
-    unsigned all = 0, small = 0;
-    for (unsigned j = j0; j < j1; j++) {
-        all += flags[j];
-        small += flags[j] && 2 * j + 1 <= threshold;
+    unsigned packed = 0; // all primes in the run (low 16 bits), those <= threshold (high 16 bits)
+    for (unsigned j = j0; j < j1; j++) packed += flags[j] ? (2 * j + 1 <= threshold ? 0x10001u : 1u) : 0u;
+    const unsigned lane = tid & 31u, warp = tid >> 5;
+    unsigned incl = packed;
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= (unsigned)o) incl += v;
     }
-    scan[tid] = all;
-    scan[nt + tid] = small;
+    if (lane == 31) scan[warp] = incl;
     __syncthreads();
-    if (tid == 0) {
-        unsigned a = 0, s = 0;
-        for (unsigned t = 0; t < nt; t++) {
-            const unsigned ca = scan[t], cs = scan[nt + t];
-            scan[t] = a;
-            scan[nt + t] = s;
-            a += ca;
-            s += cs;
+    if (warp == 0) {
+        unsigned w = lane < (nt >> 5) ? scan[lane] : 0u, winc = w;
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned v = __shfl_up_sync(0xffffffffu, winc, o);
+            if (lane >= (unsigned)o) winc += v;
         }
-        base[0] = a;
-        base[1] = s;
+        scan[32 + lane] = winc - w; // exclusive prefix of the warp totals
+        if (lane == 31) {
+            base[0] = winc & 0xffffu;
+            base[1] = winc >> 16;
+        }
     }
     __syncthreads();
-    unsigned k = 2 + scan[tid];
+    const unsigned before = scan[32 + warp] + incl - packed;
+    unsigned k = 2 + (before & 0xffffu);
     for (unsigned j = j0; j < j1; j++)
         if (flags[j]) base[k++] = 2 * j + 1;
 }
