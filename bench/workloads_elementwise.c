@@ -295,7 +295,7 @@ static gpuws_status hl_setup(gpuws_context *ctx, bench_size size, void **state, 
     }
     c->bytes = 12.0 * (double)s->n; /* over the bus: two arrays up, one down */
     c->flops = 3.0 * (double)s->n;
-    snprintf(c->size_label, sizeof c->size_label, "%.0e f32 host->host", (double)s->n);
+    label_size(c->size_label, sizeof c->size_label, s->n, "f32 host->host");
     return GPUWS_OK;
 }
 
