@@ -108,9 +108,15 @@ static bool primes_check(void *p, char *msg, size_t n)
     uint64_t count = 0, want_count = 0;
     bool ok = got && want && !gpuws_buffer_read(s->out, 0, got, s->n * 4) && !gpuws_buffer_read(s->count, 0, &count, 8) &&
               !gpuws_primes_ref_sieve(want, s->n, &want_count);
-    if (!ok) snprintf(msg, n, "could not read the result back");
-    else if (count != want_count) ok = false, snprintf(msg, n, "%llu primes, want %llu", (unsigned long long)count, (unsigned long long)want_count);
-    else if (memcmp(got, want, s->n * 4) != 0) ok = false, snprintf(msg, n, "the flagged numbers differ from the sieve");
+    if (!ok) {
+        snprintf(msg, n, "could not read the result back");
+    } else if (count != want_count) {
+        ok = false;
+        snprintf(msg, n, "%llu primes, want %llu", (unsigned long long)count, (unsigned long long)want_count);
+    } else if (memcmp(got, want, s->n * 4) != 0) {
+        ok = false;
+        snprintf(msg, n, "the flagged numbers differ from the sieve");
+    }
     free(got);
     free(want);
     return ok;

@@ -1,7 +1,8 @@
 /* histogram: counts over equal bins of [lo, hi), bit-exact on every backend.
  *
- * Truth: NumPy's np.histogram on golden data (tests/data/histogram_golden.txt, made by tests/data/make_golden.py:
- * values on, beside and between edges, lo, hi, NaN, infinities), which defines bins exactly as gpuws does except
+ * Truth: NumPy's np.histogram on golden data (tests/data/histogram_golden.txt, made by
+ * tests/data/make_elementwise_golden.py: values on, beside and between edges, lo, hi, NaN, infinities), which
+ * defines bins exactly as gpuws does except
  * that NumPy counts hi in the last bin (the generator removes it). Then every backend against the reference on
  * random data, both dtypes, privatised (few bins) and global-atomic (many bins) variants, several chunks. */
 #include "support.h"
@@ -23,7 +24,7 @@ typedef struct {
 
 #define MAX_GOLDEN 8
 
-/* Reads every case of the golden file (format in tests/data/make_golden.py). */
+/* Reads every case of the golden file (format in tests/data/make_elementwise_golden.py). */
 static size_t read_golden(golden_case *cases)
 {
     const char *dir = getenv("GPUWS_TEST_DATA");

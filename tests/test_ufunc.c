@@ -1,8 +1,8 @@
 /* ufunc: the workshop's elementwise functions on every backend, arrays and scalars mixed.
  *
- * Truth: SciPy/NumPy float64 values of each formula (tests/data/ufunc_golden.txt, made by make_golden.py) for the
- * double-precision references. Every backend is then compared element by element with the reference evaluated in
- * double on the same f32 inputs, within the bound stated per function in gpuws/algorithms/ufunc.h and derived in
+ * Truth: SciPy/NumPy float64 values of each formula (tests/data/ufunc_golden.txt, made by
+ * make_elementwise_golden.py) for the double-precision references. Every backend is then compared element by
+ * element with the reference evaluated in double on the same f32 inputs, within the bound stated per function in gpuws/algorithms/ufunc.h and derived in
  * docs/algorithms/ufunc.md from the CUDA and OpenCL 1.2 ULP tables (u = 2^-24):
  *   gaussian_pdf    |err| <= (13 + 13|q|) u |ref|,  q = -0.5 ((x - mean)/sigma)^2
  *   polar_distance  |err| <= 16 u (|rho1| + |rho2|) + 10 u ref

@@ -93,7 +93,8 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
     const bool cpu = gpuws__is_cpu_device(ctx);
     const size_t es = dt == GPUWS_F32 ? sizeof(float) : sizeof(int64_t);
     const size_t lbins = (size_t)bins * 4, ledges = ((size_t)bins + 1) * es;
-    const bool local = align16(lbins) + align16(ledges) <= LOCAL_LIMIT && align16(lbins) + align16(ledges) <= ctx->info.shared_mem_bytes;
+    const size_t lbytes = align16(lbins) + align16(ledges);
+    const bool local = lbytes <= LOCAL_LIMIT && lbytes <= ctx->info.shared_mem_bytes;
     const uint32_t block = pow2_block(ctx, cpu ? 64 : 256);
     /* A few work-groups per compute unit; each local row costs a merge read, so rows * bins stays under 2^24. */
     const uint64_t chunk = chunk_size();

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden files for tests/test_histogram.c and tests/test_ufunc.c, made with NumPy and SciPy.
 
-Run from this folder:  python3 make_golden.py   (numpy >= 1.20, scipy >= 1.6; the files are deterministic: fixed
+Run from this folder:  python3 make_elementwise_golden.py   (numpy >= 1.20, scipy >= 1.6; the files are deterministic: fixed
 seeds, and every number is written exactly, floats in C99 hex notation that strtod reads back bit for bit).
 
 histogram_golden.txt: np.histogram(x.astype(np.float64), bins, range=(lo, hi)) -- float64 data so that NumPy's
@@ -48,7 +48,7 @@ def f32_case(lo, hi, bins, n):
 
 
 with open("histogram_golden.txt", "w") as f:
-    f.write("# made by make_golden.py: NumPy %s\n" % np.__version__)
+    f.write("# made by make_elementwise_golden.py: NumPy %s\n" % np.__version__)
     histogram_case(f, "f32", f32_case(-2.3, 4.1, 37, 1000), -2.3, 4.1, 37)
     histogram_case(f, "f32", f32_case(0.0, 1.0, 256, 1000), 0.0, 1.0, 256)
     histogram_case(f, "f32", f32_case(-1e6, 3.3e7, 300, 1000), -1e6, 3.3e7, 1000)
@@ -63,7 +63,7 @@ with open("histogram_golden.txt", "w") as f:
 f32 = lambda a: np.asarray(a, dtype=np.float32).astype(np.float64)
 
 with open("ufunc_golden.txt", "w") as f:
-    f.write("# made by make_golden.py: NumPy %s, SciPy %s\n" % (np.__version__, __import__("scipy").__version__))
+    f.write("# made by make_elementwise_golden.py: NumPy %s, SciPy %s\n" % (np.__version__, __import__("scipy").__version__))
     n = 40
     x, m, s = f32(rng.uniform(-10, 10, n)), f32(rng.uniform(-3, 3, n)), f32(rng.uniform(0.2, 4, n))
     for a, b, c, r in zip(x, m, s, stats.norm.pdf(x, loc=m, scale=s)):
