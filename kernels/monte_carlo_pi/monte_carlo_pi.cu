@@ -1,0 +1,72 @@
+// Monte Carlo pi: grid-stride over Philox4x32-10 calls (two samples each), per-thread 64-bit hit counts, a block
+// sum per block (monte_carlo_pi_partial), then one block adds the partials (monte_carlo_pi_final). No samples are
+// stored. Counts are exact integers, so every backend gives the same hits for the same (n, seed).
+#include "../common/gpuws_cuda.cuh"
+
+namespace {
+
+constexpr unsigned M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
+
+// x^2 + y^2 < 1 for x = (rx >> 8) * 2^-24, y = (ry >> 8) * 2^-24, exactly: two 32x32->64 multiply-adds.
+__device__ __forceinline__ unsigned inside(unsigned rx, unsigned ry)
+{
+    const unsigned a = rx >> 8, b = ry >> 8;
+    return (unsigned long long)a * a + (unsigned long long)b * b < (1ull << 48);
+}
+
+__device__ unsigned long long block_sum(unsigned long long v)
+{
+    __shared__ unsigned long long warp_sums[32];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    v = threadIdx.x < (blockDim.x >> 5) ? warp_sums[threadIdx.x] : 0ull;
+    if (warp == 0)
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+} // namespace
+
+// Samples first..last (inclusive); Philox call j gives samples 2j and 2j + 1, so the calls first/2..last/2 are
+// made and the two end calls may contribute one sample only.
+extern "C" __global__ void monte_carlo_pi_partial(unsigned long long *partials, unsigned long long first,
+                                                  unsigned long long last, unsigned key0, unsigned key1,
+                                                  gpuws_local scratch)
+{
+    (void)scratch;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x, jlast = last / 2;
+    unsigned long long hits = 0;
+    for (unsigned long long j = first / 2 + blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; j <= jlast;
+         j += stride) {
+        unsigned c0 = (unsigned)j, c1 = (unsigned)(j >> 32), c2 = 0, c3 = 0, k0 = key0, k1 = key1;
+#pragma unroll
+        for (int r = 0; r < 10; r++) {
+            const unsigned long long p0 = (unsigned long long)M0 * c0, p1 = (unsigned long long)M1 * c2;
+            const unsigned n0 = (unsigned)(p1 >> 32) ^ c1 ^ k0, n2 = (unsigned)(p0 >> 32) ^ c3 ^ k1;
+            c0 = n0;
+            c1 = (unsigned)p1;
+            c2 = n2;
+            c3 = (unsigned)p0;
+            k0 += W0;
+            k1 += W1;
+        }
+        const unsigned a = 2 * j >= first ? inside(c0, c1) : 0u, b = 2 * j + 1 <= last ? inside(c2, c3) : 0u;
+        hits += a + b;
+    }
+    const unsigned long long total = block_sum(hits);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+extern "C" __global__ void monte_carlo_pi_final(const unsigned long long *partials, unsigned long long *hits,
+                                                unsigned count, gpuws_local scratch)
+{
+    (void)scratch;
+    unsigned long long s = 0;
+    for (unsigned i = threadIdx.x; i < count; i += blockDim.x) s += partials[i];
+    s = block_sum(s);
+    if (threadIdx.x == 0) hits[0] = s;
+}
+
+GPUWS_CUDA_KERNELS(monte_carlo_pi, GPUWS_CUDA_KERNEL(monte_carlo_pi_partial), GPUWS_CUDA_KERNEL(monte_carlo_pi_final))

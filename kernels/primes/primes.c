@@ -1,0 +1,115 @@
+/* Host driver for primes: the sieve or the workshop's trial division on GPU backends, the references on the CPU. */
+#include "../common/driver.h"
+#include "primes_ref.h"
+
+#include <string.h>
+
+/* Work-group size: a power of two (the reductions need it), at most 256, at most what the device allows. */
+static uint32_t pow2_block(const gpuws_context *ctx, uint32_t want)
+{
+    uint32_t b = want;
+    while (b > ctx->info.max_block_size && b > 1) b /= 2;
+    return b;
+}
+
+static gpuws_status count_final(gpuws_stream *s, gpuws_buffer *partials, uint32_t nparts, gpuws_buffer *count)
+{
+    uint32_t block = pow2_block(s->ctx, gpuws__is_cpu_device(s->ctx) ? 64 : 1024);
+    gpuws_launch_config cfg = {{1, 1, 1}, {block, 1, 1}};
+    gpuws_arg a[] = {gpuws_arg_buffer(partials), gpuws_arg_buffer(count), gpuws_arg_u32(nparts),
+                     gpuws_arg_local((size_t)block * 8)};
+    return gpuws__launch_named(s, "primes_count_final", NULL, &cfg, a, GPUWS__NARGS(a));
+}
+
+static gpuws_status trial_gpu(gpuws_stream *s, uint32_t n, gpuws_buffer *out, gpuws_buffer *count)
+{
+    /* one thread per number, as the workshop launched it; PoCL prefers small groups */
+    uint32_t block = pow2_block(s->ctx, gpuws__is_cpu_device(s->ctx) ? 64 : 256);
+    uint32_t blocks = (uint32_t)(((uint64_t)n + block - 1) / block);
+    gpuws_buffer *partials;
+    gpuws_status st = gpuws__stream_scratch(s, 0, (size_t)blocks * 4, &partials);
+    if (st) return st;
+    gpuws_launch_config cfg = {{blocks, 1, 1}, {block, 1, 1}};
+    gpuws_arg a[] = {gpuws_arg_buffer(out ? out : partials), gpuws_arg_buffer(partials), gpuws_arg_u32(n),
+                     gpuws_arg_u32(out != NULL), gpuws_arg_local((size_t)block * 4)};
+    if ((st = gpuws__launch_named(s, "primes_trial", NULL, &cfg, a, GPUWS__NARGS(a)))) return st;
+    return count ? count_final(s, partials, blocks, count) : GPUWS_OK;
+}
+
+/* Odd numbers per segment (bytes of shared memory per work-group): the largest power of two from 1 Ki to 16 Ki
+ * that still gives every compute unit a few segments, so small n is spread over the whole GPU. */
+static uint32_t segment_odd(const gpuws_context *ctx, uint32_t n)
+{
+    const uint64_t want_segments = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) * 4;
+    uint32_t seg = 16384;
+    while (seg > 1024 && ((uint64_t)n + 2 * seg - 1) / (2 * seg) < want_segments) seg /= 2;
+    while (seg > 64 && seg + 4096 > ctx->info.shared_mem_bytes) seg /= 2;
+    return seg;
+}
+
+static gpuws_status sieve_gpu(gpuws_stream *s, uint32_t n, gpuws_buffer *out, gpuws_buffer *count)
+{
+    gpuws_context *ctx = s->ctx;
+    const bool cpu = gpuws__is_cpu_device(ctx);
+    const uint32_t limit = (uint32_t)gpuws_primes_isqrt(n ? n - 1 : 0); /* odd base primes p with p*p < n */
+    const uint32_t seg_odd = segment_odd(ctx, n);
+    /* Primes below this many have enough multiples per segment to share among the work-group; the cost of the
+     * two loops balances near sqrt(seg_odd * ln(seg_odd)) (see docs/algorithms/primes.md). */
+    const uint32_t threshold = (uint32_t)gpuws_primes_isqrt((uint64_t)seg_odd * 8);
+    const uint32_t nseg = (uint32_t)(((uint64_t)n + 2ull * seg_odd - 1) / (2ull * seg_odd));
+    const uint32_t block = pow2_block(ctx, cpu ? 64 : 256);
+    /* primes <= 46340 (sqrt(2^31)): 4791 odd ones, so the list plus its two counters fits 4800 words */
+    const size_t base_words = 2 + (size_t)limit / 2 + 1;
+    gpuws_buffer *base, *partials;
+    gpuws_status st;
+    if ((st = gpuws__stream_scratch(s, 0, (size_t)nseg * 4, &partials)) ||
+        (st = gpuws__stream_scratch(s, 1, base_words * 4, &base)))
+        return st;
+
+    const uint32_t base_block = pow2_block(ctx, cpu ? 64 : 1024);
+    gpuws_launch_config c1 = {{1, 1, 1}, {base_block, 1, 1}};
+    gpuws_arg a1[] = {gpuws_arg_buffer(base), gpuws_arg_u32(limit), gpuws_arg_u32(threshold),
+                      gpuws_arg_local((size_t)limit / 2 + 1), gpuws_arg_local((size_t)(base_block < 64 ? 64 : base_block) * 4)};
+    if ((st = gpuws__launch_named(s, "primes_base", NULL, &c1, a1, GPUWS__NARGS(a1)))) return st;
+
+    gpuws_launch_config c2 = {{nseg, 1, 1}, {block, 1, 1}};
+    gpuws_arg a2[] = {gpuws_arg_buffer(out ? out : partials), gpuws_arg_buffer(partials), gpuws_arg_buffer(base),
+                      gpuws_arg_u32(n), gpuws_arg_u32(seg_odd), gpuws_arg_u32(out != NULL),
+                      gpuws_arg_local(seg_odd), gpuws_arg_local((size_t)block * 4)};
+    if ((st = gpuws__launch_named(s, "primes_sieve", NULL, &c2, a2, GPUWS__NARGS(a2)))) return st;
+    return count ? count_final(s, partials, nseg, count) : GPUWS_OK;
+}
+
+gpuws_status gpuws_primes(gpuws_stream *s, gpuws_primes_variant variant, size_t n, gpuws_buffer *out, gpuws_buffer *count)
+{
+    gpuws_context *ctx;
+    gpuws_status st;
+    if (!out && !count)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "primes: arguments 'out' and 'count' are both NULL (nothing to compute)");
+    if ((st = gpuws__buffer_context(out ? out : count, out ? "out" : "count", &ctx)) ||
+        (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'")))
+        return st;
+    if (variant != GPUWS_PRIMES_FAST && variant != GPUWS_PRIMES_TRIAL)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "primes: variant %d is not a gpuws_primes_variant", (int)variant);
+    if (n > GPUWS_PRIMES_MAX_N)
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "primes: n = %zu exceeds 2^31: numbers from 2^31 on do not fit the int32 output", n);
+    if ((out && (st = gpuws__check_array(ctx, out, "out", n, sizeof(int32_t)))) ||
+        (count && (st = gpuws__check_array(ctx, count, "count", 1, sizeof(uint64_t)))))
+        return st;
+    if (n == 0) {
+        const uint64_t zero = 0;
+        return count ? gpuws_buffer_fill_async(s, count, 0, &zero, sizeof zero, sizeof zero) : GPUWS_OK;
+    }
+
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
+        uint64_t c;
+        int32_t *o = out ? gpuws__cpu_ptr(out) : NULL;
+        if (variant == GPUWS_PRIMES_TRIAL)
+            gpuws_primes_ref_trial(o, n, &c);
+        else if (gpuws_primes_ref_sieve(o, n, &c))
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "primes: the sieve's table of %zu bytes could not be allocated", n / 2 + 1);
+        if (count) memcpy(gpuws__cpu_ptr(count), &c, sizeof c);
+        return GPUWS_OK;
+    }
+    return variant == GPUWS_PRIMES_TRIAL ? trial_gpu(s, (uint32_t)n, out, count) : sieve_gpu(s, (uint32_t)n, out, count);
+}
