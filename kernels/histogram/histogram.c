@@ -19,11 +19,11 @@ static uint64_t chunk_size(void)
 /* Local memory the privatised variant may use per work-group (bins + edges); above it, global atomics. */
 #define LOCAL_LIMIT (32u * 1024u)
 
-static uint32_t pow2_block(const gpuws_context *ctx, uint32_t want)
+/* A power-of-two work-group for the named kernel, within its limit and the device's. */
+static gpuws_status pow2_block(gpuws_context *ctx, const char *kernel, uint32_t want, uint32_t *block)
 {
-    uint32_t b = want;
-    while (b > ctx->info.max_block_size && b > 1) b /= 2;
-    return b;
+    gpuws_kernel *k;
+    return gpuws__kernel_block(ctx, kernel, NULL, want, &k, block);
 }
 
 static size_t align16(size_t x) { return (x + 15) & ~(size_t)15; }
@@ -69,12 +69,14 @@ static gpuws_status make_edges(gpuws_stream *s, gpuws_dtype dt, double lo, doubl
     const char *force = gpuws__getenv("GPUWS_HISTOGRAM_HOST_EDGES");
     const size_t es = dt == GPUWS_F32 ? sizeof(float) : sizeof(int64_t), bytes = ((size_t)bins + 1) * es;
     if (ctx->info.fp64 && !(force && strcmp(force, "1") == 0)) {
-        const uint32_t block = pow2_block(ctx, 256);
+        const char *ename = dt == GPUWS_F32 ? "histogram_edges_f32" : "histogram_edges_i32";
+        uint32_t block;
+        gpuws_status st = pow2_block(ctx, ename, 256, &block);
+        if (st) return st;
         gpuws_launch_config cfg = gpuws__config_1d((size_t)bins + 1, block, UINT32_MAX);
         gpuws_arg a[] = {gpuws_arg_buffer(edges), gpuws_arg_f64(lo), gpuws_arg_f64((hi - lo) / (double)bins),
                          gpuws_arg_f64(hi), gpuws_arg_u32(bins)};
-        return gpuws__launch_named(s, dt == GPUWS_F32 ? "histogram_edges_f32" : "histogram_edges_i32", NULL, &cfg, a,
-                                   GPUWS__NARGS(a));
+        return gpuws__launch_named(s, ename, NULL, &cfg, a, GPUWS__NARGS(a));
     }
     void *host = malloc(bytes);
     if (!host) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "histogram: edge table of %u bins", bins);
@@ -95,7 +97,12 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
     const size_t lbins = (size_t)bins * 4, ledges = ((size_t)bins + 1) * es;
     const size_t lbytes = align16(lbins) + align16(ledges);
     const bool local = lbytes <= LOCAL_LIMIT && lbytes <= ctx->info.shared_mem_bytes;
-    const uint32_t block = pow2_block(ctx, cpu ? 64 : 256);
+    const char *kname = dt == GPUWS_F32 ? (local ? "histogram_f32_local" : "histogram_f32_global")
+                                        : (local ? "histogram_i32_local" : "histogram_i32_global");
+    uint32_t block, mblock;
+    gpuws_status st;
+    if ((st = pow2_block(ctx, kname, cpu ? 64 : 256, &block)) || (st = pow2_block(ctx, "histogram_merge", cpu ? 64 : 256, &mblock)))
+        return st;
     /* A few work-groups per compute unit; each local row costs a merge read, so rows * bins stays under 2^24. */
     const uint64_t chunk = chunk_size();
     uint32_t groups = gpuws__saturating_blocks(ctx, cpu ? 2 : 4);
@@ -106,7 +113,6 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
     const uint32_t rows = local ? groups : 1;
 
     gpuws_buffer *partials, *edges;
-    gpuws_status st;
     size_t pbytes;
     if (gpuws__mul_overflows((size_t)rows, lbins, &pbytes))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "histogram: %u rows of %u bins", rows, bins);
@@ -118,8 +124,6 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
     const float glo = (float)lo;
     const double scale = (double)bins / (hi - lo);
     const float gscale = scale > FLT_MAX ? FLT_MAX : (float)scale;
-    const char *kname = dt == GPUWS_F32 ? (local ? "histogram_f32_local" : "histogram_f32_global")
-                                        : (local ? "histogram_i32_local" : "histogram_i32_global");
     const uint32_t zero = 0;
     for (uint64_t off = 0; off < n; off += chunk) {
         const uint64_t len = n - off < chunk ? n - off : chunk;
@@ -129,7 +133,6 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
                          gpuws_arg_u64(off), gpuws_arg_u64(len), gpuws_arg_u32(bins), gpuws_arg_f32(glo),
                          gpuws_arg_f32(gscale), gpuws_arg_local(lbins), gpuws_arg_local(ledges)};
         if ((st = gpuws__launch_named(s, kname, NULL, &cfg, a, local ? GPUWS__NARGS(a) : GPUWS__NARGS(a) - 2))) return st;
-        const uint32_t mblock = pow2_block(ctx, cpu ? 64 : 256);
         gpuws_launch_config mcfg = gpuws__config_1d(bins, mblock, UINT32_MAX);
         gpuws_arg m[] = {gpuws_arg_buffer(partials), gpuws_arg_buffer(counts), gpuws_arg_u32(bins), gpuws_arg_u32(rows),
                          gpuws_arg_u32(off > 0)};

@@ -47,11 +47,13 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
     gpuws_arg a_flat[] = {gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts), gpuws_arg_u32(n32)};
     if ((st = gpuws__launch_named(s, "label_flatten", NULL, &c_flat, a_flat, GPUWS__NARGS(a_flat)))) return st;
 
-    uint32_t sblock = gpuws__is_cpu_device(ctx) ? 256 : 1024;
-    while (sblock > ctx->info.max_block_size && sblock > 32) sblock /= 2;
+    gpuws_kernel *kscan;
+    uint32_t sblock;
+    if ((st = gpuws__kernel_block(ctx, "label_scan", NULL, gpuws__is_cpu_device(ctx) ? 256 : 1024, &kscan, &sblock)))
+        return st;
     gpuws_launch_config c_scan = {{1, 1, 1}, {sblock, 1, 1}};
     gpuws_arg a_scan[] = {gpuws_arg_buffer(counts), gpuws_arg_u32((uint32_t)nchunks), gpuws_arg_local(sblock * sizeof(int32_t))};
-    if ((st = gpuws__launch_named(s, "label_scan", NULL, &c_scan, a_scan, GPUWS__NARGS(a_scan)))) return st;
+    if ((st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan)))) return st;
 
     const size_t threads = (n + LABEL_PER_THREAD - 1) / LABEL_PER_THREAD;
     gpuws_launch_config c_rel = gpuws__config_1d(threads, 256, UINT32_MAX);

@@ -5,13 +5,6 @@
 
 #include <string.h>
 
-static uint32_t pow2_block(const gpuws_context *ctx, uint32_t want)
-{
-    uint32_t b = want;
-    while (b > ctx->info.max_block_size && b > 1) b /= 2;
-    return b;
-}
-
 static gpuws_status check_range(uint64_t first, uint64_t n)
 {
     if (n && first > UINT64_MAX - (n - 1))
@@ -33,7 +26,12 @@ static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_
         return GPUWS_OK;
     }
     const bool cpu = gpuws__is_cpu_device(ctx);
-    const uint32_t block = pow2_block(ctx, cpu ? 64 : 256);
+    gpuws_kernel *kp, *kf;
+    uint32_t block, fblock;
+    gpuws_status st;
+    if ((st = gpuws__kernel_block(ctx, "monte_carlo_pi_partial", NULL, cpu ? 64 : 256, &kp, &block)) ||
+        (st = gpuws__kernel_block(ctx, "monte_carlo_pi_final", NULL, cpu ? 64 : 1024, &kf, &fblock)))
+        return st;
     /* Enough threads to fill the device; each runs a grid-stride loop of Philox calls. (PoCL is no faster with one
      * call per work-item: it does not vectorise this kernel either way.) */
     const uint64_t last = first + (n - 1);
@@ -42,16 +40,14 @@ static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_
     if (need < g) g = (uint32_t)need;
     if (g > 1024) g = 1024; /* the final pass adds at most a few partials per thread */
     gpuws_buffer *partials;
-    gpuws_status st = gpuws__stream_scratch(s, 0, (size_t)g * 8, &partials);
-    if (st) return st;
+    if ((st = gpuws__stream_scratch(s, 0, (size_t)g * 8, &partials))) return st;
     gpuws_launch_config c1 = {{g, 1, 1}, {block, 1, 1}};
     gpuws_arg a1[] = {gpuws_arg_buffer(partials), gpuws_arg_u64(first), gpuws_arg_u64(last), gpuws_arg_u32((uint32_t)seed),
                       gpuws_arg_u32((uint32_t)(seed >> 32)), gpuws_arg_local((size_t)block * 8)};
-    if ((st = gpuws__launch_named(s, "monte_carlo_pi_partial", NULL, &c1, a1, GPUWS__NARGS(a1)))) return st;
-    const uint32_t fblock = pow2_block(ctx, cpu ? 64 : 1024);
+    if ((st = gpuws_launch(s, kp, &c1, a1, GPUWS__NARGS(a1)))) return st;
     gpuws_launch_config c2 = {{1, 1, 1}, {fblock, 1, 1}};
     gpuws_arg a2[] = {gpuws_arg_buffer(partials), gpuws_arg_buffer(hits), gpuws_arg_u32(g), gpuws_arg_local((size_t)fblock * 8)};
-    return gpuws__launch_named(s, "monte_carlo_pi_final", NULL, &c2, a2, GPUWS__NARGS(a2));
+    return gpuws_launch(s, kf, &c2, a2, GPUWS__NARGS(a2));
 }
 
 gpuws_status gpuws_monte_carlo_pi(gpuws_stream *s, uint64_t first, uint64_t n, uint64_t seed, gpuws_buffer *hits)

@@ -4,35 +4,34 @@
 
 #include <string.h>
 
-/* Work-group size: a power of two (the reductions need it), at most 256, at most what the device allows. */
-static uint32_t pow2_block(const gpuws_context *ctx, uint32_t want)
-{
-    uint32_t b = want;
-    while (b > ctx->info.max_block_size && b > 1) b /= 2;
-    return b;
-}
 
 static gpuws_status count_final(gpuws_stream *s, gpuws_buffer *partials, uint32_t nparts, gpuws_buffer *count)
 {
-    uint32_t block = pow2_block(s->ctx, gpuws__is_cpu_device(s->ctx) ? 64 : 1024);
+    /* work-group sizes: powers of two (the reductions need it), at most what the kernel and device allow */
+    gpuws_kernel *k;
+    uint32_t block;
+    gpuws_status st = gpuws__kernel_block(s->ctx, "primes_count_final", NULL, gpuws__is_cpu_device(s->ctx) ? 64 : 1024, &k, &block);
+    if (st) return st;
     gpuws_launch_config cfg = {{1, 1, 1}, {block, 1, 1}};
     gpuws_arg a[] = {gpuws_arg_buffer(partials), gpuws_arg_buffer(count), gpuws_arg_u32(nparts),
                      gpuws_arg_local((size_t)block * 8)};
-    return gpuws__launch_named(s, "primes_count_final", NULL, &cfg, a, GPUWS__NARGS(a));
+    return gpuws_launch(s, k, &cfg, a, GPUWS__NARGS(a));
 }
 
 static gpuws_status trial_gpu(gpuws_stream *s, uint32_t n, gpuws_buffer *out, gpuws_buffer *count)
 {
     /* one thread per number, as the workshop launched it; PoCL prefers small groups */
-    uint32_t block = pow2_block(s->ctx, gpuws__is_cpu_device(s->ctx) ? 64 : 256);
+    gpuws_kernel *k;
+    uint32_t block;
+    gpuws_status st = gpuws__kernel_block(s->ctx, "primes_trial", NULL, gpuws__is_cpu_device(s->ctx) ? 64 : 256, &k, &block);
+    if (st) return st;
     uint32_t blocks = (uint32_t)(((uint64_t)n + block - 1) / block);
     gpuws_buffer *partials;
-    gpuws_status st = gpuws__stream_scratch(s, 0, (size_t)blocks * 4, &partials);
-    if (st) return st;
+    if ((st = gpuws__stream_scratch(s, 0, (size_t)blocks * 4, &partials))) return st;
     gpuws_launch_config cfg = {{blocks, 1, 1}, {block, 1, 1}};
     gpuws_arg a[] = {gpuws_arg_buffer(out ? out : partials), gpuws_arg_buffer(partials), gpuws_arg_u32(n),
                      gpuws_arg_u32(out != NULL), gpuws_arg_local((size_t)block * 4)};
-    if ((st = gpuws__launch_named(s, "primes_trial", NULL, &cfg, a, GPUWS__NARGS(a)))) return st;
+    if ((st = gpuws_launch(s, k, &cfg, a, GPUWS__NARGS(a)))) return st;
     return count ? count_final(s, partials, blocks, count) : GPUWS_OK;
 }
 
@@ -57,26 +56,29 @@ static gpuws_status sieve_gpu(gpuws_stream *s, uint32_t n, gpuws_buffer *out, gp
      * two loops balances near sqrt(seg_odd * ln(seg_odd)) (see docs/algorithms/primes.md). */
     const uint32_t threshold = (uint32_t)gpuws_primes_isqrt((uint64_t)seg_odd * 8);
     const uint32_t nseg = (uint32_t)(((uint64_t)n + 2ull * seg_odd - 1) / (2ull * seg_odd));
-    const uint32_t block = pow2_block(ctx, cpu ? 64 : 256);
+    gpuws_kernel *ksieve, *kbase;
+    uint32_t block, base_block;
+    gpuws_status st;
+    if ((st = gpuws__kernel_block(ctx, "primes_sieve", NULL, cpu ? 64 : 256, &ksieve, &block)) ||
+        (st = gpuws__kernel_block(ctx, "primes_base", NULL, cpu ? 64 : 1024, &kbase, &base_block)))
+        return st;
     /* primes <= 46340 (sqrt(2^31)): 4791 odd ones, so the list plus its two counters fits 4800 words */
     const size_t base_words = 2 + (size_t)limit / 2 + 1;
     gpuws_buffer *base, *partials;
-    gpuws_status st;
     if ((st = gpuws__stream_scratch(s, 0, (size_t)nseg * 4, &partials)) ||
         (st = gpuws__stream_scratch(s, 1, base_words * 4, &base)))
         return st;
 
-    const uint32_t base_block = pow2_block(ctx, cpu ? 64 : 1024);
     gpuws_launch_config c1 = {{1, 1, 1}, {base_block, 1, 1}};
     gpuws_arg a1[] = {gpuws_arg_buffer(base), gpuws_arg_u32(limit), gpuws_arg_u32(threshold),
                       gpuws_arg_local((size_t)limit / 2 + 1), gpuws_arg_local((size_t)(base_block < 64 ? 64 : base_block) * 4)};
-    if ((st = gpuws__launch_named(s, "primes_base", NULL, &c1, a1, GPUWS__NARGS(a1)))) return st;
+    if ((st = gpuws_launch(s, kbase, &c1, a1, GPUWS__NARGS(a1)))) return st;
 
     gpuws_launch_config c2 = {{nseg, 1, 1}, {block, 1, 1}};
     gpuws_arg a2[] = {gpuws_arg_buffer(out ? out : partials), gpuws_arg_buffer(partials), gpuws_arg_buffer(base),
                       gpuws_arg_u32(n), gpuws_arg_u32(seg_odd), gpuws_arg_u32(out != NULL),
                       gpuws_arg_local(seg_odd), gpuws_arg_local((size_t)block * 4)};
-    if ((st = gpuws__launch_named(s, "primes_sieve", NULL, &c2, a2, GPUWS__NARGS(a2)))) return st;
+    if ((st = gpuws_launch(s, ksieve, &c2, a2, GPUWS__NARGS(a2)))) return st;
     return count ? count_final(s, partials, nseg, count) : GPUWS_OK;
 }
 

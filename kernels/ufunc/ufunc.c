@@ -35,12 +35,15 @@ static gpuws_status check(gpuws_stream **s, operands *o, gpuws_buffer *out, gpuw
 
 /* 1-D grid for the map kernels: each work-item takes two 4-element groups per step. GPUs: a grid-stride loop over
  * a few blocks per compute unit; CPU OpenCL devices (PoCL): one work-item per pair of groups. */
-static gpuws_launch_config map_config(const gpuws_context *ctx, size_t n)
+static gpuws_status launch_mapped(gpuws_stream *s, const char *kernel, size_t n, const gpuws_arg *args, size_t nargs)
 {
-    const bool cpu = gpuws__is_cpu_device(ctx);
-    uint32_t block = cpu ? 64 : 256;
-    while (block > ctx->info.max_block_size && block > 1) block /= 2;
-    return gpuws__config_1d((n + 7) / 8, block, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 16));
+    const bool cpu = gpuws__is_cpu_device(s->ctx);
+    gpuws_kernel *k;
+    uint32_t block;
+    gpuws_status st = gpuws__kernel_block(s->ctx, kernel, NULL, cpu ? 64 : 256, &k, &block);
+    if (st) return st;
+    gpuws_launch_config cfg = gpuws__config_1d((n + 7) / 8, block, cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 16));
+    return gpuws_launch(s, k, &cfg, args, nargs);
 }
 
 static gpuws_status launch_map(gpuws_stream *s, const char *kernel, const operands *o, gpuws_buffer *out)
@@ -55,8 +58,7 @@ static gpuws_status launch_map(gpuws_stream *s, const char *kernel, const operan
     args[k++] = gpuws_arg_buffer(out);
     args[k++] = gpuws_arg_u64(o->n);
     args[k++] = gpuws_arg_u32(o->arrays);
-    gpuws_launch_config cfg = map_config(s->ctx, o->n);
-    return gpuws__launch_named(s, kernel, NULL, &cfg, args, k);
+    return launch_mapped(s, kernel, o->n, args, k);
 }
 
 /* The CPU backend: the double formula on the f32 inputs, rounded once. Operands are read before out is written
@@ -133,8 +135,10 @@ static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *o
         return GPUWS_OK;
     }
     const bool cpu = gpuws__is_cpu_device(ctx);
-    uint32_t block = cpu ? 64 : 256;
-    while (block > ctx->info.max_block_size && block > 1) block /= 2;
+    gpuws_kernel *kfind;
+    uint32_t block;
+    gpuws_status kst = gpuws__kernel_block(ctx, "ufunc_find_nan", NULL, cpu ? 64 : 256, &kfind, &block);
+    if (kst) return kst;
     gpuws_launch_config cfg = gpuws__config_1d(o->n, block, gpuws__saturating_blocks(ctx, cpu ? 4 : 8));
     const uint32_t groups = cfg.grid[0];
     uint64_t *host = malloc((size_t)groups * sizeof *host);
@@ -144,7 +148,7 @@ static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *o
     gpuws_arg a[] = {gpuws_arg_buffer(o->op[0].array ? (gpuws_buffer *)o->op[0].array : out),
                      gpuws_arg_buffer(o->op[1].array ? (gpuws_buffer *)o->op[1].array : out), gpuws_arg_buffer(partials),
                      gpuws_arg_u64(o->n), gpuws_arg_u32(o->arrays), gpuws_arg_local((size_t)block * 8)};
-    if (!st) st = gpuws__launch_named(s, "ufunc_find_nan", NULL, &cfg, a, GPUWS__NARGS(a));
+    if (!st) st = gpuws_launch(s, kfind, &cfg, a, GPUWS__NARGS(a));
     if (!st) st = gpuws_buffer_read_async(s, partials, 0, host, (size_t)groups * sizeof *host);
     if (!st) st = gpuws_stream_synchronize(s);
     for (uint32_t g = 0; !st && g < groups; g++)
@@ -221,11 +225,10 @@ gpuws_status gpuws_zero_suppress(gpuws_stream *s, gpuws_dtype dt, size_t n, cons
         }
         return GPUWS_OK;
     }
-    gpuws_launch_config cfg = map_config(ctx, dt == GPUWS_I16 ? n / 2 : n); /* i16: 8 per access, not 4 */
     gpuws_arg a[] = {gpuws_arg_buffer((gpuws_buffer *)w), gpuws_arg_buffer(out), gpuws_arg_u64(n),
                      dt == GPUWS_F32 ? gpuws_arg_f32(threshold_f32(threshold)) : gpuws_arg_i32(threshold_i16(threshold))};
-    return gpuws__launch_named(s, dt == GPUWS_F32 ? "ufunc_zero_suppress_f32" : "ufunc_zero_suppress_i16", NULL, &cfg, a,
-                               GPUWS__NARGS(a));
+    return launch_mapped(s, dt == GPUWS_F32 ? "ufunc_zero_suppress_f32" : "ufunc_zero_suppress_i16",
+                         dt == GPUWS_I16 ? n / 2 : n /* i16: 8 per access, not 4 */, a, GPUWS__NARGS(a));
 }
 
 /* ---- the hidden layer --------------------------------------------------------------------------------------- */
@@ -237,9 +240,8 @@ static void hidden_cpu(size_t n, const float *g, const float *w, float *out)
 
 static gpuws_status hidden_launch(gpuws_stream *s, gpuws_buffer *g, gpuws_buffer *w, gpuws_buffer *out, size_t offset, size_t n)
 {
-    gpuws_launch_config cfg = map_config(s->ctx, n);
     gpuws_arg a[] = {gpuws_arg_buffer(g), gpuws_arg_buffer(w), gpuws_arg_buffer(out), gpuws_arg_u64(offset), gpuws_arg_u64(n)};
-    return gpuws__launch_named(s, "ufunc_hidden_layer", NULL, &cfg, a, GPUWS__NARGS(a));
+    return launch_mapped(s, "ufunc_hidden_layer", n, a, GPUWS__NARGS(a));
 }
 
 gpuws_status gpuws_hidden_layer(gpuws_stream *s, size_t n, const gpuws_buffer *g, const gpuws_buffer *w, gpuws_buffer *out)
