@@ -40,13 +40,15 @@ if has build; then
     cat "$OUT/info.txt"
 fi
 
-if has test; then
+if has test || has test-nvidia; then
     log "tests: cpu + NVIDIA OpenCL + CUDA required"
-    ours env GPUWS_REQUIRE=cpu,opencl,cuda GPUWS_OPENCL_PLATFORM=NVIDIA \
+    ours env GPUWS_REQUIRE=cpu,opencl,cuda GPUWS_OPENCL_PLATFORM=NVIDIA timeout ${CTEST_TOTAL:-300} \
         ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$OUT/test-nvidia.log" 2>&1
     log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$OUT/test-nvidia.log")"
+fi
+if has test || has test-pocl; then
     log "tests: PoCL OpenCL required"
-    ours env GPUWS_REQUIRE=opencl GPUWS_TEST_BACKENDS=opencl GPUWS_OPENCL_PLATFORM=Portable \
+    ours env GPUWS_REQUIRE=opencl GPUWS_TEST_BACKENDS=opencl GPUWS_OPENCL_PLATFORM=Portable timeout ${CTEST_TOTAL:-300} \
         ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$OUT/test-pocl.log" 2>&1
     log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$OUT/test-pocl.log")"
     grep -hE "Synthesis" "$OUT"/test-*.log | sort | uniq -c >>"$OUT/summary.txt"
