@@ -87,3 +87,6 @@ if has bench; then
 fi
 
 log "done"
+# At most 8 files come back from the device machine: pack the logs into one archive, keep the results apart.
+(cd "$OUT" && tar czf logs.tar.gz --exclude=logs.tar.gz --exclude=results *.log *.txt *.err 2>/dev/null &&
+    find . -maxdepth 1 -type f ! -name logs.tar.gz ! -name summary.txt ! -name bench.txt ! -name peers.json -delete)
