@@ -88,5 +88,5 @@ fi
 
 log "done"
 # At most 8 files come back from the device machine: pack the logs into one archive, keep the results apart.
-(cd "$OUT" && tar czf logs.tar.gz --exclude=logs.tar.gz --exclude=results *.log *.txt *.err 2>/dev/null &&
+(cd "$OUT" && shopt -s nullglob && files=(*.log *.txt *.err) && tar czf logs.tar.gz "${files[@]}" &&
     find . -maxdepth 1 -type f ! -name logs.tar.gz ! -name summary.txt ! -name bench.txt ! -name peers.json -delete)
