@@ -7,44 +7,14 @@
  *   |got - ref| <= 2 (K + 1) u sum_taps |kernel * X|    (K = kh * kw taps, u = 2^-24 for f32, 2^-53 for f64)
  * which is Higham's bound for a sum of K products in any order (eq. 3.5, gamma_K ~ K u), doubled because the
  * reference has its own rounding (f32: accumulated in double, far smaller). sum |kernel * X| is computed by the
- * f64 reference on |image|, |kernel| and |fill|.
- *
- * Targets: the CPU backend (the reference itself), and on CUDA and OpenCL both kernels: the tiled one (what GPUs
- * run) and the direct one (what CPU devices run, and the fallback), forced with GPUWS_CONVOLVE_PATH. */
-#include "support.h"
+ * f64 reference on |image|, |kernel| and |fill|. Targets: see test_convolve.h. */
+#include "test_convolve.h"
 #include "convolve2d/convolve2d_ref.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Criterion passes parameters to other processes: no pointers in them. */
-typedef enum { PATH_NONE, PATH_TILED, PATH_DIRECT } kernel_path;
-static const char *const path_names[] = {"", "tiled", "direct"};
-
-typedef struct {
-    gpuws_backend_kind backend;
-    kernel_path path; /* GPUWS_CONVOLVE_PATH; PATH_NONE on the CPU backend */
-} target;
-
-static const target targets[] = {{GPUWS_BACKEND_CPU, PATH_NONE},     {GPUWS_BACKEND_OPENCL, PATH_TILED},
-                                 {GPUWS_BACKEND_OPENCL, PATH_DIRECT}, {GPUWS_BACKEND_CUDA, PATH_TILED},
-                                 {GPUWS_BACKEND_CUDA, PATH_DIRECT}};
-#define NTARGETS (sizeof targets / sizeof targets[0])
-
-static gpuws_context *open_target(const target *t)
-{
-    if (t->path != PATH_NONE) setenv("GPUWS_CONVOLVE_PATH", path_names[t->path], 1);
-    return test_open(t->backend);
-}
-
-static const char *target_name(const target *t)
-{
-    static char buf[64];
-    snprintf(buf, sizeof buf, "%s%s%s", test_backend_name(t->backend), t->path ? "/" : "", path_names[t->path]);
-    return buf;
-}
 
 ParameterizedTestParameters(convolve2d, matches_scipy_golden_files)
 {
@@ -57,17 +27,6 @@ typedef struct {
     size_t h, w, stride, kh, kw;
     gpuws_convolve2d_options opt;
 } problem;
-
-static void *to_dtype(const double *x, size_t n, gpuws_dtype dt)
-{
-    void *p = malloc(n * gpuws_dtype_size(dt) + 8);
-    cr_assert_not_null(p);
-    for (size_t i = 0; i < n; i++) {
-        if (dt == GPUWS_F32) ((float *)p)[i] = (float)x[i];
-        else ((double *)p)[i] = x[i];
-    }
-    return p;
-}
 
 static size_t image_elems(const problem *p) { return (p->h - 1) * (p->stride ? p->stride : p->w) + p->w; }
 
@@ -83,9 +42,7 @@ static double *run(gpuws_context *ctx, gpuws_dtype dt, const problem *p, const d
     TEST_OK(gpuws_convolve2d(NULL, dt, bi, p->h, p->w, p->stride, bk, p->kh, p->kw, &p->opt, bo));
     unsigned char *got = test_download(bo, no * es);
     test_check_guard(bo, no * es, "out");
-    double *out = malloc(no * sizeof *out + 8);
-    cr_assert_not_null(out);
-    for (size_t i = 0; i < no; i++) out[i] = dt == GPUWS_F32 ? (double)((float *)got)[i] : ((double *)got)[i];
+    double *out = to_double(got, no, dt);
     free(got);
     free(hi);
     free(hk);
@@ -134,7 +91,6 @@ static double *magnitudes(gpuws_dtype dt, const problem *p, const double *image,
     return s;
 }
 
-static const char *mode_name(gpuws_convolve_mode m) { return m == GPUWS_CONVOLVE_FULL ? "full" : m == GPUWS_CONVOLVE_SAME ? "same" : "valid"; }
 static const char *boundary_name(gpuws_convolve_boundary b) { return b == GPUWS_BOUNDARY_FILL ? "fill" : b == GPUWS_BOUNDARY_WRAP ? "wrap" : "symm"; }
 
 /* Asserts got agrees with the reference within the stated bound; NaN where and only where the reference has it. */

@@ -12,6 +12,7 @@
 // _direct_ One thread per output straight from global memory: the path for CPU OpenCL devices (PoCL vectorises
 //          across work-items) and the fallback for devices whose shared memory cannot hold even a small tile.
 #include "../common/gpuws_cuda.cuh"
+#include "convolve_vec.cuh"
 
 namespace {
 
@@ -38,26 +39,11 @@ __device__ __forceinline__ int extend(int i, int n, int boundary)
 // S is odd so that the pitch rule in convolve2d.c can make the lane rows of a warp bank-conflict free.
 template <typename T> struct Shape;
 template <> struct Shape<float> {
-    static constexpr int R = 8, C = 8, S = 5, LX = 4, VW = 4;
-    using V = float4;
+    static constexpr int R = 8, C = 8, S = 5, LX = 4;
 };
 template <> struct Shape<double> {
-    static constexpr int R = 8, C = 8, S = 3, LX = 2, VW = 2;
-    using V = double2;
+    static constexpr int R = 8, C = 8, S = 3, LX = 2;
 };
-
-template <typename T, int N> __device__ __forceinline__ void load_vec(T (&dst)[N], const T *src)
-{
-    using V = typename Shape<T>::V;
-    constexpr int VW = Shape<T>::VW;
-#pragma unroll
-    for (int q = 0; q < N / VW; q++) {
-        const V v = *reinterpret_cast<const V *>(src + q * VW);
-        const T *e = reinterpret_cast<const T *>(&v);
-#pragma unroll
-        for (int w = 0; w < VW; w++) dst[q * VW + w] = e[w];
-    }
-}
 
 // The FMAs of one input row and K kernel columns (K = C but for the kernel's last chunk): output row s of the
 // thread uses kernel row r - s. K is a template argument so that a last chunk of fewer taps runs as tight code,
@@ -86,7 +72,7 @@ __device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *
                       int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch)
 {
     using Sh = Shape<T>;
-    constexpr int R = Sh::R, C = Sh::C, S = Sh::S, LX = Sh::LX, LY = 32 / LX, VW = Sh::VW;
+    constexpr int R = Sh::R, C = Sh::C, S = Sh::S, LX = Sh::LX, LY = 32 / LX, VW = Vec16<T>::W;
     GPUWS_SHARED_BYTES();
     T *tile = reinterpret_cast<T *>(gpuws_smem);
     const int nthreads = blockDim.x, nwarps = nthreads >> 5, wy = nwarps / wx;
@@ -168,14 +154,7 @@ __device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *
         if (m >= OH || n >= OW) break;
         T *o = out + (size_t)m * OW + n;
         if (n + R <= OW && OW % VW == 0) {
-#pragma unroll
-            for (int q = 0; q < R / VW; q++) {
-                typename Sh::V v;
-                T *e = reinterpret_cast<T *>(&v);
-#pragma unroll
-                for (int w = 0; w < VW; w++) e[w] = acc[s][q * VW + w];
-                *reinterpret_cast<typename Sh::V *>(o + q * VW) = v;
-            }
+            store_vec(o, acc[s]);
         } else if (VW == 4 && n + R <= OW && OW % 2 == 0) {
 #pragma unroll
             for (int q = 0; q < R / 2; q++) *reinterpret_cast<float2 *>(o + 2 * q) = make_float2(acc[s][2 * q], acc[s][2 * q + 1]);

@@ -79,7 +79,10 @@ GPUWS_API gpuws_status gpuws_convolve1d_output_length(size_t n, size_t m, gpuws_
  * exist (zero outside), start = 0 (FULL), (min(n, m) - 1) / 2 (SAME), min(n, m) - 1 (VALID). Like NumPy, the
  * longer input plays the signal and the shorter the filter, so the result does not depend on their order.
  * dtype GPUWS_F32 or GPUWS_F64; a: n elements, v: m elements, out: gpuws_convolve1d_output_length elements, not
- * a or v. Accuracy as for gpuws_convolve2d with min(n, m) products per output. Errors as for gpuws_convolve2d. */
+ * a or v. Accuracy as for gpuws_convolve2d with min(n, m) products per output. Errors as for gpuws_convolve2d;
+ * lengths of 2^62 or more are GPUWS_ERR_UNSUPPORTED.
+ * GPU backends stage signal segments and up to 2048 flipped taps at a time in shared memory and compute 4 (f32) or
+ * 2 (f64) outputs per thread from registers, one 16-byte store each. */
 GPUWS_API gpuws_status gpuws_convolve1d(gpuws_stream *stream, gpuws_dtype dtype, const gpuws_buffer *a, size_t n,
                                         const gpuws_buffer *v, size_t m, gpuws_convolve_mode mode, gpuws_buffer *out);
 
