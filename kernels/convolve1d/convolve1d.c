@@ -33,9 +33,10 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
         return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", NULL, &cfg,
                                    args, GPUWS__NARGS(args));
     }
-    /* CPU devices: one work-item per output in groups of 64 (PoCL vectorises across them); elsewhere grid-stride */
+    /* each work-item computes 256 bytes of outputs (4 SIMD vectors on a CPU), grid-strided; groups of 8 on CPUs */
     const bool cpu = gpuws__is_cpu_device(ctx);
-    gpuws_launch_config cfg = gpuws__config_1d(g->out_n, cpu ? 64 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 16));
+    const size_t items = (g->out_n + 256 / es - 1) / (256 / es);
+    gpuws_launch_config cfg = gpuws__config_1d(items, cpu ? 8 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 16));
     if (cfg.grid[0] > ctx->info.max_grid_dims[0]) cfg.grid[0] = (uint32_t)ctx->info.max_grid_dims[0];
     gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)sig), gpuws_arg_buffer((gpuws_buffer *)filt),
                         gpuws_arg_buffer(out), gpuws_arg_u64(n), gpuws_arg_u64(ms), gpuws_arg_i64(base),

@@ -1,6 +1,6 @@
 /* convolve1d: numpy.convolve, the same two kernels as convolve1d.cu with the same parameters (design notes there):
  *   convolve1d_tiled_*   signal segment and flipped filter block in local memory, R outputs per work-item (GPUs)
- *   convolve1d_direct_*  one work-item per output from global memory (CPU devices)
+ *   convolve1d_direct_*  4 SIMD vectors of outputs per work-item from global memory (CPU devices)
  * out[t] = sum_j filt[ms-1-j] * sig[t + base + j], zero outside sig (sig is the longer input). */
 
 #define UNROLL _Pragma("unroll")
@@ -79,32 +79,45 @@
 #define STOREV_4(a) (float4)((a)[0], (a)[1], (a)[2], (a)[3])
 #define STOREV_2(a) (double2)((a)[0], (a)[1])
 
-/* One work-item per output: the taps that meet the signal, in tap order; no bounds checks inside the signal. */
-#define DEFINE_DIRECT(NAME, T)                                                                                  \
+/* The direct kernel: one work-item per 4 x DV consecutive outputs, for CPU devices, where DV outputs are one SIMD
+ * vector VT and the 4 vectors 4 independent FMA chains (PoCL does not vectorise a tap loop across work-items). Away
+ * from the signal's ends, unaligned vector loads; near them, output by output over the taps that meet the signal. */
+#define DEFINE_DIRECT(NAME, T, VT, DV)                                                                          \
     __kernel void convolve1d_direct_##NAME(__global const T *sig, __global const T *filt, __global T *out,      \
                                            ulong n, ulong ms, long base, ulong out_n)                            \
     {                                                                                                           \
-        for (ulong t = get_global_id(0); t < out_n; t += get_global_size(0)) {                                  \
-            const long lo = (long)t + base; /* signal index met by flipped tap 0 */                             \
-            __global const T *f = filt + ms - 1;                                                                \
-            T acc = (T)0;                                                                                       \
-            if (lo >= 0 && lo + (long)ms <= (long)n) {                                                          \
+        const ulong stride = get_global_size(0) * 4 * DV;                                                       \
+        __global const T *f = filt + ms - 1; /* flipped tap j is f[-j] */                                       \
+        for (ulong t0 = get_global_id(0) * 4 * DV; t0 < out_n; t0 += stride) {                                  \
+            const long lo = (long)t0 + base; /* signal index met by flipped tap 0 of output t0 */               \
+            if (t0 + 4 * DV <= out_n && lo >= 0 && lo + 4 * DV + (long)ms - 1 <= (long)n) {                     \
+                VT a0 = (VT)0, a1 = (VT)0, a2 = (VT)0, a3 = (VT)0;                                              \
                 __global const T *s = sig + lo;                                                                 \
-                for (ulong j = 0; j < ms; j++) acc += f[-(long)j] * s[j];                                       \
-            } else {                                                                                            \
                 for (ulong j = 0; j < ms; j++) {                                                                \
-                    const long g = lo + (long)j;                                                                \
+                    const T h = f[-(long)j];                                                                    \
+                    a0 += h * vload##DV(0, s + j), a1 += h * vload##DV(1, s + j);                               \
+                    a2 += h * vload##DV(2, s + j), a3 += h * vload##DV(3, s + j);                               \
+                }                                                                                               \
+                vstore##DV(a0, 0, out + t0), vstore##DV(a1, 1, out + t0), vstore##DV(a2, 2, out + t0),          \
+                    vstore##DV(a3, 3, out + t0);                                                                \
+                continue;                                                                                       \
+            }                                                                                                   \
+            for (ulong t = t0; t < t0 + 4 * DV && t < out_n; t++) {                                             \
+                const long l = (long)t + base;                                                                  \
+                T acc = (T)0;                                                                                   \
+                for (ulong j = 0; j < ms; j++) {                                                                \
+                    const long g = l + (long)j;                                                                 \
                     if (g >= 0 && g < (long)n) acc += f[-(long)j] * sig[g];                                     \
                 }                                                                                               \
+                out[t] = acc;                                                                                   \
             }                                                                                                   \
-            out[t] = acc;                                                                                       \
         }                                                                                                       \
     }
 
 DEFINE_TILED(f32, float, float4, 4, 4)
-DEFINE_DIRECT(f32, float)
+DEFINE_DIRECT(f32, float, float16, 16)
 
 #ifdef GPUWS_FP64
 DEFINE_TILED(f64, double, double2, 2, 2)
-DEFINE_DIRECT(f64, double)
+DEFINE_DIRECT(f64, double, double8, 8)
 #endif

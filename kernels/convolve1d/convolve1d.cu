@@ -7,7 +7,7 @@
 //          segment in shared memory, then each thread slides an R + C value window over it, C = 8 taps per chunk,
 //          R * C FMAs per chunk from registers. The signal is read once (plus a halo of the filter's length per
 //          block) and the output written once: the kernel is memory-bound for short filters.
-// _direct_ One thread per output from global memory (CPU OpenCL devices).
+// _direct_ 64 (f32) / 32 (f64) outputs per thread from global memory (CPU OpenCL devices, as 4 SIMD vectors).
 #include "../common/gpuws_cuda.cuh"
 #include "../convolve2d/convolve_vec.cuh"
 
@@ -91,21 +91,24 @@ __device__ void tiled(const T *__restrict__ sig, const T *__restrict__ filt, T *
     }
 }
 
-// One thread per output: sum over the taps that meet the signal, in tap order.
+// 256 bytes of consecutive outputs per thread (as many as the OpenCL kernel's 4 SIMD vectors, so both take the same
+// launch), grid-strided, each over the taps that meet the signal in tap order. Only a fallback on GPUs.
 template <typename T>
 __device__ void direct(const T *__restrict__ sig, const T *__restrict__ filt, T *__restrict__ out, unsigned long long n,
                        unsigned long long ms, long long base, unsigned long long out_n)
 {
-    for (unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; t < out_n;
-         t += (unsigned long long)gridDim.x * blockDim.x) {
-        const long long lo = (long long)t + base; // signal index met by flipped tap 0
-        T acc = T(0);
-        for (unsigned long long j = 0; j < ms; j++) {
-            const long long g = lo + (long long)j;
-            if (g >= 0 && g < (long long)n) acc = fma(filt[ms - 1 - j], sig[g], acc);
+    constexpr unsigned DV = 256 / sizeof(T);
+    for (unsigned long long t0 = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) * DV; t0 < out_n;
+         t0 += (unsigned long long)gridDim.x * blockDim.x * DV)
+        for (unsigned long long t = t0; t < t0 + DV && t < out_n; t++) {
+            const long long lo = (long long)t + base; // signal index met by flipped tap 0
+            T acc = T(0);
+            for (unsigned long long j = 0; j < ms; j++) {
+                const long long g = lo + (long long)j;
+                if (g >= 0 && g < (long long)n) acc = fma(filt[ms - 1 - j], sig[g], acc);
+            }
+            out[t] = acc;
         }
-        out[t] = acc;
-    }
 }
 
 } // namespace

@@ -142,11 +142,13 @@ static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__
                                   const gpuws_buffer *image, const gpuws_buffer *kernel, gpuws_buffer *out)
 {
     const gpuws_context *ctx = s->ctx;
-    /* CPU devices: 64 work-items along a row (PoCL vectorises across them); GPUs: 32 x 4 */
-    const uint32_t bx = gpuws__is_cpu_device(ctx) ? 64 : 32, by = gpuws__is_cpu_device(ctx) ? 1 : 4;
+    /* each work-item computes 256 bytes of outputs of a row (4 SIMD vectors on a CPU); CPU devices get groups of
+     * 8 work-items along a row, GPUs 32 x 4 */
+    const size_t dv = 256 / gpuws_dtype_size(dt), items = (g->ow + dv - 1) / dv;
+    const uint32_t bx = gpuws__is_cpu_device(ctx) ? 8 : 32, by = gpuws__is_cpu_device(ctx) ? 1 : 4;
     uint64_t gy = (g->oh + by - 1) / by;
     if (gy > ctx->info.max_grid_dims[1]) gy = ctx->info.max_grid_dims[1]; /* the kernel strides over the rest */
-    gpuws_launch_config cfg = {{(uint32_t)((g->ow + bx - 1) / bx), (uint32_t)gy, 1}, {bx, by, 1}};
+    gpuws_launch_config cfg = {{(uint32_t)((items + bx - 1) / bx), (uint32_t)gy, 1}, {bx, by, 1}};
     gpuws_arg args[] = {
         gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)kernel), gpuws_arg_buffer(out),
         gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),

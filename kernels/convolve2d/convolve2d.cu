@@ -9,8 +9,9 @@
 //          Bank conflicts: a lane's R values span 32 bytes (f32) or 64 (f64); the lanes of a warp are laid out
 //          LX across by 32/LX down and the host picks the tile pitch so that consecutive lane rows land 16 bytes
 //          apart in the banks: each quarter-warp's 16-byte loads then hit 8 distinct bank groups.
-// _direct_ One thread per output straight from global memory: the path for CPU OpenCL devices (PoCL vectorises
-//          across work-items) and the fallback for devices whose shared memory cannot hold even a small tile.
+// _direct_ 64 (f32) / 32 (f64) outputs of a row per thread straight from global memory: the path for CPU OpenCL
+//          devices (where they are 4 SIMD vectors) and the fallback for devices whose shared memory cannot hold even
+//          a small tile.
 #include "../common/gpuws_cuda.cuh"
 #include "convolve_vec.cuh"
 
@@ -193,16 +194,18 @@ __device__ __forceinline__ void direct_one(const T *__restrict__ img, const T *_
 }
 
 
-// One thread per output, SciPy's order (kernel rows then columns, unflipped). 2-D grid of (x, y) threads.
+// DV outputs of a row per thread (as many as the OpenCL kernel's 4 SIMD vectors, so both take the same launch),
+// rows grid-strided, each output in SciPy's order (kernel rows then columns, unflipped). Only a fallback on GPUs.
 template <typename T>
 __device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
                        unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, int om, int on,
                        int boundary, T fill)
 {
-    const int n = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n >= OW) return;
+    constexpr int DV = 256 / sizeof(T);
+    const int n0 = (blockIdx.x * blockDim.x + threadIdx.x) * DV;
     for (int m = blockIdx.y * blockDim.y + threadIdx.y; m < OH; m += gridDim.y * blockDim.y)
-        direct_one(img, kern, out, stride, H, W, kh, kw, OW, m, n, om, on, boundary, fill);
+        for (int n = n0; n < n0 + DV && n < OW; n++)
+            direct_one(img, kern, out, stride, H, W, kh, kw, OW, m, n, om, on, boundary, fill);
 }
 
 } // namespace
