@@ -267,10 +267,11 @@ typedef struct {
 /* Odd, even and non-square kernels; a kernel larger than the image; a 1x1 image; sizes that are not multiples of
  * any tile (the tiled kernel's tiles are 32..256 wide and 40..240 tall); a padded row stride; a kernel of 15 columns,
  * whose second chunk of 8 is partial, as in the workshop; rows wide enough for the direct kernel's vector paths
- * (64 f32 / 32 f64 outputs per work-item, all inside the image or only some), with rows outside it. */
+ * (64 f32 / 32 f64 outputs per work-item, all inside the image or only some), with rows outside it; a kernel wider
+ * than the direct kernel's edge segments of 32 columns. */
 static const shape shapes[] = {
     {37, 53, 0, 3, 3}, {20, 31, 0, 4, 6}, {29, 17, 3, 7, 2}, {5, 6, 0, 9, 13}, {1, 1, 0, 3, 3},
-    {131, 77, 5, 15, 15}, {2, 300, 0, 1, 17}, {9, 400, 2, 5, 7},
+    {131, 77, 5, 15, 15}, {2, 300, 0, 1, 17}, {9, 400, 2, 5, 7}, {12, 90, 0, 3, 40},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 

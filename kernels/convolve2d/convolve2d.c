@@ -195,6 +195,12 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     bool tiled = !gpuws__is_cpu_device(ctx);
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
     tiled_plan p;
-    if (tiled && plan_tiled(ctx, &g, dt, &p)) return launch_tiled(s, dt, &g, &p, image, kernel, out);
+    if (tiled && plan_tiled(ctx, &g, dt, &p)) {
+        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: tiled, %d x %d warps, tiles %d x %d, kernel blocks %d x %d, "
+                   "pitch %d, %zu bytes local, %llu blocks", gpuws_dtype_name(dt), p.wx, p.wy, p.th, p.tw, p.kbh,
+                   p.kbw, p.pitch, p.local_bytes, (unsigned long long)p.blocks);
+        return launch_tiled(s, dt, &g, &p, image, kernel, out);
+    }
+    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: direct", gpuws_dtype_name(dt));
     return launch_direct(s, dt, &g, image, kernel, out);
 }

@@ -155,19 +155,33 @@ static inline int conv_extend(int i, int n, int boundary)
 
 /* The direct kernel: one work-item per 4 x DV consecutive outputs of a row (rows grid-strided), for CPU devices,
  * where DV outputs are one SIMD vector VT and the 4 vectors are 4 independent FMA chains (PoCL does not vectorise
- * a tap loop across work-items, and one chain would wait on the FMA latency). Where a vector's columns lie inside
- * the image it is computed with unaligned vector loads, its rows mapped by the boundary rule once per kernel row
- * (fill rows multiply the fill value); elsewhere output by output. Kernel rows then columns, unflipped (SciPy's
- * order). */
+ * a tap loop across work-items, and one chain would wait on the FMA latency). Kernel rows then columns, unflipped
+ * (SciPy's order); each kernel row's image row is mapped by the boundary rule once (fill rows multiply the fill
+ * value). A vector whose columns lie inside the image reads them with unaligned vector loads; one at the image's
+ * left or right edge first gathers its extended columns (boundary rule per column) into a private row segment of
+ * DV + EXT_TAPS - 1 values, EXT_TAPS kernel columns at a time, and reads that the same way. */
 #define DIRECT_VECTORS 4
+#define EXT_TAPS 32
+#define DIRECT_INSIDE(n, DV) ((n) + (DV) <= OW && (n) + on - (kw - 1) >= 0 && (n) + on + (DV) <= W)
 
-/* acc (VT) += kernel row j x the image row that output row m's tap row j reads, for the DV outputs from n */
-#define DIRECT_ROW(acc, T, DV, n)                                                                               \
+/* acc (VT) += kernel row j times the extended image row rr (-1: fill), for the DV outputs from column n */
+#define DIRECT_ROW(acc, T, DV, n, inside)                                                                       \
     if (rr < 0) {                                                                                               \
         for (int k = 0; k < kw; k++) acc += hrow[k] * fill;                                                     \
-    } else {                                                                                                    \
+    } else if (inside) {                                                                                        \
         __global const T *irow = img + (size_t)rr * stride + (n) + on;                                          \
         for (int k = 0; k < kw; k++) acc += hrow[k] * vload##DV(0, irow - k);                                   \
+    } else {                                                                                                    \
+        __global const T *irow = img + (size_t)rr * stride;                                                     \
+        for (int k0 = 0; k0 < kw; k0 += EXT_TAPS) {                                                             \
+            const int kc = min(EXT_TAPS, kw - k0), c0 = (n) + on - (k0 + kc - 1);                               \
+            T ext[DV + EXT_TAPS];                                                                               \
+            for (int v = 0; v < DV + kc - 1; v++) {                                                             \
+                const int cc = conv_extend(c0 + v, W, boundary);                                                \
+                ext[v] = cc < 0 ? fill : irow[cc];                                                              \
+            }                                                                                                   \
+            for (int k = k0; k < k0 + kc; k++) acc += hrow[k] * vload##DV(0, ext + (k0 + kc - 1 - k));          \
+        }                                                                                                       \
     }
 
 #define DEFINE_DIRECT(NAME, T, VT, DV)                                                                          \
@@ -177,16 +191,12 @@ static inline int conv_extend(int i, int n, int boundary)
     {                                                                                                           \
         const int n0 = (int)get_global_id(0) * (DIRECT_VECTORS * DV);                                           \
         if (n0 >= OW) return;                                                                                   \
-        /* vectors [n0, first_scalar) have all their columns inside the image and the output */                 \
-        int inside = 0;                                                                                         \
-        while (inside < DIRECT_VECTORS) {                                                                       \
-            const int n = n0 + inside * DV;                                                                     \
-            if (n + DV > OW || n + on - (kw - 1) < 0 || n + on + DV > W) break;                                 \
-            inside++;                                                                                           \
-        }                                                                                                       \
+        /* a vector is inside when all its outputs exist and all the columns it reads lie in the image */       \
+        bool all_inside = true;                                                                                 \
+        for (int q = 0; q < DIRECT_VECTORS; q++) all_inside = all_inside && DIRECT_INSIDE(n0 + q * DV, DV);      \
         for (int m = (int)get_global_id(1); m < OH; m += (int)get_global_size(1)) {                             \
             __global T *o = out + (size_t)m * OW;                                                               \
-            if (inside == DIRECT_VECTORS) {                                                                     \
+            if (all_inside) {                                                                                   \
                 VT a0 = (VT)0, a1 = (VT)0, a2 = (VT)0, a3 = (VT)0;                                              \
                 for (int j = 0; j < kh; j++) {                                                                  \
                     const int rr = conv_extend(m + om - j, H, boundary);                                        \
@@ -211,26 +221,21 @@ static inline int conv_extend(int i, int n, int boundary)
                     vstore##DV(a3, 3, o + n0);                                                                  \
                 continue;                                                                                       \
             }                                                                                                   \
-            for (int q = 0; q < inside; q++) {                                                                  \
+            for (int q = 0; q < DIRECT_VECTORS && n0 + q * DV < OW; q++) {                                      \
+                const int n = n0 + q * DV;                                                                      \
                 VT acc = (VT)0;                                                                                 \
                 for (int j = 0; j < kh; j++) {                                                                  \
                     const int rr = conv_extend(m + om - j, H, boundary);                                        \
                     __global const T *hrow = kern + (size_t)j * kw;                                             \
-                    DIRECT_ROW(acc, T, DV, n0 + q * DV)                                                         \
+                    DIRECT_ROW(acc, T, DV, n, DIRECT_INSIDE(n, DV))                                             \
                 }                                                                                               \
-                vstore##DV(acc, q, o + n0);                                                                     \
-            }                                                                                                   \
-            for (int n = n0 + inside * DV; n < n0 + DIRECT_VECTORS * DV && n < OW; n++) {                       \
-                T acc = (T)0;                                                                                   \
-                for (int j = 0; j < kh; j++) {                                                                  \
-                    const int rr = conv_extend(m + om - j, H, boundary);                                        \
-                    __global const T *hrow = kern + (size_t)j * kw;                                             \
-                    for (int k = 0; k < kw; k++) {                                                              \
-                        const int cc = rr < 0 ? -1 : conv_extend(n + on - k, W, boundary);                      \
-                        acc += hrow[k] * (cc < 0 ? fill : img[(size_t)rr * stride + cc]);                       \
-                    }                                                                                           \
+                if (n + DV <= OW) {                                                                             \
+                    vstore##DV(acc, 0, o + n);                                                                  \
+                } else {                                                                                        \
+                    T lanes[DV];                                                                                \
+                    vstore##DV(acc, 0, lanes);                                                                  \
+                    for (int i = 0; n + i < OW; i++) o[n + i] = lanes[i];                                       \
                 }                                                                                               \
-                o[n] = acc;                                                                                     \
             }                                                                                                   \
         }                                                                                                       \
     }
