@@ -1,10 +1,90 @@
+/* Convolution, the workshop's first exercise: scipy.signal.convolve2d and numpy.convolve, exactly.
+ *
+ * Both are true convolutions (the kernel is flipped), in f32 or f64, with SciPy's / NumPy's output shapes,
+ * centring and boundary rules, and their errors turned into gpuws statuses. See docs/algorithms/convolve.md. */
 #ifndef GPUWS_ALG_CONVOLVE_H
 #define GPUWS_ALG_CONVOLVE_H
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* (declarations of the convolve algorithm come with its implementation) */
+/* Output size, as SciPy and NumPy name it:
+ *   FULL  every position where image and kernel overlap: (H + kh - 1) x (W + kw - 1)
+ *   SAME  the size of the image (for convolve1d: of the longer input), centred like SciPy / NumPy: output row m
+ *         is full row m + (kh - 1) / 2 (integer division; so an even kernel's extra tap falls on the leading side)
+ *   VALID only positions where one input lies wholly inside the other: (H - kh + 1) x (W - kw + 1), or, when the
+ *         kernel is at least as large as the image in every dimension, (kh - H + 1) x (kw - W + 1) (SciPy swaps
+ *         the inputs). When neither is at least as large as the other in every dimension SciPy raises ValueError:
+ *         here GPUWS_ERR_INVALID_ARGUMENT. */
+typedef enum gpuws_convolve_mode { GPUWS_CONVOLVE_FULL = 0, GPUWS_CONVOLVE_SAME = 1, GPUWS_CONVOLVE_VALID = 2 } gpuws_convolve_mode;
+
+/* What lies outside the image (scipy.signal.convolve2d's `boundary`):
+ *   FILL  the value options.fill_value (SciPy's fillvalue; default 0)
+ *   WRAP  the image repeated periodically (pixel i is pixel i mod H)
+ *   SYMM  the image mirrored about its edges, edge pixel included (... 1 0 | 0 1 2 ... H-1 | H-1 H-2 ...),
+ *         repeated with period 2H: exactly what SciPy computes, also when the kernel is larger than the image.
+ * In VALID mode no output reads outside the image, so the boundary does not matter. */
+typedef enum gpuws_convolve_boundary { GPUWS_BOUNDARY_FILL = 0, GPUWS_BOUNDARY_WRAP = 1, GPUWS_BOUNDARY_SYMM = 2 } gpuws_convolve_boundary;
+
+typedef struct gpuws_convolve2d_options {
+    gpuws_convolve_mode mode;         /* default GPUWS_CONVOLVE_FULL (SciPy's default) */
+    gpuws_convolve_boundary boundary; /* default GPUWS_BOUNDARY_FILL */
+    double fill_value;                /* default 0; rounded to f32 for f32 convolutions; any value, NaN included */
+} gpuws_convolve2d_options;
+#define GPUWS_CONVOLVE2D_OPTIONS_INIT {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}
+
+/* The output shape scipy.signal.convolve2d gives for an H x W image and a kh x kw kernel in `mode`.
+ * Zero sizes (SciPy returns odd empty shapes for them; gpuws has nothing to compute) and VALID shapes where
+ * neither input is at least as large as the other in every dimension are GPUWS_ERR_INVALID_ARGUMENT; an
+ * unknown mode too. Returns a host value; touches no device. */
+GPUWS_API gpuws_status gpuws_convolve2d_output_shape(size_t height, size_t width, size_t kh, size_t kw,
+                                                     gpuws_convolve_mode mode, size_t *out_height, size_t *out_width);
+
+/* out = scipy.signal.convolve2d(image, kernel, mode, boundary, fillvalue):
+ *   out[m][n] = sum over j < kh, k < kw of kernel[j][k] * X(m + om - j, n + on - k)
+ * where X is the image extended by the boundary rule, om = 0 (FULL), (kh - 1) / 2 (SAME), and in VALID mode the
+ * smaller of (kh, H) minus 1 (likewise on for columns).
+ *
+ * dtype: GPUWS_F32 or GPUWS_F64 (all three buffers hold that type).
+ * image: height rows of width elements, row r starting at element r * row_stride (row_stride >= width;
+ *   0 means width), so the buffer needs (height - 1) * row_stride + width elements. Row-major, row 0 first.
+ * kernel: kh x kw, contiguous row-major.
+ * out: out_height x out_width (gpuws_convolve2d_output_shape), contiguous row-major. It must not be the image
+ *   or kernel buffer. options NULL = GPUWS_CONVOLVE2D_OPTIONS_INIT.
+ * Sizes: every dimension >= 1 and (dimension + kernel dimension) < 2^30; larger is GPUWS_ERR_UNSUPPORTED.
+ *
+ * Accuracy: each output is a sum of kh*kw products accumulated in dtype (f32 on GPUs; the CPU backend's scalar
+ * reference accumulates f32 in double), in an order that differs from SciPy's, so it is within
+ * kh*kw * u * sum|kernel[j][k] * X(...)| of the exact sum (u = 2^-24 for f32, 2^-53 for f64; Higham's bound for
+ * any summation order). With integer-valued data whose sums stay below 2^24 (f32) every backend is exact.
+ * NaN and Inf propagate exactly as in SciPy: only the taps SciPy multiplies are ever multiplied.
+ *
+ * GPU backends tile the image through shared/local memory, each thread computing 8 x 5 (f32) or 8 x 3 (f64)
+ * outputs from registers, with the flipped kernel in shared memory; kernels larger than a tile's budget are
+ * processed in blocks, so there is no size limit. Errors: NULL or dead buffers, a bad dtype, mode or boundary,
+ * zero sizes, row_stride < width, aliasing of out with an input → GPUWS_ERR_INVALID_ARGUMENT; size products that
+ * overflow size_t → GPUWS_ERR_OVERFLOW; a buffer smaller than its shape → GPUWS_ERR_OUT_OF_RANGE; f64 on a device
+ * without double precision → GPUWS_ERR_UNSUPPORTED. On error nothing is enqueued and out is untouched. */
+GPUWS_API gpuws_status gpuws_convolve2d(gpuws_stream *stream, gpuws_dtype dtype, const gpuws_buffer *image,
+                                        size_t height, size_t width, size_t row_stride, const gpuws_buffer *kernel,
+                                        size_t kh, size_t kw, const gpuws_convolve2d_options *options,
+                                        gpuws_buffer *out);
+
+/* The length numpy.convolve gives for inputs of n and m elements: FULL n + m - 1, SAME max(n, m),
+ * VALID max(n, m) - min(n, m) + 1. n == 0 or m == 0 (NumPy: ValueError) and an unknown mode are
+ * GPUWS_ERR_INVALID_ARGUMENT. Returns a host value. */
+GPUWS_API gpuws_status gpuws_convolve1d_output_length(size_t n, size_t m, gpuws_convolve_mode mode, size_t *out_n);
+
+/* out = numpy.convolve(a, v, mode): out[t] = sum over j of a[j] * v[t + start - j] over the indices where both
+ * exist (zero outside), start = 0 (FULL), (min(n, m) - 1) / 2 (SAME), min(n, m) - 1 (VALID). Like NumPy, the
+ * longer input plays the signal and the shorter the filter, so the result does not depend on their order.
+ * dtype GPUWS_F32 or GPUWS_F64; a: n elements, v: m elements, out: gpuws_convolve1d_output_length elements, not
+ * a or v. Accuracy as for gpuws_convolve2d with min(n, m) products per output. Errors as for gpuws_convolve2d;
+ * lengths of 2^62 or more are GPUWS_ERR_UNSUPPORTED.
+ * GPU backends stage signal segments and up to 2048 flipped taps at a time in shared memory and compute 4 (f32) or
+ * 2 (f64) outputs per thread from registers, one 16-byte store each. */
+GPUWS_API gpuws_status gpuws_convolve1d(gpuws_stream *stream, gpuws_dtype dtype, const gpuws_buffer *a, size_t n,
+                                        const gpuws_buffer *v, size_t m, gpuws_convolve_mode mode, gpuws_buffer *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,206 @@
+/* Host driver for convolve2d: validation, then the reference on the CPU backend, or one launch of the tiled
+ * kernel (GPUs) / the direct kernel (CPU OpenCL devices, devices with too little local memory) by name.
+ *
+ * Tuning and testing knobs (environment): GPUWS_CONVOLVE_PATH=tiled|direct forces a kernel on CUDA/OpenCL;
+ * GPUWS_CONVOLVE2D_WARPS=wx,wy forces the tiled kernel's block shape (warps across, warps down);
+ * GPUWS_CONVOLVE2D_KERNEL_BLOCK=rows,cols caps its kernel blocks (to exercise kernel blocking). */
+#include "../common/driver.h"
+#include "convolve2d_ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Must match Shape<T> in convolve2d.cu and DEFINE_TILED in convolve2d.cl. */
+typedef struct {
+    int r, c, s, lx, vw; /* outputs per thread across, kernel columns per chunk, rows per thread, lanes across a
+                            warp, elements per 16-byte vector */
+} tile_shape;
+static const tile_shape shape_f32 = {8, 8, 5, 4, 4}, shape_f64 = {8, 8, 3, 2, 2};
+
+/* Shared memory a tiled launch may use: 48 KB is every CUDA GPU's default and NVIDIA OpenCL's limit, and leaves
+ * room for several blocks per multiprocessor. */
+#define LOCAL_BUDGET (48u * 1024u)
+
+typedef struct {
+    int wx, wy;            /* warps across and down: block = 32 * wx * wy threads */
+    int tw, th;            /* outputs per tile */
+    int kbh, kbw;          /* kernel block (kbw a multiple of the chunk) */
+    int pitch;             /* tile row pitch in elements */
+    size_t local_bytes;
+    uint64_t blocks;
+    double cost;
+} tiled_plan;
+
+static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* The tile's row pitch: at least `width`, a whole number of 16-byte vectors, and an odd number of them, so that
+ * rows S apart (S odd) start 16 bytes apart modulo 128: the 8 lanes of each quarter-warp's 16-byte loads (LX
+ * across, 8/LX rows down) then fall in 8 distinct bank groups. */
+static int tile_pitch(int width, int vw)
+{
+    int v = (width + vw - 1) / vw;
+    if (v % 2 == 0) v++;
+    return v * vw;
+}
+
+static size_t plan_local_bytes(const tile_shape *sh, int tw, int th, int kbh, int kbw, size_t es, int *pitch)
+{
+    *pitch = tile_pitch(tw + kbw, sh->vw);
+    return ((size_t)(th + kbh - 1) * (size_t)*pitch + (size_t)kbh * (size_t)kbw) * es;
+}
+
+/* Kernel blocks for a tile shape: the whole kernel if it fits the budget, else halves of it until it does,
+ * then evened out (15 rows in blocks of 8 become 8 + 7). Returns false when not even one row of C columns fits. */
+static bool plan_kernel_blocks(const tile_shape *sh, const gpuws__conv2d_geometry *g, size_t es, size_t budget,
+                               int cap_h, int cap_w, tiled_plan *p)
+{
+    int kbh = (int)(g->kh < (size_t)cap_h ? g->kh : (size_t)cap_h);
+    int kbw = (int)round_up(g->kw < (size_t)cap_w ? g->kw : (size_t)cap_w, (size_t)sh->c);
+    int pitch;
+    while (plan_local_bytes(sh, p->tw, p->th, kbh, kbw, es, &pitch) > budget) {
+        if (kbh > 1 && (kbh >= kbw || kbw <= sh->c)) kbh = (kbh + 1) / 2;
+        else if (kbw > sh->c) kbw = (int)round_up((size_t)(kbw + 1) / 2, (size_t)sh->c);
+        else return false;
+    }
+    const int nbh = (int)((g->kh + (size_t)kbh - 1) / (size_t)kbh), nbw = (int)((g->kw + (size_t)kbw - 1) / (size_t)kbw);
+    p->kbh = (int)((g->kh + (size_t)nbh - 1) / (size_t)nbh);
+    p->kbw = (int)round_up((g->kw + (size_t)nbw - 1) / (size_t)nbw, (size_t)sh->c);
+    p->local_bytes = plan_local_bytes(sh, p->tw, p->th, p->kbh, p->kbw, es, &p->pitch);
+    return true;
+}
+
+/* A rough time for a plan, in FMA slots of one compute unit: the busiest unit gets ceil(blocks / units) blocks,
+ * each doing every FMA of its tile (partial edge tiles included) plus staging its tiles (a few instructions per
+ * element); units with fewer than 8 resident warps cannot hide latency and run proportionally slower. */
+static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tiled_plan *p)
+{
+    const double nkb = (double)((g->kh + (size_t)p->kbh - 1) / (size_t)p->kbh) *
+                       (double)((g->kw + (size_t)p->kbw - 1) / (size_t)p->kbw);
+    const double fmas = (double)p->tw * p->th * (double)g->kh * (double)g->kw;
+    const double staged = (double)(p->th + p->kbh - 1) * (double)(p->tw + p->kbw) * nkb;
+    const double per_block = fmas + 4.0 * staged + 64.0 * 32 * p->wx * p->wy;
+    const double units = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    const double per_unit = ceil((double)p->blocks / units);
+    double resident = floor(4.0 * LOCAL_BUDGET / (double)(p->local_bytes + 1024));
+    if (resident > 16) resident = 16;
+    if (resident < 1) resident = 1;
+    const double warps = (per_unit < resident ? per_unit : resident) * p->wx * p->wy;
+    const double efficiency = warps >= 8 ? 1.0 : warps / 8.0;
+    return per_unit * per_block / efficiency;
+}
+
+static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, gpuws_dtype dt, tiled_plan *best)
+{
+    const tile_shape *sh = dt == GPUWS_F32 ? &shape_f32 : &shape_f64;
+    const size_t es = gpuws_dtype_size(dt);
+    const size_t budget = ctx->info.shared_mem_bytes < LOCAL_BUDGET ? ctx->info.shared_mem_bytes : LOCAL_BUDGET;
+    int cap_h = 256, cap_w = 256;
+    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_KERNEL_BLOCK");
+    if (env && (sscanf(env, "%d,%d", &cap_h, &cap_w) != 2 || cap_h < 1 || cap_w < 1)) cap_h = cap_w = 256;
+    static const int shapes[][2] = {{2, 1}, {1, 2}, {4, 1}, {2, 2}, {1, 4}, {8, 1}, {4, 2}, {2, 4}};
+    int forced_wx = 0, forced_wy = 0;
+    if ((env = gpuws__getenv("GPUWS_CONVOLVE2D_WARPS")) && sscanf(env, "%d,%d", &forced_wx, &forced_wy) != 2)
+        forced_wx = forced_wy = 0;
+    bool found = false;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        tiled_plan p = {0};
+        p.wx = shapes[i][0], p.wy = shapes[i][1];
+        if (forced_wx > 0 && (p.wx != forced_wx || p.wy != forced_wy)) continue;
+        if ((uint32_t)(32 * p.wx * p.wy) > ctx->info.max_block_size) continue;
+        p.tw = p.wx * sh->lx * sh->r;
+        p.th = p.wy * (32 / sh->lx) * sh->s;
+        if (!plan_kernel_blocks(sh, g, es, budget, cap_h, cap_w, &p)) continue;
+        p.blocks = (uint64_t)((g->ow + (size_t)p.tw - 1) / (size_t)p.tw) * (uint64_t)((g->oh + (size_t)p.th - 1) / (size_t)p.th);
+        if (p.blocks > ctx->info.max_grid_dims[0]) continue;
+        p.cost = plan_cost(ctx, g, &p);
+        if (!found || p.cost < best->cost) *best = p;
+        found = true;
+    }
+    return found;
+}
+
+static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const tiled_plan *p,
+                                 const gpuws_buffer *image, const gpuws_buffer *kernel, gpuws_buffer *out)
+{
+    gpuws_launch_config cfg = {{(uint32_t)p->blocks, 1, 1}, {(uint32_t)(32 * p->wx * p->wy), 1, 1}};
+    gpuws_arg args[] = {
+        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)kernel), gpuws_arg_buffer(out),
+        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
+        gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh),
+        gpuws_arg_i32((int32_t)g->ow),
+        /* tile row u of output row m0 holds extended-image row m0 + om - (kh - 1) + u: the flipped kernel's row 0 */
+        gpuws_arg_i32((int32_t)((long long)g->om - (long long)(g->kh - 1))),
+        gpuws_arg_i32((int32_t)((long long)g->on - (long long)(g->kw - 1))), gpuws_arg_i32((int32_t)g->boundary),
+        dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill), gpuws_arg_i32(p->wx),
+        gpuws_arg_i32(p->kbh), gpuws_arg_i32(p->kbw), gpuws_arg_i32(p->pitch), gpuws_arg_local(p->local_bytes)};
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", NULL, &cfg, args,
+                               GPUWS__NARGS(args));
+}
+
+static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
+                                  const gpuws_buffer *image, const gpuws_buffer *kernel, gpuws_buffer *out)
+{
+    const gpuws_context *ctx = s->ctx;
+    /* each work-item computes 256 bytes of outputs of a row (4 SIMD vectors on a CPU); CPU devices get groups of
+     * 8 work-items along a row, GPUs 32 x 4 */
+    const size_t dv = 256 / gpuws_dtype_size(dt), items = (g->ow + dv - 1) / dv;
+    const uint32_t bx = gpuws__is_cpu_device(ctx) ? 8 : 32, by = gpuws__is_cpu_device(ctx) ? 1 : 4;
+    uint64_t gy = (g->oh + by - 1) / by;
+    if (gy > ctx->info.max_grid_dims[1]) gy = ctx->info.max_grid_dims[1]; /* the kernel strides over the rest */
+    gpuws_launch_config cfg = {{(uint32_t)((items + bx - 1) / bx), (uint32_t)gy, 1}, {bx, by, 1}};
+    gpuws_arg args[] = {
+        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)kernel), gpuws_arg_buffer(out),
+        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
+        gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh),
+        gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->om), gpuws_arg_i32((int32_t)g->on),
+        gpuws_arg_i32((int32_t)g->boundary), dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill)};
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_direct_f32" : "convolve2d_direct_f64", NULL, &cfg, args,
+                               GPUWS__NARGS(args));
+}
+
+gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffer *image, size_t height, size_t width,
+                              size_t row_stride, const gpuws_buffer *kernel, size_t kh, size_t kw,
+                              const gpuws_convolve2d_options *options, gpuws_buffer *out)
+{
+    gpuws_context *ctx;
+    gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
+    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (dt != GPUWS_F32 && dt != GPUWS_F64)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d: dtype %s is not f32 or f64", gpuws_dtype_name(dt));
+    gpuws__conv2d_geometry g = {0};
+    if ((st = gpuws__conv2d_geometry_init(height, width, row_stride, kh, kw, options, &g))) return st;
+    const size_t es = gpuws_dtype_size(dt);
+    size_t image_elems, kernel_elems, out_elems;
+    if (gpuws__mul_overflows(g.h - 1, g.stride, &image_elems) || gpuws__add_overflows(image_elems, g.w, &image_elems) ||
+        gpuws__mul_overflows(g.kh, g.kw, &kernel_elems) || gpuws__mul_overflows(g.oh, g.ow, &out_elems))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d: image %zu x %zu (row stride %zu), kernel %zu x %zu: element "
+                            "counts overflow size_t", g.h, g.w, g.stride, g.kh, g.kw);
+    if (out == image || out == kernel)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d: out must not be the %s buffer (it is read while out is "
+                            "written)", out == image ? "image" : "kernel");
+    if ((st = gpuws__check_array(ctx, image, "image", image_elems, es)) ||
+        (st = gpuws__check_array(ctx, kernel, "kernel", kernel_elems, es)) ||
+        (st = gpuws__check_array(ctx, out, "out", out_elems, es)) || (st = gpuws__check_dtype(ctx, dt, "convolve2d")))
+        return st;
+
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
+        if (dt == GPUWS_F32)
+            gpuws_convolve2d_ref_f32(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
+        else
+            gpuws_convolve2d_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
+        return GPUWS_OK;
+    }
+    const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH");
+    bool tiled = !gpuws__is_cpu_device(ctx);
+    if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
+    tiled_plan p;
+    if (tiled && plan_tiled(ctx, &g, dt, &p)) {
+        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: tiled, %d x %d warps, tiles %d x %d, kernel blocks %d x %d, "
+                   "pitch %d, %zu bytes local, %llu blocks", gpuws_dtype_name(dt), p.wx, p.wy, p.th, p.tw, p.kbh,
+                   p.kbw, p.pitch, p.local_bytes, (unsigned long long)p.blocks);
+        return launch_tiled(s, dt, &g, &p, image, kernel, out);
+    }
+    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: direct", gpuws_dtype_name(dt));
+    return launch_direct(s, dt, &g, image, kernel, out);
+}

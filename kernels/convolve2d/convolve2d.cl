@@ -1,0 +1,249 @@
+/* convolve2d: scipy.signal.convolve2d, the same two kernels as convolve2d.cu with the same parameters (see the
+ * design notes there and in docs/algorithms/convolve.md):
+ *   convolve2d_tiled_*   shared/local-memory tiles, R x S outputs per work-item from registers (GPUs)
+ *   convolve2d_direct_*  64 (f32) / 32 (f64) outputs per work-item straight from global memory, as 4 SIMD vectors
+ *                        (CPU devices, and the fallback)
+ * The tiled kernel is written once as a macro over the element type; loops over compile-time counts are
+ * unrolled so the per-thread arrays stay in registers. */
+
+#define BOUNDARY_FILL 0
+#define BOUNDARY_WRAP 1
+#define BOUNDARY_SYMM 2
+
+/* The extended image's source index for row/column i, or -1 for the fill value (periodic wrap; mirror with
+ * period 2n), also many periods away when the kernel is larger than the image. */
+static inline int conv_extend(int i, int n, int boundary)
+{
+    if ((uint)i < (uint)n) return i;
+    if (boundary == BOUNDARY_WRAP) {
+        const int r = i % n;
+        return r < 0 ? r + n : r;
+    }
+    if (boundary == BOUNDARY_SYMM) {
+        int p = i % (2 * n);
+        if (p < 0) p += 2 * n;
+        return p < n ? p : 2 * n - 1 - p;
+    }
+    return -1;
+}
+
+#define UNROLL _Pragma("unroll")
+#define R 8 /* outputs per work-item along a row */
+#define C 8 /* kernel columns per chunk */
+
+/* dst[q*VW .. q*VW+VW) = VW values at src + q*VW (16-byte aligned local memory) */
+#define LOADV_4(dst, src, q)                                                                                    \
+    {                                                                                                           \
+        const float4 v_ = *(__local const float4 *)((src) + 4 * (q));                                           \
+        dst[4 * (q)] = v_.s0, dst[4 * (q) + 1] = v_.s1, dst[4 * (q) + 2] = v_.s2, dst[4 * (q) + 3] = v_.s3;     \
+    }
+#define LOADV_2(dst, src, q)                                                                                    \
+    {                                                                                                           \
+        const double2 v_ = *(__local const double2 *)((src) + 2 * (q));                                         \
+        dst[2 * (q)] = v_.s0, dst[2 * (q) + 1] = v_.s1;                                                         \
+    }
+#define LOAD_N(dst, src, n, VW)                                                                                 \
+    UNROLL for (int q_ = 0; q_ < (n) / VW; q_++) LOADV_##VW(dst, src, q_)
+
+/* K taps of one chunk for every output row s of the work-item (kernel row r - s). Missing taps of the kernel's
+ * last chunk are skipped, not multiplied by 0, so Inf/NaN next to a footprint stay out of it (as in SciPy). */
+#define CHUNK(T, S, VW, K)                                                                                      \
+    UNROLL for (int s = 0; s < S; s++) {                                                                        \
+        const int j = r - s;                                                                                    \
+        if (j >= 0 && j < kbh) {                                                                                \
+            T f[C];                                                                                             \
+            LOAD_N(f, fbc + j * kbwp, C, VW);                                                                   \
+            UNROLL for (int k = 0; k < (K); k++)                                                                \
+                UNROLL for (int i = 0; i < R; i++) acc[s][i] = fma(f[k], in[i + k], acc[s][i]);                 \
+        }                                                                                                       \
+    }
+
+/* S rows per work-item (odd: see the pitch rule in convolve2d.c), LX work-items across a warp, VW values per
+ * 16-byte vector V. */
+#define DEFINE_TILED(NAME, T, V, VW, S, LX)                                                                     \
+    __kernel void convolve2d_tiled_##NAME(__global const T *img, __global const T *kern, __global T *out,       \
+                                          ulong stride, int H, int W, int kh, int kw, int OH, int OW, int base_r,  \
+                                          int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max,    \
+                                          int pitch, __local T *tile)                                            \
+    {                                                                                                           \
+        const int LY = 32 / LX;                                                                                 \
+        const int nthreads = (int)get_local_size(0), nwarps = nthreads >> 5, wy = nwarps / wx;                       \
+        const int TW = wx * LX * R, TH = wy * LY * S;                                                           \
+        __local T *fb = tile + (TH + kbh_max - 1) * pitch;                                                      \
+        const int tid = (int)get_local_id(0), lane = tid & 31, warp = tid >> 5;                                      \
+        const int wxi = warp % wx, wyi = warp / wx;                                                             \
+        const int x0 = (wxi * LX + lane % LX) * R, y0 = (wyi * LY + lane / LX) * S;                             \
+        const int tiles_x = (OW + TW - 1) / TW;                                                                 \
+        const int m0 = (int)(get_group_id(0) / tiles_x) * TH, n0 = (int)(get_group_id(0) % tiles_x) * TW;      \
+        const bool active = m0 + wyi * LY * S < OH && n0 + wxi * LX * R < OW;                                   \
+        T acc[S][R];                                                                                            \
+        UNROLL for (int s = 0; s < S; s++) UNROLL for (int i = 0; i < R; i++) acc[s][i] = (T)0;                 \
+        for (int j0 = 0; j0 < kh; j0 += kbh_max) {                                                              \
+            const int kbh = min(kbh_max, kh - j0);                                                              \
+            for (int k0 = 0; k0 < kw; k0 += kbw_max) {                                                          \
+                const int kbw = min(kbw_max, kw - k0), kbwp = (kbw + C - 1) / C * C;                            \
+                if (j0 != 0 || k0 != 0) barrier(CLK_LOCAL_MEM_FENCE);                                           \
+                for (int i = tid; i < kbh * kbwp; i += nthreads) {                                              \
+                    const int j = i / kbwp, k = i - j * kbwp;                                                   \
+                    fb[i] = k < kbw ? kern[(size_t)(kh - 1 - j0 - j) * kw + (kw - 1 - k0 - k)] : (T)0;          \
+                }                                                                                               \
+                const int rows = TH + kbh - 1, cols = TW + kbwp;                                                \
+                const int gr0 = m0 + base_r + j0, gc0 = n0 + base_c + k0;                                       \
+                const bool cols_inside = gc0 >= 0 && gc0 + cols <= W;                                           \
+                for (int u = warp; u < rows; u += nwarps) {                                                     \
+                    __local T *dst = tile + u * pitch;                                                          \
+                    const int gr = conv_extend(gr0 + u, H, boundary);                                           \
+                    if (gr < 0) {                                                                               \
+                        for (int v = lane; v < cols; v += 32) dst[v] = fill;                                    \
+                    } else if (cols_inside) {                                                                   \
+                        __global const T *src = img + (size_t)gr * stride + gc0;                                \
+                        for (int v = lane; v < cols; v += 32) dst[v] = src[v];                                  \
+                    } else {                                                                                    \
+                        __global const T *src = img + (size_t)gr * stride;                                      \
+                        for (int v = lane; v < cols; v += 32) {                                                 \
+                            const int gc = conv_extend(gc0 + v, W, boundary);                                   \
+                            dst[v] = gc < 0 ? fill : src[gc];                                                   \
+                        }                                                                                       \
+                    }                                                                                           \
+                }                                                                                               \
+                barrier(CLK_LOCAL_MEM_FENCE);                                                                   \
+                if (!active) continue;                                                                          \
+                __local const T *trow = tile + y0 * pitch + x0;                                                 \
+                for (int r = 0; r < S + kbh - 1; r++, trow += pitch) {                                          \
+                    for (int c = 0; c < kbwp; c += C) {                                                         \
+                        T in[R + C];                                                                            \
+                        LOAD_N(in, trow + c, R + C, VW);                                                        \
+                        __local const T *fbc = fb + c;                                                          \
+                        switch (kbw - c) {                                                                      \
+                        case 1: CHUNK(T, S, VW, 1) break;                                                       \
+                        case 2: CHUNK(T, S, VW, 2) break;                                                       \
+                        case 3: CHUNK(T, S, VW, 3) break;                                                       \
+                        case 4: CHUNK(T, S, VW, 4) break;                                                       \
+                        case 5: CHUNK(T, S, VW, 5) break;                                                       \
+                        case 6: CHUNK(T, S, VW, 6) break;                                                       \
+                        case 7: CHUNK(T, S, VW, 7) break;                                                       \
+                        default: CHUNK(T, S, VW, 8) break;                                                      \
+                        }                                                                                       \
+                    }                                                                                           \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+        if (!active) return;                                                                                    \
+        const int n = n0 + x0;                                                                                  \
+        UNROLL for (int s = 0; s < S; s++) {                                                                    \
+            const int m = m0 + y0 + s;                                                                          \
+            if (m < OH && n < OW) {                                                                             \
+                __global T *o = out + (size_t)m * OW + n;                                                       \
+                if (n + R <= OW && OW % VW == 0) {                                                              \
+                    UNROLL for (int q = 0; q < R / VW; q++) {                                                   \
+                        V v;                                                                                    \
+                        STOREV_##VW(v, acc[s], q);                                                              \
+                        *(__global V *)(o + q * VW) = v;                                                        \
+                    }                                                                                           \
+                } else if (VW == 4 && n + R <= OW && OW % 2 == 0) {                                             \
+                    UNROLL for (int q = 0; q < R / 2; q++)                                                      \
+                        *(__global T##2 *)(o + 2 * q) = (T##2)(acc[s][2 * q], acc[s][2 * q + 1]);               \
+                } else {                                                                                        \
+                    UNROLL for (int i = 0; i < R; i++) if (n + i < OW) o[i] = acc[s][i];                        \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
+#define STOREV_4(v, a, q) (v) = (float4)((a)[4 * (q)], (a)[4 * (q) + 1], (a)[4 * (q) + 2], (a)[4 * (q) + 3])
+#define STOREV_2(v, a, q) (v) = (double2)((a)[2 * (q)], (a)[2 * (q) + 1])
+
+/* The direct kernel: one work-item per 4 x DV consecutive outputs of a row (rows grid-strided), for CPU devices,
+ * where DV outputs are one SIMD vector VT and the 4 vectors are 4 independent FMA chains (PoCL does not vectorise
+ * a tap loop across work-items, and one chain would wait on the FMA latency). Kernel rows then columns, unflipped
+ * (SciPy's order); each kernel row's image row is mapped by the boundary rule once (fill rows multiply the fill
+ * value). A vector whose columns lie inside the image reads them with unaligned vector loads; one at the image's
+ * left or right edge first gathers its extended columns (boundary rule per column) into a private row segment of
+ * DV + EXT_TAPS - 1 values, EXT_TAPS kernel columns at a time, and reads that the same way. */
+#define DIRECT_VECTORS 4
+#define EXT_TAPS 32
+#define DIRECT_INSIDE(n, DV) ((n) + (DV) <= OW && (n) + on - (kw - 1) >= 0 && (n) + on + (DV) <= W)
+
+/* acc (VT) += kernel row j times the extended image row rr (-1: fill), for the DV outputs from column n */
+#define DIRECT_ROW(acc, T, DV, n, inside)                                                                       \
+    if (rr < 0) {                                                                                               \
+        for (int k = 0; k < kw; k++) acc += hrow[k] * fill;                                                     \
+    } else if (inside) {                                                                                        \
+        __global const T *irow = img + (size_t)rr * stride + (n) + on;                                          \
+        for (int k = 0; k < kw; k++) acc += hrow[k] * vload##DV(0, irow - k);                                   \
+    } else {                                                                                                    \
+        __global const T *irow = img + (size_t)rr * stride;                                                     \
+        for (int k0 = 0; k0 < kw; k0 += EXT_TAPS) {                                                             \
+            const int kc = min(EXT_TAPS, kw - k0), c0 = (n) + on - (k0 + kc - 1);                               \
+            T ext[DV + EXT_TAPS];                                                                               \
+            for (int v = 0; v < DV + kc - 1; v++) {                                                             \
+                const int cc = conv_extend(c0 + v, W, boundary);                                                \
+                ext[v] = cc < 0 ? fill : irow[cc];                                                              \
+            }                                                                                                   \
+            for (int k = k0; k < k0 + kc; k++) acc += hrow[k] * vload##DV(0, ext + (k0 + kc - 1 - k));          \
+        }                                                                                                       \
+    }
+
+#define DEFINE_DIRECT(NAME, T, VT, DV)                                                                          \
+    __kernel void convolve2d_direct_##NAME(__global const T *img, __global const T *kern, __global T *out,      \
+                                           ulong stride, int H, int W, int kh, int kw, int OH, int OW, int om,   \
+                                           int on, int boundary, T fill)                                         \
+    {                                                                                                           \
+        const int n0 = (int)get_global_id(0) * (DIRECT_VECTORS * DV);                                           \
+        if (n0 >= OW) return;                                                                                   \
+        /* a vector is inside when all its outputs exist and all the columns it reads lie in the image */       \
+        bool all_inside = true;                                                                                 \
+        for (int q = 0; q < DIRECT_VECTORS; q++) all_inside = all_inside && DIRECT_INSIDE(n0 + q * DV, DV);      \
+        for (int m = (int)get_global_id(1); m < OH; m += (int)get_global_size(1)) {                             \
+            __global T *o = out + (size_t)m * OW;                                                               \
+            if (all_inside) {                                                                                   \
+                VT a0 = (VT)0, a1 = (VT)0, a2 = (VT)0, a3 = (VT)0;                                              \
+                for (int j = 0; j < kh; j++) {                                                                  \
+                    const int rr = conv_extend(m + om - j, H, boundary);                                        \
+                    __global const T *hrow = kern + (size_t)j * kw;                                             \
+                    if (rr < 0) {                                                                               \
+                        for (int k = 0; k < kw; k++) {                                                          \
+                            const T c = hrow[k] * fill;                                                         \
+                            a0 += c, a1 += c, a2 += c, a3 += c;                                                 \
+                        }                                                                                       \
+                    } else {                                                                                    \
+                        __global const T *irow = img + (size_t)rr * stride + n0 + on;                           \
+                        for (int k = 0; k < kw; k++) {                                                          \
+                            const T h = hrow[k];                                                                \
+                            a0 += h * vload##DV(0, irow - k);                                                   \
+                            a1 += h * vload##DV(1, irow - k);                                                   \
+                            a2 += h * vload##DV(2, irow - k);                                                   \
+                            a3 += h * vload##DV(3, irow - k);                                                   \
+                        }                                                                                       \
+                    }                                                                                           \
+                }                                                                                               \
+                vstore##DV(a0, 0, o + n0), vstore##DV(a1, 1, o + n0), vstore##DV(a2, 2, o + n0),                \
+                    vstore##DV(a3, 3, o + n0);                                                                  \
+                continue;                                                                                       \
+            }                                                                                                   \
+            for (int q = 0; q < DIRECT_VECTORS && n0 + q * DV < OW; q++) {                                      \
+                const int n = n0 + q * DV;                                                                      \
+                VT acc = (VT)0;                                                                                 \
+                for (int j = 0; j < kh; j++) {                                                                  \
+                    const int rr = conv_extend(m + om - j, H, boundary);                                        \
+                    __global const T *hrow = kern + (size_t)j * kw;                                             \
+                    DIRECT_ROW(acc, T, DV, n, DIRECT_INSIDE(n, DV))                                             \
+                }                                                                                               \
+                if (n + DV <= OW) {                                                                             \
+                    vstore##DV(acc, 0, o + n);                                                                  \
+                } else {                                                                                        \
+                    T lanes[DV];                                                                                \
+                    vstore##DV(acc, 0, lanes);                                                                  \
+                    for (int i = 0; n + i < OW; i++) o[n + i] = lanes[i];                                       \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
+DEFINE_TILED(f32, float, float4, 4, 5, 4)
+DEFINE_DIRECT(f32, float, float16, 16)
+
+#ifdef GPUWS_FP64
+DEFINE_TILED(f64, double, double2, 2, 3, 2)
+DEFINE_DIRECT(f64, double, double8, 8)
+#endif

@@ -1,0 +1,233 @@
+// convolve2d: scipy.signal.convolve2d on the GPU. Two kernels per type (the host driver picks; see convolve2d.c):
+//
+// _tiled_  A block of 32*wx*wy threads computes a TH x TW tile of outputs. Per kernel block (the whole kernel when it
+//          fits the shared-memory budget) it stages the flipped kernel block and the image tile with its halo in
+//          shared memory, the boundary rule applied while loading, then every thread computes R consecutive outputs
+//          in each of S consecutive rows from registers: per input row and chunk of C kernel columns it reads R + C
+//          image values (16-byte loads) once and uses them for up to S output rows, R * C FMAs each, with the C
+//          kernel values of that row read as a warp-wide broadcast. So the inner loop is ~90% FMA.
+//          Bank conflicts: a lane's R values span 32 bytes (f32) or 64 (f64); the lanes of a warp are laid out
+//          LX across by 32/LX down and the host picks the tile pitch so that consecutive lane rows land 16 bytes
+//          apart in the banks: each quarter-warp's 16-byte loads then hit 8 distinct bank groups.
+// _direct_ 64 (f32) / 32 (f64) outputs of a row per thread straight from global memory: the path for CPU OpenCL
+//          devices (where they are 4 SIMD vectors) and the fallback for devices whose shared memory cannot hold even
+//          a small tile.
+#include "../common/gpuws_cuda.cuh"
+#include "convolve_vec.cuh"
+
+namespace {
+
+enum { BOUNDARY_FILL = 0, BOUNDARY_WRAP = 1, BOUNDARY_SYMM = 2 };
+
+// The extended image's source index for row/column i, or -1 for the fill value (SciPy: periodic wrap, mirror
+// with period 2n, both also many periods away when the kernel is larger than the image).
+__device__ __forceinline__ int extend(int i, int n, int boundary)
+{
+    if ((unsigned)i < (unsigned)n) return i;
+    if (boundary == BOUNDARY_WRAP) {
+        const int r = i % n;
+        return r < 0 ? r + n : r;
+    }
+    if (boundary == BOUNDARY_SYMM) {
+        int p = i % (2 * n);
+        if (p < 0) p += 2 * n;
+        return p < n ? p : 2 * n - 1 - p;
+    }
+    return -1;
+}
+
+// R outputs per thread along a row, C kernel columns per chunk, S rows per thread, LX lanes across a warp.
+// S is odd so that the pitch rule in convolve2d.c can make the lane rows of a warp bank-conflict free.
+template <typename T> struct Shape;
+template <> struct Shape<float> {
+    static constexpr int R = 8, C = 8, S = 5, LX = 4;
+};
+template <> struct Shape<double> {
+    static constexpr int R = 8, C = 8, S = 3, LX = 2;
+};
+
+// The FMAs of one input row and K kernel columns (K = C but for the kernel's last chunk): output row s of the
+// thread uses kernel row r - s. K is a template argument so that a last chunk of fewer taps runs as tight code,
+// and its missing taps are skipped rather than multiplied by 0: an Inf or NaN next to an output's footprint
+// stays out of it, as in SciPy.
+template <int K, typename T, int S, int R, int N>
+__device__ __forceinline__ void chunk(T (&acc)[S][R], const T (&in)[N], const T *fbc, int kbwp, int r, int kbh)
+{
+    constexpr int C = N - R;
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        const int j = r - s;
+        if (j < 0 || j >= kbh) continue;
+        T f[C];
+        load_vec(f, fbc + j * kbwp);
+#pragma unroll
+        for (int k = 0; k < K; k++)
+#pragma unroll
+            for (int i = 0; i < R; i++) acc[s][i] = fma(f[k], in[i + k], acc[s][i]);
+    }
+}
+
+template <typename T>
+__device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
+                      unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, int base_r, int base_c,
+                      int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch)
+{
+    using Sh = Shape<T>;
+    constexpr int R = Sh::R, C = Sh::C, S = Sh::S, LX = Sh::LX, LY = 32 / LX, VW = Vec16<T>::W;
+    GPUWS_SHARED_BYTES();
+    T *tile = reinterpret_cast<T *>(gpuws_smem);
+    const int nthreads = blockDim.x, nwarps = nthreads >> 5, wy = nwarps / wx;
+    const int TW = wx * LX * R, TH = wy * LY * S;
+    T *fb = tile + (TH + kbh_max - 1) * pitch; // kernel block, flipped, rows of kbwp (a multiple of C) values
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wxi = warp % wx, wyi = warp / wx;
+    const int x0 = (wxi * LX + lane % LX) * R, y0 = (wyi * LY + lane / LX) * S;
+    const int tiles_x = (OW + TW - 1) / TW;
+    const int m0 = (int)(blockIdx.x / tiles_x) * TH, n0 = (int)(blockIdx.x % tiles_x) * TW;
+    // warps whose outputs all lie past the edge load and synchronise but skip the arithmetic
+    const bool active = m0 + wyi * LY * S < OH && n0 + wxi * LX * R < OW;
+
+    T acc[S][R];
+#pragma unroll
+    for (int s = 0; s < S; s++)
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[s][i] = T(0);
+
+    for (int j0 = 0; j0 < kh; j0 += kbh_max) {
+        const int kbh = min(kbh_max, kh - j0);
+        for (int k0 = 0; k0 < kw; k0 += kbw_max) {
+            const int kbw = min(kbw_max, kw - k0), kbwp = (kbw + C - 1) / C * C;
+            if (j0 != 0 || k0 != 0) __syncthreads(); // everyone is done with the previous block's tiles
+            for (int i = tid; i < kbh * kbwp; i += nthreads) {
+                const int j = i / kbwp, k = i - j * kbwp;
+                fb[i] = k < kbw ? kern[(size_t)(kh - 1 - j0 - j) * kw + (kw - 1 - k0 - k)] : T(0);
+            }
+            const int rows = TH + kbh - 1, cols = TW + kbwp;
+            const int gr0 = m0 + base_r + j0, gc0 = n0 + base_c + k0;
+            const bool cols_inside = gc0 >= 0 && gc0 + cols <= W;
+            for (int u = warp; u < rows; u += nwarps) {
+                T *dst = tile + u * pitch;
+                const int gr = extend(gr0 + u, H, boundary);
+                if (gr < 0) {
+                    for (int v = lane; v < cols; v += 32) dst[v] = fill;
+                } else if (cols_inside) {
+                    const T *src = img + (size_t)gr * stride + gc0;
+                    for (int v = lane; v < cols; v += 32) dst[v] = __ldg(src + v);
+                } else {
+                    const T *src = img + (size_t)gr * stride;
+                    for (int v = lane; v < cols; v += 32) {
+                        const int gc = extend(gc0 + v, W, boundary);
+                        dst[v] = gc < 0 ? fill : __ldg(src + gc);
+                    }
+                }
+            }
+            __syncthreads();
+            if (!active) continue;
+            const T *trow = tile + y0 * pitch + x0;
+#pragma unroll 1
+            for (int r = 0; r < S + kbh - 1; r++, trow += pitch) {
+#pragma unroll 1
+                for (int c = 0; c < kbwp; c += C) {
+                    T in[R + C];
+                    load_vec(in, trow + c);
+                    static_assert(C == 8, "the switch below lists C cases");
+                    switch (kbw - c) {
+                    case 1: chunk<1>(acc, in, fb + c, kbwp, r, kbh); break;
+                    case 2: chunk<2>(acc, in, fb + c, kbwp, r, kbh); break;
+                    case 3: chunk<3>(acc, in, fb + c, kbwp, r, kbh); break;
+                    case 4: chunk<4>(acc, in, fb + c, kbwp, r, kbh); break;
+                    case 5: chunk<5>(acc, in, fb + c, kbwp, r, kbh); break;
+                    case 6: chunk<6>(acc, in, fb + c, kbwp, r, kbh); break;
+                    case 7: chunk<7>(acc, in, fb + c, kbwp, r, kbh); break;
+                    default: chunk<8>(acc, in, fb + c, kbwp, r, kbh); break;
+                    }
+                }
+            }
+        }
+    }
+    if (!active) return;
+    // stores: 16-byte when every row start is 16-byte aligned, 8-byte when 8-byte aligned (n0 + x0 is a multiple
+    // of R, and device buffers are 256-byte aligned), else element by element
+    const int n = n0 + x0;
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        const int m = m0 + y0 + s;
+        if (m >= OH || n >= OW) break;
+        T *o = out + (size_t)m * OW + n;
+        if (n + R <= OW && OW % VW == 0) {
+            store_vec(o, acc[s]);
+        } else if (VW == 4 && n + R <= OW && OW % 2 == 0) {
+#pragma unroll
+            for (int q = 0; q < R / 2; q++) *reinterpret_cast<float2 *>(o + 2 * q) = make_float2(acc[s][2 * q], acc[s][2 * q + 1]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                if (n + i < OW) o[i] = acc[s][i];
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void direct_one(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
+                                           unsigned long long stride, int H, int W, int kh, int kw, int OW, int m,
+                                           int n, int om, int on, int boundary, T fill)
+{
+    const int r_hi = m + om, c_hi = n + on; // tap (j, k) reads (r_hi - j, c_hi - k)
+    T acc = T(0);
+    if (r_hi - (kh - 1) >= 0 && r_hi < H && c_hi - (kw - 1) >= 0 && c_hi < W) {
+        for (int j = 0; j < kh; j++) {
+            const T *irow = img + (size_t)(r_hi - j) * stride + c_hi;
+            const T *hrow = kern + (size_t)j * kw;
+            for (int k = 0; k < kw; k++) acc = fma(hrow[k], irow[-k], acc);
+        }
+    } else {
+        for (int j = 0; j < kh; j++) {
+            const int r = extend(r_hi - j, H, boundary);
+            const T *hrow = kern + (size_t)j * kw;
+            for (int k = 0; k < kw; k++) {
+                const int c = r < 0 ? -1 : extend(c_hi - k, W, boundary);
+                acc = fma(hrow[k], c < 0 ? fill : img[(size_t)r * stride + c], acc);
+            }
+        }
+    }
+    out[(size_t)m * OW + n] = acc;
+}
+
+
+// DV outputs of a row per thread (as many as the OpenCL kernel's 4 SIMD vectors, so both take the same launch),
+// rows grid-strided, each output in SciPy's order (kernel rows then columns, unflipped). Only a fallback on GPUs.
+template <typename T>
+__device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
+                       unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, int om, int on,
+                       int boundary, T fill)
+{
+    constexpr int DV = 256 / sizeof(T);
+    const int n0 = (blockIdx.x * blockDim.x + threadIdx.x) * DV;
+    for (int m = blockIdx.y * blockDim.y + threadIdx.y; m < OH; m += gridDim.y * blockDim.y)
+        for (int n = n0; n < n0 + DV && n < OW; n++)
+            direct_one(img, kern, out, stride, H, W, kh, kw, OW, m, n, om, on, boundary, fill);
+}
+
+} // namespace
+
+#define GPUWS_CONVOLVE2D_KERNELS(NAME, T)                                                                        \
+    extern "C" __global__ void convolve2d_tiled_##NAME(                                                          \
+        const T *img, const T *kern, T *out, unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, \
+        int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, gpuws_local smem) \
+    {                                                                                                            \
+        (void)smem;                                                                                              \
+        tiled<T>(img, kern, out, stride, H, W, kh, kw, OH, OW, base_r, base_c, boundary, fill, wx, kbh_max, kbw_max, \
+                 pitch);                                                                                         \
+    }                                                                                                            \
+    extern "C" __global__ void convolve2d_direct_##NAME(const T *img, const T *kern, T *out,                     \
+                                                         unsigned long long stride, int H, int W, int kh, int kw, \
+                                                         int OH, int OW, int om, int on, int boundary, T fill)   \
+    {                                                                                                            \
+        direct<T>(img, kern, out, stride, H, W, kh, kw, OH, OW, om, on, boundary, fill);                         \
+    }
+
+GPUWS_CONVOLVE2D_KERNELS(f32, float)
+GPUWS_CONVOLVE2D_KERNELS(f64, double)
+
+GPUWS_CUDA_KERNELS(convolve2d, GPUWS_CUDA_KERNEL(convolve2d_tiled_f32), GPUWS_CUDA_KERNEL(convolve2d_tiled_f64),
+                   GPUWS_CUDA_KERNEL(convolve2d_direct_f32), GPUWS_CUDA_KERNEL(convolve2d_direct_f64))

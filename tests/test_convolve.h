@@ -1,0 +1,65 @@
+/* Shared by tests/test_convolve2d.c and tests/test_convolve1d.c: the targets every convolution test runs on, and
+ * host conversions. Targets: the CPU backend (the reference itself), and on CUDA and OpenCL both kernels, the tiled
+ * one (what GPUs run) and the direct one (what CPU devices run, and the fallback), forced with GPUWS_CONVOLVE_PATH. */
+#ifndef GPUWS_TEST_CONVOLVE_H
+#define GPUWS_TEST_CONVOLVE_H
+
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Criterion passes parameters to other processes: no pointers in them. */
+typedef enum { PATH_NONE, PATH_TILED, PATH_DIRECT } kernel_path;
+static const char *const path_names[] = {"", "tiled", "direct"};
+
+typedef struct {
+    gpuws_backend_kind backend;
+    kernel_path path; /* PATH_NONE on the CPU backend */
+} target;
+
+static const target targets[] = {{GPUWS_BACKEND_CPU, PATH_NONE},     {GPUWS_BACKEND_OPENCL, PATH_TILED},
+                                 {GPUWS_BACKEND_OPENCL, PATH_DIRECT}, {GPUWS_BACKEND_CUDA, PATH_TILED},
+                                 {GPUWS_BACKEND_CUDA, PATH_DIRECT}};
+#define NTARGETS (sizeof targets / sizeof targets[0])
+
+static gpuws_context *open_target(const target *t)
+{
+    if (t->path != PATH_NONE) setenv("GPUWS_CONVOLVE_PATH", path_names[t->path], 1);
+    return test_open(t->backend);
+}
+
+static const char *target_name(const target *t)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "%s%s%s", test_backend_name(t->backend), t->path ? "/" : "", path_names[t->path]);
+    return buf;
+}
+
+static const char *mode_name(gpuws_convolve_mode m)
+{
+    return m == GPUWS_CONVOLVE_FULL ? "full" : m == GPUWS_CONVOLVE_SAME ? "same" : "valid";
+}
+
+/* n doubles rounded to dtype (malloc'd) */
+static void *to_dtype(const double *x, size_t n, gpuws_dtype dt)
+{
+    void *p = malloc(n * gpuws_dtype_size(dt) + 8);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < n; i++) {
+        if (dt == GPUWS_F32) ((float *)p)[i] = (float)x[i];
+        else ((double *)p)[i] = x[i];
+    }
+    return p;
+}
+
+/* n values of dtype as doubles (malloc'd) */
+static double *to_double(const void *p, size_t n, gpuws_dtype dt)
+{
+    double *x = malloc(n * sizeof *x + 8);
+    cr_assert_not_null(x);
+    for (size_t i = 0; i < n; i++) x[i] = dt == GPUWS_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    return x;
+}
+
+#endif

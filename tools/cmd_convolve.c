@@ -1,0 +1,400 @@
+/* gpuws convolve: scipy.signal.convolve2d on FITS images, and --demo, the workshop's exercise timed against the
+ * scalar reference on the backend the environment selects. */
+#include "commands.h"
+#include "fits_io.h"
+#include "gpuws/algorithms.h"
+#include "convolve1d/convolve1d_ref.h"
+#include "convolve2d/convolve2d_ref.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gpuws convolve IN.fits KERNEL.fits -o OUT.fits [--mode full|same|valid] [--boundary fill|wrap|symm]\n"
+            "                      [--fill V] [--dtype f32|f64]\n"
+            "       gpuws convolve --demo [--dtype f32|f64] [--size N] [--repeat N]\n"
+            "  Convolves the first 2-D image of IN.fits with that of KERNEL.fits exactly as\n"
+            "  scipy.signal.convolve2d(in, kernel, mode, boundary, fillvalue) does (defaults: full, fill, 0) and writes\n"
+            "  OUT.fits (written completely or not at all). The arithmetic is f64 when either file holds doubles,\n"
+            "  else f32, unless --dtype says otherwise.\n"
+            "  --demo runs the workshop's exercise: deltas (ones at [8::16, 8::16]) of N x N (default 2048) convolved\n"
+            "  with the 15 x 15 Gaussian, and np.convolve of the flattened deltas with its diagonal, timed on the\n"
+            "  device (median of --repeat runs, default 20) next to one run of the scalar reference on one CPU core.\n"
+            "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM.\n");
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- convolving files ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *in, *kernel, *out;
+    gpuws_convolve2d_options opt;
+    int dtype; /* -1 auto, else gpuws_dtype */
+    bool demo;
+    size_t demo_size;
+    int repeat;
+} args;
+
+/* Uploads n doubles as dtype into a new buffer. */
+static gpuws_status upload(gpuws_context *ctx, const double *x, size_t n, gpuws_dtype dt, gpuws_buffer **b)
+{
+    const size_t es = gpuws_dtype_size(dt);
+    void *h = malloc(n * es);
+    if (!h) return GPUWS_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        if (dt == GPUWS_F32) ((float *)h)[i] = (float)x[i];
+        else ((double *)h)[i] = x[i];
+    }
+    gpuws_status st = gpuws_buffer_create(ctx, n * es, b);
+    if (!st) st = gpuws_buffer_write(*b, 0, h, n * es);
+    free(h);
+    return st;
+}
+
+static int convolve_files(const args *a)
+{
+    char err[512];
+    fits_image img, ker;
+    if (fits_read_image(a->in, 1, &img, err, sizeof err)) {
+        fprintf(stderr, "gpuws convolve: %s\n", err);
+        return 1;
+    }
+    if (fits_read_image(a->kernel, 1, &ker, err, sizeof err)) {
+        fprintf(stderr, "gpuws convolve: %s\n", err);
+        fits_image_free(&img);
+        return 1;
+    }
+    const bool file_double = img.bitpix == -64 || ker.bitpix == -64 || img.bitpix == 64 || ker.bitpix == 64;
+    const gpuws_dtype dt = a->dtype >= 0 ? (gpuws_dtype)a->dtype : file_double ? GPUWS_F64 : GPUWS_F32;
+    size_t oh = 0, ow = 0;
+    gpuws_context *ctx = NULL;
+    gpuws_buffer *bi = NULL, *bk = NULL, *bo = NULL;
+    void *out = NULL;
+    int rc = 1;
+    gpuws_status st = gpuws_convolve2d_output_shape(img.height, img.width, ker.height, ker.width, a->opt.mode, &oh, &ow);
+    if (st) {
+        rc = tool_fail("convolve", st);
+        goto done;
+    }
+    if ((rc = tool_context("convolve", &ctx))) goto done;
+    gpuws_device_info d;
+    gpuws_context_get_device_info(ctx, &d);
+    fprintf(stderr, "gpuws convolve: %zu x %zu image * %zu x %zu kernel -> %zu x %zu (%s) on %s\n", img.height, img.width,
+            ker.height, ker.width, oh, ow, gpuws_dtype_name(dt), d.name);
+    const size_t es = gpuws_dtype_size(dt);
+    out = malloc(oh * ow * es);
+    if (!out) st = GPUWS_ERR_OUT_OF_MEMORY;
+    if (st || (st = upload(ctx, img.data, img.width * img.height, dt, &bi)) ||
+        (st = upload(ctx, ker.data, ker.width * ker.height, dt, &bk)) || (st = gpuws_buffer_create(ctx, oh * ow * es, &bo)) ||
+        (st = gpuws_convolve2d(NULL, dt, bi, img.height, img.width, 0, bk, ker.height, ker.width, &a->opt, bo)) ||
+        (st = gpuws_buffer_read(bo, 0, out, oh * ow * es))) {
+        rc = tool_fail("convolve", st);
+        goto done;
+    }
+    if (fits_write_image(a->out, dt == GPUWS_F32 ? FITS_F32 : FITS_F64, out, ow, oh, err, sizeof err)) {
+        fprintf(stderr, "gpuws convolve: %s\n", err);
+        rc = 1;
+        goto done;
+    }
+    rc = 0;
+done:
+    free(out);
+    gpuws_buffer_destroy(bi);
+    gpuws_buffer_destroy(bk);
+    gpuws_buffer_destroy(bo);
+    gpuws_context_destroy(ctx);
+    fits_image_free(&img);
+    fits_image_free(&ker);
+    return rc;
+}
+
+/* ---- the demo --------------------------------------------------------------------------------------------------- */
+
+enum { TAPS = 15 };
+
+/* Median device time of `repeat` runs of fn between two events, after one warm-up run. */
+typedef gpuws_status (*run_fn)(void *state, gpuws_stream *s);
+static gpuws_status time_device(gpuws_context *ctx, run_fn fn, void *state, int repeat, double *median_ms)
+{
+    gpuws_stream *s;
+    gpuws_event *e0 = NULL, *e1 = NULL;
+    double *t = malloc((size_t)repeat * sizeof *t);
+    gpuws_status st = t ? GPUWS_OK : GPUWS_ERR_OUT_OF_MEMORY;
+    if (st || (st = gpuws_context_get_default_stream(ctx, &s)) || (st = gpuws_event_create(ctx, &e0)) ||
+        (st = gpuws_event_create(ctx, &e1)) || (st = fn(state, s)) || (st = gpuws_stream_synchronize(s)))
+        goto done;
+    for (int i = 0; i < repeat; i++)
+        if ((st = gpuws_event_record(e0, s)) || (st = fn(state, s)) || (st = gpuws_event_record(e1, s)) ||
+            (st = gpuws_event_elapsed_ms(e0, e1, &t[i])))
+            goto done;
+    qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+    *median_ms = repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]);
+done:
+    free(t);
+    gpuws_event_destroy(e0);
+    gpuws_event_destroy(e1);
+    return st;
+}
+
+typedef struct {
+    gpuws_dtype dt;
+    size_t side;
+    gpuws__conv2d_geometry g2;
+    gpuws__conv1d_geometry g1;
+    void *h_image, *h_kernel, *h_diag, *h_out; /* dtype; h_image and h_out pinned */
+    gpuws_buffer *image, *kernel, *diag, *out;
+} demo;
+
+static gpuws_status run2d(void *p, gpuws_stream *s)
+{
+    demo *d = p;
+    return gpuws_convolve2d(s, d->dt, d->image, d->side, d->side, 0, d->kernel, TAPS, TAPS, NULL, d->out);
+}
+
+static gpuws_status run2d_transfers(void *p, gpuws_stream *s)
+{
+    demo *d = p;
+    const size_t es = gpuws_dtype_size(d->dt);
+    gpuws_status st;
+    if ((st = gpuws_buffer_write_async(s, d->image, 0, d->h_image, d->side * d->side * es)) || (st = run2d(p, s))) return st;
+    return gpuws_buffer_read_async(s, d->out, 0, d->h_out, d->g2.oh * d->g2.ow * es);
+}
+
+static gpuws_status run1d(void *p, gpuws_stream *s)
+{
+    demo *d = p;
+    return gpuws_convolve1d(s, d->dt, d->image, d->side * d->side, d->diag, TAPS, GPUWS_CONVOLVE_FULL, d->out);
+}
+
+static double value(const void *p, size_t i, gpuws_dtype dt)
+{
+    return dt == GPUWS_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+/* Largest |got - want| over the largest |want|. */
+static double max_rel_diff(const void *got, const void *want, size_t n, gpuws_dtype dt)
+{
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double g = value(got, i, dt), w = value(want, i, dt);
+        if (fabs(g - w) > diff || isnan(g - w)) diff = isnan(g - w) ? INFINITY : fabs(g - w);
+        if (fabs(w) > scale) scale = fabs(w);
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+/* The reference on one core, in bands of rows with progress on stderr; returns its wall time. */
+static double reference2d(const demo *d, void *want)
+{
+    const double t0 = now_ms();
+    const size_t bands = 20, rows = d->g2.oh;
+    const bool tty = isatty(2);
+    fprintf(stderr, "  running the scalar reference on one core...%s", tty ? "" : "\n");
+    for (size_t b = 0; b < bands; b++) {
+        const size_t r0 = rows * b / bands, r1 = rows * (b + 1) / bands;
+        if (d->dt == GPUWS_F32) gpuws_convolve2d_ref_f32(&d->g2, d->h_image, d->h_kernel, want, r0, r1);
+        else gpuws_convolve2d_ref_f64(&d->g2, d->h_image, d->h_kernel, want, r0, r1);
+        if (tty) fprintf(stderr, "\r  running the scalar reference on one core... %3zu%%", 100 * (b + 1) / bands);
+    }
+    if (tty) fprintf(stderr, "\n");
+    return now_ms() - t0;
+}
+
+static void *to_dtype(const double *x, size_t n, gpuws_dtype dt, void *dst)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (dt == GPUWS_F32) ((float *)dst)[i] = (float)x[i];
+        else ((double *)dst)[i] = x[i];
+    }
+    return dst;
+}
+
+static int run_demo(const args *a)
+{
+    gpuws_context *ctx;
+    int rc = tool_context("convolve", &ctx);
+    if (rc) return rc;
+    demo d = {0};
+    d.dt = a->dtype >= 0 ? (gpuws_dtype)a->dtype : GPUWS_F64; /* the workshop's arrays are float64 */
+    d.side = a->demo_size;
+    const size_t n = d.side * d.side, es = gpuws_dtype_size(d.dt);
+    gpuws_status st = gpuws__conv2d_geometry_init(d.side, d.side, 0, TAPS, TAPS, NULL, &d.g2);
+    if (!st) st = gpuws__conv1d_geometry_init(n, TAPS, GPUWS_CONVOLVE_FULL, &d.g1);
+    const size_t no = d.g2.oh * d.g2.ow > d.g1.out_n ? d.g2.oh * d.g2.ow : d.g1.out_n;
+    double *img = malloc(n * sizeof *img), gauss[TAPS * TAPS], diag[TAPS];
+    void *got = malloc(no * es), *want = malloc(no * es);
+    d.h_kernel = malloc(TAPS * TAPS * es), d.h_diag = malloc(TAPS * es);
+    if (!st && (!img || !got || !want || !d.h_kernel || !d.h_diag)) st = GPUWS_ERR_OUT_OF_MEMORY;
+    if (st || (st = gpuws_host_alloc(ctx, n * es, &d.h_image)) || (st = gpuws_host_alloc(ctx, no * es, &d.h_out))) goto fail;
+    for (size_t i = 0; i < n; i++) img[i] = (i / d.side) % 16 == 8 && (i % d.side) % 16 == 8 ? 1.0 : 0.0;
+    for (int j = 0; j < TAPS; j++)
+        for (int k = 0; k < TAPS; k++) {
+            const double y = -2.0 + 4.0 * j / (TAPS - 1), x = -2.0 + 4.0 * k / (TAPS - 1);
+            gauss[j * TAPS + k] = exp(-(x * x + y * y) / 2);
+        }
+    for (int j = 0; j < TAPS; j++) diag[j] = gauss[j * TAPS + j];
+    to_dtype(img, n, d.dt, d.h_image), to_dtype(gauss, TAPS * TAPS, d.dt, d.h_kernel), to_dtype(diag, TAPS, d.dt, d.h_diag);
+    if ((st = gpuws_buffer_create(ctx, n * es, &d.image)) || (st = gpuws_buffer_create(ctx, TAPS * TAPS * es, &d.kernel)) ||
+        (st = gpuws_buffer_create(ctx, TAPS * es, &d.diag)) || (st = gpuws_buffer_create(ctx, no * es, &d.out)) ||
+        (st = gpuws_buffer_write(d.image, 0, d.h_image, n * es)) ||
+        (st = gpuws_buffer_write(d.kernel, 0, d.h_kernel, TAPS * TAPS * es)) ||
+        (st = gpuws_buffer_write(d.diag, 0, d.h_diag, TAPS * es)))
+        goto fail;
+
+    gpuws_device_info info;
+    gpuws_backend_kind kind;
+    gpuws_backend_info bi;
+    gpuws_context_get_device_info(ctx, &info);
+    gpuws_context_get_backend(ctx, &kind);
+    gpuws_backend_get_info(kind, &bi);
+    const double flops2 = 2.0 * (double)(d.g2.oh * d.g2.ow) * TAPS * TAPS, flops1 = 2.0 * (double)n * TAPS;
+    printf("The workshop's convolution: deltas %zu x %zu (ones at [8::16, 8::16]) * 15 x 15 Gaussian, %s, mode full\n",
+           d.side, d.side, gpuws_dtype_name(d.dt));
+    printf("  device: %s | %s (%s)\n", bi.name, info.name, info.platform);
+    fprintf(stderr, "  timing convolve2d on the device (%d runs)...\n", a->repeat);
+    double t2 = 0, t2x = 0, t1 = 0, r2, r1;
+    if ((st = time_device(ctx, run2d, &d, a->repeat, &t2)) || (st = gpuws_buffer_read(d.out, 0, got, d.g2.oh * d.g2.ow * es)) ||
+        (st = time_device(ctx, run2d_transfers, &d, a->repeat < 5 ? a->repeat : 5, &t2x)))
+        goto fail;
+    r2 = reference2d(&d, want);
+    const double diff2 = max_rel_diff(got, want, d.g2.oh * d.g2.ow, d.dt);
+    printf("  convolve2d   device %10.3f ms  (%.1f GFLOP/s)   with transfers %9.3f ms   scalar reference %9.1f ms\n", t2,
+           flops2 / t2 / 1e6, t2x, r2);
+    printf("               speed-up %.0fx on the device, %.0fx with transfers; max |device - reference| / max |reference| = %.2g\n",
+           r2 / t2, r2 / t2x, diff2);
+    if ((st = time_device(ctx, run1d, &d, a->repeat, &t1)) || (st = gpuws_buffer_read(d.out, 0, got, d.g1.out_n * es)))
+        goto fail;
+    const double t0 = now_ms();
+    if (d.dt == GPUWS_F32) gpuws_convolve1d_ref_f32(&d.g1, d.h_image, d.h_diag, want, 0, d.g1.out_n);
+    else gpuws_convolve1d_ref_f64(&d.g1, d.h_image, d.h_diag, want, 0, d.g1.out_n);
+    r1 = now_ms() - t0;
+    const double diff1 = max_rel_diff(got, want, d.g1.out_n, d.dt);
+    printf("  convolve1d   device %10.3f ms  (%.1f GFLOP/s)   np.convolve(deltas.ravel(), gauss.diagonal()), %zu samples\n",
+           t1, flops1 / t1 / 1e6, n);
+    printf("               scalar reference %.1f ms, speed-up %.0fx; max |device - reference| / max |reference| = %.2g\n", r1,
+           r1 / t1, diff1);
+    /* the bound the tests state, 2 (K + 1) u relative to the largest output here (every term is >= 0) */
+    const double u = d.dt == GPUWS_F32 ? 0x1p-24 : 0x1p-53;
+    if (!(diff2 <= 2 * (TAPS * TAPS + 1) * u) || !(diff1 <= 2 * (TAPS + 1) * u)) {
+        fprintf(stderr, "gpuws convolve: the device's results differ from the reference by more than the stated bound\n");
+        rc = 1;
+    }
+    goto done;
+fail:
+    rc = tool_fail("convolve", st);
+done:
+    free(img);
+    free(got);
+    free(want);
+    free(d.h_kernel);
+    free(d.h_diag);
+    gpuws_host_free(ctx, d.h_image);
+    gpuws_host_free(ctx, d.h_out);
+    gpuws_buffer_destroy(d.image);
+    gpuws_buffer_destroy(d.kernel);
+    gpuws_buffer_destroy(d.diag);
+    gpuws_buffer_destroy(d.out);
+    gpuws_context_destroy(ctx);
+    return rc;
+}
+
+/* ---- options ------------------------------------------------------------------------------------------------ */
+
+/* A usage error: the message and the usage on stderr, exit code 2. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gpuws convolve: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    usage(stderr);
+    return 2;
+}
+
+/* A whole decimal number in [lo, hi], or -1. */
+static long number(const char *v, long lo, long hi)
+{
+    char *end;
+    const long x = v ? strtol(v, &end, 10) : -1;
+    return v && *v && !*end && x >= lo && x <= hi ? x : -1;
+}
+
+static int cmd_convolve(int argc, char **argv)
+{
+    args a = {NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, 2048, 20};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(o, "--demo")) {
+            a.demo = true;
+        } else if (!strcmp(o, "-o") || !strcmp(o, "--output")) {
+            if (!v) return bad("%s needs a file name", o);
+            a.out = v, i++;
+        } else if (!strcmp(o, "--mode")) {
+            if (!v || (strcmp(v, "full") && strcmp(v, "same") && strcmp(v, "valid"))) return bad("--mode must be full, same or valid");
+            a.opt.mode = !strcmp(v, "full") ? GPUWS_CONVOLVE_FULL : !strcmp(v, "same") ? GPUWS_CONVOLVE_SAME : GPUWS_CONVOLVE_VALID;
+            i++;
+        } else if (!strcmp(o, "--boundary")) {
+            if (!v || (strcmp(v, "fill") && strcmp(v, "wrap") && strcmp(v, "symm"))) return bad("--boundary must be fill, wrap or symm");
+            a.opt.boundary = !strcmp(v, "fill") ? GPUWS_BOUNDARY_FILL : !strcmp(v, "wrap") ? GPUWS_BOUNDARY_WRAP : GPUWS_BOUNDARY_SYMM;
+            i++;
+        } else if (!strcmp(o, "--fill")) {
+            char *end;
+            if (!v || (a.opt.fill_value = strtod(v, &end), end == v || *end)) return bad("--fill needs a number");
+            i++;
+        } else if (!strcmp(o, "--dtype")) {
+            if (!v || (strcmp(v, "f32") && strcmp(v, "f64"))) return bad("--dtype must be f32 or f64");
+            a.dtype = !strcmp(v, "f32") ? GPUWS_F32 : GPUWS_F64;
+            i++;
+        } else if (!strcmp(o, "--size")) {
+            const long x = number(v, 16, 16384);
+            if (x < 0) return bad("--size needs a side from 16 to 16384");
+            a.demo_size = (size_t)x, i++;
+        } else if (!strcmp(o, "--repeat")) {
+            const long x = number(v, 1, 10000);
+            if (x < 0) return bad("--repeat needs a count from 1 to 10000");
+            a.repeat = (int)x, i++;
+        } else if (o[0] == '-' && o[1]) {
+            return bad("unknown option '%s'", o);
+        } else if (!a.in) {
+            a.in = o;
+        } else if (!a.kernel) {
+            a.kernel = o;
+        } else {
+            return bad("unexpected argument '%s'", o);
+        }
+    }
+    if (a.demo) {
+        if (a.in || a.out) return bad("--demo takes no files");
+        return run_demo(&a);
+    }
+    if (!a.in || !a.kernel || !a.out) return bad("needs IN.fits, KERNEL.fits and -o OUT.fits");
+    return convolve_files(&a);
+}
+
+GPUWS_COMMAND("convolve", "scipy.signal.convolve2d on FITS images; --demo: the workshop's exercise, timed", cmd_convolve)
