@@ -17,8 +17,11 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
     bool tiled = !gpuws__is_cpu_device(ctx);
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
 
-    uint32_t block = BLOCK;
-    while (block > ctx->info.max_block_size && block > 32) block /= 2;
+    gpuws_kernel *k;
+    uint32_t block;
+    gpuws_status st = gpuws__kernel_block(s->ctx, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", NULL,
+                                          BLOCK, &k, &block);
+    if (st) return st;
     const size_t r = dt == GPUWS_F32 ? 4 : 2, tt = (size_t)block * r; /* outputs per thread and per block */
     const size_t budget = ctx->info.shared_mem_bytes < LOCAL_BUDGET ? ctx->info.shared_mem_bytes : LOCAL_BUDGET;
     size_t kb = ms < KB_CAP ? ms : KB_CAP;

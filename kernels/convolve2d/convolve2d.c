@@ -90,7 +90,8 @@ static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *
     return per_unit * per_block / efficiency;
 }
 
-static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, gpuws_dtype dt, tiled_plan *best)
+static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, gpuws_dtype dt, uint32_t max_block,
+                       tiled_plan *best)
 {
     const tile_shape *sh = dt == GPUWS_F32 ? &shape_f32 : &shape_f64;
     const size_t es = gpuws_dtype_size(dt);
@@ -107,7 +108,7 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
         tiled_plan p = {0};
         p.wx = shapes[i][0], p.wy = shapes[i][1];
         if (forced_wx > 0 && (p.wx != forced_wx || p.wy != forced_wy)) continue;
-        if ((uint32_t)(32 * p.wx * p.wy) > ctx->info.max_block_size) continue;
+        if ((uint32_t)(32 * p.wx * p.wy) > max_block) continue;
         p.tw = p.wx * sh->lx * sh->r;
         p.th = p.wy * (32 / sh->lx) * sh->s;
         if (!plan_kernel_blocks(sh, g, es, budget, cap_h, cap_w, &p)) continue;
@@ -195,7 +196,14 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     bool tiled = !gpuws__is_cpu_device(ctx);
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
     tiled_plan p;
-    if (tiled && plan_tiled(ctx, &g, dt, &p)) {
+    uint32_t max_block = 0;
+    if (tiled) { /* the kernel's own limit (register use) as well as the device's */
+        gpuws_kernel *k;
+        if ((st = gpuws__kernel_block(ctx, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", NULL, 1024, &k,
+                                      &max_block)))
+            return st;
+    }
+    if (tiled && plan_tiled(ctx, &g, dt, max_block, &p)) {
         gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: tiled, %d x %d warps, tiles %d x %d, kernel blocks %d x %d, "
                    "pitch %d, %zu bytes local, %llu blocks", gpuws_dtype_name(dt), p.wx, p.wy, p.th, p.tw, p.kbh,
                    p.kbw, p.pitch, p.local_bytes, (unsigned long long)p.blocks);
