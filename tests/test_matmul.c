@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #define SAFETY 1.05L
 
@@ -429,4 +430,25 @@ BACKEND_TEST(matmul, rejects_bad_input_and_writes_nothing)
     gpuws_buffer_destroy(b);
     gpuws_buffer_destroy(c);
     gpuws_context_destroy(ctx);
+}
+
+/* The CLI (`gpuws matmul M N K`): prints the result's corners, the check and the rate; bad usage exits 2. */
+Test(matmul, cli_prints_result_check_time_and_rate)
+{
+    const char *cli = getenv("GPUWS_CLI");
+    cr_assert(cli, "GPUWS_CLI is not set (ctest sets it)");
+    char cmd[1200], out[4096] = "";
+    snprintf(cmd, sizeof cmd, "GPUWS_BACKEND=cpu '%s' matmul 37 41 43 --dtype f64 --repeat 3 2>/dev/null", cli);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = 0;
+    cr_assert_eq(pclose(p), 0, "%s exited non-zero:\n%s", cmd, out);
+    cr_assert(strstr(out, "matmul 37 x 41 x 43 f64 tiled on cpu"), "%s", out);
+    cr_assert(strstr(out, "C[36][40] = ") && strstr(out, "check: sampled elements") && !strstr(out, "WRONG"), "%s", out);
+    cr_assert(strstr(out, "median of 3") && strstr(out, "GFLOP/s"), "%s", out);
+    snprintf(cmd, sizeof cmd, "'%s' matmul 3 5 >/dev/null 2>&1", cli);
+    cr_assert_eq(WEXITSTATUS(system(cmd)), 2, "missing K must be a usage error");
+    snprintf(cmd, sizeof cmd, "'%s' matmul 3 5 7 --dtype i8 >/dev/null 2>&1", cli);
+    cr_assert_eq(WEXITSTATUS(system(cmd)), 2, "an unknown dtype must be a usage error");
 }

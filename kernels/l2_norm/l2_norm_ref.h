@@ -3,8 +3,8 @@
 #include <stddef.h>
 
 /* out[r] = ‖in[r·cols .. r·cols + cols)‖₂ in the dtype, with the kernels' method (max |v|, then the sum of squares
- * of v·2^-e in order, sqrt, ·2^e) and special values (NaN row → NaN, else Inf → Inf, zeros → 0): the CPU
- * backend's implementation. */
+ * of v·2^-e, sqrt, ·2^e) and special values (NaN row → NaN, else Inf → Inf, zeros → 0): the CPU backend's
+ * implementation. */
 void gpuws_l2_norm_ref_f32(const float *in, float *out, size_t rows, size_t cols);
 void gpuws_l2_norm_ref_f64(const double *in, double *out, size_t rows, size_t cols);
 

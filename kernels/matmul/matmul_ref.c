@@ -2,6 +2,8 @@
 #include "matmul_ref.h"
 
 #include <float.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Blocks: a panel of LB rows × JB columns of B (256 KiB of f32) stays in cache while every row of A passes over
@@ -85,4 +87,41 @@ long double gpuws_matmul_error_bound(int is_f64, size_t k, long double abs_sum)
     const long double u = is_f64 ? 0x1p-53L : 0x1p-24L;
     const long double u_oracle = is_f64 ? LDBL_EPSILON / 2 : 0x1p-53L;
     return (gamma_k(k, u) + gamma_k(k, u_oracle)) * abs_sum;
+}
+
+size_t gpuws_matmul_check_sampled(int is_f64, const void *a, const void *b, const void *c, size_t m, size_t n, size_t k,
+                                  size_t samples, uint64_t seed, double *worst, char *msg, size_t msg_size)
+{
+    size_t bad = 0;
+    *worst = 0;
+    if (m == 0 || n == 0) return 0;
+    for (size_t q = 0; q < samples + m + n; q++) {
+        size_t i, j;
+        if (q < samples) { /* splitmix64 */
+            uint64_t z = (seed += 0x9e3779b97f4a7c15ULL);
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+            z ^= z >> 31;
+            i = (size_t)(z % m), j = (size_t)((z >> 32) % n);
+        } else if (q < samples + n) {
+            i = m - 1, j = q - samples;
+        } else {
+            i = q - samples - n, j = n - 1;
+        }
+        long double want, abs_sum, got;
+        if (is_f64) {
+            want = gpuws_matmul_oracle_f64(a, b, n, k, i, j, &abs_sum);
+            got = ((const double *)c)[i * n + j];
+        } else {
+            double t;
+            want = gpuws_matmul_oracle_f32(a, b, n, k, i, j, &t);
+            abs_sum = t;
+            got = ((const float *)c)[i * n + j];
+        }
+        const long double bound = gpuws_matmul_error_bound(is_f64, k, abs_sum) * 1.05L, err = fabsl(got - want);
+        if (bound > 0 && err / bound > *worst) *worst = (double)(err / bound);
+        if (!(err <= bound) && bad++ == 0 && msg)
+            snprintf(msg, msg_size, "C[%zu][%zu] = %.17Lg, exact %.17Lg, allowed error %.3Lg", i, j, got, want, bound);
+    }
+    return bad;
 }
