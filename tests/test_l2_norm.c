@@ -321,7 +321,8 @@ BACKEND_TEST(l2_norm, rejects_bad_input_and_writes_nothing)
     cr_assert(strstr(gpuws_last_error(), "overflow"), "message: %s", gpuws_last_error());
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_l2_norm(NULL, GPUWS_F32, 11, 11, in, out)); /* in: 484 > 400 + guard */
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_l2_norm(NULL, GPUWS_F32, 200, 0, in, out)); /* out: 800 > 464 */
-    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_l2_norm(NULL, GPUWS_F32, 0, (size_t)1 << 32, in, out));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_l2_norm(NULL, GPUWS_F32, 0, (size_t)1 << 31, in, out)); /* 2^31 cols */
+    TEST_OK(gpuws_l2_norm(NULL, GPUWS_F32, 0, ((size_t)1 << 31) - 1, in, out));
     gpuws_context *other = test_open(*kind);
     gpuws_buffer *foreign = test_buffer(other, 400);
     TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT, gpuws_l2_norm(NULL, GPUWS_F32, 10, 10, in, foreign));

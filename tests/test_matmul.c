@@ -416,8 +416,10 @@ BACKEND_TEST(matmul, rejects_bad_input_and_writes_nothing)
     /* 11·11 floats need 484 bytes; the buffers hold 400 + the guard */
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_matmul(NULL, GPUWS_F32, 11, 11, 1, a, b, c));
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_matmul(NULL, GPUWS_F32, 1, 1, 200, a, b, c));
-    /* a dimension of 2^32 or more, even in an empty product */
-    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_matmul(NULL, GPUWS_F32, (size_t)1 << 32, 0, 0, a, b, c));
+    /* a dimension of 2^31 or more, even in an empty product; 2^31 - 1 is fine */
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_matmul(NULL, GPUWS_F32, (size_t)1 << 31, 0, 0, a, b, c));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_matmul(NULL, GPUWS_F32, 0, 0, (size_t)1 << 31, a, b, c));
+    TEST_OK(gpuws_matmul(NULL, GPUWS_F32, ((size_t)1 << 31) - 1, 0, 0, a, b, c));
     gpuws_context *other = test_open(*kind);
     gpuws_buffer *foreign = test_buffer(other, 400);
     TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT, gpuws_matmul(NULL, GPUWS_F32, 5, 5, 4, a, foreign, c));

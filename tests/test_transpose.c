@@ -128,7 +128,8 @@ BACKEND_TEST(transpose, rejects_bad_input_and_writes_nothing)
     TEST_FAILS(GPUWS_ERR_OVERFLOW, gpuws_transpose(NULL, GPUWS_F64, SIZE_MAX / 16, 4, in, out)); /* bytes overflow */
     cr_assert(strstr(gpuws_last_error(), "overflow"), "message: %s", gpuws_last_error());
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_transpose(NULL, GPUWS_F32, 11, 11, in, out)); /* 484 > 400 + guard */
-    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_transpose(NULL, GPUWS_F32, (size_t)1 << 32, 0, in, out));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_transpose(NULL, GPUWS_F32, (size_t)1 << 31, 0, in, out)); /* 2^31 rows */
+    TEST_OK(gpuws_transpose(NULL, GPUWS_F32, 0, ((size_t)1 << 31) - 1, in, out));
     gpuws_context *other = test_open(*kind);
     gpuws_buffer *foreign = test_buffer(other, 400);
     TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT, gpuws_transpose(NULL, GPUWS_F32, 10, 10, in, foreign));

@@ -34,8 +34,8 @@ gpuws_status gpuws_l2_norm(gpuws_stream *s, gpuws_dtype dt, size_t rows, size_t 
     if ((st = gpuws__check_array(ctx, in, "in", n, es)) || (st = gpuws__check_array(ctx, out, "out", rows, es)) ||
         (st = gpuws__check_dtype(ctx, dt, "l2_norm")))
         return st;
-    if (rows > UINT32_MAX || cols > UINT32_MAX)
-        return gpuws__error(GPUWS_ERR_OUT_OF_RANGE, "l2_norm: rows = %zu, cols = %zu: each must be below 2^32", rows, cols);
+    if (rows > INT32_MAX || cols > INT32_MAX) /* the kernels index in 32 bits, with room for a tile past the end */
+        return gpuws__error(GPUWS_ERR_OUT_OF_RANGE, "l2_norm: rows = %zu, cols = %zu: each must be below 2^31", rows, cols);
     if (rows && in == out)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "l2_norm: out must not be the same buffer as in");
     if (rows == 0) return GPUWS_OK;

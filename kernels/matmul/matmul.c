@@ -30,8 +30,8 @@ static gpuws_status check(gpuws_stream **s, gpuws_matmul_variant variant, gpuws_
     if ((st = gpuws__check_array(*ctx, a, "a", mk, es)) || (st = gpuws__check_array(*ctx, b, "b", kn, es)) ||
         (st = gpuws__check_array(*ctx, c, "c", mn, es)) || (st = gpuws__check_dtype(*ctx, dt, "matmul")))
         return st;
-    if (m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX)
-        return gpuws__error(GPUWS_ERR_OUT_OF_RANGE, "matmul: m = %zu, n = %zu, k = %zu: each dimension must be below 2^32",
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) /* 32-bit indices, with room for a tile past the end */
+        return gpuws__error(GPUWS_ERR_OUT_OF_RANGE, "matmul: m = %zu, n = %zu, k = %zu: each dimension must be below 2^31",
                             m, n, k);
     if (mn && (c == a || c == b))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "matmul: c must not be the same buffer as %s",
@@ -39,9 +39,10 @@ static gpuws_status check(gpuws_stream **s, gpuws_matmul_variant variant, gpuws_
     return GPUWS_OK;
 }
 
-/* matmul.cl is built once per dtype (and device class): every kernel of one dtype comes from one program. */
+/* Small work-groups and tiles (CPU_TILED_OPTIONS) for CPU OpenCL devices and devices with small work-groups. */
 static bool small_groups(const gpuws_context *ctx)
 {
+    if (ctx->backend->kind == GPUWS_BACKEND_CUDA) return false; /* matmul.cu has the one (large) shape */
     /* GPUWS_MATMUL_TILE=large|small (a testing knob) forces either shape, so PoCL runs the GPUs' kernel too. */
     const char *force = gpuws__getenv("GPUWS_MATMUL_TILE");
     if (force && gpuws__strcasecmp(force, "large") == 0) return false;
@@ -49,21 +50,27 @@ static bool small_groups(const gpuws_context *ctx)
     return gpuws__is_cpu_device(ctx) || ctx->info.max_block_size < TILED_THREADS;
 }
 
+/* NVIDIA's OpenCL has no __launch_bounds__: the same register cap as matmul.cu's (256 threads, 2 blocks per SM)
+ * through its compiler option (cl_nv_compiler_options). */
+#define NV_OPTIONS "-cl-nv-maxrregcount=128"
+
+/* matmul.cl is built once per dtype and device class: every kernel of one dtype comes from one program. */
 static const char *program_options(const gpuws_context *ctx, gpuws_dtype dt)
 {
-    if (dt == GPUWS_F32) return small_groups(ctx) ? CPU_TILED_OPTIONS : NULL;
-    return small_groups(ctx) ? "-DMM_F64=1 " CPU_TILED_OPTIONS : "-DMM_F64=1";
+    const bool f64 = dt == GPUWS_F64;
+    if (small_groups(ctx)) return f64 ? "-DMM_F64=1 " CPU_TILED_OPTIONS : CPU_TILED_OPTIONS;
+    if (ctx->backend->kind == GPUWS_BACKEND_OPENCL && gpuws__icontains(ctx->info.platform, "NVIDIA"))
+        return f64 ? "-DMM_F64=1 " NV_OPTIONS : NV_OPTIONS;
+    return f64 ? "-DMM_F64=1" : NULL;
 }
 
-static gpuws_status launch_naive(gpuws_stream *s, gpuws_dtype dt, uint32_t m, uint32_t n, uint32_t k, gpuws_arg *args,
-                                 size_t nargs)
+static gpuws_status launch_naive(gpuws_stream *s, gpuws_dtype dt, uint32_t m, uint32_t n, gpuws_arg *args, size_t nargs)
 {
     const gpuws_context *ctx = s->ctx;
     const uint32_t bx = 16, by = ctx->info.max_block_size >= 256 ? 16 : 4; /* x along a row of C: B read coalesced */
     uint64_t gy = ((uint64_t)m + by - 1) / by;
     if (gy > ctx->info.max_grid_dims[1]) gy = ctx->info.max_grid_dims[1]; /* the kernel loops over the rest */
-    gpuws_launch_config cfg = {{(n + bx - 1) / bx, (uint32_t)gy, 1}, {bx, by, 1}};
-    (void)k;
+    gpuws_launch_config cfg = {{(uint32_t)(((uint64_t)n + bx - 1) / bx), (uint32_t)gy, 1}, {bx, by, 1}};
     return gpuws__launch_named(s, dt == GPUWS_F32 ? "matmul_naive_f32" : "matmul_naive_f64", program_options(ctx, dt), &cfg,
                                args, nargs);
 }
@@ -104,7 +111,7 @@ gpuws_status gpuws_matmul_ex(gpuws_stream *s, gpuws_matmul_variant variant, gpuw
     gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)a), gpuws_arg_buffer((gpuws_buffer *)b), gpuws_arg_buffer(c),
                         gpuws_arg_u32((uint32_t)m), gpuws_arg_u32((uint32_t)n), gpuws_arg_u32((uint32_t)k)};
     if (variant == GPUWS_MATMUL_NAIVE)
-        return launch_naive(s, dt, (uint32_t)m, (uint32_t)n, (uint32_t)k, args, GPUWS__NARGS(args));
+        return launch_naive(s, dt, (uint32_t)m, (uint32_t)n, args, GPUWS__NARGS(args));
     return launch_tiled(s, dt, (uint32_t)m, (uint32_t)n, args, GPUWS__NARGS(args));
 }
 

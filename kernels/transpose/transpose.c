@@ -20,8 +20,8 @@ gpuws_status gpuws_transpose(gpuws_stream *s, gpuws_dtype dt, size_t rows, size_
     if ((st = gpuws__check_array(ctx, in, "in", n, es)) || (st = gpuws__check_array(ctx, out, "out", n, es)) ||
         (st = gpuws__check_dtype(ctx, dt, "transpose")))
         return st;
-    if (rows > UINT32_MAX || cols > UINT32_MAX)
-        return gpuws__error(GPUWS_ERR_OUT_OF_RANGE, "transpose: rows = %zu, cols = %zu: each must be below 2^32", rows, cols);
+    if (rows > INT32_MAX || cols > INT32_MAX) /* the kernels index in 32 bits, with room for a tile past the end */
+        return gpuws__error(GPUWS_ERR_OUT_OF_RANGE, "transpose: rows = %zu, cols = %zu: each must be below 2^31", rows, cols);
     if (n && in == out)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "transpose: out must not be the same buffer as in (no in-place transpose)");
     if (n == 0) return GPUWS_OK;

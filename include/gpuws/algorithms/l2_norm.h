@@ -19,7 +19,7 @@ extern "C" {
  * fail on data without a host round trip, and only the rows holding NaNs are marked); otherwise a row holding
  * ±Inf gives +Inf. A row of zeros gives 0, and cols == 0 gives 0 for every row (the norm of an empty vector).
  *
- * rows == 0 does nothing. rows and cols must each be below 2^32 (GPUWS_ERR_OUT_OF_RANGE); rows·cols overflowing
+ * rows == 0 does nothing. rows and cols must each be below 2^31 (GPUWS_ERR_OUT_OF_RANGE); rows·cols overflowing
  * size_t is GPUWS_ERR_OVERFLOW; `out` must not be `in` (GPUWS_ERR_INVALID_ARGUMENT). */
 GPUWS_API gpuws_status gpuws_l2_norm(gpuws_stream *stream, gpuws_dtype dtype, size_t rows, size_t cols,
                                      const gpuws_buffer *in, gpuws_buffer *out);

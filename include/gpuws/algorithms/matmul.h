@@ -17,7 +17,7 @@ typedef enum gpuws_matmul_variant {
  * GPUWS_F32 or GPUWS_F64 for all three. Any m, n, k, not only multiples of the kernels' tiles.
  *
  * Shapes: m == 0 or n == 0 is a valid empty product and does nothing; k == 0 sets C to zeros (NumPy's result).
- * Each dimension must be below 2^32 (GPUWS_ERR_OUT_OF_RANGE otherwise); m·k, k·n, m·n or their byte sizes that
+ * Each dimension must be below 2^31 (GPUWS_ERR_OUT_OF_RANGE otherwise); m·k, k·n, m·n or their byte sizes that
  * overflow size_t are GPUWS_ERR_OVERFLOW; buffers smaller than their matrix are GPUWS_ERR_OUT_OF_RANGE. C must
  * not be A or B (GPUWS_ERR_INVALID_ARGUMENT): the kernels read A and B while C is written.
  *
