@@ -99,7 +99,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void MM_NAME(tiled)(__g
     const uint bk = tid / (BN / MM_VW), bn = tid % (BN / MM_VW) * MM_VW;
     const bool vec_a = K % MM_VW == 0, vec_b = N % MM_VW == 0; /* rows start on a vector boundary */
     const bool b_cols = vec_b && n0 + bn + MM_VW <= N;
-    __global const T *pa = A + (ulong)(m0 + ar) * K + ak; /* advanced by BK per K step */
+    __global const T *pa = A + (ulong)(m0 + ar) * K + ak; /* advanced by BK per K step; read only where valid */
     __global const T *pb = B + (ulong)bk * N + n0 + bn;   /* advanced by BK rows per K step */
     const ulong b_step = (ulong)MM_BK * N;
 
@@ -110,72 +110,66 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void MM_NAME(tiled)(__g
 #pragma unroll
         for (int j = 0; j < 2 * MM_VW; j++) acc[i][j] = 0;
 
-/* Global -> registers for the K step starting at k0 (pa, pb point at it); zeros past the edges. */
-#define LOAD(k0)                                                                                                \
-    {                                                                                                           \
-        _Pragma("unroll") for (int v = 0; v < AV; v++)                                                          \
-        {                                                                                                       \
-            const uint r = m0 + ar + v * AROWS, k = (k0) + ak;                                                  \
-            __global const T *p = pa + (ulong)v * AROWS * K;                                                    \
-            if (vec_a && r < M && k + MM_VW <= K) {                                                             \
-                const VT x = *(__global const VT *)p;                                                           \
-                UNPACK(ra[v], x);                                                                               \
-            } else {                                                                                            \
-                _Pragma("unroll") for (int c = 0; c < MM_VW; c++) ra[v][c] = r < M && k + c < K ? p[c] : 0;    \
-            }                                                                                                   \
-        }                                                                                                       \
-        _Pragma("unroll") for (int v = 0; v < BV; v++)                                                          \
-        {                                                                                                       \
-            const uint k = (k0) + bk + v * BROWS, n = n0 + bn;                                                  \
-            __global const T *p = pb + (ulong)v * BROWS * N;                                                    \
-            if (b_cols && k < K) {                                                                              \
-                const VT x = *(__global const VT *)p;                                                           \
-                UNPACK(rb[v], x);                                                                               \
-            } else {                                                                                            \
-                _Pragma("unroll") for (int c = 0; c < MM_VW; c++) rb[v][c] = k < K && n + c < N ? p[c] : 0;    \
-            }                                                                                                   \
-        }                                                                                                       \
-    }
-/* Registers -> local buffer `buf`: A transposed (one scalar store per element), B as vectors. */
-#define STORE(buf)                                                                                              \
-    {                                                                                                           \
-        _Pragma("unroll") for (int v = 0; v < AV; v++)                                                          \
-        {                                                                                                       \
-            _Pragma("unroll") for (int c = 0; c < MM_VW; c++)                                                   \
-                ((__local T *)As[buf][ak + c])[ar + v * AROWS] = ra[v][c];                                      \
-        }                                                                                                       \
-        _Pragma("unroll") for (int v = 0; v < BV; v++) Bs[buf][bk + v * BROWS][bn / MM_VW] = PACK(rb[v]);       \
-    }
-
+    /* Step kt loads K step kt (global -> registers), multiplies step kt - 1 (in local buffer (kt - 1) & 1) while
+     * those loads are in flight, then stores step kt to buffer kt & 1. One barrier per step: the buffer stored to
+     * was last read in step kt - 1, before the previous barrier. */
     const uint ktiles = (K + MM_BK - 1) / MM_BK;
-    if (ktiles > 0) {
-        LOAD(0u)
-        STORE(0)
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    for (uint kt = 0; kt < ktiles; kt++) {
-        const int cur = kt & 1;
-        const bool more = kt + 1 < ktiles;
-        if (more) { /* the next K step's loads are in flight while this one is multiplied */
+    for (uint kt = 0; kt <= ktiles; kt++) {
+        const bool load = kt < ktiles;
+        if (load) { /* zeros past the edges */
+            const uint k0 = kt * MM_BK;
+#pragma unroll
+            for (int v = 0; v < AV; v++) {
+                const uint r = m0 + ar + v * AROWS, k = k0 + ak;
+                __global const T *p = pa + (ulong)v * AROWS * K;
+                if (vec_a && r < M && k + MM_VW <= K) {
+                    const VT x = *(__global const VT *)p;
+                    UNPACK(ra[v], x);
+                } else {
+#pragma unroll
+                    for (int c = 0; c < MM_VW; c++) ra[v][c] = r < M && k + c < K ? p[c] : 0;
+                }
+            }
+#pragma unroll
+            for (int v = 0; v < BV; v++) {
+                const uint k = k0 + bk + v * BROWS, n = n0 + bn;
+                __global const T *p = pb + (ulong)v * BROWS * N;
+                if (b_cols && k < K) {
+                    const VT x = *(__global const VT *)p;
+                    UNPACK(rb[v], x);
+                } else {
+#pragma unroll
+                    for (int c = 0; c < MM_VW; c++) rb[v][c] = k < K && n + c < N ? p[c] : 0;
+                }
+            }
             pa += MM_BK;
             pb += b_step;
-            LOAD((kt + 1) * MM_BK)
         }
+        if (kt > 0) {
+            const int cur = (kt - 1) & 1;
 #pragma unroll
-        for (int k = 0; k < MM_BK; k++) {
-            T a[2 * MM_VW], b[2 * MM_VW];
-            const VT a0 = As[cur][k][ty], a1 = As[cur][k][MM_TY + ty], b0 = Bs[cur][k][tx], b1 = Bs[cur][k][MM_TX + tx];
-            UNPACK(a, a0);
-            UNPACK((a + MM_VW), a1);
-            UNPACK(b, b0);
-            UNPACK((b + MM_VW), b1);
+            for (int k = 0; k < MM_BK; k++) {
+                T a[2 * MM_VW], b[2 * MM_VW];
+                const VT a0 = As[cur][k][ty], a1 = As[cur][k][MM_TY + ty], b0 = Bs[cur][k][tx], b1 = Bs[cur][k][MM_TX + tx];
+                UNPACK(a, a0);
+                UNPACK((a + MM_VW), a1);
+                UNPACK(b, b0);
+                UNPACK((b + MM_VW), b1);
 #pragma unroll
-            for (int i = 0; i < 2 * MM_VW; i++)
+                for (int i = 0; i < 2 * MM_VW; i++)
 #pragma unroll
-                for (int j = 0; j < 2 * MM_VW; j++) acc[i][j] += a[i] * b[j];
+                    for (int j = 0; j < 2 * MM_VW; j++) acc[i][j] += a[i] * b[j];
+            }
         }
-        /* One barrier per K step: the buffer written here was last read before the previous barrier. */
-        if (more) STORE(cur ^ 1)
+        if (load) { /* A transposed (one scalar store per element), B as vectors */
+            const int buf = kt & 1;
+#pragma unroll
+            for (int v = 0; v < AV; v++)
+#pragma unroll
+                for (int c = 0; c < MM_VW; c++) ((__local T *)As[buf][ak + c])[ar + v * AROWS] = ra[v][c];
+#pragma unroll
+            for (int v = 0; v < BV; v++) Bs[buf][bk + v * BROWS][bn / MM_VW] = PACK(rb[v]);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 

@@ -69,80 +69,74 @@ __device__ __forceinline__ void matmul_tiled(const T *__restrict__ A, const T *_
     const unsigned bk = tid / (BN / VW), bn = tid % (BN / VW) * VW;
     const bool vec_a = K % VW == 0, vec_b = N % VW == 0; // rows start 16-byte aligned (buffers are 256-aligned)
     const bool b_cols = vec_b && n0 + bn + VW <= N;
-    const T *pa = A + (size_t)(m0 + ar) * K + ak; // advanced by BK per K step; dereferenced only where valid
+    const T *pa = A + (size_t)(m0 + ar) * K + ak; // advanced by BK per K step; read only where valid
     const T *pb = B + (size_t)bk * N + n0 + bn;   // advanced by BK rows per K step
     const size_t b_step = (size_t)BK * N;
 
     T ra[AV][VW], rb[BV][VW];
-    // Global -> registers for the K step starting at k0 (pa, pb point at it); zeros past the edges.
-    auto load = [&](unsigned k0) {
-#pragma unroll
-        for (int v = 0; v < AV; v++) {
-            const unsigned r = m0 + ar + v * AROWS, k = k0 + ak;
-            const T *p = pa + (size_t)v * AROWS * K;
-            if (vec_a && r < M && k + VW <= K) {
-                vec<T>::unpack(__ldg(reinterpret_cast<const V *>(p)), ra[v]);
-            } else {
-#pragma unroll
-                for (int c = 0; c < VW; c++) ra[v][c] = r < M && k + c < K ? p[c] : T(0);
-            }
-        }
-#pragma unroll
-        for (int v = 0; v < BV; v++) {
-            const unsigned k = k0 + bk + v * BROWS, n = n0 + bn;
-            const T *p = pb + (size_t)v * BROWS * N;
-            if (b_cols && k < K) {
-                vec<T>::unpack(__ldg(reinterpret_cast<const V *>(p)), rb[v]);
-            } else {
-#pragma unroll
-                for (int c = 0; c < VW; c++) rb[v][c] = k < K && n + c < N ? p[c] : T(0);
-            }
-        }
-    };
-    // Registers -> shared buffer `buf`: A transposed (one scalar store per element), B as vectors.
-    auto store = [&](int buf) {
-#pragma unroll
-        for (int v = 0; v < AV; v++)
-#pragma unroll
-            for (int c = 0; c < VW; c++) As[buf][ak + c][ar + v * AROWS] = ra[v][c];
-#pragma unroll
-        for (int v = 0; v < BV; v++) *reinterpret_cast<V *>(&Bs[buf][bk + v * BROWS][bn]) = vec<T>::pack(rb[v]);
-    };
-
     T acc[2 * VW][2 * VW];
 #pragma unroll
     for (int i = 0; i < 2 * VW; i++)
 #pragma unroll
         for (int j = 0; j < 2 * VW; j++) acc[i][j] = T(0);
 
+    // Step kt loads K step kt (global -> registers), multiplies step kt - 1 (in shared buffer (kt - 1) & 1) while
+    // those loads are in flight, then stores step kt to buffer kt & 1. One barrier per step: the buffer stored to
+    // was last read in step kt - 1, before the previous barrier.
     const unsigned ktiles = (K + BK - 1) / BK;
-    if (ktiles > 0) {
-        load(0);
-        store(0);
-        __syncthreads();
-    }
-    for (unsigned kt = 0; kt < ktiles; kt++) {
-        const int cur = kt & 1;
-        const bool more = kt + 1 < ktiles;
-        if (more) { // the next K step's loads are in flight while this one is multiplied
+    for (unsigned kt = 0; kt <= ktiles; kt++) {
+        const bool load = kt < ktiles;
+        if (load) { // zeros past the edges
+            const unsigned k0 = kt * BK;
+#pragma unroll
+            for (int v = 0; v < AV; v++) {
+                const unsigned r = m0 + ar + v * AROWS, k = k0 + ak;
+                const T *p = pa + (size_t)v * AROWS * K;
+                if (vec_a && r < M && k + VW <= K) {
+                    vec<T>::unpack(__ldg(reinterpret_cast<const V *>(p)), ra[v]);
+                } else {
+#pragma unroll
+                    for (int c = 0; c < VW; c++) ra[v][c] = r < M && k + c < K ? p[c] : T(0);
+                }
+            }
+#pragma unroll
+            for (int v = 0; v < BV; v++) {
+                const unsigned k = k0 + bk + v * BROWS, n = n0 + bn;
+                const T *p = pb + (size_t)v * BROWS * N;
+                if (b_cols && k < K) {
+                    vec<T>::unpack(__ldg(reinterpret_cast<const V *>(p)), rb[v]);
+                } else {
+#pragma unroll
+                    for (int c = 0; c < VW; c++) rb[v][c] = k < K && n + c < N ? p[c] : T(0);
+                }
+            }
             pa += BK;
             pb += b_step;
-            load((kt + 1) * BK);
         }
+        if (kt > 0) {
+            const int cur = (kt - 1) & 1;
 #pragma unroll
-        for (int k = 0; k < BK; k++) {
-            T a[2 * VW], b[2 * VW];
-            vec<T>::unpack(*reinterpret_cast<const V *>(&As[cur][k][ty * VW]), a);
-            vec<T>::unpack(*reinterpret_cast<const V *>(&As[cur][k][BM / 2 + ty * VW]), a + VW);
-            vec<T>::unpack(*reinterpret_cast<const V *>(&Bs[cur][k][tx * VW]), b);
-            vec<T>::unpack(*reinterpret_cast<const V *>(&Bs[cur][k][BN / 2 + tx * VW]), b + VW);
+            for (int k = 0; k < BK; k++) {
+                T a[2 * VW], b[2 * VW];
+                vec<T>::unpack(*reinterpret_cast<const V *>(&As[cur][k][ty * VW]), a);
+                vec<T>::unpack(*reinterpret_cast<const V *>(&As[cur][k][BM / 2 + ty * VW]), a + VW);
+                vec<T>::unpack(*reinterpret_cast<const V *>(&Bs[cur][k][tx * VW]), b);
+                vec<T>::unpack(*reinterpret_cast<const V *>(&Bs[cur][k][BN / 2 + tx * VW]), b + VW);
 #pragma unroll
-            for (int i = 0; i < 2 * VW; i++)
+                for (int i = 0; i < 2 * VW; i++)
 #pragma unroll
-                for (int j = 0; j < 2 * VW; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+                    for (int j = 0; j < 2 * VW; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+            }
         }
-        // One barrier per K step: the buffer written here was last read before the previous barrier.
-        if (more) store(cur ^ 1);
+        if (load) { // A transposed (one scalar store per element), B as vectors
+            const int buf = kt & 1;
+#pragma unroll
+            for (int v = 0; v < AV; v++)
+#pragma unroll
+                for (int c = 0; c < VW; c++) As[buf][ak + c][ar + v * AROWS] = ra[v][c];
+#pragma unroll
+            for (int v = 0; v < BV; v++) *reinterpret_cast<V *>(&Bs[buf][bk + v * BROWS][bn]) = vec<T>::pack(rb[v]);
+        }
         __syncthreads();
     }
 
