@@ -266,10 +266,11 @@ ParameterizedTest(mm_case *c, matmul, small_integers_give_the_exact_product_ever
 /* ---- shapes, special values, streams ---------------------------------------------------------------------- */
 
 /* The result does not depend on the launch: both kernels agree within twice the bound (each is within it), at
- * odd shapes; m = 0 or n = 0 is an empty product that writes nothing; k = 0 gives zeros. */
+ * odd shapes (the last needs more than 65535 blocks of 16 rows: the naive kernel's grid loops in y on GPUs);
+ * m = 0 or n = 0 is an empty product that writes nothing; k = 0 gives zeros. */
 BACKEND_TEST(matmul, result_does_not_depend_on_the_kernel)
 {
-    static const size_t odd[][3] = {{1, 1, 1}, {1, 1000, 1}, {127, 129, 131}, {5, 3, 4096}};
+    static const size_t odd[][3] = {{1, 1, 1}, {1, 1000, 1}, {127, 129, 131}, {5, 3, 4096}, {(1u << 20) + 17, 3, 2}};
     for (size_t s = 0; s < sizeof odd / sizeof odd[0]; s++) {
         mm_case c = {*kind, GPUWS_F32, GPUWS_MATMUL_TILED, odd[s][0], odd[s][1], odd[s][2], false, false};
         float *a = make_matrix(c.dtype, c.m * c.k, 21 + s, false), *b = make_matrix(c.dtype, c.k * c.n, 31 + s, false);
