@@ -11,9 +11,9 @@ extern "C" {
  * Overflow-safe: each row is scaled by a power of two near its largest |value| before squaring (two passes over
  * the row, like LAPACK's xNRM2), so rows of values near the largest finite float, or of values whose squares
  * would underflow, give the correctly scaled result; the result is Inf only when the true norm exceeds the
- * dtype's range. Accuracy: for results in the dtype's normal range the relative error is at most (cols/2 + 2)·u
- * (u = 2^-24 for f32, 2^-53 for f64), whatever order the device sums in; f32 sums are accumulated in f32 on
- * every device (no fp64 needed).
+ * dtype's range. Accuracy: for results in the dtype's normal range the relative error is at most γ_cols/2 + 2u,
+ * γ_n = n·u/(1 − n·u) ≈ n·u, u = 2^-24 for f32, 2^-53 for f64 (so about (cols/2 + 2)·u), whatever order the
+ * device sums in; f32 sums are accumulated in f32 on every device (no fp64 needed).
  *
  * Special values, as NumPy: a row containing a NaN gives NaN (this is how bad input is reported: the call cannot
  * fail on data without a host round trip, and only the rows holding NaNs are marked); otherwise a row holding
