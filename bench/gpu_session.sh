@@ -12,6 +12,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuws-out}
 mkdir -p "$OUT"
+# At most 8 files come back from the device machine, and a run cut short returns what $OUT holds at that moment:
+# logs are written to $LOGS and re-archived into $OUT/logs.tar.gz after every step.
+LOGS=/tmp/gpuws-logs
+mkdir -p "$LOGS"
+pack() { tar czf "$OUT/logs.tar.gz.tmp" -C "$LOGS" . && mv "$OUT/logs.tar.gz.tmp" "$OUT/logs.tar.gz"; }
 STEPS=${1:-build,test,sanitize,peers,bench}
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 CARRY=$PWD/.carry
@@ -19,7 +24,7 @@ CARRY=$PWD/.carry
 (cd "$CARRY/lib" && ln -sf libcriterion.so.3 libcriterion.so && ln -sf libcfitsio.so.10 libcfitsio.so &&
     ln -sf libpng16.so.16 libpng16.so && ln -sf libpng16.so.16 libpng.so)
 ours() { LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; }
+log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; pack 2>/dev/null; }
 
 # NVIDIA's OpenCL ICD is installed but not registered: register it next to PoCL's.
 mkdir -p /tmp/icd
@@ -28,30 +33,31 @@ cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
 export OCL_ICD_VENDORS=/tmp/icd
 export GPUWS_CACHE_DIR=/tmp/gpuws-cache
 
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv >"$OUT/nvidia-smi.txt" 2>&1
-log "device: $(head -2 "$OUT/nvidia-smi.txt" | tail -1)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv >"$LOGS/nvidia-smi.txt" 2>&1
+log "device: $(head -2 "$LOGS/nvidia-smi.txt" | tail -1)"
 
 if has build; then
     log "build"
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGPUWS_WERROR=ON -DGPUWS_CUDA_ARCHITECTURES=90 \
-        -DCMAKE_PREFIX_PATH="$CARRY" >"$OUT/build.log" 2>&1 &&
-        timeout 300 cmake --build build-gpu -j16 >>"$OUT/build.log" 2>&1 || { log "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
-    ours ./build-gpu/tools/gpuws info >"$OUT/info.txt" 2>&1
-    cat "$OUT/info.txt"
+        -DCMAKE_PREFIX_PATH="$CARRY" >"$LOGS/build.log" 2>&1 &&
+        timeout 300 cmake --build build-gpu -j16 >>"$LOGS/build.log" 2>&1 || { log "BUILD FAILED"; tail -40 "$LOGS/build.log"; exit 1; }
+    ours ./build-gpu/tools/gpuws info >"$LOGS/info.txt" 2>&1
+    cat "$LOGS/info.txt"
 fi
 
 if has test || has test-nvidia; then
     log "tests: cpu + NVIDIA OpenCL + CUDA required"
     ours env GPUWS_REQUIRE=cpu,opencl,cuda GPUWS_OPENCL_PLATFORM=NVIDIA timeout ${CTEST_TOTAL:-300} \
-        ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$OUT/test-nvidia.log" 2>&1
-    log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$OUT/test-nvidia.log")"
+        ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$LOGS/test-nvidia.log" 2>&1
+    log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$LOGS/test-nvidia.log")"
+    grep -E "Synthesis|\*\*\*Failed|Failed  " "$LOGS/test-nvidia.log" >>"$OUT/summary.txt"
 fi
 if has test || has test-pocl; then
     log "tests: PoCL OpenCL required"
     ours env GPUWS_REQUIRE=opencl GPUWS_TEST_BACKENDS=opencl GPUWS_OPENCL_PLATFORM=Portable timeout ${CTEST_TOTAL:-300} \
-        ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$OUT/test-pocl.log" 2>&1
-    log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$OUT/test-pocl.log")"
-    grep -hE "Synthesis" "$OUT"/test-*.log | sort | uniq -c >>"$OUT/summary.txt"
+        ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$LOGS/test-pocl.log" 2>&1
+    log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$LOGS/test-pocl.log")"
+    grep -hE "Synthesis" "$LOGS"/test-*.log | sort | uniq -c >>"$OUT/summary.txt"
 fi
 
 if has sanitize; then
@@ -59,17 +65,10 @@ if has sanitize; then
     # runs `gpuws selftest`: every workload once, checked against the reference, in one process.
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         ours timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool "$tool" --error-exitcode 99 \
-            ./build-gpu/tools/gpuws selftest --backends cuda --sizes small >"$OUT/sanitize-$tool.log" 2>&1
+            ./build-gpu/tools/gpuws selftest --backends cuda --sizes small >"$LOGS/sanitize-$tool.log" 2>&1
         rc=$?
-        log "compute-sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|selftest:' "$OUT/sanitize-$tool.log" | tr '\n' ' ')"
+        log "compute-sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|selftest:' "$LOGS/sanitize-$tool.log" | tr '\n' ' ')"
     done
-fi
-
-# Peers first, so the bench can compare with them in the same report.
-if has peers && [ -f bench/peers/run_peers.py ]; then
-    log "peers (CuPy on the GPU, NumPy/SciPy on the CPU)"
-    PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-180} python3 bench/peers/run_peers.py --out "$OUT/peers.json" ${PEERS_ARGS:-} >"$OUT/peers.log" 2>&1
-    log "  -> rc=$? $(tail -1 "$OUT/peers.log")"
 fi
 
 if has bench; then
@@ -81,12 +80,16 @@ if has bench; then
     [ -s "$OUT/peers.json" ] && compare=(--compare "$OUT/peers.json")
     log "bench -> results/$name.{json,csv,svg} ${BENCH_ARGS:-}"
     ours timeout ${BENCH_TIMEOUT:-240} ./build-gpu/tools/gpuws bench --json "$OUT/results/$name.json" --csv "$OUT/results/$name.csv" \
-        --svg "$OUT/results/$name.svg" ${compare[@]+"${compare[@]}"} ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>"$OUT/bench.err"
+        --svg "$OUT/results/$name.svg" ${compare[@]+"${compare[@]}"} ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>"$LOGS/bench.err"
     log "  -> rc=$? $(grep -c FAILED "$OUT/bench.txt") FAILED line(s)"
     cat "$OUT/bench.txt"
 fi
 
+# Peers after the bench (the bench matters more if the lease runs out); compare offline with
+# `gpuws bench --compare` or bench/peers/compare.py.
+if has peers && [ -f bench/peers/run_peers.py ]; then
+    log "peers (CuPy on the GPU, NumPy/SciPy on the CPU)"
+    PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-180} python3 bench/peers/run_peers.py --out "$OUT/peers.json" ${PEERS_ARGS:-} >"$LOGS/peers.log" 2>&1
+    log "  -> rc=$? $(tail -1 "$LOGS/peers.log")"
+fi
 log "done"
-# At most 8 files come back from the device machine: pack the logs into one archive, keep the results apart.
-(cd "$OUT" && shopt -s nullglob && files=(*.log *.txt *.err) && tar czf logs.tar.gz "${files[@]}" &&
-    find . -maxdepth 1 -type f ! -name logs.tar.gz ! -name summary.txt ! -name bench.txt ! -name peers.json -delete)
