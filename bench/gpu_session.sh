@@ -48,14 +48,14 @@ fi
 if has test || has test-nvidia; then
     log "tests: cpu + NVIDIA OpenCL + CUDA required"
     ours env GPUWS_REQUIRE=cpu,opencl,cuda GPUWS_OPENCL_PLATFORM=NVIDIA timeout ${CTEST_TOTAL:-300} \
-        ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$LOGS/test-nvidia.log" 2>&1
+        ctest --test-dir build-gpu --output-on-failure -j${CTEST_JOBS:-4} --timeout ${TEST_TIMEOUT:-200} >"$LOGS/test-nvidia.log" 2>&1
     log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$LOGS/test-nvidia.log")"
     grep -E "Synthesis|\*\*\*Failed|Failed  " "$LOGS/test-nvidia.log" >>"$OUT/summary.txt"
 fi
 if has test || has test-pocl; then
     log "tests: PoCL OpenCL required"
     ours env GPUWS_REQUIRE=opencl GPUWS_TEST_BACKENDS=opencl GPUWS_OPENCL_PLATFORM=Portable timeout ${CTEST_TOTAL:-300} \
-        ctest --test-dir build-gpu --output-on-failure -j4 --timeout ${TEST_TIMEOUT:-200} >"$LOGS/test-pocl.log" 2>&1
+        ctest --test-dir build-gpu --output-on-failure -j${CTEST_JOBS:-4} --timeout ${TEST_TIMEOUT:-200} >"$LOGS/test-pocl.log" 2>&1
     log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$LOGS/test-pocl.log")"
     grep -hE "Synthesis" "$LOGS"/test-*.log | sort | uniq -c >>"$OUT/summary.txt"
 fi
