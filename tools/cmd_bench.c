@@ -24,7 +24,8 @@ static void usage(FILE *f)
             "  runs the scalar reference, 3). Before the workloads it measures each device's ceilings: device-to-device\n"
             "  copy bandwidth and the FP32/FP64 FMA rate.\n"
             "  --algorithms  comma list of algorithms or algorithm/variant (e.g. reduce,convolve2d/f32,transfer)\n"
-            "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive)\n"
+            "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive; default:\n"
+            "                GPUWS_OPENCL_PLATFORM when set)\n"
             "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; default 60)\n"
             "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
             "  --list        prints the registered workloads and exits\n"
@@ -235,6 +236,18 @@ static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, c
             char m[24];
             if (r->ok) fprintf(err, " %s ms (%d runs)\n", bench_fmt4(m, sizeof m, r->median_ms), r->repeats);
             else fprintf(err, " FAILED: %s\n", r->error);
+            /* A kernel fault can leave the device context unusable (NVIDIA's OpenCL then fails every later call):
+             * the next workload gets a fresh context, so one bad kernel fails one row. */
+            if (!r->ok && tg->backend != GPUWS_BACKEND_CPU && i + 1 < nw) {
+                gpuws_context_destroy(ctx);
+                if ((st = gpuws_context_create(&ctx, &co))) {
+                    char why[256];
+                    snprintf(why, sizeof why, "context after a failure: %s: %s", gpuws_status_name(st), gpuws_last_error());
+                    for (size_t j = i + 1; j < nw; j++) fail_row(&rep->rows[k++], ws[j], tg, o->size, why);
+                    ctx = NULL;
+                    break;
+                }
+            }
         }
         gpuws_context_destroy(ctx);
     }
@@ -286,7 +299,10 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
     say_unavailable(mask, strcmp(o.backends, "all") != 0, err);
     enum { MAX_TARGETS = 64, MAX_SELECTED = 256 };
     rep.targets = calloc(MAX_TARGETS, sizeof *rep.targets);
-    rep.ntargets = rep.targets ? bench_targets(mask, o.platform, rep.targets, MAX_TARGETS) : 0;
+    /* GPUWS_OPENCL_PLATFORM narrows the OpenCL targets as it narrows device selection, unless --platform says */
+    const char *platform = o.platform ? o.platform : getenv("GPUWS_OPENCL_PLATFORM");
+    if (platform && !*platform) platform = NULL;
+    rep.ntargets = rep.targets ? bench_targets(mask, platform, rep.targets, MAX_TARGETS) : 0;
     const bench_workload **ws = calloc(MAX_SELECTED, sizeof *ws);
     size_t nw = 0;
     for (const bench_workload *const *wp = bench_workloads(); ws && *wp && nw < MAX_SELECTED; wp++)
@@ -297,7 +313,7 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
         rc = 1;
     } else if (rep.ntargets == 0) {
         fprintf(err, "gpuws bench: no available device among the selected backends%s%s (see gpuws info)\n",
-                o.platform ? " and OpenCL platforms matching " : "", o.platform ? o.platform : "");
+                platform ? " and OpenCL platforms matching " : "", platform ? platform : "");
         rc = 1;
     } else {
         rep.nrows = run_all(&rep, ws, nw, &o, err);

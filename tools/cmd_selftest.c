@@ -42,7 +42,8 @@ static int cmd_selftest(int argc, char **argv)
     for (int k = 0; k < 3; k++)
         if (listed(backends, names[k])) mask |= 1u << k;
     bench_target targets[32];
-    size_t nt = bench_targets(mask, NULL, targets, 32);
+    const char *platform = getenv("GPUWS_OPENCL_PLATFORM"); /* narrows the OpenCL devices, as for selection */
+    size_t nt = bench_targets(mask, platform && *platform ? platform : NULL, targets, 32);
     int failed = 0, passed = 0;
     for (size_t t = 0; t < nt; t++) {
         gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;

@@ -3,6 +3,16 @@
 #include "../common/driver.h"
 #include "convolve1d_ref.h"
 
+#include <string.h>
+
+/* Build options: GPUWS_CONV_NO_UNROLL=1 compiles the OpenCL kernels without unroll pragmas (a diagnostic knob;
+ * see docs/algorithms/convolve.md). */
+static const char *conv_options(void)
+{
+    const char *v = gpuws__getenv("GPUWS_CONV_NO_UNROLL");
+    return v && gpuws__strcasecmp(v, "1") == 0 ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
+}
+
 #define BLOCK 256
 #define KB_CAP 2048          /* filter taps staged per block */
 #define LOCAL_BUDGET (48u * 1024u)
@@ -14,12 +24,15 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
     const size_t es = gpuws_dtype_size(dt);
     const long long base = (long long)g->start - (long long)(ms - 1); /* output t meets sig[t + base + j] */
     const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH");
-    bool tiled = !gpuws__is_cpu_device(ctx);
+    /* Tiled on CUDA. On OpenCL the direct kernel by default: the tiled OpenCL kernel faulted on NVIDIA's OpenCL
+     * (2026-11-21, H100) while the direct one was correct; the fix (vload from local memory, which is only
+     * element-aligned) awaits a GPU run, until then GPUWS_CONVOLVE_PATH=tiled selects it. */
+    bool tiled = ctx->backend->kind == GPUWS_BACKEND_CUDA;
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
 
     gpuws_kernel *k;
     uint32_t block;
-    gpuws_status st = gpuws__kernel_block(s->ctx, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", NULL,
+    gpuws_status st = gpuws__kernel_block(s->ctx, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", conv_options(),
                                           BLOCK, &k, &block);
     if (st) return st;
     const size_t r = dt == GPUWS_F32 ? 4 : 2, tt = (size_t)block * r; /* outputs per thread and per block */
@@ -33,7 +46,7 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
         gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)sig), gpuws_arg_buffer((gpuws_buffer *)filt),
                             gpuws_arg_buffer(out), gpuws_arg_u64(n), gpuws_arg_u64(ms), gpuws_arg_i64(base),
                             gpuws_arg_u64(g->out_n), gpuws_arg_i32((int32_t)kb), gpuws_arg_local((tt + 2 * kb) * es)};
-        return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", NULL, &cfg,
+        return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", conv_options(), &cfg,
                                    args, GPUWS__NARGS(args));
     }
     /* each work-item computes 256 bytes of outputs (4 SIMD vectors on a CPU), grid-strided; groups of 8 on CPUs */
@@ -44,7 +57,7 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
     gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)sig), gpuws_arg_buffer((gpuws_buffer *)filt),
                         gpuws_arg_buffer(out), gpuws_arg_u64(n), gpuws_arg_u64(ms), gpuws_arg_i64(base),
                         gpuws_arg_u64(g->out_n)};
-    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_direct_f32" : "convolve1d_direct_f64", NULL, &cfg, args,
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_direct_f32" : "convolve1d_direct_f64", conv_options(), &cfg, args,
                                GPUWS__NARGS(args));
 }
 

@@ -3,17 +3,22 @@
  *   convolve1d_direct_*  4 SIMD vectors of outputs per work-item from global memory (CPU devices)
  * out[t] = sum_j filt[ms-1-j] * sig[t + base + j], zero outside sig (sig is the longer input). */
 
+/* GPUWS_CONV_NO_UNROLL: no unroll pragmas (NVIDIA's OpenCL compiler has been seen to miscompile them). */
+#ifdef GPUWS_CONV_NO_UNROLL
+#define UNROLL
+#else
 #define UNROLL _Pragma("unroll")
+#endif
 #define C 8 /* filter taps per chunk */
 
 #define LOADV_4(dst, src, q)                                                                                    \
     {                                                                                                           \
-        const float4 v_ = *(__local const float4 *)((src) + 4 * (q));                                           \
+        const float4 v_ = vload4(q, (src)); /* a local argument is only element-aligned */                    \
         dst[4 * (q)] = v_.s0, dst[4 * (q) + 1] = v_.s1, dst[4 * (q) + 2] = v_.s2, dst[4 * (q) + 3] = v_.s3;     \
     }
 #define LOADV_2(dst, src, q)                                                                                    \
     {                                                                                                           \
-        const double2 v_ = *(__local const double2 *)((src) + 2 * (q));                                         \
+        const double2 v_ = vload2(q, (src));                                                                    \
         dst[2 * (q)] = v_.s0, dst[2 * (q) + 1] = v_.s1;                                                         \
     }
 #define LOAD_N(dst, src, n, VW) UNROLL for (int q_ = 0; q_ < (n) / VW; q_++) LOADV_##VW(dst, src, q_)
@@ -39,7 +44,7 @@
         UNROLL for (int i = 0; i < R; i++) acc[i] = (T)0;                                                       \
         for (ulong j0 = 0; j0 < ms; j0 += (ulong)kb_max) {                                                      \
             const int kb = (int)min((ulong)kb_max, ms - j0), kbp = (kb + C - 1) / C * C;                        \
-            if (j0 != 0) barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+            barrier(CLK_LOCAL_MEM_FENCE); /* unconditional: PoCL 5 aborts on a barrier under a branch */       \
             for (int j = tid; j < kbp; j += nthreads) fb[j] = j < kb ? filt[ms - 1 - j0 - (ulong)j] : (T)0;     \
             const long g0 = (long)t0 + base + (long)j0;                                                         \
             const int len = TT + kbp;                                                                           \

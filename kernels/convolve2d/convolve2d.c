@@ -7,6 +7,14 @@
 #include "../common/driver.h"
 #include "convolve2d_ref.h"
 
+/* Build options: GPUWS_CONV_NO_UNROLL=1 compiles the OpenCL kernels without unroll pragmas (a diagnostic knob;
+ * see docs/algorithms/convolve.md). */
+static const char *conv_options(void)
+{
+    const char *v = gpuws__getenv("GPUWS_CONV_NO_UNROLL");
+    return v && gpuws__strcasecmp(v, "1") == 0 ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
+}
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +143,7 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
         gpuws_arg_i32((int32_t)((long long)g->on - (long long)(g->kw - 1))), gpuws_arg_i32((int32_t)g->boundary),
         dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill), gpuws_arg_i32(p->wx),
         gpuws_arg_i32(p->kbh), gpuws_arg_i32(p->kbw), gpuws_arg_i32(p->pitch), gpuws_arg_local(p->local_bytes)};
-    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", NULL, &cfg, args,
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(), &cfg, args,
                                GPUWS__NARGS(args));
 }
 
@@ -156,7 +164,7 @@ static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__
         gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh),
         gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->om), gpuws_arg_i32((int32_t)g->on),
         gpuws_arg_i32((int32_t)g->boundary), dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill)};
-    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_direct_f32" : "convolve2d_direct_f64", NULL, &cfg, args,
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_direct_f32" : "convolve2d_direct_f64", conv_options(), &cfg, args,
                                GPUWS__NARGS(args));
 }
 
@@ -193,13 +201,16 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
         return GPUWS_OK;
     }
     const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH");
-    bool tiled = !gpuws__is_cpu_device(ctx);
+    /* Tiled on CUDA. On OpenCL the direct kernel by default: the tiled OpenCL kernel faulted on NVIDIA's OpenCL
+     * (2026-11-21, H100) while the direct one was correct; the fix (vload from local memory, which is only
+     * element-aligned) awaits a GPU run, until then GPUWS_CONVOLVE_PATH=tiled selects it. */
+    bool tiled = ctx->backend->kind == GPUWS_BACKEND_CUDA;
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
     tiled_plan p;
     uint32_t max_block = 0;
     if (tiled) { /* the kernel's own limit (register use) as well as the device's */
         gpuws_kernel *k;
-        if ((st = gpuws__kernel_block(ctx, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", NULL, 1024, &k,
+        if ((st = gpuws__kernel_block(ctx, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(), 1024, &k,
                                       &max_block)))
             return st;
     }

@@ -27,19 +27,24 @@ static inline int conv_extend(int i, int n, int boundary)
     return -1;
 }
 
+/* GPUWS_CONV_NO_UNROLL: no unroll pragmas (NVIDIA's OpenCL compiler has been seen to miscompile them). */
+#ifdef GPUWS_CONV_NO_UNROLL
+#define UNROLL
+#else
 #define UNROLL _Pragma("unroll")
+#endif
 #define R 8 /* outputs per work-item along a row */
 #define C 8 /* kernel columns per chunk */
 
 /* dst[q*VW .. q*VW+VW) = VW values at src + q*VW (16-byte aligned local memory) */
 #define LOADV_4(dst, src, q)                                                                                    \
     {                                                                                                           \
-        const float4 v_ = *(__local const float4 *)((src) + 4 * (q));                                           \
+        const float4 v_ = vload4(q, (src)); /* a local argument is only element-aligned */                    \
         dst[4 * (q)] = v_.s0, dst[4 * (q) + 1] = v_.s1, dst[4 * (q) + 2] = v_.s2, dst[4 * (q) + 3] = v_.s3;     \
     }
 #define LOADV_2(dst, src, q)                                                                                    \
     {                                                                                                           \
-        const double2 v_ = *(__local const double2 *)((src) + 2 * (q));                                         \
+        const double2 v_ = vload2(q, (src));                                                                    \
         dst[2 * (q)] = v_.s0, dst[2 * (q) + 1] = v_.s1;                                                         \
     }
 #define LOAD_N(dst, src, n, VW)                                                                                 \
@@ -82,7 +87,7 @@ static inline int conv_extend(int i, int n, int boundary)
             const int kbh = min(kbh_max, kh - j0);                                                              \
             for (int k0 = 0; k0 < kw; k0 += kbw_max) {                                                          \
                 const int kbw = min(kbw_max, kw - k0), kbwp = (kbw + C - 1) / C * C;                            \
-                if (j0 != 0 || k0 != 0) barrier(CLK_LOCAL_MEM_FENCE);                                           \
+                barrier(CLK_LOCAL_MEM_FENCE); /* unconditional: PoCL 5 aborts on a barrier under a branch */   \
                 for (int i = tid; i < kbh * kbwp; i += nthreads) {                                              \
                     const int j = i / kbwp, k = i - j * kbwp;                                                   \
                     fb[i] = k < kbw ? kern[(size_t)(kh - 1 - j0 - j) * kw + (kw - 1 - k0 - k)] : (T)0;          \
