@@ -307,8 +307,9 @@ UFUNCS = {
                           lambda np_, w, t: np_.where(w < t, np_.int16(0), w)),
     "zero_suppress_f32": ("float32 w, float32 thr", "float32 y", "y = w < thr ? 0.0f : w",
                           lambda np_, w, t: np_.where(w < t, np_.float32(0), w)),
-    "make_pulses": ("float32 i, float32 period, float32 amplitude", "float32 y",
-                    "y = fmaxf(sinf(i / period) - 0.3f, 0.0f) * amplitude",
+    # "i" is CuPy's own element index inside an ElementwiseKernel, so the sample index is called "t" here
+    "make_pulses": ("float32 t, float32 period, float32 amplitude", "float32 y",
+                    "y = fmaxf(sinf(t / period) - 0.3f, 0.0f) * amplitude",
                     lambda np_, i, p, a: np_.maximum(np_.sin(i / p) - np_.float32(0.3), np_.float32(0)) * a),
     "hypot": ("float32 x, float32 y", "float32 r",
               "float ax = fabsf(x), ay = fabsf(y), t = fminf(ax, ay), m = fmaxf(ax, ay); t = t / m;"
