@@ -10,7 +10,18 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+/* The workloads' seeded inputs: splitmix64, and uniform doubles in [0, 1) from it. */
+static inline uint64_t bench_splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static inline double bench_uniform(uint64_t *s) { return (double)(bench_splitmix(s) >> 11) * 0x1.0p-53; }
 
 typedef enum { BENCH_SMALL = 0, BENCH_DEFAULT = 1, BENCH_LARGE = 2 } bench_size;
 

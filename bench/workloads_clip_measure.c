@@ -14,15 +14,7 @@
 
 #define U 0x1p-53
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
-static double uniform(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1.0p-53; }
 
 static size_t side_for(bench_size size) { return size == BENCH_SMALL ? 256 : size == BENCH_LARGE ? 4096 : 2048; }
 
@@ -38,13 +30,13 @@ static float *make_sky(size_t side, uint64_t seed, source *src, size_t nsrc)
     float *x = malloc(n * sizeof *x);
     if (!x) return NULL;
     for (size_t i = 0; i + 1 < n; i += 2) { /* Box-Muller, both outputs */
-        const double r = 1e-3 * sqrt(-2.0 * log(1.0 - uniform(&seed))), a = 6.283185307179586 * uniform(&seed);
+        const double r = 1e-3 * sqrt(-2.0 * log(1.0 - bench_uniform(&seed))), a = 6.283185307179586 * bench_uniform(&seed);
         x[i] = (float)(r * cos(a));
         x[i + 1] = (float)(r * sin(a));
     }
     if (n & 1) x[n - 1] = 0.0f;
     for (size_t k = 0; k < nsrc; k++) {
-        src[k] = (source){splitmix(&seed) % side, splitmix(&seed) % side, 0.005 + 0.2 * uniform(&seed)};
+        src[k] = (source){bench_splitmix(&seed) % side, bench_splitmix(&seed) % side, 0.005 + 0.2 * bench_uniform(&seed)};
         for (size_t r = src[k].r >= 6 ? src[k].r - 6 : 0; r <= src[k].r + 6 && r < side; r++)
             for (size_t c = src[k].c >= 6 ? src[k].c - 6 : 0; c <= src[k].c + 6 && c < side; c++) {
                 const double dr = (double)r - (double)src[k].r, dc = (double)c - (double)src[k].c;

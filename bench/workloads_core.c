@@ -9,17 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static void fill_uniform(float *x, size_t n, uint64_t seed)
 {
-    for (size_t i = 0; i < n; i++) x[i] = (float)((double)(splitmix(&seed) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(bench_uniform(&seed) * 2.0 - 1.0);
 }
 
 static size_t pick(bench_size s, int small_log2, int default_log2, int large_log2)
@@ -194,10 +187,10 @@ static void fill_bytes(unsigned char *p, size_t n, uint64_t seed)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        uint64_t v = splitmix(&seed);
+        uint64_t v = bench_splitmix(&seed);
         memcpy(p + i, &v, 8);
     }
-    for (; i < n; i++) p[i] = (unsigned char)splitmix(&seed);
+    for (; i < n; i++) p[i] = (unsigned char)bench_splitmix(&seed);
 }
 
 static gpuws_status xfer_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c, bool to_device,

@@ -12,15 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
-static double uniform(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1.0p-53; }
 
 static size_t pick(bench_size s, size_t small, size_t dflt, size_t large)
 {
@@ -184,14 +176,14 @@ static gpuws_status uf_setup(gpuws_context *ctx, bench_size size, void **state, 
         if (kind == UF_ZS_I16) {
             h = s->wave = malloc(s->n * 2);
             if (!h) return GPUWS_ERR_OUT_OF_MEMORY;
-            for (size_t i = 0; i < s->n; i++) s->wave[i] = (int16_t)(splitmix(&seed) % 64) - 20; /* a noisy waveform */
+            for (size_t i = 0; i < s->n; i++) s->wave[i] = (int16_t)(bench_splitmix(&seed) % 64) - 20; /* a noisy waveform */
         } else {
             h = s->host[k] = malloc(s->n * 4);
             if (!h) return GPUWS_ERR_OUT_OF_MEMORY;
             for (size_t i = 0; i < s->n; i++) {
                 if (kind == UF_PULSES) s->host[k][i] = (float)i; /* t = arange(n) */
-                else if (kind == UF_ZS_F32) s->host[k][i] = (float)(uniform(&seed) * 64 - 20);
-                else s->host[k][i] = (float)(uf_spec[kind].lo[k] + (uf_spec[kind].hi[k] - uf_spec[kind].lo[k]) * uniform(&seed));
+                else if (kind == UF_ZS_F32) s->host[k][i] = (float)(bench_uniform(&seed) * 64 - 20);
+                else s->host[k][i] = (float)(uf_spec[kind].lo[k] + (uf_spec[kind].hi[k] - uf_spec[kind].lo[k]) * bench_uniform(&seed));
             }
         }
         if ((st = gpuws_buffer_create(ctx, s->n * es, &s->in[k])) || (st = gpuws_buffer_write(s->in[k], 0, h, s->n * es)))
@@ -295,8 +287,8 @@ static gpuws_status hl_setup(gpuws_context *ctx, bench_size size, void **state, 
         return st;
     uint64_t seed = 31;
     for (size_t i = 0; i < s->n; i++) {
-        s->g[i] = floorf((float)(255 * uniform(&seed))); /* floor(uniform(0, 255)) */
-        const double u1 = uniform(&seed) + 0x1p-60, u2 = uniform(&seed);    /* normal(0.5, 0.1), Box-Muller */
+        s->g[i] = floorf((float)(255 * bench_uniform(&seed))); /* floor(uniform(0, 255)) */
+        const double u1 = bench_uniform(&seed) + 0x1p-60, u2 = bench_uniform(&seed);    /* normal(0.5, 0.1), Box-Muller */
         s->w[i] = (float)(0.5 + 0.1 * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2));
     }
     c->bytes = 12.0 * (double)s->n; /* over the bus: two arrays up, one down */
@@ -412,7 +404,7 @@ static gpuws_status hist_setup(gpuws_context *ctx, bench_size size, void **state
     uint64_t seed = 41;
     for (size_t i = 0; i < s->n; i++) {
         /* roughly normal (sum of 4 uniforms): realistic, uneven bin loads, a little outside the range */
-        const double v = (uniform(&seed) + uniform(&seed) + uniform(&seed) + uniform(&seed) - 2.0) * 4.4;
+        const double v = (bench_uniform(&seed) + bench_uniform(&seed) + bench_uniform(&seed) + bench_uniform(&seed) - 2.0) * 4.4;
         if (dt == GPUWS_F32) ((float *)s->host)[i] = (float)v;
         else ((int32_t *)s->host)[i] = (int32_t)floor(v * 1e6); /* i32: the same shape, in micro-units */
     }

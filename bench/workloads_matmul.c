@@ -12,15 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s) { return (double)(mix(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0; } /* [-1, 1) */
+static double uniform(uint64_t *s) { return bench_uniform(s) * 2.0 - 1.0; } /* [-1, 1) */
 
 static bool cpu_device(gpuws_context *ctx)
 {
