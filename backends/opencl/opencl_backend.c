@@ -355,8 +355,14 @@ static gpuws_status ocl_stream_synchronize(gpuws_stream *s)
 
 static gpuws_status ocl_buffer_create(gpuws_buffer *b)
 {
+    /* Drivers allocate lazily: clCreateBuffer succeeds and the memory is taken at first use, where PoCL 3.1 aborts
+     * the process (an assertion in pocl_create_migration_commands) instead of failing the enqueue. On host-memory
+     * devices CL_MEM_ALLOC_HOST_PTR makes the allocation happen here, so running out is GPUWS_ERR_OUT_OF_MEMORY from
+     * gpuws_buffer_create (cost on PoCL: under 1 us per buffer; docs/reliability.md). Discrete GPUs keep device
+     * memory; there a failure shows at the first enqueue that touches the buffer. */
+    cl_mem_flags flags = CL_MEM_READ_WRITE | (b->ctx->info.unified_memory ? CL_MEM_ALLOC_HOST_PTR : 0);
     cl_int e;
-    cl_mem m = ocl.clCreateBuffer(OCTX(b->ctx)->ctx, CL_MEM_READ_WRITE, b->size, NULL, &e);
+    cl_mem m = ocl.clCreateBuffer(OCTX(b->ctx)->ctx, flags, b->size, NULL, &e);
     if (!m)
         return gpuws__error(ocl_status(e), "clCreateBuffer of %zu bytes: %s (%d)", b->size, ocl_error_name(e), (int)e);
     b->impl = m;
