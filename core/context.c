@@ -132,7 +132,7 @@ gpuws_status gpuws_context_create(gpuws_context **out, const gpuws_context_optio
     char why[2048] = "";
     size_t wl = 0;
     gpuws_status last = GPUWS_ERR_BACKEND_UNAVAILABLE;
-    int all_no_device = 1;
+    int all_no_device = 1, saw_oom = 0;
     for (size_t i = 0; i < list.n; i++) {
         gpuws_backend_info bi;
         gpuws_backend_get_info(list.kinds[i], &bi);
@@ -158,13 +158,16 @@ gpuws_status gpuws_context_create(gpuws_context **out, const gpuws_context_optio
             } else {
                 snprintf(one, sizeof one, "%s not available: %s", bi.name, gpuws_last_error());
                 last = st;
+                saw_oom |= st == GPUWS_ERR_OUT_OF_MEMORY;
                 all_no_device = 0;
             }
         }
         int k = snprintf(why + wl, sizeof why - wl, "%s%s", wl ? "; " : "", one);
         if (k > 0) wl = wl + (size_t)k < sizeof why ? wl + (size_t)k : sizeof why - 1;
     }
-    if (list.n > 1 && !all_no_device) last = GPUWS_ERR_BACKEND_UNAVAILABLE;
+    /* several names: "unavailable" sums them up, unless one ran out of memory, which is worth knowing first */
+    if (list.n > 1 && !all_no_device && !saw_oom) last = GPUWS_ERR_BACKEND_UNAVAILABLE;
+    if (saw_oom) last = GPUWS_ERR_OUT_OF_MEMORY;
     return gpuws__error(last, "%s", why);
 }
 

@@ -70,8 +70,9 @@ static int cmd_selftest(int argc, char **argv)
         o.device = (int)targets[t].device;
         o.opencl_platform = "";
         gpuws_context *ctx;
-        if (gpuws_context_create(&ctx, &o)) {
-            printf("FAIL %s: %s\n", targets[t].label, gpuws_last_error());
+        gpuws_status cst = gpuws_context_create(&ctx, &o);
+        if (cst) {
+            printf("FAIL %s: %s: %s\n", targets[t].label, gpuws_status_name(cst), gpuws_last_error());
             failed++;
             continue;
         }

@@ -82,7 +82,7 @@ static gpuws_status cpu_stream_synchronize(gpuws_stream *s) { (void)s; return GP
 static gpuws_status cpu_alloc(size_t n, void **p, const char *what)
 {
     size_t rounded = (n + 63) & ~(size_t)63;
-    if (rounded < n) return gpuws__error(GPUWS_ERR_OVERFLOW, "%s of %zu bytes: size overflows", what, n);
+    if (rounded < n) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s of %zu bytes: more than the address space", what, n);
     *p = gpuws__aligned_alloc(64, rounded);
     if (!*p) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s of %zu bytes: host allocation failed", what, n);
     return GPUWS_OK;
