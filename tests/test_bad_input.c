@@ -81,6 +81,7 @@ void bad_register(const bad_case *c);
 #include <unistd.h>
 
 #include "fits_io.h"
+#include "run_cli.h"
 #if defined(__has_include)
 #if __has_include(<fitsio.h>)
 #include <fitsio.h>
@@ -829,48 +830,6 @@ static const cli_case cli_cases[] = {
 };
 #define N_CLI (sizeof cli_cases / sizeof cli_cases[0])
 
-/* Runs the CLI with argv and env, returns its exit code (or 128 + signal) and its output (malloc'd). */
-int bad_run_cli(const char *const *argv, const char *const *env, char **output);
-int bad_run_cli(const char *const *argv, const char *const *env, char **output)
-{
-    const char *cli = getenv("GPUWS_CLI");
-    if (!cli || !*cli) cr_skip_test("GPUWS_CLI is not set (run through ctest)");
-    int fd[2];
-    cr_assert_eq(pipe(fd), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        dup2(fd[1], 2);
-        close(fd[0]);
-        close(fd[1]);
-        unsetenv("GPUWS_BACKEND");
-        unsetenv("GPUWS_DEVICE");
-        unsetenv("GPUWS_OPENCL_PLATFORM");
-        for (int i = 0; env[i]; i++) putenv((char *)env[i]);
-        const char *args[16] = {"gpuws"};
-        int n = 1;
-        for (int i = 0; argv[i] && n < 15; i++) args[n++] = argv[i];
-        args[n] = NULL;
-        execv(cli, (char *const *)args);
-        _exit(127);
-    }
-    close(fd[1]);
-    size_t cap = 4096, len = 0;
-    char *out = malloc(cap);
-    ssize_t r;
-    while ((r = read(fd[0], out + len, cap - len - 1)) > 0) {
-        len += (size_t)r;
-        if (cap - len < 1024) out = realloc(out, cap *= 2);
-    }
-    out[len] = 0;
-    close(fd[0]);
-    int ws;
-    cr_assert_eq(waitpid(pid, &ws, 0), pid);
-    *output = out;
-    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-}
-
 ParameterizedTestParameters(bad_input, cli)
 {
     static int idx[N_CLI];
@@ -887,7 +846,7 @@ ParameterizedTest(int *i, bad_input, cli)
         if (!bi.available) cr_skip_test("%s: opencl: %s", c->name, bi.reason);
     }
     char *out;
-    int code = bad_run_cli(c->argv, c->env, &out);
+    int code = test_run_cli(c->argv, c->env, &out);
     cr_assert_eq(code, c->exit_code, "%s: exit %d, wanted %d; output:\n%s", c->name, code, c->exit_code, out);
     cr_assert(strstr(out, c->output), "%s: output lacks '%s':\n%s", c->name, c->output, out);
     free(out);
