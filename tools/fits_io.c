@@ -222,7 +222,7 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
         else if (WIFSIGNALED(ws))
             snprintf(what, sizeof what, "cfitsio crashed reading it (signal %d): corrupt file", WTERMSIG(ws));
         else
-            snprintf(what, sizeof what, "%s", got || r.rc || data ? "reading it failed" : "out of memory for the pixels");
+            snprintf(what, sizeof what, "%s", got || r.rc || data ? "the reading process failed: corrupt file?" : "out of memory for the pixels");
         return fail(err, errlen, path, what, 0);
     }
     if (r.rc) {
