@@ -704,7 +704,7 @@ BAD_CASE(vector_add_of_zero_elements_writes_nothing, BAD_ALL, GPUWS_OK, "")
 BAD_CASE(vector_add_of_nan_images_is_nan, BAD_ALL, GPUWS_OK, "")
 {
     gpuws_status st = gpuws_vector_add(f->stream, GPUWS_F32, BAD_N, f->nan_img, f->in, f->out);
-    if (st) return st;
+    if (st || (st = gpuws_stream_synchronize(f->stream))) return st;
     float *o = test_download(f->out, BAD_N * 4);
     for (int i = 0; i < BAD_N; i++) cr_assert(isnan(o[i]), "pixel %d is %g", i, o[i]);
     free(o);
