@@ -129,8 +129,9 @@ void gpuws__log(gpuws__log_level level, const char *fmt, ...) __attribute__((for
 /* ---- handles --------------------------------------------------------------------------------------------- */
 
 typedef enum { GPUWS__H_CONTEXT = 1, GPUWS__H_STREAM, GPUWS__H_EVENT, GPUWS__H_BUFFER, GPUWS__H_KERNEL } gpuws__handle_kind;
-/* Live-handle registry: a destroyed or never-created handle is reported, not dereferenced. */
-void gpuws__handle_add(const void *p, gpuws__handle_kind kind);
+/* Live-handle registry: a destroyed or never-created handle is reported, not dereferenced. handle_add fails
+ * (GPUWS_ERR_OUT_OF_MEMORY, message set) only when the registry cannot grow; the caller then undoes the create. */
+gpuws_status gpuws__handle_add(const void *p, gpuws__handle_kind kind);
 void gpuws__handle_remove(const void *p);
 bool gpuws__handle_live(const void *p, gpuws__handle_kind kind);
 
@@ -160,6 +161,22 @@ void *gpuws__cpu_ptr(const gpuws_buffer *b);
 /* OpenCL program cache events in this process: loaded from disk, no entry, entry rejected (corrupt, truncated,
  * foreign, or refused by the driver), built from source. Zeros when OpenCL is not built in. */
 void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds);
+
+/* ---- host memory ------------------------------------------------------------------------------------------
+ * Every host allocation of core, the CPU backend and the algorithm drivers goes through these (never plain
+ * malloc/free), so tests can make the n-th one fail and can count what is still live. Pair them: memory from
+ * gpuws__malloc/calloc/aligned_alloc/strdup is released with gpuws__free. */
+void *gpuws__malloc(size_t bytes);
+void *gpuws__calloc(size_t count, size_t size);
+void *gpuws__aligned_alloc(size_t alignment, size_t bytes); /* alignment a power of two */
+char *gpuws__strdup(const char *s);
+void gpuws__free(void *p);
+/* Fault injection (tests; docs/reliability.md): the n-th allocation from now on fails (n >= 1); n <= 0 disarms.
+ * GPUWS_FAULT_ALLOC=n in the environment arms it at the first allocation of the process and logs a warning when
+ * it fires. Returns whether the previous countdown fired. */
+bool gpuws__fault_alloc_countdown(long n);
+/* Allocations made through the functions above and not yet freed (process-wide). */
+long gpuws__alloc_live(void);
 
 /* ---- small utilities ------------------------------------------------------------------------------------- */
 

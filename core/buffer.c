@@ -17,18 +17,22 @@ gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpuws_buffer 
     if (ctx->info.max_alloc_bytes && bytes > ctx->info.max_alloc_bytes)
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "requested %zu bytes but the largest buffer %s allows is %llu bytes",
                             bytes, ctx->info.name, (unsigned long long)ctx->info.max_alloc_bytes);
-    gpuws_buffer *b = calloc(1, sizeof *b);
-    if (!b) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a buffer handle");
+    gpuws_buffer *b = gpuws__calloc(1, sizeof *b);
+    if (!b) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a buffer handle (%zu bytes) for %zu bytes", sizeof *b, bytes);
     b->ctx = ctx;
     b->size = bytes;
     if ((st = ctx->backend->buffer_create(b))) {
-        free(b);
+        gpuws__free(b);
+        return st;
+    }
+    if ((st = gpuws__handle_add(b, GPUWS__H_BUFFER))) {
+        ctx->backend->buffer_destroy(b);
+        gpuws__free(b);
         return st;
     }
     pthread_mutex_lock(&ctx->lock);
     ctx->live_buffers++;
     pthread_mutex_unlock(&ctx->lock);
-    gpuws__handle_add(b, GPUWS__H_BUFFER);
     *out = b;
     return GPUWS_OK;
 }
@@ -42,7 +46,7 @@ void gpuws_buffer_destroy(gpuws_buffer *b)
     pthread_mutex_lock(&ctx->lock);
     ctx->live_buffers--;
     pthread_mutex_unlock(&ctx->lock);
-    free(b);
+    gpuws__free(b);
 }
 
 gpuws_status gpuws_buffer_get_size(const gpuws_buffer *b, size_t *bytes)

@@ -65,37 +65,43 @@ static gpuws_status parse_device_index(int opt, long *index)
 
 static gpuws_status context_open(const gpuws__backend *b, const char *filter, size_t index, gpuws_context **out)
 {
-    gpuws_context *ctx = calloc(1, sizeof *ctx);
+    gpuws_context *ctx = gpuws__calloc(1, sizeof *ctx);
     if (!ctx) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a context (%zu bytes)", sizeof *ctx);
     ctx->backend = b;
     pthread_mutex_init(&ctx->lock, NULL);
     gpuws_status st = b->context_create(ctx, filter, index);
     if (st) {
         pthread_mutex_destroy(&ctx->lock);
-        free(ctx);
+        gpuws__free(ctx);
         return st;
     }
     ctx->info.backend = b->kind;
-    gpuws_stream *s = calloc(1, sizeof *s);
+    gpuws_stream *s = gpuws__calloc(1, sizeof *s);
     if (!s) {
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating the default stream");
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating the default stream (%zu bytes)", sizeof *s);
         goto fail;
     }
     s->ctx = ctx;
     s->is_default = true;
     if ((st = b->stream_create(s))) {
-        free(s);
+        gpuws__free(s);
         goto fail;
     }
+    if ((st = gpuws__handle_add(ctx, GPUWS__H_CONTEXT))) goto fail_stream;
+    if ((st = gpuws__handle_add(s, GPUWS__H_STREAM))) {
+        gpuws__handle_remove(ctx);
+        goto fail_stream;
+    }
     ctx->default_stream = s;
-    gpuws__handle_add(ctx, GPUWS__H_CONTEXT);
-    gpuws__handle_add(s, GPUWS__H_STREAM);
     *out = ctx;
     return GPUWS_OK;
+fail_stream:
+    b->stream_destroy(s);
+    gpuws__free(s);
 fail:
     b->context_destroy(ctx);
     pthread_mutex_destroy(&ctx->lock);
-    free(ctx);
+    gpuws__free(ctx);
     return st;
 }
 
@@ -126,7 +132,7 @@ gpuws_status gpuws_context_create(gpuws_context **out, const gpuws_context_optio
     char why[2048] = "";
     size_t wl = 0;
     gpuws_status last = GPUWS_ERR_BACKEND_UNAVAILABLE;
-    int all_no_device = 1;
+    int all_no_device = 1, saw_oom = 0;
     for (size_t i = 0; i < list.n; i++) {
         gpuws_backend_info bi;
         gpuws_backend_get_info(list.kinds[i], &bi);
@@ -152,13 +158,16 @@ gpuws_status gpuws_context_create(gpuws_context **out, const gpuws_context_optio
             } else {
                 snprintf(one, sizeof one, "%s not available: %s", bi.name, gpuws_last_error());
                 last = st;
+                saw_oom |= st == GPUWS_ERR_OUT_OF_MEMORY;
                 all_no_device = 0;
             }
         }
         int k = snprintf(why + wl, sizeof why - wl, "%s%s", wl ? "; " : "", one);
         if (k > 0) wl = wl + (size_t)k < sizeof why ? wl + (size_t)k : sizeof why - 1;
     }
-    if (list.n > 1 && !all_no_device) last = GPUWS_ERR_BACKEND_UNAVAILABLE;
+    /* several names: "unavailable" sums them up, unless one ran out of memory, which is worth knowing first */
+    if (list.n > 1 && !all_no_device && !saw_oom) last = GPUWS_ERR_BACKEND_UNAVAILABLE;
+    if (saw_oom) last = GPUWS_ERR_OUT_OF_MEMORY;
     return gpuws__error(last, "%s", why);
 }
 
@@ -185,19 +194,19 @@ void gpuws_context_destroy(gpuws_context *ctx)
         ctx->kernels = k->next;
         gpuws__handle_remove(k);
         if (ctx->backend->kernel_destroy) ctx->backend->kernel_destroy(k);
-        free(k->name);
-        free(k->options);
-        free(k);
+        gpuws__free(k->name);
+        gpuws__free(k->options);
+        gpuws__free(k);
     }
     pthread_mutex_unlock(&ctx->lock);
     gpuws_stream *s = ctx->default_stream;
     ctx->backend->stream_destroy(s);
     gpuws__handle_remove(s);
-    free(s);
+    gpuws__free(s);
     gpuws__handle_remove(ctx);
     ctx->backend->context_destroy(ctx);
     pthread_mutex_destroy(&ctx->lock);
-    free(ctx);
+    gpuws__free(ctx);
 }
 
 gpuws_status gpuws_context_get_device_info(const gpuws_context *ctx, gpuws_device_info *info)
@@ -246,18 +255,22 @@ gpuws_status gpuws_stream_create(gpuws_context *ctx, gpuws_stream **out)
     *out = NULL;
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
     if (st) return st;
-    gpuws_stream *s = calloc(1, sizeof *s);
-    if (!s) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a stream");
+    gpuws_stream *s = gpuws__calloc(1, sizeof *s);
+    if (!s) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a stream (%zu bytes)", sizeof *s);
     s->ctx = ctx;
     if ((st = ctx->backend->stream_create(s))) {
-        free(s);
+        gpuws__free(s);
+        return st;
+    }
+    if ((st = gpuws__handle_add(s, GPUWS__H_STREAM))) {
+        ctx->backend->stream_destroy(s);
+        gpuws__free(s);
         return st;
     }
     pthread_mutex_lock(&ctx->lock);
     s->next = ctx->streams;
     ctx->streams = s;
     pthread_mutex_unlock(&ctx->lock);
-    gpuws__handle_add(s, GPUWS__H_STREAM);
     *out = s;
     return GPUWS_OK;
 }
@@ -277,7 +290,7 @@ void gpuws_stream_destroy(gpuws_stream *s)
     pthread_mutex_unlock(&ctx->lock);
     destroy_scratch(s);
     ctx->backend->stream_destroy(s);
-    free(s);
+    gpuws__free(s);
 }
 
 gpuws_status gpuws_stream_synchronize(gpuws_stream *s)
@@ -325,17 +338,21 @@ gpuws_status gpuws_event_create(gpuws_context *ctx, gpuws_event **out)
     *out = NULL;
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
     if (st) return st;
-    gpuws_event *e = calloc(1, sizeof *e);
-    if (!e) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an event");
+    gpuws_event *e = gpuws__calloc(1, sizeof *e);
+    if (!e) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an event (%zu bytes)", sizeof *e);
     e->ctx = ctx;
     if ((st = ctx->backend->event_create(e))) {
-        free(e);
+        gpuws__free(e);
+        return st;
+    }
+    if ((st = gpuws__handle_add(e, GPUWS__H_EVENT))) {
+        ctx->backend->event_destroy(e);
+        gpuws__free(e);
         return st;
     }
     pthread_mutex_lock(&ctx->lock);
     ctx->live_events++;
     pthread_mutex_unlock(&ctx->lock);
-    gpuws__handle_add(e, GPUWS__H_EVENT);
     *out = e;
     return GPUWS_OK;
 }
@@ -349,7 +366,7 @@ void gpuws_event_destroy(gpuws_event *e)
     pthread_mutex_lock(&ctx->lock);
     ctx->live_events--;
     pthread_mutex_unlock(&ctx->lock);
-    free(e);
+    gpuws__free(e);
 }
 
 gpuws_status gpuws_event_record(gpuws_event *e, gpuws_stream *s)

@@ -21,11 +21,16 @@ static size_t reg_hash(const void *p)
     return (size_t)x;
 }
 
+/* Rehashes into a table of at least four slots per live handle: tombstones are dropped, so a program that creates
+ * and destroys handles forever keeps a table sized by what is live, not by what ever existed. */
 static void reg_grow(void)
 {
-    size_t ncap = reg_cap ? reg_cap * 2 : 256;
-    gpuws__slot *ns = calloc(ncap, sizeof *ns);
-    if (!ns) return; /* insert will fall back to probing the old table, which still has room */
+    size_t live = 0;
+    for (size_t i = 0; i < reg_cap; i++) live += reg_slots[i].kind > 0;
+    size_t ncap = 256;
+    while (ncap < (live + 1) * 4) ncap *= 2;
+    gpuws__slot *ns = gpuws__calloc(ncap, sizeof *ns);
+    if (!ns) return; /* insert falls back to probing the old table while it still has room */
     for (size_t i = 0; i < reg_cap; i++) {
         if (reg_slots[i].kind > 0) {
             size_t j = reg_hash(reg_slots[i].p) & (ncap - 1);
@@ -33,26 +38,30 @@ static void reg_grow(void)
             ns[j] = reg_slots[i];
         }
     }
-    size_t live = 0;
-    for (size_t i = 0; i < ncap; i++) live += ns[i].kind > 0;
-    free(reg_slots);
+    gpuws__free(reg_slots);
     reg_slots = ns;
     reg_cap = ncap;
     reg_used = live;
 }
 
-void gpuws__handle_add(const void *p, gpuws__handle_kind kind)
+gpuws_status gpuws__handle_add(const void *p, gpuws__handle_kind kind)
 {
     pthread_mutex_lock(&reg_lock);
     if ((reg_used + 1) * 2 > reg_cap) reg_grow();
-    if (reg_cap && reg_used + 1 < reg_cap) {
+    bool ok = reg_cap && reg_used + 1 < reg_cap;
+    if (ok) {
         size_t j = reg_hash(p) & (reg_cap - 1);
         while (reg_slots[j].kind > 0) j = (j + 1) & (reg_cap - 1);
         if (reg_slots[j].kind == 0) reg_used++;
         reg_slots[j].p = p;
         reg_slots[j].kind = (int)kind;
     }
+    size_t cap = reg_cap;
     pthread_mutex_unlock(&reg_lock);
+    if (!ok)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "growing the live-handle registry past %zu slots (%zu bytes) failed",
+                            cap, (cap ? cap * 2 : 256) * sizeof(gpuws__slot));
+    return GPUWS_OK;
 }
 
 static long reg_find(const void *p)

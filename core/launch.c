@@ -23,21 +23,23 @@ gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const ch
             return GPUWS_OK;
         }
     }
-    gpuws_kernel *k = calloc(1, sizeof *k);
-    if (!k || !(k->name = strdup(name)) || !(k->options = strdup(options))) {
+    gpuws_kernel *k = gpuws__calloc(1, sizeof *k);
+    if (!k || !(k->name = gpuws__strdup(name)) || !(k->options = gpuws__strdup(options))) {
         pthread_mutex_unlock(&ctx->lock);
-        if (k) free(k->name);
-        free(k);
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating kernel '%s'", name);
+        if (k) gpuws__free(k->name);
+        gpuws__free(k);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating kernel '%s' (%zu bytes and its names)", name, sizeof *k);
     }
     k->ctx = ctx;
     /* The backend is called under the context lock, so two threads never build one program twice. */
     st = ctx->backend->kernel_create(k);
+    if (!st && (st = gpuws__handle_add(k, GPUWS__H_KERNEL)) && ctx->backend->kernel_destroy)
+        ctx->backend->kernel_destroy(k);
     if (st) {
         pthread_mutex_unlock(&ctx->lock);
-        free(k->name);
-        free(k->options);
-        free(k);
+        gpuws__free(k->name);
+        gpuws__free(k->options);
+        gpuws__free(k);
         return st;
     }
     k->info.name = k->name;
@@ -45,7 +47,6 @@ gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const ch
     k->next = ctx->kernels;
     ctx->kernels = k;
     pthread_mutex_unlock(&ctx->lock);
-    gpuws__handle_add(k, GPUWS__H_KERNEL);
     *out = k;
     return GPUWS_OK;
 }

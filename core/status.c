@@ -140,3 +140,86 @@ const char *gpuws__getenv(const char *name)
     const char *v = getenv(name);
     return (v && *v) ? v : NULL;
 }
+
+/* ---- host memory with fault injection ---- */
+
+static atomic_long alloc_live;      /* gpuws__ allocations not yet freed */
+static atomic_long fault_countdown; /* > 0: the allocation that brings it to 0 fails */
+static atomic_bool fault_fired;
+static atomic_bool fault_from_env;
+static pthread_once_t fault_env_once = PTHREAD_ONCE_INIT;
+
+static void fault_env_init(void)
+{
+    const char *v = gpuws__getenv("GPUWS_FAULT_ALLOC");
+    if (!v) return;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n <= 0) return;
+    atomic_store(&fault_from_env, true);
+    atomic_store(&fault_countdown, n);
+}
+
+/* True when this allocation is the one the countdown picked. */
+static bool fault_now(size_t bytes)
+{
+    pthread_once(&fault_env_once, fault_env_init);
+    long c = atomic_load(&fault_countdown);
+    while (c > 0) {
+        if (atomic_compare_exchange_weak(&fault_countdown, &c, c - 1)) {
+            if (c != 1) return false;
+            atomic_store(&fault_fired, true);
+            if (atomic_load(&fault_from_env))
+                gpuws__log(GPUWS__LOG_WARN, "fault injection (GPUWS_FAULT_ALLOC): failing an allocation of %zu bytes", bytes);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void *counted(void *p)
+{
+    if (p) atomic_fetch_add(&alloc_live, 1);
+    return p;
+}
+
+void *gpuws__malloc(size_t bytes) { return fault_now(bytes) ? NULL : counted(malloc(bytes ? bytes : 1)); }
+
+void *gpuws__calloc(size_t count, size_t size)
+{
+    size_t bytes;
+    if (gpuws__mul_overflows(count, size, &bytes)) return NULL;
+    return fault_now(bytes) ? NULL : counted(calloc(count ? count : 1, size ? size : 1));
+}
+
+void *gpuws__aligned_alloc(size_t alignment, size_t bytes)
+{
+    size_t rounded = (bytes + alignment - 1) & ~(alignment - 1);
+    if (rounded < bytes || rounded == 0) return NULL;
+    return fault_now(bytes) ? NULL : counted(aligned_alloc(alignment, rounded));
+}
+
+char *gpuws__strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = gpuws__malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+void gpuws__free(void *p)
+{
+    if (!p) return;
+    atomic_fetch_sub(&alloc_live, 1);
+    free(p);
+}
+
+bool gpuws__fault_alloc_countdown(long n)
+{
+    pthread_once(&fault_env_once, fault_env_init);
+    bool fired = atomic_exchange(&fault_fired, false);
+    atomic_store(&fault_countdown, n > 0 ? n : 0);
+    return fired;
+}
+
+long gpuws__alloc_live(void) { return atomic_load(&alloc_live); }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds);
+uint64_t gpuws__fnv1a(const void *data, size_t n, uint64_t seed);
 
 typedef struct { unsigned long hits, misses, rejected, builds; } stats;
 
@@ -22,6 +23,15 @@ static stats now(void)
 }
 
 static char dir[256];
+
+/* .fini of every test: the cache directory goes away with the test */
+static void remove_cache_dir(void)
+{
+    if (!dir[0]) return;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "chmod -R u+w %s 2>/dev/null; rm -rf %s", dir, dir);
+    if (system(cmd) != 0) cr_log_warn("could not remove %s", dir);
+}
 
 static void fresh_cache_dir(void)
 {
@@ -99,7 +109,7 @@ static void foreign(const char *path)
     fclose(f);
 }
 
-Test(cache, a_second_context_loads_from_disk)
+Test(cache, a_second_context_loads_from_disk, .fini = remove_cache_dir)
 {
     fresh_cache_dir();
     stats s0 = now();
@@ -127,11 +137,36 @@ static void fault_then_rebuild(void (*fault)(const char *))
     cr_assert_geq(now().hits - s1.hits, 1);
 }
 
-Test(cache, a_corrupt_entry_is_rebuilt) { fault_then_rebuild(corrupt); }
-Test(cache, a_truncated_entry_is_rebuilt) { fault_then_rebuild(truncate_half); }
-Test(cache, an_entry_for_another_device_is_rebuilt) { fault_then_rebuild(foreign); }
+/* A well-formed entry (magic, key and checksum all right) whose binary the driver refuses: clCreateProgramWithBinary
+ * or clBuildProgram fails, and the program is built from source instead. */
+static void driver_rejects(const char *path)
+{
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    char magic[8];
+    uint32_t kl;
+    cr_assert_eq(fread(magic, 1, 8, f), 8);
+    cr_assert_eq(fread(&kl, sizeof kl, 1, f), 1);
+    char *key = malloc(kl);
+    uint64_t bl;
+    cr_assert_eq(fread(key, 1, kl, f), kl);
+    cr_assert_eq(fread(&bl, sizeof bl, 1, f), 1);
+    unsigned char *bin = malloc(bl);
+    for (uint64_t i = 0; i < bl; i++) bin[i] = (unsigned char)(i * 131 + 7); /* not a binary of any driver */
+    uint64_t sum = gpuws__fnv1a(bin, bl, gpuws__fnv1a(key, kl, 0xcbf29ce484222325ULL));
+    cr_assert_eq(fwrite(bin, 1, bl, f), bl);
+    cr_assert_eq(fwrite(&sum, sizeof sum, 1, f), 1);
+    fclose(f);
+    free(key);
+    free(bin);
+}
 
-Test(cache, an_unwritable_directory_only_disables_caching)
+Test(cache, a_corrupt_entry_is_rebuilt, .fini = remove_cache_dir) { fault_then_rebuild(corrupt); }
+Test(cache, a_truncated_entry_is_rebuilt, .fini = remove_cache_dir) { fault_then_rebuild(truncate_half); }
+Test(cache, an_entry_for_another_device_is_rebuilt, .fini = remove_cache_dir) { fault_then_rebuild(foreign); }
+Test(cache, an_entry_the_driver_refuses_is_rebuilt, .fini = remove_cache_dir) { fault_then_rebuild(driver_rejects); }
+
+Test(cache, an_unwritable_directory_only_disables_caching, .fini = remove_cache_dir)
 {
     /* /proc refuses new files even to root; a chmod'ed directory would not stop root */
     setenv("GPUWS_CACHE_DIR", "/proc/gpuws-cache", 1);
@@ -145,7 +180,7 @@ Test(cache, an_unwritable_directory_only_disables_caching)
     cr_assert_eq(now().hits, s0.hits, "cache off: nothing loaded");
 }
 
-Test(cache, concurrent_processes_never_see_a_partial_entry)
+Test(cache, concurrent_processes_never_see_a_partial_entry, .fini = remove_cache_dir)
 {
     fresh_cache_dir();
     enum { P = 4 };

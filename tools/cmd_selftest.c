@@ -37,6 +37,26 @@ static int cmd_selftest(int argc, char **argv)
             return help ? 0 : 2;
         }
     }
+    /* a name that selects nothing is a mistake, not an empty run */
+    for (const char *p = backends; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(p, ","), p);
+        gpuws_backend_kind k;
+        if (gpuws_backend_from_name(name, &k)) {
+            fprintf(stderr, "gpuws selftest: %s\n", gpuws_last_error());
+            return 2;
+        }
+    }
+    for (const char *p = algorithms; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        size_t l = strcspn(p, ",");
+        bool known = false;
+        for (const bench_workload *const *wp = bench_workloads(); *wp; wp++)
+            known |= strlen((*wp)->algorithm) == l && !strncmp(p, (*wp)->algorithm, l);
+        if (!known) {
+            fprintf(stderr, "gpuws selftest: unknown algorithm '%.*s'\n", (int)l, p);
+            return 2;
+        }
+    }
     unsigned mask = 0;
     static const char *names[] = {"cpu", "opencl", "cuda"};
     for (int k = 0; k < 3; k++)
@@ -51,8 +71,9 @@ static int cmd_selftest(int argc, char **argv)
         o.device = (int)targets[t].device;
         o.opencl_platform = "";
         gpuws_context *ctx;
-        if (gpuws_context_create(&ctx, &o)) {
-            printf("FAIL %s: %s\n", targets[t].label, gpuws_last_error());
+        gpuws_status cst = gpuws_context_create(&ctx, &o);
+        if (cst) {
+            printf("FAIL %s: %s: %s\n", targets[t].label, gpuws_status_name(cst), gpuws_last_error());
             failed++;
             continue;
         }

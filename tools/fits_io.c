@@ -1,5 +1,6 @@
 #include "fits_io.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,10 @@
 
 #ifdef GPUWS_HAVE_CFITSIO
 #include <fitsio.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 int fits_available(void) { return 1; }
 
@@ -37,7 +42,23 @@ static int find_image(fitsfile *f, int *naxis, long long dims[9], int *hdu, int 
     return 1;
 }
 
-int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen)
+/* BSCALE/BZERO applied; BLANK pixels of integer images become NaN. Floating-point pixels are passed through as they
+ * are: cfitsio's null check counts +-Inf as undefined too and would turn them into NaN. */
+static void read_pixels(fitsfile *f, int bitpix, int dbl, size_t n, void *data, int *status)
+{
+    long long first[9];
+    for (int i = 0; i < 9; i++) first[i] = 1;
+    int anynul = 0;
+    if (dbl) {
+        double nanv = 0.0 / 0.0;
+        fits_read_pixll(f, TDOUBLE, first, (LONGLONG)n, bitpix < 0 ? NULL : &nanv, data, &anynul, status);
+    } else {
+        float nanv = 0.0f / 0.0f;
+        fits_read_pixll(f, TFLOAT, first, (LONGLONG)n, bitpix < 0 ? NULL : &nanv, data, &anynul, status);
+    }
+}
+
+static int read_here(const char *path, int want_double, fits_image *img, char *err, size_t errlen)
 {
     memset(img, 0, sizeof *img);
     if (!path) return fail(err, errlen, "(null)", "no file name", 0);
@@ -78,27 +99,45 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
         fits_close_file(f, &s2);
         return fail(err, errlen, path, "image too large for this machine's address space", 0);
     }
-    void *data = malloc(w * h * es);
+    size_t bytes = w * h * es;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0 && bytes / (size_t)psize > (size_t)pages) {
+        int s2 = 0;
+        fits_close_file(f, &s2);
+        char what[160];
+        snprintf(what, sizeof what, "the %zu x %zu image needs %zu bytes, more than this machine's memory", w, h, bytes);
+        return fail(err, errlen, path, what, 0);
+    }
+    int compressed = fits_is_compressed_image(f, &status);
+    if (!compressed && !status) {
+        /* the header alone can claim any size: check the file holds the pixels before allocating for them */
+        LONGLONG head = 0, start = 0, end = 0;
+        struct stat sb;
+        fits_get_hduaddrll(f, &head, &start, &end, &status);
+        size_t bpp = (size_t)(bitpix < 0 ? -bitpix : bitpix) / 8, avail = 0;
+        if (!status && stat(path, &sb) == 0 && sb.st_size > start) avail = (size_t)(sb.st_size - start);
+        if (!status && avail / (bpp ? bpp : 1) < w * h) {
+            int s2 = 0;
+            fits_close_file(f, &s2);
+            char what[200];
+            snprintf(what, sizeof what, "truncated: the header declares a %zu x %zu image of BITPIX %d but the file ends after %lld bytes",
+                     w, h, bitpix, (long long)sb.st_size);
+            return fail(err, errlen, path, what, 0);
+        }
+    }
+    void *data = status ? NULL : malloc(bytes);
     if (!data) {
         int s2 = 0;
         fits_close_file(f, &s2);
-        return fail(err, errlen, path, "out of memory for the pixels", 0);
+        return fail(err, errlen, path, status ? "unreadable header" : "out of memory for the pixels", status);
     }
-    long long first[9];
-    for (int i = 0; i < 9; i++) first[i] = 1;
-    int anynul = 0;
-    if (dbl) {
-        double nanv = 0.0 / 0.0;
-        fits_read_pixll(f, TDOUBLE, first, (LONGLONG)(w * h), &nanv, data, &anynul, &status);
-    } else {
-        float nanv = 0.0f / 0.0f;
-        fits_read_pixll(f, TFLOAT, first, (LONGLONG)(w * h), &nanv, data, &anynul, &status);
-    }
+    read_pixels(f, bitpix, dbl, w * h, data, &status);
     int s2 = 0;
     fits_close_file(f, &s2);
     if (status) {
         free(data);
-        return fail(err, errlen, path, "reading the pixels failed (truncated file?)", status);
+        return fail(err, errlen, path, compressed ? "decompressing the pixels failed (corrupt compressed image?)"
+                                                  : "reading the pixels failed (truncated file?)", status);
     }
     img->width = w;
     img->height = h;
@@ -106,6 +145,96 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
     img->data = data;
     img->hdu = hdu;
     img->bitpix = bitpix;
+    return 0;
+}
+
+/* cfitsio 4.2 crashes on some corrupt files (found by fuzz/fuzz_fits: an integer division by zero while parsing a
+ * tile-compressed image's header, out-of-bounds reads in the Rice decoder), so the file is read in a child process
+ * that sends the image back through a pipe. A crash there is a "corrupt file" error here, not the end of the
+ * caller. If the child cannot be started, or GPUWS_FITS_IN_PROCESS=1, the file is read in this process. */
+typedef struct {
+    int rc, is_double, hdu, bitpix;
+    size_t width, height;
+    char err[512];
+} read_reply;
+
+static void die_quietly(int sig) { _exit(128 + sig); }
+
+static bool xfer(int fd, void *p, size_t n, bool out)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = out ? write(fd, c, n) : read(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        c += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen)
+{
+    memset(img, 0, sizeof *img);
+    int fd[2];
+    /* GPUWS_FITS_IN_PROCESS=1: no child (fuzzing cfitsio itself, debuggers) */
+    const char *inproc = getenv("GPUWS_FITS_IN_PROCESS");
+    if (!path || (inproc && strcmp(inproc, "1") == 0) || pipe(fd) != 0) return read_here(path, want_double, img, err, errlen);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return read_here(path, want_double, img, err, errlen);
+    }
+    if (pid == 0) {
+        static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], die_quietly);
+        close(fd[0]);
+        read_reply r;
+        memset(&r, 0, sizeof r);
+        fits_image im;
+        r.rc = read_here(path, want_double, &im, r.err, sizeof r.err);
+        r.is_double = im.is_double, r.hdu = im.hdu, r.bitpix = im.bitpix, r.width = im.width, r.height = im.height;
+        bool ok = xfer(fd[1], &r, sizeof r, true) &&
+                  (r.rc || xfer(fd[1], im.data, im.width * im.height * (im.is_double ? sizeof(double) : sizeof(float)), true));
+        _exit(ok ? 0 : 1);
+    }
+    close(fd[1]);
+    read_reply r;
+    void *data = NULL;
+    bool got = xfer(fd[0], &r, sizeof r, false);
+    if (got && r.rc == 0) {
+        size_t bytes = r.width * r.height * (r.is_double ? sizeof(double) : sizeof(float));
+        data = malloc(bytes);
+        got = data && xfer(fd[0], data, bytes, false);
+    }
+    close(fd[0]);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    bool clean = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+    if (!got || !clean) {
+        free(data);
+        char what[160];
+        if (WIFEXITED(ws) && WEXITSTATUS(ws) > 128)
+            snprintf(what, sizeof what, "cfitsio crashed reading it (signal %d): corrupt file", WEXITSTATUS(ws) - 128);
+        else if (WIFSIGNALED(ws))
+            snprintf(what, sizeof what, "cfitsio crashed reading it (signal %d): corrupt file", WTERMSIG(ws));
+        else
+            snprintf(what, sizeof what, "%s", got || r.rc || data ? "the reading process failed: corrupt file?" : "out of memory for the pixels");
+        return fail(err, errlen, path, what, 0);
+    }
+    if (r.rc) {
+        snprintf(err, errlen, "%s", r.err);
+        return -1;
+    }
+    img->width = r.width;
+    img->height = r.height;
+    img->is_double = r.is_double;
+    img->hdu = r.hdu;
+    img->bitpix = r.bitpix;
+    img->data = data;
     return 0;
 }
 

@@ -82,14 +82,14 @@ static gpuws_status cpu_stream_synchronize(gpuws_stream *s) { (void)s; return GP
 static gpuws_status cpu_alloc(size_t n, void **p, const char *what)
 {
     size_t rounded = (n + 63) & ~(size_t)63;
-    if (rounded < n) return gpuws__error(GPUWS_ERR_OVERFLOW, "%s of %zu bytes: size overflows", what, n);
-    *p = aligned_alloc(64, rounded);
+    if (rounded < n) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s of %zu bytes: more than the address space", what, n);
+    *p = gpuws__aligned_alloc(64, rounded);
     if (!*p) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s of %zu bytes: host allocation failed", what, n);
     return GPUWS_OK;
 }
 
 static gpuws_status cpu_buffer_create(gpuws_buffer *b) { return cpu_alloc(b->size, &b->impl, "buffer"); }
-static void cpu_buffer_destroy(gpuws_buffer *b) { free(b->impl); }
+static void cpu_buffer_destroy(gpuws_buffer *b) { gpuws__free(b->impl); }
 
 static gpuws_status cpu_write(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *src, size_t n, int blocking)
 {
@@ -135,16 +135,16 @@ static gpuws_status cpu_host_alloc(gpuws_context *ctx, size_t n, void **p)
 static void cpu_host_free(gpuws_context *ctx, void *p)
 {
     (void)ctx;
-    free(p);
+    gpuws__free(p);
 }
 
 static gpuws_status cpu_event_create(gpuws_event *e)
 {
-    e->impl = calloc(1, sizeof(struct timespec));
-    return e->impl ? GPUWS_OK : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an event");
+    e->impl = gpuws__calloc(1, sizeof(struct timespec));
+    return e->impl ? GPUWS_OK : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an event (%zu bytes)", sizeof(struct timespec));
 }
 
-static void cpu_event_destroy(gpuws_event *e) { free(e->impl); }
+static void cpu_event_destroy(gpuws_event *e) { gpuws__free(e->impl); }
 
 static gpuws_status cpu_event_record(gpuws_event *e, gpuws_stream *s)
 {

@@ -251,7 +251,7 @@ typedef struct {
     char device_key[900];      /* platform, device, versions: the device part of cache keys */
     cl_program marker_prog;    /* no-op kernel for events where markers lack profiling data */
     cl_kernel marker_kernel;
-    int kernel_markers;        /* 0 unknown/use clEnqueueMarker, 1 use marker kernel */
+    atomic_int kernel_markers; /* 0 unknown/use clEnqueueMarker, 1 use marker kernel; any thread may set it */
 } ocl_ctx;
 
 #define OCTX(c) ((ocl_ctx *)(c)->impl)
@@ -299,7 +299,7 @@ static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, s
     snprintf(c->device_key, sizeof c->device_key, "platform=%s\ndevice=%s\nvendor=%s\ndevice_version=%s\ndriver=%s\n",
              ctx->info.platform, ctx->info.name, ctx->info.vendor, ver, ctx->info.driver_version);
     const char *m = gpuws__getenv("GPUWS_OPENCL_EVENTS");
-    c->kernel_markers = m ? gpuws__strcasecmp(m, "kernel") == 0 : !markers_have_times(c);
+    atomic_init(&c->kernel_markers, m ? gpuws__strcasecmp(m, "kernel") == 0 : !markers_have_times(c));
     ctx->impl = c;
     return GPUWS_OK;
 }
@@ -355,8 +355,14 @@ static gpuws_status ocl_stream_synchronize(gpuws_stream *s)
 
 static gpuws_status ocl_buffer_create(gpuws_buffer *b)
 {
+    /* Drivers allocate lazily: clCreateBuffer succeeds and the memory is taken at first use, where PoCL 3.1 aborts
+     * the process (an assertion in pocl_create_migration_commands) instead of failing the enqueue. On host-memory
+     * devices CL_MEM_ALLOC_HOST_PTR makes the allocation happen here, so running out is GPUWS_ERR_OUT_OF_MEMORY from
+     * gpuws_buffer_create (cost on PoCL: under 1 us per buffer; docs/reliability.md). Discrete GPUs keep device
+     * memory; there a failure shows at the first enqueue that touches the buffer. */
+    cl_mem_flags flags = CL_MEM_READ_WRITE | (b->ctx->info.unified_memory ? CL_MEM_ALLOC_HOST_PTR : 0);
     cl_int e;
-    cl_mem m = ocl.clCreateBuffer(OCTX(b->ctx)->ctx, CL_MEM_READ_WRITE, b->size, NULL, &e);
+    cl_mem m = ocl.clCreateBuffer(OCTX(b->ctx)->ctx, flags, b->size, NULL, &e);
     if (!m)
         return gpuws__error(ocl_status(e), "clCreateBuffer of %zu bytes: %s (%d)", b->size, ocl_error_name(e), (int)e);
     b->impl = m;
@@ -483,7 +489,7 @@ static gpuws_status ocl_event_record(gpuws_event *e, gpuws_stream *s)
         ocl.clReleaseEvent(oe->ev);
         oe->ev = NULL;
     }
-    oe->kernel_marker = OCTX(s->ctx)->kernel_markers;
+    oe->kernel_marker = atomic_load(&OCTX(s->ctx)->kernel_markers);
     if (oe->kernel_marker) {
         cl_kernel k = NULL;
         gpuws_status st = marker_kernel(s->ctx, &k);
@@ -517,7 +523,7 @@ static gpuws_status ocl_event_elapsed(gpuws_event *a, gpuws_event *b, double *ms
     if (e0 != CL_SUCCESS || e1 != CL_SUCCESS || (t0 == 0 && t1 == 0)) {
         if (!x->kernel_marker && !y->kernel_marker) {
             /* This platform keeps no times for markers: record with a no-op kernel from now on. */
-            OCTX(a->ctx)->kernel_markers = 1;
+            atomic_store(&OCTX(a->ctx)->kernel_markers, 1);
             gpuws__log(GPUWS__LOG_INFO, "OpenCL markers carry no profiling times on %s; using marker kernels", a->ctx->info.name);
         }
         cl_int err = e0 != CL_SUCCESS ? e0 : e1;

@@ -1,0 +1,54 @@
+/* Runs the gpuws binary for CLI rows (test_bad_input, test_faults): ctest passes its path in GPUWS_CLI. */
+#ifndef GPUWS_TEST_RUN_CLI_H
+#define GPUWS_TEST_RUN_CLI_H
+
+#include "support.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Runs the CLI with argv (after "gpuws") and env (NAME=value; GPUWS_BACKEND, GPUWS_DEVICE and
+ * GPUWS_OPENCL_PLATFORM are unset first), returns its exit code (or 128 + signal) and its output (malloc'd). */
+static int test_run_cli(const char *const *argv, const char *const *env, char **output)
+{
+    const char *cli = getenv("GPUWS_CLI");
+    if (!cli || !*cli) cr_skip_test("GPUWS_CLI is not set (run through ctest)");
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        dup2(fd[1], 2);
+        close(fd[0]);
+        close(fd[1]);
+        unsetenv("GPUWS_BACKEND");
+        unsetenv("GPUWS_DEVICE");
+        unsetenv("GPUWS_OPENCL_PLATFORM");
+        for (int i = 0; env[i]; i++) putenv((char *)env[i]);
+        const char *args[16] = {"gpuws"};
+        int n = 1;
+        for (int i = 0; argv[i] && n < 15; i++) args[n++] = argv[i];
+        args[n] = NULL;
+        execv(cli, (char *const *)args);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t cap = 4096, len = 0;
+    char *out = malloc(cap);
+    ssize_t r;
+    while ((r = read(fd[0], out + len, cap - len - 1)) > 0) {
+        len += (size_t)r;
+        if (cap - len < 1024) out = realloc(out, cap *= 2);
+    }
+    out[len] = 0;
+    close(fd[0]);
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    *output = out;
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+#endif
