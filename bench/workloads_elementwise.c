@@ -98,10 +98,12 @@ static bool primes_check(void *p, char *msg, size_t n)
     primes_state *s = p;
     int32_t *got = malloc(s->n * 4), *want = malloc(s->n * 4);
     uint64_t count = 0, want_count = 0;
-    bool ok = got && want && !gpuws_buffer_read(s->out, 0, got, s->n * 4) && !gpuws_buffer_read(s->count, 0, &count, 8) &&
-              !gpuws_primes_ref_sieve(want, s->n, &want_count);
+    bool ok = got && want && !gpuws_buffer_read(s->out, 0, got, s->n * 4) && !gpuws_buffer_read(s->count, 0, &count, 8);
     if (!ok) {
         snprintf(msg, n, "could not read the result back");
+    } else if (gpuws_primes_ref_sieve(want, s->n, &want_count) != 0) {
+        ok = false;
+        snprintf(msg, n, "GPUWS_ERR_OUT_OF_MEMORY: the reference sieve's table of %zu bytes", s->n / 2);
     } else if (count != want_count) {
         ok = false;
         snprintf(msg, n, "%llu primes, want %llu", (unsigned long long)count, (unsigned long long)want_count);

@@ -158,7 +158,7 @@ static bool pipe_check(void *p, char *msg, size_t len)
     gpuws_status st = gpuws_context_create(&cpu, &o);
     if (!st) st = gpuws_find_sources(cpu, s->img, s->w, s->h, NULL, &ref);
     bool ok = !st && s->cat;
-    if (!ok) snprintf(msg, len, "the CPU reference pipeline failed: %s", gpuws_last_error());
+    if (!ok) snprintf(msg, len, "the CPU reference pipeline failed: %s: %s", gpuws_status_name(st), gpuws_last_error());
     if (ok && s->cat->num_sources != ref->num_sources) {
         snprintf(msg, len, "%zu sources, the reference has %zu", s->cat->num_sources, ref->num_sources);
         ok = false;

@@ -168,6 +168,8 @@ void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsig
  * gpuws__malloc/calloc/aligned_alloc/strdup is released with gpuws__free. */
 void *gpuws__malloc(size_t bytes);
 void *gpuws__calloc(size_t count, size_t size);
+/* realloc semantics: NULL p allocates; on failure NULL is returned and p is untouched. */
+void *gpuws__realloc(void *p, size_t bytes);
 void *gpuws__aligned_alloc(size_t alignment, size_t bytes); /* alignment a power of two */
 char *gpuws__strdup(const char *s);
 void gpuws__free(void *p);

@@ -199,6 +199,13 @@ void *gpuws__aligned_alloc(size_t alignment, size_t bytes)
     return fault_now(bytes) ? NULL : counted(aligned_alloc(alignment, rounded));
 }
 
+void *gpuws__realloc(void *p, size_t bytes)
+{
+    if (!p) return gpuws__malloc(bytes);
+    if (fault_now(bytes)) return NULL; /* like realloc: p stays valid and allocated */
+    return realloc(p, bytes ? bytes : 1);
+}
+
 char *gpuws__strdup(const char *s)
 {
     size_t n = strlen(s) + 1;

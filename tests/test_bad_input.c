@@ -819,7 +819,7 @@ static const cli_case cli_cases[] = {
     {"info_unexpected_argument", {NULL}, {"info", "--bogus"}, 2, "unexpected argument '--bogus'"},
     {"unknown_command", {NULL}, {"frobnicate"}, 2, "unknown command 'frobnicate'"},
     {"no_command", {NULL}, {NULL}, 2, "usage: gpuws <command>"},
-    {"bench_unknown_backend", {NULL}, {"bench", "--backends", "bogus"}, 1, "unknown backend 'bogus'"},
+    {"bench_unknown_backend", {NULL}, {"bench", "--backends", "bogus"}, 2, "unknown backend 'bogus'"},
     {"bench_unknown_algorithm", {NULL}, {"bench", "--algorithms", "nope"}, 2, "unknown algorithm 'nope'"},
     {"bench_repeat_zero", {NULL}, {"bench", "--repeat", "0"}, 2, "--repeat needs a positive count"},
     {"bench_unknown_size", {NULL}, {"bench", "--size", "huge"}, 2, "--size must be small, default or large"},

@@ -1,6 +1,8 @@
 /* Scalar references: the tests' oracle and the CPU backend's implementation. */
 #include "primes_ref.h"
 
+#include "../../core/backend_impl.h" /* gpuws__malloc: allocations the fault tests can fail */
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +19,7 @@ int gpuws_primes_ref_sieve(int32_t *out, size_t n, uint64_t *count)
 {
     /* composite[j] describes the odd number 2j + 1 */
     size_t half = n / 2 + 1;
-    unsigned char *composite = calloc(half, 1);
+    unsigned char *composite = gpuws__calloc(half, 1);
     if (!composite) return -1;
     for (size_t p = 3; p * p < n; p += 2)
         if (!composite[p / 2])
@@ -28,7 +30,7 @@ int gpuws_primes_ref_sieve(int32_t *out, size_t n, uint64_t *count)
         c += (uint64_t)prime;
         if (out) out[i] = prime ? (int32_t)i : 0;
     }
-    free(composite);
+    gpuws__free(composite);
     *count = c;
     return 0;
 }

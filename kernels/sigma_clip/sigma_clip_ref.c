@@ -2,6 +2,8 @@
  * sorted array, so each pass is the NumPy loop's filter applied to that range. Simple enough to be the oracle. */
 #include "sigma_clip_ref.h"
 
+#include "../../core/backend_impl.h" /* gpuws__malloc: allocations the fault tests can fail */
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -56,10 +58,10 @@ gpuws_status gpuws_sigma_clip_ref(const float *x, size_t n, double kappa, int ma
     size_t m = 0;
     for (size_t i = 0; i < n; i++) m += !isnan(x[i]);
     if (m == 0) return GPUWS_ERR_INVALID_ARGUMENT;
-    uint32_t *keys = malloc(m * sizeof *keys), *tmp = malloc(m * sizeof *tmp);
+    uint32_t *keys = gpuws__malloc(m * sizeof *keys), *tmp = gpuws__malloc(m * sizeof *tmp);
     if (!keys || !tmp) {
-        free(keys);
-        free(tmp);
+        gpuws__free(keys);
+        gpuws__free(tmp);
         return GPUWS_ERR_OUT_OF_MEMORY;
     }
     for (size_t i = 0, j = 0; i < n; i++)
@@ -67,7 +69,7 @@ gpuws_status gpuws_sigma_clip_ref(const float *x, size_t n, double kappa, int ma
     radix_sort_u32(keys, tmp, m);
     float *v = (float *)tmp; /* the sorted values, decoded */
     for (size_t i = 0; i < m; i++) v[i] = gpuws_sigma_clip_unkey(keys[i]);
-    free(keys);
+    gpuws__free(keys);
 
     size_t a = 0, b = m; /* the kept set is v[a..b) */
     int it = 0, converged = 0;
@@ -92,7 +94,7 @@ gpuws_status gpuws_sigma_clip_ref(const float *x, size_t n, double kappa, int ma
         b = nb;
     }
     gpuws_sigma_clip_ref_stats(v + a, b - a, &med, &mean, &std);
-    free(tmp);
+    gpuws__free(tmp);
     r->count = b - a;
     r->median = med;
     r->mean = mean;

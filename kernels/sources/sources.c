@@ -49,9 +49,9 @@ static gpuws_status check_size(size_t width, size_t height, size_t *n)
 void gpuws_catalog_free(gpuws_catalog *c)
 {
     if (!c) return;
-    free(c->sources);
-    free(c->labels);
-    free(c);
+    gpuws__free(c->sources);
+    gpuws__free(c->labels);
+    gpuws__free(c);
 }
 
 typedef struct {
@@ -67,7 +67,7 @@ static void release(run_state *r)
     gpuws_buffer_destroy(r->mask);
     gpuws_buffer_destroy(r->labels);
     gpuws_buffer_destroy(r->out);
-    free(r->meas);
+    gpuws__free(r->meas);
 }
 
 static gpuws_status record(run_state *r, int which, gpuws_stream *s) { return gpuws_event_record(r->ev[which], s); }
@@ -115,11 +115,11 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
         return gpuws__error_prefix(st, "find_sources: measure");
     if ((st = record(r, EV_MEASURE, s))) return st;
 
-    if (nl && !(r->meas = malloc(mbytes)))
+    if (nl && !(r->meas = gpuws__malloc(mbytes)))
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for %zu measurements", mbytes, nl);
     if (nl && (st = gpuws_buffer_read_async(s, out, 0, r->meas, mbytes))) return st;
     if (o->want_labels) {
-        if (!(cat->labels = malloc(n * sizeof(int32_t))))
+        if (!(cat->labels = gpuws__malloc(n * sizeof(int32_t))))
             return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for the label image", n * sizeof(int32_t));
         if ((st = gpuws_buffer_read_async(s, r->labels, 0, cat->labels, n * sizeof(int32_t)))) return st;
     }
@@ -130,7 +130,7 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
     for (int i = 0; i < NEV - 1 && !st; i++) st = gpuws_event_elapsed_ms(r->ev[i], r->ev[i + 1], ms[i]);
     if (st || (st = gpuws_event_elapsed_ms(r->ev[EV_START], r->ev[EV_END], &cat->ms_total))) return st;
 
-    if (nl && !(cat->sources = malloc(nl * sizeof *cat->sources)))
+    if (nl && !(cat->sources = gpuws__malloc(nl * sizeof *cat->sources)))
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources", nl);
     for (size_t k = 0; k < nl; k++) {
         const gpuws_source_measure *m = &r->meas[k];
@@ -143,7 +143,7 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
 static gpuws_status run(gpuws_stream *s, const float *host, const gpuws_buffer *dev, size_t width, size_t height,
                         const gpuws_sources_options *options, gpuws_catalog **catalog)
 {
-    gpuws_catalog *cat = calloc(1, sizeof *cat);
+    gpuws_catalog *cat = gpuws__calloc(1, sizeof *cat);
     if (!cat) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: the catalogue");
     run_state r;
     memset(&r, 0, sizeof r);

@@ -1,5 +1,7 @@
 #include "sources_ref.h"
 
+#include "../../core/backend_impl.h" /* gpuws__malloc: allocations the fault tests can fail */
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -56,18 +58,18 @@ int gpuws_sky_bin(const gpuws_sky_params *p, const gpuws_sky_source *src, gpuws_
     b->r2max = (float)(r * r);
     b->inv_two_s2 = (float)(1.0 / (2.0 * p->beam_sigma * p->beam_sigma));
     const size_t ncells = (size_t)b->cells_x * b->cells_y;
-    b->cell_start = calloc(ncells + 1, sizeof *b->cell_start);
-    b->sorted = malloc((p->num_sources ? p->num_sources : 1) * sizeof *b->sorted);
-    uint32_t *fill = calloc(ncells + 1, sizeof *fill);
+    b->cell_start = gpuws__calloc(ncells + 1, sizeof *b->cell_start);
+    b->sorted = gpuws__malloc((p->num_sources ? p->num_sources : 1) * sizeof *b->sorted);
+    uint32_t *fill = gpuws__calloc(ncells + 1, sizeof *fill);
     if (!b->cell_start || !b->sorted || !fill) {
-        free(fill);
+        gpuws__free(fill);
         gpuws_sky_bins_free(b);
         return -1;
     }
     /* counting sort by cell, stable: a cell's sources keep their list order */
-    size_t *cell_of = malloc((p->num_sources ? p->num_sources : 1) * sizeof *cell_of);
+    size_t *cell_of = gpuws__malloc((p->num_sources ? p->num_sources : 1) * sizeof *cell_of);
     if (!cell_of) {
-        free(fill);
+        gpuws__free(fill);
         gpuws_sky_bins_free(b);
         return -1;
     }
@@ -80,15 +82,15 @@ int gpuws_sky_bin(const gpuws_sky_params *p, const gpuws_sky_source *src, gpuws_
     }
     for (size_t c = 0; c < ncells; c++) b->cell_start[c + 1] += b->cell_start[c];
     for (size_t k = 0; k < p->num_sources; k++) b->sorted[b->cell_start[cell_of[k]] + fill[cell_of[k]]++] = src[k];
-    free(cell_of);
-    free(fill);
+    gpuws__free(cell_of);
+    gpuws__free(fill);
     return 0;
 }
 
 void gpuws_sky_bins_free(gpuws_sky_bins *b)
 {
-    free(b->cell_start);
-    free(b->sorted);
+    gpuws__free(b->cell_start);
+    gpuws__free(b->sorted);
     b->cell_start = NULL;
     b->sorted = NULL;
 }
@@ -157,15 +159,15 @@ int gpuws_sky_match_catalog(const gpuws_sky_source *inj, size_t ninj, const gpuw
     out->detected = ndet;
     const double r2 = radius * radius, b2 = blend_radius * blend_radius;
     size_t npairs = 0, cap = ninj + ndet + 16;
-    pair *pairs = malloc(cap * sizeof *pairs);
-    unsigned char *inj_used = calloc(ninj + 1, 1), *det_used = calloc(ndet + 1, 1);
+    pair *pairs = gpuws__malloc(cap * sizeof *pairs);
+    unsigned char *inj_used = gpuws__calloc(ninj + 1, 1), *det_used = gpuws__calloc(ndet + 1, 1);
     if (!pairs || !inj_used || !det_used) goto oom;
     for (size_t i = 0; i < ninj; i++)
         for (size_t d = 0; d < ndet; d++) {
             const double dx = det[d].x - inj[i].x, dy = det[d].y - inj[i].y, d2 = dx * dx + dy * dy;
             if (d2 >= r2) continue;
             if (npairs == cap) {
-                pair *grown = realloc(pairs, 2 * cap * sizeof *pairs);
+                pair *grown = gpuws__realloc(pairs, 2 * cap * sizeof *pairs);
                 if (!grown) goto oom;
                 pairs = grown;
                 cap *= 2;
@@ -206,13 +208,13 @@ int gpuws_sky_match_catalog(const gpuws_sky_source *inj, size_t ninj, const gpuw
         if (blended) out->missed_blended++;
         else out->missed_other++;
     }
-    free(pairs);
-    free(inj_used);
-    free(det_used);
+    gpuws__free(pairs);
+    gpuws__free(inj_used);
+    gpuws__free(det_used);
     return 0;
 oom:
-    free(pairs);
-    free(inj_used);
-    free(det_used);
+    gpuws__free(pairs);
+    gpuws__free(inj_used);
+    gpuws__free(det_used);
     return -1;
 }

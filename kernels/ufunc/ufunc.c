@@ -141,7 +141,7 @@ static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *o
     if (kst) return kst;
     gpuws_launch_config cfg = gpuws__config_1d(o->n, block, gpuws__saturating_blocks(ctx, cpu ? 4 : 8));
     const uint32_t groups = cfg.grid[0];
-    uint64_t *host = malloc((size_t)groups * sizeof *host);
+    uint64_t *host = gpuws__malloc((size_t)groups * sizeof *host);
     if (!host) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "hypot_checked: %u partial results", groups);
     gpuws_buffer *partials;
     gpuws_status st = gpuws__stream_scratch(s, 0, (size_t)groups * sizeof *host, &partials);
@@ -153,7 +153,7 @@ static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *o
     if (!st) st = gpuws_stream_synchronize(s);
     for (uint32_t g = 0; !st && g < groups; g++)
         if (host[g] < *first) *first = (size_t)host[g];
-    free(host);
+    gpuws__free(host);
     return st;
 }
 
