@@ -211,7 +211,7 @@ gpuws_status gpuws__sky_generate(gpuws_stream *s, const gpuws_sky_params *p, con
                             p->beam_sigma, p->cutoff_sigmas);
     if ((st = gpuws__check_array(ctx, image, "image", n, sizeof(float)))) return st;
     gpuws_sky_bins bins;
-    if (gpuws_sky_bin(p, sources, &bins)) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sky: binning %zu sources", p->num_sources);
+    if (gpuws_sky_bin(p, sources, &bins)) return gpuws__error_prefix(GPUWS_ERR_OUT_OF_MEMORY, "sky");
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         gpuws_sky_ref(p, &bins, gpuws__cpu_ptr(image), NULL);
         gpuws_sky_bins_free(&bins);
