@@ -290,8 +290,7 @@ static int run_demo(const args *a)
         gpuws_sky_match m;
         const double radius = 2.0, blend = 4 * p.beam_sigma;
         if (gpuws_sky_match_catalog(src, p.num_sources, cat->sources, cat->num_sources, radius, cat->threshold, blend, &m)) {
-            fprintf(stderr, "gpuws sources: out of memory matching the catalogue\n");
-            rc = 1;
+            rc = tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
         } else {
             printf("recovered %zu of %zu injected sources within %g px (position error rms %.3f px, max %.3f px)\n",
                    m.recovered, m.injected, radius, m.rms_error, m.max_error);

@@ -47,8 +47,9 @@ static gpuws_status validate(gpuws_dtype dt, double lo, double hi, uint32_t bins
 static gpuws_status histogram_cpu(gpuws_dtype dt, size_t n, const void *x, double lo, double hi, uint32_t bins, uint64_t *counts)
 {
     const size_t es = dt == GPUWS_F32 ? sizeof(float) : sizeof(int64_t);
-    void *edges = gpuws__malloc(((size_t)bins + 1) * es);
-    if (!edges) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "histogram: edge table of %u bins", bins);
+    const size_t bytes = ((size_t)bins + 1) * es;
+    void *edges = gpuws__malloc(bytes);
+    if (!edges) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "histogram: edge table of %u bins (%zu bytes)", bins, bytes);
     if (dt == GPUWS_F32) {
         gpuws_histogram_edges_f32(lo, hi, bins, edges);
         gpuws_histogram_ref_f32(x, n, edges, bins, counts);
@@ -79,7 +80,7 @@ static gpuws_status make_edges(gpuws_stream *s, gpuws_dtype dt, double lo, doubl
         return gpuws__launch_named(s, ename, NULL, &cfg, a, GPUWS__NARGS(a));
     }
     void *host = gpuws__malloc(bytes);
-    if (!host) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "histogram: edge table of %u bins", bins);
+    if (!host) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "histogram: edge table of %u bins (%zu bytes)", bins, bytes);
     if (dt == GPUWS_F32) gpuws_histogram_edges_f32(lo, hi, bins, host);
     else gpuws_histogram_edges_i32(lo, hi, bins, host);
     gpuws_status st = gpuws_buffer_write_async(s, edges, 0, host, bytes);

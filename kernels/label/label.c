@@ -21,9 +21,15 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
     const size_t tiles_x = (width + LABEL_TILE_W - 1) / LABEL_TILE_W, tiles_y = (height + LABEL_TILE_H - 1) / LABEL_TILE_H;
     const size_t ntiles = tiles_x * tiles_y, nchunks = (n + LABEL_CHUNK - 1) / LABEL_CHUNK;
     const uint64_t items = (uint64_t)ntiles * (conn == 8 ? LABEL_TILE_W + 2 * LABEL_TILE_H : LABEL_TILE_W + LABEL_TILE_H);
+    /* Every kernel is looked up (which may fail) before the first launch writes into labels: on error labels
+     * must stay untouched. The launches below find them in the context. */
+    const char *const names[] = {conn == 8 ? "label_local_8" : "label_local_4", conn == 8 ? "label_merge_8" : "label_merge_4",
+                                 "label_flatten", "label_scan", "label_relabel"};
+    gpuws_kernel *k;
+    gpuws_status st = GPUWS_OK;
+    for (size_t i = 0; i < GPUWS__NARGS(names) && !st; i++) st = gpuws__kernel_get_ex(ctx, names[i], NULL, &k);
     gpuws_buffer *counts;
-    gpuws_status st = gpuws__stream_scratch(s, 2, (nchunks + 1) * sizeof(int32_t), &counts);
-    if (st) return st;
+    if (st || (st = gpuws__stream_scratch(s, 2, (nchunks + 1) * sizeof(int32_t), &counts))) return st;
     gpuws_buffer *m = (gpuws_buffer *)mask;
     const uint32_t w32 = (uint32_t)width, h32 = (uint32_t)height, n32 = (uint32_t)n;
 

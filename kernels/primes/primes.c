@@ -113,5 +113,9 @@ gpuws_status gpuws_primes(gpuws_stream *s, gpuws_primes_variant variant, size_t 
         if (count) memcpy(gpuws__cpu_ptr(count), &c, sizeof c);
         return GPUWS_OK;
     }
+    /* The count's kernel is looked up (which may fail) before either variant launches anything into out: on error
+     * out must stay untouched. count_final then finds it in the context. */
+    gpuws_kernel *kcount;
+    if (count && (st = gpuws__kernel_get_ex(ctx, "primes_count_final", NULL, &kcount))) return st;
     return variant == GPUWS_PRIMES_TRIAL ? trial_gpu(s, (uint32_t)n, out, count) : sieve_gpu(s, (uint32_t)n, out, count);
 }

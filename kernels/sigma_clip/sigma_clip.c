@@ -108,7 +108,9 @@ gpuws_status gpuws_sigma_clip(gpuws_stream *s, size_t n, const gpuws_buffer *dat
         st = gpuws_sigma_clip_ref(gpuws__cpu_ptr(data), n, options->kappa, options->max_iterations, result);
         if (st == GPUWS_ERR_INVALID_ARGUMENT)
             return gpuws__error(st, "sigma_clip: all %zu values are NaN: no statistics exist", n);
-        if (st) return gpuws__error(st, "sigma_clip: no memory for a sorted copy of %zu values", n);
+        if (st)
+            return gpuws__error(st, "sigma_clip: no memory for a sorted copy of %zu values (2 x %zu bytes)", n,
+                                n * sizeof(float));
         return GPUWS_OK;
     }
     if (!ctx->info.fp64)

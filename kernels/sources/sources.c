@@ -131,7 +131,7 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
     if (st || (st = gpuws_event_elapsed_ms(r->ev[EV_START], r->ev[EV_END], &cat->ms_total))) return st;
 
     if (nl && !(cat->sources = gpuws__malloc(nl * sizeof *cat->sources)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources", nl);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", nl, nl * sizeof *cat->sources);
     for (size_t k = 0; k < nl; k++) {
         const gpuws_source_measure *m = &r->meas[k];
         cat->sources[k] = (gpuws_source){(int64_t)k + 1, m->col, m->row, m->sum, m->npix, m->peak, m->peak_col, m->peak_row};
@@ -144,7 +144,7 @@ static gpuws_status run(gpuws_stream *s, const float *host, const gpuws_buffer *
                         const gpuws_sources_options *options, gpuws_catalog **catalog)
 {
     gpuws_catalog *cat = gpuws__calloc(1, sizeof *cat);
-    if (!cat) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: the catalogue");
+    if (!cat) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: the catalogue (%zu bytes)", sizeof *cat);
     run_state r;
     memset(&r, 0, sizeof r);
     gpuws_status st = pipeline(s, host, dev, width, height, options, cat, &r);
@@ -211,7 +211,7 @@ gpuws_status gpuws__sky_generate(gpuws_stream *s, const gpuws_sky_params *p, con
                             p->beam_sigma, p->cutoff_sigmas);
     if ((st = gpuws__check_array(ctx, image, "image", n, sizeof(float)))) return st;
     gpuws_sky_bins bins;
-    if (gpuws_sky_bin(p, sources, &bins)) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sky: binning %zu sources", p->num_sources);
+    if (gpuws_sky_bin(p, sources, &bins)) return gpuws__error_prefix(GPUWS_ERR_OUT_OF_MEMORY, "sky");
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         gpuws_sky_ref(p, &bins, gpuws__cpu_ptr(image), NULL);
         gpuws_sky_bins_free(&bins);

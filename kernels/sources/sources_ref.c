@@ -61,16 +61,14 @@ int gpuws_sky_bin(const gpuws_sky_params *p, const gpuws_sky_source *src, gpuws_
     b->cell_start = gpuws__calloc(ncells + 1, sizeof *b->cell_start);
     b->sorted = gpuws__malloc((p->num_sources ? p->num_sources : 1) * sizeof *b->sorted);
     uint32_t *fill = gpuws__calloc(ncells + 1, sizeof *fill);
-    if (!b->cell_start || !b->sorted || !fill) {
-        gpuws__free(fill);
-        gpuws_sky_bins_free(b);
-        return -1;
-    }
     /* counting sort by cell, stable: a cell's sources keep their list order */
     size_t *cell_of = gpuws__malloc((p->num_sources ? p->num_sources : 1) * sizeof *cell_of);
-    if (!cell_of) {
+    if (!b->cell_start || !b->sorted || !fill || !cell_of) {
         gpuws__free(fill);
+        gpuws__free(cell_of);
         gpuws_sky_bins_free(b);
+        gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "binning %zu sources into %zu cells (%zu bytes)", p->num_sources, ncells,
+                     2 * (ncells + 1) * sizeof *fill + p->num_sources * (sizeof *b->sorted + sizeof *cell_of));
         return -1;
     }
     for (size_t k = 0; k < p->num_sources; k++) {
@@ -216,5 +214,7 @@ oom:
     gpuws__free(pairs);
     gpuws__free(inj_used);
     gpuws__free(det_used);
+    gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "matching %zu injected sources with %zu detections (%zu bytes)", ninj, ndet,
+                 cap * sizeof *pairs + ninj + ndet + 2);
     return -1;
 }

@@ -41,7 +41,7 @@ void gpuws_sky_sources(const gpuws_sky_params *p, gpuws_sky_source *out);
 
 /* Sources binned into square cells of `cell` pixels (cell >= the cutoff radius, so a pixel's sources lie in its
  * cell and the 8 around it): cell_start[c] .. cell_start[c + 1] index `sorted`. Arrays are malloc'd; free with
- * gpuws_sky_bins_free. Returns 0, or -1 when out of memory. */
+ * gpuws_sky_bins_free. Returns 0, or -1 when out of memory (gpuws_last_error() then names the sizes). */
 typedef struct {
     uint32_t cell, cells_x, cells_y;
     uint32_t *cell_start;       /* cells_x * cells_y + 1 */
@@ -73,7 +73,7 @@ typedef struct {
     double rms_error, max_error; /* pixels, over the matched pairs (0 when none) */
 } gpuws_sky_match;
 
-/* Returns 0, or -1 when out of memory. */
+/* Returns 0, or -1 when out of memory (gpuws_last_error() then names the sizes). */
 int gpuws_sky_match_catalog(const gpuws_sky_source *injected, size_t ninj, const gpuws_source *detected, size_t ndet,
                             double radius, double faint_peak, double blend_radius, gpuws_sky_match *out);
 

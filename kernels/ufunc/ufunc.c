@@ -142,7 +142,9 @@ static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *o
     gpuws_launch_config cfg = gpuws__config_1d(o->n, block, gpuws__saturating_blocks(ctx, cpu ? 4 : 8));
     const uint32_t groups = cfg.grid[0];
     uint64_t *host = gpuws__malloc((size_t)groups * sizeof *host);
-    if (!host) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "hypot_checked: %u partial results", groups);
+    if (!host)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "hypot_checked: %u partial results (%zu bytes)", groups,
+                            (size_t)groups * sizeof *host);
     gpuws_buffer *partials;
     gpuws_status st = gpuws__stream_scratch(s, 0, (size_t)groups * sizeof *host, &partials);
     gpuws_arg a[] = {gpuws_arg_buffer(o->op[0].array ? (gpuws_buffer *)o->op[0].array : out),
