@@ -142,7 +142,7 @@ static int cmd_matmul(int argc, char **argv)
         } else if (a[0] != '-' && nd < 3 && parse_size(a, &dims[nd]) == 0) {
             nd++;
         } else {
-            fprintf(stderr, "gpuws matmul: bad or unknown argument '%s'\n", a);
+            tool_bad_argument("matmul", argc, argv, i);
             usage(stderr);
             return 2;
         }

@@ -57,7 +57,7 @@ static int cmd_pi(int argc, char **argv)
         } else if (a[0] != '-' && !nstr) {
             nstr = a;
         } else {
-            fprintf(stderr, "gpuws pi: unknown, incomplete or repeated argument '%s'\n", a);
+            tool_bad_argument("pi", argc, argv, i);
             usage(stderr);
             return 2;
         }

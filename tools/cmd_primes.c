@@ -63,7 +63,7 @@ static int cmd_primes(int argc, char **argv)
         } else if (a[0] != '-' && !nstr) {
             nstr = a;
         } else {
-            fprintf(stderr, "gpuws primes: unknown, incomplete or repeated argument '%s'\n", a);
+            tool_bad_argument("primes", argc, argv, i);
             usage(stderr);
             return 2;
         }

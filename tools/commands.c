@@ -31,6 +31,17 @@ int tool_fail(const char *cmd, gpuws_status st)
     return 1;
 }
 
+void tool_bad_argument(const char *cmd, int argc, char **argv, int i)
+{
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (a[0] == '-' && a[1] == '-' && v && v[0] != '-')
+        fprintf(stderr, "gpuws %s: bad argument '%s %s' (unknown option, or a value out of range)\n", cmd, a, v);
+    else if (a[0] == '-' && a[1] == '-')
+        fprintf(stderr, "gpuws %s: bad argument '%s' (unknown option, or its value is missing)\n", cmd, a);
+    else
+        fprintf(stderr, "gpuws %s: bad argument '%s' (not an option, or one value too many)\n", cmd, a);
+}
+
 int tool_context(const char *cmd, gpuws_context **ctx)
 {
     gpuws_status st = gpuws_context_create(ctx, NULL);

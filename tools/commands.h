@@ -21,6 +21,9 @@ const gpuws_command *const *gpuws_commands(void);
 
 /* Prints "gpuws <cmd>: <status name>: <detail>" to stderr and returns 1. */
 int tool_fail(const char *cmd, gpuws_status st);
+/* Prints "gpuws <cmd>: bad argument '<argv[i]> <value>'" (the value when argv[i] is an option followed by one) and
+ * what may be wrong with it, to stderr; the caller prints its usage and exits 2. */
+void tool_bad_argument(const char *cmd, int argc, char **argv, int i);
 /* Opens a context from the environment (GPUWS_BACKEND, ...), printing the error on failure; 0 on success. */
 int tool_context(const char *cmd, gpuws_context **ctx);
 
