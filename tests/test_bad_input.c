@@ -2,73 +2,15 @@
  * end, handles that are destroyed or belong to another context, launch geometry past the device's limits, unknown
  * names, and broken FITS files. Each row states the exact status (or exit code) and a piece of the message; the
  * harness checks that nothing was written and nothing leaked. How to add a row: docs/reliability.md.
+ * The fixture, BAD_CASE and the backend masks are in bad_input.h; the rows for the algorithm calls other than
+ * vector_add and reduce are in tests/bad_input/algorithms.c (the same executable).
  *
  * Three tables:
- *   BAD_CASE rows  — API calls, run on a fresh fixture per backend (cpu, opencl, cuda where available);
+ *   BAD_CASE rows  — API calls, run on a fresh fixture per backend (cpu, opencl, cuda where available): here the
+ *                    core API, vector_add and reduce; in tests/bad_input/<file>.c every other algorithm call;
  *   cli_cases      — the gpuws binary (GPUWS_CLI) with bad arguments or environment;
  *   fits_cases     — tools/fits_io.h on files written here with cfitsio, then broken on purpose. */
-#include "support.h"
-
-#define BAD_CPU (1u << GPUWS_BACKEND_CPU)
-#define BAD_OPENCL (1u << GPUWS_BACKEND_OPENCL)
-#define BAD_CUDA (1u << GPUWS_BACKEND_CUDA)
-#define BAD_GPU (BAD_OPENCL | BAD_CUDA) /* backends that launch kernels */
-#define BAD_ALL (BAD_CPU | BAD_GPU)
-
-/* Image sides of the 2-D buffers: BAD_W x BAD_H pixels. */
-#define BAD_W 16
-#define BAD_H 8
-#define BAD_N (BAD_W * BAD_H)
-#define BAD_HOST 4096
-
-typedef struct bad_fixture {
-    gpuws_backend_kind kind;
-    gpuws_device_info info;
-    gpuws_context *ctx;
-    gpuws_context *other;          /* a second context on the same backend */
-    gpuws_context *dead_ctx;       /* destroyed */
-    gpuws_stream *stream;          /* a live stream of ctx */
-    gpuws_stream *dead_stream;     /* destroyed stream of ctx */
-    gpuws_stream *foreign_stream;  /* live stream of `other` */
-    gpuws_event *event;            /* recorded once on ctx's default stream */
-    gpuws_event *unrecorded;       /* never recorded */
-    gpuws_event *dead_event;       /* destroyed */
-    gpuws_event *foreign_event;    /* recorded, of `other` */
-    gpuws_buffer *in;              /* BAD_N f32: 1, 2, 3, ... (a BAD_W x BAD_H image) */
-    gpuws_buffer *in64;            /* BAD_N f64: 1, 2, 3, ... */
-    gpuws_buffer *out;             /* BAD_N * 8 bytes, poisoned: room for any output of BAD_N elements */
-    gpuws_buffer *small;           /* 4 bytes, poisoned */
-    gpuws_buffer *foreign;         /* BAD_N * 8 bytes of `other` */
-    gpuws_buffer *dead;            /* destroyed */
-    gpuws_buffer *nan_img;         /* BAD_N f32, every pixel NaN */
-    gpuws_buffer *inf_img;         /* BAD_N f32, +Inf and -Inf alternating */
-    gpuws_buffer *one_px;          /* one f32 pixel: 7.5 */
-    gpuws_kernel *kernel;          /* vector_add_f32 on GPU backends (4 params: b b b L); NULL on the CPU backend */
-    double result;                 /* host outputs, poisoned */
-    unsigned char host[BAD_HOST];
-} bad_fixture;
-
-typedef struct bad_case {
-    const char *name;
-    unsigned backends;
-    gpuws_status want;
-    const char *message;
-    gpuws_status (*call)(bad_fixture *f);
-} bad_case;
-
-void bad_register(const bad_case *c);
-
-#define BAD_CASE(Name, Backends, Want, Message)                                                                \
-    static gpuws_status bad_call_##Name(bad_fixture *f);                                                        \
-    __attribute__((constructor)) static void bad_register_##Name(void)                                          \
-    {                                                                                                           \
-        static const bad_case c = {#Name, (Backends), (Want), (Message), bad_call_##Name};                      \
-        bad_register(&c);                                                                                       \
-    }                                                                                                           \
-    static gpuws_status bad_call_##Name(__attribute__((unused)) bad_fixture *f)
-
-/* For rows about create calls: the out-handle must be NULL after a failure. */
-#define BAD_EXPECT_NULL(p) cr_assert_null((p), "a failed create left its out-handle set")
+#include "bad_input.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -115,6 +57,21 @@ static void sort_cases(void)
     static bool sorted;
     if (!sorted) qsort(cases, ncases, sizeof cases[0], by_name); /* stable parameter indices */
     sorted = true;
+}
+
+/* Rows live in several files, where the compiler cannot see a name used twice: the row's test fails instead. */
+static bool name_used_twice(size_t i)
+{
+    return (i > 0 && strcmp(cases[i - 1]->name, cases[i]->name) == 0) ||
+           (i + 1 < ncases && strcmp(cases[i + 1]->name, cases[i]->name) == 0);
+}
+
+void bad_expect_poison(bad_fixture *f, gpuws_buffer *b, size_t from, size_t to, const char *name)
+{
+    TEST_OK(gpuws_context_synchronize(f->ctx));
+    unsigned char *bytes = test_download(b, to);
+    for (size_t i = from; i < to; i++) cr_assert_eq(bytes[i], TEST_POISON_BYTE, "byte %zu of '%s' was written", i, name);
+    free(bytes);
 }
 
 static gpuws_buffer *image_buffer(gpuws_context *ctx, const float *px, size_t n)
@@ -256,6 +213,7 @@ ParameterizedTest(bad_param *p, bad_input, api)
     sort_cases();
     const bad_case *c = cases[p->index];
     cr_log_info("%s on %s", c->name, test_backend_name(p->kind));
+    cr_assert(!name_used_twice((size_t)p->index), "two BAD_CASE rows are named %s: rename one", c->name);
     warm_up();
     long live0 = gpuws__alloc_live();
     bad_fixture f;
@@ -695,9 +653,7 @@ BAD_CASE(vector_add_on_another_contexts_stream, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT
 BAD_CASE(vector_add_of_zero_elements_writes_nothing, BAD_ALL, GPUWS_OK, "")
 {
     gpuws_status st = gpuws_vector_add(NULL, GPUWS_F32, 0, f->in, f->in, f->out);
-    unsigned char *o = test_download(f->out, BAD_N * 8);
-    for (int i = 0; i < BAD_N * 8; i++) cr_assert_eq(o[i], TEST_POISON_BYTE, "byte %d written", i);
-    free(o);
+    bad_expect_poison(f, f->out, 0, BAD_N * 8, "out");
     return st;
 }
 

@@ -93,6 +93,11 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
         return gpuws__error_prefix(st, "find_sources: sigma_clip");
     if ((st = record(r, EV_CLIP, s))) return st;
 
+    /* a constant image (one pixel included) or one with +-inf keeps nothing: its clipped std is NaN
+     * (docs/algorithms/sigma_clip.md) */
+    if (isnan(o->threshold_abs) && cat->clip.count == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the clipping kept no pixel (a constant image, or +-inf "
+                            "among the pixels), so threshold_sigma x clipped std has no value; give threshold_abs instead");
     cat->threshold = isnan(o->threshold_abs) ? o->threshold_sigma * cat->clip.std : o->threshold_abs;
     if (!isfinite(cat->threshold) || fabs(cat->threshold) > FLT_MAX)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the threshold %g (%g x clipped std %g) is not a finite "

@@ -308,6 +308,9 @@ gpuws_status gpuws_hidden_layer_host(gpuws_context *ctx, size_t n, const float *
     if (n && (!g || !w || !out))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "hidden_layer_host: argument '%s' is NULL",
                             !g ? "greyscales" : !w ? "weights" : "out");
+    size_t bytes; /* no host array holds more: refuse before reading past the caller's arrays */
+    if (gpuws__mul_overflows(n, sizeof(float), &bytes))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "hidden_layer_host: %zu elements of %zu bytes overflow size_t", n, sizeof(float));
     size_t chunk = options && options->chunk ? options->chunk : (size_t)1 << 21;
     const int ns = options && options->streams ? options->streams : 3;
     if (ns < 1 || ns > PIPE_MAX_STREAMS)
