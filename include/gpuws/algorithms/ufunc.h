@@ -78,7 +78,9 @@ typedef struct gpuws_pipeline_options {
  * one chunk, the kernel of the previous one and the download of the one before overlap. The copies overlap only
  * when the host arrays are page-locked (allocate them with gpuws_host_alloc): with ordinary memory the result is
  * the same, only slower. Device memory used: 2 * streams * chunk f32 values (stream-owned scratch, reused by later
- * calls). options NULL = defaults. The CPU backend computes directly in host memory. */
+ * calls). options NULL = defaults. The CPU backend computes directly in host memory.
+ * Errors (nothing read, out untouched): NULL ctx or a NULL array with n > 0, options out of range →
+ * GPUWS_ERR_INVALID_ARGUMENT; n * 4 bytes wrapping size_t → GPUWS_ERR_OVERFLOW. */
 GPUWS_API gpuws_status gpuws_hidden_layer_host(gpuws_context *ctx, size_t n, const float *greyscales,
                                                const float *weights, float *out, const gpuws_pipeline_options *options);
 
