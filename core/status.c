@@ -40,6 +40,17 @@ static void gpuws__vset(const char *old, const char *fmt, va_list ap)
     if (n >= (int)sizeof tmp)
         memcpy(tmp + sizeof tmp - 16, " [truncated]", 13);
     if (old) { /* "<new prefix>: <old message>"; a long message is cut, which is fine */
+        /* "find_sources: sigma_clip" before "sigma_clip: ..." says the step once, not twice */
+        char *last = strrchr(tmp, ':');
+        const char *step = last && last[1] == ' ' ? last + 2 : tmp;
+        size_t len = strlen(step);
+        if (len && strncmp(old, step, len) == 0 && old[len] == ':') {
+            if (step == tmp) {
+                memmove(gpuws__errbuf, old, strlen(old) + 1);
+                return;
+            }
+            *last = 0;
+        }
         if (snprintf(gpuws__errbuf, sizeof gpuws__errbuf, "%s: %s", tmp, old) >= (int)sizeof gpuws__errbuf)
             gpuws__errbuf[sizeof gpuws__errbuf - 1] = 0;
     }
