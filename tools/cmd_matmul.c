@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -87,6 +88,14 @@ static int run(mm_run *r, gpuws_dtype dt, gpuws_matmul_variant v, size_t m, size
     size_t mk, kn, mn;
     if (!mul3(m, k, es, &mk) || !mul3(k, n, es, &kn) || !mul3(m, n, es, &mn)) {
         fprintf(stderr, "gpuws matmul: %zu x %zu x %zu matrices are too large to address\n", m, n, k);
+        return 1;
+    }
+    /* More than the machine's memory is refused with the sizes before malloc is asked (which could only fail) */
+    const double need = (double)mk + (double)kn + (double)mn;
+    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (have > 0 && need > have) {
+        fprintf(stderr, "gpuws matmul: A, B and C of %zu x %zu x %zu take %.3g GB of host memory; this machine has %.3g GB\n",
+                m, n, k, need / 1e9, have / 1e9);
         return 1;
     }
     r->ha = malloc(mk ? mk : 1), r->hb = malloc(kn ? kn : 1), r->hc = malloc(mn ? mn : 1);
