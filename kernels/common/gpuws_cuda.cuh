@@ -38,6 +38,21 @@ template <typename... A> struct gpuws_sig<void(A...)> {
 #define GPUWS_CUDA_KERNELS(algo, ...)                                                                          \
     extern "C" const gpuws__cuda_kernel gpuws__cuda_kernels_##algo[] = {__VA_ARGS__, {nullptr, nullptr, nullptr}};
 
+/* Sum over the block (blockDim.x a multiple of 32, at most 1024); the result is valid in thread 0. Every thread of
+ * the block must call it (it synchronizes once). */
+template <typename T> __device__ __forceinline__ T gpuws_block_sum(T v)
+{
+    __shared__ T warp_sums[32];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    v = threadIdx.x < (blockDim.x >> 5) ? warp_sums[threadIdx.x] : T(0);
+    if (warp == 0)
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
 /* Dynamic shared memory, as one byte array the kernel carves into its regions. */
 #define GPUWS_SHARED_BYTES() extern __shared__ __align__(16) unsigned char gpuws_smem[]
 

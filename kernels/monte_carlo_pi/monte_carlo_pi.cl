@@ -12,17 +12,7 @@ static uint inside(uint rx, uint ry)
     return a * a + b * b < (1ul << 48);
 }
 
-static ulong group_sum(ulong v, __local ulong *red)
-{
-    const uint lid = get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {
-        if (lid < s) red[lid] += red[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return red[0];
-}
+GPUWS_GROUP_SUM(group_sum, ulong)
 
 /* Samples first..last (inclusive): Philox calls first/2..last/2; the two end calls may count one sample only. */
 __kernel void monte_carlo_pi_partial(__global ulong *partials, ulong first, ulong last, uint key0, uint key1,

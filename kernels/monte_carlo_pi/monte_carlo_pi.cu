@@ -14,19 +14,6 @@ __device__ __forceinline__ unsigned inside(unsigned rx, unsigned ry)
     return (unsigned long long)a * a + (unsigned long long)b * b < (1ull << 48);
 }
 
-__device__ unsigned long long block_sum(unsigned long long v)
-{
-    __shared__ unsigned long long warp_sums[32];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    if (lane == 0) warp_sums[warp] = v;
-    __syncthreads();
-    v = threadIdx.x < (blockDim.x >> 5) ? warp_sums[threadIdx.x] : 0ull;
-    if (warp == 0)
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    return v;
-}
-
 } // namespace
 
 // Samples first..last (inclusive); Philox call j gives samples 2j and 2j + 1, so the calls first/2..last/2 are
@@ -55,7 +42,7 @@ extern "C" __global__ void monte_carlo_pi_partial(unsigned long long *partials, 
         const unsigned a = 2 * j >= first ? inside(c0, c1) : 0u, b = 2 * j + 1 <= last ? inside(c2, c3) : 0u;
         hits += a + b;
     }
-    const unsigned long long total = block_sum(hits);
+    const unsigned long long total = gpuws_block_sum(hits);
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
@@ -65,7 +52,7 @@ extern "C" __global__ void monte_carlo_pi_final(const unsigned long long *partia
     (void)scratch;
     unsigned long long s = 0;
     for (unsigned i = threadIdx.x; i < count; i += blockDim.x) s += partials[i];
-    s = block_sum(s);
+    s = gpuws_block_sum(s);
     if (threadIdx.x == 0) hits[0] = s;
 }
 

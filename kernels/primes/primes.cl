@@ -2,18 +2,7 @@
  * The same kernels, parameters and structure as primes.cu (see there for the design). Work-group sizes are powers
  * of two chosen by the host; n <= 2^31, so 32-bit arithmetic suffices. */
 
-/* Sum over the work-group into red[0] (red: one uint per work-item). */
-static uint group_sum(uint v, __local uint *red)
-{
-    const uint lid = get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {
-        if (lid < s) red[lid] += red[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return red[0];
-}
+GPUWS_GROUP_SUM(group_sum, uint)
 
 /* The workshop's check_prime_gpu_kernel, one work-item per number. */
 __kernel void primes_trial(__global int *out, __global uint *partials, uint n, uint write_out, __local uint *red)

@@ -8,24 +8,6 @@
 //        with 16-byte stores. All arithmetic fits in 32 bits because n <= 2^31.
 #include "../common/gpuws_cuda.cuh"
 
-namespace {
-
-// Sum over the block (blockDim.x a multiple of 32, at most 1024); the result is valid in thread 0.
-__device__ unsigned block_sum(unsigned v)
-{
-    __shared__ unsigned warp_sums[32];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    if (lane == 0) warp_sums[warp] = v;
-    __syncthreads();
-    v = threadIdx.x < (blockDim.x >> 5) ? warp_sums[threadIdx.x] : 0u;
-    if (warp == 0)
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    return v;
-}
-
-} // namespace
-
 // `scratch` mirrors the OpenCL kernel's __local reduction array; CUDA reduces with warp shuffles instead.
 extern "C" __global__ void primes_trial(int *out, unsigned *partials, unsigned n, unsigned write_out, gpuws_local scratch)
 {
@@ -45,7 +27,7 @@ extern "C" __global__ void primes_trial(int *out, unsigned *partials, unsigned n
         if (write_out) out[i] = result;
         is_prime = result != 0;
     }
-    const unsigned c = block_sum(is_prime);
+    const unsigned c = gpuws_block_sum(is_prime);
     if (threadIdx.x == 0) partials[blockIdx.x] = c;
 }
 
@@ -151,7 +133,7 @@ extern "C" __global__ void primes_sieve(int *out, unsigned *partials, const unsi
             }
         }
     }
-    const unsigned c = block_sum(count);
+    const unsigned c = gpuws_block_sum(count);
     if (tid == 0) partials[blockIdx.x] = c;
 }
 
