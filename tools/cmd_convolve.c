@@ -38,12 +38,6 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* ---- convolving files ---------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -147,8 +141,7 @@ static gpuws_status time_device(gpuws_context *ctx, run_fn fn, void *state, int 
         if ((st = gpuws_event_record(e0, s)) || (st = fn(state, s)) || (st = gpuws_event_record(e1, s)) ||
             (st = gpuws_event_elapsed_ms(e0, e1, &t[i])))
             goto done;
-    qsort(t, (size_t)repeat, sizeof *t, cmp_double);
-    *median_ms = repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]);
+    *median_ms = tool_median(t, repeat);
 done:
     free(t);
     gpuws_event_destroy(e0);

@@ -22,23 +22,6 @@ static void usage(FILE *f)
                "  Device: GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM (see gpuws info). Exits 1 on a wrong result.\n");
 }
 
-static int parse_size(const char *s, size_t *v)
-{
-    char *end;
-    errno = 0;
-    if (!s || *s == '-' || *s == '\0') return -1;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (errno || *end) return -1;
-    *v = (size_t)x;
-    return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct {
     gpuws_context *ctx;
     gpuws_buffer *a, *b, *c;
@@ -130,7 +113,7 @@ static int run(mm_run *r, gpuws_dtype dt, gpuws_matmul_variant v, size_t m, size
 
 static int cmd_matmul(int argc, char **argv)
 {
-    size_t dims[3], nd = 0, s_seed;
+    uint64_t dims[3], nd = 0;
     gpuws_dtype dt = GPUWS_F32;
     gpuws_matmul_variant v = GPUWS_MATMUL_TILED;
     int repeat = 10;
@@ -146,9 +129,9 @@ static int cmd_matmul(int argc, char **argv)
             v = strcmp(val, "tiled") ? GPUWS_MATMUL_NAIVE : GPUWS_MATMUL_TILED, i++;
         } else if (!strcmp(a, "--repeat") && val && (repeat = atoi(val)) >= 1) {
             i++;
-        } else if (!strcmp(a, "--seed") && val && parse_size(val, &s_seed) == 0) {
-            seed = (uint64_t)s_seed, i++;
-        } else if (a[0] != '-' && nd < 3 && parse_size(a, &dims[nd]) == 0) {
+        } else if (!strcmp(a, "--seed") && val && tool_parse_count(val, UINT64_MAX, &seed) == 0) {
+            i++;
+        } else if (a[0] != '-' && nd < 3 && tool_parse_count(a, SIZE_MAX, &dims[nd]) == 0) {
             nd++;
         } else {
             tool_bad_argument("matmul", argc, argv, i);
@@ -192,8 +175,7 @@ static int cmd_matmul(int argc, char **argv)
     } else {
         printf("  C is empty (%zu x %zu)\n", m, n);
     }
-    qsort(r.times, (size_t)repeat, sizeof *r.times, cmp_double);
-    const double ms = repeat % 2 ? r.times[repeat / 2] : 0.5 * (r.times[repeat / 2 - 1] + r.times[repeat / 2]);
+    const double ms = tool_median(r.times, repeat);
     const double flops = 2.0 * (double)m * (double)n * (double)k;
     const double bytes = ((double)m * k + (double)k * n + (double)m * n) * gpuws_dtype_size(dt);
     printf("  time: %.4f ms (median of %d, min %.4f), %.1f GFLOP/s, %.1f GB/s\n", ms, repeat, r.times[0],

@@ -17,29 +17,6 @@ static void usage(FILE *f)
                "  warm-up, default 5) and the rate.\n");
 }
 
-/* A whole number: digits, or "1e8" / "10^8" forms that are exact in double (below 2^53). */
-static int parse_u64(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (strspn(s, "0123456789") == strlen(s) && *s) {
-        *out = strtoull(s, &end, 10);
-        return errno ? -1 : 0;
-    }
-    const char *caret = strchr(s, '^');
-    double v = strtod(s, &end);
-    if (caret && end == caret) v = pow(v, strtod(caret + 1, &end));
-    if (errno || *end || !(v >= 0) || v >= 0x1p53 || v != floor(v)) return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int cmd_pi(int argc, char **argv)
 {
     const char *nstr = NULL;
@@ -50,7 +27,7 @@ static int cmd_pi(int argc, char **argv)
         if (!strcmp(a, "--help")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--seed") && v && !parse_u64(v, &seed)) {
+        } else if (!strcmp(a, "--seed") && v && !tool_parse_count(v, UINT64_MAX, &seed)) {
             i++;
         } else if (!strcmp(a, "--repeat") && v && atoi(v) >= 1 && atoi(v) <= 1000) {
             repeat = atoi(v), i++;
@@ -66,7 +43,7 @@ static int cmd_pi(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (parse_u64(nstr, &n) || n == 0) {
+    if (tool_parse_count(nstr, UINT64_MAX, &n) || n == 0) {
         fprintf(stderr, "gpuws pi: N = '%s' is not a whole number of samples from 1 to 2^64 - 1\n", nstr);
         return 1;
     }
@@ -95,8 +72,7 @@ static int cmd_pi(int argc, char **argv)
     if (st) {
         rc = tool_fail("pi", st);
     } else {
-        qsort(ms, (size_t)repeat, sizeof *ms, cmp_double);
-        const double med = repeat % 2 ? ms[repeat / 2] : 0.5 * (ms[repeat / 2 - 1] + ms[repeat / 2]);
+        const double med = tool_median(ms, repeat);
         const double pi = 4.0 * (double)h / (double)n, p = M_PI / 4, sd = 4 * sqrt(p * (1 - p) / (double)n);
         printf("pi ~ %.10f  (%llu of %llu samples inside, seed %llu; error %.2e = %.2f standard deviations)\n", pi,
                (unsigned long long)h, (unsigned long long)n, (unsigned long long)seed, pi - M_PI, (pi - M_PI) / sd);

@@ -18,32 +18,6 @@ static void usage(FILE *f)
                "  --count-only counts without storing the array (for N too large for device memory).\n");
 }
 
-/* "1000000", "1e6", "10^6", "2^31": an integer-valued count in [0, max]. */
-static int parse_count(const char *s, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double v;
-    const char *caret = strchr(s, '^');
-    if (caret) {
-        const double base = strtod(s, &end);
-        if (end != caret) return -1;
-        const double e = strtod(caret + 1, &end);
-        v = pow(base, e);
-    } else {
-        v = strtod(s, &end);
-    }
-    if (errno || *end || !(v >= 0) || v > max || v != floor(v)) return -1;
-    *out = v;
-    return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int cmd_primes(int argc, char **argv)
 {
     const char *nstr = NULL;
@@ -68,12 +42,12 @@ static int cmd_primes(int argc, char **argv)
             return 2;
         }
     }
-    double nd;
+    uint64_t nd;
     if (!nstr) {
         usage(stderr);
         return 2;
     }
-    if (parse_count(nstr, (double)GPUWS_PRIMES_MAX_N, &nd)) {
+    if (tool_parse_count(nstr, GPUWS_PRIMES_MAX_N, &nd)) {
         fprintf(stderr, "gpuws primes: N = '%s' is not a whole number from 0 to 2^31\n", nstr);
         return 1;
     }
@@ -112,8 +86,7 @@ static int cmd_primes(int argc, char **argv)
     if (st) {
         if (!rc) rc = tool_fail("primes", st);
     } else {
-        qsort(ms, (size_t)repeat, sizeof *ms, cmp_double);
-        const double med = repeat % 2 ? ms[repeat / 2] : 0.5 * (ms[repeat / 2 - 1] + ms[repeat / 2]);
+        const double med = tool_median(ms, repeat);
         printf("%llu primes below %zu\n", (unsigned long long)primes, n);
         printf("%s variant on %s (%s): %.4f ms (median of %d), %.3g numbers/s%s\n",
                variant == GPUWS_PRIMES_TRIAL ? "trial" : "fast", d.name,

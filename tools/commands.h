@@ -24,6 +24,11 @@ int tool_fail(const char *cmd, gpuws_status st);
 /* Prints "gpuws <cmd>: bad argument '<argv[i]> <value>'" (the value when argv[i] is an option followed by one) and
  * what may be wrong with it, to stderr; the caller prints its usage and exits 2. */
 void tool_bad_argument(const char *cmd, int argc, char **argv, int i);
+/* A whole number in [0, max]: digits (exact up to 2^64 - 1), or "1e8" / "10^8" / "2^31" forms that are exact in
+ * double (below 2^53). 0 on success, -1 otherwise (out untouched). */
+int tool_parse_count(const char *s, uint64_t max, uint64_t *out);
+/* Sorts t[0..n) ascending (n >= 1) and returns its median (the mean of the two middle values when n is even). */
+double tool_median(double *t, int n);
 /* Opens a context from the environment (GPUWS_BACKEND, ...), printing the error on failure; 0 on success. */
 int tool_context(const char *cmd, gpuws_context **ctx);
 
