@@ -4,7 +4,8 @@
 #
 # Criterion, cfitsio, libpng and the OpenCL headers are not installed there; they travel in .carry/ (git-ignored,
 # made by bench/make_carry.sh) and only our own programs see them (LD_LIBRARY_PATH is set per command).
-#   usage: bash bench/gpu_session.sh [steps]   steps: any of build,test,sanitize,peers,bench (default: all)
+#   usage: bash bench/gpu_session.sh [steps]   steps: any of build,test(-nvidia,-pocl),sanitize,profile,peers,bench
+#   (default: all but profile)
 #   BENCH_ARGS: extra `gpuws bench` options (e.g. "--backends cuda,opencl --budget 20"); PEERS_ARGS: run_peers.py's.
 # Every step has a time limit (TEST_TIMEOUT, SANITIZE_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT) so one hang cannot eat
 # the whole lease.
@@ -45,17 +46,25 @@ if has build; then
     cat "$LOGS/info.txt"
 fi
 
+# Criterion forks one worker per core by default; with ctest -j on top, a hundred processes would each open a CUDA
+# context and an NVIDIA OpenCL context at once. Two workers per suite keep it near the core count.
+export CRITERION_JOBS=${CRITERION_JOBS:-2}
+if has label-stress; then
+    ours env GPUWS_REQUIRE=opencl,cuda GPUWS_TEST_BACKENDS=cuda,opencl GPUWS_OPENCL_PLATFORM=NVIDIA GPUWS_TEST_REPEAT=${LABEL_REPEAT:-40} \
+        timeout 120 ./build-gpu/tests/test_label --filter 'label/repeated*' --verbose=0 -j4 >"$LOGS/label-stress.log" 2>&1
+    log "label stress: rc=$? $(grep -E 'Assertion|runs differ|Synthesis' "$LOGS/label-stress.log" | tr '\n' ' ')"
+fi
 if has test || has test-nvidia; then
     log "tests: cpu + NVIDIA OpenCL + CUDA required"
     ours env GPUWS_REQUIRE=cpu,opencl,cuda GPUWS_OPENCL_PLATFORM=NVIDIA timeout ${CTEST_TOTAL:-300} \
-        ctest --test-dir build-gpu --output-on-failure -j${CTEST_JOBS:-4} --timeout ${TEST_TIMEOUT:-200} >"$LOGS/test-nvidia.log" 2>&1
+        ctest --test-dir build-gpu --output-on-failure -j${CTEST_JOBS:-4} --timeout ${TEST_TIMEOUT:-200} ${CTEST_ARGS:-} >"$LOGS/test-nvidia.log" 2>&1
     log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$LOGS/test-nvidia.log")"
     grep -E "Synthesis|\*\*\*Failed|Failed  " "$LOGS/test-nvidia.log" >>"$OUT/summary.txt"
 fi
 if has test || has test-pocl; then
     log "tests: PoCL OpenCL required"
     ours env GPUWS_REQUIRE=opencl GPUWS_TEST_BACKENDS=opencl GPUWS_OPENCL_PLATFORM=Portable timeout ${CTEST_TOTAL:-300} \
-        ctest --test-dir build-gpu --output-on-failure -j${CTEST_JOBS:-4} --timeout ${TEST_TIMEOUT:-200} >"$LOGS/test-pocl.log" 2>&1
+        ctest --test-dir build-gpu --output-on-failure -j${CTEST_JOBS:-4} --timeout ${TEST_TIMEOUT:-200} ${CTEST_ARGS:-} >"$LOGS/test-pocl.log" 2>&1
     log "  -> rc=$? $(grep -E 'tests passed|tests failed' "$LOGS/test-pocl.log")"
     grep -hE "Synthesis" "$LOGS"/test-*.log | sort | uniq -c >>"$OUT/summary.txt"
 fi
@@ -83,6 +92,22 @@ if has bench; then
         --svg "$OUT/results/$name.svg" ${compare[@]+"${compare[@]}"} ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>"$LOGS/bench.err"
     log "  -> rc=$? $(grep -c FAILED "$OUT/bench.txt") FAILED line(s)"
     cat "$OUT/bench.txt"
+fi
+
+# Profiles of the kernels furthest from their goals (PROFILE: algorithm/variant=kernel-regex list), one launch each
+# after the warm-up, and the registers/spills of every CUDA kernel.
+if has profile; then
+    find build-gpu -name '*.so' -newer CMakeLists.txt | while read -r so; do cuobjdump --dump-resource-usage "$so" 2>/dev/null; done \
+        >"$LOGS/resource-usage.txt"
+    for spec in ${PROFILE:-convolve2d/f32=convolve2d_tiled_f32 convolve1d/f64=convolve1d monte_carlo_pi=monte_carlo_pi_partial measure=measure_accumulate}; do
+        alg=${spec%%=*} k=${spec#*=}
+        ours timeout ${PROFILE_TIMEOUT:-90} ncu --kernel-name "regex:$k" --launch-skip 1 --launch-count 1 \
+            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+            --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SchedulerStats \
+            ./build-gpu/tools/gpuws bench --backends cuda --no-ceilings --algorithms "$alg" --budget 0.2 --repeat 2 \
+            >"$LOGS/ncu-${alg//\//-}.txt" 2>&1
+        log "ncu $alg ($k): rc=$? $(grep -E 'Duration|Compute \(SM\) Throughput|Registers Per|Achieved Occupancy' "$LOGS/ncu-${alg//\//-}.txt" | tr -s ' ' | tr '\n' ';')"
+    done
 fi
 
 # Peers after the bench (the bench matters more if the lease runs out); compare offline with

@@ -294,6 +294,85 @@ ParameterizedTest(gen_case *c, label, agrees_with_reference)
     gpuws_context_destroy(ctx);
 }
 
+/* ---- repeated runs: the GPU union-find is lock-free, so a lost link would show only now and then --------------- */
+
+/* Names the first pair of neighbouring pixels that the reference joins and `got` keeps apart (the link that went
+ * missing), and whether it crosses a 32x32 tile border (the `merge` pass) or lies inside a tile (`local`). */
+static void describe_lost_link(const int32_t *got, const int32_t *want, size_t w, size_t h, int conn, char *out,
+                               size_t cap)
+{
+    static const int d4[][2] = {{0, -1}, {-1, 0}}, d8[][2] = {{0, -1}, {-1, 0}, {-1, -1}, {-1, 1}};
+    const int(*d)[2] = conn == 8 ? d8 : d4;
+    const int nd = conn == 8 ? 4 : 2;
+    for (size_t y = 0; y < h; y++)
+        for (size_t x = 0; x < w; x++)
+            for (int k = 0; k < nd; k++) {
+                const long qy = (long)y + d[k][0], qx = (long)x + d[k][1];
+                if (qy < 0 || qx < 0 || qx >= (long)w || !want[y * w + x]) continue;
+                const size_t i = y * w + x, q = (size_t)qy * w + (size_t)qx;
+                if (want[q] != want[i] || got[q] == got[i]) continue;
+                const bool border = (size_t)qy / 32 != y / 32 || (size_t)qx / 32 != x / 32;
+                snprintf(out, cap, "first lost link: (row %zu, col %zu) - (row %ld, col %ld), %s", y, x, qy, qx,
+                         border ? "across a tile border (merge)" : "inside a tile (local)");
+                return;
+            }
+    snprintf(out, cap, "no lost link: the labels differ only in numbering");
+}
+
+/* 2^24 pixels near the percolation threshold: one component spans thousands of tiles, so thousands of work-items
+ * unite into the same roots at once. Runs GPUWS_TEST_REPEAT times (default 4; 1 on the CPU, which is serial). */
+typedef struct {
+    gpuws_backend_kind backend;
+    int conn;
+    double density;
+} race_case;
+
+ParameterizedTestParameters(label, repeated_runs_of_a_percolating_image_agree)
+{
+    static race_case cases[TEST_BACKENDS * 2];
+    size_t k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++) {
+        cases[k++] = (race_case){test_backends[b], 4, 0.6};
+        cases[k++] = (race_case){test_backends[b], 8, 0.41};
+    }
+    return cr_make_param_array(race_case, cases, k);
+}
+
+ParameterizedTest(race_case *c, label, repeated_runs_of_a_percolating_image_agree)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    enum { W = 4096, H = 4096 };
+    const size_t n = (size_t)W * H;
+    uint8_t *mask = malloc(n);
+    int32_t *want = malloc(n * 4);
+    cr_assert(mask && want);
+    uint64_t seed = test_seed(true);
+    for (size_t i = 0; i < n; i++) mask[i] = test_rand_uniform(&seed) < c->density;
+    const size_t want_n = gpuws_label_ref(mask, W, H, c->conn, want);
+    const char *env = getenv("GPUWS_TEST_REPEAT");
+    int repeat = env && *env ? atoi(env) : 4;
+    if (c->backend == GPUWS_BACKEND_CPU || repeat < 1) repeat = 1;
+    int bad = 0;
+    char first[192] = "";
+    for (int r = 0; r < repeat; r++) {
+        size_t got_n;
+        int32_t *got = run_label(ctx, mask, W, H, c->conn, &got_n);
+        if (got_n != want_n || memcmp(got, want, n * 4) != 0) {
+            if (!bad++) {
+                char link[160];
+                describe_lost_link(got, want, W, H, c->conn, link, sizeof link);
+                snprintf(first, sizeof first, "run %d: %zu labels, the reference has %zu; %s", r, got_n, want_n, link);
+            }
+        }
+        free(got);
+    }
+    cr_assert_eq(bad, 0, "%s connectivity %d: %d of %d runs differ from the reference (%s)",
+                 test_backend_name(c->backend), c->conn, bad, repeat, first);
+    free(want);
+    free(mask);
+    gpuws_context_destroy(ctx);
+}
+
 /* ---- sizes with nothing to do, and bad input ------------------------------------------------------------------ */
 
 BACKEND_TEST(label, empty_images_have_no_labels_and_write_nothing)
