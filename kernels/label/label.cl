@@ -24,7 +24,7 @@
 
 /* ---- union-find: parents are always smaller than their children, roots point at themselves --------------------
  * Reads are volatile: another work-item may change a parent at any time. A stale read is harmless: every value a
- * cell ever held is a member of its final component, and a union only returns after an atomic_min saw the root it
+ * cell ever held is a member of its final component, and a union only returns after its atomic (atomic_min in local memory, compare-and-swap in global) saw the root it
  * expected (or both sides met at one root). */
 
 inline int find_local(volatile __local int *s, int a)
@@ -66,7 +66,13 @@ inline int find_global(volatile __global int *L, int a)
 }
 
 /* Points every cell on the path from x at r (atomic_min: never undoes a smaller link made meanwhile). Long chains
- * across tiles (a spiral through the whole image) would otherwise make every later find walk them again. */
+ * across tiles (a spiral through the whole image) would otherwise make every later find walk them again.
+ * Safe because r is in x's tree and trees only ever merge, which is why unite_global links a root with a
+ * compare-and-swap that fails once the root has gained a parent. With unite_local's atomic_min instead, a root
+ * that is no longer a root gets re-pointed and its old parent's tree loses it until the uniting work-item has
+ * joined the two again; a compress that runs in that window moves cells between trees that nobody then joins.
+ * The GPU tests saw it as one component in two (label::repeated_runs_of_a_percolating_image_agree, 2026-11-21:
+ * about one run in ten at 2^24 pixels, CUDA and NVIDIA OpenCL alike). */
 inline void compress_global(volatile __global int *L, int x, int r)
 {
     while (x > r) {
@@ -89,9 +95,7 @@ inline void unite_global(volatile __global int *L, int a0, int b0)
             a = b;
             b = t;
         }
-        const int old = atomic_min(&L[b], a + 1) - 1;
-        if (old == b) break;
-        b = old;
+        if (atomic_cmpxchg(&L[b], b + 1, a + 1) == b + 1) break; /* b was still a root: linked */
     }
     compress_global(L, a0, a);
     compress_global(L, b0, a);

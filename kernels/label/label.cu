@@ -75,9 +75,9 @@ __device__ void unite_global(int *L, int a0, int b0)
             a = b;
             b = t;
         }
-        const int old = atomicMin(&L[b], a + 1) - 1;
-        if (old == b) break;
-        b = old;
+        // Link only a root that is still a root (compare-and-swap): see unite_global in label.cl for why the
+        // atomicMin of unite_shared would be unsafe next to compress_global.
+        if (atomicCAS(&L[b], b + 1, a + 1) == b + 1) break;
     }
     compress_global(L, a0, a);
     compress_global(L, b0, a);
