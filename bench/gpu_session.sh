@@ -76,7 +76,7 @@ if has sanitize; then
         ours timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool "$tool" --error-exitcode 99 \
             ./build-gpu/tools/gpuws selftest --backends cuda --sizes small >"$LOGS/sanitize-$tool.log" 2>&1
         rc=$?
-        log "compute-sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|selftest:' "$LOGS/sanitize-$tool.log" | tr '\n' ' ')"
+        log "compute-sanitizer $tool: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|selftest:' "$LOGS/sanitize-$tool.log" | tr '\n' ' ')"
     done
 fi
 
