@@ -42,20 +42,20 @@
         const int x0 = tid * R;                                                                                 \
         T acc[R];                                                                                               \
         UNROLL for (int i = 0; i < R; i++) acc[i] = (T)0;                                                       \
-        for (ulong j0 = 0; j0 < ms; j0 += (ulong)kb_max) {                                                      \
+        const int nkb = (int)((ms + (ulong)kb_max - 1) / (ulong)kb_max);                                        \
+        for (int b = 0; b < nkb; b++) {                                                                         \
+            const ulong j0 = (ulong)b * (ulong)kb_max;                                                          \
             const int kb = (int)min((ulong)kb_max, ms - j0), kbp = (kb + C - 1) / C * C;                        \
             barrier(CLK_LOCAL_MEM_FENCE); /* unconditional: PoCL 5 aborts on a barrier under a branch */       \
             for (int j = tid; j < kbp; j += nthreads) fb[j] = j < kb ? filt[ms - 1 - j0 - (ulong)j] : (T)0;     \
+            /* One staging loop, the bounds test inside it: an if/else of two loops between the barriers made  \
+             * PoCL 5's parallel-region formation abort (pocl/pocl#1435, #2281); the 2-D kernel stages rows in \
+             * a loop around its if/else and builds. */                                                        \
             const long g0 = (long)t0 + base + (long)j0;                                                         \
             const int len = TT + kbp;                                                                           \
-            if (g0 >= 0 && g0 + len <= (long)n) {                                                               \
-                __global const T *src = sig + g0;                                                               \
-                for (int v = tid; v < len; v += nthreads) tile[v] = src[v];                                     \
-            } else {                                                                                            \
-                for (int v = tid; v < len; v += nthreads) {                                                     \
-                    const long g = g0 + v;                                                                      \
-                    tile[v] = g >= 0 && g < (long)n ? sig[g] : (T)0;                                            \
-                }                                                                                               \
+            for (int v = tid; v < len; v += nthreads) {                                                         \
+                const long g = g0 + v;                                                                          \
+                tile[v] = g >= 0 && g < (long)n ? sig[g] : (T)0;                                                \
             }                                                                                                   \
             barrier(CLK_LOCAL_MEM_FENCE);                                                                       \
             for (int c = 0; c < kbp; c += C) {                                                                  \

@@ -201,10 +201,9 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
         return GPUWS_OK;
     }
     const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH");
-    /* Tiled on CUDA. On OpenCL the direct kernel by default: the tiled OpenCL kernel faulted on NVIDIA's OpenCL
-     * (2026-11-21, H100) while the direct one was correct; the fix (vload from local memory, which is only
-     * element-aligned) awaits a GPU run, until then GPUWS_CONVOLVE_PATH=tiled selects it. */
-    bool tiled = ctx->backend->kind == GPUWS_BACKEND_CUDA;
+    /* Tiled on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading local
+     * memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
+    bool tiled = !gpuws__is_cpu_device(ctx);
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
     tiled_plan p;
     uint32_t max_block = 0;
