@@ -97,7 +97,7 @@ fi
 # Profiles of the kernels furthest from their goals (PROFILE: algorithm/variant=kernel-regex list), one launch each
 # after the warm-up, and the registers/spills of every CUDA kernel.
 if has profile; then
-    find build-gpu -name '*.so' -newer CMakeLists.txt | while read -r so; do cuobjdump --dump-resource-usage "$so" 2>/dev/null; done \
+    find build-gpu -name '*.so' | while read -r so; do cuobjdump --dump-resource-usage "$so" 2>/dev/null; done \
         >"$LOGS/resource-usage.txt"
     for spec in ${PROFILE:-convolve2d/f32=convolve2d_tiled_f32 convolve1d/f64=convolve1d monte_carlo_pi=monte_carlo_pi_partial measure=measure_accumulate}; do
         alg=${spec%%=*} k=${spec#*=}

@@ -318,8 +318,8 @@ BACKEND_TEST(faults, larger_than_the_largest_buffer_is_out_of_memory_with_the_si
 
 /* The address space is limited to what the process has plus 256 MiB, then a buffer of min(1 GiB, the largest
  * buffer) is asked for: it passes core's size checks and fails in the backend (CPU: aligned_alloc; OpenCL on PoCL:
- * clCreateBuffer, which allocates at once on host-memory devices; GPU devices skip). The failure is OUT_OF_MEMORY with the size, and
- * the context goes on working. (Criterion runs each test in a process of its own; the limit is lifted right after.) */
+ * clCreateBuffer, which allocates at once on host-memory devices; GPU devices skip). The failure is OUT_OF_MEMORY
+ * with the size, and the context goes on working. (Criterion runs each test in a process of its own; the limit is lifted right after.) */
 static long vm_bytes(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -331,11 +331,10 @@ static long vm_bytes(void)
 
 BACKEND_TEST(faults, a_request_the_backend_cannot_satisfy_is_out_of_memory_and_the_context_survives)
 {
-    if (*kind == GPUWS_BACKEND_CUDA) cr_skip_test("cuda: RLIMIT_AS does not limit device memory");
     gpuws_context *ctx = test_open(*kind);
     gpuws_device_info d;
     TEST_OK(gpuws_context_get_device_info(ctx, &d));
-    if (d.type != GPUWS_DEVICE_CPU) /* an OpenCL GPU: its buffers live in device memory, as CUDA's do */
+    if (d.type != GPUWS_DEVICE_CPU) /* CUDA, or an OpenCL GPU: buffers in device memory */
         cr_skip_test("%s on %s: RLIMIT_AS does not limit device memory", test_backend_name(*kind), d.name);
     size_t want = d.max_alloc_bytes < ((size_t)1 << 30) ? (size_t)d.max_alloc_bytes : (size_t)1 << 30;
     cr_assert_gt(want, (size_t)512 << 20, "the test needs a device that allows buffers over 512 MiB");

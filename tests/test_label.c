@@ -4,6 +4,7 @@
  * then the reference (checked against SciPy here) for larger and generated images. Labels are integers: every
  * comparison is exact, the label count included. */
 #include "support.h"
+#include "label/label_layout.h"
 #include "label/label_ref.h"
 
 #include <stdio.h>
@@ -297,7 +298,7 @@ ParameterizedTest(gen_case *c, label, agrees_with_reference)
 /* ---- repeated runs: the GPU union-find is lock-free, so a lost link would show only now and then --------------- */
 
 /* Names the first pair of neighbouring pixels that the reference joins and `got` keeps apart (the link that went
- * missing), and whether it crosses a 32x32 tile border (the `merge` pass) or lies inside a tile (`local`). */
+ * missing), and whether it crosses a tile border (the `merge` pass) or lies inside a tile (`local`). */
 static void describe_lost_link(const int32_t *got, const int32_t *want, size_t w, size_t h, int conn, char *out,
                                size_t cap)
 {
@@ -311,7 +312,7 @@ static void describe_lost_link(const int32_t *got, const int32_t *want, size_t w
                 if (qy < 0 || qx < 0 || qx >= (long)w || !want[y * w + x]) continue;
                 const size_t i = y * w + x, q = (size_t)qy * w + (size_t)qx;
                 if (want[q] != want[i] || got[q] == got[i]) continue;
-                const bool border = (size_t)qy / 32 != y / 32 || (size_t)qx / 32 != x / 32;
+                const bool border = (size_t)qy / LABEL_TILE_H != y / LABEL_TILE_H || (size_t)qx / LABEL_TILE_W != x / LABEL_TILE_W;
                 snprintf(out, cap, "first lost link: (row %zu, col %zu) - (row %ld, col %ld), %s", y, x, qy, qx,
                          border ? "across a tile border (merge)" : "inside a tile (local)");
                 return;

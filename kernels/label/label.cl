@@ -24,8 +24,8 @@
 
 /* ---- union-find: parents are always smaller than their children, roots point at themselves --------------------
  * Reads are volatile: another work-item may change a parent at any time. A stale read is harmless: every value a
- * cell ever held is a member of its final component, and a union only returns after its atomic (atomic_min in local memory, compare-and-swap in global) saw the root it
- * expected (or both sides met at one root). */
+ * cell ever held is a member of its final component, and a union only returns after its atomic (atomic_min in
+ * local memory, compare-and-swap in global memory) saw the root it expected, or both sides met at one root. */
 
 inline int find_local(volatile __local int *s, int a)
 {

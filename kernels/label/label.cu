@@ -75,8 +75,8 @@ __device__ void unite_global(int *L, int a0, int b0)
             a = b;
             b = t;
         }
-        // Link only a root that is still a root (compare-and-swap): see unite_global in label.cl for why the
-        // atomicMin of unite_shared would be unsafe next to compress_global.
+        // Link only a root that is still a root (compare-and-swap): the comment on compress_global in label.cl says
+        // why unite_shared's atomicMin would be unsafe next to compression.
         if (atomicCAS(&L[b], b + 1, a + 1) == b + 1) break;
     }
     compress_global(L, a0, a);
