@@ -756,6 +756,36 @@ static gpuws_status set_args(cl_kernel k, const gpuws_arg *args, size_t nargs, c
     return GPUWS_OK;
 }
 
+/* GPUWS_OPENCL_PROFILE=1: every launch waits for its kernel and prints the kernel's own run time (the profiling
+ * END - START of its event) to stderr. A diagnostic: it serialises the queue, so it shows what each kernel costs
+ * on the device, not the gaps between launches (compare the sum with an event-timed run of the same work). */
+static bool profile_kernels(void)
+{
+    static atomic_int cached = -1;
+    int v = atomic_load(&cached);
+    if (v < 0) {
+        const char *e = gpuws__getenv("GPUWS_OPENCL_PROFILE");
+        v = e && *e && strcmp(e, "0") != 0;
+        atomic_store(&cached, v);
+    }
+    return v != 0;
+}
+
+static void print_kernel_time(cl_event ev, const char *name, const gpuws_launch_config *cfg)
+{
+    cl_ulong q = 0, t0 = 0, t1 = 0;
+    if (ocl.clWaitForEvents(1, &ev) == CL_SUCCESS &&
+        ocl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL) == CL_SUCCESS &&
+        ocl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) == CL_SUCCESS &&
+        ocl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) == CL_SUCCESS)
+        fprintf(stderr, "gpuws opencl profile: %-32s grid (%u,%u,%u) block (%u,%u,%u): %10.2f us (queued to start %.2f us)\n",
+                name, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0], cfg->block[1], cfg->block[2],
+                (double)(t1 - t0) * 1e-3, (double)(t0 - q) * 1e-3);
+    else
+        fprintf(stderr, "gpuws opencl profile: %s: no profiling times\n", name);
+    ocl.clReleaseEvent(ev);
+}
+
 static gpuws_status ocl_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_config *cfg, const gpuws_arg *args,
                                size_t nargs)
 {
@@ -766,14 +796,17 @@ static gpuws_status ocl_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_lau
         global[i] = (size_t)cfg->grid[i] * cfg->block[i];
     }
     cl_uint dims = (cfg->grid[2] > 1 || cfg->block[2] > 1) ? 3 : (cfg->grid[1] > 1 || cfg->block[1] > 1) ? 2 : 1;
+    const bool profile = profile_kernels();
+    cl_event ev = NULL;
     pthread_mutex_lock(&ok->lock);
     gpuws_status st = set_args(ok->k, args, nargs, k->name);
     cl_int e = CL_SUCCESS;
-    if (!st) e = ocl.clEnqueueNDRangeKernel(Q(s), ok->k, dims, NULL, global, local, 0, NULL, NULL);
+    if (!st) e = ocl.clEnqueueNDRangeKernel(Q(s), ok->k, dims, NULL, global, local, 0, NULL, profile ? &ev : NULL);
     pthread_mutex_unlock(&ok->lock);
     if (st) return st;
     CHECK_CL(e, "launching '%s' with grid (%u,%u,%u) block (%u,%u,%u)", k->name, cfg->grid[0], cfg->grid[1], cfg->grid[2],
              cfg->block[0], cfg->block[1], cfg->block[2]);
+    if (ev) print_kernel_time(ev, k->name, cfg);
     return GPUWS_OK;
 }
 
