@@ -1,4 +1,4 @@
-/* Monte Carlo pi: the same kernels, parameters and structure as monte_carlo_pi.cu. */
+/* Monte Carlo pi: the same kernels, parameters and structure as monte_carlo_pi.cu (see there). */
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
@@ -12,37 +12,72 @@ static uint inside(uint rx, uint ry)
     return a * a + b * b < (1ul << 48);
 }
 
+/* The same test on the FP64 pipe where the device has one (exact: a^2 + b^2 < 2^49 is a double; see
+ * gpuws__pi_inside_f64 in philox.h), leaving the integer multiplier to the Philox rounds. */
+#ifdef GPUWS_FP64
+static uint inside_fast(uint rx, uint ry)
+{
+    const double x = as_double(0x4330000000000000ul | (ulong)(rx >> 8)) - 4503599627370496.0;
+    const double y = as_double(0x4330000000000000ul | (ulong)(ry >> 8)) - 4503599627370496.0;
+    return fma(x, x, y * y) < 281474976710656.0;
+}
+#else
+#define inside_fast inside
+#endif
+
+/* out = Philox4x32-10 of counter (j, j >> 32, 0, 0) under key (k0, k1) */
+static uint4 philox(ulong j, uint k0, uint k1)
+{
+    uint c0 = (uint)j, c1 = (uint)(j >> 32), c2 = 0, c3 = 0;
+    for (int r = 0; r < 10; r++) {
+        const uint h0 = mul_hi(PHILOX_M0, c0), l0 = PHILOX_M0 * c0;
+        const uint h1 = mul_hi(PHILOX_M1, c2), l1 = PHILOX_M1 * c2;
+        c0 = h1 ^ c1 ^ k0;
+        c1 = l1;
+        c2 = h0 ^ c3 ^ k1;
+        c3 = l0;
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
+    }
+    return (uint4)(c0, c1, c2, c3);
+}
+
 GPUWS_GROUP_SUM(group_sum, ulong)
 
-/* Samples first..last (inclusive): Philox calls first/2..last/2; the two end calls may count one sample only. */
-__kernel void monte_carlo_pi_partial(__global ulong *partials, ulong first, ulong last, uint key0, uint key1,
+/* Philox calls jf..jl, both samples of each; two independent calls per step (jl = last / 2 < 2^63: no wrap). */
+__kernel void monte_carlo_pi_partial(__global ulong *partials, ulong jf, ulong jl, uint key0, uint key1,
                                      __local ulong *red)
 {
-    const ulong jlast = last / 2;
-    ulong hits = 0;
-    for (ulong j = first / 2 + get_global_id(0); j <= jlast; j += get_global_size(0)) {
-        uint c0 = (uint)j, c1 = (uint)(j >> 32), c2 = 0, c3 = 0, k0 = key0, k1 = key1;
-        for (int r = 0; r < 10; r++) {
-            const uint h0 = mul_hi(PHILOX_M0, c0), l0 = PHILOX_M0 * c0;
-            const uint h1 = mul_hi(PHILOX_M1, c2), l1 = PHILOX_M1 * c2;
-            c0 = h1 ^ c1 ^ k0;
-            c1 = l1;
-            c2 = h0 ^ c3 ^ k1;
-            c3 = l0;
-            k0 += PHILOX_W0;
-            k1 += PHILOX_W1;
-        }
-        const uint a = 2 * j >= first ? inside(c0, c1) : 0u, b = 2 * j + 1 <= last ? inside(c2, c3) : 0u;
-        hits += a + b;
+    const ulong stride = get_global_size(0);
+    ulong j = jf + get_global_id(0), hits = 0;
+    for (; j + stride <= jl; j += 2 * stride) {
+        const uint4 u = philox(j, key0, key1), v = philox(j + stride, key0, key1);
+        hits += inside_fast(u.s0, u.s1) + inside_fast(u.s2, u.s3) + inside_fast(v.s0, v.s1) + inside_fast(v.s2, v.s3);
+    }
+    if (j <= jl) {
+        const uint4 u = philox(j, key0, key1);
+        hits += inside_fast(u.s0, u.s1) + inside_fast(u.s2, u.s3);
     }
     const ulong total = group_sum(hits, red);
     if (get_local_id(0) == 0) partials[get_group_id(0)] = total;
 }
 
-__kernel void monte_carlo_pi_final(__global const ulong *partials, __global ulong *hits, uint count, __local ulong *red)
+/* hits[0] = the sum of the partials, less sample 2 jf when first is odd and sample 2 jl + 1 when last is even. */
+__kernel void monte_carlo_pi_final(__global const ulong *partials, __global ulong *hits, uint count, ulong first,
+                                   ulong last, uint key0, uint key1, __local ulong *red)
 {
     ulong s = 0;
     for (uint i = get_local_id(0); i < count; i += get_local_size(0)) s += partials[i];
     s = group_sum(s, red);
-    if (get_local_id(0) == 0) hits[0] = s;
+    if (get_local_id(0) == 0) {
+        if (first & 1) {
+            const uint4 u = philox(first / 2, key0, key1);
+            s -= inside(u.s0, u.s1);
+        }
+        if (!(last & 1)) {
+            const uint4 u = philox(last / 2, key0, key1);
+            s -= inside(u.s2, u.s3);
+        }
+        hits[0] = s;
+    }
 }

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Exploration on the GPU machine, for the open performance goals (one device call; logs in $OUT/logs.tar.gz):
+#   mcpi     monte_carlo_pi kernel variants (bench/experiments/mcpi_variants.cu) and ncu pipe use of two of them
+#   bench    the rows still short of a goal, CUDA and NVIDIA OpenCL side by side
+#   oclprof  per-kernel device times on NVIDIA OpenCL (GPUWS_OPENCL_PROFILE=1) and on CUDA (ncu) for the
+#            multi-kernel rows, to split each OpenCL/CUDA gap into kernel time and launch gaps
+#   usage: bash bench/gpu_explore.sh [steps]   (default: build,mcpi,bench,oclprof)
+#   EXPLORE_ALGS: the bench step's --algorithms list.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpuws-out}
+STEPS=${1:-build,mcpi,bench,oclprof}
+has() { [[ ",$STEPS," == *",$1,"* ]]; }
+if has build; then bash bench/gpu_session.sh build || exit 1; fi
+LOGS=/tmp/gpuws-logs
+mkdir -p "$LOGS"
+pack() { tar czf "$OUT/logs.tar.gz.tmp" -C "$LOGS" . && mv "$OUT/logs.tar.gz.tmp" "$OUT/logs.tar.gz"; }
+log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; pack 2>/dev/null; }
+CARRY=$PWD/.carry
+ours() { LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+mkdir -p /tmp/icd
+echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
+cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
+export OCL_ICD_VENDORS=/tmp/icd GPUWS_CACHE_DIR=/tmp/gpuws-cache
+G=./build-gpu/tools/gpuws
+
+if has mcpi; then
+    nvcc -arch=sm_90 -O3 -std=c++17 -I kernels bench/experiments/mcpi_variants.cu -o /tmp/mcpi >"$LOGS/mcpi-build.log" 2>&1 &&
+        timeout 60 /tmp/mcpi >"$LOGS/mcpi.txt" 2>&1
+    log "mcpi variants: rc=$?"
+    cat "$LOGS/mcpi.txt" | tee -a "$OUT/summary.txt"
+    timeout 120 ncu --kernel-name "regex:v0|vi" --launch-skip 0 --launch-count 40 \
+        --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis --section InstructionStats \
+        --section WarpStateStats --metrics sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second \
+        /tmp/mcpi 3000000 >"$LOGS/ncu-mcpi.txt" 2>&1
+    log "ncu mcpi: rc=$?"
+fi
+
+if has bench; then
+    ours timeout 240 $G bench --backends cuda,opencl --platform NVIDIA \
+        --algorithms "${EXPLORE_ALGS:-ufunc/zero_suppress_i16,ufunc/zero_suppress_f32,monte_carlo_pi,threshold,label,measure,convolve1d,sources}" \
+        --budget 1 --repeat 20 --json "$LOGS/bench.json" >"$LOGS/bench.txt" 2>&1
+    log "bench: rc=$?"
+    grep -E "µs|ms" "$LOGS/bench.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has oclprof; then
+    ours env GPUWS_OPENCL_PROFILE=1 timeout 120 $G bench --backends opencl --platform NVIDIA --no-ceilings \
+        --algorithms threshold,label,measure,convolve1d,ufunc/zero_suppress_i16 --repeat 3 --budget 0.05 \
+        >"$LOGS/oclprof.txt" 2>&1
+    log "opencl profile: rc=$?"
+    ours timeout 150 ncu --kernel-name "regex:label|measure|threshold|convolve1d|zero_suppress" --launch-count 60 \
+        --metrics gpu__time_duration.sum $G bench --backends cuda --no-ceilings \
+        --algorithms threshold,label,measure,convolve1d,ufunc/zero_suppress_i16 --repeat 1 --budget 0.01 \
+        >"$LOGS/ncu-times.txt" 2>&1
+    log "ncu times: rc=$?"
+fi
+pack
