@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Exploration on the GPU machine, for the open performance goals (one device call; logs in $OUT/logs.tar.gz):
+#   zs       zero_suppress_i16 kernel variants (bench/experiments/zs_variants.cu) against the copy ceiling
 #   mcpi     monte_carlo_pi kernel variants (bench/experiments/mcpi_variants.cu) and ncu pipe use of two of them
 #   bench    the rows still short of a goal, CUDA and NVIDIA OpenCL side by side
 #   oclprof  per-kernel device times on NVIDIA OpenCL (GPUWS_OPENCL_PROFILE=1) and on CUDA (ncu) for the
@@ -23,6 +24,13 @@ echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
 cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
 export OCL_ICD_VENDORS=/tmp/icd GPUWS_CACHE_DIR=/tmp/gpuws-cache
 G=./build-gpu/tools/gpuws
+
+if has zs; then
+    nvcc -arch=sm_90 -O3 -std=c++17 bench/experiments/zs_variants.cu -o /tmp/zs >"$LOGS/zs-build.log" 2>&1 &&
+        timeout 60 /tmp/zs >"$LOGS/zs.txt" 2>&1
+    log "zs variants: rc=$?"
+    cat "$LOGS/zs.txt" | tee -a "$OUT/summary.txt"
+fi
 
 if has mcpi; then
     nvcc -arch=sm_90 -O3 -std=c++17 -I kernels bench/experiments/mcpi_variants.cu -o /tmp/mcpi >"$LOGS/mcpi-build.log" 2>&1 &&

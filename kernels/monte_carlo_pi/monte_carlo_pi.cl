@@ -50,9 +50,17 @@ __kernel void monte_carlo_pi_partial(__global ulong *partials, ulong jf, ulong j
 {
     const ulong stride = get_global_size(0);
     ulong j = jf + get_global_id(0), hits = 0;
-    for (; j + stride <= jl; j += 2 * stride) {
-        const uint4 u = philox(j, key0, key1), v = philox(j + stride, key0, key1);
-        hits += inside_fast(u.s0, u.s1) + inside_fast(u.s2, u.s3) + inside_fast(v.s0, v.s1) + inside_fast(v.s2, v.s3);
+    /* steps of two calls, counted in 32 bits for up to 2^29 steps at a time, as in the CUDA kernel */
+    ulong steps = j + stride <= jl ? (jl - j - stride) / (2 * stride) + 1 : 0;
+    while (steps) {
+        const uint m = steps < (1u << 29) ? (uint)steps : (1u << 29);
+        steps -= m;
+        uint h = 0;
+        for (uint k = 0; k < m; k++, j += 2 * stride) {
+            const uint4 u = philox(j, key0, key1), v = philox(j + stride, key0, key1);
+            h += inside_fast(u.s0, u.s1) + inside_fast(u.s2, u.s3) + inside_fast(v.s0, v.s1) + inside_fast(v.s2, v.s3);
+        }
+        hits += h;
     }
     if (j <= jl) {
         const uint4 u = philox(j, key0, key1);

@@ -33,16 +33,24 @@ static gpuws_status check(gpuws_stream **s, operands *o, gpuws_buffer *out, gpuw
     return GPUWS_OK;
 }
 
-/* 1-D grid for the map kernels: each work-item takes two 4-element groups per step. GPUs: a grid-stride loop over
- * a few blocks per compute unit; CPU OpenCL devices (PoCL): one work-item per pair of groups. */
-static gpuws_status launch_mapped(gpuws_stream *s, const char *kernel, size_t n, const gpuws_arg *args, size_t nargs)
+/* 1-D grid for the map kernels: `items` work-items, each taking two groups of 16 bytes (4 floats, 8 int16) per
+ * step. GPUs: one step per work-item where the grid allows it (a grid of n/8 work-items; the kernels' grid-stride
+ * loops take over past the largest grid). On the H100 a full grid beat a few blocks per SM looping over the array:
+ * zero_suppress_i16 at 2^26, 92-93% against 89% of copy bandwidth (bench/NOTES.md). GPUWS_UFUNC_GRID=saturating
+ * restores the looping grid (16 blocks per compute unit) for comparison. CPU OpenCL devices (PoCL): one work-item
+ * per pair of groups as well. */
+static gpuws_status launch_mapped(gpuws_stream *s, const char *kernel, size_t items, const gpuws_arg *args, size_t nargs)
 {
     const bool cpu = gpuws__is_cpu_device(s->ctx);
+    const char *grid = gpuws__getenv("GPUWS_UFUNC_GRID");
+    const bool looping = !cpu && grid && gpuws__strcasecmp(grid, "saturating") == 0;
     gpuws_kernel *k;
     uint32_t block;
     gpuws_status st = gpuws__kernel_block(s->ctx, kernel, NULL, cpu ? 64 : 256, &k, &block);
     if (st) return st;
-    gpuws_launch_config cfg = gpuws__config_1d((n + 7) / 8, block, cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 16));
+    const uint64_t grid_max = s->ctx->info.max_grid_dims[0] < UINT32_MAX ? s->ctx->info.max_grid_dims[0] : UINT32_MAX;
+    const uint32_t max_blocks = looping ? gpuws__saturating_blocks(s->ctx, 16) : (uint32_t)grid_max;
+    gpuws_launch_config cfg = gpuws__config_1d(items, block, max_blocks);
     return gpuws_launch(s, k, &cfg, args, nargs);
 }
 
@@ -58,7 +66,7 @@ static gpuws_status launch_map(gpuws_stream *s, const char *kernel, const operan
     args[k++] = gpuws_arg_buffer(out);
     args[k++] = gpuws_arg_u64(o->n);
     args[k++] = gpuws_arg_u32(o->arrays);
-    return launch_mapped(s, kernel, o->n, args, k);
+    return launch_mapped(s, kernel, (o->n + 7) / 8, args, k);
 }
 
 /* The CPU backend: the double formula on the f32 inputs, rounded once. Operands are read before out is written
@@ -230,7 +238,7 @@ gpuws_status gpuws_zero_suppress(gpuws_stream *s, gpuws_dtype dt, size_t n, cons
     gpuws_arg a[] = {gpuws_arg_buffer((gpuws_buffer *)w), gpuws_arg_buffer(out), gpuws_arg_u64(n),
                      dt == GPUWS_F32 ? gpuws_arg_f32(threshold_f32(threshold)) : gpuws_arg_i32(threshold_i16(threshold))};
     return launch_mapped(s, dt == GPUWS_F32 ? "ufunc_zero_suppress_f32" : "ufunc_zero_suppress_i16",
-                         dt == GPUWS_I16 ? n / 2 : n /* i16: 8 per access, not 4 */, a, GPUWS__NARGS(a));
+                         dt == GPUWS_I16 ? (n + 15) / 16 : (n + 7) / 8, a, GPUWS__NARGS(a));
 }
 
 /* ---- the hidden layer --------------------------------------------------------------------------------------- */
@@ -243,7 +251,7 @@ static void hidden_cpu(size_t n, const float *g, const float *w, float *out)
 static gpuws_status hidden_launch(gpuws_stream *s, gpuws_buffer *g, gpuws_buffer *w, gpuws_buffer *out, size_t offset, size_t n)
 {
     gpuws_arg a[] = {gpuws_arg_buffer(g), gpuws_arg_buffer(w), gpuws_arg_buffer(out), gpuws_arg_u64(offset), gpuws_arg_u64(n)};
-    return launch_mapped(s, "ufunc_hidden_layer", n, a, GPUWS__NARGS(a));
+    return launch_mapped(s, "ufunc_hidden_layer", (n + 7) / 8, a, GPUWS__NARGS(a));
 }
 
 gpuws_status gpuws_hidden_layer(gpuws_stream *s, size_t n, const gpuws_buffer *g, const gpuws_buffer *w, gpuws_buffer *out)
