@@ -182,9 +182,11 @@ typedef struct {
 } random_case;
 
 /* Lengths: single samples; either input the longer; the workshop's 15 taps (a full chunk of 8 and a partial one of
- * 7) over a signal that is no multiple of any tile; a filter longer than one block of 2048 staged taps. */
-static const size_t lengths[][2] = {{1, 1}, {7, 3}, {3, 7}, {1000, 15}, {15, 1000}, {4099, 1}, {5000, 300},
-                                    {2500, 2100}, {(1u << 20) + 3, 15}};
+ * 7) over a signal that is no multiple of any tile; the longest filters of the stream kernel (120 taps f64, 248
+ * f32: its halo full), longer ones (the tiled kernel); a filter longer than one block of 2048 staged taps. Full,
+ * same and valid with 3 and 15 taps put the signal at every offset within a 16-byte vector. */
+static const size_t lengths[][2] = {{1, 1}, {7, 3}, {3, 7}, {1000, 15}, {15, 1000}, {4099, 1}, {2000, 120}, {2000, 248},
+                                    {5000, 300}, {2500, 2100}, {(1u << 20) + 3, 15}};
 #define NLENGTHS (sizeof lengths / sizeof lengths[0])
 
 ParameterizedTestParameters(convolve1d, agrees_with_reference_in_every_mode)
@@ -200,28 +202,26 @@ ParameterizedTestParameters(convolve1d, agrees_with_reference_in_every_mode)
     return cr_make_param_array(random_case, cases, k);
 }
 
-ParameterizedTest(random_case *c, convolve1d, agrees_with_reference_in_every_mode)
+/* Random inputs in [-1, 1) against the reference in every mode, within the bound stated at the top. */
+static void check_every_mode(gpuws_context *ctx, const char *label, gpuws_dtype dt, size_t n, size_t m, uint64_t seed)
 {
-    gpuws_context *ctx = open_target(&c->t);
-    test_require_dtype(ctx, c->dtype);
-    const uint64_t seed = test_seed(c->fresh_seed);
-    double *a = malloc(c->n * sizeof *a), *v = malloc(c->m * sizeof *v);
+    double *a = malloc(n * sizeof *a), *v = malloc(m * sizeof *v);
     cr_assert(a && v);
-    test_fill_uniform_f64(a, c->n, seed, -1, 1);
-    test_fill_uniform_f64(v, c->m, seed + 1, -1, 1);
-    const double u = c->dtype == GPUWS_F32 ? 0x1p-24 : 0x1p-53, k = (double)(c->n < c->m ? c->n : c->m);
+    test_fill_uniform_f64(a, n, seed, -1, 1);
+    test_fill_uniform_f64(v, m, seed + 1, -1, 1);
+    const double u = dt == GPUWS_F32 ? 0x1p-24 : 0x1p-53, k = (double)(n < m ? n : m);
     for (int md = 0; md < 3; md++) {
         const gpuws_convolve_mode mode = (gpuws_convolve_mode)md;
         size_t len;
-        double *got = run(ctx, c->dtype, a, c->n, v, c->m, mode, &len);
-        double *want = reference(c->dtype, a, c->n, v, c->m, mode, false);
-        double *mag = reference(c->dtype, a, c->n, v, c->m, mode, true);
+        double *got = run(ctx, dt, a, n, v, m, mode, &len);
+        double *want = reference(dt, a, n, v, m, mode, false);
+        double *mag = reference(dt, a, n, v, m, mode, true);
         for (size_t i = 0; i < len; i++) {
             const double bound = 2 * (k + 1) * u * mag[i];
             if (!(fabs(got[i] - want[i]) <= bound))
-                cr_assert_fail("%s %s n=%zu m=%zu %s: out[%zu] = %.17g, reference %.17g, error %.3g > bound %.3g",
-                               target_name(&c->t), gpuws_dtype_name(c->dtype), c->n, c->m, mode_name(mode), i, got[i],
-                               want[i], fabs(got[i] - want[i]), bound);
+                cr_assert_fail("%s %s n=%zu m=%zu %s: out[%zu] = %.17g, reference %.17g, error %.3g > bound %.3g", label,
+                               gpuws_dtype_name(dt), n, m, mode_name(mode), i, got[i], want[i], fabs(got[i] - want[i]),
+                               bound);
         }
         free(got);
         free(want);
@@ -229,6 +229,45 @@ ParameterizedTest(random_case *c, convolve1d, agrees_with_reference_in_every_mod
     }
     free(a);
     free(v);
+}
+
+ParameterizedTest(random_case *c, convolve1d, agrees_with_reference_in_every_mode)
+{
+    gpuws_context *ctx = open_target(&c->t);
+    test_require_dtype(ctx, c->dtype);
+    check_every_mode(ctx, target_name(&c->t), c->dtype, c->n, c->m, test_seed(c->fresh_seed));
+    gpuws_context_destroy(ctx);
+}
+
+/* The GPU drivers' knobs (docs/algorithms/convolve.md) change which kernel runs and how its grid walks the tiles:
+ * each setting must still give the reference's results. "old" runs the tiled kernel on the short filters the stream
+ * kernel takes; one block per compute unit makes each stream block walk many tiles through both of its buffers (on
+ * a GPU the default grid gives most blocks one or two tiles of these sizes). */
+typedef struct {
+    gpuws_backend_kind backend;
+    gpuws_dtype dtype;
+    int knob; /* 0: GPUWS_CONVOLVE1D_KERNEL=old, 1: GPUWS_CONVOLVE1D_BLOCKS_PER_CU=1 */
+} knob_case;
+
+ParameterizedTestParameters(convolve1d, gpu_kernel_knobs_keep_the_results)
+{
+    static knob_case cases[2 * 2 * 2];
+    size_t k = 0;
+    for (int b = 0; b < 2; b++)
+        for (int d = 0; d < 2; d++)
+            for (int knob = 0; knob < 2; knob++)
+                cases[k++] = (knob_case){b ? GPUWS_BACKEND_CUDA : GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32, knob};
+    return cr_make_param_array(knob_case, cases, k);
+}
+
+ParameterizedTest(knob_case *c, convolve1d, gpu_kernel_knobs_keep_the_results)
+{
+    const target t = {c->backend, PATH_TILED};
+    if (c->knob == 0) setenv("GPUWS_CONVOLVE1D_KERNEL", "old", 1);
+    else setenv("GPUWS_CONVOLVE1D_BLOCKS_PER_CU", "1", 1);
+    gpuws_context *ctx = open_target(&t);
+    test_require_dtype(ctx, c->dtype);
+    check_every_mode(ctx, c->knob ? "1 block per CU" : "old kernel", c->dtype, 3u << 18, 15, 41);
     gpuws_context_destroy(ctx);
 }
 

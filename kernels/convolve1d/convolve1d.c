@@ -1,62 +1,130 @@
-/* Host driver for convolve1d: validation, then the reference on the CPU backend, or one launch of the tiled kernel
- * (GPUs) / the direct kernel (CPU OpenCL devices) by name. GPUWS_CONVOLVE_PATH=tiled|direct forces a kernel. */
+/* Host driver for convolve1d: validation, then the reference on the CPU backend, or one launch by name of
+ *   the stream kernel (GPUs, filters of up to 248 f32 / 120 f64 taps: the memory-bound case),
+ *   the tiled kernel (GPUs, longer filters: arithmetic-bound), or
+ *   the direct kernel (CPU OpenCL devices).
+ * Knobs: GPUWS_CONVOLVE_PATH=tiled|direct forces the GPU kernels (stream or tiled) or the direct one;
+ * GPUWS_CONVOLVE1D_KERNEL=old runs the tiled kernel where the stream one would run (A/B);
+ * GPUWS_CONVOLVE1D_BLOCKS_PER_CU=N sizes the stream kernel's persistent grid (default: its residency). */
 #include "../common/driver.h"
 #include "convolve1d_ref.h"
+#include "convolve1d_stream.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* Build options: GPUWS_CONV_NO_UNROLL=1 compiles the OpenCL kernels without unroll pragmas (a diagnostic knob;
- * see docs/algorithms/convolve.md). */
-static const char *conv_options(void)
+/* Build options. Always the stream kernel's shape. On NVIDIA's OpenCL, the register caps that __launch_bounds__
+ * gives the CUDA stream kernels (it has no __launch_bounds__; one cap per program, so one program per dtype). With
+ * GPUWS_CONV_NO_UNROLL=1, no unroll pragmas (a diagnostic knob; see docs/algorithms/convolve.md). */
+static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt)
 {
+#define NOU " -DGPUWS_CONV_NO_UNROLL=1"
+#define NV32 " -cl-nv-maxrregcount=64" /* 65536 / (256 threads x C1S_BLOCKS_PER_CU_F32) */
+#define NV64 " -cl-nv-maxrregcount=80" /* 65536 / (256 x C1S_BLOCKS_PER_CU_F64), rounded down to 8 */
+    static const char *const table[2][2][2] = {
+        {{C1S_CL_OPTIONS, C1S_CL_OPTIONS}, {C1S_CL_OPTIONS NV32, C1S_CL_OPTIONS NV64}},
+        {{C1S_CL_OPTIONS NOU, C1S_CL_OPTIONS NOU}, {C1S_CL_OPTIONS NOU NV32, C1S_CL_OPTIONS NOU NV64}}};
+#undef NOU
+#undef NV32
+#undef NV64
     const char *v = gpuws__getenv("GPUWS_CONV_NO_UNROLL");
-    return v && gpuws__strcasecmp(v, "1") == 0 ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
+    const bool no_unroll = v && gpuws__strcasecmp(v, "1") == 0;
+    const bool nv = ctx->backend->kind == GPUWS_BACKEND_OPENCL && gpuws__icontains(ctx->info.platform, "NVIDIA");
+    return table[no_unroll][nv][dt == GPUWS_F64];
 }
 
 #define BLOCK 256
 #define KB_CAP 2048          /* filter taps staged per block */
 #define LOCAL_BUDGET (48u * 1024u)
+#define C 8                  /* taps per chunk in the kernels */
+
+typedef struct {
+    const gpuws_buffer *sig, *filt;
+    gpuws_buffer *out;
+    size_t n, ms;
+    long long base; /* output t meets sig[t + base + j] */
+    size_t out_n;
+} conv1d_args;
+
+/* The stream kernel when it applies: filter taps (rounded up to C) plus the misalignment within a 16-byte vector fit
+ * the halo, 256-thread blocks, its static shared memory. GPUWS_ERR_UNSUPPORTED (no message) when it does not. */
+static gpuws_status launch_stream(gpuws_stream *s, gpuws_dtype dt, const char *opts, const conv1d_args *a)
+{
+    const gpuws_context *ctx = s->ctx;
+    const size_t es = gpuws_dtype_size(dt), w = 16 / es, kbp = (a->ms + C - 1) / C * C;
+    const size_t tt = (size_t)C1S_THREADS * C1S_VECS * w, pitch = w + tt + (size_t)C1S_HALO_VECS * w;
+    const char *kernel = gpuws__getenv("GPUWS_CONVOLVE1D_KERNEL");
+    if (kernel && gpuws__strcasecmp(kernel, "old") == 0) return GPUWS_ERR_UNSUPPORTED;
+    if (kbp + w - 1 > (size_t)C1S_HALO_VECS * w || (2 * pitch + (size_t)C1S_HALO_VECS * w) * es > ctx->info.shared_mem_bytes)
+        return GPUWS_ERR_UNSUPPORTED;
+    const char *name = dt == GPUWS_F32 ? "convolve1d_stream_f32" : "convolve1d_stream_f64";
+    gpuws_kernel *k;
+    uint32_t block;
+    gpuws_status st = gpuws__kernel_block(s->ctx, name, opts, C1S_THREADS, &k, &block);
+    if (st) return st;
+    if (block != C1S_THREADS) return GPUWS_ERR_UNSUPPORTED;
+    /* a persistent grid: as many blocks as reside at once (or as there are tiles), each walking tiles grid-strided */
+    const char *force = gpuws__getenv("GPUWS_CONVOLVE1D_BLOCKS_PER_CU");
+    uint32_t per_cu = dt == GPUWS_F32 ? C1S_BLOCKS_PER_CU_F32 : C1S_BLOCKS_PER_CU_F64;
+    if (force && strtoul(force, NULL, 10) > 0 && strtoul(force, NULL, 10) <= 64) per_cu = (uint32_t)strtoul(force, NULL, 10);
+    const size_t tiles = (a->out_n + tt - 1) / tt;
+    uint32_t blocks = gpuws__saturating_blocks(ctx, per_cu);
+    if (tiles < blocks) blocks = (uint32_t)tiles;
+    gpuws_launch_config cfg = {{blocks, 1, 1}, {C1S_THREADS, 1, 1}};
+    gpuws__log(GPUWS__LOG_DEBUG, "convolve1d %s: stream, %u blocks of %d threads, %zu tiles of %zu outputs, %zu taps",
+               gpuws_dtype_name(dt), blocks, C1S_THREADS, tiles, tt, a->ms);
+    gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)a->sig), gpuws_arg_buffer((gpuws_buffer *)a->filt),
+                        gpuws_arg_buffer(a->out), gpuws_arg_u64(a->n), gpuws_arg_u64(a->ms), gpuws_arg_i64(a->base),
+                        gpuws_arg_u64(a->out_n)};
+    return gpuws__launch_named(s, name, opts, &cfg, args, GPUWS__NARGS(args));
+}
 
 static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_geometry *g, const gpuws_buffer *sig,
                            size_t n, const gpuws_buffer *filt, size_t ms, gpuws_buffer *out)
 {
     const gpuws_context *ctx = s->ctx;
     const size_t es = gpuws_dtype_size(dt);
-    const long long base = (long long)g->start - (long long)(ms - 1); /* output t meets sig[t + base + j] */
-    const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH");
-    /* Tiled on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading local
-     * memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
+    const conv1d_args a = {sig, filt, out, n, ms, (long long)g->start - (long long)(ms - 1), g->out_n};
+    const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH"), *opts = conv_options(ctx, dt);
+    /* GPU kernels on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading
+     * local memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
     bool tiled = !gpuws__is_cpu_device(ctx);
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
+    if (tiled) {
+        gpuws_status st = launch_stream(s, dt, opts, &a);
+        if (st != GPUWS_ERR_UNSUPPORTED) return st;
+    }
 
     gpuws_kernel *k;
     uint32_t block;
-    gpuws_status st = gpuws__kernel_block(s->ctx, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", conv_options(),
+    gpuws_status st = gpuws__kernel_block(s->ctx, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", opts,
                                           BLOCK, &k, &block);
     if (st) return st;
     const size_t r = dt == GPUWS_F32 ? 4 : 2, tt = (size_t)block * r; /* outputs per thread and per block */
     const size_t budget = ctx->info.shared_mem_bytes < LOCAL_BUDGET ? ctx->info.shared_mem_bytes : LOCAL_BUDGET;
     size_t kb = ms < KB_CAP ? ms : KB_CAP;
-    kb = (kb + 7) / 8 * 8;
-    while (kb > 8 && (tt + 2 * kb) * es > budget) kb = (kb / 2 + 7) / 8 * 8;
+    kb = (kb + C - 1) / C * C;
+    while (kb > C && (tt + 2 * kb) * es > budget) kb = (kb / 2 + C - 1) / C * C;
     const size_t blocks = (g->out_n + tt - 1) / tt;
     if (tiled && (tt + 2 * kb) * es <= budget && blocks <= ctx->info.max_grid_dims[0]) {
         gpuws_launch_config cfg = {{(uint32_t)blocks, 1, 1}, {block, 1, 1}};
+        gpuws__log(GPUWS__LOG_DEBUG, "convolve1d %s: tiled, %zu blocks of %u threads, filter blocks of %zu taps",
+                   gpuws_dtype_name(dt), blocks, block, kb);
         gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)sig), gpuws_arg_buffer((gpuws_buffer *)filt),
-                            gpuws_arg_buffer(out), gpuws_arg_u64(n), gpuws_arg_u64(ms), gpuws_arg_i64(base),
+                            gpuws_arg_buffer(out), gpuws_arg_u64(n), gpuws_arg_u64(ms), gpuws_arg_i64(a.base),
                             gpuws_arg_u64(g->out_n), gpuws_arg_i32((int32_t)kb), gpuws_arg_local((tt + 2 * kb) * es)};
-        return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", conv_options(), &cfg,
-                                   args, GPUWS__NARGS(args));
+        return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", opts, &cfg, args,
+                                   GPUWS__NARGS(args));
     }
     /* each work-item computes 256 bytes of outputs (4 SIMD vectors on a CPU), grid-strided; groups of 8 on CPUs */
     const bool cpu = gpuws__is_cpu_device(ctx);
     const size_t items = (g->out_n + 256 / es - 1) / (256 / es);
     gpuws_launch_config cfg = gpuws__config_1d(items, cpu ? 8 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 16));
     if (cfg.grid[0] > ctx->info.max_grid_dims[0]) cfg.grid[0] = (uint32_t)ctx->info.max_grid_dims[0];
+    gpuws__log(GPUWS__LOG_DEBUG, "convolve1d %s: direct", gpuws_dtype_name(dt));
     gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)sig), gpuws_arg_buffer((gpuws_buffer *)filt),
-                        gpuws_arg_buffer(out), gpuws_arg_u64(n), gpuws_arg_u64(ms), gpuws_arg_i64(base),
+                        gpuws_arg_buffer(out), gpuws_arg_u64(n), gpuws_arg_u64(ms), gpuws_arg_i64(a.base),
                         gpuws_arg_u64(g->out_n)};
-    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_direct_f32" : "convolve1d_direct_f64", conv_options(), &cfg, args,
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_direct_f32" : "convolve1d_direct_f64", opts, &cfg, args,
                                GPUWS__NARGS(args));
 }
 

@@ -1,4 +1,5 @@
-/* convolve1d: numpy.convolve, the same two kernels as convolve1d.cu with the same parameters (design notes there):
+/* convolve1d: numpy.convolve, the same three kernels as convolve1d.cu with the same parameters (design notes there):
+ *   convolve1d_stream_*  persistent work-groups, next tile prefetched into registers (GPUs, filters <= 248/120 taps)
  *   convolve1d_tiled_*   signal segment and flipped filter block in local memory, R outputs per work-item (GPUs)
  *   convolve1d_direct_*  4 SIMD vectors of outputs per work-item from global memory (CPU devices)
  * out[t] = sum_j filt[ms-1-j] * sig[t + base + j], zero outside sig (sig is the longer input). */
@@ -119,10 +120,125 @@
         }                                                                                                       \
     }
 
+/* The stream kernel (convolve1d.cu's design notes): persistent work-groups of C1S_THREADS work-items, the next
+ * tile in registers while the current one is computed from one of two local buffers. The shape comes from
+ * convolve1d_stream.h as -D options. Every 16-byte access goes through a vector-typed pointer to an address that
+ * is aligned (global: an aligned signal index of a buffer; local: inside a static __local V array): a dereference of
+ * a V * is one 16-byte access for NVIDIA's compiler, where vloadN (element alignment) may be N scalar ones. */
+#define S_TT(W) (C1S_THREADS * C1S_VECS * (W))
+#define S_PITCHV (1 + C1S_THREADS * C1S_VECS + C1S_HALO_VECS) /* one buffer, in vectors: front pad, tile, halo */
+
+/* Element by element without a loop (PoCL 5's work-group compiler has aborted on loops under branches between
+ * barriers, pocl/pocl#1435, #2281; these branches sit inside the tile loop, between its barriers). */
+#define S_EACH_4(X) X(0) X(1) X(2) X(3)
+#define S_EACH_2(X) X(0) X(1)
+#define S_FETCH_E(w) e[w] = i + (w) >= 0 && i + (w) < n ? sig[i + (w)] : 0;
+#define S_PUT_E(w) dst[w] = e[w];
+#define S_STORE_E(w) if (t + (w) < out_n) out[t + (w)] = a_[w];
+
+/* K taps of a chunk for the W outputs of vector q: acc[q * W + i] (K < C only for the filter's last chunk). */
+#define S_CHUNK(W, K)                                                                                           \
+    {                                                                                                           \
+        UNROLL for (int k = 0; k < (K); k++) UNROLL for (int i = 0; i < (W); i++)                               \
+            acc[q * (W) + i] = fma(g[k], in[i + k], acc[q * (W) + i]);                                          \
+    }
+
+#define DEFINE_STREAM(NAME, T, V, W, T2)                                                                        \
+    /* The aligned vector sig[i .. i + W), zeros outside [0, n). */                                             \
+    static V stream_fetch_##NAME(__global const T *sig, long i, long n)                                         \
+    {                                                                                                           \
+        if (i >= 0 && i + (W) <= n) return *(__global const V *)(sig + i);                                      \
+        T e[W];                                                                                                 \
+        S_EACH_##W(S_FETCH_E)                                                                                   \
+        return VFROM_##W(e);                                                                                    \
+    }                                                                                                           \
+    /* v to dst[0 .. W), dst = its aligned place - off: whole when off is 0, halves when off is W / 2. */      \
+    static void stream_put_##NAME(__local T *dst, V v, int off)                                                 \
+    {                                                                                                           \
+        if (off == 0) {                                                                                         \
+            *(__local V *)dst = v;                                                                              \
+        } else if (off == (W) / 2) {                                                                            \
+            ((__local T2 *)dst)[0] = v.lo, ((__local T2 *)dst)[1] = v.hi;                                        \
+        } else {                                                                                                \
+            T e[W];                                                                                             \
+            VTO_##W(e, v);                                                                                      \
+            S_EACH_##W(S_PUT_E)                                                                                 \
+        }                                                                                                       \
+    }                                                                                                           \
+    __kernel __attribute__((reqd_work_group_size(C1S_THREADS, 1, 1))) void convolve1d_stream_##NAME(            \
+        __global const T *sig, __global const T *filt, __global T *out, ulong n, ulong ms, long base, ulong out_n) \
+    {                                                                                                           \
+        __local V bufv[2 * S_PITCHV + C1S_HALO_VECS];                                                           \
+        __local T *fb = (__local T *)(bufv + 2 * S_PITCHV);                                                     \
+        const int tid = (int)get_local_id(0), kb = (int)ms, kbp = (kb + C - 1) / C * C;                         \
+        for (int j = tid; j < kbp; j += C1S_THREADS) fb[j] = j < kb ? filt[ms - 1 - (ulong)j] : (T)0;           \
+        const int off = (int)(((base % (W)) + (W)) % (W)), hv = (kbp + off + (W) - 1) / (W);                    \
+        const ulong ntiles = (out_n + S_TT(W) - 1) / S_TT(W);                                                   \
+        V pre[C1S_VECS], halo = (V)0;                                                                           \
+        ulong tile = get_group_id(0);                                                                           \
+        /* unconditional fetches (zeros past the last tile): no branch around them between the barriers */     \
+        long ga = (long)(tile * S_TT(W)) + base - off;                                                          \
+        UNROLL for (int q = 0; q < C1S_VECS; q++)                                                               \
+            pre[q] = stream_fetch_##NAME(sig, ga + (long)(q * C1S_THREADS + tid) * (W), (long)n);              \
+        if (tid < hv) halo = stream_fetch_##NAME(sig, ga + (long)(C1S_VECS * C1S_THREADS + tid) * (W), (long)n); \
+        for (int b = 0; tile < ntiles; tile += get_num_groups(0), b ^= 1) {                                     \
+            __local V *B = bufv + b * S_PITCHV;                                                                 \
+            __local T *Bs = (__local T *)B + (W) - off;                                                         \
+            UNROLL for (int q = 0; q < C1S_VECS; q++)                                                           \
+                stream_put_##NAME(Bs + (q * C1S_THREADS + tid) * (W), pre[q], off);                             \
+            if (tid < hv) stream_put_##NAME(Bs + (C1S_VECS * C1S_THREADS + tid) * (W), halo, off);               \
+            /* orders this buffer and the taps; every work-item is done with the other buffer */               \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                                       \
+            ga = (long)((tile + get_num_groups(0)) * S_TT(W)) + base - off;                                     \
+            UNROLL for (int q = 0; q < C1S_VECS; q++)                                                           \
+                pre[q] = stream_fetch_##NAME(sig, ga + (long)(q * C1S_THREADS + tid) * (W), (long)n);          \
+            if (tid < hv)                                                                                       \
+                halo = stream_fetch_##NAME(sig, ga + (long)(C1S_VECS * C1S_THREADS + tid) * (W), (long)n);     \
+            T acc[C1S_VECS * (W)];                                                                              \
+            UNROLL for (int i = 0; i < C1S_VECS * (W); i++) acc[i] = (T)0;                                      \
+            for (int c = 0; c < kbp; c += C) {                                                                  \
+                T g[C];                                                                                         \
+                UNROLL for (int p = 0; p < C / (W); p++) VTO_##W(g + p * (W), ((__local V *)fb)[c / (W) + p]);  \
+                UNROLL for (int q = 0; q < C1S_VECS; q++) {                                                     \
+                    T in[(W) + C];                                                                              \
+                    __local V *x = B + 1 + q * C1S_THREADS + tid + c / (W);                                     \
+                    UNROLL for (int p = 0; p < 1 + C / (W); p++) VTO_##W(in + p * (W), x[p]);                   \
+                    switch (kb - c) {                                                                           \
+                    case 1: S_CHUNK(W, 1) break;                                                                \
+                    case 2: S_CHUNK(W, 2) break;                                                                \
+                    case 3: S_CHUNK(W, 3) break;                                                                \
+                    case 4: S_CHUNK(W, 4) break;                                                                \
+                    case 5: S_CHUNK(W, 5) break;                                                                \
+                    case 6: S_CHUNK(W, 6) break;                                                                \
+                    case 7: S_CHUNK(W, 7) break;                                                                \
+                    default: S_CHUNK(W, 8) break;                                                               \
+                    }                                                                                           \
+                }                                                                                               \
+            }                                                                                                   \
+            UNROLL for (int q = 0; q < C1S_VECS; q++) {                                                         \
+                const ulong t = tile * S_TT(W) + (ulong)((q * C1S_THREADS + tid) * (W));                        \
+                if (t + (W) <= out_n) {                                                                         \
+                    *(__global V *)(out + t) = VFROM_##W(acc + q * (W));                                        \
+                } else {                                                                                        \
+                    const T *a_ = acc + q * (W);                                                                \
+                    S_EACH_##W(S_STORE_E)                                                                       \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
+/* private arrays <-> 16-byte vectors, element by element (constant indices: the arrays stay in registers) */
+#define VFROM_4(a) (float4)((a)[0], (a)[1], (a)[2], (a)[3])
+#define VFROM_2(a) (double2)((a)[0], (a)[1])
+#define VTO_4(a, v) ((a)[0] = (v).s0, (a)[1] = (v).s1, (a)[2] = (v).s2, (a)[3] = (v).s3)
+#define VTO_2(a, v) ((a)[0] = (v).s0, (a)[1] = (v).s1)
+
+DEFINE_STREAM(f32, float, float4, 4, float2)
 DEFINE_TILED(f32, float, float4, 4, 4)
 DEFINE_DIRECT(f32, float, float16, 16)
 
 #ifdef GPUWS_FP64
+DEFINE_STREAM(f64, double, double2, 2, double)
 DEFINE_TILED(f64, double, double2, 2, 2)
 DEFINE_DIRECT(f64, double, double8, 8)
 #endif
