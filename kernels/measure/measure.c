@@ -4,9 +4,23 @@
 #include "measure_ref.h"
 
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 _Static_assert(sizeof(gpuws_source_measure) == 7 * 8, "the kernels write gpuws_source_measure as 7 64-bit words");
+
+/* NVIDIA's OpenCL compiler accepts inline PTX: there the flushes use PTX reductions (red.global.add.f64, as CUDA's
+ * atomicAdd) instead of compare-and-swap loops, see measure.cl. Should a driver reject it, the build without it
+ * is used, and no later call tries again. */
+static _Atomic int measure_nv_ptx_failed;
+
+static bool measure_nv_ptx(const gpuws_context *ctx)
+{
+    return ctx->backend->kind == GPUWS_BACKEND_OPENCL && ctx->info.type == GPUWS_DEVICE_GPU &&
+           strstr(ctx->info.platform, "NVIDIA") && !atomic_load(&measure_nv_ptx_failed);
+}
 
 /* Both kernels from one program. OpenCL compilers that support cl_khr_int64_base_atomics define a macro of that
  * name; for one that reports the extension but not the macro, the program is built again with the atomics forced
@@ -14,7 +28,16 @@ _Static_assert(sizeof(gpuws_source_measure) == 7 * 8, "the kernels write gpuws_s
 static gpuws_status measure_kernels(gpuws_context *ctx, gpuws_kernel **acc, gpuws_kernel **fin)
 {
     const char *options = NULL;
-    gpuws_status st = gpuws__kernel_get_ex(ctx, "measure_accumulate", NULL, acc);
+    gpuws_status st = GPUWS_ERR_BUILD;
+    if (measure_nv_ptx(ctx)) {
+        options = "-DGPUWS_NV_PTX=1";
+        st = gpuws__kernel_get_ex(ctx, "measure_accumulate", options, acc);
+        if (st == GPUWS_ERR_BUILD || st == GPUWS_ERR_KERNEL_NOT_FOUND) atomic_store(&measure_nv_ptx_failed, 1);
+    }
+    if (st == GPUWS_ERR_BUILD || st == GPUWS_ERR_KERNEL_NOT_FOUND) {
+        options = NULL;
+        st = gpuws__kernel_get_ex(ctx, "measure_accumulate", NULL, acc);
+    }
     if (st == GPUWS_ERR_KERNEL_NOT_FOUND && ctx->backend->kind == GPUWS_BACKEND_OPENCL) {
         options = "-DGPUWS_MEASURE_INT64_ATOMICS=1";
         st = gpuws__kernel_get_ex(ctx, "measure_accumulate", options, acc);

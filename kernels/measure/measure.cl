@@ -16,6 +16,9 @@
  * accumulating, row/col hold the weighted sums and peak the key. */
 #if defined(GPUWS_FP64) && (defined(cl_khr_int64_base_atomics) || defined(GPUWS_MEASURE_INT64_ATOMICS))
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#ifdef cl_khr_int64_extended_atomics
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+#endif
 
 #define M_P 8         /* pixels per work-item and tile */
 #define M_MAXB 256    /* largest work-group (static local arrays) */
@@ -28,45 +31,74 @@ inline uint m_okey(float x)
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-inline void m_add_f64(__global ulong *p, double v)
+/* One run's totals into record rec (label - 1). Accumulators are plain scalars passed by value, never a struct
+ * behind a pointer: NVIDIA's OpenCL compiler kept such structs in a stack frame (local memory).
+ * GPUWS_NV_PTX (set by the host on NVIDIA's OpenCL platform only): fire-and-forget PTX reductions, as CUDA's
+ * atomicAdd/atomicMax compile to when their result is unused. Elsewhere: the 64-bit max and count are OpenCL
+ * atomics whose result is unused (a GPU compiler may make them reductions too), and the three f64 sums are
+ * compare-and-swap loops run side by side, so their round trips to memory overlap instead of queueing. The
+ * first guess is a plain read (a stale one only costs a retry); a volatile read was a system-scope load. */
+inline void m_flush(__global ulong *out, int label, double sd, double sr, double sc, uint cnt, ulong key)
 {
-    volatile __global ulong *vp = p;
-    ulong old = *vp, seen;
-    do {
-        seen = old;
-        old = atom_cmpxchg(vp, seen, as_ulong(as_double(seen) + v));
-    } while (old != seen);
-}
-
-inline void m_max_u64(__global ulong *p, ulong v)
-{
-    volatile __global ulong *vp = p;
-    ulong old = *vp;
-    while (v > old) {
-        const ulong prev = atom_cmpxchg(vp, old, v);
+    __global ulong *rec = out + (ulong)(label - 1) * 7u;
+#ifdef GPUWS_NV_PTX
+    asm volatile("red.global.add.f64 [%0], %1;" ::"l"(rec), "d"(sd) : "memory");
+    asm volatile("red.global.add.f64 [%0], %1;" ::"l"(rec + 1), "d"(sr) : "memory");
+    asm volatile("red.global.add.f64 [%0], %1;" ::"l"(rec + 2), "d"(sc) : "memory");
+    asm volatile("red.global.max.u64 [%0], %1;" ::"l"(rec + 3), "l"(key) : "memory");
+    asm volatile("red.global.add.u64 [%0], %1;" ::"l"(rec + 4), "l"((ulong)cnt) : "memory");
+#else
+#ifdef cl_khr_int64_extended_atomics
+    atom_max(rec + 3, key);
+#else
+    for (ulong old = rec[3]; key > old;) {
+        const ulong prev = atom_cmpxchg(rec + 3, old, key);
         if (prev == old) break;
         old = prev;
     }
+#endif
+    atom_add(rec + 4, (ulong)cnt);
+    ulong o0 = rec[0], o1 = rec[1], o2 = rec[2];
+    bool d0 = false, d1 = false, d2 = false;
+    do {
+        if (!d0) {
+            const ulong p = atom_cmpxchg(rec, o0, as_ulong(as_double(o0) + sd));
+            d0 = p == o0;
+            o0 = p;
+        }
+        if (!d1) {
+            const ulong p = atom_cmpxchg(rec + 1, o1, as_ulong(as_double(o1) + sr));
+            d1 = p == o1;
+            o1 = p;
+        }
+        if (!d2) {
+            const ulong p = atom_cmpxchg(rec + 2, o2, as_ulong(as_double(o2) + sc));
+            d2 = p == o2;
+            o2 = p;
+        }
+    } while (!(d0 && d1 && d2));
+#endif
 }
 
-typedef struct {
-    double sd, sr, sc;
-    uint cnt;
-    ulong key;
-} m_acc;
+/* v = p[i .. i+7] as two vectors (zero past n): two 16-byte loads when all 8 are there (8 | i: aligned). */
+#define M_LOAD8(T, p, i, n, a, b)                                                                                 \
+    do {                                                                                                          \
+        if ((i) + M_P <= (n)) {                                                                                   \
+            a = ((__global const T##4 *)((p) + (i)))[0];                                                          \
+            b = ((__global const T##4 *)((p) + (i)))[1];                                                          \
+        } else {                                                                                                  \
+            a = (T##4)((i) + 0 < (n) ? (p)[(i) + 0] : (T)0, (i) + 1 < (n) ? (p)[(i) + 1] : (T)0,                  \
+                       (i) + 2 < (n) ? (p)[(i) + 2] : (T)0, (i) + 3 < (n) ? (p)[(i) + 3] : (T)0);                 \
+            b = (T##4)((i) + 4 < (n) ? (p)[(i) + 4] : (T)0, (i) + 5 < (n) ? (p)[(i) + 5] : (T)0,                  \
+                       (i) + 6 < (n) ? (p)[(i) + 6] : (T)0, (i) + 7 < (n) ? (p)[(i) + 7] : (T)0);                 \
+        }                                                                                                         \
+    } while (0)
 
-inline void m_flush(__global ulong *out, int label, const m_acc *a)
-{
-    __global ulong *rec = out + (ulong)(label - 1) * 7u;
-    m_add_f64(rec + 0, a->sd);
-    m_add_f64(rec + 1, a->sr);
-    m_add_f64(rec + 2, a->sc);
-    m_max_u64(rec + 3, a->key);
-    atom_add(rec + 4, (ulong)a->cnt);
-}
+/* Labels outside 1..nlab count as background. */
+#define M_VALID(v, nlab) select((int4)0, (v), ((v) >= 1) & (as_uint4(v) <= (uint4)(nlab)))
 
-__kernel void measure_accumulate(__global const float *data, __global const int *labels, ulong npix, uint width,
-                                 uint nlab, __global ulong *out)
+__kernel void measure_accumulate(__global const float *restrict data, __global const int *restrict labels, ulong npix,
+                                 uint width, uint nlab, __global ulong *restrict out)
 {
     __local int l_lab[2 * M_MAXB];
     __local double l_sd[2 * M_MAXB], l_sr[2 * M_MAXB], l_sc[2 * M_MAXB];
@@ -78,57 +110,48 @@ __kernel void measure_accumulate(__global const float *data, __global const int 
     barrier(CLK_LOCAL_MEM_FENCE);
     for (ulong t = get_group_id(0); t < ntiles; t += get_num_groups(0)) {
         const ulong base = t * tile + (ulong)lid * M_P;
-        int lab[M_P];
-        float val[M_P];
-        if (base + M_P <= npix) {
-            const int4 a = ((__global const int4 *)(labels + base))[0], b = ((__global const int4 *)(labels + base))[1];
-            vstore4(a, 0, lab);
-            vstore4(b, 1, lab);
-        } else {
-            for (uint j = 0; j < M_P; j++) lab[j] = base + j < npix ? labels[base + j] : 0;
-        }
-        bool any = false;
-        for (uint j = 0; j < M_P; j++) {
-            if (lab[j] < 1 || (uint)lab[j] > nlab) lab[j] = 0;
-            any |= lab[j] != 0;
-        }
-        if (!any) {
-            for (uint j = 0; j < M_P; j++) val[j] = 0.0f;
-        } else if (base + M_P <= npix) { /* the data only where a label needs it (sparse images: a fraction) */
-            const float4 a = ((__global const float4 *)(data + base))[0], b = ((__global const float4 *)(data + base))[1];
-            vstore4(a, 0, val);
-            vstore4(b, 1, val);
-        } else {
-            for (uint j = 0; j < M_P; j++) val[j] = base + j < npix ? data[base + j] : 0.0f;
-        }
-        /* runs of equal labels in this work-item's pixels */
-        uint r = (uint)(base / width), c = (uint)(base - (ulong)r * width);
+        int4 la, lb;
+        M_LOAD8(int, labels, base, npix, la, lb);
+        la = M_VALID(la, nlab);
+        lb = M_VALID(lb, nlab);
+        float4 va = (float4)0.0f, vb = (float4)0.0f;
+        if (any((la | lb) != 0)) M_LOAD8(float, data, base, npix, va, vb); /* sparse images: a fraction */
+        /* Plain scalars from here on, and a fully unrolled loop: no private array or struct that a compiler could
+         * leave in local memory. Pixels at or past npix are background, so base < 2^32 wherever r and c are used
+         * (the host refuses 2^32 pixels or more): 32-bit division. */
+        const int lab[M_P] = {la.s0, la.s1, la.s2, la.s3, lb.s0, lb.s1, lb.s2, lb.s3};
+        const float val[M_P] = {va.s0, va.s1, va.s2, va.s3, vb.s0, vb.s1, vb.s2, vb.s3};
+        const uint b32 = (uint)base;
+        uint r = b32 / width, c = b32 - r * width;
         int fl = 0, cl = 0, nruns = 0;
-        m_acc first = {0.0, 0.0, 0.0, 0u, 0ul}, cur = first;
-        const m_acc zero = first;
+        double f_sd = 0.0, f_sr = 0.0, f_sc = 0.0, c_sd = 0.0, c_sr = 0.0, c_sc = 0.0;
+        uint f_cnt = 0, c_cnt = 0;
+        ulong f_key = 0, c_key = 0;
+#pragma unroll
         for (uint j = 0; j < M_P; j++) {
             const int L = lab[j];
             if (j == 0 || L != cl) {
                 if (j > 0) {
                     if (nruns == 1) {
                         fl = cl;
-                        first = cur;
+                        f_sd = c_sd; f_sr = c_sr; f_sc = c_sc; f_cnt = c_cnt; f_key = c_key;
                     } else if (cl != 0) {
-                        m_flush(out, cl, &cur);
+                        m_flush(out, cl, c_sd, c_sr, c_sc, c_cnt, c_key);
                     }
                 }
                 cl = L;
-                cur = zero;
+                c_sd = c_sr = c_sc = 0.0;
+                c_cnt = 0;
+                c_key = 0;
                 nruns++;
             }
             if (L != 0) {
                 const double d = (double)val[j];
-                cur.sd += d;
-                cur.sr += d * (double)r;
-                cur.sc += d * (double)c;
-                cur.cnt++;
-                const ulong key = ((ulong)m_okey(val[j]) << 32) | (ulong)(0xffffffffu - (uint)(base + j));
-                cur.key = max(cur.key, key);
+                c_sd += d;
+                c_sr += d * (double)r;
+                c_sc += d * (double)c;
+                c_cnt++;
+                c_key = max(c_key, ((ulong)m_okey(val[j]) << 32) | (ulong)(0xffffffffu - (b32 + j)));
             }
             if (++c == width) {
                 c = 0;
@@ -137,21 +160,23 @@ __kernel void measure_accumulate(__global const float *data, __global const int 
         }
         if (nruns == 1) { /* one run: it is both ends; the second item continues it with nothing added */
             fl = cl;
-            first = cur;
-            cur = zero;
+            f_sd = c_sd; f_sr = c_sr; f_sc = c_sc; f_cnt = c_cnt; f_key = c_key;
+            c_sd = c_sr = c_sc = 0.0;
+            c_cnt = 0;
+            c_key = 0;
         }
         const uint i0 = 2 * lid, i1 = i0 + 1;
         l_lab[i0] = fl;
-        l_sd[i0] = first.sd; l_sr[i0] = first.sr; l_sc[i0] = first.sc; l_cnt[i0] = first.cnt; l_key[i0] = first.key;
+        l_sd[i0] = f_sd; l_sr[i0] = f_sr; l_sc[i0] = f_sc; l_cnt[i0] = f_cnt; l_key[i0] = f_key;
         l_lab[i1] = cl;
-        l_sd[i1] = cur.sd; l_sr[i1] = cur.sr; l_sc[i1] = cur.sc; l_cnt[i1] = cur.cnt; l_key[i1] = cur.key;
+        l_sd[i1] = c_sd; l_sr[i1] = c_sr; l_sc[i1] = c_sc; l_cnt[i1] = c_cnt; l_key[i1] = c_key;
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid > 0 && fl != 0 && l_lab[i0 - 1] == fl) atomic_inc(&l_joins[0]);
         barrier(CLK_LOCAL_MEM_FENCE);
         const uint joins = l_joins[0];
         if (joins <= M_JOIN_MAX) {
-            if (fl != 0 && first.cnt) m_flush(out, fl, &first);
-            if (cl != 0 && cur.cnt) m_flush(out, cl, &cur);
+            if (fl != 0 && f_cnt) m_flush(out, fl, f_sd, f_sr, f_sc, f_cnt, f_key);
+            if (cl != 0 && c_cnt) m_flush(out, cl, c_sd, c_sr, c_sc, c_cnt, c_key);
         } else {
             /* segment starts (max-scan of head indices), then a segmented inclusive scan of the runs */
             l_seg[i0] = i0 == 0 || l_lab[i0] != l_lab[i0 - 1] ? i0 : 0u;
@@ -165,32 +190,30 @@ __kernel void measure_accumulate(__global const float *data, __global const int 
                 barrier(CLK_LOCAL_MEM_FENCE);
             }
             for (uint d = 1; d < N2; d <<= 1) {
-                m_acc add[2];
-                bool take[2];
-                for (uint q = 0; q < 2; q++) {
-                    const uint i = i0 + q;
-                    take[q] = i >= d && i - d >= l_seg[i];
-                    if (take[q]) {
-                        add[q].sd = l_sd[i - d]; add[q].sr = l_sr[i - d]; add[q].sc = l_sc[i - d];
-                        add[q].cnt = l_cnt[i - d]; add[q].key = l_key[i - d];
-                    }
+                const bool t0 = i0 >= d && i0 - d >= l_seg[i0], t1 = i1 >= d && i1 - d >= l_seg[i1];
+                double a0 = 0.0, b0 = 0.0, e0 = 0.0, a1 = 0.0, b1 = 0.0, e1 = 0.0;
+                uint n0 = 0, n1 = 0;
+                ulong k0 = 0, k1 = 0;
+                if (t0) {
+                    a0 = l_sd[i0 - d]; b0 = l_sr[i0 - d]; e0 = l_sc[i0 - d]; n0 = l_cnt[i0 - d]; k0 = l_key[i0 - d];
+                }
+                if (t1) {
+                    a1 = l_sd[i1 - d]; b1 = l_sr[i1 - d]; e1 = l_sc[i1 - d]; n1 = l_cnt[i1 - d]; k1 = l_key[i1 - d];
                 }
                 barrier(CLK_LOCAL_MEM_FENCE);
-                for (uint q = 0; q < 2; q++) {
-                    const uint i = i0 + q;
-                    if (take[q]) {
-                        l_sd[i] += add[q].sd; l_sr[i] += add[q].sr; l_sc[i] += add[q].sc;
-                        l_cnt[i] += add[q].cnt; l_key[i] = max(l_key[i], add[q].key);
-                    }
+                if (t0) {
+                    l_sd[i0] += a0; l_sr[i0] += b0; l_sc[i0] += e0; l_cnt[i0] += n0; l_key[i0] = max(l_key[i0], k0);
+                }
+                if (t1) {
+                    l_sd[i1] += a1; l_sr[i1] += b1; l_sc[i1] += e1; l_cnt[i1] += n1; l_key[i1] = max(l_key[i1], k1);
                 }
                 barrier(CLK_LOCAL_MEM_FENCE);
             }
-            for (uint q = 0; q < 2; q++) { /* run ends flush their totals */
+            /* run ends flush their totals (no #pragma unroll: PoCL 3.1 lost counts with one here) */
+            for (uint q = 0; q < 2; q++) {
                 const uint i = i0 + q;
-                if (l_lab[i] != 0 && l_cnt[i] && (i == N2 - 1 || l_lab[i + 1] != l_lab[i])) {
-                    const m_acc a = {l_sd[i], l_sr[i], l_sc[i], l_cnt[i], l_key[i]};
-                    m_flush(out, l_lab[i], &a);
-                }
+                if (l_lab[i] != 0 && l_cnt[i] && (i == N2 - 1 || l_lab[i + 1] != l_lab[i]))
+                    m_flush(out, l_lab[i], l_sd[i], l_sr[i], l_sc[i], l_cnt[i], l_key[i]);
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
