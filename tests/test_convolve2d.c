@@ -551,3 +551,50 @@ BACKEND_TEST(convolve2d, bad_input_is_refused_and_leaves_out_untouched)
     gpuws_buffer_destroy(small);
     gpuws_context_destroy(ctx);
 }
+
+ParameterizedTestParameters(convolve2d, generic_and_fixed_width_kernels_agree_with_the_reference)
+{
+    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+    return cr_make_param_array(gpuws_backend_kind, b, 2);
+}
+
+/* GPUWS_CONVOLVE2D_KERNEL picks the tiled kernel: the generic one (any size) or the one compiled for the kernel's
+ * width (1..16, the default where it applies); both on the workshop's 15 x 15. */
+ParameterizedTest(gpuws_backend_kind *kind, convolve2d, generic_and_fixed_width_kernels_agree_with_the_reference)
+{
+    problem p = {61, 150, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    static const char *const kernels[] = {"generic", "fixed"};
+    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_KERNEL", kernels, 2);
+}
+
+ParameterizedTestParameters(convolve2d, every_fixed_width_agrees_with_the_reference)
+{
+    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+    return cr_make_param_array(gpuws_backend_kind, b, 2);
+}
+
+/* The fixed kernel is a separate instantiation (CUDA) or build (OpenCL) per width 1..16: each once, with kernel
+ * heights 1..5 (below, at and above the 5 rows a thread computes), every mode and boundary in turn. */
+ParameterizedTest(gpuws_backend_kind *kind, convolve2d, every_fixed_width_agrees_with_the_reference)
+{
+    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
+    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
+    gpuws_context *ctx = test_open(*kind);
+    for (size_t kw = 1; kw <= 16; kw++) {
+        problem p = {23, 70, 0, kw % 5 + 1, kw, {(gpuws_convolve_mode)(kw % 3), (gpuws_convolve_boundary)(kw / 3 % 3), 0.25}};
+        double *image = random_values(p.h * p.w, test_seed(false) + kw), *kernel = random_values(p.kh * p.kw, kw);
+        for (int d = 0; d < 2; d++) {
+            const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
+            if (d) test_require_dtype(ctx, dt);
+            size_t oh, ow;
+            double *got = run(ctx, dt, &p, image, kernel, &oh, &ow);
+            char what[64];
+            snprintf(what, sizeof what, "%s fixed kw %zu", test_backend_name(*kind), kw);
+            check_bound(what, dt, &p, image, kernel, got);
+            free(got);
+        }
+        free(image);
+        free(kernel);
+    }
+    gpuws_context_destroy(ctx);
+}

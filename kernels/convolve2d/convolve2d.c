@@ -3,7 +3,9 @@
  *
  * Tuning and testing knobs (environment): GPUWS_CONVOLVE_PATH=tiled|direct forces a kernel on CUDA/OpenCL;
  * GPUWS_CONVOLVE2D_WARPS=wx,wy forces the tiled kernel's block shape (warps across, warps down);
- * GPUWS_CONVOLVE2D_KERNEL_BLOCK=rows,cols caps its kernel blocks (to exercise kernel blocking). */
+ * GPUWS_CONVOLVE2D_KERNEL_BLOCK=rows,cols caps its kernel blocks (to exercise kernel blocking);
+ * GPUWS_CONVOLVE2D_KERNEL=generic|fixed picks the tiled kernel: `fixed` (the default) is compiled for the kernel's
+ * width (1..16 columns) and is used when the whole kernel fits the shared-memory budget, else the generic one. */
 #include "../common/driver.h"
 #include "convolve2d_ref.h"
 
@@ -15,16 +17,35 @@ static const char *conv_options(void)
     return v && gpuws__strcasecmp(v, "1") == 0 ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
 }
 
+/* The fixed-width kernel's name and build options (OpenCL compiles the program once per width; CUDA has every
+ * width compiled in and ignores the options). */
+#define FIXED_MAX_KW 16
+typedef struct {
+    char name[48], options[64];
+} fixed_kernel;
+
+static fixed_kernel fixed_kernel_for(gpuws_dtype dt, size_t kw)
+{
+    fixed_kernel f;
+    const char *extra = conv_options();
+    snprintf(f.name, sizeof f.name, "convolve2d_fixed_%s_k%zu", gpuws_dtype_name(dt), kw);
+    snprintf(f.options, sizeof f.options, "-DGPUWS_CONV2D_KW=%zu%s%s", kw, extra ? " " : "", extra ? extra : "");
+    return f;
+}
+
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Must match Shape<T> in convolve2d.cu and DEFINE_TILED in convolve2d.cl. */
+/* Must match Shape<T> / FixedShape<T> in convolve2d.cu and DEFINE_TILED / DEFINE_FIXED in convolve2d.cl. The
+ * fixed kernel's c is the column padding of its tile (kw rounded up to 8), as for the generic kernel's chunks. */
 typedef struct {
     int r, c, s, lx, vw; /* outputs per thread across, kernel columns per chunk, rows per thread, lanes across a
                             warp, elements per 16-byte vector */
 } tile_shape;
 static const tile_shape shape_f32 = {8, 8, 5, 4, 4}, shape_f64 = {8, 8, 3, 2, 2};
+static const tile_shape fixed_f32 = {8, 8, 5, 4, 4}, fixed_f64 = {4, 8, 5, 4, 2};
 
 /* Shared memory a tiled launch may use: 48 KB is every CUDA GPU's default and NVIDIA OpenCL's limit, and leaves
  * room for several blocks per multiprocessor. */
@@ -81,7 +102,8 @@ static bool plan_kernel_blocks(const tile_shape *sh, const gpuws__conv2d_geometr
 /* A rough time for a plan, in FMA slots of one compute unit: the busiest unit gets ceil(blocks / units) blocks,
  * each doing every FMA of its tile (partial edge tiles included) plus staging its tiles (a few instructions per
  * element); units with fewer than 8 resident warps cannot hide latency and run proportionally slower. */
-static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tiled_plan *p)
+static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tiled_plan *p,
+                        uint32_t kernel_block_limit)
 {
     const double nkb = (double)((g->kh + (size_t)p->kbh - 1) / (size_t)p->kbh) *
                        (double)((g->kw + (size_t)p->kbw - 1) / (size_t)p->kbw);
@@ -93,26 +115,41 @@ static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *
     double resident = floor(4.0 * LOCAL_BUDGET / (double)(p->local_bytes + 1024));
     if (resident > 16) resident = 16;
     if (resident < 1) resident = 1;
-    const double warps = (per_unit < resident ? per_unit : resident) * p->wx * p->wy;
-    const double efficiency = warps >= 8 ? 1.0 : warps / 8.0;
-    return per_unit * per_block / efficiency;
+    if (kernel_block_limit == 0) { /* the generic kernel's model, kept as it was measured */
+        const double warps = (per_unit < resident ? per_unit : resident) * p->wx * p->wy;
+        const double efficiency = warps >= 8 ? 1.0 : warps / 8.0;
+        return per_unit * per_block / efficiency;
+    }
+    /* The fixed kernel's: the blocks resident at once are also limited by registers (a kernel allowed fewer than
+     * 1024 threads per block has that many per unit at most), and a unit's blocks run in rounds of that many: a
+     * last round of few blocks leaves the unit underused (the generic kernel's 1.3 waves). */
+    const double warps_by_regs = kernel_block_limit >= 1024 ? 64 : floor(kernel_block_limit / 32.0);
+    const double by_regs = floor(warps_by_regs / (p->wx * p->wy));
+    if (by_regs < resident) resident = by_regs < 1 ? 1 : by_regs;
+    const double full = floor(per_unit / resident), rest = per_unit - full * resident;
+    const double eff_full = resident * p->wx * p->wy >= 8 ? 1.0 : resident * p->wx * p->wy / 8.0;
+    const double eff_rest = rest * p->wx * p->wy >= 8 ? 1.0 : rest * p->wx * p->wy / 8.0;
+    return full * resident * per_block / eff_full + (rest > 0 ? rest * per_block / eff_rest : 0.0);
 }
 
-static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, gpuws_dtype dt, uint32_t max_block,
-                       tiled_plan *best)
+/* The cheapest block shape for a tile shape. fixed_limit: 0 for the generic kernel; for the fixed one the kernel's
+ * own block-size limit (its register use), and then only plans that hold the whole kernel qualify. */
+static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tile_shape *sh, gpuws_dtype dt,
+                       uint32_t max_block, uint32_t fixed_limit, tiled_plan *best)
 {
-    const tile_shape *sh = dt == GPUWS_F32 ? &shape_f32 : &shape_f64;
     const size_t es = gpuws_dtype_size(dt);
     const size_t budget = ctx->info.shared_mem_bytes < LOCAL_BUDGET ? ctx->info.shared_mem_bytes : LOCAL_BUDGET;
     int cap_h = 256, cap_w = 256;
     const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_KERNEL_BLOCK");
     if (env && (sscanf(env, "%d,%d", &cap_h, &cap_w) != 2 || cap_h < 1 || cap_w < 1)) cap_h = cap_w = 256;
-    static const int shapes[][2] = {{2, 1}, {1, 2}, {4, 1}, {2, 2}, {1, 4}, {8, 1}, {4, 2}, {2, 4}};
+    static const int shapes[][2] = {{2, 1}, {1, 2}, {4, 1}, {2, 2}, {1, 4}, {8, 1}, {4, 2}, {2, 4}, {1, 1}};
     int forced_wx = 0, forced_wy = 0;
     if ((env = gpuws__getenv("GPUWS_CONVOLVE2D_WARPS")) && sscanf(env, "%d,%d", &forced_wx, &forced_wy) != 2)
         forced_wx = forced_wy = 0;
     bool found = false;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    /* {1, 1} is the fixed kernel's only: the generic kernel's choices stay as measured */
+    const size_t nshapes = sizeof shapes / sizeof shapes[0] - (fixed_limit ? 0 : 1);
+    for (size_t i = 0; i < nshapes; i++) {
         tiled_plan p = {0};
         p.wx = shapes[i][0], p.wy = shapes[i][1];
         if (forced_wx > 0 && (p.wx != forced_wx || p.wy != forced_wy)) continue;
@@ -120,17 +157,20 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
         p.tw = p.wx * sh->lx * sh->r;
         p.th = p.wy * (32 / sh->lx) * sh->s;
         if (!plan_kernel_blocks(sh, g, es, budget, cap_h, cap_w, &p)) continue;
+        if (fixed_limit && ((size_t)p.kbh < g->kh || (size_t)p.kbw < g->kw)) continue;
         p.blocks = (uint64_t)((g->ow + (size_t)p.tw - 1) / (size_t)p.tw) * (uint64_t)((g->oh + (size_t)p.th - 1) / (size_t)p.th);
         if (p.blocks > ctx->info.max_grid_dims[0]) continue;
-        p.cost = plan_cost(ctx, g, &p);
+        p.cost = plan_cost(ctx, g, &p, fixed_limit);
         if (!found || p.cost < best->cost) *best = p;
         found = true;
     }
     return found;
 }
 
+/* The generic tiled kernel (fixed == NULL) or a fixed-width one: the same arguments. */
 static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                                 const gpuws_buffer *image, const gpuws_buffer *kernel, gpuws_buffer *out)
+                                 const fixed_kernel *fixed, const gpuws_buffer *image, const gpuws_buffer *kernel,
+                                 gpuws_buffer *out)
 {
     gpuws_launch_config cfg = {{(uint32_t)p->blocks, 1, 1}, {(uint32_t)(32 * p->wx * p->wy), 1, 1}};
     gpuws_arg args[] = {
@@ -143,6 +183,7 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
         gpuws_arg_i32((int32_t)((long long)g->on - (long long)(g->kw - 1))), gpuws_arg_i32((int32_t)g->boundary),
         dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill), gpuws_arg_i32(p->wx),
         gpuws_arg_i32(p->kbh), gpuws_arg_i32(p->kbw), gpuws_arg_i32(p->pitch), gpuws_arg_local(p->local_bytes)};
+    if (fixed) return gpuws__launch_named(s, fixed->name, fixed->options, &cfg, args, GPUWS__NARGS(args));
     return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(), &cfg, args,
                                GPUWS__NARGS(args));
 }
@@ -207,17 +248,31 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
     tiled_plan p;
     uint32_t max_block = 0;
+    const char *which = gpuws__getenv("GPUWS_CONVOLVE2D_KERNEL");
+    if (tiled && g.kw <= FIXED_MAX_KW && !(which && gpuws__strcasecmp(which, "generic") == 0)) {
+        /* the fixed-width kernel when the whole kernel fits a tile's budget */
+        const fixed_kernel f = fixed_kernel_for(dt, g.kw);
+        gpuws_kernel *k;
+        if ((st = gpuws__kernel_block(ctx, f.name, f.options, 1024, &k, &max_block))) return st;
+        const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
+        if (plan_tiled(ctx, &g, dt == GPUWS_F32 ? &fixed_f32 : &fixed_f64, dt, max_block, limit, &p)) {
+            gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: fixed kw %zu, %d x %d warps, tiles %d x %d, pitch %d, %zu bytes "
+                       "local, %llu blocks", gpuws_dtype_name(dt), g.kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes,
+                       (unsigned long long)p.blocks);
+            return launch_tiled(s, dt, &g, &p, &f, image, kernel, out);
+        }
+    }
     if (tiled) { /* the kernel's own limit (register use) as well as the device's */
         gpuws_kernel *k;
         if ((st = gpuws__kernel_block(ctx, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(), 1024, &k,
                                       &max_block)))
             return st;
     }
-    if (tiled && plan_tiled(ctx, &g, dt, max_block, &p)) {
+    if (tiled && plan_tiled(ctx, &g, dt == GPUWS_F32 ? &shape_f32 : &shape_f64, dt, max_block, 0, &p)) {
         gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: tiled, %d x %d warps, tiles %d x %d, kernel blocks %d x %d, "
                    "pitch %d, %zu bytes local, %llu blocks", gpuws_dtype_name(dt), p.wx, p.wy, p.th, p.tw, p.kbh,
                    p.kbw, p.pitch, p.local_bytes, (unsigned long long)p.blocks);
-        return launch_tiled(s, dt, &g, &p, image, kernel, out);
+        return launch_tiled(s, dt, &g, &p, NULL, image, kernel, out);
     }
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: direct", gpuws_dtype_name(dt));
     return launch_direct(s, dt, &g, image, kernel, out);

@@ -3,6 +3,8 @@
  *   convolve2d_tiled_*   shared/local-memory tiles, R x S outputs per work-item from registers (GPUs)
  *   convolve2d_direct_*  64 (f32) / 32 (f64) outputs per work-item straight from global memory, as 4 SIMD vectors
  *                        (CPU devices, and the fallback)
+ *   convolve2d_fixed_*_k<KW>  the tiled kernel for one kernel width, built with -DGPUWS_CONV2D_KW=<KW> (the program
+ *                        then holds only these; the driver asks for them by that name with that option)
  * The tiled kernel is written once as a macro over the element type; loops over compile-time counts are
  * unrolled so the per-thread arrays stay in registers. */
 
@@ -60,6 +62,29 @@ static inline int conv_extend(int i, int n, int boundary)
             LOAD_N(f, fbc + j * kbwp, C, VW);                                                                   \
             UNROLL for (int k = 0; k < (K); k++)                                                                \
                 UNROLL for (int i = 0; i < R; i++) acc[s][i] = fma(f[k], in[i + k], acc[s][i]);                 \
+        }                                                                                                       \
+    }
+
+/* A work-item's S x RF outputs from row m0 + y0, column n0 + x0: 16-byte stores when every row start is 16-byte
+ * aligned, 8-byte when 8-byte aligned, else element by element. */
+#define STORE_ROWS(T, V, VW, RF, S)                                                                             \
+    const int n = n0 + x0;                                                                                      \
+    UNROLL for (int s = 0; s < S; s++) {                                                                        \
+        const int m = m0 + y0 + s;                                                                              \
+        if (m < OH && n < OW) {                                                                                 \
+            __global T *o = out + (size_t)m * OW + n;                                                           \
+            if (n + RF <= OW && OW % VW == 0) {                                                                 \
+                UNROLL for (int q = 0; q < RF / VW; q++) {                                                      \
+                    V v;                                                                                        \
+                    STOREV_##VW(v, acc[s], q);                                                                  \
+                    *(__global V *)(o + q * VW) = v;                                                            \
+                }                                                                                               \
+            } else if (VW == 4 && n + RF <= OW && OW % 2 == 0) {                                                \
+                UNROLL for (int q = 0; q < RF / 2; q++)                                                         \
+                    *(__global T##2 *)(o + 2 * q) = (T##2)(acc[s][2 * q], acc[s][2 * q + 1]);                   \
+            } else {                                                                                            \
+                UNROLL for (int i = 0; i < RF; i++) if (n + i < OW) o[i] = acc[s][i];                           \
+            }                                                                                                   \
         }                                                                                                       \
     }
 
@@ -134,25 +159,7 @@ static inline int conv_extend(int i, int n, int boundary)
             }                                                                                                   \
         }                                                                                                       \
         if (!active) return;                                                                                    \
-        const int n = n0 + x0;                                                                                  \
-        UNROLL for (int s = 0; s < S; s++) {                                                                    \
-            const int m = m0 + y0 + s;                                                                          \
-            if (m < OH && n < OW) {                                                                             \
-                __global T *o = out + (size_t)m * OW + n;                                                       \
-                if (n + R <= OW && OW % VW == 0) {                                                              \
-                    UNROLL for (int q = 0; q < R / VW; q++) {                                                   \
-                        V v;                                                                                    \
-                        STOREV_##VW(v, acc[s], q);                                                              \
-                        *(__global V *)(o + q * VW) = v;                                                        \
-                    }                                                                                           \
-                } else if (VW == 4 && n + R <= OW && OW % 2 == 0) {                                             \
-                    UNROLL for (int q = 0; q < R / 2; q++)                                                      \
-                        *(__global T##2 *)(o + 2 * q) = (T##2)(acc[s][2 * q], acc[s][2 * q + 1]);               \
-                } else {                                                                                        \
-                    UNROLL for (int i = 0; i < R; i++) if (n + i < OW) o[i] = acc[s][i];                        \
-                }                                                                                               \
-            }                                                                                                   \
-        }                                                                                                       \
+        STORE_ROWS(T, V, VW, R, S)                                                                              \
     }
 
 #define STOREV_4(v, a, q) (v) = (float4)((a)[4 * (q)], (a)[4 * (q) + 1], (a)[4 * (q) + 2], (a)[4 * (q) + 3])
@@ -245,10 +252,89 @@ static inline int conv_extend(int i, int n, int boundary)
         }                                                                                                       \
     }
 
+#ifndef GPUWS_CONV2D_KW
 DEFINE_TILED(f32, float, float4, 4, 5, 4)
 DEFINE_DIRECT(f32, float, float16, 16)
 
 #ifdef GPUWS_FP64
 DEFINE_TILED(f64, double, double2, 2, 3, 2)
 DEFINE_DIRECT(f64, double, double8, 8)
+#endif
+#endif
+
+/* ---- the fixed-width tiled kernel (design: convolve2d.cu, fixed<T, KW>) ------------------------------------------
+ * The kernel width KW is a build option, so the tap loops unroll completely with constant register indices: per
+ * staged input row a work-item loads its window of R + KW - 1 values once, then for each of its S output rows whose
+ * kernel row exists streams that row (one local 16-byte load per VW taps) into KW x R FMAs. Taps past KW are not in
+ * the code (no 0 x Inf). The tile is staged rows by warps, columns by lanes, STAGE_ROWS rows loaded before their
+ * stores so that several loads are in flight. */
+#ifdef GPUWS_CONV2D_KW
+#define KW GPUWS_CONV2D_KW
+#define ROUND_UP(x, m) (((x) + (m) - 1) / (m) * (m))
+#define FIXED_NAME_(NAME, K) convolve2d_fixed_##NAME##_k##K
+#define FIXED_NAME(NAME, K) FIXED_NAME_(NAME, K)
+#define STAGE_ROWS 4
+
+#define DEFINE_FIXED(NAME, T, V, VW, RF, S, LX)                                                                 \
+    __kernel void FIXED_NAME(NAME, KW)(__global const T *img, __global const T *kern, __global T *out,          \
+                                       ulong stride, int H, int W, int kh, int kw, int OH, int OW, int base_r,     \
+                                       int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max,       \
+                                       int pitch, __local T *tile)                                               \
+    {                                                                                                           \
+        const int LY = 32 / LX, KWP = ROUND_UP(KW, VW), COLS = ROUND_UP(KW, 8);                            \
+        const int nthreads = (int)get_local_size(0), nwarps = nthreads >> 5, wy = nwarps / wx;                  \
+        const int TW = wx * LX * RF, TH = wy * LY * S;                                                          \
+        __local T *fb = tile + (TH + kh - 1) * pitch;                                                           \
+        const int tid = (int)get_local_id(0), lane = tid & 31, warp = tid >> 5;                                 \
+        const int wxi = warp % wx, wyi = warp / wx;                                                             \
+        const int x0 = (wxi * LX + lane % LX) * RF, y0 = (wyi * LY + lane / LX) * S;                            \
+        const int tiles_x = (OW + TW - 1) / TW;                                                                 \
+        const int m0 = (int)(get_group_id(0) / tiles_x) * TH, n0 = (int)(get_group_id(0) % tiles_x) * TW;      \
+        const bool active = m0 + wyi * LY * S < OH && n0 + wxi * LX * RF < OW;                                  \
+        for (int i = tid; i < kh * KWP; i += nthreads) {                                                        \
+            const int j = i / KWP, k = i - j * KWP;                                                             \
+            fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : (T)0;                             \
+        }                                                                                                       \
+        const int rows = TH + kh - 1, cols = TW + COLS, gr0 = m0 + base_r, gc0 = n0 + base_c;                  \
+        const bool cols_inside = gc0 >= 0 && gc0 + cols <= W;                                                   \
+        for (int u0 = warp; u0 < rows; u0 += STAGE_ROWS * nwarps) {                                             \
+            int gr[STAGE_ROWS];                                                                                 \
+            UNROLL for (int b = 0; b < STAGE_ROWS; b++) gr[b] = conv_extend(gr0 + u0 + b * nwarps, H, boundary); \
+            for (int v = lane; v < cols; v += 32) {                                                             \
+                const int gc = cols_inside ? gc0 + v : conv_extend(gc0 + v, W, boundary);                       \
+                T x[STAGE_ROWS];                                                                                \
+                UNROLL for (int b = 0; b < STAGE_ROWS; b++)                                                     \
+                    x[b] = u0 + b * nwarps >= rows || gr[b] < 0 || gc < 0 ? fill : img[(size_t)gr[b] * stride + gc]; \
+                UNROLL for (int b = 0; b < STAGE_ROWS; b++)                                                     \
+                    if (u0 + b * nwarps < rows) tile[(u0 + b * nwarps) * pitch + v] = x[b];                     \
+            }                                                                                                   \
+        }                                                                                                       \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                           \
+        if (!active) return;                                                                                    \
+        T acc[S][RF];                                                                                           \
+        UNROLL for (int s = 0; s < S; s++) UNROLL for (int i = 0; i < RF; i++) acc[s][i] = (T)0;                \
+        __local const T *trow = tile + y0 * pitch + x0, *frow = fb;                                             \
+        for (int r = 0; r < S + kh - 1; r++, trow += pitch, frow += KWP) {                                      \
+            T in[ROUND_UP(RF + KW - 1, VW)];                                                                    \
+            LOAD_N(in, trow, ROUND_UP(RF + KW - 1, VW), VW);                                                    \
+            UNROLL for (int s = 0; s < S; s++) {                                                                \
+                if ((uint)(r - s) < (uint)kh) {                                                                 \
+                    UNROLL for (int q = 0; q < ROUND_UP(KW, VW) / VW; q++) {                                    \
+                        T f[VW];                                                                                \
+                        LOADV_##VW(f, frow - s * KWP + q * VW, 0);                                              \
+                        UNROLL for (int w = 0; w < VW; w++)                                                     \
+                            if (q * VW + w < KW)                                                                \
+                                UNROLL for (int i = 0; i < RF; i++)                                             \
+                                    acc[s][i] = fma(f[w], in[i + q * VW + w], acc[s][i]);                       \
+                    }                                                                                           \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+        STORE_ROWS(T, V, VW, RF, S)                                                                             \
+    }
+
+DEFINE_FIXED(f32, float, float4, 4, 8, 5, 4)
+#ifdef GPUWS_FP64
+DEFINE_FIXED(f64, double, double2, 2, 4, 5, 4)
+#endif
 #endif

@@ -67,25 +67,117 @@ __device__ __forceinline__ void chunk(T (&acc)[S][R], const T (&in)[N], const T 
     }
 }
 
+// Where a thread works: a block of 32 * wx * wy threads computes a TH x TW tile (tile blockIdx.x, row-major); a warp
+// is LX lanes across by 32 / LX down, each lane R outputs across by S down from (y0, x0) of the tile. Warps whose
+// outputs all lie past the edge load and synchronise but skip the arithmetic (!active).
+template <int R, int S, int LX> struct Place {
+    int nthreads, nwarps, TW, TH, tid, lane, warp, x0, y0, m0, n0;
+    bool active;
+    __device__ __forceinline__ Place(int wx, int OH, int OW)
+    {
+        constexpr int LY = 32 / LX;
+        nthreads = blockDim.x, nwarps = nthreads >> 5;
+        const int wy = nwarps / wx;
+        TW = wx * LX * R, TH = wy * LY * S;
+        tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+        const int wxi = warp % wx, wyi = warp / wx;
+        x0 = (wxi * LX + lane % LX) * R, y0 = (wyi * LY + lane / LX) * S;
+        const int tiles_x = (OW + TW - 1) / TW;
+        m0 = (int)(blockIdx.x / tiles_x) * TH, n0 = (int)(blockIdx.x % tiles_x) * TW;
+        active = m0 + wyi * LY * S < OH && n0 + wxi * LX * R < OW;
+    }
+};
+
+// One element global -> shared without passing through registers (cp.async, sm_80+): a thread issues all its
+// copies back to back and waits once, instead of waiting on each load before its store.
+template <bool Async, typename T> __device__ __forceinline__ void copy_async(T *dst, const T *src)
+{
+#if __CUDA_ARCH__ >= 800
+    if (!Async) {
+        *dst = __ldg(src);
+        return;
+    }
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src), "n"(sizeof(T)));
+#else
+    *dst = __ldg(src);
+#endif
+}
+__device__ __forceinline__ void copy_async_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+// tile[u * pitch + v] = X(gr0 + u, gc0 + v) for u < rows, v < cols: rows by warps, columns by lanes; a row of the
+// fill value is stored, an image row copied (element by element through the boundary rule at the left/right edge).
+// Async: with cp.async (the fixed kernel), else through registers, one or two loads in flight (the generic kernel,
+// kept as measured).
+template <bool Async, typename T>
+__device__ __forceinline__ void stage_tile(T *tile, int pitch, int rows, int cols, const T *__restrict__ img,
+                                           unsigned long long stride, int H, int W, int gr0, int gc0, int boundary,
+                                           T fill, int lane, int warp, int nwarps)
+{
+    const bool cols_inside = gc0 >= 0 && gc0 + cols <= W;
+    for (int u = warp; u < rows; u += nwarps) {
+        T *dst = tile + u * pitch;
+        const int gr = extend(gr0 + u, H, boundary);
+        if (gr < 0) {
+            for (int v = lane; v < cols; v += 32) dst[v] = fill;
+        } else if (cols_inside) {
+            const T *src = img + (size_t)gr * stride + gc0;
+            for (int v = lane; v < cols; v += 32) copy_async<Async>(dst + v, src + v);
+        } else {
+            const T *src = img + (size_t)gr * stride;
+            for (int v = lane; v < cols; v += 32) {
+                const int gc = extend(gc0 + v, W, boundary);
+                if (gc < 0) dst[v] = fill;
+                else copy_async<Async>(dst + v, src + gc);
+            }
+        }
+    }
+    if (Async) copy_async_wait();
+}
+
+// A thread's S x R outputs from row m, column n. Stores: 16-byte when every row start is 16-byte aligned, 8-byte
+// when 8-byte aligned (n is a multiple of R, and device buffers are 256-byte aligned), else element by element.
+template <typename T, int S, int R>
+__device__ __forceinline__ void store_rows(T *__restrict__ out, const T (&acc)[S][R], int OH, int OW, int m0, int n)
+{
+    constexpr int VW = Vec16<T>::W;
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        const int m = m0 + s;
+        if (m >= OH || n >= OW) break;
+        T *o = out + (size_t)m * OW + n;
+        if (n + R <= OW && OW % VW == 0) {
+            store_vec(o, acc[s]);
+        } else if (VW == 4 && n + R <= OW && OW % 2 == 0) {
+#pragma unroll
+            for (int q = 0; q < R / 2; q++) *reinterpret_cast<float2 *>(o + 2 * q) = make_float2(acc[s][2 * q], acc[s][2 * q + 1]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                if (n + i < OW) o[i] = acc[s][i];
+        }
+    }
+}
+
 template <typename T>
 __device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
                       unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, int base_r, int base_c,
                       int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch)
 {
     using Sh = Shape<T>;
-    constexpr int R = Sh::R, C = Sh::C, S = Sh::S, LX = Sh::LX, LY = 32 / LX, VW = Vec16<T>::W;
+    constexpr int R = Sh::R, C = Sh::C, S = Sh::S, LX = Sh::LX;
     GPUWS_SHARED_BYTES();
     T *tile = reinterpret_cast<T *>(gpuws_smem);
-    const int nthreads = blockDim.x, nwarps = nthreads >> 5, wy = nwarps / wx;
-    const int TW = wx * LX * R, TH = wy * LY * S;
+    const Place<R, S, LX> pl(wx, OH, OW);
+    const int nthreads = pl.nthreads, nwarps = pl.nwarps, TW = pl.TW, TH = pl.TH, tid = pl.tid, lane = pl.lane;
+    const int warp = pl.warp, x0 = pl.x0, y0 = pl.y0, m0 = pl.m0, n0 = pl.n0;
+    const bool active = pl.active;
     T *fb = tile + (TH + kbh_max - 1) * pitch; // kernel block, flipped, rows of kbwp (a multiple of C) values
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int wxi = warp % wx, wyi = warp / wx;
-    const int x0 = (wxi * LX + lane % LX) * R, y0 = (wyi * LY + lane / LX) * S;
-    const int tiles_x = (OW + TW - 1) / TW;
-    const int m0 = (int)(blockIdx.x / tiles_x) * TH, n0 = (int)(blockIdx.x % tiles_x) * TW;
-    // warps whose outputs all lie past the edge load and synchronise but skip the arithmetic
-    const bool active = m0 + wyi * LY * S < OH && n0 + wxi * LX * R < OW;
 
     T acc[S][R];
 #pragma unroll
@@ -102,25 +194,8 @@ __device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *
                 const int j = i / kbwp, k = i - j * kbwp;
                 fb[i] = k < kbw ? kern[(size_t)(kh - 1 - j0 - j) * kw + (kw - 1 - k0 - k)] : T(0);
             }
-            const int rows = TH + kbh - 1, cols = TW + kbwp;
-            const int gr0 = m0 + base_r + j0, gc0 = n0 + base_c + k0;
-            const bool cols_inside = gc0 >= 0 && gc0 + cols <= W;
-            for (int u = warp; u < rows; u += nwarps) {
-                T *dst = tile + u * pitch;
-                const int gr = extend(gr0 + u, H, boundary);
-                if (gr < 0) {
-                    for (int v = lane; v < cols; v += 32) dst[v] = fill;
-                } else if (cols_inside) {
-                    const T *src = img + (size_t)gr * stride + gc0;
-                    for (int v = lane; v < cols; v += 32) dst[v] = __ldg(src + v);
-                } else {
-                    const T *src = img + (size_t)gr * stride;
-                    for (int v = lane; v < cols; v += 32) {
-                        const int gc = extend(gc0 + v, W, boundary);
-                        dst[v] = gc < 0 ? fill : __ldg(src + gc);
-                    }
-                }
-            }
+            stage_tile<false>(tile, pitch, TH + kbh - 1, TW + kbwp, img, stride, H, W, m0 + base_r + j0,
+                              n0 + base_c + k0, boundary, fill, lane, warp, nwarps);
             __syncthreads();
             if (!active) continue;
             const T *trow = tile + y0 * pitch + x0;
@@ -145,26 +220,82 @@ __device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *
             }
         }
     }
-    if (!active) return;
-    // stores: 16-byte when every row start is 16-byte aligned, 8-byte when 8-byte aligned (n0 + x0 is a multiple
-    // of R, and device buffers are 256-byte aligned), else element by element
-    const int n = n0 + x0;
+    if (active) store_rows(out, acc, OH, OW, m0 + y0, n0 + x0);
+}
+
+// ---- _fixed_: the tiled kernel for a kernel width KW known at compile time (1..16) ---------------------------------
+// The generic kernel's inner loop walks 8-tap chunks chosen by a runtime switch and reloads its image window per
+// chunk; ncu saw it issue about one other instruction per FMA and stall while staging. Here the width is a template
+// argument: per staged input row a thread loads its whole window of R + KW - 1 values once (16-byte loads), then for
+// each of its S output rows whose kernel row exists it streams that flipped kernel row from shared memory (one
+// broadcast 16-byte load per VW taps) into KW x R FMAs whose register indices are all constants. Taps past KW do not
+// exist in the code at all, so no padding tap is ever multiplied (Inf/NaN stay inside their footprints). The row test
+// is one uniform branch per output row and input row. The whole kernel must fit the shared-memory budget (no kernel
+// blocks): the driver falls back to the generic kernel otherwise.
+// The tile is staged with asynchronous copies (the generic loader's row loop waited on one or two loads at a time:
+// ~50 dependent round trips per block before any FMA).
+template <typename T> struct FixedShape;
+template <> struct FixedShape<float> {
+    static constexpr int R = 8, S = 5, LX = 4; // a lane's outputs span 32 bytes: same bank rule as Shape<float>
+};
+template <> struct FixedShape<double> {
+    static constexpr int R = 4, S = 5, LX = 4; // 32 bytes again
+};
+__host__ __device__ constexpr int round_up_c(int x, int m) { return (x + m - 1) / m * m; }
+
+template <typename T, int KW>
+__device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
+                      unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r, int base_c,
+                      int boundary, T fill, int wx, int pitch)
+{
+    using Sh = FixedShape<T>;
+    constexpr int R = Sh::R, S = Sh::S, LX = Sh::LX, VW = Vec16<T>::W;
+    constexpr int NW = round_up_c(R + KW - 1, VW); // the window (R + KW - 1 values, whole vectors)
+    constexpr int KWP = round_up_c(KW, VW);        // a staged kernel row
+    constexpr int COLS = round_up_c(KW, 8);        // tile columns past TW (the driver's kbw for the pitch)
+    GPUWS_SHARED_BYTES();
+    T *tile = reinterpret_cast<T *>(gpuws_smem);
+    const Place<R, S, LX> pl(wx, OH, OW);
+    const int nthreads = pl.nthreads, TW = pl.TW, TH = pl.TH, tid = pl.tid, x0 = pl.x0, y0 = pl.y0, m0 = pl.m0;
+    const int n0 = pl.n0;
+    T *fb = tile + (TH + kh - 1) * pitch; // flipped kernel, rows of KWP
+
+    for (int i = tid; i < kh * KWP; i += nthreads) {
+        const int j = i / KWP, k = i - j * KWP;
+        fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : T(0);
+    }
+    stage_tile<true>(tile, pitch, TH + kh - 1, TW + COLS, img, stride, H, W, m0 + base_r, n0 + base_c, boundary, fill,
+                     pl.lane, pl.warp, pl.nwarps);
+    __syncthreads();
+    if (!pl.active) return;
+
+    T acc[S][R];
 #pragma unroll
-    for (int s = 0; s < S; s++) {
-        const int m = m0 + y0 + s;
-        if (m >= OH || n >= OW) break;
-        T *o = out + (size_t)m * OW + n;
-        if (n + R <= OW && OW % VW == 0) {
-            store_vec(o, acc[s]);
-        } else if (VW == 4 && n + R <= OW && OW % 2 == 0) {
+    for (int s = 0; s < S; s++)
 #pragma unroll
-            for (int q = 0; q < R / 2; q++) *reinterpret_cast<float2 *>(o + 2 * q) = make_float2(acc[s][2 * q], acc[s][2 * q + 1]);
-        } else {
+        for (int i = 0; i < R; i++) acc[s][i] = T(0);
+    const T *trow = tile + y0 * pitch + x0, *frow = fb; // input row r, kernel row r (output row s uses r - s)
+#pragma unroll 1
+    for (int r = 0; r < S + kh - 1; r++, trow += pitch, frow += KWP) {
+        T in[NW];
+        load_vec(in, trow);
 #pragma unroll
-            for (int i = 0; i < R; i++)
-                if (n + i < OW) o[i] = acc[s][i];
+        for (int s = 0; s < S; s++) {
+            if ((unsigned)(r - s) >= (unsigned)kh) continue;
+#pragma unroll
+            for (int q = 0; q < KWP / VW; q++) {
+                T f[VW];
+                load_vec(f, frow - s * KWP + q * VW);
+#pragma unroll
+                for (int w = 0; w < VW; w++) {
+                    if (q * VW + w >= KW) break;
+#pragma unroll
+                    for (int i = 0; i < R; i++) acc[s][i] = fma(f[w], in[i + q * VW + w], acc[s][i]);
+                }
+            }
         }
     }
+    store_rows(out, acc, OH, OW, m0 + y0, n0 + x0);
 }
 
 template <typename T>
@@ -229,5 +360,25 @@ __device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T 
 GPUWS_CONVOLVE2D_KERNELS(f32, float)
 GPUWS_CONVOLVE2D_KERNELS(f64, double)
 
-GPUWS_CUDA_KERNELS(convolve2d, GPUWS_CUDA_KERNEL(convolve2d_tiled_f32), GPUWS_CUDA_KERNEL(convolve2d_tiled_f64),
-                   GPUWS_CUDA_KERNEL(convolve2d_direct_f32), GPUWS_CUDA_KERNEL(convolve2d_direct_f64))
+// convolve2d_fixed_<dtype>_k<KW>: the same parameters as _tiled_ (kw, kbh_max and kbw_max are implied: the whole
+// kernel is one block), so the driver launches either with one argument list.
+#define GPUWS_CONVOLVE2D_FIXED(NAME, T, KW)                                                                      \
+    extern "C" __global__ void convolve2d_fixed_##NAME##_k##KW(                                                  \
+        const T *img, const T *kern, T *out, unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, \
+        int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, gpuws_local smem) \
+    {                                                                                                            \
+        (void)kw, (void)kbh_max, (void)kbw_max, (void)smem;                                                      \
+        fixed<T, KW>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch);       \
+    }
+#define GPUWS_CONVOLVE2D_FIXED_WIDTHS(X, NAME, T)                                                                \
+    X(NAME, T, 1) X(NAME, T, 2) X(NAME, T, 3) X(NAME, T, 4) X(NAME, T, 5) X(NAME, T, 6) X(NAME, T, 7) X(NAME, T, 8)  \
+    X(NAME, T, 9) X(NAME, T, 10) X(NAME, T, 11) X(NAME, T, 12) X(NAME, T, 13) X(NAME, T, 14) X(NAME, T, 15)      \
+    X(NAME, T, 16)
+#define GPUWS_CONVOLVE2D_FIXED_ENTRY(NAME, T, KW) GPUWS_CUDA_KERNEL(convolve2d_fixed_##NAME##_k##KW),
+GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED, f32, float)
+GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED, f64, double)
+
+GPUWS_CUDA_KERNELS(convolve2d, GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f32, float)
+                                   GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f64, double)
+                                   GPUWS_CUDA_KERNEL(convolve2d_tiled_f32), GPUWS_CUDA_KERNEL(convolve2d_tiled_f64),
+                                   GPUWS_CUDA_KERNEL(convolve2d_direct_f32), GPUWS_CUDA_KERNEL(convolve2d_direct_f64))
