@@ -5,6 +5,9 @@
 #   bench    the rows still short of a goal, CUDA and NVIDIA OpenCL side by side
 #   oclprof  per-kernel device times on NVIDIA OpenCL (GPUWS_OPENCL_PROFILE=1) and on CUDA (ncu) for the
 #            multi-kernel rows, to split each OpenCL/CUDA gap into kernel time and launch gaps
+#   verify   the suites in VERIFY_TESTS on CUDA + NVIDIA OpenCL, then on PoCL, and compute-sanitizer (memcheck,
+#            racecheck, synccheck) over `gpuws selftest` of the algorithms in VERIFY_ALGS
+#   ab       `gpuws bench` of AB_ALGS once per setting in AB_SETTINGS (space-separated VAR=value, "-" = none)
 #   usage: bash bench/gpu_explore.sh [steps]   (default: build,mcpi,bench,oclprof)
 #   EXPLORE_ALGS: the bench step's --algorithms list.
 set -uo pipefail
@@ -42,6 +45,35 @@ if has mcpi; then
         --section WarpStateStats --metrics sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second \
         /tmp/mcpi 3000000 >"$LOGS/ncu-mcpi.txt" 2>&1
     log "ncu mcpi: rc=$?"
+fi
+
+if has verify; then
+    export CRITERION_JOBS=${CRITERION_JOBS:-4}
+    for t in ${VERIFY_TESTS:-}; do
+        ours env GPUWS_TEST_DATA=$PWD/tests/data GPUWS_REQUIRE=opencl,cuda GPUWS_TEST_BACKENDS=cuda,opencl GPUWS_OPENCL_PLATFORM=NVIDIA timeout 200 \
+            ./build-gpu/tests/$t >"$LOGS/verify-$t-nvidia.log" 2>&1
+        log "$t cuda+nvidia-opencl: rc=$? $(grep Synthesis "$LOGS/verify-$t-nvidia.log")"
+        ours env GPUWS_TEST_DATA=$PWD/tests/data GPUWS_REQUIRE=opencl GPUWS_TEST_BACKENDS=opencl GPUWS_OPENCL_PLATFORM=Portable timeout 200 \
+            ./build-gpu/tests/$t >"$LOGS/verify-$t-pocl.log" 2>&1
+        log "$t pocl5: rc=$? $(grep Synthesis "$LOGS/verify-$t-pocl.log")"
+    done
+    if [ -n "${VERIFY_ALGS:-}" ]; then
+        for tool in memcheck racecheck synccheck; do
+            ours timeout 120 compute-sanitizer --tool $tool --error-exitcode 99 $G selftest --backends cuda \
+                --algorithms "$VERIFY_ALGS" --sizes small,default >"$LOGS/sanitize-$tool.log" 2>&1
+            log "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|selftest:' "$LOGS/sanitize-$tool.log" | tr '\n' ' ')"
+        done
+    fi
+fi
+
+if has ab; then
+    for set in ${AB_SETTINGS:--}; do
+        e=(); [ "$set" != - ] && e=("$set")
+        ours env ${e[@]+"${e[@]}"} timeout 200 $G bench --backends cuda,opencl --platform NVIDIA --no-ceilings \
+            --algorithms "$AB_ALGS" --budget 1 --repeat 30 >"$LOGS/ab-$set.txt" 2>&1
+        log "ab $set: rc=$?"
+        grep -A40 "^workload" "$LOGS/ab-$set.txt" | grep -E "cuda|opencl" | sed "s/^/  [$set] /" | cut -c1-150 | tee -a "$OUT/summary.txt"
+    done
 fi
 
 if has bench; then

@@ -12,10 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Build options. Always the stream kernel's shape. On NVIDIA's OpenCL, the register caps that __launch_bounds__
- * gives the CUDA stream kernels (it has no __launch_bounds__; one cap per program, so one program per dtype). With
+/* Build options. The stream kernels are compiled only into the program built with their shape (C1S_CL_OPTIONS),
+ * and on NVIDIA's OpenCL with the register caps that __launch_bounds__ gives the CUDA stream kernels (it has no
+ * __launch_bounds__; one cap per program, so one program per dtype). The tiled and direct kernels come from a
+ * program without them: PoCL 5 aborts building work-group functions in the program that holds the stream kernels
+ * (the whole test_convolve1d suite crashed there on 2026-11-21), and CPU devices run the direct kernel. With
  * GPUWS_CONV_NO_UNROLL=1, no unroll pragmas (a diagnostic knob; see docs/algorithms/convolve.md). */
-static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt)
+static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt, bool stream)
 {
 #define NOU " -DGPUWS_CONV_NO_UNROLL=1"
 #define NV32 " -cl-nv-maxrregcount=64" /* 65536 / (256 threads x C1S_BLOCKS_PER_CU_F32) */
@@ -23,11 +26,12 @@ static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt)
     static const char *const table[2][2][2] = {
         {{C1S_CL_OPTIONS, C1S_CL_OPTIONS}, {C1S_CL_OPTIONS NV32, C1S_CL_OPTIONS NV64}},
         {{C1S_CL_OPTIONS NOU, C1S_CL_OPTIONS NOU}, {C1S_CL_OPTIONS NOU NV32, C1S_CL_OPTIONS NOU NV64}}};
+    const char *v = gpuws__getenv("GPUWS_CONV_NO_UNROLL");
+    const bool no_unroll = v && gpuws__strcasecmp(v, "1") == 0;
+    if (!stream) return no_unroll ? NOU + 1 : NULL;
 #undef NOU
 #undef NV32
 #undef NV64
-    const char *v = gpuws__getenv("GPUWS_CONV_NO_UNROLL");
-    const bool no_unroll = v && gpuws__strcasecmp(v, "1") == 0;
     const bool nv = ctx->backend->kind == GPUWS_BACKEND_OPENCL && gpuws__icontains(ctx->info.platform, "NVIDIA");
     return table[no_unroll][nv][dt == GPUWS_F64];
 }
@@ -84,13 +88,13 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
     const gpuws_context *ctx = s->ctx;
     const size_t es = gpuws_dtype_size(dt);
     const conv1d_args a = {sig, filt, out, n, ms, (long long)g->start - (long long)(ms - 1), g->out_n};
-    const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH"), *opts = conv_options(ctx, dt);
+    const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH"), *opts = conv_options(ctx, dt, false);
     /* GPU kernels on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading
      * local memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
     bool tiled = !gpuws__is_cpu_device(ctx);
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
     if (tiled) {
-        gpuws_status st = launch_stream(s, dt, opts, &a);
+        gpuws_status st = launch_stream(s, dt, conv_options(ctx, dt, true), &a);
         if (st != GPUWS_ERR_UNSUPPORTED) return st;
     }
 

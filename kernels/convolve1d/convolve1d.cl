@@ -233,12 +233,16 @@
 #define VTO_4(a, v) ((a)[0] = (v).s0, (a)[1] = (v).s1, (a)[2] = (v).s2, (a)[3] = (v).s3)
 #define VTO_2(a, v) ((a)[0] = (v).s0, (a)[1] = (v).s1)
 
+#ifdef C1S_THREADS /* only in the program built with the stream shape (convolve1d.c, conv_options) */
 DEFINE_STREAM(f32, float, float4, 4, float2)
+#endif
 DEFINE_TILED(f32, float, float4, 4, 4)
 DEFINE_DIRECT(f32, float, float16, 16)
 
 #ifdef GPUWS_FP64
+#ifdef C1S_THREADS
 DEFINE_STREAM(f64, double, double2, 2, double)
+#endif
 DEFINE_TILED(f64, double, double2, 2, 2)
 DEFINE_DIRECT(f64, double, double8, 8)
 #endif

@@ -1,0 +1,72 @@
+/* Experiment (not part of the library): builds OpenCL source files on one platform, each in a child process, and
+ * says which ones the compiler accepts; for compiler crashes (PoCL 5's work-group compiler aborted on convolve1d.cl,
+ * 2026-11-21). usage: cl_build_probe PLATFORM-SUBSTRING "OPTIONS" PRELUDE.cl FILE.cl... */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *slurp(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = calloc(1, (size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) b[0] = 0;
+    fclose(f);
+    return b;
+}
+
+static int build(const char *plat, const char *opts, const char *prelude, const char *file)
+{
+    cl_platform_id ps[8];
+    cl_uint np = 0;
+    clGetPlatformIDs(8, ps, &np);
+    for (cl_uint i = 0; i < np; i++) {
+        char name[256] = {0};
+        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
+        if (!strstr(name, plat)) continue;
+        cl_device_id d;
+        if (clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, 1, &d, NULL) != CL_SUCCESS) return 3;
+        cl_int e;
+        cl_context c = clCreateContext(NULL, 1, &d, NULL, NULL, &e);
+        const char *src[2] = {slurp(prelude), slurp(file)};
+        cl_program p = clCreateProgramWithSource(c, 2, src, NULL, &e);
+        e = clBuildProgram(p, 1, &d, opts, NULL, NULL);
+        if (e != CL_SUCCESS) {
+            char log[4096] = {0};
+            clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+            fprintf(stderr, "%s: build error %d\n%.1500s\n", file, e, log);
+            return 1;
+        }
+        /* PoCL compiles the work-group functions when kernels are created */
+        cl_kernel ks[32];
+        cl_uint nk = 0;
+        e = clCreateKernelsInProgram(p, 32, ks, &nk);
+        if (e != CL_SUCCESS) return 2;
+        cl_command_queue q = clCreateCommandQueue(c, d, 0, &e);
+        (void)q;
+        return 0;
+    }
+    return 4;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) return 2;
+    for (int i = 4; i < argc; i++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(build(argv[1], argv[2], argv[3], argv[i]));
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (WIFSIGNALED(st)) printf("%-40s CRASH (signal %d)\n", argv[i], WTERMSIG(st));
+        else printf("%-40s %s (exit %d)\n", argv[i], WEXITSTATUS(st) == 0 ? "builds" : "fails", WEXITSTATUS(st));
+        fflush(stdout);
+    }
+    return 0;
+}
