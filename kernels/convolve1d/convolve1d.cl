@@ -126,7 +126,11 @@
  * is aligned (global: an aligned signal index of a buffer; local: inside a static __local V array): a dereference of
  * a V * is one 16-byte access for NVIDIA's compiler, where vloadN (element alignment) may be N scalar ones. */
 #define S_TT(W) (C1S_THREADS * C1S_VECS * (W))
-#define S_PITCHV (1 + C1S_THREADS * C1S_VECS + C1S_HALO_VECS) /* one buffer, in vectors: front pad, tile, halo */
+/* one buffer, in vectors: front pad, tile, halo, and one junk vector that the work-items past the halo write (so
+ * that the halo's store needs no branch: PoCL 5's work-group compiler aborted on an `if (tid < hv)` around the
+ * store's own if/else chain inside the tile loop, pocl/pocl#1435 shape, found with bench/experiments/cl_build_probe.c) */
+#define S_PITCHV (1 + C1S_THREADS * C1S_VECS + C1S_HALO_VECS + 1)
+#define S_HALO_SLOT (min(tid, C1S_HALO_VECS)) /* this work-item's halo vector, or the junk one */
 
 /* Element by element without a loop (PoCL 5's work-group compiler has aborted on loops under branches between
  * barriers, pocl/pocl#1435, #2281; these branches sit inside the tile loop, between its barriers). */
@@ -180,20 +184,20 @@
         long ga = (long)(tile * S_TT(W)) + base - off;                                                          \
         UNROLL for (int q = 0; q < C1S_VECS; q++)                                                               \
             pre[q] = stream_fetch_##NAME(sig, ga + (long)(q * C1S_THREADS + tid) * (W), (long)n);              \
-        if (tid < hv) halo = stream_fetch_##NAME(sig, ga + (long)(C1S_VECS * C1S_THREADS + tid) * (W), (long)n); \
+        /* past the halo (tid >= hv) the fetch sees an empty signal and gives zeros: no branch around it */      \
+        halo = stream_fetch_##NAME(sig, ga + (long)(C1S_VECS * C1S_THREADS + tid) * (W), tid < hv ? (long)n : 0L); \
         for (int b = 0; tile < ntiles; tile += get_num_groups(0), b ^= 1) {                                     \
             __local V *B = bufv + b * S_PITCHV;                                                                 \
             __local T *Bs = (__local T *)B + (W) - off;                                                         \
             UNROLL for (int q = 0; q < C1S_VECS; q++)                                                           \
                 stream_put_##NAME(Bs + (q * C1S_THREADS + tid) * (W), pre[q], off);                             \
-            if (tid < hv) stream_put_##NAME(Bs + (C1S_VECS * C1S_THREADS + tid) * (W), halo, off);               \
+            stream_put_##NAME(Bs + (C1S_VECS * C1S_THREADS + S_HALO_SLOT) * (W), halo, off);                      \
             /* orders this buffer and the taps; every work-item is done with the other buffer */               \
             barrier(CLK_LOCAL_MEM_FENCE);                                                                       \
             ga = (long)((tile + get_num_groups(0)) * S_TT(W)) + base - off;                                     \
             UNROLL for (int q = 0; q < C1S_VECS; q++)                                                           \
                 pre[q] = stream_fetch_##NAME(sig, ga + (long)(q * C1S_THREADS + tid) * (W), (long)n);          \
-            if (tid < hv)                                                                                       \
-                halo = stream_fetch_##NAME(sig, ga + (long)(C1S_VECS * C1S_THREADS + tid) * (W), (long)n);     \
+            halo = stream_fetch_##NAME(sig, ga + (long)(C1S_VECS * C1S_THREADS + tid) * (W), tid < hv ? (long)n : 0L); \
             T acc[C1S_VECS * (W)];                                                                              \
             UNROLL for (int i = 0; i < C1S_VECS * (W); i++) acc[i] = (T)0;                                      \
             for (int c = 0; c < kbp; c += C) {                                                                  \
