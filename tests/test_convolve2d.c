@@ -598,3 +598,45 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, every_fixed_width_agrees
     }
     gpuws_context_destroy(ctx);
 }
+
+ParameterizedTestParameters(convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_width)
+{
+    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+    return cr_make_param_array(gpuws_backend_kind, b, 2);
+}
+
+/* Tiles that lie inside the image are staged with vector copies as wide as the row starts' alignment allows (16
+ * bytes, 8, or element by element: base column on - (kw - 1) and the row stride decide); the rest, and every tile
+ * with GPUWS_CONVOLVE2D_STAGE=general, go through the boundary rule. A 130 x 300 image has interior tiles for a
+ * 15 x 15 kernel; full / same / valid give base columns -14 / -7 / 0, the strides 300 / 302 / 301 alignments of 4, 2
+ * and 1 elements, so every copy width and the fallback run for f32 and f64. */
+ParameterizedTest(gpuws_backend_kind *kind, convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_width)
+{
+    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
+    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
+    gpuws_context *ctx = test_open(*kind);
+    static const char *const stage[] = {"vector", "general"};
+    static const size_t strides[] = {300, 302, 301};
+    for (size_t si = 0; si < 2; si++) {
+        setenv("GPUWS_CONVOLVE2D_STAGE", stage[si], 1);
+        for (size_t k = 0; k < 3; k++) {
+            problem p = {130, 300, strides[k], 15, 15, {(gpuws_convolve_mode)k, GPUWS_BOUNDARY_SYMM, 0.0}};
+            double *image = random_values(image_elems(&p), test_seed(false) + k), *kernel = random_values(p.kh * p.kw, 7);
+            for (int d = 0; d < 2; d++) {
+                const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
+                if (d) test_require_dtype(ctx, dt);
+                size_t oh, ow;
+                double *got = run(ctx, dt, &p, image, kernel, &oh, &ow);
+                char what[96];
+                snprintf(what, sizeof what, "%s fixed, stage %s, stride %zu, mode %zu", test_backend_name(*kind), stage[si],
+                         strides[k], k);
+                check_bound(what, dt, &p, image, kernel, got);
+                free(got);
+            }
+            free(image);
+            free(kernel);
+        }
+    }
+    unsetenv("GPUWS_CONVOLVE2D_STAGE");
+    gpuws_context_destroy(ctx);
+}

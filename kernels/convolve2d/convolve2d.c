@@ -167,7 +167,22 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
     return found;
 }
 
-/* The generic tiled kernel (fixed == NULL) or a fixed-width one: the same arguments. */
+/* The fixed kernel's copy width for tiles inside the image, in elements: the widest 16-byte vector, or 8 bytes, that
+ * every tile row start is aligned to (device buffers are 256-byte aligned; tile starts are multiples of the tile
+ * width past base_c), else 1 (the general loader only; also GPUWS_CONVOLVE2D_STAGE=general, to A/B). */
+static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g)
+{
+    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_STAGE");
+    if (env && gpuws__strcasecmp(env, "general") == 0) return 1;
+    const long long base_c = (long long)g->on - (long long)(g->kw - 1);
+    const int widest = dt == GPUWS_F32 ? 4 : 2;
+    for (int v = widest; v >= 2; v /= 2)
+        if (base_c % v == 0 && g->stride % (size_t)v == 0) return v;
+    return 1;
+}
+
+/* The generic tiled kernel (fixed == NULL) or a fixed-width one: the same arguments (the fixed kernel takes its copy
+ * width where the generic one takes the kernel block's columns). */
 static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const tiled_plan *p,
                                  const fixed_kernel *fixed, const gpuws_buffer *image, const gpuws_buffer *kernel,
                                  gpuws_buffer *out)
@@ -182,7 +197,8 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
         gpuws_arg_i32((int32_t)((long long)g->om - (long long)(g->kh - 1))),
         gpuws_arg_i32((int32_t)((long long)g->on - (long long)(g->kw - 1))), gpuws_arg_i32((int32_t)g->boundary),
         dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill), gpuws_arg_i32(p->wx),
-        gpuws_arg_i32(p->kbh), gpuws_arg_i32(p->kbw), gpuws_arg_i32(p->pitch), gpuws_arg_local(p->local_bytes)};
+        gpuws_arg_i32(p->kbh), gpuws_arg_i32(fixed ? fixed_copy_vec(dt, g) : p->kbw), gpuws_arg_i32(p->pitch),
+        gpuws_arg_local(p->local_bytes)};
     if (fixed) return gpuws__launch_named(s, fixed->name, fixed->options, &cfg, args, GPUWS__NARGS(args));
     return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(), &cfg, args,
                                GPUWS__NARGS(args));

@@ -291,6 +291,20 @@ DEFINE_DIRECT(f64, double, double8, 8)
     }
 #define LOADA_N(dst, src, n, VW) UNROLL for (int q_ = 0; q_ < (n) / VW; q_++) LOADA_##VW(dst, src, q_)
 
+/* A tile inside the image: rows by warps (STAGE_ROWS rows loaded before their stores), columns by lanes in
+ * vectors of N elements, aligned by construction (the driver's copy width), no boundary arithmetic. */
+#define STAGE_INSIDE(T, N)                                                                                      \
+    for (int u0 = warp; u0 < rows; u0 += STAGE_ROWS * nwarps) {                                                 \
+        for (int v = lane * N; v < cols; v += 32 * N) {                                                         \
+            T##N x[STAGE_ROWS];                                                                                 \
+            UNROLL for (int b = 0; b < STAGE_ROWS; b++)                                                         \
+                x[b] = u0 + b * nwarps < rows ? *(__global const T##N *)(src + (size_t)(u0 + b * nwarps) * stride + v) \
+                                              : (T##N)0;                                                        \
+            UNROLL for (int b = 0; b < STAGE_ROWS; b++)                                                         \
+                if (u0 + b * nwarps < rows) vstore##N(x[b], 0, tile + (u0 + b * nwarps) * pitch + v);           \
+        }                                                                                                       \
+    }
+
 #define DEFINE_FIXED(NAME, T, V, VW, RF, S, LX)                                                                 \
     __kernel void FIXED_NAME(NAME, KW)(__global const T *img, __global const T *kern, __global T *out,          \
                                        ulong stride, int H, int W, int kh, int kw, int OH, int OW, int base_r,     \
@@ -314,6 +328,16 @@ DEFINE_DIRECT(f64, double, double8, 8)
         }                                                                                                       \
         const int rows = TH + kh - 1, cols = TW + COLS, gr0 = m0 + base_r, gc0 = n0 + base_c;                  \
         const bool cols_inside = gc0 >= 0 && gc0 + cols <= W;                                                   \
+        const int vec = kbw_max; /* the fixed kernel's copy width for tiles inside the image (convolve2d.c) */   \
+        (void)kbh_max;                                                                                          \
+        if (vec > 1 && cols_inside && gr0 >= 0 && gr0 + rows <= H) {                                            \
+            __global const T *src = img + (size_t)gr0 * stride + gc0;                                           \
+            if (VW == 4 && vec == 4) {                                                                          \
+                STAGE_INSIDE(T, 4)                                                                              \
+            } else {                                                                                            \
+                STAGE_INSIDE(T, 2)                                                                              \
+            }                                                                                                   \
+        } else                                                                                                  \
         for (int u0 = warp; u0 < rows; u0 += STAGE_ROWS * nwarps) {                                             \
             int gr[STAGE_ROWS];                                                                                 \
             UNROLL for (int b = 0; b < STAGE_ROWS; b++) gr[b] = conv_extend(gr0 + u0 + b * nwarps, H, boundary); \
