@@ -143,7 +143,7 @@ typedef struct {
     const bench_peer *peer;
     const bench_result *row;
     double ratio;             /* peer time / gpuws time: > 1 means gpuws is faster */
-    bool size_differs;        /* the size labels are not the same text */
+    bool size_differs;        /* the size labels describe different sizes (bench_sizes_match) */
 } bench_comparison;
 
 /* ---- one whole run, and its reports ---------------------------------------------------------------------- */
@@ -169,6 +169,10 @@ typedef struct {
 /* The comparisons of rows with peers (see bench_comparison); *out is malloc'd. */
 size_t bench_compare(const bench_result *rows, size_t nrows, const bench_peer *peers, size_t npeers,
                      bench_comparison **out);
+/* Whether two size labels describe the same size though written differently ("2048x2048 * 15x15" and
+ * "2048^2*15x15", "4194304 * 15" and "4M*15", "1000000" and "N = 1e+06"): the same number of elements in their
+ * leading dimension expression, and the same label count where both give one. */
+bool bench_sizes_match(const char *a, const char *b);
 /* Reads a peers file (the rows of a gpuws bench JSON document). 0 on success; else -1 with why in err. */
 int bench_read_peers(const char *path, bench_peer **peers, size_t *n, char *err, size_t errn);
 

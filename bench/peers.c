@@ -87,6 +87,64 @@ int bench_read_peers(const char *path, bench_peer **peers, size_t *n, char *err,
     return 0;
 }
 
+/* The number of elements a size label describes: the product of its leading dimension expression, numbers joined by
+ * 'x', '*' or '^' (a power), spaces allowed around them, each number plain, in exponent form (1e+08) or with a binary
+ * suffix (4M = 4 * 2^20, as gpuws writes it); text before the first number ("N = ") is skipped and the expression
+ * ends at the first word that is not an operator ("f32", "values", a comma). 0 when there is no number. */
+static double size_elements(const char *s)
+{
+    while (*s && !(*s >= '0' && *s <= '9')) s++;
+    double prod = 0, base = 0;
+    char op = '*';
+    for (;;) {
+        char *end;
+        double v = strtod(s, &end);
+        if (end == s) break;
+        s = end;
+        if (*s == 'k' || *s == 'K') v *= 1024.0, s++;
+        else if (*s == 'M') v *= 1048576.0, s++;
+        else if (*s == 'G') v *= 1073741824.0, s++;
+        if (op == '^') {
+            double pw = 1;
+            for (int i = 0; i < (int)v && i < 64; i++) pw *= base;
+            prod = (prod == 0 ? 1 : prod / base) * pw;
+        } else {
+            prod = (prod == 0 ? 1 : prod) * v;
+        }
+        base = v;
+        const char *t = s;
+        while (*t == ' ') t++;
+        if (*t != 'x' && *t != '*' && *t != '^') break;
+        op = *t == '^' ? '^' : '*';
+        t++;
+        while (*t == ' ') t++;
+        if (!(*t >= '0' && *t <= '9')) break;
+        s = t;
+    }
+    return prod;
+}
+
+/* The count before a word in a label ("300 labels" -> 300), or -1 without it. */
+static long count_before(const char *s, const char *word)
+{
+    const char *w = strstr(s, word);
+    if (!w || w == s) return -1;
+    const char *d = w - 1;
+    while (d > s && *d == ' ') d--;
+    const char *e = d + 1;
+    while (d > s && d[-1] >= '0' && d[-1] <= '9') d--;
+    return (*d >= '0' && *d <= '9' && d < e) ? strtol(d, NULL, 10) : -1;
+}
+
+bool bench_sizes_match(const char *a, const char *b)
+{
+    if (!strcmp(a, b)) return true;
+    const double x = size_elements(a), y = size_elements(b);
+    if (x <= 0 || y <= 0 || x != y) return false;
+    const long la = count_before(a, "label"), lb = count_before(b, "label");
+    return la < 0 || lb < 0 || la == lb;
+}
+
 size_t bench_compare(const bench_result *rows, size_t nrows, const bench_peer *peers, size_t npeers,
                      bench_comparison **out)
 {
@@ -116,7 +174,7 @@ size_t bench_compare(const bench_result *rows, size_t nrows, const bench_peer *p
                 if (!nc) break;
                 c = nc, cap *= 2;
             }
-            c[k++] = (bench_comparison){q, r, q->median_ms / r->median_ms, strcmp(q->size, r->counts.size_label) != 0};
+            c[k++] = (bench_comparison){q, r, q->median_ms / r->median_ms, !bench_sizes_match(q->size, r->counts.size_label)};
         }
     }
     *out = c;

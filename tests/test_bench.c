@@ -565,6 +565,26 @@ Test(bench, compare_prints_peer_over_gpuws_for_matching_rows, .timeout = 120)
     free(out);
 }
 
+Test(bench, size_labels_written_differently_still_match_and_different_sizes_do_not)
+{
+    /* pairs the CuPy peer script and gpuws write for the same workshop sizes (bench/results, 2026-11-21) */
+    static const char *const same[][2] = {
+        {"2048x2048 * 15x15", "2048^2*15x15"},  {"4194304 * 15", "4M*15"},
+        {"2048x2048 f32", "2048x2048 f32, 7 passes"}, {"2048x2048", "2048x2048 u8"},
+        {"1000000", "N = 1e+06"},               {"2^26 values", "2^26 f32"},
+        {"100000000 f32", "1e+08 f32 host->host"}, {"100000000 points", "1e+08 samples"},
+        {"4096x4096x4096 f32", "4096^3 f32"},   {"65536x1024 f32", "2^16 x 1024 f32"},
+        {"1000 f32", "1000 f32"}};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+        cr_expect(bench_sizes_match(same[i][0], same[i][1]), "'%s' and '%s' are one size", same[i][0], same[i][1]);
+    static const char *const differ[][2] = {
+        {"2048x2048 * 15x15", "2048^2*13x13"}, {"4194304 * 15", "4M*16"}, {"2^26 values", "2^25 f32"},
+        {"2048x2048, 299 labels", "2048x2048 300 labels, 11876 px"}, {"1000 f32", "999 f32"},
+        {"4096x4096 f32", "4096x2048 f32"}, {"small", "1000 f32"}};
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++)
+        cr_expect(!bench_sizes_match(differ[i][0], differ[i][1]), "'%s' and '%s' differ", differ[i][0], differ[i][1]);
+}
+
 Test(bench, compare_with_an_unreadable_peers_file_fails_clearly)
 {
     const char *bad = tmp_path("bad.json");
