@@ -100,3 +100,8 @@ uint32_t gpuws__saturating_blocks(const gpuws_context *ctx, uint32_t per_cu)
 }
 
 bool gpuws__is_cpu_device(const gpuws_context *ctx) { return ctx->info.type == GPUWS_DEVICE_CPU; }
+
+bool gpuws__is_nvidia_opencl(const gpuws_context *ctx)
+{
+    return ctx->backend->kind == GPUWS_BACKEND_OPENCL && gpuws__icontains(ctx->info.platform, "NVIDIA");
+}

@@ -27,6 +27,8 @@ gpuws_launch_config gpuws__config_1d(size_t n, uint32_t block, uint32_t max_bloc
 uint32_t gpuws__saturating_blocks(const gpuws_context *ctx, uint32_t per_cu);
 /* True for CPU-type OpenCL devices (PoCL): drivers pick smaller work-groups there. */
 bool gpuws__is_cpu_device(const gpuws_context *ctx);
+/* True for NVIDIA's OpenCL platform (vendor build options there: register caps, inline PTX). */
+bool gpuws__is_nvidia_opencl(const gpuws_context *ctx);
 
 #define GPUWS__NARGS(a) (sizeof(a) / sizeof((a)[0]))
 

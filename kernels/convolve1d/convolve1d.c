@@ -28,12 +28,11 @@ static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt, bool s
         {{C1S_CL_OPTIONS NOU, C1S_CL_OPTIONS NOU}, {C1S_CL_OPTIONS NOU NV32, C1S_CL_OPTIONS NOU NV64}}};
     const char *v = gpuws__getenv("GPUWS_CONV_NO_UNROLL");
     const bool no_unroll = v && gpuws__strcasecmp(v, "1") == 0;
-    if (!stream) return no_unroll ? NOU + 1 : NULL;
+    if (!stream) return no_unroll ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
 #undef NOU
 #undef NV32
 #undef NV64
-    const bool nv = ctx->backend->kind == GPUWS_BACKEND_OPENCL && gpuws__icontains(ctx->info.platform, "NVIDIA");
-    return table[no_unroll][nv][dt == GPUWS_F64];
+    return table[no_unroll][gpuws__is_nvidia_opencl(ctx)][dt == GPUWS_F64];
 }
 
 #define BLOCK 256
@@ -69,7 +68,8 @@ static gpuws_status launch_stream(gpuws_stream *s, gpuws_dtype dt, const char *o
     /* a persistent grid: as many blocks as reside at once (or as there are tiles), each walking tiles grid-strided */
     const char *force = gpuws__getenv("GPUWS_CONVOLVE1D_BLOCKS_PER_CU");
     uint32_t per_cu = dt == GPUWS_F32 ? C1S_BLOCKS_PER_CU_F32 : C1S_BLOCKS_PER_CU_F64;
-    if (force && strtoul(force, NULL, 10) > 0 && strtoul(force, NULL, 10) <= 64) per_cu = (uint32_t)strtoul(force, NULL, 10);
+    const unsigned long forced = force ? strtoul(force, NULL, 10) : 0;
+    if (forced > 0 && forced <= 64) per_cu = (uint32_t)forced;
     const size_t tiles = (a->out_n + tt - 1) / tt;
     uint32_t blocks = gpuws__saturating_blocks(ctx, per_cu);
     if (tiles < blocks) blocks = (uint32_t)tiles;

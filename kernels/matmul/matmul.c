@@ -59,7 +59,7 @@ static const char *program_options(const gpuws_context *ctx, gpuws_dtype dt)
 {
     const bool f64 = dt == GPUWS_F64;
     if (small_groups(ctx)) return f64 ? "-DMM_F64=1 " CPU_TILED_OPTIONS : CPU_TILED_OPTIONS;
-    if (ctx->backend->kind == GPUWS_BACKEND_OPENCL && gpuws__icontains(ctx->info.platform, "NVIDIA"))
+    if (gpuws__is_nvidia_opencl(ctx))
         return f64 ? "-DMM_F64=1 " NV_OPTIONS : NV_OPTIONS;
     return f64 ? "-DMM_F64=1" : NULL;
 }

@@ -7,7 +7,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 
 _Static_assert(sizeof(gpuws_source_measure) == 7 * 8, "the kernels write gpuws_source_measure as 7 64-bit words");
 
@@ -18,8 +17,7 @@ static _Atomic int measure_nv_ptx_failed;
 
 static bool measure_nv_ptx(const gpuws_context *ctx)
 {
-    return ctx->backend->kind == GPUWS_BACKEND_OPENCL && ctx->info.type == GPUWS_DEVICE_GPU &&
-           strstr(ctx->info.platform, "NVIDIA") && !atomic_load(&measure_nv_ptx_failed);
+    return gpuws__is_nvidia_opencl(ctx) && ctx->info.type == GPUWS_DEVICE_GPU && !atomic_load(&measure_nv_ptx_failed);
 }
 
 /* Both kernels from one program. OpenCL compilers that support cl_khr_int64_base_atomics define a macro of that
