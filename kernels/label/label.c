@@ -58,7 +58,7 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
     if ((st = gpuws__kernel_block(ctx, "label_scan", NULL, gpuws__is_cpu_device(ctx) ? 256 : 1024, &kscan, &sblock)))
         return st;
     gpuws_launch_config c_scan = {{1, 1, 1}, {sblock, 1, 1}};
-    gpuws_arg a_scan[] = {gpuws_arg_buffer(counts), gpuws_arg_u32((uint32_t)nchunks), gpuws_arg_local(sblock * sizeof(int32_t))};
+    gpuws_arg a_scan[] = {gpuws_arg_buffer(counts), gpuws_arg_u32((uint32_t)nchunks)};
     if ((st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan)))) return st;
 
     const size_t threads = (n + LABEL_PER_THREAD - 1) / LABEL_PER_THREAD;

@@ -288,13 +288,12 @@ __kernel __attribute__((reqd_work_group_size(CHUNK_THREADS, 1, 1))) void label_f
 /* ---- scan: one work-group, any number of chunks ---------------------------------------------------------------
  * Each work-item adds up 4 consecutive counts (one 16-byte load) in registers, the group scans those totals, and
  * each work-item writes its 4 prefix sums back: a pass covers 4 * size chunks (4096 at 1024 work-items: all of a
- * 2048 x 2048 image's 2048 chunks in one pass). The host's `tmp` is not needed: the scan's arrays are static. */
+ * 2048 x 2048 image's 2048 chunks in one pass). The scan's local arrays are static. */
 
-__kernel void label_scan(__global int *counts, uint nchunks, __local int *tmp)
+__kernel void label_scan(__global int *counts, uint nchunks)
 {
     __local int sc[32 * SCAN_PAD], seg[64];
     const uint t = get_local_id(0), nt = get_local_size(0);
-    (void)tmp;
     int carry = 0;
     for (uint base = 0; base < nchunks; base += 4 * nt) {
         const uint i = base + 4 * t;

@@ -282,9 +282,8 @@ extern "C" __global__ void __launch_bounds__(CHUNK_THREADS) label_flatten(const 
 }
 
 // One block: counts[0..nchunks) -> exclusive prefix sums, counts[nchunks] = the total.
-extern "C" __global__ void label_scan(int *counts, unsigned nchunks, gpuws_local tmp)
+extern "C" __global__ void label_scan(int *counts, unsigned nchunks)
 {
-    (void)tmp; // the OpenCL kernel's local array; CUDA scans with shuffles
     __shared__ int warp_sums[32];
     int carry = 0;
     for (unsigned base = 0; base < nchunks; base += blockDim.x) {
