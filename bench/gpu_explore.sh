@@ -12,20 +12,9 @@
 #   EXPLORE_ALGS: the bench step's --algorithms list.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/gpuws-out}
 STEPS=${1:-build,mcpi,bench,oclprof}
-has() { [[ ",$STEPS," == *",$1,"* ]]; }
+source bench/gpu_env.sh
 if has build; then bash bench/gpu_session.sh build || exit 1; fi
-LOGS=/tmp/gpuws-logs
-mkdir -p "$LOGS"
-pack() { tar czf "$OUT/logs.tar.gz.tmp" -C "$LOGS" . && mv "$OUT/logs.tar.gz.tmp" "$OUT/logs.tar.gz"; }
-log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; pack 2>/dev/null; }
-CARRY=$PWD/.carry
-ours() { LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-mkdir -p /tmp/icd
-echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
-cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
-export OCL_ICD_VENDORS=/tmp/icd GPUWS_CACHE_DIR=/tmp/gpuws-cache
 G=./build-gpu/tools/gpuws
 
 if has zs; then
