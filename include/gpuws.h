@@ -103,6 +103,9 @@ typedef struct gpuws_device_info {
     uint32_t max_block_dims[3];
     uint64_t max_grid_dims[3];   /* blocks per grid dimension */
     uint64_t shared_mem_bytes;   /* shared/local memory one block may use */
+    uint64_t shared_mem_per_unit; /* shared/local memory of one compute unit, all its resident blocks together
+                                     (0 = not known: OpenCL reports it per work-group only; NVIDIA's OpenCL devices
+                                     get it from their compute capability) */
     uint32_t warp_size;          /* warp / preferred sub-group or SIMD width; 1 on the CPU backend */
     int fp64;                    /* double precision kernels available */
     int unified_memory;          /* device memory is host memory (CPU, PoCL) */

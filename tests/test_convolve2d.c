@@ -567,6 +567,26 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, generic_and_fixed_width_
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_KERNEL", kernels, 2);
 }
 
+ParameterizedTestParameters(convolve2d, whole_and_thin_tiles_agree_with_the_reference)
+{
+    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+    return cr_make_param_array(gpuws_backend_kind, b, 2);
+}
+
+/* The fixed kernel computes the first output rows in whole tiles (5 rows per thread) and the rest in thin ones (1
+ * row per thread), so that the grid's last blocks spread over the whole device (plan_split in convolve2d.c).
+ * GPUWS_CONVOLVE2D_SPLIT forces whole tiles only, thin ones only, or a number of whole tile rows. Mode full of a
+ * 150 x 90 image with a 9 x 13 kernel gives 158 output rows, 4 tile rows of 40 at 2 x 1 warps: splits after 1, 2
+ * and 3 of them leave 118, 78 and 38 rows of 8-row thin tiles, the last one partly past the edge. */
+ParameterizedTest(gpuws_backend_kind *kind, convolve2d, whole_and_thin_tiles_agree_with_the_reference)
+{
+    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
+    setenv("GPUWS_CONVOLVE2D_WARPS", "2,1", 1);
+    problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0}};
+    static const char *const splits[] = {"off", "all", "1", "2", "3", "99"};
+    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_SPLIT", splits, sizeof splits / sizeof splits[0]);
+}
+
 ParameterizedTestParameters(convolve2d, every_fixed_width_agrees_with_the_reference)
 {
     static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};

@@ -17,8 +17,9 @@ static void print_device(const char *backend, size_t i, const gpuws_device_info 
     printf("            memory %.1f GiB (largest buffer %.1f GiB), %u compute units, max block %u (%u x %u x %u),\n",
            (double)d->global_mem_bytes / (1 << 30), (double)d->max_alloc_bytes / (1 << 30), d->compute_units,
            d->max_block_size, d->max_block_dims[0], d->max_block_dims[1], d->max_block_dims[2]);
-    printf("            shared/local memory %llu KiB per block, warp/sub-group width %u, fp64 %s\n",
-           (unsigned long long)(d->shared_mem_bytes / 1024), d->warp_size, d->fp64 ? "yes" : "no");
+    printf("            shared/local memory %llu KiB per block", (unsigned long long)(d->shared_mem_bytes / 1024));
+    if (d->shared_mem_per_unit) printf(", %llu KiB per compute unit", (unsigned long long)(d->shared_mem_per_unit / 1024));
+    printf(", warp/sub-group width %u, fp64 %s\n", d->warp_size, d->fp64 ? "yes" : "no");
 }
 
 static int cmd_info(int argc, char **argv)

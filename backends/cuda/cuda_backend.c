@@ -107,6 +107,7 @@ static gpuws_status cuda_device_info(const char *filter, size_t index, gpuws_dev
         d->max_grid_dims[i] = (uint64_t)p.maxGridSize[i];
     }
     d->shared_mem_bytes = p.sharedMemPerBlockOptin ? p.sharedMemPerBlockOptin : p.sharedMemPerBlock;
+    d->shared_mem_per_unit = p.sharedMemPerMultiprocessor;
     d->warp_size = (uint32_t)p.warpSize;
     d->fp64 = 1;
     d->unified_memory = 0;

@@ -16,6 +16,10 @@
 /* Program-cache events in this process (tests read them through gpuws__opencl_cache_stats). */
 static atomic_ulong n_hits, n_misses, n_rejected, n_source_builds;
 
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#endif
 #ifndef CL_DEVICE_WARP_SIZE_NV
 #define CL_DEVICE_WARP_SIZE_NV 0x4003
 #endif
@@ -171,6 +175,23 @@ static bool dev_has_ext(cl_device_id d, const char *ext)
     return has;
 }
 
+/* Shared memory of one SM by compute capability (CUDA C++ Programming Guide, "Technical Specifications per Compute
+ * Capability"): OpenCL reports only what one work-group may use. 0 where the capability is not in the table. */
+static uint64_t nv_shared_per_sm(cl_device_id id)
+{
+    cl_uint major = 0, minor = 0;
+    if (ocl.clGetDeviceInfo(id, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL) != CL_SUCCESS ||
+        ocl.clGetDeviceInfo(id, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof minor, &minor, NULL) != CL_SUCCESS)
+        return 0;
+    static const struct {
+        cl_uint major, minor, kib;
+    } table[] = {{6, 0, 64}, {6, 1, 96}, {6, 2, 64}, {7, 0, 96}, {7, 2, 96}, {7, 5, 64}, {8, 0, 164}, {8, 6, 100},
+                 {8, 7, 164}, {8, 9, 100}, {9, 0, 228}, {10, 0, 228}, {12, 0, 100}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (table[i].major == major && table[i].minor == minor) return (uint64_t)table[i].kib * 1024;
+    return 0;
+}
+
 static void fill_info(const ocl_dev *o, gpuws_device_info *d)
 {
     cl_device_id id = o->device;
@@ -203,6 +224,7 @@ static void fill_info(const ocl_dev *o, gpuws_device_info *d)
     d->max_grid_dims[2] = nv ? 65535u : UINT32_MAX;
     ocl.clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof u64, &u64, NULL);
     d->shared_mem_bytes = u64;
+    d->shared_mem_per_unit = nv ? nv_shared_per_sm(id) : 0;
     u32 = 0;
     if (nv)
         ocl.clGetDeviceInfo(id, CL_DEVICE_WARP_SIZE_NV, sizeof u32, &u32, NULL);

@@ -43,9 +43,10 @@ static fixed_kernel fixed_kernel_for(gpuws_dtype dt, size_t kw)
 typedef struct {
     int r, c, s, lx, vw; /* outputs per thread across, kernel columns per chunk, rows per thread, lanes across a
                             warp, elements per 16-byte vector */
+    int sub_s;           /* the fixed kernel's rows per thread in the thin tiles below `split` (0: no thin tiles) */
 } tile_shape;
-static const tile_shape shape_f32 = {8, 8, 5, 4, 4}, shape_f64 = {8, 8, 3, 2, 2};
-static const tile_shape fixed_f32 = {8, 8, 5, 4, 4}, fixed_f64 = {4, 8, 5, 4, 2};
+static const tile_shape shape_f32 = {8, 8, 5, 4, 4, 0}, shape_f64 = {8, 8, 3, 2, 2, 0};
+static const tile_shape fixed_f32 = {8, 8, 5, 4, 4, 1}, fixed_f64 = {4, 8, 5, 4, 2, 1};
 
 /* Shared memory a tiled launch may use: 48 KB is every CUDA GPU's default and NVIDIA OpenCL's limit, and leaves
  * room for several blocks per multiprocessor. */
@@ -58,6 +59,9 @@ typedef struct {
     int pitch;             /* tile row pitch in elements */
     size_t local_bytes;
     uint64_t blocks;
+    int split;             /* the fixed kernel's output rows in whole tiles; thin tiles below (0 for the generic) */
+    uint64_t main_blocks;  /* blocks of whole tiles (the first ones of the grid) */
+    int th_sub;            /* rows of a thin tile */
     double cost;
 } tiled_plan;
 
@@ -99,37 +103,95 @@ static bool plan_kernel_blocks(const tile_shape *sh, const gpuws__conv2d_geometr
     return true;
 }
 
-/* A rough time for a plan, in FMA slots of one compute unit: the busiest unit gets ceil(blocks / units) blocks,
- * each doing every FMA of its tile (partial edge tiles included) plus staging its tiles (a few instructions per
- * element); units with fewer than 8 resident warps cannot hide latency and run proportionally slower. */
-static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                        uint32_t kernel_block_limit)
+/* Blocks of a plan resident on one compute unit at once, at most 16: by shared memory (1 KB more per block, as CUDA
+ * reserves; the generic kernel's model, and units whose size is not known, as if a unit had 4 x the budget); for the
+ * fixed kernel also by its registers, since a kernel allowed fewer than 1024 threads per block has that many per
+ * unit at most. kernel_block_limit: 0 for the generic kernel. */
+static double plan_resident(const gpuws_context *ctx, const tiled_plan *p, uint32_t kernel_block_limit)
+{
+    const double unit = kernel_block_limit && ctx->info.shared_mem_per_unit ? (double)ctx->info.shared_mem_per_unit
+                                                                            : 4.0 * LOCAL_BUDGET;
+    double resident = floor(unit / (double)(p->local_bytes + 1024));
+    if (resident > 16) resident = 16;
+    if (kernel_block_limit) {
+        const double warps_by_regs = kernel_block_limit >= 1024 ? 64 : floor(kernel_block_limit / 32.0);
+        const double by_regs = floor(warps_by_regs / (p->wx * p->wy));
+        if (by_regs < resident) resident = by_regs;
+    }
+    return resident < 1 ? 1 : resident;
+}
+
+/* A block's work in FMA slots: the FMAs of its tile plus staging its tiles (`per_staged` slots per element) and a
+ * fixed cost. The generic kernel's model (fixed = false, kept as measured) counts every FMA of a tile, partial edge
+ * tiles included, at 4 slots per staged element. The fixed kernel's warps past the output's right edge skip their
+ * FMAs, so it counts the average share of active warp columns; and its staging costs more than a few instructions
+ * per element: on the H100 (2026-11-22, 2048^2 * 15x15 f32) blocks of 1 or 2 warps, whose tiles stage 1.7-2.0
+ * elements per output, ran 10-20% slower than 4-warp blocks staging 1.5, which 16 slots per element reproduces. */
+static double block_work(const gpuws__conv2d_geometry *g, const tiled_plan *p, int th, bool fixed)
 {
     const double nkb = (double)((g->kh + (size_t)p->kbh - 1) / (size_t)p->kbh) *
                        (double)((g->kw + (size_t)p->kbw - 1) / (size_t)p->kbw);
-    const double fmas = (double)p->tw * p->th * (double)g->kh * (double)g->kw;
-    const double staged = (double)(p->th + p->kbh - 1) * (double)(p->tw + p->kbw) * nkb;
-    const double per_block = fmas + 4.0 * staged + 64.0 * 32 * p->wx * p->wy;
+    double fmas = (double)p->tw * th * (double)g->kh * (double)g->kw;
+    if (fixed) { /* warp columns of LX * R outputs: tw / wx each */
+        const double warp_w = (double)p->tw / p->wx, tiles_x = ceil((double)g->ow / p->tw);
+        fmas *= ceil((double)g->ow / warp_w) / (tiles_x * p->wx);
+    }
+    const double staged = (double)(th + p->kbh - 1) * (double)(p->tw + p->kbw) * nkb;
+    return fmas + (fixed ? 16.0 : 4.0) * staged + 64.0 * 32 * p->wx * p->wy;
+}
+
+/* A rough time for a plan, in FMA slots of one compute unit; units with fewer than 8 resident warps cannot hide
+ * latency and run proportionally slower. */
+static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tiled_plan *p,
+                        uint32_t kernel_block_limit)
+{
+    const double per_block = block_work(g, p, p->th, kernel_block_limit != 0);
     const double units = ctx->info.compute_units ? ctx->info.compute_units : 1;
-    const double per_unit = ceil((double)p->blocks / units);
-    double resident = floor(4.0 * LOCAL_BUDGET / (double)(p->local_bytes + 1024));
-    if (resident > 16) resident = 16;
-    if (resident < 1) resident = 1;
-    if (kernel_block_limit == 0) { /* the generic kernel's model, kept as it was measured */
+    const double resident = plan_resident(ctx, p, kernel_block_limit);
+    if (kernel_block_limit == 0) { /* the generic kernel's model, kept as it was measured: the busiest unit gets
+                                      ceil(blocks / units) blocks */
+        const double per_unit = ceil((double)p->blocks / units);
         const double warps = (per_unit < resident ? per_unit : resident) * p->wx * p->wy;
         const double efficiency = warps >= 8 ? 1.0 : warps / 8.0;
         return per_unit * per_block / efficiency;
     }
-    /* The fixed kernel's: the blocks resident at once are also limited by registers (a kernel allowed fewer than
-     * 1024 threads per block has that many per unit at most), and a unit's blocks run in rounds of that many: a
-     * last round of few blocks leaves the unit underused (the generic kernel's 1.3 waves). */
-    const double warps_by_regs = kernel_block_limit >= 1024 ? 64 : floor(kernel_block_limit / 32.0);
-    const double by_regs = floor(warps_by_regs / (p->wx * p->wy));
-    if (by_regs < resident) resident = by_regs < 1 ? 1 : by_regs;
-    const double full = floor(per_unit / resident), rest = per_unit - full * resident;
     const double eff_full = resident * p->wx * p->wy >= 8 ? 1.0 : resident * p->wx * p->wy / 8.0;
+    if (p->main_blocks < p->blocks) {
+        /* The fixed kernel with thin tiles: the whole tiles fill the slots a whole number of times and the thin
+         * ones go to whichever slot is free, so the work evens out over the units up to about one thin block. */
+        const double sub = block_work(g, p, p->th_sub, true);
+        const double work = (double)p->main_blocks * per_block + (double)(p->blocks - p->main_blocks) * sub;
+        return work / units / eff_full + sub;
+    }
+    /* Whole tiles only: a unit's blocks run in rounds of `resident`, and a last round of few blocks leaves the
+     * unit underused (the generic kernel's 1.3 waves). */
+    const double per_unit = ceil((double)p->blocks / units);
+    const double full = floor(per_unit / resident), rest = per_unit - full * resident;
     const double eff_rest = rest * p->wx * p->wy >= 8 ? 1.0 : rest * p->wx * p->wy / 8.0;
     return full * resident * per_block / eff_full + (rest > 0 ? rest * per_block / eff_rest : 0.0);
+}
+
+/* The fixed kernel's split between whole and thin tiles (FixedShape in convolve2d.cu): whole tiles for as many tile
+ * rows as fill the units' resident slots a whole number of times, thin tiles for the rows below; none when the
+ * whole tiles fill them exactly. GPUWS_CONVOLVE2D_SPLIT=off (whole tiles only), all (thin only) or a number of
+ * whole tile rows overrides it. */
+static void plan_split(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tile_shape *sh,
+                       uint32_t kernel_block_limit, tiled_plan *p)
+{
+    const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw, tiles_y = (g->oh + (size_t)p->th - 1) / (size_t)p->th;
+    const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    const uint64_t slots = units * (uint64_t)plan_resident(ctx, p, kernel_block_limit), tiles = tiles_x * tiles_y;
+    uint64_t rows = tiles % slots == 0 ? tiles_y : tiles / slots * slots / tiles_x; /* whole tile rows */
+    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_SPLIT");
+    long long forced;
+    if (env && gpuws__strcasecmp(env, "off") == 0) rows = tiles_y;
+    else if (env && gpuws__strcasecmp(env, "all") == 0) rows = 0;
+    else if (env && sscanf(env, "%lld", &forced) == 1 && forced >= 0) rows = (uint64_t)forced < tiles_y ? (uint64_t)forced : tiles_y;
+    p->th_sub = p->th / sh->s * sh->sub_s;
+    p->main_blocks = rows * tiles_x;
+    p->split = (int)(rows * (uint64_t)p->th);
+    const uint64_t left = rows < tiles_y ? g->oh - (uint64_t)p->split : 0;
+    p->blocks = p->main_blocks + (left + (uint64_t)p->th_sub - 1) / (uint64_t)p->th_sub * tiles_x;
 }
 
 /* The cheapest block shape for a tile shape. fixed_limit: 0 for the generic kernel; for the fixed one the kernel's
@@ -159,6 +221,8 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
         if (!plan_kernel_blocks(sh, g, es, budget, cap_h, cap_w, &p)) continue;
         if (fixed_limit && ((size_t)p.kbh < g->kh || (size_t)p.kbw < g->kw)) continue;
         p.blocks = (uint64_t)((g->ow + (size_t)p.tw - 1) / (size_t)p.tw) * (uint64_t)((g->oh + (size_t)p.th - 1) / (size_t)p.th);
+        p.main_blocks = p.blocks;
+        if (fixed_limit && sh->sub_s) plan_split(ctx, g, sh, fixed_limit, &p);
         if (p.blocks > ctx->info.max_grid_dims[0]) continue;
         p.cost = plan_cost(ctx, g, &p, fixed_limit);
         if (!found || p.cost < best->cost) *best = p;
@@ -198,7 +262,7 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
         gpuws_arg_i32((int32_t)((long long)g->on - (long long)(g->kw - 1))), gpuws_arg_i32((int32_t)g->boundary),
         dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill), gpuws_arg_i32(p->wx),
         gpuws_arg_i32(p->kbh), gpuws_arg_i32(fixed ? fixed_copy_vec(dt, g) : p->kbw), gpuws_arg_i32(p->pitch),
-        gpuws_arg_local(p->local_bytes)};
+        gpuws_arg_i32(p->split), gpuws_arg_local(p->local_bytes)};
     if (fixed) return gpuws__launch_named(s, fixed->name, fixed->options, &cfg, args, GPUWS__NARGS(args));
     return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(), &cfg, args,
                                GPUWS__NARGS(args));
@@ -273,8 +337,9 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
         const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
         if (plan_tiled(ctx, &g, dt == GPUWS_F32 ? &fixed_f32 : &fixed_f64, dt, max_block, limit, &p)) {
             gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: fixed kw %zu, %d x %d warps, tiles %d x %d, pitch %d, %zu bytes "
-                       "local, %llu blocks", gpuws_dtype_name(dt), g.kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes,
-                       (unsigned long long)p.blocks);
+                       "local, %llu blocks (%llu whole tiles for rows < %d, then %d-row tiles)", gpuws_dtype_name(dt),
+                       g.kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes, (unsigned long long)p.blocks,
+                       (unsigned long long)p.main_blocks, p.split, p.th_sub);
             return launch_tiled(s, dt, &g, &p, &f, image, kernel, out);
         }
     }

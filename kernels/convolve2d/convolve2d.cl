@@ -94,8 +94,9 @@ static inline int conv_extend(int i, int n, int boundary)
     __kernel void convolve2d_tiled_##NAME(__global const T *img, __global const T *kern, __global T *out,       \
                                           ulong stride, int H, int W, int kh, int kw, int OH, int OW, int base_r,  \
                                           int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max,    \
-                                          int pitch, __local T *tile)                                            \
+                                          int pitch, int split, __local T *tile)                                 \
     {                                                                                                           \
+        (void)split; /* the fixed kernel's (one argument list for both) */                                      \
         const int LY = 32 / LX;                                                                                 \
         const int nthreads = (int)get_local_size(0), nwarps = nthreads >> 5, wy = nwarps / wx;                       \
         const int TW = wx * LX * R, TH = wy * LY * S;                                                           \
@@ -305,53 +306,11 @@ DEFINE_DIRECT(f64, double, double8, 8)
         }                                                                                                       \
     }
 
-#define DEFINE_FIXED(NAME, T, V, VW, RF, S, LX)                                                                 \
-    __kernel void FIXED_NAME(NAME, KW)(__global const T *img, __global const T *kern, __global T *out,          \
-                                       ulong stride, int H, int W, int kh, int kw, int OH, int OW, int base_r,     \
-                                       int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max,       \
-                                       int pitch, __local V *tilev)                                              \
+/* The compute of a tile of S rows per work-item, once the tile is staged: a block of the kernel below. */
+#define FIXED_COMPUTE(T, V, VW, RF, S, LX)                                                                      \
     {                                                                                                           \
-        __local T *tile = (__local T *)tilev;                                                                   \
-        const int LY = 32 / LX, KWP = ROUND_UP(KW, VW), COLS = ROUND_UP(KW, 8);                            \
-        const int nthreads = (int)get_local_size(0), nwarps = nthreads >> 5, wy = nwarps / wx;                  \
-        const int TW = wx * LX * RF, TH = wy * LY * S;                                                          \
-        __local T *fb = tile + (TH + kh - 1) * pitch;                                                           \
-        const int tid = (int)get_local_id(0), lane = tid & 31, warp = tid >> 5;                                 \
-        const int wxi = warp % wx, wyi = warp / wx;                                                             \
-        const int x0 = (wxi * LX + lane % LX) * RF, y0 = (wyi * LY + lane / LX) * S;                            \
-        const int tiles_x = (OW + TW - 1) / TW;                                                                 \
-        const int m0 = (int)(get_group_id(0) / tiles_x) * TH, n0 = (int)(get_group_id(0) % tiles_x) * TW;      \
-        const bool active = m0 + wyi * LY * S < OH && n0 + wxi * LX * RF < OW;                                  \
-        for (int i = tid; i < kh * KWP; i += nthreads) {                                                        \
-            const int j = i / KWP, k = i - j * KWP;                                                             \
-            fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : (T)0;                             \
-        }                                                                                                       \
-        const int rows = TH + kh - 1, cols = TW + COLS, gr0 = m0 + base_r, gc0 = n0 + base_c;                  \
-        const bool cols_inside = gc0 >= 0 && gc0 + cols <= W;                                                   \
-        const int vec = kbw_max; /* the fixed kernel's copy width for tiles inside the image (convolve2d.c) */   \
-        (void)kbh_max;                                                                                          \
-        if (vec > 1 && cols_inside && gr0 >= 0 && gr0 + rows <= H) {                                            \
-            __global const T *src = img + (size_t)gr0 * stride + gc0;                                           \
-            if (VW == 4 && vec == 4) {                                                                          \
-                STAGE_INSIDE(T, 4)                                                                              \
-            } else {                                                                                            \
-                STAGE_INSIDE(T, 2)                                                                              \
-            }                                                                                                   \
-        } else                                                                                                  \
-        for (int u0 = warp; u0 < rows; u0 += STAGE_ROWS * nwarps) {                                             \
-            int gr[STAGE_ROWS];                                                                                 \
-            UNROLL for (int b = 0; b < STAGE_ROWS; b++) gr[b] = conv_extend(gr0 + u0 + b * nwarps, H, boundary); \
-            for (int v = lane; v < cols; v += 32) {                                                             \
-                const int gc = cols_inside ? gc0 + v : conv_extend(gc0 + v, W, boundary);                       \
-                T x[STAGE_ROWS];                                                                                \
-                UNROLL for (int b = 0; b < STAGE_ROWS; b++)                                                     \
-                    x[b] = u0 + b * nwarps >= rows || gr[b] < 0 || gc < 0 ? fill : img[(size_t)gr[b] * stride + gc]; \
-                UNROLL for (int b = 0; b < STAGE_ROWS; b++)                                                     \
-                    if (u0 + b * nwarps < rows) tile[(u0 + b * nwarps) * pitch + v] = x[b];                     \
-            }                                                                                                   \
-        }                                                                                                       \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                                           \
-        if (!active) return;                                                                                    \
+        const int y0 = (wyi * LY + lane / LX) * S;                                                              \
+        if (m0 + wyi * LY * S >= OH || n0 + wxi * LX * RF >= OW) return;                                        \
         T acc[S][RF];                                                                                           \
         UNROLL for (int s = 0; s < S; s++) UNROLL for (int i = 0; i < RF; i++) acc[s][i] = (T)0;                \
         __local const T *trow = tile + y0 * pitch + x0, *frow = fb;                                             \
@@ -374,8 +333,65 @@ DEFINE_DIRECT(f64, double, double8, 8)
         STORE_ROWS(T, V, VW, RF, S)                                                                             \
     }
 
-DEFINE_FIXED(f32, float, float4, 4, 8, 5, 4)
+/* Whole tiles (S rows per work-item) for output rows [0, split), thin ones (SUB_S rows) below: the grid's first
+ * work-groups fill the resident slots a whole number of times, the thin tiles spread the rest over every slot (see
+ * convolve2d.cu, FixedShape). The staging takes the tile's height at run time and the barrier is outside the
+ * branch: PoCL 3.1 miscompiled the kernel with a whole tile (staging, barrier, compute) in each branch of a
+ * work-group-uniform if (wrong sums in a few work-items). */
+#define DEFINE_FIXED(NAME, T, V, VW, RF, S, SUB_S, LX)                                                          \
+    __kernel void FIXED_NAME(NAME, KW)(__global const T *img, __global const T *kern, __global T *out,          \
+                                       ulong stride, int H, int W, int kh, int kw, int OH, int OW, int base_r,     \
+                                       int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max,       \
+                                       int pitch, int split, __local V *tilev)                                   \
+    {                                                                                                           \
+        (void)kw, (void)kbh_max;                                                                                \
+        const int vec = kbw_max; /* the copy width for tiles inside the image (convolve2d.c) */                 \
+        __local T *tile = (__local T *)tilev;                                                                   \
+        const int LY = 32 / LX, KWP = ROUND_UP(KW, VW), COLS = ROUND_UP(KW, 8);                                 \
+        const int nthreads = (int)get_local_size(0), nwarps = nthreads >> 5, wy = nwarps / wx;                  \
+        const int TW = wx * LX * RF, tiles_x = (OW + TW - 1) / TW, g = (int)get_group_id(0);                    \
+        const int main_groups = split / (wy * LY * S) * tiles_x;                                                \
+        const bool whole = g < main_groups;                                                                     \
+        const int TH = wy * LY * (whole ? S : SUB_S);                                                           \
+        const int m0 = whole ? g / tiles_x * TH : split + (g - main_groups) / tiles_x * TH;                     \
+        const int n0 = (whole ? g : g - main_groups) % tiles_x * TW;                                            \
+        __local T *fb = tile + (TH + kh - 1) * pitch;                                                           \
+        const int tid = (int)get_local_id(0), lane = tid & 31, warp = tid >> 5;                                 \
+        const int wxi = warp % wx, wyi = warp / wx;                                                             \
+        const int x0 = (wxi * LX + lane % LX) * RF;                                                             \
+        for (int i = tid; i < kh * KWP; i += nthreads) {                                                        \
+            const int j = i / KWP, k = i - j * KWP;                                                             \
+            fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : (T)0;                             \
+        }                                                                                                       \
+        const int rows = TH + kh - 1, cols = TW + COLS, gr0 = m0 + base_r, gc0 = n0 + base_c;                  \
+        const bool cols_inside = gc0 >= 0 && gc0 + cols <= W;                                                   \
+        if (vec > 1 && cols_inside && gr0 >= 0 && gr0 + rows <= H) {                                            \
+            __global const T *src = img + (size_t)gr0 * stride + gc0;                                           \
+            if (VW == 4 && vec == 4) {                                                                          \
+                STAGE_INSIDE(T, 4)                                                                              \
+            } else {                                                                                            \
+                STAGE_INSIDE(T, 2)                                                                              \
+            }                                                                                                   \
+        } else                                                                                                  \
+        for (int u0 = warp; u0 < rows; u0 += STAGE_ROWS * nwarps) {                                             \
+            int gr[STAGE_ROWS];                                                                                 \
+            UNROLL for (int b = 0; b < STAGE_ROWS; b++) gr[b] = conv_extend(gr0 + u0 + b * nwarps, H, boundary); \
+            for (int v = lane; v < cols; v += 32) {                                                             \
+                const int gc = cols_inside ? gc0 + v : conv_extend(gc0 + v, W, boundary);                       \
+                T x[STAGE_ROWS];                                                                                \
+                UNROLL for (int b = 0; b < STAGE_ROWS; b++)                                                     \
+                    x[b] = u0 + b * nwarps >= rows || gr[b] < 0 || gc < 0 ? fill : img[(size_t)gr[b] * stride + gc]; \
+                UNROLL for (int b = 0; b < STAGE_ROWS; b++)                                                     \
+                    if (u0 + b * nwarps < rows) tile[(u0 + b * nwarps) * pitch + v] = x[b];                     \
+            }                                                                                                   \
+        }                                                                                                       \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                           \
+        if (whole) FIXED_COMPUTE(T, V, VW, RF, S, LX)                                                           \
+        else FIXED_COMPUTE(T, V, VW, RF, SUB_S, LX)                                                             \
+    }
+
+DEFINE_FIXED(f32, float, float4, 4, 8, 5, 1, 4)
 #ifdef GPUWS_FP64
-DEFINE_FIXED(f64, double, double2, 2, 4, 5, 4)
+DEFINE_FIXED(f64, double, double2, 2, 4, 5, 1, 4)
 #endif
 #endif

@@ -70,10 +70,17 @@ __device__ __forceinline__ void chunk(T (&acc)[S][R], const T (&in)[N], const T 
 // Where a thread works: a block of 32 * wx * wy threads computes a TH x TW tile (tile blockIdx.x, row-major); a warp
 // is LX lanes across by 32 / LX down, each lane R outputs across by S down from (y0, x0) of the tile. Warps whose
 // outputs all lie past the edge load and synchronise but skip the arithmetic (!active).
+// The fixed kernel places its tiles itself (Place with an explicit origin m0, n0).
 template <int R, int S, int LX> struct Place {
     int nthreads, nwarps, TW, TH, tid, lane, warp, x0, y0, m0, n0;
     bool active;
     __device__ __forceinline__ Place(int wx, int OH, int OW)
+    {
+        const int tw = wx * LX * R, th = (int)(blockDim.x >> 5) / wx * (32 / LX) * S, tiles_x = (OW + tw - 1) / tw;
+        init(wx, OH, OW, (int)(blockIdx.x / tiles_x) * th, (int)(blockIdx.x % tiles_x) * tw);
+    }
+    __device__ __forceinline__ Place(int wx, int OH, int OW, int m0_, int n0_) { init(wx, OH, OW, m0_, n0_); }
+    __device__ __forceinline__ void init(int wx, int OH, int OW, int m0_, int n0_)
     {
         constexpr int LY = 32 / LX;
         nthreads = blockDim.x, nwarps = nthreads >> 5;
@@ -82,8 +89,7 @@ template <int R, int S, int LX> struct Place {
         tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
         const int wxi = warp % wx, wyi = warp / wx;
         x0 = (wxi * LX + lane % LX) * R, y0 = (wyi * LY + lane / LX) * S;
-        const int tiles_x = (OW + TW - 1) / TW;
-        m0 = (int)(blockIdx.x / tiles_x) * TH, n0 = (int)(blockIdx.x % tiles_x) * TW;
+        m0 = m0_, n0 = n0_;
         active = m0 + wyi * LY * S < OH && n0 + wxi * LX * R < OW;
     }
 };
@@ -276,28 +282,34 @@ __device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *
 // blocks): the driver falls back to the generic kernel otherwise.
 // The tile is staged with asynchronous copies (the generic loader's row loop waited on one or two loads at a time:
 // ~50 dependent round trips per block before any FMA).
+//
+// Thin tiles for the last rows (`split`): the grid's first blocks take whole tiles of S = 5 rows per thread, as many
+// as fill the resident slots a whole number of times (the driver's estimate); the rows below are cut into tiles of
+// SUB_S = 1 row per thread, five times as many blocks of a fifth of the work. On the H100's workshop case 884 whole
+// tiles met 792 slots: a second round of 92 blocks, one warp per scheduler, ran at ~40% of the issue rate for a
+// whole tile's time (ncu: 136K cycles elapsed, 98K active per SM). Thin tiles spread that work over every slot.
 template <typename T> struct FixedShape;
 template <> struct FixedShape<float> {
-    static constexpr int R = 8, S = 5, LX = 4; // a lane's outputs span 32 bytes: same bank rule as Shape<float>
+    static constexpr int R = 8, S = 5, SUB_S = 1, LX = 4; // a lane's outputs span 32 bytes: same bank rule as Shape<float>
 };
 template <> struct FixedShape<double> {
-    static constexpr int R = 4, S = 5, LX = 4; // 32 bytes again
+    static constexpr int R = 4, S = 5, SUB_S = 1, LX = 4; // 32 bytes again
 };
 __host__ __device__ constexpr int round_up_c(int x, int m) { return (x + m - 1) / m * m; }
 
-template <typename T, int KW>
-__device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
-                      unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r, int base_c,
-                      int boundary, T fill, int wx, int pitch, int vec)
+template <typename T, int KW, int S>
+__device__ __forceinline__ void fixed_tile(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
+                                           unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r,
+                                           int base_c, int boundary, T fill, int wx, int pitch, int vec, int tm0, int tn0)
 {
     using Sh = FixedShape<T>;
-    constexpr int R = Sh::R, S = Sh::S, LX = Sh::LX, VW = Vec16<T>::W;
+    constexpr int R = Sh::R, LX = Sh::LX, VW = Vec16<T>::W;
     constexpr int NW = round_up_c(R + KW - 1, VW); // the window (R + KW - 1 values, whole vectors)
     constexpr int KWP = round_up_c(KW, VW);        // a staged kernel row
     constexpr int COLS = round_up_c(KW, 8);        // tile columns past TW (the driver's kbw for the pitch)
     GPUWS_SHARED_BYTES();
     T *tile = reinterpret_cast<T *>(gpuws_smem);
-    const Place<R, S, LX> pl(wx, OH, OW);
+    const Place<R, S, LX> pl(wx, OH, OW, tm0, tn0);
     const int nthreads = pl.nthreads, TW = pl.TW, TH = pl.TH, tid = pl.tid, x0 = pl.x0, y0 = pl.y0, m0 = pl.m0;
     const int n0 = pl.n0;
     T *fb = tile + (TH + kh - 1) * pitch; // flipped kernel, rows of KWP
@@ -348,6 +360,25 @@ __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *
     store_rows(out, acc, OH, OW, m0 + y0, n0 + x0);
 }
 
+// Whole tiles for output rows [0, split) (blocks in row-major tile order), thin ones below.
+template <typename T, int KW>
+__device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
+                      unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r, int base_c,
+                      int boundary, T fill, int wx, int pitch, int vec, int split)
+{
+    using Sh = FixedShape<T>;
+    const int wy = (int)(blockDim.x >> 5) / wx, lanes_down = 32 / Sh::LX, TW = wx * Sh::LX * Sh::R;
+    const int tiles_x = (OW + TW - 1) / TW, th = wy * lanes_down * Sh::S, main_blocks = split / th * tiles_x;
+    const int b = (int)blockIdx.x;
+    if (b < main_blocks)
+        fixed_tile<T, KW, Sh::S>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch,
+                                 vec, b / tiles_x * th, b % tiles_x * TW);
+    else
+        fixed_tile<T, KW, Sh::SUB_S>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx,
+                                     pitch, vec, split + (b - main_blocks) / tiles_x * (wy * lanes_down * Sh::SUB_S),
+                                     (b - main_blocks) % tiles_x * TW);
+}
+
 template <typename T>
 __device__ __forceinline__ void direct_one(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
                                            unsigned long long stride, int H, int W, int kh, int kw, int OW, int m,
@@ -394,9 +425,9 @@ __device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T 
 #define GPUWS_CONVOLVE2D_KERNELS(NAME, T)                                                                        \
     extern "C" __global__ void convolve2d_tiled_##NAME(                                                          \
         const T *img, const T *kern, T *out, unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, \
-        int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, gpuws_local smem) \
+        int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, int split, gpuws_local smem) \
     {                                                                                                            \
-        (void)smem;                                                                                              \
+        (void)smem, (void)split;                                                                                 \
         tiled<T>(img, kern, out, stride, H, W, kh, kw, OH, OW, base_r, base_c, boundary, fill, wx, kbh_max, kbw_max, \
                  pitch);                                                                                         \
     }                                                                                                            \
@@ -416,10 +447,11 @@ GPUWS_CONVOLVE2D_KERNELS(f64, double)
 #define GPUWS_CONVOLVE2D_FIXED(NAME, T, KW)                                                                      \
     extern "C" __global__ void convolve2d_fixed_##NAME##_k##KW(                                                  \
         const T *img, const T *kern, T *out, unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, \
-        int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, gpuws_local smem) \
+        int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, int split,       \
+        gpuws_local smem)                                                                                        \
     {                                                                                                            \
         (void)kw, (void)kbh_max, (void)smem;                                                                     \
-        fixed<T, KW>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch, kbw_max); \
+        fixed<T, KW>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch, kbw_max, split); \
     }
 #define GPUWS_CONVOLVE2D_FIXED_WIDTHS(X, NAME, T)                                                                \
     X(NAME, T, 1) X(NAME, T, 2) X(NAME, T, 3) X(NAME, T, 4) X(NAME, T, 5) X(NAME, T, 6) X(NAME, T, 7) X(NAME, T, 8)  \
