@@ -43,10 +43,13 @@ static fixed_kernel fixed_kernel_for(gpuws_dtype dt, size_t kw)
 typedef struct {
     int r, c, s, lx, vw; /* outputs per thread across, kernel columns per chunk, rows per thread, lanes across a
                             warp, elements per 16-byte vector */
-    int sub_s;           /* the fixed kernel's rows per thread in the thin tiles below `split` (0: no thin tiles) */
+    int sub_s;           /* the fixed kernel's rows per thread in the thin tiles below `split` (0: generic kernel) */
+    int thin_auto;       /* the fixed kernel splits by itself (else only when GPUWS_CONVOLVE2D_SPLIT says so) */
 } tile_shape;
-static const tile_shape shape_f32 = {8, 8, 5, 4, 4, 0}, shape_f64 = {8, 8, 3, 2, 2, 0};
-static const tile_shape fixed_f32 = {8, 8, 5, 4, 4, 1}, fixed_f64 = {4, 8, 5, 4, 2, 1};
+static const tile_shape shape_f32 = {8, 8, 5, 4, 4, 0, 0}, shape_f64 = {8, 8, 3, 2, 2, 0, 0};
+/* f64 keeps whole tiles by default, and the model it was measured with: on the H100 and the H200 (2026-11-22) its
+ * thin-tile plans ran 105 -> 112-121 us on the workshop case. */
+static const tile_shape fixed_f32 = {8, 8, 5, 4, 4, 1, 1}, fixed_f64 = {4, 8, 5, 4, 2, 1, 0};
 
 /* Shared memory a tiled launch may use: 48 KB is every CUDA GPU's default and NVIDIA OpenCL's limit, and leaves
  * room for several blocks per multiprocessor. */
@@ -107,10 +110,9 @@ static bool plan_kernel_blocks(const tile_shape *sh, const gpuws__conv2d_geometr
  * reserves; the generic kernel's model, and units whose size is not known, as if a unit had 4 x the budget); for the
  * fixed kernel also by its registers, since a kernel allowed fewer than 1024 threads per block has that many per
  * unit at most. kernel_block_limit: 0 for the generic kernel. */
-static double plan_resident(const gpuws_context *ctx, const tiled_plan *p, uint32_t kernel_block_limit)
+static double plan_resident(const gpuws_context *ctx, const tiled_plan *p, uint32_t kernel_block_limit, bool thin)
 {
-    const double unit = kernel_block_limit && ctx->info.shared_mem_per_unit ? (double)ctx->info.shared_mem_per_unit
-                                                                            : 4.0 * LOCAL_BUDGET;
+    const double unit = thin && ctx->info.shared_mem_per_unit ? (double)ctx->info.shared_mem_per_unit : 4.0 * LOCAL_BUDGET;
     double resident = floor(unit / (double)(p->local_bytes + 1024));
     if (resident > 16) resident = 16;
     if (kernel_block_limit) {
@@ -126,7 +128,8 @@ static double plan_resident(const gpuws_context *ctx, const tiled_plan *p, uint3
  * tiles included, at 4 slots per staged element. The fixed kernel's warps past the output's right edge skip their
  * FMAs, so it counts the average share of active warp columns; and its staging costs more than a few instructions
  * per element: on the H100 (2026-11-22, 2048^2 * 15x15 f32) blocks of 1 or 2 warps, whose tiles stage 1.7-2.0
- * elements per output, ran 10-20% slower than 4-warp blocks staging 1.5, which 16 slots per element reproduces. */
+ * elements per output, ran 10-20% slower than 4-warp blocks staging 1.5, which 16 slots per element reproduces.
+ * (`fixed`: the fixed kernel with thin tiles, the f32 one; f64 keeps the generic kernel's counts.) */
 static double block_work(const gpuws__conv2d_geometry *g, const tiled_plan *p, int th, bool fixed)
 {
     const double nkb = (double)((g->kh + (size_t)p->kbh - 1) / (size_t)p->kbh) *
@@ -143,11 +146,11 @@ static double block_work(const gpuws__conv2d_geometry *g, const tiled_plan *p, i
 /* A rough time for a plan, in FMA slots of one compute unit; units with fewer than 8 resident warps cannot hide
  * latency and run proportionally slower. */
 static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                        uint32_t kernel_block_limit)
+                        uint32_t kernel_block_limit, bool thin)
 {
-    const double per_block = block_work(g, p, p->th, kernel_block_limit != 0);
+    const double per_block = block_work(g, p, p->th, thin);
     const double units = ctx->info.compute_units ? ctx->info.compute_units : 1;
-    const double resident = plan_resident(ctx, p, kernel_block_limit);
+    const double resident = plan_resident(ctx, p, kernel_block_limit, thin);
     if (kernel_block_limit == 0) { /* the generic kernel's model, kept as it was measured: the busiest unit gets
                                       ceil(blocks / units) blocks */
         const double per_unit = ceil((double)p->blocks / units);
@@ -180,8 +183,8 @@ static void plan_split(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
 {
     const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw, tiles_y = (g->oh + (size_t)p->th - 1) / (size_t)p->th;
     const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
-    const uint64_t slots = units * (uint64_t)plan_resident(ctx, p, kernel_block_limit), tiles = tiles_x * tiles_y;
-    uint64_t rows = tiles % slots == 0 ? tiles_y : tiles / slots * slots / tiles_x; /* whole tile rows */
+    const uint64_t slots = units * (uint64_t)plan_resident(ctx, p, kernel_block_limit, true), tiles = tiles_x * tiles_y;
+    uint64_t rows = tiles % slots == 0 || !sh->thin_auto ? tiles_y : tiles / slots * slots / tiles_x; /* whole tile rows */
     const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_SPLIT");
     long long forced;
     if (env && gpuws__strcasecmp(env, "off") == 0) rows = tiles_y;
@@ -222,9 +225,10 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
         if (fixed_limit && ((size_t)p.kbh < g->kh || (size_t)p.kbw < g->kw)) continue;
         p.blocks = (uint64_t)((g->ow + (size_t)p.tw - 1) / (size_t)p.tw) * (uint64_t)((g->oh + (size_t)p.th - 1) / (size_t)p.th);
         p.main_blocks = p.blocks;
-        if (fixed_limit && sh->sub_s) plan_split(ctx, g, sh, fixed_limit, &p);
+        p.split = (int)((g->oh + (size_t)p.th - 1) / (size_t)p.th * (size_t)p.th);
+        if (fixed_limit) plan_split(ctx, g, sh, fixed_limit, &p);
         if (p.blocks > ctx->info.max_grid_dims[0]) continue;
-        p.cost = plan_cost(ctx, g, &p, fixed_limit);
+        p.cost = plan_cost(ctx, g, &p, fixed_limit, fixed_limit && sh->thin_auto);
         if (!found || p.cost < best->cost) *best = p;
         found = true;
     }
