@@ -6,16 +6,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuws-diag}
-mkdir -p "$OUT"
+source bench/gpu_env.sh # carried libraries (ours), NVIDIA's OpenCL registered, the kernel cache
 S="$OUT/diag.txt"
-CARRY=$PWD/.carry
-(cd "$CARRY/lib" && ln -sf libcriterion.so.3 libcriterion.so && ln -sf libcfitsio.so.10 libcfitsio.so &&
-    ln -sf libpng16.so.16 libpng16.so && ln -sf libpng16.so.16 libpng.so)
-ours() { LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-mkdir -p /tmp/icd
-echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd
-cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
-export OCL_ICD_VENDORS=/tmp/icd GPUWS_CACHE_DIR=/tmp/gpuws-cache
 L=/tmp/diag-logs
 mkdir -p $L
 pack() { tar czf "$OUT/logs.tar.gz" -C $L . 2>/dev/null; }

@@ -123,24 +123,23 @@ static double plan_resident(const gpuws_context *ctx, const tiled_plan *p, uint3
     return resident < 1 ? 1 : resident;
 }
 
-/* A block's work in FMA slots: the FMAs of its tile plus staging its tiles (`per_staged` slots per element) and a
- * fixed cost. The generic kernel's model (fixed = false, kept as measured) counts every FMA of a tile, partial edge
- * tiles included, at 4 slots per staged element. The fixed kernel's warps past the output's right edge skip their
- * FMAs, so it counts the average share of active warp columns; and its staging costs more than a few instructions
- * per element: on the H100 (2026-11-22, 2048^2 * 15x15 f32) blocks of 1 or 2 warps, whose tiles stage 1.7-2.0
- * elements per output, ran 10-20% slower than 4-warp blocks staging 1.5, which 16 slots per element reproduces.
- * (`fixed`: the fixed kernel with thin tiles, the f32 one; f64 keeps the generic kernel's counts.) */
-static double block_work(const gpuws__conv2d_geometry *g, const tiled_plan *p, int th, bool fixed)
+/* A block's work in FMA slots: the FMAs of its tile, staging its tiles, and a fixed cost. The generic kernel's
+ * model, kept as measured (also f64's fixed kernel: thin_model = false), counts every FMA of a tile, partial edge
+ * tiles included, and 4 slots per staged element. The f32 fixed kernel's (thin_model): its warps past the output's
+ * right edge skip their FMAs, so it counts the average share of active warp columns; and 16 slots per staged
+ * element: on the H100 (2026-11-22, 2048^2 * 15x15 f32) blocks of 1 or 2 warps, whose tiles stage 1.7-2.0 elements
+ * per output, ran 10-20% slower than 4-warp blocks staging 1.5. */
+static double block_work(const gpuws__conv2d_geometry *g, const tiled_plan *p, int th, bool thin_model)
 {
     const double nkb = (double)((g->kh + (size_t)p->kbh - 1) / (size_t)p->kbh) *
                        (double)((g->kw + (size_t)p->kbw - 1) / (size_t)p->kbw);
     double fmas = (double)p->tw * th * (double)g->kh * (double)g->kw;
-    if (fixed) { /* warp columns of LX * R outputs: tw / wx each */
+    if (thin_model) { /* warp columns of LX * R outputs: tw / wx each */
         const double warp_w = (double)p->tw / p->wx, tiles_x = ceil((double)g->ow / p->tw);
         fmas *= ceil((double)g->ow / warp_w) / (tiles_x * p->wx);
     }
     const double staged = (double)(th + p->kbh - 1) * (double)(p->tw + p->kbw) * nkb;
-    return fmas + (fixed ? 16.0 : 4.0) * staged + 64.0 * 32 * p->wx * p->wy;
+    return fmas + (thin_model ? 16.0 : 4.0) * staged + 64.0 * 32 * p->wx * p->wy;
 }
 
 /* A rough time for a plan, in FMA slots of one compute unit; units with fewer than 8 resident warps cannot hide
