@@ -306,7 +306,29 @@ DEFINE_DIRECT(f64, double, double8, 8)
         }                                                                                                       \
     }
 
-/* The compute of a tile of S rows per work-item, once the tile is staged: a block of the kernel below. */
+/* One staged input row r: the work-item's window, then each output row s whose kernel row r - s exists (ALL: every
+ * one does, and the tests are not in the code) into KW x RF FMAs. */
+#define FIXED_ROW(T, VW, RF, S, ALL)                                                                            \
+    {                                                                                                           \
+        T in[ROUND_UP(RF + KW - 1, VW)];                                                                        \
+        LOADA_N(in, trow, ROUND_UP(RF + KW - 1, VW), VW);                                                       \
+        UNROLL for (int s = 0; s < S; s++) {                                                                    \
+            if (ALL || (uint)(r - s) < (uint)kh) {                                                              \
+                UNROLL for (int q = 0; q < ROUND_UP(KW, VW) / VW; q++) {                                        \
+                    T f[VW];                                                                                    \
+                    LOADA_##VW(f, frow - s * KWP + q * VW, 0);                                                  \
+                    UNROLL for (int w = 0; w < VW; w++)                                                         \
+                        if (q * VW + w < KW)                                                                    \
+                            UNROLL for (int i = 0; i < RF; i++)                                                 \
+                                acc[s][i] = fma(f[w], in[i + q * VW + w], acc[s][i]);                           \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
+/* The compute of a tile of S rows per work-item, once the tile is staged: a block of the kernel below. Input rows
+ * S - 1 .. kh - 1 feed all S output rows: their loop has no row tests (one basic block to schedule; as the CUDA
+ * kernel's fixed_row). */
 #define FIXED_COMPUTE(T, V, VW, RF, S, LX)                                                                      \
     {                                                                                                           \
         const int y0 = (wyi * LY + lane / LX) * S;                                                              \
@@ -314,22 +336,10 @@ DEFINE_DIRECT(f64, double, double8, 8)
         T acc[S][RF];                                                                                           \
         UNROLL for (int s = 0; s < S; s++) UNROLL for (int i = 0; i < RF; i++) acc[s][i] = (T)0;                \
         __local const T *trow = tile + y0 * pitch + x0, *frow = fb;                                             \
-        for (int r = 0; r < S + kh - 1; r++, trow += pitch, frow += KWP) {                                      \
-            T in[ROUND_UP(RF + KW - 1, VW)];                                                                    \
-            LOADA_N(in, trow, ROUND_UP(RF + KW - 1, VW), VW);                                                   \
-            UNROLL for (int s = 0; s < S; s++) {                                                                \
-                if ((uint)(r - s) < (uint)kh) {                                                                 \
-                    UNROLL for (int q = 0; q < ROUND_UP(KW, VW) / VW; q++) {                                    \
-                        T f[VW];                                                                                \
-                        LOADA_##VW(f, frow - s * KWP + q * VW, 0);                                              \
-                        UNROLL for (int w = 0; w < VW; w++)                                                     \
-                            if (q * VW + w < KW)                                                                \
-                                UNROLL for (int i = 0; i < RF; i++)                                             \
-                                    acc[s][i] = fma(f[w], in[i + q * VW + w], acc[s][i]);                       \
-                    }                                                                                           \
-                }                                                                                               \
-            }                                                                                                   \
-        }                                                                                                       \
+        int r = 0;                                                                                              \
+        for (; r < S - 1; r++, trow += pitch, frow += KWP) FIXED_ROW(T, VW, RF, S, 0)        \
+        for (; r < kh; r++, trow += pitch, frow += KWP) FIXED_ROW(T, VW, RF, S, 1)                              \
+        for (; r < S + kh - 1; r++, trow += pitch, frow += KWP) FIXED_ROW(T, VW, RF, S, 0)                      \
         STORE_ROWS(T, V, VW, RF, S)                                                                             \
     }
 

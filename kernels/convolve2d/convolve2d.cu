@@ -297,6 +297,32 @@ template <> struct FixedShape<double> {
 };
 __host__ __device__ constexpr int round_up_c(int x, int m) { return (x + m - 1) / m * m; }
 
+// One staged input row of the fixed kernel: the thread's window of R + KW - 1 values, then for each output row s
+// whose kernel row r - s exists (All: every one does) that flipped kernel row streamed from shared memory into
+// KW x R FMAs.
+template <typename T, int KW, int S, bool All, int R = FixedShape<T>::R>
+__device__ __forceinline__ void fixed_row(T (&acc)[S][R], const T *trow, const T *frow, int r, int kh)
+{
+    constexpr int VW = Vec16<T>::W, NW = round_up_c(R + KW - 1, VW), KWP = round_up_c(KW, VW);
+    T in[NW];
+    load_vec(in, trow);
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        if (!All && (unsigned)(r - s) >= (unsigned)kh) continue;
+#pragma unroll
+        for (int q = 0; q < KWP / VW; q++) {
+            T f[VW];
+            load_vec(f, frow - s * KWP + q * VW);
+#pragma unroll
+            for (int w = 0; w < VW; w++) {
+                if (q * VW + w >= KW) break;
+#pragma unroll
+                for (int i = 0; i < R; i++) acc[s][i] = fma(f[w], in[i + q * VW + w], acc[s][i]);
+            }
+        }
+    }
+}
+
 template <typename T, int KW, int S>
 __device__ __forceinline__ void fixed_tile(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
                                            unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r,
@@ -304,7 +330,6 @@ __device__ __forceinline__ void fixed_tile(const T *__restrict__ img, const T *_
 {
     using Sh = FixedShape<T>;
     constexpr int R = Sh::R, LX = Sh::LX, VW = Vec16<T>::W;
-    constexpr int NW = round_up_c(R + KW - 1, VW); // the window (R + KW - 1 values, whole vectors)
     constexpr int KWP = round_up_c(KW, VW);        // a staged kernel row
     constexpr int COLS = round_up_c(KW, 8);        // tile columns past TW (the driver's kbw for the pitch)
     GPUWS_SHARED_BYTES();
@@ -323,11 +348,11 @@ __device__ __forceinline__ void fixed_tile(const T *__restrict__ img, const T *_
         const T *src = img + (size_t)gr0 * stride + gc0;
         if (VW == 4 && vec == 4) stage_inside<VW>(tile, pitch, rows, cols, src, stride, pl.lane, pl.warp, pl.nwarps);
         else stage_inside<2>(tile, pitch, rows, cols, src, stride, pl.lane, pl.warp, pl.nwarps);
-        copy_async_wait();
     } else {
         stage_tile<true>(tile, pitch, rows, cols, img, stride, H, W, gr0, gc0, boundary, fill, pl.lane, pl.warp,
                          pl.nwarps);
     }
+    copy_async_wait();
     __syncthreads();
     if (!pl.active) return;
 
@@ -336,26 +361,18 @@ __device__ __forceinline__ void fixed_tile(const T *__restrict__ img, const T *_
     for (int s = 0; s < S; s++)
 #pragma unroll
         for (int i = 0; i < R; i++) acc[s][i] = T(0);
-    const T *trow = tile + y0 * pitch + x0, *frow = fb; // input row r, kernel row r (output row s uses r - s)
+    // Input row r feeds output rows s with kernel row r - s in [0, kh). Rows S - 1 .. kh - 1 feed all S output rows:
+    // their loop has no row tests, so its loads and FMAs form one basic block the compiler schedules across (the
+    // filter loads of one output row under the FMAs of the previous one). It runs first, then one loop over the
+    // first and last S - 1 rows, with the tests.
+    const T *trow0 = tile + y0 * pitch + x0;
 #pragma unroll 1
-    for (int r = 0; r < S + kh - 1; r++, trow += pitch, frow += KWP) {
-        T in[NW];
-        load_vec(in, trow);
-#pragma unroll
-        for (int s = 0; s < S; s++) {
-            if ((unsigned)(r - s) >= (unsigned)kh) continue;
-#pragma unroll
-            for (int q = 0; q < KWP / VW; q++) {
-                T f[VW];
-                load_vec(f, frow - s * KWP + q * VW);
-#pragma unroll
-                for (int w = 0; w < VW; w++) {
-                    if (q * VW + w >= KW) break;
-#pragma unroll
-                    for (int i = 0; i < R; i++) acc[s][i] = fma(f[w], in[i + q * VW + w], acc[s][i]);
-                }
-            }
-        }
+    for (int r = S - 1; r < kh; r++) fixed_row<T, KW, S, true>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
+    const int hi = kh > S - 1 ? kh : S - 1, partial = S - 1 + (S + kh - 1 - hi); // rows [0, S-1) and [hi, S+kh-1)
+#pragma unroll 1
+    for (int i = 0; i < partial; i++) {
+        const int r = i < S - 1 ? i : hi + i - (S - 1);
+        fixed_row<T, KW, S, false>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
     }
     store_rows(out, acc, OH, OW, m0 + y0, n0 + x0);
 }
@@ -444,8 +461,12 @@ GPUWS_CONVOLVE2D_KERNELS(f64, double)
 // convolve2d_fixed_<dtype>_k<KW>: the same parameters as _tiled_ (kw and kbh_max are implied: the whole kernel is one
 // block; kbw_max carries `vec`, the elements per copy of interior tiles: 1 = the general loader only, 2, or 4 (f32)),
 // so the driver launches either with one argument list.
+// Register caps: with the middle input rows in a loop of their own the f32 k15 kernel took 85 registers (5 blocks of
+// 4 warps per SM); 80 keeps the 6 that shared memory allows for the workshop case, as before. f64 at most 96 (5).
+#define GPUWS_CONVOLVE2D_MAX_REGS_f32 80
+#define GPUWS_CONVOLVE2D_MAX_REGS_f64 96
 #define GPUWS_CONVOLVE2D_FIXED(NAME, T, KW)                                                                      \
-    extern "C" __global__ void convolve2d_fixed_##NAME##_k##KW(                                                  \
+    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_##NAME) convolve2d_fixed_##NAME##_k##KW(     \
         const T *img, const T *kern, T *out, unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, \
         int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, int split,       \
         gpuws_local smem)                                                                                        \
