@@ -246,9 +246,29 @@ static void note_error(bench_target *t, const char *what, gpuws_status st)
              gpuws_status_name(st), gpuws_last_error());
 }
 
+static gpuws_status no_work(void *arg, gpuws_stream *s)
+{
+    (void)arg, (void)s;
+    return GPUWS_OK;
+}
+
+/* The timer's floor, in us: two events recorded back to back, nothing between them. On the H100 (2026-11-22,
+ * bench/experiments/cl_launch_gap.c) CUDA's events measure ~1.3 us there and NVIDIA's OpenCL profiling ~8.5-9.5 us
+ * (it timestamps each timed command on the device): the same few-microsecond kernel reads several microseconds slower
+ * on OpenCL. Reported next to the ceilings so that short rows can be read with it; never subtracted. */
+static gpuws_status timer_floor(gpuws_context *ctx, double *us)
+{
+    double ms = 0;
+    gpuws_status st = time_median(ctx, no_work, NULL, 15, &ms);
+    if (st == GPUWS_ERR_NOT_READY) st = time_median(ctx, no_work, NULL, 15, &ms); /* OpenCL switched its markers */
+    if (!st) *us = ms * 1e3;
+    return st;
+}
+
 void bench_measure_ceilings(bench_target *t, gpuws_context *ctx, bench_size size)
 {
     gpuws_status st;
+    if ((st = timer_floor(ctx, &t->timer_floor_us))) note_error(t, "timer floor", st);
     if ((st = bench_copy_bandwidth_sized(ctx, size, &t->copy_gbs))) note_error(t, "copy bandwidth", st);
     if ((st = bench_fma_peak(ctx, GPUWS_F32, size, &t->fma_gflops[0]))) note_error(t, "FMA f32", st);
     if (t->info.fp64 && (st = bench_fma_peak(ctx, GPUWS_F64, size, &t->fma_gflops[1]))) note_error(t, "FMA f64", st);

@@ -76,6 +76,8 @@ typedef struct {
     double copy_gbs;          /* ceilings measured in this run; 0 = not measured (see ceiling_error) */
     double fma_gflops[2];     /* [0] f32, [1] f64 */
     char ceiling_error[256];
+    double timer_floor_us;    /* the event timer's own floor: median time between two events recorded back to back
+                               * with nothing between them (every row's median includes it); 0 = not measured */
 } bench_target;
 
 /* Fills up to max targets of the listed backends (bit i = gpuws_backend_kind i) whose OpenCL platform name
@@ -108,7 +110,8 @@ gpuws_status bench_copy_bandwidth_sized(gpuws_context *ctx, bench_size size, dou
 /* Measures the fused multiply-add rate (GFLOP/s, 2 FLOP per FMA) with the peak kernel (kernels/peak), after
  * checking its result against the closed form. dtype GPUWS_F32 or GPUWS_F64. */
 gpuws_status bench_fma_peak(gpuws_context *ctx, gpuws_dtype dtype, bench_size size, double *gflops);
-/* Fills t's ceilings (copy bandwidth, FMA f32 and, where the device has it, f64); problems go to ceiling_error. */
+/* Fills t's ceilings (copy bandwidth, FMA f32 and, where the device has it, f64) and its timer floor; problems go to
+ * ceiling_error. */
 void bench_measure_ceilings(bench_target *t, gpuws_context *ctx, bench_size size);
 
 /* Runs one workload on one target: setup, one checked run, warm-up, `repeat` timed runs. */

@@ -8,6 +8,12 @@
 #   verify   the suites in VERIFY_TESTS on CUDA + NVIDIA OpenCL, then on PoCL, and compute-sanitizer (memcheck,
 #            racecheck, synccheck) over `gpuws selftest` of the algorithms in VERIFY_ALGS
 #   ab       `gpuws bench` of AB_ALGS once per setting in AB_SETTINGS (space-separated VAR=value, "-" = none)
+#   variants `gpuws bench` of AB_ALGS (CUDA) with the main build and with other builds of the CLI, twice in turn:
+#            VARIANT_FLAGS "name=CUDA-FLAGS ..." (this tree, extra nvcc flags), VARIANT_TREES "name=DIR ..." (another
+#            source tree, e.g. an older commit exported under .carry/)
+#   gap      launch cost of back-to-back kernels: bench/experiments/cl_launch_gap.c on NVIDIA's OpenCL (queue
+#            settings) against bench/experiments/cuda_launch_gap.cu
+#   ncu2d    ncu on the f32 workshop convolve2d kernel: the full set, and stall samples per SASS instruction
 #   usage: bash bench/gpu_explore.sh [steps]   (default: build,mcpi,bench,oclprof)
 #   EXPLORE_ALGS: the bench step's --algorithms list.
 set -uo pipefail
@@ -63,6 +69,55 @@ if has ab; then
         log "ab $set: rc=$?"
         grep -A40 "^workload" "$LOGS/ab-$set.txt" | grep -E "cuda|opencl" | sed "s/^/  [$set] /" | cut -c1-150 | tee -a "$OUT/summary.txt"
     done
+fi
+
+if has variants; then
+    builds=("main=build-gpu")
+    for v in ${VARIANT_FLAGS:-}; do
+        n=${v%%=*}; f=${v#*=}
+        cmake -S . -B "build-$n" -DCMAKE_BUILD_TYPE=Release -DGPUWS_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$CARRY" \
+            -DCMAKE_CUDA_FLAGS="$f" >"$LOGS/build-$n.log" 2>&1 && timeout 300 cmake --build "build-$n" -j16 --target gpuws_cli \
+            >>"$LOGS/build-$n.log" 2>&1 && builds+=("$n=build-$n")
+        log "variant $n ($f): rc=$?"
+    done
+    for v in ${VARIANT_TREES:-}; do
+        n=${v%%=*}; d=${v#*=}
+        cmake -S "$d" -B "build-$n" -DCMAKE_BUILD_TYPE=Release -DGPUWS_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$CARRY" \
+            >"$LOGS/build-$n.log" 2>&1 && timeout 300 cmake --build "build-$n" -j16 --target gpuws_cli >>"$LOGS/build-$n.log" 2>&1 &&
+            builds+=("$n=build-$n")
+        log "variant $n ($d): rc=$?"
+    done
+    for round in 1 2; do
+        for b in "${builds[@]}"; do
+            n=${b%%=*}; d=${b#*=}
+            ours timeout 120 ./$d/tools/gpuws bench --backends cuda --no-ceilings --algorithms "$AB_ALGS" --budget 1 \
+                --repeat 30 >"$LOGS/variant-$n-$round.txt" 2>&1
+            log "variant $n round $round: rc=$?"
+            grep -A40 "^workload" "$LOGS/variant-$n-$round.txt" | grep -E "cuda" | sed "s/^/  [$n.$round] /" | cut -c1-150 |
+                tee -a "$OUT/summary.txt"
+        done
+    done
+fi
+
+if has gap; then
+    gcc -std=c11 -O2 bench/experiments/cl_launch_gap.c -o /tmp/clgap -l:libOpenCL.so.1 >"$LOGS/gap-build.log" 2>&1 &&
+        nvcc -arch=sm_90 -O3 bench/experiments/cuda_launch_gap.cu -o /tmp/cugap >>"$LOGS/gap-build.log" 2>&1
+    log "launch gap build: rc=$?"
+    { timeout 60 /tmp/cugap 200 2000; timeout 60 /tmp/clgap NVIDIA 200 2000; } >"$LOGS/gap.txt" 2>&1
+    log "launch gap: rc=$?"
+    cat "$LOGS/gap.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has ncu2d; then
+    ours timeout 200 ncu --set full --import-source no --kernel-name regex:convolve2d_fixed_f32 --launch-skip 2 \
+        --launch-count 1 -f -o /tmp/c2d $G bench --backends cuda --no-ceilings --algorithms convolve2d --budget 0.05 \
+        --repeat 3 >"$LOGS/ncu2d-run.txt" 2>&1
+    log "ncu convolve2d: rc=$?"
+    ncu -i /tmp/c2d.ncu-rep --page details >"$LOGS/ncu2d-details.txt" 2>&1
+    ncu -i /tmp/c2d.ncu-rep --page source --csv --print-source sass >"$LOGS/ncu2d-sass.csv" 2>&1
+    log "ncu convolve2d pages: $(wc -l <"$LOGS/ncu2d-sass.csv") source lines"
+    grep -E "Duration|Elapsed Cycles|SM Active Cycles|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Active Warps Per|Eligible Warps|Executed Ipc A|Waves Per SM|Block Limit" \
+        "$LOGS/ncu2d-details.txt" | tee -a "$OUT/summary.txt"
 fi
 
 if has bench; then

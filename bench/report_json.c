@@ -117,6 +117,7 @@ static void put_target(FILE *f, const bench_target *t)
     kv_pos(&o, "fma_f64_gflop_per_s", t->fma_gflops[1]);
     kv_pos(&o, "ridge_f32_flop_per_byte", t->copy_gbs > 0 ? t->fma_gflops[0] / t->copy_gbs : 0);
     kv_pos(&o, "ridge_f64_flop_per_byte", t->copy_gbs > 0 ? t->fma_gflops[1] / t->copy_gbs : 0);
+    kv_pos(&o, "timer_floor_us", t->timer_floor_us);
     kv_str(&o, "ceiling_error", t->ceiling_error[0] ? t->ceiling_error : NULL);
 }
 

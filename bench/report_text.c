@@ -41,14 +41,15 @@ size_t *bench_sorted_rows(const bench_report *r)
 
 static void print_ceilings(const bench_report *r, FILE *f)
 {
-    char a[24], b[24], c[24], d[24];
-    fprintf(f, "%-44s %12s %16s %16s %12s\n", "ceilings measured in this run", "copy GB/s", "FMA f32 GFLOP/s",
-            "FMA f64 GFLOP/s", "ridge FLOP/B");
+    char a[24], b[24], c[24], d[24], e[24];
+    fprintf(f, "%-44s %12s %16s %16s %12s %15s\n", "ceilings measured in this run", "copy GB/s", "FMA f32 GFLOP/s",
+            "FMA f64 GFLOP/s", "ridge FLOP/B", "timer floor us");
     for (size_t i = 0; i < r->ntargets; i++) {
         const bench_target *t = &r->targets[i];
-        fprintf(f, "  %-42.42s %12s %16s %16s %12s\n", t->short_label, bench_fmt4(a, sizeof a, t->copy_gbs),
+        fprintf(f, "  %-42.42s %12s %16s %16s %12s %15s\n", t->short_label, bench_fmt4(a, sizeof a, t->copy_gbs),
                 bench_fmt4(b, sizeof b, t->fma_gflops[0]), bench_fmt4(c, sizeof c, t->fma_gflops[1]),
-                bench_fmt4(d, sizeof d, t->copy_gbs > 0 ? t->fma_gflops[0] / t->copy_gbs : 0));
+                bench_fmt4(d, sizeof d, t->copy_gbs > 0 ? t->fma_gflops[0] / t->copy_gbs : 0),
+                bench_fmt4(e, sizeof e, t->timer_floor_us));
         if (t->ceiling_error[0]) fprintf(f, "    (%s)\n", t->ceiling_error);
     }
     fputc('\n', f);

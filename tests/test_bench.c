@@ -355,7 +355,8 @@ static const char *const row_keys[] = {
 static const char *const target_keys[] = {"label", "short_label", "backend", "platform", "device", "vendor",
                                           "driver_version", "type", "compute_units", "global_mem_bytes", "fp64",
                                           "copy_gb_per_s", "fma_f32_gflop_per_s", "fma_f64_gflop_per_s",
-                                          "ridge_f32_flop_per_byte", "ridge_f64_flop_per_byte", "ceiling_error"};
+                                          "ridge_f32_flop_per_byte", "ridge_f64_flop_per_byte", "timer_floor_us",
+                                          "ceiling_error"};
 
 static void check_row(const json_value *row, const char *backend)
 {
@@ -420,6 +421,13 @@ Test(bench, json_csv_and_svg_are_complete_and_well_formed, .timeout = 300)
         cr_assert(json_get_number(tg, "copy_gb_per_s", 0) > 0 && json_get_number(tg, "fma_f32_gflop_per_s", 0) > 0);
         cr_assert(!json_get(tg, "fp64")->boolean || json_get_number(tg, "fma_f64_gflop_per_s", 0) > 0);
         seen_opencl |= !strcmp(json_get_string(tg, "backend", ""), "opencl");
+        /* every timed run includes the timer's floor: no row of this target can be much faster than it */
+        const double floor_us = json_get_number(tg, "timer_floor_us", 0);
+        cr_assert(floor_us >= 0 && floor_us < 1e6, "timer floor %g us", floor_us);
+        for (size_t i = 0; i < rows->n; i++)
+            if (!strcmp(json_get_string(&rows->items[i], "target", ""), json_get_string(tg, "label", "?")))
+                cr_assert(json_get_number(&rows->items[i], "median_ms", 0) * 1e3 >= 0.5 * floor_us,
+                          "a row of %s timed below half its timer floor (%g us)", json_get_string(tg, "label", "?"), floor_us);
     }
     cr_assert(seen_opencl || !strstr(backends, "opencl"), "opencl was asked for but has no target");
     for (size_t i = 0; i < rows->n; i++) check_row(&rows->items[i], json_get_string(&rows->items[i], "backend", ""));

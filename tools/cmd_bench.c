@@ -219,12 +219,13 @@ static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, c
             continue;
         }
         if (o->ceilings) {
-            fprintf(err, "[%zu/%zu] %s: measuring ceilings (copy bandwidth, FMA rate)...", k, total, tg->label);
+            fprintf(err, "[%zu/%zu] %s: measuring ceilings (copy bandwidth, FMA rate, timer floor)...", k, total, tg->label);
             fflush(err);
             bench_measure_ceilings(tg, ctx, o->size);
-            char a[24], b[24], c[24];
-            fprintf(err, " copy %s GB/s, FMA f32 %s GFLOP/s, f64 %s GFLOP/s\n", bench_fmt4(a, sizeof a, tg->copy_gbs),
-                    bench_fmt4(b, sizeof b, tg->fma_gflops[0]), bench_fmt4(c, sizeof c, tg->fma_gflops[1]));
+            char a[24], b[24], c[24], d[24];
+            fprintf(err, " copy %s GB/s, FMA f32 %s GFLOP/s, f64 %s GFLOP/s, timer floor %s us\n",
+                    bench_fmt4(a, sizeof a, tg->copy_gbs), bench_fmt4(b, sizeof b, tg->fma_gflops[0]),
+                    bench_fmt4(c, sizeof c, tg->fma_gflops[1]), bench_fmt4(d, sizeof d, tg->timer_floor_us));
             if (tg->ceiling_error[0]) fprintf(err, "  ceilings: %s\n", tg->ceiling_error);
         }
         const int repeat = tg->backend == GPUWS_BACKEND_CPU ? o->cpu_repeat : o->repeat;

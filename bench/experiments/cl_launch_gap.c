@@ -1,0 +1,180 @@
+/* Experiment (not part of the library): what one kernel launch costs on an OpenCL platform, back to back in one
+ * in-order queue, and which queue settings change it (issue 4: label's five launches run ~4-5 us apart on NVIDIA's
+ * OpenCL, ~0.5 us apart on CUDA). usage: cl_launch_gap PLATFORM-SUBSTRING [launches]
+ *
+ * Per kernel (an empty one, and one of ~10 us of FMAs on every work-item) and per queue setting it enqueues N
+ * launches, waits, and prints per launch: the host's wall time (clFinish before and after), the device span from
+ * the first kernel's START to the last one's END (profiling queues), the kernels' own mean END - START and the mean
+ * gap START(k+1) - END(k) (where every launch has an event). Settings:
+ *   prof        queue with CL_QUEUE_PROFILING_ENABLE, events on the first and last launch only (gpuws's streams)
+ *   prof-all    the same, an event on every launch (to see the gaps)
+ *   prof-flush  the same as prof, clFlush after every launch
+ *   noprof      queue without profiling: host wall time only
+ * Then the timer's own floor, as gpuws's OpenCL events measure (END of one marker to START of the next, each marker
+ * a 1-work-item kernel with an event, or END to END of plain clEnqueueMarkerWithWaitList markers where the platform
+ * times them) with 0, 1 and 5 empty kernels between the markers: median of 50. */
+#define _POSIX_C_SOURCE 199309L
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(x)                                                                                                \
+    do {                                                                                                        \
+        cl_int e_ = (x);                                                                                        \
+        if (e_ != CL_SUCCESS) {                                                                                 \
+            fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #x, (int)e_);                              \
+            exit(1);                                                                                            \
+        }                                                                                                       \
+    } while (0)
+
+static const char *src = "__kernel void empty(__global float *x) { }\n"
+                         "__kernel void spin(__global float *x, int n) {\n"
+                         "  float a = x[get_global_id(0)], b = 1.0001f;\n"
+                         "  for (int i = 0; i < n; i++) { a = fma(a, b, 0.5f); b = fma(b, a, -0.25f); }\n"
+                         "  x[get_global_id(0)] = a + b;\n"
+                         "}\n";
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+static cl_ulong prof(cl_event e, cl_profiling_info what)
+{
+    cl_ulong t = 0;
+    CHECK(clGetEventProfilingInfo(e, what, sizeof t, &t, NULL));
+    return t;
+}
+
+/* mode: 0 prof, 1 prof-all, 2 prof-flush, 3 noprof */
+static void run(cl_context c, cl_device_id d, cl_kernel k, size_t global, int mode, int n, const char *kname)
+{
+    static const char *names[] = {"prof", "prof-all", "prof-flush", "noprof"};
+    cl_int e;
+    cl_command_queue q = clCreateCommandQueue(c, d, mode == 3 ? 0 : CL_QUEUE_PROFILING_ENABLE, &e);
+    CHECK(e);
+    cl_event *ev = calloc((size_t)n, sizeof *ev);
+    size_t local = 256;
+    for (int rep = 0; rep < 2; rep++) { /* the first round warms up */
+        CHECK(clFinish(q));
+        const double t0 = now_us();
+        for (int i = 0; i < n; i++) {
+            const int want = mode == 1 || (mode != 3 && (i == 0 || i == n - 1));
+            CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, want ? &ev[i] : NULL));
+            if (mode == 2) CHECK(clFlush(q));
+        }
+        CHECK(clFinish(q));
+        const double wall = (now_us() - t0) / n;
+        if (rep == 0) {
+            for (int i = 0; i < n; i++)
+                if (ev[i]) clReleaseEvent(ev[i]), ev[i] = NULL;
+            continue;
+        }
+        double span = 0, own = 0, gap = 0;
+        if (mode != 3) span = (double)(prof(ev[n - 1], CL_PROFILING_COMMAND_END) - prof(ev[0], CL_PROFILING_COMMAND_START)) * 1e-3 / n;
+        if (mode == 1) {
+            for (int i = 0; i < n; i++) own += (double)(prof(ev[i], CL_PROFILING_COMMAND_END) - prof(ev[i], CL_PROFILING_COMMAND_START)) * 1e-3;
+            for (int i = 1; i < n; i++) gap += (double)(prof(ev[i], CL_PROFILING_COMMAND_START) - prof(ev[i - 1], CL_PROFILING_COMMAND_END)) * 1e-3;
+            own /= n, gap /= n - 1;
+        }
+        printf("%-6s %-10s launches %4d  host wall %8.2f us/launch  device span %8.2f us/launch  kernel %8.2f us  gap %6.2f us\n",
+               kname, names[mode], n, wall, span, own, gap);
+        for (int i = 0; i < n; i++)
+            if (ev[i]) clReleaseEvent(ev[i]), ev[i] = NULL;
+    }
+    free(ev);
+    clReleaseCommandQueue(q);
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* plain: 1 = clEnqueueMarkerWithWaitList events (END to END), 0 = marker kernels (END to START) */
+static void interval(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k, size_t global, int between, int plain)
+{
+    cl_int e;
+    cl_command_queue q = clCreateCommandQueue(c, d, CL_QUEUE_PROFILING_ENABLE, &e);
+    CHECK(e);
+    double t[50];
+    size_t one = 1, local = 256;
+    for (int rep = 0; rep < 50; rep++) {
+        cl_event a, b;
+        if (plain) CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &a));
+        else CHECK(clEnqueueNDRangeKernel(q, marker, 1, NULL, &one, &one, 0, NULL, &a));
+        clFlush(q);
+        for (int i = 0; i < between; i++) CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL));
+        if (plain) CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &b));
+        else CHECK(clEnqueueNDRangeKernel(q, marker, 1, NULL, &one, &one, 0, NULL, &b));
+        clFlush(q);
+        CHECK(clWaitForEvents(1, &b));
+        cl_ulong t0 = 0, t1 = 0;
+        const cl_int e0 = clGetEventProfilingInfo(a, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL);
+        const cl_int e1 = clGetEventProfilingInfo(b, plain ? CL_PROFILING_COMMAND_END : CL_PROFILING_COMMAND_START, sizeof t1, &t1, NULL);
+        clReleaseEvent(a), clReleaseEvent(b);
+        if (e0 != CL_SUCCESS || e1 != CL_SUCCESS || (t0 == 0 && t1 == 0)) {
+            printf("interval %-14s %d empty kernels between: no profiling times (%d, %d)\n", plain ? "plain markers" : "marker kernels", between, (int)e0, (int)e1);
+            clReleaseCommandQueue(q);
+            return;
+        }
+        t[rep] = ((double)t1 - (double)t0) * 1e-3;
+    }
+    qsort(t, 50, sizeof *t, cmpd);
+    printf("interval %-14s %d empty kernels between: median %8.2f us, min %8.2f us\n", plain ? "plain markers" : "marker kernels", between, 0.5 * (t[24] + t[25]), t[0]);
+    clReleaseCommandQueue(q);
+}
+
+int main(int argc, char **argv)
+{
+    const char *want = argc > 1 ? argv[1] : "NVIDIA";
+    const int n = argc > 2 ? atoi(argv[2]) : 200;
+    cl_platform_id ps[8];
+    cl_uint np = 0;
+    CHECK(clGetPlatformIDs(8, ps, &np));
+    static const char *msrc = "__kernel void gpuws_marker(void) {}\n";
+    for (cl_uint i = 0; i < np; i++) {
+        char name[256] = {0};
+        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
+        if (!strstr(name, want)) continue;
+        cl_device_id d;
+        CHECK(clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, 1, &d, NULL));
+        char dname[256] = {0};
+        clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof dname, dname, NULL);
+        printf("platform %s, device %s\n", name, dname);
+        cl_int e;
+        cl_context c = clCreateContext(NULL, 1, &d, NULL, NULL, &e);
+        CHECK(e);
+        cl_program p = clCreateProgramWithSource(c, 1, &src, NULL, &e);
+        CHECK(e);
+        CHECK(clBuildProgram(p, 1, &d, "", NULL, NULL));
+        const size_t global = 132 * 2048;
+        cl_mem x = clCreateBuffer(c, CL_MEM_READ_WRITE, global * sizeof(float), NULL, &e);
+        CHECK(e);
+        cl_kernel ke = clCreateKernel(p, "empty", &e), ks = clCreateKernel(p, "spin", &e);
+        CHECK(e);
+        const int iters = argc > 3 ? atoi(argv[3]) : 2000;
+        CHECK(clSetKernelArg(ke, 0, sizeof x, &x));
+        CHECK(clSetKernelArg(ks, 0, sizeof x, &x));
+        CHECK(clSetKernelArg(ks, 1, sizeof iters, &iters));
+        for (int mode = 0; mode < 4; mode++) run(c, d, ke, global, mode, n, "empty");
+        for (int mode = 0; mode < 4; mode++) run(c, d, ks, global, mode, n, "spin");
+        cl_program mp = clCreateProgramWithSource(c, 1, &msrc, NULL, &e);
+        CHECK(e);
+        CHECK(clBuildProgram(mp, 1, &d, "", NULL, NULL));
+        cl_kernel km = clCreateKernel(mp, "gpuws_marker", &e);
+        CHECK(e);
+        static const int betweens[] = {0, 1, 5};
+        for (int plain = 1; plain >= 0; plain--)
+            for (int i = 0; i < 3; i++) interval(c, d, km, ke, global, betweens[i], plain);
+        return 0;
+    }
+    fprintf(stderr, "no platform matching '%s'\n", want);
+    return 1;
+}

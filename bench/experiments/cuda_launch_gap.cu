@@ -1,0 +1,63 @@
+// Experiment (not part of the library): the CUDA side of cl_launch_gap.c. N launches of an empty kernel and of the
+// same ~10 us FMA kernel, back to back on one stream: host wall time per launch (synchronize before and after) and
+// event time per launch (events before the first and after the last launch). usage: cuda_launch_gap [launches] [iters]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+
+__global__ void empty(float *) {}
+__global__ void spin(float *x, int n)
+{
+    const size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    float a = x[g], b = 1.0001f;
+    for (int i = 0; i < n; i++) a = fmaf(a, b, 0.5f), b = fmaf(b, a, -0.25f);
+    x[g] = a + b;
+}
+
+int main(int argc, char **argv)
+{
+    const int n = argc > 1 ? atoi(argv[1]) : 200, iters = argc > 2 ? atoi(argv[2]) : 2000;
+    const int blocks = 132 * 2048 / 256;
+    float *x;
+    cudaMalloc(&x, 132 * 2048 * sizeof(float));
+    cudaMemset(x, 0, 132 * 2048 * sizeof(float));
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a), cudaEventCreate(&b);
+    for (int which = 0; which < 2; which++)
+        for (int rep = 0; rep < 2; rep++) {
+            cudaStreamSynchronize(s);
+            const auto t0 = std::chrono::steady_clock::now();
+            cudaEventRecord(a, s);
+            for (int i = 0; i < n; i++)
+                if (which == 0) empty<<<blocks, 256, 0, s>>>(x);
+                else spin<<<blocks, 256, 0, s>>>(x, iters);
+            cudaEventRecord(b, s);
+            cudaStreamSynchronize(s);
+            const double wall = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
+            float ms = 0;
+            cudaEventElapsedTime(&ms, a, b);
+            if (rep) printf("%-6s cuda       launches %4d  host wall %8.2f us/launch  events %8.2f us/launch\n",
+                            which ? "spin" : "empty", n, wall, ms * 1e3 / n);
+        }
+    // the timer's floor: events around 0, 1 and 5 empty kernels, median of 50
+    for (int between : {0, 1, 5}) {
+        float t[50];
+        for (int rep = 0; rep < 50; rep++) {
+            cudaEventRecord(a, s);
+            for (int i = 0; i < between; i++) empty<<<blocks, 256, 0, s>>>(x);
+            cudaEventRecord(b, s);
+            cudaEventSynchronize(b);
+            cudaEventElapsedTime(&t[rep], a, b);
+        }
+        std::sort(t, t + 50);
+        printf("interval cuda events   %d empty kernels between: median %8.2f us, min %8.2f us\n", between,
+               0.5e3 * (t[24] + t[25]), 1e3 * t[0]);
+    }
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) { printf("CUDA error: %s\n", cudaGetErrorString(e)); return 1; }
+    return 0;
+}
