@@ -153,6 +153,11 @@ gpuws_status gpuws__check_range(const gpuws_buffer *b, size_t offset, size_t byt
  * until the next request for the same slot on the same stream (work already enqueued on the stream may still use
  * it: the stream is in order). Grows as needed; freed with the stream. */
 gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuws_buffer **out);
+/* Reads n bytes into host memory once all the work enqueued on s before it has finished: what
+ * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read on the stream. On NVIDIA's
+ * OpenCL that round trip (a kernel, 4 bytes back) took 30 us against 38.5 us as a non-blocking read + clFinish
+ * (H100, 2026-11-22, bench/experiments/cl_launch_gap.c); CUDA does the same either way. n > 0. */
+gpuws_status gpuws__buffer_read_sync(gpuws_stream *s, const gpuws_buffer *src, size_t offset, void *dst, size_t n);
 /* Kernel by name built with extra build options (OpenCL -D tunables; ignored by CUDA). */
 gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const char *options, gpuws_kernel **k);
 /* Host address of a CPU-backend buffer (NULL for other backends). */

@@ -150,6 +150,12 @@ gpuws_status gpuws_buffer_read_async(gpuws_stream *s, const gpuws_buffer *src, s
     return do_read(s, src, o, d, n, 0);
 }
 
+gpuws_status gpuws__buffer_read_sync(gpuws_stream *s, const gpuws_buffer *src, size_t o, void *d, size_t n)
+{
+    if (n == 0) return gpuws__error(GPUWS_ERR_INTERNAL, "a synchronous read of 0 bytes would not wait for the stream");
+    return do_read(s, src, o, d, n, 1);
+}
+
 gpuws_status gpuws_buffer_copy_async(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff,
                                      size_t n)
 {

@@ -12,7 +12,12 @@
  *   noprof      queue without profiling: host wall time only
  * Then the timer's own floor, as gpuws's OpenCL events measure (END of one marker to START of the next, each marker
  * a 1-work-item kernel with an event, or END to END of plain clEnqueueMarkerWithWaitList markers where the platform
- * times them) with 0, 1 and 5 empty kernels between the markers: median of 50. */
+ * times them) with 0, 1 and 5 empty kernels between the markers: median of 50. Then the same interval around 5 spin
+ * kernels of ~10 us, with clFlush after the first marker only (gpuws's streams) or after every kernel: if the
+ * platform holds enqueued commands until a flush, the first interval also holds the host's enqueue time. Last, the
+ * host's cost of one clSetKernelArg. Then a host round trip as label's driver makes one (a kernel, 4 bytes read back,
+ * wait): host wall time and the timed interval of marker, kernel, read, wait, marker, for several ways to read and
+ * wait. */
 #define _POSIX_C_SOURCE 199309L
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -98,7 +103,8 @@ static int cmpd(const void *a, const void *b)
 }
 
 /* plain: 1 = clEnqueueMarkerWithWaitList events (END to END), 0 = marker kernels (END to START) */
-static void interval(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k, size_t global, int between, int plain)
+static void interval(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k, size_t global, int between, int plain,
+                     int flush_each, const char *what)
 {
     cl_int e;
     cl_command_queue q = clCreateCommandQueue(c, d, CL_QUEUE_PROFILING_ENABLE, &e);
@@ -110,7 +116,10 @@ static void interval(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k
         if (plain) CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &a));
         else CHECK(clEnqueueNDRangeKernel(q, marker, 1, NULL, &one, &one, 0, NULL, &a));
         clFlush(q);
-        for (int i = 0; i < between; i++) CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL));
+        for (int i = 0; i < between; i++) {
+            CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL));
+            if (flush_each) clFlush(q);
+        }
         if (plain) CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &b));
         else CHECK(clEnqueueNDRangeKernel(q, marker, 1, NULL, &one, &one, 0, NULL, &b));
         clFlush(q);
@@ -120,14 +129,74 @@ static void interval(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k
         const cl_int e1 = clGetEventProfilingInfo(b, plain ? CL_PROFILING_COMMAND_END : CL_PROFILING_COMMAND_START, sizeof t1, &t1, NULL);
         clReleaseEvent(a), clReleaseEvent(b);
         if (e0 != CL_SUCCESS || e1 != CL_SUCCESS || (t0 == 0 && t1 == 0)) {
-            printf("interval %-14s %d empty kernels between: no profiling times (%d, %d)\n", plain ? "plain markers" : "marker kernels", between, (int)e0, (int)e1);
+            printf("interval %-14s %d %s kernels between%s: no profiling times (%d, %d)\n", plain ? "plain markers" : "marker kernels",
+                   between, what, flush_each ? ", flush each" : "", (int)e0, (int)e1);
             clReleaseCommandQueue(q);
             return;
         }
         t[rep] = ((double)t1 - (double)t0) * 1e-3;
     }
     qsort(t, 50, sizeof *t, cmpd);
-    printf("interval %-14s %d empty kernels between: median %8.2f us, min %8.2f us\n", plain ? "plain markers" : "marker kernels", between, 0.5 * (t[24] + t[25]), t[0]);
+    printf("interval %-14s %d %s kernels between%s: median %8.2f us, min %8.2f us\n", plain ? "plain markers" : "marker kernels",
+           between, what, flush_each ? ", flush each" : "", 0.5 * (t[24] + t[25]), t[0]);
+    clReleaseCommandQueue(q);
+}
+
+static cl_int wait_spin(cl_event e)
+{
+    cl_int status = CL_QUEUED, err;
+    while ((err = clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL)) == CL_SUCCESS &&
+           status > CL_COMPLETE) {
+    }
+    return err != CL_SUCCESS ? err : status < 0 ? status : CL_SUCCESS;
+}
+
+/* how: 0 non-blocking read + clFinish, 1 blocking read, 2 non-blocking read + clFlush + spin on its event,
+ * 3 read into pinned host memory (mapped ALLOC_HOST_PTR) + clFinish, 4 non-blocking read + clWaitForEvents */
+static void roundtrip(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k, cl_mem src, int how)
+{
+    static const char *names[] = {"read + clFinish", "blocking read", "read + flush + spin", "pinned read + clFinish",
+                                  "read + clWaitForEvents"};
+    cl_int e;
+    cl_command_queue q = clCreateCommandQueue(c, d, CL_QUEUE_PROFILING_ENABLE, &e);
+    CHECK(e);
+    cl_mem pin = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, 64, NULL, &e);
+    CHECK(e);
+    int *pinned = clEnqueueMapBuffer(q, pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, 64, 0, NULL, NULL, &e);
+    CHECK(e);
+    size_t one = 1, global = 256, local = 256;
+    double wall[101], dev[101];
+    int value = 0;
+    for (int rep = 0; rep < 101; rep++) {
+        cl_event a, b, r = NULL;
+        CHECK(clEnqueueNDRangeKernel(q, marker, 1, NULL, &one, &one, 0, NULL, &a));
+        clFlush(q);
+        const double t0 = now_us();
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL));
+        int *dst = how == 3 ? pinned : &value;
+        CHECK(clEnqueueReadBuffer(q, src, how == 1 ? CL_TRUE : CL_FALSE, 0, sizeof(int), dst, 0, NULL,
+                                  how == 2 || how == 4 ? &r : NULL));
+        if (how == 0 || how == 3) CHECK(clFinish(q));
+        if (how == 2) {
+            clFlush(q);
+            CHECK(wait_spin(r));
+        }
+        if (how == 4) CHECK(clWaitForEvents(1, &r));
+        wall[rep] = now_us() - t0;
+        CHECK(clEnqueueNDRangeKernel(q, marker, 1, NULL, &one, &one, 0, NULL, &b));
+        clFlush(q);
+        CHECK(clWaitForEvents(1, &b));
+        dev[rep] = (double)(prof(b, CL_PROFILING_COMMAND_START) - prof(a, CL_PROFILING_COMMAND_END)) * 1e-3;
+        clReleaseEvent(a), clReleaseEvent(b);
+        if (r) clReleaseEvent(r);
+    }
+    qsort(wall, 101, sizeof *wall, cmpd);
+    qsort(dev, 101, sizeof *dev, cmpd);
+    printf("roundtrip %-24s host wall median %8.2f us (min %7.2f)   timed interval median %8.2f us (min %7.2f)\n",
+           names[how], wall[50], wall[0], dev[50], dev[0]);
+    clEnqueueUnmapMemObject(q, pin, pinned, 0, NULL, NULL);
+    clFinish(q);
+    clReleaseMemObject(pin);
     clReleaseCommandQueue(q);
 }
 
@@ -172,7 +241,16 @@ int main(int argc, char **argv)
         CHECK(e);
         static const int betweens[] = {0, 1, 5};
         for (int plain = 1; plain >= 0; plain--)
-            for (int i = 0; i < 3; i++) interval(c, d, km, ke, global, betweens[i], plain);
+            for (int i = 0; i < 3; i++) interval(c, d, km, ke, global, betweens[i], plain, 0, "empty");
+        const int short_iters = iters / 4; /* ~10 us on the H100 */
+        CHECK(clSetKernelArg(ks, 1, sizeof short_iters, &short_iters));
+        interval(c, d, km, ks, global, 1, 0, 0, "spin/4");
+        interval(c, d, km, ks, global, 5, 0, 0, "spin/4");
+        interval(c, d, km, ks, global, 5, 0, 1, "spin/4");
+        const double t0 = now_us();
+        for (int i = 0; i < 10000; i++) CHECK(clSetKernelArg(ks, 1, sizeof short_iters, &short_iters));
+        printf("clSetKernelArg: %.3f us per call (host)\n", (now_us() - t0) / 10000);
+        for (int how = 0; how < 5; how++) roundtrip(c, d, km, ke, x, how);
         return 0;
     }
     fprintf(stderr, "no platform matching '%s'\n", want);

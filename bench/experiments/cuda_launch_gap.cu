@@ -57,6 +57,43 @@ int main(int argc, char **argv)
         printf("interval cuda events   %d empty kernels between: median %8.2f us, min %8.2f us\n", between,
                0.5e3 * (t[24] + t[25]), 1e3 * t[0]);
     }
+    {   // 5 spin kernels of ~10 us between events
+        float t[50];
+        for (int rep = 0; rep < 50; rep++) {
+            cudaEventRecord(a, s);
+            for (int i = 0; i < 5; i++) spin<<<blocks, 256, 0, s>>>(x, iters / 4);
+            cudaEventRecord(b, s);
+            cudaEventSynchronize(b);
+            cudaEventElapsedTime(&t[rep], a, b);
+        }
+        std::sort(t, t + 50);
+        printf("interval cuda events   5 spin/4 kernels between: median %8.2f us, min %8.2f us\n", 0.5e3 * (t[24] + t[25]), 1e3 * t[0]);
+    }
+    // a host round trip as label's driver makes one: a kernel, 4 bytes read back (pageable / pinned), synchronize
+    {
+        int *pinned, value = 0;
+        cudaMallocHost(&pinned, 64);
+        for (int how = 0; how < 2; how++) {
+            double wall[101], dev[101];
+            for (int rep = 0; rep < 101; rep++) {
+                cudaEventRecord(a, s);
+                const auto t0 = std::chrono::steady_clock::now();
+                empty<<<1, 256, 0, s>>>(x);
+                cudaMemcpyAsync(how ? pinned : &value, x, sizeof(int), cudaMemcpyDeviceToHost, s);
+                cudaStreamSynchronize(s);
+                wall[rep] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+                cudaEventRecord(b, s);
+                cudaEventSynchronize(b);
+                float ms;
+                cudaEventElapsedTime(&ms, a, b);
+                dev[rep] = ms * 1e3;
+            }
+            std::sort(wall, wall + 101), std::sort(dev, dev + 101);
+            printf("roundtrip cuda %-19s host wall median %8.2f us (min %7.2f)   timed interval median %8.2f us (min %7.2f)\n",
+                   how ? "pinned + sync" : "pageable + sync", wall[50], wall[0], dev[50], dev[0]);
+        }
+        cudaFreeHost(pinned);
+    }
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) { printf("CUDA error: %s\n", cudaGetErrorString(e)); return 1; }
     return 0;

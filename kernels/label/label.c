@@ -67,9 +67,7 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
     if ((st = gpuws__launch_named(s, "label_relabel", NULL, &c_rel, a_rel, GPUWS__NARGS(a_rel)))) return st;
 
     int32_t total = 0;
-    if ((st = gpuws_buffer_read_async(s, counts, nchunks * sizeof(int32_t), &total, sizeof total)) ||
-        (st = gpuws_stream_synchronize(s)))
-        return st;
+    if ((st = gpuws__buffer_read_sync(s, counts, nchunks * sizeof(int32_t), &total, sizeof total))) return st;
     *num_labels = (size_t)total;
     return GPUWS_OK;
 }

@@ -77,7 +77,7 @@ gpuws_status gpuws_monte_carlo_pi_value(gpuws_context *ctx, gpuws_stream *s, uin
     } else {
         gpuws_buffer *out;
         if ((st = gpuws__stream_scratch(s, 1, sizeof h, &out)) || (st = enqueue(s, first, n, seed, out)) ||
-            (st = gpuws_buffer_read_async(s, out, 0, &h, sizeof h)) || (st = gpuws_stream_synchronize(s)))
+            (st = gpuws__buffer_read_sync(s, out, 0, &h, sizeof h)))
             return st;
     }
     if (hits) *hits = h;

@@ -117,7 +117,7 @@ gpuws_status gpuws_reduce_value(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype
     } else {
         gpuws_buffer *out;
         if ((st = gpuws__stream_scratch(s, 1, 8, &out)) || (st = reduce_gpu(s, op, dt, n, in, out)) ||
-            (st = gpuws_buffer_read_async(s, out, 0, v, gpuws_dtype_size(dt))) || (st = gpuws_stream_synchronize(s)))
+            (st = gpuws__buffer_read_sync(s, out, 0, v, gpuws_dtype_size(dt))))
             return st;
     }
     if (dt == GPUWS_F32) {

@@ -69,7 +69,7 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
             if ((st = gpuws_launch(s, k[1], &grid, pass_args, 4)) || (st = gpuws_launch(s, k[2], &grid, pass_args, 4)) ||
                 (st = gpuws_launch(s, k[3], &grid, pass_args, 6)))
                 return st;
-        if ((st = gpuws_buffer_read_async(s, stb, 0, w, sizeof w)) || (st = gpuws_stream_synchronize(s))) return st;
+        if ((st = gpuws__buffer_read_sync(s, stb, 0, w, sizeof w))) return st;
         if (w[SC_DONE]) break;
         if (enqueued >= max_rounds)
             return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip: no result after %ld rounds (max_iterations %d)", enqueued,
