@@ -22,7 +22,7 @@ static void usage(FILE *f)
             "  checks each result against the scalar reference (a wrong result is FAILED, never timed), then times it\n"
             "  with device events after a warm-up run: median and minimum of N runs (default 20; the CPU backend, which\n"
             "  runs the scalar reference, 3). Before the workloads it measures each device's ceilings: device-to-device\n"
-            "  copy bandwidth and the FP32/FP64 FMA rate.\n"
+            "  copy bandwidth, the FP32/FP64 FMA rate, and the timer's floor (two events with nothing between them).\n"
             "  --algorithms  comma list of algorithms or algorithm/variant (e.g. reduce,convolve2d/f32,transfer)\n"
             "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive; default:\n"
             "                GPUWS_OPENCL_PLATFORM when set)\n"
