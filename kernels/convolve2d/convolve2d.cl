@@ -337,7 +337,7 @@ DEFINE_DIRECT(f64, double, double8, 8)
         UNROLL for (int s = 0; s < S; s++) UNROLL for (int i = 0; i < RF; i++) acc[s][i] = (T)0;                \
         __local const T *trow = tile + y0 * pitch + x0, *frow = fb;                                             \
         int r = 0;                                                                                              \
-        for (; r < S - 1; r++, trow += pitch, frow += KWP) FIXED_ROW(T, VW, RF, S, 0)        \
+        for (; r < S - 1; r++, trow += pitch, frow += KWP) FIXED_ROW(T, VW, RF, S, 0)                           \
         for (; r < kh; r++, trow += pitch, frow += KWP) FIXED_ROW(T, VW, RF, S, 1)                              \
         for (; r < S + kh - 1; r++, trow += pitch, frow += KWP) FIXED_ROW(T, VW, RF, S, 0)                      \
         STORE_ROWS(T, V, VW, RF, S)                                                                             \
