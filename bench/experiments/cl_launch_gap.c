@@ -17,7 +17,9 @@
  * platform holds enqueued commands until a flush, the first interval also holds the host's enqueue time. Last, the
  * host's cost of one clSetKernelArg. Then a host round trip as label's driver makes one (a kernel, 4 bytes read back,
  * wait): host wall time and the timed interval of marker, kernel, read, wait, marker, for several ways to read and
- * wait. */
+ * wait. Last, on NVIDIA only: device-side timestamps (%globaltimer through inline PTX) written by one-work-item
+ * kernels on a queue without profiling, as a cheaper timer: their resolution, and the interval they measure around 0,
+ * 1 and 5 empty kernels and 5 spin/4 kernels. */
 #define _POSIX_C_SOURCE 199309L
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -200,6 +202,69 @@ static void roundtrip(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel 
     clReleaseCommandQueue(q);
 }
 
+static const char *gsrc =
+    "__kernel void stamp(__global ulong *t, int i) {\n"
+    "  ulong v; asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(v)); t[i] = v;\n"
+    "}\n"
+    "__kernel void res(__global ulong *t) {\n"
+    "  ulong prev, v, best = ~0ul, changes = 0; asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(prev));\n"
+    "  const ulong first = prev;\n"
+    "  for (int k = 0; k < 100000; k++) {\n"
+    "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(v));\n"
+    "    if (v != prev) { changes++; if (v - prev < best) best = v - prev; prev = v; }\n"
+    "  }\n"
+    "  t[0] = best; t[1] = changes; t[2] = prev - first;\n"
+    "}\n";
+
+static void globaltimer(cl_context c, cl_device_id d, cl_kernel ke, cl_kernel ks, size_t global)
+{
+    cl_int e;
+    cl_program p = clCreateProgramWithSource(c, 1, &gsrc, NULL, &e);
+    CHECK(e);
+    if (clBuildProgram(p, 1, &d, "", NULL, NULL) != CL_SUCCESS) {
+        char log[4096] = {0};
+        clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        printf("globaltimer: the program does not build here:\n%s\n", log);
+        return;
+    }
+    cl_kernel kst = clCreateKernel(p, "stamp", &e), kres = clCreateKernel(p, "res", &e);
+    CHECK(e);
+    cl_command_queue q = clCreateCommandQueue(c, d, 0, &e);
+    CHECK(e);
+    cl_mem tb = clCreateBuffer(c, CL_MEM_READ_WRITE, 64, NULL, &e);
+    CHECK(e);
+    cl_ulong t[8] = {0};
+    size_t one = 1, local = 256;
+    CHECK(clSetKernelArg(kres, 0, sizeof tb, &tb));
+    CHECK(clEnqueueNDRangeKernel(q, kres, 1, NULL, &one, &one, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q, tb, CL_TRUE, 0, 3 * sizeof(cl_ulong), t, 0, NULL, NULL));
+    printf("globaltimer: smallest step %llu ns, %llu changes over %llu ns of reads\n", (unsigned long long)t[0],
+           (unsigned long long)t[1], (unsigned long long)t[2]);
+    CHECK(clSetKernelArg(kst, 0, sizeof tb, &tb));
+    static const int betweens[] = {0, 1, 5, 5};
+    for (int m = 0; m < 4; m++) {
+        cl_kernel k = m == 3 ? ks : ke;
+        double dt[50];
+        for (int rep = 0; rep < 50; rep++) {
+            int i0 = 0, i1 = 1;
+            CHECK(clSetKernelArg(kst, 1, sizeof i0, &i0));
+            CHECK(clEnqueueNDRangeKernel(q, kst, 1, NULL, &one, &one, 0, NULL, NULL));
+            clFlush(q);
+            for (int i = 0; i < betweens[m]; i++) CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL));
+            CHECK(clSetKernelArg(kst, 1, sizeof i1, &i1));
+            CHECK(clEnqueueNDRangeKernel(q, kst, 1, NULL, &one, &one, 0, NULL, NULL));
+            CHECK(clEnqueueReadBuffer(q, tb, CL_TRUE, 0, 2 * sizeof(cl_ulong), t, 0, NULL, NULL));
+            dt[rep] = (double)(t[1] - t[0]) * 1e-3;
+        }
+        qsort(dt, 50, sizeof *dt, cmpd);
+        printf("interval globaltimer   %d %s kernels between: median %8.2f us, min %8.2f us\n", betweens[m],
+               m == 3 ? "spin/4" : "empty", 0.5 * (dt[24] + dt[25]), dt[0]);
+    }
+    clReleaseMemObject(tb);
+    clReleaseCommandQueue(q);
+    clReleaseKernel(kst), clReleaseKernel(kres), clReleaseProgram(p);
+}
+
 int main(int argc, char **argv)
 {
     const char *want = argc > 1 ? argv[1] : "NVIDIA";
@@ -251,6 +316,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < 10000; i++) CHECK(clSetKernelArg(ks, 1, sizeof short_iters, &short_iters));
         printf("clSetKernelArg: %.3f us per call (host)\n", (now_us() - t0) / 10000);
         for (int how = 0; how < 5; how++) roundtrip(c, d, km, ke, x, how);
+        if (strstr(name, "NVIDIA")) globaltimer(c, d, ke, ks, global);
         return 0;
     }
     fprintf(stderr, "no platform matching '%s'\n", want);
