@@ -73,20 +73,15 @@ fi
 
 if has variants; then
     builds=("main=build-gpu")
-    for v in ${VARIANT_FLAGS:-}; do
-        n=${v%%=*}; f=${v#*=}
-        cmake -S . -B "build-$n" -DCMAKE_BUILD_TYPE=Release -DGPUWS_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$CARRY" \
-            -DCMAKE_CUDA_FLAGS="$f" >"$LOGS/build-$n.log" 2>&1 && timeout 300 cmake --build "build-$n" -j16 --target gpuws_cli \
+    build_cli() { # name source-dir [cmake args]: the gpuws CLI of another build, added to builds when it links
+        local n=$1 src=$2; shift 2
+        cmake -S "$src" -B "build-$n" -DCMAKE_BUILD_TYPE=Release -DGPUWS_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$CARRY" \
+            "$@" >"$LOGS/build-$n.log" 2>&1 && timeout 300 cmake --build "build-$n" -j16 --target gpuws_cli \
             >>"$LOGS/build-$n.log" 2>&1 && builds+=("$n=build-$n")
-        log "variant $n ($f): rc=$?"
-    done
-    for v in ${VARIANT_TREES:-}; do
-        n=${v%%=*}; d=${v#*=}
-        cmake -S "$d" -B "build-$n" -DCMAKE_BUILD_TYPE=Release -DGPUWS_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$CARRY" \
-            >"$LOGS/build-$n.log" 2>&1 && timeout 300 cmake --build "build-$n" -j16 --target gpuws_cli >>"$LOGS/build-$n.log" 2>&1 &&
-            builds+=("$n=build-$n")
-        log "variant $n ($d): rc=$?"
-    done
+        log "variant $n ($src $*): rc=$?"
+    }
+    for v in ${VARIANT_FLAGS:-}; do build_cli "${v%%=*}" . -DCMAKE_CUDA_FLAGS="${v#*=}"; done
+    for v in ${VARIANT_TREES:-}; do build_cli "${v%%=*}" "${v#*=}"; done
     for round in 1 2; do
         for b in "${builds[@]}"; do
             n=${b%%=*}; d=${b#*=}

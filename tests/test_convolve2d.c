@@ -114,6 +114,20 @@ static void check_bound(const char *what, gpuws_dtype dt, const problem *p, cons
     free(mag);
 }
 
+/* run() in f32 and in f64 (where the device has it), each checked with check_bound. */
+static void check_both_dtypes(gpuws_context *ctx, const problem *p, const double *image, const double *kernel,
+                              const char *what)
+{
+    for (int d = 0; d < 2; d++) {
+        const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
+        if (d) test_require_dtype(ctx, dt);
+        size_t oh, ow;
+        double *got = run(ctx, dt, p, image, kernel, &oh, &ow);
+        check_bound(what, dt, p, image, kernel, got);
+        free(got);
+    }
+}
+
 /* ---- golden files ---------------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -423,16 +437,9 @@ static void tiled_with_each(gpuws_backend_kind kind, const problem *p, const cha
     double *image = random_values(p->h * p->w, test_seed(false)), *kernel = random_values(p->kh * p->kw, 5);
     for (size_t i = 0; i < n; i++) {
         setenv(env, values[i], 1);
-        for (int d = 0; d < 2; d++) {
-            const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
-            if (d) test_require_dtype(ctx, dt);
-            size_t oh, ow;
-            double *got = run(ctx, dt, p, image, kernel, &oh, &ow);
-            char what[96];
-            snprintf(what, sizeof what, "%s tiled, %s=%s", test_backend_name(kind), env, values[i]);
-            check_bound(what, dt, p, image, kernel, got);
-            free(got);
-        }
+        char what[96];
+        snprintf(what, sizeof what, "%s tiled, %s=%s", test_backend_name(kind), env, values[i]);
+        check_both_dtypes(ctx, p, image, kernel, what);
     }
     free(image);
     free(kernel);
@@ -603,16 +610,9 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, every_fixed_width_agrees
     for (size_t kw = 1; kw <= 16; kw++) {
         problem p = {23, 70, 0, kw % 5 + 1, kw, {(gpuws_convolve_mode)(kw % 3), (gpuws_convolve_boundary)(kw / 3 % 3), 0.25}};
         double *image = random_values(p.h * p.w, test_seed(false) + kw), *kernel = random_values(p.kh * p.kw, kw);
-        for (int d = 0; d < 2; d++) {
-            const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
-            if (d) test_require_dtype(ctx, dt);
-            size_t oh, ow;
-            double *got = run(ctx, dt, &p, image, kernel, &oh, &ow);
-            char what[64];
-            snprintf(what, sizeof what, "%s fixed kw %zu", test_backend_name(*kind), kw);
-            check_bound(what, dt, &p, image, kernel, got);
-            free(got);
-        }
+        char what[64];
+        snprintf(what, sizeof what, "%s fixed kw %zu", test_backend_name(*kind), kw);
+        check_both_dtypes(ctx, &p, image, kernel, what);
         free(image);
         free(kernel);
     }
@@ -642,17 +642,10 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, fixed_kernel_interior_ti
         for (size_t k = 0; k < 3; k++) {
             problem p = {130, 300, strides[k], 15, 15, {(gpuws_convolve_mode)k, GPUWS_BOUNDARY_SYMM, 0.0}};
             double *image = random_values(image_elems(&p), test_seed(false) + k), *kernel = random_values(p.kh * p.kw, 7);
-            for (int d = 0; d < 2; d++) {
-                const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
-                if (d) test_require_dtype(ctx, dt);
-                size_t oh, ow;
-                double *got = run(ctx, dt, &p, image, kernel, &oh, &ow);
-                char what[96];
-                snprintf(what, sizeof what, "%s fixed, stage %s, stride %zu, mode %zu", test_backend_name(*kind), stage[si],
-                         strides[k], k);
-                check_bound(what, dt, &p, image, kernel, got);
-                free(got);
-            }
+            char what[96];
+            snprintf(what, sizeof what, "%s fixed, stage %s, stride %zu, mode %zu", test_backend_name(*kind), stage[si],
+                     strides[k], k);
+            check_both_dtypes(ctx, &p, image, kernel, what);
             free(image);
             free(kernel);
         }
