@@ -9,8 +9,8 @@
 #            racecheck, synccheck) over `gpuws selftest` of the algorithms in VERIFY_ALGS
 #   ab       `gpuws bench` of AB_ALGS once per setting in AB_SETTINGS (space-separated VAR=value, "-" = none)
 #   variants `gpuws bench` of AB_ALGS (CUDA) with the main build and with other builds of the CLI, twice in turn:
-#            VARIANT_FLAGS "name=CUDA-FLAGS ..." (this tree, extra nvcc flags), VARIANT_TREES "name=DIR ..." (another
-#            source tree, e.g. an older commit exported under .carry/)
+#            VARIANT_FLAGS "name=FLAG,FLAG ..." (this tree, extra nvcc and C compiler flags), VARIANT_TREES "name=DIR ..." (another
+#            source tree, e.g. an older commit exported under .carry/), each under every VARIANT_SETTINGS env setting
 #   gap      launch cost of back-to-back kernels: bench/experiments/cl_launch_gap.c on NVIDIA's OpenCL (queue
 #            settings) against bench/experiments/cuda_launch_gap.cu
 #   ncu2d    ncu on the f32 workshop convolve2d kernel: the full set, and stall samples per SASS instruction
@@ -80,16 +80,21 @@ if has variants; then
             >>"$LOGS/build-$n.log" 2>&1 && builds+=("$n=build-$n")
         log "variant $n ($src $*): rc=$?"
     }
-    for v in ${VARIANT_FLAGS:-}; do build_cli "${v%%=*}" . -DCMAKE_CUDA_FLAGS="${v#*=}"; done
+    for v in ${VARIANT_FLAGS:-}; do # name=FLAG,FLAG: for nvcc and the C compiler
+        f=${v#*=}; f=${f//,/ }; build_cli "${v%%=*}" . -DCMAKE_CUDA_FLAGS="$f" -DCMAKE_C_FLAGS="$f"
+    done
     for v in ${VARIANT_TREES:-}; do build_cli "${v%%=*}" "${v#*=}"; done
     for round in 1 2; do
         for b in "${builds[@]}"; do
             n=${b%%=*}; d=${b#*=}
-            ours timeout 120 ./$d/tools/gpuws bench --backends cuda --no-ceilings --algorithms "$AB_ALGS" --budget 1 \
-                --repeat 30 >"$LOGS/variant-$n-$round.txt" 2>&1
-            log "variant $n round $round: rc=$?"
-            grep -A40 "^workload" "$LOGS/variant-$n-$round.txt" | grep -E "cuda" | sed "s/^/  [$n.$round] /" | cut -c1-150 |
-                tee -a "$OUT/summary.txt"
+            for set in ${VARIANT_SETTINGS:--}; do # each build also under each setting (VAR=value; "-" = none)
+                e=(); [ "$set" != - ] && e=("$set")
+                ours env ${e[@]+"${e[@]}"} timeout 120 ./$d/tools/gpuws bench --backends cuda --no-ceilings \
+                    --algorithms "$AB_ALGS" --budget 1 --repeat 30 >"$LOGS/variant-$n-$set-$round.txt" 2>&1
+                log "variant $n $set round $round: rc=$?"
+                grep -A40 "^workload" "$LOGS/variant-$n-$set-$round.txt" | grep -E "cuda" |
+                    sed "s/^/  [$n $set .$round] /" | cut -c1-150 | tee -a "$OUT/summary.txt"
+            done
         done
     done
 fi

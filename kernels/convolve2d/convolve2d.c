@@ -49,7 +49,10 @@ typedef struct {
 static const tile_shape shape_f32 = {8, 8, 5, 4, 4, 0, 0}, shape_f64 = {8, 8, 3, 2, 2, 0, 0};
 /* f64 keeps whole tiles by default, and the model it was measured with: on the H100 and the H200 (2026-11-22) its
  * thin-tile plans ran 105 -> 112-121 us on the workshop case. */
-static const tile_shape fixed_f32 = {8, 8, 5, 4, 4, 1, 1}, fixed_f64 = {4, 8, 5, 4, 2, 1, 0};
+#ifndef GPUWS_CONV2D_F32_SUB_S /* FixedShape<float>::SUB_S's experiment knob (convolve2d.cu) */
+#define GPUWS_CONV2D_F32_SUB_S 1
+#endif
+static const tile_shape fixed_f32 = {8, 8, 5, 4, 4, GPUWS_CONV2D_F32_SUB_S, 1}, fixed_f64 = {4, 8, 5, 4, 2, 1, 0};
 
 /* Shared memory a tiled launch may use: 48 KB is every CUDA GPU's default and NVIDIA OpenCL's limit, and leaves
  * room for several blocks per multiprocessor. */

@@ -289,8 +289,11 @@ __device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *
 // tiles met 792 slots: a second round of 92 blocks, one warp per scheduler, ran at ~40% of the issue rate for a
 // whole tile's time (ncu: 136K cycles elapsed, 98K active per SM). Thin tiles spread that work over every slot.
 template <typename T> struct FixedShape;
+#ifndef GPUWS_CONV2D_F32_SUB_S // an A/B knob (CUDA and the host driver only; odd): rows per thread of thin tiles
+#define GPUWS_CONV2D_F32_SUB_S 1
+#endif
 template <> struct FixedShape<float> {
-    static constexpr int R = 8, S = 5, SUB_S = 1, LX = 4; // a lane's outputs span 32 bytes: same bank rule as Shape<float>
+    static constexpr int R = 8, S = 5, SUB_S = GPUWS_CONV2D_F32_SUB_S, LX = 4; // a lane's outputs span 32 bytes: same bank rule as Shape<float>
 };
 template <> struct FixedShape<double> {
     static constexpr int R = 4, S = 5, SUB_S = 1, LX = 4; // 32 bytes again
@@ -463,7 +466,9 @@ GPUWS_CONVOLVE2D_KERNELS(f64, double)
 // so the driver launches either with one argument list.
 // Register caps: with the middle input rows in a loop of their own the f32 k15 kernel took 85 registers (5 blocks of
 // 4 warps per SM); 80 keeps the 6 that shared memory allows for the workshop case, as before. f64 at most 96 (5).
+#ifndef GPUWS_CONVOLVE2D_MAX_REGS_f32 // an A/B knob
 #define GPUWS_CONVOLVE2D_MAX_REGS_f32 80
+#endif
 #define GPUWS_CONVOLVE2D_MAX_REGS_f64 96
 #define GPUWS_CONVOLVE2D_FIXED(NAME, T, KW)                                                                      \
     extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_##NAME) convolve2d_fixed_##NAME##_k##KW(     \
