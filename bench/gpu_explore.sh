@@ -8,7 +8,7 @@
 #   verify   the suites in VERIFY_TESTS on CUDA + NVIDIA OpenCL, then on PoCL, and compute-sanitizer (memcheck,
 #            racecheck, synccheck) over `gpuws selftest` of the algorithms in VERIFY_ALGS
 #   ab       `gpuws bench` of AB_ALGS once per setting in AB_SETTINGS (space-separated VAR=value, "-" = none)
-#   variants `gpuws bench` of AB_ALGS (CUDA) with the main build and with other builds of the CLI, twice in turn:
+#   variants `gpuws bench` of AB_ALGS (VARIANT_BACKENDS, default cuda) with the main build and with other builds of the CLI, twice in turn:
 #            VARIANT_FLAGS "name=FLAG,FLAG ..." (this tree, extra nvcc and C compiler flags), VARIANT_TREES "name=DIR ..." (another
 #            source tree, e.g. an older commit exported under .carry/), each under every VARIANT_SETTINGS env setting
 #   gap      launch cost of back-to-back kernels: bench/experiments/cl_launch_gap.c on NVIDIA's OpenCL (queue
@@ -89,10 +89,11 @@ if has variants; then
             n=${b%%=*}; d=${b#*=}
             for set in ${VARIANT_SETTINGS:--}; do # each build also under each setting (VAR=value; "-" = none)
                 e=(); [ "$set" != - ] && e=("$set")
-                ours env ${e[@]+"${e[@]}"} timeout 120 ./$d/tools/gpuws bench --backends cuda --no-ceilings \
-                    --algorithms "$AB_ALGS" --budget 1 --repeat 30 >"$LOGS/variant-$n-$set-$round.txt" 2>&1
+                ours env ${e[@]+"${e[@]}"} timeout 120 ./$d/tools/gpuws bench --backends "${VARIANT_BACKENDS:-cuda}" \
+                    --platform NVIDIA --no-ceilings --algorithms "$AB_ALGS" --budget 1 --repeat 30 \
+                    >"$LOGS/variant-$n-$set-$round.txt" 2>&1
                 log "variant $n $set round $round: rc=$?"
-                grep -A40 "^workload" "$LOGS/variant-$n-$set-$round.txt" | grep -E "cuda" |
+                grep -A40 "^workload" "$LOGS/variant-$n-$set-$round.txt" | grep -E "cuda|opencl" |
                     sed "s/^/  [$n $set .$round] /" | cut -c1-150 | tee -a "$OUT/summary.txt"
             done
         done
