@@ -13,6 +13,8 @@
 #            source tree, e.g. an older commit exported under .carry/), each under every VARIANT_SETTINGS env setting
 #   gap      launch cost of back-to-back kernels: bench/experiments/cl_launch_gap.c on NVIDIA's OpenCL (queue
 #            settings) against bench/experiments/cuda_launch_gap.cu
+#   persist  bench/experiments/conv2d_persistent.cu: the f32 workshop convolve2d with persistent blocks (one or two
+#            tile buffers) against the library's kernel, outputs compared
 #   ncu2d    ncu on the f32 workshop convolve2d kernel: the full set, and stall samples per SASS instruction
 #   usage: bash bench/gpu_explore.sh [steps]   (default: build,mcpi,bench,oclprof)
 #   EXPLORE_ALGS: the bench step's --algorithms list.
@@ -107,6 +109,13 @@ if has gap; then
     { timeout 60 /tmp/cugap 200 2000; timeout 60 /tmp/clgap NVIDIA 200 2000; } >"$LOGS/gap.txt" 2>&1
     log "launch gap: rc=$?"
     cat "$LOGS/gap.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has persist; then
+    nvcc -arch=sm_90 -O3 -std=c++17 bench/experiments/conv2d_persistent.cu -o /tmp/persist >"$LOGS/persist-build.log" 2>&1 &&
+        timeout 120 /tmp/persist 50 >"$LOGS/persist.txt" 2>&1
+    log "conv2d persistent: rc=$?"
+    cat "$LOGS/persist.txt" | tee -a "$OUT/summary.txt"
 fi
 
 if has ncu2d; then
