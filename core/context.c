@@ -322,8 +322,27 @@ gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuw
     return GPUWS_OK;
 }
 
+gpuws_status gpuws__stream_counters(gpuws_stream *s, gpuws_buffer **out)
+{
+    if (!s->counters) {
+        const uint32_t zero = 0;
+        gpuws_buffer *b;
+        gpuws_status st = gpuws_buffer_create(s->ctx, GPUWS__STREAM_COUNTERS * sizeof zero, &b);
+        if (st) return st;
+        if ((st = gpuws_buffer_fill_async(s, b, 0, &zero, sizeof zero, GPUWS__STREAM_COUNTERS * sizeof zero))) {
+            gpuws_buffer_destroy(b);
+            return st;
+        }
+        s->counters = b;
+    }
+    *out = s->counters;
+    return GPUWS_OK;
+}
+
 static void destroy_scratch(gpuws_stream *s)
 {
+    gpuws_buffer_destroy(s->counters);
+    s->counters = NULL;
     for (int i = 0; i < GPUWS__SCRATCH_SLOTS; i++) {
         gpuws_buffer_destroy(s->scratch[i]);
         s->scratch[i] = NULL;

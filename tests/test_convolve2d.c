@@ -594,6 +594,85 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, whole_and_thin_tiles_agr
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_SPLIT", splits, sizeof splits / sizeof splits[0]);
 }
 
+ParameterizedTestParameters(convolve2d, persistent_blocks_cover_every_tile_call_after_call)
+{
+    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+    return cr_make_param_array(gpuws_backend_kind, b, 2);
+}
+
+/* On CUDA, f32 plans of 2 x 2 warps run as persistent blocks that take the fixed kernel's tiles from a counter in
+ * the stream's memory until none are left; the block that finishes last sets the counter back to 0 for the next
+ * call (OpenCL, and f64, run a block per tile and ignore the knobs). Mode full of 150 x 90 with 9 x 13 gives 158 x
+ * 102 outputs: tiles of 80 x 64, split after 1 tile row, then 16-row thin tiles, 12 tiles in all. With 1, 2, 3 and
+ * 7 blocks (each taking many tiles), a block per tile, more blocks than tiles, and the fixed kernel itself, call
+ * after call on one stream: a counter left non-zero would skip tiles in the next call. */
+ParameterizedTest(gpuws_backend_kind *kind, convolve2d, persistent_blocks_cover_every_tile_call_after_call)
+{
+    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
+    setenv("GPUWS_CONVOLVE2D_WARPS", "2,2", 1);
+    setenv("GPUWS_CONVOLVE2D_SPLIT", "1", 1);
+    problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    static const char *const grids[] = {"1", "2", "3", "7", "tiles", "1000000", "1", "tiles"};
+    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_GRID", grids, sizeof grids / sizeof grids[0]);
+    static const char *const persist[] = {"0", "1", "0", "1"};
+    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_PERSIST", persist, sizeof persist / sizeof persist[0]);
+}
+
+ParameterizedTestParameters(convolve2d, two_streams_keep_their_own_tile_counters)
+{
+    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+    return cr_make_param_array(gpuws_backend_kind, b, 2);
+}
+
+/* Calls on two streams of one context, interleaved without waiting, 3 persistent blocks each (on CUDA): each stream
+ * has its own tile counter, so neither call takes the other's tiles. */
+ParameterizedTest(gpuws_backend_kind *kind, convolve2d, two_streams_keep_their_own_tile_counters)
+{
+    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
+    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
+    setenv("GPUWS_CONVOLVE2D_WARPS", "2,2", 1);
+    setenv("GPUWS_CONVOLVE2D_GRID", "3", 1);
+    gpuws_context *ctx = test_open(*kind);
+    const size_t h = 200, w = 140, kh = 7, kw = 5, oh = h + kh - 1, ow = w + kw - 1;
+    double *image = random_values(h * w, test_seed(false)), *kernel = random_values(kh * kw, 9);
+    float *img32 = malloc(h * w * sizeof *img32), *k32 = malloc(kh * kw * sizeof *k32);
+    float *want = malloc(oh * ow * sizeof *want), *got = malloc(oh * ow * sizeof *got);
+    cr_assert(img32 && k32 && want && got);
+    for (size_t i = 0; i < h * w; i++) img32[i] = (float)image[i];
+    for (size_t i = 0; i < kh * kw; i++) k32[i] = (float)kernel[i];
+    gpuws__conv2d_geometry g = {0};
+    cr_assert_eq(gpuws__conv2d_geometry_init(h, w, 0, kh, kw, NULL, &g), GPUWS_OK);
+    gpuws_convolve2d_ref_f32(&g, img32, k32, want, 0, oh);
+    gpuws_stream *st[2];
+    gpuws_buffer *bi, *bk, *bo[2];
+    cr_assert_eq(gpuws_stream_create(ctx, &st[0]), GPUWS_OK);
+    cr_assert_eq(gpuws_stream_create(ctx, &st[1]), GPUWS_OK);
+    cr_assert_eq(gpuws_buffer_create(ctx, h * w * 4, &bi), GPUWS_OK);
+    cr_assert_eq(gpuws_buffer_create(ctx, kh * kw * 4, &bk), GPUWS_OK);
+    cr_assert_eq(gpuws_buffer_write(bi, 0, img32, h * w * 4), GPUWS_OK);
+    cr_assert_eq(gpuws_buffer_write(bk, 0, k32, kh * kw * 4), GPUWS_OK);
+    for (int j = 0; j < 2; j++) cr_assert_eq(gpuws_buffer_create(ctx, oh * ow * 4, &bo[j]), GPUWS_OK);
+    for (int round = 0; round < 5; round++)
+        for (int j = 0; j < 2; j++)
+            cr_assert_eq(gpuws_convolve2d(st[j], GPUWS_F32, bi, h, w, 0, bk, kh, kw, NULL, bo[j]), GPUWS_OK, "%s",
+                         gpuws_last_error());
+    for (int j = 0; j < 2; j++) {
+        cr_assert_eq(gpuws_stream_synchronize(st[j]), GPUWS_OK);
+        cr_assert_eq(gpuws_buffer_read(bo[j], 0, got, oh * ow * 4), GPUWS_OK);
+        for (size_t i = 0; i < oh * ow; i++)
+            cr_assert(fabsf(got[i] - want[i]) <= 1e-5f * (1.0f + fabsf(want[i])), "stream %d, output %zu: %g, want %g",
+                      j, i, got[i], want[i]);
+    }
+    for (int j = 0; j < 2; j++) {
+        gpuws_buffer_destroy(bo[j]);
+        gpuws_stream_destroy(st[j]);
+    }
+    gpuws_buffer_destroy(bi);
+    gpuws_buffer_destroy(bk);
+    free(image), free(kernel), free(img32), free(k32), free(want), free(got);
+    gpuws_context_destroy(ctx);
+}
+
 ParameterizedTestParameters(convolve2d, every_fixed_width_agrees_with_the_reference)
 {
     static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};

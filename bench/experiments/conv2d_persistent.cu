@@ -155,6 +155,69 @@ __global__ void __maxnreg__(80) persist(Geo g, unsigned *counter, int buf_elems)
     }
 }
 
+// The same one-buffer kernel with scalar parameters instead of the Geo struct (as a library kernel must take them:
+// gpuws launches pass scalars and buffers), and with the warps across (wx) a run-time value in Place when RtWx.
+template <bool RtWx>
+__global__ void __maxnreg__(80) persist_scalars(const float *img, const float *kern, float *out,
+                                               unsigned long long stride, int H, int W, int kh, int OH, int OW,
+                                               int base_r, int base_c, int pitch, int vec, int split, int main_tiles,
+                                               int total_tiles, int tiles_x, int wx, unsigned *counter)
+{
+    Geo g;
+    g.img = img, g.kern = kern, g.out = out, g.stride = stride, g.H = H, g.W = W, g.kh = kh, g.OH = OH, g.OW = OW;
+    g.base_r = base_r, g.base_c = base_c, g.pitch = pitch, g.vec = vec, g.split = split, g.main_tiles = main_tiles;
+    g.total_tiles = total_tiles, g.tiles_x = tiles_x;
+    GPUWS_SHARED_BYTES();
+    float *buf0 = reinterpret_cast<float *>(gpuws_smem), *fb = buf0 + (TH + kh - 1) * pitch;
+    __shared__ int next[2];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
+    for (int i = tid; i < kh * KWP; i += blockDim.x) {
+        const int j = i / KWP, k = i - j * KWP;
+        fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : 0.0f;
+    }
+    if (tid == 0) next[0] = (int)atomicAdd(counter, 1u);
+    __syncthreads();
+    int t = next[0];
+    for (int it = 1; t < total_tiles; it++) {
+        stage(g, t, buf0, lane, warp, nwarps);
+        copy_async_wait();
+        if (tid == 0) next[it & 1] = (int)atomicAdd(counter, 1u);
+        __syncthreads();
+        if (!RtWx) {
+            compute_tile(g, t, buf0, fb);
+        } else {
+            int m0, n0;
+            bool whole;
+            tile_origin(g, t, m0, n0, whole);
+            if (whole) {
+                const Place<R, S, LX> pl(wx, OH, OW, m0, n0);
+                if (pl.active) {
+                    float acc[S][R];
+#pragma unroll
+                    for (int s = 0; s < S; s++)
+#pragma unroll
+                        for (int i = 0; i < R; i++) acc[s][i] = 0.0f;
+                    const float *trow0 = buf0 + pl.y0 * pitch + pl.x0;
+#pragma unroll 1
+                    for (int r = S - 1; r < kh; r++)
+                        fixed_row<float, KW, S, true>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
+                    const int hi = kh > S - 1 ? kh : S - 1, partial = S - 1 + (S + kh - 1 - hi);
+#pragma unroll 1
+                    for (int i = 0; i < partial; i++) {
+                        const int r = i < S - 1 ? i : hi + i - (S - 1);
+                        fixed_row<float, KW, S, false>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
+                    }
+                    store_rows(out, acc, OH, OW, m0 + pl.y0, n0 + pl.x0);
+                }
+            } else {
+                compute<SUB_S>(g, buf0, fb, m0, n0);
+            }
+        }
+        __syncthreads();
+        t = next[it & 1];
+    }
+}
+
 double median(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());
@@ -232,19 +295,34 @@ int main(int argc, char **argv)
     };
     struct Variant {
         const char *name;
-        int kind, whole_rows; // kind 0 lib, 1 single, 2 double
+        int kind, whole_rows; // kind 0 lib, 1 single, 2 double, 4 single with scalar parameters, 5 and run-time wx
     };
     std::vector<Variant> vars = {{"lib (24 whole rows)", 0, 24}};
+    vars.push_back({"single, scalar params", 4, 24});
+    vars.push_back({"single, scalars, rt wx", 5, 24});
     for (int wr : {24, 20, 16, 8}) {
         vars.push_back({"single", 1, wr});
         vars.push_back({"double", 2, wr});
     }
+    CK(cudaFuncSetAttribute(persist_scalars<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem1));
+    CK(cudaFuncSetAttribute(persist_scalars<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem1));
+    auto launch_scalars = [&](bool rt_wx, const Geo &g) {
+        if (rt_wx)
+            persist_scalars<true><<<sms * occ1, 128, smem1, s>>>(g.img, g.kern, g.out, g.stride, g.H, g.W, g.kh, g.OH,
+                                                                 g.OW, g.base_r, g.base_c, g.pitch, g.vec, g.split,
+                                                                 g.main_tiles, g.total_tiles, g.tiles_x, WX, counter);
+        else
+            persist_scalars<false><<<sms * occ1, 128, smem1, s>>>(g.img, g.kern, g.out, g.stride, g.H, g.W, g.kh, g.OH,
+                                                                  g.OW, g.base_r, g.base_c, g.pitch, g.vec, g.split,
+                                                                  g.main_tiles, g.total_tiles, g.tiles_x, WX, counter);
+    };
     auto launch = [&](const Variant &v, const float *src, float *dst) {
         if (v.kind == 0) return run_lib(src, dst);
         CK(cudaMemsetAsync(counter, 0, 4, s));
         const Geo g = geo(src, dst, v.whole_rows);
         if (v.kind == 1) persist<false><<<sms * occ1, 128, smem1, s>>>(g, counter, buf_elems);
-        else persist<true><<<sms * occ2, 128, smem2, s>>>(g, counter, buf_elems);
+        else if (v.kind == 2) persist<true><<<sms * occ2, 128, smem2, s>>>(g, counter, buf_elems);
+        else launch_scalars(v.kind == 5, g);
     };
     // correctness: every variant against the library kernel, on both images
     std::vector<float> ref((size_t)OH * OW), got((size_t)OH * OW);
@@ -290,7 +368,8 @@ int main(int argc, char **argv)
                 else {
                     const Geo g = geo(src, out, vars[i].whole_rows);
                     if (vars[i].kind == 1) persist<false><<<sms * occ1, 128, smem1, s>>>(g, counter, buf_elems);
-                    else persist<true><<<sms * occ2, 128, smem2, s>>>(g, counter, buf_elems);
+                    else if (vars[i].kind == 2) persist<true><<<sms * occ2, 128, smem2, s>>>(g, counter, buf_elems);
+                    else launch_scalars(vars[i].kind == 5, g);
                 }
                 CK(cudaEventRecord(e1, s));
                 CK(cudaEventSynchronize(e1));

@@ -5,7 +5,9 @@
  * GPUWS_CONVOLVE2D_WARPS=wx,wy forces the tiled kernel's block shape (warps across, warps down);
  * GPUWS_CONVOLVE2D_KERNEL_BLOCK=rows,cols caps its kernel blocks (to exercise kernel blocking);
  * GPUWS_CONVOLVE2D_KERNEL=generic|fixed picks the tiled kernel: `fixed` (the default) is compiled for the kernel's
- * width (1..16 columns) and is used when the whole kernel fits the shared-memory budget, else the generic one. */
+ * width (1..16 columns) and is used when the whole kernel fits the shared-memory budget, else the generic one.
+ * On CUDA, f32 plans of 2 x 2 warps run the fixed kernel's tiles as persistent blocks (GPUWS_CONVOLVE2D_PERSIST=0:
+ * not; GPUWS_CONVOLVE2D_GRID: their number; see launch_persistent). */
 #include "../common/driver.h"
 #include "convolve2d_ref.h"
 
@@ -274,6 +276,53 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
                                GPUWS__NARGS(args));
 }
 
+/* CUDA's persistent f32 kernel (convolve2d_persist_f32_k<kw> in convolve2d.cu): the fixed kernel's tiles for the 2 x 2-warp
+ * plan, taken from a counter in the stream's memory by as many blocks as the compute units hold at once (at most one
+ * per tile). GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a
+ * block per tile, =N at most N blocks (tests: blocks that take many tiles each). */
+static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p)
+{
+    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_PERSIST");
+    return ctx->backend->kind == GPUWS_BACKEND_CUDA && dt == GPUWS_F32 && p->wx == 2 && p->wy == 2 &&
+           !(env && strcmp(env, "0") == 0);
+}
+
+static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geometry *g, const tiled_plan *p,
+                                      const gpuws_buffer *image, const gpuws_buffer *kernel, gpuws_buffer *out)
+{
+    gpuws_context *ctx = s->ctx;
+    char name[48];
+    snprintf(name, sizeof name, "convolve2d_persist_f32_k%zu", g->kw);
+    gpuws_kernel *k;
+    uint32_t block;
+    gpuws_buffer *counters;
+    gpuws_status st = gpuws__kernel_block(ctx, name, NULL, 1024, &k, &block);
+    if (st || (st = gpuws__stream_counters(s, &counters))) return st;
+    const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
+    const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    uint64_t grid = units * (uint64_t)plan_resident(ctx, p, limit, true);
+    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_GRID");
+    unsigned long long forced;
+    if (env && gpuws__strcasecmp(env, "tiles") == 0) grid = p->blocks;
+    else if (env && sscanf(env, "%llu", &forced) == 1 && forced > 0) grid = forced;
+    if (grid > p->blocks) grid = p->blocks;
+    const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw;
+    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d f32: persistent kw %zu, %llu tiles (%llu whole for rows < %d, then %d-row "
+               "tiles) on %llu blocks", g->kw, (unsigned long long)p->blocks, (unsigned long long)p->main_blocks,
+               p->split, p->th_sub, (unsigned long long)grid);
+    gpuws_launch_config cfg = {{(uint32_t)grid, 1, 1}, {128, 1, 1}};
+    gpuws_arg args[] = {
+        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)kernel), gpuws_arg_buffer(out),
+        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
+        gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow),
+        gpuws_arg_i32((int32_t)((long long)g->om - (long long)(g->kh - 1))),
+        gpuws_arg_i32((int32_t)((long long)g->on - (long long)(g->kw - 1))), gpuws_arg_i32((int32_t)g->boundary),
+        gpuws_arg_f32((float)g->fill), gpuws_arg_i32(p->pitch), gpuws_arg_i32(fixed_copy_vec(GPUWS_F32, g)),
+        gpuws_arg_i32(p->split), gpuws_arg_buffer(counters), gpuws_arg_i32((int32_t)p->blocks),
+        gpuws_arg_i32((int32_t)tiles_x), gpuws_arg_i32((int32_t)p->main_blocks), gpuws_arg_local(p->local_bytes)};
+    return gpuws_launch(s, k, &cfg, args, GPUWS__NARGS(args));
+}
+
 static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
                                   const gpuws_buffer *image, const gpuws_buffer *kernel, gpuws_buffer *out)
 {
@@ -346,6 +395,7 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
                        "local, %llu blocks (%llu whole tiles for rows < %d, then %d-row tiles)", gpuws_dtype_name(dt),
                        g.kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes, (unsigned long long)p.blocks,
                        (unsigned long long)p.main_blocks, p.split, p.th_sub);
+            if (use_persistent(ctx, dt, &p)) return launch_persistent(s, &g, &p, image, kernel, out);
             return launch_tiled(s, dt, &g, &p, &f, image, kernel, out);
         }
     }

@@ -399,6 +399,95 @@ __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *
                                      (b - main_blocks) % tiles_x * TW);
 }
 
+// The fixed kernel's compute of one staged tile for a warp shape known at compile time (WX warps across): the
+// middle input rows without row tests, then the first and last SS - 1 with them (as fixed_tile).
+template <int KW, int SS, int WX>
+__device__ void persist_compute(const float *tile, const float *fb, float *__restrict__ out, int kh, int OH, int OW,
+                                int pitch, int m0, int n0)
+{
+    using Sh = FixedShape<float>;
+    constexpr int R = Sh::R, LX = Sh::LX, KWP = round_up_c(KW, 4);
+    const Place<R, SS, LX> pl(WX, OH, OW, m0, n0);
+    if (!pl.active) return;
+    float acc[SS][R];
+#pragma unroll
+    for (int s = 0; s < SS; s++)
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[s][i] = 0.0f;
+    const float *trow0 = tile + pl.y0 * pitch + pl.x0;
+#pragma unroll 1
+    for (int r = SS - 1; r < kh; r++) fixed_row<float, KW, SS, true>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
+    const int hi = kh > SS - 1 ? kh : SS - 1, partial = SS - 1 + (SS + kh - 1 - hi);
+#pragma unroll 1
+    for (int i = 0; i < partial; i++) {
+        const int r = i < SS - 1 ? i : hi + i - (SS - 1);
+        fixed_row<float, KW, SS, false>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
+    }
+    store_rows(out, acc, OH, OW, m0 + pl.y0, n0 + pl.x0);
+}
+
+// ---- _persist_: CUDA's f32 fixed kernel for the 2 x 2-warp plan, as persistent blocks ------------------------------
+// The blocks stay resident (as many as the SMs hold, 6 per SM on the H100's workshop case) and take tiles from
+// counters[0] until they run out: the fixed kernel's whole tiles (S rows per thread) for output rows [0, split) in
+// row-major order, then its thin ones (SUB_S rows); the same staging, rows and stores. Per tile: staging, a
+// barrier, the compute, a barrier; the blocks of an SM drift out of step, so one block's staging overlaps the
+// others' FMAs, and SMs that run faster take more tiles. The block that finishes last sets counters[0] and [1] back
+// to 0 for the next kernel on the stream. Any grid size is correct.
+// The warp shape is a compile-time constant: bench/experiments/conv2d_persistent.cu (H100, 2026-11-22) measured this
+// schedule at 56.6-58.3 us against 62.2-63.5 for the fixed kernel (a block per tile) on the workshop case, but at
+// 61.2-62.0 with the warps across a run-time value (as the fixed kernel takes them), and library versions of it
+// with run-time shapes ran 67-73 us.
+template <int KW>
+__device__ void persist_f32(const float *__restrict__ img, const float *__restrict__ kern, float *__restrict__ out,
+                            unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r, int base_c,
+                            int boundary, float fill, int pitch, int vec, int split, unsigned *counters, int ntiles,
+                            int tiles_x, int main_tiles)
+{
+    using Sh = FixedShape<float>;
+    constexpr int R = Sh::R, LX = Sh::LX, S = Sh::S, SUB_S = Sh::SUB_S, WX = 2, WY = 2;
+    constexpr int TW = WX * LX * R, TH = WY * (32 / LX) * S, TH_SUB = WY * (32 / LX) * SUB_S;
+    constexpr int KWP = round_up_c(KW, 4), COLS = round_up_c(KW, 8);
+    GPUWS_SHARED_BYTES();
+    float *tile = reinterpret_cast<float *>(gpuws_smem), *fb = tile + (TH + kh - 1) * pitch;
+    __shared__ int next[2];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
+    for (int i = tid; i < kh * KWP; i += blockDim.x) {
+        const int j = i / KWP, k = i - j * KWP;
+        fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : 0.0f;
+    }
+    if (tid == 0) next[0] = (int)atomicAdd(&counters[0], 1u);
+    __syncthreads();
+    int t = next[0];
+    for (int it = 1; t < ntiles; it++) {
+        const bool whole = t < main_tiles;
+        const int u = whole ? t : t - main_tiles;
+        const int m0 = whole ? u / tiles_x * TH : split + u / tiles_x * TH_SUB, n0 = u % tiles_x * TW;
+        const int rows = (whole ? TH : TH_SUB) + kh - 1, cols = TW + COLS, gr0 = m0 + base_r, gc0 = n0 + base_c;
+        if (vec > 1 && gr0 >= 0 && gr0 + rows <= H && gc0 >= 0 && gc0 + cols <= W) {
+            const float *src = img + (size_t)gr0 * stride + gc0;
+            if (vec == 4) stage_inside<4>(tile, pitch, rows, cols, src, stride, lane, warp, nwarps);
+            else stage_inside<2>(tile, pitch, rows, cols, src, stride, lane, warp, nwarps);
+        } else {
+            stage_tile<true>(tile, pitch, rows, cols, img, stride, H, W, gr0, gc0, boundary, fill, lane, warp, nwarps);
+        }
+        copy_async_wait();
+        if (tid == 0) next[it & 1] = (int)atomicAdd(&counters[0], 1u);
+        __syncthreads(); // the tile, and next[it & 1], visible to every thread
+        if (whole) persist_compute<KW, S, WX>(tile, fb, out, kh, OH, OW, pitch, m0, n0);
+        else persist_compute<KW, SUB_S, WX>(tile, fb, out, kh, OH, OW, pitch, m0, n0);
+        __syncthreads(); // everyone is done with the tile before the next one is staged over it
+        t = next[it & 1];
+    }
+    // every block drew exactly one ticket past the last tile: the last block to get here resets both counters
+    if (tid == 0) {
+        __threadfence();
+        if (atomicAdd(&counters[1], 1u) == gridDim.x - 1u) {
+            counters[0] = 0u;
+            counters[1] = 0u;
+        }
+    }
+}
+
 template <typename T>
 __device__ __forceinline__ void direct_one(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
                                            unsigned long long stride, int H, int W, int kh, int kw, int OW, int m,
@@ -479,6 +568,19 @@ GPUWS_CONVOLVE2D_KERNELS(f64, double)
         (void)kw, (void)kbh_max, (void)smem;                                                                     \
         fixed<T, KW>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch, kbw_max, split); \
     }
+// convolve2d_persist_f32_k<KW>: persist_f32 (2 x 2 warps, 128 threads per block), the same register cap as the
+// fixed f32 kernels.
+#define GPUWS_CONVOLVE2D_PERSIST(NAME, T, KW)                                                                    \
+    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_f32) convolve2d_persist_f32_k##KW(          \
+        const float *img, const float *kern, float *out, unsigned long long stride, int H, int W, int kh, int OH,  \
+        int OW, int base_r, int base_c, int boundary, float fill, int pitch, int vec, int split, unsigned *counters, \
+        int ntiles, int tiles_x, int main_tiles, gpuws_local smem)                                               \
+    {                                                                                                            \
+        (void)smem;                                                                                              \
+        persist_f32<KW>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, pitch, vec, split, \
+                        counters, ntiles, tiles_x, main_tiles);                                                  \
+    }
+#define GPUWS_CONVOLVE2D_PERSIST_ENTRY(NAME, T, KW) GPUWS_CUDA_KERNEL(convolve2d_persist_f32_k##KW),
 #define GPUWS_CONVOLVE2D_FIXED_WIDTHS(X, NAME, T)                                                                \
     X(NAME, T, 1) X(NAME, T, 2) X(NAME, T, 3) X(NAME, T, 4) X(NAME, T, 5) X(NAME, T, 6) X(NAME, T, 7) X(NAME, T, 8)  \
     X(NAME, T, 9) X(NAME, T, 10) X(NAME, T, 11) X(NAME, T, 12) X(NAME, T, 13) X(NAME, T, 14) X(NAME, T, 15)      \
@@ -486,8 +588,10 @@ GPUWS_CONVOLVE2D_KERNELS(f64, double)
 #define GPUWS_CONVOLVE2D_FIXED_ENTRY(NAME, T, KW) GPUWS_CUDA_KERNEL(convolve2d_fixed_##NAME##_k##KW),
 GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED, f32, float)
 GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED, f64, double)
+GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_PERSIST, f32, float)
 
-GPUWS_CUDA_KERNELS(convolve2d, GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f32, float)
+GPUWS_CUDA_KERNELS(convolve2d, GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_PERSIST_ENTRY, f32, float)
+                                   GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f32, float)
                                    GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f64, double)
                                    GPUWS_CUDA_KERNEL(convolve2d_tiled_f32), GPUWS_CUDA_KERNEL(convolve2d_tiled_f64),
                                    GPUWS_CUDA_KERNEL(convolve2d_direct_f32), GPUWS_CUDA_KERNEL(convolve2d_direct_f64))
