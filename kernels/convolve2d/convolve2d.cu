@@ -326,49 +326,46 @@ __device__ __forceinline__ void fixed_row(T (&acc)[S][R], const T *trow, const T
     }
 }
 
-template <typename T, int KW, int S>
-__device__ __forceinline__ void fixed_tile(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
-                                           unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r,
-                                           int base_c, int boundary, T fill, int wx, int pitch, int vec, int tm0, int tn0)
+// Stages the tile of outputs [m0, m0 + TH) x [n0, n0 + TW) (its rows with the halo) with asynchronous copies and
+// waits for them; the caller synchronizes the block before reading it. Interior tiles are copied in vectors of `vec`
+// elements, the others through the boundary rule.
+template <typename T, int KW>
+__device__ __forceinline__ void fixed_stage(T *tile, const T *__restrict__ img, unsigned long long stride, int H, int W,
+                                            int kh, int base_r, int base_c, int boundary, T fill, int pitch, int vec,
+                                            int TW, int TH, int m0, int n0)
 {
-    using Sh = FixedShape<T>;
-    constexpr int R = Sh::R, LX = Sh::LX, VW = Vec16<T>::W;
-    constexpr int KWP = round_up_c(KW, VW);        // a staged kernel row
-    constexpr int COLS = round_up_c(KW, 8);        // tile columns past TW (the driver's kbw for the pitch)
-    GPUWS_SHARED_BYTES();
-    T *tile = reinterpret_cast<T *>(gpuws_smem);
-    const Place<R, S, LX> pl(wx, OH, OW, tm0, tn0);
-    const int nthreads = pl.nthreads, TW = pl.TW, TH = pl.TH, tid = pl.tid, x0 = pl.x0, y0 = pl.y0, m0 = pl.m0;
-    const int n0 = pl.n0;
-    T *fb = tile + (TH + kh - 1) * pitch; // flipped kernel, rows of KWP
-
-    for (int i = tid; i < kh * KWP; i += nthreads) {
-        const int j = i / KWP, k = i - j * KWP;
-        fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : T(0);
-    }
+    constexpr int VW = Vec16<T>::W, COLS = round_up_c(KW, 8); // tile columns past TW (the driver's kbw for the pitch)
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const int rows = TH + kh - 1, cols = TW + COLS, gr0 = m0 + base_r, gc0 = n0 + base_c;
     if (vec > 1 && gr0 >= 0 && gr0 + rows <= H && gc0 >= 0 && gc0 + cols <= W) { // uniform over the block
         const T *src = img + (size_t)gr0 * stride + gc0;
-        if (VW == 4 && vec == 4) stage_inside<VW>(tile, pitch, rows, cols, src, stride, pl.lane, pl.warp, pl.nwarps);
-        else stage_inside<2>(tile, pitch, rows, cols, src, stride, pl.lane, pl.warp, pl.nwarps);
+        if (VW == 4 && vec == 4) stage_inside<VW>(tile, pitch, rows, cols, src, stride, lane, warp, nwarps);
+        else stage_inside<2>(tile, pitch, rows, cols, src, stride, lane, warp, nwarps);
     } else {
-        stage_tile<true>(tile, pitch, rows, cols, img, stride, H, W, gr0, gc0, boundary, fill, pl.lane, pl.warp,
-                         pl.nwarps);
+        stage_tile<true>(tile, pitch, rows, cols, img, stride, H, W, gr0, gc0, boundary, fill, lane, warp, nwarps);
     }
     copy_async_wait();
-    __syncthreads();
-    if (!pl.active) return;
+}
 
+// This thread's S x R outputs of the staged tile of outputs from (m0, n0), wx warps across; fb: the flipped kernel,
+// rows of KWP. Input row r feeds output rows s with kernel row r - s in [0, kh). Rows S - 1 .. kh - 1 feed all S
+// output rows: their loop has no row tests, so its loads and FMAs form one basic block the compiler schedules across
+// (the filter loads of one output row under the FMAs of the previous one). It runs first, then one loop over the
+// first and last S - 1 rows, with the tests. A constant wx (the persistent kernel's) is folded into the placement.
+template <typename T, int KW, int S>
+__device__ __forceinline__ void fixed_compute(const T *tile, const T *fb, T *__restrict__ out, int kh, int OH, int OW,
+                                              int wx, int pitch, int m0, int n0)
+{
+    using Sh = FixedShape<T>;
+    constexpr int R = Sh::R, KWP = round_up_c(KW, Vec16<T>::W);
+    const Place<R, S, Sh::LX> pl(wx, OH, OW, m0, n0);
+    if (!pl.active) return;
     T acc[S][R];
 #pragma unroll
     for (int s = 0; s < S; s++)
 #pragma unroll
         for (int i = 0; i < R; i++) acc[s][i] = T(0);
-    // Input row r feeds output rows s with kernel row r - s in [0, kh). Rows S - 1 .. kh - 1 feed all S output rows:
-    // their loop has no row tests, so its loads and FMAs form one basic block the compiler schedules across (the
-    // filter loads of one output row under the FMAs of the previous one). It runs first, then one loop over the
-    // first and last S - 1 rows, with the tests.
-    const T *trow0 = tile + y0 * pitch + x0;
+    const T *trow0 = tile + pl.y0 * pitch + pl.x0;
 #pragma unroll 1
     for (int r = S - 1; r < kh; r++) fixed_row<T, KW, S, true>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
     const int hi = kh > S - 1 ? kh : S - 1, partial = S - 1 + (S + kh - 1 - hi); // rows [0, S-1) and [hi, S+kh-1)
@@ -377,7 +374,34 @@ __device__ __forceinline__ void fixed_tile(const T *__restrict__ img, const T *_
         const int r = i < S - 1 ? i : hi + i - (S - 1);
         fixed_row<T, KW, S, false>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
     }
-    store_rows(out, acc, OH, OW, m0 + y0, n0 + x0);
+    store_rows(out, acc, OH, OW, m0 + pl.y0, n0 + pl.x0);
+}
+
+// The flipped kernel into shared memory (rows of KWP, padding taps 0).
+template <typename T, int KW>
+__device__ __forceinline__ void fixed_stage_kernel(T *fb, const T *__restrict__ kern, int kh)
+{
+    constexpr int KWP = round_up_c(KW, Vec16<T>::W);
+    for (int i = threadIdx.x; i < kh * KWP; i += blockDim.x) {
+        const int j = i / KWP, k = i - j * KWP;
+        fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : T(0);
+    }
+}
+
+// One tile of the fixed kernel: the flipped kernel and the tile staged, then the compute.
+template <typename T, int KW, int S>
+__device__ __forceinline__ void fixed_tile(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
+                                           unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r,
+                                           int base_c, int boundary, T fill, int wx, int pitch, int vec, int m0, int n0)
+{
+    using Sh = FixedShape<T>;
+    const int TW = wx * Sh::LX * Sh::R, TH = (int)(blockDim.x >> 5) / wx * (32 / Sh::LX) * S;
+    GPUWS_SHARED_BYTES();
+    T *tile = reinterpret_cast<T *>(gpuws_smem), *fb = tile + (TH + kh - 1) * pitch;
+    fixed_stage_kernel<T, KW>(fb, kern, kh);
+    fixed_stage<T, KW>(tile, img, stride, H, W, kh, base_r, base_c, boundary, fill, pitch, vec, TW, TH, m0, n0);
+    __syncthreads();
+    fixed_compute<T, KW, S>(tile, fb, out, kh, OH, OW, wx, pitch, m0, n0);
 }
 
 // Whole tiles for output rows [0, split) (blocks in row-major tile order), thin ones below.
@@ -397,33 +421,6 @@ __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *
         fixed_tile<T, KW, Sh::SUB_S>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx,
                                      pitch, vec, split + (b - main_blocks) / tiles_x * (wy * lanes_down * Sh::SUB_S),
                                      (b - main_blocks) % tiles_x * TW);
-}
-
-// The fixed kernel's compute of one staged tile for a warp shape known at compile time (WX warps across): the
-// middle input rows without row tests, then the first and last SS - 1 with them (as fixed_tile).
-template <int KW, int SS, int WX>
-__device__ void persist_compute(const float *tile, const float *fb, float *__restrict__ out, int kh, int OH, int OW,
-                                int pitch, int m0, int n0)
-{
-    using Sh = FixedShape<float>;
-    constexpr int R = Sh::R, LX = Sh::LX, KWP = round_up_c(KW, 4);
-    const Place<R, SS, LX> pl(WX, OH, OW, m0, n0);
-    if (!pl.active) return;
-    float acc[SS][R];
-#pragma unroll
-    for (int s = 0; s < SS; s++)
-#pragma unroll
-        for (int i = 0; i < R; i++) acc[s][i] = 0.0f;
-    const float *trow0 = tile + pl.y0 * pitch + pl.x0;
-#pragma unroll 1
-    for (int r = SS - 1; r < kh; r++) fixed_row<float, KW, SS, true>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
-    const int hi = kh > SS - 1 ? kh : SS - 1, partial = SS - 1 + (SS + kh - 1 - hi);
-#pragma unroll 1
-    for (int i = 0; i < partial; i++) {
-        const int r = i < SS - 1 ? i : hi + i - (SS - 1);
-        fixed_row<float, KW, SS, false>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
-    }
-    store_rows(out, acc, OH, OW, m0 + pl.y0, n0 + pl.x0);
 }
 
 // ---- _persist_: CUDA's f32 fixed kernel for the 2 x 2-warp plan, as persistent blocks ------------------------------
@@ -446,40 +443,28 @@ __device__ void persist_f32(const float *__restrict__ img, const float *__restri
     using Sh = FixedShape<float>;
     constexpr int R = Sh::R, LX = Sh::LX, S = Sh::S, SUB_S = Sh::SUB_S, WX = 2, WY = 2;
     constexpr int TW = WX * LX * R, TH = WY * (32 / LX) * S, TH_SUB = WY * (32 / LX) * SUB_S;
-    constexpr int KWP = round_up_c(KW, 4), COLS = round_up_c(KW, 8);
     GPUWS_SHARED_BYTES();
     float *tile = reinterpret_cast<float *>(gpuws_smem), *fb = tile + (TH + kh - 1) * pitch;
     __shared__ int next[2];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
-    for (int i = tid; i < kh * KWP; i += blockDim.x) {
-        const int j = i / KWP, k = i - j * KWP;
-        fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : 0.0f;
-    }
-    if (tid == 0) next[0] = (int)atomicAdd(&counters[0], 1u);
+    fixed_stage_kernel<float, KW>(fb, kern, kh);
+    if (threadIdx.x == 0) next[0] = (int)atomicAdd(&counters[0], 1u);
     __syncthreads();
     int t = next[0];
     for (int it = 1; t < ntiles; it++) {
         const bool whole = t < main_tiles;
         const int u = whole ? t : t - main_tiles;
         const int m0 = whole ? u / tiles_x * TH : split + u / tiles_x * TH_SUB, n0 = u % tiles_x * TW;
-        const int rows = (whole ? TH : TH_SUB) + kh - 1, cols = TW + COLS, gr0 = m0 + base_r, gc0 = n0 + base_c;
-        if (vec > 1 && gr0 >= 0 && gr0 + rows <= H && gc0 >= 0 && gc0 + cols <= W) {
-            const float *src = img + (size_t)gr0 * stride + gc0;
-            if (vec == 4) stage_inside<4>(tile, pitch, rows, cols, src, stride, lane, warp, nwarps);
-            else stage_inside<2>(tile, pitch, rows, cols, src, stride, lane, warp, nwarps);
-        } else {
-            stage_tile<true>(tile, pitch, rows, cols, img, stride, H, W, gr0, gc0, boundary, fill, lane, warp, nwarps);
-        }
-        copy_async_wait();
-        if (tid == 0) next[it & 1] = (int)atomicAdd(&counters[0], 1u);
+        fixed_stage<float, KW>(tile, img, stride, H, W, kh, base_r, base_c, boundary, fill, pitch, vec, TW,
+                               whole ? TH : TH_SUB, m0, n0);
+        if (threadIdx.x == 0) next[it & 1] = (int)atomicAdd(&counters[0], 1u);
         __syncthreads(); // the tile, and next[it & 1], visible to every thread
-        if (whole) persist_compute<KW, S, WX>(tile, fb, out, kh, OH, OW, pitch, m0, n0);
-        else persist_compute<KW, SUB_S, WX>(tile, fb, out, kh, OH, OW, pitch, m0, n0);
+        if (whole) fixed_compute<float, KW, S>(tile, fb, out, kh, OH, OW, WX, pitch, m0, n0);
+        else fixed_compute<float, KW, SUB_S>(tile, fb, out, kh, OH, OW, WX, pitch, m0, n0);
         __syncthreads(); // everyone is done with the tile before the next one is staged over it
         t = next[it & 1];
     }
     // every block drew exactly one ticket past the last tile: the last block to get here resets both counters
-    if (tid == 0) {
+    if (threadIdx.x == 0) {
         __threadfence();
         if (atomicAdd(&counters[1], 1u) == gridDim.x - 1u) {
             counters[0] = 0u;
