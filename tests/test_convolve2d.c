@@ -633,43 +633,35 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, two_streams_keep_their_o
     setenv("GPUWS_CONVOLVE2D_WARPS", "2,2", 1);
     setenv("GPUWS_CONVOLVE2D_GRID", "3", 1);
     gpuws_context *ctx = test_open(*kind);
-    const size_t h = 200, w = 140, kh = 7, kw = 5, oh = h + kh - 1, ow = w + kw - 1;
-    double *image = random_values(h * w, test_seed(false)), *kernel = random_values(kh * kw, 9);
-    float *img32 = malloc(h * w * sizeof *img32), *k32 = malloc(kh * kw * sizeof *k32);
-    float *want = malloc(oh * ow * sizeof *want), *got = malloc(oh * ow * sizeof *got);
-    cr_assert(img32 && k32 && want && got);
-    for (size_t i = 0; i < h * w; i++) img32[i] = (float)image[i];
-    for (size_t i = 0; i < kh * kw; i++) k32[i] = (float)kernel[i];
-    gpuws__conv2d_geometry g = {0};
-    cr_assert_eq(gpuws__conv2d_geometry_init(h, w, 0, kh, kw, NULL, &g), GPUWS_OK);
-    gpuws_convolve2d_ref_f32(&g, img32, k32, want, 0, oh);
+    const problem p = {200, 140, 0, 7, 5, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}};
+    size_t oh, ow;
+    TEST_OK(gpuws_convolve2d_output_shape(p.h, p.w, p.kh, p.kw, p.opt.mode, &oh, &ow));
+    double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 9);
+    void *hi = to_dtype(image, p.h * p.w, GPUWS_F32), *hk = to_dtype(kernel, p.kh * p.kw, GPUWS_F32);
+    gpuws_buffer *bi = test_buffer_from(ctx, hi, p.h * p.w * 4), *bk = test_buffer_from(ctx, hk, p.kh * p.kw * 4);
     gpuws_stream *st[2];
-    gpuws_buffer *bi, *bk, *bo[2];
-    cr_assert_eq(gpuws_stream_create(ctx, &st[0]), GPUWS_OK);
-    cr_assert_eq(gpuws_stream_create(ctx, &st[1]), GPUWS_OK);
-    cr_assert_eq(gpuws_buffer_create(ctx, h * w * 4, &bi), GPUWS_OK);
-    cr_assert_eq(gpuws_buffer_create(ctx, kh * kw * 4, &bk), GPUWS_OK);
-    cr_assert_eq(gpuws_buffer_write(bi, 0, img32, h * w * 4), GPUWS_OK);
-    cr_assert_eq(gpuws_buffer_write(bk, 0, k32, kh * kw * 4), GPUWS_OK);
-    for (int j = 0; j < 2; j++) cr_assert_eq(gpuws_buffer_create(ctx, oh * ow * 4, &bo[j]), GPUWS_OK);
+    gpuws_buffer *bo[2];
+    for (int j = 0; j < 2; j++) {
+        TEST_OK(gpuws_stream_create(ctx, &st[j]));
+        bo[j] = test_buffer(ctx, oh * ow * 4);
+    }
     for (int round = 0; round < 5; round++)
         for (int j = 0; j < 2; j++)
-            cr_assert_eq(gpuws_convolve2d(st[j], GPUWS_F32, bi, h, w, 0, bk, kh, kw, NULL, bo[j]), GPUWS_OK, "%s",
-                         gpuws_last_error());
+            TEST_OK(gpuws_convolve2d(st[j], GPUWS_F32, bi, p.h, p.w, 0, bk, p.kh, p.kw, &p.opt, bo[j]));
     for (int j = 0; j < 2; j++) {
-        cr_assert_eq(gpuws_stream_synchronize(st[j]), GPUWS_OK);
-        cr_assert_eq(gpuws_buffer_read(bo[j], 0, got, oh * ow * 4), GPUWS_OK);
-        for (size_t i = 0; i < oh * ow; i++)
-            cr_assert(fabsf(got[i] - want[i]) <= 1e-5f * (1.0f + fabsf(want[i])), "stream %d, output %zu: %g, want %g",
-                      j, i, got[i], want[i]);
-    }
-    for (int j = 0; j < 2; j++) {
+        TEST_OK(gpuws_stream_synchronize(st[j]));
+        unsigned char *raw = test_download(bo[j], oh * ow * 4);
+        test_check_guard(bo[j], oh * ow * 4, "out");
+        double *got = to_double(raw, oh * ow, GPUWS_F32);
+        check_bound(j ? "second stream" : "first stream", GPUWS_F32, &p, image, kernel, got);
+        free(got);
+        free(raw);
         gpuws_buffer_destroy(bo[j]);
         gpuws_stream_destroy(st[j]);
     }
     gpuws_buffer_destroy(bi);
     gpuws_buffer_destroy(bk);
-    free(image), free(kernel), free(img32), free(k32), free(want), free(got);
+    free(hi), free(hk), free(image), free(kernel);
     gpuws_context_destroy(ctx);
 }
 

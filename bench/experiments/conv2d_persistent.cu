@@ -1,16 +1,17 @@
-// Experiment (issue 3, convolve2d f32 <= 60 us on the H100): does a persistent schedule beat the library's one launch
-// of whole + thin tiles on the workshop case (2048^2 deltas (*) 15x15 Gaussian, mode full, fill 0)?
+// Experiment (issue 3, convolve2d f32 <= 60 us on the H100): kernel times of the workshop case (2048^2 deltas (*)
+// 15x15 Gaussian, mode full, fill 0; and a random image) for the schedules of the f32 fixed-width kernel, with the
+// plan the driver picks on the H100 (2 x 2 warps, 64 x 80 tiles, pitch 84, 8-byte copies):
 //
-//   lib      the library's kernel (convolve2d_fixed_f32_k15) with the plan the driver picks on the H100: 2 x 2 warps,
-//            64 x 80 tiles, 792 whole tiles (rows < 1920), then 297 thin tiles of 16 rows, 6 blocks per SM
-//   single   persistent blocks (6 per SM), one tile buffer: tiles from a global counter (whole ones first, then
-//            thin ones), each staged, then computed
-//   double   persistent blocks (3 per SM), two tile buffers: the next tile's cp.async copies are in flight while the
-//            block computes the current one
-// Every variant uses the library's own device code for staging (stage_inside / stage_tile), the rows (fixed_row)
-// and the stores, and the same 80-register cap, so only the schedule differs. Outputs are compared with the
-// library kernel's, element by element: identical where the split is the library's (the same sums in the same
-// order), within f32 rounding where another split sums some rows in thin tiles.
+//   fixed          convolve2d_fixed_f32_k15: a block per tile, 792 whole tiles (rows < 1920) then 297 thin ones of
+//                  16 rows, placed by the hardware (6 blocks per SM)
+//   persist        convolve2d_persist_f32_k15: persistent blocks (6 per SM) taking the same tiles from a counter;
+//                  also with 20, 16 and 8 whole tile rows (more thin tiles)
+//   persist, rt wx the persistent loop with the warps across a run-time value (as the fixed kernel takes them): the
+//                  measurement that made the library's persistent kernel take its warp shape at compile time
+//
+// Everything but the last variant's loop is the library's own kernels; outputs are compared with the fixed kernel's:
+// identical with its split (the same sums in the same order), within f32 rounding with others. The first version
+// of this file (git history, commit d9a84ad) also timed a double-buffered variant: 65-66 us, slower.
 //
 // Build and run on the GPU machine (bench/gpu_explore.sh persist):
 //   nvcc -arch=sm_90 -O3 -std=c++17 bench/experiments/conv2d_persistent.cu -o /tmp/persist && /tmp/persist
@@ -20,7 +21,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #define CK(x)                                                                                                   \
@@ -34,185 +34,30 @@
 
 namespace {
 
-constexpr int KW = 15, R = 8, LX = 4, S = 5, SUB_S = 1, KWP = 16, WX = 2, WY = 2;
-constexpr int TW = WX * LX * R, TH = WY * (32 / LX) * S, TH_SUB = WY * (32 / LX) * SUB_S;
+constexpr int KW = 15, LX = 4, R = 8, WX = 2, TW = WX * LX * R, TH = 2 * (32 / LX) * 5, TH_SUB = 2 * (32 / LX);
 
-struct Geo {
-    const float *img, *kern;
-    float *out;
-    unsigned long long stride;
-    int H, W, kh, OH, OW, base_r, base_c, pitch, vec, split, main_tiles, total_tiles, tiles_x;
-};
-
-__device__ __forceinline__ void commit_group() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void wait_group_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
-
-// Tile t's origin and rows per thread: whole tiles (S rows per thread) first in row-major order, thin ones below.
-__device__ __forceinline__ void tile_origin(const Geo &g, int t, int &m0, int &n0, bool &whole)
-{
-    whole = t < g.main_tiles;
-    if (whole) {
-        m0 = t / g.tiles_x * TH, n0 = t % g.tiles_x * TW;
-    } else {
-        const int u = t - g.main_tiles;
-        m0 = g.split + u / g.tiles_x * TH_SUB, n0 = u % g.tiles_x * TW;
-    }
-}
-
-// Issues the copies of tile t into buf (no wait; stage_tile waits for its own when the tile touches an edge).
-__device__ void stage(const Geo &g, int t, float *buf, int lane, int warp, int nwarps)
-{
-    int m0, n0;
-    bool whole;
-    tile_origin(g, t, m0, n0, whole);
-    const int rows = (whole ? TH : TH_SUB) + g.kh - 1, cols = TW + 16, gr0 = m0 + g.base_r, gc0 = n0 + g.base_c;
-    if (g.vec > 1 && gr0 >= 0 && gr0 + rows <= g.H && gc0 >= 0 && gc0 + cols <= g.W) {
-        const float *src = g.img + (size_t)gr0 * g.stride + gc0;
-        if (g.vec == 4) stage_inside<4>(buf, g.pitch, rows, cols, src, g.stride, lane, warp, nwarps);
-        else stage_inside<2>(buf, g.pitch, rows, cols, src, g.stride, lane, warp, nwarps);
-    } else {
-        stage_tile<true>(buf, g.pitch, rows, cols, g.img, g.stride, g.H, g.W, gr0, gc0, BOUNDARY_FILL, 0.0f, lane, warp,
-                         nwarps);
-    }
-}
-
-// The fixed kernel's compute for one staged tile (its middle rows without tests, then the partial rows).
-template <int SS>
-__device__ void compute(const Geo &g, const float *tile, const float *fb, int m0, int n0)
-{
-    const Place<R, SS, LX> pl(WX, g.OH, g.OW, m0, n0);
-    if (!pl.active) return;
-    float acc[SS][R];
-#pragma unroll
-    for (int s = 0; s < SS; s++)
-#pragma unroll
-        for (int i = 0; i < R; i++) acc[s][i] = 0.0f;
-    const float *trow0 = tile + pl.y0 * g.pitch + pl.x0;
-    const int kh = g.kh;
-#pragma unroll 1
-    for (int r = SS - 1; r < kh; r++) fixed_row<float, KW, SS, true>(acc, trow0 + r * g.pitch, fb + r * KWP, r, kh);
-    const int hi = kh > SS - 1 ? kh : SS - 1, partial = SS - 1 + (SS + kh - 1 - hi);
-#pragma unroll 1
-    for (int i = 0; i < partial; i++) {
-        const int r = i < SS - 1 ? i : hi + i - (SS - 1);
-        fixed_row<float, KW, SS, false>(acc, trow0 + r * g.pitch, fb + r * KWP, r, kh);
-    }
-    store_rows(g.out, acc, g.OH, g.OW, m0 + pl.y0, n0 + pl.x0);
-}
-
-__device__ void compute_tile(const Geo &g, int t, const float *tile, const float *fb)
-{
-    int m0, n0;
-    bool whole;
-    tile_origin(g, t, m0, n0, whole);
-    if (whole) compute<S>(g, tile, fb, m0, n0);
-    else compute<SUB_S>(g, tile, fb, m0, n0);
-}
-
-// Double: two tile buffers, the next tile staged while this one is computed. Else one buffer.
-template <bool Double>
-__global__ void __maxnreg__(80) persist(Geo g, unsigned *counter, int buf_elems)
+// persist_f32's loop with wx a run-time value; the counter is reset by the host before each launch.
+__global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_f32)
+    persist_rt_wx(const float *img, const float *kern, float *out, unsigned long long stride, int H, int W, int kh,
+                  int OH, int OW, int base_r, int base_c, int pitch, int vec, int split, unsigned *counter, int ntiles,
+                  int tiles_x, int main_tiles, int wx)
 {
     GPUWS_SHARED_BYTES();
-    float *buf0 = reinterpret_cast<float *>(gpuws_smem), *buf1 = buf0 + (Double ? buf_elems : 0);
-    float *fb = buf0 + (Double ? 2 : 1) * buf_elems;
+    float *tile = reinterpret_cast<float *>(gpuws_smem), *fb = tile + (TH + kh - 1) * pitch;
     __shared__ int next[2];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
-    for (int i = tid; i < g.kh * KWP; i += blockDim.x) {
-        const int j = i / KWP, k = i - j * KWP;
-        fb[i] = k < KW ? g.kern[(size_t)(g.kh - 1 - j) * KW + (KW - 1 - k)] : 0.0f;
-    }
-    if (tid == 0) next[0] = (int)atomicAdd(counter, 1u);
+    fixed_stage_kernel<float, KW>(fb, kern, kh);
+    if (threadIdx.x == 0) next[0] = (int)atomicAdd(counter, 1u);
     __syncthreads();
     int t = next[0];
-    if (!Double) {
-        for (int it = 1; t < g.total_tiles; it++) {
-            stage(g, t, buf0, lane, warp, nwarps);
-            copy_async_wait();
-            if (tid == 0) next[it & 1] = (int)atomicAdd(counter, 1u);
-            __syncthreads();
-            compute_tile(g, t, buf0, fb);
-            __syncthreads(); // everyone is done with buf0 (and has read next[it & 1] below only after this)
-            t = next[it & 1];
-        }
-        return;
-    }
-    if (t < g.total_tiles) stage(g, t, buf0, lane, warp, nwarps);
-    commit_group();
-    float *cur = buf0, *nxt = buf1;
-    for (int it = 1; t < g.total_tiles; it++) {
-        if (tid == 0) next[it & 1] = (int)atomicAdd(counter, 1u);
-        __syncthreads(); // next[] visible; everyone is done with nxt (the tile before this one)
-        const int tn = next[it & 1];
-        if (tn < g.total_tiles) stage(g, tn, nxt, lane, warp, nwarps);
-        commit_group();
-        wait_group_1(); // this tile's copies (all but the group just committed)
+    for (int it = 1; t < ntiles; it++) {
+        int m0, n0;
+        const bool whole = fixed_tile_origin(t, main_tiles, tiles_x, TW, TH, TH_SUB, split, m0, n0);
+        fixed_stage<float, KW>(tile, img, stride, H, W, kh, base_r, base_c, BOUNDARY_FILL, 0.0f, pitch, vec, TW,
+                               whole ? TH : TH_SUB, m0, n0);
+        if (threadIdx.x == 0) next[it & 1] = (int)atomicAdd(counter, 1u);
         __syncthreads();
-        compute_tile(g, t, cur, fb);
-        t = tn;
-        float *x = cur;
-        cur = nxt, nxt = x;
-    }
-}
-
-// The same one-buffer kernel with scalar parameters instead of the Geo struct (as a library kernel must take them:
-// gpuws launches pass scalars and buffers), and with the warps across (wx) a run-time value in Place when RtWx.
-template <bool RtWx>
-__global__ void __maxnreg__(80) persist_scalars(const float *img, const float *kern, float *out,
-                                               unsigned long long stride, int H, int W, int kh, int OH, int OW,
-                                               int base_r, int base_c, int pitch, int vec, int split, int main_tiles,
-                                               int total_tiles, int tiles_x, int wx, unsigned *counter)
-{
-    Geo g;
-    g.img = img, g.kern = kern, g.out = out, g.stride = stride, g.H = H, g.W = W, g.kh = kh, g.OH = OH, g.OW = OW;
-    g.base_r = base_r, g.base_c = base_c, g.pitch = pitch, g.vec = vec, g.split = split, g.main_tiles = main_tiles;
-    g.total_tiles = total_tiles, g.tiles_x = tiles_x;
-    GPUWS_SHARED_BYTES();
-    float *buf0 = reinterpret_cast<float *>(gpuws_smem), *fb = buf0 + (TH + kh - 1) * pitch;
-    __shared__ int next[2];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
-    for (int i = tid; i < kh * KWP; i += blockDim.x) {
-        const int j = i / KWP, k = i - j * KWP;
-        fb[i] = k < KW ? kern[(size_t)(kh - 1 - j) * KW + (KW - 1 - k)] : 0.0f;
-    }
-    if (tid == 0) next[0] = (int)atomicAdd(counter, 1u);
-    __syncthreads();
-    int t = next[0];
-    for (int it = 1; t < total_tiles; it++) {
-        stage(g, t, buf0, lane, warp, nwarps);
-        copy_async_wait();
-        if (tid == 0) next[it & 1] = (int)atomicAdd(counter, 1u);
-        __syncthreads();
-        if (!RtWx) {
-            compute_tile(g, t, buf0, fb);
-        } else {
-            int m0, n0;
-            bool whole;
-            tile_origin(g, t, m0, n0, whole);
-            if (whole) {
-                const Place<R, S, LX> pl(wx, OH, OW, m0, n0);
-                if (pl.active) {
-                    float acc[S][R];
-#pragma unroll
-                    for (int s = 0; s < S; s++)
-#pragma unroll
-                        for (int i = 0; i < R; i++) acc[s][i] = 0.0f;
-                    const float *trow0 = buf0 + pl.y0 * pitch + pl.x0;
-#pragma unroll 1
-                    for (int r = S - 1; r < kh; r++)
-                        fixed_row<float, KW, S, true>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
-                    const int hi = kh > S - 1 ? kh : S - 1, partial = S - 1 + (S + kh - 1 - hi);
-#pragma unroll 1
-                    for (int i = 0; i < partial; i++) {
-                        const int r = i < S - 1 ? i : hi + i - (S - 1);
-                        fixed_row<float, KW, S, false>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
-                    }
-                    store_rows(out, acc, OH, OW, m0 + pl.y0, n0 + pl.x0);
-                }
-            } else {
-                compute<SUB_S>(g, buf0, fb, m0, n0);
-            }
-        }
+        if (whole) fixed_compute<float, KW, 5>(tile, fb, out, kh, OH, OW, wx, pitch, m0, n0);
+        else fixed_compute<float, KW, 1>(tile, fb, out, kh, OH, OW, wx, pitch, m0, n0);
         __syncthreads();
         t = next[it & 1];
     }
@@ -229,8 +74,8 @@ double median(std::vector<double> v)
 int main(int argc, char **argv)
 {
     const int reps = argc > 1 ? atoi(argv[1]) : 50;
-    const int N = 2048, K = 15, OH = N + K - 1, OW = N + K - 1;
-    std::vector<float> h_img((size_t)N * N, 0.0f), h_k(K * K);
+    const int N = 2048, K = 15, OH = N + K - 1, OW = N + K - 1, pitch = 84, vec = 2;
+    std::vector<float> h_img((size_t)N * N, 0.0f), h_k(K * K), h_rnd((size_t)N * N);
     for (int y = 8; y < N; y += 16)
         for (int x = 8; x < N; x += 16) h_img[(size_t)y * N + x] = 1.0f;
     for (int j = 0; j < K; j++)
@@ -238,139 +83,103 @@ int main(int argc, char **argv)
             const double x = -2.0 + 4.0 * i / (K - 1), y = -2.0 + 4.0 * j / (K - 1);
             h_k[j * K + i] = (float)std::exp(-(x * x + y * y) / 2);
         }
-    // a second, random image: the deltas are mostly zeros (METHOD.md: never time only on zeros)
-    std::vector<float> h_rnd((size_t)N * N);
-    unsigned long long st = 12345;
+    unsigned long long st = 12345; // the deltas are mostly zeros (METHOD.md: never time only on zeros)
     for (auto &v : h_rnd) {
         st = st * 6364136223846793005ull + 1442695040888963407ull;
         v = (float)((st >> 40) & 0xffffff) / 16777216.0f;
     }
-    float *img, *rnd, *kern, *out_lib, *out;
-    unsigned *counter;
+    float *img, *rnd, *kern, *out_ref, *out;
+    unsigned *counters;
     CK(cudaMalloc(&img, h_img.size() * 4));
     CK(cudaMalloc(&rnd, h_rnd.size() * 4));
     CK(cudaMalloc(&kern, h_k.size() * 4));
-    CK(cudaMalloc(&out_lib, (size_t)OH * OW * 4));
+    CK(cudaMalloc(&out_ref, (size_t)OH * OW * 4));
     CK(cudaMalloc(&out, (size_t)OH * OW * 4));
-    CK(cudaMalloc(&counter, 4));
+    CK(cudaMalloc(&counters, 16));
+    CK(cudaMemset(counters, 0, 16)); // persist_f32 leaves them at 0; persist_rt_wx's is reset before each launch
     CK(cudaMemcpy(img, h_img.data(), h_img.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(rnd, h_rnd.data(), h_rnd.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(kern, h_k.data(), h_k.size() * 4, cudaMemcpyHostToDevice));
 
-    int sms = 0;
+    int sms = 0, occ_fixed = 0, occ_persist = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    // the library's plan for this case (convolve2d.c on the H100): pitch 84, 8-byte copies (base_c = -14)
-    const int pitch = 84, vec = 2, tiles_x = (OW + TW - 1) / TW, tiles_y = (OH + TH - 1) / TH;
-    const int buf_elems = (TH + K - 1) * pitch;
-    const size_t lib_smem = ((size_t)(TH + K - 1) * pitch + K * KWP) * 4;
-
-    auto geo = [&](const float *src, float *dst, int whole_rows) {
-        Geo g;
-        g.img = src, g.kern = kern, g.out = dst, g.stride = N, g.H = N, g.W = N, g.kh = K, g.OH = OH, g.OW = OW;
-        g.base_r = -(K - 1), g.base_c = -(K - 1), g.pitch = pitch, g.vec = vec, g.split = whole_rows * TH;
-        g.tiles_x = tiles_x, g.main_tiles = whole_rows * tiles_x;
-        g.total_tiles = g.main_tiles + (OH - g.split + TH_SUB - 1) / TH_SUB * tiles_x;
-        return g;
-    };
-    const size_t smem1 = (size_t)buf_elems * 4 + K * KWP * 4, smem2 = 2 * (size_t)buf_elems * 4 + K * KWP * 4;
-    CK(cudaFuncSetAttribute(persist<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem1));
-    CK(cudaFuncSetAttribute(persist<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem2));
-    int occ1 = 0, occ2 = 0, occl = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ1, persist<false>, 128, smem1));
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ2, persist<true>, 128, smem2));
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occl, convolve2d_fixed_f32_k15, 128, lib_smem));
-    printf("device: %d SMs; blocks per SM: lib %d, single %d, double %d; tiles %d x %d (%d x %d outputs)\n", sms, occl,
-           occ1, occ2, tiles_y, tiles_x, TH, TW);
+    const int tiles_x = (OW + TW - 1) / TW;
+    const size_t smem = ((size_t)(TH + K - 1) * pitch + K * 16) * 4;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fixed, convolve2d_fixed_f32_k15, 128, smem));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_persist, convolve2d_persist_f32_k15, 128, smem));
+    printf("device: %d SMs; blocks per SM: fixed %d, persist %d; %d tiles across of %d x %d outputs\n", sms, occ_fixed,
+           occ_persist, tiles_x, TH, TW);
 
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    const int lib_split = 24 * TH, lib_blocks = 24 * tiles_x + (OH - lib_split + TH_SUB - 1) / TH_SUB * tiles_x;
-    auto run_lib = [&](const float *src, float *dst) {
-        convolve2d_fixed_f32_k15<<<lib_blocks, 128, lib_smem, s>>>(src, kern, dst, N, N, N, K, K, OH, OW, -(K - 1),
-                                                                    -(K - 1), BOUNDARY_FILL, 0.0f, WX, K, vec, pitch,
-                                                                    lib_split, gpuws_local{lib_smem});
-    };
     struct Variant {
         const char *name;
-        int kind, whole_rows; // kind 0 lib, 1 single, 2 double, 4 single with scalar parameters, 5 and run-time wx
+        int kind, whole_rows; // kind 0 fixed, 1 persist, 2 persist with run-time wx
     };
-    std::vector<Variant> vars = {{"lib (24 whole rows)", 0, 24}};
-    vars.push_back({"single, scalar params", 4, 24});
-    vars.push_back({"single, scalars, rt wx", 5, 24});
-    for (int wr : {24, 20, 16, 8}) {
-        vars.push_back({"single", 1, wr});
-        vars.push_back({"double", 2, wr});
-    }
-    CK(cudaFuncSetAttribute(persist_scalars<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem1));
-    CK(cudaFuncSetAttribute(persist_scalars<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem1));
-    auto launch_scalars = [&](bool rt_wx, const Geo &g) {
-        if (rt_wx)
-            persist_scalars<true><<<sms * occ1, 128, smem1, s>>>(g.img, g.kern, g.out, g.stride, g.H, g.W, g.kh, g.OH,
-                                                                 g.OW, g.base_r, g.base_c, g.pitch, g.vec, g.split,
-                                                                 g.main_tiles, g.total_tiles, g.tiles_x, WX, counter);
-        else
-            persist_scalars<false><<<sms * occ1, 128, smem1, s>>>(g.img, g.kern, g.out, g.stride, g.H, g.W, g.kh, g.OH,
-                                                                  g.OW, g.base_r, g.base_c, g.pitch, g.vec, g.split,
-                                                                  g.main_tiles, g.total_tiles, g.tiles_x, WX, counter);
-    };
+    std::vector<Variant> vars = {{"fixed", 0, 24}, {"persist", 1, 24}, {"persist, rt wx", 2, 24},
+                                 {"persist", 1, 20},  {"persist", 1, 16}, {"persist", 1, 8}};
     auto launch = [&](const Variant &v, const float *src, float *dst) {
-        if (v.kind == 0) return run_lib(src, dst);
-        CK(cudaMemsetAsync(counter, 0, 4, s));
-        const Geo g = geo(src, dst, v.whole_rows);
-        if (v.kind == 1) persist<false><<<sms * occ1, 128, smem1, s>>>(g, counter, buf_elems);
-        else if (v.kind == 2) persist<true><<<sms * occ2, 128, smem2, s>>>(g, counter, buf_elems);
-        else launch_scalars(v.kind == 5, g);
+        const int split = v.whole_rows * TH, main_tiles = v.whole_rows * tiles_x;
+        const int ntiles = main_tiles + (OH - split + TH_SUB - 1) / TH_SUB * tiles_x;
+        if (v.kind == 0)
+            convolve2d_fixed_f32_k15<<<ntiles, 128, smem, s>>>(src, kern, dst, N, N, N, K, K, OH, OW, -(K - 1), -(K - 1),
+                                                                BOUNDARY_FILL, 0.0f, WX, K, vec, pitch, split,
+                                                                gpuws_local{smem});
+        else if (v.kind == 1)
+            convolve2d_persist_f32_k15<<<sms * occ_persist, 128, smem, s>>>(
+                src, kern, dst, N, N, N, K, OH, OW, -(K - 1), -(K - 1), BOUNDARY_FILL, 0.0f, pitch, vec, split, counters,
+                ntiles, tiles_x, main_tiles, gpuws_local{smem});
+        else
+            persist_rt_wx<<<sms * occ_persist, 128, smem, s>>>(src, kern, dst, N, N, N, K, OH, OW, -(K - 1), -(K - 1),
+                                                              pitch, vec, split, counters + 2, ntiles, tiles_x,
+                                                              main_tiles, WX);
     };
-    // correctness: every variant against the library kernel, on both images
+    auto before = [&](const Variant &v) {
+        if (v.kind == 2) CK(cudaMemsetAsync(counters + 2, 0, 4, s));
+    };
+    // correctness: every variant against the fixed kernel, on both images, outputs poisoned with NaN first
     std::vector<float> ref((size_t)OH * OW), got((size_t)OH * OW);
     bool all_ok = true;
     for (const float *src : {(const float *)img, (const float *)rnd}) {
-        run_lib(src, out_lib);
+        launch(vars[0], src, out_ref);
         CK(cudaGetLastError());
-        CK(cudaMemcpy(ref.data(), out_lib, ref.size() * 4, cudaMemcpyDeviceToHost));
-        for (const auto &v : vars) {
-            if (v.kind == 0) continue; // the reference
-            CK(cudaMemsetAsync(out, 0xff, got.size() * 4, s)); // NaN poison: every output must be written
-            launch(v, src, out);
+        CK(cudaMemcpy(ref.data(), out_ref, ref.size() * 4, cudaMemcpyDeviceToHost));
+        for (size_t i = 1; i < vars.size(); i++) {
+            CK(cudaMemsetAsync(out, 0xff, got.size() * 4, s));
+            before(vars[i]);
+            launch(vars[i], src, out);
             CK(cudaGetLastError());
             CK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));
-            // the same split sums each output in the same order: identical; another split moves rows between
-            // whole and thin tiles, whose sums run in another order: within f32 rounding of the largest output
             size_t differ = 0;
             double maxref = 0, maxdiff = 0;
-            for (size_t i = 0; i < got.size(); i++) {
-                differ += !(got[i] == ref[i]);
-                maxref = std::max(maxref, (double)std::fabs(ref[i]));
-                maxdiff = std::max(maxdiff, std::isnan(got[i]) ? INFINITY : (double)std::fabs(got[i] - ref[i]));
+            for (size_t k = 0; k < got.size(); k++) {
+                differ += !(got[k] == ref[k]);
+                maxref = std::max(maxref, (double)std::fabs(ref[k]));
+                maxdiff = std::max(maxdiff, std::isnan(got[k]) ? INFINITY : (double)std::fabs(got[k] - ref[k]));
             }
-            const bool ok = v.whole_rows == 24 ? differ == 0 : maxdiff <= 1e-5 * maxref;
+            // with the fixed kernel's split the sums run in the same order; other splits move rows into thin tiles
+            const bool ok = vars[i].whole_rows == 24 ? differ == 0 : maxdiff <= 1e-5 * maxref;
             if (!ok || differ)
-                printf("%s %s %d: %zu of %zu outputs differ from the library kernel's, max |diff| %.3g (max |out| "
-                       "%.3g)\n", ok ? "rounding" : "MISMATCH", v.name, v.whole_rows, differ, got.size(), maxdiff,
+                printf("%s %s %d: %zu of %zu outputs differ from the fixed kernel's, max |diff| %.3g (max |out| %.3g)\n",
+                       ok ? "rounding" : "MISMATCH", vars[i].name, vars[i].whole_rows, differ, got.size(), maxdiff,
                        maxref);
             all_ok = all_ok && ok;
         }
     }
-    printf("outputs agree with the library kernel's (deltas and random): %s\n", all_ok ? "yes" : "NO");
-    // timing: rounds over the variants, events around each launch (the counter reset before the start event)
+    printf("outputs agree with the fixed kernel's (deltas and random): %s\n", all_ok ? "yes" : "NO");
+    // timing: rounds over the variants, events around each launch (a counter reset before the start event)
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
     for (const float *src : {(const float *)img, (const float *)rnd}) {
         std::vector<std::vector<double>> t(vars.size());
         for (int w = 0; w < 5; w++)
-            for (const auto &v : vars) launch(v, src, out);
+            for (const auto &v : vars) before(v), launch(v, src, out);
         for (int r = 0; r < reps; r++)
             for (size_t i = 0; i < vars.size(); i++) {
-                if (vars[i].kind) CK(cudaMemsetAsync(counter, 0, 4, s));
+                before(vars[i]);
                 CK(cudaEventRecord(e0, s));
-                if (vars[i].kind == 0) run_lib(src, out);
-                else {
-                    const Geo g = geo(src, out, vars[i].whole_rows);
-                    if (vars[i].kind == 1) persist<false><<<sms * occ1, 128, smem1, s>>>(g, counter, buf_elems);
-                    else if (vars[i].kind == 2) persist<true><<<sms * occ2, 128, smem2, s>>>(g, counter, buf_elems);
-                    else launch_scalars(vars[i].kind == 5, g);
-                }
+                launch(vars[i], src, out);
                 CK(cudaEventRecord(e1, s));
                 CK(cudaEventSynchronize(e1));
                 float ms = 0;
@@ -380,8 +189,7 @@ int main(int argc, char **argv)
         CK(cudaGetLastError());
         printf("%s image, median of %d (us):\n", src == img ? "deltas" : "random", reps);
         for (size_t i = 0; i < vars.size(); i++)
-            printf("  %-22s whole rows %2d  tiles %5d  %8.1f  (min %.1f)\n", vars[i].name, vars[i].whole_rows,
-                   vars[i].kind ? geo(img, out, vars[i].whole_rows).total_tiles : lib_blocks, median(t[i]),
+            printf("  %-16s whole tile rows %2d  %8.1f  (min %.1f)\n", vars[i].name, vars[i].whole_rows, median(t[i]),
                    *std::min_element(t[i].begin(), t[i].end()));
     }
     return all_ok ? 0 : 1;

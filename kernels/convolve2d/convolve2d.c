@@ -239,6 +239,11 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
     return found;
 }
 
+/* Where the tiled kernels' tiles start in the extended image: tile row u of the tile of output row m0 holds
+ * extended-image row m0 + base_row + u (the flipped kernel's row 0), and the same for columns. */
+static int32_t base_row(const gpuws__conv2d_geometry *g) { return (int32_t)((long long)g->om - (long long)(g->kh - 1)); }
+static int32_t base_col(const gpuws__conv2d_geometry *g) { return (int32_t)((long long)g->on - (long long)(g->kw - 1)); }
+
 /* The fixed kernel's copy width for tiles inside the image, in elements: the widest 16-byte vector, or 8 bytes, that
  * every tile row start is aligned to (device buffers are 256-byte aligned; tile starts are multiples of the tile
  * width past base_c), else 1 (the general loader only; also GPUWS_CONVOLVE2D_STAGE=general, to A/B). */
@@ -246,7 +251,7 @@ static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g)
 {
     const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_STAGE");
     if (env && gpuws__strcasecmp(env, "general") == 0) return 1;
-    const long long base_c = (long long)g->on - (long long)(g->kw - 1);
+    const long long base_c = base_col(g);
     const int widest = dt == GPUWS_F32 ? 4 : 2;
     for (int v = widest; v >= 2; v /= 2)
         if (base_c % v == 0 && g->stride % (size_t)v == 0) return v;
@@ -265,9 +270,7 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
         gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
         gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh),
         gpuws_arg_i32((int32_t)g->ow),
-        /* tile row u of output row m0 holds extended-image row m0 + om - (kh - 1) + u: the flipped kernel's row 0 */
-        gpuws_arg_i32((int32_t)((long long)g->om - (long long)(g->kh - 1))),
-        gpuws_arg_i32((int32_t)((long long)g->on - (long long)(g->kw - 1))), gpuws_arg_i32((int32_t)g->boundary),
+        gpuws_arg_i32(base_row(g)), gpuws_arg_i32(base_col(g)), gpuws_arg_i32((int32_t)g->boundary),
         dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill), gpuws_arg_i32(p->wx),
         gpuws_arg_i32(p->kbh), gpuws_arg_i32(fixed ? fixed_copy_vec(dt, g) : p->kbw), gpuws_arg_i32(p->pitch),
         gpuws_arg_i32(p->split), gpuws_arg_local(p->local_bytes)};
@@ -294,9 +297,8 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
     char name[48];
     snprintf(name, sizeof name, "convolve2d_persist_f32_k%zu", g->kw);
     gpuws_kernel *k;
-    uint32_t block;
     gpuws_buffer *counters;
-    gpuws_status st = gpuws__kernel_block(ctx, name, NULL, 1024, &k, &block);
+    gpuws_status st = gpuws__kernel_get_ex(ctx, name, NULL, &k);
     if (st || (st = gpuws__stream_counters(s, &counters))) return st;
     const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
     const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
@@ -315,8 +317,7 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
         gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)kernel), gpuws_arg_buffer(out),
         gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
         gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow),
-        gpuws_arg_i32((int32_t)((long long)g->om - (long long)(g->kh - 1))),
-        gpuws_arg_i32((int32_t)((long long)g->on - (long long)(g->kw - 1))), gpuws_arg_i32((int32_t)g->boundary),
+        gpuws_arg_i32(base_row(g)), gpuws_arg_i32(base_col(g)), gpuws_arg_i32((int32_t)g->boundary),
         gpuws_arg_f32((float)g->fill), gpuws_arg_i32(p->pitch), gpuws_arg_i32(fixed_copy_vec(GPUWS_F32, g)),
         gpuws_arg_i32(p->split), gpuws_arg_buffer(counters), gpuws_arg_i32((int32_t)p->blocks),
         gpuws_arg_i32((int32_t)tiles_x), gpuws_arg_i32((int32_t)p->main_blocks), gpuws_arg_local(p->local_bytes)};

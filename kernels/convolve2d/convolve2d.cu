@@ -404,6 +404,17 @@ __device__ __forceinline__ void fixed_tile(const T *__restrict__ img, const T *_
     fixed_compute<T, KW, S>(tile, fb, out, kh, OH, OW, wx, pitch, m0, n0);
 }
 
+// Where tile t of a fixed-kernel plan lies: tiles [0, main_tiles) are whole (th rows) from output row 0, tiles_x
+// per tile row in row-major order; the rest thin (th_sub rows) from row split. Returns whether t is whole.
+__device__ __forceinline__ bool fixed_tile_origin(int t, int main_tiles, int tiles_x, int tw, int th, int th_sub,
+                                                  int split, int &m0, int &n0)
+{
+    const bool whole = t < main_tiles;
+    const int u = whole ? t : t - main_tiles;
+    m0 = whole ? u / tiles_x * th : split + u / tiles_x * th_sub, n0 = u % tiles_x * tw;
+    return whole;
+}
+
 // Whole tiles for output rows [0, split) (blocks in row-major tile order), thin ones below.
 template <typename T, int KW>
 __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
@@ -413,14 +424,13 @@ __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *
     using Sh = FixedShape<T>;
     const int wy = (int)(blockDim.x >> 5) / wx, lanes_down = 32 / Sh::LX, TW = wx * Sh::LX * Sh::R;
     const int tiles_x = (OW + TW - 1) / TW, th = wy * lanes_down * Sh::S, main_blocks = split / th * tiles_x;
-    const int b = (int)blockIdx.x;
-    if (b < main_blocks)
+    int m0, n0;
+    if (fixed_tile_origin((int)blockIdx.x, main_blocks, tiles_x, TW, th, wy * lanes_down * Sh::SUB_S, split, m0, n0))
         fixed_tile<T, KW, Sh::S>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch,
-                                 vec, b / tiles_x * th, b % tiles_x * TW);
+                                 vec, m0, n0);
     else
         fixed_tile<T, KW, Sh::SUB_S>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx,
-                                     pitch, vec, split + (b - main_blocks) / tiles_x * (wy * lanes_down * Sh::SUB_S),
-                                     (b - main_blocks) % tiles_x * TW);
+                                     pitch, vec, m0, n0);
 }
 
 // ---- _persist_: CUDA's f32 fixed kernel for the 2 x 2-warp plan, as persistent blocks ------------------------------
@@ -451,9 +461,8 @@ __device__ void persist_f32(const float *__restrict__ img, const float *__restri
     __syncthreads();
     int t = next[0];
     for (int it = 1; t < ntiles; it++) {
-        const bool whole = t < main_tiles;
-        const int u = whole ? t : t - main_tiles;
-        const int m0 = whole ? u / tiles_x * TH : split + u / tiles_x * TH_SUB, n0 = u % tiles_x * TW;
+        int m0, n0;
+        const bool whole = fixed_tile_origin(t, main_tiles, tiles_x, TW, TH, TH_SUB, split, m0, n0);
         fixed_stage<float, KW>(tile, img, stride, H, W, kh, base_r, base_c, boundary, fill, pitch, vec, TW,
                                whole ? TH : TH_SUB, m0, n0);
         if (threadIdx.x == 0) next[it & 1] = (int)atomicAdd(&counters[0], 1u);
