@@ -440,10 +440,11 @@ __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *
 // barrier, the compute, a barrier; the blocks of an SM drift out of step, so one block's staging overlaps the
 // others' FMAs, and SMs that run faster take more tiles. The block that finishes last sets counters[0] and [1] back
 // to 0 for the next kernel on the stream. Any grid size is correct.
-// The warp shape is a compile-time constant: bench/experiments/conv2d_persistent.cu (H100, 2026-11-22) measured this
-// schedule at 56.6-58.3 us against 62.2-63.5 for the fixed kernel (a block per tile) on the workshop case, but at
-// 61.2-62.0 with the warps across a run-time value (as the fixed kernel takes them), and library versions of it
-// with run-time shapes ran 67-73 us.
+// Kernel time alone on the H100's workshop case (bench/experiments/conv2d_persistent.cu, 2026-11-22, one call):
+// 59.5-60.4 us against 61.4-62.6 for the fixed kernel (the same tiles and code, a block per tile). The experiment's
+// loop without the final reset (its counter zeroed by the host before each launch) ran 56.8-57.5 us with the same
+// code, so the reset (an atomic on one word per block, all at the end) costs ~3 us: a ticket base kept by the host
+// would remove it (not done yet). The warp shape is compiled in here; the experiment's loop takes it at run time.
 template <int KW>
 __device__ void persist_f32(const float *__restrict__ img, const float *__restrict__ kern, float *__restrict__ out,
                             unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r, int base_c,
