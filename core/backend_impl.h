@@ -32,7 +32,9 @@ struct gpuws_stream {
     void *impl;
     bool is_default;
     gpuws_buffer *scratch[GPUWS__SCRATCH_SLOTS]; /* per-stream temporary memory (see gpuws__stream_scratch) */
-    gpuws_buffer *counters;          /* work counters, zero between kernels (see gpuws__stream_counters) */
+    gpuws_buffer *tickets;           /* a ticket counter for persistent kernels (see gpuws__stream_tickets) */
+    uint32_t tickets_base;           /* the value tickets holds when the next kernel on the stream starts */
+    bool tickets_unknown;            /* a launch that draws tickets failed: zero it again before the next one */
     gpuws_stream *next;              /* in ctx->streams */
 };
 
@@ -154,12 +156,15 @@ gpuws_status gpuws__check_range(const gpuws_buffer *b, size_t offset, size_t byt
  * until the next request for the same slot on the same stream (work already enqueued on the stream may still use
  * it: the stream is in order). Grows as needed; freed with the stream. */
 gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuws_buffer **out);
-/* GPUWS__STREAM_COUNTERS 32-bit words of device memory owned by the stream, zero when the next kernel on the stream
- * starts: zero-filled (on the stream) when first made, and every kernel that uses them must leave them zero when it
- * finishes (the block that finishes last resets them). For kernels whose blocks take work from an atomic counter
- * (persistent blocks) without a fill command before each launch. Freed with the stream. */
-#define GPUWS__STREAM_COUNTERS 4
-gpuws_status gpuws__stream_counters(gpuws_stream *s, gpuws_buffer **out);
+/* A ticket counter for kernels whose blocks take work from an atomic counter (persistent blocks), with no fill
+ * command and no reset inside the kernel: one 32-bit word of device memory owned by the stream, zero-filled (on the
+ * stream) when first made, and *base, the value it holds when the next kernel on the stream starts. The kernel
+ * draws tickets with an atomic add and uses ticket - base (unsigned arithmetic, so the word may wrap around 2^32).
+ * After the launch the caller reports how many tickets the kernel draws in all, which must be exact: for blocks
+ * that each stop at their first ticket past the last work item, items + blocks; or, if the launch failed, that the
+ * count is unknown (ok = false), and the next call zero-fills the word again. Freed with the stream. */
+gpuws_status gpuws__stream_tickets(gpuws_stream *s, gpuws_buffer **counter, uint32_t *base);
+void gpuws__stream_tickets_drawn(gpuws_stream *s, bool ok, uint32_t n);
 /* Reads n bytes into host memory once all the work enqueued on s before it has finished: what
  * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read on the stream. On NVIDIA's
  * OpenCL that round trip (a kernel, 4 bytes back) took 30 us against 38.5 us as a non-blocking read + clFinish

@@ -322,27 +322,36 @@ gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuw
     return GPUWS_OK;
 }
 
-gpuws_status gpuws__stream_counters(gpuws_stream *s, gpuws_buffer **out)
+gpuws_status gpuws__stream_tickets(gpuws_stream *s, gpuws_buffer **counter, uint32_t *base)
 {
-    if (!s->counters) {
-        const uint32_t zero = 0;
+    const uint32_t zero = 0;
+    gpuws_status st;
+    if (!s->tickets) {
         gpuws_buffer *b;
-        gpuws_status st = gpuws_buffer_create(s->ctx, GPUWS__STREAM_COUNTERS * sizeof zero, &b);
-        if (st) return st;
-        if ((st = gpuws_buffer_fill_async(s, b, 0, &zero, sizeof zero, GPUWS__STREAM_COUNTERS * sizeof zero))) {
-            gpuws_buffer_destroy(b);
-            return st;
-        }
-        s->counters = b;
+        if ((st = gpuws_buffer_create(s->ctx, sizeof zero, &b))) return st;
+        s->tickets = b;
+        s->tickets_unknown = true;
     }
-    *out = s->counters;
+    if (s->tickets_unknown) {
+        if ((st = gpuws_buffer_fill_async(s, s->tickets, 0, &zero, sizeof zero, sizeof zero))) return st;
+        s->tickets_base = 0;
+        s->tickets_unknown = false;
+    }
+    *counter = s->tickets;
+    *base = s->tickets_base;
     return GPUWS_OK;
+}
+
+void gpuws__stream_tickets_drawn(gpuws_stream *s, bool ok, uint32_t n)
+{
+    if (ok) s->tickets_base += n; /* wraps around 2^32 as the device word does */
+    else s->tickets_unknown = true;
 }
 
 static void destroy_scratch(gpuws_stream *s)
 {
-    gpuws_buffer_destroy(s->counters);
-    s->counters = NULL;
+    gpuws_buffer_destroy(s->tickets);
+    s->tickets = NULL;
     for (int i = 0; i < GPUWS__SCRATCH_SLOTS; i++) {
         gpuws_buffer_destroy(s->scratch[i]);
         s->scratch[i] = NULL;

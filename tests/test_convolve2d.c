@@ -10,6 +10,7 @@
  * f64 reference on |image|, |kernel| and |fill|. Targets: see test_convolve.h. */
 #include "test_convolve.h"
 #include "convolve2d/convolve2d_ref.h"
+#include "../core/backend_impl.h" /* gpuws__stream_tickets: the wrap-around test */
 
 #include <math.h>
 #include <stdio.h>
@@ -600,12 +601,13 @@ ParameterizedTestParameters(convolve2d, persistent_blocks_cover_every_tile_call_
     return cr_make_param_array(gpuws_backend_kind, b, 2);
 }
 
-/* On CUDA, f32 plans of 2 x 2 warps run as persistent blocks that take the fixed kernel's tiles from a counter in
- * the stream's memory until none are left; the block that finishes last sets the counter back to 0 for the next
- * call (OpenCL, and f64, run a block per tile and ignore the knobs). Mode full of 150 x 90 with 9 x 13 gives 158 x
+/* On CUDA, f32 plans of 2 x 2 warps run as persistent blocks that take the fixed kernel's tiles from a ticket counter
+ * in the stream's memory until none are left; the driver keeps the counter's value at the start of the next call
+ * (OpenCL, and f64, run a block per tile and ignore the knobs). Mode full of 150 x 90 with 9 x 13 gives 158 x
  * 102 outputs: tiles of 80 x 64, split after 1 tile row, then 16-row thin tiles, 12 tiles in all. With 1, 2, 3 and
  * 7 blocks (each taking many tiles), a block per tile, more blocks than tiles, and the fixed kernel itself, call
- * after call on one stream: a counter left non-zero would skip tiles in the next call. */
+ * after call on one stream: a miscounted ticket base would skip tiles in the next call. Then boundaries wrap and
+ * symm, which CUDA runs with another kernel than fill's. */
 ParameterizedTest(gpuws_backend_kind *kind, convolve2d, persistent_blocks_cover_every_tile_call_after_call)
 {
     setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
@@ -616,6 +618,21 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, persistent_blocks_cover_
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_GRID", grids, sizeof grids / sizeof grids[0]);
     static const char *const persist[] = {"0", "1", "0", "1"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_PERSIST", persist, sizeof persist / sizeof persist[0]);
+    /* CUDA has a kernel for boundary fill (the rule a constant) and one for any rule: the other one too */
+    static const char *const some[] = {"1", "3", "tiles"};
+    p.opt.boundary = GPUWS_BOUNDARY_WRAP;
+    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_GRID", some, sizeof some / sizeof some[0]);
+    p.opt.boundary = GPUWS_BOUNDARY_SYMM;
+    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_GRID", some, sizeof some / sizeof some[0]);
+}
+
+/* The fixed kernel's plan of 2 x 2 warps (CUDA's persistent kernel), on `grid` blocks. */
+static void fixed_2x2_on_blocks(const char *grid)
+{
+    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
+    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
+    setenv("GPUWS_CONVOLVE2D_WARPS", "2,2", 1);
+    setenv("GPUWS_CONVOLVE2D_GRID", grid, 1);
 }
 
 ParameterizedTestParameters(convolve2d, two_streams_keep_their_own_tile_counters)
@@ -628,10 +645,7 @@ ParameterizedTestParameters(convolve2d, two_streams_keep_their_own_tile_counters
  * has its own tile counter, so neither call takes the other's tiles. */
 ParameterizedTest(gpuws_backend_kind *kind, convolve2d, two_streams_keep_their_own_tile_counters)
 {
-    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
-    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
-    setenv("GPUWS_CONVOLVE2D_WARPS", "2,2", 1);
-    setenv("GPUWS_CONVOLVE2D_GRID", "3", 1);
+    fixed_2x2_on_blocks("3");
     gpuws_context *ctx = test_open(*kind);
     const problem p = {200, 140, 0, 7, 5, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}};
     size_t oh, ow;
@@ -662,6 +676,49 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, two_streams_keep_their_o
     gpuws_buffer_destroy(bi);
     gpuws_buffer_destroy(bk);
     free(hi), free(hk), free(image), free(kernel);
+    gpuws_context_destroy(ctx);
+}
+
+ParameterizedTestParameters(convolve2d, tile_tickets_wrap_around_2_to_the_32)
+{
+    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_CUDA};
+    return cr_make_param_array(gpuws_backend_kind, b, 1);
+}
+
+/* The persistent kernel's ticket counter is a 32-bit word that only grows; the driver keeps the value it will hold
+ * when the next call starts, and each call draws exactly one ticket per tile plus one per block. White box: the
+ * word and the driver's base are moved to 2^32 - 20 (gpuws__stream_tickets), then five calls of 12 tiles on 3
+ * blocks (15 tickets each) go across the wrap. Every output must be right, and afterwards the word must equal the
+ * driver's base: a miscount would make a later call skip tiles or compute some twice. */
+ParameterizedTest(gpuws_backend_kind *kind, convolve2d, tile_tickets_wrap_around_2_to_the_32)
+{
+    setenv("GPUWS_CONVOLVE2D_SPLIT", "1", 1);
+    fixed_2x2_on_blocks("3");
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_stream *s;
+    gpuws_buffer *tickets;
+    uint32_t base, word;
+    TEST_OK(gpuws_context_get_default_stream(ctx, &s));
+    TEST_OK(gpuws__stream_tickets(s, &tickets, &base));
+    const uint32_t start = 0xffffffffu - 19u;
+    TEST_OK(gpuws_buffer_write(tickets, 0, &start, sizeof start));
+    gpuws__stream_tickets_drawn(s, true, start - base);
+    const problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 3);
+    for (int call = 0; call < 5; call++) {
+        size_t oh, ow;
+        double *got = run(ctx, GPUWS_F32, &p, image, kernel, &oh, &ow);
+        char what[48];
+        snprintf(what, sizeof what, "call %d across the wrap", call);
+        check_bound(what, GPUWS_F32, &p, image, kernel, got);
+        free(got);
+    }
+    TEST_OK(gpuws__stream_tickets(s, &tickets, &base));
+    TEST_OK(gpuws_buffer_read(tickets, 0, &word, sizeof word));
+    cr_expect_eq(base, start + 5u * 15u, "driver's base %u, want %u", (unsigned)base, (unsigned)(start + 5u * 15u));
+    cr_expect_eq(word, base, "ticket word %u, driver's base %u", (unsigned)word, (unsigned)base);
+    free(image);
+    free(kernel);
     gpuws_context_destroy(ctx);
 }
 

@@ -2,14 +2,17 @@
 // 15x15 Gaussian, mode full, fill 0; and a random image) for the schedules of the f32 fixed-width kernel, with the
 // plan the driver picks on the H100 (2 x 2 warps, 64 x 80 tiles, pitch 84, 8-byte copies):
 //
-//   fixed          convolve2d_fixed_f32_k15: a block per tile, 792 whole tiles (rows < 1920) then 297 thin ones of
-//                  16 rows, placed by the hardware (6 blocks per SM)
-//   persist        convolve2d_persist_f32_k15: persistent blocks (6 per SM) taking the same tiles from a counter;
-//                  also with 20, 16 and 8 whole tile rows (more thin tiles)
-//   persist, rt wx the persistent loop with the warps across a run-time value (as the fixed kernel takes them): the
-//                  measurement that made the library's persistent kernel take its warp shape at compile time
+//   fixed [_fill]    convolve2d_fixed_f32_k15[_fill]: a block per tile, 792 whole tiles (rows < 1920) then 297 thin
+//                    ones of 16 rows, placed by the hardware (6 blocks per SM); _fill: the boundary rule a constant
+//   persist [_fill]  convolve2d_persist_f32_k15[_fill]: persistent blocks (6 per SM) taking the same tiles from a
+//                    ticket counter, with a base kept here as the driver keeps it per stream (each launch draws
+//                    ntiles + grid tickets); also with 20 whole tile rows (more thin tiles)
+//   loop <...>       persist_f32's loop with the warp shape, boundary and fill each a constant or a run-time value:
+//                    the measurements that found what the run-time boundary costs (2026-11-22: 58.8-59.1 us with
+//                    it, 55.9-56.1 with BOUNDARY_FILL a constant; the warp shape and the fill value made no
+//                    difference)
 //
-// Everything but the last variant's loop is the library's own kernels; outputs are compared with the fixed kernel's:
+// The library's kernels and the loop's shared device code; outputs are compared with the fixed kernel's:
 // identical with its split (the same sums in the same order), within f32 rounding with others. The first version
 // of this file (git history, commit d9a84ad) also timed a double-buffered variant: 65-66 us, slower.
 //
@@ -36,32 +39,39 @@ namespace {
 
 constexpr int KW = 15, LX = 4, R = 8, WX = 2, TW = WX * LX * R, TH = 2 * (32 / LX) * 5, TH_SUB = 2 * (32 / LX);
 
-// persist_f32's loop with wx a run-time value; the counter is reset by the host before each launch.
+// persist_f32's loop with the warps across (WXC > 0: a constant; 0: the run-time wx), the boundary (BND >= 0: a
+// constant; -1: the run-time value) and the fill (ZERO: a literal 0) as the template says, tickets as in persist_f32.
+template <int WXC, int BND, bool ZERO>
 __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_f32)
-    persist_rt_wx(const float *img, const float *kern, float *out, unsigned long long stride, int H, int W, int kh,
-                  int OH, int OW, int base_r, int base_c, int pitch, int vec, int split, unsigned *counter, int ntiles,
-                  int tiles_x, int main_tiles, int wx)
+    loop(const float *img, const float *kern, float *out, unsigned long long stride, int H, int W, int kh, int OH,
+         int OW, int base_r, int base_c, int boundary, float fill, int pitch, int vec, int split, unsigned *tickets,
+         unsigned base, int ntiles, int tiles_x, int main_tiles, int wx)
 {
+    const int bnd = BND >= 0 ? BND : boundary, wxx = WXC > 0 ? WXC : wx;
+    const float f = ZERO ? 0.0f : fill;
     GPUWS_SHARED_BYTES();
     float *tile = reinterpret_cast<float *>(gpuws_smem), *fb = tile + (TH + kh - 1) * pitch;
     __shared__ int next[2];
     fixed_stage_kernel<float, KW>(fb, kern, kh);
-    if (threadIdx.x == 0) next[0] = (int)atomicAdd(counter, 1u);
+    if (threadIdx.x == 0) next[0] = draw_tile(tickets, base, ntiles);
     __syncthreads();
     int t = next[0];
     for (int it = 1; t < ntiles; it++) {
         int m0, n0;
         const bool whole = fixed_tile_origin(t, main_tiles, tiles_x, TW, TH, TH_SUB, split, m0, n0);
-        fixed_stage<float, KW>(tile, img, stride, H, W, kh, base_r, base_c, BOUNDARY_FILL, 0.0f, pitch, vec, TW,
+        fixed_stage<float, KW>(tile, img, stride, H, W, kh, base_r, base_c, bnd, f, pitch, vec, TW,
                                whole ? TH : TH_SUB, m0, n0);
-        if (threadIdx.x == 0) next[it & 1] = (int)atomicAdd(counter, 1u);
+        if (threadIdx.x == 0) next[it & 1] = draw_tile(tickets, base, ntiles);
         __syncthreads();
-        if (whole) fixed_compute<float, KW, 5>(tile, fb, out, kh, OH, OW, wx, pitch, m0, n0);
-        else fixed_compute<float, KW, 1>(tile, fb, out, kh, OH, OW, wx, pitch, m0, n0);
+        if (whole) fixed_compute<float, KW, 5>(tile, fb, out, kh, OH, OW, wxx, pitch, m0, n0);
+        else fixed_compute<float, KW, 1>(tile, fb, out, kh, OH, OW, wxx, pitch, m0, n0);
         __syncthreads();
         t = next[it & 1];
     }
 }
+
+using LoopFn = void (*)(const float *, const float *, float *, unsigned long long, int, int, int, int, int, int, int,
+                        int, float, int, int, int, unsigned *, unsigned, int, int, int, int);
 
 double median(std::vector<double> v)
 {
@@ -96,7 +106,8 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&out_ref, (size_t)OH * OW * 4));
     CK(cudaMalloc(&out, (size_t)OH * OW * 4));
     CK(cudaMalloc(&counters, 16));
-    CK(cudaMemset(counters, 0, 16)); // persist_f32 leaves them at 0; persist_rt_wx's is reset before each launch
+    CK(cudaMemset(counters, 0, 16)); // counters[0]: the tickets of every persistent variant (base below)
+    unsigned ticket_base = 0;
     CK(cudaMemcpy(img, h_img.data(), h_img.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(rnd, h_rnd.data(), h_rnd.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(kern, h_k.data(), h_k.size() * 4, cudaMemcpyHostToDevice));
@@ -107,36 +118,53 @@ int main(int argc, char **argv)
     const size_t smem = ((size_t)(TH + K - 1) * pitch + K * 16) * 4;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fixed, convolve2d_fixed_f32_k15, 128, smem));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_persist, convolve2d_persist_f32_k15, 128, smem));
+    for (auto fn : {loop<2, -1, false>, loop<0, BOUNDARY_FILL, true>}) {
+        int occ = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, 128, smem));
+        if (occ != occ_persist) printf("NOTE: a loop variant holds %d blocks per SM, not %d\n", occ, occ_persist);
+    }
     printf("device: %d SMs; blocks per SM: fixed %d, persist %d; %d tiles across of %d x %d outputs\n", sms, occ_fixed,
            occ_persist, tiles_x, TH, TW);
 
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
+    using FixedFn = void (*)(const float *, const float *, float *, unsigned long long, int, int, int, int, int,
+                             int, int, int, int, float, int, int, int, int, int, gpuws_local);
+    using PersistFn = void (*)(const float *, const float *, float *, unsigned long long, int, int, int, int, int,
+                               int, int, int, float, int, int, int, unsigned *, unsigned, int, int, int, gpuws_local);
     struct Variant {
         const char *name;
-        int kind, whole_rows; // kind 0 fixed, 1 persist, 2 persist with run-time wx
+        int kind, whole_rows; // kind 0 a library fixed kernel, 1 a library persistent kernel, 2 loop<...>
+        FixedFn fixed;
+        PersistFn persist;
+        LoopFn loop;
     };
-    std::vector<Variant> vars = {{"fixed", 0, 24}, {"persist", 1, 24}, {"persist, rt wx", 2, 24},
-                                 {"persist", 1, 20},  {"persist", 1, 16}, {"persist", 1, 8}};
+    std::vector<Variant> vars = {
+        {"fixed", 0, 24, convolve2d_fixed_f32_k15, nullptr, nullptr},
+        {"fixed _fill", 0, 24, convolve2d_fixed_f32_k15_fill, nullptr, nullptr},
+        {"persist", 1, 24, nullptr, convolve2d_persist_f32_k15, nullptr},
+        {"persist _fill", 1, 24, nullptr, convolve2d_persist_f32_k15_fill, nullptr},
+        {"loop wx=2 bnd fill", 2, 24, nullptr, nullptr, loop<2, BOUNDARY_FILL, false>},
+        {"loop wx rt fill 0", 2, 24, nullptr, nullptr, loop<0, BOUNDARY_FILL, true>},
+        {"persist _fill", 1, 20, nullptr, convolve2d_persist_f32_k15_fill, nullptr},
+    };
     auto launch = [&](const Variant &v, const float *src, float *dst) {
         const int split = v.whole_rows * TH, main_tiles = v.whole_rows * tiles_x;
         const int ntiles = main_tiles + (OH - split + TH_SUB - 1) / TH_SUB * tiles_x;
+        const int grid = std::min(sms * occ_persist, ntiles);
         if (v.kind == 0)
-            convolve2d_fixed_f32_k15<<<ntiles, 128, smem, s>>>(src, kern, dst, N, N, N, K, K, OH, OW, -(K - 1), -(K - 1),
-                                                                BOUNDARY_FILL, 0.0f, WX, K, vec, pitch, split,
-                                                                gpuws_local{smem});
+            v.fixed<<<ntiles, 128, smem, s>>>(src, kern, dst, N, N, N, K, K, OH, OW, -(K - 1), -(K - 1), BOUNDARY_FILL,
+                                              0.0f, WX, K, vec, pitch, split, gpuws_local{smem});
         else if (v.kind == 1)
-            convolve2d_persist_f32_k15<<<sms * occ_persist, 128, smem, s>>>(
-                src, kern, dst, N, N, N, K, OH, OW, -(K - 1), -(K - 1), BOUNDARY_FILL, 0.0f, pitch, vec, split, counters,
-                ntiles, tiles_x, main_tiles, gpuws_local{smem});
+            v.persist<<<grid, 128, smem, s>>>(src, kern, dst, N, N, N, K, OH, OW, -(K - 1), -(K - 1), BOUNDARY_FILL,
+                                              0.0f, pitch, vec, split, counters, ticket_base, ntiles, tiles_x,
+                                              main_tiles, gpuws_local{smem});
         else
-            persist_rt_wx<<<sms * occ_persist, 128, smem, s>>>(src, kern, dst, N, N, N, K, OH, OW, -(K - 1), -(K - 1),
-                                                              pitch, vec, split, counters + 2, ntiles, tiles_x,
-                                                              main_tiles, WX);
+            v.loop<<<grid, 128, smem, s>>>(src, kern, dst, N, N, N, K, OH, OW, -(K - 1), -(K - 1), BOUNDARY_FILL, 0.0f,
+                                           pitch, vec, split, counters, ticket_base, ntiles, tiles_x, main_tiles, WX);
+        if (v.kind) ticket_base += (unsigned)(ntiles + grid); // as the driver keeps it per stream
     };
-    auto before = [&](const Variant &v) {
-        if (v.kind == 2) CK(cudaMemsetAsync(counters + 2, 0, 4, s));
-    };
+    auto before = [&](const Variant &) {};
     // correctness: every variant against the fixed kernel, on both images, outputs poisoned with NaN first
     std::vector<float> ref((size_t)OH * OW), got((size_t)OH * OW);
     bool all_ok = true;
@@ -189,7 +217,7 @@ int main(int argc, char **argv)
         CK(cudaGetLastError());
         printf("%s image, median of %d (us):\n", src == img ? "deltas" : "random", reps);
         for (size_t i = 0; i < vars.size(); i++)
-            printf("  %-16s whole tile rows %2d  %8.1f  (min %.1f)\n", vars[i].name, vars[i].whole_rows, median(t[i]),
+            printf("  %-20s whole tile rows %2d  %8.1f  (min %.1f)\n", vars[i].name, vars[i].whole_rows, median(t[i]),
                    *std::min_element(t[i].begin(), t[i].end()));
     }
     return all_ok ? 0 : 1;

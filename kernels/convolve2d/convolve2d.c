@@ -20,17 +20,27 @@ static const char *conv_options(void)
 }
 
 /* The fixed-width kernel's name and build options (OpenCL compiles the program once per width; CUDA has every
- * width compiled in and ignores the options). */
+ * width compiled in and ignores the options). CUDA's f32 kernels for boundary fill (_fill) have the rule as a
+ * constant, so the staging of edge tiles has no wrap/mirror arithmetic: 5% faster on the workshop case (H100,
+ * convolve2d.cu). The same in NVIDIA's OpenCL (the rule a build option) was 10% slower, and CUDA's f64 no faster
+ * (bench/NOTES.md, 2026-11-22 fourth session). */
 #define FIXED_MAX_KW 16
 typedef struct {
     char name[48], options[64];
 } fixed_kernel;
 
-static fixed_kernel fixed_kernel_for(gpuws_dtype dt, size_t kw)
+static bool fill_kernel(const gpuws_context *ctx, gpuws_dtype dt, gpuws_convolve_boundary boundary)
+{
+    return ctx->backend->kind == GPUWS_BACKEND_CUDA && dt == GPUWS_F32 && boundary == GPUWS_BOUNDARY_FILL;
+}
+
+static fixed_kernel fixed_kernel_for(const gpuws_context *ctx, gpuws_dtype dt, size_t kw,
+                                     gpuws_convolve_boundary boundary)
 {
     fixed_kernel f;
     const char *extra = conv_options();
-    snprintf(f.name, sizeof f.name, "convolve2d_fixed_%s_k%zu", gpuws_dtype_name(dt), kw);
+    snprintf(f.name, sizeof f.name, "convolve2d_fixed_%s_k%zu%s", gpuws_dtype_name(dt), kw,
+             fill_kernel(ctx, dt, boundary) ? "_fill" : "");
     snprintf(f.options, sizeof f.options, "-DGPUWS_CONV2D_KW=%zu%s%s", kw, extra ? " " : "", extra ? extra : "");
     return f;
 }
@@ -279,9 +289,11 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
                                GPUWS__NARGS(args));
 }
 
-/* CUDA's persistent f32 kernel (convolve2d_persist_f32_k<kw> in convolve2d.cu): the fixed kernel's tiles for the 2 x 2-warp
- * plan, taken from a counter in the stream's memory by as many blocks as the compute units hold at once (at most one
- * per tile). GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a
+/* CUDA's persistent f32 kernel (convolve2d_persist_f32_k<kw>[_fill] in convolve2d.cu): the fixed kernel's tiles for
+ * the 2 x 2-warp plan, taken from the stream's ticket counter (gpuws__stream_tickets) by as many blocks as the SMs
+ * hold at once (at most one per tile). OpenCL keeps a work-group per tile: the same loop there (warp shape
+ * constant, ticket base) ran 90-98 us on NVIDIA's OpenCL against 65-71 for a group per tile, and PoCL 5 crashed
+ * on the program (bench/NOTES.md, 2026-11-22 fourth session). GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a
  * block per tile, =N at most N blocks (tests: blocks that take many tiles each). */
 static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p)
 {
@@ -295,11 +307,13 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
 {
     gpuws_context *ctx = s->ctx;
     char name[48];
-    snprintf(name, sizeof name, "convolve2d_persist_f32_k%zu", g->kw);
+    snprintf(name, sizeof name, "convolve2d_persist_f32_k%zu%s", g->kw,
+             fill_kernel(ctx, GPUWS_F32, g->boundary) ? "_fill" : "");
     gpuws_kernel *k;
-    gpuws_buffer *counters;
+    gpuws_buffer *tickets;
+    uint32_t base;
     gpuws_status st = gpuws__kernel_get_ex(ctx, name, NULL, &k);
-    if (st || (st = gpuws__stream_counters(s, &counters))) return st;
+    if (st || (st = gpuws__stream_tickets(s, &tickets, &base))) return st;
     const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
     const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
     uint64_t grid = units * (uint64_t)plan_resident(ctx, p, limit, true);
@@ -319,9 +333,12 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
         gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow),
         gpuws_arg_i32(base_row(g)), gpuws_arg_i32(base_col(g)), gpuws_arg_i32((int32_t)g->boundary),
         gpuws_arg_f32((float)g->fill), gpuws_arg_i32(p->pitch), gpuws_arg_i32(fixed_copy_vec(GPUWS_F32, g)),
-        gpuws_arg_i32(p->split), gpuws_arg_buffer(counters), gpuws_arg_i32((int32_t)p->blocks),
+        gpuws_arg_i32(p->split), gpuws_arg_buffer(tickets), gpuws_arg_u32(base), gpuws_arg_i32((int32_t)p->blocks),
         gpuws_arg_i32((int32_t)tiles_x), gpuws_arg_i32((int32_t)p->main_blocks), gpuws_arg_local(p->local_bytes)};
-    return gpuws_launch(s, k, &cfg, args, GPUWS__NARGS(args));
+    st = gpuws_launch(s, k, &cfg, args, GPUWS__NARGS(args));
+    /* each block draws a ticket per tile it takes and one past the last tile */
+    gpuws__stream_tickets_drawn(s, st == GPUWS_OK, (uint32_t)(p->blocks + grid));
+    return st;
 }
 
 static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
@@ -387,7 +404,7 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     const char *which = gpuws__getenv("GPUWS_CONVOLVE2D_KERNEL");
     if (tiled && g.kw <= FIXED_MAX_KW && !(which && gpuws__strcasecmp(which, "generic") == 0)) {
         /* the fixed-width kernel when the whole kernel fits a tile's budget */
-        const fixed_kernel f = fixed_kernel_for(dt, g.kw);
+        const fixed_kernel f = fixed_kernel_for(ctx, dt, g.kw, g.boundary);
         gpuws_kernel *k;
         if ((st = gpuws__kernel_block(ctx, f.name, f.options, 1024, &k, &max_block))) return st;
         const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;

@@ -415,12 +415,14 @@ __device__ __forceinline__ bool fixed_tile_origin(int t, int main_tiles, int til
     return whole;
 }
 
-// Whole tiles for output rows [0, split) (blocks in row-major tile order), thin ones below.
-template <typename T, int KW>
+// Whole tiles for output rows [0, split) (blocks in row-major tile order), thin ones below. BND >= 0: the boundary
+// rule is that constant (the _fill kernels), not the run-time `boundary` (see GPUWS_CONVOLVE2D_FIXED).
+template <typename T, int KW, int BND>
 __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *__restrict__ out,
                       unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r, int base_c,
                       int boundary, T fill, int wx, int pitch, int vec, int split)
 {
+    if (BND >= 0) boundary = BND;
     using Sh = FixedShape<T>;
     const int wy = (int)(blockDim.x >> 5) / wx, lanes_down = 32 / Sh::LX, TW = wx * Sh::LX * Sh::R;
     const int tiles_x = (OW + TW - 1) / TW, th = wy * lanes_down * Sh::S, main_blocks = split / th * tiles_x;
@@ -435,22 +437,30 @@ __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *
 
 // ---- _persist_: CUDA's f32 fixed kernel for the 2 x 2-warp plan, as persistent blocks ------------------------------
 // The blocks stay resident (as many as the SMs hold, 6 per SM on the H100's workshop case) and take tiles from
-// counters[0] until they run out: the fixed kernel's whole tiles (S rows per thread) for output rows [0, split) in
-// row-major order, then its thin ones (SUB_S rows); the same staging, rows and stores. Per tile: staging, a
-// barrier, the compute, a barrier; the blocks of an SM drift out of step, so one block's staging overlaps the
-// others' FMAs, and SMs that run faster take more tiles. The block that finishes last sets counters[0] and [1] back
-// to 0 for the next kernel on the stream. Any grid size is correct.
+// the stream's ticket counter until they run out: the fixed kernel's whole tiles (S rows per thread) for output
+// rows [0, split) in row-major order, then its thin ones (SUB_S rows); the same staging, rows and stores. Per tile:
+// staging, a barrier, the compute, a barrier; the blocks of an SM drift out of step, so one block's staging
+// overlaps the others' FMAs, and SMs that run faster take more tiles. Tile t is ticket base + t; every block stops
+// at its first ticket past the last tile, so a launch draws exactly ntiles + gridDim.x tickets and the host adds
+// that to the base for the next kernel on the stream (gpuws__stream_tickets): nothing resets the counter. Any grid
+// size is correct.
 // Kernel time alone on the H100's workshop case (bench/experiments/conv2d_persistent.cu, 2026-11-22, one call):
-// 59.5-60.4 us against 61.4-62.6 for the fixed kernel (the same tiles and code, a block per tile). The experiment's
-// loop without the final reset (its counter zeroed by the host before each launch) ran 56.8-57.5 us with the same
-// code, so the reset (an atomic on one word per block, all at the end) costs ~3 us: a ticket base kept by the host
-// would remove it (not done yet). The warp shape is compiled in here; the experiment's loop takes it at run time.
-template <int KW>
+// 59.5-60.4 us with a reset by the last block (an atomic on one word per block, all at the end), 56.8-57.5 us for
+// the same loop with the counter zeroed by the host, against 61.4-62.6 for the fixed kernel (the same tiles and
+// code, a block per tile).
+__device__ __forceinline__ int draw_tile(unsigned *tickets, unsigned base, int ntiles)
+{
+    const unsigned t = atomicAdd(tickets, 1u) - base;
+    return t < (unsigned)ntiles ? (int)t : ntiles;
+}
+
+template <int KW, int BND>
 __device__ void persist_f32(const float *__restrict__ img, const float *__restrict__ kern, float *__restrict__ out,
                             unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r, int base_c,
-                            int boundary, float fill, int pitch, int vec, int split, unsigned *counters, int ntiles,
-                            int tiles_x, int main_tiles)
+                            int boundary, float fill, int pitch, int vec, int split, unsigned *tickets,
+                            unsigned base, int ntiles, int tiles_x, int main_tiles)
 {
+    if (BND >= 0) boundary = BND;
     using Sh = FixedShape<float>;
     constexpr int R = Sh::R, LX = Sh::LX, S = Sh::S, SUB_S = Sh::SUB_S, WX = 2, WY = 2;
     constexpr int TW = WX * LX * R, TH = WY * (32 / LX) * S, TH_SUB = WY * (32 / LX) * SUB_S;
@@ -458,7 +468,7 @@ __device__ void persist_f32(const float *__restrict__ img, const float *__restri
     float *tile = reinterpret_cast<float *>(gpuws_smem), *fb = tile + (TH + kh - 1) * pitch;
     __shared__ int next[2];
     fixed_stage_kernel<float, KW>(fb, kern, kh);
-    if (threadIdx.x == 0) next[0] = (int)atomicAdd(&counters[0], 1u);
+    if (threadIdx.x == 0) next[0] = draw_tile(tickets, base, ntiles);
     __syncthreads();
     int t = next[0];
     for (int it = 1; t < ntiles; it++) {
@@ -466,20 +476,12 @@ __device__ void persist_f32(const float *__restrict__ img, const float *__restri
         const bool whole = fixed_tile_origin(t, main_tiles, tiles_x, TW, TH, TH_SUB, split, m0, n0);
         fixed_stage<float, KW>(tile, img, stride, H, W, kh, base_r, base_c, boundary, fill, pitch, vec, TW,
                                whole ? TH : TH_SUB, m0, n0);
-        if (threadIdx.x == 0) next[it & 1] = (int)atomicAdd(&counters[0], 1u);
+        if (threadIdx.x == 0) next[it & 1] = draw_tile(tickets, base, ntiles);
         __syncthreads(); // the tile, and next[it & 1], visible to every thread
         if (whole) fixed_compute<float, KW, S>(tile, fb, out, kh, OH, OW, WX, pitch, m0, n0);
         else fixed_compute<float, KW, SUB_S>(tile, fb, out, kh, OH, OW, WX, pitch, m0, n0);
         __syncthreads(); // everyone is done with the tile before the next one is staged over it
         t = next[it & 1];
-    }
-    // every block drew exactly one ticket past the last tile: the last block to get here resets both counters
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&counters[1], 1u) == gridDim.x - 1u) {
-            counters[0] = 0u;
-            counters[1] = 0u;
-        }
     }
 }
 
@@ -547,46 +549,60 @@ GPUWS_CONVOLVE2D_KERNELS(f64, double)
 
 // convolve2d_fixed_<dtype>_k<KW>: the same parameters as _tiled_ (kw and kbh_max are implied: the whole kernel is one
 // block; kbw_max carries `vec`, the elements per copy of interior tiles: 1 = the general loader only, 2, or 4 (f32)),
-// so the driver launches either with one argument list.
+// so the driver launches either with one argument list. convolve2d_fixed_f32_k<KW>_fill: the same for boundary fill
+// only, the boundary rule a constant: the staging of edge tiles then has no wrap/mirror arithmetic, which made the
+// f32 kernels 4-6% faster on the workshop case (bench/experiments/conv2d_persistent.cu, H100, 2026-11-22: fixed
+// 59.2-59.4 us against 62.8-63.1, persistent 57.7-58.1 against 60.2-60.8); SciPy's default and the workshop's. f64
+// was no faster that way (99.9-101.0 us against 99.7-102.7 in gpuws bench), so it has one kernel per width.
 // Register caps: with the middle input rows in a loop of their own the f32 k15 kernel took 85 registers (5 blocks of
 // 4 warps per SM); 80 keeps the 6 that shared memory allows for the workshop case, as before. f64 at most 96 (5).
 #ifndef GPUWS_CONVOLVE2D_MAX_REGS_f32 // an A/B knob
 #define GPUWS_CONVOLVE2D_MAX_REGS_f32 80
 #endif
 #define GPUWS_CONVOLVE2D_MAX_REGS_f64 96
-#define GPUWS_CONVOLVE2D_FIXED(NAME, T, KW)                                                                      \
-    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_##NAME) convolve2d_fixed_##NAME##_k##KW(     \
-        const T *img, const T *kern, T *out, unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, \
-        int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, int split,       \
-        gpuws_local smem)                                                                                        \
+#define GPUWS_CONVOLVE2D_FIXED_(NAME, T, KW, SUFFIX, BND)                                                        \
+    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_##NAME)                                     \
+        convolve2d_fixed_##NAME##_k##KW##SUFFIX(const T *img, const T *kern, T *out, unsigned long long stride,    \
+                                                int H, int W, int kh, int kw, int OH, int OW, int base_r,         \
+                                                int base_c, int boundary, T fill, int wx, int kbh_max,           \
+                                                int kbw_max, int pitch, int split, gpuws_local smem)             \
     {                                                                                                            \
         (void)kw, (void)kbh_max, (void)smem;                                                                     \
-        fixed<T, KW>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch, kbw_max, split); \
+        fixed<T, KW, BND>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch,    \
+                          kbw_max, split);                                                                       \
     }
-// convolve2d_persist_f32_k<KW>: persist_f32 (2 x 2 warps, 128 threads per block), the same register cap as the
-// fixed f32 kernels.
-#define GPUWS_CONVOLVE2D_PERSIST(NAME, T, KW)                                                                    \
-    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_f32) convolve2d_persist_f32_k##KW(          \
+#define GPUWS_CONVOLVE2D_FIXED(NAME, T, KW) GPUWS_CONVOLVE2D_FIXED_(NAME, T, KW, , -1)
+#define GPUWS_CONVOLVE2D_FIXED_FILL(NAME, T, KW) GPUWS_CONVOLVE2D_FIXED_(NAME, T, KW, _fill, BOUNDARY_FILL)
+// convolve2d_persist_f32_k<KW>[_fill]: persist_f32 (2 x 2 warps, 128 threads per block), the same register cap as
+// the fixed f32 kernels.
+#define GPUWS_CONVOLVE2D_PERSIST_(KW, SUFFIX, BND)                                                               \
+    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_f32) convolve2d_persist_f32_k##KW##SUFFIX(  \
         const float *img, const float *kern, float *out, unsigned long long stride, int H, int W, int kh, int OH,  \
-        int OW, int base_r, int base_c, int boundary, float fill, int pitch, int vec, int split, unsigned *counters, \
-        int ntiles, int tiles_x, int main_tiles, gpuws_local smem)                                               \
+        int OW, int base_r, int base_c, int boundary, float fill, int pitch, int vec, int split, unsigned *tickets, \
+        unsigned base, int ntiles, int tiles_x, int main_tiles, gpuws_local smem)                                \
     {                                                                                                            \
         (void)smem;                                                                                              \
-        persist_f32<KW>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, pitch, vec, split, \
-                        counters, ntiles, tiles_x, main_tiles);                                                  \
+        persist_f32<KW, BND>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, pitch, vec, \
+                             split, tickets, base, ntiles, tiles_x, main_tiles);                                 \
     }
-#define GPUWS_CONVOLVE2D_PERSIST_ENTRY(NAME, T, KW) GPUWS_CUDA_KERNEL(convolve2d_persist_f32_k##KW),
+#define GPUWS_CONVOLVE2D_PERSIST(NAME, T, KW)                                                                    \
+    GPUWS_CONVOLVE2D_PERSIST_(KW, , -1) GPUWS_CONVOLVE2D_PERSIST_(KW, _fill, BOUNDARY_FILL)
+#define GPUWS_CONVOLVE2D_PERSIST_ENTRY(NAME, T, KW)                                                              \
+    GPUWS_CUDA_KERNEL(convolve2d_persist_f32_k##KW), GPUWS_CUDA_KERNEL(convolve2d_persist_f32_k##KW##_fill),
 #define GPUWS_CONVOLVE2D_FIXED_WIDTHS(X, NAME, T)                                                                \
     X(NAME, T, 1) X(NAME, T, 2) X(NAME, T, 3) X(NAME, T, 4) X(NAME, T, 5) X(NAME, T, 6) X(NAME, T, 7) X(NAME, T, 8)  \
     X(NAME, T, 9) X(NAME, T, 10) X(NAME, T, 11) X(NAME, T, 12) X(NAME, T, 13) X(NAME, T, 14) X(NAME, T, 15)      \
     X(NAME, T, 16)
 #define GPUWS_CONVOLVE2D_FIXED_ENTRY(NAME, T, KW) GPUWS_CUDA_KERNEL(convolve2d_fixed_##NAME##_k##KW),
+#define GPUWS_CONVOLVE2D_FIXED_FILL_ENTRY(NAME, T, KW) GPUWS_CUDA_KERNEL(convolve2d_fixed_##NAME##_k##KW##_fill),
 GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED, f32, float)
+GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_FILL, f32, float)
 GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED, f64, double)
 GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_PERSIST, f32, float)
 
 GPUWS_CUDA_KERNELS(convolve2d, GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_PERSIST_ENTRY, f32, float)
                                    GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f32, float)
+                                   GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_FILL_ENTRY, f32, float)
                                    GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f64, double)
                                    GPUWS_CUDA_KERNEL(convolve2d_tiled_f32), GPUWS_CUDA_KERNEL(convolve2d_tiled_f64),
                                    GPUWS_CUDA_KERNEL(convolve2d_direct_f32), GPUWS_CUDA_KERNEL(convolve2d_direct_f64))
