@@ -21,9 +21,10 @@ static const char *conv_options(void)
 
 /* The fixed-width kernel's name and build options (OpenCL compiles the program once per width; CUDA has every
  * width compiled in and ignores the options). CUDA's f32 kernels for boundary fill (_fill) have the rule as a
- * constant, so the staging of edge tiles has no wrap/mirror arithmetic: 5% faster on the workshop case (H100,
- * convolve2d.cu). The same in NVIDIA's OpenCL (the rule a build option) was 10% slower, and CUDA's f64 no faster
- * (bench/NOTES.md, 2026-11-22 fourth session). */
+ * constant, so the staging of edge tiles has no wrap/mirror arithmetic: 4-6% faster on the workshop case (H100,
+ * convolve2d.cu). CUDA's f64 was no faster that way; in NVIDIA's OpenCL (the rule a build option) the kernel took
+ * 83 registers instead of 80 and ran 10% slower, and capped at 80 no faster than the generic one (bench/NOTES.md,
+ * 2026-11-22 fourth session). */
 #define FIXED_MAX_KW 16
 typedef struct {
     char name[48], options[64];
@@ -292,9 +293,10 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
 /* CUDA's persistent f32 kernel (convolve2d_persist_f32_k<kw>[_fill] in convolve2d.cu): the fixed kernel's tiles for
  * the 2 x 2-warp plan, taken from the stream's ticket counter (gpuws__stream_tickets) by as many blocks as the SMs
  * hold at once (at most one per tile). OpenCL keeps a work-group per tile: the same loop there (warp shape
- * constant, ticket base) ran 90-98 us on NVIDIA's OpenCL against 65-71 for a group per tile, and PoCL 5 crashed
- * on the program (bench/NOTES.md, 2026-11-22 fourth session). GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a
- * block per tile, =N at most N blocks (tests: blocks that take many tiles each). */
+ * constant, ticket base) ran 87-98 us on NVIDIA's OpenCL against 63-72 for a group per tile, and PoCL 5 crashed
+ * on the program (bench/NOTES.md, 2026-11-22 fourth session). GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel
+ * (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a block per tile, =N at most N blocks (tests: blocks that
+ * take many tiles each). */
 static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p)
 {
     const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_PERSIST");

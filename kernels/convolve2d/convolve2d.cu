@@ -444,10 +444,10 @@ __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *
 // at its first ticket past the last tile, so a launch draws exactly ntiles + gridDim.x tickets and the host adds
 // that to the base for the next kernel on the stream (gpuws__stream_tickets): nothing resets the counter. Any grid
 // size is correct.
-// Kernel time alone on the H100's workshop case (bench/experiments/conv2d_persistent.cu, 2026-11-22, one call):
-// 59.5-60.4 us with a reset by the last block (an atomic on one word per block, all at the end), 56.8-57.5 us for
-// the same loop with the counter zeroed by the host, against 61.4-62.6 for the fixed kernel (the same tiles and
-// code, a block per tile).
+// Kernel time alone on the H100's workshop case (bench/experiments/conv2d_persistent.cu, 2026-11-22 05:04 UTC, one
+// call, deltas / random image): the _fill kernel 57.7 / 58.1 us, the one for any boundary 60.2 / 60.8; the fixed
+// kernel (the same tiles and code, a block per tile) 59.4 / 59.2 and 62.8 / 63.1. An earlier version had the last
+// block reset the counter instead of the host keeping a base: ~0.6 us slower (bench/NOTES.md).
 __device__ __forceinline__ int draw_tile(unsigned *tickets, unsigned base, int ntiles)
 {
     const unsigned t = atomicAdd(tickets, 1u) - base;
