@@ -293,7 +293,7 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
 /* CUDA's persistent f32 kernel (convolve2d_persist_f32_k<kw>[_fill] in convolve2d.cu): the fixed kernel's tiles for
  * the 2 x 2-warp plan, taken from the stream's ticket counter (gpuws__stream_tickets) by as many blocks as the SMs
  * hold at once (at most one per tile). OpenCL keeps a work-group per tile: the same loop there (warp shape
- * constant, ticket base) ran 87-98 us on NVIDIA's OpenCL against 63-72 for a group per tile, and PoCL 5 crashed
+ * constant, ticket base) ran 87-98 us on NVIDIA's OpenCL against 64-72 for a group per tile, and PoCL 5 crashed
  * on the program (bench/NOTES.md, 2026-11-22 fourth session). GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel
  * (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a block per tile, =N at most N blocks (tests: blocks that
  * take many tiles each). */
