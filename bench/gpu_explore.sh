@@ -13,8 +13,8 @@
 #            source tree, e.g. an older commit exported under .carry/), each under every VARIANT_SETTINGS env setting
 #   gap      launch cost of back-to-back kernels: bench/experiments/cl_launch_gap.c on NVIDIA's OpenCL (queue
 #            settings) against bench/experiments/cuda_launch_gap.cu
-#   persist  bench/experiments/conv2d_persistent.cu: the f32 workshop convolve2d with persistent blocks (one or two
-#            tile buffers) against the library's kernel, outputs compared
+#   persist  bench/experiments/conv2d_persistent.cu: kernel times of the f32 workshop convolve2d, the library's fixed
+#            and persistent kernels (any boundary and _fill), outputs compared
 #   ncu2d    ncu on the f32 workshop convolve2d kernel: the full set, and stall samples per SASS instruction
 #   usage: bash bench/gpu_explore.sh [steps]   (default: build,mcpi,bench,oclprof)
 #   EXPLORE_ALGS: the bench step's --algorithms list.

@@ -7,12 +7,13 @@
 //   persist [_fill]  convolve2d_persist_f32_k15[_fill]: persistent blocks (6 per SM) taking the same tiles from a
 //                    ticket counter, with a base kept here as the driver keeps it per stream (each launch draws
 //                    ntiles + grid tickets); also with 20 whole tile rows (more thin tiles)
-//   loop <...>       persist_f32's loop with the warp shape, boundary and fill each a constant or a run-time value:
-//                    the measurements that found what the run-time boundary costs (2026-11-22: 58.8-59.1 us with
-//                    it, 55.9-56.1 with BOUNDARY_FILL a constant; the warp shape and the fill value made no
-//                    difference)
 //
-// The library's kernels and the loop's shared device code; outputs are compared with the fixed kernel's:
+// Commit e08e329 also timed copies of persist_f32's loop with the warp shape, the boundary and the fill value each a
+// constant or a run-time value: that found what the run-time boundary costs (2026-11-22: 58.8-59.1 us with it,
+// 55.9-56.1 with BOUNDARY_FILL a constant; the warp shape and the fill value made no difference), hence the _fill
+// kernels; the copies are gone now that the library has them.
+//
+// Only the library's kernels; outputs are compared with the fixed kernel's:
 // identical with its split (the same sums in the same order), within f32 rounding with others. The first version
 // of this file (git history, commit d9a84ad) also timed a double-buffered variant: 65-66 us, slower.
 //
@@ -37,41 +38,7 @@
 
 namespace {
 
-constexpr int KW = 15, LX = 4, R = 8, WX = 2, TW = WX * LX * R, TH = 2 * (32 / LX) * 5, TH_SUB = 2 * (32 / LX);
-
-// persist_f32's loop with the warps across (WXC > 0: a constant; 0: the run-time wx), the boundary (BND >= 0: a
-// constant; -1: the run-time value) and the fill (ZERO: a literal 0) as the template says, tickets as in persist_f32.
-template <int WXC, int BND, bool ZERO>
-__global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_f32)
-    loop(const float *img, const float *kern, float *out, unsigned long long stride, int H, int W, int kh, int OH,
-         int OW, int base_r, int base_c, int boundary, float fill, int pitch, int vec, int split, unsigned *tickets,
-         unsigned base, int ntiles, int tiles_x, int main_tiles, int wx)
-{
-    const int bnd = BND >= 0 ? BND : boundary, wxx = WXC > 0 ? WXC : wx;
-    const float f = ZERO ? 0.0f : fill;
-    GPUWS_SHARED_BYTES();
-    float *tile = reinterpret_cast<float *>(gpuws_smem), *fb = tile + (TH + kh - 1) * pitch;
-    __shared__ int next[2];
-    fixed_stage_kernel<float, KW>(fb, kern, kh);
-    if (threadIdx.x == 0) next[0] = draw_tile(tickets, base, ntiles);
-    __syncthreads();
-    int t = next[0];
-    for (int it = 1; t < ntiles; it++) {
-        int m0, n0;
-        const bool whole = fixed_tile_origin(t, main_tiles, tiles_x, TW, TH, TH_SUB, split, m0, n0);
-        fixed_stage<float, KW>(tile, img, stride, H, W, kh, base_r, base_c, bnd, f, pitch, vec, TW,
-                               whole ? TH : TH_SUB, m0, n0);
-        if (threadIdx.x == 0) next[it & 1] = draw_tile(tickets, base, ntiles);
-        __syncthreads();
-        if (whole) fixed_compute<float, KW, 5>(tile, fb, out, kh, OH, OW, wxx, pitch, m0, n0);
-        else fixed_compute<float, KW, 1>(tile, fb, out, kh, OH, OW, wxx, pitch, m0, n0);
-        __syncthreads();
-        t = next[it & 1];
-    }
-}
-
-using LoopFn = void (*)(const float *, const float *, float *, unsigned long long, int, int, int, int, int, int, int,
-                        int, float, int, int, int, unsigned *, unsigned, int, int, int, int);
+constexpr int LX = 4, R = 8, WX = 2, TW = WX * LX * R, TH = 2 * (32 / LX) * 5, TH_SUB = 2 * (32 / LX);
 
 double median(std::vector<double> v)
 {
@@ -118,11 +85,6 @@ int main(int argc, char **argv)
     const size_t smem = ((size_t)(TH + K - 1) * pitch + K * 16) * 4;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fixed, convolve2d_fixed_f32_k15, 128, smem));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_persist, convolve2d_persist_f32_k15, 128, smem));
-    for (auto fn : {loop<2, -1, false>, loop<0, BOUNDARY_FILL, true>}) {
-        int occ = 0;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, 128, smem));
-        if (occ != occ_persist) printf("NOTE: a loop variant holds %d blocks per SM, not %d\n", occ, occ_persist);
-    }
     printf("device: %d SMs; blocks per SM: fixed %d, persist %d; %d tiles across of %d x %d outputs\n", sms, occ_fixed,
            occ_persist, tiles_x, TH, TW);
 
@@ -134,19 +96,16 @@ int main(int argc, char **argv)
                                int, int, int, float, int, int, int, unsigned *, unsigned, int, int, int, gpuws_local);
     struct Variant {
         const char *name;
-        int kind, whole_rows; // kind 0 a library fixed kernel, 1 a library persistent kernel, 2 loop<...>
+        int kind, whole_rows; // kind 0 a library fixed kernel, 1 a library persistent kernel
         FixedFn fixed;
         PersistFn persist;
-        LoopFn loop;
     };
     std::vector<Variant> vars = {
-        {"fixed", 0, 24, convolve2d_fixed_f32_k15, nullptr, nullptr},
-        {"fixed _fill", 0, 24, convolve2d_fixed_f32_k15_fill, nullptr, nullptr},
-        {"persist", 1, 24, nullptr, convolve2d_persist_f32_k15, nullptr},
-        {"persist _fill", 1, 24, nullptr, convolve2d_persist_f32_k15_fill, nullptr},
-        {"loop wx=2 bnd fill", 2, 24, nullptr, nullptr, loop<2, BOUNDARY_FILL, false>},
-        {"loop wx rt fill 0", 2, 24, nullptr, nullptr, loop<0, BOUNDARY_FILL, true>},
-        {"persist _fill", 1, 20, nullptr, convolve2d_persist_f32_k15_fill, nullptr},
+        {"fixed", 0, 24, convolve2d_fixed_f32_k15, nullptr},
+        {"fixed _fill", 0, 24, convolve2d_fixed_f32_k15_fill, nullptr},
+        {"persist", 1, 24, nullptr, convolve2d_persist_f32_k15},
+        {"persist _fill", 1, 24, nullptr, convolve2d_persist_f32_k15_fill},
+        {"persist _fill", 1, 20, nullptr, convolve2d_persist_f32_k15_fill},
     };
     auto launch = [&](const Variant &v, const float *src, float *dst) {
         const int split = v.whole_rows * TH, main_tiles = v.whole_rows * tiles_x;
@@ -155,16 +114,13 @@ int main(int argc, char **argv)
         if (v.kind == 0)
             v.fixed<<<ntiles, 128, smem, s>>>(src, kern, dst, N, N, N, K, K, OH, OW, -(K - 1), -(K - 1), BOUNDARY_FILL,
                                               0.0f, WX, K, vec, pitch, split, gpuws_local{smem});
-        else if (v.kind == 1)
+        else {
             v.persist<<<grid, 128, smem, s>>>(src, kern, dst, N, N, N, K, OH, OW, -(K - 1), -(K - 1), BOUNDARY_FILL,
                                               0.0f, pitch, vec, split, counters, ticket_base, ntiles, tiles_x,
                                               main_tiles, gpuws_local{smem});
-        else
-            v.loop<<<grid, 128, smem, s>>>(src, kern, dst, N, N, N, K, OH, OW, -(K - 1), -(K - 1), BOUNDARY_FILL, 0.0f,
-                                           pitch, vec, split, counters, ticket_base, ntiles, tiles_x, main_tiles, WX);
-        if (v.kind) ticket_base += (unsigned)(ntiles + grid); // as the driver keeps it per stream
+            ticket_base += (unsigned)(ntiles + grid); // as the driver keeps it per stream
+        }
     };
-    auto before = [&](const Variant &) {};
     // correctness: every variant against the fixed kernel, on both images, outputs poisoned with NaN first
     std::vector<float> ref((size_t)OH * OW), got((size_t)OH * OW);
     bool all_ok = true;
@@ -174,7 +130,6 @@ int main(int argc, char **argv)
         CK(cudaMemcpy(ref.data(), out_ref, ref.size() * 4, cudaMemcpyDeviceToHost));
         for (size_t i = 1; i < vars.size(); i++) {
             CK(cudaMemsetAsync(out, 0xff, got.size() * 4, s));
-            before(vars[i]);
             launch(vars[i], src, out);
             CK(cudaGetLastError());
             CK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));
@@ -195,17 +150,16 @@ int main(int argc, char **argv)
         }
     }
     printf("outputs agree with the fixed kernel's (deltas and random): %s\n", all_ok ? "yes" : "NO");
-    // timing: rounds over the variants, events around each launch (a counter reset before the start event)
+    // timing: rounds over the variants, events around each launch
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     for (const float *src : {(const float *)img, (const float *)rnd}) {
         std::vector<std::vector<double>> t(vars.size());
         for (int w = 0; w < 5; w++)
-            for (const auto &v : vars) before(v), launch(v, src, out);
+            for (const auto &v : vars) launch(v, src, out);
         for (int r = 0; r < reps; r++)
             for (size_t i = 0; i < vars.size(); i++) {
-                before(vars[i]);
                 CK(cudaEventRecord(e0, s));
                 launch(vars[i], src, out);
                 CK(cudaEventRecord(e1, s));
