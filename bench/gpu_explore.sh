@@ -7,7 +7,8 @@
 #            multi-kernel rows, to split each OpenCL/CUDA gap into kernel time and launch gaps
 #   verify   the suites in VERIFY_TESTS on CUDA + NVIDIA OpenCL, then on PoCL, and compute-sanitizer (memcheck,
 #            racecheck, synccheck) over `gpuws selftest` of the algorithms in VERIFY_ALGS
-#   ab       `gpuws bench` of AB_ALGS once per setting in AB_SETTINGS (space-separated VAR=value, "-" = none)
+#   ab       `gpuws bench` of AB_ALGS once per setting in AB_SETTINGS (space-separated VAR=value, "-" = none), at
+#            each size of AB_SIZES (default: default)
 #   variants `gpuws bench` of AB_ALGS (VARIANT_BACKENDS, default cuda) with the main build and with other builds of the CLI, twice in turn:
 #            VARIANT_FLAGS "name=FLAG,FLAG ..." (this tree, extra nvcc and C compiler flags), VARIANT_TREES "name=DIR ..." (another
 #            source tree, e.g. an older commit exported under .carry/), each under every VARIANT_SETTINGS env setting
@@ -16,14 +17,39 @@
 #   persist  bench/experiments/conv2d_persistent.cu: kernel times of the f32 workshop convolve2d, the library's fixed
 #            and persistent kernels (any boundary and _fill), outputs compared
 #   ncu2d    ncu on the f32 workshop convolve2d kernel: the full set, and stall samples per SASS instruction
+#   steps    bench/experiments/sources_steps.c: the pipeline's per-step event times and host wall time per call, CUDA
+#            and NVIDIA OpenCL, 2048^2 and 4096^2, under each STEPS_SETTINGS env setting ("-" = none)
+#   clinfo   the OpenCL platforms' versions and extensions (bench/experiments/cl_info.c)
 #   usage: bash bench/gpu_explore.sh [steps]   (default: build,mcpi,bench,oclprof)
-#   EXPLORE_ALGS: the bench step's --algorithms list.
+#   EXPLORE_ALGS: the bench step's --algorithms list; EXPLORE_SIZE: the bench and oclprof steps' --size;
+#   OCLPROF_ALGS, OCLPROF_KERNELS (ncu's kernel-name regex), OCLPROF_LAUNCHES: the oclprof step's workloads.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-build,mcpi,bench,oclprof}
 source bench/gpu_env.sh
 if has build; then bash bench/gpu_session.sh build || exit 1; fi
 G=./build-gpu/tools/gpuws
+
+if has clinfo; then
+    gcc -O1 -I"$CARRY/include" bench/experiments/cl_info.c -o /tmp/cl_info -l:libOpenCL.so.1 >"$LOGS/clinfo-build.log" 2>&1 &&
+        timeout 60 /tmp/cl_info >"$LOGS/clinfo.txt" 2>&1
+    log "clinfo: rc=$?"
+    cat "$LOGS/clinfo.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has steps; then
+    gcc -std=c11 -O2 -Iinclude bench/experiments/sources_steps.c -o /tmp/steps -Lbuild-gpu -lgpuws -lm \
+        -Wl,-rpath,$PWD/build-gpu >"$LOGS/steps-build.log" 2>&1
+    for set in ${STEPS_SETTINGS:--}; do
+        e=(); [ "$set" != - ] && e=("$set")
+        for side in 2048 4096; do
+            ours env ${e[@]+"${e[@]}"} GPUWS_OPENCL_PLATFORM=NVIDIA timeout 120 /tmp/steps 30 $side cuda opencl \
+                >"$LOGS/steps-$side-$set.txt" 2>&1
+            log "steps $side $set: rc=$?"
+            sed "s/^/  [$set] /" "$LOGS/steps-$side-$set.txt" | cut -c1-250 | tee -a "$OUT/summary.txt"
+        done
+    done
+fi
 
 if has zs; then
     nvcc -arch=sm_90 -O3 -std=c++17 bench/experiments/zs_variants.cu -o /tmp/zs >"$LOGS/zs-build.log" 2>&1 &&
@@ -64,12 +90,14 @@ if has verify; then
 fi
 
 if has ab; then
+    for size in ${AB_SIZES:-default}; do
     for set in ${AB_SETTINGS:--}; do
         e=(); [ "$set" != - ] && e=("$set")
         ours env ${e[@]+"${e[@]}"} timeout 200 $G bench --backends cuda,opencl --platform NVIDIA --no-ceilings \
-            --algorithms "$AB_ALGS" --budget 1 --repeat 30 >"$LOGS/ab-$set.txt" 2>&1
-        log "ab $set: rc=$?"
-        grep -A40 "^workload" "$LOGS/ab-$set.txt" | grep -E "cuda|opencl" | sed "s/^/  [$set] /" | cut -c1-150 | tee -a "$OUT/summary.txt"
+            --algorithms "$AB_ALGS" --size "$size" --budget 1 --repeat 30 >"$LOGS/ab-$size-$set.txt" 2>&1
+        log "ab $size $set: rc=$?"
+        grep -A40 "^workload" "$LOGS/ab-$size-$set.txt" | grep -E "cuda|opencl" | sed "s/^/  [$set] /" | cut -c1-150 | tee -a "$OUT/summary.txt"
+    done
     done
 fi
 
@@ -133,19 +161,20 @@ fi
 if has bench; then
     ours timeout 240 $G bench --backends cuda,opencl --platform NVIDIA \
         --algorithms "${EXPLORE_ALGS:-ufunc/zero_suppress_i16,ufunc/zero_suppress_f32,monte_carlo_pi,threshold,label,measure,convolve1d,sources}" \
-        --budget 1 --repeat 20 --json "$LOGS/bench.json" >"$LOGS/bench.txt" 2>&1
+        --size "${EXPLORE_SIZE:-default}" --budget 1 --repeat 20 --json "$LOGS/bench.json" >"$LOGS/bench.txt" 2>&1
     log "bench: rc=$?"
     grep -E "µs|ms" "$LOGS/bench.txt" | tee -a "$OUT/summary.txt"
 fi
 
 if has oclprof; then
+    PA=${OCLPROF_ALGS:-threshold,label,measure,convolve1d,ufunc/zero_suppress_i16}
     ours env GPUWS_OPENCL_PROFILE=1 timeout 120 $G bench --backends opencl --platform NVIDIA --no-ceilings \
-        --algorithms threshold,label,measure,convolve1d,ufunc/zero_suppress_i16 --repeat 3 --budget 0.05 \
+        --algorithms "$PA" --size "${EXPLORE_SIZE:-default}" --repeat 3 --budget 0.05 \
         >"$LOGS/oclprof.txt" 2>&1
     log "opencl profile: rc=$?"
-    ours timeout 150 ncu --kernel-name "regex:label|measure|threshold|convolve1d|zero_suppress" --launch-count 60 \
-        --metrics gpu__time_duration.sum $G bench --backends cuda --no-ceilings \
-        --algorithms threshold,label,measure,convolve1d,ufunc/zero_suppress_i16 --repeat 1 --budget 0.01 \
+    ours timeout 150 ncu --kernel-name "regex:${OCLPROF_KERNELS:-label|measure|threshold|convolve1d|zero_suppress}" \
+        --launch-count "${OCLPROF_LAUNCHES:-60}" --metrics gpu__time_duration.sum $G bench --backends cuda --no-ceilings \
+        --algorithms "$PA" --size "${EXPLORE_SIZE:-default}" --repeat 1 --budget 0.01 \
         >"$LOGS/ncu-times.txt" 2>&1
     log "ncu times: rc=$?"
 fi

@@ -26,7 +26,7 @@ struct gpuws_context {
     long live_buffers, live_events;  /* under lock; a warning names leftovers at destroy */
 };
 
-#define GPUWS__SCRATCH_SLOTS 4
+#define GPUWS__SCRATCH_SLOTS 7 /* 0-3: the algorithms' drivers; 4-6: find_sources (kernels/sources/sources.c) */
 struct gpuws_stream {
     gpuws_context *ctx;
     void *impl;

@@ -225,33 +225,48 @@ BACKEND_TEST(find_sources, recovers_the_injected_sources)
 }
 
 /* Hand-made: two 2x2 blocks touching at one corner on a weak, non-constant background, found with an absolute
- * threshold: 4-connectivity sees two sources, 8-connectivity one. Every value is exact in float and double. */
+ * threshold: 4-connectivity sees two sources, 8-connectivity one. Every value is exact in float and double.
+ * The blocks' top-left pixel is (r0 + 1, c0 + 2) in a W x H image. */
+static void two_blocks(float *img, int W, int H, int r0, int c0)
+{
+    for (int i = 0; i < W * H; i++) img[i] = (float)((i * 37) % 11 - 5) * 0x1p-10f; /* |x| < 0.005 */
+    /* block A rows 1-2, cols 2-3; block B rows 3-4, cols 4-5: A(2,3) and B(3,4) touch diagonally */
+    const int a[4][2] = {{1, 2}, {1, 3}, {2, 2}, {2, 3}}, b[4][2] = {{3, 4}, {3, 5}, {4, 4}, {4, 5}};
+    for (int k = 0; k < 4; k++) {
+        img[(r0 + a[k][0]) * W + c0 + a[k][1]] = 1.0f + (float)k; /* 1, 2, 3, 4: peak 4 at (2, 3) */
+        img[(r0 + b[k][0]) * W + c0 + b[k][1]] = 0.5f;
+    }
+}
+
+/* The 4-connected answer for two_blocks(img, W, H, r0, c0) */
+static void expect_two_blocks(const gpuws_catalog *cat, int r0, int c0)
+{
+    cr_assert_eq(cat->threshold, 0.25);
+    cr_assert_eq(cat->num_sources, 2);
+    const gpuws_source *s = cat->sources;
+    cr_assert(s[0].id == 1 && s[0].npix == 4 && s[0].flux == 10.0 && s[0].peak == 4.0 && s[0].peak_x == c0 + 3 &&
+              s[0].peak_y == r0 + 2);
+    /* (2*1 + 3*2 + 2*3 + 3*4) / 10 and (1*3 + 2*7) / 10: exact sums, one rounded division (or a few ulp more) */
+    cr_assert(fabs(s[0].x - (c0 + 2.6)) < 1e-13 && fabs(s[0].y - (r0 + 1.7)) < 1e-13, "centre (%.17g, %.17g)", s[0].x,
+              s[0].y);
+    cr_assert(s[1].id == 2 && s[1].npix == 4 && s[1].flux == 2.0 && s[1].x == c0 + 4.5 && s[1].y == r0 + 3.5 &&
+              s[1].peak == 0.5);
+    cr_assert(s[1].peak_x == c0 + 4 && s[1].peak_y == r0 + 3, "peak at (%lld, %lld): the first in raster order wins a tie",
+              (long long)s[1].peak_x, (long long)s[1].peak_y);
+}
+
 BACKEND_TEST(find_sources, connectivity_and_absolute_threshold_known_answer)
 {
     gpuws_context *ctx = test_open(*kind);
     enum { W = 9, H = 7 };
     float img[W * H];
-    for (int i = 0; i < W * H; i++) img[i] = (float)((i * 37) % 11 - 5) * 0x1p-10f; /* |x| < 0.005 */
-    /* block A rows 1-2, cols 2-3; block B rows 3-4, cols 4-5: A(2,3) and B(3,4) touch diagonally */
-    const int a[4][2] = {{1, 2}, {1, 3}, {2, 2}, {2, 3}}, b[4][2] = {{3, 4}, {3, 5}, {4, 4}, {4, 5}};
-    for (int k = 0; k < 4; k++) {
-        img[a[k][0] * W + a[k][1]] = 1.0f + (float)k; /* 1, 2, 3, 4: peak 4 at (2, 3) */
-        img[b[k][0] * W + b[k][1]] = 0.5f;
-    }
+    two_blocks(img, W, H, 0, 0);
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
     o.threshold_abs = 0.25;
     gpuws_catalog *cat;
     TEST_OK(gpuws_find_sources(ctx, img, W, H, &o, &cat));
-    cr_assert_eq(cat->threshold, 0.25);
     cr_assert_null(cat->labels, "labels returned though not asked for");
-    cr_assert_eq(cat->num_sources, 2);
-    const gpuws_source *s = cat->sources;
-    cr_assert(s[0].id == 1 && s[0].npix == 4 && s[0].flux == 10.0 && s[0].peak == 4.0 && s[0].peak_x == 3 && s[0].peak_y == 2);
-    /* (2*1 + 3*2 + 2*3 + 3*4) / 10 and (1*3 + 2*7) / 10: exact sums, one rounded division (or a few ulp more) */
-    cr_assert(fabs(s[0].x - 2.6) < 1e-14 && fabs(s[0].y - 1.7) < 1e-14, "centre (%.17g, %.17g)", s[0].x, s[0].y);
-    cr_assert(s[1].id == 2 && s[1].npix == 4 && s[1].flux == 2.0 && s[1].x == 4.5 && s[1].y == 3.5 && s[1].peak == 0.5);
-    cr_assert(s[1].peak_x == 4 && s[1].peak_y == 3, "peak at (%lld, %lld): the first in raster order wins a tie",
-              (long long)s[1].peak_x, (long long)s[1].peak_y);
+    expect_two_blocks(cat, 0, 0);
     gpuws_catalog_free(cat);
     o.connectivity = 8;
     o.want_labels = 1;
@@ -260,6 +275,37 @@ BACKEND_TEST(find_sources, connectivity_and_absolute_threshold_known_answer)
     cr_assert(cat->sources[0].npix == 8 && cat->sources[0].flux == 12.0);
     for (int i = 0; i < W * H; i++) cr_assert_eq(cat->labels[i], img[i] > 0.25f ? 1 : 0, "label of pixel %d", i);
     gpuws_catalog_free(cat);
+    gpuws_context_destroy(ctx);
+}
+
+/* The pipeline keeps its device buffers (image, mask, labels) on the stream for the next call: a call on a smaller
+ * image after a larger one, whose buffers still hold the larger image's pixels and labels past the smaller one's
+ * end, and a larger one after that, see nothing of the earlier calls. */
+BACKEND_TEST(find_sources, calls_of_other_sizes_see_nothing_of_earlier_calls)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { BW = 70, BH = 50, R0 = 31, C0 = 57, W = 9, H = 7 };
+    float big[BW * BH], small[W * H];
+    two_blocks(big, BW, BH, R0, C0);
+    two_blocks(small, W, H, 0, 0);
+    gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
+    o.threshold_abs = 0.25;
+    o.want_labels = 1;
+    const struct {
+        const float *img;
+        int w, h, r0, c0;
+    } calls[] = {{big, BW, BH, R0, C0}, {small, W, H, 0, 0}, {big, BW, BH, R0, C0}, {small, W, H, 0, 0}};
+    for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+        gpuws_catalog *cat;
+        TEST_OK(gpuws_find_sources(ctx, calls[k].img, (size_t)calls[k].w, (size_t)calls[k].h, &o, &cat));
+        expect_two_blocks(cat, calls[k].r0, calls[k].c0);
+        for (int i = 0; i < calls[k].w * calls[k].h; i++) {
+            const int r = i / calls[k].w - calls[k].r0, c = i % calls[k].w - calls[k].c0;
+            const int want = calls[k].img[i] <= 0.25f ? 0 : r <= 2 && c <= 3 ? 1 : 2; /* block A, else B */
+            cr_assert_eq(cat->labels[i], want, "call %zu: label of pixel %d", k, i);
+        }
+        gpuws_catalog_free(cat);
+    }
     gpuws_context_destroy(ctx);
 }
 

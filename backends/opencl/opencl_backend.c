@@ -413,11 +413,6 @@ static gpuws_status ocl_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, cons
     return GPUWS_OK;
 }
 
-static gpuws_status ocl_fill(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pat, size_t ps, size_t n)
-{
-    CHECK_CL(ocl.clEnqueueFillBuffer(Q(s), MEM(b), pat, ps, off, n, 0, NULL, NULL), "clEnqueueFillBuffer of %zu bytes", n);
-    return GPUWS_OK;
-}
 
 static gpuws_status ocl_host_alloc(gpuws_context *ctx, size_t n, void **p)
 {
@@ -793,19 +788,41 @@ static bool profile_kernels(void)
     return v != 0;
 }
 
-static void print_kernel_time(cl_event ev, const char *name, const gpuws_launch_config *cfg)
+/* what: the kernel's name or the command's, where: its grid or size, already formatted. */
+static void print_command_time(cl_event ev, const char *what, const char *where)
 {
     cl_ulong q = 0, t0 = 0, t1 = 0;
     if (ocl.clWaitForEvents(1, &ev) == CL_SUCCESS &&
         ocl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL) == CL_SUCCESS &&
         ocl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) == CL_SUCCESS &&
         ocl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) == CL_SUCCESS)
-        fprintf(stderr, "gpuws opencl profile: %-32s grid (%u,%u,%u) block (%u,%u,%u): %10.2f us (queued to start %.2f us)\n",
-                name, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0], cfg->block[1], cfg->block[2],
+        fprintf(stderr, "gpuws opencl profile: %-32s %s: %10.2f us (queued to start %.2f us)\n", what, where,
                 (double)(t1 - t0) * 1e-3, (double)(t0 - q) * 1e-3);
     else
-        fprintf(stderr, "gpuws opencl profile: %s: no profiling times\n", name);
+        fprintf(stderr, "gpuws opencl profile: %s: no profiling times\n", what);
     ocl.clReleaseEvent(ev);
+}
+
+static void print_kernel_time(cl_event ev, const char *name, const gpuws_launch_config *cfg)
+{
+    char where[96];
+    snprintf(where, sizeof where, "grid (%u,%u,%u) block (%u,%u,%u)", cfg->grid[0], cfg->grid[1], cfg->grid[2],
+             cfg->block[0], cfg->block[1], cfg->block[2]);
+    print_command_time(ev, name, where);
+}
+
+/* Fills are timed by GPUWS_OPENCL_PROFILE=1 as kernels are (some drivers implement them as their own kernels). */
+static gpuws_status ocl_fill(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pat, size_t ps, size_t n)
+{
+    cl_event ev = NULL;
+    CHECK_CL(ocl.clEnqueueFillBuffer(Q(s), MEM(b), pat, ps, off, n, 0, NULL, profile_kernels() ? &ev : NULL),
+             "clEnqueueFillBuffer of %zu bytes", n);
+    if (ev) {
+        char where[64];
+        snprintf(where, sizeof where, "%zu bytes, pattern of %zu", n, ps);
+        print_command_time(ev, "(clEnqueueFillBuffer)", where);
+    }
+    return GPUWS_OK;
 }
 
 static gpuws_status ocl_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_config *cfg, const gpuws_arg *args,

@@ -90,7 +90,8 @@ typedef struct gpuws_catalog {
 } gpuws_catalog;
 
 /* image: width*height f32 host pixels (NaN = blank). On success *catalog is allocated; free with
- * gpuws_catalog_free. On error *catalog is NULL. */
+ * gpuws_catalog_free. On error *catalog is NULL. Runs on the context's default stream, whose device buffers for
+ * the image, mask and labels (9 bytes per pixel) stay allocated for the next call until the context is destroyed. */
 GPUWS_API gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t width, size_t height,
                                           const gpuws_sources_options *options, gpuws_catalog **catalog);
 GPUWS_API void gpuws_catalog_free(gpuws_catalog *catalog);
