@@ -35,6 +35,8 @@ struct gpuws_stream {
     gpuws_buffer *tickets;           /* a ticket counter for persistent kernels (see gpuws__stream_tickets) */
     uint32_t tickets_base;           /* the value tickets holds when the next kernel on the stream starts */
     bool tickets_unknown;            /* a launch that draws tickets failed: zero it again before the next one */
+    gpuws_buffer *zeroed;            /* device memory the kernels leave zero (see gpuws__stream_zeroed) */
+    size_t zeroed_clean;             /* its leading bytes known to be zero where the next command starts */
     gpuws_stream *next;              /* in ctx->streams */
 };
 
@@ -165,6 +167,13 @@ gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuw
  * count is unknown (ok = false), and the next call zero-fills the word again. Freed with the stream. */
 gpuws_status gpuws__stream_tickets(gpuws_stream *s, gpuws_buffer **counter, uint32_t *base);
 void gpuws__stream_tickets_drawn(gpuws_stream *s, bool ok, uint32_t n);
+/* Accumulators that need no fill command per call: device memory owned by the stream whose first `bytes` are zero
+ * where the next command on the stream starts. The caller's kernels must leave those bytes zero again when they
+ * finish (the last kernel reads the totals and clears them); the helper fills only what is not known to be zero:
+ * new or grown memory, or everything after gpuws__stream_zeroed_dirty (call it when an enqueue of such kernels
+ * fails, since an earlier one may have run and left totals behind). One buffer per stream (measure's records). */
+gpuws_status gpuws__stream_zeroed(gpuws_stream *s, size_t bytes, gpuws_buffer **out);
+void gpuws__stream_zeroed_dirty(gpuws_stream *s);
 /* Reads n bytes into host memory once all the work enqueued on s before it has finished: what
  * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read on the stream. On NVIDIA's
  * OpenCL that round trip (a kernel, 4 bytes back) took 30 us against 38.5 us as a non-blocking read + clFinish

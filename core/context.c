@@ -348,10 +348,37 @@ void gpuws__stream_tickets_drawn(gpuws_stream *s, bool ok, uint32_t n)
     else s->tickets_unknown = true;
 }
 
+gpuws_status gpuws__stream_zeroed(gpuws_stream *s, size_t bytes, gpuws_buffer **out)
+{
+    gpuws_status st;
+    if (bytes == 0) bytes = 1;
+    if (s->zeroed && s->zeroed->size < bytes) {
+        /* earlier work may still use the old memory */
+        if ((st = s->ctx->backend->stream_synchronize(s))) return st;
+        gpuws_buffer_destroy(s->zeroed);
+        s->zeroed = NULL;
+    }
+    if (!s->zeroed) {
+        if ((st = gpuws_buffer_create(s->ctx, bytes < 4096 ? 4096 : bytes, &s->zeroed))) return st;
+        s->zeroed_clean = 0;
+    }
+    if (s->zeroed_clean < bytes) {
+        const unsigned char zero = 0; /* the whole buffer: rare (new, grown, or after a failure) */
+        if ((st = gpuws_buffer_fill_async(s, s->zeroed, 0, &zero, 1, s->zeroed->size))) return st;
+        s->zeroed_clean = s->zeroed->size;
+    }
+    *out = s->zeroed;
+    return GPUWS_OK;
+}
+
+void gpuws__stream_zeroed_dirty(gpuws_stream *s) { s->zeroed_clean = 0; }
+
 static void destroy_scratch(gpuws_stream *s)
 {
     gpuws_buffer_destroy(s->tickets);
     s->tickets = NULL;
+    gpuws_buffer_destroy(s->zeroed);
+    s->zeroed = NULL;
     for (int i = 0; i < GPUWS__SCRATCH_SLOTS; i++) {
         gpuws_buffer_destroy(s->scratch[i]);
         s->scratch[i] = NULL;

@@ -312,6 +312,28 @@ ParameterizedTest(meas_case *c, measure, agrees_with_reference)
     gpuws_context_destroy(ctx);
 }
 
+/* The totals accumulate in memory the stream keeps zeroed between calls (finalize clears what it read): calls one
+ * after another on one stream, with more labels than before and with fewer, each count only their own pixels. */
+BACKEND_TEST(measure, consecutive_calls_count_only_their_own_pixels)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const meas_case calls[] = {{*kind, L_DISCS, 517, 389, 60, false},
+                               {*kind, L_RANDOM, 333, 251, 3000, false},
+                               {*kind, L_BLOCKS, 301, 299, 3, false},
+                               {*kind, L_DISCS, 517, 389, 60, false}};
+    for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+        image im = make_image(&calls[k], test_seed(false) + k);
+        gpuws_source_measure *want = reference(&im), *got = run_on(ctx, &im);
+        char what[64];
+        snprintf(what, sizeof what, "call %zu (%s, N=%zu)", k, kind_name(calls[k].kind), calls[k].n);
+        check_measures(what, &im, got, want, NULL);
+        free(want);
+        free(got);
+        image_free(&im);
+    }
+    gpuws_context_destroy(ctx);
+}
+
 /* Known answers on a 3 x 4 image, by hand. */
 BACKEND_TEST(measure, small_image_known_answers)
 {

@@ -11,9 +11,11 @@
  * scan adds each run up and only run ends flush, so one label costs a few atomics per tile, not one per pixel.
  * Peak: a 64-bit key (order-preserving value bits << 32 | ~raster index), so one atomic max keeps the largest value
  * and, among equal ones, the first pixel; NaN maps to the top key, +0 and -0 to one key.
- * measure_finalize: record k <- (sum, row = Σd·r / sum, col, peak = data[index], npix, peak row, peak col).
- * Record layout (gpuws_source_measure, 7 words): sum, row, col, peak, npix, peak_row, peak_col; while
- * accumulating, row/col hold the weighted sums and peak the key. */
+ * The atomics go to the stream's zeroed memory (acc, gpuws__stream_zeroed), not to the output: no fill per call.
+ * measure_finalize: out record k <- (sum, row = Σd·r / sum, col, peak = data[index], npix, peak row, peak col),
+ * and acc record k <- 0 again for the next call.
+ * Record layout (gpuws_source_measure, 7 words): sum, row, col, peak, npix, peak_row, peak_col; in acc, row/col
+ * hold the weighted sums and peak the key (words 5 and 6 are never written there). */
 #if defined(GPUWS_FP64) && (defined(cl_khr_int64_base_atomics) || defined(GPUWS_MEASURE_INT64_ATOMICS))
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #ifdef cl_khr_int64_extended_atomics
@@ -222,17 +224,21 @@ __kernel void measure_accumulate(__global const float *restrict data, __global c
     }
 }
 
-__kernel void measure_finalize(__global const float *data, __global ulong *out, uint nlab, uint width)
+/* Record k of out from the totals in acc, whose words it clears for the next call (the stream's zeroed memory). */
+__kernel void measure_finalize(__global const float *data, __global ulong *acc, __global ulong *out, uint nlab, uint width)
 {
     for (uint k = get_global_id(0); k < nlab; k += get_global_size(0)) {
-        __global ulong *rec = out + (ulong)k * 7u;
-        const double sum = as_double(rec[0]);
-        const ulong npix = rec[4];
+        __global ulong *a = acc + (ulong)k * 7u, *rec = out + (ulong)k * 7u;
+        const double sum = as_double(a[0]), sr = as_double(a[1]), sc = as_double(a[2]);
+        const ulong key = a[3], npix = a[4];
+        a[0] = a[1] = a[2] = a[3] = a[4] = 0;
         const bool some = sum != 0.0; /* a NaN sum counts: NaN / NaN stays NaN */
-        rec[1] = as_ulong(some ? as_double(rec[1]) / sum : (double)NAN);
-        rec[2] = as_ulong(some ? as_double(rec[2]) / sum : (double)NAN);
+        rec[0] = as_ulong(sum);
+        rec[1] = as_ulong(some ? sr / sum : (double)NAN);
+        rec[2] = as_ulong(some ? sc / sum : (double)NAN);
+        rec[4] = npix;
         if (npix) {
-            const uint idx = 0xffffffffu - (uint)rec[3];
+            const uint idx = 0xffffffffu - (uint)key;
             rec[3] = as_ulong((double)data[idx]);
             rec[5] = idx / width;
             rec[6] = idx % width;

@@ -192,17 +192,23 @@ extern "C" __global__ void __launch_bounds__(MAXB, 3)
     }
 }
 
-extern "C" __global__ void measure_finalize(const float *data, u64 *out, unsigned nlab, unsigned width)
+// Record k of out from the totals in acc, whose words it clears for the next call (the stream's zeroed memory).
+extern "C" __global__ void measure_finalize(const float *data, u64 *acc, u64 *out, unsigned nlab, unsigned width)
 {
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < nlab; k += gridDim.x * blockDim.x) {
-        u64 *rec = out + (u64)k * 7u;
+        u64 *a = acc + (u64)k * 7u, *rec = out + (u64)k * 7u;
+        const double *fa = reinterpret_cast<const double *>(a);
+        const double sum = fa[0], sr = fa[1], sc = fa[2];
+        const u64 key = a[3], npix = a[4];
+        a[0] = a[1] = a[2] = a[3] = a[4] = 0;
         double *f = reinterpret_cast<double *>(rec);
-        const double sum = f[0];
         const bool some = sum != 0.0; // a NaN sum counts: NaN / NaN stays NaN
-        f[1] = some ? f[1] / sum : (double)NAN;
-        f[2] = some ? f[2] / sum : (double)NAN;
-        if (rec[4]) {
-            const unsigned idx = 0xffffffffu - (unsigned)rec[3];
+        f[0] = sum;
+        f[1] = some ? sr / sum : (double)NAN;
+        f[2] = some ? sc / sum : (double)NAN;
+        rec[4] = npix;
+        if (npix) {
+            const unsigned idx = 0xffffffffu - (unsigned)key;
             f[3] = (double)data[idx];
             rec[5] = idx / width;
             rec[6] = idx % width;
