@@ -19,6 +19,8 @@
 #   ncu2d    ncu on the f32 workshop convolve2d kernel: the full set, and stall samples per SASS instruction
 #   steps    bench/experiments/sources_steps.c: the pipeline's per-step event times and host wall time per call, CUDA
 #            and NVIDIA OpenCL, 2048^2 and 4096^2, under each STEPS_SETTINGS env setting ("-" = none)
+#   hostpath bench/experiments/conv2d_hostpath.c: a convolve2d row's parts (host time per call, event-timed call,
+#            back-to-back calls, timer floor), CUDA and NVIDIA OpenCL
 #   clinfo   the OpenCL platforms' versions and extensions (bench/experiments/cl_info.c)
 #   usage: bash bench/gpu_explore.sh [steps]   (default: build,mcpi,bench,oclprof)
 #   EXPLORE_ALGS: the bench step's --algorithms list; EXPLORE_SIZE: the bench and oclprof steps' --size;
@@ -35,6 +37,14 @@ if has clinfo; then
         timeout 60 /tmp/cl_info >"$LOGS/clinfo.txt" 2>&1
     log "clinfo: rc=$?"
     cat "$LOGS/clinfo.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has hostpath; then
+    gcc -std=c11 -O2 -Iinclude bench/experiments/conv2d_hostpath.c -o /tmp/hostpath -Lbuild-gpu -lgpuws -lm \
+        -Wl,-rpath,$PWD/build-gpu >"$LOGS/hostpath-build.log" 2>&1
+    ours env GPUWS_OPENCL_PLATFORM=NVIDIA timeout 200 /tmp/hostpath cuda opencl >"$LOGS/hostpath.txt" 2>&1
+    log "hostpath: rc=$?"
+    cat "$LOGS/hostpath.txt" | tee -a "$OUT/summary.txt"
 fi
 
 if has steps; then
