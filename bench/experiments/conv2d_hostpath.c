@@ -113,8 +113,22 @@ static int run(const char *name, gpuws_dtype dt)
         OK(gpuws_event_elapsed_ms(e0, e1, &ms));
         batch[r] = ms * 1e3 / 10;
     }
+    /* for scale: the host time of a small library call (threshold of 1024 values: 4 kernel arguments) and of an
+     * event record, 200 back to back */
+    double thr[5], rec[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_us();
+        for (int i = 0; i < 200; i++) OK(gpuws_threshold(s, 1024, bi, 0.5f, bo));
+        thr[r] = (now_us() - t0) / 200;
+        OK(gpuws_stream_synchronize(s));
+        t0 = now_us();
+        for (int i = 0; i < 200; i++) OK(gpuws_event_record(e0, s));
+        rec[r] = (now_us() - t0) / 200;
+        OK(gpuws_stream_synchronize(s));
+    }
     gpuws_device_info di;
     gpuws_context_get_device_info(ctx, &di);
+    printf("%-7s     threshold(1024) host %5.2f us/call, event record host %5.2f us\n", name, median(thr, 5), median(rec, 5));
     printf("%-7s %s %-30.30s host %6.2f us/call  row %6.2f us  batch10 %6.2f us/call  floor %5.2f us\n", name,
            dt == GPUWS_F32 ? "f32" : "f64", di.name, median(host, 5), median(row, 60), median(batch, 20), median(fl, 60));
     gpuws_event_destroy(e0);
