@@ -373,12 +373,25 @@ gpuws_status gpuws__stream_zeroed(gpuws_stream *s, size_t bytes, gpuws_buffer **
 
 void gpuws__stream_zeroed_dirty(gpuws_stream *s) { s->zeroed_clean = 0; }
 
+gpuws_status gpuws__stream_memo(gpuws_stream *s, int slot, size_t bytes, void **out)
+{
+    if (slot < 0 || slot >= GPUWS__MEMO_SLOTS) return gpuws__error(GPUWS_ERR_INTERNAL, "memo slot %d", slot);
+    if (!s->memo[slot] && !(s->memo[slot] = gpuws__calloc(1, bytes)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "a stream's plan memory (%zu bytes)", bytes);
+    *out = s->memo[slot];
+    return GPUWS_OK;
+}
+
 static void destroy_scratch(gpuws_stream *s)
 {
     gpuws_buffer_destroy(s->tickets);
     s->tickets = NULL;
     gpuws_buffer_destroy(s->zeroed);
     s->zeroed = NULL;
+    for (int i = 0; i < GPUWS__MEMO_SLOTS; i++) {
+        gpuws__free(s->memo[i]);
+        s->memo[i] = NULL;
+    }
     for (int i = 0; i < GPUWS__SCRATCH_SLOTS; i++) {
         gpuws_buffer_destroy(s->scratch[i]);
         s->scratch[i] = NULL;

@@ -476,6 +476,48 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, every_block_shape_agrees
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_WARPS", warps, sizeof warps / sizeof warps[0]);
 }
 
+ParameterizedTestParameters(convolve2d, a_stream_replans_for_each_new_shape)
+{
+    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+    return cr_make_param_array(gpuws_backend_kind, b, 2);
+}
+
+/* The driver keeps the last call's plan on the stream for the next call of the same shape: calls that change the
+ * image, the kernel, the mode or the boundary in turn on one stream (small after large: a plan kept too long would
+ * leave outputs unwritten; large after small: too few tiles) each agree with the reference. */
+ParameterizedTest(gpuws_backend_kind *kind, convolve2d, a_stream_replans_for_each_new_shape)
+{
+    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
+    gpuws_context *ctx = test_open(*kind);
+    const problem calls[] = {
+        {37, 41, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {37, 41, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
+        {300, 290, 0, 7, 9, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}},
+        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 2.5}},
+    };
+    for (int d = 0; d < 2; d++) { /* one dtype at a time: the plan is kept per dtype too */
+        const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
+        if (d) test_require_dtype(ctx, dt);
+        for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+            const problem *p = &calls[i];
+            double *image = random_values(p->h * p->w, test_seed(false) + i), *kernel = random_values(p->kh * p->kw, 7 + i);
+            char what[64];
+            snprintf(what, sizeof what, "%s tiled, call %zu", test_backend_name(*kind), i);
+            size_t oh, ow;
+            double *got = run(ctx, dt, p, image, kernel, &oh, &ow);
+            check_bound(what, dt, p, image, kernel, got);
+            free(got);
+            free(image);
+            free(kernel);
+        }
+    }
+    gpuws_context_destroy(ctx);
+}
+
 /* ---- shapes and bad input ------------------------------------------------------------------------------------- */
 
 Test(convolve2d, output_shapes_are_scipys)

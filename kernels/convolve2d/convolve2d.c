@@ -11,12 +11,47 @@
 #include "../common/driver.h"
 #include "convolve2d_ref.h"
 
+#include <string.h>
+
+extern char **environ;
+
+/* The knobs above (and GPUWS_CONVOLVE2D_SPLIT, _STAGE, GPUWS_CONV_NO_UNROLL), read in one pass over the environment
+ * per call: nine getenv calls were ~2.6K host instructions of every call (callgrind, 2026-11-22). NULL: unset or
+ * empty, as gpuws__getenv. Tests set them between calls, so they are read every call. */
+typedef struct {
+    const char *path, *kernel, *warps, *kernel_block, *split, *stage, *persist, *grid, *no_unroll;
+} conv_knobs;
+
+static void read_knobs(conv_knobs *k)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } names[] = {{"GPUWS_CONVOLVE_PATH", offsetof(conv_knobs, path)},
+                 {"GPUWS_CONVOLVE2D_KERNEL", offsetof(conv_knobs, kernel)},
+                 {"GPUWS_CONVOLVE2D_WARPS", offsetof(conv_knobs, warps)},
+                 {"GPUWS_CONVOLVE2D_KERNEL_BLOCK", offsetof(conv_knobs, kernel_block)},
+                 {"GPUWS_CONVOLVE2D_SPLIT", offsetof(conv_knobs, split)},
+                 {"GPUWS_CONVOLVE2D_STAGE", offsetof(conv_knobs, stage)},
+                 {"GPUWS_CONVOLVE2D_PERSIST", offsetof(conv_knobs, persist)},
+                 {"GPUWS_CONVOLVE2D_GRID", offsetof(conv_knobs, grid)},
+                 {"GPUWS_CONV_NO_UNROLL", offsetof(conv_knobs, no_unroll)}};
+    memset(k, 0, sizeof *k);
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "GPUWS_CONV", 10) != 0) continue;
+        const char *eq = strchr(*e, '=');
+        if (!eq || !eq[1]) continue;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i].name) == (size_t)(eq - *e) && strncmp(*e, names[i].name, (size_t)(eq - *e)) == 0)
+                *(const char **)((char *)k + names[i].off) = eq + 1;
+    }
+}
+
 /* Build options: GPUWS_CONV_NO_UNROLL=1 compiles the OpenCL kernels without unroll pragmas (a diagnostic knob;
  * see docs/algorithms/convolve.md). */
-static const char *conv_options(void)
+static const char *conv_options(const conv_knobs *kn)
 {
-    const char *v = gpuws__getenv("GPUWS_CONV_NO_UNROLL");
-    return v && gpuws__strcasecmp(v, "1") == 0 ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
+    return kn->no_unroll && gpuws__strcasecmp(kn->no_unroll, "1") == 0 ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
 }
 
 /* The fixed-width kernel's name and build options (OpenCL compiles the program once per width; CUDA has every
@@ -36,10 +71,10 @@ static bool fill_kernel(const gpuws_context *ctx, gpuws_dtype dt, gpuws_convolve
 }
 
 static fixed_kernel fixed_kernel_for(const gpuws_context *ctx, gpuws_dtype dt, size_t kw,
-                                     gpuws_convolve_boundary boundary)
+                                     gpuws_convolve_boundary boundary, const conv_knobs *kn)
 {
     fixed_kernel f;
-    const char *extra = conv_options();
+    const char *extra = conv_options(kn);
     snprintf(f.name, sizeof f.name, "convolve2d_fixed_%s_k%zu%s", gpuws_dtype_name(dt), kw,
              fill_kernel(ctx, dt, boundary) ? "_fill" : "");
     snprintf(f.options, sizeof f.options, "-DGPUWS_CONV2D_KW=%zu%s%s", kw, extra ? " " : "", extra ? extra : "");
@@ -191,16 +226,15 @@ static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *
 
 /* The fixed kernel's split between whole and thin tiles (FixedShape in convolve2d.cu): whole tiles for as many tile
  * rows as fill the units' resident slots a whole number of times, thin tiles for the rows below; none when the
- * whole tiles fill them exactly. GPUWS_CONVOLVE2D_SPLIT=off (whole tiles only), all (thin only) or a number of
+ * whole tiles fill them exactly. env, the value of GPUWS_CONVOLVE2D_SPLIT: off (whole tiles only), all (thin only) or a number of
  * whole tile rows overrides it. */
 static void plan_split(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tile_shape *sh,
-                       uint32_t kernel_block_limit, tiled_plan *p)
+                       uint32_t kernel_block_limit, const char *env, tiled_plan *p)
 {
     const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw, tiles_y = (g->oh + (size_t)p->th - 1) / (size_t)p->th;
     const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
     const uint64_t slots = units * (uint64_t)plan_resident(ctx, p, kernel_block_limit, true), tiles = tiles_x * tiles_y;
     uint64_t rows = tiles % slots == 0 || !sh->thin_auto ? tiles_y : tiles / slots * slots / tiles_x; /* whole tile rows */
-    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_SPLIT");
     long long forced;
     if (env && gpuws__strcasecmp(env, "off") == 0) rows = tiles_y;
     else if (env && gpuws__strcasecmp(env, "all") == 0) rows = 0;
@@ -215,16 +249,16 @@ static void plan_split(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
 /* The cheapest block shape for a tile shape. fixed_limit: 0 for the generic kernel; for the fixed one the kernel's
  * own block-size limit (its register use), and then only plans that hold the whole kernel qualify. */
 static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tile_shape *sh, gpuws_dtype dt,
-                       uint32_t max_block, uint32_t fixed_limit, tiled_plan *best)
+                       uint32_t max_block, uint32_t fixed_limit, const conv_knobs *kn, tiled_plan *best)
 {
     const size_t es = gpuws_dtype_size(dt);
     const size_t budget = ctx->info.shared_mem_bytes < LOCAL_BUDGET ? ctx->info.shared_mem_bytes : LOCAL_BUDGET;
     int cap_h = 256, cap_w = 256;
-    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_KERNEL_BLOCK");
+    const char *env = kn->kernel_block;
     if (env && (sscanf(env, "%d,%d", &cap_h, &cap_w) != 2 || cap_h < 1 || cap_w < 1)) cap_h = cap_w = 256;
     static const int shapes[][2] = {{2, 1}, {1, 2}, {4, 1}, {2, 2}, {1, 4}, {8, 1}, {4, 2}, {2, 4}, {1, 1}};
     int forced_wx = 0, forced_wy = 0;
-    if ((env = gpuws__getenv("GPUWS_CONVOLVE2D_WARPS")) && sscanf(env, "%d,%d", &forced_wx, &forced_wy) != 2)
+    if ((env = kn->warps) && sscanf(env, "%d,%d", &forced_wx, &forced_wy) != 2)
         forced_wx = forced_wy = 0;
     bool found = false;
     /* {1, 1} is the fixed kernel's only: the generic kernel's choices stay as measured */
@@ -241,13 +275,73 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
         p.blocks = (uint64_t)((g->ow + (size_t)p.tw - 1) / (size_t)p.tw) * (uint64_t)((g->oh + (size_t)p.th - 1) / (size_t)p.th);
         p.main_blocks = p.blocks;
         p.split = (int)((g->oh + (size_t)p.th - 1) / (size_t)p.th * (size_t)p.th);
-        if (fixed_limit) plan_split(ctx, g, sh, fixed_limit, &p);
+        if (fixed_limit) plan_split(ctx, g, sh, fixed_limit, kn->split, &p);
         if (p.blocks > ctx->info.max_grid_dims[0]) continue;
         p.cost = plan_cost(ctx, g, &p, fixed_limit, fixed_limit && sh->thin_auto);
         if (!found || p.cost < best->cost) *best = p;
         found = true;
     }
     return found;
+}
+
+/* The fixed kernel's planning of the last call on this stream, for the next call of the same shape (the stream's
+ * memo slot 0): planning costs ~4.5K host instructions and the kernel's name and options two snprintf calls (~2.4K)
+ * per call (callgrind, 2026-11-22), while the host's time per call shows in every event-timed row (the device waits
+ * for the launch). Keyed by all the planning reads: dtype, sizes, the fill-kernel choice and the steering knobs. */
+#define MEMO_KNOB 32
+typedef struct {
+    bool valid, found;
+    gpuws_dtype dt;
+    size_t kh, kw, oh, ow;
+    gpuws_convolve_boundary boundary;
+    char knobs[4][MEMO_KNOB]; /* warps, kernel_block, split, no_unroll ("" = unset) */
+    fixed_kernel f;
+    tiled_plan p;
+} plan_memo;
+
+/* Whether the knobs fit the memo's key; if so, writes them into key. */
+static bool memo_knobs(const conv_knobs *kn, char key[4][MEMO_KNOB])
+{
+    const char *v[4] = {kn->warps, kn->kernel_block, kn->split, kn->no_unroll};
+    for (int i = 0; i < 4; i++) {
+        if (v[i] && strlen(v[i]) >= MEMO_KNOB) return false;
+        strcpy(key[i], v[i] ? v[i] : "");
+    }
+    return true;
+}
+
+static bool memo_hit(const plan_memo *m, gpuws_dtype dt, const gpuws__conv2d_geometry *g, char key[4][MEMO_KNOB])
+{
+    return m->valid && m->dt == dt && m->kh == g->kh && m->kw == g->kw && m->oh == g->oh && m->ow == g->ow &&
+           m->boundary == g->boundary && memcmp(m->knobs, key, sizeof m->knobs) == 0;
+}
+
+/* The fixed kernel's name and options and its plan (found: one exists), from the memo or planned and memoized. */
+static gpuws_status plan_fixed(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const conv_knobs *kn,
+                               fixed_kernel *f, tiled_plan *p, bool *found)
+{
+    gpuws_context *ctx = s->ctx;
+    plan_memo *m;
+    gpuws_status st = gpuws__stream_memo(s, 0, sizeof *m, (void **)&m);
+    if (st) return st;
+    char key[4][MEMO_KNOB] = {{0}};
+    const bool keyed = memo_knobs(kn, key);
+    if (keyed && memo_hit(m, dt, g, key)) {
+        *f = m->f, *p = m->p, *found = m->found;
+        return GPUWS_OK;
+    }
+    *f = fixed_kernel_for(ctx, dt, g->kw, g->boundary, kn);
+    gpuws_kernel *k;
+    uint32_t max_block;
+    m->valid = false;
+    if ((st = gpuws__kernel_block(ctx, f->name, f->options, 1024, &k, &max_block))) return st;
+    const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
+    *found = plan_tiled(ctx, g, dt == GPUWS_F32 ? &fixed_f32 : &fixed_f64, dt, max_block, limit, kn, p);
+    if (keyed) {
+        *m = (plan_memo){true, *found, dt, g->kh, g->kw, g->oh, g->ow, g->boundary, {{0}}, *f, *p};
+        memcpy(m->knobs, key, sizeof m->knobs);
+    }
+    return GPUWS_OK;
 }
 
 /* Where the tiled kernels' tiles start in the extended image: tile row u of the tile of output row m0 holds
@@ -258,9 +352,9 @@ static int32_t base_col(const gpuws__conv2d_geometry *g) { return (int32_t)((lon
 /* The fixed kernel's copy width for tiles inside the image, in elements: the widest 16-byte vector, or 8 bytes, that
  * every tile row start is aligned to (device buffers are 256-byte aligned; tile starts are multiples of the tile
  * width past base_c), else 1 (the general loader only; also GPUWS_CONVOLVE2D_STAGE=general, to A/B). */
-static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g)
+static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g, const conv_knobs *kn)
 {
-    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_STAGE");
+    const char *env = kn->stage;
     if (env && gpuws__strcasecmp(env, "general") == 0) return 1;
     const long long base_c = base_col(g);
     const int widest = dt == GPUWS_F32 ? 4 : 2;
@@ -272,8 +366,8 @@ static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g)
 /* The generic tiled kernel (fixed == NULL) or a fixed-width one: the same arguments (the fixed kernel takes its copy
  * width where the generic one takes the kernel block's columns). */
 static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                                 const fixed_kernel *fixed, const gpuws_buffer *image, const gpuws_buffer *kernel,
-                                 gpuws_buffer *out)
+                                 const fixed_kernel *fixed, const conv_knobs *kn, const gpuws_buffer *image,
+                                 const gpuws_buffer *kernel, gpuws_buffer *out)
 {
     gpuws_launch_config cfg = {{(uint32_t)p->blocks, 1, 1}, {(uint32_t)(32 * p->wx * p->wy), 1, 1}};
     gpuws_arg args[] = {
@@ -283,11 +377,11 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
         gpuws_arg_i32((int32_t)g->ow),
         gpuws_arg_i32(base_row(g)), gpuws_arg_i32(base_col(g)), gpuws_arg_i32((int32_t)g->boundary),
         dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill), gpuws_arg_i32(p->wx),
-        gpuws_arg_i32(p->kbh), gpuws_arg_i32(fixed ? fixed_copy_vec(dt, g) : p->kbw), gpuws_arg_i32(p->pitch),
+        gpuws_arg_i32(p->kbh), gpuws_arg_i32(fixed ? fixed_copy_vec(dt, g, kn) : p->kbw), gpuws_arg_i32(p->pitch),
         gpuws_arg_i32(p->split), gpuws_arg_local(p->local_bytes)};
     if (fixed) return gpuws__launch_named(s, fixed->name, fixed->options, &cfg, args, GPUWS__NARGS(args));
-    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(), &cfg, args,
-                               GPUWS__NARGS(args));
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(kn), &cfg,
+                               args, GPUWS__NARGS(args));
 }
 
 /* CUDA's persistent f32 kernel (convolve2d_persist_f32_k<kw>[_fill] in convolve2d.cu): the fixed kernel's tiles for
@@ -297,15 +391,16 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
  * on the program (bench/NOTES.md, 2026-11-22 fourth session). GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel
  * (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a block per tile, =N at most N blocks (tests: blocks that
  * take many tiles each). */
-static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p)
+static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p, const conv_knobs *kn)
 {
-    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_PERSIST");
+    const char *env = kn->persist;
     return ctx->backend->kind == GPUWS_BACKEND_CUDA && dt == GPUWS_F32 && p->wx == 2 && p->wy == 2 &&
            !(env && strcmp(env, "0") == 0);
 }
 
 static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                                      const gpuws_buffer *image, const gpuws_buffer *kernel, gpuws_buffer *out)
+                                      const conv_knobs *kn, const gpuws_buffer *image, const gpuws_buffer *kernel,
+                                      gpuws_buffer *out)
 {
     gpuws_context *ctx = s->ctx;
     char name[48];
@@ -319,7 +414,7 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
     const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
     const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
     uint64_t grid = units * (uint64_t)plan_resident(ctx, p, limit, true);
-    const char *env = gpuws__getenv("GPUWS_CONVOLVE2D_GRID");
+    const char *env = kn->grid;
     unsigned long long forced;
     if (env && gpuws__strcasecmp(env, "tiles") == 0) grid = p->blocks;
     else if (env && sscanf(env, "%llu", &forced) == 1 && forced > 0) grid = forced;
@@ -334,7 +429,7 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
         gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
         gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow),
         gpuws_arg_i32(base_row(g)), gpuws_arg_i32(base_col(g)), gpuws_arg_i32((int32_t)g->boundary),
-        gpuws_arg_f32((float)g->fill), gpuws_arg_i32(p->pitch), gpuws_arg_i32(fixed_copy_vec(GPUWS_F32, g)),
+        gpuws_arg_f32((float)g->fill), gpuws_arg_i32(p->pitch), gpuws_arg_i32(fixed_copy_vec(GPUWS_F32, g, kn)),
         gpuws_arg_i32(p->split), gpuws_arg_buffer(tickets), gpuws_arg_u32(base), gpuws_arg_i32((int32_t)p->blocks),
         gpuws_arg_i32((int32_t)tiles_x), gpuws_arg_i32((int32_t)p->main_blocks), gpuws_arg_local(p->local_bytes)};
     st = gpuws_launch(s, k, &cfg, args, GPUWS__NARGS(args));
@@ -344,7 +439,8 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
 }
 
 static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
-                                  const gpuws_buffer *image, const gpuws_buffer *kernel, gpuws_buffer *out)
+                                  const conv_knobs *kn, const gpuws_buffer *image, const gpuws_buffer *kernel,
+                                  gpuws_buffer *out)
 {
     const gpuws_context *ctx = s->ctx;
     /* each work-item computes 256 bytes of outputs of a row (4 SIMD vectors on a CPU); CPU devices get groups of
@@ -360,8 +456,8 @@ static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__
         gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh),
         gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->om), gpuws_arg_i32((int32_t)g->on),
         gpuws_arg_i32((int32_t)g->boundary), dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill)};
-    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_direct_f32" : "convolve2d_direct_f64", conv_options(), &cfg, args,
-                               GPUWS__NARGS(args));
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_direct_f32" : "convolve2d_direct_f64", conv_options(kn), &cfg,
+                               args, GPUWS__NARGS(args));
 }
 
 gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffer *image, size_t height, size_t width,
@@ -396,41 +492,42 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
             gpuws_convolve2d_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
         return GPUWS_OK;
     }
-    const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH");
+    conv_knobs kn;
+    read_knobs(&kn);
+    const char *path = kn.path;
     /* Tiled on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading local
      * memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
     bool tiled = !gpuws__is_cpu_device(ctx);
     if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
     tiled_plan p;
     uint32_t max_block = 0;
-    const char *which = gpuws__getenv("GPUWS_CONVOLVE2D_KERNEL");
+    const char *which = kn.kernel;
     if (tiled && g.kw <= FIXED_MAX_KW && !(which && gpuws__strcasecmp(which, "generic") == 0)) {
         /* the fixed-width kernel when the whole kernel fits a tile's budget */
-        const fixed_kernel f = fixed_kernel_for(ctx, dt, g.kw, g.boundary);
-        gpuws_kernel *k;
-        if ((st = gpuws__kernel_block(ctx, f.name, f.options, 1024, &k, &max_block))) return st;
-        const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
-        if (plan_tiled(ctx, &g, dt == GPUWS_F32 ? &fixed_f32 : &fixed_f64, dt, max_block, limit, &p)) {
+        fixed_kernel f;
+        bool found;
+        if ((st = plan_fixed(s, dt, &g, &kn, &f, &p, &found))) return st;
+        if (found) {
             gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: fixed kw %zu, %d x %d warps, tiles %d x %d, pitch %d, %zu bytes "
                        "local, %llu blocks (%llu whole tiles for rows < %d, then %d-row tiles)", gpuws_dtype_name(dt),
                        g.kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes, (unsigned long long)p.blocks,
                        (unsigned long long)p.main_blocks, p.split, p.th_sub);
-            if (use_persistent(ctx, dt, &p)) return launch_persistent(s, &g, &p, image, kernel, out);
-            return launch_tiled(s, dt, &g, &p, &f, image, kernel, out);
+            if (use_persistent(ctx, dt, &p, &kn)) return launch_persistent(s, &g, &p, &kn, image, kernel, out);
+            return launch_tiled(s, dt, &g, &p, &f, &kn, image, kernel, out);
         }
     }
     if (tiled) { /* the kernel's own limit (register use) as well as the device's */
         gpuws_kernel *k;
-        if ((st = gpuws__kernel_block(ctx, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(), 1024, &k,
-                                      &max_block)))
+        if ((st = gpuws__kernel_block(ctx, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(&kn),
+                                      1024, &k, &max_block)))
             return st;
     }
-    if (tiled && plan_tiled(ctx, &g, dt == GPUWS_F32 ? &shape_f32 : &shape_f64, dt, max_block, 0, &p)) {
+    if (tiled && plan_tiled(ctx, &g, dt == GPUWS_F32 ? &shape_f32 : &shape_f64, dt, max_block, 0, &kn, &p)) {
         gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: tiled, %d x %d warps, tiles %d x %d, kernel blocks %d x %d, "
                    "pitch %d, %zu bytes local, %llu blocks", gpuws_dtype_name(dt), p.wx, p.wy, p.th, p.tw, p.kbh,
                    p.kbw, p.pitch, p.local_bytes, (unsigned long long)p.blocks);
-        return launch_tiled(s, dt, &g, &p, NULL, image, kernel, out);
+        return launch_tiled(s, dt, &g, &p, NULL, &kn, image, kernel, out);
     }
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: direct", gpuws_dtype_name(dt));
-    return launch_direct(s, dt, &g, image, kernel, out);
+    return launch_direct(s, dt, &g, &kn, image, kernel, out);
 }
