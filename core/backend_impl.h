@@ -52,6 +52,7 @@ struct gpuws_buffer {
     gpuws_context *ctx;
     void *impl;                      /* CPU: the host pointer; CUDA: device pointer; OpenCL: cl_mem */
     size_t size;
+    uint64_t serial;                 /* unique in the process, never reused (a handle's address may be) */
 };
 
 #define GPUWS__SIG_MAX 32

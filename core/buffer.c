@@ -1,6 +1,7 @@
 /* Buffers and host memory: validation here, native work in the backend. */
 #include "backend_impl.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +20,10 @@ gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpuws_buffer 
                             bytes, ctx->info.name, (unsigned long long)ctx->info.max_alloc_bytes);
     gpuws_buffer *b = gpuws__calloc(1, sizeof *b);
     if (!b) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a buffer handle (%zu bytes) for %zu bytes", sizeof *b, bytes);
+    static _Atomic uint64_t serials;
     b->ctx = ctx;
     b->size = bytes;
+    b->serial = atomic_fetch_add(&serials, 1) + 1;
     if ((st = ctx->backend->buffer_create(b))) {
         gpuws__free(b);
         return st;

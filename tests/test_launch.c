@@ -85,6 +85,54 @@ ParameterizedTest(gpuws_backend_kind *kind, launch, gpu_backends)
     gpuws_context_destroy(ctx);
 }
 
+ParameterizedTestParameters(launch, each_launch_uses_its_own_arguments)
+{
+    static gpuws_backend_kind b[2] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+    return cr_make_param_array(gpuws_backend_kind, b, 2);
+}
+
+/* A kernel launched again and again with some arguments changed, some not: every launch computes with its own
+ * (the OpenCL backend sets only the arguments that differ from the kernel's last launch), also when a buffer was
+ * destroyed and a new one, which may get the old one's native handle, takes its place. */
+ParameterizedTest(gpuws_backend_kind *kind, launch, each_launch_uses_its_own_arguments)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { N = 1000 };
+    float a[N], b[N], c[N];
+    for (int i = 0; i < N; i++) a[i] = (float)i, b[i] = 0.5f;
+    gpuws_buffer *da = test_buffer_from(ctx, a, sizeof a), *db = test_buffer_from(ctx, b, sizeof b);
+    gpuws_buffer *dc = test_buffer(ctx, sizeof c), *dd = test_buffer(ctx, sizeof c);
+    gpuws_kernel *k;
+    TEST_OK(gpuws_kernel_get(ctx, "vector_add_f32", &k));
+    const gpuws_launch_config cfg = {{4, 1, 1}, {64, 1, 1}};
+    /* c = a + b; c = a + b again; d = a + a; the first 500 of c = b + b; then b replaced by a new buffer of 3s */
+    gpuws_arg l1[] = {gpuws_arg_buffer(da), gpuws_arg_buffer(db), gpuws_arg_buffer(dc), gpuws_arg_u64(N)};
+    TEST_OK(gpuws_launch(NULL, k, &cfg, l1, 4));
+    TEST_OK(gpuws_launch(NULL, k, &cfg, l1, 4));
+    gpuws_arg l2[] = {gpuws_arg_buffer(da), gpuws_arg_buffer(da), gpuws_arg_buffer(dd), gpuws_arg_u64(N)};
+    TEST_OK(gpuws_launch(NULL, k, &cfg, l2, 4));
+    TEST_OK(gpuws_buffer_read(dd, 0, c, sizeof c));
+    for (int i = 0; i < N; i++) cr_assert_eq(c[i], 2.0f * (float)i, "a + a: element %d", i);
+    gpuws_arg l3[] = {gpuws_arg_buffer(db), gpuws_arg_buffer(db), gpuws_arg_buffer(dc), gpuws_arg_u64(N / 2)};
+    TEST_OK(gpuws_launch(NULL, k, &cfg, l3, 4));
+    TEST_OK(gpuws_buffer_read(dc, 0, c, sizeof c));
+    for (int i = 0; i < N; i++) cr_assert_eq(c[i], i < N / 2 ? 1.0f : (float)i + 0.5f, "b + b, then a + b: element %d", i);
+    for (int round = 0; round < 8; round++) {
+        gpuws_buffer_destroy(db);
+        for (int i = 0; i < N; i++) b[i] = (float)(3 + round);
+        db = test_buffer_from(ctx, b, sizeof b);
+        gpuws_arg l4[] = {gpuws_arg_buffer(da), gpuws_arg_buffer(db), gpuws_arg_buffer(dc), gpuws_arg_u64(N)};
+        TEST_OK(gpuws_launch(NULL, k, &cfg, l4, 4));
+        TEST_OK(gpuws_buffer_read(dc, 0, c, sizeof c));
+        for (int i = 0; i < N; i++) cr_assert_eq(c[i], (float)(i + 3 + round), "round %d: element %d", round, i);
+    }
+    gpuws_buffer_destroy(da);
+    gpuws_buffer_destroy(db);
+    gpuws_buffer_destroy(dc);
+    gpuws_buffer_destroy(dd);
+    gpuws_context_destroy(ctx);
+}
+
 Test(launch, cpu_backend_has_no_kernels)
 {
     gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
