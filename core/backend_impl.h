@@ -37,8 +37,8 @@ struct gpuws_stream {
     uint32_t tickets_base;           /* the value tickets holds when the next kernel on the stream starts */
     bool tickets_unknown;            /* a launch that draws tickets failed: zero it again before the next one */
     gpuws_buffer *zeroed;            /* device memory the kernels leave zero (see gpuws__stream_zeroed) */
-    void *memo[GPUWS__MEMO_SLOTS];   /* host memory drivers keep between calls (see gpuws__stream_memo) */
     size_t zeroed_clean;             /* its leading bytes known to be zero where the next command starts */
+    void *memo[GPUWS__MEMO_SLOTS];   /* host memory drivers keep between calls (see gpuws__stream_memo) */
     gpuws_stream *next;              /* in ctx->streams */
 };
 
@@ -176,11 +176,11 @@ void gpuws__stream_tickets_drawn(gpuws_stream *s, bool ok, uint32_t n);
  * new or grown memory, or everything after gpuws__stream_zeroed_dirty (call it when an enqueue of such kernels
  * fails, since an earlier one may have run and left totals behind). One buffer per stream (measure's records). */
 gpuws_status gpuws__stream_zeroed(gpuws_stream *s, size_t bytes, gpuws_buffer **out);
+void gpuws__stream_zeroed_dirty(gpuws_stream *s);
 /* Host memory a driver keeps on the stream between calls (a plan for the next call of the same shape): slot
  * 0..GPUWS__MEMO_SLOTS-1, `bytes` zeroed on first use (every call of a slot must ask for the same size), freed with
  * the stream. A stream is used by one thread at a time, so it needs no lock. */
 gpuws_status gpuws__stream_memo(gpuws_stream *s, int slot, size_t bytes, void **out);
-void gpuws__stream_zeroed_dirty(gpuws_stream *s);
 /* Reads n bytes into host memory once all the work enqueued on s before it has finished: what
  * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read on the stream. On NVIDIA's
  * OpenCL that round trip (a kernel, 4 bytes back) took 30 us against 38.5 us as a non-blocking read + clFinish

@@ -24,6 +24,15 @@ extern gpuws_backend_kind test_backends[TEST_BACKENDS];
     }                                                                                                           \
     ParameterizedTest(gpuws_backend_kind *kind, Suite, Name)
 
+/* The same on the GPU backends only (OpenCL and CUDA): tests of kernels and launches the CPU backend lacks. */
+#define GPU_BACKEND_TEST(Suite, Name)                                                                           \
+    ParameterizedTestParameters(Suite, Name)                                                                    \
+    {                                                                                                           \
+        static const gpuws_backend_kind gpu_backends[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};            \
+        return cr_make_param_array(gpuws_backend_kind, gpu_backends, 2);                                        \
+    }                                                                                                           \
+    ParameterizedTest(gpuws_backend_kind *kind, Suite, Name)
+
 /* Opens a context on `kind`. If the backend is unavailable (or GPUWS_TEST_BACKENDS leaves it out) the test is
  * skipped with the reason, unless the backend is named in GPUWS_REQUIRE, in which case the test fails.
  * The OpenCL device honours GPUWS_OPENCL_PLATFORM / GPUWS_DEVICE. Never returns NULL. */

@@ -447,45 +447,27 @@ static void tiled_with_each(gpuws_backend_kind kind, const problem *p, const cha
     gpuws_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
-{
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
-}
-
 /* Kernels larger than a tile's shared-memory budget are processed in blocks (rows x columns, columns a multiple
  * of 8); cap the blocks so that a 15 x 19 kernel is cut in several ways, down to single rows of 8 columns. */
-ParameterizedTest(gpuws_backend_kind *kind, convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
+GPU_BACKEND_TEST(convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
 {
     problem p = {45, 83, 0, 15, 19, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}};
     static const char *const caps[] = {"15,8", "4,16", "7,24", "1,8"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_KERNEL_BLOCK", caps, 4);
 }
 
-ParameterizedTestParameters(convolve2d, every_block_shape_agrees_with_the_reference)
-{
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
-}
-
 /* The driver picks the block shape from a cost model; every shape it may pick must compute the same thing. */
-ParameterizedTest(gpuws_backend_kind *kind, convolve2d, every_block_shape_agrees_with_the_reference)
+GPU_BACKEND_TEST(convolve2d, every_block_shape_agrees_with_the_reference)
 {
     problem p = {250, 141, 0, 5, 11, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}};
     static const char *const warps[] = {"2,1", "1,2", "4,1", "2,2", "1,4", "8,1", "4,2", "2,4"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_WARPS", warps, sizeof warps / sizeof warps[0]);
 }
 
-ParameterizedTestParameters(convolve2d, a_stream_replans_for_each_new_shape)
-{
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
-}
-
 /* The driver keeps the last call's plan on the stream for the next call of the same shape: calls that change the
  * image, the kernel, the mode or the boundary in turn on one stream (small after large: a plan kept too long would
  * leave outputs unwritten; large after small: too few tiles) each agree with the reference. */
-ParameterizedTest(gpuws_backend_kind *kind, convolve2d, a_stream_replans_for_each_new_shape)
+GPU_BACKEND_TEST(convolve2d, a_stream_replans_for_each_new_shape)
 {
     setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
     gpuws_context *ctx = test_open(*kind);
@@ -602,25 +584,13 @@ BACKEND_TEST(convolve2d, bad_input_is_refused_and_leaves_out_untouched)
     gpuws_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(convolve2d, generic_and_fixed_width_kernels_agree_with_the_reference)
-{
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
-}
-
 /* GPUWS_CONVOLVE2D_KERNEL picks the tiled kernel: the generic one (any size) or the one compiled for the kernel's
  * width (1..16, the default where it applies); both on the workshop's 15 x 15. */
-ParameterizedTest(gpuws_backend_kind *kind, convolve2d, generic_and_fixed_width_kernels_agree_with_the_reference)
+GPU_BACKEND_TEST(convolve2d, generic_and_fixed_width_kernels_agree_with_the_reference)
 {
     problem p = {61, 150, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
     static const char *const kernels[] = {"generic", "fixed"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_KERNEL", kernels, 2);
-}
-
-ParameterizedTestParameters(convolve2d, whole_and_thin_tiles_agree_with_the_reference)
-{
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
 }
 
 /* The fixed kernel computes the first output rows in whole tiles (5 rows per thread) and the rest in thin ones (1
@@ -628,19 +598,13 @@ ParameterizedTestParameters(convolve2d, whole_and_thin_tiles_agree_with_the_refe
  * GPUWS_CONVOLVE2D_SPLIT forces whole tiles only, thin ones only, or a number of whole tile rows. Mode full of a
  * 150 x 90 image with a 9 x 13 kernel gives 158 output rows, 4 tile rows of 40 at 2 x 1 warps: splits after 1, 2
  * and 3 of them leave 118, 78 and 38 rows of 8-row thin tiles, the last one partly past the edge. */
-ParameterizedTest(gpuws_backend_kind *kind, convolve2d, whole_and_thin_tiles_agree_with_the_reference)
+GPU_BACKEND_TEST(convolve2d, whole_and_thin_tiles_agree_with_the_reference)
 {
     setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
     setenv("GPUWS_CONVOLVE2D_WARPS", "2,1", 1);
     problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0}};
     static const char *const splits[] = {"off", "all", "1", "2", "3", "99"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_SPLIT", splits, sizeof splits / sizeof splits[0]);
-}
-
-ParameterizedTestParameters(convolve2d, persistent_blocks_cover_every_tile_call_after_call)
-{
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
 }
 
 /* On CUDA, f32 plans of 2 x 2 warps run as persistent blocks that take the fixed kernel's tiles from a ticket counter
@@ -650,7 +614,7 @@ ParameterizedTestParameters(convolve2d, persistent_blocks_cover_every_tile_call_
  * 7 blocks (each taking many tiles), a block per tile, more blocks than tiles, and the fixed kernel itself, call
  * after call on one stream: a miscounted ticket base would skip tiles in the next call. Then boundaries wrap and
  * symm, which CUDA runs with another kernel than fill's. */
-ParameterizedTest(gpuws_backend_kind *kind, convolve2d, persistent_blocks_cover_every_tile_call_after_call)
+GPU_BACKEND_TEST(convolve2d, persistent_blocks_cover_every_tile_call_after_call)
 {
     setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
     setenv("GPUWS_CONVOLVE2D_WARPS", "2,2", 1);
@@ -677,15 +641,9 @@ static void fixed_2x2_on_blocks(const char *grid)
     setenv("GPUWS_CONVOLVE2D_GRID", grid, 1);
 }
 
-ParameterizedTestParameters(convolve2d, two_streams_keep_their_own_tile_counters)
-{
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
-}
-
 /* Calls on two streams of one context, interleaved without waiting, 3 persistent blocks each (on CUDA): each stream
  * has its own tile counter, so neither call takes the other's tiles. */
-ParameterizedTest(gpuws_backend_kind *kind, convolve2d, two_streams_keep_their_own_tile_counters)
+GPU_BACKEND_TEST(convolve2d, two_streams_keep_their_own_tile_counters)
 {
     fixed_2x2_on_blocks("3");
     gpuws_context *ctx = test_open(*kind);
@@ -764,15 +722,9 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, tile_tickets_wrap_around
     gpuws_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(convolve2d, every_fixed_width_agrees_with_the_reference)
-{
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
-}
-
 /* The fixed kernel is a separate instantiation (CUDA) or build (OpenCL) per width 1..16: each once, with kernel
  * heights 1..5 (below, at and above the 5 rows a thread computes), every mode and boundary in turn. */
-ParameterizedTest(gpuws_backend_kind *kind, convolve2d, every_fixed_width_agrees_with_the_reference)
+GPU_BACKEND_TEST(convolve2d, every_fixed_width_agrees_with_the_reference)
 {
     setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
     setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
@@ -789,18 +741,12 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, every_fixed_width_agrees
     gpuws_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_width)
-{
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
-}
-
 /* Tiles that lie inside the image are staged with vector copies as wide as the row starts' alignment allows (16
  * bytes, 8, or element by element: base column on - (kw - 1) and the row stride decide); the rest, and every tile
  * with GPUWS_CONVOLVE2D_STAGE=general, go through the boundary rule. A 130 x 300 image has interior tiles for a
  * 15 x 15 kernel; full / same / valid give base columns -14 / -7 / 0, the strides 300 / 302 / 301 alignments of 4, 2
  * and 1 elements, so every copy width and the fallback run for f32 and f64. */
-ParameterizedTest(gpuws_backend_kind *kind, convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_width)
+GPU_BACKEND_TEST(convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_width)
 {
     setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
     setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);

@@ -3,13 +3,7 @@
 
 #include <string.h>
 
-ParameterizedTestParameters(launch, gpu_backends)
-{
-    static gpuws_backend_kind b[2] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
-}
-
-ParameterizedTest(gpuws_backend_kind *kind, launch, gpu_backends)
+GPU_BACKEND_TEST(launch, gpu_backends)
 {
     gpuws_context *ctx = test_open(*kind);
     gpuws_device_info d;
@@ -85,16 +79,10 @@ ParameterizedTest(gpuws_backend_kind *kind, launch, gpu_backends)
     gpuws_context_destroy(ctx);
 }
 
-ParameterizedTestParameters(launch, each_launch_uses_its_own_arguments)
-{
-    static gpuws_backend_kind b[2] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
-    return cr_make_param_array(gpuws_backend_kind, b, 2);
-}
-
 /* A kernel launched again and again with some arguments changed, some not: every launch computes with its own
  * (the OpenCL backend sets only the arguments that differ from the kernel's last launch), also when a buffer was
  * destroyed and a new one, which may get the old one's native handle, takes its place. */
-ParameterizedTest(gpuws_backend_kind *kind, launch, each_launch_uses_its_own_arguments)
+GPU_BACKEND_TEST(launch, each_launch_uses_its_own_arguments)
 {
     gpuws_context *ctx = test_open(*kind);
     enum { N = 1000 };

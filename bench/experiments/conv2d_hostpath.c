@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 199309L
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
+#include "host_timing.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,25 +21,6 @@
 #include <time.h>
 
 enum { N = 2048, K = 15 };
-
-static int cmp(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return v[n / 2];
-}
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
 
 #define OK(x)                                                                                                   \
     do {                                                                                                        \

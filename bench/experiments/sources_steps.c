@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 199309L
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
+#include "host_timing.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -21,25 +22,6 @@ static double uniform(void)
 {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
     return ((rng >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
-static int cmp(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return v[n / 2];
-}
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
 int main(int argc, char **argv)
@@ -81,13 +63,13 @@ int main(int argc, char **argv)
         int ok = 1;
         for (int r = -2; r < reps && ok; r++) { /* two warm-up calls */
             gpuws_catalog *cat = NULL;
-            const double h0 = now_ms();
+            const double h0 = now_us() * 1e-3;
             if (gpuws_find_sources(ctx, img, side, side, NULL, &cat)) {
                 fprintf(stderr, "%s: %s\n", argv[b], gpuws_last_error());
                 ok = 0;
                 break;
             }
-            const double h1 = now_ms();
+            const double h1 = now_us() * 1e-3;
             if (r >= 0) {
                 const double v[8] = {cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure,
                                      cat->ms_download, cat->ms_total, h1 - h0};

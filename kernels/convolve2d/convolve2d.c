@@ -16,7 +16,7 @@
 extern char **environ;
 
 /* The knobs above (and GPUWS_CONVOLVE2D_SPLIT, _STAGE, GPUWS_CONV_NO_UNROLL), read in one pass over the environment
- * per call: nine getenv calls were ~2.6K host instructions of every call (callgrind, 2026-11-22). NULL: unset or
+ * per call: 13 getenv calls per call were ~4.9K host instructions (callgrind on PoCL, 2026-11-22). NULL: unset or
  * empty, as gpuws__getenv. Tests set them between calls, so they are read every call. */
 typedef struct {
     const char *path, *kernel, *warps, *kernel_block, *split, *stage, *persist, *grid, *no_unroll;
@@ -226,8 +226,8 @@ static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *
 
 /* The fixed kernel's split between whole and thin tiles (FixedShape in convolve2d.cu): whole tiles for as many tile
  * rows as fill the units' resident slots a whole number of times, thin tiles for the rows below; none when the
- * whole tiles fill them exactly. env, the value of GPUWS_CONVOLVE2D_SPLIT: off (whole tiles only), all (thin only) or a number of
- * whole tile rows overrides it. */
+ * whole tiles fill them exactly. env, the value of GPUWS_CONVOLVE2D_SPLIT: off (whole tiles only), all (thin only)
+ * or a number of whole tile rows, overrides it. */
 static void plan_split(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tile_shape *sh,
                        uint32_t kernel_block_limit, const char *env, tiled_plan *p)
 {
