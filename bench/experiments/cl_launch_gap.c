@@ -38,6 +38,7 @@
     } while (0)
 
 static const char *src = "__kernel void empty(__global float *x) { }\n"
+                         "__kernel void put(__global int *d, int v) { if (get_global_id(0) == 0) d[0] = v; }\n"
                          "__kernel void spin(__global float *x, int n) {\n"
                          "  float a = x[get_global_id(0)], b = 1.0001f;\n"
                          "  for (int i = 0; i < n; i++) { a = fma(a, b, 0.5f); b = fma(b, a, -0.25f); }\n"
@@ -154,11 +155,15 @@ static cl_int wait_spin(cl_event e)
 }
 
 /* how: 0 non-blocking read + clFinish, 1 blocking read, 2 non-blocking read + clFlush + spin on its event,
- * 3 read into pinned host memory (mapped ALLOC_HOST_PTR) + clFinish, 4 non-blocking read + clWaitForEvents */
+ * 3 read into pinned host memory (mapped ALLOC_HOST_PTR) + clFinish, 4 non-blocking read + clWaitForEvents,
+ * 5 blocking read into pinned host memory, 6 pinned read + clFlush + spin on its event, 7 the kernel writes the value
+ * into the mapped ALLOC_HOST_PTR buffer itself (no read command) + clFinish, 8 the same + clFlush + spin on the
+ * kernel's event. Every round trip's kernel writes a new value and the host checks it got that value. */
 static void roundtrip(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k, cl_mem src, int how)
 {
     static const char *names[] = {"read + clFinish", "blocking read", "read + flush + spin", "pinned read + clFinish",
-                                  "read + clWaitForEvents"};
+                                  "read + clWaitForEvents", "blocking pinned read", "pinned read + flush + spin",
+                                  "kernel->mapped + clFinish", "kernel->mapped + spin"};
     cl_int e;
     cl_command_queue q = clCreateCommandQueue(c, d, CL_QUEUE_PROFILING_ENABLE, &e);
     CHECK(e);
@@ -166,25 +171,32 @@ static void roundtrip(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel 
     CHECK(e);
     int *pinned = clEnqueueMapBuffer(q, pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, 64, 0, NULL, NULL, &e);
     CHECK(e);
-    size_t one = 1, global = 256, local = 256;
+    const int direct = how >= 7;
+    CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), direct ? &pin : &src));
+    size_t global = 256, local = 256, one = 1;
     double wall[101], dev[101];
-    int value = 0;
+    int value = 0, wrong = 0;
     for (int rep = 0; rep < 101; rep++) {
         cl_event a, b, r = NULL;
+        const int want = 1000 + rep * (how + 1);
+        CHECK(clSetKernelArg(k, 1, sizeof want, &want));
         CHECK(clEnqueueNDRangeKernel(q, marker, 1, NULL, &one, &one, 0, NULL, &a));
         clFlush(q);
         const double t0 = now_us();
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL));
-        int *dst = how == 3 ? pinned : &value;
-        CHECK(clEnqueueReadBuffer(q, src, how == 1 ? CL_TRUE : CL_FALSE, 0, sizeof(int), dst, 0, NULL,
-                                  how == 2 || how == 4 ? &r : NULL));
-        if (how == 0 || how == 3) CHECK(clFinish(q));
-        if (how == 2) {
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, how == 8 ? &r : NULL));
+        int *dst = how == 3 || how == 5 || how == 6 ? pinned : &value;
+        if (!direct)
+            CHECK(clEnqueueReadBuffer(q, src, how == 1 || how == 5 ? CL_TRUE : CL_FALSE, 0, sizeof(int), dst, 0, NULL,
+                                      how == 2 || how == 4 || how == 6 ? &r : NULL));
+        if (how == 0 || how == 3 || how == 7) CHECK(clFinish(q));
+        if (how == 2 || how == 6 || how == 8) {
             clFlush(q);
             CHECK(wait_spin(r));
         }
         if (how == 4) CHECK(clWaitForEvents(1, &r));
+        const int got = direct ? *(volatile int *)pinned : *dst;
         wall[rep] = now_us() - t0;
+        wrong += got != want;
         CHECK(clEnqueueNDRangeKernel(q, marker, 1, NULL, &one, &one, 0, NULL, &b));
         clFlush(q);
         CHECK(clWaitForEvents(1, &b));
@@ -194,8 +206,8 @@ static void roundtrip(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel 
     }
     qsort(wall, 101, sizeof *wall, cmpd);
     qsort(dev, 101, sizeof *dev, cmpd);
-    printf("roundtrip %-24s host wall median %8.2f us (min %7.2f)   timed interval median %8.2f us (min %7.2f)\n",
-           names[how], wall[50], wall[0], dev[50], dev[0]);
+    printf("roundtrip %-27s host wall median %8.2f us (min %7.2f)   timed interval median %8.2f us (min %7.2f)"
+           "   wrong values %d/101\n", names[how], wall[50], wall[0], dev[50], dev[0], wrong);
     clEnqueueUnmapMemObject(q, pin, pinned, 0, NULL, NULL);
     clFinish(q);
     clReleaseMemObject(pin);
@@ -315,7 +327,9 @@ int main(int argc, char **argv)
         const double t0 = now_us();
         for (int i = 0; i < 10000; i++) CHECK(clSetKernelArg(ks, 1, sizeof short_iters, &short_iters));
         printf("clSetKernelArg: %.3f us per call (host)\n", (now_us() - t0) / 10000);
-        for (int how = 0; how < 5; how++) roundtrip(c, d, km, ke, x, how);
+        cl_kernel kp = clCreateKernel(p, "put", &e);
+        CHECK(e);
+        for (int how = 0; how < 9; how++) roundtrip(c, d, km, kp, x, how);
         if (strstr(name, "NVIDIA")) globaltimer(c, d, ke, ks, global);
         return 0;
     }

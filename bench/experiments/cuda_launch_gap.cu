@@ -8,6 +8,10 @@
 #include <cuda_runtime.h>
 
 __global__ void empty(float *) {}
+__global__ void put(int *d, int v)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile int *)d = v;
+}
 __global__ void spin(float *x, int n)
 {
     const size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
@@ -69,19 +73,33 @@ int main(int argc, char **argv)
         std::sort(t, t + 50);
         printf("interval cuda events   5 spin/4 kernels between: median %8.2f us, min %8.2f us\n", 0.5e3 * (t[24] + t[25]), 1e3 * t[0]);
     }
-    // a host round trip as label's driver makes one: a kernel, 4 bytes read back (pageable / pinned), synchronize
+    // a host round trip as label's driver makes one: a kernel that writes a new value, 4 bytes read back, wait.
+    // how: 0 pageable + stream sync, 1 pinned + stream sync, 2 pinned + spin on cudaStreamQuery, 3 the kernel writes
+    // into mapped pinned memory itself (no copy) + stream sync, 4 the same + spin on cudaStreamQuery
     {
-        int *pinned, value = 0;
+        static const char *names[] = {"pageable + sync", "pinned + sync", "pinned + query spin", "kernel->mapped + sync",
+                                      "kernel->mapped + spin"};
+        int *pinned, *mapped, *mapped_dev, value = 0;
         cudaMallocHost(&pinned, 64);
-        for (int how = 0; how < 2; how++) {
+        cudaHostAlloc(&mapped, 64, cudaHostAllocMapped);
+        cudaHostGetDevicePointer(&mapped_dev, mapped, 0);
+        for (int how = 0; how < 5; how++) {
             double wall[101], dev[101];
+            int wrong = 0;
             for (int rep = 0; rep < 101; rep++) {
+                const int want = 1000 + rep * (how + 1);
                 cudaEventRecord(a, s);
                 const auto t0 = std::chrono::steady_clock::now();
-                empty<<<1, 256, 0, s>>>(x);
-                cudaMemcpyAsync(how ? pinned : &value, x, sizeof(int), cudaMemcpyDeviceToHost, s);
-                cudaStreamSynchronize(s);
+                put<<<1, 256, 0, s>>>(how >= 3 ? mapped_dev : (int *)x, want);
+                if (how < 3) cudaMemcpyAsync(how ? pinned : &value, x, sizeof(int), cudaMemcpyDeviceToHost, s);
+                if (how == 2 || how == 4)
+                    while (cudaStreamQuery(s) == cudaErrorNotReady) {
+                    }
+                else
+                    cudaStreamSynchronize(s);
+                const int got = how >= 3 ? *(volatile int *)mapped : how ? *pinned : value;
                 wall[rep] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+                wrong += got != want;
                 cudaEventRecord(b, s);
                 cudaEventSynchronize(b);
                 float ms;
@@ -89,10 +107,11 @@ int main(int argc, char **argv)
                 dev[rep] = ms * 1e3;
             }
             std::sort(wall, wall + 101), std::sort(dev, dev + 101);
-            printf("roundtrip cuda %-19s host wall median %8.2f us (min %7.2f)   timed interval median %8.2f us (min %7.2f)\n",
-                   how ? "pinned + sync" : "pageable + sync", wall[50], wall[0], dev[50], dev[0]);
+            printf("roundtrip cuda %-22s host wall median %8.2f us (min %7.2f)   timed interval median %8.2f us (min %7.2f)"
+                   "   wrong values %d/101\n", names[how], wall[50], wall[0], dev[50], dev[0], wrong);
         }
         cudaFreeHost(pinned);
+        cudaFreeHost(mapped);
     }
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) { printf("CUDA error: %s\n", cudaGetErrorString(e)); return 1; }
