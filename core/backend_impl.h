@@ -27,6 +27,7 @@ struct gpuws_context {
 };
 
 #define GPUWS__MEMO_SLOTS 1 /* 0: convolve2d's last plan */
+#define GPUWS__STAGING_BYTES 64
 #define GPUWS__SCRATCH_SLOTS 7 /* 0-3: the algorithms' drivers; 4-6: find_sources (kernels/sources/sources.c) */
 struct gpuws_stream {
     gpuws_context *ctx;
@@ -39,6 +40,8 @@ struct gpuws_stream {
     gpuws_buffer *zeroed;            /* device memory the kernels leave zero (see gpuws__stream_zeroed) */
     size_t zeroed_clean;             /* its leading bytes known to be zero where the next command starts */
     void *memo[GPUWS__MEMO_SLOTS];   /* host memory drivers keep between calls (see gpuws__stream_memo) */
+    void *staging;                   /* GPUWS__STAGING_BYTES of pinned host memory (see gpuws__buffer_read_start) */
+    void *read_marker;               /* the backend's reusable marker for read_start (freed by stream_destroy) */
     gpuws_stream *next;              /* in ctx->streams */
 };
 
@@ -90,6 +93,11 @@ typedef struct gpuws__backend {
     /* Transfers on stream s; blocking != 0 returns only when the host memory may be reused. */
     gpuws_status (*buffer_write)(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *src, size_t n, int blocking);
     gpuws_status (*buffer_read)(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n, int blocking);
+    /* (optional) Starts reading n bytes at off of b into dst (pinned memory from host_alloc) and returns in *token
+     * what read_wait waits on: the read only, so commands enqueued on s after it may still be running when the
+     * wait returns. read_wait releases the token, also when it fails. Without them core reads blocking. */
+    gpuws_status (*read_start)(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n, void **token);
+    gpuws_status (*read_wait)(gpuws_stream *s, void *token);
     gpuws_status (*buffer_copy)(gpuws_stream *s, gpuws_buffer *dst, size_t doff, const gpuws_buffer *src, size_t soff,
                                 size_t n);
     gpuws_status (*buffer_fill)(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pattern, size_t psize,
@@ -182,10 +190,23 @@ void gpuws__stream_zeroed_dirty(gpuws_stream *s);
  * the stream. A stream is used by one thread at a time, so it needs no lock. */
 gpuws_status gpuws__stream_memo(gpuws_stream *s, int slot, size_t bytes, void **out);
 /* Reads n bytes into host memory once all the work enqueued on s before it has finished: what
- * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read on the stream. On NVIDIA's
- * OpenCL that round trip (a kernel, 4 bytes back) took 30 us against 38.5 us as a non-blocking read + clFinish
- * (H100, 2026-11-22, bench/experiments/cl_launch_gap.c); CUDA does the same either way. n > 0. */
+ * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read (on NVIDIA's OpenCL a
+ * blocking read of a kernel's 4 bytes took 30 us against 38.5 us as a non-blocking read + clFinish). Reads of up to
+ * GPUWS__STAGING_BYTES go through the stream's pinned staging memory. n > 0. */
 gpuws_status gpuws__buffer_read_sync(gpuws_stream *s, const gpuws_buffer *src, size_t offset, void *dst, size_t n);
+/* A small read the host waits for while the device goes on: _start enqueues the read of n <= GPUWS__STAGING_BYTES
+ * bytes into the stream's pinned staging memory; the caller may enqueue more work on s; _finish waits for the read
+ * alone (not for that later work) and copies the bytes to dst. Every successful _start needs its _finish (also on
+ * an error path: it releases the read), and a stream has one read in flight at a time. Pinned memory and waiting
+ * for the read alone (H100, 2026-11-22, bench/experiments/cl_launch_gap.c, a kernel + 4 bytes back): NVIDIA's
+ * OpenCL 20.3 us (blocking read into pageable memory) -> 19.0 (pinned); CUDA 13.0 -> 11.3. */
+typedef struct gpuws__pending_read {
+    void *token; /* the backend's; NULL when the bytes are already there */
+    size_t n;
+} gpuws__pending_read;
+gpuws_status gpuws__buffer_read_start(gpuws_stream *s, const gpuws_buffer *src, size_t offset, size_t n,
+                                      gpuws__pending_read *rd);
+gpuws_status gpuws__buffer_read_finish(gpuws_stream *s, gpuws__pending_read *rd, void *dst);
 /* Kernel by name built with extra build options (OpenCL -D tunables; ignored by CUDA). */
 gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const char *options, gpuws_kernel **k);
 /* Host address of a CPU-backend buffer (NULL for other backends). */

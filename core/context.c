@@ -384,6 +384,8 @@ gpuws_status gpuws__stream_memo(gpuws_stream *s, int slot, size_t bytes, void **
 
 static void destroy_scratch(gpuws_stream *s)
 {
+    if (s->staging) s->ctx->backend->host_free(s->ctx, s->staging);
+    s->staging = NULL;
     gpuws_buffer_destroy(s->tickets);
     s->tickets = NULL;
     gpuws_buffer_destroy(s->zeroed);

@@ -157,6 +157,8 @@ static gpuws_status cuda_stream_create(gpuws_stream *s)
 static void cuda_stream_destroy(gpuws_stream *s)
 {
     cudaSetDevice(DEV(s->ctx));
+    if (s->read_marker) cudaEventDestroy((cudaEvent_t)s->read_marker);
+    s->read_marker = NULL;
     cudaStreamDestroy(STREAM(s));
 }
 
@@ -197,6 +199,28 @@ static gpuws_status cuda_read(gpuws_stream *s, const gpuws_buffer *b, size_t off
     SET_DEVICE(s->ctx);
     CHECK_CU(cudaMemcpyAsync(dst, DPTR(b, off), n, cudaMemcpyDeviceToHost, STREAM(s)), "reading %zu bytes", n);
     if (blocking) CHECK_CU(cudaStreamSynchronize(STREAM(s)), "reading %zu bytes", n);
+    return GPUWS_OK;
+}
+
+/* The token is an event recorded right after the copy (one per stream, made on first use, without timing). */
+static gpuws_status cuda_read_start(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n, void **token)
+{
+    SET_DEVICE(s->ctx);
+    if (!s->read_marker) {
+        cudaEvent_t ev;
+        CHECK_CU(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+        s->read_marker = ev;
+    }
+    CHECK_CU(cudaMemcpyAsync(dst, DPTR(b, off), n, cudaMemcpyDeviceToHost, STREAM(s)), "reading %zu bytes", n);
+    CHECK_CU(cudaEventRecord((cudaEvent_t)s->read_marker, STREAM(s)), "cudaEventRecord");
+    *token = s->read_marker;
+    return GPUWS_OK;
+}
+
+static gpuws_status cuda_read_wait(gpuws_stream *s, void *token)
+{
+    SET_DEVICE(s->ctx);
+    CHECK_CU(cudaEventSynchronize((cudaEvent_t)token), "waiting for a read");
     return GPUWS_OK;
 }
 
@@ -371,6 +395,8 @@ const gpuws__backend gpuws__backend_cuda = {
     .buffer_destroy = cuda_buffer_destroy,
     .buffer_write = cuda_write,
     .buffer_read = cuda_read,
+    .read_start = cuda_read_start,
+    .read_wait = cuda_read_wait,
     .buffer_copy = cuda_copy,
     .buffer_fill = cuda_fill,
     .host_alloc = cuda_host_alloc,

@@ -407,6 +407,26 @@ static gpuws_status ocl_read(gpuws_stream *s, const gpuws_buffer *b, size_t off,
     return GPUWS_OK;
 }
 
+/* The read's own event is the token: waiting for it does not wait for the commands enqueued after it. */
+static gpuws_status ocl_read_start(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n, void **token)
+{
+    cl_event ev;
+    CHECK_CL(ocl.clEnqueueReadBuffer(Q(s), MEM(b), CL_FALSE, off, n, dst, 0, NULL, &ev),
+             "clEnqueueReadBuffer of %zu bytes at offset %zu", n, off);
+    *token = ev;
+    return GPUWS_OK;
+}
+
+static gpuws_status ocl_read_wait(gpuws_stream *s, void *token)
+{
+    cl_event ev = (cl_event)token;
+    cl_int e = ocl.clFlush(Q(s));
+    if (e == CL_SUCCESS) e = ocl.clWaitForEvents(1, &ev);
+    ocl.clReleaseEvent(ev);
+    CHECK_CL(e, "waiting for a read");
+    return GPUWS_OK;
+}
+
 static gpuws_status ocl_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff, size_t n)
 {
     CHECK_CL(ocl.clEnqueueCopyBuffer(Q(s), MEM(src), MEM(d), soff, doff, n, 0, NULL, NULL), "clEnqueueCopyBuffer of %zu bytes", n);
@@ -879,6 +899,8 @@ const gpuws__backend gpuws__backend_opencl = {
     .buffer_destroy = ocl_buffer_destroy,
     .buffer_write = ocl_write,
     .buffer_read = ocl_read,
+    .read_start = ocl_read_start,
+    .read_wait = ocl_read_wait,
     .buffer_copy = ocl_copy,
     .buffer_fill = ocl_fill,
     .host_alloc = ocl_host_alloc,
