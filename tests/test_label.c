@@ -374,6 +374,48 @@ ParameterizedTest(race_case *c, label, repeated_runs_of_a_percolating_image_agre
     gpuws_context_destroy(ctx);
 }
 
+/* ---- calls in turn on one stream ------------------------------------------------------------------------------
+ * gpuws_label returns once N is known; the label image is complete for the work that follows on the stream. The GPU
+ * drivers keep state on the stream between calls (the tiles' flags, which the last pass clears again, and a ticket
+ * counter): calls on images of other sizes and connectivities in turn must each see nothing of the one before. */
+BACKEND_TEST(label, calls_in_turn_on_one_stream_each_agree_with_the_reference)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_stream *s;
+    TEST_OK(gpuws_stream_create(ctx, &s));
+    static const struct { size_t w, h; double density; int conn; } steps[] = {
+        {1000, 1000, 0.59, 4}, {333, 517, 0.45, 8}, {1000, 1000, 0.41, 8}, {64, 2000, 0.6, 4}, {1000, 1000, 0.59, 4}};
+    const size_t cap = 1000 * 2000;
+    gpuws_buffer *m = test_buffer(ctx, cap), *l = test_buffer(ctx, cap * 4);
+    uint8_t *mask = malloc(cap);
+    int32_t *want = malloc(cap * 4), *got = malloc(cap * 4);
+    cr_assert(mask && want && got);
+    uint64_t seed = test_seed(true);
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        const size_t w = steps[k].w, h = steps[k].h, n = w * h;
+        for (size_t i = 0; i < n; i++) mask[i] = test_rand_uniform(&seed) < steps[k].density;
+        const size_t want_n = gpuws_label_ref(mask, w, h, steps[k].conn, want);
+        size_t got_n = (size_t)-1;
+        TEST_OK(gpuws_buffer_write_async(s, m, 0, mask, n));
+        TEST_OK(gpuws_label(s, w, h, m, steps[k].conn, l, &got_n));
+        TEST_OK(gpuws_buffer_read_async(s, l, 0, got, n * 4));
+        TEST_OK(gpuws_stream_synchronize(s));
+        char what[96];
+        snprintf(what, sizeof what, "%s call %zu (%zux%zu, connectivity %d)", test_backend_name(*kind), k + 1, w, h,
+                 steps[k].conn);
+        cr_assert_eq(got_n, want_n, "%s: %zu labels, the reference has %zu", what, got_n, want_n);
+        assert_same_labels(got, want, w, n, what);
+    }
+    test_check_guard(l, cap * 4, "labels");
+    free(mask);
+    free(want);
+    free(got);
+    gpuws_buffer_destroy(m);
+    gpuws_buffer_destroy(l);
+    gpuws_stream_destroy(s);
+    gpuws_context_destroy(ctx);
+}
+
 /* ---- sizes with nothing to do, and bad input ------------------------------------------------------------------ */
 
 BACKEND_TEST(label, empty_images_have_no_labels_and_write_nothing)

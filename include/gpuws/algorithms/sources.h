@@ -38,7 +38,9 @@ GPUWS_API gpuws_status gpuws_threshold(gpuws_stream *stream, size_t n, const gpu
 /* ---- 3. labelling ---------------------------------------------------------------------------------------
  * Connected components of the non-zero pixels of a uint8 mask, connectivity 4 (SciPy's default cross) or 8.
  * labels (int32, width*height): 0 for background, 1..N numbered in raster order of each component's first pixel,
- * so the image is identical to scipy.ndimage.label's. Blocks until N is known and returns it in *num_labels. */
+ * so the image is identical to scipy.ndimage.label's. Blocks until N is known and returns it in *num_labels; on GPU
+ * backends the last pass over labels may still be running then: work enqueued on the stream afterwards sees the
+ * finished image (read it with gpuws_buffer_read_async on the same stream, or synchronize the stream first). */
 GPUWS_API gpuws_status gpuws_label(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *mask,
                                    int connectivity, gpuws_buffer *labels, size_t *num_labels);
 
