@@ -15,7 +15,7 @@
     X(clBuildProgram) X(clGetProgramBuildInfo) X(clGetProgramInfo) X(clReleaseProgram) X(clCreateKernel)          \
     X(clReleaseKernel) X(clSetKernelArg) X(clGetKernelInfo) X(clGetKernelArgInfo) X(clGetKernelWorkGroupInfo)     \
     X(clEnqueueNDRangeKernel) X(clFinish) X(clFlush) X(clEnqueueMarkerWithWaitList) X(clWaitForEvents)            \
-    X(clGetEventProfilingInfo) X(clReleaseEvent)
+    X(clGetEventProfilingInfo) X(clReleaseEvent) X(clGetEventInfo)
 
 typedef struct ocl_api {
 #define OCL_DECLARE(fn) __typeof__(&fn) fn;
