@@ -1,12 +1,11 @@
 /* Connected-component labelling, numbered like scipy.ndimage.label. The plan (kernels/label/label.c, and
- * docs/algorithms/label.md) in three launches:
- *   tiles    the first ntiles work-groups (by ticket) one 32x32 tile each: union-find in local memory, writes
- *            L = 1 + global index of the pixel's root within the tile (0 for background), publishes the tile;
- *            the later ones one work-item per tile-border pixel: once both tiles are published, unites it with
- *            its neighbours in other tiles (global compare-and-swap)
+ * docs/algorithms/label.md) in five launches:
+ *   local    one work-group per 32x32 tile: union-find in local memory, writes L = 1 + global index of the
+ *            pixel's root within the tile (0 for background)
+ *   merge    one work-item per tile-border pixel: unites it with its neighbours in other tiles (global atomic_min)
  *   flatten  one work-group per chunk of 2048 raster-consecutive pixels: points every pixel at its root, numbers
- *            the chunk's roots in raster order (root := -(rank in chunk + 1)), counts them; the last work-group
- *            to finish turns the counts into exclusive prefix sums, total at the end
+ *            the chunk's roots in raster order (root := -(rank in chunk + 1)), counts them
+ *   scan     one work-group: exclusive prefix sum of the chunk counts, total at the end
  *   relabel  L = chunk offset + rank in chunk + 1, read at each pixel's root
  * Every union links the larger root under the smaller, so a component's final root is its smallest raster index,
  * its first pixel: ranking the roots in raster order gives SciPy's numbering.
@@ -105,71 +104,19 @@ inline void unite_global(volatile __global int *L, int a0, int b0)
 /* ---- local: one tile per work-group -------------------------------------------------------------------------
  * Each pixel first points at the start of its horizontal run, so only runs are united: a pixel unites with the
  * row above only where that adds a connection its left neighbour has not made (the decision tree of Wu, Otoo and
- * Suzuki's scan, restricted to the tile; links that leave the tile are the merge items'). */
+ * Suzuki's scan, restricted to the tile; links that leave the tile are `merge`'s). */
 
-/* ---- tiles: the local pass and the links between tiles in one launch ------------------------------------------
- * The first ntiles tickets take a tile each: its local pass, then its flag (stream memory that starts zero; the
- * flatten pass clears it again). The rest take merge items, per tile: the top row (TILE_W), the left column (TILE_H)
- * and, for 8-connectivity, the right column (TILE_H). Each item's pixel is united with every backward neighbour
- * (left, up-left, up, up-right) that lies in another tile, once both tiles have published their local pass: every
- * link that crosses a tile border has its later pixel among these. Corners repeat a link or two; uniting twice is
- * harmless. A merge work-group draws its ticket after every tile's work-group has drawn one, so every tile it
- * waits for has started, and a local pass waits for nothing: the waits end. A tile's own work-group uniting its
- * borders instead held its slot while it waited (CUDA 54-58 -> 66 us at 2048^2).
- * Every work-group runs the local pass's barriers (a merge work-group on an empty tile): PoCL 5 aborts on barriers
- * under a branch. GPUWS_NV_PTX (NVIDIA's OpenCL): the global fences are PTX membar.gl. */
-#ifdef GPUWS_NV_PTX
-#define GLOBAL_FENCE() asm volatile("membar.gl;" ::: "memory")
-#else
-#define GLOBAL_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
-#endif
-
-/* A load of what other work-groups wrote: on NVIDIA from L2 (ld.global.cg; a volatile load there is a
- * system-scope one), elsewhere volatile. */
-inline int load_l2(volatile __global int *p)
-{
-#ifdef GPUWS_NV_PTX
-    int v;
-    asm volatile("ld.global.cg.s32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-#else
-    return *p;
-#endif
-}
-
-inline uint tile_of(int p, uint width, uint tiles_x) { return ((uint)p / width / TILE_H) * tiles_x + (uint)p % width / TILE_W; }
-
-inline void wait_tiles(__global const uint *flags, uint width, uint tiles_x, int p, int q)
-{
-    volatile __global const uint *f = flags;
-    const uint tp = tile_of(p, width, tiles_x), tq = tile_of(q, width, tiles_x);
-    while (f[tp] == 0u || f[tq] == 0u) {
-    }
-    GLOBAL_FENCE(); /* the tiles' labels after their flags */
-}
-
-inline void unite_after(__global int *L, __global const uint *flags, uint width, uint tiles_x, int p, int q)
-{
-    wait_tiles(flags, width, tiles_x, p, q);
-    unite_global(L, p, q);
-}
-
-#define TILES_KERNEL(CONN, PER_TILE)                                                                              \
-    __kernel __attribute__((reqd_work_group_size(TILE_W, TILE_ROWS, 1))) void label_tiles_##CONN(              \
-        __global const uchar *mask, __global int *L, uint width, uint height, uint tiles_x, uint ntiles,          \
-        ulong items, __global uint *tickets, uint base, __global uint *flags)                                     \
+#define LOCAL_KERNEL(CONN)                                                                                        \
+    __kernel __attribute__((reqd_work_group_size(TILE_W, TILE_ROWS, 1))) void label_local_##CONN(              \
+        __global const uchar *mask, __global int *L, uint width, uint height, uint tiles_x)                      \
     {                                                                                                             \
         __local uchar m[TILE_W * TILE_H];                                                                         \
         __local int s[TILE_W * TILE_H];                                                                           \
-        __local uint ticket_l;                                                                                    \
-        const uint lx = get_local_id(0), tid = get_local_id(1) * TILE_W + lx;                                     \
-        if (tid == 0) ticket_l = atomic_add(tickets, 1u) - base;                                                  \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                                             \
-        const uint ticket = ticket_l, is_tile = ticket < ntiles, tile = is_tile ? ticket : 0u;                    \
-        const uint x0 = (tile % tiles_x) * TILE_W, y0 = (tile / tiles_x) * TILE_H, x = x0 + lx;                   \
+        const uint tile = get_group_id(0), tx = tile % tiles_x, ty = tile / tiles_x;                              \
+        const uint lx = get_local_id(0), x0 = tx * TILE_W, y0 = ty * TILE_H, x = x0 + lx;                         \
         for (uint r = 0; r < TILE_H / TILE_ROWS; r++) {                                                           \
             const uint ly = get_local_id(1) + r * TILE_ROWS, y = y0 + ly;                                         \
-            m[ly * TILE_W + lx] = is_tile && x < width && y < height && mask[(ulong)y * width + x] != 0;          \
+            m[ly * TILE_W + lx] = x < width && y < height && mask[(ulong)y * width + x] != 0;                     \
         }                                                                                                         \
         barrier(CLK_LOCAL_MEM_FENCE);                                                                             \
         for (uint r = 0; r < TILE_H / TILE_ROWS; r++) {                                                           \
@@ -200,9 +147,10 @@ inline void unite_after(__global int *L, __global const uint *flags, uint width,
             }                                                                                                     \
         }                                                                                                         \
         barrier(CLK_LOCAL_MEM_FENCE);                                                                             \
-        for (uint r = 0; is_tile && r < TILE_H / TILE_ROWS; r++) {                                                \
+        if (x >= width) return;                                                                                   \
+        for (uint r = 0; r < TILE_H / TILE_ROWS; r++) {                                                           \
             const uint ly = get_local_id(1) + r * TILE_ROWS, li = ly * TILE_W + lx, y = y0 + ly;                  \
-            if (x >= width || y >= height) break;                                                                 \
+            if (y >= height) break;                                                                               \
             int v = 0;                                                                                            \
             if (m[li]) {                                                                                          \
                 const uint root = (uint)find_local(s, (int)li);                                                   \
@@ -210,48 +158,52 @@ inline void unite_after(__global int *L, __global const uint *flags, uint width,
             }                                                                                                     \
             L[(ulong)y * width + x] = v;                                                                          \
         }                                                                                                         \
-        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);                                                      \
-        if (is_tile) {                                                                                            \
-            if (tid == 0) {                                                                                       \
-                GLOBAL_FENCE(); /* the group's labels (ordered before it by the barrier) before the flag */       \
-                ((volatile __global uint *)flags)[tile] = 1u;                                                     \
-            }                                                                                                     \
-            return;                                                                                               \
-        }                                                                                                         \
-        const ulong stride = (ulong)(get_num_groups(0) - ntiles) * (TILE_W * TILE_ROWS);                          \
-        for (ulong it = (ulong)(ticket - ntiles) * (TILE_W * TILE_ROWS) + tid; it < items; it += stride) {        \
-            const ulong t = it / (PER_TILE);                                                                        \
+    }
+
+LOCAL_KERNEL(4)
+LOCAL_KERNEL(8)
+
+/* ---- merge: the links between tiles ---------------------------------------------------------------------------
+ * Items per tile: the top row (TILE_W), the left column (TILE_H) and, for 8-connectivity, the right column
+ * (TILE_H). Each item's pixel is united with every backward neighbour (left, up-left, up, up-right) that lies in
+ * another tile: every link that crosses a tile border has its later pixel among these. Corners repeat a link or
+ * two; uniting twice is harmless. */
+
+#define MERGE_KERNEL(CONN, PER_TILE)                                                                              \
+    __kernel void label_merge_##CONN(__global const uchar *mask, __global int *L, uint width, uint height,       \
+                                     uint tiles_x, ulong items)                                                   \
+    {                                                                                                             \
+        for (ulong it = get_global_id(0); it < items; it += get_global_size(0)) {                                 \
+            const ulong tile = it / (PER_TILE);                                                                     \
             const uint k = (uint)(it % (PER_TILE));                                                                 \
-            const uint tx0 = (uint)(t % tiles_x) * TILE_W, ty0 = (uint)(t / tiles_x) * TILE_H;                    \
+            const uint x0 = (uint)(tile % tiles_x) * TILE_W, y0 = (uint)(tile / tiles_x) * TILE_H;                \
             if (k < TILE_W) { /* top row: the row above */                                                        \
-                const uint xk = tx0 + k;                                                                          \
-                if (ty0 == 0 || xk >= width || ty0 >= height) continue;                                           \
-                const int p = (int)(ty0 * width + xk);                                                            \
+                const uint x = x0 + k;                                                                            \
+                if (y0 == 0 || x >= width || y0 >= height) continue;                                              \
+                const int p = (int)(y0 * width + x);                                                              \
                 if (!mask[p]) continue;                                                                           \
                 for (int dx = CONN == 8 ? -1 : 0; dx <= (CONN == 8 ? 1 : 0); dx++) {                              \
                     const int q = p - (int)width + dx;                                                            \
-                    if ((int)xk + dx >= 0 && (int)xk + dx < (int)width && mask[q])                                \
-                        unite_after(L, flags, width, tiles_x, p, q);                                              \
+                    if ((int)x + dx >= 0 && (int)x + dx < (int)width && mask[q]) unite_global(L, p, q);           \
                 }                                                                                                 \
             } else if (k < TILE_W + TILE_H) { /* left column: left, up-left */                                    \
-                const uint y = ty0 + (k - TILE_W);                                                                \
-                if (tx0 == 0 || tx0 >= width || y >= height) continue;                                            \
-                const int p = (int)(y * width + tx0);                                                             \
+                const uint y = y0 + (k - TILE_W);                                                                 \
+                if (x0 == 0 || x0 >= width || y >= height) continue;                                              \
+                const int p = (int)(y * width + x0);                                                              \
                 if (!mask[p]) continue;                                                                           \
-                if (mask[p - 1]) unite_after(L, flags, width, tiles_x, p, p - 1);                                 \
-                if (CONN == 8 && y > 0 && mask[p - (int)width - 1])                                               \
-                    unite_after(L, flags, width, tiles_x, p, p - (int)width - 1);                                 \
+                if (mask[p - 1]) unite_global(L, p, p - 1);                                                       \
+                if (CONN == 8 && y > 0 && mask[p - (int)width - 1]) unite_global(L, p, p - (int)width - 1);       \
             } else { /* right column below the top row: up-right */                                               \
-                const uint y = ty0 + (k - TILE_W - TILE_H), xr = tx0 + TILE_W - 1;                                \
-                if (y == ty0 || xr + 1 >= width || y >= height) continue;                                         \
-                const int p = (int)(y * width + xr);                                                              \
-                if (mask[p] && mask[p - (int)width + 1]) unite_after(L, flags, width, tiles_x, p, p - (int)width + 1); \
+                const uint y = y0 + (k - TILE_W - TILE_H), x = x0 + TILE_W - 1;                                   \
+                if (y == y0 || x + 1 >= width || y >= height) continue;                                           \
+                const int p = (int)(y * width + x);                                                               \
+                if (mask[p] && mask[p - (int)width + 1]) unite_global(L, p, p - (int)width + 1);                  \
             }                                                                                                     \
         }                                                                                                         \
     }
 
-TILES_KERNEL(4, TILE_W + TILE_H)
-TILES_KERNEL(8, TILE_W + 2 * TILE_H)
+MERGE_KERNEL(4, TILE_W + TILE_H)
+MERGE_KERNEL(8, TILE_W + 2 * TILE_H)
 
 /* ---- flatten: roots, and their rank within the chunk -------------------------------------------------------- */
 
@@ -302,17 +254,10 @@ inline ulong mask8(__global const uchar *mask, uint base, uint n)
     return m;
 }
 
-/* The last work-group to finish (by ticket) scans the counts: each work-item adds up 4 consecutive counts, the
- * group scans those totals, and each work-item writes its 4 prefix sums back (a pass covers 4 * CHUNK_THREADS
- * chunks: all of a 2048 x 2048 image's 2048 chunks in two passes). Work-items below ntiles (grid-stride) clear the
- * tiles' flags for the next call. */
 __kernel __attribute__((reqd_work_group_size(CHUNK_THREADS, 1, 1))) void label_flatten(
-    __global const uchar *mask, __global int *L, __global int *counts, uint n, uint nchunks, __global uint *tickets,
-    uint ticket_base, __global uint *flags, uint ntiles)
+    __global const uchar *mask, __global int *L, __global int *counts, uint n)
 {
     __local int sc[32 * SCAN_PAD], seg[64];
-    __local int last;
-    for (uint t = get_global_id(0); t < ntiles; t += get_global_size(0)) flags[t] = 0u;
     const uint base = get_group_id(0) * CHUNK + get_local_id(0) * PER_THREAD;
     const ulong m = base < n ? mask8(mask, base, n) : 0;
     uint roots = 0; /* bit j: pixel base + j is a root */
@@ -337,31 +282,38 @@ __kernel __attribute__((reqd_work_group_size(CHUNK_THREADS, 1, 1))) void label_f
     int rank = group_exclusive_scan(popcount(roots), sc, seg, &total);
     for (uint j = 0; j < PER_THREAD; j++)
         if (roots & (1u << j)) L[base + j] = -(++rank);
-    if (get_local_id(0) == 0) {
-        counts[get_group_id(0)] = total;
-        GLOBAL_FENCE(); /* the count before the ticket */
-        last = atomic_add(tickets, 1u) - ticket_base == nchunks - 1;
-        GLOBAL_FENCE(); /* every group's count after their tickets */
-    }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    /* no early return: PoCL 5 aborts on barriers under a branch; a loop of no passes is fine */
-    const uint nscan = last ? nchunks : 0u;
-    volatile __global int *vc = counts; /* written by other groups */
-    const uint t = get_local_id(0);
+    if (get_local_id(0) == 0) counts[get_group_id(0)] = total;
+}
+
+/* ---- scan: one work-group, any number of chunks ---------------------------------------------------------------
+ * Each work-item adds up 4 consecutive counts (one 16-byte load) in registers, the group scans those totals, and
+ * each work-item writes its 4 prefix sums back: a pass covers 4 * size chunks (4096 at 1024 work-items: all of a
+ * 2048 x 2048 image's 2048 chunks in one pass). The scan's local arrays are static. */
+
+__kernel void label_scan(__global int *counts, uint nchunks)
+{
+    __local int sc[32 * SCAN_PAD], seg[64];
+    const uint t = get_local_id(0), nt = get_local_size(0);
     int carry = 0;
-    for (uint b = 0; b < nscan; b += 4 * CHUNK_THREADS) {
-        const uint i = b + 4 * t;
-        const int v0 = i < nchunks ? load_l2(vc + i) : 0, v1 = i + 1 < nchunks ? load_l2(vc + i + 1) : 0;
-        const int v2 = i + 2 < nchunks ? load_l2(vc + i + 2) : 0, v3 = i + 3 < nchunks ? load_l2(vc + i + 3) : 0;
-        int pass;
-        const int ex = carry + group_exclusive_scan(v0 + v1 + v2 + v3, sc, seg, &pass);
-        if (i < nchunks) vc[i] = ex;
-        if (i + 1 < nchunks) vc[i + 1] = ex + v0;
-        if (i + 2 < nchunks) vc[i + 2] = ex + v0 + v1;
-        if (i + 3 < nchunks) vc[i + 3] = ex + v0 + v1 + v2;
-        carry += pass;
+    for (uint base = 0; base < nchunks; base += 4 * nt) {
+        const uint i = base + 4 * t;
+        const bool whole = i + 4 <= nchunks; /* base and i are multiples of 4: aligned */
+        int4 v;
+        if (whole) v = ((__global const int4 *)counts)[i / 4];
+        else v = (int4)(i < nchunks ? counts[i] : 0, i + 1 < nchunks ? counts[i + 1] : 0, i + 2 < nchunks ? counts[i + 2] : 0, 0);
+        int total;
+        const int ex = carry + group_exclusive_scan(v.x + v.y + v.z + v.w, sc, seg, &total);
+        const int4 o = (int4)(ex, ex + v.x, ex + v.x + v.y, ex + v.x + v.y + v.z);
+        if (whole) {
+            ((__global int4 *)counts)[i / 4] = o;
+        } else {
+            if (i < nchunks) counts[i] = o.x;
+            if (i + 1 < nchunks) counts[i + 1] = o.y;
+            if (i + 2 < nchunks) counts[i + 2] = o.z;
+        }
+        carry += total;
     }
-    if (last && t == 0) counts[nchunks] = carry;
+    if (t == 0) counts[nchunks] = carry;
 }
 
 /* ---- relabel ------------------------------------------------------------------------------------------------

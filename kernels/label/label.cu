@@ -1,4 +1,4 @@
-// Connected-component labelling numbered like scipy.ndimage.label: the same three launches as label.cl (the plan is
+// Connected-component labelling numbered like scipy.ndimage.label: the same five launches as label.cl (the plan is
 // written there and in label.c). CUDA differences: a tile row is one warp, so the mask of a row is one __ballot_sync
 // word and the start of each pixel's run is a bit scan; scans use warp shuffles.
 //
@@ -87,11 +87,11 @@ __device__ void unite_global(int *L, int a0, int b0)
 
 template <int CONN>
 __device__ void local_tile(const unsigned char *__restrict__ mask, int *__restrict__ L, unsigned width, unsigned height,
-                           unsigned tiles_x, unsigned tile)
+                           unsigned tiles_x)
 {
     __shared__ int s[TH * TW];
     __shared__ unsigned rowbits[TH]; // bit lx of rowbits[ly]: pixel (ly, lx) of the tile is foreground
-    const unsigned x0 = (tile % tiles_x) * TW, y0 = (tile / tiles_x) * TH;
+    const unsigned tile = blockIdx.x, x0 = (tile % tiles_x) * TW, y0 = (tile / tiles_x) * TH;
     const unsigned lx = threadIdx.x, x = x0 + lx;
     const unsigned below = (1u << lx) - 1u; // lanes left of this one
 
@@ -130,10 +130,11 @@ __device__ void local_tile(const unsigned char *__restrict__ mask, int *__restri
     }
     __syncthreads();
 
+    if (x >= width) return;
 #pragma unroll
     for (int r = 0; r < TH / ROWS; r++) {
         const unsigned ly = threadIdx.y + r * ROWS, li = ly * TW + lx, y = y0 + ly;
-        if (x >= width || y >= height) break;
+        if (y >= height) break;
         int v = 0;
         if ((rowbits[ly] >> lx) & 1u) {
             const unsigned root = (unsigned)find_shared(s, (int)li);
@@ -144,25 +145,14 @@ __device__ void local_tile(const unsigned char *__restrict__ mask, int *__restri
 }
 
 // ---- merge: links between tiles (items per tile: top row, left column, and for 8 the right column) ----------------
-// Run by the blocks of label_tiles whose tickets come after every tile's: each link waits until both of its tiles
-// have published their local pass (label.cl says why the waits end).
-
-__device__ __forceinline__ void wait_tiles(const unsigned *flags, unsigned width, unsigned tiles_x, int p, int q)
-{
-    const unsigned tp = ((unsigned)p / width / TH) * tiles_x + (unsigned)p % width / TW;
-    const unsigned tq = ((unsigned)q / width / TH) * tiles_x + (unsigned)q % width / TW;
-    while (((const volatile unsigned *)flags)[tp] == 0u || ((const volatile unsigned *)flags)[tq] == 0u) {
-    }
-    __threadfence(); // the tiles' labels after their flags
-}
 
 template <int CONN>
 __device__ void merge_items(const unsigned char *__restrict__ mask, int *L, unsigned width, unsigned height,
-                            unsigned tiles_x, unsigned long long items, const unsigned *flags, unsigned long long first,
-                            unsigned long long stride)
+                            unsigned tiles_x, unsigned long long items)
 {
     constexpr unsigned PER_TILE = CONN == 8 ? TW + 2 * TH : TW + TH;
-    for (unsigned long long it = first; it < items; it += stride) {
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long it = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; it < items; it += stride) {
         const unsigned long long tile = it / PER_TILE;
         const unsigned k = (unsigned)(it % PER_TILE);
         const unsigned x0 = (unsigned)(tile % tiles_x) * TW, y0 = (unsigned)(tile / tiles_x) * TH;
@@ -173,62 +163,22 @@ __device__ void merge_items(const unsigned char *__restrict__ mask, int *L, unsi
             if (!mask[p]) continue;
             for (int dx = CONN == 8 ? -1 : 0; dx <= (CONN == 8 ? 1 : 0); dx++) {
                 const int q = p - (int)width + dx;
-                if ((int)x + dx >= 0 && (int)x + dx < (int)width && mask[q]) {
-                    wait_tiles(flags, width, tiles_x, p, q);
-                    unite_global(L, p, q);
-                }
+                if ((int)x + dx >= 0 && (int)x + dx < (int)width && mask[q]) unite_global(L, p, q);
             }
         } else if (k < TW + TH) { // left column: left, and for 8 up-left
             const unsigned y = y0 + (k - TW);
             if (x0 == 0 || x0 >= width || y >= height) continue;
             const int p = (int)(y * width + x0);
             if (!mask[p]) continue;
-            if (mask[p - 1]) {
-                wait_tiles(flags, width, tiles_x, p, p - 1);
-                unite_global(L, p, p - 1);
-            }
-            if (CONN == 8 && y > 0 && mask[p - (int)width - 1]) {
-                wait_tiles(flags, width, tiles_x, p, p - (int)width - 1);
-                unite_global(L, p, p - (int)width - 1);
-            }
+            if (mask[p - 1]) unite_global(L, p, p - 1);
+            if (CONN == 8 && y > 0 && mask[p - (int)width - 1]) unite_global(L, p, p - (int)width - 1);
         } else { // right column below the top row: up-right
             const unsigned y = y0 + (k - TW - TH), x = x0 + TW - 1;
             if (y == y0 || x + 1 >= width || y >= height) continue;
             const int p = (int)(y * width + x);
-            if (mask[p] && mask[p - (int)width + 1]) {
-                wait_tiles(flags, width, tiles_x, p, p - (int)width + 1);
-                unite_global(L, p, p - (int)width + 1);
-            }
+            if (mask[p] && mask[p - (int)width + 1]) unite_global(L, p, p - (int)width + 1);
         }
     }
-}
-
-// One launch for both passes: the first ntiles tickets take a tile each (local pass, then its flag), the rest
-// take merge items. A merge block starts after every tile has started, so its waits end; the merges keep the
-// parallelism of a launch of their own (a tile's block waiting to merge its own borders held its slot: CUDA
-// 54-58 -> 66 us at 2048^2).
-template <int CONN>
-__device__ void label_tiles(const unsigned char *__restrict__ mask, int *L, unsigned width, unsigned height,
-                            unsigned tiles_x, unsigned ntiles, unsigned long long items, unsigned *tickets,
-                            unsigned base, unsigned *flags)
-{
-    __shared__ unsigned ticket_s;
-    const unsigned tid = threadIdx.y * TW + threadIdx.x;
-    if (tid == 0) ticket_s = atomicAdd(tickets, 1u) - base;
-    __syncthreads();
-    const unsigned ticket = ticket_s;
-    if (ticket < ntiles) {
-        local_tile<CONN>(mask, L, width, height, tiles_x, ticket);
-        __syncthreads();
-        if (tid == 0) {
-            __threadfence(); // the block's labels (ordered before it by the barrier) before the flag
-            ((volatile unsigned *)flags)[ticket] = 1u;
-        }
-        return;
-    }
-    const unsigned long long merge_blocks = gridDim.x - ntiles;
-    merge_items<CONN>(mask, L, width, height, tiles_x, items, flags,
-                      (unsigned long long)(ticket - ntiles) * (TW * ROWS) + tid, merge_blocks * (TW * ROWS));
 }
 
 // ---- block-wide exclusive scan of one int per thread (blockDim.x a multiple of 32, at most 1024) ----------------
@@ -271,34 +221,43 @@ __device__ __forceinline__ unsigned long long mask8(const unsigned char *__restr
 
 } // namespace
 
-#define LABEL_TILES_KERNEL(CONN)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(TW *ROWS)                                                          \
-        label_tiles_##CONN(const unsigned char *mask, int *L, unsigned width, unsigned height, unsigned tiles_x,     \
-                           unsigned ntiles, unsigned long long items, unsigned *tickets, unsigned base, unsigned *flags) \
-    {                                                                                                               \
-        label_tiles<CONN>(mask, L, width, height, tiles_x, ntiles, items, tickets, base, flags);                    \
-    }
-LABEL_TILES_KERNEL(4)
-LABEL_TILES_KERNEL(8)
+extern "C" __global__ void __launch_bounds__(TW *ROWS) label_local_4(const unsigned char *mask, int *L, unsigned width,
+                                                                     unsigned height, unsigned tiles_x)
+{
+    local_tile<4>(mask, L, width, height, tiles_x);
+}
+
+extern "C" __global__ void __launch_bounds__(TW *ROWS) label_local_8(const unsigned char *mask, int *L, unsigned width,
+                                                                     unsigned height, unsigned tiles_x)
+{
+    local_tile<8>(mask, L, width, height, tiles_x);
+}
+
+extern "C" __global__ void label_merge_4(const unsigned char *mask, int *L, unsigned width, unsigned height,
+                                         unsigned tiles_x, unsigned long long items)
+{
+    merge_items<4>(mask, L, width, height, tiles_x, items);
+}
+
+extern "C" __global__ void label_merge_8(const unsigned char *mask, int *L, unsigned width, unsigned height,
+                                         unsigned tiles_x, unsigned long long items)
+{
+    merge_items<8>(mask, L, width, height, tiles_x, items);
+}
 
 // Every pixel of the chunk points at its root; the chunk's roots get -(rank in chunk + 1); counts[chunk] = roots.
-// The last block to finish (by ticket) turns counts[0..nchunks) into exclusive prefix sums, the total (N) after
-// them. It also clears the tiles' flags (threads below ntiles), for the next call.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS) label_flatten(const unsigned char *mask, int *L, int *counts,
-                                                                          unsigned n, unsigned nchunks, unsigned *tickets,
-                                                                          unsigned base, unsigned *flags, unsigned ntiles)
+                                                                          unsigned n)
 {
     __shared__ int warp_sums[32];
-    __shared__ bool last;
-    for (unsigned t = blockIdx.x * CHUNK_THREADS + threadIdx.x; t < ntiles; t += gridDim.x * CHUNK_THREADS) flags[t] = 0u;
-    const unsigned base_px = blockIdx.x * CHUNK + threadIdx.x * PER_THREAD;
-    const unsigned long long m = base_px < n ? mask8(mask, base_px, n) : 0ull;
+    const unsigned base = blockIdx.x * CHUNK + threadIdx.x * PER_THREAD;
+    const unsigned long long m = base < n ? mask8(mask, base, n) : 0ull;
     unsigned roots = 0;
     if (m) {
 #pragma unroll
         for (unsigned j = 0; j < PER_THREAD; j++) {
             if (!((m >> (8 * j)) & 0xffu)) continue;
-            const unsigned i = base_px + j;
+            const unsigned i = base + j;
             const int v = L[i] - 1;
             if (v == (int)i) {
                 roots |= 1u << j;
@@ -317,32 +276,23 @@ extern "C" __global__ void __launch_bounds__(CHUNK_THREADS) label_flatten(const 
     while (roots) {
         const unsigned j = __ffs(roots) - 1;
         roots &= roots - 1;
-        L[base_px + j] = -(++rank);
+        L[base + j] = -(++rank);
     }
-    if (threadIdx.x == 0) {
-        counts[blockIdx.x] = total;
-        __threadfence(); // the count before the ticket
-        last = atomicAdd(tickets, 1u) - base == nchunks - 1;
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence(); // every block's count after their tickets
-    // ld.global.cg (L2; this block never read the other counts, so its L1 holds none): a volatile load is a
-    // system-scope one, and made this tail ~3 us longer
+    if (threadIdx.x == 0) counts[blockIdx.x] = total;
+}
+
+// One block: counts[0..nchunks) -> exclusive prefix sums, counts[nchunks] = the total.
+extern "C" __global__ void label_scan(int *counts, unsigned nchunks)
+{
+    __shared__ int warp_sums[32];
     int carry = 0;
-    for (unsigned b = 0; b < nchunks; b += 4 * CHUNK_THREADS) { // 4 counts per thread per pass
-        const unsigned i = b + 4 * threadIdx.x;
-        int v[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) v[j] = i + j < nchunks ? __ldcg(counts + i + j) : 0;
-        int pass;
-        int ex = carry + block_exclusive_scan(v[0] + v[1] + v[2] + v[3], warp_sums, &pass);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (i + j < nchunks) counts[i + j] = ex;
-            ex += v[j];
-        }
-        carry += pass;
+    for (unsigned base = 0; base < nchunks; base += blockDim.x) {
+        const unsigned i = base + threadIdx.x;
+        const int v = i < nchunks ? counts[i] : 0;
+        int total;
+        const int ex = block_exclusive_scan(v, warp_sums, &total);
+        if (i < nchunks) counts[i] = carry + ex;
+        carry += total;
     }
     if (threadIdx.x == 0) counts[nchunks] = carry;
 }
@@ -370,5 +320,6 @@ extern "C" __global__ void label_relabel(const unsigned char *mask, int *L, cons
     }
 }
 
-GPUWS_CUDA_KERNELS(label, GPUWS_CUDA_KERNEL(label_tiles_4), GPUWS_CUDA_KERNEL(label_tiles_8),
-                   GPUWS_CUDA_KERNEL(label_flatten), GPUWS_CUDA_KERNEL(label_relabel))
+GPUWS_CUDA_KERNELS(label, GPUWS_CUDA_KERNEL(label_local_4), GPUWS_CUDA_KERNEL(label_local_8),
+                   GPUWS_CUDA_KERNEL(label_merge_4), GPUWS_CUDA_KERNEL(label_merge_8), GPUWS_CUDA_KERNEL(label_flatten),
+                   GPUWS_CUDA_KERNEL(label_scan), GPUWS_CUDA_KERNEL(label_relabel))
