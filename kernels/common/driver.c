@@ -115,8 +115,3 @@ bool gpuws__is_nvidia_opencl(const gpuws_context *ctx)
 {
     return ctx->backend->kind == GPUWS_BACKEND_OPENCL && gpuws__icontains(ctx->info.platform, "NVIDIA");
 }
-
-const char *gpuws__nv_ptx_options(const gpuws_context *ctx)
-{
-    return gpuws__is_nvidia_opencl(ctx) && ctx->info.type == GPUWS_DEVICE_GPU ? "-DGPUWS_NV_PTX=1" : NULL;
-}

@@ -29,9 +29,6 @@ uint32_t gpuws__saturating_blocks(const gpuws_context *ctx, uint32_t per_cu);
 bool gpuws__is_cpu_device(const gpuws_context *ctx);
 /* True for NVIDIA's OpenCL platform (vendor build options there: register caps, inline PTX). */
 bool gpuws__is_nvidia_opencl(const gpuws_context *ctx);
-/* "-DGPUWS_NV_PTX=1" on NVIDIA's OpenCL GPU devices, whose compiler takes inline PTX (measure.cl's reductions,
- * label.cl's global fences); NULL elsewhere. */
-const char *gpuws__nv_ptx_options(const gpuws_context *ctx);
 
 #define GPUWS__NARGS(a) (sizeof(a) / sizeof((a)[0]))
 

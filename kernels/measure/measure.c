@@ -17,7 +17,7 @@ static _Atomic int measure_nv_ptx_failed;
 
 static bool measure_nv_ptx(const gpuws_context *ctx)
 {
-    return gpuws__nv_ptx_options(ctx) && !atomic_load(&measure_nv_ptx_failed);
+    return gpuws__is_nvidia_opencl(ctx) && ctx->info.type == GPUWS_DEVICE_GPU && !atomic_load(&measure_nv_ptx_failed);
 }
 
 /* Both kernels from one program. OpenCL compilers that support cl_khr_int64_base_atomics define a macro of that
@@ -28,7 +28,7 @@ static gpuws_status measure_kernels(gpuws_context *ctx, gpuws_kernel **acc, gpuw
     const char *options = NULL;
     gpuws_status st = GPUWS_ERR_BUILD;
     if (measure_nv_ptx(ctx)) {
-        options = gpuws__nv_ptx_options(ctx);
+        options = "-DGPUWS_NV_PTX=1";
         st = gpuws__kernel_get_ex(ctx, "measure_accumulate", options, acc);
         if (st == GPUWS_ERR_BUILD || st == GPUWS_ERR_KERNEL_NOT_FOUND) atomic_store(&measure_nv_ptx_failed, 1);
     }
