@@ -162,20 +162,10 @@ static gpuws_status stream_staging(gpuws_stream *s)
     return st;
 }
 
-gpuws_status gpuws__buffer_read_sync(gpuws_stream *s, const gpuws_buffer *src, size_t o, void *d, size_t n)
-{
-    if (n == 0) return gpuws__error(GPUWS_ERR_INTERNAL, "a synchronous read of 0 bytes would not wait for the stream");
-    if (n > GPUWS__STAGING_BYTES) return do_read(s, src, o, d, n, 1);
-    /* A blocking read (not _start + _finish): on NVIDIA's OpenCL waiting for the read's event after the last
-     * command took 5-7 us longer (label's N read after relabel, H100, 2026-11-22). */
-    gpuws_status st = check_xfer(&s, src, o, d, n, "argument 'src'", "dst");
-    if (st || (st = stream_staging(s)) || (st = src->ctx->backend->buffer_read(s, src, o, s->staging, n, 1))) return st;
-    memcpy(d, s->staging, n);
-    return GPUWS_OK;
-}
-
-gpuws_status gpuws__buffer_read_start(gpuws_stream *s, const gpuws_buffer *src, size_t o, size_t n,
-                                      gpuws__pending_read *rd)
+/* Enqueues a read of n <= GPUWS__STAGING_BYTES bytes into the stream's staging memory: with the backend's read_start
+ * when `alone` (the caller waits for the read alone, in _finish), else as one blocking read. */
+static gpuws_status staged_read(gpuws_stream *s, const gpuws_buffer *src, size_t o, size_t n, bool alone,
+                                gpuws__pending_read *rd)
 {
     rd->token = NULL;
     rd->n = 0;
@@ -185,10 +175,27 @@ gpuws_status gpuws__buffer_read_start(gpuws_stream *s, const gpuws_buffer *src, 
         return gpuws__error(GPUWS_ERR_INTERNAL, "a staged read of %zu bytes (1 to %d)", n, GPUWS__STAGING_BYTES);
     if ((st = stream_staging(s))) return st;
     const gpuws__backend *b = src->ctx->backend;
-    if (b->read_start) st = b->read_start(s, src, o, s->staging, n, &rd->token);
+    if (alone && b->read_start) st = b->read_start(s, src, o, s->staging, n, &rd->token);
     else st = b->buffer_read(s, src, o, s->staging, n, 1);
     if (!st) rd->n = n;
     return st;
+}
+
+gpuws_status gpuws__buffer_read_sync(gpuws_stream *s, const gpuws_buffer *src, size_t o, void *d, size_t n)
+{
+    if (n == 0) return gpuws__error(GPUWS_ERR_INTERNAL, "a synchronous read of 0 bytes would not wait for the stream");
+    if (n > GPUWS__STAGING_BYTES) return do_read(s, src, o, d, n, 1);
+    /* A blocking read, not read_start + read_wait: on NVIDIA's OpenCL, clWaitForEvents on a read that was the last
+     * command returned 5-7 us later than a blocking read (label's N read after relabel, H100, 2026-11-22). */
+    gpuws__pending_read rd;
+    gpuws_status st = staged_read(s, src, o, n, false, &rd);
+    return st ? st : gpuws__buffer_read_finish(s, &rd, d);
+}
+
+gpuws_status gpuws__buffer_read_start(gpuws_stream *s, const gpuws_buffer *src, size_t o, size_t n,
+                                      gpuws__pending_read *rd)
+{
+    return staged_read(s, src, o, n, true, rd);
 }
 
 gpuws_status gpuws__buffer_read_finish(gpuws_stream *s, gpuws__pending_read *rd, void *dst)

@@ -375,9 +375,9 @@ ParameterizedTest(race_case *c, label, repeated_runs_of_a_percolating_image_agre
 }
 
 /* ---- calls in turn on one stream ------------------------------------------------------------------------------
- * gpuws_label returns once N is known; the label image is complete for the work that follows on the stream. The GPU
- * drivers keep state on the stream between calls (the tiles' flags, which the last pass clears again, and a ticket
- * counter): calls on images of other sizes and connectivities in turn must each see nothing of the one before. */
+ * gpuws_label returns once N is known; the label image is complete for the work that follows on the stream (here a
+ * read on that stream). The GPU driver keeps its chunk counts and a pinned staging word on the stream between calls:
+ * calls on images of other sizes and connectivities in turn must each see nothing of the one before. */
 BACKEND_TEST(label, calls_in_turn_on_one_stream_each_agree_with_the_reference)
 {
     gpuws_context *ctx = test_open(*kind);
