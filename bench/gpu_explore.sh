@@ -22,6 +22,7 @@
 #   hostpath bench/experiments/conv2d_hostpath.c: a convolve2d row's parts (host time per call, event-timed call,
 #            back-to-back calls, timer floor), CUDA and NVIDIA OpenCL
 #   clinfo   the OpenCL platforms' versions and extensions (bench/experiments/cl_info.c)
+#   roundtrip bench/experiments/cl_roundtrip.c on NVIDIA's OpenCL: ways for the host to get 4 bytes a kernel wrote
 #   usage: bash bench/gpu_explore.sh [steps]   (default: build,mcpi,bench,oclprof)
 #   EXPLORE_ALGS: the bench step's --algorithms list; EXPLORE_SIZE: the bench and oclprof steps' --size;
 #   OCLPROF_ALGS, OCLPROF_KERNELS (ncu's kernel-name regex), OCLPROF_LAUNCHES: the oclprof step's workloads.
@@ -141,12 +142,19 @@ if has variants; then
 fi
 
 if has gap; then
-    gcc -std=c11 -O2 bench/experiments/cl_launch_gap.c -o /tmp/clgap -l:libOpenCL.so.1 >"$LOGS/gap-build.log" 2>&1 &&
+    gcc -std=c11 -O2 -I"$CARRY/include" bench/experiments/cl_launch_gap.c -o /tmp/clgap -l:libOpenCL.so.1 >"$LOGS/gap-build.log" 2>&1 &&
         nvcc -arch=sm_90 -O3 bench/experiments/cuda_launch_gap.cu -o /tmp/cugap >>"$LOGS/gap-build.log" 2>&1
     log "launch gap build: rc=$?"
     { timeout 60 /tmp/cugap 200 2000; timeout 60 /tmp/clgap NVIDIA 200 2000; } >"$LOGS/gap.txt" 2>&1
     log "launch gap: rc=$?"
     cat "$LOGS/gap.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has roundtrip; then
+    gcc -std=c11 -O2 -I"$CARRY/include" bench/experiments/cl_roundtrip.c -o /tmp/clrt -l:libOpenCL.so.1 \
+        >"$LOGS/roundtrip-build.log" 2>&1 && timeout 120 /tmp/clrt NVIDIA >"$LOGS/roundtrip.txt" 2>&1
+    log "roundtrip: rc=$?"
+    cat "$LOGS/roundtrip.txt" | tee -a "$OUT/summary.txt"
 fi
 
 if has persist; then

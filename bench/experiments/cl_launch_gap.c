@@ -28,14 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(x)                                                                                                \
-    do {                                                                                                        \
-        cl_int e_ = (x);                                                                                        \
-        if (e_ != CL_SUCCESS) {                                                                                 \
-            fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #x, (int)e_);                              \
-            exit(1);                                                                                            \
-        }                                                                                                       \
-    } while (0)
+#include "cl_check.h"
 
 static const char *src = "__kernel void empty(__global float *x) { }\n"
                          "__kernel void put(__global int *d, int v) { if (get_global_id(0) == 0) d[0] = v; }\n"
@@ -145,14 +138,6 @@ static void interval(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k
     clReleaseCommandQueue(q);
 }
 
-static cl_int wait_spin(cl_event e)
-{
-    cl_int status = CL_QUEUED, err;
-    while ((err = clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL)) == CL_SUCCESS &&
-           status > CL_COMPLETE) {
-    }
-    return err != CL_SUCCESS ? err : status < 0 ? status : CL_SUCCESS;
-}
 
 /* how: 0 non-blocking read + clFinish, 1 blocking read, 2 non-blocking read + clFlush + spin on its event,
  * 3 read into pinned host memory (mapped ALLOC_HOST_PTR) + clFinish, 4 non-blocking read + clWaitForEvents,
