@@ -101,6 +101,12 @@ typedef struct {
     const char *bound;        /* "memory", "compute", "host link" (end-to-end rows: no device ceiling); NULL */
     double speedup;           /* t(cpu backend, same workload and size) / t(this row) */
     double ocl_cuda;          /* OpenCL rows: t(cuda on the same device) / t(this row); 0 = no CUDA row */
+    /* back to back (nvbench's "batch" measurement): batch_calls calls between two events, batch_samples times; the
+     * median interval over batch_calls. The timer's floor and the host's time per call overlap the device's work
+     * here, as in a stream that is kept busy; 0 = not measured (CPU backend, --back-to-back 0, or a row too long) */
+    double batch_ms;
+    int batch_calls, batch_samples;
+    double ocl_cuda_batch;    /* the same ratio as ocl_cuda, of the back-to-back times; 0 = not both measured */
 } bench_result;
 
 /* Measures the copy bandwidth (bytes read + written per second) of a large device-to-device copy on ctx. */
@@ -118,13 +124,15 @@ void bench_measure_ceilings(bench_target *t, gpuws_context *ctx, bench_size size
 void bench_run(const bench_workload *w, const bench_target *t, gpuws_context *ctx, bench_size size, int repeat,
                bench_result *r);
 /* The same, taking fewer timed runs when they would pass budget_s seconds (at least one); the warm-up is left out
- * when the checked run alone took more than a second (slow references on the CPU backend). */
+ * when the checked run alone took more than a second (slow references on the CPU backend). Then, on GPU targets and
+ * for batch_calls >= 2, the back-to-back time (batch_ms): up to `repeat` samples of batch_calls calls between two
+ * events, as many as fit budget_s again (at least 3, else none). */
 void bench_run_budget(const bench_workload *w, const bench_target *t, gpuws_context *ctx, bench_size size,
-                      int repeat, double budget_s, bench_result *r);
+                      int repeat, double budget_s, int batch_calls, bench_result *r);
 
 /* Fills the derived fields of every row: rates, ceiling fractions and the binding side, the speed-up over the CPU
  * backend's row of the same workload and size (the scalar reference) and, for OpenCL rows, t_cuda / t_opencl on
- * the same device (matched by device name). */
+ * the same device (matched by device name), per call and back to back. */
 void bench_derive(bench_result *rows, size_t n);
 
 const char *bench_size_name(bench_size s);
@@ -167,6 +175,7 @@ typedef struct {
     size_t npeers;
     bench_comparison *cmp;
     size_t ncmp;
+    int batch_calls;          /* --back-to-back: calls per back-to-back sample; 0 = not measured */
 } bench_report;
 
 /* The comparisons of rows with peers (see bench_comparison); *out is malloc'd. */

@@ -56,6 +56,10 @@ static field f_fraction(const bench_result *r) { return pos(r->fraction); }
 static field f_bound(const bench_result *r) { return str(r->bound); }
 static field f_speedup(const bench_result *r) { return pos(r->speedup); }
 static field f_ocl_cuda(const bench_result *r) { return pos(r->ocl_cuda); }
+static field f_batch(const bench_result *r) { return pos(r->ok ? r->batch_ms : 0); }
+static field f_batch_calls(const bench_result *r) { return pos(r->batch_calls); }
+static field f_batch_samples(const bench_result *r) { return pos(r->batch_samples); }
+static field f_ocl_cuda_batch(const bench_result *r) { return pos(r->ocl_cuda_batch); }
 
 static const struct {
     const char *name;
@@ -68,7 +72,8 @@ static const struct {
     {"gflop_per_s", f_gflops}, {"flop_per_byte", f_intensity}, {"flop_dtype", f_flop_dtype},
     {"fraction_of_copy_bandwidth", f_frac_bw}, {"fraction_of_fma_peak", f_frac_fma},
     {"fraction_of_ceiling", f_fraction}, {"bound", f_bound}, {"speedup_vs_reference", f_speedup},
-    {"opencl_over_cuda", f_ocl_cuda},
+    {"opencl_over_cuda", f_ocl_cuda}, {"back_to_back_ms", f_batch}, {"back_to_back_calls", f_batch_calls},
+    {"back_to_back_samples", f_batch_samples}, {"opencl_over_cuda_back_to_back", f_ocl_cuda_batch},
 };
 #define NFIELDS (sizeof row_fields / sizeof row_fields[0])
 
@@ -192,8 +197,10 @@ void bench_write_json(const bench_report *r, FILE *f)
     kv_str(&o, "size_class", bench_size_name(r->size));
     kv_num(&o, "repeat", r->repeat);
     kv_num(&o, "cpu_repeat", r->cpu_repeat);
+    kv_num(&o, "back_to_back", r->batch_calls);
     kv_str(&o, "method", "each result checked against the scalar reference before timing; one warm-up run; device "
-                         "events around each run; median and minimum of the timed runs");
+                         "events around each run; median and minimum of the timed runs; on GPU targets also back "
+                         "to back: back_to_back calls between two events, the median interval per call");
     key(&o, "targets");
     put_array(f, r->ntargets, item_target, r);
     key(&o, "rows");

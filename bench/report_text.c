@@ -87,13 +87,13 @@ static void print_comparisons(const bench_report *r, FILE *f)
 void bench_print_table(const bench_report *r, FILE *f)
 {
     print_ceilings(r, f);
-    fprintf(f, "%-30s %-18s %-40s %10s %10s %9s %9s %-9s %8s %8s\n", "workload", "size", "target", "median ms", "min ms",
-            "GB/s", "GFLOP/s", "ceiling", "vs ref", "ocl/cuda");
+    fprintf(f, "%-30s %-18s %-40s %10s %10s %9s %9s %-9s %8s %8s %10s %8s\n", "workload", "size", "target", "median ms",
+            "min ms", "GB/s", "GFLOP/s", "ceiling", "vs ref", "ocl/cuda", "b2b ms", "b2b o/c");
     size_t *idx = bench_sorted_rows(r);
     const bench_result *prev = NULL;
     for (size_t k = 0; idx && k < r->nrows; k++) {
         const bench_result *x = &r->rows[idx[k]];
-        char w[120], a[24], b[24], c[24], d[24], e[24], g[24], ceil[24];
+        char w[120], a[24], b[24], c[24], d[24], e[24], g[24], h[24], k2[24], ceil[24];
         snprintf(w, sizeof w, "%s %s%s", x->w->algorithm, x->w->variant, x->w->end_to_end ? " (e2e)" : "");
         bool same = prev && prev->w == x->w && prev->size == x->size;
         prev = x;
@@ -109,10 +109,11 @@ void bench_print_table(const bench_report *r, FILE *f)
         if (x->t && x->t->backend == GPUWS_BACKEND_CPU && x->speedup == 1) snprintf(e, sizeof e, "ref");
         else if (x->speedup > 0) snprintf(e, sizeof e, "%sx", bench_fmt4(g, sizeof g, x->speedup));
         else snprintf(e, sizeof e, "-");
-        fprintf(f, "%-30.30s %-18.18s %-40.40s %10s %10s %9s %9s %-9s %8s %8s\n", same ? "" : w,
+        fprintf(f, "%-30.30s %-18.18s %-40.40s %10s %10s %9s %9s %-9s %8s %8s %10s %8s\n", same ? "" : w,
                 same ? "" : x->counts.size_label, x->t ? x->t->short_label : "", bench_fmt4(a, sizeof a, x->median_ms),
                 bench_fmt4(b, sizeof b, x->min_ms), bench_fmt4(c, sizeof c, x->gbs), bench_fmt4(d, sizeof d, x->gflops), ceil, e,
-                x->ocl_cuda > 0 ? bench_fmt4(g, sizeof g, x->ocl_cuda) : "-");
+                x->ocl_cuda > 0 ? bench_fmt4(g, sizeof g, x->ocl_cuda) : "-", bench_fmt4(h, sizeof h, x->batch_ms),
+                bench_fmt4(k2, sizeof k2, x->ocl_cuda_batch));
     }
     free(idx);
     print_comparisons(r, f);

@@ -349,7 +349,8 @@ static const char *const row_keys[] = {
     "algorithm", "variant", "size", "size_class", "backend", "platform", "device", "target", "end_to_end", "status",
     "error", "median_ms", "min_ms", "repeats", "bytes", "flops", "gb_per_s", "gflop_per_s", "flop_per_byte",
     "flop_dtype", "fraction_of_copy_bandwidth", "fraction_of_fma_peak", "fraction_of_ceiling", "bound",
-    "speedup_vs_reference", "opencl_over_cuda"};
+    "speedup_vs_reference", "opencl_over_cuda", "back_to_back_ms", "back_to_back_calls", "back_to_back_samples",
+    "opencl_over_cuda_back_to_back"};
 #define NROW_KEYS (sizeof row_keys / sizeof row_keys[0])
 
 static const char *const target_keys[] = {"label", "short_label", "backend", "platform", "device", "vendor",
@@ -384,6 +385,18 @@ static void check_row(const json_value *row, const char *backend)
         cr_assert(strcmp(backend, "cpu") ? sp > 0 : sp == 1, "%s %s on %s: speed-up %g", alg, var, backend, sp);
     }
     cr_assert_eq(json_get(row, "opencl_over_cuda")->type, JSON_NULL, "no CUDA row, so no ratio");
+    cr_assert_eq(json_get(row, "opencl_over_cuda_back_to_back")->type, JSON_NULL, "no CUDA row, so no ratio");
+    /* back to back (the default 10 calls per sample, as many samples as timed runs): GPU targets only */
+    if (strcmp(backend, "cpu")) {
+        const double b2b = json_get_number(row, "back_to_back_ms", 0);
+        cr_assert(b2b > 0 && b2b < 10 * med, "%s %s on %s: back to back %g ms per call, one call %g ms", alg, var,
+                  backend, b2b, med);
+        cr_assert_eq(json_get_number(row, "back_to_back_calls", 0), 10);
+        cr_assert_eq(json_get_number(row, "back_to_back_samples", 0), 3);
+    } else {
+        cr_assert_eq(json_get(row, "back_to_back_ms")->type, JSON_NULL, "the CPU backend runs each call synchronously");
+        cr_assert_eq(json_get(row, "back_to_back_calls")->type, JSON_NULL);
+    }
 }
 
 Test(bench, json_csv_and_svg_are_complete_and_well_formed, .timeout = 300)
@@ -461,14 +474,16 @@ Test(bench, a_wrong_result_is_FAILED_and_never_timed, .timeout = 120)
     snprintf(backends, sizeof backends, "%s", test_bench_backends());
     const size_t ntargets = strchr(backends, ',') ? 2 : 1;
     char *args[] = {"--backends", backends, "--algorithms", "selftest", "--size", "small", "--repeat", "3",
-                    "--cpu-repeat", "3", "--no-ceilings", "--json", (char *)tmp_path("f.json"), "--svg",
-                    (char *)tmp_path("f.svg")};
+                    "--cpu-repeat", "3", "--back-to-back", "4", "--no-ceilings", "--json", (char *)tmp_path("f.json"),
+                    "--svg", (char *)tmp_path("f.svg")};
     char *out;
     int rc = run_inproc(args, sizeof args / sizeof args[0], &out);
     cr_assert_eq(rc, 1, "a FAILED row must make the exit status 1, got %d", rc);
     cr_assert_eq(runs_wrong, (int)ntargets, "the wrong workload ran %d times on %zu targets: it must run once each "
                  "(the checked run) and never be timed", runs_wrong, ntargets);
-    cr_assert_eq(runs_right, (int)ntargets * (1 + 1 + 3), "checked run + warm-up + 3 timed runs per target");
+    /* the GPU target (OpenCL, the second) also runs 3 back-to-back samples of 4 calls */
+    cr_assert_eq(runs_right, (int)ntargets * (1 + 1 + 3) + (ntargets > 1 ? 3 * 4 : 0),
+                 "checked run + warm-up + 3 timed runs per target, + 3 x 4 back to back on the GPU target");
 
     json_value doc;
     parse_json_file(tmp_path("f.json"), &doc);
@@ -520,6 +535,8 @@ Test(bench, unknown_names_and_bad_values_are_usage_errors)
     expect_usage_error("--size huge", "--size must be small, default or large, not 'huge'");
     expect_usage_error("--repeat 0", "--repeat needs a positive count, not '0'");
     expect_usage_error("--repeat 3x", "--repeat needs a positive count, not '3x'");
+    expect_usage_error("--back-to-back 1", "--back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '1'");
+    expect_usage_error("--back-to-back -3", "--back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '-3'");
     expect_usage_error("--frobnicate", "unknown or incomplete option '--frobnicate'");
     expect_usage_error("--json", "unknown or incomplete option '--json'");
 }
@@ -676,6 +693,23 @@ Test(bench, speedup_is_over_the_cpu_row_and_ocl_cuda_only_on_the_same_device)
     cr_assert_eq(r[4].speedup, 0, "no CPU row for that workload");
     cr_assert_eq(r[5].ocl_cuda, 0);
     cr_assert_eq(r[5].gbs, 0);
+}
+
+Test(bench, the_back_to_back_ratio_needs_both_rows_measured_back_to_back)
+{
+    bench_target cuda = {.backend = GPUWS_BACKEND_CUDA}, ocl = {.backend = GPUWS_BACKEND_OPENCL};
+    snprintf(cuda.info.name, sizeof cuda.info.name, "NVIDIA H100 80GB HBM3");
+    snprintf(ocl.info.name, sizeof ocl.info.name, "NVIDIA H100 80GB HBM3");
+    bench_result r[4] = {known_row(&w_mem, &cuda, 1, 0, 0.010), known_row(&w_mem, &ocl, 1, 0, 0.016),
+                         known_row(&w_f64, &cuda, 1, 0, 0.010), known_row(&w_f64, &ocl, 1, 0, 0.016)};
+    r[0].batch_ms = 0.008, r[1].batch_ms = 0.0085; /* per call: 0.625; back to back: 0.941 */
+    r[3].batch_ms = 0.009;                          /* CUDA's row of that workload has no back-to-back time */
+    bench_derive(r, 4);
+    cr_assert_float_eq(r[1].ocl_cuda, 0.625, 1e-12);
+    cr_assert_float_eq(r[1].ocl_cuda_batch, 0.008 / 0.0085, 1e-12);
+    cr_assert_eq(r[0].ocl_cuda_batch, 0, "the ratio is shown on the OpenCL row");
+    cr_assert_float_eq(r[3].ocl_cuda, 0.625, 1e-12);
+    cr_assert_eq(r[3].ocl_cuda_batch, 0, "no ratio without both back-to-back times");
 }
 
 Test(bench, compare_keeps_the_best_row_per_device)

@@ -17,6 +17,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: gpuws bench [--backends cuda,opencl,cpu|all] [--platform NAME] [--algorithms LIST]\n"
             "                   [--size small|default|large] [--repeat N] [--cpu-repeat N] [--budget SECONDS]\n"
+            "                   [--back-to-back K]\n"
             "                   [--json FILE] [--csv FILE] [--svg FILE] [--compare PEERS.json] [--no-ceilings] [--list]\n"
             "  Runs every workload on every selected device (each OpenCL device of each platform is its own target),\n"
             "  checks each result against the scalar reference (a wrong result is FAILED, never timed), then times it\n"
@@ -27,6 +28,9 @@ static void usage(FILE *f)
             "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive; default:\n"
             "                GPUWS_OPENCL_PLATFORM when set)\n"
             "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; default 60)\n"
+            "  --back-to-back  on GPU targets, also time K calls between two events (default 10; 0 = off) and report\n"
+            "                the median per call: the timer's floor and the host's time per call then overlap the\n"
+            "                device's work, as in a stream kept busy (nvbench's batch measurement)\n"
             "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
             "  --list        prints the registered workloads and exits\n"
             "  Exit status: 0 all rows correct, 1 a row FAILED or an output could not be written, 2 usage error.\n");
@@ -76,7 +80,7 @@ static bool parse_count(const char *v, int *out)
 typedef struct {
     const char *backends, *platform, *algorithms, *json, *csv, *svg, *compare;
     bench_size size;
-    int repeat, cpu_repeat;
+    int repeat, cpu_repeat, batch_calls;
     double budget_s;
     bool ceilings, list;
 } options;
@@ -84,7 +88,8 @@ typedef struct {
 /* 0 on success, else the exit code (usage already printed). */
 static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
 {
-    *o = (options){.backends = "all", .size = BENCH_DEFAULT, .repeat = 20, .cpu_repeat = 3, .budget_s = 60, .ceilings = true};
+    *o = (options){.backends = "all", .size = BENCH_DEFAULT, .repeat = 20, .cpu_repeat = 3, .batch_calls = 10,
+                   .budget_s = 60, .ceilings = true};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const char **str = !strcmp(a, "--backends") ? &o->backends : !strcmp(a, "--platform") ? &o->platform
@@ -106,6 +111,14 @@ static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
                 return 2;
             }
             i++;
+        } else if (!strcmp(a, "--back-to-back") && v) {
+            char *end;
+            const long k = strtol(v, &end, 10);
+            if (*end || end == v || k < 0 || k == 1 || k > 1000) {
+                fprintf(err, "gpuws bench: --back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '%s'\n", v);
+                return 2;
+            }
+            o->batch_calls = (int)k, i++;
         } else if (!strcmp(a, "--budget") && v) {
             char *end;
             o->budget_s = strtod(v, &end);
@@ -189,7 +202,7 @@ static void fill_metadata(bench_report *r, int argc, char **argv, const options 
     r->host[sizeof r->host - 1] = 0;
     snprintf(r->version, sizeof r->version, "%d.%d.%d", GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH);
     r->argc = argc, r->argv = argv;
-    r->size = o->size, r->repeat = o->repeat, r->cpu_repeat = o->cpu_repeat;
+    r->size = o->size, r->repeat = o->repeat, r->cpu_repeat = o->cpu_repeat, r->batch_calls = o->batch_calls;
 }
 
 static void fail_row(bench_result *r, const bench_workload *w, const bench_target *t, bench_size size, const char *why)
@@ -233,9 +246,12 @@ static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, c
             fprintf(err, "[%zu/%zu] %s | %s %s ...", k + 1, total, tg->label, ws[i]->algorithm, ws[i]->variant);
             fflush(err);
             bench_result *r = &rep->rows[k++];
-            bench_run_budget(ws[i], tg, ctx, o->size, repeat, o->budget_s, r);
-            char m[24];
-            if (r->ok) fprintf(err, " %s ms (%d runs)\n", bench_fmt4(m, sizeof m, r->median_ms), r->repeats);
+            bench_run_budget(ws[i], tg, ctx, o->size, repeat, o->budget_s, o->batch_calls, r);
+            char m[24], b[24];
+            if (r->ok && r->batch_ms > 0)
+                fprintf(err, " %s ms (%d runs), back to back %s ms per call\n", bench_fmt4(m, sizeof m, r->median_ms),
+                        r->repeats, bench_fmt4(b, sizeof b, r->batch_ms));
+            else if (r->ok) fprintf(err, " %s ms (%d runs)\n", bench_fmt4(m, sizeof m, r->median_ms), r->repeats);
             else fprintf(err, " FAILED: %s\n", r->error);
             /* A kernel fault can leave the device context unusable (NVIDIA's OpenCL then fails every later call):
              * the next workload gets a fresh context, so one bad kernel fails one row. */
