@@ -135,7 +135,7 @@ if has variants; then
                     >"$LOGS/variant-$n-$set-$round.txt" 2>&1
                 log "variant $n $set round $round: rc=$?"
                 grep -A40 "^workload" "$LOGS/variant-$n-$set-$round.txt" | grep -E "cuda|opencl" |
-                    sed "s/^/  [$n $set .$round] /" | cut -c1-150 | tee -a "$OUT/summary.txt"
+                    sed "s/^/  [$n $set .$round] /" | cut -c1-210 | tee -a "$OUT/summary.txt"
             done
         done
     done
@@ -152,7 +152,8 @@ fi
 
 if has roundtrip; then
     gcc -std=c11 -O2 -I"$CARRY/include" bench/experiments/cl_roundtrip.c -o /tmp/clrt -l:libOpenCL.so.1 \
-        >"$LOGS/roundtrip-build.log" 2>&1 && timeout 120 /tmp/clrt NVIDIA >"$LOGS/roundtrip.txt" 2>&1
+        >"$LOGS/roundtrip-build.log" 2>&1 && { timeout 120 /tmp/clrt NVIDIA; timeout 120 /tmp/clrt NVIDIA noprof; } \
+        >"$LOGS/roundtrip.txt" 2>&1
     log "roundtrip: rc=$?"
     cat "$LOGS/roundtrip.txt" | tee -a "$OUT/summary.txt"
 fi

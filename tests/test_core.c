@@ -323,3 +323,44 @@ BACKEND_TEST(streams, async_work_and_events)
     gpuws_stream_destroy(s);
     gpuws_context_destroy(ctx);
 }
+
+/* Three events around two stretches of work on one stream: each interval is positive, the whole is the sum of its
+ * parts, and the interval with the work is longer than one with nothing between its events. Every way a backend
+ * records times (CUDA events, OpenCL profiling markers or device timestamps, the CPU clock) must give this. */
+BACKEND_TEST(streams, event_intervals_add_up_in_stream_order)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { N = 1 << 22 };
+    gpuws_stream *s;
+    gpuws_event *e[4];
+    TEST_OK(gpuws_stream_create(ctx, &s));
+    for (int i = 0; i < 4; i++) TEST_OK(gpuws_event_create(ctx, &e[i]));
+    gpuws_buffer *a, *b;
+    TEST_OK(gpuws_buffer_create(ctx, N * sizeof(float), &a));
+    TEST_OK(gpuws_buffer_create(ctx, N * sizeof(float), &b));
+    const float one = 1.0f;
+    TEST_OK(gpuws_buffer_fill_async(s, a, 0, &one, sizeof one, N * sizeof(float)));
+    TEST_OK(gpuws_event_record(e[0], s));
+    for (int i = 0; i < 4; i++) TEST_OK(gpuws_vector_add(s, GPUWS_F32, N, a, a, b));
+    TEST_OK(gpuws_event_record(e[1], s));
+    for (int i = 0; i < 4; i++) TEST_OK(gpuws_vector_add(s, GPUWS_F32, N, b, b, a));
+    TEST_OK(gpuws_event_record(e[2], s));
+    TEST_OK(gpuws_event_record(e[3], s));
+    TEST_OK(gpuws_event_synchronize(e[3]));
+    double t01, t12, t02, t23;
+    TEST_OK(gpuws_event_elapsed_ms(e[0], e[1], &t01));
+    TEST_OK(gpuws_event_elapsed_ms(e[1], e[2], &t12));
+    TEST_OK(gpuws_event_elapsed_ms(e[0], e[2], &t02));
+    TEST_OK(gpuws_event_elapsed_ms(e[2], e[3], &t23));
+    cr_assert(t01 > 0 && t12 > 0, "intervals around work: %g and %g ms", t01, t12);
+    cr_assert(fabs(t02 - (t01 + t12)) <= 1e-3 + 1e-6 * t02, "%g ms is not %g + %g", t02, t01, t12);
+    cr_assert(t23 >= 0 && t23 < t01 + t12, "nothing between two events took %g ms; the work %g ms", t23, t02);
+    float v;
+    TEST_OK(gpuws_buffer_read(a, 0, &v, sizeof v));
+    cr_assert_eq(v, 4.0f, "b = a + a = 2, then a = b + b = 4");
+    for (int i = 0; i < 4; i++) gpuws_event_destroy(e[i]);
+    gpuws_buffer_destroy(a);
+    gpuws_buffer_destroy(b);
+    gpuws_stream_destroy(s);
+    gpuws_context_destroy(ctx);
+}

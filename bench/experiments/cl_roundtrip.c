@@ -1,7 +1,8 @@
 /* Experiment (not part of the library): the cheapest way for the host to get a few bytes a kernel wrote, on an
  * OpenCL platform (issue 4: label returns N, and NVIDIA's OpenCL takes ~19 us of host wall for a kernel plus a 4-byte
  * read against ~10 us for a kernel plus clFinish; cl_launch_gap.c, 2026-11-22).
- * usage: cl_roundtrip PLATFORM-SUBSTRING
+ * usage: cl_roundtrip PLATFORM-SUBSTRING [noprof]   (noprof: a queue without CL_QUEUE_PROFILING_ENABLE; gpuws's
+ *        streams have it, for their events' times)
  *
  * Every round trip enqueues a kernel that writes a new value (work-item 0 of 256) and ends with that value in the
  * host's hands; the host checks it. Host wall time from before the kernel's enqueue to the checked value (and the
@@ -156,6 +157,7 @@ static void run(cl_context c, cl_device_id d, cl_command_queue q, cl_program pro
 int main(int argc, char **argv)
 {
     const char *want = argc > 1 ? argv[1] : "NVIDIA";
+    const int profiling = !(argc > 2 && !strcmp(argv[2], "noprof"));
     cl_platform_id ps[8];
     cl_uint np = 0;
     CHECK(clGetPlatformIDs(8, ps, &np));
@@ -170,9 +172,10 @@ int main(int argc, char **argv)
         cl_int e;
         cl_context c = clCreateContext(NULL, 1, &d, NULL, NULL, &e);
         CHECK(e);
-        const cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+        const cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, 0};
         cl_command_queue q = clCreateCommandQueueWithProperties(c, d, props, &e);
         CHECK(e);
+        printf("queue %s profiling\n", profiling ? "with" : "without");
         cl_program p = clCreateProgramWithSource(c, 1, &src, NULL, &e);
         CHECK(e);
         CHECK(clBuildProgram(p, 1, &d, "", NULL, NULL));
