@@ -349,8 +349,7 @@ void bench_run_budget(const bench_workload *w, const bench_target *t, gpuws_cont
     if (t && t->backend != GPUWS_BACKEND_CPU && batch_calls >= 2 && samples >= 3) {
         for (int i = 0; i < samples; i++) {
             double ms;
-            if ((st = gpuws_event_record(e0, s)))
-                goto error;
+            if ((st = gpuws_event_record(e0, s))) goto error;
             for (int c = 0; c < batch_calls; c++)
                 if ((st = w->run(state, s))) goto error;
             if ((st = gpuws_event_record(e1, s)) || (st = gpuws_event_synchronize(e1)) ||
