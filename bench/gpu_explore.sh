@@ -11,7 +11,8 @@
 #            each size of AB_SIZES (default: default)
 #   variants `gpuws bench` of AB_ALGS (VARIANT_BACKENDS, default cuda) with the main build and with other builds of the CLI, twice in turn:
 #            VARIANT_FLAGS "name=FLAG,FLAG ..." (this tree, extra nvcc and C compiler flags), VARIANT_TREES "name=DIR ..." (another
-#            source tree, e.g. an older commit exported under .carry/), each under every VARIANT_SETTINGS env setting
+#            source tree, e.g. an older commit exported under .carry/), each under every VARIANT_SETTINGS env setting,
+#            at VARIANT_SIZE (default: default)
 #   gap      launch cost of back-to-back kernels: bench/experiments/cl_launch_gap.c on NVIDIA's OpenCL (queue
 #            settings) against bench/experiments/cuda_launch_gap.cu
 #   persist  bench/experiments/conv2d_persistent.cu: kernel times of the f32 workshop convolve2d, the library's fixed
@@ -131,8 +132,8 @@ if has variants; then
             for set in ${VARIANT_SETTINGS:--}; do # each build also under each setting (VAR=value; "-" = none)
                 e=(); [ "$set" != - ] && e=("$set")
                 ours env ${e[@]+"${e[@]}"} timeout 120 ./$d/tools/gpuws bench --backends "${VARIANT_BACKENDS:-cuda}" \
-                    --platform NVIDIA --no-ceilings --algorithms "$AB_ALGS" --budget 1 --repeat 30 \
-                    >"$LOGS/variant-$n-$set-$round.txt" 2>&1
+                    --platform NVIDIA --no-ceilings --algorithms "$AB_ALGS" --size "${VARIANT_SIZE:-default}" --budget 1 \
+                    --repeat 30 >"$LOGS/variant-$n-$set-$round.txt" 2>&1
                 log "variant $n $set round $round: rc=$?"
                 grep -A40 "^workload" "$LOGS/variant-$n-$set-$round.txt" | grep -E "cuda|opencl" |
                     sed "s/^/  [$n $set .$round] /" | cut -c1-210 | tee -a "$OUT/summary.txt"
