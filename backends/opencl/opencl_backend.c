@@ -274,6 +274,7 @@ typedef struct {
     cl_program marker_prog;    /* no-op kernel for events where markers lack profiling data */
     cl_kernel marker_kernel;
     atomic_int kernel_markers; /* 0 unknown/use clEnqueueMarker, 1 use marker kernel; any thread may set it */
+    bool nv_options;           /* cl_nv_compiler_options: build options -cl-nv-* are passed on, else dropped */
 } ocl_ctx;
 
 #define OCTX(c) ((ocl_ctx *)(c)->impl)
@@ -320,6 +321,7 @@ static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, s
     dev_str(c->dev, CL_DEVICE_VERSION, ver, sizeof ver);
     snprintf(c->device_key, sizeof c->device_key, "platform=%s\ndevice=%s\nvendor=%s\ndevice_version=%s\ndriver=%s\n",
              ctx->info.platform, ctx->info.name, ctx->info.vendor, ver, ctx->info.driver_version);
+    c->nv_options = dev_has_ext(c->dev, "cl_nv_compiler_options");
     const char *m = gpuws__getenv("GPUWS_OPENCL_EVENTS");
     atomic_init(&c->kernel_markers, m ? gpuws__strcasecmp(m, "kernel") == 0 : !markers_have_times(c));
     ctx->impl = c;
@@ -622,7 +624,25 @@ static void store_binary(ocl_ctx *c, cl_program p, const char *key)
     free(bin);
 }
 
-/* Called with ctx->lock held (core serialises kernel creation). */
+/* Removes the space-separated options that start with "-cl-nv-" (NVIDIA's compiler options) from s, in place. */
+static void drop_nv_options(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r;) {
+        while (*r == ' ') r++;
+        const size_t n = strcspn(r, " ");
+        if (n && strncmp(r, "-cl-nv-", 7) != 0) {
+            if (w != s) *w++ = ' ';
+            memmove(w, r, n);
+            w += n;
+        }
+        r += n;
+    }
+    *w = 0;
+}
+
+/* Called with ctx->lock held (core serialises kernel creation). Drivers may pass NVIDIA's -cl-nv-* options; a
+ * device without cl_nv_compiler_options builds without them. */
 static gpuws_status get_program(gpuws_context *ctx, const gpuws__cl_source *src, const char *extra, cl_program *out)
 {
     ocl_ctx *c = OCTX(ctx);
@@ -633,6 +653,7 @@ static gpuws_status get_program(gpuws_context *ctx, const gpuws__cl_source *src,
         }
     char options[1024];
     snprintf(options, sizeof options, "-cl-std=CL1.2 -cl-kernel-arg-info%s %s", ctx->info.fp64 ? " -DGPUWS_FP64=1" : "", extra);
+    if (!c->nv_options) drop_nv_options(options);
     size_t keylen = strlen(c->device_key) + strlen(options) + 128;
     char *key = malloc(keylen);
     if (!key) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a cache key");
