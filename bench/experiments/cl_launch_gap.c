@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "cl_check.h"
+#include "host_timing.h"
 
 static const char *src = "__kernel void empty(__global float *x) { }\n"
                          "__kernel void put(__global int *d, int v) { if (get_global_id(0) == 0) d[0] = v; }\n"
@@ -37,13 +38,6 @@ static const char *src = "__kernel void empty(__global float *x) { }\n"
                          "  for (int i = 0; i < n; i++) { a = fma(a, b, 0.5f); b = fma(b, a, -0.25f); }\n"
                          "  x[get_global_id(0)] = a + b;\n"
                          "}\n";
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
 
 static cl_ulong prof(cl_event e, cl_profiling_info what)
 {
@@ -92,12 +86,6 @@ static void run(cl_context c, cl_device_id d, cl_kernel k, size_t global, int mo
     clReleaseCommandQueue(q);
 }
 
-static int cmpd(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* plain: 1 = clEnqueueMarkerWithWaitList events (END to END), 0 = marker kernels (END to START) */
 static void interval(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k, size_t global, int between, int plain,
                      int flush_each, const char *what)
@@ -132,7 +120,7 @@ static void interval(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel k
         }
         t[rep] = ((double)t1 - (double)t0) * 1e-3;
     }
-    qsort(t, 50, sizeof *t, cmpd);
+    qsort(t, 50, sizeof *t, cmp_double);
     printf("interval %-14s %d %s kernels between%s: median %8.2f us, min %8.2f us\n", plain ? "plain markers" : "marker kernels",
            between, what, flush_each ? ", flush each" : "", 0.5 * (t[24] + t[25]), t[0]);
     clReleaseCommandQueue(q);
@@ -189,8 +177,8 @@ static void roundtrip(cl_context c, cl_device_id d, cl_kernel marker, cl_kernel 
         clReleaseEvent(a), clReleaseEvent(b);
         if (r) clReleaseEvent(r);
     }
-    qsort(wall, 101, sizeof *wall, cmpd);
-    qsort(dev, 101, sizeof *dev, cmpd);
+    qsort(wall, 101, sizeof *wall, cmp_double);
+    qsort(dev, 101, sizeof *dev, cmp_double);
     printf("roundtrip %-27s host wall median %8.2f us (min %7.2f)   timed interval median %8.2f us (min %7.2f)"
            "   wrong values %d/101\n", names[how], wall[50], wall[0], dev[50], dev[0], wrong);
     clEnqueueUnmapMemObject(q, pin, pinned, 0, NULL, NULL);
@@ -253,7 +241,7 @@ static void globaltimer(cl_context c, cl_device_id d, cl_kernel ke, cl_kernel ks
             CHECK(clEnqueueReadBuffer(q, tb, CL_TRUE, 0, 2 * sizeof(cl_ulong), t, 0, NULL, NULL));
             dt[rep] = (double)(t[1] - t[0]) * 1e-3;
         }
-        qsort(dt, 50, sizeof *dt, cmpd);
+        qsort(dt, 50, sizeof *dt, cmp_double);
         printf("interval globaltimer   %d %s kernels between: median %8.2f us, min %8.2f us\n", betweens[m],
                m == 3 ? "spin/4" : "empty", 0.5 * (dt[24] + dt[25]), dt[0]);
     }

@@ -57,9 +57,9 @@ static const char *conv_options(const conv_knobs *kn)
 /* The fixed-width kernel's name and build options (OpenCL compiles the program once per width; CUDA has every
  * width compiled in and ignores the options). CUDA's f32 kernels for boundary fill (_fill) have the rule as a
  * constant, so the staging of edge tiles has no wrap/mirror arithmetic: 4-6% faster on the workshop case (H100,
- * convolve2d.cu). CUDA's f64 was no faster that way; in NVIDIA's OpenCL (the rule a build option) the kernel took
- * 83 registers instead of 80 and ran 10% slower, and capped at 80 no faster than the generic one (bench/NOTES.md,
- * 2026-11-22 fourth session). */
+ * convolve2d.cu). CUDA's f64 was no faster that way; in NVIDIA's OpenCL (the rule a build option) the kernel ran
+ * slower, and capped at 80 registers no faster than the generic kernel capped the same way, which OpenCL's f32 uses
+ * (below; bench/NOTES.md, 2026-11-22 fourth and seventh sessions). */
 #define FIXED_MAX_KW 16
 typedef struct {
     char name[48], options[128];
