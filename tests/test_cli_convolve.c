@@ -98,6 +98,168 @@ BACKEND_TEST(cli_convolve, writes_what_the_reference_computes_in_f32) { files_ma
 
 BACKEND_TEST(cli_convolve, writes_what_the_reference_computes_in_f64) { files_match_reference(*kind, true); }
 
+/* The whole of a text file the tool wrote (its stdout, or its stderr in <path>.err), in text. */
+static void read_text(const char *path, char *text, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s", path);
+    const size_t n = fread(text, 1, size - 1, f);
+    fclose(f);
+    text[n] = 0;
+}
+
+/* --separable on a kernel that is outer(col, row) (rounded to the file's type): the tool factors it on the host and
+ * writes what the 2-D path writes, within the two paths' bounds added (test_convolve2d.c's for the 2-D sum,
+ * (kh + kw) products for the separable one, and a few u for the factors' roundings), for each mode and boundary. */
+static void separable_matches_2d(gpuws_backend_kind kind, bool f64)
+{
+    gpuws_context_destroy(test_open(kind));
+    enum { H = 23, W = 31, KH = 5, KW = 4 };
+    double image[H * W], col[KH], row[KW], kernel[KH * KW];
+    test_fill_uniform_f64(image, H * W, test_seed(false), -1, 1);
+    test_fill_uniform_f64(col, KH, 11, -1, 1);
+    test_fill_uniform_f64(row, KW, 12, -1, 1);
+    float image32[H * W], kernel32[KH * KW];
+    for (int j = 0; j < KH; j++)
+        for (int k = 0; k < KW; k++) kernel[j * KW + k] = col[j] * row[k];
+    for (int i = 0; i < H * W; i++) image32[i] = (float)image[i], image[i] = f64 ? image[i] : image32[i];
+    for (int i = 0; i < KH * KW; i++) kernel32[i] = (float)kernel[i], kernel[i] = f64 ? kernel[i] : kernel32[i];
+    char err[512], in[512], ker[512]; /* copies: tmp_path's buffers are reused after 16 calls */
+    snprintf(in, sizeof in, "%s", tmp_path("in.fits"));
+    snprintf(ker, sizeof ker, "%s", tmp_path("kernel.fits"));
+    cr_assert_eq(fits_write_image(in, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)image : (void *)image32, W, H, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(fits_write_image(ker, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)kernel : (void *)kernel32, KW, KH, err, sizeof err), 0, "%s", err);
+    static const struct {
+        const char *args;
+        gpuws_convolve2d_options opt;
+    } cases[] = {
+        {"--mode same --boundary symm", {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0}},
+        {"--mode full --boundary fill --fill 0.25", {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.25}},
+        {"--mode valid", {GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
+        {"--mode same --boundary wrap", {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
+    };
+    const double u = f64 ? 0x1p-53 : 0x1p-24;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *out2 = tmp_path("out2d.fits"), *outs = tmp_path("outsep.fits");
+        char args[2048];
+        snprintf(args, sizeof args, "'%s' '%s' -o '%s' %s", in, ker, out2, cases[c].args);
+        cr_assert_eq(run_cli(test_backend_name(kind), args, tmp_path("stdout.txt")), 0, "gpuws convolve %s failed", args);
+        snprintf(args, sizeof args, "'%s' '%s' -o '%s' %s --separable", in, ker, outs, cases[c].args);
+        cr_assert_eq(run_cli(test_backend_name(kind), args, tmp_path("stdout.txt")), 0, "gpuws convolve %s failed", args);
+        gpuws__conv2d_geometry g;
+        TEST_OK(gpuws__conv2d_geometry_init(H, W, 0, KH, KW, &cases[c].opt, &g));
+        fits_image a2, as;
+        cr_assert_eq(fits_read_image(out2, -1, &a2, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(fits_read_image(outs, -1, &as, err, sizeof err), 0, "%s", err);
+        cr_assert(as.width == g.ow && as.height == g.oh && a2.width == g.ow && a2.height == g.oh,
+                  "%s: %zu x %zu (separable) and %zu x %zu (2-D), want %zu x %zu", cases[c].args, as.height, as.width,
+                  a2.height, a2.width, g.oh, g.ow);
+        cr_assert_eq(as.bitpix, f64 ? -64 : -32, "output BITPIX %d", as.bitpix);
+        const size_t n = g.oh * g.ow;
+        double *want = malloc(n * sizeof *want), *mag = malloc(n * sizeof *mag);
+        double aimage[H * W], akernel[KH * KW];
+        cr_assert(want && mag);
+        gpuws_convolve2d_ref_f64(&g, image, kernel, want, 0, g.oh);
+        for (int i = 0; i < H * W; i++) aimage[i] = fabs(image[i]);
+        for (int i = 0; i < KH * KW; i++) akernel[i] = fabs(kernel[i]);
+        gpuws_convolve2d_options aopt = cases[c].opt;
+        aopt.fill_value = fabs(aopt.fill_value);
+        gpuws__conv2d_geometry ga;
+        TEST_OK(gpuws__conv2d_geometry_init(H, W, 0, KH, KW, &aopt, &ga));
+        gpuws_convolve2d_ref_f64(&ga, aimage, akernel, mag, 0, g.oh);
+        for (size_t i = 0; i < n; i++) {
+            const double vs = f64 ? ((double *)as.data)[i] : ((float *)as.data)[i];
+            const double v2 = f64 ? ((double *)a2.data)[i] : ((float *)a2.data)[i];
+            const double last = f64 ? 0 : 0x1p-24 * fabs(want[i]); /* the f32 file's rounding */
+            const double sep_bound = 2 * (KH + KW + 4) * u * mag[i] + last;
+            const double bound_2d = 2 * (KH * KW + 1) * u * mag[i] + last;
+            cr_assert(fabs(vs - want[i]) <= sep_bound, "%s, %s: separable pixel %zu = %.17g, reference %.17g",
+                      test_backend_name(kind), cases[c].args, i, vs, want[i]);
+            cr_assert(fabs(vs - v2) <= sep_bound + bound_2d, "%s, %s: separable pixel %zu = %.17g, 2-D %.17g",
+                      test_backend_name(kind), cases[c].args, i, vs, v2);
+        }
+        free(want);
+        free(mag);
+        fits_image_free(&a2);
+        fits_image_free(&as);
+    }
+    remove_tmp();
+}
+
+BACKEND_TEST(cli_convolve, separable_writes_what_the_2d_path_writes_in_f32) { separable_matches_2d(*kind, false); }
+
+BACKEND_TEST(cli_convolve, separable_writes_what_the_2d_path_writes_in_f64) { separable_matches_2d(*kind, true); }
+
+/* --separable on a kernel that is not outer(col, row) (beyond 1e-6 of max |K|), or that holds NaN: exit 1, the
+ * reason on stderr, no output file. Within the tolerance, and for an all-zero kernel, it writes the result. */
+Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
+{
+    enum { H = 9, W = 8, KH = 5, KW = 4 };
+    char err[512], args[2048], text[4096];
+    double image[H * W], kernel[KH * KW], col[KH], row[KW];
+    test_fill_uniform_f64(image, H * W, 3, -1, 1);
+    test_fill_uniform_f64(col, KH, 11, 0.5, 1);
+    test_fill_uniform_f64(row, KW, 12, 0.5, 1);
+    const char *in = tmp_path("in.fits"), *ker = tmp_path("kernel.fits"), *out = tmp_path("never.fits");
+    const char *log = tmp_path("log.txt");
+    char log_err[600];
+    snprintf(log_err, sizeof log_err, "%s.err", log);
+    cr_assert_eq(fits_write_image(in, FITS_F64, image, W, H, err, sizeof err), 0, "%s", err);
+    snprintf(args, sizeof args, "'%s' '%s' -o '%s' --separable", in, ker, out);
+
+    /* random values: far from any outer product */
+    test_fill_uniform_f64(kernel, KH * KW, 7, -1, 1);
+    cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(run_cli("cpu", args, log), 1, "a kernel that does not factor is an error (exit 1)");
+    read_text(log_err, text, sizeof text);
+    cr_assert(strstr(text, "the kernel is not separable: largest deviation from outer(col, row) is ") &&
+                  strstr(text, "drop --separable"),
+              "the message says why and what to do:\n%s", text);
+    cr_assert(!exists(out), "a refused kernel left %s behind", out);
+
+    /* an outer product with one entry off by 1e-5 of max |K|: beyond the tolerance */
+    double kmax = 0;
+    for (int j = 0; j < KH; j++)
+        for (int k = 0; k < KW; k++) {
+            kernel[j * KW + k] = col[j] * row[k];
+            if (fabs(kernel[j * KW + k]) > kmax) kmax = fabs(kernel[j * KW + k]);
+        }
+    kernel[2 * KW + 1] += 1e-5 * kmax;
+    cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(run_cli("cpu", args, log), 1, "a deviation of 1e-5 max |K| is beyond the tolerance");
+    read_text(log_err, text, sizeof text);
+    cr_assert(strstr(text, "the kernel is not separable"), "%s", text);
+    cr_assert(!exists(out), "a refused kernel left %s behind", out);
+
+    /* NaN: refused with its own message */
+    kernel[2 * KW + 1] = NAN;
+    cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(run_cli("cpu", args, log), 1, "a kernel holding NaN cannot be factored (exit 1)");
+    read_text(log_err, text, sizeof text);
+    cr_assert(strstr(text, "NaN or Inf") && strstr(text, "row 2, column 1") && strstr(text, "drop --separable"), "%s", text);
+    cr_assert(!exists(out), "a refused kernel left %s behind", out);
+
+    /* 1e-8 of max |K| off: within the tolerance, so it runs */
+    kernel[2 * KW + 1] = col[2] * row[1] + 1e-8 * kmax;
+    cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(run_cli("cpu", args, log), 0, "a deviation of 1e-8 max |K| is within the tolerance");
+    cr_assert(exists(out), "no output written");
+    remove(out);
+
+    /* all zero: col = row = 0, an all-zero result */
+    for (int i = 0; i < KH * KW; i++) kernel[i] = 0;
+    cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(run_cli("cpu", args, log), 0, "an all-zero kernel is separable");
+    fits_image got;
+    cr_assert_eq(fits_read_image(out, -1, &got, err, sizeof err), 0, "%s", err);
+    for (size_t i = 0; i < got.width * got.height; i++)
+        cr_assert_eq(((double *)got.data)[i], 0.0, "pixel %zu of an all-zero kernel's result is %g", i, ((double *)got.data)[i]);
+    fits_image_free(&got);
+
+    cr_assert_eq(run_cli("cpu", "--demo --separable", log), 2, "--separable with --demo is a usage error (exit 2)");
+    remove_tmp();
+}
+
 Test(cli_convolve, bad_input_exits_nonzero_and_writes_nothing)
 {
     char err[512];
@@ -129,15 +291,20 @@ Test(cli_convolve, demo_times_the_workshop_case_against_the_reference)
 {
     const char *log = tmp_path("demo.txt");
     cr_assert_eq(run_cli("cpu", "--demo --size 64 --repeat 3 --dtype f32", log), 0, "the demo failed (see %s.err)", log);
-    FILE *f = fopen(log, "r");
-    cr_assert_not_null(f);
-    char text[8192] = "";
-    const size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
+    char text[8192];
+    read_text(log, text, sizeof text);
     cr_assert(strstr(text, "scalar reference") && strstr(text, "speed-up") && strstr(text, "convolve1d"),
               "the demo prints both times and the speed-up:\n%s", text);
     cr_assert(strstr(text, "max |device - reference| / max |reference| = 0"),
               "deltas 16 apart and a 15-tap kernel make every output exact:\n%s", text);
+    /* the separable path, timed the same way, and its distance from the 2-D path's output: each output is one
+     * product, so the two differ only by the roundings of the Gaussian and of outer(g, g), a few f32 ulps */
+    const char *sep = strstr(text, "separable (col x row, 30 products per output): ");
+    cr_assert(sep && strstr(sep, " ms, ") && strstr(sep, "than the 2-D path, max rel. diff "),
+              "the demo prints the separable path's line:\n%s", text);
+    double diff = -1;
+    cr_assert(sscanf(strstr(sep, "max rel. diff ") + strlen("max rel. diff "), "%lf", &diff) == 1 && diff >= 0 &&
+                  diff <= 8 * 0x1p-24,
+              "the separable path's output is within a few f32 ulps of the 2-D path's:\n%s", text);
     remove_tmp();
 }

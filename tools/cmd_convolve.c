@@ -19,15 +19,22 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gpuws convolve IN.fits KERNEL.fits -o OUT.fits [--mode full|same|valid] [--boundary fill|wrap|symm]\n"
-            "                      [--fill V] [--dtype f32|f64]\n"
+            "                      [--fill V] [--dtype f32|f64] [--separable]\n"
             "       gpuws convolve --demo [--dtype f32|f64] [--size N] [--repeat N]\n"
             "  Convolves the first 2-D image of IN.fits with that of KERNEL.fits exactly as\n"
             "  scipy.signal.convolve2d(in, kernel, mode, boundary, fillvalue) does (defaults: full, fill, 0) and writes\n"
             "  OUT.fits (written completely or not at all). The arithmetic is f64 when either file holds doubles,\n"
             "  else f32, unless --dtype says otherwise.\n"
+            "  --separable: the kernel K (kh x kw) is outer(col, row). gpuws factors it in double, with (j*, k*) the\n"
+            "  entry of largest |K|: col[j] = K[j][k*], row[k] = K[j*][k] / K[j*][k*], and convolves in two 1-D passes\n"
+            "  (kh + kw products per output instead of kh * kw; rounding differs from the 2-D sum, see\n"
+            "  gpuws_convolve2d_separable). If some |K[j][k] - col[j] * row[k]| exceeds 1e-6 * max |K|, or K holds NaN\n"
+            "  or Inf, it exits 1 and writes nothing. An all-zero kernel is accepted (col = row = 0).\n"
             "  --demo runs the workshop's exercise: deltas (ones at [8::16, 8::16]) of N x N (default 2048) convolved\n"
             "  with the 15 x 15 Gaussian, and np.convolve of the flattened deltas with its diagonal, timed on the\n"
-            "  device (median of --repeat runs, default 20) next to one run of the scalar reference on one CPU core.\n"
+            "  device (median of --repeat runs, default 20) next to one run of the scalar reference on one CPU core;\n"
+            "  also the same 2-D convolution through the separable path (outer(g, g), g = exp(-x^2 / 2)), timed the\n"
+            "  same way and compared with the 2-D path's output.\n"
             "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM.\n");
 }
 
@@ -44,10 +51,45 @@ typedef struct {
     const char *in, *kernel, *out;
     gpuws_convolve2d_options opt;
     int dtype; /* -1 auto, else gpuws_dtype */
-    bool demo;
+    bool demo, separable;
     size_t demo_size;
     int repeat;
 } args;
+
+/* --separable: relative tolerance of the factorization check (stated in the usage). */
+#define SEPARABLE_TOL 1e-6
+
+/* Factors the kh x kw kernel k (row-major, double) as k = outer(col, row) on the host, for --separable.
+ * With (j*, k*) the entry of largest |K|: col[j] = K[j][k*] and row[k] = K[j*][k] / K[j*][k*] (so row[k*] = 1, and
+ * outer(col, row) reproduces row j* and column k* up to the division's rounding). Then every entry is checked:
+ * *dev = max |K[j][k] - col[j] * row[k]| and *scale = max |K|. Returns 0 when *dev <= SEPARABLE_TOL * *scale;
+ * -1 when it is not, and -2 when K holds NaN or Inf (*bad_j, *bad_k name the first such entry). An all-zero kernel
+ * gives col = 0 and row = 0 (deviation 0): the result is the 2-D convolution with a zero kernel. */
+static int factor_separable(const double *k, size_t kh, size_t kw, double *col, double *row, double *dev,
+                            double *scale, size_t *bad_j, size_t *bad_k)
+{
+    size_t js = 0, ks = 0;
+    double big = 0;
+    for (size_t j = 0; j < kh; j++)
+        for (size_t i = 0; i < kw; i++) {
+            const double v = k[j * kw + i];
+            if (!isfinite(v)) {
+                *bad_j = j, *bad_k = i;
+                return -2;
+            }
+            if (fabs(v) > big) big = fabs(v), js = j, ks = i;
+        }
+    for (size_t j = 0; j < kh; j++) col[j] = k[j * kw + ks];
+    for (size_t i = 0; i < kw; i++) row[i] = big > 0 ? k[js * kw + i] / k[js * kw + ks] : 0.0;
+    double worst = 0;
+    for (size_t j = 0; j < kh; j++)
+        for (size_t i = 0; i < kw; i++) {
+            const double e = fabs(k[j * kw + i] - col[j] * row[i]);
+            if (e > worst) worst = e;
+        }
+    *dev = worst, *scale = big;
+    return worst <= SEPARABLE_TOL * big ? 0 : -1;
+}
 
 /* Uploads n doubles as dtype into a new buffer. */
 static gpuws_status upload(gpuws_context *ctx, const double *x, size_t n, gpuws_dtype dt, gpuws_buffer **b)
@@ -82,26 +124,52 @@ static int convolve_files(const args *a)
     const gpuws_dtype dt = a->dtype >= 0 ? (gpuws_dtype)a->dtype : file_double ? GPUWS_F64 : GPUWS_F32;
     size_t oh = 0, ow = 0;
     gpuws_context *ctx = NULL;
-    gpuws_buffer *bi = NULL, *bk = NULL, *bo = NULL;
+    gpuws_buffer *bi = NULL, *bk = NULL, *bo = NULL, *bc = NULL, *br = NULL;
     void *out = NULL;
+    double *col = NULL, *row = NULL;
     int rc = 1;
     gpuws_status st = gpuws_convolve2d_output_shape(img.height, img.width, ker.height, ker.width, a->opt.mode, &oh, &ow);
     if (st) {
         rc = tool_fail("convolve", st);
         goto done;
     }
+    if (a->separable) { /* on the host, before any device work: a kernel that does not factor writes nothing */
+        col = malloc(ker.height * sizeof *col), row = malloc(ker.width * sizeof *row);
+        if (!col || !row) {
+            rc = tool_fail("convolve", GPUWS_ERR_OUT_OF_MEMORY);
+            goto done;
+        }
+        double dev = 0, scale = 0;
+        size_t nj = 0, nk = 0;
+        const int f = factor_separable(ker.data, ker.height, ker.width, col, row, &dev, &scale, &nj, &nk);
+        if (f == -2) {
+            fprintf(stderr, "gpuws convolve: the kernel holds %g at row %zu, column %zu (0-based): a kernel with NaN or Inf "
+                            "cannot be factored; drop --separable\n", ((const double *)ker.data)[nj * ker.width + nk], nj, nk);
+            goto done;
+        }
+        if (f) {
+            fprintf(stderr, "gpuws convolve: the kernel is not separable: largest deviation from outer(col, row) is %.3g "
+                            "(relative %.3g, tolerance %g); drop --separable\n", dev, dev / scale, SEPARABLE_TOL);
+            goto done;
+        }
+    }
     if ((rc = tool_context("convolve", &ctx))) goto done;
     gpuws_device_info d;
     gpuws_context_get_device_info(ctx, &d);
-    fprintf(stderr, "gpuws convolve: %zu x %zu image * %zu x %zu kernel -> %zu x %zu (%s) on %s\n", img.height, img.width,
-            ker.height, ker.width, oh, ow, gpuws_dtype_name(dt), d.name);
+    fprintf(stderr, "gpuws convolve: %zu x %zu image * %zu x %zu kernel%s -> %zu x %zu (%s) on %s\n", img.height, img.width,
+            ker.height, ker.width, a->separable ? " (separable: col x row)" : "", oh, ow, gpuws_dtype_name(dt), d.name);
     const size_t es = gpuws_dtype_size(dt);
     out = malloc(oh * ow * es);
     if (!out) st = GPUWS_ERR_OUT_OF_MEMORY;
-    if (st || (st = upload(ctx, img.data, img.width * img.height, dt, &bi)) ||
-        (st = upload(ctx, ker.data, ker.width * ker.height, dt, &bk)) || (st = gpuws_buffer_create(ctx, oh * ow * es, &bo)) ||
-        (st = gpuws_convolve2d(NULL, dt, bi, img.height, img.width, 0, bk, ker.height, ker.width, &a->opt, bo)) ||
-        (st = gpuws_buffer_read(bo, 0, out, oh * ow * es))) {
+    if (!st && !(st = upload(ctx, img.data, img.width * img.height, dt, &bi)) && !(st = gpuws_buffer_create(ctx, oh * ow * es, &bo))) {
+        if (a->separable) {
+            if (!(st = upload(ctx, col, ker.height, dt, &bc)) && !(st = upload(ctx, row, ker.width, dt, &br)))
+                st = gpuws_convolve2d_separable(NULL, dt, bi, img.height, img.width, 0, bc, ker.height, br, ker.width, &a->opt, bo);
+        } else if (!(st = upload(ctx, ker.data, ker.width * ker.height, dt, &bk))) {
+            st = gpuws_convolve2d(NULL, dt, bi, img.height, img.width, 0, bk, ker.height, ker.width, &a->opt, bo);
+        }
+    }
+    if (st || (st = gpuws_buffer_read(bo, 0, out, oh * ow * es))) {
         rc = tool_fail("convolve", st);
         goto done;
     }
@@ -113,9 +181,13 @@ static int convolve_files(const args *a)
     rc = 0;
 done:
     free(out);
+    free(col);
+    free(row);
     gpuws_buffer_destroy(bi);
     gpuws_buffer_destroy(bk);
     gpuws_buffer_destroy(bo);
+    gpuws_buffer_destroy(bc);
+    gpuws_buffer_destroy(br);
     gpuws_context_destroy(ctx);
     fits_image_free(&img);
     fits_image_free(&ker);
@@ -156,12 +228,19 @@ typedef struct {
     gpuws__conv1d_geometry g1;
     void *h_image, *h_kernel, *h_diag, *h_out; /* dtype; h_image and h_out pinned */
     gpuws_buffer *image, *kernel, *diag, *out;
+    gpuws_buffer *col, *row; /* the Gaussian's factors, g and g: kernel = outer(col, row) */
 } demo;
 
 static gpuws_status run2d(void *p, gpuws_stream *s)
 {
     demo *d = p;
     return gpuws_convolve2d(s, d->dt, d->image, d->side, d->side, 0, d->kernel, TAPS, TAPS, NULL, d->out);
+}
+
+static gpuws_status run2d_separable(void *p, gpuws_stream *s)
+{
+    demo *d = p;
+    return gpuws_convolve2d_separable(s, d->dt, d->image, d->side, d->side, 0, d->col, TAPS, d->row, TAPS, NULL, d->out);
 }
 
 static gpuws_status run2d_transfers(void *p, gpuws_stream *s)
@@ -234,10 +313,10 @@ static int run_demo(const args *a)
     gpuws_status st = gpuws__conv2d_geometry_init(d.side, d.side, 0, TAPS, TAPS, NULL, &d.g2);
     if (!st) st = gpuws__conv1d_geometry_init(n, TAPS, GPUWS_CONVOLVE_FULL, &d.g1);
     const size_t no = d.g2.oh * d.g2.ow > d.g1.out_n ? d.g2.oh * d.g2.ow : d.g1.out_n;
-    double *img = malloc(n * sizeof *img), gauss[TAPS * TAPS], diag[TAPS];
-    void *got = malloc(no * es), *want = malloc(no * es);
+    double *img = malloc(n * sizeof *img), gauss[TAPS * TAPS], diag[TAPS], g[TAPS];
+    void *got = malloc(no * es), *want = malloc(no * es), *sep = malloc(no * es), *h_g = malloc(TAPS * es);
     d.h_kernel = malloc(TAPS * TAPS * es), d.h_diag = malloc(TAPS * es);
-    if (!st && (!img || !got || !want || !d.h_kernel || !d.h_diag)) st = GPUWS_ERR_OUT_OF_MEMORY;
+    if (!st && (!img || !got || !want || !sep || !h_g || !d.h_kernel || !d.h_diag)) st = GPUWS_ERR_OUT_OF_MEMORY;
     if (st || (st = gpuws_host_alloc(ctx, n * es, &d.h_image)) || (st = gpuws_host_alloc(ctx, no * es, &d.h_out))) goto fail;
     for (size_t i = 0; i < n; i++) img[i] = (i / d.side) % 16 == 8 && (i % d.side) % 16 == 8 ? 1.0 : 0.0;
     for (int j = 0; j < TAPS; j++)
@@ -246,9 +325,16 @@ static int run_demo(const args *a)
             gauss[j * TAPS + k] = exp(-(x * x + y * y) / 2);
         }
     for (int j = 0; j < TAPS; j++) diag[j] = gauss[j * TAPS + j];
+    for (int j = 0; j < TAPS; j++) { /* the Gaussian is outer(g, g), g = exp(-x^2 / 2) at x = linspace(-2, 2, 15) */
+        const double x = -2.0 + 4.0 * j / (TAPS - 1);
+        g[j] = exp(-x * x / 2);
+    }
     to_dtype(img, n, d.dt, d.h_image), to_dtype(gauss, TAPS * TAPS, d.dt, d.h_kernel), to_dtype(diag, TAPS, d.dt, d.h_diag);
+    to_dtype(g, TAPS, d.dt, h_g);
     if ((st = gpuws_buffer_create(ctx, n * es, &d.image)) || (st = gpuws_buffer_create(ctx, TAPS * TAPS * es, &d.kernel)) ||
         (st = gpuws_buffer_create(ctx, TAPS * es, &d.diag)) || (st = gpuws_buffer_create(ctx, no * es, &d.out)) ||
+        (st = gpuws_buffer_create(ctx, TAPS * es, &d.col)) || (st = gpuws_buffer_create(ctx, TAPS * es, &d.row)) ||
+        (st = gpuws_buffer_write(d.col, 0, h_g, TAPS * es)) || (st = gpuws_buffer_write(d.row, 0, h_g, TAPS * es)) ||
         (st = gpuws_buffer_write(d.image, 0, d.h_image, n * es)) ||
         (st = gpuws_buffer_write(d.kernel, 0, d.h_kernel, TAPS * TAPS * es)) ||
         (st = gpuws_buffer_write(d.diag, 0, d.h_diag, TAPS * es)))
@@ -275,6 +361,15 @@ static int run_demo(const args *a)
            flops2 / t2 / 1e6, t2x, r2);
     printf("               speed-up %.0fx on the device, %.0fx with transfers; max |device - reference| / max |reference| = %.2g\n",
            r2 / t2, r2 / t2x, diff2);
+    /* The same convolution through the separable path, timed the same way, compared with the 2-D path's output. */
+    fprintf(stderr, "  timing convolve2d_separable on the device (%d runs)...\n", a->repeat);
+    double ts = 0;
+    if ((st = time_device(ctx, run2d_separable, &d, a->repeat, &ts)) ||
+        (st = gpuws_buffer_read(d.out, 0, sep, d.g2.oh * d.g2.ow * es)))
+        goto fail;
+    const double diffs = max_rel_diff(sep, got, d.g2.oh * d.g2.ow, d.dt);
+    printf("  separable (col x row, %d products per output): %.3f ms, %.1fx %s than the 2-D path, max rel. diff %.2g\n",
+           2 * TAPS, ts, t2 >= ts ? t2 / ts : ts / t2, t2 >= ts ? "faster" : "slower", diffs);
     if ((st = time_device(ctx, run1d, &d, a->repeat, &t1)) || (st = gpuws_buffer_read(d.out, 0, got, d.g1.out_n * es)))
         goto fail;
     const double t0 = now_ms();
@@ -292,6 +387,12 @@ static int run_demo(const args *a)
         fprintf(stderr, "gpuws convolve: the device's results differ from the reference by more than the stated bound\n");
         rc = 1;
     }
+    /* separable against 2-D: the separable bound (kh + kw products) plus the 2-D one, plus a few u because the
+     * Gaussian and outer(g, g) are rounded to dtype separately */
+    if (!(diffs <= 2 * (TAPS * TAPS + 1) * u + 2 * (2 * TAPS + 1) * u + 8 * u)) {
+        fprintf(stderr, "gpuws convolve: the separable path's result differs from the 2-D path's by more than the stated bounds\n");
+        rc = 1;
+    }
     goto done;
 fail:
     rc = tool_fail("convolve", st);
@@ -299,6 +400,8 @@ done:
     free(img);
     free(got);
     free(want);
+    free(sep);
+    free(h_g);
     free(d.h_kernel);
     free(d.h_diag);
     gpuws_host_free(ctx, d.h_image);
@@ -307,6 +410,8 @@ done:
     gpuws_buffer_destroy(d.kernel);
     gpuws_buffer_destroy(d.diag);
     gpuws_buffer_destroy(d.out);
+    gpuws_buffer_destroy(d.col);
+    gpuws_buffer_destroy(d.row);
     gpuws_context_destroy(ctx);
     return rc;
 }
@@ -337,7 +442,7 @@ static long number(const char *v, long lo, long hi)
 
 static int cmd_convolve(int argc, char **argv)
 {
-    args a = {NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, 2048, 20};
+    args a = {NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -345,6 +450,8 @@ static int cmd_convolve(int argc, char **argv)
             return 0;
         } else if (!strcmp(o, "--demo")) {
             a.demo = true;
+        } else if (!strcmp(o, "--separable")) {
+            a.separable = true;
         } else if (!strcmp(o, "-o") || !strcmp(o, "--output")) {
             if (!v) return bad("%s needs a file name", o);
             a.out = v, i++;
@@ -384,6 +491,7 @@ static int cmd_convolve(int argc, char **argv)
     }
     if (a.demo) {
         if (a.in || a.out) return bad("--demo takes no files");
+        if (a.separable) return bad("--separable is for files; --demo times both the 2-D and the separable path");
         return run_demo(&a);
     }
     if (!a.in || !a.kernel || !a.out) return bad("needs IN.fits, KERNEL.fits and -o OUT.fits");

@@ -538,3 +538,156 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: direct", gpuws_dtype_name(dt));
     return launch_direct(s, dt, &g, &kn, image, kernel, out);
 }
+
+/* ---- gpuws_convolve2d_separable ---------------------------------------------------------------------------------
+ * Two launches on GPU backends (convolve2d.cu / .cl): the row sums of the oh + kh - 1 extended-image rows the
+ * outputs need, into the stream's scratch memory (slot 0), then the column sums into out. GPUs run the tiled pair
+ * (convolve2d_sep_rows_* / _cols_*, work-groups of 32 x 8; the constants must match SEP_* in both kernel files),
+ * CPU OpenCL devices the direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 5 the tiled pair took 2.5x as
+ * long as the 2-D path). GPUWS_CONVOLVE_PATH=tiled|direct forces one, as for gpuws_convolve2d. */
+#define SEP_KB 256
+#define SEP_RS 8
+#define SEP_WARPS 8
+
+static gpuws_status separable_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, size_t tr,
+                                     const gpuws_buffer *image, const gpuws_buffer *col, const gpuws_buffer *row,
+                                     gpuws_buffer *tmp, gpuws_buffer *out)
+{
+    const gpuws_context *ctx = s->ctx;
+    const bool f32 = dt == GPUWS_F32;
+    /* as launch_direct: 256 bytes of outputs of a row per work-item; CPU devices 8 x 1 groups, GPUs 32 x 4 */
+    const size_t dv = 256 / gpuws_dtype_size(dt), items = (g->ow + dv - 1) / dv;
+    const uint32_t bx = gpuws__is_cpu_device(ctx) ? 8 : 32, by = gpuws__is_cpu_device(ctx) ? 1 : 4;
+    const uint64_t max_y = ctx->info.max_grid_dims[1];
+    const uint64_t gy_rows = (tr + by - 1) / by, gy_cols = (g->oh + by - 1) / by;
+    gpuws_launch_config c_rows = {{(uint32_t)((items + bx - 1) / bx), (uint32_t)(gy_rows < max_y ? gy_rows : max_y), 1},
+                                  {bx, by, 1}};
+    gpuws_launch_config c_cols = c_rows;
+    c_cols.grid[1] = (uint32_t)(gy_cols < max_y ? gy_cols : max_y);
+    const gpuws_arg a_rows[] = {
+        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)row), gpuws_arg_buffer(tmp),
+        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
+        gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)tr), gpuws_arg_i32((int32_t)g->ow),
+        gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)), gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
+        gpuws_arg_i32((int32_t)g->boundary), f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill)};
+    const gpuws_arg a_cols[] = {gpuws_arg_buffer(tmp), gpuws_arg_buffer((gpuws_buffer *)col), gpuws_arg_buffer(out),
+                                gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh)};
+    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: direct, %zu x %zu row sums", gpuws_dtype_name(dt), tr, g->ow);
+    gpuws_status st = gpuws__launch_named(s, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64", NULL,
+                                          &c_rows, a_rows, GPUWS__NARGS(a_rows));
+    if (st) return st;
+    return gpuws__launch_named(s, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64", NULL, &c_cols,
+                               a_cols, GPUWS__NARGS(a_cols));
+}
+
+static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
+                                  const gpuws_buffer *image, const gpuws_buffer *col, const gpuws_buffer *row,
+                                  gpuws_buffer *out)
+{
+    gpuws_context *ctx = s->ctx;
+    conv_knobs kn;
+    read_knobs(&kn);
+    bool direct = gpuws__is_cpu_device(ctx);
+    if (kn.path) direct = gpuws__strcasecmp(kn.path, "direct") == 0;
+    const bool f32 = dt == GPUWS_F32;
+    const size_t es = gpuws_dtype_size(dt), v = 16 / es, seg = 32 * v;
+    const size_t tr = g->oh + g->kh - 1, kb = g->kw < SEP_KB ? g->kw : SEP_KB;
+    const size_t xs_len = seg + (kb + 7) / 8 * 8;
+    const size_t rows_local = (SEP_KB + SEP_WARPS * xs_len) * es, cols_local = SEP_KB * es;
+    size_t tmp_elems, tmp_bytes;
+    if (gpuws__mul_overflows(tr, g->ow, &tmp_elems) || gpuws__mul_overflows(tmp_elems, es, &tmp_bytes))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: %zu x %zu row sums overflow size_t", tr, g->ow);
+    if (!direct && rows_local > ctx->info.shared_mem_bytes) {
+        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s has %llu bytes of local memory per group, the tiled row "
+                   "pass needs %zu: the direct pair", ctx->info.name, (unsigned long long)ctx->info.shared_mem_bytes, rows_local);
+        direct = true;
+    }
+    const char *rows_name = direct ? (f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64")
+                                   : (f32 ? "convolve2d_sep_rows_f32" : "convolve2d_sep_rows_f64");
+    const char *cols_name = direct ? (f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64")
+                                   : (f32 ? "convolve2d_sep_cols_f32" : "convolve2d_sep_cols_f64");
+    gpuws_kernel *kr, *kc;
+    uint32_t br, bc;
+    gpuws_status st;
+    /* both kernels looked up (which may fail) before anything is enqueued */
+    if ((st = gpuws__kernel_block(ctx, rows_name, NULL, 256, &kr, &br)) ||
+        (st = gpuws__kernel_block(ctx, cols_name, NULL, 256, &kc, &bc)))
+        return st;
+    if (!direct && (br < 256 || bc < 256)) { /* the tiled pair needs groups of 32 x 8; the direct one takes 8 */
+        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s runs at most %u work-items per group of the tiled pair: "
+                   "the direct pair", ctx->info.name, br < bc ? br : bc);
+        direct = true;
+        if ((st = gpuws__kernel_block(ctx, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64",
+                                      NULL, 256, &kr, &br)) ||
+            (st = gpuws__kernel_block(ctx, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64",
+                                      NULL, 256, &kc, &bc)))
+            return st;
+    }
+    gpuws_buffer *tmp;
+    if ((st = gpuws__stream_scratch(s, 0, tmp_bytes, &tmp))) return st;
+    if (direct) return separable_direct(s, dt, g, tr, image, col, row, tmp, out);
+    /* Grids of about as many groups as the device holds at once (6 / 5 of 256 per compute unit: the kernels' 40 / 48
+     * registers on the H100), each walking its rows: a group that took one row group (or 8 rows per work-item)
+     * spent more on its set-up (taps, barriers, the first loads' latency) than on its sums: ncu, H100, 2026-11-22,
+     * workshop case: 32.8 + 26.6 us for one row group per group. */
+    const uint64_t max_y = ctx->info.max_grid_dims[1] < 65535 ? ctx->info.max_grid_dims[1] : 65535;
+    const uint64_t gx_rows = (g->ow + seg - 1) / seg, gx_cols = (g->ow + 31) / 32;
+    uint64_t gy = (tr + SEP_WARPS - 1) / SEP_WARPS, fill_y = gpuws__saturating_blocks(ctx, 6) / gx_rows;
+    if (fill_y < 1) fill_y = 1;
+    if (gy > fill_y) gy = fill_y;
+    gpuws_launch_config c_rows = {{(uint32_t)gx_rows, (uint32_t)(gy < max_y ? gy : max_y), 1}, {32, SEP_WARPS, 1}};
+    const gpuws_arg a_rows[] = {
+        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)row), gpuws_arg_buffer(tmp),
+        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
+        gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)tr), gpuws_arg_i32((int32_t)g->ow),
+        gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)), gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
+        gpuws_arg_i32((int32_t)g->boundary), f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill),
+        gpuws_arg_i32((int32_t)xs_len), gpuws_arg_local(rows_local)};
+    gy = (g->oh + SEP_WARPS * SEP_RS - 1) / (SEP_WARPS * SEP_RS);
+    fill_y = gpuws__saturating_blocks(ctx, 5) / gx_cols;
+    if (fill_y < 1) fill_y = 1;
+    if (gy > fill_y) gy = fill_y;
+    gpuws_launch_config c_cols = {{(uint32_t)gx_cols, (uint32_t)(gy < max_y ? gy : max_y), 1}, {32, SEP_WARPS, 1}};
+    const gpuws_arg a_cols[] = {gpuws_arg_buffer(tmp), gpuws_arg_buffer((gpuws_buffer *)col), gpuws_arg_buffer(out),
+                                gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh),
+                                gpuws_arg_local(cols_local)};
+    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: %zu x %zu row sums (%u x %u groups), then %u x %u groups",
+               gpuws_dtype_name(dt), tr, g->ow, c_rows.grid[0], c_rows.grid[1], c_cols.grid[0], c_cols.grid[1]);
+    if ((st = gpuws_launch(s, kr, &c_rows, a_rows, GPUWS__NARGS(a_rows)))) return st;
+    return gpuws_launch(s, kc, &c_cols, a_cols, GPUWS__NARGS(a_cols));
+}
+
+gpuws_status gpuws_convolve2d_separable(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffer *image, size_t height,
+                                        size_t width, size_t row_stride, const gpuws_buffer *col, size_t kh,
+                                        const gpuws_buffer *row, size_t kw, const gpuws_convolve2d_options *options,
+                                        gpuws_buffer *out)
+{
+    gpuws_context *ctx;
+    gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
+    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (dt != GPUWS_F32 && dt != GPUWS_F64)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_separable: dtype %s is not f32 or f64",
+                            gpuws_dtype_name(dt));
+    gpuws__conv2d_geometry g = {0};
+    if ((st = gpuws__conv2d_geometry_init(height, width, row_stride, kh, kw, options, &g))) return st;
+    const size_t es = gpuws_dtype_size(dt);
+    size_t image_elems, out_elems;
+    if (gpuws__mul_overflows(g.h - 1, g.stride, &image_elems) || gpuws__add_overflows(image_elems, g.w, &image_elems) ||
+        gpuws__mul_overflows(g.oh, g.ow, &out_elems))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: image %zu x %zu (row stride %zu), kernel %zu x "
+                            "%zu: element counts overflow size_t", g.h, g.w, g.stride, g.kh, g.kw);
+    if (out == image || out == col || out == row)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_separable: out must not be the %s buffer (it is read "
+                            "while out is written)", out == image ? "image" : out == col ? "col" : "row");
+    if ((st = gpuws__check_array(ctx, image, "image", image_elems, es)) ||
+        (st = gpuws__check_array(ctx, col, "col", g.kh, es)) || (st = gpuws__check_array(ctx, row, "row", g.kw, es)) ||
+        (st = gpuws__check_array(ctx, out, "out", out_elems, es)) ||
+        (st = gpuws__check_dtype(ctx, dt, "convolve2d_separable")))
+        return st;
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU)
+        return dt == GPUWS_F32 ? gpuws_convolve2d_separable_ref_f32(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
+                                                                    gpuws__cpu_ptr(row), gpuws__cpu_ptr(out))
+                               : gpuws_convolve2d_separable_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
+                                                                    gpuws__cpu_ptr(row), gpuws__cpu_ptr(out));
+    return separable_gpu(s, dt, &g, image, col, row, out);
+}

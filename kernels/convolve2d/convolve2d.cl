@@ -3,6 +3,8 @@
  *   convolve2d_tiled_*   shared/local-memory tiles, R x S outputs per work-item from registers (GPUs)
  *   convolve2d_direct_*  64 (f32) / 32 (f64) outputs per work-item straight from global memory, as 4 SIMD vectors
  *                        (CPU devices, and the fallback)
+ *   convolve2d_sep_*     gpuws_convolve2d_separable's row pass and column pass (tiled on GPUs; _direct_ on CPU
+ *                        devices, as convolve2d_direct_*)
  *   convolve2d_fixed_*_k<KW>  the tiled kernel for one kernel width, built with -DGPUWS_CONV2D_KW=<KW> (the program
  *                        then holds only these; the driver asks for them by that name with that option)
  * The tiled kernel is written once as a macro over the element type; loops over compile-time counts are
@@ -253,13 +255,197 @@ static inline int conv_extend(int i, int n, int boundary)
         }                                                                                                       \
     }
 
+
+/* ---- gpuws_convolve2d_separable's two passes (design: convolve2d.cu, sep_rows / sep_cols) ------------------------
+ * Work-groups of 32 x 8. _sep_rows_: each row of 32 work-items one row of the extended image, a segment of 32 * VW
+ * row sums; taps (flipped) and the segment staged in local memory per block of SEP_KB taps. _sep_cols_: 32
+ * consecutive columns per row of work-items, SEP_RS output rows per work-item. Barriers are unconditional (PoCL 5
+ * aborts on a barrier under a branch). */
+#define SEP_KB 256
+#define SEP_C 8
+#define SEP_RS 8
+#define SEP_WARPS 8
+
+#define SEP_STAGE_TAPS(T, sh, v, k, kb0, kn)                                                                    \
+    {                                                                                                           \
+        const int padded_ = ((kn) + SEP_C - 1) / SEP_C * SEP_C;                                                 \
+        for (int q_ = tid; q_ < padded_; q_ += 32 * SEP_WARPS)                                                  \
+            (sh)[q_] = q_ < (kn) ? (v)[(k) - 1 - ((kb0) + q_)] : (T)0;                                          \
+    }
+
+/* the taps [q, q + kc) of a chunk (kc <= SEP_C) into NOUT accumulators from the window in[] */
+#define SEP_FMAS(T, NOUT)                                                                                          \
+    {                                                                                                           \
+        const int kc = min(SEP_C, kn - q);                                                                      \
+        UNROLL for (int k = 0; k < SEP_C; k++) {                                                                \
+            if (k < kc) {                                                                                       \
+                const T f = taps[q + k];                                                                        \
+                UNROLL for (int i = 0; i < (NOUT); i++) acc[i] = fma(f, in[i + k], acc[i]);                     \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
+#define DEFINE_SEP(NAME, T, VW)                                                                                 \
+    __kernel void convolve2d_sep_rows_##NAME(__global const T *img, __global const T *row, __global T *tmp,     \
+                                             ulong stride, int H, int W, int kw, int TR, int OW, int r0, int c0, \
+                                             int boundary, T fill, int xs_len, __local T *smem)                  \
+    {                                                                                                           \
+        const int lane = (int)get_local_id(0), wy = (int)get_local_id(1), tid = wy * 32 + lane;                 \
+        __local T *taps = smem, *xs = smem + SEP_KB + wy * xs_len;                                              \
+        const int n0 = (int)get_group_id(0) * (32 * VW), nblocks = (kw + SEP_KB - 1) / SEP_KB;                  \
+        if (nblocks == 1) SEP_STAGE_TAPS(T, taps, row, kw, 0, kw)                                               \
+        for (int base = (int)get_group_id(1) * SEP_WARPS; base < TR; base += (int)get_num_groups(1) * SEP_WARPS) { \
+            const int t = base + wy;                                                                            \
+            const int rr = t < TR ? conv_extend(t + r0, H, boundary) : -1;                                      \
+            __global const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;                                  \
+            T acc[VW];                                                                                          \
+            UNROLL for (int i = 0; i < VW; i++) acc[i] = (T)0;                                                  \
+            for (int b = 0; b < nblocks; b++) {                                                                 \
+                const int kb0 = b * SEP_KB, kn = min(SEP_KB, kw - kb0);                                         \
+                barrier(CLK_LOCAL_MEM_FENCE);                                                                   \
+                if (nblocks > 1) SEP_STAGE_TAPS(T, taps, row, kw, kb0, kn)                                      \
+                const int have = 32 * VW + kn - 1, cbase = n0 + c0 + kb0;                                       \
+                if (rr >= 0 && cbase >= 0 && cbase + have <= W) { /* inside the image: plain loads */           \
+                    __global const T *src = irow + cbase;                                                       \
+                    for (int u = lane; u < xs_len; u += 32) xs[u] = u < have ? src[u] : (T)0;                   \
+                } else {                                                                                        \
+                    for (int u = lane; u < xs_len; u += 32) {                                                   \
+                        T x = (T)0;                                                                             \
+                        if (u < have) {                                                                         \
+                            const int gc = rr < 0 ? -1 : conv_extend(cbase + u, W, boundary);                   \
+                            x = gc < 0 ? fill : irow[gc];                                                       \
+                        }                                                                                       \
+                        xs[u] = x;                                                                              \
+                    }                                                                                           \
+                }                                                                                               \
+                barrier(CLK_LOCAL_MEM_FENCE);                                                                   \
+                __local const T *win = xs + lane * VW;                                                          \
+                for (int q = 0; q < kn; q += SEP_C) {                                                           \
+                    T in[VW + SEP_C];                                                                           \
+                    LOAD_N(in, win + q, VW + SEP_C, VW);                                                        \
+                    SEP_FMAS(T, VW)                                                                                \
+                }                                                                                               \
+            }                                                                                                   \
+            const int n = n0 + lane * VW;                                                                       \
+            if (t < TR && n < OW) {                                                                             \
+                __global T *o = tmp + (size_t)t * OW + n;                                                       \
+                UNROLL for (int i = 0; i < VW; i++) if (n + i < OW) o[i] = acc[i];                              \
+            }                                                                                                   \
+        }                                                                                                       \
+    }                                                                                                           \
+    __kernel void convolve2d_sep_cols_##NAME(__global const T *tmp, __global const T *col, __global T *out,     \
+                                             int OH, int OW, int kh, __local T *taps)                            \
+    {                                                                                                           \
+        const int lane = (int)get_local_id(0), wy = (int)get_local_id(1), tid = wy * 32 + lane;                 \
+        const int n = (int)get_group_id(0) * 32 + lane, TR = OH + kh - 1, nblocks = (kh + SEP_KB - 1) / SEP_KB; \
+        const int nc = n < OW ? n : OW - 1; /* work-items past the last column load a valid one, store nothing */ \
+        if (nblocks == 1) SEP_STAGE_TAPS(T, taps, col, kh, 0, kh)                                               \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                           \
+        for (int base = (int)get_group_id(1) * SEP_WARPS * SEP_RS; base < OH;                                   \
+             base += (int)get_num_groups(1) * SEP_WARPS * SEP_RS) {                                             \
+            const int m0 = base + wy * SEP_RS;                                                                  \
+            T acc[SEP_RS];                                                                                      \
+            UNROLL for (int i = 0; i < SEP_RS; i++) acc[i] = (T)0;                                              \
+            for (int b = 0; b < nblocks; b++) {                                                                 \
+                const int kb0 = b * SEP_KB, kn = min(SEP_KB, kh - kb0);                                         \
+                barrier(CLK_LOCAL_MEM_FENCE);                                                                   \
+                if (nblocks > 1) SEP_STAGE_TAPS(T, taps, col, kh, kb0, kn)                                      \
+                barrier(CLK_LOCAL_MEM_FENCE);                                                                   \
+                /* a sliding window of row sums, as in convolve2d.cu's sep_cols */                              \
+                const int r0 = m0 + kb0;                                                                        \
+                const bool inside = r0 + kn + SEP_RS - 1 <= TR;                                                 \
+                __global const T *pn = tmp + (size_t)r0 * OW + nc;                                              \
+                T in[SEP_RS + SEP_C - 1];                                                                       \
+                UNROLL for (int i = 0; i < SEP_RS - 1; i++, pn += OW) in[i] = inside || r0 + i < TR ? *pn : (T)0; \
+                for (int q = 0; q < kn; q += SEP_C) {                                                           \
+                    UNROLL for (int i = 0; i < SEP_C; i++, pn += OW)                                            \
+                        in[SEP_RS - 1 + i] = inside || r0 + q + SEP_RS - 1 + i < TR ? *pn : (T)0;               \
+                    SEP_FMAS(T, SEP_RS)                                                                         \
+                    UNROLL for (int i = 0; i < SEP_RS - 1; i++) in[i] = in[i + SEP_C];                          \
+                }                                                                                               \
+            }                                                                                                   \
+            if (n < OW) {                                                                                       \
+                UNROLL for (int i = 0; i < SEP_RS; i++) if (m0 + i < OH) out[(size_t)(m0 + i) * OW + n] = acc[i]; \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
+
+/* The direct pair (CPU devices; GPUWS_CONVOLVE_PATH=direct): DIRECT_VECTORS SIMD vectors of DV outputs per
+ * work-item straight from global memory, rows grid-strided, the same sums as the tiled pair (taps in order). */
+#define DEFINE_SEP_DIRECT(NAME, T, VT, DV)                                                                      \
+    __kernel void convolve2d_sep_rows_direct_##NAME(__global const T *img, __global const T *row,               \
+                                                    __global T *tmp, ulong stride, int H, int W, int kw, int TR,  \
+                                                    int OW, int r0, int c0, int boundary, T fill)               \
+    {                                                                                                           \
+        const int n0 = (int)get_global_id(0) * (DIRECT_VECTORS * DV), hi = n0 + c0 + kw - 1;                   \
+        if (n0 >= OW) return;                                                                                   \
+        const bool cols_inside = n0 + DIRECT_VECTORS * DV <= OW && n0 + c0 >= 0 && hi + DIRECT_VECTORS * DV <= W; \
+        for (int t = (int)get_global_id(1); t < TR; t += (int)get_global_size(1)) {                             \
+            const int rr = conv_extend(t + r0, H, boundary);                                                    \
+            __global T *o = tmp + (size_t)t * OW;                                                               \
+            if (rr >= 0 && cols_inside) {                                                                       \
+                __global const T *x = img + (size_t)rr * stride + hi;                                           \
+                VT a0 = (VT)0, a1 = (VT)0, a2 = (VT)0, a3 = (VT)0;                                              \
+                for (int k = 0; k < kw; k++) {                                                                  \
+                    const T h = row[k];                                                                         \
+                    a0 += h * vload##DV(0, x - k), a1 += h * vload##DV(1, x - k);                               \
+                    a2 += h * vload##DV(2, x - k), a3 += h * vload##DV(3, x - k);                               \
+                }                                                                                               \
+                vstore##DV(a0, 0, o + n0), vstore##DV(a1, 1, o + n0), vstore##DV(a2, 2, o + n0),                \
+                    vstore##DV(a3, 3, o + n0);                                                                  \
+                continue;                                                                                       \
+            }                                                                                                   \
+            __global const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;                                  \
+            for (int n = n0; n < n0 + DIRECT_VECTORS * DV && n < OW; n++) {                                     \
+                T acc = (T)0;                                                                                   \
+                for (int k = 0; k < kw; k++) {                                                                  \
+                    const int gc = rr < 0 ? -1 : conv_extend(n + c0 + kw - 1 - k, W, boundary);                \
+                    acc += row[k] * (gc < 0 ? fill : irow[gc]);                                                 \
+                }                                                                                               \
+                o[n] = acc;                                                                                     \
+            }                                                                                                   \
+        }                                                                                                       \
+    }                                                                                                           \
+    __kernel void convolve2d_sep_cols_direct_##NAME(__global const T *tmp, __global const T *col,               \
+                                                    __global T *out, int OH, int OW, int kh)                    \
+    {                                                                                                           \
+        const int n0 = (int)get_global_id(0) * (DIRECT_VECTORS * DV);                                           \
+        if (n0 >= OW) return;                                                                                   \
+        for (int m = (int)get_global_id(1); m < OH; m += (int)get_global_size(1)) {                             \
+            __global const T *src = tmp + (size_t)m * OW + n0;                                                  \
+            __global T *o = out + (size_t)m * OW;                                                               \
+            if (n0 + DIRECT_VECTORS * DV <= OW) {                                                               \
+                VT a0 = (VT)0, a1 = (VT)0, a2 = (VT)0, a3 = (VT)0;                                              \
+                for (int q = 0; q < kh; q++) {                                                                  \
+                    const T h = col[kh - 1 - q];                                                                \
+                    __global const T *p = src + (size_t)q * OW;                                                 \
+                    a0 += h * vload##DV(0, p), a1 += h * vload##DV(1, p);                                       \
+                    a2 += h * vload##DV(2, p), a3 += h * vload##DV(3, p);                                       \
+                }                                                                                               \
+                vstore##DV(a0, 0, o + n0), vstore##DV(a1, 1, o + n0), vstore##DV(a2, 2, o + n0),                \
+                    vstore##DV(a3, 3, o + n0);                                                                  \
+                continue;                                                                                       \
+            }                                                                                                   \
+            for (int n = n0; n < OW; n++) {                                                                     \
+                T acc = (T)0;                                                                                   \
+                for (int q = 0; q < kh; q++) acc += col[kh - 1 - q] * src[(size_t)q * OW + (n - n0)];           \
+                o[n] = acc;                                                                                     \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
 #ifndef GPUWS_CONV2D_KW
 DEFINE_TILED(f32, float, float4, 4, 5, 4)
 DEFINE_DIRECT(f32, float, float16, 16)
+DEFINE_SEP(f32, float, 4)
+DEFINE_SEP_DIRECT(f32, float, float16, 16)
 
 #ifdef GPUWS_FP64
 DEFINE_TILED(f64, double, double2, 2, 3, 2)
 DEFINE_DIRECT(f64, double, double8, 8)
+DEFINE_SEP(f64, double, 2)
+DEFINE_SEP_DIRECT(f64, double, double8, 8)
 #endif
 #endif
 

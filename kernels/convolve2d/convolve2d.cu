@@ -9,6 +9,7 @@
 //          Bank conflicts: a lane's R values span 32 bytes (f32) or 64 (f64); the lanes of a warp are laid out
 //          LX across by 32/LX down and the host picks the tile pitch so that consecutive lane rows land 16 bytes
 //          apart in the banks: each quarter-warp's 16-byte loads then hit 8 distinct bank groups.
+// _sep_    gpuws_convolve2d_separable's two passes (row sums, then column sums; see below), and their _direct_ pair.
 // _direct_ 64 (f32) / 32 (f64) outputs of a row per thread straight from global memory: the path for CPU OpenCL
 //          devices (where they are 4 SIMD vectors) and the fallback for devices whose shared memory cannot hold even
 //          a small tile.
@@ -526,6 +527,222 @@ __device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T 
             direct_one(img, kern, out, stride, H, W, kh, kw, OW, m, n, om, on, boundary, fill);
 }
 
+
+// ---- _sep_: gpuws_convolve2d_separable, the kernel outer(col, row) as two 1-D passes ------------------------------
+// Pass 1 (_sep_rows_): tmp[t][n] = sum_k row[k] * X(t + r0, n + c0 + kw - 1 - k) for the TR = OH + kh - 1 rows of
+// the extended image the outputs need (r0 = om - (kh - 1), c0 = on - (kw - 1)). A block of 32 x 8 threads: each
+// warp one tmp row, a segment of SEG = 32 * V outputs, V consecutive per lane (one 16-byte vector). Per block of
+// up to SEP_KB taps the flipped taps and, per warp, the segment's SEG + taps - 1 extended-image values (boundary
+// rule applied) are staged in shared memory; a lane then slides a V + 7 window (16-byte loads at a lane stride of
+// 16 bytes: conflict-free) over it, 8 taps per chunk, V x 8 FMAs per chunk from registers. Rows are grid-strided.
+// Pass 2 (_sep_cols_): out[m][n] = sum_q col[kh - 1 - q] * tmp[m + q][n]: a warp takes 32 consecutive columns
+// (coalesced 128-byte rows of tmp) and SEP_RS consecutive output rows per lane; per chunk of 8 taps a lane loads
+// SEP_RS + 7 values of its column and does SEP_RS x 8 FMAs; the flipped taps are staged per block of SEP_KB.
+// Taps past the last are skipped, not multiplied by 0 (as everywhere in convolve2d: Inf/NaN stay in footprints).
+constexpr int SEP_KB = 256, SEP_C = 8, SEP_RS = 8, SEP_WARPS = 8;
+
+// K taps (K <= SEP_C) of one chunk for W outputs from the window in[] (in[i + k] feeds output i with tap k).
+template <int K, typename T, int W, int N>
+__device__ __forceinline__ void sep_fmas(T (&acc)[W], const T (&in)[N], const T *taps)
+{
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const T f = taps[k];
+#pragma unroll
+        for (int i = 0; i < W; i++) acc[i] = fma(f, in[i + k], acc[i]);
+    }
+}
+
+// The last chunk's kn (1..SEP_C) taps, kn a run-time value: one tight body per count.
+template <typename T, int W, int N>
+__device__ __forceinline__ void sep_chunk(T (&acc)[W], const T (&in)[N], const T *taps, int kn)
+{
+    switch (kn) {
+    case 1: sep_fmas<1>(acc, in, taps); break;
+    case 2: sep_fmas<2>(acc, in, taps); break;
+    case 3: sep_fmas<3>(acc, in, taps); break;
+    case 4: sep_fmas<4>(acc, in, taps); break;
+    case 5: sep_fmas<5>(acc, in, taps); break;
+    case 6: sep_fmas<6>(acc, in, taps); break;
+    case 7: sep_fmas<7>(acc, in, taps); break;
+    default: sep_fmas<SEP_C>(acc, in, taps); break;
+    }
+}
+
+// The flipped taps [kb0, kb0 + kn) of v (length k): sh[q] = v[k - 1 - (kb0 + q)], zero up to a whole chunk.
+template <typename T>
+__device__ __forceinline__ void sep_stage_taps(T *sh, const T *__restrict__ v, int k, int kb0, int kn)
+{
+    const int padded = (kn + SEP_C - 1) / SEP_C * SEP_C, tid = threadIdx.y * 32 + threadIdx.x;
+    for (int q = tid; q < padded; q += 32 * SEP_WARPS) sh[q] = q < kn ? v[k - 1 - (kb0 + q)] : T(0);
+}
+
+// xs_len: each warp's staged row (SEG + the taps of a block rounded up to a chunk, a multiple of 8 elements).
+template <typename T>
+__device__ void sep_rows(const T *__restrict__ img, const T *__restrict__ row, T *__restrict__ tmp,
+                         unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0, int c0,
+                         int boundary, T fill, int xs_len)
+{
+    constexpr int V = Vec16<T>::W, SEG = 32 * V, N = V + SEP_C; // window: V + 7 values, rounded to vectors
+    GPUWS_SHARED_BYTES();
+    T *taps = reinterpret_cast<T *>(gpuws_smem), *xs = taps + SEP_KB + threadIdx.y * xs_len;
+    const int lane = threadIdx.x, n0 = blockIdx.x * SEG, nblocks = (kw + SEP_KB - 1) / SEP_KB;
+    // One block of taps (kw <= SEP_KB): staged once, and then each warp's row is its own (xs is the warp's), so the
+    // warps synchronize alone and go at their own pace; more blocks of taps need the whole block between them.
+    const bool one = nblocks == 1;
+    if (one) {
+        sep_stage_taps(taps, row, kw, 0, kw);
+        __syncthreads();
+    }
+    for (int base = blockIdx.y * SEP_WARPS; base < TR; base += gridDim.y * SEP_WARPS) { // uniform over the block
+        const int t = base + threadIdx.y;
+        const int rr = t < TR ? extend(t + r0, H, boundary) : -1;
+        const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;
+        T acc[V];
+#pragma unroll
+        for (int i = 0; i < V; i++) acc[i] = T(0);
+        for (int b = 0; b < nblocks; b++) {
+            const int kb0 = b * SEP_KB, kn = min(SEP_KB, kw - kb0);
+            if (nblocks > 1) sep_stage_taps(taps, row, kw, kb0, kn);
+            const int have = SEG + kn - 1, cbase = n0 + c0 + kb0;
+            if (rr >= 0 && cbase >= 0 && cbase + have <= W) { // inside the image: plain loads, several in flight
+                const T *src = irow + cbase;
+#pragma unroll 4
+                for (int u = lane; u < xs_len; u += 32) xs[u] = u < have ? src[u] : T(0);
+            } else {
+                for (int u = lane; u < xs_len; u += 32) {
+                    T x = T(0);
+                    if (u < have) {
+                        const int gc = rr < 0 ? -1 : extend(cbase + u, W, boundary);
+                        x = gc < 0 ? fill : irow[gc];
+                    }
+                    xs[u] = x;
+                }
+            }
+            if (one) __syncwarp();
+            else __syncthreads();
+            const T *win = xs + lane * V;
+            for (int q = 0; q < kn; q += SEP_C) {
+                T in[N];
+                load_vec(in, win + q);
+                if (kn - q >= SEP_C) sep_fmas<SEP_C>(acc, in, taps + q);
+                else sep_chunk(acc, in, taps + q, kn - q);
+            }
+            if (one) __syncwarp();
+            else __syncthreads();
+        }
+        const int n = n0 + lane * V;
+        if (t < TR && n < OW) {
+            T *o = tmp + (size_t)t * OW + n;
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                if (n + i < OW) o[i] = acc[i];
+        }
+    }
+}
+
+template <typename T>
+__device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T *__restrict__ out, int OH, int OW,
+                         int kh)
+{
+    constexpr int N = SEP_RS + SEP_C - 1;
+    GPUWS_SHARED_BYTES();
+    T *taps = reinterpret_cast<T *>(gpuws_smem);
+    const int n = blockIdx.x * 32 + threadIdx.x, TR = OH + kh - 1, nblocks = (kh + SEP_KB - 1) / SEP_KB;
+    const int nc = n < OW ? n : OW - 1; // lanes past the last column load a valid one and store nothing
+    if (nblocks == 1) sep_stage_taps(taps, col, kh, 0, kh);
+    __syncthreads();
+    for (int base = blockIdx.y * SEP_WARPS * SEP_RS; base < OH; base += gridDim.y * SEP_WARPS * SEP_RS) {
+        const int m0 = base + threadIdx.y * SEP_RS;
+        T acc[SEP_RS];
+#pragma unroll
+        for (int i = 0; i < SEP_RS; i++) acc[i] = T(0);
+        for (int b = 0; b < nblocks; b++) {
+            const int kb0 = b * SEP_KB, kn = min(SEP_KB, kh - kb0);
+            if (nblocks > 1) {
+                __syncthreads();
+                sep_stage_taps(taps, col, kh, kb0, kn);
+                __syncthreads();
+            }
+            // The window in[] holds row sums r0 + q .. r0 + q + N - 1 for the chunk at q; the next chunk keeps its
+            // last SEP_RS - 1 and loads SEP_C new ones, through a pointer that steps a row at a time. Rows past the
+            // last row sum (only near the bottom) feed no stored output: read as 0.
+            const int r0 = m0 + kb0;
+            const bool inside = r0 + kn + SEP_RS - 1 <= TR;
+            const T *pn = tmp + (size_t)r0 * OW + nc;
+            if (kn <= 2 * SEP_C) { // up to 16 taps (the common case): every row sum of the window in flight at once
+                constexpr int N2 = SEP_RS + 2 * SEP_C - 1;
+                T w[N2];
+#pragma unroll
+                for (int i = 0; i < N2; i++, pn += OW) w[i] = (inside || r0 + i < TR) && i < SEP_RS - 1 + kn ? *pn : T(0);
+                if (kn >= SEP_C) {
+                    sep_fmas<SEP_C>(acc, w, taps);
+                    T w2[N];
+#pragma unroll
+                    for (int i = 0; i < N; i++) w2[i] = w[i + SEP_C];
+                    if (kn > SEP_C) sep_chunk(acc, w2, taps + SEP_C, kn - SEP_C);
+                } else {
+                    sep_chunk(acc, w, taps, kn);
+                }
+                continue;
+            }
+            T in[N];
+#pragma unroll
+            for (int i = 0; i < SEP_RS - 1; i++, pn += OW) in[i] = inside || r0 + i < TR ? *pn : T(0);
+            for (int q = 0; q < kn; q += SEP_C) {
+#pragma unroll
+                for (int i = 0; i < SEP_C; i++, pn += OW)
+                    in[SEP_RS - 1 + i] = inside || r0 + q + SEP_RS - 1 + i < TR ? *pn : T(0);
+                if (kn - q >= SEP_C) sep_fmas<SEP_C>(acc, in, taps + q);
+                else sep_chunk(acc, in, taps + q, kn - q);
+#pragma unroll
+                for (int i = 0; i < SEP_RS - 1; i++) in[i] = in[i + SEP_C];
+            }
+        }
+        if (n < OW) {
+#pragma unroll
+            for (int i = 0; i < SEP_RS; i++)
+                if (m0 + i < OH) out[(size_t)(m0 + i) * OW + n] = acc[i];
+        }
+    }
+}
+
+// The direct pair (GPUWS_CONVOLVE_PATH=direct; what CPU OpenCL devices run): DV outputs of a row per thread
+// straight from global memory, rows grid-strided, each output's taps in order.
+template <typename T>
+__device__ void sep_rows_direct(const T *__restrict__ img, const T *__restrict__ row, T *__restrict__ tmp,
+                                unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0, int c0,
+                                int boundary, T fill)
+{
+    constexpr int DV = 256 / sizeof(T);
+    const int n0 = (blockIdx.x * blockDim.x + threadIdx.x) * DV;
+    for (int t = blockIdx.y * blockDim.y + threadIdx.y; t < TR; t += gridDim.y * blockDim.y) {
+        const int rr = extend(t + r0, H, boundary);
+        const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;
+        for (int n = n0; n < n0 + DV && n < OW; n++) {
+            T acc = T(0);
+            for (int k = 0; k < kw; k++) {
+                const int gc = rr < 0 ? -1 : extend(n + c0 + kw - 1 - k, W, boundary);
+                acc = fma(row[k], gc < 0 ? fill : irow[gc], acc);
+            }
+            tmp[(size_t)t * OW + n] = acc;
+        }
+    }
+}
+
+template <typename T>
+__device__ void sep_cols_direct(const T *__restrict__ tmp, const T *__restrict__ col, T *__restrict__ out, int OH,
+                                int OW, int kh)
+{
+    constexpr int DV = 256 / sizeof(T);
+    const int n0 = (blockIdx.x * blockDim.x + threadIdx.x) * DV;
+    for (int m = blockIdx.y * blockDim.y + threadIdx.y; m < OH; m += gridDim.y * blockDim.y)
+        for (int n = n0; n < n0 + DV && n < OW; n++) {
+            T acc = T(0);
+            for (int q = 0; q < kh; q++) acc = fma(col[kh - 1 - q], tmp[(size_t)(m + q) * OW + n], acc);
+            out[(size_t)m * OW + n] = acc;
+        }
+}
 } // namespace
 
 #define GPUWS_CONVOLVE2D_KERNELS(NAME, T)                                                                        \
@@ -536,6 +753,31 @@ __device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T 
         (void)smem, (void)split;                                                                                 \
         tiled<T>(img, kern, out, stride, H, W, kh, kw, OH, OW, base_r, base_c, boundary, fill, wx, kbh_max, kbw_max, \
                  pitch);                                                                                         \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(256) convolve2d_sep_rows_##NAME(                                  \
+        const T *img, const T *row, T *tmp, unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0, \
+        int c0, int boundary, T fill, int xs_len, gpuws_local smem)                                             \
+    {                                                                                                            \
+        (void)smem;                                                                                              \
+        sep_rows<T>(img, row, tmp, stride, H, W, kw, TR, OW, r0, c0, boundary, fill, xs_len);                    \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(256) convolve2d_sep_cols_##NAME(const T *tmp, const T *col, T *out, \
+                                                                                 int OH, int OW, int kh,          \
+                                                                                 gpuws_local smem)                \
+    {                                                                                                            \
+        (void)smem;                                                                                              \
+        sep_cols<T>(tmp, col, out, OH, OW, kh);                                                                  \
+    }                                                                                                            \
+    extern "C" __global__ void convolve2d_sep_rows_direct_##NAME(                                               \
+        const T *img, const T *row, T *tmp, unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0, \
+        int c0, int boundary, T fill)                                                                            \
+    {                                                                                                            \
+        sep_rows_direct<T>(img, row, tmp, stride, H, W, kw, TR, OW, r0, c0, boundary, fill);                     \
+    }                                                                                                            \
+    extern "C" __global__ void convolve2d_sep_cols_direct_##NAME(const T *tmp, const T *col, T *out, int OH,     \
+                                                                 int OW, int kh)                                 \
+    {                                                                                                            \
+        sep_cols_direct<T>(tmp, col, out, OH, OW, kh);                                                           \
     }                                                                                                            \
     extern "C" __global__ void convolve2d_direct_##NAME(const T *img, const T *kern, T *out,                     \
                                                          unsigned long long stride, int H, int W, int kh, int kw, \
@@ -605,4 +847,10 @@ GPUWS_CUDA_KERNELS(convolve2d, GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_PE
                                    GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_FILL_ENTRY, f32, float)
                                    GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f64, double)
                                    GPUWS_CUDA_KERNEL(convolve2d_tiled_f32), GPUWS_CUDA_KERNEL(convolve2d_tiled_f64),
-                                   GPUWS_CUDA_KERNEL(convolve2d_direct_f32), GPUWS_CUDA_KERNEL(convolve2d_direct_f64))
+                                   GPUWS_CUDA_KERNEL(convolve2d_direct_f32), GPUWS_CUDA_KERNEL(convolve2d_direct_f64),
+                                   GPUWS_CUDA_KERNEL(convolve2d_sep_rows_f32), GPUWS_CUDA_KERNEL(convolve2d_sep_rows_f64),
+                                   GPUWS_CUDA_KERNEL(convolve2d_sep_cols_f32), GPUWS_CUDA_KERNEL(convolve2d_sep_cols_f64),
+                                   GPUWS_CUDA_KERNEL(convolve2d_sep_rows_direct_f32),
+                                   GPUWS_CUDA_KERNEL(convolve2d_sep_rows_direct_f64),
+                                   GPUWS_CUDA_KERNEL(convolve2d_sep_cols_direct_f32),
+                                   GPUWS_CUDA_KERNEL(convolve2d_sep_cols_direct_f64))

@@ -1,8 +1,11 @@
-/* convolve2d's shape rules and scalar reference. The reference follows scipy.signal.convolve2d's loop
- * (sigtools' _convolve2d): kernel rows then columns in order, unflipped, each tap reading the extended image. */
+/* convolve2d's shape rules and scalar references. The 2-D reference follows scipy.signal.convolve2d's loop
+ * (sigtools' _convolve2d): kernel rows then columns in order, unflipped, each tap reading the extended image. The
+ * separable one computes the row sums of every extended-image row an output needs, then the column sums. */
 #include "convolve2d_ref.h"
 
 #include "../common/driver.h"
+
+#include <stdint.h>
 
 /* Each dimension plus the kernel's stays below this, so device index arithmetic fits in 32-bit ints. */
 #define DIM_LIMIT ((size_t)1 << 30)
@@ -117,3 +120,44 @@ gpuws_status gpuws_convolve2d_output_shape(size_t height, size_t width, size_t k
 
 DEFINE_REF(gpuws_convolve2d_ref_f32, float, double)
 DEFINE_REF(gpuws_convolve2d_ref_f64, double, double)
+
+/* Row sums first: tmp[t][n] = sum_k row[k] * X(t + om - (kh - 1), n + on - k) for the oh + kh - 1 rows t the
+ * outputs need (rows outside the image follow the boundary rule, all fill under FILL), then
+ * out[m][n] = sum_j col[j] * tmp[m + kh - 1 - j][n]. Both in ACC, rounded to T once. */
+#define DEFINE_SEPARABLE_REF(NAME, T, ACC)                                                                      \
+    gpuws_status NAME(const gpuws__conv2d_geometry *g, const T *image, const T *col, const T *row, T *out)      \
+    {                                                                                                           \
+        const long long h = (long long)g->h, w = (long long)g->w, kh = (long long)g->kh, kw = (long long)g->kw;  \
+        const size_t rows = g->oh + g->kh - 1, ow = g->ow;                                                      \
+        size_t cells;                                                                                           \
+        if (gpuws__mul_overflows(rows, ow, &cells) || cells > SIZE_MAX / sizeof(ACC))                          \
+            return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: %zu x %zu row sums overflow size_t", rows, ow); \
+        ACC *tmp = gpuws__malloc(cells * sizeof *tmp);                                                          \
+        if (!tmp)                                                                                               \
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "convolve2d_separable: %zu bytes of row sums", cells * sizeof *tmp); \
+        const T fill = (T)g->fill;                                                                              \
+        for (size_t t = 0; t < rows; t++) {                                                                     \
+            const long long r = gpuws__conv_extend((long long)t + (long long)g->om - (kh - 1), h, g->boundary);  \
+            const T *irow = r < 0 ? NULL : image + (size_t)r * g->stride;                                       \
+            for (size_t n = 0; n < ow; n++) {                                                                   \
+                const long long c_hi = (long long)n + (long long)g->on; /* tap k reads column c_hi - k */        \
+                ACC acc = 0;                                                                                    \
+                for (long long k = 0; k < kw; k++) {                                                            \
+                    const long long c = irow ? gpuws__conv_extend(c_hi - k, w, g->boundary) : -1;               \
+                    acc += (ACC)row[k] * (ACC)(c < 0 ? fill : irow[c]);                                         \
+                }                                                                                               \
+                tmp[t * ow + n] = acc;                                                                          \
+            }                                                                                                   \
+        }                                                                                                       \
+        for (size_t m = 0; m < g->oh; m++)                                                                      \
+            for (size_t n = 0; n < ow; n++) {                                                                   \
+                ACC acc = 0;                                                                                    \
+                for (long long j = 0; j < kh; j++) acc += (ACC)col[j] * tmp[(m + (size_t)(kh - 1 - j)) * ow + n]; \
+                out[m * ow + n] = (T)acc;                                                                       \
+            }                                                                                                   \
+        gpuws__free(tmp);                                                                                       \
+        return GPUWS_OK;                                                                                        \
+    }
+
+DEFINE_SEPARABLE_REF(gpuws_convolve2d_separable_ref_f32, float, double)
+DEFINE_SEPARABLE_REF(gpuws_convolve2d_separable_ref_f64, double, double)

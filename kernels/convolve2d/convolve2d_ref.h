@@ -36,4 +36,13 @@ void gpuws_convolve2d_ref_f32(const gpuws__conv2d_geometry *g, const float *imag
 void gpuws_convolve2d_ref_f64(const gpuws__conv2d_geometry *g, const double *image, const double *kernel, double *out,
                               size_t row_begin, size_t row_end);
 
+/* gpuws_convolve2d_separable's reference: the convolution g with the kernel outer(col, row) (col: g->kh values,
+ * row: g->kw), as row sums of the extended image, then column sums of those (f32 in double, rounded once).
+ * Allocates (oh + kh - 1) x ow accumulators: GPUWS_ERR_OUT_OF_MEMORY / GPUWS_ERR_OVERFLOW with a message when
+ * that fails, out untouched. */
+gpuws_status gpuws_convolve2d_separable_ref_f32(const gpuws__conv2d_geometry *g, const float *image, const float *col,
+                                                const float *row, float *out);
+gpuws_status gpuws_convolve2d_separable_ref_f64(const gpuws__conv2d_geometry *g, const double *image, const double *col,
+                                                const double *row, double *out);
+
 #endif

@@ -70,6 +70,29 @@ GPUWS_API gpuws_status gpuws_convolve2d(gpuws_stream *stream, gpuws_dtype dtype,
                                         size_t kh, size_t kw, const gpuws_convolve2d_options *options,
                                         gpuws_buffer *out);
 
+/* out = scipy.signal.convolve2d(image, numpy.outer(col, row), mode, boundary, fillvalue), for a kernel given as
+ * its two factors: col (kh values, the kernel's column profile) and row (kw values, its row profile). A Gaussian
+ * is one: exp(-(x^2 + y^2) / 2) = outer(g, g) with g = exp(-x^2 / 2). Computed as two 1-D passes, each output
+ * sum_{j<kh} col[j] * (sum_{k<kw} row[k] * X(m + om - j, n + on - k)), so kh + kw products per output instead of
+ * kh * kw; X, om, on, modes, boundaries and shapes exactly as for gpuws_convolve2d with a kh x kw kernel.
+ *
+ * Accuracy: the products are grouped differently from the 2-D sum (row[k] * X first, then col[j] times that row
+ * sum), so each output is within about (kh + kw) * u * sum_j |col[j]| sum_k |row[k] * X(...)| of the exact value
+ * (u as for gpuws_convolve2d; f32 on GPUs, the CPU backend accumulates f32 in double and rounds once). NaN
+ * propagates exactly as in the 2-D convolution (every tap of the footprint is multiplied, zero taps included), and
+ * so does Inf, except where a finite row sum overflows to Inf that the 2-D sum would not have reached.
+ *
+ * GPU backends write the row sums to temporary device memory owned by the stream ((out_height + kh - 1) x
+ * out_width elements, kept for the stream's next call) and read them back for the column pass: two launches, no
+ * limit on kh or kw. Errors as for gpuws_convolve2d (col and row must hold kh and kw elements, NULL or aliased
+ * with out is GPUWS_ERR_INVALID_ARGUMENT); GPUWS_ERR_OUT_OF_MEMORY if the temporary memory cannot be had. On
+ * error out is untouched. */
+GPUWS_API gpuws_status gpuws_convolve2d_separable(gpuws_stream *stream, gpuws_dtype dtype, const gpuws_buffer *image,
+                                                  size_t height, size_t width, size_t row_stride,
+                                                  const gpuws_buffer *col, size_t kh, const gpuws_buffer *row,
+                                                  size_t kw, const gpuws_convolve2d_options *options,
+                                                  gpuws_buffer *out);
+
 /* The length numpy.convolve gives for inputs of n and m elements: FULL n + m - 1, SAME max(n, m),
  * VALID max(n, m) - min(n, m) + 1. n == 0 or m == 0 (NumPy: ValueError) and an unknown mode are
  * GPUWS_ERR_INVALID_ARGUMENT. Returns a host value. */
