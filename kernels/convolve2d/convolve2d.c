@@ -548,6 +548,9 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
 #define SEP_KB 256
 #define SEP_RS 8
 #define SEP_WARPS 8
+/* OpenCL builds the separable kernels as a program of their own (convolve2d.cl), on CPU devices with the staging
+ * PoCL 5.0 can compile; CUDA ignores build options */
+#define SEP_OPTIONS (gpuws__is_cpu_device(ctx) ? "-DGPUWS_CONV2D_SEP=1 -DGPUWS_SEP_ONE_LOOP=1" : "-DGPUWS_CONV2D_SEP=1")
 
 static gpuws_status separable_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, size_t tr,
                                      const gpuws_buffer *image, const gpuws_buffer *col, const gpuws_buffer *row,
@@ -573,10 +576,10 @@ static gpuws_status separable_direct(gpuws_stream *s, gpuws_dtype dt, const gpuw
     const gpuws_arg a_cols[] = {gpuws_arg_buffer(tmp), gpuws_arg_buffer((gpuws_buffer *)col), gpuws_arg_buffer(out),
                                 gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh)};
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: direct, %zu x %zu row sums", gpuws_dtype_name(dt), tr, g->ow);
-    gpuws_status st = gpuws__launch_named(s, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64", NULL,
+    gpuws_status st = gpuws__launch_named(s, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64", SEP_OPTIONS,
                                           &c_rows, a_rows, GPUWS__NARGS(a_rows));
     if (st) return st;
-    return gpuws__launch_named(s, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64", NULL, &c_cols,
+    return gpuws__launch_named(s, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64", SEP_OPTIONS, &c_cols,
                                a_cols, GPUWS__NARGS(a_cols));
 }
 
@@ -610,17 +613,17 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     uint32_t br, bc;
     gpuws_status st;
     /* both kernels looked up (which may fail) before anything is enqueued */
-    if ((st = gpuws__kernel_block(ctx, rows_name, NULL, 256, &kr, &br)) ||
-        (st = gpuws__kernel_block(ctx, cols_name, NULL, 256, &kc, &bc)))
+    if ((st = gpuws__kernel_block(ctx, rows_name, SEP_OPTIONS, 256, &kr, &br)) ||
+        (st = gpuws__kernel_block(ctx, cols_name, SEP_OPTIONS, 256, &kc, &bc)))
         return st;
     if (!direct && (br < 256 || bc < 256)) { /* the tiled pair needs groups of 32 x 8; the direct one takes 8 */
         gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s runs at most %u work-items per group of the tiled pair: "
                    "the direct pair", ctx->info.name, br < bc ? br : bc);
         direct = true;
         if ((st = gpuws__kernel_block(ctx, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64",
-                                      NULL, 256, &kr, &br)) ||
+                                      SEP_OPTIONS, 256, &kr, &br)) ||
             (st = gpuws__kernel_block(ctx, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64",
-                                      NULL, 256, &kc, &bc)))
+                                      SEP_OPTIONS, 256, &kc, &bc)))
             return st;
     }
     gpuws_buffer *tmp;

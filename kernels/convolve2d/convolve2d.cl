@@ -285,6 +285,40 @@ static inline int conv_extend(int i, int n, int boundary)
         }                                                                                                       \
     }
 
+/* A warp's segment of the extended-image row into xs. GPUs: plain loads in a loop of their own inside the image
+ * (NVIDIA's OpenCL, H100, 2026-11-22: 57.7 us per call on the workshop case against 72 us with the test per
+ * element). CPU devices (-DGPUWS_SEP_ONE_LOOP=1): one loop, since PoCL 5.0 fails an assertion compiling the two
+ * loops under an if/else between these barriers (bench/experiments/cl_build_check.c reproduces it). */
+#ifdef GPUWS_SEP_ONE_LOOP
+#define SEP_STAGE_ROW(T)                                                                                        \
+    {                                                                                                           \
+        const bool inside = rr >= 0 && cbase >= 0 && cbase + have <= W;                                         \
+        for (int u = lane; u < xs_len; u += 32) {                                                               \
+            T x = (T)0;                                                                                         \
+            if (u < have) {                                                                                     \
+                const int gc = inside ? cbase + u : rr < 0 ? -1 : conv_extend(cbase + u, W, boundary);          \
+                x = gc < 0 ? fill : irow[gc];                                                                   \
+            }                                                                                                   \
+            xs[u] = x;                                                                                          \
+        }                                                                                                       \
+    }
+#else
+#define SEP_STAGE_ROW(T)                                                                                        \
+    if (rr >= 0 && cbase >= 0 && cbase + have <= W) {                                                          \
+        __global const T *src = irow + cbase;                                                                   \
+        for (int u = lane; u < xs_len; u += 32) xs[u] = u < have ? src[u] : (T)0;                               \
+    } else {                                                                                                    \
+        for (int u = lane; u < xs_len; u += 32) {                                                               \
+            T x = (T)0;                                                                                         \
+            if (u < have) {                                                                                     \
+                const int gc = rr < 0 ? -1 : conv_extend(cbase + u, W, boundary);                               \
+                x = gc < 0 ? fill : irow[gc];                                                                   \
+            }                                                                                                   \
+            xs[u] = x;                                                                                          \
+        }                                                                                                       \
+    }
+#endif
+
 #define DEFINE_SEP(NAME, T, VW)                                                                                 \
     __kernel void convolve2d_sep_rows_##NAME(__global const T *img, __global const T *row, __global T *tmp,     \
                                              ulong stride, int H, int W, int kw, int TR, int OW, int r0, int c0, \
@@ -305,19 +339,7 @@ static inline int conv_extend(int i, int n, int boundary)
                 barrier(CLK_LOCAL_MEM_FENCE);                                                                   \
                 if (nblocks > 1) SEP_STAGE_TAPS(T, taps, row, kw, kb0, kn)                                      \
                 const int have = 32 * VW + kn - 1, cbase = n0 + c0 + kb0;                                       \
-                if (rr >= 0 && cbase >= 0 && cbase + have <= W) { /* inside the image: plain loads */           \
-                    __global const T *src = irow + cbase;                                                       \
-                    for (int u = lane; u < xs_len; u += 32) xs[u] = u < have ? src[u] : (T)0;                   \
-                } else {                                                                                        \
-                    for (int u = lane; u < xs_len; u += 32) {                                                   \
-                        T x = (T)0;                                                                             \
-                        if (u < have) {                                                                         \
-                            const int gc = rr < 0 ? -1 : conv_extend(cbase + u, W, boundary);                   \
-                            x = gc < 0 ? fill : irow[gc];                                                       \
-                        }                                                                                       \
-                        xs[u] = x;                                                                              \
-                    }                                                                                           \
-                }                                                                                               \
+                SEP_STAGE_ROW(T)                                                                                \
                 barrier(CLK_LOCAL_MEM_FENCE);                                                                   \
                 __local const T *win = xs + lane * VW;                                                          \
                 for (int q = 0; q < kn; q += SEP_C) {                                                           \
@@ -435,17 +457,21 @@ static inline int conv_extend(int i, int n, int boundary)
         }                                                                                                       \
     }
 
-#ifndef GPUWS_CONV2D_KW
-DEFINE_TILED(f32, float, float4, 4, 5, 4)
-DEFINE_DIRECT(f32, float, float16, 16)
+/* The separable pair is a program of its own (built with -DGPUWS_CONV2D_SEP=1), so that a compiler that cannot
+ * build it (PoCL 5.0 aborted on one version) leaves the 2-D kernels alone. */
+#if defined(GPUWS_CONV2D_SEP)
 DEFINE_SEP(f32, float, 4)
 DEFINE_SEP_DIRECT(f32, float, float16, 16)
-
+#ifdef GPUWS_FP64
+DEFINE_SEP(f64, double, 2)
+DEFINE_SEP_DIRECT(f64, double, double8, 8)
+#endif
+#elif !defined(GPUWS_CONV2D_KW)
+DEFINE_TILED(f32, float, float4, 4, 5, 4)
+DEFINE_DIRECT(f32, float, float16, 16)
 #ifdef GPUWS_FP64
 DEFINE_TILED(f64, double, double2, 2, 3, 2)
 DEFINE_DIRECT(f64, double, double8, 8)
-DEFINE_SEP(f64, double, 2)
-DEFINE_SEP_DIRECT(f64, double, double8, 8)
 #endif
 #endif
 
