@@ -11,6 +11,7 @@
 #include "../common/driver.h"
 #include "convolve2d_ref.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 extern char **environ;
@@ -19,7 +20,7 @@ extern char **environ;
  * per call: 13 getenv calls per call were ~4.9K host instructions (callgrind on PoCL, 2026-11-22). NULL: unset or
  * empty, as gpuws__getenv. Tests set them between calls, so they are read every call. */
 typedef struct {
-    const char *path, *kernel, *warps, *kernel_block, *split, *stage, *persist, *grid, *no_unroll;
+    const char *path, *kernel, *warps, *kernel_block, *split, *stage, *persist, *grid, *no_unroll, *sep;
 } conv_knobs;
 
 static void read_knobs(conv_knobs *k)
@@ -35,7 +36,8 @@ static void read_knobs(conv_knobs *k)
                  {"GPUWS_CONVOLVE2D_STAGE", offsetof(conv_knobs, stage)},
                  {"GPUWS_CONVOLVE2D_PERSIST", offsetof(conv_knobs, persist)},
                  {"GPUWS_CONVOLVE2D_GRID", offsetof(conv_knobs, grid)},
-                 {"GPUWS_CONV_NO_UNROLL", offsetof(conv_knobs, no_unroll)}};
+                 {"GPUWS_CONV_NO_UNROLL", offsetof(conv_knobs, no_unroll)},
+                 {"GPUWS_CONVOLVE2D_SEP", offsetof(conv_knobs, sep)}};
     memset(k, 0, sizeof *k);
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "GPUWS_CONV", 10) != 0) continue;
@@ -540,17 +542,46 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
 }
 
 /* ---- gpuws_convolve2d_separable ---------------------------------------------------------------------------------
- * Two launches on GPU backends (convolve2d.cu / .cl): the row sums of the oh + kh - 1 extended-image rows the
- * outputs need, into the stream's scratch memory (slot 0), then the column sums into out. GPUs run the tiled pair
- * (convolve2d_sep_rows_* / _cols_*, work-groups of 32 x 8; the constants must match SEP_* in both kernel files),
- * CPU OpenCL devices the direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 5 the tiled pair took 2.5x as
- * long as the 2-D path). GPUWS_CONVOLVE_PATH=tiled|direct forces one, as for gpuws_convolve2d. */
+ * GPUs, factors of up to SEP_FTAPS taps: one launch of convolve2d_sep_fused_* (a tile's row sums in shared memory,
+ * then its column sums; H100, workshop case: f32 41 us per call against 47-49 for the two passes, f64 61 against
+ * 82, CUDA and NVIDIA's OpenCL alike faster; GPUWS_CONVOLVE2D_SEP=two-pass skips it). Otherwise two launches: the
+ * row sums of the oh + kh - 1 extended-image rows the outputs need, into the stream's scratch memory (slot 0), then
+ * the column sums into out; GPUs run the tiled pair (convolve2d_sep_rows_* / _cols_*), CPU OpenCL devices the
+ * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 5 the tiled pair took 2.5x as long as the 2-D path).
+ * Work-groups of 32 x 8; the constants must match SEP_* in both kernel files. GPUWS_CONVOLVE_PATH=tiled|direct
+ * forces one, as for gpuws_convolve2d. */
 #define SEP_KB 256
 #define SEP_RS 8
 #define SEP_WARPS 8
+#define SEP_FTAPS 16 /* the fused kernel: factors of up to 16 taps, tiles of SEP_FTH output rows */
+#define SEP_FTH 32
 /* OpenCL builds the separable kernels as a program of their own (convolve2d.cl), on CPU devices with the staging
  * PoCL 5.0 can compile; CUDA ignores build options */
-#define SEP_OPTIONS (gpuws__is_cpu_device(ctx) ? "-DGPUWS_CONV2D_SEP=1 -DGPUWS_SEP_ONE_LOOP=1" : "-DGPUWS_CONV2D_SEP=1")
+#define SEP_OPTIONS sep_options(ctx)
+
+/* NVIDIA's OpenCL takes inline PTX (the fused kernel's warp barriers); should a driver refuse it, the build without
+ * it is used from then on (as measure.c does). */
+static _Atomic int sep_nv_ptx_failed;
+
+static const char *sep_options(const gpuws_context *ctx)
+{
+    if (gpuws__is_cpu_device(ctx)) return "-DGPUWS_CONV2D_SEP=1 -DGPUWS_SEP_ONE_LOOP=1";
+    if (gpuws__is_nvidia_opencl(ctx) && !atomic_load(&sep_nv_ptx_failed)) return "-DGPUWS_CONV2D_SEP=1 -DGPUWS_NV_PTX=1";
+    return "-DGPUWS_CONV2D_SEP=1";
+}
+
+/* Looks a separable kernel up with sep_options; a build refused with the PTX option is tried once without it. */
+static gpuws_status sep_kernel_block(gpuws_context *ctx, const char *name, gpuws_kernel **k, uint32_t *block)
+{
+    const char *o = sep_options(ctx);
+    gpuws_status st = gpuws__kernel_block(ctx, name, o, 256, k, block);
+    if (st == GPUWS_ERR_BUILD && strstr(o, "GPUWS_NV_PTX")) {
+        atomic_store(&sep_nv_ptx_failed, 1);
+        gpuws__log(GPUWS__LOG_INFO, "convolve2d_separable: %s refused the PTX build; building without it", ctx->info.name);
+        st = gpuws__kernel_block(ctx, name, sep_options(ctx), 256, k, block);
+    }
+    return st;
+}
 
 static gpuws_status separable_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, size_t tr,
                                      const gpuws_buffer *image, const gpuws_buffer *col, const gpuws_buffer *row,
@@ -613,18 +644,45 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     uint32_t br, bc;
     gpuws_status st;
     /* both kernels looked up (which may fail) before anything is enqueued */
-    if ((st = gpuws__kernel_block(ctx, rows_name, SEP_OPTIONS, 256, &kr, &br)) ||
-        (st = gpuws__kernel_block(ctx, cols_name, SEP_OPTIONS, 256, &kc, &bc)))
+    if ((st = sep_kernel_block(ctx, rows_name, &kr, &br)) ||
+        (st = sep_kernel_block(ctx, cols_name, &kc, &bc)))
         return st;
     if (!direct && (br < 256 || bc < 256)) { /* the tiled pair needs groups of 32 x 8; the direct one takes 8 */
         gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s runs at most %u work-items per group of the tiled pair: "
                    "the direct pair", ctx->info.name, br < bc ? br : bc);
         direct = true;
-        if ((st = gpuws__kernel_block(ctx, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64",
-                                      SEP_OPTIONS, 256, &kr, &br)) ||
-            (st = gpuws__kernel_block(ctx, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64",
-                                      SEP_OPTIONS, 256, &kc, &bc)))
+        if ((st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64",
+                                  &kr, &br)) ||
+            (st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64",
+                                  &kc, &bc)))
             return st;
+    }
+    /* factors of up to 16 taps: both passes in one kernel (no temporary memory) unless GPUWS_CONVOLVE2D_SEP=two-pass */
+    if (!direct && g->kh <= SEP_FTAPS && g->kw <= SEP_FTAPS && !(kn.sep && gpuws__strcasecmp(kn.sep, "two-pass") == 0)) {
+        const size_t fxs = seg + (g->kw + 7) / 8 * 8 + 8, flocal = ((SEP_FTH + SEP_FTAPS) * seg + SEP_WARPS * fxs) * es;
+        gpuws_kernel *kf;
+        uint32_t bf;
+        if (flocal <= ctx->info.shared_mem_bytes &&
+            (st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_fused_f32" : "convolve2d_sep_fused_f64", &kf, &bf)) ==
+                GPUWS_OK &&
+            bf >= 256) {
+            const uint64_t ntiles = (g->oh + SEP_FTH - 1) / SEP_FTH;
+            const uint64_t max_y = ctx->info.max_grid_dims[1] < 65535 ? ctx->info.max_grid_dims[1] : 65535;
+            gpuws_launch_config c = {{(uint32_t)((g->ow + seg - 1) / seg), (uint32_t)(ntiles < max_y ? ntiles : max_y), 1},
+                                     {32, SEP_WARPS, 1}};
+            const gpuws_arg a[] = {
+                gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)col),
+                gpuws_arg_buffer((gpuws_buffer *)row), gpuws_arg_buffer(out), gpuws_arg_u64(g->stride),
+                gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w), gpuws_arg_i32((int32_t)g->kh),
+                gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow),
+                gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)), gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
+                gpuws_arg_i32((int32_t)g->boundary), f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill),
+                gpuws_arg_i32((int32_t)fxs), gpuws_arg_local(flocal)};
+            gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: fused, %u x %u groups", gpuws_dtype_name(dt), c.grid[0],
+                       c.grid[1]);
+            return gpuws_launch(s, kf, &c, a, GPUWS__NARGS(a));
+        }
+        if (st) return st;
     }
     gpuws_buffer *tmp;
     if ((st = gpuws__stream_scratch(s, 0, tmp_bytes, &tmp))) return st;

@@ -286,7 +286,7 @@ static inline int conv_extend(int i, int n, int boundary)
     }
 
 /* A warp's segment of the extended-image row into xs. GPUs: plain loads in a loop of their own inside the image
- * (NVIDIA's OpenCL, H100, 2026-11-22: 57.7 us per call on the workshop case against 72 us with the test per
+ * (NVIDIA's OpenCL, H100, 2026-11-22: 54-58 us per call on the workshop case against 72 us with the test per
  * element). CPU devices (-DGPUWS_SEP_ONE_LOOP=1): one loop, since PoCL 5.0 fails an assertion compiling the two
  * loops under an if/else between these barriers (bench/experiments/cl_build_check.c reproduces it). */
 #ifdef GPUWS_SEP_ONE_LOOP
@@ -457,13 +457,115 @@ static inline int conv_extend(int i, int n, int boundary)
         }                                                                                                       \
     }
 
+
+/* Both passes in one kernel for factors of up to 16 taps (design: convolve2d.cu, sep_fused): tiles of SEP_FTH output
+ * rows x 32 * VW columns; the row sums of the tile's SEP_FTH + kh - 1 rows in local memory (rs), then the column
+ * sums from there. Every loop that holds a barrier runs the same number of times in every work-item. */
+/* acc[0 .. VW) = the row sums of a work-item's VW outputs from its window of the staged row xs, taps tr[] */
+#define SEP_WINDOW_SUMS(T, VW)                                                                                  \
+    T in[VW + SEP_FTAPS], acc[VW];                                                                              \
+    LOAD_N(in, xs + lane * VW, VW + SEP_FTAPS, VW);                                                             \
+    UNROLL for (int i = 0; i < VW; i++) acc[i] = (T)0;                                                          \
+    UNROLL for (int k = 0; k < SEP_FTAPS; k++) {                                                                \
+        if (k < kw) {                                                                                           \
+            UNROLL for (int i = 0; i < VW; i++) acc[i] = fma(tr[k], in[i + k], acc[i]);                         \
+        }                                                                                                       \
+    }
+
+/* The fused kernel's phase 1: the row sums of the tile's rows into rs, each warp every SEP_WARPS-th row. NVIDIA's
+ * OpenCL (-DGPUWS_NV_PTX=1): a warp's 32 work-items (get_local_id(0) is the lane) synchronize alone with PTX's
+ * bar.warp.sync, as CUDA's __syncwarp, and go at their own pace; elsewhere every row round has two work-group
+ * barriers. */
+#ifdef GPUWS_NV_PTX
+#define SEP_WARP_SYNC() asm volatile("bar.warp.sync -1;" ::: "memory")
+#define SEP_FUSED_ROW_SUMS(T, VT, VW)                                                                           \
+    for (int t = wy; t < rows; t += SEP_WARPS) {                                                                \
+        const int rr = conv_extend(m0 + t + r0, H, boundary);                                                   \
+        __global const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;                                     \
+        SEP_STAGE_ROW(T)                                                                                        \
+        SEP_WARP_SYNC();                                                                                        \
+        SEP_WINDOW_SUMS(T, VW)                                                                                  \
+        VT v_;                                                                                                  \
+        STOREV_##VW(v_, acc, 0);                                                                                \
+        vstore##VW(v_, 0, rs + t * TW + lane * VW);                                                             \
+        SEP_WARP_SYNC();                                                                                        \
+    }
+#else
+#define SEP_FUSED_ROW_SUMS(T, VT, VW)                                                                           \
+    for (int t0 = 0; t0 < rows; t0 += SEP_WARPS) {                                                          \
+        const int t = t0 + wy;                                                                              \
+        const int rr = conv_extend(m0 + t + r0, H, boundary);                                               \
+        __global const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;                                  \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                       \
+        SEP_STAGE_ROW(T)                                                                                    \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                       \
+        SEP_WINDOW_SUMS(T, VW)                                                                              \
+        if (t < rows) {                                                                                     \
+            VT v_;                                                                                          \
+            STOREV_##VW(v_, acc, 0);                                                                        \
+            vstore##VW(v_, 0, rs + t * TW + lane * VW);                                                     \
+        }                                                                                                   \
+    }
+#endif
+
+#define SEP_FTAPS 16
+#define SEP_FTH 32
+#define DEFINE_SEP_FUSED(NAME, T, VT, VW)                                                                       \
+    __kernel void convolve2d_sep_fused_##NAME(__global const T *img, __global const T *col,                     \
+                                              __global const T *row, __global T *out, ulong stride, int H,       \
+                                              int W, int kh, int kw, int OH, int OW, int r0, int c0,             \
+                                              int boundary, T fill, int xs_len, __local T *smem)                 \
+    {                                                                                                           \
+        const int RS = SEP_FTH / SEP_WARPS, TW = 32 * VW;                                                       \
+        const int lane = (int)get_local_id(0), wy = (int)get_local_id(1);                                       \
+        __local T *rs = smem, *xs = smem + (SEP_FTH + SEP_FTAPS) * TW + wy * xs_len;                            \
+        const int n0 = (int)get_group_id(0) * TW, ntiles = (OH + SEP_FTH - 1) / SEP_FTH;                        \
+        T tr[SEP_FTAPS], tc[SEP_FTAPS];                                                                         \
+        UNROLL for (int q = 0; q < SEP_FTAPS; q++) {                                                            \
+            tr[q] = q < kw ? row[kw - 1 - q] : (T)0;                                                            \
+            tc[q] = q < kh ? col[kh - 1 - q] : (T)0;                                                            \
+        }                                                                                                       \
+        const int rows = SEP_FTH + kh - 1, have = TW + kw - 1, cbase = n0 + c0;                                 \
+        for (int tile = (int)get_group_id(1); tile < ntiles; tile += (int)get_num_groups(1)) {                  \
+            const int m0 = tile * SEP_FTH;                                                                      \
+            SEP_FUSED_ROW_SUMS(T, VT, VW)                                                                       \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                                       \
+            T acc2[RS * VW];                                                                                    \
+            UNROLL for (int i = 0; i < RS * VW; i++) acc2[i] = (T)0;                                            \
+            __local const T *base = rs + wy * RS * TW + lane * VW;                                              \
+            UNROLL for (int r = 0; r < RS + SEP_FTAPS - 1; r++) {                                               \
+                if (r < RS + kh - 1) {                                                                          \
+                    T x[VW];                                                                                    \
+                    LOAD_N(x, base + r * TW, VW, VW);                                                           \
+                    UNROLL for (int s = 0; s < RS; s++) {                                                       \
+                        const int q = r - s;                                                                    \
+                        if (q >= 0 && q < SEP_FTAPS && q < kh) {                                                \
+                            UNROLL for (int v = 0; v < VW; v++)                                                 \
+                                acc2[s * VW + v] = fma(tc[q < 0 ? 0 : q], x[v], acc2[s * VW + v]);             \
+                        }                                                                                       \
+                    }                                                                                           \
+                }                                                                                               \
+            }                                                                                                   \
+            const int n = n0 + lane * VW;                                                                       \
+            UNROLL for (int s = 0; s < RS; s++) {                                                               \
+                const int m = m0 + wy * RS + s;                                                                 \
+                if (m < OH) {                                                                                   \
+                    UNROLL for (int v = 0; v < VW; v++) if (n + v < OW) out[(size_t)m * OW + n + v] = acc2[s * VW + v]; \
+                }                                                                                               \
+            }                                                                                                   \
+            barrier(CLK_LOCAL_MEM_FENCE); /* rs is rewritten by the next tile */                                \
+        }                                                                                                       \
+    }
+
 /* The separable pair is a program of its own (built with -DGPUWS_CONV2D_SEP=1), so that a compiler that cannot
  * build it (PoCL 5.0 aborted on one version) leaves the 2-D kernels alone. */
 #if defined(GPUWS_CONV2D_SEP)
 DEFINE_SEP(f32, float, 4)
+DEFINE_SEP_FUSED(f32, float, float4, 4)
 DEFINE_SEP_DIRECT(f32, float, float16, 16)
 #ifdef GPUWS_FP64
 DEFINE_SEP(f64, double, 2)
+DEFINE_SEP_FUSED(f64, double, double2, 2)
 DEFINE_SEP_DIRECT(f64, double, double8, 8)
 #endif
 #elif !defined(GPUWS_CONV2D_KW)

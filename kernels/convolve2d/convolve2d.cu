@@ -577,6 +577,28 @@ __device__ __forceinline__ void sep_stage_taps(T *sh, const T *__restrict__ v, i
     for (int q = tid; q < padded; q += 32 * SEP_WARPS) sh[q] = q < kn ? v[k - 1 - (kb0 + q)] : T(0);
 }
 
+// A warp's segment of extended-image row rr (-1: a fill row) into xs: have values from column cbase, the boundary
+// rule applied, zeros up to xs_len; inside the image plain loads, several in flight.
+template <typename T>
+__device__ __forceinline__ void sep_stage_row(T *xs, const T *__restrict__ irow, int rr, int cbase, int have, int xs_len,
+                                              int W, int boundary, T fill, int lane)
+{
+    if (rr >= 0 && cbase >= 0 && cbase + have <= W) {
+        const T *src = irow + cbase;
+#pragma unroll 4
+        for (int u = lane; u < xs_len; u += 32) xs[u] = u < have ? src[u] : T(0);
+    } else {
+        for (int u = lane; u < xs_len; u += 32) {
+            T x = T(0);
+            if (u < have) {
+                const int gc = rr < 0 ? -1 : extend(cbase + u, W, boundary);
+                x = gc < 0 ? fill : irow[gc];
+            }
+            xs[u] = x;
+        }
+    }
+}
+
 // xs_len: each warp's staged row (SEG + the taps of a block rounded up to a chunk, a multiple of 8 elements).
 template <typename T>
 __device__ void sep_rows(const T *__restrict__ img, const T *__restrict__ row, T *__restrict__ tmp,
@@ -605,20 +627,7 @@ __device__ void sep_rows(const T *__restrict__ img, const T *__restrict__ row, T
             const int kb0 = b * SEP_KB, kn = min(SEP_KB, kw - kb0);
             if (nblocks > 1) sep_stage_taps(taps, row, kw, kb0, kn);
             const int have = SEG + kn - 1, cbase = n0 + c0 + kb0;
-            if (rr >= 0 && cbase >= 0 && cbase + have <= W) { // inside the image: plain loads, several in flight
-                const T *src = irow + cbase;
-#pragma unroll 4
-                for (int u = lane; u < xs_len; u += 32) xs[u] = u < have ? src[u] : T(0);
-            } else {
-                for (int u = lane; u < xs_len; u += 32) {
-                    T x = T(0);
-                    if (u < have) {
-                        const int gc = rr < 0 ? -1 : extend(cbase + u, W, boundary);
-                        x = gc < 0 ? fill : irow[gc];
-                    }
-                    xs[u] = x;
-                }
-            }
+            sep_stage_row(xs, irow, rr, cbase, have, xs_len, W, boundary, fill, lane);
             if (one) __syncwarp();
             else __syncthreads();
             const T *win = xs + lane * V;
@@ -707,6 +716,87 @@ __device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T
     }
 }
 
+// ---- _sep_fused_: both passes in one kernel, for factors of up to 16 taps each (the common case) ---------------------
+// A block of 32 x 8 threads takes tiles of SEP_FTH output rows x 32 * V columns (grid-strided over tile rows). Phase 1:
+// the row sums of the SEP_FTH + kh - 1 extended-image rows the tile needs go to shared memory (rs, rows of 32 * V):
+// each warp takes every 8th row, stages its segment (boundary rule applied) in its own xs and slides a V + 15
+// window over it with the taps in registers. Phase 2: each thread sums SEP_FTH / 8 output rows of V columns from
+// rs with the column taps in registers (16-byte shared loads, every row of its window read once). No temporary
+// device memory, one launch; rows are read about (SEP_FTH + kh - 1) / SEP_FTH times (from L2 after the first).
+constexpr int SEP_FTAPS = 16, SEP_FTH = 32;
+
+template <typename T>
+__device__ void sep_fused(const T *__restrict__ img, const T *__restrict__ col, const T *__restrict__ row,
+                          T *__restrict__ out, unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW,
+                          int r0, int c0, int boundary, T fill, int xs_len)
+{
+    constexpr int V = Vec16<T>::W, TW = 32 * V, RS = SEP_FTH / SEP_WARPS, NR = RS + SEP_FTAPS - 1;
+    GPUWS_SHARED_BYTES();
+    T *rs = reinterpret_cast<T *>(gpuws_smem), *xs = rs + (SEP_FTH + SEP_FTAPS) * TW + threadIdx.y * xs_len;
+    const int lane = threadIdx.x, wy = threadIdx.y, n0 = blockIdx.x * TW, ntiles = (OH + SEP_FTH - 1) / SEP_FTH;
+    T tr[SEP_FTAPS], tc[SEP_FTAPS]; // flipped taps: tr[q] = row[kw - 1 - q], tc[q] = col[kh - 1 - q]
+#pragma unroll
+    for (int q = 0; q < SEP_FTAPS; q++) {
+        tr[q] = q < kw ? row[kw - 1 - q] : T(0);
+        tc[q] = q < kh ? col[kh - 1 - q] : T(0);
+    }
+    const int rows = SEP_FTH + kh - 1, have = TW + kw - 1, cbase = n0 + c0;
+    for (int tile = blockIdx.y; tile < ntiles; tile += gridDim.y) {
+        const int m0 = tile * SEP_FTH;
+        // phase 1: row sums of rows m0 .. m0 + rows - 1 (tmp numbering: image row t + r0)
+        for (int t = wy; t < rows; t += SEP_WARPS) {
+            const int rr = extend(m0 + t + r0, H, boundary);
+            const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;
+            sep_stage_row(xs, irow, rr, cbase, have, xs_len, W, boundary, fill, lane);
+            __syncwarp();
+            T in[V + SEP_FTAPS], acc[V];
+            load_vec(in, xs + lane * V);
+#pragma unroll
+            for (int i = 0; i < V; i++) acc[i] = T(0);
+#pragma unroll
+            for (int k = 0; k < SEP_FTAPS; k++)
+                if (k < kw) { // taps past the last are skipped, not multiplied by 0
+#pragma unroll
+                    for (int i = 0; i < V; i++) acc[i] = fma(tr[k], in[i + k], acc[i]);
+                }
+            store_vec(rs + t * TW + lane * V, acc);
+            __syncwarp();
+        }
+        __syncthreads();
+        // phase 2: output rows m0 + wy * RS .. + RS - 1, columns n0 + lane * V .. + V - 1
+        T acc[RS][V];
+#pragma unroll
+        for (int s = 0; s < RS; s++)
+#pragma unroll
+            for (int v = 0; v < V; v++) acc[s][v] = T(0);
+        const T *base = rs + wy * RS * TW + lane * V;
+#pragma unroll
+        for (int r = 0; r < NR; r++) {
+            if (r >= RS + kh - 1) break;
+            T x[V];
+            load_vec(x, base + r * TW);
+#pragma unroll
+            for (int s = 0; s < RS; s++) {
+                const int q = r - s; // tap q of output row s
+                if (q >= 0 && q < SEP_FTAPS && q < kh) {
+#pragma unroll
+                    for (int v = 0; v < V; v++) acc[s][v] = fma(tc[q < 0 ? 0 : q], x[v], acc[s][v]);
+                }
+            }
+        }
+        const int n = n0 + lane * V;
+#pragma unroll
+        for (int s = 0; s < RS; s++) {
+            const int m = m0 + wy * RS + s;
+            if (m < OH)
+#pragma unroll
+                for (int v = 0; v < V; v++)
+                    if (n + v < OW) out[(size_t)m * OW + n + v] = acc[s][v];
+        }
+        __syncthreads(); // rs is rewritten by the next tile
+    }
+}
+
 // The direct pair (GPUWS_CONVOLVE_PATH=direct; what CPU OpenCL devices run): DV outputs of a row per thread
 // straight from global memory, rows grid-strided, each output's taps in order.
 template <typename T>
@@ -767,6 +857,13 @@ __device__ void sep_cols_direct(const T *__restrict__ tmp, const T *__restrict__
     {                                                                                                            \
         (void)smem;                                                                                              \
         sep_cols<T>(tmp, col, out, OH, OW, kh);                                                                  \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(256) convolve2d_sep_fused_##NAME(                                 \
+        const T *img, const T *col, const T *row, T *out, unsigned long long stride, int H, int W, int kh, int kw,  \
+        int OH, int OW, int r0, int c0, int boundary, T fill, int xs_len, gpuws_local smem)                      \
+    {                                                                                                            \
+        (void)smem;                                                                                              \
+        sep_fused<T>(img, col, row, out, stride, H, W, kh, kw, OH, OW, r0, c0, boundary, fill, xs_len);          \
     }                                                                                                            \
     extern "C" __global__ void convolve2d_sep_rows_direct_##NAME(                                               \
         const T *img, const T *row, T *tmp, unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0, \
@@ -850,6 +947,7 @@ GPUWS_CUDA_KERNELS(convolve2d, GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_PE
                                    GPUWS_CUDA_KERNEL(convolve2d_direct_f32), GPUWS_CUDA_KERNEL(convolve2d_direct_f64),
                                    GPUWS_CUDA_KERNEL(convolve2d_sep_rows_f32), GPUWS_CUDA_KERNEL(convolve2d_sep_rows_f64),
                                    GPUWS_CUDA_KERNEL(convolve2d_sep_cols_f32), GPUWS_CUDA_KERNEL(convolve2d_sep_cols_f64),
+                                   GPUWS_CUDA_KERNEL(convolve2d_sep_fused_f32), GPUWS_CUDA_KERNEL(convolve2d_sep_fused_f64),
                                    GPUWS_CUDA_KERNEL(convolve2d_sep_rows_direct_f32),
                                    GPUWS_CUDA_KERNEL(convolve2d_sep_rows_direct_f64),
                                    GPUWS_CUDA_KERNEL(convolve2d_sep_cols_direct_f32),

@@ -82,9 +82,10 @@ GPUWS_API gpuws_status gpuws_convolve2d(gpuws_stream *stream, gpuws_dtype dtype,
  * propagates exactly as in the 2-D convolution (every tap of the footprint is multiplied, zero taps included), and
  * so does Inf, except where a finite row sum overflows to Inf that the 2-D sum would not have reached.
  *
- * GPU backends write the row sums to temporary device memory owned by the stream ((out_height + kh - 1) x
- * out_width elements, kept for the stream's next call) and read them back for the column pass: two launches, no
- * limit on kh or kw. Errors as for gpuws_convolve2d (col and row must hold kh and kw elements, NULL or aliased
+ * GPU backends: factors of up to 16 taps each in one kernel (a tile's row sums in shared/local memory, then its
+ * column sums); longer factors in two launches through temporary device memory owned by the stream
+ * ((out_height + kh - 1) x out_width elements, kept for the stream's next call); no limit on kh or kw. Errors as
+ * for gpuws_convolve2d (col and row must hold kh and kw elements, NULL or aliased
  * with out is GPUWS_ERR_INVALID_ARGUMENT); GPUWS_ERR_OUT_OF_MEMORY if the temporary memory cannot be had. On
  * error out is untouched. */
 GPUWS_API gpuws_status gpuws_convolve2d_separable(gpuws_stream *stream, gpuws_dtype dtype, const gpuws_buffer *image,
