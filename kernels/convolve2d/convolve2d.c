@@ -625,38 +625,7 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     if (kn.path) direct = gpuws__strcasecmp(kn.path, "direct") == 0;
     const bool f32 = dt == GPUWS_F32;
     const size_t es = gpuws_dtype_size(dt), v = 16 / es, seg = 32 * v;
-    const size_t tr = g->oh + g->kh - 1, kb = g->kw < SEP_KB ? g->kw : SEP_KB;
-    const size_t xs_len = seg + (kb + 7) / 8 * 8;
-    const size_t rows_local = (SEP_KB + SEP_WARPS * xs_len) * es, cols_local = SEP_KB * es;
-    size_t tmp_elems, tmp_bytes;
-    if (gpuws__mul_overflows(tr, g->ow, &tmp_elems) || gpuws__mul_overflows(tmp_elems, es, &tmp_bytes))
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: %zu x %zu row sums overflow size_t", tr, g->ow);
-    if (!direct && rows_local > ctx->info.shared_mem_bytes) {
-        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s has %llu bytes of local memory per group, the tiled row "
-                   "pass needs %zu: the direct pair", ctx->info.name, (unsigned long long)ctx->info.shared_mem_bytes, rows_local);
-        direct = true;
-    }
-    const char *rows_name = direct ? (f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64")
-                                   : (f32 ? "convolve2d_sep_rows_f32" : "convolve2d_sep_rows_f64");
-    const char *cols_name = direct ? (f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64")
-                                   : (f32 ? "convolve2d_sep_cols_f32" : "convolve2d_sep_cols_f64");
-    gpuws_kernel *kr, *kc;
-    uint32_t br, bc;
-    gpuws_status st;
-    /* both kernels looked up (which may fail) before anything is enqueued */
-    if ((st = sep_kernel_block(ctx, rows_name, &kr, &br)) ||
-        (st = sep_kernel_block(ctx, cols_name, &kc, &bc)))
-        return st;
-    if (!direct && (br < 256 || bc < 256)) { /* the tiled pair needs groups of 32 x 8; the direct one takes 8 */
-        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s runs at most %u work-items per group of the tiled pair: "
-                   "the direct pair", ctx->info.name, br < bc ? br : bc);
-        direct = true;
-        if ((st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64",
-                                  &kr, &br)) ||
-            (st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64",
-                                  &kc, &bc)))
-            return st;
-    }
+    gpuws_status st = GPUWS_OK;
     /* factors of up to 16 taps: both passes in one kernel (no temporary memory) unless GPUWS_CONVOLVE2D_SEP=two-pass */
     if (!direct && g->kh <= SEP_FTAPS && g->kw <= SEP_FTAPS && !(kn.sep && gpuws__strcasecmp(kn.sep, "two-pass") == 0)) {
         const size_t fxs = seg + (g->kw + 7) / 8 * 8 + 8, flocal = ((SEP_FTH + SEP_FTAPS) * seg + SEP_WARPS * fxs) * es;
@@ -683,6 +652,37 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
             return gpuws_launch(s, kf, &c, a, GPUWS__NARGS(a));
         }
         if (st) return st;
+    }
+    const size_t tr = g->oh + g->kh - 1, kb = g->kw < SEP_KB ? g->kw : SEP_KB;
+    const size_t xs_len = seg + (kb + 7) / 8 * 8;
+    const size_t rows_local = (SEP_KB + SEP_WARPS * xs_len) * es, cols_local = SEP_KB * es;
+    size_t tmp_elems, tmp_bytes;
+    if (gpuws__mul_overflows(tr, g->ow, &tmp_elems) || gpuws__mul_overflows(tmp_elems, es, &tmp_bytes))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: %zu x %zu row sums overflow size_t", tr, g->ow);
+    if (!direct && rows_local > ctx->info.shared_mem_bytes) {
+        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s has %llu bytes of local memory per group, the tiled row "
+                   "pass needs %zu: the direct pair", ctx->info.name, (unsigned long long)ctx->info.shared_mem_bytes, rows_local);
+        direct = true;
+    }
+    const char *rows_name = direct ? (f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64")
+                                   : (f32 ? "convolve2d_sep_rows_f32" : "convolve2d_sep_rows_f64");
+    const char *cols_name = direct ? (f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64")
+                                   : (f32 ? "convolve2d_sep_cols_f32" : "convolve2d_sep_cols_f64");
+    gpuws_kernel *kr, *kc;
+    uint32_t br, bc;
+    /* both kernels looked up (which may fail) before anything is enqueued */
+    if ((st = sep_kernel_block(ctx, rows_name, &kr, &br)) ||
+        (st = sep_kernel_block(ctx, cols_name, &kc, &bc)))
+        return st;
+    if (!direct && (br < 256 || bc < 256)) { /* the tiled pair needs groups of 32 x 8; the direct one takes 8 */
+        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s runs at most %u work-items per group of the tiled pair: "
+                   "the direct pair", ctx->info.name, br < bc ? br : bc);
+        direct = true;
+        if ((st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64",
+                                  &kr, &br)) ||
+            (st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64",
+                                  &kc, &bc)))
+            return st;
     }
     gpuws_buffer *tmp;
     if ((st = gpuws__stream_scratch(s, 0, tmp_bytes, &tmp))) return st;
