@@ -618,7 +618,8 @@ ParameterizedTest(const target *t, separable, workshop_deltas_with_the_separable
 
 /* ---- the stream's row-sum memory ----------------------------------------------------------------------------- */
 
-/* GPU backends keep the row sums in memory of the stream, kept for its next call. Calls of growing, shrinking and
+/* GPU backends keep the row sums of factors longer than 16 taps (the two-pass path; most calls below) in memory of
+ * the stream, kept for its next call; shorter ones run the fused kernel. Calls of growing, shrinking and
  * growing sizes, f32 then f64 of one shape (twice the bytes), kh-heavy and kw-heavy, all queued on two streams
  * interleaved without waiting, then checked: memory kept too small, freed while a call still uses it, or shared
  * between streams gives wrong outputs. The last call uses options NULL (full, fill 0). */

@@ -529,15 +529,17 @@ __device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T 
 
 
 // ---- _sep_: gpuws_convolve2d_separable, the kernel outer(col, row) as two 1-D passes ------------------------------
-// Pass 1 (_sep_rows_): tmp[t][n] = sum_k row[k] * X(t + r0, n + c0 + kw - 1 - k) for the TR = OH + kh - 1 rows of
-// the extended image the outputs need (r0 = om - (kh - 1), c0 = on - (kw - 1)). A block of 32 x 8 threads: each
-// warp one tmp row, a segment of SEG = 32 * V outputs, V consecutive per lane (one 16-byte vector). Per block of
-// up to SEP_KB taps the flipped taps and, per warp, the segment's SEG + taps - 1 extended-image values (boundary
-// rule applied) are staged in shared memory; a lane then slides a V + 7 window (16-byte loads at a lane stride of
-// 16 bytes: conflict-free) over it, 8 taps per chunk, V x 8 FMAs per chunk from registers. Rows are grid-strided.
-// Pass 2 (_sep_cols_): out[m][n] = sum_q col[kh - 1 - q] * tmp[m + q][n]: a warp takes 32 consecutive columns
-// (coalesced 128-byte rows of tmp) and SEP_RS consecutive output rows per lane; per chunk of 8 taps a lane loads
-// SEP_RS + 7 values of its column and does SEP_RS x 8 FMAs; the flipped taps are staged per block of SEP_KB.
+// The two-pass pair, for factors longer than 16 taps (shorter ones run _sep_fused_ below, unless
+// GPUWS_CONVOLVE2D_SEP=two-pass). Pass 1 (_sep_rows_): tmp[t][n] = sum_k row[k] * X(t + r0, n + c0 + kw - 1 - k)
+// for the TR = OH + kh - 1 rows of the extended image the outputs need (r0 = om - (kh - 1), c0 = on - (kw - 1)).
+// A block of 32 x 8 threads: each warp one tmp row at a time, a segment of SEG = 32 * V outputs, V consecutive per
+// lane (one 16-byte vector). Per block of up to SEP_KB taps the flipped taps and, per warp, the segment's
+// SEG + taps - 1 extended-image values (boundary rule applied) are staged in shared memory; a lane then slides a
+// V + 7 window (16-byte loads at a lane stride of 16 bytes: conflict-free) over it, 8 taps per chunk, V x 8 FMAs per
+// chunk from registers. With one block of taps the warps synchronize alone. Rows are grid-strided over about one
+// resident wave. Pass 2 (_sep_cols_): out[m][n] = sum_q col[kh - 1 - q] * tmp[m + q][n]: a warp takes 32
+// consecutive columns (coalesced 128-byte rows of tmp) and SEP_RS consecutive output rows per lane, through a
+// sliding window of row sums (8 new rows per chunk of 8 taps; the whole window at once up to 16 taps).
 // Taps past the last are skipped, not multiplied by 0 (as everywhere in convolve2d: Inf/NaN stay in footprints).
 constexpr int SEP_KB = 256, SEP_C = 8, SEP_RS = 8, SEP_WARPS = 8;
 
