@@ -1,6 +1,10 @@
 /* Experiment (not part of the library): builds OpenCL source files on one platform, each in a child process, and
  * says which ones the compiler accepts; for compiler crashes (PoCL 5's work-group compiler aborted on convolve1d.cl,
- * 2026-11-21). usage: cl_build_probe PLATFORM-SUBSTRING "OPTIONS" PRELUDE.cl FILE.cl... */
+ * 2026-11-21, and on convolve2d.cl's separable kernels, 2026-11-22). Each file is built, its binaries are asked for
+ * (as gpuws's program cache does: PoCL then compiles every kernel of the program, which is where the 2026-11-22 abort
+ * happened), and every kernel is created and enqueued once.
+ * usage: cl_build_probe PLATFORM-SUBSTRING "OPTIONS" PRELUDE.cl FILE.cl...
+ * (gpuws's own options: "-cl-std=CL1.2 -cl-kernel-arg-info -DGPUWS_FP64=1" plus the driver's, e.g. -DGPUWS_CONV2D_SEP=1) */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
@@ -44,6 +48,13 @@ static int build(const char *plat, const char *opts, const char *prelude, const 
             fprintf(stderr, "%s: build error %d\n%.1500s\n", file, e, log);
             return 1;
         }
+        /* the binaries, as the program cache asks for them */
+        size_t bin_size = 0;
+        if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof bin_size, &bin_size, NULL) != CL_SUCCESS) return 5;
+        unsigned char *bin = malloc(bin_size ? bin_size : 1);
+        if (!bin || clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) != CL_SUCCESS) return 5;
+        fprintf(stderr, "  binaries: %zu bytes\n", bin_size);
+        free(bin);
         /* PoCL compiles the work-group functions when kernels are created */
         cl_kernel ks[32];
         cl_uint nk = 0;

@@ -288,7 +288,7 @@ static inline int conv_extend(int i, int n, int boundary)
 /* A warp's segment of the extended-image row into xs. GPUs: plain loads in a loop of their own inside the image
  * (NVIDIA's OpenCL, H100, 2026-11-22: 54-58 us per call on the workshop case against 72 us with the test per
  * element). CPU devices (-DGPUWS_SEP_ONE_LOOP=1): one loop, since PoCL 5.0 fails an assertion compiling the two
- * loops under an if/else between these barriers (bench/experiments/cl_build_check.c reproduces it). */
+ * loops under an if/else between these barriers (bench/experiments/cl_build_probe.c reproduces it). */
 #ifdef GPUWS_SEP_ONE_LOOP
 #define SEP_STAGE_ROW(T)                                                                                        \
     {                                                                                                           \
