@@ -555,14 +555,12 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
 #define SEP_WARPS 8
 #define SEP_FTAPS 16 /* the fused kernel: factors of up to 16 taps, tiles of SEP_FTH output rows */
 #define SEP_FTH 32
-/* OpenCL builds the separable kernels as a program of their own (convolve2d.cl), on CPU devices with the staging
- * PoCL 5.0 can compile; CUDA ignores build options */
-#define SEP_OPTIONS sep_options(ctx)
-
 /* NVIDIA's OpenCL takes inline PTX (the fused kernel's warp barriers); should a driver refuse it, the build without
  * it is used from then on (as measure.c does). */
 static _Atomic int sep_nv_ptx_failed;
 
+/* Build options of the separable kernels: OpenCL builds them as a program of their own (convolve2d.cl), on CPU
+ * devices with the staging PoCL 5.0 can compile; CUDA ignores build options. */
 static const char *sep_options(const gpuws_context *ctx)
 {
     if (gpuws__is_cpu_device(ctx)) return "-DGPUWS_CONV2D_SEP=1 -DGPUWS_SEP_ONE_LOOP=1";
@@ -583,9 +581,11 @@ static gpuws_status sep_kernel_block(gpuws_context *ctx, const char *name, gpuws
     return st;
 }
 
-static gpuws_status separable_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, size_t tr,
-                                     const gpuws_buffer *image, const gpuws_buffer *col, const gpuws_buffer *row,
-                                     gpuws_buffer *tmp, gpuws_buffer *out)
+/* The direct pair kr (rows) and kc (columns), already looked up by the caller. */
+static gpuws_status separable_direct(gpuws_stream *s, gpuws_kernel *kr, gpuws_kernel *kc, gpuws_dtype dt,
+                                     const gpuws__conv2d_geometry *g, size_t tr, const gpuws_buffer *image,
+                                     const gpuws_buffer *col, const gpuws_buffer *row, gpuws_buffer *tmp,
+                                     gpuws_buffer *out)
 {
     const gpuws_context *ctx = s->ctx;
     const bool f32 = dt == GPUWS_F32;
@@ -607,11 +607,8 @@ static gpuws_status separable_direct(gpuws_stream *s, gpuws_dtype dt, const gpuw
     const gpuws_arg a_cols[] = {gpuws_arg_buffer(tmp), gpuws_arg_buffer((gpuws_buffer *)col), gpuws_arg_buffer(out),
                                 gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh)};
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: direct, %zu x %zu row sums", gpuws_dtype_name(dt), tr, g->ow);
-    gpuws_status st = gpuws__launch_named(s, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64", SEP_OPTIONS,
-                                          &c_rows, a_rows, GPUWS__NARGS(a_rows));
-    if (st) return st;
-    return gpuws__launch_named(s, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64", SEP_OPTIONS, &c_cols,
-                               a_cols, GPUWS__NARGS(a_cols));
+    gpuws_status st = gpuws_launch(s, kr, &c_rows, a_rows, GPUWS__NARGS(a_rows));
+    return st ? st : gpuws_launch(s, kc, &c_cols, a_cols, GPUWS__NARGS(a_cols));
 }
 
 static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
@@ -686,7 +683,7 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     }
     gpuws_buffer *tmp;
     if ((st = gpuws__stream_scratch(s, 0, tmp_bytes, &tmp))) return st;
-    if (direct) return separable_direct(s, dt, g, tr, image, col, row, tmp, out);
+    if (direct) return separable_direct(s, kr, kc, dt, g, tr, image, col, row, tmp, out);
     /* Grids of about as many groups as the device holds at once (6 / 5 of 256 per compute unit: the kernels' 40 / 48
      * registers on the H100), each walking its rows: a group that took one row group (or 8 rows per work-item)
      * spent more on its set-up (taps, barriers, the first loads' latency) than on its sums: ncu, H100, 2026-11-22,
