@@ -547,8 +547,8 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
  * 82, CUDA and NVIDIA's OpenCL alike faster; GPUWS_CONVOLVE2D_SEP=two-pass skips it). Otherwise two launches: the
  * row sums of the oh + kh - 1 extended-image rows the outputs need, into the stream's scratch memory (slot 0), then
  * the column sums into out; GPUs run the tiled pair (convolve2d_sep_rows_* / _cols_*), CPU OpenCL devices the
- * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 5 the tiled pair took 2.5x as long as the 2-D path).
- * Work-groups of 32 x 8; the constants must match SEP_* in both kernel files. GPUWS_CONVOLVE_PATH=tiled|direct
+ * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 3.1, 2 cores, the tiled pair took 2.5x as long as the
+ * 2-D path). Work-groups of 32 x 8; the constants must match SEP_* in both kernel files. GPUWS_CONVOLVE_PATH=tiled|direct
  * forces one, as for gpuws_convolve2d. */
 #define SEP_KB 256
 #define SEP_RS 8
