@@ -625,6 +625,7 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     gpuws_status st = GPUWS_OK;
     /* factors of up to 16 taps: both passes in one kernel (no temporary memory) unless GPUWS_CONVOLVE2D_SEP=two-pass */
     if (!direct && g->kh <= SEP_FTAPS && g->kw <= SEP_FTAPS && !(kn.sep && gpuws__strcasecmp(kn.sep, "two-pass") == 0)) {
+        /* each warp's staged row: at most seg + 24 elements, which the kernels' registers per row are sized for */
         const size_t fxs = seg + (g->kw + 7) / 8 * 8 + 8, flocal = ((SEP_FTH + SEP_FTAPS) * seg + SEP_WARPS * fxs) * es;
         gpuws_kernel *kf;
         uint32_t bf;

@@ -54,6 +54,20 @@ static inline int conv_extend(int i, int n, int boundary)
 #define LOAD_N(dst, src, n, VW)                                                                                 \
     UNROLL for (int q_ = 0; q_ < (n) / VW; q_++) LOADV_##VW(dst, src, q_)
 
+/* The same from a pointer the compiler may take as 16-byte aligned (a __local V * argument, offsets multiples of
+ * VW): one 16-byte local load per vector (see the fixed-width kernel below for why). */
+#define LOADA_4(dst, src, q)                                                                                    \
+    {                                                                                                           \
+        const float4 v_ = ((__local const float4 *)(src))[q];                                                   \
+        dst[4 * (q)] = v_.s0, dst[4 * (q) + 1] = v_.s1, dst[4 * (q) + 2] = v_.s2, dst[4 * (q) + 3] = v_.s3;     \
+    }
+#define LOADA_2(dst, src, q)                                                                                    \
+    {                                                                                                           \
+        const double2 v_ = ((__local const double2 *)(src))[q];                                                 \
+        dst[2 * (q)] = v_.s0, dst[2 * (q) + 1] = v_.s1;                                                         \
+    }
+#define LOADA_N(dst, src, n, VW) UNROLL for (int q_ = 0; q_ < (n) / VW; q_++) LOADA_##VW(dst, src, q_)
+
 /* K taps of one chunk for every output row s of the work-item (kernel row r - s). Missing taps of the kernel's
  * last chunk are skipped, not multiplied by 0, so Inf/NaN next to a footprint stay out of it (as in SciPy). */
 #define CHUNK(T, S, VW, K)                                                                                      \
@@ -285,6 +299,13 @@ static inline int conv_extend(int i, int n, int boundary)
         }                                                                                                       \
     }
 
+/* x = element u of the segment of a row that crosses the image's edge (or a fill row: rr < 0) */
+#define SEP_EDGE_VALUE(T, x, u)                                                                                 \
+    T x = (T)0;                                                                                                 \
+    if ((u) < have) {                                                                                           \
+        const int gc_ = rr < 0 ? -1 : conv_extend(cbase + (u), W, boundary);                                    \
+        x = gc_ < 0 ? fill : irow[gc_];                                                                         \
+    }
 /* A warp's segment of the extended-image row into xs. GPUs: plain loads in a loop of their own inside the image
  * (NVIDIA's OpenCL, H100, 2026-11-22: 54-58 us per call on the workshop case against 72 us with the test per
  * element). CPU devices (-DGPUWS_SEP_ONE_LOOP=1): one loop, since PoCL 5.0 fails an assertion compiling the two
@@ -309,11 +330,7 @@ static inline int conv_extend(int i, int n, int boundary)
         for (int u = lane; u < xs_len; u += 32) xs[u] = u < have ? src[u] : (T)0;                               \
     } else {                                                                                                    \
         for (int u = lane; u < xs_len; u += 32) {                                                               \
-            T x = (T)0;                                                                                         \
-            if (u < have) {                                                                                     \
-                const int gc = rr < 0 ? -1 : conv_extend(cbase + u, W, boundary);                               \
-                x = gc < 0 ? fill : irow[gc];                                                                   \
-            }                                                                                                   \
+            SEP_EDGE_VALUE(T, x, u)                                                                             \
             xs[u] = x;                                                                                          \
         }                                                                                                       \
     }
@@ -464,7 +481,7 @@ static inline int conv_extend(int i, int n, int boundary)
 /* acc[0 .. VW) = the row sums of a work-item's VW outputs from its window of the staged row xs, taps tr[] */
 #define SEP_WINDOW_SUMS(T, VW)                                                                                  \
     T in[VW + SEP_FTAPS], acc[VW];                                                                              \
-    LOAD_N(in, xs + lane * VW, VW + SEP_FTAPS, VW);                                                             \
+    LOADA_N(in, xs + lane * VW, VW + SEP_FTAPS, VW);                                                            \
     UNROLL for (int i = 0; i < VW; i++) acc[i] = (T)0;                                                          \
     UNROLL for (int k = 0; k < SEP_FTAPS; k++) {                                                                \
         if (k < kw) {                                                                                           \
@@ -478,17 +495,49 @@ static inline int conv_extend(int i, int n, int boundary)
  * barriers. */
 #ifdef GPUWS_NV_PTX
 #define SEP_WARP_SYNC() asm volatile("bar.warp.sync -1;" ::: "memory")
+/* A warp's rows per tile, and each lane's values of a row's staged segment (xs_len <= 32 * VW + 24: the driver). */
+#define SEP_FPR ((SEP_FTH + SEP_FTAPS - 1 + SEP_WARPS - 1) / SEP_WARPS)
+#define SEP_FE(VW) ((32 * (VW) + 24 + 31) / 32)
+/* v[e] = element lane + 32 e of the warp's segment of extended-image row rr (as SEP_STAGE_ROW), all loads issued
+ * before any is used */
+#define SEP_FETCH_ROW(T, v, VW)                                                                                 \
+    if (rr >= 0 && cbase >= 0 && cbase + have <= W) {                                                          \
+        __global const T *src = irow + cbase;                                                                   \
+        UNROLL for (int e = 0; e < SEP_FE(VW); e++) v[e] = lane + 32 * e < have ? src[lane + 32 * e] : (T)0;    \
+    } else {                                                                                                    \
+        UNROLL for (int e = 0; e < SEP_FE(VW); e++) {                                                           \
+            SEP_EDGE_VALUE(T, x, lane + 32 * e)                                                                 \
+            v[e] = x;                                                                                           \
+        }                                                                                                       \
+    }
+/* Each warp's rows t = wy + 8 j go through registers, SEP_FPD of them loading at any time (row j + SEP_FPD's loads
+ * are issued once row j is in xs), then each is staged in xs and its windows summed (as CUDA's sep_fused). */
+#define SEP_FPD 3
+#define SEP_FETCH_J(T, VW, slot, j)                                                                             \
+    {                                                                                                           \
+        const int tj_ = wy + SEP_WARPS * (j);                                                                   \
+        if (tj_ < rows) {                                                                                       \
+            const int rr = conv_extend(m0 + tj_ + r0, H, boundary);                                             \
+            __global const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;                                 \
+            SEP_FETCH_ROW(T, pf[slot], VW)                                                                      \
+        }                                                                                                       \
+    }
 #define SEP_FUSED_ROW_SUMS(T, VT, VW)                                                                           \
-    for (int t = wy; t < rows; t += SEP_WARPS) {                                                                \
-        const int rr = conv_extend(m0 + t + r0, H, boundary);                                                   \
-        __global const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;                                     \
-        SEP_STAGE_ROW(T)                                                                                        \
-        SEP_WARP_SYNC();                                                                                        \
-        SEP_WINDOW_SUMS(T, VW)                                                                                  \
-        VT v_;                                                                                                  \
-        STOREV_##VW(v_, acc, 0);                                                                                \
-        vstore##VW(v_, 0, rs + t * TW + lane * VW);                                                             \
-        SEP_WARP_SYNC();                                                                                        \
+    T pf[SEP_FPD][SEP_FE(VW)];                                                                                  \
+    UNROLL for (int j = 0; j < SEP_FPD; j++) SEP_FETCH_J(T, VW, j, j)                                           \
+    UNROLL for (int j = 0; j < SEP_FPR; j++) {                                                                  \
+        const int t = wy + SEP_WARPS * j;                                                                       \
+        if (t < rows) {                                                                                         \
+            UNROLL for (int e = 0; e < SEP_FE(VW); e++)                                                         \
+                if (lane + 32 * e < xs_len) xs[lane + 32 * e] = pf[j % SEP_FPD][e];                             \
+            if (j + SEP_FPD < SEP_FPR) SEP_FETCH_J(T, VW, j % SEP_FPD, j + SEP_FPD)                              \
+            SEP_WARP_SYNC();                                                                                    \
+            SEP_WINDOW_SUMS(T, VW)                                                                              \
+            VT v_;                                                                                              \
+            STOREV_##VW(v_, acc, 0);                                                                            \
+            *(__local VT *)(rs + t * TW + lane * VW) = v_;                                                      \
+            SEP_WARP_SYNC();                                                                                    \
+        }                                                                                                       \
     }
 #else
 #define SEP_FUSED_ROW_SUMS(T, VT, VW)                                                                           \
@@ -503,7 +552,7 @@ static inline int conv_extend(int i, int n, int boundary)
         if (t < rows) {                                                                                     \
             VT v_;                                                                                          \
             STOREV_##VW(v_, acc, 0);                                                                        \
-            vstore##VW(v_, 0, rs + t * TW + lane * VW);                                                     \
+            *(__local VT *)(rs + t * TW + lane * VW) = v_;                                                  \
         }                                                                                                   \
     }
 #endif
@@ -514,10 +563,11 @@ static inline int conv_extend(int i, int n, int boundary)
     __kernel void convolve2d_sep_fused_##NAME(__global const T *img, __global const T *col,                     \
                                               __global const T *row, __global T *out, ulong stride, int H,       \
                                               int W, int kh, int kw, int OH, int OW, int r0, int c0,             \
-                                              int boundary, T fill, int xs_len, __local T *smem)                 \
+                                              int boundary, T fill, int xs_len, __local VT *smemv)               \
     {                                                                                                           \
         const int RS = SEP_FTH / SEP_WARPS, TW = 32 * VW;                                                       \
         const int lane = (int)get_local_id(0), wy = (int)get_local_id(1);                                       \
+        __local T *smem = (__local T *)smemv; /* 16-byte aligned: LOADA_N's vector loads */                      \
         __local T *rs = smem, *xs = smem + (SEP_FTH + SEP_FTAPS) * TW + wy * xs_len;                            \
         const int n0 = (int)get_group_id(0) * TW, ntiles = (OH + SEP_FTH - 1) / SEP_FTH;                        \
         T tr[SEP_FTAPS], tc[SEP_FTAPS];                                                                         \
@@ -536,7 +586,7 @@ static inline int conv_extend(int i, int n, int boundary)
             UNROLL for (int r = 0; r < RS + SEP_FTAPS - 1; r++) {                                               \
                 if (r < RS + kh - 1) {                                                                          \
                     T x[VW];                                                                                    \
-                    LOAD_N(x, base + r * TW, VW, VW);                                                           \
+                    LOADA_N(x, base + r * TW, VW, VW);                                                          \
                     UNROLL for (int s = 0; s < RS; s++) {                                                       \
                         const int q = r - s;                                                                    \
                         if (q >= 0 && q < SEP_FTAPS && q < kh) {                                                \
@@ -590,21 +640,10 @@ DEFINE_DIRECT(f64, double, double8, 8)
 #define FIXED_NAME(NAME, K) FIXED_NAME_(NAME, K)
 #define STAGE_ROWS 4
 
-/* 16-byte local loads for the hot loop: the tile parameter is a __local V *, so the compiler knows the local
- * buffer's 16-byte alignment (the window and filter offsets are multiples of VW by the layout, as the CUDA kernel's
- * vector loads assume). Through vloadN from a __local T * NVIDIA's compiler split them: 93 LDS.64 and no LDS.128
- * in the f64 k15 kernel (CUDA: 20 LDS.128), 12% slower than CUDA on the H100. */
-#define LOADA_4(dst, src, q)                                                                                    \
-    {                                                                                                           \
-        const float4 v_ = ((__local const float4 *)(src))[q];                                                   \
-        dst[4 * (q)] = v_.s0, dst[4 * (q) + 1] = v_.s1, dst[4 * (q) + 2] = v_.s2, dst[4 * (q) + 3] = v_.s3;     \
-    }
-#define LOADA_2(dst, src, q)                                                                                    \
-    {                                                                                                           \
-        const double2 v_ = ((__local const double2 *)(src))[q];                                                 \
-        dst[2 * (q)] = v_.s0, dst[2 * (q) + 1] = v_.s1;                                                         \
-    }
-#define LOADA_N(dst, src, n, VW) UNROLL for (int q_ = 0; q_ < (n) / VW; q_++) LOADA_##VW(dst, src, q_)
+/* 16-byte local loads for the hot loop (LOADA_N): the tile parameter is a __local V *, so the compiler knows the
+ * local buffer's 16-byte alignment (the window and filter offsets are multiples of VW by the layout, as the CUDA
+ * kernel's vector loads assume). Through vloadN from a __local T * NVIDIA's compiler split them: 93 LDS.64 and no
+ * LDS.128 in the f64 k15 kernel (CUDA: 20 LDS.128), 12% slower than CUDA on the H100. */
 
 /* A tile inside the image: rows by warps (STAGE_ROWS rows loaded before their stores), columns by lanes in
  * vectors of N elements, aligned by construction (the driver's copy width), no boundary arithmetic. */

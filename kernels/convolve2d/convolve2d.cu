@@ -721,11 +721,62 @@ __device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T
 // ---- _sep_fused_: both passes in one kernel, for factors of up to 16 taps each (the common case) ---------------------
 // A block of 32 x 8 threads takes tiles of SEP_FTH output rows x 32 * V columns (grid-strided over tile rows). Phase 1:
 // the row sums of the SEP_FTH + kh - 1 extended-image rows the tile needs go to shared memory (rs, rows of 32 * V):
-// each warp takes every 8th row, stages its segment (boundary rule applied) in its own xs and slides a V + 15
-// window over it with the taps in registers. Phase 2: each thread sums SEP_FTH / 8 output rows of V columns from
-// rs with the column taps in registers (16-byte shared loads, every row of its window read once). No temporary
-// device memory, one launch; rows are read about (SEP_FTH + kh - 1) / SEP_FTH times (from L2 after the first).
+// each warp takes every 8th row. Its rows' segments (boundary rule applied) come through registers, the loads of
+// PD rows in flight while it sums one; per row it stores the segment in its own xs and slides a V + 15 window over
+// it with the taps in registers. Phase 2: each thread sums SEP_FTH / 8 output rows of V columns from rs with the column taps in
+// registers (16-byte shared loads, every row of its window read once). No temporary device memory, one launch; rows
+// are read about (SEP_FTH + kh - 1) / SEP_FTH times (from L2 after the first).
 constexpr int SEP_FTAPS = 16, SEP_FTH = 32;
+// The fused kernel's rows in flight per warp (of its 6 per tile) and its register caps (A/B knobs). H100,
+// 2026-11-22, workshop case, back to back: all 6 rows in flight took 76 (f32) and 98 (f64) registers (3 and 2 blocks
+// of 8 warps per SM; f32 35.9-36.2 us, f64 74.8); capped at 64, 4 blocks: f32 31.7-32.1, f64 56.2 (spilling); 3 rows
+// in flight and 64: f32 31.2-31.4, f64 47.4-47.6; f32 capped at 48 (5 blocks): 32.7.
+#ifndef GPUWS_SEP_FUSED_DEPTH_f32
+#define GPUWS_SEP_FUSED_DEPTH_f32 3
+#endif
+#ifndef GPUWS_SEP_FUSED_DEPTH_f64
+#define GPUWS_SEP_FUSED_DEPTH_f64 3
+#endif
+#ifndef GPUWS_SEP_FUSED_REGS_f32
+#define GPUWS_SEP_FUSED_REGS_f32 64
+#endif
+#ifndef GPUWS_SEP_FUSED_REGS_f64
+#define GPUWS_SEP_FUSED_REGS_f64 64
+#endif
+
+// The column index of the fused kernel's rows that cross the image's edge (few): extend() inline for f32, as a call
+// for f64, whose unrolled rows then keep that code out and do not spill at 64 registers. H100, 2026-11-22, workshop
+// case, back to back: f32 25.3-25.4 us inline (28.8-29.2 in a build that spilled 8 bytes) against 31.3-31.4 as a
+// call; f64 70.4-71.0 inline (96 bytes of spills) against 47.8-48.4.
+__device__ __noinline__ int extend_call(int i, int n, int boundary) { return extend(i, n, boundary); }
+template <typename T> __device__ __forceinline__ int sep_extend_col(int i, int n, int boundary)
+{
+    return sizeof(T) == 4 ? extend(i, n, boundary) : extend_call(i, n, boundary);
+}
+
+// Element lane + 32 e (e < E) of a warp's segment of extended-image row rr (-1: a fill row): have values from column
+// cbase, the boundary rule applied, zeros after; inside the image plain loads, all E issued before any is used.
+template <typename T, int E>
+__device__ __forceinline__ void sep_fetch_row(T (&v)[E], const T *__restrict__ irow, int rr, int cbase, int have,
+                                              int W, int boundary, T fill, int lane)
+{
+    if (rr >= 0 && cbase >= 0 && cbase + have <= W) {
+        const T *src = irow + cbase;
+#pragma unroll
+        for (int e = 0; e < E; e++) v[e] = lane + 32 * e < have ? src[lane + 32 * e] : T(0);
+    } else {
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            const int u = lane + 32 * e;
+            T x = T(0);
+            if (u < have) {
+                const int gc = rr < 0 ? -1 : sep_extend_col<T>(cbase + u, W, boundary);
+                x = gc < 0 ? fill : irow[gc];
+            }
+            v[e] = x;
+        }
+    }
+}
 
 template <typename T>
 __device__ void sep_fused(const T *__restrict__ img, const T *__restrict__ col, const T *__restrict__ row,
@@ -733,6 +784,10 @@ __device__ void sep_fused(const T *__restrict__ img, const T *__restrict__ col, 
                           int r0, int c0, int boundary, T fill, int xs_len)
 {
     constexpr int V = Vec16<T>::W, TW = 32 * V, RS = SEP_FTH / SEP_WARPS, NR = RS + SEP_FTAPS - 1;
+    // a warp's rows per tile, each lane's values of a row's staged segment (xs_len <= TW + 24: see the driver), and
+    // the rows whose loads are in flight at once
+    constexpr int PR = (SEP_FTH + SEP_FTAPS - 1 + SEP_WARPS - 1) / SEP_WARPS, E = (TW + 24 + 31) / 32;
+    constexpr int PD = sizeof(T) == 4 ? GPUWS_SEP_FUSED_DEPTH_f32 : GPUWS_SEP_FUSED_DEPTH_f64;
     GPUWS_SHARED_BYTES();
     T *rs = reinterpret_cast<T *>(gpuws_smem), *xs = rs + (SEP_FTH + SEP_FTAPS) * TW + threadIdx.y * xs_len;
     const int lane = threadIdx.x, wy = threadIdx.y, n0 = blockIdx.x * TW, ntiles = (OH + SEP_FTH - 1) / SEP_FTH;
@@ -745,24 +800,40 @@ __device__ void sep_fused(const T *__restrict__ img, const T *__restrict__ col, 
     const int rows = SEP_FTH + kh - 1, have = TW + kw - 1, cbase = n0 + c0;
     for (int tile = blockIdx.y; tile < ntiles; tile += gridDim.y) {
         const int m0 = tile * SEP_FTH;
-        // phase 1: row sums of rows m0 .. m0 + rows - 1 (tmp numbering: image row t + r0)
-        for (int t = wy; t < rows; t += SEP_WARPS) {
-            const int rr = extend(m0 + t + r0, H, boundary);
-            const T *irow = img + (size_t)(rr < 0 ? 0 : rr) * stride;
-            sep_stage_row(xs, irow, rr, cbase, have, xs_len, W, boundary, fill, lane);
-            __syncwarp();
-            T in[V + SEP_FTAPS], acc[V];
-            load_vec(in, xs + lane * V);
+        // phase 1: row sums of rows m0 .. m0 + rows - 1 (tmp numbering: image row t + r0); rows t = wy + 8 j, PD of
+        // them loading at any time (row j + PD's loads are issued once row j is in xs)
+        auto fetch = [&](T (&v)[E], int j) {
+            const int t = wy + SEP_WARPS * j;
+            if (t < rows) {
+                const int rr = extend(m0 + t + r0, H, boundary);
+                sep_fetch_row(v, img + (size_t)(rr < 0 ? 0 : rr) * stride, rr, cbase, have, W, boundary, fill, lane);
+            }
+        };
+        T pf[PD][E];
 #pragma unroll
-            for (int i = 0; i < V; i++) acc[i] = T(0);
+        for (int j = 0; j < PD; j++) fetch(pf[j], j);
 #pragma unroll
-            for (int k = 0; k < SEP_FTAPS; k++)
-                if (k < kw) { // taps past the last are skipped, not multiplied by 0
+        for (int j = 0; j < PR; j++) {
+            const int t = wy + SEP_WARPS * j;
+            if (t < rows) {
 #pragma unroll
-                    for (int i = 0; i < V; i++) acc[i] = fma(tr[k], in[i + k], acc[i]);
-                }
-            store_vec(rs + t * TW + lane * V, acc);
-            __syncwarp();
+                for (int e = 0; e < E; e++)
+                    if (lane + 32 * e < xs_len) xs[lane + 32 * e] = pf[j % PD][e];
+                if (j + PD < PR) fetch(pf[j % PD], j + PD);
+                __syncwarp();
+                T in[V + SEP_FTAPS], acc[V];
+                load_vec(in, xs + lane * V);
+#pragma unroll
+                for (int i = 0; i < V; i++) acc[i] = T(0);
+#pragma unroll
+                for (int k = 0; k < SEP_FTAPS; k++)
+                    if (k < kw) { // taps past the last are skipped, not multiplied by 0
+#pragma unroll
+                        for (int i = 0; i < V; i++) acc[i] = fma(tr[k], in[i + k], acc[i]);
+                    }
+                store_vec(rs + t * TW + lane * V, acc);
+                __syncwarp();
+            }
         }
         __syncthreads();
         // phase 2: output rows m0 + wy * RS .. + RS - 1, columns n0 + lane * V .. + V - 1
@@ -860,7 +931,8 @@ __device__ void sep_cols_direct(const T *__restrict__ tmp, const T *__restrict__
         (void)smem;                                                                                              \
         sep_cols<T>(tmp, col, out, OH, OW, kh);                                                                  \
     }                                                                                                            \
-    extern "C" __global__ void __launch_bounds__(256) convolve2d_sep_fused_##NAME(                                 \
+    extern "C" __global__ void __maxnreg__(GPUWS_SEP_FUSED_REGS_##NAME) /* blocks of 256 threads */                \
+        convolve2d_sep_fused_##NAME(                                                                             \
         const T *img, const T *col, const T *row, T *out, unsigned long long stride, int H, int W, int kh, int kw,  \
         int OH, int OW, int r0, int c0, int boundary, T fill, int xs_len, gpuws_local smem)                      \
     {                                                                                                            \
