@@ -391,8 +391,8 @@ static inline int conv_extend(int i, int n, int boundary)
                 if (nblocks > 1) SEP_STAGE_TAPS(T, taps, col, kh, kb0, kn)                                      \
                 barrier(CLK_LOCAL_MEM_FENCE);                                                                   \
                 /* a sliding window of row sums, as in convolve2d.cu's sep_cols */                              \
-                const int r0 = m0 + kb0;                                                                        \
-                const bool inside = r0 + kn + SEP_RS - 1 <= TR;                                                 \
+                const int r0 = m0 + kb0; /* inside: as in convolve2d.cu, kn rounded up to whole chunks */      \
+                const bool inside = r0 + (kn + SEP_C - 1) / SEP_C * SEP_C + SEP_RS - 1 <= TR;                   \
                 __global const T *pn = tmp + (size_t)r0 * OW + nc;                                              \
                 T in[SEP_RS + SEP_C - 1];                                                                       \
                 UNROLL for (int i = 0; i < SEP_RS - 1; i++, pn += OW) in[i] = inside || r0 + i < TR ? *pn : (T)0; \

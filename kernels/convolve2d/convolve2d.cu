@@ -677,9 +677,11 @@ __device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T
             }
             // The window in[] holds row sums r0 + q .. r0 + q + N - 1 for the chunk at q; the next chunk keeps its
             // last SEP_RS - 1 and loads SEP_C new ones, through a pointer that steps a row at a time. Rows past the
-            // last row sum (only near the bottom) feed no stored output: read as 0.
+            // last row sum (only near the bottom) feed no stored output: read as 0. The last chunk loads whole
+            // (rows for up to SEP_C - 1 taps past kn), so `inside` counts kn rounded up to chunks: with kn itself,
+            // long factors read up to 7 rows past the row sums' end (PoCL 5 crashed on it about one run in ten).
             const int r0 = m0 + kb0;
-            const bool inside = r0 + kn + SEP_RS - 1 <= TR;
+            const bool inside = r0 + (kn + SEP_C - 1) / SEP_C * SEP_C + SEP_RS - 1 <= TR;
             const T *pn = tmp + (size_t)r0 * OW + nc;
             if (kn <= 2 * SEP_C) { // up to 16 taps (the common case): every row sum of the window in flight at once
                 constexpr int N2 = SEP_RS + 2 * SEP_C - 1;
