@@ -24,6 +24,13 @@
 #            back-to-back calls, timer floor), CUDA and NVIDIA OpenCL
 #   clinfo   the OpenCL platforms' versions and extensions (bench/experiments/cl_info.c)
 #   roundtrip bench/experiments/cl_roundtrip.c on NVIDIA's OpenCL: ways for the host to get 4 bytes a kernel wrote
+#   ncuk     ncu (speed of light, occupancy, launch, scheduler and warp-state sections) on one launch of each kernel
+#            regex in NCU_KERNELS (space-separated) during `gpuws bench` of NCU_ALGS on CUDA
+#   stress   STRESS_TEST (a test binary) with --filter STRESS_FILTER on PoCL, STRESS_RUNS times under each
+#            STRESS_SETTINGS env setting ("-" = none), bench/experiments/crash_trace.c preloaded: a crash's signal,
+#            address and backtrace (frames resolved with addr2line where it is installed)
+#   ptx      NVIDIA's OpenCL PTX of PTX_FILE (default kernels/convolve2d/convolve2d.cl) built with PTX_OPTS through
+#            bench/experiments/cl_build_probe.c: per kernel matching PTX_KERNELS, its count of each load/store kind
 #   usage: bash bench/gpu_explore.sh [steps]   (default: build,mcpi,bench,oclprof)
 #   EXPLORE_ALGS: the bench step's --algorithms list; EXPLORE_SIZE: the bench and oclprof steps' --size;
 #   OCLPROF_ALGS, OCLPROF_KERNELS (ncu's kernel-name regex), OCLPROF_LAUNCHES: the oclprof step's workloads.
@@ -157,6 +164,55 @@ if has roundtrip; then
         >"$LOGS/roundtrip.txt" 2>&1
     log "roundtrip: rc=$?"
     cat "$LOGS/roundtrip.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has ncuk; then
+    for k in ${NCU_KERNELS:-sep_fused_f32}; do
+        ours timeout 200 ncu --kernel-name "regex:$k" --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+            --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats \
+            --section MemoryWorkloadAnalysis $G bench --backends cuda --no-ceilings --algorithms "${NCU_ALGS:-convolve2d}" \
+            --budget 0.05 --repeat 3 >"$LOGS/ncuk-$k.txt" 2>&1
+        log "ncu $k: rc=$?"
+        grep -E "^  [a-z].*\(|Duration|DRAM Through|Compute \(SM\) Th|Registers Per|Achieved Occ|Theoretical Occ|Block Limit|Issue Slots Busy|No Eligible|Eligible Warps|Warp Cycles Per Issued|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth" \
+            "$LOGS/ncuk-$k.txt" | tee -a "$OUT/summary.txt"
+    done
+fi
+
+if has stress; then
+    gcc -shared -fPIC -O1 bench/experiments/crash_trace.c -o /tmp/crash_trace.so >"$LOGS/stress-build.log" 2>&1
+    log "stress: crash_trace build rc=$?, addr2line: $(command -v addr2line || echo none), gdb: $(command -v gdb || echo none)"
+    for set in ${STRESS_SETTINGS:--}; do
+        e=(); [ "$set" != - ] && e=("$set")
+        crashes=0
+        for i in $(seq 1 "${STRESS_RUNS:-10}"); do
+            f="$LOGS/stress-$set-$i.log"
+            ours env ${e[@]+"${e[@]}"} LD_PRELOAD=/tmp/crash_trace.so GPUWS_TEST_DATA=$PWD/tests/data GPUWS_REQUIRE=opencl \
+                GPUWS_TEST_BACKENDS=opencl GPUWS_OPENCL_PLATFORM=Portable timeout 120 \
+                ./build-gpu/tests/${STRESS_TEST:-test_convolve2d_separable} --filter "${STRESS_FILTER:-*}" >"$f" 2>&1
+            if grep -q "crash_trace\|CRASH" "$f"; then
+                crashes=$((crashes + 1))
+                grep -A40 "crash_trace" "$f" | head -60 >>"$OUT/summary.txt"
+                # resolve lib(+0xoffset) frames
+                grep -oE "^[^ ]+\(\+0x[0-9a-f]+\)" "$f" | sort -u | while IFS= read -r fr; do
+                    lib=${fr%%(*}; off=${fr##*+}; off=${off%)}
+                    echo "  $fr -> $(addr2line -f -C -e "$lib" "$off" 2>/dev/null | tr '\n' ' ')"
+                done >>"$OUT/summary.txt"
+            fi
+        done
+        log "stress $set: $crashes of ${STRESS_RUNS:-10} runs crashed"
+    done
+fi
+
+if has ptx; then
+    gcc -std=c11 -O1 -I"$CARRY/include" bench/experiments/cl_build_probe.c -o /tmp/probe -l:libOpenCL.so.1 \
+        >"$LOGS/ptx-build.log" 2>&1 &&
+        PROBE_DUMP="$LOGS/program.ptx" timeout 120 /tmp/probe NVIDIA \
+            "-cl-std=CL1.2 -cl-kernel-arg-info -DGPUWS_FP64=1 ${PTX_OPTS:--DGPUWS_CONV2D_SEP=1 -DGPUWS_NV_PTX=1}" \
+            kernels/common/prelude.cl "${PTX_FILE:-kernels/convolve2d/convolve2d.cl}" >"$LOGS/ptx-probe.txt" 2>&1
+    log "ptx: rc=$?"
+    awk -v re="${PTX_KERNELS:-sep_fused}" '/^\.(visible )?\.?entry/ { k = $0; sub(/.*entry /, "", k); sub(/\(.*/, "", k) }
+        k ~ re && /(ld|st)\.(shared|global|local)/ { op = $1; if (op ~ /^@/) op = $2; c[k " " op]++ }
+        END { for (x in c) print "  " x ": " c[x] }' "$LOGS/program.ptx" | sort | tee -a "$OUT/summary.txt"
 fi
 
 if has persist; then

@@ -3,7 +3,8 @@
  * 2026-11-21, and on convolve2d.cl's separable kernels, 2026-11-22). Each file is built, its binaries are asked for
  * (as gpuws's program cache does: PoCL then compiles every kernel of the program, which is where the 2026-11-22 abort
  * happened), and every kernel is created and enqueued once.
- * usage: cl_build_probe PLATFORM-SUBSTRING "OPTIONS" PRELUDE.cl FILE.cl...
+ * usage: [PROBE_DUMP=FILE] cl_build_probe PLATFORM-SUBSTRING "OPTIONS" PRELUDE.cl FILE.cl...  (PROBE_DUMP: the last
+ * file's program binary is written there, PTX on NVIDIA)
  * (gpuws's own options: "-cl-std=CL1.2 -cl-kernel-arg-info -DGPUWS_FP64=1" plus the driver's, e.g. -DGPUWS_CONV2D_SEP=1) */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -54,6 +55,12 @@ static int build(const char *plat, const char *opts, const char *prelude, const 
         unsigned char *bin = malloc(bin_size ? bin_size : 1);
         if (!bin || clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) != CL_SUCCESS) return 5;
         fprintf(stderr, "  binaries: %zu bytes\n", bin_size);
+        const char *dump = getenv("PROBE_DUMP"); /* a file for the binary (NVIDIA's: PTX, to count its loads) */
+        FILE *df = dump ? fopen(dump, "wb") : NULL;
+        if (df) {
+            fwrite(bin, 1, bin_size, df);
+            fclose(df);
+        }
         free(bin);
         /* PoCL compiles the work-group functions when kernels are created */
         cl_kernel ks[32];
