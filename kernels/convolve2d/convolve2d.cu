@@ -725,9 +725,9 @@ __device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T
 // the row sums of the SEP_FTH + kh - 1 extended-image rows the tile needs go to shared memory (rs, rows of 32 * V):
 // each warp takes every 8th row. Its rows' segments (boundary rule applied) come through registers, the loads of
 // PD rows in flight while it sums one; per row it stores the segment in its own xs and slides a V + 15 window over
-// it with the taps in registers. Phase 2: each thread sums SEP_FTH / 8 output rows of V columns from rs with the column taps in
-// registers (16-byte shared loads, every row of its window read once). No temporary device memory, one launch; rows
-// are read about (SEP_FTH + kh - 1) / SEP_FTH times (from L2 after the first).
+// it with the taps in registers. Phase 2: each thread sums SEP_FTH / 8 output rows of V columns from rs with the
+// column taps in registers (16-byte shared loads, every row of its window read once). No temporary device memory,
+// one launch; rows are read about (SEP_FTH + kh - 1) / SEP_FTH times (from L2 after the first).
 constexpr int SEP_FTAPS = 16, SEP_FTH = 32;
 // The fused kernel's rows in flight per warp (of its 6 per tile) and its register caps (A/B knobs). H100,
 // 2026-11-22, workshop case, back to back: all 6 rows in flight took 76 (f32) and 98 (f64) registers (3 and 2 blocks
