@@ -469,23 +469,38 @@ static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__
                                args, GPUWS__NARGS(args));
 }
 
+/* What gpuws_convolve2d and gpuws_convolve2d_separable check alike, in this order: the image's context, the
+ * stream, the dtype, the geometry (sizes, mode, boundary), and the image's and output's element counts. */
+static gpuws_status conv2d_arguments(const char *fn, gpuws_stream **s, gpuws_dtype dt, const gpuws_buffer *image,
+                                     size_t height, size_t width, size_t row_stride, size_t kh, size_t kw,
+                                     const gpuws_convolve2d_options *options, gpuws_context **ctx,
+                                     gpuws__conv2d_geometry *g, size_t *image_elems, size_t *out_elems)
+{
+    gpuws_status st = gpuws__buffer_context(image, "image", ctx);
+    if (st || (st = gpuws__resolve_stream(*ctx, s, "argument 'stream'"))) return st;
+    if (dt != GPUWS_F32 && dt != GPUWS_F64)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: dtype %s is not f32 or f64", fn, gpuws_dtype_name(dt));
+    if ((st = gpuws__conv2d_geometry_init(height, width, row_stride, kh, kw, options, g))) return st;
+    if (gpuws__mul_overflows(g->h - 1, g->stride, image_elems) || gpuws__add_overflows(*image_elems, g->w, image_elems) ||
+        gpuws__mul_overflows(g->oh, g->ow, out_elems))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: image %zu x %zu (row stride %zu), kernel %zu x %zu: element counts "
+                            "overflow size_t", fn, g->h, g->w, g->stride, g->kh, g->kw);
+    return GPUWS_OK;
+}
+
 gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffer *image, size_t height, size_t width,
                               size_t row_stride, const gpuws_buffer *kernel, size_t kh, size_t kw,
                               const gpuws_convolve2d_options *options, gpuws_buffer *out)
 {
     gpuws_context *ctx;
-    gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
-    if (dt != GPUWS_F32 && dt != GPUWS_F64)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d: dtype %s is not f32 or f64", gpuws_dtype_name(dt));
     gpuws__conv2d_geometry g = {0};
-    if ((st = gpuws__conv2d_geometry_init(height, width, row_stride, kh, kw, options, &g))) return st;
+    size_t image_elems = 0, kernel_elems, out_elems = 0;
     const size_t es = gpuws_dtype_size(dt);
-    size_t image_elems, kernel_elems, out_elems;
-    if (gpuws__mul_overflows(g.h - 1, g.stride, &image_elems) || gpuws__add_overflows(image_elems, g.w, &image_elems) ||
-        gpuws__mul_overflows(g.kh, g.kw, &kernel_elems) || gpuws__mul_overflows(g.oh, g.ow, &out_elems))
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d: image %zu x %zu (row stride %zu), kernel %zu x %zu: element "
-                            "counts overflow size_t", g.h, g.w, g.stride, g.kh, g.kw);
+    gpuws_status st = conv2d_arguments("convolve2d", &s, dt, image, height, width, row_stride, kh, kw, options, &ctx,
+                                       &g, &image_elems, &out_elems);
+    if (st) return st;
+    if (gpuws__mul_overflows(g.kh, g.kw, &kernel_elems))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d: kernel %zu x %zu: element count overflows size_t", g.kh, g.kw);
     if (out == image || out == kernel)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d: out must not be the %s buffer (it is read while out is "
                             "written)", out == image ? "image" : "kernel");
@@ -543,8 +558,8 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
 
 /* ---- gpuws_convolve2d_separable ---------------------------------------------------------------------------------
  * GPUs, factors of up to SEP_FTAPS taps: one launch of convolve2d_sep_fused_* (a tile's row sums in shared memory,
- * then its column sums; H100, workshop case: f32 41 us per call against 47-49 for the two passes, f64 61 against
- * 82, CUDA and NVIDIA's OpenCL alike faster; GPUWS_CONVOLVE2D_SEP=two-pass skips it). Otherwise two launches: the
+ * then its column sums; H100, workshop case, CUDA per call: f32 30 us against 47-49 for the two passes, f64 53
+ * against 82; NVIDIA's OpenCL faster too; GPUWS_CONVOLVE2D_SEP=two-pass skips it). Otherwise two launches: the
  * row sums of the oh + kh - 1 extended-image rows the outputs need, into the stream's scratch memory (slot 0), then
  * the column sums into out; GPUs run the tiled pair (convolve2d_sep_rows_* / _cols_*), CPU OpenCL devices the
  * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 3.1, 2 cores, the tiled pair took 2.5x as long as the
@@ -579,6 +594,19 @@ static gpuws_status sep_kernel_block(gpuws_context *ctx, const char *name, gpuws
         st = gpuws__kernel_block(ctx, name, sep_options(ctx), 256, k, block);
     }
     return st;
+}
+
+/* The two-pass pair's row kernel kr and column kernel kc: the tiled pair, or the direct one, of the dtype. */
+static gpuws_status sep_pair(gpuws_context *ctx, bool direct, bool f32, gpuws_kernel **kr, uint32_t *br,
+                             gpuws_kernel **kc, uint32_t *bc)
+{
+    static const char *const names[2][2][2] = { /* [direct][f64][rows, cols] */
+        {{"convolve2d_sep_rows_f32", "convolve2d_sep_cols_f32"}, {"convolve2d_sep_rows_f64", "convolve2d_sep_cols_f64"}},
+        {{"convolve2d_sep_rows_direct_f32", "convolve2d_sep_cols_direct_f32"},
+         {"convolve2d_sep_rows_direct_f64", "convolve2d_sep_cols_direct_f64"}}};
+    const char *const *n = names[direct][!f32];
+    gpuws_status st = sep_kernel_block(ctx, n[0], kr, br);
+    return st ? st : sep_kernel_block(ctx, n[1], kc, bc);
 }
 
 /* The direct pair kr (rows) and kc (columns), already looked up by the caller. */
@@ -662,25 +690,15 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
                    "pass needs %zu: the direct pair", ctx->info.name, (unsigned long long)ctx->info.shared_mem_bytes, rows_local);
         direct = true;
     }
-    const char *rows_name = direct ? (f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64")
-                                   : (f32 ? "convolve2d_sep_rows_f32" : "convolve2d_sep_rows_f64");
-    const char *cols_name = direct ? (f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64")
-                                   : (f32 ? "convolve2d_sep_cols_f32" : "convolve2d_sep_cols_f64");
     gpuws_kernel *kr, *kc;
     uint32_t br, bc;
     /* both kernels looked up (which may fail) before anything is enqueued */
-    if ((st = sep_kernel_block(ctx, rows_name, &kr, &br)) ||
-        (st = sep_kernel_block(ctx, cols_name, &kc, &bc)))
-        return st;
+    if ((st = sep_pair(ctx, direct, f32, &kr, &br, &kc, &bc))) return st;
     if (!direct && (br < 256 || bc < 256)) { /* the tiled pair needs groups of 32 x 8; the direct one takes 8 */
         gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s runs at most %u work-items per group of the tiled pair: "
                    "the direct pair", ctx->info.name, br < bc ? br : bc);
         direct = true;
-        if ((st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_rows_direct_f32" : "convolve2d_sep_rows_direct_f64",
-                                  &kr, &br)) ||
-            (st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_cols_direct_f32" : "convolve2d_sep_cols_direct_f64",
-                                  &kc, &bc)))
-            return st;
+        if ((st = sep_pair(ctx, direct, f32, &kr, &br, &kc, &bc))) return st;
     }
     gpuws_buffer *tmp;
     if ((st = gpuws__stream_scratch(s, 0, tmp_bytes, &tmp))) return st;
@@ -722,19 +740,12 @@ gpuws_status gpuws_convolve2d_separable(gpuws_stream *s, gpuws_dtype dt, const g
                                         gpuws_buffer *out)
 {
     gpuws_context *ctx;
-    gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
-    if (dt != GPUWS_F32 && dt != GPUWS_F64)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_separable: dtype %s is not f32 or f64",
-                            gpuws_dtype_name(dt));
     gpuws__conv2d_geometry g = {0};
-    if ((st = gpuws__conv2d_geometry_init(height, width, row_stride, kh, kw, options, &g))) return st;
+    size_t image_elems = 0, out_elems = 0;
     const size_t es = gpuws_dtype_size(dt);
-    size_t image_elems, out_elems;
-    if (gpuws__mul_overflows(g.h - 1, g.stride, &image_elems) || gpuws__add_overflows(image_elems, g.w, &image_elems) ||
-        gpuws__mul_overflows(g.oh, g.ow, &out_elems))
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: image %zu x %zu (row stride %zu), kernel %zu x "
-                            "%zu: element counts overflow size_t", g.h, g.w, g.stride, g.kh, g.kw);
+    gpuws_status st = conv2d_arguments("convolve2d_separable", &s, dt, image, height, width, row_stride, kh, kw, options,
+                                       &ctx, &g, &image_elems, &out_elems);
+    if (st) return st;
     if (out == image || out == col || out == row)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_separable: out must not be the %s buffer (it is read "
                             "while out is written)", out == image ? "image" : out == col ? "col" : "row");
