@@ -7,8 +7,9 @@
  * partial one, kh longer than the image) on a 40 x 600 image, mode same, boundary symm; the tiled pair and the direct
  * pair (GPUWS_CONVOLVE_PATH), f32 and f64; each result also within rounding of the CPU backend's.
  * Exit 0: all agree (and, under valgrind, nothing was read out of bounds: valgrind's --error-exitcode says so);
- * 1: a wrong result or a failed call; 77 (ctest: skipped): no OpenCL CPU device and GPUWS_REQUIRE does not name
- * opencl-cpu. */
+ * 1: a wrong result or a failed call, or no OpenCL CPU device while GPUWS_REQUIRE names opencl and
+ * GPUWS_OPENCL_PLATFORM does not narrow the platforms (CI: PoCL must be there); 77 (ctest: skipped): no OpenCL CPU
+ * device otherwise. */
 #define _POSIX_C_SOURCE 200809L
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
@@ -82,8 +83,10 @@ int main(void)
         if (!gpuws_device_get_info(GPUWS_BACKEND_OPENCL, platform, i, &info) && info.type == GPUWS_DEVICE_CPU) dev = i;
     }
     if (dev == (size_t)-1) {
-        printf("memcheck_separable: no OpenCL CPU device (valgrind sees kernel memory only there): skipped\n");
-        return required("opencl-cpu") ? 1 : 77;
+        const bool fail = required("opencl") && !platform;
+        printf("memcheck_separable: no OpenCL CPU device (valgrind sees kernel memory only there)%s\n",
+               fail ? ", and GPUWS_REQUIRE names opencl: failed" : ": skipped");
+        return fail ? 1 : 77;
     }
     gpuws_context_options co = GPUWS_CONTEXT_OPTIONS_INIT;
     co.backend = "opencl", co.device = (int)dev, co.opencl_platform = platform;

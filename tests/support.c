@@ -133,6 +133,20 @@ void test_check_guard(gpuws_buffer *b, size_t bytes, const char *name)
         cr_assert_eq(g[i], TEST_POISON_BYTE, "buffer '%s': guard byte %d past the end was overwritten (0x%02x)", name, i, g[i]);
 }
 
+char *test_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert(s && fread(s, 1, (size_t)n, f) == (size_t)n, "cannot read %s", path);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
 void *test_download(gpuws_buffer *b, size_t bytes)
 {
     void *h = malloc(bytes ? bytes : 1);

@@ -62,6 +62,8 @@ gpuws_buffer *test_buffer_from(gpuws_context *ctx, const void *host, size_t byte
 void test_check_guard(gpuws_buffer *b, size_t bytes, const char *name);
 /* Host copy of a buffer's first `bytes` (malloc'd). */
 void *test_download(gpuws_buffer *b, size_t bytes);
+/* The whole of a file (what a tool wrote) as a NUL-terminated string (malloc'd); asserts it can be read. */
+char *test_read_file(const char *path);
 
 /* Units in the last place between two floats (0 if bit-identical; NaN vs NaN counts as equal). */
 uint64_t test_ulp_diff_f32(float a, float b);

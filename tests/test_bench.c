@@ -141,21 +141,6 @@ static bool xml_balanced(const char *s, char *why, size_t n)
 
 /* ---- helpers ---------------------------------------------------------------------------------------------- */
 
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -180,7 +165,7 @@ static const char *tmp_path(const char *name)
 
 static void parse_json_file(const char *path, json_value *doc)
 {
-    char *text = read_text(path);
+    char *text = test_read_file(path);
     cr_assert(json_valid(text), "%s is not valid JSON:\n%.2000s", path, text);
     char err[160];
     cr_assert_eq(json_parse(text, doc, err, sizeof err), 0, "%s", err);
@@ -209,7 +194,7 @@ static int run_cli(const char *args, char **output)
     snprintf(cmd, sizeof cmd, "'%s' bench %s >'%s' 2>&1", cli_path(), args, log);
     int st = system(cmd);
     cr_assert(st != -1 && WIFEXITED(st), "could not run: %s", cmd);
-    *output = read_text(log);
+    *output = test_read_file(log);
     return WEXITSTATUS(st);
 }
 
@@ -326,8 +311,8 @@ static int run_inproc(char **args, int nargs, char **out_text)
     int rc = bench_main(nargs + 1, argv, out, err);
     fclose(out);
     fclose(err);
-    *out_text = read_text(outp);
-    char *e = read_text(errp);
+    *out_text = test_read_file(outp);
+    char *e = test_read_file(errp);
     cr_log_info("bench stderr:\n%s", e);
     free(e);
     return rc;
@@ -446,7 +431,7 @@ Test(bench, json_csv_and_svg_are_complete_and_well_formed, .timeout = 300)
     for (size_t i = 0; i < rows->n; i++) check_row(&rows->items[i], json_get_string(&rows->items[i], "backend", ""));
 
     /* CSV: the same columns, one line per row */
-    char *c = read_text(csv), *line = strtok(c, "\n");
+    char *c = test_read_file(csv), *line = strtok(c, "\n");
     char header[2048] = "";
     for (size_t k = 0; k < NROW_KEYS; k++) snprintf(header + strlen(header), sizeof header - strlen(header), "%s%s", k ? "," : "", row_keys[k]);
     cr_assert_str_eq(line, header);
@@ -455,7 +440,7 @@ Test(bench, json_csv_and_svg_are_complete_and_well_formed, .timeout = 300)
     cr_assert_eq(lines, rows->n);
     free(c);
 
-    char *s = read_text(svg), why[128] = "";
+    char *s = test_read_file(svg), why[128] = "";
     cr_assert(!strncmp(s, "<?xml", 5) && strstr(s, "<svg"), "not an SVG");
     cr_assert(xml_balanced(s, why, sizeof why), "SVG not well-formed: %s", why);
     size_t bars = 0;
@@ -505,7 +490,7 @@ Test(bench, a_wrong_result_is_FAILED_and_never_timed, .timeout = 120)
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
         if (strstr(l, "FAILED: element 0 is")) failed_lines++;
     cr_assert_eq(failed_lines, ntargets, "the table shows %zu FAILED lines for the wrong workload", failed_lines);
-    char *svg = read_text(tmp_path("f.svg"));
+    char *svg = test_read_file(tmp_path("f.svg"));
     size_t marks = 0;
     for (const char *p = svg; (p = strstr(p, ">FAILED</text>")); p++) marks++;
     cr_assert_eq(marks, 2 * ntargets, "wrong and setup_fails marked on every target");

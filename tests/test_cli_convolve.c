@@ -98,16 +98,6 @@ BACKEND_TEST(cli_convolve, writes_what_the_reference_computes_in_f32) { files_ma
 
 BACKEND_TEST(cli_convolve, writes_what_the_reference_computes_in_f64) { files_match_reference(*kind, true); }
 
-/* The whole of a text file the tool wrote (its stdout, or its stderr in <path>.err), in text. */
-static void read_text(const char *path, char *text, size_t size)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "cannot open %s", path);
-    const size_t n = fread(text, 1, size - 1, f);
-    fclose(f);
-    text[n] = 0;
-}
-
 /* --separable on a kernel that is outer(col, row) (rounded to the file's type): the tool factors it on the host and
  * writes what the 2-D path writes, within the two paths' bounds added (test_convolve2d.c's for the 2-D sum,
  * (kh + kw) products for the separable one, and a few u for the factors' roundings), for each mode and boundary. */
@@ -195,7 +185,7 @@ BACKEND_TEST(cli_convolve, separable_writes_what_the_2d_path_writes_in_f64) { se
 Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
 {
     enum { H = 9, W = 8, KH = 5, KW = 4 };
-    char err[512], args[2048], text[4096];
+    char err[512], args[2048], *text;
     double image[H * W], kernel[KH * KW], col[KH], row[KW];
     test_fill_uniform_f64(image, H * W, 3, -1, 1);
     test_fill_uniform_f64(col, KH, 11, 0.5, 1);
@@ -211,10 +201,11 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
     test_fill_uniform_f64(kernel, KH * KW, 7, -1, 1);
     cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
     cr_assert_eq(run_cli("cpu", args, log), 1, "a kernel that does not factor is an error (exit 1)");
-    read_text(log_err, text, sizeof text);
+    text = test_read_file(log_err);
     cr_assert(strstr(text, "the kernel is not separable: largest deviation from outer(col, row) is ") &&
                   strstr(text, "drop --separable"),
               "the message says why and what to do:\n%s", text);
+    free(text);
     cr_assert(!exists(out), "a refused kernel left %s behind", out);
 
     /* an outer product with one entry off by 1e-5 of max |K|: beyond the tolerance */
@@ -227,16 +218,18 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
     kernel[2 * KW + 1] += 1e-5 * kmax;
     cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
     cr_assert_eq(run_cli("cpu", args, log), 1, "a deviation of 1e-5 max |K| is beyond the tolerance");
-    read_text(log_err, text, sizeof text);
+    text = test_read_file(log_err);
     cr_assert(strstr(text, "the kernel is not separable"), "%s", text);
+    free(text);
     cr_assert(!exists(out), "a refused kernel left %s behind", out);
 
     /* NaN: refused with its own message */
     kernel[2 * KW + 1] = NAN;
     cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
     cr_assert_eq(run_cli("cpu", args, log), 1, "a kernel holding NaN cannot be factored (exit 1)");
-    read_text(log_err, text, sizeof text);
+    text = test_read_file(log_err);
     cr_assert(strstr(text, "NaN or Inf") && strstr(text, "row 2, column 1") && strstr(text, "drop --separable"), "%s", text);
+    free(text);
     cr_assert(!exists(out), "a refused kernel left %s behind", out);
 
     /* 1e-8 of max |K| off: within the tolerance, so it runs */
@@ -291,8 +284,7 @@ Test(cli_convolve, demo_times_the_workshop_case_against_the_reference)
 {
     const char *log = tmp_path("demo.txt");
     cr_assert_eq(run_cli("cpu", "--demo --size 64 --repeat 3 --dtype f32", log), 0, "the demo failed (see %s.err)", log);
-    char text[8192];
-    read_text(log, text, sizeof text);
+    char *text = test_read_file(log);
     cr_assert(strstr(text, "scalar reference") && strstr(text, "speed-up") && strstr(text, "convolve1d"),
               "the demo prints both times and the speed-up:\n%s", text);
     cr_assert(strstr(text, "max |device - reference| / max |reference| = 0"),
@@ -306,5 +298,6 @@ Test(cli_convolve, demo_times_the_workshop_case_against_the_reference)
     cr_assert(sscanf(strstr(sep, "max rel. diff ") + strlen("max rel. diff "), "%lf", &diff) == 1 && diff >= 0 &&
                   diff <= 8 * 0x1p-24,
               "the separable path's output is within a few f32 ulps of the 2-D path's:\n%s", text);
+    free(text);
     remove_tmp();
 }

@@ -30,20 +30,6 @@ typedef struct {
     int status;
 } cli_run;
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "cannot read %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert(s && fread(s, 1, (size_t)n, f) == (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 /* A fresh directory for one test's files; skips (or fails when required) like test_open for the backend. */
 static void setup(cli_run *r, gpuws_backend_kind kind)
 {
@@ -107,8 +93,8 @@ static void run_cli(cli_run *r, gpuws_backend_kind kind, ...)
     r->status = WEXITSTATUS(st);
     free(r->stdout_text);
     free(r->stderr_text);
-    r->stdout_text = slurp(r->out);
-    r->stderr_text = slurp(r->err);
+    r->stdout_text = test_read_file(r->out);
+    r->stderr_text = test_read_file(r->err);
 }
 
 /* Files in r->dir other than `keep`. */
@@ -168,7 +154,7 @@ BACKEND_TEST(cli_sources, good_image_writes_catalog_labels_and_overlay)
     cr_assert(strstr(r.stdout_text, "sigma clipping") && strstr(r.stdout_text, "times (ms"), "%s", r.stdout_text);
 
     path_in(&r, "cat.csv", path, sizeof path);
-    char *csv = slurp(path);
+    char *csv = test_read_file(path);
     cr_assert(!strncmp(csv, "id,x,y,flux,npix,peak\n", 22), "CSV header: %.40s", csv);
     long rows = 0;
     double last = INFINITY;

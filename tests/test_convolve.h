@@ -1,5 +1,5 @@
-/* Shared by tests/test_convolve2d.c and tests/test_convolve1d.c: the targets every convolution test runs on, and
- * host conversions. Targets: the CPU backend (the reference itself), and on CUDA and OpenCL both kernels, the tiled
+/* Shared by tests/test_convolve2d.c, test_convolve2d_separable.c and test_convolve1d.c: the targets every
+ * convolution test runs on, the 2-D suites' problem, random data and host conversions. Targets: the CPU backend (the reference itself), and on CUDA and OpenCL both kernels, the tiled
  * one (what GPUs run) and the direct one (what CPU devices run, and the fallback), forced with GPUWS_CONVOLVE_PATH. */
 #ifndef GPUWS_TEST_CONVOLVE_H
 #define GPUWS_TEST_CONVOLVE_H
@@ -59,6 +59,28 @@ static double *to_double(const void *p, size_t n, gpuws_dtype dt)
     double *x = malloc(n * sizeof *x + 8);
     cr_assert_not_null(x);
     for (size_t i = 0; i < n; i++) x[i] = dt == GPUWS_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    return x;
+}
+
+/* A 2-D convolution problem of the 2-D suites: image h x w (row stride, 0 = w), kernel kh x kw, options. */
+typedef struct {
+    size_t h, w, stride, kh, kw;
+    gpuws_convolve2d_options opt;
+} problem;
+
+static inline size_t image_elems(const problem *p) { return (p->h - 1) * (p->stride ? p->stride : p->w) + p->w; }
+
+static inline const char *boundary_name(gpuws_convolve_boundary b)
+{
+    return b == GPUWS_BOUNDARY_FILL ? "fill" : b == GPUWS_BOUNDARY_WRAP ? "wrap" : "symm";
+}
+
+/* n random values in [-1, 1) (both signs; never all zero), malloc'd */
+static inline double *random_values(size_t n, uint64_t seed)
+{
+    double *x = malloc(n * sizeof *x + 8);
+    cr_assert_not_null(x);
+    test_fill_uniform_f64(x, n, seed, -1.0, 1.0);
     return x;
 }
 

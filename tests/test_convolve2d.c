@@ -24,13 +24,6 @@ ParameterizedTestParameters(convolve2d, matches_scipy_golden_files)
 
 /* ---- running one convolution from host doubles -------------------------------------------------------------- */
 
-typedef struct {
-    size_t h, w, stride, kh, kw;
-    gpuws_convolve2d_options opt;
-} problem;
-
-static size_t image_elems(const problem *p) { return (p->h - 1) * (p->stride ? p->stride : p->w) + p->w; }
-
 /* Runs on ctx; returns the output as doubles (malloc'd), after checking the guard bytes behind it. */
 static double *run(gpuws_context *ctx, gpuws_dtype dt, const problem *p, const double *image, const double *kernel,
                    size_t *oh, size_t *ow)
@@ -92,7 +85,6 @@ static double *magnitudes(gpuws_dtype dt, const problem *p, const double *image,
     return s;
 }
 
-static const char *boundary_name(gpuws_convolve_boundary b) { return b == GPUWS_BOUNDARY_FILL ? "fill" : b == GPUWS_BOUNDARY_WRAP ? "wrap" : "symm"; }
 
 /* Asserts got agrees with the reference within the stated bound; NaN where and only where the reference has it. */
 static void check_bound(const char *what, gpuws_dtype dt, const problem *p, const double *image, const double *kernel,
@@ -307,14 +299,6 @@ ParameterizedTestParameters(convolve2d, agrees_with_reference_in_every_mode_and_
             cases[k++] = (random_case){targets[t], d ? GPUWS_F64 : GPUWS_F32, {23, 41, 0, 6, 5}, true};
         }
     return cr_make_param_array(random_case, cases, k);
-}
-
-static double *random_values(size_t n, uint64_t seed)
-{
-    double *x = malloc(n * sizeof *x + 8);
-    cr_assert_not_null(x);
-    test_fill_uniform_f64(x, n, seed, -1.0, 1.0);
-    return x;
 }
 
 ParameterizedTest(random_case *c, convolve2d, agrees_with_reference_in_every_mode_and_boundary)

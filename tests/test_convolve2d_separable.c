@@ -32,18 +32,6 @@
 
 /* ---- problems, buffers, the oracle -------------------------------------------------------------------------- */
 
-typedef struct {
-    size_t h, w, stride, kh, kw; /* stride 0 = width */
-    gpuws_convolve2d_options opt;
-} problem;
-
-static size_t image_elems(const problem *p) { return (p->h - 1) * (p->stride ? p->stride : p->w) + p->w; }
-
-static const char *boundary_name(gpuws_convolve_boundary b)
-{
-    return b == GPUWS_BOUNDARY_FILL ? "fill" : b == GPUWS_BOUNDARY_WRAP ? "wrap" : "symm";
-}
-
 static void describe(char *buf, size_t n, const char *who, gpuws_dtype dt, const problem *p)
 {
     snprintf(buf, n, "%s %s: image %zu x %zu (row stride %zu), kh %zu, kw %zu, %s/%s fill %g", who,
@@ -69,15 +57,6 @@ static double *rounded(const double *x, size_t n, gpuws_dtype dt)
     double *r = to_double(p, n, dt);
     free(p);
     return r;
-}
-
-/* n random values in [-1, 1) (both signs; never all zero) */
-static double *random_values(size_t n, uint64_t seed)
-{
-    double *x = malloc(n * sizeof *x + 8);
-    cr_assert_not_null(x);
-    test_fill_uniform_f64(x, n, seed, -1.0, 1.0);
-    return x;
 }
 
 /* A random image of p's shape whose row padding (columns width .. stride-1) is NaN. */
