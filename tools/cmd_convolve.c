@@ -228,7 +228,7 @@ typedef struct {
     gpuws__conv1d_geometry g1;
     void *h_image, *h_kernel, *h_diag, *h_out; /* dtype; h_image and h_out pinned */
     gpuws_buffer *image, *kernel, *diag, *out;
-    gpuws_buffer *col, *row; /* the Gaussian's factors, g and g: kernel = outer(col, row) */
+    gpuws_buffer *g; /* the Gaussian's factor: kernel = outer(g, g), one buffer passed as both */
 } demo;
 
 static gpuws_status run2d(void *p, gpuws_stream *s)
@@ -240,7 +240,7 @@ static gpuws_status run2d(void *p, gpuws_stream *s)
 static gpuws_status run2d_separable(void *p, gpuws_stream *s)
 {
     demo *d = p;
-    return gpuws_convolve2d_separable(s, d->dt, d->image, d->side, d->side, 0, d->col, TAPS, d->row, TAPS, NULL, d->out);
+    return gpuws_convolve2d_separable(s, d->dt, d->image, d->side, d->side, 0, d->g, TAPS, d->g, TAPS, NULL, d->out);
 }
 
 static gpuws_status run2d_transfers(void *p, gpuws_stream *s)
@@ -333,8 +333,7 @@ static int run_demo(const args *a)
     to_dtype(g, TAPS, d.dt, h_g);
     if ((st = gpuws_buffer_create(ctx, n * es, &d.image)) || (st = gpuws_buffer_create(ctx, TAPS * TAPS * es, &d.kernel)) ||
         (st = gpuws_buffer_create(ctx, TAPS * es, &d.diag)) || (st = gpuws_buffer_create(ctx, no * es, &d.out)) ||
-        (st = gpuws_buffer_create(ctx, TAPS * es, &d.col)) || (st = gpuws_buffer_create(ctx, TAPS * es, &d.row)) ||
-        (st = gpuws_buffer_write(d.col, 0, h_g, TAPS * es)) || (st = gpuws_buffer_write(d.row, 0, h_g, TAPS * es)) ||
+        (st = gpuws_buffer_create(ctx, TAPS * es, &d.g)) || (st = gpuws_buffer_write(d.g, 0, h_g, TAPS * es)) ||
         (st = gpuws_buffer_write(d.image, 0, d.h_image, n * es)) ||
         (st = gpuws_buffer_write(d.kernel, 0, d.h_kernel, TAPS * TAPS * es)) ||
         (st = gpuws_buffer_write(d.diag, 0, d.h_diag, TAPS * es)))
@@ -410,8 +409,7 @@ done:
     gpuws_buffer_destroy(d.kernel);
     gpuws_buffer_destroy(d.diag);
     gpuws_buffer_destroy(d.out);
-    gpuws_buffer_destroy(d.col);
-    gpuws_buffer_destroy(d.row);
+    gpuws_buffer_destroy(d.g);
     gpuws_context_destroy(ctx);
     return rc;
 }
