@@ -9,6 +9,9 @@
  * enqueue of whatever must follow, such as an unmap), median and minimum of 101 after 10 warm-ups. Ways:
  *   read-blocking      device buffer, blocking clEnqueueReadBuffer into pinned host memory (gpuws's read_sync)
  *   read-spin          the same, non-blocking with an event, clFlush, poll the event (gpuws's read_start/finish)
+ *   read-watch         the same, but the pinned word holds a sentinel before the read is enqueued and the host polls
+ *                      the word (64 reads between event polls) until it changes: the value is used before the read is
+ *                      reported complete, which the specification leaves undefined (measured, not adopted: NOTES)
  *   map-alloc          the kernel writes an ALLOC_HOST_PTR buffer; blocking clEnqueueMapBuffer, read, unmap
  *   map-alloc-spin     the same, non-blocking map with an event, clFlush, poll the event
  *   map-use            the kernel writes a USE_HOST_PTR buffer (4096-aligned host memory); blocking map, read, unmap
@@ -32,9 +35,9 @@
 
 static const char *src = "__kernel void put(__global int *p, int v) { if (get_global_id(0) == 0) p[0] = v; }\n";
 
-enum way { READ_BLOCKING, READ_SPIN, MAP_ALLOC, MAP_ALLOC_SPIN, MAP_USE, USE_DIRECT, SVM_COARSE, SVM_FINE, FINISH_ONLY,
+enum way { READ_BLOCKING, READ_SPIN, READ_WATCH, MAP_ALLOC, MAP_ALLOC_SPIN, MAP_USE, USE_DIRECT, SVM_COARSE, SVM_FINE, FINISH_ONLY,
            N_WAYS };
-static const char *names[] = {"read-blocking", "read-spin",  "map-alloc", "map-alloc-spin", "map-use",
+static const char *names[] = {"read-blocking", "read-spin",  "read-watch", "map-alloc", "map-alloc-spin", "map-use",
                               "use-direct",    "svm-coarse", "svm-fine",  "finish-only"};
 
 
@@ -46,7 +49,7 @@ static void run(cl_context c, cl_device_id d, cl_command_queue q, cl_program pro
     cl_mem dev = NULL, pin = NULL, buf = NULL;
     int *pinned = NULL, *svm = NULL;
     void *use = NULL;
-    if (w == READ_BLOCKING || w == READ_SPIN || w == FINISH_ONLY) {
+    if (w == READ_BLOCKING || w == READ_SPIN || w == READ_WATCH || w == FINISH_ONLY) {
         dev = clCreateBuffer(c, CL_MEM_READ_WRITE, 64, NULL, &e);
         CHECK(e);
         pin = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, 64, NULL, &e);
@@ -97,6 +100,17 @@ static void run(cl_context c, cl_device_id d, cl_command_queue q, cl_program pro
             CHECK(clEnqueueReadBuffer(q, dev, CL_TRUE, 0, sizeof(int), pinned, 0, NULL, NULL));
             got = *pinned;
             break;
+        case READ_WATCH: {
+            volatile int *word = pinned;
+            *word = -1; /* the kernel's values are >= 0 */
+            CHECK(clEnqueueReadBuffer(q, dev, CL_FALSE, 0, sizeof(int), pinned, 0, NULL, &ev));
+            CHECK(clFlush(q));
+            cl_int status = CL_QUEUED;
+            for (int i = 0; status > CL_COMPLETE && *word == -1; i++)
+                if (i % 64 == 63) CHECK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL));
+            got = *word;
+            break;
+        }
         case READ_SPIN:
             CHECK(clEnqueueReadBuffer(q, dev, CL_FALSE, 0, sizeof(int), pinned, 0, NULL, &ev));
             CHECK(clFlush(q));
