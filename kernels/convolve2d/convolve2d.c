@@ -7,37 +7,32 @@
  * GPUWS_CONVOLVE2D_KERNEL=generic|fixed picks the tiled kernel: `fixed` (the default) is compiled for the kernel's
  * width (1..16 columns) and is used when the whole kernel fits the shared-memory budget, else the generic one.
  * On CUDA, f32 plans of 2 x 2 warps run the fixed kernel's tiles as persistent blocks (GPUWS_CONVOLVE2D_PERSIST=0:
- * not; GPUWS_CONVOLVE2D_GRID: their number; see launch_persistent). */
-#include "../common/driver.h"
-#include "convolve2d_ref.h"
+ * not; GPUWS_CONVOLVE2D_GRID: their number; see launch_persistent). gpuws_convolve2d_separable's driver is
+ * convolve2d_separable.c. */
+#include "convolve2d_driver.h"
 
 #include <stdatomic.h>
 #include <string.h>
 
 extern char **environ;
 
-/* The knobs above (and GPUWS_CONVOLVE2D_SPLIT, _STAGE, GPUWS_CONV_NO_UNROLL), read in one pass over the environment
- * per call: 13 getenv calls per call were ~4.9K host instructions (callgrind on PoCL, 2026-11-22). NULL: unset or
- * empty, as gpuws__getenv. Tests set them between calls, so they are read every call. */
-typedef struct {
-    const char *path, *kernel, *warps, *kernel_block, *split, *stage, *persist, *grid, *no_unroll, *sep;
-} conv_knobs;
-
-static void read_knobs(conv_knobs *k)
+/* The knobs above (and GPUWS_CONVOLVE2D_SPLIT, _STAGE, GPUWS_CONV_NO_UNROLL, GPUWS_CONVOLVE2D_SEP): see
+ * convolve2d_driver.h. */
+void gpuws__conv2d_read_knobs(gpuws__conv_knobs *k)
 {
     static const struct {
         const char *name;
         size_t off;
-    } names[] = {{"GPUWS_CONVOLVE_PATH", offsetof(conv_knobs, path)},
-                 {"GPUWS_CONVOLVE2D_KERNEL", offsetof(conv_knobs, kernel)},
-                 {"GPUWS_CONVOLVE2D_WARPS", offsetof(conv_knobs, warps)},
-                 {"GPUWS_CONVOLVE2D_KERNEL_BLOCK", offsetof(conv_knobs, kernel_block)},
-                 {"GPUWS_CONVOLVE2D_SPLIT", offsetof(conv_knobs, split)},
-                 {"GPUWS_CONVOLVE2D_STAGE", offsetof(conv_knobs, stage)},
-                 {"GPUWS_CONVOLVE2D_PERSIST", offsetof(conv_knobs, persist)},
-                 {"GPUWS_CONVOLVE2D_GRID", offsetof(conv_knobs, grid)},
-                 {"GPUWS_CONV_NO_UNROLL", offsetof(conv_knobs, no_unroll)},
-                 {"GPUWS_CONVOLVE2D_SEP", offsetof(conv_knobs, sep)}};
+    } names[] = {{"GPUWS_CONVOLVE_PATH", offsetof(gpuws__conv_knobs, path)},
+                 {"GPUWS_CONVOLVE2D_KERNEL", offsetof(gpuws__conv_knobs, kernel)},
+                 {"GPUWS_CONVOLVE2D_WARPS", offsetof(gpuws__conv_knobs, warps)},
+                 {"GPUWS_CONVOLVE2D_KERNEL_BLOCK", offsetof(gpuws__conv_knobs, kernel_block)},
+                 {"GPUWS_CONVOLVE2D_SPLIT", offsetof(gpuws__conv_knobs, split)},
+                 {"GPUWS_CONVOLVE2D_STAGE", offsetof(gpuws__conv_knobs, stage)},
+                 {"GPUWS_CONVOLVE2D_PERSIST", offsetof(gpuws__conv_knobs, persist)},
+                 {"GPUWS_CONVOLVE2D_GRID", offsetof(gpuws__conv_knobs, grid)},
+                 {"GPUWS_CONV_NO_UNROLL", offsetof(gpuws__conv_knobs, no_unroll)},
+                 {"GPUWS_CONVOLVE2D_SEP", offsetof(gpuws__conv_knobs, sep)}};
     memset(k, 0, sizeof *k);
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "GPUWS_CONV", 10) != 0) continue;
@@ -51,7 +46,7 @@ static void read_knobs(conv_knobs *k)
 
 /* Build options: GPUWS_CONV_NO_UNROLL=1 compiles the OpenCL kernels without unroll pragmas (a diagnostic knob;
  * see docs/algorithms/convolve.md). */
-static const char *conv_options(const conv_knobs *kn)
+static const char *conv_options(const gpuws__conv_knobs *kn)
 {
     return kn->no_unroll && gpuws__strcasecmp(kn->no_unroll, "1") == 0 ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
 }
@@ -73,7 +68,7 @@ static bool fill_kernel(const gpuws_context *ctx, gpuws_dtype dt, gpuws_convolve
 }
 
 static fixed_kernel fixed_kernel_for(const gpuws_context *ctx, gpuws_dtype dt, size_t kw,
-                                     gpuws_convolve_boundary boundary, const conv_knobs *kn)
+                                     gpuws_convolve_boundary boundary, const gpuws__conv_knobs *kn)
 {
     fixed_kernel f;
     const char *extra = conv_options(kn);
@@ -258,7 +253,7 @@ static void plan_split(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
 /* The cheapest block shape for a tile shape. fixed_limit: 0 for the generic kernel; for the fixed one the kernel's
  * own block-size limit (its register use), and then only plans that hold the whole kernel qualify. */
 static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tile_shape *sh, gpuws_dtype dt,
-                       uint32_t max_block, uint32_t fixed_limit, const conv_knobs *kn, tiled_plan *best)
+                       uint32_t max_block, uint32_t fixed_limit, const gpuws__conv_knobs *kn, tiled_plan *best)
 {
     const size_t es = gpuws_dtype_size(dt);
     const size_t budget = ctx->info.shared_mem_bytes < LOCAL_BUDGET ? ctx->info.shared_mem_bytes : LOCAL_BUDGET;
@@ -309,7 +304,7 @@ typedef struct {
 } plan_memo;
 
 /* Whether the knobs fit the memo's key; if so, writes them into key. */
-static bool memo_knobs(const conv_knobs *kn, char key[4][MEMO_KNOB])
+static bool memo_knobs(const gpuws__conv_knobs *kn, char key[4][MEMO_KNOB])
 {
     const char *v[4] = {kn->warps, kn->kernel_block, kn->split, kn->no_unroll};
     for (int i = 0; i < 4; i++) {
@@ -326,8 +321,8 @@ static bool memo_hit(const plan_memo *m, gpuws_dtype dt, const gpuws__conv2d_geo
 }
 
 /* The fixed kernel's name and options and its plan (found: one exists), from the memo or planned and memoized. */
-static gpuws_status plan_fixed(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const conv_knobs *kn,
-                               fixed_kernel *f, tiled_plan *p, bool *found)
+static gpuws_status plan_fixed(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
+                               const gpuws__conv_knobs *kn, fixed_kernel *f, tiled_plan *p, bool *found)
 {
     gpuws_context *ctx = s->ctx;
     plan_memo *m;
@@ -361,7 +356,7 @@ static int32_t base_col(const gpuws__conv2d_geometry *g) { return (int32_t)((lon
 /* The fixed kernel's copy width for tiles inside the image, in elements: the widest 16-byte vector, or 8 bytes, that
  * every tile row start is aligned to (device buffers are 256-byte aligned; tile starts are multiples of the tile
  * width past base_c), else 1 (the general loader only; also GPUWS_CONVOLVE2D_STAGE=general, to A/B). */
-static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g, const conv_knobs *kn)
+static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g, const gpuws__conv_knobs *kn)
 {
     const char *env = kn->stage;
     if (env && gpuws__strcasecmp(env, "general") == 0) return 1;
@@ -375,7 +370,7 @@ static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g, const
 /* The generic tiled kernel (fixed == NULL) or a fixed-width one: the same arguments (the fixed kernel takes its copy
  * width where the generic one takes the kernel block's columns). */
 static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                                 const fixed_kernel *fixed, const conv_knobs *kn, const gpuws_buffer *image,
+                                 const fixed_kernel *fixed, const gpuws__conv_knobs *kn, const gpuws_buffer *image,
                                  const gpuws_buffer *kernel, gpuws_buffer *out)
 {
     gpuws_launch_config cfg = {{(uint32_t)p->blocks, 1, 1}, {(uint32_t)(32 * p->wx * p->wy), 1, 1}};
@@ -400,7 +395,7 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
  * on the program (bench/NOTES.md, 2026-11-22 fourth session). GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel
  * (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a block per tile, =N at most N blocks (tests: blocks that
  * take many tiles each). */
-static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p, const conv_knobs *kn)
+static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p, const gpuws__conv_knobs *kn)
 {
     const char *env = kn->persist;
     return ctx->backend->kind == GPUWS_BACKEND_CUDA && dt == GPUWS_F32 && p->wx == 2 && p->wy == 2 &&
@@ -408,8 +403,8 @@ static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled
 }
 
 static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                                      const conv_knobs *kn, const gpuws_buffer *image, const gpuws_buffer *kernel,
-                                      gpuws_buffer *out)
+                                      const gpuws__conv_knobs *kn, const gpuws_buffer *image,
+                                      const gpuws_buffer *kernel, gpuws_buffer *out)
 {
     gpuws_context *ctx = s->ctx;
     char name[48];
@@ -448,7 +443,7 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
 }
 
 static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
-                                  const conv_knobs *kn, const gpuws_buffer *image, const gpuws_buffer *kernel,
+                                  const gpuws__conv_knobs *kn, const gpuws_buffer *image, const gpuws_buffer *kernel,
                                   gpuws_buffer *out)
 {
     const gpuws_context *ctx = s->ctx;
@@ -469,9 +464,7 @@ static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__
                                args, GPUWS__NARGS(args));
 }
 
-/* What gpuws_convolve2d and gpuws_convolve2d_separable check alike, in this order: the image's context, the
- * stream, the dtype, the geometry (sizes, mode, boundary), and the image's and output's element counts. */
-static gpuws_status conv2d_arguments(const char *fn, gpuws_stream **s, gpuws_dtype dt, const gpuws_buffer *image,
+gpuws_status gpuws__conv2d_arguments(const char *fn, gpuws_stream **s, gpuws_dtype dt, const gpuws_buffer *image,
                                      size_t height, size_t width, size_t row_stride, size_t kh, size_t kw,
                                      const gpuws_convolve2d_options *options, gpuws_context **ctx,
                                      gpuws__conv2d_geometry *g, size_t *image_elems, size_t *out_elems)
@@ -496,7 +489,7 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     gpuws__conv2d_geometry g = {0};
     size_t image_elems = 0, kernel_elems, out_elems = 0;
     const size_t es = gpuws_dtype_size(dt);
-    gpuws_status st = conv2d_arguments("convolve2d", &s, dt, image, height, width, row_stride, kh, kw, options, &ctx,
+    gpuws_status st = gpuws__conv2d_arguments("convolve2d", &s, dt, image, height, width, row_stride, kh, kw, options, &ctx,
                                        &g, &image_elems, &out_elems);
     if (st) return st;
     if (gpuws__mul_overflows(g.kh, g.kw, &kernel_elems))
@@ -516,8 +509,8 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
             gpuws_convolve2d_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
         return GPUWS_OK;
     }
-    conv_knobs kn;
-    read_knobs(&kn);
+    gpuws__conv_knobs kn;
+    gpuws__conv2d_read_knobs(&kn);
     const char *path = kn.path;
     /* Tiled on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading local
      * memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
@@ -554,210 +547,4 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     }
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: direct", gpuws_dtype_name(dt));
     return launch_direct(s, dt, &g, &kn, image, kernel, out);
-}
-
-/* ---- gpuws_convolve2d_separable ---------------------------------------------------------------------------------
- * GPUs, factors of up to SEP_FTAPS taps: one launch of convolve2d_sep_fused_* (a tile's row sums in shared memory,
- * then its column sums; H100, workshop case, CUDA per call: f32 30 us against 47-49 for the two passes, f64 53
- * against 82; NVIDIA's OpenCL faster too; GPUWS_CONVOLVE2D_SEP=two-pass skips it). Otherwise two launches: the
- * row sums of the oh + kh - 1 extended-image rows the outputs need, into the stream's scratch memory (slot 0), then
- * the column sums into out; GPUs run the tiled pair (convolve2d_sep_rows_* / _cols_*), CPU OpenCL devices the
- * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 3.1, 2 cores, the tiled pair took 2.5x as long as the
- * 2-D path). Work-groups of 32 x 8; the constants must match SEP_* in both kernel files. GPUWS_CONVOLVE_PATH=tiled|direct
- * forces one, as for gpuws_convolve2d. */
-#define SEP_KB 256
-#define SEP_RS 8
-#define SEP_WARPS 8
-#define SEP_FTAPS 16 /* the fused kernel: factors of up to 16 taps, tiles of SEP_FTH output rows */
-#define SEP_FTH 32
-/* NVIDIA's OpenCL takes inline PTX (the fused kernel's warp barriers); should a driver refuse it, the build without
- * it is used from then on (as measure.c does). */
-static _Atomic int sep_nv_ptx_failed;
-
-/* Build options of the separable kernels: OpenCL builds them as a program of their own (convolve2d.cl), on CPU
- * devices with the staging PoCL 5.0 can compile; CUDA ignores build options. */
-static const char *sep_options(const gpuws_context *ctx)
-{
-    if (gpuws__is_cpu_device(ctx)) return "-DGPUWS_CONV2D_SEP=1 -DGPUWS_SEP_ONE_LOOP=1";
-    if (gpuws__is_nvidia_opencl(ctx) && !atomic_load(&sep_nv_ptx_failed)) return "-DGPUWS_CONV2D_SEP=1 -DGPUWS_NV_PTX=1";
-    return "-DGPUWS_CONV2D_SEP=1";
-}
-
-/* Looks a separable kernel up with sep_options; a build refused with the PTX option is tried once without it. */
-static gpuws_status sep_kernel_block(gpuws_context *ctx, const char *name, gpuws_kernel **k, uint32_t *block)
-{
-    const char *o = sep_options(ctx);
-    gpuws_status st = gpuws__kernel_block(ctx, name, o, 256, k, block);
-    if (st == GPUWS_ERR_BUILD && strstr(o, "GPUWS_NV_PTX")) {
-        atomic_store(&sep_nv_ptx_failed, 1);
-        gpuws__log(GPUWS__LOG_INFO, "convolve2d_separable: %s refused the PTX build; building without it", ctx->info.name);
-        st = gpuws__kernel_block(ctx, name, sep_options(ctx), 256, k, block);
-    }
-    return st;
-}
-
-/* The two-pass pair's row kernel kr and column kernel kc: the tiled pair, or the direct one, of the dtype. */
-static gpuws_status sep_pair(gpuws_context *ctx, bool direct, bool f32, gpuws_kernel **kr, uint32_t *br,
-                             gpuws_kernel **kc, uint32_t *bc)
-{
-    static const char *const names[2][2][2] = { /* [direct][f64][rows, cols] */
-        {{"convolve2d_sep_rows_f32", "convolve2d_sep_cols_f32"}, {"convolve2d_sep_rows_f64", "convolve2d_sep_cols_f64"}},
-        {{"convolve2d_sep_rows_direct_f32", "convolve2d_sep_cols_direct_f32"},
-         {"convolve2d_sep_rows_direct_f64", "convolve2d_sep_cols_direct_f64"}}};
-    const char *const *n = names[direct][!f32];
-    gpuws_status st = sep_kernel_block(ctx, n[0], kr, br);
-    return st ? st : sep_kernel_block(ctx, n[1], kc, bc);
-}
-
-/* The direct pair kr (rows) and kc (columns), already looked up by the caller. */
-static gpuws_status separable_direct(gpuws_stream *s, gpuws_kernel *kr, gpuws_kernel *kc, gpuws_dtype dt,
-                                     const gpuws__conv2d_geometry *g, size_t tr, const gpuws_buffer *image,
-                                     const gpuws_buffer *col, const gpuws_buffer *row, gpuws_buffer *tmp,
-                                     gpuws_buffer *out)
-{
-    const gpuws_context *ctx = s->ctx;
-    const bool f32 = dt == GPUWS_F32;
-    /* as launch_direct: 256 bytes of outputs of a row per work-item; CPU devices 8 x 1 groups, GPUs 32 x 4 */
-    const size_t dv = 256 / gpuws_dtype_size(dt), items = (g->ow + dv - 1) / dv;
-    const uint32_t bx = gpuws__is_cpu_device(ctx) ? 8 : 32, by = gpuws__is_cpu_device(ctx) ? 1 : 4;
-    const uint64_t max_y = ctx->info.max_grid_dims[1];
-    const uint64_t gy_rows = (tr + by - 1) / by, gy_cols = (g->oh + by - 1) / by;
-    gpuws_launch_config c_rows = {{(uint32_t)((items + bx - 1) / bx), (uint32_t)(gy_rows < max_y ? gy_rows : max_y), 1},
-                                  {bx, by, 1}};
-    gpuws_launch_config c_cols = c_rows;
-    c_cols.grid[1] = (uint32_t)(gy_cols < max_y ? gy_cols : max_y);
-    const gpuws_arg a_rows[] = {
-        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)row), gpuws_arg_buffer(tmp),
-        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
-        gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)tr), gpuws_arg_i32((int32_t)g->ow),
-        gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)), gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
-        gpuws_arg_i32((int32_t)g->boundary), f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill)};
-    const gpuws_arg a_cols[] = {gpuws_arg_buffer(tmp), gpuws_arg_buffer((gpuws_buffer *)col), gpuws_arg_buffer(out),
-                                gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh)};
-    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: direct, %zu x %zu row sums", gpuws_dtype_name(dt), tr, g->ow);
-    gpuws_status st = gpuws_launch(s, kr, &c_rows, a_rows, GPUWS__NARGS(a_rows));
-    return st ? st : gpuws_launch(s, kc, &c_cols, a_cols, GPUWS__NARGS(a_cols));
-}
-
-static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
-                                  const gpuws_buffer *image, const gpuws_buffer *col, const gpuws_buffer *row,
-                                  gpuws_buffer *out)
-{
-    gpuws_context *ctx = s->ctx;
-    conv_knobs kn;
-    read_knobs(&kn);
-    bool direct = gpuws__is_cpu_device(ctx);
-    if (kn.path) direct = gpuws__strcasecmp(kn.path, "direct") == 0;
-    const bool f32 = dt == GPUWS_F32;
-    const size_t es = gpuws_dtype_size(dt), v = 16 / es, seg = 32 * v;
-    gpuws_status st = GPUWS_OK;
-    /* factors of up to 16 taps: both passes in one kernel (no temporary memory) unless GPUWS_CONVOLVE2D_SEP=two-pass */
-    if (!direct && g->kh <= SEP_FTAPS && g->kw <= SEP_FTAPS && !(kn.sep && gpuws__strcasecmp(kn.sep, "two-pass") == 0)) {
-        /* each warp's staged row: at most seg + 24 elements, which the kernels' registers per row are sized for */
-        const size_t fxs = seg + (g->kw + 7) / 8 * 8 + 8, flocal = ((SEP_FTH + SEP_FTAPS) * seg + SEP_WARPS * fxs) * es;
-        gpuws_kernel *kf;
-        uint32_t bf;
-        if (flocal <= ctx->info.shared_mem_bytes &&
-            (st = sep_kernel_block(ctx, f32 ? "convolve2d_sep_fused_f32" : "convolve2d_sep_fused_f64", &kf, &bf)) ==
-                GPUWS_OK &&
-            bf >= 256) {
-            const uint64_t ntiles = (g->oh + SEP_FTH - 1) / SEP_FTH;
-            const uint64_t max_y = ctx->info.max_grid_dims[1] < 65535 ? ctx->info.max_grid_dims[1] : 65535;
-            gpuws_launch_config c = {{(uint32_t)((g->ow + seg - 1) / seg), (uint32_t)(ntiles < max_y ? ntiles : max_y), 1},
-                                     {32, SEP_WARPS, 1}};
-            const gpuws_arg a[] = {
-                gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)col),
-                gpuws_arg_buffer((gpuws_buffer *)row), gpuws_arg_buffer(out), gpuws_arg_u64(g->stride),
-                gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w), gpuws_arg_i32((int32_t)g->kh),
-                gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow),
-                gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)), gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
-                gpuws_arg_i32((int32_t)g->boundary), f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill),
-                gpuws_arg_i32((int32_t)fxs), gpuws_arg_local(flocal)};
-            gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: fused, %u x %u groups", gpuws_dtype_name(dt), c.grid[0],
-                       c.grid[1]);
-            return gpuws_launch(s, kf, &c, a, GPUWS__NARGS(a));
-        }
-        if (st) return st;
-    }
-    const size_t tr = g->oh + g->kh - 1, kb = g->kw < SEP_KB ? g->kw : SEP_KB;
-    const size_t xs_len = seg + (kb + 7) / 8 * 8;
-    const size_t rows_local = (SEP_KB + SEP_WARPS * xs_len) * es, cols_local = SEP_KB * es;
-    size_t tmp_elems, tmp_bytes;
-    if (gpuws__mul_overflows(tr, g->ow, &tmp_elems) || gpuws__mul_overflows(tmp_elems, es, &tmp_bytes))
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: %zu x %zu row sums overflow size_t", tr, g->ow);
-    if (!direct && rows_local > ctx->info.shared_mem_bytes) {
-        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s has %llu bytes of local memory per group, the tiled row "
-                   "pass needs %zu: the direct pair", ctx->info.name, (unsigned long long)ctx->info.shared_mem_bytes, rows_local);
-        direct = true;
-    }
-    gpuws_kernel *kr, *kc;
-    uint32_t br, bc;
-    /* both kernels looked up (which may fail) before anything is enqueued */
-    if ((st = sep_pair(ctx, direct, f32, &kr, &br, &kc, &bc))) return st;
-    if (!direct && (br < 256 || bc < 256)) { /* the tiled pair needs groups of 32 x 8; the direct one takes 8 */
-        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s runs at most %u work-items per group of the tiled pair: "
-                   "the direct pair", ctx->info.name, br < bc ? br : bc);
-        direct = true;
-        if ((st = sep_pair(ctx, direct, f32, &kr, &br, &kc, &bc))) return st;
-    }
-    gpuws_buffer *tmp;
-    if ((st = gpuws__stream_scratch(s, 0, tmp_bytes, &tmp))) return st;
-    if (direct) return separable_direct(s, kr, kc, dt, g, tr, image, col, row, tmp, out);
-    /* Grids of about as many groups as the device holds at once (6 / 5 of 256 per compute unit: the kernels' 40 / 48
-     * registers on the H100), each walking its rows: a group that took one row group (or 8 rows per work-item)
-     * spent more on its set-up (taps, barriers, the first loads' latency) than on its sums: ncu, H100, 2026-11-22,
-     * workshop case: 32.8 + 26.6 us for one row group per group. */
-    const uint64_t max_y = ctx->info.max_grid_dims[1] < 65535 ? ctx->info.max_grid_dims[1] : 65535;
-    const uint64_t gx_rows = (g->ow + seg - 1) / seg, gx_cols = (g->ow + 31) / 32;
-    uint64_t gy = (tr + SEP_WARPS - 1) / SEP_WARPS, fill_y = gpuws__saturating_blocks(ctx, 6) / gx_rows;
-    if (fill_y < 1) fill_y = 1;
-    if (gy > fill_y) gy = fill_y;
-    gpuws_launch_config c_rows = {{(uint32_t)gx_rows, (uint32_t)(gy < max_y ? gy : max_y), 1}, {32, SEP_WARPS, 1}};
-    const gpuws_arg a_rows[] = {
-        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)row), gpuws_arg_buffer(tmp),
-        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
-        gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)tr), gpuws_arg_i32((int32_t)g->ow),
-        gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)), gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
-        gpuws_arg_i32((int32_t)g->boundary), f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill),
-        gpuws_arg_i32((int32_t)xs_len), gpuws_arg_local(rows_local)};
-    gy = (g->oh + SEP_WARPS * SEP_RS - 1) / (SEP_WARPS * SEP_RS);
-    fill_y = gpuws__saturating_blocks(ctx, 5) / gx_cols;
-    if (fill_y < 1) fill_y = 1;
-    if (gy > fill_y) gy = fill_y;
-    gpuws_launch_config c_cols = {{(uint32_t)gx_cols, (uint32_t)(gy < max_y ? gy : max_y), 1}, {32, SEP_WARPS, 1}};
-    const gpuws_arg a_cols[] = {gpuws_arg_buffer(tmp), gpuws_arg_buffer((gpuws_buffer *)col), gpuws_arg_buffer(out),
-                                gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh),
-                                gpuws_arg_local(cols_local)};
-    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: %zu x %zu row sums (%u x %u groups), then %u x %u groups",
-               gpuws_dtype_name(dt), tr, g->ow, c_rows.grid[0], c_rows.grid[1], c_cols.grid[0], c_cols.grid[1]);
-    if ((st = gpuws_launch(s, kr, &c_rows, a_rows, GPUWS__NARGS(a_rows)))) return st;
-    return gpuws_launch(s, kc, &c_cols, a_cols, GPUWS__NARGS(a_cols));
-}
-
-gpuws_status gpuws_convolve2d_separable(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffer *image, size_t height,
-                                        size_t width, size_t row_stride, const gpuws_buffer *col, size_t kh,
-                                        const gpuws_buffer *row, size_t kw, const gpuws_convolve2d_options *options,
-                                        gpuws_buffer *out)
-{
-    gpuws_context *ctx;
-    gpuws__conv2d_geometry g = {0};
-    size_t image_elems = 0, out_elems = 0;
-    const size_t es = gpuws_dtype_size(dt);
-    gpuws_status st = conv2d_arguments("convolve2d_separable", &s, dt, image, height, width, row_stride, kh, kw, options,
-                                       &ctx, &g, &image_elems, &out_elems);
-    if (st) return st;
-    if (out == image || out == col || out == row)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_separable: out must not be the %s buffer (it is read "
-                            "while out is written)", out == image ? "image" : out == col ? "col" : "row");
-    if ((st = gpuws__check_array(ctx, image, "image", image_elems, es)) ||
-        (st = gpuws__check_array(ctx, col, "col", g.kh, es)) || (st = gpuws__check_array(ctx, row, "row", g.kw, es)) ||
-        (st = gpuws__check_array(ctx, out, "out", out_elems, es)) ||
-        (st = gpuws__check_dtype(ctx, dt, "convolve2d_separable")))
-        return st;
-    if (ctx->backend->kind == GPUWS_BACKEND_CPU)
-        return dt == GPUWS_F32 ? gpuws_convolve2d_separable_ref_f32(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
-                                                                    gpuws__cpu_ptr(row), gpuws__cpu_ptr(out))
-                               : gpuws_convolve2d_separable_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
-                                                                    gpuws__cpu_ptr(row), gpuws__cpu_ptr(out));
-    return separable_gpu(s, dt, &g, image, col, row, out);
 }
