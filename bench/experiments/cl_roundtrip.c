@@ -35,10 +35,10 @@
 
 static const char *src = "__kernel void put(__global int *p, int v) { if (get_global_id(0) == 0) p[0] = v; }\n";
 
-enum way { READ_BLOCKING, READ_SPIN, READ_WATCH, MAP_ALLOC, MAP_ALLOC_SPIN, MAP_USE, USE_DIRECT, SVM_COARSE, SVM_FINE, FINISH_ONLY,
-           N_WAYS };
-static const char *names[] = {"read-blocking", "read-spin",  "read-watch", "map-alloc", "map-alloc-spin", "map-use",
-                              "use-direct",    "svm-coarse", "svm-fine",  "finish-only"};
+enum way { READ_BLOCKING, READ_SPIN, READ_WATCH, MAP_ALLOC, MAP_ALLOC_SPIN, MAP_USE, USE_DIRECT, SVM_COARSE, SVM_FINE,
+           FINISH_ONLY, N_WAYS };
+static const char *names[] = {"read-blocking", "read-spin",  "read-watch", "map-alloc",  "map-alloc-spin",
+                              "map-use",       "use-direct", "svm-coarse", "svm-fine",   "finish-only"};
 
 
 static void run(cl_context c, cl_device_id d, cl_command_queue q, cl_program prog, enum way w)

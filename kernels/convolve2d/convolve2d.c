@@ -11,7 +11,6 @@
  * convolve2d_separable.c. */
 #include "convolve2d_driver.h"
 
-#include <stdatomic.h>
 #include <string.h>
 
 extern char **environ;
@@ -489,8 +488,8 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     gpuws__conv2d_geometry g = {0};
     size_t image_elems = 0, kernel_elems, out_elems = 0;
     const size_t es = gpuws_dtype_size(dt);
-    gpuws_status st = gpuws__conv2d_arguments("convolve2d", &s, dt, image, height, width, row_stride, kh, kw, options, &ctx,
-                                       &g, &image_elems, &out_elems);
+    gpuws_status st = gpuws__conv2d_arguments("convolve2d", &s, dt, image, height, width, row_stride, kh, kw, options,
+                                              &ctx, &g, &image_elems, &out_elems);
     if (st) return st;
     if (gpuws__mul_overflows(g.kh, g.kw, &kernel_elems))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d: kernel %zu x %zu: element count overflows size_t", g.kh, g.kw);
