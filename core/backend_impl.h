@@ -22,6 +22,8 @@ struct gpuws_context {
     gpuws_stream *default_stream;
     pthread_mutex_t lock;            /* guards kernels and the backend's caches */
     struct gpuws_kernel *kernels;    /* looked-up kernels, owned by the context */
+    struct gpuws_program *programs;  /* user programs (include/gpuws/program.h), generators' included */
+    struct gpuws__generated *generated; /* generator kernels and reductions, by their texts (core/generators.c) */
     gpuws_stream *streams;           /* user-created streams, for gpuws_context_synchronize */
     long live_buffers, live_events;  /* under lock; a warning names leftovers at destroy */
 };
@@ -66,8 +68,85 @@ struct gpuws_kernel {
     char *options;                   /* build options it was made with ("" if none) */
     char sig[GPUWS__SIG_MAX + 1];    /* one gpuws_arg_kind letter per parameter; '?' = kind unknown */
     gpuws_kernel_info info;
+    struct gpuws_program *program;   /* the user program it belongs to; NULL for a built-in kernel */
     struct gpuws_kernel *next;
 };
+
+/* ---- user programs (include/gpuws/program.h; core/program.c) -------------------------------------------- */
+
+/* One parameter of a GW_KERNEL, as written. */
+typedef struct gpuws__param {
+    char kind;  /* gpuws_arg_kind letter: 'b' GW_GLOBAL pointer, 's' GW_LOCAL pointer, else the scalar's kind */
+    char *type; /* the declared type with its qualifiers, macros unexpanded ("GW_GLOBAL const gw_f32 *") */
+    char *name;
+} gpuws__param;
+
+/* One GW_KERNEL of a program's source. */
+typedef struct gpuws__kernel_decl {
+    char *name;
+    size_t nparams;
+    gpuws__param *params;
+    char sig[GPUWS__SIG_MAX + 1];
+    bool barrier; /* its body, or a GW_DEVICE function of the program, names gw_barrier */
+    unsigned line; /* of its name in the user's file */
+} gpuws__kernel_decl;
+
+struct gpuws_program {
+    gpuws_context *ctx;
+    void *impl;               /* the backend's module (NULL while unbuilt or failed) */
+    char *file_name;
+    unsigned flags;           /* GPUWS_PROGRAM_* */
+    char *source;             /* the generated text the backend compiles */
+    size_t source_len;
+    char *log;                /* compiler output ("" when none) */
+    bool failed;              /* a failed program: only log, source and destroy */
+    char generator;           /* 'e' elementwise, 'r' reduction (core/generators.c), 0 a user's program */
+    size_t ndecls;
+    gpuws__kernel_decl *decls;
+    gpuws_kernel **kernels;   /* per decl, made on first request */
+    struct gpuws_program *next; /* in ctx->programs */
+};
+
+/* A growable NUL-terminated string (host memory through gpuws__malloc). Appends never fail visibly: an
+ * allocation failure sets oom and later appends do nothing; check oom once at the end. */
+typedef struct gpuws__strbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} gpuws__strbuf;
+void gpuws__sb_add(gpuws__strbuf *b, const char *s, size_t n);
+void gpuws__sb_puts(gpuws__strbuf *b, const char *s);
+void gpuws__sb_printf(gpuws__strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hands the text over (caller frees with gpuws__free); the buffer is empty afterwards. NULL after oom. */
+char *gpuws__sb_take(gpuws__strbuf *b);
+void gpuws__sb_free(gpuws__strbuf *b);
+
+/* Where the generated text of a program is assembled (gpuws__backend.program_text). */
+typedef enum { GPUWS__TEXT_BEFORE = 0, GPUWS__TEXT_AFTER = 1 } gpuws__text_place;
+
+/* The first diagnostic of a compiler log that names file ("file:line[:col]: ...error..."), as "file:line:
+ * message"; or the log's first line; into out. */
+void gpuws__first_diagnostic(const char *log, const char *file, char *out, size_t n);
+
+/* ---- on-disk cache of compiled programs (core/cache.c) -------------------------------------------------- */
+
+/* Entries are "<dir>/<fnv64 of key><ext>" holding magic, the full key, the binary and a checksum: a stale,
+ * corrupt, truncated, foreign or non-regular entry is a miss (and is rebuilt); entries and the directory must
+ * belong to the user and not be writable by group or others, else they are not used (warned once). Writes go to
+ * a temporary file renamed into place, so concurrent processes never see half an entry. The key must name
+ * everything the binary depends on: backend, device, toolchain versions, options and the whole source. */
+typedef struct gpuws__cache {
+    bool enabled;
+    char dir[1024];
+} gpuws__cache;
+/* From GPUWS_CACHE_DIR ("off" disables), else $XDG_CACHE_HOME/gpuws, else $HOME/.cache/gpuws. */
+void gpuws__cache_init(gpuws__cache *c);
+/* True and a gpuws__malloc'd binary when a valid entry for key exists. */
+bool gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, unsigned char **bin, size_t *len);
+/* Best effort: failures (read-only directory, full disk) are logged at debug level and ignored. */
+void gpuws__cache_store(const gpuws__cache *c, const char *key, const char *ext, const void *bin, size_t len);
+/* The path of key's entry (tests, statistics). */
+void gpuws__cache_path(const gpuws__cache *c, const char *key, const char *ext, char *out, size_t n);
 
 /* ---- the backend descriptor ------------------------------------------------------------------------------ */
 
@@ -119,6 +198,24 @@ typedef struct gpuws__backend {
     /* (optional) args already checked against k->sig and limits. */
     gpuws_status (*launch)(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_config *cfg, const gpuws_arg *args,
                            size_t nargs);
+
+    /* ---- user programs (optional as a group: program_build NULL = GPUWS_ERR_UNSUPPORTED) ----
+     * Core parses the GW_KERNEL declarations into p->decls and assembles p->source as: `dialect`, then
+     * `#define`s of the options, then program_text(BEFORE), then `#line 1 "file"` and the user's source (headers
+     * expanded in place, with #line), then program_text(AFTER). */
+    const char *dialect;            /* the dialect's definitions for this backend */
+    /* (optional) Appends backend text before or after the user's source (entry-point wrappers from p->decls). */
+    gpuws_status (*program_text)(const gpuws_program *p, gpuws__text_place where, gpuws__strbuf *out);
+    /* Compiles p->source for the context's device, or loads it from the cache (unless GPUWS_PROGRAM_NO_CACHE);
+     * sets p->log (gpuws__malloc'd; NULL = "") and, on success, p->impl. A compile error returns GPUWS_ERR_BUILD
+     * with the log in p->log; core then composes the message. A missing compiler is GPUWS_ERR_BACKEND_UNAVAILABLE
+     * with the reason. */
+    gpuws_status (*program_build)(gpuws_program *p);
+    void (*program_destroy)(gpuws_program *p);
+    /* Makes the kernel of p->decls[index]: fills k->impl (what launch and kernel_destroy take), k->info's
+     * max_block_size and static_shared_bytes. k->sig, k->name, k->program are set by core. A kernel the compiled
+     * program lacks (declared under an #if) is GPUWS_ERR_KERNEL_NOT_FOUND. */
+    gpuws_status (*program_kernel)(gpuws_program *p, size_t index, gpuws_kernel *k);
 } gpuws__backend;
 
 /* The registry: NULL for a backend not compiled in. */
@@ -144,7 +241,8 @@ void gpuws__log(gpuws__log_level level, const char *fmt, ...) __attribute__((for
 
 /* ---- handles --------------------------------------------------------------------------------------------- */
 
-typedef enum { GPUWS__H_CONTEXT = 1, GPUWS__H_STREAM, GPUWS__H_EVENT, GPUWS__H_BUFFER, GPUWS__H_KERNEL } gpuws__handle_kind;
+typedef enum { GPUWS__H_CONTEXT = 1, GPUWS__H_STREAM, GPUWS__H_EVENT, GPUWS__H_BUFFER, GPUWS__H_KERNEL,
+               GPUWS__H_PROGRAM, GPUWS__H_REDUCTION } gpuws__handle_kind;
 /* Live-handle registry: a destroyed or never-created handle is reported, not dereferenced. handle_add fails
  * (GPUWS_ERR_OUT_OF_MEMORY, message set) only when the registry cannot grow; the caller then undoes the create. */
 gpuws_status gpuws__handle_add(const void *p, gpuws__handle_kind kind);
@@ -207,6 +305,9 @@ typedef struct gpuws__pending_read {
 gpuws_status gpuws__buffer_read_start(gpuws_stream *s, const gpuws_buffer *src, size_t offset, size_t n,
                                       gpuws__pending_read *rd);
 gpuws_status gpuws__buffer_read_finish(gpuws_stream *s, gpuws__pending_read *rd, void *dst);
+/* gpuws_launch's argument checks alone: number, kinds, buffers' context, local memory (its 16-byte-rounded total in
+ * *local_total). */
+gpuws_status gpuws__check_launch_args(const gpuws_kernel *k, const gpuws_arg *args, size_t nargs, size_t *local_total);
 /* Kernel by name built with extra build options (OpenCL -D tunables; ignored by CUDA). */
 gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const char *options, gpuws_kernel **k);
 /* Host address of a CPU-backend buffer (NULL for other backends). */

@@ -1,5 +1,6 @@
 /* Context selection (GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM), streams and events. */
 #include "backend_impl.h"
+#include "program_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -184,6 +185,7 @@ void gpuws_context_destroy(gpuws_context *ctx)
         pthread_mutex_lock(&ctx->lock);
     }
     pthread_mutex_unlock(&ctx->lock);
+    gpuws__context_release_programs(ctx);
     destroy_scratch(ctx->default_stream);
     pthread_mutex_lock(&ctx->lock);
     if (ctx->live_buffers || ctx->live_events)

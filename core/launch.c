@@ -80,7 +80,7 @@ static const char *kind_name(int c)
     }
 }
 
-static gpuws_status check_args(const gpuws_kernel *k, const gpuws_arg *args, size_t nargs, size_t *local_total)
+gpuws_status gpuws__check_launch_args(const gpuws_kernel *k, const gpuws_arg *args, size_t nargs, size_t *local_total)
 {
     size_t np = strlen(k->sig);
     if (nargs != np)
@@ -140,7 +140,7 @@ gpuws_status gpuws_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_c
                             k->name, (unsigned long long)threads,
                             k->info.max_block_size < d->max_block_size ? k->info.max_block_size : d->max_block_size, d->name);
     size_t local = 0;
-    if ((st = check_args(k, args, nargs, &local))) return st;
+    if ((st = gpuws__check_launch_args(k, args, nargs, &local))) return st;
     uint64_t shared = (uint64_t)local + k->info.static_shared_bytes;
     if (shared > d->shared_mem_bytes)
         return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,

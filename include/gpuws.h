@@ -4,8 +4,9 @@
  * runs scalar C references. Objects are opaque handles. Every call returns a gpuws_status (0 = OK, negative =
  * error) and, on error, leaves a human-readable detail in gpuws_last_error() (thread-local).
  *
- * Lifetimes: a context outlives every stream, event, buffer and kernel made from it; destroy those first.
- * Every destroy function accepts NULL. Kernels belong to their context and need no destroy.
+ * Lifetimes: a context outlives every stream, event, buffer, program and kernel made from it; destroy those first.
+ * Every destroy function accepts NULL. Built-in kernels (gpuws_kernel_get) belong to their context and need no
+ * destroy; a kernel of a user program (gpuws/program.h) belongs to its program and dies with it.
  *
  * Threads: see docs/threads.md. In short: distinct contexts are independent; one context may be used from
  * several threads as long as each stream (and each event) is used by one thread at a time.
@@ -264,4 +265,7 @@ GPUWS_API gpuws_status gpuws_launch(gpuws_stream *stream, gpuws_kernel *kernel, 
 #ifdef __cplusplus
 }
 #endif
+
+#include "gpuws/program.h" /* your own kernels, compiled at run time */
+
 #endif /* GPUWS_H */

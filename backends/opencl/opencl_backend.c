@@ -1,10 +1,9 @@
 /* OpenCL backend: any vendor through the ICD loader (loaded at run time), PoCL on CPUs.
  *
  * Programs: one per algorithm (kernels/<algo>/<algo>.cl with kernels/common/prelude.cl in front, embedded at
- * build time), built on first use of one of its kernels, kept per context and cached on disk (ocl_cache.h). */
+ * build time), built on first use of one of its kernels, kept per context and cached on disk (gpuws__cache, core/cache.c). */
 #include "../../core/backend_impl.h"
 #include "cl_sources.h"
-#include "ocl_cache.h"
 #include "ocl_loader.h"
 
 #include <stdatomic.h>
@@ -269,7 +268,7 @@ typedef struct {
     ocl_program *programs;     /* under ctx->lock */
     ocl_pinned *pinned;
     pthread_mutex_t pin_lock;
-    ocl_cache cache;
+    gpuws__cache cache;
     char device_key[900];      /* platform, device, versions: the device part of cache keys */
     cl_program marker_prog;    /* no-op kernel for events where markers lack profiling data */
     cl_kernel marker_kernel;
@@ -316,7 +315,7 @@ static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, s
         return gpuws__error(ocl_status(e), "clCreateCommandQueue: %s (%d)", ocl_error_name(e), (int)e);
     }
     pthread_mutex_init(&c->pin_lock, NULL);
-    ocl_cache_init(&c->cache);
+    gpuws__cache_init(&c->cache);
     char ver[128];
     dev_str(c->dev, CL_DEVICE_VERSION, ver, sizeof ver);
     snprintf(c->device_key, sizeof c->device_key, "platform=%s\ndevice=%s\nvendor=%s\ndevice_version=%s\ndriver=%s\n",
@@ -596,20 +595,18 @@ static const gpuws__cl_source *source_for_kernel(const char *name)
     return best;
 }
 
-static gpuws_status build_error(ocl_ctx *c, cl_program p, const char *algo, cl_int e, const char *ctxname)
+/* The program's build log for the context's device (malloc'd, "" when empty; NULL when out of memory). */
+static char *build_log(ocl_ctx *c, cl_program p)
 {
     size_t sz = 0;
     ocl.clGetProgramBuildInfo(p, c->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &sz);
     char *log = malloc(sz + 1);
     if (log) {
         log[0] = 0;
-        ocl.clGetProgramBuildInfo(p, c->dev, CL_PROGRAM_BUILD_LOG, sz, log, NULL);
+        if (sz) ocl.clGetProgramBuildInfo(p, c->dev, CL_PROGRAM_BUILD_LOG, sz, log, NULL);
         log[sz] = 0;
     }
-    gpuws_status st = gpuws__error(GPUWS_ERR_BUILD, "building %s.cl for %s failed: %s (%d); build log:\n%s", algo, ctxname,
-                                   ocl_error_name(e), (int)e, log ? log : "(unavailable)");
-    free(log);
-    return st;
+    return log;
 }
 
 static void store_binary(ocl_ctx *c, cl_program p, const char *key)
@@ -620,7 +617,7 @@ static void store_binary(ocl_ctx *c, cl_program p, const char *key)
     if (!bin) return;
     unsigned char *bins[1] = {bin};
     if (ocl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
-        ocl_cache_store(&c->cache, key, bin, len);
+        gpuws__cache_store(&c->cache, key, ".clbin", bin, len);
     free(bin);
 }
 
@@ -641,6 +638,80 @@ static void drop_nv_options(char *s)
     *w = 0;
 }
 
+/* Builds text (name: for messages and the cache key) with options, or loads its binary from the cache (unless
+ * use_cache is false). On a compile error returns GPUWS_ERR_BUILD and, when log is given, the build log in *log
+ * (malloc'd); on success *log (when given) holds the build log, warnings included, "" when none. */
+static gpuws_status build_program(gpuws_context *ctx, const char *name, const char *text, size_t len, const char *options,
+                                  bool use_cache, cl_program *out, char **log)
+{
+    ocl_ctx *c = OCTX(ctx);
+    if (log) *log = NULL;
+    size_t keylen = strlen(c->device_key) + strlen(options) + strlen(name) + 128;
+    char *key = malloc(keylen);
+    if (!key) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a cache key");
+    snprintf(key, keylen, "%soptions=%s\nsource=%s:%zu:%016llx\n", c->device_key, options, name, len,
+             (unsigned long long)gpuws__fnv1a(text, len, GPUWS__FNV_SEED));
+
+    cl_program prog = NULL;
+    cl_int e;
+    unsigned char *bin;
+    size_t binlen;
+    bool have = use_cache && gpuws__cache_load(&c->cache, key, ".clbin", &bin, &binlen);
+    if (!have && use_cache && c->cache.enabled) {
+        char path[1100];
+        gpuws__cache_path(&c->cache, key, ".clbin", path, sizeof path);
+        atomic_fetch_add(access(path, F_OK) == 0 ? &n_rejected : &n_misses, 1);
+    }
+    if (have) {
+        const unsigned char *bins[1] = {bin};
+        cl_int bst;
+        prog = ocl.clCreateProgramWithBinary(c->ctx, 1, &c->dev, &binlen, bins, &bst, &e);
+        if (prog && (e != CL_SUCCESS || bst != CL_SUCCESS || ocl.clBuildProgram(prog, 1, &c->dev, options, NULL, NULL) != CL_SUCCESS)) {
+            ocl.clReleaseProgram(prog);
+            prog = NULL;
+        }
+        gpuws__free(bin);
+        if (prog) {
+            atomic_fetch_add(&n_hits, 1);
+            gpuws__log(GPUWS__LOG_DEBUG, "%s loaded from the cache", name);
+            if (log && !(*log = strdup(""))) {
+                ocl.clReleaseProgram(prog);
+                free(key);
+                return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a build log");
+            }
+        } else {
+            atomic_fetch_add(&n_rejected, 1);
+            gpuws__log(GPUWS__LOG_INFO, "cached binary of %s was rejected by the driver; rebuilding from source", name);
+        }
+    }
+    if (!prog) {
+        prog = ocl.clCreateProgramWithSource(c->ctx, 1, &text, &len, &e);
+        if (!prog) {
+            free(key);
+            return gpuws__error(ocl_status(e), "clCreateProgramWithSource(%s): %s (%d)", name, ocl_error_name(e), (int)e);
+        }
+        atomic_fetch_add(&n_source_builds, 1);
+        e = ocl.clBuildProgram(prog, 1, &c->dev, options, NULL, NULL);
+        char *blog = build_log(c, prog);
+        if (e != CL_SUCCESS) {
+            gpuws_status st = gpuws__error(e == CL_BUILD_PROGRAM_FAILURE || e == CL_INVALID_BUILD_OPTIONS ? GPUWS_ERR_BUILD : ocl_status(e),
+                                           "building %s for %s failed: %s (%d); build log:\n%s", name, ctx->info.name,
+                                           ocl_error_name(e), (int)e, blog ? blog : "(unavailable)");
+            if (log) *log = blog;
+            else free(blog);
+            ocl.clReleaseProgram(prog);
+            free(key);
+            return st;
+        }
+        if (log) *log = blog;
+        else free(blog);
+        if (use_cache) store_binary(c, prog, key);
+    }
+    free(key);
+    *out = prog;
+    return GPUWS_OK;
+}
+
 /* Called with ctx->lock held (core serialises kernel creation). Drivers may pass NVIDIA's -cl-nv-* options; a
  * device without cl_nv_compiler_options builds without them. */
 static gpuws_status get_program(gpuws_context *ctx, const gpuws__cl_source *src, const char *extra, cl_program *out)
@@ -654,57 +725,11 @@ static gpuws_status get_program(gpuws_context *ctx, const gpuws__cl_source *src,
     char options[1024];
     snprintf(options, sizeof options, "-cl-std=CL1.2 -cl-kernel-arg-info%s %s", ctx->info.fp64 ? " -DGPUWS_FP64=1" : "", extra);
     if (!c->nv_options) drop_nv_options(options);
-    size_t keylen = strlen(c->device_key) + strlen(options) + 128;
-    char *key = malloc(keylen);
-    if (!key) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a cache key");
-    snprintf(key, keylen, "%soptions=%s\nsource=%s:%016llx\n", c->device_key, options, src->algo,
-             (unsigned long long)gpuws__fnv1a(src->text, src->len, GPUWS__FNV_SEED));
-
-    cl_program prog = NULL;
-    cl_int e;
-    unsigned char *bin;
-    size_t binlen;
-    bool have = ocl_cache_load(&c->cache, key, &bin, &binlen);
-    if (!have && c->cache.enabled) {
-        char path[1100];
-        ocl_cache_path(&c->cache, key, path, sizeof path);
-        atomic_fetch_add(access(path, F_OK) == 0 ? &n_rejected : &n_misses, 1);
-    }
-    if (have) {
-        const unsigned char *bins[1] = {bin};
-        cl_int bst;
-        prog = ocl.clCreateProgramWithBinary(c->ctx, 1, &c->dev, &binlen, bins, &bst, &e);
-        if (prog && (e != CL_SUCCESS || bst != CL_SUCCESS || ocl.clBuildProgram(prog, 1, &c->dev, options, NULL, NULL) != CL_SUCCESS)) {
-            ocl.clReleaseProgram(prog);
-            prog = NULL;
-        }
-        free(bin);
-        if (prog) {
-            atomic_fetch_add(&n_hits, 1);
-            gpuws__log(GPUWS__LOG_DEBUG, "%s.cl loaded from the cache", src->algo);
-        } else {
-            atomic_fetch_add(&n_rejected, 1);
-            gpuws__log(GPUWS__LOG_INFO, "cached binary of %s.cl was rejected by the driver; rebuilding from source", src->algo);
-        }
-    }
-    if (!prog) {
-        const char *text = (const char *)src->text;
-        prog = ocl.clCreateProgramWithSource(c->ctx, 1, &text, &src->len, &e);
-        if (!prog) {
-            free(key);
-            return gpuws__error(ocl_status(e), "clCreateProgramWithSource(%s.cl): %s (%d)", src->algo, ocl_error_name(e), (int)e);
-        }
-        atomic_fetch_add(&n_source_builds, 1);
-        e = ocl.clBuildProgram(prog, 1, &c->dev, options, NULL, NULL);
-        if (e != CL_SUCCESS) {
-            gpuws_status st = build_error(c, prog, src->algo, e, ctx->info.name);
-            ocl.clReleaseProgram(prog);
-            free(key);
-            return st;
-        }
-        store_binary(c, prog, key);
-    }
-    free(key);
+    char name[96];
+    snprintf(name, sizeof name, "%s.cl", src->algo);
+    cl_program prog;
+    gpuws_status st = build_program(ctx, name, (const char *)src->text, src->len, options, true, &prog, NULL);
+    if (st) return st;
     ocl_program *p = calloc(1, sizeof *p);
     if (!p || !(p->options = strdup(extra))) {
         free(p);
@@ -758,10 +783,30 @@ static char arg_kind(cl_kernel k, cl_uint i)
     return '?';
 }
 
+/* Takes ck over into k: its limits on the device and the state launches keep. */
+static gpuws_status wrap_kernel(gpuws_kernel *k, cl_kernel ck)
+{
+    ocl_ctx *c = OCTX(k->ctx);
+    size_t wg = 0;
+    cl_ulong lm = 0;
+    ocl.clGetKernelWorkGroupInfo(ck, c->dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    ocl.clGetKernelWorkGroupInfo(ck, c->dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
+    k->info.max_block_size = wg ? (uint32_t)(wg > UINT32_MAX ? UINT32_MAX : wg) : k->ctx->info.max_block_size;
+    k->info.static_shared_bytes = lm;
+    ocl_kernel *ok = calloc(1, sizeof *ok);
+    if (!ok) {
+        ocl.clReleaseKernel(ck);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a kernel");
+    }
+    ok->k = ck;
+    pthread_mutex_init(&ok->lock, NULL);
+    k->impl = ok;
+    return GPUWS_OK;
+}
+
 static gpuws_status ocl_kernel_create(gpuws_kernel *k)
 {
     gpuws_context *ctx = k->ctx;
-    ocl_ctx *c = OCTX(ctx);
     const gpuws__cl_source *src = source_for_kernel(k->name);
     if (!src) return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "no built-in kernel '%s' (no algorithm has that prefix)", k->name);
     cl_program prog;
@@ -783,21 +828,7 @@ static gpuws_status ocl_kernel_create(gpuws_kernel *k)
     }
     for (cl_uint i = 0; i < nargs; i++) k->sig[i] = arg_kind(ck, i);
     k->sig[nargs] = 0;
-    size_t wg = 0;
-    cl_ulong lm = 0;
-    ocl.clGetKernelWorkGroupInfo(ck, c->dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
-    ocl.clGetKernelWorkGroupInfo(ck, c->dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
-    k->info.max_block_size = wg ? (uint32_t)(wg > UINT32_MAX ? UINT32_MAX : wg) : ctx->info.max_block_size;
-    k->info.static_shared_bytes = lm;
-    ocl_kernel *ok = calloc(1, sizeof *ok);
-    if (!ok) {
-        ocl.clReleaseKernel(ck);
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a kernel");
-    }
-    ok->k = ck;
-    pthread_mutex_init(&ok->lock, NULL);
-    k->impl = ok;
-    return GPUWS_OK;
+    return wrap_kernel(k, ck);
 }
 
 static void ocl_kernel_destroy(gpuws_kernel *k)
@@ -806,6 +837,44 @@ static void ocl_kernel_destroy(gpuws_kernel *k)
     ocl.clReleaseKernel(ok->k);
     pthread_mutex_destroy(&ok->lock);
     free(ok);
+}
+
+/* ---- user programs -------------------------------------------------------------------------------------- */
+
+extern const char gpuws__dialect_opencl[];
+
+static gpuws_status ocl_program_build(gpuws_program *p)
+{
+    char options[256];
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s",
+             p->flags & GPUWS_PROGRAM_FAST_MATH ? " -cl-fast-relaxed-math" : "",
+             p->flags & GPUWS_PROGRAM_DEBUG ? " -g -cl-opt-disable" : "");
+    cl_program prog = NULL;
+    char *log = NULL;
+    gpuws_status st = build_program(p->ctx, p->file_name, p->source, p->source_len, options,
+                                    !(p->flags & GPUWS_PROGRAM_NO_CACHE), &prog, &log);
+    if (log) {
+        p->log = gpuws__strdup(log);
+        free(log);
+    }
+    if (st) return st;
+    p->impl = prog;
+    return GPUWS_OK;
+}
+
+static void ocl_program_destroy(gpuws_program *p) { ocl.clReleaseProgram((cl_program)p->impl); }
+
+static gpuws_status ocl_program_kernel(gpuws_program *p, size_t index, gpuws_kernel *k)
+{
+    cl_int e;
+    cl_kernel ck = ocl.clCreateKernel((cl_program)p->impl, p->decls[index].name, &e);
+    if (!ck) {
+        if (e == CL_INVALID_KERNEL_NAME)
+            return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "program '%s' declares kernel '%s' but the OpenCL build has none "
+                                "(is it inside an #if?)", p->file_name, p->decls[index].name);
+        return gpuws__error(ocl_status(e), "clCreateKernel(%s): %s (%d)", p->decls[index].name, ocl_error_name(e), (int)e);
+    }
+    return wrap_kernel(k, ck);
 }
 
 /* Sets the arguments that differ from the values the kernel already holds. A call of a driver sets ~5-20 arguments
@@ -942,4 +1011,8 @@ const gpuws__backend gpuws__backend_opencl = {
     .kernel_create = ocl_kernel_create,
     .kernel_destroy = ocl_kernel_destroy,
     .launch = ocl_launch,
+    .dialect = gpuws__dialect_opencl,
+    .program_build = ocl_program_build,
+    .program_destroy = ocl_program_destroy,
+    .program_kernel = ocl_program_kernel,
 };

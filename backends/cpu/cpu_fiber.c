@@ -1,0 +1,2 @@
+/* CPU backend: fibers (placeholder). */
+#include "../../core/backend_impl.h"

@@ -1,0 +1,2 @@
+/* CUDA backend: user programs through NVRTC (placeholder). */
+#include "../../core/backend_impl.h"

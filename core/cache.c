@@ -1,0 +1,196 @@
+/* On-disk cache of compiled programs (OpenCL binaries, CUDA cubins, the CPU backend's shared objects): see
+ * gpuws__cache in backend_impl.h. A cached binary is code the process will run, so an entry is used only when it
+ * and its directory belong to the user and nobody else can write them, and only regular files are opened (a FIFO
+ * or device planted in the directory must not block or feed the process). */
+#include "backend_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char MAGIC[8] = {'G', 'P', 'U', 'W', 'S', 'C', 'B', 3};
+#define MAX_BINARY (512u << 20)
+
+void gpuws__cache_init(gpuws__cache *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *v = gpuws__getenv("GPUWS_CACHE_DIR");
+    if (v && gpuws__strcasecmp(v, "off") == 0) return;
+    int n;
+    if (v)
+        n = snprintf(c->dir, sizeof c->dir, "%s", v);
+    else if ((v = gpuws__getenv("XDG_CACHE_HOME")))
+        n = snprintf(c->dir, sizeof c->dir, "%s/gpuws", v);
+    else if ((v = gpuws__getenv("HOME")))
+        n = snprintf(c->dir, sizeof c->dir, "%s/.cache/gpuws", v);
+    else
+        return;
+    c->enabled = n > 0 && (size_t)n < sizeof c->dir;
+}
+
+static void entry_path(const gpuws__cache *c, const char *key, const char *ext, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%016llx%s", c->dir, (unsigned long long)gpuws__fnv1a(key, strlen(key), GPUWS__FNV_SEED), ext);
+}
+
+static uint64_t checksum(const char *key, size_t kl, const unsigned char *bin, size_t bl)
+{
+    return gpuws__fnv1a(bin, bl, gpuws__fnv1a(key, kl, GPUWS__FNV_SEED));
+}
+
+static bool read_all(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        c += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+static bool write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        c += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Owned by the user and not writable by group or others. */
+static bool private_to_user(const struct stat *sb) { return sb->st_uid == geteuid() && !(sb->st_mode & (S_IWGRP | S_IWOTH)); }
+
+static void warn_once(const char *what, const char *path)
+{
+    static atomic_int warned;
+    if (atomic_exchange(&warned, 1)) return;
+    gpuws__log(GPUWS__LOG_WARN, "program cache: %s %s; compiled programs are not loaded from it (set GPUWS_CACHE_DIR to a "
+               "directory of your own, or 'off')", path, what);
+}
+
+/* The directory may hold code we run: it must be ours alone. */
+static bool dir_trusted(const gpuws__cache *c)
+{
+    struct stat sb;
+    if (stat(c->dir, &sb) != 0) return false;
+    if (!S_ISDIR(sb.st_mode)) {
+        warn_once("is not a directory", c->dir);
+        return false;
+    }
+    if (!private_to_user(&sb)) {
+        warn_once("is writable by others or not yours", c->dir);
+        return false;
+    }
+    return true;
+}
+
+bool gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, unsigned char **bin, size_t *len)
+{
+    *bin = NULL;
+    *len = 0;
+    if (!c->enabled || !dir_trusted(c)) return false;
+    char path[1100];
+    entry_path(c, key, ext, path, sizeof path);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the fstat below refuses it anyway */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return false;
+    struct stat sb;
+    bool ok = false;
+    char magic[8];
+    uint32_t kl;
+    uint64_t bl, sum;
+    char *k = NULL;
+    unsigned char *b = NULL;
+    const size_t want_kl = strlen(key);
+    const char *why = "corrupt, truncated or for another device";
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        why = "not a regular file";
+        goto done;
+    }
+    if (!private_to_user(&sb)) {
+        warn_once("holds an entry that is writable by others or not yours:", path);
+        why = "not private to the user";
+        goto done;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (!read_all(fd, magic, 8) || memcmp(magic, MAGIC, 8) != 0) goto done;
+    if (!read_all(fd, &kl, sizeof kl) || kl != want_kl) goto done;
+    if (!(k = gpuws__malloc(kl ? kl : 1)) || !read_all(fd, k, kl) || memcmp(k, key, kl) != 0) goto done;
+    if (!read_all(fd, &bl, sizeof bl) || bl == 0 || bl > MAX_BINARY) goto done;
+    if (!(b = gpuws__malloc(bl)) || !read_all(fd, b, bl)) goto done;
+    if (!read_all(fd, &sum, sizeof sum) || sum != checksum(key, kl, b, bl)) goto done;
+    ok = true;
+done:
+    close(fd);
+    gpuws__free(k);
+    if (!ok) {
+        gpuws__log(GPUWS__LOG_INFO, "program cache entry %s is not used (%s); rebuilding", path, why);
+        gpuws__free(b);
+        return false;
+    }
+    *bin = b;
+    *len = bl;
+    return true;
+}
+
+static void mkdirs(const char *dir)
+{
+    char tmp[1024];
+    gpuws__strlcpy(tmp, dir, sizeof tmp);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(tmp, 0700);
+            *p = '/';
+        }
+    }
+    mkdir(tmp, 0700);
+}
+
+void gpuws__cache_store(const gpuws__cache *c, const char *key, const char *ext, const void *bin, size_t len)
+{
+    if (!c->enabled || len == 0 || len > MAX_BINARY) return;
+    static atomic_uint counter;
+    mkdirs(c->dir);
+    if (!dir_trusted(c)) return;
+    char path[1100], tmp[1200];
+    entry_path(c, key, ext, path, sizeof path);
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        gpuws__log(GPUWS__LOG_DEBUG, "program cache: %s is not a regular file; not replaced", path);
+        return;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        gpuws__log(GPUWS__LOG_DEBUG, "program cache: cannot write %s (%s); caching skipped", tmp, strerror(errno));
+        return;
+    }
+    uint32_t kl = (uint32_t)strlen(key);
+    uint64_t bl = len, sum = checksum(key, kl, bin, len);
+    bool ok = write_all(fd, MAGIC, 8) && write_all(fd, &kl, sizeof kl) && write_all(fd, key, kl) &&
+              write_all(fd, &bl, sizeof bl) && write_all(fd, bin, len) && write_all(fd, &sum, sizeof sum);
+    ok = (close(fd) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        gpuws__log(GPUWS__LOG_DEBUG, "program cache: storing %s failed (%s)", path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+void gpuws__cache_path(const gpuws__cache *c, const char *key, const char *ext, char *out, size_t n)
+{
+    entry_path(c, key, ext, out, n);
+}
