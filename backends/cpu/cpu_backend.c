@@ -1,6 +1,7 @@
 /* CPU backend: host memory, streams that run each operation when it is submitted (so trivially in order),
- * events that read the monotonic clock. Algorithms run their scalar C references (see kernels/<algo>/). */
-#include "../../core/backend_impl.h"
+ * events that read the monotonic clock. Algorithms run their scalar C references (see kernels/<algo>/); user
+ * programs are compiled by the system C compiler and run on all cores (cpu_program.c). */
+#include "cpu_program.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,24 +58,53 @@ static gpuws_status cpu_device_info(const char *filter, size_t index, gpuws_devi
     d->max_alloc_bytes = d->global_mem_bytes;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     d->compute_units = cores > 0 ? (uint32_t)cores : 1;
-    /* The references are scalar loops: one "thread" per block, no kernels to launch. */
-    d->max_block_size = 1;
-    d->max_block_dims[0] = d->max_block_dims[1] = d->max_block_dims[2] = 1;
+    /* What user kernels get (the algorithms run their scalar references): blocks of work-items run as loops or
+     * fibers on one core, GW_SHARED and GW_LOCAL memory in host memory. */
+    d->max_block_size = 1024;
+    d->max_block_dims[0] = d->max_block_dims[1] = 1024;
+    d->max_block_dims[2] = 64;
     d->max_grid_dims[0] = d->max_grid_dims[1] = d->max_grid_dims[2] = UINT32_MAX;
-    d->shared_mem_bytes = 0;
-    d->shared_mem_per_unit = 0;
+    d->shared_mem_bytes = 64 * 1024;
+    d->shared_mem_per_unit = 64 * 1024;
     d->warp_size = 1;
     d->fp64 = 1;
     d->unified_memory = 1;
     return GPUWS_OK;
 }
 
+typedef struct {
+    struct cpu_pool *pool; /* threads for user kernels, made at the first launch */
+    pthread_mutex_t lock;
+} cpu_ctx;
+
 static gpuws_status cpu_context_create(gpuws_context *ctx, const char *filter, size_t index)
 {
-    return cpu_device_info(filter, index, &ctx->info);
+    gpuws_status st = cpu_device_info(filter, index, &ctx->info);
+    if (st) return st;
+    cpu_ctx *c = gpuws__calloc(1, sizeof *c);
+    if (!c) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a CPU context (%zu bytes)", sizeof *c);
+    pthread_mutex_init(&c->lock, NULL);
+    ctx->impl = c;
+    return GPUWS_OK;
 }
 
-static void cpu_context_destroy(gpuws_context *ctx) { (void)ctx; }
+static void cpu_context_destroy(gpuws_context *ctx)
+{
+    cpu_ctx *c = ctx->impl;
+    if (!c) return;
+    gpuws__cpu_pool_destroy(c->pool);
+    pthread_mutex_destroy(&c->lock);
+    gpuws__free(c);
+}
+
+static gpuws_status cpu_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_config *cfg, const gpuws_arg *args,
+                               size_t nargs)
+{
+    cpu_ctx *c = s->ctx->impl;
+    return gpuws__cpu_launch(&c->pool, &c->lock, k, cfg, args, nargs);
+}
+
+extern const char gpuws__dialect_cpu[];
 
 static gpuws_status cpu_stream_create(gpuws_stream *s) { (void)s; return GPUWS_OK; }
 static void cpu_stream_destroy(gpuws_stream *s) { (void)s; }
@@ -187,6 +217,12 @@ const gpuws__backend gpuws__backend_cpu = {
     .event_record = cpu_event_record,
     .event_synchronize = cpu_event_synchronize,
     .event_elapsed_ms = cpu_event_elapsed,
-    .kernel_create = NULL,
-    .launch = NULL,
+    .kernel_create = NULL, /* no built-in kernels: the algorithms run their references */
+    .kernel_destroy = gpuws__cpu_kernel_destroy,
+    .launch = cpu_launch,
+    .dialect = gpuws__dialect_cpu,
+    .program_text = gpuws__cpu_program_text,
+    .program_build = gpuws__cpu_program_build,
+    .program_destroy = gpuws__cpu_program_destroy,
+    .program_kernel = gpuws__cpu_program_kernel,
 };
