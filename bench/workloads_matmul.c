@@ -1,4 +1,4 @@
-/* Benchmark workloads for matmul (f32_tiled, f64_tiled, f32_naive), transpose (f32) and l2_norm (f32).
+/* Benchmark workloads for matmul (f32_tiled, f64_tiled, f32_shared, f32_naive), transpose (f32) and l2_norm (f32).
  * Inputs are made on the host from fixed seeds and uploaded once; each run is one call, data stays on the device.
  * Checks use the bounds the test suites state (tests/test_matmul.c, tests/test_l2_norm.c; transpose is exact).
  * Predictions for the H100 are in bench/NOTES-matmul.md. */
@@ -98,6 +98,10 @@ static gpuws_status mm_setup_f64_tiled(gpuws_context *ctx, bench_size size, void
 {
     return mm_setup(ctx, size, state, c, GPUWS_F64, GPUWS_MATMUL_TILED);
 }
+static gpuws_status mm_setup_f32_shared(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    return mm_setup(ctx, size, state, c, GPUWS_F32, GPUWS_MATMUL_SHARED);
+}
 static gpuws_status mm_setup_f32_naive(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
 {
     return mm_setup(ctx, size, state, c, GPUWS_F32, GPUWS_MATMUL_NAIVE);
@@ -125,9 +129,11 @@ static bool mm_check(void *p, char *msg, size_t len)
 
 static const bench_workload w_matmul_f32_tiled = {"matmul", "f32_tiled", false, mm_setup_f32_tiled, mm_run, mm_check, mm_teardown};
 static const bench_workload w_matmul_f64_tiled = {"matmul", "f64_tiled", false, mm_setup_f64_tiled, mm_run, mm_check, mm_teardown};
+static const bench_workload w_matmul_f32_shared = {"matmul", "f32_shared", false, mm_setup_f32_shared, mm_run, mm_check, mm_teardown};
 static const bench_workload w_matmul_f32_naive = {"matmul", "f32_naive", false, mm_setup_f32_naive, mm_run, mm_check, mm_teardown};
 BENCH_WORKLOAD(w_matmul_f32_tiled)
 BENCH_WORKLOAD(w_matmul_f64_tiled)
+BENCH_WORKLOAD(w_matmul_f32_shared)
 BENCH_WORKLOAD(w_matmul_f32_naive)
 
 /* ---- transpose f32: 8192² (default), 2048² (small), 16384² (large) --------------------------------------- */

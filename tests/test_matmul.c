@@ -37,7 +37,10 @@ static const size_t shapes[][3] = {{1, 1, 1},       {1, 300, 1},     {300, 1, 77
                                    {257, 255, 130}, {131, 67, 1}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
-static const char *variant_name(gpuws_matmul_variant v) { return v == GPUWS_MATMUL_TILED ? "tiled" : "naive"; }
+static const char *variant_name(gpuws_matmul_variant v)
+{
+    return v == GPUWS_MATMUL_TILED ? "tiled" : v == GPUWS_MATMUL_SHARED ? "shared" : "naive";
+}
 
 /* Uniform in [-1, 1) (never all zero), or small integers in [-8, 8] when `integers`. */
 static void *make_matrix(gpuws_dtype dt, size_t count, uint64_t seed, bool integers)
@@ -194,13 +197,13 @@ Test(matmul, reference_matches_numpy_golden_file)
 
 ParameterizedTestParameters(matmul, every_element_within_the_error_bound)
 {
-    static mm_case cases[TEST_BACKENDS * 2 * 2 * (NSHAPES + 1) + 2 * NSHAPES];
+    static mm_case cases[TEST_BACKENDS * 2 * 3 * (NSHAPES + 1) + 2 * NSHAPES];
     size_t q = 0;
     for (int be = 0; be < TEST_BACKENDS; be++)
         for (int d = 0; d < 2; d++)
-            for (int v = 0; v < 2; v++) {
+            for (int v = 0; v < 3; v++) {
                 const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
-                const gpuws_matmul_variant var = v ? GPUWS_MATMUL_NAIVE : GPUWS_MATMUL_TILED;
+                const gpuws_matmul_variant var = (gpuws_matmul_variant)v;
                 for (size_t s = 0; s < NSHAPES; s++)
                     cases[q++] = (mm_case){test_backends[be], dt, var, shapes[s][0], shapes[s][1], shapes[s][2], false, false};
                 cases[q++] = (mm_case){test_backends[be], dt, var, 127, 129, 131, false, true};
@@ -231,13 +234,13 @@ ParameterizedTestParameters(matmul, small_integers_give_the_exact_product_everyw
     /* |a|, |b| ≤ 8 and k ≤ 1000: every partial sum is an integer below 2^16, exact in f32 */
     static const size_t ishapes[][3] = {{1, 1, 1}, {127, 129, 131}, {65, 33, 1000}, {300, 1, 77}, {128, 256, 24}};
     enum { NI = sizeof ishapes / sizeof ishapes[0] };
-    static mm_case cases[TEST_BACKENDS * 2 * 2 * NI + 2 * NI];
+    static mm_case cases[TEST_BACKENDS * 2 * 3 * NI + 2 * NI];
     size_t q = 0;
     for (int be = 0; be < TEST_BACKENDS; be++)
         for (int d = 0; d < 2; d++)
-            for (int v = 0; v < 2; v++)
+            for (int v = 0; v < 3; v++)
                 for (size_t s = 0; s < NI; s++)
-                    cases[q++] = (mm_case){test_backends[be], d ? GPUWS_F64 : GPUWS_F32, v ? GPUWS_MATMUL_NAIVE : GPUWS_MATMUL_TILED,
+                    cases[q++] = (mm_case){test_backends[be], d ? GPUWS_F64 : GPUWS_F32, (gpuws_matmul_variant)v,
                                            ishapes[s][0], ishapes[s][1], ishapes[s][2], false, false};
     for (int d = 0; d < 2; d++)
         for (size_t s = 0; s < NI; s++)
@@ -265,7 +268,7 @@ ParameterizedTest(mm_case *c, matmul, small_integers_give_the_exact_product_ever
 
 /* ---- shapes, special values, streams ---------------------------------------------------------------------- */
 
-/* The result does not depend on the launch: both kernels agree within twice the bound (each is within it), at
+/* The result does not depend on the launch: the kernels agree within twice the bound (each is within it), at
  * odd shapes (the last needs more than 65535 blocks of 16 rows: the naive kernel's grid loops in y on GPUs);
  * m = 0 or n = 0 is an empty product that writes nothing; k = 0 gives zeros. */
 BACKEND_TEST(matmul, result_does_not_depend_on_the_kernel)
@@ -277,15 +280,19 @@ BACKEND_TEST(matmul, result_does_not_depend_on_the_kernel)
         float *tiled = run_case(&c, a, b);
         c.variant = GPUWS_MATMUL_NAIVE;
         float *naive = run_case(&c, a, b);
+        c.variant = GPUWS_MATMUL_SHARED;
+        float *shared = run_case(&c, a, b);
         for (size_t i = 0; i < c.m; i++)
             for (size_t j = 0; j < c.n; j++) {
                 double abs_sum;
                 gpuws_matmul_oracle_f32(a, b, c.n, c.k, i, j, &abs_sum);
                 const long double bound = 2 * gpuws_matmul_error_bound(0, c.k, abs_sum) * SAFETY;
-                cr_assert(fabsl((long double)tiled[i * c.n + j] - naive[i * c.n + j]) <= bound,
-                          "%zux%zux%zu C[%zu][%zu]: tiled %.9g, naive %.9g", c.m, c.n, c.k, i, j,
-                          (double)tiled[i * c.n + j], (double)naive[i * c.n + j]);
+                cr_assert(fabsl((long double)tiled[i * c.n + j] - naive[i * c.n + j]) <= bound &&
+                              fabsl((long double)shared[i * c.n + j] - naive[i * c.n + j]) <= bound,
+                          "%zux%zux%zu C[%zu][%zu]: tiled %.9g, shared %.9g, naive %.9g", c.m, c.n, c.k, i, j,
+                          (double)tiled[i * c.n + j], (double)shared[i * c.n + j], (double)naive[i * c.n + j]);
             }
+        free(shared);
         free(tiled);
         free(naive);
         free(a);
@@ -297,7 +304,7 @@ BACKEND_TEST(matmul, result_does_not_depend_on_the_kernel)
     float one = 1.0f;
     TEST_OK(gpuws_buffer_fill(a, 0, &one, 4, 64));
     TEST_OK(gpuws_buffer_fill(b, 0, &one, 4, 64));
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 3; v++) {
         TEST_OK(gpuws_matmul_ex(NULL, (gpuws_matmul_variant)v, GPUWS_F32, 0, 4, 4, a, b, c));
         TEST_OK(gpuws_matmul_ex(NULL, (gpuws_matmul_variant)v, GPUWS_F32, 4, 0, 4, a, b, c));
         TEST_OK(gpuws_matmul_ex(NULL, (gpuws_matmul_variant)v, GPUWS_F32, 0, 0, 0, a, b, c));
@@ -343,7 +350,7 @@ BACKEND_TEST(matmul, nan_and_inf_propagate_to_their_row_and_column_only)
         }
         gpuws_buffer *da = test_buffer_from(ctx, ha, M * K * es), *db = test_buffer_from(ctx, hb, K * N * es);
         gpuws_buffer *dc = test_buffer(ctx, M * N * es);
-        for (int v = 0; v < 2; v++) {
+        for (int v = 0; v < 3; v++) {
             TEST_OK(gpuws_matmul_ex(NULL, (gpuws_matmul_variant)v, dt, M, N, K, da, db, dc));
             unsigned char *got = test_download(dc, M * N * es);
             for (size_t i = 0; i < M; i++)
@@ -406,7 +413,7 @@ BACKEND_TEST(matmul, rejects_bad_input_and_writes_nothing)
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_matmul(NULL, GPUWS_F32, 5, 5, 4, a, NULL, c));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_matmul(NULL, GPUWS_F32, 5, 5, 4, a, b, NULL));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_matmul(NULL, GPUWS_I32, 5, 5, 4, a, b, c));
-    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_matmul_ex(NULL, (gpuws_matmul_variant)2, GPUWS_F32, 5, 5, 4, a, b, c));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_matmul_ex(NULL, (gpuws_matmul_variant)3, GPUWS_F32, 5, 5, 4, a, b, c));
     /* the output may not be an input (the kernels read A and B while C is written) */
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_matmul(NULL, GPUWS_F32, 5, 5, 5, a, b, a));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_matmul(NULL, GPUWS_F32, 5, 5, 5, a, b, b));

@@ -14,7 +14,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gpuws matmul M N K [--dtype f32|f64] [--variant tiled|naive] [--repeat N] [--seed S]\n"
+    fprintf(f, "usage: gpuws matmul M N K [--dtype f32|f64] [--variant tiled|shared|naive] [--repeat N] [--seed S]\n"
                "  C (MxN) = A (MxK) . B (KxN), row-major, with A and B uniform in [-1, 1) from the seed (default 1).\n"
                "  Prints corners and the sum of C, how far 1024 sampled elements plus the last row and column lie from\n"
                "  a higher-precision oracle (as a fraction of the error bound, see docs/algorithms/matmul.md), and the\n"
@@ -125,8 +125,8 @@ static int cmd_matmul(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--dtype") && val && (!strcmp(val, "f32") || !strcmp(val, "f64"))) {
             dt = strcmp(val, "f32") ? GPUWS_F64 : GPUWS_F32, i++;
-        } else if (!strcmp(a, "--variant") && val && (!strcmp(val, "tiled") || !strcmp(val, "naive"))) {
-            v = strcmp(val, "tiled") ? GPUWS_MATMUL_NAIVE : GPUWS_MATMUL_TILED, i++;
+        } else if (!strcmp(a, "--variant") && val && (!strcmp(val, "tiled") || !strcmp(val, "shared") || !strcmp(val, "naive"))) {
+            v = !strcmp(val, "tiled") ? GPUWS_MATMUL_TILED : !strcmp(val, "shared") ? GPUWS_MATMUL_SHARED : GPUWS_MATMUL_NAIVE, i++;
         } else if (!strcmp(a, "--repeat") && val && (repeat = atoi(val)) >= 1) {
             i++;
         } else if (!strcmp(a, "--seed") && val && tool_parse_count(val, UINT64_MAX, &seed) == 0) {
@@ -159,7 +159,7 @@ static int cmd_matmul(int argc, char **argv)
         return rc;
     }
     printf("matmul %zu x %zu x %zu %s %s on %s | %s\n", m, n, k, gpuws_dtype_name(dt),
-           v == GPUWS_MATMUL_TILED ? "tiled" : "naive", bi.name, d.name);
+           v == GPUWS_MATMUL_TILED ? "tiled" : v == GPUWS_MATMUL_SHARED ? "shared" : "naive", bi.name, d.name);
     int bad = 0;
     if (m && n) {
         double sum = 0, worst;

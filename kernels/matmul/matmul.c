@@ -18,7 +18,7 @@ static gpuws_status check(gpuws_stream **s, gpuws_matmul_variant variant, gpuws_
 {
     gpuws_status st = gpuws__buffer_context(a, "a", ctx);
     if (st || (st = gpuws__resolve_stream(*ctx, s, "argument 'stream'"))) return st;
-    if ((unsigned)variant > GPUWS_MATMUL_NAIVE)
+    if ((unsigned)variant > GPUWS_MATMUL_SHARED)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "matmul: variant %d is not a gpuws_matmul_variant", (int)variant);
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "matmul: dtype %s is not f32 or f64", gpuws_dtype_name(dt));
@@ -75,6 +75,19 @@ static gpuws_status launch_naive(gpuws_stream *s, gpuws_dtype dt, uint32_t m, ui
                                args, nargs);
 }
 
+static gpuws_status launch_shared(gpuws_stream *s, gpuws_dtype dt, uint32_t m, uint32_t n, gpuws_arg *args, size_t nargs)
+{
+    const gpuws_context *ctx = s->ctx;
+    if (ctx->info.max_block_size < 256)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "matmul: the shared variant needs blocks of 16x16 threads; %s allows %u",
+                            ctx->info.name, ctx->info.max_block_size);
+    uint64_t gy = ((uint64_t)m + 15) / 16;
+    if (gy > ctx->info.max_grid_dims[1]) gy = ctx->info.max_grid_dims[1]; /* the kernel loops over the rest */
+    gpuws_launch_config cfg = {{(uint32_t)(((uint64_t)n + 15) / 16), (uint32_t)gy, 1}, {16, 16, 1}};
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "matmul_shared_f32" : "matmul_shared_f64", program_options(ctx, dt), &cfg,
+                               args, nargs);
+}
+
 static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, uint32_t m, uint32_t n, gpuws_arg *args, size_t nargs)
 {
     const gpuws_context *ctx = s->ctx;
@@ -112,6 +125,8 @@ gpuws_status gpuws_matmul_ex(gpuws_stream *s, gpuws_matmul_variant variant, gpuw
                         gpuws_arg_u32((uint32_t)m), gpuws_arg_u32((uint32_t)n), gpuws_arg_u32((uint32_t)k)};
     if (variant == GPUWS_MATMUL_NAIVE)
         return launch_naive(s, dt, (uint32_t)m, (uint32_t)n, args, GPUWS__NARGS(args));
+    if (variant == GPUWS_MATMUL_SHARED)
+        return launch_shared(s, dt, (uint32_t)m, (uint32_t)n, args, GPUWS__NARGS(args));
     return launch_tiled(s, dt, (uint32_t)m, (uint32_t)n, args, GPUWS__NARGS(args));
 }
 

@@ -1,7 +1,7 @@
-/* C = A·B, row-major, any M, N, K: the same two kernels as matmul.cu, with the same structure and parameters.
+/* C = A·B, row-major, any M, N, K: the same three kernels as matmul.cu, with the same structure and parameters.
  *
- * One source, built per dtype: without -DMM_F64 it defines matmul_naive_f32 and matmul_tiled_f32, with
- * -DMM_F64=1 (only where the device has fp64) matmul_naive_f64 and matmul_tiled_f64. Tunables of the tiled
+ * One source, built per dtype: without -DMM_F64 it defines matmul_{naive,shared,tiled}_f32, with -DMM_F64=1
+ * (only where the device has fp64) the same _f64. Tunables of the tiled
  * kernel, as -D options (the host driver picks them by device type):
  *   MM_TX, MM_TY  work-items along n and m (default 16×16 = 256)
  *   MM_VW         vector width in elements, 2 or 4 (default 16 bytes: 4 for f32, 2 for f64)
@@ -76,6 +76,29 @@ __kernel void MM_NAME(naive)(__global const T *A, __global const T *B, __global 
         T acc = 0;
         for (uint l = 0; l < K; l++) acc += a[l] * B[(ulong)l * N + col];
         C[(ulong)row * N + col] = acc;
+    }
+}
+
+/* A 16×16 work-group per 16×16 tile of C, A's and B's tiles in local memory (the workshop's second version); y
+ * loops over tile rows when the grid is shorter than M / 16. */
+#define MM_TS 16
+__kernel __attribute__((reqd_work_group_size(MM_TS, MM_TS, 1))) void MM_NAME(shared)(__global const T *A,
+                                                                                      __global const T *B, __global T *C,
+                                                                                      uint M, uint N, uint K)
+{
+    __local T As[MM_TS][MM_TS], Bs[MM_TS][MM_TS];
+    const uint tx = get_local_id(0), ty = get_local_id(1), col = get_group_id(0) * MM_TS + tx;
+    for (uint r0 = get_group_id(1) * MM_TS; r0 < M; r0 += get_num_groups(1) * MM_TS) {
+        const uint row = r0 + ty;
+        T acc = 0;
+        for (uint t = 0; t < K; t += MM_TS) {
+            As[ty][tx] = row < M && t + tx < K ? A[(ulong)row * K + t + tx] : (T)0;
+            Bs[ty][tx] = t + ty < K && col < N ? B[(ulong)(t + ty) * N + col] : (T)0;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (uint l = 0; l < MM_TS; l++) acc += As[ty][l] * Bs[l][tx];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (row < M && col < N) C[(ulong)row * N + col] = acc;
     }
 }
 

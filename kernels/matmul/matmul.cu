@@ -1,5 +1,6 @@
 // C = A·B, row-major, any M, N, K. Two variants:
 //   matmul_naive_<t>: one thread per element of C (the workshop's first version, the "before").
+//   matmul_shared_<t>: 16x16 tiles of A and B in shared memory, one thread per element of C (its second version).
 //   matmul_tiled_<t>: the classic CUDA-core GEMM. A block of TX×TY = 256 threads computes a BM×BN tile of C,
 //     each thread a (2·VW)×(2·VW) register micro-tile made of 2×2 sub-blocks VW wide, VW = 16 bytes / element
 //     (f32: 128×128 tiles, 8×8 per thread; f64: 64×64 tiles, 4×4 per thread). K advances BK at a time through
@@ -40,6 +41,28 @@ __device__ void matmul_naive(const T *__restrict__ A, const T *__restrict__ B, T
         T acc = 0;
         for (unsigned l = 0; l < K; l++) acc += a[l] * B[(size_t)l * N + col];
         C[(size_t)row * N + col] = acc;
+    }
+}
+
+// A 16x16 block per 16x16 tile of C; y loops over tile rows when the grid is shorter than M / 16.
+template <typename T>
+__device__ void matmul_shared(const T *__restrict__ A, const T *__restrict__ B, T *__restrict__ C, unsigned M, unsigned N,
+                              unsigned K)
+{
+    constexpr unsigned TS = 16;
+    __shared__ T As[TS][TS], Bs[TS][TS];
+    const unsigned tx = threadIdx.x, ty = threadIdx.y, col = blockIdx.x * TS + tx;
+    for (unsigned r0 = blockIdx.y * TS; r0 < M; r0 += gridDim.y * TS) {
+        const unsigned row = r0 + ty;
+        T acc = 0;
+        for (unsigned t = 0; t < K; t += TS) {
+            As[ty][tx] = row < M && t + tx < K ? A[(size_t)row * K + t + tx] : T(0);
+            Bs[ty][tx] = t + ty < K && col < N ? B[(size_t)(t + ty) * N + col] : T(0);
+            __syncthreads();
+            for (unsigned l = 0; l < TS; l++) acc += As[ty][l] * Bs[l][tx];
+            __syncthreads();
+        }
+        if (row < M && col < N) C[(size_t)row * N + col] = acc;
     }
 }
 
@@ -173,6 +196,15 @@ extern "C" __global__ void matmul_naive_f64(const double *A, const double *B, do
 {
     matmul_naive(A, B, C, M, N, K);
 }
+extern "C" __global__ void matmul_shared_f32(const float *A, const float *B, float *C, unsigned M, unsigned N, unsigned K)
+{
+    matmul_shared(A, B, C, M, N, K);
+}
+extern "C" __global__ void matmul_shared_f64(const double *A, const double *B, double *C, unsigned M, unsigned N,
+                                             unsigned K)
+{
+    matmul_shared(A, B, C, M, N, K);
+}
 extern "C" __global__ void __launch_bounds__(256, 2)
     matmul_tiled_f32(const float *A, const float *B, float *C, unsigned M, unsigned N, unsigned K)
 {
@@ -185,4 +217,5 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 }
 
 GPUWS_CUDA_KERNELS(matmul, GPUWS_CUDA_KERNEL(matmul_naive_f32), GPUWS_CUDA_KERNEL(matmul_naive_f64),
+                   GPUWS_CUDA_KERNEL(matmul_shared_f32), GPUWS_CUDA_KERNEL(matmul_shared_f64),
                    GPUWS_CUDA_KERNEL(matmul_tiled_f32), GPUWS_CUDA_KERNEL(matmul_tiled_f64))

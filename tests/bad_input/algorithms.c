@@ -482,9 +482,9 @@ BAD_CASE(matmul_with_m_zero_writes_nothing, BAD_ALL, GPUWS_OK, "")
     return st;
 }
 
-BAD_CASE(matmul_ex_variant_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "variant 2 is not a gpuws_matmul_variant")
+BAD_CASE(matmul_ex_variant_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "variant 3 is not a gpuws_matmul_variant")
 {
-    return gpuws_matmul_ex(NULL, (gpuws_matmul_variant)2, GPUWS_F32, 4, 4, 4, f->in, f->in, f->out);
+    return gpuws_matmul_ex(NULL, (gpuws_matmul_variant)3, GPUWS_F32, 4, 4, 4, f->in, f->in, f->out);
 }
 
 BAD_CASE(matmul_ex_negative_variant, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "variant -1 is not a gpuws_matmul_variant")

@@ -4,13 +4,16 @@
 extern "C" {
 #endif
 
-/* Which kernel computes the product. Both give results within the same error bound (below). */
+/* Which kernel computes the product. All give results within the same error bound (below). */
 typedef enum gpuws_matmul_variant {
     /* Shared-memory tiles with register blocking (the default; the fast one). */
     GPUWS_MATMUL_TILED = 0,
     /* One thread per element of C reading A and B straight from device memory: the workshop's first version,
      * kept as the "before" of the benchmarks. */
-    GPUWS_MATMUL_NAIVE = 1
+    GPUWS_MATMUL_NAIVE = 1,
+    /* 16×16 tiles of A and B staged in shared memory, one thread per element of C, a block barrier per tile: the
+     * workshop's second version (and examples/kernels/matmul_tiled.c written in the kernel dialect). */
+    GPUWS_MATMUL_SHARED = 2
 } gpuws_matmul_variant;
 
 /* C = A · B, row-major: A is m×k, B is k×n, C is m×n (NumPy's `C = A @ B` on C-contiguous arrays), dtype
@@ -30,7 +33,7 @@ typedef enum gpuws_matmul_variant {
 GPUWS_API gpuws_status gpuws_matmul(gpuws_stream *stream, gpuws_dtype dtype, size_t m, size_t n, size_t k,
                                     const gpuws_buffer *a, const gpuws_buffer *b, gpuws_buffer *c);
 
-/* The same with the kernel chosen (the CPU backend runs its one reference for both). A variant outside the
+/* The same with the kernel chosen (the CPU backend runs its one reference for all). A variant outside the
  * enum is GPUWS_ERR_INVALID_ARGUMENT. */
 GPUWS_API gpuws_status gpuws_matmul_ex(gpuws_stream *stream, gpuws_matmul_variant variant, gpuws_dtype dtype, size_t m,
                                        size_t n, size_t k, const gpuws_buffer *a, const gpuws_buffer *b,
