@@ -96,16 +96,16 @@ static bool dir_trusted(const gpuws__cache *c)
     return true;
 }
 
-bool gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, unsigned char **bin, size_t *len)
+gpuws_status gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, unsigned char **bin, size_t *len)
 {
     *bin = NULL;
     *len = 0;
-    if (!c->enabled || !dir_trusted(c)) return false;
+    if (!c->enabled || !dir_trusted(c)) return GPUWS_OK;
     char path[1100];
     entry_path(c, key, ext, path, sizeof path);
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; the fstat below refuses it anyway */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return false;
+    if (fd < 0) return GPUWS_OK;
     struct stat sb;
     bool ok = false;
     char magic[8];
@@ -113,6 +113,7 @@ bool gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, 
     uint64_t bl, sum;
     char *k = NULL;
     unsigned char *b = NULL;
+    size_t failed_alloc = 0; /* bytes of an allocation that failed */
     const size_t want_kl = strlen(key);
     const char *why = "corrupt, truncated or for another device";
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
@@ -128,22 +129,33 @@ bool gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, 
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     if (!read_all(fd, magic, 8) || memcmp(magic, MAGIC, 8) != 0) goto done;
     if (!read_all(fd, &kl, sizeof kl) || kl != want_kl) goto done;
-    if (!(k = gpuws__malloc(kl ? kl : 1)) || !read_all(fd, k, kl) || memcmp(k, key, kl) != 0) goto done;
+    if (!(k = gpuws__malloc(kl ? kl : 1))) {
+        failed_alloc = kl ? kl : 1;
+        goto done;
+    }
+    if (!read_all(fd, k, kl) || memcmp(k, key, kl) != 0) goto done;
     if (!read_all(fd, &bl, sizeof bl) || bl == 0 || bl > MAX_BINARY) goto done;
-    if (!(b = gpuws__malloc(bl)) || !read_all(fd, b, bl)) goto done;
+    if (!(b = gpuws__malloc(bl))) {
+        failed_alloc = bl;
+        goto done;
+    }
+    if (!read_all(fd, b, bl)) goto done;
     if (!read_all(fd, &sum, sizeof sum) || sum != checksum(key, kl, b, bl)) goto done;
     ok = true;
 done:
     close(fd);
     gpuws__free(k);
+    if (failed_alloc)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "reading program cache entry %s: allocating %zu bytes failed", path,
+                            failed_alloc);
     if (!ok) {
         gpuws__log(GPUWS__LOG_INFO, "program cache entry %s is not used (%s); rebuilding", path, why);
         gpuws__free(b);
-        return false;
+        return GPUWS_OK;
     }
     *bin = b;
     *len = bl;
-    return true;
+    return GPUWS_OK;
 }
 
 static void mkdirs(const char *dir)

@@ -336,7 +336,12 @@ gpuws_status gpuws__cpu_program_build(gpuws_program *p)
     char path[PATH_MAX];
     unsigned char *bin = NULL;
     size_t len = 0;
-    if (use_cache && gpuws__cache_load(&cache, k, ".so", &bin, &len)) {
+    if (use_cache && (st = gpuws__cache_load(&cache, k, ".so", &bin, &len))) {
+        remove_dir(dir);
+        gpuws__free(k);
+        return st;
+    }
+    if (bin) {
         /* dlopen needs a file: a private copy, so the entry itself is never mapped */
         snprintf(path, sizeof path, "%s/cached.so", dir);
         st = write_file(path, bin, len, "a cached program to");

@@ -656,7 +656,14 @@ static gpuws_status build_program(gpuws_context *ctx, const char *name, const ch
     cl_int e;
     unsigned char *bin;
     size_t binlen;
-    bool have = use_cache && gpuws__cache_load(&c->cache, key, ".clbin", &bin, &binlen);
+    bin = NULL;
+    binlen = 0;
+    gpuws_status cst = use_cache ? gpuws__cache_load(&c->cache, key, ".clbin", &bin, &binlen) : GPUWS_OK;
+    if (cst) {
+        free(key);
+        return cst;
+    }
+    bool have = bin != NULL;
     if (!have && use_cache && c->cache.enabled) {
         char path[1100];
         gpuws__cache_path(&c->cache, key, ".clbin", path, sizeof path);
