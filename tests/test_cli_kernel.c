@@ -67,6 +67,11 @@ static const kernel_case cases[] = {
      {"kernel", "check", "@cpu.gw"}, 0, {NULL},
      {{"cpu", "ok (2 kernels: axpy(Lfbb), only_cpu(i))"}, {"opencl", "only_cpu(i) [not in this build]"}}},
 
+    {"kernel_made_by_a_macro_is_not_seen", {NULL},
+     {{"macro.gw", "#define MAKE(name) GW_KERNEL void name(GW_GLOBAL gw_f32 *y) { y[0] = 1; }\nMAKE(k1)\n"}},
+     {"kernel", "check", "@macro.gw"}, 0, {"kernels must be written out (one made by a macro is not seen)"},
+     {{"*", "ok (0 kernels)"}}},
+
     /* compile errors: exit 1, the user's file:line */
     {"compile_error_names_file_and_line", {NULL}, {{"bad.gw", UNDECLARED}}, {"kernel", "check", "@bad.gw"}, 1,
      {"bad.gw: FAILED on ", "compiler output:", "undefined_thing"}, {{"*", "FAILED: "}, {"*", "bad.gw:3: "}}},

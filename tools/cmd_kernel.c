@@ -228,6 +228,7 @@ static int check_device(const check *c, const char *source, const char *backend,
             printf("%s%s(%s)%s", i ? ", " : "", p->decls[i].name, p->decls[i].sig, k ? "" : " [not in this build]");
         }
         printf(")\n");
+        if (!n) printf("        no GW_KERNEL definition: kernels must be written out (one made by a macro is not seen)\n");
         if (missing) printf("        [not in this build]: declared where this compiler does not see it (an #if)\n");
     }
     if (log && *log) {
