@@ -78,11 +78,11 @@ static char *read_text(const char *path)
             s = t;
         }
     }
-    const int failed = ferror(f);
+    const int e = !s ? ENOMEM : ferror(f) ? EIO : 0;
     fclose(f);
-    if (!s || failed) {
+    if (e) {
         free(s);
-        errno = s ? EIO : ENOMEM;
+        errno = e;
         return NULL;
     }
     s[len] = 0;
