@@ -8,7 +8,13 @@
 
 /* The source with every #include of an in-memory header replaced by the header's text, between #line
  * directives so that diagnostics name the header and the user's file with their own line numbers. An #include of
- * a name not among the headers is GPUWS_ERR_BUILD ("file:line: ..."). *out is gpuws__malloc'd. */
+ * a name not among the headers is GPUWS_ERR_BUILD ("file:line: ..."), except GPUWS__EDITOR_HEADER, which becomes a
+ * comment. *out is gpuws__malloc'd. */
+/* include/gpuws/kernel_dialect.h declares the dialect for editors. The backend's own dialect is already in front of
+ * the source, so gpuws__program_expand drops an #include of it (unless the caller gave a header of that name). */
+#define GPUWS__EDITOR_HEADER "gpuws/kernel_dialect.h"
+/* If the line [line, line + len) is an #include directive ("name" or <name>), its name's start and length. */
+bool gpuws__include_name(const char *line, size_t len, const char **name, size_t *nlen);
 gpuws_status gpuws__program_expand(const char *source, const char *file, const gpuws_program_header *headers,
                                    size_t nheaders, char **out);
 

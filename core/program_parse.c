@@ -20,8 +20,7 @@ static const gpuws_program_header *find_header(const gpuws_program_header *h, si
     return NULL;
 }
 
-/* If line (length len) is an #include directive, its name's start and length. */
-static bool include_name(const char *line, size_t len, const char **name, size_t *nlen)
+bool gpuws__include_name(const char *line, size_t len, const char **name, size_t *nlen)
 {
     const char *p = line, *end = line + len;
     while (p < end && (*p == ' ' || *p == '\t')) p++;
@@ -50,8 +49,11 @@ static gpuws_status expand(gpuws__strbuf *out, const char *src, const char *file
         const size_t len = e ? (size_t)(e - p) : strlen(p);
         const char *name;
         size_t nlen;
-        if (include_name(p, len, &name, &nlen)) {
-            const gpuws_program_header *h = find_header(headers, nh, name, nlen);
+        const bool inc = gpuws__include_name(p, len, &name, &nlen);
+        const gpuws_program_header *h = inc ? find_header(headers, nh, name, nlen) : NULL;
+        if (inc && !h && nlen == sizeof GPUWS__EDITOR_HEADER - 1 && strncmp(name, GPUWS__EDITOR_HEADER, nlen) == 0) {
+            gpuws__sb_puts(out, "/* " GPUWS__EDITOR_HEADER ": the dialect is above */\n");
+        } else if (inc) {
             if (!h)
                 return gpuws__error(GPUWS_ERR_BUILD, "%s:%lu: #include \"%.*s\": no such header (a program includes only "
                                     "the headers given in gpuws_program_options.headers)", file, line, (int)nlen, name);

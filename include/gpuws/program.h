@@ -25,7 +25,8 @@ extern "C" {
 
 typedef struct gpuws_program gpuws_program;
 
-/* An in-memory file the source may #include "name" (or <name>). */
+/* An in-memory file the source may #include "name" (or <name>). #include <gpuws/kernel_dialect.h> needs none:
+ * that header is for editors and the library drops the line. */
 typedef struct gpuws_program_header {
     const char *name;
     const char *source;
