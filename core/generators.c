@@ -163,8 +163,9 @@ gpuws_status gpuws_elementwise_launch(gpuws_stream *s, gpuws_kernel *k, uint64_t
     if (!k->program || k->program->generator != 'e')
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "kernel '%s' was not made by gpuws_elementwise_create (launch it "
                             "with gpuws_launch)", k->name);
-    if (nargs + 1 > GPUWS__SIG_MAX)
-        return gpuws__error(GPUWS_ERR_ARGUMENTS, "elementwise kernel: %zu arguments given; it takes %zu", nargs, strlen(k->sig) - 1);
+    if (nargs + 1 != strlen(k->sig))
+        return gpuws__error(GPUWS_ERR_ARGUMENTS, "elementwise kernel: %zu argument(s) given; its params take %zu", nargs,
+                            strlen(k->sig) - 1);
     if (nargs && !args) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'args' is NULL with nargs = %zu", nargs);
     gpuws_arg all[GPUWS__SIG_MAX];
     if (nargs) memcpy(all, args, nargs * sizeof *args);
@@ -281,8 +282,9 @@ gpuws_status gpuws_reduction_launch(gpuws_stream *s, gpuws_reduction *r, uint64_
     if (!st) st = gpuws__check_same_context(ctx, out, "argument 'out'");
     if (!st) st = gpuws__check_range(out, 0, r->out_size, "argument 'out'");
     if (st) return st;
-    if (nargs + 3 > GPUWS__SIG_MAX)
-        return gpuws__error(GPUWS_ERR_ARGUMENTS, "reduction: %zu arguments given; it takes %zu", nargs, strlen(r->partial->sig) - 3);
+    if (nargs + 3 != strlen(r->partial->sig))
+        return gpuws__error(GPUWS_ERR_ARGUMENTS, "reduction: %zu argument(s) given; its params take %zu", nargs,
+                            strlen(r->partial->sig) - 3);
     if (nargs && !args) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'args' is NULL with nargs = %zu", nargs);
     const gpuws_device_info *d = &ctx->info;
     uint64_t lim = REDUCE_BLOCK;

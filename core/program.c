@@ -151,7 +151,10 @@ static gpuws_status create(gpuws_context *ctx, const char *source, const gpuws_p
         char diag[1024];
         gpuws__first_diagnostic(p->log, p->file_name, diag, sizeof diag);
         if (!diag[0]) gpuws__strlcpy(diag, gpuws_last_error(), sizeof diag);
-        gpuws__error(GPUWS_ERR_BUILD, "%s (the whole compiler output: gpuws_program_log)", diag);
+        if (internal) /* no program is handed out: the whole output goes into the message */
+            gpuws__error(GPUWS_ERR_BUILD, "%s; the compiler's output:\n%s", diag, p->log ? p->log : "");
+        else
+            gpuws__error(GPUWS_ERR_BUILD, "%s (the whole compiler output: gpuws_program_log)", diag);
         if (ctx->backend->program_destroy && p->impl) ctx->backend->program_destroy(p);
         p->impl = NULL;
         return internal ? (program_free(p), GPUWS_ERR_BUILD) : fail_program(p, out);

@@ -75,12 +75,23 @@ void gpuws__sb_free(gpuws__strbuf *b)
 /* Compilers write "file:line:col: error: message" (gcc, clang, PoCL), "file(line): error: message" (NVRTC) or
  * "<file>:line:col: error: message" (NVIDIA's OpenCL). Finds the first line that names file and reads the line
  * number after it. */
-static bool parse_diag(const char *line, size_t len, const char *file, unsigned long *lineno, const char **msg)
+static bool parse_diag(const char *line, size_t len, const char *file, unsigned long *lineno, const char **msg,
+                       const char **name, size_t *name_len)
 {
-    const size_t fl = strlen(file);
+    const size_t fl = file ? strlen(file) : 0;
     for (const char *p = line; p + fl < line + len; p++) {
-        if (strncmp(p, file, fl) != 0) continue;
-        const char *q = p + fl;
+        const char *q;
+        if (file) {
+            if (strncmp(p, file, fl) != 0) continue;
+            q = p + fl;
+        } else { /* any file: a name without spaces at the start of the line, or after "error: " */
+            if (p != line && !(p - line >= 7 && !strncmp(p - 7, "error: ", 7))) continue;
+            q = p;
+            while (q < line + len && *q != ':' && *q != '(' && *q != ' ') q++;
+            if (q == p) continue;
+        }
+        *name = p;
+        *name_len = (size_t)(q - p);
         if (*q == '"' || *q == '>') q++;
         if (*q != ':' && *q != '(') continue;
         q++;
@@ -103,25 +114,24 @@ static bool parse_diag(const char *line, size_t len, const char *file, unsigned 
     return false;
 }
 
-void gpuws__first_diagnostic(const char *log, const char *file, char *out, size_t n)
+static bool find_diag(const char *log, const char *file, char *out, size_t n)
 {
-    if (!n) return;
-    out[0] = 0;
-    if (!log) return;
     const char *first_line = NULL, *first_error = NULL;
     size_t first_len = 0, error_len = 0;
     unsigned long el = 0;
-    const char *emsg = NULL;
+    const char *emsg = NULL, *ename = NULL;
+    size_t ename_len = 0;
     for (const char *p = log; *p;) {
         const char *e = strchr(p, '\n');
         size_t len = e ? (size_t)(e - p) : strlen(p);
         unsigned long ln;
-        const char *msg;
+        const char *msg, *name;
+        size_t name_len;
         if (len && !first_line) first_line = p, first_len = len;
-        if (parse_diag(p, len, file, &ln, &msg)) {
+        if (parse_diag(p, len, file, &ln, &msg, &name, &name_len)) {
             bool is_error = strstr(msg, "error") == msg || strstr(msg, "fatal") == msg;
             if (!first_error || (is_error && !(strstr(emsg, "error") == emsg || strstr(emsg, "fatal") == emsg))) {
-                first_error = p, error_len = len, el = ln, emsg = msg;
+                first_error = p, error_len = len, el = ln, emsg = msg, ename = name, ename_len = name_len;
                 if (is_error) break;
             }
         }
@@ -130,8 +140,18 @@ void gpuws__first_diagnostic(const char *log, const char *file, char *out, size_
     }
     if (first_error) {
         size_t ml = error_len - (size_t)(emsg - first_error);
-        snprintf(out, n, "%s:%lu: %.*s", file, el, (int)ml, emsg);
-    } else if (first_line) {
-        snprintf(out, n, "%.*s", (int)first_len, first_line);
+        snprintf(out, n, "%.*s:%lu: %.*s", (int)ename_len, ename, el, (int)ml, emsg);
+        return true;
     }
+    if (first_line && !file) snprintf(out, n, "%.*s", (int)first_len, first_line);
+    return false;
+}
+
+void gpuws__first_diagnostic(const char *log, const char *file, char *out, size_t n)
+{
+    if (!n) return;
+    out[0] = 0;
+    if (!log) return;
+    /* the user's file first; else any file the log names (a header, a generator's text); else the first line */
+    if (!find_diag(log, file, out, n)) find_diag(log, NULL, out, n);
 }

@@ -285,6 +285,8 @@ static gpuws_status compile(gpuws_program *p, const char *dir, bool *failed)
     argv[n++] = "-fno-math-errno";
     argv[n++] = "-ffp-contract=fast";
     argv[n++] = "-fvisibility=hidden";
+    /* a function no backend has (rsqrt, a typo) is an error here too, not a symbol missing at load time */
+    argv[n++] = "-Werror=implicit-function-declaration";
     if (p->flags & GPUWS_PROGRAM_FAST_MATH) argv[n++] = "-ffast-math";
     argv[n++] = "-o";
     argv[n++] = so;

@@ -80,18 +80,18 @@ GW__EXPORT void gw__init(const gw__runtime *rt) { gw__rt = rt; }
 #define gw_atomic_add_u64(p, v) __atomic_fetch_add((gw_u64 *)(p), (gw_u64)(v), __ATOMIC_RELAXED)
 #define gw_atomic_xchg_u32(p, v) __atomic_exchange_n((gw_u32 *)(p), (gw_u32)(v), __ATOMIC_RELAXED)
 #define gw_atomic_xchg_u64(p, v) __atomic_exchange_n((gw_u64 *)(p), (gw_u64)(v), __ATOMIC_RELAXED)
-static inline gw_u32 gw_atomic_cas_u32(gw_u32 *p, gw_u32 cmp, gw_u32 v)
+static inline __attribute__((unused)) gw_u32 gw_atomic_cas_u32(gw_u32 *p, gw_u32 cmp, gw_u32 v)
 {
     __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return cmp;
 }
-static inline gw_u64 gw_atomic_cas_u64(gw_u64 *p, gw_u64 cmp, gw_u64 v)
+static inline __attribute__((unused)) gw_u64 gw_atomic_cas_u64(gw_u64 *p, gw_u64 cmp, gw_u64 v)
 {
     __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return cmp;
 }
 #define GW__ATOMIC_MINMAX(NAME, T, OP)                                                                          \
-    static inline T NAME(T *p, T v)                                                                             \
+    static inline __attribute__((unused)) T NAME(T *p, T v)                                                     \
     {                                                                                                           \
         T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                           \
         while (!(v OP old) ? 0 : !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \
@@ -102,7 +102,7 @@ GW__ATOMIC_MINMAX(gw_atomic_min_i32, gw_i32, <)
 GW__ATOMIC_MINMAX(gw_atomic_min_u32, gw_u32, <)
 GW__ATOMIC_MINMAX(gw_atomic_max_i32, gw_i32, >)
 GW__ATOMIC_MINMAX(gw_atomic_max_u32, gw_u32, >)
-static inline gw_f32 gw_atomic_add_f32(gw_f32 *p, gw_f32 v)
+static inline __attribute__((unused)) gw_f32 gw_atomic_add_f32(gw_f32 *p, gw_f32 v)
 {
     gw_u32 old = __atomic_load_n((gw_u32 *)p, __ATOMIC_RELAXED), upd;
     gw_f32 f;
