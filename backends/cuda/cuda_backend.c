@@ -1,6 +1,7 @@
 /* CUDA backend: cudart, linked statically, so a machine without the NVIDIA driver still runs the other
- * backends; here the backend then reports "unavailable: <reason>". Kernels are compiled by nvcc into the
- * library and found by name in the tables the .cu files export (cuda_kernel.h). */
+ * backends; here the backend then reports "unavailable: <reason>". Built-in kernels are compiled by nvcc into the
+ * library and found by name in the tables the .cu files export (cuda_kernel.h); user programs are compiled at run
+ * time by NVRTC (cuda_program.c). */
 #include "cuda_internal.h"
 #include "cuda_kernel.h"
 
@@ -387,6 +388,8 @@ static gpuws_status cuda_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_la
     return GPUWS_OK;
 }
 
+extern const char gpuws__dialect_cuda[];
+
 const gpuws__backend gpuws__backend_cuda = {
     .kind = GPUWS_BACKEND_CUDA,
     .name = "cuda",
@@ -416,4 +419,9 @@ const gpuws__backend gpuws__backend_cuda = {
     .kernel_create = cuda_kernel_create,
     .kernel_destroy = cuda_kernel_destroy,
     .launch = cuda_launch,
+    .dialect = gpuws__dialect_cuda,
+    .program_text = gpuws__cuda_program_text,
+    .program_build = gpuws__cuda_program_build,
+    .program_destroy = gpuws__cuda_program_destroy,
+    .program_kernel = gpuws__cuda_program_kernel,
 };
