@@ -1,10 +1,10 @@
 /* CUDA backend: cudart, linked statically, so a machine without the NVIDIA driver still runs the other
- * backends; here the backend then reports "unavailable: <reason>". Kernels are compiled by nvcc into the
- * library and found by name in the tables the .cu files export (cuda_kernel.h). */
-#include "../../core/backend_impl.h"
+ * backends; here the backend then reports "unavailable: <reason>". Built-in kernels are compiled by nvcc into the
+ * library and found by name in the tables the .cu files export (cuda_kernel.h); user programs are compiled at run
+ * time by NVRTC (cuda_program.c). */
+#include "cuda_internal.h"
 #include "cuda_kernel.h"
 
-#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +30,8 @@ static gpuws_status cuda_fail(cudaError_t e, const char *what)
     cudaGetLastError(); /* clear non-sticky errors so the context stays usable */
     return gpuws__error(cuda_status(e), "%s: %s (%d): %s", what, cudaGetErrorName(e), (int)e, cudaGetErrorString(e));
 }
+
+gpuws_status gpuws__cuda_fail(cudaError_t e, const char *what) { return cuda_fail(e, what); }
 
 #define CHECK_CU(call, ...)                                                                                     \
     do {                                                                                                        \
@@ -121,6 +123,7 @@ typedef struct {
 } cuda_ctx;
 
 #define DEV(ctx) (((cuda_ctx *)(ctx)->impl)->dev)
+int gpuws__cuda_device(const gpuws_context *ctx) { return DEV(ctx); }
 /* The calling thread's current device must be the context's before every runtime call. */
 #define SET_DEVICE(ctx) CHECK_CU(cudaSetDevice(DEV(ctx)), "cudaSetDevice(%d)", DEV(ctx))
 
@@ -301,10 +304,23 @@ static gpuws_status cuda_event_elapsed(gpuws_event *a, gpuws_event *b, double *m
 /* ---- kernels -------------------------------------------------------------------------------------------- */
 
 typedef struct {
-    const gpuws__cuda_kernel *entry;
+    const void *func;  /* a __global__ function, or a user program's cudaKernel_t */
     size_t smem_optin; /* dynamic shared memory the function has been allowed so far */
     pthread_mutex_t lock;
 } cuda_kernel_impl;
+
+gpuws_status gpuws__cuda_kernel_init(gpuws_kernel *k, const void *func, const struct cudaFuncAttributes *attr)
+{
+    cuda_kernel_impl *ki = calloc(1, sizeof *ki);
+    if (!ki) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a kernel");
+    ki->func = func;
+    ki->smem_optin = 48 * 1024;
+    pthread_mutex_init(&ki->lock, NULL);
+    k->info.max_block_size = (uint32_t)attr->maxThreadsPerBlock;
+    k->info.static_shared_bytes = attr->sharedSizeBytes;
+    k->impl = ki;
+    return GPUWS_OK;
+}
 
 static gpuws_status cuda_kernel_create(gpuws_kernel *k)
 {
@@ -324,15 +340,7 @@ static gpuws_status cuda_kernel_create(gpuws_kernel *k)
     size_t n = strlen(found->sig);
     if (n > GPUWS__SIG_MAX) return gpuws__error(GPUWS_ERR_INTERNAL, "kernel '%s' has too many parameters", k->name);
     memcpy(k->sig, found->sig, n + 1);
-    k->info.max_block_size = (uint32_t)attr.maxThreadsPerBlock;
-    k->info.static_shared_bytes = attr.sharedSizeBytes;
-    cuda_kernel_impl *ki = calloc(1, sizeof *ki);
-    if (!ki) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a kernel");
-    ki->entry = found;
-    ki->smem_optin = 48 * 1024;
-    pthread_mutex_init(&ki->lock, NULL);
-    k->impl = ki;
-    return GPUWS_OK;
+    return gpuws__cuda_kernel_init(k, found->func, &attr);
 }
 
 static void cuda_kernel_destroy(gpuws_kernel *k)
@@ -367,7 +375,7 @@ static gpuws_status cuda_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_la
         pthread_mutex_lock(&ki->lock);
         cudaError_t e = cudaSuccess;
         if (smem > ki->smem_optin) {
-            e = cudaFuncSetAttribute(ki->entry->func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            e = cudaFuncSetAttribute(ki->func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
             if (e == cudaSuccess) ki->smem_optin = smem;
         }
         pthread_mutex_unlock(&ki->lock);
@@ -375,10 +383,12 @@ static gpuws_status cuda_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_la
     }
     dim3 grid = {cfg->grid[0], cfg->grid[1], cfg->grid[2]};
     dim3 block = {cfg->block[0], cfg->block[1], cfg->block[2]};
-    CHECK_CU(cudaLaunchKernel(ki->entry->func, grid, block, argv, smem, STREAM(s)), "launching '%s' with grid (%u,%u,%u) block (%u,%u,%u)",
-             k->name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
+    CHECK_CU(cudaLaunchKernel(ki->func, grid, block, argv, smem, STREAM(s)),
+             "launching '%s' with grid (%u,%u,%u) block (%u,%u,%u)", k->name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
     return GPUWS_OK;
 }
+
+extern const char gpuws__dialect_cuda[];
 
 const gpuws__backend gpuws__backend_cuda = {
     .kind = GPUWS_BACKEND_CUDA,
@@ -409,4 +419,9 @@ const gpuws__backend gpuws__backend_cuda = {
     .kernel_create = cuda_kernel_create,
     .kernel_destroy = cuda_kernel_destroy,
     .launch = cuda_launch,
+    .dialect = gpuws__dialect_cuda,
+    .program_text = gpuws__cuda_program_text,
+    .program_build = gpuws__cuda_program_build,
+    .program_destroy = gpuws__cuda_program_destroy,
+    .program_kernel = gpuws__cuda_program_kernel,
 };
