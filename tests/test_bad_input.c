@@ -1180,7 +1180,8 @@ static const fits_write_case fits_write_cases[] = {
     {"under_proc", "/proc/gpuws-bad-input.fits", "cannot create the file"},
     {"under_a_regular_file", "%s/regular/out.fits", "cannot create the file"},
     {"in_a_missing_directory", "%s/missing/out.fits", "cannot create the file"},
-    {"onto_a_directory", "%s/adir", "writing failed"},
+    {"onto_a_directory", "%s/adir", "cannot create the file: it exists"},
+    {"onto_an_existing_file", "%s/regular", "cannot create the file: it exists"},
 };
 #define N_FITS_WRITE (sizeof fits_write_cases / sizeof fits_write_cases[0])
 
@@ -1221,6 +1222,10 @@ ParameterizedTest(int *i, bad_input, fits_write, .init = fits_setup, .fini = fit
     struct stat sb;
     if (strcmp(c->name, "onto_a_directory") == 0) cr_assert(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode), "the directory is gone");
     else if (strncmp(path, "/proc", 5) == 0) cr_assert_neq(stat(path, &sb), 0, "%s exists", path);
+    fits_path(fixture, sizeof fixture, "regular");
+    char *kept = test_read_file(fixture); /* never replaced: fits_write_image creates new files only */
+    cr_assert_str_eq(kept, "x\n", "%s: the existing file was written", c->name);
+    free(kept);
 }
 
 Test(bad_input, fits_write_nothing_to_write)

@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "fits_io.h"
 #include "gpuws/algorithms.h"
+#include "output_files.h"
 #include "convolve1d/convolve1d_ref.h"
 #include "convolve2d/convolve2d_ref.h"
 
@@ -23,8 +24,9 @@ static void usage(FILE *f)
             "       gpuws convolve --demo [--dtype f32|f64] [--size N] [--repeat N]\n"
             "  Convolves the first 2-D image of IN.fits with that of KERNEL.fits exactly as\n"
             "  scipy.signal.convolve2d(in, kernel, mode, boundary, fillvalue) does (defaults: full, fill, 0) and writes\n"
-            "  OUT.fits (written completely or not at all). The arithmetic is f64 when either file holds doubles,\n"
-            "  else f32, unless --dtype says otherwise.\n"
+            "  OUT.fits, completely or not at all: a regular file (or a symlink's target) is replaced, keeping its\n"
+            "  permissions; a device or FIFO is written into; a directory, or one of the inputs, is refused before any\n"
+            "  work. The arithmetic is f64 when either file holds doubles, else f32, unless --dtype says otherwise.\n"
             "  --separable: the kernel K (kh x kw) is outer(col, row). gpuws factors it in double, with (j*, k*) the\n"
             "  entry of largest |K|: col[j] = K[j][k*], row[k] = K[j*][k] / K[j*][k*], and convolves in two 1-D passes\n"
             "  (kh + kw products per output instead of kh * kw; rounding differs from the 2-D sum, see\n"
@@ -35,7 +37,8 @@ static void usage(FILE *f)
             "  device (median of --repeat runs, default 20) next to one run of the scalar reference on one CPU core;\n"
             "  also the same 2-D convolution through the separable path (outer(g, g), g = exp(-x^2 / 2)), timed the\n"
             "  same way and compared with the 2-D path's output.\n"
-            "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM.\n");
+            "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM.\n"
+            "  Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: OUT.fits is an input).\n");
 }
 
 static double now_ms(void)
@@ -54,6 +57,7 @@ typedef struct {
     bool demo, separable;
     size_t demo_size;
     int repeat;
+    output_files *outputs; /* OUT.fits, planned before any work */
 } args;
 
 /* --separable: relative tolerance of the factorization check (stated in the usage). */
@@ -105,6 +109,21 @@ static gpuws_status upload(gpuws_context *ctx, const double *x, size_t n, gpuws_
     if (!st) st = gpuws_buffer_write(*b, 0, h, n * es);
     free(h);
     return st;
+}
+
+/* Writes OUT.fits into its staging file and puts it in place (tools/output_files.h). */
+static int write_output(const args *a, gpuws_dtype dt, const void *out, size_t ow, size_t oh)
+{
+    char err[4400];
+    const char *path = output_files_stage(a->outputs, 0, err, sizeof err);
+    if (path && ow * oh >= ((size_t)1 << 24)) fprintf(stderr, "gpuws convolve: writing %s...\n", a->out); /* seconds */
+    if (!path || fits_write_image(path, dt == GPUWS_F32 ? FITS_F32 : FITS_F64, out, ow, oh, err, sizeof err) ||
+        output_files_commit(a->outputs, err, sizeof err)) {
+        output_files_reword(a->outputs, 0, err, sizeof err);
+        fprintf(stderr, "gpuws convolve: %s\n", err);
+        return 1;
+    }
+    return 0;
 }
 
 static int convolve_files(const args *a)
@@ -173,12 +192,7 @@ static int convolve_files(const args *a)
         rc = tool_fail("convolve", st);
         goto done;
     }
-    if (fits_write_image(a->out, dt == GPUWS_F32 ? FITS_F32 : FITS_F64, out, ow, oh, err, sizeof err)) {
-        fprintf(stderr, "gpuws convolve: %s\n", err);
-        rc = 1;
-        goto done;
-    }
-    rc = 0;
+    rc = write_output(a, dt, out, ow, oh);
 done:
     free(out);
     free(col);
@@ -440,7 +454,7 @@ static long number(const char *v, long lo, long hi)
 
 static int cmd_convolve(int argc, char **argv)
 {
-    args a = {NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20};
+    args a = {NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20, NULL};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -493,7 +507,15 @@ static int cmd_convolve(int argc, char **argv)
         return run_demo(&a);
     }
     if (!a.in || !a.kernel || !a.out) return bad("needs IN.fits, KERNEL.fits and -o OUT.fits");
-    return convolve_files(&a);
+    /* OUT.fits first: a destination that cannot be written, or that is an input, fails before any work */
+    const char *in[2] = {a.in, a.kernel}, *opt = "-o";
+    char err[4400];
+    int rc;
+    if (!(a.outputs = output_files_prepare(in, 2, &a.out, &opt, 1, &rc, err, sizeof err)))
+        return fprintf(stderr, "gpuws convolve: %s\n", err), rc;
+    rc = convolve_files(&a);
+    output_files_destroy(a.outputs);
+    return rc;
 }
 
 GPUWS_COMMAND("convolve", "scipy.signal.convolve2d on FITS images; --demo: the workshop's exercise, timed", cmd_convolve)

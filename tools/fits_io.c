@@ -242,12 +242,13 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
                      size_t errlen)
 {
     if (!path || !data || !width || !height) return fail(err, errlen, path ? path : "(null)", "nothing to write", 0);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    unlink(tmp);
+    /* A new file only, checked here: cfitsio's own check opens an existing name for reading, which blocks on a
+     * FIFO and, for a file it may not read, goes on to truncate it. */
+    struct stat sb;
+    if (lstat(path, &sb) == 0) return fail(err, errlen, path, "cannot create the file: it exists", 0);
     fitsfile *f = NULL;
     int status = 0;
-    if (fits_create_diskfile(&f, tmp, &status)) return fail(err, errlen, path, "cannot create the file", status);
+    if (fits_create_diskfile(&f, path, &status)) return fail(err, errlen, path, "cannot create the file", status);
     long long naxes[2] = {(long long)width, (long long)height};
     int bitpix = type == FITS_F32 ? FLOAT_IMG : type == FITS_F64 ? DOUBLE_IMG : LONG_IMG;
     int dtype = type == FITS_F32 ? TFLOAT : type == FITS_F64 ? TDOUBLE : TINT;
@@ -257,8 +258,8 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
     fits_write_comment(f, "written by gpuws", &status);
     int s2 = 0;
     fits_close_file(f, &s2);
-    if (status || s2 || rename(tmp, path) != 0) {
-        unlink(tmp);
+    if (status || s2) {
+        unlink(path); /* the file this call created */
         return fail(err, errlen, path, "writing failed", status ? status : s2);
     }
     return 0;
