@@ -299,7 +299,7 @@ BACKEND_TEST(cli_sources, zero_size_image_is_refused)
 }
 #endif
 
-/* An output that cannot be written: the others, already written under temporary names, are removed too. */
+/* An output that cannot be written (its directory is missing): refused before any work, no other output written. */
 BACKEND_TEST(cli_sources, one_failed_output_leaves_no_output)
 {
     cli_run r;

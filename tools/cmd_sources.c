@@ -1,9 +1,10 @@
 /* gpuws sources: the workshop's source finding (κ-σ clip → threshold → label → measure) on a FITS image, or on a
- * synthetic sky made on the device (--demo). Outputs are all written or none: each goes to a temporary name first
- * and all are renamed only when every one succeeded. */
+ * synthetic sky made on the device (--demo). The outputs are planned before any work and written all or none
+ * (tools/output_files.h). */
 #include "catalog_csv.h"
 #include "commands.h"
 #include "fits_io.h"
+#include "output_files.h"
 #include "png_overlay.h"
 #include "sources/sources_internal.h"
 
@@ -36,8 +37,10 @@ static void usage(FILE *f)
             "                         of sigma 1.7 px, peaks log-uniform in 5e-3..1e-1), scored against what was injected\n"
             "  --size N               demo image N x N (default 2048); --seed S (default 1); --sources N (default\n"
             "                         300 per 2048^2)\n"
-            "The device comes from GPUWS_BACKEND / GPUWS_DEVICE (gpuws info lists them). Exit status: 0 done,\n"
-            "1 error (nothing written), 2 bad usage.\n",
+            "The outputs are written all or none: a regular file (or a symlink's target) is replaced, keeping its\n"
+            "permissions; a device or FIFO is written into; a directory, the image, or one file named twice is\n"
+            "refused before any work. The device comes from GPUWS_BACKEND / GPUWS_DEVICE (gpuws info lists them).\n"
+            "Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: an output is the image or another).\n",
             png_overlay_available() ? "" : " (unavailable: built without libpng)");
 }
 
@@ -48,6 +51,7 @@ typedef struct {
     int have_nsources;
     uint64_t seed;
     gpuws_sources_options o;
+    output_files *outputs; /* catalog, labels, overlay: planned before any work */
 } args;
 
 static int parse_double(const char *opt, const char *v, double *out)
@@ -139,11 +143,6 @@ static int parse(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
-    const char *outs[3] = {a->catalog, a->labels, a->overlay};
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            if (outs[i] && ((j > i && outs[j] && !strcmp(outs[i], outs[j])) || (a->image && !strcmp(outs[i], a->image))))
-                return fprintf(stderr, "gpuws sources: '%s' is named twice (input and outputs must differ)\n", outs[i]), 2;
     a->o.want_labels = a->labels != NULL;
     return 0;
 }
@@ -180,34 +179,27 @@ static void print_brightest(const gpuws_catalog *cat)
     free(order);
 }
 
-/* Writes every requested output under a temporary name, then renames them all; on any failure removes them all. */
+/* Writes every requested output into its staging file, then puts them all in place; on any failure none. */
 static int write_outputs(const args *a, const gpuws_catalog *cat, const float *image, size_t w, size_t h)
 {
     const char *finals[3] = {a->catalog, a->labels, a->overlay};
-    char tmps[3][4200] = {{0}};
     char err[4400] = "";
     int rc = 0;
-    for (int k = 0; k < 3 && !rc; k++) {
+    for (size_t k = 0; k < 3 && !rc; k++) {
         if (!finals[k]) continue;
-        snprintf(tmps[k], sizeof tmps[k], "%s.partial-%ld", finals[k], (long)getpid());
-        if (w * h >= ((size_t)1 << 24)) fprintf(stderr, "gpuws sources: writing %s...\n", finals[k]); /* seconds */
-        if (k == 0) rc = catalog_csv_write(tmps[k], cat->sources, cat->num_sources, err, sizeof err);
-        else if (k == 1) rc = fits_write_image(tmps[k], FITS_I32, cat->labels, w, h, err, sizeof err);
-        else rc = png_overlay_write(tmps[k], image, w, h, cat->clip.median, cat->sources, cat->num_sources, err, sizeof err);
-        if (rc) {
-            /* name the file the user asked for, not the temporary one */
-            const char *tail = strstr(err, ": ");
-            fprintf(stderr, "gpuws sources: %s: %s\n", finals[k], tail ? tail + 2 : err);
-        }
+        const char *path = output_files_stage(a->outputs, k, err, sizeof err);
+        if (path && w * h >= ((size_t)1 << 24)) fprintf(stderr, "gpuws sources: writing %s...\n", finals[k]); /* seconds */
+        if (!path) rc = -1;
+        else if (k == 0) rc = catalog_csv_write(path, cat->sources, cat->num_sources, err, sizeof err);
+        else if (k == 1) rc = fits_write_image(path, FITS_I32, cat->labels, w, h, err, sizeof err);
+        else rc = png_overlay_write(path, image, w, h, cat->clip.median, cat->sources, cat->num_sources, err, sizeof err);
+        if (rc) output_files_reword(a->outputs, k, err, sizeof err); /* the file the user asked for, not the staged one */
     }
-    for (int k = 0; k < 3 && !rc; k++)
-        if (finals[k] && rename(tmps[k], finals[k]) != 0) {
-            fprintf(stderr, "gpuws sources: %s: cannot rename into place: %s\n", finals[k], strerror(errno));
-            rc = -1;
-        }
-    for (int k = 0; k < 3; k++)
-        if (tmps[k][0]) unlink(tmps[k]); /* after a successful rename the name is gone: harmless */
-    if (rc) return 1;
+    if (!rc) rc = output_files_commit(a->outputs, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "gpuws sources: %s\n", err);
+        return 1;
+    }
     for (int k = 0; k < 3; k++)
         if (finals[k]) printf("wrote %s\n", finals[k]);
     return 0;
@@ -321,7 +313,14 @@ static int cmd_sources(int argc, char **argv)
         fprintf(stderr, "gpuws sources: --overlay is unavailable: gpuws was built without libpng\n");
         return 1;
     }
-    return a.demo ? run_demo(&a) : run_image(&a);
+    /* the outputs first: a destination that cannot be written, or that is the image, fails before any work */
+    const char *outs[3] = {a.catalog, a.labels, a.overlay}, *opts[3] = {"--catalog", "--labels", "--overlay"};
+    char err[4400];
+    a.outputs = output_files_prepare(&a.image, 1, outs, opts, 3, &r, err, sizeof err);
+    if (!a.outputs) return fprintf(stderr, "gpuws sources: %s\n", err), r;
+    r = a.demo ? run_demo(&a) : run_image(&a);
+    output_files_destroy(a.outputs);
+    return r;
 }
 
 GPUWS_COMMAND("sources", "find sources in a FITS image, or in a synthetic sky (--demo)", cmd_sources)
