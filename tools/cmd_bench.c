@@ -3,6 +3,7 @@
  * docs/benchmarks.md. */
 #include "report.h" /* bench.h and bench_fmt4 */
 #include "commands.h"
+#include "output_files.h"
 
 #include <errno.h>
 #include <math.h>
@@ -33,7 +34,10 @@ static void usage(FILE *f)
             "                device's work, as in a stream kept busy (nvbench's batch measurement)\n"
             "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
             "  --list        prints the registered workloads and exits\n"
-            "  Exit status: 0 all rows correct, 1 a row FAILED or an output could not be written, 2 usage error.\n");
+            "  The reports are written all or none: a regular file (or a symlink's target) is replaced, a device or FIFO\n"
+            "  written into; a directory, the --compare file, or one file named twice is refused before any run.\n"
+            "  Exit status: 0 all rows correct, 1 a row FAILED (the reports are still written) or the reports could\n"
+            "  not be written (then none is), 2 usage error (also: a report names the --compare file or another).\n");
 }
 
 /* The next comma-separated item of *p into buf (trimmed of spaces); false at the end. */
@@ -271,24 +275,30 @@ static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, c
     return k;
 }
 
-static int write_outputs(const bench_report *rep, const options *o, FILE *err)
+/* The reports' files, in this order in the plan. */
+static const char *const report_options[3] = {"--json", "--csv", "--svg"};
+
+/* Writes every requested report into its staging file, then puts them all in place; on any failure none. */
+static int write_outputs(const bench_report *rep, const options *o, output_files *files, FILE *err)
 {
+    const char *paths[3] = {o->json, o->csv, o->svg};
+    void (*const writers[3])(const bench_report *, FILE *) = {bench_write_json, bench_write_csv, bench_write_svg};
+    char why[4400];
     int rc = 0;
-    const struct {
-        const char *path;
-        void (*writer)(const bench_report *, FILE *);
-    } outs[] = {{o->json, bench_write_json}, {o->csv, bench_write_csv}, {o->svg, bench_write_svg}};
-    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
-        char why[512];
-        if (!outs[i].path) continue;
-        if (bench_write_file(outs[i].path, outs[i].writer, rep, why, sizeof why)) {
-            fprintf(err, "gpuws bench: cannot write %s\n", why);
-            rc = 1;
-        } else {
-            fprintf(err, "gpuws bench: wrote %s\n", outs[i].path);
-        }
+    for (size_t i = 0; i < 3 && !rc; i++) {
+        if (!paths[i]) continue;
+        const char *stage = output_files_stage(files, i, why, sizeof why);
+        rc = !stage || bench_write_file(stage, writers[i], rep, why, sizeof why);
+        if (rc) output_files_reword(files, i, why, sizeof why);
     }
-    return rc;
+    if (!rc) rc = output_files_commit(files, why, sizeof why);
+    if (rc) {
+        fprintf(err, "gpuws bench: cannot write %s (no report written)\n", why);
+        return 1;
+    }
+    for (size_t i = 0; i < 3; i++)
+        if (paths[i]) fprintf(err, "gpuws bench: wrote %s\n", paths[i]);
+    return 0;
 }
 
 int bench_main(int argc, char **argv, FILE *out, FILE *err)
@@ -304,13 +314,22 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
     }
     const unsigned mask = backend_mask(o.backends, err);
     if (!mask || !check_algorithms(o.algorithms, err)) return 2;
+    /* the reports' files before any run: a destination that cannot be written, or that is the peers file, fails
+     * before the minutes of timing */
+    const char *paths[3] = {o.json, o.csv, o.svg};
+    char why[4400];
+    output_files *files = output_files_prepare(&o.compare, 1, paths, report_options, 3, &rc, why, sizeof why);
+    if (!files) {
+        fprintf(err, "gpuws bench: %s\n", why);
+        return rc;
+    }
 
     bench_report rep;
     memset(&rep, 0, sizeof rep);
     fill_metadata(&rep, argc, argv, &o);
-    char why[512];
     if (o.compare && bench_read_peers(o.compare, &rep.peers, &rep.npeers, why, sizeof why)) {
         fprintf(err, "gpuws bench: --compare: %s\n", why);
+        output_files_destroy(files);
         return 1;
     }
     say_unavailable(mask, strcmp(o.backends, "all") != 0, err);
@@ -340,8 +359,9 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
         bench_print_table(&rep, out);
         fflush(out);
         for (size_t i = 0; i < rep.nrows; i++) rc |= !rep.rows[i].ok;
-        rc |= write_outputs(&rep, &o, err);
+        rc |= write_outputs(&rep, &o, files, err);
     }
+    output_files_destroy(files);
     free(ws);
     free(rep.targets);
     free(rep.rows);
