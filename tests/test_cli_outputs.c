@@ -211,15 +211,18 @@ typedef struct {
     const char *work;     /* printed once the command has begun its work: absent when refused before */
 } command;
 
+#define SOURCES "sources", "sky.fits"
+#define BENCH                                                                                                   \
+    "bench", "--backends", "cpu", "--algorithms", "vector_add", "--size", "small", "--no-ceilings",              \
+        "--cpu-repeat", "1", "--back-to-back", "0"
+
 static const command commands[] = {
     {"convolve -o", {"convolve", "sky.fits", "k.fits", "-o", "@"}, "sky.fits", "SIMPLE  =", 9, " -> "},
-    {"sources --catalog", {"sources", "sky.fits", "--catalog", "@"}, "sky.fits", "id,x,y,flux,npix,peak\n", 22, "device: "},
-    {"sources --labels", {"sources", "sky.fits", "--labels", "@"}, "sky.fits", "SIMPLE  =", 9, "device: "},
-    {"sources --overlay", {"sources", "sky.fits", "--overlay", "@"}, "sky.fits", "\x89PNG\r\n\x1a\n", 8, "device: "},
-    {"bench --json",
-     {"bench", "--backends", "cpu", "--algorithms", "vector_add", "--size", "small", "--no-ceilings", "--cpu-repeat", "1",
-      "--back-to-back", "0", "--compare", "peers.json", "--json", "@"},
-     "peers.json", "{\n  \"schema\": \"gpuws-bench/1\"", 28, "[1/1]"},
+    {"sources --catalog", {SOURCES, "--catalog", "@"}, "sky.fits", "id,x,y,flux,npix,peak\n", 22, "device: "},
+    {"sources --labels", {SOURCES, "--labels", "@"}, "sky.fits", "SIMPLE  =", 9, "device: "},
+    {"sources --overlay", {SOURCES, "--overlay", "@"}, "sky.fits", "\x89PNG\r\n\x1a\n", 8, "device: "},
+    {"bench --json", {BENCH, "--compare", "peers.json", "--json", "@"}, "peers.json",
+     "{\n  \"schema\": \"gpuws-bench/1\"", 28, "[1/1]"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -295,12 +298,13 @@ static void onto(fixture *f, const command *c, destination d)
     struct stat s;
     if (d == LINK_TO_FILE || d == DANGLING_LINK || d == INPUT_SYMLINK)
         cr_assert(lstat(at(f, "dest"), &s) == 0 && S_ISLNK(s.st_mode), "%s: the symlink was replaced", row);
-    if (d == DIRECTORY) cr_assert(lstat(at(f, "dest"), &s) == 0 && S_ISDIR(s.st_mode), "%s: the directory is gone", row);
+    if (d == DIRECTORY)
+        cr_assert(lstat(at(f, "dest"), &s) == 0 && S_ISDIR(s.st_mode), "%s: the directory is gone", row);
     if (d == FIFO) cr_assert(lstat(at(f, "dest"), &s) == 0 && S_ISFIFO(s.st_mode), "%s: the FIFO was replaced", row);
     size_t in_len_after = 0;
     char *in_after = slurp(at(f, c->input), &in_len_after);
-    cr_assert(in_after && in_len_after == in_len && !memcmp(in_before, in_after, in_len), "%s: the input %s changed", row,
-              c->input);
+    cr_assert(in_after && in_len_after == in_len && !memcmp(in_before, in_after, in_len), "%s: the input %s changed",
+              row, c->input);
     free(in_before);
     free(in_after);
     assert_no_leftovers(f, row);
@@ -323,11 +327,6 @@ ParameterizedTest(int *i, cli_outputs, onto)
 
 /* ---- several outputs, and convolve's second input ---------------------------------------------------------- */
 
-#define SOURCES "sources", "sky.fits"
-#define BENCH                                                                                                       \
-    "bench", "--backends", "cpu", "--algorithms", "vector_add", "--size", "small", "--no-ceilings", "--cpu-repeat", "1", \
-        "--back-to-back", "0"
-
 /* Each row runs in a fresh directory holding, besides the inputs: c.csv and r.json ("old\n", mode 0640), c-link (a
  * symlink to c.csv), c-hard (a hard link to it), out/dir (a directory), null and full (the devices). After every
  * row, whatever its exit: the inputs are unchanged byte for byte; c.csv and r.json are the same files (inode,
@@ -342,24 +341,36 @@ typedef struct {
 } several_case;
 
 static const several_case several_cases[] = {
-    {"two outputs, ./name", {SOURCES, "--catalog", "new.csv", "--labels", "./new.csv"}, 2, "are the same file", "device: ", "new.csv"},
-    {"two outputs, dir/../name", {SOURCES, "--catalog", "new.csv", "--overlay", "sub/../new.csv"}, 2, "are the same file", "device: ", "new.csv"},
-    {"two outputs, a symlink", {SOURCES, "--labels", "c-link", "--catalog", "c.csv"}, 2, "are the same file", "device: ", NULL},
-    {"two outputs, a hard link", {SOURCES, "--catalog", "c.csv", "--labels", "c-hard"}, 2, "are the same file", "device: ", NULL},
-    {"two reports, ./name", {BENCH, "--json", "new.json", "--csv", "./new.json"}, 2, "are the same file", "[1/1]", "new.json"},
+    {"two outputs, ./name", {SOURCES, "--catalog", "new.csv", "--labels", "./new.csv"}, 2, "are the same file",
+     "device: ", "new.csv"},
+    {"two outputs, dir/../name", {SOURCES, "--catalog", "new.csv", "--overlay", "sub/../new.csv"}, 2,
+     "are the same file", "device: ", "new.csv"},
+    {"two outputs, a symlink", {SOURCES, "--labels", "c-link", "--catalog", "c.csv"}, 2, "are the same file",
+     "device: ", NULL},
+    {"two outputs, a hard link", {SOURCES, "--catalog", "c.csv", "--labels", "c-hard"}, 2, "are the same file",
+     "device: ", NULL},
+    {"two reports, ./name", {BENCH, "--json", "new.json", "--csv", "./new.json"}, 2, "are the same file", "[1/1]",
+     "new.json"},
     {"two reports, a symlink", {BENCH, "--json", "c.csv", "--svg", "c-link"}, 2, "are the same file", "[1/1]", NULL},
-    {"convolve -o the kernel", {"convolve", "sky.fits", "k.fits", "-o", "./k.fits"}, 2, "-o ./k.fits is the input k.fits", " -> ", NULL},
+    {"convolve -o the kernel", {"convolve", "sky.fits", "k.fits", "-o", "./k.fits"}, 2,
+     "-o ./k.fits is the input k.fits", " -> ", NULL},
     /* one device written twice is fine, however it is spelled */
     {"one device twice", {SOURCES, "--catalog", "null", "--labels", "null"}, 0, NULL, NULL, NULL},
     {"one device twice, two spellings", {SOURCES, "--catalog", "null", "--labels", "./null"}, 0, NULL, NULL, NULL},
     /* a directory among the outputs: refused before any work, the other outputs as they were */
-    {"a directory and a new name", {SOURCES, "--catalog", "out/new.csv", "--labels", "out/dir"}, 1, "out/dir: is a directory", "device: ", "out/new.csv"},
-    {"a directory and an old file", {SOURCES, "--catalog", "c.csv", "--labels", "out/dir"}, 1, "out/dir: is a directory", "device: ", NULL},
-    {"a report onto a directory", {BENCH, "--json", "r.json", "--svg", "out/dir"}, 1, "out/dir: is a directory", "[1/1]", NULL},
+    {"a directory and a new name", {SOURCES, "--catalog", "out/new.csv", "--labels", "out/dir"}, 1,
+     "out/dir: is a directory", "device: ", "out/new.csv"},
+    {"a directory and an old file", {SOURCES, "--catalog", "c.csv", "--labels", "out/dir"}, 1,
+     "out/dir: is a directory", "device: ", NULL},
+    {"a report onto a directory", {BENCH, "--json", "r.json", "--svg", "out/dir"}, 1, "out/dir: is a directory",
+     "[1/1]", NULL},
     /* a full device: it fails last, after the regular outputs were renamed into place, which are rolled back */
-    {"a full device and an old file", {SOURCES, "--catalog", "c.csv", "--labels", "full"}, 1, "full: writing failed: No space left on device", NULL, NULL},
-    {"a full device and a new name", {SOURCES, "--catalog", "sub/new.csv", "--labels", "full"}, 1, "No space left on device", NULL, "sub/new.csv"},
-    {"a report onto a full device", {BENCH, "--json", "r.json", "--svg", "sub/new.svg", "--csv", "full"}, 1, "No space left on device", NULL, "sub/new.svg"},
+    {"a full device and an old file", {SOURCES, "--catalog", "c.csv", "--labels", "full"}, 1,
+     "full: writing failed: No space left on device", NULL, NULL},
+    {"a full device and a new name", {SOURCES, "--catalog", "sub/new.csv", "--labels", "full"}, 1,
+     "No space left on device", NULL, "sub/new.csv"},
+    {"a report onto a full device", {BENCH, "--json", "r.json", "--svg", "sub/new.svg", "--csv", "full"}, 1,
+     "No space left on device", NULL, "sub/new.svg"},
 };
 #define N_SEVERAL (sizeof several_cases / sizeof several_cases[0])
 
@@ -396,7 +407,8 @@ ParameterizedTest(int *i, cli_outputs, several)
     for (size_t k = 0; k < 3; k++) {
         size_t len = 0;
         char *after = slurp(at(&f, inputs[k]), &len);
-        cr_assert(len == in_len[k] && !memcmp(after, in_before[k], len), "%s: the input %s changed", c->name, inputs[k]);
+        cr_assert(len == in_len[k] && !memcmp(after, in_before[k], len), "%s: the input %s changed", c->name,
+                  inputs[k]);
         free(after);
         free(in_before[k]);
     }

@@ -34,8 +34,8 @@ static void usage(FILE *f)
             "                device's work, as in a stream kept busy (nvbench's batch measurement)\n"
             "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
             "  --list        prints the registered workloads and exits\n"
-            "  The reports are written all or none: a regular file (or a symlink's target) is replaced, a device or FIFO\n"
-            "  written into; a directory, the --compare file, or one file named twice is refused before any run.\n"
+            "  The reports are written all or none: a regular file (or a symlink's target) is replaced, a device or\n"
+            "  FIFO written into; a directory, the --compare file, or one file named twice is refused before any run.\n"
             "  Exit status: 0 all rows correct, 1 a row FAILED (the reports are still written) or the reports could\n"
             "  not be written (then none is), 2 usage error (also: a report names the --compare file or another).\n");
 }

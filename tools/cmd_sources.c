@@ -188,12 +188,14 @@ static int write_outputs(const args *a, const gpuws_catalog *cat, const float *i
     for (size_t k = 0; k < 3 && !rc; k++) {
         if (!finals[k]) continue;
         const char *path = output_files_stage(a->outputs, k, err, sizeof err);
-        if (path && w * h >= ((size_t)1 << 24)) fprintf(stderr, "gpuws sources: writing %s...\n", finals[k]); /* seconds */
+        if (path && w * h >= ((size_t)1 << 24)) /* seconds */
+            fprintf(stderr, "gpuws sources: writing %s...\n", finals[k]);
         if (!path) rc = -1;
         else if (k == 0) rc = catalog_csv_write(path, cat->sources, cat->num_sources, err, sizeof err);
         else if (k == 1) rc = fits_write_image(path, FITS_I32, cat->labels, w, h, err, sizeof err);
-        else rc = png_overlay_write(path, image, w, h, cat->clip.median, cat->sources, cat->num_sources, err, sizeof err);
-        if (rc) output_files_reword(a->outputs, k, err, sizeof err); /* the file the user asked for, not the staged one */
+        else rc = png_overlay_write(path, image, w, h, cat->clip.median, cat->sources, cat->num_sources, err,
+                                    sizeof err);
+        if (rc) output_files_reword(a->outputs, k, err, sizeof err); /* the user's name, not the staged one */
     }
     if (!rc) rc = output_files_commit(a->outputs, err, sizeof err);
     if (rc) {

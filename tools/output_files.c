@@ -280,8 +280,8 @@ int output_files_plan(output_files *o, char *err, size_t n)
         if (resolve(u, err, n)) return 1;
         for (size_t j = 0; j < o->ninputs; j++)
             if (same(&u->id, &in[j]))
-                return say(err, n, "%s %s is the input %s: input and outputs must be different files", u->option, u->name,
-                           o->inputs[j]), 2;
+                return say(err, n, "%s %s is the input %s: input and outputs must be different files", u->option,
+                           u->name, o->inputs[j]), 2;
         for (size_t k = 0; k < i; k++) {
             const output *v = &o->outs[k];
             if (v->kind != OUT_ABSENT && !(u->kind == OUT_DIRECT && v->kind == OUT_DIRECT) && same(&u->id, &v->id))
@@ -354,11 +354,13 @@ static int put_in_place(output *u, char *err, size_t n)
 {
     struct stat old;
     if (lstat(u->final, &old) == 0) {
-        if (!S_ISREG(old.st_mode)) return say(err, n, "%s: %s is no longer a regular file: not replaced", u->name, u->final);
+        if (!S_ISREG(old.st_mode))
+            return say(err, n, "%s: %s is no longer a regular file: not replaced", u->name, u->final);
         /* The old file's owner where we may set it (as root), then its permission bits (after: chown clears
          * set-id bits), set-id bits only with the owner kept. Best effort: a file system without owners or modes
          * (FAT) refuses both, and the output matters more than its mode. */
-        const bool owner = (old.st_uid == geteuid() && old.st_gid == getegid()) || chown(u->staged, old.st_uid, old.st_gid) == 0;
+        const bool owner = (old.st_uid == geteuid() && old.st_gid == getegid()) ||
+                           chown(u->staged, old.st_uid, old.st_gid) == 0;
         if (chmod(u->staged, old.st_mode & (owner ? 07777 : 0777)) != 0) { /* best effort, as said */ }
         if (link(u->final, u->backup) == 0) {
             u->backed_up = true;
@@ -371,7 +373,8 @@ static int put_in_place(output *u, char *err, size_t n)
     } else if (errno != ENOENT) {
         return say(err, n, "%s: %s", u->name, strerror(errno));
     }
-    if (rename(u->staged, u->final) != 0) return say(err, n, "%s: cannot rename into place: %s", u->name, strerror(errno));
+    if (rename(u->staged, u->final) != 0)
+        return say(err, n, "%s: cannot rename into place: %s", u->name, strerror(errno));
     u->renamed = true;
     return 0;
 }
@@ -389,7 +392,8 @@ static int copy_into(output *u, char *err, size_t n)
         const ssize_t got = read(in, buf, CHUNK);
         if (got == 0) break;
         if (got < 0) {
-            if (errno != EINTR) rc = say(err, n, "%s: cannot read the staged output back: %s", u->name, strerror(errno));
+            if (errno != EINTR)
+                rc = say(err, n, "%s: cannot read the staged output back: %s", u->name, strerror(errno));
             continue;
         }
         for (ssize_t off = 0; off < got && !rc;) {
@@ -432,7 +436,8 @@ int output_files_commit(output_files *o, char *err, size_t n)
         if (u->kind == OUT_ABSENT) continue;
         struct stat s;
         const int fd = u->stage_dir[0] ? open(u->staged, O_RDONLY | O_CLOEXEC) : -1;
-        const bool ok = fd >= 0 && fstat(fd, &s) == 0 && S_ISREG(s.st_mode) && (u->kind == OUT_DIRECT || fsync(fd) == 0);
+        const bool ok =
+            fd >= 0 && fstat(fd, &s) == 0 && S_ISREG(s.st_mode) && (u->kind == OUT_DIRECT || fsync(fd) == 0);
         const int e = errno;
         if (fd >= 0) close(fd);
         if (!ok) return say(err, n, "%s: writing failed: %s", u->name, u->stage_dir[0] ? strerror(e) : "not staged"), 1;
@@ -453,8 +458,10 @@ int output_files_commit(output_files *o, char *err, size_t n)
             goto fail;
         }
     }
-    for (size_t i = 0; i < o->noutputs; i++)
-        if ((o->outs[i].kind == OUT_NEW || o->outs[i].kind == OUT_REPLACE) && put_in_place(&o->outs[i], err, n)) goto fail;
+    for (size_t i = 0; i < o->noutputs; i++) {
+        const out_kind k = o->outs[i].kind;
+        if ((k == OUT_NEW || k == OUT_REPLACE) && put_in_place(&o->outs[i], err, n)) goto fail;
+    }
     /* Last, what cannot be taken back. A reader gone from a FIFO or pipe is an error here, not SIGPIPE's end of
      * the process halfway through the commit. */
     fflush(stdout); /* /dev/stdout may be one of them: what the command printed comes first */
