@@ -23,6 +23,8 @@ struct gpuws_context {
     pthread_mutex_t lock;            /* guards kernels and the backend's caches */
     struct gpuws_kernel *kernels;    /* looked-up kernels, owned by the context */
     gpuws_stream *streams;           /* user-created streams, for gpuws_context_synchronize */
+    struct gpuws_buffer *buffers;    /* live buffers and events, under lock: a context destroyed with some left */
+    struct gpuws_event *events;      /* warns and releases them, so a late destroy of one finds it not live */
     long live_buffers, live_events;  /* under lock; a warning names leftovers at destroy */
 };
 
@@ -49,6 +51,7 @@ struct gpuws_event {
     gpuws_context *ctx;
     void *impl;
     bool recorded;
+    struct gpuws_event *prev, *next; /* in ctx->events */
 };
 
 struct gpuws_buffer {
@@ -56,6 +59,7 @@ struct gpuws_buffer {
     void *impl;                      /* CPU: the host pointer; CUDA: device pointer; OpenCL: cl_mem */
     size_t size;
     uint64_t serial;                 /* unique in the process, never reused (a handle's address may be) */
+    struct gpuws_buffer *prev, *next; /* in ctx->buffers */
 };
 
 #define GPUWS__SIG_MAX 32
@@ -156,6 +160,8 @@ gpuws_status gpuws__check_context(const gpuws_context *ctx, const char *what);
 gpuws_status gpuws__check_stream(const gpuws_stream *s, const char *what);
 gpuws_status gpuws__check_buffer(const gpuws_buffer *b, const char *what);
 gpuws_status gpuws__check_event(const gpuws_event *e, const char *what);
+/* Takes b out of its context's list of live buffers; under ctx->lock. */
+void gpuws__buffer_unlink(gpuws_buffer *b);
 /* Resolves NULL to the context's default stream and checks it belongs to ctx. */
 gpuws_status gpuws__resolve_stream(gpuws_context *ctx, gpuws_stream **s, const char *what);
 /* OK when b belongs to ctx, else GPUWS_ERR_WRONG_CONTEXT naming `what`. */

@@ -9,6 +9,7 @@
 #define MAX_LIST 8
 
 static void destroy_scratch(gpuws_stream *s);
+static void event_unlink(gpuws_event *e);
 
 typedef struct {
     gpuws_backend_kind kinds[MAX_LIST];
@@ -186,9 +187,25 @@ void gpuws_context_destroy(gpuws_context *ctx)
     pthread_mutex_unlock(&ctx->lock);
     destroy_scratch(ctx->default_stream);
     pthread_mutex_lock(&ctx->lock);
+    /* The caller's leftovers are released with the context and leave the live-handle registry, so destroying one
+     * later is a no-op and any other use of it GPUWS_ERR_INVALID_ARGUMENT, never a use of freed memory. */
     if (ctx->live_buffers || ctx->live_events)
-        gpuws__log(GPUWS__LOG_WARN, "context destroyed with %ld live buffer(s) and %ld live event(s): leaked",
-                   ctx->live_buffers, ctx->live_events);
+        gpuws__log(GPUWS__LOG_WARN, "context destroyed with %ld live buffer(s) and %ld live event(s): leaked; released "
+                   "with the context", ctx->live_buffers, ctx->live_events);
+    while (ctx->events) {
+        gpuws_event *e = ctx->events;
+        event_unlink(e);
+        gpuws__handle_remove(e);
+        ctx->backend->event_destroy(e);
+        gpuws__free(e);
+    }
+    while (ctx->buffers) {
+        gpuws_buffer *b = ctx->buffers;
+        gpuws__buffer_unlink(b);
+        gpuws__handle_remove(b);
+        ctx->backend->buffer_destroy(b);
+        gpuws__free(b);
+    }
     while (ctx->kernels) {
         gpuws_kernel *k = ctx->kernels;
         ctx->kernels = k->next;
@@ -422,9 +439,22 @@ gpuws_status gpuws_event_create(gpuws_context *ctx, gpuws_event **out)
     }
     pthread_mutex_lock(&ctx->lock);
     ctx->live_events++;
+    e->next = ctx->events;
+    if (e->next) e->next->prev = e;
+    ctx->events = e;
     pthread_mutex_unlock(&ctx->lock);
     *out = e;
     return GPUWS_OK;
+}
+
+/* Under ctx->lock. */
+static void event_unlink(gpuws_event *e)
+{
+    gpuws_context *ctx = e->ctx;
+    if (e->prev) e->prev->next = e->next;
+    else ctx->events = e->next;
+    if (e->next) e->next->prev = e->prev;
+    ctx->live_events--;
 }
 
 void gpuws_event_destroy(gpuws_event *e)
@@ -434,7 +464,7 @@ void gpuws_event_destroy(gpuws_event *e)
     gpuws_context *ctx = e->ctx;
     ctx->backend->event_destroy(e);
     pthread_mutex_lock(&ctx->lock);
-    ctx->live_events--;
+    event_unlink(e);
     pthread_mutex_unlock(&ctx->lock);
     gpuws__free(e);
 }

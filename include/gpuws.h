@@ -139,6 +139,9 @@ typedef struct gpuws_context_options {
  * the error says "<name> not available: <reason>" for each. There is never a silent fallback to a backend
  * that was not named. On error *ctx is set to NULL. */
 GPUWS_API gpuws_status gpuws_context_create(gpuws_context **ctx, const gpuws_context_options *options);
+/* Waits for the context's work and releases it. Streams, buffers and events still live are released with it (a
+ * warning names the buffers and events, which the caller leaked): afterwards destroying one of them is a no-op and
+ * any other call given one is GPUWS_ERR_INVALID_ARGUMENT ("not a live ..."), as for the context's kernels. */
 GPUWS_API void gpuws_context_destroy(gpuws_context *ctx);
 GPUWS_API gpuws_status gpuws_context_get_device_info(const gpuws_context *ctx, gpuws_device_info *info);
 GPUWS_API gpuws_status gpuws_context_get_backend(const gpuws_context *ctx, gpuws_backend_kind *kind);

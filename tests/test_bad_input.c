@@ -328,6 +328,34 @@ BAD_CASE(context_get_default_stream_null_context, BAD_ALL, GPUWS_ERR_INVALID_ARG
     return gpuws_context_get_default_stream(NULL, &s);
 }
 
+/* A context destroyed with objects still live releases them (and warns): destroying one of them afterwards is a
+ * no-op and any other use an error, never a use of the freed context. */
+BAD_CASE(objects_still_live_when_their_context_is_destroyed, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live buffer")
+{
+    gpuws_context_options o = this_backend(f);
+    gpuws_context *c;
+    gpuws_buffer *b;
+    gpuws_event *e;
+    gpuws_stream *s;
+    gpuws_kernel *k = NULL;
+    TEST_OK(gpuws_context_create(&c, &o));
+    TEST_OK(gpuws_buffer_create(c, 64, &b));
+    TEST_OK(gpuws_event_create(c, &e));
+    TEST_OK(gpuws_event_record(e, NULL));
+    TEST_OK(gpuws_stream_create(c, &s));
+    if (f->kind != GPUWS_BACKEND_CPU) TEST_OK(gpuws_kernel_get(c, "vector_add_f32", &k));
+    gpuws_context_destroy(c);
+    gpuws_buffer_destroy(b);
+    gpuws_event_destroy(e);
+    gpuws_stream_destroy(s);
+    gpuws_context_destroy(c);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_event_synchronize(e));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_synchronize(s));
+    gpuws_launch_config one = {{1, 1, 1}, {1, 1, 1}};
+    if (k) TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_launch(NULL, k, &one, NULL, 0));
+    return gpuws_buffer_read(b, 0, f->host, 16);
+}
+
 /* ---- buffers ---- */
 
 BAD_CASE(buffer_create_null_out, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'buffer' is NULL")
