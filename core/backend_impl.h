@@ -143,7 +143,8 @@ gpuws_status gpuws__error(gpuws_status s, const char *fmt, ...) __attribute__((f
 gpuws_status gpuws__error_prefix(gpuws_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 typedef enum { GPUWS__LOG_ERROR = 0, GPUWS__LOG_WARN = 1, GPUWS__LOG_INFO = 2, GPUWS__LOG_DEBUG = 3 } gpuws__log_level;
-/* Messages at or under GPUWS_LOG (error|warn|info|debug; default warn) go to stderr. */
+/* Messages at or under GPUWS_LOG (error|warn|info|debug; default warn) go to stderr. Another value of GPUWS_LOG
+ * means warn, and a warning that says so once, at the first message of the process (shown or not). */
 void gpuws__log(gpuws__log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- handles --------------------------------------------------------------------------------------------- */

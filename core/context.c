@@ -49,6 +49,9 @@ static gpuws_status parse_backend_list(const char *spec, const char *source, bac
 static gpuws_status parse_device_index(int opt, long *index)
 {
     *index = -1;
+    if (opt < -1)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "options.device = %d is not a device index (0, 1, ...) nor -1 (GPUWS_DEVICE, else 0)", opt);
     if (opt >= 0) {
         *index = opt;
         return GPUWS_OK;

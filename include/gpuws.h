@@ -128,7 +128,7 @@ typedef struct gpuws_kernel gpuws_kernel;
 
 typedef struct gpuws_context_options {
     const char *backend;         /* comma list tried in order ("opencl,cpu"); NULL: GPUWS_BACKEND, else cuda→opencl→cpu */
-    int device;                  /* index within the chosen backend; -1: GPUWS_DEVICE, else 0 */
+    int device;                  /* index within the chosen backend; -1: GPUWS_DEVICE, else 0; below -1 is an error */
     const char *opencl_platform; /* platform name substring; NULL: GPUWS_OPENCL_PLATFORM, else any */
 } gpuws_context_options;
 #define GPUWS_CONTEXT_OPTIONS_INIT {NULL, -1, NULL}
@@ -178,14 +178,17 @@ GPUWS_API gpuws_status gpuws_buffer_get_context(const gpuws_buffer *buffer, gpuw
  * offset + bytes past the end is GPUWS_ERR_OUT_OF_RANGE and nothing is transferred. bytes == 0 is a no-op. */
 GPUWS_API gpuws_status gpuws_buffer_write(gpuws_buffer *dst, size_t offset, const void *src, size_t bytes);
 GPUWS_API gpuws_status gpuws_buffer_read(const gpuws_buffer *src, size_t offset, void *dst, size_t bytes);
+/* Copies between buffers of one context, or between two ranges of one buffer that do not overlap: overlapping
+ * ranges of one buffer are GPUWS_ERR_INVALID_ARGUMENT and nothing is copied (no backend's copy is a memmove). */
 GPUWS_API gpuws_status gpuws_buffer_copy(gpuws_buffer *dst, size_t dst_offset, const gpuws_buffer *src,
                                          size_t src_offset, size_t bytes);
 /* Repeats a pattern of 1, 2, 4, 8 or 16 bytes; offset and bytes must be multiples of pattern_size. */
 GPUWS_API gpuws_status gpuws_buffer_fill(gpuws_buffer *dst, size_t offset, const void *pattern,
                                          size_t pattern_size, size_t bytes);
 
-/* Asynchronous forms on a stream (NULL = default stream). The host memory must stay valid and unmodified until
- * the stream is synchronized; they overlap with other work only when it was allocated with gpuws_host_alloc. */
+/* Asynchronous forms on a stream (NULL = default stream), checked as the blocking ones are. The host memory must
+ * stay valid and unmodified until the stream is synchronized; they overlap with other work only when it was
+ * allocated with gpuws_host_alloc. */
 GPUWS_API gpuws_status gpuws_buffer_write_async(gpuws_stream *stream, gpuws_buffer *dst, size_t offset,
                                                 const void *src, size_t bytes);
 GPUWS_API gpuws_status gpuws_buffer_read_async(gpuws_stream *stream, const gpuws_buffer *src, size_t offset,

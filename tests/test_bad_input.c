@@ -282,6 +282,13 @@ BAD_CASE(context_create_device_index_past_the_end, BAD_ALL, GPUWS_ERR_NO_DEVICE,
     return try_create(f, o);
 }
 
+BAD_CASE(context_create_device_index_below_minus_one, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "options.device = -5 is not a device index")
+{
+    gpuws_context_options o = this_backend(f);
+    o.device = -5;
+    return try_create(f, o);
+}
+
 BAD_CASE(context_create_platform_that_matches_nothing, BAD_OPENCL, GPUWS_ERR_NO_DEVICE, "on platforms matching 'nomatch'")
 {
     gpuws_context_options o = this_backend(f);
@@ -426,6 +433,11 @@ BAD_CASE(buffer_copy_from_another_context, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "be
 BAD_CASE(buffer_copy_overlapping_ranges_of_one_buffer, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "overlap")
 {
     return gpuws_buffer_copy(f->out, 8, f->out, 0, 16);
+}
+
+BAD_CASE(buffer_copy_async_overlapping_ranges_of_one_buffer, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "overlap in one buffer")
+{
+    return gpuws_buffer_copy_async(f->stream, f->out, 0, f->out, 15, 16);
 }
 
 BAD_CASE(buffer_copy_source_range_past_the_end, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'src'")
@@ -800,6 +812,8 @@ static const cli_case cli_cases[] = {
     {"info_device_index_past_the_end", {"GPUWS_BACKEND=cpu", "GPUWS_DEVICE=99"}, {"info"}, 1, "device index 99"},
     {"info_device_index_not_a_number", {"GPUWS_BACKEND=cpu", "GPUWS_DEVICE=first"}, {"info"}, 1, "is not a device index"},
     {"info_platform_matches_nothing", {"GPUWS_BACKEND=opencl", "GPUWS_OPENCL_PLATFORM=nomatch"}, {"info"}, 1, "'nomatch'"},
+    {"log_level_that_is_not_a_level", {"GPUWS_BACKEND=cpu", "GPUWS_LOG=bogus"}, {"info"}, 0,
+     "GPUWS_LOG='bogus' is not a log level (error, warn, info, debug); using warn"},
     {"info_unexpected_argument", {NULL}, {"info", "--bogus"}, 2, "unexpected argument '--bogus'"},
     {"unknown_command", {NULL}, {"frobnicate"}, 2, "unknown command 'frobnicate'"},
     {"no_command", {NULL}, {NULL}, 2, "usage: gpuws <command>"},
