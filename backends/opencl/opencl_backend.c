@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Program-cache events in this process (tests read them through gpuws__opencl_cache_stats). */
 static atomic_ulong n_hits, n_misses, n_rejected, n_source_builds;
@@ -664,13 +663,10 @@ static gpuws_status get_program(gpuws_context *ctx, const gpuws__cl_source *src,
     cl_int e;
     unsigned char *bin;
     size_t binlen;
-    bool have = ocl_cache_load(&c->cache, key, &bin, &binlen);
-    if (!have && c->cache.enabled) {
-        char path[1100];
-        ocl_cache_path(&c->cache, key, path, sizeof path);
-        atomic_fetch_add(access(path, F_OK) == 0 ? &n_rejected : &n_misses, 1);
-    }
-    if (have) {
+    ocl_cache_result cached = ocl_cache_load(&c->cache, key, &bin, &binlen);
+    if (cached == OCL_CACHE_MISS || cached == OCL_CACHE_REJECTED)
+        atomic_fetch_add(cached == OCL_CACHE_REJECTED ? &n_rejected : &n_misses, 1);
+    if (cached == OCL_CACHE_HIT) {
         const unsigned char *bins[1] = {bin};
         cl_int bst;
         prog = ocl.clCreateProgramWithBinary(c->ctx, 1, &c->dev, &binlen, bins, &bst, &e);
