@@ -102,6 +102,9 @@ typedef struct gpuws_device_info {
     uint32_t max_block_size;     /* threads per block / work-items per work-group */
     uint32_t max_block_dims[3];
     uint64_t max_grid_dims[3];   /* blocks per grid dimension */
+    uint64_t max_grid_blocks;    /* blocks per launch, all dimensions together: 2^32 - 1 on OpenCL devices (a device
+                                    iterates over them, as PoCL does, so a larger grid would never end) and the CPU
+                                    backend; CUDA: the product of max_grid_dims */
     uint64_t shared_mem_bytes;   /* shared/local memory one block may use */
     uint64_t shared_mem_per_unit; /* shared/local memory of one compute unit, all its resident blocks together
                                      (0 = not known: OpenCL reports it per work-group only; NVIDIA's OpenCL devices
@@ -262,8 +265,10 @@ typedef struct gpuws_launch_config {
 } gpuws_launch_config;
 
 /* Enqueues the kernel on the stream (NULL = default). Checked before anything is enqueued: the block against the
- * device's and the kernel's limits, the grid against the device's, shared/local memory against the device's,
- * and the arguments' number and kinds against the kernel's parameters. */
+ * device's and the kernel's limits, each grid dimension against max_grid_dims and the grid's blocks in all against
+ * max_grid_blocks, each dimension's threads (grid x block) against what the host's size_t and the device address,
+ * shared/local memory against the device's, and the arguments' number and kinds against the kernel's parameters.
+ * A grid past a limit is GPUWS_ERR_LAUNCH_CONFIG with the sizes and totals in the message. */
 GPUWS_API gpuws_status gpuws_launch(gpuws_stream *stream, gpuws_kernel *kernel, const gpuws_launch_config *config,
                                     const gpuws_arg *args, size_t nargs);
 

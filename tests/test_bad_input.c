@@ -590,6 +590,12 @@ BAD_CASE(launch_block_dimension_beyond_the_device, BAD_GPU, GPUWS_ERR_LAUNCH_CON
     return launch_va(f, NULL, CFG(1, 1, 1, 1, 1, f->info.max_block_dims[2] + 1), f->in, 4);
 }
 
+/* 2^96 blocks: PoCL took it and ran for ever; CUDA refuses dimension 1, OpenCL the total (max_grid_blocks). */
+BAD_CASE(launch_grid_of_2_to_the_96_blocks, BAD_GPU, GPUWS_ERR_LAUNCH_CONFIG, "grid (4294967295,4294967295,4294967295)")
+{
+    return launch_va(f, NULL, CFG(UINT32_MAX, UINT32_MAX, UINT32_MAX, 1, 1, 1), f->in, 4);
+}
+
 BAD_CASE(launch_grid_dimension_zero, BAD_GPU, GPUWS_ERR_LAUNCH_CONFIG, "every dimension >= 1")
 {
     return launch_va(f, NULL, CFG(1, 0, 1, 64, 1, 1), f->in, 4);

@@ -67,15 +67,21 @@ static bool read_all(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n
 
 static const char *file_kind(mode_t m)
 {
-    return S_ISFIFO(m) ? "FIFO" : S_ISLNK(m) ? "symbolic link" : S_ISDIR(m) ? "directory" : S_ISCHR(m) ? "character device"
-         : S_ISBLK(m) ? "block device" : S_ISSOCK(m) ? "socket" : "special file";
+    return S_ISFIFO(m)   ? "FIFO"
+           : S_ISLNK(m)  ? "symbolic link"
+           : S_ISDIR(m)  ? "directory"
+           : S_ISCHR(m)  ? "character device"
+           : S_ISBLK(m)  ? "block device"
+           : S_ISSOCK(m) ? "socket"
+                         : "special file";
 }
 
 static void special_entry(const char *path, mode_t m)
 {
     if (!atomic_flag_test_and_set(&warned_entry))
-        gpuws__log(GPUWS__LOG_WARN, "OpenCL cache entry %s is a %s, not a regular file: it is neither read nor replaced, "
-                   "and its program is built from source", path, file_kind(m));
+        gpuws__log(GPUWS__LOG_WARN,
+                   "OpenCL cache entry %s is a %s, not a regular file: it is neither read nor replaced, and its "
+                   "program is built from source", path, file_kind(m));
 }
 
 /* Opens an entry for reading only if it is a regular file. Anything else is never opened (a FIFO would block the
