@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 /* ---- objects (the handles' real types) ------------------------------------------------------------------- */
@@ -44,6 +45,8 @@ struct gpuws_stream {
     void *memo[GPUWS__MEMO_SLOTS];   /* host memory drivers keep between calls (see gpuws__stream_memo) */
     void *staging;                   /* GPUWS__STAGING_BYTES of pinned host memory (see gpuws__buffer_read_start) */
     void *read_marker;               /* the backend's reusable marker for read_start (freed by stream_destroy) */
+    _Atomic uintptr_t owner;         /* the thread inside an algorithm call on the stream, 0 if none (gpuws__claim) */
+    unsigned claims;                 /* that thread's nested claims; only the owner touches it */
     gpuws_stream *next;              /* in ctx->streams */
 };
 
@@ -171,6 +174,20 @@ gpuws_status gpuws__check_same_context(const gpuws_context *ctx, const gpuws_buf
 gpuws_status gpuws__check_range(const gpuws_buffer *b, size_t offset, size_t bytes, const char *what);
 
 /* ---- helpers for algorithm host drivers (kernels/<algo>/<algo>.c) --------------------------------------- */
+
+/* Every algorithm call claims its stream for the whole call: the stream's scratch, memo, tickets, zeroed memory and
+ * staging below are not thread-safe, and a stream is used by one thread at a time (docs/threads.md). A claim while
+ * another thread holds one fails at once with GPUWS_ERR_INVALID_ARGUMENT ("<fn>: stream ... is in use by another
+ * thread") and changes nothing; the thread that holds it may claim it again (find_sources runs sigma_clip, label,
+ * ...). It costs one uncontended compare-and-swap. Declare the claim with GPUWS__CLAIM(name) and take it with
+ * gpuws__claim(&name, s, fn) once s is resolved and before the first use of the stream's state: it is released when
+ * the variable goes out of scope, on every return path. */
+typedef struct gpuws__stream_claim {
+    gpuws_stream *s; /* NULL until taken */
+} gpuws__stream_claim;
+gpuws_status gpuws__claim(gpuws__stream_claim *c, gpuws_stream *s, const char *fn);
+void gpuws__unclaim(gpuws__stream_claim *c);
+#define GPUWS__CLAIM(name) __attribute__((cleanup(gpuws__unclaim))) gpuws__stream_claim name = {NULL}
 
 /* Temporary device memory owned by the stream: slot 0..GPUWS__SCRATCH_SLOTS-1, each a separate buffer, valid
  * until the next request for the same slot on the same stream (work already enqueued on the stream may still use

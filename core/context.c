@@ -320,6 +320,34 @@ gpuws_status gpuws_stream_synchronize(gpuws_stream *s)
     return s->ctx->backend->stream_synchronize(s);
 }
 
+/* A thread's identity for claims: the address of a thread-local byte, distinct for every live thread. */
+static _Thread_local char claim_token;
+
+gpuws_status gpuws__claim(gpuws__stream_claim *c, gpuws_stream *s, const char *fn)
+{
+    const uintptr_t me = (uintptr_t)&claim_token;
+    uintptr_t owner = 0;
+    if (atomic_compare_exchange_strong_explicit(&s->owner, &owner, me, memory_order_acquire, memory_order_relaxed))
+        s->claims = 1;
+    else if (owner == me)
+        s->claims++;
+    else
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: stream %p%s is in use by another thread (a stream is used by one thread at a time: "
+                            "give each thread its own, docs/threads.md)", fn, (void *)s,
+                            s->is_default ? " (the context's default stream)" : "");
+    c->s = s;
+    return GPUWS_OK;
+}
+
+void gpuws__unclaim(gpuws__stream_claim *c)
+{
+    gpuws_stream *s = c->s;
+    if (!s) return;
+    c->s = NULL;
+    if (--s->claims == 0) atomic_store_explicit(&s->owner, 0, memory_order_release);
+}
+
 gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuws_buffer **out)
 {
     if (slot < 0 || slot >= GPUWS__SCRATCH_SLOTS) return gpuws__error(GPUWS_ERR_INTERNAL, "scratch slot %d", slot);

@@ -8,7 +8,9 @@
  * Every destroy function accepts NULL. Kernels belong to their context and need no destroy.
  *
  * Threads: see docs/threads.md. In short: distinct contexts are independent; one context may be used from
- * several threads as long as each stream (and each event) is used by one thread at a time.
+ * several threads as long as each stream (and each event) is used by one thread at a time. An algorithm call
+ * (gpuws/algorithms.h) on a stream that another thread's algorithm call is using fails at once with
+ * GPUWS_ERR_INVALID_ARGUMENT ("... is in use by another thread") and changes nothing.
  */
 #ifndef GPUWS_H
 #define GPUWS_H
