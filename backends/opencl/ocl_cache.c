@@ -84,19 +84,18 @@ static void special_entry(const char *path, mode_t m)
                    "program is built from source", path, file_kind(m));
 }
 
-/* Opens an entry for reading only if it is a regular file. Anything else is never opened (a FIFO would block the
- * open or the read forever, a device could do anything); O_NONBLOCK and O_NOFOLLOW cover an entry swapped for one
- * between the lstat and the open. */
-static FILE *open_entry(const char *path, bool *special)
+/* Opens an entry for reading only if it is a regular file; *present says whether anything is there. Anything else is
+ * never opened (a FIFO would block the open or the read forever, a device could do anything); O_NONBLOCK and
+ * O_NOFOLLOW cover an entry swapped for one between the lstat and the open. */
+static FILE *open_entry(const char *path, bool *present)
 {
     struct stat sb;
-    if (lstat(path, &sb) != 0) return NULL;
+    if (!(*present = lstat(path, &sb) == 0)) return NULL;
     int fd = -1;
     if (S_ISREG(sb.st_mode) && (fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)) < 0) return NULL;
     if (fd >= 0 && fstat(fd, &sb) != 0) sb.st_mode = 0;
     if (!S_ISREG(sb.st_mode)) {
         if (fd >= 0) close(fd);
-        *special = true;
         special_entry(path, sb.st_mode);
         return NULL;
     }
@@ -113,9 +112,9 @@ ocl_cache_result ocl_cache_load(const ocl_cache *c, const char *key, unsigned ch
     if (!c->enabled) return OCL_CACHE_OFF;
     char path[1100];
     ocl_cache_path(c, key, path, sizeof path);
-    bool special = false;
-    FILE *f = open_entry(path, &special);
-    if (!f) return special ? OCL_CACHE_REJECTED : OCL_CACHE_MISS;
+    bool present;
+    FILE *f = open_entry(path, &present);
+    if (!f) return present ? OCL_CACHE_REJECTED : OCL_CACHE_MISS;
     bool ok = false;
     char magic[8];
     uint32_t kl;

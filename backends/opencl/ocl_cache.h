@@ -23,7 +23,7 @@ typedef enum {
     OCL_CACHE_OFF,      /* caching disabled */
     OCL_CACHE_MISS,     /* no entry */
     OCL_CACHE_HIT,      /* *bin: a malloc'd binary from a valid entry */
-    OCL_CACHE_REJECTED  /* an entry that is invalid, or not a regular file (never opened; warned about once) */
+    OCL_CACHE_REJECTED  /* an entry that is invalid, unreadable, or not a regular file (never opened; warned once) */
 } ocl_cache_result;
 ocl_cache_result ocl_cache_load(const ocl_cache *c, const char *key, unsigned char **bin, size_t *len);
 /* Best effort: failures (read-only directory, full disk) are logged at debug level and ignored. An entry that is
