@@ -282,6 +282,13 @@ BAD_CASE(context_create_device_index_past_the_end, BAD_ALL, GPUWS_ERR_NO_DEVICE,
     return try_create(f, o);
 }
 
+BAD_CASE(context_create_device_index_below_minus_one, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "options.device = -5 is not a device index")
+{
+    gpuws_context_options o = this_backend(f);
+    o.device = -5;
+    return try_create(f, o);
+}
+
 BAD_CASE(context_create_platform_that_matches_nothing, BAD_OPENCL, GPUWS_ERR_NO_DEVICE, "on platforms matching 'nomatch'")
 {
     gpuws_context_options o = this_backend(f);
@@ -326,6 +333,34 @@ BAD_CASE(context_get_default_stream_null_context, BAD_ALL, GPUWS_ERR_INVALID_ARG
 {
     gpuws_stream *s;
     return gpuws_context_get_default_stream(NULL, &s);
+}
+
+/* A context destroyed with objects still live releases them (and warns): destroying one of them afterwards is a
+ * no-op and any other use an error, never a use of the freed context. */
+BAD_CASE(objects_still_live_when_their_context_is_destroyed, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live buffer")
+{
+    gpuws_context_options o = this_backend(f);
+    gpuws_context *c;
+    gpuws_buffer *b;
+    gpuws_event *e;
+    gpuws_stream *s;
+    gpuws_kernel *k = NULL;
+    TEST_OK(gpuws_context_create(&c, &o));
+    TEST_OK(gpuws_buffer_create(c, 64, &b));
+    TEST_OK(gpuws_event_create(c, &e));
+    TEST_OK(gpuws_event_record(e, NULL));
+    TEST_OK(gpuws_stream_create(c, &s));
+    if (f->kind != GPUWS_BACKEND_CPU) TEST_OK(gpuws_kernel_get(c, "vector_add_f32", &k));
+    gpuws_context_destroy(c);
+    gpuws_buffer_destroy(b);
+    gpuws_event_destroy(e);
+    gpuws_stream_destroy(s);
+    gpuws_context_destroy(c);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_event_synchronize(e));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_synchronize(s));
+    gpuws_launch_config one = {{1, 1, 1}, {1, 1, 1}};
+    if (k) TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_launch(NULL, k, &one, NULL, 0));
+    return gpuws_buffer_read(b, 0, f->host, 16);
 }
 
 /* ---- buffers ---- */
@@ -398,6 +433,11 @@ BAD_CASE(buffer_copy_from_another_context, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "be
 BAD_CASE(buffer_copy_overlapping_ranges_of_one_buffer, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "overlap")
 {
     return gpuws_buffer_copy(f->out, 8, f->out, 0, 16);
+}
+
+BAD_CASE(buffer_copy_async_overlapping_ranges_of_one_buffer, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "overlap in one buffer")
+{
+    return gpuws_buffer_copy_async(f->stream, f->out, 0, f->out, 15, 16);
 }
 
 BAD_CASE(buffer_copy_source_range_past_the_end, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'src'")
@@ -548,6 +588,12 @@ BAD_CASE(launch_block_beyond_the_devices_threads_per_block, BAD_GPU, GPUWS_ERR_L
 BAD_CASE(launch_block_dimension_beyond_the_device, BAD_GPU, GPUWS_ERR_LAUNCH_CONFIG, "block dimension 2")
 {
     return launch_va(f, NULL, CFG(1, 1, 1, 1, 1, f->info.max_block_dims[2] + 1), f->in, 4);
+}
+
+/* 2^96 blocks: PoCL took it and ran for ever; CUDA refuses dimension 1, OpenCL the total (max_grid_blocks). */
+BAD_CASE(launch_grid_of_2_to_the_96_blocks, BAD_GPU, GPUWS_ERR_LAUNCH_CONFIG, "grid (4294967295,4294967295,4294967295)")
+{
+    return launch_va(f, NULL, CFG(UINT32_MAX, UINT32_MAX, UINT32_MAX, 1, 1, 1), f->in, 4);
 }
 
 BAD_CASE(launch_grid_dimension_zero, BAD_GPU, GPUWS_ERR_LAUNCH_CONFIG, "every dimension >= 1")
@@ -772,6 +818,8 @@ static const cli_case cli_cases[] = {
     {"info_device_index_past_the_end", {"GPUWS_BACKEND=cpu", "GPUWS_DEVICE=99"}, {"info"}, 1, "device index 99"},
     {"info_device_index_not_a_number", {"GPUWS_BACKEND=cpu", "GPUWS_DEVICE=first"}, {"info"}, 1, "is not a device index"},
     {"info_platform_matches_nothing", {"GPUWS_BACKEND=opencl", "GPUWS_OPENCL_PLATFORM=nomatch"}, {"info"}, 1, "'nomatch'"},
+    {"log_level_that_is_not_a_level", {"GPUWS_BACKEND=cpu", "GPUWS_LOG=bogus"}, {"info"}, 0,
+     "GPUWS_LOG='bogus' is not a log level (error, warn, info, debug); using warn"},
     {"info_unexpected_argument", {NULL}, {"info", "--bogus"}, 2, "unexpected argument '--bogus'"},
     {"unknown_command", {NULL}, {"frobnicate"}, 2, "unknown command 'frobnicate'"},
     {"no_command", {NULL}, {NULL}, 2, "usage: gpuws <command>"},

@@ -14,10 +14,32 @@
 static const char MAGIC[8] = {'G', 'P', 'U', 'W', 'S', 'C', 'L', 2};
 #define MAX_BINARY (512u << 20)
 
+/* The warnings below are given once per process: each context checks the directory again. */
+static atomic_flag warned_dir = ATOMIC_FLAG_INIT, warned_entry = ATOMIC_FLAG_INIT;
+
+/* A directory that cannot be one (a file, a symlink loop, a path through a file) disables the cache with a warning:
+ * every program would be built from source, slowly, for a reason the user should see. A directory that does not
+ * exist yet is made at the first store; one that cannot be written only disables caching (debug message). */
+static bool dir_usable(const char *dir, bool from_env)
+{
+    struct stat sb;
+    const char *why = NULL;
+    if (stat(dir, &sb) == 0)
+        why = S_ISDIR(sb.st_mode) ? NULL : "it is not a directory";
+    else if (errno == ELOOP || errno == ENOTDIR)
+        why = strerror(errno);
+    if (!why) return true;
+    if (!atomic_flag_test_and_set(&warned_dir))
+        gpuws__log(GPUWS__LOG_WARN, "%s%s: %s; OpenCL programs are built from source and not cached", from_env ?
+                   "GPUWS_CACHE_DIR=" : "the OpenCL program cache ", dir, why);
+    return false;
+}
+
 void ocl_cache_init(ocl_cache *c)
 {
     memset(c, 0, sizeof *c);
     const char *v = gpuws__getenv("GPUWS_CACHE_DIR");
+    const bool from_env = v != NULL;
     if (v && gpuws__strcasecmp(v, "off") == 0) return;
     int n;
     if (v)
@@ -28,7 +50,7 @@ void ocl_cache_init(ocl_cache *c)
         n = snprintf(c->dir, sizeof c->dir, "%s/.cache/gpuws", v);
     else
         return;
-    c->enabled = n > 0 && (size_t)n < sizeof c->dir;
+    c->enabled = n > 0 && (size_t)n < sizeof c->dir && dir_usable(c->dir, from_env);
 }
 
 void ocl_cache_path(const ocl_cache *c, const char *key, char *out, size_t n)
@@ -43,15 +65,56 @@ static uint64_t checksum(const char *key, size_t kl, const unsigned char *bin, s
 
 static bool read_all(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 
-bool ocl_cache_load(const ocl_cache *c, const char *key, unsigned char **bin, size_t *len)
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m)   ? "FIFO"
+           : S_ISLNK(m)  ? "symbolic link"
+           : S_ISDIR(m)  ? "directory"
+           : S_ISCHR(m)  ? "character device"
+           : S_ISBLK(m)  ? "block device"
+           : S_ISSOCK(m) ? "socket"
+                         : "special file";
+}
+
+static void special_entry(const char *path, mode_t m)
+{
+    if (!atomic_flag_test_and_set(&warned_entry))
+        gpuws__log(GPUWS__LOG_WARN,
+                   "OpenCL cache entry %s is a %s, not a regular file: it is neither read nor replaced, and its "
+                   "program is built from source", path, file_kind(m));
+}
+
+/* Opens an entry for reading only if it is a regular file; *present says whether anything is there. Anything else is
+ * never opened (a FIFO would block the open or the read forever, a device could do anything); O_NONBLOCK and
+ * O_NOFOLLOW cover an entry swapped for one between the lstat and the open. */
+static FILE *open_entry(const char *path, bool *present)
+{
+    struct stat sb;
+    if (!(*present = lstat(path, &sb) == 0)) return NULL;
+    int fd = -1;
+    if (S_ISREG(sb.st_mode) && (fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)) < 0) return NULL;
+    if (fd >= 0 && fstat(fd, &sb) != 0) sb.st_mode = 0;
+    if (!S_ISREG(sb.st_mode)) {
+        if (fd >= 0) close(fd);
+        special_entry(path, sb.st_mode);
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1 ? NULL : fdopen(fd, "rb");
+    if (!f) close(fd);
+    return f;
+}
+
+ocl_cache_result ocl_cache_load(const ocl_cache *c, const char *key, unsigned char **bin, size_t *len)
 {
     *bin = NULL;
     *len = 0;
-    if (!c->enabled) return false;
+    if (!c->enabled) return OCL_CACHE_OFF;
     char path[1100];
     ocl_cache_path(c, key, path, sizeof path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
+    bool present;
+    FILE *f = open_entry(path, &present);
+    if (!f) return present ? OCL_CACHE_REJECTED : OCL_CACHE_MISS;
     bool ok = false;
     char magic[8];
     uint32_t kl;
@@ -72,11 +135,11 @@ done:
     if (!ok) {
         gpuws__log(GPUWS__LOG_INFO, "OpenCL cache entry %s is invalid (corrupt, truncated or for another device); rebuilding", path);
         free(b);
-        return false;
+        return OCL_CACHE_REJECTED;
     }
     *bin = b;
     *len = bl;
-    return true;
+    return OCL_CACHE_HIT;
 }
 
 static void mkdirs(const char *dir)
@@ -113,6 +176,11 @@ void ocl_cache_store(const ocl_cache *c, const char *key, const unsigned char *b
     mkdirs(c->dir);
     char path[1100], tmp[1200];
     ocl_cache_path(c, key, path, sizeof path);
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        special_entry(path, sb.st_mode); /* the rename would replace it: not ours to remove */
+        return;
+    }
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) {

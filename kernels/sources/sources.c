@@ -173,6 +173,7 @@ static gpuws_status run(gpuws_stream *s, const float *host, const gpuws_buffer *
 gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t width, size_t height,
                                 const gpuws_sources_options *options, gpuws_catalog **catalog)
 {
+    GPUWS__CLAIM(claim);
     if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'catalog' is NULL");
     *catalog = NULL;
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
@@ -181,18 +182,22 @@ gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t w
     const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
     const gpuws_sources_options *o = options ? options : &defaults;
     size_t n = 0;
-    if ((st = check_size(width, height, &n)) || (st = check_options(o))) return st;
-    return run(ctx->default_stream, image, NULL, width, height, o, catalog);
+    gpuws_stream *s = NULL; /* the default stream */
+    if ((st = check_size(width, height, &n)) || (st = check_options(o)) ||
+        (st = gpuws__driver_stream(ctx, &s, &claim, "find_sources")))
+        return st;
+    return run(s, image, NULL, width, height, o, catalog);
 }
 
 gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
                                         const gpuws_sources_options *options, gpuws_catalog **catalog)
 {
+    GPUWS__CLAIM(claim);
     if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'catalog' is NULL");
     *catalog = NULL;
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "find_sources"))) return st;
     const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
     const gpuws_sources_options *o = options ? options : &defaults;
     size_t n = 0;
@@ -207,9 +212,10 @@ gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t he
 gpuws_status gpuws__sky_generate(gpuws_stream *s, const gpuws_sky_params *p, const gpuws_sky_source *sources,
                                  gpuws_buffer *image)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "sky"))) return st;
     if (!p || (!sources && p->num_sources))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sky: the parameters or the source list is NULL");
     size_t n = 0;
