@@ -205,11 +205,15 @@ static int run_image(const args *a)
     if (fits_read_image(a->image, 0, &img, err, sizeof err)) return fprintf(stderr, "gpuws sources: %s\n", err), 1;
     const float *px = img.data;
     const size_t n = img.width * img.height;
-    size_t blanks = 0;
-    for (size_t i = 0; i < n; i++) blanks += !isfinite(px[i]);
-    if (blanks == n) {
-        fprintf(stderr, "gpuws sources: %s: every pixel of the %zu x %zu image (HDU %d) is blank or NaN\n", a->image, img.width,
+    size_t blanks = 0, infinite = 0;
+    for (size_t i = 0; i < n; i++) /* != 0: glibc's isinf(-inf) is -1 */
+        blanks += isnan(px[i]) != 0, infinite += isinf(px[i]) != 0;
+    if (blanks + infinite == n) { /* no statistics exist: say which kind of pixel filled the image */
+        fprintf(stderr, "gpuws sources: %s: every pixel of the %zu x %zu image (HDU %d) is ", a->image, img.width,
                 img.height, img.hdu);
+        if (!infinite) fprintf(stderr, "blank or NaN\n");
+        else if (!blanks) fprintf(stderr, "infinite (+inf or -inf)\n");
+        else fprintf(stderr, "blank, NaN or infinite: %zu blank or NaN, %zu infinite\n", blanks, infinite);
         fits_image_free(&img);
         return 1;
     }
@@ -222,8 +226,8 @@ static int run_image(const args *a)
     gpuws_backend_kind k;
     gpuws_context_get_device_info(ctx, &d);
     gpuws_context_get_backend(ctx, &k);
-    printf("%s: HDU %d, %zu x %zu pixels (BITPIX %d), %zu blank or NaN\n", a->image, img.hdu, img.width, img.height,
-           img.bitpix, blanks);
+    printf("%s: HDU %d, %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img.hdu, img.width,
+           img.height, img.bitpix, blanks, infinite);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
     gpuws_catalog *cat;
     gpuws_status st = gpuws_find_sources(ctx, px, img.width, img.height, &a->o, &cat);
