@@ -28,12 +28,15 @@ static void usage(FILE *f)
             "  --algorithms  comma list of algorithms or algorithm/variant (e.g. reduce,convolve2d/f32,transfer)\n"
             "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive; default:\n"
             "                GPUWS_OPENCL_PLATFORM when set)\n"
-            "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; default 60)\n"
+            "  --repeat, --cpu-repeat  from 1 to 1000000\n"
+            "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; default 60;\n"
+            "                a number > 0 and at most 86400)\n"
             "  --back-to-back  on GPU targets, also time K calls between two events (default 10; 0 = off) and report\n"
             "                the median per call: the timer's floor and the host's time per call then overlap the\n"
             "                device's work, as in a stream kept busy (nvbench's batch measurement)\n"
             "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
             "  --list        prints the registered workloads and exits\n"
+            "  Each option may be given once; names and lists may not be empty.\n"
             "  The reports are written all or none: a regular file (or a symlink's target) is replaced, a device or\n"
             "  FIFO written into; a directory, the --compare file, or one file named twice is refused before any run.\n"
             "  Exit status: 0 all rows correct, 1 a row FAILED (the reports are still written) or the reports could\n"
@@ -71,16 +74,6 @@ static bool selected(const char *list, const bench_workload *w)
     return false;
 }
 
-static bool parse_count(const char *v, int *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end || end == v || x < 1 || x > 1000000) return false;
-    *out = (int)x;
-    return true;
-}
-
 typedef struct {
     const char *backends, *platform, *algorithms, *json, *csv, *svg, *compare;
     bench_size size;
@@ -94,40 +87,41 @@ static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
 {
     *o = (options){.backends = "all", .size = BENCH_DEFAULT, .repeat = 20, .cpu_repeat = 3, .batch_calls = 10,
                    .budget_s = 60, .ceilings = true};
+    tool_args t = TOOL_ARGS_INIT("bench");
+    t.err = err;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const char **str = !strcmp(a, "--backends") ? &o->backends : !strcmp(a, "--platform") ? &o->platform
                            : !strcmp(a, "--algorithms") ? &o->algorithms : !strcmp(a, "--json") ? &o->json
                            : !strcmp(a, "--csv") ? &o->csv : !strcmp(a, "--svg") ? &o->svg
                            : !strcmp(a, "--compare") ? &o->compare : NULL;
+        uint64_t x;
+        if (a[0] == '-' && a[1] && !tool_is_signed_number(a) && tool_once(&t, a)) return 2;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(out);
             return -1;
         } else if (!strcmp(a, "--no-ceilings")) {
             o->ceilings = false;
+        } else if (str && v) {
+            const bool file = str == &o->json || str == &o->csv || str == &o->svg || str == &o->compare;
+            if (tool_name(&t, a, v, file ? "a file name" : str == &o->platform ? "a platform name" : "a comma list"))
+                return 2;
+            *str = v, i++;
         } else if (!strcmp(a, "--list")) {
             o->list = true;
-        } else if (str && v) {
-            *str = v, i++;
         } else if ((!strcmp(a, "--repeat") || !strcmp(a, "--cpu-repeat")) && v) {
-            if (!parse_count(v, a[2] == 'r' ? &o->repeat : &o->cpu_repeat)) {
-                fprintf(err, "gpuws bench: %s needs a positive count, not '%s'\n", a, v);
-                return 2;
-            }
-            i++;
+            if (tool_count(&t, a, v, 1, TOOL_REPEAT_MAX, "a positive count", &x)) return 2;
+            *(a[2] == 'r' ? &o->repeat : &o->cpu_repeat) = (int)x, i++;
         } else if (!strcmp(a, "--back-to-back") && v) {
-            char *end;
-            const long k = strtol(v, &end, 10);
-            if (*end || end == v || k < 0 || k == 1 || k > 1000) {
+            if (tool_parse_count(v, 1000, &x) || x == 1) {
                 fprintf(err, "gpuws bench: --back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '%s'\n", v);
                 return 2;
             }
-            o->batch_calls = (int)k, i++;
+            o->batch_calls = (int)x, i++;
         } else if (!strcmp(a, "--budget") && v) {
-            char *end;
-            o->budget_s = strtod(v, &end);
-            if (*end || end == v || !(o->budget_s > 0)) {
-                fprintf(err, "gpuws bench: --budget needs a positive number of seconds, not '%s'\n", v);
+            /* a day per row: anything longer is a typo, and seconds * 1e3 stays far from overflow */
+            if (tool_parse_real(v, &o->budget_s) || !(o->budget_s > 0) || o->budget_s > 86400) {
+                fprintf(err, "gpuws bench: --budget needs a positive number of seconds, at most 86400, not '%s'\n", v);
                 return 2;
             }
             i++;
@@ -170,6 +164,10 @@ static unsigned backend_mask(const char *list, FILE *err)
 static bool check_algorithms(const char *list, FILE *err)
 {
     char item[128];
+    if (list && !next_item(&(const char *){list}, item, sizeof item)) {
+        fprintf(err, "gpuws bench: --algorithms names no algorithm (--list shows them)\n");
+        return false;
+    }
     for (const char *p = list; list && next_item(&p, item, sizeof item);) {
         bool known = !strcmp(item, "all");
         for (const bench_workload *const *wp = bench_workloads(); *wp && !known; wp++) known = item_selects(item, *wp);

@@ -35,8 +35,10 @@ static void usage(FILE *f)
             "  --overlay OUT.png      log-scaled image with a circle on every source%s\n"
             "  --demo                 no IMAGE: a synthetic sky made on the device (noise sigma 1e-3, Gaussian beams\n"
             "                         of sigma 1.7 px, peaks log-uniform in 5e-3..1e-1), scored against what was injected\n"
-            "  --size N               demo image N x N (default 2048); --seed S (default 1); --sources N (default\n"
-            "                         300 per 2048^2)\n"
+            "  --size N               demo image N x N, N from 16 to 46340 (default 2048); --seed S from 0 to\n"
+            "                         2^64 - 1 (default 1); --sources N from 0 to 1000000 (default 300 per 2048^2);\n"
+            "                         these three apply to --demo only\n"
+            "Numbers are decimal (whole numbers also 1e6 or 10^6), without spaces; each option may be given once.\n"
             "The outputs are written all or none: a regular file (or a symlink's target) is replaced, keeping its\n"
             "permissions; a device or FIFO is written into; a directory, the image, or one file named twice is\n"
             "refused before any work. The device comes from GPUWS_BACKEND / GPUWS_DEVICE (gpuws info lists them).\n"
@@ -54,31 +56,6 @@ typedef struct {
     output_files *outputs; /* catalog, labels, overlay: planned before any work */
 } args;
 
-static int parse_double(const char *opt, const char *v, double *out)
-{
-    char *end;
-    errno = 0;
-    *out = v ? strtod(v, &end) : 0;
-    if (!v || !*v || *end || errno || !isfinite(*out)) {
-        fprintf(stderr, "gpuws sources: %s needs a number%s%s\n", opt, v ? ", not " : "", v ? v : "");
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_count(const char *opt, const char *v, unsigned long long lo, unsigned long long hi, unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    *out = v && *v != '-' ? strtoull(v, &end, 10) : 0;
-    if (!v || !*v || *v == '-' || *end || errno || *out < lo || *out > hi) {
-        fprintf(stderr, "gpuws sources: %s needs a whole number from %llu to %llu%s%s\n", opt, lo, hi, v ? ", not " : "",
-                v ? v : "");
-        return -1;
-    }
-    return 0;
-}
-
 /* 0: parsed; 1: --help printed; 2: bad usage (message printed). */
 static int parse(int argc, char **argv, args *a)
 {
@@ -87,51 +64,56 @@ static int parse(int argc, char **argv, args *a)
     a->size = 2048;
     a->seed = 1;
     int have_sigma = 0, have_abs = 0;
+    tool_args t = TOOL_ARGS_INIT(CMD);
+    const char *demo_only = NULL; /* the first option given that only --demo takes */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned long long u;
+        const char **name = !strcmp(o, "--catalog") ? &a->catalog : !strcmp(o, "--labels") ? &a->labels
+                            : !strcmp(o, "--overlay") ? &a->overlay : NULL;
+        uint64_t u;
         double d;
+        if (o[0] == '-' && o[1] && !tool_is_signed_number(o) && tool_once(&t, o)) return 2;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             usage(stdout);
             return 1;
         } else if (!strcmp(o, "--demo")) {
             a->demo = 1;
         } else if (!strcmp(o, "--kappa")) {
-            if (parse_double(o, v, &d)) return 2;
+            if (tool_real(&t, o, v, false, &d)) return 2;
             if (!(d > 0)) return fprintf(stderr, "gpuws sources: --kappa must be > 0\n"), 2;
             a->o.clip.kappa = d, i++;
         } else if (!strcmp(o, "--threshold")) {
-            if (parse_double(o, v, &d)) return 2;
+            if (tool_real(&t, o, v, false, &d)) return 2;
             if (!(d > 0)) return fprintf(stderr, "gpuws sources: --threshold must be > 0 (stds)\n"), 2;
             a->o.threshold_sigma = d, have_sigma = 1, i++;
         } else if (!strcmp(o, "--threshold-abs")) {
-            if (parse_double(o, v, &d)) return 2;
+            if (tool_real(&t, o, v, false, &d)) return 2;
             a->o.threshold_abs = d, have_abs = 1, i++;
         } else if (!strcmp(o, "--connectivity")) {
-            if (parse_count(o, v, 4, 8, &u) || (u != 4 && u != 8))
+            if (!v || (strcmp(v, "4") && strcmp(v, "8")))
                 return fprintf(stderr, "gpuws sources: --connectivity is 4 or 8\n"), 2;
-            a->o.connectivity = (int)u, i++;
-        } else if (!strcmp(o, "--catalog") && v) {
-            a->catalog = v, i++;
-        } else if (!strcmp(o, "--labels") && v) {
-            a->labels = v, i++;
-        } else if (!strcmp(o, "--overlay") && v) {
-            a->overlay = v, i++;
+            a->o.connectivity = v[0] - '0', i++;
+        } else if (name) {
+            if (tool_name(&t, o, v, "a file name")) return 2;
+            *name = v, i++;
         } else if (!strcmp(o, "--size")) {
-            if (parse_count(o, v, 16, 46340, &u)) return 2; /* 46340^2 < 2^31: labels are int32 */
-            a->size = (size_t)u, i++;
+            if (tool_count(&t, o, v, 16, 46340, NULL, &u)) return 2; /* 46340^2 < 2^31: labels are int32 */
+            a->size = (size_t)u, i++, demo_only = demo_only ? demo_only : o;
         } else if (!strcmp(o, "--seed")) {
-            if (parse_count(o, v, 0, UINT64_MAX, &u)) return 2;
-            a->seed = u, i++;
+            if (tool_count(&t, o, v, 0, UINT64_MAX, NULL, &u)) return 2;
+            a->seed = u, i++, demo_only = demo_only ? demo_only : o;
         } else if (!strcmp(o, "--sources")) {
-            if (parse_count(o, v, 0, 1000000, &u)) return 2;
-            a->nsources = (size_t)u, a->have_nsources = 1, i++;
+            if (tool_count(&t, o, v, 0, 1000000, NULL, &u)) return 2;
+            a->nsources = (size_t)u, a->have_nsources = 1, i++, demo_only = demo_only ? demo_only : o;
         } else if (o[0] == '-' && o[1]) {
             fprintf(stderr, "gpuws sources: unknown or incomplete option '%s'\n", o);
             usage(stderr);
             return 2;
         } else if (a->image) {
             fprintf(stderr, "gpuws sources: one image at a time ('%s' and '%s')\n", a->image, o);
+            return 2;
+        } else if (!*o) {
+            fprintf(stderr, "gpuws sources: the IMAGE file name is empty ('')\n");
             return 2;
         } else {
             a->image = o;
@@ -143,6 +125,7 @@ static int parse(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
+    if (demo_only && !a->demo) return fprintf(stderr, "gpuws sources: %s applies to --demo only\n", demo_only), 2;
     a->o.want_labels = a->labels != NULL;
     return 0;
 }
@@ -216,11 +199,15 @@ static int run_image(const args *a)
     if (fits_read_image(a->image, 0, &img, err, sizeof err)) return fprintf(stderr, "gpuws sources: %s\n", err), 1;
     const float *px = img.data;
     const size_t n = img.width * img.height;
-    size_t blanks = 0;
-    for (size_t i = 0; i < n; i++) blanks += !isfinite(px[i]);
-    if (blanks == n) {
-        fprintf(stderr, "gpuws sources: %s: every pixel of the %zu x %zu image (HDU %d) is blank or NaN\n", a->image, img.width,
+    size_t blanks = 0, infinite = 0;
+    for (size_t i = 0; i < n; i++) /* != 0: glibc's isinf(-inf) is -1 */
+        blanks += isnan(px[i]) != 0, infinite += isinf(px[i]) != 0;
+    if (blanks + infinite == n) { /* no statistics exist: say which kind of pixel filled the image */
+        fprintf(stderr, "gpuws sources: %s: every pixel of the %zu x %zu image (HDU %d) is ", a->image, img.width,
                 img.height, img.hdu);
+        if (!infinite) fprintf(stderr, "blank or NaN\n");
+        else if (!blanks) fprintf(stderr, "infinite (+inf or -inf)\n");
+        else fprintf(stderr, "blank, NaN or infinite: %zu blank or NaN, %zu infinite\n", blanks, infinite);
         fits_image_free(&img);
         return 1;
     }
@@ -233,8 +220,8 @@ static int run_image(const args *a)
     gpuws_backend_kind k;
     gpuws_context_get_device_info(ctx, &d);
     gpuws_context_get_backend(ctx, &k);
-    printf("%s: HDU %d, %zu x %zu pixels (BITPIX %d), %zu blank or NaN\n", a->image, img.hdu, img.width, img.height,
-           img.bitpix, blanks);
+    printf("%s: HDU %d, %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img.hdu, img.width,
+           img.height, img.bitpix, blanks, infinite);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
     gpuws_catalog *cat;
     gpuws_status st = gpuws_find_sources(ctx, px, img.width, img.height, &a->o, &cat);

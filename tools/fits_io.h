@@ -18,8 +18,9 @@ typedef struct {
     int bitpix;             /* the file's BITPIX */
 } fits_image;
 
-/* 0 on success. On failure returns -1 and writes a one-line reason to err (file missing, not FITS, truncated,
- * no 2-D image, too large, ...); img is left zeroed and nothing is allocated.
+/* 0 on success. On failure returns -1 and writes a one-line reason to err (file missing, a directory or FIFO, not
+ * FITS, truncated in the data or in a later HDU's header, no 2-D image, BSCALE or BZERO not a finite number or
+ * BSCALE 0, too large, ...); img is left zeroed and nothing is allocated.
  * want_double: 1 reads as double, 0 as float, -1 picks double for BITPIX -64 and float otherwise. */
 int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen);
 void fits_image_free(fits_image *img);
