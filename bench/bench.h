@@ -194,8 +194,9 @@ void bench_write_json(const bench_report *r, FILE *f);
 void bench_write_csv(const bench_report *r, FILE *f);
 /* Grouped horizontal bars per workload, one colour per target (and per peer), log-scale time axis. */
 void bench_write_svg(const bench_report *r, FILE *f);
-/* Writes a report to path through a temporary file renamed into place, so the file is complete or absent.
- * 0 on success; -1 with the reason in err. */
+/* Creates the file path, which must not exist, with a report; on failure the file is removed. `gpuws bench` passes
+ * a staging path and puts the reports in place all or none (tools/output_files.h). 0 on success; -1 with the
+ * reason in err. */
 int bench_write_file(const char *path, void (*writer)(const bench_report *, FILE *), const bench_report *r, char *err,
                      size_t errn);
 

@@ -246,28 +246,18 @@ void bench_write_csv(const bench_report *r, FILE *f)
 int bench_write_file(const char *path, void (*writer)(const bench_report *, FILE *), const bench_report *r, char *err,
                      size_t errn)
 {
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        snprintf(err, errn, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    FILE *f = fopen(path, "wx"); /* a new file only: the remove below removes nothing else */
     if (!f) {
-        snprintf(err, errn, "%s: %s", tmp, strerror(errno));
-        free(tmp);
+        snprintf(err, errn, "%s: %s", path, strerror(errno));
         return -1;
     }
     writer(r, f);
     bool bad = fflush(f) != 0 || ferror(f);
     int e = errno;
     if (fclose(f) != 0 && !bad) bad = true, e = errno;
-    if (!bad && rename(tmp, path) != 0) bad = true, e = errno;
     if (bad) {
         snprintf(err, errn, "%s: %s", path, strerror(e));
-        remove(tmp);
+        remove(path);
     }
-    free(tmp);
     return bad ? -1 : 0;
 }

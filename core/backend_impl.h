@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 /* ---- objects (the handles' real types) ------------------------------------------------------------------- */
@@ -25,6 +26,8 @@ struct gpuws_context {
     struct gpuws_program *programs;  /* user programs (include/gpuws/program.h), generators' included */
     struct gpuws__generated *generated; /* generator kernels and reductions, by their texts (core/generators.c) */
     gpuws_stream *streams;           /* user-created streams, for gpuws_context_synchronize */
+    struct gpuws_buffer *buffers;    /* live buffers and events, under lock: a context destroyed with some left */
+    struct gpuws_event *events;      /* warns and releases them, so a late destroy of one finds it not live */
     long live_buffers, live_events;  /* under lock; a warning names leftovers at destroy */
 };
 
@@ -44,6 +47,8 @@ struct gpuws_stream {
     void *memo[GPUWS__MEMO_SLOTS];   /* host memory drivers keep between calls (see gpuws__stream_memo) */
     void *staging;                   /* GPUWS__STAGING_BYTES of pinned host memory (see gpuws__buffer_read_start) */
     void *read_marker;               /* the backend's reusable marker for read_start (freed by stream_destroy) */
+    _Atomic uintptr_t owner;         /* the thread inside an algorithm call on the stream, 0 if none (gpuws__claim) */
+    unsigned claims;                 /* that thread's nested claims; only the owner touches it */
     gpuws_stream *next;              /* in ctx->streams */
 };
 
@@ -51,6 +56,7 @@ struct gpuws_event {
     gpuws_context *ctx;
     void *impl;
     bool recorded;
+    struct gpuws_event *prev, *next; /* in ctx->events */
 };
 
 struct gpuws_buffer {
@@ -58,6 +64,7 @@ struct gpuws_buffer {
     void *impl;                      /* CPU: the host pointer; CUDA: device pointer; OpenCL: cl_mem */
     size_t size;
     uint64_t serial;                 /* unique in the process, never reused (a handle's address may be) */
+    struct gpuws_buffer *prev, *next; /* in ctx->buffers */
 };
 
 #define GPUWS__SIG_MAX 32
@@ -237,7 +244,8 @@ gpuws_status gpuws__error(gpuws_status s, const char *fmt, ...) __attribute__((f
 gpuws_status gpuws__error_prefix(gpuws_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 typedef enum { GPUWS__LOG_ERROR = 0, GPUWS__LOG_WARN = 1, GPUWS__LOG_INFO = 2, GPUWS__LOG_DEBUG = 3 } gpuws__log_level;
-/* Messages at or under GPUWS_LOG (error|warn|info|debug; default warn) go to stderr. */
+/* Messages at or under GPUWS_LOG (error|warn|info|debug; default warn) go to stderr. Another value of GPUWS_LOG
+ * means warn, and a warning that says so once, at the first message of the process (shown or not). */
 void gpuws__log(gpuws__log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- handles --------------------------------------------------------------------------------------------- */
@@ -255,6 +263,8 @@ gpuws_status gpuws__check_context(const gpuws_context *ctx, const char *what);
 gpuws_status gpuws__check_stream(const gpuws_stream *s, const char *what);
 gpuws_status gpuws__check_buffer(const gpuws_buffer *b, const char *what);
 gpuws_status gpuws__check_event(const gpuws_event *e, const char *what);
+/* Takes b out of its context's list of live buffers; under ctx->lock. */
+void gpuws__buffer_unlink(gpuws_buffer *b);
 /* Resolves NULL to the context's default stream and checks it belongs to ctx. */
 gpuws_status gpuws__resolve_stream(gpuws_context *ctx, gpuws_stream **s, const char *what);
 /* OK when b belongs to ctx, else GPUWS_ERR_WRONG_CONTEXT naming `what`. */
@@ -263,6 +273,20 @@ gpuws_status gpuws__check_same_context(const gpuws_context *ctx, const gpuws_buf
 gpuws_status gpuws__check_range(const gpuws_buffer *b, size_t offset, size_t bytes, const char *what);
 
 /* ---- helpers for algorithm host drivers (kernels/<algo>/<algo>.c) --------------------------------------- */
+
+/* Every algorithm call claims its stream for the whole call: the stream's scratch, memo, tickets, zeroed memory and
+ * staging below are not thread-safe, and a stream is used by one thread at a time (docs/threads.md). A claim while
+ * another thread holds one fails at once with GPUWS_ERR_INVALID_ARGUMENT ("<fn>: stream ... is in use by another
+ * thread") and changes nothing; the thread that holds it may claim it again (find_sources runs sigma_clip, label,
+ * ...). It costs one uncontended compare-and-swap. Declare the claim with GPUWS__CLAIM(name) and take it with
+ * gpuws__claim(&name, s, fn) once s is resolved and before the first use of the stream's state: it is released when
+ * the variable goes out of scope, on every return path. */
+typedef struct gpuws__stream_claim {
+    gpuws_stream *s; /* NULL until taken */
+} gpuws__stream_claim;
+gpuws_status gpuws__claim(gpuws__stream_claim *c, gpuws_stream *s, const char *fn);
+void gpuws__unclaim(gpuws__stream_claim *c);
+#define GPUWS__CLAIM(name) __attribute__((cleanup(gpuws__unclaim))) gpuws__stream_claim name = {NULL}
 
 /* Temporary device memory owned by the stream: slot 0..GPUWS__SCRATCH_SLOTS-1, each a separate buffer, valid
  * until the next request for the same slot on the same stream (work already enqueued on the stream may still use

@@ -35,9 +35,21 @@ gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpuws_buffer 
     }
     pthread_mutex_lock(&ctx->lock);
     ctx->live_buffers++;
+    b->next = ctx->buffers;
+    if (b->next) b->next->prev = b;
+    ctx->buffers = b;
     pthread_mutex_unlock(&ctx->lock);
     *out = b;
     return GPUWS_OK;
+}
+
+void gpuws__buffer_unlink(gpuws_buffer *b)
+{
+    gpuws_context *ctx = b->ctx;
+    if (b->prev) b->prev->next = b->next;
+    else ctx->buffers = b->next;
+    if (b->next) b->next->prev = b->prev;
+    ctx->live_buffers--;
 }
 
 void gpuws_buffer_destroy(gpuws_buffer *b)
@@ -47,7 +59,7 @@ void gpuws_buffer_destroy(gpuws_buffer *b)
     gpuws_context *ctx = b->ctx;
     ctx->backend->buffer_destroy(b);
     pthread_mutex_lock(&ctx->lock);
-    ctx->live_buffers--;
+    gpuws__buffer_unlink(b);
     pthread_mutex_unlock(&ctx->lock);
     gpuws__free(b);
 }

@@ -16,10 +16,32 @@
 static const char MAGIC[8] = {'G', 'P', 'U', 'W', 'S', 'C', 'B', 3};
 #define MAX_BINARY (512u << 20)
 
+/* The warnings below are given once per process: each context and each build checks again. */
+static atomic_flag warned_dir = ATOMIC_FLAG_INIT, warned_entry = ATOMIC_FLAG_INIT, warned_owner = ATOMIC_FLAG_INIT;
+
+/* A directory that cannot be one (a file, a symlink loop, a path through a file) disables the cache with a warning:
+ * every program would be built from source, slowly, for a reason the user should see. A directory that does not
+ * exist yet is made at the first store; one that cannot be written only disables caching (debug message). */
+static bool dir_usable(const char *dir, bool from_env)
+{
+    struct stat sb;
+    const char *why = NULL;
+    if (stat(dir, &sb) == 0)
+        why = S_ISDIR(sb.st_mode) ? NULL : "it is not a directory";
+    else if (errno == ELOOP || errno == ENOTDIR)
+        why = strerror(errno);
+    if (!why) return true;
+    if (!atomic_flag_test_and_set(&warned_dir))
+        gpuws__log(GPUWS__LOG_WARN, "%s%s: %s; programs are built from source and not cached",
+                   from_env ? "GPUWS_CACHE_DIR=" : "the program cache ", dir, why);
+    return false;
+}
+
 void gpuws__cache_init(gpuws__cache *c)
 {
     memset(c, 0, sizeof *c);
     const char *v = gpuws__getenv("GPUWS_CACHE_DIR");
+    const bool from_env = v != NULL;
     if (v && gpuws__strcasecmp(v, "off") == 0) return;
     int n;
     if (v)
@@ -30,7 +52,7 @@ void gpuws__cache_init(gpuws__cache *c)
         n = snprintf(c->dir, sizeof c->dir, "%s/.cache/gpuws", v);
     else
         return;
-    c->enabled = n > 0 && (size_t)n < sizeof c->dir;
+    c->enabled = n > 0 && (size_t)n < sizeof c->dir && dir_usable(c->dir, from_env);
 }
 
 static void entry_path(const gpuws__cache *c, const char *key, const char *ext, char *out, size_t n)
@@ -74,10 +96,27 @@ static bool private_to_user(const struct stat *sb) { return sb->st_uid == geteui
 
 static void warn_once(const char *what, const char *path)
 {
-    static atomic_int warned;
-    if (atomic_exchange(&warned, 1)) return;
+    if (atomic_flag_test_and_set(&warned_owner)) return;
     gpuws__log(GPUWS__LOG_WARN, "program cache: %s %s; compiled programs are not loaded from it (set GPUWS_CACHE_DIR to a "
                "directory of your own, or 'off')", path, what);
+}
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m)   ? "FIFO"
+           : S_ISLNK(m)  ? "symbolic link"
+           : S_ISDIR(m)  ? "directory"
+           : S_ISCHR(m)  ? "character device"
+           : S_ISBLK(m)  ? "block device"
+           : S_ISSOCK(m) ? "socket"
+                         : "special file";
+}
+
+static void special_entry(const char *path, mode_t m)
+{
+    if (!atomic_flag_test_and_set(&warned_entry))
+        gpuws__log(GPUWS__LOG_WARN, "program cache entry %s is a %s, not a regular file: it is neither read nor replaced, "
+                   "and its program is built from source", path, file_kind(m));
 }
 
 /* The directory may hold code we run: it must be ours alone. */
@@ -103,10 +142,19 @@ gpuws_status gpuws__cache_load(const gpuws__cache *c, const char *key, const cha
     if (!c->enabled || !dir_trusted(c)) return GPUWS_OK;
     char path[1100];
     entry_path(c, key, ext, path, sizeof path);
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the fstat below refuses it anyway */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return GPUWS_OK;
+    /* Only a regular file is opened (a FIFO would block the open or the read forever, a device could do anything);
+     * O_NONBLOCK and O_NOFOLLOW cover an entry swapped for one between the lstat and the open. */
     struct stat sb;
+    if (lstat(path, &sb) != 0) return GPUWS_OK;
+    if (!S_ISREG(sb.st_mode)) {
+        special_entry(path, sb.st_mode);
+        return GPUWS_OK;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ELOOP) special_entry(path, S_IFLNK);
+        return GPUWS_OK;
+    }
     bool ok = false;
     char magic[8];
     uint32_t kl;
@@ -117,6 +165,7 @@ gpuws_status gpuws__cache_load(const gpuws__cache *c, const char *key, const cha
     const size_t want_kl = strlen(key);
     const char *why = "corrupt, truncated or for another device";
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        special_entry(path, sb.st_mode);
         why = "not a regular file";
         goto done;
     }
@@ -182,7 +231,7 @@ void gpuws__cache_store(const gpuws__cache *c, const char *key, const char *ext,
     entry_path(c, key, ext, path, sizeof path);
     struct stat sb;
     if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        gpuws__log(GPUWS__LOG_DEBUG, "program cache: %s is not a regular file; not replaced", path);
+        special_entry(path, sb.st_mode); /* the rename would replace it: not ours to remove */
         return;
     }
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));

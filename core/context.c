@@ -10,6 +10,7 @@
 #define MAX_LIST 8
 
 static void destroy_scratch(gpuws_stream *s);
+static void event_unlink(gpuws_event *e);
 
 typedef struct {
     gpuws_backend_kind kinds[MAX_LIST];
@@ -49,6 +50,9 @@ static gpuws_status parse_backend_list(const char *spec, const char *source, bac
 static gpuws_status parse_device_index(int opt, long *index)
 {
     *index = -1;
+    if (opt < -1)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "options.device = %d is not a device index (0, 1, ...) nor -1 (GPUWS_DEVICE, else 0)", opt);
     if (opt >= 0) {
         *index = opt;
         return GPUWS_OK;
@@ -188,9 +192,25 @@ void gpuws_context_destroy(gpuws_context *ctx)
     gpuws__context_release_programs(ctx);
     destroy_scratch(ctx->default_stream);
     pthread_mutex_lock(&ctx->lock);
+    /* The caller's leftovers are released with the context and leave the live-handle registry, so destroying one
+     * later is a no-op and any other use of it GPUWS_ERR_INVALID_ARGUMENT, never a use of freed memory. */
     if (ctx->live_buffers || ctx->live_events)
-        gpuws__log(GPUWS__LOG_WARN, "context destroyed with %ld live buffer(s) and %ld live event(s): leaked",
-                   ctx->live_buffers, ctx->live_events);
+        gpuws__log(GPUWS__LOG_WARN, "context destroyed with %ld live buffer(s) and %ld live event(s): leaked; released "
+                   "with the context", ctx->live_buffers, ctx->live_events);
+    while (ctx->events) {
+        gpuws_event *e = ctx->events;
+        event_unlink(e);
+        gpuws__handle_remove(e);
+        ctx->backend->event_destroy(e);
+        gpuws__free(e);
+    }
+    while (ctx->buffers) {
+        gpuws_buffer *b = ctx->buffers;
+        gpuws__buffer_unlink(b);
+        gpuws__handle_remove(b);
+        ctx->backend->buffer_destroy(b);
+        gpuws__free(b);
+    }
     while (ctx->kernels) {
         gpuws_kernel *k = ctx->kernels;
         ctx->kernels = k->next;
@@ -300,6 +320,34 @@ gpuws_status gpuws_stream_synchronize(gpuws_stream *s)
     gpuws_status st = gpuws__check_stream(s, "argument 'stream'");
     if (st) return st;
     return s->ctx->backend->stream_synchronize(s);
+}
+
+/* A thread's identity for claims: the address of a thread-local byte, distinct for every live thread. */
+static _Thread_local char claim_token;
+
+gpuws_status gpuws__claim(gpuws__stream_claim *c, gpuws_stream *s, const char *fn)
+{
+    const uintptr_t me = (uintptr_t)&claim_token;
+    uintptr_t owner = 0;
+    if (atomic_compare_exchange_strong_explicit(&s->owner, &owner, me, memory_order_acquire, memory_order_relaxed))
+        s->claims = 1;
+    else if (owner == me)
+        s->claims++;
+    else
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: stream %p%s is in use by another thread (a stream is used by one thread at a time: "
+                            "give each thread its own, docs/threads.md)", fn, (void *)s,
+                            s->is_default ? " (the context's default stream)" : "");
+    c->s = s;
+    return GPUWS_OK;
+}
+
+void gpuws__unclaim(gpuws__stream_claim *c)
+{
+    gpuws_stream *s = c->s;
+    if (!s) return;
+    c->s = NULL;
+    if (--s->claims == 0) atomic_store_explicit(&s->owner, 0, memory_order_release);
 }
 
 gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuws_buffer **out)
@@ -424,9 +472,22 @@ gpuws_status gpuws_event_create(gpuws_context *ctx, gpuws_event **out)
     }
     pthread_mutex_lock(&ctx->lock);
     ctx->live_events++;
+    e->next = ctx->events;
+    if (e->next) e->next->prev = e;
+    ctx->events = e;
     pthread_mutex_unlock(&ctx->lock);
     *out = e;
     return GPUWS_OK;
+}
+
+/* Under ctx->lock. */
+static void event_unlink(gpuws_event *e)
+{
+    gpuws_context *ctx = e->ctx;
+    if (e->prev) e->prev->next = e->next;
+    else ctx->events = e->next;
+    if (e->next) e->next->prev = e->prev;
+    ctx->live_events--;
 }
 
 void gpuws_event_destroy(gpuws_event *e)
@@ -436,7 +497,7 @@ void gpuws_event_destroy(gpuws_event *e)
     gpuws_context *ctx = e->ctx;
     ctx->backend->event_destroy(e);
     pthread_mutex_lock(&ctx->lock);
-    ctx->live_events--;
+    event_unlink(e);
     pthread_mutex_unlock(&ctx->lock);
     gpuws__free(e);
 }

@@ -277,7 +277,9 @@ gpuws_status gpuws_reduction_launch(gpuws_stream *s, gpuws_reduction *r, uint64_
     if (!r || !gpuws__handle_live(r, GPUWS__H_REDUCTION))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'reduction' is not a live reduction");
     gpuws_context *ctx = r->ctx;
+    GPUWS__CLAIM(claim); /* the partials live in the stream's scratch memory */
     gpuws_status st = gpuws__resolve_stream(ctx, &s, "argument 'stream'");
+    if (!st) st = gpuws__claim(&claim, s, "gpuws_reduction_launch");
     if (!st) st = gpuws__check_buffer(out, "argument 'out'");
     if (!st) st = gpuws__check_same_context(ctx, out, "argument 'out'");
     if (!st) st = gpuws__check_range(out, 0, r->out_size, "argument 'out'");

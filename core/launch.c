@@ -1,6 +1,8 @@
 /* Kernel lookup and launch checks. */
 #include "backend_impl.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,18 +124,44 @@ gpuws_status gpuws_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_c
     if (st) return st;
     if (!cfg) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'config' is NULL");
     const gpuws_device_info *d = &ctx->info;
-    uint64_t threads = 1;
+    const uint32_t *g = cfg->grid, *b = cfg->block;
+    uint64_t threads = 1, blocks = 1;
+    bool too_many_blocks = false;
     for (int i = 0; i < 3; i++) {
-        if (cfg->grid[i] == 0 || cfg->block[i] == 0)
+        if (g[i] == 0 || b[i] == 0)
             return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG, "kernel '%s': grid (%u,%u,%u) and block (%u,%u,%u) need every dimension >= 1",
-                                k->name, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0], cfg->block[1], cfg->block[2]);
-        if (cfg->block[i] > d->max_block_dims[i])
+                                k->name, g[0], g[1], g[2], b[0], b[1], b[2]);
+        if (b[i] > d->max_block_dims[i])
             return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG, "kernel '%s': block dimension %d is %u but %s allows at most %u",
-                                k->name, i, cfg->block[i], d->name, d->max_block_dims[i]);
-        if (cfg->grid[i] > d->max_grid_dims[i])
-            return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG, "kernel '%s': grid dimension %d is %u but %s allows at most %llu",
-                                k->name, i, cfg->grid[i], d->name, (unsigned long long)d->max_grid_dims[i]);
-        threads *= cfg->block[i];
+                                k->name, i, b[i], d->name, d->max_block_dims[i]);
+        if (g[i] > d->max_grid_dims[i])
+            return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
+                                "kernel '%s': grid (%u,%u,%u) has %u blocks in dimension %d but %s allows at most %llu",
+                                k->name, g[0], g[1], g[2], g[i], i, d->name, (unsigned long long)d->max_grid_dims[i]);
+#if SIZE_MAX < UINT64_MAX
+        if ((uint64_t)g[i] * b[i] > SIZE_MAX) /* OpenCL's global work size is a size_t per dimension */
+            return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
+                                "kernel '%s': grid %u x block %u in dimension %d is more threads than a size_t holds",
+                                k->name, g[i], b[i], i);
+#endif
+        threads *= b[i];
+        too_many_blocks |= __builtin_mul_overflow(blocks, g[i], &blocks);
+    }
+    if (too_many_blocks || blocks > d->max_grid_blocks) {
+        /* the totals, exact where they fit 64 bits */
+        const double all = (double)g[0] * g[1] * g[2];
+        char nb[32], nt[40];
+        uint64_t t;
+        if (too_many_blocks) snprintf(nb, sizeof nb, "about %.3g", all);
+        else snprintf(nb, sizeof nb, "%llu", (unsigned long long)blocks);
+        if (too_many_blocks || __builtin_mul_overflow(blocks, threads, &t))
+            snprintf(nt, sizeof nt, "about %.3g", all * (double)threads);
+        else
+            snprintf(nt, sizeof nt, "%llu", (unsigned long long)t);
+        return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
+                            "kernel '%s': grid (%u,%u,%u) of blocks (%u,%u,%u) is %s blocks, %s threads in all, but %s "
+                            "runs at most %llu blocks per launch", k->name, g[0], g[1], g[2], b[0], b[1], b[2], nb, nt,
+                            d->name, (unsigned long long)d->max_grid_blocks);
     }
     if (threads > d->max_block_size || threads > k->info.max_block_size)
         return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG, "kernel '%s': block of %llu threads exceeds the limit of %u on %s",

@@ -86,6 +86,11 @@ static int gpuws__log_level_from_env(void)
     static const char *names[] = {"error", "warn", "info", "debug"};
     for (int i = 0; i < 4; i++)
         if (gpuws__strcasecmp(v, names[i]) == 0) return i;
+    /* A typo would otherwise hide itself: the level it meant to raise stays silent. Two threads may both get here
+     * (the level is computed without a lock); the flag keeps the warning to one line. */
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&warned))
+        fprintf(stderr, "gpuws warn: GPUWS_LOG='%s' is not a log level (error, warn, info, debug); using warn\n", v);
     return GPUWS__LOG_WARN;
 }
 

@@ -9,7 +9,9 @@
  * destroy; a kernel of a user program (gpuws/program.h) belongs to its program and dies with it.
  *
  * Threads: see docs/threads.md. In short: distinct contexts are independent; one context may be used from
- * several threads as long as each stream (and each event) is used by one thread at a time.
+ * several threads as long as each stream (and each event) is used by one thread at a time. An algorithm call
+ * (gpuws/algorithms.h) on a stream that another thread's algorithm call is using fails at once with
+ * GPUWS_ERR_INVALID_ARGUMENT ("... is in use by another thread") and changes nothing.
  */
 #ifndef GPUWS_H
 #define GPUWS_H
@@ -103,6 +105,9 @@ typedef struct gpuws_device_info {
     uint32_t max_block_size;     /* threads per block / work-items per work-group */
     uint32_t max_block_dims[3];
     uint64_t max_grid_dims[3];   /* blocks per grid dimension */
+    uint64_t max_grid_blocks;    /* blocks per launch, all dimensions together: 2^32 - 1 on OpenCL devices (a device
+                                    iterates over them, as PoCL does, so a larger grid would never end) and the CPU
+                                    backend; CUDA: the product of max_grid_dims */
     uint64_t shared_mem_bytes;   /* shared/local memory one block may use */
     uint64_t shared_mem_per_unit; /* shared/local memory of one compute unit, all its resident blocks together
                                      (0 = not known: OpenCL reports it per work-group only; NVIDIA's OpenCL devices
@@ -129,7 +134,7 @@ typedef struct gpuws_kernel gpuws_kernel;
 
 typedef struct gpuws_context_options {
     const char *backend;         /* comma list tried in order ("opencl,cpu"); NULL: GPUWS_BACKEND, else cuda→opencl→cpu */
-    int device;                  /* index within the chosen backend; -1: GPUWS_DEVICE, else 0 */
+    int device;                  /* index within the chosen backend; -1: GPUWS_DEVICE, else 0; below -1 is an error */
     const char *opencl_platform; /* platform name substring; NULL: GPUWS_OPENCL_PLATFORM, else any */
 } gpuws_context_options;
 #define GPUWS_CONTEXT_OPTIONS_INIT {NULL, -1, NULL}
@@ -140,6 +145,9 @@ typedef struct gpuws_context_options {
  * the error says "<name> not available: <reason>" for each. There is never a silent fallback to a backend
  * that was not named. On error *ctx is set to NULL. */
 GPUWS_API gpuws_status gpuws_context_create(gpuws_context **ctx, const gpuws_context_options *options);
+/* Waits for the context's work and releases it. Streams, buffers and events still live are released with it (a
+ * warning names the buffers and events, which the caller leaked): afterwards destroying one of them is a no-op and
+ * any other call given one is GPUWS_ERR_INVALID_ARGUMENT ("not a live ..."), as for the context's kernels. */
 GPUWS_API void gpuws_context_destroy(gpuws_context *ctx);
 GPUWS_API gpuws_status gpuws_context_get_device_info(const gpuws_context *ctx, gpuws_device_info *info);
 GPUWS_API gpuws_status gpuws_context_get_backend(const gpuws_context *ctx, gpuws_backend_kind *kind);
@@ -176,14 +184,17 @@ GPUWS_API gpuws_status gpuws_buffer_get_context(const gpuws_buffer *buffer, gpuw
  * offset + bytes past the end is GPUWS_ERR_OUT_OF_RANGE and nothing is transferred. bytes == 0 is a no-op. */
 GPUWS_API gpuws_status gpuws_buffer_write(gpuws_buffer *dst, size_t offset, const void *src, size_t bytes);
 GPUWS_API gpuws_status gpuws_buffer_read(const gpuws_buffer *src, size_t offset, void *dst, size_t bytes);
+/* Copies between buffers of one context, or between two ranges of one buffer that do not overlap: overlapping
+ * ranges of one buffer are GPUWS_ERR_INVALID_ARGUMENT and nothing is copied (no backend's copy is a memmove). */
 GPUWS_API gpuws_status gpuws_buffer_copy(gpuws_buffer *dst, size_t dst_offset, const gpuws_buffer *src,
                                          size_t src_offset, size_t bytes);
 /* Repeats a pattern of 1, 2, 4, 8 or 16 bytes; offset and bytes must be multiples of pattern_size. */
 GPUWS_API gpuws_status gpuws_buffer_fill(gpuws_buffer *dst, size_t offset, const void *pattern,
                                          size_t pattern_size, size_t bytes);
 
-/* Asynchronous forms on a stream (NULL = default stream). The host memory must stay valid and unmodified until
- * the stream is synchronized; they overlap with other work only when it was allocated with gpuws_host_alloc. */
+/* Asynchronous forms on a stream (NULL = default stream), checked as the blocking ones are. The host memory must
+ * stay valid and unmodified until the stream is synchronized; they overlap with other work only when it was
+ * allocated with gpuws_host_alloc. */
 GPUWS_API gpuws_status gpuws_buffer_write_async(gpuws_stream *stream, gpuws_buffer *dst, size_t offset,
                                                 const void *src, size_t bytes);
 GPUWS_API gpuws_status gpuws_buffer_read_async(gpuws_stream *stream, const gpuws_buffer *src, size_t offset,
@@ -257,8 +268,10 @@ typedef struct gpuws_launch_config {
 } gpuws_launch_config;
 
 /* Enqueues the kernel on the stream (NULL = default). Checked before anything is enqueued: the block against the
- * device's and the kernel's limits, the grid against the device's, shared/local memory against the device's,
- * and the arguments' number and kinds against the kernel's parameters. */
+ * device's and the kernel's limits, each grid dimension against max_grid_dims and the grid's blocks in all against
+ * max_grid_blocks, each dimension's threads (grid x block) against what the host's size_t and the device address,
+ * shared/local memory against the device's, and the arguments' number and kinds against the kernel's parameters.
+ * A grid past a limit is GPUWS_ERR_LAUNCH_CONFIG with the sizes and totals in the message. */
 GPUWS_API gpuws_status gpuws_launch(gpuws_stream *stream, gpuws_kernel *kernel, const gpuws_launch_config *config,
                                     const gpuws_arg *args, size_t nargs);
 

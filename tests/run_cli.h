@@ -1,4 +1,5 @@
-/* Runs the gpuws binary for CLI rows (test_bad_input, test_faults): ctest passes its path in GPUWS_CLI. */
+/* Runs the gpuws binary for CLI rows (test_bad_input, test_faults, test_cli_arguments): ctest passes its path in
+ * GPUWS_CLI. */
 #ifndef GPUWS_TEST_RUN_CLI_H
 #define GPUWS_TEST_RUN_CLI_H
 
@@ -10,8 +11,10 @@
 #include <unistd.h>
 
 /* Runs the CLI with argv (after "gpuws") and env (NAME=value; GPUWS_BACKEND, GPUWS_DEVICE and
- * GPUWS_OPENCL_PLATFORM are unset first), returns its exit code (or 128 + signal) and its output (malloc'd). */
-static int test_run_cli(const char *const *argv, const char *const *env, char **output)
+ * GPUWS_OPENCL_PLATFORM are unset first) in directory dir (NULL: this one), killed by SIGALRM after timeout_s
+ * seconds (0: never); returns its exit code (or 128 + signal) and its output (malloc'd). */
+static int test_run_cli_in(const char *dir, unsigned timeout_s, const char *const *argv, const char *const *env,
+                           char **output)
 {
     const char *cli = getenv("GPUWS_CLI");
     if (!cli || !*cli) cr_skip_test("GPUWS_CLI is not set (run through ctest)");
@@ -24,6 +27,7 @@ static int test_run_cli(const char *const *argv, const char *const *env, char **
         dup2(fd[1], 2);
         close(fd[0]);
         close(fd[1]);
+        if (dir && chdir(dir) != 0) _exit(127);
         unsetenv("GPUWS_BACKEND");
         unsetenv("GPUWS_DEVICE");
         unsetenv("GPUWS_OPENCL_PLATFORM");
@@ -32,6 +36,7 @@ static int test_run_cli(const char *const *argv, const char *const *env, char **
         int n = 1;
         for (int i = 0; argv[i] && n < 15; i++) args[n++] = argv[i];
         args[n] = NULL;
+        alarm(timeout_s); /* kept across execv */
         execv(cli, (char *const *)args);
         _exit(127);
     }
@@ -49,6 +54,11 @@ static int test_run_cli(const char *const *argv, const char *const *env, char **
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
     *output = out;
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+static int test_run_cli(const char *const *argv, const char *const *env, char **output)
+{
+    return test_run_cli_in(NULL, 0, argv, env, output);
 }
 
 #endif

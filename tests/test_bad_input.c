@@ -282,6 +282,13 @@ BAD_CASE(context_create_device_index_past_the_end, BAD_ALL, GPUWS_ERR_NO_DEVICE,
     return try_create(f, o);
 }
 
+BAD_CASE(context_create_device_index_below_minus_one, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "options.device = -5 is not a device index")
+{
+    gpuws_context_options o = this_backend(f);
+    o.device = -5;
+    return try_create(f, o);
+}
+
 BAD_CASE(context_create_platform_that_matches_nothing, BAD_OPENCL, GPUWS_ERR_NO_DEVICE, "on platforms matching 'nomatch'")
 {
     gpuws_context_options o = this_backend(f);
@@ -326,6 +333,34 @@ BAD_CASE(context_get_default_stream_null_context, BAD_ALL, GPUWS_ERR_INVALID_ARG
 {
     gpuws_stream *s;
     return gpuws_context_get_default_stream(NULL, &s);
+}
+
+/* A context destroyed with objects still live releases them (and warns): destroying one of them afterwards is a
+ * no-op and any other use an error, never a use of the freed context. */
+BAD_CASE(objects_still_live_when_their_context_is_destroyed, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live buffer")
+{
+    gpuws_context_options o = this_backend(f);
+    gpuws_context *c;
+    gpuws_buffer *b;
+    gpuws_event *e;
+    gpuws_stream *s;
+    gpuws_kernel *k = NULL;
+    TEST_OK(gpuws_context_create(&c, &o));
+    TEST_OK(gpuws_buffer_create(c, 64, &b));
+    TEST_OK(gpuws_event_create(c, &e));
+    TEST_OK(gpuws_event_record(e, NULL));
+    TEST_OK(gpuws_stream_create(c, &s));
+    if (f->kind != GPUWS_BACKEND_CPU) TEST_OK(gpuws_kernel_get(c, "vector_add_f32", &k));
+    gpuws_context_destroy(c);
+    gpuws_buffer_destroy(b);
+    gpuws_event_destroy(e);
+    gpuws_stream_destroy(s);
+    gpuws_context_destroy(c);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_event_synchronize(e));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_synchronize(s));
+    gpuws_launch_config one = {{1, 1, 1}, {1, 1, 1}};
+    if (k) TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_launch(NULL, k, &one, NULL, 0));
+    return gpuws_buffer_read(b, 0, f->host, 16);
 }
 
 /* ---- buffers ---- */
@@ -398,6 +433,11 @@ BAD_CASE(buffer_copy_from_another_context, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "be
 BAD_CASE(buffer_copy_overlapping_ranges_of_one_buffer, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "overlap")
 {
     return gpuws_buffer_copy(f->out, 8, f->out, 0, 16);
+}
+
+BAD_CASE(buffer_copy_async_overlapping_ranges_of_one_buffer, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "overlap in one buffer")
+{
+    return gpuws_buffer_copy_async(f->stream, f->out, 0, f->out, 15, 16);
 }
 
 BAD_CASE(buffer_copy_source_range_past_the_end, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'src'")
@@ -548,6 +588,12 @@ BAD_CASE(launch_block_beyond_the_devices_threads_per_block, BAD_GPU, GPUWS_ERR_L
 BAD_CASE(launch_block_dimension_beyond_the_device, BAD_GPU, GPUWS_ERR_LAUNCH_CONFIG, "block dimension 2")
 {
     return launch_va(f, NULL, CFG(1, 1, 1, 1, 1, f->info.max_block_dims[2] + 1), f->in, 4);
+}
+
+/* 2^96 blocks: PoCL took it and ran for ever; CUDA refuses dimension 1, OpenCL the total (max_grid_blocks). */
+BAD_CASE(launch_grid_of_2_to_the_96_blocks, BAD_GPU, GPUWS_ERR_LAUNCH_CONFIG, "grid (4294967295,4294967295,4294967295)")
+{
+    return launch_va(f, NULL, CFG(UINT32_MAX, UINT32_MAX, UINT32_MAX, 1, 1, 1), f->in, 4);
 }
 
 BAD_CASE(launch_grid_dimension_zero, BAD_GPU, GPUWS_ERR_LAUNCH_CONFIG, "every dimension >= 1")
@@ -772,6 +818,8 @@ static const cli_case cli_cases[] = {
     {"info_device_index_past_the_end", {"GPUWS_BACKEND=cpu", "GPUWS_DEVICE=99"}, {"info"}, 1, "device index 99"},
     {"info_device_index_not_a_number", {"GPUWS_BACKEND=cpu", "GPUWS_DEVICE=first"}, {"info"}, 1, "is not a device index"},
     {"info_platform_matches_nothing", {"GPUWS_BACKEND=opencl", "GPUWS_OPENCL_PLATFORM=nomatch"}, {"info"}, 1, "'nomatch'"},
+    {"log_level_that_is_not_a_level", {"GPUWS_BACKEND=cpu", "GPUWS_LOG=bogus"}, {"info"}, 0,
+     "GPUWS_LOG='bogus' is not a log level (error, warn, info, debug); using warn"},
     {"info_unexpected_argument", {NULL}, {"info", "--bogus"}, 2, "unexpected argument '--bogus'"},
     {"unknown_command", {NULL}, {"frobnicate"}, 2, "unknown command 'frobnicate'"},
     {"no_command", {NULL}, {NULL}, 2, "usage: gpuws <command>"},
@@ -783,11 +831,11 @@ static const cli_case cli_cases[] = {
     {"selftest_unknown_option", {NULL}, {"selftest", "--bogus"}, 2, "usage: gpuws selftest"},
     {"selftest_unknown_backend", {NULL}, {"selftest", "--backends", "bogus"}, 2, "unknown backend 'bogus'"},
     {"selftest_unknown_algorithm", {NULL}, {"selftest", "--backends", "cpu", "--algorithms", "nope"}, 2, "unknown algorithm 'nope'"},
-    {"primes_n_not_a_number", {"GPUWS_BACKEND=cpu"}, {"primes", "abc"}, 1, "N = 'abc' is not a whole number from 0 to 2^31"},
-    {"primes_n_past_2_to_the_31", {"GPUWS_BACKEND=cpu"}, {"primes", "4294967296"}, 1, "is not a whole number from 0 to 2^31"},
+    {"primes_n_not_a_number", {"GPUWS_BACKEND=cpu"}, {"primes", "abc"}, 2, "N = 'abc' is not a whole number from 0 to 2^31"},
+    {"primes_n_past_2_to_the_31", {"GPUWS_BACKEND=cpu"}, {"primes", "4294967296"}, 2, "is not a whole number from 0 to 2^31"},
     {"primes_unknown_variant", {NULL}, {"primes", "10", "--variant", "bogus"}, 2, "bad argument '--variant bogus'"},
-    {"pi_zero_samples", {"GPUWS_BACKEND=cpu"}, {"pi", "0"}, 1, "N = '0' is not a whole number of samples"},
-    {"pi_seed_not_a_number", {NULL}, {"pi", "100", "--seed", "x"}, 2, "bad argument '--seed x'"},
+    {"pi_zero_samples", {"GPUWS_BACKEND=cpu"}, {"pi", "0"}, 2, "N = '0' is not a whole number of samples"},
+    {"pi_seed_not_a_number", {NULL}, {"pi", "100", "--seed", "x"}, 2, "--seed needs a whole number from 0 to 2^64 - 1, not 'x'"},
     {"matmul_two_sizes", {NULL}, {"matmul", "4", "4"}, 2, "need the three sizes M N K"},
     {"matmul_unknown_dtype", {NULL}, {"matmul", "4", "4", "4", "--dtype", "f16"}, 2, "bad argument '--dtype f16'"},
     {"matmul_more_than_host_memory", {"GPUWS_BACKEND=cpu"}, {"matmul", "99999999", "99999999", "99999999"}, 1, "GB of host memory; this machine has"},
@@ -797,6 +845,7 @@ static const cli_case cli_cases[] = {
     {"convolve_unknown_mode", {NULL}, {"convolve", "--demo", "--mode", "bogus"}, 2, "--mode must be full, same or valid"},
     {"convolve_demo_size_zero", {NULL}, {"convolve", "--demo", "--size", "0"}, 2, "--size needs a side from 16"},
     {"sources_missing_image", {"GPUWS_BACKEND=cpu"}, {"sources", "/nonexistent/sky.fits"}, 1, "/nonexistent/sky.fits: cannot open as FITS"},
+    {"sources_directory_as_image", {"GPUWS_BACKEND=cpu"}, {"sources", "/tmp"}, 1, "/tmp: is a directory, not a FITS file"},
     {"sources_demo_size_one", {NULL}, {"sources", "--demo", "--size", "1"}, 2, "--size needs a whole number from 16"},
     {"sources_connectivity_six", {NULL}, {"sources", "--demo", "--connectivity", "6"}, 2, "--connectivity is 4 or 8"},
     {"sources_negative_kappa", {NULL}, {"sources", "--demo", "--kappa", "-1"}, 2, "--kappa must be > 0"},
@@ -1057,6 +1106,56 @@ static void write_rice(const char *path)
 
 static void make_rice_compressed(const char *path) { write_rice(path); }
 
+static void make_a_directory(const char *path) { cr_assert_eq(mkdir(path, 0755), 0); }
+
+/* Opening a FIFO for reading blocks until a writer comes: the reader must refuse it before cfitsio opens it. */
+static void make_a_fifo(const char *path) { cr_assert_eq(mkfifo(path, 0644), 0); }
+
+/* The primary HDU (no data) and part of the image extension's header: cfitsio counts one HDU and says nothing. */
+static void make_cut_inside_the_second_header(const char *path)
+{
+    make_image_in_extension(path);
+    cut(path, 2880 + 400); /* 5 of its 8 cards */
+}
+
+static void make_cut_in_the_padding_of_the_second_header(const char *path)
+{
+    make_image_in_extension(path);
+    cut(path, 2880 + 1000); /* every card, END included, but not the whole 2880-byte block */
+}
+
+/* make_scaled_int16_with_blank with one value replaced: FITS requires BSCALE and BZERO to be numbers, BSCALE not 0
+ * (cfitsio ignores a value it cannot read, and scales by 0). */
+static void make_bzero_a_string(const char *path)
+{
+    make_scaled_int16_with_blank(path);
+    patch_keyword(path, "BZERO", "'x'");
+}
+
+static void make_bscale_the_string_nan(const char *path)
+{
+    make_scaled_int16_with_blank(path);
+    patch_keyword(path, "BSCALE", "'NaN'");
+}
+
+static void make_bscale_nan(const char *path)
+{
+    make_scaled_int16_with_blank(path);
+    patch_keyword(path, "BSCALE", "NaN");
+}
+
+static void make_bscale_zero(const char *path)
+{
+    make_scaled_int16_with_blank(path);
+    patch_keyword(path, "BSCALE", "0.0");
+}
+
+static void make_bzero_past_the_range_of_double(const char *path)
+{
+    make_scaled_int16_with_blank(path);
+    patch_keyword(path, "BZERO", "1E400");
+}
+
 /* fuzz/fuzz_fits found this: ZTILE2 = 0 makes cfitsio 4.2 divide by zero while it reads the header (SIGFPE). */
 static void make_rice_with_a_zero_tile_size(const char *path)
 {
@@ -1117,6 +1216,18 @@ static const fits_case fits_cases[] = {
     {"zero_length_axis", make_zero_axis, -1, 0, "zero-length axis", 0, 0, 0, 0},
     {"rice_with_a_zero_tile_size", make_rice_with_a_zero_tile_size, -1, 0, "cfitsio crashed reading it (signal 8)", 0, 0, 0, 0},
     {"rice_with_a_bad_tile_offset", make_rice_with_a_bad_tile_offset, -1, 0, "corrupt", 0, 0, 0, 0},
+    {"a_directory", make_a_directory, -1, 0, "is a directory, not a FITS file", 0, 0, 0, 0},
+    {"a_fifo", make_a_fifo, -1, 0, "is a FIFO, not a regular file", 0, 0, 0, 0},
+    {"cut_inside_the_second_header", make_cut_inside_the_second_header, -1, 0,
+     "truncated: the header of HDU 2 (from byte 2880) has no END card; the file ends after 3280 bytes", 0, 0, 0, 0},
+    {"cut_in_the_padding_of_the_second_header", make_cut_in_the_padding_of_the_second_header, -1, 0,
+     "truncated: the header of HDU 2 (from byte 2880) ends in a 2880-byte block the file does not complete", 0, 0, 0, 0},
+    {"bzero_a_string", make_bzero_a_string, -1, 0, "HDU 1: BZERO = 'x' is a string; FITS requires a number", 0, 0, 0, 0},
+    {"bscale_the_string_nan", make_bscale_the_string_nan, -1, 0, "HDU 1: BSCALE = 'NaN' is a string", 0, 0, 0, 0},
+    {"bscale_nan", make_bscale_nan, -1, 0, "HDU 1: BSCALE = NaN is not a finite number", 0, 0, 0, 0},
+    {"bscale_zero", make_bscale_zero, -1, 0, "HDU 1: BSCALE = 0.0 is zero", 0, 0, 0, 0},
+    {"bzero_past_the_range_of_double", make_bzero_past_the_range_of_double, -1, 0,
+     "HDU 1: BZERO = 1E400 is not a finite number", 0, 0, 0, 0},
     {"degenerate_third_and_fourth_axes_are_dropped", make_degenerate_third_axis, 0, 1, "", 4, 3, -3.5, 7.5},
     {"all_nan", make_all_nan, 0, 1, "", 4, 3, NAN, NAN},
     {"all_inf", make_all_inf, 1, 1, "", 4, 3, INFINITY, -INFINITY},
@@ -1137,7 +1248,8 @@ ParameterizedTestParameters(bad_input, fits_read)
 
 static bool same(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
-ParameterizedTest(int *i, bad_input, fits_read, .init = fits_setup, .fini = fits_teardown)
+/* The timeout: a reader that opens a FIFO waits for a writer forever. */
+ParameterizedTest(int *i, bad_input, fits_read, .init = fits_setup, .fini = fits_teardown, .timeout = 120)
 {
     const fits_case *c = &fits_cases[*i];
     char path[400];
@@ -1180,7 +1292,8 @@ static const fits_write_case fits_write_cases[] = {
     {"under_proc", "/proc/gpuws-bad-input.fits", "cannot create the file"},
     {"under_a_regular_file", "%s/regular/out.fits", "cannot create the file"},
     {"in_a_missing_directory", "%s/missing/out.fits", "cannot create the file"},
-    {"onto_a_directory", "%s/adir", "writing failed"},
+    {"onto_a_directory", "%s/adir", "cannot create the file: it exists"},
+    {"onto_an_existing_file", "%s/regular", "cannot create the file: it exists"},
 };
 #define N_FITS_WRITE (sizeof fits_write_cases / sizeof fits_write_cases[0])
 
@@ -1221,6 +1334,10 @@ ParameterizedTest(int *i, bad_input, fits_write, .init = fits_setup, .fini = fit
     struct stat sb;
     if (strcmp(c->name, "onto_a_directory") == 0) cr_assert(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode), "the directory is gone");
     else if (strncmp(path, "/proc", 5) == 0) cr_assert_neq(stat(path, &sb), 0, "%s exists", path);
+    fits_path(fixture, sizeof fixture, "regular");
+    char *kept = test_read_file(fixture); /* never replaced: fits_write_image creates new files only */
+    cr_assert_str_eq(kept, "x\n", "%s: the existing file was written", c->name);
+    free(kept);
 }
 
 Test(bad_input, fits_write_nothing_to_write)

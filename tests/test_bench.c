@@ -518,8 +518,8 @@ Test(bench, unknown_names_and_bad_values_are_usage_errors)
     expect_usage_error("--backends cpu --algorithms nosuch", " vector_add");
     expect_usage_error("--backends cpu --algorithms reduce/nosuch", "unknown algorithm 'reduce/nosuch'");
     expect_usage_error("--size huge", "--size must be small, default or large, not 'huge'");
-    expect_usage_error("--repeat 0", "--repeat needs a positive count, not '0'");
-    expect_usage_error("--repeat 3x", "--repeat needs a positive count, not '3x'");
+    expect_usage_error("--repeat 0", "--repeat needs a positive count from 1 to 1000000, not '0'");
+    expect_usage_error("--repeat 3x", "--repeat needs a positive count from 1 to 1000000, not '3x'");
     expect_usage_error("--back-to-back 1", "--back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '1'");
     expect_usage_error("--back-to-back -3", "--back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '-3'");
     expect_usage_error("--frobnicate", "unknown or incomplete option '--frobnicate'");

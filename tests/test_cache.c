@@ -1,8 +1,9 @@
-/* The OpenCL program cache: hits, and every fault (corrupt, truncated, foreign, unwritable, concurrent) ends in
- * a correct result. */
+/* The OpenCL program cache: hits, and every fault (corrupt, truncated, foreign, not a regular file, unwritable, not
+ * a directory, concurrent) ends in a correct result. */
 #include "support.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,4 +204,146 @@ Test(cache, concurrent_processes_never_see_a_partial_entry, .fini = remove_cache
     vector_add_once();
     cr_assert_geq(now().hits - s0.hits, 1, "the entries left behind are valid");
     cr_assert_eq(now().rejected, s0.rejected);
+}
+
+/* ---- entries and directories that are not what they should be ---- */
+
+/* The test process's stderr goes to a temporary file between capture_stderr and captured_count. */
+static FILE *err_file;
+static int saved_stderr = -1;
+
+static void capture_stderr(void)
+{
+    /* set before the first message of the process, which fixes the level: a GPUWS_LOG=error would hide warnings */
+    setenv("GPUWS_LOG", "warn", 1);
+    fflush(stderr);
+    err_file = tmpfile();
+    cr_assert_not_null(err_file);
+    saved_stderr = dup(2);
+    cr_assert_geq(saved_stderr, 0);
+    cr_assert_geq(dup2(fileno(err_file), 2), 0);
+}
+
+/* Ends the capture; returns how many times `needle` was written to stderr. */
+static int captured_count(const char *needle)
+{
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    static char text[1 << 16];
+    rewind(err_file);
+    size_t len = fread(text, 1, sizeof text - 1, err_file);
+    text[len] = 0;
+    fclose(err_file);
+    cr_log_info("stderr: %s", text);
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* vector_add on two contexts in turn, which must warn exactly once; *s0 and *s1: the cache events before and after */
+static void two_contexts_warn_once(const char *warning, stats *s0, stats *s1)
+{
+    capture_stderr();
+    *s0 = now();
+    vector_add_once();
+    vector_add_once();
+    *s1 = now();
+    cr_assert_eq(captured_count(warning), 1, "one warning '%s'", warning);
+}
+
+static void replace_by_fifo(const char *path)
+{
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(mkfifo(path, 0644), 0, "mkfifo %s: %s", path, strerror(errno));
+}
+
+/* a link to a FIFO in the cache directory, not named as an entry */
+static void replace_by_link_to_fifo(const char *path)
+{
+    static int made;
+    char target[700];
+    snprintf(target, sizeof target, "%s/fifo-%d", dir, made++);
+    cr_assert_eq(mkfifo(target, 0644), 0, "mkfifo %s: %s", target, strerror(errno));
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(symlink(target, path), 0);
+}
+
+static mode_t entry_type;
+static void expect_type(const char *path)
+{
+    struct stat sb;
+    cr_assert_eq(lstat(path, &sb), 0, "%s is gone", path);
+    cr_assert_eq(sb.st_mode & S_IFMT, entry_type, "%s was replaced", path);
+}
+
+/* An entry that is not a regular file is never opened (opening a FIFO for reading blocks until a writer comes:
+ * forever) and never replaced (it is not ours): each context counts it as rejected, builds the program from source
+ * and warns about it once per process. */
+static void special_entry(void (*make)(const char *), mode_t type, const char *warning)
+{
+    fresh_cache_dir();
+    vector_add_once();
+    int entries = for_each_entry(make);
+    cr_assert_geq(entries, 1);
+    stats s0, s1;
+    two_contexts_warn_once(warning, &s0, &s1);
+    cr_assert_eq(s1.rejected - s0.rejected, 2 * (unsigned long)entries);
+    cr_assert_eq(s1.builds - s0.builds, 2 * (unsigned long)entries);
+    cr_assert_eq(s1.hits, s0.hits);
+    entry_type = type;
+    cr_assert_eq(for_each_entry(expect_type), entries);
+}
+
+Test(cache, an_entry_that_is_a_fifo_is_neither_read_nor_replaced, .fini = remove_cache_dir, .timeout = 120)
+{
+    special_entry(replace_by_fifo, S_IFIFO, "is a FIFO, not a regular file: it is neither read nor replaced");
+}
+
+Test(cache, an_entry_that_is_a_link_to_a_fifo_is_neither_read_nor_replaced, .fini = remove_cache_dir, .timeout = 120)
+{
+    special_entry(replace_by_link_to_fifo, S_IFLNK, "is a symbolic link, not a regular file");
+}
+
+/* GPUWS_CACHE_DIR = value_fmt with %s the test's directory, which holds a regular file "file" and a symbolic link
+ * "loop" to itself. A cache directory that cannot be one disables the cache with one warning, naming why. */
+static void unusable_cache_dir(const char *value_fmt, const char *why)
+{
+    fresh_cache_dir();
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    char file[300], loop[300], value[300], warning[600];
+    snprintf(file, sizeof file, "%s/file", dir);
+    snprintf(loop, sizeof loop, "%s/loop", dir);
+    FILE *f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fputs("not a directory\n", f);
+    fclose(f);
+    cr_assert_eq(symlink(loop, loop), 0);
+    snprintf(value, sizeof value, value_fmt, dir);
+    setenv("GPUWS_CACHE_DIR", value, 1);
+    snprintf(warning, sizeof warning, "GPUWS_CACHE_DIR=%s: %s; programs are built from source and not cached",
+             value, why);
+    stats s0, s1;
+    two_contexts_warn_once(warning, &s0, &s1);
+    cr_assert_eq(s1.hits, s0.hits, "nothing loaded");
+    cr_assert_eq(s1.misses + s1.rejected, s0.misses + s0.rejected, "no lookup made");
+    cr_assert_eq(s1.builds - s0.builds, 2);
+    char *text = test_read_file(file);
+    cr_assert_str_eq(text, "not a directory\n");
+    free(text);
+}
+
+Test(cache, a_cache_directory_that_is_a_file_disables_caching_with_a_warning, .fini = remove_cache_dir)
+{
+    unusable_cache_dir("%s/file", "it is not a directory");
+}
+
+Test(cache, a_cache_directory_that_is_a_symlink_loop_disables_caching_with_a_warning, .fini = remove_cache_dir)
+{
+    unusable_cache_dir("%s/loop", strerror(ELOOP));
+}
+
+Test(cache, a_cache_directory_below_a_file_disables_caching_with_a_warning, .fini = remove_cache_dir)
+{
+    unusable_cache_dir("%s/file/gpuws", strerror(ENOTDIR));
 }

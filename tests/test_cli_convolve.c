@@ -216,6 +216,7 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
             if (fabs(kernel[j * KW + k]) > kmax) kmax = fabs(kernel[j * KW + k]);
         }
     kernel[2 * KW + 1] += 1e-5 * kmax;
+    remove(ker); /* fits_write_image creates new files only */
     cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
     cr_assert_eq(run_cli("cpu", args, log), 1, "a deviation of 1e-5 max |K| is beyond the tolerance");
     text = test_read_file(log_err);
@@ -225,6 +226,7 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
 
     /* NaN: refused with its own message */
     kernel[2 * KW + 1] = NAN;
+    remove(ker); /* fits_write_image creates new files only */
     cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
     cr_assert_eq(run_cli("cpu", args, log), 1, "a kernel holding NaN cannot be factored (exit 1)");
     text = test_read_file(log_err);
@@ -234,6 +236,7 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
 
     /* 1e-8 of max |K| off: within the tolerance, so it runs */
     kernel[2 * KW + 1] = col[2] * row[1] + 1e-8 * kmax;
+    remove(ker); /* fits_write_image creates new files only */
     cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
     cr_assert_eq(run_cli("cpu", args, log), 0, "a deviation of 1e-8 max |K| is within the tolerance");
     cr_assert(exists(out), "no output written");
@@ -241,6 +244,7 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
 
     /* all zero: col = row = 0, an all-zero result */
     for (int i = 0; i < KH * KW; i++) kernel[i] = 0;
+    remove(ker); /* fits_write_image creates new files only */
     cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
     cr_assert_eq(run_cli("cpu", args, log), 0, "an all-zero kernel is separable");
     fits_image got;

@@ -220,6 +220,61 @@ BACKEND_TEST(cli_sources, all_nan_image_is_refused)
     teardown(&r);
 }
 
+/* No pixel has a value: the message says which kind of pixel filled the image, NaN or infinite or both. */
+static void image_without_a_value_is_refused(gpuws_backend_kind kind, float a, float b, const char *why)
+{
+    cli_run r;
+    setup(&r, kind);
+    float img[40 * 30];
+    for (int i = 0; i < 40 * 30; i++) img[i] = i % 2 ? a : b;
+    char path[600], err[600];
+    path_in(&r, "novalue.fits", path, sizeof path);
+    cr_assert_eq(fits_write_image(path, FITS_F32, img, 40, 30, err, sizeof err), 0, "%s", err);
+    run_cli(&r, kind, "novalue.fits", OUTPUT_ARGS, NULL);
+    assert_refused(&r, "novalue.fits", why);
+    teardown(&r);
+}
+
+BACKEND_TEST(cli_sources, all_inf_image_is_refused_as_infinite)
+{
+    image_without_a_value_is_refused(*kind, INFINITY, -INFINITY, "every pixel of the 40 x 30 image (HDU 1) is infinite (");
+}
+
+BACKEND_TEST(cli_sources, nan_and_inf_image_is_refused_with_the_counts)
+{
+    image_without_a_value_is_refused(*kind, NAN, INFINITY, "is blank, NaN or infinite: 600 blank or NaN, 600 infinite");
+}
+
+/* Noise (one pixel +inf when asked), run with --kappa when given: refused with why, naming what happened. */
+static void noise_is_refused(gpuws_backend_kind kind, bool one_inf, const char *kappa, const char *why)
+{
+    cli_run r;
+    setup(&r, kind);
+    float img[64 * 48];
+    test_fill_uniform_f32(img, 64 * 48, test_seed(false), -1e-3, 1e-3);
+    if (one_inf) img[100] = INFINITY;
+    char path[600], err[600];
+    path_in(&r, "noise.fits", path, sizeof path);
+    cr_assert_eq(fits_write_image(path, FITS_F32, img, 64, 48, err, sizeof err), 0, "%s", err);
+    if (kappa) run_cli(&r, kind, "noise.fits", "--kappa", kappa, OUTPUT_ARGS, NULL);
+    else run_cli(&r, kind, "noise.fits", OUTPUT_ARGS, NULL);
+    assert_refused(&r, "noise.fits", why);
+    cr_assert(!strstr(r.stderr_text, "constant"), "%s", r.stderr_text);
+    teardown(&r);
+}
+
+/* --kappa 1e-300 on noise: the clipping keeps no pixel because kappa is too small, and the message says that (not
+ * "a constant image, or +-inf"). */
+BACKEND_TEST(cli_sources, kappa_too_small_for_the_data_is_named)
+{
+    noise_is_refused(*kind, false, "1e-300", "kappa = 1e-300 is too small for these data");
+}
+
+BACKEND_TEST(cli_sources, one_infinite_pixel_is_named)
+{
+    noise_is_refused(*kind, true, NULL, "1 of the 3072 non-NaN pixels is +-inf");
+}
+
 BACKEND_TEST(cli_sources, truncated_file_is_refused)
 {
     cli_run r;
@@ -299,7 +354,7 @@ BACKEND_TEST(cli_sources, zero_size_image_is_refused)
 }
 #endif
 
-/* An output that cannot be written: the others, already written under temporary names, are removed too. */
+/* An output that cannot be written (its directory is missing): refused before any work, no other output written. */
 BACKEND_TEST(cli_sources, one_failed_output_leaves_no_output)
 {
     cli_run r;

@@ -1,6 +1,8 @@
 /* Raw kernel launches through the public API, and the checks made before anything is enqueued. */
 #include "support.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 GPU_BACKEND_TEST(launch, gpu_backends)
@@ -127,5 +129,56 @@ Test(launch, cpu_backend_has_no_kernels)
     gpuws_kernel *k = (gpuws_kernel *)1;
     TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_kernel_get(ctx, "vector_add_f32", &k));
     cr_assert_null(k);
+    gpuws_context_destroy(ctx);
+}
+
+/* The blocks of a grid in all are limited (max_grid_blocks), not only each dimension: a device runs them in turn,
+ * and PoCL took a grid of (2^32 - 1)^3 blocks and never finished it. A refused grid enqueues nothing. */
+GPU_BACKEND_TEST(launch, grids_past_the_blocks_a_launch_may_have_are_refused)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_device_info d;
+    TEST_OK(gpuws_context_get_device_info(ctx, &d));
+    uint64_t dims = 1;
+    for (int i = 0; i < 3; i++)
+        if (__builtin_mul_overflow(dims, d.max_grid_dims[i], &dims)) dims = UINT64_MAX;
+    cr_assert(d.max_grid_blocks >= UINT32_MAX / 2 && d.max_grid_blocks <= dims, "max_grid_blocks %llu, dimensions %llu",
+              (unsigned long long)d.max_grid_blocks, (unsigned long long)dims);
+    enum { N = 256 };
+    gpuws_buffer *a = test_buffer(ctx, N * 4), *c = test_buffer(ctx, N * 4);
+    gpuws_kernel *k;
+    TEST_OK(gpuws_kernel_get(ctx, "vector_add_f32", &k));
+    gpuws_arg args[] = {gpuws_arg_buffer(a), gpuws_arg_buffer(a), gpuws_arg_buffer(c), gpuws_arg_u64(N)};
+
+    gpuws_launch_config huge = {{UINT32_MAX, UINT32_MAX, UINT32_MAX}, {1, 1, 1}};
+    TEST_FAILS(GPUWS_ERR_LAUNCH_CONFIG, gpuws_launch(NULL, k, &huge, args, 4));
+    cr_assert(strstr(gpuws_last_error(), "grid (4294967295,4294967295,4294967295)"), "message: %s", gpuws_last_error());
+    if (d.max_grid_blocks < dims) {
+        /* one block more than a launch may have, every dimension within its own limit */
+        const uint64_t want = d.max_grid_blocks + 1;
+        uint32_t g0 = (uint32_t)(d.max_grid_dims[0] < UINT32_MAX ? d.max_grid_dims[0] : UINT32_MAX);
+        uint64_t g1 = (want + g0 - 1) / g0;
+        cr_assert_leq(g1, d.max_grid_dims[1]);
+        gpuws_launch_config over = {{g0, (uint32_t)g1, 1}, {64, 1, 1}};
+        TEST_FAILS(GPUWS_ERR_LAUNCH_CONFIG, gpuws_launch(NULL, k, &over, args, 4));
+        char want_msg[400];
+        const unsigned long long blocks = (unsigned long long)g0 * g1;
+        snprintf(want_msg, sizeof want_msg, "is %llu blocks, %llu threads in all, but %s runs at most %llu blocks %s",
+                 blocks, blocks * 64, d.name, (unsigned long long)d.max_grid_blocks, "per launch");
+        cr_assert(strstr(gpuws_last_error(), want_msg), "message: %s", gpuws_last_error());
+    }
+    /* nothing ran (c is still poison), and the stream works */
+    unsigned char *bytes = test_download(c, N * 4);
+    for (int i = 0; i < N * 4; i++) cr_assert_eq(bytes[i], TEST_POISON_BYTE, "byte %d of c was written", i);
+    free(bytes);
+    float h[N], back[N];
+    for (int i = 0; i < N; i++) h[i] = (float)i;
+    TEST_OK(gpuws_buffer_write(a, 0, h, sizeof h));
+    gpuws_launch_config one = {{4, 1, 1}, {64, 1, 1}};
+    TEST_OK(gpuws_launch(NULL, k, &one, args, 4));
+    TEST_OK(gpuws_buffer_read(c, 0, back, sizeof back));
+    for (int i = 0; i < N; i++) cr_assert_eq(back[i], 2.0f * (float)i, "element %d", i);
+    gpuws_buffer_destroy(a);
+    gpuws_buffer_destroy(c);
     gpuws_context_destroy(ctx);
 }

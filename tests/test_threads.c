@@ -1,15 +1,19 @@
 /* Thread safety (docs/threads.md): several threads on separate streams of one context, several threads on separate
- * contexts, and the first lookup of kernels from several threads at once (the OpenCL program build happens once,
- * under the context's lock). Every thread checks every result; the main thread fails the test on any mismatch. */
+ * contexts, the first lookup of kernels from several threads at once (the OpenCL program build happens once, under
+ * the context's lock), and algorithm calls on one stream from several threads, which is misuse that must fail
+ * loudly. Every thread checks every result; the main thread fails the test on any mismatch. */
 #include "support.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds);
+long gpuws__alloc_live(void);
 
 #define THREADS 4
 #define ROUNDS 40
@@ -207,4 +211,130 @@ Test(threads, first_kernel_lookups_from_several_threads_build_each_program_once)
     cr_assert_eq(b1 - b0, 2, "%lu programs built from source, expected 2", b1 - b0);
     for (int i = 0; i < THREADS; i++) cr_assert_eq(ws[i].checked, N + 1);
     gpuws_context_destroy(ctx);
+}
+
+/* ---- one stream, several threads: misuse detected ---- */
+
+/* gpuws_find_sources runs on the context's default stream, whose scratch memory, staging memory and plans are not
+ * thread-safe, and a stream is used by one thread at a time. Several threads calling it on one context anyway must
+ * each get either the right catalogue (the call ran alone on the stream) or, at once, GPUWS_ERR_INVALID_ARGUMENT
+ * saying the stream is in use by another thread; nothing may leak. A refused thread tries again until it has had
+ * SOURCE_RUNS calls run, so the stream passes from thread to thread. Before the stream was claimed by each algorithm
+ * call, such calls failed with bogus messages ("all 4096 values are NaN", "clipping kept no pixel"), gave wrong
+ * catalogues, crashed, leaked a scratch buffer, and hung under ASan. */
+#define SKY 256
+#define BLOBS 5
+#define SOURCE_THREADS 6
+#define SOURCE_RUNS 16
+#define SOURCE_TRIES 1000000 /* a thread that never gets the stream fails the test instead of hanging it */
+
+static float sky[SKY * SKY];
+static gpuws_catalog *expected;
+
+typedef struct {
+    worker w;
+    int ok, busy;
+} source_worker;
+
+/* Uniform noise in [-1, 1) and BLOBS separate 3x3 sources of peak 50: clipping's 5 sigma (about 2.9) keeps only
+ * the sources. */
+static void make_sky(void)
+{
+    test_fill_uniform_f32(sky, SKY * SKY, 1234, -1.0, 1.0);
+    for (int k = 0; k < BLOBS; k++) {
+        const int r = 20 + 45 * k, c = 200 - 40 * k;
+        for (int dr = -1; dr <= 1; dr++)
+            for (int dc = -1; dc <= 1; dc++) sky[(r + dr) * SKY + c + dc] += dr || dc ? 10.0f : 50.0f;
+    }
+}
+
+static bool close_to(double a, double b) { return fabs(a - b) <= 1e-9 * fabs(b) || (isnan(a) && isnan(b)); }
+
+static bool same_catalog(const gpuws_catalog *a, const gpuws_catalog *b, char *why, size_t n)
+{
+    if (a->num_sources != b->num_sources || a->clip.count != b->clip.count || !close_to(a->threshold, b->threshold)) {
+        snprintf(why, n, "%zu sources (clip kept %zu, threshold %g), expected %zu (%zu, %g)", a->num_sources,
+                 a->clip.count, a->threshold, b->num_sources, b->clip.count, b->threshold);
+        return false;
+    }
+    for (size_t i = 0; i < a->num_sources; i++) {
+        const gpuws_source *x = &a->sources[i], *y = &b->sources[i];
+        if (x->id != y->id || x->npix != y->npix || x->peak != y->peak || x->peak_x != y->peak_x ||
+            x->peak_y != y->peak_y || !close_to(x->flux, y->flux) || !close_to(x->x, y->x) || !close_to(x->y, y->y)) {
+            snprintf(why, n, "source %zu: id %lld npix %lld flux %.17g, expected %lld %lld %.17g", i, (long long)x->id,
+                     (long long)x->npix, x->flux, (long long)y->id, (long long)y->npix, y->flux);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void *find_sources_in_turn(void *arg)
+{
+    source_worker *sw = arg;
+    worker *w = &sw->w;
+    pthread_barrier_wait(w->start);
+    for (int r = 0; sw->ok < SOURCE_RUNS && r < SOURCE_TRIES && !w->error[0]; r++) {
+        gpuws_catalog *cat = (gpuws_catalog *)&cat;
+        gpuws_status st = gpuws_find_sources(w->ctx, sky, SKY, SKY, NULL, &cat);
+        if (st == GPUWS_ERR_INVALID_ARGUMENT && strstr(gpuws_last_error(), "is in use by another thread")) {
+            if (cat) failf(w, "thread %d call %d: the refused call left *catalog set", w->id, r);
+            sw->busy++;
+            sched_yield();
+            continue;
+        }
+        if (st) {
+            failf(w, "thread %d call %d: %s: %s", w->id, r, gpuws_status_name(st), gpuws_last_error());
+            continue;
+        }
+        char why[256];
+        if (!same_catalog(cat, expected, why, sizeof why)) failf(w, "thread %d call %d: %s", w->id, r, why);
+        gpuws_catalog_free(cat);
+        sw->ok++;
+    }
+    if (sw->ok < SOURCE_RUNS)
+        failf(w, "thread %d: %d of %d calls ran in %d tries", w->id, sw->ok, SOURCE_RUNS, SOURCE_TRIES);
+    return NULL;
+}
+
+BACKEND_TEST(threads, find_sources_on_one_stream_from_several_threads_fails_loudly_or_is_right)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_context_destroy(ctx); /* the registry and the backend's state exist before the count below */
+    const long live0 = gpuws__alloc_live();
+    ctx = test_open(*kind);
+    make_sky();
+    TEST_OK(gpuws_find_sources(ctx, sky, SKY, SKY, NULL, &expected));
+    cr_assert_eq(expected->num_sources, BLOBS, "the sky has %d sources, %zu found", BLOBS, expected->num_sources);
+    source_worker ws[SOURCE_THREADS];
+    pthread_t t[SOURCE_THREADS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, SOURCE_THREADS);
+    for (int i = 0; i < SOURCE_THREADS; i++) {
+        memset(&ws[i], 0, sizeof ws[i]);
+        ws[i].w.id = i;
+        ws[i].w.kind = *kind;
+        ws[i].w.ctx = ctx;
+        ws[i].w.start = &start;
+        cr_assert_eq(pthread_create(&t[i], NULL, find_sources_in_turn, &ws[i]), 0);
+    }
+    int ok = 0, busy = 0;
+    for (int i = 0; i < SOURCE_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        ok += ws[i].ok;
+        busy += ws[i].busy;
+    }
+    pthread_barrier_destroy(&start);
+    cr_log_info("%s: %d calls ran, %d were refused as the stream was busy", test_backend_name(*kind), ok, busy);
+    for (int i = 0; i < SOURCE_THREADS; i++) cr_assert(ws[i].w.error[0] == 0, "%s", ws[i].w.error);
+    cr_assert_eq(ok, SOURCE_THREADS * SOURCE_RUNS);
+    /* and the stream is fine afterwards */
+    gpuws_catalog *again;
+    TEST_OK(gpuws_find_sources(ctx, sky, SKY, SKY, NULL, &again));
+    char why[256];
+    cr_assert(same_catalog(again, expected, why, sizeof why), "after the threads: %s", why);
+    gpuws_catalog_free(again);
+    gpuws_catalog_free(expected);
+    gpuws_context_destroy(ctx);
+    cr_assert_eq(gpuws__alloc_live(), live0, "%ld library allocation(s) leaked", gpuws__alloc_live() - live0);
 }

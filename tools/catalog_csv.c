@@ -42,7 +42,7 @@ int catalog_csv_write(const char *path, const gpuws_source *sources, size_t n, c
         snprintf(err, errlen, "%s: out of memory sorting %zu sources", path, n);
         return -1;
     }
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, "wx"); /* a new file only: the unlink below removes nothing else */
     if (!f) {
         snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
         free(order);

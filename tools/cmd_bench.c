@@ -3,6 +3,7 @@
  * docs/benchmarks.md. */
 #include "report.h" /* bench.h and bench_fmt4 */
 #include "commands.h"
+#include "output_files.h"
 
 #include <errno.h>
 #include <math.h>
@@ -27,13 +28,19 @@ static void usage(FILE *f)
             "  --algorithms  comma list of algorithms or algorithm/variant (e.g. reduce,convolve2d/f32,transfer)\n"
             "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive; default:\n"
             "                GPUWS_OPENCL_PLATFORM when set)\n"
-            "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; default 60)\n"
+            "  --repeat, --cpu-repeat  from 1 to 1000000\n"
+            "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; default 60;\n"
+            "                a number > 0 and at most 86400)\n"
             "  --back-to-back  on GPU targets, also time K calls between two events (default 10; 0 = off) and report\n"
             "                the median per call: the timer's floor and the host's time per call then overlap the\n"
             "                device's work, as in a stream kept busy (nvbench's batch measurement)\n"
             "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
             "  --list        prints the registered workloads and exits\n"
-            "  Exit status: 0 all rows correct, 1 a row FAILED or an output could not be written, 2 usage error.\n");
+            "  Each option may be given once; names and lists may not be empty.\n"
+            "  The reports are written all or none: a regular file (or a symlink's target) is replaced, a device or\n"
+            "  FIFO written into; a directory, the --compare file, or one file named twice is refused before any run.\n"
+            "  Exit status: 0 all rows correct, 1 a row FAILED (the reports are still written) or the reports could\n"
+            "  not be written (then none is), 2 usage error (also: a report names the --compare file or another).\n");
 }
 
 /* The next comma-separated item of *p into buf (trimmed of spaces); false at the end. */
@@ -67,16 +74,6 @@ static bool selected(const char *list, const bench_workload *w)
     return false;
 }
 
-static bool parse_count(const char *v, int *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end || end == v || x < 1 || x > 1000000) return false;
-    *out = (int)x;
-    return true;
-}
-
 typedef struct {
     const char *backends, *platform, *algorithms, *json, *csv, *svg, *compare;
     bench_size size;
@@ -90,40 +87,41 @@ static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
 {
     *o = (options){.backends = "all", .size = BENCH_DEFAULT, .repeat = 20, .cpu_repeat = 3, .batch_calls = 10,
                    .budget_s = 60, .ceilings = true};
+    tool_args t = TOOL_ARGS_INIT("bench");
+    t.err = err;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const char **str = !strcmp(a, "--backends") ? &o->backends : !strcmp(a, "--platform") ? &o->platform
                            : !strcmp(a, "--algorithms") ? &o->algorithms : !strcmp(a, "--json") ? &o->json
                            : !strcmp(a, "--csv") ? &o->csv : !strcmp(a, "--svg") ? &o->svg
                            : !strcmp(a, "--compare") ? &o->compare : NULL;
+        uint64_t x;
+        if (a[0] == '-' && a[1] && !tool_is_signed_number(a) && tool_once(&t, a)) return 2;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(out);
             return -1;
         } else if (!strcmp(a, "--no-ceilings")) {
             o->ceilings = false;
+        } else if (str && v) {
+            const bool file = str == &o->json || str == &o->csv || str == &o->svg || str == &o->compare;
+            if (tool_name(&t, a, v, file ? "a file name" : str == &o->platform ? "a platform name" : "a comma list"))
+                return 2;
+            *str = v, i++;
         } else if (!strcmp(a, "--list")) {
             o->list = true;
-        } else if (str && v) {
-            *str = v, i++;
         } else if ((!strcmp(a, "--repeat") || !strcmp(a, "--cpu-repeat")) && v) {
-            if (!parse_count(v, a[2] == 'r' ? &o->repeat : &o->cpu_repeat)) {
-                fprintf(err, "gpuws bench: %s needs a positive count, not '%s'\n", a, v);
-                return 2;
-            }
-            i++;
+            if (tool_count(&t, a, v, 1, TOOL_REPEAT_MAX, "a positive count", &x)) return 2;
+            *(a[2] == 'r' ? &o->repeat : &o->cpu_repeat) = (int)x, i++;
         } else if (!strcmp(a, "--back-to-back") && v) {
-            char *end;
-            const long k = strtol(v, &end, 10);
-            if (*end || end == v || k < 0 || k == 1 || k > 1000) {
+            if (tool_parse_count(v, 1000, &x) || x == 1) {
                 fprintf(err, "gpuws bench: --back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '%s'\n", v);
                 return 2;
             }
-            o->batch_calls = (int)k, i++;
+            o->batch_calls = (int)x, i++;
         } else if (!strcmp(a, "--budget") && v) {
-            char *end;
-            o->budget_s = strtod(v, &end);
-            if (*end || end == v || !(o->budget_s > 0)) {
-                fprintf(err, "gpuws bench: --budget needs a positive number of seconds, not '%s'\n", v);
+            /* a day per row: anything longer is a typo, and seconds * 1e3 stays far from overflow */
+            if (tool_parse_real(v, &o->budget_s) || !(o->budget_s > 0) || o->budget_s > 86400) {
+                fprintf(err, "gpuws bench: --budget needs a positive number of seconds, at most 86400, not '%s'\n", v);
                 return 2;
             }
             i++;
@@ -166,6 +164,10 @@ static unsigned backend_mask(const char *list, FILE *err)
 static bool check_algorithms(const char *list, FILE *err)
 {
     char item[128];
+    if (list && !next_item(&(const char *){list}, item, sizeof item)) {
+        fprintf(err, "gpuws bench: --algorithms names no algorithm (--list shows them)\n");
+        return false;
+    }
     for (const char *p = list; list && next_item(&p, item, sizeof item);) {
         bool known = !strcmp(item, "all");
         for (const bench_workload *const *wp = bench_workloads(); *wp && !known; wp++) known = item_selects(item, *wp);
@@ -271,24 +273,30 @@ static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, c
     return k;
 }
 
-static int write_outputs(const bench_report *rep, const options *o, FILE *err)
+/* The reports' files, in this order in the plan. */
+static const char *const report_options[3] = {"--json", "--csv", "--svg"};
+
+/* Writes every requested report into its staging file, then puts them all in place; on any failure none. */
+static int write_outputs(const bench_report *rep, const options *o, output_files *files, FILE *err)
 {
+    const char *paths[3] = {o->json, o->csv, o->svg};
+    void (*const writers[3])(const bench_report *, FILE *) = {bench_write_json, bench_write_csv, bench_write_svg};
+    char why[4400];
     int rc = 0;
-    const struct {
-        const char *path;
-        void (*writer)(const bench_report *, FILE *);
-    } outs[] = {{o->json, bench_write_json}, {o->csv, bench_write_csv}, {o->svg, bench_write_svg}};
-    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
-        char why[512];
-        if (!outs[i].path) continue;
-        if (bench_write_file(outs[i].path, outs[i].writer, rep, why, sizeof why)) {
-            fprintf(err, "gpuws bench: cannot write %s\n", why);
-            rc = 1;
-        } else {
-            fprintf(err, "gpuws bench: wrote %s\n", outs[i].path);
-        }
+    for (size_t i = 0; i < 3 && !rc; i++) {
+        if (!paths[i]) continue;
+        const char *stage = output_files_stage(files, i, why, sizeof why);
+        rc = !stage || bench_write_file(stage, writers[i], rep, why, sizeof why);
+        if (rc) output_files_reword(files, i, why, sizeof why);
     }
-    return rc;
+    if (!rc) rc = output_files_commit(files, why, sizeof why);
+    if (rc) {
+        fprintf(err, "gpuws bench: cannot write %s (no report written)\n", why);
+        return 1;
+    }
+    for (size_t i = 0; i < 3; i++)
+        if (paths[i]) fprintf(err, "gpuws bench: wrote %s\n", paths[i]);
+    return 0;
 }
 
 int bench_main(int argc, char **argv, FILE *out, FILE *err)
@@ -304,13 +312,22 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
     }
     const unsigned mask = backend_mask(o.backends, err);
     if (!mask || !check_algorithms(o.algorithms, err)) return 2;
+    /* the reports' files before any run: a destination that cannot be written, or that is the peers file, fails
+     * before the minutes of timing */
+    const char *paths[3] = {o.json, o.csv, o.svg};
+    char why[4400];
+    output_files *files = output_files_prepare(&o.compare, 1, paths, report_options, 3, &rc, why, sizeof why);
+    if (!files) {
+        fprintf(err, "gpuws bench: %s\n", why);
+        return rc;
+    }
 
     bench_report rep;
     memset(&rep, 0, sizeof rep);
     fill_metadata(&rep, argc, argv, &o);
-    char why[512];
     if (o.compare && bench_read_peers(o.compare, &rep.peers, &rep.npeers, why, sizeof why)) {
         fprintf(err, "gpuws bench: --compare: %s\n", why);
+        output_files_destroy(files);
         return 1;
     }
     say_unavailable(mask, strcmp(o.backends, "all") != 0, err);
@@ -340,8 +357,9 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
         bench_print_table(&rep, out);
         fflush(out);
         for (size_t i = 0; i < rep.nrows; i++) rc |= !rep.rows[i].ok;
-        rc |= write_outputs(&rep, &o, err);
+        rc |= write_outputs(&rep, &o, files, err);
     }
+    output_files_destroy(files);
     free(ws);
     free(rep.targets);
     free(rep.rows);

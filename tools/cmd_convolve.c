@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "fits_io.h"
 #include "gpuws/algorithms.h"
+#include "output_files.h"
 #include "convolve1d/convolve1d_ref.h"
 #include "convolve2d/convolve2d_ref.h"
 
@@ -23,8 +24,10 @@ static void usage(FILE *f)
             "       gpuws convolve --demo [--dtype f32|f64] [--size N] [--repeat N]\n"
             "  Convolves the first 2-D image of IN.fits with that of KERNEL.fits exactly as\n"
             "  scipy.signal.convolve2d(in, kernel, mode, boundary, fillvalue) does (defaults: full, fill, 0) and writes\n"
-            "  OUT.fits (written completely or not at all). The arithmetic is f64 when either file holds doubles,\n"
-            "  else f32, unless --dtype says otherwise.\n"
+            "  OUT.fits, completely or not at all: a regular file (or a symlink's target) is replaced, keeping its\n"
+            "  permissions; a device or FIFO is written into; a directory, or one of the inputs, is refused before\n"
+            "  any work. The arithmetic is f64 when either file holds doubles, else f32, unless --dtype says\n"
+            "  otherwise.\n"
             "  --separable: the kernel K (kh x kw) is outer(col, row). gpuws factors it in double, with (j*, k*) the\n"
             "  entry of largest |K|: col[j] = K[j][k*], row[k] = K[j*][k] / K[j*][k*], and convolves in two 1-D passes\n"
             "  (kh + kw products per output instead of kh * kw; rounding differs from the 2-D sum, see\n"
@@ -35,7 +38,11 @@ static void usage(FILE *f)
             "  device (median of --repeat runs, default 20) next to one run of the scalar reference on one CPU core;\n"
             "  also the same 2-D convolution through the separable path (outer(g, g), g = exp(-x^2 / 2)), timed the\n"
             "  same way and compared with the 2-D path's output.\n"
-            "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM.\n");
+            "  --fill V is a decimal number, nan, inf or -inf; --size N from 16 to 16384; --repeat N from 1 to\n"
+            "  1000000. -o, --mode, --boundary, --fill and --separable apply to files only, --size and --repeat to\n"
+            "  --demo only; each option may be given once.\n"
+            "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM.\n"
+            "  Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: OUT.fits is an input).\n");
 }
 
 static double now_ms(void)
@@ -54,6 +61,7 @@ typedef struct {
     bool demo, separable;
     size_t demo_size;
     int repeat;
+    output_files *outputs; /* OUT.fits, planned before any work */
 } args;
 
 /* --separable: relative tolerance of the factorization check (stated in the usage). */
@@ -105,6 +113,21 @@ static gpuws_status upload(gpuws_context *ctx, const double *x, size_t n, gpuws_
     if (!st) st = gpuws_buffer_write(*b, 0, h, n * es);
     free(h);
     return st;
+}
+
+/* Writes OUT.fits into its staging file and puts it in place (tools/output_files.h). */
+static int write_output(const args *a, gpuws_dtype dt, const void *out, size_t ow, size_t oh)
+{
+    char err[4400];
+    const char *path = output_files_stage(a->outputs, 0, err, sizeof err);
+    if (path && ow * oh >= ((size_t)1 << 24)) fprintf(stderr, "gpuws convolve: writing %s...\n", a->out); /* seconds */
+    if (!path || fits_write_image(path, dt == GPUWS_F32 ? FITS_F32 : FITS_F64, out, ow, oh, err, sizeof err) ||
+        output_files_commit(a->outputs, err, sizeof err)) {
+        output_files_reword(a->outputs, 0, err, sizeof err);
+        fprintf(stderr, "gpuws convolve: %s\n", err);
+        return 1;
+    }
+    return 0;
 }
 
 static int convolve_files(const args *a)
@@ -173,12 +196,7 @@ static int convolve_files(const args *a)
         rc = tool_fail("convolve", st);
         goto done;
     }
-    if (fits_write_image(a->out, dt == GPUWS_F32 ? FITS_F32 : FITS_F64, out, ow, oh, err, sizeof err)) {
-        fprintf(stderr, "gpuws convolve: %s\n", err);
-        rc = 1;
-        goto done;
-    }
-    rc = 0;
+    rc = write_output(a, dt, out, ow, oh);
 done:
     free(out);
     free(col);
@@ -430,19 +448,22 @@ static int bad(const char *fmt, ...)
     return 2;
 }
 
-/* A whole decimal number in [lo, hi], or -1. */
-static long number(const char *v, long lo, long hi)
+/* The usage after a message tool_*() printed. */
+static int bad_value(void)
 {
-    char *end;
-    const long x = v ? strtol(v, &end, 10) : -1;
-    return v && *v && !*end && x >= lo && x <= hi ? x : -1;
+    usage(stderr);
+    return 2;
 }
 
 static int cmd_convolve(int argc, char **argv)
 {
-    args a = {NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20};
+    args a = {NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20, NULL};
+    tool_args t = TOOL_ARGS_INIT("convolve");
+    const char *demo_only = NULL, *files_only = NULL; /* the first option given that only the demo, only files take */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *name = !strcmp(o, "-o") ? "--output" : o;
+        if (o[0] == '-' && o[1] && tool_once(&t, name)) return bad_value();
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             usage(stdout);
             return 0;
@@ -451,49 +472,60 @@ static int cmd_convolve(int argc, char **argv)
         } else if (!strcmp(o, "--separable")) {
             a.separable = true;
         } else if (!strcmp(o, "-o") || !strcmp(o, "--output")) {
-            if (!v) return bad("%s needs a file name", o);
-            a.out = v, i++;
+            if (tool_name(&t, o, v, "a file name")) return bad_value();
+            a.out = v, i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--mode")) {
             if (!v || (strcmp(v, "full") && strcmp(v, "same") && strcmp(v, "valid"))) return bad("--mode must be full, same or valid");
             a.opt.mode = !strcmp(v, "full") ? GPUWS_CONVOLVE_FULL : !strcmp(v, "same") ? GPUWS_CONVOLVE_SAME : GPUWS_CONVOLVE_VALID;
-            i++;
+            i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--boundary")) {
             if (!v || (strcmp(v, "fill") && strcmp(v, "wrap") && strcmp(v, "symm"))) return bad("--boundary must be fill, wrap or symm");
             a.opt.boundary = !strcmp(v, "fill") ? GPUWS_BOUNDARY_FILL : !strcmp(v, "wrap") ? GPUWS_BOUNDARY_WRAP : GPUWS_BOUNDARY_SYMM;
-            i++;
+            i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--fill")) {
-            char *end;
-            if (!v || (a.opt.fill_value = strtod(v, &end), end == v || *end)) return bad("--fill needs a number");
-            i++;
+            if (tool_real(&t, o, v, true, &a.opt.fill_value)) return bad_value();
+            i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--dtype")) {
             if (!v || (strcmp(v, "f32") && strcmp(v, "f64"))) return bad("--dtype must be f32 or f64");
             a.dtype = !strcmp(v, "f32") ? GPUWS_F32 : GPUWS_F64;
             i++;
         } else if (!strcmp(o, "--size")) {
-            const long x = number(v, 16, 16384);
-            if (x < 0) return bad("--size needs a side from 16 to 16384");
-            a.demo_size = (size_t)x, i++;
+            uint64_t x;
+            if (tool_count(&t, o, v, 16, 16384, "a side", &x)) return bad_value();
+            a.demo_size = (size_t)x, i++, demo_only = demo_only ? demo_only : o;
         } else if (!strcmp(o, "--repeat")) {
-            const long x = number(v, 1, 10000);
-            if (x < 0) return bad("--repeat needs a count from 1 to 10000");
-            a.repeat = (int)x, i++;
+            uint64_t x;
+            if (tool_count(&t, o, v, 1, TOOL_REPEAT_MAX, "a count", &x)) return bad_value();
+            a.repeat = (int)x, i++, demo_only = demo_only ? demo_only : o;
         } else if (o[0] == '-' && o[1]) {
             return bad("unknown option '%s'", o);
+        } else if (a.in && a.kernel) {
+            return bad("unexpected argument '%s'", o);
+        } else if (!*o) {
+            return bad("an empty file name ('') where %s was expected", !a.in ? "IN.fits" : "KERNEL.fits");
         } else if (!a.in) {
             a.in = o;
-        } else if (!a.kernel) {
-            a.kernel = o;
         } else {
-            return bad("unexpected argument '%s'", o);
+            a.kernel = o;
         }
     }
     if (a.demo) {
-        if (a.in || a.out) return bad("--demo takes no files");
+        if (a.in) return bad("--demo takes no files");
         if (a.separable) return bad("--separable is for files; --demo times both the 2-D and the separable path");
+        if (files_only) return bad("%s applies to files only (the demo's mode is full, its boundary fill 0)", files_only);
         return run_demo(&a);
     }
+    if (demo_only) return bad("%s applies to --demo only", demo_only);
     if (!a.in || !a.kernel || !a.out) return bad("needs IN.fits, KERNEL.fits and -o OUT.fits");
-    return convolve_files(&a);
+    /* OUT.fits first: a destination that cannot be written, or that is an input, fails before any work */
+    const char *in[2] = {a.in, a.kernel}, *opt = "-o";
+    char err[4400];
+    int rc;
+    if (!(a.outputs = output_files_prepare(in, 2, &a.out, &opt, 1, &rc, err, sizeof err)))
+        return fprintf(stderr, "gpuws convolve: %s\n", err), rc;
+    rc = convolve_files(&a);
+    output_files_destroy(a.outputs);
+    return rc;
 }
 
 GPUWS_COMMAND("convolve", "scipy.signal.convolve2d on FITS images; --demo: the workshop's exercise, timed", cmd_convolve)

@@ -19,7 +19,9 @@ static void usage(FILE *f)
                "  Prints corners and the sum of C, how far 1024 sampled elements plus the last row and column lie from\n"
                "  a higher-precision oracle (as a fraction of the error bound, see docs/algorithms/matmul.md), and the\n"
                "  median time of N timed runs (default 10) after one checked run, in ms, GFLOP/s (2MNK) and GB/s.\n"
-               "  Device: GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM (see gpuws info). Exits 1 on a wrong result.\n");
+               "  M, N and K are whole numbers (1e3 and 2^10 forms too), --repeat from 1 to 1000000, --seed from 0 to\n"
+               "  2^64 - 1. Device: GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM (see gpuws info).\n"
+               "  Exit status: 0 done, 1 a wrong result or an error, 2 bad usage.\n");
 }
 
 typedef struct {
@@ -111,6 +113,13 @@ static int run(mm_run *r, gpuws_dtype dt, gpuws_matmul_variant v, size_t m, size
     return 0;
 }
 
+/* The usage after a message saying what was wrong; exit code 2. */
+static int usage_error(void)
+{
+    usage(stderr);
+    return 2;
+}
+
 static int cmd_matmul(int argc, char **argv)
 {
     uint64_t dims[3], nd = 0;
@@ -118,31 +127,45 @@ static int cmd_matmul(int argc, char **argv)
     gpuws_matmul_variant v = GPUWS_MATMUL_TILED;
     int repeat = 10;
     uint64_t seed = 1;
+    tool_args t = TOOL_ARGS_INIT("matmul");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        const bool option = a[0] == '-' && a[1] && !tool_is_signed_number(a);
+        uint64_t x;
+        int k;
+        if (option && tool_once(&t, a)) return usage_error();
         if (!strcmp(a, "--help")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--dtype") && val && (!strcmp(val, "f32") || !strcmp(val, "f64"))) {
-            dt = strcmp(val, "f32") ? GPUWS_F64 : GPUWS_F32, i++;
-        } else if (!strcmp(a, "--variant") && val && (!strcmp(val, "tiled") || !strcmp(val, "shared") || !strcmp(val, "naive"))) {
-            v = !strcmp(val, "tiled") ? GPUWS_MATMUL_TILED : !strcmp(val, "shared") ? GPUWS_MATMUL_SHARED : GPUWS_MATMUL_NAIVE, i++;
-        } else if (!strcmp(a, "--repeat") && val && (repeat = atoi(val)) >= 1) {
+        } else if (!strcmp(a, "--dtype")) {
+            static const char *const dtypes[] = {"f32", "f64", NULL};
+            if ((k = tool_choice(&t, a, val, dtypes)) < 0) return usage_error();
+            dt = k ? GPUWS_F64 : GPUWS_F32, i++;
+        } else if (!strcmp(a, "--variant")) {
+            static const char *const variants[] = {"tiled", "naive", "shared", NULL};
+            if ((k = tool_choice(&t, a, val, variants)) < 0) return usage_error();
+            v = k == 0 ? GPUWS_MATMUL_TILED : k == 1 ? GPUWS_MATMUL_NAIVE : GPUWS_MATMUL_SHARED, i++;
+        } else if (!strcmp(a, "--repeat")) {
+            if (tool_count(&t, a, val, 1, TOOL_REPEAT_MAX, NULL, &x)) return usage_error();
+            repeat = (int)x, i++;
+        } else if (!strcmp(a, "--seed")) {
+            if (tool_count(&t, a, val, 0, UINT64_MAX, NULL, &seed)) return usage_error();
             i++;
-        } else if (!strcmp(a, "--seed") && val && tool_parse_count(val, UINT64_MAX, &seed) == 0) {
-            i++;
-        } else if (a[0] != '-' && nd < 3 && tool_parse_count(a, SIZE_MAX, &dims[nd]) == 0) {
+        } else if (!option && nd < 3) {
+            static const char *const names[] = {"M", "N", "K"};
+            if (tool_parse_count(a, SIZE_MAX, &dims[nd])) {
+                fprintf(stderr, "gpuws matmul: %s = '%s' is not a whole number from 0 to 2^64 - 1\n", names[nd], a);
+                return usage_error();
+            }
             nd++;
         } else {
             tool_bad_argument("matmul", argc, argv, i);
-            usage(stderr);
-            return 2;
+            return usage_error();
         }
     }
     if (nd != 3) {
         fprintf(stderr, "gpuws matmul: need the three sizes M N K\n");
-        usage(stderr);
-        return 2;
+        return usage_error();
     }
     const size_t m = dims[0], n = dims[1], k = dims[2];
     mm_run r = {0};

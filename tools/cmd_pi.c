@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,15 @@ static void usage(FILE *f)
                "  Draws N points in the unit square (N up to 2^64 - 1; 100000000, 1e8 and 10^8 are all accepted) from\n"
                "  Philox4x32-10 keyed by the seed (default 0) and prints 4 * hits / N, the hit count (the same on\n"
                "  every backend and device for the same N and seed), the device time (median of R runs after a\n"
-               "  warm-up, default 5) and the rate.\n");
+               "  warm-up, default 5) and the rate. S is a whole number from 0 to 2^64 - 1, R from 1 to 1000000.\n"
+               "  Exit status: 0 done, 1 error, 2 bad usage (N included).\n");
+}
+
+/* The usage after a message saying what was wrong; exit code 2. */
+static int usage_error(void)
+{
+    usage(stderr);
+    return 2;
 }
 
 static int cmd_pi(int argc, char **argv)
@@ -22,30 +31,32 @@ static int cmd_pi(int argc, char **argv)
     const char *nstr = NULL;
     uint64_t n = 0, seed = 0;
     int repeat = 5;
+    tool_args t = TOOL_ARGS_INIT("pi");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t x;
+        const bool option = a[0] == '-' && a[1] && !tool_is_signed_number(a);
+        if (option && tool_once(&t, a)) return usage_error();
         if (!strcmp(a, "--help")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--seed") && v && !tool_parse_count(v, UINT64_MAX, &seed)) {
+        } else if (!strcmp(a, "--seed")) {
+            if (tool_count(&t, a, v, 0, UINT64_MAX, NULL, &seed)) return usage_error();
             i++;
-        } else if (!strcmp(a, "--repeat") && v && atoi(v) >= 1 && atoi(v) <= 1000) {
-            repeat = atoi(v), i++;
-        } else if (a[0] != '-' && !nstr) {
+        } else if (!strcmp(a, "--repeat")) {
+            if (tool_count(&t, a, v, 1, TOOL_REPEAT_MAX, NULL, &x)) return usage_error();
+            repeat = (int)x, i++;
+        } else if (!option && !nstr) {
             nstr = a;
         } else {
             tool_bad_argument("pi", argc, argv, i);
-            usage(stderr);
-            return 2;
+            return usage_error();
         }
     }
-    if (!nstr) {
-        usage(stderr);
-        return 2;
-    }
+    if (!nstr) return usage_error();
     if (tool_parse_count(nstr, UINT64_MAX, &n) || n == 0) {
         fprintf(stderr, "gpuws pi: N = '%s' is not a whole number of samples from 1 to 2^64 - 1\n", nstr);
-        return 1;
+        return usage_error();
     }
     gpuws_context *ctx;
     if (tool_context("pi", &ctx)) return 1;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,15 @@ static void usage(FILE *f)
                "  GPUWS_BACKEND / GPUWS_DEVICE select, as an int32 array holding each prime or 0, and prints how many\n"
                "  there are, the device time (median of R runs after a warm-up, default 5) and the rate.\n"
                "  --variant trial runs the workshop's one-thread-per-number trial division instead of the sieve.\n"
-               "  --count-only counts without storing the array (for N too large for device memory).\n");
+               "  --count-only counts without storing the array (for N too large for device memory).\n"
+               "  R is a whole number from 1 to 1000000. Exit status: 0 done, 1 error, 2 bad usage (N included).\n");
+}
+
+/* The usage after a message saying what was wrong; exit code 2. */
+static int usage_error(void)
+{
+    usage(stderr);
+    return 2;
 }
 
 static int cmd_primes(int argc, char **argv)
@@ -23,33 +32,37 @@ static int cmd_primes(int argc, char **argv)
     const char *nstr = NULL;
     gpuws_primes_variant variant = GPUWS_PRIMES_FAST;
     int repeat = 5, count_only = 0;
+    tool_args t = TOOL_ARGS_INIT("primes");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t x;
+        const bool option = a[0] == '-' && a[1] && !tool_is_signed_number(a);
+        if (option && tool_once(&t, a)) return usage_error();
         if (!strcmp(a, "--help")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--variant") && v && (!strcmp(v, "fast") || !strcmp(v, "trial"))) {
-            variant = !strcmp(v, "trial") ? GPUWS_PRIMES_TRIAL : GPUWS_PRIMES_FAST, i++;
-        } else if (!strcmp(a, "--repeat") && v && atoi(v) >= 1 && atoi(v) <= 1000) {
-            repeat = atoi(v), i++;
+        } else if (!strcmp(a, "--variant")) {
+            static const char *const variants[] = {"fast", "trial", NULL};
+            const int k = tool_choice(&t, a, v, variants);
+            if (k < 0) return usage_error();
+            variant = k ? GPUWS_PRIMES_TRIAL : GPUWS_PRIMES_FAST, i++;
+        } else if (!strcmp(a, "--repeat")) {
+            if (tool_count(&t, a, v, 1, TOOL_REPEAT_MAX, NULL, &x)) return usage_error();
+            repeat = (int)x, i++;
         } else if (!strcmp(a, "--count-only")) {
             count_only = 1;
-        } else if (a[0] != '-' && !nstr) {
+        } else if (!option && !nstr) {
             nstr = a;
         } else {
             tool_bad_argument("primes", argc, argv, i);
-            usage(stderr);
-            return 2;
+            return usage_error();
         }
     }
     uint64_t nd;
-    if (!nstr) {
-        usage(stderr);
-        return 2;
-    }
+    if (!nstr) return usage_error();
     if (tool_parse_count(nstr, GPUWS_PRIMES_MAX_N, &nd)) {
         fprintf(stderr, "gpuws primes: N = '%s' is not a whole number from 0 to 2^31\n", nstr);
-        return 1;
+        return usage_error();
     }
     const size_t n = (size_t)nd;
 

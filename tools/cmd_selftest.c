@@ -20,23 +20,43 @@ static bool listed(const char *list, const char *name)
     return false;
 }
 
+static int selftest_usage(FILE *f, int code)
+{
+    fprintf(f, "usage: gpuws selftest [--backends cuda,opencl,cpu] [--algorithms LIST] [--sizes small,default,large]\n"
+               "  Runs every workload once per size on every selected device and checks it against the scalar\n"
+               "  reference (no timing). Each option may be given once; its list may not be empty.\n"
+               "  Exit status: 0 all correct, 1 a result is wrong or a call fails, 2 bad usage.\n");
+    return code;
+}
+
+/* True when every item of the --sizes list is small, default or large (the message printed otherwise). */
+static bool sizes_known(tool_args *t, const char *list)
+{
+    for (const char *p = list;; p++) {
+        const size_t l = strcspn(p, ",");
+        const bool known = (l == 5 && !strncmp(p, "small", 5)) || (l == 7 && !strncmp(p, "default", 7)) ||
+                           (l == 5 && !strncmp(p, "large", 5));
+        if (!known) return tool_usage_error(t, "unknown size '%.*s' in --sizes (valid: small, default, large)", (int)l, p), false;
+        if (!p[l]) return true;
+        p += l;
+    }
+}
+
 static int cmd_selftest(int argc, char **argv)
 {
     const char *backends = NULL, *algorithms = NULL, *sizes = "small";
+    tool_args ta = TOOL_ARGS_INIT("selftest");
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--help")) return selftest_usage(stdout, 0);
+        if (argv[i][0] == '-' && tool_once(&ta, argv[i])) return 2;
         if (!strcmp(argv[i], "--backends") && v) backends = argv[++i];
         else if (!strcmp(argv[i], "--algorithms") && v) algorithms = argv[++i];
         else if (!strcmp(argv[i], "--sizes") && v) sizes = argv[++i];
-        else {
-            int help = !strcmp(argv[i], "--help");
-            fprintf(help ? stdout : stderr,
-                    "usage: gpuws selftest [--backends cuda,opencl,cpu] [--algorithms LIST] [--sizes small,default,large]\n"
-                    "  Runs every workload once per size on every selected device and checks it against the scalar\n"
-                    "  reference (no timing). Exit 1 if any result is wrong or any call fails.\n");
-            return help ? 0 : 2;
-        }
+        else return selftest_usage(stderr, 2);
+        if (!*argv[i]) return tool_name(&ta, argv[i - 1], argv[i], "a comma list"), 2;
     }
+    if (!sizes_known(&ta, sizes)) return 2;
     /* a name that selects nothing is a mistake, not an empty run */
     for (const char *p = backends; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
         char name[32];

@@ -1,9 +1,10 @@
 /* gpuws sources: the workshop's source finding (κ-σ clip → threshold → label → measure) on a FITS image, or on a
- * synthetic sky made on the device (--demo). Outputs are all written or none: each goes to a temporary name first
- * and all are renamed only when every one succeeded. */
+ * synthetic sky made on the device (--demo). The outputs are planned before any work and written all or none
+ * (tools/output_files.h). */
 #include "catalog_csv.h"
 #include "commands.h"
 #include "fits_io.h"
+#include "output_files.h"
 #include "png_overlay.h"
 #include "sources/sources_internal.h"
 
@@ -34,10 +35,14 @@ static void usage(FILE *f)
             "  --overlay OUT.png      log-scaled image with a circle on every source%s\n"
             "  --demo                 no IMAGE: a synthetic sky made on the device (noise sigma 1e-3, Gaussian beams\n"
             "                         of sigma 1.7 px, peaks log-uniform in 5e-3..1e-1), scored against what was injected\n"
-            "  --size N               demo image N x N (default 2048); --seed S (default 1); --sources N (default\n"
-            "                         300 per 2048^2)\n"
-            "The device comes from GPUWS_BACKEND / GPUWS_DEVICE (gpuws info lists them). Exit status: 0 done,\n"
-            "1 error (nothing written), 2 bad usage.\n",
+            "  --size N               demo image N x N, N from 16 to 46340 (default 2048); --seed S from 0 to\n"
+            "                         2^64 - 1 (default 1); --sources N from 0 to 1000000 (default 300 per 2048^2);\n"
+            "                         these three apply to --demo only\n"
+            "Numbers are decimal (whole numbers also 1e6 or 10^6), without spaces; each option may be given once.\n"
+            "The outputs are written all or none: a regular file (or a symlink's target) is replaced, keeping its\n"
+            "permissions; a device or FIFO is written into; a directory, the image, or one file named twice is\n"
+            "refused before any work. The device comes from GPUWS_BACKEND / GPUWS_DEVICE (gpuws info lists them).\n"
+            "Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: an output is the image or another).\n",
             png_overlay_available() ? "" : " (unavailable: built without libpng)");
 }
 
@@ -48,32 +53,8 @@ typedef struct {
     int have_nsources;
     uint64_t seed;
     gpuws_sources_options o;
+    output_files *outputs; /* catalog, labels, overlay: planned before any work */
 } args;
-
-static int parse_double(const char *opt, const char *v, double *out)
-{
-    char *end;
-    errno = 0;
-    *out = v ? strtod(v, &end) : 0;
-    if (!v || !*v || *end || errno || !isfinite(*out)) {
-        fprintf(stderr, "gpuws sources: %s needs a number%s%s\n", opt, v ? ", not " : "", v ? v : "");
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_count(const char *opt, const char *v, unsigned long long lo, unsigned long long hi, unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    *out = v && *v != '-' ? strtoull(v, &end, 10) : 0;
-    if (!v || !*v || *v == '-' || *end || errno || *out < lo || *out > hi) {
-        fprintf(stderr, "gpuws sources: %s needs a whole number from %llu to %llu%s%s\n", opt, lo, hi, v ? ", not " : "",
-                v ? v : "");
-        return -1;
-    }
-    return 0;
-}
 
 /* 0: parsed; 1: --help printed; 2: bad usage (message printed). */
 static int parse(int argc, char **argv, args *a)
@@ -83,51 +64,56 @@ static int parse(int argc, char **argv, args *a)
     a->size = 2048;
     a->seed = 1;
     int have_sigma = 0, have_abs = 0;
+    tool_args t = TOOL_ARGS_INIT(CMD);
+    const char *demo_only = NULL; /* the first option given that only --demo takes */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned long long u;
+        const char **name = !strcmp(o, "--catalog") ? &a->catalog : !strcmp(o, "--labels") ? &a->labels
+                            : !strcmp(o, "--overlay") ? &a->overlay : NULL;
+        uint64_t u;
         double d;
+        if (o[0] == '-' && o[1] && !tool_is_signed_number(o) && tool_once(&t, o)) return 2;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             usage(stdout);
             return 1;
         } else if (!strcmp(o, "--demo")) {
             a->demo = 1;
         } else if (!strcmp(o, "--kappa")) {
-            if (parse_double(o, v, &d)) return 2;
+            if (tool_real(&t, o, v, false, &d)) return 2;
             if (!(d > 0)) return fprintf(stderr, "gpuws sources: --kappa must be > 0\n"), 2;
             a->o.clip.kappa = d, i++;
         } else if (!strcmp(o, "--threshold")) {
-            if (parse_double(o, v, &d)) return 2;
+            if (tool_real(&t, o, v, false, &d)) return 2;
             if (!(d > 0)) return fprintf(stderr, "gpuws sources: --threshold must be > 0 (stds)\n"), 2;
             a->o.threshold_sigma = d, have_sigma = 1, i++;
         } else if (!strcmp(o, "--threshold-abs")) {
-            if (parse_double(o, v, &d)) return 2;
+            if (tool_real(&t, o, v, false, &d)) return 2;
             a->o.threshold_abs = d, have_abs = 1, i++;
         } else if (!strcmp(o, "--connectivity")) {
-            if (parse_count(o, v, 4, 8, &u) || (u != 4 && u != 8))
+            if (!v || (strcmp(v, "4") && strcmp(v, "8")))
                 return fprintf(stderr, "gpuws sources: --connectivity is 4 or 8\n"), 2;
-            a->o.connectivity = (int)u, i++;
-        } else if (!strcmp(o, "--catalog") && v) {
-            a->catalog = v, i++;
-        } else if (!strcmp(o, "--labels") && v) {
-            a->labels = v, i++;
-        } else if (!strcmp(o, "--overlay") && v) {
-            a->overlay = v, i++;
+            a->o.connectivity = v[0] - '0', i++;
+        } else if (name) {
+            if (tool_name(&t, o, v, "a file name")) return 2;
+            *name = v, i++;
         } else if (!strcmp(o, "--size")) {
-            if (parse_count(o, v, 16, 46340, &u)) return 2; /* 46340^2 < 2^31: labels are int32 */
-            a->size = (size_t)u, i++;
+            if (tool_count(&t, o, v, 16, 46340, NULL, &u)) return 2; /* 46340^2 < 2^31: labels are int32 */
+            a->size = (size_t)u, i++, demo_only = demo_only ? demo_only : o;
         } else if (!strcmp(o, "--seed")) {
-            if (parse_count(o, v, 0, UINT64_MAX, &u)) return 2;
-            a->seed = u, i++;
+            if (tool_count(&t, o, v, 0, UINT64_MAX, NULL, &u)) return 2;
+            a->seed = u, i++, demo_only = demo_only ? demo_only : o;
         } else if (!strcmp(o, "--sources")) {
-            if (parse_count(o, v, 0, 1000000, &u)) return 2;
-            a->nsources = (size_t)u, a->have_nsources = 1, i++;
+            if (tool_count(&t, o, v, 0, 1000000, NULL, &u)) return 2;
+            a->nsources = (size_t)u, a->have_nsources = 1, i++, demo_only = demo_only ? demo_only : o;
         } else if (o[0] == '-' && o[1]) {
             fprintf(stderr, "gpuws sources: unknown or incomplete option '%s'\n", o);
             usage(stderr);
             return 2;
         } else if (a->image) {
             fprintf(stderr, "gpuws sources: one image at a time ('%s' and '%s')\n", a->image, o);
+            return 2;
+        } else if (!*o) {
+            fprintf(stderr, "gpuws sources: the IMAGE file name is empty ('')\n");
             return 2;
         } else {
             a->image = o;
@@ -139,11 +125,7 @@ static int parse(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
-    const char *outs[3] = {a->catalog, a->labels, a->overlay};
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            if (outs[i] && ((j > i && outs[j] && !strcmp(outs[i], outs[j])) || (a->image && !strcmp(outs[i], a->image))))
-                return fprintf(stderr, "gpuws sources: '%s' is named twice (input and outputs must differ)\n", outs[i]), 2;
+    if (demo_only && !a->demo) return fprintf(stderr, "gpuws sources: %s applies to --demo only\n", demo_only), 2;
     a->o.want_labels = a->labels != NULL;
     return 0;
 }
@@ -180,34 +162,29 @@ static void print_brightest(const gpuws_catalog *cat)
     free(order);
 }
 
-/* Writes every requested output under a temporary name, then renames them all; on any failure removes them all. */
+/* Writes every requested output into its staging file, then puts them all in place; on any failure none. */
 static int write_outputs(const args *a, const gpuws_catalog *cat, const float *image, size_t w, size_t h)
 {
     const char *finals[3] = {a->catalog, a->labels, a->overlay};
-    char tmps[3][4200] = {{0}};
     char err[4400] = "";
     int rc = 0;
-    for (int k = 0; k < 3 && !rc; k++) {
+    for (size_t k = 0; k < 3 && !rc; k++) {
         if (!finals[k]) continue;
-        snprintf(tmps[k], sizeof tmps[k], "%s.partial-%ld", finals[k], (long)getpid());
-        if (w * h >= ((size_t)1 << 24)) fprintf(stderr, "gpuws sources: writing %s...\n", finals[k]); /* seconds */
-        if (k == 0) rc = catalog_csv_write(tmps[k], cat->sources, cat->num_sources, err, sizeof err);
-        else if (k == 1) rc = fits_write_image(tmps[k], FITS_I32, cat->labels, w, h, err, sizeof err);
-        else rc = png_overlay_write(tmps[k], image, w, h, cat->clip.median, cat->sources, cat->num_sources, err, sizeof err);
-        if (rc) {
-            /* name the file the user asked for, not the temporary one */
-            const char *tail = strstr(err, ": ");
-            fprintf(stderr, "gpuws sources: %s: %s\n", finals[k], tail ? tail + 2 : err);
-        }
+        const char *path = output_files_stage(a->outputs, k, err, sizeof err);
+        if (path && w * h >= ((size_t)1 << 24)) /* seconds */
+            fprintf(stderr, "gpuws sources: writing %s...\n", finals[k]);
+        if (!path) rc = -1;
+        else if (k == 0) rc = catalog_csv_write(path, cat->sources, cat->num_sources, err, sizeof err);
+        else if (k == 1) rc = fits_write_image(path, FITS_I32, cat->labels, w, h, err, sizeof err);
+        else rc = png_overlay_write(path, image, w, h, cat->clip.median, cat->sources, cat->num_sources, err,
+                                    sizeof err);
+        if (rc) output_files_reword(a->outputs, k, err, sizeof err); /* the user's name, not the staged one */
     }
-    for (int k = 0; k < 3 && !rc; k++)
-        if (finals[k] && rename(tmps[k], finals[k]) != 0) {
-            fprintf(stderr, "gpuws sources: %s: cannot rename into place: %s\n", finals[k], strerror(errno));
-            rc = -1;
-        }
-    for (int k = 0; k < 3; k++)
-        if (tmps[k][0]) unlink(tmps[k]); /* after a successful rename the name is gone: harmless */
-    if (rc) return 1;
+    if (!rc) rc = output_files_commit(a->outputs, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "gpuws sources: %s\n", err);
+        return 1;
+    }
     for (int k = 0; k < 3; k++)
         if (finals[k]) printf("wrote %s\n", finals[k]);
     return 0;
@@ -222,11 +199,15 @@ static int run_image(const args *a)
     if (fits_read_image(a->image, 0, &img, err, sizeof err)) return fprintf(stderr, "gpuws sources: %s\n", err), 1;
     const float *px = img.data;
     const size_t n = img.width * img.height;
-    size_t blanks = 0;
-    for (size_t i = 0; i < n; i++) blanks += !isfinite(px[i]);
-    if (blanks == n) {
-        fprintf(stderr, "gpuws sources: %s: every pixel of the %zu x %zu image (HDU %d) is blank or NaN\n", a->image, img.width,
+    size_t blanks = 0, infinite = 0;
+    for (size_t i = 0; i < n; i++) /* != 0: glibc's isinf(-inf) is -1 */
+        blanks += isnan(px[i]) != 0, infinite += isinf(px[i]) != 0;
+    if (blanks + infinite == n) { /* no statistics exist: say which kind of pixel filled the image */
+        fprintf(stderr, "gpuws sources: %s: every pixel of the %zu x %zu image (HDU %d) is ", a->image, img.width,
                 img.height, img.hdu);
+        if (!infinite) fprintf(stderr, "blank or NaN\n");
+        else if (!blanks) fprintf(stderr, "infinite (+inf or -inf)\n");
+        else fprintf(stderr, "blank, NaN or infinite: %zu blank or NaN, %zu infinite\n", blanks, infinite);
         fits_image_free(&img);
         return 1;
     }
@@ -239,8 +220,8 @@ static int run_image(const args *a)
     gpuws_backend_kind k;
     gpuws_context_get_device_info(ctx, &d);
     gpuws_context_get_backend(ctx, &k);
-    printf("%s: HDU %d, %zu x %zu pixels (BITPIX %d), %zu blank or NaN\n", a->image, img.hdu, img.width, img.height,
-           img.bitpix, blanks);
+    printf("%s: HDU %d, %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img.hdu, img.width,
+           img.height, img.bitpix, blanks, infinite);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
     gpuws_catalog *cat;
     gpuws_status st = gpuws_find_sources(ctx, px, img.width, img.height, &a->o, &cat);
@@ -321,7 +302,14 @@ static int cmd_sources(int argc, char **argv)
         fprintf(stderr, "gpuws sources: --overlay is unavailable: gpuws was built without libpng\n");
         return 1;
     }
-    return a.demo ? run_demo(&a) : run_image(&a);
+    /* the outputs first: a destination that cannot be written, or that is the image, fails before any work */
+    const char *outs[3] = {a.catalog, a.labels, a.overlay}, *opts[3] = {"--catalog", "--labels", "--overlay"};
+    char err[4400];
+    a.outputs = output_files_prepare(&a.image, 1, outs, opts, 3, &r, err, sizeof err);
+    if (!a.outputs) return fprintf(stderr, "gpuws sources: %s\n", err), r;
+    r = a.demo ? run_demo(&a) : run_image(&a);
+    output_files_destroy(a.outputs);
+    return r;
 }
 
 GPUWS_COMMAND("sources", "find sources in a FITS image, or in a synthetic sky (--demo)", cmd_sources)

@@ -5,6 +5,10 @@
 
 #include "gpuws.h"
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
 typedef struct {
     const char *name;
     const char *summary;
@@ -24,9 +28,45 @@ int tool_fail(const char *cmd, gpuws_status st);
 /* Prints "gpuws <cmd>: bad argument '<argv[i]> <value>'" (the value when argv[i] is an option followed by one) and
  * what may be wrong with it, to stderr; the caller prints its usage and exits 2. */
 void tool_bad_argument(const char *cmd, int argc, char **argv, int i);
-/* A whole number in [0, max]: digits (exact up to 2^64 - 1), or "1e8" / "10^8" / "2^31" forms that are exact in
- * double (below 2^53). 0 on success, -1 otherwise (out untouched). */
+/* A whole number in [0, max]: digits (exact up to 2^64 - 1), or "1e8" / "1.5e3" / "10^8" / "2^31" forms that are
+ * exact in double (below 2^53). The value is the whole string: no sign, no spaces around it (" 5" and "5 " are both
+ * refused), no hex. 0 on success, -1 otherwise (out untouched). */
 int tool_parse_count(const char *s, uint64_t max, uint64_t *out);
+/* A finite decimal number: [+-]digits[.digits][e[+-]digits] (or .digits), the whole string, no spaces, hex, inf or
+ * nan, not past the range of double. 0 on success, -1 otherwise (out untouched). */
+int tool_parse_real(const char *s, double *out);
+/* True when a is a number with a sign ("-1", "-0.5", "-.5", "-1e3"): on a command line a value, not an option. */
+bool tool_is_signed_number(const char *a);
+
+/* Options and operands of one command, parsed the same way by every command: each option once ("given twice" is a
+ * usage error), numbers strictly (tool_parse_count / tool_parse_real), names never empty. The functions below print
+ * "gpuws <cmd>: <why>" to err and return -1 on a bad value; the caller prints its usage and exits 2. */
+typedef struct {
+    const char *cmd;
+    FILE *err;
+    const char *seen[32]; /* options met so far */
+    int nseen;
+} tool_args;
+#define TOOL_ARGS_INIT(CMD) {(CMD), stderr, {NULL}, 0}
+
+/* Every --repeat (and bench's --cpu-repeat) takes 1 to TOOL_REPEAT_MAX: each run's time is kept, and a million runs
+ * of the shortest workload already take seconds. */
+#define TOOL_REPEAT_MAX 1000000
+
+/* Call with every argument that starts an option (an argument beginning with '-' that is not a signed number): -1
+ * with "<opt> given twice" when it was met before; aliases are passed under one name. */
+int tool_once(tool_args *t, const char *opt);
+/* v (opt's value; NULL when none followed) as a whole number in [lo, hi]; else "<opt> needs <noun> from <lo> to <hi>,
+ * not '<v>'". noun NULL means "a whole number". Powers of two from 2^20 print as 2^k, 2^64 - 1 as such. */
+int tool_count(tool_args *t, const char *opt, const char *v, uint64_t lo, uint64_t hi, const char *noun, uint64_t *out);
+/* v as tool_parse_real's number (nonfinite: "nan", "inf" and "-inf" too); else "<opt> needs a number, not '<v>'". */
+int tool_real(tool_args *t, const char *opt, const char *v, bool nonfinite, double *out);
+/* v as a non-empty name; else "<opt> needs <what>" (v missing) or "<opt> needs <what>, not an empty string". */
+int tool_name(tool_args *t, const char *opt, const char *v, const char *what);
+/* The index of v in names (NULL-terminated); else -1 with "bad argument '<opt> <v>': <opt> must be <a>, <b> or <c>". */
+int tool_choice(tool_args *t, const char *opt, const char *v, const char *const *names);
+/* Prints "gpuws <cmd>: <message>" to t->err and returns -1. */
+int tool_usage_error(tool_args *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Sorts t[0..n) ascending (n >= 1) and returns its median (the mean of the two middle values when n is even). */
 double tool_median(double *t, int n);
 /* Opens a context from the environment (GPUWS_BACKEND, ...), printing the error on failure; 0 on success. */

@@ -9,6 +9,7 @@
 #ifdef GPUWS_HAVE_CFITSIO
 #include <fitsio.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,23 +24,81 @@ static int fail(char *err, size_t n, const char *path, const char *what, int sta
     return -1;
 }
 
-/* Moves to the first HDU holding an image of >= 2 non-degenerate-compatible axes; 0 if found. */
+/* Moves to the first HDU holding an image of >= 2 axes: 0 if found, 1 if there is none, -1 if HDU *hdu cannot be read
+ * (*status says why). HDUs are visited until cfitsio finds no more: fits_get_num_hdus counts only those it has
+ * already walked past, and misses one whose header or data the file cuts short. */
 static int find_image(fitsfile *f, int *naxis, long long dims[9], int *hdu, int *status)
 {
-    int nhdu = 0;
-    if (fits_get_num_hdus(f, &nhdu, status)) return -1;
-    for (int h = 1; h <= nhdu; h++) {
+    for (int h = 1;; h++) {
         int type;
-        if (fits_movabs_hdu(f, h, &type, status)) return -1;
+        *hdu = h;
+        if (fits_movabs_hdu(f, h, &type, status)) {
+            if (*status != END_OF_FILE || h == 1) return -1;
+            *status = 0;
+            return 1;
+        }
         if (type != IMAGE_HDU) continue;
         int bitpix;
         if (fits_get_img_paramll(f, 9, &bitpix, naxis, dims, status)) return -1;
-        if (*naxis >= 2) {
-            *hdu = h;
-            return 0;
+        if (*naxis >= 2) return 0;
+    }
+}
+
+/* HDU hdu (> 1) could not be read. Returns 0 when the bytes after HDU hdu - 1 are not an extension header (the
+ * standard allows such trailing records: there is no HDU hdu); 1, with the reason in what, when they are one that
+ * the file cuts short (no END card, or END in a 2880-byte block the file does not complete); 2 otherwise. */
+static int header_cut_short(fitsfile *f, const char *path, int hdu, char *what, size_t n)
+{
+    int type, status = 0;
+    LONGLONG head = 0, start = 0, end = 0;
+    struct stat sb;
+    if (hdu < 2 || fits_movabs_hdu(f, hdu - 1, &type, &status) || fits_get_hduaddrll(f, &head, &start, &end, &status) ||
+        stat(path, &sb) != 0 || sb.st_size <= end)
+        return 2;
+    FILE *in = fopen(path, "rb");
+    char card[80];
+    long cards = 0;
+    bool header = false, ended = false;
+    if (in && fseeko(in, (off_t)end, SEEK_SET) == 0) {
+        while (!ended && fread(card, 1, 80, in) == 80) {
+            if (cards++ == 0) header = !strncmp(card, "XTENSION= ", 10);
+            ended = !strncmp(card, "END     ", 8);
         }
     }
+    if (in) fclose(in);
+    const long long block_end = (long long)end + (cards * 80 + 2879) / 2880 * 2880;
+    if (!header) return 0;
+    if (ended && sb.st_size >= block_end) return 2;
+    snprintf(what, n, "truncated: the header of HDU %d (from byte %lld) %s; the file ends after %lld bytes", hdu,
+             (long long)end, ended ? "ends in a 2880-byte block the file does not complete" : "has no END card",
+             (long long)sb.st_size);
     return 1;
+}
+
+/* BSCALE and BZERO must be finite numbers, BSCALE non-zero (FITS standard 4.0, section 5.3). cfitsio ignores a value
+ * it cannot use (BZERO = 'x', BSCALE = 'NaN' or NaN: the raw pixels come back) and applies BSCALE = 0 (every pixel
+ * becomes BZERO); astropy refuses all of these, and so does this reader. 0 when both are absent or valid. */
+static int check_scaling(fitsfile *f, int hdu, char *what, size_t n)
+{
+    static const char *const keys[] = {"BSCALE", "BZERO"};
+    for (int k = 0; k < 2; k++) {
+        char value[FLEN_VALUE] = "", comment[FLEN_COMMENT];
+        int status = 0;
+        if (fits_read_keyword(f, keys[k], value, comment, &status) == KEY_NO_EXIST) continue;
+        double v = NAN;
+        if (!status && value[0] != '\'') fits_read_key(f, TDOUBLE, keys[k], &v, NULL, &status);
+        if (value[0] == '\'')
+            snprintf(what, n, "HDU %d: %s = %s is a string; FITS requires a number", hdu, keys[k], value);
+        else if (status || !isfinite(v))
+            snprintf(what, n, "HDU %d: %s = %s is not a finite number", hdu, keys[k], value);
+        else if (k == 0 && v == 0)
+            snprintf(what, n, "HDU %d: BSCALE = %s is zero (every pixel would be BZERO); FITS requires a non-zero "
+                     "scale", hdu, value);
+        else
+            continue;
+        return -1;
+    }
+    return 0;
 }
 
 /* BSCALE/BZERO applied; BLANK pixels of integer images become NaN. Floating-point pixels are passed through as they
@@ -64,15 +123,26 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
     if (!path) return fail(err, errlen, "(null)", "no file name", 0);
     fitsfile *f = NULL;
     int status = 0;
+    /* cfitsio says "error reading from FITS file" of a directory, and opening a FIFO blocks until someone writes */
+    struct stat in_sb;
+    if (stat(path, &in_sb) == 0 && !S_ISREG(in_sb.st_mode))
+        return fail(err, errlen, path,
+                    S_ISDIR(in_sb.st_mode)    ? "is a directory, not a FITS file"
+                    : S_ISFIFO(in_sb.st_mode) ? "is a FIFO, not a regular file"
+                                              : "is not a regular file", 0);
     /* diskfile: the name is taken literally, never parsed as cfitsio's extended syntax ("file.fits[1]") */
     if (fits_open_diskfile(&f, path, READONLY, &status)) return fail(err, errlen, path, "cannot open as FITS", status);
     int naxis = 0, hdu = 0;
     long long dims[9] = {0};
     int r = find_image(f, &naxis, dims, &hdu, &status);
-    if (r != 0) {
+    char reason[240];
+    if (r != 0 || check_scaling(f, hdu, reason, sizeof reason)) {
+        const int after = r < 0 && hdu > 1 ? header_cut_short(f, path, hdu, reason, sizeof reason) : 2;
+        if (r > 0 || (r < 0 && after == 0)) snprintf(reason, sizeof reason, "no 2-D image in any HDU");
+        else if (r < 0 && after == 2) snprintf(reason, sizeof reason, "unreadable header of HDU %d", hdu);
         int s2 = 0;
         fits_close_file(f, &s2);
-        return fail(err, errlen, path, r < 0 ? "unreadable header" : "no 2-D image in any HDU", r < 0 ? status : 0);
+        return fail(err, errlen, path, reason, r < 0 && after == 2 ? status : 0);
     }
     for (int i = 2; i < naxis; i++) {
         if (dims[i] != 1) {
@@ -242,12 +312,13 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
                      size_t errlen)
 {
     if (!path || !data || !width || !height) return fail(err, errlen, path ? path : "(null)", "nothing to write", 0);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    unlink(tmp);
+    /* A new file only, checked here: cfitsio's own check opens an existing name for reading, which blocks on a
+     * FIFO and, for a file it may not read, goes on to truncate it. */
+    struct stat sb;
+    if (lstat(path, &sb) == 0) return fail(err, errlen, path, "cannot create the file: it exists", 0);
     fitsfile *f = NULL;
     int status = 0;
-    if (fits_create_diskfile(&f, tmp, &status)) return fail(err, errlen, path, "cannot create the file", status);
+    if (fits_create_diskfile(&f, path, &status)) return fail(err, errlen, path, "cannot create the file", status);
     long long naxes[2] = {(long long)width, (long long)height};
     int bitpix = type == FITS_F32 ? FLOAT_IMG : type == FITS_F64 ? DOUBLE_IMG : LONG_IMG;
     int dtype = type == FITS_F32 ? TFLOAT : type == FITS_F64 ? TDOUBLE : TINT;
@@ -257,8 +328,8 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
     fits_write_comment(f, "written by gpuws", &status);
     int s2 = 0;
     fits_close_file(f, &s2);
-    if (status || s2 || rename(tmp, path) != 0) {
-        unlink(tmp);
+    if (status || s2) {
+        unlink(path); /* the file this call created */
         return fail(err, errlen, path, "writing failed", status ? status : s2);
     }
     return 0;

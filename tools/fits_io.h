@@ -18,14 +18,16 @@ typedef struct {
     int bitpix;             /* the file's BITPIX */
 } fits_image;
 
-/* 0 on success. On failure returns -1 and writes a one-line reason to err (file missing, not FITS, truncated,
- * no 2-D image, too large, ...); img is left zeroed and nothing is allocated.
+/* 0 on success. On failure returns -1 and writes a one-line reason to err (file missing, a directory or FIFO, not
+ * FITS, truncated in the data or in a later HDU's header, no 2-D image, BSCALE or BZERO not a finite number or
+ * BSCALE 0, too large, ...); img is left zeroed and nothing is allocated.
  * want_double: 1 reads as double, 0 as float, -1 picks double for BITPIX -64 and float otherwise. */
 int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen);
 void fits_image_free(fits_image *img);
 
-/* Writes a new file (an existing one is replaced) with one 2-D image of float (BITPIX -32), double (-64) or
- * int32 (32). The file appears only complete: it is written under a temporary name, then renamed. */
+/* Creates the file `path`, which must not exist (nothing is ever replaced, written through or removed but the file
+ * this call created), with one 2-D image of float (BITPIX -32), double (-64) or int32 (32). On failure the file is
+ * removed. The commands write into a staging path and put it in place with tools/output_files.h. */
 typedef enum { FITS_F32, FITS_F64, FITS_I32 } fits_pixel_type;
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
                      size_t errlen);

@@ -1,5 +1,6 @@
 #include "png_overlay.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,9 +53,9 @@ static void ring(unsigned char *rgb, size_t w, size_t h, double x, double y, dou
 
 static int write_png(const char *path, const unsigned char *rgb, size_t w, size_t h, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "wb");
+    FILE *f = fopen(path, "wbx"); /* a new file only: the unlinks below remove nothing else */
     if (!f) {
-        snprintf(err, errlen, "%s: cannot create", path);
+        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
         return -1;
     }
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
@@ -62,6 +63,7 @@ static int write_png(const char *path, const unsigned char *rgb, size_t w, size_
     if (!png || !info || setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         fclose(f);
+        unlink(path);
         snprintf(err, errlen, "%s: libpng failed to write the image", path);
         return -1;
     }
@@ -73,7 +75,10 @@ static int write_png(const char *path, const unsigned char *rgb, size_t w, size_
     for (size_t y = 0; y < h; y++) png_write_row(png, rgb + 3 * y * w);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
-    return fclose(f) == 0 ? 0 : (snprintf(err, errlen, "%s: writing failed", path), -1);
+    if (fclose(f) == 0) return 0;
+    snprintf(err, errlen, "%s: writing failed: %s", path, strerror(errno));
+    unlink(path);
+    return -1;
 }
 
 int png_overlay_write(const char *path, const float *img, size_t w, size_t h, double lo, const gpuws_source *src,
@@ -115,7 +120,6 @@ int png_overlay_write(const char *path, const float *img, size_t w, size_t h, do
     }
     int rc = write_png(path, rgb, w, h, err, errlen);
     free(rgb);
-    if (rc) unlink(path);
     return rc;
 }
 

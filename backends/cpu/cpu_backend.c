@@ -64,6 +64,7 @@ static gpuws_status cpu_device_info(const char *filter, size_t index, gpuws_devi
     d->max_block_dims[0] = d->max_block_dims[1] = 1024;
     d->max_block_dims[2] = 64;
     d->max_grid_dims[0] = d->max_grid_dims[1] = d->max_grid_dims[2] = UINT32_MAX;
+    d->max_grid_blocks = UINT32_MAX; /* as on OpenCL, for drivers that size a grid before they take the reference */
     d->shared_mem_bytes = 64 * 1024;
     d->shared_mem_per_unit = 64 * 1024;
     d->warp_size = 1;

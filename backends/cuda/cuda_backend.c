@@ -104,9 +104,12 @@ static gpuws_status cuda_device_info(const char *filter, size_t index, gpuws_dev
     d->max_alloc_bytes = p.totalGlobalMem;
     d->compute_units = (uint32_t)p.multiProcessorCount;
     d->max_block_size = (uint32_t)p.maxThreadsPerBlock;
+    d->max_grid_blocks = 1;
     for (int i = 0; i < 3; i++) {
         d->max_block_dims[i] = (uint32_t)p.maxThreadsDim[i];
         d->max_grid_dims[i] = (uint64_t)p.maxGridSize[i];
+        if (__builtin_mul_overflow(d->max_grid_blocks, d->max_grid_dims[i], &d->max_grid_blocks))
+            d->max_grid_blocks = UINT64_MAX;
     }
     d->shared_mem_bytes = p.sharedMemPerBlockOptin ? p.sharedMemPerBlockOptin : p.sharedMemPerBlock;
     d->shared_mem_per_unit = p.sharedMemPerMultiprocessor;

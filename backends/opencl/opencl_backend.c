@@ -221,6 +221,10 @@ static void fill_info(const ocl_dev *o, gpuws_device_info *d)
     d->max_grid_dims[0] = nv ? 0x7fffffffu : UINT32_MAX;
     d->max_grid_dims[1] = nv ? 65535u : UINT32_MAX;
     d->max_grid_dims[2] = nv ? 65535u : UINT32_MAX;
+    /* OpenCL has no limit on work-groups, but devices run them one after another: PoCL loops over them, and a grid
+     * of (2^32 - 1)^3 would run for ever (and overflow its 64-bit count) where it is not refused here. 2^32 - 1 blocks
+     * per launch is more than any driver's grid for data that fits a device's memory. */
+    d->max_grid_blocks = UINT32_MAX;
     ocl.clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof u64, &u64, NULL);
     d->shared_mem_bytes = u64;
     d->shared_mem_per_unit = nv ? nv_shared_per_sm(id) : 0;
@@ -274,6 +278,7 @@ typedef struct {
     cl_kernel marker_kernel;
     atomic_int kernel_markers; /* 0 unknown/use clEnqueueMarker, 1 use marker kernel; any thread may set it */
     bool nv_options;           /* cl_nv_compiler_options: build options -cl-nv-* are passed on, else dropped */
+    uint64_t max_global;       /* largest global work size in one dimension: what the device's addresses hold */
 } ocl_ctx;
 
 #define OCTX(c) ((ocl_ctx *)(c)->impl)
@@ -321,6 +326,9 @@ static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, s
     snprintf(c->device_key, sizeof c->device_key, "platform=%s\ndevice=%s\nvendor=%s\ndevice_version=%s\ndriver=%s\n",
              ctx->info.platform, ctx->info.name, ctx->info.vendor, ver, ctx->info.driver_version);
     c->nv_options = dev_has_ext(c->dev, "cl_nv_compiler_options");
+    cl_uint bits = 0;
+    ocl.clGetDeviceInfo(c->dev, CL_DEVICE_ADDRESS_BITS, sizeof bits, &bits, NULL);
+    c->max_global = bits == 0 || bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
     const char *m = gpuws__getenv("GPUWS_OPENCL_EVENTS");
     atomic_init(&c->kernel_markers, m ? gpuws__strcasecmp(m, "kernel") == 0 : !markers_have_times(c));
     ctx->impl = c;
@@ -969,10 +977,15 @@ static gpuws_status ocl_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_lau
                                size_t nargs)
 {
     ocl_kernel *ok = k->impl;
-    size_t global[3], local[3];
+    size_t global[3], local[3]; /* core checked that grid x block fits size_t */
     for (int i = 0; i < 3; i++) {
         local[i] = cfg->block[i];
         global[i] = (size_t)cfg->grid[i] * cfg->block[i];
+        if (global[i] > OCTX(s->ctx)->max_global)
+            return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
+                                "kernel '%s': %zu threads in dimension %d (grid %u x block %u) are more than the %llu "
+                                "that %s addresses", k->name, global[i], i, cfg->grid[i], cfg->block[i],
+                                (unsigned long long)OCTX(s->ctx)->max_global, s->ctx->info.name);
     }
     cl_uint dims = (cfg->grid[2] > 1 || cfg->block[2] > 1) ? 3 : (cfg->grid[1] > 1 || cfg->block[1] > 1) ? 2 : 1;
     const bool profile = profile_kernels();

@@ -4,6 +4,9 @@
  * - stream NULL means the context's default stream; the call is asynchronous on GPU backends (results are
  *   ready after gpuws_stream_synchronize) unless its comment says it returns a host value.
  * - Buffers must be live and belong to the stream's context; sizes are checked against element counts.
+ * - A stream is used by one thread at a time (docs/threads.md). Each call claims its stream while it runs: a call
+ *   on a stream that a call on another thread holds fails at once with GPUWS_ERR_INVALID_ARGUMENT ("stream ... is
+ *   in use by another thread") and changes nothing. Calls that take a context use its default stream.
  * - On any error nothing has been enqueued and no output has been written. */
 #ifndef GPUWS_ALGORITHMS_H
 #define GPUWS_ALGORITHMS_H

@@ -63,6 +63,12 @@ gpuws_status gpuws__check_array(gpuws_context *ctx, const gpuws_buffer *buf, con
     return GPUWS_OK;
 }
 
+gpuws_status gpuws__driver_stream(gpuws_context *ctx, gpuws_stream **s, gpuws__stream_claim *claim, const char *fn)
+{
+    gpuws_status st = gpuws__resolve_stream(ctx, s, "argument 'stream'");
+    return st ? st : gpuws__claim(claim, *s, fn);
+}
+
 gpuws_status gpuws__check_dtype(gpuws_context *ctx, gpuws_dtype dtype, const char *algo)
 {
     if ((dtype == GPUWS_F64) && !ctx->info.fp64)

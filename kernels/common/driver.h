@@ -7,6 +7,9 @@
 
 #include <stdio.h>
 
+/* The stream an algorithm call runs on: resolves *s (NULL = ctx's default stream; else it must be a live stream of
+ * ctx) and claims it for the call (gpuws__claim; declare `claim` with GPUWS__CLAIM). */
+gpuws_status gpuws__driver_stream(gpuws_context *ctx, gpuws_stream **s, gpuws__stream_claim *claim, const char *fn);
 /* Resolves the stream (NULL = default of the first buffer's context) and checks `buf` is live, belongs to that
  * context and holds at least n elements of elem_size bytes. `name` is the argument's name for messages. */
 gpuws_status gpuws__check_array(gpuws_context *ctx, const gpuws_buffer *buf, const char *name, size_t n, size_t elem_size);

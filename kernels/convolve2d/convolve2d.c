@@ -463,13 +463,13 @@ static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__
                                args, GPUWS__NARGS(args));
 }
 
-gpuws_status gpuws__conv2d_arguments(const char *fn, gpuws_stream **s, gpuws_dtype dt, const gpuws_buffer *image,
-                                     size_t height, size_t width, size_t row_stride, size_t kh, size_t kw,
-                                     const gpuws_convolve2d_options *options, gpuws_context **ctx,
+gpuws_status gpuws__conv2d_arguments(const char *fn, gpuws_stream **s, gpuws__stream_claim *claim, gpuws_dtype dt,
+                                     const gpuws_buffer *image, size_t height, size_t width, size_t row_stride,
+                                     size_t kh, size_t kw, const gpuws_convolve2d_options *options, gpuws_context **ctx,
                                      gpuws__conv2d_geometry *g, size_t *image_elems, size_t *out_elems)
 {
     gpuws_status st = gpuws__buffer_context(image, "image", ctx);
-    if (st || (st = gpuws__resolve_stream(*ctx, s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(*ctx, s, claim, fn))) return st;
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: dtype %s is not f32 or f64", fn, gpuws_dtype_name(dt));
     if ((st = gpuws__conv2d_geometry_init(height, width, row_stride, kh, kw, options, g))) return st;
@@ -484,12 +484,13 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
                               size_t row_stride, const gpuws_buffer *kernel, size_t kh, size_t kw,
                               const gpuws_convolve2d_options *options, gpuws_buffer *out)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws__conv2d_geometry g = {0};
     size_t image_elems = 0, kernel_elems, out_elems = 0;
     const size_t es = gpuws_dtype_size(dt);
-    gpuws_status st = gpuws__conv2d_arguments("convolve2d", &s, dt, image, height, width, row_stride, kh, kw, options,
-                                              &ctx, &g, &image_elems, &out_elems);
+    gpuws_status st = gpuws__conv2d_arguments("convolve2d", &s, &claim, dt, image, height, width, row_stride, kh, kw,
+                                              options, &ctx, &g, &image_elems, &out_elems);
     if (st) return st;
     if (gpuws__mul_overflows(g.kh, g.kw, &kernel_elems))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d: kernel %zu x %zu: element count overflows size_t", g.kh, g.kw);

@@ -15,10 +15,11 @@ typedef struct {
 void gpuws__conv2d_read_knobs(gpuws__conv_knobs *k);
 
 /* What gpuws_convolve2d and gpuws_convolve2d_separable check alike, in this order: the image's context, the
- * stream, the dtype, the geometry (sizes, mode, boundary), and the image's and output's element counts. `fn` names
- * the caller in the messages. */
-gpuws_status gpuws__conv2d_arguments(const char *fn, gpuws_stream **s, gpuws_dtype dt, const gpuws_buffer *image,
-                                     size_t height, size_t width, size_t row_stride, size_t kh, size_t kw,
+ * stream (claimed for the call into *claim), the dtype, the geometry (sizes, mode, boundary), and the image's and
+ * output's element counts. `fn` names the caller in the messages. */
+gpuws_status gpuws__conv2d_arguments(const char *fn, gpuws_stream **s, gpuws__stream_claim *claim, gpuws_dtype dt,
+                                     const gpuws_buffer *image, size_t height, size_t width, size_t row_stride,
+                                     size_t kh, size_t kw,
                                      const gpuws_convolve2d_options *options, gpuws_context **ctx,
                                      gpuws__conv2d_geometry *g, size_t *image_elems, size_t *out_elems);
 

@@ -188,12 +188,13 @@ gpuws_status gpuws_convolve2d_separable(gpuws_stream *s, gpuws_dtype dt, const g
                                         const gpuws_buffer *row, size_t kw, const gpuws_convolve2d_options *options,
                                         gpuws_buffer *out)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws__conv2d_geometry g = {0};
     size_t image_elems = 0, out_elems = 0;
     const size_t es = gpuws_dtype_size(dt);
-    gpuws_status st = gpuws__conv2d_arguments("convolve2d_separable", &s, dt, image, height, width, row_stride, kh, kw,
-                                              options, &ctx, &g, &image_elems, &out_elems);
+    gpuws_status st = gpuws__conv2d_arguments("convolve2d_separable", &s, &claim, dt, image, height, width, row_stride,
+                                              kh, kw, options, &ctx, &g, &image_elems, &out_elems);
     if (st) return st;
     if (out == image || out == col || out == row)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_separable: out must not be the %s buffer (it is read "

@@ -145,9 +145,10 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
 gpuws_status gpuws_histogram(gpuws_stream *s, gpuws_dtype dt, size_t n, const gpuws_buffer *x, double lo, double hi,
                              uint32_t bins, gpuws_buffer *counts)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(x, "x", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'")) || (st = validate(dt, lo, hi, bins)) ||
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "histogram")) || (st = validate(dt, lo, hi, bins)) ||
         (st = gpuws__check_array(ctx, x, "x", n, gpuws_dtype_size(dt))) ||
         (st = gpuws__check_array(ctx, counts, "counts", bins, sizeof(uint64_t))))
         return st;

@@ -22,9 +22,10 @@ static uint32_t group_lanes(size_t cols, size_t es, uint32_t block)
 gpuws_status gpuws_l2_norm(gpuws_stream *s, gpuws_dtype dt, size_t rows, size_t cols, const gpuws_buffer *in,
                            gpuws_buffer *out)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(in, "in", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "l2_norm"))) return st;
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "l2_norm: dtype %s is not f32 or f64", gpuws_dtype_name(dt));
     const size_t es = gpuws_dtype_size(dt);

@@ -80,9 +80,10 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
 gpuws_status gpuws_label(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int connectivity,
                          gpuws_buffer *labels, size_t *num_labels)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(mask, "mask", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "label"))) return st;
     if (connectivity != 4 && connectivity != 8)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label: connectivity %d is not 4 or 8", connectivity);
     if (!num_labels) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label: argument 'num_labels' is NULL");

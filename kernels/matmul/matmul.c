@@ -13,11 +13,12 @@ enum { TILED_THREADS = 256, TILE_F32 = 128, TILE_F64 = 64 };
 #define CPU_TILED_OPTIONS "-DMM_TX=8 -DMM_TY=8 -DMM_VW=2 -DMM_BK=16"
 enum { CPU_TILED_THREADS = 64, CPU_TILE = 32 };
 
-static gpuws_status check(gpuws_stream **s, gpuws_matmul_variant variant, gpuws_dtype dt, size_t m, size_t n, size_t k,
-                          const gpuws_buffer *a, const gpuws_buffer *b, const gpuws_buffer *c, gpuws_context **ctx)
+static gpuws_status check(gpuws_stream **s, gpuws__stream_claim *claim, gpuws_matmul_variant variant, gpuws_dtype dt,
+                          size_t m, size_t n, size_t k, const gpuws_buffer *a, const gpuws_buffer *b,
+                          const gpuws_buffer *c, gpuws_context **ctx)
 {
     gpuws_status st = gpuws__buffer_context(a, "a", ctx);
-    if (st || (st = gpuws__resolve_stream(*ctx, s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(*ctx, s, claim, "matmul"))) return st;
     if ((unsigned)variant > GPUWS_MATMUL_SHARED)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "matmul: variant %d is not a gpuws_matmul_variant", (int)variant);
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
@@ -105,8 +106,9 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, uint32_t m, ui
 gpuws_status gpuws_matmul_ex(gpuws_stream *s, gpuws_matmul_variant variant, gpuws_dtype dt, size_t m, size_t n, size_t k,
                              const gpuws_buffer *a, const gpuws_buffer *b, gpuws_buffer *c)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
-    gpuws_status st = check(&s, variant, dt, m, n, k, a, b, c, &ctx);
+    gpuws_status st = check(&s, &claim, variant, dt, m, n, k, a, b, c, &ctx);
     if (st) return st;
     if (m == 0 || n == 0) return GPUWS_OK;
     const size_t es = gpuws_dtype_size(dt);

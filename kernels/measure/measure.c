@@ -88,9 +88,10 @@ static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, cons
 gpuws_status gpuws_measure(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *data,
                            const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(data, "data", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "measure"))) return st;
     size_t npix;
     if (width == 0 || height == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "measure: the image is %zu x %zu: no pixels", width, height);

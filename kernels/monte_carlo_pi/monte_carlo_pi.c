@@ -57,9 +57,10 @@ static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_
 
 gpuws_status gpuws_monte_carlo_pi(gpuws_stream *s, uint64_t first, uint64_t n, uint64_t seed, gpuws_buffer *hits)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(hits, "hits", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'")) ||
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "monte_carlo_pi")) ||
         (st = gpuws__check_array(ctx, hits, "hits", 1, sizeof(uint64_t))) || (st = check_range(first, n)))
         return st;
     return enqueue(s, first, n, seed, hits);
@@ -68,8 +69,9 @@ gpuws_status gpuws_monte_carlo_pi(gpuws_stream *s, uint64_t first, uint64_t n, u
 gpuws_status gpuws_monte_carlo_pi_value(gpuws_context *ctx, gpuws_stream *s, uint64_t first, uint64_t n, uint64_t seed,
                                         uint64_t *hits, double *pi)
 {
+    GPUWS__CLAIM(claim);
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'")) || (st = check_range(first, n))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "monte_carlo_pi")) || (st = check_range(first, n))) return st;
     if (n == 0) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "monte_carlo_pi: n = 0 samples give no estimate");
     uint64_t h;
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {

@@ -6,9 +6,10 @@
 gpuws_status gpuws__peak_fma(gpuws_stream *s, gpuws_dtype dtype, size_t threads, uint32_t block, uint32_t iters,
                              uint32_t lanes, double a, double b, gpuws_buffer *out)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(out, "out", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "peak"))) return st;
     if (dtype != GPUWS_F32 && dtype != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "peak: dtype %s is not f32 or f64", gpuws_dtype_name(dtype));
     if (iters == 0 || iters % GPUWS_PEAK_UNROLL)

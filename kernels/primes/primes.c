@@ -84,12 +84,13 @@ static gpuws_status sieve_gpu(gpuws_stream *s, uint32_t n, gpuws_buffer *out, gp
 
 gpuws_status gpuws_primes(gpuws_stream *s, gpuws_primes_variant variant, size_t n, gpuws_buffer *out, gpuws_buffer *count)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st;
     if (!out && !count)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "primes: arguments 'out' and 'count' are both NULL (nothing to compute)");
     if ((st = gpuws__buffer_context(out ? out : count, out ? "out" : "count", &ctx)) ||
-        (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'")))
+        (st = gpuws__driver_stream(ctx, &s, &claim, "primes")))
         return st;
     if (variant != GPUWS_PRIMES_FAST && variant != GPUWS_PRIMES_TRIAL)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "primes: variant %d is not a gpuws_primes_variant", (int)variant);

@@ -69,11 +69,11 @@ static gpuws_status reduce_gpu(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype 
     return gpuws_launch(s, kf, &c2, a2, GPUWS__NARGS(a2));
 }
 
-static gpuws_status check(gpuws_stream **s, gpuws_reduce_op op, gpuws_dtype dt, size_t n, const gpuws_buffer *in,
-                          gpuws_context **ctx)
+static gpuws_status check(gpuws_stream **s, gpuws__stream_claim *claim, gpuws_reduce_op op, gpuws_dtype dt, size_t n,
+                          const gpuws_buffer *in, gpuws_context **ctx)
 {
     gpuws_status st = gpuws__buffer_context(in, "in", ctx);
-    if (st || (st = gpuws__resolve_stream(*ctx, s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(*ctx, s, claim, "reduce"))) return st;
     if ((unsigned)op > GPUWS_REDUCE_MAX) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "reduce: op %d is not a gpuws_reduce_op", (int)op);
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "reduce: dtype %s is not f32 or f64", gpuws_dtype_name(dt));
@@ -87,8 +87,9 @@ static gpuws_status check(gpuws_stream **s, gpuws_reduce_op op, gpuws_dtype dt, 
 gpuws_status gpuws_reduce(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype dt, size_t n, const gpuws_buffer *in,
                           gpuws_buffer *out)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
-    gpuws_status st = check(&s, op, dt, n, in, &ctx);
+    gpuws_status st = check(&s, &claim, op, dt, n, in, &ctx);
     if (st || (st = gpuws__check_array(ctx, out, "out", 1, gpuws_dtype_size(dt)))) return st;
     if (n == 0) {
         const double zero = 0.0;
@@ -103,8 +104,9 @@ gpuws_status gpuws_reduce(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype dt, s
 gpuws_status gpuws_reduce_value(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype dt, size_t n, const gpuws_buffer *in,
                                 double *result)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
-    gpuws_status st = check(&s, op, dt, n, in, &ctx);
+    gpuws_status st = check(&s, &claim, op, dt, n, in, &ctx);
     if (st) return st;
     if (!result) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'result' is NULL");
     if (n == 0) {

@@ -89,9 +89,10 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
 gpuws_status gpuws_sigma_clip(gpuws_stream *s, size_t n, const gpuws_buffer *data, const gpuws_sigma_clip_options *options,
                               gpuws_sigma_clip_result *result)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(data, "data", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "sigma_clip"))) return st;
     const gpuws_sigma_clip_options defaults = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
     if (!options) options = &defaults;
     if (!result) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: argument 'result' is NULL");

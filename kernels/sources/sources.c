@@ -10,6 +10,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,41 @@ static void release(run_state *r)
 
 static gpuws_status record(run_state *r, int which, gpuws_stream *s) { return gpuws_event_record(r->ev[which], s); }
 
+/* The error for a clipping that kept no pixel, which leaves threshold_sigma x std without a value. It says which of
+ * the three ways it happened: +-inf among the pixels (every std is NaN), a constant image (std 0, one pixel
+ * included), or neither: then kappa is too small for the data. The pixels are host's, or read back from dev. */
+static gpuws_status no_pixel_kept(const float *host, const gpuws_buffer *dev, size_t n, double kappa)
+{
+    float *px = (float *)host;
+    if (!host && !(px = gpuws__malloc(n * sizeof *px)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes to say why the clipping kept no pixel",
+                            n * sizeof *px);
+    gpuws_status st = host ? GPUWS_OK : gpuws_buffer_read(dev, 0, px, n * sizeof *px);
+    size_t infinite = 0, numbers = 0;
+    float first = NAN;
+    bool constant = true;
+    for (size_t i = 0; i < n && !st; i++) {
+        if (isnan(px[i])) continue;
+        infinite += isinf(px[i]) != 0, numbers++;
+        if (isnan(first)) first = px[i];
+        else constant &= px[i] == first;
+    }
+    if (!host) gpuws__free(px);
+    if (st) return st;
+    const char *tail = "so threshold_sigma x clipped std has no value; give threshold_abs instead";
+    if (infinite)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "find_sources: the clipping kept no pixel (%zu of the %zu non-NaN pixels %s +-inf, which "
+                            "makes the std NaN), %s", infinite, numbers, infinite == 1 ? "is" : "are", tail);
+    if (constant)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "find_sources: the clipping kept no pixel (a constant image: every non-NaN pixel is %g, so "
+                            "the std is 0), %s", (double)first, tail);
+    return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                        "find_sources: the clipping kept no pixel (kappa = %g is too small for these data: no pixel lay "
+                        "strictly within kappa x std of the median), %s, or a larger kappa", kappa, tail);
+}
+
 /* Everything after validation. host != NULL: upload it into a new buffer; else the image is already in `dev`. */
 static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buffer *dev, size_t width, size_t height,
                              const gpuws_sources_options *o, gpuws_catalog *cat, run_state *r)
@@ -99,11 +135,9 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
         return gpuws__error_prefix(st, "find_sources: sigma_clip");
     if ((st = record(r, EV_CLIP, s))) return st;
 
-    /* a constant image (one pixel included) or one with +-inf keeps nothing: its clipped std is NaN
-     * (docs/algorithms/sigma_clip.md) */
-    if (isnan(o->threshold_abs) && cat->clip.count == 0)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the clipping kept no pixel (a constant image, or +-inf "
-                            "among the pixels), so threshold_sigma x clipped std has no value; give threshold_abs instead");
+    /* a constant image (one pixel included), one with +-inf, or a kappa too small for the data keeps nothing: the
+     * clipped std is NaN (docs/algorithms/sigma_clip.md) */
+    if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept(host, dev, n, o->clip.kappa);
     cat->threshold = isnan(o->threshold_abs) ? o->threshold_sigma * cat->clip.std : o->threshold_abs;
     if (!isfinite(cat->threshold) || fabs(cat->threshold) > FLT_MAX)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the threshold %g (%g x clipped std %g) is not a finite "
@@ -173,6 +207,7 @@ static gpuws_status run(gpuws_stream *s, const float *host, const gpuws_buffer *
 gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t width, size_t height,
                                 const gpuws_sources_options *options, gpuws_catalog **catalog)
 {
+    GPUWS__CLAIM(claim);
     if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'catalog' is NULL");
     *catalog = NULL;
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
@@ -181,18 +216,22 @@ gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t w
     const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
     const gpuws_sources_options *o = options ? options : &defaults;
     size_t n = 0;
-    if ((st = check_size(width, height, &n)) || (st = check_options(o))) return st;
-    return run(ctx->default_stream, image, NULL, width, height, o, catalog);
+    gpuws_stream *s = NULL; /* the default stream */
+    if ((st = check_size(width, height, &n)) || (st = check_options(o)) ||
+        (st = gpuws__driver_stream(ctx, &s, &claim, "find_sources")))
+        return st;
+    return run(s, image, NULL, width, height, o, catalog);
 }
 
 gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
                                         const gpuws_sources_options *options, gpuws_catalog **catalog)
 {
+    GPUWS__CLAIM(claim);
     if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'catalog' is NULL");
     *catalog = NULL;
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "find_sources"))) return st;
     const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
     const gpuws_sources_options *o = options ? options : &defaults;
     size_t n = 0;
@@ -207,9 +246,10 @@ gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t he
 gpuws_status gpuws__sky_generate(gpuws_stream *s, const gpuws_sky_params *p, const gpuws_sky_source *sources,
                                  gpuws_buffer *image)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "sky"))) return st;
     if (!p || (!sources && p->num_sources))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sky: the parameters or the source list is NULL");
     size_t n = 0;

@@ -4,9 +4,10 @@
 
 gpuws_status gpuws_threshold(gpuws_stream *s, size_t n, const gpuws_buffer *data, float threshold, gpuws_buffer *mask)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(data, "data", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "threshold"))) return st;
     if ((st = gpuws__check_array(ctx, data, "data", n, sizeof(float))) || (st = gpuws__check_array(ctx, mask, "mask", n, 1)))
         return st;
     if (n == 0) return GPUWS_OK;

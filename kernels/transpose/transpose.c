@@ -7,9 +7,10 @@ enum { TILE = 32, ROWS = 8 }; /* the kernels' tile and block height (transpose.c
 gpuws_status gpuws_transpose(gpuws_stream *s, gpuws_dtype dt, size_t rows, size_t cols, const gpuws_buffer *in,
                              gpuws_buffer *out)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(in, "in", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "transpose"))) return st;
     if (dt != GPUWS_F32 && dt != GPUWS_I32 && dt != GPUWS_U32 && dt != GPUWS_F64 && dt != GPUWS_I64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "transpose: dtype %s is not a 4- or 8-byte type (f32, i32, u32, f64, i64)",
                             gpuws_dtype_name(dt));

@@ -17,11 +17,13 @@ typedef struct {
     uint32_t arrays; /* bit k: operand k is an array */
 } operands;
 
-/* Context from out; every array operand live, in that context, with n f32 values; out likewise. */
-static gpuws_status check(gpuws_stream **s, operands *o, gpuws_buffer *out, gpuws_context **ctx)
+/* Context from out, the stream claimed for the call `fn`; every array operand live, in that context, with n f32
+ * values; out likewise. */
+static gpuws_status check(gpuws_stream **s, gpuws__stream_claim *claim, const char *fn, operands *o, gpuws_buffer *out,
+                          gpuws_context **ctx)
 {
     gpuws_status st = gpuws__buffer_context(out, "out", ctx);
-    if (st || (st = gpuws__resolve_stream(*ctx, s, "argument 'stream'")) ||
+    if (st || (st = gpuws__driver_stream(*ctx, s, claim, fn)) ||
         (st = gpuws__check_array(*ctx, out, "out", o->n, sizeof(float))))
         return st;
     o->arrays = 0;
@@ -89,8 +91,9 @@ static void map_cpu(const operands *o, gpuws_buffer *out, gpuws_ufunc_id which)
 
 static gpuws_status run_map(gpuws_stream *s, operands *o, gpuws_buffer *out, const char *kernel, gpuws_ufunc_id which)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
-    gpuws_status st = check(&s, o, out, &ctx);
+    gpuws_status st = check(&s, &claim, kernel + strlen("ufunc_"), o, out, &ctx);
     if (st || o->n == 0) return st;
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         map_cpu(o, out, which);
@@ -170,8 +173,9 @@ static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *o
 gpuws_status gpuws_hypot_checked(gpuws_stream *s, size_t n, gpuws_operand x, gpuws_operand y, gpuws_buffer *out)
 {
     operands o = {n, 2, {x, y}, {"x", "y"}, 0};
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
-    gpuws_status st = check(&s, &o, out, &ctx);
+    gpuws_status st = check(&s, &claim, "hypot_checked", &o, out, &ctx);
     if (st) return st;
     for (int k = 0; k < 2; k++)
         if (!o.op[k].array && isnan(o.op[k].scalar))
@@ -214,9 +218,10 @@ static int32_t threshold_i16(double t)
 gpuws_status gpuws_zero_suppress(gpuws_stream *s, gpuws_dtype dt, size_t n, const gpuws_buffer *w, double threshold,
                                  gpuws_buffer *out)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(w, "w", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "zero_suppress"))) return st;
     if (dt != GPUWS_F32 && dt != GPUWS_I16)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "zero_suppress: dtype %s is not f32 or i16", gpuws_dtype_name(dt));
     if (isnan(threshold)) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "zero_suppress: threshold is NaN");
@@ -256,9 +261,10 @@ static gpuws_status hidden_launch(gpuws_stream *s, gpuws_buffer *g, gpuws_buffer
 
 gpuws_status gpuws_hidden_layer(gpuws_stream *s, size_t n, const gpuws_buffer *g, const gpuws_buffer *w, gpuws_buffer *out)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(out, "out", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'")) ||
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "hidden_layer")) ||
         (st = gpuws__check_array(ctx, g, "greyscales", n, sizeof(float))) ||
         (st = gpuws__check_array(ctx, w, "weights", n, sizeof(float))) ||
         (st = gpuws__check_array(ctx, out, "out", n, sizeof(float))))
@@ -278,11 +284,13 @@ gpuws_status gpuws_hidden_layer(gpuws_stream *s, size_t n, const gpuws_buffer *g
  * stream, so no chunk overwrites one still in use, and chunks on different streams overlap. */
 static gpuws_status pipeline(gpuws_context *ctx, size_t n, const float *g, const float *w, float *out, size_t chunk, int ns)
 {
+    GPUWS__CLAIM(claim);
     gpuws_stream *streams[PIPE_MAX_STREAMS] = {NULL};
     gpuws_buffer *ring_g, *ring_w;
     gpuws_status st;
     /* The default stream leads and owns the rings; earlier work on it may still use its scratch. */
-    if ((st = gpuws_context_get_default_stream(ctx, &streams[0])) || (st = gpuws_stream_synchronize(streams[0])) ||
+    if ((st = gpuws__driver_stream(ctx, &streams[0], &claim, "hidden_layer_host")) ||
+        (st = gpuws_stream_synchronize(streams[0])) ||
         (st = gpuws__stream_scratch(streams[0], 2, (size_t)ns * chunk * sizeof(float), &ring_g)) ||
         (st = gpuws__stream_scratch(streams[0], 3, (size_t)ns * chunk * sizeof(float), &ring_w)))
         return st;

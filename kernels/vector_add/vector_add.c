@@ -5,9 +5,10 @@
 gpuws_status gpuws_vector_add(gpuws_stream *s, gpuws_dtype dtype, size_t n, const gpuws_buffer *a, const gpuws_buffer *b,
                               gpuws_buffer *c)
 {
+    GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(a, "a", &ctx);
-    if (st || (st = gpuws__resolve_stream(ctx, &s, "argument 'stream'"))) return st;
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "vector_add"))) return st;
     if (dtype != GPUWS_F32 && dtype != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "vector_add: dtype %s is not f32 or f64", gpuws_dtype_name(dtype));
     size_t es = gpuws_dtype_size(dtype);

@@ -9,6 +9,7 @@
  * f->one_px hold 68 bytes, f->in and the images 576 (144 f32), f->out and f->in64 1088; an output "too small" for
  * f->small needs more than 68 bytes. Host outputs of a failing call go to f->host / f->result (checked unchanged). */
 #include "../bad_input.h"
+#include "sources/sources_internal.h"
 
 #include <float.h>
 
@@ -1131,6 +1132,50 @@ BAD_CASE(find_sources_of_one_pixel_has_no_std_to_set_the_threshold, BAD_ALL, GPU
      * value: the call must say so, and say that threshold_abs is the way out */
     gpuws_status st = find(f, f->ctx, image(7.5f), 1, 1, NULL, NULL);
     cr_assert(strstr(gpuws_last_error(), "give threshold_abs"), "%s", gpuws_last_error());
+    return st;
+}
+
+/* When the clipping keeps nothing, the message says which of the three ways it happened (kernels/sources/sources.c). */
+BAD_CASE(find_sources_of_a_constant_image_says_it_is_constant, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "the clipping kept no pixel (a constant image: every non-NaN pixel is 7.5, so the std is 0)")
+{
+    return find(f, f->ctx, image(7.5f), BAD_W, BAD_H, NULL, NULL);
+}
+
+BAD_CASE(find_sources_with_one_infinite_pixel_says_so, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "the clipping kept no pixel (1 of the 127 non-NaN pixels is +-inf, which makes the std NaN)")
+{
+    float *px = (float *)image(0);
+    for (int i = 0; i < BAD_N; i++) px[i] = (float)i;
+    px[3] = NAN, px[77] = -INFINITY;
+    return find(f, f->ctx, px, BAD_W, BAD_H, NULL, NULL);
+}
+
+/* 1, 2, ..., 128: the median 64.5 is no pixel, and no pixel lies within 1e-300 std of it. */
+BAD_CASE(find_sources_with_a_kappa_too_small_for_the_data_says_so, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "the clipping kept no pixel (kappa = 1e-300 is too small for these data: no pixel lay strictly within kappa x "
+         "std of the median)")
+{
+    gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
+    o.clip.kappa = 1e-300;
+    float *px = (float *)image(0);
+    for (int i = 0; i < BAD_N; i++) px[i] = (float)(i + 1);
+    gpuws_status st = find(f, f->ctx, px, BAD_W, BAD_H, &o, NULL);
+    cr_assert(strstr(gpuws_last_error(), "give threshold_abs instead, or a larger kappa") &&
+                  !strstr(gpuws_last_error(), "constant"),
+              "%s", gpuws_last_error());
+    return st;
+}
+
+/* The same on an image already on the device (the demo's path): the pixels are read back to say why. */
+BAD_CASE(find_sources_on_the_device_with_a_kappa_too_small_says_so, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "kappa = 1e-300 is too small for these data")
+{
+    gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
+    o.clip.kappa = 1e-300;
+    gpuws_catalog *cat = (gpuws_catalog *)(void *)f;
+    gpuws_status st = gpuws__find_sources_device(NULL, BAD_W, BAD_H, f->in, &o, &cat);
+    BAD_EXPECT_NULL(cat);
     return st;
 }
 

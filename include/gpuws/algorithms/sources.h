@@ -93,7 +93,11 @@ typedef struct gpuws_catalog {
 
 /* image: width*height f32 host pixels (NaN = blank). On success *catalog is allocated; free with
  * gpuws_catalog_free. On error *catalog is NULL. Runs on the context's default stream, whose device buffers for
- * the image, mask and labels (9 bytes per pixel) stay allocated for the next call until the context is destroyed. */
+ * the image, mask and labels (9 bytes per pixel) stay allocated for the next call until the context is destroyed.
+ * Threads: one call per context at a time. A call while another thread's call (of this or any algorithm) holds the
+ * default stream fails at once with GPUWS_ERR_INVALID_ARGUMENT ("find_sources: stream ... (the context's default
+ * stream) is in use by another thread") and changes nothing; threads that find sources at once need a context
+ * each, or a lock of their own around the call. */
 GPUWS_API gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t width, size_t height,
                                           const gpuws_sources_options *options, gpuws_catalog **catalog);
 GPUWS_API void gpuws_catalog_free(gpuws_catalog *catalog);
