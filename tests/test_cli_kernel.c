@@ -72,6 +72,14 @@ static const kernel_case cases[] = {
      {"kernel", "check", "@macro.gw"}, 0, {"kernels must be written out (one made by a macro is not seen)"},
      {{"*", "ok (0 kernels)"}}},
 
+    /* --time: from source and from the cache, per device */
+    {"time_gives_both_build_times", {NULL}, {{"axpy.gw", AXPY}}, {"kernel", "check", "@axpy.gw", "--time"}, 0,
+     {"time to launchable kernels: ", "ms from source, ", "ms from the cache"}, {{"*", "ok (1 kernel: axpy(Lfbb))"}}},
+    {"time_with_the_cache_off_says_so", {"GPUWS_CACHE_DIR=off"}, {{"axpy.gw", AXPY}},
+     {"kernel", "check", "@axpy.gw", "--time"}, 0, {"ms from source, cache off (GPUWS_CACHE_DIR=off)"}, {{NULL}}},
+    {"time_given_twice", {NULL}, {{"axpy.gw", AXPY}}, {"kernel", "check", "@axpy.gw", "--time", "--time"}, 2,
+     {"--time is given twice"}, {{NULL}}},
+
     /* compile errors: exit 1, the user's file:line */
     {"compile_error_names_file_and_line", {NULL}, {{"bad.gw", UNDECLARED}}, {"kernel", "check", "@bad.gw"}, 1,
      {"bad.gw: FAILED on ", "compiler output:", "undefined_thing"}, {{"*", "FAILED: "}, {"*", "bad.gw:3: "}}},

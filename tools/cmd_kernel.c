@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define MAX_LIST 64    /* -D and -I options, headers */
 #define MAX_DEVICES 16 /* devices checked per backend */
@@ -18,7 +19,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: gpuws kernel check FILE [-D NAME[=VALUE]]... [-I DIR]...\n"
+            "usage: gpuws kernel check FILE [-D NAME[=VALUE]]... [-I DIR]... [--time]\n"
             "  Builds FILE, a kernel file in the gpuws kernel dialect (docs/kernels.md), for every backend here: the\n"
             "  CPU backend, and one device of each name on CUDA and on each OpenCL platform (identical devices build\n"
             "  alike). The program cache is not used, so every compiler runs and prints its warnings. For each\n"
@@ -30,6 +31,9 @@ static void usage(FILE *f)
             "  -I DIR           where #include \"NAME\" is looked for after FILE's directory; every header FILE\n"
             "                   and its headers include is read into gpuws_program_options.headers under NAME\n"
             "                   (#include <" GPUWS__EDITOR_HEADER "> is left to the library, which drops it)\n"
+            "  --time           also times, on each device, FILE from source to launchable kernels (on a context\n"
+            "                   already made: a backend's start-up is not counted) and from the program cache\n"
+            "                   (GPUWS_CACHE_DIR; its first use stores the build), median of 5 each\n"
             "  GPUWS_OPENCL_PLATFORM narrows the OpenCL platforms; GPUWS_CC names the CPU backend's compiler.\n"
             "  Exit status: 0 when every available backend built FILE, 1 when one failed, FILE or a header could\n"
             "  not be read, or no backend could build at all; 2 on bad usage.\n");
@@ -37,7 +41,7 @@ static void usage(FILE *f)
 
 static void kernel_usage(FILE *f)
 {
-    fprintf(f, "usage: gpuws kernel check FILE [-D NAME[=VALUE]]... [-I DIR]...\n"
+    fprintf(f, "usage: gpuws kernel check FILE [-D NAME[=VALUE]]... [-I DIR]... [--time]\n"
                "  (gpuws kernel check --help describes it)\n");
 }
 
@@ -99,6 +103,7 @@ typedef struct {
     gpuws_program_header headers[MAX_LIST];
     char *paths[MAX_LIST]; /* where each header was read from */
     int nheaders;
+    bool timing; /* --time */
 } check;
 
 /* Reads header `name` from FILE's directory or the first -I directory that has it (an absolute name as it is).
@@ -181,6 +186,59 @@ static void first_diagnostic(const check *c, const char *log, char *out, size_t 
     out[0] = 0;
 }
 
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median ms of `runs` builds of the file on ctx with `flags`, each to all its kernels; -1 when one fails. */
+static double time_builds(gpuws_context *ctx, const check *c, const char *source, unsigned flags, int runs)
+{
+    double t[8];
+    for (int r = 0; r < runs; r++) {
+        gpuws_program_options o = GPUWS_PROGRAM_OPTIONS_INIT;
+        o.file_name = c->file;
+        o.defines = c->defines;
+        o.num_defines = (size_t)c->ndefines;
+        o.headers = c->headers;
+        o.num_headers = (size_t)c->nheaders;
+        o.flags = flags;
+        gpuws_program *p = NULL;
+        const double t0 = now_ms();
+        gpuws_status st = gpuws_program_create(ctx, source, &o, &p);
+        for (size_t i = 0; !st && i < p->ndecls; i++) {
+            gpuws_kernel *k;
+            st = gpuws_program_get_kernel(p, p->decls[i].name, &k);
+        }
+        t[r] = now_ms() - t0;
+        gpuws_program_destroy(p);
+        if (st) return -1;
+    }
+    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+    return t[runs / 2];
+}
+
+static void print_times(gpuws_context *ctx, const check *c, const char *source)
+{
+    const double from_source = time_builds(ctx, c, source, GPUWS_PROGRAM_NO_CACHE, 5);
+    const char *dir = getenv("GPUWS_CACHE_DIR");
+    const bool cache_off = dir && !strcmp(dir, "off");
+    const double first = cache_off ? -1 : time_builds(ctx, c, source, 0, 1); /* stores the build (or finds it) */
+    const double cached = first < 0 ? -1 : time_builds(ctx, c, source, 0, 5);
+    printf("        time to launchable kernels: %.1f ms from source, ", from_source);
+    if (cache_off) printf("cache off (GPUWS_CACHE_DIR=off)\n");
+    else if (cached < 0) printf("from the cache: failed (%s)\n", gpuws_last_error());
+    else printf("%.2f ms from the cache\n", cached);
+}
+
 /* Builds the file on one device and prints one line (and the compiler's output under it); returns 1 when it was
  * built, 0 when it failed, -1 when the backend cannot build programs here. */
 static int check_device(const check *c, const char *source, const char *backend, size_t index, const char *platform,
@@ -235,6 +293,7 @@ static int check_device(const check *c, const char *source, const char *backend,
         printf("        compiler output:\n%s", log);
         if (log[strlen(log) - 1] != '\n') printf("\n");
     }
+    if (rc == 1 && c->timing) print_times(ctx, c, source);
     gpuws_program_destroy(p);
     gpuws_context_destroy(ctx);
     return rc;
@@ -326,6 +385,9 @@ static int cmd_kernel(int argc, char **argv)
         }
         if (!options_end && !strcmp(o, "--")) {
             options_end = true;
+        } else if (!options_end && !strcmp(o, "--time")) {
+            if (c.timing) return bad("--time is given twice");
+            c.timing = true;
         } else if (!options_end && (!strncmp(o, "-D", 2) || !strncmp(o, "-I", 2))) {
             /* "-D NAME" and "-DNAME" alike, as compilers take them */
             const char *v = o[2] ? o + 2 : i + 1 < argc ? argv[++i] : NULL;
