@@ -141,7 +141,8 @@ typedef struct gpuws__cache {
 } gpuws__cache;
 /* From GPUWS_CACHE_DIR ("off" disables), else $XDG_CACHE_HOME/gpuws, else $HOME/.cache/gpuws. */
 void gpuws__cache_init(gpuws__cache *c);
-/* True and a gpuws__malloc'd binary when a valid entry for key exists. */
+/* True and a malloc'd binary (free it with free()) when a valid entry for key exists; a failed allocation is a
+ * miss. */
 bool gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, unsigned char **bin, size_t *len);
 /* Best effort: failures (read-only directory, full disk) are logged at debug level and ignored. */
 void gpuws__cache_store(const gpuws__cache *c, const char *key, const char *ext, const void *bin, size_t len);

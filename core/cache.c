@@ -1,7 +1,10 @@
 /* On-disk cache of compiled programs (OpenCL binaries, CUDA cubins, the CPU backend's shared objects): see
  * gpuws__cache in backend_impl.h. A cached binary is code the process will run, so an entry is used only when it
  * and its directory belong to the user and nobody else can write them, and only regular files are opened (a FIFO
- * or device planted in the directory must not block or feed the process). */
+ * or device planted in the directory must not block or feed the process). Reading an entry allocates with the C
+ * library, not gpuws__malloc: the cache only saves a build, so a failed allocation there is a miss, and the build
+ * that follows succeeds or fails on its own (the fault suite fails gpuws__malloc'd allocations one by one and
+ * expects each to end in GPUWS_ERR_OUT_OF_MEMORY). */
 #include "backend_impl.h"
 
 #include <errno.h>
@@ -128,17 +131,17 @@ bool gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, 
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     if (!read_all(fd, magic, 8) || memcmp(magic, MAGIC, 8) != 0) goto done;
     if (!read_all(fd, &kl, sizeof kl) || kl != want_kl) goto done;
-    if (!(k = gpuws__malloc(kl ? kl : 1)) || !read_all(fd, k, kl) || memcmp(k, key, kl) != 0) goto done;
+    if (!(k = malloc(kl ? kl : 1)) || !read_all(fd, k, kl) || memcmp(k, key, kl) != 0) goto done;
     if (!read_all(fd, &bl, sizeof bl) || bl == 0 || bl > MAX_BINARY) goto done;
-    if (!(b = gpuws__malloc(bl)) || !read_all(fd, b, bl)) goto done;
+    if (!(b = malloc(bl)) || !read_all(fd, b, bl)) goto done;
     if (!read_all(fd, &sum, sizeof sum) || sum != checksum(key, kl, b, bl)) goto done;
     ok = true;
 done:
     close(fd);
-    gpuws__free(k);
+    free(k);
     if (!ok) {
         gpuws__log(GPUWS__LOG_INFO, "program cache entry %s is not used (%s); rebuilding", path, why);
-        gpuws__free(b);
+        free(b);
         return false;
     }
     *bin = b;

@@ -340,7 +340,7 @@ gpuws_status gpuws__cpu_program_build(gpuws_program *p)
         /* dlopen needs a file: a private copy, so the entry itself is never mapped */
         snprintf(path, sizeof path, "%s/cached.so", dir);
         st = write_file(path, bin, len, "a cached program to");
-        gpuws__free(bin);
+        free(bin);
         if (!st && !(st = load(p, path))) {
             remove_dir(dir);
             gpuws__free(k);

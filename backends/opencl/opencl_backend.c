@@ -670,7 +670,7 @@ static gpuws_status build_program(gpuws_context *ctx, const char *name, const ch
             ocl.clReleaseProgram(prog);
             prog = NULL;
         }
-        gpuws__free(bin);
+        free(bin);
         if (prog) {
             atomic_fetch_add(&n_hits, 1);
             gpuws__log(GPUWS__LOG_DEBUG, "%s loaded from the cache", name);
