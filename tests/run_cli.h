@@ -1,4 +1,5 @@
-/* Runs the gpuws binary for CLI rows (test_bad_input, test_faults): ctest passes its path in GPUWS_CLI. */
+/* Runs the gpuws binary for CLI rows (test_bad_input, test_faults; ctest passes its path in GPUWS_CLI), and other
+ * programs the suites start (test_kernel_examples). */
 #ifndef GPUWS_TEST_RUN_CLI_H
 #define GPUWS_TEST_RUN_CLI_H
 
@@ -9,12 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Runs the CLI with argv (after "gpuws") and env (NAME=value; GPUWS_BACKEND, GPUWS_DEVICE and
- * GPUWS_OPENCL_PLATFORM are unset first), returns its exit code (or 128 + signal) and its output (malloc'd). */
-static int test_run_cli(const char *const *argv, const char *const *env, char **output)
+/* Runs the program at path with argv (after argv[0], NULL-terminated) and env (NAME=value, NULL-terminated) added
+ * to the environment; with clean_env, GPUWS_BACKEND, GPUWS_DEVICE and GPUWS_OPENCL_PLATFORM are unset first.
+ * Returns its exit code (or 128 + signal) and its stdout and stderr together (malloc'd). */
+static int test_run_program(const char *path, const char *const *argv, const char *const *env, bool clean_env,
+                            char **output)
 {
-    const char *cli = getenv("GPUWS_CLI");
-    if (!cli || !*cli) cr_skip_test("GPUWS_CLI is not set (run through ctest)");
     int fd[2];
     cr_assert_eq(pipe(fd), 0);
     pid_t pid = fork();
@@ -24,15 +25,17 @@ static int test_run_cli(const char *const *argv, const char *const *env, char **
         dup2(fd[1], 2);
         close(fd[0]);
         close(fd[1]);
-        unsetenv("GPUWS_BACKEND");
-        unsetenv("GPUWS_DEVICE");
-        unsetenv("GPUWS_OPENCL_PLATFORM");
-        for (int i = 0; env[i]; i++) putenv((char *)env[i]);
-        const char *args[16] = {"gpuws"};
+        if (clean_env) {
+            unsetenv("GPUWS_BACKEND");
+            unsetenv("GPUWS_DEVICE");
+            unsetenv("GPUWS_OPENCL_PLATFORM");
+        }
+        for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
+        const char *args[16] = {path};
         int n = 1;
-        for (int i = 0; argv[i] && n < 15; i++) args[n++] = argv[i];
+        for (int i = 0; argv && argv[i] && n < 15; i++) args[n++] = argv[i];
         args[n] = NULL;
-        execv(cli, (char *const *)args);
+        execv(path, (char *const *)args);
         _exit(127);
     }
     close(fd[1]);
@@ -49,6 +52,15 @@ static int test_run_cli(const char *const *argv, const char *const *env, char **
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
     *output = out;
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+/* Runs the CLI with argv (after "gpuws") and env (NAME=value; GPUWS_BACKEND, GPUWS_DEVICE and
+ * GPUWS_OPENCL_PLATFORM are unset first), returns its exit code (or 128 + signal) and its output (malloc'd). */
+static int test_run_cli(const char *const *argv, const char *const *env, char **output)
+{
+    const char *cli = getenv("GPUWS_CLI");
+    if (!cli || !*cli) cr_skip_test("GPUWS_CLI is not set (run through ctest)");
+    return test_run_program(cli, argv, env, true, output);
 }
 
 #endif
