@@ -87,7 +87,7 @@ typedef struct gpuws__kernel_decl {
     size_t nparams;
     gpuws__param *params;
     char sig[GPUWS__SIG_MAX + 1];
-    bool barrier; /* its body, or a GW_DEVICE function of the program, names gw_barrier */
+    bool barrier; /* its body, a GW_DEVICE function or a macro of the program (or of its defines) names gw_barrier */
     unsigned line; /* of its name in the user's file */
 } gpuws__kernel_decl;
 
