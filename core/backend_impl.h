@@ -124,9 +124,10 @@ void gpuws__sb_free(gpuws__strbuf *b);
 /* Where the generated text of a program is assembled (gpuws__backend.program_text). */
 typedef enum { GPUWS__TEXT_BEFORE = 0, GPUWS__TEXT_AFTER = 1 } gpuws__text_place;
 
-/* The first diagnostic of a compiler log that names file ("file:line[:col]: ...error..."), as "file:line:
- * message"; or the log's first line; into out. */
-void gpuws__first_diagnostic(const char *log, const char *file, char *out, size_t n);
+/* The first error of a compiler log (else its first diagnostic) that names one of the files the generated source
+ * names in its #line directives (the user's file, a header, a generator's part), as "file:line: message"; or the
+ * log's first line; into out. */
+void gpuws__first_diagnostic(const char *log, const char *source, char *out, size_t n);
 
 /* ---- on-disk cache of compiled programs (core/cache.c) -------------------------------------------------- */
 

@@ -149,7 +149,7 @@ static gpuws_status create(gpuws_context *ctx, const char *source, const gpuws_p
     if (!st) st = ctx->backend->program_build(p);
     if (st == GPUWS_ERR_BUILD) {
         char diag[1024];
-        gpuws__first_diagnostic(p->log, p->file_name, diag, sizeof diag);
+        gpuws__first_diagnostic(p->log, p->source, diag, sizeof diag);
         if (!diag[0]) gpuws__strlcpy(diag, gpuws_last_error(), sizeof diag);
         gpuws__error(GPUWS_ERR_BUILD, "%s (the whole compiler output: gpuws_program_log)", diag);
         if (ctx->backend->program_destroy && p->impl) ctx->backend->program_destroy(p);
