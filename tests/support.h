@@ -67,8 +67,8 @@ char *test_read_file(const char *path);
 
 /* A new empty directory for the on-disk program cache, private to the user (0700), set as GPUWS_CACHE_DIR for the
  * rest of the process; test_cache_dir() is its path. test_cache_dir_remove removes it with everything in it
- * (whatever modes a test gave it). Suites that build programs use the pair as .init and .fini, so no test sees
- * another's entries. */
+ * (whatever modes a test gave it); it also runs at the process's exit. Suites that build programs use the pair as
+ * .init and .fini, so no test sees another's entries. */
 void test_cache_dir_fresh(void);
 const char *test_cache_dir(void);
 void test_cache_dir_remove(void);
