@@ -94,7 +94,7 @@ typedef struct gpuws__kernel_decl {
     size_t nparams;
     gpuws__param *params;
     char sig[GPUWS__SIG_MAX + 1];
-    bool barrier; /* its body, or a GW_DEVICE function of the program, names gw_barrier */
+    bool barrier; /* its body, a GW_DEVICE function or a macro of the program (or of its defines) names gw_barrier */
     unsigned line; /* of its name in the user's file */
 } gpuws__kernel_decl;
 
@@ -131,9 +131,10 @@ void gpuws__sb_free(gpuws__strbuf *b);
 /* Where the generated text of a program is assembled (gpuws__backend.program_text). */
 typedef enum { GPUWS__TEXT_BEFORE = 0, GPUWS__TEXT_AFTER = 1 } gpuws__text_place;
 
-/* The first diagnostic of a compiler log that names file ("file:line[:col]: ...error..."), as "file:line:
- * message"; or the log's first line; into out. */
-void gpuws__first_diagnostic(const char *log, const char *file, char *out, size_t n);
+/* The first error of a compiler log (else its first diagnostic) that names one of the files the generated source
+ * names in its #line directives (the user's file, a header, a generator's part), as "file:line: message"; or the
+ * log's first line; into out. */
+void gpuws__first_diagnostic(const char *log, const char *source, char *out, size_t n);
 
 /* ---- on-disk cache of compiled programs (core/cache.c) -------------------------------------------------- */
 

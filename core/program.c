@@ -149,7 +149,7 @@ static gpuws_status create(gpuws_context *ctx, const char *source, const gpuws_p
     if (!st) st = ctx->backend->program_build(p);
     if (st == GPUWS_ERR_BUILD) {
         char diag[1024];
-        gpuws__first_diagnostic(p->log, p->file_name, diag, sizeof diag);
+        gpuws__first_diagnostic(p->log, p->source, diag, sizeof diag);
         if (!diag[0]) gpuws__strlcpy(diag, gpuws_last_error(), sizeof diag);
         if (internal) /* no program is handed out: the whole output goes into the message */
             gpuws__error(GPUWS_ERR_BUILD, "%s; the compiler's output:\n%s", diag, p->log ? p->log : "");

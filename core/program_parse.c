@@ -114,6 +114,7 @@ typedef struct {
     size_t n, cap;
     macro *m;
     size_t nm, capm;
+    bool barrier_macro; /* a #define (object- or function-like) whose text names gw_barrier */
     bool oom;
 } lexed;
 
@@ -164,7 +165,7 @@ static bool is_id0(char c) { return isalpha((unsigned char)c) || c == '_'; }
 static bool is_id(char c) { return isalnum((unsigned char)c) || c == '_'; }
 
 /* A preprocessor line starting at p (the '#'), continuation lines included; returns where it ends. Records
- * "#line N" and object-like "#define NAME value". */
+ * "#line N" and object-like "#define NAME value", and whether a #define names gw_barrier. */
 static const char *directive(lexed *L, const char *p, unsigned *line, const char **file, size_t *file_n)
 {
     const char *start = p;
@@ -183,6 +184,7 @@ static const char *directive(lexed *L, const char *p, unsigned *line, const char
         return end;
     }
     if (end - q > 6 && strncmp(q, "define", 6) == 0 && (q[6] == ' ' || q[6] == '\t')) {
+        for (const char *c = q + 7; c + 10 <= end && !L->barrier_macro; c++) L->barrier_macro = !strncmp(c, "gw_barrier", 10);
         const char *n0 = q + 7;
         while (n0 < end && (*n0 == ' ' || *n0 == '\t')) n0++;
         const char *n1 = n0;
@@ -498,8 +500,13 @@ gpuws_status gpuws__program_parse(const char *text, const char *file, const char
         i = body_end < L.n ? body_end : L.n - 1;
     }
     if (span_names(L.t, last_body_end, L.n, "gw_barrier")) barrier_outside = true;
-    /* a #define naming gw_barrier is a directive, not a token: look at the macros too */
-    for (size_t m = 0; m < L.nm && !barrier_outside; m++) barrier_outside = strstr(L.m[m].value, "gw_barrier") != NULL;
+    /* a #define naming gw_barrier is a directive, not a token: look at the source's macros, function-like ones
+     * included, and at the options' defines */
+    if (L.barrier_macro) barrier_outside = true;
+    for (size_t m = 0; m < nd && !barrier_outside; m++) {
+        const char *eq = strchr(defines[m], '=');
+        barrier_outside = eq && strstr(eq + 1, "gw_barrier") != NULL;
+    }
     if (barrier_outside)
         for (size_t j = 0; j < nk; j++) d[j].barrier = true;
 done:

@@ -72,26 +72,17 @@ void gpuws__sb_free(gpuws__strbuf *b)
     b->oom = false;
 }
 
-/* Compilers write "file:line:col: error: message" (gcc, clang, PoCL), "file(line): error: message" (NVRTC) or
- * "<file>:line:col: error: message" (NVIDIA's OpenCL). Finds the first line that names file and reads the line
- * number after it. */
-static bool parse_diag(const char *line, size_t len, const char *file, unsigned long *lineno, const char **msg,
-                       const char **name, size_t *name_len)
+/* Compilers write "file:line:col: error: message" (gcc, clang), "error: file:line:col: message" (PoCL),
+ * "file(line): error: message" (NVRTC) or "<file>:line:col: error: message" (NVIDIA's OpenCL). If the line names
+ * file (length fl) followed by its line number, reads the number, the message after it and whether the line is an
+ * error (the word before the file, or the message's first). */
+static bool parse_diag(const char *line, size_t len, const char *file, size_t fl, unsigned long *lineno, const char **msg,
+                       bool *is_error)
 {
-    const size_t fl = file ? strlen(file) : 0;
     for (const char *p = line; p + fl < line + len; p++) {
-        const char *q;
-        if (file) {
-            if (strncmp(p, file, fl) != 0) continue;
-            q = p + fl;
-        } else { /* any file: a name without spaces at the start of the line, or after "error: " */
-            if (p != line && !(p - line >= 7 && !strncmp(p - 7, "error: ", 7))) continue;
-            q = p;
-            while (q < line + len && *q != ':' && *q != '(' && *q != ' ') q++;
-            if (q == p) continue;
-        }
-        *name = p;
-        *name_len = (size_t)(q - p);
+        if (strncmp(p, file, fl) != 0) continue;
+        if (p > line && !strchr(" \t\"'<(", p[-1])) continue; /* "kernel.gw" inside "mykernel.gw" */
+        const char *q = p + fl;
         if (*q == '"' || *q == '>') q++;
         if (*q != ':' && *q != '(') continue;
         q++;
@@ -109,49 +100,65 @@ static bool parse_diag(const char *line, size_t len, const char *file, unsigned 
         while (*q == ' ') q++;
         *lineno = n;
         *msg = q;
+        *is_error = strncmp(q, "error", 5) == 0 || strncmp(q, "fatal", 5) == 0;
+        for (const char *w = line; w + 5 <= p && !*is_error; w++) *is_error = strncmp(w, "error", 5) == 0;
         return true;
     }
     return false;
 }
 
-static bool find_diag(const char *log, const char *file, char *out, size_t n)
+#define MAX_DIAG_FILES 64
+
+/* The files a generated text names in its #line directives: the user's, its headers, the dialect's. */
+static size_t line_files(const char *source, const char **name, size_t *len)
 {
-    const char *first_line = NULL, *first_error = NULL;
-    size_t first_len = 0, error_len = 0;
-    unsigned long el = 0;
-    const char *emsg = NULL, *ename = NULL;
-    size_t ename_len = 0;
-    for (const char *p = log; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        unsigned long ln;
-        const char *msg, *name;
-        size_t name_len;
-        if (len && !first_line) first_line = p, first_len = len;
-        if (parse_diag(p, len, file, &ln, &msg, &name, &name_len)) {
-            bool is_error = strstr(msg, "error") == msg || strstr(msg, "fatal") == msg;
-            if (!first_error || (is_error && !(strstr(emsg, "error") == emsg || strstr(emsg, "fatal") == emsg))) {
-                first_error = p, error_len = len, el = ln, emsg = msg, ename = name, ename_len = name_len;
-                if (is_error) break;
-            }
-        }
-        if (!e) break;
-        p = e + 1;
+    size_t n = 0;
+    for (const char *p = source; p && *p && n < MAX_DIAG_FILES; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, "#line ", 6) != 0) continue;
+        const char *q0 = strchr(p, '"'), *e = strchr(p, '\n');
+        const char *q1 = q0 ? strchr(q0 + 1, '"') : NULL;
+        if (!q1 || (e && q1 > e) || q1 == q0 + 1) continue;
+        bool seen = false;
+        for (size_t i = 0; i < n && !seen; i++) seen = len[i] == (size_t)(q1 - q0 - 1) && !strncmp(name[i], q0 + 1, len[i]);
+        if (!seen) name[n] = q0 + 1, len[n++] = (size_t)(q1 - q0 - 1);
     }
-    if (first_error) {
-        size_t ml = error_len - (size_t)(emsg - first_error);
-        snprintf(out, n, "%.*s:%lu: %.*s", (int)ename_len, ename, el, (int)ml, emsg);
-        return true;
-    }
-    if (first_line && !file) snprintf(out, n, "%.*s", (int)first_len, first_line);
-    return false;
+    return n;
 }
 
-void gpuws__first_diagnostic(const char *log, const char *file, char *out, size_t n)
+void gpuws__first_diagnostic(const char *log, const char *source, char *out, size_t n)
 {
     if (!n) return;
     out[0] = 0;
     if (!log) return;
-    /* the user's file first; else any file the log names (a header, a generator's text); else the first line */
-    if (!find_diag(log, file, out, n)) find_diag(log, NULL, out, n);
+    const char *names[MAX_DIAG_FILES];
+    size_t lens[MAX_DIAG_FILES];
+    const size_t nn = line_files(source, names, lens);
+    const char *first_line = NULL, *first = NULL, *emsg = NULL, *efile = NULL;
+    size_t first_len = 0, error_len = 0, efl = 0;
+    unsigned long el = 0;
+    bool first_is_error = false;
+    for (const char *p = log; *p && !first_is_error;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len && !first_line) first_line = p, first_len = len;
+        for (size_t f = 0; f < nn; f++) {
+            unsigned long ln;
+            const char *msg;
+            bool is_error;
+            if (!parse_diag(p, len, names[f], lens[f], &ln, &msg, &is_error)) continue;
+            if (!first || is_error) { /* the first error, else the first diagnostic */
+                first = p, error_len = len, el = ln, emsg = msg, efile = names[f], efl = lens[f];
+                first_is_error = is_error;
+            }
+            break;
+        }
+        if (!e) break;
+        p = e + 1;
+    }
+    if (first) {
+        size_t ml = error_len - (size_t)(emsg - first);
+        snprintf(out, n, "%.*s:%lu: %.*s", (int)efl, efile, el, (int)ml, emsg);
+    } else if (first_line) {
+        snprintf(out, n, "%.*s", (int)first_len, first_line);
+    }
 }

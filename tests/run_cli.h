@@ -1,23 +1,23 @@
-/* Runs the gpuws binary for CLI rows (test_bad_input, test_faults, test_cli_arguments): ctest passes its path in
- * GPUWS_CLI. */
+/* Runs the gpuws binary for CLI rows (test_bad_input, test_faults, test_cli_arguments; ctest passes its path in
+ * GPUWS_CLI), and other programs the suites start (test_kernel_examples). */
 #ifndef GPUWS_TEST_RUN_CLI_H
 #define GPUWS_TEST_RUN_CLI_H
 
 #include "support.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Runs the CLI with argv (after "gpuws") and env (NAME=value; GPUWS_BACKEND, GPUWS_DEVICE and
- * GPUWS_OPENCL_PLATFORM are unset first) in directory dir (NULL: this one), killed by SIGALRM after timeout_s
- * seconds (0: never); returns its exit code (or 128 + signal) and its output (malloc'd). */
-static int test_run_cli_in(const char *dir, unsigned timeout_s, const char *const *argv, const char *const *env,
-                           char **output)
+/* Runs the program at path as arg0 with argv (after argv[0], NULL-terminated; NULL for none) and env (NAME=value,
+ * NULL-terminated; NULL for none) added to the environment, in directory dir (NULL: this one), killed by SIGALRM
+ * after timeout_s seconds (0: never); with clean_env, GPUWS_BACKEND, GPUWS_DEVICE and GPUWS_OPENCL_PLATFORM are
+ * unset first. Returns its exit code (or 128 + signal) and its stdout and stderr together (malloc'd). */
+static int test_run_program_in(const char *path, const char *arg0, const char *dir, unsigned timeout_s,
+                               const char *const *argv, const char *const *env, bool clean_env, char **output)
 {
-    const char *cli = getenv("GPUWS_CLI");
-    if (!cli || !*cli) cr_skip_test("GPUWS_CLI is not set (run through ctest)");
     int fd[2];
     cr_assert_eq(pipe(fd), 0);
     pid_t pid = fork();
@@ -28,16 +28,18 @@ static int test_run_cli_in(const char *dir, unsigned timeout_s, const char *cons
         close(fd[0]);
         close(fd[1]);
         if (dir && chdir(dir) != 0) _exit(127);
-        unsetenv("GPUWS_BACKEND");
-        unsetenv("GPUWS_DEVICE");
-        unsetenv("GPUWS_OPENCL_PLATFORM");
-        for (int i = 0; env[i]; i++) putenv((char *)env[i]);
-        const char *args[16] = {"gpuws"};
+        if (clean_env) {
+            unsetenv("GPUWS_BACKEND");
+            unsetenv("GPUWS_DEVICE");
+            unsetenv("GPUWS_OPENCL_PLATFORM");
+        }
+        for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
+        const char *args[16] = {arg0};
         int n = 1;
-        for (int i = 0; argv[i] && n < 15; i++) args[n++] = argv[i];
+        for (int i = 0; argv && argv[i] && n < 15; i++) args[n++] = argv[i];
         args[n] = NULL;
         alarm(timeout_s); /* kept across execv */
-        execv(cli, (char *const *)args);
+        execv(path, (char *const *)args);
         _exit(127);
     }
     close(fd[1]);
@@ -54,6 +56,23 @@ static int test_run_cli_in(const char *dir, unsigned timeout_s, const char *cons
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
     *output = out;
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+static int test_run_program(const char *path, const char *const *argv, const char *const *env, bool clean_env,
+                            char **output)
+{
+    return test_run_program_in(path, path, NULL, 0, argv, env, clean_env, output);
+}
+
+/* Runs the CLI with argv (after "gpuws") and env (NAME=value; GPUWS_BACKEND, GPUWS_DEVICE and
+ * GPUWS_OPENCL_PLATFORM are unset first) in directory dir (NULL: this one), killed after timeout_s seconds (0:
+ * never); returns its exit code (or 128 + signal) and its output (malloc'd). */
+static int test_run_cli_in(const char *dir, unsigned timeout_s, const char *const *argv, const char *const *env,
+                           char **output)
+{
+    const char *cli = getenv("GPUWS_CLI");
+    if (!cli || !*cli) cr_skip_test("GPUWS_CLI is not set (run through ctest)");
+    return test_run_program_in(cli, "gpuws", dir, timeout_s, argv, env, true, output);
 }
 
 static int test_run_cli(const char *const *argv, const char *const *env, char **output)

@@ -1,12 +1,17 @@
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "support.h"
 
 #include <ctype.h>
+#include <ftw.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 gpuws_backend_kind test_backends[TEST_BACKENDS] = {GPUWS_BACKEND_CPU, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
 
@@ -145,6 +150,45 @@ char *test_read_file(const char *path)
     s[n] = 0;
     fclose(f);
     return s;
+}
+
+static char cache_dir[PATH_MAX];
+
+void test_cache_dir_fresh(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(cache_dir, sizeof cache_dir, "%s/gpuws-test-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(cache_dir), "mkdtemp(%s) failed", cache_dir);
+    cr_assert_eq(setenv("GPUWS_CACHE_DIR", cache_dir, 1), 0);
+    /* also at exit: Criterion runs no .fini after a skipped test (an unavailable backend) */
+    static bool registered;
+    if (!registered) registered = atexit(test_cache_dir_remove) == 0;
+}
+
+const char *test_cache_dir(void) { return cache_dir; }
+
+static int make_removable(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type == FTW_D || type == FTW_DNR) chmod(path, (sb->st_mode & 07777) | S_IRWXU);
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)sb, (void)ftw;
+    if (type == FTW_DP) rmdir(path);
+    else unlink(path);
+    return 0;
+}
+
+void test_cache_dir_remove(void)
+{
+    if (!cache_dir[0]) return;
+    chmod(cache_dir, S_IRWXU); /* a test may have left it unreadable or read-only */
+    nftw(cache_dir, make_removable, 16, FTW_PHYS);
+    nftw(cache_dir, remove_entry, 16, FTW_PHYS | FTW_DEPTH);
+    cache_dir[0] = 0;
 }
 
 void *test_download(gpuws_buffer *b, size_t bytes)

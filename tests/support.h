@@ -65,6 +65,14 @@ void *test_download(gpuws_buffer *b, size_t bytes);
 /* The whole of a file (what a tool wrote) as a NUL-terminated string (malloc'd); asserts it can be read. */
 char *test_read_file(const char *path);
 
+/* A new empty directory for the on-disk program cache, private to the user (0700), set as GPUWS_CACHE_DIR for the
+ * rest of the process; test_cache_dir() is its path. test_cache_dir_remove removes it with everything in it
+ * (whatever modes a test gave it); it also runs at the process's exit. Suites that build programs use the pair as
+ * .init and .fini, so no test sees another's entries. */
+void test_cache_dir_fresh(void);
+const char *test_cache_dir(void);
+void test_cache_dir_remove(void);
+
 /* Units in the last place between two floats (0 if bit-identical; NaN vs NaN counts as equal). */
 uint64_t test_ulp_diff_f32(float a, float b);
 uint64_t test_ulp_diff_f64(double a, double b);

@@ -169,7 +169,7 @@ static const cli_case cli_cases[] = {
      2, "--seed needs a whole number from 0 to 2^64 - 1, not '-3'"},
     {"matmul_dtype_twice", {"matmul", "2", "2", "2", "--dtype", "f32", "--dtype", "f64"}, 2, "--dtype given twice"},
     {"matmul_variant_without_a_value", {"matmul", "2", "2", "2", "--variant"},
-     2, "--variant needs a value: tiled or naive"},
+     2, "--variant needs a value: tiled, naive or shared"},
     /* convolve */
     {"convolve_empty_output_name", {"convolve", "img.fits", "k.fits", "-o", ""},
      2, "-o needs a file name, not an empty string"},

@@ -174,18 +174,6 @@ static int read_headers(check *c, const char *text, const char *from)
 
 /* ---- building ------------------------------------------------------------------------------------------- */
 
-/* The first diagnostic of a log as "name:line: message", naming FILE or else one of its headers; "" if none. */
-static void first_diagnostic(const check *c, const char *log, char *out, size_t n)
-{
-    for (int i = -1; i < c->nheaders; i++) {
-        const char *name = i < 0 ? c->file : c->headers[i].name;
-        const size_t nl = strlen(name);
-        gpuws__first_diagnostic(log, name, out, n);
-        if (!strncmp(out, name, nl) && out[nl] == ':') return;
-    }
-    out[0] = 0;
-}
-
 static double now_ms(void)
 {
     struct timespec t;
@@ -271,7 +259,7 @@ static int check_device(const check *c, const char *source, const char *backend,
         rc = -1;
     } else if (st) {
         char diag[1024] = "";
-        if (log) first_diagnostic(c, log, diag, sizeof diag);
+        if (log) gpuws__first_diagnostic(log, gpuws_program_source(p), diag, sizeof diag);
         const char *msg = diag[0] ? diag : gpuws_last_error();
         printf("FAILED: %.*s\n", (int)strcspn(msg, "\n"), msg);
         if (log && !strcmp(log, gpuws_last_error())) log = NULL; /* no compiler ran: the library read the source */

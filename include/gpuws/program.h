@@ -56,7 +56,8 @@ typedef struct gpuws_program_options {
  * A backend that cannot compile (no NVRTC, no C compiler) gives GPUWS_ERR_BACKEND_UNAVAILABLE with the reason. */
 GPUWS_API gpuws_status gpuws_program_create(gpuws_context *ctx, const char *source, const gpuws_program_options *options,
                                             gpuws_program **program);
-/* The compiler's whole output, warnings included; "" when it printed nothing. NULL for a NULL or dead program. */
+/* The compiler's whole output, warnings included; "" when it printed nothing, and for a program loaded from the
+ * on-disk cache (no compiler ran). NULL for a NULL or dead program. */
 GPUWS_API const char *gpuws_program_log(const gpuws_program *program);
 /* The exact text given to the backend's compiler (the dialect's definitions, then your source). */
 GPUWS_API const char *gpuws_program_source(const gpuws_program *program);
