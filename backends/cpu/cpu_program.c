@@ -417,7 +417,8 @@ void gpuws__cpu_kernel_destroy(gpuws_kernel *k) { gpuws__free(k->impl); }
 typedef struct job {
     const cpu_kernel *k;
     uint64_t grid[3], block[3], nblocks;
-    atomic_ullong next;
+    uint64_t chunk; /* blocks a thread takes at a time: one atomic per block would cost more than a small block */
+    _Alignas(64) atomic_ullong next;
     void *args[GPUWS__SIG_MAX];
     size_t nargs;
     size_t local_off[GPUWS__SIG_MAX]; /* GW_LOCAL arguments: offset into the worker's area, or SIZE_MAX */
@@ -512,9 +513,12 @@ static void run_blocks(worker *w, job *j)
     worker *saved = current;
     current = w;
     w->job = j;
-    for (;;) {
-        uint64_t id = atomic_fetch_add(&j->next, 1);
-        if (id >= j->nblocks) break;
+    for (uint64_t id = 0, end = 0;; id++) {
+        if (id == end) {
+            id = atomic_fetch_add(&j->next, j->chunk);
+            if (id >= j->nblocks) break;
+            end = id + j->chunk < j->nblocks ? id + j->chunk : j->nblocks;
+        }
         b.bid[0] = id % j->grid[0];
         b.bid[1] = (id / j->grid[0]) % j->grid[1];
         b.bid[2] = id / (j->grid[0] * j->grid[1]);
@@ -648,6 +652,9 @@ gpuws_status gpuws__cpu_launch(struct cpu_pool **poolp, pthread_mutex_t *pool_lo
     }
     atomic_init(&j.next, 0);
     pthread_mutex_lock(&pool->launch);
+    /* about 16 chunks per thread, so a slow block delays little; a block with barriers is long enough alone */
+    j.chunk = j.k->barrier ? 1 : j.nblocks / (pool->n * 16);
+    if (j.chunk < 1) j.chunk = 1;
     const bool alone = j.nblocks == 1 || pool->n == 1;
     if (!alone) {
         pthread_mutex_lock(&pool->m);

@@ -59,13 +59,13 @@ GW__EXPORT void gw__init(const gw__runtime *rt) { gw__rt = rt; }
 #define gw_grid_dim(d) (gw__it.gdim[d])
 #define gw_global_idx(d) (gw__it.bid[d] * gw__it.bdim[d] + gw__it.tid[d])
 #define gw_global_size(d) (gw__it.gdim[d] * gw__it.bdim[d])
-/* A work-item's indices are saved on its own stack across the switch. */
+/* A work-item's thread index is saved on its own stack across the switch (the rest is the block's). The other
+ * work-items of the block run on this thread, so no memory fence is needed: the call is one for the compiler. */
 #define gw_barrier()                                                                                            \
     do {                                                                                                        \
-        gw__item gw__saved = gw__it;                                                                            \
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);                                                                \
+        const gw_u64 gw__t0 = gw__it.tid[0], gw__t1 = gw__it.tid[1], gw__t2 = gw__it.tid[2];                    \
         gw__rt->barrier();                                                                                      \
-        gw__it = gw__saved;                                                                                     \
+        gw__it.tid[0] = gw__t0, gw__it.tid[1] = gw__t1, gw__it.tid[2] = gw__t2;                                 \
     } while (0)
 
 #define gw_min(a, b) ((a) < (b) ? (a) : (b))
