@@ -105,7 +105,10 @@ gpuws_status gpuws__check_launch_args(const gpuws_kernel *k, const gpuws_arg *ar
         } else if (got == 's') {
             if (args[i].v.local_bytes == 0)
                 return gpuws__error(GPUWS_ERR_ARGUMENTS, "kernel '%s' argument %zu: local memory of 0 bytes", k->name, i);
-            size_t rounded = (args[i].v.local_bytes + 15) & ~(size_t)15;
+            /* laid out one after another, each rounded up to the backend's alignment (CUDA and the CPU backend: 16
+             * bytes in one area; OpenCL places each region itself) */
+            const size_t align = k->ctx->backend->local_align ? k->ctx->backend->local_align : 1;
+            size_t rounded = (args[i].v.local_bytes + align - 1) / align * align;
             if (rounded < args[i].v.local_bytes || gpuws__add_overflows(total, rounded, &total))
                 return gpuws__error(GPUWS_ERR_OVERFLOW, "kernel '%s': local memory sizes overflow", k->name);
         }

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void gpuws__sb_add(gpuws__strbuf *b, const char *s, size_t n)
@@ -125,6 +126,24 @@ static size_t line_files(const char *source, const char **name, size_t *len)
     return n;
 }
 
+/* NVIDIA's OpenCL ignores #line and names the text it was given "<kernel>", with its physical line numbers: maps
+ * physical line `line` of source to the file and line the #line directives before it name. false when none does. */
+static bool map_physical(const char *source, unsigned long line, const char **file, size_t *fl, unsigned long *out)
+{
+    bool found = false;
+    unsigned long phys = 1;
+    for (const char *p = source; p && *p && phys < line; p = strchr(p, '\n'), p = p ? p + 1 : NULL, phys++) {
+        if (strncmp(p, "#line ", 6) != 0) continue;
+        char *after;
+        unsigned long l = strtoul(p + 6, &after, 10);
+        const char *q0 = strchr(after, '"'), *e = strchr(p, '\n');
+        const char *q1 = q0 ? strchr(q0 + 1, '"') : NULL;
+        if (!l || !q1 || (e && q1 > e)) continue;
+        *file = q0 + 1, *fl = (size_t)(q1 - q0 - 1), *out = l + (line - phys - 1), found = true;
+    }
+    return found;
+}
+
 void gpuws__first_diagnostic(const char *log, const char *source, char *out, size_t n)
 {
     if (!n) return;
@@ -132,7 +151,8 @@ void gpuws__first_diagnostic(const char *log, const char *source, char *out, siz
     if (!log) return;
     const char *names[MAX_DIAG_FILES];
     size_t lens[MAX_DIAG_FILES];
-    const size_t nn = line_files(source, names, lens);
+    size_t nn = line_files(source, names, lens);
+    if (nn < MAX_DIAG_FILES) names[nn] = "<kernel>", lens[nn++] = 8; /* physical lines: mapped below */
     const char *first_line = NULL, *first = NULL, *emsg = NULL, *efile = NULL;
     size_t first_len = 0, error_len = 0, efl = 0;
     unsigned long el = 0;
@@ -148,6 +168,7 @@ void gpuws__first_diagnostic(const char *log, const char *source, char *out, siz
             if (!parse_diag(p, len, names[f], lens[f], &ln, &msg, &is_error)) continue;
             if (!first || is_error) { /* the first error, else the first diagnostic */
                 first = p, error_len = len, el = ln, emsg = msg, efile = names[f], efl = lens[f];
+                if (!strncmp(efile, "<kernel>", 8) && efl == 8) map_physical(source, ln, &efile, &efl, &el);
                 first_is_error = is_error;
             }
             break;
