@@ -213,9 +213,6 @@ typedef struct gpuws__backend {
      * `#define`s of the options, then program_text(BEFORE), then `#line 1 "file"` and the user's source (headers
      * expanded in place, with #line), then program_text(AFTER). */
     const char *dialect;            /* the dialect's definitions for this backend */
-    /* GPUWS_ARG_LOCAL regions are laid out one after another, each rounded up to this many bytes (1: the backend
-     * places each region itself), and their total is checked against the device's shared memory. */
-    size_t local_align;
     /* (optional) Appends backend text before or after the user's source (entry-point wrappers from p->decls). */
     gpuws_status (*program_text)(const gpuws_program *p, gpuws__text_place where, gpuws__strbuf *out);
     /* Compiles p->source for the context's device, or loads it from the cache (unless GPUWS_PROGRAM_NO_CACHE);
@@ -335,7 +332,7 @@ gpuws_status gpuws__buffer_read_start(gpuws_stream *s, const gpuws_buffer *src, 
                                       gpuws__pending_read *rd);
 gpuws_status gpuws__buffer_read_finish(gpuws_stream *s, gpuws__pending_read *rd, void *dst);
 /* gpuws_launch's argument checks alone: number, kinds, buffers' context, local memory (its total in *local_total,
- * each region rounded up to the backend's local_align). */
+ * each region rounded up to 16 bytes). */
 gpuws_status gpuws__check_launch_args(const gpuws_kernel *k, const gpuws_arg *args, size_t nargs, size_t *local_total);
 /* Kernel by name built with extra build options (OpenCL -D tunables; ignored by CUDA). */
 gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const char *options, gpuws_kernel **k);

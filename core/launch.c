@@ -105,10 +105,9 @@ gpuws_status gpuws__check_launch_args(const gpuws_kernel *k, const gpuws_arg *ar
         } else if (got == 's') {
             if (args[i].v.local_bytes == 0)
                 return gpuws__error(GPUWS_ERR_ARGUMENTS, "kernel '%s' argument %zu: local memory of 0 bytes", k->name, i);
-            /* laid out one after another, each rounded up to the backend's alignment (CUDA and the CPU backend: 16
-             * bytes in one area; OpenCL places each region itself) */
-            const size_t align = k->ctx->backend->local_align ? k->ctx->backend->local_align : 1;
-            size_t rounded = (args[i].v.local_bytes + align - 1) / align * align;
+            /* each region rounded up to 16 bytes: CUDA's and the CPU backend's layout, and what NVIDIA's OpenCL
+             * needs too (a launch at the device's limit minus one byte fails there with CL_OUT_OF_RESOURCES) */
+            size_t rounded = (args[i].v.local_bytes + 15) & ~(size_t)15;
             if (rounded < args[i].v.local_bytes || gpuws__add_overflows(total, rounded, &total))
                 return gpuws__error(GPUWS_ERR_OVERFLOW, "kernel '%s': local memory sizes overflow", k->name);
         }

@@ -221,7 +221,6 @@ const gpuws__backend gpuws__backend_cpu = {
     .kernel_create = NULL, /* no built-in kernels: the algorithms run their references */
     .kernel_destroy = gpuws__cpu_kernel_destroy,
     .launch = cpu_launch,
-    .local_align = 16,
     .dialect = gpuws__dialect_cpu,
     .program_text = gpuws__cpu_program_text,
     .program_build = gpuws__cpu_program_build,

@@ -422,7 +422,6 @@ const gpuws__backend gpuws__backend_cuda = {
     .kernel_create = cuda_kernel_create,
     .kernel_destroy = cuda_kernel_destroy,
     .launch = cuda_launch,
-    .local_align = 16,
     .dialect = gpuws__dialect_cuda,
     .program_text = gpuws__cuda_program_text,
     .program_build = gpuws__cuda_program_build,

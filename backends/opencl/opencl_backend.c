@@ -1031,7 +1031,6 @@ const gpuws__backend gpuws__backend_opencl = {
     .kernel_create = ocl_kernel_create,
     .kernel_destroy = ocl_kernel_destroy,
     .launch = ocl_launch,
-    .local_align = 1,
     .dialect = gpuws__dialect_opencl,
     .program_build = ocl_program_build,
     .program_destroy = ocl_program_destroy,
