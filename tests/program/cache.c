@@ -304,3 +304,32 @@ Test(program, without_a_c_compiler_cpu_programs_are_unavailable_with_the_reason)
     gpuws_buffer_destroy(dc);
     gpuws_context_destroy(ctx);
 }
+
+#ifdef GPUWS_HAVE_CUDA
+/* Points the CUDA backend's NVRTC loader at another library name (NULL: the usual ones), for the next load. */
+void gpuws__cuda_nvrtc_library(const char *name);
+
+/* A machine without NVRTC (simulated: the loader looks for a library that is not there) still runs CUDA's built-in
+ * kernels, and says why it cannot build programs. */
+Test(program, without_nvrtc_cuda_programs_are_unavailable_with_the_reason)
+{
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_CUDA);
+    gpuws__cuda_nvrtc_library("libnvrtc-not-installed.so");
+    gpuws_program *p = NOT_SET;
+    TEST_FAILS(GPUWS_ERR_BACKEND_UNAVAILABLE, gpuws_program_create(ctx, test_probe_source, NULL, &p));
+    cr_assert_null(p, "no program, not a failed one: the source is not at fault");
+    cr_assert(strstr(gpuws_last_error(), "NVRTC") && strstr(gpuws_last_error(), "libnvrtc-not-installed.so"),
+              "the reason names NVRTC and the library: %s", gpuws_last_error());
+    cr_assert_eq(entries(NULL, 0), 0);
+    const float a[4] = {1, 2, 3, 4};
+    float c[4];
+    gpuws_buffer *da = test_buffer_from(ctx, a, sizeof a), *dc = test_buffer(ctx, sizeof c);
+    TEST_OK(gpuws_vector_add(NULL, GPUWS_F32, 4, da, da, dc));
+    TEST_OK(gpuws_buffer_read(dc, 0, c, sizeof c));
+    for (int i = 0; i < 4; i++) cr_assert_eq(c[i], 2 * a[i]);
+    gpuws_buffer_destroy(da);
+    gpuws_buffer_destroy(dc);
+    gpuws__cuda_nvrtc_library(NULL);
+    gpuws_context_destroy(ctx);
+}
+#endif
