@@ -1,4 +1,4 @@
-/* Convolution workloads: the workshop's exercise (bench/NOTES-convolve.md has the arithmetic and predictions).
+/* Convolution workloads: the workshop's exercise.
  *   convolve2d f32, f64      deltas (ones at [8::16, 8::16]) of 2048 x 2048 ⊛ the 15 x 15 Gaussian, mode full,
  *                            inputs on the device: 2062 x 2062 outputs x 225 taps = 1.91 GFLOP
  *   convolve2d f32+transfers the same, uploading the image and downloading the result (pinned host memory): the

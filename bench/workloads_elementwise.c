@@ -1,4 +1,4 @@
-/* Benchmark workloads for primes, ufunc, monte_carlo_pi and histogram (predictions: bench/NOTES-elementwise.md).
+/* Benchmark workloads for primes, ufunc, monte_carlo_pi and histogram.
  * Inputs are made on the host from fixed seeds and uploaded once; each check compares with the scalar reference
  * under the same rule as the tests (bit-exact for integers, the stated bounds for the ufuncs). */
 #include "bench.h"

@@ -1,7 +1,6 @@
 /* Benchmark workloads for matmul (f32_tiled, f64_tiled, f32_shared, f32_naive), transpose (f32) and l2_norm (f32).
  * Inputs are made on the host from fixed seeds and uploaded once; each run is one call, data stays on the device.
- * Checks use the bounds the test suites state (tests/test_matmul.c, tests/test_l2_norm.c; transpose is exact).
- * Predictions for the H100 are in bench/NOTES-matmul.md. */
+ * Checks use the bounds the test suites state (tests/test_matmul.c, tests/test_l2_norm.c; transpose is exact). */
 #include "bench.h"
 #include "l2_norm/l2_norm_ref.h"
 #include "matmul/matmul_ref.h"

@@ -1,4 +1,4 @@
-/* Benchmark workloads of the source finding (see bench/NOTES-label-sources.md for the counts and predictions):
+/* Benchmark workloads of the source finding:
  *   label/4conn       gpuws_label on the mask of the default synthetic sky (5 noise sigmas), the N read back
  *   sources/pipeline  gpuws_find_sources end to end: upload (from pinned memory), four steps, download
  * Sizes: small 512^2, default 2048^2 (the workshop's), large 4096^2. The sky is made on the host with the reference
