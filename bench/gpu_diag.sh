@@ -18,7 +18,7 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGPUWS_CUDA_ARCHITECTURES=90
     timeout 120 cmake --build build-gpu -j16 >>$L/build.log 2>&1 || { say "BUILD FAILED"; tail -30 $L/build.log >>"$S"; exit 1; }
 G=./build-gpu/tools/gpuws
 choice=""
-for v in default GPUWS_CONV_NO_UNROLL=1 GPUWS_CONVOLVE_PATH=direct; do
+for v in default GPUWS_TUNING=convolve_no_unroll=1 GPUWS_TUNING=convolve_path=direct; do
     e=(); [ "$v" != default ] && e=("$v")
     ours env ${e[@]+"${e[@]}"} timeout 45 $G selftest --backends opencl --algorithms convolve1d,convolve2d \
         --sizes small,default >$L/selftest-$v.txt 2>&1

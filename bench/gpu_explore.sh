@@ -3,7 +3,7 @@
 #   zs       zero_suppress_i16 kernel variants (bench/experiments/zs_variants.cu) against the copy ceiling
 #   mcpi     monte_carlo_pi kernel variants (bench/experiments/mcpi_variants.cu) and ncu pipe use of two of them
 #   bench    the rows still short of a goal, CUDA and NVIDIA OpenCL side by side
-#   oclprof  per-kernel device times on NVIDIA OpenCL (GPUWS_OPENCL_PROFILE=1) and on CUDA (ncu) for the
+#   oclprof  per-kernel device times on NVIDIA OpenCL (GPUWS_TUNING=opencl_profile=1) and on CUDA (ncu) for the
 #            multi-kernel rows, to split each OpenCL/CUDA gap into kernel time and launch gaps
 #   verify   the suites in VERIFY_TESTS on CUDA + NVIDIA OpenCL, then on PoCL, and compute-sanitizer (memcheck,
 #            racecheck, synccheck) over `gpuws selftest` of the algorithms in VERIFY_ALGS
@@ -244,7 +244,7 @@ fi
 
 if has oclprof; then
     PA=${OCLPROF_ALGS:-threshold,label,measure,convolve1d,ufunc/zero_suppress_i16}
-    ours env GPUWS_OPENCL_PROFILE=1 timeout 120 $G bench --backends opencl --platform NVIDIA --no-ceilings \
+    ours env GPUWS_TUNING=opencl_profile=1 timeout 120 $G bench --backends opencl --platform NVIDIA --no-ceilings \
         --algorithms "$PA" --size "${EXPLORE_SIZE:-default}" --repeat 3 --budget 0.05 \
         >"$LOGS/oclprof.txt" 2>&1
     log "opencl profile: rc=$?"
