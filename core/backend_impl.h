@@ -8,6 +8,7 @@
 #define GPUWS_BACKEND_IMPL_H
 
 #include "gpuws.h"
+#include "tuning.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -29,6 +30,7 @@ struct gpuws_context {
     struct gpuws_buffer *buffers;    /* live buffers and events, under lock: a context destroyed with some left */
     struct gpuws_event *events;      /* warns and releases them, so a late destroy of one finds it not live */
     long live_buffers, live_events;  /* under lock; a warning names leftovers at destroy */
+    gpuws__tuning tuning;            /* the knobs (core/tuning.h), read from GPUWS_TUNING when it is created */
 };
 
 #define GPUWS__MEMO_SLOTS 1 /* 0: convolve2d's last plan */

@@ -73,6 +73,7 @@ static gpuws_status context_open(const gpuws__backend *b, const char *filter, si
     gpuws_context *ctx = gpuws__calloc(1, sizeof *ctx);
     if (!ctx) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a context (%zu bytes)", sizeof *ctx);
     ctx->backend = b;
+    gpuws__tuning_from_env(&ctx->tuning); /* before the backend's context: it reads knobs too (opencl_events) */
     pthread_mutex_init(&ctx->lock, NULL);
     gpuws_status st = b->context_create(ctx, filter, index);
     if (st) {

@@ -1,8 +1,9 @@
 /* libFuzzer target: the FITS reader (tools/fits_io.c over cfitsio) on arbitrary bytes.
  *
  * Each input is written to a file and read with fits_read_image as "whatever the file holds", as float or as double
- * (by the input's length). fits_read_image runs cfitsio in a child process; GPUWS_FITS_IN_PROCESS=1 fuzzes cfitsio
- * in this process instead (its crashes are then libFuzzer crashes: use -fork=1 -ignore_crashes=1 to go on). A failure must come with a message and leave the image zeroed; a success must hold a 2-D image whose
+ * (by the input's length). fits_read_image runs cfitsio in a child process; GPUWS_TUNING=fits_in_process=1 fuzzes
+ * cfitsio in this process instead (its crashes are then libFuzzer crashes: use -fork=1 -ignore_crashes=1 to go on).
+ * A failure must come with a message and leave the image zeroed; a success must hold a 2-D image whose
  * every pixel can be read (ASan checks the allocation covers width * height elements). */
 #include "fits_io.h"
 

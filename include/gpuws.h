@@ -143,7 +143,8 @@ typedef struct gpuws_context_options {
  * Rules: every name in the list must be a known backend (else GPUWS_ERR_UNKNOWN_BACKEND listing the valid
  * names); names are tried in order and the first available one with the requested device wins; if none is,
  * the error says "<name> not available: <reason>" for each. There is never a silent fallback to a backend
- * that was not named. On error *ctx is set to NULL. */
+ * that was not named. On error *ctx is set to NULL. The context's tuning knobs come from GPUWS_TUNING, read
+ * here once (docs/tuning.md). */
 GPUWS_API gpuws_status gpuws_context_create(gpuws_context **ctx, const gpuws_context_options *options);
 /* Waits for the context's work and releases it. Streams, buffers and events still live are released with it (a
  * warning names the buffers and events, which the caller leaked): afterwards destroying one of them is a no-op and

@@ -5,7 +5,7 @@
  *
  * The case is test_convolve2d_separable's long-factor one: kh = 270 and kw = 300 taps (a whole block of 256 and a
  * partial one, kh longer than the image) on a 40 x 600 image, mode same, boundary symm; the tiled pair and the direct
- * pair (GPUWS_CONVOLVE_PATH), f32 and f64; each result also within rounding of the CPU backend's.
+ * pair (the knob convolve_path), f32 and f64; each result also within rounding of the CPU backend's.
  * Exit 0: all agree (and, under valgrind, nothing was read out of bounds: valgrind's --error-exitcode says so);
  * 1: a wrong result or a failed call, or no OpenCL CPU device while GPUWS_REQUIRE names opencl and
  * GPUWS_OPENCL_PLATFORM does not narrow the platforms (CI: PoCL must be there); 77 (ctest: skipped): no OpenCL CPU
@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
+#include "core/tuning.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -108,9 +109,8 @@ int main(void)
     for (int p = 0; p < 2; p++)
         for (int d = 0; d < 2; d++) {
             const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
-            setenv("GPUWS_CONVOLVE_PATH", paths[p], 1);
             size_t n = 0, n2 = 0;
-            if (run(ocl, dt, img, col, row, got, &n) || run(cpu, dt, img, col, row, want, &n2) || n != n2) {
+            if (gpuws__tuning_set(ocl, "convolve_path", paths[p]) || run(ocl, dt, img, col, row, got, &n) || run(cpu, dt, img, col, row, want, &n2) || n != n2) {
                 failures++;
                 continue;
             }

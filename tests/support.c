@@ -1,6 +1,8 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "support.h"
 
+#include "core/tuning.h"
+
 #include <ctype.h>
 #include <ftw.h>
 #include <limits.h>
@@ -45,6 +47,12 @@ static _Noreturn void skip_or_fail(const char *backend, const char *why)
         criterion_abort_test(); /* not reached: an assert failure aborts the test */
     }
     cr_skip_test("%s: %s", backend, why);
+}
+
+void test_tune(gpuws_context *ctx, const char *knob, const char *value)
+{
+    cr_assert_eq(gpuws__tuning_set(ctx, knob, value), GPUWS_OK, "%s=%s: %s", knob, value ? value : "(default)",
+                 gpuws_last_error());
 }
 
 gpuws_context *test_open(gpuws_backend_kind kind)

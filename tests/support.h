@@ -37,6 +37,8 @@ extern gpuws_backend_kind test_backends[TEST_BACKENDS];
  * skipped with the reason, unless the backend is named in GPUWS_REQUIRE, in which case the test fails.
  * The OpenCL device honours GPUWS_OPENCL_PLATFORM / GPUWS_DEVICE. Never returns NULL. */
 gpuws_context *test_open(gpuws_backend_kind kind);
+/* Sets a tuning knob of ctx (core/tuning.h, docs/tuning.md; value NULL: its default), asserting it was accepted. */
+void test_tune(gpuws_context *ctx, const char *knob, const char *value);
 /* Skip (or fail, if required) when the context cannot run dtype (fp64 on OpenCL devices without it). */
 void test_require_dtype(gpuws_context *ctx, gpuws_dtype dtype);
 bool test_is_required(const char *backend_name);

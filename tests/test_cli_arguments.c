@@ -231,6 +231,9 @@ static const cli_case cli_cases[] = {
      {"selftest", "--backends", "cpu", "--algorithms", "vector_add", "--sizes", "small", "--sizes", "small"},
      2,
      "--sizes given twice"},
+    /* tuning */
+    {"tuning_unknown_option", {"tuning", "--json"}, 2, "gpuws tuning: unexpected argument '--json'"},
+    {"tuning_markdown_twice", {"tuning", "--markdown", "--markdown"}, 2, "gpuws tuning: --markdown given twice"},
 };
 #define N_CLI (sizeof cli_cases / sizeof cli_cases[0])
 

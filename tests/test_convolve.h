@@ -1,6 +1,7 @@
 /* Shared by tests/test_convolve2d.c, test_convolve2d_separable.c and test_convolve1d.c: the targets every
  * convolution test runs on, the 2-D suites' problem, random data and host conversions. Targets: the CPU backend (the reference itself), and on CUDA and OpenCL both kernels, the tiled
- * one (what GPUs run) and the direct one (what CPU devices run, and the fallback), forced with GPUWS_CONVOLVE_PATH. */
+ * one (what GPUs run) and the direct one (what CPU devices run, and the fallback), forced with the knob
+ * convolve_path. */
 #ifndef GPUWS_TEST_CONVOLVE_H
 #define GPUWS_TEST_CONVOLVE_H
 
@@ -25,8 +26,9 @@ static const target targets[] = {{GPUWS_BACKEND_CPU, PATH_NONE},     {GPUWS_BACK
 
 static gpuws_context *open_target(const target *t)
 {
-    if (t->path != PATH_NONE) setenv("GPUWS_CONVOLVE_PATH", path_names[t->path], 1);
-    return test_open(t->backend);
+    gpuws_context *ctx = test_open(t->backend);
+    if (t->path != PATH_NONE) test_tune(ctx, "convolve_path", path_names[t->path]);
+    return ctx;
 }
 
 static const char *target_name(const target *t)

@@ -239,35 +239,31 @@ ParameterizedTest(random_case *c, convolve1d, agrees_with_reference_in_every_mod
     gpuws_context_destroy(ctx);
 }
 
-/* The GPU drivers' knobs (docs/algorithms/convolve.md) change which kernel runs and how its grid walks the tiles:
- * each setting must still give the reference's results. "old" runs the tiled kernel on the short filters the stream
- * kernel takes; one block per compute unit makes each stream block walk many tiles through both of its buffers (on
- * a GPU the default grid gives most blocks one or two tiles of these sizes). */
+/* The stream kernel's grid (the knob convolve1d_blocks_per_cu, docs/tuning.md) changes how its blocks walk the
+ * tiles: one block per compute unit makes each block walk many tiles through both of its buffers (on a GPU the
+ * default grid gives most blocks one or two tiles of these sizes), and must still give the reference's results. */
 typedef struct {
     gpuws_backend_kind backend;
     gpuws_dtype dtype;
-    int knob; /* 0: GPUWS_CONVOLVE1D_KERNEL=old, 1: GPUWS_CONVOLVE1D_BLOCKS_PER_CU=1 */
 } knob_case;
 
 ParameterizedTestParameters(convolve1d, gpu_kernel_knobs_keep_the_results)
 {
-    static knob_case cases[2 * 2 * 2];
+    static knob_case cases[2 * 2];
     size_t k = 0;
     for (int b = 0; b < 2; b++)
         for (int d = 0; d < 2; d++)
-            for (int knob = 0; knob < 2; knob++)
-                cases[k++] = (knob_case){b ? GPUWS_BACKEND_CUDA : GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32, knob};
+            cases[k++] = (knob_case){b ? GPUWS_BACKEND_CUDA : GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32};
     return cr_make_param_array(knob_case, cases, k);
 }
 
 ParameterizedTest(knob_case *c, convolve1d, gpu_kernel_knobs_keep_the_results)
 {
     const target t = {c->backend, PATH_TILED};
-    if (c->knob == 0) setenv("GPUWS_CONVOLVE1D_KERNEL", "old", 1);
-    else setenv("GPUWS_CONVOLVE1D_BLOCKS_PER_CU", "1", 1);
     gpuws_context *ctx = open_target(&t);
+    test_tune(ctx, "convolve1d_blocks_per_cu", "1");
     test_require_dtype(ctx, c->dtype);
-    check_every_mode(ctx, c->knob ? "1 block per CU" : "old kernel", c->dtype, 3u << 18, 15, 41);
+    check_every_mode(ctx, "1 block per CU", c->dtype, 3u << 18, 15, 41);
     gpuws_context_destroy(ctx);
 }
 

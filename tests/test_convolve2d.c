@@ -414,21 +414,21 @@ ParameterizedTest(const target *t, convolve2d, nan_and_inf_reach_exactly_the_out
 
 /* ---- the tiled kernel's configurations ------------------------------------------------------------------------- */
 
-/* The tiled kernel on `kind` with the knob `env` set to each of `values` in turn, against the reference. */
-static void tiled_with_each(gpuws_backend_kind kind, const problem *p, const char *env, const char *const *values, size_t n)
+/* The tiled kernels on ctx (a context of `kind`) with the knob `knob` (docs/tuning.md) set to each of `values` in
+ * turn, against the reference; the knob keeps the last value. */
+static void tiled_with_each(gpuws_backend_kind kind, gpuws_context *ctx, const problem *p, const char *knob,
+                            const char *const *values, size_t n)
 {
-    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
-    gpuws_context *ctx = test_open(kind);
+    test_tune(ctx, "convolve_path", "tiled");
     double *image = random_values(p->h * p->w, test_seed(false)), *kernel = random_values(p->kh * p->kw, 5);
     for (size_t i = 0; i < n; i++) {
-        setenv(env, values[i], 1);
+        test_tune(ctx, knob, values[i]);
         char what[96];
-        snprintf(what, sizeof what, "%s tiled, %s=%s", test_backend_name(kind), env, values[i]);
+        snprintf(what, sizeof what, "%s tiled, %s=%s", test_backend_name(kind), knob, values[i]);
         check_both_dtypes(ctx, p, image, kernel, what);
     }
     free(image);
     free(kernel);
-    gpuws_context_destroy(ctx);
 }
 
 /* Kernels larger than a tile's shared-memory budget are processed in blocks (rows x columns, columns a multiple
@@ -436,16 +436,20 @@ static void tiled_with_each(gpuws_backend_kind kind, const problem *p, const cha
 GPU_BACKEND_TEST(convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
 {
     problem p = {45, 83, 0, 15, 19, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}};
-    static const char *const caps[] = {"15,8", "4,16", "7,24", "1,8"};
-    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_KERNEL_BLOCK", caps, 4);
+    static const char *const caps[] = {"15x8", "4x16", "7x24", "1x8"};
+    gpuws_context *ctx = test_open(*kind);
+    tiled_with_each(*kind, ctx, &p, "convolve2d_kernel_block", caps, 4);
+    gpuws_context_destroy(ctx);
 }
 
 /* The driver picks the block shape from a cost model; every shape it may pick must compute the same thing. */
 GPU_BACKEND_TEST(convolve2d, every_block_shape_agrees_with_the_reference)
 {
     problem p = {250, 141, 0, 5, 11, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}};
-    static const char *const warps[] = {"2,1", "1,2", "4,1", "2,2", "1,4", "8,1", "4,2", "2,4"};
-    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_WARPS", warps, sizeof warps / sizeof warps[0]);
+    static const char *const warps[] = {"2x1", "1x2", "4x1", "2x2", "1x4", "8x1", "4x2", "2x4"};
+    gpuws_context *ctx = test_open(*kind);
+    tiled_with_each(*kind, ctx, &p, "convolve2d_warps", warps, sizeof warps / sizeof warps[0]);
+    gpuws_context_destroy(ctx);
 }
 
 /* The driver keeps the last call's plan on the stream for the next call of the same shape: calls that change the
@@ -453,8 +457,8 @@ GPU_BACKEND_TEST(convolve2d, every_block_shape_agrees_with_the_reference)
  * leave outputs unwritten; large after small: too few tiles) each agree with the reference. */
 GPU_BACKEND_TEST(convolve2d, a_stream_replans_for_each_new_shape)
 {
-    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
     gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "convolve_path", "tiled");
     const problem calls[] = {
         {37, 41, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
         {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
@@ -568,27 +572,32 @@ BACKEND_TEST(convolve2d, bad_input_is_refused_and_leaves_out_untouched)
     gpuws_context_destroy(ctx);
 }
 
-/* GPUWS_CONVOLVE2D_KERNEL picks the tiled kernel: the generic one (any size) or the one compiled for the kernel's
- * width (1..16, the default where it applies); both on the workshop's 15 x 15. */
+/* The tiled kernel is the one compiled for the kernel's width where it applies (1..16 columns), the generic one past
+ * that: the workshop's 15 x 15, and 15 x 17, on every block shape. */
 GPU_BACKEND_TEST(convolve2d, generic_and_fixed_width_kernels_agree_with_the_reference)
 {
     problem p = {61, 150, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
-    static const char *const kernels[] = {"generic", "fixed"};
-    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_KERNEL", kernels, 2);
+    static const char *const warps[] = {"auto", "2x1", "2x2", "4x2"};
+    gpuws_context *ctx = test_open(*kind);
+    tiled_with_each(*kind, ctx, &p, "convolve2d_warps", warps, sizeof warps / sizeof warps[0]);
+    p.kw = 17;
+    tiled_with_each(*kind, ctx, &p, "convolve2d_warps", warps, sizeof warps / sizeof warps[0]);
+    gpuws_context_destroy(ctx);
 }
 
 /* The fixed kernel computes the first output rows in whole tiles (5 rows per thread) and the rest in thin ones (1
  * row per thread), so that the grid's last blocks spread over the whole device (plan_split in convolve2d.c).
- * GPUWS_CONVOLVE2D_SPLIT forces whole tiles only, thin ones only, or a number of whole tile rows. Mode full of a
+ * The knob convolve2d_split forces whole tiles only, thin ones only, or a number of whole tile rows. Mode full of a
  * 150 x 90 image with a 9 x 13 kernel gives 158 output rows, 4 tile rows of 40 at 2 x 1 warps: splits after 1, 2
  * and 3 of them leave 118, 78 and 38 rows of 8-row thin tiles, the last one partly past the edge. */
 GPU_BACKEND_TEST(convolve2d, whole_and_thin_tiles_agree_with_the_reference)
 {
-    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
-    setenv("GPUWS_CONVOLVE2D_WARPS", "2,1", 1);
+    gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "convolve2d_warps", "2x1");
     problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0}};
     static const char *const splits[] = {"off", "all", "1", "2", "3", "99"};
-    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_SPLIT", splits, sizeof splits / sizeof splits[0]);
+    tiled_with_each(*kind, ctx, &p, "convolve2d_split", splits, sizeof splits / sizeof splits[0]);
+    gpuws_context_destroy(ctx);
 }
 
 /* On CUDA, f32 plans of 2 x 2 warps run as persistent blocks that take the fixed kernel's tiles from a ticket counter
@@ -600,37 +609,37 @@ GPU_BACKEND_TEST(convolve2d, whole_and_thin_tiles_agree_with_the_reference)
  * symm, which CUDA runs with another kernel than fill's. */
 GPU_BACKEND_TEST(convolve2d, persistent_blocks_cover_every_tile_call_after_call)
 {
-    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
-    setenv("GPUWS_CONVOLVE2D_WARPS", "2,2", 1);
-    setenv("GPUWS_CONVOLVE2D_SPLIT", "1", 1);
+    gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "convolve2d_warps", "2x2");
+    test_tune(ctx, "convolve2d_split", "1");
     problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
     static const char *const grids[] = {"1", "2", "3", "7", "tiles", "1000000", "1", "tiles"};
-    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_GRID", grids, sizeof grids / sizeof grids[0]);
+    tiled_with_each(*kind, ctx, &p, "convolve2d_grid", grids, sizeof grids / sizeof grids[0]);
     static const char *const persist[] = {"0", "1", "0", "1"};
-    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_PERSIST", persist, sizeof persist / sizeof persist[0]);
+    tiled_with_each(*kind, ctx, &p, "convolve2d_persist", persist, sizeof persist / sizeof persist[0]);
     /* CUDA has a kernel for boundary fill (the rule a constant) and one for any rule: the other one too */
     static const char *const some[] = {"1", "3", "tiles"};
     p.opt.boundary = GPUWS_BOUNDARY_WRAP;
-    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_GRID", some, sizeof some / sizeof some[0]);
+    tiled_with_each(*kind, ctx, &p, "convolve2d_grid", some, sizeof some / sizeof some[0]);
     p.opt.boundary = GPUWS_BOUNDARY_SYMM;
-    tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_GRID", some, sizeof some / sizeof some[0]);
+    tiled_with_each(*kind, ctx, &p, "convolve2d_grid", some, sizeof some / sizeof some[0]);
+    gpuws_context_destroy(ctx);
 }
 
-/* The fixed kernel's plan of 2 x 2 warps (CUDA's persistent kernel), on `grid` blocks. */
-static void fixed_2x2_on_blocks(const char *grid)
+/* The fixed kernel's plan of 2 x 2 warps (CUDA's persistent kernel) on ctx, on `grid` blocks. */
+static void fixed_2x2_on_blocks(gpuws_context *ctx, const char *grid)
 {
-    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
-    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
-    setenv("GPUWS_CONVOLVE2D_WARPS", "2,2", 1);
-    setenv("GPUWS_CONVOLVE2D_GRID", grid, 1);
+    test_tune(ctx, "convolve_path", "tiled");
+    test_tune(ctx, "convolve2d_warps", "2x2");
+    test_tune(ctx, "convolve2d_grid", grid);
 }
 
 /* Calls on two streams of one context, interleaved without waiting, 3 persistent blocks each (on CUDA): each stream
  * has its own tile counter, so neither call takes the other's tiles. */
 GPU_BACKEND_TEST(convolve2d, two_streams_keep_their_own_tile_counters)
 {
-    fixed_2x2_on_blocks("3");
     gpuws_context *ctx = test_open(*kind);
+    fixed_2x2_on_blocks(ctx, "3");
     const problem p = {200, 140, 0, 7, 5, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}};
     size_t oh, ow;
     TEST_OK(gpuws_convolve2d_output_shape(p.h, p.w, p.kh, p.kw, p.opt.mode, &oh, &ow));
@@ -676,9 +685,9 @@ ParameterizedTestParameters(convolve2d, tile_tickets_wrap_around_2_to_the_32)
  * driver's base: a miscount would make a later call skip tiles or compute some twice. */
 ParameterizedTest(gpuws_backend_kind *kind, convolve2d, tile_tickets_wrap_around_2_to_the_32)
 {
-    setenv("GPUWS_CONVOLVE2D_SPLIT", "1", 1);
-    fixed_2x2_on_blocks("3");
     gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "convolve2d_split", "1");
+    fixed_2x2_on_blocks(ctx, "3");
     gpuws_stream *s;
     gpuws_buffer *tickets;
     uint32_t base, word;
@@ -710,9 +719,8 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, tile_tickets_wrap_around
  * heights 1..5 (below, at and above the 5 rows a thread computes), every mode and boundary in turn. */
 GPU_BACKEND_TEST(convolve2d, every_fixed_width_agrees_with_the_reference)
 {
-    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
-    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
     gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "convolve_path", "tiled");
     for (size_t kw = 1; kw <= 16; kw++) {
         problem p = {23, 70, 0, kw % 5 + 1, kw, {(gpuws_convolve_mode)(kw % 3), (gpuws_convolve_boundary)(kw / 3 % 3), 0.25}};
         double *image = random_values(p.h * p.w, test_seed(false) + kw), *kernel = random_values(p.kh * p.kw, kw);
@@ -727,18 +735,17 @@ GPU_BACKEND_TEST(convolve2d, every_fixed_width_agrees_with_the_reference)
 
 /* Tiles that lie inside the image are staged with vector copies as wide as the row starts' alignment allows (16
  * bytes, 8, or element by element: base column on - (kw - 1) and the row stride decide); the rest, and every tile
- * with GPUWS_CONVOLVE2D_STAGE=general, go through the boundary rule. A 130 x 300 image has interior tiles for a
+ * with the knob convolve2d_stage=general, go through the boundary rule. A 130 x 300 image has interior tiles for a
  * 15 x 15 kernel; full / same / valid give base columns -14 / -7 / 0, the strides 300 / 302 / 301 alignments of 4, 2
  * and 1 elements, so every copy width and the fallback run for f32 and f64. */
 GPU_BACKEND_TEST(convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_width)
 {
-    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
-    setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
     gpuws_context *ctx = test_open(*kind);
-    static const char *const stage[] = {"vector", "general"};
+    test_tune(ctx, "convolve_path", "tiled");
+    static const char *const stage[] = {"auto", "general"};
     static const size_t strides[] = {300, 302, 301};
     for (size_t si = 0; si < 2; si++) {
-        setenv("GPUWS_CONVOLVE2D_STAGE", stage[si], 1);
+        test_tune(ctx, "convolve2d_stage", stage[si]);
         for (size_t k = 0; k < 3; k++) {
             problem p = {130, 300, strides[k], 15, 15, {(gpuws_convolve_mode)k, GPUWS_BOUNDARY_SYMM, 0.0}};
             double *image = random_values(image_elems(&p), test_seed(false) + k), *kernel = random_values(p.kh * p.kw, 7);
@@ -750,6 +757,5 @@ GPU_BACKEND_TEST(convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_wi
             free(kernel);
         }
     }
-    unsetenv("GPUWS_CONVOLVE2D_STAGE");
     gpuws_context_destroy(ctx);
 }

@@ -18,7 +18,7 @@
  * the call never wrote fails the comparison; a refused call must leave every element 12345. Padding between rows
  * (row_stride > width) is NaN, so reading it poisons an output. Targets: those of test_convolve.h, the CPU backend
  * and on OpenCL and CUDA both pairs of passes, the tiled one (what GPUs run) and the direct one (what CPU devices
- * run), forced with GPUWS_CONVOLVE_PATH as for gpuws_convolve2d. */
+ * run), forced with the knob convolve_path as for gpuws_convolve2d. */
 #include "test_convolve.h"
 #include "convolve2d/convolve2d_ref.h"
 

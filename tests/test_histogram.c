@@ -211,10 +211,10 @@ ParameterizedTest(h_case *c, histogram, matches_reference_bit_for_bit)
  * without fp64 gives the same counts as the device-made one. */
 BACKEND_TEST(histogram, chunked_counting_and_host_edges_agree)
 {
-    setenv("GPUWS_HISTOGRAM_CHUNK", "4092", 1);
     gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "histogram_chunk", "4092");
     for (int host_edges = 0; host_edges < 2; host_edges++) {
-        setenv("GPUWS_HISTOGRAM_HOST_EDGES", host_edges ? "1" : "0", 1);
+        test_tune(ctx, "histogram_host_edges", host_edges ? "1" : "0");
         for (int d = 0; d < 2; d++) {
             const gpuws_dtype dt = d ? GPUWS_I32 : GPUWS_F32;
             const size_t n = 50001;

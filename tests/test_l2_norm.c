@@ -20,7 +20,7 @@
 #include <string.h>
 
 typedef enum { KERNEL_AUTO = 0, KERNEL_GROUP, KERNEL_ROWS } l2_kernel;
-static const char *const kernel_env[] = {NULL, "group", "rows"}; /* GPUWS_L2_NORM_KERNEL */
+static const char *const kernel_knob[] = {NULL, "group", "rows"}; /* the knob l2_norm_kernel */
 
 typedef struct {
     gpuws_backend_kind backend;
@@ -39,8 +39,8 @@ static const size_t shapes[][2] = {{1, 1},     {7, 3},    {1000, 31},  {100, 32}
 
 static void open_for(const l2_case *c, gpuws_context **ctx)
 {
-    if (kernel_env[c->kernel]) setenv("GPUWS_L2_NORM_KERNEL", kernel_env[c->kernel], 1); /* own process per test */
     *ctx = test_open(c->backend);
+    if (kernel_knob[c->kernel]) test_tune(*ctx, "l2_norm_kernel", kernel_knob[c->kernel]);
     test_require_dtype(*ctx, c->dtype);
 }
 
@@ -211,7 +211,7 @@ ParameterizedTest(l2_case *c, l2_norm, every_row_within_the_error_bound)
     void *got = run(ctx, c->dtype, c->rows, c->cols, x);
     char what[64];
     snprintf(what, sizeof what, "%s %s kernel=%s", test_backend_name(c->backend), gpuws_dtype_name(c->dtype),
-             kernel_env[c->kernel] ? kernel_env[c->kernel] : "auto");
+             kernel_knob[c->kernel] ? kernel_knob[c->kernel] : "auto");
     for (size_t r = 0; r < c->rows; r++)
         check_norm(c->dtype, element(c->dtype, got, r), oracle(c->dtype, x, c->cols, r), ORACLE_ERR(c->cols), c->cols, what, r);
     free(got);
@@ -273,7 +273,7 @@ ParameterizedTest(l2_case *c, l2_norm, special_values_and_range_ends)
     void *got = run(ctx, c->dtype, ROWS, cols, x);
     char what[64];
     snprintf(what, sizeof what, "%s %s cols=%zu kernel=%s", test_backend_name(c->backend), gpuws_dtype_name(c->dtype),
-             cols, kernel_env[c->kernel] ? kernel_env[c->kernel] : "auto");
+             cols, kernel_knob[c->kernel] ? kernel_knob[c->kernel] : "auto");
     for (size_t r = 0; r < ROWS; r++)
         check_norm(c->dtype, element(c->dtype, got, r), oracle(c->dtype, x, cols, r), ORACLE_ERR(cols), cols, what, r);
     /* and the answers that need no oracle */

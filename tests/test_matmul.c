@@ -26,7 +26,7 @@ typedef struct {
     gpuws_dtype dtype;
     gpuws_matmul_variant variant;
     size_t m, n, k;
-    bool large_tile;  /* GPUWS_MATMUL_TILE=large for the run: the GPUs' tile shape (else the driver's choice) */
+    bool large_tile;  /* the knob matmul_tile=large: the GPUs' tile shape (else the driver's choice) */
     bool fresh_seed;
 } mm_case;
 
@@ -59,8 +59,8 @@ static void *make_matrix(gpuws_dtype dt, size_t count, uint64_t seed, bool integ
 /* Runs the case on its backend and returns C on the host; checks the guard and that every element was written. */
 static void *run_case(const mm_case *c, const void *a, const void *b)
 {
-    if (c->large_tile) setenv("GPUWS_MATMUL_TILE", "large", 1); /* each Criterion test runs in its own process */
     gpuws_context *ctx = test_open(c->backend);
+    if (c->large_tile) test_tune(ctx, "matmul_tile", "large");
     test_require_dtype(ctx, c->dtype);
     const size_t es = gpuws_dtype_size(c->dtype), cbytes = c->m * c->n * es;
     gpuws_buffer *da = test_buffer_from(ctx, a, c->m * c->k * es), *db = test_buffer_from(ctx, b, c->k * c->n * es);

@@ -422,8 +422,8 @@ BACKEND_TEST(measure, bad_input_is_refused_and_writes_nothing)
  * Forcing 3 groups runs that loop (state reset between tiles) here too. */
 Test(measure, tile_loop_on_opencl)
 {
-    setenv("GPUWS_MEASURE_GROUPS", "3", 1);
     gpuws_context *ctx = test_open(GPUWS_BACKEND_OPENCL);
+    test_tune(ctx, "measure_groups", "3");
     const meas_case shapes[] = {
         {GPUWS_BACKEND_OPENCL, L_BLOCKS, 640, 480, 12, false},
         {GPUWS_BACKEND_OPENCL, L_DISCS, 517, 389, 60, false},

@@ -179,13 +179,13 @@ BACKEND_TEST(reduce, edge_values)
     gpuws_context_destroy(ctx);
 }
 
-/* The compensated float accumulation used on OpenCL devices without fp64, forced on (GPUWS_REDUCE_F32_ACC=float).
+/* The compensated float accumulation used on OpenCL devices without fp64, forced on (the knob reduce_f32_acc=float).
  * Bound: Kahan per work-item (2u|s| each) and a pairwise tree of depth <= 2*log2(1024)+... over the partials:
  * (2 + 2*ceil(log2 n)) * 2^-24 * sum|x|. */
 Test(reduce, float_accumulation_path_on_opencl)
 {
-    setenv("GPUWS_REDUCE_F32_ACC", "float", 1);
     gpuws_context *ctx = test_open(GPUWS_BACKEND_OPENCL);
+    test_tune(ctx, "reduce_f32_acc", "float");
     const size_t n = (1u << 22) + 3;
     float *x = malloc(n * sizeof *x);
     cr_assert(x);

@@ -393,8 +393,8 @@ BACKEND_TEST(sigma_clip, even_counts_average_the_two_middle_values)
  * per work-item. Forcing 300 groups runs that path here too. */
 Test(sigma_clip, many_work_groups_on_opencl)
 {
-    setenv("GPUWS_SIGMA_CLIP_GROUPS", "300", 1);
     gpuws_context *ctx = test_open(GPUWS_BACKEND_OPENCL);
+    test_tune(ctx, "sigma_clip_groups", "300");
     const size_t sizes[] = {262147, 1000, 1};
     for (size_t i = 0; i < 3; i++) {
         float *x = make_sky(sizes[i], test_seed(false) + 17, 0.0, 50, sizes[i] > 5 ? 5 : 0);

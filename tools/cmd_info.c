@@ -27,7 +27,8 @@ static int cmd_info(int argc, char **argv)
     if (argc > 1) {
         if (strcmp(argv[1], "--help") != 0) fprintf(stderr, "gpuws info: unexpected argument '%s'\n", argv[1]);
         printf("usage: gpuws info\n  Lists backends, devices and the device GPUWS_BACKEND / GPUWS_DEVICE / "
-               "GPUWS_OPENCL_PLATFORM select.\n  Exits 1 when the environment selects no device.\n");
+               "GPUWS_OPENCL_PLATFORM select,\n  and GPUWS_TUNING. Exits 1 when the environment selects no device.\n"
+               "  `gpuws tuning` lists every environment variable and knob (docs/tuning.md).\n");
         return strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
     printf("gpuws %d.%d.%d\n\nbackends:\n", GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH);
@@ -61,6 +62,8 @@ static int cmd_info(int argc, char **argv)
         printf("%s%s=%s", i ? ", " : "", env[i], v && *v ? v : "<unset>");
     }
     printf("):\n");
+    const char *tuning = getenv("GPUWS_TUNING");
+    if (tuning && *tuning) printf("  GPUWS_TUNING=%s (`gpuws tuning` shows the knobs' values)\n", tuning);
     gpuws_context *ctx;
     gpuws_status st = gpuws_context_create(&ctx, NULL);
     if (st) {

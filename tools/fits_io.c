@@ -1,5 +1,7 @@
 #include "fits_io.h"
 
+#include "core/tuning.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,7 +223,8 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
 /* cfitsio 4.2 crashes on some corrupt files (found by fuzz/fuzz_fits: an integer division by zero while parsing a
  * tile-compressed image's header, out-of-bounds reads in the Rice decoder), so the file is read in a child process
  * that sends the image back through a pipe. A crash there is a "corrupt file" error here, not the end of the
- * caller. If the child cannot be started, or GPUWS_FITS_IN_PROCESS=1, the file is read in this process. */
+ * caller. If the child cannot be started, or with the knob fits_in_process=1 (GPUWS_TUNING), the file is read in
+ * this process. */
 typedef struct {
     int rc, is_double, hdu, bitpix;
     size_t width, height;
@@ -247,9 +250,10 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
 {
     memset(img, 0, sizeof *img);
     int fd[2];
-    /* GPUWS_FITS_IN_PROCESS=1: no child (fuzzing cfitsio itself, debuggers) */
-    const char *inproc = getenv("GPUWS_FITS_IN_PROCESS");
-    if (!path || (inproc && strcmp(inproc, "1") == 0) || pipe(fd) != 0) return read_here(path, want_double, img, err, errlen);
+    /* fits_in_process=1: no child (fuzzing cfitsio itself, debuggers) */
+    gpuws__tuning t;
+    gpuws__tuning_from_env(&t);
+    if (!path || t.fits_in_process || pipe(fd) != 0) return read_here(path, want_double, img, err, errlen);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {

@@ -338,7 +338,8 @@ static gpuws_status cuda_kernel_create(gpuws_kernel *k)
     if (e != cudaSuccess) {
         cudaGetLastError();
         return gpuws__error(cuda_status(e), "kernel '%s' cannot run on %s (%s): %s (%d); rebuild with its architecture in "
-                            "GPUWS_CUDA_ARCHITECTURES", k->name, k->ctx->info.name, k->ctx->info.platform, cudaGetErrorName(e), (int)e);
+                            "GPUWS_CUDA_ARCHITECTURES (CMake)", k->name, k->ctx->info.name, k->ctx->info.platform,
+                            cudaGetErrorName(e), (int)e);
     }
     size_t n = strlen(found->sig);
     if (n > GPUWS__SIG_MAX) return gpuws__error(GPUWS_ERR_INTERNAL, "kernel '%s' has too many parameters", k->name);

@@ -329,8 +329,8 @@ static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, s
     cl_uint bits = 0;
     ocl.clGetDeviceInfo(c->dev, CL_DEVICE_ADDRESS_BITS, sizeof bits, &bits, NULL);
     c->max_global = bits == 0 || bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
-    const char *m = gpuws__getenv("GPUWS_OPENCL_EVENTS");
-    atomic_init(&c->kernel_markers, m ? gpuws__strcasecmp(m, "kernel") == 0 : !markers_have_times(c));
+    const int m = ctx->tuning.opencl_events;
+    atomic_init(&c->kernel_markers, m != GPUWS__EVENTS_AUTO ? m == GPUWS__EVENTS_KERNEL : !markers_have_times(c));
     ctx->impl = c;
     return GPUWS_OK;
 }
@@ -921,20 +921,10 @@ static gpuws_status set_args(ocl_kernel *ok, const gpuws_arg *args, size_t nargs
     return GPUWS_OK;
 }
 
-/* GPUWS_OPENCL_PROFILE=1: every launch waits for its kernel and prints the kernel's own run time (the profiling
+/* The knob opencl_profile=1: every launch waits for its kernel and prints the kernel's own run time (the profiling
  * END - START of its event) to stderr. A diagnostic: it serialises the queue, so it shows what each kernel costs
  * on the device, not the gaps between launches (compare the sum with an event-timed run of the same work). */
-static bool profile_kernels(void)
-{
-    static atomic_int cached = -1;
-    int v = atomic_load(&cached);
-    if (v < 0) {
-        const char *e = gpuws__getenv("GPUWS_OPENCL_PROFILE");
-        v = e && *e && strcmp(e, "0") != 0;
-        atomic_store(&cached, v);
-    }
-    return v != 0;
-}
+static bool profile_kernels(const gpuws_context *ctx) { return ctx->tuning.opencl_profile; }
 
 /* what: the kernel's name or the command's, where: its grid or size, already formatted. */
 static void print_command_time(cl_event ev, const char *what, const char *where)
@@ -959,11 +949,11 @@ static void print_kernel_time(cl_event ev, const char *name, const gpuws_launch_
     print_command_time(ev, name, where);
 }
 
-/* Fills are timed by GPUWS_OPENCL_PROFILE=1 as kernels are (some drivers implement them as their own kernels). */
+/* Fills are timed by opencl_profile=1 as kernels are (some drivers implement them as their own kernels). */
 static gpuws_status ocl_fill(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pat, size_t ps, size_t n)
 {
     cl_event ev = NULL;
-    CHECK_CL(ocl.clEnqueueFillBuffer(Q(s), MEM(b), pat, ps, off, n, 0, NULL, profile_kernels() ? &ev : NULL),
+    CHECK_CL(ocl.clEnqueueFillBuffer(Q(s), MEM(b), pat, ps, off, n, 0, NULL, profile_kernels(s->ctx) ? &ev : NULL),
              "clEnqueueFillBuffer of %zu bytes", n);
     if (ev) {
         char where[64];
@@ -988,7 +978,7 @@ static gpuws_status ocl_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_lau
                                 (unsigned long long)OCTX(s->ctx)->max_global, s->ctx->info.name);
     }
     cl_uint dims = (cfg->grid[2] > 1 || cfg->block[2] > 1) ? 3 : (cfg->grid[1] > 1 || cfg->block[1] > 1) ? 2 : 1;
-    const bool profile = profile_kernels();
+    const bool profile = profile_kernels(s->ctx);
     cl_event ev = NULL;
     pthread_mutex_lock(&ok->lock);
     gpuws_status st = set_args(ok, args, nargs, k->name);

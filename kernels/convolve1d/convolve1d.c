@@ -2,9 +2,8 @@
  *   the stream kernel (GPUs, filters of up to 248 f32 / 120 f64 taps: the memory-bound case),
  *   the tiled kernel (GPUs, longer filters: arithmetic-bound), or
  *   the direct kernel (CPU OpenCL devices).
- * Knobs: GPUWS_CONVOLVE_PATH=tiled|direct forces the GPU kernels (stream or tiled) or the direct one;
- * GPUWS_CONVOLVE1D_KERNEL=old runs the tiled kernel where the stream one would run (A/B);
- * GPUWS_CONVOLVE1D_BLOCKS_PER_CU=N sizes the stream kernel's persistent grid (default: its residency). */
+ * Knobs (ctx->tuning, docs/tuning.md): convolve_path=tiled|direct forces the GPU kernels (stream or tiled) or the
+ * direct one; convolve1d_blocks_per_cu=N sizes the stream kernel's persistent grid (default: its residency). */
 #include "../common/driver.h"
 #include "convolve1d_ref.h"
 #include "convolve1d_stream.h"
@@ -16,8 +15,8 @@
  * and on NVIDIA's OpenCL with the register caps that __launch_bounds__ gives the CUDA stream kernels (it has no
  * __launch_bounds__; one cap per program, so one program per dtype). The tiled and direct kernels come from a
  * program without them: PoCL 5 aborts building work-group functions in the program that holds the stream kernels
- * (the whole test_convolve1d suite crashed there on 2026-11-21), and CPU devices run the direct kernel. With
- * GPUWS_CONV_NO_UNROLL=1, no unroll pragmas (a diagnostic knob; see docs/algorithms/convolve.md). */
+ * (the whole test_convolve1d suite crashed there on 2026-11-21), and CPU devices run the direct kernel. With the
+ * knob convolve_no_unroll=1, no unroll pragmas (a diagnostic; see docs/algorithms/convolve.md). */
 static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt, bool stream)
 {
 #define NOU " -DGPUWS_CONV_NO_UNROLL=1"
@@ -26,8 +25,7 @@ static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt, bool s
     static const char *const table[2][2][2] = {
         {{C1S_CL_OPTIONS, C1S_CL_OPTIONS}, {C1S_CL_OPTIONS NV32, C1S_CL_OPTIONS NV64}},
         {{C1S_CL_OPTIONS NOU, C1S_CL_OPTIONS NOU}, {C1S_CL_OPTIONS NOU NV32, C1S_CL_OPTIONS NOU NV64}}};
-    const char *v = gpuws__getenv("GPUWS_CONV_NO_UNROLL");
-    const bool no_unroll = v && gpuws__strcasecmp(v, "1") == 0;
+    const bool no_unroll = ctx->tuning.convolve_no_unroll;
     if (!stream) return no_unroll ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
 #undef NOU
 #undef NV32
@@ -55,8 +53,6 @@ static gpuws_status launch_stream(gpuws_stream *s, gpuws_dtype dt, const char *o
     const gpuws_context *ctx = s->ctx;
     const size_t es = gpuws_dtype_size(dt), w = 16 / es, kbp = (a->ms + C - 1) / C * C;
     const size_t tt = (size_t)C1S_THREADS * C1S_VECS * w, pitch = w + tt + (size_t)C1S_HALO_VECS * w;
-    const char *kernel = gpuws__getenv("GPUWS_CONVOLVE1D_KERNEL");
-    if (kernel && gpuws__strcasecmp(kernel, "old") == 0) return GPUWS_ERR_UNSUPPORTED;
     if (kbp + w - 1 > (size_t)C1S_HALO_VECS * w || (2 * pitch + (size_t)C1S_HALO_VECS * w) * es > ctx->info.shared_mem_bytes)
         return GPUWS_ERR_UNSUPPORTED;
     const char *name = dt == GPUWS_F32 ? "convolve1d_stream_f32" : "convolve1d_stream_f64";
@@ -66,10 +62,8 @@ static gpuws_status launch_stream(gpuws_stream *s, gpuws_dtype dt, const char *o
     if (st) return st;
     if (block != C1S_THREADS) return GPUWS_ERR_UNSUPPORTED;
     /* a persistent grid: as many blocks as reside at once (or as there are tiles), each walking tiles grid-strided */
-    const char *force = gpuws__getenv("GPUWS_CONVOLVE1D_BLOCKS_PER_CU");
     uint32_t per_cu = dt == GPUWS_F32 ? C1S_BLOCKS_PER_CU_F32 : C1S_BLOCKS_PER_CU_F64;
-    const unsigned long forced = force ? strtoul(force, NULL, 10) : 0;
-    if (forced > 0 && forced <= 64) per_cu = (uint32_t)forced;
+    if (ctx->tuning.convolve1d_blocks_per_cu > 0) per_cu = (uint32_t)ctx->tuning.convolve1d_blocks_per_cu;
     const size_t tiles = (a->out_n + tt - 1) / tt;
     uint32_t blocks = gpuws__saturating_blocks(ctx, per_cu);
     if (tiles < blocks) blocks = (uint32_t)tiles;
@@ -88,11 +82,11 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
     const gpuws_context *ctx = s->ctx;
     const size_t es = gpuws_dtype_size(dt);
     const conv1d_args a = {sig, filt, out, n, ms, (long long)g->start - (long long)(ms - 1), g->out_n};
-    const char *path = gpuws__getenv("GPUWS_CONVOLVE_PATH"), *opts = conv_options(ctx, dt, false);
+    const char *opts = conv_options(ctx, dt, false);
     /* GPU kernels on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading
      * local memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
     bool tiled = !gpuws__is_cpu_device(ctx);
-    if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
+    if (ctx->tuning.convolve_path != GPUWS__PATH_AUTO) tiled = ctx->tuning.convolve_path == GPUWS__PATH_TILED;
     if (tiled) {
         gpuws_status st = launch_stream(s, dt, conv_options(ctx, dt, true), &a);
         if (st != GPUWS_ERR_UNSUPPORTED) return st;

@@ -4,7 +4,7 @@
  *   convolve1d_direct_*  4 SIMD vectors of outputs per work-item from global memory (CPU devices)
  * out[t] = sum_j filt[ms-1-j] * sig[t + base + j], zero outside sig (sig is the longer input). */
 
-/* GPUWS_CONV_NO_UNROLL: no unroll pragmas (NVIDIA's OpenCL compiler has been seen to miscompile them). */
+/* GPUWS_CONV_NO_UNROLL (the knob convolve_no_unroll): no unroll pragmas (NVIDIA's OpenCL compiler has been seen to miscompile them). */
 #ifdef GPUWS_CONV_NO_UNROLL
 #define UNROLL
 #else

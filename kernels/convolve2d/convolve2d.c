@@ -1,53 +1,21 @@
 /* Host driver for convolve2d: validation, then the reference on the CPU backend, or one launch of the tiled
  * kernel (GPUs) / the direct kernel (CPU OpenCL devices, devices with too little local memory) by name.
  *
- * Tuning and testing knobs (environment): GPUWS_CONVOLVE_PATH=tiled|direct forces a kernel on CUDA/OpenCL;
- * GPUWS_CONVOLVE2D_WARPS=wx,wy forces the tiled kernel's block shape (warps across, warps down);
- * GPUWS_CONVOLVE2D_KERNEL_BLOCK=rows,cols caps its kernel blocks (to exercise kernel blocking);
- * GPUWS_CONVOLVE2D_KERNEL=generic|fixed picks the tiled kernel: `fixed` (the default) is compiled for the kernel's
- * width (1..16 columns) and is used when the whole kernel fits the shared-memory budget, else the generic one.
- * On CUDA, f32 plans of 2 x 2 warps run the fixed kernel's tiles as persistent blocks (GPUWS_CONVOLVE2D_PERSIST=0:
- * not; GPUWS_CONVOLVE2D_GRID: their number; see launch_persistent). gpuws_convolve2d_separable's driver is
- * convolve2d_separable.c. */
+ * The tiled kernel is the fixed-width one (compiled for the kernel's width, 1..16 columns) when the whole kernel
+ * fits the shared-memory budget, else the generic one. On CUDA, f32 plans of 2 x 2 warps run the fixed kernel's
+ * tiles as persistent blocks (see launch_persistent). Knobs (ctx->tuning, docs/tuning.md): convolve_path forces a
+ * kernel family on CUDA/OpenCL; convolve2d_warps forces the tiled kernels' block shape, convolve2d_kernel_block caps
+ * their kernel blocks (to exercise kernel blocking); convolve2d_split, _stage, _persist and _grid steer the fixed
+ * kernel. gpuws_convolve2d_separable's driver is convolve2d_separable.c. */
 #include "convolve2d_driver.h"
 
 #include <string.h>
 
-extern char **environ;
-
-/* The knobs above (and GPUWS_CONVOLVE2D_SPLIT, _STAGE, GPUWS_CONV_NO_UNROLL, GPUWS_CONVOLVE2D_SEP): see
- * convolve2d_driver.h. */
-void gpuws__conv2d_read_knobs(gpuws__conv_knobs *k)
+/* Build options: convolve_no_unroll=1 compiles the OpenCL kernels without unroll pragmas (a diagnostic knob; see
+ * docs/algorithms/convolve.md). */
+static const char *conv_options(const gpuws__tuning *kn)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } names[] = {{"GPUWS_CONVOLVE_PATH", offsetof(gpuws__conv_knobs, path)},
-                 {"GPUWS_CONVOLVE2D_KERNEL", offsetof(gpuws__conv_knobs, kernel)},
-                 {"GPUWS_CONVOLVE2D_WARPS", offsetof(gpuws__conv_knobs, warps)},
-                 {"GPUWS_CONVOLVE2D_KERNEL_BLOCK", offsetof(gpuws__conv_knobs, kernel_block)},
-                 {"GPUWS_CONVOLVE2D_SPLIT", offsetof(gpuws__conv_knobs, split)},
-                 {"GPUWS_CONVOLVE2D_STAGE", offsetof(gpuws__conv_knobs, stage)},
-                 {"GPUWS_CONVOLVE2D_PERSIST", offsetof(gpuws__conv_knobs, persist)},
-                 {"GPUWS_CONVOLVE2D_GRID", offsetof(gpuws__conv_knobs, grid)},
-                 {"GPUWS_CONV_NO_UNROLL", offsetof(gpuws__conv_knobs, no_unroll)},
-                 {"GPUWS_CONVOLVE2D_SEP", offsetof(gpuws__conv_knobs, sep)}};
-    memset(k, 0, sizeof *k);
-    for (char **e = environ; e && *e; e++) {
-        if (strncmp(*e, "GPUWS_CONV", 10) != 0) continue;
-        const char *eq = strchr(*e, '=');
-        if (!eq || !eq[1]) continue;
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            if (strlen(names[i].name) == (size_t)(eq - *e) && strncmp(*e, names[i].name, (size_t)(eq - *e)) == 0)
-                *(const char **)((char *)k + names[i].off) = eq + 1;
-    }
-}
-
-/* Build options: GPUWS_CONV_NO_UNROLL=1 compiles the OpenCL kernels without unroll pragmas (a diagnostic knob;
- * see docs/algorithms/convolve.md). */
-static const char *conv_options(const gpuws__conv_knobs *kn)
-{
-    return kn->no_unroll && gpuws__strcasecmp(kn->no_unroll, "1") == 0 ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
+    return kn->convolve_no_unroll ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
 }
 
 /* The fixed-width kernel's name and build options (OpenCL compiles the program once per width; CUDA has every
@@ -67,7 +35,7 @@ static bool fill_kernel(const gpuws_context *ctx, gpuws_dtype dt, gpuws_convolve
 }
 
 static fixed_kernel fixed_kernel_for(const gpuws_context *ctx, gpuws_dtype dt, size_t kw,
-                                     gpuws_convolve_boundary boundary, const gpuws__conv_knobs *kn)
+                                     gpuws_convolve_boundary boundary, const gpuws__tuning *kn)
 {
     fixed_kernel f;
     const char *extra = conv_options(kn);
@@ -95,7 +63,7 @@ typedef struct {
     int r, c, s, lx, vw; /* outputs per thread across, kernel columns per chunk, rows per thread, lanes across a
                             warp, elements per 16-byte vector */
     int sub_s;           /* the fixed kernel's rows per thread in the thin tiles below `split` (0: generic kernel) */
-    int thin_auto;       /* the fixed kernel splits by itself (else only when GPUWS_CONVOLVE2D_SPLIT says so) */
+    int thin_auto;       /* the fixed kernel splits by itself (else only when the knob convolve2d_split says so) */
 } tile_shape;
 static const tile_shape shape_f32 = {8, 8, 5, 4, 4, 0, 0}, shape_f64 = {8, 8, 3, 2, 2, 0, 0};
 /* f64 keeps whole tiles by default, and the model it was measured with: on the H100 and the H200 (2026-11-22) its
@@ -229,19 +197,18 @@ static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *
 
 /* The fixed kernel's split between whole and thin tiles (FixedShape in convolve2d.cu): whole tiles for as many tile
  * rows as fill the units' resident slots a whole number of times, thin tiles for the rows below; none when the
- * whole tiles fill them exactly. env, the value of GPUWS_CONVOLVE2D_SPLIT: off (whole tiles only), all (thin only)
- * or a number of whole tile rows, overrides it. */
+ * whole tiles fill them exactly. forced, the knob convolve2d_split: off (whole tiles only), all (thin only) or a
+ * number of whole tile rows, overrides it. */
 static void plan_split(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tile_shape *sh,
-                       uint32_t kernel_block_limit, const char *env, tiled_plan *p)
+                       uint32_t kernel_block_limit, int64_t forced, tiled_plan *p)
 {
     const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw, tiles_y = (g->oh + (size_t)p->th - 1) / (size_t)p->th;
     const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
     const uint64_t slots = units * (uint64_t)plan_resident(ctx, p, kernel_block_limit, true), tiles = tiles_x * tiles_y;
     uint64_t rows = tiles % slots == 0 || !sh->thin_auto ? tiles_y : tiles / slots * slots / tiles_x; /* whole tile rows */
-    long long forced;
-    if (env && gpuws__strcasecmp(env, "off") == 0) rows = tiles_y;
-    else if (env && gpuws__strcasecmp(env, "all") == 0) rows = 0;
-    else if (env && sscanf(env, "%lld", &forced) == 1 && forced >= 0) rows = (uint64_t)forced < tiles_y ? (uint64_t)forced : tiles_y;
+    if (forced == GPUWS__SPLIT_OFF) rows = tiles_y;
+    else if (forced == GPUWS__SPLIT_ALL) rows = 0;
+    else if (forced >= 0) rows = (uint64_t)forced < tiles_y ? (uint64_t)forced : tiles_y;
     p->th_sub = p->th / sh->s * sh->sub_s;
     p->main_blocks = rows * tiles_x;
     p->split = (int)(rows * (uint64_t)p->th);
@@ -252,17 +219,14 @@ static void plan_split(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
 /* The cheapest block shape for a tile shape. fixed_limit: 0 for the generic kernel; for the fixed one the kernel's
  * own block-size limit (its register use), and then only plans that hold the whole kernel qualify. */
 static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tile_shape *sh, gpuws_dtype dt,
-                       uint32_t max_block, uint32_t fixed_limit, const gpuws__conv_knobs *kn, tiled_plan *best)
+                       uint32_t max_block, uint32_t fixed_limit, const gpuws__tuning *kn, tiled_plan *best)
 {
     const size_t es = gpuws_dtype_size(dt);
     const size_t budget = ctx->info.shared_mem_bytes < LOCAL_BUDGET ? ctx->info.shared_mem_bytes : LOCAL_BUDGET;
-    int cap_h = 256, cap_w = 256;
-    const char *env = kn->kernel_block;
-    if (env && (sscanf(env, "%d,%d", &cap_h, &cap_w) != 2 || cap_h < 1 || cap_w < 1)) cap_h = cap_w = 256;
+    const int cap_h = kn->convolve2d_kernel_block[0] ? kn->convolve2d_kernel_block[0] : 256;
+    const int cap_w = kn->convolve2d_kernel_block[0] ? kn->convolve2d_kernel_block[1] : 256;
     static const int shapes[][2] = {{2, 1}, {1, 2}, {4, 1}, {2, 2}, {1, 4}, {8, 1}, {4, 2}, {2, 4}, {1, 1}};
-    int forced_wx = 0, forced_wy = 0;
-    if ((env = kn->warps) && sscanf(env, "%d,%d", &forced_wx, &forced_wy) != 2)
-        forced_wx = forced_wy = 0;
+    const int forced_wx = kn->convolve2d_warps[0], forced_wy = kn->convolve2d_warps[1];
     bool found = false;
     /* {1, 1} is the fixed kernel's only: the generic kernel's choices stay as measured */
     const size_t nshapes = sizeof shapes / sizeof shapes[0] - (fixed_limit ? 0 : 1);
@@ -278,7 +242,7 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
         p.blocks = (uint64_t)((g->ow + (size_t)p.tw - 1) / (size_t)p.tw) * (uint64_t)((g->oh + (size_t)p.th - 1) / (size_t)p.th);
         p.main_blocks = p.blocks;
         p.split = (int)((g->oh + (size_t)p.th - 1) / (size_t)p.th * (size_t)p.th);
-        if (fixed_limit) plan_split(ctx, g, sh, fixed_limit, kn->split, &p);
+        if (fixed_limit) plan_split(ctx, g, sh, fixed_limit, kn->convolve2d_split, &p);
         if (p.blocks > ctx->info.max_grid_dims[0]) continue;
         p.cost = plan_cost(ctx, g, &p, fixed_limit, fixed_limit && sh->thin_auto);
         if (!found || p.cost < best->cost) *best = p;
@@ -290,46 +254,51 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
 /* The fixed kernel's planning of the last call on this stream, for the next call of the same shape (the stream's
  * memo slot 0): planning costs ~4.5K host instructions and the kernel's name and options two snprintf calls (~2.4K)
  * per call (callgrind, 2026-11-22), while the host's time per call shows in every event-timed row (the device waits
- * for the launch). Keyed by all the planning reads: dtype, sizes, the fill-kernel choice and the steering knobs. */
-#define MEMO_KNOB 32
+ * for the launch). Keyed by all the planning reads: dtype, sizes, the fill-kernel choice and the steering knobs
+ * (tests change them between calls). */
+typedef struct {
+    int warps[2], kernel_block[2];
+    int64_t split;
+    bool no_unroll;
+} memo_knobs;
+
 typedef struct {
     bool valid, found;
     gpuws_dtype dt;
     size_t kh, kw, oh, ow;
     gpuws_convolve_boundary boundary;
-    char knobs[4][MEMO_KNOB]; /* warps, kernel_block, split, no_unroll ("" = unset) */
+    memo_knobs knobs;
     fixed_kernel f;
     tiled_plan p;
 } plan_memo;
 
-/* Whether the knobs fit the memo's key; if so, writes them into key. */
-static bool memo_knobs(const gpuws__conv_knobs *kn, char key[4][MEMO_KNOB])
+static void memo_key(const gpuws__tuning *kn, memo_knobs *key)
 {
-    const char *v[4] = {kn->warps, kn->kernel_block, kn->split, kn->no_unroll};
-    for (int i = 0; i < 4; i++) {
-        if (v[i] && strlen(v[i]) >= MEMO_KNOB) return false;
-        strcpy(key[i], v[i] ? v[i] : "");
-    }
-    return true;
+    *key = (memo_knobs){{kn->convolve2d_warps[0], kn->convolve2d_warps[1]},
+                        {kn->convolve2d_kernel_block[0], kn->convolve2d_kernel_block[1]}, kn->convolve2d_split,
+                        kn->convolve_no_unroll};
 }
 
-static bool memo_hit(const plan_memo *m, gpuws_dtype dt, const gpuws__conv2d_geometry *g, char key[4][MEMO_KNOB])
+static bool memo_hit(const plan_memo *m, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const memo_knobs *key)
 {
+    const memo_knobs *k = &m->knobs; /* field by field: struct copies need not keep padding */
     return m->valid && m->dt == dt && m->kh == g->kh && m->kw == g->kw && m->oh == g->oh && m->ow == g->ow &&
-           m->boundary == g->boundary && memcmp(m->knobs, key, sizeof m->knobs) == 0;
+           m->boundary == g->boundary && k->warps[0] == key->warps[0] && k->warps[1] == key->warps[1] &&
+           k->kernel_block[0] == key->kernel_block[0] && k->kernel_block[1] == key->kernel_block[1] &&
+           k->split == key->split && k->no_unroll == key->no_unroll;
 }
 
 /* The fixed kernel's name and options and its plan (found: one exists), from the memo or planned and memoized. */
 static gpuws_status plan_fixed(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
-                               const gpuws__conv_knobs *kn, fixed_kernel *f, tiled_plan *p, bool *found)
+                               const gpuws__tuning *kn, fixed_kernel *f, tiled_plan *p, bool *found)
 {
     gpuws_context *ctx = s->ctx;
     plan_memo *m;
     gpuws_status st = gpuws__stream_memo(s, 0, sizeof *m, (void **)&m);
     if (st) return st;
-    char key[4][MEMO_KNOB] = {{0}};
-    const bool keyed = memo_knobs(kn, key);
-    if (keyed && memo_hit(m, dt, g, key)) {
+    memo_knobs key;
+    memo_key(kn, &key);
+    if (memo_hit(m, dt, g, &key)) {
         *f = m->f, *p = m->p, *found = m->found;
         return GPUWS_OK;
     }
@@ -340,10 +309,7 @@ static gpuws_status plan_fixed(gpuws_stream *s, gpuws_dtype dt, const gpuws__con
     if ((st = gpuws__kernel_block(ctx, f->name, f->options, 1024, &k, &max_block))) return st;
     const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
     *found = plan_tiled(ctx, g, dt == GPUWS_F32 ? &fixed_f32 : &fixed_f64, dt, max_block, limit, kn, p);
-    if (keyed) {
-        *m = (plan_memo){true, *found, dt, g->kh, g->kw, g->oh, g->ow, g->boundary, {{0}}, *f, *p};
-        memcpy(m->knobs, key, sizeof m->knobs);
-    }
+    *m = (plan_memo){true, *found, dt, g->kh, g->kw, g->oh, g->ow, g->boundary, key, *f, *p};
     return GPUWS_OK;
 }
 
@@ -354,11 +320,10 @@ static int32_t base_col(const gpuws__conv2d_geometry *g) { return (int32_t)((lon
 
 /* The fixed kernel's copy width for tiles inside the image, in elements: the widest 16-byte vector, or 8 bytes, that
  * every tile row start is aligned to (device buffers are 256-byte aligned; tile starts are multiples of the tile
- * width past base_c), else 1 (the general loader only; also GPUWS_CONVOLVE2D_STAGE=general, to A/B). */
-static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g, const gpuws__conv_knobs *kn)
+ * width past base_c), else 1 (the general loader only; also with the knob convolve2d_stage=general, to A/B). */
+static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g, const gpuws__tuning *kn)
 {
-    const char *env = kn->stage;
-    if (env && gpuws__strcasecmp(env, "general") == 0) return 1;
+    if (kn->convolve2d_stage == GPUWS__STAGE_GENERAL) return 1;
     const long long base_c = base_col(g);
     const int widest = dt == GPUWS_F32 ? 4 : 2;
     for (int v = widest; v >= 2; v /= 2)
@@ -369,7 +334,7 @@ static int fixed_copy_vec(gpuws_dtype dt, const gpuws__conv2d_geometry *g, const
 /* The generic tiled kernel (fixed == NULL) or a fixed-width one: the same arguments (the fixed kernel takes its copy
  * width where the generic one takes the kernel block's columns). */
 static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                                 const fixed_kernel *fixed, const gpuws__conv_knobs *kn, const gpuws_buffer *image,
+                                 const fixed_kernel *fixed, const gpuws__tuning *kn, const gpuws_buffer *image,
                                  const gpuws_buffer *kernel, gpuws_buffer *out)
 {
     gpuws_launch_config cfg = {{(uint32_t)p->blocks, 1, 1}, {(uint32_t)(32 * p->wx * p->wy), 1, 1}};
@@ -391,18 +356,17 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
  * the 2 x 2-warp plan, taken from the stream's ticket counter (gpuws__stream_tickets) by as many blocks as the SMs
  * hold at once (at most one per tile). OpenCL keeps a work-group per tile: the same loop there (warp shape
  * constant, ticket base) is much slower on NVIDIA's OpenCL than a group per tile, and PoCL 5 crashes building the
- * program. GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel
- * (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a block per tile, =N at most N blocks (tests: blocks that
+ * program. The knob convolve2d_persist=0 keeps the fixed kernel (an A/B knob); convolve2d_grid=tiles launches a
+ * block per tile, =N at most N blocks (tests: blocks that
  * take many tiles each). */
-static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p, const gpuws__conv_knobs *kn)
+static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p, const gpuws__tuning *kn)
 {
-    const char *env = kn->persist;
     return ctx->backend->kind == GPUWS_BACKEND_CUDA && dt == GPUWS_F32 && p->wx == 2 && p->wy == 2 &&
-           !(env && strcmp(env, "0") == 0);
+           kn->convolve2d_persist;
 }
 
 static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                                      const gpuws__conv_knobs *kn, const gpuws_buffer *image,
+                                      const gpuws__tuning *kn, const gpuws_buffer *image,
                                       const gpuws_buffer *kernel, gpuws_buffer *out)
 {
     gpuws_context *ctx = s->ctx;
@@ -417,10 +381,8 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
     const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
     const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
     uint64_t grid = units * (uint64_t)plan_resident(ctx, p, limit, true);
-    const char *env = kn->grid;
-    unsigned long long forced;
-    if (env && gpuws__strcasecmp(env, "tiles") == 0) grid = p->blocks;
-    else if (env && sscanf(env, "%llu", &forced) == 1 && forced > 0) grid = forced;
+    if (kn->convolve2d_grid == GPUWS__GRID_TILES) grid = p->blocks;
+    else if (kn->convolve2d_grid > 0) grid = (uint64_t)kn->convolve2d_grid;
     if (grid > p->blocks) grid = p->blocks;
     const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw;
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d f32: persistent kw %zu, %llu tiles (%llu whole for rows < %d, then %d-row "
@@ -442,7 +404,7 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
 }
 
 static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
-                                  const gpuws__conv_knobs *kn, const gpuws_buffer *image, const gpuws_buffer *kernel,
+                                  const gpuws__tuning *kn, const gpuws_buffer *image, const gpuws_buffer *kernel,
                                   gpuws_buffer *out)
 {
     const gpuws_context *ctx = s->ctx;
@@ -509,42 +471,39 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
             gpuws_convolve2d_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
         return GPUWS_OK;
     }
-    gpuws__conv_knobs kn;
-    gpuws__conv2d_read_knobs(&kn);
-    const char *path = kn.path;
+    const gpuws__tuning *kn = &ctx->tuning;
     /* Tiled on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading local
      * memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
     bool tiled = !gpuws__is_cpu_device(ctx);
-    if (path) tiled = gpuws__strcasecmp(path, "direct") != 0;
+    if (kn->convolve_path != GPUWS__PATH_AUTO) tiled = kn->convolve_path == GPUWS__PATH_TILED;
     tiled_plan p;
     uint32_t max_block = 0;
-    const char *which = kn.kernel;
-    if (tiled && g.kw <= FIXED_MAX_KW && !(which && gpuws__strcasecmp(which, "generic") == 0)) {
+    if (tiled && g.kw <= FIXED_MAX_KW) {
         /* the fixed-width kernel when the whole kernel fits a tile's budget */
         fixed_kernel f;
         bool found;
-        if ((st = plan_fixed(s, dt, &g, &kn, &f, &p, &found))) return st;
+        if ((st = plan_fixed(s, dt, &g, kn, &f, &p, &found))) return st;
         if (found) {
             gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: fixed kw %zu, %d x %d warps, tiles %d x %d, pitch %d, %zu bytes "
                        "local, %llu blocks (%llu whole tiles for rows < %d, then %d-row tiles)", gpuws_dtype_name(dt),
                        g.kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes, (unsigned long long)p.blocks,
                        (unsigned long long)p.main_blocks, p.split, p.th_sub);
-            if (use_persistent(ctx, dt, &p, &kn)) return launch_persistent(s, &g, &p, &kn, image, kernel, out);
-            return launch_tiled(s, dt, &g, &p, &f, &kn, image, kernel, out);
+            if (use_persistent(ctx, dt, &p, kn)) return launch_persistent(s, &g, &p, kn, image, kernel, out);
+            return launch_tiled(s, dt, &g, &p, &f, kn, image, kernel, out);
         }
     }
     if (tiled) { /* the kernel's own limit (register use) as well as the device's */
         gpuws_kernel *k;
-        if ((st = gpuws__kernel_block(ctx, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(&kn),
-                                      1024, &k, &max_block)))
+        if ((st = gpuws__kernel_block(ctx, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64",
+                                      conv_options(kn), 1024, &k, &max_block)))
             return st;
     }
-    if (tiled && plan_tiled(ctx, &g, dt == GPUWS_F32 ? &shape_f32 : &shape_f64, dt, max_block, 0, &kn, &p)) {
+    if (tiled && plan_tiled(ctx, &g, dt == GPUWS_F32 ? &shape_f32 : &shape_f64, dt, max_block, 0, kn, &p)) {
         gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: tiled, %d x %d warps, tiles %d x %d, kernel blocks %d x %d, "
                    "pitch %d, %zu bytes local, %llu blocks", gpuws_dtype_name(dt), p.wx, p.wy, p.th, p.tw, p.kbh,
                    p.kbw, p.pitch, p.local_bytes, (unsigned long long)p.blocks);
-        return launch_tiled(s, dt, &g, &p, NULL, &kn, image, kernel, out);
+        return launch_tiled(s, dt, &g, &p, NULL, kn, image, kernel, out);
     }
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: direct", gpuws_dtype_name(dt));
-    return launch_direct(s, dt, &g, &kn, image, kernel, out);
+    return launch_direct(s, dt, &g, kn, image, kernel, out);
 }

@@ -31,7 +31,7 @@ static inline int conv_extend(int i, int n, int boundary)
     return -1;
 }
 
-/* GPUWS_CONV_NO_UNROLL: no unroll pragmas (NVIDIA's OpenCL compiler has been seen to miscompile them). */
+/* GPUWS_CONV_NO_UNROLL (the knob convolve_no_unroll): no unroll pragmas (NVIDIA's OpenCL compiler has been seen to miscompile them). */
 #ifdef GPUWS_CONV_NO_UNROLL
 #define UNROLL
 #else
@@ -410,7 +410,7 @@ static inline int conv_extend(int i, int n, int boundary)
     }
 
 
-/* The direct pair (CPU devices; GPUWS_CONVOLVE_PATH=direct): DIRECT_VECTORS SIMD vectors of DV outputs per
+/* The direct pair (CPU devices; the knob convolve_path=direct): DIRECT_VECTORS SIMD vectors of DV outputs per
  * work-item straight from global memory, rows grid-strided, the same sums as the tiled pair (taps in order). */
 #define DEFINE_SEP_DIRECT(NAME, T, VT, DV)                                                                      \
     __kernel void convolve2d_sep_rows_direct_##NAME(__global const T *img, __global const T *row,               \

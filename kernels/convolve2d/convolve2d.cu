@@ -529,7 +529,7 @@ __device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T 
 
 // ---- _sep_: gpuws_convolve2d_separable, the kernel outer(col, row) as two 1-D passes ------------------------------
 // The two-pass pair, for factors longer than 16 taps (shorter ones run _sep_fused_ below, unless
-// GPUWS_CONVOLVE2D_SEP=two-pass). Pass 1 (_sep_rows_): tmp[t][n] = sum_k row[k] * X(t + r0, n + c0 + kw - 1 - k)
+// the knob convolve2d_separable=two-pass). Pass 1 (_sep_rows_): tmp[t][n] = sum_k row[k] * X(t + r0, n + c0 + kw - 1 - k)
 // for the TR = OH + kh - 1 rows of the extended image the outputs need (r0 = om - (kh - 1), c0 = on - (kw - 1)).
 // A block of 32 x 8 threads: each warp one tmp row at a time, a segment of SEG = 32 * V outputs, V consecutive per
 // lane (one 16-byte vector). Per block of up to SEP_KB taps the flipped taps and, per warp, the segment's
@@ -871,7 +871,7 @@ __device__ void sep_fused(const T *__restrict__ img, const T *__restrict__ col, 
     }
 }
 
-// The direct pair (GPUWS_CONVOLVE_PATH=direct; what CPU OpenCL devices run): DV outputs of a row per thread
+// The direct pair (the knob convolve_path=direct; what CPU OpenCL devices run): DV outputs of a row per thread
 // straight from global memory, rows grid-strided, each output's taps in order.
 template <typename T>
 __device__ void sep_rows_direct(const T *__restrict__ img, const T *__restrict__ row, T *__restrict__ tmp,

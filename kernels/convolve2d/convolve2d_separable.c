@@ -8,12 +8,12 @@
 /* ---- gpuws_convolve2d_separable ---------------------------------------------------------------------------------
  * GPUs, factors of up to SEP_FTAPS taps: one launch of convolve2d_sep_fused_* (a tile's row sums in shared memory,
  * then its column sums; H100, workshop case, CUDA per call: f32 30 us against 47-49 for the two passes, f64 53
- * against 82; NVIDIA's OpenCL faster too; GPUWS_CONVOLVE2D_SEP=two-pass skips it). Otherwise two launches: the
+ * against 82; NVIDIA's OpenCL faster too; the knob convolve2d_separable=two-pass skips it). Otherwise two launches: the
  * row sums of the oh + kh - 1 extended-image rows the outputs need, into the stream's scratch memory (slot 0), then
  * the column sums into out; GPUs run the tiled pair (convolve2d_sep_rows_* / _cols_*), CPU OpenCL devices the
  * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 3.1, 2 cores, the tiled pair took 2.5x as long as the
- * 2-D path). Work-groups of 32 x 8; the constants must match SEP_* in both kernel files. GPUWS_CONVOLVE_PATH=tiled|direct
- * forces one, as for gpuws_convolve2d. */
+ * 2-D path). Work-groups of 32 x 8; the constants must match SEP_* in both kernel files. The knob
+ * convolve_path=tiled|direct forces one, as for gpuws_convolve2d. */
 #define SEP_KB 256
 #define SEP_RS 8
 #define SEP_WARPS 8
@@ -37,7 +37,7 @@ static gpuws_status sep_kernel_block(gpuws_context *ctx, const char *name, gpuws
 {
     const char *o = sep_options(ctx);
     gpuws_status st = gpuws__kernel_block(ctx, name, o, 256, k, block);
-    if (st == GPUWS_ERR_BUILD && strstr(o, "GPUWS_NV_PTX")) {
+    if (st == GPUWS_ERR_BUILD && strstr(o, "-DGPUWS_NV_PTX")) {
         atomic_store(&sep_nv_ptx_failed, 1);
         gpuws__log(GPUWS__LOG_INFO, "convolve2d_separable: %s refused the PTX build; building without it", ctx->info.name);
         st = gpuws__kernel_block(ctx, name, sep_options(ctx), 256, k, block);
@@ -93,15 +93,14 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
                                   gpuws_buffer *out)
 {
     gpuws_context *ctx = s->ctx;
-    gpuws__conv_knobs kn;
-    gpuws__conv2d_read_knobs(&kn);
     bool direct = gpuws__is_cpu_device(ctx);
-    if (kn.path) direct = gpuws__strcasecmp(kn.path, "direct") == 0;
+    if (ctx->tuning.convolve_path != GPUWS__PATH_AUTO) direct = ctx->tuning.convolve_path == GPUWS__PATH_DIRECT;
     const bool f32 = dt == GPUWS_F32;
     const size_t es = gpuws_dtype_size(dt), v = 16 / es, seg = 32 * v;
     gpuws_status st = GPUWS_OK;
-    /* factors of up to 16 taps: both passes in one kernel (no temporary memory) unless GPUWS_CONVOLVE2D_SEP=two-pass */
-    if (!direct && g->kh <= SEP_FTAPS && g->kw <= SEP_FTAPS && !(kn.sep && gpuws__strcasecmp(kn.sep, "two-pass") == 0)) {
+    /* factors of up to 16 taps: both passes in one kernel (no temporary memory) unless convolve2d_separable=two-pass */
+    if (!direct && g->kh <= SEP_FTAPS && g->kw <= SEP_FTAPS &&
+        ctx->tuning.convolve2d_separable != GPUWS__SEPARABLE_TWO_PASS) {
         /* each warp's staged row: at most seg + 24 elements, which the kernels' registers per row are sized for */
         const size_t fxs = seg + (g->kw + 7) / 8 * 8 + 8, flocal = ((SEP_FTH + SEP_FTAPS) * seg + SEP_WARPS * fxs) * es;
         gpuws_kernel *kf;

@@ -8,13 +8,12 @@
 #include <string.h>
 
 /* Values per counting launch: a work-group never counts 2^32 values, so its 32-bit bins cannot overflow. A
- * multiple of 4, so the 16-byte loads of every chunk stay aligned. GPUWS_HISTOGRAM_CHUNK (a smaller multiple of
+ * multiple of 4, so the 16-byte loads of every chunk stay aligned. The knob histogram_chunk (a smaller multiple of
  * 4) is a testing knob that exercises the multi-chunk path on small inputs. */
-static uint64_t chunk_size(void)
+static uint64_t chunk_size(const gpuws_context *ctx)
 {
-    const char *knob = gpuws__getenv("GPUWS_HISTOGRAM_CHUNK");
-    const uint64_t c = knob ? strtoull(knob, NULL, 0) : 0;
-    return c >= 4 && c % 4 == 0 && c < ((uint64_t)1 << 31) ? c : (uint64_t)1 << 31;
+    const int64_t c = ctx->tuning.histogram_chunk;
+    return c >= 4 && c % 4 == 0 && c < ((int64_t)1 << 31) ? (uint64_t)c : (uint64_t)1 << 31;
 }
 /* Local memory the privatised variant may use per work-group (bins + edges); above it, global atomics. */
 #define LOCAL_LIMIT (32u * 1024u)
@@ -62,14 +61,13 @@ static gpuws_status histogram_cpu(gpuws_dtype dt, size_t n, const void *x, doubl
 }
 
 /* The edge table on the device: computed there in double where the device has fp64; otherwise uploaded from the
- * host, which then has to wait for the upload before its table may be freed (GPUWS_HISTOGRAM_HOST_EDGES=1 forces
- * this path for testing). */
+ * host, which then has to wait for the upload before its table may be freed (the knob histogram_host_edges=1
+ * forces this path for testing). */
 static gpuws_status make_edges(gpuws_stream *s, gpuws_dtype dt, double lo, double hi, uint32_t bins, gpuws_buffer *edges)
 {
     gpuws_context *ctx = s->ctx;
-    const char *force = gpuws__getenv("GPUWS_HISTOGRAM_HOST_EDGES");
     const size_t es = dt == GPUWS_F32 ? sizeof(float) : sizeof(int64_t), bytes = ((size_t)bins + 1) * es;
-    if (ctx->info.fp64 && !(force && strcmp(force, "1") == 0)) {
+    if (ctx->info.fp64 && !ctx->tuning.histogram_host_edges) {
         const char *ename = dt == GPUWS_F32 ? "histogram_edges_f32" : "histogram_edges_i32";
         uint32_t block;
         gpuws_status st = pow2_block(ctx, ename, 256, &block);
@@ -105,7 +103,7 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
     if ((st = pow2_block(ctx, kname, cpu ? 64 : 256, &block)) || (st = pow2_block(ctx, "histogram_merge", cpu ? 64 : 256, &mblock)))
         return st;
     /* A few work-groups per compute unit; each local row costs a merge read, so rows * bins stays under 2^24. */
-    const uint64_t chunk = chunk_size();
+    const uint64_t chunk = chunk_size(ctx);
     uint32_t groups = gpuws__saturating_blocks(ctx, cpu ? 2 : 4);
     const uint64_t need = ((uint64_t)(n < chunk ? n : chunk) + (uint64_t)block * 8 - 1) / ((uint64_t)block * 8);
     if (need < groups) groups = (uint32_t)(need ? need : 1);

@@ -54,10 +54,9 @@ gpuws_status gpuws_l2_norm(gpuws_stream *s, gpuws_dtype dt, size_t rows, size_t 
 
     const char *options = dt == GPUWS_F64 ? "-DL2_F64=1" : NULL; /* l2_norm.cl is built per dtype */
     /* CPU devices vectorise across work-items: one per row. GPUs: one thread per short row, a group per long one.
-     * GPUWS_L2_NORM_KERNEL=rows|group (a testing knob) forces either, so PoCL runs the GPUs' kernel too. */
-    const char *force = gpuws__getenv("GPUWS_L2_NORM_KERNEL");
-    const bool force_rows = force && gpuws__strcasecmp(force, "rows") == 0;
-    const bool force_group = force && gpuws__strcasecmp(force, "group") == 0;
+     * The knob l2_norm_kernel=rows|group (for tests) forces either, so PoCL runs the GPUs' kernel too. */
+    const bool force_rows = ctx->tuning.l2_norm_kernel == GPUWS__L2_ROWS;
+    const bool force_group = ctx->tuning.l2_norm_kernel == GPUWS__L2_GROUP;
     const bool cpu = gpuws__is_cpu_device(ctx) && !force_group;
     uint32_t block = cpu ? CPU_BLOCK : BLOCK;
     while (block > ctx->info.max_block_size && block > MIN_LANES) block /= 2;

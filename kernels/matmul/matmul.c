@@ -44,10 +44,9 @@ static gpuws_status check(gpuws_stream **s, gpuws__stream_claim *claim, gpuws_ma
 static bool small_groups(const gpuws_context *ctx)
 {
     if (ctx->backend->kind == GPUWS_BACKEND_CUDA) return false; /* matmul.cu has the one (large) shape */
-    /* GPUWS_MATMUL_TILE=large|small (a testing knob) forces either shape, so PoCL runs the GPUs' kernel too. */
-    const char *force = gpuws__getenv("GPUWS_MATMUL_TILE");
-    if (force && gpuws__strcasecmp(force, "large") == 0) return false;
-    if (force && gpuws__strcasecmp(force, "small") == 0) return true;
+    /* The knob matmul_tile=large|small (for tests) forces either shape, so PoCL runs the GPUs' kernel too. */
+    if (ctx->tuning.matmul_tile == GPUWS__MATMUL_LARGE) return false;
+    if (ctx->tuning.matmul_tile == GPUWS__MATMUL_SMALL) return true;
     return gpuws__is_cpu_device(ctx) || ctx->info.max_block_size < TILED_THREADS;
 }
 

@@ -66,8 +66,8 @@ static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, cons
                           : gpuws__saturating_blocks(ctx, 3);
     if (tiles < groups) groups = (uint32_t)tiles;
     /* testing knob: fewer work-groups than tiles on a CPU device, so the tests run the GPU's tile loop */
-    const char *force = gpuws__getenv("GPUWS_MEASURE_GROUPS");
-    if (force && strtoul(force, NULL, 10) > 0 && strtoul(force, NULL, 10) < groups) groups = (uint32_t)strtoul(force, NULL, 10);
+    const int64_t force = ctx->tuning.measure_groups;
+    if (force > 0 && force < groups) groups = (uint32_t)force;
 
     /* The totals accumulate in the stream's zeroed memory, which finalize clears again: no fill command per call
      * (NVIDIA's OpenCL took 6-29 us of device time to fill 17 KB, more than finalize). */

@@ -38,9 +38,9 @@ static gpuws_status reduce_gpu(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype 
 {
     gpuws_context *ctx = s->ctx;
     const bool cuda = ctx->backend->kind == GPUWS_BACKEND_CUDA;
-    const char *facc = gpuws__getenv("GPUWS_REDUCE_F32_ACC"); /* testing knob: "float" forces the no-fp64 path */
+    /* the knob reduce_f32_acc=float (for tests) forces the no-fp64 path */
     const bool float_acc = !cuda && dt == GPUWS_F32 && op == GPUWS_REDUCE_SUM &&
-                           (!ctx->info.fp64 || (facc && gpuws__strcasecmp(facc, "float") == 0));
+                           (!ctx->info.fp64 || ctx->tuning.reduce_f32_acc == GPUWS__REDUCE_ACC_FLOAT);
     const char *options = float_acc && ctx->info.fp64 ? "-DGPUWS_REDUCE_FLOAT_ACC=1" : NULL;
     size_t acc = op == GPUWS_REDUCE_SUM && !float_acc ? 8 : gpuws_dtype_size(dt);
 

@@ -46,8 +46,7 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
     size_t need = (n + (size_t)block * 4 - 1) / ((size_t)block * 4);
     if (need < groups) groups = (uint32_t)(need ? need : 1);
     /* testing knob: more work-groups than a CPU device would get, so the tests run the GPU's many-partials path */
-    const char *force = gpuws__getenv("GPUWS_SIGMA_CLIP_GROUPS");
-    if (force && strtoul(force, NULL, 10) > 0 && strtoul(force, NULL, 10) <= 65535) groups = (uint32_t)strtoul(force, NULL, 10);
+    if (ctx->tuning.sigma_clip_groups > 0) groups = (uint32_t)ctx->tuning.sigma_clip_groups;
 
     gpuws_buffer *stb, *ctr;
     if ((st = gpuws__stream_scratch(s, 2, (SC_STATE_WORDS + (size_t)groups * SC_PART_WORDS) * 8, &stb)) ||

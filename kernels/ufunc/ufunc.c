@@ -38,21 +38,16 @@ static gpuws_status check(gpuws_stream **s, gpuws__stream_claim *claim, const ch
 /* 1-D grid for the map kernels: `items` work-items, each taking two groups of 16 bytes (4 floats, 8 int16) per
  * step. GPUs: one step per work-item where the grid allows it (a grid of n/8 work-items; the kernels' grid-stride
  * loops take over past the largest grid): a full grid reaches more of the copy bandwidth than a few blocks per SM
- * looping over the array. GPUWS_UFUNC_GRID=saturating
- * restores the looping grid (16 blocks per compute unit) for comparison. CPU OpenCL devices (PoCL): one work-item
- * per pair of groups as well. */
+ * looping over the array. CPU OpenCL devices (PoCL): one work-item per pair of groups as well. */
 static gpuws_status launch_mapped(gpuws_stream *s, const char *kernel, size_t items, const gpuws_arg *args, size_t nargs)
 {
     const bool cpu = gpuws__is_cpu_device(s->ctx);
-    const char *grid = gpuws__getenv("GPUWS_UFUNC_GRID");
-    const bool looping = !cpu && grid && gpuws__strcasecmp(grid, "saturating") == 0;
     gpuws_kernel *k;
     uint32_t block;
     gpuws_status st = gpuws__kernel_block(s->ctx, kernel, NULL, cpu ? 64 : 256, &k, &block);
     if (st) return st;
     const uint64_t grid_max = s->ctx->info.max_grid_dims[0] < UINT32_MAX ? s->ctx->info.max_grid_dims[0] : UINT32_MAX;
-    const uint32_t max_blocks = looping ? gpuws__saturating_blocks(s->ctx, 16) : (uint32_t)grid_max;
-    gpuws_launch_config cfg = gpuws__config_1d(items, block, max_blocks);
+    gpuws_launch_config cfg = gpuws__config_1d(items, block, (uint32_t)grid_max);
     return gpuws_launch(s, k, &cfg, args, nargs);
 }
 

@@ -129,15 +129,14 @@ FAULT_CASE(convolve2d_f32, FAULT_ALL) { return convolve2d_row(f, GPUWS_F32, 3, N
 FAULT_CASE(convolve2d_f64, FAULT_ALL) { return convolve2d_row(f, GPUWS_F64, 3, NULL); }
 
 /* GPU backends: the tiled kernel (OpenCL's default is the direct one) with the kernel processed in blocks of 4 x 8
- * (GPUWS_CONVOLVE2D_KERNEL_BLOCK), in SAME mode with the symmetric boundary. */
+ * (the knob convolve2d_kernel_block), in SAME mode with the symmetric boundary. */
 FAULT_CASE(convolve2d_tiled_in_kernel_blocks_f32, FAULT_GPU)
 {
-    setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
-    setenv("GPUWS_CONVOLVE2D_KERNEL_BLOCK", "4,8", 1);
+    test_tune(f->ctx, "convolve_path", "tiled");
+    test_tune(f->ctx, "convolve2d_kernel_block", "4x8");
     const gpuws_convolve2d_options o = {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0};
     gpuws_status st = convolve2d_row(f, GPUWS_F32, 9, &o);
-    unsetenv("GPUWS_CONVOLVE_PATH");
-    unsetenv("GPUWS_CONVOLVE2D_KERNEL_BLOCK");
+    test_tune(f->ctx, NULL, NULL);
     return st;
 }
 
@@ -194,9 +193,9 @@ FAULT_CASE(histogram_i32, FAULT_ALL) { return histogram_row(f, GPUWS_I32); }
 /* GPU backends: the edge table made on the host and uploaded (devices without fp64; forced here). */
 FAULT_CASE(histogram_f32_host_edges, FAULT_GPU)
 {
-    setenv("GPUWS_HISTOGRAM_HOST_EDGES", "1", 1);
+    test_tune(f->ctx, "histogram_host_edges", "1");
     gpuws_status st = histogram_row(f, GPUWS_F32);
-    unsetenv("GPUWS_HISTOGRAM_HOST_EDGES");
+    test_tune(f->ctx, NULL, NULL);
     return st;
 }
 
