@@ -263,11 +263,10 @@ static gpuws_status no_work(void *arg, gpuws_stream *s)
     return GPUWS_OK;
 }
 
-/* The timer's floor, in us: two events recorded back to back, nothing between them. On the H100 (2026-11-22,
- * bench/experiments/cl_launch_gap.c) CUDA's events measure ~1.3 us there and NVIDIA's OpenCL ~8.5-9.5 us (mostly the
- * host: each command reaches an idle device ~6 us after the one before it), so the same few-microsecond kernel reads
- * several microseconds slower on OpenCL. Reported next to the ceilings so that short rows can be read with it; never
- * subtracted. */
+/* The timer's floor, in us: two events recorded back to back, nothing between them. NVIDIA's OpenCL events have a
+ * floor several times CUDA's (mostly the host: each command reaches an idle device some microseconds after the one
+ * before it), so the same few-microsecond kernel reads several microseconds slower on OpenCL. Reported next to the
+ * ceilings so that short rows can be read with it; never subtracted. */
 static gpuws_status timer_floor(gpuws_context *ctx, double *us)
 {
     double ms = 0;

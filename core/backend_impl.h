@@ -322,8 +322,8 @@ gpuws_status gpuws__buffer_read_sync(gpuws_stream *s, const gpuws_buffer *src, s
  * bytes into the stream's pinned staging memory; the caller may enqueue more work on s; _finish waits for the read
  * alone (not for that later work) and copies the bytes to dst. Every successful _start needs its _finish (also on
  * an error path: it releases the read), and a stream has one read in flight at a time. Pinned memory and waiting
- * for the read alone (H100, 2026-11-22, bench/experiments/cl_launch_gap.c, a kernel + 4 bytes back): NVIDIA's
- * OpenCL 20.3 us (blocking read into pageable memory) -> 19.0 (pinned); CUDA 13.0 -> 11.3. */
+ * for the read alone make a kernel + a few bytes back faster than a blocking read into pageable memory, on CUDA and
+ * on NVIDIA's OpenCL. */
 typedef struct gpuws__pending_read {
     void *token; /* the backend's; NULL when the bytes are already there */
     size_t n;

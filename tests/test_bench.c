@@ -577,7 +577,7 @@ Test(bench, compare_prints_peer_over_gpuws_for_matching_rows, .timeout = 120)
 
 Test(bench, size_labels_written_differently_still_match_and_different_sizes_do_not)
 {
-    /* pairs the CuPy peer script and gpuws write for the same workshop sizes (bench/results, 2026-11-21) */
+    /* pairs the CuPy peer script and gpuws write for the same workshop sizes */
     static const char *const same[][2] = {
         {"2048x2048 * 15x15", "2048^2*15x15"},  {"4194304 * 15", "4M*15"},
         {"2048x2048 f32", "2048x2048 f32, 7 passes"}, {"2048x2048", "2048x2048 u8"},

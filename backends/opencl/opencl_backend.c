@@ -426,10 +426,10 @@ static gpuws_status ocl_read_start(gpuws_stream *s, const gpuws_buffer *b, size_
     return GPUWS_OK;
 }
 
-/* Polls the read's status a while before it blocks: on NVIDIA's OpenCL clWaitForEvents returned 5-7 us later than a
- * blocking read, and label's row (which waits this way) had a median of 83 us against a minimum of 65 in one run
- * (H100, 2026-11-22); polling a pinned read's event was the fastest wait measured (bench/experiments/cl_launch_gap.c).
- * A wait longer than the polls (a deep queue) blocks, so the host does not spin for milliseconds. */
+/* Polls the read's status a while before it blocks: on NVIDIA's OpenCL clWaitForEvents returns several microseconds
+ * later than a blocking read and its delay varies from call to call, while polling a pinned read's event is the
+ * fastest wait there is. A wait longer than the polls (a deep queue) blocks, so the host does not spin for
+ * milliseconds. */
 #define OCL_READ_POLLS 20000
 static gpuws_status ocl_read_wait(gpuws_stream *s, void *token)
 {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Offline comparison of a `gpuws bench --json` result with a `run_peers.py` JSON taken on the same machine.
 
-    python3 bench/peers/compare.py bench/results/<gpuws>.json bench/results/<peers>.json [--markdown]
+    python3 bench/peers/compare.py <gpuws>.json <peers>.json [--markdown]
 
 Rows are matched by (algorithm, variant, size class). For each gpuws target the table gives the gpuws median, the
 peer's median and peer/gpuws (> 1: gpuws is faster). FAILED rows are shown as such, never compared.

@@ -52,10 +52,10 @@ static const char *conv_options(const gpuws__conv_knobs *kn)
 
 /* The fixed-width kernel's name and build options (OpenCL compiles the program once per width; CUDA has every
  * width compiled in and ignores the options). CUDA's f32 kernels for boundary fill (_fill) have the rule as a
- * constant, so the staging of edge tiles has no wrap/mirror arithmetic: 4-6% faster on the workshop case (H100,
- * convolve2d.cu). CUDA's f64 was no faster that way; in NVIDIA's OpenCL (the rule a build option) the kernel ran
+ * constant, so the staging of edge tiles has no wrap/mirror arithmetic, which makes them faster on the workshop
+ * case (convolve2d.cu). CUDA's f64 is no faster that way; in NVIDIA's OpenCL (the rule a build option) the kernel is
  * slower, and capped at 80 registers no faster than the generic kernel capped the same way, which OpenCL's f32 uses
- * (below; bench/NOTES.md, 2026-11-22 fourth and seventh sessions). */
+ * (below). */
 #define FIXED_MAX_KW 16
 typedef struct {
     char name[48], options[128];
@@ -390,8 +390,8 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
 /* CUDA's persistent f32 kernel (convolve2d_persist_f32_k<kw>[_fill] in convolve2d.cu): the fixed kernel's tiles for
  * the 2 x 2-warp plan, taken from the stream's ticket counter (gpuws__stream_tickets) by as many blocks as the SMs
  * hold at once (at most one per tile). OpenCL keeps a work-group per tile: the same loop there (warp shape
- * constant, ticket base) ran 87-98 us on NVIDIA's OpenCL against 64-72 for a group per tile, and PoCL 5 crashed
- * on the program (bench/NOTES.md, 2026-11-22 fourth session). GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel
+ * constant, ticket base) is much slower on NVIDIA's OpenCL than a group per tile, and PoCL 5 crashes building the
+ * program. GPUWS_CONVOLVE2D_PERSIST=0 keeps the fixed kernel
  * (an A/B knob); GPUWS_CONVOLVE2D_GRID=tiles launches a block per tile, =N at most N blocks (tests: blocks that
  * take many tiles each). */
 static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled_plan *p, const gpuws__conv_knobs *kn)

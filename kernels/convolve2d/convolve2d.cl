@@ -307,9 +307,9 @@ static inline int conv_extend(int i, int n, int boundary)
         x = gc_ < 0 ? fill : irow[gc_];                                                                         \
     }
 /* A warp's segment of the extended-image row into xs. GPUs: plain loads in a loop of their own inside the image
- * (NVIDIA's OpenCL, H100, 2026-11-22: 54-58 us per call on the workshop case against 72 us with the test per
- * element). CPU devices (-DGPUWS_SEP_ONE_LOOP=1): one loop, since PoCL 5.0 fails an assertion compiling the two
- * loops under an if/else between these barriers (bench/experiments/cl_build_probe.c reproduces it). */
+ * (on NVIDIA's OpenCL a bounds test per element makes the workshop case markedly slower). CPU devices
+ * (-DGPUWS_SEP_ONE_LOOP=1): one loop, since PoCL 5.0 fails an assertion compiling the two loops under an if/else
+ * between these barriers. */
 #ifdef GPUWS_SEP_ONE_LOOP
 #define SEP_STAGE_ROW(T)                                                                                        \
     {                                                                                                           \

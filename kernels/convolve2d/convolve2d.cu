@@ -445,10 +445,9 @@ __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *
 // at its first ticket past the last tile, so a launch draws exactly ntiles + gridDim.x tickets and the host adds
 // that to the base for the next kernel on the stream (gpuws__stream_tickets): nothing resets the counter. Any grid
 // size is correct.
-// Kernel time alone on the H100's workshop case (bench/experiments/conv2d_persistent.cu, 2026-11-22 05:04 UTC, one
-// call, deltas / random image): the _fill kernel 57.7 / 58.1 us, the one for any boundary 60.2 / 60.8; the fixed
-// kernel (the same tiles and code, a block per tile) 59.4 / 59.2 and 62.8 / 63.1. An earlier version had the last
-// block reset the counter instead of the host keeping a base: ~0.6 us slower (bench/NOTES.md).
+// On the workshop case the persistent kernels beat the fixed kernel (the same tiles and code, a block per tile), for
+// boundary fill and for any boundary. The host keeps the base: a last block that resets the counter instead is
+// slower.
 __device__ __forceinline__ int draw_tile(unsigned *tickets, unsigned base, int ntiles)
 {
     const unsigned t = atomicAdd(tickets, 1u) - base;
@@ -965,10 +964,9 @@ GPUWS_CONVOLVE2D_KERNELS(f64, double)
 // convolve2d_fixed_<dtype>_k<KW>: the same parameters as _tiled_ (kw and kbh_max are implied: the whole kernel is one
 // block; kbw_max carries `vec`, the elements per copy of interior tiles: 1 = the general loader only, 2, or 4 (f32)),
 // so the driver launches either with one argument list. convolve2d_fixed_f32_k<KW>_fill: the same for boundary fill
-// only, the boundary rule a constant: the staging of edge tiles then has no wrap/mirror arithmetic, which made the
-// f32 kernels 4-6% faster on the workshop case (bench/experiments/conv2d_persistent.cu, H100, 2026-11-22: fixed
-// 59.2-59.4 us against 62.8-63.1, persistent 57.7-58.1 against 60.2-60.8); SciPy's default and the workshop's. f64
-// was no faster that way (99.9-101.0 us against 99.7-102.7 in gpuws bench), so it has one kernel per width.
+// only, the boundary rule a constant: the staging of edge tiles then has no wrap/mirror arithmetic, which makes the
+// f32 kernels faster on the workshop case (fixed and persistent alike); fill is SciPy's default and the workshop's.
+// f64 is no faster that way, so it has one kernel per width.
 // Register caps: with the middle input rows in a loop of their own the f32 k15 kernel took 85 registers (5 blocks of
 // 4 warps per SM); 80 keeps the 6 that shared memory allows for the workshop case, as before. f64 at most 96 (5).
 #ifndef GPUWS_CONVOLVE2D_MAX_REGS_f32 // an A/B knob

@@ -34,8 +34,8 @@ static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_
         return st;
     /* Enough threads to fill the device; each runs a grid-stride loop of Philox calls. (PoCL is no faster with one
      * call per work-item: it does not vectorise this kernel either way.) GPUs: 6 blocks of 256 per SM, one wave at
-     * the CUDA kernel's 40 registers, so that every thread makes the same number of calls at once (the H100 runs
-     * 4, 8 and 16 per SM within 1%, bench/NOTES.md). */
+     * the CUDA kernel's 40 registers, so that every thread makes the same number of calls at once (other block
+     * counts per SM run at the same speed). */
     const uint64_t last = first + (n - 1), jf = first / 2, jl = last / 2;
     const uint64_t calls = jl - jf + 1, need = (calls + block - 1) / block;
     uint32_t g = gpuws__saturating_blocks(ctx, cpu ? 4 : 6);

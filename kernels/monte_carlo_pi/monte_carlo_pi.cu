@@ -7,7 +7,7 @@
 #include "philox.h"
 
 // Philox calls jf..jl (call j gives samples 2j and 2j + 1), both samples of every call counted: the partial kernel
-// tests no sample against the range (those tests cost 15% of the time, bench/NOTES.md); the final kernel takes
+// tests no sample against the range (those tests are a noticeable share of the time); the final kernel takes
 // off the samples of the two end calls that lie outside [first, last]. Each thread makes two independent calls
 // per step (two dependent chains of ten rounds keep the multipliers busier than one) and decides x^2 + y^2 < 1 on
 // the FP64 pipe (gpuws__pi_inside_f64, the integer test exactly), leaving the integer multiplier to Philox.

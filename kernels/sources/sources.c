@@ -57,9 +57,9 @@ void gpuws_catalog_free(gpuws_catalog *c)
 
 /* The image (when uploaded here), the mask and the labels are the stream's scratch (slots 4-6, which none of the
  * steps' drivers use): kept for the next call, so a program that finds sources in image after image allocates
- * them once, as CuPy's memory pool would. Fresh buffers for every call cost ~0.25 ms of cudaMalloc/cudaFree per
- * 2048^2 call on the H100, and on NVIDIA's OpenCL, which maps a new buffer's pages when a kernel first touches
- * them, tens of microseconds inside the threshold and label steps (bench/NOTES.md, 2026-11-22 fifth session). */
+ * them once, as CuPy's memory pool would. Fresh buffers for every call would cost cudaMalloc/cudaFree time on
+ * CUDA, and on NVIDIA's OpenCL, which maps a new buffer's pages when a kernel first touches them, tens of
+ * microseconds inside the threshold and label steps. */
 enum { SLOT_IMAGE = 4, SLOT_MASK = 5, SLOT_LABELS = 6 };
 
 typedef struct {

@@ -37,8 +37,8 @@ static gpuws_status check(gpuws_stream **s, gpuws__stream_claim *claim, const ch
 
 /* 1-D grid for the map kernels: `items` work-items, each taking two groups of 16 bytes (4 floats, 8 int16) per
  * step. GPUs: one step per work-item where the grid allows it (a grid of n/8 work-items; the kernels' grid-stride
- * loops take over past the largest grid). On the H100 a full grid beat a few blocks per SM looping over the array:
- * zero_suppress_i16 at 2^26, 92-93% against 89% of copy bandwidth (bench/NOTES.md). GPUWS_UFUNC_GRID=saturating
+ * loops take over past the largest grid): a full grid reaches more of the copy bandwidth than a few blocks per SM
+ * looping over the array. GPUWS_UFUNC_GRID=saturating
  * restores the looping grid (16 blocks per compute unit) for comparison. CPU OpenCL devices (PoCL): one work-item
  * per pair of groups as well. */
 static gpuws_status launch_mapped(gpuws_stream *s, const char *kernel, size_t items, const gpuws_arg *args, size_t nargs)
