@@ -267,7 +267,7 @@ ParameterizedTest(test_case_param *p, bad_input, case_on_foreign_stream)
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", gpuws_last_error());
     cr_assert(st == GPUWS_ERR_WRONG_CONTEXT || st == GPUWS_ERR_INVALID_ARGUMENT,
-              "%s on another context's stream: got %s, wanted GPUWS_ERR_WRONG_CONTEXT or GPUWS_ERR_INVALID_ARGUMENT: %s",
+              "%s on another context's stream: got %s, wanted GPUWS_ERR_WRONG_CONTEXT or INVALID_ARGUMENT: %s",
               name, gpuws_status_name(st), msg);
     cr_assert(msg[0], "%s on another context's stream: %s without a message", name, gpuws_status_name(st));
     TEST_OK(gpuws_context_synchronize(ctx));

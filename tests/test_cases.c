@@ -51,6 +51,6 @@ Test(cases, registered)
         cr_assert(cs[i]->outputs, "%s %s has no outputs hook", cs[i]->w.algorithm, cs[i]->w.variant);
         algorithms += i == 0 || strcmp(cs[i]->w.algorithm, cs[i - 1]->w.algorithm) != 0;
     }
-    cr_assert_eq(algorithms, (size_t)GPUWS_CASE_FILES, "cases of %zu algorithms registered, %d case files compiled", algorithms,
-                 GPUWS_CASE_FILES);
+    cr_assert_eq(algorithms, (size_t)GPUWS_CASE_FILES, "cases of %zu algorithms registered, %d case files compiled",
+                 algorithms, GPUWS_CASE_FILES);
 }

@@ -22,7 +22,8 @@ static bool listed(const char *list, const char *name)
 
 static int selftest_usage(FILE *f, int code)
 {
-    fprintf(f, "usage: gpuws selftest [--backends cuda,opencl,cpu] [--algorithms LIST] [--sizes tiny,small,default,large]\n"
+    fprintf(f, "usage: gpuws selftest [--backends cuda,opencl,cpu] [--algorithms LIST]\n"
+               "                      [--sizes tiny,small,default,large]\n"
                "  Runs every workload once per size on every selected device and checks it against the scalar\n"
                "  reference (no timing). tiny is the tests' size, small enough for a simulator. Each option may be\n"
                "  given once; its list may not be empty.\n"
@@ -43,9 +44,10 @@ static bool sizes_known(tool_args *t, const char *list)
         bool known = false;
         for (size_t z = 0; z < sizeof size_names / sizeof size_names[0]; z++)
             known |= strlen(size_names[z].name) == l && !strncmp(p, size_names[z].name, l);
-        if (!known)
-            return tool_usage_error(t, "unknown size '%.*s' in --sizes (valid: tiny, small, default, large)", (int)l, p),
-                   false;
+        if (!known) {
+            tool_usage_error(t, "unknown size '%.*s' in --sizes (valid: tiny, small, default, large)", (int)l, p);
+            return false;
+        }
         if (!p[l]) return true;
         p += l;
     }

@@ -87,7 +87,8 @@ void gpuws__case_matrix_teardown(void *p)
     free(s);
 }
 
-gpuws_status gpuws__case_matrix_setup(gpuws_context *ctx, void **state, size_t rows, size_t cols, size_t out_elems, uint64_t seed)
+gpuws_status gpuws__case_matrix_setup(gpuws_context *ctx, void **state, size_t rows, size_t cols, size_t out_elems,
+                                      uint64_t seed)
 {
     gpuws__case_matrix *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
@@ -130,7 +131,8 @@ float *gpuws__case_sky(size_t side, uint64_t seed, gpuws__case_source *src, size
     float *x = malloc(n * sizeof *x);
     if (!x) return NULL;
     for (size_t i = 0; i + 1 < n; i += 2) { /* Box-Muller, both outputs */
-        const double r = 1e-3 * sqrt(-2.0 * log(1.0 - bench_uniform(&seed))), a = 6.283185307179586 * bench_uniform(&seed);
+        const double r = 1e-3 * sqrt(-2.0 * log(1.0 - bench_uniform(&seed)));
+        const double a = 6.283185307179586 * bench_uniform(&seed);
         x[i] = (float)(r * cos(a));
         x[i + 1] = (float)(r * sin(a));
     }

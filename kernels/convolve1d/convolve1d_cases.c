@@ -94,7 +94,9 @@ static size_t c1_outputs(void *p, bench_output *out)
     return 1;
 }
 
-static const gpuws__case w_c1_f64 = {{"convolve1d", "f64", false, c1_setup_f64, c1_run, c1_check, c1_teardown}, c1_outputs, false};
-static const gpuws__case w_c1_f32 = {{"convolve1d", "f32", false, c1_setup_f32, c1_run, c1_check, c1_teardown}, c1_outputs, false};
+static const gpuws__case w_c1_f64 = {{"convolve1d", "f64", false, c1_setup_f64,
+                                      c1_run, c1_check, c1_teardown}, c1_outputs, false};
+static const gpuws__case w_c1_f32 = {{"convolve1d", "f32", false, c1_setup_f32,
+                                      c1_run, c1_check, c1_teardown}, c1_outputs, false};
 GPUWS_CASE(w_c1_f64)
 GPUWS_CASE(w_c1_f32)

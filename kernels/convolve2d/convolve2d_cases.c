@@ -149,20 +149,22 @@ static size_t c2_outputs(void *p, bench_output *out)
     return 2;
 }
 
-static const gpuws__case w_c2_f32 = {{"convolve2d", "f32", false, c2_setup_f32, c2_run, c2_check, c2_teardown}, c2_outputs, false};
-static const gpuws__case w_c2_f64 = {{"convolve2d", "f64", false, c2_setup_f64, c2_run, c2_check, c2_teardown}, c2_outputs, false};
-static const gpuws__case w_c2_f32_transfers = {{"convolve2d", "f32+transfers", true, c2_setup_f32_transfers, c2_run,
-                                                  c2_check, c2_teardown}, c2_outputs, false};
-static const gpuws__case w_c2_f32_random = {{"convolve2d", "f32-random", false, c2_setup_f32_random, c2_run, c2_check,
-                                               c2_teardown}, c2_outputs, false};
+static const gpuws__case w_c2_f32 = {{"convolve2d", "f32", false, c2_setup_f32,
+                                      c2_run, c2_check, c2_teardown}, c2_outputs, false};
+static const gpuws__case w_c2_f64 = {{"convolve2d", "f64", false, c2_setup_f64,
+                                      c2_run, c2_check, c2_teardown}, c2_outputs, false};
+static const gpuws__case w_c2_f32_transfers = {{"convolve2d", "f32+transfers", true, c2_setup_f32_transfers,
+                                                c2_run, c2_check, c2_teardown}, c2_outputs, false};
+static const gpuws__case w_c2_f32_random = {{"convolve2d", "f32-random", false, c2_setup_f32_random, c2_run,
+                                             c2_check, c2_teardown}, c2_outputs, false};
+static const gpuws__case w_c2_f32_sep = {{"convolve2d", "f32-separable", false, c2_setup_f32_sep, c2_run, c2_check,
+                                          c2_teardown}, c2_outputs, false};
+static const gpuws__case w_c2_f64_sep = {{"convolve2d", "f64-separable", false, c2_setup_f64_sep, c2_run, c2_check,
+                                          c2_teardown}, c2_outputs, false};
 GPUWS_CASE(w_c2_f32)
 GPUWS_CASE(w_c2_f64)
 GPUWS_CASE(w_c2_f32_transfers)
 GPUWS_CASE(w_c2_f32_random)
-static const gpuws__case w_c2_f32_sep = {{"convolve2d", "f32-separable", false, c2_setup_f32_sep, c2_run, c2_check,
-                                            c2_teardown}, c2_outputs, false};
-static const gpuws__case w_c2_f64_sep = {{"convolve2d", "f64-separable", false, c2_setup_f64_sep, c2_run, c2_check,
-                                            c2_teardown}, c2_outputs, false};
 GPUWS_CASE(w_c2_f32_sep)
 GPUWS_CASE(w_c2_f64_sep)
 
