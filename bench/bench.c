@@ -31,7 +31,10 @@ void bench_register(const bench_workload *w)
 
 const bench_workload *const *bench_workloads(void) { return workloads; }
 
-const char *bench_size_name(bench_size s) { return s == BENCH_SMALL ? "small" : s == BENCH_LARGE ? "large" : "default"; }
+const char *bench_size_name(bench_size s)
+{
+    return s == BENCH_TINY ? "tiny" : s == BENCH_SMALL ? "small" : s == BENCH_LARGE ? "large" : "default";
+}
 
 const char *bench_workload_name(const bench_workload *w, char *buf, size_t n)
 {

@@ -5,6 +5,7 @@
 #ifndef GPUWS_BENCH_H
 #define GPUWS_BENCH_H
 
+#include "common/cases.h" /* bench_size, bench_counts, bench_workload: a workload is an algorithm's case */
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
 
@@ -13,57 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The workloads' seeded inputs: splitmix64, and uniform doubles in [0, 1) from it. */
-static inline uint64_t bench_splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static inline double bench_uniform(uint64_t *s) { return (double)(bench_splitmix(s) >> 11) * 0x1.0p-53; }
-
-typedef enum { BENCH_SMALL = 0, BENCH_DEFAULT = 1, BENCH_LARGE = 2 } bench_size;
-
-/* Which FMA peak a workload's FLOPs are measured against. */
-typedef enum {
-    BENCH_FLOPS_AUTO = 0, /* f64 when the variant's name contains "f64", else f32 */
-    BENCH_FLOPS_F32 = 1,
-    BENCH_FLOPS_F64 = 2,
-} bench_flop_type;
-
-/* What one run of a workload does: the fewest bytes it must move through device memory (each input read once,
- * each output written once) and the arithmetic it must do. */
-typedef struct {
-    double bytes;
-    double flops;
-    char size_label[48]; /* "2^28 f32", "2048x2048 * 15x15" */
-    /* fields added later: zero is the default */
-    bench_flop_type flop_type;
-} bench_counts;
-
-typedef struct bench_workload {
-    const char *algorithm; /* "reduce" */
-    const char *variant;   /* "sum_f32" */
-    /* true: run() includes the host<->device transfers (upload, compute, download), the workshop's "fairer
-     * comparison"; false: inputs stay on the device and only the computation is timed. */
-    bool end_to_end;
-    /* Allocates and uploads inputs on ctx for the size class; fills counts. state is the workload's. */
-    gpuws_status (*setup)(gpuws_context *ctx, bench_size size, void **state, bench_counts *counts);
-    /* Enqueues one run on s (no synchronisation inside). */
-    gpuws_status (*run)(void *state, gpuws_stream *s);
-    /* After one run has finished: compares the output with the scalar reference (computed once, on the host).
-     * Returns true when correct; otherwise writes why to msg. */
-    bool (*check)(void *state, char *msg, size_t n);
-    void (*teardown)(void *state);
-} bench_workload;
-
-/* Workloads register themselves: BENCH_WORKLOAD(w) in any bench/workloads_<algo>.c. */
-void bench_register(const bench_workload *w);
-/* Every registered workload sorted by algorithm then variant; NULL-terminated. */
+/* Every registered workload (the algorithms' cases and bench/workloads_*.c) sorted by algorithm then variant;
+ * NULL-terminated. */
 const bench_workload *const *bench_workloads(void);
-#define BENCH_WORKLOAD(W)                                                                                       \
-    __attribute__((constructor)) static void bench_register_##W(void) { bench_register(&W); }
 
 /* One backend/device to run on. Every OpenCL device is its own target (NVIDIA, PoCL, other vendors). */
 typedef struct {

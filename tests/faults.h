@@ -32,6 +32,12 @@ typedef struct fault_fixture {
     /* Outputs, poisoned (TEST_POISON_BYTE); the harness checks every byte is still poison after a failure. */
     gpuws_buffer *out;    /* FAULT_OUT_BYTES */
     gpuws_buffer *out2;   /* FAULT_OUT2_BYTES: a second output (a count, a hit total) */
+    /* Rows made from an algorithm's case (kernels/common/cases.h): its state, set up at the TINY size on ctx, and
+     * its outputs, poisoned; the harness checks them like out and out2. */
+    const gpuws__case *algorithm_case;
+    void *case_state;
+    bench_output case_out[BENCH_MAX_OUTPUTS];
+    size_t case_nout;
 } fault_fixture;
 
 /* f->mask: 2 x 2 blocks every 5 pixels, each with one more pixel touching its corner diagonally, so the blocks
@@ -54,6 +60,7 @@ typedef struct fault_case {
     unsigned backends; /* bit per gpuws_backend_kind */
     /* Performs the operation; on success checks its result and releases whatever it created. */
     gpuws_status (*op)(fault_fixture *f);
+    const gpuws__case *algorithm_case; /* a row made from a case (NULL for FAULT_CASE rows) */
 } fault_case;
 
 #define FAULT_CPU (1u << GPUWS_BACKEND_CPU)
@@ -72,7 +79,7 @@ bool fault_ok(fault_fixture *f, gpuws_status st);
     static gpuws_status fault_op_##Name(fault_fixture *f);                                                      \
     __attribute__((constructor)) static void fault_register_##Name(void)                                        \
     {                                                                                                           \
-        static const fault_case c = {#Name, (Backends), fault_op_##Name};                                       \
+        static const fault_case c = {#Name, (Backends), fault_op_##Name, NULL};                                 \
         fault_register(&c);                                                                                     \
     }                                                                                                           \
     static gpuws_status fault_op_##Name(__attribute__((unused)) fault_fixture *f)

@@ -236,3 +236,51 @@ uint64_t test_ulp_diff_f64(double a, double b)
     uint64_t x = ordered64(a), y = ordered64(b);
     return x > y ? x - y : y - x;
 }
+
+static void free_case_params(struct criterion_test_params *crp) { cr_free(crp->params); }
+
+struct criterion_test_params test_case_params(bool with_stream)
+{
+    const gpuws__case *const *cs = gpuws__cases();
+    size_t n = 0, j = 0;
+    for (size_t i = 0; cs[i]; i++) n += !with_stream || !cs[i]->ignores_stream;
+    test_case_param *p = cr_malloc(n * TEST_BACKENDS * sizeof *p);
+    for (size_t i = 0; cs[i]; i++)
+        for (int k = 0; k < TEST_BACKENDS && (!with_stream || !cs[i]->ignores_stream); k++)
+            p[j++] = (test_case_param){(int)i, test_backends[k]};
+    return cr_make_param_array(test_case_param, p, j, free_case_params);
+}
+
+const char *test_case_name(const test_case_param *p, char *buf, size_t n)
+{
+    const gpuws__case *c = gpuws__cases()[p->index];
+    snprintf(buf, n, "%s %s on %s", c->w.algorithm, c->w.variant, test_backend_name(p->kind));
+    return buf;
+}
+
+size_t test_case_poison(const gpuws__case *c, void *state, bench_output *out)
+{
+    cr_assert(c->outputs, "%s %s: a case lists its outputs (kernels/common/cases.h)", c->w.algorithm, c->w.variant);
+    const size_t n = c->outputs(state, out);
+    cr_assert_leq(n, BENCH_MAX_OUTPUTS, "%s %s lists %zu outputs", c->w.algorithm, c->w.variant, n);
+    const unsigned char poison = TEST_POISON_BYTE;
+    for (size_t k = 0; k < n; k++) {
+        if (out[k].buffer) TEST_OK(gpuws_buffer_fill(out[k].buffer, 0, &poison, 1, out[k].bytes));
+        else memset(out[k].host, TEST_POISON_BYTE, out[k].bytes);
+    }
+    return n;
+}
+
+bool test_output_poisoned(const bench_output *o)
+{
+    const unsigned char *h = o->host;
+    unsigned char *copy = NULL;
+    if (o->buffer) {
+        copy = test_download(o->buffer, o->bytes);
+        h = copy;
+    }
+    size_t i = 0;
+    while (i < o->bytes && h[i] == TEST_POISON_BYTE) i++;
+    free(copy);
+    return i == o->bytes;
+}

@@ -3,6 +3,7 @@
 #ifndef GPUWS_TEST_SUPPORT_H
 #define GPUWS_TEST_SUPPORT_H
 
+#include "common/cases.h"
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
 
@@ -74,6 +75,23 @@ char *test_read_file(const char *path);
 void test_cache_dir_fresh(void);
 const char *test_cache_dir(void);
 void test_cache_dir_remove(void);
+
+/* ---- the algorithms' cases (kernels/common/cases.h), run by the generic harnesses ---- */
+
+/* One case on one backend: the index into gpuws__cases(). */
+typedef struct {
+    int index;
+    gpuws_backend_kind kind;
+} test_case_param;
+/* Every case × every backend of test_backends (cr_malloc'd; Criterion frees it); with_stream: only the cases whose
+ * run takes the stream it is given. */
+struct criterion_test_params test_case_params(bool with_stream);
+/* "matmul f32_tiled on opencl" into buf. */
+const char *test_case_name(const test_case_param *p, char *buf, size_t n);
+/* Fills every output the case lists with TEST_POISON_BYTE; returns how many (out: BENCH_MAX_OUTPUTS). */
+size_t test_case_poison(const gpuws__case *c, void *state, bench_output *out);
+/* Whether output k is all poison still (the caller has waited for the work on it). */
+bool test_output_poisoned(const bench_output *o);
 
 /* Units in the last place between two floats (0 if bit-identical; NaN vs NaN counts as equal). */
 uint64_t test_ulp_diff_f32(float a, float b);

@@ -239,6 +239,47 @@ ParameterizedTest(bad_param *p, bad_input, api)
                  test_backend_name(p->kind), gpuws__alloc_live() - live0);
 }
 
+/* Every algorithm's case (kernels/<algo>/<algo>_cases.c), set up at the TINY size on one context and run on the
+ * default stream of another context of the same backend: the call must refuse (the stream and the buffers belong to
+ * different contexts), say why, write none of the outputs (poisoned first) and leak nothing. Cases whose run takes
+ * the context's own streams (host-to-host pipelines) have no stream to get wrong and are left out. */
+ParameterizedTestParameters(bad_input, case_on_foreign_stream) { return test_case_params(true); }
+
+ParameterizedTest(test_case_param *p, bad_input, case_on_foreign_stream)
+{
+    const gpuws__case *c = gpuws__cases()[p->index];
+    char name[160];
+    test_case_name(p, name, sizeof name);
+    warm_up();
+    long live0 = gpuws__alloc_live();
+    gpuws_context *ctx = test_open(p->kind), *other = test_open(p->kind);
+    if (strstr(c->w.variant, "f64")) test_require_dtype(ctx, GPUWS_F64);
+    gpuws_stream *foreign;
+    TEST_OK(gpuws_context_get_default_stream(other, &foreign));
+    void *state = NULL;
+    bench_counts counts;
+    memset(&counts, 0, sizeof counts);
+    TEST_OK(c->w.setup(ctx, BENCH_TINY, &state, &counts));
+    bench_output out[BENCH_MAX_OUTPUTS];
+    const size_t nout = test_case_poison(c, state, out);
+    TEST_OK(gpuws_context_synchronize(ctx));
+    const gpuws_status st = c->w.run(state, foreign);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", gpuws_last_error());
+    cr_assert(st == GPUWS_ERR_WRONG_CONTEXT || st == GPUWS_ERR_INVALID_ARGUMENT,
+              "%s on another context's stream: got %s, wanted GPUWS_ERR_WRONG_CONTEXT or INVALID_ARGUMENT: %s",
+              name, gpuws_status_name(st), msg);
+    cr_assert(msg[0], "%s on another context's stream: %s without a message", name, gpuws_status_name(st));
+    TEST_OK(gpuws_context_synchronize(ctx));
+    TEST_OK(gpuws_context_synchronize(other));
+    for (size_t k = 0; k < nout; k++)
+        cr_assert(test_output_poisoned(&out[k]), "%s on another context's stream: output %zu was written", name, k);
+    c->w.teardown(state);
+    gpuws_context_destroy(other);
+    gpuws_context_destroy(ctx);
+    cr_assert_eq(gpuws__alloc_live(), live0, "%s: %ld library allocation(s) leaked", name, gpuws__alloc_live() - live0);
+}
+
 /* ================================================================================================================
  * API rows
  * ================================================================================================================ */

@@ -84,7 +84,58 @@ FAULT_CASE(kernel_get_and_launch, FAULT_GPU)
     return gpuws_launch(f->stream, k, &cfg, args, 4);
 }
 
-/* The algorithms' rows are in tests/faults/algorithms.c. */
+/* The algorithms' rows are in tests/faults/algorithms.c; and one row per case of every algorithm's case table
+ * (kernels/<algo>/<algo>_cases.c), "case <algorithm> <variant>": the case set up at the TINY size before the
+ * injection is armed, then its run under it; on success its check must pass. */
+
+static gpuws_status fault_op_case(fault_fixture *f)
+{
+    const gpuws__case *c = f->algorithm_case;
+    gpuws_status st = c->w.run(f->case_state, f->stream);
+    if (fault_ok(f, st)) {
+        TEST_OK(gpuws_context_synchronize(f->ctx)); /* a case that ignores the stream runs on the context's own */
+        char msg[512] = "";
+        cr_assert(c->w.check(f->case_state, msg, sizeof msg), "%s %s: %s", c->w.algorithm, c->w.variant, msg);
+    }
+    return st;
+}
+
+#define FAULT_MAX_CASE_ROWS 128
+static fault_case case_rows[FAULT_MAX_CASE_ROWS];
+static char case_row_names[FAULT_MAX_CASE_ROWS][96];
+
+/* Registers the case rows once (the parameters and each test both sort the rows: the same list in every process). */
+static void register_case_rows(void)
+{
+    static bool done;
+    if (done) return;
+    done = true;
+    size_t i = 0;
+    for (const gpuws__case *const *c = gpuws__cases(); *c && i < FAULT_MAX_CASE_ROWS; c++, i++) {
+        snprintf(case_row_names[i], sizeof case_row_names[i], "case %s %s", (*c)->w.algorithm, (*c)->w.variant);
+        case_rows[i] = (fault_case){case_row_names[i], FAULT_ALL, fault_op_case, *c};
+        fault_register(&case_rows[i]);
+    }
+}
+
+/* Sets up a case row's state (before the injection is armed) and poisons its outputs. */
+static void case_open(fault_fixture *f, const fault_case *c)
+{
+    f->algorithm_case = c->algorithm_case;
+    if (!f->algorithm_case) return;
+    if (strstr(f->algorithm_case->w.variant, "f64")) test_require_dtype(f->ctx, GPUWS_F64);
+    bench_counts counts;
+    memset(&counts, 0, sizeof counts);
+    TEST_OK(f->algorithm_case->w.setup(f->ctx, BENCH_TINY, &f->case_state, &counts));
+    f->case_nout = test_case_poison(f->algorithm_case, f->case_state, f->case_out);
+    TEST_OK(gpuws_context_synchronize(f->ctx));
+}
+
+static void case_close(fault_fixture *f)
+{
+    if (f->algorithm_case && f->case_state) f->algorithm_case->w.teardown(f->case_state);
+    f->case_state = NULL;
+}
 
 /* ---- the harness ---- */
 
@@ -191,6 +242,7 @@ static void free_params(struct criterion_test_params *crp) { cr_free(crp->params
 
 ParameterizedTestParameters(faults, every_allocation_of)
 {
+    register_case_rows();
     qsort(cases, ncases, sizeof cases[0], by_name);
     size_t n = 0, j = 0;
     for (size_t i = 0; i < ncases; i++)
@@ -204,6 +256,7 @@ ParameterizedTestParameters(faults, every_allocation_of)
 
 ParameterizedTest(fault_param *p, faults, every_allocation_of)
 {
+    register_case_rows();
     qsort(cases, ncases, sizeof cases[0], by_name);
     const fault_case *c = cases[p->index];
     char row[128];
@@ -211,12 +264,19 @@ ParameterizedTest(fault_param *p, faults, every_allocation_of)
     setenv("GPUWS_LOG", "error", 1); /* leftover-object warnings are the harness's business here */
     fault_fixture f;
     fixture_open(&f, p->kind); /* first-use allocations (programs, caches) happen before the first baseline */
+    case_open(&f, c);
+    if (c->algorithm_case) { /* a case's first run builds its programs */
+        TEST_OK(c->algorithm_case->w.run(f.case_state, f.stream));
+        TEST_OK(gpuws_context_synchronize(f.ctx));
+    }
+    case_close(&f);
     fixture_close(&f);
     registry_make_room();
     long k;
     for (k = 1; k <= 10000; k++) {
         long live0 = gpuws__alloc_live();
         fixture_open(&f, p->kind);
+        case_open(&f, c);
         memset(&row_run, 0, sizeof row_run);
         gpuws__error(GPUWS_OK, "(no message set since the row started)"); /* no earlier run's message can pass */
         gpuws__fault_alloc_countdown(k);
@@ -232,8 +292,12 @@ ParameterizedTest(fault_param *p, faults, every_allocation_of)
             TEST_OK(gpuws_context_synchronize(f.ctx));
             expect_poison(f.out, FAULT_OUT_BYTES, row, k);
             expect_poison(f.out2, FAULT_OUT2_BYTES, row, k);
+            for (size_t o = 0; o < f.case_nout; o++)
+                cr_assert(test_output_poisoned(&f.case_out[o]), "%s: allocation %ld failed but output %zu was written",
+                          row, k, o);
         }
         expect_working(&f, row, k);
+        case_close(&f);
         fixture_close(&f);
         cr_assert_eq(gpuws__alloc_live(), live0, "%s: allocation %ld failed and %ld allocation(s) leaked", row, k,
                      gpuws__alloc_live() - live0);

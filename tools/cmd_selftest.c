@@ -22,21 +22,32 @@ static bool listed(const char *list, const char *name)
 
 static int selftest_usage(FILE *f, int code)
 {
-    fprintf(f, "usage: gpuws selftest [--backends cuda,opencl,cpu] [--algorithms LIST] [--sizes small,default,large]\n"
+    fprintf(f, "usage: gpuws selftest [--backends cuda,opencl,cpu] [--algorithms LIST]\n"
+               "                      [--sizes tiny,small,default,large]\n"
                "  Runs every workload once per size on every selected device and checks it against the scalar\n"
-               "  reference (no timing). Each option may be given once; its list may not be empty.\n"
+               "  reference (no timing). tiny is the tests' size, small enough for a simulator. Each option may be\n"
+               "  given once; its list may not be empty.\n"
                "  Exit status: 0 all correct, 1 a result is wrong or a call fails, 2 bad usage.\n");
     return code;
 }
 
-/* True when every item of the --sizes list is small, default or large (the message printed otherwise). */
+static const struct {
+    bench_size size;
+    const char *name;
+} size_names[] = {{BENCH_TINY, "tiny"}, {BENCH_SMALL, "small"}, {BENCH_DEFAULT, "default"}, {BENCH_LARGE, "large"}};
+
+/* True when every item of the --sizes list is tiny, small, default or large (the message printed otherwise). */
 static bool sizes_known(tool_args *t, const char *list)
 {
     for (const char *p = list;; p++) {
         const size_t l = strcspn(p, ",");
-        const bool known = (l == 5 && !strncmp(p, "small", 5)) || (l == 7 && !strncmp(p, "default", 7)) ||
-                           (l == 5 && !strncmp(p, "large", 5));
-        if (!known) return tool_usage_error(t, "unknown size '%.*s' in --sizes (valid: small, default, large)", (int)l, p), false;
+        bool known = false;
+        for (size_t z = 0; z < sizeof size_names / sizeof size_names[0]; z++)
+            known |= strlen(size_names[z].name) == l && !strncmp(p, size_names[z].name, l);
+        if (!known) {
+            tool_usage_error(t, "unknown size '%.*s' in --sizes (valid: tiny, small, default, large)", (int)l, p);
+            return false;
+        }
         if (!p[l]) return true;
         p += l;
     }
@@ -102,14 +113,13 @@ static int cmd_selftest(int argc, char **argv)
         for (const bench_workload *const *wp = bench_workloads(); *wp; wp++) {
             const bench_workload *w = *wp;
             if (!listed(algorithms, w->algorithm)) continue;
-            for (int z = 0; z < 3; z++) {
-                static const char *zn[] = {"small", "default", "large"};
-                if (!listed(sizes, zn[z])) continue;
+            for (size_t z = 0; z < sizeof size_names / sizeof size_names[0]; z++) {
+                if (!listed(sizes, size_names[z].name)) continue;
                 void *state = NULL;
                 bench_counts c;
                 memset(&c, 0, sizeof c);
                 char msg[256] = "";
-                gpuws_status st = w->setup(ctx, (bench_size)z, &state, &c);
+                gpuws_status st = w->setup(ctx, size_names[z].size, &state, &c);
                 if (!st) st = w->run(state, s);
                 if (!st) st = gpuws_stream_synchronize(s);
                 bool ok = !st && w->check(state, msg, sizeof msg);
