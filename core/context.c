@@ -1,6 +1,11 @@
 /* Context selection (GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM), streams and events. */
-#include "backend_impl.h"
+#include "alloc.h"
+#include "backend.h"
+#include "driver_support.h"
+#include "errors.h"
+#include "objects.h"
 #include "program_internal.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* CuPy-style generators: an elementwise kernel and a two-pass reduction made from a few lines of dialect text.
  * Each is an ordinary user program built from generated source, kept by the context under its texts so the same
  * texts are built once per context. */
+#include "driver_support.h"
 #include "program_internal.h"
 
 #include <stdio.h>
