@@ -24,10 +24,22 @@ gpuws_status gpuws__claim(gpuws__stream_claim *c, gpuws_stream *s, const char *f
 void gpuws__unclaim(gpuws__stream_claim *c);
 #define GPUWS__CLAIM(name) __attribute__((cleanup(gpuws__unclaim))) gpuws__stream_claim name = {NULL}
 
-/* Temporary device memory owned by the stream: slot 0..GPUWS__SCRATCH_SLOTS-1, each a separate buffer, valid
- * until the next request for the same slot on the same stream (work already enqueued on the stream may still use
- * it: the stream is in order). Grows as needed; freed with the stream. */
-gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuws_buffer **out);
+/* Who owns a piece of memory the stream keeps (gpuws__stream_scratch, gpuws__stream_memo): each use declares its own
+ * key at file scope and passes its address, e.g.
+ *     static const gpuws__stream_key key_partials = {"reduce.partials"};
+ * The stream tells owners apart by the key's address, so two uses never share memory unless they share a key: a call
+ * nested in another on the same stream (find_sources runs sigma_clip, label, measure) cannot overwrite its caller's
+ * memory. One owner may hold several keys. The name ("<algorithm>.<use>", unique in the library) is for messages and
+ * debugging, and keeps keys' contents distinct so that no toolchain may merge two of them into one object. */
+typedef struct gpuws__stream_key {
+    const char *name;
+} gpuws__stream_key;
+
+/* Temporary device memory owned by the stream, one buffer per key, valid until the next request for the same key on
+ * the same stream (work already enqueued on the stream may still use it: the stream is in order). Grows as needed
+ * (waiting for the stream first); freed with the stream. A request finds its key by a short scan of the stream's
+ * keys and allocates nothing once the buffer is large enough. */
+gpuws_status gpuws__stream_scratch(gpuws_stream *s, const gpuws__stream_key *key, size_t bytes, gpuws_buffer **out);
 /* A ticket counter for kernels whose blocks take work from an atomic counter (persistent blocks), with no fill
  * command and no reset inside the kernel: one 32-bit word of device memory owned by the stream, zero-filled (on the
  * stream) when first made, and *base, the value it holds when the next kernel on the stream starts. The kernel
@@ -44,10 +56,10 @@ void gpuws__stream_tickets_drawn(gpuws_stream *s, bool ok, uint32_t n);
  * fails, since an earlier one may have run and left totals behind). One buffer per stream (measure's records). */
 gpuws_status gpuws__stream_zeroed(gpuws_stream *s, size_t bytes, gpuws_buffer **out);
 void gpuws__stream_zeroed_dirty(gpuws_stream *s);
-/* Host memory a driver keeps on the stream between calls (a plan for the next call of the same shape): slot
- * 0..GPUWS__MEMO_SLOTS-1, `bytes` zeroed on first use (every call of a slot must ask for the same size), freed with
- * the stream. A stream is used by one thread at a time, so it needs no lock. */
-gpuws_status gpuws__stream_memo(gpuws_stream *s, int slot, size_t bytes, void **out);
+/* Host memory a driver keeps on the stream between calls (a plan for the next call of the same shape), one block per
+ * key: `bytes` zeroed on first use; every request of a key must ask for the same size (else GPUWS_ERR_INTERNAL).
+ * Freed with the stream. A stream is used by one thread at a time, so it needs no lock. */
+gpuws_status gpuws__stream_memo(gpuws_stream *s, const gpuws__stream_key *key, size_t bytes, void **out);
 /* Reads n bytes into host memory once all the work enqueued on s before it has finished: what
  * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read (on NVIDIA's OpenCL a
  * blocking read of a kernel's 4 bytes took 30 us against 38.5 us as a non-blocking read + clFinish). Reads of up to

@@ -27,20 +27,28 @@ struct gpuws_context {
     long live_buffers, live_events;  /* under lock; a warning names leftovers at destroy */
 };
 
-#define GPUWS__MEMO_SLOTS 1 /* 0: convolve2d's last plan */
 #define GPUWS__STAGING_BYTES 64
-#define GPUWS__SCRATCH_SLOTS 7 /* 0-3: the algorithms' drivers; 4-6: find_sources (kernels/sources/sources.c) */
+/* Memory a stream keeps for one owner (see gpuws__stream_scratch, gpuws__stream_memo in core/driver_support.h). */
+typedef struct gpuws__stream_entry {
+    const struct gpuws__stream_key *key; /* the owner's key, compared by address */
+    void *p;                             /* scratch: a gpuws_buffer *; memo: host memory */
+    size_t bytes;                        /* memo: the size every request of the key asks for */
+} gpuws__stream_entry;
+typedef struct gpuws__stream_entries {
+    gpuws__stream_entry *v;
+    size_t n, cap;
+} gpuws__stream_entries;
 struct gpuws_stream {
     gpuws_context *ctx;
     void *impl;
     bool is_default;
-    gpuws_buffer *scratch[GPUWS__SCRATCH_SLOTS]; /* per-stream temporary memory (see gpuws__stream_scratch) */
+    gpuws__stream_entries scratch;   /* temporary device memory, by owner (see gpuws__stream_scratch) */
     gpuws_buffer *tickets;           /* a ticket counter for persistent kernels (see gpuws__stream_tickets) */
     uint32_t tickets_base;           /* the value tickets holds when the next kernel on the stream starts */
     bool tickets_unknown;            /* a launch that draws tickets failed: zero it again before the next one */
     gpuws_buffer *zeroed;            /* device memory the kernels leave zero (see gpuws__stream_zeroed) */
     size_t zeroed_clean;             /* its leading bytes known to be zero where the next command starts */
-    void *memo[GPUWS__MEMO_SLOTS];   /* host memory drivers keep between calls (see gpuws__stream_memo) */
+    gpuws__stream_entries memo;      /* host memory drivers keep between calls, by owner (see gpuws__stream_memo) */
     void *staging;                   /* GPUWS__STAGING_BYTES of pinned host memory (see gpuws__buffer_read_start) */
     void *read_marker;               /* the backend's reusable marker for read_start (freed by stream_destroy) */
     _Atomic uintptr_t owner;         /* the thread inside an algorithm call on the stream, 0 if none (gpuws__claim) */

@@ -1,5 +1,6 @@
 /* Core API: status strings, backend selection rules, buffers and transfers, streams and events. */
 #include "support.h"
+#include "../core/driver_support.h" /* the memory a stream keeps for the drivers */
 
 #include <math.h>
 #include <stdlib.h>
@@ -362,5 +363,65 @@ BACKEND_TEST(streams, event_intervals_add_up_in_stream_order)
     gpuws_buffer_destroy(a);
     gpuws_buffer_destroy(b);
     gpuws_stream_destroy(s);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- memory a stream keeps for the algorithms' drivers (core/driver_support.h) ---- */
+
+static const gpuws__stream_key key_a = {"test_core.a"};
+static const gpuws__stream_key key_b = {"test_core.b"};
+
+/* Scratch and memo memory belong to an owner's key: two keys never share memory (a driver nested in another on the
+ * same stream cannot overwrite its caller's), one key keeps its memory between requests and grows it, there is no
+ * fixed number of keys, and everything goes with the stream. */
+BACKEND_TEST(streams, scratch_and_memo_are_kept_per_key_and_freed_with_the_stream)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const long live = gpuws__alloc_live();
+    gpuws_stream *s;
+    TEST_OK(gpuws_stream_create(ctx, &s));
+
+    gpuws_buffer *a, *b, *again;
+    TEST_OK(gpuws__stream_scratch(s, &key_a, 100, &a));
+    TEST_OK(gpuws__stream_scratch(s, &key_b, 100, &b));
+    cr_assert_neq(a, b, "two keys were given one buffer");
+    TEST_OK(gpuws__stream_scratch(s, &key_a, 50, &again));
+    cr_assert_eq(again, a, "a smaller request of the same key must reuse its buffer");
+    size_t size, grown;
+    TEST_OK(gpuws_buffer_get_size(a, &size));
+    TEST_OK(gpuws__stream_scratch(s, &key_a, size + 1, &again));
+    TEST_OK(gpuws_buffer_get_size(again, &grown));
+    cr_assert_geq(grown, size + 1, "key a's buffer did not grow: %zu bytes for a request of %zu", grown, size + 1);
+    a = again; /* the old one is gone */
+    TEST_OK(gpuws__stream_scratch(s, &key_b, 100, &again));
+    cr_assert_eq(again, b, "growing key a's buffer changed key b's");
+
+    enum { MANY = 40 };
+    static const gpuws__stream_key many[MANY];
+    gpuws_buffer *bufs[MANY];
+    for (int i = 0; i < MANY; i++) {
+        TEST_OK(gpuws__stream_scratch(s, &many[i], 16, &bufs[i]));
+        cr_assert(bufs[i] != a && bufs[i] != b, "key %d was given the buffer of key a or b", i);
+        for (int j = 0; j < i; j++) cr_assert_neq(bufs[i], bufs[j], "keys %d and %d share a buffer", j, i);
+    }
+    for (int i = 0; i < MANY; i++) {
+        TEST_OK(gpuws__stream_scratch(s, &many[i], 16, &again));
+        cr_assert_eq(again, bufs[i], "key %d's buffer changed when more keys were added", i);
+    }
+
+    unsigned char *m, *m2, *mb;
+    TEST_OK(gpuws__stream_memo(s, &key_a, 64, (void **)&m));
+    for (int i = 0; i < 64; i++) cr_assert_eq(m[i], 0, "a new memo's byte %d is %d, not zero", i, m[i]);
+    memset(m, 7, 64);
+    TEST_OK(gpuws__stream_memo(s, &key_b, 64, (void **)&mb));
+    cr_assert_neq(mb, m, "two keys were given one memo");
+    cr_assert_eq(mb[0], 0);
+    TEST_OK(gpuws__stream_memo(s, &key_a, 64, (void **)&m2));
+    cr_assert(m2 == m && m2[63] == 7, "key a's memo was not kept");
+    TEST_FAILS(GPUWS_ERR_INTERNAL, gpuws__stream_memo(s, &key_a, 32, (void **)&m2));
+    cr_assert(strstr(gpuws_last_error(), "test_core.a"), "the message names the key: %s", gpuws_last_error());
+
+    gpuws_stream_destroy(s);
+    cr_assert_eq(gpuws__alloc_live(), live, "%ld allocations outlive the stream", gpuws__alloc_live() - live);
     gpuws_context_destroy(ctx);
 }
