@@ -3,6 +3,8 @@
 #include "../core/driver_support.h" /* the memory a stream keeps for the drivers */
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -425,3 +427,93 @@ BACKEND_TEST(streams, scratch_and_memo_are_kept_per_key_and_freed_with_the_strea
     cr_assert_eq(gpuws__alloc_live(), live, "%ld allocations outlive the stream", gpuws__alloc_live() - live);
     gpuws_context_destroy(ctx);
 }
+
+/* ---- embedded OpenCL programs (cmake/embed_cl.cmake) ---- */
+
+#ifdef GPUWS_HAVE_OPENCL
+#include "../backends/opencl/cl_sources.h"
+
+/* A file's text split into lines (the newlines replaced by NULs). */
+typedef struct {
+    char *text;
+    char **line; /* line[i] is line i + 1 */
+    long n;
+} file_lines;
+
+static void file_lines_read(file_lines *f, const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp, "cannot open %s", path);
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    f->text = malloc((size_t)size + 1);
+    cr_assert_eq(fread(f->text, 1, (size_t)size, fp), (size_t)size);
+    fclose(fp);
+    f->text[size] = 0;
+    f->line = malloc(((size_t)size + 2) * sizeof *f->line);
+    f->n = 0;
+    for (char *q = f->text; q <= f->text + size;) {
+        f->line[f->n++] = q;
+        char *nl = strchr(q, '\n');
+        if (!nl) break;
+        *nl = 0;
+        q = nl + 1;
+    }
+}
+
+static void file_lines_free(file_lines *f)
+{
+    free(f->text);
+    free(f->line);
+    *f = (file_lines){0};
+}
+
+/* An algorithm's OpenCL program is the prelude, then its .cl with each #include "x.h" replaced by the header the
+ * .c and .cu include too. Every line after a #line directive is the line of the file it names, so the compiler's
+ * messages point into the real files; a header that is included comes in whole, and at least label's is. */
+Test(embedded_opencl, every_line_is_the_line_its_line_directive_names)
+{
+    const char *data = getenv("GPUWS_TEST_DATA");
+    if (!data) cr_skip_test("GPUWS_TEST_DATA is not set (run through ctest)");
+    bool label_layout = false;
+    for (size_t i = 0; i < gpuws__cl_source_count; i++) {
+        const gpuws__cl_source *src = &gpuws__cl_sources[i];
+        const char *p = (const char *)src->text, *end = p + src->len;
+        char file[256] = "", path[1024];
+        file_lines fl = {0};
+        long line = 0, checked = 0;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+            char got[4096];
+            cr_assert_lt(len, sizeof got, "%s: a line of %zu characters", src->algo, len);
+            memcpy(got, p, len);
+            got[len] = 0;
+            p += len + (nl != NULL);
+            long l;
+            char name[256];
+            if (sscanf(got, "#line %ld \"%255[^\"]\"", &l, name) == 2) {
+                line = l;
+                if (strcmp(name, file) != 0) {
+                    gpuws__strlcpy(file, name, sizeof file);
+                    snprintf(path, sizeof path, "%s/../../kernels/%s/%s", data, src->algo, file);
+                    file_lines_free(&fl);
+                    file_lines_read(&fl, path);
+                }
+                label_layout |= strcmp(file, "label_layout.h") == 0;
+                continue;
+            }
+            if (!file[0]) continue; /* the prelude */
+            cr_assert(line >= 1 && line <= fl.n, "%s: %s has no line %ld", src->algo, file, line);
+            cr_assert_str_eq(got, fl.line[line - 1], "%s: the program's line for %s:%ld differs from the file", src->algo,
+                             file, line);
+            line++;
+            checked++;
+        }
+        file_lines_free(&fl);
+        cr_assert_gt(checked, 0, "%s: no line of the program names its file", src->algo);
+    }
+    cr_assert(label_layout, "label's program does not include label_layout.h");
+}
+#endif
