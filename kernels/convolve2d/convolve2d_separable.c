@@ -1,6 +1,7 @@
 /* Host driver for gpuws_convolve2d_separable (the 2-D convolution of a kernel given as outer(col, row)); it shares
  * the knobs and argument checks of convolve2d.c through convolve2d_driver.h. */
 #include "convolve2d_driver.h"
+#include "convolve2d_layout.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -12,13 +13,8 @@
  * row sums of the oh + kh - 1 extended-image rows the outputs need, into the stream's scratch memory (key_tmp), then
  * the column sums into out; GPUs run the tiled pair (convolve2d_sep_rows_* / _cols_*), CPU OpenCL devices the
  * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 3.1, 2 cores, the tiled pair took 2.5x as long as the
- * 2-D path). Work-groups of 32 x 8; the constants must match SEP_* in both kernel files. GPUWS_CONVOLVE_PATH=tiled|direct
- * forces one, as for gpuws_convolve2d. */
-#define SEP_KB 256
-#define SEP_RS 8
-#define SEP_WARPS 8
-#define SEP_FTAPS 16 /* the fused kernel: factors of up to 16 taps, tiles of SEP_FTH output rows */
-#define SEP_FTH 32
+ * 2-D path). Work-groups of 32 x 8 (SEP_* of convolve2d_layout.h, shared with both kernel files).
+ * GPUWS_CONVOLVE_PATH=tiled|direct forces one, as for gpuws_convolve2d. */
 /* NVIDIA's OpenCL takes inline PTX (the fused kernel's warp barriers); should a driver refuse it, the build without
  * it is used from then on (as measure.c does). */
 static _Atomic int sep_nv_ptx_failed;
