@@ -1,6 +1,6 @@
 /* The benchmark engine: registry, targets, ceilings, one checked-then-timed run, derived columns. */
 #include "bench.h"
-#include "core/backend_impl.h" /* gpuws__error: the peak check's message */
+#include "core/errors.h" /* gpuws__error: the peak check's message */
 #include "peak/peak.h"
 
 #include <math.h>

@@ -1,5 +1,10 @@
 /* Buffers and host memory: validation here, native work in the backend. */
-#include "backend_impl.h"
+#include "alloc.h"
+#include "backend.h"
+#include "driver_support.h"
+#include "errors.h"
+#include "objects.h"
+#include "util.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

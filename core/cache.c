@@ -1,11 +1,14 @@
 /* On-disk cache of compiled programs (OpenCL binaries, CUDA cubins, the CPU backend's shared objects): see
- * gpuws__cache in backend_impl.h. A cached binary is code the process will run, so an entry is used only when it
+ * gpuws__cache in cache.h. A cached binary is code the process will run, so an entry is used only when it
  * and its directory belong to the user and nobody else can write them, and only regular files are opened (a FIFO
  * or device planted in the directory must not block or feed the process). Reading an entry allocates with the C
  * library, not gpuws__malloc: the cache only saves a build, so a failed allocation there is a miss, and the build
  * that follows succeeds or fails on its own (the fault suite fails gpuws__malloc'd allocations one by one and
  * expects each to end in GPUWS_ERR_OUT_OF_MEMORY). */
-#include "backend_impl.h"
+#include "alloc.h"
+#include "cache.h"
+#include "errors.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>

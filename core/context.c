@@ -1,6 +1,11 @@
 /* Context selection (GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM), streams and events. */
-#include "backend_impl.h"
+#include "alloc.h"
+#include "backend.h"
+#include "driver_support.h"
+#include "errors.h"
+#include "objects.h"
 #include "program_internal.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -351,16 +356,42 @@ void gpuws__unclaim(gpuws__stream_claim *c)
     if (--s->claims == 0) atomic_store_explicit(&s->owner, 0, memory_order_release);
 }
 
-gpuws_status gpuws__stream_scratch(gpuws_stream *s, int slot, size_t bytes, gpuws_buffer **out)
+/* The stream's entry for key, or NULL. Streams hold a handful of keys, so a scan beats any index. */
+static gpuws__stream_entry *entry_find(const gpuws__stream_entries *l, const gpuws__stream_key *key)
 {
-    if (slot < 0 || slot >= GPUWS__SCRATCH_SLOTS) return gpuws__error(GPUWS_ERR_INTERNAL, "scratch slot %d", slot);
-    gpuws_buffer **b = &s->scratch[slot];
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].key == key) return &l->v[i];
+    return NULL;
+}
+
+/* A new, empty entry for key at the end of l. */
+static gpuws_status entry_add(gpuws__stream_entries *l, const gpuws__stream_key *key, gpuws__stream_entry **out)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        gpuws__stream_entry *v = gpuws__realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "a stream's list of kept memory (%zu entries, %zu bytes)", cap,
+                                cap * sizeof *v);
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = (gpuws__stream_entry){key, NULL, 0};
+    *out = &l->v[l->n++];
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws__stream_scratch(gpuws_stream *s, const gpuws__stream_key *key, size_t bytes, gpuws_buffer **out)
+{
+    gpuws__stream_entry *e = entry_find(&s->scratch, key);
+    gpuws_status st;
+    if (!e && (st = entry_add(&s->scratch, key, &e))) return st;
+    gpuws_buffer **b = (gpuws_buffer **)&e->p;
     if (bytes == 0) bytes = 1;
     if (*b && (*b)->size >= bytes) {
         *out = *b;
         return GPUWS_OK;
     }
-    gpuws_status st;
     if (*b) {
         /* earlier work may still read the old scratch */
         if ((st = s->ctx->backend->stream_synchronize(s))) return st;
@@ -424,12 +455,26 @@ gpuws_status gpuws__stream_zeroed(gpuws_stream *s, size_t bytes, gpuws_buffer **
 
 void gpuws__stream_zeroed_dirty(gpuws_stream *s) { s->zeroed_clean = 0; }
 
-gpuws_status gpuws__stream_memo(gpuws_stream *s, int slot, size_t bytes, void **out)
+gpuws_status gpuws__stream_memo(gpuws_stream *s, const gpuws__stream_key *key, size_t bytes, void **out)
 {
-    if (slot < 0 || slot >= GPUWS__MEMO_SLOTS) return gpuws__error(GPUWS_ERR_INTERNAL, "memo slot %d", slot);
-    if (!s->memo[slot] && !(s->memo[slot] = gpuws__calloc(1, bytes)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "a stream's plan memory (%zu bytes)", bytes);
-    *out = s->memo[slot];
+    gpuws__stream_entry *e = entry_find(&s->memo, key);
+    if (e) {
+        if (e->bytes != bytes)
+            return gpuws__error(GPUWS_ERR_INTERNAL, "stream memo '%s' asked for %zu bytes, made with %zu", key->name,
+                                bytes, e->bytes);
+        *out = e->p;
+        return GPUWS_OK;
+    }
+    void *p = gpuws__calloc(1, bytes);
+    if (!p) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "a stream's plan memory (%zu bytes)", bytes);
+    gpuws_status st = entry_add(&s->memo, key, &e);
+    if (st) {
+        gpuws__free(p);
+        return st;
+    }
+    e->p = p;
+    e->bytes = bytes;
+    *out = p;
     return GPUWS_OK;
 }
 
@@ -441,14 +486,12 @@ static void destroy_scratch(gpuws_stream *s)
     s->tickets = NULL;
     gpuws_buffer_destroy(s->zeroed);
     s->zeroed = NULL;
-    for (int i = 0; i < GPUWS__MEMO_SLOTS; i++) {
-        gpuws__free(s->memo[i]);
-        s->memo[i] = NULL;
-    }
-    for (int i = 0; i < GPUWS__SCRATCH_SLOTS; i++) {
-        gpuws_buffer_destroy(s->scratch[i]);
-        s->scratch[i] = NULL;
-    }
+    for (size_t i = 0; i < s->memo.n; i++) gpuws__free(s->memo.v[i].p);
+    gpuws__free(s->memo.v);
+    s->memo = (gpuws__stream_entries){0};
+    for (size_t i = 0; i < s->scratch.n; i++) gpuws_buffer_destroy(s->scratch.v[i].p);
+    gpuws__free(s->scratch.v);
+    s->scratch = (gpuws__stream_entries){0};
 }
 
 /* ---- events ---- */

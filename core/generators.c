@@ -1,6 +1,7 @@
 /* CuPy-style generators: an elementwise kernel and a two-pass reduction made from a few lines of dialect text.
  * Each is an ordinary user program built from generated source, kept by the context under its texts so the same
  * texts are built once per context. */
+#include "driver_support.h"
 #include "program_internal.h"
 
 #include <stdio.h>
@@ -271,6 +272,9 @@ gpuws_status gpuws_reduction_create(gpuws_context *ctx, const char *out_type, co
     return GPUWS_OK;
 }
 
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_partials = {"reduction.partials"};
+
 gpuws_status gpuws_reduction_launch(gpuws_stream *s, gpuws_reduction *r, uint64_t n, const gpuws_arg *args, size_t nargs,
                                     gpuws_buffer *out)
 {
@@ -305,7 +309,7 @@ gpuws_status gpuws_reduction_launch(gpuws_stream *s, gpuws_reduction *r, uint64_
     all[nargs + 2] = gpuws_arg_local((size_t)block * r->out_size);
     size_t local;
     if ((st = gpuws__check_launch_args(r->partial, all, nargs + 3, &local))) return st;
-    if ((st = gpuws__stream_scratch(s, 0, groups * r->out_size, &partials))) return st;
+    if ((st = gpuws__stream_scratch(s, &key_partials, groups * r->out_size, &partials))) return st;
     all[nargs + 1] = gpuws_arg_buffer(partials);
     gpuws_launch_config cfg = {{(uint32_t)groups, 1, 1}, {block, 1, 1}};
     if ((st = gpuws_launch(s, r->partial, &cfg, all, nargs + 3))) return st;

@@ -3,7 +3,10 @@
  * A handle is checked against the registry before it is dereferenced, so a NULL, destroyed or made-up handle is
  * reported as GPUWS_ERR_INVALID_ARGUMENT instead of crashing. (A destroyed handle whose memory was reused for a
  * new object of the same kind cannot be told apart; that is documented.) */
-#include "backend_impl.h"
+#include "alloc.h"
+#include "errors.h"
+#include "objects.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>

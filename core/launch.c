@@ -1,5 +1,10 @@
 /* Kernel lookup and launch checks. */
-#include "backend_impl.h"
+#include "alloc.h"
+#include "backend.h"
+#include "driver_support.h"
+#include "errors.h"
+#include "objects.h"
+#include "util.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -3,7 +3,12 @@
 #ifndef GPUWS_PROGRAM_INTERNAL_H
 #define GPUWS_PROGRAM_INTERNAL_H
 
-#include "backend_impl.h"
+#include "alloc.h"
+#include "backend.h"
+#include "errors.h"
+#include "objects.h"
+#include "text.h"
+#include "util.h"
 #include "gpuws/program.h"
 
 /* The source with every #include of an in-memory header replaced by the header's text, between #line

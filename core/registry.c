@@ -1,5 +1,7 @@
 /* The backend registry: the only place core names backends. */
-#include "backend_impl.h"
+#include "backend.h"
+#include "errors.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <string.h>

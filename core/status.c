@@ -1,7 +1,11 @@
 /* Status names and strings (generated from GPUWS_STATUS_MAP), the thread-local detail message, logging. */
-#include "backend_impl.h"
+#include "alloc.h"
+#include "errors.h"
+#include "util.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

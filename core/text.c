@@ -1,5 +1,7 @@
 /* Growable strings and compiler-log reading, for the generated text of user programs. */
-#include "backend_impl.h"
+#include "alloc.h"
+#include "text.h"
+#include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

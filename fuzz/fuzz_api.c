@@ -8,7 +8,7 @@
  *
  * Runs on the CPU backend; GPUWS_FUZZ_OPENCL=1 adds an OpenCL context (slow, and PoCL's own allocations make
  * libFuzzer's per-input leak check noisy: use -detect_leaks=0 then). */
-#include "core/backend_impl.h"
+#include "core/alloc.h"
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
 

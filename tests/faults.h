@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-/* core/backend_impl.h: the library's allocation counter and its fault injector */
+/* core/alloc.h: the library's allocation counter and its fault injector */
 bool gpuws__fault_alloc_countdown(long n);
 long gpuws__alloc_live(void);
 

@@ -10,7 +10,7 @@
  * f64 reference on |image|, |kernel| and |fill|. Targets: see test_convolve.h. */
 #include "test_convolve.h"
 #include "convolve2d/convolve2d_ref.h"
-#include "../core/backend_impl.h" /* gpuws__stream_tickets: the wrap-around test */
+#include "../core/driver_support.h" /* gpuws__stream_tickets: the wrap-around test */
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,10 @@
 /* Core API: status strings, backend selection rules, buffers and transfers, streams and events. */
 #include "support.h"
+#include "../core/driver_support.h" /* the memory a stream keeps for the drivers */
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -364,3 +367,153 @@ BACKEND_TEST(streams, event_intervals_add_up_in_stream_order)
     gpuws_stream_destroy(s);
     gpuws_context_destroy(ctx);
 }
+
+/* ---- memory a stream keeps for the algorithms' drivers (core/driver_support.h) ---- */
+
+static const gpuws__stream_key key_a = {"test_core.a"};
+static const gpuws__stream_key key_b = {"test_core.b"};
+
+/* Scratch and memo memory belong to an owner's key: two keys never share memory (a driver nested in another on the
+ * same stream cannot overwrite its caller's), one key keeps its memory between requests and grows it, there is no
+ * fixed number of keys, and everything goes with the stream. */
+BACKEND_TEST(streams, scratch_and_memo_are_kept_per_key_and_freed_with_the_stream)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const long live = gpuws__alloc_live();
+    gpuws_stream *s;
+    TEST_OK(gpuws_stream_create(ctx, &s));
+
+    gpuws_buffer *a, *b, *again;
+    TEST_OK(gpuws__stream_scratch(s, &key_a, 100, &a));
+    TEST_OK(gpuws__stream_scratch(s, &key_b, 100, &b));
+    cr_assert_neq(a, b, "two keys were given one buffer");
+    TEST_OK(gpuws__stream_scratch(s, &key_a, 50, &again));
+    cr_assert_eq(again, a, "a smaller request of the same key must reuse its buffer");
+    size_t size, grown;
+    TEST_OK(gpuws_buffer_get_size(a, &size));
+    TEST_OK(gpuws__stream_scratch(s, &key_a, size + 1, &again));
+    TEST_OK(gpuws_buffer_get_size(again, &grown));
+    cr_assert_geq(grown, size + 1, "key a's buffer did not grow: %zu bytes for a request of %zu", grown, size + 1);
+    a = again; /* the old one is gone */
+    TEST_OK(gpuws__stream_scratch(s, &key_b, 100, &again));
+    cr_assert_eq(again, b, "growing key a's buffer changed key b's");
+
+    enum { MANY = 40 };
+    static const gpuws__stream_key many[MANY];
+    gpuws_buffer *bufs[MANY];
+    for (int i = 0; i < MANY; i++) {
+        TEST_OK(gpuws__stream_scratch(s, &many[i], 16, &bufs[i]));
+        cr_assert(bufs[i] != a && bufs[i] != b, "key %d was given the buffer of key a or b", i);
+        for (int j = 0; j < i; j++) cr_assert_neq(bufs[i], bufs[j], "keys %d and %d share a buffer", j, i);
+    }
+    for (int i = 0; i < MANY; i++) {
+        TEST_OK(gpuws__stream_scratch(s, &many[i], 16, &again));
+        cr_assert_eq(again, bufs[i], "key %d's buffer changed when more keys were added", i);
+    }
+
+    unsigned char *m, *m2, *mb;
+    TEST_OK(gpuws__stream_memo(s, &key_a, 64, (void **)&m));
+    for (int i = 0; i < 64; i++) cr_assert_eq(m[i], 0, "a new memo's byte %d is %d, not zero", i, m[i]);
+    memset(m, 7, 64);
+    TEST_OK(gpuws__stream_memo(s, &key_b, 64, (void **)&mb));
+    cr_assert_neq(mb, m, "two keys were given one memo");
+    cr_assert_eq(mb[0], 0);
+    TEST_OK(gpuws__stream_memo(s, &key_a, 64, (void **)&m2));
+    cr_assert(m2 == m && m2[63] == 7, "key a's memo was not kept");
+    TEST_FAILS(GPUWS_ERR_INTERNAL, gpuws__stream_memo(s, &key_a, 32, (void **)&m2));
+    cr_assert(strstr(gpuws_last_error(), "test_core.a"), "the message names the key: %s", gpuws_last_error());
+
+    gpuws_stream_destroy(s);
+    cr_assert_eq(gpuws__alloc_live(), live, "%ld allocations outlive the stream", gpuws__alloc_live() - live);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- embedded OpenCL programs (cmake/embed_cl.cmake) ---- */
+
+#ifdef GPUWS_HAVE_OPENCL
+#include "../backends/opencl/cl_sources.h"
+
+/* A file's text split into lines (the newlines replaced by NULs). */
+typedef struct {
+    char *text;
+    char **line; /* line[i] is line i + 1 */
+    long n;
+} file_lines;
+
+static void file_lines_read(file_lines *f, const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp, "cannot open %s", path);
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    f->text = malloc((size_t)size + 1);
+    cr_assert_eq(fread(f->text, 1, (size_t)size, fp), (size_t)size);
+    fclose(fp);
+    f->text[size] = 0;
+    f->line = malloc(((size_t)size + 2) * sizeof *f->line);
+    f->n = 0;
+    for (char *q = f->text; q <= f->text + size;) {
+        f->line[f->n++] = q;
+        char *nl = strchr(q, '\n');
+        if (!nl) break;
+        *nl = 0;
+        q = nl + 1;
+    }
+}
+
+static void file_lines_free(file_lines *f)
+{
+    free(f->text);
+    free(f->line);
+    *f = (file_lines){0};
+}
+
+/* An algorithm's OpenCL program is the prelude, then its .cl with each #include "x.h" replaced by the header the
+ * .c and .cu include too. Every line after a #line directive is the line of the file it names, so the compiler's
+ * messages point into the real files; a header that is included comes in whole, and at least label's is. */
+Test(embedded_opencl, every_line_is_the_line_its_line_directive_names)
+{
+    const char *data = getenv("GPUWS_TEST_DATA");
+    if (!data) cr_skip_test("GPUWS_TEST_DATA is not set (run through ctest)");
+    bool label_layout = false;
+    for (size_t i = 0; i < gpuws__cl_source_count; i++) {
+        const gpuws__cl_source *src = &gpuws__cl_sources[i];
+        const char *p = (const char *)src->text, *end = p + src->len;
+        char file[256] = "", path[1024];
+        file_lines fl = {0};
+        long line = 0, checked = 0;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+            char got[4096];
+            cr_assert_lt(len, sizeof got, "%s: a line of %zu characters", src->algo, len);
+            memcpy(got, p, len);
+            got[len] = 0;
+            p += len + (nl != NULL);
+            long l;
+            char name[256];
+            if (sscanf(got, "#line %ld \"%255[^\"]\"", &l, name) == 2) {
+                line = l;
+                if (strcmp(name, file) != 0) {
+                    gpuws__strlcpy(file, name, sizeof file);
+                    snprintf(path, sizeof path, "%s/../../kernels/%s/%s", data, src->algo, file);
+                    file_lines_free(&fl);
+                    file_lines_read(&fl, path);
+                }
+                label_layout |= strcmp(file, "label_layout.h") == 0;
+                continue;
+            }
+            if (!file[0]) continue; /* the prelude */
+            cr_assert(line >= 1 && line <= fl.n, "%s: %s has no line %ld", src->algo, file, line);
+            cr_assert_str_eq(got, fl.line[line - 1], "%s: the program's line for %s:%ld differs from the file", src->algo,
+                             file, line);
+            line++;
+            checked++;
+        }
+        file_lines_free(&fl);
+        cr_assert_gt(checked, 0, "%s: no line of the program names its file", src->algo);
+    }
+    cr_assert(label_layout, "label's program does not include label_layout.h");
+}
+#endif

@@ -7,7 +7,7 @@
 #include "faults.h"
 #include "run_cli.h"
 
-#include "../core/backend_impl.h" /* the live-handle registry: registry_make_room */
+#include "../core/errors.h" /* the live-handle registry: registry_make_room */
 
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 #ifndef GPUWS_DRIVER_H
 #define GPUWS_DRIVER_H
 
-#include "../../core/backend_impl.h"
+#include "../../core/driver_support.h"
 #include "gpuws/algorithms.h"
 
 #include <stdio.h>

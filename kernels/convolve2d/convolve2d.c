@@ -252,7 +252,7 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
 }
 
 /* The fixed kernel's planning of the last call on this stream, for the next call of the same shape (the stream's
- * memo slot 0): planning costs ~4.5K host instructions and the kernel's name and options two snprintf calls (~2.4K)
+ * memo, key_plan): planning costs ~4.5K host instructions and the kernel's name and options two snprintf calls (~2.4K)
  * per call (callgrind, 2026-11-22), while the host's time per call shows in every event-timed row (the device waits
  * for the launch). Keyed by all the planning reads: dtype, sizes, the fill-kernel choice and the steering knobs
  * (tests change them between calls). */
@@ -288,13 +288,16 @@ static bool memo_hit(const plan_memo *m, gpuws_dtype dt, const gpuws__conv2d_geo
            k->split == key->split && k->no_unroll == key->no_unroll;
 }
 
+/* What this file keeps on the stream (gpuws__stream_memo). */
+static const gpuws__stream_key key_plan = {"convolve2d.plan"};
+
 /* The fixed kernel's name and options and its plan (found: one exists), from the memo or planned and memoized. */
 static gpuws_status plan_fixed(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
                                const gpuws__tuning *kn, fixed_kernel *f, tiled_plan *p, bool *found)
 {
     gpuws_context *ctx = s->ctx;
     plan_memo *m;
-    gpuws_status st = gpuws__stream_memo(s, 0, sizeof *m, (void **)&m);
+    gpuws_status st = gpuws__stream_memo(s, &key_plan, sizeof *m, (void **)&m);
     if (st) return st;
     memo_knobs key;
     memo_key(kn, &key);

@@ -274,11 +274,8 @@ static inline int conv_extend(int i, int n, int boundary)
  * Work-groups of 32 x 8. _sep_rows_: each row of 32 work-items one row of the extended image, a segment of 32 * VW
  * row sums; taps (flipped) and the segment staged in local memory per block of SEP_KB taps. _sep_cols_: 32
  * consecutive columns per row of work-items, SEP_RS output rows per work-item. Barriers are unconditional (PoCL 5
- * aborts on a barrier under a branch). */
-#define SEP_KB 256
-#define SEP_C 8
-#define SEP_RS 8
-#define SEP_WARPS 8
+ * aborts on a barrier under a branch). Shapes: SEP_* of convolve2d_layout.h. */
+#include "convolve2d_layout.h"
 
 #define SEP_STAGE_TAPS(T, sh, v, k, kb0, kn)                                                                    \
     {                                                                                                           \
@@ -557,8 +554,6 @@ static inline int conv_extend(int i, int n, int boundary)
     }
 #endif
 
-#define SEP_FTAPS 16
-#define SEP_FTH 32
 #define DEFINE_SEP_FUSED(NAME, T, VT, VW)                                                                       \
     __kernel void convolve2d_sep_fused_##NAME(__global const T *img, __global const T *col,                     \
                                               __global const T *row, __global T *out, ulong stride, int H,       \

@@ -14,6 +14,7 @@
 //          devices (where they are 4 SIMD vectors) and the fallback for devices whose shared memory cannot hold even
 //          a small tile.
 #include "../common/gpuws_cuda.cuh"
+#include "convolve2d_layout.h"
 #include "convolve_vec.cuh"
 
 namespace {
@@ -540,7 +541,7 @@ __device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T 
 // consecutive columns (coalesced 128-byte rows of tmp) and SEP_RS consecutive output rows per lane, through a
 // sliding window of row sums (8 new rows per chunk of 8 taps; the whole window at once up to 16 taps).
 // Taps past the last are skipped, not multiplied by 0 (as everywhere in convolve2d: Inf/NaN stay in footprints).
-constexpr int SEP_KB = 256, SEP_C = 8, SEP_RS = 8, SEP_WARPS = 8;
+// SEP_KB, SEP_C, SEP_RS, SEP_WARPS: convolve2d_layout.h
 
 // K taps (K <= SEP_C) of one chunk for W outputs from the window in[] (in[i + k] feeds output i with tap k).
 template <int K, typename T, int W, int N>
@@ -727,7 +728,7 @@ __device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T
 // it with the taps in registers. Phase 2: each thread sums SEP_FTH / 8 output rows of V columns from rs with the
 // column taps in registers (16-byte shared loads, every row of its window read once). No temporary device memory,
 // one launch; rows are read about (SEP_FTH + kh - 1) / SEP_FTH times (from L2 after the first).
-constexpr int SEP_FTAPS = 16, SEP_FTH = 32;
+// SEP_FTAPS, SEP_FTH: convolve2d_layout.h
 // The fused kernel's rows in flight per warp (of its 6 per tile) and its register caps (A/B knobs). H100,
 // 2026-11-22, workshop case, back to back: all 6 rows in flight took 76 (f32) and 98 (f64) registers (3 and 2 blocks
 // of 8 warps per SM; f32 35.9-36.2 us, f64 74.8); capped at 64, 4 blocks: f32 31.7-32.1, f64 56.2 (spilling); 3 rows

@@ -1,6 +1,7 @@
 /* Host driver for gpuws_convolve2d_separable (the 2-D convolution of a kernel given as outer(col, row)); it shares
  * the knobs and argument checks of convolve2d.c through convolve2d_driver.h. */
 #include "convolve2d_driver.h"
+#include "convolve2d_layout.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -9,16 +10,11 @@
  * GPUs, factors of up to SEP_FTAPS taps: one launch of convolve2d_sep_fused_* (a tile's row sums in shared memory,
  * then its column sums; H100, workshop case, CUDA per call: f32 30 us against 47-49 for the two passes, f64 53
  * against 82; NVIDIA's OpenCL faster too; the knob convolve2d_separable=two-pass skips it). Otherwise two launches: the
- * row sums of the oh + kh - 1 extended-image rows the outputs need, into the stream's scratch memory (slot 0), then
+ * row sums of the oh + kh - 1 extended-image rows the outputs need, into the stream's scratch memory (key_tmp), then
  * the column sums into out; GPUs run the tiled pair (convolve2d_sep_rows_* / _cols_*), CPU OpenCL devices the
  * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 3.1, 2 cores, the tiled pair took 2.5x as long as the
- * 2-D path). Work-groups of 32 x 8; the constants must match SEP_* in both kernel files. The knob
- * convolve_path=tiled|direct forces one, as for gpuws_convolve2d. */
-#define SEP_KB 256
-#define SEP_RS 8
-#define SEP_WARPS 8
-#define SEP_FTAPS 16 /* the fused kernel: factors of up to 16 taps, tiles of SEP_FTH output rows */
-#define SEP_FTH 32
+ * 2-D path). Work-groups of 32 x 8 (SEP_* of convolve2d_layout.h, shared with both kernel files).
+ * The knob convolve_path=tiled|direct forces one, as for gpuws_convolve2d. */
 /* NVIDIA's OpenCL takes inline PTX (the fused kernel's warp barriers); should a driver refuse it, the build without
  * it is used from then on (as measure.c does). */
 static _Atomic int sep_nv_ptx_failed;
@@ -88,6 +84,9 @@ static gpuws_status separable_direct(gpuws_stream *s, gpuws_kernel *kr, gpuws_ke
     return st ? st : gpuws_launch(s, kc, &c_cols, a_cols, GPUWS__NARGS(a_cols));
 }
 
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_tmp = {"convolve2d_separable.tmp"};
+
 static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
                                   const gpuws_buffer *image, const gpuws_buffer *col, const gpuws_buffer *row,
                                   gpuws_buffer *out)
@@ -149,7 +148,7 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
         if ((st = sep_pair(ctx, direct, f32, &kr, &br, &kc, &bc))) return st;
     }
     gpuws_buffer *tmp;
-    if ((st = gpuws__stream_scratch(s, 0, tmp_bytes, &tmp))) return st;
+    if ((st = gpuws__stream_scratch(s, &key_tmp, tmp_bytes, &tmp))) return st;
     if (direct) return separable_direct(s, kr, kc, dt, g, tr, image, col, row, tmp, out);
     /* Grids of about as many groups as the device holds at once (6 / 5 of 256 per compute unit: the kernels' 40 / 48
      * registers on the H100), each walking its rows: a group that took one row group (or 8 rows per work-item)

@@ -87,6 +87,10 @@ static gpuws_status make_edges(gpuws_stream *s, gpuws_dtype dt, double lo, doubl
     return st;
 }
 
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_partials = {"histogram.partials"};
+static const gpuws__stream_key key_edges = {"histogram.edges"};
+
 static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, const gpuws_buffer *x, double lo, double hi,
                                   uint32_t bins, gpuws_buffer *counts)
 {
@@ -115,7 +119,7 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
     size_t pbytes;
     if (gpuws__mul_overflows((size_t)rows, lbins, &pbytes))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "histogram: %u rows of %u bins", rows, bins);
-    if ((st = gpuws__stream_scratch(s, 0, pbytes, &partials)) || (st = gpuws__stream_scratch(s, 1, ledges, &edges)) ||
+    if ((st = gpuws__stream_scratch(s, &key_partials, pbytes, &partials)) || (st = gpuws__stream_scratch(s, &key_edges, ledges, &edges)) ||
         (st = make_edges(s, dt, lo, hi, bins, edges)))
         return st;
 

@@ -1,12 +1,13 @@
 /* Host driver for l2_norm: one code path for CUDA and OpenCL, the reference on the CPU backend. */
 #include "../common/driver.h"
+#include "l2_norm_layout.h"
 #include "l2_norm_ref.h"
 
 enum {
     BLOCK = 256,      /* threads per block of either kernel on GPUs */
     CPU_BLOCK = 64,   /* work-items per group on CPU OpenCL devices */
     MIN_LANES = 32,   /* rows shorter than this get one thread each; longer ones at least a warp */
-    CACHED = 8 * 16,  /* bytes of a row each lane of the group kernel keeps in registers (R = 8 vectors) */
+    CACHED = L2_NORM_VECTORS * 16, /* bytes of a row each lane of the group kernel keeps in registers */
 };
 
 /* Lanes per row for the group kernel: enough that each lane's registers hold its share of the row (so the row

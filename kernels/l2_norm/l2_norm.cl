@@ -28,7 +28,9 @@
 #define UNPACK(r, v) (r[0] = (v).s0, r[1] = (v).s1, r[2] = (v).s2, r[3] = (v).s3)
 #endif
 
-#define R 8 /* vectors per work-item held in registers between the passes */
+#include "l2_norm_layout.h"
+
+#define R L2_NORM_VECTORS /* vectors per work-item held in registers between the passes */
 
 /* max that lets a NaN through: once NaN, stays NaN */
 #define MAX_NAN(m, a) (((a) > (m) || (a) != (a)) ? (a) : (m))

@@ -9,6 +9,7 @@
 //     lanes·R·16 bytes are read from memory once; longer rows are read again for the second pass.
 // kernels/l2_norm/l2_norm.cl has the same kernels and parameters.
 #include "../common/gpuws_cuda.cuh"
+#include "l2_norm_layout.h"
 
 namespace {
 
@@ -28,7 +29,7 @@ template <> struct fp<double> {
     __device__ static double pow2(int e) { return __longlong_as_double((long long)(1023 + e) << 52); }
 };
 
-constexpr int R = 8; // 16-byte vectors per lane held in registers between the passes
+constexpr int R = L2_NORM_VECTORS; // 16-byte vectors per lane held in registers between the passes
 
 // max that lets a NaN through (fmax would drop it): once NaN, stays NaN.
 template <typename T> __device__ T max_nan(T m, T a) { return (a > m || a != a) ? a : m; }

@@ -14,6 +14,9 @@
 
 #include <limits.h>
 
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_counts = {"label.counts"};
+
 static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
                               gpuws_buffer *labels, size_t *num_labels)
 {
@@ -30,7 +33,7 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
     gpuws_status st = GPUWS_OK;
     for (size_t i = 0; i < GPUWS__NARGS(names) && !st; i++) st = gpuws__kernel_get_ex(ctx, names[i], NULL, &k);
     gpuws_buffer *counts;
-    if (st || (st = gpuws__stream_scratch(s, 2, (nchunks + 1) * sizeof(int32_t), &counts))) return st;
+    if (st || (st = gpuws__stream_scratch(s, &key_counts, (nchunks + 1) * sizeof(int32_t), &counts))) return st;
     gpuws_buffer *m = (gpuws_buffer *)mask;
     const uint32_t w32 = (uint32_t)width, h32 = (uint32_t)height, n32 = (uint32_t)n;
 

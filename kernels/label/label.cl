@@ -13,14 +13,16 @@
  * L encodes a parent p as p + 1 so that background stays 0, its final value: no pass writes background after
  * `local`. Indices are int: the host refuses images of 2^31 pixels or more.
  *
- * Work-group shapes are fixed and must match kernels/label/label_layout.h. */
+ * Work-group shapes are fixed: label_layout.h, shared with the host driver and label.cu. */
 
-#define TILE_W 32
-#define TILE_H 32
-#define TILE_ROWS 8 /* work-group (TILE_W, TILE_ROWS); a work-item takes TILE_H / TILE_ROWS rows */
-#define CHUNK_THREADS 256
-#define PER_THREAD 8
-#define CHUNK (CHUNK_THREADS * PER_THREAD)
+#include "label_layout.h"
+
+#define TILE_W LABEL_TILE_W
+#define TILE_H LABEL_TILE_H
+#define TILE_ROWS LABEL_TILE_ROWS /* work-group (TILE_W, TILE_ROWS); a work-item takes TILE_H / TILE_ROWS rows */
+#define CHUNK_THREADS LABEL_CHUNK_THREADS
+#define PER_THREAD LABEL_PER_THREAD
+#define CHUNK LABEL_CHUNK
 
 /* ---- union-find: parents are always smaller than their children, roots point at themselves --------------------
  * Reads are volatile: another work-item may change a parent at any time. A stale read is harmless: every value a

@@ -1,5 +1,5 @@
-/* Launch shapes shared by the host driver and the CUDA kernels; kernels/label/label.cl repeats them (an OpenCL
- * source cannot include files) and the golden tests fail if they drift apart. */
+/* Launch shapes shared by the host driver (label.c), the CUDA kernels (label.cu) and the OpenCL kernels (label.cl,
+ * into which cmake/embed_cl.cmake copies this file): plain preprocessor, valid C11, CUDA and OpenCL C. */
 #ifndef GPUWS_LABEL_LAYOUT_H
 #define GPUWS_LABEL_LAYOUT_H
 

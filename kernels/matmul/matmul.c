@@ -1,17 +1,27 @@
 /* Host driver for matmul: one code path for CUDA and OpenCL, the reference on the CPU backend. */
 #include "../common/driver.h"
+#include "matmul_layout.h"
 #include "matmul_ref.h"
 
-/* The tiled kernels' shape, fixed in matmul.cu and the defaults of matmul.cl: 256 threads, 128×128 tiles of C
- * for f32 (16-byte vectors of 4) and 64×64 for f64 (vectors of 2). */
-enum { TILED_THREADS = 256, TILE_F32 = 128, TILE_F64 = 64 };
+/* The tiled kernels' shape (matmul_layout.h): 256 threads, 128×128 tiles of C for f32 (16-byte vectors of 4) and
+ * 64×64 for f64 (vectors of 2). Tiles are square: the same size along m and n. */
+_Static_assert(MATMUL_TX == MATMUL_TY && MATMUL_SMALL_TX == MATMUL_SMALL_TY, "matmul: square tiles of C");
+enum {
+    TILED_THREADS = MATMUL_TX * MATMUL_TY,
+    TILE_F32 = 2 * MATMUL_TY * MATMUL_VW_F32,
+    TILE_F64 = 2 * MATMUL_TY * MATMUL_VW_F64,
+};
 
 /* CPU OpenCL devices (PoCL) run each work-group as a loop over its work-items, vectorised across them, so they
  * (and devices whose work-groups are smaller than 256) get small work-groups with small register tiles: 8×8
  * work-items of 4×4 each, 32×32 tiles of C, 16 k per step (the fastest of the shapes measured on PoCL: see
  * docs/algorithms/matmul.md). */
-#define CPU_TILED_OPTIONS "-DMM_TX=8 -DMM_TY=8 -DMM_VW=2 -DMM_BK=16"
-enum { CPU_TILED_THREADS = 64, CPU_TILE = 32 };
+#define MM_STR2(x) #x
+#define MM_STR(x) MM_STR2(x)
+#define CPU_TILED_OPTIONS                                                                                           \
+    "-DMM_TX=" MM_STR(MATMUL_SMALL_TX) " -DMM_TY=" MM_STR(MATMUL_SMALL_TY) " -DMM_VW=" MM_STR(MATMUL_SMALL_VW)      \
+    " -DMM_BK=" MM_STR(MATMUL_SMALL_BK)
+enum { CPU_TILED_THREADS = MATMUL_SMALL_TX * MATMUL_SMALL_TY, CPU_TILE = 2 * MATMUL_SMALL_TY * MATMUL_SMALL_VW };
 
 static gpuws_status check(gpuws_stream **s, gpuws__stream_claim *claim, gpuws_matmul_variant variant, gpuws_dtype dt,
                           size_t m, size_t n, size_t k, const gpuws_buffer *a, const gpuws_buffer *b,
@@ -78,12 +88,13 @@ static gpuws_status launch_naive(gpuws_stream *s, gpuws_dtype dt, uint32_t m, ui
 static gpuws_status launch_shared(gpuws_stream *s, gpuws_dtype dt, uint32_t m, uint32_t n, gpuws_arg *args, size_t nargs)
 {
     const gpuws_context *ctx = s->ctx;
-    if (ctx->info.max_block_size < 256)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "matmul: the shared variant needs blocks of 16x16 threads; %s allows %u",
-                            ctx->info.name, ctx->info.max_block_size);
-    uint64_t gy = ((uint64_t)m + 15) / 16;
+    const uint32_t ts = MATMUL_SHARED_TILE;
+    if (ctx->info.max_block_size < ts * ts)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "matmul: the shared variant needs blocks of %ux%u threads; %s allows %u",
+                            ts, ts, ctx->info.name, ctx->info.max_block_size);
+    uint64_t gy = ((uint64_t)m + ts - 1) / ts;
     if (gy > ctx->info.max_grid_dims[1]) gy = ctx->info.max_grid_dims[1]; /* the kernel loops over the rest */
-    gpuws_launch_config cfg = {{(uint32_t)(((uint64_t)n + 15) / 16), (uint32_t)gy, 1}, {16, 16, 1}};
+    gpuws_launch_config cfg = {{(uint32_t)(((uint64_t)n + ts - 1) / ts), (uint32_t)gy, 1}, {ts, ts, 1}};
     return gpuws__launch_named(s, dt == GPUWS_F32 ? "matmul_shared_f32" : "matmul_shared_f64", program_options(ctx, dt), &cfg,
                                args, nargs);
 }

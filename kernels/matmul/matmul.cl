@@ -3,15 +3,17 @@
  * One source, built per dtype: without -DMM_F64 it defines matmul_{naive,shared,tiled}_f32, with -DMM_F64=1
  * (only where the device has fp64) the same _f64. Tunables of the tiled
  * kernel, as -D options (the host driver picks them by device type):
- *   MM_TX, MM_TY  work-items along n and m (default 16×16 = 256)
+ *   MM_TX, MM_TY  work-items along n and m (default MATMUL_TX×MATMUL_TY = 16×16 = 256, matmul_layout.h)
  *   MM_VW         vector width in elements, 2 or 4 (default 16 bytes: 4 for f32, 2 for f64)
- *   MM_BK         k per shared-memory step, a multiple of MM_VW (default 8)
+ *   MM_BK         k per shared-memory step, a multiple of MM_VW (default MATMUL_BK = 8)
  * A work-group computes a BM×BN tile of C, BM = 2·MM_TY·MM_VW, BN = 2·MM_TX·MM_VW; each work-item a
  * (2·VW)×(2·VW) register micro-tile of 2×2 sub-blocks VW wide. A's tile is stored transposed in local memory
  * (rows padded by one vector) so both operands are read as vectors; the local tiles are double-buffered and the
  * next step's global loads are issued before the current step is multiplied. Edges: guarded loads write zeros,
  * guarded stores. */
 #pragma OPENCL FP_CONTRACT ON
+
+#include "matmul_layout.h"
 
 #ifdef MM_F64
 #ifndef GPUWS_FP64
@@ -20,23 +22,23 @@
 #define T double
 #define MM_NAME(v) matmul_##v##_f64
 #ifndef MM_VW
-#define MM_VW 2
+#define MM_VW MATMUL_VW_F64
 #endif
 #else
 #define T float
 #define MM_NAME(v) matmul_##v##_f32
 #ifndef MM_VW
-#define MM_VW 4
+#define MM_VW MATMUL_VW_F32
 #endif
 #endif
 #ifndef MM_TX
-#define MM_TX 16
+#define MM_TX MATMUL_TX
 #endif
 #ifndef MM_TY
-#define MM_TY 16
+#define MM_TY MATMUL_TY
 #endif
 #ifndef MM_BK
-#define MM_BK 8
+#define MM_BK MATMUL_BK
 #endif
 
 #define MM_CAT2(a, b) a##b
@@ -49,7 +51,7 @@
 #define AROWS (NT / (MM_BK / MM_VW))
 #define BV (MM_BK * BN / MM_VW / NT)
 #define BROWS (NT / (BN / MM_VW))
-#define GROUP_M 8u
+#define GROUP_M MATMUL_GROUP_M
 
 #if MM_BK % MM_VW || AV * NT * MM_VW != BM * MM_BK || BV * NT * MM_VW != MM_BK * BN || NT % (MM_BK / MM_VW) || \
     NT % (BN / MM_VW)
@@ -81,7 +83,7 @@ __kernel void MM_NAME(naive)(__global const T *A, __global const T *B, __global 
 
 /* A 16×16 work-group per 16×16 tile of C, A's and B's tiles in local memory (the workshop's second version); y
  * loops over tile rows when the grid is shorter than M / 16. */
-#define MM_TS 16
+#define MM_TS MATMUL_SHARED_TILE
 __kernel __attribute__((reqd_work_group_size(MM_TS, MM_TS, 1))) void MM_NAME(shared)(__global const T *A,
                                                                                       __global const T *B, __global T *C,
                                                                                       uint M, uint N, uint K)

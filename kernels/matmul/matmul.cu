@@ -10,6 +10,7 @@
 //     write zeros into shared memory, stores are guarded; interior tiles take 16-byte loads and stores.
 // kernels/matmul/matmul.cl has the same structure; docs/algorithms/matmul.md explains the choices.
 #include "../common/gpuws_cuda.cuh"
+#include "matmul_layout.h"
 
 namespace {
 
@@ -27,7 +28,8 @@ template <> struct vec<double> {
     __device__ static double2 pack(const double *r) { return make_double2(r[0], r[1]); }
 };
 
-constexpr unsigned GROUP_M = 8;
+constexpr unsigned GROUP_M = MATMUL_GROUP_M;
+static_assert(vec<float>::width == MATMUL_VW_F32 && vec<double>::width == MATMUL_VW_F64, "matmul_layout.h");
 
 template <typename T>
 __device__ void matmul_naive(const T *__restrict__ A, const T *__restrict__ B, T *__restrict__ C, unsigned M, unsigned N,
@@ -49,7 +51,7 @@ template <typename T>
 __device__ void matmul_shared(const T *__restrict__ A, const T *__restrict__ B, T *__restrict__ C, unsigned M, unsigned N,
                               unsigned K)
 {
-    constexpr unsigned TS = 16;
+    constexpr unsigned TS = MATMUL_SHARED_TILE;
     __shared__ T As[TS][TS], Bs[TS][TS];
     const unsigned tx = threadIdx.x, ty = threadIdx.y, col = blockIdx.x * TS + tx;
     for (unsigned r0 = blockIdx.y * TS; r0 < M; r0 += gridDim.y * TS) {
@@ -205,15 +207,15 @@ extern "C" __global__ void matmul_shared_f64(const double *A, const double *B, d
 {
     matmul_shared(A, B, C, M, N, K);
 }
-extern "C" __global__ void __launch_bounds__(256, 2)
+extern "C" __global__ void __launch_bounds__(MATMUL_TX * MATMUL_TY, 2)
     matmul_tiled_f32(const float *A, const float *B, float *C, unsigned M, unsigned N, unsigned K)
 {
-    matmul_tiled<float, 16, 16, 8>(A, B, C, M, N, K);
+    matmul_tiled<float, MATMUL_TX, MATMUL_TY, MATMUL_BK>(A, B, C, M, N, K);
 }
-extern "C" __global__ void __launch_bounds__(256, 2)
+extern "C" __global__ void __launch_bounds__(MATMUL_TX * MATMUL_TY, 2)
     matmul_tiled_f64(const double *A, const double *B, double *C, unsigned M, unsigned N, unsigned K)
 {
-    matmul_tiled<double, 16, 16, 8>(A, B, C, M, N, K);
+    matmul_tiled<double, MATMUL_TX, MATMUL_TY, MATMUL_BK>(A, B, C, M, N, K);
 }
 
 GPUWS_CUDA_KERNELS(matmul, GPUWS_CUDA_KERNEL(matmul_naive_f32), GPUWS_CUDA_KERNEL(matmul_naive_f64),

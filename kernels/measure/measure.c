@@ -1,6 +1,7 @@
 /* Host driver for measure: the reference on the CPU backend; on GPUs accumulate with atomics into the stream's
  * zeroed memory, then finalize into the output, clearing the totals (see measure.cl). Asynchronous. */
 #include "../common/driver.h"
+#include "measure_layout.h"
 #include "measure_ref.h"
 
 #include <limits.h>
@@ -8,7 +9,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-_Static_assert(sizeof(gpuws_source_measure) == 7 * 8, "the kernels write gpuws_source_measure as 7 64-bit words");
+_Static_assert(sizeof(gpuws_source_measure) == MEASURE_RECORD_WORDS * 8,
+               "the kernels write gpuws_source_measure as MEASURE_RECORD_WORDS 64-bit words");
 
 /* NVIDIA's OpenCL compiler accepts inline PTX: there the flushes use PTX reductions (red.global.add.f64, as CUDA's
  * atomicAdd) instead of compare-and-swap loops, see measure.cl. Should a driver reject it, the build without it
@@ -57,11 +59,11 @@ static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, cons
     gpuws_kernel_info ai;
     if ((st = gpuws_kernel_get_info(acc, &ai))) return st;
     const bool cpu = gpuws__is_cpu_device(ctx);
-    uint32_t block = cpu ? 64 : 256;
+    uint32_t block = cpu ? 64 : MEASURE_MAX_BLOCK;
     while (block > ai.max_block_size || block > ctx->info.max_block_size) block /= 2;
     /* GPUs: three blocks per compute unit walk the tiles (the CUDA kernel is built for three resident blocks of
      * 256: __launch_bounds__(256, 3), so none waits for a second wave); PoCL: one work-group per tile */
-    const size_t tiles = (npix + (size_t)block * 8 - 1) / ((size_t)block * 8);
+    const size_t tiles = (npix + (size_t)block * MEASURE_PIXELS - 1) / ((size_t)block * MEASURE_PIXELS);
     uint32_t groups = cpu ? (uint32_t)(tiles < ctx->info.max_grid_dims[0] ? tiles : ctx->info.max_grid_dims[0])
                           : gpuws__saturating_blocks(ctx, 3);
     if (tiles < groups) groups = (uint32_t)tiles;

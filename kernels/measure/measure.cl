@@ -16,15 +16,17 @@
  * and acc record k <- 0 again for the next call.
  * Record layout (gpuws_source_measure, 7 words): sum, row, col, peak, npix, peak_row, peak_col; in acc, row/col
  * hold the weighted sums and peak the key (words 5 and 6 are never written there). */
+#include "measure_layout.h"
+
 #if defined(GPUWS_FP64) && (defined(cl_khr_int64_base_atomics) || defined(GPUWS_MEASURE_INT64_ATOMICS))
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #ifdef cl_khr_int64_extended_atomics
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
 #endif
 
-#define M_P 8         /* pixels per work-item and tile */
-#define M_MAXB 256    /* largest work-group (static local arrays) */
-#define M_JOIN_MAX 32 /* more joins than this in a tile: add runs up in local memory first */
+#define M_P MEASURE_PIXELS
+#define M_MAXB MEASURE_MAX_BLOCK
+#define M_JOIN_MAX MEASURE_JOIN_MAX
 
 inline uint m_okey(float x)
 {
@@ -42,7 +44,7 @@ inline uint m_okey(float x)
  * first guess is a plain read (a stale one only costs a retry); a volatile read was a system-scope load. */
 inline void m_flush(__global ulong *out, int label, double sd, double sr, double sc, uint cnt, ulong key)
 {
-    __global ulong *rec = out + (ulong)(label - 1) * 7u;
+    __global ulong *rec = out + (ulong)(label - 1) * MEASURE_RECORD_WORDS;
 #ifdef GPUWS_NV_PTX
     asm volatile("red.global.add.f64 [%0], %1;" ::"l"(rec), "d"(sd) : "memory");
     asm volatile("red.global.add.f64 [%0], %1;" ::"l"(rec + 1), "d"(sr) : "memory");
@@ -228,7 +230,7 @@ __kernel void measure_accumulate(__global const float *restrict data, __global c
 __kernel void measure_finalize(__global const float *data, __global ulong *acc, __global ulong *out, uint nlab, uint width)
 {
     for (uint k = get_global_id(0); k < nlab; k += get_global_size(0)) {
-        __global ulong *a = acc + (ulong)k * 7u, *rec = out + (ulong)k * 7u;
+        __global ulong *a = acc + (ulong)k * MEASURE_RECORD_WORDS, *rec = out + (ulong)k * MEASURE_RECORD_WORDS;
         const double sum = as_double(a[0]), sr = as_double(a[1]), sc = as_double(a[2]);
         const ulong key = a[3], npix = a[4];
         a[0] = a[1] = a[2] = a[3] = a[4] = 0;

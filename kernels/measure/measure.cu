@@ -2,15 +2,16 @@
 // layout and algorithm are the same). Native f64 atomicAdd and 64-bit atomicMax (sm_60+) replace the
 // compare-and-swap loops.
 #include "../common/gpuws_cuda.cuh"
+#include "measure_layout.h"
 
 #include <cmath>
 
 namespace {
 
 typedef unsigned long long u64;
-constexpr unsigned P = 8;          // pixels per thread and tile
-constexpr unsigned MAXB = 256;     // largest block (static shared arrays)
-constexpr unsigned JOIN_MAX = 32;  // more joins than this in a tile: add runs up in shared memory first
+constexpr unsigned P = MEASURE_PIXELS;
+constexpr unsigned MAXB = MEASURE_MAX_BLOCK;
+constexpr unsigned JOIN_MAX = MEASURE_JOIN_MAX;
 
 __device__ __forceinline__ unsigned m_okey(float x)
 {
@@ -44,7 +45,7 @@ struct Acc {
 
 __device__ __forceinline__ void m_flush(u64 *out, int label, const Acc &a)
 {
-    u64 *rec = out + (u64)(label - 1) * 7u;
+    u64 *rec = out + (u64)(label - 1) * MEASURE_RECORD_WORDS;
     double *f = reinterpret_cast<double *>(rec);
     atomicAdd(f + 0, a.sd);
     atomicAdd(f + 1, a.sr);
@@ -196,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(MAXB, 3)
 extern "C" __global__ void measure_finalize(const float *data, u64 *acc, u64 *out, unsigned nlab, unsigned width)
 {
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < nlab; k += gridDim.x * blockDim.x) {
-        u64 *a = acc + (u64)k * 7u, *rec = out + (u64)k * 7u;
+        u64 *a = acc + (u64)k * MEASURE_RECORD_WORDS, *rec = out + (u64)k * MEASURE_RECORD_WORDS;
         const double *fa = reinterpret_cast<const double *>(a);
         const double sum = fa[0], sr = fa[1], sc = fa[2];
         const u64 key = a[3], npix = a[4];

@@ -13,6 +13,10 @@ static gpuws_status check_range(uint64_t first, uint64_t n)
     return GPUWS_OK;
 }
 
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_partials = {"monte_carlo_pi.partials"};
+static const gpuws__stream_key key_hits = {"monte_carlo_pi.hits"};
+
 static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_t seed, gpuws_buffer *hits)
 {
     gpuws_context *ctx = s->ctx;
@@ -42,7 +46,7 @@ static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_
     if (need < g) g = (uint32_t)need;
     if (g > 1024) g = 1024; /* the final pass adds at most a few partials per thread */
     gpuws_buffer *partials;
-    if ((st = gpuws__stream_scratch(s, 0, (size_t)g * 8, &partials))) return st;
+    if ((st = gpuws__stream_scratch(s, &key_partials, (size_t)g * 8, &partials))) return st;
     gpuws_launch_config c1 = {{g, 1, 1}, {block, 1, 1}};
     const uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     gpuws_arg a1[] = {gpuws_arg_buffer(partials), gpuws_arg_u64(jf), gpuws_arg_u64(jl), gpuws_arg_u32(k0),
@@ -78,7 +82,7 @@ gpuws_status gpuws_monte_carlo_pi_value(gpuws_context *ctx, gpuws_stream *s, uin
         h = gpuws_monte_carlo_pi_ref(first, n, seed);
     } else {
         gpuws_buffer *out;
-        if ((st = gpuws__stream_scratch(s, 1, sizeof h, &out)) || (st = enqueue(s, first, n, seed, out)) ||
+        if ((st = gpuws__stream_scratch(s, &key_hits, sizeof h, &out)) || (st = enqueue(s, first, n, seed, out)) ||
             (st = gpuws__buffer_read_sync(s, out, 0, &h, sizeof h)))
             return st;
     }

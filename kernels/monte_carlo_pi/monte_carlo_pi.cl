@@ -1,9 +1,6 @@
 /* Monte Carlo pi: the same kernels, parameters and structure as monte_carlo_pi.cu (see there). */
 
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
+#include "philox_constants.h"
 
 /* x^2 + y^2 < 1 for x = (rx >> 8) * 2^-24, y = (ry >> 8) * 2^-24, exactly, in 64-bit integers. */
 static uint inside(uint rx, uint ry)

@@ -1,9 +1,11 @@
 /* Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) and the quarter-circle test,
  * one definition for the scalar reference (C) and the CUDA kernel (C++): the reference's known-answer test (Random123's
- * vectors, tests/test_monte_carlo_pi.c) then covers both. monte_carlo_pi.cl repeats them (an OpenCL source cannot
- * include files); the tests compare its hit counts with the reference's, bit for bit. */
+ * vectors, tests/test_monte_carlo_pi.c) then covers both. monte_carlo_pi.cl writes the rounds with OpenCL's mul_hi
+ * and the same constants (philox_constants.h); the tests compare its hit counts with the reference's, bit for bit. */
 #ifndef GPUWS_PHILOX_H
 #define GPUWS_PHILOX_H
+#include "philox_constants.h"
+
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -20,14 +22,14 @@ GPUWS_PHILOX_FN void gpuws__philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32
 #pragma unroll
 #endif
     for (int r = 0; r < 10; r++) {
-        const uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        const uint64_t p0 = (uint64_t)PHILOX_M0 * c0, p1 = (uint64_t)PHILOX_M1 * c2;
         const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
         c0 = n0;
         c1 = (uint32_t)p1;
         c2 = n2;
         c3 = (uint32_t)p0;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
     }
     out[0] = c0;
     out[1] = c1;

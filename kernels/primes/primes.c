@@ -18,6 +18,10 @@ static gpuws_status count_final(gpuws_stream *s, gpuws_buffer *partials, uint32_
     return gpuws_launch(s, k, &cfg, a, GPUWS__NARGS(a));
 }
 
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_partials = {"primes.partials"};
+static const gpuws__stream_key key_base = {"primes.base"};
+
 static gpuws_status trial_gpu(gpuws_stream *s, uint32_t n, gpuws_buffer *out, gpuws_buffer *count)
 {
     /* one thread per number, as the workshop launched it; PoCL prefers small groups */
@@ -27,7 +31,7 @@ static gpuws_status trial_gpu(gpuws_stream *s, uint32_t n, gpuws_buffer *out, gp
     if (st) return st;
     uint32_t blocks = (uint32_t)(((uint64_t)n + block - 1) / block);
     gpuws_buffer *partials;
-    if ((st = gpuws__stream_scratch(s, 0, (size_t)blocks * 4, &partials))) return st;
+    if ((st = gpuws__stream_scratch(s, &key_partials, (size_t)blocks * 4, &partials))) return st;
     gpuws_launch_config cfg = {{blocks, 1, 1}, {block, 1, 1}};
     gpuws_arg a[] = {gpuws_arg_buffer(out ? out : partials), gpuws_arg_buffer(partials), gpuws_arg_u32(n),
                      gpuws_arg_u32(out != NULL), gpuws_arg_local((size_t)block * 4)};
@@ -65,8 +69,8 @@ static gpuws_status sieve_gpu(gpuws_stream *s, uint32_t n, gpuws_buffer *out, gp
     /* primes <= 46340 (sqrt(2^31)): 4791 odd ones, so the list plus its two counters fits 4800 words */
     const size_t base_words = 2 + (size_t)limit / 2 + 1;
     gpuws_buffer *base, *partials;
-    if ((st = gpuws__stream_scratch(s, 0, (size_t)nseg * 4, &partials)) ||
-        (st = gpuws__stream_scratch(s, 1, base_words * 4, &base)))
+    if ((st = gpuws__stream_scratch(s, &key_partials, (size_t)nseg * 4, &partials)) ||
+        (st = gpuws__stream_scratch(s, &key_base, base_words * 4, &base)))
         return st;
 
     gpuws_launch_config c1 = {{1, 1, 1}, {base_block, 1, 1}};

@@ -1,7 +1,7 @@
 /* Scalar references: the tests' oracle and the CPU backend's implementation. */
 #include "primes_ref.h"
 
-#include "../../core/backend_impl.h" /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/alloc.h" /* gpuws__malloc: allocations the fault tests can fail */
 
 #include <math.h>
 #include <stdlib.h>

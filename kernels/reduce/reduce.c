@@ -33,6 +33,10 @@ static uint32_t partial_blocks(const gpuws_context *ctx, size_t n, uint32_t bloc
     return g > 1024 ? 1024 : g;
 }
 
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_partials = {"reduce.partials"};
+static const gpuws__stream_key key_result = {"reduce.result"};
+
 static gpuws_status reduce_gpu(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype dt, size_t n, const gpuws_buffer *in,
                                gpuws_buffer *out)
 {
@@ -59,7 +63,7 @@ static gpuws_status reduce_gpu(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype 
     uint32_t g = partial_blocks(ctx, n, block);
 
     gpuws_buffer *partials;
-    if ((st = gpuws__stream_scratch(s, 0, (size_t)g * acc, &partials))) return st;
+    if ((st = gpuws__stream_scratch(s, &key_partials, (size_t)g * acc, &partials))) return st;
     gpuws_launch_config c1 = {{g, 1, 1}, {block, 1, 1}};
     gpuws_arg a1[] = {gpuws_arg_buffer((gpuws_buffer *)in), gpuws_arg_buffer(partials), gpuws_arg_u64(n),
                       gpuws_arg_local((size_t)block * acc)};
@@ -118,7 +122,7 @@ gpuws_status gpuws_reduce_value(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype
         reduce_cpu(op, dt, n, gpuws__cpu_ptr(in), v);
     } else {
         gpuws_buffer *out;
-        if ((st = gpuws__stream_scratch(s, 1, 8, &out)) || (st = reduce_gpu(s, op, dt, n, in, out)) ||
+        if ((st = gpuws__stream_scratch(s, &key_result, 8, &out)) || (st = reduce_gpu(s, op, dt, n, in, out)) ||
             (st = gpuws__buffer_read_sync(s, out, 0, v, gpuws_dtype_size(dt))))
             return st;
     }

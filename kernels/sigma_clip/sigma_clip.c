@@ -24,6 +24,10 @@ static double word_f64(uint64_t w)
     return d;
 }
 
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_state = {"sigma_clip.state"};
+static const gpuws__stream_key key_counters = {"sigma_clip.counters"};
+
 static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data, double kappa, int max_iterations,
                              gpuws_sigma_clip_result *result)
 {
@@ -49,8 +53,8 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
     if (ctx->tuning.sigma_clip_groups > 0) groups = (uint32_t)ctx->tuning.sigma_clip_groups;
 
     gpuws_buffer *stb, *ctr;
-    if ((st = gpuws__stream_scratch(s, 2, (SC_STATE_WORDS + (size_t)groups * SC_PART_WORDS) * 8, &stb)) ||
-        (st = gpuws__stream_scratch(s, 3, SC_CTR_WORDS * 4, &ctr)))
+    if ((st = gpuws__stream_scratch(s, &key_state, (SC_STATE_WORDS + (size_t)groups * SC_PART_WORDS) * 8, &stb)) ||
+        (st = gpuws__stream_scratch(s, &key_counters, SC_CTR_WORDS * 4, &ctr)))
         return st;
 
     const gpuws_launch_config one = {{1, 1, 1}, {block, 1, 1}}, grid = {{groups, 1, 1}, {block, 1, 1}};

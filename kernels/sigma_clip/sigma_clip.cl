@@ -17,42 +17,7 @@
 #ifdef GPUWS_FP64
 #pragma OPENCL FP_CONTRACT OFF
 
-/* ---- must match sigma_clip_state.h ---- */
-#define SC_DONE 0
-#define SC_ROUND 1
-#define SC_FINAL 2
-#define SC_KLO 3
-#define SC_KHI 4
-#define SC_N 5
-#define SC_MEAN 6
-#define SC_M2 7
-#define SC_KMIN 8
-#define SC_KMAX 9
-#define SC_B1 10
-#define SC_R1 11
-#define SC_B2 12
-#define SC_R2 13
-#define SC_N0 14
-#define SC_RES_N 16
-#define SC_RES_MEDIAN 17
-#define SC_RES_MEAN 18
-#define SC_RES_STD 19
-#define SC_RES_ITER 20
-#define SC_RES_CONV 21
-#define SC_STATE_WORDS 32
-#define SC_PART_WORDS 8
-#define SC_TICKET1 0
-#define SC_TICKET2 1
-#define SC_TICKET3 2
-#define SC_KABOVE 3
-#define SC_H1 8
-#define SC_H2 (SC_H1 + 2048)
-#define SC_H3 (SC_H2 + 2048)
-#define SC_CTR_WORDS (SC_H3 + 1024)
-#define SC_MAXB 256
-#define SC_KEY_NEG_INF 0x007fffffu
-#define SC_KEY_POS_INF 0xff800000u
-/* ---- */
+#include "sigma_clip_state.h"
 
 inline uint sc_key(float f)
 {

@@ -2,7 +2,7 @@
  * sorted array, so each pass is the NumPy loop's filter applied to that range. Simple enough to be the oracle. */
 #include "sigma_clip_ref.h"
 
-#include "../../core/backend_impl.h" /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/alloc.h" /* gpuws__malloc: allocations the fault tests can fail */
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* Layout of sigma_clip's device state, shared by the host driver (sigma_clip.c) and the CUDA kernels
- * (sigma_clip.cu). sigma_clip.cl repeats these numbers (an embedded OpenCL source cannot include a file):
- * change both together. */
+/* Layout of sigma_clip's device state, shared by the host driver (sigma_clip.c), the CUDA kernels (sigma_clip.cu)
+ * and the OpenCL kernels (sigma_clip.cl, into which cmake/embed_cl.cmake copies this file): plain preprocessor,
+ * valid C11, CUDA and OpenCL C. */
 #ifndef GPUWS_SIGMA_CLIP_STATE_H
 #define GPUWS_SIGMA_CLIP_STATE_H
 

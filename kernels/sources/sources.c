@@ -55,12 +55,14 @@ void gpuws_catalog_free(gpuws_catalog *c)
     gpuws__free(c);
 }
 
-/* The image (when uploaded here), the mask and the labels are the stream's scratch (slots 4-6, which none of the
- * steps' drivers use): kept for the next call, so a program that finds sources in image after image allocates
- * them once, as CuPy's memory pool would. Fresh buffers for every call would cost cudaMalloc/cudaFree time on
- * CUDA, and on NVIDIA's OpenCL, which maps a new buffer's pages when a kernel first touches them, tens of
- * microseconds inside the threshold and label steps. */
-enum { SLOT_IMAGE = 4, SLOT_MASK = 5, SLOT_LABELS = 6 };
+/* The image (when uploaded here), the mask and the labels are the stream's scratch under keys of their own (so the
+ * steps' drivers, on the same stream, cannot touch them): kept for the next call, so a program that finds sources
+ * in image after image allocates them once, as CuPy's memory pool would. Fresh buffers for every call would cost
+ * cudaMalloc/cudaFree time on CUDA, and on NVIDIA's OpenCL, which maps a new buffer's pages when a kernel first
+ * touches them, tens of microseconds inside the threshold and label steps. */
+static const gpuws__stream_key key_image = {"find_sources.image"};
+static const gpuws__stream_key key_mask = {"find_sources.mask"};
+static const gpuws__stream_key key_labels = {"find_sources.labels"};
 
 typedef struct {
     gpuws_event *ev[NEV];
@@ -121,10 +123,10 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
     const size_t n = width * height;
     gpuws_status st = GPUWS_OK;
     for (int i = 0; i < NEV && !st; i++) st = gpuws_event_create(ctx, &r->ev[i]);
-    if (st || (st = gpuws__stream_scratch(s, SLOT_MASK, n, &r->mask)) ||
-        (st = gpuws__stream_scratch(s, SLOT_LABELS, n * sizeof(int32_t), &r->labels)))
+    if (st || (st = gpuws__stream_scratch(s, &key_mask, n, &r->mask)) ||
+        (st = gpuws__stream_scratch(s, &key_labels, n * sizeof(int32_t), &r->labels)))
         return st;
-    if (host && (st = gpuws__stream_scratch(s, SLOT_IMAGE, n * sizeof(float), &r->image))) return st;
+    if (host && (st = gpuws__stream_scratch(s, &key_image, n * sizeof(float), &r->image))) return st;
     const gpuws_buffer *img = host ? r->image : dev;
 
     if ((st = record(r, EV_START, s))) return st;

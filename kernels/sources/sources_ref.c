@@ -1,6 +1,7 @@
 #include "sources_ref.h"
 
-#include "../../core/backend_impl.h" /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/alloc.h" /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/errors.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -1,8 +1,9 @@
 /* Host driver for transpose: one code path for CUDA and OpenCL, the reference on the CPU backend. */
 #include "../common/driver.h"
+#include "transpose_layout.h"
 #include "transpose_ref.h"
 
-enum { TILE = 32, ROWS = 8 }; /* the kernels' tile and block height (transpose.cu, transpose.cl) */
+enum { TILE = TRANSPOSE_TILE, ROWS = TRANSPOSE_ROWS }; /* the kernels' tile and block height */
 
 gpuws_status gpuws_transpose(gpuws_stream *s, gpuws_dtype dt, size_t rows, size_t cols, const gpuws_buffer *in,
                              gpuws_buffer *out)

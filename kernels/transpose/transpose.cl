@@ -3,8 +3,10 @@
  * along a row of `in` and writes 4 along a row of `out`, so both sides are coalesced. Launched with local size
  * (32, 8); y loops when the NDRange is shorter than the tiles (NVIDIA's 65535 limit on groups in y). */
 
-#define TILE 32u
-#define ROWS 8u
+#include "transpose_layout.h"
+
+#define TILE TRANSPOSE_TILE
+#define ROWS TRANSPOSE_ROWS
 
 #define DEFINE_TRANSPOSE(NAME, T)                                                                               \
     __kernel __attribute__((reqd_work_group_size(TILE, ROWS, 1))) void NAME(__global const T *in,              \

@@ -4,10 +4,11 @@
 // elements of a row of `out` (a warp writes 32 consecutive elements). The tile's rows are padded by one element so
 // that the column-wise reads from shared memory fall in 32 different banks. Any rows, cols: edges are guarded.
 #include "../common/gpuws_cuda.cuh"
+#include "transpose_layout.h"
 
 namespace {
 
-constexpr unsigned TILE = 32, ROWS = 8; // block = TILE × ROWS threads, TILE / ROWS elements each
+constexpr unsigned TILE = TRANSPOSE_TILE, ROWS = TRANSPOSE_ROWS; // block = TILE × ROWS threads, TILE / ROWS elements each
 
 template <typename T>
 __device__ void transpose(const T *__restrict__ in, T *__restrict__ out, unsigned rows, unsigned cols)

@@ -126,6 +126,9 @@ gpuws_status gpuws_hypot(gpuws_stream *s, size_t n, gpuws_operand x, gpuws_opera
 
 /* ---- hypot with NaN rejected ---------------------------------------------------------------------------- */
 
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_nan_partials = {"ufunc.nan_partials"};
+
 /* The first index < n where an array operand holds NaN (n if none), found on the device. */
 static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *out, size_t *first)
 {
@@ -152,7 +155,7 @@ static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *o
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "hypot_checked: %u partial results (%zu bytes)", groups,
                             (size_t)groups * sizeof *host);
     gpuws_buffer *partials;
-    gpuws_status st = gpuws__stream_scratch(s, 0, (size_t)groups * sizeof *host, &partials);
+    gpuws_status st = gpuws__stream_scratch(s, &key_nan_partials, (size_t)groups * sizeof *host, &partials);
     gpuws_arg a[] = {gpuws_arg_buffer(o->op[0].array ? (gpuws_buffer *)o->op[0].array : out),
                      gpuws_arg_buffer(o->op[1].array ? (gpuws_buffer *)o->op[1].array : out), gpuws_arg_buffer(partials),
                      gpuws_arg_u64(o->n), gpuws_arg_u32(o->arrays), gpuws_arg_local((size_t)block * 8)};
@@ -274,6 +277,10 @@ gpuws_status gpuws_hidden_layer(gpuws_stream *s, size_t n, const gpuws_buffer *g
 
 #define PIPE_MAX_STREAMS 8
 
+/* The rings pipeline keeps on its leading stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_ring_g = {"ufunc.ring_g"};
+static const gpuws__stream_key key_ring_w = {"ufunc.ring_w"};
+
 /* Chunk c goes to stream c % S and to ring slot c % S of two device buffers (greyscales, overwritten in place by
  * the result, and weights): upload, kernel, download, all asynchronous. A slot is reused only by its own in-order
  * stream, so no chunk overwrites one still in use, and chunks on different streams overlap. */
@@ -286,8 +293,8 @@ static gpuws_status pipeline(gpuws_context *ctx, size_t n, const float *g, const
     /* The default stream leads and owns the rings; earlier work on it may still use its scratch. */
     if ((st = gpuws__driver_stream(ctx, &streams[0], &claim, "hidden_layer_host")) ||
         (st = gpuws_stream_synchronize(streams[0])) ||
-        (st = gpuws__stream_scratch(streams[0], 2, (size_t)ns * chunk * sizeof(float), &ring_g)) ||
-        (st = gpuws__stream_scratch(streams[0], 3, (size_t)ns * chunk * sizeof(float), &ring_w)))
+        (st = gpuws__stream_scratch(streams[0], &key_ring_g, (size_t)ns * chunk * sizeof(float), &ring_g)) ||
+        (st = gpuws__stream_scratch(streams[0], &key_ring_w, (size_t)ns * chunk * sizeof(float), &ring_w)))
         return st;
     int made = 1;
     for (; made < ns && !st; made++) st = gpuws_stream_create(ctx, &streams[made]);

@@ -1,0 +1,26 @@
+/* Host memory of the library, counted and with fault injection. Never installed.
+ *
+ * Every host allocation of core, the CPU backend and the algorithm drivers goes through these (never plain
+ * malloc/free), so tests can make the n-th one fail and can count what is still live. Pair them: memory from
+ * gpuws__malloc/calloc/aligned_alloc/strdup is released with gpuws__free. */
+#ifndef GPUWS_CORE_ALLOC_H
+#define GPUWS_CORE_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+void *gpuws__malloc(size_t bytes);
+void *gpuws__calloc(size_t count, size_t size);
+/* realloc semantics: NULL p allocates; on failure NULL is returned and p is untouched. */
+void *gpuws__realloc(void *p, size_t bytes);
+void *gpuws__aligned_alloc(size_t alignment, size_t bytes); /* alignment a power of two */
+char *gpuws__strdup(const char *s);
+void gpuws__free(void *p);
+/* Fault injection (tests; docs/reliability.md): the n-th allocation from now on fails (n >= 1); n <= 0 disarms.
+ * GPUWS_FAULT_ALLOC=n in the environment arms it at the first allocation of the process and logs a warning when
+ * it fires. Returns whether the previous countdown fired. */
+bool gpuws__fault_alloc_countdown(long n);
+/* Allocations made through the functions above and not yet freed (process-wide). */
+long gpuws__alloc_live(void);
+
+#endif

@@ -1,0 +1,89 @@
+/* What core offers the algorithm host drivers (kernels/<algo>/<algo>.c) beyond the public API: stream claims,
+ * memory the stream keeps between calls, small reads, launch checks. Drivers include kernels/common/driver.h,
+ * which includes this. Never installed. */
+#ifndef GPUWS_CORE_DRIVER_SUPPORT_H
+#define GPUWS_CORE_DRIVER_SUPPORT_H
+
+#include "alloc.h"
+#include "backend.h"
+#include "errors.h"
+#include "objects.h"
+#include "util.h"
+
+/* Every algorithm call claims its stream for the whole call: the stream's scratch, memo, tickets, zeroed memory and
+ * staging below are not thread-safe, and a stream is used by one thread at a time (docs/threads.md). A claim while
+ * another thread holds one fails at once with GPUWS_ERR_INVALID_ARGUMENT ("<fn>: stream ... is in use by another
+ * thread") and changes nothing; the thread that holds it may claim it again (find_sources runs sigma_clip, label,
+ * ...). It costs one uncontended compare-and-swap. Declare the claim with GPUWS__CLAIM(name) and take it with
+ * gpuws__claim(&name, s, fn) once s is resolved and before the first use of the stream's state: it is released when
+ * the variable goes out of scope, on every return path. */
+typedef struct gpuws__stream_claim {
+    gpuws_stream *s; /* NULL until taken */
+} gpuws__stream_claim;
+gpuws_status gpuws__claim(gpuws__stream_claim *c, gpuws_stream *s, const char *fn);
+void gpuws__unclaim(gpuws__stream_claim *c);
+#define GPUWS__CLAIM(name) __attribute__((cleanup(gpuws__unclaim))) gpuws__stream_claim name = {NULL}
+
+/* Who owns a piece of memory the stream keeps (gpuws__stream_scratch, gpuws__stream_memo): each use declares its own
+ * key at file scope and passes its address, e.g.
+ *     static const gpuws__stream_key key_partials = {"reduce.partials"};
+ * The stream tells owners apart by the key's address, so two uses never share memory unless they share a key: a call
+ * nested in another on the same stream (find_sources runs sigma_clip, label, measure) cannot overwrite its caller's
+ * memory. One owner may hold several keys. The name ("<algorithm>.<use>", unique in the library) is for messages and
+ * debugging, and keeps keys' contents distinct so that no toolchain may merge two of them into one object. */
+typedef struct gpuws__stream_key {
+    const char *name;
+} gpuws__stream_key;
+
+/* Temporary device memory owned by the stream, one buffer per key, valid until the next request for the same key on
+ * the same stream (work already enqueued on the stream may still use it: the stream is in order). Grows as needed
+ * (waiting for the stream first); freed with the stream. A request finds its key by a short scan of the stream's
+ * keys and allocates nothing once the buffer is large enough. */
+gpuws_status gpuws__stream_scratch(gpuws_stream *s, const gpuws__stream_key *key, size_t bytes, gpuws_buffer **out);
+/* A ticket counter for kernels whose blocks take work from an atomic counter (persistent blocks), with no fill
+ * command and no reset inside the kernel: one 32-bit word of device memory owned by the stream, zero-filled (on the
+ * stream) when first made, and *base, the value it holds when the next kernel on the stream starts. The kernel
+ * draws tickets with an atomic add and uses ticket - base (unsigned arithmetic, so the word may wrap around 2^32).
+ * After the launch the caller reports how many tickets the kernel draws in all, which must be exact: for blocks
+ * that each stop at their first ticket past the last work item, items + blocks; or, if the launch failed, that the
+ * count is unknown (ok = false), and the next call zero-fills the word again. Freed with the stream. */
+gpuws_status gpuws__stream_tickets(gpuws_stream *s, gpuws_buffer **counter, uint32_t *base);
+void gpuws__stream_tickets_drawn(gpuws_stream *s, bool ok, uint32_t n);
+/* Accumulators that need no fill command per call: device memory owned by the stream whose first `bytes` are zero
+ * where the next command on the stream starts. The caller's kernels must leave those bytes zero again when they
+ * finish (the last kernel reads the totals and clears them); the helper fills only what is not known to be zero:
+ * new or grown memory, or everything after gpuws__stream_zeroed_dirty (call it when an enqueue of such kernels
+ * fails, since an earlier one may have run and left totals behind). One buffer per stream (measure's records). */
+gpuws_status gpuws__stream_zeroed(gpuws_stream *s, size_t bytes, gpuws_buffer **out);
+void gpuws__stream_zeroed_dirty(gpuws_stream *s);
+/* Host memory a driver keeps on the stream between calls (a plan for the next call of the same shape), one block per
+ * key: `bytes` zeroed on first use; every request of a key must ask for the same size (else GPUWS_ERR_INTERNAL).
+ * Freed with the stream. A stream is used by one thread at a time, so it needs no lock. */
+gpuws_status gpuws__stream_memo(gpuws_stream *s, const gpuws__stream_key *key, size_t bytes, void **out);
+/* Reads n bytes into host memory once all the work enqueued on s before it has finished: what
+ * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read (on NVIDIA's OpenCL a
+ * blocking read of a kernel's 4 bytes took 30 us against 38.5 us as a non-blocking read + clFinish). Reads of up to
+ * GPUWS__STAGING_BYTES go through the stream's pinned staging memory. n > 0. */
+gpuws_status gpuws__buffer_read_sync(gpuws_stream *s, const gpuws_buffer *src, size_t offset, void *dst, size_t n);
+/* A small read the host waits for while the device goes on: _start enqueues the read of n <= GPUWS__STAGING_BYTES
+ * bytes into the stream's pinned staging memory; the caller may enqueue more work on s; _finish waits for the read
+ * alone (not for that later work) and copies the bytes to dst. Every successful _start needs its _finish (also on
+ * an error path: it releases the read), and a stream has one read in flight at a time. Pinned memory and waiting
+ * for the read alone (H100, 2026-11-22, bench/experiments/cl_launch_gap.c, a kernel + 4 bytes back): NVIDIA's
+ * OpenCL 20.3 us (blocking read into pageable memory) -> 19.0 (pinned); CUDA 13.0 -> 11.3. */
+typedef struct gpuws__pending_read {
+    void *token; /* the backend's; NULL when the bytes are already there */
+    size_t n;
+} gpuws__pending_read;
+gpuws_status gpuws__buffer_read_start(gpuws_stream *s, const gpuws_buffer *src, size_t offset, size_t n,
+                                      gpuws__pending_read *rd);
+gpuws_status gpuws__buffer_read_finish(gpuws_stream *s, gpuws__pending_read *rd, void *dst);
+/* gpuws_launch's argument checks alone: number, kinds, buffers' context, local memory (its total in *local_total,
+ * each region rounded up to 16 bytes). */
+gpuws_status gpuws__check_launch_args(const gpuws_kernel *k, const gpuws_arg *args, size_t nargs, size_t *local_total);
+/* Kernel by name built with extra build options (OpenCL -D tunables; ignored by CUDA). */
+gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const char *options, gpuws_kernel **k);
+/* Host address of a CPU-backend buffer (NULL for other backends). */
+void *gpuws__cpu_ptr(const gpuws_buffer *b);
+
+#endif
