@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define GPUWS_VERSION_MAJOR 0
-#define GPUWS_VERSION_MINOR 1
+#define GPUWS_VERSION_MINOR 2
 #define GPUWS_VERSION_PATCH 0
 
 /* ---- status codes ---------------------------------------------------------------------------------------- */
