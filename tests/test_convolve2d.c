@@ -435,7 +435,7 @@ static void tiled_with_each(gpuws_backend_kind kind, const problem *p, const cha
  * of 8); cap the blocks so that a 15 x 19 kernel is cut in several ways, down to single rows of 8 columns. */
 GPU_BACKEND_TEST(convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
 {
-    problem p = {45, 83, 0, 15, 19, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}};
+    problem p = {45, 83, 0, 15, 19, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}};
     static const char *const caps[] = {"15,8", "4,16", "7,24", "1,8"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_KERNEL_BLOCK", caps, 4);
 }
@@ -443,7 +443,7 @@ GPU_BACKEND_TEST(convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
 /* The driver picks the block shape from a cost model; every shape it may pick must compute the same thing. */
 GPU_BACKEND_TEST(convolve2d, every_block_shape_agrees_with_the_reference)
 {
-    problem p = {250, 141, 0, 5, 11, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}};
+    problem p = {250, 141, 0, 5, 11, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}};
     static const char *const warps[] = {"2,1", "1,2", "4,1", "2,2", "1,4", "8,1", "4,2", "2,4"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_WARPS", warps, sizeof warps / sizeof warps[0]);
 }
@@ -456,14 +456,14 @@ GPU_BACKEND_TEST(convolve2d, a_stream_replans_for_each_new_shape)
     setenv("GPUWS_CONVOLVE_PATH", "tiled", 1);
     gpuws_context *ctx = test_open(*kind);
     const problem calls[] = {
-        {37, 41, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {37, 41, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
-        {300, 290, 0, 7, 9, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 2.5}},
+        {37, 41, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {37, 41, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
+        {300, 290, 0, 7, 9, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 2.5}},
     };
     for (int d = 0; d < 2; d++) { /* one dtype at a time: the plan is kept per dtype too */
         const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
@@ -572,7 +572,7 @@ BACKEND_TEST(convolve2d, bad_input_is_refused_and_leaves_out_untouched)
  * width (1..16, the default where it applies); both on the workshop's 15 x 15. */
 GPU_BACKEND_TEST(convolve2d, generic_and_fixed_width_kernels_agree_with_the_reference)
 {
-    problem p = {61, 150, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    problem p = {61, 150, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
     static const char *const kernels[] = {"generic", "fixed"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_KERNEL", kernels, 2);
 }
@@ -586,7 +586,7 @@ GPU_BACKEND_TEST(convolve2d, whole_and_thin_tiles_agree_with_the_reference)
 {
     setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
     setenv("GPUWS_CONVOLVE2D_WARPS", "2,1", 1);
-    problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0}};
+    problem p = {150, 90, 0, 9, 13, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0}};
     static const char *const splits[] = {"off", "all", "1", "2", "3", "99"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_SPLIT", splits, sizeof splits / sizeof splits[0]);
 }
@@ -603,7 +603,7 @@ GPU_BACKEND_TEST(convolve2d, persistent_blocks_cover_every_tile_call_after_call)
     setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
     setenv("GPUWS_CONVOLVE2D_WARPS", "2,2", 1);
     setenv("GPUWS_CONVOLVE2D_SPLIT", "1", 1);
-    problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    problem p = {150, 90, 0, 9, 13, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
     static const char *const grids[] = {"1", "2", "3", "7", "tiles", "1000000", "1", "tiles"};
     tiled_with_each(*kind, &p, "GPUWS_CONVOLVE2D_GRID", grids, sizeof grids / sizeof grids[0]);
     static const char *const persist[] = {"0", "1", "0", "1"};
@@ -631,7 +631,7 @@ GPU_BACKEND_TEST(convolve2d, two_streams_keep_their_own_tile_counters)
 {
     fixed_2x2_on_blocks("3");
     gpuws_context *ctx = test_open(*kind);
-    const problem p = {200, 140, 0, 7, 5, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}};
+    const problem p = {200, 140, 0, 7, 5, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}};
     size_t oh, ow;
     TEST_OK(gpuws_convolve2d_output_shape(p.h, p.w, p.kh, p.kw, p.opt.mode, &oh, &ow));
     double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 9);
@@ -687,7 +687,7 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, tile_tickets_wrap_around
     const uint32_t start = 0xffffffffu - 19u;
     TEST_OK(gpuws_buffer_write(tickets, 0, &start, sizeof start));
     gpuws__stream_tickets_drawn(s, true, start - base);
-    const problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    const problem p = {150, 90, 0, 9, 13, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
     double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 3);
     for (int call = 0; call < 5; call++) {
         size_t oh, ow;
@@ -714,7 +714,8 @@ GPU_BACKEND_TEST(convolve2d, every_fixed_width_agrees_with_the_reference)
     setenv("GPUWS_CONVOLVE2D_KERNEL", "fixed", 1);
     gpuws_context *ctx = test_open(*kind);
     for (size_t kw = 1; kw <= 16; kw++) {
-        problem p = {23, 70, 0, kw % 5 + 1, kw, {(gpuws_convolve_mode)(kw % 3), (gpuws_convolve_boundary)(kw / 3 % 3), 0.25}};
+        problem p = {23, 70, 0, kw % 5 + 1, kw,
+                     {0, (gpuws_convolve_mode)(kw % 3), (gpuws_convolve_boundary)(kw / 3 % 3), 0.25}};
         double *image = random_values(p.h * p.w, test_seed(false) + kw), *kernel = random_values(p.kh * p.kw, kw);
         char what[64];
         snprintf(what, sizeof what, "%s fixed kw %zu", test_backend_name(*kind), kw);
@@ -740,7 +741,7 @@ GPU_BACKEND_TEST(convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_wi
     for (size_t si = 0; si < 2; si++) {
         setenv("GPUWS_CONVOLVE2D_STAGE", stage[si], 1);
         for (size_t k = 0; k < 3; k++) {
-            problem p = {130, 300, strides[k], 15, 15, {(gpuws_convolve_mode)k, GPUWS_BOUNDARY_SYMM, 0.0}};
+            problem p = {130, 300, strides[k], 15, 15, {0, (gpuws_convolve_mode)k, GPUWS_BOUNDARY_SYMM, 0.0}};
             double *image = random_values(image_elems(&p), test_seed(false) + k), *kernel = random_values(p.kh * p.kw, 7);
             char what[96];
             snprintf(what, sizeof what, "%s fixed, stage %s, stride %zu, mode %zu", test_backend_name(*kind), stage[si],
