@@ -28,11 +28,15 @@ typedef struct {
 #define GROWN_V2_INIT {sizeof(grown_v2), 1, 7.5}
 #define GROWN_BASE GPUWS__OPTIONS_END(grown_v2, a)
 
+/* Called through a pointer: inlined here, GCC's -Warray-bounds checks the tail loop against the small test structs
+ * (a range the calls never reach) and fails the sanitizer build. */
+static gpuws_status (*volatile options_read)(const void *, void *, size_t, size_t, const char *) = gpuws__options_read;
+
 Test(options, an_older_shorter_struct_gets_the_defaults_of_the_fields_it_lacks)
 {
     const grown_v1 old = {sizeof old, 5};
     grown_v2 got = GROWN_V2_INIT;
-    cr_assert_eq(gpuws__options_read(&old, &got, sizeof got, GROWN_BASE, "test options"), GPUWS_OK, "%s",
+    cr_assert_eq(options_read(&old, &got, sizeof got, GROWN_BASE, "test options"), GPUWS_OK, "%s",
                  gpuws_last_error());
     cr_assert_eq(got.a, 5, "the caller's field");
     cr_assert_eq(got.b, 7.5, "the default of the field the caller's struct lacks");
@@ -40,11 +44,11 @@ Test(options, an_older_shorter_struct_gets_the_defaults_of_the_fields_it_lacks)
 
     const grown_v1 zeroed = {.a = 6}; /* struct_size 0: the oldest struct */
     got = (grown_v2)GROWN_V2_INIT;
-    cr_assert_eq(gpuws__options_read(&zeroed, &got, sizeof got, GROWN_BASE, "test options"), GPUWS_OK);
+    cr_assert_eq(options_read(&zeroed, &got, sizeof got, GROWN_BASE, "test options"), GPUWS_OK);
     cr_assert(got.a == 6 && got.b == 7.5);
 
     got = (grown_v2)GROWN_V2_INIT;
-    cr_assert_eq(gpuws__options_read(NULL, &got, sizeof got, GROWN_BASE, "test options"), GPUWS_OK, "NULL: defaults");
+    cr_assert_eq(options_read(NULL, &got, sizeof got, GROWN_BASE, "test options"), GPUWS_OK, "NULL: defaults");
     cr_assert(got.a == 1 && got.b == 7.5);
 }
 
@@ -56,11 +60,11 @@ Test(options, a_newer_larger_struct_is_read_when_its_unknown_tail_is_zero_and_re
     } newer;
     newer n = {{sizeof n, 9}, 0};
     grown_v1 got = {sizeof got, 1};
-    cr_assert_eq(gpuws__options_read(&n, &got, sizeof got, sizeof got, "test options"), GPUWS_OK);
+    cr_assert_eq(options_read(&n, &got, sizeof got, sizeof got, "test options"), GPUWS_OK);
     cr_assert_eq(got.a, 9);
     n.later = 1;
     got = (grown_v1){sizeof got, 1};
-    cr_assert_eq(gpuws__options_read(&n, &got, sizeof got, sizeof got, "test options"), GPUWS_ERR_UNSUPPORTED);
+    cr_assert_eq(options_read(&n, &got, sizeof got, sizeof got, "test options"), GPUWS_ERR_UNSUPPORTED);
     char want[160];
     snprintf(want, sizeof want, "test options: struct_size %zu, but this gpuws (%d.%d.%d) knows only the first %zu bytes "
              "and byte %zu is set", sizeof n, GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH, sizeof got,
