@@ -129,6 +129,8 @@ typedef struct {
     bench_comparison *cmp;
     size_t ncmp;
     int batch_calls;          /* --back-to-back: calls per back-to-back sample; 0 = not measured */
+    bool full;                /* --full (the measurement) rather than the quick default */
+    double budget_s;          /* --budget: seconds of timed runs per row at most */
 } bench_report;
 
 /* The comparisons of rows with peers (see bench_comparison); *out is malloc'd. */
@@ -152,6 +154,14 @@ void bench_write_svg(const bench_report *r, FILE *f);
  * reason in err. */
 int bench_write_file(const char *path, void (*writer)(const bench_report *, FILE *), const bench_report *r, char *err,
                      size_t errn);
+
+/* The vendor comparison of a merged report (bench/merge.c): one line per workload and size class, one column per
+ * target with its median time, and the fastest target with its lead over the next. */
+void bench_print_comparison(const bench_report *r, FILE *f);
+/* `gpuws bench merge RUN.json ... [--svg FILE] [--json FILE]` (argv[0] is "merge"): reads the JSON reports of runs
+ * made on different machines, prints the comparison on out, writes the merged chart and JSON. Returns the exit code:
+ * 0, 1 (a run cannot be read or is not a gpuws bench report; a report cannot be written), 2 (usage). */
+int bench_merge_main(int argc, char **argv, FILE *out, FILE *err);
 
 /* The `gpuws bench` command with its output streams given (tools/cmd_bench.c passes stdout and stderr):
  * the table goes to out, progress and errors to err. Returns the exit code: 0, 1 (a row FAILED or a run error),

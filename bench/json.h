@@ -27,6 +27,9 @@ typedef struct json_value {
 /* Parses a whole document. 0 on success (free with json_free); -1 with "line L: why" in err. */
 int json_parse(const char *text, json_value *out, char *err, size_t errn);
 void json_free(json_value *v);
+/* Reads and parses the whole file path (free with json_free). 0, or -1 with "path: why" in err ("path: not JSON:
+ * line L: ..." for a syntax error). */
+int bench_read_json(const char *path, json_value *doc, char *err, size_t errn);
 /* The member of an object (the first of that name), or NULL. */
 const json_value *json_get(const json_value *obj, const char *key);
 /* The member's string / number, or def when absent or of another type. */

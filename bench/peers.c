@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *path, char *err, size_t errn)
+static char *bench_slurp(const char *path, char *err, size_t errn)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -40,20 +40,23 @@ static void copy_field(char *dst, size_t n, const json_value *row, const char *k
     snprintf(dst, n, "%s", json_get_string(row, key, def));
 }
 
+int bench_read_json(const char *path, json_value *doc, char *err, size_t errn)
+{
+    char *text = bench_slurp(path, err, errn);
+    if (!text) return -1;
+    char why[160];
+    int rc = json_parse(text, doc, why, sizeof why);
+    free(text);
+    if (rc) snprintf(err, errn, "%s: not JSON: %s", path, why);
+    return rc ? -1 : 0;
+}
+
 int bench_read_peers(const char *path, bench_peer **peers, size_t *n, char *err, size_t errn)
 {
     *peers = NULL;
     *n = 0;
-    char *text = slurp(path, err, errn);
-    if (!text) return -1;
     json_value doc;
-    char why[160];
-    int rc = json_parse(text, &doc, why, sizeof why);
-    free(text);
-    if (rc) {
-        snprintf(err, errn, "%s: not JSON: %s", path, why);
-        return -1;
-    }
+    if (bench_read_json(path, &doc, err, errn)) return -1;
     const json_value *rows = json_get(&doc, "rows");
     if (!rows || rows->type != JSON_ARRAY) {
         snprintf(err, errn, "%s: no \"rows\" array (expected the JSON that gpuws bench or run_peers.py writes)", path);

@@ -194,10 +194,12 @@ void bench_write_json(const bench_report *r, FILE *f)
         json_put_string(f, r->argv[i]);
     }
     fputc(']', f);
+    kv_str(&o, "mode", r->full ? "full" : "quick");
     kv_str(&o, "size_class", bench_size_name(r->size));
     kv_num(&o, "repeat", r->repeat);
     kv_num(&o, "cpu_repeat", r->cpu_repeat);
     kv_num(&o, "back_to_back", r->batch_calls);
+    kv_pos(&o, "budget_s", r->budget_s);
     kv_str(&o, "method", "each result checked against the scalar reference before timing; one warm-up run; device "
                          "events around each run; median and minimum of the timed runs; on GPU targets also back "
                          "to back: back_to_back calls between two events, the median interval per call");

@@ -4,6 +4,7 @@
 #include "driver_support.h"
 #include "errors.h"
 #include "objects.h"
+#include "options.h"
 #include "program_internal.h"
 #include "util.h"
 
@@ -121,13 +122,14 @@ gpuws_status gpuws_context_create(gpuws_context **out, const gpuws_context_optio
     if (!out) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'ctx' is NULL");
     *out = NULL;
     gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
-    if (opt) o = *opt;
+    gpuws_status st = gpuws__options_read(opt, &o, sizeof o, GPUWS__CONTEXT_OPTIONS_BASE, "context_create: options");
+    if (st) return st;
 
     const char *spec = o.backend, *source = "options.backend";
     if (!spec && (spec = gpuws__getenv("GPUWS_BACKEND"))) source = "GPUWS_BACKEND";
     const char *filter = o.opencl_platform ? o.opencl_platform : gpuws__getenv("GPUWS_OPENCL_PLATFORM");
     long index;
-    gpuws_status st = parse_device_index(o.device, &index);
+    st = parse_device_index(o.device, &index);
     if (st) return st;
 
     backend_list list;

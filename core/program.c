@@ -1,6 +1,7 @@
 /* User programs (include/gpuws/program.h): options, the generated text, lifetimes. The backend compiles; core
  * reads the GW_KERNEL signatures so that gpuws_launch checks a user kernel's arguments the same way on every
  * backend. */
+#include "options.h"
 #include "program_internal.h"
 
 #include <ctype.h>
@@ -121,9 +122,10 @@ static gpuws_status create(gpuws_context *ctx, const char *source, const gpuws_p
                            gpuws_program **out)
 {
     gpuws_program_options o = GPUWS_PROGRAM_OPTIONS_INIT;
-    if (opt) o = *opt;
+    gpuws_status st = gpuws__options_read(opt, &o, sizeof o, GPUWS__PROGRAM_OPTIONS_BASE, "program_create: options");
+    if (st) return st;
     const char *file = o.file_name ? o.file_name : DEFAULT_FILE_NAME;
-    gpuws_status st = check_options(&o, file);
+    st = check_options(&o, file);
     if (st) return st;
     if (!ctx->backend->program_build)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "the %s backend cannot compile programs", ctx->backend->name);

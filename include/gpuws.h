@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define GPUWS_VERSION_MAJOR 0
-#define GPUWS_VERSION_MINOR 1
+#define GPUWS_VERSION_MINOR 2
 #define GPUWS_VERSION_PATCH 0
 
 /* ---- status codes ---------------------------------------------------------------------------------------- */
@@ -132,12 +132,26 @@ typedef struct gpuws_event gpuws_event;
 typedef struct gpuws_buffer gpuws_buffer;
 typedef struct gpuws_kernel gpuws_kernel;
 
+/* Options structs grow (every gpuws_*_options): the first member, struct_size, says how large the caller's struct is,
+ * so a program built against this header keeps working with a later gpuws whose struct has more fields, and a
+ * later program is told clearly when it asks an older gpuws for something it does not have:
+ *  - Initialise with the struct's _OPTIONS_INIT macro (it sets struct_size = sizeof the struct and every default),
+ *    then set the fields you need. A struct zero-initialised instead ({0}, or designated initialisers without the
+ *    macro) has struct_size 0, which the library reads as the struct of gpuws 0.2, the first with struct_size.
+ *  - The library reads the caller's first struct_size bytes and takes the defaults for fields beyond them.
+ *  - Fields are only ever added at the end, with zero as their default. A struct_size larger than the library's
+ *    own (a program built against a newer header, run with an older library) is accepted when the bytes the
+ *    library does not know are all zero (the _OPTIONS_INIT macros and zero-initialisation leave them so), and is
+ *    otherwise GPUWS_ERR_UNSUPPORTED ("this gpuws knows only the first N bytes"): a newer option is never silently
+ *    ignored. A struct_size smaller than gpuws 0.2's struct is GPUWS_ERR_INVALID_ARGUMENT.
+ * An options struct never holds another by value (that would fix the inner one's size): it points to it. */
 typedef struct gpuws_context_options {
+    size_t struct_size;          /* sizeof(gpuws_context_options); 0 = gpuws 0.2's struct (see above) */
     const char *backend;         /* comma list tried in order ("opencl,cpu"); NULL: GPUWS_BACKEND, else cuda→opencl→cpu */
     int device;                  /* index within the chosen backend; -1: GPUWS_DEVICE, else 0; below -1 is an error */
     const char *opencl_platform; /* platform name substring; NULL: GPUWS_OPENCL_PLATFORM, else any */
 } gpuws_context_options;
-#define GPUWS_CONTEXT_OPTIONS_INIT {NULL, -1, NULL}
+#define GPUWS_CONTEXT_OPTIONS_INIT {sizeof(gpuws_context_options), NULL, -1, NULL}
 
 /* Creates a context on one device. options NULL = all fields from the environment (see above).
  * Rules: every name in the list must be a known backend (else GPUWS_ERR_UNKNOWN_BACKEND listing the valid

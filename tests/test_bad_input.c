@@ -330,6 +330,29 @@ BAD_CASE(context_create_device_index_below_minus_one, BAD_ALL, GPUWS_ERR_INVALID
     return try_create(f, o);
 }
 
+BAD_CASE(context_create_options_struct_size_smaller_than_any_version, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "context_create: options: struct_size 4 is less than")
+{
+    gpuws_context_options o = this_backend(f);
+    o.struct_size = 4;
+    return try_create(f, o);
+}
+
+BAD_CASE(context_create_options_from_a_newer_header_with_a_new_field_set, BAD_ALL, GPUWS_ERR_UNSUPPORTED,
+         "knows only the first")
+{
+    struct {
+        gpuws_context_options o;
+        uint64_t later; /* a field this library does not know */
+    } newer = {this_backend(f), 1};
+    newer.o.struct_size = sizeof newer;
+    gpuws_context *c = f->ctx;
+    gpuws_status st = gpuws_context_create(&c, &newer.o);
+    if (st == GPUWS_OK) gpuws_context_destroy(c);
+    else BAD_EXPECT_NULL(c);
+    return st;
+}
+
 BAD_CASE(context_create_platform_that_matches_nothing, BAD_OPENCL, GPUWS_ERR_NO_DEVICE, "on platforms matching 'nomatch'")
 {
     gpuws_context_options o = this_backend(f);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -299,23 +300,32 @@ BENCH_WORKLOAD(w_right)
 BENCH_WORKLOAD(w_wrong)
 BENCH_WORKLOAD(w_failing)
 
-/* bench_main in this process (so the test-only workloads exist); stdout into *out_text. */
-static int run_inproc(char **args, int nargs, char **out_text)
+/* bench_main in this process (so the test-only workloads exist) on `gpuws <first> ARGS`; stdout into *out_text,
+ * stderr into *err_text (NULL: logged). */
+static int run_bench_main(const char *const *first, int nfirst, char **args, int nargs, char **out_text,
+                          char **err_text)
 {
-    char *argv[32] = {"bench"};
-    cr_assert(nargs < 31);
-    for (int i = 0; i < nargs; i++) argv[i + 1] = args[i];
+    char *argv[32];
+    cr_assert(nfirst + nargs < 32);
+    for (int i = 0; i < nfirst; i++) argv[i] = (char *)first[i];
+    for (int i = 0; i < nargs; i++) argv[nfirst + i] = args[i];
     const char *outp = tmp_path("inproc.out"), *errp = tmp_path("inproc.err");
     FILE *out = fopen(outp, "w"), *err = fopen(errp, "w");
     cr_assert(out && err);
-    int rc = bench_main(nargs + 1, argv, out, err);
+    int rc = bench_main(nfirst + nargs, argv, out, err);
     fclose(out);
     fclose(err);
     *out_text = test_read_file(outp);
     char *e = test_read_file(errp);
-    cr_log_info("bench stderr:\n%s", e);
-    free(e);
+    if (err_text) *err_text = e;
+    else cr_log_info("bench stderr:\n%s", e), free(e);
     return rc;
+}
+
+static int run_inproc(char **args, int nargs, char **out_text)
+{
+    static const char *const bench[] = {"bench"};
+    return run_bench_main(bench, 1, args, nargs, out_text, NULL);
 }
 
 static const json_value *find_row(const json_value *doc, const char *variant, const char *backend)
@@ -511,6 +521,59 @@ static void expect_usage_error(const char *args, const char *message)
     free(out);
 }
 
+/* ---- the quick default and --full --------------------------------------------------------------------------- */
+
+static void check_run(const json_value *doc, const char *mode, const char *size_class, int repeat, int cpu_repeat,
+                      double budget_s)
+{
+    cr_assert_str_eq(json_get_string(doc, "mode", ""), mode);
+    cr_assert_str_eq(json_get_string(doc, "size_class", ""), size_class);
+    cr_assert_eq(json_get_number(doc, "repeat", 0), repeat);
+    cr_assert_eq(json_get_number(doc, "cpu_repeat", 0), cpu_repeat);
+    cr_assert_eq(json_get_number(doc, "budget_s", 0), budget_s);
+}
+
+Test(bench, the_default_is_quick_and_full_is_the_measurement)
+{
+    /* no report named: all three go to gpuws-bench-HOST.* in the current directory, and the last lines say so */
+    char dir[128], host[128], json[400];
+    snprintf(dir, sizeof dir, "%s", tmp_path("quick"));
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    cr_assert_eq(chdir(dir), 0);
+    cr_assert_eq(gethostname(host, sizeof host), 0);
+    for (char *p = host; *p; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.", *p)) *p = '_';
+    char *quick[] = {"--backends", "cpu", "--algorithms", "selftest/right", "--no-ceilings"}, *out;
+    cr_assert_eq(run_inproc(quick, 5, &out), 0);
+    free(out);
+    char *err = test_read_file(tmp_path("inproc.err"));
+    static const char *const ext[3] = {"json", "csv", "svg"}, *const kind[3] = {"JSON", "CSV", "SVG"};
+    for (int i = 0; i < 3; i++) {
+        char name[300], line[400];
+        snprintf(name, sizeof name, "gpuws-bench-%s.%s", host, ext[i]);
+        snprintf(line, sizeof line, "gpuws bench: %s report: %s\n", kind[i], name);
+        cr_assert_eq(access(name, F_OK), 0, "no %s in the current directory", name);
+        cr_assert(strstr(err, line), "no line saying where the %s went:\n%s", kind[i], err);
+    }
+    free(err);
+    snprintf(json, sizeof json, "%s/gpuws-bench-%s.json", dir, host);
+    json_value doc;
+    parse_json_file(json, &doc);
+    check_run(&doc, "quick", "small", 5, 1, 1);
+    const json_value *row = find_row(&doc, "right", "cpu");
+    cr_assert(row && !strcmp(json_get_string(row, "status", ""), "ok"), "every row is still checked and timed");
+    json_free(&doc);
+
+    /* --full: the default sizes and today's repeats; an explicit option still wins */
+    char *full[] = {"--backends", "cpu", "--algorithms", "selftest/right", "--no-ceilings", "--full", "--repeat", "7",
+                    "--json", json};
+    cr_assert_eq(run_inproc(full, 10, &out), 0);
+    free(out);
+    parse_json_file(json, &doc);
+    check_run(&doc, "full", "default", 7, 3, 60);
+    json_free(&doc);
+}
+
 Test(bench, unknown_names_and_bad_values_are_usage_errors)
 {
     expect_usage_error("--backends cuda,vulkan", "unknown backend 'vulkan' in --backends (valid: cuda, opencl, cpu, all)");
@@ -614,6 +677,131 @@ Test(bench, compare_with_an_unreadable_peers_file_fails_clearly)
     write_text(bad, "{\"results\": []}");
     cr_assert_eq(bench_read_peers(bad, &p, &n, err, sizeof err), -1);
     cr_assert(strstr(err, "no \"rows\" array"), "%s", err);
+}
+
+/* ---- bench merge: runs from different machines in one comparison ------------------------------------------ */
+
+/* A gpuws bench report of one target with vector_add f32 and reduce sum_f32 rows (reduce FAILED when failed). */
+static void write_run(const char *path, const char *host, const char *backend, const char *device, double vadd_ms,
+                      bool failed)
+{
+    char target[160], rows[2][1024], text[4096];
+    snprintf(target, sizeof target, "%s | %s", backend, device);
+    snprintf(rows[0], sizeof rows[0],
+             "{\"algorithm\": \"vector_add\", \"variant\": \"f32\", \"size\": \"2^20 f32\",\n"
+             " \"size_class\": \"small\",\n"
+             " \"target\": \"%s\", \"end_to_end\": false, \"status\": \"ok\", \"median_ms\": %g,\n"
+             " \"min_ms\": %g, \"repeats\": 5, \"bytes\": 12582912, \"flops\": 1048576}",
+             target, vadd_ms, vadd_ms);
+    snprintf(rows[1], sizeof rows[1],
+             "{\"algorithm\": \"reduce\", \"variant\": \"sum_f32\", \"size\": \"2^20 f32\",\n"
+             " \"size_class\": \"small\",\n"
+             " \"target\": \"%s\", \"end_to_end\": false, \"status\": \"%s\", \"error\": %s,\n"
+             " \"median_ms\": %s, \"repeats\": 5, \"bytes\": 4194304, \"flops\": 1048576}",
+             target, failed ? "FAILED" : "ok", failed ? "\"INTERNAL: wrong sum\"" : "null", failed ? "null" : "0.25");
+    snprintf(text, sizeof text,
+             "{\"schema\": \"gpuws-bench/1\", \"host\": \"%s\", \"mode\": \"quick\", \"size_class\": \"small\",\n"
+             " \"targets\": [{\"label\": \"%s\", \"short_label\": \"%s %s\", \"backend\": \"%s\",\n"
+             "              \"device\": \"%s\", \"type\": \"gpu\", \"copy_gb_per_s\": 1000}],\n"
+             " \"rows\": [%s,\n%s]}\n",
+             host, target, backend, device, backend, device, rows[0], rows[1]);
+    write_text(path, text);
+}
+
+static int run_merge(char **args, int nargs, char **out_text, char **err_text)
+{
+    static const char *const merge[] = {"bench", "merge"};
+    return run_bench_main(merge, 2, args, nargs, out_text, err_text);
+}
+
+Test(bench, merge_puts_the_devices_of_every_run_side_by_side)
+{
+    char a[128], b[128], svg[128], json[128]; /* tmp_path's names are reused after a few calls */
+    snprintf(a, sizeof a, "%s", tmp_path("nvidia.json"));
+    snprintf(b, sizeof b, "%s", tmp_path("amd.json"));
+    snprintf(svg, sizeof svg, "%s", tmp_path("vendors.svg"));
+    snprintf(json, sizeof json, "%s", tmp_path("merged.json"));
+    write_run(a, "h100-box", "cuda", "NVIDIA H100", 0.5, false);
+    write_run(b, "mi300-box", "opencl", "AMD Instinct MI300X", 0.25, true);
+    char *args[] = {a, b, "--svg", svg, "--json", json}, *out, *err;
+    int rc = run_merge(args, 6, &out, &err);
+    cr_assert_eq(rc, 0, "exit %d:\n%s%s", rc, out, err);
+    cr_assert(strstr(out, "[1] cuda NVIDIA H100\n") && strstr(out, "[2] opencl AMD Instinct MI300X\n"), "%s", out);
+    /* one line per workload, both devices' times on it, the fastest named with its lead */
+    const char *line = strstr(out, "\nvector_add f32");
+    cr_assert_not_null(line, "%s", out);
+    char row[256];
+    snprintf(row, sizeof row, "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+    const char *t1 = strstr(row, " 0.5000 "), *t2 = strstr(row, " 0.2500 ");
+    cr_assert(t1 && t2 && t1 < t2, "both times in column order: %s", row);
+    cr_assert(strstr(row, "[2] 2.000x"), "the MI300X is twice as fast: %s", row);
+    line = strstr(out, "\nreduce sum_f32");
+    cr_assert(line && strstr(line, "0.2500") && strstr(line, "FAILED") && strstr(line, "[1]\n"), "%s", out);
+    cr_assert(strstr(err, svg) && strstr(err, json), "where the reports went: %s", err);
+
+    char *s = test_read_file(svg), why[128] = "";
+    cr_assert(xml_balanced(s, why, sizeof why), "SVG not well-formed: %s", why);
+    cr_assert(strstr(s, "cuda NVIDIA H100") && strstr(s, "opencl AMD Instinct MI300X"), "a legend entry per device");
+    size_t bars = 0;
+    for (const char *p = s; (p = strstr(p, "<g><title>")); p++) bars++;
+    cr_assert_eq(bars, 4, "one bar per row of each run");
+    free(s);
+    json_value doc;
+    parse_json_file(json, &doc);
+    cr_assert_eq(json_get(&doc, "targets")->n, 2);
+    cr_assert_eq(json_get(&doc, "rows")->n, 4);
+    json_free(&doc);
+    free(out);
+    free(err);
+
+    /* the merged report merges again; two CPUs of the same name are told apart by their hosts */
+    write_run(b, "other-box", "cuda", "NVIDIA H100", 0.4, false);
+    char *again[] = {json, b};
+    cr_assert_eq(run_merge(again, 2, &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "[1] cuda NVIDIA H100 @ h100-box") && strstr(out, "[3] cuda NVIDIA H100 @ other-box"), "%s",
+              out);
+    free(out);
+    free(err);
+}
+
+Test(bench, merge_refuses_what_is_not_a_bench_report)
+{
+    char good[128], bad[128], svg[128]; /* tmp_path's names are reused after a few calls */
+    snprintf(good, sizeof good, "%s", tmp_path("good.json"));
+    snprintf(bad, sizeof bad, "%s", tmp_path("bad.json"));
+    snprintf(svg, sizeof svg, "%s", tmp_path("never.svg"));
+    write_run(good, "h", "cpu", "Xeon", 1, false);
+    const struct {
+        const char *text; /* NULL: the file does not exist */
+        int rc;
+        const char *message;
+    } rows[] = {
+        {NULL, 1, "No such file or directory"},
+        {"{\"rows\": [ {\"algorithm\": \"x\",} ]}", 1, "not JSON: line 1"},
+        {"{\"rows\": []}", 1, "not a gpuws bench report"},
+        {"{\"schema\": \"gpuws-bench/1\", \"rows\": {}}", 1, "not a gpuws bench report"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        remove(bad);
+        if (rows[i].text) write_text(bad, rows[i].text);
+        char *args[] = {good, bad, "--svg", svg}, *out, *err;
+        int rc = run_merge(args, 4, &out, &err);
+        cr_assert_eq(rc, rows[i].rc, "row %zu: exit %d: %s", i, rc, err);
+        cr_assert(strstr(err, bad) && strstr(err, rows[i].message), "row %zu: %s", i, err);
+        cr_assert_eq(access(svg, F_OK), -1, "row %zu: no chart from a failed merge", i);
+        free(out);
+        free(err);
+    }
+    char *none[] = {"--svg", svg}, *out, *err;
+    cr_assert_eq(run_merge(none, 2, &out, &err), 2);
+    cr_assert(strstr(err, "no run named"), "%s", err);
+    free(out);
+    free(err);
+    char *onto_input[] = {good, "--json", good};
+    cr_assert_eq(run_merge(onto_input, 3, &out, &err), 2);
+    cr_assert(strstr(err, "input and outputs must be different files"), "%s", err);
+    free(out);
+    free(err);
 }
 
 /* ---- derived columns from known numbers -------------------------------------------------------------------- */

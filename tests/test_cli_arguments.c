@@ -222,6 +222,14 @@ static const cli_case cli_cases[] = {
      2, "--back-to-back needs 0 (off) or a count"},
     {"bench_algorithms_naming_nothing", {"bench", "--backends", "cpu", "--algorithms", ","},
      2, "--algorithms names no algorithm"},
+    {"bench_full_twice", {"bench", "--list", "--full", "--full"}, 2, "--full given twice"},
+    /* bench merge (img.fits is no bench report: a merge that got past its arguments would exit 1) */
+    {"bench_merge_json_twice", {"bench", "merge", "img.fits", "--json", "a.json", "--json", "b.json"},
+     2, "--json given twice"},
+    {"bench_merge_without_a_run", {"bench", "merge", "--svg", "v.svg"}, 2, "no run named"},
+    {"bench_merge_empty_svg_name", {"bench", "merge", "img.fits", "--svg", ""},
+     2, "--svg needs a file name, not an empty string"},
+    {"bench_merge_csv", {"bench", "merge", "img.fits", "--csv", "c.csv"}, 2, "unknown or incomplete option '--csv'"},
     /* selftest */
     {"selftest_unknown_size", {"selftest", "--backends", "cpu", "--algorithms", "vector_add", "--sizes", "huge"},
      2, "unknown size 'huge' in --sizes"},

@@ -76,7 +76,7 @@ static void files_match_reference(gpuws_backend_kind kind, bool f64)
     cr_assert_eq(fits_read_image(out, -1, &got, err, sizeof err), 0, "%s", err);
     cr_assert(got.width == W && got.height == H, "same mode keeps the image's %d x %d, got %zu x %zu", W, H, got.width, got.height);
     cr_assert_eq(got.bitpix, f64 ? -64 : -32, "output BITPIX %d", got.bitpix);
-    gpuws_convolve2d_options o = {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0};
+    gpuws_convolve2d_options o = {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0};
     gpuws__conv2d_geometry g;
     TEST_OK(gpuws__conv2d_geometry_init(H, W, 0, KH, KW, &o, &g));
     double want[H * W], mag[H * W], aimage[H * W], akernel[KH * KW];
@@ -123,10 +123,10 @@ static void separable_matches_2d(gpuws_backend_kind kind, bool f64)
         const char *args;
         gpuws_convolve2d_options opt;
     } cases[] = {
-        {"--mode same --boundary symm", {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0}},
-        {"--mode full --boundary fill --fill 0.25", {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.25}},
-        {"--mode valid", {GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
-        {"--mode same --boundary wrap", {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
+        {"--mode same --boundary symm", {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0}},
+        {"--mode full --boundary fill --fill 0.25", {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.25}},
+        {"--mode valid", {0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
+        {"--mode same --boundary wrap", {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
     };
     const double u = f64 ? 0x1p-53 : 0x1p-24;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

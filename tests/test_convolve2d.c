@@ -435,7 +435,7 @@ static void tiled_with_each(gpuws_backend_kind kind, gpuws_context *ctx, const p
  * of 8); cap the blocks so that a 15 x 19 kernel is cut in several ways, down to single rows of 8 columns. */
 GPU_BACKEND_TEST(convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
 {
-    problem p = {45, 83, 0, 15, 19, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}};
+    problem p = {45, 83, 0, 15, 19, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}};
     static const char *const caps[] = {"15x8", "4x16", "7x24", "1x8"};
     gpuws_context *ctx = test_open(*kind);
     tiled_with_each(*kind, ctx, &p, "convolve2d_kernel_block", caps, 4);
@@ -445,7 +445,7 @@ GPU_BACKEND_TEST(convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
 /* The driver picks the block shape from a cost model; every shape it may pick must compute the same thing. */
 GPU_BACKEND_TEST(convolve2d, every_block_shape_agrees_with_the_reference)
 {
-    problem p = {250, 141, 0, 5, 11, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}};
+    problem p = {250, 141, 0, 5, 11, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}};
     static const char *const warps[] = {"2x1", "1x2", "4x1", "2x2", "1x4", "8x1", "4x2", "2x4"};
     gpuws_context *ctx = test_open(*kind);
     tiled_with_each(*kind, ctx, &p, "convolve2d_warps", warps, sizeof warps / sizeof warps[0]);
@@ -460,14 +460,14 @@ GPU_BACKEND_TEST(convolve2d, a_stream_replans_for_each_new_shape)
     gpuws_context *ctx = test_open(*kind);
     test_tune(ctx, "convolve_path", "tiled");
     const problem calls[] = {
-        {37, 41, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {37, 41, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
-        {300, 290, 0, 7, 9, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 2.5}},
+        {37, 41, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {37, 41, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
+        {300, 290, 0, 7, 9, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
+        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 2.5}},
     };
     for (int d = 0; d < 2; d++) { /* one dtype at a time: the plan is kept per dtype too */
         const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
@@ -576,7 +576,7 @@ BACKEND_TEST(convolve2d, bad_input_is_refused_and_leaves_out_untouched)
  * that: the workshop's 15 x 15, and 15 x 17, on every block shape. */
 GPU_BACKEND_TEST(convolve2d, generic_and_fixed_width_kernels_agree_with_the_reference)
 {
-    problem p = {61, 150, 0, 15, 15, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    problem p = {61, 150, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
     static const char *const warps[] = {"auto", "2x1", "2x2", "4x2"};
     gpuws_context *ctx = test_open(*kind);
     tiled_with_each(*kind, ctx, &p, "convolve2d_warps", warps, sizeof warps / sizeof warps[0]);
@@ -594,7 +594,7 @@ GPU_BACKEND_TEST(convolve2d, whole_and_thin_tiles_agree_with_the_reference)
 {
     gpuws_context *ctx = test_open(*kind);
     test_tune(ctx, "convolve2d_warps", "2x1");
-    problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0}};
+    problem p = {150, 90, 0, 9, 13, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0}};
     static const char *const splits[] = {"off", "all", "1", "2", "3", "99"};
     tiled_with_each(*kind, ctx, &p, "convolve2d_split", splits, sizeof splits / sizeof splits[0]);
     gpuws_context_destroy(ctx);
@@ -612,7 +612,7 @@ GPU_BACKEND_TEST(convolve2d, persistent_blocks_cover_every_tile_call_after_call)
     gpuws_context *ctx = test_open(*kind);
     test_tune(ctx, "convolve2d_warps", "2x2");
     test_tune(ctx, "convolve2d_split", "1");
-    problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    problem p = {150, 90, 0, 9, 13, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
     static const char *const grids[] = {"1", "2", "3", "7", "tiles", "1000000", "1", "tiles"};
     tiled_with_each(*kind, ctx, &p, "convolve2d_grid", grids, sizeof grids / sizeof grids[0]);
     static const char *const persist[] = {"0", "1", "0", "1"};
@@ -640,7 +640,7 @@ GPU_BACKEND_TEST(convolve2d, two_streams_keep_their_own_tile_counters)
 {
     gpuws_context *ctx = test_open(*kind);
     fixed_2x2_on_blocks(ctx, "3");
-    const problem p = {200, 140, 0, 7, 5, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}};
+    const problem p = {200, 140, 0, 7, 5, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}};
     size_t oh, ow;
     TEST_OK(gpuws_convolve2d_output_shape(p.h, p.w, p.kh, p.kw, p.opt.mode, &oh, &ow));
     double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 9);
@@ -696,7 +696,7 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, tile_tickets_wrap_around
     const uint32_t start = 0xffffffffu - 19u;
     TEST_OK(gpuws_buffer_write(tickets, 0, &start, sizeof start));
     gpuws__stream_tickets_drawn(s, true, start - base);
-    const problem p = {150, 90, 0, 9, 13, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    const problem p = {150, 90, 0, 9, 13, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
     double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 3);
     for (int call = 0; call < 5; call++) {
         size_t oh, ow;
@@ -722,7 +722,8 @@ GPU_BACKEND_TEST(convolve2d, every_fixed_width_agrees_with_the_reference)
     gpuws_context *ctx = test_open(*kind);
     test_tune(ctx, "convolve_path", "tiled");
     for (size_t kw = 1; kw <= 16; kw++) {
-        problem p = {23, 70, 0, kw % 5 + 1, kw, {(gpuws_convolve_mode)(kw % 3), (gpuws_convolve_boundary)(kw / 3 % 3), 0.25}};
+        problem p = {23, 70, 0, kw % 5 + 1, kw,
+                     {0, (gpuws_convolve_mode)(kw % 3), (gpuws_convolve_boundary)(kw / 3 % 3), 0.25}};
         double *image = random_values(p.h * p.w, test_seed(false) + kw), *kernel = random_values(p.kh * p.kw, kw);
         char what[64];
         snprintf(what, sizeof what, "%s fixed kw %zu", test_backend_name(*kind), kw);
@@ -747,7 +748,7 @@ GPU_BACKEND_TEST(convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_wi
     for (size_t si = 0; si < 2; si++) {
         test_tune(ctx, "convolve2d_stage", stage[si]);
         for (size_t k = 0; k < 3; k++) {
-            problem p = {130, 300, strides[k], 15, 15, {(gpuws_convolve_mode)k, GPUWS_BOUNDARY_SYMM, 0.0}};
+            problem p = {130, 300, strides[k], 15, 15, {0, (gpuws_convolve_mode)k, GPUWS_BOUNDARY_SYMM, 0.0}};
             double *image = random_values(image_elems(&p), test_seed(false) + k), *kernel = random_values(p.kh * p.kw, 7);
             char what[96];
             snprintf(what, sizeof what, "%s fixed, stage %s, stride %zu, mode %zu", test_backend_name(*kind), stage[si],

@@ -313,7 +313,7 @@ ParameterizedTest(shape_case *c, separable, matches_2d_convolution_of_outer_prod
     size_t refused = 0;
     for (int m = 0; m < 3; m++)
         for (int b = 0; b < 3; b++) {
-            p.opt = (gpuws_convolve2d_options){(gpuws_convolve_mode)m, (gpuws_convolve_boundary)b, 0.75};
+            p.opt = (gpuws_convolve2d_options){0, (gpuws_convolve_mode)m, (gpuws_convolve_boundary)b, 0.75};
             size_t oh, ow;
             if (gpuws_convolve2d_output_shape(p.h, p.w, p.kh, p.kw, p.opt.mode, &oh, &ow) != GPUWS_OK) {
                 char what[192];
@@ -368,7 +368,7 @@ ParameterizedTest(long_case *c, separable, factors_longer_than_a_block_of_taps_m
 {
     gpuws_context *ctx = open_target(&c->t);
     test_require_dtype(ctx, c->dtype);
-    const problem p = {40, 600, 0, 270, 300, {GPUWS_CONVOLVE_SAME, c->boundary, 0.75}};
+    const problem p = {40, 600, 0, 270, 300, {0, GPUWS_CONVOLVE_SAME, c->boundary, 0.75}};
     const uint64_t seed = test_seed(false);
     double *image = random_image(&p, seed), *col = random_values(p.kh, seed + 3), *row = random_values(p.kw, seed + 4);
     char what[192];
@@ -431,7 +431,7 @@ ParameterizedTest(dtype_case *c, separable, images_taller_than_one_grid_of_row_g
     gpuws_context *ctx = open_target(&c->t);
     test_require_dtype(ctx, c->dtype);
     gpuws_context *cpu = open_cpu();
-    const problem p = {530000, 3, 0, 3, 2, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0}};
+    const problem p = {530000, 3, 0, 3, 2, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0}};
     const uint64_t seed = test_seed(false);
     double *image = random_image(&p, seed), *col = random_values(p.kh, seed + 9), *row = random_values(p.kw, seed + 10);
     check_problem(ctx, cpu, target_name(&c->t), c->dtype, &p, image, col, row);
@@ -497,7 +497,7 @@ ParameterizedTest(dtype_case *c, separable, nan_reaches_exactly_the_outputs_of_t
     row[3] = 0.0;
     for (int m = 0; m < 3; m++)
         for (int b = 0; b < 4; b++) { /* b = 3: boundary fill with a NaN fill value (ignored in VALID) */
-            p.opt = (gpuws_convolve2d_options){(gpuws_convolve_mode)m,
+            p.opt = (gpuws_convolve2d_options){0, (gpuws_convolve_mode)m,
                                                b < 3 ? (gpuws_convolve_boundary)b : GPUWS_BOUNDARY_FILL, b < 3 ? 0.75 : NAN};
             char what[192];
             const size_t nans = special_outputs_match(ctx, cpu, c, &p, image, col, row, false, what, sizeof what);
@@ -530,7 +530,7 @@ ParameterizedTest(dtype_case *c, separable, inf_reaches_exactly_the_outputs_of_t
     image[15 * p.w] = INFINITY;
     for (int m = 0; m < 3; m++)
         for (int b = 0; b < 3; b++) {
-            p.opt = (gpuws_convolve2d_options){(gpuws_convolve_mode)m, (gpuws_convolve_boundary)b, 0.75};
+            p.opt = (gpuws_convolve2d_options){0, (gpuws_convolve_mode)m, (gpuws_convolve_boundary)b, 0.75};
             char what[192];
             const size_t infs = special_outputs_match(ctx, cpu, c, &p, image, col, row, true, what, sizeof what);
             cr_assert_geq(infs, m == GPUWS_CONVOLVE_FULL ? 20u : 1u, "%s: only %zu Inf outputs", what, infs);
@@ -616,13 +616,13 @@ ParameterizedTest(const target *t, separable, row_sum_memory_of_a_stream_follows
         gpuws_dtype dt;
         problem p;
     } calls[] = {
-        {GPUWS_F32, {12, 10, 0, 3, 5, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.75}}},
-        {GPUWS_F32, {120, 150, 0, 21, 17, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}}},
-        {GPUWS_F32, {12, 10, 0, 3, 5, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}}},
-        {GPUWS_F64, {120, 150, 0, 21, 17, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}}},
-        {GPUWS_F64, {31, 20, 0, 60, 3, {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, -0.5}}},
-        {GPUWS_F32, {20, 31, 0, 3, 60, {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}}},
-        {GPUWS_F64, {130, 140, 145, 25, 25, {GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.75}}},
+        {GPUWS_F32, {12, 10, 0, 3, 5, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.75}}},
+        {GPUWS_F32, {120, 150, 0, 21, 17, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}}},
+        {GPUWS_F32, {12, 10, 0, 3, 5, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}}},
+        {GPUWS_F64, {120, 150, 0, 21, 17, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}}},
+        {GPUWS_F64, {31, 20, 0, 60, 3, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, -0.5}}},
+        {GPUWS_F32, {20, 31, 0, 3, 60, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}}},
+        {GPUWS_F64, {130, 140, 145, 25, 25, {0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.75}}},
         {GPUWS_F32, {130, 140, 145, 25, 25, GPUWS_CONVOLVE2D_OPTIONS_INIT}},
     };
     enum { NCALLS = sizeof calls / sizeof calls[0] };

@@ -106,7 +106,7 @@ static void check_result(const char *what, const float *x, size_t n, const gpuws
 static gpuws_sigma_clip_result run_on(gpuws_context *ctx, const float *x, size_t n, double kappa, int max_it)
 {
     gpuws_buffer *d = test_buffer_from(ctx, x, n * sizeof *x);
-    gpuws_sigma_clip_options o = {kappa, max_it};
+    gpuws_sigma_clip_options o = {.kappa = kappa, .max_iterations = max_it};
     gpuws_sigma_clip_result r;
     memset(&r, 0xAB, sizeof r);
     TEST_OK(gpuws_sigma_clip(NULL, n, d, &o, &r));

@@ -341,11 +341,13 @@ BACKEND_TEST(find_sources, bad_arguments_are_refused_without_a_catalog)
     REFUSED(GPUWS_ERR_UNSUPPORTED, gpuws_find_sources(ctx, img, 65536, 32768, NULL, &cat));
     o.connectivity = 6;
     REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources(ctx, img, 4, 3, &o, &cat));
+    gpuws_sigma_clip_options clip = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
     o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
-    o.clip.kappa = 0;
+    clip.kappa = 0;
+    o.clip = &clip;
     REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources(ctx, img, 4, 3, &o, &cat));
-    o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
-    o.clip.max_iterations = 0;
+    clip = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    clip.max_iterations = 0;
     REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources(ctx, img, 4, 3, &o, &cat));
     o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
     o.threshold_sigma = NAN;

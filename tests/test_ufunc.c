@@ -411,7 +411,8 @@ BACKEND_TEST(ufunc, hidden_layer_host_pipeline_matches_the_device_kernel)
     gpuws_buffer *dg = test_buffer_from(ctx, g, n * 4), *dw = test_buffer_from(ctx, w, n * 4), *dout = test_buffer(ctx, n * 4);
     TEST_OK(gpuws_hidden_layer(NULL, n, dg, dw, dout));
     float *want = test_download(dout, n * 4);
-    static const gpuws_pipeline_options opts[] = {{0, 0}, {1000, 2}, {4096, 1}, {3000, 8}};
+    static const gpuws_pipeline_options opts[] = {{.chunk = 0, .streams = 0}, {.chunk = 1000, .streams = 2},
+                                                  {.chunk = 4096, .streams = 1}, {.chunk = 3000, .streams = 8}};
     for (size_t o = 0; o < sizeof opts / sizeof opts[0]; o++) {
         memset(out, 0xAB, n * 4);
         TEST_OK(gpuws_hidden_layer_host(ctx, n, g, w, out, &opts[o]));
@@ -431,7 +432,7 @@ BACKEND_TEST(ufunc, hidden_layer_host_pipeline_matches_the_device_kernel)
     TEST_OK(gpuws_hidden_layer_host(ctx, 7, pg, pw, po, NULL));
     cr_assert_arr_eq(po, want, 28);
     TEST_OK(gpuws_hidden_layer_host(ctx, 0, NULL, NULL, NULL, NULL));
-    gpuws_pipeline_options bad = {0, 9};
+    gpuws_pipeline_options bad = {.streams = 9};
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_hidden_layer_host(ctx, 7, pg, pw, po, &bad));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_hidden_layer_host(ctx, 7, pg, NULL, po, NULL));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_hidden_layer_host(NULL, 7, pg, pw, po, NULL));

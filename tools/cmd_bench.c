@@ -16,26 +16,36 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: gpuws bench [--backends cuda,opencl,cpu|all] [--platform NAME] [--algorithms LIST]\n"
+            "usage: gpuws bench [--full] [--backends cuda,opencl,cpu|all] [--platform NAME] [--algorithms LIST]\n"
             "                   [--size small|default|large] [--repeat N] [--cpu-repeat N] [--budget SECONDS]\n"
             "                   [--back-to-back K]\n"
             "                   [--json FILE] [--csv FILE] [--svg FILE] [--compare PEERS.json] [--no-ceilings] [--list]\n"
+            "       gpuws bench merge RUN.json RUN.json ... [--svg FILE] [--json FILE]\n"
             "  Runs every workload on every selected device (each OpenCL device of each platform is its own target),\n"
             "  checks each result against the scalar reference (a wrong result is FAILED, never timed), then times it\n"
-            "  with device events after a warm-up run: median and minimum of N runs (default 20; the CPU backend, which\n"
-            "  runs the scalar reference, 3). Before the workloads it measures each device's ceilings: device-to-device\n"
-            "  copy bandwidth, the FP32/FP64 FMA rate, and the timer's floor (two events with nothing between them).\n"
+            "  with device events after a warm-up run: median and minimum of N runs. Before the workloads it measures\n"
+            "  each device's ceilings: device-to-device copy bandwidth, the FP32/FP64 FMA rate, and the timer's floor\n"
+            "  (two events with nothing between them).\n"
+            "  The default is a quick run (a few minutes on a CPU without a GPU): the small sizes, 5 runs per row\n"
+            "  (the CPU backend, which runs the scalar reference, 1), at most 1 s of timed runs per row. --full is\n"
+            "  the measurement: the default sizes, 20 runs (CPU backend 3), up to 60 s per row. --size, --repeat,\n"
+            "  --cpu-repeat and --budget override either.\n"
             "  --algorithms  comma list of algorithms or algorithm/variant (e.g. reduce,convolve2d/f32,transfer)\n"
             "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive; default:\n"
             "                GPUWS_OPENCL_PLATFORM when set)\n"
             "  --repeat, --cpu-repeat  from 1 to 1000000\n"
-            "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; default 60;\n"
-            "                a number > 0 and at most 86400)\n"
+            "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; a number\n"
+            "                > 0 and at most 86400)\n"
             "  --back-to-back  on GPU targets, also time K calls between two events (default 10; 0 = off) and report\n"
             "                the median per call: the timer's floor and the host's time per call then overlap the\n"
             "                device's work, as in a stream kept busy (nvbench's batch measurement)\n"
             "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
             "  --list        prints the registered workloads and exits\n"
+            "  Without --json, --csv or --svg the three reports go to gpuws-bench-HOST.json, .csv and .svg in the\n"
+            "  current directory; the last lines say where they went.\n"
+            "  merge: one vendor comparison of runs made on different machines (each machine runs gpuws bench and\n"
+            "  copies its JSON over): a table of every workload with each run's devices side by side on stdout, and\n"
+            "  with --svg the chart, with --json the merged document.\n"
             "  Each option may be given once; names and lists may not be empty.\n"
             "  The reports are written all or none: a regular file (or a symlink's target) is replaced, a device or\n"
             "  FIFO written into; a directory, the --compare file, or one file named twice is refused before any run.\n"
@@ -79,14 +89,15 @@ typedef struct {
     bench_size size;
     int repeat, cpu_repeat, batch_calls;
     double budget_s;
-    bool ceilings, list;
+    bool ceilings, list, full;
+    char default_paths[3][300]; /* the reports' names when none is given */
 } options;
 
 /* 0 on success, else the exit code (usage already printed). */
 static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
 {
-    *o = (options){.backends = "all", .size = BENCH_DEFAULT, .repeat = 20, .cpu_repeat = 3, .batch_calls = 10,
-                   .budget_s = 60, .ceilings = true};
+    /* size, repeat, cpu_repeat and budget_s stay unset (-1, 0, 0, 0) until the end: --full picks their defaults */
+    *o = (options){.backends = "all", .size = (bench_size)-1, .batch_calls = 10, .ceilings = true};
     tool_args t = TOOL_ARGS_INIT("bench");
     t.err = err;
     for (int i = 1; i < argc; i++) {
@@ -102,6 +113,8 @@ static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
             return -1;
         } else if (!strcmp(a, "--no-ceilings")) {
             o->ceilings = false;
+        } else if (!strcmp(a, "--full")) {
+            o->full = true;
         } else if (str && v) {
             const bool file = str == &o->json || str == &o->csv || str == &o->svg || str == &o->compare;
             if (tool_name(&t, a, v, file ? "a file name" : str == &o->platform ? "a platform name" : "a comma list"))
@@ -138,7 +151,34 @@ static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
             return 2;
         }
     }
+    /* quick: every row checked and timed on the small sizes, so that the whole run fits a few minutes on a CPU
+     * without a GPU (the scalar references and PoCL's first compilations are most of it); full: the measurement */
+    if ((int)o->size < 0) o->size = o->full ? BENCH_DEFAULT : BENCH_SMALL;
+    if (!o->repeat) o->repeat = o->full ? 20 : 5;
+    if (!o->cpu_repeat) o->cpu_repeat = o->full ? 3 : 1;
+    if (!(o->budget_s > 0)) o->budget_s = o->full ? 60 : 1;
     return 0;
+}
+
+/* Without any report option, all three go to gpuws-bench-HOST.{json,csv,svg} in the current directory: a run's
+ * results are never only on the screen, and runs copied from several machines to one (bench merge) keep apart. */
+static void default_reports(options *o)
+{
+    if (o->json || o->csv || o->svg) return;
+    char host[128], safe[128];
+    if (gethostname(host, sizeof host) != 0 || !host[0]) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = 0;
+    size_t k = 0;
+    for (const char *p = host; *p && k + 1 < sizeof safe; p++, k++) {
+        const bool keep = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                          *p == '-' || *p == '_' || (*p == '.' && k > 0);
+        safe[k] = keep ? *p : '_';
+    }
+    safe[k] = 0;
+    static const char *const ext[3] = {"json", "csv", "svg"};
+    for (int i = 0; i < 3; i++)
+        snprintf(o->default_paths[i], sizeof o->default_paths[i], "gpuws-bench-%s.%s", safe, ext[i]);
+    o->json = o->default_paths[0], o->csv = o->default_paths[1], o->svg = o->default_paths[2];
 }
 
 /* Backend names to a mask; 0 with the message printed when a name is unknown. */
@@ -205,6 +245,7 @@ static void fill_metadata(bench_report *r, int argc, char **argv, const options 
     snprintf(r->version, sizeof r->version, "%d.%d.%d", GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH);
     r->argc = argc, r->argv = argv;
     r->size = o->size, r->repeat = o->repeat, r->cpu_repeat = o->cpu_repeat, r->batch_calls = o->batch_calls;
+    r->full = o->full, r->budget_s = o->budget_s;
 }
 
 static void fail_row(bench_result *r, const bench_workload *w, const bench_target *t, bench_size size, const char *why)
@@ -294,13 +335,15 @@ static int write_outputs(const bench_report *rep, const options *o, output_files
         fprintf(err, "gpuws bench: cannot write %s (no report written)\n", why);
         return 1;
     }
+    static const char *const kinds[3] = {"JSON", "CSV", "SVG"};
     for (size_t i = 0; i < 3; i++)
-        if (paths[i]) fprintf(err, "gpuws bench: wrote %s\n", paths[i]);
+        if (paths[i]) fprintf(err, "gpuws bench: %s report: %s\n", kinds[i], paths[i]);
     return 0;
 }
 
 int bench_main(int argc, char **argv, FILE *out, FILE *err)
 {
+    if (argc > 1 && !strcmp(argv[1], "merge")) return bench_merge_main(argc - 1, argv + 1, out, err);
     options o;
     int rc = parse(argc, argv, &o, out, err);
     if (rc) return rc < 0 ? 0 : rc;
@@ -312,6 +355,7 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
     }
     const unsigned mask = backend_mask(o.backends, err);
     if (!mask || !check_algorithms(o.algorithms, err)) return 2;
+    default_reports(&o);
     /* the reports' files before any run: a destination that cannot be written, or that is the peers file, fails
      * before the minutes of timing */
     const char *paths[3] = {o.json, o.csv, o.svg};

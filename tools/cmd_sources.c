@@ -53,6 +53,7 @@ typedef struct {
     int have_nsources;
     uint64_t seed;
     gpuws_sources_options o;
+    gpuws_sigma_clip_options clip; /* o.clip points here */
     output_files *outputs; /* catalog, labels, overlay: planned before any work */
 } args;
 
@@ -61,6 +62,8 @@ static int parse(int argc, char **argv, args *a)
 {
     memset(a, 0, sizeof *a);
     a->o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
+    a->clip = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    a->o.clip = &a->clip;
     a->size = 2048;
     a->seed = 1;
     int have_sigma = 0, have_abs = 0;
@@ -81,7 +84,7 @@ static int parse(int argc, char **argv, args *a)
         } else if (!strcmp(o, "--kappa")) {
             if (tool_real(&t, o, v, false, &d)) return 2;
             if (!(d > 0)) return fprintf(stderr, "gpuws sources: --kappa must be > 0\n"), 2;
-            a->o.clip.kappa = d, i++;
+            a->clip.kappa = d, i++;
         } else if (!strcmp(o, "--threshold")) {
             if (tool_real(&t, o, v, false, &d)) return 2;
             if (!(d > 0)) return fprintf(stderr, "gpuws sources: --threshold must be > 0 (stds)\n"), 2;
@@ -134,7 +137,7 @@ static void print_result(const gpuws_catalog *cat, const args *a)
 {
     const gpuws_sigma_clip_result *c = &cat->clip;
     printf("sigma clipping (kappa %g): median %.6g, mean %.6g, std %.6g of %zu pixels after %d iteration%s%s\n",
-           a->o.clip.kappa, c->median, c->mean, c->std, c->count, c->iterations, c->iterations == 1 ? "" : "s",
+           a->clip.kappa, c->median, c->mean, c->std, c->count, c->iterations, c->iterations == 1 ? "" : "s",
            c->converged ? " (converged)" : " (NOT converged: max_iterations reached)");
     if (isnan(a->o.threshold_abs))
         printf("threshold: %.6g (%g x clipped std; no median added, as in the workshop)\n", cat->threshold, a->o.threshold_sigma);

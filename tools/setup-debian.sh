@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# Installs what gpuws needs to build and test on Debian/Ubuntu (run as root or with sudo).
+# Installs what gpuws needs to build and test on Debian/Ubuntu. Run it as it is: as root (containers, which have
+# no sudo) it installs directly; as a user it re-runs itself through sudo, which asks for the password.
 # nvcc is not installed here: with the CUDA toolkit on PATH the CUDA backend is built too.
 set -euo pipefail
 if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "setup-debian.sh: installing packages needs root, and sudo is not installed:" \
+             "run it as root (e.g. su -c $0)" >&2
+        exit 1
+    fi
     exec sudo "$0" "$@"
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup-debian.sh: apt-get not found: this script is for Debian and Ubuntu" >&2
+    exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq

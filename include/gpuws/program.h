@@ -39,6 +39,7 @@ enum {
 };
 
 typedef struct gpuws_program_options {
+    size_t struct_size;                   /* sizeof(gpuws_program_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
     const char *file_name;                /* named in diagnostics (default "kernel.gw") */
     const char *const *defines;           /* "NAME" or "NAME=VALUE" */
     size_t num_defines;
@@ -46,7 +47,7 @@ typedef struct gpuws_program_options {
     size_t num_headers;
     unsigned flags;                       /* GPUWS_PROGRAM_* */
 } gpuws_program_options;
-#define GPUWS_PROGRAM_OPTIONS_INIT {NULL, NULL, 0, NULL, 0, 0u}
+#define GPUWS_PROGRAM_OPTIONS_INIT {sizeof(gpuws_program_options), NULL, NULL, 0, NULL, 0, 0u}
 
 /* Compiles source (NUL-terminated) for ctx's device. options NULL = defaults.
  * On success *program is a built program. On a compile error the status is GPUWS_ERR_BUILD and, unlike every

@@ -4,6 +4,7 @@
 #include "convolve2d_ref.h"
 
 #include "../common/driver.h"
+#include "../../core/options.h"
 
 #include <stdint.h>
 
@@ -13,8 +14,11 @@
 gpuws_status gpuws__conv2d_geometry_init(size_t h, size_t w, size_t row_stride, size_t kh, size_t kw,
                                          const gpuws_convolve2d_options *options, gpuws__conv2d_geometry *g)
 {
-    const gpuws_convolve2d_options defaults = GPUWS_CONVOLVE2D_OPTIONS_INIT;
-    const gpuws_convolve2d_options *o = options ? options : &defaults;
+    gpuws_convolve2d_options read = GPUWS_CONVOLVE2D_OPTIONS_INIT;
+    gpuws_status st =
+        gpuws__options_read(options, &read, sizeof read, GPUWS__CONVOLVE2D_OPTIONS_BASE, "convolve2d: options");
+    if (st) return st;
+    const gpuws_convolve2d_options *o = &read;
     if ((unsigned)o->mode > GPUWS_CONVOLVE_VALID)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d: mode %d is not full, same or valid", (int)o->mode);
     if ((unsigned)o->boundary > GPUWS_BOUNDARY_SYMM)

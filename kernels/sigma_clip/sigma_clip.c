@@ -2,6 +2,7 @@
  * kernels (stats / refine / finish, see sigma_clip.cl) that keep all state on the device. The host enqueues
  * rounds in batches and reads the 256-byte state after each batch; the data never leaves the device. */
 #include "../common/driver.h"
+#include "../../core/options.h"
 #include "sigma_clip_ref.h"
 #include "sigma_clip_state.h"
 
@@ -96,8 +97,10 @@ gpuws_status gpuws_sigma_clip(gpuws_stream *s, size_t n, const gpuws_buffer *dat
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(data, "data", &ctx);
     if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "sigma_clip"))) return st;
-    const gpuws_sigma_clip_options defaults = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
-    if (!options) options = &defaults;
+    gpuws_sigma_clip_options read = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    if ((st = gpuws__options_read(options, &read, sizeof read, GPUWS__SIGMA_CLIP_OPTIONS_BASE, "sigma_clip: options")))
+        return st;
+    options = &read;
     if (!result) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: argument 'result' is NULL");
     if (!(options->kappa > 0) || !isfinite(options->kappa))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: kappa %g is not a finite number > 0", options->kappa);

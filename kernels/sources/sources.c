@@ -18,13 +18,32 @@ _Static_assert(sizeof(gpuws_sky_source) == 3 * sizeof(float), "sky sources are u
 
 enum { EV_START, EV_UPLOAD, EV_CLIP, EV_THRESHOLD, EV_LABEL, EV_MEASURE, EV_END, NEV };
 
+/* The caller's options and the clipping options they point to, read at this library's sizes (core/options.h);
+ * o.clip points to clip. */
+typedef struct {
+    gpuws_sources_options o;
+    gpuws_sigma_clip_options clip;
+} sources_options;
+
+static gpuws_status read_options(const gpuws_sources_options *in, sources_options *r)
+{
+    r->o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
+    r->clip = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    gpuws_status st = gpuws__options_read(in, &r->o, sizeof r->o, GPUWS__SOURCES_OPTIONS_BASE, "find_sources: options");
+    if (!st) st = gpuws__options_read(r->o.clip, &r->clip, sizeof r->clip, GPUWS__SIGMA_CLIP_OPTIONS_BASE,
+                                      "find_sources: options.clip");
+    r->o.clip = &r->clip;
+    return st;
+}
+
 static gpuws_status check_options(const gpuws_sources_options *o)
 {
-    if (!(o->clip.kappa > 0) || !isfinite(o->clip.kappa))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: clip.kappa = %g; it must be finite and > 0", o->clip.kappa);
-    if (o->clip.max_iterations < 1)
+    if (!(o->clip->kappa > 0) || !isfinite(o->clip->kappa))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: clip.kappa = %g; it must be finite and > 0",
+                            o->clip->kappa);
+    if (o->clip->max_iterations < 1)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: clip.max_iterations = %d; it must be >= 1",
-                            o->clip.max_iterations);
+                            o->clip->max_iterations);
     if (o->connectivity != 4 && o->connectivity != 8)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: connectivity %d is not 4 or 8", o->connectivity);
     if (isinf(o->threshold_abs))
@@ -133,13 +152,13 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
     if (host && (st = gpuws_buffer_write_async(s, r->image, 0, host, n * sizeof(float)))) return st;
     if ((st = record(r, EV_UPLOAD, s))) return st;
 
-    if ((st = gpuws_sigma_clip(s, n, img, &o->clip, &cat->clip)))
+    if ((st = gpuws_sigma_clip(s, n, img, o->clip, &cat->clip)))
         return gpuws__error_prefix(st, "find_sources: sigma_clip");
     if ((st = record(r, EV_CLIP, s))) return st;
 
     /* a constant image (one pixel included), one with +-inf, or a kappa too small for the data keeps nothing: the
      * clipped std is NaN (docs/algorithms/sigma_clip.md) */
-    if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept(host, dev, n, o->clip.kappa);
+    if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept(host, dev, n, o->clip->kappa);
     cat->threshold = isnan(o->threshold_abs) ? o->threshold_sigma * cat->clip.std : o->threshold_abs;
     if (!isfinite(cat->threshold) || fabs(cat->threshold) > FLT_MAX)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the threshold %g (%g x clipped std %g) is not a finite "
@@ -215,11 +234,11 @@ gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t w
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
     if (st) return st;
     if (!image) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'image' is NULL");
-    const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
-    const gpuws_sources_options *o = options ? options : &defaults;
+    sources_options so;
+    const gpuws_sources_options *o = &so.o;
     size_t n = 0;
     gpuws_stream *s = NULL; /* the default stream */
-    if ((st = check_size(width, height, &n)) || (st = check_options(o)) ||
+    if ((st = check_size(width, height, &n)) || (st = read_options(options, &so)) || (st = check_options(o)) ||
         (st = gpuws__driver_stream(ctx, &s, &claim, "find_sources")))
         return st;
     return run(s, image, NULL, width, height, o, catalog);
@@ -234,10 +253,10 @@ gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t he
     gpuws_context *ctx;
     gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
     if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "find_sources"))) return st;
-    const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
-    const gpuws_sources_options *o = options ? options : &defaults;
+    sources_options so;
+    const gpuws_sources_options *o = &so.o;
     size_t n = 0;
-    if ((st = check_size(width, height, &n)) || (st = check_options(o)) ||
+    if ((st = check_size(width, height, &n)) || (st = read_options(options, &so)) || (st = check_options(o)) ||
         (st = gpuws__check_array(ctx, image, "image", n, sizeof(float))))
         return st;
     return run(s, NULL, image, width, height, o, catalog);

@@ -3,6 +3,7 @@
 #define GPUWS_SOURCES_INTERNAL_H
 
 #include "../common/driver.h"
+#include "../../core/options.h"
 #include "sources_ref.h"
 
 /* The pipeline on an image already on the device (width*height f32 in `image`, in the stream's context): the same

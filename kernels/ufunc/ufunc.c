@@ -1,6 +1,7 @@
 /* Host driver for the ufuncs: operand checks, one launch per call on GPU backends, the double-precision references
  * rounded to f32 on the CPU backend; plus the chunked, overlapped host-to-host pipeline of the hidden layer. */
 #include "../common/driver.h"
+#include "../../core/options.h"
 #include "ufunc_ref.h"
 
 #include <math.h>
@@ -329,8 +330,11 @@ gpuws_status gpuws_hidden_layer_host(gpuws_context *ctx, size_t n, const float *
     size_t bytes; /* no host array holds more: refuse before reading past the caller's arrays */
     if (gpuws__mul_overflows(n, sizeof(float), &bytes))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "hidden_layer_host: %zu elements of %zu bytes overflow size_t", n, sizeof(float));
-    size_t chunk = options && options->chunk ? options->chunk : (size_t)1 << 21;
-    const int ns = options && options->streams ? options->streams : 3;
+    gpuws_pipeline_options o = GPUWS_PIPELINE_OPTIONS_INIT;
+    if ((st = gpuws__options_read(options, &o, sizeof o, GPUWS__PIPELINE_OPTIONS_BASE, "hidden_layer_host: options")))
+        return st;
+    size_t chunk = o.chunk ? o.chunk : (size_t)1 << 21;
+    const int ns = o.streams ? o.streams : 3;
     if (ns < 1 || ns > PIPE_MAX_STREAMS)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "hidden_layer_host: streams = %d (allowed 1..%d)", ns, PIPE_MAX_STREAMS);
     if (chunk > ((size_t)1 << 40))

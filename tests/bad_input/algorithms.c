@@ -720,7 +720,7 @@ BAD_CASE(sigma_clip_of_zero_values_has_no_statistics, BAD_ALL, GPUWS_ERR_INVALID
 
 static gpuws_status clip_with(bad_fixture *f, double kappa, int max_iterations)
 {
-    gpuws_sigma_clip_options o = {kappa, max_iterations};
+    gpuws_sigma_clip_options o = {.kappa = kappa, .max_iterations = max_iterations};
     return gpuws_sigma_clip(NULL, BAD_N, f->in, &o, CLIP_RESULT);
 }
 
@@ -1088,14 +1088,18 @@ BAD_CASE(find_sources_of_2_to_the_31_pixels_is_unsupported, BAD_ALL, GPUWS_ERR_U
 BAD_CASE(find_sources_kappa_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "clip.kappa = 0; it must be finite and > 0")
 {
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
-    o.clip.kappa = 0.0;
+    gpuws_sigma_clip_options clip = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    clip.kappa = 0.0;
+    o.clip = &clip;
     return find(f, f->ctx, image(1), BAD_W, BAD_H, &o, NULL);
 }
 
 BAD_CASE(find_sources_max_iterations_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "clip.max_iterations = 0; it must be >= 1")
 {
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
-    o.clip.max_iterations = 0;
+    gpuws_sigma_clip_options clip = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    clip.max_iterations = 0;
+    o.clip = &clip;
     return find(f, f->ctx, image(1), BAD_W, BAD_H, &o, NULL);
 }
 
@@ -1157,7 +1161,9 @@ BAD_CASE(find_sources_with_a_kappa_too_small_for_the_data_says_so, BAD_ALL, GPUW
          "std of the median)")
 {
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
-    o.clip.kappa = 1e-300;
+    gpuws_sigma_clip_options clip = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    clip.kappa = 1e-300;
+    o.clip = &clip;
     float *px = (float *)image(0);
     for (int i = 0; i < BAD_N; i++) px[i] = (float)(i + 1);
     gpuws_status st = find(f, f->ctx, px, BAD_W, BAD_H, &o, NULL);
@@ -1172,7 +1178,9 @@ BAD_CASE(find_sources_on_the_device_with_a_kappa_too_small_says_so, BAD_ALL, GPU
          "kappa = 1e-300 is too small for these data")
 {
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
-    o.clip.kappa = 1e-300;
+    gpuws_sigma_clip_options clip = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    clip.kappa = 1e-300;
+    o.clip = &clip;
     gpuws_catalog *cat = (gpuws_catalog *)(void *)f;
     gpuws_status st = gpuws__find_sources_device(NULL, BAD_W, BAD_H, f->in, &o, &cat);
     BAD_EXPECT_NULL(cat);

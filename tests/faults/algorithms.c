@@ -134,7 +134,7 @@ FAULT_CASE(convolve2d_tiled_in_kernel_blocks_f32, FAULT_GPU)
 {
     test_tune(f->ctx, "convolve_path", "tiled");
     test_tune(f->ctx, "convolve2d_kernel_block", "4x8");
-    const gpuws_convolve2d_options o = {GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0};
+    const gpuws_convolve2d_options o = {.mode = GPUWS_CONVOLVE_SAME, .boundary = GPUWS_BOUNDARY_SYMM};
     gpuws_status st = convolve2d_row(f, GPUWS_F32, 9, &o);
     test_tune(f->ctx, NULL, NULL);
     return st;
@@ -498,7 +498,7 @@ FAULT_CASE(hidden_layer_host, FAULT_ALL)
     static float g[N], w[N], out[N];
     for (int i = 0; i < N; i++) g[i] = (float)(i % 256), w[i] = (float)(i % 7 - 3) * 0.5f;
     memset(out, TEST_POISON_BYTE, sizeof out);
-    const gpuws_pipeline_options o = {1024, 3};
+    const gpuws_pipeline_options o = {.chunk = 1024, .streams = 3};
     gpuws_status st = gpuws_hidden_layer_host(f->ctx, N, g, w, out, &o);
     if (fault_ok(f, st)) {
         for (int i = 0; i < N; i++) {

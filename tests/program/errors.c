@@ -149,22 +149,22 @@ BACKEND_TEST(program, bad_options_are_invalid_arguments_and_build_nothing)
         const char *what;
         gpuws_program_options o;
     } rows[] = {
-        {"defines NULL with a count", {NULL, NULL, 1, NULL, 0, 0}},
-        {"a NULL define", {NULL, null_define, 1, NULL, 0, 0}},
-        {"a define name starting with a digit", {NULL, digit, 1, NULL, 0, 0}},
-        {"a define without a name", {NULL, no_name, 1, NULL, 0, 0}},
-        {"a define name with a space", {NULL, space, 1, NULL, 0, 0}},
-        {"a define name with a dash", {NULL, dash, 1, NULL, 0, 0}},
-        {"a define value with a newline", {NULL, newline, 1, NULL, 0, 0}},
-        {"headers NULL with a count", {NULL, good_define, 1, NULL, 2, 0}},
-        {"a header with a NULL name", {NULL, NULL, 0, null_name, 1, 0}},
-        {"a header with an empty name", {NULL, NULL, 0, empty_name, 1, 0}},
-        {"a header with a NULL source", {NULL, NULL, 0, null_source, 1, 0}},
-        {"an unknown flag bit", {NULL, NULL, 0, NULL, 0, 1u << 7}},
-        {"a high unknown flag bit", {NULL, NULL, 0, NULL, 0, GPUWS_PROGRAM_NO_CACHE | 0x80000000u}},
-        {"an empty file name", {"", NULL, 0, NULL, 0, 0}},
-        {"a file name with a quote", {"a\"b.gw", NULL, 0, NULL, 0, 0}},
-        {"a file name with a newline", {"a\nb.gw", NULL, 0, NULL, 0, 0}},
+        {"defines NULL with a count", {0, NULL, NULL, 1, NULL, 0, 0}},
+        {"a NULL define", {0, NULL, null_define, 1, NULL, 0, 0}},
+        {"a define name starting with a digit", {0, NULL, digit, 1, NULL, 0, 0}},
+        {"a define without a name", {0, NULL, no_name, 1, NULL, 0, 0}},
+        {"a define name with a space", {0, NULL, space, 1, NULL, 0, 0}},
+        {"a define name with a dash", {0, NULL, dash, 1, NULL, 0, 0}},
+        {"a define value with a newline", {0, NULL, newline, 1, NULL, 0, 0}},
+        {"headers NULL with a count", {0, NULL, good_define, 1, NULL, 2, 0}},
+        {"a header with a NULL name", {0, NULL, NULL, 0, null_name, 1, 0}},
+        {"a header with an empty name", {0, NULL, NULL, 0, empty_name, 1, 0}},
+        {"a header with a NULL source", {0, NULL, NULL, 0, null_source, 1, 0}},
+        {"an unknown flag bit", {0, NULL, NULL, 0, NULL, 0, 1u << 7}},
+        {"a high unknown flag bit", {0, NULL, NULL, 0, NULL, 0, GPUWS_PROGRAM_NO_CACHE | 0x80000000u}},
+        {"an empty file name", {0, "", NULL, 0, NULL, 0, 0}},
+        {"a file name with a quote", {0, "a\"b.gw", NULL, 0, NULL, 0, 0}},
+        {"a file name with a newline", {0, "a\nb.gw", NULL, 0, NULL, 0, 0}},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         gpuws_program *p = NOT_SET;

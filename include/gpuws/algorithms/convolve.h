@@ -27,11 +27,12 @@ typedef enum gpuws_convolve_mode { GPUWS_CONVOLVE_FULL = 0, GPUWS_CONVOLVE_SAME 
 typedef enum gpuws_convolve_boundary { GPUWS_BOUNDARY_FILL = 0, GPUWS_BOUNDARY_WRAP = 1, GPUWS_BOUNDARY_SYMM = 2 } gpuws_convolve_boundary;
 
 typedef struct gpuws_convolve2d_options {
+    size_t struct_size;               /* sizeof(gpuws_convolve2d_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
     gpuws_convolve_mode mode;         /* default GPUWS_CONVOLVE_FULL (SciPy's default) */
     gpuws_convolve_boundary boundary; /* default GPUWS_BOUNDARY_FILL */
     double fill_value;                /* default 0; rounded to f32 for f32 convolutions; any value, NaN included */
 } gpuws_convolve2d_options;
-#define GPUWS_CONVOLVE2D_OPTIONS_INIT {GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}
+#define GPUWS_CONVOLVE2D_OPTIONS_INIT {sizeof(gpuws_convolve2d_options), GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}
 
 /* The output shape scipy.signal.convolve2d gives for an H x W image and a kh x kw kernel in `mode`.
  * Zero sizes (SciPy returns odd empty shapes for them; gpuws has nothing to compute) and VALID shapes where

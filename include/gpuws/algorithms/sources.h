@@ -13,10 +13,11 @@ extern "C" {
  * middle values (NumPy); std is the population std (ddof = 0). The statistics returned describe the final x.
  * GPU backends select the median on the device (no full sort) and never copy the data back between iterations. */
 typedef struct gpuws_sigma_clip_options {
+    size_t struct_size; /* sizeof(gpuws_sigma_clip_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
     double kappa;       /* > 0; default 3 */
     int max_iterations; /* >= 1; default 100 */
 } gpuws_sigma_clip_options;
-#define GPUWS_SIGMA_CLIP_OPTIONS_INIT {3.0, 100}
+#define GPUWS_SIGMA_CLIP_OPTIONS_INIT {sizeof(gpuws_sigma_clip_options), 3.0, 100}
 
 typedef struct gpuws_sigma_clip_result {
     size_t count;       /* values kept (NaNs never count) */
@@ -65,13 +66,14 @@ GPUWS_API gpuws_status gpuws_measure(gpuws_stream *stream, size_t width, size_t 
  * only when asked for). Detection threshold: threshold_abs when it is not NaN, else threshold_sigma × clipped std
  * (the workshop: 5 × std, no median offset). */
 typedef struct gpuws_sources_options {
-    gpuws_sigma_clip_options clip;
+    size_t struct_size;       /* sizeof(gpuws_sources_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
+    const gpuws_sigma_clip_options *clip; /* the κ-σ clipping; NULL = GPUWS_SIGMA_CLIP_OPTIONS_INIT */
     double threshold_sigma;   /* default 5 */
     double threshold_abs;     /* NaN (default) = use threshold_sigma */
     int connectivity;         /* 4 (default) or 8 */
     int want_labels;          /* 1: also return the label image */
 } gpuws_sources_options;
-#define GPUWS_SOURCES_OPTIONS_INIT {GPUWS_SIGMA_CLIP_OPTIONS_INIT, 5.0, (0.0 / 0.0), 4, 0}
+#define GPUWS_SOURCES_OPTIONS_INIT {sizeof(gpuws_sources_options), NULL, 5.0, (0.0 / 0.0), 4, 0}
 
 typedef struct gpuws_source {
     int64_t id;               /* label number, 1..N */

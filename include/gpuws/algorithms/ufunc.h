@@ -68,10 +68,11 @@ GPUWS_API gpuws_status gpuws_hidden_layer(gpuws_stream *stream, size_t n, const 
                                           const gpuws_buffer *weights, gpuws_buffer *out);
 
 typedef struct gpuws_pipeline_options {
+    size_t struct_size; /* sizeof(gpuws_pipeline_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
     size_t chunk;  /* elements per chunk, rounded up to a multiple of 1024; 0 = 2^21 (8 MiB per array) */
     int streams;   /* streams the chunks rotate over, 1..8; 0 = 3 (upload, compute and download all overlap) */
 } gpuws_pipeline_options;
-#define GPUWS_PIPELINE_OPTIONS_INIT {0, 0}
+#define GPUWS_PIPELINE_OPTIONS_INIT {sizeof(gpuws_pipeline_options), 0, 0}
 
 /* The hidden layer from host memory to host memory, as the assessment asks: blocks until out (n f32 values on the
  * host) is complete. The arrays go through the device in chunks rotating over several streams, so the upload of
