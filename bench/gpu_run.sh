@@ -12,7 +12,7 @@
 # Results and logs go to $OUT (bench/gpu_env.sh): summary.txt, results/<date>-<device>.{json,csv,svg}, bench.txt,
 # peers.json and logs.tar.gz. Every step has a time limit, so one hang cannot eat the whole lease:
 # TEST_TIMEOUT (per suite) and CTEST_TOTAL, SANITIZE_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, PROFILE_TIMEOUT (seconds).
-# Extra options: CTEST_ARGS (e.g. "-R convolve"), BENCH_ARGS (default "--backends cuda,opencl --platform NVIDIA"),
+# Extra options: CTEST_ARGS (e.g. "-R convolve"), BENCH_ARGS (default "--full --backends cuda,opencl --platform NVIDIA"),
 # PEERS_ARGS (run_peers.py's), SANITIZE_TOOLS, PROFILE ("algorithm[/variant]=kernel-regex ...").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -85,7 +85,7 @@ if has bench; then
     mkdir -p "$OUT/results"
     compare=()
     [ -s "$OUT/peers.json" ] && compare=(--compare "$OUT/peers.json")
-    bench_args=${BENCH_ARGS---backends cuda,opencl --platform NVIDIA}
+    bench_args=${BENCH_ARGS---full --backends cuda,opencl --platform NVIDIA}
     log "bench -> results/$name.{json,csv,svg} $bench_args"
     ours timeout ${BENCH_TIMEOUT:-300} $G bench \
         --json "$OUT/results/$name.json" --csv "$OUT/results/$name.csv" --svg "$OUT/results/$name.svg" \
