@@ -317,8 +317,8 @@ void bench_run_budget(const bench_workload *w, const bench_target *t, gpuws_cont
     }
     /* warm-up, timed: the checked run may include one-time work (an OpenCL program built on its first launch, which
      * on NVIDIA's OpenCL can take over a second), so the repeats that fit the budget are counted from the warm run.
-     * Skipped only after a checked run of over 10 s (a warm-up under 1 s left rows whose first run built a big
-     * program with one timed run, 2026-11-21) */
+     * Skipped only after a checked run of over 10 s (with a lower threshold, rows whose first run built a big
+     * program would get a single timed run) */
     double warm_ms = first_ms;
     if (first_ms < 10000 && ((st = gpuws_event_record(e0, s)) || (st = w->run(state, s)) ||
                             (st = gpuws_event_record(e1, s)) || (st = gpuws_event_synchronize(e1)) ||

@@ -202,8 +202,8 @@ gpuws_status gpuws__buffer_read_sync(gpuws_stream *s, const gpuws_buffer *src, s
 {
     if (n == 0) return gpuws__error(GPUWS_ERR_INTERNAL, "a synchronous read of 0 bytes would not wait for the stream");
     if (n > GPUWS__STAGING_BYTES) return do_read(s, src, o, d, n, 1);
-    /* A blocking read, not read_start + read_wait: on NVIDIA's OpenCL, clWaitForEvents on a read that was the last
-     * command returned 5-7 us later than a blocking read (label's N read after relabel, H100, 2026-11-22). */
+    /* A blocking read, not read_start + read_wait: on NVIDIA's OpenCL, clWaitForEvents on a read that is the last
+     * command returns microseconds later than a blocking read would. */
     gpuws__pending_read rd;
     gpuws_status st = staged_read(s, src, o, n, false, &rd);
     return st ? st : gpuws__buffer_read_finish(s, &rd, d);

@@ -62,15 +62,15 @@ void gpuws__stream_zeroed_dirty(gpuws_stream *s);
 gpuws_status gpuws__stream_memo(gpuws_stream *s, const gpuws__stream_key *key, size_t bytes, void **out);
 /* Reads n bytes into host memory once all the work enqueued on s before it has finished: what
  * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read (on NVIDIA's OpenCL a
- * blocking read of a kernel's 4 bytes took 30 us against 38.5 us as a non-blocking read + clFinish). Reads of up to
+ * blocking read returns sooner than a non-blocking read + clFinish). Reads of up to
  * GPUWS__STAGING_BYTES go through the stream's pinned staging memory. n > 0. */
 gpuws_status gpuws__buffer_read_sync(gpuws_stream *s, const gpuws_buffer *src, size_t offset, void *dst, size_t n);
 /* A small read the host waits for while the device goes on: _start enqueues the read of n <= GPUWS__STAGING_BYTES
  * bytes into the stream's pinned staging memory; the caller may enqueue more work on s; _finish waits for the read
  * alone (not for that later work) and copies the bytes to dst. Every successful _start needs its _finish (also on
  * an error path: it releases the read), and a stream has one read in flight at a time. Pinned memory and waiting
- * for the read alone (H100, 2026-11-22, bench/experiments/cl_launch_gap.c, a kernel + 4 bytes back): NVIDIA's
- * OpenCL 20.3 us (blocking read into pageable memory) -> 19.0 (pinned); CUDA 13.0 -> 11.3. */
+ * for the read alone return a kernel's few bytes sooner than a blocking read into pageable memory, on CUDA and
+ * NVIDIA's OpenCL alike. */
 typedef struct gpuws__pending_read {
     void *token; /* the backend's; NULL when the bytes are already there */
     size_t n;

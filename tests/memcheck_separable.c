@@ -1,7 +1,7 @@
 /* Separable convolution with factors longer than a block of taps reads nothing outside its buffers: run by ctest
  * under valgrind (memcheck_separable_opencl), on an OpenCL CPU device (PoCL), whose kernels read host memory that
- * valgrind watches. Its column pass once read up to 7 rows past the end of the row sums for such factors: PoCL 5
- * crashed on it about one run in ten, valgrind reports it on every run (2026-11-22).
+ * valgrind watches. A column pass that reads past the end of the row sums for such factors crashes PoCL 5 only now
+ * and then; valgrind reports it on every run.
  *
  * The case is test_convolve2d_separable's long-factor one: kh = 270 and kw = 300 taps (a whole block of 256 and a
  * partial one, kh longer than the image) on a 40 x 600 image, mode same, boundary symm; the tiled pair and the direct

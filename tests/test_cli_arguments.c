@@ -298,7 +298,7 @@ ParameterizedTest(int *i, cli_arguments, command, .init = write_fixtures, .fini 
     const cli_case *c = &cli_cases[*i];
     static const char *const env[] = {"GPUWS_BACKEND=cpu", NULL};
     char *out;
-    /* 60 s: a fault the old code accepted may have started a run of 2^31 repeats */
+    /* 60 s: a case the CLI wrongly accepted may start a run of 2^31 repeats */
     const int code = test_run_cli_in(dir, 60, c->argv, env, &out);
     cr_assert_eq(code, c->exit_code, "%s: exit %d, wanted %d; output:\n%s", c->name, code, c->exit_code, out);
     cr_assert(strstr(out, c->output), "%s: output lacks '%s':\n%s", c->name, c->output, out);

@@ -893,9 +893,9 @@ static gpuws_status ocl_program_kernel(gpuws_program *p, size_t index, gpuws_ker
 }
 
 /* Sets the arguments that differ from the values the kernel already holds. A call of a driver sets ~5-20 arguments
- * and repeated calls mostly the same values; an event-timed call of a short kernel waits for the host's work. On
- * the H100 (2026-11-22) this cut NVIDIA's OpenCL host time per convolve2d call (22 arguments) from 9.0-9.5 to
- * 6.8-7.3 us. Buffers compare by serial, not by cl_mem: a destroyed buffer's handle may come back for a new one. */
+ * and repeated calls mostly the same values; an event-timed call of a short kernel waits for the host's work, and
+ * clSetKernelArg is a large part of NVIDIA's OpenCL host time per call. Buffers compare by serial, not by cl_mem: a
+ * destroyed buffer's handle may come back for a new one. */
 static gpuws_status set_args(ocl_kernel *ok, const gpuws_arg *args, size_t nargs, const char *name)
 {
     for (size_t i = 0; i < nargs; i++) {

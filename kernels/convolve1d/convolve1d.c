@@ -14,8 +14,8 @@
 /* Build options. The stream kernels are compiled only into the program built with their shape (C1S_CL_OPTIONS),
  * and on NVIDIA's OpenCL with the register caps that __launch_bounds__ gives the CUDA stream kernels (it has no
  * __launch_bounds__; one cap per program, so one program per dtype). The tiled and direct kernels come from a
- * program without them: PoCL 5 aborts building work-group functions in the program that holds the stream kernels
- * (the whole test_convolve1d suite crashed there on 2026-11-21), and CPU devices run the direct kernel. With the
+ * program without them: PoCL 5 aborts building work-group functions in the program that holds the stream kernels,
+ * and CPU devices run the direct kernel. With the
  * knob convolve_no_unroll=1, no unroll pragmas (a diagnostic; see docs/algorithms/convolve.md). */
 static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt, bool stream)
 {
@@ -83,8 +83,8 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
     const size_t es = gpuws_dtype_size(dt);
     const conv1d_args a = {sig, filt, out, n, ms, (long long)g->start - (long long)(ms - 1), g->out_n};
     const char *opts = conv_options(ctx, dt, false);
-    /* GPU kernels on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading
-     * local memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
+    /* GPU kernels on GPUs (CUDA, and OpenCL GPU devices: the kernels read local memory with vload, since NVIDIA's
+     * OpenCL faults on vector loads from a local argument, which is only element-aligned), direct on CPU devices. */
     bool tiled = !gpuws__is_cpu_device(ctx);
     if (ctx->tuning.convolve_path != GPUWS__PATH_AUTO) tiled = ctx->tuning.convolve_path == GPUWS__PATH_TILED;
     if (tiled) {

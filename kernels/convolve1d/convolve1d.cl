@@ -127,7 +127,7 @@
  * a V * is one 16-byte access for NVIDIA's compiler, where vloadN (element alignment) may be N scalar ones. */
 #define S_TT(W) (C1S_THREADS * C1S_VECS * (W))
 /* one buffer, in vectors: front pad, tile, halo, and one junk vector that the work-items past the halo write (so
- * that the halo's store needs no branch: PoCL 5's work-group compiler aborted on an `if (tid < hv)` around the
+ * that the halo's store needs no branch: PoCL 5's work-group compiler aborts on an `if (tid < hv)` around the
  * store's own if/else chain inside the tile loop, the shape of pocl/pocl#1435) */
 #define S_PITCHV (1 + C1S_THREADS * C1S_VECS + C1S_HALO_VECS + 1)
 #define S_HALO_SLOT (min(tid, C1S_HALO_VECS)) /* this work-item's halo vector, or the junk one */

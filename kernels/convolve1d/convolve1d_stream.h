@@ -9,7 +9,7 @@
 #define C1S_HALO_VECS 64    /* aligned 16-byte halo vectors per tile: the taps (rounded up to 8) plus the signal's
                              * misalignment (< one vector) must fit, so at most 248 f32 / 120 f64 taps */
 /* Resident blocks of 256 threads per SM, through a register cap (__launch_bounds__ / -cl-nv-maxrregcount): 64
- * registers per thread in f32 (4 blocks), 80 in f64 (3 blocks; at 64 ptxas spilled 12 bytes). The persistent grid
+ * registers per thread in f32 (4 blocks), 80 in f64 (3 blocks; at 64 ptxas spills). The persistent grid
  * is that many blocks per compute unit. */
 #define C1S_BLOCKS_PER_CU_F32 4
 #define C1S_BLOCKS_PER_CU_F64 3

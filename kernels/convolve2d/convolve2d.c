@@ -43,8 +43,8 @@ static fixed_kernel fixed_kernel_for(const gpuws_context *ctx, gpuws_dtype dt, s
              fill_kernel(ctx, dt, boundary) ? "_fill" : "");
     snprintf(f.options, sizeof f.options, "-DGPUWS_CONV2D_KW=%zu%s%s", kw, extra ? " " : "", extra ? extra : "");
     /* f32 on NVIDIA's OpenCL: at most 80 registers, so that 6 work-groups of 128 fit an SM (the compiler's own choice
-     * fits 5): 55.6 / 55.8 -> 54.6 / 54.9 us back to back on the workshop case (H100, 2026-11-22, two rounds). f64
-     * spills under the cap (96 -> 105 us). Devices without cl_nv_compiler_options never see the option. */
+     * fits 5), which is slightly faster. f64 spills under the cap and is slower, so it keeps the compiler's choice.
+     * Devices without cl_nv_compiler_options never see the option. */
     if (ctx->backend->kind == GPUWS_BACKEND_OPENCL && dt == GPUWS_F32) {
         const size_t l = strlen(f.options);
         snprintf(f.options + l, sizeof f.options - l, " -cl-nv-maxrregcount=80");
@@ -66,8 +66,8 @@ typedef struct {
     int thin_auto;       /* the fixed kernel splits by itself (else only when the knob convolve2d_split says so) */
 } tile_shape;
 static const tile_shape shape_f32 = {8, 8, 5, 4, 4, 0, 0}, shape_f64 = {8, 8, 3, 2, 2, 0, 0};
-/* f64 keeps whole tiles by default, and the model it was measured with: on the H100 and the H200 (2026-11-22) its
- * thin-tile plans ran 105 -> 112-121 us on the workshop case. */
+/* f64 keeps whole tiles by default, and the model it was tuned with: its thin-tile plans are slower on the workshop
+ * case. */
 #ifndef GPUWS_CONV2D_F32_SUB_S /* FixedShape<float>::SUB_S's experiment knob (convolve2d.cu) */
 #define GPUWS_CONV2D_F32_SUB_S 1
 #endif
@@ -149,8 +149,8 @@ static double plan_resident(const gpuws_context *ctx, const tiled_plan *p, uint3
  * model, kept as measured (also f64's fixed kernel: thin_model = false), counts every FMA of a tile, partial edge
  * tiles included, and 4 slots per staged element. The f32 fixed kernel's (thin_model): its warps past the output's
  * right edge skip their FMAs, so it counts the average share of active warp columns; and 16 slots per staged
- * element: on the H100 (2026-11-22, 2048^2 * 15x15 f32) blocks of 1 or 2 warps, whose tiles stage 1.7-2.0 elements
- * per output, ran 10-20% slower than 4-warp blocks staging 1.5. */
+ * element: blocks of 1 or 2 warps, whose tiles stage 1.7-2.0 elements per output, are slower than 4-warp blocks
+ * staging 1.5 (2048^2 * 15x15 f32), more than the FMA count alone says. */
 static double block_work(const gpuws__conv2d_geometry *g, const tiled_plan *p, int th, bool thin_model)
 {
     const double nkb = (double)((g->kh + (size_t)p->kbh - 1) / (size_t)p->kbh) *
@@ -252,8 +252,8 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
 }
 
 /* The fixed kernel's planning of the last call on this stream, for the next call of the same shape (the stream's
- * memo, key_plan): planning costs ~4.5K host instructions and the kernel's name and options two snprintf calls (~2.4K)
- * per call (callgrind, 2026-11-22), while the host's time per call shows in every event-timed row (the device waits
+ * memo, key_plan): planning and the kernel's name and options (two snprintf calls) cost thousands of host
+ * instructions per call, while the host's time per call shows in every event-timed row (the device waits
  * for the launch). Keyed by all the planning reads: dtype, sizes, the fill-kernel choice and the steering knobs
  * (tests change them between calls). */
 typedef struct {
@@ -475,8 +475,8 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
         return GPUWS_OK;
     }
     const gpuws__tuning *kn = &ctx->tuning;
-    /* Tiled on GPUs (CUDA, and OpenCL GPU devices: the NVIDIA OpenCL fault of 2026-11-21 was fixed by reading local
-     * memory with vload, and the whole test matrix passed there on both paths), direct on CPU OpenCL devices. */
+    /* Tiled on GPUs (CUDA, and OpenCL GPU devices: the kernels read local memory with vload, since NVIDIA's OpenCL
+     * faults on vector loads from a local argument, which is only element-aligned), direct on CPU OpenCL devices. */
     bool tiled = !gpuws__is_cpu_device(ctx);
     if (kn->convolve_path != GPUWS__PATH_AUTO) tiled = kn->convolve_path == GPUWS__PATH_TILED;
     tiled_plan p;

@@ -637,8 +637,8 @@ DEFINE_DIRECT(f64, double, double8, 8)
 
 /* 16-byte local loads for the hot loop (LOADA_N): the tile parameter is a __local V *, so the compiler knows the
  * local buffer's 16-byte alignment (the window and filter offsets are multiples of VW by the layout, as the CUDA
- * kernel's vector loads assume). Through vloadN from a __local T * NVIDIA's compiler split them: 93 LDS.64 and no
- * LDS.128 in the f64 k15 kernel (CUDA: 20 LDS.128), 12% slower than CUDA on the H100. */
+ * kernel's vector loads assume). Through vloadN from a __local T * NVIDIA's compiler splits them into 8-byte loads
+ * (no LDS.128 where CUDA issues them), which makes the kernel markedly slower than CUDA's. */
 
 /* A tile inside the image: rows by warps (STAGE_ROWS rows loaded before their stores), columns by lanes in
  * vectors of N elements, aligned by construction (the driver's copy width), no boundary arithmetic. */

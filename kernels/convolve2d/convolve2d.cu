@@ -275,7 +275,7 @@ __device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *
 
 // ---- _fixed_: the tiled kernel for a kernel width KW known at compile time (1..16) ---------------------------------
 // The generic kernel's inner loop walks 8-tap chunks chosen by a runtime switch and reloads its image window per
-// chunk; ncu saw it issue about one other instruction per FMA and stall while staging. Here the width is a template
+// chunk; it issues about one other instruction per FMA and stalls while staging. Here the width is a template
 // argument: per staged input row a thread loads its whole window of R + KW - 1 values once (16-byte loads), then for
 // each of its S output rows whose kernel row exists it streams that flipped kernel row from shared memory (one
 // broadcast 16-byte load per VW taps) into KW x R FMAs whose register indices are all constants. Taps past KW do not
@@ -287,9 +287,9 @@ __device__ void tiled(const T *__restrict__ img, const T *__restrict__ kern, T *
 //
 // Thin tiles for the last rows (`split`): the grid's first blocks take whole tiles of S = 5 rows per thread, as many
 // as fill the resident slots a whole number of times (the driver's estimate); the rows below are cut into tiles of
-// SUB_S = 1 row per thread, five times as many blocks of a fifth of the work. On the H100's workshop case 884 whole
-// tiles met 792 slots: a second round of 92 blocks, one warp per scheduler, ran at ~40% of the issue rate for a
-// whole tile's time (ncu: 136K cycles elapsed, 98K active per SM). Thin tiles spread that work over every slot.
+// SUB_S = 1 row per thread, five times as many blocks of a fifth of the work. Whole tiles that fill the slots a
+// little over once leave a short last round of blocks, about one warp per scheduler, that runs far below the issue
+// rate for a whole tile's time while most slots idle. Thin tiles spread that work over every slot.
 template <typename T> struct FixedShape;
 #ifndef GPUWS_CONV2D_F32_SUB_S // an A/B knob (CUDA and the host driver only; odd): rows per thread of thin tiles
 #define GPUWS_CONV2D_F32_SUB_S 1
@@ -438,7 +438,7 @@ __device__ void fixed(const T *__restrict__ img, const T *__restrict__ kern, T *
 }
 
 // ---- _persist_: CUDA's f32 fixed kernel for the 2 x 2-warp plan, as persistent blocks ------------------------------
-// The blocks stay resident (as many as the SMs hold, 6 per SM on the H100's workshop case) and take tiles from
+// The blocks stay resident (as many as the SMs hold) and take tiles from
 // the stream's ticket counter until they run out: the fixed kernel's whole tiles (S rows per thread) for output
 // rows [0, split) in row-major order, then its thin ones (SUB_S rows); the same staging, rows and stores. Per tile:
 // staging, a barrier, the compute, a barrier; the blocks of an SM drift out of step, so one block's staging
@@ -679,7 +679,7 @@ __device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T
             // last SEP_RS - 1 and loads SEP_C new ones, through a pointer that steps a row at a time. Rows past the
             // last row sum (only near the bottom) feed no stored output: read as 0. The last chunk loads whole
             // (rows for up to SEP_C - 1 taps past kn), so `inside` counts kn rounded up to chunks: with kn itself,
-            // long factors read up to 7 rows past the row sums' end (PoCL 5 crashed on it about one run in ten).
+            // long factors read up to 7 rows past the row sums' end (which now and then crashes PoCL 5).
             const int r0 = m0 + kb0;
             const bool inside = r0 + (kn + SEP_C - 1) / SEP_C * SEP_C + SEP_RS - 1 <= TR;
             const T *pn = tmp + (size_t)r0 * OW + nc;
@@ -729,10 +729,10 @@ __device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T
 // column taps in registers (16-byte shared loads, every row of its window read once). No temporary device memory,
 // one launch; rows are read about (SEP_FTH + kh - 1) / SEP_FTH times (from L2 after the first).
 // SEP_FTAPS, SEP_FTH: convolve2d_layout.h
-// The fused kernel's rows in flight per warp (of its 6 per tile) and its register caps (A/B knobs). H100,
-// 2026-11-22, workshop case, back to back: all 6 rows in flight took 76 (f32) and 98 (f64) registers (3 and 2 blocks
-// of 8 warps per SM; f32 35.9-36.2 us, f64 74.8); capped at 64, 4 blocks: f32 31.7-32.1, f64 56.2 (spilling); 3 rows
-// in flight and 64: f32 31.2-31.4, f64 47.4-47.6; f32 capped at 48 (5 blocks): 32.7.
+// The fused kernel's rows in flight per warp (of its 6 per tile) and its register caps (A/B knobs). All 6 rows in
+// flight take so many registers that only 3 (f32) or 2 (f64) blocks of 8 warps fit an SM; capping them at 64 fits 4
+// but makes f64 spill. 3 rows in flight fit 64 registers without spilling and are the fastest for both; a lower f32
+// cap (48, 5 blocks) is slower again.
 #ifndef GPUWS_SEP_FUSED_DEPTH_f32
 #define GPUWS_SEP_FUSED_DEPTH_f32 3
 #endif
@@ -747,9 +747,8 @@ __device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T
 #endif
 
 // The column index of the fused kernel's rows that cross the image's edge (few): extend() inline for f32, as a call
-// for f64, whose unrolled rows then keep that code out and do not spill at 64 registers. H100, 2026-11-22, workshop
-// case, back to back: f32 25.3-25.4 us inline (28.8-29.2 in a build that spilled 8 bytes) against 31.3-31.4 as a
-// call; f64 70.4-71.0 inline (96 bytes of spills) against 47.8-48.4.
+// for f64, whose unrolled rows then keep that code out and do not spill at 64 registers. f32 is faster with the code
+// inline (as long as nothing spills) than with a call; f64 inline spills and is much slower than with the call.
 __device__ __noinline__ int extend_call(int i, int n, int boundary) { return extend(i, n, boundary); }
 template <typename T> __device__ __forceinline__ int sep_extend_col(int i, int n, int boundary)
 {
@@ -969,7 +968,7 @@ GPUWS_CONVOLVE2D_KERNELS(f64, double)
 // f32 kernels faster on the workshop case (fixed and persistent alike); fill is SciPy's default and the workshop's.
 // f64 is no faster that way, so it has one kernel per width.
 // Register caps: with the middle input rows in a loop of their own the f32 k15 kernel took 85 registers (5 blocks of
-// 4 warps per SM); 80 keeps the 6 that shared memory allows for the workshop case, as before. f64 at most 96 (5).
+// 4 warps per SM); 80 keeps the 6 that shared memory allows for the workshop case. f64 at most 96 (5).
 #ifndef GPUWS_CONVOLVE2D_MAX_REGS_f32 // an A/B knob
 #define GPUWS_CONVOLVE2D_MAX_REGS_f32 80
 #endif

@@ -8,12 +8,12 @@
 
 /* ---- gpuws_convolve2d_separable ---------------------------------------------------------------------------------
  * GPUs, factors of up to SEP_FTAPS taps: one launch of convolve2d_sep_fused_* (a tile's row sums in shared memory,
- * then its column sums; H100, workshop case, CUDA per call: f32 30 us against 47-49 for the two passes, f64 53
- * against 82; NVIDIA's OpenCL faster too; the knob convolve2d_separable=two-pass skips it). Otherwise two launches: the
+ * then its column sums; faster than the two passes, which write and read the row sums through device memory, on
+ * CUDA and NVIDIA's OpenCL alike; the knob convolve2d_separable=two-pass skips it). Otherwise two launches: the
  * row sums of the oh + kh - 1 extended-image rows the outputs need, into the stream's scratch memory (key_tmp), then
  * the column sums into out; GPUs run the tiled pair (convolve2d_sep_rows_* / _cols_*), CPU OpenCL devices the
- * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL 3.1, 2 cores, the tiled pair took 2.5x as long as the
- * 2-D path). Work-groups of 32 x 8 (SEP_* of convolve2d_layout.h, shared with both kernel files).
+ * direct pair (_sep_rows_direct_* / _cols_direct_*; on PoCL the tiled pair is much slower than even the 2-D path).
+ * Work-groups of 32 x 8 (SEP_* of convolve2d_layout.h, shared with both kernel files).
  * The knob convolve_path=tiled|direct forces one, as for gpuws_convolve2d. */
 /* NVIDIA's OpenCL takes inline PTX (the fused kernel's warp barriers); should a driver refuse it, the build without
  * it is used from then on (as measure.c does). */
@@ -151,9 +151,8 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     if ((st = gpuws__stream_scratch(s, &key_tmp, tmp_bytes, &tmp))) return st;
     if (direct) return separable_direct(s, kr, kc, dt, g, tr, image, col, row, tmp, out);
     /* Grids of about as many groups as the device holds at once (6 / 5 of 256 per compute unit: the kernels' 40 / 48
-     * registers on the H100), each walking its rows: a group that took one row group (or 8 rows per work-item)
-     * spent more on its set-up (taps, barriers, the first loads' latency) than on its sums: ncu, H100, 2026-11-22,
-     * workshop case: 32.8 + 26.6 us for one row group per group. */
+     * registers on NVIDIA's GPUs), each walking its rows: a group that takes one row group (or 8 rows per work-item)
+     * spends more on its set-up (taps, barriers, the first loads' latency) than on its sums. */
     const uint64_t max_y = ctx->info.max_grid_dims[1] < 65535 ? ctx->info.max_grid_dims[1] : 65535;
     const uint64_t gx_rows = (g->ow + seg - 1) / seg, gx_cols = (g->ow + 31) / 32;
     uint64_t gy = (tr + SEP_WARPS - 1) / SEP_WARPS, fill_y = gpuws__saturating_blocks(ctx, 6) / gx_rows;

@@ -73,8 +73,8 @@ inline int find_global(volatile __global int *L, int a)
  * compare-and-swap that fails once the root has gained a parent. With unite_local's atomic_min instead, a root
  * that is no longer a root gets re-pointed and its old parent's tree loses it until the uniting work-item has
  * joined the two again; a compress that runs in that window moves cells between trees that nobody then joins.
- * The GPU tests saw it as one component in two (label::repeated_runs_of_a_percolating_image_agree, 2026-11-21:
- * about one run in ten at 2^24 pixels, CUDA and NVIDIA OpenCL alike). */
+ * On GPUs that splits a component in two now and then on large images
+ * (label::repeated_runs_of_a_percolating_image_agree covers it). */
 inline void compress_global(volatile __global int *L, int x, int r)
 {
     while (x > r) {

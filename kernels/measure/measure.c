@@ -72,7 +72,7 @@ static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, cons
     if (force > 0 && force < groups) groups = (uint32_t)force;
 
     /* The totals accumulate in the stream's zeroed memory, which finalize clears again: no fill command per call
-     * (NVIDIA's OpenCL took 6-29 us of device time to fill 17 KB, more than finalize). */
+     * (on NVIDIA's OpenCL a fill of a few KB costs more device time than finalize). */
     gpuws_buffer *totals;
     if ((st = gpuws__stream_zeroed(s, num_labels * sizeof(gpuws_source_measure), &totals))) return st;
     const gpuws_launch_config c1 = {{groups, 1, 1}, {block, 1, 1}};

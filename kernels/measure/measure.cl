@@ -213,7 +213,7 @@ __kernel void measure_accumulate(__global const float *restrict data, __global c
                 }
                 barrier(CLK_LOCAL_MEM_FENCE);
             }
-            /* run ends flush their totals (no #pragma unroll: PoCL 3.1 lost counts with one here) */
+            /* run ends flush their totals (no #pragma unroll: PoCL 3.1 loses counts with one here) */
             for (uint q = 0; q < 2; q++) {
                 const uint i = i0 + q;
                 if (l_lab[i] != 0 && l_cnt[i] && (i == N2 - 1 || l_lab[i + 1] != l_lab[i]))

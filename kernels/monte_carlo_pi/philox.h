@@ -38,8 +38,8 @@ GPUWS_PHILOX_FN void gpuws__philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32
 }
 
 /* 1 when x^2 + y^2 < 1 for x = (rx >> 8) * 2^-24, y = (ry >> 8) * 2^-24, decided exactly in integers: two 32x32->64
- * multiply-adds. (A float test with this one as a fallback near the circle was slower on the H100, 0.265 against
- * 0.235 ms for 10^8 samples on 2026-11-21: the int-to-float conversions cost more than the multiplies they saved.) */
+ * multiply-adds. (A float test with this one as a fallback near the circle is slower: the int-to-float conversions
+ * cost more than the multiplies they save.) */
 GPUWS_PHILOX_FN uint32_t gpuws__pi_inside(uint32_t rx, uint32_t ry)
 {
     const uint32_t a = rx >> 8, b = ry >> 8;

@@ -1482,7 +1482,7 @@ BAD_CASE(hidden_layer_host_destroyed_context, BAD_ALL, GPUWS_ERR_INVALID_ARGUMEN
 
 BAD_CASE(hidden_layer_host_count_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "4611686018427387905 elements of 4 bytes overflow size_t")
 {
-    /* no host array can hold them: refused before anything is read (it used to read past the arrays) */
+    /* no host array can hold them: refused before anything is read (else the read would run past the arrays) */
     return gpuws_hidden_layer_host(f->ctx, WRAPS_F32, host_in, host_in, HOST_OUT, NULL);
 }
 
