@@ -70,7 +70,7 @@ static bool icontains(const char *hay, const char *needle)
 
 size_t bench_targets(unsigned mask, const char *platform, bench_target *out, size_t max)
 {
-    static const gpuws_backend_kind order[] = {GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU};
+    static const gpuws_backend_kind order[] = { GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU };
     size_t k = 0;
     for (int i = 0; i < 3; i++) {
         if (!(mask & (1u << order[i]))) continue;
@@ -164,9 +164,11 @@ gpuws_status bench_copy_bandwidth_sized(gpuws_context *ctx, bench_size size, dou
     if (st) return st;
     /* Far past any cache: 1 GiB each way on GPUs, 512 MiB on CPUs (a big L3 is a few hundred MiB at most);
      * 32 MiB for small runs (tests), less where memory is short. */
-    size_t bytes = size == BENCH_SMALL ? (size_t)32 << 20 : d.type == GPUWS_DEVICE_CPU ? (size_t)512 << 20 : (size_t)1 << 30;
+    size_t bytes = size == BENCH_SMALL          ? (size_t)32 << 20
+                   : d.type == GPUWS_DEVICE_CPU ? (size_t)512 << 20
+                                                : (size_t)1 << 30;
     while (bytes > ((size_t)1 << 20) && (bytes * 3 > d.global_mem_bytes || bytes > d.max_alloc_bytes)) bytes /= 2;
-    copy_job j = {NULL, NULL, bytes};
+    copy_job j = { NULL, NULL, bytes };
     const unsigned char fill = 0x5a;
     double ms = 0;
     if (!(st = gpuws_buffer_create(ctx, bytes, &j.a)) && !(st = gpuws_buffer_create(ctx, bytes, &j.b)) &&
@@ -177,7 +179,10 @@ gpuws_status bench_copy_bandwidth_sized(gpuws_context *ctx, bench_size size, dou
     return st;
 }
 
-gpuws_status bench_copy_bandwidth(gpuws_context *ctx, double *gbs) { return bench_copy_bandwidth_sized(ctx, BENCH_DEFAULT, gbs); }
+gpuws_status bench_copy_bandwidth(gpuws_context *ctx, double *gbs)
+{
+    return bench_copy_bandwidth_sized(ctx, BENCH_DEFAULT, gbs);
+}
 
 /* a = 1 - 2^-10 and b = 2^-10 are exact in both formats: the chains fall from about 3 towards L = 1, and after the
  * default 8192 steps a^n is 3e-4, so a kernel that skipped half of its steps would be off by far more than the
@@ -210,8 +215,10 @@ static gpuws_status peak_check(const peak_job *j)
         double got = j->dt == GPUWS_F32 ? (double)((float *)h)[t] : ((double *)h)[t];
         double want = gpuws__peak_expected(t, j->iters, PEAK_A, PEAK_B, j->lanes);
         if (!(fabs(got - want) <= bound))
-            st = gpuws__error(GPUWS_ERR_INTERNAL, "the %s FMA kernel gave %.17g for thread %zu; the closed form says %.17g "
-                              "(allowed error %.3g)", gpuws_dtype_name(j->dt), got, t, want, bound);
+            st = gpuws__error(GPUWS_ERR_INTERNAL,
+                              "the %s FMA kernel gave %.17g for thread %zu; the closed form says %.17g "
+                              "(allowed error %.3g)",
+                              gpuws_dtype_name(j->dt), got, t, want, bound);
     }
     free(h);
     return st;
@@ -223,7 +230,7 @@ gpuws_status bench_fma_peak(gpuws_context *ctx, gpuws_dtype dt, bench_size size,
     gpuws_backend_kind kind;
     gpuws_status st;
     if ((st = gpuws_context_get_device_info(ctx, &d)) || (st = gpuws_context_get_backend(ctx, &kind))) return st;
-    peak_job j = {dt, 0, 256, size == BENCH_SMALL ? 1024 : 8192, 1, NULL};
+    peak_job j = { dt, 0, 256, size == BENCH_SMALL ? 1024 : 8192, 1, NULL };
     const size_t cus = d.compute_units ? d.compute_units : 1;
     if (kind == GPUWS_BACKEND_CPU) { /* the scalar reference on one core */
         j.threads = 64, j.block = 64;
@@ -241,8 +248,8 @@ gpuws_status bench_fma_peak(gpuws_context *ctx, gpuws_dtype dt, bench_size size,
     if ((st = gpuws_buffer_create(ctx, j.threads * gpuws_dtype_size(dt), &j.out))) return st;
     double ms = 0;
     gpuws_stream *s = NULL;
-    if ((st = gpuws_context_get_default_stream(ctx, &s)) || (st = peak_once(&j, s)) || (st = gpuws_stream_synchronize(s)) ||
-        (st = peak_check(&j)) || (st = time_median(ctx, peak_once, &j, 5, &ms)))
+    if ((st = gpuws_context_get_default_stream(ctx, &s)) || (st = peak_once(&j, s)) ||
+        (st = gpuws_stream_synchronize(s)) || (st = peak_check(&j)) || (st = time_median(ctx, peak_once, &j, 5, &ms)))
         goto done;
     *gflops = 2.0 * GPUWS_PEAK_CHAINS * j.lanes * (double)j.iters * (double)j.threads / (ms * 1e-3) / 1e9;
 done:
@@ -308,8 +315,8 @@ void bench_run_budget(const bench_workload *w, const bench_target *t, gpuws_cont
         goto error;
     /* correct first: one run, checked against the reference, before anything is timed */
     if ((st = gpuws_stream_synchronize(s)) || (st = gpuws_event_record(e0, s)) || (st = w->run(state, s)) ||
-        (st = gpuws_event_record(e1, s)) || (st = gpuws_event_synchronize(e1)) ||
-        (st = gpuws_stream_synchronize(s)) || (st = gpuws_event_elapsed_ms(e0, e1, &first_ms)))
+        (st = gpuws_event_record(e1, s)) || (st = gpuws_event_synchronize(e1)) || (st = gpuws_stream_synchronize(s)) ||
+        (st = gpuws_event_elapsed_ms(e0, e1, &first_ms)))
         goto error;
     if (!w->check(state, r->error, sizeof r->error)) {
         if (!r->error[0]) snprintf(r->error, sizeof r->error, "result differs from the scalar reference");
@@ -321,8 +328,8 @@ void bench_run_budget(const bench_workload *w, const bench_target *t, gpuws_cont
      * program would get a single timed run) */
     double warm_ms = first_ms;
     if (first_ms < 10000 && ((st = gpuws_event_record(e0, s)) || (st = w->run(state, s)) ||
-                            (st = gpuws_event_record(e1, s)) || (st = gpuws_event_synchronize(e1)) ||
-                            (st = gpuws_stream_synchronize(s)) || (st = gpuws_event_elapsed_ms(e0, e1, &warm_ms))))
+                             (st = gpuws_event_record(e1, s)) || (st = gpuws_event_synchronize(e1)) ||
+                             (st = gpuws_stream_synchronize(s)) || (st = gpuws_event_elapsed_ms(e0, e1, &warm_ms))))
         goto error;
     if (repeat < 1) repeat = 1;
     if (warm_ms * 1e-3 * repeat > budget_s) {

@@ -21,15 +21,15 @@ const bench_workload *const *bench_workloads(void);
 /* One backend/device to run on. Every OpenCL device is its own target (NVIDIA, PoCL, other vendors). */
 typedef struct {
     gpuws_backend_kind backend;
-    size_t device;            /* index within the backend, no platform filter */
+    size_t device; /* index within the backend, no platform filter */
     gpuws_device_info info;
-    char label[200];          /* "cuda | NVIDIA H100 80GB HBM3" */
+    char label[200]; /* "cuda | NVIDIA H100 80GB HBM3" */
     /* fields added later: zero is the default */
-    char short_label[72];     /* "cuda NVIDIA H100 80GB HBM3", "opencl/PoCL cpu-haswell" (tables, legends) */
-    double copy_gbs;          /* ceilings measured in this run; 0 = not measured (see ceiling_error) */
-    double fma_gflops[2];     /* [0] f32, [1] f64 */
+    char short_label[72]; /* "cuda NVIDIA H100 80GB HBM3", "opencl/PoCL cpu-haswell" (tables, legends) */
+    double copy_gbs;      /* ceilings measured in this run; 0 = not measured (see ceiling_error) */
+    double fma_gflops[2]; /* [0] f32, [1] f64 */
     char ceiling_error[256];
-    double timer_floor_us;    /* the event timer's own floor: median time between two events recorded back to back
+    double timer_floor_us; /* the event timer's own floor: median time between two events recorded back to back
                                * with nothing between them (every row's median includes it); 0 = not measured */
 } bench_target;
 
@@ -41,11 +41,11 @@ typedef struct {
     const bench_workload *w;
     const bench_target *t;
     bench_counts counts;
-    bool ok;                  /* false: FAILED (wrong result or error); not timed */
+    bool ok; /* false: FAILED (wrong result or error); not timed */
     char error[256];
     double median_ms, min_ms;
     int repeats;
-    double ceiling_gbs;       /* device-to-device copy bandwidth measured on this target in this run */
+    double ceiling_gbs; /* device-to-device copy bandwidth measured on this target in this run */
     /* fields added later; filled by bench_derive, zero when they do not apply */
     bench_size size;
     double gbs, gflops;       /* counts over the median time */
@@ -59,7 +59,7 @@ typedef struct {
      * here, as in a stream that is kept busy; 0 = not measured (CPU backend, --back-to-back 0, or a row too long) */
     double batch_ms;
     int batch_calls, batch_samples;
-    double ocl_cuda_batch;    /* the same ratio as ocl_cuda, of the back-to-back times; 0 = not both measured */
+    double ocl_cuda_batch; /* the same ratio as ocl_cuda, of the back-to-back times; 0 = not both measured */
 } bench_result;
 
 /* Measures the copy bandwidth (bytes read + written per second) of a large device-to-device copy on ctx. */
@@ -80,8 +80,8 @@ void bench_run(const bench_workload *w, const bench_target *t, gpuws_context *ct
  * when the checked run alone took more than a second (slow references on the CPU backend). Then, on GPU targets and
  * for batch_calls >= 2, the back-to-back time (batch_ms): up to `repeat` samples of batch_calls calls between two
  * events, as many as fit budget_s again (at least 3, else none). */
-void bench_run_budget(const bench_workload *w, const bench_target *t, gpuws_context *ctx, bench_size size,
-                      int repeat, double budget_s, int batch_calls, bench_result *r);
+void bench_run_budget(const bench_workload *w, const bench_target *t, gpuws_context *ctx, bench_size size, int repeat,
+                      double budget_s, int batch_calls, bench_result *r);
 
 /* Fills the derived fields of every row: rates, ceiling fractions and the binding side, the speed-up over the CPU
  * backend's row of the same workload and size (the scalar reference) and, for OpenCL rows, t_cuda / t_opencl on
@@ -106,14 +106,14 @@ typedef struct {
 typedef struct {
     const bench_peer *peer;
     const bench_result *row;
-    double ratio;             /* peer time / gpuws time: > 1 means gpuws is faster */
-    bool size_differs;        /* the size labels describe different sizes (bench_sizes_match) */
+    double ratio;      /* peer time / gpuws time: > 1 means gpuws is faster */
+    bool size_differs; /* the size labels describe different sizes (bench_sizes_match) */
 } bench_comparison;
 
 /* ---- one whole run, and its reports ---------------------------------------------------------------------- */
 
 typedef struct {
-    char date[32];            /* ISO 8601, UTC */
+    char date[32]; /* ISO 8601, UTC */
     char host[128];
     char version[16];
     int argc;
@@ -128,9 +128,9 @@ typedef struct {
     size_t npeers;
     bench_comparison *cmp;
     size_t ncmp;
-    int batch_calls;          /* --back-to-back: calls per back-to-back sample; 0 = not measured */
-    bool full;                /* --full (the measurement) rather than the quick default */
-    double budget_s;          /* --budget: seconds of timed runs per row at most */
+    int batch_calls; /* --back-to-back: calls per back-to-back sample; 0 = not measured */
+    bool full;       /* --full (the measurement) rather than the quick default */
+    double budget_s; /* --budget: seconds of timed runs per row at most */
 } bench_report;
 
 /* The comparisons of rows with peers (see bench_comparison); *out is malloc'd. */

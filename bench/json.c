@@ -78,14 +78,25 @@ static int hex4(parser *ps, unsigned *out)
 
 static size_t put_utf8(char *o, unsigned c)
 {
-    if (c < 0x80) { o[0] = (char)c; return 1; }
-    if (c < 0x800) { o[0] = (char)(0xc0 | c >> 6); o[1] = (char)(0x80 | (c & 0x3f)); return 2; }
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xc0 | c >> 6);
+        o[1] = (char)(0x80 | (c & 0x3f));
+        return 2;
+    }
     if (c < 0x10000) {
-        o[0] = (char)(0xe0 | c >> 12); o[1] = (char)(0x80 | ((c >> 6) & 0x3f)); o[2] = (char)(0x80 | (c & 0x3f));
+        o[0] = (char)(0xe0 | c >> 12);
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+        o[2] = (char)(0x80 | (c & 0x3f));
         return 3;
     }
-    o[0] = (char)(0xf0 | c >> 18); o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3f)); o[3] = (char)(0x80 | (c & 0x3f));
+    o[0] = (char)(0xf0 | c >> 18);
+    o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+    o[3] = (char)(0x80 | (c & 0x3f));
     return 4;
 }
 
@@ -101,10 +112,19 @@ static int parse_string(parser *ps, char **out)
     for (;;) {
         unsigned char c = (unsigned char)*ps->p;
         if (c == '"') break;
-        if (c == 0) { free(o); return fail(ps, "unterminated string"); }
-        if (c < 0x20) { free(o); return fail(ps, "control character in a string"); }
+        if (c == 0) {
+            free(o);
+            return fail(ps, "unterminated string");
+        }
+        if (c < 0x20) {
+            free(o);
+            return fail(ps, "control character in a string");
+        }
         ps->p++;
-        if (c != '\\') { *w++ = (char)c; continue; }
+        if (c != '\\') {
+            *w++ = (char)c;
+            continue;
+        }
         char e = *ps->p++;
         unsigned u;
         switch (e) {
@@ -117,13 +137,22 @@ static int parse_string(parser *ps, char **out)
         case 'r': *w++ = '\r'; break;
         case 't': *w++ = '\t'; break;
         case 'u':
-            if (hex4(ps, &u)) { free(o); return -1; }
+            if (hex4(ps, &u)) {
+                free(o);
+                return -1;
+            }
             if (u >= 0xd800 && u < 0xdc00 && ps->p[0] == '\\' && ps->p[1] == 'u') { /* surrogate pair */
                 unsigned lo;
                 ps->p += 2;
-                if (hex4(ps, &lo)) { free(o); return -1; }
+                if (hex4(ps, &lo)) {
+                    free(o);
+                    return -1;
+                }
                 if (lo >= 0xdc00 && lo < 0xe000) u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-                else { free(o); return fail(ps, "unpaired surrogate"); }
+                else {
+                    free(o);
+                    return fail(ps, "unpaired surrogate");
+                }
             }
             w += put_utf8(w, u);
             break;
@@ -141,7 +170,8 @@ static int parse_number(parser *ps, double *out)
     const char *q = ps->p;
     if (*q == '-') q++;
     if (*q == '0') q++;
-    else if (*q >= '1' && *q <= '9') while (*q >= '0' && *q <= '9') q++;
+    else if (*q >= '1' && *q <= '9')
+        while (*q >= '0' && *q <= '9') q++;
     else return fail(ps, "bad number");
     if (*q == '.') {
         if (!(*++q >= '0' && *q <= '9')) return fail(ps, "bad number: no digit after '.'");
@@ -198,15 +228,25 @@ static int parse_container(parser *ps, json_value *v, char close)
             if (*ps->p != '"') return fail(ps, "expected a key");
             if (parse_string(ps, &key)) return -1;
             skip_ws(ps);
-            if (*ps->p++ != ':') { free(key); return fail(ps, "expected ':'"); }
+            if (*ps->p++ != ':') {
+                free(key);
+                return fail(ps, "expected ':'");
+            }
         }
         if (push(ps, v, &cap, key)) {
             if (v->n == 0 || (close == '}' && v->keys[v->n - 1] != key)) free(key);
             return -1;
         }
         skip_ws(ps);
-        if (*ps->p == ',') { ps->p++; continue; }
-        if (*ps->p == close) { ps->p++; ps->depth--; return 0; }
+        if (*ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (*ps->p == close) {
+            ps->p++;
+            ps->depth--;
+            return 0;
+        }
         return fail(ps, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
     }
 }
@@ -219,18 +259,40 @@ static int parse_value(parser *ps, json_value *v)
     case '{': v->type = JSON_OBJECT; return parse_container(ps, v, '}');
     case '[': v->type = JSON_ARRAY; return parse_container(ps, v, ']');
     case '"': v->type = JSON_STRING; return parse_string(ps, &v->string);
-    case 't': if (!strncmp(p, "true", 4)) { v->type = JSON_BOOL; v->boolean = true; ps->p += 4; return 0; } break;
-    case 'f': if (!strncmp(p, "false", 5)) { v->type = JSON_BOOL; ps->p += 5; return 0; } break;
-    case 'n': if (!strncmp(p, "null", 4)) { v->type = JSON_NULL; ps->p += 4; return 0; } break;
+    case 't':
+        if (!strncmp(p, "true", 4)) {
+            v->type = JSON_BOOL;
+            v->boolean = true;
+            ps->p += 4;
+            return 0;
+        }
+        break;
+    case 'f':
+        if (!strncmp(p, "false", 5)) {
+            v->type = JSON_BOOL;
+            ps->p += 5;
+            return 0;
+        }
+        break;
+    case 'n':
+        if (!strncmp(p, "null", 4)) {
+            v->type = JSON_NULL;
+            ps->p += 4;
+            return 0;
+        }
+        break;
     default:
-        if (*p == '-' || (*p >= '0' && *p <= '9')) { v->type = JSON_NUMBER; return parse_number(ps, &v->number); }
+        if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            v->type = JSON_NUMBER;
+            return parse_number(ps, &v->number);
+        }
     }
     return fail(ps, *p ? "unexpected character" : "unexpected end of input");
 }
 
 int json_parse(const char *text, json_value *out, char *err, size_t errn)
 {
-    parser ps = {text, text, err, errn, 0};
+    parser ps = { text, text, err, errn, 0 };
     if (err && errn) err[0] = 0;
     memset(out, 0, sizeof *out);
     if (parse_value(&ps, out) == 0) {

@@ -18,10 +18,10 @@ typedef struct json_value {
     json_type type;
     bool boolean;
     double number;
-    char *string;               /* JSON_STRING: UTF-8, NUL-terminated (an embedded \u0000 ends it early) */
-    size_t n;                   /* JSON_ARRAY / JSON_OBJECT: items */
+    char *string; /* JSON_STRING: UTF-8, NUL-terminated (an embedded \u0000 ends it early) */
+    size_t n;     /* JSON_ARRAY / JSON_OBJECT: items */
     struct json_value *items;
-    char **keys;                /* JSON_OBJECT: keys[i] names items[i] */
+    char **keys; /* JSON_OBJECT: keys[i] names items[i] */
 } json_value;
 
 /* Parses a whole document. 0 on success (free with json_free); -1 with "line L: why" in err. */

@@ -131,8 +131,10 @@ static int read_row(merged *m, const json_value *v, size_t first_target, size_t 
     r->frac_fma = json_get_number(v, "fraction_of_fma_peak", 0);
     r->fraction = json_get_number(v, "fraction_of_ceiling", 0);
     const char *bound = json_get_string(v, "bound", "");
-    r->bound = !strcmp(bound, "memory") ? "memory" : !strcmp(bound, "compute") ? "compute"
-             : !strcmp(bound, "host link") ? "host link" : NULL;
+    r->bound = !strcmp(bound, "memory")      ? "memory"
+               : !strcmp(bound, "compute")   ? "compute"
+               : !strcmp(bound, "host link") ? "host link"
+                                             : NULL;
     r->speedup = json_get_number(v, "speedup_vs_reference", 0);
     r->ocl_cuda = json_get_number(v, "opencl_over_cuda", 0);
     r->ocl_cuda_batch = json_get_number(v, "opencl_over_cuda_back_to_back", 0);
@@ -147,8 +149,10 @@ static int add_run(merged *m, const char *path, char *err, size_t errn)
     const json_value *targets = json_get(&doc, "targets"), *rows = json_get(&doc, "rows");
     if (strcmp(json_get_string(&doc, "schema", ""), "gpuws-bench/1") || !targets || targets->type != JSON_ARRAY ||
         !rows || rows->type != JSON_ARRAY) {
-        snprintf(err, errn, "%s: not a gpuws bench report (expected \"schema\": \"gpuws-bench/1\" with \"targets\" and "
-                            "\"rows\" arrays, as gpuws bench --json writes)", path);
+        snprintf(err, errn,
+                 "%s: not a gpuws bench report (expected \"schema\": \"gpuws-bench/1\" with \"targets\" and "
+                 "\"rows\" arrays, as gpuws bench --json writes)",
+                 path);
         json_free(&doc);
         return -1;
     }
@@ -243,8 +247,7 @@ void bench_print_comparison(const bench_report *r, FILE *f)
         }
         if (best < r->ntargets && second < r->ntargets)
             fprintf(f, "  [%zu] %sx", best + 1, bench_fmt4(b, sizeof b, ms[second] / ms[best]));
-        else if (best < r->ntargets)
-            fprintf(f, "  [%zu]", best + 1);
+        else if (best < r->ntargets) fprintf(f, "  [%zu]", best + 1);
         fputc('\n', f);
     }
     free(ms);
@@ -298,8 +301,8 @@ int bench_merge_main(int argc, char **argv, FILE *out, FILE *err)
         merge_usage(err);
         return 2;
     }
-    static const char *const options[2] = {"--json", "--svg"};
-    const char *paths[2] = {json, svg};
+    static const char *const options[2] = { "--json", "--svg" };
+    const char *paths[2] = { json, svg };
     char why[4400];
     int rc = 0;
     output_files *files = output_files_prepare(inputs, ninputs, paths, options, 2, &rc, why, sizeof why);
@@ -326,7 +329,7 @@ int bench_merge_main(int argc, char **argv, FILE *out, FILE *err)
         m.rep.size = m.rep.nrows ? m.rep.rows[0].size : BENCH_DEFAULT;
         bench_print_comparison(&m.rep, out);
         fflush(out);
-        void (*const writers[2])(const bench_report *, FILE *) = {bench_write_json, bench_write_svg};
+        void (*const writers[2])(const bench_report *, FILE *) = { bench_write_json, bench_write_svg };
         for (size_t i = 0; i < 2 && !rc; i++) {
             if (!paths[i]) continue;
             const char *stage = output_files_stage(files, i, why, sizeof why);

@@ -177,7 +177,8 @@ size_t bench_compare(const bench_result *rows, size_t nrows, const bench_peer *p
                 if (!nc) break;
                 c = nc, cap *= 2;
             }
-            c[k++] = (bench_comparison){q, r, q->median_ms / r->median_ms, !bench_sizes_match(q->size, r->counts.size_label)};
+            c[k++] = (bench_comparison){ q, r, q->median_ms / r->median_ms,
+                                         !bench_sizes_match(q->size, r->counts.size_label) };
         }
     }
     *out = c;

@@ -16,11 +16,11 @@ typedef struct {
     double x;      /* F_NUMBER (NaN = null), F_BOOL (0/1) */
 } field;
 
-static field str(const char *s) { return (field){F_STRING, s, 0}; }
-static field num(double x) { return (field){F_NUMBER, NULL, x}; }
+static field str(const char *s) { return (field){ F_STRING, s, 0 }; }
+static field num(double x) { return (field){ F_NUMBER, NULL, x }; }
 /* 0 means "does not apply" for the derived columns */
-static field pos(double x) { return (field){F_NUMBER, NULL, x > 0 ? x : NAN}; }
-static field boolean(bool b) { return (field){F_BOOL, NULL, b}; }
+static field pos(double x) { return (field){ F_NUMBER, NULL, x > 0 ? x : NAN }; }
+static field boolean(bool b) { return (field){ F_BOOL, NULL, b }; }
 
 static const char *backend_name(gpuws_backend_kind k)
 {
@@ -45,7 +45,10 @@ static field f_bytes(const bench_result *r) { return num(r->counts.bytes); }
 static field f_flops(const bench_result *r) { return num(r->counts.flops); }
 static field f_gbs(const bench_result *r) { return r->ok ? num(r->gbs) : num(NAN); }
 static field f_gflops(const bench_result *r) { return r->ok ? num(r->gflops) : num(NAN); }
-static field f_intensity(const bench_result *r) { return pos(r->counts.bytes > 0 ? r->counts.flops / r->counts.bytes : 0); }
+static field f_intensity(const bench_result *r)
+{
+    return pos(r->counts.bytes > 0 ? r->counts.flops / r->counts.bytes : 0);
+}
 static field f_flop_dtype(const bench_result *r)
 {
     return str(r->counts.flops > 0 ? bench_flop_index(r->w, &r->counts) ? "f64" : "f32" : NULL);
@@ -65,15 +68,36 @@ static const struct {
     const char *name;
     field (*get)(const bench_result *);
 } row_fields[] = {
-    {"algorithm", f_algorithm}, {"variant", f_variant}, {"size", f_size}, {"size_class", f_size_class},
-    {"backend", f_backend}, {"platform", f_platform}, {"device", f_device}, {"target", f_target},
-    {"end_to_end", f_end_to_end}, {"status", f_status}, {"error", f_error}, {"median_ms", f_median},
-    {"min_ms", f_min}, {"repeats", f_repeats}, {"bytes", f_bytes}, {"flops", f_flops}, {"gb_per_s", f_gbs},
-    {"gflop_per_s", f_gflops}, {"flop_per_byte", f_intensity}, {"flop_dtype", f_flop_dtype},
-    {"fraction_of_copy_bandwidth", f_frac_bw}, {"fraction_of_fma_peak", f_frac_fma},
-    {"fraction_of_ceiling", f_fraction}, {"bound", f_bound}, {"speedup_vs_reference", f_speedup},
-    {"opencl_over_cuda", f_ocl_cuda}, {"back_to_back_ms", f_batch}, {"back_to_back_calls", f_batch_calls},
-    {"back_to_back_samples", f_batch_samples}, {"opencl_over_cuda_back_to_back", f_ocl_cuda_batch},
+    { "algorithm", f_algorithm },
+    { "variant", f_variant },
+    { "size", f_size },
+    { "size_class", f_size_class },
+    { "backend", f_backend },
+    { "platform", f_platform },
+    { "device", f_device },
+    { "target", f_target },
+    { "end_to_end", f_end_to_end },
+    { "status", f_status },
+    { "error", f_error },
+    { "median_ms", f_median },
+    { "min_ms", f_min },
+    { "repeats", f_repeats },
+    { "bytes", f_bytes },
+    { "flops", f_flops },
+    { "gb_per_s", f_gbs },
+    { "gflop_per_s", f_gflops },
+    { "flop_per_byte", f_intensity },
+    { "flop_dtype", f_flop_dtype },
+    { "fraction_of_copy_bandwidth", f_frac_bw },
+    { "fraction_of_fma_peak", f_frac_fma },
+    { "fraction_of_ceiling", f_fraction },
+    { "bound", f_bound },
+    { "speedup_vs_reference", f_speedup },
+    { "opencl_over_cuda", f_ocl_cuda },
+    { "back_to_back_ms", f_batch },
+    { "back_to_back_calls", f_batch_calls },
+    { "back_to_back_samples", f_batch_samples },
+    { "opencl_over_cuda_back_to_back", f_ocl_cuda_batch },
 };
 #define NFIELDS (sizeof row_fields / sizeof row_fields[0])
 
@@ -104,7 +128,7 @@ static void kv_bool(obj_writer *o, const char *k, bool v) { key(o, k), fputs(v ?
 
 static void put_target(FILE *f, const bench_target *t)
 {
-    obj_writer o = {f, "      ", 0};
+    obj_writer o = { f, "      ", 0 };
     const gpuws_device_info *d = &t->info;
     kv_str(&o, "label", t->label);
     kv_str(&o, "short_label", t->short_label);
@@ -128,7 +152,7 @@ static void put_target(FILE *f, const bench_target *t)
 
 static void put_comparison(FILE *f, const bench_comparison *c)
 {
-    obj_writer o = {f, "      ", 0};
+    obj_writer o = { f, "      ", 0 };
     kv_str(&o, "algorithm", c->peer->algorithm);
     kv_str(&o, "variant", c->peer->variant);
     kv_str(&o, "size_class", c->peer->size_class);
@@ -181,7 +205,7 @@ static void item_comparison(FILE *f, const bench_report *r, size_t i)
 
 void bench_write_json(const bench_report *r, FILE *f)
 {
-    obj_writer o = {f, "  ", 0};
+    obj_writer o = { f, "  ", 0 };
     fputs("{\n", f);
     kv_str(&o, "schema", "gpuws-bench/1");
     kv_str(&o, "date", r->date);
@@ -200,9 +224,10 @@ void bench_write_json(const bench_report *r, FILE *f)
     kv_num(&o, "cpu_repeat", r->cpu_repeat);
     kv_num(&o, "back_to_back", r->batch_calls);
     kv_pos(&o, "budget_s", r->budget_s);
-    kv_str(&o, "method", "each result checked against the scalar reference before timing; one warm-up run; device "
-                         "events around each run; median and minimum of the timed runs; on GPU targets also back "
-                         "to back: back_to_back calls between two events, the median interval per call");
+    kv_str(&o, "method",
+           "each result checked against the scalar reference before timing; one warm-up run; device "
+           "events around each run; median and minimum of the timed runs; on GPU targets also back "
+           "to back: back_to_back calls between two events, the median interval per call");
     key(&o, "targets");
     put_array(f, r->ntargets, item_target, r);
     key(&o, "rows");

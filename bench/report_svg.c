@@ -6,11 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { WIDTH = 1120, LABEL_X = 10, PLOT_X = 380, PLOT_W = 600, BAR_H = 11, BAR_STEP = 14, GROUP_GAP = 12, LEGEND_STEP = 16 };
+enum {
+    WIDTH = 1120,
+    LABEL_X = 10,
+    PLOT_X = 380,
+    PLOT_W = 600,
+    BAR_H = 11,
+    BAR_STEP = 14,
+    GROUP_GAP = 12,
+    LEGEND_STEP = 16
+};
 
 /* NVIDIA green first (CUDA usually runs first), then the usual categorical colours. */
-static const char *const palette[] = {"#76b900", "#1f77b4", "#ff7f0e", "#9467bd", "#d62728",
-                                      "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"};
+static const char *const palette[] = { "#76b900", "#1f77b4", "#ff7f0e", "#9467bd", "#d62728",
+                                       "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22" };
 #define NPALETTE (sizeof palette / sizeof palette[0])
 
 static void put_text(FILE *f, const char *s)
@@ -70,8 +79,8 @@ static void add_peers(chart *c, const bench_report *r, const bench_result *x)
         char a[24];
         b->series = peer_series(c, r->ntargets, q);
         b->ok = q->ok, b->ms = q->median_ms;
-        snprintf(b->tip, sizeof b->tip, "%s %s: %s%s", q->backend, q->device, q->ok ? bench_fmt4(a, sizeof a, q->median_ms) : "FAILED: ",
-                 q->ok ? " ms" : q->error);
+        snprintf(b->tip, sizeof b->tip, "%s %s: %s%s", q->backend, q->device,
+                 q->ok ? bench_fmt4(a, sizeof a, q->median_ms) : "FAILED: ", q->ok ? " ms" : q->error);
         c->g[c->ng - 1].n++;
     }
 }
@@ -87,8 +96,7 @@ static void add_row(chart *c, const bench_report *r, const bench_result *x)
         snprintf(b->tip, sizeof b->tip, "%s: %s ms (median of %d), %s GB/s, %s GFLOP/s", c->series[b->series],
                  bench_fmt4(m, sizeof m, x->median_ms), x->repeats, bench_fmt4(gb, sizeof gb, x->gbs),
                  bench_fmt4(gf, sizeof gf, x->gflops));
-    else
-        snprintf(b->tip, sizeof b->tip, "%s: FAILED: %s", c->series[b->series], x->error);
+    else snprintf(b->tip, sizeof b->tip, "%s: FAILED: %s", c->series[b->series], x->error);
     c->g[c->ng - 1].n++;
 }
 
@@ -111,7 +119,8 @@ static int gather(const bench_report *r, chart *c)
         chart_free(c);
         return -1;
     }
-    for (size_t i = 0; i < r->ntargets; i++) snprintf(c->series[i], sizeof c->series[0], "%s", r->targets[i].short_label);
+    for (size_t i = 0; i < r->ntargets; i++)
+        snprintf(c->series[i], sizeof c->series[0], "%s", r->targets[i].short_label);
     c->ns = r->ntargets;
     for (size_t k = 0; k < r->nrows; k++) {
         const bench_result *x = &r->rows[idx[k]], *prev = k ? &r->rows[idx[k - 1]] : NULL;
@@ -134,7 +143,8 @@ void bench_write_svg(const bench_report *r, FILE *f)
     chart c;
     if (gather(r, &c)) {
         fputs("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"40\"><text x=\"10\" y=\"20\">out of "
-              "memory</text></svg>\n", f);
+              "memory</text></svg>\n",
+              f);
         return;
     }
     /* the log axis spans whole decades around every successful time */
@@ -147,18 +157,24 @@ void bench_write_svg(const bench_report *r, FILE *f)
     int height = top + 20;
     for (size_t i = 0; i < c.ng; i++) height += (int)c.g[i].n * BAR_STEP + GROUP_GAP;
 
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "font-family=\"Helvetica, Arial, sans-serif\" font-size=\"11\">\n", WIDTH, height, WIDTH, height);
+    fprintf(
+        f,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+        "font-family=\"Helvetica, Arial, sans-serif\" font-size=\"11\">\n",
+        WIDTH, height, WIDTH, height);
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, height);
     fputs("<text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">gpuws bench: median time per run "
-          "(log scale, shorter is faster)</text>\n", f);
+          "(log scale, shorter is faster)</text>\n",
+          f);
     fprintf(f, "<text x=\"10\" y=\"40\" fill=\"#555\">");
     put_text(f, r->date);
     fputs(" on ", f);
     put_text(f, r->host);
-    fprintf(f, ", gpuws %s, %s sizes; each result checked against the scalar reference before timing; "
-               "device events, median of the timed runs</text>\n", r->version, bench_size_name(r->size));
+    fprintf(f,
+            ", gpuws %s, %s sizes; each result checked against the scalar reference before timing; "
+            "device events, median of the timed runs</text>\n",
+            r->version, bench_size_name(r->size));
     for (size_t i = 0; i < c.ns; i++) { /* legend, two columns */
         int x = 10 + (int)(i % 2) * 540, y = 56 + (int)(i / 2) * LEGEND_STEP;
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"11\" fill=\"%s\"/>", x, y, palette[i % NPALETTE]);
@@ -194,10 +210,10 @@ void bench_write_svg(const bench_report *r, FILE *f)
                 fprintf(f, "<text x=\"%.1f\" y=\"%d\" fill=\"#333\">%s</text>", PLOT_X + w + 4, y + BAR_H - 1,
                         bench_fmt4(m, sizeof m, b->ms));
             } else {
-                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"%s\"/>", PLOT_X, y,
-                        BAR_H, BAR_H, palette[b->series % NPALETTE]);
-                fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#c00\" font-weight=\"bold\">FAILED</text>", PLOT_X + BAR_H + 4,
-                        y + BAR_H - 1);
+                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"%s\"/>", PLOT_X,
+                        y, BAR_H, BAR_H, palette[b->series % NPALETTE]);
+                fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#c00\" font-weight=\"bold\">FAILED</text>",
+                        PLOT_X + BAR_H + 4, y + BAR_H - 1);
             }
             fputs("</g>\n", f);
         }

@@ -66,8 +66,9 @@ static void print_comparisons(const bench_report *r, FILE *f)
         char peer[80];
         snprintf(w, sizeof w, "%s %s", m->peer->algorithm, m->peer->variant);
         snprintf(peer, sizeof peer, "%s %s", m->peer->backend, m->peer->device);
-        fprintf(f, "%-30.30s %-40.40s %10s  %-40.40s %10s %8sx%s\n", w, peer, bench_fmt4(a, sizeof a, m->peer->median_ms),
-                m->row->t->short_label, bench_fmt4(b, sizeof b, m->row->median_ms), bench_fmt4(c, sizeof c, m->ratio),
+        fprintf(f, "%-30.30s %-40.40s %10s  %-40.40s %10s %8sx%s\n", w, peer,
+                bench_fmt4(a, sizeof a, m->peer->median_ms), m->row->t->short_label,
+                bench_fmt4(b, sizeof b, m->row->median_ms), bench_fmt4(c, sizeof c, m->ratio),
                 m->size_differs ? "  (sizes differ)" : "");
         if (m->size_differs)
             fprintf(f, "%30s peer size %s; gpuws size %s\n", "", m->peer->size, m->row->counts.size_label);
@@ -104,16 +105,15 @@ void bench_print_table(const bench_report *r, FILE *f)
         }
         if (x->bound && x->fraction > 0)
             snprintf(ceil, sizeof ceil, "%3.0f%% %s", 100 * x->fraction, x->bound[0] == 'm' ? "mem" : "fma");
-        else
-            snprintf(ceil, sizeof ceil, "%s", x->bound && x->bound[0] == 'h' ? "link" : "-");
+        else snprintf(ceil, sizeof ceil, "%s", x->bound && x->bound[0] == 'h' ? "link" : "-");
         if (x->t && x->t->backend == GPUWS_BACKEND_CPU && x->speedup == 1) snprintf(e, sizeof e, "ref");
         else if (x->speedup > 0) snprintf(e, sizeof e, "%sx", bench_fmt4(g, sizeof g, x->speedup));
         else snprintf(e, sizeof e, "-");
         fprintf(f, "%-30.30s %-18.18s %-40.40s %10s %10s %9s %9s %-9s %8s %8s %10s %8s\n", same ? "" : w,
                 same ? "" : x->counts.size_label, x->t ? x->t->short_label : "", bench_fmt4(a, sizeof a, x->median_ms),
-                bench_fmt4(b, sizeof b, x->min_ms), bench_fmt4(c, sizeof c, x->gbs), bench_fmt4(d, sizeof d, x->gflops), ceil, e,
-                x->ocl_cuda > 0 ? bench_fmt4(g, sizeof g, x->ocl_cuda) : "-", bench_fmt4(h, sizeof h, x->batch_ms),
-                bench_fmt4(k2, sizeof k2, x->ocl_cuda_batch));
+                bench_fmt4(b, sizeof b, x->min_ms), bench_fmt4(c, sizeof c, x->gbs), bench_fmt4(d, sizeof d, x->gflops),
+                ceil, e, x->ocl_cuda > 0 ? bench_fmt4(g, sizeof g, x->ocl_cuda) : "-",
+                bench_fmt4(h, sizeof h, x->batch_ms), bench_fmt4(k2, sizeof k2, x->ocl_cuda_batch));
     }
     free(idx);
     print_comparisons(r, f);

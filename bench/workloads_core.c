@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static size_t pick(bench_size s, int small_log2, int default_log2, int large_log2)
 {
-    return (size_t)1 << (s == BENCH_SMALL || s == BENCH_TINY ? small_log2 : s == BENCH_LARGE ? large_log2 : default_log2);
+    return (size_t)1 << (s == BENCH_SMALL || s == BENCH_TINY ? small_log2
+                         : s == BENCH_LARGE                  ? large_log2
+                                                             : default_log2);
 }
 
 /* ---- transfers: host <-> device over the host link, pageable (malloc) and pinned (gpuws_host_alloc) ---- */
@@ -96,17 +97,20 @@ static bool xfer_check(void *p, char *msg, size_t n)
         got = tmp;
     }
     bool ok = memcmp(got, s->expect, s->bytes) == 0;
-    if (!ok) snprintf(msg, n, "the %s copy differs from the data sent", s->to_device ? "host-to-device" : "device-to-host");
+    if (!ok)
+        snprintf(msg, n, "the %s copy differs from the data sent", s->to_device ? "host-to-device" : "device-to-host");
     free(tmp);
     return ok;
 }
 
-#define XFER_WORKLOAD(NAME, TO_DEVICE, PINNED)                                                                  \
-    static gpuws_status NAME##_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)        \
-    {                                                                                                           \
-        return xfer_setup(ctx, size, state, c, TO_DEVICE, PINNED);                                              \
-    }                                                                                                           \
-    static const bench_workload w_##NAME = {"transfer", #NAME, true, NAME##_setup, xfer_run, xfer_check, xfer_teardown}; \
+#define XFER_WORKLOAD(NAME, TO_DEVICE, PINNED)                                                                         \
+    static gpuws_status NAME##_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)               \
+    {                                                                                                                  \
+        return xfer_setup(ctx, size, state, c, TO_DEVICE, PINNED);                                                     \
+    }                                                                                                                  \
+    static const bench_workload w_##NAME = {                                                                           \
+        "transfer", #NAME, true, NAME##_setup, xfer_run, xfer_check, xfer_teardown                                     \
+    };                                                                                                                 \
     BENCH_WORKLOAD(w_##NAME)
 
 XFER_WORKLOAD(h2d_pageable, true, false)

@@ -12,7 +12,8 @@
 #include <string.h>
 
 static const char *const vector_add_src =
-    "GW_KERNEL void vector_add_f32(GW_GLOBAL const gw_f32 *a, GW_GLOBAL const gw_f32 *b, GW_GLOBAL gw_f32 *c, gw_u64 n)\n"
+    "GW_KERNEL void vector_add_f32(GW_GLOBAL const gw_f32 *a, GW_GLOBAL const gw_f32 *b, GW_GLOBAL gw_f32 *c, gw_u64 "
+    "n)\n"
     "{\n"
     "    for (gw_u64 i = gw_global_idx(0); i < n; i += gw_global_size(0)) c[i] = a[i] + b[i];\n"
     "}\n";
@@ -114,7 +115,7 @@ static gpuws_status va_setup(gpuws_context *ctx, bench_size size, void **state, 
      * array, CPU devices one work-item per element */
     uint64_t blocks = (s->n + 255) / 256, cap = (uint64_t)d.compute_units * 16;
     if (!cpu_device(ctx) && blocks > cap) blocks = cap;
-    s->cfg = (gpuws_launch_config){{(uint32_t)blocks, 1, 1}, {256, 1, 1}};
+    s->cfg = (gpuws_launch_config){ { (uint32_t)blocks, 1, 1 }, { 256, 1, 1 } };
     s->args[0] = gpuws_arg_buffer(s->a);
     s->args[1] = gpuws_arg_buffer(s->b);
     s->args[2] = gpuws_arg_buffer(s->c);
@@ -158,7 +159,9 @@ static gpuws_status mm_setup(gpuws_context *ctx, bench_size size, void **state, 
     prog_state *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
-    s->n = size == BENCH_SMALL || size == BENCH_TINY ? 1024 : size == BENCH_LARGE ? 8192 : 4096; /* as kernels/matmul/matmul_cases.c */
+    s->n = size == BENCH_SMALL || size == BENCH_TINY ? 1024
+           : size == BENCH_LARGE                     ? 8192
+                                                     : 4096; /* as kernels/matmul/matmul_cases.c */
     if (cpu_device(ctx)) s->n /= 4;
     const size_t n = s->n, bytes = n * n * sizeof(float);
     if (!(s->ha = uniform_floats(n * n, 7)) || !(s->hb = uniform_floats(n * n, 8))) return GPUWS_ERR_OUT_OF_MEMORY;
@@ -170,7 +173,7 @@ static gpuws_status mm_setup(gpuws_context *ctx, bench_size size, void **state, 
     gpuws_context_get_device_info(ctx, &d);
     uint64_t gy = (n + 15) / 16;
     if (gy > d.max_grid_dims[1]) gy = d.max_grid_dims[1];
-    s->cfg = (gpuws_launch_config){{(uint32_t)((n + 15) / 16), (uint32_t)gy, 1}, {16, 16, 1}};
+    s->cfg = (gpuws_launch_config){ { (uint32_t)((n + 15) / 16), (uint32_t)gy, 1 }, { 16, 16, 1 } };
     s->args[0] = gpuws_arg_buffer(s->a);
     s->args[1] = gpuws_arg_buffer(s->b);
     s->args[2] = gpuws_arg_buffer(s->c);
@@ -195,9 +198,9 @@ static bool mm_check(void *p, char *msg, size_t len)
     return ok;
 }
 
-static const bench_workload w_program_vector_add = {"program", "vector_add_f32", false, va_setup, prog_run, va_check,
-                                                    prog_teardown};
-static const bench_workload w_program_matmul = {"program", "matmul_shared_f32", false, mm_setup, prog_run, mm_check,
-                                                prog_teardown};
+static const bench_workload w_program_vector_add = { "program", "vector_add_f32", false,        va_setup,
+                                                     prog_run,  va_check,         prog_teardown };
+static const bench_workload w_program_matmul = { "program", "matmul_shared_f32", false, mm_setup, prog_run,
+                                                 mm_check,  prog_teardown };
 BENCH_WORKLOAD(w_program_vector_add)
 BENCH_WORKLOAD(w_program_matmul)

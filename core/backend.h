@@ -30,7 +30,7 @@ typedef struct gpuws__backend {
     void (*stream_destroy)(gpuws_stream *s);
     gpuws_status (*stream_synchronize)(gpuws_stream *s);
 
-    gpuws_status (*buffer_create)(gpuws_buffer *b);      /* b->size > 0 */
+    gpuws_status (*buffer_create)(gpuws_buffer *b); /* b->size > 0 */
     void (*buffer_destroy)(gpuws_buffer *b);
     /* Transfers on stream s; blocking != 0 returns only when the host memory may be reused. */
     gpuws_status (*buffer_write)(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *src, size_t n, int blocking);
@@ -66,7 +66,7 @@ typedef struct gpuws__backend {
      * Core parses the GW_KERNEL declarations into p->decls and assembles p->source as: `dialect`, then
      * `#define`s of the options, then program_text(BEFORE), then `#line 1 "file"` and the user's source (headers
      * expanded in place, with #line), then program_text(AFTER). */
-    const char *dialect;            /* the dialect's definitions for this backend */
+    const char *dialect; /* the dialect's definitions for this backend */
     /* (optional) Appends backend text before or after the user's source (entry-point wrappers from p->decls). */
     gpuws_status (*program_text)(const gpuws_program *p, gpuws__text_place where, gpuws__strbuf *out);
     /* Compiles p->source for the context's device, or loads it from the cache (unless GPUWS_PROGRAM_NO_CACHE);
@@ -93,6 +93,7 @@ extern const gpuws__backend gpuws__backend_cuda;
 
 /* OpenCL program cache events in this process: loaded from disk, no entry, entry rejected (corrupt, truncated,
  * foreign, or refused by the driver), built from source. Zeros when OpenCL is not built in. */
-void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds);
+void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected,
+                               unsigned long *builds);
 
 #endif

@@ -16,15 +16,19 @@ gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpuws_buffer 
     *out = NULL;
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
     if (st) return st;
-    if (bytes == 0) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'bytes' is 0; a buffer needs at least one byte");
+    if (bytes == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'bytes' is 0; a buffer needs at least one byte");
     if (ctx->info.global_mem_bytes && bytes > ctx->info.global_mem_bytes)
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "requested %zu bytes but %s has %llu bytes of memory", bytes,
                             ctx->info.name, (unsigned long long)ctx->info.global_mem_bytes);
     if (ctx->info.max_alloc_bytes && bytes > ctx->info.max_alloc_bytes)
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "requested %zu bytes but the largest buffer %s allows is %llu bytes",
-                            bytes, ctx->info.name, (unsigned long long)ctx->info.max_alloc_bytes);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "requested %zu bytes but the largest buffer %s allows is %llu bytes", bytes, ctx->info.name,
+                            (unsigned long long)ctx->info.max_alloc_bytes);
     gpuws_buffer *b = gpuws__calloc(1, sizeof *b);
-    if (!b) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a buffer handle (%zu bytes) for %zu bytes", sizeof *b, bytes);
+    if (!b)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a buffer handle (%zu bytes) for %zu bytes", sizeof *b,
+                            bytes);
     static _Atomic uint64_t serials;
     b->ctx = ctx;
     b->size = bytes;
@@ -87,10 +91,7 @@ gpuws_status gpuws_buffer_get_context(const gpuws_buffer *b, gpuws_context **ctx
     return GPUWS_OK;
 }
 
-void *gpuws__cpu_ptr(const gpuws_buffer *b)
-{
-    return b->ctx->backend->kind == GPUWS_BACKEND_CPU ? b->impl : NULL;
-}
+void *gpuws__cpu_ptr(const gpuws_buffer *b) { return b->ctx->backend->kind == GPUWS_BACKEND_CPU ? b->impl : NULL; }
 
 /* One checker for the four transfer kinds: stream, buffer(s), host pointer, range. */
 static gpuws_status check_xfer(gpuws_stream **s, const gpuws_buffer *b, size_t off, const void *host, size_t n,
@@ -125,8 +126,9 @@ static gpuws_status do_copy(gpuws_stream *s, gpuws_buffer *dst, size_t doff, con
     if ((st = gpuws__check_range(src, soff, n, "argument 'src'"))) return st;
     if (n == 0) return GPUWS_OK;
     if (src == dst && soff < doff + n && doff < soff + n)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "source [%zu, %zu) and destination [%zu, %zu) overlap in one buffer",
-                            soff, soff + n, doff, doff + n);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "source [%zu, %zu) and destination [%zu, %zu) overlap in one buffer", soff, soff + n, doff,
+                            doff + n);
     return dst->ctx->backend->buffer_copy(s, dst, doff, src, soff, n);
 }
 
@@ -137,14 +139,20 @@ static gpuws_status do_fill(gpuws_stream *s, gpuws_buffer *dst, size_t off, cons
     if (!(psize == 1 || psize == 2 || psize == 4 || psize == 8 || psize == 16))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "pattern_size %zu is not 1, 2, 4, 8 or 16", psize);
     if (off % psize || n % psize)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "offset %zu and bytes %zu must be multiples of pattern_size %zu",
-                            off, n, psize);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "offset %zu and bytes %zu must be multiples of pattern_size %zu", off, n, psize);
     if ((st = gpuws__check_range(dst, off, n, "argument 'dst'")) || n == 0) return st;
     return dst->ctx->backend->buffer_fill(s, dst, off, pat, psize, n);
 }
 
-gpuws_status gpuws_buffer_write(gpuws_buffer *d, size_t o, const void *s, size_t n) { return do_write(NULL, d, o, s, n, 1); }
-gpuws_status gpuws_buffer_read(const gpuws_buffer *s, size_t o, void *d, size_t n) { return do_read(NULL, s, o, d, n, 1); }
+gpuws_status gpuws_buffer_write(gpuws_buffer *d, size_t o, const void *s, size_t n)
+{
+    return do_write(NULL, d, o, s, n, 1);
+}
+gpuws_status gpuws_buffer_read(const gpuws_buffer *s, size_t o, void *d, size_t n)
+{
+    return do_read(NULL, s, o, d, n, 1);
+}
 
 gpuws_status gpuws_buffer_copy(gpuws_buffer *dst, size_t doff, const gpuws_buffer *src, size_t soff, size_t n)
 {
@@ -225,8 +233,8 @@ gpuws_status gpuws__buffer_read_finish(gpuws_stream *s, gpuws__pending_read *rd,
     return st;
 }
 
-gpuws_status gpuws_buffer_copy_async(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff,
-                                     size_t n)
+gpuws_status gpuws_buffer_copy_async(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src,
+                                     size_t soff, size_t n)
 {
     return do_copy(s, d, doff, src, soff, n);
 }

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char MAGIC[8] = {'G', 'P', 'U', 'W', 'S', 'C', 'B', 3};
+static const char MAGIC[8] = { 'G', 'P', 'U', 'W', 'S', 'C', 'B', 3 };
 #define MAX_BINARY (512u << 20)
 
 /* The warnings below are given once per process: each context and each build checks again. */
@@ -32,10 +32,8 @@ static bool dir_usable(const char *dir, bool from_env)
 {
     struct stat sb;
     const char *why = NULL;
-    if (stat(dir, &sb) == 0)
-        why = S_ISDIR(sb.st_mode) ? NULL : "it is not a directory";
-    else if (errno == ELOOP || errno == ENOTDIR)
-        why = strerror(errno);
+    if (stat(dir, &sb) == 0) why = S_ISDIR(sb.st_mode) ? NULL : "it is not a directory";
+    else if (errno == ELOOP || errno == ENOTDIR) why = strerror(errno);
     if (!why) return true;
     if (!atomic_flag_test_and_set(&warned_dir))
         gpuws__log(GPUWS__LOG_WARN, "%s%s: %s; programs are built from source and not cached",
@@ -50,14 +48,10 @@ void gpuws__cache_init(gpuws__cache *c)
     const bool from_env = v != NULL;
     if (v && gpuws__strcasecmp(v, "off") == 0) return;
     int n;
-    if (v)
-        n = snprintf(c->dir, sizeof c->dir, "%s", v);
-    else if ((v = gpuws__getenv("XDG_CACHE_HOME")))
-        n = snprintf(c->dir, sizeof c->dir, "%s/gpuws", v);
-    else if ((v = gpuws__getenv("HOME")))
-        n = snprintf(c->dir, sizeof c->dir, "%s/.cache/gpuws", v);
-    else
-        return;
+    if (v) n = snprintf(c->dir, sizeof c->dir, "%s", v);
+    else if ((v = gpuws__getenv("XDG_CACHE_HOME"))) n = snprintf(c->dir, sizeof c->dir, "%s/gpuws", v);
+    else if ((v = gpuws__getenv("HOME"))) n = snprintf(c->dir, sizeof c->dir, "%s/.cache/gpuws", v);
+    else return;
     c->enabled = n > 0 && (size_t)n < sizeof c->dir && dir_usable(c->dir, from_env);
 }
 
@@ -98,13 +92,18 @@ static bool write_all(int fd, const void *p, size_t n)
 }
 
 /* Owned by the user and not writable by group or others. */
-static bool private_to_user(const struct stat *sb) { return sb->st_uid == geteuid() && !(sb->st_mode & (S_IWGRP | S_IWOTH)); }
+static bool private_to_user(const struct stat *sb)
+{
+    return sb->st_uid == geteuid() && !(sb->st_mode & (S_IWGRP | S_IWOTH));
+}
 
 static void warn_once(const char *what, const char *path)
 {
     if (atomic_flag_test_and_set(&warned_owner)) return;
-    gpuws__log(GPUWS__LOG_WARN, "program cache: %s %s; compiled programs are not loaded from it (set GPUWS_CACHE_DIR to a "
-               "directory of your own, or 'off')", path, what);
+    gpuws__log(GPUWS__LOG_WARN,
+               "program cache: %s %s; compiled programs are not loaded from it (set GPUWS_CACHE_DIR to a "
+               "directory of your own, or 'off')",
+               path, what);
 }
 
 static const char *file_kind(mode_t m)
@@ -121,8 +120,10 @@ static const char *file_kind(mode_t m)
 static void special_entry(const char *path, mode_t m)
 {
     if (!atomic_flag_test_and_set(&warned_entry))
-        gpuws__log(GPUWS__LOG_WARN, "program cache entry %s is a %s, not a regular file: it is neither read nor replaced, "
-                   "and its program is built from source", path, file_kind(m));
+        gpuws__log(GPUWS__LOG_WARN,
+                   "program cache entry %s is a %s, not a regular file: it is neither read nor replaced, "
+                   "and its program is built from source",
+                   path, file_kind(m));
 }
 
 /* The directory may hold code we run: it must be ours alone. */
@@ -141,7 +142,8 @@ static bool dir_trusted(const gpuws__cache *c)
     return true;
 }
 
-gpuws_status gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, unsigned char **bin, size_t *len)
+gpuws_status gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, unsigned char **bin,
+                               size_t *len)
 {
     *bin = NULL;
     *len = 0;
@@ -201,8 +203,8 @@ done:
     close(fd);
     gpuws__free(k);
     if (failed_alloc)
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "reading program cache entry %s: allocating %zu bytes failed", path,
-                            failed_alloc);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "reading program cache entry %s: allocating %zu bytes failed",
+                            path, failed_alloc);
     if (!ok) {
         gpuws__log(GPUWS__LOG_INFO, "program cache entry %s is not used (%s); rebuilding", path, why);
         gpuws__free(b);

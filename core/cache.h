@@ -20,7 +20,8 @@ typedef struct gpuws__cache {
 void gpuws__cache_init(gpuws__cache *c);
 /* A valid entry for key: GPUWS_OK and a gpuws__malloc'd binary in *bin; no usable entry: GPUWS_OK and *bin NULL.
  * GPUWS_ERR_OUT_OF_MEMORY (message set) when memory for reading it cannot be had. */
-gpuws_status gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, unsigned char **bin, size_t *len);
+gpuws_status gpuws__cache_load(const gpuws__cache *c, const char *key, const char *ext, unsigned char **bin,
+                               size_t *len);
 /* Best effort: failures (read-only directory, full disk) are logged at debug level and ignored. */
 void gpuws__cache_store(const gpuws__cache *c, const char *key, const char *ext, const void *bin, size_t len);
 /* The path of key's entry (tests, statistics). */

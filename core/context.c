@@ -41,15 +41,17 @@ static gpuws_status parse_backend_list(const char *spec, const char *source, bac
         name[len] = 0;
         gpuws_backend_kind k;
         if (gpuws_backend_from_name(name, &k) != GPUWS_OK)
-            return gpuws__error(GPUWS_ERR_UNKNOWN_BACKEND, "unknown backend '%s' in %s='%s'; valid names: cuda, opencl, cpu",
-                                name, source, spec);
+            return gpuws__error(GPUWS_ERR_UNKNOWN_BACKEND,
+                                "unknown backend '%s' in %s='%s'; valid names: cuda, opencl, cpu", name, source, spec);
         if (out->n == MAX_LIST)
-            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s='%s' lists more than %d backends", source, spec, MAX_LIST);
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s='%s' lists more than %d backends", source, spec,
+                                MAX_LIST);
         out->kinds[out->n++] = k;
         p = e;
     }
     if (out->n == 0)
-        return gpuws__error(GPUWS_ERR_UNKNOWN_BACKEND, "%s='%s' names no backend; valid names: cuda, opencl, cpu", source, spec);
+        return gpuws__error(GPUWS_ERR_UNKNOWN_BACKEND, "%s='%s' names no backend; valid names: cuda, opencl, cpu",
+                            source, spec);
     return GPUWS_OK;
 }
 
@@ -165,8 +167,9 @@ gpuws_status gpuws_context_create(gpuws_context **out, const gpuws_context_optio
                 return GPUWS_OK;
             }
             if (st == GPUWS_OK) {
-                snprintf(one, sizeof one, "%s not available: it has %zu device(s)%s%s%s and device index %zu was asked for",
-                         bi.name, n, f ? " on platforms matching '" : "", f ? f : "", f ? "'" : "", want);
+                snprintf(one, sizeof one,
+                         "%s not available: it has %zu device(s)%s%s%s and device index %zu was asked for", bi.name, n,
+                         f ? " on platforms matching '" : "", f ? f : "", f ? "'" : "", want);
                 last = GPUWS_ERR_NO_DEVICE;
             } else {
                 snprintf(one, sizeof one, "%s not available: %s", bi.name, gpuws_last_error());
@@ -203,8 +206,10 @@ void gpuws_context_destroy(gpuws_context *ctx)
     /* The caller's leftovers are released with the context and leave the live-handle registry, so destroying one
      * later is a no-op and any other use of it GPUWS_ERR_INVALID_ARGUMENT, never a use of freed memory. */
     if (ctx->live_buffers || ctx->live_events)
-        gpuws__log(GPUWS__LOG_WARN, "context destroyed with %ld live buffer(s) and %ld live event(s): leaked; released "
-                   "with the context", ctx->live_buffers, ctx->live_events);
+        gpuws__log(GPUWS__LOG_WARN,
+                   "context destroyed with %ld live buffer(s) and %ld live event(s): leaked; released "
+                   "with the context",
+                   ctx->live_buffers, ctx->live_events);
     while (ctx->events) {
         gpuws_event *e = ctx->events;
         event_unlink(e);
@@ -339,13 +344,12 @@ gpuws_status gpuws__claim(gpuws__stream_claim *c, gpuws_stream *s, const char *f
     uintptr_t owner = 0;
     if (atomic_compare_exchange_strong_explicit(&s->owner, &owner, me, memory_order_acquire, memory_order_relaxed))
         s->claims = 1;
-    else if (owner == me)
-        s->claims++;
+    else if (owner == me) s->claims++;
     else
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "%s: stream %p%s is in use by another thread (a stream is used by one thread at a time: "
-                            "give each thread its own, docs/threads.md)", fn, (void *)s,
-                            s->is_default ? " (the context's default stream)" : "");
+                            "give each thread its own, docs/threads.md)",
+                            fn, (void *)s, s->is_default ? " (the context's default stream)" : "");
     c->s = s;
     return GPUWS_OK;
 }
@@ -378,7 +382,7 @@ static gpuws_status entry_add(gpuws__stream_entries *l, const gpuws__stream_key 
         l->v = v;
         l->cap = cap;
     }
-    l->v[l->n] = (gpuws__stream_entry){key, NULL, 0};
+    l->v[l->n] = (gpuws__stream_entry){ key, NULL, 0 };
     *out = &l->v[l->n++];
     return GPUWS_OK;
 }
@@ -490,10 +494,10 @@ static void destroy_scratch(gpuws_stream *s)
     s->zeroed = NULL;
     for (size_t i = 0; i < s->memo.n; i++) gpuws__free(s->memo.v[i].p);
     gpuws__free(s->memo.v);
-    s->memo = (gpuws__stream_entries){0};
+    s->memo = (gpuws__stream_entries){ 0 };
     for (size_t i = 0; i < s->scratch.n; i++) gpuws_buffer_destroy(s->scratch.v[i].p);
     gpuws__free(s->scratch.v);
-    s->scratch = (gpuws__stream_entries){0};
+    s->scratch = (gpuws__stream_entries){ 0 };
 }
 
 /* ---- events ---- */

@@ -22,7 +22,7 @@ typedef struct gpuws__stream_claim {
 } gpuws__stream_claim;
 gpuws_status gpuws__claim(gpuws__stream_claim *c, gpuws_stream *s, const char *fn);
 void gpuws__unclaim(gpuws__stream_claim *c);
-#define GPUWS__CLAIM(name) __attribute__((cleanup(gpuws__unclaim))) gpuws__stream_claim name = {NULL}
+#define GPUWS__CLAIM(name) __attribute__((cleanup(gpuws__unclaim))) gpuws__stream_claim name = { NULL }
 
 /* Who owns a piece of memory the stream keeps (gpuws__stream_scratch, gpuws__stream_memo): each use declares its own
  * key at file scope and passes its address, e.g.

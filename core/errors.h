@@ -21,8 +21,15 @@ void gpuws__log(gpuws__log_level level, const char *fmt, ...) __attribute__((for
 
 /* ---- handles --------------------------------------------------------------------------------------------- */
 
-typedef enum { GPUWS__H_CONTEXT = 1, GPUWS__H_STREAM, GPUWS__H_EVENT, GPUWS__H_BUFFER, GPUWS__H_KERNEL,
-               GPUWS__H_PROGRAM, GPUWS__H_REDUCTION } gpuws__handle_kind;
+typedef enum {
+    GPUWS__H_CONTEXT = 1,
+    GPUWS__H_STREAM,
+    GPUWS__H_EVENT,
+    GPUWS__H_BUFFER,
+    GPUWS__H_KERNEL,
+    GPUWS__H_PROGRAM,
+    GPUWS__H_REDUCTION
+} gpuws__handle_kind;
 /* Live-handle registry: a destroyed or never-created handle is reported, not dereferenced. handle_add fails
  * (GPUWS_ERR_OUT_OF_MEMORY, message set) only when the registry cannot grow; the caller then undoes the create. */
 gpuws_status gpuws__handle_add(const void *p, gpuws__handle_kind kind);

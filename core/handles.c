@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { const void *p; int kind; } gpuws__slot; /* kind 0 = empty, -1 = tombstone */
+typedef struct {
+    const void *p;
+    int kind;
+} gpuws__slot; /* kind 0 = empty, -1 = tombstone */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static gpuws__slot *reg_slots;
@@ -20,7 +23,9 @@ static size_t reg_cap, reg_used; /* used counts live + tombstones */
 static size_t reg_hash(const void *p)
 {
     uintptr_t x = (uintptr_t)p;
-    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
     return (size_t)x;
 }
 
@@ -62,8 +67,9 @@ gpuws_status gpuws__handle_add(const void *p, gpuws__handle_kind kind)
     size_t cap = reg_cap;
     pthread_mutex_unlock(&reg_lock);
     if (!ok)
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "growing the live-handle registry past %zu slots (%zu bytes) failed",
-                            cap, (cap ? cap * 2 : 256) * sizeof(gpuws__slot));
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "growing the live-handle registry past %zu slots (%zu bytes) failed", cap,
+                            (cap ? cap * 2 : 256) * sizeof(gpuws__slot));
     return GPUWS_OK;
 }
 
@@ -98,14 +104,23 @@ static gpuws_status check(const void *p, gpuws__handle_kind kind, const char *ty
 {
     if (!p) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %s is NULL", what, type);
     if (!gpuws__handle_live(p, kind))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %p is not a live %s (destroyed, or never created)",
-                            what, p, type);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %p is not a live %s (destroyed, or never created)", what,
+                            p, type);
     return GPUWS_OK;
 }
 
-gpuws_status gpuws__check_context(const gpuws_context *c, const char *w) { return check(c, GPUWS__H_CONTEXT, "context", w); }
-gpuws_status gpuws__check_stream(const gpuws_stream *s, const char *w) { return check(s, GPUWS__H_STREAM, "stream", w); }
-gpuws_status gpuws__check_buffer(const gpuws_buffer *b, const char *w) { return check(b, GPUWS__H_BUFFER, "buffer", w); }
+gpuws_status gpuws__check_context(const gpuws_context *c, const char *w)
+{
+    return check(c, GPUWS__H_CONTEXT, "context", w);
+}
+gpuws_status gpuws__check_stream(const gpuws_stream *s, const char *w)
+{
+    return check(s, GPUWS__H_STREAM, "stream", w);
+}
+gpuws_status gpuws__check_buffer(const gpuws_buffer *b, const char *w)
+{
+    return check(b, GPUWS__H_BUFFER, "buffer", w);
+}
 gpuws_status gpuws__check_event(const gpuws_event *e, const char *w) { return check(e, GPUWS__H_EVENT, "event", w); }
 
 gpuws_status gpuws__resolve_stream(gpuws_context *ctx, gpuws_stream **s, const char *what)
@@ -123,8 +138,7 @@ gpuws_status gpuws__resolve_stream(gpuws_context *ctx, gpuws_stream **s, const c
 
 gpuws_status gpuws__check_same_context(const gpuws_context *ctx, const gpuws_buffer *b, const char *what)
 {
-    if (b->ctx != ctx)
-        return gpuws__error(GPUWS_ERR_WRONG_CONTEXT, "%s: the buffer belongs to another context", what);
+    if (b->ctx != ctx) return gpuws__error(GPUWS_ERR_WRONG_CONTEXT, "%s: the buffer belongs to another context", what);
     return GPUWS_OK;
 }
 
@@ -134,8 +148,7 @@ gpuws_status gpuws__check_range(const gpuws_buffer *b, size_t offset, size_t byt
     if (gpuws__add_overflows(offset, bytes, &end))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: offset %zu + %zu bytes overflows size_t", what, offset, bytes);
     if (end > b->size)
-        return gpuws__error(GPUWS_ERR_OUT_OF_RANGE,
-                            "%s: range [%zu, %zu) is past the end of a buffer of %zu bytes", what, offset, end,
-                            b->size);
+        return gpuws__error(GPUWS_ERR_OUT_OF_RANGE, "%s: range [%zu, %zu) is past the end of a buffer of %zu bytes",
+                            what, offset, end, b->size);
     return GPUWS_OK;
 }

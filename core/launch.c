@@ -20,7 +20,8 @@ gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const ch
     if (!name || !*name) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'name' is NULL or empty");
     if (!options) options = "";
     if (!ctx->backend->kernel_create)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "the %s backend has no kernels to launch (its algorithms run the C references)",
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "the %s backend has no kernels to launch (its algorithms run the C references)",
                             ctx->backend->name);
     pthread_mutex_lock(&ctx->lock);
     for (gpuws_kernel *k = ctx->kernels; k; k = k->next) {
@@ -35,7 +36,8 @@ gpuws_status gpuws__kernel_get_ex(gpuws_context *ctx, const char *name, const ch
         pthread_mutex_unlock(&ctx->lock);
         if (k) gpuws__free(k->name);
         gpuws__free(k);
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating kernel '%s' (%zu bytes and its names)", name, sizeof *k);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating kernel '%s' (%zu bytes and its names)", name,
+                            sizeof *k);
     }
     k->ctx = ctx;
     /* The backend is called under the context lock, so two threads never build one program twice. */
@@ -92,12 +94,14 @@ gpuws_status gpuws__check_launch_args(const gpuws_kernel *k, const gpuws_arg *ar
     size_t np = strlen(k->sig);
     if (nargs != np)
         return gpuws__error(GPUWS_ERR_ARGUMENTS, "kernel '%s' takes %zu argument(s), %zu given", k->name, np, nargs);
-    if (nargs && !args) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'args' is NULL with nargs = %zu", nargs);
+    if (nargs && !args)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'args' is NULL with nargs = %zu", nargs);
     size_t total = 0;
     for (size_t i = 0; i < nargs; i++) {
         int want = k->sig[i], got = (int)args[i].kind;
         if (!strchr("biulLfds", got))
-            return gpuws__error(GPUWS_ERR_ARGUMENTS, "kernel '%s' argument %zu: %d is not a gpuws_arg_kind", k->name, i, got);
+            return gpuws__error(GPUWS_ERR_ARGUMENTS, "kernel '%s' argument %zu: %d is not a gpuws_arg_kind", k->name, i,
+                                got);
         if (want != '?' && want != got)
             return gpuws__error(GPUWS_ERR_ARGUMENTS, "kernel '%s' argument %zu: expects %s, got %s", k->name, i,
                                 kind_name(want), kind_name(got));
@@ -105,11 +109,12 @@ gpuws_status gpuws__check_launch_args(const gpuws_kernel *k, const gpuws_arg *ar
             gpuws_status st = gpuws__check_buffer(args[i].v.buffer, "kernel argument");
             if (st) return gpuws__error_prefix(st, "kernel '%s' argument %zu", k->name, i);
             if (args[i].v.buffer->ctx != k->ctx)
-                return gpuws__error(GPUWS_ERR_WRONG_CONTEXT, "kernel '%s' argument %zu: buffer belongs to another context",
-                                    k->name, i);
+                return gpuws__error(GPUWS_ERR_WRONG_CONTEXT,
+                                    "kernel '%s' argument %zu: buffer belongs to another context", k->name, i);
         } else if (got == 's') {
             if (args[i].v.local_bytes == 0)
-                return gpuws__error(GPUWS_ERR_ARGUMENTS, "kernel '%s' argument %zu: local memory of 0 bytes", k->name, i);
+                return gpuws__error(GPUWS_ERR_ARGUMENTS, "kernel '%s' argument %zu: local memory of 0 bytes", k->name,
+                                    i);
             /* each region rounded up to 16 bytes: CUDA's and the CPU backend's layout, and what NVIDIA's OpenCL
              * needs too (a launch at the device's limit minus one byte fails there with CL_OUT_OF_RESOURCES) */
             size_t rounded = (args[i].v.local_bytes + 15) & ~(size_t)15;
@@ -136,11 +141,13 @@ gpuws_status gpuws_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_c
     bool too_many_blocks = false;
     for (int i = 0; i < 3; i++) {
         if (g[i] == 0 || b[i] == 0)
-            return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG, "kernel '%s': grid (%u,%u,%u) and block (%u,%u,%u) need every dimension >= 1",
-                                k->name, g[0], g[1], g[2], b[0], b[1], b[2]);
+            return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
+                                "kernel '%s': grid (%u,%u,%u) and block (%u,%u,%u) need every dimension >= 1", k->name,
+                                g[0], g[1], g[2], b[0], b[1], b[2]);
         if (b[i] > d->max_block_dims[i])
-            return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG, "kernel '%s': block dimension %d is %u but %s allows at most %u",
-                                k->name, i, b[i], d->name, d->max_block_dims[i]);
+            return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
+                                "kernel '%s': block dimension %d is %u but %s allows at most %u", k->name, i, b[i],
+                                d->name, d->max_block_dims[i]);
         if (g[i] > d->max_grid_dims[i])
             return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
                                 "kernel '%s': grid (%u,%u,%u) has %u blocks in dimension %d but %s allows at most %llu",
@@ -163,24 +170,26 @@ gpuws_status gpuws_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_launch_c
         else snprintf(nb, sizeof nb, "%llu", (unsigned long long)blocks);
         if (too_many_blocks || __builtin_mul_overflow(blocks, threads, &t))
             snprintf(nt, sizeof nt, "about %.3g", all * (double)threads);
-        else
-            snprintf(nt, sizeof nt, "%llu", (unsigned long long)t);
+        else snprintf(nt, sizeof nt, "%llu", (unsigned long long)t);
         return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
                             "kernel '%s': grid (%u,%u,%u) of blocks (%u,%u,%u) is %s blocks, %s threads in all, but %s "
-                            "runs at most %llu blocks per launch", k->name, g[0], g[1], g[2], b[0], b[1], b[2], nb, nt,
-                            d->name, (unsigned long long)d->max_grid_blocks);
+                            "runs at most %llu blocks per launch",
+                            k->name, g[0], g[1], g[2], b[0], b[1], b[2], nb, nt, d->name,
+                            (unsigned long long)d->max_grid_blocks);
     }
     if (threads > d->max_block_size || threads > k->info.max_block_size)
         return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG, "kernel '%s': block of %llu threads exceeds the limit of %u on %s",
                             k->name, (unsigned long long)threads,
-                            k->info.max_block_size < d->max_block_size ? k->info.max_block_size : d->max_block_size, d->name);
+                            k->info.max_block_size < d->max_block_size ? k->info.max_block_size : d->max_block_size,
+                            d->name);
     size_t local = 0;
     if ((st = gpuws__check_launch_args(k, args, nargs, &local))) return st;
     uint64_t shared = (uint64_t)local + k->info.static_shared_bytes;
     if (shared > d->shared_mem_bytes)
-        return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
-                            "kernel '%s': %llu bytes of shared/local memory (%zu dynamic + %llu static) exceed the %llu bytes of %s",
-                            k->name, (unsigned long long)shared, local, (unsigned long long)k->info.static_shared_bytes,
-                            (unsigned long long)d->shared_mem_bytes, d->name);
+        return gpuws__error(
+            GPUWS_ERR_LAUNCH_CONFIG,
+            "kernel '%s': %llu bytes of shared/local memory (%zu dynamic + %llu static) exceed the %llu bytes of %s",
+            k->name, (unsigned long long)shared, local, (unsigned long long)k->info.static_shared_bytes,
+            (unsigned long long)d->shared_mem_bytes, d->name);
     return ctx->backend->launch(s, k, cfg, args, nargs);
 }

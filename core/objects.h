@@ -16,17 +16,17 @@
 struct gpuws_context {
     const struct gpuws__backend *backend;
     gpuws_device_info info;
-    void *impl;                      /* backend's context */
+    void *impl; /* backend's context */
     gpuws_stream *default_stream;
-    pthread_mutex_t lock;            /* guards kernels and the backend's caches */
-    struct gpuws_kernel *kernels;    /* looked-up kernels, owned by the context */
-    struct gpuws_program *programs;  /* user programs (include/gpuws/program.h), generators' included */
+    pthread_mutex_t lock;               /* guards kernels and the backend's caches */
+    struct gpuws_kernel *kernels;       /* looked-up kernels, owned by the context */
+    struct gpuws_program *programs;     /* user programs (include/gpuws/program.h), generators' included */
     struct gpuws__generated *generated; /* generator kernels and reductions, by their texts (core/generators.c) */
-    gpuws_stream *streams;           /* user-created streams, for gpuws_context_synchronize */
-    struct gpuws_buffer *buffers;    /* live buffers and events, under lock: a context destroyed with some left */
-    struct gpuws_event *events;      /* warns and releases them, so a late destroy of one finds it not live */
-    long live_buffers, live_events;  /* under lock; a warning names leftovers at destroy */
-    gpuws__tuning tuning;            /* the knobs (core/tuning.h), read from GPUWS_TUNING when it is created */
+    gpuws_stream *streams;              /* user-created streams, for gpuws_context_synchronize */
+    struct gpuws_buffer *buffers;       /* live buffers and events, under lock: a context destroyed with some left */
+    struct gpuws_event *events;         /* warns and releases them, so a late destroy of one finds it not live */
+    long live_buffers, live_events;     /* under lock; a warning names leftovers at destroy */
+    gpuws__tuning tuning;               /* the knobs (core/tuning.h), read from GPUWS_TUNING when it is created */
 };
 
 #define GPUWS__STAGING_BYTES 64
@@ -44,18 +44,18 @@ struct gpuws_stream {
     gpuws_context *ctx;
     void *impl;
     bool is_default;
-    gpuws__stream_entries scratch;   /* temporary device memory, by owner (see gpuws__stream_scratch) */
-    gpuws_buffer *tickets;           /* a ticket counter for persistent kernels (see gpuws__stream_tickets) */
-    uint32_t tickets_base;           /* the value tickets holds when the next kernel on the stream starts */
-    bool tickets_unknown;            /* a launch that draws tickets failed: zero it again before the next one */
-    gpuws_buffer *zeroed;            /* device memory the kernels leave zero (see gpuws__stream_zeroed) */
-    size_t zeroed_clean;             /* its leading bytes known to be zero where the next command starts */
-    gpuws__stream_entries memo;      /* host memory drivers keep between calls, by owner (see gpuws__stream_memo) */
-    void *staging;                   /* GPUWS__STAGING_BYTES of pinned host memory (see gpuws__buffer_read_start) */
-    void *read_marker;               /* the backend's reusable marker for read_start (freed by stream_destroy) */
-    _Atomic uintptr_t owner;         /* the thread inside an algorithm call on the stream, 0 if none (gpuws__claim) */
-    unsigned claims;                 /* that thread's nested claims; only the owner touches it */
-    gpuws_stream *next;              /* in ctx->streams */
+    gpuws__stream_entries scratch; /* temporary device memory, by owner (see gpuws__stream_scratch) */
+    gpuws_buffer *tickets;         /* a ticket counter for persistent kernels (see gpuws__stream_tickets) */
+    uint32_t tickets_base;         /* the value tickets holds when the next kernel on the stream starts */
+    bool tickets_unknown;          /* a launch that draws tickets failed: zero it again before the next one */
+    gpuws_buffer *zeroed;          /* device memory the kernels leave zero (see gpuws__stream_zeroed) */
+    size_t zeroed_clean;           /* its leading bytes known to be zero where the next command starts */
+    gpuws__stream_entries memo;    /* host memory drivers keep between calls, by owner (see gpuws__stream_memo) */
+    void *staging;                 /* GPUWS__STAGING_BYTES of pinned host memory (see gpuws__buffer_read_start) */
+    void *read_marker;             /* the backend's reusable marker for read_start (freed by stream_destroy) */
+    _Atomic uintptr_t owner;       /* the thread inside an algorithm call on the stream, 0 if none (gpuws__claim) */
+    unsigned claims;               /* that thread's nested claims; only the owner touches it */
+    gpuws_stream *next;            /* in ctx->streams */
 };
 
 struct gpuws_event {
@@ -67,9 +67,9 @@ struct gpuws_event {
 
 struct gpuws_buffer {
     gpuws_context *ctx;
-    void *impl;                      /* CPU: the host pointer; CUDA: device pointer; OpenCL: cl_mem */
+    void *impl; /* CPU: the host pointer; CUDA: device pointer; OpenCL: cl_mem */
     size_t size;
-    uint64_t serial;                 /* unique in the process, never reused (a handle's address may be) */
+    uint64_t serial;                  /* unique in the process, never reused (a handle's address may be) */
     struct gpuws_buffer *prev, *next; /* in ctx->buffers */
 };
 
@@ -78,10 +78,10 @@ struct gpuws_kernel {
     gpuws_context *ctx;
     void *impl;
     char *name;
-    char *options;                   /* build options it was made with ("" if none) */
-    char sig[GPUWS__SIG_MAX + 1];    /* one gpuws_arg_kind letter per parameter; '?' = kind unknown */
+    char *options;                /* build options it was made with ("" if none) */
+    char sig[GPUWS__SIG_MAX + 1]; /* one gpuws_arg_kind letter per parameter; '?' = kind unknown */
     gpuws_kernel_info info;
-    struct gpuws_program *program;   /* the user program it belongs to; NULL for a built-in kernel */
+    struct gpuws_program *program; /* the user program it belongs to; NULL for a built-in kernel */
     struct gpuws_kernel *next;
 };
 
@@ -100,23 +100,23 @@ typedef struct gpuws__kernel_decl {
     size_t nparams;
     gpuws__param *params;
     char sig[GPUWS__SIG_MAX + 1];
-    bool barrier; /* its body, a GW_DEVICE function or a macro of the program (or of its defines) names gw_barrier */
+    bool barrier;  /* its body, a GW_DEVICE function or a macro of the program (or of its defines) names gw_barrier */
     unsigned line; /* of its name in the user's file */
 } gpuws__kernel_decl;
 
 struct gpuws_program {
     gpuws_context *ctx;
-    void *impl;               /* the backend's module (NULL while unbuilt or failed) */
+    void *impl; /* the backend's module (NULL while unbuilt or failed) */
     char *file_name;
-    unsigned flags;           /* GPUWS_PROGRAM_* */
-    char *source;             /* the generated text the backend compiles */
+    unsigned flags; /* GPUWS_PROGRAM_* */
+    char *source;   /* the generated text the backend compiles */
     size_t source_len;
-    char *log;                /* compiler output ("" when none) */
-    bool failed;              /* a failed program: only log, source and destroy */
-    char generator;           /* 'e' elementwise, 'r' reduction (core/generators.c), 0 a user's program */
+    char *log;      /* compiler output ("" when none) */
+    bool failed;    /* a failed program: only log, source and destroy */
+    char generator; /* 'e' elementwise, 'r' reduction (core/generators.c), 0 a user's program */
     size_t ndecls;
     gpuws__kernel_decl *decls;
-    gpuws_kernel **kernels;   /* per decl, made on first request */
+    gpuws_kernel **kernels;     /* per decl, made on first request */
     struct gpuws_program *next; /* in ctx->programs */
 };
 

@@ -22,12 +22,14 @@ static inline gpuws_status gpuws__options_read(const void *in, void *out, size_t
     memcpy(&given, in, sizeof given);
     if (given == 0) given = base;
     if (given < base)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: struct_size %zu is less than the %zu bytes of the "
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: struct_size %zu is less than the %zu bytes of the "
                             "smallest version of the struct (set it with the _OPTIONS_INIT macro, or leave it 0)",
                             what, given, base);
     for (size_t i = size; i < given; i++)
         if (((const unsigned char *)in)[i])
-            return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: struct_size %zu, but this gpuws (%d.%d.%d) knows only the "
+            return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                                "%s: struct_size %zu, but this gpuws (%d.%d.%d) knows only the "
                                 "first %zu bytes and byte %zu is set: a field of a newer gpuws that this library "
                                 "cannot honour (the program was built against a newer header)",
                                 what, given, GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH, size, i);
@@ -38,12 +40,12 @@ static inline gpuws_status gpuws__options_read(const void *in, void *out, size_t
 
 /* The end of a struct's last field in gpuws 0.2: what struct_size 0 stands for, forever (fields added later go
  * after it, so these offsets never change). */
-#define GPUWS__OPTIONS_END(T, last) (offsetof(T, last) + sizeof(((T *)0)->last))
-#define GPUWS__CONTEXT_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_context_options, opencl_platform)
-#define GPUWS__PROGRAM_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_program_options, flags)
+#define GPUWS__OPTIONS_END(T, last)    (offsetof(T, last) + sizeof(((T *)0)->last))
+#define GPUWS__CONTEXT_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_context_options, opencl_platform)
+#define GPUWS__PROGRAM_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_program_options, flags)
 #define GPUWS__CONVOLVE2D_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_convolve2d_options, fill_value)
 #define GPUWS__SIGMA_CLIP_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_sigma_clip_options, max_iterations)
-#define GPUWS__SOURCES_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_sources_options, want_labels)
-#define GPUWS__PIPELINE_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_pipeline_options, streams)
+#define GPUWS__SOURCES_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_sources_options, want_labels)
+#define GPUWS__PIPELINE_OPTIONS_BASE   GPUWS__OPTIONS_END(gpuws_pipeline_options, streams)
 
 #endif

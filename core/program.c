@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define DEFAULT_FILE_NAME "kernel.gw"
-#define KNOWN_FLAGS (GPUWS_PROGRAM_NO_CACHE | GPUWS_PROGRAM_DEBUG | GPUWS_PROGRAM_FAST_MATH)
+#define KNOWN_FLAGS       (GPUWS_PROGRAM_NO_CACHE | GPUWS_PROGRAM_DEBUG | GPUWS_PROGRAM_FAST_MATH)
 
 static bool is_identifier(const char *s, size_t n)
 {
@@ -22,23 +22,27 @@ static bool is_identifier(const char *s, size_t n)
 static gpuws_status check_options(const gpuws_program_options *o, const char *file)
 {
     if (strpbrk(file, "\"\n\\") || !*file)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.file_name '%s' is empty or holds a quote, backslash or "
-                            "newline (it is written into #line directives)", file);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "options.file_name '%s' is empty or holds a quote, backslash or "
+                            "newline (it is written into #line directives)",
+                            file);
     if (o->num_defines && !o->defines)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.defines is NULL with num_defines = %zu", o->num_defines);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.defines is NULL with num_defines = %zu",
+                            o->num_defines);
     for (size_t i = 0; i < o->num_defines; i++) {
         const char *d = o->defines[i];
         if (!d) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.defines[%zu] is NULL", i);
         const char *eq = strchr(d, '=');
         size_t n = eq ? (size_t)(eq - d) : strlen(d);
         if (!is_identifier(d, n))
-            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.defines[%zu] = '%s': the name before '=' must be an identifier",
-                                i, d);
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "options.defines[%zu] = '%s': the name before '=' must be an identifier", i, d);
         if (strchr(d, '\n'))
             return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.defines[%zu]: a value cannot hold a newline", i);
     }
     if (o->num_headers && !o->headers)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.headers is NULL with num_headers = %zu", o->num_headers);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.headers is NULL with num_headers = %zu",
+                            o->num_headers);
     if (o->flags & ~(unsigned)KNOWN_FLAGS)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.flags 0x%x has unknown bits 0x%x", o->flags,
                             o->flags & ~(unsigned)KNOWN_FLAGS);
@@ -60,7 +64,7 @@ static void program_free(gpuws_program *p)
 static gpuws_status generate(gpuws_program *p, const gpuws_program_options *o, const char *expanded, bool with_after)
 {
     const gpuws__backend *b = p->ctx->backend;
-    gpuws__strbuf t = {0};
+    gpuws__strbuf t = { 0 };
     gpuws__sb_printf(&t, "#line 1 \"gpuws-dialect-%s.h\"\n", b->name);
     gpuws__sb_puts(&t, b->dialect);
     gpuws__sb_puts(&t, "\n#line 1 \"gpuws-defines\"\n");
@@ -85,7 +89,8 @@ static gpuws_status generate(gpuws_program *p, const gpuws_program_options *o, c
         return st;
     }
     p->source_len = t.len;
-    if (!(p->source = gpuws__sb_take(&t))) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "assembling a program's source");
+    if (!(p->source = gpuws__sb_take(&t)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "assembling a program's source");
     return GPUWS_OK;
 }
 
@@ -155,8 +160,7 @@ static gpuws_status create(gpuws_context *ctx, const char *source, const gpuws_p
         if (!diag[0]) gpuws__strlcpy(diag, gpuws_last_error(), sizeof diag);
         if (internal) /* no program is handed out: the whole output goes into the message */
             gpuws__error(GPUWS_ERR_BUILD, "%s; the compiler's output:\n%s", diag, p->log ? p->log : "");
-        else
-            gpuws__error(GPUWS_ERR_BUILD, "%s (the whole compiler output: gpuws_program_log)", diag);
+        else gpuws__error(GPUWS_ERR_BUILD, "%s (the whole compiler output: gpuws_program_log)", diag);
         if (ctx->backend->program_destroy && p->impl) ctx->backend->program_destroy(p);
         p->impl = NULL;
         return internal ? (program_free(p), GPUWS_ERR_BUILD) : fail_program(p, out);
@@ -211,11 +215,13 @@ gpuws_status gpuws_program_get_kernel(gpuws_program *p, const char *name, gpuws_
     *out = NULL;
     if (!p) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'program' is NULL");
     if (!gpuws__handle_live(p, GPUWS__H_PROGRAM))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'program': %p is not a live program (destroyed, or never "
-                            "created)", (void *)p);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "argument 'program': %p is not a live program (destroyed, or never "
+                            "created)",
+                            (void *)p);
     if (p->failed)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "program '%s' failed to build: it has no kernels (its log says why)",
-                            p->file_name);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "program '%s' failed to build: it has no kernels (its log says why)", p->file_name);
     if (!name || !*name) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'name' is NULL or empty");
     size_t i = 0;
     while (i < p->ndecls && strcmp(p->decls[i].name, name) != 0) i++;
@@ -226,8 +232,8 @@ gpuws_status gpuws_program_get_kernel(gpuws_program *p, const char *name, gpuws_
             int w = snprintf(list + n, sizeof list - n, "%s%s", j ? ", " : "", p->decls[j].name);
             if (w > 0) n += (size_t)w;
         }
-        return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "program '%s' has no kernel '%s'; its kernels: %s", p->file_name, name,
-                            p->ndecls ? list : "none (no GW_KERNEL definition)");
+        return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "program '%s' has no kernel '%s'; its kernels: %s",
+                            p->file_name, name, p->ndecls ? list : "none (no GW_KERNEL definition)");
     }
     gpuws_context *ctx = p->ctx;
     pthread_mutex_lock(&ctx->lock);
@@ -249,7 +255,8 @@ gpuws_status gpuws_program_get_kernel(gpuws_program *p, const char *name, gpuws_
     memcpy(k->sig, p->decls[i].sig, sizeof k->sig);
     k->info.max_block_size = ctx->info.max_block_size;
     st = ctx->backend->program_kernel(p, i, k);
-    if (!st && (st = gpuws__handle_add(k, GPUWS__H_KERNEL)) && ctx->backend->kernel_destroy) ctx->backend->kernel_destroy(k);
+    if (!st && (st = gpuws__handle_add(k, GPUWS__H_KERNEL)) && ctx->backend->kernel_destroy)
+        ctx->backend->kernel_destroy(k);
     if (st) {
         pthread_mutex_unlock(&ctx->lock);
         gpuws__free(k->name);

@@ -55,11 +55,13 @@ static gpuws_status expand(gpuws__strbuf *out, const char *src, const char *file
             gpuws__sb_puts(out, "/* " GPUWS__EDITOR_HEADER ": the dialect is above */\n");
         } else if (inc) {
             if (!h)
-                return gpuws__error(GPUWS_ERR_BUILD, "%s:%lu: #include \"%.*s\": no such header (a program includes only "
-                                    "the headers given in gpuws_program_options.headers)", file, line, (int)nlen, name);
+                return gpuws__error(GPUWS_ERR_BUILD,
+                                    "%s:%lu: #include \"%.*s\": no such header (a program includes only "
+                                    "the headers given in gpuws_program_options.headers)",
+                                    file, line, (int)nlen, name);
             if (depth >= MAX_INCLUDE_DEPTH)
-                return gpuws__error(GPUWS_ERR_BUILD, "%s:%lu: #include \"%s\" nests deeper than %d headers (a cycle?)", file,
-                                    line, h->name, MAX_INCLUDE_DEPTH);
+                return gpuws__error(GPUWS_ERR_BUILD, "%s:%lu: #include \"%s\" nests deeper than %d headers (a cycle?)",
+                                    file, line, h->name, MAX_INCLUDE_DEPTH);
             gpuws__sb_printf(out, "#line 1 \"%s\"\n", h->name);
             gpuws_status st = expand(out, h->source ? h->source : "", h->name, headers, nh, depth + 1);
             if (st) return st;
@@ -84,7 +86,7 @@ gpuws_status gpuws__program_expand(const char *source, const char *file, const g
             return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "options.headers[%zu]: %s is NULL%s", i,
                                 !headers[i].name || !*headers[i].name ? "name" : "source",
                                 headers[i].name && !*headers[i].name ? " or empty" : "");
-    gpuws__strbuf b = {0};
+    gpuws__strbuf b = { 0 };
     gpuws_status st = expand(&b, source, file, headers, nh, 0);
     if (st) {
         gpuws__sb_free(&b);
@@ -184,7 +186,8 @@ static const char *directive(lexed *L, const char *p, unsigned *line, const char
         return end;
     }
     if (end - q > 6 && strncmp(q, "define", 6) == 0 && (q[6] == ' ' || q[6] == '\t')) {
-        for (const char *c = q + 7; c + 10 <= end && !L->barrier_macro; c++) L->barrier_macro = !strncmp(c, "gw_barrier", 10);
+        for (const char *c = q + 7; c + 10 <= end && !L->barrier_macro; c++)
+            L->barrier_macro = !strncmp(c, "gw_barrier", 10);
         const char *n0 = q + 7;
         while (n0 < end && (*n0 == ' ' || *n0 == '\t')) n0++;
         const char *n1 = n0;
@@ -243,7 +246,7 @@ static void lex(lexed *L, const char *s)
             if (*p == c) p++;
             continue;
         }
-        token t = {p, 1, line, 'p', file, file_n};
+        token t = { p, 1, line, 'p', file, file_n };
         if (is_id0(c)) {
             while (is_id(p[t.n])) t.n++;
             t.kind = 'i';
@@ -267,11 +270,11 @@ static const struct {
     const char *type;
     char kind;
 } scalar_types[] = {
-    {"gw_i32", 'i'}, {"gw_u32", 'u'}, {"gw_i64", 'l'}, {"gw_u64", 'L'}, {"gw_f32", 'f'}, {"gw_f64", 'd'},
-    {"int", 'i'},    {"unsigned", 'u'}, {"float", 'f'}, {"double", 'd'},
+    { "gw_i32", 'i' }, { "gw_u32", 'u' }, { "gw_i64", 'l' },   { "gw_u64", 'L' }, { "gw_f32", 'f' },
+    { "gw_f64", 'd' }, { "int", 'i' },    { "unsigned", 'u' }, { "float", 'f' },  { "double", 'd' },
 };
 
-static const char *const narrow_types[] = {"gw_i8", "gw_u8", "gw_i16", "gw_u16", "char", "short", "bool", "_Bool"};
+static const char *const narrow_types[] = { "gw_i8", "gw_u8", "gw_i16", "gw_u16", "char", "short", "bool", "_Bool" };
 
 static const char *macro_value(const lexed *L, const char *const *defines, size_t nd, const char *name, size_t n)
 {
@@ -292,11 +295,14 @@ static char scalar_kind(const lexed *L, const char *const *defines, size_t nd, c
     char buf[128];
     for (int depth = 0; depth < 8; depth++) {
         for (size_t i = 0; i < sizeof scalar_types / sizeof scalar_types[0]; i++)
-            if (strlen(scalar_types[i].type) == n && strncmp(scalar_types[i].type, word, n) == 0) return scalar_types[i].kind;
+            if (strlen(scalar_types[i].type) == n && strncmp(scalar_types[i].type, word, n) == 0)
+                return scalar_types[i].kind;
         for (size_t i = 0; i < sizeof narrow_types / sizeof narrow_types[0]; i++)
             if (strlen(narrow_types[i]) == n && strncmp(narrow_types[i], word, n) == 0) {
-                snprintf(why, whyn, "scalar parameters of type %.*s are not supported: kernel arguments are 32 or 64 bits "
-                         "(pass a gw_i32 or gw_u32, or a buffer)", (int)n, word);
+                snprintf(why, whyn,
+                         "scalar parameters of type %.*s are not supported: kernel arguments are 32 or 64 bits "
+                         "(pass a gw_i32 or gw_u32, or a buffer)",
+                         (int)n, word);
                 return 0;
             }
         const char *v = macro_value(L, defines, nd, word, n);
@@ -310,8 +316,10 @@ static char scalar_kind(const lexed *L, const char *const *defines, size_t nd, c
         word = buf;
         n = vn;
     }
-    snprintf(why, whyn, "unsupported scalar parameter type '%.*s' (use gw_i32, gw_u32, gw_i64, gw_u64, gw_f32 or gw_f64; "
-             "pointers need GW_GLOBAL or GW_LOCAL)", (int)n, word);
+    snprintf(why, whyn,
+             "unsupported scalar parameter type '%.*s' (use gw_i32, gw_u32, gw_i64, gw_u64, gw_f32 or gw_f64; "
+             "pointers need GW_GLOBAL or GW_LOCAL)",
+             (int)n, word);
     return 0;
 }
 
@@ -329,8 +337,9 @@ static gpuws_status parse_param(const lexed *L, const char *const *defines, size
     const token *t = L->t, *at = &t[a < b ? a : a - 1];
     if (a == b) return gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: kernel '%s': empty parameter", AT(file, at), kname);
     if (t[b - 1].kind != 'i')
-        return gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: kernel '%s': a parameter needs a name (write pointers as T *name)",
-                            AT(file, at), kname);
+        return gpuws__error(GPUWS_ERR_BUILD,
+                            "%.*s:%u: kernel '%s': a parameter needs a name (write pointers as T *name)", AT(file, at),
+                            kname);
     bool ptr = false, global = false, local = false;
     size_t words = 0, wi = 0;
     for (size_t i = a; i + 1 < b; i++) {
@@ -340,8 +349,8 @@ static gpuws_status parse_param(const lexed *L, const char *const *defines, size
                                 AT(file, &t[i]), kname);
         else if (tok_is(&t[i], "GW_GLOBAL")) global = true;
         else if (tok_is(&t[i], "GW_LOCAL")) local = true;
-        else if (t[i].kind == 'i' && !tok_is(&t[i], "const") && !tok_is(&t[i], "volatile") && !tok_is(&t[i], "GW_RESTRICT") &&
-                 !tok_is(&t[i], "restrict")) {
+        else if (t[i].kind == 'i' && !tok_is(&t[i], "const") && !tok_is(&t[i], "volatile") &&
+                 !tok_is(&t[i], "GW_RESTRICT") && !tok_is(&t[i], "restrict")) {
             if (!words) wi = i;
             words++;
         }
@@ -350,8 +359,8 @@ static gpuws_status parse_param(const lexed *L, const char *const *defines, size
     char kind;
     if (ptr) {
         if (global == local)
-            return gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: kernel '%s': pointer parameter '%.*s' needs %s", AT(file, at), kname,
-                                (int)t[b - 1].n, t[b - 1].s,
+            return gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: kernel '%s': pointer parameter '%.*s' needs %s",
+                                AT(file, at), kname, (int)t[b - 1].n, t[b - 1].s,
                                 global ? "one of GW_GLOBAL and GW_LOCAL, not both"
                                        : "GW_GLOBAL (a buffer) or GW_LOCAL (dynamic shared memory)");
         kind = global ? 'b' : 's';
@@ -360,11 +369,12 @@ static gpuws_status parse_param(const lexed *L, const char *const *defines, size
         else if (words == 1) kind = scalar_kind(L, defines, nd, t[wi].s, t[wi].n, why, sizeof why);
         else {
             kind = 0;
-            snprintf(why, sizeof why, "unsupported scalar parameter type (use gw_i32, gw_u32, gw_i64, gw_u64, gw_f32 or gw_f64)");
+            snprintf(why, sizeof why,
+                     "unsupported scalar parameter type (use gw_i32, gw_u32, gw_i64, gw_u64, gw_f32 or gw_f64)");
         }
         if (!kind)
-            return gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: kernel '%s': parameter '%.*s': %s", AT(file, at), kname, (int)t[b - 1].n,
-                                t[b - 1].s, why);
+            return gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: kernel '%s': parameter '%.*s': %s", AT(file, at), kname,
+                                (int)t[b - 1].n, t[b - 1].s, why);
     }
     out->kind = kind;
     out->name = dup_span(t[b - 1].s, t[b - 1].n);
@@ -412,7 +422,7 @@ gpuws_status gpuws__program_parse(const char *text, const char *file, const char
 {
     *decls = NULL;
     *ndecls = 0;
-    lexed L = {0};
+    lexed L = { 0 };
     lex(&L, text);
     gpuws_status st = GPUWS_OK;
     gpuws__kernel_decl *d = NULL;
@@ -427,13 +437,14 @@ gpuws_status gpuws__program_parse(const char *text, const char *file, const char
         if (!(L.t[i].kind == 'i' && tok_is(&L.t[i], "GW_KERNEL"))) continue;
         const token *t = L.t;
         if (i + 3 >= L.n || !tok_is(&t[i + 1], "void") || t[i + 2].kind != 'i' || !tok_is(&t[i + 3], "(")) {
-            st = gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: GW_KERNEL must be followed by void name(parameters)", AT(file, &t[i]));
+            st = gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: GW_KERNEL must be followed by void name(parameters)",
+                              AT(file, &t[i]));
             goto done;
         }
         size_t close = match(t, i + 3, L.n, '(', ')');
         if (close == L.n) {
-            st = gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: kernel '%.*s': unbalanced parentheses", AT(file, &t[i]), (int)t[i + 2].n,
-                              t[i + 2].s);
+            st = gpuws__error(GPUWS_ERR_BUILD, "%.*s:%u: kernel '%.*s': unbalanced parentheses", AT(file, &t[i]),
+                              (int)t[i + 2].n, t[i + 2].s);
             goto done;
         }
         if (close + 1 >= L.n || !tok_is(&t[close + 1], "{")) continue; /* a declaration, not the definition */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const backend_names[GPUWS_BACKEND_COUNT] = {"cpu", "opencl", "cuda"};
+static const char *const backend_names[GPUWS_BACKEND_COUNT] = { "cpu", "opencl", "cuda" };
 
 const gpuws__backend *gpuws__backend_get(gpuws_backend_kind kind)
 {
@@ -40,7 +40,8 @@ gpuws_status gpuws_backend_from_name(const char *name, gpuws_backend_kind *kind)
 gpuws_status gpuws_backend_get_info(gpuws_backend_kind kind, gpuws_backend_info *info)
 {
     if (!info) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'info' is NULL");
-    if (!valid_kind(kind)) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "backend kind %d is not a gpuws_backend_kind", (int)kind);
+    if (!valid_kind(kind))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "backend kind %d is not a gpuws_backend_kind", (int)kind);
     memset(info, 0, sizeof *info);
     info->kind = kind;
     info->name = backend_names[kind];
@@ -58,11 +59,11 @@ gpuws_status gpuws_backend_get_info(gpuws_backend_kind kind, gpuws_backend_info 
 
 static gpuws_status usable_backend(gpuws_backend_kind kind, const gpuws__backend **out)
 {
-    if (!valid_kind(kind)) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "backend kind %d is not a gpuws_backend_kind", (int)kind);
+    if (!valid_kind(kind))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "backend kind %d is not a gpuws_backend_kind", (int)kind);
     gpuws_backend_info bi;
     gpuws_backend_get_info(kind, &bi);
-    if (!bi.available)
-        return gpuws__error(GPUWS_ERR_BACKEND_UNAVAILABLE, "%s not available: %s", bi.name, bi.reason);
+    if (!bi.available) return gpuws__error(GPUWS_ERR_BACKEND_UNAVAILABLE, "%s not available: %s", bi.name, bi.reason);
     *out = gpuws__backend_get(kind);
     return GPUWS_OK;
 }
@@ -95,7 +96,8 @@ gpuws_status gpuws_device_get_info(gpuws_backend_kind kind, const char *platform
 }
 
 #ifndef GPUWS_HAVE_OPENCL
-void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds)
+void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected,
+                               unsigned long *builds)
 {
     *hits = *misses = *rejected = *builds = 0;
 }

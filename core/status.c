@@ -14,7 +14,8 @@
 const char *gpuws_status_name(gpuws_status s)
 {
     switch (s) {
-#define XX(name, value, text) case GPUWS_##name: return "GPUWS_" #name;
+#define XX(name, value, text)                                                                                          \
+    case GPUWS_##name: return "GPUWS_" #name;
         GPUWS_STATUS_MAP(XX)
 #undef XX
     }
@@ -24,7 +25,8 @@ const char *gpuws_status_name(gpuws_status s)
 const char *gpuws_status_string(gpuws_status s)
 {
     switch (s) {
-#define XX(name, value, text) case GPUWS_##name: return text;
+#define XX(name, value, text)                                                                                          \
+    case GPUWS_##name: return text;
         GPUWS_STATUS_MAP(XX)
 #undef XX
     }
@@ -41,8 +43,7 @@ static void gpuws__vset(const char *old, const char *fmt, va_list ap)
 {
     char tmp[GPUWS__ERRBUF];
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    if (n >= (int)sizeof tmp)
-        memcpy(tmp + sizeof tmp - 16, " [truncated]", 13);
+    if (n >= (int)sizeof tmp) memcpy(tmp + sizeof tmp - 16, " [truncated]", 13);
     if (old) { /* "<new prefix>: <old message>"; a long message is cut, which is fine */
         /* "find_sources: sigma_clip" before "sigma_clip: ..." says the step once, not twice */
         char *last = strrchr(tmp, ':');
@@ -57,9 +58,7 @@ static void gpuws__vset(const char *old, const char *fmt, va_list ap)
         }
         if (snprintf(gpuws__errbuf, sizeof gpuws__errbuf, "%s: %s", tmp, old) >= (int)sizeof gpuws__errbuf)
             gpuws__errbuf[sizeof gpuws__errbuf - 1] = 0;
-    }
-    else
-        memcpy(gpuws__errbuf, tmp, sizeof tmp);
+    } else memcpy(gpuws__errbuf, tmp, sizeof tmp);
 }
 
 gpuws_status gpuws__error(gpuws_status s, const char *fmt, ...)
@@ -87,7 +86,7 @@ static int gpuws__log_level_from_env(void)
 {
     const char *v = gpuws__getenv("GPUWS_LOG");
     if (!v) return GPUWS__LOG_WARN;
-    static const char *names[] = {"error", "warn", "info", "debug"};
+    static const char *names[] = { "error", "warn", "info", "debug" };
     for (int i = 0; i < 4; i++)
         if (gpuws__strcasecmp(v, names[i]) == 0) return i;
     /* A typo would otherwise hide itself: the level it meant to raise stays silent. Two threads may both get here
@@ -104,7 +103,7 @@ void gpuws__log(gpuws__log_level level, const char *fmt, ...)
     int t = atomic_load(&threshold);
     if (t < 0) atomic_store(&threshold, t = gpuws__log_level_from_env());
     if ((int)level > t) return;
-    static const char *tags[] = {"error", "warn", "info", "debug"};
+    static const char *tags[] = { "error", "warn", "info", "debug" };
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -190,7 +189,8 @@ static bool fault_now(size_t bytes)
             if (c != 1) return false;
             atomic_store(&fault_fired, true);
             if (atomic_load(&fault_from_env))
-                gpuws__log(GPUWS__LOG_WARN, "fault injection (GPUWS_FAULT_ALLOC): failing an allocation of %zu bytes", bytes);
+                gpuws__log(GPUWS__LOG_WARN, "fault injection (GPUWS_FAULT_ALLOC): failing an allocation of %zu bytes",
+                           bytes);
             return true;
         }
     }

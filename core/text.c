@@ -79,8 +79,8 @@ void gpuws__sb_free(gpuws__strbuf *b)
  * "file(line): error: message" (NVRTC) or "<file>:line:col: error: message" (NVIDIA's OpenCL). If the line names
  * file (length fl) followed by its line number, reads the number, the message after it and whether the line is an
  * error (the word before the file, or the message's first). */
-static bool parse_diag(const char *line, size_t len, const char *file, size_t fl, unsigned long *lineno, const char **msg,
-                       bool *is_error)
+static bool parse_diag(const char *line, size_t len, const char *file, size_t fl, unsigned long *lineno,
+                       const char **msg, bool *is_error)
 {
     for (const char *p = line; p + fl < line + len; p++) {
         if (strncmp(p, file, fl) != 0) continue;
@@ -122,7 +122,8 @@ static size_t line_files(const char *source, const char **name, size_t *len)
         const char *q1 = q0 ? strchr(q0 + 1, '"') : NULL;
         if (!q1 || (e && q1 > e) || q1 == q0 + 1) continue;
         bool seen = false;
-        for (size_t i = 0; i < n && !seen; i++) seen = len[i] == (size_t)(q1 - q0 - 1) && !strncmp(name[i], q0 + 1, len[i]);
+        for (size_t i = 0; i < n && !seen; i++)
+            seen = len[i] == (size_t)(q1 - q0 - 1) && !strncmp(name[i], q0 + 1, len[i]);
         if (!seen) name[n] = q0 + 1, len[n++] = (size_t)(q1 - q0 - 1);
     }
     return n;

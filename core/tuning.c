@@ -19,13 +19,13 @@ typedef struct {
 } entry;
 
 #define OFF_PUBLIC(name) 0
-#define OFF_BOOL(name) offsetof(gpuws__tuning, name)
+#define OFF_BOOL(name)   offsetof(gpuws__tuning, name)
 #define OFF_CHOICE(name) offsetof(gpuws__tuning, name)
 #define OFF_NUMBER(name) offsetof(gpuws__tuning, name)
-#define OFF_PAIR(name) offsetof(gpuws__tuning, name)
+#define OFF_PAIR(name)   offsetof(gpuws__tuning, name)
 #define ENTRY(name, type, def, values, doc)                                                                            \
-    {{#name, #type, def, values, doc, T_##type == T_PUBLIC}, T_##type, OFF_##type(name)},
-static const entry entries[] = {GPUWS__TUNING(ENTRY)};
+    { { #name, #type, def, values, doc, T_##type == T_PUBLIC }, T_##type, OFF_##type(name) },
+static const entry entries[] = { GPUWS__TUNING(ENTRY) };
 #undef ENTRY
 #define N_ENTRIES (sizeof entries / sizeof entries[0])
 

@@ -25,65 +25,65 @@
 #include <stdint.h>
 
 #define GPUWS__TUNING(X)                                                                                               \
-    X(GPUWS_BACKEND, PUBLIC, "cuda,opencl,cpu", "cuda|opencl|cpu, a comma list",                                     \
-      "the backends gpuws_context_create tries, in order (options.backend wins over it)")                          \
-    X(GPUWS_DEVICE, PUBLIC, "0", "0, 1, ...", "the device index on the backend (options.device wins over it)")       \
-    X(GPUWS_OPENCL_PLATFORM, PUBLIC, "", "a substring of the platform name",                                       \
-      "only OpenCL platforms whose name contains it (case-insensitive)")                                            \
-    X(GPUWS_CACHE_DIR, PUBLIC, "$XDG_CACHE_HOME/gpuws or ~/.cache/gpuws", "a directory, or off",                    \
-      "where compiled OpenCL programs and CPU-backend user kernels are cached; off: no disk cache")                 \
-    X(GPUWS_LOG, PUBLIC, "warn", "error|warn|info|debug",                                                           \
-      "library messages on stderr; another value means warn, with a warning saying so")                            \
-    X(GPUWS_OPENCL_LIBRARY, PUBLIC, "libOpenCL.so.1", "a file name or path", "the OpenCL ICD loader to load")      \
-    X(GPUWS_CC, PUBLIC, "cc, gcc or clang on PATH", "a command, with options",                                      \
-      "the C compiler that builds user kernels on the CPU backend")                                                 \
-    X(GPUWS_FAULT_ALLOC, PUBLIC, "", "k >= 1",                                                                      \
-      "fault injection: the library's k-th host allocation fails (docs/reliability.md)")                           \
-    X(GPUWS_TUNING, PUBLIC, "", "name=value,name=value",                                                            \
-      "sets the knobs below for every context created afterwards; an unknown name or a bad value is ignored "       \
-      "with a warning")                                                                                             \
-    X(convolve_path, CHOICE, "auto", "auto|tiled|direct",                                                           \
-      "convolve1d, convolve2d and convolve2d_separable on CUDA/OpenCL: auto runs the GPU kernels (tiled, stream, "  \
-      "fused) on GPUs and the direct ones on CPU OpenCL devices; tiled or direct forces either family")             \
-    X(convolve_no_unroll, BOOL, "0", "0|1",                                                                         \
-      "1 builds the OpenCL convolution kernels without their unroll pragmas (a diagnostic)")                        \
-    X(convolve1d_blocks_per_cu, NUMBER, "auto", "auto|1..64",                                                       \
-      "blocks per compute unit of convolve1d's stream kernel's persistent grid (auto: its residency)")              \
-    X(convolve2d_warps, PAIR, "auto", "auto|WXxWY",                                                                 \
-      "the tiled convolve2d kernels' block shape in warps across x down (auto: the cheapest the planner finds)")    \
-    X(convolve2d_kernel_block, PAIR, "auto", "auto|ROWSxCOLS",                                                      \
-      "caps the tiled convolve2d kernels' kernel blocks (auto: 256x256), to exercise kernel blocking")              \
-    X(convolve2d_split, NUMBER, "auto", "auto|off|all|0..1048576",                                                  \
-      "the fixed-width convolve2d kernel's whole-tile rows: off whole tiles only, all thin tiles only, N tile rows " \
-      "of whole tiles then thin ones")                                                                               \
-    X(convolve2d_stage, CHOICE, "auto", "auto|general",                                                             \
-      "general stages every tile of the fixed-width convolve2d kernel through the boundary rule (no vector copies)") \
-    X(convolve2d_persist, BOOL, "1", "0|1",                                                                         \
-      "CUDA f32 convolve2d plans of 2x2 warps run as persistent blocks; 0 launches a block per tile")               \
-    X(convolve2d_grid, NUMBER, "auto", "auto|tiles|1..2147483647",                                                  \
-      "blocks of the persistent convolve2d kernel: auto as many as reside at once, tiles one per tile, or N")       \
-    X(convolve2d_separable, CHOICE, "auto", "auto|two-pass",                                                        \
-      "two-pass runs convolve2d_separable's two launches where the fused kernel would run (factors <= 16 taps)")    \
-    X(histogram_chunk, NUMBER, "auto", "auto|4..2147483644",                                                        \
-      "values per histogram counting launch (auto: 2^31), a multiple of 4; small values test the multi-chunk path") \
-    X(histogram_host_edges, BOOL, "0", "0|1", "1 computes histogram's bin edges on the host (the no-fp64 path)")    \
-    X(l2_norm_kernel, CHOICE, "auto", "auto|rows|group",                                                            \
-      "l2_norm: one work-item per row (rows) or a work-group per row (group); auto picks by device and row length") \
-    X(matmul_tile, CHOICE, "auto", "auto|large|small",                                                              \
-      "matmul on OpenCL: the GPUs' (large) or the CPU devices' (small) tile shape")                                 \
-    X(measure_groups, NUMBER, "auto", "auto|1..65535",                                                              \
-      "at most this many work-groups for measure's accumulation (fewer than tiles: the GPUs' tile loop)")           \
-    X(reduce_f32_acc, CHOICE, "auto", "auto|float",                                                                 \
-      "float forces the f32 sum's compensated float accumulation (the no-fp64 path) on OpenCL")                     \
-    X(sigma_clip_groups, NUMBER, "auto", "auto|1..65535",                                                           \
-      "sigma_clip's work-groups (many: the GPUs' many-partials path on a CPU device)")                              \
-    X(opencl_events, CHOICE, "auto", "auto|marker|kernel",                                                          \
-      "OpenCL events recorded as profiling markers or as one-work-item kernels (auto: markers where the platform "  \
-      "gives them times); read when the context is created")                                                        \
-    X(opencl_profile, BOOL, "0", "0|1",                                                                             \
-      "1: every OpenCL launch and fill waits for its command and prints its device time to stderr (serialises "     \
-      "the queue)")                                                                                                 \
-    X(fits_in_process, BOOL, "0", "0|1",                                                                            \
+    X(GPUWS_BACKEND, PUBLIC, "cuda,opencl,cpu", "cuda|opencl|cpu, a comma list",                                       \
+      "the backends gpuws_context_create tries, in order (options.backend wins over it)")                              \
+    X(GPUWS_DEVICE, PUBLIC, "0", "0, 1, ...", "the device index on the backend (options.device wins over it)")         \
+    X(GPUWS_OPENCL_PLATFORM, PUBLIC, "", "a substring of the platform name",                                           \
+      "only OpenCL platforms whose name contains it (case-insensitive)")                                               \
+    X(GPUWS_CACHE_DIR, PUBLIC, "$XDG_CACHE_HOME/gpuws or ~/.cache/gpuws", "a directory, or off",                       \
+      "where compiled OpenCL programs and CPU-backend user kernels are cached; off: no disk cache")                    \
+    X(GPUWS_LOG, PUBLIC, "warn", "error|warn|info|debug",                                                              \
+      "library messages on stderr; another value means warn, with a warning saying so")                                \
+    X(GPUWS_OPENCL_LIBRARY, PUBLIC, "libOpenCL.so.1", "a file name or path", "the OpenCL ICD loader to load")          \
+    X(GPUWS_CC, PUBLIC, "cc, gcc or clang on PATH", "a command, with options",                                         \
+      "the C compiler that builds user kernels on the CPU backend")                                                    \
+    X(GPUWS_FAULT_ALLOC, PUBLIC, "", "k >= 1",                                                                         \
+      "fault injection: the library's k-th host allocation fails (docs/reliability.md)")                               \
+    X(GPUWS_TUNING, PUBLIC, "", "name=value,name=value",                                                               \
+      "sets the knobs below for every context created afterwards; an unknown name or a bad value is ignored "          \
+      "with a warning")                                                                                                \
+    X(convolve_path, CHOICE, "auto", "auto|tiled|direct",                                                              \
+      "convolve1d, convolve2d and convolve2d_separable on CUDA/OpenCL: auto runs the GPU kernels (tiled, stream, "     \
+      "fused) on GPUs and the direct ones on CPU OpenCL devices; tiled or direct forces either family")                \
+    X(convolve_no_unroll, BOOL, "0", "0|1",                                                                            \
+      "1 builds the OpenCL convolution kernels without their unroll pragmas (a diagnostic)")                           \
+    X(convolve1d_blocks_per_cu, NUMBER, "auto", "auto|1..64",                                                          \
+      "blocks per compute unit of convolve1d's stream kernel's persistent grid (auto: its residency)")                 \
+    X(convolve2d_warps, PAIR, "auto", "auto|WXxWY",                                                                    \
+      "the tiled convolve2d kernels' block shape in warps across x down (auto: the cheapest the planner finds)")       \
+    X(convolve2d_kernel_block, PAIR, "auto", "auto|ROWSxCOLS",                                                         \
+      "caps the tiled convolve2d kernels' kernel blocks (auto: 256x256), to exercise kernel blocking")                 \
+    X(convolve2d_split, NUMBER, "auto", "auto|off|all|0..1048576",                                                     \
+      "the fixed-width convolve2d kernel's whole-tile rows: off whole tiles only, all thin tiles only, N tile rows "   \
+      "of whole tiles then thin ones")                                                                                 \
+    X(convolve2d_stage, CHOICE, "auto", "auto|general",                                                                \
+      "general stages every tile of the fixed-width convolve2d kernel through the boundary rule (no vector copies)")   \
+    X(convolve2d_persist, BOOL, "1", "0|1",                                                                            \
+      "CUDA f32 convolve2d plans of 2x2 warps run as persistent blocks; 0 launches a block per tile")                  \
+    X(convolve2d_grid, NUMBER, "auto", "auto|tiles|1..2147483647",                                                     \
+      "blocks of the persistent convolve2d kernel: auto as many as reside at once, tiles one per tile, or N")          \
+    X(convolve2d_separable, CHOICE, "auto", "auto|two-pass",                                                           \
+      "two-pass runs convolve2d_separable's two launches where the fused kernel would run (factors <= 16 taps)")       \
+    X(histogram_chunk, NUMBER, "auto", "auto|4..2147483644",                                                           \
+      "values per histogram counting launch (auto: 2^31), a multiple of 4; small values test the multi-chunk path")    \
+    X(histogram_host_edges, BOOL, "0", "0|1", "1 computes histogram's bin edges on the host (the no-fp64 path)")       \
+    X(l2_norm_kernel, CHOICE, "auto", "auto|rows|group",                                                               \
+      "l2_norm: one work-item per row (rows) or a work-group per row (group); auto picks by device and row length")    \
+    X(matmul_tile, CHOICE, "auto", "auto|large|small",                                                                 \
+      "matmul on OpenCL: the GPUs' (large) or the CPU devices' (small) tile shape")                                    \
+    X(measure_groups, NUMBER, "auto", "auto|1..65535",                                                                 \
+      "at most this many work-groups for measure's accumulation (fewer than tiles: the GPUs' tile loop)")              \
+    X(reduce_f32_acc, CHOICE, "auto", "auto|float",                                                                    \
+      "float forces the f32 sum's compensated float accumulation (the no-fp64 path) on OpenCL")                        \
+    X(sigma_clip_groups, NUMBER, "auto", "auto|1..65535",                                                              \
+      "sigma_clip's work-groups (many: the GPUs' many-partials path on a CPU device)")                                 \
+    X(opencl_events, CHOICE, "auto", "auto|marker|kernel",                                                             \
+      "OpenCL events recorded as profiling markers or as one-work-item kernels (auto: markers where the platform "     \
+      "gives them times); read when the context is created")                                                           \
+    X(opencl_profile, BOOL, "0", "0|1",                                                                                \
+      "1: every OpenCL launch and fill waits for its command and prints its device time to stderr (serialises "        \
+      "the queue)")                                                                                                    \
+    X(fits_in_process, BOOL, "0", "0|1",                                                                               \
       "the CLI reads FITS files in its own process instead of a child (fuzzing cfitsio, debuggers)")
 
 /* The words of the CHOICE and NUMBER knobs, in the order of their `values`. */
@@ -94,17 +94,17 @@ enum { GPUWS__L2_AUTO, GPUWS__L2_ROWS, GPUWS__L2_GROUP };
 enum { GPUWS__MATMUL_AUTO, GPUWS__MATMUL_LARGE, GPUWS__MATMUL_SMALL };
 enum { GPUWS__REDUCE_ACC_AUTO, GPUWS__REDUCE_ACC_FLOAT };
 enum { GPUWS__EVENTS_AUTO, GPUWS__EVENTS_MARKER, GPUWS__EVENTS_KERNEL };
-#define GPUWS__NUMBER_AUTO (-1)  /* every NUMBER knob's first word */
-#define GPUWS__SPLIT_OFF (-2)    /* convolve2d_split=off */
-#define GPUWS__SPLIT_ALL (-3)    /* convolve2d_split=all */
-#define GPUWS__GRID_TILES (-2)   /* convolve2d_grid=tiles */
+#define GPUWS__NUMBER_AUTO (-1) /* every NUMBER knob's first word */
+#define GPUWS__SPLIT_OFF   (-2) /* convolve2d_split=off */
+#define GPUWS__SPLIT_ALL   (-3) /* convolve2d_split=all */
+#define GPUWS__GRID_TILES  (-2) /* convolve2d_grid=tiles */
 
 #define GPUWS__TUNING_FIELD(name, type, def, values, doc) GPUWS__TUNING_FIELD_##type(name)
 #define GPUWS__TUNING_FIELD_PUBLIC(name)
-#define GPUWS__TUNING_FIELD_BOOL(name) bool name;
+#define GPUWS__TUNING_FIELD_BOOL(name)   bool name;
 #define GPUWS__TUNING_FIELD_CHOICE(name) int name;
 #define GPUWS__TUNING_FIELD_NUMBER(name) int64_t name;
-#define GPUWS__TUNING_FIELD_PAIR(name) int name[2];
+#define GPUWS__TUNING_FIELD_PAIR(name)   int name[2];
 typedef struct {
     GPUWS__TUNING(GPUWS__TUNING_FIELD)
 } gpuws__tuning;

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NBUF 6
-#define NSTREAM 3
-#define NEVENT 3
+#define NBUF      6
+#define NSTREAM   3
+#define NEVENT    3
 #define MAX_BYTES 65536 /* buffers that really get memory stay under this, and so does every host array */
 
 typedef struct {
@@ -60,11 +60,11 @@ static size_t take_size(input *in)
 }
 
 typedef struct {
-    gpuws_buffer *b;      /* NULL: empty slot */
-    bool dead;            /* destroyed: b is a dangling handle the API must reject */
+    gpuws_buffer *b; /* NULL: empty slot */
+    bool dead;       /* destroyed: b is a dangling handle the API must reject */
     size_t size;
-    uint8_t *shadow;      /* expected contents */
-    uint8_t *known;       /* 1 where shadow is defined (written since creation) */
+    uint8_t *shadow; /* expected contents */
+    uint8_t *known;  /* 1 where shadow is defined (written since creation) */
 } slot;
 
 typedef struct {
@@ -184,7 +184,8 @@ static void op_write(world *w, input *in, bool async)
     uint8_t seed = take(in);
     for (size_t i = 0; i < sizeof w->host; i++) w->host[i] = (uint8_t)(i * 31 + seed);
     const void *src = take(in) % 8 ? w->host : NULL;
-    gpuws_status r = async ? CALL(gpuws_buffer_write_async(st, b, off, src, n)) : CALL(gpuws_buffer_write(b, off, src, n));
+    gpuws_status r =
+        async ? CALL(gpuws_buffer_write_async(st, b, off, src, n)) : CALL(gpuws_buffer_write(b, off, src, n));
     if (r == GPUWS_OK && usable(s) && n) {
         if (n > MAX_BYTES) fail("write of more than the buffer succeeded", r);
         if (async) gpuws_context_synchronize(w->ctx);
@@ -201,7 +202,8 @@ static void op_read(world *w, input *in, bool async)
     gpuws_stream *st = async ? pick_stream(w, in) : NULL;
     memset(w->host, 0xA5, sizeof w->host);
     void *dst = take(in) % 8 ? w->host : NULL;
-    gpuws_status r = async ? CALL(gpuws_buffer_read_async(st, b, off, dst, n)) : CALL(gpuws_buffer_read(b, off, dst, n));
+    gpuws_status r =
+        async ? CALL(gpuws_buffer_read_async(st, b, off, dst, n)) : CALL(gpuws_buffer_read(b, off, dst, n));
     if (r == GPUWS_OK && async) gpuws_context_synchronize(w->ctx);
     if (r == GPUWS_OK && usable(s) && n) {
         if (n > MAX_BYTES) fail("read of more than the buffer succeeded", r);
@@ -219,7 +221,8 @@ static void op_copy(world *w, input *in, bool async)
     gpuws_buffer *d = pick_buffer(w, in, &sd), *src = pick_buffer(w, in, &ss);
     size_t doff = take_size(in), soff = take_size(in), n = take_size(in);
     gpuws_stream *st = async ? pick_stream(w, in) : NULL;
-    gpuws_status r = async ? CALL(gpuws_buffer_copy_async(st, d, doff, src, soff, n)) : CALL(gpuws_buffer_copy(d, doff, src, soff, n));
+    gpuws_status r = async ? CALL(gpuws_buffer_copy_async(st, d, doff, src, soff, n))
+                           : CALL(gpuws_buffer_copy(d, doff, src, soff, n));
     if (r == GPUWS_OK && usable(sd) && usable(ss) && n) {
         if (async) gpuws_context_synchronize(w->ctx);
         memmove(sd->shadow + doff, ss->shadow + soff, n);
@@ -237,7 +240,8 @@ static void op_fill(world *w, input *in, bool async)
     for (int i = 0; i < 32; i++) pat[i] = take(in);
     gpuws_stream *st = async ? pick_stream(w, in) : NULL;
     const void *p = take(in) % 8 ? pat : NULL;
-    gpuws_status r = async ? CALL(gpuws_buffer_fill_async(st, b, off, p, ps, n)) : CALL(gpuws_buffer_fill(b, off, p, ps, n));
+    gpuws_status r =
+        async ? CALL(gpuws_buffer_fill_async(st, b, off, p, ps, n)) : CALL(gpuws_buffer_fill(b, off, p, ps, n));
     if (r == GPUWS_OK && usable(s) && n) {
         if (async) gpuws_context_synchronize(w->ctx);
         for (size_t i = 0; i < n; i += ps) shadow_set(s, off + i, pat, ps);
@@ -411,10 +415,8 @@ static void op_misc(world *w, input *in)
         o.backend = take(in) % 4 ? name : "cpu";
         o.device = (int)(int8_t)take(in);
         gpuws_context *x = (gpuws_context *)(uintptr_t)1;
-        if (CALL(gpuws_context_create(&x, &o)) == GPUWS_OK)
-            gpuws_context_destroy(x);
-        else if (x)
-            fail("failed context_create left *ctx set", GPUWS_OK);
+        if (CALL(gpuws_context_create(&x, &o)) == GPUWS_OK) gpuws_context_destroy(x);
+        else if (x) fail("failed context_create left *ctx set", GPUWS_OK);
         break;
     }
     }
@@ -442,14 +444,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static world w;
     memset(&w, 0, sizeof w);
-    input in = {data, size};
+    input in = { data, size };
     gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
     o.backend = getenv("GPUWS_FUZZ_OPENCL") && take(&in) % 2 ? "opencl" : "cpu";
     if (gpuws_context_create(&w.ctx, &o) || gpuws_context_create(&w.other, &o)) abort();
     if (gpuws_buffer_create(w.other, 64, &w.foreign) || gpuws_stream_create(w.other, &w.foreign_stream)) abort();
     for (int steps = 0; in.n && steps < 64; steps++) {
         switch (take(&in) % 16) {
-        case 0: case 1: op_create(&w, &in); break;
+        case 0:
+        case 1: op_create(&w, &in); break;
         case 2: op_destroy(&w, &in); break;
         case 3: op_write(&w, &in, false); break;
         case 4: op_write(&w, &in, true); break;
@@ -459,7 +462,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 8: op_fill(&w, &in, take(&in) % 2); break;
         case 9: op_streams(&w, &in); break;
         case 10: op_events(&w, &in); break;
-        case 11: case 12: op_vector_add(&w, &in); break;
+        case 11:
+        case 12: op_vector_add(&w, &in); break;
         case 13: op_reduce(&w, &in); break;
         default: op_misc(&w, &in); break;
         }

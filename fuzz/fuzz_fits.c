@@ -42,7 +42,8 @@ static void check_one(int want_double)
         }
         return;
     }
-    if (!img.data || img.width == 0 || img.height == 0 || img.hdu < 1 || (want_double >= 0 && img.is_double != want_double)) {
+    if (!img.data || img.width == 0 || img.height == 0 || img.hdu < 1 ||
+        (want_double >= 0 && img.is_double != want_double)) {
         fprintf(stderr, "fits_read_image succeeded with an inconsistent image (%zu x %zu, hdu %d)\n", img.width,
                 img.height, img.hdu);
         abort();

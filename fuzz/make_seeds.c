@@ -75,19 +75,19 @@ int main(int argc, char **argv)
 
     float f12[12];
     for (int i = 0; i < 12; i++) f12[i] = (float)i * 0.5f - 2.0f;
-    long n43[2] = {4, 3};
+    long n43[2] = { 4, 3 };
     image("f32_4x3.fits", FLOAT_IMG, 2, n43, TFLOAT, f12, 12);
-    double d4[4] = {1.0, -2.5, NAN, INFINITY};
-    long n22[3] = {2, 2, 1};
+    double d4[4] = { 1.0, -2.5, NAN, INFINITY };
+    long n22[3] = { 2, 2, 1 };
     image("f64_2x2.fits", DOUBLE_IMG, 2, n22, TDOUBLE, d4, 4);
     image("f64_2x2x1.fits", DOUBLE_IMG, 3, n22, TDOUBLE, d4, 4);
-    long cube[3] = {2, 2, 2};
-    double d8[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    long cube[3] = { 2, 2, 2 };
+    double d8[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
     image("cube_2x2x2.fits", DOUBLE_IMG, 3, cube, TDOUBLE, d8, 8);
-    long one[2] = {1, 1};
+    long one[2] = { 1, 1 };
     float px = 42.0f;
     image("one_pixel.fits", FLOAT_IMG, 2, one, TFLOAT, &px, 1);
-    long line[1] = {5};
+    long line[1] = { 5 };
     image("one_d.fits", FLOAT_IMG, 1, line, TFLOAT, f12, 5);
 
     /* 16-bit integers with BSCALE, BZERO and BLANK */
@@ -119,7 +119,7 @@ int main(int argc, char **argv)
     {
         fitsfile *f = create("bintable.fits");
         int st = 0;
-        char *ttype[] = {"X"}, *tform[] = {"1E"}, *tunit[] = {""};
+        char *ttype[] = { "X" }, *tform[] = { "1E" }, *tunit[] = { "" };
         fits_create_img(f, 8, 0, NULL, &st);
         fits_create_tbl(f, BINARY_TBL, 3, 1, ttype, tform, tunit, "T", &st);
         fits_write_col(f, TFLOAT, 1, 1, 1, 3, f12, &st);
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
         int st = 0;
         int iv[64];
         for (int i = 0; i < 64; i++) iv[i] = (i * 37) % 101;
-        long n8[2] = {8, 8};
+        long n8[2] = { 8, 8 };
         fits_set_compression_type(f, RICE_1, &st);
         fits_create_img(f, LONG_IMG, 2, n8, &st);
         fits_write_img(f, TINT, 1, 64, iv, &st);

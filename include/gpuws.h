@@ -36,26 +36,26 @@ extern "C" {
 /* ---- status codes ---------------------------------------------------------------------------------------- */
 
 /* XX(name, value, description). The one list every status table is generated from. */
-#define GPUWS_STATUS_MAP(XX)                                                                                    \
-    XX(OK, 0, "success")                                                                                        \
-    XX(ERR_INVALID_ARGUMENT, -1, "invalid argument")                                                           \
-    XX(ERR_OUT_OF_RANGE, -2, "offset or size out of range")                                                    \
-    XX(ERR_OVERFLOW, -3, "size computation overflows")                                                         \
-    XX(ERR_OUT_OF_MEMORY, -4, "out of memory")                                                                 \
-    XX(ERR_UNSUPPORTED, -5, "operation not supported by this backend or device")                               \
-    XX(ERR_BACKEND_UNAVAILABLE, -6, "backend not available")                                                   \
-    XX(ERR_UNKNOWN_BACKEND, -7, "unknown backend name")                                                        \
-    XX(ERR_NO_DEVICE, -8, "no such device")                                                                    \
-    XX(ERR_WRONG_CONTEXT, -9, "object belongs to another context")                                             \
-    XX(ERR_KERNEL_NOT_FOUND, -10, "no kernel of that name")                                                    \
-    XX(ERR_BUILD, -11, "kernel build failed")                                                                  \
-    XX(ERR_LAUNCH_CONFIG, -12, "launch configuration exceeds the device's limits")                             \
-    XX(ERR_ARGUMENTS, -13, "kernel arguments do not match the kernel's parameters")                            \
-    XX(ERR_DEVICE, -14, "device or driver error")                                                              \
-    XX(ERR_NOT_READY, -15, "work not finished")                                                                \
-    XX(ERR_IO, -16, "input/output error")                                                                      \
-    XX(ERR_FORMAT, -17, "malformed input file")                                                                \
-    XX(ERR_NOT_CONVERGED, -18, "iteration did not converge")                                                   \
+#define GPUWS_STATUS_MAP(XX)                                                                                           \
+    XX(OK, 0, "success")                                                                                               \
+    XX(ERR_INVALID_ARGUMENT, -1, "invalid argument")                                                                   \
+    XX(ERR_OUT_OF_RANGE, -2, "offset or size out of range")                                                            \
+    XX(ERR_OVERFLOW, -3, "size computation overflows")                                                                 \
+    XX(ERR_OUT_OF_MEMORY, -4, "out of memory")                                                                         \
+    XX(ERR_UNSUPPORTED, -5, "operation not supported by this backend or device")                                       \
+    XX(ERR_BACKEND_UNAVAILABLE, -6, "backend not available")                                                           \
+    XX(ERR_UNKNOWN_BACKEND, -7, "unknown backend name")                                                                \
+    XX(ERR_NO_DEVICE, -8, "no such device")                                                                            \
+    XX(ERR_WRONG_CONTEXT, -9, "object belongs to another context")                                                     \
+    XX(ERR_KERNEL_NOT_FOUND, -10, "no kernel of that name")                                                            \
+    XX(ERR_BUILD, -11, "kernel build failed")                                                                          \
+    XX(ERR_LAUNCH_CONFIG, -12, "launch configuration exceeds the device's limits")                                     \
+    XX(ERR_ARGUMENTS, -13, "kernel arguments do not match the kernel's parameters")                                    \
+    XX(ERR_DEVICE, -14, "device or driver error")                                                                      \
+    XX(ERR_NOT_READY, -15, "work not finished")                                                                        \
+    XX(ERR_IO, -16, "input/output error")                                                                              \
+    XX(ERR_FORMAT, -17, "malformed input file")                                                                        \
+    XX(ERR_NOT_CONVERGED, -18, "iteration did not converge")                                                           \
     XX(ERR_INTERNAL, -19, "internal error (a gpuws bug)")
 
 typedef enum gpuws_status {
@@ -74,15 +74,19 @@ GPUWS_API const char *gpuws_last_error(void);
 
 /* ---- backends and devices -------------------------------------------------------------------------------- */
 
-typedef enum gpuws_backend_kind { GPUWS_BACKEND_CPU = 0, GPUWS_BACKEND_OPENCL = 1, GPUWS_BACKEND_CUDA = 2 } gpuws_backend_kind;
+typedef enum gpuws_backend_kind {
+    GPUWS_BACKEND_CPU = 0,
+    GPUWS_BACKEND_OPENCL = 1,
+    GPUWS_BACKEND_CUDA = 2
+} gpuws_backend_kind;
 #define GPUWS_BACKEND_COUNT 3
 
 typedef struct gpuws_backend_info {
     gpuws_backend_kind kind;
-    const char *name;  /* "cpu", "opencl", "cuda" */
-    int built_in;      /* compiled into this library */
-    int available;     /* built in, loads, and has at least one device */
-    char reason[256];  /* why not available ("" when available) */
+    const char *name; /* "cpu", "opencl", "cuda" */
+    int built_in;     /* compiled into this library */
+    int available;    /* built in, loads, and has at least one device */
+    char reason[256]; /* why not available ("" when available) */
 } gpuws_backend_info;
 
 /* Probes one backend (loads its driver on first use). kind outside the enum → GPUWS_ERR_INVALID_ARGUMENT. */
@@ -97,24 +101,24 @@ typedef struct gpuws_device_info {
     gpuws_device_type type;
     char name[128];
     char vendor[128];
-    char platform[128];          /* OpenCL platform name; "CUDA x.y" or "host" elsewhere */
+    char platform[128]; /* OpenCL platform name; "CUDA x.y" or "host" elsewhere */
     char driver_version[64];
     uint64_t global_mem_bytes;
-    uint64_t max_alloc_bytes;    /* largest single buffer */
-    uint32_t compute_units;      /* SMs, OpenCL compute units, CPU cores */
-    uint32_t max_block_size;     /* threads per block / work-items per work-group */
+    uint64_t max_alloc_bytes; /* largest single buffer */
+    uint32_t compute_units;   /* SMs, OpenCL compute units, CPU cores */
+    uint32_t max_block_size;  /* threads per block / work-items per work-group */
     uint32_t max_block_dims[3];
-    uint64_t max_grid_dims[3];   /* blocks per grid dimension */
-    uint64_t max_grid_blocks;    /* blocks per launch, all dimensions together: 2^32 - 1 on OpenCL devices (a device
+    uint64_t max_grid_dims[3];    /* blocks per grid dimension */
+    uint64_t max_grid_blocks;     /* blocks per launch, all dimensions together: 2^32 - 1 on OpenCL devices (a device
                                     iterates over them, as PoCL does, so a larger grid would never end) and the CPU
                                     backend; CUDA: the product of max_grid_dims */
-    uint64_t shared_mem_bytes;   /* shared/local memory one block may use */
+    uint64_t shared_mem_bytes;    /* shared/local memory one block may use */
     uint64_t shared_mem_per_unit; /* shared/local memory of one compute unit, all its resident blocks together
                                      (0 = not known: OpenCL reports it per work-group only; NVIDIA's OpenCL devices
                                      get it from their compute capability) */
-    uint32_t warp_size;          /* warp / preferred sub-group or SIMD width; 1 on the CPU backend */
-    int fp64;                    /* double precision kernels available */
-    int unified_memory;          /* device memory is host memory (CPU, PoCL) */
+    uint32_t warp_size;           /* warp / preferred sub-group or SIMD width; 1 on the CPU backend */
+    int fp64;                     /* double precision kernels available */
+    int unified_memory;           /* device memory is host memory (CPU, PoCL) */
 } gpuws_device_info;
 
 /* Devices of a backend, in index order: the index GPUWS_DEVICE and gpuws_context_options.device refer to.
@@ -146,12 +150,15 @@ typedef struct gpuws_kernel gpuws_kernel;
  *    ignored. A struct_size smaller than gpuws 0.2's struct is GPUWS_ERR_INVALID_ARGUMENT.
  * An options struct never holds another by value (that would fix the inner one's size): it points to it. */
 typedef struct gpuws_context_options {
-    size_t struct_size;          /* sizeof(gpuws_context_options); 0 = gpuws 0.2's struct (see above) */
-    const char *backend;         /* comma list tried in order ("opencl,cpu"); NULL: GPUWS_BACKEND, else cuda→opencl→cpu */
-    int device;                  /* index within the chosen backend; -1: GPUWS_DEVICE, else 0; below -1 is an error */
+    size_t struct_size;  /* sizeof(gpuws_context_options); 0 = gpuws 0.2's struct (see above) */
+    const char *backend; /* comma list tried in order ("opencl,cpu"); NULL: GPUWS_BACKEND, else cuda→opencl→cpu */
+    int device;          /* index within the chosen backend; -1: GPUWS_DEVICE, else 0; below -1 is an error */
     const char *opencl_platform; /* platform name substring; NULL: GPUWS_OPENCL_PLATFORM, else any */
 } gpuws_context_options;
-#define GPUWS_CONTEXT_OPTIONS_INIT {sizeof(gpuws_context_options), NULL, -1, NULL}
+#define GPUWS_CONTEXT_OPTIONS_INIT                                                                                     \
+    {                                                                                                                  \
+        sizeof(gpuws_context_options), NULL, -1, NULL                                                                  \
+    }
 
 /* Creates a context on one device. options NULL = all fields from the environment (see above).
  * Rules: every name in the list must be a known backend (else GPUWS_ERR_UNKNOWN_BACKEND listing the valid
@@ -204,16 +211,16 @@ GPUWS_API gpuws_status gpuws_buffer_read(const gpuws_buffer *src, size_t offset,
 GPUWS_API gpuws_status gpuws_buffer_copy(gpuws_buffer *dst, size_t dst_offset, const gpuws_buffer *src,
                                          size_t src_offset, size_t bytes);
 /* Repeats a pattern of 1, 2, 4, 8 or 16 bytes; offset and bytes must be multiples of pattern_size. */
-GPUWS_API gpuws_status gpuws_buffer_fill(gpuws_buffer *dst, size_t offset, const void *pattern,
-                                         size_t pattern_size, size_t bytes);
+GPUWS_API gpuws_status gpuws_buffer_fill(gpuws_buffer *dst, size_t offset, const void *pattern, size_t pattern_size,
+                                         size_t bytes);
 
 /* Asynchronous forms on a stream (NULL = default stream), checked as the blocking ones are. The host memory must
  * stay valid and unmodified until the stream is synchronized; they overlap with other work only when it was
  * allocated with gpuws_host_alloc. */
-GPUWS_API gpuws_status gpuws_buffer_write_async(gpuws_stream *stream, gpuws_buffer *dst, size_t offset,
-                                                const void *src, size_t bytes);
-GPUWS_API gpuws_status gpuws_buffer_read_async(gpuws_stream *stream, const gpuws_buffer *src, size_t offset,
-                                               void *dst, size_t bytes);
+GPUWS_API gpuws_status gpuws_buffer_write_async(gpuws_stream *stream, gpuws_buffer *dst, size_t offset, const void *src,
+                                                size_t bytes);
+GPUWS_API gpuws_status gpuws_buffer_read_async(gpuws_stream *stream, const gpuws_buffer *src, size_t offset, void *dst,
+                                               size_t bytes);
 GPUWS_API gpuws_status gpuws_buffer_copy_async(gpuws_stream *stream, gpuws_buffer *dst, size_t dst_offset,
                                                const gpuws_buffer *src, size_t src_offset, size_t bytes);
 GPUWS_API gpuws_status gpuws_buffer_fill_async(gpuws_stream *stream, gpuws_buffer *dst, size_t offset,
@@ -233,9 +240,9 @@ GPUWS_API gpuws_status gpuws_kernel_get(gpuws_context *ctx, const char *name, gp
 
 typedef struct gpuws_kernel_info {
     const char *name;
-    uint32_t max_block_size;    /* for this kernel on this device (register pressure may lower it) */
+    uint32_t max_block_size; /* for this kernel on this device (register pressure may lower it) */
     uint64_t static_shared_bytes;
-    uint32_t num_params;        /* parameters as seen by gpuws_launch (local-memory arguments included) */
+    uint32_t num_params; /* parameters as seen by gpuws_launch (local-memory arguments included) */
 } gpuws_kernel_info;
 GPUWS_API gpuws_status gpuws_kernel_get_info(const gpuws_kernel *kernel, gpuws_kernel_info *info);
 
@@ -268,14 +275,62 @@ typedef struct gpuws_arg {
     } v;
 } gpuws_arg;
 
-static inline gpuws_arg gpuws_arg_buffer(gpuws_buffer *b) { gpuws_arg a; a.kind = GPUWS_ARG_BUFFER; a.v.buffer = b; return a; }
-static inline gpuws_arg gpuws_arg_i32(int32_t x) { gpuws_arg a; a.kind = GPUWS_ARG_I32; a.v.i32 = x; return a; }
-static inline gpuws_arg gpuws_arg_u32(uint32_t x) { gpuws_arg a; a.kind = GPUWS_ARG_U32; a.v.u32 = x; return a; }
-static inline gpuws_arg gpuws_arg_i64(int64_t x) { gpuws_arg a; a.kind = GPUWS_ARG_I64; a.v.i64 = x; return a; }
-static inline gpuws_arg gpuws_arg_u64(uint64_t x) { gpuws_arg a; a.kind = GPUWS_ARG_U64; a.v.u64 = x; return a; }
-static inline gpuws_arg gpuws_arg_f32(float x) { gpuws_arg a; a.kind = GPUWS_ARG_F32; a.v.f32 = x; return a; }
-static inline gpuws_arg gpuws_arg_f64(double x) { gpuws_arg a; a.kind = GPUWS_ARG_F64; a.v.f64 = x; return a; }
-static inline gpuws_arg gpuws_arg_local(size_t bytes) { gpuws_arg a; a.kind = GPUWS_ARG_LOCAL; a.v.local_bytes = bytes; return a; }
+static inline gpuws_arg gpuws_arg_buffer(gpuws_buffer *b)
+{
+    gpuws_arg a;
+    a.kind = GPUWS_ARG_BUFFER;
+    a.v.buffer = b;
+    return a;
+}
+static inline gpuws_arg gpuws_arg_i32(int32_t x)
+{
+    gpuws_arg a;
+    a.kind = GPUWS_ARG_I32;
+    a.v.i32 = x;
+    return a;
+}
+static inline gpuws_arg gpuws_arg_u32(uint32_t x)
+{
+    gpuws_arg a;
+    a.kind = GPUWS_ARG_U32;
+    a.v.u32 = x;
+    return a;
+}
+static inline gpuws_arg gpuws_arg_i64(int64_t x)
+{
+    gpuws_arg a;
+    a.kind = GPUWS_ARG_I64;
+    a.v.i64 = x;
+    return a;
+}
+static inline gpuws_arg gpuws_arg_u64(uint64_t x)
+{
+    gpuws_arg a;
+    a.kind = GPUWS_ARG_U64;
+    a.v.u64 = x;
+    return a;
+}
+static inline gpuws_arg gpuws_arg_f32(float x)
+{
+    gpuws_arg a;
+    a.kind = GPUWS_ARG_F32;
+    a.v.f32 = x;
+    return a;
+}
+static inline gpuws_arg gpuws_arg_f64(double x)
+{
+    gpuws_arg a;
+    a.kind = GPUWS_ARG_F64;
+    a.v.f64 = x;
+    return a;
+}
+static inline gpuws_arg gpuws_arg_local(size_t bytes)
+{
+    gpuws_arg a;
+    a.kind = GPUWS_ARG_LOCAL;
+    a.v.local_bytes = bytes;
+    return a;
+}
 
 typedef struct gpuws_launch_config {
     uint32_t grid[3];  /* blocks (work-groups) per dimension, each >= 1 */

@@ -12,16 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BAD_CPU (1u << GPUWS_BACKEND_CPU)
+#define BAD_CPU    (1u << GPUWS_BACKEND_CPU)
 #define BAD_OPENCL (1u << GPUWS_BACKEND_OPENCL)
-#define BAD_CUDA (1u << GPUWS_BACKEND_CUDA)
-#define BAD_GPU (BAD_OPENCL | BAD_CUDA) /* backends that launch kernels */
-#define BAD_ALL (BAD_CPU | BAD_GPU)
+#define BAD_CUDA   (1u << GPUWS_BACKEND_CUDA)
+#define BAD_GPU    (BAD_OPENCL | BAD_CUDA) /* backends that launch kernels */
+#define BAD_ALL    (BAD_CPU | BAD_GPU)
 
 /* Image sides of the 2-D buffers: BAD_W x BAD_H pixels. */
-#define BAD_W 16
-#define BAD_H 8
-#define BAD_N (BAD_W * BAD_H)
+#define BAD_W    16
+#define BAD_H    8
+#define BAD_N    (BAD_W * BAD_H)
 #define BAD_HOST 4096
 
 /* A fresh one per row and backend. Every buffer from test_buffer has TEST_GUARD_BYTES of poison after its payload,
@@ -30,26 +30,26 @@ typedef struct bad_fixture {
     gpuws_backend_kind kind;
     gpuws_device_info info;
     gpuws_context *ctx;
-    gpuws_context *other;          /* a second context on the same backend */
-    gpuws_context *dead_ctx;       /* destroyed */
-    gpuws_stream *stream;          /* a live stream of ctx */
-    gpuws_stream *dead_stream;     /* destroyed stream of ctx */
-    gpuws_stream *foreign_stream;  /* live stream of `other` */
-    gpuws_event *event;            /* recorded once on ctx's default stream */
-    gpuws_event *unrecorded;       /* never recorded */
-    gpuws_event *dead_event;       /* destroyed */
-    gpuws_event *foreign_event;    /* recorded, of `other` */
-    gpuws_buffer *in;              /* BAD_N f32: 1, 2, 3, ... (a BAD_W x BAD_H image) */
-    gpuws_buffer *in64;            /* BAD_N f64: 1, 2, 3, ... */
-    gpuws_buffer *out;             /* BAD_N * 8 bytes, poisoned: room for any output of BAD_N elements */
-    gpuws_buffer *small;           /* 4 bytes, poisoned */
-    gpuws_buffer *foreign;         /* BAD_N * 8 bytes of `other` */
-    gpuws_buffer *dead;            /* destroyed */
-    gpuws_buffer *nan_img;         /* BAD_N f32, every pixel NaN */
-    gpuws_buffer *inf_img;         /* BAD_N f32, +Inf and -Inf alternating */
-    gpuws_buffer *one_px;          /* one f32 pixel: 7.5 */
-    gpuws_kernel *kernel;          /* vector_add_f32 on GPU backends (4 params: b b b L); NULL on the CPU backend */
-    double result;                 /* host outputs, poisoned */
+    gpuws_context *other;         /* a second context on the same backend */
+    gpuws_context *dead_ctx;      /* destroyed */
+    gpuws_stream *stream;         /* a live stream of ctx */
+    gpuws_stream *dead_stream;    /* destroyed stream of ctx */
+    gpuws_stream *foreign_stream; /* live stream of `other` */
+    gpuws_event *event;           /* recorded once on ctx's default stream */
+    gpuws_event *unrecorded;      /* never recorded */
+    gpuws_event *dead_event;      /* destroyed */
+    gpuws_event *foreign_event;   /* recorded, of `other` */
+    gpuws_buffer *in;             /* BAD_N f32: 1, 2, 3, ... (a BAD_W x BAD_H image) */
+    gpuws_buffer *in64;           /* BAD_N f64: 1, 2, 3, ... */
+    gpuws_buffer *out;            /* BAD_N * 8 bytes, poisoned: room for any output of BAD_N elements */
+    gpuws_buffer *small;          /* 4 bytes, poisoned */
+    gpuws_buffer *foreign;        /* BAD_N * 8 bytes of `other` */
+    gpuws_buffer *dead;           /* destroyed */
+    gpuws_buffer *nan_img;        /* BAD_N f32, every pixel NaN */
+    gpuws_buffer *inf_img;        /* BAD_N f32, +Inf and -Inf alternating */
+    gpuws_buffer *one_px;         /* one f32 pixel: 7.5 */
+    gpuws_kernel *kernel;         /* vector_add_f32 on GPU backends (4 params: b b b L); NULL on the CPU backend */
+    double result;                /* host outputs, poisoned */
     _Alignas(8) unsigned char host[BAD_HOST];
 } bad_fixture;
 
@@ -66,13 +66,13 @@ typedef struct bad_case {
 
 void bad_register(const bad_case *c);
 
-#define BAD_CASE(Name, Backends, Want, Message)                                                                \
-    static gpuws_status bad_call_##Name(bad_fixture *f);                                                        \
-    __attribute__((constructor)) static void bad_register_##Name(void)                                          \
-    {                                                                                                           \
-        static const bad_case c = {#Name, (Backends), (Want), (Message), bad_call_##Name};                      \
-        bad_register(&c);                                                                                       \
-    }                                                                                                           \
+#define BAD_CASE(Name, Backends, Want, Message)                                                                        \
+    static gpuws_status bad_call_##Name(bad_fixture *f);                                                               \
+    __attribute__((constructor)) static void bad_register_##Name(void)                                                 \
+    {                                                                                                                  \
+        static const bad_case c = { #Name, (Backends), (Want), (Message), bad_call_##Name };                           \
+        bad_register(&c);                                                                                              \
+    }                                                                                                                  \
     static gpuws_status bad_call_##Name(__attribute__((unused)) bad_fixture *f)
 
 /* For rows about create calls: the out-handle must be NULL after a failure. */

@@ -12,10 +12,10 @@
 bool gpuws__fault_alloc_countdown(long n);
 long gpuws__alloc_live(void);
 
-#define FAULT_N 1000                    /* elements of the fixture's input arrays */
-#define FAULT_W 40                      /* the inputs seen as an image: FAULT_W columns x FAULT_H rows */
-#define FAULT_H 25
-#define FAULT_OUT_BYTES (16 * FAULT_N)  /* room in f->out */
+#define FAULT_N          1000 /* elements of the fixture's input arrays */
+#define FAULT_W          40   /* the inputs seen as an image: FAULT_W columns x FAULT_H rows */
+#define FAULT_H          25
+#define FAULT_OUT_BYTES  (16 * FAULT_N) /* room in f->out */
 #define FAULT_OUT2_BYTES 64             /* room in f->out2 */
 
 /* Made fresh for every run of a row (before the countdown is armed, so nothing here is fault-injected). */
@@ -30,8 +30,8 @@ typedef struct fault_fixture {
     gpuws_buffer *mask;   /* FAULT_W x FAULT_H uint8: fault_mask_pixel */
     gpuws_buffer *labels; /* FAULT_W x FAULT_H int32: fault_label_pixel, labels 1..4 */
     /* Outputs, poisoned (TEST_POISON_BYTE); the harness checks every byte is still poison after a failure. */
-    gpuws_buffer *out;    /* FAULT_OUT_BYTES */
-    gpuws_buffer *out2;   /* FAULT_OUT2_BYTES: a second output (a count, a hit total) */
+    gpuws_buffer *out;  /* FAULT_OUT_BYTES */
+    gpuws_buffer *out2; /* FAULT_OUT2_BYTES: a second output (a count, a hit total) */
     /* Rows made from an algorithm's case (kernels/common/cases.h): its state, set up at the TINY size on ctx, and
      * its outputs, poisoned; the harness checks them like out and out2. */
     const gpuws__case *algorithm_case;
@@ -75,13 +75,13 @@ void fault_register(const fault_case *c);
 bool fault_ok(fault_fixture *f, gpuws_status st);
 
 /* FAULT_CASE(name, backends) { ...the operation on f...; return status; } */
-#define FAULT_CASE(Name, Backends)                                                                              \
-    static gpuws_status fault_op_##Name(fault_fixture *f);                                                      \
-    __attribute__((constructor)) static void fault_register_##Name(void)                                        \
-    {                                                                                                           \
-        static const fault_case c = {#Name, (Backends), fault_op_##Name, NULL};                                 \
-        fault_register(&c);                                                                                     \
-    }                                                                                                           \
+#define FAULT_CASE(Name, Backends)                                                                                     \
+    static gpuws_status fault_op_##Name(fault_fixture *f);                                                             \
+    __attribute__((constructor)) static void fault_register_##Name(void)                                               \
+    {                                                                                                                  \
+        static const fault_case c = { #Name, (Backends), fault_op_##Name, NULL };                                      \
+        fault_register(&c);                                                                                            \
+    }                                                                                                                  \
     static gpuws_status fault_op_##Name(__attribute__((unused)) fault_fixture *f)
 
 #endif

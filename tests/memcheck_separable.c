@@ -39,12 +39,12 @@ static bool required(const char *name)
 }
 
 /* gpuws_convolve2d_separable of (img, col, row) on ctx as doubles into out (OH x OW); 0 on success */
-static int run(gpuws_context *ctx, gpuws_dtype dt, const double *img, const double *col, const double *row,
-               double *out, size_t *n_out)
+static int run(gpuws_context *ctx, gpuws_dtype dt, const double *img, const double *col, const double *row, double *out,
+               size_t *n_out)
 {
-    const size_t es = gpuws_dtype_size(dt), len[3] = {(size_t)H * W, KH, KW};
-    const double *src[3] = {img, col, row};
-    gpuws_buffer *in[3] = {NULL, NULL, NULL}, *bo = NULL;
+    const size_t es = gpuws_dtype_size(dt), len[3] = { (size_t)H * W, KH, KW };
+    const double *src[3] = { img, col, row };
+    gpuws_buffer *in[3] = { NULL, NULL, NULL }, *bo = NULL;
     gpuws_convolve2d_options opt = GPUWS_CONVOLVE2D_OPTIONS_INIT;
     opt.mode = GPUWS_CONVOLVE_SAME, opt.boundary = GPUWS_BOUNDARY_SYMM;
     size_t oh = 0, ow = 0;
@@ -98,19 +98,21 @@ int main(void)
         fprintf(stderr, "memcheck_separable: %s\n", gpuws_last_error());
         return 1;
     }
-    double *img = malloc(sizeof(double) * H * W), *col = malloc(sizeof(double) * KH), *row = malloc(sizeof(double) * KW);
+    double *img = malloc(sizeof(double) * H * W), *col = malloc(sizeof(double) * KH),
+           *row = malloc(sizeof(double) * KW);
     double *got = malloc(sizeof(double) * H * W), *want = malloc(sizeof(double) * H * W);
     if (!img || !col || !row || !got || !want) return 1;
     for (int i = 0; i < H * W; i++) img[i] = uniform();
     for (int i = 0; i < KH; i++) col[i] = uniform();
     for (int i = 0; i < KW; i++) row[i] = uniform();
     int failures = 0;
-    const char *paths[] = {"tiled", "direct"};
+    const char *paths[] = { "tiled", "direct" };
     for (int p = 0; p < 2; p++)
         for (int d = 0; d < 2; d++) {
             const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
             size_t n = 0, n2 = 0;
-            if (gpuws__tuning_set(ocl, "convolve_path", paths[p]) || run(ocl, dt, img, col, row, got, &n) || run(cpu, dt, img, col, row, want, &n2) || n != n2) {
+            if (gpuws__tuning_set(ocl, "convolve_path", paths[p]) || run(ocl, dt, img, col, row, got, &n) ||
+                run(cpu, dt, img, col, row, want, &n2) || n != n2) {
                 failures++;
                 continue;
             }
@@ -124,7 +126,8 @@ int main(void)
                 worst = e > worst ? e : worst;
             }
             printf("memcheck_separable: %s %s: %zu outputs, %zu differ from the CPU backend's by more than %.3g "
-                   "(largest %.3g)\n", paths[p], gpuws_dtype_name(dt), n, bad, tol, worst);
+                   "(largest %.3g)\n",
+                   paths[p], gpuws_dtype_name(dt), n, bad, tol, worst);
             failures += bad != 0;
         }
     free(img), free(col), free(row), free(got), free(want);

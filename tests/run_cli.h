@@ -34,7 +34,7 @@ static int test_run_program_in(const char *path, const char *arg0, const char *d
             unsetenv("GPUWS_OPENCL_PLATFORM");
         }
         for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
-        const char *args[16] = {arg0};
+        const char *args[16] = { arg0 };
         int n = 1;
         for (int i = 0; argv && argv[i] && n < 15; i++) args[n++] = argv[i];
         args[n] = NULL;

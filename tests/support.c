@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-gpuws_backend_kind test_backends[TEST_BACKENDS] = {GPUWS_BACKEND_CPU, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};
+gpuws_backend_kind test_backends[TEST_BACKENDS] = { GPUWS_BACKEND_CPU, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA };
 
 const char *test_backend_name(gpuws_backend_kind kind)
 {
@@ -60,7 +60,8 @@ gpuws_context *test_open(gpuws_backend_kind kind)
     const char *name = test_backend_name(kind);
     const char *only = getenv("GPUWS_TEST_BACKENDS");
     if (only && *only && !list_has(only, name)) {
-        if (test_is_required(name)) cr_assert_fail("%s is required but GPUWS_TEST_BACKENDS=%s leaves it out", name, only);
+        if (test_is_required(name))
+            cr_assert_fail("%s is required but GPUWS_TEST_BACKENDS=%s leaves it out", name, only);
         cr_skip_test("%s left out by GPUWS_TEST_BACKENDS=%s", name, only);
     }
     gpuws_backend_info bi;
@@ -143,7 +144,8 @@ void test_check_guard(gpuws_buffer *b, size_t bytes, const char *name)
     unsigned char g[TEST_GUARD_BYTES];
     TEST_OK(gpuws_buffer_read(b, bytes, g, TEST_GUARD_BYTES));
     for (int i = 0; i < TEST_GUARD_BYTES; i++)
-        cr_assert_eq(g[i], TEST_POISON_BYTE, "buffer '%s': guard byte %d past the end was overwritten (0x%02x)", name, i, g[i]);
+        cr_assert_eq(g[i], TEST_POISON_BYTE, "buffer '%s': guard byte %d past the end was overwritten (0x%02x)", name,
+                     i, g[i]);
 }
 
 char *test_read_file(const char *path)
@@ -247,7 +249,7 @@ struct criterion_test_params test_case_params(bool with_stream)
     test_case_param *p = cr_malloc(n * TEST_BACKENDS * sizeof *p);
     for (size_t i = 0; cs[i]; i++)
         for (int k = 0; k < TEST_BACKENDS && (!with_stream || !cs[i]->ignores_stream); k++)
-            p[j++] = (test_case_param){(int)i, test_backends[k]};
+            p[j++] = (test_case_param){ (int)i, test_backends[k] };
     return cr_make_param_array(test_case_param, p, j, free_case_params);
 }
 

@@ -18,20 +18,20 @@
 extern gpuws_backend_kind test_backends[TEST_BACKENDS];
 
 /* A test run once per backend: BACKEND_TEST(suite, name) { ... *kind ... } */
-#define BACKEND_TEST(Suite, Name)                                                                               \
-    ParameterizedTestParameters(Suite, Name)                                                                    \
-    {                                                                                                           \
-        return cr_make_param_array(gpuws_backend_kind, test_backends, TEST_BACKENDS);                           \
-    }                                                                                                           \
+#define BACKEND_TEST(Suite, Name)                                                                                      \
+    ParameterizedTestParameters(Suite, Name)                                                                           \
+    {                                                                                                                  \
+        return cr_make_param_array(gpuws_backend_kind, test_backends, TEST_BACKENDS);                                  \
+    }                                                                                                                  \
     ParameterizedTest(gpuws_backend_kind *kind, Suite, Name)
 
 /* The same on the GPU backends only (OpenCL and CUDA): tests of kernels and launches the CPU backend lacks. */
-#define GPU_BACKEND_TEST(Suite, Name)                                                                           \
-    ParameterizedTestParameters(Suite, Name)                                                                    \
-    {                                                                                                           \
-        static const gpuws_backend_kind gpu_backends[] = {GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA};            \
-        return cr_make_param_array(gpuws_backend_kind, gpu_backends, 2);                                        \
-    }                                                                                                           \
+#define GPU_BACKEND_TEST(Suite, Name)                                                                                  \
+    ParameterizedTestParameters(Suite, Name)                                                                           \
+    {                                                                                                                  \
+        static const gpuws_backend_kind gpu_backends[] = { GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CUDA };                 \
+        return cr_make_param_array(gpuws_backend_kind, gpu_backends, 2);                                               \
+    }                                                                                                                  \
     ParameterizedTest(gpuws_backend_kind *kind, Suite, Name)
 
 /* Opens a context on `kind`. If the backend is unavailable (or GPUWS_TEST_BACKENDS leaves it out) the test is
@@ -98,18 +98,18 @@ uint64_t test_ulp_diff_f32(float a, float b);
 uint64_t test_ulp_diff_f64(double a, double b);
 
 /* Asserts a == 0 with the last gpuws error in the message. */
-#define TEST_OK(call)                                                                                           \
-    do {                                                                                                        \
-        gpuws_status st_ = (call);                                                                              \
-        cr_assert_eq(st_, GPUWS_OK, "%s -> %s: %s", #call, gpuws_status_name(st_), gpuws_last_error());         \
+#define TEST_OK(call)                                                                                                  \
+    do {                                                                                                               \
+        gpuws_status st_ = (call);                                                                                     \
+        cr_assert_eq(st_, GPUWS_OK, "%s -> %s: %s", #call, gpuws_status_name(st_), gpuws_last_error());                \
     } while (0)
 
 /* Asserts the call fails with exactly `want`. */
-#define TEST_FAILS(want, call)                                                                                  \
-    do {                                                                                                        \
-        gpuws_status st_ = (call);                                                                              \
-        cr_assert_eq(st_, (want), "%s -> %s (wanted %s): %s", #call, gpuws_status_name(st_), gpuws_status_name(want), \
-                     gpuws_last_error());                                                                       \
+#define TEST_FAILS(want, call)                                                                                         \
+    do {                                                                                                               \
+        gpuws_status st_ = (call);                                                                                     \
+        cr_assert_eq(st_, (want), "%s -> %s (wanted %s): %s", #call, gpuws_status_name(st_), gpuws_status_name(want),  \
+                     gpuws_last_error());                                                                              \
     } while (0)
 
 #endif

@@ -70,7 +70,8 @@ void bad_expect_poison(bad_fixture *f, gpuws_buffer *b, size_t from, size_t to, 
 {
     TEST_OK(gpuws_context_synchronize(f->ctx));
     unsigned char *bytes = test_download(b, to);
-    for (size_t i = from; i < to; i++) cr_assert_eq(bytes[i], TEST_POISON_BYTE, "byte %zu of '%s' was written", i, name);
+    for (size_t i = from; i < to; i++)
+        cr_assert_eq(bytes[i], TEST_POISON_BYTE, "byte %zu of '%s' was written", i, name);
     free(bytes);
 }
 
@@ -129,7 +130,7 @@ static void fixture_open(bad_fixture *f, gpuws_backend_kind kind)
 
 static void fixture_close(bad_fixture *f)
 {
-    gpuws_buffer *bufs[] = {f->in, f->in64, f->out, f->small, f->foreign, f->nan_img, f->inf_img, f->one_px};
+    gpuws_buffer *bufs[] = { f->in, f->in64, f->out, f->small, f->foreign, f->nan_img, f->inf_img, f->one_px };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpuws_buffer_destroy(bufs[i]);
     gpuws_event_destroy(f->event);
     gpuws_event_destroy(f->unrecorded);
@@ -150,7 +151,7 @@ typedef struct {
 
 static void take_snapshot(bad_fixture *f, snapshot *s)
 {
-    gpuws_buffer *bufs[8] = {f->in, f->in64, f->out, f->small, f->foreign, f->nan_img, f->inf_img, f->one_px};
+    gpuws_buffer *bufs[8] = { f->in, f->in64, f->out, f->small, f->foreign, f->nan_img, f->inf_img, f->one_px };
     TEST_OK(gpuws_context_synchronize(f->ctx));
     TEST_OK(gpuws_context_synchronize(f->other));
     for (int i = 0; i < 8; i++) {
@@ -166,7 +167,7 @@ static void free_snapshot(snapshot *s)
     for (int i = 0; i < 8; i++) free(s->bytes[i]);
 }
 
-static const char *const buffer_names[8] = {"in", "in64", "out", "small", "foreign", "nan_img", "inf_img", "one_px"};
+static const char *const buffer_names[8] = { "in", "in64", "out", "small", "foreign", "nan_img", "inf_img", "one_px" };
 
 static void expect_unchanged(const bad_case *c, const snapshot *a, const snapshot *b)
 {
@@ -194,7 +195,7 @@ ParameterizedTestParameters(bad_input, api)
     size_t j = 0;
     for (size_t i = 0; i < ncases; i++)
         for (int k = 0; k < TEST_BACKENDS; k++)
-            if ((cases[i]->backends >> test_backends[k]) & 1) p[j++] = (bad_param){(int)i, test_backends[k]};
+            if ((cases[i]->backends >> test_backends[k]) & 1) p[j++] = (bad_param){ (int)i, test_backends[k] };
     return cr_make_param_array(bad_param, p, n, free_params);
 }
 
@@ -224,8 +225,8 @@ ParameterizedTest(bad_param *p, bad_input, api)
     const char *msg = gpuws_last_error();
     char saved[1024];
     snprintf(saved, sizeof saved, "%s", msg);
-    cr_assert_eq(st, c->want, "%s on %s: got %s, wanted %s: %s", c->name, test_backend_name(p->kind), gpuws_status_name(st),
-                 gpuws_status_name(c->want), saved);
+    cr_assert_eq(st, c->want, "%s on %s: got %s, wanted %s: %s", c->name, test_backend_name(p->kind),
+                 gpuws_status_name(st), gpuws_status_name(c->want), saved);
     if (c->want != GPUWS_OK) {
         cr_assert(strstr(saved, c->message), "%s on %s: message '%s' lacks '%s'", c->name, test_backend_name(p->kind),
                   saved, c->message);
@@ -267,8 +268,8 @@ ParameterizedTest(test_case_param *p, bad_input, case_on_foreign_stream)
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", gpuws_last_error());
     cr_assert(st == GPUWS_ERR_WRONG_CONTEXT || st == GPUWS_ERR_INVALID_ARGUMENT,
-              "%s on another context's stream: got %s, wanted GPUWS_ERR_WRONG_CONTEXT or INVALID_ARGUMENT: %s",
-              name, gpuws_status_name(st), msg);
+              "%s on another context's stream: got %s, wanted GPUWS_ERR_WRONG_CONTEXT or INVALID_ARGUMENT: %s", name,
+              gpuws_status_name(st), msg);
     cr_assert(msg[0], "%s on another context's stream: %s without a message", name, gpuws_status_name(st));
     TEST_OK(gpuws_context_synchronize(ctx));
     TEST_OK(gpuws_context_synchronize(other));
@@ -309,7 +310,8 @@ static gpuws_status try_create(bad_fixture *f, gpuws_context_options o)
     return st;
 }
 
-BAD_CASE(context_create_unknown_backend_lists_the_valid_names, BAD_ALL, GPUWS_ERR_UNKNOWN_BACKEND, "valid names: cuda, opencl, cpu")
+BAD_CASE(context_create_unknown_backend_lists_the_valid_names, BAD_ALL, GPUWS_ERR_UNKNOWN_BACKEND,
+         "valid names: cuda, opencl, cpu")
 {
     gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
     o.backend = "bogus";
@@ -323,7 +325,8 @@ BAD_CASE(context_create_device_index_past_the_end, BAD_ALL, GPUWS_ERR_NO_DEVICE,
     return try_create(f, o);
 }
 
-BAD_CASE(context_create_device_index_below_minus_one, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "options.device = -5 is not a device index")
+BAD_CASE(context_create_device_index_below_minus_one, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "options.device = -5 is not a device index")
 {
     gpuws_context_options o = this_backend(f);
     o.device = -5;
@@ -344,7 +347,7 @@ BAD_CASE(context_create_options_from_a_newer_header_with_a_new_field_set, BAD_AL
     struct {
         gpuws_context_options o;
         uint64_t later; /* a field this library does not know */
-    } newer = {this_backend(f), 1};
+    } newer = { this_backend(f), 1 };
     newer.o.struct_size = sizeof newer;
     gpuws_context *c = f->ctx;
     gpuws_status st = gpuws_context_create(&c, &newer.o);
@@ -353,7 +356,8 @@ BAD_CASE(context_create_options_from_a_newer_header_with_a_new_field_set, BAD_AL
     return st;
 }
 
-BAD_CASE(context_create_platform_that_matches_nothing, BAD_OPENCL, GPUWS_ERR_NO_DEVICE, "on platforms matching 'nomatch'")
+BAD_CASE(context_create_platform_that_matches_nothing, BAD_OPENCL, GPUWS_ERR_NO_DEVICE,
+         "on platforms matching 'nomatch'")
 {
     gpuws_context_options o = this_backend(f);
     o.opencl_platform = "nomatch";
@@ -422,7 +426,7 @@ BAD_CASE(objects_still_live_when_their_context_is_destroyed, BAD_ALL, GPUWS_ERR_
     gpuws_context_destroy(c);
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_event_synchronize(e));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_synchronize(s));
-    gpuws_launch_config one = {{1, 1, 1}, {1, 1, 1}};
+    gpuws_launch_config one = { { 1, 1, 1 }, { 1, 1, 1 } };
     if (k) TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_launch(NULL, k, &one, NULL, 0));
     return gpuws_buffer_read(b, 0, f->host, 16);
 }
@@ -449,7 +453,8 @@ BAD_CASE(buffer_create_zero_bytes, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'bytes'
     return try_buffer_create(f->ctx, 0);
 }
 
-BAD_CASE(buffer_create_size_max_is_out_of_memory_with_the_sizes, BAD_ALL, GPUWS_ERR_OUT_OF_MEMORY, "requested 18446744073709551615 bytes")
+BAD_CASE(buffer_create_size_max_is_out_of_memory_with_the_sizes, BAD_ALL, GPUWS_ERR_OUT_OF_MEMORY,
+         "requested 18446744073709551615 bytes")
 {
     return try_buffer_create(f->ctx, SIZE_MAX);
 }
@@ -459,7 +464,8 @@ BAD_CASE(buffer_create_in_a_destroyed_context, BAD_ALL, GPUWS_ERR_INVALID_ARGUME
     return try_buffer_create(f->dead_ctx, 16);
 }
 
-BAD_CASE(buffer_write_range_past_the_end, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "[1, 69) is past the end of a buffer of 68 bytes")
+BAD_CASE(buffer_write_range_past_the_end, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE,
+         "[1, 69) is past the end of a buffer of 68 bytes")
 {
     return gpuws_buffer_write(f->small, 1, f->host, 68);
 }
@@ -499,7 +505,8 @@ BAD_CASE(buffer_copy_overlapping_ranges_of_one_buffer, BAD_ALL, GPUWS_ERR_INVALI
     return gpuws_buffer_copy(f->out, 8, f->out, 0, 16);
 }
 
-BAD_CASE(buffer_copy_async_overlapping_ranges_of_one_buffer, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "overlap in one buffer")
+BAD_CASE(buffer_copy_async_overlapping_ranges_of_one_buffer, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "overlap in one buffer")
 {
     return gpuws_buffer_copy_async(f->stream, f->out, 0, f->out, 15, 16);
 }
@@ -529,7 +536,8 @@ BAD_CASE(buffer_write_async_on_a_destroyed_stream, BAD_ALL, GPUWS_ERR_INVALID_AR
     return gpuws_buffer_write_async(f->dead_stream, f->out, 0, f->host, 16);
 }
 
-BAD_CASE(buffer_read_async_on_another_contexts_stream, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "stream belongs to another context")
+BAD_CASE(buffer_read_async_on_another_contexts_stream, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT,
+         "stream belongs to another context")
 {
     return gpuws_buffer_read_async(f->foreign_stream, f->in, 0, f->host, 16);
 }
@@ -638,11 +646,11 @@ BAD_CASE(kernel_get_info_null_kernel, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not 
 
 static gpuws_status launch_va(bad_fixture *f, gpuws_stream *s, gpuws_launch_config cfg, gpuws_buffer *a, size_t nargs)
 {
-    gpuws_arg args[] = {gpuws_arg_buffer(a), gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out), gpuws_arg_u64(BAD_N)};
+    gpuws_arg args[] = { gpuws_arg_buffer(a), gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out), gpuws_arg_u64(BAD_N) };
     return gpuws_launch(s, f->kernel, &cfg, args, nargs);
 }
 
-#define CFG(gx, gy, gz, bx, by, bz) ((gpuws_launch_config){{(gx), (gy), (gz)}, {(bx), (by), (bz)}})
+#define CFG(gx, gy, gz, bx, by, bz) ((gpuws_launch_config){ { (gx), (gy), (gz) }, { (bx), (by), (bz) } })
 
 BAD_CASE(launch_block_beyond_the_devices_threads_per_block, BAD_GPU, GPUWS_ERR_LAUNCH_CONFIG, "exceeds the limit")
 {
@@ -672,7 +680,8 @@ BAD_CASE(launch_wrong_number_of_arguments, BAD_GPU, GPUWS_ERR_ARGUMENTS, "takes 
 
 BAD_CASE(launch_wrong_kind_of_argument, BAD_GPU, GPUWS_ERR_ARGUMENTS, "argument 3: expects uint64, got uint32")
 {
-    gpuws_arg args[] = {gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out), gpuws_arg_u32(BAD_N)};
+    gpuws_arg args[] = { gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out),
+                         gpuws_arg_u32(BAD_N) };
     return gpuws_launch(NULL, f->kernel, &CFG(1, 1, 1, 64, 1, 1), args, 4);
 }
 
@@ -693,7 +702,8 @@ BAD_CASE(launch_on_a_destroyed_stream, BAD_GPU, GPUWS_ERR_INVALID_ARGUMENT, "not
 
 BAD_CASE(launch_null_config, BAD_GPU, GPUWS_ERR_INVALID_ARGUMENT, "'config' is NULL")
 {
-    gpuws_arg args[] = {gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out), gpuws_arg_u64(BAD_N)};
+    gpuws_arg args[] = { gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out),
+                         gpuws_arg_u64(BAD_N) };
     return gpuws_launch(NULL, f->kernel, NULL, args, 4);
 }
 
@@ -707,8 +717,8 @@ BAD_CASE(launch_more_local_memory_than_the_device_has, BAD_GPU, GPUWS_ERR_LAUNCH
     gpuws_kernel *k;
     gpuws_status st = gpuws_kernel_get(f->ctx, "reduce_max_f32_final", &k);
     if (st) return st;
-    gpuws_arg args[] = {gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out), gpuws_arg_u32(BAD_N),
-                        gpuws_arg_local((size_t)f->info.shared_mem_bytes + 1)};
+    gpuws_arg args[] = { gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out), gpuws_arg_u32(BAD_N),
+                         gpuws_arg_local((size_t)f->info.shared_mem_bytes + 1) };
     return gpuws_launch(NULL, k, &CFG(1, 1, 1, 64, 1, 1), args, 4);
 }
 
@@ -821,14 +831,16 @@ BAD_CASE(reduce_destroyed_input, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 
     return gpuws_reduce_value(NULL, GPUWS_REDUCE_MAX, GPUWS_F32, 4, f->dead, &f->result);
 }
 
-BAD_CASE(reduce_input_of_another_context_on_this_stream, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "stream belongs to another context")
+BAD_CASE(reduce_input_of_another_context_on_this_stream, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT,
+         "stream belongs to another context")
 {
     return gpuws_reduce_value(f->stream, GPUWS_REDUCE_SUM, GPUWS_F32, 4, f->foreign, &f->result);
 }
 
 BAD_CASE(reduce_more_elements_than_the_input_holds, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'in': 137 elements")
 {
-    return gpuws_reduce_value(NULL, GPUWS_REDUCE_SUM, GPUWS_F64, (BAD_N * 8 + TEST_GUARD_BYTES) / 8 + 1, f->in64, &f->result);
+    return gpuws_reduce_value(NULL, GPUWS_REDUCE_SUM, GPUWS_F64, (BAD_N * 8 + TEST_GUARD_BYTES) / 8 + 1, f->in64,
+                              &f->result);
 }
 
 BAD_CASE(reduce_max_of_an_all_nan_image_is_nan, BAD_ALL, GPUWS_OK, "")
@@ -856,7 +868,7 @@ BAD_CASE(reduce_min_and_max_of_infinities, BAD_ALL, GPUWS_OK, "")
 
 BAD_CASE(reduce_of_one_pixel_is_that_pixel, BAD_ALL, GPUWS_OK, "")
 {
-    static const gpuws_reduce_op ops[] = {GPUWS_REDUCE_SUM, GPUWS_REDUCE_MIN, GPUWS_REDUCE_MAX};
+    static const gpuws_reduce_op ops[] = { GPUWS_REDUCE_SUM, GPUWS_REDUCE_MIN, GPUWS_REDUCE_MAX };
     for (int i = 0; i < 3; i++) {
         gpuws_status st = gpuws_reduce_value(NULL, ops[i], GPUWS_F32, 1, f->one_px, &f->result);
         if (st) return st;
@@ -874,47 +886,120 @@ typedef struct {
     const char *env[4];   /* NAME=value set for the run (GPUWS_BACKEND etc. are unset otherwise) */
     const char *argv[10]; /* after "gpuws"; NULL-terminated */
     int exit_code;
-    const char *output;   /* must appear in stdout + stderr */
+    const char *output; /* must appear in stdout + stderr */
 } cli_case;
 
 static const cli_case cli_cases[] = {
-    {"info_unknown_backend", {"GPUWS_BACKEND=bogus"}, {"info"}, 1, "valid names: cuda, opencl, cpu"},
-    {"info_device_index_past_the_end", {"GPUWS_BACKEND=cpu", "GPUWS_DEVICE=99"}, {"info"}, 1, "device index 99"},
-    {"info_device_index_not_a_number", {"GPUWS_BACKEND=cpu", "GPUWS_DEVICE=first"}, {"info"}, 1, "is not a device index"},
-    {"info_platform_matches_nothing", {"GPUWS_BACKEND=opencl", "GPUWS_OPENCL_PLATFORM=nomatch"}, {"info"}, 1, "'nomatch'"},
-    {"log_level_that_is_not_a_level", {"GPUWS_BACKEND=cpu", "GPUWS_LOG=bogus"}, {"info"}, 0,
-     "GPUWS_LOG='bogus' is not a log level (error, warn, info, debug); using warn"},
-    {"info_unexpected_argument", {NULL}, {"info", "--bogus"}, 2, "unexpected argument '--bogus'"},
-    {"unknown_command", {NULL}, {"frobnicate"}, 2, "unknown command 'frobnicate'"},
-    {"no_command", {NULL}, {NULL}, 2, "usage: gpuws <command>"},
-    {"bench_unknown_backend", {NULL}, {"bench", "--backends", "bogus"}, 2, "unknown backend 'bogus'"},
-    {"bench_unknown_algorithm", {NULL}, {"bench", "--algorithms", "nope"}, 2, "unknown algorithm 'nope'"},
-    {"bench_repeat_zero", {NULL}, {"bench", "--repeat", "0"}, 2, "--repeat needs a positive count"},
-    {"bench_unknown_size", {NULL}, {"bench", "--size", "huge"}, 2, "--size must be small, default or large"},
-    {"bench_option_without_value", {NULL}, {"bench", "--backends"}, 2, "unknown or incomplete option '--backends'"},
-    {"selftest_unknown_option", {NULL}, {"selftest", "--bogus"}, 2, "usage: gpuws selftest"},
-    {"selftest_unknown_backend", {NULL}, {"selftest", "--backends", "bogus"}, 2, "unknown backend 'bogus'"},
-    {"selftest_unknown_algorithm", {NULL}, {"selftest", "--backends", "cpu", "--algorithms", "nope"}, 2, "unknown algorithm 'nope'"},
-    {"primes_n_not_a_number", {"GPUWS_BACKEND=cpu"}, {"primes", "abc"}, 2, "N = 'abc' is not a whole number from 0 to 2^31"},
-    {"primes_n_past_2_to_the_31", {"GPUWS_BACKEND=cpu"}, {"primes", "4294967296"}, 2, "is not a whole number from 0 to 2^31"},
-    {"primes_unknown_variant", {NULL}, {"primes", "10", "--variant", "bogus"}, 2, "bad argument '--variant bogus'"},
-    {"pi_zero_samples", {"GPUWS_BACKEND=cpu"}, {"pi", "0"}, 2, "N = '0' is not a whole number of samples"},
-    {"pi_seed_not_a_number", {NULL}, {"pi", "100", "--seed", "x"}, 2, "--seed needs a whole number from 0 to 2^64 - 1, not 'x'"},
-    {"matmul_two_sizes", {NULL}, {"matmul", "4", "4"}, 2, "need the three sizes M N K"},
-    {"matmul_unknown_dtype", {NULL}, {"matmul", "4", "4", "4", "--dtype", "f16"}, 2, "bad argument '--dtype f16'"},
-    {"matmul_more_than_host_memory", {"GPUWS_BACKEND=cpu"}, {"matmul", "99999999", "99999999", "99999999"}, 1, "GB of host memory; this machine has"},
-    {"convolve_missing_input", {"GPUWS_BACKEND=cpu"}, {"convolve", "/nonexistent/in.fits", "/nonexistent/k.fits", "-o", "/tmp/gpuws-never.fits"}, 1,
-     "/nonexistent/in.fits: cannot open as FITS"},
-    {"convolve_without_an_output", {NULL}, {"convolve", "in.fits", "k.fits"}, 2, "needs IN.fits, KERNEL.fits and -o OUT.fits"},
-    {"convolve_unknown_mode", {NULL}, {"convolve", "--demo", "--mode", "bogus"}, 2, "--mode must be full, same or valid"},
-    {"convolve_demo_size_zero", {NULL}, {"convolve", "--demo", "--size", "0"}, 2, "--size needs a side from 16"},
-    {"sources_missing_image", {"GPUWS_BACKEND=cpu"}, {"sources", "/nonexistent/sky.fits"}, 1, "/nonexistent/sky.fits: cannot open as FITS"},
-    {"sources_directory_as_image", {"GPUWS_BACKEND=cpu"}, {"sources", "/tmp"}, 1, "/tmp: is a directory, not a FITS file"},
-    {"sources_demo_size_one", {NULL}, {"sources", "--demo", "--size", "1"}, 2, "--size needs a whole number from 16"},
-    {"sources_connectivity_six", {NULL}, {"sources", "--demo", "--connectivity", "6"}, 2, "--connectivity is 4 or 8"},
-    {"sources_negative_kappa", {NULL}, {"sources", "--demo", "--kappa", "-1"}, 2, "--kappa must be > 0"},
-    {"sources_unwritable_catalog", {"GPUWS_BACKEND=cpu"}, {"sources", "--demo", "--size", "64", "--catalog", "/proc/gpuws-bad-input.csv"}, 1,
-     "/proc/gpuws-bad-input.csv: cannot create"},
+    { "info_unknown_backend", { "GPUWS_BACKEND=bogus" }, { "info" }, 1, "valid names: cuda, opencl, cpu" },
+    { "info_device_index_past_the_end", { "GPUWS_BACKEND=cpu", "GPUWS_DEVICE=99" }, { "info" }, 1, "device index 99" },
+    { "info_device_index_not_a_number",
+      { "GPUWS_BACKEND=cpu", "GPUWS_DEVICE=first" },
+      { "info" },
+      1,
+      "is not a device index" },
+    { "info_platform_matches_nothing",
+      { "GPUWS_BACKEND=opencl", "GPUWS_OPENCL_PLATFORM=nomatch" },
+      { "info" },
+      1,
+      "'nomatch'" },
+    { "log_level_that_is_not_a_level",
+      { "GPUWS_BACKEND=cpu", "GPUWS_LOG=bogus" },
+      { "info" },
+      0,
+      "GPUWS_LOG='bogus' is not a log level (error, warn, info, debug); using warn" },
+    { "info_unexpected_argument", { NULL }, { "info", "--bogus" }, 2, "unexpected argument '--bogus'" },
+    { "unknown_command", { NULL }, { "frobnicate" }, 2, "unknown command 'frobnicate'" },
+    { "no_command", { NULL }, { NULL }, 2, "usage: gpuws <command>" },
+    { "bench_unknown_backend", { NULL }, { "bench", "--backends", "bogus" }, 2, "unknown backend 'bogus'" },
+    { "bench_unknown_algorithm", { NULL }, { "bench", "--algorithms", "nope" }, 2, "unknown algorithm 'nope'" },
+    { "bench_repeat_zero", { NULL }, { "bench", "--repeat", "0" }, 2, "--repeat needs a positive count" },
+    { "bench_unknown_size", { NULL }, { "bench", "--size", "huge" }, 2, "--size must be small, default or large" },
+    { "bench_option_without_value",
+      { NULL },
+      { "bench", "--backends" },
+      2,
+      "unknown or incomplete option '--backends'" },
+    { "selftest_unknown_option", { NULL }, { "selftest", "--bogus" }, 2, "usage: gpuws selftest" },
+    { "selftest_unknown_backend", { NULL }, { "selftest", "--backends", "bogus" }, 2, "unknown backend 'bogus'" },
+    { "selftest_unknown_algorithm",
+      { NULL },
+      { "selftest", "--backends", "cpu", "--algorithms", "nope" },
+      2,
+      "unknown algorithm 'nope'" },
+    { "primes_n_not_a_number",
+      { "GPUWS_BACKEND=cpu" },
+      { "primes", "abc" },
+      2,
+      "N = 'abc' is not a whole number from 0 to 2^31" },
+    { "primes_n_past_2_to_the_31",
+      { "GPUWS_BACKEND=cpu" },
+      { "primes", "4294967296" },
+      2,
+      "is not a whole number from 0 to 2^31" },
+    { "primes_unknown_variant",
+      { NULL },
+      { "primes", "10", "--variant", "bogus" },
+      2,
+      "bad argument '--variant bogus'" },
+    { "pi_zero_samples", { "GPUWS_BACKEND=cpu" }, { "pi", "0" }, 2, "N = '0' is not a whole number of samples" },
+    { "pi_seed_not_a_number",
+      { NULL },
+      { "pi", "100", "--seed", "x" },
+      2,
+      "--seed needs a whole number from 0 to 2^64 - 1, not 'x'" },
+    { "matmul_two_sizes", { NULL }, { "matmul", "4", "4" }, 2, "need the three sizes M N K" },
+    { "matmul_unknown_dtype",
+      { NULL },
+      { "matmul", "4", "4", "4", "--dtype", "f16" },
+      2,
+      "bad argument '--dtype f16'" },
+    { "matmul_more_than_host_memory",
+      { "GPUWS_BACKEND=cpu" },
+      { "matmul", "99999999", "99999999", "99999999" },
+      1,
+      "GB of host memory; this machine has" },
+    { "convolve_missing_input",
+      { "GPUWS_BACKEND=cpu" },
+      { "convolve", "/nonexistent/in.fits", "/nonexistent/k.fits", "-o", "/tmp/gpuws-never.fits" },
+      1,
+      "/nonexistent/in.fits: cannot open as FITS" },
+    { "convolve_without_an_output",
+      { NULL },
+      { "convolve", "in.fits", "k.fits" },
+      2,
+      "needs IN.fits, KERNEL.fits and -o OUT.fits" },
+    { "convolve_unknown_mode",
+      { NULL },
+      { "convolve", "--demo", "--mode", "bogus" },
+      2,
+      "--mode must be full, same or valid" },
+    { "convolve_demo_size_zero", { NULL }, { "convolve", "--demo", "--size", "0" }, 2, "--size needs a side from 16" },
+    { "sources_missing_image",
+      { "GPUWS_BACKEND=cpu" },
+      { "sources", "/nonexistent/sky.fits" },
+      1,
+      "/nonexistent/sky.fits: cannot open as FITS" },
+    { "sources_directory_as_image",
+      { "GPUWS_BACKEND=cpu" },
+      { "sources", "/tmp" },
+      1,
+      "/tmp: is a directory, not a FITS file" },
+    { "sources_demo_size_one",
+      { NULL },
+      { "sources", "--demo", "--size", "1" },
+      2,
+      "--size needs a whole number from 16" },
+    { "sources_connectivity_six",
+      { NULL },
+      { "sources", "--demo", "--connectivity", "6" },
+      2,
+      "--connectivity is 4 or 8" },
+    { "sources_negative_kappa", { NULL }, { "sources", "--demo", "--kappa", "-1" }, 2, "--kappa must be > 0" },
+    { "sources_unwritable_catalog",
+      { "GPUWS_BACKEND=cpu" },
+      { "sources", "--demo", "--size", "64", "--catalog", "/proc/gpuws-bad-input.csv" },
+      1,
+      "/proc/gpuws-bad-input.csv: cannot create" },
 };
 #define N_CLI (sizeof cli_cases / sizeof cli_cases[0])
 
@@ -992,7 +1077,7 @@ static void make_image_4x3(const char *path)
 {
     float px[12];
     for (int i = 0; i < 12; i++) px[i] = (float)i - 3.5f;
-    long naxes[2] = {4, 3};
+    long naxes[2] = { 4, 3 };
     write_float_image(path, 2, naxes, px, 12);
 }
 
@@ -1023,7 +1108,7 @@ static void make_cube(const char *path)
 {
     float px[24];
     for (int i = 0; i < 24; i++) px[i] = (float)i;
-    long naxes[3] = {4, 3, 2};
+    long naxes[3] = { 4, 3, 2 };
     write_float_image(path, 3, naxes, px, 24);
 }
 
@@ -1031,7 +1116,7 @@ static void make_degenerate_third_axis(const char *path)
 {
     float px[12];
     for (int i = 0; i < 12; i++) px[i] = (float)i - 3.5f;
-    long naxes[4] = {4, 3, 1, 1};
+    long naxes[4] = { 4, 3, 1, 1 };
     write_float_image(path, 4, naxes, px, 12);
 }
 
@@ -1039,8 +1124,8 @@ static void make_bintable_only(const char *path)
 {
     fitsfile *f = fits_new(path);
     int st = 0;
-    char *ttype[] = {"FLUX"}, *tform[] = {"1E"}, *tunit[] = {"Jy"};
-    float v[3] = {1, 2, 3};
+    char *ttype[] = { "FLUX" }, *tform[] = { "1E" }, *tunit[] = { "Jy" };
+    float v[3] = { 1, 2, 3 };
     fits_create_img(f, 8, 0, NULL, &st);
     fits_create_tbl(f, BINARY_TBL, 3, 1, ttype, tform, tunit, "SOURCES", &st);
     fits_write_col(f, TFLOAT, 1, 1, 1, 3, v, &st);
@@ -1049,14 +1134,14 @@ static void make_bintable_only(const char *path)
 
 static void make_one_d(const char *path)
 {
-    float px[5] = {1, 2, 3, 4, 5};
-    long naxes[1] = {5};
+    float px[5] = { 1, 2, 3, 4, 5 };
+    long naxes[1] = { 5 };
     write_float_image(path, 1, naxes, px, 5);
 }
 
 static void make_zero_axis(const char *path)
 {
-    long naxes[2] = {0, 5};
+    long naxes[2] = { 0, 5 };
     write_float_image(path, 2, naxes, NULL, 0);
 }
 
@@ -1064,7 +1149,7 @@ static void make_all_nan(const char *path)
 {
     float px[12];
     for (int i = 0; i < 12; i++) px[i] = NAN;
-    long naxes[2] = {4, 3};
+    long naxes[2] = { 4, 3 };
     write_float_image(path, 2, naxes, px, 12);
 }
 
@@ -1072,14 +1157,14 @@ static void make_all_inf(const char *path)
 {
     float px[12];
     for (int i = 0; i < 12; i++) px[i] = i % 2 ? -INFINITY : INFINITY;
-    long naxes[2] = {4, 3};
+    long naxes[2] = { 4, 3 };
     write_float_image(path, 2, naxes, px, 12);
 }
 
 static void make_one_pixel(const char *path)
 {
     float px = 42.0f;
-    long naxes[2] = {1, 1};
+    long naxes[2] = { 1, 1 };
     write_float_image(path, 2, naxes, &px, 1);
 }
 
@@ -1090,7 +1175,7 @@ static void make_scaled_int16_with_blank(const char *path)
     short raw[12];
     for (int i = 0; i < 12; i++) raw[i] = (short)(i * 10);
     raw[5] = -32768;
-    long naxes[2] = {4, 3}, blank = -32768;
+    long naxes[2] = { 4, 3 }, blank = -32768;
     double bscale = 0.5, bzero = 100.0;
     fits_create_img(f, SHORT_IMG, 2, naxes, &st);
     fits_write_key(f, TDOUBLE, "BSCALE", &bscale, NULL, &st);
@@ -1107,7 +1192,7 @@ static void make_image_in_extension(const char *path)
     int st = 0;
     float px[12];
     for (int i = 0; i < 12; i++) px[i] = (float)i - 3.5f;
-    long naxes[2] = {4, 3};
+    long naxes[2] = { 4, 3 };
     fits_create_img(f, 8, 0, NULL, &st);
     fits_create_img(f, FLOAT_IMG, 2, naxes, &st);
     fits_write_img(f, TFLOAT, 1, 12, px, &st);
@@ -1119,7 +1204,7 @@ static void patch_keyword(const char *path, const char *key, const char *value)
 {
     FILE *f = fopen(path, "r+b");
     cr_assert_not_null(f);
-    char card[81] = {0};
+    char card[81] = { 0 };
     for (long pos = 0; fread(card, 1, 80, f) == 80; pos += 80) {
         if (strncmp(card, key, strlen(key)) == 0 && card[8] == '=') {
             char v[21];
@@ -1161,7 +1246,7 @@ static void write_rice(const char *path)
     fitsfile *f = fits_new(path);
     int st = 0, px[64];
     for (int i = 0; i < 64; i++) px[i] = (i * 37) % 101;
-    long naxes[2] = {8, 8};
+    long naxes[2] = { 8, 8 };
     fits_set_compression_type(f, RICE_1, &st);
     fits_create_img(f, LONG_IMG, 2, naxes, &st);
     fits_write_img(f, TINT, 1, 64, px, &st);
@@ -1265,40 +1350,45 @@ typedef struct {
 } fits_case;
 
 static const fits_case fits_cases[] = {
-    {"missing_file", NULL, -1, 0, "cannot open as FITS", 0, 0, 0, 0},
+    { "missing_file", NULL, -1, 0, "cannot open as FITS", 0, 0, 0, 0 },
 #ifdef BAD_HAVE_FITSIO
-    {"empty_file", make_empty, -1, 0, "cannot open as FITS", 0, 0, 0, 0},
-    {"text_file", make_text, -1, 0, "cannot open as FITS", 0, 0, 0, 0},
-    {"truncated_in_the_header", make_truncated_in_header, -1, 0, "cannot open as FITS", 0, 0, 0, 0},
-    {"truncated_in_the_data", make_truncated_in_data, -1, 0, "truncated", 0, 0, 0, 0},
-    {"corrupt_first_card", make_corrupt_first_card, -1, 0, "cannot open as FITS", 0, 0, 0, 0},
-    {"header_claims_more_pixels_than_memory", make_header_claims_huge_image, -1, 0, "more than this machine's memory", 0, 0, 0, 0},
-    {"header_claims_more_pixels_than_the_file_holds", make_header_claims_big_image, -1, 0, "truncated: the header declares a 1000 x 1000 image", 0, 0, 0, 0},
-    {"three_d_cube", make_cube, -1, 0, "3-D image (axis 3 has length 2)", 0, 0, 0, 0},
-    {"bintable_only", make_bintable_only, -1, 0, "no 2-D image in any HDU", 0, 0, 0, 0},
-    {"one_d_image", make_one_d, -1, 0, "no 2-D image in any HDU", 0, 0, 0, 0},
-    {"zero_length_axis", make_zero_axis, -1, 0, "zero-length axis", 0, 0, 0, 0},
-    {"rice_with_a_zero_tile_size", make_rice_with_a_zero_tile_size, -1, 0, "cfitsio crashed reading it (signal 8)", 0, 0, 0, 0},
-    {"rice_with_a_bad_tile_offset", make_rice_with_a_bad_tile_offset, -1, 0, "corrupt", 0, 0, 0, 0},
-    {"a_directory", make_a_directory, -1, 0, "is a directory, not a FITS file", 0, 0, 0, 0},
-    {"a_fifo", make_a_fifo, -1, 0, "is a FIFO, not a regular file", 0, 0, 0, 0},
-    {"cut_inside_the_second_header", make_cut_inside_the_second_header, -1, 0,
-     "truncated: the header of HDU 2 (from byte 2880) has no END card; the file ends after 3280 bytes", 0, 0, 0, 0},
-    {"cut_in_the_padding_of_the_second_header", make_cut_in_the_padding_of_the_second_header, -1, 0,
-     "truncated: the header of HDU 2 (from byte 2880) ends in a 2880-byte block the file does not complete", 0, 0, 0, 0},
-    {"bzero_a_string", make_bzero_a_string, -1, 0, "HDU 1: BZERO = 'x' is a string; FITS requires a number", 0, 0, 0, 0},
-    {"bscale_the_string_nan", make_bscale_the_string_nan, -1, 0, "HDU 1: BSCALE = 'NaN' is a string", 0, 0, 0, 0},
-    {"bscale_nan", make_bscale_nan, -1, 0, "HDU 1: BSCALE = NaN is not a finite number", 0, 0, 0, 0},
-    {"bscale_zero", make_bscale_zero, -1, 0, "HDU 1: BSCALE = 0.0 is zero", 0, 0, 0, 0},
-    {"bzero_past_the_range_of_double", make_bzero_past_the_range_of_double, -1, 0,
-     "HDU 1: BZERO = 1E400 is not a finite number", 0, 0, 0, 0},
-    {"degenerate_third_and_fourth_axes_are_dropped", make_degenerate_third_axis, 0, 1, "", 4, 3, -3.5, 7.5},
-    {"all_nan", make_all_nan, 0, 1, "", 4, 3, NAN, NAN},
-    {"all_inf", make_all_inf, 1, 1, "", 4, 3, INFINITY, -INFINITY},
-    {"one_pixel", make_one_pixel, -1, 1, "", 1, 1, 42, 42},
-    {"scaled_int16_with_blank", make_scaled_int16_with_blank, 1, 1, "", 4, 3, 100, 155},
-    {"image_in_an_extension", make_image_in_extension, 0, 1, "", 4, 3, -3.5, 7.5},
-    {"rice_compressed", make_rice_compressed, 1, 1, "", 8, 8, 0, (63 * 37) % 101},
+    { "empty_file", make_empty, -1, 0, "cannot open as FITS", 0, 0, 0, 0 },
+    { "text_file", make_text, -1, 0, "cannot open as FITS", 0, 0, 0, 0 },
+    { "truncated_in_the_header", make_truncated_in_header, -1, 0, "cannot open as FITS", 0, 0, 0, 0 },
+    { "truncated_in_the_data", make_truncated_in_data, -1, 0, "truncated", 0, 0, 0, 0 },
+    { "corrupt_first_card", make_corrupt_first_card, -1, 0, "cannot open as FITS", 0, 0, 0, 0 },
+    { "header_claims_more_pixels_than_memory", make_header_claims_huge_image, -1, 0, "more than this machine's memory",
+      0, 0, 0, 0 },
+    { "header_claims_more_pixels_than_the_file_holds", make_header_claims_big_image, -1, 0,
+      "truncated: the header declares a 1000 x 1000 image", 0, 0, 0, 0 },
+    { "three_d_cube", make_cube, -1, 0, "3-D image (axis 3 has length 2)", 0, 0, 0, 0 },
+    { "bintable_only", make_bintable_only, -1, 0, "no 2-D image in any HDU", 0, 0, 0, 0 },
+    { "one_d_image", make_one_d, -1, 0, "no 2-D image in any HDU", 0, 0, 0, 0 },
+    { "zero_length_axis", make_zero_axis, -1, 0, "zero-length axis", 0, 0, 0, 0 },
+    { "rice_with_a_zero_tile_size", make_rice_with_a_zero_tile_size, -1, 0, "cfitsio crashed reading it (signal 8)", 0,
+      0, 0, 0 },
+    { "rice_with_a_bad_tile_offset", make_rice_with_a_bad_tile_offset, -1, 0, "corrupt", 0, 0, 0, 0 },
+    { "a_directory", make_a_directory, -1, 0, "is a directory, not a FITS file", 0, 0, 0, 0 },
+    { "a_fifo", make_a_fifo, -1, 0, "is a FIFO, not a regular file", 0, 0, 0, 0 },
+    { "cut_inside_the_second_header", make_cut_inside_the_second_header, -1, 0,
+      "truncated: the header of HDU 2 (from byte 2880) has no END card; the file ends after 3280 bytes", 0, 0, 0, 0 },
+    { "cut_in_the_padding_of_the_second_header", make_cut_in_the_padding_of_the_second_header, -1, 0,
+      "truncated: the header of HDU 2 (from byte 2880) ends in a 2880-byte block the file does not complete", 0, 0, 0,
+      0 },
+    { "bzero_a_string", make_bzero_a_string, -1, 0, "HDU 1: BZERO = 'x' is a string; FITS requires a number", 0, 0, 0,
+      0 },
+    { "bscale_the_string_nan", make_bscale_the_string_nan, -1, 0, "HDU 1: BSCALE = 'NaN' is a string", 0, 0, 0, 0 },
+    { "bscale_nan", make_bscale_nan, -1, 0, "HDU 1: BSCALE = NaN is not a finite number", 0, 0, 0, 0 },
+    { "bscale_zero", make_bscale_zero, -1, 0, "HDU 1: BSCALE = 0.0 is zero", 0, 0, 0, 0 },
+    { "bzero_past_the_range_of_double", make_bzero_past_the_range_of_double, -1, 0,
+      "HDU 1: BZERO = 1E400 is not a finite number", 0, 0, 0, 0 },
+    { "degenerate_third_and_fourth_axes_are_dropped", make_degenerate_third_axis, 0, 1, "", 4, 3, -3.5, 7.5 },
+    { "all_nan", make_all_nan, 0, 1, "", 4, 3, NAN, NAN },
+    { "all_inf", make_all_inf, 1, 1, "", 4, 3, INFINITY, -INFINITY },
+    { "one_pixel", make_one_pixel, -1, 1, "", 1, 1, 42, 42 },
+    { "scaled_int16_with_blank", make_scaled_int16_with_blank, 1, 1, "", 4, 3, 100, 155 },
+    { "image_in_an_extension", make_image_in_extension, 0, 1, "", 4, 3, -3.5, 7.5 },
+    { "rice_compressed", make_rice_compressed, 1, 1, "", 8, 8, 0, (63 * 37) % 101 },
 #endif
 };
 #define N_FITS (sizeof fits_cases / sizeof fits_cases[0])
@@ -1353,11 +1443,11 @@ typedef struct {
 } fits_write_case;
 
 static const fits_write_case fits_write_cases[] = {
-    {"under_proc", "/proc/gpuws-bad-input.fits", "cannot create the file"},
-    {"under_a_regular_file", "%s/regular/out.fits", "cannot create the file"},
-    {"in_a_missing_directory", "%s/missing/out.fits", "cannot create the file"},
-    {"onto_a_directory", "%s/adir", "cannot create the file: it exists"},
-    {"onto_an_existing_file", "%s/regular", "cannot create the file: it exists"},
+    { "under_proc", "/proc/gpuws-bad-input.fits", "cannot create the file" },
+    { "under_a_regular_file", "%s/regular/out.fits", "cannot create the file" },
+    { "in_a_missing_directory", "%s/missing/out.fits", "cannot create the file" },
+    { "onto_a_directory", "%s/adir", "cannot create the file: it exists" },
+    { "onto_an_existing_file", "%s/regular", "cannot create the file: it exists" },
 };
 #define N_FITS_WRITE (sizeof fits_write_cases / sizeof fits_write_cases[0])
 
@@ -1389,14 +1479,15 @@ ParameterizedTest(int *i, bad_input, fits_write, .init = fits_setup, .fini = fit
     fits_path(fixture, sizeof fixture, "adir");
     cr_assert_eq(mkdir(fixture, 0755), 0);
     snprintf(path, sizeof path, c->path, fits_dir);
-    float px[6] = {1, 2, 3, 4, 5, 6};
+    float px[6] = { 1, 2, 3, 4, 5, 6 };
     char err[512] = "";
     int rc = fits_write_image(path, FITS_F32, px, 3, 2, err, sizeof err);
     cr_assert_eq(rc, -1, "%s: writing %s succeeded", c->name, path);
     cr_assert(strstr(err, c->message) && strstr(err, path), "%s: error '%s'", c->name, err);
     cr_assert_eq(stray_files(), 0, "%s: a failed write left a file in %s", c->name, fits_dir);
     struct stat sb;
-    if (strcmp(c->name, "onto_a_directory") == 0) cr_assert(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode), "the directory is gone");
+    if (strcmp(c->name, "onto_a_directory") == 0)
+        cr_assert(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode), "the directory is gone");
     else if (strncmp(path, "/proc", 5) == 0) cr_assert_neq(stat(path, &sb), 0, "%s exists", path);
     fits_path(fixture, sizeof fixture, "regular");
     char *kept = test_read_file(fixture); /* never replaced: fits_write_image creates new files only */

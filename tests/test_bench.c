@@ -113,11 +113,22 @@ static bool xml_balanced(const char *s, char *why, size_t n)
     char stack[64][32];
     int depth = 0;
     for (const char *p = s; (p = strchr(p, '<'));) {
-        if (!strncmp(p, "<?", 2)) { p = strstr(p, "?>"); if (!p) break; continue; }
-        if (!strncmp(p, "<!--", 4)) { p = strstr(p, "-->"); if (!p) break; continue; }
+        if (!strncmp(p, "<?", 2)) {
+            p = strstr(p, "?>");
+            if (!p) break;
+            continue;
+        }
+        if (!strncmp(p, "<!--", 4)) {
+            p = strstr(p, "-->");
+            if (!p) break;
+            continue;
+        }
         const bool closing = p[1] == '/';
         const char *name = p + 1 + closing, *end = strchr(p, '>');
-        if (!end) { snprintf(why, n, "unterminated tag"); return false; }
+        if (!end) {
+            snprintf(why, n, "unterminated tag");
+            return false;
+        }
         size_t l = strcspn(name, " \t\n/>");
         if (closing) {
             if (depth == 0 || strlen(stack[depth - 1]) != l || strncmp(stack[depth - 1], name, l)) {
@@ -126,7 +137,10 @@ static bool xml_balanced(const char *s, char *why, size_t n)
             }
             depth--;
         } else if (end[-1] != '/') {
-            if (depth == 64 || l >= 32) { snprintf(why, n, "too deep"); return false; }
+            if (depth == 64 || l >= 32) {
+                snprintf(why, n, "too deep");
+                return false;
+            }
             snprintf(stack[depth++], 32, "%.*s", (int)l, name);
         }
         p = end;
@@ -228,7 +242,8 @@ static gpuws_status selftest_setup(gpuws_context *ctx, bench_size size, void **s
     s->runs = runs;
     test_fill_uniform_f32(s->host, SELFTEST_N, 42, -1, 1);
     gpuws_status st;
-    if ((st = gpuws_buffer_create(ctx, sizeof s->host, &s->src)) || (st = gpuws_buffer_create(ctx, sizeof s->host, &s->dst)) ||
+    if ((st = gpuws_buffer_create(ctx, sizeof s->host, &s->src)) ||
+        (st = gpuws_buffer_create(ctx, sizeof s->host, &s->dst)) ||
         (st = gpuws_buffer_write(s->src, 0, s->host, sizeof s->host)))
         return st;
     c->bytes = 2.0 * sizeof s->host;
@@ -292,10 +307,12 @@ static void selftest_teardown(void *p)
     free(s);
 }
 
-static const bench_workload w_right = {"selftest", "right", false, right_setup, right_run, selftest_check, selftest_teardown};
-static const bench_workload w_wrong = {"selftest", "wrong", false, wrong_setup, wrong_run, selftest_check, selftest_teardown};
-static const bench_workload w_failing = {"selftest", "setup_fails", false, failing_setup, right_run, selftest_check,
-                                         selftest_teardown};
+static const bench_workload w_right = { "selftest",     "right",          false, right_setup, right_run,
+                                        selftest_check, selftest_teardown };
+static const bench_workload w_wrong = { "selftest",     "wrong",          false, wrong_setup, wrong_run,
+                                        selftest_check, selftest_teardown };
+static const bench_workload w_failing = { "selftest",     "setup_fails",    false, failing_setup, right_run,
+                                          selftest_check, selftest_teardown };
 BENCH_WORKLOAD(w_right)
 BENCH_WORKLOAD(w_wrong)
 BENCH_WORKLOAD(w_failing)
@@ -324,7 +341,7 @@ static int run_bench_main(const char *const *first, int nfirst, char **args, int
 
 static int run_inproc(char **args, int nargs, char **out_text)
 {
-    static const char *const bench[] = {"bench"};
+    static const char *const bench[] = { "bench" };
     return run_bench_main(bench, 1, args, nargs, out_text, NULL);
 }
 
@@ -340,31 +357,69 @@ static const json_value *find_row(const json_value *doc, const char *variant, co
 
 /* ---- the reports from the real binary --------------------------------------------------------------------- */
 
-static const char *const row_keys[] = {
-    "algorithm", "variant", "size", "size_class", "backend", "platform", "device", "target", "end_to_end", "status",
-    "error", "median_ms", "min_ms", "repeats", "bytes", "flops", "gb_per_s", "gflop_per_s", "flop_per_byte",
-    "flop_dtype", "fraction_of_copy_bandwidth", "fraction_of_fma_peak", "fraction_of_ceiling", "bound",
-    "speedup_vs_reference", "opencl_over_cuda", "back_to_back_ms", "back_to_back_calls", "back_to_back_samples",
-    "opencl_over_cuda_back_to_back"};
+static const char *const row_keys[] = { "algorithm",
+                                        "variant",
+                                        "size",
+                                        "size_class",
+                                        "backend",
+                                        "platform",
+                                        "device",
+                                        "target",
+                                        "end_to_end",
+                                        "status",
+                                        "error",
+                                        "median_ms",
+                                        "min_ms",
+                                        "repeats",
+                                        "bytes",
+                                        "flops",
+                                        "gb_per_s",
+                                        "gflop_per_s",
+                                        "flop_per_byte",
+                                        "flop_dtype",
+                                        "fraction_of_copy_bandwidth",
+                                        "fraction_of_fma_peak",
+                                        "fraction_of_ceiling",
+                                        "bound",
+                                        "speedup_vs_reference",
+                                        "opencl_over_cuda",
+                                        "back_to_back_ms",
+                                        "back_to_back_calls",
+                                        "back_to_back_samples",
+                                        "opencl_over_cuda_back_to_back" };
 #define NROW_KEYS (sizeof row_keys / sizeof row_keys[0])
 
-static const char *const target_keys[] = {"label", "short_label", "backend", "platform", "device", "vendor",
-                                          "driver_version", "type", "compute_units", "global_mem_bytes", "fp64",
-                                          "copy_gb_per_s", "fma_f32_gflop_per_s", "fma_f64_gflop_per_s",
-                                          "ridge_f32_flop_per_byte", "ridge_f64_flop_per_byte", "timer_floor_us",
-                                          "ceiling_error"};
+static const char *const target_keys[] = { "label",
+                                           "short_label",
+                                           "backend",
+                                           "platform",
+                                           "device",
+                                           "vendor",
+                                           "driver_version",
+                                           "type",
+                                           "compute_units",
+                                           "global_mem_bytes",
+                                           "fp64",
+                                           "copy_gb_per_s",
+                                           "fma_f32_gflop_per_s",
+                                           "fma_f64_gflop_per_s",
+                                           "ridge_f32_flop_per_byte",
+                                           "ridge_f64_flop_per_byte",
+                                           "timer_floor_us",
+                                           "ceiling_error" };
 
 static void check_row(const json_value *row, const char *backend)
 {
-    for (size_t k = 0; k < NROW_KEYS; k++) cr_assert_not_null(json_get(row, row_keys[k]), "row without \"%s\"", row_keys[k]);
+    for (size_t k = 0; k < NROW_KEYS; k++)
+        cr_assert_not_null(json_get(row, row_keys[k]), "row without \"%s\"", row_keys[k]);
     const char *alg = json_get_string(row, "algorithm", "?"), *var = json_get_string(row, "variant", "?");
     cr_assert_str_eq(json_get_string(row, "status", ""), "ok", "%s %s on %s: %s", alg, var, backend,
                      json_get_string(row, "error", ""));
     const double med = json_get_number(row, "median_ms", -1), mn = json_get_number(row, "min_ms", -1);
     const double bytes = json_get_number(row, "bytes", -1), gbs = json_get_number(row, "gb_per_s", -1);
     cr_assert(med > 0 && mn > 0 && mn <= med, "%s %s: median %g, min %g", alg, var, med, mn);
-    cr_assert(bytes > 0 && fabs(gbs - bytes / (med * 1e-3) / 1e9) <= 1e-6 * gbs, "%s %s: %g GB/s from %g bytes in %g ms",
-              alg, var, gbs, bytes, med);
+    cr_assert(bytes > 0 && fabs(gbs - bytes / (med * 1e-3) / 1e9) <= 1e-6 * gbs,
+              "%s %s: %g GB/s from %g bytes in %g ms", alg, var, gbs, bytes, med);
     cr_assert_eq(json_get_number(row, "repeats", 0), 3);
     const bool e2e = json_get(row, "end_to_end")->boolean;
     cr_assert_eq(e2e, !strcmp(alg, "transfer"), "%s %s: end_to_end %d", alg, var, e2e);
@@ -401,7 +456,8 @@ Test(bench, json_csv_and_svg_are_complete_and_well_formed, .timeout = 300)
     char args[2048], *out;
     snprintf(args, sizeof args,
              "--backends %s --algorithms vector_add,reduce,transfer/h2d_pinned,transfer/d2h_pageable --size small "
-             "--repeat 3 --cpu-repeat 3 --json '%s' --csv '%s' --svg '%s'", backends, json, csv, svg);
+             "--repeat 3 --cpu-repeat 3 --json '%s' --csv '%s' --svg '%s'",
+             backends, json, csv, svg);
     int rc = run_cli(args, &out);
     cr_assert_eq(rc, 0, "gpuws bench exited %d:\n%s", rc, out);
     cr_assert(strstr(out, "[1/") && strstr(out, "vector_add f32"), "no progress line or table:\n%s", out);
@@ -409,7 +465,7 @@ Test(bench, json_csv_and_svg_are_complete_and_well_formed, .timeout = 300)
     json_value doc;
     parse_json_file(json, &doc);
     cr_assert_str_eq(json_get_string(&doc, "schema", ""), "gpuws-bench/1");
-    const char *meta[] = {"date", "gpuws_version", "host", "size_class", "method"};
+    const char *meta[] = { "date", "gpuws_version", "host", "size_class", "method" };
     for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
         cr_assert(json_get_string(&doc, meta[i], NULL), "no metadata \"%s\"", meta[i]);
     cr_assert_str_eq(json_get_string(&doc, "size_class", ""), "small");
@@ -435,7 +491,8 @@ Test(bench, json_csv_and_svg_are_complete_and_well_formed, .timeout = 300)
         for (size_t i = 0; i < rows->n; i++)
             if (!strcmp(json_get_string(&rows->items[i], "target", ""), json_get_string(tg, "label", "?")))
                 cr_assert(json_get_number(&rows->items[i], "median_ms", 0) * 1e3 >= 0.5 * floor_us,
-                          "a row of %s timed below half its timer floor (%g us)", json_get_string(tg, "label", "?"), floor_us);
+                          "a row of %s timed below half its timer floor (%g us)", json_get_string(tg, "label", "?"),
+                          floor_us);
     }
     cr_assert(seen_opencl || !strstr(backends, "opencl"), "opencl was asked for but has no target");
     for (size_t i = 0; i < rows->n; i++) check_row(&rows->items[i], json_get_string(&rows->items[i], "backend", ""));
@@ -443,7 +500,8 @@ Test(bench, json_csv_and_svg_are_complete_and_well_formed, .timeout = 300)
     /* CSV: the same columns, one line per row */
     char *c = test_read_file(csv), *line = strtok(c, "\n");
     char header[2048] = "";
-    for (size_t k = 0; k < NROW_KEYS; k++) snprintf(header + strlen(header), sizeof header - strlen(header), "%s%s", k ? "," : "", row_keys[k]);
+    for (size_t k = 0; k < NROW_KEYS; k++)
+        snprintf(header + strlen(header), sizeof header - strlen(header), "%s%s", k ? "," : "", row_keys[k]);
     cr_assert_str_eq(line, header);
     size_t lines = 0;
     while (strtok(NULL, "\n")) lines++;
@@ -468,14 +526,30 @@ Test(bench, a_wrong_result_is_FAILED_and_never_timed, .timeout = 120)
     char backends[32];
     snprintf(backends, sizeof backends, "%s", test_bench_backends());
     const size_t ntargets = strchr(backends, ',') ? 2 : 1;
-    char *args[] = {"--backends", backends, "--algorithms", "selftest", "--size", "small", "--repeat", "3",
-                    "--cpu-repeat", "3", "--back-to-back", "4", "--no-ceilings", "--json", (char *)tmp_path("f.json"),
-                    "--svg", (char *)tmp_path("f.svg")};
+    char *args[] = { "--backends",
+                     backends,
+                     "--algorithms",
+                     "selftest",
+                     "--size",
+                     "small",
+                     "--repeat",
+                     "3",
+                     "--cpu-repeat",
+                     "3",
+                     "--back-to-back",
+                     "4",
+                     "--no-ceilings",
+                     "--json",
+                     (char *)tmp_path("f.json"),
+                     "--svg",
+                     (char *)tmp_path("f.svg") };
     char *out;
     int rc = run_inproc(args, sizeof args / sizeof args[0], &out);
     cr_assert_eq(rc, 1, "a FAILED row must make the exit status 1, got %d", rc);
-    cr_assert_eq(runs_wrong, (int)ntargets, "the wrong workload ran %d times on %zu targets: it must run once each "
-                 "(the checked run) and never be timed", runs_wrong, ntargets);
+    cr_assert_eq(runs_wrong, (int)ntargets,
+                 "the wrong workload ran %d times on %zu targets: it must run once each "
+                 "(the checked run) and never be timed",
+                 runs_wrong, ntargets);
     /* the GPU target (OpenCL, the second) also runs 3 back-to-back samples of 4 calls */
     cr_assert_eq(runs_right, (int)ntargets * (1 + 1 + 3) + (ntargets > 1 ? 3 * 4 : 0),
                  "checked run + warm-up + 3 timed runs per target, + 3 x 4 back to back on the GPU target");
@@ -488,7 +562,8 @@ Test(bench, a_wrong_result_is_FAILED_and_never_timed, .timeout = 120)
                          *failing = find_row(&doc, "setup_fails", be);
         cr_assert(wrong && right && failing, "missing rows for %s", be);
         cr_assert_str_eq(json_get_string(wrong, "status", ""), "FAILED");
-        cr_assert(strstr(json_get_string(wrong, "error", ""), "element 0 is"), "%s", json_get_string(wrong, "error", ""));
+        cr_assert(strstr(json_get_string(wrong, "error", ""), "element 0 is"), "%s",
+                  json_get_string(wrong, "error", ""));
         cr_assert_eq(json_get(wrong, "median_ms")->type, JSON_NULL, "a FAILED row has no time");
         cr_assert_eq(json_get(wrong, "repeats")->number, 0);
         cr_assert_str_eq(json_get_string(right, "status", ""), "ok");
@@ -543,11 +618,11 @@ Test(bench, the_default_is_quick_and_full_is_the_measurement)
     cr_assert_eq(gethostname(host, sizeof host), 0);
     for (char *p = host; *p; p++)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.", *p)) *p = '_';
-    char *quick[] = {"--backends", "cpu", "--algorithms", "selftest/right", "--no-ceilings"}, *out;
+    char *quick[] = { "--backends", "cpu", "--algorithms", "selftest/right", "--no-ceilings" }, *out;
     cr_assert_eq(run_inproc(quick, 5, &out), 0);
     free(out);
     char *err = test_read_file(tmp_path("inproc.err"));
-    static const char *const ext[3] = {"json", "csv", "svg"}, *const kind[3] = {"JSON", "CSV", "SVG"};
+    static const char *const ext[3] = { "json", "csv", "svg" }, *const kind[3] = { "JSON", "CSV", "SVG" };
     for (int i = 0; i < 3; i++) {
         char name[300], line[400];
         snprintf(name, sizeof name, "gpuws-bench-%s.%s", host, ext[i]);
@@ -565,8 +640,8 @@ Test(bench, the_default_is_quick_and_full_is_the_measurement)
     json_free(&doc);
 
     /* --full: the default sizes and today's repeats; an explicit option still wins */
-    char *full[] = {"--backends", "cpu", "--algorithms", "selftest/right", "--no-ceilings", "--full", "--repeat", "7",
-                    "--json", json};
+    char *full[] = { "--backends", "cpu", "--algorithms", "selftest/right", "--no-ceilings", "--full", "--repeat", "7",
+                     "--json",     json };
     cr_assert_eq(run_inproc(full, 10, &out), 0);
     free(out);
     parse_json_file(json, &doc);
@@ -576,15 +651,18 @@ Test(bench, the_default_is_quick_and_full_is_the_measurement)
 
 Test(bench, unknown_names_and_bad_values_are_usage_errors)
 {
-    expect_usage_error("--backends cuda,vulkan", "unknown backend 'vulkan' in --backends (valid: cuda, opencl, cpu, all)");
-    expect_usage_error("--backends cpu --algorithms reduce,nosuch", "unknown algorithm 'nosuch' in --algorithms; known:");
+    expect_usage_error("--backends cuda,vulkan",
+                       "unknown backend 'vulkan' in --backends (valid: cuda, opencl, cpu, all)");
+    expect_usage_error("--backends cpu --algorithms reduce,nosuch",
+                       "unknown algorithm 'nosuch' in --algorithms; known:");
     expect_usage_error("--backends cpu --algorithms nosuch", " vector_add");
     expect_usage_error("--backends cpu --algorithms reduce/nosuch", "unknown algorithm 'reduce/nosuch'");
     expect_usage_error("--size huge", "--size must be small, default or large, not 'huge'");
     expect_usage_error("--repeat 0", "--repeat needs a positive count from 1 to 1000000, not '0'");
     expect_usage_error("--repeat 3x", "--repeat needs a positive count from 1 to 1000000, not '3x'");
     expect_usage_error("--back-to-back 1", "--back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '1'");
-    expect_usage_error("--back-to-back -3", "--back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '-3'");
+    expect_usage_error("--back-to-back -3",
+                       "--back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '-3'");
     expect_usage_error("--frobnicate", "unknown or incomplete option '--frobnicate'");
     expect_usage_error("--json", "unknown or incomplete option '--json'");
 }
@@ -606,17 +684,31 @@ Test(bench, list_prints_every_workload_and_help_exits_0)
 Test(bench, compare_prints_peer_over_gpuws_for_matching_rows, .timeout = 120)
 {
     const char *peers = tmp_path("peers.json");
-    write_text(peers, "{\"schema\": \"gpuws-bench/1\", \"rows\": [\n"
-                      " {\"algorithm\": \"selftest\", \"variant\": \"right\", \"size\": \"1000 f32\", \"size_class\": \"small\","
-                      "  \"backend\": \"numpy\", \"device\": \"host \\\"cpu\\\"\", \"status\": \"ok\", \"median_ms\": 2.5},\n"
-                      " {\"algorithm\": \"selftest\", \"variant\": \"right\", \"size\": \"999 f32\", \"size_class\": \"small\","
-                      "  \"backend\": \"cupy\", \"device\": \"gpu\", \"status\": \"FAILED\", \"error\": \"no cupy\", \"median_ms\": null},\n"
-                      " {\"algorithm\": \"selftest\", \"variant\": \"right\", \"size\": \"1000 f32\", \"size_class\": \"default\","
-                      "  \"backend\": \"numpy\", \"device\": \"host\", \"status\": \"ok\", \"median_ms\": 9},\n"
-                      " {\"algorithm\": \"nosuch\", \"variant\": \"x\", \"size_class\": \"small\", \"backend\": \"scipy\","
-                      "  \"status\": \"ok\", \"median_ms\": 1}]}\n");
-    char *args[] = {"--backends", "cpu", "--algorithms", "selftest/right", "--size", "small", "--repeat", "3",
-                    "--no-ceilings", "--compare", (char *)peers, "--json", (char *)tmp_path("c.json")};
+    write_text(
+        peers,
+        "{\"schema\": \"gpuws-bench/1\", \"rows\": [\n"
+        " {\"algorithm\": \"selftest\", \"variant\": \"right\", \"size\": \"1000 f32\", \"size_class\": \"small\","
+        "  \"backend\": \"numpy\", \"device\": \"host \\\"cpu\\\"\", \"status\": \"ok\", \"median_ms\": 2.5},\n"
+        " {\"algorithm\": \"selftest\", \"variant\": \"right\", \"size\": \"999 f32\", \"size_class\": \"small\","
+        "  \"backend\": \"cupy\", \"device\": \"gpu\", \"status\": \"FAILED\", \"error\": \"no cupy\", \"median_ms\": "
+        "null},\n"
+        " {\"algorithm\": \"selftest\", \"variant\": \"right\", \"size\": \"1000 f32\", \"size_class\": \"default\","
+        "  \"backend\": \"numpy\", \"device\": \"host\", \"status\": \"ok\", \"median_ms\": 9},\n"
+        " {\"algorithm\": \"nosuch\", \"variant\": \"x\", \"size_class\": \"small\", \"backend\": \"scipy\","
+        "  \"status\": \"ok\", \"median_ms\": 1}]}\n");
+    char *args[] = { "--backends",
+                     "cpu",
+                     "--algorithms",
+                     "selftest/right",
+                     "--size",
+                     "small",
+                     "--repeat",
+                     "3",
+                     "--no-ceilings",
+                     "--compare",
+                     (char *)peers,
+                     "--json",
+                     (char *)tmp_path("c.json") };
     char *out;
     cr_assert_eq(run_inproc(args, sizeof args / sizeof args[0], &out), 0);
     json_value doc;
@@ -633,7 +725,8 @@ Test(bench, compare_prints_peer_over_gpuws_for_matching_rows, .timeout = 120)
     char want[64], b[24];
     snprintf(want, sizeof want, "%sx", bench_fmt4(b, sizeof b, ratio));
     cr_assert(strstr(out, "gpuws against peers") && strstr(out, want), "no ratio %s in:\n%s", want, out);
-    cr_assert(strstr(out, "nosuch x (scipy, small)") && strstr(out, "no cupy"), "unmatched peer rows are listed:\n%s", out);
+    cr_assert(strstr(out, "nosuch x (scipy, small)") && strstr(out, "no cupy"), "unmatched peer rows are listed:\n%s",
+              out);
     json_free(&doc);
     free(out);
 }
@@ -641,19 +734,26 @@ Test(bench, compare_prints_peer_over_gpuws_for_matching_rows, .timeout = 120)
 Test(bench, size_labels_written_differently_still_match_and_different_sizes_do_not)
 {
     /* pairs the CuPy peer script and gpuws write for the same workshop sizes */
-    static const char *const same[][2] = {
-        {"2048x2048 * 15x15", "2048^2*15x15"},  {"4194304 * 15", "4M*15"},
-        {"2048x2048 f32", "2048x2048 f32, 7 passes"}, {"2048x2048", "2048x2048 u8"},
-        {"1000000", "N = 1e+06"},               {"2^26 values", "2^26 f32"},
-        {"100000000 f32", "1e+08 f32 host->host"}, {"100000000 points", "1e+08 samples"},
-        {"4096x4096x4096 f32", "4096^3 f32"},   {"65536x1024 f32", "2^16 x 1024 f32"},
-        {"1000 f32", "1000 f32"}};
+    static const char *const same[][2] = { { "2048x2048 * 15x15", "2048^2*15x15" },
+                                           { "4194304 * 15", "4M*15" },
+                                           { "2048x2048 f32", "2048x2048 f32, 7 passes" },
+                                           { "2048x2048", "2048x2048 u8" },
+                                           { "1000000", "N = 1e+06" },
+                                           { "2^26 values", "2^26 f32" },
+                                           { "100000000 f32", "1e+08 f32 host->host" },
+                                           { "100000000 points", "1e+08 samples" },
+                                           { "4096x4096x4096 f32", "4096^3 f32" },
+                                           { "65536x1024 f32", "2^16 x 1024 f32" },
+                                           { "1000 f32", "1000 f32" } };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
         cr_expect(bench_sizes_match(same[i][0], same[i][1]), "'%s' and '%s' are one size", same[i][0], same[i][1]);
-    static const char *const differ[][2] = {
-        {"2048x2048 * 15x15", "2048^2*13x13"}, {"4194304 * 15", "4M*16"}, {"2^26 values", "2^25 f32"},
-        {"2048x2048, 299 labels", "2048x2048 300 labels, 11876 px"}, {"1000 f32", "999 f32"},
-        {"4096x4096 f32", "4096x2048 f32"}, {"small", "1000 f32"}};
+    static const char *const differ[][2] = { { "2048x2048 * 15x15", "2048^2*13x13" },
+                                             { "4194304 * 15", "4M*16" },
+                                             { "2^26 values", "2^25 f32" },
+                                             { "2048x2048, 299 labels", "2048x2048 300 labels, 11876 px" },
+                                             { "1000 f32", "999 f32" },
+                                             { "4096x4096 f32", "4096x2048 f32" },
+                                             { "small", "1000 f32" } };
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++)
         cr_expect(!bench_sizes_match(differ[i][0], differ[i][1]), "'%s' and '%s' differ", differ[i][0], differ[i][1]);
 }
@@ -662,11 +762,11 @@ Test(bench, compare_with_an_unreadable_peers_file_fails_clearly)
 {
     const char *bad = tmp_path("bad.json");
     write_text(bad, "{\"rows\": [ {\"algorithm\": \"x\",} ]}");
-    char *args[] = {"--backends", "cpu", "--compare", (char *)bad};
+    char *args[] = { "--backends", "cpu", "--compare", (char *)bad };
     char *out;
     cr_assert_eq(run_inproc(args, 4, &out), 1);
     free(out);
-    char *args2[] = {"--backends", "cpu", "--compare", (char *)tmp_path("missing.json")};
+    char *args2[] = { "--backends", "cpu", "--compare", (char *)tmp_path("missing.json") };
     cr_assert_eq(run_inproc(args2, 4, &out), 1);
     free(out);
     char err[256];
@@ -710,7 +810,7 @@ static void write_run(const char *path, const char *host, const char *backend, c
 
 static int run_merge(char **args, int nargs, char **out_text, char **err_text)
 {
-    static const char *const merge[] = {"bench", "merge"};
+    static const char *const merge[] = { "bench", "merge" };
     return run_bench_main(merge, 2, args, nargs, out_text, err_text);
 }
 
@@ -723,7 +823,7 @@ Test(bench, merge_puts_the_devices_of_every_run_side_by_side)
     snprintf(json, sizeof json, "%s", tmp_path("merged.json"));
     write_run(a, "h100-box", "cuda", "NVIDIA H100", 0.5, false);
     write_run(b, "mi300-box", "opencl", "AMD Instinct MI300X", 0.25, true);
-    char *args[] = {a, b, "--svg", svg, "--json", json}, *out, *err;
+    char *args[] = { a, b, "--svg", svg, "--json", json }, *out, *err;
     int rc = run_merge(args, 6, &out, &err);
     cr_assert_eq(rc, 0, "exit %d:\n%s%s", rc, out, err);
     cr_assert(strstr(out, "[1] cuda NVIDIA H100\n") && strstr(out, "[2] opencl AMD Instinct MI300X\n"), "%s", out);
@@ -756,7 +856,7 @@ Test(bench, merge_puts_the_devices_of_every_run_side_by_side)
 
     /* the merged report merges again; two CPUs of the same name are told apart by their hosts */
     write_run(b, "other-box", "cuda", "NVIDIA H100", 0.4, false);
-    char *again[] = {json, b};
+    char *again[] = { json, b };
     cr_assert_eq(run_merge(again, 2, &out, &err), 0, "%s", err);
     cr_assert(strstr(out, "[1] cuda NVIDIA H100 @ h100-box") && strstr(out, "[3] cuda NVIDIA H100 @ other-box"), "%s",
               out);
@@ -776,15 +876,15 @@ Test(bench, merge_refuses_what_is_not_a_bench_report)
         int rc;
         const char *message;
     } rows[] = {
-        {NULL, 1, "No such file or directory"},
-        {"{\"rows\": [ {\"algorithm\": \"x\",} ]}", 1, "not JSON: line 1"},
-        {"{\"rows\": []}", 1, "not a gpuws bench report"},
-        {"{\"schema\": \"gpuws-bench/1\", \"rows\": {}}", 1, "not a gpuws bench report"},
+        { NULL, 1, "No such file or directory" },
+        { "{\"rows\": [ {\"algorithm\": \"x\",} ]}", 1, "not JSON: line 1" },
+        { "{\"rows\": []}", 1, "not a gpuws bench report" },
+        { "{\"schema\": \"gpuws-bench/1\", \"rows\": {}}", 1, "not a gpuws bench report" },
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         remove(bad);
         if (rows[i].text) write_text(bad, rows[i].text);
-        char *args[] = {good, bad, "--svg", svg}, *out, *err;
+        char *args[] = { good, bad, "--svg", svg }, *out, *err;
         int rc = run_merge(args, 4, &out, &err);
         cr_assert_eq(rc, rows[i].rc, "row %zu: exit %d: %s", i, rc, err);
         cr_assert(strstr(err, bad) && strstr(err, rows[i].message), "row %zu: %s", i, err);
@@ -792,12 +892,12 @@ Test(bench, merge_refuses_what_is_not_a_bench_report)
         free(out);
         free(err);
     }
-    char *none[] = {"--svg", svg}, *out, *err;
+    char *none[] = { "--svg", svg }, *out, *err;
     cr_assert_eq(run_merge(none, 2, &out, &err), 2);
     cr_assert(strstr(err, "no run named"), "%s", err);
     free(out);
     free(err);
-    char *onto_input[] = {good, "--json", good};
+    char *onto_input[] = { good, "--json", good };
     cr_assert_eq(run_merge(onto_input, 3, &out, &err), 2);
     cr_assert(strstr(err, "input and outputs must be different files"), "%s", err);
     free(out);
@@ -806,9 +906,9 @@ Test(bench, merge_refuses_what_is_not_a_bench_report)
 
 /* ---- derived columns from known numbers -------------------------------------------------------------------- */
 
-static const bench_workload w_mem = {"known", "f32", false, NULL, NULL, NULL, NULL};
-static const bench_workload w_f64 = {"known", "gemm_f64", false, NULL, NULL, NULL, NULL};
-static const bench_workload w_e2e = {"known", "f32+transfers", true, NULL, NULL, NULL, NULL};
+static const bench_workload w_mem = { "known", "f32", false, NULL, NULL, NULL, NULL };
+static const bench_workload w_f64 = { "known", "gemm_f64", false, NULL, NULL, NULL, NULL };
+static const bench_workload w_e2e = { "known", "f32+transfers", true, NULL, NULL, NULL, NULL };
 
 static bench_result known_row(const bench_workload *w, const bench_target *t, double bytes, double flops, double ms)
 {
@@ -822,12 +922,12 @@ static bench_result known_row(const bench_workload *w, const bench_target *t, do
 
 Test(bench, roofline_fraction_takes_the_binding_side)
 {
-    bench_target t = {.backend = GPUWS_BACKEND_CUDA, .copy_gbs = 100, .fma_gflops = {1000, 500}};
+    bench_target t = { .backend = GPUWS_BACKEND_CUDA, .copy_gbs = 100, .fma_gflops = { 1000, 500 } };
     bench_result r[4] = {
-        known_row(&w_mem, &t, 1e9, 1e9, 20),     /* 50 GB/s = 0.5 of copy; 50 GFLOP/s = 0.05 of FMA: memory */
-        known_row(&w_mem, &t, 1e8, 1e11, 200),   /* 0.5 GB/s; 500 GFLOP/s = 0.5 of the f32 peak: compute */
-        known_row(&w_f64, &t, 1e8, 1e11, 250),   /* 400 GFLOP/s against the f64 peak 500: 0.8, compute */
-        known_row(&w_e2e, &t, 1e9, 1e9, 20),     /* end to end: the host link binds, no device fraction */
+        known_row(&w_mem, &t, 1e9, 1e9, 20),   /* 50 GB/s = 0.5 of copy; 50 GFLOP/s = 0.05 of FMA: memory */
+        known_row(&w_mem, &t, 1e8, 1e11, 200), /* 0.5 GB/s; 500 GFLOP/s = 0.5 of the f32 peak: compute */
+        known_row(&w_f64, &t, 1e8, 1e11, 250), /* 400 GFLOP/s against the f64 peak 500: 0.8, compute */
+        known_row(&w_e2e, &t, 1e9, 1e9, 20),   /* end to end: the host link binds, no device fraction */
     };
     bench_derive(r, 4);
     cr_assert_float_eq(r[0].gbs, 50, 1e-9);
@@ -845,15 +945,15 @@ Test(bench, roofline_fraction_takes_the_binding_side)
 
 Test(bench, speedup_is_over_the_cpu_row_and_ocl_cuda_only_on_the_same_device)
 {
-    bench_target cuda = {.backend = GPUWS_BACKEND_CUDA}, ocl_nv = {.backend = GPUWS_BACKEND_OPENCL},
-                 ocl_pocl = {.backend = GPUWS_BACKEND_OPENCL}, cpu = {.backend = GPUWS_BACKEND_CPU};
+    bench_target cuda = { .backend = GPUWS_BACKEND_CUDA }, ocl_nv = { .backend = GPUWS_BACKEND_OPENCL },
+                 ocl_pocl = { .backend = GPUWS_BACKEND_OPENCL }, cpu = { .backend = GPUWS_BACKEND_CPU };
     snprintf(cuda.info.name, sizeof cuda.info.name, "NVIDIA H100 80GB HBM3");
     snprintf(ocl_nv.info.name, sizeof ocl_nv.info.name, "NVIDIA H100 80GB HBM3");
     snprintf(ocl_pocl.info.name, sizeof ocl_pocl.info.name, "cpu-sapphirerapids");
     snprintf(cpu.info.name, sizeof cpu.info.name, "Intel Xeon");
-    bench_result r[6] = {known_row(&w_mem, &cuda, 1, 0, 2), known_row(&w_mem, &ocl_nv, 1, 0, 2.5),
-                         known_row(&w_mem, &ocl_pocl, 1, 0, 40), known_row(&w_mem, &cpu, 1, 0, 400),
-                         known_row(&w_f64, &cuda, 1, 0, 1), known_row(&w_f64, &ocl_nv, 1, 0, 1)};
+    bench_result r[6] = { known_row(&w_mem, &cuda, 1, 0, 2),      known_row(&w_mem, &ocl_nv, 1, 0, 2.5),
+                          known_row(&w_mem, &ocl_pocl, 1, 0, 40), known_row(&w_mem, &cpu, 1, 0, 400),
+                          known_row(&w_f64, &cuda, 1, 0, 1),      known_row(&w_f64, &ocl_nv, 1, 0, 1) };
     r[5].ok = false; /* a FAILED row gives no ratio */
     bench_derive(r, 6);
     cr_assert_float_eq(r[0].speedup, 200, 1e-9);
@@ -870,13 +970,13 @@ Test(bench, speedup_is_over_the_cpu_row_and_ocl_cuda_only_on_the_same_device)
 
 Test(bench, the_back_to_back_ratio_needs_both_rows_measured_back_to_back)
 {
-    bench_target cuda = {.backend = GPUWS_BACKEND_CUDA}, ocl = {.backend = GPUWS_BACKEND_OPENCL};
+    bench_target cuda = { .backend = GPUWS_BACKEND_CUDA }, ocl = { .backend = GPUWS_BACKEND_OPENCL };
     snprintf(cuda.info.name, sizeof cuda.info.name, "NVIDIA H100 80GB HBM3");
     snprintf(ocl.info.name, sizeof ocl.info.name, "NVIDIA H100 80GB HBM3");
-    bench_result r[4] = {known_row(&w_mem, &cuda, 1, 0, 0.010), known_row(&w_mem, &ocl, 1, 0, 0.016),
-                         known_row(&w_f64, &cuda, 1, 0, 0.010), known_row(&w_f64, &ocl, 1, 0, 0.016)};
+    bench_result r[4] = { known_row(&w_mem, &cuda, 1, 0, 0.010), known_row(&w_mem, &ocl, 1, 0, 0.016),
+                          known_row(&w_f64, &cuda, 1, 0, 0.010), known_row(&w_f64, &ocl, 1, 0, 0.016) };
     r[0].batch_ms = 0.008, r[1].batch_ms = 0.0085; /* per call: 0.625; back to back: 0.941 */
-    r[3].batch_ms = 0.009;                          /* CUDA's row of that workload has no back-to-back time */
+    r[3].batch_ms = 0.009;                         /* CUDA's row of that workload has no back-to-back time */
     bench_derive(r, 4);
     cr_assert_float_eq(r[1].ocl_cuda, 0.625, 1e-12);
     cr_assert_float_eq(r[1].ocl_cuda_batch, 0.008 / 0.0085, 1e-12);
@@ -887,15 +987,20 @@ Test(bench, the_back_to_back_ratio_needs_both_rows_measured_back_to_back)
 
 Test(bench, compare_keeps_the_best_row_per_device)
 {
-    bench_target cuda = {.backend = GPUWS_BACKEND_CUDA}, ocl_nv = {.backend = GPUWS_BACKEND_OPENCL},
-                 cpu = {.backend = GPUWS_BACKEND_CPU};
+    bench_target cuda = { .backend = GPUWS_BACKEND_CUDA }, ocl_nv = { .backend = GPUWS_BACKEND_OPENCL },
+                 cpu = { .backend = GPUWS_BACKEND_CPU };
     snprintf(cuda.info.name, sizeof cuda.info.name, "H100");
     snprintf(ocl_nv.info.name, sizeof ocl_nv.info.name, "H100");
     snprintf(cpu.info.name, sizeof cpu.info.name, "Xeon");
-    bench_result r[3] = {known_row(&w_mem, &cuda, 1, 0, 2), known_row(&w_mem, &ocl_nv, 1, 0, 1.6),
-                         known_row(&w_mem, &cpu, 1, 0, 100)};
-    bench_peer p = {.algorithm = "known", .variant = "f32", .size = "n", .size_class = "default", .backend = "cupy",
-                    .ok = true, .median_ms = 4};
+    bench_result r[3] = { known_row(&w_mem, &cuda, 1, 0, 2), known_row(&w_mem, &ocl_nv, 1, 0, 1.6),
+                          known_row(&w_mem, &cpu, 1, 0, 100) };
+    bench_peer p = { .algorithm = "known",
+                     .variant = "f32",
+                     .size = "n",
+                     .size_class = "default",
+                     .backend = "cupy",
+                     .ok = true,
+                     .median_ms = 4 };
     bench_comparison *c;
     size_t n = bench_compare(r, 3, &p, 1, &c);
     cr_assert_eq(n, 2, "one comparison per device (H100, Xeon), got %zu", n);
@@ -934,8 +1039,10 @@ Test(bench, json_strings_round_trip_with_every_escape)
 
 Test(bench, json_reader_rejects_malformed_documents_with_a_line)
 {
-    const char *bad[] = {"{\"a\": 1,}", "[1 2]", "{\"a\" 1}", "\"unterminated", "01", "1.", "-", "{\"a\": tru}",
-                         "[1]]", "\"tab\there\"", "\"\\x\"", "\"\\ud800\\u0041\""};
+    const char *bad[] = {
+        "{\"a\": 1,}", "[1 2]",        "{\"a\" 1}", "\"unterminated", "01",      "1.",
+        "-",           "{\"a\": tru}", "[1]]",      "\"tab\there\"",  "\"\\x\"", "\"\\ud800\\u0041\""
+    };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_value v;
         char err[160];
@@ -945,7 +1052,9 @@ Test(bench, json_reader_rejects_malformed_documents_with_a_line)
     }
     json_value v;
     char err[160];
-    cr_assert_eq(json_parse("[\n1,\n\n{\"k\": [true, false, null, -1.5e3, \"\\u00e9\\ud83d\\ude00\"]}\n]", &v, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(
+        json_parse("[\n1,\n\n{\"k\": [true, false, null, -1.5e3, \"\\u00e9\\ud83d\\ude00\"]}\n]", &v, err, sizeof err),
+        0, "%s", err);
     const json_value *k = json_get(&v.items[1], "k");
     cr_assert(k && k->n == 5 && k->items[0].boolean && !k->items[1].boolean && k->items[2].type == JSON_NULL);
     cr_assert_eq(k->items[3].number, -1500);

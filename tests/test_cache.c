@@ -11,10 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds);
+void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected,
+                               unsigned long *builds);
 uint64_t gpuws__fnv1a(const void *data, size_t n, uint64_t seed);
 
-typedef struct { unsigned long hits, misses, rejected, builds; } stats;
+typedef struct {
+    unsigned long hits, misses, rejected, builds;
+} stats;
 
 static stats now(void)
 {
@@ -321,8 +324,8 @@ static void unusable_cache_dir(const char *value_fmt, const char *why)
     cr_assert_eq(symlink(loop, loop), 0);
     snprintf(value, sizeof value, value_fmt, dir);
     setenv("GPUWS_CACHE_DIR", value, 1);
-    snprintf(warning, sizeof warning, "GPUWS_CACHE_DIR=%s: %s; programs are built from source and not cached",
-             value, why);
+    snprintf(warning, sizeof warning, "GPUWS_CACHE_DIR=%s: %s; programs are built from source and not cached", value,
+             why);
     stats s0, s1;
     two_contexts_warn_once(warning, &s0, &s1);
     cr_assert_eq(s1.hits, s0.hits, "nothing loaded");

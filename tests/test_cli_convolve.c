@@ -23,7 +23,8 @@ static const char *cli(void)
 static int run_cli(const char *backend, const char *args, const char *out_path)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "GPUWS_BACKEND=%s '%s' convolve %s >'%s' 2>'%s.err'", backend, cli(), args, out_path, out_path);
+    snprintf(cmd, sizeof cmd, "GPUWS_BACKEND=%s '%s' convolve %s >'%s' 2>'%s.err'", backend, cli(), args, out_path,
+             out_path);
     const int r = system(cmd);
     cr_assert(r != -1 && WIFEXITED(r), "could not run: %s", cmd);
     return WEXITSTATUS(r);
@@ -67,16 +68,21 @@ static void files_match_reference(gpuws_backend_kind kind, bool f64)
     for (int i = 0; i < KH * KW; i++) kernel32[i] = (float)kernel[i], kernel[i] = f64 ? kernel[i] : kernel32[i];
     char err[512];
     const char *in = tmp_path("in.fits"), *ker = tmp_path("kernel.fits"), *out = tmp_path("out.fits");
-    cr_assert_eq(fits_write_image(in, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)image : (void *)image32, W, H, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(fits_write_image(ker, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)kernel : (void *)kernel32, KW, KH, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(
+        fits_write_image(in, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)image : (void *)image32, W, H, err, sizeof err),
+        0, "%s", err);
+    cr_assert_eq(fits_write_image(ker, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)kernel : (void *)kernel32, KW, KH, err,
+                                  sizeof err),
+                 0, "%s", err);
     char args[2048];
     snprintf(args, sizeof args, "'%s' '%s' -o '%s' --mode same --boundary symm", in, ker, out);
     cr_assert_eq(run_cli(test_backend_name(kind), args, tmp_path("stdout.txt")), 0, "gpuws convolve %s failed", args);
     fits_image got;
     cr_assert_eq(fits_read_image(out, -1, &got, err, sizeof err), 0, "%s", err);
-    cr_assert(got.width == W && got.height == H, "same mode keeps the image's %d x %d, got %zu x %zu", W, H, got.width, got.height);
+    cr_assert(got.width == W && got.height == H, "same mode keeps the image's %d x %d, got %zu x %zu", W, H, got.width,
+              got.height);
     cr_assert_eq(got.bitpix, f64 ? -64 : -32, "output BITPIX %d", got.bitpix);
-    gpuws_convolve2d_options o = {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0};
+    gpuws_convolve2d_options o = { 0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0 };
     gpuws__conv2d_geometry g;
     TEST_OK(gpuws__conv2d_geometry_init(H, W, 0, KH, KW, &o, &g));
     double want[H * W], mag[H * W], aimage[H * W], akernel[KH * KW];
@@ -117,25 +123,31 @@ static void separable_matches_2d(gpuws_backend_kind kind, bool f64)
     char err[512], in[512], ker[512]; /* copies: tmp_path's buffers are reused after 16 calls */
     snprintf(in, sizeof in, "%s", tmp_path("in.fits"));
     snprintf(ker, sizeof ker, "%s", tmp_path("kernel.fits"));
-    cr_assert_eq(fits_write_image(in, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)image : (void *)image32, W, H, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(fits_write_image(ker, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)kernel : (void *)kernel32, KW, KH, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(
+        fits_write_image(in, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)image : (void *)image32, W, H, err, sizeof err),
+        0, "%s", err);
+    cr_assert_eq(fits_write_image(ker, f64 ? FITS_F64 : FITS_F32, f64 ? (void *)kernel : (void *)kernel32, KW, KH, err,
+                                  sizeof err),
+                 0, "%s", err);
     static const struct {
         const char *args;
         gpuws_convolve2d_options opt;
     } cases[] = {
-        {"--mode same --boundary symm", {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0}},
-        {"--mode full --boundary fill --fill 0.25", {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.25}},
-        {"--mode valid", {0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
-        {"--mode same --boundary wrap", {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
+        { "--mode same --boundary symm", { 0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0 } },
+        { "--mode full --boundary fill --fill 0.25", { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.25 } },
+        { "--mode valid", { 0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0 } },
+        { "--mode same --boundary wrap", { 0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0 } },
     };
     const double u = f64 ? 0x1p-53 : 0x1p-24;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const char *out2 = tmp_path("out2d.fits"), *outs = tmp_path("outsep.fits");
         char args[2048];
         snprintf(args, sizeof args, "'%s' '%s' -o '%s' %s", in, ker, out2, cases[c].args);
-        cr_assert_eq(run_cli(test_backend_name(kind), args, tmp_path("stdout.txt")), 0, "gpuws convolve %s failed", args);
+        cr_assert_eq(run_cli(test_backend_name(kind), args, tmp_path("stdout.txt")), 0, "gpuws convolve %s failed",
+                     args);
         snprintf(args, sizeof args, "'%s' '%s' -o '%s' %s --separable", in, ker, outs, cases[c].args);
-        cr_assert_eq(run_cli(test_backend_name(kind), args, tmp_path("stdout.txt")), 0, "gpuws convolve %s failed", args);
+        cr_assert_eq(run_cli(test_backend_name(kind), args, tmp_path("stdout.txt")), 0, "gpuws convolve %s failed",
+                     args);
         gpuws__conv2d_geometry g;
         TEST_OK(gpuws__conv2d_geometry_init(H, W, 0, KH, KW, &cases[c].opt, &g));
         fits_image a2, as;
@@ -230,7 +242,8 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
     cr_assert_eq(fits_write_image(ker, FITS_F64, kernel, KW, KH, err, sizeof err), 0, "%s", err);
     cr_assert_eq(run_cli("cpu", args, log), 1, "a kernel holding NaN cannot be factored (exit 1)");
     text = test_read_file(log_err);
-    cr_assert(strstr(text, "NaN or Inf") && strstr(text, "row 2, column 1") && strstr(text, "drop --separable"), "%s", text);
+    cr_assert(strstr(text, "NaN or Inf") && strstr(text, "row 2, column 1") && strstr(text, "drop --separable"), "%s",
+              text);
     free(text);
     cr_assert(!exists(out), "a refused kernel left %s behind", out);
 
@@ -250,7 +263,8 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
     fits_image got;
     cr_assert_eq(fits_read_image(out, -1, &got, err, sizeof err), 0, "%s", err);
     for (size_t i = 0; i < got.width * got.height; i++)
-        cr_assert_eq(((double *)got.data)[i], 0.0, "pixel %zu of an all-zero kernel's result is %g", i, ((double *)got.data)[i]);
+        cr_assert_eq(((double *)got.data)[i], 0.0, "pixel %zu of an all-zero kernel's result is %g", i,
+                     ((double *)got.data)[i]);
     fits_image_free(&got);
 
     cr_assert_eq(run_cli("cpu", "--demo --separable", log), 2, "--separable with --demo is a usage error (exit 2)");
@@ -273,7 +287,7 @@ Test(cli_convolve, bad_input_exits_nonzero_and_writes_nothing)
     snprintf(args, sizeof args, "'%s' -o '%s'", k, out);
     cr_assert_eq(run_cli("cpu", args, log), 2, "a missing kernel file is a usage error (exit 2)");
     /* 'valid' with a 1 x 3 image and a 3 x 1 kernel: SciPy's ValueError */
-    const double row[3] = {1, 2, 3};
+    const double row[3] = { 1, 2, 3 };
     const char *wide = tmp_path("wide.fits"), *tall = tmp_path("tall.fits");
     cr_assert_eq(fits_write_image(wide, FITS_F64, row, 3, 1, err, sizeof err), 0, "%s", err);
     cr_assert_eq(fits_write_image(tall, FITS_F64, row, 1, 3, err, sizeof err), 0, "%s", err);
@@ -287,7 +301,8 @@ Test(cli_convolve, bad_input_exits_nonzero_and_writes_nothing)
 Test(cli_convolve, demo_times_the_workshop_case_against_the_reference)
 {
     const char *log = tmp_path("demo.txt");
-    cr_assert_eq(run_cli("cpu", "--demo --size 64 --repeat 3 --dtype f32", log), 0, "the demo failed (see %s.err)", log);
+    cr_assert_eq(run_cli("cpu", "--demo --size 64 --repeat 3 --dtype f32", log), 0, "the demo failed (see %s.err)",
+                 log);
     char *text = test_read_file(log);
     cr_assert(strstr(text, "scalar reference") && strstr(text, "speed-up") && strstr(text, "convolve1d"),
               "the demo prints both times and the speed-up:\n%s", text);

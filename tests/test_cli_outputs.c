@@ -85,7 +85,7 @@ static void setup(fixture *f)
     cr_assert(mkdtemp(f->dir), "mkdtemp failed");
     cr_assert_eq(mkdir(at(f, "tmp"), 0700), 0);
     cr_assert_eq(mkdir(at(f, "sub"), 0755), 0);
-    float img[64 * 48], k[9] = {0.1f, 0.2f, 0.1f, 0.2f, 0.4f, 0.2f, 0.1f, 0.2f, 0.1f};
+    float img[64 * 48], k[9] = { 0.1f, 0.2f, 0.1f, 0.2f, 0.4f, 0.2f, 0.1f, 0.2f, 0.1f };
     test_fill_uniform_f32(img, 64 * 48, 5, -1e-3, 1e-3);
     img[20 * 64 + 30] = img[20 * 64 + 31] = 1.0f;
     char err[600];
@@ -107,7 +107,7 @@ static void teardown(fixture *f)
  * into f->fifo: the reader is there before the command starts, as a shell's `cat fifo &` would be. */
 static void run(fixture *f, const char *fifo, const char *const *argv)
 {
-    const char *args[32] = {getenv("GPUWS_CLI")};
+    const char *args[32] = { getenv("GPUWS_CLI") };
     int n = 1;
     for (int i = 0; argv[i] && n < 31; i++) args[n++] = argv[i];
     args[n] = NULL;
@@ -141,7 +141,7 @@ static void run(fixture *f, const char *fifo, const char *const *argv)
         const ssize_t r = read(rd, f->fifo + f->fifo_len, cap - f->fifo_len);
         if (r > 0 && (f->fifo_len += (size_t)r) == cap) f->fifo = realloc(f->fifo, (cap *= 2) + 1);
         if (r <= 0 && done) break; /* no writer left, or nothing more to read */
-        if (r <= 0) nanosleep(&(struct timespec){0, 1000000}, NULL);
+        if (r <= 0) nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
     }
     if (fifo) close(rd), f->fifo[f->fifo_len] = 0;
     cr_assert(WIFEXITED(st), "gpuws died (signal %d)", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -154,7 +154,7 @@ static void run(fixture *f, const char *fifo, const char *const *argv)
 /* Nothing of the commands' staging is left: no ".gpuws-*" next to any output, the temporary directory empty. */
 static void assert_no_leftovers(const fixture *f, const char *row)
 {
-    static const char *const dirs[] = {".", "sub", "out", "tmp"};
+    static const char *const dirs[] = { ".", "sub", "out", "tmp" };
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         DIR *d = opendir(at(f, dirs[i]));
         if (!d) continue;
@@ -208,30 +208,51 @@ typedef struct {
     const char *input;    /* an input of the command: no output may be it */
     const char *magic;    /* what the output starts with */
     size_t magic_len;
-    const char *work;     /* printed once the command has begun its work: absent when refused before */
+    const char *work; /* printed once the command has begun its work: absent when refused before */
 } command;
 
 #define SOURCES "sources", "sky.fits"
-#define BENCH                                                                                                   \
-    "bench", "--backends", "cpu", "--algorithms", "vector_add", "--size", "small", "--no-ceilings",              \
-        "--cpu-repeat", "1", "--back-to-back", "0"
+#define BENCH                                                                                                          \
+    "bench", "--backends", "cpu", "--algorithms", "vector_add", "--size", "small", "--no-ceilings", "--cpu-repeat",    \
+        "1", "--back-to-back", "0"
 
 static const command commands[] = {
-    {"convolve -o", {"convolve", "sky.fits", "k.fits", "-o", "@"}, "sky.fits", "SIMPLE  =", 9, " -> "},
-    {"sources --catalog", {SOURCES, "--catalog", "@"}, "sky.fits", "id,x,y,flux,npix,peak\n", 22, "device: "},
-    {"sources --labels", {SOURCES, "--labels", "@"}, "sky.fits", "SIMPLE  =", 9, "device: "},
-    {"sources --overlay", {SOURCES, "--overlay", "@"}, "sky.fits", "\x89PNG\r\n\x1a\n", 8, "device: "},
-    {"bench --json", {BENCH, "--compare", "peers.json", "--json", "@"}, "peers.json",
-     "{\n  \"schema\": \"gpuws-bench/1\"", 28, "[1/1]"},
+    { "convolve -o", { "convolve", "sky.fits", "k.fits", "-o", "@" }, "sky.fits", "SIMPLE  =", 9, " -> " },
+    { "sources --catalog", { SOURCES, "--catalog", "@" }, "sky.fits", "id,x,y,flux,npix,peak\n", 22, "device: " },
+    { "sources --labels", { SOURCES, "--labels", "@" }, "sky.fits", "SIMPLE  =", 9, "device: " },
+    { "sources --overlay", { SOURCES, "--overlay", "@" }, "sky.fits", "\x89PNG\r\n\x1a\n", 8, "device: " },
+    { "bench --json",
+      { BENCH, "--compare", "peers.json", "--json", "@" },
+      "peers.json",
+      "{\n  \"schema\": \"gpuws-bench/1\"",
+      28,
+      "[1/1]" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
-typedef enum { NULL_DEVICE, FULL_DEVICE, FIFO, LINK_TO_FILE, DANGLING_LINK, DIRECTORY, INPUT_DOT_SLASH, INPUT_SYMLINK,
-               INPUT_HARD_LINK, REGULAR_FILE, N_DESTINATIONS } destination;
-static const char *const destination_names[N_DESTINATIONS] = {
-    "a null device", "a full device", "a FIFO with a reader", "a symlink to a regular file", "a dangling symlink",
-    "a directory", "the input as ./name", "the input through a symlink", "the input through a hard link",
-    "a regular file"};
+typedef enum {
+    NULL_DEVICE,
+    FULL_DEVICE,
+    FIFO,
+    LINK_TO_FILE,
+    DANGLING_LINK,
+    DIRECTORY,
+    INPUT_DOT_SLASH,
+    INPUT_SYMLINK,
+    INPUT_HARD_LINK,
+    REGULAR_FILE,
+    N_DESTINATIONS
+} destination;
+static const char *const destination_names[N_DESTINATIONS] = { "a null device",
+                                                               "a full device",
+                                                               "a FIFO with a reader",
+                                                               "a symlink to a regular file",
+                                                               "a dangling symlink",
+                                                               "a directory",
+                                                               "the input as ./name",
+                                                               "the input through a symlink",
+                                                               "the input through a hard link",
+                                                               "a regular file" };
 
 /* Runs c with its output onto destination d made in f->dir, and checks what must hold. */
 static void onto(fixture *f, const command *c, destination d)
@@ -259,13 +280,15 @@ static void onto(fixture *f, const command *c, destination d)
     case REGULAR_FILE: write_text(at(f, "dest"), "old\n", 0640); break;
     case N_DESTINATIONS: break;
     }
-    const char *argv[20] = {NULL};
+    const char *argv[20] = { NULL };
     for (int i = 0; c->argv[i]; i++) argv[i] = strcmp(c->argv[i], "@") ? c->argv[i] : dest;
     run(f, d == FIFO ? "dest" : NULL, argv);
 
     const bool refused = d == DIRECTORY || d == INPUT_DOT_SLASH || d == INPUT_SYMLINK || d == INPUT_HARD_LINK;
-    const char *written = d == LINK_TO_FILE ? "sub/target" : d == DANGLING_LINK ? "sub/new-target"
-                          : d == REGULAR_FILE ? "dest" : NULL;
+    const char *written = d == LINK_TO_FILE    ? "sub/target"
+                          : d == DANGLING_LINK ? "sub/new-target"
+                          : d == REGULAR_FILE  ? "dest"
+                                               : NULL;
     switch (d) {
     case NULL_DEVICE: assert_status(f, row, 0, NULL), assert_device(at(f, "dest"), 1, 3, row); break;
     case FULL_DEVICE:
@@ -314,7 +337,7 @@ ParameterizedTestParameters(cli_outputs, onto)
 {
     static int idx[N_COMMANDS * N_DESTINATIONS];
     for (size_t i = 0; i < N_COMMANDS * N_DESTINATIONS; i++) idx[i] = (int)i;
-    return cr_make_param_array(int, idx, N_COMMANDS * N_DESTINATIONS);
+    return cr_make_param_array(int, idx, N_COMMANDS *N_DESTINATIONS);
 }
 
 ParameterizedTest(int *i, cli_outputs, onto)
@@ -341,36 +364,89 @@ typedef struct {
 } several_case;
 
 static const several_case several_cases[] = {
-    {"two outputs, ./name", {SOURCES, "--catalog", "new.csv", "--labels", "./new.csv"}, 2, "are the same file",
-     "device: ", "new.csv"},
-    {"two outputs, dir/../name", {SOURCES, "--catalog", "new.csv", "--overlay", "sub/../new.csv"}, 2,
-     "are the same file", "device: ", "new.csv"},
-    {"two outputs, a symlink", {SOURCES, "--labels", "c-link", "--catalog", "c.csv"}, 2, "are the same file",
-     "device: ", NULL},
-    {"two outputs, a hard link", {SOURCES, "--catalog", "c.csv", "--labels", "c-hard"}, 2, "are the same file",
-     "device: ", NULL},
-    {"two reports, ./name", {BENCH, "--json", "new.json", "--csv", "./new.json"}, 2, "are the same file", "[1/1]",
-     "new.json"},
-    {"two reports, a symlink", {BENCH, "--json", "c.csv", "--svg", "c-link"}, 2, "are the same file", "[1/1]", NULL},
-    {"convolve -o the kernel", {"convolve", "sky.fits", "k.fits", "-o", "./k.fits"}, 2,
-     "-o ./k.fits is the input k.fits", " -> ", NULL},
+    { "two outputs, ./name",
+      { SOURCES, "--catalog", "new.csv", "--labels", "./new.csv" },
+      2,
+      "are the same file",
+      "device: ",
+      "new.csv" },
+    { "two outputs, dir/../name",
+      { SOURCES, "--catalog", "new.csv", "--overlay", "sub/../new.csv" },
+      2,
+      "are the same file",
+      "device: ",
+      "new.csv" },
+    { "two outputs, a symlink",
+      { SOURCES, "--labels", "c-link", "--catalog", "c.csv" },
+      2,
+      "are the same file",
+      "device: ",
+      NULL },
+    { "two outputs, a hard link",
+      { SOURCES, "--catalog", "c.csv", "--labels", "c-hard" },
+      2,
+      "are the same file",
+      "device: ",
+      NULL },
+    { "two reports, ./name",
+      { BENCH, "--json", "new.json", "--csv", "./new.json" },
+      2,
+      "are the same file",
+      "[1/1]",
+      "new.json" },
+    { "two reports, a symlink",
+      { BENCH, "--json", "c.csv", "--svg", "c-link" },
+      2,
+      "are the same file",
+      "[1/1]",
+      NULL },
+    { "convolve -o the kernel",
+      { "convolve", "sky.fits", "k.fits", "-o", "./k.fits" },
+      2,
+      "-o ./k.fits is the input k.fits",
+      " -> ",
+      NULL },
     /* one device written twice is fine, however it is spelled */
-    {"one device twice", {SOURCES, "--catalog", "null", "--labels", "null"}, 0, NULL, NULL, NULL},
-    {"one device twice, two spellings", {SOURCES, "--catalog", "null", "--labels", "./null"}, 0, NULL, NULL, NULL},
+    { "one device twice", { SOURCES, "--catalog", "null", "--labels", "null" }, 0, NULL, NULL, NULL },
+    { "one device twice, two spellings", { SOURCES, "--catalog", "null", "--labels", "./null" }, 0, NULL, NULL, NULL },
     /* a directory among the outputs: refused before any work, the other outputs as they were */
-    {"a directory and a new name", {SOURCES, "--catalog", "out/new.csv", "--labels", "out/dir"}, 1,
-     "out/dir: is a directory", "device: ", "out/new.csv"},
-    {"a directory and an old file", {SOURCES, "--catalog", "c.csv", "--labels", "out/dir"}, 1,
-     "out/dir: is a directory", "device: ", NULL},
-    {"a report onto a directory", {BENCH, "--json", "r.json", "--svg", "out/dir"}, 1, "out/dir: is a directory",
-     "[1/1]", NULL},
+    { "a directory and a new name",
+      { SOURCES, "--catalog", "out/new.csv", "--labels", "out/dir" },
+      1,
+      "out/dir: is a directory",
+      "device: ",
+      "out/new.csv" },
+    { "a directory and an old file",
+      { SOURCES, "--catalog", "c.csv", "--labels", "out/dir" },
+      1,
+      "out/dir: is a directory",
+      "device: ",
+      NULL },
+    { "a report onto a directory",
+      { BENCH, "--json", "r.json", "--svg", "out/dir" },
+      1,
+      "out/dir: is a directory",
+      "[1/1]",
+      NULL },
     /* a full device: it fails last, after the regular outputs were renamed into place, which are rolled back */
-    {"a full device and an old file", {SOURCES, "--catalog", "c.csv", "--labels", "full"}, 1,
-     "full: writing failed: No space left on device", NULL, NULL},
-    {"a full device and a new name", {SOURCES, "--catalog", "sub/new.csv", "--labels", "full"}, 1,
-     "No space left on device", NULL, "sub/new.csv"},
-    {"a report onto a full device", {BENCH, "--json", "r.json", "--svg", "sub/new.svg", "--csv", "full"}, 1,
-     "No space left on device", NULL, "sub/new.svg"},
+    { "a full device and an old file",
+      { SOURCES, "--catalog", "c.csv", "--labels", "full" },
+      1,
+      "full: writing failed: No space left on device",
+      NULL,
+      NULL },
+    { "a full device and a new name",
+      { SOURCES, "--catalog", "sub/new.csv", "--labels", "full" },
+      1,
+      "No space left on device",
+      NULL,
+      "sub/new.csv" },
+    { "a report onto a full device",
+      { BENCH, "--json", "r.json", "--svg", "sub/new.svg", "--csv", "full" },
+      1,
+      "No space left on device",
+      NULL,
+      "sub/new.svg" },
 };
 #define N_SEVERAL (sizeof several_cases / sizeof several_cases[0])
 
@@ -386,7 +462,7 @@ ParameterizedTest(int *i, cli_outputs, several)
     const several_case *c = &several_cases[*i];
     fixture f;
     setup(&f);
-    static const char *const inputs[] = {"sky.fits", "k.fits", "peers.json"}, *const old[] = {"c.csv", "r.json"};
+    static const char *const inputs[] = { "sky.fits", "k.fits", "peers.json" }, *const old[] = { "c.csv", "r.json" };
     char *in_before[3];
     size_t in_len[3];
     struct stat old_before[2], s;

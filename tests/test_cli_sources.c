@@ -180,7 +180,7 @@ BACKEND_TEST(cli_sources, good_image_writes_catalog_labels_and_overlay)
 
     path_in(&r, "preview.png", path, sizeof path);
     FILE *f = fopen(path, "rb");
-    unsigned char sig[8] = {0};
+    unsigned char sig[8] = { 0 };
     cr_assert(f && fread(sig, 1, 8, f) == 8);
     fclose(f);
     cr_assert(!memcmp(sig, "\x89PNG\r\n\x1a\n", 8), "not a PNG");
@@ -237,7 +237,8 @@ static void image_without_a_value_is_refused(gpuws_backend_kind kind, float a, f
 
 BACKEND_TEST(cli_sources, all_inf_image_is_refused_as_infinite)
 {
-    image_without_a_value_is_refused(*kind, INFINITY, -INFINITY, "every pixel of the 40 x 30 image (HDU 1) is infinite (");
+    image_without_a_value_is_refused(*kind, INFINITY, -INFINITY,
+                                     "every pixel of the 40 x 30 image (HDU 1) is infinite (");
 }
 
 BACKEND_TEST(cli_sources, nan_and_inf_image_is_refused_with_the_counts)
@@ -343,13 +344,13 @@ static void raw_image_is_refused(gpuws_backend_kind kind, const char *name, int 
 
 BACKEND_TEST(cli_sources, cube_is_refused)
 {
-    long naxes[3] = {16, 12, 3};
+    long naxes[3] = { 16, 12, 3 };
     raw_image_is_refused(*kind, "cube.fits", 3, naxes, "3-D");
 }
 
 BACKEND_TEST(cli_sources, zero_size_image_is_refused)
 {
-    long naxes[2] = {0, 5};
+    long naxes[2] = { 0, 5 };
     raw_image_is_refused(*kind, "empty.fits", 2, naxes, "zero-length axis");
 }
 #endif
@@ -377,16 +378,16 @@ Test(cli_sources, bad_options_exit_2_with_usage)
     cli_run r;
     setup(&r, GPUWS_BACKEND_CPU);
     static const char *const cases[][4] = {
-        {"--bogus", NULL},
-        {"img.fits", "--threshold", "3", "--threshold-abs"}, /* incomplete, and both thresholds */
-        {"img.fits", "--connectivity", "6", NULL},
-        {"img.fits", "--kappa", "zero", NULL},
-        {"img.fits", "--threshold", "-1", NULL},
-        {"--demo", "img.fits", NULL},
-        {NULL},
-        {"a.fits", "b.fits", NULL},
-        {"--demo", "--size", "3", NULL},
-        {"img.fits", "--catalog", "img.fits", NULL},
+        { "--bogus", NULL },
+        { "img.fits", "--threshold", "3", "--threshold-abs" }, /* incomplete, and both thresholds */
+        { "img.fits", "--connectivity", "6", NULL },
+        { "img.fits", "--kappa", "zero", NULL },
+        { "img.fits", "--threshold", "-1", NULL },
+        { "--demo", "img.fits", NULL },
+        { NULL },
+        { "a.fits", "b.fits", NULL },
+        { "--demo", "--size", "3", NULL },
+        { "img.fits", "--catalog", "img.fits", NULL },
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         run_cli(&r, GPUWS_BACKEND_CPU, cases[k][0], cases[k][1], cases[k][2], cases[k][3], NULL);

@@ -12,16 +12,18 @@
 
 /* Criterion passes parameters to other processes: no pointers in them. */
 typedef enum { PATH_NONE, PATH_TILED, PATH_DIRECT } kernel_path;
-static const char *const path_names[] = {"", "tiled", "direct"};
+static const char *const path_names[] = { "", "tiled", "direct" };
 
 typedef struct {
     gpuws_backend_kind backend;
     kernel_path path; /* PATH_NONE on the CPU backend */
 } target;
 
-static const target targets[] = {{GPUWS_BACKEND_CPU, PATH_NONE},     {GPUWS_BACKEND_OPENCL, PATH_TILED},
-                                 {GPUWS_BACKEND_OPENCL, PATH_DIRECT}, {GPUWS_BACKEND_CUDA, PATH_TILED},
-                                 {GPUWS_BACKEND_CUDA, PATH_DIRECT}};
+static const target targets[] = { { GPUWS_BACKEND_CPU, PATH_NONE },
+                                  { GPUWS_BACKEND_OPENCL, PATH_TILED },
+                                  { GPUWS_BACKEND_OPENCL, PATH_DIRECT },
+                                  { GPUWS_BACKEND_CUDA, PATH_TILED },
+                                  { GPUWS_BACKEND_CUDA, PATH_DIRECT } };
 #define NTARGETS (sizeof targets / sizeof targets[0])
 
 static gpuws_context *open_target(const target *t)

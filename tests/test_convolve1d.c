@@ -21,7 +21,8 @@ static double *run(gpuws_context *ctx, gpuws_dtype dt, const double *a, size_t n
     TEST_OK(gpuws_convolve1d_output_length(n, m, mode, out_n));
     const size_t es = gpuws_dtype_size(dt);
     void *ha = to_dtype(a, n, dt), *hv = to_dtype(v, m, dt);
-    gpuws_buffer *ba = test_buffer_from(ctx, ha, n * es), *bv = test_buffer_from(ctx, hv, m * es), *bo = test_buffer(ctx, *out_n * es);
+    gpuws_buffer *ba = test_buffer_from(ctx, ha, n * es), *bv = test_buffer_from(ctx, hv, m * es),
+                 *bo = test_buffer(ctx, *out_n * es);
     TEST_OK(gpuws_convolve1d(NULL, dt, ba, n, bv, m, mode, bo));
     void *got = test_download(bo, *out_n * es);
     test_check_guard(bo, *out_n * es, "out");
@@ -102,7 +103,9 @@ static golden *load_golden(size_t *count)
             golden *g = &all[k++];
             char mode[16];
             cr_assert_eq(fscanf(f, "%15s %zu", mode, &g->out_n), 2);
-            g->mode = !strcmp(mode, "full") ? GPUWS_CONVOLVE_FULL : !strcmp(mode, "same") ? GPUWS_CONVOLVE_SAME : GPUWS_CONVOLVE_VALID;
+            g->mode = !strcmp(mode, "full")   ? GPUWS_CONVOLVE_FULL
+                      : !strcmp(mode, "same") ? GPUWS_CONVOLVE_SAME
+                                              : GPUWS_CONVOLVE_VALID;
             g->n = n, g->m = m, g->a = a, g->v = v;
             g->want = read_values(f, g->out_n);
         }
@@ -133,7 +136,8 @@ Test(convolve1d, reference_matches_numpy_golden_files)
         const golden *g = &all[i];
         size_t len;
         TEST_OK(gpuws_convolve1d_output_length(g->n, g->m, g->mode, &len));
-        cr_assert_eq(len, g->out_n, "n=%zu m=%zu %s: length %zu, NumPy %zu", g->n, g->m, mode_name(g->mode), len, g->out_n);
+        cr_assert_eq(len, g->out_n, "n=%zu m=%zu %s: length %zu, NumPy %zu", g->n, g->m, mode_name(g->mode), len,
+                     g->out_n);
         for (int d = 0; d < 2; d++) {
             double *got = reference(d ? GPUWS_F64 : GPUWS_F32, g->a, g->n, g->v, g->m, g->mode, false);
             for (size_t t = 0; t < len; t++)
@@ -185,8 +189,10 @@ typedef struct {
  * 7) over a signal that is no multiple of any tile; the longest filters of the stream kernel (120 taps f64, 248
  * f32: its halo full), longer ones (the tiled kernel); a filter longer than one block of 2048 staged taps. Full,
  * same and valid with 3 and 15 taps put the signal at every offset within a 16-byte vector. */
-static const size_t lengths[][2] = {{1, 1}, {7, 3}, {3, 7}, {1000, 15}, {15, 1000}, {4099, 1}, {2000, 120}, {2000, 248},
-                                    {5000, 300}, {2500, 2100}, {(1u << 20) + 3, 15}};
+static const size_t lengths[][2] = {
+    { 1, 1 },      { 7, 3 },      { 3, 7 },      { 1000, 15 },   { 15, 1000 },          { 4099, 1 },
+    { 2000, 120 }, { 2000, 248 }, { 5000, 300 }, { 2500, 2100 }, { (1u << 20) + 3, 15 }
+};
 #define NLENGTHS (sizeof lengths / sizeof lengths[0])
 
 ParameterizedTestParameters(convolve1d, agrees_with_reference_in_every_mode)
@@ -196,8 +202,9 @@ ParameterizedTestParameters(convolve1d, agrees_with_reference_in_every_mode)
     for (size_t t = 0; t < NTARGETS; t++)
         for (int d = 0; d < 2; d++) {
             const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
-            for (size_t i = 0; i < NLENGTHS; i++) cases[k++] = (random_case){targets[t], dt, lengths[i][0], lengths[i][1], false};
-            cases[k++] = (random_case){targets[t], dt, 3001, 77, true};
+            for (size_t i = 0; i < NLENGTHS; i++)
+                cases[k++] = (random_case){ targets[t], dt, lengths[i][0], lengths[i][1], false };
+            cases[k++] = (random_case){ targets[t], dt, 3001, 77, true };
         }
     return cr_make_param_array(random_case, cases, k);
 }
@@ -219,9 +226,9 @@ static void check_every_mode(gpuws_context *ctx, const char *label, gpuws_dtype 
         for (size_t i = 0; i < len; i++) {
             const double bound = 2 * (k + 1) * u * mag[i];
             if (!(fabs(got[i] - want[i]) <= bound))
-                cr_assert_fail("%s %s n=%zu m=%zu %s: out[%zu] = %.17g, reference %.17g, error %.3g > bound %.3g", label,
-                               gpuws_dtype_name(dt), n, m, mode_name(mode), i, got[i], want[i], fabs(got[i] - want[i]),
-                               bound);
+                cr_assert_fail("%s %s n=%zu m=%zu %s: out[%zu] = %.17g, reference %.17g, error %.3g > bound %.3g",
+                               label, gpuws_dtype_name(dt), n, m, mode_name(mode), i, got[i], want[i],
+                               fabs(got[i] - want[i]), bound);
         }
         free(got);
         free(want);
@@ -253,13 +260,13 @@ ParameterizedTestParameters(convolve1d, gpu_kernel_knobs_keep_the_results)
     size_t k = 0;
     for (int b = 0; b < 2; b++)
         for (int d = 0; d < 2; d++)
-            cases[k++] = (knob_case){b ? GPUWS_BACKEND_CUDA : GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32};
+            cases[k++] = (knob_case){ b ? GPUWS_BACKEND_CUDA : GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32 };
     return cr_make_param_array(knob_case, cases, k);
 }
 
 ParameterizedTest(knob_case *c, convolve1d, gpu_kernel_knobs_keep_the_results)
 {
-    const target t = {c->backend, PATH_TILED};
+    const target t = { c->backend, PATH_TILED };
     gpuws_context *ctx = open_target(&t);
     test_tune(ctx, "convolve1d_blocks_per_cu", "1");
     test_require_dtype(ctx, c->dtype);
@@ -330,7 +337,9 @@ ParameterizedTest(const target *t, convolve1d, nan_and_inf_reach_exactly_the_out
         double *want = reference(dt, a, N, v, K, GPUWS_CONVOLVE_FULL, false);
         for (size_t i = 0; i < len; i++) {
             nonfinite += !isfinite(want[i]);
-            cr_assert(isnan(want[i]) ? isnan(got[i]) : isinf(want[i]) ? got[i] == want[i] : isfinite(got[i]),
+            cr_assert(isnan(want[i])   ? isnan(got[i])
+                      : isinf(want[i]) ? got[i] == want[i]
+                                       : isfinite(got[i]),
                       "%s %s: out[%zu] = %g, reference %g", target_name(t), gpuws_dtype_name(dt), i, got[i], want[i]);
         }
         cr_assert_eq(nonfinite, 3 * K, "three disjoint footprints of 15 outputs, got %zu non-finite", nonfinite);
@@ -388,7 +397,8 @@ BACKEND_TEST(convolve1d, bad_input_is_refused_and_leaves_out_untouched)
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_convolve1d(NULL, GPUWS_F32, ba, N + 1, bv, M, F, bo));
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_convolve1d(NULL, GPUWS_F32, ba, N, bv, M + 1, F, bo));
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_convolve1d(NULL, GPUWS_F64, ba, N, bv, M, F, bo));
-    TEST_FAILS(GPUWS_ERR_OVERFLOW, gpuws_convolve1d(NULL, GPUWS_F64, ba, (size_t)1 << 61, bv, M, F, bo)); /* 2^64 bytes */
+    TEST_FAILS(GPUWS_ERR_OVERFLOW,
+               gpuws_convolve1d(NULL, GPUWS_F64, ba, (size_t)1 << 61, bv, M, F, bo)); /* 2^64 bytes */
     TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_convolve1d(NULL, GPUWS_F64, ba, (size_t)1 << 62, bv, M, F, bo));
     unsigned char *after = test_download(bo, L * sizeof(float));
     for (size_t i = 0; i < L * sizeof(float); i++)

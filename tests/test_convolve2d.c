@@ -85,7 +85,6 @@ static double *magnitudes(gpuws_dtype dt, const problem *p, const double *image,
     return s;
 }
 
-
 /* Asserts got agrees with the reference within the stated bound; NaN where and only where the reference has it. */
 static void check_bound(const char *what, gpuws_dtype dt, const problem *p, const double *image, const double *kernel,
                         const double *got)
@@ -98,10 +97,11 @@ static void check_bound(const char *what, gpuws_dtype dt, const problem *p, cons
         const double bound = 2 * (k + 1) * u * mag[i], err = fabs(got[i] - want[i]);
         const bool ok = isnan(want[i]) ? isnan(got[i]) : isinf(want[i]) ? got[i] == want[i] : err <= bound;
         if (!ok)
-            cr_assert_fail("%s %s %zux%zu (stride %zu) * %zux%zu %s/%s fill %g: output (%zu, %zu) = %.17g, reference %.17g, "
-                     "error %.3g > bound %.3g", what, gpuws_dtype_name(dt), p->h, p->w, p->stride, p->kh, p->kw,
-                     mode_name(p->opt.mode), boundary_name(p->opt.boundary), p->opt.fill_value, i / ow, i % ow, got[i],
-                     want[i], err, bound);
+            cr_assert_fail(
+                "%s %s %zux%zu (stride %zu) * %zux%zu %s/%s fill %g: output (%zu, %zu) = %.17g, reference %.17g, "
+                "error %.3g > bound %.3g",
+                what, gpuws_dtype_name(dt), p->h, p->w, p->stride, p->kh, p->kw, mode_name(p->opt.mode),
+                boundary_name(p->opt.boundary), p->opt.fill_value, i / ow, i % ow, got[i], want[i], err, bound);
     }
     free(want);
     free(mag);
@@ -125,7 +125,7 @@ static void check_both_dtypes(gpuws_context *ctx, const problem *p, const double
 
 typedef struct {
     problem p;
-    bool error;          /* SciPy raised ValueError */
+    bool error; /* SciPy raised ValueError */
     size_t oh, ow;
     double *image, *kernel, *want;
 } golden;
@@ -172,8 +172,9 @@ static golden *load_golden(size_t *count)
             cr_assert_eq(fscanf(f, "%15s %15s %lf %15s", mode, boundary, &g->p.opt.fill_value, shape), 4);
             g->p.h = h, g->p.w = w, g->p.kh = kh, g->p.kw = kw;
             g->p.opt.mode = parse_mode(mode);
-            g->p.opt.boundary = !strcmp(boundary, "fill") ? GPUWS_BOUNDARY_FILL
-                                : !strcmp(boundary, "wrap") ? GPUWS_BOUNDARY_WRAP : GPUWS_BOUNDARY_SYMM;
+            g->p.opt.boundary = !strcmp(boundary, "fill")   ? GPUWS_BOUNDARY_FILL
+                                : !strcmp(boundary, "wrap") ? GPUWS_BOUNDARY_WRAP
+                                                            : GPUWS_BOUNDARY_SYMM;
             g->image = image, g->kernel = kernel;
             g->error = !strcmp(shape, "error");
             if (g->error) continue;
@@ -218,12 +219,14 @@ Test(convolve2d, reference_matches_scipy_golden_files)
         gpuws__conv2d_geometry geo;
         gpuws_status st = gpuws__conv2d_geometry_init(g->p.h, g->p.w, 0, g->p.kh, g->p.kw, &g->p.opt, &geo);
         if (g->error) {
-            cr_assert_eq(st, GPUWS_ERR_INVALID_ARGUMENT, "%s: SciPy raised ValueError, gpuws said %s", what, gpuws_status_name(st));
+            cr_assert_eq(st, GPUWS_ERR_INVALID_ARGUMENT, "%s: SciPy raised ValueError, gpuws said %s", what,
+                         gpuws_status_name(st));
             errors++;
             continue;
         }
         TEST_OK(st);
-        cr_assert(geo.oh == g->oh && geo.ow == g->ow, "%s: shape %zux%zu, SciPy %zux%zu", what, geo.oh, geo.ow, g->oh, g->ow);
+        cr_assert(geo.oh == g->oh && geo.ow == g->ow, "%s: shape %zux%zu, SciPy %zux%zu", what, geo.oh, geo.ow, g->oh,
+                  g->ow);
         for (int d = 0; d < 2; d++) {
             double *got = reference(d ? GPUWS_F64 : GPUWS_F32, &g->p, g->image, g->kernel);
             for (size_t e = 0; e < g->oh * g->ow; e++)
@@ -250,7 +253,8 @@ ParameterizedTest(const target *t, convolve2d, matches_scipy_golden_files)
             describe(what, sizeof what, g);
             if (g->error) {
                 size_t oh, ow;
-                TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_convolve2d_output_shape(g->p.h, g->p.w, g->p.kh, g->p.kw, g->p.opt.mode, &oh, &ow));
+                TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT,
+                           gpuws_convolve2d_output_shape(g->p.h, g->p.w, g->p.kh, g->p.kw, g->p.opt.mode, &oh, &ow));
                 continue;
             }
             size_t oh, ow;
@@ -277,8 +281,8 @@ typedef struct {
  * (64 f32 / 32 f64 outputs per work-item, all inside the image or only some), with rows outside it; a kernel wider
  * than the direct kernel's edge segments of 32 columns. */
 static const shape shapes[] = {
-    {37, 53, 0, 3, 3}, {20, 31, 0, 4, 6}, {29, 17, 3, 7, 2}, {5, 6, 0, 9, 13}, {1, 1, 0, 3, 3},
-    {131, 77, 5, 15, 15}, {2, 300, 0, 1, 17}, {9, 400, 2, 5, 7}, {12, 90, 0, 3, 40},
+    { 37, 53, 0, 3, 3 },    { 20, 31, 0, 4, 6 },  { 29, 17, 3, 7, 2 }, { 5, 6, 0, 9, 13 },   { 1, 1, 0, 3, 3 },
+    { 131, 77, 5, 15, 15 }, { 2, 300, 0, 1, 17 }, { 9, 400, 2, 5, 7 }, { 12, 90, 0, 3, 40 },
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -295,8 +299,9 @@ ParameterizedTestParameters(convolve2d, agrees_with_reference_in_every_mode_and_
     size_t k = 0;
     for (size_t t = 0; t < NTARGETS; t++)
         for (int d = 0; d < 2; d++) {
-            for (size_t s = 0; s < NSHAPES; s++) cases[k++] = (random_case){targets[t], d ? GPUWS_F64 : GPUWS_F32, shapes[s], false};
-            cases[k++] = (random_case){targets[t], d ? GPUWS_F64 : GPUWS_F32, {23, 41, 0, 6, 5}, true};
+            for (size_t s = 0; s < NSHAPES; s++)
+                cases[k++] = (random_case){ targets[t], d ? GPUWS_F64 : GPUWS_F32, shapes[s], false };
+            cases[k++] = (random_case){ targets[t], d ? GPUWS_F64 : GPUWS_F32, { 23, 41, 0, 6, 5 }, true };
         }
     return cr_make_param_array(random_case, cases, k);
 }
@@ -306,7 +311,8 @@ ParameterizedTest(random_case *c, convolve2d, agrees_with_reference_in_every_mod
     gpuws_context *ctx = open_target(&c->t);
     test_require_dtype(ctx, c->dtype);
     const uint64_t seed = test_seed(c->fresh_seed);
-    problem p = {c->s.h, c->s.w, c->s.extra_stride ? c->s.w + c->s.extra_stride : 0, c->s.kh, c->s.kw, GPUWS_CONVOLVE2D_OPTIONS_INIT};
+    problem p = { c->s.h,  c->s.w,  c->s.extra_stride ? c->s.w + c->s.extra_stride : 0,
+                  c->s.kh, c->s.kw, GPUWS_CONVOLVE2D_OPTIONS_INIT };
     double *image = random_values(image_elems(&p), seed), *kernel = random_values(p.kh * p.kw, seed + 1);
     for (int m = 0; m < 3; m++)
         for (int b = 0; b < 3; b++) {
@@ -347,7 +353,7 @@ ParameterizedTest(const target *t, convolve2d, workshop_deltas_give_the_gaussian
             const double y = -2.0 + 4.0 * j / (K - 1), x = -2.0 + 4.0 * k / (K - 1);
             gauss[j * K + k] = exp(-(x * x + y * y) / 2);
         }
-    problem p = {N, N, 0, K, K, GPUWS_CONVOLVE2D_OPTIONS_INIT};
+    problem p = { N, N, 0, K, K, GPUWS_CONVOLVE2D_OPTIONS_INIT };
     for (int d = 0; d < 2; d++) {
         const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
         if (d) test_require_dtype(ctx, dt);
@@ -379,7 +385,7 @@ ParameterizedTestParameters(convolve2d, nan_and_inf_reach_exactly_the_outputs_sc
 ParameterizedTest(const target *t, convolve2d, nan_and_inf_reach_exactly_the_outputs_scipy_gives)
 {
     gpuws_context *ctx = open_target(t);
-    problem p = {40, 70, 0, 15, 15, GPUWS_CONVOLVE2D_OPTIONS_INIT};
+    problem p = { 40, 70, 0, 15, 15, GPUWS_CONVOLVE2D_OPTIONS_INIT };
     double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 3);
     image[10 * p.w + 30] = NAN;
     image[25 * p.w + 5] = INFINITY;
@@ -395,14 +401,15 @@ ParameterizedTest(const target *t, convolve2d, nan_and_inf_reach_exactly_the_out
             size_t nonfinite = 0;
             for (size_t i = 0; i < oh * ow; i++) {
                 nonfinite += !isfinite(want[i]);
-                cr_assert(isnan(want[i]) ? isnan(got[i]) : isinf(want[i]) ? got[i] == want[i] : isfinite(got[i]),
+                cr_assert(isnan(want[i])   ? isnan(got[i])
+                          : isinf(want[i]) ? got[i] == want[i]
+                                           : isfinite(got[i]),
                           "%s %s %s: output (%zu, %zu) = %g, reference %g", target_name(t), gpuws_dtype_name(dt),
                           mode_name(p.opt.mode), i / ow, i % ow, got[i], want[i]);
             }
             if (p.opt.mode == GPUWS_CONVOLVE_FULL) /* three disjoint 15 x 15 footprints */
                 cr_assert_eq(nonfinite, 3 * 15 * 15, "%zu non-finite outputs", nonfinite);
-            else
-                cr_assert_gt(nonfinite, 15 * 15, "%zu non-finite outputs", nonfinite);
+            else cr_assert_gt(nonfinite, 15 * 15, "%zu non-finite outputs", nonfinite);
             free(got);
             free(want);
         }
@@ -435,8 +442,8 @@ static void tiled_with_each(gpuws_backend_kind kind, gpuws_context *ctx, const p
  * of 8); cap the blocks so that a 15 x 19 kernel is cut in several ways, down to single rows of 8 columns. */
 GPU_BACKEND_TEST(convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
 {
-    problem p = {45, 83, 0, 15, 19, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}};
-    static const char *const caps[] = {"15x8", "4x16", "7x24", "1x8"};
+    problem p = { 45, 83, 0, 15, 19, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0 } };
+    static const char *const caps[] = { "15x8", "4x16", "7x24", "1x8" };
     gpuws_context *ctx = test_open(*kind);
     tiled_with_each(*kind, ctx, &p, "convolve2d_kernel_block", caps, 4);
     gpuws_context_destroy(ctx);
@@ -445,8 +452,8 @@ GPU_BACKEND_TEST(convolve2d, kernel_blocks_add_up_to_the_whole_kernel)
 /* The driver picks the block shape from a cost model; every shape it may pick must compute the same thing. */
 GPU_BACKEND_TEST(convolve2d, every_block_shape_agrees_with_the_reference)
 {
-    problem p = {250, 141, 0, 5, 11, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}};
-    static const char *const warps[] = {"2x1", "1x2", "4x1", "2x2", "1x4", "8x1", "4x2", "2x4"};
+    problem p = { 250, 141, 0, 5, 11, { 0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0 } };
+    static const char *const warps[] = { "2x1", "1x2", "4x1", "2x2", "1x4", "8x1", "4x2", "2x4" };
     gpuws_context *ctx = test_open(*kind);
     tiled_with_each(*kind, ctx, &p, "convolve2d_warps", warps, sizeof warps / sizeof warps[0]);
     gpuws_context_destroy(ctx);
@@ -460,21 +467,22 @@ GPU_BACKEND_TEST(convolve2d, a_stream_replans_for_each_new_shape)
     gpuws_context *ctx = test_open(*kind);
     test_tune(ctx, "convolve_path", "tiled");
     const problem calls[] = {
-        {37, 41, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {37, 41, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}},
-        {300, 290, 0, 7, 9, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}},
-        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0}},
-        {300, 290, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 2.5}},
+        { 37, 41, 0, 15, 15, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0 } },
+        { 300, 290, 0, 15, 15, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0 } },
+        { 37, 41, 0, 15, 15, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0 } },
+        { 300, 290, 0, 15, 15, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0 } },
+        { 300, 290, 0, 15, 15, { 0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0 } },
+        { 300, 290, 0, 7, 9, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0 } },
+        { 300, 290, 0, 15, 15, { 0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0 } },
+        { 300, 290, 0, 15, 15, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 2.5 } },
     };
     for (int d = 0; d < 2; d++) { /* one dtype at a time: the plan is kept per dtype too */
         const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
         if (d) test_require_dtype(ctx, dt);
         for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
             const problem *p = &calls[i];
-            double *image = random_values(p->h * p->w, test_seed(false) + i), *kernel = random_values(p->kh * p->kw, 7 + i);
+            double *image = random_values(p->h * p->w, test_seed(false) + i),
+                   *kernel = random_values(p->kh * p->kw, 7 + i);
             char what[64];
             snprintf(what, sizeof what, "%s tiled, call %zu", test_backend_name(*kind), i);
             size_t oh, ow;
@@ -507,7 +515,8 @@ Test(convolve2d, output_shapes_are_scipys)
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_convolve2d_output_shape(0, 8, 5, 2, GPUWS_CONVOLVE_FULL, &oh, &ow));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_convolve2d_output_shape(8, 8, 3, 3, (gpuws_convolve_mode)3, &oh, &ow));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_convolve2d_output_shape(8, 8, 3, 3, GPUWS_CONVOLVE_FULL, NULL, &ow));
-    TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_convolve2d_output_shape((size_t)1 << 30, 8, 3, 3, GPUWS_CONVOLVE_FULL, &oh, &ow));
+    TEST_FAILS(GPUWS_ERR_UNSUPPORTED,
+               gpuws_convolve2d_output_shape((size_t)1 << 30, 8, 3, 3, GPUWS_CONVOLVE_FULL, &oh, &ow));
 }
 
 BACKEND_TEST(convolve2d, bad_input_is_refused_and_leaves_out_untouched)
@@ -536,8 +545,8 @@ BACKEND_TEST(convolve2d, bad_input_is_refused_and_leaves_out_untouched)
     TEST_FAILS(I, gpuws_convolve2d(NULL, GPUWS_F32, bi, H, W, 0, bk, KH, 0, &o, bo));
     TEST_FAILS(I, gpuws_convolve2d(NULL, GPUWS_I32, bi, H, W, 0, bk, KH, KW, &o, bo));
     TEST_FAILS(I, gpuws_convolve2d(NULL, GPUWS_F32, bi, H, W, W - 1, bk, KH, KW, &o, bo)); /* stride < width */
-    TEST_FAILS(I, gpuws_convolve2d(NULL, GPUWS_F32, bi, H, W, 0, bk, KH, KW, &o, bi));    /* out is the image */
-    TEST_FAILS(I, gpuws_convolve2d(NULL, GPUWS_F32, bi, H, W, 0, bk, KH, KW, &o, bk));    /* out is the kernel */
+    TEST_FAILS(I, gpuws_convolve2d(NULL, GPUWS_F32, bi, H, W, 0, bk, KH, KW, &o, bi));     /* out is the image */
+    TEST_FAILS(I, gpuws_convolve2d(NULL, GPUWS_F32, bi, H, W, 0, bk, KH, KW, &o, bk));     /* out is the kernel */
     o.mode = (gpuws_convolve_mode)7;
     TEST_FAILS(I, gpuws_convolve2d(NULL, GPUWS_F32, bi, H, W, 0, bk, KH, KW, &o, bo));
     o = def, o.boundary = (gpuws_convolve_boundary)-1;
@@ -550,7 +559,8 @@ BACKEND_TEST(convolve2d, bad_input_is_refused_and_leaves_out_untouched)
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_convolve2d(NULL, GPUWS_F32, bi, H, W, 0, bk, KH + 1, KW, &o, bo));
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_convolve2d(NULL, GPUWS_F64, bi, H, W, 0, bk, KH, KW, &o, bo));
     /* height x row_stride x 8 bytes past size_t (each dimension alone is legal) */
-    TEST_FAILS(GPUWS_ERR_OVERFLOW, gpuws_convolve2d(NULL, GPUWS_F64, bi, ((size_t)1 << 29), 2, (size_t)1 << 62, bk, KH, KW, &o, bo));
+    TEST_FAILS(GPUWS_ERR_OVERFLOW,
+               gpuws_convolve2d(NULL, GPUWS_F64, bi, ((size_t)1 << 29), 2, (size_t)1 << 62, bk, KH, KW, &o, bo));
     TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_convolve2d(NULL, GPUWS_F32, bi, (size_t)1 << 31, 1, 0, bk, KH, KW, &o, bo));
     /* a buffer of another context */
     gpuws_context *other = test_open(*kind);
@@ -576,8 +586,8 @@ BACKEND_TEST(convolve2d, bad_input_is_refused_and_leaves_out_untouched)
  * that: the workshop's 15 x 15, and 15 x 17, on every block shape. */
 GPU_BACKEND_TEST(convolve2d, generic_and_fixed_width_kernels_agree_with_the_reference)
 {
-    problem p = {61, 150, 0, 15, 15, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
-    static const char *const warps[] = {"auto", "2x1", "2x2", "4x2"};
+    problem p = { 61, 150, 0, 15, 15, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5 } };
+    static const char *const warps[] = { "auto", "2x1", "2x2", "4x2" };
     gpuws_context *ctx = test_open(*kind);
     tiled_with_each(*kind, ctx, &p, "convolve2d_warps", warps, sizeof warps / sizeof warps[0]);
     p.kw = 17;
@@ -594,8 +604,8 @@ GPU_BACKEND_TEST(convolve2d, whole_and_thin_tiles_agree_with_the_reference)
 {
     gpuws_context *ctx = test_open(*kind);
     test_tune(ctx, "convolve2d_warps", "2x1");
-    problem p = {150, 90, 0, 9, 13, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0}};
-    static const char *const splits[] = {"off", "all", "1", "2", "3", "99"};
+    problem p = { 150, 90, 0, 9, 13, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0 } };
+    static const char *const splits[] = { "off", "all", "1", "2", "3", "99" };
     tiled_with_each(*kind, ctx, &p, "convolve2d_split", splits, sizeof splits / sizeof splits[0]);
     gpuws_context_destroy(ctx);
 }
@@ -612,13 +622,13 @@ GPU_BACKEND_TEST(convolve2d, persistent_blocks_cover_every_tile_call_after_call)
     gpuws_context *ctx = test_open(*kind);
     test_tune(ctx, "convolve2d_warps", "2x2");
     test_tune(ctx, "convolve2d_split", "1");
-    problem p = {150, 90, 0, 9, 13, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
-    static const char *const grids[] = {"1", "2", "3", "7", "tiles", "1000000", "1", "tiles"};
+    problem p = { 150, 90, 0, 9, 13, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5 } };
+    static const char *const grids[] = { "1", "2", "3", "7", "tiles", "1000000", "1", "tiles" };
     tiled_with_each(*kind, ctx, &p, "convolve2d_grid", grids, sizeof grids / sizeof grids[0]);
-    static const char *const persist[] = {"0", "1", "0", "1"};
+    static const char *const persist[] = { "0", "1", "0", "1" };
     tiled_with_each(*kind, ctx, &p, "convolve2d_persist", persist, sizeof persist / sizeof persist[0]);
     /* CUDA has a kernel for boundary fill (the rule a constant) and one for any rule: the other one too */
-    static const char *const some[] = {"1", "3", "tiles"};
+    static const char *const some[] = { "1", "3", "tiles" };
     p.opt.boundary = GPUWS_BOUNDARY_WRAP;
     tiled_with_each(*kind, ctx, &p, "convolve2d_grid", some, sizeof some / sizeof some[0]);
     p.opt.boundary = GPUWS_BOUNDARY_SYMM;
@@ -640,7 +650,7 @@ GPU_BACKEND_TEST(convolve2d, two_streams_keep_their_own_tile_counters)
 {
     gpuws_context *ctx = test_open(*kind);
     fixed_2x2_on_blocks(ctx, "3");
-    const problem p = {200, 140, 0, 7, 5, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}};
+    const problem p = { 200, 140, 0, 7, 5, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0 } };
     size_t oh, ow;
     TEST_OK(gpuws_convolve2d_output_shape(p.h, p.w, p.kh, p.kw, p.opt.mode, &oh, &ow));
     double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 9);
@@ -674,7 +684,7 @@ GPU_BACKEND_TEST(convolve2d, two_streams_keep_their_own_tile_counters)
 
 ParameterizedTestParameters(convolve2d, tile_tickets_wrap_around_2_to_the_32)
 {
-    static const gpuws_backend_kind b[] = {GPUWS_BACKEND_CUDA};
+    static const gpuws_backend_kind b[] = { GPUWS_BACKEND_CUDA };
     return cr_make_param_array(gpuws_backend_kind, b, 1);
 }
 
@@ -696,7 +706,7 @@ ParameterizedTest(gpuws_backend_kind *kind, convolve2d, tile_tickets_wrap_around
     const uint32_t start = 0xffffffffu - 19u;
     TEST_OK(gpuws_buffer_write(tickets, 0, &start, sizeof start));
     gpuws__stream_tickets_drawn(s, true, start - base);
-    const problem p = {150, 90, 0, 9, 13, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5}};
+    const problem p = { 150, 90, 0, 9, 13, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5 } };
     double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 3);
     for (int call = 0; call < 5; call++) {
         size_t oh, ow;
@@ -722,8 +732,9 @@ GPU_BACKEND_TEST(convolve2d, every_fixed_width_agrees_with_the_reference)
     gpuws_context *ctx = test_open(*kind);
     test_tune(ctx, "convolve_path", "tiled");
     for (size_t kw = 1; kw <= 16; kw++) {
-        problem p = {23, 70, 0, kw % 5 + 1, kw,
-                     {0, (gpuws_convolve_mode)(kw % 3), (gpuws_convolve_boundary)(kw / 3 % 3), 0.25}};
+        problem p = {
+            23, 70, 0, kw % 5 + 1, kw, { 0, (gpuws_convolve_mode)(kw % 3), (gpuws_convolve_boundary)(kw / 3 % 3), 0.25 }
+        };
         double *image = random_values(p.h * p.w, test_seed(false) + kw), *kernel = random_values(p.kh * p.kw, kw);
         char what[64];
         snprintf(what, sizeof what, "%s fixed kw %zu", test_backend_name(*kind), kw);
@@ -743,13 +754,14 @@ GPU_BACKEND_TEST(convolve2d, fixed_kernel_interior_tiles_agree_for_every_copy_wi
 {
     gpuws_context *ctx = test_open(*kind);
     test_tune(ctx, "convolve_path", "tiled");
-    static const char *const stage[] = {"auto", "general"};
-    static const size_t strides[] = {300, 302, 301};
+    static const char *const stage[] = { "auto", "general" };
+    static const size_t strides[] = { 300, 302, 301 };
     for (size_t si = 0; si < 2; si++) {
         test_tune(ctx, "convolve2d_stage", stage[si]);
         for (size_t k = 0; k < 3; k++) {
-            problem p = {130, 300, strides[k], 15, 15, {0, (gpuws_convolve_mode)k, GPUWS_BOUNDARY_SYMM, 0.0}};
-            double *image = random_values(image_elems(&p), test_seed(false) + k), *kernel = random_values(p.kh * p.kw, 7);
+            problem p = { 130, 300, strides[k], 15, 15, { 0, (gpuws_convolve_mode)k, GPUWS_BOUNDARY_SYMM, 0.0 } };
+            double *image = random_values(image_elems(&p), test_seed(false) + k),
+                   *kernel = random_values(p.kh * p.kw, 7);
             char what[96];
             snprintf(what, sizeof what, "%s fixed, stage %s, stride %zu, mode %zu", test_backend_name(*kind), stage[si],
                      strides[k], k);

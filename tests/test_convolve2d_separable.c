@@ -239,8 +239,10 @@ static size_t check(const char *what, gpuws_dtype dt, const problem *p, const do
         const double bound = scale * mag[i], err = fabs(got[i] - want[i]);
         const bool ok = isnan(want[i]) ? isnan(got[i]) : isinf(want[i]) ? got[i] == want[i] : err <= bound;
         if (!ok)
-            cr_assert_fail("%s: output (%zu, %zu) = %.17g, 2-D convolution of outer(col, row) %.17g, error %.3g > bound "
-                           "%.3g (S = %.6g)", what, i / ow, i % ow, got[i], want[i], err, bound, mag[i]);
+            cr_assert_fail(
+                "%s: output (%zu, %zu) = %.17g, 2-D convolution of outer(col, row) %.17g, error %.3g > bound "
+                "%.3g (S = %.6g)",
+                what, i / ow, i % ow, got[i], want[i], err, bound, mag[i]);
     }
     return compared;
 }
@@ -273,9 +275,9 @@ typedef struct {
  * ValueError); a 1 x 1 image; a row filter alone (kh = 1) and a column filter alone (kw = 1) on long rows / columns.
  * None of the sizes is a multiple of 32 or 64. */
 static const shape shapes[] = {
-    {37, 53, 0, 1, 1},  {37, 53, 0, 3, 5},  {37, 53, 0, 4, 2},  {37, 53, 11, 7, 7}, {37, 53, 0, 15, 15},
-    {5, 4, 0, 9, 11},   {29, 17, 3, 4, 20}, {1, 1, 0, 1, 1},    {1, 1, 0, 3, 2},    {9, 300, 2, 1, 17},
-    {70, 6, 0, 17, 1},
+    { 37, 53, 0, 1, 1 },   { 37, 53, 0, 3, 5 },  { 37, 53, 0, 4, 2 },  { 37, 53, 11, 7, 7 },
+    { 37, 53, 0, 15, 15 }, { 5, 4, 0, 9, 11 },   { 29, 17, 3, 4, 20 }, { 1, 1, 0, 1, 1 },
+    { 1, 1, 0, 3, 2 },     { 9, 300, 2, 1, 17 }, { 70, 6, 0, 17, 1 },
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -293,8 +295,8 @@ ParameterizedTestParameters(separable, matches_2d_convolution_of_outer_product)
     for (size_t t = 0; t < NTARGETS; t++)
         for (int d = 0; d < 2; d++) {
             const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
-            for (size_t s = 0; s < NSHAPES; s++) cases[k++] = (shape_case){targets[t], dt, shapes[s], false};
-            cases[k++] = (shape_case){targets[t], dt, {23, 41, 0, 6, 5}, true};
+            for (size_t s = 0; s < NSHAPES; s++) cases[k++] = (shape_case){ targets[t], dt, shapes[s], false };
+            cases[k++] = (shape_case){ targets[t], dt, { 23, 41, 0, 6, 5 }, true };
         }
     return cr_make_param_array(shape_case, cases, k);
 }
@@ -307,13 +309,13 @@ ParameterizedTest(shape_case *c, separable, matches_2d_convolution_of_outer_prod
     test_require_dtype(ctx, c->dtype);
     gpuws_context *cpu = open_cpu();
     const uint64_t seed = test_seed(c->fresh_seed);
-    problem p = {c->s.h, c->s.w, c->s.extra_stride ? c->s.w + c->s.extra_stride : 0, c->s.kh, c->s.kw,
-                 GPUWS_CONVOLVE2D_OPTIONS_INIT};
+    problem p = { c->s.h,  c->s.w,  c->s.extra_stride ? c->s.w + c->s.extra_stride : 0,
+                  c->s.kh, c->s.kw, GPUWS_CONVOLVE2D_OPTIONS_INIT };
     double *image = random_image(&p, seed), *col = random_values(p.kh, seed + 1), *row = random_values(p.kw, seed + 2);
     size_t refused = 0;
     for (int m = 0; m < 3; m++)
         for (int b = 0; b < 3; b++) {
-            p.opt = (gpuws_convolve2d_options){0, (gpuws_convolve_mode)m, (gpuws_convolve_boundary)b, 0.75};
+            p.opt = (gpuws_convolve2d_options){ 0, (gpuws_convolve_mode)m, (gpuws_convolve_boundary)b, 0.75 };
             size_t oh, ow;
             if (gpuws_convolve2d_output_shape(p.h, p.w, p.kh, p.kw, p.opt.mode, &oh, &ow) != GPUWS_OK) {
                 char what[192];
@@ -353,8 +355,8 @@ ParameterizedTestParameters(separable, factors_longer_than_a_block_of_taps_match
     size_t k = 0;
     for (size_t t = 0; t < NTARGETS; t++)
         for (int d = 0; d < 2; d++) {
-            cases[k++] = (long_case){targets[t], d ? GPUWS_F64 : GPUWS_F32, GPUWS_BOUNDARY_SYMM};
-            cases[k++] = (long_case){targets[t], d ? GPUWS_F64 : GPUWS_F32, GPUWS_BOUNDARY_FILL};
+            cases[k++] = (long_case){ targets[t], d ? GPUWS_F64 : GPUWS_F32, GPUWS_BOUNDARY_SYMM };
+            cases[k++] = (long_case){ targets[t], d ? GPUWS_F64 : GPUWS_F32, GPUWS_BOUNDARY_FILL };
         }
     return cr_make_param_array(long_case, cases, k);
 }
@@ -368,7 +370,7 @@ ParameterizedTest(long_case *c, separable, factors_longer_than_a_block_of_taps_m
 {
     gpuws_context *ctx = open_target(&c->t);
     test_require_dtype(ctx, c->dtype);
-    const problem p = {40, 600, 0, 270, 300, {0, GPUWS_CONVOLVE_SAME, c->boundary, 0.75}};
+    const problem p = { 40, 600, 0, 270, 300, { 0, GPUWS_CONVOLVE_SAME, c->boundary, 0.75 } };
     const uint64_t seed = test_seed(false);
     double *image = random_image(&p, seed), *col = random_values(p.kh, seed + 3), *row = random_values(p.kw, seed + 4);
     char what[192];
@@ -377,8 +379,8 @@ ParameterizedTest(long_case *c, separable, factors_longer_than_a_block_of_taps_m
     TEST_OK(gpuws__conv2d_geometry_init(p.h, p.w, p.stride, p.kh, p.kw, &p.opt, &g));
     double *got = run_separable(ctx, c->dtype, &p, image, col, row);
 
-    static const size_t ranges[][2] = {{0, 3}, {19, 21}, {37, 40}};
-    bool rows[40] = {false};
+    static const size_t ranges[][2] = { { 0, 3 }, { 19, 21 }, { 37, 40 } };
+    bool rows[40] = { false };
     double *kernel = outer(c->dtype, &p, col, row), *want = malloc(g.oh * g.ow * sizeof *want + 8);
     cr_assert_not_null(want);
     void *hi = to_dtype(image, image_elems(&p), c->dtype), *hk = to_dtype(kernel, p.kh * p.kw, c->dtype);
@@ -413,7 +415,7 @@ static size_t dtype_cases(dtype_case *cases)
 {
     size_t k = 0;
     for (size_t t = 0; t < NTARGETS; t++)
-        for (int d = 0; d < 2; d++) cases[k++] = (dtype_case){targets[t], d ? GPUWS_F64 : GPUWS_F32};
+        for (int d = 0; d < 2; d++) cases[k++] = (dtype_case){ targets[t], d ? GPUWS_F64 : GPUWS_F32 };
     return k;
 }
 
@@ -431,7 +433,7 @@ ParameterizedTest(dtype_case *c, separable, images_taller_than_one_grid_of_row_g
     gpuws_context *ctx = open_target(&c->t);
     test_require_dtype(ctx, c->dtype);
     gpuws_context *cpu = open_cpu();
-    const problem p = {530000, 3, 0, 3, 2, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0}};
+    const problem p = { 530000, 3, 0, 3, 2, { 0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0 } };
     const uint64_t seed = test_seed(false);
     double *image = random_image(&p, seed), *col = random_values(p.kh, seed + 9), *row = random_values(p.kw, seed + 10);
     check_problem(ctx, cpu, target_name(&c->t), c->dtype, &p, image, col, row);
@@ -487,7 +489,7 @@ ParameterizedTest(dtype_case *c, separable, nan_reaches_exactly_the_outputs_of_t
     gpuws_context *ctx = open_target(&c->t);
     test_require_dtype(ctx, c->dtype);
     gpuws_context *cpu = open_cpu();
-    problem p = {30, 41, 0, 5, 4, GPUWS_CONVOLVE2D_OPTIONS_INIT};
+    problem p = { 30, 41, 0, 5, 4, GPUWS_CONVOLVE2D_OPTIONS_INIT };
     const uint64_t seed = test_seed(false);
     double *image = random_image(&p, seed), *col = random_values(p.kh, seed + 5), *row = random_values(p.kw, seed + 6);
     image[0] = NAN;
@@ -497,8 +499,9 @@ ParameterizedTest(dtype_case *c, separable, nan_reaches_exactly_the_outputs_of_t
     row[3] = 0.0;
     for (int m = 0; m < 3; m++)
         for (int b = 0; b < 4; b++) { /* b = 3: boundary fill with a NaN fill value (ignored in VALID) */
-            p.opt = (gpuws_convolve2d_options){0, (gpuws_convolve_mode)m,
-                                               b < 3 ? (gpuws_convolve_boundary)b : GPUWS_BOUNDARY_FILL, b < 3 ? 0.75 : NAN};
+            p.opt = (gpuws_convolve2d_options){ 0, (gpuws_convolve_mode)m,
+                                                b < 3 ? (gpuws_convolve_boundary)b : GPUWS_BOUNDARY_FILL,
+                                                b < 3 ? 0.75 : NAN };
             char what[192];
             const size_t nans = special_outputs_match(ctx, cpu, c, &p, image, col, row, false, what, sizeof what);
             /* three disjoint footprints of 5 x 4 in FULL; the inner one whole in every mode */
@@ -522,7 +525,7 @@ ParameterizedTest(dtype_case *c, separable, inf_reaches_exactly_the_outputs_of_t
     gpuws_context *ctx = open_target(&c->t);
     test_require_dtype(ctx, c->dtype);
     gpuws_context *cpu = open_cpu();
-    problem p = {30, 41, 0, 5, 4, GPUWS_CONVOLVE2D_OPTIONS_INIT};
+    problem p = { 30, 41, 0, 5, 4, GPUWS_CONVOLVE2D_OPTIONS_INIT };
     const uint64_t seed = test_seed(false);
     double *image = random_image(&p, seed), *col = random_values(p.kh, seed + 7), *row = random_values(p.kw, seed + 8);
     for (size_t j = 0; j < p.kh; j++) col[j] = fabs(col[j]) + 0.125;
@@ -530,7 +533,7 @@ ParameterizedTest(dtype_case *c, separable, inf_reaches_exactly_the_outputs_of_t
     image[15 * p.w] = INFINITY;
     for (int m = 0; m < 3; m++)
         for (int b = 0; b < 3; b++) {
-            p.opt = (gpuws_convolve2d_options){0, (gpuws_convolve_mode)m, (gpuws_convolve_boundary)b, 0.75};
+            p.opt = (gpuws_convolve2d_options){ 0, (gpuws_convolve_mode)m, (gpuws_convolve_boundary)b, 0.75 };
             char what[192];
             const size_t infs = special_outputs_match(ctx, cpu, c, &p, image, col, row, true, what, sizeof what);
             cr_assert_geq(infs, m == GPUWS_CONVOLVE_FULL ? 20u : 1u, "%s: only %zu Inf outputs", what, infs);
@@ -558,7 +561,7 @@ ParameterizedTest(const target *t, separable, workshop_deltas_with_the_separable
     TEST_OK(gpuws_context_get_device_info(ctx, &info));
     gpuws_context *cpu = open_cpu();
     enum { N = 256, K = 15, O = N + K - 1 };
-    const problem p = {N, N, 0, K, K, GPUWS_CONVOLVE2D_OPTIONS_INIT};
+    const problem p = { N, N, 0, K, K, GPUWS_CONVOLVE2D_OPTIONS_INIT };
     double *image = calloc(N * N, sizeof *image), g[K];
     cr_assert_not_null(image);
     for (size_t r = 8; r < N; r += 16)
@@ -571,7 +574,8 @@ ParameterizedTest(const target *t, separable, workshop_deltas_with_the_separable
         const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
         char what[192];
         describe(what, sizeof what, target_name(t), dt, &p);
-        gpuws_buffer *bi = upload(ctx, image, N * N, dt), *bg = upload(ctx, g, K, dt), *bo = poisoned_out(ctx, dt, O * O);
+        gpuws_buffer *bi = upload(ctx, image, N * N, dt), *bg = upload(ctx, g, K, dt),
+                     *bo = poisoned_out(ctx, dt, O * O);
         TEST_OK(gpuws_convolve2d_separable(NULL, dt, bi, N, N, 0, bg, K, bg, K, NULL, bo));
         double *got = download(bo, O * O, dt);
         double *gauss = outer(dt, &p, g, g), *same = run_2d(ctx, dt, &p, image, gauss);
@@ -616,14 +620,14 @@ ParameterizedTest(const target *t, separable, row_sum_memory_of_a_stream_follows
         gpuws_dtype dt;
         problem p;
     } calls[] = {
-        {GPUWS_F32, {12, 10, 0, 3, 5, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.75}}},
-        {GPUWS_F32, {120, 150, 0, 21, 17, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}}},
-        {GPUWS_F32, {12, 10, 0, 3, 5, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}}},
-        {GPUWS_F64, {120, 150, 0, 21, 17, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0}}},
-        {GPUWS_F64, {31, 20, 0, 60, 3, {0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, -0.5}}},
-        {GPUWS_F32, {20, 31, 0, 3, 60, {0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0}}},
-        {GPUWS_F64, {130, 140, 145, 25, 25, {0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.75}}},
-        {GPUWS_F32, {130, 140, 145, 25, 25, GPUWS_CONVOLVE2D_OPTIONS_INIT}},
+        { GPUWS_F32, { 12, 10, 0, 3, 5, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.75 } } },
+        { GPUWS_F32, { 120, 150, 0, 21, 17, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0 } } },
+        { GPUWS_F32, { 12, 10, 0, 3, 5, { 0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0 } } },
+        { GPUWS_F64, { 120, 150, 0, 21, 17, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0 } } },
+        { GPUWS_F64, { 31, 20, 0, 60, 3, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, -0.5 } } },
+        { GPUWS_F32, { 20, 31, 0, 3, 60, { 0, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0 } } },
+        { GPUWS_F64, { 130, 140, 145, 25, 25, { 0, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.75 } } },
+        { GPUWS_F32, { 130, 140, 145, 25, 25, GPUWS_CONVOLVE2D_OPTIONS_INIT } },
     };
     enum { NCALLS = sizeof calls / sizeof calls[0] };
     gpuws_stream *st[2];
@@ -663,11 +667,11 @@ ParameterizedTest(const target *t, separable, row_sum_memory_of_a_stream_follows
 /* ---- 5. bad input -------------------------------------------------------------------------------------------- */
 
 /* Asserts the call fails with exactly `want` and that gpuws_last_error() contains `text`. */
-#define FAILS_SAYING(want, text, call)                                                                          \
-    do {                                                                                                        \
-        TEST_FAILS(want, call);                                                                                 \
-        cr_assert(strstr(gpuws_last_error(), (text)) != NULL, "%s: message '%s' lacks '%s'", #call,             \
-                  gpuws_last_error(), (text));                                                                  \
+#define FAILS_SAYING(want, text, call)                                                                                 \
+    do {                                                                                                               \
+        TEST_FAILS(want, call);                                                                                        \
+        cr_assert(strstr(gpuws_last_error(), (text)) != NULL, "%s: message '%s' lacks '%s'", #call,                    \
+                  gpuws_last_error(), (text));                                                                         \
     } while (0)
 
 /* Each refusal with the documented status and a message that names the function (errors of the separable call's own
@@ -741,8 +745,9 @@ BACKEND_TEST(separable, bad_input_is_refused_and_leaves_out_untouched)
     o = def;
     /* as gpuws_convolve2d: height x row_stride x 8 bytes past size_t (each dimension alone legal) overflows; a side
      * of 2^31 is past the size limit */
-    FAILS_SAYING(GPUWS_ERR_OVERFLOW, "overflow", gpuws_convolve2d_separable(NULL, GPUWS_F64, bi, (size_t)1 << 29, 2,
-                                                                        (size_t)1 << 62, bc, KH, br, KW, &o, bo));
+    FAILS_SAYING(
+        GPUWS_ERR_OVERFLOW, "overflow",
+        gpuws_convolve2d_separable(NULL, GPUWS_F64, bi, (size_t)1 << 29, 2, (size_t)1 << 62, bc, KH, br, KW, &o, bo));
     FAILS_SAYING(GPUWS_ERR_UNSUPPORTED, shared,
                  gpuws_convolve2d_separable(NULL, F, bi, (size_t)1 << 31, 1, 0, bc, KH, br, KW, &o, bo));
     /* buffers of another context */

@@ -12,8 +12,11 @@
 
 Test(status, every_code_has_a_distinct_name_and_description)
 {
-    static const struct { gpuws_status s; const char *name; } all[] = {
-#define XX(name, value, text) {GPUWS_##name, "GPUWS_" #name},
+    static const struct {
+        gpuws_status s;
+        const char *name;
+    } all[] = {
+#define XX(name, value, text) { GPUWS_##name, "GPUWS_" #name },
         GPUWS_STATUS_MAP(XX)
 #undef XX
     };
@@ -126,7 +129,9 @@ Test(selection, default_order_is_cuda_then_opencl_then_cpu)
     gpuws_backend_get_info(GPUWS_BACKEND_OPENCL, &cl);
     gpuws_context *ctx;
     TEST_OK(gpuws_context_create(&ctx, NULL));
-    gpuws_backend_kind want = cu.available ? GPUWS_BACKEND_CUDA : cl.available ? GPUWS_BACKEND_OPENCL : GPUWS_BACKEND_CPU;
+    gpuws_backend_kind want = cu.available   ? GPUWS_BACKEND_CUDA
+                              : cl.available ? GPUWS_BACKEND_OPENCL
+                                             : GPUWS_BACKEND_CPU;
     cr_assert_eq(backend_of(ctx), want);
     gpuws_context_destroy(ctx);
 }
@@ -223,11 +228,11 @@ BACKEND_TEST(buffers, copy_and_fill)
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_buffer_copy(b, 200, a, 0, 57));
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_buffer_copy(b, 0, a, 250, 7));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_copy(a, 10, a, 0, 20)); /* overlap */
-    TEST_OK(gpuws_buffer_copy(a, 20, a, 0, 20));                                  /* adjacent is fine */
+    TEST_OK(gpuws_buffer_copy(a, 20, a, 0, 20));                                /* adjacent is fine */
     /* fill with 2-, 8- and 16-byte patterns, at an offset */
     const uint16_t p2 = 0xBEEF;
     const uint64_t p8 = 0x0123456789ABCDEFULL;
-    const unsigned char p16[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    const unsigned char p16[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
     TEST_OK(gpuws_buffer_fill(b, 0, &p2, 2, 32));
     TEST_OK(gpuws_buffer_fill(b, 32, &p8, 8, 64));
     TEST_OK(gpuws_buffer_fill(b, 96, p16, 16, 160));
@@ -252,7 +257,7 @@ BACKEND_TEST(buffers, foreign_and_destroyed_handles_are_rejected)
     TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT, gpuws_buffer_copy(a, 0, b, 0, 8));
     gpuws_stream *s2;
     TEST_OK(gpuws_stream_create(c2, &s2));
-    char host[8] = {0};
+    char host[8] = { 0 };
     TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT, gpuws_buffer_write_async(s2, a, 0, host, 8));
     TEST_OK(gpuws_buffer_create(c1, 64, &dead));
     gpuws_buffer_destroy(dead);
@@ -370,8 +375,8 @@ BACKEND_TEST(streams, event_intervals_add_up_in_stream_order)
 
 /* ---- memory a stream keeps for the algorithms' drivers (core/driver_support.h) ---- */
 
-static const gpuws__stream_key key_a = {"test_core.a"};
-static const gpuws__stream_key key_b = {"test_core.b"};
+static const gpuws__stream_key key_a = { "test_core.a" };
+static const gpuws__stream_key key_b = { "test_core.b" };
 
 /* Scratch and memo memory belong to an owner's key: two keys never share memory (a driver nested in another on the
  * same stream cannot overwrite its caller's), one key keeps its memory between requests and grows it, there is no
@@ -466,7 +471,7 @@ static void file_lines_free(file_lines *f)
 {
     free(f->text);
     free(f->line);
-    *f = (file_lines){0};
+    *f = (file_lines){ 0 };
 }
 
 /* An algorithm's OpenCL program is the prelude, then its .cl with each #include "x.h" replaced by the header the
@@ -481,7 +486,7 @@ Test(embedded_opencl, every_line_is_the_line_its_line_directive_names)
         const gpuws__cl_source *src = &gpuws__cl_sources[i];
         const char *p = (const char *)src->text, *end = p + src->len;
         char file[256] = "", path[1024];
-        file_lines fl = {0};
+        file_lines fl = { 0 };
         long line = 0, checked = 0;
         while (p < end) {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -506,8 +511,8 @@ Test(embedded_opencl, every_line_is_the_line_its_line_directive_names)
             }
             if (!file[0]) continue; /* the prelude */
             cr_assert(line >= 1 && line <= fl.n, "%s: %s has no line %ld", src->algo, file, line);
-            cr_assert_str_eq(got, fl.line[line - 1], "%s: the program's line for %s:%ld differs from the file", src->algo,
-                             file, line);
+            cr_assert_str_eq(got, fl.line[line - 1], "%s: the program's line for %s:%ld differs from the file",
+                             src->algo, file, line);
             line++;
             checked++;
         }

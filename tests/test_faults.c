@@ -79,8 +79,9 @@ FAULT_CASE(kernel_get_and_launch, FAULT_GPU)
     gpuws_kernel *k;
     gpuws_status st = gpuws_kernel_get(f->ctx, "vector_add_f32", &k);
     if (st) return st;
-    gpuws_arg args[] = {gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out), gpuws_arg_u64(FAULT_N)};
-    gpuws_launch_config cfg = {{(FAULT_N + 63) / 64, 1, 1}, {64, 1, 1}};
+    gpuws_arg args[] = { gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->in), gpuws_arg_buffer(f->out),
+                         gpuws_arg_u64(FAULT_N) };
+    gpuws_launch_config cfg = { { (FAULT_N + 63) / 64, 1, 1 }, { 64, 1, 1 } };
     return gpuws_launch(f->stream, k, &cfg, args, 4);
 }
 
@@ -113,7 +114,7 @@ static void register_case_rows(void)
     size_t i = 0;
     for (const gpuws__case *const *c = gpuws__cases(); *c && i < FAULT_MAX_CASE_ROWS; c++, i++) {
         snprintf(case_row_names[i], sizeof case_row_names[i], "case %s %s", (*c)->w.algorithm, (*c)->w.variant);
-        case_rows[i] = (fault_case){case_row_names[i], FAULT_ALL, fault_op_case, *c};
+        case_rows[i] = (fault_case){ case_row_names[i], FAULT_ALL, fault_op_case, *c };
         fault_register(&case_rows[i]);
     }
 }
@@ -167,7 +168,7 @@ static void fixture_open(fault_fixture *f, gpuws_backend_kind kind)
 
 static void fixture_close(fault_fixture *f)
 {
-    gpuws_buffer *b[] = {f->in, f->in64, f->in32, f->in16, f->mask, f->labels, f->out, f->out2};
+    gpuws_buffer *b[] = { f->in, f->in64, f->in32, f->in16, f->mask, f->labels, f->out, f->out2 };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) gpuws_buffer_destroy(b[i]);
     gpuws_stream_destroy(f->stream);
     gpuws_context_destroy(f->ctx);
@@ -198,7 +199,8 @@ static void expect_working(fault_fixture *f, const char *row, long k)
     TEST_OK(gpuws_vector_add(s, GPUWS_F32, FAULT_N, f->in, f->in, c));
     TEST_OK(gpuws_stream_synchronize(s));
     float *h = test_download(c, FAULT_N * 4);
-    for (int i = 0; i < FAULT_N; i++) cr_assert_eq(h[i], 2.0f * (float)(i + 1), "%s, allocation %ld failed: element %d", row, k, i);
+    for (int i = 0; i < FAULT_N; i++)
+        cr_assert_eq(h[i], 2.0f * (float)(i + 1), "%s, allocation %ld failed: element %d", row, k, i);
     free(h);
     double r = 0;
     TEST_OK(gpuws_reduce_value(f->stream, GPUWS_REDUCE_MAX, GPUWS_F32, FAULT_N, f->in, &r));
@@ -211,7 +213,8 @@ static void expect_poison(gpuws_buffer *b, size_t bytes, const char *row, long k
 {
     unsigned char *h = test_download(b, bytes);
     for (size_t i = 0; i < bytes; i++)
-        cr_assert_eq(h[i], TEST_POISON_BYTE, "%s: allocation %ld failed but byte %zu of the output was written", row, k, i);
+        cr_assert_eq(h[i], TEST_POISON_BYTE, "%s: allocation %ld failed but byte %zu of the output was written", row, k,
+                     i);
     free(h);
 }
 
@@ -250,7 +253,7 @@ ParameterizedTestParameters(faults, every_allocation_of)
     fault_param *p = cr_malloc(n * sizeof *p);
     for (size_t i = 0; i < ncases; i++)
         for (int k = 0; k < TEST_BACKENDS; k++)
-            if ((cases[i]->backends >> test_backends[k]) & 1) p[j++] = (fault_param){(int)i, test_backends[k]};
+            if ((cases[i]->backends >> test_backends[k]) & 1) p[j++] = (fault_param){ (int)i, test_backends[k] };
     return cr_make_param_array(fault_param, p, n, free_params);
 }
 
@@ -316,15 +319,15 @@ typedef struct {
 } fault_cli_case;
 
 static const fault_cli_case cli_cases[] = {
-    {"convolve_demo", {"convolve", "--demo", "--size", "16", "--repeat", "1"}},
-    {"convolve_demo_f64", {"convolve", "--demo", "--dtype", "f64", "--size", "16", "--repeat", "1"}},
-    {"info", {"info"}},
-    {"matmul", {"matmul", "17", "9", "13", "--repeat", "1"}},
-    {"pi", {"pi", "10000", "--repeat", "1"}},
-    {"primes", {"primes", "1000", "--repeat", "1"}},
-    {"primes_trial", {"primes", "1000", "--variant", "trial", "--repeat", "1"}},
-    {"selftest_vector_add", {"selftest", "--backends", "cpu", "--sizes", "small", "--algorithms", "vector_add"}},
-    {"sources_demo", {"sources", "--demo", "--size", "64"}},
+    { "convolve_demo", { "convolve", "--demo", "--size", "16", "--repeat", "1" } },
+    { "convolve_demo_f64", { "convolve", "--demo", "--dtype", "f64", "--size", "16", "--repeat", "1" } },
+    { "info", { "info" } },
+    { "matmul", { "matmul", "17", "9", "13", "--repeat", "1" } },
+    { "pi", { "pi", "10000", "--repeat", "1" } },
+    { "primes", { "primes", "1000", "--repeat", "1" } },
+    { "primes_trial", { "primes", "1000", "--variant", "trial", "--repeat", "1" } },
+    { "selftest_vector_add", { "selftest", "--backends", "cpu", "--sizes", "small", "--algorithms", "vector_add" } },
+    { "sources_demo", { "sources", "--demo", "--size", "64" } },
 };
 #define N_CLI (sizeof cli_cases / sizeof cli_cases[0])
 
@@ -342,7 +345,7 @@ ParameterizedTest(int *i, faults, cli_allocation_of)
     for (k = 1; k <= 10000; k++) {
         char fault[64];
         snprintf(fault, sizeof fault, "GPUWS_FAULT_ALLOC=%ld", k);
-        const char *env[] = {fault, "GPUWS_BACKEND=cpu", NULL};
+        const char *env[] = { fault, "GPUWS_BACKEND=cpu", NULL };
         char *out;
         int code = test_run_cli(c->argv, env, &out);
         bool fired = strstr(out, "fault injection (GPUWS_FAULT_ALLOC)") != NULL;
@@ -408,13 +411,13 @@ BACKEND_TEST(faults, a_request_the_backend_cannot_satisfy_is_out_of_memory_and_t
     TEST_OK(gpuws_context_synchronize(ctx));
     long vm = vm_bytes();
     cr_assert_gt(vm, 0);
-    struct rlimit lim = {(rlim_t)vm + ((rlim_t)256 << 20), (rlim_t)vm + ((rlim_t)256 << 20)};
+    struct rlimit lim = { (rlim_t)vm + ((rlim_t)256 << 20), (rlim_t)vm + ((rlim_t)256 << 20) };
     cr_assert_eq(setrlimit(RLIMIT_AS, &lim), 0);
     gpuws_buffer *big = (gpuws_buffer *)&big;
     gpuws_status st = gpuws_buffer_create(ctx, want, &big);
     char msg[512];
     snprintf(msg, sizeof msg, "%s", gpuws_last_error());
-    struct rlimit none = {RLIM_INFINITY, RLIM_INFINITY};
+    struct rlimit none = { RLIM_INFINITY, RLIM_INFINITY };
     setrlimit(RLIMIT_AS, &none);
     cr_assert_eq(st, GPUWS_ERR_OUT_OF_MEMORY, "%s: %s", gpuws_status_name(st), msg);
     cr_assert_null(big);

@@ -18,8 +18,8 @@ typedef struct {
     size_t n;
     double lo, hi;
     uint32_t bins;
-    void *x;           /* n float or int32 values */
-    uint64_t *counts;  /* NumPy's */
+    void *x;          /* n float or int32 values */
+    uint64_t *counts; /* NumPy's */
 } golden_case;
 
 #define MAX_GOLDEN 8
@@ -38,7 +38,8 @@ static size_t read_golden(golden_case *cases)
         if (line[0] == '#') continue;
         golden_case *c = &cases[k];
         char lo[64], hi[64];
-        cr_assert_eq(sscanf(line, "histogram %7s %zu %63s %63s %u", type, &c->n, lo, hi, &c->bins), 5, "bad line: %s", line);
+        cr_assert_eq(sscanf(line, "histogram %7s %zu %63s %63s %u", type, &c->n, lo, hi, &c->bins), 5, "bad line: %s",
+                     line);
         cr_assert(k < MAX_GOLDEN);
         c->dtype = strcmp(type, "f32") == 0 ? GPUWS_F32 : GPUWS_I32;
         c->lo = strtod(lo, NULL);
@@ -148,8 +149,8 @@ typedef struct {
 } h_case;
 
 /* 7 and 256 bins: privatised in local memory; 5000 and 70000: too large for it, global atomics. */
-static const size_t sizes[] = {1, 3, 4, 5, 1000, (1u << 20) + 3};
-static const uint32_t bin_counts[] = {1, 7, 256, 5000, 70000};
+static const size_t sizes[] = { 1, 3, 4, 5, 1000, (1u << 20) + 3 };
+static const uint32_t bin_counts[] = { 1, 7, 256, 5000, 70000 };
 
 ParameterizedTestParameters(histogram, matches_reference_bit_for_bit)
 {
@@ -159,9 +160,9 @@ ParameterizedTestParameters(histogram, matches_reference_bit_for_bit)
     for (int b = 0; b < TEST_BACKENDS; b++)
         for (int d = 0; d < 2; d++) {
             const gpuws_dtype dt = d ? GPUWS_I32 : GPUWS_F32;
-            for (size_t s = 0; s < NS; s++) cases[k++] = (h_case){test_backends[b], dt, sizes[s], 256, false};
-            for (size_t s = 0; s < NB; s++) cases[k++] = (h_case){test_backends[b], dt, 100003, bin_counts[s], false};
-            cases[k++] = (h_case){test_backends[b], dt, 300007, 100, true};
+            for (size_t s = 0; s < NS; s++) cases[k++] = (h_case){ test_backends[b], dt, sizes[s], 256, false };
+            for (size_t s = 0; s < NB; s++) cases[k++] = (h_case){ test_backends[b], dt, 100003, bin_counts[s], false };
+            cases[k++] = (h_case){ test_backends[b], dt, 300007, 100, true };
         }
     return cr_make_param_array(h_case, cases, k);
 }
@@ -177,7 +178,7 @@ static void *make_data(gpuws_dtype dt, size_t n, double lo, double hi, uint32_t 
         const uint64_t r = test_rand_u64(&seed);
         double v = lo - 0.05 * width + 1.1 * width * test_rand_uniform(&seed);
         if (r % 16 == 0) v = lo + (double)((r >> 8) % (bins + 1)) * step; /* on an edge (or hi) */
-        if (r % 16 == 1) v = lo + 0.5 * step;                                   /* all in bin 0 */
+        if (r % 16 == 1) v = lo + 0.5 * step;                             /* all in bin 0 */
         if (dt == GPUWS_F32) ((float *)x)[i] = r % 97 == 2 ? NAN : (float)v;
         else ((int32_t *)x)[i] = (int32_t)floor(v);
     }
@@ -191,15 +192,17 @@ ParameterizedTest(h_case *c, histogram, matches_reference_bit_for_bit)
     /* i32: a range with fractional ends, so the integer edges are rounded up; f32: a non-dyadic range */
     const double lo = c->dtype == GPUWS_F32 ? -1.7 : -1000.5, hi = c->dtype == GPUWS_F32 ? 2.9 : 77777.25;
     void *x = make_data(c->dtype, c->n, lo, hi, c->bins, seed);
-    golden_case ref = {c->dtype, c->n, lo, hi, c->bins, x, malloc(c->bins * 8)};
+    golden_case ref = { c->dtype, c->n, lo, hi, c->bins, x, malloc(c->bins * 8) };
     cr_assert(ref.counts);
     reference(&ref, ref.counts);
     uint64_t total = 0;
     for (uint32_t b = 0; b < c->bins; b++) total += ref.counts[b];
-    cr_assert(c->n < 100 || total > c->n / 2, "test data should mostly fall in range (%llu of %zu)", (unsigned long long)total, c->n);
+    cr_assert(c->n < 100 || total > c->n / 2, "test data should mostly fall in range (%llu of %zu)",
+              (unsigned long long)total, c->n);
     uint64_t *got = run(ctx, c->dtype, x, c->n, lo, hi, c->bins);
     char what[96];
-    snprintf(what, sizeof what, "%s %s n=%zu bins=%u", test_backend_name(c->backend), gpuws_dtype_name(c->dtype), c->n, c->bins);
+    snprintf(what, sizeof what, "%s %s n=%zu bins=%u", test_backend_name(c->backend), gpuws_dtype_name(c->dtype), c->n,
+             c->bins);
     assert_counts(got, ref.counts, c->bins, what);
     free(got);
     free(ref.counts);
@@ -221,11 +224,12 @@ BACKEND_TEST(histogram, chunked_counting_and_host_edges_agree)
             const uint32_t bins = d ? 9000 : 61; /* i32: the global-atomic variant */
             const double lo = -3.25, hi = 1e4 + 0.5;
             void *x = make_data(dt, n, lo, hi, bins, 77 + (uint64_t)d);
-            golden_case ref = {dt, n, lo, hi, bins, x, malloc(bins * 8)};
+            golden_case ref = { dt, n, lo, hi, bins, x, malloc(bins * 8) };
             cr_assert(ref.counts);
             reference(&ref, ref.counts);
             uint64_t *got = run(ctx, dt, x, n, lo, hi, bins);
-            assert_counts(got, ref.counts, bins, host_edges ? "host edges, chunks of 4092" : "device edges, chunks of 4092");
+            assert_counts(got, ref.counts, bins,
+                          host_edges ? "host edges, chunks of 4092" : "device edges, chunks of 4092");
             free(got);
             free(ref.counts);
             free(x);
@@ -239,21 +243,22 @@ BACKEND_TEST(histogram, extreme_ranges_and_values)
     gpuws_context *ctx = test_open(*kind);
     /* f32 data against a range far wider than float: the double edges -1e300, -3.3e299, 3.3e299, 1e300 hold every
      * finite float in the middle bin (the outer bins contain no float at all); infinities and NaN are outside */
-    float xf[] = {-INFINITY, -3e38f, -1.0f, 0.0f, 1e30f, 3.4e38f, INFINITY, NAN};
+    float xf[] = { -INFINITY, -3e38f, -1.0f, 0.0f, 1e30f, 3.4e38f, INFINITY, NAN };
     const size_t nf = sizeof xf / sizeof xf[0];
     uint64_t *got = run(ctx, GPUWS_F32, xf, nf, -1e300, 1e300, 3);
     cr_assert(got[0] == 0 && got[1] == 5 && got[2] == 0, "counts %llu %llu %llu", (unsigned long long)got[0],
               (unsigned long long)got[1], (unsigned long long)got[2]);
     free(got);
     /* the extreme int32 values, a range beyond int32 on both sides, one bin */
-    int32_t xi[] = {INT32_MIN, INT32_MIN + 1, -1, 0, 1, INT32_MAX - 1, INT32_MAX};
+    int32_t xi[] = { INT32_MIN, INT32_MIN + 1, -1, 0, 1, INT32_MAX - 1, INT32_MAX };
     got = run(ctx, GPUWS_I32, xi, 7, -1e10, 1e10, 1);
     cr_assert_eq(got[0], 7);
     free(got);
     /* hi itself is not counted; lo is */
-    float edge[] = {1.0f, 2.0f, 3.0f};
+    float edge[] = { 1.0f, 2.0f, 3.0f };
     got = run(ctx, GPUWS_F32, edge, 3, 1.0, 3.0, 2);
-    cr_assert(got[0] == 1 && got[1] == 1, "[1,3) in 2 bins: %llu %llu", (unsigned long long)got[0], (unsigned long long)got[1]);
+    cr_assert(got[0] == 1 && got[1] == 1, "[1,3) in 2 bins: %llu %llu", (unsigned long long)got[0],
+              (unsigned long long)got[1]);
     free(got);
     gpuws_context_destroy(ctx);
 }

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const examples[] = {"vector_add", "check_prime", "histogram", "matmul_tiled",
-                                       "block_sum",  "elementwise", "reduction"};
+static const char *const examples[] = { "vector_add", "check_prime", "histogram", "matmul_tiled",
+                                        "block_sum",  "elementwise", "reduction" };
 #define NUM_EXAMPLES (sizeof examples / sizeof examples[0])
 
 typedef struct {
@@ -27,8 +27,8 @@ static bool has_success_line(const char *out, const char *name)
     for (const char *p = out; *p;) {
         const char *e = strchr(p, '\n');
         const size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len > nl + 11 && strncmp(p, name, nl) == 0 && strncmp(p + nl, ": checked ", 10) == 0 &&
-            len >= 9 && strncmp(p + len - 9, ": correct", 9) == 0)
+        if (len > nl + 11 && strncmp(p, name, nl) == 0 && strncmp(p + nl, ": checked ", 10) == 0 && len >= 9 &&
+            strncmp(p + len - 9, ": correct", 9) == 0)
             return true;
         if (!e) break;
         p = e + 1;
@@ -40,7 +40,7 @@ ParameterizedTestParameters(kernel_examples, each_example_on_each_backend)
 {
     static run runs[NUM_EXAMPLES * TEST_BACKENDS];
     for (size_t e = 0; e < NUM_EXAMPLES; e++)
-        for (size_t b = 0; b < TEST_BACKENDS; b++) runs[e * TEST_BACKENDS + b] = (run){(int)e, test_backends[b]};
+        for (size_t b = 0; b < TEST_BACKENDS; b++) runs[e * TEST_BACKENDS + b] = (run){ (int)e, test_backends[b] };
     return cr_make_param_array(run, runs, NUM_EXAMPLES * TEST_BACKENDS);
 }
 
@@ -65,7 +65,7 @@ ParameterizedTest(run *r, kernel_examples, each_example_on_each_backend, .init =
     cr_assert_eq(access(path, X_OK), 0, "example %s is not built (%s)", name, path);
     char env[64];
     snprintf(env, sizeof env, "GPUWS_BACKEND=%s", backend);
-    const char *const envs[] = {env, NULL};
+    const char *const envs[] = { env, NULL };
     char *out;
     int rc = test_run_program(path, NULL, envs, false, &out); /* GPUWS_DEVICE and the platform as test_open saw them */
     cr_assert_eq(rc, 0, "%s on %s exited with %d:\n%s", name, backend, rc, out);

@@ -20,7 +20,7 @@
 #include <string.h>
 
 typedef enum { KERNEL_AUTO = 0, KERNEL_GROUP, KERNEL_ROWS } l2_kernel;
-static const char *const kernel_knob[] = {NULL, "group", "rows"}; /* the knob l2_norm_kernel */
+static const char *const kernel_knob[] = { NULL, "group", "rows" }; /* the knob l2_norm_kernel */
 
 typedef struct {
     gpuws_backend_kind backend;
@@ -33,8 +33,8 @@ typedef struct {
 /* One element, short rows (thread per row on GPUs), one warp's worth, rows a warp holds in registers (1024 f32),
  * rows needing 64..256 lanes (4099, 5000), rows longer than 256 lanes hold (8192 f32, 4096 f64), read twice,
  * columns, and rows whose length is not a multiple of the 16-byte vector. */
-static const size_t shapes[][2] = {{1, 1},     {7, 3},    {1000, 31},  {100, 32}, {64, 1024}, {65, 1025},
-                                   {3, 5000},  {257, 4099}, {2, 20003}, {2000, 1}, {513, 333}};
+static const size_t shapes[][2] = { { 1, 1 },    { 7, 3 },      { 1000, 31 }, { 100, 32 }, { 64, 1024 }, { 65, 1025 },
+                                    { 3, 5000 }, { 257, 4099 }, { 2, 20003 }, { 2000, 1 }, { 513, 333 } };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 static void open_for(const l2_case *c, gpuws_context **ctx)
@@ -81,8 +81,9 @@ static void check_norm(gpuws_dtype dt, long double got, long double exact, long 
     }
     const long double u = f32 ? 0x1p-24L : 0x1p-53L, half_sub = f32 ? 0x1p-150L : 0x1p-1075L;
     const long double bound = (gamma_n(cols, u) / 2 + 2 * u + exact_err) * exact + half_sub;
-    cr_assert(fabsl(got - exact) <= bound && !signbit(got), "%s row %zu of %zu elements: got %.17Lg, exact %.17Lg, allowed %.3Lg",
-              what, row, cols, got, exact, bound);
+    cr_assert(fabsl(got - exact) <= bound && !signbit(got),
+              "%s row %zu of %zu elements: got %.17Lg, exact %.17Lg, allowed %.3Lg", what, row, cols, got, exact,
+              bound);
 }
 
 #define ORACLE_ERR(cols) (((cols) + 2) * LDBL_EPSILON)
@@ -114,19 +115,19 @@ static long double element(gpuws_dtype dt, const void *v, size_t i)
 
 Test(l2_norm, reference_gives_known_answers)
 {
-    const float x[] = {3, 4, 0, 0, /**/ 1, 1, 1, 1, /**/ 0, -0.0f, 0, 0, /**/ -2, 0, 0, 0};
+    const float x[] = { 3, 4, 0, 0, /**/ 1, 1, 1, 1, /**/ 0, -0.0f, 0, 0, /**/ -2, 0, 0, 0 };
     float out[4];
     gpuws_l2_norm_ref_f32(x, out, 4, 4);
     cr_assert(out[0] == 5 && out[1] == 2 && out[2] == 0 && !signbit(out[2]) && out[3] == 2, "%g %g %g %g",
               (double)out[0], (double)out[1], (double)out[2], (double)out[3]);
     /* squares that overflow or underflow float: the scaled sum still gets them (√2·FLT_MAX/2, 2·1e-30) */
-    const float big[] = {FLT_MAX / 2, FLT_MAX / 2, 1e-30f, 1e-30f, 1e-30f, 1e-30f, INFINITY, 1, NAN, INFINITY};
+    const float big[] = { FLT_MAX / 2, FLT_MAX / 2, 1e-30f, 1e-30f, 1e-30f, 1e-30f, INFINITY, 1, NAN, INFINITY };
     float b[5];
     gpuws_l2_norm_ref_f32(big, b, 5, 2);
     cr_assert(fabs((double)b[0] / (FLT_MAX / M_SQRT2) - 1) < 1e-6, "%g", (double)b[0]);
     cr_assert(fabs((double)b[1] / (M_SQRT2 * 1e-30) - 1) < 1e-6 && fabs((double)b[2] / (M_SQRT2 * 1e-30) - 1) < 1e-6);
     cr_assert(isinf(b[3]) && b[3] > 0 && isnan(b[4]), "Inf row %g, NaN row %g", (double)b[3], (double)b[4]);
-    const double d[] = {DBL_MAX, DBL_MAX, 0x1p-1070, 0x1p-1070};
+    const double d[] = { DBL_MAX, DBL_MAX, 0x1p-1070, 0x1p-1070 };
     double o[2];
     gpuws_l2_norm_ref_f64(d, o, 2, 2); /* √2·DBL_MAX overflows (correctly); √2·2^-1070 is subnormal */
     cr_assert(isinf(o[0]) && fabs(o[1] / (M_SQRT2 * 0x1p-1070) - 1) < 1e-3, "%g %g", o[0], o[1]);
@@ -147,7 +148,8 @@ BACKEND_TEST(l2_norm, matches_numpy_golden_file)
     size_t rows, cols, r2, one;
     int ch;
     while ((ch = fgetc(f)) == '#')
-        while ((ch = fgetc(f)) != '\n' && ch != EOF) {}
+        while ((ch = fgetc(f)) != '\n' && ch != EOF) {
+        }
     ungetc(ch, f);
     cr_assert(fscanf(f, "%15s %zu %zu", tag, &rows, &cols) == 3 && !strcmp(tag, "X"), "golden file: no X block");
     float *x = malloc(rows * cols * sizeof *x);
@@ -169,11 +171,12 @@ BACKEND_TEST(l2_norm, matches_numpy_golden_file)
     for (size_t r = 0; r < rows; r++) check_norm(GPUWS_F32, ref[r], norms[r], numpy_err, cols, "reference", r);
     for (int k = 0; k < 3; k++) {
         if (k && *kind != GPUWS_BACKEND_OPENCL) break; /* forcing a kernel only means something on OpenCL */
-        const l2_case c = {*kind, GPUWS_F32, (l2_kernel)k, rows, cols, false};
+        const l2_case c = { *kind, GPUWS_F32, (l2_kernel)k, rows, cols, false };
         gpuws_context *ctx;
         open_for(&c, &ctx);
         float *got = run(ctx, GPUWS_F32, rows, cols, x);
-        for (size_t r = 0; r < rows; r++) check_norm(GPUWS_F32, got[r], norms[r], numpy_err, cols, test_backend_name(*kind), r);
+        for (size_t r = 0; r < rows; r++)
+            check_norm(GPUWS_F32, got[r], norms[r], numpy_err, cols, test_backend_name(*kind), r);
         cr_assert(isinf(got[0]) && isfinite(got[1]), "row 0 (norm 1.8e39) must be Inf, row 1 (2.3e38) finite");
         free(got);
         gpuws_context_destroy(ctx);
@@ -192,14 +195,18 @@ ParameterizedTestParameters(l2_norm, every_row_within_the_error_bound)
     for (int b = 0; b < TEST_BACKENDS; b++)
         for (int d = 0; d < 2; d++) {
             for (size_t s = 0; s < NSHAPES; s++)
-                cases[q++] = (l2_case){test_backends[b], d ? GPUWS_F64 : GPUWS_F32, KERNEL_AUTO, shapes[s][0], shapes[s][1], false};
-            cases[q++] = (l2_case){test_backends[b], d ? GPUWS_F64 : GPUWS_F32, KERNEL_AUTO, 123, 777, true};
+                cases[q++] = (l2_case){ test_backends[b], d ? GPUWS_F64 : GPUWS_F32,
+                                        KERNEL_AUTO,      shapes[s][0],
+                                        shapes[s][1],     false };
+            cases[q++] = (l2_case){ test_backends[b], d ? GPUWS_F64 : GPUWS_F32, KERNEL_AUTO, 123, 777, true };
         }
     /* PoCL picks one work-item per row: make it run the GPUs' group kernel (and the short-row kernel) too */
     for (int k = KERNEL_GROUP; k <= KERNEL_ROWS; k++)
         for (int d = 0; d < 2; d++)
             for (size_t s = 0; s < NSHAPES; s++)
-                cases[q++] = (l2_case){GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32, (l2_kernel)k, shapes[s][0], shapes[s][1], false};
+                cases[q++] = (l2_case){ GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32,
+                                        (l2_kernel)k,         shapes[s][0],
+                                        shapes[s][1],         false };
     return cr_make_param_array(l2_case, cases, q);
 }
 
@@ -213,7 +220,8 @@ ParameterizedTest(l2_case *c, l2_norm, every_row_within_the_error_bound)
     snprintf(what, sizeof what, "%s %s kernel=%s", test_backend_name(c->backend), gpuws_dtype_name(c->dtype),
              kernel_knob[c->kernel] ? kernel_knob[c->kernel] : "auto");
     for (size_t r = 0; r < c->rows; r++)
-        check_norm(c->dtype, element(c->dtype, got, r), oracle(c->dtype, x, c->cols, r), ORACLE_ERR(c->cols), c->cols, what, r);
+        check_norm(c->dtype, element(c->dtype, got, r), oracle(c->dtype, x, c->cols, r), ORACLE_ERR(c->cols), c->cols,
+                   what, r);
     free(got);
     free(x);
     gpuws_context_destroy(ctx);
@@ -224,17 +232,19 @@ ParameterizedTest(l2_case *c, l2_norm, every_row_within_the_error_bound)
 ParameterizedTestParameters(l2_norm, special_values_and_range_ends)
 {
     /* vector loads, scalar ones, and rows long enough that their ends are read in the second loop of the kernels */
-    static const size_t widths[] = {40, 41, 20003};
+    static const size_t widths[] = { 40, 41, 20003 };
     static l2_case cases[TEST_BACKENDS * 2 * 3 + 2 * 2 * 3];
     size_t q = 0;
     for (int b = 0; b < TEST_BACKENDS; b++)
         for (int d = 0; d < 2; d++)
             for (size_t w = 0; w < 3; w++)
-                cases[q++] = (l2_case){test_backends[b], d ? GPUWS_F64 : GPUWS_F32, KERNEL_AUTO, 12, widths[w], false};
+                cases[q++] =
+                    (l2_case){ test_backends[b], d ? GPUWS_F64 : GPUWS_F32, KERNEL_AUTO, 12, widths[w], false };
     for (int k = KERNEL_GROUP; k <= KERNEL_ROWS; k++)
         for (int d = 0; d < 2; d++)
             for (size_t w = 0; w < 3; w++)
-                cases[q++] = (l2_case){GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32, (l2_kernel)k, 12, widths[w], false};
+                cases[q++] =
+                    (l2_case){ GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32, (l2_kernel)k, 12, widths[w], false };
     return cr_make_param_array(l2_case, cases, q);
 }
 
@@ -250,13 +260,13 @@ ParameterizedTest(l2_case *c, l2_norm, special_values_and_range_ends)
     const size_t e = cols - 1;
     v[0 * cols + 0] = 3, v[0 * cols + e] = 4; /* 5 */
     for (size_t j = 0; j < cols; j++) v[1 * cols + j] = 1;
-    v[1 * cols + e - 2] = NAN;                       /* NaN: bad input, reported as NaN in its row */
-    v[2 * cols + 3] = 1, v[2 * cols + e - 1] = INFINITY; /* +Inf */
+    v[1 * cols + e - 2] = NAN;                              /* NaN: bad input, reported as NaN in its row */
+    v[2 * cols + 3] = 1, v[2 * cols + e - 1] = INFINITY;    /* +Inf */
     v[3 * cols + 5] = -INFINITY, v[3 * cols + e - 9] = NAN; /* NaN wins over Inf, as NumPy */
     /* row 4: zeros → 0; row 5: negative zeros → +0 */
     for (size_t j = 0; j < cols; j++) v[5 * cols + j] = -0.0;
     v[6 * cols + 1] = 1, v[6 * cols + e - 1] = big / 2, v[6 * cols + e] = big / 2; /* big/√2: finite only when scaled */
-    v[7 * cols + 0] = big, v[7 * cols + e] = -big;                               /* √2·big: Inf */
+    v[7 * cols + 0] = big, v[7 * cols + e] = -big;                                 /* √2·big: Inf */
     for (size_t j = 0; j < 4; j++) v[8 * cols + e - 13 + j] = tiny; /* 2·tiny: squares underflow unless scaled */
     for (size_t j = 0; j < 4; j++) v[9 * cols + e - 23 + j] = sub;  /* 2·sub, a subnormal result */
     v[10 * cols + 1] = 1e-20, v[10 * cols + e] = 1;                 /* 1: the tiny square vanishes */
@@ -265,8 +275,10 @@ ParameterizedTest(l2_case *c, l2_norm, special_values_and_range_ends)
     unsigned char *x = malloc(ROWS * cols * es);
     cr_assert_not_null(x);
     for (size_t i = 0; i < ROWS * cols; i++) {
-        if (f32) { float t = (float)v[i]; memcpy(x + i * es, &t, es); }
-        else memcpy(x + i * es, &v[i], es);
+        if (f32) {
+            float t = (float)v[i];
+            memcpy(x + i * es, &t, es);
+        } else memcpy(x + i * es, &v[i], es);
     }
     gpuws_context *ctx;
     open_for(c, &ctx);

@@ -14,12 +14,13 @@
 /* ---- golden files ------------------------------------------------------------------------------------------ */
 
 /* The cases make_label_golden.py writes (its CASES, in the same order). */
-static const char *const golden_names[] = {
-    "random_64x64_d10", "random_64x64_d30", "random_64x64_d45", "random_64x64_d55", "random_64x64_d70",
-    "random_64x64_d90", "random_7x13_d50",  "random_37x101_d50", "random_101x37_d60", "random_97x131_d55",
-    "row_1x257_d60",    "col_257x1_d60",    "blobs_120x100",    "spiral_97x97",      "diagonals_40x50",
-    "comb_70x95",       "checker_33x65",    "ones_45x70",       "zeros_30x30",       "one_1x1",
-    "zero_1x1"};
+static const char *const golden_names[] = { "random_64x64_d10",  "random_64x64_d30",  "random_64x64_d45",
+                                            "random_64x64_d55",  "random_64x64_d70",  "random_64x64_d90",
+                                            "random_7x13_d50",   "random_37x101_d50", "random_101x37_d60",
+                                            "random_97x131_d55", "row_1x257_d60",     "col_257x1_d60",
+                                            "blobs_120x100",     "spiral_97x97",      "diagonals_40x50",
+                                            "comb_70x95",        "checker_33x65",     "ones_45x70",
+                                            "zeros_30x30",       "one_1x1",           "zero_1x1" };
 #define NGOLDEN (sizeof golden_names / sizeof golden_names[0])
 
 typedef struct {
@@ -28,7 +29,10 @@ typedef struct {
     int32_t *labels4, *labels8; /* full images, background 0 */
 } golden;
 
-static uint32_t le32(const unsigned char *p) { return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t le32(const unsigned char *p)
+{
+    return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 static void golden_load(const char *name, golden *g)
 {
@@ -103,7 +107,8 @@ ParameterizedTest(size_t *which, label_reference, matches_scipy_golden)
     for (int conn = 4; conn <= 8; conn += 4) {
         size_t count = gpuws_label_ref(g.mask, g.width, g.height, conn, got);
         snprintf(what, sizeof what, "%s, connectivity %d", golden_names[*which], conn);
-        cr_assert_eq(count, conn == 4 ? g.n4 : g.n8, "%s: %zu labels, SciPy has %zu", what, count, conn == 4 ? g.n4 : g.n8);
+        cr_assert_eq(count, conn == 4 ? g.n4 : g.n8, "%s: %zu labels, SciPy has %zu", what, count,
+                     conn == 4 ? g.n4 : g.n8);
         assert_same_labels(got, conn == 4 ? g.labels4 : g.labels8, g.width, n, what);
     }
     free(got);
@@ -130,7 +135,7 @@ ParameterizedTestParameters(label, matches_scipy_golden)
     static golden_case cases[TEST_BACKENDS * NGOLDEN];
     size_t k = 0;
     for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t i = 0; i < NGOLDEN; i++) cases[k++] = (golden_case){test_backends[b], i};
+        for (size_t i = 0; i < NGOLDEN; i++) cases[k++] = (golden_case){ test_backends[b], i };
     return cr_make_param_array(golden_case, cases, k);
 }
 
@@ -143,8 +148,10 @@ ParameterizedTest(golden_case *c, label, matches_scipy_golden)
     for (int conn = 4; conn <= 8; conn += 4) {
         size_t count;
         int32_t *got = run_label(ctx, g.mask, g.width, g.height, conn, &count);
-        snprintf(what, sizeof what, "%s %s, connectivity %d", test_backend_name(c->backend), golden_names[c->golden], conn);
-        cr_assert_eq(count, conn == 4 ? g.n4 : g.n8, "%s: %zu labels, SciPy has %zu", what, count, conn == 4 ? g.n4 : g.n8);
+        snprintf(what, sizeof what, "%s %s, connectivity %d", test_backend_name(c->backend), golden_names[c->golden],
+                 conn);
+        cr_assert_eq(count, conn == 4 ? g.n4 : g.n8, "%s: %zu labels, SciPy has %zu", what, count,
+                     conn == 4 ? g.n4 : g.n8);
         assert_same_labels(got, conn == 4 ? g.labels4 : g.labels8, g.width, g.width * g.height, what);
         free(got);
     }
@@ -248,19 +255,14 @@ static void make_mask(const gen_case *c, uint8_t *m, uint64_t seed)
 ParameterizedTestParameters(label, agrees_with_reference)
 {
     static const gen_case shapes[] = {
-        {0, 31, 33, PAT_RANDOM, 0.5, 4, false},
-        {0, 33, 31, PAT_RANDOM, 0.5, 8, false},
-        {0, 100003, 1, PAT_RANDOM, 0.7, 4, false},
-        {0, 1, 100003, PAT_RANDOM, 0.7, 8, false},
-        {0, 997, 1009, PAT_RANDOM, 0.59, 4, false}, /* near 4-connected percolation: components span many tiles */
-        {0, 997, 1009, PAT_RANDOM, 0.41, 8, false}, /* near 8-connected percolation */
-        {0, 1000, 1000, PAT_RANDOM, 0.2, 4, true},
-        {0, 1000, 1000, PAT_RANDOM, 0.55, 8, true},
-        {0, 1023, 1025, PAT_SPIRAL, 0, 4, false},
-        {0, 700, 1300, PAT_SERPENTINE, 0, 8, false},
-        {0, 1300, 700, PAT_STRIPES, 0, 4, false},
-        {0, 1300, 700, PAT_STRIPES, 0, 8, false},
-        {0, 4096, 4096, PAT_RANDOM, 0.6, 4, false}, /* 2^24 pixels */
+        { 0, 31, 33, PAT_RANDOM, 0.5, 4, false },     { 0, 33, 31, PAT_RANDOM, 0.5, 8, false },
+        { 0, 100003, 1, PAT_RANDOM, 0.7, 4, false },  { 0, 1, 100003, PAT_RANDOM, 0.7, 8, false },
+        { 0, 997, 1009, PAT_RANDOM, 0.59, 4, false }, /* near 4-connected percolation: components span many tiles */
+        { 0, 997, 1009, PAT_RANDOM, 0.41, 8, false }, /* near 8-connected percolation */
+        { 0, 1000, 1000, PAT_RANDOM, 0.2, 4, true },  { 0, 1000, 1000, PAT_RANDOM, 0.55, 8, true },
+        { 0, 1023, 1025, PAT_SPIRAL, 0, 4, false },   { 0, 700, 1300, PAT_SERPENTINE, 0, 8, false },
+        { 0, 1300, 700, PAT_STRIPES, 0, 4, false },   { 0, 1300, 700, PAT_STRIPES, 0, 8, false },
+        { 0, 4096, 4096, PAT_RANDOM, 0.6, 4, false }, /* 2^24 pixels */
     };
     enum { NS = sizeof shapes / sizeof shapes[0] };
     static gen_case cases[TEST_BACKENDS * NS];
@@ -302,7 +304,7 @@ ParameterizedTest(gen_case *c, label, agrees_with_reference)
 static void describe_lost_link(const int32_t *got, const int32_t *want, size_t w, size_t h, int conn, char *out,
                                size_t cap)
 {
-    static const int d4[][2] = {{0, -1}, {-1, 0}}, d8[][2] = {{0, -1}, {-1, 0}, {-1, -1}, {-1, 1}};
+    static const int d4[][2] = { { 0, -1 }, { -1, 0 } }, d8[][2] = { { 0, -1 }, { -1, 0 }, { -1, -1 }, { -1, 1 } };
     const int(*d)[2] = conn == 8 ? d8 : d4;
     const int nd = conn == 8 ? 4 : 2;
     for (size_t y = 0; y < h; y++)
@@ -312,7 +314,8 @@ static void describe_lost_link(const int32_t *got, const int32_t *want, size_t w
                 if (qy < 0 || qx < 0 || qx >= (long)w || !want[y * w + x]) continue;
                 const size_t i = y * w + x, q = (size_t)qy * w + (size_t)qx;
                 if (want[q] != want[i] || got[q] == got[i]) continue;
-                const bool border = (size_t)qy / LABEL_TILE_H != y / LABEL_TILE_H || (size_t)qx / LABEL_TILE_W != x / LABEL_TILE_W;
+                const bool border =
+                    (size_t)qy / LABEL_TILE_H != y / LABEL_TILE_H || (size_t)qx / LABEL_TILE_W != x / LABEL_TILE_W;
                 snprintf(out, cap, "first lost link: (row %zu, col %zu) - (row %ld, col %ld), %s", y, x, qy, qx,
                          border ? "across a tile border (merge)" : "inside a tile (local)");
                 return;
@@ -333,8 +336,8 @@ ParameterizedTestParameters(label, repeated_runs_of_a_percolating_image_agree)
     static race_case cases[TEST_BACKENDS * 2];
     size_t k = 0;
     for (int b = 0; b < TEST_BACKENDS; b++) {
-        cases[k++] = (race_case){test_backends[b], 4, 0.6};
-        cases[k++] = (race_case){test_backends[b], 8, 0.41};
+        cases[k++] = (race_case){ test_backends[b], 4, 0.6 };
+        cases[k++] = (race_case){ test_backends[b], 8, 0.41 };
     }
     return cr_make_param_array(race_case, cases, k);
 }
@@ -383,8 +386,15 @@ BACKEND_TEST(label, calls_in_turn_on_one_stream_each_agree_with_the_reference)
     gpuws_context *ctx = test_open(*kind);
     gpuws_stream *s;
     TEST_OK(gpuws_stream_create(ctx, &s));
-    static const struct { size_t w, h; double density; int conn; } steps[] = {
-        {1000, 1000, 0.59, 4}, {333, 517, 0.45, 8}, {1000, 1000, 0.41, 8}, {64, 2000, 0.6, 4}, {1000, 1000, 0.59, 4}};
+    static const struct {
+        size_t w, h;
+        double density;
+        int conn;
+    } steps[] = { { 1000, 1000, 0.59, 4 },
+                  { 333, 517, 0.45, 8 },
+                  { 1000, 1000, 0.41, 8 },
+                  { 64, 2000, 0.6, 4 },
+                  { 1000, 1000, 0.59, 4 } };
     const size_t cap = 1000 * 2000;
     gpuws_buffer *m = test_buffer(ctx, cap), *l = test_buffer(ctx, cap * 4);
     uint8_t *mask = malloc(cap);
@@ -459,13 +469,13 @@ BACKEND_TEST(label, bad_input_is_refused_and_writes_nothing)
     TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_label(NULL, 65536, 32768, m, 4, l, &count));
     cr_assert_eq(count, 77, "num_labels was written by a failed call");
     unsigned char *after = test_download(l, N * 4);
-    for (size_t i = 0; i < N * 4; i++) cr_assert_eq(after[i], TEST_POISON_BYTE, "labels byte %zu written by a failed call", i);
+    for (size_t i = 0; i < N * 4; i++)
+        cr_assert_eq(after[i], TEST_POISON_BYTE, "labels byte %zu written by a failed call", i);
     free(after);
     /* a buffer of another context */
     gpuws_context *other = test_open(GPUWS_BACKEND_CPU);
     gpuws_buffer *foreign = test_buffer(other, N * 4);
-    TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT,
-               gpuws_label(NULL, W, H, m, 4, foreign, &count));
+    TEST_FAILS(GPUWS_ERR_WRONG_CONTEXT, gpuws_label(NULL, W, H, m, 4, foreign, &count));
     gpuws_buffer_destroy(foreign);
     gpuws_context_destroy(other);
     gpuws_buffer_destroy(small);

@@ -26,15 +26,15 @@ typedef struct {
     gpuws_dtype dtype;
     gpuws_matmul_variant variant;
     size_t m, n, k;
-    bool large_tile;  /* the knob matmul_tile=large: the GPUs' tile shape (else the driver's choice) */
+    bool large_tile; /* the knob matmul_tile=large: the GPUs' tile shape (else the driver's choice) */
     bool fresh_seed;
 } mm_case;
 
 /* 1×1×1, a row times a column, a column times a row, shapes below, at and across tile sizes (32 PoCL, 64 f64
  * GPU, 128 f32 GPU), primes, k not a multiple of the k step (8 GPU, 16 PoCL), and a long k. */
-static const size_t shapes[][3] = {{1, 1, 1},       {1, 300, 1},     {300, 1, 77},    {33, 17, 5},
-                                   {127, 129, 131}, {128, 128, 16},  {64, 64, 8},     {2, 3, 1000},
-                                   {257, 255, 130}, {131, 67, 1}};
+static const size_t shapes[][3] = { { 1, 1, 1 },       { 1, 300, 1 },    { 300, 1, 77 }, { 33, 17, 5 },
+                                    { 127, 129, 131 }, { 128, 128, 16 }, { 64, 64, 8 },  { 2, 3, 1000 },
+                                    { 257, 255, 130 }, { 131, 67, 1 } };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 static const char *variant_name(gpuws_matmul_variant v)
@@ -102,9 +102,11 @@ static void check_against_oracle(const mm_case *c, const void *a, const void *b,
             if (!(err <= bound) && bad++ == 0) bi = i, bj = j, bad_got = g, bad_want = want, bad_bound = bound;
             if (bound > 0 && err / bound > worst) worst = err / bound;
         }
-    cr_assert_eq(bad, 0, "%s %s %s %zux%zux%zu: %zu elements outside the bound; first C[%zu][%zu] = %.17Lg, exact %.17Lg, allowed %.3Lg",
-                 what, gpuws_dtype_name(c->dtype), variant_name(c->variant), c->m, c->n, c->k, bad, bi, bj, bad_got,
-                 bad_want, bad_bound);
+    cr_assert_eq(
+        bad, 0,
+        "%s %s %s %zux%zux%zu: %zu elements outside the bound; first C[%zu][%zu] = %.17Lg, exact %.17Lg, allowed %.3Lg",
+        what, gpuws_dtype_name(c->dtype), variant_name(c->variant), c->m, c->n, c->k, bad, bi, bj, bad_got, bad_want,
+        bad_bound);
     cr_log_info("%s %s %s %zux%zux%zu: largest error %.3Lg of the bound", what, gpuws_dtype_name(c->dtype),
                 variant_name(c->variant), c->m, c->n, c->k, worst);
 }
@@ -123,18 +125,18 @@ static void *reference(const mm_case *c, const void *a, const void *b)
 
 Test(matmul, reference_gives_known_answers)
 {
-    const float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, want[4] = {19, 22, 43, 50};
+    const float a[4] = { 1, 2, 3, 4 }, b[4] = { 5, 6, 7, 8 }, want[4] = { 19, 22, 43, 50 };
     float c[4];
     gpuws_matmul_ref_f32(a, b, c, 2, 2, 2);
     cr_assert_arr_eq(c, want, sizeof c);
     /* A·I = A exactly, for a non-square A (3×5) */
-    double x[15], eye[25] = {0}, y[15];
+    double x[15], eye[25] = { 0 }, y[15];
     for (int i = 0; i < 15; i++) x[i] = 0.1 * (i + 1);
     for (int i = 0; i < 5; i++) eye[i * 5 + i] = 1;
     gpuws_matmul_ref_f64(x, eye, y, 3, 5, 5);
     cr_assert_arr_eq(y, x, sizeof y);
     /* a column times a row is the outer product */
-    const double col[3] = {1, 2, 3}, row[2] = {10, -1}, outer[6] = {10, -1, 20, -2, 30, -3};
+    const double col[3] = { 1, 2, 3 }, row[2] = { 10, -1 }, outer[6] = { 10, -1, 20, -2, 30, -3 };
     double o[6];
     gpuws_matmul_ref_f64(col, row, o, 3, 2, 1);
     cr_assert_arr_eq(o, outer, sizeof o);
@@ -146,13 +148,15 @@ static double *read_golden(FILE *f, const char *name, size_t *rows, size_t *cols
     char tag[16];
     int ch;
     while ((ch = fgetc(f)) == '#')
-        while ((ch = fgetc(f)) != '\n' && ch != EOF) {}
+        while ((ch = fgetc(f)) != '\n' && ch != EOF) {
+        }
     ungetc(ch, f);
     cr_assert_eq(fscanf(f, "%15s %zu %zu", tag, rows, cols), 3, "golden file: no block header for %s", name);
     cr_assert_str_eq(tag, name, "golden file: block %s where %s was expected", tag, name);
     double *v = malloc(*rows * *cols * sizeof *v);
     cr_assert_not_null(v);
-    for (size_t i = 0; i < *rows * *cols; i++) cr_assert_eq(fscanf(f, "%lf", &v[i]), 1, "golden file: %s is short", name);
+    for (size_t i = 0; i < *rows * *cols; i++)
+        cr_assert_eq(fscanf(f, "%lf", &v[i]), 1, "golden file: %s is short", name);
     return v;
 }
 
@@ -205,14 +209,21 @@ ParameterizedTestParameters(matmul, every_element_within_the_error_bound)
                 const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
                 const gpuws_matmul_variant var = (gpuws_matmul_variant)v;
                 for (size_t s = 0; s < NSHAPES; s++)
-                    cases[q++] = (mm_case){test_backends[be], dt, var, shapes[s][0], shapes[s][1], shapes[s][2], false, false};
-                cases[q++] = (mm_case){test_backends[be], dt, var, 127, 129, 131, false, true};
+                    cases[q++] =
+                        (mm_case){ test_backends[be], dt, var, shapes[s][0], shapes[s][1], shapes[s][2], false, false };
+                cases[q++] = (mm_case){ test_backends[be], dt, var, 127, 129, 131, false, true };
             }
     /* PoCL also runs the tiled kernels in the GPUs' shape (256 work-items, 128×128 / 64×64 tiles) */
     for (int d = 0; d < 2; d++)
         for (size_t s = 0; s < NSHAPES; s++)
-            cases[q++] = (mm_case){GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32, GPUWS_MATMUL_TILED, shapes[s][0],
-                                   shapes[s][1], shapes[s][2], true, false};
+            cases[q++] = (mm_case){ GPUWS_BACKEND_OPENCL,
+                                    d ? GPUWS_F64 : GPUWS_F32,
+                                    GPUWS_MATMUL_TILED,
+                                    shapes[s][0],
+                                    shapes[s][1],
+                                    shapes[s][2],
+                                    true,
+                                    false };
     return cr_make_param_array(mm_case, cases, q);
 }
 
@@ -232,7 +243,9 @@ ParameterizedTest(mm_case *c, matmul, every_element_within_the_error_bound)
 ParameterizedTestParameters(matmul, small_integers_give_the_exact_product_everywhere)
 {
     /* |a|, |b| ≤ 8 and k ≤ 1000: every partial sum is an integer below 2^16, exact in f32 */
-    static const size_t ishapes[][3] = {{1, 1, 1}, {127, 129, 131}, {65, 33, 1000}, {300, 1, 77}, {128, 256, 24}};
+    static const size_t ishapes[][3] = {
+        { 1, 1, 1 }, { 127, 129, 131 }, { 65, 33, 1000 }, { 300, 1, 77 }, { 128, 256, 24 }
+    };
     enum { NI = sizeof ishapes / sizeof ishapes[0] };
     static mm_case cases[TEST_BACKENDS * 2 * 3 * NI + 2 * NI];
     size_t q = 0;
@@ -240,12 +253,24 @@ ParameterizedTestParameters(matmul, small_integers_give_the_exact_product_everyw
         for (int d = 0; d < 2; d++)
             for (int v = 0; v < 3; v++)
                 for (size_t s = 0; s < NI; s++)
-                    cases[q++] = (mm_case){test_backends[be], d ? GPUWS_F64 : GPUWS_F32, (gpuws_matmul_variant)v,
-                                           ishapes[s][0], ishapes[s][1], ishapes[s][2], false, false};
+                    cases[q++] = (mm_case){ test_backends[be],
+                                            d ? GPUWS_F64 : GPUWS_F32,
+                                            (gpuws_matmul_variant)v,
+                                            ishapes[s][0],
+                                            ishapes[s][1],
+                                            ishapes[s][2],
+                                            false,
+                                            false };
     for (int d = 0; d < 2; d++)
         for (size_t s = 0; s < NI; s++)
-            cases[q++] = (mm_case){GPUWS_BACKEND_OPENCL, d ? GPUWS_F64 : GPUWS_F32, GPUWS_MATMUL_TILED, ishapes[s][0],
-                                   ishapes[s][1], ishapes[s][2], true, false};
+            cases[q++] = (mm_case){ GPUWS_BACKEND_OPENCL,
+                                    d ? GPUWS_F64 : GPUWS_F32,
+                                    GPUWS_MATMUL_TILED,
+                                    ishapes[s][0],
+                                    ishapes[s][1],
+                                    ishapes[s][2],
+                                    true,
+                                    false };
     return cr_make_param_array(mm_case, cases, q);
 }
 
@@ -273,9 +298,11 @@ ParameterizedTest(mm_case *c, matmul, small_integers_give_the_exact_product_ever
  * m = 0 or n = 0 is an empty product that writes nothing; k = 0 gives zeros. */
 BACKEND_TEST(matmul, result_does_not_depend_on_the_kernel)
 {
-    static const size_t odd[][3] = {{1, 1, 1}, {1, 1000, 1}, {127, 129, 131}, {5, 3, 4096}, {(1u << 20) + 17, 3, 2}};
+    static const size_t odd[][3] = {
+        { 1, 1, 1 }, { 1, 1000, 1 }, { 127, 129, 131 }, { 5, 3, 4096 }, { (1u << 20) + 17, 3, 2 }
+    };
     for (size_t s = 0; s < sizeof odd / sizeof odd[0]; s++) {
-        mm_case c = {*kind, GPUWS_F32, GPUWS_MATMUL_TILED, odd[s][0], odd[s][1], odd[s][2], false, false};
+        mm_case c = { *kind, GPUWS_F32, GPUWS_MATMUL_TILED, odd[s][0], odd[s][1], odd[s][2], false, false };
         float *a = make_matrix(c.dtype, c.m * c.k, 21 + s, false), *b = make_matrix(c.dtype, c.k * c.n, 31 + s, false);
         float *tiled = run_case(&c, a, b);
         c.variant = GPUWS_MATMUL_NAIVE;
@@ -342,11 +369,17 @@ BACKEND_TEST(matmul, nan_and_inf_propagate_to_their_row_and_column_only)
         cr_assert(ha && hb);
         for (size_t i = 0; i < M * K; i++) {
             if (d) memcpy(ha + i * es, &a[i], es);
-            else { float f = (float)a[i]; memcpy(ha + i * es, &f, es); }
+            else {
+                float f = (float)a[i];
+                memcpy(ha + i * es, &f, es);
+            }
         }
         for (size_t i = 0; i < K * N; i++) {
             if (d) memcpy(hb + i * es, &b[i], es);
-            else { float f = (float)b[i]; memcpy(hb + i * es, &f, es); }
+            else {
+                float f = (float)b[i];
+                memcpy(hb + i * es, &f, es);
+            }
         }
         gpuws_buffer *da = test_buffer_from(ctx, ha, M * K * es), *db = test_buffer_from(ctx, hb, K * N * es);
         gpuws_buffer *dc = test_buffer(ctx, M * N * es);
@@ -357,7 +390,8 @@ BACKEND_TEST(matmul, nan_and_inf_propagate_to_their_row_and_column_only)
                 for (size_t j = 0; j < N; j++) {
                     const double g = d ? ((double *)got)[i * N + j] : ((float *)got)[i * N + j];
                     if (i == 2) cr_assert(isnan(g), "%s C[2][%zu] = %g, want NaN", variant_name(v), j, g);
-                    else if (j == 1) cr_assert(isinf(g) && g > 0, "%s C[%zu][1] = %g, want +Inf", variant_name(v), i, g);
+                    else if (j == 1)
+                        cr_assert(isinf(g) && g > 0, "%s C[%zu][1] = %g, want +Inf", variant_name(v), i, g);
                     else cr_assert(isfinite(g) && g > 0, "%s C[%zu][%zu] = %g, want finite", variant_name(v), i, j, g);
                 }
             free(got);
@@ -455,7 +489,8 @@ Test(matmul, cli_prints_result_check_time_and_rate)
     out[got] = 0;
     cr_assert_eq(pclose(p), 0, "%s exited non-zero:\n%s", cmd, out);
     cr_assert(strstr(out, "matmul 37 x 41 x 43 f64 tiled on cpu"), "%s", out);
-    cr_assert(strstr(out, "C[36][40] = ") && strstr(out, "check: sampled elements") && !strstr(out, "WRONG"), "%s", out);
+    cr_assert(strstr(out, "C[36][40] = ") && strstr(out, "check: sampled elements") && !strstr(out, "WRONG"), "%s",
+              out);
     cr_assert(strstr(out, "median of 3") && strstr(out, "GFLOP/s"), "%s", out);
     snprintf(cmd, sizeof cmd, "'%s' matmul 3 5 >/dev/null 2>&1", cli);
     cr_assert_eq(WEXITSTATUS(system(cmd)), 2, "missing K must be a usage error");

@@ -78,11 +78,11 @@ static void check_measures(const char *what, const image *im, const gpuws_source
                      (long long)w->npix);
         const double m = (double)w->npix;
         double tol = 2 * m * U * e[k].abs_sum;
-        cr_assert(same(g->sum, w->sum) || fabs(g->sum - w->sum) <= tol, "%s label %zu: sum %.17g, expected %.17g (allowed %.3g)",
-                  what, k + 1, g->sum, w->sum, tol);
+        cr_assert(same(g->sum, w->sum) || fabs(g->sum - w->sum) <= tol,
+                  "%s label %zu: sum %.17g, expected %.17g (allowed %.3g)", what, k + 1, g->sum, w->sum, tol);
         if (w->sum == 0 || isnan(w->sum)) {
-            cr_assert(isnan(g->row) && isnan(g->col), "%s label %zu: sum %g, centre (%g, %g), expected NaN", what, k + 1,
-                      g->sum, g->row, g->col);
+            cr_assert(isnan(g->row) && isnan(g->col), "%s label %zu: sum %g, centre (%g, %g), expected NaN", what,
+                      k + 1, g->sum, g->row, g->col);
         } else {
             check_com(what, k, "row", g->row, w->row, w->sum, m, e[k].abs_sum, e[k].max_row);
             check_com(what, k, "col", g->col, w->col, w->sum, m, e[k].abs_sum, e[k].max_col);
@@ -151,11 +151,13 @@ static image read_golden(const char *name, gpuws_source_measure **want, bool **p
         long long npix, pr, pc;
         int unique;
         char s[4][64];
-        cr_assert_eq(fscanf(f, "%zu %lld %63s %63s %63s %63s %lld %lld %d", &label, &npix, s[0], s[1], s[2], s[3], &pr, &pc,
-                            &unique),
+        cr_assert_eq(fscanf(f, "%zu %lld %63s %63s %63s %63s %lld %lld %d", &label, &npix, s[0], s[1], s[2], s[3], &pr,
+                            &pc, &unique),
                      9, "%s: line %zu", path, k + 2);
         gpuws_source_measure *w = &(*want)[k];
-        *w = (gpuws_source_measure){strtod(s[0], NULL), strtod(s[1], NULL), strtod(s[2], NULL), strtod(s[3], NULL), npix, pr, pc};
+        *w = (gpuws_source_measure){
+            strtod(s[0], NULL), strtod(s[1], NULL), strtod(s[2], NULL), strtod(s[3], NULL), npix, pr, pc
+        };
         if (npix == 0) { /* SciPy: maximum 0 at (0, 0) for an absent label; gpuws: NaN at (-1, -1) */
             w->peak = NAN;
             w->peak_row = w->peak_col = -1;
@@ -170,7 +172,7 @@ static image read_golden(const char *name, gpuws_source_measure **want, bool **p
     return im;
 }
 
-static const char *const golden_names[] = {"random", "sky", "one"};
+static const char *const golden_names[] = { "random", "sky", "one" };
 
 Test(measure, reference_matches_scipy)
 {
@@ -223,7 +225,7 @@ typedef struct {
 
 static const char *kind_name(label_kind k)
 {
-    static const char *const names[] = {"random", "discs", "blocks", "whole", "stripes"};
+    static const char *const names[] = { "random", "discs", "blocks", "whole", "stripes" };
     return names[k];
 }
 
@@ -231,7 +233,7 @@ static const char *kind_name(label_kind k)
  * image one label, or horizontal stripes spanning many tiles. Some values outside 1..n (ignored) are mixed in. */
 static image make_image(const meas_case *c, uint64_t seed)
 {
-    image im = {c->w, c->h, c->n, NULL, NULL};
+    image im = { c->w, c->h, c->n, NULL, NULL };
     const size_t np = c->w * c->h;
     im.data = malloc(np * 4 + 4);
     im.labels = calloc(np + 1, 4);
@@ -247,7 +249,8 @@ static image make_image(const meas_case *c, uint64_t seed)
         break;
     case L_DISCS:
         for (size_t k = 1; k <= c->n; k++) {
-            size_t cr = test_rand_u64(&seed) % c->h, cc = test_rand_u64(&seed) % c->w, rad = 1 + test_rand_u64(&seed) % 6;
+            size_t cr = test_rand_u64(&seed) % c->h, cc = test_rand_u64(&seed) % c->w,
+                   rad = 1 + test_rand_u64(&seed) % 6;
             for (size_t r = cr >= rad ? cr - rad : 0; r <= cr + rad && r < c->h; r++)
                 for (size_t q = cc >= rad ? cc - rad : 0; q <= cc + rad && q < c->w; q++)
                     if ((r - cr) * (r - cr) + (q - cc) * (q - cc) <= rad * rad) im.labels[r * c->w + q] = (int32_t)k;
@@ -276,17 +279,17 @@ static image make_image(const meas_case *c, uint64_t seed)
 ParameterizedTestParameters(measure, agrees_with_reference)
 {
     static const meas_case shapes[] = {
-        {0, L_RANDOM, 1, 1, 1, false},
-        {0, L_RANDOM, 13, 7, 5, false},
-        {0, L_RANDOM, 1, 1001, 40, false},   /* one column */
-        {0, L_RANDOM, 1001, 1, 40, false},   /* one row */
-        {0, L_RANDOM, 333, 251, 3000, false}, /* labels mostly single pixels, many absent */
-        {0, L_DISCS, 1024, 1024, 300, false}, /* the workshop's case: sparse sources */
-        {0, L_DISCS, 517, 389, 60, true},
-        {0, L_BLOCKS, 640, 480, 12, false},   /* large sources: many joins per tile */
-        {0, L_BLOCKS, 301, 299, 3, true},
-        {0, L_WHOLE, 1000, 1003, 1, false},   /* N = 1, every pixel: heavy contention */
-        {0, L_STRIPES, 2053, 97, 7, false},
+        { 0, L_RANDOM, 1, 1, 1, false },
+        { 0, L_RANDOM, 13, 7, 5, false },
+        { 0, L_RANDOM, 1, 1001, 40, false },    /* one column */
+        { 0, L_RANDOM, 1001, 1, 40, false },    /* one row */
+        { 0, L_RANDOM, 333, 251, 3000, false }, /* labels mostly single pixels, many absent */
+        { 0, L_DISCS, 1024, 1024, 300, false }, /* the workshop's case: sparse sources */
+        { 0, L_DISCS, 517, 389, 60, true },
+        { 0, L_BLOCKS, 640, 480, 12, false }, /* large sources: many joins per tile */
+        { 0, L_BLOCKS, 301, 299, 3, true },
+        { 0, L_WHOLE, 1000, 1003, 1, false }, /* N = 1, every pixel: heavy contention */
+        { 0, L_STRIPES, 2053, 97, 7, false },
     };
     static meas_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
     size_t k = 0;
@@ -304,7 +307,8 @@ ParameterizedTest(meas_case *c, measure, agrees_with_reference)
     image im = make_image(c, test_seed(c->fresh));
     gpuws_source_measure *want = reference(&im), *got = run_on(ctx, &im);
     char what[96];
-    snprintf(what, sizeof what, "%s %s %zux%zu N=%zu", test_backend_name(c->backend), kind_name(c->kind), c->w, c->h, c->n);
+    snprintf(what, sizeof what, "%s %s %zux%zu N=%zu", test_backend_name(c->backend), kind_name(c->kind), c->w, c->h,
+             c->n);
     check_measures(what, &im, got, want, NULL);
     free(want);
     free(got);
@@ -317,10 +321,10 @@ ParameterizedTest(meas_case *c, measure, agrees_with_reference)
 BACKEND_TEST(measure, consecutive_calls_count_only_their_own_pixels)
 {
     gpuws_context *ctx = test_open(*kind);
-    const meas_case calls[] = {{*kind, L_DISCS, 517, 389, 60, false},
-                               {*kind, L_RANDOM, 333, 251, 3000, false},
-                               {*kind, L_BLOCKS, 301, 299, 3, false},
-                               {*kind, L_DISCS, 517, 389, 60, false}};
+    const meas_case calls[] = { { *kind, L_DISCS, 517, 389, 60, false },
+                                { *kind, L_RANDOM, 333, 251, 3000, false },
+                                { *kind, L_BLOCKS, 301, 299, 3, false },
+                                { *kind, L_DISCS, 517, 389, 60, false } };
     for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
         image im = make_image(&calls[k], test_seed(false) + k);
         gpuws_source_measure *want = reference(&im), *got = run_on(ctx, &im);
@@ -338,13 +342,11 @@ BACKEND_TEST(measure, consecutive_calls_count_only_their_own_pixels)
 BACKEND_TEST(measure, small_image_known_answers)
 {
     gpuws_context *ctx = test_open(*kind);
-    const float data[12] = {1, 3, 0, -1,   /* row 0 */
-                            3, 2, 3, 1,    /* row 1 */
-                            NAN, 5, -2, 2}; /* row 2 */
-    const int32_t labels[12] = {1, 1, 2, 3,
-                                1, 2, 2, 3,
-                                4, 0, 5, 9}; /* 9 > N: ignored; label 6 has no pixel */
-    image im = {4, 3, 6, (float *)data, (int32_t *)labels};
+    const float data[12] = { 1,   3, 0,  -1,                           /* row 0 */
+                             3,   2, 3,  1,                            /* row 1 */
+                             NAN, 5, -2, 2 };                          /* row 2 */
+    const int32_t labels[12] = { 1, 1, 2, 3, 1, 2, 2, 3, 4, 0, 5, 9 }; /* 9 > N: ignored; label 6 has no pixel */
+    image im = { 4, 3, 6, (float *)data, (int32_t *)labels };
     gpuws_source_measure *got = run_on(ctx, &im);
     /* label 1: (0,0)=1 (0,1)=3 (1,0)=3: sum 7, row (0+0+3)/7, col (0+3+0)/7, peak 3 first at (0,1) */
     cr_assert(got[0].npix == 3 && got[0].sum == 7 && got[0].peak == 3 && got[0].peak_row == 0 && got[0].peak_col == 1);
@@ -357,8 +359,8 @@ BACKEND_TEST(measure, small_image_known_answers)
     cr_assert(got[2].npix == 2 && got[2].sum == 0 && isnan(got[2].row) && isnan(got[2].col) && got[2].peak == 1 &&
               got[2].peak_row == 1 && got[2].peak_col == 3);
     /* label 4: one NaN pixel: NaN sum and centre, the NaN is its peak */
-    cr_assert(got[3].npix == 1 && isnan(got[3].sum) && isnan(got[3].row) && isnan(got[3].peak) && got[3].peak_row == 2 &&
-              got[3].peak_col == 0);
+    cr_assert(got[3].npix == 1 && isnan(got[3].sum) && isnan(got[3].row) && isnan(got[3].peak) &&
+              got[3].peak_row == 2 && got[3].peak_col == 0);
     /* label 5: one pixel -2 at (2,2) */
     cr_assert(got[4].npix == 1 && got[4].sum == -2 && got[4].row == 2 && got[4].col == 2 && got[4].peak == -2);
     /* label 6: absent */
@@ -366,12 +368,12 @@ BACKEND_TEST(measure, small_image_known_answers)
               got[5].peak_col == -1);
     free(got);
     /* a NaN beats every number and the first NaN is the peak (numpy.max / argmax) */
-    const float nan_data[4] = {2, NAN, 5, NAN};
-    const int32_t one_label[4] = {1, 1, 1, 1};
-    image im2 = {2, 2, 1, (float *)nan_data, (int32_t *)one_label};
+    const float nan_data[4] = { 2, NAN, 5, NAN };
+    const int32_t one_label[4] = { 1, 1, 1, 1 };
+    image im2 = { 2, 2, 1, (float *)nan_data, (int32_t *)one_label };
     got = run_on(ctx, &im2);
-    cr_assert(got[0].npix == 4 && isnan(got[0].sum) && isnan(got[0].row) && isnan(got[0].peak) && got[0].peak_row == 0 &&
-                  got[0].peak_col == 1,
+    cr_assert(got[0].npix == 4 && isnan(got[0].sum) && isnan(got[0].row) && isnan(got[0].peak) &&
+                  got[0].peak_row == 0 && got[0].peak_col == 1,
               "%s: {2, NaN, 5, NaN}: peak %g at (%lld, %lld)", test_backend_name(*kind), got[0].peak,
               (long long)got[0].peak_row, (long long)got[0].peak_col);
     free(got);
@@ -425,10 +427,10 @@ Test(measure, tile_loop_on_opencl)
     gpuws_context *ctx = test_open(GPUWS_BACKEND_OPENCL);
     test_tune(ctx, "measure_groups", "3");
     const meas_case shapes[] = {
-        {GPUWS_BACKEND_OPENCL, L_BLOCKS, 640, 480, 12, false},
-        {GPUWS_BACKEND_OPENCL, L_DISCS, 517, 389, 60, false},
-        {GPUWS_BACKEND_OPENCL, L_WHOLE, 300, 301, 1, false},
-        {GPUWS_BACKEND_OPENCL, L_RANDOM, 333, 251, 3000, false},
+        { GPUWS_BACKEND_OPENCL, L_BLOCKS, 640, 480, 12, false },
+        { GPUWS_BACKEND_OPENCL, L_DISCS, 517, 389, 60, false },
+        { GPUWS_BACKEND_OPENCL, L_WHOLE, 300, 301, 1, false },
+        { GPUWS_BACKEND_OPENCL, L_RANDOM, 333, 251, 3000, false },
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         image im = make_image(&shapes[s], test_seed(false) + s);

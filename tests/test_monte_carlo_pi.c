@@ -15,15 +15,22 @@
 Test(monte_carlo_pi, philox_matches_random123_known_answers)
 {
     /* Random123 tests/kat_vectors, philox4x32_10 (also in TensorFlow's and Random123-Boost's test suites) */
-    static const struct { uint32_t ctr[4], key[2], out[4]; } kat[] = {
-        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-        {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-        {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}, {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+    static const struct {
+        uint32_t ctr[4], key[2], out[4];
+    } kat[] = {
+        { { 0, 0, 0, 0 }, { 0, 0 }, { 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8 } },
+        { { 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff },
+          { 0xffffffff, 0xffffffff },
+          { 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd } },
+        { { 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344 },
+          { 0xa4093822, 0x299f31d0 },
+          { 0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1 } },
     };
     for (size_t i = 0; i < sizeof kat / sizeof kat[0]; i++) {
         uint32_t got[4];
         gpuws_philox4x32_10(kat[i].ctr, kat[i].key, got);
-        cr_assert_arr_eq(got, kat[i].out, sizeof got, "vector %zu: got %08x %08x %08x %08x", i, got[0], got[1], got[2], got[3]);
+        cr_assert_arr_eq(got, kat[i].out, sizeof got, "vector %zu: got %08x %08x %08x %08x", i, got[0], got[1], got[2],
+                         got[3]);
     }
 }
 
@@ -31,12 +38,12 @@ Test(monte_carlo_pi, philox_matches_random123_known_answers)
 Test(monte_carlo_pi, reference_follows_the_documented_sample_mapping)
 {
     const uint64_t seed = 0x0123456789abcdefULL;
-    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    const uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
     uint64_t hits = 0;
     const uint64_t first = 0xfffffff0ULL * 2 + 1; /* an odd start, and counters whose high word becomes 1 */
     for (uint64_t k = first; k < first + 4001; k++) {
         const uint64_t j = k / 2;
-        const uint32_t ctr[4] = {(uint32_t)j, (uint32_t)(j >> 32), 0, 0};
+        const uint32_t ctr[4] = { (uint32_t)j, (uint32_t)(j >> 32), 0, 0 };
         uint32_t r[4];
         gpuws_philox4x32_10(ctr, key, r);
         const uint32_t rx = k & 1 ? r[2] : r[0], ry = k & 1 ? r[3] : r[1];
@@ -56,17 +63,27 @@ typedef struct {
 
 ParameterizedTestParameters(monte_carlo_pi, hit_count_is_identical_to_the_reference)
 {
-    static const struct { uint64_t first, n, seed; } sizes[] = {
-        {0, 1, 1}, {0, 2, 1}, {0, 3, 7}, {1, 1, 7}, {1, 2, 7}, {0, 1001, 0}, {5, 999, 0xdeadbeefcafef00dULL},
-        {0, (1u << 20) + 1, 42}, {0, 10000000, 2026},
-        /* counters past 2^32 (high word non-zero), an odd start, and the very end of the sample space */
-        {(1ULL << 33) + 1, 100001, 3}, {UINT64_MAX - 99, 100, 5}};
+    static const struct {
+        uint64_t first, n, seed;
+    } sizes[] = { { 0, 1, 1 },
+                  { 0, 2, 1 },
+                  { 0, 3, 7 },
+                  { 1, 1, 7 },
+                  { 1, 2, 7 },
+                  { 0, 1001, 0 },
+                  { 5, 999, 0xdeadbeefcafef00dULL },
+                  { 0, (1u << 20) + 1, 42 },
+                  { 0, 10000000, 2026 },
+                  /* counters past 2^32 (high word non-zero), an odd start, and the very end of the sample space */
+                  { (1ULL << 33) + 1, 100001, 3 },
+                  { UINT64_MAX - 99, 100, 5 } };
     enum { NS = sizeof sizes / sizeof sizes[0] };
     static mc_case cases[TEST_BACKENDS * (NS + 1)];
     size_t k = 0;
     for (int b = 0; b < TEST_BACKENDS; b++) {
-        for (size_t i = 0; i < NS; i++) cases[k++] = (mc_case){test_backends[b], sizes[i].first, sizes[i].n, sizes[i].seed, false};
-        cases[k++] = (mc_case){test_backends[b], 0, 1000003, 0, true};
+        for (size_t i = 0; i < NS; i++)
+            cases[k++] = (mc_case){ test_backends[b], sizes[i].first, sizes[i].n, sizes[i].seed, false };
+        cases[k++] = (mc_case){ test_backends[b], 0, 1000003, 0, true };
     }
     return cr_make_param_array(mc_case, cases, k);
 }
@@ -160,6 +177,7 @@ Test(monte_carlo_pi, cli_prints_the_estimate_the_hits_and_the_rate)
     snprintf(want, sizeof want, "(%llu of 1000000 samples inside, seed 7",
              (unsigned long long)gpuws_monte_carlo_pi_ref(0, 1000000, 7));
     cr_assert(strstr(out, want) && strstr(out, "samples/s") && strstr(out, "pi ~ 3.1"), "output: %s", out);
-    snprintf(cmd, sizeof cmd, "'%s' pi 0 2>/dev/null; test $? = 2 && '%s' pi 10 --seed 2>/dev/null; test $? = 2", cli, cli);
+    snprintf(cmd, sizeof cmd, "'%s' pi 0 2>/dev/null; test $? = 2 && '%s' pi 10 --seed 2>/dev/null; test $? = 2", cli,
+             cli);
     cr_assert_eq(system(cmd), 0, "pi 0 and a missing seed are usage errors (exit 2)");
 }

@@ -25,7 +25,10 @@ typedef struct {
     int a;
     double b; /* added in version 2 */
 } grown_v2;
-#define GROWN_V2_INIT {sizeof(grown_v2), 1, 7.5}
+#define GROWN_V2_INIT                                                                                                  \
+    {                                                                                                                  \
+        sizeof(grown_v2), 1, 7.5                                                                                       \
+    }
 #define GROWN_BASE GPUWS__OPTIONS_END(grown_v2, a)
 
 /* Called through a pointer: inlined here, GCC's -Warray-bounds checks the tail loop against the small test structs
@@ -34,15 +37,14 @@ static gpuws_status (*volatile options_read)(const void *, void *, size_t, size_
 
 Test(options, an_older_shorter_struct_gets_the_defaults_of_the_fields_it_lacks)
 {
-    const grown_v1 old = {sizeof old, 5};
+    const grown_v1 old = { sizeof old, 5 };
     grown_v2 got = GROWN_V2_INIT;
-    cr_assert_eq(options_read(&old, &got, sizeof got, GROWN_BASE, "test options"), GPUWS_OK, "%s",
-                 gpuws_last_error());
+    cr_assert_eq(options_read(&old, &got, sizeof got, GROWN_BASE, "test options"), GPUWS_OK, "%s", gpuws_last_error());
     cr_assert_eq(got.a, 5, "the caller's field");
     cr_assert_eq(got.b, 7.5, "the default of the field the caller's struct lacks");
     cr_assert_eq(got.struct_size, sizeof got, "the library's copy has the library's size");
 
-    const grown_v1 zeroed = {.a = 6}; /* struct_size 0: the oldest struct */
+    const grown_v1 zeroed = { .a = 6 }; /* struct_size 0: the oldest struct */
     got = (grown_v2)GROWN_V2_INIT;
     cr_assert_eq(options_read(&zeroed, &got, sizeof got, GROWN_BASE, "test options"), GPUWS_OK);
     cr_assert(got.a == 6 && got.b == 7.5);
@@ -58,16 +60,18 @@ Test(options, a_newer_larger_struct_is_read_when_its_unknown_tail_is_zero_and_re
         grown_v1 known;
         uint64_t later; /* a field of a newer version this "library" (sizeof grown_v1) does not know */
     } newer;
-    newer n = {{sizeof n, 9}, 0};
-    grown_v1 got = {sizeof got, 1};
+    newer n = { { sizeof n, 9 }, 0 };
+    grown_v1 got = { sizeof got, 1 };
     cr_assert_eq(options_read(&n, &got, sizeof got, sizeof got, "test options"), GPUWS_OK);
     cr_assert_eq(got.a, 9);
     n.later = 1;
-    got = (grown_v1){sizeof got, 1};
+    got = (grown_v1){ sizeof got, 1 };
     cr_assert_eq(options_read(&n, &got, sizeof got, sizeof got, "test options"), GPUWS_ERR_UNSUPPORTED);
     char want[160];
-    snprintf(want, sizeof want, "test options: struct_size %zu, but this gpuws (%d.%d.%d) knows only the first %zu bytes "
-             "and byte %zu is set", sizeof n, GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH, sizeof got,
+    snprintf(want, sizeof want,
+             "test options: struct_size %zu, but this gpuws (%d.%d.%d) knows only the first %zu bytes "
+             "and byte %zu is set",
+             sizeof n, GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH, sizeof got,
              offsetof(newer, later));
     cr_assert(strstr(gpuws_last_error(), want), "%s", gpuws_last_error());
     cr_assert_eq(got.a, 1, "nothing read from a refused struct");
@@ -85,8 +89,8 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    size_t size;                                    /* sizeof the struct in this header */
-    void (*init)(void *o);                          /* its _OPTIONS_INIT, plus what the call needs */
+    size_t size;                                     /* sizeof the struct in this header */
+    void (*init)(void *o);                           /* its _OPTIONS_INIT, plus what the call needs */
     gpuws_status (*call)(fixture *f, const void *o); /* the public call; cleans up after itself on success */
 } options_row;
 
@@ -125,7 +129,10 @@ static gpuws_status call_convolve2d(fixture *f, const void *o)
     return gpuws_convolve2d(NULL, GPUWS_F32, f->data, SIDE, SIDE, 0, f->kernel, 3, 3, o, f->out);
 }
 
-static void init_sigma_clip(void *o) { *(gpuws_sigma_clip_options *)o = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT; }
+static void init_sigma_clip(void *o)
+{
+    *(gpuws_sigma_clip_options *)o = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+}
 static gpuws_status call_sigma_clip(fixture *f, const void *o)
 {
     gpuws_sigma_clip_result r;
@@ -146,7 +153,10 @@ static gpuws_status call_sources(fixture *f, const void *o)
     return st;
 }
 
-static void init_pipeline(void *o) { *(gpuws_pipeline_options *)o = (gpuws_pipeline_options)GPUWS_PIPELINE_OPTIONS_INIT; }
+static void init_pipeline(void *o)
+{
+    *(gpuws_pipeline_options *)o = (gpuws_pipeline_options)GPUWS_PIPELINE_OPTIONS_INIT;
+}
 static gpuws_status call_pipeline(fixture *f, const void *o)
 {
     memset(f->host_out, 0xAB, sizeof f->host_out);
@@ -156,12 +166,12 @@ static gpuws_status call_pipeline(fixture *f, const void *o)
 }
 
 static const options_row rows[] = {
-    {"gpuws_context_options", sizeof(gpuws_context_options), init_context, call_context},
-    {"gpuws_program_options", sizeof(gpuws_program_options), init_program, call_program},
-    {"gpuws_convolve2d_options", sizeof(gpuws_convolve2d_options), init_convolve2d, call_convolve2d},
-    {"gpuws_sigma_clip_options", sizeof(gpuws_sigma_clip_options), init_sigma_clip, call_sigma_clip},
-    {"gpuws_sources_options", sizeof(gpuws_sources_options), init_sources, call_sources},
-    {"gpuws_pipeline_options", sizeof(gpuws_pipeline_options), init_pipeline, call_pipeline},
+    { "gpuws_context_options", sizeof(gpuws_context_options), init_context, call_context },
+    { "gpuws_program_options", sizeof(gpuws_program_options), init_program, call_program },
+    { "gpuws_convolve2d_options", sizeof(gpuws_convolve2d_options), init_convolve2d, call_convolve2d },
+    { "gpuws_sigma_clip_options", sizeof(gpuws_sigma_clip_options), init_sigma_clip, call_sigma_clip },
+    { "gpuws_sources_options", sizeof(gpuws_sources_options), init_sources, call_sources },
+    { "gpuws_pipeline_options", sizeof(gpuws_pipeline_options), init_pipeline, call_pipeline },
 };
 
 static void fixture_open(fixture *f)
@@ -170,7 +180,7 @@ static void fixture_open(fixture *f)
     f->ctx = test_open(GPUWS_BACKEND_CPU);
     test_fill_uniform_f32(f->host, N, 3, 0, 1);
     f->host[27] = 40; /* one source */
-    static const float k[9] = {0, 0, 0, 0, 1, 0, 0, 0, 0};
+    static const float k[9] = { 0, 0, 0, 0, 1, 0, 0, 0, 0 };
     f->data = test_buffer_from(f->ctx, f->host, sizeof f->host);
     f->kernel = test_buffer_from(f->ctx, k, sizeof k);
     f->out = test_buffer(f->ctx, sizeof f->host);
@@ -231,7 +241,7 @@ Test(options, the_clipping_options_a_sources_struct_points_to_are_read_by_their_
     struct {
         gpuws_sigma_clip_options clip;
         uint64_t later;
-    } newer = {GPUWS_SIGMA_CLIP_OPTIONS_INIT, 1};
+    } newer = { GPUWS_SIGMA_CLIP_OPTIONS_INIT, 1 };
     newer.clip.struct_size = sizeof newer;
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
     o.clip = &newer.clip;

@@ -52,7 +52,8 @@ BACKEND_TEST(peak, agrees_with_the_closed_form_within_the_stated_bound)
             /* the bound the bench applies (peak.h): damped rounding errors of each step plus the final sum */
             const double bound = gpuws__peak_error_bound(dt ? 0x1p-53 : 0x1p-24, a, b, lanes);
             for (size_t t = 0; t < threads; t++) {
-                const double got = dt ? ((double *)h)[t] : ((float *)h)[t], want = gpuws__peak_expected(t, iters, a, b, lanes);
+                const double got = dt ? ((double *)h)[t] : ((float *)h)[t],
+                             want = gpuws__peak_expected(t, iters, a, b, lanes);
                 cr_assert(fabs(got - want) <= bound, "%s lanes %u thread %zu: %.17g, want %.17g (bound %.3g)",
                           gpuws_dtype_name(dtype), lanes, t, got, want, bound);
             }
@@ -70,8 +71,10 @@ BACKEND_TEST(peak, rejects_bad_arguments_before_running)
     const double a = 0.5, b = 0.5;
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws__peak_fma(NULL, GPUWS_F32, 256, 64, 100, 1, a, b, out)); /* not x16 */
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws__peak_fma(NULL, GPUWS_F32, 256, 64, 0, 1, a, b, out));
-    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws__peak_fma(NULL, GPUWS_F32, 250, 64, 16, 1, a, b, out)); /* not x block */
-    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws__peak_fma(NULL, GPUWS_F32, 256, 64, 16, 1, 1.5, b, out)); /* diverges */
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT,
+               gpuws__peak_fma(NULL, GPUWS_F32, 250, 64, 16, 1, a, b, out)); /* not x block */
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT,
+               gpuws__peak_fma(NULL, GPUWS_F32, 256, 64, 16, 1, 1.5, b, out)); /* diverges */
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws__peak_fma(NULL, GPUWS_I32, 256, 64, 16, 1, a, b, out));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws__peak_fma(NULL, GPUWS_F32, 256, 64, 16, 3, a, b, out));
     if (*kind != GPUWS_BACKEND_OPENCL)

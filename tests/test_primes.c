@@ -21,9 +21,20 @@ static int is_prime_slow(uint64_t x)
 
 Test(primes, reference_matches_known_prime_counts)
 {
-    static const struct { size_t n; uint64_t pi; } known[] = {{0, 0}, {1, 0}, {2, 0}, {3, 1}, {4, 2}, {10, 4}, {100, 25},
-                                                             {10000, 1229}, {100000, 9592}, {1000000, 78498},
-                                                             {10000000, 664579}};
+    static const struct {
+        size_t n;
+        uint64_t pi;
+    } known[] = { { 0, 0 },
+                  { 1, 0 },
+                  { 2, 0 },
+                  { 3, 1 },
+                  { 4, 2 },
+                  { 10, 4 },
+                  { 100, 25 },
+                  { 10000, 1229 },
+                  { 100000, 9592 },
+                  { 1000000, 78498 },
+                  { 10000000, 664579 } };
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
         uint64_t c = 12345;
         cr_assert_eq(gpuws_primes_ref_sieve(NULL, known[k].n, &c), 0);
@@ -61,19 +72,20 @@ typedef struct {
 } pr_case;
 
 /* Edge sizes, primes, and sizes around segment lengths (2 * 1024 .. 2 * 16384 numbers) and the 4-number stores. */
-static const size_t fast_sizes[] = {1, 2, 3, 4, 5, 6, 7, 9, 97, 1000, 2047, 2048, 2049, 4099, 32767, 32768, 32769,
-                                    100003, 1000000, 10000000};
-static const size_t trial_sizes[] = {1, 2, 3, 5, 97, 1000, 4099, 10000};
+static const size_t fast_sizes[] = { 1,    2,    3,    4,    5,     6,     7,     9,      97,      1000,
+                                     2047, 2048, 2049, 4099, 32767, 32768, 32769, 100003, 1000000, 10000000 };
+static const size_t trial_sizes[] = { 1, 2, 3, 5, 97, 1000, 4099, 10000 };
 
 ParameterizedTestParameters(primes, matches_reference_bit_for_bit)
 {
-    static pr_case cases[TEST_BACKENDS * (sizeof fast_sizes / sizeof fast_sizes[0] + sizeof trial_sizes / sizeof trial_sizes[0])];
+    static pr_case
+        cases[TEST_BACKENDS * (sizeof fast_sizes / sizeof fast_sizes[0] + sizeof trial_sizes / sizeof trial_sizes[0])];
     size_t k = 0;
     for (int b = 0; b < TEST_BACKENDS; b++) {
         for (size_t i = 0; i < sizeof fast_sizes / sizeof fast_sizes[0]; i++)
-            cases[k++] = (pr_case){test_backends[b], GPUWS_PRIMES_FAST, fast_sizes[i]};
+            cases[k++] = (pr_case){ test_backends[b], GPUWS_PRIMES_FAST, fast_sizes[i] };
         for (size_t i = 0; i < sizeof trial_sizes / sizeof trial_sizes[0]; i++)
-            cases[k++] = (pr_case){test_backends[b], GPUWS_PRIMES_TRIAL, trial_sizes[i]};
+            cases[k++] = (pr_case){ test_backends[b], GPUWS_PRIMES_TRIAL, trial_sizes[i] };
     }
     return cr_make_param_array(pr_case, cases, k);
 }
@@ -92,7 +104,8 @@ static void check_against_reference(gpuws_context *ctx, gpuws_primes_variant v, 
     for (size_t i = 0; i < n; i++)
         if (got[i] != want[i] && bad++ == 0) first = i;
     cr_assert_eq(bad, 0, "%s n=%zu: %zu of %zu numbers differ from the reference; first out[%zu] = %d (want %d)",
-                 v == GPUWS_PRIMES_FAST ? "fast" : "trial", n, bad, n, first, bad ? got[first] : 0, bad ? want[first] : 0);
+                 v == GPUWS_PRIMES_FAST ? "fast" : "trial", n, bad, n, first, bad ? got[first] : 0,
+                 bad ? want[first] : 0);
     TEST_OK(gpuws_buffer_read(count, 0, &got_count, 8));
     cr_assert_eq(got_count, want_count, "n=%zu: count %llu, want %llu", n, (unsigned long long)got_count,
                  (unsigned long long)want_count);
@@ -158,7 +171,8 @@ BACKEND_TEST(primes, rejects_bad_input_and_writes_nothing)
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_primes(NULL, (gpuws_primes_variant)2, 10, out, count));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_primes(NULL, GPUWS_PRIMES_FAST, 10, NULL, NULL));
     /* 400 bytes + guard hold 116 numbers, not 117 */
-    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_primes(NULL, GPUWS_PRIMES_FAST, (400 + TEST_GUARD_BYTES) / 4 + 1, out, count));
+    TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE,
+               gpuws_primes(NULL, GPUWS_PRIMES_FAST, (400 + TEST_GUARD_BYTES) / 4 + 1, out, count));
     gpuws_buffer *tiny; /* 4 bytes, no guard: too small for the uint64 count */
     TEST_OK(gpuws_buffer_create(ctx, 4, &tiny));
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_primes(NULL, GPUWS_PRIMES_FAST, 10, out, tiny));
@@ -194,7 +208,8 @@ Test(primes, cli_prints_the_count_the_time_and_the_rate)
 {
     char out[4096];
     cr_assert_eq(run_cli("primes 10^4 --repeat 1", out, sizeof out), 0, "output: %s", out);
-    cr_assert(strstr(out, "1229 primes below 10000") && strstr(out, " ms ") && strstr(out, "numbers/s"), "output: %s", out);
+    cr_assert(strstr(out, "1229 primes below 10000") && strstr(out, " ms ") && strstr(out, "numbers/s"), "output: %s",
+              out);
     cr_assert_eq(run_cli("primes 1e5 --variant trial --repeat 1 --count-only", out, sizeof out), 0);
     cr_assert(strstr(out, "9592 primes below 100000") && strstr(out, "trial"), "output: %s", out);
     /* usage errors, N out of range or not a whole number included (tools/commands.h: one parser, one exit code) */

@@ -19,7 +19,7 @@ gpuws_program *test_build(gpuws_context *ctx, const char *source);
 gpuws_kernel *test_kernel(gpuws_program *p, const char *name);
 /* Launches on the default stream; asserts success. */
 void test_launch(gpuws_kernel *k, gpuws_launch_config cfg, const gpuws_arg *args, size_t nargs);
-#define CFG(gx, gy, gz, bx, by, bz) ((gpuws_launch_config){{(gx), (gy), (gz)}, {(bx), (by), (bz)}})
+#define CFG(gx, gy, gz, bx, by, bz) ((gpuws_launch_config){ { (gx), (gy), (gz) }, { (bx), (by), (bz) } })
 
 /* Asserts that source fails to compile with GPUWS_ERR_BUILD, that gpuws_last_error() starts with want_at
  * ("file:line:") and holds want_text (unless NULL), and that the failed program it returns has a log, has its

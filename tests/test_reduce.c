@@ -22,9 +22,12 @@ typedef struct {
     bool fresh_seed;
 } red_case;
 
-static const char *op_name(gpuws_reduce_op op) { return op == GPUWS_REDUCE_SUM ? "sum" : op == GPUWS_REDUCE_MIN ? "min" : "max"; }
+static const char *op_name(gpuws_reduce_op op)
+{
+    return op == GPUWS_REDUCE_SUM ? "sum" : op == GPUWS_REDUCE_MIN ? "min" : "max";
+}
 
-static const size_t sizes[] = {0, 1, 31, 1000, (1u << 20) + 7, 1u << 24};
+static const size_t sizes[] = { 0, 1, 31, 1000, (1u << 20) + 7, 1u << 24 };
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 ParameterizedTestParameters(reduce, agrees_with_reference)
@@ -37,9 +40,9 @@ ParameterizedTestParameters(reduce, agrees_with_reference)
                 gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
                 for (size_t s = 0; s < NSIZES; s++) {
                     if (sizes[s] == 0 && op != GPUWS_REDUCE_SUM) continue; /* no value: tested below */
-                    cases[k++] = (red_case){test_backends[b], (gpuws_reduce_op)op, dt, sizes[s], false};
+                    cases[k++] = (red_case){ test_backends[b], (gpuws_reduce_op)op, dt, sizes[s], false };
                 }
-                cases[k++] = (red_case){test_backends[b], (gpuws_reduce_op)op, dt, 123457, true};
+                cases[k++] = (red_case){ test_backends[b], (gpuws_reduce_op)op, dt, 123457, true };
             }
     return cr_make_param_array(red_case, cases, k);
 }
@@ -84,8 +87,9 @@ static void check_result(const red_case *c, const void *x, const unsigned char *
             float got, wantf = (float)want;
             memcpy(&got, got_bytes, 4);
             double ulp = nextafterf(fabsf(wantf), INFINITY) - fabsf(wantf);
-            cr_assert(fabs((double)got - want) <= bound + ulp, "%s sum_f32 n=%zu: got %.9g, reference %.9g, allowed %.3g",
-                      what, c->n, (double)got, want, bound + ulp);
+            cr_assert(fabs((double)got - want) <= bound + ulp,
+                      "%s sum_f32 n=%zu: got %.9g, reference %.9g, allowed %.3g", what, c->n, (double)got, want,
+                      bound + ulp);
         } else {
             want = gpuws_reduce_ref_sum_f64(x, c->n);
             double got;
@@ -151,7 +155,7 @@ BACKEND_TEST(reduce, edge_values)
     TEST_OK(gpuws_reduce_value(NULL, GPUWS_REDUCE_MAX, GPUWS_F32, N, in, &r));
     cr_assert(isnan(r), "max with a NaN = %g", r);
     /* -0.0 is the min and +0.0 the max of {+0, -0}, in either order */
-    float zeros[4] = {0.0f, -0.0f, -0.0f, 0.0f};
+    float zeros[4] = { 0.0f, -0.0f, -0.0f, 0.0f };
     TEST_OK(gpuws_buffer_write(in, 0, zeros, sizeof zeros));
     float out;
     gpuws_buffer *o = test_buffer(ctx, 4);

@@ -56,7 +56,8 @@ static float *make_sky(size_t n, uint64_t seed, double offset, size_t sources, s
     float *x = malloc(n * sizeof *x + 4);
     cr_assert(x);
     for (size_t i = 0; i < n; i++) x[i] = (float)(offset + 1e-3 * gauss(&seed));
-    for (size_t j = 0; j < sources && n; j++) x[test_rand_u64(&seed) % n] += (float)(0.005 + 0.5 * test_rand_uniform(&seed));
+    for (size_t j = 0; j < sources && n; j++)
+        x[test_rand_u64(&seed) % n] += (float)(0.005 + 0.5 * test_rand_uniform(&seed));
     if (nan_every)
         for (size_t i = 0; i < n; i += nan_every) x[i] = NAN;
     return x;
@@ -83,17 +84,20 @@ static void check_result(const char *what, const float *x, size_t n, const gpuws
                          const gpuws_sigma_clip_result *want)
 {
     cr_assert_eq(got->count, want->count, "%s: count %zu, expected %zu", what, got->count, want->count);
-    cr_assert_eq(got->iterations, want->iterations, "%s: %d iterations, expected %d", what, got->iterations, want->iterations);
-    cr_assert_eq(got->converged, want->converged, "%s: converged %d, expected %d", what, got->converged, want->converged);
-    cr_assert(same_value(got->median, want->median), "%s: median %.17g, expected %.17g", what, got->median, want->median);
+    cr_assert_eq(got->iterations, want->iterations, "%s: %d iterations, expected %d", what, got->iterations,
+                 want->iterations);
+    cr_assert_eq(got->converged, want->converged, "%s: converged %d, expected %d", what, got->converged,
+                 want->converged);
+    cr_assert(same_value(got->median, want->median), "%s: median %.17g, expected %.17g", what, got->median,
+              want->median);
     double mean_tol, dev2;
     bounds_for(x, n, want->mean, &mean_tol, &dev2);
     if (isnan(want->mean)) {
         cr_assert(isnan(got->mean) && isnan(got->std), "%s: mean %g std %g, expected NaN", what, got->mean, got->std);
         return;
     }
-    cr_assert(fabs(got->mean - want->mean) <= mean_tol, "%s: mean %.17g, expected %.17g (allowed %.3g)", what, got->mean,
-              want->mean, mean_tol);
+    cr_assert(fabs(got->mean - want->mean) <= mean_tol, "%s: mean %.17g, expected %.17g (allowed %.3g)", what,
+              got->mean, want->mean, mean_tol);
     if (want->std == 0) {
         cr_assert(got->std == 0, "%s: std %.17g of a constant set, expected 0", what, got->std);
     } else {
@@ -106,7 +110,7 @@ static void check_result(const char *what, const float *x, size_t n, const gpuws
 static gpuws_sigma_clip_result run_on(gpuws_context *ctx, const float *x, size_t n, double kappa, int max_it)
 {
     gpuws_buffer *d = test_buffer_from(ctx, x, n * sizeof *x);
-    gpuws_sigma_clip_options o = {.kappa = kappa, .max_iterations = max_it};
+    gpuws_sigma_clip_options o = { .kappa = kappa, .max_iterations = max_it };
     gpuws_sigma_clip_result r;
     memset(&r, 0xAB, sizeof r);
     TEST_OK(gpuws_sigma_clip(NULL, n, d, &o, &r));
@@ -146,9 +150,9 @@ static size_t read_golden(golden *g, size_t max)
     cr_assert(f, "cannot open %s", path);
     size_t k = 0;
     char med[64], mean[64], std[64];
-    while (k < max && fscanf(f, "%47s %47s %zu %lf %d %zu %63s %63s %63s %d %d", g[k].name, g[k].input, &g[k].n,
-                             &g[k].kappa, &g[k].max_it, &g[k].want.count, med, mean, std, &g[k].want.iterations,
-                             &g[k].want.converged) == 11) {
+    while (k < max &&
+           fscanf(f, "%47s %47s %zu %lf %d %zu %63s %63s %63s %d %d", g[k].name, g[k].input, &g[k].n, &g[k].kappa,
+                  &g[k].max_it, &g[k].want.count, med, mean, std, &g[k].want.iterations, &g[k].want.converged) == 11) {
         g[k].want.median = strtod(med, NULL); /* strtod reads "nan" */
         g[k].want.mean = strtod(mean, NULL);
         g[k].want.std = strtod(std, NULL);
@@ -202,18 +206,18 @@ typedef struct {
 ParameterizedTestParameters(sigma_clip, agrees_with_reference)
 {
     static const sky_case shapes[] = {
-        {0, 1, 0.0, 0, 0, 3.0, 100, false},
-        {0, 2, 0.0, 0, 0, 3.0, 100, false},
-        {0, 3, 1.0, 0, 0, 3.0, 100, false},
-        {0, 1000, 0.0, 5, 0, 3.0, 100, false},         /* even count */
-        {0, 1001, 0.0, 5, 0, 3.0, 100, false},         /* odd count */
-        {0, 65521, 0.0, 40, 7, 3.0, 100, false},       /* prime, NaNs sprinkled */
-        {0, 65521, 1000.0, 40, 0, 3.0, 100, false},    /* offset: every value in a few level-1 bins */
-        {0, 100003, -3.5, 100, 0, 2.0, 100, false},    /* κ = 2 */
-        {0, 100003, 0.0, 300, 11, 3.0, 2, false},      /* stops at max_iterations */
-        {0, 1u << 20, 0.0, 400, 1021, 3.0, 100, false}, /* a 1024^2 sky */
-        {0, 262147, 0.0, 200, 13, 3.0, 100, true},
-        {0, 4099, 2.0, 20, 0, 1.5, 100, true},
+        { 0, 1, 0.0, 0, 0, 3.0, 100, false },
+        { 0, 2, 0.0, 0, 0, 3.0, 100, false },
+        { 0, 3, 1.0, 0, 0, 3.0, 100, false },
+        { 0, 1000, 0.0, 5, 0, 3.0, 100, false },          /* even count */
+        { 0, 1001, 0.0, 5, 0, 3.0, 100, false },          /* odd count */
+        { 0, 65521, 0.0, 40, 7, 3.0, 100, false },        /* prime, NaNs sprinkled */
+        { 0, 65521, 1000.0, 40, 0, 3.0, 100, false },     /* offset: every value in a few level-1 bins */
+        { 0, 100003, -3.5, 100, 0, 2.0, 100, false },     /* κ = 2 */
+        { 0, 100003, 0.0, 300, 11, 3.0, 2, false },       /* stops at max_iterations */
+        { 0, 1u << 20, 0.0, 400, 1021, 3.0, 100, false }, /* a 1024^2 sky */
+        { 0, 262147, 0.0, 200, 13, 3.0, 100, true },
+        { 0, 4099, 2.0, 20, 0, 1.5, 100, true },
     };
     static sky_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
     size_t k = 0;
@@ -244,7 +248,7 @@ BACKEND_TEST(sigma_clip, two_value_images_agree_with_reference)
     gpuws_context *ctx = test_open(*kind);
     enum { N = 5000 };
     static float x[N];
-    static const size_t firsts[] = {1, 100, 499, 2500, 2501, 4000, 4999};
+    static const size_t firsts[] = { 1, 100, 499, 2500, 2501, 4000, 4999 };
     for (size_t f = 0; f < sizeof firsts / sizeof firsts[0]; f++) {
         uint64_t seed = test_seed(false) + f;
         for (size_t i = 0; i < N; i++) x[i] = i < firsts[f] ? -2.5f : 7.0f;
@@ -269,8 +273,8 @@ BACKEND_TEST(sigma_clip, constant_images_clip_to_nothing)
 {
     gpuws_context *ctx = test_open(*kind);
     static float x[4097];
-    const float values[] = {0.1f, -3.0f, 0.0f, 1e30f};
-    const size_t sizes[] = {1, 2, 4097};
+    const float values[] = { 0.1f, -3.0f, 0.0f, 1e30f };
+    const size_t sizes[] = { 1, 2, 4097 };
     for (size_t v = 0; v < 4; v++)
         for (size_t s = 0; s < 3; s++) {
             for (size_t i = 0; i < sizes[s]; i++) x[i] = (i & 1) && values[v] == 0.0f ? -0.0f : values[v];
@@ -284,7 +288,7 @@ BACKEND_TEST(sigma_clip, constant_images_clip_to_nothing)
             cr_assert(r.count == 0 && r.iterations == 1 && r.converged == 0 && isnan(r.median));
         }
     /* one infinity makes NumPy's std NaN, so the bounds are NaN and every value goes */
-    float inf_case[5] = {1, 2, INFINITY, 3, NAN};
+    float inf_case[5] = { 1, 2, INFINITY, 3, NAN };
     gpuws_sigma_clip_result r = run_on(ctx, inf_case, 5, 3.0, 100);
     cr_assert(r.count == 0 && r.iterations == 2, "%s: with +inf: count %zu, %d iterations", test_backend_name(*kind),
               r.count, r.iterations);
@@ -292,14 +296,15 @@ BACKEND_TEST(sigma_clip, constant_images_clip_to_nothing)
     r = run_on(ctx, inf_case, 5, 3.0, 100);
     cr_assert(r.count == 0 && r.iterations == 2);
     /* a NaN is ignored, not a value: {NaN, 4, NaN} is {4} */
-    float one[3] = {NAN, 4.0f, NAN};
+    float one[3] = { NAN, 4.0f, NAN };
     r = run_on(ctx, one, 3, 3.0, 100);
     cr_assert(r.count == 0 && r.iterations == 2);
     /* {1, 2}: median 1.5, std 0.5, bounds (0, 3) keep both */
-    float two[2] = {2.0f, 1.0f};
+    float two[2] = { 2.0f, 1.0f };
     r = run_on(ctx, two, 2, 3.0, 100);
     cr_assert(r.count == 2 && r.median == 1.5 && r.mean == 1.5 && r.std == 0.5 && r.iterations == 1 && r.converged == 1,
-              "%s: {2, 1}: count %zu median %g mean %g std %g", test_backend_name(*kind), r.count, r.median, r.mean, r.std);
+              "%s: {2, 1}: count %zu median %g mean %g std %g", test_backend_name(*kind), r.count, r.median, r.mean,
+              r.std);
     gpuws_context_destroy(ctx);
 }
 
@@ -315,11 +320,11 @@ BACKEND_TEST(sigma_clip, bad_input_is_refused_and_leaves_result_untouched)
     memset(&poison, 0x5A, sizeof poison);
     r = poison;
     gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
-#define EXPECT_REFUSED(st, call)                                                                                \
-    do {                                                                                                        \
-        TEST_FAILS(st, call);                                                                                   \
-        cr_assert(memcmp(&r, &poison, sizeof r) == 0, "%s wrote *result on error", #call);                     \
-        cr_assert_neq(gpuws_last_error()[0], 0, "no detail message");                                          \
+#define EXPECT_REFUSED(st, call)                                                                                       \
+    do {                                                                                                               \
+        TEST_FAILS(st, call);                                                                                          \
+        cr_assert(memcmp(&r, &poison, sizeof r) == 0, "%s wrote *result on error", #call);                             \
+        cr_assert_neq(gpuws_last_error()[0], 0, "no detail message");                                                  \
     } while (0)
     EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, N, d, NULL, &r)); /* all NaN */
     EXPECT_REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip(NULL, 1, d, NULL, &r));
@@ -350,7 +355,7 @@ BACKEND_TEST(sigma_clip, bad_input_is_refused_and_leaves_result_untouched)
 BACKEND_TEST(sigma_clip, consecutive_calls_are_independent)
 {
     gpuws_context *ctx = test_open(*kind);
-    const size_t sizes[] = {70001, 5, 300007, 70001};
+    const size_t sizes[] = { 70001, 5, 300007, 70001 };
     for (size_t i = 0; i < 4; i++) {
         float *x = make_sky(sizes[i], test_seed(false) + i, (double)i, 10, 0);
         gpuws_sigma_clip_result want = reference(x, sizes[i], 3.0, 100), got = run_on(ctx, x, sizes[i], 3.0, 100);
@@ -371,12 +376,14 @@ BACKEND_TEST(sigma_clip, even_counts_average_the_two_middle_values)
         size_t n;
         double median;
     } sets[] = {
-        {{one, one + u, one + 2 * u, one + 3 * u}, 4, ((double)(one + u) + (double)(one + 2 * u)) / 2}, /* next L3 bin */
-        {{1, 5, 5, 9}, 4, 5.0},                                                                        /* equal middles */
-        {{one + 1024 * u, one, 3, -1}, 4, ((double)one + (double)(one + 1024 * u)) / 2},                /* next L2 bucket */
-        {{-1e-30f, 1e-30f}, 2, 0.0},                                                                   /* other L1 bins */
-        {{-0.0f, 0.0f, 0.0f, -0.0f, 7, -7}, 6, 0.0},                                                   /* signed zeros */
-        {{2, 3, 2, 3, 2, 3}, 6, 2.5},
+        { { one, one + u, one + 2 * u, one + 3 * u },
+          4,
+          ((double)(one + u) + (double)(one + 2 * u)) / 2 },                                 /* next L3 bin */
+        { { 1, 5, 5, 9 }, 4, 5.0 },                                                          /* equal middles */
+        { { one + 1024 * u, one, 3, -1 }, 4, ((double)one + (double)(one + 1024 * u)) / 2 }, /* next L2 bucket */
+        { { -1e-30f, 1e-30f }, 2, 0.0 },                                                     /* other L1 bins */
+        { { -0.0f, 0.0f, 0.0f, -0.0f, 7, -7 }, 6, 0.0 },                                     /* signed zeros */
+        { { 2, 3, 2, 3, 2, 3 }, 6, 2.5 },
     };
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         gpuws_sigma_clip_result r = run_on(ctx, sets[i].x, sets[i].n, 100.0, 100);
@@ -395,7 +402,7 @@ Test(sigma_clip, many_work_groups_on_opencl)
 {
     gpuws_context *ctx = test_open(GPUWS_BACKEND_OPENCL);
     test_tune(ctx, "sigma_clip_groups", "300");
-    const size_t sizes[] = {262147, 1000, 1};
+    const size_t sizes[] = { 262147, 1000, 1 };
     for (size_t i = 0; i < 3; i++) {
         float *x = make_sky(sizes[i], test_seed(false) + 17, 0.0, 50, sizes[i] > 5 ? 5 : 0);
         gpuws_sigma_clip_result want = reference(x, sizes[i], 3.0, 100), got = run_on(ctx, x, sizes[i], 3.0, 100);

@@ -59,7 +59,7 @@ Test(sky_reference, one_noise_free_beam_has_the_known_profile)
     gpuws_sky_params p = gpuws_sky_defaults(64, 48, 7);
     p.noise_sigma = 0;
     p.num_sources = 1;
-    gpuws_sky_source src = {30.0f, 20.0f, 0.05f};
+    gpuws_sky_source src = { 30.0f, 20.0f, 0.05f };
     gpuws_sky_bins bins;
     cr_assert_eq(gpuws_sky_bin(&p, &src, &bins), 0);
     float *img = malloc(64 * 48 * sizeof *img);
@@ -71,8 +71,8 @@ Test(sky_reference, one_noise_free_beam_has_the_known_profile)
             const double d2 = (x - 30.0) * (x - 30.0) + (y - 20.0) * (y - 20.0);
             const double want = d2 > r * r ? 0.0 : 0.05f * exp(-d2 / (2 * p.beam_sigma * p.beam_sigma));
             const double a = d2 / (2 * p.beam_sigma * p.beam_sigma);
-            cr_assert(fabs(img[y * 64 + x] - want) <= (a + 4) * 0x1p-24 * want, "pixel (%d, %d) = %.9g, wanted %.9g", y, x,
-                      (double)img[y * 64 + x], want);
+            cr_assert(fabs(img[y * 64 + x] - want) <= (a + 4) * 0x1p-24 * want, "pixel (%d, %d) = %.9g, wanted %.9g", y,
+                      x, (double)img[y * 64 + x], want);
         }
     free(img);
     gpuws_sky_bins_free(&bins);
@@ -86,7 +86,7 @@ Test(sky_reference, one_noise_free_beam_has_the_known_profile)
 BACKEND_TEST(sky, device_matches_reference)
 {
     gpuws_context *ctx = test_open(*kind);
-    static const size_t sizes[][2] = {{1000, 777}, {33, 17}};
+    static const size_t sizes[][2] = { { 1000, 777 }, { 33, 17 } };
     for (size_t c = 0; c < 2; c++) {
         gpuws_sky_params p = gpuws_sky_defaults(sizes[c][0], sizes[c][1], 1234 + c);
         if (c == 1) p.num_sources = 3; /* more than the default density: beams overlap the edges' cells */
@@ -98,9 +98,9 @@ BACKEND_TEST(sky, device_matches_reference)
         float *got = test_download(img, n * sizeof(float));
         test_check_guard(img, n * sizeof(float), "image");
         for (size_t i = 0; i < n; i++)
-            cr_assert(fabsf(got[i] - want[i]) <= 0x1p-16f * scale[i], "%s %zux%zu pixel %zu: %.9g, reference %.9g (allowed %.3g)",
-                      test_backend_name(*kind), p.width, p.height, i, (double)got[i], (double)want[i],
-                      (double)(0x1p-16f * scale[i]));
+            cr_assert(fabsf(got[i] - want[i]) <= 0x1p-16f * scale[i],
+                      "%s %zux%zu pixel %zu: %.9g, reference %.9g (allowed %.3g)", test_backend_name(*kind), p.width,
+                      p.height, i, (double)got[i], (double)want[i], (double)(0x1p-16f * scale[i]));
         free(got);
         free(want);
         free(scale);
@@ -148,8 +148,10 @@ static void check_catalog_against_host(const gpuws_catalog *cat, const float *im
         cr_assert_eq(s->npix, npix[l], "source %zu: npix %lld, host %lld", l, (long long)s->npix, (long long)npix[l]);
         cr_assert_eq(s->peak, peak[l], "source %zu: peak %.9g, host %.9g", l, s->peak, peak[l]);
         cr_assert(fabs(s->flux - sum[l]) <= 2 * e * sum[l], "source %zu: flux %.17g, host %.17g", l, s->flux, sum[l]);
-        cr_assert(fabs(s->x - sx[l] / sum[l]) <= 4 * e * (fabs(s->x) + 1), "source %zu: x %.17g, host %.17g", l, s->x, sx[l] / sum[l]);
-        cr_assert(fabs(s->y - sy[l] / sum[l]) <= 4 * e * (fabs(s->y) + 1), "source %zu: y %.17g, host %.17g", l, s->y, sy[l] / sum[l]);
+        cr_assert(fabs(s->x - sx[l] / sum[l]) <= 4 * e * (fabs(s->x) + 1), "source %zu: x %.17g, host %.17g", l, s->x,
+                  sx[l] / sum[l]);
+        cr_assert(fabs(s->y - sy[l] / sum[l]) <= 4 * e * (fabs(s->y) + 1), "source %zu: y %.17g, host %.17g", l, s->y,
+                  sy[l] / sum[l]);
         const size_t pi = (size_t)s->peak_y * w + (size_t)s->peak_x;
         cr_assert(pi < n && want[pi] == (int32_t)l && img[pi] == s->peak, "source %zu: the peak's position", l);
     }
@@ -202,7 +204,8 @@ BACKEND_TEST(find_sources, recovers_the_injected_sources)
     cr_assert(must > 40, "only %zu bright isolated sources: the case tests little", must);
     cr_assert_eq(found, must, "%zu of %zu bright isolated sources found", found, must);
     gpuws_sky_match m;
-    cr_assert_eq(gpuws_sky_match_catalog(src, p.num_sources, cat->sources, cat->num_sources, 2.0, cat->threshold, blend, &m), 0);
+    cr_assert_eq(
+        gpuws_sky_match_catalog(src, p.num_sources, cat->sources, cat->num_sources, 2.0, cat->threshold, blend, &m), 0);
     cr_assert(m.spurious <= 3, "%zu spurious detections", m.spurious);
     for (size_t d = 0; d < cat->num_sources; d++) {
         size_t nearest = 0;
@@ -215,9 +218,11 @@ BACKEND_TEST(find_sources, recovers_the_injected_sources)
                   "detection %zu is %.2f px from a source of %.1f sigma: a bright source breaks up", d, dist,
                   src[nearest].peak / p.noise_sigma);
     }
-    double steps = cat->ms_upload + cat->ms_clip + cat->ms_threshold + cat->ms_label + cat->ms_measure + cat->ms_download;
+    double steps =
+        cat->ms_upload + cat->ms_clip + cat->ms_threshold + cat->ms_label + cat->ms_measure + cat->ms_download;
     cr_assert(cat->ms_upload >= 0 && cat->ms_clip >= 0 && cat->ms_label >= 0 && cat->ms_download >= 0);
-    cr_assert(fabs(steps - cat->ms_total) <= 1e-3 + 1e-6 * cat->ms_total, "step times add to %g ms, total %g", steps, cat->ms_total);
+    cr_assert(fabs(steps - cat->ms_total) <= 1e-3 + 1e-6 * cat->ms_total, "step times add to %g ms, total %g", steps,
+              cat->ms_total);
     gpuws_catalog_free(cat);
     free(img);
     free(src);
@@ -231,7 +236,8 @@ static void two_blocks(float *img, int W, int H, int r0, int c0)
 {
     for (int i = 0; i < W * H; i++) img[i] = (float)((i * 37) % 11 - 5) * 0x1p-10f; /* |x| < 0.005 */
     /* block A rows 1-2, cols 2-3; block B rows 3-4, cols 4-5: A(2,3) and B(3,4) touch diagonally */
-    const int a[4][2] = {{1, 2}, {1, 3}, {2, 2}, {2, 3}}, b[4][2] = {{3, 4}, {3, 5}, {4, 4}, {4, 5}};
+    const int a[4][2] = { { 1, 2 }, { 1, 3 }, { 2, 2 }, { 2, 3 } },
+              b[4][2] = { { 3, 4 }, { 3, 5 }, { 4, 4 }, { 4, 5 } };
     for (int k = 0; k < 4; k++) {
         img[(r0 + a[k][0]) * W + c0 + a[k][1]] = 1.0f + (float)k; /* 1, 2, 3, 4: peak 4 at (2, 3) */
         img[(r0 + b[k][0]) * W + c0 + b[k][1]] = 0.5f;
@@ -251,8 +257,9 @@ static void expect_two_blocks(const gpuws_catalog *cat, int r0, int c0)
               s[0].y);
     cr_assert(s[1].id == 2 && s[1].npix == 4 && s[1].flux == 2.0 && s[1].x == c0 + 4.5 && s[1].y == r0 + 3.5 &&
               s[1].peak == 0.5);
-    cr_assert(s[1].peak_x == c0 + 4 && s[1].peak_y == r0 + 3, "peak at (%lld, %lld): the first in raster order wins a tie",
-              (long long)s[1].peak_x, (long long)s[1].peak_y);
+    cr_assert(s[1].peak_x == c0 + 4 && s[1].peak_y == r0 + 3,
+              "peak at (%lld, %lld): the first in raster order wins a tie", (long long)s[1].peak_x,
+              (long long)s[1].peak_y);
 }
 
 BACKEND_TEST(find_sources, connectivity_and_absolute_threshold_known_answer)
@@ -294,7 +301,7 @@ BACKEND_TEST(find_sources, calls_of_other_sizes_see_nothing_of_earlier_calls)
     const struct {
         const float *img;
         int w, h, r0, c0;
-    } calls[] = {{big, BW, BH, R0, C0}, {small, W, H, 0, 0}, {big, BW, BH, R0, C0}, {small, W, H, 0, 0}};
+    } calls[] = { { big, BW, BH, R0, C0 }, { small, W, H, 0, 0 }, { big, BW, BH, R0, C0 }, { small, W, H, 0, 0 } };
     for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
         gpuws_catalog *cat;
         TEST_OK(gpuws_find_sources(ctx, calls[k].img, (size_t)calls[k].w, (size_t)calls[k].h, &o, &cat));
@@ -324,14 +331,14 @@ BACKEND_TEST(find_sources, all_nan_image_is_refused_without_a_catalog)
 BACKEND_TEST(find_sources, bad_arguments_are_refused_without_a_catalog)
 {
     gpuws_context *ctx = test_open(*kind);
-    float img[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    float img[12] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
     gpuws_catalog *cat = (gpuws_catalog *)&cat;
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
-#define REFUSED(want, call)                                                                                     \
-    do {                                                                                                        \
-        cat = (gpuws_catalog *)&cat;                                                                            \
-        TEST_FAILS(want, call);                                                                                 \
-        cr_assert_null(cat, "%s left a catalogue", #call);                                                      \
+#define REFUSED(want, call)                                                                                            \
+    do {                                                                                                               \
+        cat = (gpuws_catalog *)&cat;                                                                                   \
+        TEST_FAILS(want, call);                                                                                        \
+        cr_assert_null(cat, "%s left a catalogue", #call);                                                             \
     } while (0)
     REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources(ctx, NULL, 4, 3, NULL, &cat));
     REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources(ctx, img, 0, 3, NULL, &cat));

@@ -12,20 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds);
+void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected,
+                               unsigned long *builds);
 long gpuws__alloc_live(void);
 
 #define THREADS 4
-#define ROUNDS 40
-#define N 4099 /* prime: no block size divides it */
+#define ROUNDS  40
+#define N       4099 /* prime: no block size divides it */
 
 typedef struct {
     int id;
     gpuws_backend_kind kind;
-    gpuws_context *ctx;  /* shared, or NULL: the thread opens its own */
+    gpuws_context *ctx; /* shared, or NULL: the thread opens its own */
     pthread_barrier_t *start;
-    char error[512];     /* first failure, empty when every check passed */
-    int checked;         /* results verified */
+    char error[512]; /* first failure, empty when every check passed */
+    int checked;     /* results verified */
 } worker;
 
 static void failf(worker *w, const char *fmt, ...)
@@ -37,13 +38,13 @@ static void failf(worker *w, const char *fmt, ...)
     va_end(ap);
 }
 
-#define CHECK(w, call)                                                                                          \
-    do {                                                                                                        \
-        gpuws_status st_ = (call);                                                                              \
-        if (st_) {                                                                                              \
-            failf((w), "thread %d: %s -> %s: %s", (w)->id, #call, gpuws_status_name(st_), gpuws_last_error());   \
-            goto out;                                                                                           \
-        }                                                                                                       \
+#define CHECK(w, call)                                                                                                 \
+    do {                                                                                                               \
+        gpuws_status st_ = (call);                                                                                     \
+        if (st_) {                                                                                                     \
+            failf((w), "thread %d: %s -> %s: %s", (w)->id, #call, gpuws_status_name(st_), gpuws_last_error());         \
+            goto out;                                                                                                  \
+        }                                                                                                              \
     } while (0)
 
 /* ROUNDS times on the worker's own stream: fresh buffers, vector_add, reduce (sum, max), an event; every result
@@ -90,7 +91,8 @@ static void *run_matrix(void *arg)
                 goto out;
             }
         if (got_sum != sum || got_max != max) {
-            failf(w, "thread %d round %d: sum %.17g max %g, expected %.17g and %g", w->id, r, got_sum, got_max, sum, max);
+            failf(w, "thread %d round %d: sum %.17g max %g, expected %.17g and %g", w->id, r, got_sum, got_max, sum,
+                  max);
             goto out;
         }
         w->checked += N + 2;
@@ -137,7 +139,8 @@ BACKEND_TEST(threads, separate_streams_of_one_context)
     gpuws_context *ctx = test_open(*kind);
     worker ws[THREADS];
     run_threads(*kind, ctx, run_matrix, ws);
-    for (int i = 0; i < THREADS; i++) cr_assert_eq(ws[i].checked, ROUNDS * (N + 2), "thread %d checked %d results", i, ws[i].checked);
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(ws[i].checked, ROUNDS * (N + 2), "thread %d checked %d results", i, ws[i].checked);
     gpuws_context_destroy(ctx);
 }
 
@@ -147,13 +150,14 @@ BACKEND_TEST(threads, separate_contexts)
     gpuws_context_destroy(probe);
     worker ws[THREADS];
     run_threads(*kind, NULL, run_matrix, ws);
-    for (int i = 0; i < THREADS; i++) cr_assert_eq(ws[i].checked, ROUNDS * (N + 2), "thread %d checked %d results", i, ws[i].checked);
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(ws[i].checked, ROUNDS * (N + 2), "thread %d checked %d results", i, ws[i].checked);
 }
 
 /* ---- first kernel lookups at the same moment ---- */
 
-static const char *const kernel_names[THREADS] = {"vector_add_f32", "reduce_sum_f32_partial", "vector_add_f32",
-                                                  "reduce_sum_f32_partial"};
+static const char *const kernel_names[THREADS] = { "vector_add_f32", "reduce_sum_f32_partial", "vector_add_f32",
+                                                   "reduce_sum_f32_partial" };
 static gpuws_kernel *found[THREADS];
 
 static void *lookup_and_run(void *arg)
@@ -222,11 +226,11 @@ Test(threads, first_kernel_lookups_from_several_threads_build_each_program_once)
  * SOURCE_RUNS calls run, so the stream passes from thread to thread. Before the stream was claimed by each algorithm
  * call, such calls failed with bogus messages ("all 4096 values are NaN", "clipping kept no pixel"), gave wrong
  * catalogues, crashed, leaked a scratch buffer, and hung under ASan. */
-#define SKY 256
-#define BLOBS 5
+#define SKY            256
+#define BLOBS          5
 #define SOURCE_THREADS 6
-#define SOURCE_RUNS 16
-#define SOURCE_TRIES 1000000 /* a thread that never gets the stream fails the test instead of hanging it */
+#define SOURCE_RUNS    16
+#define SOURCE_TRIES   1000000 /* a thread that never gets the stream fails the test instead of hanging it */
 
 static float sky[SKY * SKY];
 static gpuws_catalog *expected;

@@ -13,7 +13,7 @@ typedef struct {
     bool fresh;
 } th_case;
 
-static const size_t sizes[] = {1, 3, 4, 5, 1000, 4099, (1u << 20) + 7};
+static const size_t sizes[] = { 1, 3, 4, 5, 1000, 4099, (1u << 20) + 7 };
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 ParameterizedTestParameters(threshold, matches_reference_bit_for_bit)
@@ -21,8 +21,8 @@ ParameterizedTestParameters(threshold, matches_reference_bit_for_bit)
     static th_case cases[TEST_BACKENDS * (NSIZES + 1)];
     size_t k = 0;
     for (int b = 0; b < TEST_BACKENDS; b++) {
-        for (size_t s = 0; s < NSIZES; s++) cases[k++] = (th_case){test_backends[b], sizes[s], false};
-        cases[k++] = (th_case){test_backends[b], 77777, true};
+        for (size_t s = 0; s < NSIZES; s++) cases[k++] = (th_case){ test_backends[b], sizes[s], false };
+        cases[k++] = (th_case){ test_backends[b], 77777, true };
     }
     return cr_make_param_array(th_case, cases, k);
 }
@@ -33,7 +33,7 @@ static float *make_data(size_t n, uint64_t seed, float t)
     float *x = malloc(n * sizeof *x + 4);
     cr_assert(x);
     test_fill_uniform_f32(x, n, seed, -1.0, 1.0);
-    const float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f};
+    const float specials[] = { NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f };
     for (size_t i = 0; i < n; i++) {
         uint64_t r = test_rand_u64(&seed) % 16;
         if (r < 7) x[i] = specials[r];
@@ -75,18 +75,15 @@ ParameterizedTest(th_case *c, threshold, matches_reference_bit_for_bit)
 BACKEND_TEST(threshold, edge_values)
 {
     gpuws_context *ctx = test_open(*kind);
-    const float x[] = {NAN, -INFINITY, -1.0f, -0.0f, 0.0f, 1e-45f, 1.0f, INFINITY, 2.0f};
+    const float x[] = { NAN, -INFINITY, -1.0f, -0.0f, 0.0f, 1e-45f, 1.0f, INFINITY, 2.0f };
     enum { N = sizeof x / sizeof x[0] };
     struct {
         float t;
         uint8_t want[N];
     } cases[] = {
-        {0.0f, {0, 0, 0, 0, 0, 1, 1, 1, 1}},
-        {-0.0f, {0, 0, 0, 0, 0, 1, 1, 1, 1}},
-        {1.0f, {0, 0, 0, 0, 0, 0, 0, 1, 1}},
-        {-INFINITY, {0, 0, 1, 1, 1, 1, 1, 1, 1}},
-        {INFINITY, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
-        {NAN, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        { 0.0f, { 0, 0, 0, 0, 0, 1, 1, 1, 1 } },     { -0.0f, { 0, 0, 0, 0, 0, 1, 1, 1, 1 } },
+        { 1.0f, { 0, 0, 0, 0, 0, 0, 0, 1, 1 } },     { -INFINITY, { 0, 0, 1, 1, 1, 1, 1, 1, 1 } },
+        { INFINITY, { 0, 0, 0, 0, 0, 0, 0, 0, 0 } }, { NAN, { 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
     };
     gpuws_buffer *d = test_buffer_from(ctx, x, sizeof x), *m = test_buffer(ctx, N);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

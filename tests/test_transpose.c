@@ -17,10 +17,10 @@ typedef struct {
     bool fresh_seed;
 } tr_case;
 
-static const size_t shapes[][2] = {{1, 1},     {1, 1000}, {1000, 1},  {31, 33},     {32, 32},
-                                   {64, 96},   {127, 129}, {1025, 513}, {4099, 37}, {2048, 2048}};
+static const size_t shapes[][2] = { { 1, 1 },   { 1, 1000 },  { 1000, 1 },   { 31, 33 },   { 32, 32 },
+                                    { 64, 96 }, { 127, 129 }, { 1025, 513 }, { 4099, 37 }, { 2048, 2048 } };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
-static const gpuws_dtype dtypes[] = {GPUWS_F32, GPUWS_F64, GPUWS_I32};
+static const gpuws_dtype dtypes[] = { GPUWS_F32, GPUWS_F64, GPUWS_I32 };
 
 static void *random_bits(size_t bytes, uint64_t seed)
 {
@@ -42,7 +42,7 @@ static void transpose_ref(gpuws_dtype dt, const void *in, void *out, size_t rows
 Test(transpose, reference_gives_known_answers)
 {
     /* [[1 2 3] [4 5 6]]ᵀ = [[1 4] [2 5] [3 6]] */
-    const uint32_t a[6] = {1, 2, 3, 4, 5, 6}, want[6] = {1, 4, 2, 5, 3, 6};
+    const uint32_t a[6] = { 1, 2, 3, 4, 5, 6 }, want[6] = { 1, 4, 2, 5, 3, 6 };
     uint32_t t[6], back[6];
     gpuws_transpose_ref_b32(a, t, 2, 3);
     cr_assert_arr_eq(t, want, sizeof t);
@@ -64,10 +64,11 @@ ParameterizedTestParameters(transpose, matches_reference_bit_for_bit)
     size_t q = 0;
     for (int b = 0; b < TEST_BACKENDS; b++) {
         for (size_t d = 0; d < 3; d++) {
-            for (size_t s = 0; s < NSHAPES; s++) cases[q++] = (tr_case){test_backends[b], dtypes[d], shapes[s][0], shapes[s][1], false};
-            cases[q++] = (tr_case){test_backends[b], dtypes[d], 333, 517, true};
+            for (size_t s = 0; s < NSHAPES; s++)
+                cases[q++] = (tr_case){ test_backends[b], dtypes[d], shapes[s][0], shapes[s][1], false };
+            cases[q++] = (tr_case){ test_backends[b], dtypes[d], 333, 517, true };
         }
-        cases[q++] = (tr_case){test_backends[b], GPUWS_F32, ((size_t)1 << 21) + 33, 3, false};
+        cases[q++] = (tr_case){ test_backends[b], GPUWS_F32, ((size_t)1 << 21) + 33, 3, false };
     }
     return cr_make_param_array(tr_case, cases, q);
 }
@@ -86,8 +87,9 @@ ParameterizedTest(tr_case *c, transpose, matches_reference_bit_for_bit)
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < bytes; i += es)
         if (memcmp(got + i, (unsigned char *)want + i, es) != 0 && bad++ == 0) first = i / es;
-    cr_assert_eq(bad, 0, "%s %s %zux%zu: %zu of %zu elements differ (first at out[%zu][%zu])", test_backend_name(c->backend),
-                 gpuws_dtype_name(c->dtype), c->rows, c->cols, bad, c->rows * c->cols, first / c->rows, first % c->rows);
+    cr_assert_eq(bad, 0, "%s %s %zux%zu: %zu of %zu elements differ (first at out[%zu][%zu])",
+                 test_backend_name(c->backend), gpuws_dtype_name(c->dtype), c->rows, c->cols, bad, c->rows * c->cols,
+                 first / c->rows, first % c->rows);
     test_check_guard(dout, bytes, "out");
     /* the input is untouched */
     unsigned char *after = test_download(din, bytes);

@@ -38,8 +38,7 @@ Test(tuning, at_most_ten_public_environment_variables)
         const gpuws__tuning_entry *e = gpuws__tuning_get(i);
         if (e->is_public)
             cr_expect(strncmp(e->name, "GPUWS_", 6) == 0, "public entry %s is not a GPUWS_ variable", e->name);
-        else
-            cr_expect(islower((unsigned char)e->name[0]), "knob %s: knob names are lower case", e->name);
+        else cr_expect(islower((unsigned char)e->name[0]), "knob %s: knob names are lower case", e->name);
         cr_expect(e->doc[0] && e->values[0], "%s has no doc or values", e->name);
     }
 }
@@ -47,7 +46,7 @@ Test(tuning, at_most_ten_public_environment_variables)
 /* ---- the sources name no other GPUWS_* variable ---------------------------------------------------------------- */
 
 /* Literals that look like a variable and are none: the status names (core/status.c: "GPUWS_" #name, and this one). */
-static const char *const not_variables[] = {"GPUWS_UNKNOWN_STATUS", "GPUWS_"};
+static const char *const not_variables[] = { "GPUWS_UNKNOWN_STATUS", "GPUWS_" };
 
 static bool is_word(char c) { return isalnum((unsigned char)c) || c == '_'; }
 
@@ -86,8 +85,10 @@ static void scan_text(const char *path, const char *text, bool environ_allowed, 
             }
         } else if (!environ_allowed && strncmp(p, "environ", 7) == 0 && (p == text || !is_word(p[-1])) &&
                    !is_word(p[7])) {
-            const int k = snprintf(report + used, size - used, "%s: reads environ (scan the environment only through "
-                                   "core/tuning.h)\n", path);
+            const int k = snprintf(report + used, size - used,
+                                   "%s: reads environ (scan the environment only through "
+                                   "core/tuning.h)\n",
+                                   path);
             if (k > 0 && (size_t)k < size - used) used += (size_t)k;
             p += 7;
         } else {
@@ -98,7 +99,7 @@ static void scan_text(const char *path, const char *text, bool environ_allowed, 
 
 static bool source_file(const char *name)
 {
-    static const char *const exts[] = {".c", ".h", ".cu", ".cuh", ".cl"};
+    static const char *const exts[] = { ".c", ".h", ".cu", ".cuh", ".cl" };
     const char *dot = strrchr(name, '.');
     for (size_t i = 0; dot && i < sizeof exts / sizeof exts[0]; i++)
         if (strcmp(dot, exts[i]) == 0) return true;
@@ -143,7 +144,7 @@ Test(tuning, the_sources_read_no_other_gpuws_variable)
     static char report[1 << 16];
     report[0] = 0;
     size_t files = 0;
-    static const char *const dirs[] = {"core", "backends", "kernels", "tools", "include"};
+    static const char *const dirs[] = { "core", "backends", "kernels", "tools", "include" };
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
         files += scan_tree(root, dirs[i], true, report, sizeof report);
     files += scan_tree(root, "bench", false, report, sizeof report); /* bench/: its files are the CLI's gpuws bench */
@@ -155,9 +156,10 @@ Test(tuning, the_sources_read_no_other_gpuws_variable)
 Test(tuning, the_source_scan_finds_a_variable_of_its_own)
 {
     char report[1024] = "";
-    scan_text("a.c", "/* \"GPUWS_IN_A_COMMENT\" */ const char *v = getenv(\"GPUWS_FOO\"); // \"GPUWS_BAR\"\n"
-                     "x = getenv(\"GPUWS_BACKEND\"); s = \"GPUWS_ERR_X: text\"; c = '\"'; t = \"GPUWS_TABLE_NAME\";\n"
-                     "for (char **e = environ; *e; e++) {}",
+    scan_text("a.c",
+              "/* \"GPUWS_IN_A_COMMENT\" */ const char *v = getenv(\"GPUWS_FOO\"); // \"GPUWS_BAR\"\n"
+              "x = getenv(\"GPUWS_BACKEND\"); s = \"GPUWS_ERR_X: text\"; c = '\"'; t = \"GPUWS_TABLE_NAME\";\n"
+              "for (char **e = environ; *e; e++) {}",
               false, report, sizeof report);
     cr_expect(strstr(report, "\"GPUWS_FOO\""), "getenv(\"GPUWS_FOO\") not found:\n%s", report);
     cr_expect(strstr(report, "\"GPUWS_TABLE_NAME\""), "a table's name not found:\n%s", report);
@@ -171,8 +173,10 @@ Test(tuning, the_source_scan_finds_a_variable_of_its_own)
 
 Test(tuning, gpuws_tuning_sets_knobs_of_every_type)
 {
-    setenv("GPUWS_TUNING", " convolve_path=direct, convolve2d_warps=2x1,convolve2d_split=off,convolve2d_grid=7,"
-                           "histogram_host_edges=1,convolve2d_persist=0", 1);
+    setenv("GPUWS_TUNING",
+           " convolve_path=direct, convolve2d_warps=2x1,convolve2d_split=off,convolve2d_grid=7,"
+           "histogram_host_edges=1,convolve2d_persist=0",
+           1);
     gpuws__tuning t;
     gpuws__tuning_from_env(&t);
     cr_expect_eq(t.convolve_path, GPUWS__PATH_DIRECT);
@@ -197,8 +201,10 @@ Test(tuning, a_context_reads_gpuws_tuning_when_it_is_created)
 
 Test(tuning, bad_entries_are_ignored_with_a_warning_naming_the_values, .init = cr_redirect_stderr)
 {
-    setenv("GPUWS_TUNING", "no_such_knob=1,convolve_path=sideways,convolve2d_warps=2,2,matmul_tile=small,"
-                           "measure_groups=0,opencl_profile", 1);
+    setenv("GPUWS_TUNING",
+           "no_such_knob=1,convolve_path=sideways,convolve2d_warps=2,2,matmul_tile=small,"
+           "measure_groups=0,opencl_profile",
+           1);
     unsetenv("GPUWS_LOG");
     gpuws__tuning t;
     gpuws__tuning_from_env(&t);

@@ -23,18 +23,24 @@
 
 #define U 0x1p-24
 
-enum { GAUSS = GPUWS_UFUNC_GAUSSIAN_PDF, POLAR = GPUWS_UFUNC_POLAR_DISTANCE, PULSES = GPUWS_UFUNC_MAKE_PULSES,
-       HYPOT = GPUWS_UFUNC_HYPOT, HIDDEN = GPUWS_UFUNC_HIDDEN_LAYER, NFUNC = GPUWS_UFUNC_COUNT };
+enum {
+    GAUSS = GPUWS_UFUNC_GAUSSIAN_PDF,
+    POLAR = GPUWS_UFUNC_POLAR_DISTANCE,
+    PULSES = GPUWS_UFUNC_MAKE_PULSES,
+    HYPOT = GPUWS_UFUNC_HYPOT,
+    HIDDEN = GPUWS_UFUNC_HIDDEN_LAYER,
+    NFUNC = GPUWS_UFUNC_COUNT
+};
 
 /* Random inputs per function: uniform in [lo, hi) per operand. */
 static const struct {
     double lo[4], hi[4];
 } ranges[NFUNC] = {
-    {{-10, -3, 0.2}, {10, 3, 4}},
-    {{0, -10, 0, -10}, {100, 10, 100, 10}},
-    {{0, 1e3, -100}, {1e6, 1e5, 100}},
-    {{-1e3, -1e3}, {1e3, 1e3}},
-    {{0, 0.1}, {256, 0.9}},
+    { { -10, -3, 0.2 }, { 10, 3, 4 } },
+    { { 0, -10, 0, -10 }, { 100, 10, 100, 10 } },
+    { { 0, 1e3, -100 }, { 1e6, 1e5, 100 } },
+    { { -1e3, -1e3 }, { 1e3, 1e3 } },
+    { { 0, 0.1 }, { 256, 0.9 } },
 };
 
 static double reference(int f, const double *a) { return gpuws_ufunc_ref_eval((gpuws_ufunc_id)f, a); }
@@ -76,7 +82,7 @@ static size_t read_golden(golden_row **rows)
         if (line[0] == '#') continue;
         char *p = line, *end;
         const size_t len = strcspn(p, " ");
-        golden_row r = {-1, {0}, 0};
+        golden_row r = { -1, { 0 }, 0 };
         for (int f = 0; f < NFUNC; f++)
             if (strlen(gpuws_ufunc_names[f]) == len && strncmp(p, gpuws_ufunc_names[f], len) == 0) r.f = f;
         cr_assert(r.f >= 0, "unknown function in %s: %s", path, line);
@@ -120,7 +126,7 @@ BACKEND_TEST(ufunc, every_backend_matches_golden_values_within_bounds)
     for (size_t i = 0; i < n; i++) {
         const golden_row *r = &rows[i];
         gpuws_operand op[4];
-        gpuws_buffer *bufs[4] = {NULL};
+        gpuws_buffer *bufs[4] = { NULL };
         for (int k = 0; k < gpuws_ufunc_arity[r->f]; k++) {
             const float v = (float)r->in[k];
             bufs[k] = test_buffer_from(ctx, &v, sizeof v);
@@ -131,8 +137,9 @@ BACKEND_TEST(ufunc, every_backend_matches_golden_values_within_bounds)
         float got;
         TEST_OK(gpuws_buffer_read(out, 0, &got, 4));
         double err, allowed;
-        cr_assert(within(r->f, r->in, r->want, got, &err, &allowed), "%s %s(%a, %a, ...) = %.9g, NumPy %.17g (error %.3g > %.3g)",
-                  test_backend_name(*kind), gpuws_ufunc_names[r->f], r->in[0], r->in[1], (double)got, r->want, err, allowed);
+        cr_assert(within(r->f, r->in, r->want, got, &err, &allowed),
+                  "%s %s(%a, %a, ...) = %.9g, NumPy %.17g (error %.3g > %.3g)", test_backend_name(*kind),
+                  gpuws_ufunc_names[r->f], r->in[0], r->in[1], (double)got, r->want, err, allowed);
         for (int k = 0; k < 4; k++) gpuws_buffer_destroy(bufs[k]);
         gpuws_buffer_destroy(out);
     }
@@ -150,7 +157,7 @@ typedef struct {
     bool fresh_seed;
 } uf_case;
 
-static const size_t sizes[] = {1, 3, 4, 5, 7, 8, 9, 1000, (1u << 18) + 3};
+static const size_t sizes[] = { 1, 3, 4, 5, 7, 8, 9, 1000, (1u << 18) + 3 };
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 ParameterizedTestParameters(ufunc, matches_reference_within_stated_bounds)
@@ -160,12 +167,12 @@ ParameterizedTestParameters(ufunc, matches_reference_within_stated_bounds)
     for (int b = 0; b < TEST_BACKENDS; b++)
         for (int f = 0; f < NFUNC; f++) {
             const uint32_t all = (1u << gpuws_ufunc_arity[f]) - 1;
-            for (size_t s = 0; s < NSIZES; s++) cases[k++] = (uf_case){test_backends[b], f, sizes[s], all, false};
-            if (f != HIDDEN) { /* the hidden layer takes arrays only */
-                cases[k++] = (uf_case){test_backends[b], f, 4099, 1u, false};           /* the workshop's calls */
-                cases[k++] = (uf_case){test_backends[b], f, 4099, all & 0xAu, false};   /* first operand scalar */
+            for (size_t s = 0; s < NSIZES; s++) cases[k++] = (uf_case){ test_backends[b], f, sizes[s], all, false };
+            if (f != HIDDEN) {                                                  /* the hidden layer takes arrays only */
+                cases[k++] = (uf_case){ test_backends[b], f, 4099, 1u, false }; /* the workshop's calls */
+                cases[k++] = (uf_case){ test_backends[b], f, 4099, all & 0xAu, false }; /* first operand scalar */
             }
-            cases[k++] = (uf_case){test_backends[b], f, 300001, all, true};
+            cases[k++] = (uf_case){ test_backends[b], f, 300001, all, true };
         }
     return cr_make_param_array(uf_case, cases, k);
 }
@@ -176,8 +183,8 @@ ParameterizedTest(uf_case *c, ufunc, matches_reference_within_stated_bounds)
     const char *name = gpuws_ufunc_names[c->f];
     const int nin = gpuws_ufunc_arity[c->f];
     uint64_t seed = test_seed(c->fresh_seed);
-    float *host[4] = {NULL}, scalar[4];
-    gpuws_buffer *bufs[4] = {NULL};
+    float *host[4] = { NULL }, scalar[4];
+    gpuws_buffer *bufs[4] = { NULL };
     gpuws_operand op[4];
     for (int k = 0; k < nin; k++) {
         if (c->arrays >> k & 1) {
@@ -232,9 +239,11 @@ BACKEND_TEST(ufunc, output_may_alias_an_input)
     static float x[N], want[N], got[N];
     test_fill_uniform_f32(x, N, 5, -4, 4);
     gpuws_buffer *dx = test_buffer_from(ctx, x, sizeof x);
-    TEST_OK(gpuws_gaussian_pdf(NULL, N, gpuws_operand_array(dx), gpuws_operand_scalar(0.5), gpuws_operand_scalar(1.5), dx));
+    TEST_OK(
+        gpuws_gaussian_pdf(NULL, N, gpuws_operand_array(dx), gpuws_operand_scalar(0.5), gpuws_operand_scalar(1.5), dx));
     gpuws_buffer *fresh = test_buffer_from(ctx, x, sizeof x), *o = test_buffer(ctx, sizeof x);
-    TEST_OK(gpuws_gaussian_pdf(NULL, N, gpuws_operand_array(fresh), gpuws_operand_scalar(0.5), gpuws_operand_scalar(1.5), o));
+    TEST_OK(gpuws_gaussian_pdf(NULL, N, gpuws_operand_array(fresh), gpuws_operand_scalar(0.5),
+                               gpuws_operand_scalar(1.5), o));
     TEST_OK(gpuws_buffer_read(dx, 0, got, sizeof got));
     TEST_OK(gpuws_buffer_read(o, 0, want, sizeof want));
     cr_assert_arr_eq(got, want, sizeof got, "in place differs from out of place");
@@ -249,16 +258,18 @@ BACKEND_TEST(ufunc, output_may_alias_an_input)
 BACKEND_TEST(ufunc, hypot_special_values)
 {
     gpuws_context *ctx = test_open(*kind);
-    const float x[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, NAN, 2e38f, 3e38f, 1e-30f, 3.0f};
-    const float y[] = {0.0f, 0.0f, NAN, 2.0f, 1.0f, INFINITY, 1e38f, 3e38f, 1e-30f, -4.0f};
+    const float x[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, NAN, 2e38f, 3e38f, 1e-30f, 3.0f };
+    const float y[] = { 0.0f, 0.0f, NAN, 2.0f, 1.0f, INFINITY, 1e38f, 3e38f, 1e-30f, -4.0f };
     enum { N = sizeof x / sizeof x[0] };
-    gpuws_buffer *dx = test_buffer_from(ctx, x, sizeof x), *dy = test_buffer_from(ctx, y, sizeof y), *o = test_buffer(ctx, sizeof x);
+    gpuws_buffer *dx = test_buffer_from(ctx, x, sizeof x), *dy = test_buffer_from(ctx, y, sizeof y),
+                 *o = test_buffer(ctx, sizeof x);
     TEST_OK(gpuws_hypot(NULL, N, gpuws_operand_array(dx), gpuws_operand_array(dy), o));
     float got[N];
     TEST_OK(gpuws_buffer_read(o, 0, got, sizeof got));
-    cr_assert(got[0] == 0.0f && !signbit(got[0]) && got[1] == 0.0f, "hypot(±0, 0) = %g, %g", (double)got[0], (double)got[1]);
-    cr_assert(got[2] == INFINITY && got[3] == INFINITY && got[5] == INFINITY, "inf wins over NaN: %g %g %g", (double)got[2],
-              (double)got[3], (double)got[5]);
+    cr_assert(got[0] == 0.0f && !signbit(got[0]) && got[1] == 0.0f, "hypot(±0, 0) = %g, %g", (double)got[0],
+              (double)got[1]);
+    cr_assert(got[2] == INFINITY && got[3] == INFINITY && got[5] == INFINITY, "inf wins over NaN: %g %g %g",
+              (double)got[2], (double)got[3], (double)got[5]);
     cr_assert(isnan(got[4]), "hypot(NaN, 1) = %g", (double)got[4]);
     /* 2.236e38 fits in float although 2e38^2 does not; 4.24e38 does not fit: inf */
     cr_assert(fabs(got[6] - 2.2360679e38) <= 12 * U * 2.2360679e38, "hypot(2e38, 1e38) = %g", (double)got[6]);
@@ -281,7 +292,8 @@ BACKEND_TEST(ufunc, hypot_checked_rejects_nan_and_writes_nothing)
     test_fill_uniform_f32(x, N, 1, -50, 50);
     test_fill_uniform_f32(y, N, 2, -50, 50);
     x[0] = INFINITY; /* infinity is valid input */
-    gpuws_buffer *dx = test_buffer_from(ctx, x, N * 4), *dy = test_buffer_from(ctx, y, N * 4), *o = test_buffer(ctx, N * 4);
+    gpuws_buffer *dx = test_buffer_from(ctx, x, N * 4), *dy = test_buffer_from(ctx, y, N * 4),
+                 *o = test_buffer(ctx, N * 4);
     gpuws_buffer *plain = test_buffer(ctx, N * 4);
     /* clean input: the same bits as gpuws_hypot */
     TEST_OK(gpuws_hypot_checked(NULL, N, gpuws_operand_array(dx), gpuws_operand_array(dy), o));
@@ -295,11 +307,14 @@ BACKEND_TEST(ufunc, hypot_checked_rejects_nan_and_writes_nothing)
     const float nan = NAN;
     TEST_OK(gpuws_buffer_write(dy, 70001 * 4, &nan, 4));
     TEST_OK(gpuws_buffer_write(dx, 90000 * 4, &nan, 4));
-    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_hypot_checked(NULL, N, gpuws_operand_array(dx), gpuws_operand_array(dy), o));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT,
+               gpuws_hypot_checked(NULL, N, gpuws_operand_array(dx), gpuws_operand_array(dy), o));
     cr_assert(strstr(gpuws_last_error(), "'y' is NaN at index 70001"), "message: %s", gpuws_last_error());
-    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_hypot_checked(NULL, N, gpuws_operand_array(dx), gpuws_operand_scalar(1), o));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT,
+               gpuws_hypot_checked(NULL, N, gpuws_operand_array(dx), gpuws_operand_scalar(1), o));
     cr_assert(strstr(gpuws_last_error(), "'x' is NaN at index 90000"), "message: %s", gpuws_last_error());
-    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_hypot_checked(NULL, N, gpuws_operand_scalar(NAN), gpuws_operand_array(dy), o));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT,
+               gpuws_hypot_checked(NULL, N, gpuws_operand_scalar(NAN), gpuws_operand_array(dy), o));
     test_check_guard(o, 0, "out");
     /* the unchecked form propagates the NaN, like NumPy */
     TEST_OK(gpuws_hypot(NULL, N, gpuws_operand_array(dx), gpuws_operand_array(dy), plain));
@@ -327,16 +342,16 @@ typedef struct {
 
 ParameterizedTestParameters(ufunc, zero_suppress_is_exact)
 {
-    static const size_t zs_sizes[] = {1, 7, 8, 9, 17, 100003};
-    static const double thresholds[] = {15.0, 15.5, 0.1, -INFINITY, INFINITY, -32768.5};
+    static const size_t zs_sizes[] = { 1, 7, 8, 9, 17, 100003 };
+    static const double thresholds[] = { 15.0, 15.5, 0.1, -INFINITY, INFINITY, -32768.5 };
     enum { NZ = sizeof zs_sizes / sizeof zs_sizes[0], NT = sizeof thresholds / sizeof thresholds[0] };
     static zs_case cases[TEST_BACKENDS * 2 * (NZ + NT)];
     size_t k = 0;
     for (int b = 0; b < TEST_BACKENDS; b++)
         for (int d = 0; d < 2; d++) {
             const gpuws_dtype dt = d ? GPUWS_I16 : GPUWS_F32;
-            for (size_t s = 0; s < NZ; s++) cases[k++] = (zs_case){test_backends[b], dt, zs_sizes[s], 15.0};
-            for (size_t t = 0; t < NT; t++) cases[k++] = (zs_case){test_backends[b], dt, 1031, thresholds[t]};
+            for (size_t s = 0; s < NZ; s++) cases[k++] = (zs_case){ test_backends[b], dt, zs_sizes[s], 15.0 };
+            for (size_t t = 0; t < NT; t++) cases[k++] = (zs_case){ test_backends[b], dt, 1031, thresholds[t] };
         }
     return cr_make_param_array(zs_case, cases, k);
 }
@@ -406,23 +421,29 @@ BACKEND_TEST(ufunc, hidden_layer_host_pipeline_matches_the_device_kernel)
     uint64_t seed = test_seed(false);
     for (size_t i = 0; i < n; i++) {
         g[i] = floorf((float)(255 * test_rand_uniform(&seed)));
-        w[i] = (float)(0.5 + 0.1 * (test_rand_uniform(&seed) + test_rand_uniform(&seed) + test_rand_uniform(&seed) - 1.5) * 2);
+        w[i] =
+            (float)(0.5 +
+                    0.1 * (test_rand_uniform(&seed) + test_rand_uniform(&seed) + test_rand_uniform(&seed) - 1.5) * 2);
     }
-    gpuws_buffer *dg = test_buffer_from(ctx, g, n * 4), *dw = test_buffer_from(ctx, w, n * 4), *dout = test_buffer(ctx, n * 4);
+    gpuws_buffer *dg = test_buffer_from(ctx, g, n * 4), *dw = test_buffer_from(ctx, w, n * 4),
+                 *dout = test_buffer(ctx, n * 4);
     TEST_OK(gpuws_hidden_layer(NULL, n, dg, dw, dout));
     float *want = test_download(dout, n * 4);
-    static const gpuws_pipeline_options opts[] = {{.chunk = 0, .streams = 0}, {.chunk = 1000, .streams = 2},
-                                                  {.chunk = 4096, .streams = 1}, {.chunk = 3000, .streams = 8}};
+    static const gpuws_pipeline_options opts[] = { { .chunk = 0, .streams = 0 },
+                                                   { .chunk = 1000, .streams = 2 },
+                                                   { .chunk = 4096, .streams = 1 },
+                                                   { .chunk = 3000, .streams = 8 } };
     for (size_t o = 0; o < sizeof opts / sizeof opts[0]; o++) {
         memset(out, 0xAB, n * 4);
         TEST_OK(gpuws_hidden_layer_host(ctx, n, g, w, out, &opts[o]));
-        cr_assert_arr_eq(out, want, n * 4, "chunk %zu, %d streams: differs from the device kernel", opts[o].chunk, opts[o].streams);
+        cr_assert_arr_eq(out, want, n * 4, "chunk %zu, %d streams: differs from the device kernel", opts[o].chunk,
+                         opts[o].streams);
     }
     for (size_t i = 0; i < n; i++) {
-        const double a[2] = {g[i], w[i]}, ref = reference(HIDDEN, a);
+        const double a[2] = { g[i], w[i] }, ref = reference(HIDDEN, a);
         double err, allowed;
-        cr_assert(within(HIDDEN, a, ref, out[i], &err, &allowed), "tanh(%g / 255 * %g) = %.9g, reference %.17g", (double)g[i],
-                  (double)w[i], (double)out[i], ref);
+        cr_assert(within(HIDDEN, a, ref, out[i], &err, &allowed), "tanh(%g / 255 * %g) = %.9g, reference %.17g",
+                  (double)g[i], (double)w[i], (double)out[i], ref);
     }
     /* ordinary (pageable) memory gives the same result; tiny inputs; n = 0 */
     float *pg = malloc(7 * 4), *pw = malloc(7 * 4), *po = malloc(7 * 4);
@@ -432,7 +453,7 @@ BACKEND_TEST(ufunc, hidden_layer_host_pipeline_matches_the_device_kernel)
     TEST_OK(gpuws_hidden_layer_host(ctx, 7, pg, pw, po, NULL));
     cr_assert_arr_eq(po, want, 28);
     TEST_OK(gpuws_hidden_layer_host(ctx, 0, NULL, NULL, NULL, NULL));
-    gpuws_pipeline_options bad = {.streams = 9};
+    gpuws_pipeline_options bad = { .streams = 9 };
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_hidden_layer_host(ctx, 7, pg, pw, po, &bad));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_hidden_layer_host(ctx, 7, pg, NULL, po, NULL));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_hidden_layer_host(NULL, 7, pg, pw, po, NULL));

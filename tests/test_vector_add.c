@@ -13,7 +13,7 @@ typedef struct {
     bool fresh_seed;
 } va_case;
 
-static const size_t sizes[] = {0, 1, 31, 1000, (1u << 20) + 7, 1u << 24};
+static const size_t sizes[] = { 0, 1, 31, 1000, (1u << 20) + 7, 1u << 24 };
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 ParameterizedTestParameters(vector_add, matches_reference_bit_for_bit)
@@ -22,9 +22,10 @@ ParameterizedTestParameters(vector_add, matches_reference_bit_for_bit)
     size_t k = 0;
     for (int b = 0; b < TEST_BACKENDS; b++)
         for (int d = 0; d < 2; d++) {
-            for (size_t s = 0; s < NSIZES; s++) cases[k++] = (va_case){test_backends[b], d ? GPUWS_F64 : GPUWS_F32, sizes[s], false};
-            cases[k++] = (va_case){test_backends[b], d ? GPUWS_F64 : GPUWS_F32, 1000, true};
-            cases[k++] = (va_case){test_backends[b], d ? GPUWS_F64 : GPUWS_F32, (1u << 20) + 7, true};
+            for (size_t s = 0; s < NSIZES; s++)
+                cases[k++] = (va_case){ test_backends[b], d ? GPUWS_F64 : GPUWS_F32, sizes[s], false };
+            cases[k++] = (va_case){ test_backends[b], d ? GPUWS_F64 : GPUWS_F32, 1000, true };
+            cases[k++] = (va_case){ test_backends[b], d ? GPUWS_F64 : GPUWS_F32, (1u << 20) + 7, true };
         }
     return cr_make_param_array(va_case, cases, k);
 }
@@ -46,7 +47,8 @@ ParameterizedTest(va_case *c, vector_add, matches_reference_bit_for_bit)
         test_fill_uniform_f64(b, c->n, seed + 1, -1e3, 1e3);
         gpuws_vector_add_ref_f64(a, b, want, c->n);
     }
-    gpuws_buffer *da = test_buffer_from(ctx, a, bytes), *db = test_buffer_from(ctx, b, bytes), *dc = test_buffer(ctx, bytes);
+    gpuws_buffer *da = test_buffer_from(ctx, a, bytes), *db = test_buffer_from(ctx, b, bytes),
+                 *dc = test_buffer(ctx, bytes);
     TEST_OK(gpuws_vector_add(NULL, c->dtype, c->n, da, db, dc));
     gpuws_stream *s;
     TEST_OK(gpuws_context_get_default_stream(ctx, &s));

@@ -28,7 +28,7 @@ size_t *catalog_order_by_flux(const gpuws_source *sources, size_t n)
         free(keys);
         return NULL;
     }
-    for (size_t i = 0; i < n; i++) keys[i] = (key){sources[i].flux, sources[i].id, i};
+    for (size_t i = 0; i < n; i++) keys[i] = (key){ sources[i].flux, sources[i].id, i };
     qsort(keys, n, sizeof *keys, by_flux);
     for (size_t i = 0; i < n; i++) order[i] = keys[i].index;
     free(keys);

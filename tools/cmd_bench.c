@@ -15,42 +15,43 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gpuws bench [--full] [--backends cuda,opencl,cpu|all] [--platform NAME] [--algorithms LIST]\n"
-            "                   [--size small|default|large] [--repeat N] [--cpu-repeat N] [--budget SECONDS]\n"
-            "                   [--back-to-back K]\n"
-            "                   [--json FILE] [--csv FILE] [--svg FILE] [--compare PEERS.json] [--no-ceilings] [--list]\n"
-            "       gpuws bench merge RUN.json RUN.json ... [--svg FILE] [--json FILE]\n"
-            "  Runs every workload on every selected device (each OpenCL device of each platform is its own target),\n"
-            "  checks each result against the scalar reference (a wrong result is FAILED, never timed), then times it\n"
-            "  with device events after a warm-up run: median and minimum of N runs. Before the workloads it measures\n"
-            "  each device's ceilings: device-to-device copy bandwidth, the FP32/FP64 FMA rate, and the timer's floor\n"
-            "  (two events with nothing between them).\n"
-            "  The default is a quick run (a few minutes on a CPU without a GPU): the small sizes, 5 runs per row\n"
-            "  (the CPU backend, which runs the scalar reference, 1), at most 1 s of timed runs per row. --full is\n"
-            "  the measurement: the default sizes, 20 runs (CPU backend 3), up to 60 s per row. --size, --repeat,\n"
-            "  --cpu-repeat and --budget override either.\n"
-            "  --algorithms  comma list of algorithms or algorithm/variant (e.g. reduce,convolve2d/f32,transfer)\n"
-            "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive; default:\n"
-            "                GPUWS_OPENCL_PLATFORM when set)\n"
-            "  --repeat, --cpu-repeat  from 1 to 1000000\n"
-            "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; a number\n"
-            "                > 0 and at most 86400)\n"
-            "  --back-to-back  on GPU targets, also time K calls between two events (default 10; 0 = off) and report\n"
-            "                the median per call: the timer's floor and the host's time per call then overlap the\n"
-            "                device's work, as in a stream kept busy (nvbench's batch measurement)\n"
-            "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
-            "  --list        prints the registered workloads and exits\n"
-            "  Without --json, --csv or --svg the three reports go to gpuws-bench-HOST.json, .csv and .svg in the\n"
-            "  current directory; the last lines say where they went.\n"
-            "  merge: one vendor comparison of runs made on different machines (each machine runs gpuws bench and\n"
-            "  copies its JSON over): a table of every workload with each run's devices side by side on stdout, and\n"
-            "  with --svg the chart, with --json the merged document.\n"
-            "  Each option may be given once; names and lists may not be empty.\n"
-            "  The reports are written all or none: a regular file (or a symlink's target) is replaced, a device or\n"
-            "  FIFO written into; a directory, the --compare file, or one file named twice is refused before any run.\n"
-            "  Exit status: 0 all rows correct, 1 a row FAILED (the reports are still written) or the reports could\n"
-            "  not be written (then none is), 2 usage error (also: a report names the --compare file or another).\n");
+    fprintf(
+        f,
+        "usage: gpuws bench [--full] [--backends cuda,opencl,cpu|all] [--platform NAME] [--algorithms LIST]\n"
+        "                   [--size small|default|large] [--repeat N] [--cpu-repeat N] [--budget SECONDS]\n"
+        "                   [--back-to-back K]\n"
+        "                   [--json FILE] [--csv FILE] [--svg FILE] [--compare PEERS.json] [--no-ceilings] [--list]\n"
+        "       gpuws bench merge RUN.json RUN.json ... [--svg FILE] [--json FILE]\n"
+        "  Runs every workload on every selected device (each OpenCL device of each platform is its own target),\n"
+        "  checks each result against the scalar reference (a wrong result is FAILED, never timed), then times it\n"
+        "  with device events after a warm-up run: median and minimum of N runs. Before the workloads it measures\n"
+        "  each device's ceilings: device-to-device copy bandwidth, the FP32/FP64 FMA rate, and the timer's floor\n"
+        "  (two events with nothing between them).\n"
+        "  The default is a quick run (a few minutes on a CPU without a GPU): the small sizes, 5 runs per row\n"
+        "  (the CPU backend, which runs the scalar reference, 1), at most 1 s of timed runs per row. --full is\n"
+        "  the measurement: the default sizes, 20 runs (CPU backend 3), up to 60 s per row. --size, --repeat,\n"
+        "  --cpu-repeat and --budget override either.\n"
+        "  --algorithms  comma list of algorithms or algorithm/variant (e.g. reduce,convolve2d/f32,transfer)\n"
+        "  --platform    keep only OpenCL platforms whose name contains NAME (case-insensitive; default:\n"
+        "                GPUWS_OPENCL_PLATFORM when set)\n"
+        "  --repeat, --cpu-repeat  from 1 to 1000000\n"
+        "  --budget      at most this many seconds of timed runs per row (fewer repeats, at least 1; a number\n"
+        "                > 0 and at most 86400)\n"
+        "  --back-to-back  on GPU targets, also time K calls between two events (default 10; 0 = off) and report\n"
+        "                the median per call: the timer's floor and the host's time per call then overlap the\n"
+        "                device's work, as in a stream kept busy (nvbench's batch measurement)\n"
+        "  --compare     a peers JSON (bench/peers/run_peers.py): prints peer time / gpuws time per workload\n"
+        "  --list        prints the registered workloads and exits\n"
+        "  Without --json, --csv or --svg the three reports go to gpuws-bench-HOST.json, .csv and .svg in the\n"
+        "  current directory; the last lines say where they went.\n"
+        "  merge: one vendor comparison of runs made on different machines (each machine runs gpuws bench and\n"
+        "  copies its JSON over): a table of every workload with each run's devices side by side on stdout, and\n"
+        "  with --svg the chart, with --json the merged document.\n"
+        "  Each option may be given once; names and lists may not be empty.\n"
+        "  The reports are written all or none: a regular file (or a symlink's target) is replaced, a device or\n"
+        "  FIFO written into; a directory, the --compare file, or one file named twice is refused before any run.\n"
+        "  Exit status: 0 all rows correct, 1 a row FAILED (the reports are still written) or the reports could\n"
+        "  not be written (then none is), 2 usage error (also: a report names the --compare file or another).\n");
 }
 
 /* The next comma-separated item of *p into buf (trimmed of spaces); false at the end. */
@@ -97,15 +98,19 @@ typedef struct {
 static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
 {
     /* size, repeat, cpu_repeat and budget_s stay unset (-1, 0, 0, 0) until the end: --full picks their defaults */
-    *o = (options){.backends = "all", .size = (bench_size)-1, .batch_calls = 10, .ceilings = true};
+    *o = (options){ .backends = "all", .size = (bench_size)-1, .batch_calls = 10, .ceilings = true };
     tool_args t = TOOL_ARGS_INIT("bench");
     t.err = err;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const char **str = !strcmp(a, "--backends") ? &o->backends : !strcmp(a, "--platform") ? &o->platform
-                           : !strcmp(a, "--algorithms") ? &o->algorithms : !strcmp(a, "--json") ? &o->json
-                           : !strcmp(a, "--csv") ? &o->csv : !strcmp(a, "--svg") ? &o->svg
-                           : !strcmp(a, "--compare") ? &o->compare : NULL;
+        const char **str = !strcmp(a, "--backends")     ? &o->backends
+                           : !strcmp(a, "--platform")   ? &o->platform
+                           : !strcmp(a, "--algorithms") ? &o->algorithms
+                           : !strcmp(a, "--json")       ? &o->json
+                           : !strcmp(a, "--csv")        ? &o->csv
+                           : !strcmp(a, "--svg")        ? &o->svg
+                           : !strcmp(a, "--compare")    ? &o->compare
+                                                        : NULL;
         uint64_t x;
         if (a[0] == '-' && a[1] && !tool_is_signed_number(a) && tool_once(&t, a)) return 2;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -127,7 +132,8 @@ static int parse(int argc, char **argv, options *o, FILE *out, FILE *err)
             *(a[2] == 'r' ? &o->repeat : &o->cpu_repeat) = (int)x, i++;
         } else if (!strcmp(a, "--back-to-back") && v) {
             if (tool_parse_count(v, 1000, &x) || x == 1) {
-                fprintf(err, "gpuws bench: --back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '%s'\n", v);
+                fprintf(err, "gpuws bench: --back-to-back needs 0 (off) or a count of calls from 2 to 1000, not '%s'\n",
+                        v);
                 return 2;
             }
             o->batch_calls = (int)x, i++;
@@ -175,7 +181,7 @@ static void default_reports(options *o)
         safe[k] = keep ? *p : '_';
     }
     safe[k] = 0;
-    static const char *const ext[3] = {"json", "csv", "svg"};
+    static const char *const ext[3] = { "json", "csv", "svg" };
     for (int i = 0; i < 3; i++)
         snprintf(o->default_paths[i], sizeof o->default_paths[i], "gpuws-bench-%s.%s", safe, ext[i]);
     o->json = o->default_paths[0], o->csv = o->default_paths[1], o->svg = o->default_paths[2];
@@ -204,7 +210,7 @@ static unsigned backend_mask(const char *list, FILE *err)
 static bool check_algorithms(const char *list, FILE *err)
 {
     char item[128];
-    if (list && !next_item(&(const char *){list}, item, sizeof item)) {
+    if (list && !next_item(&(const char *){ list }, item, sizeof item)) {
         fprintf(err, "gpuws bench: --algorithms names no algorithm (--list shows them)\n");
         return false;
     }
@@ -262,7 +268,9 @@ static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, c
     for (size_t t = 0; t < rep->ntargets; t++) {
         bench_target *tg = &rep->targets[t];
         gpuws_context_options co = GPUWS_CONTEXT_OPTIONS_INIT;
-        co.backend = tg->backend == GPUWS_BACKEND_CUDA ? "cuda" : tg->backend == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu";
+        co.backend = tg->backend == GPUWS_BACKEND_CUDA     ? "cuda"
+                     : tg->backend == GPUWS_BACKEND_OPENCL ? "opencl"
+                                                           : "cpu";
         co.device = (int)tg->device;
         co.opencl_platform = "";
         gpuws_context *ctx;
@@ -275,7 +283,8 @@ static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, c
             continue;
         }
         if (o->ceilings) {
-            fprintf(err, "[%zu/%zu] %s: measuring ceilings (copy bandwidth, FMA rate, timer floor)...", k, total, tg->label);
+            fprintf(err, "[%zu/%zu] %s: measuring ceilings (copy bandwidth, FMA rate, timer floor)...", k, total,
+                    tg->label);
             fflush(err);
             bench_measure_ceilings(tg, ctx, o->size);
             char a[24], b[24], c[24], d[24];
@@ -302,7 +311,8 @@ static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, c
                 gpuws_context_destroy(ctx);
                 if ((st = gpuws_context_create(&ctx, &co))) {
                     char why[256];
-                    snprintf(why, sizeof why, "context after a failure: %s: %s", gpuws_status_name(st), gpuws_last_error());
+                    snprintf(why, sizeof why, "context after a failure: %s: %s", gpuws_status_name(st),
+                             gpuws_last_error());
                     for (size_t j = i + 1; j < nw; j++) fail_row(&rep->rows[k++], ws[j], tg, o->size, why);
                     ctx = NULL;
                     break;
@@ -315,13 +325,13 @@ static size_t run_all(bench_report *rep, const bench_workload **ws, size_t nw, c
 }
 
 /* The reports' files, in this order in the plan. */
-static const char *const report_options[3] = {"--json", "--csv", "--svg"};
+static const char *const report_options[3] = { "--json", "--csv", "--svg" };
 
 /* Writes every requested report into its staging file, then puts them all in place; on any failure none. */
 static int write_outputs(const bench_report *rep, const options *o, output_files *files, FILE *err)
 {
-    const char *paths[3] = {o->json, o->csv, o->svg};
-    void (*const writers[3])(const bench_report *, FILE *) = {bench_write_json, bench_write_csv, bench_write_svg};
+    const char *paths[3] = { o->json, o->csv, o->svg };
+    void (*const writers[3])(const bench_report *, FILE *) = { bench_write_json, bench_write_csv, bench_write_svg };
     char why[4400];
     int rc = 0;
     for (size_t i = 0; i < 3 && !rc; i++) {
@@ -335,7 +345,7 @@ static int write_outputs(const bench_report *rep, const options *o, output_files
         fprintf(err, "gpuws bench: cannot write %s (no report written)\n", why);
         return 1;
     }
-    static const char *const kinds[3] = {"JSON", "CSV", "SVG"};
+    static const char *const kinds[3] = { "JSON", "CSV", "SVG" };
     for (size_t i = 0; i < 3; i++)
         if (paths[i]) fprintf(err, "gpuws bench: %s report: %s\n", kinds[i], paths[i]);
     return 0;
@@ -350,7 +360,8 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
     if (o.list) {
         char name[128];
         for (const bench_workload *const *wp = bench_workloads(); *wp; wp++)
-            fprintf(out, "%-40s%s\n", bench_workload_name(*wp, name, sizeof name), (*wp)->end_to_end ? "  (end to end)" : "");
+            fprintf(out, "%-40s%s\n", bench_workload_name(*wp, name, sizeof name),
+                    (*wp)->end_to_end ? "  (end to end)" : "");
         return 0;
     }
     const unsigned mask = backend_mask(o.backends, err);
@@ -358,7 +369,7 @@ int bench_main(int argc, char **argv, FILE *out, FILE *err)
     default_reports(&o);
     /* the reports' files before any run: a destination that cannot be written, or that is the peers file, fails
      * before the minutes of timing */
-    const char *paths[3] = {o.json, o.csv, o.svg};
+    const char *paths[3] = { o.json, o.csv, o.svg };
     char why[4400];
     output_files *files = output_files_prepare(&o.compare, 1, paths, report_options, 3, &rc, why, sizeof why);
     if (!files) {

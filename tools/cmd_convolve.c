@@ -18,31 +18,32 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gpuws convolve IN.fits KERNEL.fits -o OUT.fits [--mode full|same|valid] [--boundary fill|wrap|symm]\n"
-            "                      [--fill V] [--dtype f32|f64] [--separable]\n"
-            "       gpuws convolve --demo [--dtype f32|f64] [--size N] [--repeat N]\n"
-            "  Convolves the first 2-D image of IN.fits with that of KERNEL.fits exactly as\n"
-            "  scipy.signal.convolve2d(in, kernel, mode, boundary, fillvalue) does (defaults: full, fill, 0) and writes\n"
-            "  OUT.fits, completely or not at all: a regular file (or a symlink's target) is replaced, keeping its\n"
-            "  permissions; a device or FIFO is written into; a directory, or one of the inputs, is refused before\n"
-            "  any work. The arithmetic is f64 when either file holds doubles, else f32, unless --dtype says\n"
-            "  otherwise.\n"
-            "  --separable: the kernel K (kh x kw) is outer(col, row). gpuws factors it in double, with (j*, k*) the\n"
-            "  entry of largest |K|: col[j] = K[j][k*], row[k] = K[j*][k] / K[j*][k*], and convolves in two 1-D passes\n"
-            "  (kh + kw products per output instead of kh * kw; rounding differs from the 2-D sum, see\n"
-            "  gpuws_convolve2d_separable). If some |K[j][k] - col[j] * row[k]| exceeds 1e-6 * max |K|, or K holds NaN\n"
-            "  or Inf, it exits 1 and writes nothing. An all-zero kernel is accepted (col = row = 0).\n"
-            "  --demo runs the workshop's exercise: deltas (ones at [8::16, 8::16]) of N x N (default 2048) convolved\n"
-            "  with the 15 x 15 Gaussian, and np.convolve of the flattened deltas with its diagonal, timed on the\n"
-            "  device (median of --repeat runs, default 20) next to one run of the scalar reference on one CPU core;\n"
-            "  also the same 2-D convolution through the separable path (outer(g, g), g = exp(-x^2 / 2)), timed the\n"
-            "  same way and compared with the 2-D path's output.\n"
-            "  --fill V is a decimal number, nan, inf or -inf; --size N from 16 to 16384; --repeat N from 1 to\n"
-            "  1000000. -o, --mode, --boundary, --fill and --separable apply to files only, --size and --repeat to\n"
-            "  --demo only; each option may be given once.\n"
-            "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM.\n"
-            "  Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: OUT.fits is an input).\n");
+    fprintf(
+        f,
+        "usage: gpuws convolve IN.fits KERNEL.fits -o OUT.fits [--mode full|same|valid] [--boundary fill|wrap|symm]\n"
+        "                      [--fill V] [--dtype f32|f64] [--separable]\n"
+        "       gpuws convolve --demo [--dtype f32|f64] [--size N] [--repeat N]\n"
+        "  Convolves the first 2-D image of IN.fits with that of KERNEL.fits exactly as\n"
+        "  scipy.signal.convolve2d(in, kernel, mode, boundary, fillvalue) does (defaults: full, fill, 0) and writes\n"
+        "  OUT.fits, completely or not at all: a regular file (or a symlink's target) is replaced, keeping its\n"
+        "  permissions; a device or FIFO is written into; a directory, or one of the inputs, is refused before\n"
+        "  any work. The arithmetic is f64 when either file holds doubles, else f32, unless --dtype says\n"
+        "  otherwise.\n"
+        "  --separable: the kernel K (kh x kw) is outer(col, row). gpuws factors it in double, with (j*, k*) the\n"
+        "  entry of largest |K|: col[j] = K[j][k*], row[k] = K[j*][k] / K[j*][k*], and convolves in two 1-D passes\n"
+        "  (kh + kw products per output instead of kh * kw; rounding differs from the 2-D sum, see\n"
+        "  gpuws_convolve2d_separable). If some |K[j][k] - col[j] * row[k]| exceeds 1e-6 * max |K|, or K holds NaN\n"
+        "  or Inf, it exits 1 and writes nothing. An all-zero kernel is accepted (col = row = 0).\n"
+        "  --demo runs the workshop's exercise: deltas (ones at [8::16, 8::16]) of N x N (default 2048) convolved\n"
+        "  with the 15 x 15 Gaussian, and np.convolve of the flattened deltas with its diagonal, timed on the\n"
+        "  device (median of --repeat runs, default 20) next to one run of the scalar reference on one CPU core;\n"
+        "  also the same 2-D convolution through the separable path (outer(g, g), g = exp(-x^2 / 2)), timed the\n"
+        "  same way and compared with the 2-D path's output.\n"
+        "  --fill V is a decimal number, nan, inf or -inf; --size N from 16 to 16384; --repeat N from 1 to\n"
+        "  1000000. -o, --mode, --boundary, --fill and --separable apply to files only, --size and --repeat to\n"
+        "  --demo only; each option may be given once.\n"
+        "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM.\n"
+        "  Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: OUT.fits is an input).\n");
 }
 
 static double now_ms(void)
@@ -73,8 +74,8 @@ typedef struct {
  * *dev = max |K[j][k] - col[j] * row[k]| and *scale = max |K|. Returns 0 when *dev <= SEPARABLE_TOL * *scale;
  * -1 when it is not, and -2 when K holds NaN or Inf (*bad_j, *bad_k name the first such entry). An all-zero kernel
  * gives col = 0 and row = 0 (deviation 0): the result is the 2-D convolution with a zero kernel. */
-static int factor_separable(const double *k, size_t kh, size_t kw, double *col, double *row, double *dev,
-                            double *scale, size_t *bad_j, size_t *bad_k)
+static int factor_separable(const double *k, size_t kh, size_t kw, double *col, double *row, double *dev, double *scale,
+                            size_t *bad_j, size_t *bad_k)
 {
     size_t js = 0, ks = 0;
     double big = 0;
@@ -151,7 +152,8 @@ static int convolve_files(const args *a)
     void *out = NULL;
     double *col = NULL, *row = NULL;
     int rc = 1;
-    gpuws_status st = gpuws_convolve2d_output_shape(img.height, img.width, ker.height, ker.width, a->opt.mode, &oh, &ow);
+    gpuws_status st =
+        gpuws_convolve2d_output_shape(img.height, img.width, ker.height, ker.width, a->opt.mode, &oh, &ow);
     if (st) {
         rc = tool_fail("convolve", st);
         goto done;
@@ -166,28 +168,35 @@ static int convolve_files(const args *a)
         size_t nj = 0, nk = 0;
         const int f = factor_separable(ker.data, ker.height, ker.width, col, row, &dev, &scale, &nj, &nk);
         if (f == -2) {
-            fprintf(stderr, "gpuws convolve: the kernel holds %g at row %zu, column %zu (0-based): a kernel with NaN or Inf "
-                            "cannot be factored; drop --separable\n", ((const double *)ker.data)[nj * ker.width + nk], nj, nk);
+            fprintf(stderr,
+                    "gpuws convolve: the kernel holds %g at row %zu, column %zu (0-based): a kernel with NaN or Inf "
+                    "cannot be factored; drop --separable\n",
+                    ((const double *)ker.data)[nj * ker.width + nk], nj, nk);
             goto done;
         }
         if (f) {
-            fprintf(stderr, "gpuws convolve: the kernel is not separable: largest deviation from outer(col, row) is %.3g "
-                            "(relative %.3g, tolerance %g); drop --separable\n", dev, dev / scale, SEPARABLE_TOL);
+            fprintf(stderr,
+                    "gpuws convolve: the kernel is not separable: largest deviation from outer(col, row) is %.3g "
+                    "(relative %.3g, tolerance %g); drop --separable\n",
+                    dev, dev / scale, SEPARABLE_TOL);
             goto done;
         }
     }
     if ((rc = tool_context("convolve", &ctx))) goto done;
     gpuws_device_info d;
     gpuws_context_get_device_info(ctx, &d);
-    fprintf(stderr, "gpuws convolve: %zu x %zu image * %zu x %zu kernel%s -> %zu x %zu (%s) on %s\n", img.height, img.width,
-            ker.height, ker.width, a->separable ? " (separable: col x row)" : "", oh, ow, gpuws_dtype_name(dt), d.name);
+    fprintf(stderr, "gpuws convolve: %zu x %zu image * %zu x %zu kernel%s -> %zu x %zu (%s) on %s\n", img.height,
+            img.width, ker.height, ker.width, a->separable ? " (separable: col x row)" : "", oh, ow,
+            gpuws_dtype_name(dt), d.name);
     const size_t es = gpuws_dtype_size(dt);
     out = malloc(oh * ow * es);
     if (!out) st = GPUWS_ERR_OUT_OF_MEMORY;
-    if (!st && !(st = upload(ctx, img.data, img.width * img.height, dt, &bi)) && !(st = gpuws_buffer_create(ctx, oh * ow * es, &bo))) {
+    if (!st && !(st = upload(ctx, img.data, img.width * img.height, dt, &bi)) &&
+        !(st = gpuws_buffer_create(ctx, oh * ow * es, &bo))) {
         if (a->separable) {
             if (!(st = upload(ctx, col, ker.height, dt, &bc)) && !(st = upload(ctx, row, ker.width, dt, &br)))
-                st = gpuws_convolve2d_separable(NULL, dt, bi, img.height, img.width, 0, bc, ker.height, br, ker.width, &a->opt, bo);
+                st = gpuws_convolve2d_separable(NULL, dt, bi, img.height, img.width, 0, bc, ker.height, br, ker.width,
+                                                &a->opt, bo);
         } else if (!(st = upload(ctx, ker.data, ker.width * ker.height, dt, &bk))) {
             st = gpuws_convolve2d(NULL, dt, bi, img.height, img.width, 0, bk, ker.height, ker.width, &a->opt, bo);
         }
@@ -266,7 +275,8 @@ static gpuws_status run2d_transfers(void *p, gpuws_stream *s)
     demo *d = p;
     const size_t es = gpuws_dtype_size(d->dt);
     gpuws_status st;
-    if ((st = gpuws_buffer_write_async(s, d->image, 0, d->h_image, d->side * d->side * es)) || (st = run2d(p, s))) return st;
+    if ((st = gpuws_buffer_write_async(s, d->image, 0, d->h_image, d->side * d->side * es)) || (st = run2d(p, s)))
+        return st;
     return gpuws_buffer_read_async(s, d->out, 0, d->h_out, d->g2.oh * d->g2.ow * es);
 }
 
@@ -324,7 +334,7 @@ static int run_demo(const args *a)
     gpuws_context *ctx;
     int rc = tool_context("convolve", &ctx);
     if (rc) return rc;
-    demo d = {0};
+    demo d = { 0 };
     d.dt = a->dtype >= 0 ? (gpuws_dtype)a->dtype : GPUWS_F64; /* the workshop's arrays are float64 */
     d.side = a->demo_size;
     const size_t n = d.side * d.side, es = gpuws_dtype_size(d.dt);
@@ -335,7 +345,8 @@ static int run_demo(const args *a)
     void *got = malloc(no * es), *want = malloc(no * es), *sep = malloc(no * es), *h_g = malloc(TAPS * es);
     d.h_kernel = malloc(TAPS * TAPS * es), d.h_diag = malloc(TAPS * es);
     if (!st && (!img || !got || !want || !sep || !h_g || !d.h_kernel || !d.h_diag)) st = GPUWS_ERR_OUT_OF_MEMORY;
-    if (st || (st = gpuws_host_alloc(ctx, n * es, &d.h_image)) || (st = gpuws_host_alloc(ctx, no * es, &d.h_out))) goto fail;
+    if (st || (st = gpuws_host_alloc(ctx, n * es, &d.h_image)) || (st = gpuws_host_alloc(ctx, no * es, &d.h_out)))
+        goto fail;
     for (size_t i = 0; i < n; i++) img[i] = (i / d.side) % 16 == 8 && (i % d.side) % 16 == 8 ? 1.0 : 0.0;
     for (int j = 0; j < TAPS; j++)
         for (int k = 0; k < TAPS; k++) {
@@ -347,9 +358,11 @@ static int run_demo(const args *a)
         const double x = -2.0 + 4.0 * j / (TAPS - 1);
         g[j] = exp(-x * x / 2);
     }
-    to_dtype(img, n, d.dt, d.h_image), to_dtype(gauss, TAPS * TAPS, d.dt, d.h_kernel), to_dtype(diag, TAPS, d.dt, d.h_diag);
+    to_dtype(img, n, d.dt, d.h_image), to_dtype(gauss, TAPS * TAPS, d.dt, d.h_kernel),
+        to_dtype(diag, TAPS, d.dt, d.h_diag);
     to_dtype(g, TAPS, d.dt, h_g);
-    if ((st = gpuws_buffer_create(ctx, n * es, &d.image)) || (st = gpuws_buffer_create(ctx, TAPS * TAPS * es, &d.kernel)) ||
+    if ((st = gpuws_buffer_create(ctx, n * es, &d.image)) ||
+        (st = gpuws_buffer_create(ctx, TAPS * TAPS * es, &d.kernel)) ||
         (st = gpuws_buffer_create(ctx, TAPS * es, &d.diag)) || (st = gpuws_buffer_create(ctx, no * es, &d.out)) ||
         (st = gpuws_buffer_create(ctx, TAPS * es, &d.g)) || (st = gpuws_buffer_write(d.g, 0, h_g, TAPS * es)) ||
         (st = gpuws_buffer_write(d.image, 0, d.h_image, n * es)) ||
@@ -369,14 +382,16 @@ static int run_demo(const args *a)
     printf("  device: %s | %s (%s)\n", bi.name, info.name, info.platform);
     fprintf(stderr, "  timing convolve2d on the device (%d runs)...\n", a->repeat);
     double t2 = 0, t2x = 0, t1 = 0, r2, r1;
-    if ((st = time_device(ctx, run2d, &d, a->repeat, &t2)) || (st = gpuws_buffer_read(d.out, 0, got, d.g2.oh * d.g2.ow * es)) ||
+    if ((st = time_device(ctx, run2d, &d, a->repeat, &t2)) ||
+        (st = gpuws_buffer_read(d.out, 0, got, d.g2.oh * d.g2.ow * es)) ||
         (st = time_device(ctx, run2d_transfers, &d, a->repeat < 5 ? a->repeat : 5, &t2x)))
         goto fail;
     r2 = reference2d(&d, want);
     const double diff2 = max_rel_diff(got, want, d.g2.oh * d.g2.ow, d.dt);
-    printf("  convolve2d   device %10.3f ms  (%.1f GFLOP/s)   with transfers %9.3f ms   scalar reference %9.1f ms\n", t2,
-           flops2 / t2 / 1e6, t2x, r2);
-    printf("               speed-up %.0fx on the device, %.0fx with transfers; max |device - reference| / max |reference| = %.2g\n",
+    printf("  convolve2d   device %10.3f ms  (%.1f GFLOP/s)   with transfers %9.3f ms   scalar reference %9.1f ms\n",
+           t2, flops2 / t2 / 1e6, t2x, r2);
+    printf("               speed-up %.0fx on the device, %.0fx with transfers; max |device - reference| / max "
+           "|reference| = %.2g\n",
            r2 / t2, r2 / t2x, diff2);
     /* The same convolution through the separable path, timed the same way, compared with the 2-D path's output. */
     fprintf(stderr, "  timing convolve2d_separable on the device (%d runs)...\n", a->repeat);
@@ -394,20 +409,25 @@ static int run_demo(const args *a)
     else gpuws_convolve1d_ref_f64(&d.g1, d.h_image, d.h_diag, want, 0, d.g1.out_n);
     r1 = now_ms() - t0;
     const double diff1 = max_rel_diff(got, want, d.g1.out_n, d.dt);
-    printf("  convolve1d   device %10.3f ms  (%.1f GFLOP/s)   np.convolve(deltas.ravel(), gauss.diagonal()), %zu samples\n",
+    printf("  convolve1d   device %10.3f ms  (%.1f GFLOP/s)   np.convolve(deltas.ravel(), gauss.diagonal()), %zu "
+           "samples\n",
            t1, flops1 / t1 / 1e6, n);
-    printf("               scalar reference %.1f ms, speed-up %.0fx; max |device - reference| / max |reference| = %.2g\n", r1,
-           r1 / t1, diff1);
+    printf(
+        "               scalar reference %.1f ms, speed-up %.0fx; max |device - reference| / max |reference| = %.2g\n",
+        r1, r1 / t1, diff1);
     /* the bound the tests state, 2 (K + 1) u relative to the largest output here (every term is >= 0) */
     const double u = d.dt == GPUWS_F32 ? 0x1p-24 : 0x1p-53;
     if (!(diff2 <= 2 * (TAPS * TAPS + 1) * u) || !(diff1 <= 2 * (TAPS + 1) * u)) {
-        fprintf(stderr, "gpuws convolve: the device's results differ from the reference by more than the stated bound\n");
+        fprintf(stderr,
+                "gpuws convolve: the device's results differ from the reference by more than the stated bound\n");
         rc = 1;
     }
     /* separable against 2-D: the separable bound (kh + kw products) plus the 2-D one, plus a few u because the
      * Gaussian and outer(g, g) are rounded to dtype separately */
     if (!(diffs <= 2 * (TAPS * TAPS + 1) * u + 2 * (2 * TAPS + 1) * u + 8 * u)) {
-        fprintf(stderr, "gpuws convolve: the separable path's result differs from the 2-D path's by more than the stated bounds\n");
+        fprintf(
+            stderr,
+            "gpuws convolve: the separable path's result differs from the 2-D path's by more than the stated bounds\n");
         rc = 1;
     }
     goto done;
@@ -457,7 +477,7 @@ static int bad_value(void)
 
 static int cmd_convolve(int argc, char **argv)
 {
-    args a = {NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20, NULL};
+    args a = { NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20, NULL };
     tool_args t = TOOL_ARGS_INIT("convolve");
     const char *demo_only = NULL, *files_only = NULL; /* the first option given that only the demo, only files take */
     for (int i = 1; i < argc; i++) {
@@ -475,12 +495,18 @@ static int cmd_convolve(int argc, char **argv)
             if (tool_name(&t, o, v, "a file name")) return bad_value();
             a.out = v, i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--mode")) {
-            if (!v || (strcmp(v, "full") && strcmp(v, "same") && strcmp(v, "valid"))) return bad("--mode must be full, same or valid");
-            a.opt.mode = !strcmp(v, "full") ? GPUWS_CONVOLVE_FULL : !strcmp(v, "same") ? GPUWS_CONVOLVE_SAME : GPUWS_CONVOLVE_VALID;
+            if (!v || (strcmp(v, "full") && strcmp(v, "same") && strcmp(v, "valid")))
+                return bad("--mode must be full, same or valid");
+            a.opt.mode = !strcmp(v, "full")   ? GPUWS_CONVOLVE_FULL
+                         : !strcmp(v, "same") ? GPUWS_CONVOLVE_SAME
+                                              : GPUWS_CONVOLVE_VALID;
             i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--boundary")) {
-            if (!v || (strcmp(v, "fill") && strcmp(v, "wrap") && strcmp(v, "symm"))) return bad("--boundary must be fill, wrap or symm");
-            a.opt.boundary = !strcmp(v, "fill") ? GPUWS_BOUNDARY_FILL : !strcmp(v, "wrap") ? GPUWS_BOUNDARY_WRAP : GPUWS_BOUNDARY_SYMM;
+            if (!v || (strcmp(v, "fill") && strcmp(v, "wrap") && strcmp(v, "symm")))
+                return bad("--boundary must be fill, wrap or symm");
+            a.opt.boundary = !strcmp(v, "fill")   ? GPUWS_BOUNDARY_FILL
+                             : !strcmp(v, "wrap") ? GPUWS_BOUNDARY_WRAP
+                                                  : GPUWS_BOUNDARY_SYMM;
             i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--fill")) {
             if (tool_real(&t, o, v, true, &a.opt.fill_value)) return bad_value();
@@ -512,13 +538,14 @@ static int cmd_convolve(int argc, char **argv)
     if (a.demo) {
         if (a.in) return bad("--demo takes no files");
         if (a.separable) return bad("--separable is for files; --demo times both the 2-D and the separable path");
-        if (files_only) return bad("%s applies to files only (the demo's mode is full, its boundary fill 0)", files_only);
+        if (files_only)
+            return bad("%s applies to files only (the demo's mode is full, its boundary fill 0)", files_only);
         return run_demo(&a);
     }
     if (demo_only) return bad("%s applies to --demo only", demo_only);
     if (!a.in || !a.kernel || !a.out) return bad("needs IN.fits, KERNEL.fits and -o OUT.fits");
     /* OUT.fits first: a destination that cannot be written, or that is an input, fails before any work */
-    const char *in[2] = {a.in, a.kernel}, *opt = "-o";
+    const char *in[2] = { a.in, a.kernel }, *opt = "-o";
     char err[4400];
     int rc;
     if (!(a.outputs = output_files_prepare(in, 2, &a.out, &opt, 1, &rc, err, sizeof err)))
@@ -528,4 +555,5 @@ static int cmd_convolve(int argc, char **argv)
     return rc;
 }
 
-GPUWS_COMMAND("convolve", "scipy.signal.convolve2d on FITS images; --demo: the workshop's exercise, timed", cmd_convolve)
+GPUWS_COMMAND("convolve", "scipy.signal.convolve2d on FITS images; --demo: the workshop's exercise, timed",
+              cmd_convolve)

@@ -18,7 +18,8 @@ static void print_device(const char *backend, size_t i, const gpuws_device_info 
            (double)d->global_mem_bytes / (1 << 30), (double)d->max_alloc_bytes / (1 << 30), d->compute_units,
            d->max_block_size, d->max_block_dims[0], d->max_block_dims[1], d->max_block_dims[2]);
     printf("            shared/local memory %llu KiB per block", (unsigned long long)(d->shared_mem_bytes / 1024));
-    if (d->shared_mem_per_unit) printf(", %llu KiB per compute unit", (unsigned long long)(d->shared_mem_per_unit / 1024));
+    if (d->shared_mem_per_unit)
+        printf(", %llu KiB per compute unit", (unsigned long long)(d->shared_mem_per_unit / 1024));
     printf(", warp/sub-group width %u, fp64 %s\n", d->warp_size, d->fp64 ? "yes" : "no");
 }
 
@@ -32,16 +33,14 @@ static int cmd_info(int argc, char **argv)
         return strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
     printf("gpuws %d.%d.%d\n\nbackends:\n", GPUWS_VERSION_MAJOR, GPUWS_VERSION_MINOR, GPUWS_VERSION_PATCH);
-    static const gpuws_backend_kind order[] = {GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU};
+    static const gpuws_backend_kind order[] = { GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU };
     for (int i = 0; i < 3; i++) {
         gpuws_backend_info bi;
         gpuws_backend_get_info(order[i], &bi);
         size_t n = 0;
         if (bi.available) gpuws_device_count(order[i], NULL, &n);
-        if (bi.available)
-            printf("  %-6s available, %zu device(s)\n", bi.name, n);
-        else
-            printf("  %-6s unavailable: %s\n", bi.name, bi.reason);
+        if (bi.available) printf("  %-6s available, %zu device(s)\n", bi.name, n);
+        else printf("  %-6s unavailable: %s\n", bi.name, bi.reason);
     }
     printf("\ndevices:\n");
     for (int i = 0; i < 3; i++) {
@@ -55,7 +54,7 @@ static int cmd_info(int argc, char **argv)
             if (gpuws_device_get_info(order[i], NULL, k, &d) == GPUWS_OK) print_device(bi.name, k, &d);
         }
     }
-    const char *env[] = {"GPUWS_BACKEND", "GPUWS_DEVICE", "GPUWS_OPENCL_PLATFORM"};
+    const char *env[] = { "GPUWS_BACKEND", "GPUWS_DEVICE", "GPUWS_OPENCL_PLATFORM" };
     printf("\nselection (");
     for (int i = 0; i < 3; i++) {
         const char *v = getenv(env[i]);

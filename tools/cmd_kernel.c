@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define MAX_LIST 64    /* -D and -I options, headers */
+#define MAX_LIST    64 /* -D and -I options, headers */
 #define MAX_DEVICES 16 /* devices checked per backend */
 
 static void usage(FILE *f)
@@ -162,7 +162,7 @@ static int read_headers(check *c, const char *text, const char *from)
                 free(hname);
                 return 1;
             }
-            c->headers[c->nheaders] = (gpuws_program_header){hname, src};
+            c->headers[c->nheaders] = (gpuws_program_header){ hname, src };
             c->paths[c->nheaders++] = path;
             if (read_headers(c, src, path)) return 1;
         }
@@ -274,7 +274,8 @@ static int check_device(const check *c, const char *source, const char *backend,
             printf("%s%s(%s)%s", i ? ", " : "", p->decls[i].name, p->decls[i].sig, k ? "" : " [not in this build]");
         }
         printf(")\n");
-        if (!n) printf("        no GW_KERNEL definition: kernels must be written out (one made by a macro is not seen)\n");
+        if (!n)
+            printf("        no GW_KERNEL definition: kernels must be written out (one made by a macro is not seen)\n");
         if (missing) printf("        [not in this build]: declared where this compiler does not see it (an #if)\n");
     }
     if (log && *log) {
@@ -302,7 +303,7 @@ static int run_check(check *c)
     int rc = read_headers(c, source, c->file);
     const char *platform = getenv("GPUWS_OPENCL_PLATFORM");
     int built = 0, failed = 0;
-    static const gpuws_backend_kind order[] = {GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU};
+    static const gpuws_backend_kind order[] = { GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU };
     for (int b = 0; b < 3 && !rc; b++) {
         gpuws_backend_info bi;
         gpuws_backend_get_info(order[b], &bi);

@@ -14,14 +14,15 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gpuws matmul M N K [--dtype f32|f64] [--variant tiled|shared|naive] [--repeat N] [--seed S]\n"
-               "  C (MxN) = A (MxK) . B (KxN), row-major, with A and B uniform in [-1, 1) from the seed (default 1).\n"
-               "  Prints corners and the sum of C, how far 1024 sampled elements plus the last row and column lie from\n"
-               "  a higher-precision oracle (as a fraction of the error bound, see docs/algorithms/matmul.md), and the\n"
-               "  median time of N timed runs (default 10) after one checked run, in ms, GFLOP/s (2MNK) and GB/s.\n"
-               "  M, N and K are whole numbers (1e3 and 2^10 forms too), --repeat from 1 to 1000000, --seed from 0 to\n"
-               "  2^64 - 1. Device: GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM (see gpuws info).\n"
-               "  Exit status: 0 done, 1 a wrong result or an error, 2 bad usage.\n");
+    fprintf(f,
+            "usage: gpuws matmul M N K [--dtype f32|f64] [--variant tiled|shared|naive] [--repeat N] [--seed S]\n"
+            "  C (MxN) = A (MxK) . B (KxN), row-major, with A and B uniform in [-1, 1) from the seed (default 1).\n"
+            "  Prints corners and the sum of C, how far 1024 sampled elements plus the last row and column lie from\n"
+            "  a higher-precision oracle (as a fraction of the error bound, see docs/algorithms/matmul.md), and the\n"
+            "  median time of N timed runs (default 10) after one checked run, in ms, GFLOP/s (2MNK) and GB/s.\n"
+            "  M, N and K are whole numbers (1e3 and 2^10 forms too), --repeat from 1 to 1000000, --seed from 0 to\n"
+            "  2^64 - 1. Device: GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM (see gpuws info).\n"
+            "  Exit status: 0 done, 1 a wrong result or an error, 2 bad usage.\n");
 }
 
 typedef struct {
@@ -67,7 +68,8 @@ static void fill(void *x, gpuws_dtype dt, size_t count, uint64_t seed)
 }
 
 /* Allocates, uploads, runs once (checked) and `repeat` times (timed); fills times. 0 or an exit code. */
-static int run(mm_run *r, gpuws_dtype dt, gpuws_matmul_variant v, size_t m, size_t n, size_t k, int repeat, uint64_t seed)
+static int run(mm_run *r, gpuws_dtype dt, gpuws_matmul_variant v, size_t m, size_t n, size_t k, int repeat,
+               uint64_t seed)
 {
     const size_t es = gpuws_dtype_size(dt);
     size_t mk, kn, mn;
@@ -79,7 +81,8 @@ static int run(mm_run *r, gpuws_dtype dt, gpuws_matmul_variant v, size_t m, size
     const double need = (double)mk + (double)kn + (double)mn;
     const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (have > 0 && need > have) {
-        fprintf(stderr, "gpuws matmul: A, B and C of %zu x %zu x %zu take %.3g GB of host memory; this machine has %.3g GB\n",
+        fprintf(stderr,
+                "gpuws matmul: A, B and C of %zu x %zu x %zu take %.3g GB of host memory; this machine has %.3g GB\n",
                 m, n, k, need / 1e9, have / 1e9);
         return 1;
     }
@@ -93,7 +96,8 @@ static int run(mm_run *r, gpuws_dtype dt, gpuws_matmul_variant v, size_t m, size
     fill(r->hb, dt, kn / es, seed ^ 0x5555555555555555ULL);
     gpuws_status st;
     /* buffers of at least one byte: a valid handle even for an empty matrix */
-    if ((st = gpuws_buffer_create(r->ctx, mk ? mk : 1, &r->a)) || (st = gpuws_buffer_create(r->ctx, kn ? kn : 1, &r->b)) ||
+    if ((st = gpuws_buffer_create(r->ctx, mk ? mk : 1, &r->a)) ||
+        (st = gpuws_buffer_create(r->ctx, kn ? kn : 1, &r->b)) ||
         (st = gpuws_buffer_create(r->ctx, mn ? mn : 1, &r->c)) || (st = gpuws_buffer_write(r->a, 0, r->ha, mk)) ||
         (st = gpuws_buffer_write(r->b, 0, r->hb, kn)) || (st = gpuws_event_create(r->ctx, &r->e0)) ||
         (st = gpuws_event_create(r->ctx, &r->e1)))
@@ -138,11 +142,11 @@ static int cmd_matmul(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--dtype")) {
-            static const char *const dtypes[] = {"f32", "f64", NULL};
+            static const char *const dtypes[] = { "f32", "f64", NULL };
             if ((k = tool_choice(&t, a, val, dtypes)) < 0) return usage_error();
             dt = k ? GPUWS_F64 : GPUWS_F32, i++;
         } else if (!strcmp(a, "--variant")) {
-            static const char *const variants[] = {"tiled", "naive", "shared", NULL};
+            static const char *const variants[] = { "tiled", "naive", "shared", NULL };
             if ((k = tool_choice(&t, a, val, variants)) < 0) return usage_error();
             v = k == 0 ? GPUWS_MATMUL_TILED : k == 1 ? GPUWS_MATMUL_NAIVE : GPUWS_MATMUL_SHARED, i++;
         } else if (!strcmp(a, "--repeat")) {
@@ -152,7 +156,7 @@ static int cmd_matmul(int argc, char **argv)
             if (tool_count(&t, a, val, 0, UINT64_MAX, NULL, &seed)) return usage_error();
             i++;
         } else if (!option && nd < 3) {
-            static const char *const names[] = {"M", "N", "K"};
+            static const char *const names[] = { "M", "N", "K" };
             if (tool_parse_count(a, SIZE_MAX, &dims[nd])) {
                 fprintf(stderr, "gpuws matmul: %s = '%s' is not a whole number from 0 to 2^64 - 1\n", names[nd], a);
                 return usage_error();
@@ -168,7 +172,7 @@ static int cmd_matmul(int argc, char **argv)
         return usage_error();
     }
     const size_t m = dims[0], n = dims[1], k = dims[2];
-    mm_run r = {0};
+    mm_run r = { 0 };
     if (tool_context("matmul", &r.ctx)) return 1;
     gpuws_device_info d;
     gpuws_backend_kind kind;
@@ -182,17 +186,21 @@ static int cmd_matmul(int argc, char **argv)
         return rc;
     }
     printf("matmul %zu x %zu x %zu %s %s on %s | %s\n", m, n, k, gpuws_dtype_name(dt),
-           v == GPUWS_MATMUL_TILED ? "tiled" : v == GPUWS_MATMUL_SHARED ? "shared" : "naive", bi.name, d.name);
+           v == GPUWS_MATMUL_TILED    ? "tiled"
+           : v == GPUWS_MATMUL_SHARED ? "shared"
+                                      : "naive",
+           bi.name, d.name);
     int bad = 0;
     if (m && n) {
         double sum = 0, worst;
         for (size_t i = 0; i < m * n; i++) sum += dt == GPUWS_F32 ? (double)((float *)r.hc)[i] : ((double *)r.hc)[i];
-#define AT(i, j) (dt == GPUWS_F32 ? (double)((float *)r.hc)[(i) * n + (j)] : ((double *)r.hc)[(i) * n + (j)])
-        printf("  C[0][0] = %.9g, C[0][%zu] = %.9g, C[%zu][0] = %.9g, C[%zu][%zu] = %.9g, sum = %.9g\n", AT(0, 0), n - 1,
-               AT(0, n - 1), m - 1, AT(m - 1, 0), m - 1, n - 1, AT(m - 1, n - 1), sum);
+#define AT(i, j) (dt == GPUWS_F32 ? (double)((float *)r.hc)[(i)*n + (j)] : ((double *)r.hc)[(i)*n + (j)])
+        printf("  C[0][0] = %.9g, C[0][%zu] = %.9g, C[%zu][0] = %.9g, C[%zu][%zu] = %.9g, sum = %.9g\n", AT(0, 0),
+               n - 1, AT(0, n - 1), m - 1, AT(m - 1, 0), m - 1, n - 1, AT(m - 1, n - 1), sum);
 #undef AT
         char msg[256] = "";
-        bad = gpuws_matmul_check_sampled(dt == GPUWS_F64, r.ha, r.hb, r.hc, m, n, k, 1024, seed, &worst, msg, sizeof msg) != 0;
+        bad = gpuws_matmul_check_sampled(dt == GPUWS_F64, r.ha, r.hb, r.hc, m, n, k, 1024, seed, &worst, msg,
+                                         sizeof msg) != 0;
         printf("  check: sampled elements (1024 random, the last row and column) within %.3g of the error bound%s%s\n",
                worst, bad ? ": WRONG, " : "", msg);
     } else {

@@ -76,7 +76,8 @@ static int cmd_pi(int argc, char **argv)
             (st = gpuws_event_record(e1, NULL)) || (st = gpuws_event_synchronize(e1)) ||
             (st = gpuws_event_elapsed_ms(e0, e1, &ms[r])))
             break;
-        if (ms[r] > 1000 && r + 1 < repeat) fprintf(stderr, "gpuws pi: run %d of %d took %.1f s\n", r + 1, repeat, ms[r] / 1e3);
+        if (ms[r] > 1000 && r + 1 < repeat)
+            fprintf(stderr, "gpuws pi: run %d of %d took %.1f s\n", r + 1, repeat, ms[r] / 1e3);
     }
     if (!st) st = gpuws_buffer_read(hits, 0, &h, sizeof h);
     int rc = 0;
@@ -87,7 +88,8 @@ static int cmd_pi(int argc, char **argv)
         const double pi = 4.0 * (double)h / (double)n, p = M_PI / 4, sd = 4 * sqrt(p * (1 - p) / (double)n);
         printf("pi ~ %.10f  (%llu of %llu samples inside, seed %llu; error %.2e = %.2f standard deviations)\n", pi,
                (unsigned long long)h, (unsigned long long)n, (unsigned long long)seed, pi - M_PI, (pi - M_PI) / sd);
-        printf("%s: %.4f ms (median of %d), %.3g samples/s\n", d.name, med, repeat, med > 0 ? (double)n / (med * 1e-3) : 0.0);
+        printf("%s: %.4f ms (median of %d), %.3g samples/s\n", d.name, med, repeat,
+               med > 0 ? (double)n / (med * 1e-3) : 0.0);
     }
     free(ms);
     gpuws_event_destroy(e0);

@@ -42,7 +42,7 @@ static int cmd_primes(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--variant")) {
-            static const char *const variants[] = {"fast", "trial", NULL};
+            static const char *const variants[] = { "fast", "trial", NULL };
             const int k = tool_choice(&t, a, v, variants);
             if (k < 0) return usage_error();
             variant = k ? GPUWS_PRIMES_TRIAL : GPUWS_PRIMES_FAST, i++;
@@ -93,7 +93,8 @@ static int cmd_primes(int argc, char **argv)
             (st = gpuws_event_record(e1, NULL)) || (st = gpuws_event_synchronize(e1)) ||
             (st = gpuws_event_elapsed_ms(e0, e1, &ms[r])))
             break;
-        if (ms[r] > 1000 && r + 1 < repeat) fprintf(stderr, "gpuws primes: run %d of %d took %.1f s\n", r + 1, repeat, ms[r] / 1e3);
+        if (ms[r] > 1000 && r + 1 < repeat)
+            fprintf(stderr, "gpuws primes: run %d of %d took %.1f s\n", r + 1, repeat, ms[r] / 1e3);
     }
     if (!st) st = gpuws_buffer_read(count, 0, &primes, sizeof primes);
     if (st) {
@@ -103,8 +104,10 @@ static int cmd_primes(int argc, char **argv)
         printf("%llu primes below %zu\n", (unsigned long long)primes, n);
         printf("%s variant on %s (%s): %.4f ms (median of %d), %.3g numbers/s%s\n",
                variant == GPUWS_PRIMES_TRIAL ? "trial" : "fast", d.name,
-               kind == GPUWS_BACKEND_CUDA ? "cuda" : kind == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", med, repeat,
-               med > 0 ? (double)n / (med * 1e-3) : 0.0, count_only ? ", count only" : "");
+               kind == GPUWS_BACKEND_CUDA     ? "cuda"
+               : kind == GPUWS_BACKEND_OPENCL ? "opencl"
+                                              : "cpu",
+               med, repeat, med > 0 ? (double)n / (med * 1e-3) : 0.0, count_only ? ", count only" : "");
     }
     free(ms);
     gpuws_event_destroy(e0);
@@ -115,4 +118,5 @@ static int cmd_primes(int argc, char **argv)
     return rc;
 }
 
-GPUWS_COMMAND("primes", "count the primes below N (sieve or the workshop's trial division), with time and rate", cmd_primes)
+GPUWS_COMMAND("primes", "count the primes below N (sieve or the workshop's trial division), with time and rate",
+              cmd_primes)

@@ -34,7 +34,9 @@ static int selftest_usage(FILE *f, int code)
 static const struct {
     bench_size size;
     const char *name;
-} size_names[] = {{BENCH_TINY, "tiny"}, {BENCH_SMALL, "small"}, {BENCH_DEFAULT, "default"}, {BENCH_LARGE, "large"}};
+} size_names[] = {
+    { BENCH_TINY, "tiny" }, { BENCH_SMALL, "small" }, { BENCH_DEFAULT, "default" }, { BENCH_LARGE, "large" }
+};
 
 /* True when every item of the --sizes list is tiny, small, default or large (the message printed otherwise). */
 static bool sizes_known(tool_args *t, const char *list)
@@ -89,7 +91,7 @@ static int cmd_selftest(int argc, char **argv)
         }
     }
     unsigned mask = 0;
-    static const char *names[] = {"cpu", "opencl", "cuda"};
+    static const char *names[] = { "cpu", "opencl", "cuda" };
     for (int k = 0; k < 3; k++)
         if (listed(backends, names[k])) mask |= 1u << k;
     bench_target targets[32];

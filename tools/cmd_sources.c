@@ -20,30 +20,31 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gpuws sources IMAGE.fits [options]\n"
-            "       gpuws sources --demo [--size N] [--seed S] [--sources N] [options]\n"
-            "  Finds sources the workshop's way: k-sigma clipping of all pixels, a threshold, connected components,\n"
-            "  then each component's pixel count, flux (sum), centre of mass and peak.\n"
-            "options:\n"
-            "  --kappa K              clipping at K clipped stds from the median (default 3)\n"
-            "  --threshold S          detect pixels above S x the clipped std (default 5; no median added)\n"
-            "  --threshold-abs T      detect pixels above the value T instead (as SExtractor's ABSOLUTE)\n"
-            "  --connectivity 4|8     4: edges only, SciPy's default; 8: corners too (default 4)\n"
-            "  --catalog OUT.csv      id,x,y,flux,npix,peak sorted by flux (x = column, y = row, 0-based)\n"
-            "  --labels OUT.fits      the label image (int32; 0 = background, 1..N in raster order)\n"
-            "  --overlay OUT.png      log-scaled image with a circle on every source%s\n"
-            "  --demo                 no IMAGE: a synthetic sky made on the device (noise sigma 1e-3, Gaussian beams\n"
-            "                         of sigma 1.7 px, peaks log-uniform in 5e-3..1e-1), scored against what was injected\n"
-            "  --size N               demo image N x N, N from 16 to 46340 (default 2048); --seed S from 0 to\n"
-            "                         2^64 - 1 (default 1); --sources N from 0 to 1000000 (default 300 per 2048^2);\n"
-            "                         these three apply to --demo only\n"
-            "Numbers are decimal (whole numbers also 1e6 or 10^6), without spaces; each option may be given once.\n"
-            "The outputs are written all or none: a regular file (or a symlink's target) is replaced, keeping its\n"
-            "permissions; a device or FIFO is written into; a directory, the image, or one file named twice is\n"
-            "refused before any work. The device comes from GPUWS_BACKEND / GPUWS_DEVICE (gpuws info lists them).\n"
-            "Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: an output is the image or another).\n",
-            png_overlay_available() ? "" : " (unavailable: built without libpng)");
+    fprintf(
+        f,
+        "usage: gpuws sources IMAGE.fits [options]\n"
+        "       gpuws sources --demo [--size N] [--seed S] [--sources N] [options]\n"
+        "  Finds sources the workshop's way: k-sigma clipping of all pixels, a threshold, connected components,\n"
+        "  then each component's pixel count, flux (sum), centre of mass and peak.\n"
+        "options:\n"
+        "  --kappa K              clipping at K clipped stds from the median (default 3)\n"
+        "  --threshold S          detect pixels above S x the clipped std (default 5; no median added)\n"
+        "  --threshold-abs T      detect pixels above the value T instead (as SExtractor's ABSOLUTE)\n"
+        "  --connectivity 4|8     4: edges only, SciPy's default; 8: corners too (default 4)\n"
+        "  --catalog OUT.csv      id,x,y,flux,npix,peak sorted by flux (x = column, y = row, 0-based)\n"
+        "  --labels OUT.fits      the label image (int32; 0 = background, 1..N in raster order)\n"
+        "  --overlay OUT.png      log-scaled image with a circle on every source%s\n"
+        "  --demo                 no IMAGE: a synthetic sky made on the device (noise sigma 1e-3, Gaussian beams\n"
+        "                         of sigma 1.7 px, peaks log-uniform in 5e-3..1e-1), scored against what was injected\n"
+        "  --size N               demo image N x N, N from 16 to 46340 (default 2048); --seed S from 0 to\n"
+        "                         2^64 - 1 (default 1); --sources N from 0 to 1000000 (default 300 per 2048^2);\n"
+        "                         these three apply to --demo only\n"
+        "Numbers are decimal (whole numbers also 1e6 or 10^6), without spaces; each option may be given once.\n"
+        "The outputs are written all or none: a regular file (or a symlink's target) is replaced, keeping its\n"
+        "permissions; a device or FIFO is written into; a directory, the image, or one file named twice is\n"
+        "refused before any work. The device comes from GPUWS_BACKEND / GPUWS_DEVICE (gpuws info lists them).\n"
+        "Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: an output is the image or another).\n",
+        png_overlay_available() ? "" : " (unavailable: built without libpng)");
 }
 
 typedef struct {
@@ -54,7 +55,7 @@ typedef struct {
     uint64_t seed;
     gpuws_sources_options o;
     gpuws_sigma_clip_options clip; /* o.clip points here */
-    output_files *outputs; /* catalog, labels, overlay: planned before any work */
+    output_files *outputs;         /* catalog, labels, overlay: planned before any work */
 } args;
 
 /* 0: parsed; 1: --help printed; 2: bad usage (message printed). */
@@ -71,8 +72,10 @@ static int parse(int argc, char **argv, args *a)
     const char *demo_only = NULL; /* the first option given that only --demo takes */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const char **name = !strcmp(o, "--catalog") ? &a->catalog : !strcmp(o, "--labels") ? &a->labels
-                            : !strcmp(o, "--overlay") ? &a->overlay : NULL;
+        const char **name = !strcmp(o, "--catalog")   ? &a->catalog
+                            : !strcmp(o, "--labels")  ? &a->labels
+                            : !strcmp(o, "--overlay") ? &a->overlay
+                                                      : NULL;
         uint64_t u;
         double d;
         if (o[0] == '-' && o[1] && !tool_is_signed_number(o) && tool_once(&t, o)) return 2;
@@ -122,7 +125,8 @@ static int parse(int argc, char **argv, args *a)
             a->image = o;
         }
     }
-    if (have_sigma && have_abs) return fprintf(stderr, "gpuws sources: --threshold and --threshold-abs exclude each other\n"), 2;
+    if (have_sigma && have_abs)
+        return fprintf(stderr, "gpuws sources: --threshold and --threshold-abs exclude each other\n"), 2;
     if (a->demo == !!a->image) {
         fprintf(stderr, "gpuws sources: %s\n", a->demo ? "--demo takes no IMAGE" : "no IMAGE (or --demo) given");
         usage(stderr);
@@ -140,13 +144,15 @@ static void print_result(const gpuws_catalog *cat, const args *a)
            a->clip.kappa, c->median, c->mean, c->std, c->count, c->iterations, c->iterations == 1 ? "" : "s",
            c->converged ? " (converged)" : " (NOT converged: max_iterations reached)");
     if (isnan(a->o.threshold_abs))
-        printf("threshold: %.6g (%g x clipped std; no median added, as in the workshop)\n", cat->threshold, a->o.threshold_sigma);
-    else
-        printf("threshold: %.6g (absolute)\n", cat->threshold);
+        printf("threshold: %.6g (%g x clipped std; no median added, as in the workshop)\n", cat->threshold,
+               a->o.threshold_sigma);
+    else printf("threshold: %.6g (absolute)\n", cat->threshold);
     printf("sources: %zu (%d-connectivity)\n", cat->num_sources, a->o.connectivity);
-    printf("times (ms, device events): upload %.3f  clip %.3f  threshold %.3f  label %.3f  measure %.3f  download %.3f  "
-           "total %.3f\n",
-           cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_download, cat->ms_total);
+    printf(
+        "times (ms, device events): upload %.3f  clip %.3f  threshold %.3f  label %.3f  measure %.3f  download %.3f  "
+        "total %.3f\n",
+        cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_download,
+        cat->ms_total);
 }
 
 static void print_brightest(const gpuws_catalog *cat)
@@ -160,7 +166,8 @@ static void print_brightest(const gpuws_catalog *cat)
     printf("brightest %zu:\n  %6s %10s %10s %12s %6s %12s\n", show, "id", "x", "y", "flux", "npix", "peak");
     for (size_t k = 0; k < show; k++) {
         const gpuws_source *s = &cat->sources[order[k]];
-        printf("  %6lld %10.3f %10.3f %12.6g %6lld %12.6g\n", (long long)s->id, s->x, s->y, s->flux, (long long)s->npix, s->peak);
+        printf("  %6lld %10.3f %10.3f %12.6g %6lld %12.6g\n", (long long)s->id, s->x, s->y, s->flux, (long long)s->npix,
+               s->peak);
     }
     free(order);
 }
@@ -168,7 +175,7 @@ static void print_brightest(const gpuws_catalog *cat)
 /* Writes every requested output into its staging file, then puts them all in place; on any failure none. */
 static int write_outputs(const args *a, const gpuws_catalog *cat, const float *image, size_t w, size_t h)
 {
-    const char *finals[3] = {a->catalog, a->labels, a->overlay};
+    const char *finals[3] = { a->catalog, a->labels, a->overlay };
     char err[4400] = "";
     int rc = 0;
     for (size_t k = 0; k < 3 && !rc; k++) {
@@ -179,8 +186,9 @@ static int write_outputs(const args *a, const gpuws_catalog *cat, const float *i
         if (!path) rc = -1;
         else if (k == 0) rc = catalog_csv_write(path, cat->sources, cat->num_sources, err, sizeof err);
         else if (k == 1) rc = fits_write_image(path, FITS_I32, cat->labels, w, h, err, sizeof err);
-        else rc = png_overlay_write(path, image, w, h, cat->clip.median, cat->sources, cat->num_sources, err,
-                                    sizeof err);
+        else
+            rc =
+                png_overlay_write(path, image, w, h, cat->clip.median, cat->sources, cat->num_sources, err, sizeof err);
         if (rc) output_files_reword(a->outputs, k, err, sizeof err); /* the user's name, not the staged one */
     }
     if (!rc) rc = output_files_commit(a->outputs, err, sizeof err);
@@ -198,7 +206,8 @@ static int run_image(const args *a)
     fits_image img;
     char err[4400];
     struct stat sb;
-    if (stat(a->image, &sb) == 0 && sb.st_size >= (1 << 26)) fprintf(stderr, "gpuws sources: reading %s...\n", a->image);
+    if (stat(a->image, &sb) == 0 && sb.st_size >= (1 << 26))
+        fprintf(stderr, "gpuws sources: reading %s...\n", a->image);
     if (fits_read_image(a->image, 0, &img, err, sizeof err)) return fprintf(stderr, "gpuws sources: %s\n", err), 1;
     const float *px = img.data;
     const size_t n = img.width * img.height;
@@ -255,7 +264,8 @@ static int run_demo(const args *a)
     gpuws_context_get_backend(ctx, &k);
     printf("synthetic sky %zu x %zu (seed %llu): %zu point sources, peaks %g..%g Jy/beam log-uniform, noise sigma %g, "
            "beam sigma %g px\n",
-           p.width, p.height, (unsigned long long)p.seed, p.num_sources, p.peak_min, p.peak_max, p.noise_sigma, p.beam_sigma);
+           p.width, p.height, (unsigned long long)p.seed, p.num_sources, p.peak_min, p.peak_max, p.noise_sigma,
+           p.beam_sigma);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
     const size_t n = p.width * p.height;
     gpuws_buffer *img = NULL;
@@ -273,17 +283,20 @@ static int run_demo(const args *a)
         print_result(cat, a);
         gpuws_sky_match m;
         const double radius = 2.0, blend = 4 * p.beam_sigma;
-        if (gpuws_sky_match_catalog(src, p.num_sources, cat->sources, cat->num_sources, radius, cat->threshold, blend, &m)) {
+        if (gpuws_sky_match_catalog(src, p.num_sources, cat->sources, cat->num_sources, radius, cat->threshold, blend,
+                                    &m)) {
             rc = tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
         } else {
             printf("recovered %zu of %zu injected sources within %g px (position error rms %.3f px, max %.3f px)\n",
                    m.recovered, m.injected, radius, m.rms_error, m.max_error);
-            printf("missed: %zu with a peak below the threshold, %zu within %.1f px of another source (merged islands), "
-                   "%zu others (faint ones the noise pulled under the threshold)\n",
-                   m.missed_faint, m.missed_blended, blend, m.missed_other);
-            printf("other detections: %zu fragments near injected sources (islands of faint sources broken by the noise), "
-                   "%zu spurious (noise above the threshold)\n",
-                   m.fragments, m.spurious);
+            printf(
+                "missed: %zu with a peak below the threshold, %zu within %.1f px of another source (merged islands), "
+                "%zu others (faint ones the noise pulled under the threshold)\n",
+                m.missed_faint, m.missed_blended, blend, m.missed_other);
+            printf(
+                "other detections: %zu fragments near injected sources (islands of faint sources broken by the noise), "
+                "%zu spurious (noise above the threshold)\n",
+                m.fragments, m.spurious);
             rc = write_outputs(a, cat, host, p.width, p.height);
         }
     }
@@ -306,7 +319,7 @@ static int cmd_sources(int argc, char **argv)
         return 1;
     }
     /* the outputs first: a destination that cannot be written, or that is the image, fails before any work */
-    const char *outs[3] = {a.catalog, a.labels, a.overlay}, *opts[3] = {"--catalog", "--labels", "--overlay"};
+    const char *outs[3] = { a.catalog, a.labels, a.overlay }, *opts[3] = { "--catalog", "--labels", "--overlay" };
     char err[4400];
     a.outputs = output_files_prepare(&a.image, 1, outs, opts, 3, &r, err, sizeof err);
     if (!a.outputs) return fprintf(stderr, "gpuws sources: %s\n", err), r;

@@ -41,8 +41,7 @@ void tool_bad_argument(const char *cmd, int argc, char **argv, int i)
         fprintf(stderr, "gpuws %s: bad argument '%s %s' (unknown option, or a value out of range)\n", cmd, a, v);
     else if (a[0] == '-' && a[1] == '-')
         fprintf(stderr, "gpuws %s: bad argument '%s' (unknown option, or its value is missing)\n", cmd, a);
-    else
-        fprintf(stderr, "gpuws %s: bad argument '%s' (not an option, or one value too many)\n", cmd, a);
+    else fprintf(stderr, "gpuws %s: bad argument '%s' (not an option, or one value too many)\n", cmd, a);
 }
 
 static const char digits[] = "0123456789";

@@ -19,8 +19,8 @@ void gpuws_command_register(const gpuws_command *cmd);
 /* Registered commands sorted by name; NULL-terminated. */
 const gpuws_command *const *gpuws_commands(void);
 
-#define GPUWS_COMMAND(NAME, SUMMARY, FN)                                                                        \
-    static const gpuws_command gpuws_cmd_##FN = {NAME, SUMMARY, FN};                                           \
+#define GPUWS_COMMAND(NAME, SUMMARY, FN)                                                                               \
+    static const gpuws_command gpuws_cmd_##FN = { NAME, SUMMARY, FN };                                                 \
     __attribute__((constructor)) static void gpuws_register_##FN(void) { gpuws_command_register(&gpuws_cmd_##FN); }
 
 /* Prints "gpuws <cmd>: <status name>: <detail>" to stderr and returns 1. */
@@ -47,7 +47,10 @@ typedef struct {
     const char *seen[32]; /* options met so far */
     int nseen;
 } tool_args;
-#define TOOL_ARGS_INIT(CMD) {(CMD), stderr, {NULL}, 0}
+#define TOOL_ARGS_INIT(CMD)                                                                                            \
+    {                                                                                                                  \
+        (CMD), stderr, { NULL }, 0                                                                                     \
+    }
 
 /* Every --repeat (and bench's --cpu-repeat) takes 1 to TOOL_REPEAT_MAX: each run's time is kept, and a million runs
  * of the shortest workload already take seconds. */

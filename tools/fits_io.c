@@ -82,7 +82,7 @@ static int header_cut_short(fitsfile *f, const char *path, int hdu, char *what, 
  * becomes BZERO); astropy refuses all of these, and so does this reader. 0 when both are absent or valid. */
 static int check_scaling(fitsfile *f, int hdu, char *what, size_t n)
 {
-    static const char *const keys[] = {"BSCALE", "BZERO"};
+    static const char *const keys[] = { "BSCALE", "BZERO" };
     for (int k = 0; k < 2; k++) {
         char value[FLEN_VALUE] = "", comment[FLEN_COMMENT];
         int status = 0;
@@ -94,10 +94,11 @@ static int check_scaling(fitsfile *f, int hdu, char *what, size_t n)
         else if (status || !isfinite(v))
             snprintf(what, n, "HDU %d: %s = %s is not a finite number", hdu, keys[k], value);
         else if (k == 0 && v == 0)
-            snprintf(what, n, "HDU %d: BSCALE = %s is zero (every pixel would be BZERO); FITS requires a non-zero "
-                     "scale", hdu, value);
-        else
-            continue;
+            snprintf(what, n,
+                     "HDU %d: BSCALE = %s is zero (every pixel would be BZERO); FITS requires a non-zero "
+                     "scale",
+                     hdu, value);
+        else continue;
         return -1;
     }
     return 0;
@@ -131,11 +132,12 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
         return fail(err, errlen, path,
                     S_ISDIR(in_sb.st_mode)    ? "is a directory, not a FITS file"
                     : S_ISFIFO(in_sb.st_mode) ? "is a FIFO, not a regular file"
-                                              : "is not a regular file", 0);
+                                              : "is not a regular file",
+                    0);
     /* diskfile: the name is taken literally, never parsed as cfitsio's extended syntax ("file.fits[1]") */
     if (fits_open_diskfile(&f, path, READONLY, &status)) return fail(err, errlen, path, "cannot open as FITS", status);
     int naxis = 0, hdu = 0;
-    long long dims[9] = {0};
+    long long dims[9] = { 0 };
     int r = find_image(f, &naxis, dims, &hdu, &status);
     char reason[240];
     if (r != 0 || check_scaling(f, hdu, reason, sizeof reason)) {
@@ -151,8 +153,9 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
             int s2 = 0;
             fits_close_file(f, &s2);
             char what[160];
-            snprintf(what, sizeof what, "HDU %d is a %d-D image (axis %d has length %lld); only 2-D images are supported", hdu,
-                     naxis, i + 1, dims[i]);
+            snprintf(what, sizeof what,
+                     "HDU %d is a %d-D image (axis %d has length %lld); only 2-D images are supported", hdu, naxis,
+                     i + 1, dims[i]);
             return fail(err, errlen, path, what, 0);
         }
     }
@@ -177,7 +180,8 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
         int s2 = 0;
         fits_close_file(f, &s2);
         char what[160];
-        snprintf(what, sizeof what, "the %zu x %zu image needs %zu bytes, more than this machine's memory", w, h, bytes);
+        snprintf(what, sizeof what, "the %zu x %zu image needs %zu bytes, more than this machine's memory", w, h,
+                 bytes);
         return fail(err, errlen, path, what, 0);
     }
     int compressed = fits_is_compressed_image(f, &status);
@@ -192,7 +196,8 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
             int s2 = 0;
             fits_close_file(f, &s2);
             char what[200];
-            snprintf(what, sizeof what, "truncated: the header declares a %zu x %zu image of BITPIX %d but the file ends after %lld bytes",
+            snprintf(what, sizeof what,
+                     "truncated: the header declares a %zu x %zu image of BITPIX %d but the file ends after %lld bytes",
                      w, h, bitpix, (long long)sb.st_size);
             return fail(err, errlen, path, what, 0);
         }
@@ -208,8 +213,10 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
     fits_close_file(f, &s2);
     if (status) {
         free(data);
-        return fail(err, errlen, path, compressed ? "decompressing the pixels failed (corrupt compressed image?)"
-                                                  : "reading the pixels failed (truncated file?)", status);
+        return fail(err, errlen, path,
+                    compressed ? "decompressing the pixels failed (corrupt compressed image?)"
+                               : "reading the pixels failed (truncated file?)",
+                    status);
     }
     img->width = w;
     img->height = h;
@@ -262,7 +269,7 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
         return read_here(path, want_double, img, err, errlen);
     }
     if (pid == 0) {
-        static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+        static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
         for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], die_quietly);
         close(fd[0]);
         read_reply r;
@@ -271,7 +278,8 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
         r.rc = read_here(path, want_double, &im, r.err, sizeof r.err);
         r.is_double = im.is_double, r.hdu = im.hdu, r.bitpix = im.bitpix, r.width = im.width, r.height = im.height;
         bool ok = xfer(fd[1], &r, sizeof r, true) &&
-                  (r.rc || xfer(fd[1], im.data, im.width * im.height * (im.is_double ? sizeof(double) : sizeof(float)), true));
+                  (r.rc ||
+                   xfer(fd[1], im.data, im.width * im.height * (im.is_double ? sizeof(double) : sizeof(float)), true));
         _exit(ok ? 0 : 1);
     }
     close(fd[1]);
@@ -296,7 +304,9 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
         else if (WIFSIGNALED(ws))
             snprintf(what, sizeof what, "cfitsio crashed reading it (signal %d): corrupt file", WTERMSIG(ws));
         else
-            snprintf(what, sizeof what, "%s", got || r.rc || data ? "the reading process failed: corrupt file?" : "out of memory for the pixels");
+            snprintf(what, sizeof what, "%s",
+                     got || r.rc || data ? "the reading process failed: corrupt file?"
+                                         : "out of memory for the pixels");
         return fail(err, errlen, path, what, 0);
     }
     if (r.rc) {
@@ -323,10 +333,10 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
     fitsfile *f = NULL;
     int status = 0;
     if (fits_create_diskfile(&f, path, &status)) return fail(err, errlen, path, "cannot create the file", status);
-    long long naxes[2] = {(long long)width, (long long)height};
+    long long naxes[2] = { (long long)width, (long long)height };
     int bitpix = type == FITS_F32 ? FLOAT_IMG : type == FITS_F64 ? DOUBLE_IMG : LONG_IMG;
     int dtype = type == FITS_F32 ? TFLOAT : type == FITS_F64 ? TDOUBLE : TINT;
-    long long first[2] = {1, 1};
+    long long first[2] = { 1, 1 };
     fits_create_imgll(f, bitpix, 2, naxes, &status);
     fits_write_pixll(f, dtype, first, (LONGLONG)(width * height), (void *)data, &status);
     fits_write_comment(f, "written by gpuws", &status);
@@ -347,7 +357,8 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
 {
     (void)want_double;
     memset(img, 0, sizeof *img);
-    snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)", path ? path : "");
+    snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
+             path ? path : "");
     return -1;
 }
 
@@ -355,7 +366,8 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
                      size_t errlen)
 {
     (void)type, (void)data, (void)width, (void)height;
-    snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)", path ? path : "");
+    snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
+             path ? path : "");
     return -1;
 }
 

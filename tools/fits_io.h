@@ -11,11 +11,11 @@
 #include <stddef.h>
 
 typedef struct {
-    size_t width, height;   /* NAXIS1, NAXIS2 */
-    int is_double;          /* data is double (else float) */
-    void *data;             /* width * height elements, malloc'd; free with fits_image_free */
-    int hdu;                /* 1-based HDU the image came from */
-    int bitpix;             /* the file's BITPIX */
+    size_t width, height; /* NAXIS1, NAXIS2 */
+    int is_double;        /* data is double (else float) */
+    void *data;           /* width * height elements, malloc'd; free with fits_image_free */
+    int hdu;              /* 1-based HDU the image came from */
+    int bitpix;           /* the file's BITPIX */
 } fits_image;
 
 /* 0 on success. On failure returns -1 and writes a one-line reason to err (file missing, a directory or FIFO, not

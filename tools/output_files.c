@@ -181,7 +181,7 @@ static int resolve(output *u, char *err, size_t n)
     }
     if (exists && (via_proc || !S_ISREG(st.st_mode))) {
         u->kind = OUT_DIRECT;
-        u->id = (identity){ID_FILE, st.st_dev, st.st_ino, ""};
+        u->id = (identity){ ID_FILE, st.st_dev, st.st_ino, "" };
         snprintf(u->final, sizeof u->final, "%s", p); /* opened by the user's name: the kernel follows the links */
         snprintf(u->dir, sizeof u->dir, "%s", temp_dir());
         return 0;
@@ -192,13 +192,13 @@ static int resolve(output *u, char *err, size_t n)
         if (lstat(u->final, &ls) != 0 || ls.st_dev != st.st_dev || ls.st_ino != st.st_ino)
             return say(err, n, "%s: changed while its name was being resolved", p);
         u->kind = OUT_REPLACE;
-        u->id = (identity){ID_FILE, st.st_dev, st.st_ino, ""};
+        u->id = (identity){ ID_FILE, st.st_dev, st.st_ino, "" };
         return 0;
     }
     if (stat(u->dir, &st) != 0) return say(err, n, "%s: cannot create files in %s: %s", p, u->dir, strerror(errno));
     if (!S_ISDIR(st.st_mode)) return say(err, n, "%s: cannot create files in %s: %s", p, u->dir, strerror(ENOTDIR));
     u->kind = OUT_NEW;
-    u->id = (identity){ID_NAME, st.st_dev, st.st_ino, ""};
+    u->id = (identity){ ID_NAME, st.st_dev, st.st_ino, "" };
     strcpy(u->id.base, base);
     return 0;
 }
@@ -281,12 +281,14 @@ int output_files_plan(output_files *o, char *err, size_t n)
         for (size_t j = 0; j < o->ninputs; j++)
             if (same(&u->id, &in[j]))
                 return say(err, n, "%s %s is the input %s: input and outputs must be different files", u->option,
-                           u->name, o->inputs[j]), 2;
+                           u->name, o->inputs[j]),
+                       2;
         for (size_t k = 0; k < i; k++) {
             const output *v = &o->outs[k];
             if (v->kind != OUT_ABSENT && !(u->kind == OUT_DIRECT && v->kind == OUT_DIRECT) && same(&u->id, &v->id))
                 return say(err, n, "%s %s and %s %s are the same file: outputs must be different files", v->option,
-                           v->name, u->option, u->name), 2;
+                           v->name, u->option, u->name),
+                       2;
         }
     }
     /* every private directory can be made; they are made again when the writers need them, so that a run
@@ -359,9 +361,10 @@ static int put_in_place(output *u, char *err, size_t n)
         /* The old file's owner where we may set it (as root), then its permission bits (after: chown clears
          * set-id bits), set-id bits only with the owner kept. Best effort: a file system without owners or modes
          * (FAT) refuses both, and the output matters more than its mode. */
-        const bool owner = (old.st_uid == geteuid() && old.st_gid == getegid()) ||
-                           chown(u->staged, old.st_uid, old.st_gid) == 0;
-        if (chmod(u->staged, old.st_mode & (owner ? 07777 : 0777)) != 0) { /* best effort, as said */ }
+        const bool owner =
+            (old.st_uid == geteuid() && old.st_gid == getegid()) || chown(u->staged, old.st_uid, old.st_gid) == 0;
+        if (chmod(u->staged, old.st_mode & (owner ? 07777 : 0777)) != 0) { /* best effort, as said */
+        }
         if (link(u->final, u->backup) == 0) {
             u->backed_up = true;
         } else if (rename(u->final, u->backup) == 0) { /* a file system without hard links */
@@ -465,7 +468,7 @@ int output_files_commit(output_files *o, char *err, size_t n)
     /* Last, what cannot be taken back. A reader gone from a FIFO or pipe is an error here, not SIGPIPE's end of
      * the process halfway through the commit. */
     fflush(stdout); /* /dev/stdout may be one of them: what the command printed comes first */
-    struct sigaction ignore = {.sa_handler = SIG_IGN}, old;
+    struct sigaction ignore = { .sa_handler = SIG_IGN }, old;
     sigemptyset(&ignore.sa_mask);
     sigaction(SIGPIPE, &ignore, &old);
     int rc = 0;

@@ -41,7 +41,8 @@ static double quantile(const float *img, size_t n, double q)
 /* Marks a ring of radius r around (x, y) in image coordinates; the picture is flipped vertically. */
 static void ring(unsigned char *rgb, size_t w, size_t h, double x, double y, double r)
 {
-    const long x0 = (long)floor(x - r - 1), x1 = (long)ceil(x + r + 1), y0 = (long)floor(y - r - 1), y1 = (long)ceil(y + r + 1);
+    const long x0 = (long)floor(x - r - 1), x1 = (long)ceil(x + r + 1), y0 = (long)floor(y - r - 1),
+               y1 = (long)ceil(y + r + 1);
     for (long py = y0 < 0 ? 0 : y0; py <= y1 && py < (long)h; py++)
         for (long px = x0 < 0 ? 0 : x0; px <= x1 && px < (long)w; px++) {
             const double d = hypot((double)px - x, (double)py - y);

@@ -107,14 +107,23 @@ static gpuws_status cpu_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_lau
 
 extern const char gpuws__dialect_cpu[];
 
-static gpuws_status cpu_stream_create(gpuws_stream *s) { (void)s; return GPUWS_OK; }
+static gpuws_status cpu_stream_create(gpuws_stream *s)
+{
+    (void)s;
+    return GPUWS_OK;
+}
 static void cpu_stream_destroy(gpuws_stream *s) { (void)s; }
-static gpuws_status cpu_stream_synchronize(gpuws_stream *s) { (void)s; return GPUWS_OK; }
+static gpuws_status cpu_stream_synchronize(gpuws_stream *s)
+{
+    (void)s;
+    return GPUWS_OK;
+}
 
 static gpuws_status cpu_alloc(size_t n, void **p, const char *what)
 {
     size_t rounded = (n + 63) & ~(size_t)63;
-    if (rounded < n) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s of %zu bytes: more than the address space", what, n);
+    if (rounded < n)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s of %zu bytes: more than the address space", what, n);
     *p = gpuws__aligned_alloc(64, rounded);
     if (!*p) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s of %zu bytes: host allocation failed", what, n);
     return GPUWS_OK;
@@ -139,7 +148,8 @@ static gpuws_status cpu_read(gpuws_stream *s, const gpuws_buffer *b, size_t off,
     return GPUWS_OK;
 }
 
-static gpuws_status cpu_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff, size_t n)
+static gpuws_status cpu_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff,
+                             size_t n)
 {
     (void)s;
     memcpy((char *)d->impl + doff, (const char *)src->impl + soff, n);
@@ -173,7 +183,8 @@ static void cpu_host_free(gpuws_context *ctx, void *p)
 static gpuws_status cpu_event_create(gpuws_event *e)
 {
     e->impl = gpuws__calloc(1, sizeof(struct timespec));
-    return e->impl ? GPUWS_OK : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an event (%zu bytes)", sizeof(struct timespec));
+    return e->impl ? GPUWS_OK
+                   : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an event (%zu bytes)", sizeof(struct timespec));
 }
 
 static void cpu_event_destroy(gpuws_event *e) { gpuws__free(e->impl); }
@@ -185,7 +196,11 @@ static gpuws_status cpu_event_record(gpuws_event *e, gpuws_stream *s)
     return GPUWS_OK;
 }
 
-static gpuws_status cpu_event_synchronize(gpuws_event *e) { (void)e; return GPUWS_OK; }
+static gpuws_status cpu_event_synchronize(gpuws_event *e)
+{
+    (void)e;
+    return GPUWS_OK;
+}
 
 static gpuws_status cpu_event_elapsed(gpuws_event *a, gpuws_event *b, double *ms)
 {

@@ -35,8 +35,8 @@ struct cpu_fiber {
     void *arg;
     cpu_fibers *owner;
 #ifdef GPUWS_FIBER_ASAN
-    void *fake;                /* AddressSanitizer's fake stack of the fiber while it is switched out */
-    const void *sched_bottom;  /* the scheduler's stack, as AddressSanitizer reported it on the first switch */
+    void *fake;               /* AddressSanitizer's fake stack of the fiber while it is switched out */
+    const void *sched_bottom; /* the scheduler's stack, as AddressSanitizer reported it on the first switch */
     size_t sched_size;
 #endif
 };
@@ -190,12 +190,12 @@ static void start(cpu_fibers *fs, cpu_fiber *f, cpu_fiber_fn fn, void *arg)
     /* the six registers, then the "return address"; after the ret the stack is 16-byte aligned for the call */
     uintptr_t top = ((uintptr_t)f->stack + fs->stack_bytes) & ~(uintptr_t)15;
     uint64_t *sp = (uint64_t *)(top - 56);
-    sp[0] = 0;                               /* r15 */
-    sp[1] = 0;                               /* r14 */
+    sp[0] = 0;                                /* r15 */
+    sp[1] = 0;                                /* r14 */
     sp[2] = (uint64_t)(uintptr_t)fiber_entry; /* r13 */
-    sp[3] = (uint64_t)(uintptr_t)f;          /* r12 */
-    sp[4] = 0;                               /* rbx */
-    sp[5] = 0;                               /* rbp */
+    sp[3] = (uint64_t)(uintptr_t)f;           /* r12 */
+    sp[4] = 0;                                /* rbx */
+    sp[5] = 0;                                /* rbp */
     sp[6] = (uint64_t)(uintptr_t)gpuws__fiber_start;
     f->sp = sp;
 #else

@@ -17,7 +17,7 @@ typedef struct cpu_fibers {
     size_t n, cap;
     void *stacks; /* one mapping: cap × (guard + stack) */
     size_t stack_bytes;
-    void *sched;  /* the scheduler's saved context */
+    void *sched; /* the scheduler's saved context */
     size_t cur;
 } cpu_fibers;
 

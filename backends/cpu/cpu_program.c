@@ -42,7 +42,7 @@ static struct {
     char words[1024];
     char identity[1400]; /* the compiler's resolved path, size and time: part of cache keys */
     char reason[512];    /* why there is none */
-} cc = {.once = PTHREAD_ONCE_INIT};
+} cc = { .once = PTHREAD_ONCE_INIT };
 
 static bool find_on_path(const char *name, char *out, size_t n)
 {
@@ -68,10 +68,11 @@ static void find_compiler(void)
     size_t nw = 0;
     if (env) {
         gpuws__strlcpy(cc.words, env, sizeof cc.words);
-        for (char *save = NULL, *w = strtok_r(cc.words, " \t", &save); w && nw < MAX_CC_WORDS; w = strtok_r(NULL, " \t", &save))
+        for (char *save = NULL, *w = strtok_r(cc.words, " \t", &save); w && nw < MAX_CC_WORDS;
+             w = strtok_r(NULL, " \t", &save))
             cc.argv[nw++] = w;
     } else {
-        static const char *const names[] = {"cc", "gcc", "clang"};
+        static const char *const names[] = { "cc", "gcc", "clang" };
         char path[PATH_MAX];
         for (size_t i = 0; i < 3 && !nw; i++)
             if (find_on_path(names[i], path, sizeof path)) {
@@ -82,7 +83,9 @@ static void find_compiler(void)
     cc.argv[nw] = NULL;
     char path[PATH_MAX], real[PATH_MAX];
     if (!nw) {
-        snprintf(cc.reason, sizeof cc.reason, "%s", env ? "GPUWS_CC is empty" : "no C compiler: none of cc, gcc, clang is on PATH (install one, or set GPUWS_CC)");
+        snprintf(cc.reason, sizeof cc.reason, "%s",
+                 env ? "GPUWS_CC is empty"
+                     : "no C compiler: none of cc, gcc, clang is on PATH (install one, or set GPUWS_CC)");
         return;
     }
     if (!find_on_path(cc.argv[0], path, sizeof path)) {
@@ -128,8 +131,7 @@ static void unpack(const gpuws__kernel_decl *d, gpuws__strbuf *b)
         const gpuws__param *p = &d->params[i];
         if (p->kind == 'b' || p->kind == 's')
             gpuws__sb_printf(b, "    %s gw__p%zu = (%s)gw__b->args[%zu];\n", p->type, i, p->type, i);
-        else
-            gpuws__sb_printf(b, "    %s gw__p%zu = *(%s *)gw__b->args[%zu];\n", p->type, i, p->type, i);
+        else gpuws__sb_printf(b, "    %s gw__p%zu = *(%s *)gw__b->args[%zu];\n", p->type, i, p->type, i);
     }
 }
 
@@ -146,23 +148,29 @@ gpuws_status gpuws__cpu_program_text(const gpuws_program *p, gpuws__text_place w
     for (size_t k = 0; k < p->ndecls; k++) {
         const gpuws__kernel_decl *d = &p->decls[k];
         /* a block as a loop over its work-items */
-        gpuws__sb_printf(b, "GW__EXPORT void gw__block_%s(const gw__block *gw__b);\n"
-                            "GW__EXPORT void gw__block_%s(const gw__block *gw__b)\n{\n", d->name, d->name);
+        gpuws__sb_printf(b,
+                         "GW__EXPORT void gw__block_%s(const gw__block *gw__b);\n"
+                         "GW__EXPORT void gw__block_%s(const gw__block *gw__b)\n{\n",
+                         d->name, d->name);
         unpack(d, b);
-        gpuws__sb_puts(b, "    for (int gw__d = 0; gw__d < 3; gw__d++) {\n"
-                          "        gw__it.bid[gw__d] = gw__b->bid[gw__d];\n"
-                          "        gw__it.bdim[gw__d] = gw__b->block[gw__d];\n"
-                          "        gw__it.gdim[gw__d] = gw__b->grid[gw__d];\n    }\n"
-                          "    for (gw_u64 gw__z = 0; gw__z < gw__b->block[2]; gw__z++)\n"
-                          "        for (gw_u64 gw__y = 0; gw__y < gw__b->block[1]; gw__y++)\n"
-                          "            for (gw_u64 gw__x = 0; gw__x < gw__b->block[0]; gw__x++) {\n"
-                          "                gw__it.tid[0] = gw__x, gw__it.tid[1] = gw__y, gw__it.tid[2] = gw__z;\n                ");
+        gpuws__sb_puts(
+            b,
+            "    for (int gw__d = 0; gw__d < 3; gw__d++) {\n"
+            "        gw__it.bid[gw__d] = gw__b->bid[gw__d];\n"
+            "        gw__it.bdim[gw__d] = gw__b->block[gw__d];\n"
+            "        gw__it.gdim[gw__d] = gw__b->grid[gw__d];\n    }\n"
+            "    for (gw_u64 gw__z = 0; gw__z < gw__b->block[2]; gw__z++)\n"
+            "        for (gw_u64 gw__y = 0; gw__y < gw__b->block[1]; gw__y++)\n"
+            "            for (gw_u64 gw__x = 0; gw__x < gw__b->block[0]; gw__x++) {\n"
+            "                gw__it.tid[0] = gw__x, gw__it.tid[1] = gw__y, gw__it.tid[2] = gw__z;\n                ");
         call(d, b);
         gpuws__sb_puts(b, "\n            }\n}\n");
         /* one work-item (a fiber of a block with barriers) */
-        gpuws__sb_printf(b, "GW__EXPORT void gw__item_%s(const gw__block *gw__b, gw_u64 gw__x, gw_u64 gw__y, gw_u64 gw__z);\n"
-                            "GW__EXPORT void gw__item_%s(const gw__block *gw__b, gw_u64 gw__x, gw_u64 gw__y, gw_u64 gw__z)\n{\n",
-                         d->name, d->name);
+        gpuws__sb_printf(
+            b,
+            "GW__EXPORT void gw__item_%s(const gw__block *gw__b, gw_u64 gw__x, gw_u64 gw__y, gw_u64 gw__z);\n"
+            "GW__EXPORT void gw__item_%s(const gw__block *gw__b, gw_u64 gw__x, gw_u64 gw__y, gw_u64 gw__z)\n{\n",
+            d->name, d->name);
         unpack(d, b);
         gpuws__sb_puts(b, "    for (int gw__d = 0; gw__d < 3; gw__d++) {\n"
                           "        gw__it.bid[gw__d] = gw__b->bid[gw__d];\n"
@@ -182,7 +190,7 @@ typedef struct {
 } cpu_module;
 
 static void barrier_cb(void);
-static const gw__runtime runtime = {barrier_cb};
+static const gw__runtime runtime = { barrier_cb };
 
 static gpuws_status write_file(const char *path, const void *data, size_t n, const char *what)
 {
@@ -237,7 +245,7 @@ static gpuws_status make_dir(char *dir, size_t n)
 
 static void remove_dir(const char *dir)
 {
-    static const char *const files[] = {"kernel.c", "kernel.so", "compiler.log", "cached.so"};
+    static const char *const files[] = { "kernel.c", "kernel.so", "compiler.log", "cached.so" };
     char path[PATH_MAX];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -301,8 +309,9 @@ static gpuws_status compile(gpuws_program *p, const char *dir, bool *failed)
     pid_t pid;
     int e = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (e) return gpuws__error(GPUWS_ERR_BACKEND_UNAVAILABLE, "cpu not available for programs: running the C compiler '%s': %s",
-                               argv[0], strerror(e));
+    if (e)
+        return gpuws__error(GPUWS_ERR_BACKEND_UNAVAILABLE,
+                            "cpu not available for programs: running the C compiler '%s': %s", argv[0], strerror(e));
     int ws = 0;
     while (waitpid(pid, &ws, 0) < 0)
         if (errno != EINTR) return gpuws__error(GPUWS_ERR_IO, "waiting for the C compiler: %s", strerror(errno));
@@ -310,7 +319,8 @@ static gpuws_status compile(gpuws_program *p, const char *dir, bool *failed)
     p->log = read_file(logp, NULL);
     *failed = !(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
     if (*failed)
-        return gpuws__error(GPUWS_ERR_BUILD, "the C compiler (%s) %s %d", argv[0], WIFEXITED(ws) ? "exited with" : "was killed by signal",
+        return gpuws__error(GPUWS_ERR_BUILD, "the C compiler (%s) %s %d", argv[0],
+                            WIFEXITED(ws) ? "exited with" : "was killed by signal",
                             WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
     return GPUWS_OK;
 }
@@ -319,13 +329,14 @@ gpuws_status gpuws__cpu_program_build(gpuws_program *p)
 {
     pthread_once(&cc.once, find_compiler);
     pthread_once(&cpu_once, read_cpu_identity);
-    if (!cc.argv[0]) return gpuws__error(GPUWS_ERR_BACKEND_UNAVAILABLE, "cpu not available for programs: %s", cc.reason);
+    if (!cc.argv[0])
+        return gpuws__error(GPUWS_ERR_BACKEND_UNAVAILABLE, "cpu not available for programs: %s", cc.reason);
     gpuws__cache cache;
     gpuws__cache_init(&cache);
     const bool use_cache = cache.enabled && !(p->flags & GPUWS_PROGRAM_NO_CACHE);
-    gpuws__strbuf key = {0};
-    gpuws__sb_printf(&key, "backend=cpu\ncompiler=%s\ncpu=%s\nflags=%u\nsource=%zu:%016llx\n", cc.identity, cpu_identity,
-                     p->flags & (GPUWS_PROGRAM_DEBUG | GPUWS_PROGRAM_FAST_MATH), p->source_len,
+    gpuws__strbuf key = { 0 };
+    gpuws__sb_printf(&key, "backend=cpu\ncompiler=%s\ncpu=%s\nflags=%u\nsource=%zu:%016llx\n", cc.identity,
+                     cpu_identity, p->flags & (GPUWS_PROGRAM_DEBUG | GPUWS_PROGRAM_FAST_MATH), p->source_len,
                      (unsigned long long)gpuws__fnv1a(p->source, p->source_len, GPUWS__FNV_SEED));
     char *k = gpuws__sb_take(&key);
     if (!k) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a cache key");
@@ -351,7 +362,8 @@ gpuws_status gpuws__cpu_program_build(gpuws_program *p)
         if (!st && !(st = load(p, path))) {
             remove_dir(dir);
             gpuws__free(k);
-            return p->log || (p->log = gpuws__strdup("")) ? GPUWS_OK : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a log");
+            return p->log || (p->log = gpuws__strdup("")) ? GPUWS_OK
+                                                          : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a log");
         }
         gpuws__log(GPUWS__LOG_INFO, "cached build of %s could not be loaded (%s); compiling it again", p->file_name,
                    gpuws_last_error());
@@ -397,8 +409,10 @@ gpuws_status gpuws__cpu_program_kernel(gpuws_program *p, size_t index, gpuws_ker
     snprintf(name, sizeof name, "gw__item_%s", kn);
     item_fn it = (item_fn)dlsym(m->dl, name);
     if (!b || !it)
-        return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "program '%s' declares kernel '%s' but its build has none (is it "
-                            "inside an #if?)", p->file_name, kn);
+        return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND,
+                            "program '%s' declares kernel '%s' but its build has none (is it "
+                            "inside an #if?)",
+                            p->file_name, kn);
     cpu_kernel *ck = gpuws__calloc(1, sizeof *ck);
     if (!ck) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a kernel");
     ck->block = b;
@@ -423,7 +437,7 @@ typedef struct job {
     size_t nargs;
     size_t local_off[GPUWS__SIG_MAX]; /* GW_LOCAL arguments: offset into the worker's area, or SIZE_MAX */
     size_t local_total;
-    atomic_int stray_barrier;         /* gw_barrier reached in a kernel run as a loop */
+    atomic_int stray_barrier; /* gw_barrier reached in a kernel run as a loop */
     atomic_int no_memory;
 } job;
 
@@ -437,9 +451,9 @@ typedef struct worker {
     struct cpu_pool *pool;
     pthread_t thread;
     cpu_fibers fibers;
-    void *local;        /* GW_LOCAL memory of the block being run */
+    void *local; /* GW_LOCAL memory of the block being run */
     size_t local_cap;
-    item_arg *items;    /* one per work-item, for fibers */
+    item_arg *items; /* one per work-item, for fibers */
     void **item_ptrs;
     size_t items_cap;
     bool in_fibers;
@@ -505,7 +519,8 @@ static void run_blocks(worker *w, job *j)
         return;
     }
     void *args[GPUWS__SIG_MAX];
-    for (size_t i = 0; i < j->nargs; i++) args[i] = j->local_off[i] == SIZE_MAX ? j->args[i] : (char *)w->local + j->local_off[i];
+    for (size_t i = 0; i < j->nargs; i++)
+        args[i] = j->local_off[i] == SIZE_MAX ? j->args[i] : (char *)w->local + j->local_off[i];
     gw__block b;
     memcpy(b.grid, j->grid, sizeof b.grid);
     memcpy(b.block, j->block, sizeof b.block);
@@ -530,7 +545,7 @@ static void run_blocks(worker *w, job *j)
         for (uint64_t z = 0; z < j->block[2]; z++)
             for (uint64_t y = 0; y < j->block[1]; y++)
                 for (uint64_t x = 0; x < j->block[0]; x++, t++) {
-                    w->items[t] = (item_arg){j->k, &b, x, y, z};
+                    w->items[t] = (item_arg){ j->k, &b, x, y, z };
                     w->item_ptrs[t] = &w->items[t];
                 }
         w->in_fibers = true;
@@ -673,11 +688,14 @@ gpuws_status gpuws__cpu_launch(struct cpu_pool **poolp, pthread_mutex_t *pool_lo
     }
     pthread_mutex_unlock(&pool->launch);
     if (atomic_load(&j.no_memory))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "kernel '%s': no memory for a block of %llu work-items (fiber stacks or "
-                            "GW_LOCAL memory of %zu bytes); some blocks did not run", k->name,
-                            (unsigned long long)(j.block[0] * j.block[1] * j.block[2]), j.local_total);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "kernel '%s': no memory for a block of %llu work-items (fiber stacks or "
+                            "GW_LOCAL memory of %zu bytes); some blocks did not run",
+                            k->name, (unsigned long long)(j.block[0] * j.block[1] * j.block[2]), j.local_total);
     if (atomic_load(&j.stray_barrier))
-        return gpuws__error(GPUWS_ERR_DEVICE, "kernel '%s' reached gw_barrier but was run without barriers (is gw_barrier "
-                            "hidden in a macro of a header? name it in the kernel's body)", k->name);
+        return gpuws__error(GPUWS_ERR_DEVICE,
+                            "kernel '%s' reached gw_barrier but was run without barriers (is gw_barrier "
+                            "hidden in a macro of a header? name it in the kernel's body)",
+                            k->name);
     return GPUWS_OK;
 }

@@ -33,14 +33,14 @@ static gpuws_status cuda_fail(cudaError_t e, const char *what)
 
 gpuws_status gpuws__cuda_fail(cudaError_t e, const char *what) { return cuda_fail(e, what); }
 
-#define CHECK_CU(call, ...)                                                                                     \
-    do {                                                                                                        \
-        cudaError_t e_ = (call);                                                                                \
-        if (e_ != cudaSuccess) {                                                                                \
-            char what_[256];                                                                                    \
-            snprintf(what_, sizeof what_, __VA_ARGS__);                                                         \
-            return cuda_fail(e_, what_);                                                                        \
-        }                                                                                                       \
+#define CHECK_CU(call, ...)                                                                                            \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            char what_[256];                                                                                           \
+            snprintf(what_, sizeof what_, __VA_ARGS__);                                                                \
+            return cuda_fail(e_, what_);                                                                               \
+        }                                                                                                              \
     } while (0)
 
 /* ---- probing -------------------------------------------------------------------------------------------- */
@@ -98,7 +98,8 @@ static gpuws_status cuda_device_info(const char *filter, size_t index, gpuws_dev
     d->type = GPUWS_DEVICE_GPU;
     snprintf(d->name, sizeof d->name, "%s", p.name);
     gpuws__strlcpy(d->vendor, "NVIDIA Corporation", sizeof d->vendor);
-    snprintf(d->platform, sizeof d->platform, "CUDA runtime %d.%d, sm_%d%d", rt / 1000, (rt % 1000) / 10, p.major, p.minor);
+    snprintf(d->platform, sizeof d->platform, "CUDA runtime %d.%d, sm_%d%d", rt / 1000, (rt % 1000) / 10, p.major,
+             p.minor);
     snprintf(d->driver_version, sizeof d->driver_version, "CUDA driver %d.%d", drv / 1000, (drv % 1000) / 10);
     d->global_mem_bytes = p.totalGlobalMem;
     d->max_alloc_bytes = p.totalGlobalMem;
@@ -209,7 +210,8 @@ static gpuws_status cuda_read(gpuws_stream *s, const gpuws_buffer *b, size_t off
 }
 
 /* The token is an event recorded right after the copy (one per stream, made on first use, without timing). */
-static gpuws_status cuda_read_start(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n, void **token)
+static gpuws_status cuda_read_start(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n,
+                                    void **token)
 {
     SET_DEVICE(s->ctx);
     if (!s->read_marker) {
@@ -230,10 +232,12 @@ static gpuws_status cuda_read_wait(gpuws_stream *s, void *token)
     return GPUWS_OK;
 }
 
-static gpuws_status cuda_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff, size_t n)
+static gpuws_status cuda_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff,
+                              size_t n)
 {
     SET_DEVICE(s->ctx);
-    CHECK_CU(cudaMemcpyAsync(DPTR(d, doff), DPTR(src, soff), n, cudaMemcpyDeviceToDevice, STREAM(s)), "copying %zu bytes", n);
+    CHECK_CU(cudaMemcpyAsync(DPTR(d, doff), DPTR(src, soff), n, cudaMemcpyDeviceToDevice, STREAM(s)),
+             "copying %zu bytes", n);
     return GPUWS_OK;
 }
 
@@ -243,10 +247,10 @@ static gpuws_status cuda_fill(gpuws_stream *s, gpuws_buffer *b, size_t off, cons
     const unsigned char *p = pat;
     bool same = true;
     for (size_t i = 1; i < ps; i++) same = same && p[i] == p[0];
-    if (same)
-        CHECK_CU(cudaMemsetAsync(DPTR(b, off), p[0], n, STREAM(s)), "filling %zu bytes", n);
+    if (same) CHECK_CU(cudaMemsetAsync(DPTR(b, off), p[0], n, STREAM(s)), "filling %zu bytes", n);
     else
-        CHECK_CU(gpuws__cuda_fill(DPTR(b, off), n, pat, ps, STREAM(s)), "filling %zu bytes with a %zu-byte pattern", n, ps);
+        CHECK_CU(gpuws__cuda_fill(DPTR(b, off), n, pat, ps, STREAM(s)), "filling %zu bytes with a %zu-byte pattern", n,
+                 ps);
     return GPUWS_OK;
 }
 
@@ -337,9 +341,10 @@ static gpuws_status cuda_kernel_create(gpuws_kernel *k)
     cudaError_t e = cudaFuncGetAttributes(&attr, found->func);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return gpuws__error(cuda_status(e), "kernel '%s' cannot run on %s (%s): %s (%d); rebuild with its architecture in "
-                            "GPUWS_CUDA_ARCHITECTURES (CMake)", k->name, k->ctx->info.name, k->ctx->info.platform,
-                            cudaGetErrorName(e), (int)e);
+        return gpuws__error(cuda_status(e),
+                            "kernel '%s' cannot run on %s (%s): %s (%d); rebuild with its architecture in "
+                            "GPUWS_CUDA_ARCHITECTURES (CMake)",
+                            k->name, k->ctx->info.name, k->ctx->info.platform, cudaGetErrorName(e), (int)e);
     }
     size_t n = strlen(found->sig);
     if (n > GPUWS__SIG_MAX) return gpuws__error(GPUWS_ERR_INTERNAL, "kernel '%s' has too many parameters", k->name);
@@ -385,10 +390,11 @@ static gpuws_status cuda_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_la
         pthread_mutex_unlock(&ki->lock);
         if (e != cudaSuccess) return cuda_fail(e, "raising the dynamic shared memory limit");
     }
-    dim3 grid = {cfg->grid[0], cfg->grid[1], cfg->grid[2]};
-    dim3 block = {cfg->block[0], cfg->block[1], cfg->block[2]};
+    dim3 grid = { cfg->grid[0], cfg->grid[1], cfg->grid[2] };
+    dim3 block = { cfg->block[0], cfg->block[1], cfg->block[2] };
     CHECK_CU(cudaLaunchKernel(ki->func, grid, block, argv, smem, STREAM(s)),
-             "launching '%s' with grid (%u,%u,%u) block (%u,%u,%u)", k->name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
+             "launching '%s' with grid (%u,%u,%u) block (%u,%u,%u)", k->name, grid.x, grid.y, grid.z, block.x, block.y,
+             block.z);
     return GPUWS_OK;
 }
 

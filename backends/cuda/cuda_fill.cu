@@ -1,7 +1,8 @@
 // Pattern fill for gpuws_buffer_fill when the pattern bytes differ (equal bytes go through cudaMemsetAsync).
 #include <cuda_runtime.h>
 
-namespace {
+namespace
+{
 struct pattern16 {
     unsigned char b[16];
 };

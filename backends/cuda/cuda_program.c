@@ -28,10 +28,11 @@
 
 /* ---- NVRTC, loaded once per process --------------------------------------------------------------------- */
 
-#define NVRTC_FUNCTIONS(X)                                                                                      \
-    X(nvrtcGetErrorString) X(nvrtcVersion) X(nvrtcGetNumSupportedArchs) X(nvrtcGetSupportedArchs)             \
-    X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize)             \
-    X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetPTXSize) X(nvrtcGetPTX)
+#define NVRTC_FUNCTIONS(X)                                                                                             \
+    X(nvrtcGetErrorString)                                                                                             \
+    X(nvrtcVersion) X(nvrtcGetNumSupportedArchs) X(nvrtcGetSupportedArchs) X(nvrtcCreateProgram)                       \
+        X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog)                  \
+            X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetPTXSize) X(nvrtcGetPTX)
 
 /* The functions, typed from nvrtc.h's own declarations. */
 static struct {
@@ -42,16 +43,16 @@ static struct {
 
 #define MAX_ARCHS 64
 static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool nv_tried, nv_loaded;  /* under nv_lock; nv and the fields below are written before nv_loaded */
+static bool nv_tried, nv_loaded; /* under nv_lock; nv and the fields below are written before nv_loaded */
 static char nv_reason[512];
-static char nv_override[256];      /* gpuws__cuda_nvrtc_library's name; "" = the sonames below */
+static char nv_override[256]; /* gpuws__cuda_nvrtc_library's name; "" = the sonames below */
 static int nv_major, nv_minor;
-static int nv_archs[MAX_ARCHS];    /* the sm_XY it compiles for, as 10 * X + Y, ascending */
+static int nv_archs[MAX_ARCHS]; /* the sm_XY it compiles for, as 10 * X + Y, ascending */
 static int nv_narchs;
 
 static void nvrtc_open(void)
 {
-    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+    static const char *const names[] = { "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so" };
     const size_t count = nv_override[0] ? 1 : sizeof names / sizeof names[0];
     char first_error[384] = "";
     void *h = NULL;
@@ -67,10 +68,10 @@ static void nvrtc_open(void)
         return;
     }
     /* The handle stays open for the life of the process (also after gpuws__cuda_nvrtc_library). */
-#define NV_LOAD(f)                                                                                              \
-    if (!(*(void **)(&nv.f) = dlsym(h, #f))) {                                                                  \
-        snprintf(nv_reason, sizeof nv_reason, "%s lacks %s (NVRTC 11.2 or newer is needed)", name, #f);        \
-        return;                                                                                                 \
+#define NV_LOAD(f)                                                                                                     \
+    if (!(*(void **)(&nv.f) = dlsym(h, #f))) {                                                                         \
+        snprintf(nv_reason, sizeof nv_reason, "%s lacks %s (NVRTC 11.2 or newer is needed)", name, #f);                \
+        return;                                                                                                        \
     }
     NVRTC_FUNCTIONS(NV_LOAD)
 #undef NV_LOAD
@@ -119,8 +120,10 @@ static void wrapper(gpuws__strbuf *out, const gpuws__kernel_decl *d)
 {
     const char *name = d->name;
     /* Used only where the user's gw__body_<name> does not exist (a kernel under a false #if). */
-    gpuws__sb_printf(out, "template <class... A> static __device__ gw__absent gw__body_%s(A...) "
-                          "{ return gw__absent(); }\n", name);
+    gpuws__sb_printf(out,
+                     "template <class... A> static __device__ gw__absent gw__body_%s(A...) "
+                     "{ return gw__absent(); }\n",
+                     name);
     gpuws__sb_printf(out, "extern \"C\" __global__ void %s(", name);
     for (size_t j = 0; j < d->nparams; j++) {
         const char *type = d->params[j].kind == 's' ? "unsigned long long" : d->params[j].type;
@@ -134,8 +137,7 @@ static void wrapper(gpuws__strbuf *out, const gpuws__kernel_decl *d)
         if (prev == SIZE_MAX)
             gpuws__sb_puts(out, "    extern __shared__ __align__(16) unsigned char gw__dynamic_shared[];\n"
                                 "    unsigned long long gw__offset = 0;\n");
-        else
-            gpuws__sb_printf(out, "    gw__offset += (gw__p%zu + 15) & ~15ull;\n", prev);
+        else gpuws__sb_printf(out, "    gw__offset += (gw__p%zu + 15) & ~15ull;\n", prev);
         gpuws__sb_printf(out, "    %s gw__l%zu = (%s)(gw__dynamic_shared + gw__offset);\n", q->type, j, q->type);
         prev = j;
     }
@@ -143,8 +145,10 @@ static void wrapper(gpuws__strbuf *out, const gpuws__kernel_decl *d)
     call_args(out, d);
     gpuws__sb_puts(out, ");\n}\n");
     /* 1 byte when the call above resolves to the user's function, 2 when to the fallback */
-    gpuws__sb_printf(out, "extern \"C\" __device__ unsigned char gw__compiled_%s[1 + "
-                          "gw__is_absent<decltype(gw__body_%s(", name, name);
+    gpuws__sb_printf(out,
+                     "extern \"C\" __device__ unsigned char gw__compiled_%s[1 + "
+                     "gw__is_absent<decltype(gw__body_%s(",
+                     name, name);
     for (size_t j = 0; j < d->nparams; j++)
         gpuws__sb_printf(out, "%sgw__value<%s>()", j ? ", " : "", d->params[j].type);
     gpuws__sb_puts(out, "))>::value] = {};\n");
@@ -248,19 +252,21 @@ gpuws_status gpuws__cuda_program_build(gpuws_program *p)
         else if (nv_archs[i] < want && nv_archs[i] > older) older = nv_archs[i];
     }
     if (!exact && !older)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "NVRTC %d.%d cannot compile for %s (sm_%d): its oldest "
-                            "architecture is sm_%d", nv_major, nv_minor, p->ctx->info.name, want, nv_archs[0]);
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "NVRTC %d.%d cannot compile for %s (sm_%d): its oldest "
+                            "architecture is sm_%d",
+                            nv_major, nv_minor, p->ctx->info.name, want, nv_archs[0]);
     char arch[64];
     snprintf(arch, sizeof arch, "--gpu-architecture=%s_%d", exact ? "sm" : "compute", exact ? want : older);
     /* NVRTC's defaults stay: --fmad=true (a * b + c may become one fused multiply-add), IEEE division and square
      * root, denormals kept; GPUWS_PROGRAM_FAST_MATH relaxes them. -G implies line information. */
-    const char *opts[4] = {arch, "--std=c++17"};
+    const char *opts[4] = { arch, "--std=c++17" };
     int nopts = 2;
     if (p->flags & GPUWS_PROGRAM_DEBUG) opts[nopts++] = "-G";
     if (p->flags & GPUWS_PROGRAM_FAST_MATH) opts[nopts++] = "--use_fast_math";
 
     /* The cache key names everything the image depends on; the dialect is part of the source. */
-    gpuws__strbuf key = {0};
+    gpuws__strbuf key = { 0 };
     gpuws__sb_printf(&key, "backend=cuda\ndevice=%s\narch=sm_%d\nnvrtc=%d.%d\ndriver=%d\noptions=", p->ctx->info.name,
                      want, nv_major, nv_minor, driver);
     for (int i = 0; i < nopts; i++) gpuws__sb_printf(&key, "%s%s", i ? " " : "", opts[i]);
@@ -328,8 +334,10 @@ gpuws_status gpuws__cuda_program_kernel(gpuws_program *p, size_t index, gpuws_ke
     free(marker);
     if (e != cudaSuccess) return gpuws__cuda_fail(e, what); /* the marker is always generated */
     if (bytes != 1)
-        return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "program '%s' declares kernel '%s' but the CUDA build has none "
-                            "(is it inside an #if?)", p->file_name, name);
+        return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND,
+                            "program '%s' declares kernel '%s' but the CUDA build has none "
+                            "(is it inside an #if?)",
+                            p->file_name, name);
     cudaKernel_t kernel = NULL;
     struct cudaFuncAttributes attr;
     e = cudaLibraryGetKernel(&kernel, lib, name);

@@ -7,15 +7,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define OCL_FUNCS(X)                                                                                            \
-    X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext)              \
-    X(clReleaseContext) X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject)  \
-    X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer)                  \
-    X(clEnqueueMapBuffer) X(clEnqueueUnmapMemObject) X(clCreateProgramWithSource) X(clCreateProgramWithBinary)    \
-    X(clBuildProgram) X(clGetProgramBuildInfo) X(clGetProgramInfo) X(clReleaseProgram) X(clCreateKernel)          \
-    X(clReleaseKernel) X(clSetKernelArg) X(clGetKernelInfo) X(clGetKernelArgInfo) X(clGetKernelWorkGroupInfo)     \
-    X(clEnqueueNDRangeKernel) X(clFinish) X(clFlush) X(clEnqueueMarkerWithWaitList) X(clWaitForEvents)            \
-    X(clGetEventProfilingInfo) X(clReleaseEvent) X(clGetEventInfo)
+#define OCL_FUNCS(X)                                                                                                   \
+    X(clGetPlatformIDs)                                                                                                \
+    X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext)                   \
+        X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject)                       \
+            X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer)               \
+                X(clEnqueueMapBuffer) X(clEnqueueUnmapMemObject) X(clCreateProgramWithSource)                          \
+                    X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramBuildInfo) X(clGetProgramInfo)        \
+                        X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg) X(clGetKernelInfo)  \
+                            X(clGetKernelArgInfo) X(clGetKernelWorkGroupInfo) X(clEnqueueNDRangeKernel) X(clFinish)    \
+                                X(clFlush) X(clEnqueueMarkerWithWaitList) X(clWaitForEvents)                           \
+                                    X(clGetEventProfilingInfo) X(clReleaseEvent) X(clGetEventInfo)
 
 typedef struct ocl_api {
 #define OCL_DECLARE(fn) __typeof__(&fn) fn;

@@ -43,14 +43,14 @@ static gpuws_status ocl_status(cl_int e)
     }
 }
 
-#define CHECK_CL(call, ...)                                                                                     \
-    do {                                                                                                        \
-        cl_int e_ = (call);                                                                                     \
-        if (e_ != CL_SUCCESS) {                                                                                 \
-            char what_[256];                                                                                    \
-            snprintf(what_, sizeof what_, __VA_ARGS__);                                                         \
-            return gpuws__error(ocl_status(e_), "%s: %s (%d)", what_, ocl_error_name(e_), (int)e_);            \
-        }                                                                                                       \
+#define CHECK_CL(call, ...)                                                                                            \
+    do {                                                                                                               \
+        cl_int e_ = (call);                                                                                            \
+        if (e_ != CL_SUCCESS) {                                                                                        \
+            char what_[256];                                                                                           \
+            snprintf(what_, sizeof what_, __VA_ARGS__);                                                                \
+            return gpuws__error(ocl_status(e_), "%s: %s (%d)", what_, ocl_error_name(e_), (int)e_);                    \
+        }                                                                                                              \
     } while (0)
 
 /* ---- device discovery (once per process) ---------------------------------------------------------------- */
@@ -184,8 +184,9 @@ static uint64_t nv_shared_per_sm(cl_device_id id)
         return 0;
     static const struct {
         cl_uint major, minor, kib;
-    } table[] = {{6, 0, 64}, {6, 1, 96}, {6, 2, 64}, {7, 0, 96}, {7, 2, 96}, {7, 5, 64}, {8, 0, 164}, {8, 6, 100},
-                 {8, 7, 164}, {8, 9, 100}, {9, 0, 228}, {10, 0, 228}, {12, 0, 100}};
+    } table[] = { { 6, 0, 64 },  { 6, 1, 96 },   { 6, 2, 64 },  { 7, 0, 96 },  { 7, 2, 96 },
+                  { 7, 5, 64 },  { 8, 0, 164 },  { 8, 6, 100 }, { 8, 7, 164 }, { 8, 9, 100 },
+                  { 9, 0, 228 }, { 10, 0, 228 }, { 12, 0, 100 } };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].major == major && table[i].minor == minor) return (uint64_t)table[i].kib * 1024;
     return 0;
@@ -197,7 +198,9 @@ static void fill_info(const ocl_dev *o, gpuws_device_info *d)
     cl_device_type t = 0;
     ocl.clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof t, &t, NULL);
     d->backend = GPUWS_BACKEND_OPENCL;
-    d->type = (t & CL_DEVICE_TYPE_GPU) ? GPUWS_DEVICE_GPU : (t & CL_DEVICE_TYPE_CPU) ? GPUWS_DEVICE_CPU : GPUWS_DEVICE_OTHER;
+    d->type = (t & CL_DEVICE_TYPE_GPU)   ? GPUWS_DEVICE_GPU
+              : (t & CL_DEVICE_TYPE_CPU) ? GPUWS_DEVICE_CPU
+                                         : GPUWS_DEVICE_OTHER;
     dev_str(id, CL_DEVICE_NAME, d->name, sizeof d->name);
     dev_str(id, CL_DEVICE_VENDOR, d->vendor, sizeof d->vendor);
     dev_str(id, CL_DRIVER_VERSION, d->driver_version, sizeof d->driver_version);
@@ -213,7 +216,7 @@ static void fill_info(const ocl_dev *o, gpuws_device_info *d)
     d->compute_units = u32;
     ocl.clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof sz, &sz, NULL);
     d->max_block_size = sz > UINT32_MAX ? UINT32_MAX : (uint32_t)sz;
-    size_t dims[3] = {1, 1, 1};
+    size_t dims[3] = { 1, 1, 1 };
     ocl.clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, NULL);
     for (int i = 0; i < 3; i++) d->max_block_dims[i] = dims[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)dims[i];
     bool nv = dev_has_ext(id, "cl_nv_device_attribute_query");
@@ -229,8 +232,7 @@ static void fill_info(const ocl_dev *o, gpuws_device_info *d)
     d->shared_mem_bytes = u64;
     d->shared_mem_per_unit = nv ? nv_shared_per_sm(id) : 0;
     u32 = 0;
-    if (nv)
-        ocl.clGetDeviceInfo(id, CL_DEVICE_WARP_SIZE_NV, sizeof u32, &u32, NULL);
+    if (nv) ocl.clGetDeviceInfo(id, CL_DEVICE_WARP_SIZE_NV, sizeof u32, &u32, NULL);
     else if (dev_has_ext(id, "cl_amd_device_attribute_query"))
         ocl.clGetDeviceInfo(id, CL_DEVICE_WAVEFRONT_WIDTH_AMD, sizeof u32, &u32, NULL);
     else if (t & CL_DEVICE_TYPE_CPU)
@@ -268,13 +270,13 @@ typedef struct ocl_pinned {
 typedef struct {
     cl_context ctx;
     cl_device_id dev;
-    cl_command_queue aux;      /* for pinned-memory maps */
-    ocl_program *programs;     /* under ctx->lock */
+    cl_command_queue aux;  /* for pinned-memory maps */
+    ocl_program *programs; /* under ctx->lock */
     ocl_pinned *pinned;
     pthread_mutex_t pin_lock;
     gpuws__cache cache;
-    char device_key[900];      /* platform, device, versions: the device part of cache keys */
-    cl_program marker_prog;    /* no-op kernel for events where markers lack profiling data */
+    char device_key[900];   /* platform, device, versions: the device part of cache keys */
+    cl_program marker_prog; /* no-op kernel for events where markers lack profiling data */
     cl_kernel marker_kernel;
     atomic_int kernel_markers; /* 0 unknown/use clEnqueueMarker, 1 use marker kernel; any thread may set it */
     bool nv_options;           /* cl_nv_compiler_options: build options -cl-nv-* are passed on, else dropped */
@@ -306,7 +308,7 @@ static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, s
     if (!c) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an OpenCL context");
     fill_info(o, &ctx->info);
     c->dev = o->device;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)o->platform, 0};
+    cl_context_properties props[] = { CL_CONTEXT_PLATFORM, (cl_context_properties)o->platform, 0 };
     cl_int e;
     c->ctx = ocl.clCreateContext(props, 1, &o->device, NULL, NULL, &e);
     if (!c->ctx) {
@@ -381,7 +383,7 @@ static gpuws_status ocl_stream_synchronize(gpuws_stream *s)
     return GPUWS_OK;
 }
 
-#define Q(s) ((cl_command_queue)(s)->impl)
+#define Q(s)   ((cl_command_queue)(s)->impl)
 #define MEM(b) ((cl_mem)(b)->impl)
 
 static gpuws_status ocl_buffer_create(gpuws_buffer *b)
@@ -417,7 +419,8 @@ static gpuws_status ocl_read(gpuws_stream *s, const gpuws_buffer *b, size_t off,
 }
 
 /* The read's own event is the token: waiting for it does not wait for the commands enqueued after it. */
-static gpuws_status ocl_read_start(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n, void **token)
+static gpuws_status ocl_read_start(gpuws_stream *s, const gpuws_buffer *b, size_t off, void *dst, size_t n,
+                                   void **token)
 {
     cl_event ev;
     CHECK_CL(ocl.clEnqueueReadBuffer(Q(s), MEM(b), CL_FALSE, off, n, dst, 0, NULL, &ev),
@@ -444,9 +447,11 @@ static gpuws_status ocl_read_wait(gpuws_stream *s, void *token)
     return GPUWS_OK;
 }
 
-static gpuws_status ocl_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff, size_t n)
+static gpuws_status ocl_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, const gpuws_buffer *src, size_t soff,
+                             size_t n)
 {
-    CHECK_CL(ocl.clEnqueueCopyBuffer(Q(s), MEM(src), MEM(d), soff, doff, n, 0, NULL, NULL), "clEnqueueCopyBuffer of %zu bytes", n);
+    CHECK_CL(ocl.clEnqueueCopyBuffer(Q(s), MEM(src), MEM(d), soff, doff, n, 0, NULL, NULL),
+             "clEnqueueCopyBuffer of %zu bytes", n);
     return GPUWS_OK;
 }
 
@@ -467,7 +472,8 @@ static gpuws_status ocl_host_alloc(gpuws_context *ctx, size_t n, void **p)
         pthread_mutex_unlock(&c->pin_lock);
         ocl.clReleaseMemObject(pin->mem);
         free(pin);
-        return gpuws__error(ocl_status(e), "mapping pinned host memory of %zu bytes: %s (%d)", n, ocl_error_name(e), (int)e);
+        return gpuws__error(ocl_status(e), "mapping pinned host memory of %zu bytes: %s (%d)", n, ocl_error_name(e),
+                            (int)e);
     }
     pin->next = c->pinned;
     c->pinned = pin;
@@ -548,7 +554,8 @@ static gpuws_status ocl_event_record(gpuws_event *e, gpuws_stream *s)
         gpuws_status st = marker_kernel(s->ctx, &k);
         if (st) return st;
         size_t one = 1;
-        CHECK_CL(ocl.clEnqueueNDRangeKernel(Q(s), k, 1, NULL, &one, &one, 0, NULL, &oe->ev), "enqueueing an event marker kernel");
+        CHECK_CL(ocl.clEnqueueNDRangeKernel(Q(s), k, 1, NULL, &one, &one, 0, NULL, &oe->ev),
+                 "enqueueing an event marker kernel");
     } else {
         CHECK_CL(ocl.clEnqueueMarkerWithWaitList(Q(s), 0, NULL, &oe->ev), "clEnqueueMarkerWithWaitList");
     }
@@ -566,18 +573,19 @@ static gpuws_status ocl_event_synchronize(gpuws_event *e)
 static gpuws_status ocl_event_elapsed(gpuws_event *a, gpuws_event *b, double *ms)
 {
     ocl_event *x = a->impl, *y = b->impl;
-    cl_event evs[2] = {x->ev, y->ev};
+    cl_event evs[2] = { x->ev, y->ev };
     CHECK_CL(ocl.clWaitForEvents(2, evs), "clWaitForEvents");
     cl_ulong t0 = 0, t1 = 0;
     cl_int e0 = ocl.clGetEventProfilingInfo(x->ev, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL);
     /* A marker kernel's start is when the work before it had finished; a plain marker's end is. */
-    cl_int e1 = ocl.clGetEventProfilingInfo(y->ev, y->kernel_marker ? CL_PROFILING_COMMAND_START : CL_PROFILING_COMMAND_END,
-                                            sizeof t1, &t1, NULL);
+    cl_int e1 = ocl.clGetEventProfilingInfo(
+        y->ev, y->kernel_marker ? CL_PROFILING_COMMAND_START : CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
     if (e0 != CL_SUCCESS || e1 != CL_SUCCESS || (t0 == 0 && t1 == 0)) {
         if (!x->kernel_marker && !y->kernel_marker) {
             /* This platform keeps no times for markers: record with a no-op kernel from now on. */
             atomic_store(&OCTX(a->ctx)->kernel_markers, 1);
-            gpuws__log(GPUWS__LOG_INFO, "OpenCL markers carry no profiling times on %s; using marker kernels", a->ctx->info.name);
+            gpuws__log(GPUWS__LOG_INFO, "OpenCL markers carry no profiling times on %s; using marker kernels",
+                       a->ctx->info.name);
         }
         cl_int err = e0 != CL_SUCCESS ? e0 : e1;
         return gpuws__error(GPUWS_ERR_NOT_READY, "no profiling times for these events (%s); record them again",
@@ -623,7 +631,7 @@ static void store_binary(ocl_ctx *c, cl_program p, const char *key)
     if (ocl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS || len == 0) return;
     unsigned char *bin = malloc(len);
     if (!bin) return;
-    unsigned char *bins[1] = {bin};
+    unsigned char *bins[1] = { bin };
     if (ocl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
         gpuws__cache_store(&c->cache, key, ".clbin", bin, len);
     free(bin);
@@ -649,8 +657,8 @@ static void drop_nv_options(char *s)
 /* Builds text (name: for messages and the cache key) with options, or loads its binary from the cache (unless
  * use_cache is false). On a compile error returns GPUWS_ERR_BUILD and, when log is given, the build log in *log
  * (malloc'd); on success *log (when given) holds the build log, warnings included, "" when none. */
-static gpuws_status build_program(gpuws_context *ctx, const char *name, const char *text, size_t len, const char *options,
-                                  bool use_cache, cl_program *out, char **log)
+static gpuws_status build_program(gpuws_context *ctx, const char *name, const char *text, size_t len,
+                                  const char *options, bool use_cache, cl_program *out, char **log)
 {
     ocl_ctx *c = OCTX(ctx);
     if (log) *log = NULL;
@@ -678,10 +686,11 @@ static gpuws_status build_program(gpuws_context *ctx, const char *name, const ch
         atomic_fetch_add(access(path, F_OK) == 0 ? &n_rejected : &n_misses, 1);
     }
     if (have) {
-        const unsigned char *bins[1] = {bin};
+        const unsigned char *bins[1] = { bin };
         cl_int bst;
         prog = ocl.clCreateProgramWithBinary(c->ctx, 1, &c->dev, &binlen, bins, &bst, &e);
-        if (prog && (e != CL_SUCCESS || bst != CL_SUCCESS || ocl.clBuildProgram(prog, 1, &c->dev, options, NULL, NULL) != CL_SUCCESS)) {
+        if (prog && (e != CL_SUCCESS || bst != CL_SUCCESS ||
+                     ocl.clBuildProgram(prog, 1, &c->dev, options, NULL, NULL) != CL_SUCCESS)) {
             ocl.clReleaseProgram(prog);
             prog = NULL;
         }
@@ -703,15 +712,17 @@ static gpuws_status build_program(gpuws_context *ctx, const char *name, const ch
         prog = ocl.clCreateProgramWithSource(c->ctx, 1, &text, &len, &e);
         if (!prog) {
             free(key);
-            return gpuws__error(ocl_status(e), "clCreateProgramWithSource(%s): %s (%d)", name, ocl_error_name(e), (int)e);
+            return gpuws__error(ocl_status(e), "clCreateProgramWithSource(%s): %s (%d)", name, ocl_error_name(e),
+                                (int)e);
         }
         atomic_fetch_add(&n_source_builds, 1);
         e = ocl.clBuildProgram(prog, 1, &c->dev, options, NULL, NULL);
         char *blog = build_log(c, prog);
         if (e != CL_SUCCESS) {
-            gpuws_status st = gpuws__error(e == CL_BUILD_PROGRAM_FAILURE || e == CL_INVALID_BUILD_OPTIONS ? GPUWS_ERR_BUILD : ocl_status(e),
-                                           "building %s for %s failed: %s (%d); build log:\n%s", name, ctx->info.name,
-                                           ocl_error_name(e), (int)e, blog ? blog : "(unavailable)");
+            gpuws_status st = gpuws__error(
+                e == CL_BUILD_PROGRAM_FAILURE || e == CL_INVALID_BUILD_OPTIONS ? GPUWS_ERR_BUILD : ocl_status(e),
+                "building %s for %s failed: %s (%d); build log:\n%s", name, ctx->info.name, ocl_error_name(e), (int)e,
+                blog ? blog : "(unavailable)");
             if (log) *log = blog;
             else free(blog);
             ocl.clReleaseProgram(prog);
@@ -738,7 +749,8 @@ static gpuws_status get_program(gpuws_context *ctx, const gpuws__cl_source *src,
             return GPUWS_OK;
         }
     char options[1024];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -cl-kernel-arg-info%s %s", ctx->info.fp64 ? " -DGPUWS_FP64=1" : "", extra);
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -cl-kernel-arg-info%s %s", ctx->info.fp64 ? " -DGPUWS_FP64=1" : "",
+             extra);
     if (!c->nv_options) drop_nv_options(options);
     char name[96];
     snprintf(name, sizeof name, "%s.cl", src->algo);
@@ -759,7 +771,8 @@ static gpuws_status get_program(gpuws_context *ctx, const gpuws__cl_source *src,
     return GPUWS_OK;
 }
 
-void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected, unsigned long *builds)
+void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected,
+                               unsigned long *builds)
 {
     *hits = atomic_load(&n_hits);
     *misses = atomic_load(&n_misses);
@@ -790,9 +803,11 @@ static char arg_kind(cl_kernel k, cl_uint i)
     if (aq == CL_KERNEL_ARG_ADDRESS_GLOBAL || aq == CL_KERNEL_ARG_ADDRESS_CONSTANT) return 'b';
     if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, sizeof type - 1, type, NULL) != CL_SUCCESS) return '?';
     if (strchr(type, '*')) return 'b';
-    static const struct { const char *t; char c; } map[] = {
-        {"int", 'i'}, {"uint", 'u'}, {"unsigned int", 'u'}, {"long", 'l'}, {"ulong", 'L'}, {"unsigned long", 'L'},
-        {"float", 'f'}, {"double", 'd'}};
+    static const struct {
+        const char *t;
+        char c;
+    } map[] = { { "int", 'i' },   { "uint", 'u' },          { "unsigned int", 'u' }, { "long", 'l' },
+                { "ulong", 'L' }, { "unsigned long", 'L' }, { "float", 'f' },        { "double", 'd' } };
     for (size_t j = 0; j < sizeof map / sizeof map[0]; j++)
         if (strcmp(type, map[j].t) == 0) return map[j].c;
     return '?';
@@ -823,7 +838,9 @@ static gpuws_status ocl_kernel_create(gpuws_kernel *k)
 {
     gpuws_context *ctx = k->ctx;
     const gpuws__cl_source *src = source_for_kernel(k->name);
-    if (!src) return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "no built-in kernel '%s' (no algorithm has that prefix)", k->name);
+    if (!src)
+        return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "no built-in kernel '%s' (no algorithm has that prefix)",
+                            k->name);
     cl_program prog;
     gpuws_status st = get_program(ctx, src, k->options, &prog);
     if (st) return st;
@@ -832,14 +849,16 @@ static gpuws_status ocl_kernel_create(gpuws_kernel *k)
     if (!ck) {
         if (e == CL_INVALID_KERNEL_NAME)
             return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "no kernel '%s' in %s.cl%s", k->name, src->algo,
-                                !ctx->info.fp64 && strstr(k->name, "f64") ? " for this device (it lacks cl_khr_fp64)" : "");
+                                !ctx->info.fp64 && strstr(k->name, "f64") ? " for this device (it lacks cl_khr_fp64)"
+                                                                          : "");
         return gpuws__error(ocl_status(e), "clCreateKernel(%s): %s (%d)", k->name, ocl_error_name(e), (int)e);
     }
     cl_uint nargs = 0;
     ocl.clGetKernelInfo(ck, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
     if (nargs > GPUWS__SIG_MAX) {
         ocl.clReleaseKernel(ck);
-        return gpuws__error(GPUWS_ERR_INTERNAL, "kernel '%s' has %u parameters; at most %d are supported", k->name, nargs, GPUWS__SIG_MAX);
+        return gpuws__error(GPUWS_ERR_INTERNAL, "kernel '%s' has %u parameters; at most %d are supported", k->name,
+                            nargs, GPUWS__SIG_MAX);
     }
     for (cl_uint i = 0; i < nargs; i++) k->sig[i] = arg_kind(ck, i);
     k->sig[nargs] = 0;
@@ -885,9 +904,12 @@ static gpuws_status ocl_program_kernel(gpuws_program *p, size_t index, gpuws_ker
     cl_kernel ck = ocl.clCreateKernel((cl_program)p->impl, p->decls[index].name, &e);
     if (!ck) {
         if (e == CL_INVALID_KERNEL_NAME)
-            return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND, "program '%s' declares kernel '%s' but the OpenCL build has none "
-                                "(is it inside an #if?)", p->file_name, p->decls[index].name);
-        return gpuws__error(ocl_status(e), "clCreateKernel(%s): %s (%d)", p->decls[index].name, ocl_error_name(e), (int)e);
+            return gpuws__error(GPUWS_ERR_KERNEL_NOT_FOUND,
+                                "program '%s' declares kernel '%s' but the OpenCL build has none "
+                                "(is it inside an #if?)",
+                                p->file_name, p->decls[index].name);
+        return gpuws__error(ocl_status(e), "clCreateKernel(%s): %s (%d)", p->decls[index].name, ocl_error_name(e),
+                            (int)e);
     }
     return wrap_kernel(k, ck);
 }
@@ -905,9 +927,15 @@ static gpuws_status set_args(ocl_kernel *ok, const gpuws_arg *args, size_t nargs
         const void *value = &a->v;
         uint64_t key = 0; /* what the memo compares */
         switch (a->kind) {
-        case GPUWS_ARG_BUFFER: mem = MEM(a->v.buffer), size = sizeof mem, value = &mem, key = a->v.buffer->serial; break;
-        case GPUWS_ARG_I32: case GPUWS_ARG_U32: case GPUWS_ARG_F32: size = 4; break;
-        case GPUWS_ARG_I64: case GPUWS_ARG_U64: case GPUWS_ARG_F64: size = 8; break;
+        case GPUWS_ARG_BUFFER:
+            mem = MEM(a->v.buffer), size = sizeof mem, value = &mem, key = a->v.buffer->serial;
+            break;
+        case GPUWS_ARG_I32:
+        case GPUWS_ARG_U32:
+        case GPUWS_ARG_F32: size = 4; break;
+        case GPUWS_ARG_I64:
+        case GPUWS_ARG_U64:
+        case GPUWS_ARG_F64: size = 8; break;
         case GPUWS_ARG_LOCAL: size = a->v.local_bytes, value = NULL, key = a->v.local_bytes; break;
         default: CHECK_CL(CL_INVALID_ARG_VALUE, "kernel '%s': argument %zu of unknown kind", name, i);
         }
@@ -916,7 +944,7 @@ static gpuws_status set_args(ocl_kernel *ok, const gpuws_arg *args, size_t nargs
         if (memo && memo->set && memo->kind == a->kind && memo->value == key) continue;
         if (memo) memo->set = false; /* until it is set below */
         CHECK_CL(ocl.clSetKernelArg(ok->k, (cl_uint)i, size, value), "kernel '%s': setting argument %zu", name, i);
-        if (memo) *memo = (ocl_arg_memo){true, a->kind, key};
+        if (memo) *memo = (ocl_arg_memo){ true, a->kind, key };
     }
     return GPUWS_OK;
 }
@@ -936,8 +964,7 @@ static void print_command_time(cl_event ev, const char *what, const char *where)
         ocl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) == CL_SUCCESS)
         fprintf(stderr, "gpuws opencl profile: %-32s %s: %10.2f us (queued to start %.2f us)\n", what, where,
                 (double)(t1 - t0) * 1e-3, (double)(t0 - q) * 1e-3);
-    else
-        fprintf(stderr, "gpuws opencl profile: %s: no profiling times\n", what);
+    else fprintf(stderr, "gpuws opencl profile: %s: no profiling times\n", what);
     ocl.clReleaseEvent(ev);
 }
 
@@ -974,7 +1001,8 @@ static gpuws_status ocl_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_lau
         if (global[i] > OCTX(s->ctx)->max_global)
             return gpuws__error(GPUWS_ERR_LAUNCH_CONFIG,
                                 "kernel '%s': %zu threads in dimension %d (grid %u x block %u) are more than the %llu "
-                                "that %s addresses", k->name, global[i], i, cfg->grid[i], cfg->block[i],
+                                "that %s addresses",
+                                k->name, global[i], i, cfg->grid[i], cfg->block[i],
                                 (unsigned long long)OCTX(s->ctx)->max_global, s->ctx->info.name);
     }
     cl_uint dims = (cfg->grid[2] > 1 || cfg->block[2] > 1) ? 3 : (cfg->grid[1] > 1 || cfg->block[1] > 1) ? 2 : 1;
@@ -986,8 +1014,8 @@ static gpuws_status ocl_launch(gpuws_stream *s, gpuws_kernel *k, const gpuws_lau
     if (!st) e = ocl.clEnqueueNDRangeKernel(Q(s), ok->k, dims, NULL, global, local, 0, NULL, profile ? &ev : NULL);
     pthread_mutex_unlock(&ok->lock);
     if (st) return st;
-    CHECK_CL(e, "launching '%s' with grid (%u,%u,%u) block (%u,%u,%u)", k->name, cfg->grid[0], cfg->grid[1], cfg->grid[2],
-             cfg->block[0], cfg->block[1], cfg->block[2]);
+    CHECK_CL(e, "launching '%s' with grid (%u,%u,%u) block (%u,%u,%u)", k->name, cfg->grid[0], cfg->grid[1],
+             cfg->grid[2], cfg->block[0], cfg->block[1], cfg->block[2]);
     if (ev) print_kernel_time(ev, k->name, cfg);
     return GPUWS_OK;
 }

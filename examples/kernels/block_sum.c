@@ -26,8 +26,8 @@ static const char *source =
     "    if (t == 0) partial[gw_block_idx(0)] = s[0];\n"
     "}\n";
 
-#define N 1000000
-#define BLOCK 256
+#define N      1000000
+#define BLOCK  256
 #define BLOCKS ((N + BLOCK - 1) / BLOCK)
 
 int main(void)
@@ -43,15 +43,18 @@ int main(void)
     gpuws_program_options opt = GPUWS_PROGRAM_OPTIONS_INIT;
     opt.file_name = "block_sum.gw";
     if (st || (st = gpuws_context_create(&ctx, NULL)) || (st = gpuws_context_get_device_info(ctx, &info)) ||
-        (st = gpuws_program_create(ctx, source, &opt, &prog)) || (st = gpuws_program_get_kernel(prog, "block_sum", &k)) ||
-        (st = gpuws_buffer_create(ctx, N * sizeof *x, &dx)) || (st = gpuws_buffer_create(ctx, BLOCKS * sizeof *partial, &dp)) ||
+        (st = gpuws_program_create(ctx, source, &opt, &prog)) ||
+        (st = gpuws_program_get_kernel(prog, "block_sum", &k)) || (st = gpuws_buffer_create(ctx, N * sizeof *x, &dx)) ||
+        (st = gpuws_buffer_create(ctx, BLOCKS * sizeof *partial, &dp)) ||
         (st = gpuws_buffer_write(dx, 0, x, N * sizeof *x)))
         goto done;
 
     /* the last argument is the GW_LOCAL parameter: one float per thread of the block */
-    gpuws_arg args[] = {gpuws_arg_u64(N), gpuws_arg_buffer(dx), gpuws_arg_buffer(dp), gpuws_arg_local(BLOCK * sizeof(float))};
-    gpuws_launch_config cfg = {{BLOCKS, 1, 1}, {BLOCK, 1, 1}};
-    if ((st = gpuws_launch(NULL, k, &cfg, args, 4)) || (st = gpuws_buffer_read(dp, 0, partial, BLOCKS * sizeof *partial)))
+    gpuws_arg args[] = { gpuws_arg_u64(N), gpuws_arg_buffer(dx), gpuws_arg_buffer(dp),
+                         gpuws_arg_local(BLOCK * sizeof(float)) };
+    gpuws_launch_config cfg = { { BLOCKS, 1, 1 }, { BLOCK, 1, 1 } };
+    if ((st = gpuws_launch(NULL, k, &cfg, args, 4)) ||
+        (st = gpuws_buffer_read(dp, 0, partial, BLOCKS * sizeof *partial)))
         goto done;
 
     double total = 0, want_total = 0;

@@ -46,8 +46,8 @@ int main(void)
         (st = gpuws_buffer_write(dnum, 0, num, UPPER * sizeof *num)))
         goto done;
 
-    gpuws_arg args[] = {gpuws_arg_u64(UPPER), gpuws_arg_buffer(dnum), gpuws_arg_buffer(dres)};
-    gpuws_launch_config cfg = {{(UPPER + BLOCK - 1) / BLOCK, 1, 1}, {BLOCK, 1, 1}};
+    gpuws_arg args[] = { gpuws_arg_u64(UPPER), gpuws_arg_buffer(dnum), gpuws_arg_buffer(dres) };
+    gpuws_launch_config cfg = { { (UPPER + BLOCK - 1) / BLOCK, 1, 1 }, { BLOCK, 1, 1 } };
     if ((st = gpuws_launch(NULL, k, &cfg, args, 3)) || (st = gpuws_buffer_read(dres, 0, res, UPPER * sizeof *res)))
         goto done;
 

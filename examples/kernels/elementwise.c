@@ -14,12 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *preamble =
-    "GW_DEVICE gw_f32 gaussian_pdf(gw_f32 x, gw_f32 mean, gw_f32 sigma)\n"
-    "{\n"
-    "    const gw_f32 z = (x - mean) / sigma;\n"
-    "    return exp(-0.5f * z * z) / (sigma * sqrt(2.0f * 3.14159265358979f));\n"
-    "}\n";
+static const char *preamble = "GW_DEVICE gw_f32 gaussian_pdf(gw_f32 x, gw_f32 mean, gw_f32 sigma)\n"
+                              "{\n"
+                              "    const gw_f32 z = (x - mean) / sigma;\n"
+                              "    return exp(-0.5f * z * z) / (sigma * sqrt(2.0f * 3.14159265358979f));\n"
+                              "}\n";
 static const char *params = "const gw_f32 *x, gw_f32 *y, gw_f32 mean, gw_f32 sigma";
 static const char *operation = "y[i] = gaussian_pdf(x[i], mean, sigma)";
 
@@ -42,12 +41,14 @@ int main(void)
         goto done;
 
     /* the arguments follow params, in order */
-    gpuws_arg args[] = {gpuws_arg_buffer(dx), gpuws_arg_buffer(dy), gpuws_arg_f32(mean), gpuws_arg_f32(sigma)};
-    if ((st = gpuws_elementwise_launch(NULL, k, N, args, 4)) || (st = gpuws_buffer_read(dy, 0, y, N * sizeof *y))) goto done;
+    gpuws_arg args[] = { gpuws_arg_buffer(dx), gpuws_arg_buffer(dy), gpuws_arg_f32(mean), gpuws_arg_f32(sigma) };
+    if ((st = gpuws_elementwise_launch(NULL, k, N, args, 4)) || (st = gpuws_buffer_read(dy, 0, y, N * sizeof *y)))
+        goto done;
 
     double worst = 0;
     for (int i = 0; i < N; i++) {
-        const double z = ((double)x[i] - mean) / sigma, want = exp(-0.5 * z * z) / (sigma * sqrt(2.0 * 3.14159265358979323846));
+        const double z = ((double)x[i] - mean) / sigma,
+                     want = exp(-0.5 * z * z) / (sigma * sqrt(2.0 * 3.14159265358979323846));
         const double rel = fabs(y[i] - want) / want;
         if (!(rel <= 1e-5)) {
             fprintf(stderr, "elementwise: y[%d] = %.9g, want %.9g (relative error %.3g)\n", i, (double)y[i], want, rel);
@@ -56,8 +57,9 @@ int main(void)
         }
         if (rel > worst) worst = rel;
     }
-    printf("elementwise: checked gaussian_pdf of %d floats against the host (worst relative error %.2g) on %s: correct\n",
-           N, worst, info.name);
+    printf(
+        "elementwise: checked gaussian_pdf of %d floats against the host (worst relative error %.2g) on %s: correct\n",
+        N, worst, info.name);
 done:
     if (st) fprintf(stderr, "elementwise: %s: %s\n", gpuws_status_name(st), gpuws_last_error());
     gpuws_buffer_destroy(dx);

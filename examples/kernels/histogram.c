@@ -27,9 +27,9 @@ static const char *source =
     "        if (local_bins[b]) gw_atomic_add_u32(&bins[b], local_bins[b]);\n"
     "}\n";
 
-#define N (3 * 1000 * 1000 + 17)
+#define N     (3 * 1000 * 1000 + 17)
 #define BLOCK 256
-#define GRID 64
+#define GRID  64
 
 int main(void)
 {
@@ -37,7 +37,7 @@ int main(void)
     gpuws_program *prog = NULL;
     gpuws_buffer *ddata = NULL, *dbins = NULL;
     uint8_t *data = malloc(N);
-    uint32_t bins[256], want[256] = {0};
+    uint32_t bins[256], want[256] = { 0 };
     gpuws_status st = data ? GPUWS_OK : GPUWS_ERR_OUT_OF_MEMORY;
     uint32_t x = 12345; /* a fixed xorshift stream, skewed towards low values so the bins differ */
     for (int i = 0; !st && i < N; i++) {
@@ -51,13 +51,14 @@ int main(void)
     opt.file_name = "histogram.gw";
     const uint32_t zero = 0;
     if (st || (st = gpuws_context_create(&ctx, NULL)) || (st = gpuws_context_get_device_info(ctx, &info)) ||
-        (st = gpuws_program_create(ctx, source, &opt, &prog)) || (st = gpuws_program_get_kernel(prog, "histogram256", &k)) ||
-        (st = gpuws_buffer_create(ctx, N, &ddata)) || (st = gpuws_buffer_create(ctx, sizeof bins, &dbins)) ||
-        (st = gpuws_buffer_write(ddata, 0, data, N)) || (st = gpuws_buffer_fill(dbins, 0, &zero, 4, sizeof bins)))
+        (st = gpuws_program_create(ctx, source, &opt, &prog)) ||
+        (st = gpuws_program_get_kernel(prog, "histogram256", &k)) || (st = gpuws_buffer_create(ctx, N, &ddata)) ||
+        (st = gpuws_buffer_create(ctx, sizeof bins, &dbins)) || (st = gpuws_buffer_write(ddata, 0, data, N)) ||
+        (st = gpuws_buffer_fill(dbins, 0, &zero, 4, sizeof bins)))
         goto done;
 
-    gpuws_arg args[] = {gpuws_arg_u64(N), gpuws_arg_buffer(ddata), gpuws_arg_buffer(dbins)};
-    gpuws_launch_config cfg = {{GRID, 1, 1}, {BLOCK, 1, 1}};
+    gpuws_arg args[] = { gpuws_arg_u64(N), gpuws_arg_buffer(ddata), gpuws_arg_buffer(dbins) };
+    gpuws_launch_config cfg = { { GRID, 1, 1 }, { BLOCK, 1, 1 } };
     if ((st = gpuws_launch(NULL, k, &cfg, args, 3)) || (st = gpuws_buffer_read(dbins, 0, bins, sizeof bins))) goto done;
 
     for (int b = 0; b < 256; b++)

@@ -32,17 +32,21 @@ int main(void)
     gpuws_device_info info;
     gpuws_reduction *sum_sq, *max_abs; /* belong to the context: no destroy call */
     if (st || (st = gpuws_context_create(&ctx, NULL)) || (st = gpuws_context_get_device_info(ctx, &info)) ||
-        (st = gpuws_reduction_create(ctx, "gw_f32", "0.0f", "x[i] * x[i]", "a + b", "const gw_f32 *x", NULL, &sum_sq)) ||
-        (st = gpuws_reduction_create(ctx, "gw_f32", "0.0f", "fabs(x[i])", "gw_max(a, b)", "const gw_f32 *x", NULL, &max_abs)) ||
+        (st =
+             gpuws_reduction_create(ctx, "gw_f32", "0.0f", "x[i] * x[i]", "a + b", "const gw_f32 *x", NULL, &sum_sq)) ||
+        (st = gpuws_reduction_create(ctx, "gw_f32", "0.0f", "fabs(x[i])", "gw_max(a, b)", "const gw_f32 *x", NULL,
+                                     &max_abs)) ||
         (st = gpuws_buffer_create(ctx, N * sizeof *x, &dx)) || (st = gpuws_buffer_create(ctx, sizeof(float), &dout)) ||
         (st = gpuws_buffer_write(dx, 0, x, N * sizeof *x)))
         goto done;
 
     /* the arguments follow params; each launch writes its one result at byte 0 of dout */
-    gpuws_arg args[] = {gpuws_arg_buffer(dx)};
+    gpuws_arg args[] = { gpuws_arg_buffer(dx) };
     float sum, max;
-    if ((st = gpuws_reduction_launch(NULL, sum_sq, N, args, 1, dout)) || (st = gpuws_buffer_read(dout, 0, &sum, sizeof sum)) ||
-        (st = gpuws_reduction_launch(NULL, max_abs, N, args, 1, dout)) || (st = gpuws_buffer_read(dout, 0, &max, sizeof max)))
+    if ((st = gpuws_reduction_launch(NULL, sum_sq, N, args, 1, dout)) ||
+        (st = gpuws_buffer_read(dout, 0, &sum, sizeof sum)) ||
+        (st = gpuws_reduction_launch(NULL, max_abs, N, args, 1, dout)) ||
+        (st = gpuws_buffer_read(dout, 0, &max, sizeof max)))
         goto done;
 
     if (sum != want_sum || max != want_max) {
@@ -51,8 +55,10 @@ int main(void)
         st = GPUWS_ERR_INTERNAL;
         goto done;
     }
-    printf("reduction: checked the sum of squares (%.0f, L2 norm %.6g) and the largest |x| (%g) of %d floats against the "
-           "host on %s: correct\n", (double)sum, sqrt(sum), (double)max, N, info.name);
+    printf(
+        "reduction: checked the sum of squares (%.0f, L2 norm %.6g) and the largest |x| (%g) of %d floats against the "
+        "host on %s: correct\n",
+        (double)sum, sqrt(sum), (double)max, N, info.name);
 done:
     if (st) fprintf(stderr, "reduction: %s: %s\n", gpuws_status_name(st), gpuws_last_error());
     gpuws_buffer_destroy(dx);

@@ -17,7 +17,7 @@ static const char *source =
     "    if (i < n) c[i] = a[i] + b[i]; /* the grid is rounded up to whole blocks: guard the tail */\n"
     "}\n";
 
-#define N 1000003 /* not a multiple of the block: the guard matters */
+#define N     1000003 /* not a multiple of the block: the guard matters */
 #define BLOCK 256
 
 int main(void)
@@ -36,15 +36,16 @@ int main(void)
     gpuws_program_options opt = GPUWS_PROGRAM_OPTIONS_INIT;
     opt.file_name = "vector_add.gw"; /* compiler messages name this file, with the lines of `source` */
     if (st || (st = gpuws_context_create(&ctx, NULL)) || (st = gpuws_context_get_device_info(ctx, &info)) ||
-        (st = gpuws_program_create(ctx, source, &opt, &prog)) || (st = gpuws_program_get_kernel(prog, "vector_add", &k)) ||
+        (st = gpuws_program_create(ctx, source, &opt, &prog)) ||
+        (st = gpuws_program_get_kernel(prog, "vector_add", &k)) ||
         (st = gpuws_buffer_create(ctx, N * sizeof *a, &da)) || (st = gpuws_buffer_create(ctx, N * sizeof *b, &db)) ||
         (st = gpuws_buffer_create(ctx, N * sizeof *c, &dc)) || (st = gpuws_buffer_write(da, 0, a, N * sizeof *a)) ||
         (st = gpuws_buffer_write(db, 0, b, N * sizeof *b)))
         goto done;
 
     /* The arguments in the order of the kernel's parameters; gpuws_launch checks their number and kinds. */
-    gpuws_arg args[] = {gpuws_arg_u64(N), gpuws_arg_buffer(da), gpuws_arg_buffer(db), gpuws_arg_buffer(dc)};
-    gpuws_launch_config cfg = {{(N + BLOCK - 1) / BLOCK, 1, 1}, {BLOCK, 1, 1}};
+    gpuws_arg args[] = { gpuws_arg_u64(N), gpuws_arg_buffer(da), gpuws_arg_buffer(db), gpuws_arg_buffer(dc) };
+    gpuws_launch_config cfg = { { (N + BLOCK - 1) / BLOCK, 1, 1 }, { BLOCK, 1, 1 } };
     if ((st = gpuws_launch(NULL, k, &cfg, args, 4)) || (st = gpuws_buffer_read(dc, 0, c, N * sizeof *c))) goto done;
 
     for (int i = 0; i < N; i++)

@@ -19,16 +19,16 @@
 #include <stdio.h>
 #include <tgmath.h> /* sqrt(float) is a float, as in OpenCL C, CUDA and the CPU backend */
 
-#define GW_HAS_F64 1
+#define GW_HAS_F64      1
 #define GW_HAS_ATOMIC64 1
-#define GW_HAS_PRINTF 1
+#define GW_HAS_PRINTF   1
 
 /* ---- qualifiers ------------------------------------------------------------------------------------------ */
-#define GW_KERNEL              /* an entry point: GW_KERNEL void name(parameters) { ... } */
-#define GW_DEVICE static inline /* a helper function called by kernels */
-#define GW_GLOBAL              /* pointer into a buffer (a GPUWS_ARG_BUFFER argument) */
-#define GW_LOCAL               /* pointer parameter to dynamic shared memory (a gpuws_arg_local argument) */
-#define GW_SHARED static       /* an array in the block's shared memory, declared in a kernel's body */
+#define GW_KERNEL                 /* an entry point: GW_KERNEL void name(parameters) { ... } */
+#define GW_DEVICE   static inline /* a helper function called by kernels */
+#define GW_GLOBAL                 /* pointer into a buffer (a GPUWS_ARG_BUFFER argument) */
+#define GW_LOCAL                  /* pointer parameter to dynamic shared memory (a gpuws_arg_local argument) */
+#define GW_SHARED   static        /* an array in the block's shared memory, declared in a kernel's body */
 #define GW_RESTRICT restrict
 
 /* ---- types ----------------------------------------------------------------------------------------------- */
@@ -44,18 +44,18 @@ typedef float gw_f32;
 typedef double gw_f64;
 
 /* ---- indices (d = 0, 1 or 2) ----------------------------------------------------------------------------- */
-gw_u64 gw_thread_idx(int d);   /* the work-item's index within its block */
-gw_u64 gw_block_idx(int d);    /* the block's index within the grid */
-gw_u64 gw_block_dim(int d);    /* work-items per block */
-gw_u64 gw_grid_dim(int d);     /* blocks in the grid */
-gw_u64 gw_global_idx(int d);   /* gw_block_idx(d) * gw_block_dim(d) + gw_thread_idx(d) */
-gw_u64 gw_global_size(int d);  /* gw_grid_dim(d) * gw_block_dim(d) */
-void gw_barrier(void);         /* every work-item of the block waits here; shared and global memory fenced */
+gw_u64 gw_thread_idx(int d);  /* the work-item's index within its block */
+gw_u64 gw_block_idx(int d);   /* the block's index within the grid */
+gw_u64 gw_block_dim(int d);   /* work-items per block */
+gw_u64 gw_grid_dim(int d);    /* blocks in the grid */
+gw_u64 gw_global_idx(int d);  /* gw_block_idx(d) * gw_block_dim(d) + gw_thread_idx(d) */
+gw_u64 gw_global_size(int d); /* gw_grid_dim(d) * gw_block_dim(d) */
+void gw_barrier(void);        /* every work-item of the block waits here; shared and global memory fenced */
 
 /* Macros in every backend: each argument may be evaluated twice. */
 #define gw_min(a, b) ((a) < (b) ? (a) : (b))
 #define gw_max(a, b) ((a) > (b) ? (a) : (b))
-#define gw_printf printf
+#define gw_printf    printf
 
 /* ---- atomics on global or shared memory: each returns the value before the operation --------------------- */
 gw_i32 gw_atomic_add_i32(volatile gw_i32 *p, gw_i32 v);

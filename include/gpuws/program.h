@@ -39,15 +39,18 @@ enum {
 };
 
 typedef struct gpuws_program_options {
-    size_t struct_size;                   /* sizeof(gpuws_program_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
-    const char *file_name;                /* named in diagnostics (default "kernel.gw") */
-    const char *const *defines;           /* "NAME" or "NAME=VALUE" */
+    size_t struct_size;         /* sizeof(gpuws_program_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
+    const char *file_name;      /* named in diagnostics (default "kernel.gw") */
+    const char *const *defines; /* "NAME" or "NAME=VALUE" */
     size_t num_defines;
-    const gpuws_program_header *headers;  /* files #include can name */
+    const gpuws_program_header *headers; /* files #include can name */
     size_t num_headers;
-    unsigned flags;                       /* GPUWS_PROGRAM_* */
+    unsigned flags; /* GPUWS_PROGRAM_* */
 } gpuws_program_options;
-#define GPUWS_PROGRAM_OPTIONS_INIT {sizeof(gpuws_program_options), NULL, NULL, 0, NULL, 0, 0u}
+#define GPUWS_PROGRAM_OPTIONS_INIT                                                                                     \
+    {                                                                                                                  \
+        sizeof(gpuws_program_options), NULL, NULL, 0, NULL, 0, 0u                                                      \
+    }
 
 /* Compiles source (NUL-terminated) for ctx's device. options NULL = defaults.
  * On success *program is a built program. On a compile error the status is GPUWS_ERR_BUILD and, unlike every
@@ -55,8 +58,8 @@ typedef struct gpuws_program_options {
  * gpuws_program_source and gpuws_program_destroy. gpuws_last_error() then starts with the first diagnostic as
  * "file_name:line: message", with the line numbers of your source. On any other error *program is NULL.
  * A backend that cannot compile (no NVRTC, no C compiler) gives GPUWS_ERR_BACKEND_UNAVAILABLE with the reason. */
-GPUWS_API gpuws_status gpuws_program_create(gpuws_context *ctx, const char *source, const gpuws_program_options *options,
-                                            gpuws_program **program);
+GPUWS_API gpuws_status gpuws_program_create(gpuws_context *ctx, const char *source,
+                                            const gpuws_program_options *options, gpuws_program **program);
 /* The compiler's whole output, warnings included; "" when it printed nothing, and for a program loaded from the
  * on-disk cache (no compiler ran). NULL for a NULL or dead program. */
 GPUWS_API const char *gpuws_program_log(const gpuws_program *program);

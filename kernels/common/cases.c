@@ -55,8 +55,7 @@ size_t gpuws__case_fit(gpuws_context *ctx, size_t n, size_t es, int arrays)
 {
     gpuws_device_info d;
     if (gpuws_context_get_device_info(ctx, &d)) return n;
-    while (n > ((size_t)1 << 16) &&
-           (n * es > d.max_alloc_bytes || n * es * (size_t)arrays > d.global_mem_bytes / 2))
+    while (n > ((size_t)1 << 16) && (n * es > d.max_alloc_bytes || n * es * (size_t)arrays > d.global_mem_bytes / 2))
         n /= 2;
     return n;
 }
@@ -103,7 +102,7 @@ gpuws_status gpuws__case_matrix_setup(gpuws_context *ctx, void **state, size_t r
 size_t gpuws__case_matrix_outputs(void *p, bench_output *out)
 {
     gpuws__case_matrix *s = p;
-    out[0] = (bench_output){s->out, NULL, s->out_elems * 4};
+    out[0] = (bench_output){ s->out, NULL, s->out_elems * 4 };
     return 1;
 }
 
@@ -138,8 +137,8 @@ float *gpuws__case_sky(size_t side, uint64_t seed, gpuws__case_source *src, size
     }
     if (n & 1) x[n - 1] = 0.0f;
     for (size_t k = 0; k < nsrc; k++) {
-        src[k] = (gpuws__case_source){bench_splitmix(&seed) % side, bench_splitmix(&seed) % side,
-                                      0.005 + 0.2 * bench_uniform(&seed)};
+        src[k] = (gpuws__case_source){ bench_splitmix(&seed) % side, bench_splitmix(&seed) % side,
+                                       0.005 + 0.2 * bench_uniform(&seed) };
         for (size_t r = src[k].r >= 6 ? src[k].r - 6 : 0; r <= src[k].r + 6 && r < side; r++)
             for (size_t c = src[k].c >= 6 ? src[k].c - 6 : 0; c <= src[k].c + 6 && c < side; c++) {
                 const double dr = (double)r - (double)src[k].r, dc = (double)c - (double)src[k].c;

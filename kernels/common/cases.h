@@ -89,13 +89,13 @@ typedef struct gpuws__case {
 /* Workloads register themselves: BENCH_WORKLOAD(w) for a bench-only workload (bench/workloads_*.c: copies, user
  * programs), GPUWS_CASE(c) for an algorithm's case (registered with the bench too). */
 void bench_register(const bench_workload *w);
-#define BENCH_WORKLOAD(W)                                                                                       \
+#define BENCH_WORKLOAD(W)                                                                                              \
     __attribute__((constructor)) static void bench_register_##W(void) { bench_register(&W); }
 
 void gpuws__case_register(const gpuws__case *c);
 /* Every case registered with GPUWS_CASE, sorted by algorithm then variant; NULL-terminated. */
 const gpuws__case *const *gpuws__cases(void);
-#define GPUWS_CASE(C)                                                                                           \
+#define GPUWS_CASE(C)                                                                                                  \
     __attribute__((constructor)) static void gpuws__case_register_##C(void) { gpuws__case_register(&C); }
 
 /* ---- helpers the case tables share ---- */

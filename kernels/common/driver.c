@@ -6,8 +6,11 @@
 size_t gpuws_dtype_size(gpuws_dtype t)
 {
     switch (t) {
-    case GPUWS_F32: case GPUWS_I32: case GPUWS_U32: return 4;
-    case GPUWS_F64: case GPUWS_I64: return 8;
+    case GPUWS_F32:
+    case GPUWS_I32:
+    case GPUWS_U32: return 4;
+    case GPUWS_F64:
+    case GPUWS_I64: return 8;
     case GPUWS_I16: return 2;
     case GPUWS_U8: return 1;
     }
@@ -49,7 +52,8 @@ gpuws_status gpuws__buffer_context(const gpuws_buffer *buf, const char *name, gp
 gpuws_status gpuws__check_array(gpuws_context *ctx, const gpuws_buffer *buf, const char *name, size_t n, size_t elem)
 {
     size_t need;
-    if (live_buffer(buf) && buf->ctx == ctx && !gpuws__mul_overflows(n, elem, &need) && need <= buf->size) return GPUWS_OK;
+    if (live_buffer(buf) && buf->ctx == ctx && !gpuws__mul_overflows(n, elem, &need) && need <= buf->size)
+        return GPUWS_OK;
     char what[64];
     snprintf(what, sizeof what, "argument '%s'", name);
     gpuws_status st = gpuws__check_buffer(buf, what);
@@ -72,8 +76,8 @@ gpuws_status gpuws__driver_stream(gpuws_context *ctx, gpuws_stream **s, gpuws__s
 gpuws_status gpuws__check_dtype(gpuws_context *ctx, gpuws_dtype dtype, const char *algo)
 {
     if ((dtype == GPUWS_F64) && !ctx->info.fp64)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s in f64 needs double precision, which %s lacks (no cl_khr_fp64)", algo,
-                            ctx->info.name);
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s in f64 needs double precision, which %s lacks (no cl_khr_fp64)",
+                            algo, ctx->info.name);
     return GPUWS_OK;
 }
 
@@ -92,7 +96,7 @@ gpuws_status gpuws__kernel_block(gpuws_context *ctx, const char *name, const cha
     gpuws_status st = gpuws__kernel_get_ex(ctx, name, options, kernel);
     if (st) return st;
     uint32_t lim = (*kernel)->info.max_block_size < ctx->info.max_block_size ? (*kernel)->info.max_block_size
-                                                                               : ctx->info.max_block_size;
+                                                                             : ctx->info.max_block_size;
     uint32_t b = 1;
     while (b * 2 <= want && b * 2 <= lim) b *= 2;
     *block = b;
@@ -104,7 +108,7 @@ gpuws_launch_config gpuws__config_1d(size_t n, uint32_t block, uint32_t max_bloc
     size_t blocks = (n + block - 1) / block;
     if (blocks > max_blocks) blocks = max_blocks;
     if (blocks == 0) blocks = 1;
-    gpuws_launch_config c = {{(uint32_t)blocks, 1, 1}, {block, 1, 1}};
+    gpuws_launch_config c = { { (uint32_t)blocks, 1, 1 }, { block, 1, 1 } };
     return c;
 }
 

@@ -12,7 +12,8 @@
 gpuws_status gpuws__driver_stream(gpuws_context *ctx, gpuws_stream **s, gpuws__stream_claim *claim, const char *fn);
 /* Resolves the stream (NULL = default of the first buffer's context) and checks `buf` is live, belongs to that
  * context and holds at least n elements of elem_size bytes. `name` is the argument's name for messages. */
-gpuws_status gpuws__check_array(gpuws_context *ctx, const gpuws_buffer *buf, const char *name, size_t n, size_t elem_size);
+gpuws_status gpuws__check_array(gpuws_context *ctx, const gpuws_buffer *buf, const char *name, size_t n,
+                                size_t elem_size);
 /* Live buffer check that also yields its context (the first buffer argument decides the context). */
 gpuws_status gpuws__buffer_context(const gpuws_buffer *buf, const char *name, gpuws_context **ctx);
 /* GPUWS_ERR_UNSUPPORTED unless the context can run dtype kernels (fp64 on OpenCL devices without it). */

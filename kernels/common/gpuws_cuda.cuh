@@ -18,25 +18,48 @@ struct gpuws_local {
 };
 
 template <typename T, typename = void> struct gpuws_sig_char;
-template <typename T> struct gpuws_sig_char<T *> { static constexpr char value = 'b'; };
-template <> struct gpuws_sig_char<int> { static constexpr char value = 'i'; };
-template <> struct gpuws_sig_char<unsigned> { static constexpr char value = 'u'; };
-template <> struct gpuws_sig_char<long> { static constexpr char value = 'l'; };
-template <> struct gpuws_sig_char<long long> { static constexpr char value = 'l'; };
-template <> struct gpuws_sig_char<unsigned long> { static constexpr char value = 'L'; };
-template <> struct gpuws_sig_char<unsigned long long> { static constexpr char value = 'L'; };
-template <> struct gpuws_sig_char<float> { static constexpr char value = 'f'; };
-template <> struct gpuws_sig_char<double> { static constexpr char value = 'd'; };
-template <> struct gpuws_sig_char<gpuws_local> { static constexpr char value = 's'; };
+template <typename T> struct gpuws_sig_char<T *> {
+    static constexpr char value = 'b';
+};
+template <> struct gpuws_sig_char<int> {
+    static constexpr char value = 'i';
+};
+template <> struct gpuws_sig_char<unsigned> {
+    static constexpr char value = 'u';
+};
+template <> struct gpuws_sig_char<long> {
+    static constexpr char value = 'l';
+};
+template <> struct gpuws_sig_char<long long> {
+    static constexpr char value = 'l';
+};
+template <> struct gpuws_sig_char<unsigned long> {
+    static constexpr char value = 'L';
+};
+template <> struct gpuws_sig_char<unsigned long long> {
+    static constexpr char value = 'L';
+};
+template <> struct gpuws_sig_char<float> {
+    static constexpr char value = 'f';
+};
+template <> struct gpuws_sig_char<double> {
+    static constexpr char value = 'd';
+};
+template <> struct gpuws_sig_char<gpuws_local> {
+    static constexpr char value = 's';
+};
 
 template <typename F> struct gpuws_sig;
 template <typename... A> struct gpuws_sig<void(A...)> {
-    static constexpr char value[] = {gpuws_sig_char<typename std::remove_cv<A>::type>::value..., 0};
+    static constexpr char value[] = { gpuws_sig_char<typename std::remove_cv<A>::type>::value..., 0 };
 };
 
-#define GPUWS_CUDA_KERNEL(fn) {#fn, (const void *)fn, gpuws_sig<decltype(fn)>::value}
-#define GPUWS_CUDA_KERNELS(algo, ...)                                                                          \
-    extern "C" const gpuws__cuda_kernel gpuws__cuda_kernels_##algo[] = {__VA_ARGS__, {nullptr, nullptr, nullptr}};
+#define GPUWS_CUDA_KERNEL(fn)                                                                                          \
+    {                                                                                                                  \
+#fn, (const void *)fn, gpuws_sig < decltype(fn)> ::value                                                       \
+    }
+#define GPUWS_CUDA_KERNELS(algo, ...)                                                                                  \
+    extern "C" const gpuws__cuda_kernel gpuws__cuda_kernels_##algo[] = { __VA_ARGS__, { nullptr, nullptr, nullptr } };
 
 /* Sum over the block (blockDim.x a multiple of 32, at most 1024); the result is valid in thread 0. Every thread of
  * the block must call it (it synchronizes once). */

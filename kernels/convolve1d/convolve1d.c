@@ -19,12 +19,13 @@
  * knob convolve_no_unroll=1, no unroll pragmas (a diagnostic; see docs/algorithms/convolve.md). */
 static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt, bool stream)
 {
-#define NOU " -DGPUWS_CONV_NO_UNROLL=1"
+#define NOU  " -DGPUWS_CONV_NO_UNROLL=1"
 #define NV32 " -cl-nv-maxrregcount=64" /* 65536 / (256 threads x C1S_BLOCKS_PER_CU_F32) */
 #define NV64 " -cl-nv-maxrregcount=80" /* 65536 / (256 x C1S_BLOCKS_PER_CU_F64), rounded down to 8 */
     static const char *const table[2][2][2] = {
-        {{C1S_CL_OPTIONS, C1S_CL_OPTIONS}, {C1S_CL_OPTIONS NV32, C1S_CL_OPTIONS NV64}},
-        {{C1S_CL_OPTIONS NOU, C1S_CL_OPTIONS NOU}, {C1S_CL_OPTIONS NOU NV32, C1S_CL_OPTIONS NOU NV64}}};
+        { { C1S_CL_OPTIONS, C1S_CL_OPTIONS }, { C1S_CL_OPTIONS NV32, C1S_CL_OPTIONS NV64 } },
+        { { C1S_CL_OPTIONS NOU, C1S_CL_OPTIONS NOU }, { C1S_CL_OPTIONS NOU NV32, C1S_CL_OPTIONS NOU NV64 } }
+    };
     const bool no_unroll = ctx->tuning.convolve_no_unroll;
     if (!stream) return no_unroll ? "-DGPUWS_CONV_NO_UNROLL=1" : NULL;
 #undef NOU
@@ -33,10 +34,10 @@ static const char *conv_options(const gpuws_context *ctx, gpuws_dtype dt, bool s
     return table[no_unroll][gpuws__is_nvidia_opencl(ctx)][dt == GPUWS_F64];
 }
 
-#define BLOCK 256
-#define KB_CAP 2048          /* filter taps staged per block */
+#define BLOCK        256
+#define KB_CAP       2048 /* filter taps staged per block */
 #define LOCAL_BUDGET (48u * 1024u)
-#define C 8                  /* taps per chunk in the kernels */
+#define C            8 /* taps per chunk in the kernels */
 
 typedef struct {
     const gpuws_buffer *sig, *filt;
@@ -53,7 +54,8 @@ static gpuws_status launch_stream(gpuws_stream *s, gpuws_dtype dt, const char *o
     const gpuws_context *ctx = s->ctx;
     const size_t es = gpuws_dtype_size(dt), w = 16 / es, kbp = (a->ms + C - 1) / C * C;
     const size_t tt = (size_t)C1S_THREADS * C1S_VECS * w, pitch = w + tt + (size_t)C1S_HALO_VECS * w;
-    if (kbp + w - 1 > (size_t)C1S_HALO_VECS * w || (2 * pitch + (size_t)C1S_HALO_VECS * w) * es > ctx->info.shared_mem_bytes)
+    if (kbp + w - 1 > (size_t)C1S_HALO_VECS * w ||
+        (2 * pitch + (size_t)C1S_HALO_VECS * w) * es > ctx->info.shared_mem_bytes)
         return GPUWS_ERR_UNSUPPORTED;
     const char *name = dt == GPUWS_F32 ? "convolve1d_stream_f32" : "convolve1d_stream_f64";
     gpuws_kernel *k;
@@ -67,12 +69,16 @@ static gpuws_status launch_stream(gpuws_stream *s, gpuws_dtype dt, const char *o
     const size_t tiles = (a->out_n + tt - 1) / tt;
     uint32_t blocks = gpuws__saturating_blocks(ctx, per_cu);
     if (tiles < blocks) blocks = (uint32_t)tiles;
-    gpuws_launch_config cfg = {{blocks, 1, 1}, {C1S_THREADS, 1, 1}};
+    gpuws_launch_config cfg = { { blocks, 1, 1 }, { C1S_THREADS, 1, 1 } };
     gpuws__log(GPUWS__LOG_DEBUG, "convolve1d %s: stream, %u blocks of %d threads, %zu tiles of %zu outputs, %zu taps",
                gpuws_dtype_name(dt), blocks, C1S_THREADS, tiles, tt, a->ms);
-    gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)a->sig), gpuws_arg_buffer((gpuws_buffer *)a->filt),
-                        gpuws_arg_buffer(a->out), gpuws_arg_u64(a->n), gpuws_arg_u64(a->ms), gpuws_arg_i64(a->base),
-                        gpuws_arg_u64(a->out_n)};
+    gpuws_arg args[] = { gpuws_arg_buffer((gpuws_buffer *)a->sig),
+                         gpuws_arg_buffer((gpuws_buffer *)a->filt),
+                         gpuws_arg_buffer(a->out),
+                         gpuws_arg_u64(a->n),
+                         gpuws_arg_u64(a->ms),
+                         gpuws_arg_i64(a->base),
+                         gpuws_arg_u64(a->out_n) };
     return gpuws__launch_named(s, name, opts, &cfg, args, GPUWS__NARGS(args));
 }
 
@@ -81,7 +87,7 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
 {
     const gpuws_context *ctx = s->ctx;
     const size_t es = gpuws_dtype_size(dt);
-    const conv1d_args a = {sig, filt, out, n, ms, (long long)g->start - (long long)(ms - 1), g->out_n};
+    const conv1d_args a = { sig, filt, out, n, ms, (long long)g->start - (long long)(ms - 1), g->out_n };
     const char *opts = conv_options(ctx, dt, false);
     /* GPU kernels on GPUs (CUDA, and OpenCL GPU devices: the kernels read local memory with vload, since NVIDIA's
      * OpenCL faults on vector loads from a local argument, which is only element-aligned), direct on CPU devices. */
@@ -94,8 +100,8 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
 
     gpuws_kernel *k;
     uint32_t block;
-    gpuws_status st = gpuws__kernel_block(s->ctx, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", opts,
-                                          BLOCK, &k, &block);
+    gpuws_status st = gpuws__kernel_block(s->ctx, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64",
+                                          opts, BLOCK, &k, &block);
     if (st) return st;
     const size_t r = dt == GPUWS_F32 ? 4 : 2, tt = (size_t)block * r; /* outputs per thread and per block */
     const size_t budget = ctx->info.shared_mem_bytes < LOCAL_BUDGET ? ctx->info.shared_mem_bytes : LOCAL_BUDGET;
@@ -104,24 +110,35 @@ static gpuws_status launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv1d_
     while (kb > C && (tt + 2 * kb) * es > budget) kb = (kb / 2 + C - 1) / C * C;
     const size_t blocks = (g->out_n + tt - 1) / tt;
     if (tiled && (tt + 2 * kb) * es <= budget && blocks <= ctx->info.max_grid_dims[0]) {
-        gpuws_launch_config cfg = {{(uint32_t)blocks, 1, 1}, {block, 1, 1}};
+        gpuws_launch_config cfg = { { (uint32_t)blocks, 1, 1 }, { block, 1, 1 } };
         gpuws__log(GPUWS__LOG_DEBUG, "convolve1d %s: tiled, %zu blocks of %u threads, filter blocks of %zu taps",
                    gpuws_dtype_name(dt), blocks, block, kb);
-        gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)sig), gpuws_arg_buffer((gpuws_buffer *)filt),
-                            gpuws_arg_buffer(out), gpuws_arg_u64(n), gpuws_arg_u64(ms), gpuws_arg_i64(a.base),
-                            gpuws_arg_u64(g->out_n), gpuws_arg_i32((int32_t)kb), gpuws_arg_local((tt + 2 * kb) * es)};
-        return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", opts, &cfg, args,
-                                   GPUWS__NARGS(args));
+        gpuws_arg args[] = { gpuws_arg_buffer((gpuws_buffer *)sig),
+                             gpuws_arg_buffer((gpuws_buffer *)filt),
+                             gpuws_arg_buffer(out),
+                             gpuws_arg_u64(n),
+                             gpuws_arg_u64(ms),
+                             gpuws_arg_i64(a.base),
+                             gpuws_arg_u64(g->out_n),
+                             gpuws_arg_i32((int32_t)kb),
+                             gpuws_arg_local((tt + 2 * kb) * es) };
+        return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_tiled_f32" : "convolve1d_tiled_f64", opts, &cfg,
+                                   args, GPUWS__NARGS(args));
     }
     /* each work-item computes 256 bytes of outputs (4 SIMD vectors on a CPU), grid-strided; groups of 8 on CPUs */
     const bool cpu = gpuws__is_cpu_device(ctx);
     const size_t items = (g->out_n + 256 / es - 1) / (256 / es);
-    gpuws_launch_config cfg = gpuws__config_1d(items, cpu ? 8 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 16));
+    gpuws_launch_config cfg =
+        gpuws__config_1d(items, cpu ? 8 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 16));
     if (cfg.grid[0] > ctx->info.max_grid_dims[0]) cfg.grid[0] = (uint32_t)ctx->info.max_grid_dims[0];
     gpuws__log(GPUWS__LOG_DEBUG, "convolve1d %s: direct", gpuws_dtype_name(dt));
-    gpuws_arg args[] = {gpuws_arg_buffer((gpuws_buffer *)sig), gpuws_arg_buffer((gpuws_buffer *)filt),
-                        gpuws_arg_buffer(out), gpuws_arg_u64(n), gpuws_arg_u64(ms), gpuws_arg_i64(a.base),
-                        gpuws_arg_u64(g->out_n)};
+    gpuws_arg args[] = { gpuws_arg_buffer((gpuws_buffer *)sig),
+                         gpuws_arg_buffer((gpuws_buffer *)filt),
+                         gpuws_arg_buffer(out),
+                         gpuws_arg_u64(n),
+                         gpuws_arg_u64(ms),
+                         gpuws_arg_i64(a.base),
+                         gpuws_arg_u64(g->out_n) };
     return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve1d_direct_f32" : "convolve1d_direct_f64", opts, &cfg, args,
                                GPUWS__NARGS(args));
 }
@@ -135,11 +152,13 @@ gpuws_status gpuws_convolve1d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "convolve1d"))) return st;
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve1d: dtype %s is not f32 or f64", gpuws_dtype_name(dt));
-    gpuws__conv1d_geometry g = {0};
+    gpuws__conv1d_geometry g = { 0 };
     if ((st = gpuws__conv1d_geometry_init(n, m, mode, &g))) return st;
     if (out == a || out == v)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve1d: out must not be the %s buffer (it is read while out is "
-                            "written)", out == a ? "a" : "v");
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "convolve1d: out must not be the %s buffer (it is read while out is "
+                            "written)",
+                            out == a ? "a" : "v");
     const size_t es = gpuws_dtype_size(dt);
     if ((st = gpuws__check_array(ctx, a, "a", n, es)) || (st = gpuws__check_array(ctx, v, "v", m, es)) ||
         (st = gpuws__check_array(ctx, out, "out", g.out_n, es)) || (st = gpuws__check_dtype(ctx, dt, "convolve1d")))
@@ -148,8 +167,7 @@ gpuws_status gpuws_convolve1d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         if (dt == GPUWS_F32)
             gpuws_convolve1d_ref_f32(&g, gpuws__cpu_ptr(a), gpuws__cpu_ptr(v), gpuws__cpu_ptr(out), 0, g.out_n);
-        else
-            gpuws_convolve1d_ref_f64(&g, gpuws__cpu_ptr(a), gpuws__cpu_ptr(v), gpuws__cpu_ptr(out), 0, g.out_n);
+        else gpuws_convolve1d_ref_f64(&g, gpuws__cpu_ptr(a), gpuws__cpu_ptr(v), gpuws__cpu_ptr(out), 0, g.out_n);
         return GPUWS_OK;
     }
     /* NumPy's swap: the longer input is the signal */

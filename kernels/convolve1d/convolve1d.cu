@@ -21,7 +21,8 @@
 #include "../convolve2d/convolve_vec.cuh"
 #include "convolve1d_stream.h"
 
-namespace {
+namespace
+{
 
 template <typename T> struct Shape;
 template <> struct Shape<float> {
@@ -43,7 +44,8 @@ __device__ __forceinline__ void fmas(T (&acc)[W], const T (&in)[N], const T (&g)
 }
 
 // The same for the tiled kernel, the chunk's taps read from f.
-template <int K, typename T, int R, int N> __device__ __forceinline__ void chunk(T (&acc)[R], const T (&in)[N], const T *f)
+template <int K, typename T, int R, int N>
+__device__ __forceinline__ void chunk(T (&acc)[R], const T (&in)[N], const T *f)
 {
     T g[N - R];
     load_vec(g, f);
@@ -60,7 +62,7 @@ __device__ void tiled(const T *__restrict__ sig, const T *__restrict__ filt, T *
     GPUWS_SHARED_BYTES();
     const int nthreads = blockDim.x, tid = threadIdx.x, TT = nthreads * R;
     T *tile = reinterpret_cast<T *>(gpuws_smem); // TT + kb_max values
-    T *fb = tile + TT + kb_max;                   // kb_max flipped taps
+    T *fb = tile + TT + kb_max;                  // kb_max flipped taps
     const unsigned long long t0 = (unsigned long long)blockIdx.x * TT;
     const int x0 = tid * R;
     T acc[R];
@@ -134,8 +136,8 @@ __device__ void direct(const T *__restrict__ sig, const T *__restrict__ filt, T 
 template <typename T> struct StreamShape {
     using V = typename Vec16<T>::V;
     static constexpr int W = Vec16<T>::W, NT = C1S_THREADS, G = C1S_VECS, HV = C1S_HALO_VECS, C = 8;
-    static constexpr int TT = NT * G * W;          // outputs per tile
-    static constexpr int PITCH = W + TT + HV * W;  // one buffer: W values of front pad for the shift, tile, halo
+    static constexpr int TT = NT * G * W;         // outputs per tile
+    static constexpr int PITCH = W + TT + HV * W; // one buffer: W values of front pad for the shift, tile, halo
 };
 
 // The aligned 16-byte vector sig[i .. i + W), zeros outside [0, n); i is a multiple of W (sig is 256-byte aligned).
@@ -249,25 +251,25 @@ __device__ void stream(const T *__restrict__ sig, const T *__restrict__ filt, T 
 
 } // namespace
 
-#define GPUWS_CONVOLVE1D_KERNELS(NAME, T, BPC)                                                                      \
-    extern "C" __global__ void convolve1d_tiled_##NAME(const T *sig, const T *filt, T *out, unsigned long long n,   \
-                                                        unsigned long long ms, long long base,                     \
-                                                        unsigned long long out_n, int kb_max, gpuws_local smem)    \
-    {                                                                                                            \
-        (void)smem;                                                                                              \
-        tiled<T>(sig, filt, out, n, ms, base, out_n, kb_max);                                                    \
-    }                                                                                                            \
-    extern "C" __global__ void __launch_bounds__(C1S_THREADS, BPC)                                              \
-        convolve1d_stream_##NAME(const T *sig, const T *filt, T *out, unsigned long long n, unsigned long long ms,    \
-                                 long long base, unsigned long long out_n)                                        \
-    {                                                                                                            \
-        stream<T>(sig, filt, out, n, ms, base, out_n);                                                           \
-    }                                                                                                            \
-    extern "C" __global__ void convolve1d_direct_##NAME(const T *sig, const T *filt, T *out, unsigned long long n,  \
-                                                         unsigned long long ms, long long base,                    \
-                                                         unsigned long long out_n)                                 \
-    {                                                                                                            \
-        direct<T>(sig, filt, out, n, ms, base, out_n);                                                           \
+#define GPUWS_CONVOLVE1D_KERNELS(NAME, T, BPC)                                                                         \
+    extern "C" __global__ void convolve1d_tiled_##NAME(const T *sig, const T *filt, T *out, unsigned long long n,      \
+                                                       unsigned long long ms, long long base,                          \
+                                                       unsigned long long out_n, int kb_max, gpuws_local smem)         \
+    {                                                                                                                  \
+        (void)smem;                                                                                                    \
+        tiled<T>(sig, filt, out, n, ms, base, out_n, kb_max);                                                          \
+    }                                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(C1S_THREADS, BPC)                                                     \
+        convolve1d_stream_##NAME(const T *sig, const T *filt, T *out, unsigned long long n, unsigned long long ms,     \
+                                 long long base, unsigned long long out_n)                                             \
+    {                                                                                                                  \
+        stream<T>(sig, filt, out, n, ms, base, out_n);                                                                 \
+    }                                                                                                                  \
+    extern "C" __global__ void convolve1d_direct_##NAME(const T *sig, const T *filt, T *out, unsigned long long n,     \
+                                                        unsigned long long ms, long long base,                         \
+                                                        unsigned long long out_n)                                      \
+    {                                                                                                                  \
+        direct<T>(sig, filt, out, n, ms, base, out_n);                                                                 \
     }
 
 GPUWS_CONVOLVE1D_KERNELS(f32, float, C1S_BLOCKS_PER_CU_F32)

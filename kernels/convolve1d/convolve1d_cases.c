@@ -50,8 +50,8 @@ static gpuws_status c1_setup_common(gpuws_context *ctx, bench_size size, void **
     free(img);
     if (!s->h_a || !s->h_v) return GPUWS_ERR_OUT_OF_MEMORY;
     if ((st = gpuws_buffer_create(ctx, s->n * es, &s->a)) || (st = gpuws_buffer_create(ctx, TAPS * es, &s->v)) ||
-        (st = gpuws_buffer_create(ctx, s->g.out_n * es, &s->out)) || (st = gpuws_buffer_write(s->a, 0, s->h_a, s->n * es)) ||
-        (st = gpuws_buffer_write(s->v, 0, s->h_v, TAPS * es)))
+        (st = gpuws_buffer_create(ctx, s->g.out_n * es, &s->out)) ||
+        (st = gpuws_buffer_write(s->a, 0, s->h_a, s->n * es)) || (st = gpuws_buffer_write(s->v, 0, s->h_v, TAPS * es)))
         return st;
     c->bytes = (double)(s->n + TAPS + s->g.out_n) * (double)es;
     c->flops = 2.0 * (double)s->n * TAPS; /* full mode: every (sample, tap) pair once */
@@ -60,8 +60,14 @@ static gpuws_status c1_setup_common(gpuws_context *ctx, bench_size size, void **
     return GPUWS_OK;
 }
 
-static gpuws_status c1_setup_f64(gpuws_context *c, bench_size z, void **s, bench_counts *k) { return c1_setup_common(c, z, s, k, GPUWS_F64); }
-static gpuws_status c1_setup_f32(gpuws_context *c, bench_size z, void **s, bench_counts *k) { return c1_setup_common(c, z, s, k, GPUWS_F32); }
+static gpuws_status c1_setup_f64(gpuws_context *c, bench_size z, void **s, bench_counts *k)
+{
+    return c1_setup_common(c, z, s, k, GPUWS_F64);
+}
+static gpuws_status c1_setup_f32(gpuws_context *c, bench_size z, void **s, bench_counts *k)
+{
+    return c1_setup_common(c, z, s, k, GPUWS_F32);
+}
 
 static gpuws_status c1_run(void *p, gpuws_stream *st)
 {
@@ -90,13 +96,15 @@ static bool c1_check(void *p, char *msg, size_t n)
 static size_t c1_outputs(void *p, bench_output *out)
 {
     c1_state *s = p;
-    out[0] = (bench_output){s->out, NULL, s->g.out_n * gpuws_dtype_size(s->dt)};
+    out[0] = (bench_output){ s->out, NULL, s->g.out_n * gpuws_dtype_size(s->dt) };
     return 1;
 }
 
-static const gpuws__case w_c1_f64 = {{"convolve1d", "f64", false, c1_setup_f64,
-                                      c1_run, c1_check, c1_teardown}, c1_outputs, false};
-static const gpuws__case w_c1_f32 = {{"convolve1d", "f32", false, c1_setup_f32,
-                                      c1_run, c1_check, c1_teardown}, c1_outputs, false};
+static const gpuws__case w_c1_f64 = { { "convolve1d", "f64", false, c1_setup_f64, c1_run, c1_check, c1_teardown },
+                                      c1_outputs,
+                                      false };
+static const gpuws__case w_c1_f32 = { { "convolve1d", "f32", false, c1_setup_f32, c1_run, c1_check, c1_teardown },
+                                      c1_outputs,
+                                      false };
 GPUWS_CASE(w_c1_f64)
 GPUWS_CASE(w_c1_f32)

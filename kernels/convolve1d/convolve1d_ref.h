@@ -8,9 +8,9 @@
 
 /* out[t] = sum_j a[j] * v[t + start - j] over the j where both exist, t < out_n. */
 typedef struct {
-    size_t n, m;      /* lengths of a and v */
+    size_t n, m; /* lengths of a and v */
     size_t out_n;
-    size_t start;     /* output t is full-convolution position t + start */
+    size_t start; /* output t is full-convolution position t + start */
 } gpuws__conv1d_geometry;
 
 /* Checks sizes and mode as NumPy does; statuses as documented for gpuws_convolve1d. */

@@ -65,28 +65,28 @@ typedef struct {
     int sub_s;           /* the fixed kernel's rows per thread in the thin tiles below `split` (0: generic kernel) */
     int thin_auto;       /* the fixed kernel splits by itself (else only when the knob convolve2d_split says so) */
 } tile_shape;
-static const tile_shape shape_f32 = {8, 8, 5, 4, 4, 0, 0}, shape_f64 = {8, 8, 3, 2, 2, 0, 0};
+static const tile_shape shape_f32 = { 8, 8, 5, 4, 4, 0, 0 }, shape_f64 = { 8, 8, 3, 2, 2, 0, 0 };
 /* f64 keeps whole tiles by default, and the model it was tuned with: its thin-tile plans are slower on the workshop
  * case. */
 #ifndef GPUWS_CONV2D_F32_SUB_S /* FixedShape<float>::SUB_S's experiment knob (convolve2d.cu) */
 #define GPUWS_CONV2D_F32_SUB_S 1
 #endif
-static const tile_shape fixed_f32 = {8, 8, 5, 4, 4, GPUWS_CONV2D_F32_SUB_S, 1}, fixed_f64 = {4, 8, 5, 4, 2, 1, 0};
+static const tile_shape fixed_f32 = { 8, 8, 5, 4, 4, GPUWS_CONV2D_F32_SUB_S, 1 }, fixed_f64 = { 4, 8, 5, 4, 2, 1, 0 };
 
 /* Shared memory a tiled launch may use: 48 KB is every CUDA GPU's default and NVIDIA OpenCL's limit, and leaves
  * room for several blocks per multiprocessor. */
 #define LOCAL_BUDGET (48u * 1024u)
 
 typedef struct {
-    int wx, wy;            /* warps across and down: block = 32 * wx * wy threads */
-    int tw, th;            /* outputs per tile */
-    int kbh, kbw;          /* kernel block (kbw a multiple of the chunk) */
-    int pitch;             /* tile row pitch in elements */
+    int wx, wy;   /* warps across and down: block = 32 * wx * wy threads */
+    int tw, th;   /* outputs per tile */
+    int kbh, kbw; /* kernel block (kbw a multiple of the chunk) */
+    int pitch;    /* tile row pitch in elements */
     size_t local_bytes;
     uint64_t blocks;
-    int split;             /* the fixed kernel's output rows in whole tiles; thin tiles below (0 for the generic) */
-    uint64_t main_blocks;  /* blocks of whole tiles (the first ones of the grid) */
-    int th_sub;            /* rows of a thin tile */
+    int split;            /* the fixed kernel's output rows in whole tiles; thin tiles below (0 for the generic) */
+    uint64_t main_blocks; /* blocks of whole tiles (the first ones of the grid) */
+    int th_sub;           /* rows of a thin tile */
     double cost;
 } tiled_plan;
 
@@ -121,7 +121,8 @@ static bool plan_kernel_blocks(const tile_shape *sh, const gpuws__conv2d_geometr
         else if (kbw > sh->c) kbw = (int)round_up((size_t)(kbw + 1) / 2, (size_t)sh->c);
         else return false;
     }
-    const int nbh = (int)((g->kh + (size_t)kbh - 1) / (size_t)kbh), nbw = (int)((g->kw + (size_t)kbw - 1) / (size_t)kbw);
+    const int nbh = (int)((g->kh + (size_t)kbh - 1) / (size_t)kbh),
+              nbw = (int)((g->kw + (size_t)kbw - 1) / (size_t)kbw);
     p->kbh = (int)((g->kh + (size_t)nbh - 1) / (size_t)nbh);
     p->kbw = (int)round_up((g->kw + (size_t)nbw - 1) / (size_t)nbw, (size_t)sh->c);
     p->local_bytes = plan_local_bytes(sh, p->tw, p->th, p->kbh, p->kbw, es, &p->pitch);
@@ -134,7 +135,8 @@ static bool plan_kernel_blocks(const tile_shape *sh, const gpuws__conv2d_geometr
  * unit at most. kernel_block_limit: 0 for the generic kernel. */
 static double plan_resident(const gpuws_context *ctx, const tiled_plan *p, uint32_t kernel_block_limit, bool thin)
 {
-    const double unit = thin && ctx->info.shared_mem_per_unit ? (double)ctx->info.shared_mem_per_unit : 4.0 * LOCAL_BUDGET;
+    const double unit =
+        thin && ctx->info.shared_mem_per_unit ? (double)ctx->info.shared_mem_per_unit : 4.0 * LOCAL_BUDGET;
     double resident = floor(unit / (double)(p->local_bytes + 1024));
     if (resident > 16) resident = 16;
     if (kernel_block_limit) {
@@ -202,10 +204,12 @@ static double plan_cost(const gpuws_context *ctx, const gpuws__conv2d_geometry *
 static void plan_split(const gpuws_context *ctx, const gpuws__conv2d_geometry *g, const tile_shape *sh,
                        uint32_t kernel_block_limit, int64_t forced, tiled_plan *p)
 {
-    const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw, tiles_y = (g->oh + (size_t)p->th - 1) / (size_t)p->th;
+    const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw,
+                   tiles_y = (g->oh + (size_t)p->th - 1) / (size_t)p->th;
     const uint64_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
     const uint64_t slots = units * (uint64_t)plan_resident(ctx, p, kernel_block_limit, true), tiles = tiles_x * tiles_y;
-    uint64_t rows = tiles % slots == 0 || !sh->thin_auto ? tiles_y : tiles / slots * slots / tiles_x; /* whole tile rows */
+    uint64_t rows =
+        tiles % slots == 0 || !sh->thin_auto ? tiles_y : tiles / slots * slots / tiles_x; /* whole tile rows */
     if (forced == GPUWS__SPLIT_OFF) rows = tiles_y;
     else if (forced == GPUWS__SPLIT_ALL) rows = 0;
     else if (forced >= 0) rows = (uint64_t)forced < tiles_y ? (uint64_t)forced : tiles_y;
@@ -225,13 +229,14 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
     const size_t budget = ctx->info.shared_mem_bytes < LOCAL_BUDGET ? ctx->info.shared_mem_bytes : LOCAL_BUDGET;
     const int cap_h = kn->convolve2d_kernel_block[0] ? kn->convolve2d_kernel_block[0] : 256;
     const int cap_w = kn->convolve2d_kernel_block[0] ? kn->convolve2d_kernel_block[1] : 256;
-    static const int shapes[][2] = {{2, 1}, {1, 2}, {4, 1}, {2, 2}, {1, 4}, {8, 1}, {4, 2}, {2, 4}, {1, 1}};
+    static const int shapes[][2] = { { 2, 1 }, { 1, 2 }, { 4, 1 }, { 2, 2 }, { 1, 4 },
+                                     { 8, 1 }, { 4, 2 }, { 2, 4 }, { 1, 1 } };
     const int forced_wx = kn->convolve2d_warps[0], forced_wy = kn->convolve2d_warps[1];
     bool found = false;
     /* {1, 1} is the fixed kernel's only: the generic kernel's choices stay as measured */
     const size_t nshapes = sizeof shapes / sizeof shapes[0] - (fixed_limit ? 0 : 1);
     for (size_t i = 0; i < nshapes; i++) {
-        tiled_plan p = {0};
+        tiled_plan p = { 0 };
         p.wx = shapes[i][0], p.wy = shapes[i][1];
         if (forced_wx > 0 && (p.wx != forced_wx || p.wy != forced_wy)) continue;
         if ((uint32_t)(32 * p.wx * p.wy) > max_block) continue;
@@ -239,7 +244,8 @@ static bool plan_tiled(const gpuws_context *ctx, const gpuws__conv2d_geometry *g
         p.th = p.wy * (32 / sh->lx) * sh->s;
         if (!plan_kernel_blocks(sh, g, es, budget, cap_h, cap_w, &p)) continue;
         if (fixed_limit && ((size_t)p.kbh < g->kh || (size_t)p.kbw < g->kw)) continue;
-        p.blocks = (uint64_t)((g->ow + (size_t)p.tw - 1) / (size_t)p.tw) * (uint64_t)((g->oh + (size_t)p.th - 1) / (size_t)p.th);
+        p.blocks = (uint64_t)((g->ow + (size_t)p.tw - 1) / (size_t)p.tw) *
+                   (uint64_t)((g->oh + (size_t)p.th - 1) / (size_t)p.th);
         p.main_blocks = p.blocks;
         p.split = (int)((g->oh + (size_t)p.th - 1) / (size_t)p.th * (size_t)p.th);
         if (fixed_limit) plan_split(ctx, g, sh, fixed_limit, kn->convolve2d_split, &p);
@@ -274,9 +280,10 @@ typedef struct {
 
 static void memo_key(const gpuws__tuning *kn, memo_knobs *key)
 {
-    *key = (memo_knobs){{kn->convolve2d_warps[0], kn->convolve2d_warps[1]},
-                        {kn->convolve2d_kernel_block[0], kn->convolve2d_kernel_block[1]}, kn->convolve2d_split,
-                        kn->convolve_no_unroll};
+    *key = (memo_knobs){ { kn->convolve2d_warps[0], kn->convolve2d_warps[1] },
+                         { kn->convolve2d_kernel_block[0], kn->convolve2d_kernel_block[1] },
+                         kn->convolve2d_split,
+                         kn->convolve_no_unroll };
 }
 
 static bool memo_hit(const plan_memo *m, gpuws_dtype dt, const gpuws__conv2d_geometry *g, const memo_knobs *key)
@@ -289,7 +296,7 @@ static bool memo_hit(const plan_memo *m, gpuws_dtype dt, const gpuws__conv2d_geo
 }
 
 /* What this file keeps on the stream (gpuws__stream_memo). */
-static const gpuws__stream_key key_plan = {"convolve2d.plan"};
+static const gpuws__stream_key key_plan = { "convolve2d.plan" };
 
 /* The fixed kernel's name and options and its plan (found: one exists), from the memo or planned and memoized. */
 static gpuws_status plan_fixed(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
@@ -312,14 +319,20 @@ static gpuws_status plan_fixed(gpuws_stream *s, gpuws_dtype dt, const gpuws__con
     if ((st = gpuws__kernel_block(ctx, f->name, f->options, 1024, &k, &max_block))) return st;
     const uint32_t limit = k->info.max_block_size ? k->info.max_block_size : 1024;
     *found = plan_tiled(ctx, g, dt == GPUWS_F32 ? &fixed_f32 : &fixed_f64, dt, max_block, limit, kn, p);
-    *m = (plan_memo){true, *found, dt, g->kh, g->kw, g->oh, g->ow, g->boundary, key, *f, *p};
+    *m = (plan_memo){ true, *found, dt, g->kh, g->kw, g->oh, g->ow, g->boundary, key, *f, *p };
     return GPUWS_OK;
 }
 
 /* Where the tiled kernels' tiles start in the extended image: tile row u of the tile of output row m0 holds
  * extended-image row m0 + base_row + u (the flipped kernel's row 0), and the same for columns. */
-static int32_t base_row(const gpuws__conv2d_geometry *g) { return (int32_t)((long long)g->om - (long long)(g->kh - 1)); }
-static int32_t base_col(const gpuws__conv2d_geometry *g) { return (int32_t)((long long)g->on - (long long)(g->kw - 1)); }
+static int32_t base_row(const gpuws__conv2d_geometry *g)
+{
+    return (int32_t)((long long)g->om - (long long)(g->kh - 1));
+}
+static int32_t base_col(const gpuws__conv2d_geometry *g)
+{
+    return (int32_t)((long long)g->on - (long long)(g->kw - 1));
+}
 
 /* The fixed kernel's copy width for tiles inside the image, in elements: the widest 16-byte vector, or 8 bytes, that
  * every tile row start is aligned to (device buffers are 256-byte aligned; tile starts are multiples of the tile
@@ -340,19 +353,30 @@ static gpuws_status launch_tiled(gpuws_stream *s, gpuws_dtype dt, const gpuws__c
                                  const fixed_kernel *fixed, const gpuws__tuning *kn, const gpuws_buffer *image,
                                  const gpuws_buffer *kernel, gpuws_buffer *out)
 {
-    gpuws_launch_config cfg = {{(uint32_t)p->blocks, 1, 1}, {(uint32_t)(32 * p->wx * p->wy), 1, 1}};
-    gpuws_arg args[] = {
-        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)kernel), gpuws_arg_buffer(out),
-        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
-        gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh),
-        gpuws_arg_i32((int32_t)g->ow),
-        gpuws_arg_i32(base_row(g)), gpuws_arg_i32(base_col(g)), gpuws_arg_i32((int32_t)g->boundary),
-        dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill), gpuws_arg_i32(p->wx),
-        gpuws_arg_i32(p->kbh), gpuws_arg_i32(fixed ? fixed_copy_vec(dt, g, kn) : p->kbw), gpuws_arg_i32(p->pitch),
-        gpuws_arg_i32(p->split), gpuws_arg_local(p->local_bytes)};
+    gpuws_launch_config cfg = { { (uint32_t)p->blocks, 1, 1 }, { (uint32_t)(32 * p->wx * p->wy), 1, 1 } };
+    gpuws_arg args[] = { gpuws_arg_buffer((gpuws_buffer *)image),
+                         gpuws_arg_buffer((gpuws_buffer *)kernel),
+                         gpuws_arg_buffer(out),
+                         gpuws_arg_u64(g->stride),
+                         gpuws_arg_i32((int32_t)g->h),
+                         gpuws_arg_i32((int32_t)g->w),
+                         gpuws_arg_i32((int32_t)g->kh),
+                         gpuws_arg_i32((int32_t)g->kw),
+                         gpuws_arg_i32((int32_t)g->oh),
+                         gpuws_arg_i32((int32_t)g->ow),
+                         gpuws_arg_i32(base_row(g)),
+                         gpuws_arg_i32(base_col(g)),
+                         gpuws_arg_i32((int32_t)g->boundary),
+                         dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill),
+                         gpuws_arg_i32(p->wx),
+                         gpuws_arg_i32(p->kbh),
+                         gpuws_arg_i32(fixed ? fixed_copy_vec(dt, g, kn) : p->kbw),
+                         gpuws_arg_i32(p->pitch),
+                         gpuws_arg_i32(p->split),
+                         gpuws_arg_local(p->local_bytes) };
     if (fixed) return gpuws__launch_named(s, fixed->name, fixed->options, &cfg, args, GPUWS__NARGS(args));
-    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(kn), &cfg,
-                               args, GPUWS__NARGS(args));
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_tiled_f32" : "convolve2d_tiled_f64", conv_options(kn),
+                               &cfg, args, GPUWS__NARGS(args));
 }
 
 /* CUDA's persistent f32 kernel (convolve2d_persist_f32_k<kw>[_fill] in convolve2d.cu): the fixed kernel's tiles for
@@ -369,8 +393,8 @@ static bool use_persistent(const gpuws_context *ctx, gpuws_dtype dt, const tiled
 }
 
 static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geometry *g, const tiled_plan *p,
-                                      const gpuws__tuning *kn, const gpuws_buffer *image,
-                                      const gpuws_buffer *kernel, gpuws_buffer *out)
+                                      const gpuws__tuning *kn, const gpuws_buffer *image, const gpuws_buffer *kernel,
+                                      gpuws_buffer *out)
 {
     gpuws_context *ctx = s->ctx;
     char name[48];
@@ -388,18 +412,34 @@ static gpuws_status launch_persistent(gpuws_stream *s, const gpuws__conv2d_geome
     else if (kn->convolve2d_grid > 0) grid = (uint64_t)kn->convolve2d_grid;
     if (grid > p->blocks) grid = p->blocks;
     const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw;
-    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d f32: persistent kw %zu, %llu tiles (%llu whole for rows < %d, then %d-row "
-               "tiles) on %llu blocks", g->kw, (unsigned long long)p->blocks, (unsigned long long)p->main_blocks,
-               p->split, p->th_sub, (unsigned long long)grid);
-    gpuws_launch_config cfg = {{(uint32_t)grid, 1, 1}, {128, 1, 1}};
-    gpuws_arg args[] = {
-        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)kernel), gpuws_arg_buffer(out),
-        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
-        gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow),
-        gpuws_arg_i32(base_row(g)), gpuws_arg_i32(base_col(g)), gpuws_arg_i32((int32_t)g->boundary),
-        gpuws_arg_f32((float)g->fill), gpuws_arg_i32(p->pitch), gpuws_arg_i32(fixed_copy_vec(GPUWS_F32, g, kn)),
-        gpuws_arg_i32(p->split), gpuws_arg_buffer(tickets), gpuws_arg_u32(base), gpuws_arg_i32((int32_t)p->blocks),
-        gpuws_arg_i32((int32_t)tiles_x), gpuws_arg_i32((int32_t)p->main_blocks), gpuws_arg_local(p->local_bytes)};
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "convolve2d f32: persistent kw %zu, %llu tiles (%llu whole for rows < %d, then %d-row "
+               "tiles) on %llu blocks",
+               g->kw, (unsigned long long)p->blocks, (unsigned long long)p->main_blocks, p->split, p->th_sub,
+               (unsigned long long)grid);
+    gpuws_launch_config cfg = { { (uint32_t)grid, 1, 1 }, { 128, 1, 1 } };
+    gpuws_arg args[] = { gpuws_arg_buffer((gpuws_buffer *)image),
+                         gpuws_arg_buffer((gpuws_buffer *)kernel),
+                         gpuws_arg_buffer(out),
+                         gpuws_arg_u64(g->stride),
+                         gpuws_arg_i32((int32_t)g->h),
+                         gpuws_arg_i32((int32_t)g->w),
+                         gpuws_arg_i32((int32_t)g->kh),
+                         gpuws_arg_i32((int32_t)g->oh),
+                         gpuws_arg_i32((int32_t)g->ow),
+                         gpuws_arg_i32(base_row(g)),
+                         gpuws_arg_i32(base_col(g)),
+                         gpuws_arg_i32((int32_t)g->boundary),
+                         gpuws_arg_f32((float)g->fill),
+                         gpuws_arg_i32(p->pitch),
+                         gpuws_arg_i32(fixed_copy_vec(GPUWS_F32, g, kn)),
+                         gpuws_arg_i32(p->split),
+                         gpuws_arg_buffer(tickets),
+                         gpuws_arg_u32(base),
+                         gpuws_arg_i32((int32_t)p->blocks),
+                         gpuws_arg_i32((int32_t)tiles_x),
+                         gpuws_arg_i32((int32_t)p->main_blocks),
+                         gpuws_arg_local(p->local_bytes) };
     st = gpuws_launch(s, k, &cfg, args, GPUWS__NARGS(args));
     /* each block draws a ticket per tile it takes and one past the last tile */
     gpuws__stream_tickets_drawn(s, st == GPUWS_OK, (uint32_t)(p->blocks + grid));
@@ -417,15 +457,23 @@ static gpuws_status launch_direct(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     const uint32_t bx = gpuws__is_cpu_device(ctx) ? 8 : 32, by = gpuws__is_cpu_device(ctx) ? 1 : 4;
     uint64_t gy = (g->oh + by - 1) / by;
     if (gy > ctx->info.max_grid_dims[1]) gy = ctx->info.max_grid_dims[1]; /* the kernel strides over the rest */
-    gpuws_launch_config cfg = {{(uint32_t)((items + bx - 1) / bx), (uint32_t)gy, 1}, {bx, by, 1}};
-    gpuws_arg args[] = {
-        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)kernel), gpuws_arg_buffer(out),
-        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
-        gpuws_arg_i32((int32_t)g->kh), gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh),
-        gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->om), gpuws_arg_i32((int32_t)g->on),
-        gpuws_arg_i32((int32_t)g->boundary), dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill)};
-    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_direct_f32" : "convolve2d_direct_f64", conv_options(kn), &cfg,
-                               args, GPUWS__NARGS(args));
+    gpuws_launch_config cfg = { { (uint32_t)((items + bx - 1) / bx), (uint32_t)gy, 1 }, { bx, by, 1 } };
+    gpuws_arg args[] = { gpuws_arg_buffer((gpuws_buffer *)image),
+                         gpuws_arg_buffer((gpuws_buffer *)kernel),
+                         gpuws_arg_buffer(out),
+                         gpuws_arg_u64(g->stride),
+                         gpuws_arg_i32((int32_t)g->h),
+                         gpuws_arg_i32((int32_t)g->w),
+                         gpuws_arg_i32((int32_t)g->kh),
+                         gpuws_arg_i32((int32_t)g->kw),
+                         gpuws_arg_i32((int32_t)g->oh),
+                         gpuws_arg_i32((int32_t)g->ow),
+                         gpuws_arg_i32((int32_t)g->om),
+                         gpuws_arg_i32((int32_t)g->on),
+                         gpuws_arg_i32((int32_t)g->boundary),
+                         dt == GPUWS_F32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill) };
+    return gpuws__launch_named(s, dt == GPUWS_F32 ? "convolve2d_direct_f32" : "convolve2d_direct_f64", conv_options(kn),
+                               &cfg, args, GPUWS__NARGS(args));
 }
 
 gpuws_status gpuws__conv2d_arguments(const char *fn, gpuws_stream **s, gpuws__stream_claim *claim, gpuws_dtype dt,
@@ -438,10 +486,12 @@ gpuws_status gpuws__conv2d_arguments(const char *fn, gpuws_stream **s, gpuws__st
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: dtype %s is not f32 or f64", fn, gpuws_dtype_name(dt));
     if ((st = gpuws__conv2d_geometry_init(height, width, row_stride, kh, kw, options, g))) return st;
-    if (gpuws__mul_overflows(g->h - 1, g->stride, image_elems) || gpuws__add_overflows(*image_elems, g->w, image_elems) ||
-        gpuws__mul_overflows(g->oh, g->ow, out_elems))
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: image %zu x %zu (row stride %zu), kernel %zu x %zu: element counts "
-                            "overflow size_t", fn, g->h, g->w, g->stride, g->kh, g->kw);
+    if (gpuws__mul_overflows(g->h - 1, g->stride, image_elems) ||
+        gpuws__add_overflows(*image_elems, g->w, image_elems) || gpuws__mul_overflows(g->oh, g->ow, out_elems))
+        return gpuws__error(GPUWS_ERR_OVERFLOW,
+                            "%s: image %zu x %zu (row stride %zu), kernel %zu x %zu: element counts "
+                            "overflow size_t",
+                            fn, g->h, g->w, g->stride, g->kh, g->kw);
     return GPUWS_OK;
 }
 
@@ -451,17 +501,20 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
 {
     GPUWS__CLAIM(claim);
     gpuws_context *ctx;
-    gpuws__conv2d_geometry g = {0};
+    gpuws__conv2d_geometry g = { 0 };
     size_t image_elems = 0, kernel_elems, out_elems = 0;
     const size_t es = gpuws_dtype_size(dt);
     gpuws_status st = gpuws__conv2d_arguments("convolve2d", &s, &claim, dt, image, height, width, row_stride, kh, kw,
                                               options, &ctx, &g, &image_elems, &out_elems);
     if (st) return st;
     if (gpuws__mul_overflows(g.kh, g.kw, &kernel_elems))
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d: kernel %zu x %zu: element count overflows size_t", g.kh, g.kw);
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d: kernel %zu x %zu: element count overflows size_t", g.kh,
+                            g.kw);
     if (out == image || out == kernel)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d: out must not be the %s buffer (it is read while out is "
-                            "written)", out == image ? "image" : "kernel");
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "convolve2d: out must not be the %s buffer (it is read while out is "
+                            "written)",
+                            out == image ? "image" : "kernel");
     if ((st = gpuws__check_array(ctx, image, "image", image_elems, es)) ||
         (st = gpuws__check_array(ctx, kernel, "kernel", kernel_elems, es)) ||
         (st = gpuws__check_array(ctx, out, "out", out_elems, es)) || (st = gpuws__check_dtype(ctx, dt, "convolve2d")))
@@ -470,8 +523,7 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         if (dt == GPUWS_F32)
             gpuws_convolve2d_ref_f32(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
-        else
-            gpuws_convolve2d_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
+        else gpuws_convolve2d_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
         return GPUWS_OK;
     }
     const gpuws__tuning *kn = &ctx->tuning;
@@ -487,10 +539,11 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
         bool found;
         if ((st = plan_fixed(s, dt, &g, kn, &f, &p, &found))) return st;
         if (found) {
-            gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: fixed kw %zu, %d x %d warps, tiles %d x %d, pitch %d, %zu bytes "
-                       "local, %llu blocks (%llu whole tiles for rows < %d, then %d-row tiles)", gpuws_dtype_name(dt),
-                       g.kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes, (unsigned long long)p.blocks,
-                       (unsigned long long)p.main_blocks, p.split, p.th_sub);
+            gpuws__log(GPUWS__LOG_DEBUG,
+                       "convolve2d %s: fixed kw %zu, %d x %d warps, tiles %d x %d, pitch %d, %zu bytes "
+                       "local, %llu blocks (%llu whole tiles for rows < %d, then %d-row tiles)",
+                       gpuws_dtype_name(dt), g.kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes,
+                       (unsigned long long)p.blocks, (unsigned long long)p.main_blocks, p.split, p.th_sub);
             if (use_persistent(ctx, dt, &p, kn)) return launch_persistent(s, &g, &p, kn, image, kernel, out);
             return launch_tiled(s, dt, &g, &p, &f, kn, image, kernel, out);
         }
@@ -502,9 +555,11 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
             return st;
     }
     if (tiled && plan_tiled(ctx, &g, dt == GPUWS_F32 ? &shape_f32 : &shape_f64, dt, max_block, 0, kn, &p)) {
-        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: tiled, %d x %d warps, tiles %d x %d, kernel blocks %d x %d, "
-                   "pitch %d, %zu bytes local, %llu blocks", gpuws_dtype_name(dt), p.wx, p.wy, p.th, p.tw, p.kbh,
-                   p.kbw, p.pitch, p.local_bytes, (unsigned long long)p.blocks);
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "convolve2d %s: tiled, %d x %d warps, tiles %d x %d, kernel blocks %d x %d, "
+                   "pitch %d, %zu bytes local, %llu blocks",
+                   gpuws_dtype_name(dt), p.wx, p.wy, p.th, p.tw, p.kbh, p.kbw, p.pitch, p.local_bytes,
+                   (unsigned long long)p.blocks);
         return launch_tiled(s, dt, &g, &p, NULL, kn, image, kernel, out);
     }
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: direct", gpuws_dtype_name(dt));

@@ -17,7 +17,8 @@
 #include "convolve2d_layout.h"
 #include "convolve_vec.cuh"
 
-namespace {
+namespace
+{
 
 enum { BOUNDARY_FILL = 0, BOUNDARY_WRAP = 1, BOUNDARY_SYMM = 2 };
 
@@ -105,8 +106,8 @@ template <bool Async, typename T> __device__ __forceinline__ void copy_async(T *
         *dst = __ldg(src);
         return;
     }
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                 "l"(src), "n"(sizeof(T)));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src),
+                 "n"(sizeof(T)));
 #else
     *dst = __ldg(src);
 #endif
@@ -205,7 +206,8 @@ __device__ __forceinline__ void store_rows(T *__restrict__ out, const T (&acc)[S
             store_vec(o, acc[s]);
         } else if (VW == 4 && n + R <= OW && OW % 2 == 0) {
 #pragma unroll
-            for (int q = 0; q < R / 2; q++) *reinterpret_cast<float2 *>(o + 2 * q) = make_float2(acc[s][2 * q], acc[s][2 * q + 1]);
+            for (int q = 0; q < R / 2; q++)
+                *reinterpret_cast<float2 *>(o + 2 * q) = make_float2(acc[s][2 * q], acc[s][2 * q + 1]);
         } else {
 #pragma unroll
             for (int i = 0; i < R; i++)
@@ -295,7 +297,8 @@ template <typename T> struct FixedShape;
 #define GPUWS_CONV2D_F32_SUB_S 1
 #endif
 template <> struct FixedShape<float> {
-    static constexpr int R = 8, S = 5, SUB_S = GPUWS_CONV2D_F32_SUB_S, LX = 4; // a lane's outputs span 32 bytes: same bank rule as Shape<float>
+    static constexpr int R = 8, S = 5, SUB_S = GPUWS_CONV2D_F32_SUB_S,
+                         LX = 4; // a lane's outputs span 32 bytes: same bank rule as Shape<float>
 };
 template <> struct FixedShape<double> {
     static constexpr int R = 4, S = 5, SUB_S = 1, LX = 4; // 32 bytes again
@@ -458,8 +461,8 @@ __device__ __forceinline__ int draw_tile(unsigned *tickets, unsigned base, int n
 template <int KW, int BND>
 __device__ void persist_f32(const float *__restrict__ img, const float *__restrict__ kern, float *__restrict__ out,
                             unsigned long long stride, int H, int W, int kh, int OH, int OW, int base_r, int base_c,
-                            int boundary, float fill, int pitch, int vec, int split, unsigned *tickets,
-                            unsigned base, int ntiles, int tiles_x, int main_tiles)
+                            int boundary, float fill, int pitch, int vec, int split, unsigned *tickets, unsigned base,
+                            int ntiles, int tiles_x, int main_tiles)
 {
     if (BND >= 0) boundary = BND;
     using Sh = FixedShape<float>;
@@ -512,7 +515,6 @@ __device__ __forceinline__ void direct_one(const T *__restrict__ img, const T *_
     out[(size_t)m * OW + n] = acc;
 }
 
-
 // DV outputs of a row per thread (as many as the OpenCL kernel's 4 SIMD vectors, so both take the same launch),
 // rows grid-strided, each output in SciPy's order (kernel rows then columns, unflipped). Only a fallback on GPUs.
 template <typename T>
@@ -526,7 +528,6 @@ __device__ void direct(const T *__restrict__ img, const T *__restrict__ kern, T 
         for (int n = n0; n < n0 + DV && n < OW; n++)
             direct_one(img, kern, out, stride, H, W, kh, kw, OW, m, n, om, on, boundary, fill);
 }
-
 
 // ---- _sep_: gpuws_convolve2d_separable, the kernel outer(col, row) as two 1-D passes ------------------------------
 // The two-pass pair, for factors longer than 16 taps (shorter ones run _sep_fused_ below, unless
@@ -582,8 +583,8 @@ __device__ __forceinline__ void sep_stage_taps(T *sh, const T *__restrict__ v, i
 // A warp's segment of extended-image row rr (-1: a fill row) into xs: have values from column cbase, the boundary
 // rule applied, zeros up to xs_len; inside the image plain loads, several in flight.
 template <typename T>
-__device__ __forceinline__ void sep_stage_row(T *xs, const T *__restrict__ irow, int rr, int cbase, int have, int xs_len,
-                                              int W, int boundary, T fill, int lane)
+__device__ __forceinline__ void sep_stage_row(T *xs, const T *__restrict__ irow, int rr, int cbase, int have,
+                                              int xs_len, int W, int boundary, T fill, int lane)
 {
     if (rr >= 0 && cbase >= 0 && cbase + have <= W) {
         const T *src = irow + cbase;
@@ -604,8 +605,8 @@ __device__ __forceinline__ void sep_stage_row(T *xs, const T *__restrict__ irow,
 // xs_len: each warp's staged row (SEG + the taps of a block rounded up to a chunk, a multiple of 8 elements).
 template <typename T>
 __device__ void sep_rows(const T *__restrict__ img, const T *__restrict__ row, T *__restrict__ tmp,
-                         unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0, int c0,
-                         int boundary, T fill, int xs_len)
+                         unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0, int c0, int boundary,
+                         T fill, int xs_len)
 {
     constexpr int V = Vec16<T>::W, SEG = 32 * V, N = V + SEP_C; // window: V + 7 values, rounded to vectors
     GPUWS_SHARED_BYTES();
@@ -687,7 +688,8 @@ __device__ void sep_cols(const T *__restrict__ tmp, const T *__restrict__ col, T
                 constexpr int N2 = SEP_RS + 2 * SEP_C - 1;
                 T w[N2];
 #pragma unroll
-                for (int i = 0; i < N2; i++, pn += OW) w[i] = (inside || r0 + i < TR) && i < SEP_RS - 1 + kn ? *pn : T(0);
+                for (int i = 0; i < N2; i++, pn += OW)
+                    w[i] = (inside || r0 + i < TR) && i < SEP_RS - 1 + kn ? *pn : T(0);
                 if (kn >= SEP_C) {
                     sep_fmas<SEP_C>(acc, w, taps);
                     T w2[N];
@@ -758,8 +760,8 @@ template <typename T> __device__ __forceinline__ int sep_extend_col(int i, int n
 // Element lane + 32 e (e < E) of a warp's segment of extended-image row rr (-1: a fill row): have values from column
 // cbase, the boundary rule applied, zeros after; inside the image plain loads, all E issued before any is used.
 template <typename T, int E>
-__device__ __forceinline__ void sep_fetch_row(T (&v)[E], const T *__restrict__ irow, int rr, int cbase, int have,
-                                              int W, int boundary, T fill, int lane)
+__device__ __forceinline__ void sep_fetch_row(T (&v)[E], const T *__restrict__ irow, int rr, int cbase, int have, int W,
+                                              int boundary, T fill, int lane)
 {
     if (rr >= 0 && cbase >= 0 && cbase + have <= W) {
         const T *src = irow + cbase;
@@ -803,7 +805,7 @@ __device__ void sep_fused(const T *__restrict__ img, const T *__restrict__ col, 
         const int m0 = tile * SEP_FTH;
         // phase 1: row sums of rows m0 .. m0 + rows - 1 (tmp numbering: image row t + r0); rows t = wy + 8 j, PD of
         // them loading at any time (row j + PD's loads are issued once row j is in xs)
-        auto fetch = [&](T (&v)[E], int j) {
+        auto fetch = [&](T(&v)[E], int j) {
             const int t = wy + SEP_WARPS * j;
             if (t < rows) {
                 const int rr = extend(m0 + t + r0, H, boundary);
@@ -909,53 +911,53 @@ __device__ void sep_cols_direct(const T *__restrict__ tmp, const T *__restrict__
 }
 } // namespace
 
-#define GPUWS_CONVOLVE2D_KERNELS(NAME, T)                                                                        \
-    extern "C" __global__ void convolve2d_tiled_##NAME(                                                          \
-        const T *img, const T *kern, T *out, unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW, \
-        int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, int split, gpuws_local smem) \
-    {                                                                                                            \
-        (void)smem, (void)split;                                                                                 \
-        tiled<T>(img, kern, out, stride, H, W, kh, kw, OH, OW, base_r, base_c, boundary, fill, wx, kbh_max, kbw_max, \
-                 pitch);                                                                                         \
-    }                                                                                                            \
-    extern "C" __global__ void __launch_bounds__(256) convolve2d_sep_rows_##NAME(                                  \
-        const T *img, const T *row, T *tmp, unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0, \
-        int c0, int boundary, T fill, int xs_len, gpuws_local smem)                                             \
-    {                                                                                                            \
-        (void)smem;                                                                                              \
-        sep_rows<T>(img, row, tmp, stride, H, W, kw, TR, OW, r0, c0, boundary, fill, xs_len);                    \
-    }                                                                                                            \
-    extern "C" __global__ void __launch_bounds__(256) convolve2d_sep_cols_##NAME(const T *tmp, const T *col, T *out, \
-                                                                                 int OH, int OW, int kh,          \
-                                                                                 gpuws_local smem)                \
-    {                                                                                                            \
-        (void)smem;                                                                                              \
-        sep_cols<T>(tmp, col, out, OH, OW, kh);                                                                  \
-    }                                                                                                            \
-    extern "C" __global__ void __maxnreg__(GPUWS_SEP_FUSED_REGS_##NAME) /* blocks of 256 threads */                \
-        convolve2d_sep_fused_##NAME(                                                                             \
-        const T *img, const T *col, const T *row, T *out, unsigned long long stride, int H, int W, int kh, int kw,  \
-        int OH, int OW, int r0, int c0, int boundary, T fill, int xs_len, gpuws_local smem)                      \
-    {                                                                                                            \
-        (void)smem;                                                                                              \
-        sep_fused<T>(img, col, row, out, stride, H, W, kh, kw, OH, OW, r0, c0, boundary, fill, xs_len);          \
-    }                                                                                                            \
-    extern "C" __global__ void convolve2d_sep_rows_direct_##NAME(                                               \
-        const T *img, const T *row, T *tmp, unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0, \
-        int c0, int boundary, T fill)                                                                            \
-    {                                                                                                            \
-        sep_rows_direct<T>(img, row, tmp, stride, H, W, kw, TR, OW, r0, c0, boundary, fill);                     \
-    }                                                                                                            \
-    extern "C" __global__ void convolve2d_sep_cols_direct_##NAME(const T *tmp, const T *col, T *out, int OH,     \
-                                                                 int OW, int kh)                                 \
-    {                                                                                                            \
-        sep_cols_direct<T>(tmp, col, out, OH, OW, kh);                                                           \
-    }                                                                                                            \
-    extern "C" __global__ void convolve2d_direct_##NAME(const T *img, const T *kern, T *out,                     \
-                                                         unsigned long long stride, int H, int W, int kh, int kw, \
-                                                         int OH, int OW, int om, int on, int boundary, T fill)   \
-    {                                                                                                            \
-        direct<T>(img, kern, out, stride, H, W, kh, kw, OH, OW, om, on, boundary, fill);                         \
+#define GPUWS_CONVOLVE2D_KERNELS(NAME, T)                                                                              \
+    extern "C" __global__ void convolve2d_tiled_##NAME(const T *img, const T *kern, T *out, unsigned long long stride, \
+                                                       int H, int W, int kh, int kw, int OH, int OW, int base_r,       \
+                                                       int base_c, int boundary, T fill, int wx, int kbh_max,          \
+                                                       int kbw_max, int pitch, int split, gpuws_local smem)            \
+    {                                                                                                                  \
+        (void)smem, (void)split;                                                                                       \
+        tiled<T>(img, kern, out, stride, H, W, kh, kw, OH, OW, base_r, base_c, boundary, fill, wx, kbh_max, kbw_max,   \
+                 pitch);                                                                                               \
+    }                                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(256) convolve2d_sep_rows_##NAME(                                      \
+        const T *img, const T *row, T *tmp, unsigned long long stride, int H, int W, int kw, int TR, int OW, int r0,   \
+        int c0, int boundary, T fill, int xs_len, gpuws_local smem)                                                    \
+    {                                                                                                                  \
+        (void)smem;                                                                                                    \
+        sep_rows<T>(img, row, tmp, stride, H, W, kw, TR, OW, r0, c0, boundary, fill, xs_len);                          \
+    }                                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(256)                                                                  \
+        convolve2d_sep_cols_##NAME(const T *tmp, const T *col, T *out, int OH, int OW, int kh, gpuws_local smem)       \
+    {                                                                                                                  \
+        (void)smem;                                                                                                    \
+        sep_cols<T>(tmp, col, out, OH, OW, kh);                                                                        \
+    }                                                                                                                  \
+    extern "C" __global__ void __maxnreg__(GPUWS_SEP_FUSED_REGS_##NAME) /* blocks of 256 threads */                    \
+        convolve2d_sep_fused_##NAME(const T *img, const T *col, const T *row, T *out, unsigned long long stride,       \
+                                    int H, int W, int kh, int kw, int OH, int OW, int r0, int c0, int boundary,        \
+                                    T fill, int xs_len, gpuws_local smem)                                              \
+    {                                                                                                                  \
+        (void)smem;                                                                                                    \
+        sep_fused<T>(img, col, row, out, stride, H, W, kh, kw, OH, OW, r0, c0, boundary, fill, xs_len);                \
+    }                                                                                                                  \
+    extern "C" __global__ void convolve2d_sep_rows_direct_##NAME(const T *img, const T *row, T *tmp,                   \
+                                                                 unsigned long long stride, int H, int W, int kw,      \
+                                                                 int TR, int OW, int r0, int c0, int boundary, T fill) \
+    {                                                                                                                  \
+        sep_rows_direct<T>(img, row, tmp, stride, H, W, kw, TR, OW, r0, c0, boundary, fill);                           \
+    }                                                                                                                  \
+    extern "C" __global__ void convolve2d_sep_cols_direct_##NAME(const T *tmp, const T *col, T *out, int OH, int OW,   \
+                                                                 int kh)                                               \
+    {                                                                                                                  \
+        sep_cols_direct<T>(tmp, col, out, OH, OW, kh);                                                                 \
+    }                                                                                                                  \
+    extern "C" __global__ void convolve2d_direct_##NAME(const T *img, const T *kern, T *out,                           \
+                                                        unsigned long long stride, int H, int W, int kh, int kw,       \
+                                                        int OH, int OW, int om, int on, int boundary, T fill)          \
+    {                                                                                                                  \
+        direct<T>(img, kern, out, stride, H, W, kh, kw, OH, OW, om, on, boundary, fill);                               \
     }
 
 GPUWS_CONVOLVE2D_KERNELS(f32, float)
@@ -973,56 +975,55 @@ GPUWS_CONVOLVE2D_KERNELS(f64, double)
 #define GPUWS_CONVOLVE2D_MAX_REGS_f32 80
 #endif
 #define GPUWS_CONVOLVE2D_MAX_REGS_f64 96
-#define GPUWS_CONVOLVE2D_FIXED_(NAME, T, KW, SUFFIX, BND)                                                        \
-    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_##NAME)                                     \
-        convolve2d_fixed_##NAME##_k##KW##SUFFIX(const T *img, const T *kern, T *out, unsigned long long stride,    \
-                                                int H, int W, int kh, int kw, int OH, int OW, int base_r,         \
-                                                int base_c, int boundary, T fill, int wx, int kbh_max,           \
-                                                int kbw_max, int pitch, int split, gpuws_local smem)             \
-    {                                                                                                            \
-        (void)kw, (void)kbh_max, (void)smem;                                                                     \
-        fixed<T, KW, BND>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch,    \
-                          kbw_max, split);                                                                       \
+#define GPUWS_CONVOLVE2D_FIXED_(NAME, T, KW, SUFFIX, BND)                                                              \
+    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_##NAME) convolve2d_fixed_##NAME##_k##KW##SUFFIX(  \
+        const T *img, const T *kern, T *out, unsigned long long stride, int H, int W, int kh, int kw, int OH, int OW,  \
+        int base_r, int base_c, int boundary, T fill, int wx, int kbh_max, int kbw_max, int pitch, int split,          \
+        gpuws_local smem)                                                                                              \
+    {                                                                                                                  \
+        (void)kw, (void)kbh_max, (void)smem;                                                                           \
+        fixed<T, KW, BND>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, wx, pitch,         \
+                          kbw_max, split);                                                                             \
     }
-#define GPUWS_CONVOLVE2D_FIXED(NAME, T, KW) GPUWS_CONVOLVE2D_FIXED_(NAME, T, KW, , -1)
+#define GPUWS_CONVOLVE2D_FIXED(NAME, T, KW)      GPUWS_CONVOLVE2D_FIXED_(NAME, T, KW, , -1)
 #define GPUWS_CONVOLVE2D_FIXED_FILL(NAME, T, KW) GPUWS_CONVOLVE2D_FIXED_(NAME, T, KW, _fill, BOUNDARY_FILL)
 // convolve2d_persist_f32_k<KW>[_fill]: persist_f32 (2 x 2 warps, 128 threads per block), the same register cap as
 // the fixed f32 kernels.
-#define GPUWS_CONVOLVE2D_PERSIST_(KW, SUFFIX, BND)                                                               \
-    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_f32) convolve2d_persist_f32_k##KW##SUFFIX(  \
-        const float *img, const float *kern, float *out, unsigned long long stride, int H, int W, int kh, int OH,  \
-        int OW, int base_r, int base_c, int boundary, float fill, int pitch, int vec, int split, unsigned *tickets, \
-        unsigned base, int ntiles, int tiles_x, int main_tiles, gpuws_local smem)                                \
-    {                                                                                                            \
-        (void)smem;                                                                                              \
-        persist_f32<KW, BND>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, pitch, vec, \
-                             split, tickets, base, ntiles, tiles_x, main_tiles);                                 \
+#define GPUWS_CONVOLVE2D_PERSIST_(KW, SUFFIX, BND)                                                                     \
+    extern "C" __global__ void __maxnreg__(GPUWS_CONVOLVE2D_MAX_REGS_f32) convolve2d_persist_f32_k##KW##SUFFIX(        \
+        const float *img, const float *kern, float *out, unsigned long long stride, int H, int W, int kh, int OH,      \
+        int OW, int base_r, int base_c, int boundary, float fill, int pitch, int vec, int split, unsigned *tickets,    \
+        unsigned base, int ntiles, int tiles_x, int main_tiles, gpuws_local smem)                                      \
+    {                                                                                                                  \
+        (void)smem;                                                                                                    \
+        persist_f32<KW, BND>(img, kern, out, stride, H, W, kh, OH, OW, base_r, base_c, boundary, fill, pitch, vec,     \
+                             split, tickets, base, ntiles, tiles_x, main_tiles);                                       \
     }
-#define GPUWS_CONVOLVE2D_PERSIST(NAME, T, KW)                                                                    \
+#define GPUWS_CONVOLVE2D_PERSIST(NAME, T, KW)                                                                          \
     GPUWS_CONVOLVE2D_PERSIST_(KW, , -1) GPUWS_CONVOLVE2D_PERSIST_(KW, _fill, BOUNDARY_FILL)
-#define GPUWS_CONVOLVE2D_PERSIST_ENTRY(NAME, T, KW)                                                              \
+#define GPUWS_CONVOLVE2D_PERSIST_ENTRY(NAME, T, KW)                                                                    \
     GPUWS_CUDA_KERNEL(convolve2d_persist_f32_k##KW), GPUWS_CUDA_KERNEL(convolve2d_persist_f32_k##KW##_fill),
-#define GPUWS_CONVOLVE2D_FIXED_WIDTHS(X, NAME, T)                                                                \
-    X(NAME, T, 1) X(NAME, T, 2) X(NAME, T, 3) X(NAME, T, 4) X(NAME, T, 5) X(NAME, T, 6) X(NAME, T, 7) X(NAME, T, 8)  \
-    X(NAME, T, 9) X(NAME, T, 10) X(NAME, T, 11) X(NAME, T, 12) X(NAME, T, 13) X(NAME, T, 14) X(NAME, T, 15)      \
-    X(NAME, T, 16)
-#define GPUWS_CONVOLVE2D_FIXED_ENTRY(NAME, T, KW) GPUWS_CUDA_KERNEL(convolve2d_fixed_##NAME##_k##KW),
+#define GPUWS_CONVOLVE2D_FIXED_WIDTHS(X, NAME, T)                                                                      \
+    X(NAME, T, 1)                                                                                                      \
+    X(NAME, T, 2) X(NAME, T, 3) X(NAME, T, 4) X(NAME, T, 5) X(NAME, T, 6) X(NAME, T, 7) X(NAME, T, 8) X(NAME, T, 9)    \
+        X(NAME, T, 10) X(NAME, T, 11) X(NAME, T, 12) X(NAME, T, 13) X(NAME, T, 14) X(NAME, T, 15) X(NAME, T, 16)
+#define GPUWS_CONVOLVE2D_FIXED_ENTRY(NAME, T, KW)      GPUWS_CUDA_KERNEL(convolve2d_fixed_##NAME##_k##KW),
 #define GPUWS_CONVOLVE2D_FIXED_FILL_ENTRY(NAME, T, KW) GPUWS_CUDA_KERNEL(convolve2d_fixed_##NAME##_k##KW##_fill),
 GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED, f32, float)
 GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_FILL, f32, float)
 GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED, f64, double)
 GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_PERSIST, f32, float)
 
-GPUWS_CUDA_KERNELS(convolve2d, GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_PERSIST_ENTRY, f32, float)
-                                   GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f32, float)
-                                   GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_FILL_ENTRY, f32, float)
-                                   GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f64, double)
-                                   GPUWS_CUDA_KERNEL(convolve2d_tiled_f32), GPUWS_CUDA_KERNEL(convolve2d_tiled_f64),
-                                   GPUWS_CUDA_KERNEL(convolve2d_direct_f32), GPUWS_CUDA_KERNEL(convolve2d_direct_f64),
-                                   GPUWS_CUDA_KERNEL(convolve2d_sep_rows_f32), GPUWS_CUDA_KERNEL(convolve2d_sep_rows_f64),
-                                   GPUWS_CUDA_KERNEL(convolve2d_sep_cols_f32), GPUWS_CUDA_KERNEL(convolve2d_sep_cols_f64),
-                                   GPUWS_CUDA_KERNEL(convolve2d_sep_fused_f32), GPUWS_CUDA_KERNEL(convolve2d_sep_fused_f64),
-                                   GPUWS_CUDA_KERNEL(convolve2d_sep_rows_direct_f32),
-                                   GPUWS_CUDA_KERNEL(convolve2d_sep_rows_direct_f64),
-                                   GPUWS_CUDA_KERNEL(convolve2d_sep_cols_direct_f32),
-                                   GPUWS_CUDA_KERNEL(convolve2d_sep_cols_direct_f64))
+GPUWS_CUDA_KERNELS(convolve2d,
+                   GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_PERSIST_ENTRY, f32, float)
+                       GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f32, float)
+                           GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_FILL_ENTRY, f32, float)
+                               GPUWS_CONVOLVE2D_FIXED_WIDTHS(GPUWS_CONVOLVE2D_FIXED_ENTRY, f64, double)
+                                   GPUWS_CUDA_KERNEL(convolve2d_tiled_f32),
+                   GPUWS_CUDA_KERNEL(convolve2d_tiled_f64), GPUWS_CUDA_KERNEL(convolve2d_direct_f32),
+                   GPUWS_CUDA_KERNEL(convolve2d_direct_f64), GPUWS_CUDA_KERNEL(convolve2d_sep_rows_f32),
+                   GPUWS_CUDA_KERNEL(convolve2d_sep_rows_f64), GPUWS_CUDA_KERNEL(convolve2d_sep_cols_f32),
+                   GPUWS_CUDA_KERNEL(convolve2d_sep_cols_f64), GPUWS_CUDA_KERNEL(convolve2d_sep_fused_f32),
+                   GPUWS_CUDA_KERNEL(convolve2d_sep_fused_f64), GPUWS_CUDA_KERNEL(convolve2d_sep_rows_direct_f32),
+                   GPUWS_CUDA_KERNEL(convolve2d_sep_rows_direct_f64), GPUWS_CUDA_KERNEL(convolve2d_sep_cols_direct_f32),
+                   GPUWS_CUDA_KERNEL(convolve2d_sep_cols_direct_f64))

@@ -73,8 +73,10 @@ static gpuws_status c2_setup_common(gpuws_context *ctx, bench_size size, void **
     }
     memcpy(s->h_image, hi, n * es);
     free(hi);
-    if ((st = gpuws_buffer_create(ctx, n * es, &s->image)) || (st = gpuws_buffer_create(ctx, TAPS * TAPS * es, &s->kernel)) ||
-        (st = gpuws_buffer_create(ctx, no * es, &s->out)) || (st = gpuws_buffer_write(s->image, 0, s->h_image, n * es)) ||
+    if ((st = gpuws_buffer_create(ctx, n * es, &s->image)) ||
+        (st = gpuws_buffer_create(ctx, TAPS * TAPS * es, &s->kernel)) ||
+        (st = gpuws_buffer_create(ctx, no * es, &s->out)) ||
+        (st = gpuws_buffer_write(s->image, 0, s->h_image, n * es)) ||
         (st = gpuws_buffer_write(s->kernel, 0, s->h_kernel, TAPS * TAPS * es)))
         return st;
     c->bytes = (double)(n + TAPS * TAPS + no) * (double)es;
@@ -87,7 +89,8 @@ static gpuws_status c2_setup_common(gpuws_context *ctx, bench_size size, void **
             g1d[k] = exp(-x * x / 2);
         }
         if (!(s->h_g1d = gpuws__case_convert(g1d, TAPS, dt))) return GPUWS_ERR_OUT_OF_MEMORY;
-        if ((st = gpuws_buffer_create(ctx, TAPS * es, &s->g1d)) || (st = gpuws_buffer_write(s->g1d, 0, s->h_g1d, TAPS * es)))
+        if ((st = gpuws_buffer_create(ctx, TAPS * es, &s->g1d)) ||
+            (st = gpuws_buffer_write(s->g1d, 0, s->h_g1d, TAPS * es)))
             return st;
         c->bytes = (double)(n + 2 * TAPS + no) * (double)es;
         c->flops = 2.0 * TAPS * ((double)(s->out_side + TAPS - 1) * (double)s->out_side + (double)no);
@@ -96,12 +99,30 @@ static gpuws_status c2_setup_common(gpuws_context *ctx, bench_size size, void **
     return GPUWS_OK;
 }
 
-static gpuws_status c2_setup_f32(gpuws_context *c, bench_size z, void **s, bench_counts *k) { return c2_setup_common(c, z, s, k, GPUWS_F32, false, false, false); }
-static gpuws_status c2_setup_f64(gpuws_context *c, bench_size z, void **s, bench_counts *k) { return c2_setup_common(c, z, s, k, GPUWS_F64, false, false, false); }
-static gpuws_status c2_setup_f32_transfers(gpuws_context *c, bench_size z, void **s, bench_counts *k) { return c2_setup_common(c, z, s, k, GPUWS_F32, true, false, false); }
-static gpuws_status c2_setup_f32_random(gpuws_context *c, bench_size z, void **s, bench_counts *k) { return c2_setup_common(c, z, s, k, GPUWS_F32, false, true, false); }
-static gpuws_status c2_setup_f32_sep(gpuws_context *c, bench_size z, void **s, bench_counts *k) { return c2_setup_common(c, z, s, k, GPUWS_F32, false, false, true); }
-static gpuws_status c2_setup_f64_sep(gpuws_context *c, bench_size z, void **s, bench_counts *k) { return c2_setup_common(c, z, s, k, GPUWS_F64, false, false, true); }
+static gpuws_status c2_setup_f32(gpuws_context *c, bench_size z, void **s, bench_counts *k)
+{
+    return c2_setup_common(c, z, s, k, GPUWS_F32, false, false, false);
+}
+static gpuws_status c2_setup_f64(gpuws_context *c, bench_size z, void **s, bench_counts *k)
+{
+    return c2_setup_common(c, z, s, k, GPUWS_F64, false, false, false);
+}
+static gpuws_status c2_setup_f32_transfers(gpuws_context *c, bench_size z, void **s, bench_counts *k)
+{
+    return c2_setup_common(c, z, s, k, GPUWS_F32, true, false, false);
+}
+static gpuws_status c2_setup_f32_random(gpuws_context *c, bench_size z, void **s, bench_counts *k)
+{
+    return c2_setup_common(c, z, s, k, GPUWS_F32, false, true, false);
+}
+static gpuws_status c2_setup_f32_sep(gpuws_context *c, bench_size z, void **s, bench_counts *k)
+{
+    return c2_setup_common(c, z, s, k, GPUWS_F32, false, false, true);
+}
+static gpuws_status c2_setup_f64_sep(gpuws_context *c, bench_size z, void **s, bench_counts *k)
+{
+    return c2_setup_common(c, z, s, k, GPUWS_F64, false, false, true);
+}
 
 static gpuws_status c2_run(void *p, gpuws_stream *st)
 {
@@ -110,7 +131,8 @@ static gpuws_status c2_run(void *p, gpuws_stream *st)
     gpuws_status e;
     if (s->transfers && (e = gpuws_buffer_write_async(st, s->image, 0, s->h_image, s->side * s->side * es))) return e;
     if (s->separable)
-        return gpuws_convolve2d_separable(st, s->dt, s->image, s->side, s->side, 0, s->g1d, TAPS, s->g1d, TAPS, NULL, s->out);
+        return gpuws_convolve2d_separable(st, s->dt, s->image, s->side, s->side, 0, s->g1d, TAPS, s->g1d, TAPS, NULL,
+                                          s->out);
     if ((e = gpuws_convolve2d(st, s->dt, s->image, s->side, s->side, 0, s->kernel, TAPS, TAPS, NULL, s->out))) return e;
     return s->transfers ? gpuws_buffer_read_async(st, s->out, 0, s->h_out, s->out_side * s->out_side * es) : GPUWS_OK;
 }
@@ -143,28 +165,33 @@ static size_t c2_outputs(void *p, bench_output *out)
 {
     c2_state *s = p;
     const size_t bytes = s->out_side * s->out_side * gpuws_dtype_size(s->dt);
-    out[0] = (bench_output){s->out, NULL, bytes};
+    out[0] = (bench_output){ s->out, NULL, bytes };
     if (!s->transfers) return 1;
-    out[1] = (bench_output){NULL, s->h_out, bytes};
+    out[1] = (bench_output){ NULL, s->h_out, bytes };
     return 2;
 }
 
-static const gpuws__case w_c2_f32 = {{"convolve2d", "f32", false, c2_setup_f32,
-                                      c2_run, c2_check, c2_teardown}, c2_outputs, false};
-static const gpuws__case w_c2_f64 = {{"convolve2d", "f64", false, c2_setup_f64,
-                                      c2_run, c2_check, c2_teardown}, c2_outputs, false};
-static const gpuws__case w_c2_f32_transfers = {{"convolve2d", "f32+transfers", true, c2_setup_f32_transfers,
-                                                c2_run, c2_check, c2_teardown}, c2_outputs, false};
-static const gpuws__case w_c2_f32_random = {{"convolve2d", "f32-random", false, c2_setup_f32_random, c2_run,
-                                             c2_check, c2_teardown}, c2_outputs, false};
-static const gpuws__case w_c2_f32_sep = {{"convolve2d", "f32-separable", false, c2_setup_f32_sep, c2_run, c2_check,
-                                          c2_teardown}, c2_outputs, false};
-static const gpuws__case w_c2_f64_sep = {{"convolve2d", "f64-separable", false, c2_setup_f64_sep, c2_run, c2_check,
-                                          c2_teardown}, c2_outputs, false};
+static const gpuws__case w_c2_f32 = { { "convolve2d", "f32", false, c2_setup_f32, c2_run, c2_check, c2_teardown },
+                                      c2_outputs,
+                                      false };
+static const gpuws__case w_c2_f64 = { { "convolve2d", "f64", false, c2_setup_f64, c2_run, c2_check, c2_teardown },
+                                      c2_outputs,
+                                      false };
+static const gpuws__case w_c2_f32_transfers = {
+    { "convolve2d", "f32+transfers", true, c2_setup_f32_transfers, c2_run, c2_check, c2_teardown }, c2_outputs, false
+};
+static const gpuws__case w_c2_f32_random = {
+    { "convolve2d", "f32-random", false, c2_setup_f32_random, c2_run, c2_check, c2_teardown }, c2_outputs, false
+};
+static const gpuws__case w_c2_f32_sep = {
+    { "convolve2d", "f32-separable", false, c2_setup_f32_sep, c2_run, c2_check, c2_teardown }, c2_outputs, false
+};
+static const gpuws__case w_c2_f64_sep = {
+    { "convolve2d", "f64-separable", false, c2_setup_f64_sep, c2_run, c2_check, c2_teardown }, c2_outputs, false
+};
 GPUWS_CASE(w_c2_f32)
 GPUWS_CASE(w_c2_f64)
 GPUWS_CASE(w_c2_f32_transfers)
 GPUWS_CASE(w_c2_f32_random)
 GPUWS_CASE(w_c2_f32_sep)
 GPUWS_CASE(w_c2_f64_sep)
-

@@ -11,8 +11,7 @@
  * output's element counts. `fn` names the caller in the messages. */
 gpuws_status gpuws__conv2d_arguments(const char *fn, gpuws_stream **s, gpuws__stream_claim *claim, gpuws_dtype dt,
                                      const gpuws_buffer *image, size_t height, size_t width, size_t row_stride,
-                                     size_t kh, size_t kw,
-                                     const gpuws_convolve2d_options *options, gpuws_context **ctx,
+                                     size_t kh, size_t kw, const gpuws_convolve2d_options *options, gpuws_context **ctx,
                                      gpuws__conv2d_geometry *g, size_t *image_elems, size_t *out_elems);
 
 #endif

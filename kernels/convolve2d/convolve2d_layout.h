@@ -4,11 +4,11 @@
 #ifndef GPUWS_CONVOLVE2D_LAYOUT_H
 #define GPUWS_CONVOLVE2D_LAYOUT_H
 
-#define SEP_KB 256   /* the row pass: taps staged in local memory per block */
-#define SEP_C 8      /* taps per chunk */
-#define SEP_RS 8     /* the column pass: output rows per work-item */
-#define SEP_WARPS 8  /* rows of 32 work-items per work-group */
-#define SEP_FTAPS 16 /* the fused kernel: factors of up to SEP_FTAPS taps, tiles of SEP_FTH output rows */
-#define SEP_FTH 32
+#define SEP_KB    256 /* the row pass: taps staged in local memory per block */
+#define SEP_C     8   /* taps per chunk */
+#define SEP_RS    8   /* the column pass: output rows per work-item */
+#define SEP_WARPS 8   /* rows of 32 work-items per work-group */
+#define SEP_FTAPS 16  /* the fused kernel: factors of up to SEP_FTAPS taps, tiles of SEP_FTH output rows */
+#define SEP_FTH   32
 
 #endif

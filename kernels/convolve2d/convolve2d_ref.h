@@ -12,10 +12,10 @@
  * (VALID mode is reduced to FILL with 0: its outputs never read outside the image, or, when SciPy swaps the
  * inputs, read the zero padding of the kernel-as-image). */
 typedef struct {
-    size_t h, w, stride;  /* image rows, columns, elements between row starts */
-    size_t kh, kw;        /* kernel */
-    size_t oh, ow;        /* output */
-    size_t om, on;        /* output (0, 0) is full-convolution position (om, on) */
+    size_t h, w, stride; /* image rows, columns, elements between row starts */
+    size_t kh, kw;       /* kernel */
+    size_t oh, ow;       /* output */
+    size_t om, on;       /* output (0, 0) is full-convolution position (om, on) */
     gpuws_convolve_boundary boundary;
     double fill;
 } gpuws__conv2d_geometry;

@@ -24,7 +24,8 @@ static _Atomic int sep_nv_ptx_failed;
 static const char *sep_options(const gpuws_context *ctx)
 {
     if (gpuws__is_cpu_device(ctx)) return "-DGPUWS_CONV2D_SEP=1 -DGPUWS_SEP_ONE_LOOP=1";
-    if (gpuws__is_nvidia_opencl(ctx) && !atomic_load(&sep_nv_ptx_failed)) return "-DGPUWS_CONV2D_SEP=1 -DGPUWS_NV_PTX=1";
+    if (gpuws__is_nvidia_opencl(ctx) && !atomic_load(&sep_nv_ptx_failed))
+        return "-DGPUWS_CONV2D_SEP=1 -DGPUWS_NV_PTX=1";
     return "-DGPUWS_CONV2D_SEP=1";
 }
 
@@ -35,7 +36,8 @@ static gpuws_status sep_kernel_block(gpuws_context *ctx, const char *name, gpuws
     gpuws_status st = gpuws__kernel_block(ctx, name, o, 256, k, block);
     if (st == GPUWS_ERR_BUILD && strstr(o, "-DGPUWS_NV_PTX")) {
         atomic_store(&sep_nv_ptx_failed, 1);
-        gpuws__log(GPUWS__LOG_INFO, "convolve2d_separable: %s refused the PTX build; building without it", ctx->info.name);
+        gpuws__log(GPUWS__LOG_INFO, "convolve2d_separable: %s refused the PTX build; building without it",
+                   ctx->info.name);
         st = gpuws__kernel_block(ctx, name, sep_options(ctx), 256, k, block);
     }
     return st;
@@ -45,10 +47,13 @@ static gpuws_status sep_kernel_block(gpuws_context *ctx, const char *name, gpuws
 static gpuws_status sep_pair(gpuws_context *ctx, bool direct, bool f32, gpuws_kernel **kr, uint32_t *br,
                              gpuws_kernel **kc, uint32_t *bc)
 {
-    static const char *const names[2][2][2] = { /* [direct][f64][rows, cols] */
-        {{"convolve2d_sep_rows_f32", "convolve2d_sep_cols_f32"}, {"convolve2d_sep_rows_f64", "convolve2d_sep_cols_f64"}},
-        {{"convolve2d_sep_rows_direct_f32", "convolve2d_sep_cols_direct_f32"},
-         {"convolve2d_sep_rows_direct_f64", "convolve2d_sep_cols_direct_f64"}}};
+    static const char *const names[2][2][2] = {
+        /* [direct][f64][rows, cols] */
+        { { "convolve2d_sep_rows_f32", "convolve2d_sep_cols_f32" },
+          { "convolve2d_sep_rows_f64", "convolve2d_sep_cols_f64" } },
+        { { "convolve2d_sep_rows_direct_f32", "convolve2d_sep_cols_direct_f32" },
+          { "convolve2d_sep_rows_direct_f64", "convolve2d_sep_cols_direct_f64" } }
+    };
     const char *const *n = names[direct][!f32];
     gpuws_status st = sep_kernel_block(ctx, n[0], kr, br);
     return st ? st : sep_kernel_block(ctx, n[1], kc, bc);
@@ -67,25 +72,35 @@ static gpuws_status separable_direct(gpuws_stream *s, gpuws_kernel *kr, gpuws_ke
     const uint32_t bx = gpuws__is_cpu_device(ctx) ? 8 : 32, by = gpuws__is_cpu_device(ctx) ? 1 : 4;
     const uint64_t max_y = ctx->info.max_grid_dims[1];
     const uint64_t gy_rows = (tr + by - 1) / by, gy_cols = (g->oh + by - 1) / by;
-    gpuws_launch_config c_rows = {{(uint32_t)((items + bx - 1) / bx), (uint32_t)(gy_rows < max_y ? gy_rows : max_y), 1},
-                                  {bx, by, 1}};
+    gpuws_launch_config c_rows = {
+        { (uint32_t)((items + bx - 1) / bx), (uint32_t)(gy_rows < max_y ? gy_rows : max_y), 1 }, { bx, by, 1 }
+    };
     gpuws_launch_config c_cols = c_rows;
     c_cols.grid[1] = (uint32_t)(gy_cols < max_y ? gy_cols : max_y);
-    const gpuws_arg a_rows[] = {
-        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)row), gpuws_arg_buffer(tmp),
-        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
-        gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)tr), gpuws_arg_i32((int32_t)g->ow),
-        gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)), gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
-        gpuws_arg_i32((int32_t)g->boundary), f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill)};
-    const gpuws_arg a_cols[] = {gpuws_arg_buffer(tmp), gpuws_arg_buffer((gpuws_buffer *)col), gpuws_arg_buffer(out),
-                                gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh)};
-    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: direct, %zu x %zu row sums", gpuws_dtype_name(dt), tr, g->ow);
+    const gpuws_arg a_rows[] = { gpuws_arg_buffer((gpuws_buffer *)image),
+                                 gpuws_arg_buffer((gpuws_buffer *)row),
+                                 gpuws_arg_buffer(tmp),
+                                 gpuws_arg_u64(g->stride),
+                                 gpuws_arg_i32((int32_t)g->h),
+                                 gpuws_arg_i32((int32_t)g->w),
+                                 gpuws_arg_i32((int32_t)g->kw),
+                                 gpuws_arg_i32((int32_t)tr),
+                                 gpuws_arg_i32((int32_t)g->ow),
+                                 gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)),
+                                 gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
+                                 gpuws_arg_i32((int32_t)g->boundary),
+                                 f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill) };
+    const gpuws_arg a_cols[] = { gpuws_arg_buffer(tmp),         gpuws_arg_buffer((gpuws_buffer *)col),
+                                 gpuws_arg_buffer(out),         gpuws_arg_i32((int32_t)g->oh),
+                                 gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh) };
+    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: direct, %zu x %zu row sums", gpuws_dtype_name(dt), tr,
+               g->ow);
     gpuws_status st = gpuws_launch(s, kr, &c_rows, a_rows, GPUWS__NARGS(a_rows));
     return st ? st : gpuws_launch(s, kc, &c_cols, a_cols, GPUWS__NARGS(a_cols));
 }
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
-static const gpuws__stream_key key_tmp = {"convolve2d_separable.tmp"};
+static const gpuws__stream_key key_tmp = { "convolve2d_separable.tmp" };
 
 static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
                                   const gpuws_buffer *image, const gpuws_buffer *col, const gpuws_buffer *row,
@@ -110,18 +125,28 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
             bf >= 256) {
             const uint64_t ntiles = (g->oh + SEP_FTH - 1) / SEP_FTH;
             const uint64_t max_y = ctx->info.max_grid_dims[1] < 65535 ? ctx->info.max_grid_dims[1] : 65535;
-            gpuws_launch_config c = {{(uint32_t)((g->ow + seg - 1) / seg), (uint32_t)(ntiles < max_y ? ntiles : max_y), 1},
-                                     {32, SEP_WARPS, 1}};
-            const gpuws_arg a[] = {
-                gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)col),
-                gpuws_arg_buffer((gpuws_buffer *)row), gpuws_arg_buffer(out), gpuws_arg_u64(g->stride),
-                gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w), gpuws_arg_i32((int32_t)g->kh),
-                gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow),
-                gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)), gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
-                gpuws_arg_i32((int32_t)g->boundary), f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill),
-                gpuws_arg_i32((int32_t)fxs), gpuws_arg_local(flocal)};
-            gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: fused, %u x %u groups", gpuws_dtype_name(dt), c.grid[0],
-                       c.grid[1]);
+            gpuws_launch_config c = { { (uint32_t)((g->ow + seg - 1) / seg),
+                                        (uint32_t)(ntiles < max_y ? ntiles : max_y), 1 },
+                                      { 32, SEP_WARPS, 1 } };
+            const gpuws_arg a[] = { gpuws_arg_buffer((gpuws_buffer *)image),
+                                    gpuws_arg_buffer((gpuws_buffer *)col),
+                                    gpuws_arg_buffer((gpuws_buffer *)row),
+                                    gpuws_arg_buffer(out),
+                                    gpuws_arg_u64(g->stride),
+                                    gpuws_arg_i32((int32_t)g->h),
+                                    gpuws_arg_i32((int32_t)g->w),
+                                    gpuws_arg_i32((int32_t)g->kh),
+                                    gpuws_arg_i32((int32_t)g->kw),
+                                    gpuws_arg_i32((int32_t)g->oh),
+                                    gpuws_arg_i32((int32_t)g->ow),
+                                    gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)),
+                                    gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
+                                    gpuws_arg_i32((int32_t)g->boundary),
+                                    f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill),
+                                    gpuws_arg_i32((int32_t)fxs),
+                                    gpuws_arg_local(flocal) };
+            gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: fused, %u x %u groups", gpuws_dtype_name(dt),
+                       c.grid[0], c.grid[1]);
             return gpuws_launch(s, kf, &c, a, GPUWS__NARGS(a));
         }
         if (st) return st;
@@ -133,8 +158,10 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     if (gpuws__mul_overflows(tr, g->ow, &tmp_elems) || gpuws__mul_overflows(tmp_elems, es, &tmp_bytes))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: %zu x %zu row sums overflow size_t", tr, g->ow);
     if (!direct && rows_local > ctx->info.shared_mem_bytes) {
-        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s has %llu bytes of local memory per group, the tiled row "
-                   "pass needs %zu: the direct pair", ctx->info.name, (unsigned long long)ctx->info.shared_mem_bytes, rows_local);
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "convolve2d_separable: %s has %llu bytes of local memory per group, the tiled row "
+                   "pass needs %zu: the direct pair",
+                   ctx->info.name, (unsigned long long)ctx->info.shared_mem_bytes, rows_local);
         direct = true;
     }
     gpuws_kernel *kr, *kc;
@@ -142,8 +169,10 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     /* both kernels looked up (which may fail) before anything is enqueued */
     if ((st = sep_pair(ctx, direct, f32, &kr, &br, &kc, &bc))) return st;
     if (!direct && (br < 256 || bc < 256)) { /* the tiled pair needs groups of 32 x 8; the direct one takes 8 */
-        gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable: %s runs at most %u work-items per group of the tiled pair: "
-                   "the direct pair", ctx->info.name, br < bc ? br : bc);
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "convolve2d_separable: %s runs at most %u work-items per group of the tiled pair: "
+                   "the direct pair",
+                   ctx->info.name, br < bc ? br : bc);
         direct = true;
         if ((st = sep_pair(ctx, direct, f32, &kr, &br, &kc, &bc))) return st;
     }
@@ -158,22 +187,33 @@ static gpuws_status separable_gpu(gpuws_stream *s, gpuws_dtype dt, const gpuws__
     uint64_t gy = (tr + SEP_WARPS - 1) / SEP_WARPS, fill_y = gpuws__saturating_blocks(ctx, 6) / gx_rows;
     if (fill_y < 1) fill_y = 1;
     if (gy > fill_y) gy = fill_y;
-    gpuws_launch_config c_rows = {{(uint32_t)gx_rows, (uint32_t)(gy < max_y ? gy : max_y), 1}, {32, SEP_WARPS, 1}};
-    const gpuws_arg a_rows[] = {
-        gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_buffer((gpuws_buffer *)row), gpuws_arg_buffer(tmp),
-        gpuws_arg_u64(g->stride), gpuws_arg_i32((int32_t)g->h), gpuws_arg_i32((int32_t)g->w),
-        gpuws_arg_i32((int32_t)g->kw), gpuws_arg_i32((int32_t)tr), gpuws_arg_i32((int32_t)g->ow),
-        gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)), gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
-        gpuws_arg_i32((int32_t)g->boundary), f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill),
-        gpuws_arg_i32((int32_t)xs_len), gpuws_arg_local(rows_local)};
+    gpuws_launch_config c_rows = { { (uint32_t)gx_rows, (uint32_t)(gy < max_y ? gy : max_y), 1 },
+                                   { 32, SEP_WARPS, 1 } };
+    const gpuws_arg a_rows[] = { gpuws_arg_buffer((gpuws_buffer *)image),
+                                 gpuws_arg_buffer((gpuws_buffer *)row),
+                                 gpuws_arg_buffer(tmp),
+                                 gpuws_arg_u64(g->stride),
+                                 gpuws_arg_i32((int32_t)g->h),
+                                 gpuws_arg_i32((int32_t)g->w),
+                                 gpuws_arg_i32((int32_t)g->kw),
+                                 gpuws_arg_i32((int32_t)tr),
+                                 gpuws_arg_i32((int32_t)g->ow),
+                                 gpuws_arg_i32((int32_t)g->om - (int32_t)(g->kh - 1)),
+                                 gpuws_arg_i32((int32_t)g->on - (int32_t)(g->kw - 1)),
+                                 gpuws_arg_i32((int32_t)g->boundary),
+                                 f32 ? gpuws_arg_f32((float)g->fill) : gpuws_arg_f64(g->fill),
+                                 gpuws_arg_i32((int32_t)xs_len),
+                                 gpuws_arg_local(rows_local) };
     gy = (g->oh + SEP_WARPS * SEP_RS - 1) / (SEP_WARPS * SEP_RS);
     fill_y = gpuws__saturating_blocks(ctx, 5) / gx_cols;
     if (fill_y < 1) fill_y = 1;
     if (gy > fill_y) gy = fill_y;
-    gpuws_launch_config c_cols = {{(uint32_t)gx_cols, (uint32_t)(gy < max_y ? gy : max_y), 1}, {32, SEP_WARPS, 1}};
-    const gpuws_arg a_cols[] = {gpuws_arg_buffer(tmp), gpuws_arg_buffer((gpuws_buffer *)col), gpuws_arg_buffer(out),
-                                gpuws_arg_i32((int32_t)g->oh), gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh),
-                                gpuws_arg_local(cols_local)};
+    gpuws_launch_config c_cols = { { (uint32_t)gx_cols, (uint32_t)(gy < max_y ? gy : max_y), 1 },
+                                   { 32, SEP_WARPS, 1 } };
+    const gpuws_arg a_cols[] = { gpuws_arg_buffer(tmp),         gpuws_arg_buffer((gpuws_buffer *)col),
+                                 gpuws_arg_buffer(out),         gpuws_arg_i32((int32_t)g->oh),
+                                 gpuws_arg_i32((int32_t)g->ow), gpuws_arg_i32((int32_t)g->kh),
+                                 gpuws_arg_local(cols_local) };
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_separable %s: %zu x %zu row sums (%u x %u groups), then %u x %u groups",
                gpuws_dtype_name(dt), tr, g->ow, c_rows.grid[0], c_rows.grid[1], c_cols.grid[0], c_cols.grid[1]);
     if ((st = gpuws_launch(s, kr, &c_rows, a_rows, GPUWS__NARGS(a_rows)))) return st;
@@ -187,15 +227,19 @@ gpuws_status gpuws_convolve2d_separable(gpuws_stream *s, gpuws_dtype dt, const g
 {
     GPUWS__CLAIM(claim);
     gpuws_context *ctx;
-    gpuws__conv2d_geometry g = {0};
+    gpuws__conv2d_geometry g = { 0 };
     size_t image_elems = 0, out_elems = 0;
     const size_t es = gpuws_dtype_size(dt);
     gpuws_status st = gpuws__conv2d_arguments("convolve2d_separable", &s, &claim, dt, image, height, width, row_stride,
                                               kh, kw, options, &ctx, &g, &image_elems, &out_elems);
     if (st) return st;
     if (out == image || out == col || out == row)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_separable: out must not be the %s buffer (it is read "
-                            "while out is written)", out == image ? "image" : out == col ? "col" : "row");
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "convolve2d_separable: out must not be the %s buffer (it is read "
+                            "while out is written)",
+                            out == image ? "image"
+                            : out == col ? "col"
+                                         : "row");
     if ((st = gpuws__check_array(ctx, image, "image", image_elems, es)) ||
         (st = gpuws__check_array(ctx, col, "col", g.kh, es)) || (st = gpuws__check_array(ctx, row, "row", g.kw, es)) ||
         (st = gpuws__check_array(ctx, out, "out", out_elems, es)) ||

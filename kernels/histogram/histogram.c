@@ -34,7 +34,8 @@ static gpuws_status validate(gpuws_dtype dt, double lo, double hi, uint32_t bins
     if (bins == 0) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "histogram: bins = 0 (need at least one bin)");
     if (!isfinite(lo) || !isfinite(hi))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "histogram: range [%g, %g) is not finite", lo, hi);
-    if (!(lo < hi)) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "histogram: lo = %.17g is not below hi = %.17g", lo, hi);
+    if (!(lo < hi))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "histogram: lo = %.17g is not below hi = %.17g", lo, hi);
     if (!isfinite(hi - lo))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "histogram: hi - lo = %g - %g overflows double", hi, lo);
     if ((hi - lo) / (double)bins == 0.0)
@@ -43,12 +44,14 @@ static gpuws_status validate(gpuws_dtype dt, double lo, double hi, uint32_t bins
     return GPUWS_OK;
 }
 
-static gpuws_status histogram_cpu(gpuws_dtype dt, size_t n, const void *x, double lo, double hi, uint32_t bins, uint64_t *counts)
+static gpuws_status histogram_cpu(gpuws_dtype dt, size_t n, const void *x, double lo, double hi, uint32_t bins,
+                                  uint64_t *counts)
 {
     const size_t es = dt == GPUWS_F32 ? sizeof(float) : sizeof(int64_t);
     const size_t bytes = ((size_t)bins + 1) * es;
     void *edges = gpuws__malloc(bytes);
-    if (!edges) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "histogram: edge table of %u bins (%zu bytes)", bins, bytes);
+    if (!edges)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "histogram: edge table of %u bins (%zu bytes)", bins, bytes);
     if (dt == GPUWS_F32) {
         gpuws_histogram_edges_f32(lo, hi, bins, edges);
         gpuws_histogram_ref_f32(x, n, edges, bins, counts);
@@ -63,7 +66,8 @@ static gpuws_status histogram_cpu(gpuws_dtype dt, size_t n, const void *x, doubl
 /* The edge table on the device: computed there in double where the device has fp64; otherwise uploaded from the
  * host, which then has to wait for the upload before its table may be freed (the knob histogram_host_edges=1
  * forces this path for testing). */
-static gpuws_status make_edges(gpuws_stream *s, gpuws_dtype dt, double lo, double hi, uint32_t bins, gpuws_buffer *edges)
+static gpuws_status make_edges(gpuws_stream *s, gpuws_dtype dt, double lo, double hi, uint32_t bins,
+                               gpuws_buffer *edges)
 {
     gpuws_context *ctx = s->ctx;
     const size_t es = dt == GPUWS_F32 ? sizeof(float) : sizeof(int64_t), bytes = ((size_t)bins + 1) * es;
@@ -73,12 +77,13 @@ static gpuws_status make_edges(gpuws_stream *s, gpuws_dtype dt, double lo, doubl
         gpuws_status st = pow2_block(ctx, ename, 256, &block);
         if (st) return st;
         gpuws_launch_config cfg = gpuws__config_1d((size_t)bins + 1, block, UINT32_MAX);
-        gpuws_arg a[] = {gpuws_arg_buffer(edges), gpuws_arg_f64(lo), gpuws_arg_f64((hi - lo) / (double)bins),
-                         gpuws_arg_f64(hi), gpuws_arg_u32(bins)};
+        gpuws_arg a[] = { gpuws_arg_buffer(edges), gpuws_arg_f64(lo), gpuws_arg_f64((hi - lo) / (double)bins),
+                          gpuws_arg_f64(hi), gpuws_arg_u32(bins) };
         return gpuws__launch_named(s, ename, NULL, &cfg, a, GPUWS__NARGS(a));
     }
     void *host = gpuws__malloc(bytes);
-    if (!host) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "histogram: edge table of %u bins (%zu bytes)", bins, bytes);
+    if (!host)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "histogram: edge table of %u bins (%zu bytes)", bins, bytes);
     if (dt == GPUWS_F32) gpuws_histogram_edges_f32(lo, hi, bins, host);
     else gpuws_histogram_edges_i32(lo, hi, bins, host);
     gpuws_status st = gpuws_buffer_write_async(s, edges, 0, host, bytes);
@@ -88,11 +93,11 @@ static gpuws_status make_edges(gpuws_stream *s, gpuws_dtype dt, double lo, doubl
 }
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
-static const gpuws__stream_key key_partials = {"histogram.partials"};
-static const gpuws__stream_key key_edges = {"histogram.edges"};
+static const gpuws__stream_key key_partials = { "histogram.partials" };
+static const gpuws__stream_key key_edges = { "histogram.edges" };
 
-static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, const gpuws_buffer *x, double lo, double hi,
-                                  uint32_t bins, gpuws_buffer *counts)
+static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, const gpuws_buffer *x, double lo,
+                                  double hi, uint32_t bins, gpuws_buffer *counts)
 {
     gpuws_context *ctx = s->ctx;
     const bool cpu = gpuws__is_cpu_device(ctx);
@@ -104,7 +109,8 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
                                         : (local ? "histogram_i32_local" : "histogram_i32_global");
     uint32_t block, mblock;
     gpuws_status st;
-    if ((st = pow2_block(ctx, kname, cpu ? 64 : 256, &block)) || (st = pow2_block(ctx, "histogram_merge", cpu ? 64 : 256, &mblock)))
+    if ((st = pow2_block(ctx, kname, cpu ? 64 : 256, &block)) ||
+        (st = pow2_block(ctx, "histogram_merge", cpu ? 64 : 256, &mblock)))
         return st;
     /* A few work-groups per compute unit; each local row costs a merge read, so rows * bins stays under 2^24. */
     const uint64_t chunk = chunk_size(ctx);
@@ -119,8 +125,8 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
     size_t pbytes;
     if (gpuws__mul_overflows((size_t)rows, lbins, &pbytes))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "histogram: %u rows of %u bins", rows, bins);
-    if ((st = gpuws__stream_scratch(s, &key_partials, pbytes, &partials)) || (st = gpuws__stream_scratch(s, &key_edges, ledges, &edges)) ||
-        (st = make_edges(s, dt, lo, hi, bins, edges)))
+    if ((st = gpuws__stream_scratch(s, &key_partials, pbytes, &partials)) ||
+        (st = gpuws__stream_scratch(s, &key_edges, ledges, &edges)) || (st = make_edges(s, dt, lo, hi, bins, edges)))
         return st;
 
     /* starting guess only (the edge comparisons decide): glo <= edge[0] <= every counted value, so t >= 0 */
@@ -131,14 +137,22 @@ static gpuws_status histogram_gpu(gpuws_stream *s, gpuws_dtype dt, size_t n, con
     for (uint64_t off = 0; off < n; off += chunk) {
         const uint64_t len = n - off < chunk ? n - off : chunk;
         if (!local && (st = gpuws_buffer_fill_async(s, partials, 0, &zero, sizeof zero, lbins))) return st;
-        gpuws_launch_config cfg = {{groups, 1, 1}, {block, 1, 1}};
-        gpuws_arg a[] = {gpuws_arg_buffer((gpuws_buffer *)x), gpuws_arg_buffer(partials), gpuws_arg_buffer(edges),
-                         gpuws_arg_u64(off), gpuws_arg_u64(len), gpuws_arg_u32(bins), gpuws_arg_f32(glo),
-                         gpuws_arg_f32(gscale), gpuws_arg_local(lbins), gpuws_arg_local(ledges)};
-        if ((st = gpuws__launch_named(s, kname, NULL, &cfg, a, local ? GPUWS__NARGS(a) : GPUWS__NARGS(a) - 2))) return st;
+        gpuws_launch_config cfg = { { groups, 1, 1 }, { block, 1, 1 } };
+        gpuws_arg a[] = { gpuws_arg_buffer((gpuws_buffer *)x),
+                          gpuws_arg_buffer(partials),
+                          gpuws_arg_buffer(edges),
+                          gpuws_arg_u64(off),
+                          gpuws_arg_u64(len),
+                          gpuws_arg_u32(bins),
+                          gpuws_arg_f32(glo),
+                          gpuws_arg_f32(gscale),
+                          gpuws_arg_local(lbins),
+                          gpuws_arg_local(ledges) };
+        if ((st = gpuws__launch_named(s, kname, NULL, &cfg, a, local ? GPUWS__NARGS(a) : GPUWS__NARGS(a) - 2)))
+            return st;
         gpuws_launch_config mcfg = gpuws__config_1d(bins, mblock, UINT32_MAX);
-        gpuws_arg m[] = {gpuws_arg_buffer(partials), gpuws_arg_buffer(counts), gpuws_arg_u32(bins), gpuws_arg_u32(rows),
-                         gpuws_arg_u32(off > 0)};
+        gpuws_arg m[] = { gpuws_arg_buffer(partials), gpuws_arg_buffer(counts), gpuws_arg_u32(bins),
+                          gpuws_arg_u32(rows), gpuws_arg_u32(off > 0) };
         if ((st = gpuws__launch_named(s, "histogram_merge", NULL, &mcfg, m, GPUWS__NARGS(m)))) return st;
     }
     return GPUWS_OK;

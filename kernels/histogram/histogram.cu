@@ -11,7 +11,8 @@
 // histogram_merge:      counts[b] (+)= sum of the rows, one thread per bin, 64-bit.
 #include "../common/gpuws_cuda.cuh"
 
-namespace {
+namespace
+{
 
 __device__ __forceinline__ unsigned guess(float v, float glo, float gscale, unsigned bins)
 {
@@ -32,12 +33,17 @@ __device__ __forceinline__ int bin_of(T v, const E *e, E e0, E eb, unsigned bins
 }
 
 template <typename T> struct vec4;
-template <> struct vec4<float> { using type = float4; };
-template <> struct vec4<int> { using type = int4; };
+template <> struct vec4<float> {
+    using type = float4;
+};
+template <> struct vec4<int> {
+    using type = int4;
+};
 
 // Calls f(value) for x[offset .. offset + len): 16-byte loads, two in flight per thread, then the tail.
 template <typename T, typename F>
-__device__ __forceinline__ void for_each_value(const T *__restrict__ x, unsigned long long offset, unsigned long long len, F f)
+__device__ __forceinline__ void for_each_value(const T *__restrict__ x, unsigned long long offset,
+                                               unsigned long long len, F f)
 {
     using V = typename vec4<T>::type;
     const V *xv = reinterpret_cast<const V *>(x + offset); // offset is a multiple of 4 (chunks of 2^31)
@@ -45,14 +51,24 @@ __device__ __forceinline__ void for_each_value(const T *__restrict__ x, unsigned
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     for (; i + stride < nv; i += 2 * stride) {
         const V a = __ldg(xv + i), b = __ldg(xv + i + stride);
-        f(a.x); f(a.y); f(a.z); f(a.w);
-        f(b.x); f(b.y); f(b.z); f(b.w);
+        f(a.x);
+        f(a.y);
+        f(a.z);
+        f(a.w);
+        f(b.x);
+        f(b.y);
+        f(b.z);
+        f(b.w);
     }
     if (i < nv) {
         const V a = __ldg(xv + i);
-        f(a.x); f(a.y); f(a.z); f(a.w);
+        f(a.x);
+        f(a.y);
+        f(a.z);
+        f(a.w);
     }
-    for (unsigned long long j = nv * 4 + blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; j < len; j += stride)
+    for (unsigned long long j = nv * 4 + blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; j < len;
+         j += stride)
         f(__ldg(x + offset + j));
 }
 

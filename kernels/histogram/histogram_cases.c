@@ -9,8 +9,8 @@
 #include <string.h>
 
 #define HIST_BINS 256
-#define HIST_LO (-4.0)
-#define HIST_HI 4.0
+#define HIST_LO   (-4.0)
+#define HIST_HI   4.0
 
 typedef struct {
     gpuws_dtype dtype;
@@ -40,17 +40,20 @@ static gpuws_status hist_setup(gpuws_context *ctx, bench_size size, void **state
     uint64_t seed = 41;
     for (size_t i = 0; i < s->n; i++) {
         /* roughly normal (sum of 4 uniforms): realistic, uneven bin loads, a little outside the range */
-        const double v = (bench_uniform(&seed) + bench_uniform(&seed) + bench_uniform(&seed) + bench_uniform(&seed) - 2.0) * 4.4;
+        const double v =
+            (bench_uniform(&seed) + bench_uniform(&seed) + bench_uniform(&seed) + bench_uniform(&seed) - 2.0) * 4.4;
         if (dt == GPUWS_F32) ((float *)s->host)[i] = (float)v;
         else ((int32_t *)s->host)[i] = (int32_t)floor(v * 1e6); /* i32: the same shape, in micro-units */
     }
     gpuws_status st;
-    if ((st = gpuws_buffer_create(ctx, s->n * 4, &s->x)) || (st = gpuws_buffer_create(ctx, HIST_BINS * 8, &s->counts)) ||
+    if ((st = gpuws_buffer_create(ctx, s->n * 4, &s->x)) ||
+        (st = gpuws_buffer_create(ctx, HIST_BINS * 8, &s->counts)) ||
         (st = gpuws_buffer_write(s->x, 0, s->host, s->n * 4)))
         return st;
     c->bytes = 4.0 * (double)s->n + HIST_BINS * 8.0;
     c->flops = 0;
-    gpuws__case_label_count(c->size_label, sizeof c->size_label, s->n, dt == GPUWS_F32 ? "f32, 256 bins" : "i32, 256 bins");
+    gpuws__case_label_count(c->size_label, sizeof c->size_label, s->n,
+                            dt == GPUWS_F32 ? "f32, 256 bins" : "i32, 256 bins");
     return GPUWS_OK;
 }
 
@@ -69,7 +72,8 @@ static gpuws_status hist_setup_i32(gpuws_context *ctx, bench_size size, void **s
 static gpuws_status hist_run(void *p, gpuws_stream *st)
 {
     hist_state *s = p;
-    return gpuws_histogram(st, s->dtype, s->n, s->x, HIST_LO * hist_scale(s), HIST_HI * hist_scale(s), HIST_BINS, s->counts);
+    return gpuws_histogram(st, s->dtype, s->n, s->x, HIST_LO * hist_scale(s), HIST_HI * hist_scale(s), HIST_BINS,
+                           s->counts);
 }
 
 static bool hist_check(void *p, char *msg, size_t n)
@@ -92,7 +96,8 @@ static bool hist_check(void *p, char *msg, size_t n)
     }
     for (int b = 0; b < HIST_BINS; b++)
         if (got[b] != want[b]) {
-            snprintf(msg, n, "bin %d holds %llu, reference %llu", b, (unsigned long long)got[b], (unsigned long long)want[b]);
+            snprintf(msg, n, "bin %d holds %llu, reference %llu", b, (unsigned long long)got[b],
+                     (unsigned long long)want[b]);
             return false;
         }
     return true;
@@ -101,13 +106,15 @@ static bool hist_check(void *p, char *msg, size_t n)
 static size_t hist_outputs(void *p, bench_output *out)
 {
     hist_state *s = p;
-    out[0] = (bench_output){s->counts, NULL, HIST_BINS * 8};
+    out[0] = (bench_output){ s->counts, NULL, HIST_BINS * 8 };
     return 1;
 }
 
-static const gpuws__case w_hist_f32 = {{"histogram", "f32", false, hist_setup_f32, hist_run, hist_check, hist_teardown},
-                                          hist_outputs, false};
-static const gpuws__case w_hist_i32 = {{"histogram", "i32", false, hist_setup_i32, hist_run, hist_check, hist_teardown},
-                                          hist_outputs, false};
+static const gpuws__case w_hist_f32 = {
+    { "histogram", "f32", false, hist_setup_f32, hist_run, hist_check, hist_teardown }, hist_outputs, false
+};
+static const gpuws__case w_hist_i32 = {
+    { "histogram", "i32", false, hist_setup_i32, hist_run, hist_check, hist_teardown }, hist_outputs, false
+};
 GPUWS_CASE(w_hist_f32)
 GPUWS_CASE(w_hist_i32)

@@ -39,21 +39,21 @@ void gpuws_histogram_edges_i32(double lo, double hi, uint32_t bins, int64_t *edg
 
 /* counts[b] = #{i : edges[b] <= x[i] < edges[b + 1]}: the largest b with edges[b] <= v by binary search, given
  * edges[0] <= v < edges[bins]. */
-#define DEFINE_REF(NAME, T, E)                                                                                  \
-    void NAME(const T *x, size_t n, const E *edges, uint32_t bins, uint64_t *counts)                           \
-    {                                                                                                           \
-        memset(counts, 0, bins * sizeof *counts);                                                               \
-        for (size_t i = 0; i < n; i++) {                                                                        \
-            const T v = x[i];                                                                                   \
-            if (!(v >= edges[0] && v < edges[bins])) continue; /* also NaN */                                   \
-            uint32_t lo = 0, hi = bins;                                                                         \
-            while (hi - lo > 1) {                                                                               \
-                const uint32_t mid = lo + (hi - lo) / 2;                                                        \
-                if (v >= edges[mid]) lo = mid;                                                                  \
-                else hi = mid;                                                                                  \
-            }                                                                                                   \
-            counts[lo]++;                                                                                       \
-        }                                                                                                       \
+#define DEFINE_REF(NAME, T, E)                                                                                         \
+    void NAME(const T *x, size_t n, const E *edges, uint32_t bins, uint64_t *counts)                                   \
+    {                                                                                                                  \
+        memset(counts, 0, bins * sizeof *counts);                                                                      \
+        for (size_t i = 0; i < n; i++) {                                                                               \
+            const T v = x[i];                                                                                          \
+            if (!(v >= edges[0] && v < edges[bins])) continue; /* also NaN */                                          \
+            uint32_t lo = 0, hi = bins;                                                                                \
+            while (hi - lo > 1) {                                                                                      \
+                const uint32_t mid = lo + (hi - lo) / 2;                                                               \
+                if (v >= edges[mid]) lo = mid;                                                                         \
+                else hi = mid;                                                                                         \
+            }                                                                                                          \
+            counts[lo]++;                                                                                              \
+        }                                                                                                              \
     }
 
 DEFINE_REF(gpuws_histogram_ref_f32, float, float)

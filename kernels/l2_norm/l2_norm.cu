@@ -11,7 +11,8 @@
 #include "../common/gpuws_cuda.cuh"
 #include "l2_norm_layout.h"
 
-namespace {
+namespace
+{
 
 template <typename T> struct fp;
 template <> struct fp<float> {
@@ -44,7 +45,10 @@ template <typename T> __device__ void scales(T m, T &down, T &up)
 }
 
 // NaN, Inf and 0 are their own norm (a NaN anywhere made m NaN); otherwise undo the scaling.
-template <typename T> __device__ T norm_of(T m, T sum, T up) { return (m != m || m == T(0) || isinf(m)) ? m : sqrt(sum) * up; }
+template <typename T> __device__ T norm_of(T m, T sum, T up)
+{
+    return (m != m || m == T(0) || isinf(m)) ? m : sqrt(sum) * up;
+}
 
 // Reduces v over the `lanes` threads of each row (lanes a multiple of 32); every lane gets the same result.
 template <typename T, typename Op> __device__ T group_reduce(T v, unsigned lanes, T *warp_vals, Op op)
@@ -76,7 +80,8 @@ template <typename T> __device__ void load(const T *row, unsigned vi, unsigned n
 }
 
 template <typename T>
-__device__ void l2_norm_group(const T *__restrict__ in, T *__restrict__ out, unsigned rows, unsigned cols, unsigned lanes)
+__device__ void l2_norm_group(const T *__restrict__ in, T *__restrict__ out, unsigned rows, unsigned cols,
+                              unsigned lanes)
 {
     constexpr int VW = fp<T>::VW;
     __shared__ T warp_vals[32];
@@ -132,7 +137,8 @@ __device__ void l2_norm_group(const T *__restrict__ in, T *__restrict__ out, uns
     }
 }
 
-template <typename T> __device__ void l2_norm_rows(const T *__restrict__ in, T *__restrict__ out, unsigned rows, unsigned cols)
+template <typename T>
+__device__ void l2_norm_rows(const T *__restrict__ in, T *__restrict__ out, unsigned rows, unsigned cols)
 {
     for (unsigned long long r = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; r < rows;
          r += (unsigned long long)gridDim.x * blockDim.x) {
@@ -160,8 +166,8 @@ extern "C" __global__ void l2_norm_group_f32(const float *in, float *out, unsign
     (void)scratch;
     l2_norm_group(in, out, rows, cols, lanes);
 }
-extern "C" __global__ void l2_norm_group_f64(const double *in, double *out, unsigned rows, unsigned cols, unsigned lanes,
-                                             gpuws_local scratch)
+extern "C" __global__ void l2_norm_group_f64(const double *in, double *out, unsigned rows, unsigned cols,
+                                             unsigned lanes, gpuws_local scratch)
 {
     (void)scratch;
     l2_norm_group(in, out, rows, cols, lanes);

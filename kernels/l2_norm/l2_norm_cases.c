@@ -13,7 +13,7 @@ static gpuws_status l2_setup(gpuws_context *ctx, bench_size size, void **state, 
     const int log_rows = (int)gpuws__case_pick(size, 5, 12, 16, 18);
     const size_t rows = (size_t)1 << log_rows, cols = 1024;
     c->bytes = (double)(rows * cols + rows) * 4; /* the matrix read once, one norm per row written */
-    c->flops = 2.0 * (double)(rows * cols);     /* a square and an add per element (the scaling multiply not counted) */
+    c->flops = 2.0 * (double)(rows * cols); /* a square and an add per element (the scaling multiply not counted) */
     snprintf(c->size_label, sizeof c->size_label, "2^%d x %zu f32", log_rows, cols);
     return gpuws__case_matrix_setup(ctx, state, rows, cols, rows, 9);
 }
@@ -42,6 +42,8 @@ static bool l2_check(void *p, char *msg, size_t len)
     return ok;
 }
 
-static const gpuws__case w_l2_norm_f32 = {{"l2_norm",   "f32",      false,      l2_setup, l2_run, l2_check,
-                                             gpuws__case_matrix_teardown}, gpuws__case_matrix_outputs, false};
+static const gpuws__case w_l2_norm_f32 = { { "l2_norm", "f32", false, l2_setup, l2_run, l2_check,
+                                             gpuws__case_matrix_teardown },
+                                           gpuws__case_matrix_outputs,
+                                           false };
 GPUWS_CASE(w_l2_norm_f32)

@@ -7,32 +7,32 @@
 /* The largest |x| (and whether a NaN is there), the power-of-two scales clamped to normal numbers, the sum of
  * scaled squares in four interleaved partial sums (independent chains the CPU can overlap), and the special
  * values; T the type, SUFFIX the libm suffix (f, "", l), EMAX the clamp. */
-#define L2_ROW(T, SUFFIX, EMAX, x, n)                                                                          \
-    do {                                                                                                        \
-        T m = 0;                                                                                                \
-        int nan = 0;                                                                                            \
-        for (size_t j = 0; j < n; j++) {                                                                        \
-            const T a = fabs##SUFFIX(x[j]);                                                                     \
-            nan |= a != a;                                                                                      \
-            m = a > m ? a : m;                                                                                  \
-        }                                                                                                       \
-        if (nan) return (T)NAN;                                                                                 \
-        if (m == 0 || isinf(m)) return m;                                                                       \
-        int e = ilogb##SUFFIX(m);                                                                               \
-        e = e < -(EMAX) ? -(EMAX) : e > (EMAX) ? (EMAX) : e;                                                    \
-        const T down = ldexp##SUFFIX(1, -e);                                                                    \
-        T s[4] = {0, 0, 0, 0};                                                                                  \
-        size_t j = 0;                                                                                           \
-        for (; j + 4 <= n; j += 4)                                                                              \
-            for (int q = 0; q < 4; q++) {                                                                       \
-                const T y = x[j + q] * down;                                                                    \
-                s[q] += y * y;                                                                                  \
-            }                                                                                                   \
-        for (; j < n; j++) {                                                                                    \
-            const T y = x[j] * down;                                                                            \
-            s[0] += y * y;                                                                                      \
-        }                                                                                                       \
-        return ldexp##SUFFIX(sqrt##SUFFIX((s[0] + s[1]) + (s[2] + s[3])), e);                                   \
+#define L2_ROW(T, SUFFIX, EMAX, x, n)                                                                                  \
+    do {                                                                                                               \
+        T m = 0;                                                                                                       \
+        int nan = 0;                                                                                                   \
+        for (size_t j = 0; j < n; j++) {                                                                               \
+            const T a = fabs##SUFFIX(x[j]);                                                                            \
+            nan |= a != a;                                                                                             \
+            m = a > m ? a : m;                                                                                         \
+        }                                                                                                              \
+        if (nan) return (T)NAN;                                                                                        \
+        if (m == 0 || isinf(m)) return m;                                                                              \
+        int e = ilogb##SUFFIX(m);                                                                                      \
+        e = e < -(EMAX) ? -(EMAX) : e > (EMAX) ? (EMAX) : e;                                                           \
+        const T down = ldexp##SUFFIX(1, -e);                                                                           \
+        T s[4] = { 0, 0, 0, 0 };                                                                                       \
+        size_t j = 0;                                                                                                  \
+        for (; j + 4 <= n; j += 4)                                                                                     \
+            for (int q = 0; q < 4; q++) {                                                                              \
+                const T y = x[j + q] * down;                                                                           \
+                s[q] += y * y;                                                                                         \
+            }                                                                                                          \
+        for (; j < n; j++) {                                                                                           \
+            const T y = x[j] * down;                                                                                   \
+            s[0] += y * y;                                                                                             \
+        }                                                                                                              \
+        return ldexp##SUFFIX(sqrt##SUFFIX((s[0] + s[1]) + (s[2] + s[3])), e);                                          \
     } while (0)
 
 static float row_f32(const float *x, size_t n) { L2_ROW(float, f, 126, x, n); }

@@ -15,20 +15,23 @@
 #include <limits.h>
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
-static const gpuws__stream_key key_counts = {"label.counts"};
+static const gpuws__stream_key key_counts = { "label.counts" };
 
 static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
                               gpuws_buffer *labels, size_t *num_labels)
 {
     gpuws_context *ctx = s->ctx;
     const size_t n = width * height;
-    const size_t tiles_x = (width + LABEL_TILE_W - 1) / LABEL_TILE_W, tiles_y = (height + LABEL_TILE_H - 1) / LABEL_TILE_H;
+    const size_t tiles_x = (width + LABEL_TILE_W - 1) / LABEL_TILE_W,
+                 tiles_y = (height + LABEL_TILE_H - 1) / LABEL_TILE_H;
     const size_t ntiles = tiles_x * tiles_y, nchunks = (n + LABEL_CHUNK - 1) / LABEL_CHUNK;
-    const uint64_t items = (uint64_t)ntiles * (conn == 8 ? LABEL_TILE_W + 2 * LABEL_TILE_H : LABEL_TILE_W + LABEL_TILE_H);
+    const uint64_t items =
+        (uint64_t)ntiles * (conn == 8 ? LABEL_TILE_W + 2 * LABEL_TILE_H : LABEL_TILE_W + LABEL_TILE_H);
     /* Every kernel is looked up (which may fail) before the first launch writes into labels: on error labels
      * must stay untouched. The launches below find them in the context. */
-    const char *const names[] = {conn == 8 ? "label_local_8" : "label_local_4", conn == 8 ? "label_merge_8" : "label_merge_4",
-                                 "label_flatten", "label_scan", "label_relabel"};
+    const char *const names[] = { conn == 8 ? "label_local_8" : "label_local_4",
+                                  conn == 8 ? "label_merge_8" : "label_merge_4", "label_flatten", "label_scan",
+                                  "label_relabel" };
     gpuws_kernel *k;
     gpuws_status st = GPUWS_OK;
     for (size_t i = 0; i < GPUWS__NARGS(names) && !st; i++) st = gpuws__kernel_get_ex(ctx, names[i], NULL, &k);
@@ -37,9 +40,9 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
     gpuws_buffer *m = (gpuws_buffer *)mask;
     const uint32_t w32 = (uint32_t)width, h32 = (uint32_t)height, n32 = (uint32_t)n;
 
-    gpuws_launch_config c_local = {{(uint32_t)ntiles, 1, 1}, {LABEL_TILE_W, LABEL_TILE_ROWS, 1}};
-    gpuws_arg a_local[] = {gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_u32(w32), gpuws_arg_u32(h32),
-                           gpuws_arg_u32((uint32_t)tiles_x)};
+    gpuws_launch_config c_local = { { (uint32_t)ntiles, 1, 1 }, { LABEL_TILE_W, LABEL_TILE_ROWS, 1 } };
+    gpuws_arg a_local[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_u32(w32), gpuws_arg_u32(h32),
+                            gpuws_arg_u32((uint32_t)tiles_x) };
     if ((st = gpuws__launch_named(s, conn == 8 ? "label_local_8" : "label_local_4", NULL, &c_local, a_local,
                                   GPUWS__NARGS(a_local))))
         return st;
@@ -47,22 +50,23 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
     /* one item per thread where the grid allows it; the kernel strides over the rest */
     uint64_t max_blocks = ctx->info.max_grid_dims[0] < UINT32_MAX ? ctx->info.max_grid_dims[0] : UINT32_MAX;
     gpuws_launch_config c_merge = gpuws__config_1d(items, 256, (uint32_t)max_blocks);
-    gpuws_arg a_merge[] = {gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_u32(w32), gpuws_arg_u32(h32),
-                           gpuws_arg_u32((uint32_t)tiles_x), gpuws_arg_u64(items)};
+    gpuws_arg a_merge[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels),         gpuws_arg_u32(w32),
+                            gpuws_arg_u32(h32),  gpuws_arg_u32((uint32_t)tiles_x), gpuws_arg_u64(items) };
     if ((st = gpuws__launch_named(s, conn == 8 ? "label_merge_8" : "label_merge_4", NULL, &c_merge, a_merge,
                                   GPUWS__NARGS(a_merge))))
         return st;
 
-    gpuws_launch_config c_flat = {{(uint32_t)nchunks, 1, 1}, {LABEL_CHUNK_THREADS, 1, 1}};
-    gpuws_arg a_flat[] = {gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts), gpuws_arg_u32(n32)};
+    gpuws_launch_config c_flat = { { (uint32_t)nchunks, 1, 1 }, { LABEL_CHUNK_THREADS, 1, 1 } };
+    gpuws_arg a_flat[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts),
+                           gpuws_arg_u32(n32) };
     if ((st = gpuws__launch_named(s, "label_flatten", NULL, &c_flat, a_flat, GPUWS__NARGS(a_flat)))) return st;
 
     gpuws_kernel *kscan;
     uint32_t sblock;
     if ((st = gpuws__kernel_block(ctx, "label_scan", NULL, gpuws__is_cpu_device(ctx) ? 256 : 1024, &kscan, &sblock)))
         return st;
-    gpuws_launch_config c_scan = {{1, 1, 1}, {sblock, 1, 1}};
-    gpuws_arg a_scan[] = {gpuws_arg_buffer(counts), gpuws_arg_u32((uint32_t)nchunks)};
+    gpuws_launch_config c_scan = { { 1, 1, 1 }, { sblock, 1, 1 } };
+    gpuws_arg a_scan[] = { gpuws_arg_buffer(counts), gpuws_arg_u32((uint32_t)nchunks) };
     if ((st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan)))) return st;
 
     /* N is read before relabel is enqueued, and the host waits for that read alone: the call returns once N is
@@ -71,7 +75,7 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
     if ((st = gpuws__buffer_read_start(s, counts, nchunks * sizeof(int32_t), sizeof(int32_t), &rd))) return st;
     const size_t threads = (n + LABEL_PER_THREAD - 1) / LABEL_PER_THREAD;
     gpuws_launch_config c_rel = gpuws__config_1d(threads, 256, UINT32_MAX);
-    gpuws_arg a_rel[] = {gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts), gpuws_arg_u32(n32)};
+    gpuws_arg a_rel[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts), gpuws_arg_u32(n32) };
     st = gpuws__launch_named(s, "label_relabel", NULL, &c_rel, a_rel, GPUWS__NARGS(a_rel));
     int32_t total = 0;
     const gpuws_status wst = gpuws__buffer_read_finish(s, &rd, &total);
@@ -94,11 +98,14 @@ gpuws_status gpuws_label(gpuws_stream *s, size_t width, size_t height, const gpu
     if (gpuws__mul_overflows(width, height, &n))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "label: %zu x %zu pixels overflow size_t", width, height);
     if (n > INT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "label: %zu x %zu = %zu pixels; labels and pixel indices are int32, so "
-                            "at most 2^31 - 1 pixels", width, height, n);
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "label: %zu x %zu = %zu pixels; labels and pixel indices are int32, so "
+                            "at most 2^31 - 1 pixels",
+                            width, height, n);
     if ((st = gpuws__check_array(ctx, mask, "mask", n, 1)) || (st = gpuws__check_array(ctx, labels, "labels", n, 4)))
         return st;
-    if (labels == mask) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label: 'labels' and 'mask' are the same buffer");
+    if (labels == mask)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label: 'labels' and 'mask' are the same buffer");
     if (n == 0) {
         *num_labels = 0;
         return GPUWS_OK;

@@ -7,7 +7,8 @@
 #include "../common/gpuws_cuda.cuh"
 #include "label_layout.h"
 
-namespace {
+namespace
+{
 
 constexpr int TW = LABEL_TILE_W, TH = LABEL_TILE_H, ROWS = LABEL_TILE_ROWS;
 constexpr int CHUNK_THREADS = LABEL_CHUNK_THREADS, PER_THREAD = LABEL_PER_THREAD, CHUNK = LABEL_CHUNK;
@@ -101,7 +102,7 @@ __device__ void local_tile(const unsigned char *__restrict__ mask, int *__restri
         const bool fg = x < width && y < height && mask[(size_t)y * width + x] != 0;
         const unsigned bits = __ballot_sync(0xffffffffu, fg);
         if (lx == 0) rowbits[ly] = bits;
-        const unsigned gaps = ~bits & below; // background left of this pixel
+        const unsigned gaps = ~bits & below;                                      // background left of this pixel
         if (fg) s[ly * TW + lx] = (int)(ly * TW + (gaps ? 32 - __clz(gaps) : 0)); // the start of its run
     }
     __syncthreads();
@@ -221,14 +222,14 @@ __device__ __forceinline__ unsigned long long mask8(const unsigned char *__restr
 
 } // namespace
 
-extern "C" __global__ void __launch_bounds__(TW *ROWS) label_local_4(const unsigned char *mask, int *L, unsigned width,
-                                                                     unsigned height, unsigned tiles_x)
+extern "C" __global__ void __launch_bounds__(TW *ROWS)
+    label_local_4(const unsigned char *mask, int *L, unsigned width, unsigned height, unsigned tiles_x)
 {
     local_tile<4>(mask, L, width, height, tiles_x);
 }
 
-extern "C" __global__ void __launch_bounds__(TW *ROWS) label_local_8(const unsigned char *mask, int *L, unsigned width,
-                                                                     unsigned height, unsigned tiles_x)
+extern "C" __global__ void __launch_bounds__(TW *ROWS)
+    label_local_8(const unsigned char *mask, int *L, unsigned width, unsigned height, unsigned tiles_x)
 {
     local_tile<8>(mask, L, width, height, tiles_x);
 }
@@ -246,8 +247,8 @@ extern "C" __global__ void label_merge_8(const unsigned char *mask, int *L, unsi
 }
 
 // Every pixel of the chunk points at its root; the chunk's roots get -(rank in chunk + 1); counts[chunk] = roots.
-extern "C" __global__ void __launch_bounds__(CHUNK_THREADS) label_flatten(const unsigned char *mask, int *L, int *counts,
-                                                                          unsigned n)
+extern "C" __global__ void __launch_bounds__(CHUNK_THREADS)
+    label_flatten(const unsigned char *mask, int *L, int *counts, unsigned n)
 {
     __shared__ int warp_sums[32];
     const unsigned base = blockIdx.x * CHUNK + threadIdx.x * PER_THREAD;

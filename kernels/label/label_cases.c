@@ -76,11 +76,11 @@ static bool label_check(void *p, char *msg, size_t len)
 static size_t label_outputs(void *p, bench_output *out)
 {
     label_state *s = p;
-    out[0] = (bench_output){s->dlabels, NULL, s->n * 4};
+    out[0] = (bench_output){ s->dlabels, NULL, s->n * 4 };
     return 1;
 }
 
-static const gpuws__case w_label = {{"label",        "4conn",     false, label_setup, label_run, label_check,
-                                       label_teardown}, label_outputs, false};
+static const gpuws__case w_label = { { "label", "4conn", false, label_setup, label_run, label_check, label_teardown },
+                                     label_outputs,
+                                     false };
 GPUWS_CASE(w_label)
-

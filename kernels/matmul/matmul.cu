@@ -12,7 +12,8 @@
 #include "../common/gpuws_cuda.cuh"
 #include "matmul_layout.h"
 
-namespace {
+namespace
+{
 
 template <typename T> struct vec;
 template <> struct vec<float> {
@@ -32,8 +33,8 @@ constexpr unsigned GROUP_M = MATMUL_GROUP_M;
 static_assert(vec<float>::width == MATMUL_VW_F32 && vec<double>::width == MATMUL_VW_F64, "matmul_layout.h");
 
 template <typename T>
-__device__ void matmul_naive(const T *__restrict__ A, const T *__restrict__ B, T *__restrict__ C, unsigned M, unsigned N,
-                             unsigned K)
+__device__ void matmul_naive(const T *__restrict__ A, const T *__restrict__ B, T *__restrict__ C, unsigned M,
+                             unsigned N, unsigned K)
 {
     // x runs along a row of C, so a warp reads one row of B coalesced and broadcasts one element of A.
     const unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
@@ -48,8 +49,8 @@ __device__ void matmul_naive(const T *__restrict__ A, const T *__restrict__ B, T
 
 // A 16x16 block per 16x16 tile of C; y loops over tile rows when the grid is shorter than M / 16.
 template <typename T>
-__device__ void matmul_shared(const T *__restrict__ A, const T *__restrict__ B, T *__restrict__ C, unsigned M, unsigned N,
-                              unsigned K)
+__device__ void matmul_shared(const T *__restrict__ A, const T *__restrict__ B, T *__restrict__ C, unsigned M,
+                              unsigned N, unsigned K)
 {
     constexpr unsigned TS = MATMUL_SHARED_TILE;
     __shared__ T As[TS][TS], Bs[TS][TS];
@@ -189,7 +190,8 @@ __device__ __forceinline__ void matmul_tiled(const T *__restrict__ A, const T *_
 
 // The naive kernels take any 2-D block (y loops over rows). The tiled ones take exactly 256 threads in x and one
 // block per tile of C: grid = tiles in x (kernels/matmul/matmul.c launches them so).
-extern "C" __global__ void matmul_naive_f32(const float *A, const float *B, float *C, unsigned M, unsigned N, unsigned K)
+extern "C" __global__ void matmul_naive_f32(const float *A, const float *B, float *C, unsigned M, unsigned N,
+                                            unsigned K)
 {
     matmul_naive(A, B, C, M, N, K);
 }
@@ -198,7 +200,8 @@ extern "C" __global__ void matmul_naive_f64(const double *A, const double *B, do
 {
     matmul_naive(A, B, C, M, N, K);
 }
-extern "C" __global__ void matmul_shared_f32(const float *A, const float *B, float *C, unsigned M, unsigned N, unsigned K)
+extern "C" __global__ void matmul_shared_f32(const float *A, const float *B, float *C, unsigned M, unsigned N,
+                                             unsigned K)
 {
     matmul_shared(A, B, C, M, N, K);
 }
@@ -207,12 +210,12 @@ extern "C" __global__ void matmul_shared_f64(const double *A, const double *B, d
 {
     matmul_shared(A, B, C, M, N, K);
 }
-extern "C" __global__ void __launch_bounds__(MATMUL_TX * MATMUL_TY, 2)
+extern "C" __global__ void __launch_bounds__(MATMUL_TX *MATMUL_TY, 2)
     matmul_tiled_f32(const float *A, const float *B, float *C, unsigned M, unsigned N, unsigned K)
 {
     matmul_tiled<float, MATMUL_TX, MATMUL_TY, MATMUL_BK>(A, B, C, M, N, K);
 }
-extern "C" __global__ void __launch_bounds__(MATMUL_TX * MATMUL_TY, 2)
+extern "C" __global__ void __launch_bounds__(MATMUL_TX *MATMUL_TY, 2)
     matmul_tiled_f64(const double *A, const double *B, double *C, unsigned M, unsigned N, unsigned K)
 {
     matmul_tiled<double, MATMUL_TX, MATMUL_TY, MATMUL_BK>(A, B, C, M, N, K);

@@ -39,7 +39,8 @@ static gpuws_status mm_setup(gpuws_context *ctx, bench_size size, void **state, 
     s->n = gpuws__case_pick(size, 80, 1024, 4096, 8192);
     gpuws_device_info d;
     /* n³ work: a CPU would take minutes per run at the GPU sizes */
-    const bool cpu = size != BENCH_TINY && gpuws_context_get_device_info(ctx, &d) == GPUWS_OK && d.type == GPUWS_DEVICE_CPU;
+    const bool cpu =
+        size != BENCH_TINY && gpuws_context_get_device_info(ctx, &d) == GPUWS_OK && d.type == GPUWS_DEVICE_CPU;
     if (cpu) s->n /= 4;
     const size_t n = s->n, es = gpuws_dtype_size(dt), bytes = n * n * es;
     s->ha = malloc(bytes);
@@ -94,8 +95,9 @@ static bool mm_check(void *p, char *msg, size_t len)
     void *got;
     bool ok = gpuws__case_read(s->c, &got, s->n * s->n * gpuws_dtype_size(s->dtype), msg, len);
     double worst;
-    if (ok) ok = gpuws_matmul_check_sampled(s->dtype == GPUWS_F64, s->ha, s->hb, got, s->n, s->n, s->n, 1024, 99, &worst,
-                                            msg, len) == 0;
+    if (ok)
+        ok = gpuws_matmul_check_sampled(s->dtype == GPUWS_F64, s->ha, s->hb, got, s->n, s->n, s->n, 1024, 99, &worst,
+                                        msg, len) == 0;
     free(got);
     return ok;
 }
@@ -103,20 +105,23 @@ static bool mm_check(void *p, char *msg, size_t len)
 static size_t mm_outputs(void *p, bench_output *out)
 {
     mm_state *s = p;
-    out[0] = (bench_output){s->c, NULL, s->n * s->n * gpuws_dtype_size(s->dtype)};
+    out[0] = (bench_output){ s->c, NULL, s->n * s->n * gpuws_dtype_size(s->dtype) };
     return 1;
 }
 
-static const gpuws__case w_matmul_f32_tiled = {{"matmul", "f32_tiled", false, mm_setup_f32_tiled, mm_run, mm_check,
-                                                  mm_teardown}, mm_outputs, false};
-static const gpuws__case w_matmul_f64_tiled = {{"matmul", "f64_tiled", false, mm_setup_f64_tiled, mm_run, mm_check,
-                                                  mm_teardown}, mm_outputs, false};
-static const gpuws__case w_matmul_f32_shared = {{"matmul", "f32_shared", false, mm_setup_f32_shared, mm_run, mm_check,
-                                                   mm_teardown}, mm_outputs, false};
-static const gpuws__case w_matmul_f32_naive = {{"matmul", "f32_naive", false, mm_setup_f32_naive, mm_run, mm_check,
-                                                  mm_teardown}, mm_outputs, false};
+static const gpuws__case w_matmul_f32_tiled = {
+    { "matmul", "f32_tiled", false, mm_setup_f32_tiled, mm_run, mm_check, mm_teardown }, mm_outputs, false
+};
+static const gpuws__case w_matmul_f64_tiled = {
+    { "matmul", "f64_tiled", false, mm_setup_f64_tiled, mm_run, mm_check, mm_teardown }, mm_outputs, false
+};
+static const gpuws__case w_matmul_f32_shared = {
+    { "matmul", "f32_shared", false, mm_setup_f32_shared, mm_run, mm_check, mm_teardown }, mm_outputs, false
+};
+static const gpuws__case w_matmul_f32_naive = {
+    { "matmul", "f32_naive", false, mm_setup_f32_naive, mm_run, mm_check, mm_teardown }, mm_outputs, false
+};
 GPUWS_CASE(w_matmul_f32_tiled)
 GPUWS_CASE(w_matmul_f64_tiled)
 GPUWS_CASE(w_matmul_f32_shared)
 GPUWS_CASE(w_matmul_f32_naive)
-

@@ -9,9 +9,9 @@
 /* The tiled variant: MATMUL_TX x MATMUL_TY work-items (along n and m), 16-byte vectors (MATMUL_VW_* elements),
  * MATMUL_BK k per step; a work-group computes a tile of C of 2 * TY * VW rows by 2 * TX * VW columns. matmul.cu
  * has this shape only; it is matmul.cl's default, which -DMM_TX, -DMM_TY, -DMM_VW and -DMM_BK override. */
-#define MATMUL_TX 16
-#define MATMUL_TY 16
-#define MATMUL_BK 8
+#define MATMUL_TX     16
+#define MATMUL_TY     16
+#define MATMUL_BK     8
 #define MATMUL_VW_F32 4
 #define MATMUL_VW_F64 2
 

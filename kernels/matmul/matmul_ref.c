@@ -10,39 +10,39 @@
  * it; four rows of C at a time reuse each loaded row of B. Every c_ij still sums l = 0, 1, ..., k-1 in order. */
 enum { LB = 128, JB = 512 };
 
-#define MATMUL_REF(T, a, b, c, m, n, k)                                                                         \
-    do {                                                                                                        \
-        memset(c, 0, m * n * sizeof(T));                                                                        \
-        for (size_t l0 = 0; l0 < k; l0 += LB) {                                                                 \
-            const size_t l1 = l0 + LB < k ? l0 + LB : k;                                                        \
-            for (size_t j0 = 0; j0 < n; j0 += JB) {                                                             \
-                const size_t jn = (j0 + JB < n ? j0 + JB : n) - j0;                                             \
-                size_t i = 0;                                                                                   \
-                for (; i + 4 <= m; i += 4) {                                                                    \
-                    T *c0 = c + i * n + j0, *c1 = c0 + n, *c2 = c1 + n, *c3 = c2 + n;                           \
-                    for (size_t l = l0; l < l1; l++) {                                                          \
-                        const T *bl = b + l * n + j0;                                                           \
-                        const T a0 = a[i * k + l], a1 = a[(i + 1) * k + l], a2 = a[(i + 2) * k + l],            \
-                                a3 = a[(i + 3) * k + l];                                                        \
-                        for (size_t j = 0; j < jn; j++) {                                                       \
-                            const T bj = bl[j];                                                                 \
-                            c0[j] += a0 * bj;                                                                   \
-                            c1[j] += a1 * bj;                                                                   \
-                            c2[j] += a2 * bj;                                                                   \
-                            c3[j] += a3 * bj;                                                                   \
-                        }                                                                                       \
-                    }                                                                                           \
-                }                                                                                               \
-                for (; i < m; i++) {                                                                            \
-                    T *ci = c + i * n + j0;                                                                     \
-                    for (size_t l = l0; l < l1; l++) {                                                          \
-                        const T *bl = b + l * n + j0;                                                           \
-                        const T ai = a[i * k + l];                                                              \
-                        for (size_t j = 0; j < jn; j++) ci[j] += ai * bl[j];                                    \
-                    }                                                                                           \
-                }                                                                                               \
-            }                                                                                                   \
-        }                                                                                                       \
+#define MATMUL_REF(T, a, b, c, m, n, k)                                                                                \
+    do {                                                                                                               \
+        memset(c, 0, m *n * sizeof(T));                                                                                \
+        for (size_t l0 = 0; l0 < k; l0 += LB) {                                                                        \
+            const size_t l1 = l0 + LB < k ? l0 + LB : k;                                                               \
+            for (size_t j0 = 0; j0 < n; j0 += JB) {                                                                    \
+                const size_t jn = (j0 + JB < n ? j0 + JB : n) - j0;                                                    \
+                size_t i = 0;                                                                                          \
+                for (; i + 4 <= m; i += 4) {                                                                           \
+                    T *c0 = c + i * n + j0, *c1 = c0 + n, *c2 = c1 + n, *c3 = c2 + n;                                  \
+                    for (size_t l = l0; l < l1; l++) {                                                                 \
+                        const T *bl = b + l * n + j0;                                                                  \
+                        const T a0 = a[i * k + l], a1 = a[(i + 1) * k + l], a2 = a[(i + 2) * k + l],                   \
+                                a3 = a[(i + 3) * k + l];                                                               \
+                        for (size_t j = 0; j < jn; j++) {                                                              \
+                            const T bj = bl[j];                                                                        \
+                            c0[j] += a0 * bj;                                                                          \
+                            c1[j] += a1 * bj;                                                                          \
+                            c2[j] += a2 * bj;                                                                          \
+                            c3[j] += a3 * bj;                                                                          \
+                        }                                                                                              \
+                    }                                                                                                  \
+                }                                                                                                      \
+                for (; i < m; i++) {                                                                                   \
+                    T *ci = c + i * n + j0;                                                                            \
+                    for (size_t l = l0; l < l1; l++) {                                                                 \
+                        const T *bl = b + l * n + j0;                                                                  \
+                        const T ai = a[i * k + l];                                                                     \
+                        for (size_t j = 0; j < jn; j++) ci[j] += ai * bl[j];                                           \
+                    }                                                                                                  \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
     } while (0)
 
 void gpuws_matmul_ref_f32(const float *a, const float *b, float *c, size_t m, size_t n, size_t k)

@@ -43,8 +43,8 @@ static gpuws_status measure_kernels(gpuws_context *ctx, gpuws_kernel **acc, gpuw
         st = gpuws__kernel_get_ex(ctx, "measure_accumulate", options, acc);
     }
     if (st == GPUWS_ERR_KERNEL_NOT_FOUND || st == GPUWS_ERR_BUILD)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure needs 64-bit atomics (cl_khr_int64_base_atomics), which %s lacks",
-                            ctx->info.name);
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "measure needs 64-bit atomics (cl_khr_int64_base_atomics), which %s lacks", ctx->info.name);
     if (st) return st;
     return gpuws__kernel_get_ex(ctx, "measure_finalize", options, fin);
 }
@@ -75,14 +75,17 @@ static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, cons
      * (on NVIDIA's OpenCL a fill of a few KB costs more device time than finalize). */
     gpuws_buffer *totals;
     if ((st = gpuws__stream_zeroed(s, num_labels * sizeof(gpuws_source_measure), &totals))) return st;
-    const gpuws_launch_config c1 = {{groups, 1, 1}, {block, 1, 1}};
-    const gpuws_arg a1[] = {gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer((gpuws_buffer *)labels),
-                            gpuws_arg_u64(npix), gpuws_arg_u32((uint32_t)width), gpuws_arg_u32((uint32_t)num_labels),
-                            gpuws_arg_buffer(totals)};
-    const gpuws_launch_config c2 = gpuws__config_1d(num_labels, cpu ? 64 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 8));
-    const gpuws_arg a2[] = {gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer(totals), gpuws_arg_buffer(out),
-                            gpuws_arg_u32((uint32_t)num_labels), gpuws_arg_u32((uint32_t)width)};
-    if ((st = gpuws_launch(s, acc, &c1, a1, GPUWS__NARGS(a1))) || (st = gpuws_launch(s, fin, &c2, a2, GPUWS__NARGS(a2))))
+    const gpuws_launch_config c1 = { { groups, 1, 1 }, { block, 1, 1 } };
+    const gpuws_arg a1[] = {
+        gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer((gpuws_buffer *)labels), gpuws_arg_u64(npix),
+        gpuws_arg_u32((uint32_t)width),         gpuws_arg_u32((uint32_t)num_labels),      gpuws_arg_buffer(totals)
+    };
+    const gpuws_launch_config c2 =
+        gpuws__config_1d(num_labels, cpu ? 64 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 8));
+    const gpuws_arg a2[] = { gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer(totals), gpuws_arg_buffer(out),
+                             gpuws_arg_u32((uint32_t)num_labels), gpuws_arg_u32((uint32_t)width) };
+    if ((st = gpuws_launch(s, acc, &c1, a1, GPUWS__NARGS(a1))) ||
+        (st = gpuws_launch(s, fin, &c2, a2, GPUWS__NARGS(a2))))
         gpuws__stream_zeroed_dirty(s); /* accumulate may have run: its totals are left behind */
     return st;
 }
@@ -118,6 +121,7 @@ gpuws_status gpuws_measure(gpuws_stream *s, size_t width, size_t height, const g
         return GPUWS_OK;
     }
     if (!ctx->info.fp64)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure accumulates in double precision, which %s lacks", ctx->info.name);
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure accumulates in double precision, which %s lacks",
+                            ctx->info.name);
     return measure_gpu(s, width, npix, data, labels, num_labels, out);
 }

@@ -6,7 +6,8 @@
 
 #include <cmath>
 
-namespace {
+namespace
+{
 
 typedef unsigned long long u64;
 constexpr unsigned P = MEASURE_PIXELS;
@@ -28,9 +29,16 @@ template <> __device__ __forceinline__ float from_bits<float>(unsigned u) { retu
 template <typename T> __device__ __forceinline__ void load8(const T *__restrict__ p, u64 i, u64 n, T (&v)[P])
 {
     if (i + P <= n) {
-        const uint4 a = __ldg(reinterpret_cast<const uint4 *>(p + i)), b = __ldg(reinterpret_cast<const uint4 *>(p + i) + 1);
-        v[0] = from_bits<T>(a.x); v[1] = from_bits<T>(a.y); v[2] = from_bits<T>(a.z); v[3] = from_bits<T>(a.w);
-        v[4] = from_bits<T>(b.x); v[5] = from_bits<T>(b.y); v[6] = from_bits<T>(b.z); v[7] = from_bits<T>(b.w);
+        const uint4 a = __ldg(reinterpret_cast<const uint4 *>(p + i)),
+                    b = __ldg(reinterpret_cast<const uint4 *>(p + i) + 1);
+        v[0] = from_bits<T>(a.x);
+        v[1] = from_bits<T>(a.y);
+        v[2] = from_bits<T>(a.z);
+        v[3] = from_bits<T>(a.w);
+        v[4] = from_bits<T>(b.x);
+        v[5] = from_bits<T>(b.y);
+        v[6] = from_bits<T>(b.z);
+        v[7] = from_bits<T>(b.w);
     } else {
 #pragma unroll
         for (unsigned j = 0; j < P; j++) v[j] = i + j < n ? __ldg(p + i + j) : T(0);
@@ -83,7 +91,7 @@ __device__ void m_scan_flush(Shared &s, u64 *out)
         for (unsigned q = 0; q < 2; q++) {
             const unsigned i = i0 + q;
             take[q] = i >= d && i - d >= s.seg[i];
-            if (take[q]) add[q] = {s.sd[i - d], s.sr[i - d], s.sc[i - d], s.cnt[i - d], s.key[i - d]};
+            if (take[q]) add[q] = { s.sd[i - d], s.sr[i - d], s.sc[i - d], s.cnt[i - d], s.key[i - d] };
         }
         __syncthreads();
 #pragma unroll
@@ -103,7 +111,7 @@ __device__ void m_scan_flush(Shared &s, u64 *out)
     for (unsigned q = 0; q < 2; q++) {
         const unsigned i = i0 + q;
         if (s.lab[i] != 0 && s.cnt[i] && (i == N2 - 1 || s.lab[i + 1] != s.lab[i]))
-            m_flush(out, s.lab[i], Acc{s.sd[i], s.sr[i], s.sc[i], s.cnt[i], s.key[i]});
+            m_flush(out, s.lab[i], Acc{ s.sd[i], s.sr[i], s.sc[i], s.cnt[i], s.key[i] });
     }
 }
 
@@ -136,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(MAXB, 3)
         // runs of equal labels in this thread's pixels
         unsigned r = (unsigned)(base / width), c = (unsigned)(base - (u64)r * width);
         int fl = 0, cl = 0, nruns = 0;
-        const Acc zero = {0.0, 0.0, 0.0, 0u, 0ull};
+        const Acc zero = { 0.0, 0.0, 0.0, 0u, 0ull };
         Acc first = zero, cur = zero;
 #pragma unroll
         for (unsigned j = 0; j < P; j++) {
@@ -175,9 +183,17 @@ extern "C" __global__ void __launch_bounds__(MAXB, 3)
         }
         const unsigned i0 = 2 * lid, i1 = i0 + 1;
         s.lab[i0] = fl;
-        s.sd[i0] = first.sd; s.sr[i0] = first.sr; s.sc[i0] = first.sc; s.cnt[i0] = first.cnt; s.key[i0] = first.key;
+        s.sd[i0] = first.sd;
+        s.sr[i0] = first.sr;
+        s.sc[i0] = first.sc;
+        s.cnt[i0] = first.cnt;
+        s.key[i0] = first.key;
         s.lab[i1] = cl;
-        s.sd[i1] = cur.sd; s.sr[i1] = cur.sr; s.sc[i1] = cur.sc; s.cnt[i1] = cur.cnt; s.key[i1] = cur.key;
+        s.sd[i1] = cur.sd;
+        s.sr[i1] = cur.sr;
+        s.sc[i1] = cur.sc;
+        s.cnt[i1] = cur.cnt;
+        s.key[i1] = cur.key;
         __syncthreads();
         if (lid > 0 && fl != 0 && s.lab[i0 - 1] == fl) atomicAdd(&s.joins, 1u);
         __syncthreads();

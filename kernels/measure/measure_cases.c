@@ -94,14 +94,16 @@ static bool meas_check(void *p, char *msg, size_t n)
         const double m = (double)w->npix, tol = 2 * m * U * abs_sum[k], ext = (double)s->in.side;
         const double rtol = 1.01 * (tol * (ext + fabs(w->row)) / fabs(w->sum) + 2 * U * fabs(w->row));
         const double ctol = 1.01 * (tol * (ext + fabs(w->col)) / fabs(w->sum) + 2 * U * fabs(w->col));
-        const bool same_peak = (g->peak == w->peak || (isnan(g->peak) && isnan(w->peak))) && g->peak_row == w->peak_row &&
-                               g->peak_col == w->peak_col;
+        const bool same_peak = (g->peak == w->peak || (isnan(g->peak) && isnan(w->peak))) &&
+                               g->peak_row == w->peak_row && g->peak_col == w->peak_col;
         const bool com_ok = w->npix == 0 ? isnan(g->row) && isnan(g->col)
                                          : fabs(g->row - w->row) <= rtol && fabs(g->col - w->col) <= ctol;
         if (g->npix != w->npix || !same_peak || !(fabs(g->sum - w->sum) <= tol) || !com_ok) {
-            snprintf(msg, n, "label %zu: npix %lld sum %.17g centre (%.17g, %.17g) peak %g; reference %lld %.17g (%.17g, %.17g) %g",
-                     k + 1, (long long)g->npix, g->sum, g->row, g->col, g->peak, (long long)w->npix, w->sum, w->row, w->col,
-                     w->peak);
+            snprintf(
+                msg, n,
+                "label %zu: npix %lld sum %.17g centre (%.17g, %.17g) peak %g; reference %lld %.17g (%.17g, %.17g) %g",
+                k + 1, (long long)g->npix, g->sum, g->row, g->col, g->peak, (long long)w->npix, w->sum, w->row, w->col,
+                w->peak);
             ok = false;
         }
     }
@@ -113,10 +115,11 @@ static bool meas_check(void *p, char *msg, size_t n)
 static size_t meas_outputs(void *p, bench_output *out)
 {
     sky_state *s = p;
-    out[0] = (bench_output){s->out, NULL, s->nlab * sizeof(gpuws_source_measure)};
+    out[0] = (bench_output){ s->out, NULL, s->nlab * sizeof(gpuws_source_measure) };
     return 1;
 }
 
-static const gpuws__case w_measure = {{"measure",  "sum+com",    false,        meas_setup, meas_run,
-                                       meas_check, sky_teardown}, meas_outputs, false};
+static const gpuws__case w_measure = { { "measure", "sum+com", false, meas_setup, meas_run, meas_check, sky_teardown },
+                                       meas_outputs,
+                                       false };
 GPUWS_CASE(w_measure)

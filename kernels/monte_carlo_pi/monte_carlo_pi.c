@@ -14,8 +14,8 @@ static gpuws_status check_range(uint64_t first, uint64_t n)
 }
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
-static const gpuws__stream_key key_partials = {"monte_carlo_pi.partials"};
-static const gpuws__stream_key key_hits = {"monte_carlo_pi.hits"};
+static const gpuws__stream_key key_partials = { "monte_carlo_pi.partials" };
+static const gpuws__stream_key key_hits = { "monte_carlo_pi.hits" };
 
 static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_t seed, gpuws_buffer *hits)
 {
@@ -47,15 +47,17 @@ static gpuws_status enqueue(gpuws_stream *s, uint64_t first, uint64_t n, uint64_
     if (g > 1024) g = 1024; /* the final pass adds at most a few partials per thread */
     gpuws_buffer *partials;
     if ((st = gpuws__stream_scratch(s, &key_partials, (size_t)g * 8, &partials))) return st;
-    gpuws_launch_config c1 = {{g, 1, 1}, {block, 1, 1}};
+    gpuws_launch_config c1 = { { g, 1, 1 }, { block, 1, 1 } };
     const uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    gpuws_arg a1[] = {gpuws_arg_buffer(partials), gpuws_arg_u64(jf), gpuws_arg_u64(jl), gpuws_arg_u32(k0),
-                      gpuws_arg_u32(k1), gpuws_arg_local((size_t)block * 8)};
+    gpuws_arg a1[] = { gpuws_arg_buffer(partials), gpuws_arg_u64(jf), gpuws_arg_u64(jl),
+                       gpuws_arg_u32(k0),          gpuws_arg_u32(k1), gpuws_arg_local((size_t)block * 8) };
     if ((st = gpuws_launch(s, kp, &c1, a1, GPUWS__NARGS(a1)))) return st;
     /* the final pass also takes off the end calls' samples outside [first, last] (the partials count both) */
-    gpuws_launch_config c2 = {{1, 1, 1}, {fblock, 1, 1}};
-    gpuws_arg a2[] = {gpuws_arg_buffer(partials), gpuws_arg_buffer(hits), gpuws_arg_u32(g), gpuws_arg_u64(first),
-                      gpuws_arg_u64(last), gpuws_arg_u32(k0), gpuws_arg_u32(k1), gpuws_arg_local((size_t)fblock * 8)};
+    gpuws_launch_config c2 = { { 1, 1, 1 }, { fblock, 1, 1 } };
+    gpuws_arg a2[] = { gpuws_arg_buffer(partials), gpuws_arg_buffer(hits),
+                       gpuws_arg_u32(g),           gpuws_arg_u64(first),
+                       gpuws_arg_u64(last),        gpuws_arg_u32(k0),
+                       gpuws_arg_u32(k1),          gpuws_arg_local((size_t)fblock * 8) };
     return gpuws_launch(s, kf, &c2, a2, GPUWS__NARGS(a2));
 }
 

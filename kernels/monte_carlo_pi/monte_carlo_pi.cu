@@ -30,8 +30,8 @@ extern "C" __global__ void monte_carlo_pi_partial(unsigned long long *partials, 
             uint32_t u[4], v[4];
             gpuws__philox((uint32_t)j, (uint32_t)(j >> 32), 0, 0, key0, key1, u);
             gpuws__philox((uint32_t)j2, (uint32_t)(j2 >> 32), 0, 0, key0, key1, v);
-            h += gpuws__pi_inside_f64(u[0], u[1]) + gpuws__pi_inside_f64(u[2], u[3]) + gpuws__pi_inside_f64(v[0], v[1]) +
-                 gpuws__pi_inside_f64(v[2], v[3]);
+            h += gpuws__pi_inside_f64(u[0], u[1]) + gpuws__pi_inside_f64(u[2], u[3]) +
+                 gpuws__pi_inside_f64(v[0], v[1]) + gpuws__pi_inside_f64(v[2], v[3]);
         }
         hits += h;
     }

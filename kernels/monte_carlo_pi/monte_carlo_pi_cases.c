@@ -56,11 +56,11 @@ static bool mc_check(void *p, char *msg, size_t n)
 static size_t mc_outputs(void *p, bench_output *out)
 {
     mc_state *s = p;
-    out[0] = (bench_output){s->hits, NULL, 8};
+    out[0] = (bench_output){ s->hits, NULL, 8 };
     return 1;
 }
 
-static const gpuws__case w_pi = {{"monte_carlo_pi", "philox", false, mc_setup, mc_run, mc_check, mc_teardown},
-                                    mc_outputs, false};
+static const gpuws__case w_pi = { { "monte_carlo_pi", "philox", false, mc_setup, mc_run, mc_check, mc_teardown },
+                                  mc_outputs,
+                                  false };
 GPUWS_CASE(w_pi)
-

@@ -10,12 +10,12 @@ void gpuws_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint3
 
 uint64_t gpuws_monte_carlo_pi_ref(uint64_t first, uint64_t n, uint64_t seed)
 {
-    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    const uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
     uint64_t hits = 0;
     if (n == 0) return 0;
     const uint64_t last = first + n - 1; /* one Philox call per pair of samples 2j, 2j + 1 */
     for (uint64_t j = first / 2; j <= last / 2; j++) {
-        const uint32_t ctr[4] = {(uint32_t)j, (uint32_t)(j >> 32), 0, 0};
+        const uint32_t ctr[4] = { (uint32_t)j, (uint32_t)(j >> 32), 0, 0 };
         uint32_t r[4];
         gpuws_philox4x32_10(ctr, key, r);
         if (2 * j >= first) hits += gpuws__pi_inside(r[0], r[1]);

@@ -3,7 +3,8 @@
 // one store per thread.
 #include "../common/gpuws_cuda.cuh"
 
-namespace {
+namespace
+{
 
 __device__ __forceinline__ float step(float x, float a, float b) { return __fmaf_rn(x, a, b); }
 __device__ __forceinline__ double step(double x, double a, double b) { return __fma_rn(x, a, b); }
@@ -17,8 +18,14 @@ template <typename T> __device__ void peak(T *__restrict__ out, T a, T b, unsign
     for (unsigned i = 0; i < iters; i += 16) {
 #pragma unroll
         for (int k = 0; k < 16; k++) {
-            x0 = step(x0, a, b); x1 = step(x1, a, b); x2 = step(x2, a, b); x3 = step(x3, a, b);
-            x4 = step(x4, a, b); x5 = step(x5, a, b); x6 = step(x6, a, b); x7 = step(x7, a, b);
+            x0 = step(x0, a, b);
+            x1 = step(x1, a, b);
+            x2 = step(x2, a, b);
+            x3 = step(x3, a, b);
+            x4 = step(x4, a, b);
+            x5 = step(x5, a, b);
+            x6 = step(x6, a, b);
+            x7 = step(x7, a, b);
         }
     }
     if (t < n) out[t] = ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7));
@@ -26,7 +33,13 @@ template <typename T> __device__ void peak(T *__restrict__ out, T a, T b, unsign
 
 } // namespace
 
-extern "C" __global__ void peak_fma_f32(float *out, float a, float b, unsigned iters, unsigned long long n) { peak(out, a, b, iters, n); }
-extern "C" __global__ void peak_fma_f64(double *out, double a, double b, unsigned iters, unsigned long long n) { peak(out, a, b, iters, n); }
+extern "C" __global__ void peak_fma_f32(float *out, float a, float b, unsigned iters, unsigned long long n)
+{
+    peak(out, a, b, iters, n);
+}
+extern "C" __global__ void peak_fma_f64(double *out, double a, double b, unsigned iters, unsigned long long n)
+{
+    peak(out, a, b, iters, n);
+}
 
 GPUWS_CUDA_KERNELS(peak, GPUWS_CUDA_KERNEL(peak_fma_f32), GPUWS_CUDA_KERNEL(peak_fma_f64))

@@ -9,7 +9,8 @@
 #include "../common/gpuws_cuda.cuh"
 
 // `scratch` mirrors the OpenCL kernel's __local reduction array; CUDA reduces with warp shuffles instead.
-extern "C" __global__ void primes_trial(int *out, unsigned *partials, unsigned n, unsigned write_out, gpuws_local scratch)
+extern "C" __global__ void primes_trial(int *out, unsigned *partials, unsigned n, unsigned write_out,
+                                        gpuws_local scratch)
 {
     (void)scratch;
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -83,7 +84,8 @@ extern "C" __global__ void primes_base(unsigned *base, unsigned limit, unsigned 
 }
 
 extern "C" __global__ void primes_sieve(int *out, unsigned *partials, const unsigned *__restrict__ base, unsigned n,
-                                        unsigned seg_odd, unsigned write_out, gpuws_local flags_bytes, gpuws_local scratch)
+                                        unsigned seg_odd, unsigned write_out, gpuws_local flags_bytes,
+                                        gpuws_local scratch)
 {
     (void)flags_bytes;
     (void)scratch;
@@ -92,7 +94,8 @@ extern "C" __global__ void primes_sieve(int *out, unsigned *partials, const unsi
     const unsigned tid = threadIdx.x, nt = blockDim.x;
     const unsigned lo = blockIdx.x * 2u * seg_odd, hi = lo + 2u * seg_odd; // hi <= 2^31 + 2*seg_odd < 2^32
     uint4 *f4 = reinterpret_cast<uint4 *>(flags);
-    for (unsigned j = tid; j < seg_odd / 16; j += nt) f4[j] = make_uint4(0x01010101u, 0x01010101u, 0x01010101u, 0x01010101u);
+    for (unsigned j = tid; j < seg_odd / 16; j += nt)
+        f4[j] = make_uint4(0x01010101u, 0x01010101u, 0x01010101u, 0x01010101u);
     __syncthreads();
     const unsigned nbase = base[0], nsmall = base[1];
     // small primes: many multiples each, the whole block strides over them
@@ -126,7 +129,7 @@ extern "C" __global__ void primes_sieve(int *out, unsigned *partials, const unsi
             count += (v1 != 0) + (v2 != 0) + (v3 != 0);
             if (write_out) reinterpret_cast<int4 *>(out)[x / 4] = make_int4(0, v1, v2, v3);
         } else {
-            const int v[4] = {0, v1, v2, v3};
+            const int v[4] = { 0, v1, v2, v3 };
             for (unsigned e = 0; e < 4 && x + e < n; e++) {
                 count += v[e] != 0;
                 if (write_out) out[x + e] = v[e];
@@ -154,5 +157,5 @@ extern "C" __global__ void primes_count_final(const unsigned *partials, unsigned
     if (threadIdx.x == 0) count[0] = sums[0];
 }
 
-GPUWS_CUDA_KERNELS(primes, GPUWS_CUDA_KERNEL(primes_trial), GPUWS_CUDA_KERNEL(primes_base), GPUWS_CUDA_KERNEL(primes_sieve),
-                   GPUWS_CUDA_KERNEL(primes_count_final))
+GPUWS_CUDA_KERNELS(primes, GPUWS_CUDA_KERNEL(primes_trial), GPUWS_CUDA_KERNEL(primes_base),
+                   GPUWS_CUDA_KERNEL(primes_sieve), GPUWS_CUDA_KERNEL(primes_count_final))

@@ -87,15 +87,16 @@ static bool primes_check(void *p, char *msg, size_t n)
 static size_t primes_outputs(void *p, bench_output *out)
 {
     primes_state *s = p;
-    out[0] = (bench_output){s->out, NULL, s->n * 4};
-    out[1] = (bench_output){s->count, NULL, 8};
+    out[0] = (bench_output){ s->out, NULL, s->n * 4 };
+    out[1] = (bench_output){ s->count, NULL, 8 };
     return 2;
 }
 
-static const gpuws__case w_primes_trial = {{"primes", "trial", false, primes_setup_trial, primes_run, primes_check,
-                                              primes_teardown}, primes_outputs, false};
-static const gpuws__case w_primes_fast = {{"primes", "fast", false, primes_setup_fast, primes_run, primes_check,
-                                             primes_teardown}, primes_outputs, false};
+static const gpuws__case w_primes_trial = {
+    { "primes", "trial", false, primes_setup_trial, primes_run, primes_check, primes_teardown }, primes_outputs, false
+};
+static const gpuws__case w_primes_fast = {
+    { "primes", "fast", false, primes_setup_fast, primes_run, primes_check, primes_teardown }, primes_outputs, false
+};
 GPUWS_CASE(w_primes_trial)
 GPUWS_CASE(w_primes_fast)
-

@@ -5,19 +5,21 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const op_names[] = {"sum", "min", "max"};
+static const char *const op_names[] = { "sum", "min", "max" };
 
 static gpuws_status reduce_cpu(gpuws_reduce_op op, gpuws_dtype dt, size_t n, const void *in, void *out)
 {
     if (dt == GPUWS_F32) {
         const float *x = in;
-        float r = op == GPUWS_REDUCE_SUM ? (float)gpuws_reduce_ref_sum_f32(x, n)
-                  : op == GPUWS_REDUCE_MIN ? gpuws_reduce_ref_min_f32(x, n) : gpuws_reduce_ref_max_f32(x, n);
+        float r = op == GPUWS_REDUCE_SUM   ? (float)gpuws_reduce_ref_sum_f32(x, n)
+                  : op == GPUWS_REDUCE_MIN ? gpuws_reduce_ref_min_f32(x, n)
+                                           : gpuws_reduce_ref_max_f32(x, n);
         memcpy(out, &r, sizeof r);
     } else {
         const double *x = in;
-        double r = op == GPUWS_REDUCE_SUM ? gpuws_reduce_ref_sum_f64(x, n)
-                   : op == GPUWS_REDUCE_MIN ? gpuws_reduce_ref_min_f64(x, n) : gpuws_reduce_ref_max_f64(x, n);
+        double r = op == GPUWS_REDUCE_SUM   ? gpuws_reduce_ref_sum_f64(x, n)
+                   : op == GPUWS_REDUCE_MIN ? gpuws_reduce_ref_min_f64(x, n)
+                                            : gpuws_reduce_ref_max_f64(x, n);
         memcpy(out, &r, sizeof r);
     }
     return GPUWS_OK;
@@ -34,8 +36,8 @@ static uint32_t partial_blocks(const gpuws_context *ctx, size_t n, uint32_t bloc
 }
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
-static const gpuws__stream_key key_partials = {"reduce.partials"};
-static const gpuws__stream_key key_result = {"reduce.result"};
+static const gpuws__stream_key key_partials = { "reduce.partials" };
+static const gpuws__stream_key key_result = { "reduce.result" };
 
 static gpuws_status reduce_gpu(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype dt, size_t n, const gpuws_buffer *in,
                                gpuws_buffer *out)
@@ -64,12 +66,13 @@ static gpuws_status reduce_gpu(gpuws_stream *s, gpuws_reduce_op op, gpuws_dtype 
 
     gpuws_buffer *partials;
     if ((st = gpuws__stream_scratch(s, &key_partials, (size_t)g * acc, &partials))) return st;
-    gpuws_launch_config c1 = {{g, 1, 1}, {block, 1, 1}};
-    gpuws_arg a1[] = {gpuws_arg_buffer((gpuws_buffer *)in), gpuws_arg_buffer(partials), gpuws_arg_u64(n),
-                      gpuws_arg_local((size_t)block * acc)};
+    gpuws_launch_config c1 = { { g, 1, 1 }, { block, 1, 1 } };
+    gpuws_arg a1[] = { gpuws_arg_buffer((gpuws_buffer *)in), gpuws_arg_buffer(partials), gpuws_arg_u64(n),
+                       gpuws_arg_local((size_t)block * acc) };
     if ((st = gpuws_launch(s, kp, &c1, a1, GPUWS__NARGS(a1)))) return st;
-    gpuws_launch_config c2 = {{1, 1, 1}, {fblock, 1, 1}};
-    gpuws_arg a2[] = {gpuws_arg_buffer(partials), gpuws_arg_buffer(out), gpuws_arg_u32(g), gpuws_arg_local((size_t)fblock * acc)};
+    gpuws_launch_config c2 = { { 1, 1, 1 }, { fblock, 1, 1 } };
+    gpuws_arg a2[] = { gpuws_arg_buffer(partials), gpuws_arg_buffer(out), gpuws_arg_u32(g),
+                       gpuws_arg_local((size_t)fblock * acc) };
     return gpuws_launch(s, kf, &c2, a2, GPUWS__NARGS(a2));
 }
 
@@ -78,10 +81,12 @@ static gpuws_status check(gpuws_stream **s, gpuws__stream_claim *claim, gpuws_re
 {
     gpuws_status st = gpuws__buffer_context(in, "in", ctx);
     if (st || (st = gpuws__driver_stream(*ctx, s, claim, "reduce"))) return st;
-    if ((unsigned)op > GPUWS_REDUCE_MAX) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "reduce: op %d is not a gpuws_reduce_op", (int)op);
+    if ((unsigned)op > GPUWS_REDUCE_MAX)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "reduce: op %d is not a gpuws_reduce_op", (int)op);
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "reduce: dtype %s is not f32 or f64", gpuws_dtype_name(dt));
-    if ((st = gpuws__check_array(*ctx, in, "in", n, gpuws_dtype_size(dt))) || (st = gpuws__check_dtype(*ctx, dt, "reduce")))
+    if ((st = gpuws__check_array(*ctx, in, "in", n, gpuws_dtype_size(dt))) ||
+        (st = gpuws__check_dtype(*ctx, dt, "reduce")))
         return st;
     if (n == 0 && op != GPUWS_REDUCE_SUM)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "reduce: the %s of zero elements has no value", op_names[op]);

@@ -4,7 +4,8 @@
 
 #include <cmath>
 
-namespace {
+namespace
+{
 
 struct Sum {
     template <typename T> using acc = double; // f32 sums accumulate in double too (see algorithms/reduce.h)
@@ -36,8 +37,12 @@ struct Max {
 };
 
 template <typename T> struct vec4;
-template <> struct vec4<float> { using type = float4; };
-template <> struct vec4<double> { using type = double2; }; // 16 bytes either way
+template <> struct vec4<float> {
+    using type = float4;
+};
+template <> struct vec4<double> {
+    using type = double2;
+}; // 16 bytes either way
 
 template <typename Op, typename A> __device__ A block_reduce(A v, A *warp_vals)
 {
@@ -54,11 +59,15 @@ template <typename Op, typename A> __device__ A block_reduce(A v, A *warp_vals)
 
 template <typename Op, typename A> __device__ void add4(A &v, float4 x)
 {
-    v = Op::combine(v, A(x.x)); v = Op::combine(v, A(x.y)); v = Op::combine(v, A(x.z)); v = Op::combine(v, A(x.w));
+    v = Op::combine(v, A(x.x));
+    v = Op::combine(v, A(x.y));
+    v = Op::combine(v, A(x.z));
+    v = Op::combine(v, A(x.w));
 }
 template <typename Op, typename A> __device__ void add4(A &v, double2 x)
 {
-    v = Op::combine(v, A(x.x)); v = Op::combine(v, A(x.y));
+    v = Op::combine(v, A(x.x));
+    v = Op::combine(v, A(x.y));
 }
 
 template <typename Op, typename T>
@@ -77,8 +86,12 @@ __device__ void partial(const T *__restrict__ in, typename Op::template acc<T> *
     unsigned long long i = tid;
     // Four 16-byte loads in flight per thread before they are combined, into two independent chains.
     for (; i + 3 * stride < nv; i += 4 * stride) {
-        V a = __ldg(vin + i), b = __ldg(vin + i + stride), c = __ldg(vin + i + 2 * stride), d = __ldg(vin + i + 3 * stride);
-        add4<Op>(v0, a); add4<Op>(v1, b); add4<Op>(v0, c); add4<Op>(v1, d);
+        V a = __ldg(vin + i), b = __ldg(vin + i + stride), c = __ldg(vin + i + 2 * stride),
+          d = __ldg(vin + i + 3 * stride);
+        add4<Op>(v0, a);
+        add4<Op>(v1, b);
+        add4<Op>(v0, c);
+        add4<Op>(v1, d);
     }
     for (; i < nv; i += stride) add4<Op>(v0, __ldg(vin + i));
     for (unsigned long long j = nv * W + tid; j < n; j += stride) v1 = Op::combine(v1, A(in[j]));
@@ -102,18 +115,18 @@ __device__ void final_pass(const typename Op::template acc<T> *partials, T *out,
 
 // `scratch` is gpuws_arg_local(block * sizeof(acc)): the same argument list as the OpenCL kernels; CUDA uses
 // its first 32 entries (one per warp).
-#define GPUWS_REDUCE_KERNELS(OP, NAME, T)                                                                       \
-    extern "C" __global__ void reduce_##NAME##_partial(const T *in, OP::acc<T> *partials, unsigned long long n,    \
-                                                        gpuws_local scratch)                                     \
-    {                                                                                                           \
-        (void)scratch;                                                                                          \
-        partial<OP, T>(in, partials, n);                                                                        \
-    }                                                                                                           \
-    extern "C" __global__ void reduce_##NAME##_final(const OP::acc<T> *partials, T *out, unsigned count,          \
-                                                      gpuws_local scratch)                                       \
-    {                                                                                                           \
-        (void)scratch;                                                                                          \
-        final_pass<OP, T>(partials, out, count);                                                                \
+#define GPUWS_REDUCE_KERNELS(OP, NAME, T)                                                                              \
+    extern "C" __global__ void reduce_##NAME##_partial(const T *in, OP::acc<T> *partials, unsigned long long n,        \
+                                                       gpuws_local scratch)                                            \
+    {                                                                                                                  \
+        (void)scratch;                                                                                                 \
+        partial<OP, T>(in, partials, n);                                                                               \
+    }                                                                                                                  \
+    extern "C" __global__ void reduce_##NAME##_final(const OP::acc<T> *partials, T *out, unsigned count,               \
+                                                     gpuws_local scratch)                                              \
+    {                                                                                                                  \
+        (void)scratch;                                                                                                 \
+        final_pass<OP, T>(partials, out, count);                                                                       \
     }
 
 GPUWS_REDUCE_KERNELS(Sum, sum_f32, float)

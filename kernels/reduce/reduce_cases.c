@@ -72,10 +72,11 @@ static bool red_check(void *p, char *msg, size_t n)
 static size_t red_outputs(void *p, bench_output *out)
 {
     red_state *s = p;
-    out[0] = (bench_output){s->out, NULL, sizeof(float)};
+    out[0] = (bench_output){ s->out, NULL, sizeof(float) };
     return 1;
 }
 
-static const gpuws__case w_reduce_sum = {{"reduce", "sum_f32", false, red_setup, red_run, red_check, red_teardown},
-                                            red_outputs, false};
+static const gpuws__case w_reduce_sum = { { "reduce", "sum_f32", false, red_setup, red_run, red_check, red_teardown },
+                                          red_outputs,
+                                          false };
 GPUWS_CASE(w_reduce_sum)

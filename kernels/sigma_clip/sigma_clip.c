@@ -16,7 +16,8 @@
 #define FIRST_BATCH 8
 #define LATER_BATCH 4
 
-static const char *const kernel_names[4] = {"sigma_clip_init", "sigma_clip_stats", "sigma_clip_refine", "sigma_clip_finish"};
+static const char *const kernel_names[4] = { "sigma_clip_init", "sigma_clip_stats", "sigma_clip_refine",
+                                             "sigma_clip_finish" };
 
 static double word_f64(uint64_t w)
 {
@@ -26,8 +27,8 @@ static double word_f64(uint64_t w)
 }
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
-static const gpuws__stream_key key_state = {"sigma_clip.state"};
-static const gpuws__stream_key key_counters = {"sigma_clip.counters"};
+static const gpuws__stream_key key_state = { "sigma_clip.state" };
+static const gpuws__stream_key key_counters = { "sigma_clip.counters" };
 
 static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data, double kappa, int max_iterations,
                              gpuws_sigma_clip_result *result)
@@ -39,7 +40,8 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
     for (int i = 0; i < 4; i++) {
         if ((st = gpuws__kernel_get_ex(ctx, kernel_names[i], NULL, &k[i])))
             return st == GPUWS_ERR_KERNEL_NOT_FOUND
-                       ? gpuws__error(GPUWS_ERR_UNSUPPORTED, "sigma_clip needs double precision, which %s lacks", ctx->info.name)
+                       ? gpuws__error(GPUWS_ERR_UNSUPPORTED, "sigma_clip needs double precision, which %s lacks",
+                                      ctx->info.name)
                        : st;
         gpuws_kernel_info ki;
         if ((st = gpuws_kernel_get_info(k[i], &ki))) return st;
@@ -58,10 +60,14 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
         (st = gpuws__stream_scratch(s, &key_counters, SC_CTR_WORDS * 4, &ctr)))
         return st;
 
-    const gpuws_launch_config one = {{1, 1, 1}, {block, 1, 1}}, grid = {{groups, 1, 1}, {block, 1, 1}};
-    const gpuws_arg init_args[] = {gpuws_arg_buffer(stb), gpuws_arg_buffer(ctr)};
-    const gpuws_arg pass_args[] = {gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_u64(n), gpuws_arg_buffer(stb),
-                                   gpuws_arg_buffer(ctr), gpuws_arg_f64(kappa), gpuws_arg_u32((uint32_t)max_iterations)};
+    const gpuws_launch_config one = { { 1, 1, 1 }, { block, 1, 1 } }, grid = { { groups, 1, 1 }, { block, 1, 1 } };
+    const gpuws_arg init_args[] = { gpuws_arg_buffer(stb), gpuws_arg_buffer(ctr) };
+    const gpuws_arg pass_args[] = { gpuws_arg_buffer((gpuws_buffer *)data),
+                                    gpuws_arg_u64(n),
+                                    gpuws_arg_buffer(stb),
+                                    gpuws_arg_buffer(ctr),
+                                    gpuws_arg_f64(kappa),
+                                    gpuws_arg_u32((uint32_t)max_iterations) };
     if ((st = gpuws_launch(s, k[0], &one, init_args, 2))) return st;
 
     /* max_iterations clipping passes, plus one measurement of the final set when they do not converge */
@@ -70,14 +76,14 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
     uint64_t w[SC_STATE_WORDS];
     for (long batch = FIRST_BATCH;; batch = LATER_BATCH) {
         for (long r = 0; r < batch && enqueued < max_rounds; r++, enqueued++)
-            if ((st = gpuws_launch(s, k[1], &grid, pass_args, 4)) || (st = gpuws_launch(s, k[2], &grid, pass_args, 4)) ||
-                (st = gpuws_launch(s, k[3], &grid, pass_args, 6)))
+            if ((st = gpuws_launch(s, k[1], &grid, pass_args, 4)) ||
+                (st = gpuws_launch(s, k[2], &grid, pass_args, 4)) || (st = gpuws_launch(s, k[3], &grid, pass_args, 6)))
                 return st;
         if ((st = gpuws__buffer_read_sync(s, stb, 0, w, sizeof w))) return st;
         if (w[SC_DONE]) break;
         if (enqueued >= max_rounds)
-            return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip: no result after %ld rounds (max_iterations %d)", enqueued,
-                                max_iterations);
+            return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip: no result after %ld rounds (max_iterations %d)",
+                                enqueued, max_iterations);
     }
     if (w[SC_N0] == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: all %zu values are NaN: no statistics exist", n);
@@ -90,8 +96,8 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
     return GPUWS_OK;
 }
 
-gpuws_status gpuws_sigma_clip(gpuws_stream *s, size_t n, const gpuws_buffer *data, const gpuws_sigma_clip_options *options,
-                              gpuws_sigma_clip_result *result)
+gpuws_status gpuws_sigma_clip(gpuws_stream *s, size_t n, const gpuws_buffer *data,
+                              const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result)
 {
     GPUWS__CLAIM(claim);
     gpuws_context *ctx;
@@ -103,9 +109,11 @@ gpuws_status gpuws_sigma_clip(gpuws_stream *s, size_t n, const gpuws_buffer *dat
     options = &read;
     if (!result) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: argument 'result' is NULL");
     if (!(options->kappa > 0) || !isfinite(options->kappa))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: kappa %g is not a finite number > 0", options->kappa);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: kappa %g is not a finite number > 0",
+                            options->kappa);
     if (options->max_iterations < 1)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: max_iterations %d is not >= 1", options->max_iterations);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: max_iterations %d is not >= 1",
+                            options->max_iterations);
     if ((st = gpuws__check_array(ctx, data, "data", n, sizeof(float)))) return st;
     if (n == 0) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: no values (n == 0): no statistics exist");
     if (n > UINT32_MAX)

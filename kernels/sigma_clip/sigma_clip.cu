@@ -7,7 +7,8 @@
 
 #include <cmath>
 
-namespace {
+namespace
+{
 
 typedef unsigned long long u64;
 
@@ -184,12 +185,21 @@ template <typename F> __device__ __forceinline__ void sc_for_each(const float *_
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     for (; i + stride < nv; i += 2 * stride) {
         const float4 a = __ldg(v + i), b = __ldg(v + i + stride);
-        f(a.x); f(a.y); f(a.z); f(a.w);
-        f(b.x); f(b.y); f(b.z); f(b.w);
+        f(a.x);
+        f(a.y);
+        f(a.z);
+        f(a.w);
+        f(b.x);
+        f(b.y);
+        f(b.z);
+        f(b.w);
     }
     if (i < nv) {
         const float4 a = __ldg(v + i);
-        f(a.x); f(a.y); f(a.z); f(a.w);
+        f(a.x);
+        f(a.y);
+        f(a.z);
+        f(a.w);
     }
     for (u64 j = (nv << 2) + (u64)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) f(__ldg(data + j));
 }
@@ -320,10 +330,10 @@ extern "C" __global__ void __launch_bounds__(SC_MAXB) sigma_clip_stats(const flo
     const unsigned bl0 = s.blo[0], bh0 = s.bhi[0];
     for (unsigned b = lid; b < 2048u; b += B)
         s.hist[b] = b < blo_bin || b > bhi_bin ? 0u
-                    : blo_bin == bhi_bin      ? total
-                    : b == blo_bin            ? bl0
-                    : b == bhi_bin            ? bh0
-                                              : __ldcg(ctr + SC_H1 + b);
+                    : blo_bin == bhi_bin       ? total
+                    : b == blo_bin             ? bl0
+                    : b == bhi_bin             ? bh0
+                                               : __ldcg(ctr + SC_H1 + b);
     __syncthreads();
     sc_find_rank(s.hist, 2048u, (total - 1u) / 2u, s.kmin, s.res);
     if (lid == 0) {
@@ -332,7 +342,8 @@ extern "C" __global__ void __launch_bounds__(SC_MAXB) sigma_clip_stats(const flo
     }
 }
 
-extern "C" __global__ void __launch_bounds__(SC_MAXB) sigma_clip_refine(const float *data, u64 n, u64 *st, unsigned *ctr)
+extern "C" __global__ void __launch_bounds__(SC_MAXB)
+    sigma_clip_refine(const float *data, u64 n, u64 *st, unsigned *ctr)
 {
     __shared__ unsigned hist[2048], tmp[SC_MAXB], res[2];
     if (st[SC_DONE]) return;

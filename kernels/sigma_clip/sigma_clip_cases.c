@@ -65,10 +65,11 @@ static bool clip_check(void *p, char *msg, size_t n)
         md = fmax(md, fabs((double)s->in.hx[i] - w->mean));
     }
     const double mean_tol = 4.0 * (double)s->in.n * U * mx, std_tol = 4.0 * (double)s->in.n * U * md * md / w->std;
-    if (g->count != w->count || g->iterations != w->iterations || g->converged != w->converged || g->median != w->median ||
-        !(fabs(g->mean - w->mean) <= mean_tol) || !(fabs(g->std - w->std) <= std_tol)) {
-        snprintf(msg, n, "count %zu median %.9g mean %.9g std %.9g after %d passes; reference %zu %.9g %.9g %.9g after %d",
-                 g->count, g->median, g->mean, g->std, g->iterations, w->count, w->median, w->mean, w->std, w->iterations);
+    if (g->count != w->count || g->iterations != w->iterations || g->converged != w->converged ||
+        g->median != w->median || !(fabs(g->mean - w->mean) <= mean_tol) || !(fabs(g->std - w->std) <= std_tol)) {
+        snprintf(
+            msg, n, "count %zu median %.9g mean %.9g std %.9g after %d passes; reference %zu %.9g %.9g %.9g after %d",
+            g->count, g->median, g->mean, g->std, g->iterations, w->count, w->median, w->mean, w->std, w->iterations);
         return false;
     }
     return true;
@@ -77,11 +78,11 @@ static bool clip_check(void *p, char *msg, size_t n)
 static size_t clip_outputs(void *p, bench_output *out)
 {
     sky_state *s = p;
-    out[0] = (bench_output){NULL, &s->got, sizeof s->got};
+    out[0] = (bench_output){ NULL, &s->got, sizeof s->got };
     return 1;
 }
 
-static const gpuws__case w_sigma_clip = {{"sigma_clip",   "f32",        false,        clip_setup, clip_run,
-                                          clip_check,     sky_teardown}, clip_outputs, false};
+static const gpuws__case w_sigma_clip = {
+    { "sigma_clip", "f32", false, clip_setup, clip_run, clip_check, sky_teardown }, clip_outputs, false
+};
 GPUWS_CASE(w_sigma_clip)
-

@@ -11,7 +11,7 @@
 static void radix_sort_u32(uint32_t *k, uint32_t *tmp, size_t n)
 {
     for (int shift = 0; shift < 32; shift += 8) {
-        size_t count[257] = {0};
+        size_t count[257] = { 0 };
         for (size_t i = 0; i < n; i++) count[((k[i] >> shift) & 0xffu) + 1]++;
         for (int b = 0; b < 256; b++) count[b + 1] += count[b];
         for (size_t i = 0; i < n; i++) tmp[count[(k[i] >> shift) & 0xffu]++] = k[i];
@@ -41,10 +41,10 @@ void gpuws_sigma_clip_ref_stats(const float *v, size_t m, double *median, double
         return;
     }
     *median = (m & 1) ? (double)v[m / 2] : ((double)v[m / 2 - 1] + (double)v[m / 2]) / 2.0;
-    ksum s = {0, 0};
+    ksum s = { 0, 0 };
     for (size_t i = 0; i < m; i++) ksum_add(&s, (double)v[i]);
     const double mu = (s.s + s.c) / (double)m;
-    ksum q = {0, 0};
+    ksum q = { 0, 0 };
     for (size_t i = 0; i < m; i++) {
         const double d = (double)v[i] - mu;
         ksum_add(&q, d * d);
@@ -53,7 +53,8 @@ void gpuws_sigma_clip_ref_stats(const float *v, size_t m, double *median, double
     *std = sqrt((q.s + q.c) / (double)m);
 }
 
-gpuws_status gpuws_sigma_clip_ref(const float *x, size_t n, double kappa, int max_iterations, gpuws_sigma_clip_result *r)
+gpuws_status gpuws_sigma_clip_ref(const float *x, size_t n, double kappa, int max_iterations,
+                                  gpuws_sigma_clip_result *r)
 {
     size_t m = 0;
     for (size_t i = 0; i < n; i++) m += !isnan(x[i]);
@@ -84,7 +85,7 @@ gpuws_status gpuws_sigma_clip_ref(const float *x, size_t n, double kappa, int ma
         gpuws_sigma_clip_ref_stats(v + a, cnt, &med, &mean, &std);
         const double t = kappa * std, lo = med - t, hi = med + t;
         size_t na = a, nb = b;
-        while (na < nb && !((double)v[na] > lo)) na++;   /* NaN bounds keep nothing, like NumPy */
+        while (na < nb && !((double)v[na] > lo)) na++; /* NaN bounds keep nothing, like NumPy */
         while (nb > na && !((double)v[nb - 1] < hi)) nb--;
         if (nb - na == cnt) {
             converged = 1;

@@ -31,7 +31,8 @@ static inline float gpuws_sigma_clip_unkey(uint32_t k)
  * until nothing is removed or max_iterations passes were made; the result describes the final kept set.
  * Returns GPUWS_OK, GPUWS_ERR_INVALID_ARGUMENT when no value is non-NaN (n == 0 included), or
  * GPUWS_ERR_OUT_OF_MEMORY (it needs n floats of temporary memory). Writes *r only on success. */
-gpuws_status gpuws_sigma_clip_ref(const float *x, size_t n, double kappa, int max_iterations, gpuws_sigma_clip_result *r);
+gpuws_status gpuws_sigma_clip_ref(const float *x, size_t n, double kappa, int max_iterations,
+                                  gpuws_sigma_clip_result *r);
 
 /* Statistics of sorted f32 values v[0..m): NumPy's median (mean of the two middle values for even m), mean and
  * population std, each NaN when m == 0. Exposed for the tests. */

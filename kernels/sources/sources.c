@@ -30,8 +30,9 @@ static gpuws_status read_options(const gpuws_sources_options *in, sources_option
     r->o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
     r->clip = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
     gpuws_status st = gpuws__options_read(in, &r->o, sizeof r->o, GPUWS__SOURCES_OPTIONS_BASE, "find_sources: options");
-    if (!st) st = gpuws__options_read(r->o.clip, &r->clip, sizeof r->clip, GPUWS__SIGMA_CLIP_OPTIONS_BASE,
-                                      "find_sources: options.clip");
+    if (!st)
+        st = gpuws__options_read(r->o.clip, &r->clip, sizeof r->clip, GPUWS__SIGMA_CLIP_OPTIONS_BASE,
+                                 "find_sources: options.clip");
     r->o.clip = &r->clip;
     return st;
 }
@@ -47,7 +48,8 @@ static gpuws_status check_options(const gpuws_sources_options *o)
     if (o->connectivity != 4 && o->connectivity != 8)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: connectivity %d is not 4 or 8", o->connectivity);
     if (isinf(o->threshold_abs))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: threshold_abs is infinite (NaN selects threshold_sigma)");
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "find_sources: threshold_abs is infinite (NaN selects threshold_sigma)");
     if (isnan(o->threshold_abs) && (!(o->threshold_sigma > 0) || !isfinite(o->threshold_sigma)))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: threshold_sigma = %g; it must be finite and > 0",
                             o->threshold_sigma);
@@ -58,11 +60,13 @@ static gpuws_status check_options(const gpuws_sources_options *o)
 static gpuws_status check_size(size_t width, size_t height, size_t *n)
 {
     if (width == 0 || height == 0)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the image is %zu x %zu: no pixels", width, height);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the image is %zu x %zu: no pixels", width,
+                            height);
     if (gpuws__mul_overflows(width, height, n) || *n > SIZE_MAX / sizeof(float))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "find_sources: %zu x %zu pixels overflow size_t", width, height);
     if (*n > INT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "find_sources: %zu pixels; labels are int32, so at most 2^31 - 1", *n);
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "find_sources: %zu pixels; labels are int32, so at most 2^31 - 1",
+                            *n);
     return GPUWS_OK;
 }
 
@@ -79,9 +83,9 @@ void gpuws_catalog_free(gpuws_catalog *c)
  * in image after image allocates them once, as CuPy's memory pool would. Fresh buffers for every call would cost
  * cudaMalloc/cudaFree time on CUDA, and on NVIDIA's OpenCL, which maps a new buffer's pages when a kernel first
  * touches them, tens of microseconds inside the threshold and label steps. */
-static const gpuws__stream_key key_image = {"find_sources.image"};
-static const gpuws__stream_key key_mask = {"find_sources.mask"};
-static const gpuws__stream_key key_labels = {"find_sources.labels"};
+static const gpuws__stream_key key_image = { "find_sources.image" };
+static const gpuws__stream_key key_mask = { "find_sources.mask" };
+static const gpuws__stream_key key_labels = { "find_sources.labels" };
 
 typedef struct {
     gpuws_event *ev[NEV];
@@ -124,14 +128,18 @@ static gpuws_status no_pixel_kept(const float *host, const gpuws_buffer *dev, si
     if (infinite)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "find_sources: the clipping kept no pixel (%zu of the %zu non-NaN pixels %s +-inf, which "
-                            "makes the std NaN), %s", infinite, numbers, infinite == 1 ? "is" : "are", tail);
+                            "makes the std NaN), %s",
+                            infinite, numbers, infinite == 1 ? "is" : "are", tail);
     if (constant)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "find_sources: the clipping kept no pixel (a constant image: every non-NaN pixel is %g, so "
-                            "the std is 0), %s", (double)first, tail);
-    return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                        "find_sources: the clipping kept no pixel (kappa = %g is too small for these data: no pixel lay "
-                        "strictly within kappa x std of the median), %s, or a larger kappa", kappa, tail);
+                            "the std is 0), %s",
+                            (double)first, tail);
+    return gpuws__error(
+        GPUWS_ERR_INVALID_ARGUMENT,
+        "find_sources: the clipping kept no pixel (kappa = %g is too small for these data: no pixel lay "
+        "strictly within kappa x std of the median), %s, or a larger kappa",
+        kappa, tail);
 }
 
 /* Everything after validation. host != NULL: upload it into a new buffer; else the image is already in `dev`. */
@@ -161,8 +169,10 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
     if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept(host, dev, n, o->clip->kappa);
     cat->threshold = isnan(o->threshold_abs) ? o->threshold_sigma * cat->clip.std : o->threshold_abs;
     if (!isfinite(cat->threshold) || fabs(cat->threshold) > FLT_MAX)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the threshold %g (%g x clipped std %g) is not a finite "
-                            "float", cat->threshold, o->threshold_sigma, cat->clip.std);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "find_sources: the threshold %g (%g x clipped std %g) is not a finite "
+                            "float",
+                            cat->threshold, o->threshold_sigma, cat->clip.std);
     if ((st = gpuws_threshold(s, n, img, (float)cat->threshold, r->mask)))
         return gpuws__error_prefix(st, "find_sources: threshold");
     if ((st = record(r, EV_THRESHOLD, s))) return st;
@@ -186,21 +196,24 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
     if (nl && (st = gpuws_buffer_read_async(s, out, 0, r->meas, mbytes))) return st;
     if (o->want_labels) {
         if (!(cat->labels = gpuws__malloc(n * sizeof(int32_t))))
-            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for the label image", n * sizeof(int32_t));
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for the label image",
+                                n * sizeof(int32_t));
         if ((st = gpuws_buffer_read_async(s, r->labels, 0, cat->labels, n * sizeof(int32_t)))) return st;
     }
     if ((st = record(r, EV_END, s)) || (st = gpuws_stream_synchronize(s))) return st;
 
-    double *ms[NEV - 1] = {&cat->ms_upload, &cat->ms_clip, &cat->ms_threshold, &cat->ms_label, &cat->ms_measure,
-                           &cat->ms_download};
+    double *ms[NEV - 1] = { &cat->ms_upload, &cat->ms_clip,    &cat->ms_threshold,
+                            &cat->ms_label,  &cat->ms_measure, &cat->ms_download };
     for (int i = 0; i < NEV - 1 && !st; i++) st = gpuws_event_elapsed_ms(r->ev[i], r->ev[i + 1], ms[i]);
     if (st || (st = gpuws_event_elapsed_ms(r->ev[EV_START], r->ev[EV_END], &cat->ms_total))) return st;
 
     if (nl && !(cat->sources = gpuws__malloc(nl * sizeof *cat->sources)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", nl, nl * sizeof *cat->sources);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", nl,
+                            nl * sizeof *cat->sources);
     for (size_t k = 0; k < nl; k++) {
         const gpuws_source_measure *m = &r->meas[k];
-        cat->sources[k] = (gpuws_source){(int64_t)k + 1, m->col, m->row, m->sum, m->npix, m->peak, m->peak_col, m->peak_row};
+        cat->sources[k] =
+            (gpuws_source){ (int64_t)k + 1, m->col, m->row, m->sum, m->npix, m->peak, m->peak_col, m->peak_row };
     }
     cat->num_sources = nl;
     return GPUWS_OK;
@@ -276,8 +289,9 @@ gpuws_status gpuws__sky_generate(gpuws_stream *s, const gpuws_sky_params *p, con
     size_t n = 0;
     if (p->width == 0 || p->height == 0 || p->width > UINT32_MAX || p->height > UINT32_MAX ||
         gpuws__mul_overflows(p->width, p->height, &n) || p->num_sources > UINT32_MAX / 3)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sky: %zu x %zu pixels with %zu sources is not a sky this can make",
-                            p->width, p->height, p->num_sources);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "sky: %zu x %zu pixels with %zu sources is not a sky this can make", p->width, p->height,
+                            p->num_sources);
     if (!(p->noise_sigma >= 0) || !(p->beam_sigma > 0) || !(p->cutoff_sigmas > 0))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sky: noise %g, beam %g, cutoff %g sigmas", p->noise_sigma,
                             p->beam_sigma, p->cutoff_sigmas);
@@ -296,19 +310,20 @@ gpuws_status gpuws__sky_generate(gpuws_stream *s, const gpuws_sky_params *p, con
         !(st = gpuws_buffer_create(ctx, (ncells + 1) * sizeof(uint32_t), &starts)) &&
         !(st = gpuws_buffer_write_async(s, src, 0, bins.sorted, p->num_sources * sizeof(gpuws_sky_source))) &&
         !(st = gpuws_buffer_write_async(s, starts, 0, bins.cell_start, (ncells + 1) * sizeof(uint32_t)))) {
-        gpuws_launch_config cfg = {{(uint32_t)((p->width + 15) / 16), (uint32_t)((p->height + 15) / 16), 1}, {16, 16, 1}};
-        gpuws_arg args[] = {gpuws_arg_buffer(image),
-                            gpuws_arg_buffer(src),
-                            gpuws_arg_buffer(starts),
-                            gpuws_arg_u32((uint32_t)p->width),
-                            gpuws_arg_u32((uint32_t)p->height),
-                            gpuws_arg_u32(bins.cell),
-                            gpuws_arg_u32(bins.cells_x),
-                            gpuws_arg_u32(bins.cells_y),
-                            gpuws_arg_u64(p->seed),
-                            gpuws_arg_f32((float)p->noise_sigma),
-                            gpuws_arg_f32(bins.r2max),
-                            gpuws_arg_f32(bins.inv_two_s2)};
+        gpuws_launch_config cfg = { { (uint32_t)((p->width + 15) / 16), (uint32_t)((p->height + 15) / 16), 1 },
+                                    { 16, 16, 1 } };
+        gpuws_arg args[] = { gpuws_arg_buffer(image),
+                             gpuws_arg_buffer(src),
+                             gpuws_arg_buffer(starts),
+                             gpuws_arg_u32((uint32_t)p->width),
+                             gpuws_arg_u32((uint32_t)p->height),
+                             gpuws_arg_u32(bins.cell),
+                             gpuws_arg_u32(bins.cells_x),
+                             gpuws_arg_u32(bins.cells_y),
+                             gpuws_arg_u64(p->seed),
+                             gpuws_arg_f32((float)p->noise_sigma),
+                             gpuws_arg_f32(bins.r2max),
+                             gpuws_arg_f32(bins.inv_two_s2) };
         st = gpuws__launch_named(s, "sources_sky_f32", NULL, &cfg, args, GPUWS__NARGS(args));
     }
     gpuws_status sync = gpuws_stream_synchronize(s); /* the uploads read `bins` */

@@ -3,7 +3,8 @@
 // around the pixel, summed in the reference's order. Full-precision logf/cosf/expf/sqrtf (no fast math).
 #include "../common/gpuws_cuda.cuh"
 
-namespace {
+namespace
+{
 __device__ __forceinline__ unsigned long long sky_mix64(unsigned long long z)
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -88,6 +88,7 @@ static size_t pipe_outputs(void *p, bench_output *out)
     return 0;
 }
 
-static const gpuws__case w_pipeline = {{"sources",     "pipeline",    true, pipe_setup, pipe_run, pipe_check,
-                                          pipe_teardown}, pipe_outputs, true};
+static const gpuws__case w_pipeline = {
+    { "sources", "pipeline", true, pipe_setup, pipe_run, pipe_check, pipe_teardown }, pipe_outputs, true
+};
 GPUWS_CASE(w_pipeline)

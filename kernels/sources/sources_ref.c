@@ -73,7 +73,8 @@ int gpuws_sky_bin(const gpuws_sky_params *p, const gpuws_sky_source *src, gpuws_
         return -1;
     }
     for (size_t k = 0; k < p->num_sources; k++) {
-        size_t cx = (size_t)(src[k].x < 0 ? 0 : src[k].x) / b->cell, cy = (size_t)(src[k].y < 0 ? 0 : src[k].y) / b->cell;
+        size_t cx = (size_t)(src[k].x < 0 ? 0 : src[k].x) / b->cell,
+               cy = (size_t)(src[k].y < 0 ? 0 : src[k].y) / b->cell;
         if (cx >= b->cells_x) cx = b->cells_x - 1;
         if (cy >= b->cells_y) cy = b->cells_y - 1;
         cell_of[k] = cy * b->cells_x + cx;
@@ -171,7 +172,7 @@ int gpuws_sky_match_catalog(const gpuws_sky_source *inj, size_t ninj, const gpuw
                 pairs = grown;
                 cap *= 2;
             }
-            pairs[npairs++] = (pair){d2, i, d};
+            pairs[npairs++] = (pair){ d2, i, d };
         }
     qsort(pairs, npairs, sizeof *pairs, by_distance);
     double sum2 = 0;

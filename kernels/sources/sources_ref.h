@@ -17,19 +17,19 @@
 #include <stdint.h>
 
 typedef struct {
-    float x, y;    /* column, row */
-    float peak;    /* Jy/beam */
+    float x, y; /* column, row */
+    float peak; /* Jy/beam */
 } gpuws_sky_source;
 
 typedef struct {
     size_t width, height;
-    uint64_t seed;          /* noise and source list */
-    double noise_sigma;     /* Jy/beam; default 1e-3 */
-    double beam_sigma;      /* pixels; default 1.7 (FWHM 4 px) */
-    double cutoff_sigmas;   /* a source is drawn out to this many beam sigmas; default 6 (exp(-18) of its peak) */
-    size_t num_sources;     /* default: 300 per 2048x2048, at least 10 */
+    uint64_t seed;             /* noise and source list */
+    double noise_sigma;        /* Jy/beam; default 1e-3 */
+    double beam_sigma;         /* pixels; default 1.7 (FWHM 4 px) */
+    double cutoff_sigmas;      /* a source is drawn out to this many beam sigmas; default 6 (exp(-18) of its peak) */
+    size_t num_sources;        /* default: 300 per 2048x2048, at least 10 */
     double peak_min, peak_max; /* log-uniform peaks; default 5e-3 .. 1e-1 (5 to 100 noise sigmas) */
-    double margin;          /* sources keep this far (pixels) from the edges; default 8 */
+    double margin;             /* sources keep this far (pixels) from the edges; default 8 */
 } gpuws_sky_params;
 
 /* Defaults above for a width x height image with the given seed. */
@@ -44,9 +44,9 @@ void gpuws_sky_sources(const gpuws_sky_params *p, gpuws_sky_source *out);
  * gpuws_sky_bins_free. Returns 0, or -1 when out of memory (gpuws_last_error() then names the sizes). */
 typedef struct {
     uint32_t cell, cells_x, cells_y;
-    uint32_t *cell_start;       /* cells_x * cells_y + 1 */
-    gpuws_sky_source *sorted;   /* num_sources */
-    float r2max, inv_two_s2;    /* cutoff radius², 1 / (2 σ_b²) */
+    uint32_t *cell_start;     /* cells_x * cells_y + 1 */
+    gpuws_sky_source *sorted; /* num_sources */
+    float r2max, inv_two_s2;  /* cutoff radius², 1 / (2 σ_b²) */
 } gpuws_sky_bins;
 int gpuws_sky_bin(const gpuws_sky_params *p, const gpuws_sky_source *sources, gpuws_sky_bins *bins);
 void gpuws_sky_bins_free(gpuws_sky_bins *bins);
@@ -66,10 +66,10 @@ float gpuws_sky_noise(uint64_t seed, uint64_t i, float sigma);
  * pixels near the threshold break into several islands; so do a bright one's outskirts), else spurious (noise). */
 typedef struct {
     size_t injected, detected;
-    size_t recovered;           /* injected sources matched */
+    size_t recovered; /* injected sources matched */
     size_t missed_faint, missed_blended, missed_other;
-    size_t fragments;           /* unmatched detections near an injected source */
-    size_t spurious;            /* unmatched detections far from every injected source */
+    size_t fragments;            /* unmatched detections near an injected source */
+    size_t spurious;             /* unmatched detections far from every injected source */
     double rms_error, max_error; /* pixels, over the matched pairs (0 when none) */
 } gpuws_sky_match;
 

@@ -67,11 +67,11 @@ static bool thr_check(void *p, char *msg, size_t n)
 static size_t thr_outputs(void *p, bench_output *out)
 {
     sky_state *s = p;
-    out[0] = (bench_output){s->mask, NULL, s->in.n};
+    out[0] = (bench_output){ s->mask, NULL, s->in.n };
     return 1;
 }
 
-static const gpuws__case w_threshold = {{"threshold",  "f32",        false,       thr_setup, thr_run,
-                                         thr_check,    sky_teardown}, thr_outputs, false};
+static const gpuws__case w_threshold = { { "threshold", "f32", false, thr_setup, thr_run, thr_check, sky_teardown },
+                                         thr_outputs,
+                                         false };
 GPUWS_CASE(w_threshold)
-

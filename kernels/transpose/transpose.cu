@@ -6,9 +6,11 @@
 #include "../common/gpuws_cuda.cuh"
 #include "transpose_layout.h"
 
-namespace {
+namespace
+{
 
-constexpr unsigned TILE = TRANSPOSE_TILE, ROWS = TRANSPOSE_ROWS; // block = TILE × ROWS threads, TILE / ROWS elements each
+constexpr unsigned TILE = TRANSPOSE_TILE,
+                   ROWS = TRANSPOSE_ROWS; // block = TILE × ROWS threads, TILE / ROWS elements each
 
 template <typename T>
 __device__ void transpose(const T *__restrict__ in, T *__restrict__ out, unsigned rows, unsigned cols)

@@ -39,7 +39,8 @@ static bool tr_check(void *p, char *msg, size_t len)
     return ok;
 }
 
-static const gpuws__case w_transpose_f32 = {{"transpose", "f32",       false,      tr_setup, tr_run, tr_check,
-                                               gpuws__case_matrix_teardown}, gpuws__case_matrix_outputs, false};
+static const gpuws__case w_transpose_f32 = { { "transpose", "f32", false, tr_setup, tr_run, tr_check,
+                                               gpuws__case_matrix_teardown },
+                                             gpuws__case_matrix_outputs,
+                                             false };
 GPUWS_CASE(w_transpose_f32)
-

@@ -40,7 +40,8 @@ static gpuws_status check(gpuws_stream **s, gpuws__stream_claim *claim, const ch
  * step. GPUs: one step per work-item where the grid allows it (a grid of n/8 work-items; the kernels' grid-stride
  * loops take over past the largest grid): a full grid reaches more of the copy bandwidth than a few blocks per SM
  * looping over the array. CPU OpenCL devices (PoCL): one work-item per pair of groups as well. */
-static gpuws_status launch_mapped(gpuws_stream *s, const char *kernel, size_t items, const gpuws_arg *args, size_t nargs)
+static gpuws_status launch_mapped(gpuws_stream *s, const char *kernel, size_t items, const gpuws_arg *args,
+                                  size_t nargs)
 {
     const bool cpu = gpuws__is_cpu_device(s->ctx);
     gpuws_kernel *k;
@@ -79,7 +80,7 @@ static void map_cpu(const operands *o, gpuws_buffer *out, gpuws_ufunc_id which)
     }
     float *y = gpuws__cpu_ptr(out);
     for (size_t i = 0; i < o->n; i++) {
-        double a[MAX_OPERANDS] = {0};
+        double a[MAX_OPERANDS] = { 0 };
         for (int k = 0; k < o->count; k++) a[k] = p[k] ? p[k][i] : sc[k];
         y[i] = (float)gpuws_ufunc_ref_eval(which, a);
     }
@@ -101,34 +102,34 @@ static gpuws_status run_map(gpuws_stream *s, operands *o, gpuws_buffer *out, con
 gpuws_status gpuws_gaussian_pdf(gpuws_stream *s, size_t n, gpuws_operand x, gpuws_operand mean, gpuws_operand sigma,
                                 gpuws_buffer *out)
 {
-    operands o = {n, 3, {x, mean, sigma}, {"x", "mean", "sigma"}, 0};
+    operands o = { n, 3, { x, mean, sigma }, { "x", "mean", "sigma" }, 0 };
     return run_map(s, &o, out, "ufunc_gaussian_pdf", GPUWS_UFUNC_GAUSSIAN_PDF);
 }
 
-gpuws_status gpuws_polar_distance(gpuws_stream *s, size_t n, gpuws_operand rho1, gpuws_operand theta1, gpuws_operand rho2,
-                                  gpuws_operand theta2, gpuws_buffer *out)
+gpuws_status gpuws_polar_distance(gpuws_stream *s, size_t n, gpuws_operand rho1, gpuws_operand theta1,
+                                  gpuws_operand rho2, gpuws_operand theta2, gpuws_buffer *out)
 {
-    operands o = {n, 4, {rho1, theta1, rho2, theta2}, {"rho1", "theta1", "rho2", "theta2"}, 0};
+    operands o = { n, 4, { rho1, theta1, rho2, theta2 }, { "rho1", "theta1", "rho2", "theta2" }, 0 };
     return run_map(s, &o, out, "ufunc_polar_distance", GPUWS_UFUNC_POLAR_DISTANCE);
 }
 
-gpuws_status gpuws_make_pulses(gpuws_stream *s, size_t n, gpuws_operand i, gpuws_operand period, gpuws_operand amplitude,
-                               gpuws_buffer *out)
+gpuws_status gpuws_make_pulses(gpuws_stream *s, size_t n, gpuws_operand i, gpuws_operand period,
+                               gpuws_operand amplitude, gpuws_buffer *out)
 {
-    operands o = {n, 3, {i, period, amplitude}, {"i", "period", "amplitude"}, 0};
+    operands o = { n, 3, { i, period, amplitude }, { "i", "period", "amplitude" }, 0 };
     return run_map(s, &o, out, "ufunc_make_pulses", GPUWS_UFUNC_MAKE_PULSES);
 }
 
 gpuws_status gpuws_hypot(gpuws_stream *s, size_t n, gpuws_operand x, gpuws_operand y, gpuws_buffer *out)
 {
-    operands o = {n, 2, {x, y}, {"x", "y"}, 0};
+    operands o = { n, 2, { x, y }, { "x", "y" }, 0 };
     return run_map(s, &o, out, "ufunc_hypot", GPUWS_UFUNC_HYPOT);
 }
 
 /* ---- hypot with NaN rejected ---------------------------------------------------------------------------- */
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
-static const gpuws__stream_key key_nan_partials = {"ufunc.nan_partials"};
+static const gpuws__stream_key key_nan_partials = { "ufunc.nan_partials" };
 
 /* The first index < n where an array operand holds NaN (n if none), found on the device. */
 static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *out, size_t *first)
@@ -157,9 +158,12 @@ static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *o
                             (size_t)groups * sizeof *host);
     gpuws_buffer *partials;
     gpuws_status st = gpuws__stream_scratch(s, &key_nan_partials, (size_t)groups * sizeof *host, &partials);
-    gpuws_arg a[] = {gpuws_arg_buffer(o->op[0].array ? (gpuws_buffer *)o->op[0].array : out),
-                     gpuws_arg_buffer(o->op[1].array ? (gpuws_buffer *)o->op[1].array : out), gpuws_arg_buffer(partials),
-                     gpuws_arg_u64(o->n), gpuws_arg_u32(o->arrays), gpuws_arg_local((size_t)block * 8)};
+    gpuws_arg a[] = { gpuws_arg_buffer(o->op[0].array ? (gpuws_buffer *)o->op[0].array : out),
+                      gpuws_arg_buffer(o->op[1].array ? (gpuws_buffer *)o->op[1].array : out),
+                      gpuws_arg_buffer(partials),
+                      gpuws_arg_u64(o->n),
+                      gpuws_arg_u32(o->arrays),
+                      gpuws_arg_local((size_t)block * 8) };
     if (!st) st = gpuws_launch(s, kfind, &cfg, a, GPUWS__NARGS(a));
     if (!st) st = gpuws_buffer_read_async(s, partials, 0, host, (size_t)groups * sizeof *host);
     if (!st) st = gpuws_stream_synchronize(s);
@@ -171,7 +175,7 @@ static gpuws_status find_nan(gpuws_stream *s, const operands *o, gpuws_buffer *o
 
 gpuws_status gpuws_hypot_checked(gpuws_stream *s, size_t n, gpuws_operand x, gpuws_operand y, gpuws_buffer *out)
 {
-    operands o = {n, 2, {x, y}, {"x", "y"}, 0};
+    operands o = { n, 2, { x, y }, { "x", "y" }, 0 };
     GPUWS__CLAIM(claim);
     gpuws_context *ctx;
     gpuws_status st = check(&s, &claim, "hypot_checked", &o, out, &ctx);
@@ -222,7 +226,8 @@ gpuws_status gpuws_zero_suppress(gpuws_stream *s, gpuws_dtype dt, size_t n, cons
     gpuws_status st = gpuws__buffer_context(w, "w", &ctx);
     if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "zero_suppress"))) return st;
     if (dt != GPUWS_F32 && dt != GPUWS_I16)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "zero_suppress: dtype %s is not f32 or i16", gpuws_dtype_name(dt));
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "zero_suppress: dtype %s is not f32 or i16",
+                            gpuws_dtype_name(dt));
     if (isnan(threshold)) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "zero_suppress: threshold is NaN");
     const size_t es = gpuws_dtype_size(dt);
     if ((st = gpuws__check_array(ctx, w, "w", n, es)) || (st = gpuws__check_array(ctx, out, "out", n, es))) return st;
@@ -239,8 +244,9 @@ gpuws_status gpuws_zero_suppress(gpuws_stream *s, gpuws_dtype dt, size_t n, cons
         }
         return GPUWS_OK;
     }
-    gpuws_arg a[] = {gpuws_arg_buffer((gpuws_buffer *)w), gpuws_arg_buffer(out), gpuws_arg_u64(n),
-                     dt == GPUWS_F32 ? gpuws_arg_f32(threshold_f32(threshold)) : gpuws_arg_i32(threshold_i16(threshold))};
+    gpuws_arg a[] = { gpuws_arg_buffer((gpuws_buffer *)w), gpuws_arg_buffer(out), gpuws_arg_u64(n),
+                      dt == GPUWS_F32 ? gpuws_arg_f32(threshold_f32(threshold))
+                                      : gpuws_arg_i32(threshold_i16(threshold)) };
     return launch_mapped(s, dt == GPUWS_F32 ? "ufunc_zero_suppress_f32" : "ufunc_zero_suppress_i16",
                          dt == GPUWS_I16 ? (n + 15) / 16 : (n + 7) / 8, a, GPUWS__NARGS(a));
 }
@@ -252,13 +258,16 @@ static void hidden_cpu(size_t n, const float *g, const float *w, float *out)
     for (size_t i = 0; i < n; i++) out[i] = (float)gpuws_ufunc_ref_hidden_layer(g[i], w[i]);
 }
 
-static gpuws_status hidden_launch(gpuws_stream *s, gpuws_buffer *g, gpuws_buffer *w, gpuws_buffer *out, size_t offset, size_t n)
+static gpuws_status hidden_launch(gpuws_stream *s, gpuws_buffer *g, gpuws_buffer *w, gpuws_buffer *out, size_t offset,
+                                  size_t n)
 {
-    gpuws_arg a[] = {gpuws_arg_buffer(g), gpuws_arg_buffer(w), gpuws_arg_buffer(out), gpuws_arg_u64(offset), gpuws_arg_u64(n)};
+    gpuws_arg a[] = { gpuws_arg_buffer(g), gpuws_arg_buffer(w), gpuws_arg_buffer(out), gpuws_arg_u64(offset),
+                      gpuws_arg_u64(n) };
     return launch_mapped(s, "ufunc_hidden_layer", (n + 7) / 8, a, GPUWS__NARGS(a));
 }
 
-gpuws_status gpuws_hidden_layer(gpuws_stream *s, size_t n, const gpuws_buffer *g, const gpuws_buffer *w, gpuws_buffer *out)
+gpuws_status gpuws_hidden_layer(gpuws_stream *s, size_t n, const gpuws_buffer *g, const gpuws_buffer *w,
+                                gpuws_buffer *out)
 {
     GPUWS__CLAIM(claim);
     gpuws_context *ctx;
@@ -279,16 +288,17 @@ gpuws_status gpuws_hidden_layer(gpuws_stream *s, size_t n, const gpuws_buffer *g
 #define PIPE_MAX_STREAMS 8
 
 /* The rings pipeline keeps on its leading stream (gpuws__stream_scratch). */
-static const gpuws__stream_key key_ring_g = {"ufunc.ring_g"};
-static const gpuws__stream_key key_ring_w = {"ufunc.ring_w"};
+static const gpuws__stream_key key_ring_g = { "ufunc.ring_g" };
+static const gpuws__stream_key key_ring_w = { "ufunc.ring_w" };
 
 /* Chunk c goes to stream c % S and to ring slot c % S of two device buffers (greyscales, overwritten in place by
  * the result, and weights): upload, kernel, download, all asynchronous. A slot is reused only by its own in-order
  * stream, so no chunk overwrites one still in use, and chunks on different streams overlap. */
-static gpuws_status pipeline(gpuws_context *ctx, size_t n, const float *g, const float *w, float *out, size_t chunk, int ns)
+static gpuws_status pipeline(gpuws_context *ctx, size_t n, const float *g, const float *w, float *out, size_t chunk,
+                             int ns)
 {
     GPUWS__CLAIM(claim);
-    gpuws_stream *streams[PIPE_MAX_STREAMS] = {NULL};
+    gpuws_stream *streams[PIPE_MAX_STREAMS] = { NULL };
     gpuws_buffer *ring_g, *ring_w;
     gpuws_status st;
     /* The default stream leads and owns the rings; earlier work on it may still use its scratch. */
@@ -326,17 +336,21 @@ gpuws_status gpuws_hidden_layer_host(gpuws_context *ctx, size_t n, const float *
     if (st) return st;
     if (n && (!g || !w || !out))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "hidden_layer_host: argument '%s' is NULL",
-                            !g ? "greyscales" : !w ? "weights" : "out");
+                            !g   ? "greyscales"
+                            : !w ? "weights"
+                                 : "out");
     size_t bytes; /* no host array holds more: refuse before reading past the caller's arrays */
     if (gpuws__mul_overflows(n, sizeof(float), &bytes))
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "hidden_layer_host: %zu elements of %zu bytes overflow size_t", n, sizeof(float));
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "hidden_layer_host: %zu elements of %zu bytes overflow size_t", n,
+                            sizeof(float));
     gpuws_pipeline_options o = GPUWS_PIPELINE_OPTIONS_INIT;
     if ((st = gpuws__options_read(options, &o, sizeof o, GPUWS__PIPELINE_OPTIONS_BASE, "hidden_layer_host: options")))
         return st;
     size_t chunk = o.chunk ? o.chunk : (size_t)1 << 21;
     const int ns = o.streams ? o.streams : 3;
     if (ns < 1 || ns > PIPE_MAX_STREAMS)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "hidden_layer_host: streams = %d (allowed 1..%d)", ns, PIPE_MAX_STREAMS);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "hidden_layer_host: streams = %d (allowed 1..%d)", ns,
+                            PIPE_MAX_STREAMS);
     if (chunk > ((size_t)1 << 40))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "hidden_layer_host: chunk of %zu elements is absurd", chunk);
     chunk = (chunk + 1023) & ~(size_t)1023; /* whole 16-byte groups, aligned ring slots */

@@ -7,7 +7,8 @@
 
 #include <utility>
 
-namespace {
+namespace
+{
 
 constexpr float kSqrt2Pi = 2.50662827463100050242f;
 
@@ -68,8 +69,7 @@ __device__ __forceinline__ float apply1(F f, const Operand (&op)[N], unsigned lo
 
 // out[i] = f(op[0][i], ..., op[N-1][i]) for i < n. out may be one of the operands: each element is read by the
 // thread that writes it, before it writes it (and plain loads, not __ldg, since the data is not read-only then).
-template <std::size_t N, typename F>
-__device__ void map(F f, const Operand (&op)[N], float *out, unsigned long long n)
+template <std::size_t N, typename F> __device__ void map(F f, const Operand (&op)[N], float *out, unsigned long long n)
 {
     using Seq = std::make_index_sequence<N>;
     const unsigned long long nv = n / 4, stride = (unsigned long long)gridDim.x * blockDim.x;
@@ -97,20 +97,22 @@ __device__ void map(F f, const Operand (&op)[N], float *out, unsigned long long 
 
 } // namespace
 
-#define OPERAND(k, p, s) Operand{p, s, ((arrays >> (k)) & 1u) != 0}
+#define OPERAND(k, p, s)                                                                                               \
+    Operand { p, s, ((arrays >> (k)) & 1u) != 0 }
 
 extern "C" __global__ void ufunc_gaussian_pdf(const float *x, float xs, const float *mean, float ms, const float *sigma,
                                               float ss, float *out, unsigned long long n, unsigned arrays)
 {
-    const Operand op[3] = {OPERAND(0, x, xs), OPERAND(1, mean, ms), OPERAND(2, sigma, ss)};
+    const Operand op[3] = { OPERAND(0, x, xs), OPERAND(1, mean, ms), OPERAND(2, sigma, ss) };
     map([](float a, float b, float c) { return gaussian_pdf(a, b, c); }, op, out, n);
 }
 
 extern "C" __global__ void ufunc_polar_distance(const float *rho1, float r1s, const float *theta1, float t1s,
-                                                const float *rho2, float r2s, const float *theta2, float t2s, float *out,
-                                                unsigned long long n, unsigned arrays)
+                                                const float *rho2, float r2s, const float *theta2, float t2s,
+                                                float *out, unsigned long long n, unsigned arrays)
 {
-    const Operand op[4] = {OPERAND(0, rho1, r1s), OPERAND(1, theta1, t1s), OPERAND(2, rho2, r2s), OPERAND(3, theta2, t2s)};
+    const Operand op[4] = { OPERAND(0, rho1, r1s), OPERAND(1, theta1, t1s), OPERAND(2, rho2, r2s),
+                            OPERAND(3, theta2, t2s) };
     map([](float a, float b, float c, float d) { return polar_distance(a, b, c, d); }, op, out, n);
 }
 
@@ -118,14 +120,14 @@ extern "C" __global__ void ufunc_make_pulses(const float *i, float is, const flo
                                              const float *amplitude, float as, float *out, unsigned long long n,
                                              unsigned arrays)
 {
-    const Operand op[3] = {OPERAND(0, i, is), OPERAND(1, period, ps), OPERAND(2, amplitude, as)};
+    const Operand op[3] = { OPERAND(0, i, is), OPERAND(1, period, ps), OPERAND(2, amplitude, as) };
     map([](float a, float b, float c) { return make_pulses(a, b, c); }, op, out, n);
 }
 
 extern "C" __global__ void ufunc_hypot(const float *x, float xs, const float *y, float ys, float *out,
                                        unsigned long long n, unsigned arrays)
 {
-    const Operand op[2] = {OPERAND(0, x, xs), OPERAND(1, y, ys)};
+    const Operand op[2] = { OPERAND(0, x, xs), OPERAND(1, y, ys) };
     map([](float a, float b) { return hypot_ws(a, b); }, op, out, n);
 }
 
@@ -133,14 +135,14 @@ extern "C" __global__ void ufunc_hypot(const float *x, float xs, const float *y,
 extern "C" __global__ void ufunc_hidden_layer(const float *g, const float *w, float *out, unsigned long long offset,
                                               unsigned long long n)
 {
-    const Operand op[2] = {Operand{g + offset, 0.0f, true}, Operand{w + offset, 0.0f, true}};
+    const Operand op[2] = { Operand{ g + offset, 0.0f, true }, Operand{ w + offset, 0.0f, true } };
     map([](float a, float b) { return hidden_layer(a, b); }, op, out + offset, n);
 }
 
 // w < t exactly, with t the smallest float >= the double threshold (computed by the host).
 extern "C" __global__ void ufunc_zero_suppress_f32(const float *w, float *out, unsigned long long n, float t)
 {
-    const Operand op[1] = {Operand{w, 0.0f, true}};
+    const Operand op[1] = { Operand{ w, 0.0f, true } };
     map([t](float a) { return a < t ? 0.0f : a; }, op, out, n);
 }
 
@@ -182,7 +184,8 @@ extern "C" __global__ void ufunc_find_nan(const float *x, const float *y, unsign
     (void)scratch;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long first = n;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n && first == n; i += stride)
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n && first == n;
+         i += stride)
         if (((arrays & 1u) && isnan(__ldg(x + i))) || ((arrays & 2u) && isnan(__ldg(y + i)))) first = i;
     __shared__ unsigned long long warp_min[32];
     for (int o = 16; o > 0; o >>= 1) first = min(first, __shfl_down_sync(0xffffffffu, first, o));

@@ -32,9 +32,9 @@ float gpuws_ufunc_ref_zero_suppress_f32(float w, double threshold) { return (dou
 
 int16_t gpuws_ufunc_ref_zero_suppress_i16(int16_t w, double threshold) { return (double)w < threshold ? 0 : w; }
 
-const char *const gpuws_ufunc_names[GPUWS_UFUNC_COUNT] = {"gaussian_pdf", "polar_distance", "make_pulses", "hypot",
-                                                         "hidden_layer"};
-const int gpuws_ufunc_arity[GPUWS_UFUNC_COUNT] = {3, 4, 3, 2, 2};
+const char *const gpuws_ufunc_names[GPUWS_UFUNC_COUNT] = { "gaussian_pdf", "polar_distance", "make_pulses", "hypot",
+                                                           "hidden_layer" };
+const int gpuws_ufunc_arity[GPUWS_UFUNC_COUNT] = { 3, 4, 3, 2, 2 };
 
 double gpuws_ufunc_ref_eval(gpuws_ufunc_id f, const double *a)
 {

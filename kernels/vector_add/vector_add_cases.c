@@ -77,10 +77,11 @@ static bool va_check(void *p, char *msg, size_t n)
 static size_t va_outputs(void *p, bench_output *out)
 {
     va_state *s = p;
-    out[0] = (bench_output){s->c, NULL, s->n * sizeof(float)};
+    out[0] = (bench_output){ s->c, NULL, s->n * sizeof(float) };
     return 1;
 }
 
-static const gpuws__case w_vector_add = {{"vector_add", "f32", false, va_setup, va_run, va_check, va_teardown},
-                                            va_outputs, false};
+static const gpuws__case w_vector_add = { { "vector_add", "f32", false, va_setup, va_run, va_check, va_teardown },
+                                          va_outputs,
+                                          false };
 GPUWS_CASE(w_vector_add)

@@ -72,23 +72,29 @@ BAD_CASE(convolve2d_output_shape_null_result, BAD_CPU, GPUWS_ERR_INVALID_ARGUMEN
     return gpuws_convolve2d_output_shape(BAD_H, BAD_W, 3, 3, GPUWS_CONVOLVE_FULL, NULL, BAD_HOST_OUT(size_t));
 }
 
-BAD_CASE(convolve2d_output_shape_mode_outside_the_enum, BAD_CPU, GPUWS_ERR_INVALID_ARGUMENT, "mode 3 is not full, same or valid")
+BAD_CASE(convolve2d_output_shape_mode_outside_the_enum, BAD_CPU, GPUWS_ERR_INVALID_ARGUMENT,
+         "mode 3 is not full, same or valid")
 {
-    return gpuws_convolve2d_output_shape(BAD_H, BAD_W, 3, 3, (gpuws_convolve_mode)3, BAD_HOST_OUT(size_t), &BAD_HOST_OUT(size_t)[1]);
+    return gpuws_convolve2d_output_shape(BAD_H, BAD_W, 3, 3, (gpuws_convolve_mode)3, BAD_HOST_OUT(size_t),
+                                         &BAD_HOST_OUT(size_t)[1]);
 }
 
-BAD_CASE(convolve2d_output_shape_zero_height, BAD_CPU, GPUWS_ERR_INVALID_ARGUMENT, "zero size (image 0 x 16, kernel 3 x 3)")
+BAD_CASE(convolve2d_output_shape_zero_height, BAD_CPU, GPUWS_ERR_INVALID_ARGUMENT,
+         "zero size (image 0 x 16, kernel 3 x 3)")
 {
-    return gpuws_convolve2d_output_shape(0, BAD_W, 3, 3, GPUWS_CONVOLVE_SAME, BAD_HOST_OUT(size_t), &BAD_HOST_OUT(size_t)[1]);
+    return gpuws_convolve2d_output_shape(0, BAD_W, 3, 3, GPUWS_CONVOLVE_SAME, BAD_HOST_OUT(size_t),
+                                         &BAD_HOST_OUT(size_t)[1]);
 }
 
 BAD_CASE(convolve2d_output_shape_valid_when_neither_input_contains_the_other, BAD_CPU, GPUWS_ERR_INVALID_ARGUMENT,
          "one must be at least as large as the other in every dimension")
 {
-    return gpuws_convolve2d_output_shape(BAD_H, BAD_W, 9, 3, GPUWS_CONVOLVE_VALID, BAD_HOST_OUT(size_t), &BAD_HOST_OUT(size_t)[1]);
+    return gpuws_convolve2d_output_shape(BAD_H, BAD_W, 9, 3, GPUWS_CONVOLVE_VALID, BAD_HOST_OUT(size_t),
+                                         &BAD_HOST_OUT(size_t)[1]);
 }
 
-BAD_CASE(convolve2d_output_shape_side_of_2_to_the_30_is_unsupported, BAD_CPU, GPUWS_ERR_UNSUPPORTED, "must stay below 2^30")
+BAD_CASE(convolve2d_output_shape_side_of_2_to_the_30_is_unsupported, BAD_CPU, GPUWS_ERR_UNSUPPORTED,
+         "must stay below 2^30")
 {
     return gpuws_convolve2d_output_shape((size_t)1 << 30, BAD_W, 3, 3, GPUWS_CONVOLVE_FULL, BAD_HOST_OUT(size_t),
                                          &BAD_HOST_OUT(size_t)[1]);
@@ -109,7 +115,8 @@ BAD_CASE(convolve2d_destroyed_output, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argu
     return gpuws_convolve2d(NULL, GPUWS_F32, f->in, BAD_H, BAD_W, 0, f->in, 3, 3, NULL, f->dead);
 }
 
-BAD_CASE(convolve2d_output_of_another_context, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "argument 'out': the buffer belongs to another context")
+BAD_CASE(convolve2d_output_of_another_context, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT,
+         "argument 'out': the buffer belongs to another context")
 {
     return gpuws_convolve2d(NULL, GPUWS_F32, f->in, BAD_H, BAD_W, 0, f->in, 3, 3, NULL, f->foreign);
 }
@@ -136,7 +143,8 @@ BAD_CASE(convolve2d_mode_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, 
     return gpuws_convolve2d(NULL, GPUWS_F32, f->in, BAD_H, BAD_W, 0, f->in, 3, 3, &o, f->out);
 }
 
-BAD_CASE(convolve2d_boundary_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "boundary -1 is not fill, wrap or symm")
+BAD_CASE(convolve2d_boundary_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "boundary -1 is not fill, wrap or symm")
 {
     gpuws_convolve2d_options o = GPUWS_CONVOLVE2D_OPTIONS_INIT;
     o.boundary = (gpuws_convolve_boundary)-1;
@@ -148,12 +156,14 @@ BAD_CASE(convolve2d_zero_kernel_width, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "zer
     return gpuws_convolve2d(NULL, GPUWS_F32, f->in, BAD_H, BAD_W, 0, f->in, 3, 0, NULL, f->out);
 }
 
-BAD_CASE(convolve2d_row_stride_below_the_width, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "row_stride 8 is less than the width 16")
+BAD_CASE(convolve2d_row_stride_below_the_width, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "row_stride 8 is less than the width 16")
 {
     return gpuws_convolve2d(NULL, GPUWS_F32, f->in, BAD_H, BAD_W, 8, f->in, 3, 3, NULL, f->out);
 }
 
-BAD_CASE(convolve2d_valid_when_neither_input_contains_the_other, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "for 'valid' mode")
+BAD_CASE(convolve2d_valid_when_neither_input_contains_the_other, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "for 'valid' mode")
 {
     gpuws_convolve2d_options o = GPUWS_CONVOLVE2D_OPTIONS_INIT;
     o.mode = GPUWS_CONVOLVE_VALID;
@@ -167,12 +177,14 @@ BAD_CASE(convolve2d_image_bytes_with_a_huge_row_stride_wrap_size_t, BAD_ALL, GPU
     return gpuws_convolve2d(NULL, GPUWS_F32, f->in, BAD_H, BAD_W, SIZE_MAX / 16, f->in, 3, 3, NULL, f->out);
 }
 
-BAD_CASE(convolve2d_image_smaller_than_its_strided_shape, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'image': 716 elements")
+BAD_CASE(convolve2d_image_smaller_than_its_strided_shape, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE,
+         "argument 'image': 716 elements")
 {
     return gpuws_convolve2d(NULL, GPUWS_F32, f->in, BAD_H, BAD_W, 100, f->in, 3, 3, NULL, f->out);
 }
 
-BAD_CASE(convolve2d_output_too_small_for_the_full_shape, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'out': 180 elements")
+BAD_CASE(convolve2d_output_too_small_for_the_full_shape, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE,
+         "argument 'out': 180 elements")
 {
     return gpuws_convolve2d(NULL, GPUWS_F32, f->in, BAD_H, BAD_W, 0, f->in, 3, 3, NULL, f->small);
 }
@@ -198,17 +210,20 @@ BAD_CASE(convolve1d_output_length_null_result, BAD_CPU, GPUWS_ERR_INVALID_ARGUME
     return gpuws_convolve1d_output_length(BAD_N, 3, GPUWS_CONVOLVE_FULL, NULL);
 }
 
-BAD_CASE(convolve1d_output_length_of_an_empty_input, BAD_CPU, GPUWS_ERR_INVALID_ARGUMENT, "a cannot be empty (n = 0, m = 3)")
+BAD_CASE(convolve1d_output_length_of_an_empty_input, BAD_CPU, GPUWS_ERR_INVALID_ARGUMENT,
+         "a cannot be empty (n = 0, m = 3)")
 {
     return gpuws_convolve1d_output_length(0, 3, GPUWS_CONVOLVE_SAME, BAD_HOST_OUT(size_t));
 }
 
-BAD_CASE(convolve1d_output_length_mode_outside_the_enum, BAD_CPU, GPUWS_ERR_INVALID_ARGUMENT, "mode 5 is not full, same or valid")
+BAD_CASE(convolve1d_output_length_mode_outside_the_enum, BAD_CPU, GPUWS_ERR_INVALID_ARGUMENT,
+         "mode 5 is not full, same or valid")
 {
     return gpuws_convolve1d_output_length(BAD_N, 3, (gpuws_convolve_mode)5, BAD_HOST_OUT(size_t));
 }
 
-BAD_CASE(convolve1d_output_length_of_2_to_the_62_is_unsupported, BAD_CPU, GPUWS_ERR_UNSUPPORTED, "each must stay below 2^62")
+BAD_CASE(convolve1d_output_length_of_2_to_the_62_is_unsupported, BAD_CPU, GPUWS_ERR_UNSUPPORTED,
+         "each must stay below 2^62")
 {
     return gpuws_convolve1d_output_length((size_t)1 << 62, 3, GPUWS_CONVOLVE_FULL, BAD_HOST_OUT(size_t));
 }
@@ -238,12 +253,14 @@ BAD_CASE(convolve1d_dtype_u8, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "dtype u8 is 
     return gpuws_convolve1d(NULL, GPUWS_U8, f->in, BAD_N, f->in, 3, GPUWS_CONVOLVE_FULL, f->out);
 }
 
-BAD_CASE(convolve1d_signal_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "argument 'a': 2305843009213693953 elements of 8 bytes overflow size_t")
+BAD_CASE(convolve1d_signal_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "argument 'a': 2305843009213693953 elements of 8 bytes overflow size_t")
 {
     return gpuws_convolve1d(NULL, GPUWS_F64, f->in64, WRAPS_F64, f->in64, 3, GPUWS_CONVOLVE_VALID, f->out);
 }
 
-BAD_CASE(convolve1d_output_too_small_for_the_full_length, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'out': 130 elements")
+BAD_CASE(convolve1d_output_too_small_for_the_full_length, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE,
+         "argument 'out': 130 elements")
 {
     return gpuws_convolve1d(NULL, GPUWS_F32, f->in, BAD_N, f->in, 3, GPUWS_CONVOLVE_FULL, f->small);
 }
@@ -319,7 +336,8 @@ BAD_CASE(histogram_more_values_than_the_input_holds, BAD_ALL, GPUWS_ERR_OUT_OF_R
     return gpuws_histogram(NULL, GPUWS_F32, 145, f->in, 0, 128, 4, f->out);
 }
 
-BAD_CASE(histogram_counts_too_small_for_the_bins, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'counts': 9 elements of 8 bytes")
+BAD_CASE(histogram_counts_too_small_for_the_bins, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE,
+         "argument 'counts': 9 elements of 8 bytes")
 {
     return gpuws_histogram(NULL, GPUWS_F32, BAD_N, f->in, 0, 128, 9, f->small);
 }
@@ -352,7 +370,8 @@ BAD_CASE(l2_norm_rows_times_cols_wraps_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "ove
     return gpuws_l2_norm(NULL, GPUWS_F32, SIZE_MAX / 2, 4, f->in, f->out);
 }
 
-BAD_CASE(l2_norm_input_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "argument 'in': 2305843009213693953 elements of 8 bytes")
+BAD_CASE(l2_norm_input_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "argument 'in': 2305843009213693953 elements of 8 bytes")
 {
     return gpuws_l2_norm(NULL, GPUWS_F64, 1, WRAPS_F64, f->in64, f->out);
 }
@@ -424,7 +443,8 @@ BAD_CASE(matmul_m_times_k_wraps_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "a matrix's
     return gpuws_matmul(NULL, GPUWS_F32, SIZE_MAX / 2, 1, 4, f->in, f->in, f->out);
 }
 
-BAD_CASE(matmul_a_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "argument 'a': 2305843009213693953 elements of 8 bytes")
+BAD_CASE(matmul_a_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "argument 'a': 2305843009213693953 elements of 8 bytes")
 {
     return gpuws_matmul(NULL, GPUWS_F64, 1, 1, WRAPS_F64, f->in64, f->in64, f->out);
 }
@@ -483,7 +503,8 @@ BAD_CASE(matmul_with_m_zero_writes_nothing, BAD_ALL, GPUWS_OK, "")
     return st;
 }
 
-BAD_CASE(matmul_ex_variant_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "variant 3 is not a gpuws_matmul_variant")
+BAD_CASE(matmul_ex_variant_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "variant 3 is not a gpuws_matmul_variant")
 {
     return gpuws_matmul_ex(NULL, (gpuws_matmul_variant)3, GPUWS_F32, 4, 4, 4, f->in, f->in, f->out);
 }
@@ -518,7 +539,8 @@ BAD_CASE(monte_carlo_pi_last_sample_2_to_the_64_minus_1_is_fine, BAD_ALL, GPUWS_
     return st;
 }
 
-BAD_CASE(monte_carlo_pi_hits_buffer_of_4_bytes, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'hits': 1 elements of 8 bytes need 8 bytes")
+BAD_CASE(monte_carlo_pi_hits_buffer_of_4_bytes, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE,
+         "argument 'hits': 1 elements of 8 bytes need 8 bytes")
 {
     gpuws_buffer *b = exact_buffer(f, 4);
     gpuws_status st = gpuws_monte_carlo_pi(NULL, 0, 1000, 1, b);
@@ -536,7 +558,8 @@ BAD_CASE(monte_carlo_pi_destroyed_hits, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "ar
     return gpuws_monte_carlo_pi(NULL, 0, 1000, 1, f->dead);
 }
 
-BAD_CASE(monte_carlo_pi_hits_of_another_context_on_this_stream, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "stream belongs to another context")
+BAD_CASE(monte_carlo_pi_hits_of_another_context_on_this_stream, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT,
+         "stream belongs to another context")
 {
     return gpuws_monte_carlo_pi(f->stream, 0, 1000, 1, f->foreign);
 }
@@ -548,7 +571,8 @@ BAD_CASE(monte_carlo_pi_of_zero_samples_is_zero_hits, BAD_ALL, GPUWS_OK, "")
     return st;
 }
 
-BAD_CASE(monte_carlo_pi_value_of_zero_samples_has_no_estimate, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "n = 0 samples give no estimate")
+BAD_CASE(monte_carlo_pi_value_of_zero_samples_has_no_estimate, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "n = 0 samples give no estimate")
 {
     return gpuws_monte_carlo_pi_value(f->ctx, NULL, 0, 0, 1, BAD_HOST_OUT(uint64_t), &f->result);
 }
@@ -569,7 +593,8 @@ BAD_CASE(monte_carlo_pi_value_destroyed_context, BAD_ALL, GPUWS_ERR_INVALID_ARGU
     return gpuws_monte_carlo_pi_value(f->dead_ctx, NULL, 0, 1000, 1, BAD_HOST_OUT(uint64_t), &f->result);
 }
 
-BAD_CASE(monte_carlo_pi_value_on_another_contexts_stream, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "stream belongs to another context")
+BAD_CASE(monte_carlo_pi_value_on_another_contexts_stream, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT,
+         "stream belongs to another context")
 {
     return gpuws_monte_carlo_pi_value(f->ctx, f->foreign_stream, 0, 1000, 1, BAD_HOST_OUT(uint64_t), &f->result);
 }
@@ -596,7 +621,8 @@ BAD_CASE(primes_out_and_count_both_null, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'
     return gpuws_primes(NULL, GPUWS_PRIMES_FAST, 100, NULL, NULL);
 }
 
-BAD_CASE(primes_variant_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "variant 2 is not a gpuws_primes_variant")
+BAD_CASE(primes_variant_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "variant 2 is not a gpuws_primes_variant")
 {
     return gpuws_primes(NULL, (gpuws_primes_variant)2, 100, f->out, NULL);
 }
@@ -658,7 +684,8 @@ BAD_CASE(transpose_rows_times_cols_wraps_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "o
     return gpuws_transpose(NULL, GPUWS_F32, SIZE_MAX / 4, 8, f->in, f->out);
 }
 
-BAD_CASE(transpose_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "argument 'in': 2305843009213693953 elements of 8 bytes")
+BAD_CASE(transpose_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "argument 'in': 2305843009213693953 elements of 8 bytes")
 {
     return gpuws_transpose(NULL, GPUWS_I64, 1, WRAPS_F64, f->in64, f->out);
 }
@@ -708,7 +735,8 @@ BAD_CASE(transpose_of_one_pixel_is_that_pixel, BAD_ALL, GPUWS_OK, "")
 
 #define CLIP_RESULT BAD_HOST_OUT(gpuws_sigma_clip_result)
 
-BAD_CASE(sigma_clip_of_an_all_nan_image_has_no_statistics, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "all 128 values are NaN: no statistics exist")
+BAD_CASE(sigma_clip_of_an_all_nan_image_has_no_statistics, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "all 128 values are NaN: no statistics exist")
 {
     return gpuws_sigma_clip(f->stream, BAD_N, f->nan_img, NULL, CLIP_RESULT);
 }
@@ -720,7 +748,7 @@ BAD_CASE(sigma_clip_of_zero_values_has_no_statistics, BAD_ALL, GPUWS_ERR_INVALID
 
 static gpuws_status clip_with(bad_fixture *f, double kappa, int max_iterations)
 {
-    gpuws_sigma_clip_options o = {.kappa = kappa, .max_iterations = max_iterations};
+    gpuws_sigma_clip_options o = { .kappa = kappa, .max_iterations = max_iterations };
     return gpuws_sigma_clip(NULL, BAD_N, f->in, &o, CLIP_RESULT);
 }
 
@@ -764,7 +792,8 @@ BAD_CASE(sigma_clip_more_values_than_the_data_holds, BAD_ALL, GPUWS_ERR_OUT_OF_R
     return gpuws_sigma_clip(NULL, 145, f->in, NULL, CLIP_RESULT);
 }
 
-BAD_CASE(sigma_clip_value_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "argument 'data': 4611686018427387905 elements of 4 bytes")
+BAD_CASE(sigma_clip_value_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "argument 'data': 4611686018427387905 elements of 4 bytes")
 {
     return gpuws_sigma_clip(NULL, WRAPS_F32, f->in, NULL, CLIP_RESULT);
 }
@@ -826,7 +855,8 @@ BAD_CASE(threshold_on_a_destroyed_stream, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "
     return gpuws_threshold(f->dead_stream, BAD_N, f->in, 10.0f, f->out);
 }
 
-BAD_CASE(threshold_value_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "argument 'data': 4611686018427387905 elements of 4 bytes")
+BAD_CASE(threshold_value_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "argument 'data': 4611686018427387905 elements of 4 bytes")
 {
     return gpuws_threshold(NULL, WRAPS_F32, f->in, 10.0f, f->out);
 }
@@ -971,17 +1001,20 @@ BAD_CASE(measure_width_times_height_wraps_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "
     return gpuws_measure(NULL, SIZE_MAX / 4, 8, f->in, f->in, 1, f->out);
 }
 
-BAD_CASE(measure_more_labels_than_int32_can_name, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "more than an int32 label can name")
+BAD_CASE(measure_more_labels_than_int32_can_name, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "more than an int32 label can name")
 {
     return gpuws_measure(NULL, BAD_W, BAD_H, f->in, f->in, (size_t)INT32_MAX + 1, f->out);
 }
 
-BAD_CASE(measure_output_too_small_for_the_records, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'out': 2 elements of 56 bytes")
+BAD_CASE(measure_output_too_small_for_the_records, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE,
+         "argument 'out': 2 elements of 56 bytes")
 {
     return gpuws_measure(NULL, BAD_W, BAD_H, f->in, f->in, 2, f->small);
 }
 
-BAD_CASE(measure_output_is_the_labels, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'out' must not be the data or labels buffer")
+BAD_CASE(measure_output_is_the_labels, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "'out' must not be the data or labels buffer")
 {
     return gpuws_measure(NULL, BAD_W, BAD_H, f->in, f->out, 1, f->out);
 }
@@ -1094,7 +1127,8 @@ BAD_CASE(find_sources_kappa_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "clip.kap
     return find(f, f->ctx, image(1), BAD_W, BAD_H, &o, NULL);
 }
 
-BAD_CASE(find_sources_max_iterations_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "clip.max_iterations = 0; it must be >= 1")
+BAD_CASE(find_sources_max_iterations_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "clip.max_iterations = 0; it must be >= 1")
 {
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
     gpuws_sigma_clip_options clip = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
@@ -1117,14 +1151,16 @@ BAD_CASE(find_sources_infinite_absolute_threshold, BAD_ALL, GPUWS_ERR_INVALID_AR
     return find(f, f->ctx, image(1), BAD_W, BAD_H, &o, NULL);
 }
 
-BAD_CASE(find_sources_threshold_sigma_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "threshold_sigma = 0; it must be finite and > 0")
+BAD_CASE(find_sources_threshold_sigma_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "threshold_sigma = 0; it must be finite and > 0")
 {
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
     o.threshold_sigma = 0.0;
     return find(f, f->ctx, image(1), BAD_W, BAD_H, &o, NULL);
 }
 
-BAD_CASE(find_sources_of_an_all_nan_image_has_no_statistics, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "all 128 values are NaN: no statistics exist")
+BAD_CASE(find_sources_of_an_all_nan_image_has_no_statistics, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "all 128 values are NaN: no statistics exist")
 {
     return find(f, f->ctx, image(NAN), BAD_W, BAD_H, NULL, NULL);
 }
@@ -1197,10 +1233,10 @@ BAD_CASE(find_sources_of_one_pixel_above_an_absolute_threshold_is_one_source, BA
     if (st) return st;
     cr_assert_eq(cat->num_sources, 1);
     const gpuws_source *s = &cat->sources[0];
-    cr_assert(s->id == 1 && s->x == 0 && s->y == 0 && s->flux == 7.5 && s->npix == 1 && s->peak == 7.5 && s->peak_x == 0 &&
-                  s->peak_y == 0,
-              "source %lld at (%g, %g) flux %g npix %lld peak %g at (%lld, %lld)", (long long)s->id, s->x, s->y, s->flux,
-              (long long)s->npix, s->peak, (long long)s->peak_x, (long long)s->peak_y);
+    cr_assert(s->id == 1 && s->x == 0 && s->y == 0 && s->flux == 7.5 && s->npix == 1 && s->peak == 7.5 &&
+                  s->peak_x == 0 && s->peak_y == 0,
+              "source %lld at (%g, %g) flux %g npix %lld peak %g at (%lld, %lld)", (long long)s->id, s->x, s->y,
+              s->flux, (long long)s->npix, s->peak, (long long)s->peak_x, (long long)s->peak_y);
     cr_assert(cat->labels && cat->labels[0] == 1 && cat->threshold == 1.0);
     gpuws_catalog_free(cat);
     return st;
@@ -1239,7 +1275,8 @@ BAD_CASE(gaussian_pdf_operand_shorter_than_n, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "
     return gpuws_gaussian_pdf(NULL, 145, A(f->in), S(0), S(1), f->out);
 }
 
-BAD_CASE(gaussian_pdf_count_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "argument 'out': 4611686018427387905 elements of 4 bytes")
+BAD_CASE(gaussian_pdf_count_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "argument 'out': 4611686018427387905 elements of 4 bytes")
 {
     return gpuws_gaussian_pdf(NULL, WRAPS_F32, A(f->in), S(0), S(1), f->out);
 }
@@ -1309,7 +1346,8 @@ BAD_CASE(zero_suppress_output_of_another_context, BAD_ALL, GPUWS_ERR_WRONG_CONTE
     return gpuws_zero_suppress(NULL, GPUWS_F32, BAD_N, f->in, 10, f->foreign);
 }
 
-BAD_CASE(zero_suppress_i16_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "argument 'w': 9223372036854775809 elements of 2 bytes")
+BAD_CASE(zero_suppress_i16_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "argument 'w': 9223372036854775809 elements of 2 bytes")
 {
     return gpuws_zero_suppress(NULL, GPUWS_I16, SIZE_MAX / 2 + 2, f->in, 10, f->out);
 }
@@ -1361,7 +1399,8 @@ BAD_CASE(hypot_of_a_finite_value_and_nan_is_nan, BAD_ALL, GPUWS_OK, "")
     return st;
 }
 
-BAD_CASE(hypot_checked_nan_in_x_names_x_and_index_0, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 'x' is NaN at index 0 (of 128)")
+BAD_CASE(hypot_checked_nan_in_x_names_x_and_index_0, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "argument 'x' is NaN at index 0 (of 128)")
 {
     return gpuws_hypot_checked(f->stream, BAD_N, A(f->nan_img), A(f->in), f->out);
 }
@@ -1371,7 +1410,8 @@ BAD_CASE(hypot_checked_nan_in_y_names_y, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "a
     return gpuws_hypot_checked(NULL, BAD_N, A(f->in), A(f->nan_img), f->out);
 }
 
-BAD_CASE(hypot_checked_names_the_first_nan_of_either_array, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 'y' is NaN at index 37 (of 128)")
+BAD_CASE(hypot_checked_names_the_first_nan_of_either_array, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "argument 'y' is NaN at index 37 (of 128)")
 {
     gpuws_buffer *x = with_nans(f, 90, 101), *y = with_nans(f, 37, 120);
     gpuws_status st = gpuws_hypot_checked(f->stream, BAD_N, A(x), A(y), f->out);
@@ -1423,7 +1463,8 @@ BAD_CASE(hidden_layer_output_too_small, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argume
     return gpuws_hidden_layer(NULL, BAD_N, f->in, f->in, f->small);
 }
 
-BAD_CASE(hidden_layer_count_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "argument 'greyscales': 4611686018427387905 elements")
+BAD_CASE(hidden_layer_count_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "argument 'greyscales': 4611686018427387905 elements")
 {
     return gpuws_hidden_layer(NULL, WRAPS_F32, f->in, f->in, f->out);
 }
@@ -1480,7 +1521,8 @@ BAD_CASE(hidden_layer_host_destroyed_context, BAD_ALL, GPUWS_ERR_INVALID_ARGUMEN
     return gpuws_hidden_layer_host(f->dead_ctx, BAD_N, host_in, host_in, HOST_OUT, NULL);
 }
 
-BAD_CASE(hidden_layer_host_count_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "4611686018427387905 elements of 4 bytes overflow size_t")
+BAD_CASE(hidden_layer_host_count_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW,
+         "4611686018427387905 elements of 4 bytes overflow size_t")
 {
     /* no host array can hold them: refused before anything is read (else the read would run past the arrays) */
     return gpuws_hidden_layer_host(f->ctx, WRAPS_F32, host_in, host_in, HOST_OUT, NULL);

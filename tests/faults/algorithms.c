@@ -88,7 +88,10 @@ static gpuws_status reduce_row(fault_fixture *f, gpuws_reduce_op op, gpuws_dtype
     return st;
 }
 
-FAULT_CASE(reduce_sum_f32, FAULT_ALL) { return reduce_row(f, GPUWS_REDUCE_SUM, GPUWS_F32, FAULT_N * (FAULT_N + 1) / 2.0); }
+FAULT_CASE(reduce_sum_f32, FAULT_ALL)
+{
+    return reduce_row(f, GPUWS_REDUCE_SUM, GPUWS_F32, FAULT_N * (FAULT_N + 1) / 2.0);
+}
 FAULT_CASE(reduce_min_f64, FAULT_ALL) { return reduce_row(f, GPUWS_REDUCE_MIN, GPUWS_F64, 1); }
 FAULT_CASE(reduce_max_f32, FAULT_ALL) { return reduce_row(f, GPUWS_REDUCE_MAX, GPUWS_F32, FAULT_N); }
 
@@ -134,7 +137,7 @@ FAULT_CASE(convolve2d_tiled_in_kernel_blocks_f32, FAULT_GPU)
 {
     test_tune(f->ctx, "convolve_path", "tiled");
     test_tune(f->ctx, "convolve2d_kernel_block", "4x8");
-    const gpuws_convolve2d_options o = {.mode = GPUWS_CONVOLVE_SAME, .boundary = GPUWS_BOUNDARY_SYMM};
+    const gpuws_convolve2d_options o = { .mode = GPUWS_CONVOLVE_SAME, .boundary = GPUWS_BOUNDARY_SYMM };
     gpuws_status st = convolve2d_row(f, GPUWS_F32, 9, &o);
     test_tune(f->ctx, NULL, NULL);
     return st;
@@ -181,7 +184,7 @@ static gpuws_status histogram_row(fault_fixture *f, gpuws_dtype dt)
 {
     gpuws_status st = gpuws_histogram(f->stream, dt, FAULT_N, dt == GPUWS_F32 ? f->in : f->in32, 0, 1000, 10, f->out);
     if (fault_ok(f, st)) {
-        const uint64_t want[10] = {99, 100, 100, 100, 100, 100, 100, 100, 100, 100};
+        const uint64_t want[10] = { 99, 100, 100, 100, 100, 100, 100, 100, 100, 100 };
         expect_bytes(f->out, want, 10, sizeof want[0], "histogram");
     }
     return st;
@@ -209,8 +212,8 @@ FAULT_CASE(l2_norm_f32, FAULT_ALL)
         for (size_t r = 0; r < rows; r++) {
             const double want = (double)gpuws_l2_norm_oracle_f32(a + r * cols, cols);
             /* the documented bound: relative error <= (cols / 2 + 2) u, u = 2^-24 */
-            cr_assert_leq(fabs(got[r] - want), (cols / 2.0 + 2) * 0x1p-24 * want, "l2_norm row %zu: %.9g, wanted %.9g", r,
-                          got[r], want);
+            cr_assert_leq(fabs(got[r] - want), (cols / 2.0 + 2) * 0x1p-24 * want, "l2_norm row %zu: %.9g, wanted %.9g",
+                          r, got[r], want);
         }
         free(got);
     }
@@ -393,7 +396,7 @@ FAULT_CASE(find_sources, FAULT_ALL)
 {
     float img[FAULT_W * FAULT_H];
     for (int i = 0; i < FAULT_W * FAULT_H; i++) img[i] = (float)((i * 37) % 11 - 5);
-    const int at[2][2] = {{5, 5}, {15, 30}};
+    const int at[2][2] = { { 5, 5 }, { 15, 30 } };
     for (int s = 0; s < 2; s++)
         for (int r = 0; r < 3; r++)
             for (int c = 0; c < 3; c++) img[(at[s][0] + r) * FAULT_W + at[s][1] + c] = 500;
@@ -411,7 +414,8 @@ FAULT_CASE(find_sources, FAULT_ALL)
                       src->flux, src->x, src->y);
         }
         for (int i = 0; i < FAULT_W * FAULT_H; i++)
-            cr_assert_eq(cat->labels[i], img[i] == 500 ? 1 + (i / FAULT_W >= 15) : 0, "find_sources: label of pixel %d", i);
+            cr_assert_eq(cat->labels[i], img[i] == 500 ? 1 + (i / FAULT_W >= 15) : 0, "find_sources: label of pixel %d",
+                         i);
         gpuws_catalog_free(cat);
     } else {
         cr_assert_null(cat, "find_sources failed and left *catalog set");
@@ -438,7 +442,8 @@ static void expect_ufunc(fault_fixture *f, gpuws_ufunc_id id, const double *spec
         const double ref = gpuws_ufunc_ref_eval(id, a);
         double err, allowed;
         cr_assert(gpuws_ufunc_ref_within(id, a, ref, got[i], &err, &allowed),
-                  "%s element %d: %.9g, wanted %.9g (error %g > %g)", gpuws_ufunc_names[id], i, got[i], ref, err, allowed);
+                  "%s element %d: %.9g, wanted %.9g (error %g > %g)", gpuws_ufunc_names[id], i, got[i], ref, err,
+                  allowed);
     }
     free(got);
 }
@@ -452,14 +457,15 @@ static gpuws_status ufunc_checked(fault_fixture *f, gpuws_ufunc_id id, const dou
 
 FAULT_CASE(gaussian_pdf, FAULT_ALL)
 {
-    const double s[] = {NAN, 500, 200};
-    return ufunc_checked(f, GPUWS_UFUNC_GAUSSIAN_PDF, s,
-                         gpuws_gaussian_pdf(f->stream, FAULT_N, operand(f, s[0]), operand(f, s[1]), operand(f, s[2]), f->out));
+    const double s[] = { NAN, 500, 200 };
+    return ufunc_checked(
+        f, GPUWS_UFUNC_GAUSSIAN_PDF, s,
+        gpuws_gaussian_pdf(f->stream, FAULT_N, operand(f, s[0]), operand(f, s[1]), operand(f, s[2]), f->out));
 }
 
 FAULT_CASE(polar_distance, FAULT_ALL)
 {
-    const double s[] = {NAN, 0.5, 3, NAN};
+    const double s[] = { NAN, 0.5, 3, NAN };
     return ufunc_checked(f, GPUWS_UFUNC_POLAR_DISTANCE, s,
                          gpuws_polar_distance(f->stream, FAULT_N, operand(f, s[0]), operand(f, s[1]), operand(f, s[2]),
                                               operand(f, s[3]), f->out));
@@ -467,27 +473,29 @@ FAULT_CASE(polar_distance, FAULT_ALL)
 
 FAULT_CASE(make_pulses, FAULT_ALL)
 {
-    const double s[] = {NAN, 10, 2};
-    return ufunc_checked(f, GPUWS_UFUNC_MAKE_PULSES, s,
-                         gpuws_make_pulses(f->stream, FAULT_N, operand(f, s[0]), operand(f, s[1]), operand(f, s[2]), f->out));
+    const double s[] = { NAN, 10, 2 };
+    return ufunc_checked(
+        f, GPUWS_UFUNC_MAKE_PULSES, s,
+        gpuws_make_pulses(f->stream, FAULT_N, operand(f, s[0]), operand(f, s[1]), operand(f, s[2]), f->out));
 }
 
 FAULT_CASE(hypot, FAULT_ALL)
 {
-    const double s[] = {NAN, 3};
-    return ufunc_checked(f, GPUWS_UFUNC_HYPOT, s, gpuws_hypot(f->stream, FAULT_N, operand(f, s[0]), operand(f, s[1]), f->out));
+    const double s[] = { NAN, 3 };
+    return ufunc_checked(f, GPUWS_UFUNC_HYPOT, s,
+                         gpuws_hypot(f->stream, FAULT_N, operand(f, s[0]), operand(f, s[1]), f->out));
 }
 
 FAULT_CASE(hypot_checked, FAULT_ALL)
 {
-    const double s[] = {NAN, NAN};
+    const double s[] = { NAN, NAN };
     return ufunc_checked(f, GPUWS_UFUNC_HYPOT, s,
                          gpuws_hypot_checked(f->stream, FAULT_N, operand(f, s[0]), operand(f, s[1]), f->out));
 }
 
 FAULT_CASE(hidden_layer, FAULT_ALL)
 {
-    const double s[] = {NAN, NAN};
+    const double s[] = { NAN, NAN };
     return ufunc_checked(f, GPUWS_UFUNC_HIDDEN_LAYER, s, gpuws_hidden_layer(f->stream, FAULT_N, f->in, f->in, f->out));
 }
 
@@ -498,11 +506,11 @@ FAULT_CASE(hidden_layer_host, FAULT_ALL)
     static float g[N], w[N], out[N];
     for (int i = 0; i < N; i++) g[i] = (float)(i % 256), w[i] = (float)(i % 7 - 3) * 0.5f;
     memset(out, TEST_POISON_BYTE, sizeof out);
-    const gpuws_pipeline_options o = {.chunk = 1024, .streams = 3};
+    const gpuws_pipeline_options o = { .chunk = 1024, .streams = 3 };
     gpuws_status st = gpuws_hidden_layer_host(f->ctx, N, g, w, out, &o);
     if (fault_ok(f, st)) {
         for (int i = 0; i < N; i++) {
-            const double a[2] = {g[i], w[i]}, ref = gpuws_ufunc_ref_eval(GPUWS_UFUNC_HIDDEN_LAYER, a);
+            const double a[2] = { g[i], w[i] }, ref = gpuws_ufunc_ref_eval(GPUWS_UFUNC_HIDDEN_LAYER, a);
             cr_assert(gpuws_ufunc_ref_within(GPUWS_UFUNC_HIDDEN_LAYER, a, ref, out[i], NULL, NULL),
                       "hidden_layer_host element %d: %.9g, wanted %.9g", i, out[i], ref);
         }

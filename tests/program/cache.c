@@ -230,10 +230,11 @@ static int child_builds(gpuws_backend_kind kind, int start_fd)
     enum { N = 1000 };
     uint32_t h[N];
     int rc = 0;
-    gpuws_arg args[3] = {gpuws_arg_u64(N), gpuws_arg_u32(11), gpuws_arg_buffer(NULL)};
-    gpuws_launch_config cfg = {{8, 1, 1}, {128, 1, 1}};
+    gpuws_arg args[3] = { gpuws_arg_u64(N), gpuws_arg_u32(11), gpuws_arg_buffer(NULL) };
+    gpuws_launch_config cfg = { { 8, 1, 1 }, { 128, 1, 1 } };
     if (gpuws_program_create(ctx, test_probe_source, NULL, &p) || gpuws_program_get_kernel(p, "probe", &k) ||
-        gpuws_buffer_create(ctx, sizeof h, &out) || (args[2] = gpuws_arg_buffer(out), gpuws_launch(NULL, k, &cfg, args, 3)) ||
+        gpuws_buffer_create(ctx, sizeof h, &out) ||
+        (args[2] = gpuws_arg_buffer(out), gpuws_launch(NULL, k, &cfg, args, 3)) ||
         gpuws_buffer_read(out, 0, h, sizeof h)) {
         fprintf(stderr, "child %d: %s\n", (int)getpid(), gpuws_last_error());
         rc = 1;
@@ -294,7 +295,7 @@ Test(program, without_a_c_compiler_cpu_programs_are_unavailable_with_the_reason)
     cr_assert(strstr(gpuws_last_error(), "/nonexistent/cc"), "%s", gpuws_last_error());
     cr_assert_eq(entries(NULL, 0), 0);
     /* the backend's own algorithms still run */
-    const float a[4] = {1, 2, 3, 4};
+    const float a[4] = { 1, 2, 3, 4 };
     float c[4];
     gpuws_buffer *da = test_buffer_from(ctx, a, sizeof a), *dc = test_buffer(ctx, sizeof c);
     TEST_OK(gpuws_vector_add(NULL, GPUWS_F32, 4, da, da, dc));
@@ -321,7 +322,7 @@ Test(program, without_nvrtc_cuda_programs_are_unavailable_with_the_reason)
     cr_assert(strstr(gpuws_last_error(), "NVRTC") && strstr(gpuws_last_error(), "libnvrtc-not-installed.so"),
               "the reason names NVRTC and the library: %s", gpuws_last_error());
     cr_assert_eq(entries(NULL, 0), 0);
-    const float a[4] = {1, 2, 3, 4};
+    const float a[4] = { 1, 2, 3, 4 };
     float c[4];
     gpuws_buffer *da = test_buffer_from(ctx, a, sizeof a), *dc = test_buffer(ctx, sizeof c);
     TEST_OK(gpuws_vector_add(NULL, GPUWS_F32, 4, da, da, dc));

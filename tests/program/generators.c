@@ -12,10 +12,10 @@ static const struct {
     const char *type, *neutral, *map, *reduce;
     size_t size;
 } reductions[] = {
-    {"gw_i32", "-2147483647 - 1", "x[i]", "gw_max(a, b)", 4},
-    {"gw_u32", "0xffffffffu", "(gw_u32)(x[i] + 10000)", "gw_min(a, b)", 4},
-    {"gw_i64", "0", "(gw_i64)x[i] * x[i] * x[i]", "a + b", 8},
-    {"gw_f64", "0.0", "(gw_f64)x[i] * 0.5", "a + b", 8}, /* halves of integers: every partial sum exact */
+    { "gw_i32", "-2147483647 - 1", "x[i]", "gw_max(a, b)", 4 },
+    { "gw_u32", "0xffffffffu", "(gw_u32)(x[i] + 10000)", "gw_min(a, b)", 4 },
+    { "gw_i64", "0", "(gw_i64)x[i] * x[i] * x[i]", "a + b", 8 },
+    { "gw_f64", "0.0", "(gw_f64)x[i] * 0.5", "a + b", 8 }, /* halves of integers: every partial sum exact */
 };
 
 typedef union {
@@ -31,14 +31,15 @@ BACKEND_TEST(program, an_elementwise_kernel_runs_over_exactly_n_elements)
 {
     gpuws_context *ctx = test_open(*kind);
     gpuws_kernel *k = NOT_SET;
-    TEST_OK(gpuws_elementwise_create(ctx, "const gw_f32 *x, gw_f32 *y, gw_f32 a, gw_i32 b", "y[i] = twice(a * x[i]) + b",
-                                     "GW_DEVICE gw_f32 twice(gw_f32 v) { return v + v; }", &k));
+    TEST_OK(gpuws_elementwise_create(ctx, "const gw_f32 *x, gw_f32 *y, gw_f32 a, gw_i32 b",
+                                     "y[i] = twice(a * x[i]) + b", "GW_DEVICE gw_f32 twice(gw_f32 v) { return v + v; }",
+                                     &k));
     cr_assert(k && k != NOT_SET);
     enum { N = 100003 };
     float *x = malloc(N * sizeof *x);
     for (int i = 0; i < N; i++) x[i] = (float)(i % 1000) * 0.25f;
     gpuws_buffer *dx = test_buffer_from(ctx, x, N * 4), *dy = test_buffer(ctx, N * 4);
-    gpuws_arg args[] = {gpuws_arg_buffer(dx), gpuws_arg_buffer(dy), gpuws_arg_f32(1.5f), gpuws_arg_i32(-3)};
+    gpuws_arg args[] = { gpuws_arg_buffer(dx), gpuws_arg_buffer(dy), gpuws_arg_f32(1.5f), gpuws_arg_i32(-3) };
     /* n = 0 writes nothing */
     TEST_OK(gpuws_elementwise_launch(NULL, k, 0, args, 4));
     TEST_OK(gpuws_context_synchronize(ctx));
@@ -48,7 +49,8 @@ BACKEND_TEST(program, an_elementwise_kernel_runs_over_exactly_n_elements)
     float *y = test_download(dy, N * 4);
     for (int i = 0; i < N - 5; i++) cr_assert_eq(y[i], 2.0f * (1.5f * x[i]) - 3.0f, "element %d", i);
     const unsigned char *tail = (const unsigned char *)(y + N - 5);
-    for (int i = 0; i < 5 * 4; i++) cr_assert_eq(tail[i], TEST_POISON_BYTE, "element %d past n was written", N - 5 + i / 4);
+    for (int i = 0; i < 5 * 4; i++)
+        cr_assert_eq(tail[i], TEST_POISON_BYTE, "element %d past n was written", N - 5 + i / 4);
     test_check_guard(dy, N * 4, "y");
     free(y);
     free(x);
@@ -83,12 +85,12 @@ BACKEND_TEST(program, elementwise_launch_takes_only_elementwise_kernels_and_thei
     gpuws_program *p = test_build(ctx, "GW_KERNEL void k(GW_GLOBAL gw_f32 *y, gw_f32 v, gw_u64 n) { y[0] = v; }\n");
     gpuws_kernel *user = test_kernel(p, "k");
     gpuws_buffer *y = test_buffer(ctx, 64 * 4);
-    gpuws_arg args[] = {gpuws_arg_buffer(y), gpuws_arg_f32(2.0f)};
+    gpuws_arg args[] = { gpuws_arg_buffer(y), gpuws_arg_f32(2.0f) };
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_elementwise_launch(NULL, user, 64, args, 2));
     cr_assert(strstr(gpuws_last_error(), "gpuws_elementwise_create"), "%s", gpuws_last_error());
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_elementwise_launch(NULL, NULL, 64, args, 2));
     TEST_FAILS(GPUWS_ERR_ARGUMENTS, gpuws_elementwise_launch(NULL, ew, 64, args, 1));
-    gpuws_arg wrong[] = {gpuws_arg_buffer(y), gpuws_arg_f64(2.0)};
+    gpuws_arg wrong[] = { gpuws_arg_buffer(y), gpuws_arg_f64(2.0) };
     TEST_FAILS(GPUWS_ERR_ARGUMENTS, gpuws_elementwise_launch(NULL, ew, 64, wrong, 2));
     TEST_OK(gpuws_context_synchronize(ctx));
     test_expect_untouched(y, 64 * 4, "y");
@@ -111,7 +113,7 @@ BACKEND_TEST(program, elementwise_launch_takes_only_elementwise_kernels_and_thei
 /* Row r of reductions over x[0..n) on the host. */
 static scalar host_reduce(size_t r, const int32_t *x, uint64_t n)
 {
-    scalar a = {0};
+    scalar a = { 0 };
     if (r == 0) a.i32 = INT32_MIN;
     if (r == 1) a.u32 = UINT32_MAX;
     for (uint64_t i = 0; i < n; i++) {
@@ -142,10 +144,10 @@ BACKEND_TEST(program, reductions_give_the_hosts_result_and_the_neutral_for_no_el
         TEST_OK(gpuws_reduction_create(ctx, reductions[r].type, reductions[r].neutral, reductions[r].map,
                                        reductions[r].reduce, "const gw_i32 *x", NULL, &red));
         cr_assert(red && red != NOT_SET);
-        gpuws_arg args[] = {gpuws_arg_buffer(dx)};
-        const uint64_t sizes[] = {0, 1, 2, 255, 256, 257, N};
+        gpuws_arg args[] = { gpuws_arg_buffer(dx) };
+        const uint64_t sizes[] = { 0, 1, 2, 255, 256, 257, N };
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-            scalar want = host_reduce(r, x, sizes[s]), got = {0};
+            scalar want = host_reduce(r, x, sizes[s]), got = { 0 };
             TEST_OK(gpuws_reduction_launch(NULL, red, sizes[s], args, 1, out));
             TEST_OK(gpuws_buffer_read(out, 0, &got, reductions[r].size));
             cr_assert_eq(memcmp(&got, &want, reductions[r].size), 0, "%s of %s over %llu elements: 0x%llx, want 0x%llx",
@@ -169,7 +171,7 @@ BACKEND_TEST(program, a_reduction_is_bit_for_bit_the_same_from_run_to_run)
     gpuws_buffer *dx = test_buffer_from(ctx, x, N * 4), *out = test_buffer(ctx, 4);
     gpuws_reduction *red;
     TEST_OK(gpuws_reduction_create(ctx, "gw_f32", "0.0f", "x[i] * 1.001f", "a + b", "const gw_f32 *x", NULL, &red));
-    gpuws_arg args[] = {gpuws_arg_buffer(dx)};
+    gpuws_arg args[] = { gpuws_arg_buffer(dx) };
     uint32_t first = 0;
     double want = 0, magnitude = 0;
     for (int i = 0; i < N; i++) want += x[i] * 1.001f, magnitude += fabs(x[i] * 1.001f);
@@ -195,24 +197,27 @@ BACKEND_TEST(program, reduction_calls_with_bad_texts_or_outputs_are_refused)
 {
     gpuws_context *ctx = test_open(*kind);
     gpuws_reduction *red = NOT_SET;
-    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_reduction_create(ctx, "gw_u8", "0", "x[i]", "a + b", "const gw_u8 *x", NULL, &red));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT,
+               gpuws_reduction_create(ctx, "gw_u8", "0", "x[i]", "a + b", "const gw_u8 *x", NULL, &red));
     cr_assert_null(red);
     red = NOT_SET;
-    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_reduction_create(ctx, "gw_i32", NULL, "x[i]", "a + b", "const gw_i32 *x", NULL, &red));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT,
+               gpuws_reduction_create(ctx, "gw_i32", NULL, "x[i]", "a + b", "const gw_i32 *x", NULL, &red));
     cr_assert_null(red);
     red = NOT_SET;
-    TEST_FAILS(GPUWS_ERR_BUILD, gpuws_reduction_create(ctx, "gw_i32", "0", "x[i] +", "a + b", "const gw_i32 *x", NULL, &red));
+    TEST_FAILS(GPUWS_ERR_BUILD,
+               gpuws_reduction_create(ctx, "gw_i32", "0", "x[i] +", "a + b", "const gw_i32 *x", NULL, &red));
     cr_assert_null(red);
     TEST_OK(gpuws_reduction_create(ctx, "gw_i64", "0", "x[i]", "a + b", "const gw_i32 *x", NULL, &red));
     gpuws_buffer *dx = test_buffer(ctx, 64), *small;
     TEST_OK(gpuws_buffer_create(ctx, 4, &small)); /* too small for a gw_i64 */
     const unsigned char poison = TEST_POISON_BYTE;
     TEST_OK(gpuws_buffer_fill(small, 0, &poison, 1, 4));
-    gpuws_arg args[] = {gpuws_arg_buffer(dx)};
+    gpuws_arg args[] = { gpuws_arg_buffer(dx) };
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_reduction_launch(NULL, red, 16, args, 1, small));
     gpuws_buffer *out = test_buffer(ctx, 8);
     TEST_FAILS(GPUWS_ERR_ARGUMENTS, gpuws_reduction_launch(NULL, red, 16, args, 0, out));
-    gpuws_arg wrong[] = {gpuws_arg_u32(1)};
+    gpuws_arg wrong[] = { gpuws_arg_u32(1) };
     TEST_FAILS(GPUWS_ERR_ARGUMENTS, gpuws_reduction_launch(NULL, red, 16, wrong, 1, out));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_reduction_launch(NULL, NULL, 16, args, 1, out));
     TEST_OK(gpuws_context_synchronize(ctx));

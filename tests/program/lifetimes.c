@@ -18,8 +18,8 @@ static const char *count_source = "GW_KERNEL void count(gw_u64 n, GW_GLOBAL gw_u
 /* Runs count over n elements (blocks of 64) and checks them. */
 static bool count_ok(gpuws_kernel *k, gpuws_buffer *out, gpuws_stream *s, uint32_t n)
 {
-    gpuws_arg args[] = {gpuws_arg_u64(n), gpuws_arg_buffer(out)};
-    gpuws_launch_config cfg = {{(n + 63) / 64, 1, 1}, {64, 1, 1}};
+    gpuws_arg args[] = { gpuws_arg_u64(n), gpuws_arg_buffer(out) };
+    gpuws_launch_config cfg = { { (n + 63) / 64, 1, 1 }, { 64, 1, 1 } };
     uint32_t *h = malloc(n * sizeof *h);
     bool ok = h && gpuws_launch(s, k, &cfg, args, 2) == GPUWS_OK && (!s || gpuws_stream_synchronize(s) == GPUWS_OK) &&
               gpuws_buffer_read(out, 0, h, n * sizeof *h) == GPUWS_OK;
@@ -35,7 +35,7 @@ BACKEND_TEST(program, a_kernel_of_a_destroyed_program_is_an_invalid_argument)
     gpuws_kernel *k = test_kernel(p, "count");
     gpuws_buffer *out = test_buffer(ctx, 256 * 4);
     gpuws_program_destroy(p);
-    gpuws_arg args[] = {gpuws_arg_u64(256), gpuws_arg_buffer(out)};
+    gpuws_arg args[] = { gpuws_arg_u64(256), gpuws_arg_buffer(out) };
     gpuws_launch_config cfg = CFG(4, 1, 1, 64, 1, 1);
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_launch(NULL, k, &cfg, args, 2));
     gpuws_kernel_info ki;
@@ -69,13 +69,14 @@ BACKEND_TEST(program, programs_left_alive_are_destroyed_with_their_context)
     gpuws_kernel *ew;
     gpuws_reduction *red;
     TEST_OK(gpuws_elementwise_create(ctx, "gw_u32 *y", "y[i] = 1u", NULL, &ew));
-    TEST_OK(gpuws_reduction_create(ctx, "gw_i32", "-2147483647 - 1", "x[i]", "gw_max(a, b)", "const gw_i32 *x", NULL, &red));
+    TEST_OK(gpuws_reduction_create(ctx, "gw_i32", "-2147483647 - 1", "x[i]", "gw_max(a, b)", "const gw_i32 *x", NULL,
+                                   &red));
     gpuws_buffer_destroy(out);
     gpuws_context_destroy(ctx); /* p, failed, ew and red still alive */
     cr_assert_null(gpuws_program_log(p), "the context destroyed the program");
     cr_assert_null(gpuws_program_log(failed));
     gpuws_program_destroy(p); /* a no-op now */
-    gpuws_arg args[] = {gpuws_arg_u64(0)};
+    gpuws_arg args[] = { gpuws_arg_u64(0) };
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_elementwise_launch(NULL, ew, 0, args, 0));
 }
 
@@ -107,7 +108,7 @@ BACKEND_TEST(program, launches_from_several_threads_share_one_context)
     launcher l[THREADS];
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        l[i] = (launcher){ctx, k, 20, false};
+        l[i] = (launcher){ ctx, k, 20, false };
         cr_assert_eq(pthread_create(&t[i], NULL, launch_many, &l[i]), 0);
     }
     for (int i = 0; i < THREADS; i++) cr_assert_eq(pthread_join(t[i], NULL), 0);

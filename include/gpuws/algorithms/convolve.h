@@ -16,7 +16,11 @@ extern "C" {
  *         kernel is at least as large as the image in every dimension, (kh - H + 1) x (kw - W + 1) (SciPy swaps
  *         the inputs). When neither is at least as large as the other in every dimension SciPy raises ValueError:
  *         here GPUWS_ERR_INVALID_ARGUMENT. */
-typedef enum gpuws_convolve_mode { GPUWS_CONVOLVE_FULL = 0, GPUWS_CONVOLVE_SAME = 1, GPUWS_CONVOLVE_VALID = 2 } gpuws_convolve_mode;
+typedef enum gpuws_convolve_mode {
+    GPUWS_CONVOLVE_FULL = 0,
+    GPUWS_CONVOLVE_SAME = 1,
+    GPUWS_CONVOLVE_VALID = 2
+} gpuws_convolve_mode;
 
 /* What lies outside the image (scipy.signal.convolve2d's `boundary`):
  *   FILL  the value options.fill_value (SciPy's fillvalue; default 0)
@@ -24,7 +28,11 @@ typedef enum gpuws_convolve_mode { GPUWS_CONVOLVE_FULL = 0, GPUWS_CONVOLVE_SAME 
  *   SYMM  the image mirrored about its edges, edge pixel included (... 1 0 | 0 1 2 ... H-1 | H-1 H-2 ...),
  *         repeated with period 2H: exactly what SciPy computes, also when the kernel is larger than the image.
  * In VALID mode no output reads outside the image, so the boundary does not matter. */
-typedef enum gpuws_convolve_boundary { GPUWS_BOUNDARY_FILL = 0, GPUWS_BOUNDARY_WRAP = 1, GPUWS_BOUNDARY_SYMM = 2 } gpuws_convolve_boundary;
+typedef enum gpuws_convolve_boundary {
+    GPUWS_BOUNDARY_FILL = 0,
+    GPUWS_BOUNDARY_WRAP = 1,
+    GPUWS_BOUNDARY_SYMM = 2
+} gpuws_convolve_boundary;
 
 typedef struct gpuws_convolve2d_options {
     size_t struct_size;               /* sizeof(gpuws_convolve2d_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
@@ -32,7 +40,10 @@ typedef struct gpuws_convolve2d_options {
     gpuws_convolve_boundary boundary; /* default GPUWS_BOUNDARY_FILL */
     double fill_value;                /* default 0; rounded to f32 for f32 convolutions; any value, NaN included */
 } gpuws_convolve2d_options;
-#define GPUWS_CONVOLVE2D_OPTIONS_INIT {sizeof(gpuws_convolve2d_options), GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0}
+#define GPUWS_CONVOLVE2D_OPTIONS_INIT                                                                                  \
+    {                                                                                                                  \
+        sizeof(gpuws_convolve2d_options), GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0                                \
+    }
 
 /* The output shape scipy.signal.convolve2d gives for an H x W image and a kh x kw kernel in `mode`.
  * Zero sizes (SciPy returns odd empty shapes for them; gpuws has nothing to compute) and VALID shapes where

@@ -17,13 +17,16 @@ typedef struct gpuws_sigma_clip_options {
     double kappa;       /* > 0; default 3 */
     int max_iterations; /* >= 1; default 100 */
 } gpuws_sigma_clip_options;
-#define GPUWS_SIGMA_CLIP_OPTIONS_INIT {sizeof(gpuws_sigma_clip_options), 3.0, 100}
+#define GPUWS_SIGMA_CLIP_OPTIONS_INIT                                                                                  \
+    {                                                                                                                  \
+        sizeof(gpuws_sigma_clip_options), 3.0, 100                                                                     \
+    }
 
 typedef struct gpuws_sigma_clip_result {
-    size_t count;       /* values kept (NaNs never count) */
+    size_t count; /* values kept (NaNs never count) */
     double median, mean, std;
-    int iterations;     /* passes made */
-    int converged;      /* 1 when the last pass removed nothing */
+    int iterations; /* passes made */
+    int converged;  /* 1 when the last pass removed nothing */
 } gpuws_sigma_clip_result;
 
 /* data: n f32 values. Blocks until the result is known (it is returned on the host). options NULL = defaults.
@@ -51,10 +54,10 @@ GPUWS_API gpuws_status gpuws_label(gpuws_stream *stream, size_t width, size_t he
  * first in raster order among equal ones) with its position. f32 data, f64 accumulation.
  * out: a device buffer of num_labels gpuws_source_measure records, record k for label k + 1. */
 typedef struct gpuws_source_measure {
-    double sum;         /* Σ data over the label's pixels (the integrated flux) */
-    double row, col;    /* centre of mass; NaN when sum is 0 */
-    double peak;        /* largest pixel value */
-    int64_t npix;       /* pixels in the label */
+    double sum;      /* Σ data over the label's pixels (the integrated flux) */
+    double row, col; /* centre of mass; NaN when sum is 0 */
+    double peak;     /* largest pixel value */
+    int64_t npix;    /* pixels in the label */
     int64_t peak_row, peak_col;
 } gpuws_source_measure;
 
@@ -66,19 +69,22 @@ GPUWS_API gpuws_status gpuws_measure(gpuws_stream *stream, size_t width, size_t 
  * only when asked for). Detection threshold: threshold_abs when it is not NaN, else threshold_sigma × clipped std
  * (the workshop: 5 × std, no median offset). */
 typedef struct gpuws_sources_options {
-    size_t struct_size;       /* sizeof(gpuws_sources_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
+    size_t struct_size;                   /* sizeof(gpuws_sources_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
     const gpuws_sigma_clip_options *clip; /* the κ-σ clipping; NULL = GPUWS_SIGMA_CLIP_OPTIONS_INIT */
-    double threshold_sigma;   /* default 5 */
-    double threshold_abs;     /* NaN (default) = use threshold_sigma */
-    int connectivity;         /* 4 (default) or 8 */
-    int want_labels;          /* 1: also return the label image */
+    double threshold_sigma;               /* default 5 */
+    double threshold_abs;                 /* NaN (default) = use threshold_sigma */
+    int connectivity;                     /* 4 (default) or 8 */
+    int want_labels;                      /* 1: also return the label image */
 } gpuws_sources_options;
-#define GPUWS_SOURCES_OPTIONS_INIT {sizeof(gpuws_sources_options), NULL, 5.0, (0.0 / 0.0), 4, 0}
+#define GPUWS_SOURCES_OPTIONS_INIT                                                                                     \
+    {                                                                                                                  \
+        sizeof(gpuws_sources_options), NULL, 5.0, (0.0 / 0.0), 4, 0                                                    \
+    }
 
 typedef struct gpuws_source {
-    int64_t id;               /* label number, 1..N */
-    double x, y;              /* centre of mass: x = column, y = row (0-based) */
-    double flux;              /* sum of the pixels */
+    int64_t id;  /* label number, 1..N */
+    double x, y; /* centre of mass: x = column, y = row (0-based) */
+    double flux; /* sum of the pixels */
     int64_t npix;
     double peak;
     int64_t peak_x, peak_y;
@@ -86,10 +92,10 @@ typedef struct gpuws_source {
 
 typedef struct gpuws_catalog {
     gpuws_sigma_clip_result clip;
-    double threshold;         /* the threshold applied */
+    double threshold; /* the threshold applied */
     size_t num_sources;
-    gpuws_source *sources;    /* num_sources records, in label order */
-    int32_t *labels;          /* width*height when want_labels, else NULL */
+    gpuws_source *sources; /* num_sources records, in label order */
+    int32_t *labels;       /* width*height when want_labels, else NULL */
     double ms_upload, ms_clip, ms_threshold, ms_label, ms_measure, ms_download, ms_total; /* device-event times */
 } gpuws_catalog;
 

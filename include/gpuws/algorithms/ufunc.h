@@ -23,8 +23,20 @@ typedef struct gpuws_operand {
     double scalar;             /* the value when array is NULL */
 } gpuws_operand;
 
-static inline gpuws_operand gpuws_operand_array(const gpuws_buffer *b) { gpuws_operand o; o.array = b; o.scalar = 0.0; return o; }
-static inline gpuws_operand gpuws_operand_scalar(double v) { gpuws_operand o; o.array = NULL; o.scalar = v; return o; }
+static inline gpuws_operand gpuws_operand_array(const gpuws_buffer *b)
+{
+    gpuws_operand o;
+    o.array = b;
+    o.scalar = 0.0;
+    return o;
+}
+static inline gpuws_operand gpuws_operand_scalar(double v)
+{
+    gpuws_operand o;
+    o.array = NULL;
+    o.scalar = v;
+    return o;
+}
 
 /* exp(-0.5 * ((x - mean) / sigma)^2) / (sigma * sqrt(2 pi)).
  * Relative error <= (13 + 13|q|) u with q = -0.5 ((x - mean) / sigma)^2 (the argument of exp amplifies the rounding
@@ -69,10 +81,13 @@ GPUWS_API gpuws_status gpuws_hidden_layer(gpuws_stream *stream, size_t n, const 
 
 typedef struct gpuws_pipeline_options {
     size_t struct_size; /* sizeof(gpuws_pipeline_options); 0 = gpuws 0.2's (gpuws.h: options grow) */
-    size_t chunk;  /* elements per chunk, rounded up to a multiple of 1024; 0 = 2^21 (8 MiB per array) */
-    int streams;   /* streams the chunks rotate over, 1..8; 0 = 3 (upload, compute and download all overlap) */
+    size_t chunk;       /* elements per chunk, rounded up to a multiple of 1024; 0 = 2^21 (8 MiB per array) */
+    int streams;        /* streams the chunks rotate over, 1..8; 0 = 3 (upload, compute and download all overlap) */
 } gpuws_pipeline_options;
-#define GPUWS_PIPELINE_OPTIONS_INIT {sizeof(gpuws_pipeline_options), 0, 0}
+#define GPUWS_PIPELINE_OPTIONS_INIT                                                                                    \
+    {                                                                                                                  \
+        sizeof(gpuws_pipeline_options), 0, 0                                                                           \
+    }
 
 /* The hidden layer from host memory to host memory, as the assessment asks: blocks until out (n f32 values on the
  * host) is complete. The arrays go through the device in chunks rotating over several streams, so the upload of
