@@ -60,14 +60,17 @@ static gpuws_status va_run(void *p, gpuws_stream *st)
 static bool va_check(void *p, char *msg, size_t n)
 {
     va_state *s = p;
-    float *got = malloc(s->n * sizeof(float)), *want = malloc(s->n * sizeof(float));
-    bool ok = got && want && gpuws_buffer_read(s->c, 0, got, s->n * sizeof(float)) == GPUWS_OK;
+    const size_t bytes = s->n * sizeof(float);
+    float *got = NULL, *want = malloc(bytes);
+    bool ok = gpuws__case_read(s->c, (void **)&got, bytes, msg, n);
+    if (ok && !want) {
+        snprintf(msg, n, "out of host memory for the reference");
+        ok = false;
+    }
     if (ok) {
         gpuws_vector_add_ref_f32(s->ha, s->hb, want, s->n);
-        ok = memcmp(got, want, s->n * sizeof(float)) == 0;
+        ok = memcmp(got, want, bytes) == 0;
         if (!ok) snprintf(msg, n, "result differs from the scalar reference");
-    } else {
-        snprintf(msg, n, "could not read the result back");
     }
     free(got);
     free(want);
