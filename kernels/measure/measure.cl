@@ -41,7 +41,9 @@ inline uint m_okey(float x)
  * atomicAdd/atomicMax compile to when their result is unused. Elsewhere: the 64-bit max and count are OpenCL
  * atomics whose result is unused (a GPU compiler may make them reductions too), and the three f64 sums are
  * compare-and-swap loops run side by side, so their round trips to memory overlap instead of queueing. The
- * first guess is a plain read (a stale one only costs a retry); a volatile read was a system-scope load. */
+ * first guess is 0, not a read of the record: a label's first flush then succeeds at once, later ones fail once
+ * and learn the value, which costs the round trip a read would, and no plain read races with the atomics
+ * (Oclgrind reports such a race; a volatile read was a system-scope load). */
 inline void m_flush(__global ulong *out, int label, double sd, double sr, double sc, uint cnt, ulong key)
 {
     __global ulong *rec = out + (ulong)(label - 1) * MEASURE_RECORD_WORDS;
@@ -55,14 +57,14 @@ inline void m_flush(__global ulong *out, int label, double sd, double sr, double
 #ifdef cl_khr_int64_extended_atomics
     atom_max(rec + 3, key);
 #else
-    for (ulong old = rec[3]; key > old;) {
+    for (ulong old = 0; key > old;) {
         const ulong prev = atom_cmpxchg(rec + 3, old, key);
         if (prev == old) break;
         old = prev;
     }
 #endif
     atom_add(rec + 4, (ulong)cnt);
-    ulong o0 = rec[0], o1 = rec[1], o2 = rec[2];
+    ulong o0 = 0, o1 = 0, o2 = 0;
     bool d0 = false, d1 = false, d2 = false;
     do {
         if (!d0) {
