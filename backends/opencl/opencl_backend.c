@@ -281,6 +281,7 @@ typedef struct {
     atomic_int kernel_markers; /* 0 unknown/use clEnqueueMarker, 1 use marker kernel; any thread may set it */
     bool nv_options;           /* cl_nv_compiler_options: build options -cl-nv-* are passed on, else dropped */
     uint64_t max_global;       /* largest global work size in one dimension: what the device's addresses hold */
+    bool oclgrind;             /* the Oclgrind simulator: fills are host writes, host memory is malloc'd (below) */
 } ocl_ctx;
 
 #define OCTX(c) ((ocl_ctx *)(c)->impl)
@@ -308,6 +309,7 @@ static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, s
     if (!c) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating an OpenCL context");
     fill_info(o, &ctx->info);
     c->dev = o->device;
+    c->oclgrind = gpuws__icontains(o->platform_name, "Oclgrind");
     cl_context_properties props[] = { CL_CONTEXT_PLATFORM, (cl_context_properties)o->platform, 0 };
     cl_int e;
     c->ctx = ocl.clCreateContext(props, 1, &o->device, NULL, NULL, &e);
@@ -337,6 +339,8 @@ static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, s
     return GPUWS_OK;
 }
 
+static void pinned_release(ocl_ctx *c, ocl_pinned *pin);
+
 static void ocl_context_destroy(gpuws_context *ctx)
 {
     ocl_ctx *c = OCTX(ctx);
@@ -344,10 +348,7 @@ static void ocl_context_destroy(gpuws_context *ctx)
     while (c->pinned) {
         ocl_pinned *p = c->pinned;
         c->pinned = p->next;
-        ocl.clEnqueueUnmapMemObject(c->aux, p->mem, p->ptr, 0, NULL, NULL);
-        ocl.clFinish(c->aux);
-        ocl.clReleaseMemObject(p->mem);
-        free(p);
+        pinned_release(c, p);
     }
     while (c->programs) {
         ocl_program *p = c->programs;
@@ -455,11 +456,39 @@ static gpuws_status ocl_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, cons
     return GPUWS_OK;
 }
 
+/* Pinned host memory is a mapped CL_MEM_ALLOC_HOST_PTR buffer. On Oclgrind it is plain host memory (mem NULL):
+ * after a mapped buffer is unmapped and released, the simulator's uninitialised-value check loses track of stores
+ * into buffers created later, and reports reads of values that were written (docs/reliability.md, "Oclgrind";
+ * tests/oclgrind/host_calls.c, mode map, shows it). A simulator gains nothing from pinned memory. */
+static void pinned_release(ocl_ctx *c, ocl_pinned *pin)
+{
+    if (pin->mem) {
+        ocl.clEnqueueUnmapMemObject(c->aux, pin->mem, pin->ptr, 0, NULL, NULL);
+        ocl.clFinish(c->aux);
+        ocl.clReleaseMemObject(pin->mem);
+    } else {
+        free(pin->ptr);
+    }
+    free(pin);
+}
+
 static gpuws_status ocl_host_alloc(gpuws_context *ctx, size_t n, void **p)
 {
     ocl_ctx *c = OCTX(ctx);
     ocl_pinned *pin = calloc(1, sizeof *pin);
     if (!pin) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating pinned-memory bookkeeping");
+    if (c->oclgrind) {
+        if (!(pin->ptr = malloc(n ? n : 1))) {
+            free(pin);
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "host memory of %zu bytes", n);
+        }
+        pthread_mutex_lock(&c->pin_lock);
+        pin->next = c->pinned;
+        c->pinned = pin;
+        pthread_mutex_unlock(&c->pin_lock);
+        *p = pin->ptr;
+        return GPUWS_OK;
+    }
     cl_int e;
     pin->mem = ocl.clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n, NULL, &e);
     if (!pin->mem) {
@@ -490,10 +519,7 @@ static void ocl_host_free(gpuws_context *ctx, void *p)
         ocl_pinned *pin = *pp;
         if (pin->ptr != p) continue;
         *pp = pin->next;
-        ocl.clEnqueueUnmapMemObject(c->aux, pin->mem, pin->ptr, 0, NULL, NULL);
-        ocl.clFinish(c->aux);
-        ocl.clReleaseMemObject(pin->mem);
-        free(pin);
+        pinned_release(c, pin);
         break;
     }
     pthread_mutex_unlock(&c->pin_lock);
@@ -976,9 +1002,21 @@ static void print_kernel_time(cl_event ev, const char *name, const gpuws_launch_
     print_command_time(ev, name, where);
 }
 
-/* Fills are timed by opencl_profile=1 as kernels are (some drivers implement them as their own kernels). */
+/* Fills are timed by opencl_profile=1 as kernels are (some drivers implement them as their own kernels).
+ * On the Oclgrind simulator a fill is a blocking host write of the repeated pattern: its uninitialised-value check
+ * does not see clEnqueueFillBuffer and would report every later read of filled memory (docs/reliability.md,
+ * "Oclgrind"; tests/oclgrind/host_calls.c, mode fill, shows it). */
 static gpuws_status ocl_fill(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pat, size_t ps, size_t n)
 {
+    if (OCTX(s->ctx)->oclgrind) {
+        unsigned char *h = malloc(n ? n : 1);
+        if (!h) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "host copy of a %zu-byte fill", n);
+        for (size_t i = 0; i < n; i++) h[i] = ((const unsigned char *)pat)[i % ps];
+        const cl_int e = ocl.clEnqueueWriteBuffer(Q(s), MEM(b), CL_TRUE, off, n, h, 0, NULL, NULL);
+        free(h);
+        CHECK_CL(e, "clEnqueueWriteBuffer of a %zu-byte fill", n);
+        return GPUWS_OK;
+    }
     cl_event ev = NULL;
     CHECK_CL(ocl.clEnqueueFillBuffer(Q(s), MEM(b), pat, ps, off, n, 0, NULL, profile_kernels(s->ctx) ? &ev : NULL),
              "clEnqueueFillBuffer of %zu bytes", n);
