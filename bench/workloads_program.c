@@ -102,7 +102,7 @@ static gpuws_status va_setup(gpuws_context *ctx, bench_size size, void **state, 
     prog_state *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
-    s->n = (size_t)1 << (size == BENCH_SMALL || size == BENCH_TINY ? 20 : size == BENCH_LARGE ? 28 : 26);
+    s->n = gpuws__case_pick(size, 5000, (size_t)1 << 20, (size_t)1 << 26, (size_t)1 << 28); /* as vector_add's cases */
     const size_t bytes = s->n * sizeof(float);
     if (!(s->ha = uniform_floats(s->n, 1)) || !(s->hb = uniform_floats(s->n, 2))) return GPUWS_ERR_OUT_OF_MEMORY;
     gpuws_status st;
@@ -160,10 +160,8 @@ static gpuws_status mm_setup(gpuws_context *ctx, bench_size size, void **state, 
     prog_state *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
-    s->n = size == BENCH_SMALL || size == BENCH_TINY ? 1024
-           : size == BENCH_LARGE                     ? 8192
-                                                     : 4096; /* as kernels/matmul/matmul_cases.c */
-    if (cpu_device(ctx)) s->n /= 4;
+    s->n = gpuws__case_pick(size, 80, 1024, 4096, 8192); /* as kernels/matmul/matmul_cases.c */
+    if (cpu_device(ctx) && size != BENCH_TINY) s->n /= 4;
     const size_t n = s->n, bytes = n * n * sizeof(float);
     if (!(s->ha = uniform_floats(n * n, 7)) || !(s->hb = uniform_floats(n * n, 8))) return GPUWS_ERR_OUT_OF_MEMORY;
     gpuws_status st;

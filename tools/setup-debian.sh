@@ -20,5 +20,5 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
     cmake build-essential pkg-config \
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
-    libcriterion-dev libcfitsio-dev libpng-dev valgrind >/dev/null
+    libcriterion-dev libcfitsio-dev libpng-dev valgrind oclgrind >/dev/null
 echo "gpuws: build dependencies installed"
