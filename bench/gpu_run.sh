@@ -13,7 +13,7 @@
 # peers.json and logs.tar.gz. Every step has a time limit, so one hang cannot eat the whole lease:
 # TEST_TIMEOUT (per suite) and CTEST_TOTAL, SANITIZE_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, PROFILE_TIMEOUT (seconds).
 # Extra options: CTEST_ARGS (e.g. "-R convolve"), BENCH_ARGS (default "--full --backends cuda,opencl --platform NVIDIA"),
-# PEERS_ARGS (run_peers.py's), SANITIZE_TOOLS, PROFILE ("algorithm[/variant]=kernel-regex ...").
+# PEERS_ARGS (run_peers.py's), SANITIZE_TOOLS, SANITIZE_SIZES (default tiny), PROFILE ("algorithm[/variant]=kernel-regex ...").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-build,test,sanitize,bench,peers}
@@ -72,9 +72,10 @@ fi
 if has sanitize; then
     # compute-sanitizer cannot follow Criterion's workers (it rejects their process ids), so it runs `gpuws
     # selftest`: every bench workload once, checked against the reference, in one process.
-    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+    # tiny runs every workload in seconds, even under racecheck (small: SANITIZE_SIZES=small).
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
         ours timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool "$tool" --error-exitcode 99 \
-            $G selftest --backends cuda --sizes small >"$LOGS/sanitize-$tool.log" 2>&1
+            $G selftest --backends cuda --sizes ${SANITIZE_SIZES:-tiny} >"$LOGS/sanitize-$tool.log" 2>&1
         log "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|selftest:' "$LOGS/sanitize-$tool.log" | tr '\n' ' ')"
     done
 fi
