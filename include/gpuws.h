@@ -245,6 +245,11 @@ typedef struct gpuws_kernel_info {
     uint32_t num_params; /* parameters as seen by gpuws_launch (local-memory arguments included) */
 } gpuws_kernel_info;
 GPUWS_API gpuws_status gpuws_kernel_get_info(const gpuws_kernel *kernel, gpuws_kernel_info *info);
+/* The kernel's parameters as gpuws_arg_kind letters, in order, NUL-terminated ("Lfbb": a uint64, a float, two
+ * buffers): what gpuws_launch checks the arguments against, so a binding can convert values to the right kinds.
+ * '?' marks a parameter whose kind the library does not know. NULL for a NULL or dead kernel; valid while the
+ * kernel lives. */
+GPUWS_API const char *gpuws_kernel_signature(const gpuws_kernel *kernel);
 
 typedef enum gpuws_arg_kind {
     GPUWS_ARG_BUFFER = 'b',
