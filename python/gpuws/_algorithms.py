@@ -242,7 +242,7 @@ def convolve1d(a, v, mode="full", out=None, stream=None, ctx=None):
 
 convolve = convolve1d
 
-# ---- linear algebra ---------------------------------------------------------------------------------------------------
+# ---- linear algebra --------------------------------------------------------------------------------------------------
 
 _MATMUL_VARIANTS = ("tiled", "naive", "shared")
 
@@ -407,7 +407,7 @@ def find_sources(image, threshold_sigma=5.0, threshold_abs=None, kappa=3.0, max_
         lib.gpuws_catalog_free(cat)
 
 
-# ---- workshop kernels ---------------------------------------------------------------------------------------------------
+# ---- workshop kernels ------------------------------------------------------------------------------------------------
 
 _PRIMES_VARIANTS = ("fast", "trial")
 
@@ -458,7 +458,7 @@ def histogram(x, bins=10, range=None, stream=None, ctx=None):  # noqa: A002 (Num
     return c.done(counts), np.linspace(lo, hi, int(bins) + 1)
 
 
-# ---- ufuncs (float32) -------------------------------------------------------------------------------------------------
+# ---- ufuncs (float32) ------------------------------------------------------------------------------------------------
 
 
 def _ufunc(fname, cfunc, operands, out, stream, ctx):
@@ -479,7 +479,7 @@ def _ufunc(fname, cfunc, operands, out, stream, ctx):
     if shape is None:
         raise invalid("%s: at least one argument must be an array" % fname)
     o = c.output(out, shape, np.float32)
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)
     check(cfunc(c.s, size, *ops, o.handle))
     return c.done(o)
 

@@ -1,6 +1,8 @@
 """Errors, backends and devices, contexts, streams, events and device arrays."""
 
+import atexit
 import ctypes
+import math
 import weakref
 from collections import namedtuple
 
@@ -31,7 +33,7 @@ class Error(Exception):
 # `except ValueError` and the like work as a NumPy user expects.
 class InvalidArgumentError(Error, ValueError): status = -1
 class OutOfRangeError(Error, IndexError): status = -2
-class OverflowError(Error, ArithmeticError): status = -3  # noqa: A001 (gpuws.OverflowError; a subclass of ArithmeticError)
+class OverflowError(Error, ArithmeticError): status = -3  # noqa: A001 (gpuws.OverflowError)
 class OutOfMemoryError(Error, MemoryError): status = -4
 class UnsupportedError(Error, NotImplementedError): status = -5
 class BackendUnavailableError(Error, RuntimeError): status = -6
@@ -139,6 +141,8 @@ ARRAY_DTYPES = frozenset(GPUWS_DTYPES) | {np.dtype(np.uint64), np.dtype(np.int8)
 
 
 def _array_dtype(dtype):
+    if dtype.__class__ is np.dtype and dtype in ARRAY_DTYPES:  # the common case, quickly
+        return dtype
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
@@ -151,6 +155,8 @@ def _array_dtype(dtype):
 
 
 def _shape(shape):
+    if shape.__class__ is tuple and all(s.__class__ is int and s >= 0 for s in shape):  # NumPy's shapes
+        return shape
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
@@ -206,6 +212,7 @@ class Context:
         self._owned = weakref.WeakValueDictionary()  # id -> _Owned, released before the context
         check(lib.gpuws_context_create(ctypes.byref(h), ctypes.byref(opts)))
         self._handle = h.value
+        _open_contexts.add(self)
         kind = ctypes.c_int()
         check(lib.gpuws_context_get_backend(self._handle, ctypes.byref(kind)))
         self.backend = BACKENDS[kind.value]
@@ -304,6 +311,17 @@ class Context:
         arr = Array(self, host.shape, host.dtype)
         arr.set(host, stream=stream)
         return arr
+
+
+_open_contexts = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    # At exit, before the interpreter tears objects down in no useful order: each context releases what was made
+    # from it first, as close() does (else the C library warns of leaked buffers).
+    for ctx in list(_open_contexts):
+        ctx.close()
 
 
 class Stream:
@@ -416,7 +434,7 @@ class Array:
         self.context = ctx
         self.shape = _shape(shape)
         self.dtype = _array_dtype(dtype)
-        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        self.size = math.prod(self.shape)
         self.nbytes = self.size * self.dtype.itemsize
         if _buffer is not None:
             self._buf = _buffer
@@ -508,10 +526,10 @@ class Array:
             shape = shape[0]
         shape = list(shape)
         if shape.count(-1) == 1:
-            known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+            known = math.prod(s for s in shape if s != -1)
             shape[shape.index(-1)] = self.size // known if known else 0
         shape = _shape(shape)
-        if int(np.prod(shape, dtype=np.int64)) != self.size:
+        if math.prod(shape) != self.size:
             raise invalid("reshape: %d elements cannot have shape %s" % (self.size, shape))
         return Array(self.context, shape, self.dtype, _buffer=self._buf)
 
