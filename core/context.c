@@ -221,7 +221,7 @@ void gpuws_context_destroy(gpuws_context *ctx)
         gpuws_buffer *b = ctx->buffers;
         gpuws__buffer_unlink(b);
         gpuws__handle_remove(b);
-        ctx->backend->buffer_destroy(b);
+        if (!b->wrapped) ctx->backend->buffer_destroy(b);
         gpuws__free(b);
     }
     while (ctx->kernels) {

@@ -202,6 +202,20 @@ GPUWS_API void gpuws_buffer_destroy(gpuws_buffer *buffer);
 GPUWS_API gpuws_status gpuws_buffer_get_size(const gpuws_buffer *buffer, size_t *bytes);
 GPUWS_API gpuws_status gpuws_buffer_get_context(const gpuws_buffer *buffer, gpuws_context **ctx);
 
+/* Sharing memory with other libraries without a copy (DLPack, CuPy, PyTorch): the CPU backend's buffers are host
+ * memory and CUDA's are device memory of the context's device, each at an address; an OpenCL buffer has none (a
+ * cl_mem), so on OpenCL both calls are GPUWS_ERR_UNSUPPORTED.
+ * gpuws_buffer_get_pointer: the buffer's address, valid until it is destroyed. Work queued on the buffer may still
+ * be running: synchronize its stream before another library reads or writes the memory. */
+GPUWS_API gpuws_status gpuws_buffer_get_pointer(const gpuws_buffer *buffer, void **ptr);
+/* A buffer over `bytes` bytes the caller owns at ptr: host memory on the CPU backend, device memory of the context's
+ * device on CUDA (memory of another kind there is the caller's error and fails in the kernels that touch it). ptr
+ * must be aligned to GPUWS_BUFFER_WRAP_ALIGNMENT bytes (the kernels' widest access) and bytes > 0
+ * (GPUWS_ERR_INVALID_ARGUMENT). gpuws never frees the memory: it must outlive the buffer, whose destroy (or the
+ * context's) releases only the handle. */
+#define GPUWS_BUFFER_WRAP_ALIGNMENT 16
+GPUWS_API gpuws_status gpuws_buffer_wrap(gpuws_context *ctx, void *ptr, size_t bytes, gpuws_buffer **buffer);
+
 /* Blocking transfers, ordered after earlier work on the default stream. Every range is bounds-checked:
  * offset + bytes past the end is GPUWS_ERR_OUT_OF_RANGE and nothing is transferred. bytes == 0 is a no-op. */
 GPUWS_API gpuws_status gpuws_buffer_write(gpuws_buffer *dst, size_t offset, const void *src, size_t bytes);
