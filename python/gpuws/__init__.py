@@ -8,7 +8,8 @@ A thin layer over the C library's public API (libgpuws, through ctypes): every c
         out = gpuws.convolve2d(img, np.ones((5, 5), np.float32), mode="same")   # an Array, on the device
         print(out.get().sum())
 
-NumPy arrays are accepted wherever an Array is; when no Array is given the result is NumPy (docs/python.md).
+NumPy arrays are accepted wherever an Array is; when no Array is given the result is NumPy (docs/python.md). Arrays
+of the CPU and CUDA backends share memory through DLPack (np.from_dlpack, gpuws.from_dlpack) without a copy.
 """
 
 from ._lib import LIBRARY_PATH
@@ -21,6 +22,7 @@ from ._algorithms import (Catalog, SigmaClipResult, add, convolve, convolve1d, c
                           l2_norm, label, make_pulses, matmul, max, measure, min, monte_carlo_pi, polar_distance,
                           primes, reduce, set_default_context, sigma_clip, sum, threshold, transpose, vector_add,
                           zero_suppress)
+from ._dlpack import from_dlpack
 from ._kernels import ElementwiseKernel, RawKernel, ReductionKernel
 
 __version__ = "0.2.0"

@@ -174,7 +174,7 @@ def _shape(shape):
 class _Owned:
     """A C handle that a context owns: released before the context, and dead (None) once released."""
 
-    __slots__ = ("handle", "_destroy", "__weakref__")
+    __slots__ = ("handle", "_destroy", "keep", "__weakref__")  # keep: what must outlive the handle
 
     def __init__(self, handle, destroy):
         self.handle = handle
@@ -218,7 +218,8 @@ class Context:
         self.backend = BACKENDS[kind.value]
         info = _lib.DeviceInfo()
         check(lib.gpuws_context_get_device_info(self._handle, ctypes.byref(info)))
-        self.device = _device(info, None if device is None else int(device))._replace(index=None)
+        self.device_index = None if device is None else int(device)  # None: GPUWS_DEVICE's choice
+        self.device = _device(info, self.device_index)
         self.default_stream = Stream._default(self)
 
     # -- lifetime --
@@ -247,10 +248,16 @@ class Context:
         """Waits for the context's work and releases it with every object made from it (idempotent)."""
         if self._handle is None:
             return
+        from ._dlpack import exported_buffers
+        shared = exported_buffers(self)  # memory a DLPack consumer still holds
         for o in list(self._owned.values()):
-            o.release()
+            if o not in shared:
+                o.release()
         h, self._handle = self._handle, None
-        lib.gpuws_context_destroy(h)
+        if shared:  # destroyed when the last consumer lets go (python/gpuws/_dlpack.py)
+            self._pending_destroy = h
+        else:
+            lib.gpuws_context_destroy(h)
 
     def __del__(self):
         try:
@@ -293,6 +300,12 @@ class Context:
         a = Array(self, shape, dtype)
         a.fill(value)
         return a
+
+    def from_dlpack(self, x):
+        """An Array of this context over ``x``'s memory (DLPack; no copy where the memory is this context's kind):
+        gpuws.from_dlpack."""
+        from ._dlpack import from_dlpack
+        return from_dlpack(x, self)
 
     def asarray(self, a, dtype=None, stream=None):
         """An Array holding a copy of ``a`` (a NumPy array or anything np.asarray takes; non-contiguous and
@@ -500,6 +513,22 @@ class Array:
     def __array__(self, dtype=None, copy=None):
         a = self.get()
         return a if dtype is None else a.astype(dtype)
+
+    # -- sharing memory without a copy (python/gpuws/_dlpack.py) --
+    def __dlpack__(self, stream=None):
+        """DLPack export: host memory on the CPU backend, device memory on CUDA (BufferError on OpenCL)."""
+        from ._dlpack import to_dlpack
+        return to_dlpack(self, stream)
+
+    def __dlpack_device__(self):
+        from ._dlpack import dlpack_device
+        return dlpack_device(self)
+
+    @property
+    def __cuda_array_interface__(self):
+        """Version 3 of the CUDA array interface, for Arrays of the CUDA backend (others have no such attribute)."""
+        from ._dlpack import cuda_array_interface
+        return cuda_array_interface(self)
 
     def fill(self, value, stream=None):
         """Sets every element to ``value`` (converted to the dtype)."""
