@@ -194,6 +194,8 @@ _FUNCTIONS = {
     "gpuws_buffer_read_async": (_S, [P, P, sz, c_void_p, sz]),
     "gpuws_buffer_copy_async": (_S, [P, P, sz, P, sz, sz]),
     "gpuws_buffer_fill_async": (_S, [P, P, sz, c_void_p, sz, sz]),
+    "gpuws_buffer_get_pointer": (_S, [P, POINTER(c_void_p)]),
+    "gpuws_buffer_wrap": (_S, [P, c_void_p, sz, POINTER(P)]),
     "gpuws_kernel_get_info": (_S, [P, POINTER(KernelInfo)]),
     "gpuws_kernel_signature": (c_char_p, [P]),
     "gpuws_launch": (_S, [P, P, POINTER(LaunchConfig), POINTER(Arg), sz]),

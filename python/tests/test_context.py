@@ -1,7 +1,9 @@
 """Backends, devices, contexts and errors: the C API's rules seen from Python."""
 
 import ctypes
+import gc
 import os
+import re
 import shutil
 import subprocess
 
@@ -155,3 +157,33 @@ def test_ctypes_structs_have_the_headers_layout(tmp_path):
     got = [int(x) for x in subprocess.run([str(tmp_path / "layout")], check=True, capture_output=True,
                                           text=True).stdout.split()]
     assert got == want
+
+
+def test_every_c_function_the_package_calls_has_its_prototype_declared():
+    """An undeclared ctypes function takes ints as C ints: a 64-bit handle would be cut to 32 bits."""
+    pkg = os.path.join(os.path.dirname(gpuws.__file__))
+    called = set()
+    for name in os.listdir(pkg):
+        if name.endswith(".py"):
+            with open(os.path.join(pkg, name)) as f:
+                called |= set(re.findall(r"\blib\.(gpuws_\w+)", f.read()))
+    assert called and called <= set(_lib._FUNCTIONS), sorted(called - set(_lib._FUNCTIONS))
+
+
+def test_calls_leave_no_device_memory_behind(ctx, rng):
+    img = rng.random((64, 64)).astype(np.float32)
+    k = gpuws.RawKernel("GW_KERNEL void f(GW_GLOBAL gw_f32 *x) { x[gw_global_idx(0)] *= 2; }", "f")
+    k.compile(ctx)
+    gc.collect()
+    before = len(ctx._owned)
+    for _ in range(20):
+        gpuws.convolve2d(img, img[:5, :5], ctx=ctx)
+        gpuws.label(img > 0.5, ctx=ctx)
+        gpuws.sigma_clip(img, ctx=ctx)
+        gpuws.find_sources(img, ctx=ctx)
+        gpuws.hypot(img, 1.0, ctx=ctx)
+        gpuws.histogram(img, 8, range=(0, 1), ctx=ctx)
+        k(64, 64, (img.ravel().copy(),), ctx=ctx)
+        np.from_dlpack(ctx.asarray(img)) if ctx.backend == "cpu" else None
+    gc.collect()
+    assert len(ctx._owned) == before
