@@ -478,6 +478,8 @@ class Array:
     def __repr__(self):
         if self.context.closed:
             return "<gpuws.Array %s %s, context closed>" % (self.shape, self.dtype)
+        if self.size > 1000:  # no download of a large array to print it
+            return "<gpuws.Array %s %s on %s>" % (self.shape, self.dtype, self.context.backend)
         return "gpuws.Array(%s, backend=%s)" % (np.array2string(self.get(), separator=", "), self.context.backend)
 
     def set(self, host, stream=None):
