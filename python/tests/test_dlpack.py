@@ -92,3 +92,30 @@ def test_cuda_arrays_share_device_memory():
         b = gpuws.from_dlpack(a, gpuws.Context("cuda"))  # another context on the same device: no copy
         assert b.__cuda_array_interface__["data"][0] == cai["data"][0]
         np.testing.assert_array_equal(b.get(), a.get())
+
+
+def test_cupy_and_gpuws_share_device_memory_both_ways():
+    cp = pytest.importorskip("cupy")
+    ctx = open_context("cuda")
+    with ctx:
+        x = cp.arange(1024, dtype=cp.float32)
+        a = gpuws.from_dlpack(x, ctx)
+        assert a.__cuda_array_interface__["data"][0] == x.data.ptr, "no copy in"
+        gpuws.vector_add(a, a, out=a)
+        ctx.synchronize()
+        assert bool((x == 2 * cp.arange(1024, dtype=cp.float32)).all()), "gpuws wrote CuPy's memory"
+        b = ctx.asarray(np.arange(10, dtype=np.float64))
+        y = cp.asarray(b)  # through __cuda_array_interface__
+        assert y.data.ptr == b.__cuda_array_interface__["data"][0], "no copy out"
+        assert cp.from_dlpack(b).data.ptr == y.data.ptr
+        np.testing.assert_array_equal(cp.asnumpy(y), np.arange(10))
+
+
+def test_pytorch_and_gpuws_share_device_memory_both_ways():
+    torch = pytest.importorskip("torch")
+    ctx = open_context("cuda")
+    with ctx:
+        t = torch.arange(16, dtype=torch.float32, device="cuda")
+        a = gpuws.from_dlpack(t, ctx)
+        assert a.__cuda_array_interface__["data"][0] == t.data_ptr()
+        assert torch.from_dlpack(a).data_ptr() == t.data_ptr()
