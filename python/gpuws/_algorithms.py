@@ -63,7 +63,6 @@ class _Call:
         self.ctx = found or default_context()
         self.stream = stream
         self.s = _stream(self.ctx, stream)
-        self.uploads = False
 
     def input(self, x, dtype, name, shape_ndim=None):
         """x as an Array of dtype (NumPy input copied to the device in C order; an Array must have that dtype)."""
@@ -76,9 +75,9 @@ class _Call:
             host = np.ascontiguousarray(x, dtype=dtype)
             a = Array(self.ctx, host.shape, host.dtype)
             if a.nbytes:
-                check(lib.gpuws_buffer_write_async(self.s, a.handle, 0, host.ctypes.data, a.nbytes))
-                self.uploads = True
-                self._keep = getattr(self, "_keep", []) + [host]
+                # blocking: the new buffer holds the data before any stream's next work, and the host copy may go
+                # as soon as this returns, also when a later check of this call raises
+                check(lib.gpuws_buffer_write(a.handle, 0, host.ctypes.data, a.nbytes))
         if shape_ndim is not None and a.ndim != shape_ndim:
             raise invalid("%s: %s must be %d-D, not of shape %s" % (self.fname, name, shape_ndim, a.shape))
         return a
@@ -100,18 +99,10 @@ class _Call:
     def done(self, result):
         """The result as the caller gets it: Arrays when an Array went in, else NumPy (read on the call's stream)."""
         if self.device:
-            if self.uploads:  # the host copies of NumPy inputs must outlive their uploads
-                self.sync()
             return result
         if isinstance(result, tuple):
             return tuple(r.get(stream=self.stream) if isinstance(r, Array) else r for r in result)
         return result.get(stream=self.stream)
-
-    def sync(self):
-        if self.s is None:
-            check(lib.gpuws_context_synchronize(self.ctx.handle))
-        else:
-            check(lib.gpuws_stream_synchronize(self.s))
 
 
 def _float_dtype(fname, *xs):

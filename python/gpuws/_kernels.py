@@ -78,11 +78,8 @@ class _Args:
         return a
 
     def finish(self):
-        if self.copy_back:
-            for d, host in self.copy_back:
-                np.copyto(host, d.get(stream=self.call.stream).reshape(host.shape))
-        elif self.call.uploads:
-            self.call.sync()
+        for d, host in self.copy_back:
+            np.copyto(host, d.get(stream=self.call.stream).reshape(host.shape))
 
 
 class _PerContext:
