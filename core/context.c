@@ -335,6 +335,18 @@ gpuws_status gpuws_stream_synchronize(gpuws_stream *s)
     return s->ctx->backend->stream_synchronize(s);
 }
 
+gpuws_status gpuws_stream_get_native(gpuws_stream *s, void **native)
+{
+    if (!native) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'native' is NULL");
+    *native = NULL;
+    gpuws_status st = gpuws__check_stream(s, "argument 'stream'");
+    if (st) return st;
+    /* The GPU backends keep their native queue as the stream's impl (backends/cuda, backends/opencl: stream_create);
+     * the CPU backend's impl is its own bookkeeping, which no other library could use. */
+    if (s->ctx->backend->kind != GPUWS_BACKEND_CPU) *native = s->impl;
+    return GPUWS_OK;
+}
+
 /* A thread's identity for claims: the address of a thread-local byte, distinct for every live thread. */
 static _Thread_local char claim_token;
 

@@ -185,6 +185,12 @@ GPUWS_API gpuws_status gpuws_stream_create(gpuws_context *ctx, gpuws_stream **st
 /* Waits for the stream's work, then releases it. The default stream cannot be destroyed (call is a no-op). */
 GPUWS_API void gpuws_stream_destroy(gpuws_stream *stream);
 GPUWS_API gpuws_status gpuws_stream_synchronize(gpuws_stream *stream);
+/* The backend's own queue behind a stream, for ordering work with other libraries (DLPack's stream=, the CUDA array
+ * interface): the cudaStream_t on CUDA (created non-blocking: it does not wait for the legacy default stream), the
+ * cl_command_queue on OpenCL, and NULL with GPUWS_OK on the CPU backend, which runs work as it is submitted. Owned by
+ * gpuws and valid while the stream lives. stream NULL is GPUWS_ERR_INVALID_ARGUMENT: the context's default stream
+ * comes from gpuws_context_get_default_stream. */
+GPUWS_API gpuws_status gpuws_stream_get_native(gpuws_stream *stream, void **native);
 
 GPUWS_API gpuws_status gpuws_event_create(gpuws_context *ctx, gpuws_event **event);
 GPUWS_API void gpuws_event_destroy(gpuws_event *event);

@@ -587,6 +587,14 @@ BAD_CASE(buffer_wrap_on_a_destroyed_context_is_refused, BAD_ALL, GPUWS_ERR_INVAL
     return st;
 }
 
+BAD_CASE(stream_get_native_of_a_destroyed_stream, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live stream")
+{
+    void *p = f;
+    gpuws_status st = gpuws_stream_get_native(f->dead_stream, &p);
+    BAD_EXPECT_NULL(p);
+    return st;
+}
+
 BAD_CASE(host_alloc_zero_bytes, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'bytes' is 0")
 {
     void *p = f;

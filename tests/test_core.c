@@ -280,6 +280,28 @@ BACKEND_TEST(buffers, addresses_are_shared_without_a_copy_where_the_backend_has_
     gpuws_context_destroy(ctx);
 }
 
+BACKEND_TEST(streams, the_native_queue_is_the_backends_own)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_stream *def, *s;
+    TEST_OK(gpuws_context_get_default_stream(ctx, &def));
+    TEST_OK(gpuws_stream_create(ctx, &s));
+    void *a = NOT_SET, *b = NOT_SET;
+    TEST_OK(gpuws_stream_get_native(def, &a));
+    TEST_OK(gpuws_stream_get_native(s, &b));
+    if (*kind == GPUWS_BACKEND_CPU) cr_assert(!a && !b, "the CPU backend has no queue to hand on");
+    else cr_assert(a && b && a != b, "each stream its own cudaStream_t / cl_command_queue");
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_get_native(s, NULL));
+    gpuws_stream_destroy(s);
+    a = NOT_SET;
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_get_native(s, &a));
+    cr_assert_null(a);
+    a = NOT_SET;
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_get_native(NULL, &a));
+    cr_assert_null(a);
+    gpuws_context_destroy(ctx);
+}
+
 BACKEND_TEST(buffers, copy_and_fill)
 {
     gpuws_context *ctx = test_open(*kind);
