@@ -301,11 +301,11 @@ class Context:
         a.fill(value)
         return a
 
-    def from_dlpack(self, x):
+    def from_dlpack(self, x, stream=None):
         """An Array of this context over ``x``'s memory (DLPack; no copy where the memory is this context's kind):
         gpuws.from_dlpack."""
         from ._dlpack import from_dlpack
-        return from_dlpack(x, self)
+        return from_dlpack(x, self, stream)
 
     def asarray(self, a, dtype=None, stream=None):
         """An Array holding a copy of ``a`` (a NumPy array or anything np.asarray takes; non-contiguous and
@@ -359,6 +359,13 @@ class Stream:
         if self._o.handle is None:
             raise invalid("the stream was closed")
         return self._o.handle
+
+    @property
+    def native(self):
+        """The backend's own queue as an int: the cudaStream_t on CUDA, the cl_command_queue on OpenCL; None on the
+        CPU backend (gpuws_stream_get_native)."""
+        from ._dlpack import native_stream
+        return native_stream(self.context, self if self._o is not None else None)
 
     def synchronize(self):
         h = self.handle

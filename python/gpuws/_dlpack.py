@@ -157,13 +157,24 @@ class _Consumed:
             m.contents.deleter(m)
 
 
-def from_dlpack(x, ctx=None):
+def native_stream(ctx, stream=None):
+    """The cudaStream_t (an int) behind a gpuws Stream, None = the context's default stream."""
+    h = ctypes.c_void_p(stream.handle if stream is not None else None)
+    if stream is None or h.value is None:
+        check(lib.gpuws_context_get_default_stream(ctx.handle, ctypes.byref(h)))
+    n = ctypes.c_void_p()
+    check(lib.gpuws_stream_get_native(h, ctypes.byref(n)))
+    return n.value
+
+
+def from_dlpack(x, ctx=None, stream=None):
     """An Array over ``x``'s memory (anything with ``__dlpack__``: NumPy arrays, CuPy arrays, PyTorch tensors) without
     a copy when the memory is the context's kind (host memory on the CPU backend, device memory of the device on
     CUDA), C-contiguous and 16-byte aligned; otherwise a copy (host memory to any backend). ctx: the context the Array
-    belongs to (default gpuws.default_context())."""
+    belongs to (default gpuws.default_context()). stream: the gpuws Stream that will use the Array (default the
+    context's default stream): a CUDA producer is asked to have the data ready on its queue (DLPack's stream=)."""
     from ._algorithms import default_context
-    ctx = ctx or default_context()
+    ctx = ctx or (stream.context if stream is not None else default_context())
     if isinstance(x, Array) and x.context is ctx:
         return x
     if not hasattr(x, "__dlpack_device__"):
@@ -176,7 +187,9 @@ def from_dlpack(x, ctx=None):
             raise BufferError("from_dlpack: device type %d, id %d is not this context's memory (%s) nor host memory"
                               % (dev_type, dev_id, ctx.backend))
         return ctx.asarray(np.from_dlpack(x))
-    capsule = x.__dlpack__() if dev_type != KDL_CUDA else x.__dlpack__(stream=None)
+    # CUDA: the producer orders its work before our queue (a non-blocking stream, which would not wait for the
+    # legacy default stream that stream=None names)
+    capsule = x.__dlpack__() if dev_type != KDL_CUDA else x.__dlpack__(stream=native_stream(ctx, stream))
     if not _api.PyCapsule_IsValid(id(capsule), b"dltensor"):
         raise BufferError("from_dlpack: __dlpack__ did not give a \"dltensor\" capsule")
     mp = ctypes.cast(_api.PyCapsule_GetPointer(id(capsule), b"dltensor"), ctypes.POINTER(DLManagedTensor))

@@ -179,6 +179,8 @@ _FUNCTIONS = {
     "gpuws_stream_create": (_S, [P, POINTER(P)]),
     "gpuws_stream_destroy": (None, [P]),
     "gpuws_stream_synchronize": (_S, [P]),
+    "gpuws_stream_get_native": (_S, [P, POINTER(P)]),
+    "gpuws_context_get_default_stream": (_S, [P, POINTER(P)]),
     "gpuws_event_create": (_S, [P, POINTER(P)]),
     "gpuws_event_destroy": (None, [P]),
     "gpuws_event_record": (_S, [P, P]),

@@ -119,3 +119,11 @@ def test_pytorch_and_gpuws_share_device_memory_both_ways():
         a = gpuws.from_dlpack(t, ctx)
         assert a.__cuda_array_interface__["data"][0] == t.data_ptr()
         assert torch.from_dlpack(a).data_ptr() == t.data_ptr()
+
+
+def test_streams_give_their_native_queue(ctx):
+    a, b = ctx.default_stream.native, ctx.stream().native
+    if ctx.backend == "cpu":
+        assert a is None and b is None, "the CPU backend runs work as it is submitted"
+    else:
+        assert a and b and a != b, "a cudaStream_t / cl_command_queue each"
