@@ -47,7 +47,6 @@ _api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 _api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _api.PyCapsule_SetName.restype = ctypes.c_int
 _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 
 # What an exported tensor keeps alive until its consumer calls the deleter: the struct, its shape and the Array.
 _exported = {}
