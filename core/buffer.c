@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static gpuws_status buffer_new(gpuws_context *ctx, size_t bytes, void *wrapped, gpuws_buffer **out);
+
 gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpuws_buffer **out)
 {
     if (!out) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'buffer' is NULL");
@@ -25,6 +27,13 @@ gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpuws_buffer 
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                             "requested %zu bytes but the largest buffer %s allows is %llu bytes", bytes, ctx->info.name,
                             (unsigned long long)ctx->info.max_alloc_bytes);
+    return buffer_new(ctx, bytes, NULL, out);
+}
+
+/* A live buffer of ctx: the backend's new memory, or (wrapped != NULL) the caller's. */
+static gpuws_status buffer_new(gpuws_context *ctx, size_t bytes, void *wrapped, gpuws_buffer **out)
+{
+    gpuws_status st;
     gpuws_buffer *b = gpuws__calloc(1, sizeof *b);
     if (!b)
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a buffer handle (%zu bytes) for %zu bytes", sizeof *b,
@@ -33,12 +42,14 @@ gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpuws_buffer 
     b->ctx = ctx;
     b->size = bytes;
     b->serial = atomic_fetch_add(&serials, 1) + 1;
-    if ((st = ctx->backend->buffer_create(b))) {
+    b->wrapped = wrapped != NULL;
+    if (wrapped) b->impl = wrapped;
+    else if ((st = ctx->backend->buffer_create(b))) {
         gpuws__free(b);
         return st;
     }
     if ((st = gpuws__handle_add(b, GPUWS__H_BUFFER))) {
-        ctx->backend->buffer_destroy(b);
+        if (!b->wrapped) ctx->backend->buffer_destroy(b);
         gpuws__free(b);
         return st;
     }
@@ -66,11 +77,48 @@ void gpuws_buffer_destroy(gpuws_buffer *b)
     if (!b || !gpuws__handle_live(b, GPUWS__H_BUFFER)) return;
     gpuws__handle_remove(b);
     gpuws_context *ctx = b->ctx;
-    ctx->backend->buffer_destroy(b);
+    if (!b->wrapped) ctx->backend->buffer_destroy(b);
     pthread_mutex_lock(&ctx->lock);
     gpuws__buffer_unlink(b);
     pthread_mutex_unlock(&ctx->lock);
     gpuws__free(b);
+}
+
+/* The backends whose buffers are memory at an address: the CPU backend's host memory, CUDA's device memory. An
+ * OpenCL buffer is a cl_mem, with no address the host may hand on. */
+static gpuws_status check_addressable(const gpuws_context *ctx, const char *what)
+{
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU || ctx->backend->kind == GPUWS_BACKEND_CUDA) return GPUWS_OK;
+    return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %s buffers have no address (an OpenCL buffer is a cl_mem)", what,
+                        ctx->backend->name);
+}
+
+gpuws_status gpuws_buffer_get_pointer(const gpuws_buffer *b, void **ptr)
+{
+    if (!ptr) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'ptr' is NULL");
+    *ptr = NULL;
+    if (!b || !gpuws__handle_live(b, GPUWS__H_BUFFER))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'buffer' is not a live buffer");
+    gpuws_status st = check_addressable(b->ctx, "gpuws_buffer_get_pointer");
+    if (st) return st;
+    *ptr = b->impl;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_buffer_wrap(gpuws_context *ctx, void *ptr, size_t bytes, gpuws_buffer **out)
+{
+    if (!out) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'buffer' is NULL");
+    *out = NULL;
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if ((st = check_addressable(ctx, "gpuws_buffer_wrap"))) return st;
+    if (!ptr) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'ptr' is NULL");
+    if ((uintptr_t)ptr % GPUWS_BUFFER_WRAP_ALIGNMENT)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'ptr' (%p) is not aligned to %d bytes", ptr,
+                            GPUWS_BUFFER_WRAP_ALIGNMENT);
+    if (bytes == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'bytes' is 0; a buffer needs at least one byte");
+    return buffer_new(ctx, bytes, ptr, out);
 }
 
 gpuws_status gpuws_buffer_get_size(const gpuws_buffer *b, size_t *bytes)

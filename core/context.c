@@ -221,7 +221,7 @@ void gpuws_context_destroy(gpuws_context *ctx)
         gpuws_buffer *b = ctx->buffers;
         gpuws__buffer_unlink(b);
         gpuws__handle_remove(b);
-        ctx->backend->buffer_destroy(b);
+        if (!b->wrapped) ctx->backend->buffer_destroy(b);
         gpuws__free(b);
     }
     while (ctx->kernels) {
@@ -333,6 +333,18 @@ gpuws_status gpuws_stream_synchronize(gpuws_stream *s)
     gpuws_status st = gpuws__check_stream(s, "argument 'stream'");
     if (st) return st;
     return s->ctx->backend->stream_synchronize(s);
+}
+
+gpuws_status gpuws_stream_get_native(gpuws_stream *s, void **native)
+{
+    if (!native) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'native' is NULL");
+    *native = NULL;
+    gpuws_status st = gpuws__check_stream(s, "argument 'stream'");
+    if (st) return st;
+    /* The GPU backends keep their native queue as the stream's impl (backends/cuda, backends/opencl: stream_create);
+     * the CPU backend's impl is its own bookkeeping, which no other library could use. */
+    if (s->ctx->backend->kind != GPUWS_BACKEND_CPU) *native = s->impl;
+    return GPUWS_OK;
 }
 
 /* A thread's identity for claims: the address of a thread-local byte, distinct for every live thread. */

@@ -74,6 +74,12 @@ gpuws_status gpuws_kernel_get_info(const gpuws_kernel *k, gpuws_kernel_info *inf
     return GPUWS_OK;
 }
 
+const char *gpuws_kernel_signature(const gpuws_kernel *k)
+{
+    if (!k || !gpuws__handle_live(k, GPUWS__H_KERNEL)) return NULL;
+    return k->sig;
+}
+
 static const char *kind_name(int c)
 {
     switch (c) {

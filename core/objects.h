@@ -71,6 +71,7 @@ struct gpuws_buffer {
     size_t size;
     uint64_t serial;                  /* unique in the process, never reused (a handle's address may be) */
     struct gpuws_buffer *prev, *next; /* in ctx->buffers */
+    bool wrapped;                     /* impl is the caller's memory (gpuws_buffer_wrap): never freed here */
 };
 
 #define GPUWS__SIG_MAX 32

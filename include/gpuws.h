@@ -185,6 +185,12 @@ GPUWS_API gpuws_status gpuws_stream_create(gpuws_context *ctx, gpuws_stream **st
 /* Waits for the stream's work, then releases it. The default stream cannot be destroyed (call is a no-op). */
 GPUWS_API void gpuws_stream_destroy(gpuws_stream *stream);
 GPUWS_API gpuws_status gpuws_stream_synchronize(gpuws_stream *stream);
+/* The backend's own queue behind a stream, for ordering work with other libraries (DLPack's stream=, the CUDA array
+ * interface): the cudaStream_t on CUDA (created non-blocking: it does not wait for the legacy default stream), the
+ * cl_command_queue on OpenCL, and NULL with GPUWS_OK on the CPU backend, which runs work as it is submitted. Owned by
+ * gpuws and valid while the stream lives. stream NULL is GPUWS_ERR_INVALID_ARGUMENT: the context's default stream
+ * comes from gpuws_context_get_default_stream. */
+GPUWS_API gpuws_status gpuws_stream_get_native(gpuws_stream *stream, void **native);
 
 GPUWS_API gpuws_status gpuws_event_create(gpuws_context *ctx, gpuws_event **event);
 GPUWS_API void gpuws_event_destroy(gpuws_event *event);
@@ -201,6 +207,20 @@ GPUWS_API gpuws_status gpuws_buffer_create(gpuws_context *ctx, size_t bytes, gpu
 GPUWS_API void gpuws_buffer_destroy(gpuws_buffer *buffer);
 GPUWS_API gpuws_status gpuws_buffer_get_size(const gpuws_buffer *buffer, size_t *bytes);
 GPUWS_API gpuws_status gpuws_buffer_get_context(const gpuws_buffer *buffer, gpuws_context **ctx);
+
+/* Sharing memory with other libraries without a copy (DLPack, CuPy, PyTorch): the CPU backend's buffers are host
+ * memory and CUDA's are device memory of the context's device, each at an address; an OpenCL buffer has none (a
+ * cl_mem), so on OpenCL both calls are GPUWS_ERR_UNSUPPORTED.
+ * gpuws_buffer_get_pointer: the buffer's address, valid until it is destroyed. Work queued on the buffer may still
+ * be running: synchronize its stream before another library reads or writes the memory. */
+GPUWS_API gpuws_status gpuws_buffer_get_pointer(const gpuws_buffer *buffer, void **ptr);
+/* A buffer over `bytes` bytes the caller owns at ptr: host memory on the CPU backend, device memory of the context's
+ * device on CUDA (memory of another kind there is the caller's error and fails in the kernels that touch it). ptr
+ * must be aligned to GPUWS_BUFFER_WRAP_ALIGNMENT bytes (the kernels' widest access) and bytes > 0
+ * (GPUWS_ERR_INVALID_ARGUMENT). gpuws never frees the memory: it must outlive the buffer, whose destroy (or the
+ * context's) releases only the handle. */
+#define GPUWS_BUFFER_WRAP_ALIGNMENT 16
+GPUWS_API gpuws_status gpuws_buffer_wrap(gpuws_context *ctx, void *ptr, size_t bytes, gpuws_buffer **buffer);
 
 /* Blocking transfers, ordered after earlier work on the default stream. Every range is bounds-checked:
  * offset + bytes past the end is GPUWS_ERR_OUT_OF_RANGE and nothing is transferred. bytes == 0 is a no-op. */
@@ -245,6 +265,11 @@ typedef struct gpuws_kernel_info {
     uint32_t num_params; /* parameters as seen by gpuws_launch (local-memory arguments included) */
 } gpuws_kernel_info;
 GPUWS_API gpuws_status gpuws_kernel_get_info(const gpuws_kernel *kernel, gpuws_kernel_info *info);
+/* The kernel's parameters as gpuws_arg_kind letters, in order, NUL-terminated ("Lfbb": a uint64, a float, two
+ * buffers): what gpuws_launch checks the arguments against, so a binding can convert values to the right kinds.
+ * '?' marks a parameter whose kind the library does not know. NULL for a NULL or dead kernel; valid while the
+ * kernel lives. */
+GPUWS_API const char *gpuws_kernel_signature(const gpuws_kernel *kernel);
 
 typedef enum gpuws_arg_kind {
     GPUWS_ARG_BUFFER = 'b',

@@ -553,6 +553,48 @@ BAD_CASE(buffer_get_context_of_a_destroyed_buffer, BAD_ALL, GPUWS_ERR_INVALID_AR
     return gpuws_buffer_get_context(f->dead, &c);
 }
 
+BAD_CASE(buffer_get_pointer_of_a_destroyed_buffer, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live buffer")
+{
+    void *p = f;
+    gpuws_status st = gpuws_buffer_get_pointer(f->dead, &p);
+    BAD_EXPECT_NULL(p);
+    return st;
+}
+
+BAD_CASE(buffer_get_pointer_on_opencl_is_unsupported, BAD_OPENCL, GPUWS_ERR_UNSUPPORTED, "have no address")
+{
+    void *p = f;
+    gpuws_status st = gpuws_buffer_get_pointer(f->in, &p);
+    BAD_EXPECT_NULL(p);
+    return st;
+}
+
+BAD_CASE(buffer_wrap_misaligned_memory, BAD_CPU | BAD_CUDA, GPUWS_ERR_INVALID_ARGUMENT, "is not aligned to 16 bytes")
+{
+    void *p;
+    gpuws_buffer *b = (gpuws_buffer *)f;
+    gpuws_status st = gpuws_buffer_get_pointer(f->in, &p);
+    if (!st) st = gpuws_buffer_wrap(f->ctx, (char *)p + 1, 16, &b);
+    BAD_EXPECT_NULL(b);
+    return st;
+}
+
+BAD_CASE(buffer_wrap_on_a_destroyed_context_is_refused, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'ctx'")
+{
+    gpuws_buffer *b = (gpuws_buffer *)f;
+    gpuws_status st = gpuws_buffer_wrap(NULL, f->host, 16, &b);
+    BAD_EXPECT_NULL(b);
+    return st;
+}
+
+BAD_CASE(stream_get_native_of_a_destroyed_stream, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live stream")
+{
+    void *p = f;
+    gpuws_status st = gpuws_stream_get_native(f->dead_stream, &p);
+    BAD_EXPECT_NULL(p);
+    return st;
+}
+
 BAD_CASE(host_alloc_zero_bytes, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'bytes' is 0")
 {
     void *p = f;

@@ -211,6 +211,97 @@ BACKEND_TEST(buffers, transfers_are_bounds_checked)
     gpuws_context_destroy(ctx);
 }
 
+static int output_sentinel; /* a value no call returns: outputs are set to it before a call that must clear them */
+#define NOT_SET ((void *)&output_sentinel)
+
+BACKEND_TEST(buffers, addresses_are_shared_without_a_copy_where_the_backend_has_them)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_buffer *b, *w = NOT_SET;
+    void *p = NOT_SET;
+    TEST_OK(gpuws_buffer_create(ctx, 256, &b));
+    if (*kind == GPUWS_BACKEND_OPENCL) { /* a cl_mem has no address */
+        TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_buffer_get_pointer(b, &p));
+        cr_assert_null(p);
+        cr_assert(strstr(gpuws_last_error(), "cl_mem"), "%s", gpuws_last_error());
+        static _Alignas(16) unsigned char host_memory[64];
+        TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_buffer_wrap(ctx, host_memory, sizeof host_memory, &w));
+        cr_assert_null(w);
+        gpuws_buffer_destroy(b);
+        gpuws_context_destroy(ctx);
+        return;
+    }
+    TEST_OK(gpuws_buffer_get_pointer(b, &p));
+    cr_assert(p && (uintptr_t)p % GPUWS_BUFFER_WRAP_ALIGNMENT == 0);
+    /* a second handle on the same memory: what is written through one is read through the other */
+    TEST_OK(gpuws_buffer_wrap(ctx, p, 256, &w));
+    unsigned char host[256], back[256];
+    for (int i = 0; i < 256; i++) host[i] = (unsigned char)(i * 13 + 5);
+    TEST_OK(gpuws_buffer_write(w, 0, host, 256));
+    TEST_OK(gpuws_buffer_read(b, 0, back, 256));
+    cr_assert_arr_eq(back, host, 256);
+    if (*kind == GPUWS_BACKEND_CPU) cr_assert_arr_eq(p, host, 256, "the CPU backend's buffers are host memory");
+    /* destroying the wrapping handle leaves the memory to its owner */
+    gpuws_buffer_destroy(w);
+    TEST_OK(gpuws_buffer_read(b, 0, back, 256));
+    cr_assert_arr_eq(back, host, 256);
+    /* the checks, output NULL on each */
+    const struct {
+        void *ptr;
+        size_t bytes;
+        const char *msg;
+    } bad[] = { { (char *)p + 4, 16, "aligned" }, { NULL, 16, "'ptr' is NULL" }, { p, 0, "'bytes' is 0" } };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        w = NOT_SET;
+        TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_wrap(ctx, bad[i].ptr, bad[i].bytes, &w));
+        cr_assert_null(w);
+        cr_assert(strstr(gpuws_last_error(), bad[i].msg), "%s", gpuws_last_error());
+    }
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_wrap(NULL, p, 16, &w));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_wrap(ctx, p, 16, NULL));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_get_pointer(b, NULL));
+    p = NOT_SET;
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_buffer_get_pointer(NULL, &p));
+    cr_assert_null(p);
+    if (*kind == GPUWS_BACKEND_CPU) {
+        /* an algorithm works in the caller's memory, and a wrapped buffer the context releases is not freed (ASan
+         * reports a free of this stack array) */
+        _Alignas(16) float x[16], y[16];
+        for (int i = 0; i < 16; i++) x[i] = (float)i;
+        gpuws_buffer *bx, *by;
+        TEST_OK(gpuws_buffer_wrap(ctx, x, sizeof x, &bx));
+        TEST_OK(gpuws_buffer_wrap(ctx, y, sizeof y, &by));
+        TEST_OK(gpuws_vector_add(NULL, GPUWS_F32, 16, bx, bx, by));
+        TEST_OK(gpuws_context_synchronize(ctx));
+        for (int i = 0; i < 16; i++) cr_assert_eq(y[i], 2.0f * (float)i);
+        gpuws_buffer_destroy(bx);
+    }
+    gpuws_buffer_destroy(b);
+    gpuws_context_destroy(ctx);
+}
+
+BACKEND_TEST(streams, the_native_queue_is_the_backends_own)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_stream *def, *s;
+    TEST_OK(gpuws_context_get_default_stream(ctx, &def));
+    TEST_OK(gpuws_stream_create(ctx, &s));
+    void *a = NOT_SET, *b = NOT_SET;
+    TEST_OK(gpuws_stream_get_native(def, &a));
+    TEST_OK(gpuws_stream_get_native(s, &b));
+    if (*kind == GPUWS_BACKEND_CPU) cr_assert(!a && !b, "the CPU backend has no queue to hand on");
+    else cr_assert(a && b && a != b, "each stream its own cudaStream_t / cl_command_queue");
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_get_native(s, NULL));
+    gpuws_stream_destroy(s);
+    a = NOT_SET;
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_get_native(s, &a));
+    cr_assert_null(a);
+    a = NOT_SET;
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_stream_get_native(NULL, &a));
+    cr_assert_null(a);
+    gpuws_context_destroy(ctx);
+}
+
 BACKEND_TEST(buffers, copy_and_fill)
 {
     gpuws_context *ctx = test_open(*kind);

@@ -143,6 +143,7 @@ BACKEND_TEST(program, a_built_kernel_runs_through_gpuws_launch)
     cr_assert_str_eq(ki.name, "axpy");
     cr_assert_eq(ki.num_params, 4);
     cr_assert(ki.max_block_size >= 1 && ki.max_block_size <= test_device(ctx).max_block_size);
+    cr_assert_str_eq(gpuws_kernel_signature(k), "Lfbb", "the parameters' launch kinds, in order");
     gpuws_buffer *dx = test_buffer_from(ctx, x, sizeof x), *dy = test_buffer_from(ctx, y, sizeof y);
     gpuws_arg args[] = { gpuws_arg_u64(N), gpuws_arg_f32(2.0f), gpuws_arg_buffer(dx), gpuws_arg_buffer(dy) };
     test_launch(k, CFG((N + 63) / 64, 1, 1, 64, 1, 1), args, 4);

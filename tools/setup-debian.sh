@@ -20,5 +20,6 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
     cmake build-essential pkg-config \
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
-    libcriterion-dev libcfitsio-dev libpng-dev valgrind oclgrind >/dev/null
+    libcriterion-dev libcfitsio-dev libpng-dev valgrind oclgrind \
+    python3 python3-venv python3-numpy python3-scipy python3-pytest >/dev/null
 echo "gpuws: build dependencies installed"

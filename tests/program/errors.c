@@ -132,6 +132,7 @@ BACKEND_TEST(program, a_missing_source_or_output_is_an_invalid_argument)
     /* the queries take NULL */
     cr_assert_null(gpuws_program_log(NULL));
     cr_assert_null(gpuws_program_source(NULL));
+    cr_assert_null(gpuws_kernel_signature(NULL));
     gpuws_program_destroy(NULL);
     gpuws_kernel *k = NOT_SET;
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_program_get_kernel(NULL, "k", &k));

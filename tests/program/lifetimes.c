@@ -40,6 +40,7 @@ BACKEND_TEST(program, a_kernel_of_a_destroyed_program_is_an_invalid_argument)
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_launch(NULL, k, &cfg, args, 2));
     gpuws_kernel_info ki;
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_kernel_get_info(k, &ki));
+    cr_assert_null(gpuws_kernel_signature(k));
     /* the program's handle is dead too */
     gpuws_kernel *k2 = NOT_SET;
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_program_get_kernel(p, "count", &k2));
