@@ -54,9 +54,16 @@ def cases():
                 dict(bw=32, bh=48, fw=3, fh=1, fthresh=2.0)))
     out.append(("sky 517x389, mesh 33x17 (odd), filter 4x2 (even)", sky(517, 389, 4), None,
                 dict(bw=33, bh=17, fw=4, fh=2, fthresh=0.0)))
+    img = sky(800, 600, 7)
+    yy, xx = np.mgrid[0:600, 0:800]
+    for r, c, amp, s in ((150, 200, 80.0, 40.0), (420, 560, 40.0, 25.0), (300, 700, 200.0, 10.0)):
+        img += (amp * np.exp(-((yy - r) ** 2 + (xx - c) ** 2) / (2 * s * s))).astype(np.float32)
+    out.append(("sky 800x600, extended sources (skewed meshes), mesh 32, fthresh 0.5", img, None,
+                dict(bw=32, bh=32, fw=3, fh=3, fthresh=0.5)))
     out.append(("sky 300x60, one row of meshes", sky(300, 60, 5), None, dict(bw=64, bh=60, fw=3, fh=3, fthresh=0.0)))
     out.append(("sky 60x300, one column of meshes", sky(60, 300, 6), None, dict(bw=60, bh=64, fw=3, fh=3, fthresh=0.0)))
-    out.append(("constant 100x90", np.full((90, 100), 7.25, np.float32), None, dict(bw=32, bh=32, fw=3, fh=3, fthresh=0.0)))
+    out.append(("constant 100x90", np.full((90, 100), 7.25, np.float32), None,
+                dict(bw=32, bh=32, fw=3, fh=3, fthresh=0.0)))
     try:
         from skimage import data, color  # optional: the Hubble Deep Field of python3-skimage
         hdf = color.rgb2gray(data.hubble_deep_field()).astype(np.float32)
