@@ -50,8 +50,8 @@ BG_FN int bg_levels(double s, double ss, double n, float *mean, float *sigma, fl
 {
     const double m = s / n, var = ss / n - m * m, sd = var > 0.0 ? sqrt(var) : 0.0;
     const double step = sqrt(2.0 / BG_PI) * BG_NSIGMA / BG_AMIN;
-    int levels = (int)(step * n + 1.0);
-    if (levels > BG_MAXLEVELS) levels = BG_MAXLEVELS;
+    const double want = step * n + 1.0; /* compared before the conversion: huge meshes overflow an int */
+    const int levels = want < BG_MAXLEVELS ? (int)want : BG_MAXLEVELS;
     *mean = (float)m;
     *sigma = (float)sd;
     *qscale = sd > 0.0 ? (float)(2.0 * BG_NSIGMA * sd / levels) : 1.0f;

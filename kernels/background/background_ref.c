@@ -262,7 +262,7 @@ static size_t window(const gpuws__background_plan *p, int fw, int fh)
 
 size_t gpuws__background_grid_bytes(const gpuws__background_plan *p, int fw, int fh)
 {
-    return (6 * p->n + 2 * window(p, fw, fh)) * sizeof(float) + 2 * (p->nx > p->ny ? p->nx : p->ny) * sizeof(double);
+    return (5 * p->n + 2 * window(p, fw, fh)) * sizeof(float) + 2 * (p->nx > p->ny ? p->nx : p->ny) * sizeof(double);
 }
 
 gpuws_status gpuws__background_grid(const gpuws__background_plan *p, size_t width, size_t height, int bw, int bh,
@@ -273,7 +273,7 @@ gpuws_status gpuws__background_grid(const gpuws__background_plan *p, size_t widt
     size_t good = 0;
     for (size_t i = 0; i < n; i++) good += !bad(mesh[2 * i]);
     if (!good) return GPUWS_ERR_INVALID_ARGUMENT;
-    float *tmp = gpuws__malloc((6 * n + 2 * win) * sizeof *tmp);
+    float *tmp = gpuws__malloc((5 * n + 2 * win) * sizeof *tmp);
     double *u = gpuws__malloc(um * sizeof *u);
     if (!tmp || !u) {
         gpuws__free(tmp);
@@ -287,7 +287,7 @@ gpuws_status gpuws__background_grid(const gpuws__background_plan *p, size_t widt
     }
     size_t nbad;
     fill_bad(p->nx, p->ny, back, sigma, back2, &nbad);
-    filter(p->nx, p->ny, fw, fh, fthresh, back, sigma, back2, sigma2, tmp + 6 * n, tmp + 6 * n + win);
+    filter(p->nx, p->ny, fw, fh, fthresh, back, sigma, back2, sigma2, tmp + 5 * n, tmp + 5 * n + win);
 
     memcpy(sorted, back, n * sizeof *sorted);
     const float globalback = median(sorted, n);
