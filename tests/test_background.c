@@ -8,7 +8,8 @@
  *    to a 2σ cut);
  *  - back and rms, each a float sum of 16 weighted grid values, differ by float rounding alone:
  *    |got - ref| <= 2^-17 max|ref| over the map.
- * Then the edge cases the header defines: constant images, one mesh, bad meshes, masks as NaNs, default options. */
+ * Then the edge cases the header defines: constant images, one mesh, bad meshes, masks as NaNs, default options,
+ * f64 images. */
 #include "support.h"
 #include "background/background_ref.h"
 
@@ -58,12 +59,12 @@ static void maps_free(maps *m)
     free(m->rms);
 }
 
-/* gpuws_background on ctx; mask NULL or w*h bytes; o NULL for the defaults. */
-static maps run_on(gpuws_context *ctx, const float *x, const uint8_t *mask, size_t w, size_t h,
-                   gpuws_background_options *o)
+/* gpuws_background on ctx of w*h pixels of dtype at x; mask NULL or w*h bytes; o NULL for the defaults. */
+static maps run_dtype(gpuws_context *ctx, gpuws_dtype dtype, const void *x, const uint8_t *mask, size_t w, size_t h,
+                      gpuws_background_options *o)
 {
     const size_t n = w * h;
-    gpuws_buffer *img = test_buffer_from(ctx, x, n * sizeof *x), *m = NULL;
+    gpuws_buffer *img = test_buffer_from(ctx, x, n * (dtype == GPUWS_F64 ? 8 : 4)), *m = NULL;
     gpuws_buffer *back = test_buffer(ctx, n * sizeof(float)), *rms = test_buffer(ctx, n * sizeof(float));
     if (mask) {
         cr_assert(o, "a mask goes in the options");
@@ -72,7 +73,7 @@ static maps run_on(gpuws_context *ctx, const float *x, const uint8_t *mask, size
     }
     maps out;
     memset(&out.r, TEST_POISON_BYTE, sizeof out.r);
-    TEST_OK(gpuws_background(NULL, w, h, img, o, back, rms, &out.r));
+    TEST_OK(gpuws_background(NULL, dtype, w, h, img, o, back, rms, &out.r));
     test_check_guard(back, n * sizeof(float), "back");
     test_check_guard(rms, n * sizeof(float), "rms");
     out.back = test_download(back, n * sizeof(float));
@@ -83,6 +84,12 @@ static maps run_on(gpuws_context *ctx, const float *x, const uint8_t *mask, size
     gpuws_buffer_destroy(back);
     gpuws_buffer_destroy(rms);
     return out;
+}
+
+static maps run_on(gpuws_context *ctx, const float *x, const uint8_t *mask, size_t w, size_t h,
+                   gpuws_background_options *o)
+{
+    return run_dtype(ctx, GPUWS_F32, x, mask, w, h, o);
 }
 
 static maps reference(const float *x, const uint8_t *mask, size_t w, size_t h, const gpuws_background_options *o)
@@ -274,5 +281,31 @@ BACKEND_TEST(background, null_options_are_the_defaults)
     maps_free(&b);
     maps_free(&c);
     free(x);
+    gpuws_context_destroy(ctx);
+}
+
+/* An f64 image is its f32 rounding (SEP converts to float): the same maps and globals, bit for bit. */
+BACKEND_TEST(background, f64_image_is_its_f32_rounding)
+{
+    gpuws_context *ctx = test_open(*kind);
+    test_require_dtype(ctx, GPUWS_F64);
+    enum { W = 230, H = 170 };
+    float *x = make_sky(W, H, 14, 4);
+    double *x64 = malloc(W * H * sizeof *x64);
+    cr_assert(x64);
+    for (size_t i = 0; i < W * H; i++) {
+        x64[i] = (double)x[i] + 3e-6 * (double)(i % 5); /* below float resolution at 100: the conversion rounds */
+        x[i] = (float)x64[i];
+    }
+    gpuws_background_options o = GPUWS_BACKGROUND_OPTIONS_INIT;
+    o.bw = o.bh = 40;
+    maps a = run_dtype(ctx, GPUWS_F64, x64, NULL, W, H, &o), b = run_on(ctx, x, NULL, W, H, &o);
+    cr_assert(a.r.globalback == b.r.globalback && a.r.globalrms == b.r.globalrms && a.r.bad_meshes == b.r.bad_meshes);
+    cr_assert(memcmp(a.back, b.back, W * H * sizeof(float)) == 0 && memcmp(a.rms, b.rms, W * H * sizeof(float)) == 0,
+              "an f64 image and its f32 rounding give different maps");
+    maps_free(&a);
+    maps_free(&b);
+    free(x);
+    free(x64);
     gpuws_context_destroy(ctx);
 }

@@ -176,7 +176,7 @@ static gpuws_status call_background(fixture *f, const void *o)
     memset(&r, 0xAB, sizeof r);
     const gpuws_background_result poison = r;
     gpuws_buffer *rms = test_buffer(f->ctx, sizeof f->host);
-    gpuws_status st = gpuws_background(NULL, SIDE, SIDE, f->data, o, f->out, rms, &r);
+    gpuws_status st = gpuws_background(NULL, GPUWS_F32, SIDE, SIDE, f->data, o, f->out, rms, &r);
     cr_assert(!st || !memcmp(&r, &poison, sizeof r), "a refused call wrote its result");
     gpuws_buffer_destroy(rms);
     return st;

@@ -15,10 +15,12 @@
 /* What this file keeps on the stream (gpuws__stream_scratch). */
 static const gpuws__stream_key key_mesh = { "background.mesh" };
 static const gpuws__stream_key key_plan = { "background.plan" };
+static const gpuws__stream_key key_image = { "background.image" };
 
-static gpuws_status background_gpu(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
-                                   const gpuws_background_options *o, const gpuws__background_plan *p,
-                                   gpuws_buffer *back, gpuws_buffer *rms, gpuws_background_result *result)
+static gpuws_status background_gpu(gpuws_stream *s, gpuws_dtype dtype, size_t width, size_t height,
+                                   const gpuws_buffer *image, const gpuws_background_options *o,
+                                   const gpuws__background_plan *p, gpuws_buffer *back, gpuws_buffer *rms,
+                                   gpuws_background_result *result)
 {
     gpuws_context *ctx = s->ctx;
     gpuws_kernel *km, *ki;
@@ -29,6 +31,20 @@ static gpuws_status background_gpu(gpuws_stream *s, size_t width, size_t height,
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "background accumulates in double precision, which %s lacks",
                             ctx->info.name);
     if (st || (st = gpuws__kernel_get_ex(ctx, "background_interp", NULL, &ki))) return st;
+    if (dtype == GPUWS_F64) { /* SEP's float conversion, into the stream's memory */
+        gpuws_buffer *f32;
+        uint32_t cb;
+        gpuws_kernel *kc;
+        if ((st = gpuws__kernel_block(ctx, "background_to_f32", NULL, 256, &kc, &cb)) ||
+            (st = gpuws__stream_scratch(s, &key_image, width * height * sizeof(float), &f32)))
+            return st;
+        const gpuws_launch_config cc = gpuws__config_1d(
+            width * height, cb, gpuws__is_cpu_device(ctx) ? UINT32_MAX : gpuws__saturating_blocks(ctx, 8));
+        const gpuws_arg ac[] = { gpuws_arg_buffer((gpuws_buffer *)image), gpuws_arg_u64(width * height),
+                                 gpuws_arg_buffer(f32) };
+        if ((st = gpuws_launch(s, kc, &cc, ac, GPUWS__NARGS(ac)))) return st;
+        image = f32;
+    }
     if (p->n > ctx->info.max_grid_dims[0])
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "background: %zu meshes; %s runs at most %llu work-groups in a row",
                             p->n, ctx->info.name, (unsigned long long)ctx->info.max_grid_dims[0]);
@@ -90,9 +106,9 @@ static gpuws_status background_gpu(gpuws_stream *s, size_t width, size_t height,
     return st;
 }
 
-gpuws_status gpuws_background(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
-                              const gpuws_background_options *options, gpuws_buffer *back, gpuws_buffer *rms,
-                              gpuws_background_result *result)
+gpuws_status gpuws_background(gpuws_stream *s, gpuws_dtype dtype, size_t width, size_t height,
+                              const gpuws_buffer *image, const gpuws_background_options *options, gpuws_buffer *back,
+                              gpuws_buffer *rms, gpuws_background_result *result)
 {
     GPUWS__CLAIM(claim);
     gpuws_context *ctx;
@@ -102,6 +118,10 @@ gpuws_status gpuws_background(gpuws_stream *s, size_t width, size_t height, cons
     if ((st = gpuws__options_read(options, &o, sizeof o, GPUWS__BACKGROUND_OPTIONS_BASE, "background: options")))
         return st;
     if (!result) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "background: argument 'result' is NULL");
+    if (dtype != GPUWS_F32 && dtype != GPUWS_F64)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "background: dtype %s is not f32 or f64",
+                            gpuws_dtype_name(dtype));
+    const size_t es = dtype == GPUWS_F64 ? sizeof(double) : sizeof(float);
     size_t npix;
     if (width == 0 || height == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "background: the image is %zu x %zu: no pixels", width, height);
@@ -119,7 +139,7 @@ gpuws_status gpuws_background(gpuws_stream *s, size_t width, size_t height, cons
     if (!(o.fthresh >= 0) || !isfinite(o.fthresh))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "background: fthresh %g is not a finite number >= 0",
                             o.fthresh);
-    if ((st = gpuws__check_array(ctx, image, "image", npix, sizeof(float))) ||
+    if ((st = gpuws__check_array(ctx, image, "image", npix, es)) ||
         (st = gpuws__check_array(ctx, back, "back", npix, sizeof(float))) ||
         (st = gpuws__check_array(ctx, rms, "rms", npix, sizeof(float))) ||
         (o.mask && (st = gpuws__check_array(ctx, o.mask, "mask", npix, 1))))
@@ -136,8 +156,19 @@ gpuws_status gpuws_background(gpuws_stream *s, size_t width, size_t height, cons
                             height);
 
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
-        st = gpuws_background_ref(gpuws__cpu_ptr(image), o.mask ? gpuws__cpu_ptr(o.mask) : NULL, width, height, &o,
+        const float *pixels = gpuws__cpu_ptr(image);
+        float *converted = NULL;
+        if (dtype == GPUWS_F64) { /* SEP's float conversion */
+            if (!(converted = gpuws__malloc(npix * sizeof(float))))
+                return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "background: no host memory for the f32 image (%zu bytes)",
+                                    npix * sizeof(float));
+            const double *x = gpuws__cpu_ptr(image);
+            for (size_t i = 0; i < npix; i++) converted[i] = (float)x[i];
+            pixels = converted;
+        }
+        st = gpuws_background_ref(pixels, o.mask ? gpuws__cpu_ptr(o.mask) : NULL, width, height, &o,
                                   gpuws__cpu_ptr(back), gpuws__cpu_ptr(rms), result);
+        gpuws__free(converted);
         if (st == GPUWS_ERR_INVALID_ARGUMENT)
             return gpuws__error(
                 st, "background: no mesh of %d x %d pixels has half of them usable (not NaN, not masked)", o.bw, o.bh);
@@ -149,5 +180,5 @@ gpuws_status gpuws_background(gpuws_stream *s, size_t width, size_t height, cons
     if (!ctx->info.fp64)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "background accumulates in double precision, which %s lacks",
                             ctx->info.name);
-    return background_gpu(s, width, height, image, &o, &p, back, rms, result);
+    return background_gpu(s, dtype, width, height, image, &o, &p, back, rms, result);
 }

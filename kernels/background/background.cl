@@ -88,6 +88,12 @@ __kernel void background_mesh(__global const float *image, __global const uchar 
     }
 }
 
+/* An f64 image rounded to f32, as SEP converts its input. */
+__kernel void background_to_f32(__global const double *x, ulong n, __global float *y)
+{
+    GPUWS_FOR_EACH(i, n) y[i] = (float)x[i];
+}
+
 /* plan and k: the same buffer (background_ref.h: the plan), read as floats and as int32. */
 __kernel void background_interp(__global const float *plan, __global const int *k, uint width, uint height, uint nx,
                                 uint ny, ulong rows, ulong cols, ulong row_k, ulong col_k, __global float *back,

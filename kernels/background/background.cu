@@ -95,6 +95,13 @@ extern "C" __global__ void __launch_bounds__(BG_BLOCK)
     }
 }
 
+// An f64 image rounded to f32, as SEP converts its input.
+extern "C" __global__ void background_to_f32(const double *x, u64 n, float *y)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        y[i] = (float)x[i];
+}
+
 extern "C" __global__ void background_interp(const float *plan, const int *k, unsigned width, unsigned height,
                                              unsigned nx, unsigned ny, u64 rows, u64 cols, u64 row_k, u64 col_k,
                                              float *back, float *rms)
@@ -109,4 +116,5 @@ extern "C" __global__ void background_interp(const float *plan, const int *k, un
     rms[p] = bg_interp(plan + 4 * n, n, yl * nx, y1 * nx, kx, k1, ry, cx);
 }
 
-GPUWS_CUDA_KERNELS(background, GPUWS_CUDA_KERNEL(background_mesh), GPUWS_CUDA_KERNEL(background_interp))
+GPUWS_CUDA_KERNELS(background, GPUWS_CUDA_KERNEL(background_mesh), GPUWS_CUDA_KERNEL(background_to_f32),
+                   GPUWS_CUDA_KERNEL(background_interp))

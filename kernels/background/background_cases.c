@@ -10,6 +10,7 @@
 #include <string.h>
 
 typedef struct {
+    gpuws_dtype dtype;
     size_t w, h, n;
     float *hx, *want_back, *want_rms;
     gpuws_background_result want;
@@ -55,11 +56,14 @@ static void bg_teardown(void *p)
     free(s);
 }
 
-static gpuws_status bg_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+/* f64: the sky plus a part below float resolution, so the conversion to f32 rounds; the reference sees the
+ * rounded image, as SEP does. */
+static gpuws_status bg_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c, gpuws_dtype dtype)
 {
     bg_state *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
+    s->dtype = dtype;
     s->w = gpuws__case_pick(size, 150, 1000, 2050, 8190);
     s->h = gpuws__case_pick(size, 97, 700, 2040, 8180);
     s->n = s->w * s->h;
@@ -67,24 +71,47 @@ static gpuws_status bg_setup(gpuws_context *ctx, bench_size size, void **state, 
     s->want_back = malloc(s->n * sizeof(float));
     s->want_rms = malloc(s->n * sizeof(float));
     if (!s->hx || !s->want_back || !s->want_rms) return GPUWS_ERR_OUT_OF_MEMORY;
+    gpuws_status st;
+    if (dtype == GPUWS_F64) {
+        double *x64 = malloc(s->n * sizeof *x64);
+        if (!x64) return GPUWS_ERR_OUT_OF_MEMORY;
+        for (size_t i = 0; i < s->n; i++) {
+            x64[i] = (double)s->hx[i] + 1e-6 * (double)(i % 7);
+            s->hx[i] = (float)x64[i];
+        }
+        st = gpuws__case_upload(ctx, x64, s->n * sizeof *x64, &s->x);
+        free(x64);
+    } else {
+        st = gpuws__case_upload(ctx, s->hx, s->n * sizeof(float), &s->x);
+    }
     const gpuws_background_options o = GPUWS_BACKGROUND_OPTIONS_INIT;
-    gpuws_status st = gpuws_background_ref(s->hx, NULL, s->w, s->h, &o, s->want_back, s->want_rms, &s->want);
-    if (st || (st = gpuws__case_upload(ctx, s->hx, s->n * sizeof(float), &s->x)) ||
+    if (st || (st = gpuws_background_ref(s->hx, NULL, s->w, s->h, &o, s->want_back, s->want_rms, &s->want)) ||
         (st = gpuws_buffer_create(ctx, s->n * sizeof(float), &s->back)) ||
         (st = gpuws_buffer_create(ctx, s->n * sizeof(float), &s->rms)))
         return st;
-    /* the image read three times (two sums and the histogram), both maps written once; ~12 operations per pixel
-     * and pass, ~40 per output pixel */
-    c->bytes = (double)s->n * 5 * sizeof(float);
+    /* the image read three times (two sums and the histogram; f64 once more to convert it), both maps written
+     * once; ~12 operations per pixel and pass, ~40 per output pixel */
+    c->bytes = (double)s->n * (dtype == GPUWS_F64 ? 4 * sizeof(float) + sizeof(double) * 2 : 5 * sizeof(float));
     c->flops = 76.0 * (double)s->n;
+    c->flop_type = BENCH_FLOPS_F32;
     snprintf(c->size_label, sizeof c->size_label, "%zux%zu mesh 64", s->w, s->h);
     return GPUWS_OK;
+}
+
+static gpuws_status bg_setup_f32(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    return bg_setup(ctx, size, state, c, GPUWS_F32);
+}
+
+static gpuws_status bg_setup_f64(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    return bg_setup(ctx, size, state, c, GPUWS_F64);
 }
 
 static gpuws_status bg_run(void *p, gpuws_stream *st)
 {
     bg_state *s = p;
-    return gpuws_background(st, s->w, s->h, s->x, NULL, s->back, s->rms, &s->got);
+    return gpuws_background(st, s->dtype, s->w, s->h, s->x, NULL, s->back, s->rms, &s->got);
 }
 
 /* docs/algorithms/background.md: the mesh statistics equal, the maps within float rounding of the spline's sum. */
@@ -125,7 +152,11 @@ static size_t bg_outputs(void *p, bench_output *out)
     return 3;
 }
 
-static const gpuws__case w_background = { { "background", "mesh64", false, bg_setup, bg_run, bg_check, bg_teardown },
+static const gpuws__case w_background = { { "background", "f32", false, bg_setup_f32, bg_run, bg_check, bg_teardown },
                                           bg_outputs,
                                           false };
+static const gpuws__case w_background_f64 = {
+    { "background", "f64", false, bg_setup_f64, bg_run, bg_check, bg_teardown }, bg_outputs, false
+};
 GPUWS_CASE(w_background)
+GPUWS_CASE(w_background_f64)

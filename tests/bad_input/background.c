@@ -20,7 +20,7 @@ static gpuws_status call(bad_fixture *f, gpuws_stream *s, size_t w, size_t h, co
                          const gpuws_background_options *o)
 {
     gpuws_buffer *rms = test_buffer(f->ctx, BAD_N * sizeof(float));
-    const gpuws_status st = gpuws_background(s, w, h, image, o, f->out, rms, BG_RESULT);
+    const gpuws_status st = gpuws_background(s, GPUWS_F32, w, h, image, o, f->out, rms, BG_RESULT);
     if (st) bad_expect_poison(f, rms, 0, BAD_N * sizeof(float) + TEST_GUARD_BYTES, "rms");
     gpuws_buffer_destroy(rms);
     return st;
@@ -39,7 +39,7 @@ static gpuws_status with(bad_fixture *f, int bw, int bh, int fw, int fh, double 
 
 BAD_CASE(background_null_image, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 'image': buffer is NULL")
 {
-    return gpuws_background(NULL, BAD_W, BAD_H, NULL, NULL, f->out, f->out, BG_RESULT);
+    return gpuws_background(NULL, GPUWS_F32, BAD_W, BAD_H, NULL, NULL, f->out, f->out, BG_RESULT);
 }
 
 BAD_CASE(background_zero_width, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "the image is 0 x 8: no pixels")
@@ -112,34 +112,44 @@ BAD_CASE(background_options_struct_size_too_small, BAD_ALL, GPUWS_ERR_INVALID_AR
 BAD_CASE(background_null_result, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'result' is NULL")
 {
     gpuws_background_options o = opts();
-    return gpuws_background(NULL, BAD_W, BAD_H, f->in, &o, f->out, f->out, NULL);
+    return gpuws_background(NULL, GPUWS_F32, BAD_W, BAD_H, f->in, &o, f->out, f->out, NULL);
 }
 
 BAD_CASE(background_back_is_rms, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'back' and 'rms' must be two buffers")
 {
     gpuws_background_options o = opts();
-    return gpuws_background(NULL, BAD_W, BAD_H, f->in, &o, f->out, f->out, BG_RESULT);
+    return gpuws_background(NULL, GPUWS_F32, BAD_W, BAD_H, f->in, &o, f->out, f->out, BG_RESULT);
 }
 
-/* The call with image and back of the row's choosing and a fresh rms, which must stay all poison. */
-static gpuws_status call_back(bad_fixture *f, const gpuws_buffer *image, gpuws_buffer *back)
+/* The call with dtype, image and back of the row's choosing and a fresh rms, which must stay all poison. */
+static gpuws_status call_back(bad_fixture *f, gpuws_dtype dtype, const gpuws_buffer *image, gpuws_buffer *back)
 {
     gpuws_background_options o = opts();
     gpuws_buffer *rms = test_buffer(f->ctx, BAD_N * sizeof(float));
-    const gpuws_status st = gpuws_background(NULL, BAD_W, BAD_H, image, &o, back, rms, BG_RESULT);
+    const gpuws_status st = gpuws_background(NULL, dtype, BAD_W, BAD_H, image, &o, back, rms, BG_RESULT);
     bad_expect_poison(f, rms, 0, BAD_N * sizeof(float) + TEST_GUARD_BYTES, "rms");
     gpuws_buffer_destroy(rms);
     return st;
 }
 
+BAD_CASE(background_integer_dtype, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "dtype i32 is not f32 or f64")
+{
+    return call_back(f, GPUWS_I32, f->in, f->out);
+}
+
+BAD_CASE(background_f64_image_too_small, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'image'")
+{
+    return call_back(f, GPUWS_F64, f->in, f->out); /* f->in holds BAD_N f32 values: half the bytes of BAD_N f64 */
+}
+
 BAD_CASE(background_back_is_the_image, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "neither the image nor the mask")
 {
-    return call_back(f, f->out, f->out);
+    return call_back(f, GPUWS_F32, f->out, f->out);
 }
 
 BAD_CASE(background_back_too_small, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'back'")
 {
-    return call_back(f, f->in, f->small);
+    return call_back(f, GPUWS_F32, f->in, f->small);
 }
 
 BAD_CASE(background_mask_too_small, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'mask'")
@@ -191,7 +201,7 @@ BAD_CASE(background_of_a_constant_image, BAD_ALL, GPUWS_OK, "")
     gpuws_buffer *img = test_buffer_from(f->ctx, px, sizeof px), *rms = test_buffer(f->ctx, BAD_N * sizeof(float));
     gpuws_background_options o = opts();
     gpuws_background_result r;
-    const gpuws_status st = gpuws_background(NULL, BAD_W, BAD_H, img, &o, f->out, rms, &r);
+    const gpuws_status st = gpuws_background(NULL, GPUWS_F32, BAD_W, BAD_H, img, &o, f->out, rms, &r);
     cr_assert_eq(st, GPUWS_OK, "%s", gpuws_last_error());
     float *b = test_download(f->out, BAD_N * sizeof(float)), *s = test_download(rms, BAD_N * sizeof(float));
     for (int i = 0; i < BAD_N; i++) cr_assert(b[i] == 3.5f && s[i] == 0.0f, "pixel %d: %g %g", i, b[i], s[i]);

@@ -1,11 +1,12 @@
 /* gpuws_background on one backend for tests/sep/compare_background.py, which runs SEP on the same input:
  *   background_sep BACKEND IMAGE.f32 WIDTH HEIGHT BW BH FW FH FTHRESH MASK.u8|- OUT
- * reads the raw native-endian f32 image (and uint8 mask), writes OUT.back.f32 and OUT.rms.f32 and prints
+ * reads the raw native-endian f32 image (f64 when its name ends in .f64) and uint8 mask, writes OUT.back.f32 and OUT.rms.f32 and prints
  * "globalback globalrms" (%.9g). Exit 0 on success, 77 when the backend is not available here, 1 on an error (the
  * message on stderr). */
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,12 +63,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "background_sep: %s is not available: %s\n", argv[1], gpuws_last_error());
         return 77;
     }
-    float *img = read_all(argv[2], n * sizeof(float));
+    const size_t len = strlen(argv[2]);
+    const bool f64 = len > 4 && strcmp(argv[2] + len - 4, ".f64") == 0;
+    const size_t es = f64 ? sizeof(double) : sizeof(float);
+    float *img = read_all(argv[2], n * es);
     unsigned char *mask = strcmp(argv[10], "-") ? read_all(argv[10], n) : NULL;
 
     gpuws_buffer *x, *m = NULL, *back, *rms;
-    check(gpuws_buffer_create(ctx, n * sizeof(float), &x), "image buffer");
-    check(gpuws_buffer_write(x, 0, img, n * sizeof(float)), "upload");
+    check(gpuws_buffer_create(ctx, n * es, &x), "image buffer");
+    check(gpuws_buffer_write(x, 0, img, n * es), "upload");
     if (mask) {
         check(gpuws_buffer_create(ctx, n, &m), "mask buffer");
         check(gpuws_buffer_write(m, 0, mask, n), "mask upload");
@@ -76,7 +80,7 @@ int main(int argc, char **argv)
     check(gpuws_buffer_create(ctx, n * sizeof(float), &back), "back buffer");
     check(gpuws_buffer_create(ctx, n * sizeof(float), &rms), "rms buffer");
     gpuws_background_result r;
-    check(gpuws_background(NULL, w, h, x, &o, back, rms, &r), "gpuws_background");
+    check(gpuws_background(NULL, f64 ? GPUWS_F64 : GPUWS_F32, w, h, x, &o, back, rms, &r), "gpuws_background");
     check(gpuws_buffer_read(back, 0, img, n * sizeof(float)), "download");
     write_all(argv[11], ".back.f32", img, n * sizeof(float));
     check(gpuws_buffer_read(rms, 0, img, n * sizeof(float)), "download");

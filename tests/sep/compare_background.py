@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """gpuws_background against SEP (sep.Background), docs/algorithms/background.md.
 
-For each sky below: SEP's back(), rms(), globalback and globalrms, and tests/sep/background_sep's on every backend
-(cpu, opencl, cuda); each must agree with SEP within 1e-4 relative (|gpuws - sep| <= 1e-4 |sep|, per pixel). Prints the
-largest relative errors per case and backend. Exit 0 when all agree, 1 otherwise, 77 (skip) when SEP or NumPy is
-missing and GPUWS_REQUIRE does not name "sep", or when no backend runs here.
+For each sky below (float32, and one float64 that SEP rounds to float): SEP's back(), rms(), globalback and
+globalrms, and tests/sep/background_sep's on every backend (cpu, opencl, cuda); each must agree with SEP within 1e-4
+relative (|gpuws - sep| <= 1e-4 |sep|, per pixel). Prints the largest relative errors per case and backend. Exit 0
+when all agree, 1 otherwise, 77 (skip) when SEP or NumPy is missing and GPUWS_REQUIRE is not set, or when no backend
+runs here.
 """
 import argparse
 import os
@@ -60,6 +61,9 @@ def cases():
         img += (amp * np.exp(-((yy - r) ** 2 + (xx - c) ** 2) / (2 * s * s))).astype(np.float32)
     out.append(("sky 800x600, extended sources (skewed meshes), mesh 32, fthresh 0.5", img, None,
                 dict(bw=32, bh=32, fw=3, fh=3, fthresh=0.5)))
+    img = sky(517, 389, 8).astype(np.float64)
+    img += 1e-6 * (np.arange(img.size) % 7).reshape(img.shape)  # below float resolution: SEP rounds to float
+    out.append(("sky 517x389 float64, mesh 40x30", img, None, dict(bw=40, bh=30, fw=3, fh=3, fthresh=0.0)))
     out.append(("sky 300x60, one row of meshes", sky(300, 60, 5), None, dict(bw=64, bh=60, fw=3, fh=3, fthresh=0.0)))
     out.append(("sky 60x300, one column of meshes", sky(60, 300, 6), None, dict(bw=60, bh=64, fw=3, fh=3, fthresh=0.0)))
     out.append(("constant 100x90", np.full((90, 100), 7.25, np.float32), None,
@@ -91,11 +95,11 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     ok, ran = True, set()
     for k, (name, img, mask, p) in enumerate(cases()):
-        img = np.ascontiguousarray(img, dtype=np.float32)
+        img = np.ascontiguousarray(img, dtype=np.float64 if img.dtype == np.float64 else np.float32)
         h, w = img.shape
         bkg = sep.Background(img, mask=None if mask is None else mask.astype(bool), **p)
         want_back, want_rms = bkg.back(), bkg.rms()
-        ipath = os.path.join(args.workdir, f"case{k}.f32")
+        ipath = os.path.join(args.workdir, f"case{k}." + ("f64" if img.dtype == np.float64 else "f32"))
         img.tofile(ipath)
         mpath = "-"
         if mask is not None:

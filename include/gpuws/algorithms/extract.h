@@ -45,14 +45,16 @@ typedef struct gpuws_background_result {
     size_t bad_meshes;           /* meshes filled from their neighbours (step 2) */
 } gpuws_background_result;
 
-/* image: width*height f32 on the device. back and rms: width*height f32 outputs of the same context, distinct from
- * each other and from the image and mask. options NULL = defaults. Blocks until back and rms are written and
- * *result is filled. Errors: GPUWS_ERR_INVALID_ARGUMENT for a zero size, a mesh larger than the image, sizes < 1,
- * fthresh not finite or negative, a NULL result, aliased buffers, or an image where no mesh has enough usable
- * pixels (all NaN or masked); GPUWS_ERR_UNSUPPORTED on OpenCL devices without fp64. On error nothing is written. */
-GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *image,
-                                        const gpuws_background_options *options, gpuws_buffer *back, gpuws_buffer *rms,
-                                        gpuws_background_result *result);
+/* image: width*height values of dtype GPUWS_F32 or GPUWS_F64 on the device (f64 pixels are rounded to f32 first, as
+ * SEP converts its input to float). back and rms: width*height f32 outputs of the same context, distinct from each
+ * other and from the image and mask. options NULL = defaults. Blocks until back and rms are written and *result
+ * is filled. Errors: GPUWS_ERR_INVALID_ARGUMENT for another dtype, a zero size, a mesh larger than the image,
+ * sizes < 1, fthresh not finite or negative, a NULL result, aliased buffers, or an image where no mesh has enough
+ * usable pixels (all NaN or masked); GPUWS_ERR_UNSUPPORTED on OpenCL devices without fp64. On error nothing is
+ * written. */
+GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, gpuws_dtype dtype, size_t width, size_t height,
+                                        const gpuws_buffer *image, const gpuws_background_options *options,
+                                        gpuws_buffer *back, gpuws_buffer *rms, gpuws_background_result *result);
 
 #ifdef __cplusplus
 }
