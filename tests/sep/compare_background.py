@@ -120,7 +120,7 @@ def main():
                 ok = False
                 continue
             ran.add(be)
-            gb, gr = (float(v) for v in res.stdout.split())
+            gb, gr = (float(np.float32(v)) for v in res.stdout.split())  # %.9g: the float exactly
             back = np.fromfile(out + ".back.f32", np.float32).reshape(h, w)
             rms = np.fromfile(out + ".rms.f32", np.float32).reshape(h, w)
             eb, er = rel(back, want_back), rel(rms, want_rms)
