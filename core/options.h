@@ -47,5 +47,6 @@ static inline gpuws_status gpuws__options_read(const void *in, void *out, size_t
 #define GPUWS__SIGMA_CLIP_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_sigma_clip_options, max_iterations)
 #define GPUWS__SOURCES_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_sources_options, want_labels)
 #define GPUWS__PIPELINE_OPTIONS_BASE   GPUWS__OPTIONS_END(gpuws_pipeline_options, streams)
+#define GPUWS__BACKGROUND_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_background_options, mask)
 
 #endif

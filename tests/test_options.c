@@ -165,6 +165,23 @@ static gpuws_status call_pipeline(fixture *f, const void *o)
     return st;
 }
 
+static void init_background(void *o)
+{
+    *(gpuws_background_options *)o = (gpuws_background_options)GPUWS_BACKGROUND_OPTIONS_INIT;
+    ((gpuws_background_options *)o)->bw = ((gpuws_background_options *)o)->bh = 4; /* the 8 x 8 image: 2 x 2 meshes */
+}
+static gpuws_status call_background(fixture *f, const void *o)
+{
+    gpuws_background_result r;
+    memset(&r, 0xAB, sizeof r);
+    const gpuws_background_result poison = r;
+    gpuws_buffer *rms = test_buffer(f->ctx, sizeof f->host);
+    gpuws_status st = gpuws_background(NULL, GPUWS_F32, SIDE, SIDE, f->data, o, f->out, rms, &r);
+    cr_assert(!st || !memcmp(&r, &poison, sizeof r), "a refused call wrote its result");
+    gpuws_buffer_destroy(rms);
+    return st;
+}
+
 static const options_row rows[] = {
     { "gpuws_context_options", sizeof(gpuws_context_options), init_context, call_context },
     { "gpuws_program_options", sizeof(gpuws_program_options), init_program, call_program },
@@ -172,6 +189,7 @@ static const options_row rows[] = {
     { "gpuws_sigma_clip_options", sizeof(gpuws_sigma_clip_options), init_sigma_clip, call_sigma_clip },
     { "gpuws_sources_options", sizeof(gpuws_sources_options), init_sources, call_sources },
     { "gpuws_pipeline_options", sizeof(gpuws_pipeline_options), init_pipeline, call_pipeline },
+    { "gpuws_background_options", sizeof(gpuws_background_options), init_background, call_background },
 };
 
 static void fixture_open(fixture *f)

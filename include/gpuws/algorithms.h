@@ -47,5 +47,6 @@ GPUWS_API const char *gpuws_dtype_name(gpuws_dtype dtype);
 #include "algorithms/matmul.h"
 #include "algorithms/transpose.h"
 #include "algorithms/l2_norm.h"
+#include "algorithms/extract.h"
 
 #endif

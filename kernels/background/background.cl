@@ -1,0 +1,112 @@
+/* Mesh background (background_mesh.h holds the arithmetic, background.c the host side).
+ *   background_mesh    one work-group per mesh: two passes of f64 sums (usable pixels; then those within the
+ *                      2σ cuts), the histogram in local memory (local atomics), and work-item 0 estimates the
+ *                      mode from it. Writes mesh[2m] = background, mesh[2m + 1] = rms (-1e30 both: bad mesh).
+ *   background_interp  one work-item per pixel: the spline from the grid plan the host made from those.
+ * Every barrier is in unconditional code (a bad mesh runs the passes with cuts that keep nothing), the
+ * single-work-item tail is an `if (lid == 0)` block (PoCL 3.1 ran code after a per-work-item return), and the local
+ * memory comes as kernel arguments: with the same arrays declared in the kernel, PoCL's results changed from run to
+ * run (work-groups lost counts and partial sums). */
+#ifdef GPUWS_FP64
+#pragma OPENCL FP_CONTRACT OFF
+
+#include "background_mesh.h"
+
+/* The sums of (s, ss, n) over the work-group (a power of two), back into them in every work-item; red holds
+ * 3 doubles per work-item and is free again on return. */
+static inline void bg_group_sums(double *s, double *ss, double *n, __local double *red)
+{
+    const uint lid = get_local_id(0), B = get_local_size(0);
+    red[lid] = *s;
+    red[B + lid] = *ss;
+    red[2 * B + lid] = *n;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = B / 2; h > 0; h >>= 1) {
+        if (lid < h) {
+            red[lid] += red[lid + h];
+            red[B + lid] += red[B + lid + h];
+            red[2 * B + lid] += red[2 * B + lid + h];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    *s = red[0];
+    *ss = red[B];
+    *n = red[2 * B];
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+__kernel void background_mesh(__global const float *image, __global const uchar *mask, uint has_mask, uint width,
+                              uint height, uint bw, uint bh, uint nx, __global float *mesh, __local uint *hist,
+                              __local double *red)
+{
+    const uint lid = get_local_id(0), B = get_local_size(0), m = get_group_id(0);
+    const uint x0 = (m % nx) * bw, y0 = (m / nx) * bh;
+    const uint mw = min(bw, width - x0), mh = min(bh, height - y0), npx = mw * mh;
+
+    double s = 0.0, ss = 0.0, n = 0.0;
+    for (uint i = lid; i < npx; i += B) {
+        const ulong p = (ulong)(y0 + i / mw) * width + x0 + i % mw;
+        const float v = image[p];
+        if ((!has_mask || mask[p] == 0) && (double)v > -BG_BIG) {
+            s += v;
+            ss += (double)v * v;
+            n += 1.0;
+        }
+    }
+    bg_group_sums(&s, &ss, &n, red);
+    /* A bad mesh runs the rest too, with cuts that keep nothing: every barrier stays in uniform, unconditional code */
+    const int good = bg_enough(n, (double)npx);
+    float lcut = 1.0f, hcut = 0.0f;
+    if (good) bg_cuts(s, ss, n, &lcut, &hcut);
+    s = ss = n = 0.0;
+    for (uint i = lid; i < npx; i += B) {
+        const ulong p = (ulong)(y0 + i / mw) * width + x0 + i % mw;
+        const float v = image[p];
+        if ((!has_mask || mask[p] == 0) && v <= hcut && v >= lcut) {
+            s += v;
+            ss += (double)v * v;
+            n += 1.0;
+        }
+    }
+    bg_group_sums(&s, &ss, &n, red);
+    float mean, sigma, qzero, qscale;
+    const int levels = good ? bg_levels(s, ss, n, &mean, &sigma, &qzero, &qscale) : 0;
+    const float cste = good ? bg_cste(qzero, qscale) : 0.0f;
+    for (int b = (int)lid; b < levels; b += (int)B) hist[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = lid; good && i < npx; i += B) {
+        const ulong p = (ulong)(y0 + i / mw) * width + x0 + i % mw;
+        const int b = bg_bin(image[p], qscale, cste, levels);
+        if (b >= 0 && (!has_mask || mask[p] == 0)) atomic_inc(&hist[b]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        float rms = (float)-BG_BIG, mode = (float)-BG_BIG;
+        if (good) mode = bg_mode(hist, levels, mean, qzero, qscale, &rms);
+        mesh[2 * (ulong)m] = mode;
+        mesh[2 * (ulong)m + 1] = rms;
+    }
+}
+
+/* An f64 image rounded to f32, as SEP converts its input. */
+__kernel void background_to_f32(__global const double *x, ulong n, __global float *y)
+{
+    GPUWS_FOR_EACH(i, n) y[i] = (float)x[i];
+}
+
+/* plan and k: the same buffer (background_ref.h: the plan), read as floats and as int32. */
+__kernel void background_interp(__global const float *plan, __global const int *k, uint width, uint height, uint nx,
+                                uint ny, ulong rows, ulong cols, ulong row_k, ulong col_k, __global float *back,
+                                __global float *rms)
+{
+    const uint x = get_global_id(0), y = get_global_id(1);
+    if (x >= width || y >= height) return;
+    const ulong n = (ulong)nx * ny, yl = (ulong)k[row_k + y], y1 = ny > 1 ? yl + 1 : yl;
+    const int kx = k[col_k + x], k1 = nx > 1 ? kx + 1 : kx;
+    __global const float *ry = plan + rows + BG_ROW_COEFS * (ulong)y, *cx = plan + cols + BG_COL_COEFS * (ulong)x;
+    const ulong p = (ulong)y * width + x;
+    back[p] = bg_interp(plan, n, yl * nx, y1 * nx, kx, k1, ry, cx);
+    rms[p] = bg_interp(plan + 4 * n, n, yl * nx, y1 * nx, kx, k1, ry, cx);
+}
+
+#endif

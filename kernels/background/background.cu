@@ -1,0 +1,120 @@
+// Mesh background: the CUDA twin of background.cl (read its header comment first; kernels, parameters and
+// algorithm are the same, the arithmetic is background_mesh.h's).
+#include "../common/gpuws_cuda.cuh"
+
+#include <cmath>
+
+#include "background_mesh.h"
+
+namespace
+{
+
+typedef unsigned long long u64;
+
+// The sums of (s, ss, n) over the block (a power of two), back into them in every thread; red holds 3 doubles
+// per thread and is free again on return.
+__device__ void bg_block_sums(double &s, double &ss, double &n, double *red)
+{
+    const unsigned lid = threadIdx.x, B = blockDim.x;
+    red[lid] = s;
+    red[B + lid] = ss;
+    red[2 * B + lid] = n;
+    __syncthreads();
+    for (unsigned h = B / 2; h > 0; h >>= 1) {
+        if (lid < h) {
+            red[lid] += red[lid + h];
+            red[B + lid] += red[B + lid + h];
+            red[2 * B + lid] += red[2 * B + lid + h];
+        }
+        __syncthreads();
+    }
+    s = red[0];
+    ss = red[B];
+    n = red[2 * B];
+    __syncthreads();
+}
+
+} // namespace
+
+extern "C" __global__ void __launch_bounds__(BG_BLOCK)
+    background_mesh(const float *image, const unsigned char *mask, unsigned has_mask, unsigned width, unsigned height,
+                    unsigned bw, unsigned bh, unsigned nx, float *mesh, gpuws_local lhist, gpuws_local lred)
+{
+    // the regions of gpuws_arg_local, in parameter order, each 16-byte aligned: BG_MAXLEVELS counts, 3 x B doubles
+    GPUWS_SHARED_BYTES();
+    unsigned int *hist = reinterpret_cast<unsigned int *>(gpuws_smem);
+    double *red = reinterpret_cast<double *>(gpuws_smem + ((lhist.bytes + 15) & ~15ull));
+    (void)lred;
+    const unsigned lid = threadIdx.x, B = blockDim.x, m = blockIdx.x;
+    const unsigned x0 = (m % nx) * bw, y0 = (m / nx) * bh;
+    const unsigned mw = min(bw, width - x0), mh = min(bh, height - y0), npx = mw * mh;
+
+    double s = 0.0, ss = 0.0, n = 0.0;
+    for (unsigned i = lid; i < npx; i += B) {
+        const u64 p = (u64)(y0 + i / mw) * width + x0 + i % mw;
+        const float v = image[p];
+        if ((!has_mask || mask[p] == 0) && (double)v > -BG_BIG) {
+            s += v;
+            ss += (double)v * v;
+            n += 1.0;
+        }
+    }
+    bg_block_sums(s, ss, n, red);
+    if (!bg_enough(n, (double)npx)) {
+        if (lid == 0) mesh[2 * (u64)m] = mesh[2 * (u64)m + 1] = (float)-BG_BIG;
+        return; // the whole block
+    }
+    float lcut, hcut;
+    bg_cuts(s, ss, n, &lcut, &hcut);
+    s = ss = n = 0.0;
+    for (unsigned i = lid; i < npx; i += B) {
+        const u64 p = (u64)(y0 + i / mw) * width + x0 + i % mw;
+        const float v = image[p];
+        if ((!has_mask || mask[p] == 0) && v <= hcut && v >= lcut) {
+            s += v;
+            ss += (double)v * v;
+            n += 1.0;
+        }
+    }
+    bg_block_sums(s, ss, n, red);
+    float mean, sigma, qzero, qscale;
+    const int levels = bg_levels(s, ss, n, &mean, &sigma, &qzero, &qscale);
+    const float cste = bg_cste(qzero, qscale);
+    for (int b = (int)lid; b < levels; b += (int)B) hist[b] = 0u;
+    __syncthreads();
+    for (unsigned i = lid; i < npx; i += B) {
+        const u64 p = (u64)(y0 + i / mw) * width + x0 + i % mw;
+        const int b = bg_bin(image[p], qscale, cste, levels);
+        if (b >= 0 && (!has_mask || mask[p] == 0)) atomicAdd(&hist[b], 1u);
+    }
+    __syncthreads();
+    if (lid == 0) {
+        float rms;
+        mesh[2 * (u64)m] = bg_mode(hist, levels, mean, qzero, qscale, &rms);
+        mesh[2 * (u64)m + 1] = rms;
+    }
+}
+
+// An f64 image rounded to f32, as SEP converts its input.
+extern "C" __global__ void background_to_f32(const double *x, u64 n, float *y)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        y[i] = (float)x[i];
+}
+
+extern "C" __global__ void background_interp(const float *plan, const int *k, unsigned width, unsigned height,
+                                             unsigned nx, unsigned ny, u64 rows, u64 cols, u64 row_k, u64 col_k,
+                                             float *back, float *rms)
+{
+    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height) return;
+    const u64 n = (u64)nx * ny, yl = (u64)k[row_k + y], y1 = ny > 1 ? yl + 1 : yl;
+    const int kx = k[col_k + x], k1 = nx > 1 ? kx + 1 : kx;
+    const float *ry = plan + rows + BG_ROW_COEFS * (u64)y, *cx = plan + cols + BG_COL_COEFS * (u64)x;
+    const u64 p = (u64)y * width + x;
+    back[p] = bg_interp(plan, n, yl * nx, y1 * nx, kx, k1, ry, cx);
+    rms[p] = bg_interp(plan + 4 * n, n, yl * nx, y1 * nx, kx, k1, ry, cx);
+}
+
+GPUWS_CUDA_KERNELS(background, GPUWS_CUDA_KERNEL(background_mesh), GPUWS_CUDA_KERNEL(background_to_f32),
+                   GPUWS_CUDA_KERNEL(background_interp))

@@ -1,0 +1,150 @@
+/* The arithmetic of the mesh background that must be the same everywhere: shared by the scalar reference
+ * (background_ref.c), the CUDA kernels (background.cu) and the OpenCL kernels (background.cl, into which
+ * cmake/embed_cl.cmake copies this file), so one text defines each step. Valid C11, CUDA and OpenCL C (with fp64);
+ * it includes nothing (the C includer brings <math.h>). The steps follow SExtractor's back.c as SEP 1.2 has it,
+ * rewritten; the choices that decide a float bit (which divisions are float, where f64 rounds to f32) are SEP's.
+ * docs/algorithms/background.md describes the algorithm. */
+#ifndef GPUWS_BACKGROUND_MESH_H
+#define GPUWS_BACKGROUND_MESH_H
+
+#define BG_NSIGMA    5               /* the histogram spans mean ± 5σ */
+#define BG_MAXLEVELS 4096            /* at most this many histogram bins */
+#define BG_AMIN      4               /* with at least this many "mode pixels" per bin on average */
+#define BG_BIG       1e+30           /* pixels <= -BG_BIG are unusable; a bad mesh's statistics are -BG_BIG */
+#define BG_PI        3.1415926535898 /* SEP's value of π, which decides the bin count */
+#define BG_BLOCK     256             /* largest work-group of the mesh kernel (static local arrays) */
+#define BG_PLANES    8 /* planes of the grid plan: back, its y-spline, their x-splines; the same for rms */
+#define BG_ROW_COEFS 4 /* per image row: the y weights of (lower node, upper node, their y-splines) */
+#define BG_COL_COEFS 4 /* per image column: the x weights of (left node, its x-spline, right node, its x-spline) */
+
+#if defined(__OPENCL_VERSION__)
+#define BG_FN     static inline
+#define BG_HIST   __local
+#define BG_GLOBAL __global
+#define BG_U64    ulong
+#elif defined(__CUDACC__)
+#define BG_FN static __device__ __forceinline__
+#define BG_HIST
+#define BG_GLOBAL
+#define BG_U64 unsigned long long
+#else
+#define BG_FN static inline
+#define BG_HIST
+#define BG_GLOBAL
+#define BG_U64 unsigned long long
+#endif
+
+/* A mesh has enough usable pixels when at least half of its pixels are: SEP compares in float. */
+BG_FN int bg_enough(double usable, double mesh_pixels) { return !((float)usable < (float)(mesh_pixels * 0.5)); }
+
+/* The first pass's cuts: mean ± 2σ of the usable pixels (sums s, ss of n values), rounded to float. */
+BG_FN void bg_cuts(double s, double ss, double n, float *lcut, float *hcut)
+{
+    const double mean = s / n, var = ss / n - mean * mean, sd = var > 0.0 ? sqrt(var) : 0.0;
+    *lcut = (float)(mean - 2.0 * sd);
+    *hcut = (float)(mean + 2.0 * sd);
+}
+
+/* The second pass's statistics and the histogram they define; returns the number of bins. */
+BG_FN int bg_levels(double s, double ss, double n, float *mean, float *sigma, float *qzero, float *qscale)
+{
+    const double m = s / n, var = ss / n - m * m, sd = var > 0.0 ? sqrt(var) : 0.0;
+    const double step = sqrt(2.0 / BG_PI) * BG_NSIGMA / BG_AMIN;
+    const double want = step * n + 1.0; /* compared before the conversion: huge meshes overflow an int */
+    const int levels = want < BG_MAXLEVELS ? (int)want : BG_MAXLEVELS;
+    *mean = (float)m;
+    *sigma = (float)sd;
+    *qscale = sd > 0.0 ? (float)(2.0 * BG_NSIGMA * sd / levels) : 1.0f;
+    *qzero = (float)(m - BG_NSIGMA * sd);
+    return levels;
+}
+
+/* A float quotient, correctly rounded on every device: the f64 quotient of two floats rounds to the same float
+ * as an exact division would (53 >= 2 * 24 + 2 bits), whereas OpenCL's f32 division may be off by ulps. */
+BG_FN float bg_fdiv(float a, float b) { return (float)((double)a / (double)b); }
+
+/* The offset that makes bin = (int)(pix / qscale + cste) round to the nearest bin, as SEP computes it. */
+BG_FN float bg_cste(float qzero, float qscale) { return (float)(0.499999 - (double)bg_fdiv(qzero, qscale)); }
+
+/* pix's histogram bin, or -1 outside [0, levels): SEP truncates toward zero, so values in (-1, 0) land in bin 0;
+ * NaN lands nowhere (the comparisons fail before any conversion). */
+BG_FN int bg_bin(float pix, float qscale, float cste, int levels)
+{
+    const float v = bg_fdiv(pix, qscale) + cste;
+    return (v > -1.0f && v < (float)levels) ? (int)v : -1;
+}
+
+/* A rounded bin position: SEP rounds half away from zero and stops the low cut at 0 and the high cut at top; the
+ * low cut also stops at top, and a NaN or infinite position (which SEP converts undefinedly) takes the bound. */
+BG_FN int bg_round_cut(double x, int top, int low_side)
+{
+    if (low_side) {
+        if (!(x > 0.0)) return 0;
+        return x + 0.5 >= (double)top ? top : (int)(x + 0.5);
+    }
+    if (!(x < (double)top)) return top;
+    if (!(x > -1e9)) return -1; /* an empty range, as any negative cut gives */
+    return (int)(x > 0.0 ? x + 0.5 : x - 0.5);
+}
+
+/* The mode and rms of a mesh from its histogram (hist[0..levels)): clip at median ± 3σ (in bins) until σ stops
+ * moving (relative change <= 1e-4), drops below 0.1 bin, or 100 passes are made. The median walks in from both
+ * ends of the clipped range, always on the side holding fewer counts, and is interpolated inside the bin where
+ * the walks meet. mean, sigma, qzero, qscale: the mesh's second-pass statistics and histogram position. */
+BG_FN float bg_mode(const BG_HIST unsigned int *hist, int levels, float mean, float qzero, float qscale, float *rms)
+{
+    const int top = levels - 1;
+    int lo = 0, hi = top;
+    double sig = 10.0 * top, prev = 1.0, mea = mean, med = mean;
+    for (int pass = 0; pass < 100 && sig >= 0.1 && fabs(sig / prev - 1.0) > 1e-4; pass++) {
+        prev = sig;
+        BG_U64 total = 0, below = 0, above = 0;
+        double s1 = 0.0, s2 = 0.0;
+        int a = lo, b = hi; /* the next bins the low and the high walk take */
+        for (int i = lo; i <= hi; i++) {
+            if (below < above) below += hist[a++];
+            else above += hist[b--];
+            const unsigned int h = hist[i];
+            total += h;
+            const double t = (double)h * i;
+            s1 += t;
+            s2 += t * i;
+        }
+        if (b >= 0) {
+            const unsigned int ha = hist[a], hb = hist[b];
+            med = b + 0.5 + ((double)above - (double)below) / (2.0 * (double)(ha > hb ? ha : hb));
+        } else {
+            med = 0.0;
+        }
+        sig = 0.0;
+        mea = 0.0;
+        if (total) {
+            mea = s1 / (double)total;
+            sig = s2 / (double)total - mea * mea;
+        }
+        sig = sig > 0.0 ? sqrt(sig) : 0.0;
+        lo = bg_round_cut(med - 3.0 * sig, top, 1);
+        hi = bg_round_cut(med + 3.0 * sig, top, 0);
+    }
+    *rms = (float)(sig * qscale);
+    if (!(fabs(sig) > 0.0)) return (float)(qzero + mea * qscale);
+    if (fabs((mea - med) / sig) < 0.3) return (float)(qzero + (2.5 * med - 1.5 * mea) * qscale);
+    return (float)(qzero + med * qscale);
+}
+
+/* back or rms at one pixel from the grid plan (background_ref.h: plan layout): g = the map's first plane (its node
+ * values; then + n its y-spline, + 2n the x-spline of the values' rows, + 3n the x-spline of the y-spline's rows),
+ * rows yl and y1 of the grid with weights ry[0..4), columns k and k1 with weights cx[0..4). Every plane enters
+ * linearly, so SEP's per-row spline through the y-interpolated nodes equals this sum of precomputed rows. */
+BG_FN float bg_interp(const BG_GLOBAL float *g, BG_U64 n, BG_U64 row0, BG_U64 row1, int k, int k1,
+                      const BG_GLOBAL float *ry, const BG_GLOBAL float *cx)
+{
+    const BG_GLOBAL float *v = g, *dv = g + n, *sv = g + 2 * n, *sdv = g + 3 * n;
+    const float node0 = ry[0] * v[row0 + k] + ry[1] * v[row1 + k] + ry[2] * dv[row0 + k] + ry[3] * dv[row1 + k];
+    const float node1 = ry[0] * v[row0 + k1] + ry[1] * v[row1 + k1] + ry[2] * dv[row0 + k1] + ry[3] * dv[row1 + k1];
+    const float d0 = ry[0] * sv[row0 + k] + ry[1] * sv[row1 + k] + ry[2] * sdv[row0 + k] + ry[3] * sdv[row1 + k];
+    const float d1 = ry[0] * sv[row0 + k1] + ry[1] * sv[row1 + k1] + ry[2] * sdv[row0 + k1] + ry[3] * sdv[row1 + k1];
+    return cx[0] * node0 + cx[1] * d0 + cx[2] * node1 + cx[3] * d1;
+}
+
+#endif

@@ -1,0 +1,51 @@
+/* Mesh background, scalar reference: the tests' oracle and the CPU backend's implementation; its grid steps
+ * (gpuws__background_grid) also serve the GPU driver, which computes the per-mesh statistics and the
+ * full-resolution maps on the device and the small steps in between here. */
+#ifndef GPUWS_BACKGROUND_REF_H
+#define GPUWS_BACKGROUND_REF_H
+
+#include "gpuws.h"
+#include "gpuws/algorithms.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The plan the interpolation reads, one block of 4-byte words: BG_PLANES planes of n = nx * ny floats (back, its
+ * y-spline, the x-splines of both; the same four for rms), then BG_ROW_COEFS floats per image row, BG_COL_COEFS
+ * floats per image column, then int32 per row (the grid row below it, yl) and per column (the grid column to its
+ * left, k). Offsets in words. */
+typedef struct gpuws__background_plan {
+    size_t nx, ny, n;
+    size_t rows, cols;   /* float offsets of the row and column weights */
+    size_t row_k, col_k; /* int32 offsets of yl and k */
+    size_t words;        /* the plan's size in 4-byte words */
+} gpuws__background_plan;
+
+/* The layout for a width x height image in meshes of bw x bh. False when a size overflows. */
+bool gpuws__background_layout(size_t width, size_t height, int bw, int bh, gpuws__background_plan *p);
+
+/* Step 1 for every mesh, pixels in raster order (SEP's order): mesh[2m] = background, mesh[2m + 1] = rms of mesh
+ * m (row-major over the grid); -1e30 both for a bad mesh. mask NULL or width*height bytes (nonzero excludes). */
+void gpuws_background_mesh_ref(const float *image, const uint8_t *mask, size_t width, size_t height, int bw, int bh,
+                               float *mesh);
+
+/* Steps 2-4 and the spline plan from the mesh statistics (overwritten): plan receives p->words words; *result its
+ * globals, grid size and bad-mesh count. GPUWS_ERR_INVALID_ARGUMENT when no mesh is good (the caller words the
+ * message), GPUWS_ERR_OUT_OF_MEMORY when a temporary cannot be had; no message is set. */
+gpuws_status gpuws__background_grid(const gpuws__background_plan *p, size_t width, size_t height, int bw, int bh,
+                                    int fw, int fh, double fthresh, float *mesh, void *plan,
+                                    gpuws_background_result *result);
+
+/* The host memory gpuws__background_grid allocates (for messages). */
+size_t gpuws__background_grid_bytes(const gpuws__background_plan *p, int fw, int fh);
+
+/* Step 5 for the pixels of rows [r0, r1). */
+void gpuws_background_interp_ref(const gpuws__background_plan *p, const void *plan, size_t width, size_t r0, size_t r1,
+                                 float *back, float *rms);
+
+/* All steps. Statuses as gpuws__background_grid's; nothing is written to back, rms or *result on error. */
+gpuws_status gpuws_background_ref(const float *image, const uint8_t *mask, size_t width, size_t height,
+                                  const gpuws_background_options *o, float *back, float *rms,
+                                  gpuws_background_result *result);
+
+#endif
