@@ -33,6 +33,14 @@ typedef double gw_f64;
 #define gw_global_size(d) (gw_grid_dim(d) * gw_block_dim(d))
 #define gw_barrier()      __syncthreads()
 
+/* C's INFINITY and NAN, which OpenCL C and the CPU backend have and NVRTC (no <math.h>) lacks. */
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+
 #define gw_min(a, b) ((a) < (b) ? (a) : (b))
 #define gw_max(a, b) ((a) > (b) ? (a) : (b))
 #define gw_printf    printf
