@@ -25,19 +25,17 @@ static gpuws_status background_gpu(gpuws_stream *s, gpuws_dtype dtype, size_t wi
     gpuws_context *ctx = s->ctx;
     gpuws_kernel *km, *ki;
     uint32_t block;
-    /* NVIDIA's OpenCL: products through PTX mul.rn, never contracted (background_mesh.h, bg_dmul) */
-    const char *opt = gpuws__is_nvidia_opencl(ctx) ? "-DGPUWS_NV_PTX=1" : NULL;
     gpuws_status st =
-        gpuws__kernel_block(ctx, "background_mesh", opt, gpuws__is_cpu_device(ctx) ? 64 : BG_BLOCK, &km, &block);
+        gpuws__kernel_block(ctx, "background_mesh", NULL, gpuws__is_cpu_device(ctx) ? 64 : BG_BLOCK, &km, &block);
     if (st == GPUWS_ERR_KERNEL_NOT_FOUND)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "background accumulates in double precision, which %s lacks",
                             ctx->info.name);
-    if (st || (st = gpuws__kernel_get_ex(ctx, "background_interp", opt, &ki))) return st;
+    if (st || (st = gpuws__kernel_get_ex(ctx, "background_interp", NULL, &ki))) return st;
     if (dtype == GPUWS_F64) { /* SEP's float conversion, into the stream's memory */
         gpuws_buffer *f32;
         uint32_t cb;
         gpuws_kernel *kc;
-        if ((st = gpuws__kernel_block(ctx, "background_to_f32", opt, 256, &kc, &cb)) ||
+        if ((st = gpuws__kernel_block(ctx, "background_to_f32", NULL, 256, &kc, &cb)) ||
             (st = gpuws__stream_scratch(s, &key_image, width * height * sizeof(float), &f32)))
             return st;
         const gpuws_launch_config cc = gpuws__config_1d(

@@ -34,39 +34,13 @@
 #define BG_U64 unsigned long long
 #endif
 
-/* Products rounded on their own, never fused with a following add into an FMA: the mesh statistics decide bins and
- * cuts, where one rounding more or less moves a mode. NVIDIA's compilers contract a * b + c by default (nvcc, and
- * its OpenCL compiler despite FP_CONTRACT OFF: the maps differed from the reference there, and were equal built
- * with -cl-opt-disable), so CUDA uses the _rn intrinsics and NVIDIA's OpenCL PTX mul.rn (GPUWS_NV_PTX, set by the
- * host on that platform only); C and other OpenCL compilers honour the contract setting. */
-#if defined(__OPENCL_VERSION__) && defined(GPUWS_NV_PTX)
-BG_FN double bg_dmul(double a, double b)
-{
-    double r;
-    asm("mul.rn.f64 %0, %1, %2;" : "=d"(r) : "d"(a), "d"(b));
-    return r;
-}
-BG_FN float bg_fmul(float a, float b)
-{
-    float r;
-    asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
-}
-#elif defined(__CUDACC__)
-BG_FN double bg_dmul(double a, double b) { return __dmul_rn(a, b); }
-BG_FN float bg_fmul(float a, float b) { return __fmul_rn(a, b); }
-#else
-BG_FN double bg_dmul(double a, double b) { return a * b; }
-BG_FN float bg_fmul(float a, float b) { return a * b; }
-#endif
-
 /* A mesh has enough usable pixels when at least half of its pixels are: SEP compares in float. */
 BG_FN int bg_enough(double usable, double mesh_pixels) { return !((float)usable < (float)(mesh_pixels * 0.5)); }
 
 /* The first pass's cuts: mean ± 2σ of the usable pixels (sums s, ss of n values), rounded to float. */
 BG_FN void bg_cuts(double s, double ss, double n, float *lcut, float *hcut)
 {
-    const double mean = s / n, var = ss / n - bg_dmul(mean, mean), sd = var > 0.0 ? sqrt(var) : 0.0;
+    const double mean = s / n, var = ss / n - mean * mean, sd = var > 0.0 ? sqrt(var) : 0.0;
     *lcut = (float)(mean - 2.0 * sd);
     *hcut = (float)(mean + 2.0 * sd);
 }
@@ -74,14 +48,14 @@ BG_FN void bg_cuts(double s, double ss, double n, float *lcut, float *hcut)
 /* The second pass's statistics and the histogram they define; returns the number of bins. */
 BG_FN int bg_levels(double s, double ss, double n, float *mean, float *sigma, float *qzero, float *qscale)
 {
-    const double m = s / n, var = ss / n - bg_dmul(m, m), sd = var > 0.0 ? sqrt(var) : 0.0;
+    const double m = s / n, var = ss / n - m * m, sd = var > 0.0 ? sqrt(var) : 0.0;
     const double step = sqrt(2.0 / BG_PI) * BG_NSIGMA / BG_AMIN;
-    const double want = bg_dmul(step, n) + 1.0; /* compared before the conversion: huge meshes overflow an int */
+    const double want = step * n + 1.0; /* compared before the conversion: huge meshes overflow an int */
     const int levels = want < BG_MAXLEVELS ? (int)want : BG_MAXLEVELS;
     *mean = (float)m;
     *sigma = (float)sd;
     *qscale = sd > 0.0 ? (float)(2.0 * BG_NSIGMA * sd / levels) : 1.0f;
-    *qzero = (float)(m - bg_dmul(BG_NSIGMA, sd));
+    *qzero = (float)(m - BG_NSIGMA * sd);
     return levels;
 }
 
@@ -146,16 +120,16 @@ BG_FN float bg_mode(const BG_HIST unsigned int *hist, int levels, float mean, fl
         mea = 0.0;
         if (total) {
             mea = s1 / (double)total;
-            sig = s2 / (double)total - bg_dmul(mea, mea);
+            sig = s2 / (double)total - mea * mea;
         }
         sig = sig > 0.0 ? sqrt(sig) : 0.0;
-        lo = bg_round_cut(med - bg_dmul(3.0, sig), top, 1);
-        hi = bg_round_cut(med + bg_dmul(3.0, sig), top, 0);
+        lo = bg_round_cut(med - 3.0 * sig, top, 1);
+        hi = bg_round_cut(med + 3.0 * sig, top, 0);
     }
     *rms = (float)(sig * qscale);
-    if (!(fabs(sig) > 0.0)) return (float)(qzero + bg_dmul(mea, qscale));
-    if (fabs((mea - med) / sig) < 0.3) return (float)(qzero + bg_dmul(bg_dmul(2.5, med) - bg_dmul(1.5, mea), qscale));
-    return (float)(qzero + bg_dmul(med, qscale));
+    if (!(fabs(sig) > 0.0)) return (float)(qzero + mea * qscale);
+    if (fabs((mea - med) / sig) < 0.3) return (float)(qzero + (2.5 * med - 1.5 * mea) * qscale);
+    return (float)(qzero + med * qscale);
 }
 
 /* back or rms at one pixel from the grid plan (background_ref.h: plan layout): g = the map's first plane (its node
@@ -166,15 +140,11 @@ BG_FN float bg_interp(const BG_GLOBAL float *g, BG_U64 n, BG_U64 row0, BG_U64 ro
                       const BG_GLOBAL float *ry, const BG_GLOBAL float *cx)
 {
     const BG_GLOBAL float *v = g, *dv = g + n, *sv = g + 2 * n, *sdv = g + 3 * n;
-    const float node0 = bg_fmul(ry[0], v[row0 + k]) + bg_fmul(ry[1], v[row1 + k]) + bg_fmul(ry[2], dv[row0 + k]) +
-                        bg_fmul(ry[3], dv[row1 + k]);
-    const float node1 = bg_fmul(ry[0], v[row0 + k1]) + bg_fmul(ry[1], v[row1 + k1]) + bg_fmul(ry[2], dv[row0 + k1]) +
-                        bg_fmul(ry[3], dv[row1 + k1]);
-    const float d0 = bg_fmul(ry[0], sv[row0 + k]) + bg_fmul(ry[1], sv[row1 + k]) + bg_fmul(ry[2], sdv[row0 + k]) +
-                     bg_fmul(ry[3], sdv[row1 + k]);
-    const float d1 = bg_fmul(ry[0], sv[row0 + k1]) + bg_fmul(ry[1], sv[row1 + k1]) + bg_fmul(ry[2], sdv[row0 + k1]) +
-                     bg_fmul(ry[3], sdv[row1 + k1]);
-    return bg_fmul(cx[0], node0) + bg_fmul(cx[1], d0) + bg_fmul(cx[2], node1) + bg_fmul(cx[3], d1);
+    const float node0 = ry[0] * v[row0 + k] + ry[1] * v[row1 + k] + ry[2] * dv[row0 + k] + ry[3] * dv[row1 + k];
+    const float node1 = ry[0] * v[row0 + k1] + ry[1] * v[row1 + k1] + ry[2] * dv[row0 + k1] + ry[3] * dv[row1 + k1];
+    const float d0 = ry[0] * sv[row0 + k] + ry[1] * sv[row1 + k] + ry[2] * sdv[row0 + k] + ry[3] * sdv[row1 + k];
+    const float d1 = ry[0] * sv[row0 + k1] + ry[1] * sv[row1 + k1] + ry[2] * sdv[row0 + k1] + ry[3] * sdv[row1 + k1];
+    return cx[0] * node0 + cx[1] * d0 + cx[2] * node1 + cx[3] * d1;
 }
 
 #endif
