@@ -104,15 +104,11 @@ static maps reference(const float *x, const uint8_t *mask, size_t w, size_t h, c
     return out;
 }
 
-/* got equals want: the globals exactly and the maps within 2^-17 of their largest value, or, with rel > 0, all of
- * them within rel relative (NVIDIA's OpenCL, below). */
-static void expect_same(const char *what, const maps *got, const maps *want, size_t n, double rel)
+static void expect_same(const char *what, const maps *got, const maps *want, size_t n)
 {
-    const bool globals = rel > 0 ? fabs(got->r.globalback - want->r.globalback) <= rel * fabs(want->r.globalback) &&
-                                       fabs(got->r.globalrms - want->r.globalrms) <= rel * fabs(want->r.globalrms)
-                                 : got->r.globalback == want->r.globalback && got->r.globalrms == want->r.globalrms;
-    cr_assert(globals, "%s: globalback %.9g globalrms %.9g, reference %.9g %.9g", what, got->r.globalback,
-              got->r.globalrms, want->r.globalback, want->r.globalrms);
+    cr_assert(got->r.globalback == want->r.globalback && got->r.globalrms == want->r.globalrms,
+              "%s: globalback %.9g globalrms %.9g, reference %.9g %.9g", what, got->r.globalback, got->r.globalrms,
+              want->r.globalback, want->r.globalrms);
     cr_assert(got->r.nx == want->r.nx && got->r.ny == want->r.ny && got->r.bad_meshes == want->r.bad_meshes,
               "%s: grid %zu x %zu with %zu bad meshes, reference %zu x %zu with %zu", what, got->r.nx, got->r.ny,
               got->r.bad_meshes, want->r.nx, want->r.ny, want->r.bad_meshes);
@@ -122,12 +118,10 @@ static void expect_same(const char *what, const maps *got, const maps *want, siz
         mr = fmax(mr, fabs(want->rms[i]));
     }
     for (size_t i = 0; i < n; i++) {
-        const double tb = rel > 0 ? rel * fabs(want->back[i]) : 0x1p-17 * mb;
-        const double tr = rel > 0 ? rel * fabs(want->rms[i]) : 0x1p-17 * mr;
-        cr_assert(fabs(got->back[i] - want->back[i]) <= tb, "%s: back[%zu] = %.9g, reference %.9g", what, i,
+        cr_assert(fabs(got->back[i] - want->back[i]) <= 0x1p-17 * mb, "%s: back[%zu] = %.9g, reference %.9g", what, i,
                   got->back[i], want->back[i]);
-        cr_assert(fabs(got->rms[i] - want->rms[i]) <= tr, "%s: rms[%zu] = %.9g, reference %.9g", what, i, got->rms[i],
-                  want->rms[i]);
+        cr_assert(fabs(got->rms[i] - want->rms[i]) <= 0x1p-17 * mr, "%s: rms[%zu] = %.9g, reference %.9g", what, i,
+                  got->rms[i], want->rms[i]);
     }
 }
 
@@ -187,13 +181,7 @@ ParameterizedTest(sky_case *c, background, agrees_with_reference)
     char what[128];
     snprintf(what, sizeof what, "%s %zux%zu mesh %dx%d filter %dx%d", test_backend_name(c->backend), c->w, c->h, c->bw,
              c->bh, c->fw, c->fh);
-    /* NVIDIA's OpenCL: its optimised build differs from the reference by up to 2.7e-5 relative in the maps and in
-     * the 7th digit of the globals (docs/algorithms/background.md, "Known differences"; built with
-     * -cl-opt-disable it is equal, 60x slower), so there the bound is SEP's, 1e-4 relative. */
-    gpuws_device_info d;
-    TEST_OK(gpuws_context_get_device_info(ctx, &d));
-    const bool nv_ocl = d.backend == GPUWS_BACKEND_OPENCL && strstr(d.platform, "NVIDIA") != NULL;
-    expect_same(what, &got, &want, c->w * c->h, nv_ocl ? 1e-4 : 0);
+    expect_same(what, &got, &want, c->w * c->h);
     if (c->nan_cols >= 40) cr_assert_gt(want.r.bad_meshes, 0, "%s: the NaN band makes no bad mesh", what);
     maps_free(&want);
     maps_free(&got);

@@ -16,7 +16,6 @@ typedef struct {
     gpuws_background_result want;
     gpuws_background_result got;
     gpuws_buffer *x, *back, *rms;
-    double rel; /* 0: the bound below; else every value within rel relative (NVIDIA's OpenCL) */
 } bg_state;
 
 /* The sky of the header comment (tests/test_background.c and tests/sep/compare_background.py make the same kind). */
@@ -65,11 +64,6 @@ static gpuws_status bg_setup(gpuws_context *ctx, bench_size size, void **state, 
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
     s->dtype = dtype;
-    /* NVIDIA's OpenCL: SEP's bound (docs/algorithms/background.md, "Known differences") */
-    gpuws_device_info d;
-    if (gpuws_context_get_device_info(ctx, &d) == GPUWS_OK && d.backend == GPUWS_BACKEND_OPENCL &&
-        strstr(d.platform, "NVIDIA"))
-        s->rel = 1e-4;
     s->w = gpuws__case_pick(size, 150, 1000, 2050, 8190);
     s->h = gpuws__case_pick(size, 97, 700, 2040, 8180);
     s->n = s->w * s->h;
@@ -127,11 +121,8 @@ static bool bg_check(void *p, char *msg, size_t n)
     float *back = NULL, *rms = NULL;
     bool ok = gpuws__case_read(s->back, (void **)&back, s->n * sizeof(float), msg, n) &&
               gpuws__case_read(s->rms, (void **)&rms, s->n * sizeof(float), msg, n);
-    const bool globals = s->rel > 0
-                             ? fabs(s->got.globalback - s->want.globalback) <= s->rel * fabs(s->want.globalback) &&
-                                   fabs(s->got.globalrms - s->want.globalrms) <= s->rel * fabs(s->want.globalrms)
-                             : s->got.globalback == s->want.globalback && s->got.globalrms == s->want.globalrms;
-    if (ok && (!globals || s->got.bad_meshes != s->want.bad_meshes)) {
+    if (ok && (s->got.globalback != s->want.globalback || s->got.globalrms != s->want.globalrms ||
+               s->got.bad_meshes != s->want.bad_meshes)) {
         snprintf(msg, n, "globalback %.9g globalrms %.9g bad meshes %zu; reference %.9g %.9g %zu", s->got.globalback,
                  s->got.globalrms, s->got.bad_meshes, s->want.globalback, s->want.globalrms, s->want.bad_meshes);
         ok = false;
@@ -142,8 +133,7 @@ static bool bg_check(void *p, char *msg, size_t n)
         mr = fmax(mr, fabs(s->want_rms[i]));
     }
     for (size_t i = 0; ok && i < s->n; i++)
-        if (!(fabs(back[i] - s->want_back[i]) <= (s->rel > 0 ? s->rel * fabs(s->want_back[i]) : 0x1p-17 * mb)) ||
-            !(fabs(rms[i] - s->want_rms[i]) <= (s->rel > 0 ? s->rel * fabs(s->want_rms[i]) : 0x1p-17 * mr))) {
+        if (!(fabs(back[i] - s->want_back[i]) <= 0x1p-17 * mb) || !(fabs(rms[i] - s->want_rms[i]) <= 0x1p-17 * mr)) {
             snprintf(msg, n, "pixel %zu (row %zu, col %zu): back %.9g rms %.9g; reference %.9g %.9g", i, i / s->w,
                      i % s->w, back[i], rms[i], s->want_back[i], s->want_rms[i]);
             ok = false;
