@@ -281,7 +281,9 @@ typedef struct {
     atomic_int kernel_markers; /* 0 unknown/use clEnqueueMarker, 1 use marker kernel; any thread may set it */
     bool nv_options;           /* cl_nv_compiler_options: build options -cl-nv-* are passed on, else dropped */
     uint64_t max_global;       /* largest global work size in one dimension: what the device's addresses hold */
-    bool oclgrind;             /* the Oclgrind simulator: fills are host writes, host memory is malloc'd (below) */
+    bool oclgrind;             /* the Oclgrind simulator: fills are host writes, buffers released at the end (below) */
+    cl_mem *graveyard;         /* Oclgrind: destroyed buffers, released with the context (ocl_buffer_destroy) */
+    size_t ngrave, capgrave;   /* under pin_lock */
 } ocl_ctx;
 
 #define OCTX(c) ((ocl_ctx *)(c)->impl)
@@ -350,6 +352,8 @@ static void ocl_context_destroy(gpuws_context *ctx)
         c->pinned = p->next;
         pinned_release(c, p);
     }
+    for (size_t i = 0; i < c->ngrave; i++) ocl.clReleaseMemObject(c->graveyard[i]);
+    free(c->graveyard);
     while (c->programs) {
         ocl_program *p = c->programs;
         c->programs = p->next;
@@ -403,7 +407,36 @@ static gpuws_status ocl_buffer_create(gpuws_buffer *b)
     return GPUWS_OK;
 }
 
-static void ocl_buffer_destroy(gpuws_buffer *b) { ocl.clReleaseMemObject(MEM(b)); }
+/* On Oclgrind a destroyed buffer is kept until the context goes: the simulator gives a new buffer the number of a
+ * released one, and its uninitialised-value check then misses the new buffer's stores past the old one's size and
+ * reports reads of values that were written (docs/reliability.md, "Oclgrind"; tests/oclgrind/host_calls.c grow).
+ * Keeping them costs a simulator's run only memory. */
+/* Releases m, or on Oclgrind keeps it in the graveyard (the comment above); pin_lock held. */
+static void release_locked(ocl_ctx *c, cl_mem m)
+{
+    if (c->oclgrind && c->ngrave == c->capgrave) {
+        const size_t cap = c->capgrave ? 2 * c->capgrave : 64;
+        cl_mem *g = realloc(c->graveyard, cap * sizeof *g);
+        if (g) {
+            c->graveyard = g;
+            c->capgrave = cap;
+        }
+    }
+    if (c->oclgrind && c->ngrave < c->capgrave) c->graveyard[c->ngrave++] = m;
+    else ocl.clReleaseMemObject(m);
+}
+
+static void ocl_buffer_destroy(gpuws_buffer *b)
+{
+    ocl_ctx *c = OCTX(b->ctx);
+    if (!c || !c->oclgrind) {
+        ocl.clReleaseMemObject(MEM(b));
+        return;
+    }
+    pthread_mutex_lock(&c->pin_lock);
+    release_locked(c, MEM(b));
+    pthread_mutex_unlock(&c->pin_lock);
+}
 
 static gpuws_status ocl_write(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *src, size_t n, int blocking)
 {
@@ -456,19 +489,13 @@ static gpuws_status ocl_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, cons
     return GPUWS_OK;
 }
 
-/* Pinned host memory is a mapped CL_MEM_ALLOC_HOST_PTR buffer. On Oclgrind it is plain host memory (mem NULL):
- * after a mapped buffer is unmapped and released, the simulator's uninitialised-value check loses track of stores
- * into buffers created later, and reports reads of values that were written (docs/reliability.md, "Oclgrind";
- * tests/oclgrind/host_calls.c, mode map, shows it). A simulator gains nothing from pinned memory. */
+/* Pinned host memory: a CL_MEM_ALLOC_HOST_PTR buffer mapped for the host until it is freed. pin_lock held (or the
+ * context going). */
 static void pinned_release(ocl_ctx *c, ocl_pinned *pin)
 {
-    if (pin->mem) {
-        ocl.clEnqueueUnmapMemObject(c->aux, pin->mem, pin->ptr, 0, NULL, NULL);
-        ocl.clFinish(c->aux);
-        ocl.clReleaseMemObject(pin->mem);
-    } else {
-        free(pin->ptr);
-    }
+    ocl.clEnqueueUnmapMemObject(c->aux, pin->mem, pin->ptr, 0, NULL, NULL);
+    ocl.clFinish(c->aux);
+    release_locked(c, pin->mem);
     free(pin);
 }
 
@@ -477,18 +504,6 @@ static gpuws_status ocl_host_alloc(gpuws_context *ctx, size_t n, void **p)
     ocl_ctx *c = OCTX(ctx);
     ocl_pinned *pin = calloc(1, sizeof *pin);
     if (!pin) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating pinned-memory bookkeeping");
-    if (c->oclgrind) {
-        if (!(pin->ptr = malloc(n ? n : 1))) {
-            free(pin);
-            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "host memory of %zu bytes", n);
-        }
-        pthread_mutex_lock(&c->pin_lock);
-        pin->next = c->pinned;
-        c->pinned = pin;
-        pthread_mutex_unlock(&c->pin_lock);
-        *p = pin->ptr;
-        return GPUWS_OK;
-    }
     cl_int e;
     pin->mem = ocl.clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n, NULL, &e);
     if (!pin->mem) {

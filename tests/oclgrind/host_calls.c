@@ -5,11 +5,12 @@
  *                             atomic_cmpxchg(acc + i, 0, 1) runs on each: after a fill the check reports the
  *                             result as uninitialised; after clEnqueueWriteBuffer of the same zeros it does not.
  *                             Prints "fill: 1 1 1 1" (or "write: ..."): each 1 is a swap that found its zero.
- *   host_calls map | plain    After a buffer mapped for reading and writing is unmapped and released, with other
- *                             buffers released after it and new ones created, the check loses part of the stores
- *                             a kernel makes into a later buffer: `put` writes e[0..257), `get` reads them back,
- *                             and reads of values `put` wrote are reported. Without the mapped buffer (plain)
- *                             nothing is. Prints "map: 257 of 257 values read back" (or "plain: ...").
+ *   host_calls grow | same    A released buffer's number goes to the next buffer created, and the check then
+ *                             misses the new buffer's stores past the old one's size: `put` fills a 4096-byte buffer, which is released; `put`
+ *                             then writes 4096 values (32 KiB) into a new buffer and `get` reads them back, and
+ *                             reads of values past the old 4096 bytes are reported. When the released buffer was
+ *                             as large (same: 40000 bytes) nothing is. Prints "grow: 4096 of 4096 values read
+ *                             back" (or "same: ..."): every value came back right.
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -33,14 +34,11 @@ static const char *source = "__kernel void cas(__global uint *acc, __global uint
 static cl_context ctx;
 static cl_command_queue q;
 static cl_program prog;
-static char zeros[65536];
 
-static cl_mem buffer(size_t bytes, int write_zeros)
+static cl_mem buffer(size_t bytes)
 {
     cl_int e;
-    cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
-    if (m && write_zeros) clEnqueueWriteBuffer(q, m, CL_TRUE, 0, bytes, zeros, 0, NULL, NULL);
-    return m;
+    return clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
 }
 
 static int run(const char *name, cl_mem a0, cl_mem a1, const cl_uint *a2, size_t global)
@@ -59,7 +57,7 @@ static int fill_or_write(int fill)
 {
     enum { N = 4 };
     const cl_uint zero[N] = { 0 };
-    cl_mem acc = buffer(sizeof zero, 0), out = buffer(sizeof zero, 0);
+    cl_mem acc = buffer(sizeof zero), out = buffer(sizeof zero);
     cl_int e = fill ? clEnqueueFillBuffer(q, acc, zero, sizeof zero[0], 0, sizeof zero, 0, NULL, NULL)
                     : clEnqueueWriteBuffer(q, acc, CL_TRUE, 0, sizeof zero, zero, 0, NULL, NULL);
     cl_uint got[N] = { 0 };
@@ -74,46 +72,34 @@ static int fill_or_write(int fill)
     return 0;
 }
 
-static int released_map(int mapped)
+/* A buffer of `first` bytes, written by a kernel and released, then one of 4096 values (32 KiB) that `put` fills and
+ * `get` reads back: the new buffer takes the released one's number. */
+static int reused(size_t first)
 {
-    /* buffers that come and go before the one checked, as a library's earlier work leaves them */
-    cl_mem a = buffer(16384, 1), b = buffer(1800, 1), c = buffer(50000, 0);
-    if (mapped) {
-        cl_int e;
-        cl_mem pin = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, 16384, NULL, &e);
-        void *h =
-            pin ? clEnqueueMapBuffer(q, pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, 16384, 0, NULL, NULL, &e) : NULL;
-        if (!h) return fprintf(stderr, "mapping failed (%d)\n", (int)e), 1;
-        memset(h, 1, 16384);
-        clEnqueueUnmapMemObject(q, pin, h, 0, NULL, NULL);
-        clFinish(q);
-        clReleaseMemObject(pin);
-    }
-    clReleaseMemObject(a);
-    clReleaseMemObject(b);
-    clReleaseMemObject(c);
-    cl_mem x = buffer(20000, 1), p = buffer(4096, 0), eb = buffer(4096, 0), out = buffer(sizeof(cl_uint), 0);
-    const cl_uint n = 257;
+    const cl_uint n = 4096;
+    cl_mem old = buffer(first), eb, out = buffer(sizeof(cl_uint));
+    if (run("put", old, NULL, NULL, first / 8)) return 1;
+    clFinish(q);
+    clReleaseMemObject(old);
+    eb = buffer(n * sizeof(cl_long));
     cl_uint count = 0;
     if (run("put", eb, NULL, NULL, n) || run("get", eb, out, &n, 1) ||
         clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof count, &count, 0, NULL, NULL) != CL_SUCCESS)
         return 1;
-    printf("%s: %u of %u values read back\n", mapped ? "map" : "plain", count, n);
+    printf("%s: %u of %u values read back\n", first < n * sizeof(cl_long) ? "grow" : "same", count, n);
     clReleaseMemObject(out);
     clReleaseMemObject(eb);
-    clReleaseMemObject(p);
-    clReleaseMemObject(x);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    static const char *modes[] = { "fill", "write", "map", "plain" };
+    static const char *modes[] = { "fill", "write", "grow", "same" };
     int mode = -1;
     for (int i = 0; argc == 2 && i < 4; i++)
         if (strcmp(argv[1], modes[i]) == 0) mode = i;
     if (mode < 0) {
-        fprintf(stderr, "usage: %s fill|write|map|plain\n", argv[0]);
+        fprintf(stderr, "usage: %s fill|write|grow|same\n", argv[0]);
         return 2;
     }
     cl_platform_id platform;
@@ -128,7 +114,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "OpenCL setup failed (%d)\n", (int)e);
         return 1;
     }
-    const int rc = mode < 2 ? fill_or_write(mode == 0) : released_map(mode == 2);
+    const int rc = mode < 2 ? fill_or_write(mode == 0) : reused(mode == 2 ? 4096 : 40000);
     clReleaseProgram(prog);
     clReleaseCommandQueue(q);
     clReleaseContext(ctx);
