@@ -1,5 +1,6 @@
 /* histogram's cases (kernels/common/cases.h): 256 bins over roughly normal f32 and i32 data, a little of it outside
- * the range; bit-exact bin counts against the reference. */
+ * the range, and f32 into 8192 bins (more than local memory holds: the global-atomics kernel); bit-exact bin counts
+ * against the reference. */
 #include "common/cases.h"
 #include "histogram/histogram_ref.h"
 
@@ -8,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HIST_BINS 256
-#define HIST_LO   (-4.0)
-#define HIST_HI   4.0
+#define HIST_BINS      256
+#define HIST_MANY_BINS 8192
+#define HIST_LO        (-4.0)
+#define HIST_HI        4.0
 
 typedef struct {
     gpuws_dtype dtype;
+    uint32_t bins;
     size_t n;
     void *host;
     gpuws_buffer *x, *counts;
@@ -28,12 +31,14 @@ static void hist_teardown(void *p)
     free(s);
 }
 
-static gpuws_status hist_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c, gpuws_dtype dt)
+static gpuws_status hist_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c, gpuws_dtype dt,
+                               uint32_t bins)
 {
     hist_state *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
     s->dtype = dt;
+    s->bins = bins;
     s->n = gpuws__case_fit(ctx, gpuws__case_pick(size, 5000, (size_t)1 << 20, (size_t)1 << 26, (size_t)1 << 28), 4, 1);
     s->host = malloc(s->n * 4);
     if (!s->host) return GPUWS_ERR_OUT_OF_MEMORY;
@@ -47,13 +52,14 @@ static gpuws_status hist_setup(gpuws_context *ctx, bench_size size, void **state
     }
     gpuws_status st;
     if ((st = gpuws_buffer_create(ctx, s->n * 4, &s->x)) ||
-        (st = gpuws_buffer_create(ctx, HIST_BINS * 8, &s->counts)) ||
+        (st = gpuws_buffer_create(ctx, (size_t)bins * 8, &s->counts)) ||
         (st = gpuws_buffer_write(s->x, 0, s->host, s->n * 4)))
         return st;
-    c->bytes = 4.0 * (double)s->n + HIST_BINS * 8.0;
+    c->bytes = 4.0 * (double)s->n + (double)bins * 8.0;
     c->flops = 0;
-    gpuws__case_label_count(c->size_label, sizeof c->size_label, s->n,
-                            dt == GPUWS_F32 ? "f32, 256 bins" : "i32, 256 bins");
+    char what[32];
+    snprintf(what, sizeof what, "%s, %u bins", dt == GPUWS_F32 ? "f32" : "i32", bins);
+    gpuws__case_label_count(c->size_label, sizeof c->size_label, s->n, what);
     return GPUWS_OK;
 }
 
@@ -61,52 +67,62 @@ static double hist_scale(const hist_state *s) { return s->dtype == GPUWS_F32 ? 1
 
 static gpuws_status hist_setup_f32(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
 {
-    return hist_setup(ctx, size, state, c, GPUWS_F32);
+    return hist_setup(ctx, size, state, c, GPUWS_F32, HIST_BINS);
+}
+
+static gpuws_status hist_setup_f32_many(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    return hist_setup(ctx, size, state, c, GPUWS_F32, HIST_MANY_BINS);
 }
 
 static gpuws_status hist_setup_i32(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
 {
-    return hist_setup(ctx, size, state, c, GPUWS_I32);
+    return hist_setup(ctx, size, state, c, GPUWS_I32, HIST_BINS);
 }
 
 static gpuws_status hist_run(void *p, gpuws_stream *st)
 {
     hist_state *s = p;
-    return gpuws_histogram(st, s->dtype, s->n, s->x, HIST_LO * hist_scale(s), HIST_HI * hist_scale(s), HIST_BINS,
+    return gpuws_histogram(st, s->dtype, s->n, s->x, HIST_LO * hist_scale(s), HIST_HI * hist_scale(s), s->bins,
                            s->counts);
 }
 
 static bool hist_check(void *p, char *msg, size_t n)
 {
     hist_state *s = p;
-    uint64_t got[HIST_BINS], want[HIST_BINS];
-    if (gpuws_buffer_read(s->counts, 0, got, sizeof got)) {
+    const uint32_t bins = s->bins;
+    uint64_t *got = malloc((size_t)bins * 8), *want = malloc((size_t)bins * 8);
+    void *e = malloc(((size_t)bins + 1) * 8);
+    bool ok = got && want && e;
+    if (!ok) snprintf(msg, n, "out of host memory for the reference");
+    else if (gpuws_buffer_read(s->counts, 0, got, (size_t)bins * 8)) {
         snprintf(msg, n, "could not read the result back");
-        return false;
+        ok = false;
     }
     const double lo = HIST_LO * hist_scale(s), hi = HIST_HI * hist_scale(s);
-    if (s->dtype == GPUWS_F32) {
-        float e[HIST_BINS + 1];
-        gpuws_histogram_edges_f32(lo, hi, HIST_BINS, e);
-        gpuws_histogram_ref_f32(s->host, s->n, e, HIST_BINS, want);
-    } else {
-        int64_t e[HIST_BINS + 1];
-        gpuws_histogram_edges_i32(lo, hi, HIST_BINS, e);
-        gpuws_histogram_ref_i32(s->host, s->n, e, HIST_BINS, want);
+    if (ok && s->dtype == GPUWS_F32) {
+        gpuws_histogram_edges_f32(lo, hi, bins, e);
+        gpuws_histogram_ref_f32(s->host, s->n, e, bins, want);
+    } else if (ok) {
+        gpuws_histogram_edges_i32(lo, hi, bins, e);
+        gpuws_histogram_ref_i32(s->host, s->n, e, bins, want);
     }
-    for (int b = 0; b < HIST_BINS; b++)
+    for (uint32_t b = 0; ok && b < bins; b++)
         if (got[b] != want[b]) {
-            snprintf(msg, n, "bin %d holds %llu, reference %llu", b, (unsigned long long)got[b],
+            snprintf(msg, n, "bin %u holds %llu, reference %llu", b, (unsigned long long)got[b],
                      (unsigned long long)want[b]);
-            return false;
+            ok = false;
         }
-    return true;
+    free(got);
+    free(want);
+    free(e);
+    return ok;
 }
 
 static size_t hist_outputs(void *p, bench_output *out)
 {
     hist_state *s = p;
-    out[0] = (bench_output){ s->counts, NULL, HIST_BINS * 8 };
+    out[0] = (bench_output){ s->counts, NULL, (size_t)s->bins * 8 };
     return 1;
 }
 
@@ -116,5 +132,10 @@ static const gpuws__case w_hist_f32 = {
 static const gpuws__case w_hist_i32 = {
     { "histogram", "i32", false, hist_setup_i32, hist_run, hist_check, hist_teardown }, hist_outputs, false
 };
+static const gpuws__case w_hist_f32_many = { { "histogram", "f32_many_bins", false, hist_setup_f32_many, hist_run,
+                                               hist_check, hist_teardown },
+                                             hist_outputs,
+                                             false };
 GPUWS_CASE(w_hist_f32)
 GPUWS_CASE(w_hist_i32)
+GPUWS_CASE(w_hist_f32_many)

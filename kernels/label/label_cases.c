@@ -1,4 +1,4 @@
-/* label's cases (kernels/common/cases.h): gpuws_label (4-connectivity) on the mask of the source finder's default
+/* label's cases (kernels/common/cases.h): gpuws_label (4- and 8-connectivity) on the mask of the source finder's default
  * synthetic sky (5 noise sigmas), the labels exact against the reference. Sizes: tiny 64², small 512², default
  * 2048² (the workshop's), large 4096². */
 #include "common/cases.h"
@@ -10,6 +10,7 @@
 #include <string.h>
 
 typedef struct {
+    int conn;
     size_t w, h, n;
     uint8_t *mask;
     gpuws_buffer *dmask, *dlabels;
@@ -24,11 +25,12 @@ static void label_teardown(void *p)
     free(s);
 }
 
-static gpuws_status label_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+static gpuws_status label_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c, int conn)
 {
     label_state *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
+    s->conn = conn;
     s->w = s->h = gpuws__case_sources_side(size);
     s->n = s->w * s->h;
     float *img = malloc(s->n * sizeof *img);
@@ -49,11 +51,21 @@ static gpuws_status label_setup(gpuws_context *ctx, bench_size size, void **stat
     return GPUWS_OK;
 }
 
+static gpuws_status label_setup_4(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    return label_setup(ctx, size, state, c, 4);
+}
+
+static gpuws_status label_setup_8(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    return label_setup(ctx, size, state, c, 8);
+}
+
 static gpuws_status label_run(void *p, gpuws_stream *st)
 {
     label_state *s = p;
     size_t n;
-    return gpuws_label(st, s->w, s->h, s->dmask, 4, s->dlabels, &n);
+    return gpuws_label(st, s->w, s->h, s->dmask, s->conn, s->dlabels, &n);
 }
 
 static bool label_check(void *p, char *msg, size_t len)
@@ -64,7 +76,7 @@ static bool label_check(void *p, char *msg, size_t len)
     if (!ok) {
         snprintf(msg, len, "could not read the labels back");
     } else {
-        gpuws_label_ref(s->mask, s->w, s->h, 4, want);
+        gpuws_label_ref(s->mask, s->w, s->h, s->conn, want);
         ok = memcmp(got, want, s->n * 4) == 0; /* integers: exact, as the tests */
         if (!ok) snprintf(msg, len, "labels differ from the reference");
     }
@@ -80,7 +92,11 @@ static size_t label_outputs(void *p, bench_output *out)
     return 1;
 }
 
-static const gpuws__case w_label = { { "label", "4conn", false, label_setup, label_run, label_check, label_teardown },
+static const gpuws__case w_label = { { "label", "4conn", false, label_setup_4, label_run, label_check, label_teardown },
                                      label_outputs,
                                      false };
+static const gpuws__case w_label8 = {
+    { "label", "8conn", false, label_setup_8, label_run, label_check, label_teardown }, label_outputs, false
+};
 GPUWS_CASE(w_label)
+GPUWS_CASE(w_label8)
