@@ -407,11 +407,10 @@ static gpuws_status ocl_buffer_create(gpuws_buffer *b)
     return GPUWS_OK;
 }
 
-/* On Oclgrind a destroyed buffer is kept until the context goes: the simulator gives a new buffer the number of a
- * released one, and its uninitialised-value check then misses the new buffer's stores past the old one's size and
- * reports reads of values that were written (docs/reliability.md, "Oclgrind"; tests/oclgrind/host_calls.c grow).
- * Keeping them costs a simulator's run only memory. */
-/* Releases m, or on Oclgrind keeps it in the graveyard (the comment above); pin_lock held. */
+/* Releases m; pin_lock held. On Oclgrind m is kept in the graveyard until the context goes: the simulator gives a
+ * new buffer the number of a released one, and its uninitialised-value check then misses the new buffer's stores
+ * past the old one's size and reports reads of values that were written (docs/reliability.md, "Oclgrind";
+ * tests/oclgrind/host_calls.c grow). Keeping them costs a simulator's run only memory. */
 static void release_locked(ocl_ctx *c, cl_mem m)
 {
     if (c->oclgrind && c->ngrave == c->capgrave) {
