@@ -60,8 +60,21 @@ BG_FN int bg_levels(double s, double ss, double n, float *mean, float *sigma, fl
 }
 
 /* A float quotient, correctly rounded on every device: the f64 quotient of two floats rounds to the same float
- * as an exact division would (53 >= 2 * 24 + 2 bits), whereas OpenCL's f32 division may be off by ulps. */
+ * as an exact division would (53 >= 2 * 24 + 2 bits), whereas OpenCL's f32 division may be off by ulps. In OpenCL C
+ * the f64 quotient is formed from the reciprocal and one fma correction (error below 2^-52 relative, while a
+ * quotient of floats is never closer than about 2^-49 to a float rounding boundary): the plain
+ * (float)((double)a / (double)b) is a pattern an optimiser may shrink to the f32 division a / b, which IEEE
+ * arithmetic allows and OpenCL then computes to 2.5 ulp (NVIDIA's OpenCL does both, and its histograms moved). */
+#if defined(__OPENCL_VERSION__)
+BG_FN float bg_fdiv(float a, float b)
+{
+    const double da = a, db = b, r = 1.0 / db, q = da * r;
+    if (!isfinite(q) || q == 0.0) return (float)q;
+    return (float)fma(fma(-q, db, da), r, q);
+}
+#else
 BG_FN float bg_fdiv(float a, float b) { return (float)((double)a / (double)b); }
+#endif
 
 /* The offset that makes bin = (int)(pix / qscale + cste) round to the nearest bin, as SEP computes it. */
 BG_FN float bg_cste(float qzero, float qscale) { return (float)(0.499999 - (double)bg_fdiv(qzero, qscale)); }
