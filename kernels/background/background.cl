@@ -1,7 +1,7 @@
 /* Mesh background (background_mesh.h holds the arithmetic, background.c the host side).
  *   background_mesh    one work-group per mesh: two passes of f64 sums (usable pixels; then those within the
- *                      2σ cuts), the histogram in local memory (local atomics), and work-item 0 estimates the
- *                      mode from it. Writes mesh[2m] = background, mesh[2m + 1] = rms (-1e30 both: bad mesh).
+ *                      2σ cuts), the histogram in local memory (local atomics), and the work-group estimates
+ *                      the mode from it (bg_mode_group). Writes mesh[2m] = background, mesh[2m + 1] = rms (-1e30 both: bad mesh).
  *   background_interp  one work-item per pixel: the spline from the grid plan the host made from those.
  * Every barrier is in unconditional code (a bad mesh runs the passes with cuts that keep nothing), the
  * single-work-item tail is an `if (lid == 0)` block (PoCL 3.1 ran code after a per-work-item return), and the local
@@ -11,29 +11,6 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 #include "background_mesh.h"
-
-/* The sums of (s, ss, n) over the work-group (a power of two), back into them in every work-item; red holds
- * 3 doubles per work-item and is free again on return. */
-static inline void bg_group_sums(double *s, double *ss, double *n, __local double *red)
-{
-    const uint lid = get_local_id(0), B = get_local_size(0);
-    red[lid] = *s;
-    red[B + lid] = *ss;
-    red[2 * B + lid] = *n;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint h = B / 2; h > 0; h >>= 1) {
-        if (lid < h) {
-            red[lid] += red[lid + h];
-            red[B + lid] += red[B + lid + h];
-            red[2 * B + lid] += red[2 * B + lid + h];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    *s = red[0];
-    *ss = red[B];
-    *n = red[2 * B];
-    barrier(CLK_LOCAL_MEM_FENCE);
-}
 
 __kernel void background_mesh(__global const float *image, __global const uchar *mask, uint has_mask, uint width,
                               uint height, uint bw, uint bh, uint nx, __global float *mesh, __local uint *hist,
@@ -53,7 +30,7 @@ __kernel void background_mesh(__global const float *image, __global const uchar 
             n += 1.0;
         }
     }
-    bg_group_sums(&s, &ss, &n, red);
+    bg_group_sums(&s, &ss, &n, red, lid, B);
     /* A bad mesh runs the rest too, with cuts that keep nothing: every barrier stays in uniform, unconditional code */
     const int good = bg_enough(n, (double)npx);
     float lcut = 1.0f, hcut = 0.0f;
@@ -68,8 +45,8 @@ __kernel void background_mesh(__global const float *image, __global const uchar 
             n += 1.0;
         }
     }
-    bg_group_sums(&s, &ss, &n, red);
-    float mean, sigma, qzero, qscale;
+    bg_group_sums(&s, &ss, &n, red, lid, B);
+    float mean = 0.0f, sigma = 0.0f, qzero = 0.0f, qscale = 1.0f;
     const int levels = good ? bg_levels(s, ss, n, &mean, &sigma, &qzero, &qscale) : 0;
     const float cste = good ? bg_cste(qzero, qscale) : 0.0f;
     for (int b = (int)lid; b < levels; b += (int)B) hist[b] = 0u;
@@ -80,11 +57,11 @@ __kernel void background_mesh(__global const float *image, __global const uchar 
         if (b >= 0 && (!has_mask || mask[p] == 0)) atomic_inc(&hist[b]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    float rms; /* a bad mesh has no levels: the mode's loop makes no pass */
+    const float mode = bg_mode_group(hist, levels, mean, qzero, qscale, &rms, lid, B, red);
     if (lid == 0) {
-        float rms = (float)-BG_BIG, mode = (float)-BG_BIG;
-        if (good) mode = bg_mode(hist, levels, mean, qzero, qscale, &rms);
-        mesh[2 * (ulong)m] = mode;
-        mesh[2 * (ulong)m + 1] = rms;
+        mesh[2 * (ulong)m] = good ? mode : (float)-BG_BIG;
+        mesh[2 * (ulong)m + 1] = good ? rms : (float)-BG_BIG;
     }
 }
 

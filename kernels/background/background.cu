@@ -11,36 +11,13 @@ namespace
 
 typedef unsigned long long u64;
 
-// The sums of (s, ss, n) over the block (a power of two), back into them in every thread; red holds 3 doubles
-// per thread and is free again on return.
-__device__ void bg_block_sums(double &s, double &ss, double &n, double *red)
-{
-    const unsigned lid = threadIdx.x, B = blockDim.x;
-    red[lid] = s;
-    red[B + lid] = ss;
-    red[2 * B + lid] = n;
-    __syncthreads();
-    for (unsigned h = B / 2; h > 0; h >>= 1) {
-        if (lid < h) {
-            red[lid] += red[lid + h];
-            red[B + lid] += red[B + lid + h];
-            red[2 * B + lid] += red[2 * B + lid + h];
-        }
-        __syncthreads();
-    }
-    s = red[0];
-    ss = red[B];
-    n = red[2 * B];
-    __syncthreads();
-}
-
 } // namespace
 
 extern "C" __global__ void __launch_bounds__(BG_BLOCK)
     background_mesh(const float *image, const unsigned char *mask, unsigned has_mask, unsigned width, unsigned height,
                     unsigned bw, unsigned bh, unsigned nx, float *mesh, gpuws_local lhist, gpuws_local lred)
 {
-    // the regions of gpuws_arg_local, in parameter order, each 16-byte aligned: BG_MAXLEVELS counts, 3 x B doubles
+    // the regions of gpuws_arg_local, in parameter order, each 16-byte aligned: BG_MAXLEVELS counts, 3 x B + 1 doubles
     GPUWS_SHARED_BYTES();
     unsigned int *hist = reinterpret_cast<unsigned int *>(gpuws_smem);
     double *red = reinterpret_cast<double *>(gpuws_smem + ((lhist.bytes + 15) & ~15ull));
@@ -59,7 +36,7 @@ extern "C" __global__ void __launch_bounds__(BG_BLOCK)
             n += 1.0;
         }
     }
-    bg_block_sums(s, ss, n, red);
+    bg_group_sums(&s, &ss, &n, red, lid, B);
     if (!bg_enough(n, (double)npx)) {
         if (lid == 0) mesh[2 * (u64)m] = mesh[2 * (u64)m + 1] = (float)-BG_BIG;
         return; // the whole block
@@ -76,7 +53,7 @@ extern "C" __global__ void __launch_bounds__(BG_BLOCK)
             n += 1.0;
         }
     }
-    bg_block_sums(s, ss, n, red);
+    bg_group_sums(&s, &ss, &n, red, lid, B);
     float mean, sigma, qzero, qscale;
     const int levels = bg_levels(s, ss, n, &mean, &sigma, &qzero, &qscale);
     const float cste = bg_cste(qzero, qscale);
@@ -88,9 +65,10 @@ extern "C" __global__ void __launch_bounds__(BG_BLOCK)
         if (b >= 0 && (!has_mask || mask[p] == 0)) atomicAdd(&hist[b], 1u);
     }
     __syncthreads();
+    float rms;
+    const float mode = bg_mode_group(hist, levels, mean, qzero, qscale, &rms, lid, B, red);
     if (lid == 0) {
-        float rms;
-        mesh[2 * (u64)m] = bg_mode(hist, levels, mean, qzero, qscale, &rms);
+        mesh[2 * (u64)m] = mode;
         mesh[2 * (u64)m + 1] = rms;
     }
 }

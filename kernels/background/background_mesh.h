@@ -100,6 +100,38 @@ BG_FN int bg_round_cut(double x, int top, int low_side)
     return (int)(x > 0.0 ? x + 0.5 : x - 0.5);
 }
 
+/* The end of one clipping pass of the mode (both walks below): the median interpolated inside the bin where the
+ * walks met (a from below with `below` counts, b from above with `above`), the clipped mean and σ in bins from the
+ * pass's sums, and the next clip range [lo, hi]. */
+BG_FN void bg_pass_end(const BG_HIST unsigned int *hist, int a, int b, double below, double above, double total,
+                       double s1, double s2, int top, double *med, double *mea, double *sig, int *lo, int *hi)
+{
+    if (b >= 0) {
+        const unsigned int ha = hist[a], hb = hist[b];
+        *med = b + 0.5 + (above - below) / (2.0 * (double)(ha > hb ? ha : hb));
+    } else {
+        *med = 0.0;
+    }
+    double m = 0.0, v = 0.0;
+    if (total > 0.0) {
+        m = s1 / total;
+        v = s2 / total - m * m;
+    }
+    *mea = m;
+    *sig = v > 0.0 ? sqrt(v) : 0.0;
+    *lo = bg_round_cut(*med - 3.0 * *sig, top, 1);
+    *hi = bg_round_cut(*med + 3.0 * *sig, top, 0);
+}
+
+/* The mesh's background and (in *rms) its σ from the last pass, in data units. */
+BG_FN float bg_mode_of(double sig, double mea, double med, float qzero, float qscale, float *rms)
+{
+    *rms = (float)(sig * qscale);
+    if (!(fabs(sig) > 0.0)) return (float)(qzero + mea * qscale);
+    if (fabs((mea - med) / sig) < 0.3) return (float)(qzero + (2.5 * med - 1.5 * mea) * qscale);
+    return (float)(qzero + med * qscale);
+}
+
 /* The mode and rms of a mesh from its histogram (hist[0..levels)): clip at median ± 3σ (in bins) until σ stops
  * moving (relative change <= 1e-4), drops below 0.1 bin, or 100 passes are made. The median walks in from both
  * ends of the clipped range, always on the side holding fewer counts, and is interpolated inside the bin where
@@ -123,27 +155,123 @@ BG_FN float bg_mode(const BG_HIST unsigned int *hist, int levels, float mean, fl
             s1 += t;
             s2 += t * i;
         }
-        if (b >= 0) {
-            const unsigned int ha = hist[a], hb = hist[b];
-            med = b + 0.5 + ((double)above - (double)below) / (2.0 * (double)(ha > hb ? ha : hb));
-        } else {
-            med = 0.0;
-        }
-        sig = 0.0;
-        mea = 0.0;
-        if (total) {
-            mea = s1 / (double)total;
-            sig = s2 / (double)total - mea * mea;
-        }
-        sig = sig > 0.0 ? sqrt(sig) : 0.0;
-        lo = bg_round_cut(med - 3.0 * sig, top, 1);
-        hi = bg_round_cut(med + 3.0 * sig, top, 0);
+        bg_pass_end(hist, a, b, (double)below, (double)above, (double)total, s1, s2, top, &med, &mea, &sig, &lo, &hi);
     }
-    *rms = (float)(sig * qscale);
-    if (!(fabs(sig) > 0.0)) return (float)(qzero + mea * qscale);
-    if (fabs((mea - med) / sig) < 0.3) return (float)(qzero + (2.5 * med - 1.5 * mea) * qscale);
-    return (float)(qzero + med * qscale);
+    return bg_mode_of(sig, mea, med, qzero, qscale, rms);
 }
+
+#if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
+#if defined(__OPENCL_VERSION__)
+#define BG_SYNC() barrier(CLK_LOCAL_MEM_FENCE)
+#define BG_SHARED __local
+#else
+#define BG_SYNC() __syncthreads()
+#define BG_SHARED
+#endif
+
+/* The sums of (s, ss, n) over the work-group (B work-items, a power of two), back into them in every work-item;
+ * red holds 3 B doubles and is free again on return. */
+BG_FN void bg_group_sums(double *s, double *ss, double *n, BG_SHARED double *red, unsigned lid, unsigned B)
+{
+    red[lid] = *s;
+    red[B + lid] = *ss;
+    red[2 * B + lid] = *n;
+    BG_SYNC();
+    for (unsigned h = B / 2; h > 0; h >>= 1) {
+        if (lid < h) {
+            red[lid] += red[lid + h];
+            red[B + lid] += red[B + lid + h];
+            red[2 * B + lid] += red[2 * B + lid + h];
+        }
+        BG_SYNC();
+    }
+    *s = red[0];
+    *ss = red[B];
+    *n = red[2 * B];
+    BG_SYNC();
+}
+
+/* The sum of red[0..B) over the work-group (B a power of two), returned to every work-item; red is free again on
+ * return. */
+BG_FN double bg_group_total(BG_SHARED double *red, unsigned lid, unsigned B)
+{
+    for (unsigned h = B / 2; h > 0; h >>= 1) {
+        if (lid < h) red[lid] += red[lid + h];
+        BG_SYNC();
+    }
+    const double t = red[0];
+    BG_SYNC();
+    return t;
+}
+
+/* bg_mode by a work-group of B work-items (B a power of two, red: 3 B + 1 doubles of local memory), with the same
+ * result bit for bit. Every sum over bins is of integers below 2^53 (counts, count x bin, count x bin^2 for meshes
+ * of fewer than 2^29 pixels), so any order gives the sequential value. The median walk needs no sequence either:
+ * with C[i] the counts of the first i bins of [lo, hi] and T their total, the walk takes bin lo + i from the low side
+ * exactly when C[i] + C[i + 1] < T (it is a merge of the low side's running sums with the high side's, ties to the
+ * high side), so it ends at a = lo + #{i : C[i] + C[i + 1] < T}, b = a - 1, with C[a - lo] counts below. */
+BG_FN float bg_mode_group(const BG_HIST unsigned int *hist, int levels, float mean, float qzero, float qscale,
+                          float *rms, unsigned lid, unsigned B, BG_SHARED double *red)
+{
+    const int top = levels - 1;
+    int lo = 0, hi = top;
+    double sig = 10.0 * top, prev = 1.0, mea = mean, med = mean;
+    for (int pass = 0; pass < 100 && sig >= 0.1 && fabs(sig / prev - 1.0) > 1e-4; pass++) {
+        prev = sig;
+        const int nb = hi - lo + 1, chunk = nb > 0 ? (nb + (int)B - 1) / (int)B : 0;
+        const int i0 = (int)lid * chunk, i1 = i0 + chunk < nb ? i0 + chunk : nb;
+        double cs = 0.0, s1 = 0.0, s2 = 0.0;
+        for (int i = i0; i < i1; i++) {
+            const unsigned int h = hist[lo + i];
+            const double t = (double)h * (lo + i);
+            cs += h;
+            s1 += t;
+            s2 += t * (lo + i);
+        }
+        red[lid] = s1;
+        red[B + lid] = s2;
+        red[2 * B + lid] = cs;
+        BG_SYNC();
+        for (unsigned h = B / 2; h > 0; h >>= 1) { /* s1 and s2 reduce while the counts are scanned */
+            if (lid < h) {
+                red[lid] += red[lid + h];
+                red[B + lid] += red[B + lid + h];
+            }
+            BG_SYNC();
+        }
+        for (unsigned off = 1; off < B; off <<= 1) { /* inclusive scan of the chunks' counts */
+            const double v = lid >= off ? red[2 * B + lid - off] : 0.0;
+            BG_SYNC();
+            red[2 * B + lid] += v;
+            BG_SYNC();
+        }
+        s1 = red[0];
+        s2 = red[B];
+        const double total = red[3 * B - 1], c0 = red[2 * B + lid] - cs; /* C at this chunk's first bin */
+        BG_SYNC();
+        double c = c0, taken = 0.0;
+        for (int i = i0; i < i1; i++) {
+            const double c1 = c + hist[lo + i];
+            if (c + c1 < total) taken += 1.0;
+            c = c1;
+        }
+        red[lid] = taken;
+        BG_SYNC();
+        const int low = (int)bg_group_total(red, lid, B);
+        if (nb > 0 && low / chunk == (int)lid) { /* this chunk holds bin lo + low: C there is the count below */
+            double cb = c0;
+            for (int i = i0; i < low; i++) cb += hist[lo + i];
+            red[3 * B] = cb;
+        }
+        BG_SYNC();
+        const double below = nb > 0 ? red[3 * B] : 0.0, above = nb > 0 ? total - below : 0.0;
+        BG_SYNC();
+        const int a = nb > 0 ? lo + low : lo, b = nb > 0 ? a - 1 : hi;
+        bg_pass_end(hist, a, b, below, above, total, s1, s2, top, &med, &mea, &sig, &lo, &hi);
+    }
+    return bg_mode_of(sig, mea, med, qzero, qscale, rms);
+}
+#endif
 
 /* back or rms at one pixel from the grid plan (background_ref.h: plan layout): g = the map's first plane (its node
  * values; then + n its y-spline, + 2n the x-spline of the values' rows, + 3n the x-spline of the y-spline's rows),

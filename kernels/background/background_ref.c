@@ -4,6 +4,7 @@
 #include "../../core/alloc.h" /* gpuws__malloc: allocations the fault tests can fail */
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,12 +90,56 @@ static int cmp_float(const void *a, const void *b)
     return x > y ? 1 : (x < y ? -1 : 0);
 }
 
-/* The median of v[0..n) (reordered), as SEP: the middle value, or the mean of the two middle ones rounded to float. */
+/* The k-th smallest of v[0..n) (k < n), v reordered so that v[0..k) holds the k smaller ones: Hoare's selection,
+ * linear on average where sorting the grid of a large image (tens of thousands of meshes) dominated the call. */
+static float select_kth(float *v, size_t n, size_t k)
+{
+    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1;
+    const ptrdiff_t kk = (ptrdiff_t)k;
+    while (lo < hi) {
+        const float pivot = v[lo + (hi - lo) / 2];
+        ptrdiff_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                const float t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (kk <= j) hi = j;
+        else if (kk >= i) lo = i;
+        else break; /* v[j + 1 .. i) all equal the pivot */
+    }
+    return v[k];
+}
+
+/* The median of v[0..n) (reordered), as SEP: the middle value, or the mean of the two middle ones rounded to float.
+ * The filter's windows (a few values) are sorted by insertion, larger sets selected. */
 static float median(float *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_float);
     if (n < 2) return v[0];
-    return n & 1 ? v[n / 2] : (float)((v[n / 2 - 1] + v[n / 2]) / 2.0);
+    float lower, upper;
+    if (n <= 64) {
+        for (size_t i = 1; i < n; i++) {
+            const float x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+            v[j] = x;
+        }
+        lower = v[(n - 1) / 2];
+        upper = v[n / 2];
+    } else {
+        upper = select_kth(v, n, n / 2);
+        lower = upper;
+        if (!(n & 1)) { /* the largest of the lower half */
+            lower = v[0];
+            for (size_t i = 1; i < n / 2; i++)
+                if (v[i] > lower) lower = v[i];
+        }
+    }
+    return n & 1 ? upper : (float)((lower + upper) / 2.0);
 }
 
 static bool bad(float v) { return (double)v <= -BG_BIG; }
@@ -292,8 +337,9 @@ gpuws_status gpuws__background_grid(const gpuws__background_plan *p, size_t widt
     memcpy(sorted, back, n * sizeof *sorted);
     const float globalback = median(sorted, n);
     memcpy(sorted, sigma, n * sizeof *sorted);
-    float globalrms = median(sorted, n); /* sorted ascending now */
+    float globalrms = median(sorted, n);
     if (globalrms <= 0.0f) {
+        qsort(sorted, n, sizeof *sorted, cmp_float);
         size_t first = n; /* the first positive value */
         while (first > 0 && sorted[first - 1] > 0.0f) first--;
         globalrms = first < n ? median(sorted + first, n - first) : 1.0f;
