@@ -151,10 +151,11 @@ def sky_size(size):
 WORKLOADS = []
 
 
-def workload(algorithm, variant, gpu_only=False, end_to_end=False, needs_scipy=False):
+def workload(algorithm, variant, gpu_only=False, end_to_end=False, needs_scipy=False, needs_sep=False):
+    """needs_sep: the peer is SEP (the C library of SExtractor's algorithms), on the CPU only, on one core."""
     def deco(setup):
         WORKLOADS.append(dict(algorithm=algorithm, variant=variant, setup=setup, gpu_only=gpu_only,
-                              end_to_end=end_to_end, needs_scipy=needs_scipy))
+                              end_to_end=end_to_end, needs_scipy=needs_scipy, needs_sep=needs_sep))
         return setup
     return deco
 
@@ -279,6 +280,33 @@ extern "C" __global__ void check_prime(const int *nums, int *out, int n)
     out[i] = r;
 }
 """
+
+
+def optical_sky(w, h, seed=20261126):
+    """background's case recipe (kernels/background/background_cases.c): level 100 with a gradient, Gaussian noise
+    of sigma 5, one Gaussian source (sigma 2 px, amplitude 20 to 520) per 2000 pixels, three NaN columns on the left."""
+    rng = np.random.default_rng(seed)
+    r, c = np.mgrid[0:h, 0:w]
+    img = 100.0 + 0.01 * c + 0.02 * r + rng.normal(0.0, 5.0, (h, w))
+    yy, xx = np.mgrid[-8:9, -8:9]
+    psf = np.exp(-(xx ** 2 + yy ** 2) / (2 * 2.0 ** 2))
+    for y, x, a in zip(rng.integers(8, h - 8, w * h // 2000 + 1), rng.integers(8, w - 8, w * h // 2000 + 1),
+                       rng.uniform(20, 520, w * h // 2000 + 1)):
+        img[y - 8:y + 9, x - 8:x + 9] += a * psf
+    img[:, :3] = np.nan
+    return img.astype(np.float32)
+
+
+@workload("background", "f32", needs_sep=True)
+def background_w(ctx, size):
+    import sep
+    w, h = pick(size, (1000, 700), (2050, 2040), (8190, 8180))
+    img = optical_sky(w, h)
+
+    def fn():
+        b = sep.Background(img, bw=64, bh=64, fw=3, fh=3)
+        return b.back(), b.rms()  # gpuws_background writes both maps
+    return f"{w}x{h} mesh 64", fn
 
 
 @workload("primes", "trial", gpu_only=True)
@@ -464,6 +492,8 @@ def selected(only, w):
 
 
 def row_backend(ctx, w):
+    if not ctx.gpu and w["needs_sep"]:
+        return "sep"
     return "scipy" if (not ctx.gpu and w["needs_scipy"]) else ctx.backend
 
 
@@ -515,7 +545,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.list:
         for w in WORKLOADS:
-            print(f'{w["algorithm"]} {w["variant"]}' + (" (CuPy only)" if w["gpu_only"] else ""))
+            print(f'{w["algorithm"]} {w["variant"]}' + (" (CuPy only)" if w["gpu_only"] else "") +
+                  (" (SEP, CPU only)" if w["needs_sep"] else ""))
         return 0
     if args.quick:
         args.size, args.repeat, args.cpu_repeat = "small", 3, 3
@@ -525,7 +556,8 @@ def main(argv=None):
     if not ctxs:
         print("run_peers: nothing to run on (no CuPy device, and --no-cpu)", file=sys.stderr)
         return 1
-    todo = [(c, w) for c in ctxs for w in WORKLOADS if selected(args.only, w) and (c.gpu or not w["gpu_only"])]
+    todo = [(c, w) for c in ctxs for w in WORKLOADS if selected(args.only, w) and (c.gpu or not w["gpu_only"]) and
+            not (c.gpu and w["needs_sep"])]
     if not todo:
         print(f"run_peers: --only {args.only} selects no workload (see --list)", file=sys.stderr)
         return 2
