@@ -115,21 +115,30 @@ static float select_kth(float *v, size_t n, size_t k)
     return v[k];
 }
 
+/* The k-th smallest of the few values v[0..n) (no NaN): the value with at most k smaller ones and more than k
+ * smaller or equal. Counting compares without branches, which beats sorting windows of random order. */
+static float rank_kth(const float *v, size_t n, size_t k)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t lt = 0, le = 0;
+        for (size_t j = 0; j < n; j++) {
+            lt += v[j] < v[i];
+            le += v[j] <= v[i];
+        }
+        if (lt <= k && k < le) return v[i];
+    }
+    return v[k];
+}
+
 /* The median of v[0..n) (reordered), as SEP: the middle value, or the mean of the two middle ones rounded to float.
- * The filter's windows (a few values) are sorted by insertion, larger sets selected. */
+ * The filter's windows (a few values) are ranked, larger sets selected. */
 static float median(float *v, size_t n)
 {
     if (n < 2) return v[0];
     float lower, upper;
     if (n <= 64) {
-        for (size_t i = 1; i < n; i++) {
-            const float x = v[i];
-            size_t j = i;
-            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
-            v[j] = x;
-        }
-        lower = v[(n - 1) / 2];
-        upper = v[n / 2];
+        lower = rank_kth(v, n, (n - 1) / 2);
+        upper = n & 1 ? lower : rank_kth(v, n, n / 2);
     } else {
         upper = select_kth(v, n, n / 2);
         lower = upper;
