@@ -86,9 +86,10 @@ static gpuws_status background_gpu(gpuws_stream *s, gpuws_dtype dtype, size_t wi
                               gpuws__background_grid_bytes(p, o->fw, o->fh));
     }
     if (!st) {
-        const uint32_t tx = 32, ty = gpuws__is_cpu_device(ctx) ? 1 : 8;
-        const gpuws_launch_config ci = { { (uint32_t)((width + tx - 1) / tx), (uint32_t)((height + ty - 1) / ty), 1 },
-                                         { tx, ty, 1 } };
+        const uint32_t tx = gpuws__is_cpu_device(ctx) ? 32 : 128; /* a work-item per column and BG_INTERP_ROWS rows */
+        const gpuws_launch_config ci = { { (uint32_t)((width + tx - 1) / tx),
+                                           (uint32_t)((height + BG_INTERP_ROWS - 1) / BG_INTERP_ROWS), 1 },
+                                         { tx, 1, 1 } };
         const gpuws_arg ai[] = { gpuws_arg_buffer(dplan),        gpuws_arg_buffer(dplan),
                                  gpuws_arg_u32((uint32_t)width), gpuws_arg_u32((uint32_t)height),
                                  gpuws_arg_u32((uint32_t)p->nx), gpuws_arg_u32((uint32_t)p->ny),

@@ -71,19 +71,33 @@ __kernel void background_to_f32(__global const double *x, ulong n, __global floa
     GPUWS_FOR_EACH(i, n) y[i] = (float)x[i];
 }
 
-/* plan and k: the same buffer (background_ref.h: the plan), read as floats and as int32. */
+/* plan and k: the same buffer (background_ref.h: the plan), read as floats and as int32. One work-item per column
+ * and BG_INTERP_ROWS rows: the column's weights and the 32 plan values of the grid rows around it stay in registers
+ * until its rows pass the next grid row, so a pixel costs two stores and the row's 4 (shared) weights. */
 __kernel void background_interp(__global const float *plan, __global const int *k, uint width, uint height, uint nx,
                                 uint ny, ulong rows, ulong cols, ulong row_k, ulong col_k, __global float *back,
                                 __global float *rms)
 {
-    const uint x = get_global_id(0), y = get_global_id(1);
-    if (x >= width || y >= height) return;
-    const ulong n = (ulong)nx * ny, yl = (ulong)k[row_k + y], y1 = ny > 1 ? yl + 1 : yl;
+    const uint x = get_global_id(0), y0 = get_global_id(1) * BG_INTERP_ROWS;
+    if (x >= width || y0 >= height) return;
+    const uint y_end = min(y0 + BG_INTERP_ROWS, height);
+    const ulong n = (ulong)nx * ny;
     const int kx = k[col_k + x], k1 = nx > 1 ? kx + 1 : kx;
-    __global const float *ry = plan + rows + BG_ROW_COEFS * (ulong)y, *cx = plan + cols + BG_COL_COEFS * (ulong)x;
-    const ulong p = (ulong)y * width + x;
-    back[p] = bg_interp(plan, n, yl * nx, y1 * nx, kx, k1, ry, cx);
-    rms[p] = bg_interp(plan + 4 * n, n, yl * nx, y1 * nx, kx, k1, ry, cx);
+    float cx[BG_COL_COEFS], cb[16], cr[16];
+    for (int i = 0; i < BG_COL_COEFS; i++) cx[i] = plan[cols + BG_COL_COEFS * (ulong)x + i];
+    long held = -1; /* the grid row whose values cb and cr hold */
+    for (uint y = y0; y < y_end; y++) {
+        const ulong yl = (ulong)k[row_k + y], y1 = ny > 1 ? yl + 1 : yl;
+        if ((long)yl != held) {
+            bg_nodes(plan, n, yl * nx, y1 * nx, kx, k1, cb);
+            bg_nodes(plan + 4 * n, n, yl * nx, y1 * nx, kx, k1, cr);
+            held = (long)yl;
+        }
+        __global const float *ry = plan + rows + BG_ROW_COEFS * (ulong)y;
+        const ulong p = (ulong)y * width + x;
+        back[p] = bg_interp(cb, ry, cx);
+        rms[p] = bg_interp(cr, ry, cx);
+    }
 }
 
 #endif

@@ -7,15 +7,16 @@
 #ifndef GPUWS_BACKGROUND_MESH_H
 #define GPUWS_BACKGROUND_MESH_H
 
-#define BG_NSIGMA    5               /* the histogram spans mean ± 5σ */
-#define BG_MAXLEVELS 4096            /* at most this many histogram bins */
-#define BG_AMIN      4               /* with at least this many "mode pixels" per bin on average */
-#define BG_BIG       1e+30           /* pixels <= -BG_BIG are unusable; a bad mesh's statistics are -BG_BIG */
-#define BG_PI        3.1415926535898 /* SEP's value of π, which decides the bin count */
-#define BG_BLOCK     256             /* largest work-group of the mesh kernel (static local arrays) */
-#define BG_PLANES    8 /* planes of the grid plan: back, its y-spline, their x-splines; the same for rms */
-#define BG_ROW_COEFS 4 /* per image row: the y weights of (lower node, upper node, their y-splines) */
-#define BG_COL_COEFS 4 /* per image column: the x weights of (left node, its x-spline, right node, its x-spline) */
+#define BG_NSIGMA      5               /* the histogram spans mean ± 5σ */
+#define BG_MAXLEVELS   4096            /* at most this many histogram bins */
+#define BG_AMIN        4               /* with at least this many "mode pixels" per bin on average */
+#define BG_BIG         1e+30           /* pixels <= -BG_BIG are unusable; a bad mesh's statistics are -BG_BIG */
+#define BG_PI          3.1415926535898 /* SEP's value of π, which decides the bin count */
+#define BG_BLOCK       256             /* largest work-group of the mesh kernel (static local arrays) */
+#define BG_PLANES      8  /* planes of the grid plan: back, its y-spline, their x-splines; the same for rms */
+#define BG_ROW_COEFS   4  /* per image row: the y weights of (lower node, upper node, their y-splines) */
+#define BG_COL_COEFS   4  /* per image column: the x weights of (left node, its x-spline, right node, its x-spline) */
+#define BG_INTERP_ROWS 32 /* image rows per work-item of background_interp */
 
 #if defined(__OPENCL_VERSION__)
 #define BG_FN     static inline
@@ -273,18 +274,31 @@ BG_FN float bg_mode_group(const BG_HIST unsigned int *hist, int levels, float me
 }
 #endif
 
-/* back or rms at one pixel from the grid plan (background_ref.h: plan layout): g = the map's first plane (its node
- * values; then + n its y-spline, + 2n the x-spline of the values' rows, + 3n the x-spline of the y-spline's rows),
- * rows yl and y1 of the grid with weights ry[0..4), columns k and k1 with weights cx[0..4). Every plane enters
- * linearly, so SEP's per-row spline through the y-interpolated nodes equals this sum of precomputed rows. */
-BG_FN float bg_interp(const BG_GLOBAL float *g, BG_U64 n, BG_U64 row0, BG_U64 row1, int k, int k1,
-                      const BG_GLOBAL float *ry, const BG_GLOBAL float *cx)
+/* The 16 plan values one map needs for the pixels between grid rows row0 and row1 (offsets of rows in the grid)
+ * and columns k and k1, from the grid plan (background_ref.h: plan layout): g = the map's first plane (its node
+ * values; then + n its y-spline, + 2n the x-spline of the values' rows, + 3n the x-spline of the y-spline's rows).
+ * A device thread keeps them while its rows stay between the same grid rows. */
+BG_FN void bg_nodes(const BG_GLOBAL float *g, BG_U64 n, BG_U64 row0, BG_U64 row1, int k, int k1, float c[16])
 {
-    const BG_GLOBAL float *v = g, *dv = g + n, *sv = g + 2 * n, *sdv = g + 3 * n;
-    const float node0 = ry[0] * v[row0 + k] + ry[1] * v[row1 + k] + ry[2] * dv[row0 + k] + ry[3] * dv[row1 + k];
-    const float node1 = ry[0] * v[row0 + k1] + ry[1] * v[row1 + k1] + ry[2] * dv[row0 + k1] + ry[3] * dv[row1 + k1];
-    const float d0 = ry[0] * sv[row0 + k] + ry[1] * sv[row1 + k] + ry[2] * sdv[row0 + k] + ry[3] * sdv[row1 + k];
-    const float d1 = ry[0] * sv[row0 + k1] + ry[1] * sv[row1 + k1] + ry[2] * sdv[row0 + k1] + ry[3] * sdv[row1 + k1];
+    for (int plane = 0; plane < 4; plane++) {
+        const BG_GLOBAL float *q = g + plane * n;
+        c[4 * plane + 0] = q[row0 + k];
+        c[4 * plane + 1] = q[row1 + k];
+        c[4 * plane + 2] = q[row0 + k1];
+        c[4 * plane + 3] = q[row1 + k1];
+    }
+}
+
+/* back or rms at one pixel from its map's bg_nodes c, the row's y weights ry[0..4) and the column's x weights
+ * cx[0..4) (a device thread keeps those too). Every plane enters linearly, so SEP's per-row spline through the y-interpolated nodes equals this sum
+ * of precomputed rows. */
+BG_FN float bg_interp(const float c[16], const BG_GLOBAL float *ry, const float cx[4])
+{
+    const float *v = c, *dv = c + 4, *sv = c + 8, *sdv = c + 12; /* [row0 k, row1 k, row0 k1, row1 k1] */
+    const float node0 = ry[0] * v[0] + ry[1] * v[1] + ry[2] * dv[0] + ry[3] * dv[1];
+    const float node1 = ry[0] * v[2] + ry[1] * v[3] + ry[2] * dv[2] + ry[3] * dv[3];
+    const float d0 = ry[0] * sv[0] + ry[1] * sv[1] + ry[2] * sdv[0] + ry[3] * sdv[1];
+    const float d1 = ry[0] * sv[2] + ry[1] * sv[3] + ry[2] * sdv[2] + ry[3] * sdv[3];
     return cx[0] * node0 + cx[1] * d0 + cx[2] * node1 + cx[3] * d1;
 }
 

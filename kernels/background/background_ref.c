@@ -381,8 +381,11 @@ void gpuws_background_interp_ref(const gpuws__background_plan *p, const void *pl
         for (size_t x = 0; x < width; x++) {
             const int kx = k[p->col_k + x], k1 = p->nx > 1 ? kx + 1 : kx;
             const float *cx = f + p->cols + BG_COL_COEFS * x;
-            back[y * width + x] = bg_interp(f, p->n, yl * p->nx, y1 * p->nx, kx, k1, ry, cx);
-            rms[y * width + x] = bg_interp(f + 4 * p->n, p->n, yl * p->nx, y1 * p->nx, kx, k1, ry, cx);
+            float cb[16], cr[16];
+            bg_nodes(f, p->n, yl * p->nx, y1 * p->nx, kx, k1, cb);
+            bg_nodes(f + 4 * p->n, p->n, yl * p->nx, y1 * p->nx, kx, k1, cr);
+            back[y * width + x] = bg_interp(cb, ry, cx);
+            rms[y * width + x] = bg_interp(cr, ry, cx);
         }
     }
 }
