@@ -15,7 +15,8 @@ CARRY=$PWD/.carry
 # Symbolic links may not survive the copy to the machine: remake the linker names.
 if [ -d "$CARRY/lib" ]; then
     (cd "$CARRY/lib" && ln -sf libcriterion.so.3 libcriterion.so && ln -sf libcfitsio.so.10 libcfitsio.so &&
-        ln -sf libpng16.so.16 libpng16.so && ln -sf libpng16.so.16 libpng.so)
+        ln -sf libpng16.so.16 libpng16.so && ln -sf libpng16.so.16 libpng.so &&
+        { [ ! -e libwcs.so.7 ] || ln -sf libwcs.so.7 libwcs.so; })
 fi
 ours() { LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 [ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH

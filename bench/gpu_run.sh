@@ -3,7 +3,7 @@
 #
 #   bash bench/gpu_run.sh carry      on the development machine, after tools/setup-debian.sh: makes .carry/
 #                                    (git-ignored), the headers and shared libraries a GPU machine without internet
-#                                    lacks (Criterion, cfitsio, libpng, the OpenCL headers and loader) with their
+#                                    lacks (Criterion, cfitsio, libpng, wcslib, the OpenCL headers and loader) with their
 #                                    dependencies. Copy it to the machine with the working tree.
 #   bash bench/gpu_run.sh [STEPS]    on the GPU machine, from a copy of the working tree with .carry/: STEPS is a
 #                                    comma list of build, test (= test-nvidia,test-pocl), test-nvidia, test-pocl,
@@ -21,11 +21,11 @@ STEPS=${1:-build,test,sanitize,bench,peers}
 if [ "$STEPS" = carry ]; then
     set -e
     rm -rf .carry && mkdir -p .carry/lib .carry/include
-    cp -r /usr/include/criterion /usr/include/CL /usr/include/libpng16 .carry/include/
+    cp -r /usr/include/criterion /usr/include/CL /usr/include/libpng16 /usr/include/wcslib .carry/include/
     cp /usr/include/fitsio.h /usr/include/fitsio2.h /usr/include/longnam.h /usr/include/png.h /usr/include/pngconf.h \
         /usr/include/pnglibconf.h .carry/include/
     L=/usr/lib/x86_64-linux-gnu
-    for lib in $L/libcriterion.so.3 $L/libcfitsio.so.10 $L/libpng16.so.16 $L/libOpenCL.so.1; do
+    for lib in $L/libcriterion.so.3 $L/libcfitsio.so.10 $L/libpng16.so.16 $L/libOpenCL.so.1 $L/libwcs.so.7; do
         cp -L "$lib" .carry/lib/
         ldd "$lib" | awk '/=>/{print $3}' | { grep -vE 'libc\.so|libm\.so|ld-linux|libpthread|libdl\.so|librt\.so|libresolv' || true; } |
             xargs -I{} cp -Ln {} .carry/lib/
