@@ -309,6 +309,40 @@ def background_w(ctx, size):
     return f"{w}x{h} mesh 64", fn
 
 
+def extract_sky(w, h, seed=20261126):
+    """extract's case recipe (kernels/extract/extract_cases.c): level 100 with a gradient, Gaussian noise of sigma 5,
+    one round or elliptical Gaussian source per 1500 pixels, three NaN columns on the left; returns the image, its
+    background and its rms map (sigma 5), as the case gives them to gpuws_extract."""
+    rng = np.random.default_rng(seed)
+    r, c = np.mgrid[0:h, 0:w]
+    back = (100.0 + 0.01 * c + 0.02 * r).astype(np.float32)
+    img = back + rng.normal(0.0, 5.0, (h, w))
+    yy, xx = np.mgrid[-15:16, -15:16]
+    n = w * h // 1500 + 1
+    for sr, sc, amp, sa, q, t in zip(rng.uniform(0, h, n), rng.uniform(0, w, n),
+                                     15 + 800 * rng.uniform(0, 1, n) * rng.uniform(0, 1, n), rng.uniform(1, 4, n),
+                                     rng.uniform(0.3, 1.0, n), rng.uniform(0, np.pi, n)):
+        y0, x0 = int(sr), int(sc)
+        ys, xs = slice(max(y0 - 15, 0), min(y0 + 16, h)), slice(max(x0 - 15, 0), min(x0 + 16, w))
+        dy, dx = r[ys, xs] - sr, c[ys, xs] - sc
+        u, v = dx * np.cos(t) + dy * np.sin(t), -dx * np.sin(t) + dy * np.cos(t)
+        img[ys, xs] += amp * np.exp(-0.5 * (u * u / sa ** 2 + v * v / (sa * q) ** 2))
+    img[:, :3] = np.nan
+    return img.astype(np.float32), back, np.full((h, w), 5.0, np.float32)
+
+
+@workload("extract", "f32", needs_sep=True)
+def extract_w(ctx, size):
+    import sep
+    w, h = pick(size, (1000, 700), (2048, 2048), (8192, 8192))
+    img, back, rms = extract_sky(w, h)
+    sub = img - back
+
+    def fn():  # SEP's defaults, as the case: matched filter, 32 thresholds, contrast 0.005, cleaning
+        return sep.extract(sub, 1.5, err=rms, segmentation_map=True)
+    return f"{w}x{h} SEP defaults", fn
+
+
 @workload("primes", "trial", gpu_only=True)
 def primes_w(ctx, size):
     n = pick(size, 10 ** 4, 10 ** 6, 10 ** 7)
