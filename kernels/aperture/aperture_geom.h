@@ -68,13 +68,18 @@ AP_FN double ap_edge_in_disk(double px, double py, double qx, double qy)
 {
     const double ex = qx - px, ey = qy - py;
     const double qa = ex * ex + ey * ey, qb = px * ex + py * ey, qc = px * px + py * py - 1.0;
-    double cut[4];
+    double cut[4], t0 = 0.0, t1 = 0.0;
     int k = 0;
     cut[k++] = 0.0;
-    const double disc = qb * qb - qa * qc; /* |P + tE|^2 = 1 has roots t = (-qb ± sqrt(disc)) / qa */
-    if (qa > 0.0 && disc > 0.0) {
+    /* |P + tE|^2 = 1 at t = (-qb ± sqrt(disc)) / qa; the line is inside the disk strictly between the roots. A line
+     * that misses or touches the circle (disc <= 0) is outside: deciding by the midpoint's distance would count a
+     * tangent edge, whose midpoint can lie on the circle, as inside. */
+    const double disc = qb * qb - qa * qc;
+    const int crosses = qa > 0.0 && disc > 0.0;
+    if (crosses) {
         const double root = sqrt(disc), q = qb >= 0.0 ? -(qb + root) : -(qb - root); /* no cancellation */
-        double t0 = q / qa, t1 = qc / q;
+        t0 = q / qa;
+        t1 = qc / q;
         if (t0 > t1) {
             const double t = t0;
             t0 = t1;
@@ -88,9 +93,8 @@ AP_FN double ap_edge_in_disk(double px, double py, double qx, double qy)
     for (int i = 0; i + 1 < k; i++) {
         const double ux = px + cut[i] * ex, uy = py + cut[i] * ey;
         const double vx = px + cut[i + 1] * ex, vy = py + cut[i + 1] * ey;
-        const double tm = 0.5 * (cut[i] + cut[i + 1]), mx = px + tm * ex, my = py + tm * ey;
-        const double cross = ux * vy - uy * vx;
-        if (mx * mx + my * my <= 1.0) area += 0.5 * cross;
+        const double tm = 0.5 * (cut[i] + cut[i + 1]), cross = ux * vy - uy * vx;
+        if (crosses && tm > t0 && tm < t1) area += 0.5 * cross;
         else area += 0.5 * atan2(cross, ux * vx + uy * vy);
     }
     return area;

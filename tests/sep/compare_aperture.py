@@ -76,6 +76,16 @@ def cases():
     r[140:150] = rng.uniform(0.5, 3.0, 10)
     x[150:160], y[150:160], r[150:160] = w / 2, h / 2, rng.uniform(100, 180, 10)  # large, past the edges
     circ = np.column_stack([x, y, r])
+    # radii and centres on the grid: pixel edges tangent to the circle, corners on it
+    xg = np.round(rng.uniform(20, w - 20, 400)) + rng.choice([0.0, 0.5], 400)
+    yg = np.round(rng.uniform(20, h - 20, 400)) + rng.choice([0.0, 0.5], 400)
+    rg = rng.integers(1, 12, 400) * rng.choice([1.0, 0.5], 400)
+    grid = np.column_stack([xg, yg, rg])
+    out.append(("circles on the grid, integer and half radii", img, "circle", grid, None, 1.0, 0.0, mask, 0))
+    # Not ellipses with axes along the grid and centres on it: there SEP 1.2.1's exact overlap is wrong for some
+    # pixels (docs/algorithms/aperture.md: an ellipse a 3, b 2, r 0.5 at (6, 5.5) gives pixel (7, 5) 0.4978 where
+    # its mirror image (5, 5) gets 0.6875 and 100 x 100 samples 0.6877) or NaN (theta ±pi/2); test_aperture.c checks
+    # gpuws there by symmetry and against closed-form areas.
     out.append(("circles, err 5, gain 2", img, "circle", circ, None, 5.0, 2.0, None, 0))
     out.append(("circles, rms map, mask", img, "circle", circ, rms, 0.0, 0.0, mask, 0))
     out.append(("circles, subpix 5 (SEP's default)", img, "circle", circ, rms, 0.0, 1.5, mask, 5))
