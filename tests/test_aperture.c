@@ -505,6 +505,28 @@ BACKEND_TEST(aperture, flux_auto_falls_back_to_the_circle)
     image_free(&m);
 }
 
+/* A NaN pixel in the Kron ellipse makes the Kron radius NaN, and flux_auto's sum and error NaN with area 0 (SEP's
+ * sum_ellipse would refuse the NaN radius); the other objects are unaffected. */
+BACKEND_TEST(aperture, flux_auto_of_a_nan_kron_radius_is_nan)
+{
+    enum { W = 40, H = 30 };
+    float *px = constant(W, H, 1.0f);
+    px[10 * W + 11] = NAN;
+    image m = image_new(*kind, W, H, px);
+    const double x[2] = { 10.0, 30.0 }, y[2] = { 10.0, 15.0 }, a[2] = { 2.0, 2.0 }, b[2] = { 1.0, 1.0 };
+    const double th[2] = { 0.5, 0.5 };
+    results g = results_new(2);
+    TEST_OK(gpuws_flux_auto(NULL, W, H, m.dimg, 2, x, y, a, b, th, NULL, g.kr, g.sum, g.err, g.area, g.flag));
+    cr_assert(isnan(g.kr[0]) && isnan(g.sum[0]) && isnan(g.err[0]) && g.area[0] == 0.0 && g.flag[0] == 0,
+              "NaN pixel: kronrad %g sum %g sumerr %g area %g flag %#x", g.kr[0], g.sum[0], g.err[0], g.area[0],
+              g.flag[0]);
+    cr_assert(g.kr[1] > 0 && fabs(g.sum[1] - g.area[1]) <= 1e-12 * g.area[1], "the other object: kronrad %g sum %g",
+              g.kr[1], g.sum[1]);
+    results_free(&g);
+    free(px);
+    image_free(&m);
+}
+
 /* NULL options, a zeroed struct and GPUWS_APERTURE_OPTIONS_INIT are the same; n = 0 writes nothing. */
 BACKEND_TEST(aperture, default_options_and_no_apertures)
 {
