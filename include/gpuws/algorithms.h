@@ -48,5 +48,6 @@ GPUWS_API const char *gpuws_dtype_name(gpuws_dtype dtype);
 #include "algorithms/transpose.h"
 #include "algorithms/l2_norm.h"
 #include "algorithms/extract.h"
+#include "algorithms/aperture.h"
 
 #endif

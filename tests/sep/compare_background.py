@@ -9,19 +9,12 @@ runs here.
 """
 import argparse
 import os
-import subprocess
 import sys
 
-REQUIRED = [s.strip() for s in os.environ.get("GPUWS_REQUIRE", "").split(",") if s.strip()]
-try:
-    import numpy as np
-    import sep
-except ImportError as e:
-    if REQUIRED:
-        print(f"background_sep: {e}: python3-sep and python3-numpy are required (GPUWS_REQUIRE is set)")
-        sys.exit(1)
-    print(f"background_sep: skipped: {e} (Debian: python3-sep, python3-numpy)")
-    sys.exit(77)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from sep_harness import import_sep, run_backend  # noqa: E402
+
+np, sep = import_sep("background_sep")
 
 RTOL = 1e-4
 
@@ -109,15 +102,11 @@ def main():
             out = os.path.join(args.workdir, f"case{k}.{be}")
             cmd = [args.tool, be, ipath, str(w), str(h), str(p["bw"]), str(p["bh"]), str(p["fw"]), str(p["fh"]),
                    repr(p["fthresh"]), mpath, out]
-            res = subprocess.run(cmd, capture_output=True, text=True)
-            if res.returncode == 77:
-                if be in REQUIRED:
-                    print(f"FAIL {be} is required but not available: {res.stderr.strip()}")
+            ran_ok, res = run_backend(cmd, be, name)
+            if not ran_ok:
+                if res:
+                    print(res)
                     ok = False
-                continue
-            if res.returncode != 0:
-                print(f"FAIL {name} [{be}]: {res.stderr.strip()}")
-                ok = False
                 continue
             ran.add(be)
             gb, gr = (float(np.float32(v)) for v in res.stdout.split())  # %.9g: the float exactly
