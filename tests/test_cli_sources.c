@@ -348,6 +348,47 @@ BACKEND_TEST(cli_sources, cube_is_refused)
     raw_image_is_refused(*kind, "cube.fits", 3, naxes, "3-D");
 }
 
+/* A plane of a cube is read when asked for, and one past the last is refused. */
+BACKEND_TEST(cli_sources, plane_of_a_cube_is_read_when_asked_for)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char path[600];
+    path_in(&r, "cube.fits", path, sizeof path);
+    long naxes[4] = { 16, 12, 3, 1 };
+    write_raw_image(path, 4, naxes);
+    run_cli(&r, *kind, "cube.fits", "--method", "workshop", "--plane", "2", "--catalog", "cat.csv", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stdout_text, "cube.fits: HDU 1, plane 2 of 3, 16 x 12 pixels"), "%s", r.stdout_text);
+    path_in(&r, "cat.csv", path, sizeof path);
+    cr_assert_eq(unlink(path), 0, "no catalogue written");
+    run_cli(&r, *kind, "cube.fits", "--method", "workshop", "--plane", "3", OUTPUT_ARGS, NULL);
+    assert_refused(&r, "cube.fits", "HDU 1 has 3 planes (0 to 2): there is no plane 3");
+    teardown(&r);
+}
+
+/* --hdu naming a table, or past the last HDU: refused, nothing written. */
+BACKEND_TEST(cli_sources, hdu_that_is_not_an_image_is_refused)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char path[600];
+    path_in(&r, "tab.fits", path, sizeof path);
+    fitsfile *f;
+    int status = 0;
+    char *ttype[] = { "FLUX" }, *tform[] = { "1E" }, *tunit[] = { "Jy" };
+    fits_create_diskfile(&f, path, &status);
+    fits_create_img(f, FLOAT_IMG, 0, NULL, &status);
+    fits_create_tbl(f, BINARY_TBL, 0, 1, ttype, tform, tunit, "T", &status);
+    fits_close_file(f, &status);
+    cr_assert_eq(status, 0);
+    run_cli(&r, *kind, "tab.fits", "--hdu", "2", OUTPUT_ARGS, NULL);
+    assert_refused(&r, "tab.fits", "HDU 2 is a binary table, not an image");
+    run_cli(&r, *kind, "tab.fits", "--hdu", "3", OUTPUT_ARGS, NULL);
+    assert_refused(&r, "tab.fits", "there is no HDU 3: the file has 2");
+    teardown(&r);
+}
+
 BACKEND_TEST(cli_sources, zero_size_image_is_refused)
 {
     long naxes[2] = { 0, 5 };

@@ -428,7 +428,9 @@ static int run_image(const args *a)
     struct stat sb;
     if (stat(a->image, &sb) == 0 && sb.st_size >= (1 << 26))
         fprintf(stderr, "gpuws sources: reading %s...\n", a->image);
-    if (fits_read_image(a->image, 0, &img, err, sizeof err)) return fprintf(stderr, "gpuws sources: %s\n", err), 1;
+    const fits_read_request req = { a->hdu, a->plane, 1 };
+    if (fits_read_image_at(a->image, 0, &req, &img, err, sizeof err))
+        return fprintf(stderr, "gpuws sources: %s\n", err), 1;
     const float *px = img.data;
     const size_t n = img.width * img.height;
     size_t blanks = 0, infinite = 0;
@@ -452,8 +454,10 @@ static int run_image(const args *a)
     gpuws_backend_kind k;
     gpuws_context_get_device_info(ctx, &d);
     gpuws_context_get_backend(ctx, &k);
-    printf("%s: HDU %d, %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img.hdu, img.width,
-           img.height, img.bitpix, blanks, infinite);
+    char plane[64] = "";
+    if (img.nplanes > 1) snprintf(plane, sizeof plane, " plane %lld of %lld,", img.plane, img.nplanes);
+    printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img.hdu, plane,
+           img.width, img.height, img.bitpix, blanks, infinite);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
     gpuws_catalog *cat;
     gpuws_status st = gpuws_find_sources(ctx, px, img.width, img.height, &a->o, &cat);
