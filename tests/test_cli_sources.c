@@ -389,6 +389,139 @@ BACKEND_TEST(cli_sources, hdu_that_is_not_an_image_is_refused)
     teardown(&r);
 }
 
+/* ---- world coordinates ------------------------------------------------------------------------------------------ */
+
+/* An image of zeros with one symmetric source centred on pixel (20, 15) (0-based), its WCS's reference pixel (FITS
+ * 1-based CRPIX 21, 16): the source's world position is CRVAL. ctype1 NULL: no WCS keywords. */
+static void write_wcs_image(const char *path, const char *ctype1, const char *ctype2)
+{
+    enum { W = 48, H = 36 };
+    float img[W * H];
+    for (int i = 0; i < W * H; i++) img[i] = 0;
+    img[15 * W + 20] = 10;
+    img[15 * W + 19] = img[15 * W + 21] = img[14 * W + 20] = img[16 * W + 20] = 5;
+    img[14 * W + 19] = img[14 * W + 21] = img[16 * W + 19] = img[16 * W + 21] = 2;
+    fitsfile *f;
+    int status = 0;
+    long naxes[2] = { W, H };
+    unlink(path);
+    fits_create_diskfile(&f, path, &status);
+    fits_create_img(f, FLOAT_IMG, 2, naxes, &status);
+    fits_write_img(f, TFLOAT, 1, W * H, img, &status);
+    if (ctype1) {
+        double crpix1 = 21, crpix2 = 16, crval1 = 150.25, crval2 = -2.5, cdelt1 = -1.0 / 3600, cdelt2 = 1.0 / 3600;
+        fits_write_key(f, TSTRING, "CTYPE1", (void *)ctype1, NULL, &status);
+        fits_write_key(f, TSTRING, "CTYPE2", (void *)ctype2, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CRPIX1", &crpix1, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CRPIX2", &crpix2, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CRVAL1", &crval1, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CRVAL2", &crval2, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CDELT1", &cdelt1, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CDELT2", &cdelt2, NULL, &status);
+    }
+    fits_close_file(f, &status);
+    cr_assert_eq(status, 0, "cfitsio status %d writing %s", status, path);
+}
+
+typedef struct {
+    const char *ctype1, *ctype2; /* NULL: no WCS */
+    const char *csv_header;      /* the workshop catalogue's header row */
+    const char *frame;           /* the regions file's coordinate system line */
+    const char *region;          /* its first shape, up to the radius */
+    const char *warning;         /* on stderr, or NULL for none */
+} wcs_case;
+
+static const wcs_case wcs_cases[] = {
+    { "RA---TAN", "DEC--TAN", "id,x,y,flux,npix,peak,ra,dec\n", "\nicrs\n", "circle(150.25000000,-2.50000000,", NULL },
+    { "GLON-SIN", "GLAT-SIN", "id,x,y,flux,npix,peak,glon,glat\n", "\ngalactic\n", "circle(150.25000000,-2.50000000,",
+      NULL },
+    /* DS9's image pixels are 1-based: pixel (20, 15) of the catalogue is (21, 16) there */
+    { NULL, NULL, "id,x,y,flux,npix,peak\n", "\nimage\n", "circle(21.0000,16.0000,",
+      "no world coordinates (the header has no WCS keywords): the outputs are in pixel coordinates" },
+    { "RA---XYZ", "DEC--XYZ", "id,x,y,flux,npix,peak\n", "\nimage\n", "circle(21.0000,16.0000,",
+      "no world coordinates (wcslib rejects the WCS" },
+};
+
+static void check_wcs_case(gpuws_backend_kind kind, const wcs_case *c)
+{
+    cli_run r;
+    setup(&r, kind);
+    char path[600];
+    path_in(&r, "sky.fits", path, sizeof path);
+    write_wcs_image(path, c->ctype1, c->ctype2);
+    run_cli(&r, kind, "sky.fits", "--method", "workshop", "--threshold-abs", "1", "--catalog", "cat.csv", "--regions",
+            "sky.reg", "--labels", "labels.fits", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    if (c->warning) cr_assert(strstr(r.stderr_text, c->warning), "stderr lacks '%s': %s", c->warning, r.stderr_text);
+    else cr_assert_str_empty(r.stderr_text);
+    path_in(&r, "cat.csv", path, sizeof path);
+    char *csv = test_read_file(path);
+    cr_assert(!strncmp(csv, c->csv_header, strlen(c->csv_header)), "CSV header: %.60s", csv);
+    double x, y, lng = NAN, lat = NAN;
+    cr_assert(sscanf(strchr(csv, '\n') + 1, "1,%lf,%lf,%*f,%*d,%*f,%lf,%lf", &x, &y, &lng, &lat) >= 2, "%s", csv);
+    cr_assert(fabs(x - 20) < 1e-9 && fabs(y - 15) < 1e-9, "centre (%g, %g)", x, y);
+    if (c->ctype1 && !c->warning)
+        cr_assert(fabs(lng - 150.25) < 1e-8 && fabs(lat + 2.5) < 1e-8, "world (%.10g, %.10g) for CRVAL", lng, lat);
+    free(csv);
+    path_in(&r, "sky.reg", path, sizeof path);
+    char *reg = test_read_file(path);
+    cr_assert(strstr(reg, c->frame) && strstr(reg, c->region), "regions file:\n%s", reg);
+    cr_assert(!strncmp(reg, "# Region file format: DS9 version 4.1\n", 38), "%s", reg);
+    free(reg);
+    /* the labels keep the input's WCS */
+    fitsfile *f;
+    int status = 0;
+    char ctype[FLEN_VALUE] = "";
+    path_in(&r, "labels.fits", path, sizeof path);
+    fits_open_diskfile(&f, path, READONLY, &status);
+    cr_assert_eq(status, 0);
+    fits_read_key(f, TSTRING, "CTYPE1", ctype, NULL, &status);
+    int s2 = 0;
+    fits_close_file(f, &s2);
+    if (c->ctype1 && !c->warning) cr_assert(status == 0 && !strcmp(ctype, c->ctype1), "labels' CTYPE1 '%s'", ctype);
+    else cr_assert_eq(status, KEY_NO_EXIST, "the labels have CTYPE1 = '%s' from no usable WCS", ctype);
+    teardown(&r);
+}
+
+BACKEND_TEST(cli_sources, world_coordinates_from_the_wcs_or_a_warning)
+{
+    for (size_t k = 0; k < sizeof wcs_cases / sizeof wcs_cases[0]; k++) check_wcs_case(*kind, &wcs_cases[k]);
+}
+
+/* --fits-catalog: a binary table with the CSV's columns and their units. */
+BACKEND_TEST(cli_sources, fits_catalog_has_units)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char path[600];
+    path_in(&r, "sky.fits", path, sizeof path);
+    write_wcs_image(path, "RA---TAN", "DEC--TAN");
+    run_cli(&r, *kind, "sky.fits", "--method", "workshop", "--threshold-abs", "1", "--fits-catalog", "cat.fits", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    fitsfile *f;
+    int status = 0, ncols = 0;
+    long nrows = 0;
+    char ttype[FLEN_VALUE], tunit[FLEN_VALUE], extname[FLEN_VALUE];
+    double ra = 0;
+    path_in(&r, "cat.fits", path, sizeof path);
+    fits_open_diskfile(&f, path, READONLY, &status);
+    fits_movabs_hdu(f, 2, NULL, &status);
+    fits_get_num_rows(f, &nrows, &status);
+    fits_get_num_cols(f, &ncols, &status);
+    fits_read_key(f, TSTRING, "EXTNAME", extname, NULL, &status);
+    fits_read_key(f, TSTRING, "TTYPE7", ttype, NULL, &status);
+    fits_read_key(f, TSTRING, "TUNIT7", tunit, NULL, &status);
+    fits_read_col(f, TDOUBLE, 7, 1, 1, 1, NULL, &ra, NULL, &status);
+    cr_assert_eq(status, 0, "cfitsio status %d", status);
+    fits_read_key(f, TSTRING, "TUNIT2", tunit + 8, NULL, &status);
+    fits_close_file(f, &status);
+    cr_assert(nrows == 1 && ncols == 8 && !strcmp(extname, "OBJECTS"), "%ld rows, %d columns, %s", nrows, ncols,
+              extname);
+    cr_assert(!strcmp(ttype, "ra") && !strcmp(tunit, "deg") && !strcmp(tunit + 8, "pix"), "%s [%s]", ttype, tunit);
+    cr_assert(fabs(ra - 150.25) < 1e-8, "ra %.10g", ra);
+    teardown(&r);
+}
+
 BACKEND_TEST(cli_sources, zero_size_image_is_refused)
 {
     long naxes[2] = { 0, 5 };

@@ -6,6 +6,7 @@
 #include "fits_io.h"
 #include "output_files.h"
 #include "png_overlay.h"
+#include "sky_wcs.h"
 #include "sources/sources_internal.h"
 
 #include <errno.h>
@@ -392,23 +393,109 @@ static void print_brightest(const gpuws_catalog *cat)
     free(order);
 }
 
+/* What the outputs are made of, whichever method made it. */
+typedef struct {
+    size_t w, h;
+    const float *image;      /* host pixels (the overlay), or NULL */
+    double lo;               /* the overlay's black level (NaN: the median) */
+    const int32_t *labels;   /* or NULL */
+    const float *back, *rms; /* extract's maps, or NULL */
+    const sky_wcs *wcs;      /* or NULL */
+    const char *no_wcs;      /* why there is none (a warning when an output would carry world coordinates) */
+    char *cards;             /* the input's WCS for the 2-D maps (malloc'd), or NULL */
+    int ncards;
+    catalog_column cols[40];
+    size_t ncols;
+    double *v; /* the catalogue: nrows x ncols, row-major (malloc'd) */
+    size_t nrows;
+    int units;             /* units in the CSV's header row */
+    catalog_shape *shapes; /* nrows ellipses (malloc'd), and their strength (flux) for the overlay */
+    double *strength;
+    char title[600]; /* the regions file's header line */
+} products;
+
+static void products_free(products *p)
+{
+    free(p->cards);
+    free(p->v);
+    free(p->shapes);
+    free(p->strength);
+}
+
+static int add_col(products *p, const char *name, const char *unit, int decimals)
+{
+    if (p->ncols == sizeof p->cols / sizeof p->cols[0]) return -1;
+    p->cols[p->ncols++] = (catalog_column){ name, unit, decimals };
+    return 0;
+}
+
+/* Room for the rows; the caller fills p->v. */
+static int alloc_rows(products *p, size_t nrows)
+{
+    const size_t m = nrows ? nrows : 1;
+    p->nrows = nrows;
+    p->v = malloc(m * p->ncols * sizeof *p->v);
+    p->shapes = malloc(m * sizeof *p->shapes);
+    p->strength = malloc(m * sizeof *p->strength);
+    return p->v && p->shapes && p->strength ? 0 : -1;
+}
+
+static int world_of(const void *w, double x, double y, double *lng, double *lat)
+{
+    return sky_wcs_world(w, x, y, lng, lat);
+}
+
+/* A string keyword's value from a header of 80-character cards ("" when absent). */
+static void header_string(const char *hdr, const char *key, char *out, size_t n)
+{
+    out[0] = 0;
+    for (const char *c = hdr; c && strlen(c) >= 80; c += 80) {
+        if (strncmp(c, key, strlen(key)) || c[8] != '=') continue;
+        const char *q = memchr(c + 10, '\'', 70), *e = q ? memchr(q + 1, '\'', (size_t)(c + 80 - q - 1)) : NULL;
+        if (!q || !e) return;
+        size_t len = (size_t)(e - q - 1);
+        while (len && q[len] == ' ') len--; /* trailing blanks are not significant */
+        snprintf(out, n, "%.*s", (int)len, q + 1);
+        return;
+    }
+}
+
 /* Writes every requested output into its staging file, then puts them all in place; on any failure none. */
-static int write_outputs(const args *a, const gpuws_catalog *cat, const float *image, size_t w, size_t h)
+static int write_outputs(const args *a, const products *p)
 {
     const char *const *finals = a->out;
     char err[4400] = "";
     int rc = 0;
+    if (!p->wcs && (finals[OUT_CATALOG] || finals[OUT_FITS_CATALOG] || finals[OUT_REGIONS]) && a->image)
+        fprintf(stderr, "gpuws sources: warning: %s: no world coordinates (%s): the outputs are in pixel coordinates\n",
+                a->image, p->no_wcs ? p->no_wcs : "none");
+    const char *names[40], *units[40];
+    int integer[40];
+    for (size_t c = 0; c < p->ncols; c++)
+        names[c] = p->cols[c].name, units[c] = p->cols[c].unit, integer[c] = p->cols[c].decimals == 0;
+    const catalog_table table = { p->ncols, p->nrows, p->cols, p->v };
+    const char *frame = p->wcs ? sky_wcs_ds9_frame(p->wcs) : NULL;
     for (size_t k = 0; k < OUT_COUNT && !rc; k++) {
         if (!finals[k]) continue;
         const char *path = output_files_stage(a->outputs, k, err, sizeof err);
-        if (path && w * h >= ((size_t)1 << 24)) /* seconds */
+        if (path && p->w * p->h >= ((size_t)1 << 24)) /* seconds */
             fprintf(stderr, "gpuws sources: writing %s...\n", finals[k]);
         if (!path) rc = -1;
-        else if (k == OUT_CATALOG) rc = catalog_csv_write(path, cat->sources, cat->num_sources, err, sizeof err);
-        else if (k == OUT_LABELS) rc = fits_write_image(path, FITS_I32, cat->labels, w, h, err, sizeof err);
+        else if (k == OUT_CATALOG) rc = catalog_table_csv(path, &table, p->units, err, sizeof err);
+        else if (k == OUT_FITS_CATALOG)
+            rc = fits_write_table(path, "OBJECTS", p->ncols, names, units, integer, p->nrows, p->v, NULL, 0, err,
+                                  sizeof err);
+        else if (k == OUT_REGIONS)
+            rc = catalog_regions_write(path, p->shapes, p->nrows, frame ? world_of : NULL, p->wcs, frame, p->title, err,
+                                       sizeof err);
+        else if (k == OUT_BACKGROUND || k == OUT_RMS)
+            rc = fits_write_image_cards(path, FITS_F32, k == OUT_RMS ? p->rms : p->back, p->w, p->h, p->cards,
+                                        p->ncards, err, sizeof err);
+        else if (k == OUT_LABELS)
+            rc = fits_write_image_cards(path, FITS_I32, p->labels, p->w, p->h, p->cards, p->ncards, err, sizeof err);
         else
             rc =
-                png_overlay_write(path, image, w, h, cat->clip.median, cat->sources, cat->num_sources, err, sizeof err);
+                png_overlay_write(path, p->image, p->w, p->h, p->lo, p->shapes, p->strength, p->nrows, err, sizeof err);
         if (rc) output_files_reword(a->outputs, k, err, sizeof err); /* the user's name, not the staged one */
     }
     if (!rc) rc = output_files_commit(a->outputs, err, sizeof err);
@@ -420,6 +507,75 @@ static int write_outputs(const args *a, const gpuws_catalog *cat, const float *i
         if (finals[k]) printf("wrote %s\n", finals[k]);
     return 0;
 }
+
+/* The WCS, the flux unit and the maps' header cards of the image just read. */
+static void products_from_image(products *p, const fits_image *img, sky_wcs **wcs, char *why, size_t n, char *bunit,
+                                size_t nb)
+{
+    memset(p, 0, sizeof *p);
+    p->w = img->width, p->h = img->height, p->lo = NAN;
+    *wcs = sky_wcs_create(img, why, n);
+    p->wcs = *wcs, p->no_wcs = why;
+    if (*wcs && sky_wcs_header_2d(*wcs, &p->cards, &p->ncards)) p->cards = NULL, p->ncards = 0;
+    header_string(img->header, "BUNIT", bunit, nb);
+}
+
+/* The workshop's catalogue: today's columns (id,x,y,flux,npix,peak sorted by flux; CSV without units), then the
+ * world coordinates when there are any; a circle of the source's area (plus 2 pixels) for regions and overlays. */
+static int workshop_products(products *p, const gpuws_catalog *cat, const char *bunit)
+{
+    const char *flux = *bunit ? bunit : "count";
+    add_col(p, "id", "", 0), add_col(p, "x", "pix", 6), add_col(p, "y", "pix", 6), add_col(p, "flux", flux, -1);
+    add_col(p, "npix", "pix", 0), add_col(p, "peak", flux, -1);
+    if (p->wcs) add_col(p, sky_wcs_lng_name(p->wcs), "deg", 8), add_col(p, sky_wcs_lat_name(p->wcs), "deg", 8);
+    size_t *order = catalog_order_by_flux(cat->sources, cat->num_sources);
+    if (!order || alloc_rows(p, cat->num_sources)) return free(order), -1;
+    for (size_t r = 0; r < cat->num_sources; r++) {
+        const gpuws_source *s = &cat->sources[order[r]];
+        double *row = p->v + r * p->ncols;
+        row[0] = (double)s->id, row[1] = s->x, row[2] = s->y, row[3] = s->flux, row[4] = (double)s->npix;
+        row[5] = s->peak;
+        if (p->wcs) sky_wcs_world(p->wcs, s->x, s->y, &row[6], &row[7]);
+        const double rad = 2.0 + sqrt((double)s->npix / M_PI);
+        p->shapes[r] = (catalog_shape){ s->x, s->y, rad, rad, 0 };
+        p->strength[r] = s->flux;
+    }
+    free(order);
+    p->labels = cat->labels;
+    p->lo = cat->clip.median;
+    return 0;
+}
+
+static void workshop_title(products *p, const args *a, size_t n)
+{
+    snprintf(p->title, sizeof p->title,
+             "gpuws sources --method workshop: %zu source%s in %s; circles of each source's area plus 2 pixels", n,
+             n == 1 ? "" : "s", a->image ? a->image : "the demo sky");
+}
+
+static int run_workshop(const args *a, const fits_image *img, gpuws_context *ctx)
+{
+    char why[300] = "", bunit[72];
+    sky_wcs *wcs;
+    products p;
+    products_from_image(&p, img, &wcs, why, sizeof why, bunit, sizeof bunit);
+    p.image = img->data;
+    gpuws_catalog *cat;
+    gpuws_status st = gpuws_find_sources(ctx, img->data, img->width, img->height, &a->o, &cat);
+    int rc = st ? tool_fail(CMD, st) : 0;
+    if (!rc) {
+        print_result(cat, a);
+        print_brightest(cat);
+        workshop_title(&p, a, cat->num_sources);
+        rc = workshop_products(&p, cat, bunit) ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : write_outputs(a, &p);
+    }
+    gpuws_catalog_free(cat);
+    products_free(&p);
+    sky_wcs_destroy(wcs);
+    return rc;
+}
+
+static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx);
 
 static int run_image(const args *a)
 {
@@ -445,6 +601,13 @@ static int run_image(const args *a)
         fits_image_free(&img);
         return 1;
     }
+    if (a->method == METHOD_EXTRACT && ((size_t)a->x.back_w > img.width || (size_t)a->x.back_h > img.height)) {
+        fprintf(stderr,
+                "gpuws sources: %s: the background mesh (--back-size %d,%d) is larger than the %zu x %zu image\n",
+                a->image, a->x.back_w, a->x.back_h, img.width, img.height);
+        fits_image_free(&img);
+        return 1;
+    }
     gpuws_context *ctx;
     if (tool_context(CMD, &ctx)) {
         fits_image_free(&img);
@@ -459,15 +622,7 @@ static int run_image(const args *a)
     printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img.hdu, plane,
            img.width, img.height, img.bitpix, blanks, infinite);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
-    gpuws_catalog *cat;
-    gpuws_status st = gpuws_find_sources(ctx, px, img.width, img.height, &a->o, &cat);
-    int rc = st ? tool_fail(CMD, st) : 0;
-    if (!rc) {
-        print_result(cat, a);
-        print_brightest(cat);
-        rc = write_outputs(a, cat, px, img.width, img.height);
-    }
-    gpuws_catalog_free(cat);
+    const int rc = a->method == METHOD_EXTRACT ? run_extract(a, &img, ctx) : run_workshop(a, &img, ctx);
     gpuws_context_destroy(ctx);
     fits_image_free(&img);
     return rc;
@@ -521,7 +676,12 @@ static int run_demo(const args *a)
                 "other detections: %zu fragments near injected sources (islands of faint sources broken by the noise), "
                 "%zu spurious (noise above the threshold)\n",
                 m.fragments, m.spurious);
-            rc = write_outputs(a, cat, host, p.width, p.height);
+            products out;
+            memset(&out, 0, sizeof out);
+            out.w = p.width, out.h = p.height, out.image = host, out.no_wcs = "a synthetic sky";
+            workshop_title(&out, a, cat->num_sources);
+            rc = workshop_products(&out, cat, "") ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : write_outputs(a, &out);
+            products_free(&out);
         }
     }
     free(host);
@@ -563,5 +723,13 @@ static int cmd_sources(int argc, char **argv)
     free(a.x.filter);
     return r;
 }
+
+#if !HAVE_EXTRACT
+static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx)
+{
+    (void)a, (void)img, (void)ctx;
+    return fprintf(stderr, "gpuws sources: --method extract is unavailable: this gpuws lacks gpuws_extract\n"), 1;
+}
+#endif
 
 GPUWS_COMMAND("sources", "find sources in a FITS image, or in a synthetic sky (--demo)", cmd_sources)

@@ -420,6 +420,66 @@ int fits_read_image_at(const char *path, int want_double, const fits_read_reques
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
                      size_t errlen)
 {
+    return fits_write_image_cards(path, type, data, width, height, NULL, 0, err, errlen);
+}
+
+/* Appends ncards 80-character cards to the current header. */
+static void write_cards(fitsfile *f, const char *cards, int ncards, int *status)
+{
+    for (int k = 0; cards && k < ncards && !*status; k++) {
+        char card[81];
+        memcpy(card, cards + 80 * (size_t)k, 80);
+        card[80] = 0;
+        fits_write_record(f, card, status);
+    }
+}
+
+int fits_write_table(const char *path, const char *extname, size_t ncols, const char *const *names,
+                     const char *const *units, const int *integer, size_t nrows, const double *values,
+                     const char *cards, int ncards, char *err, size_t errlen)
+{
+    if (!path || !ncols || ncols > 999 || (nrows && !values))
+        return fail(err, errlen, path ? path : "(null)", "nothing to write", 0);
+    struct stat sb; /* a new file only, as fits_write_image_cards */
+    if (lstat(path, &sb) == 0) return fail(err, errlen, path, "cannot create the file: it exists", 0);
+    fitsfile *f = NULL;
+    int status = 0;
+    if (fits_create_diskfile(&f, path, &status)) return fail(err, errlen, path, "cannot create the file", status);
+    char **ttype = calloc(ncols, sizeof *ttype), **tform = calloc(ncols, sizeof *tform),
+         **tunit = calloc(ncols, sizeof *tunit);
+    double *col = malloc((nrows ? nrows : 1) * sizeof *col);
+    long long *icol = malloc((nrows ? nrows : 1) * sizeof *icol);
+    if (!ttype || !tform || !tunit || !col || !icol) status = MEMORY_ALLOCATION;
+    for (size_t c = 0; !status && c < ncols; c++) {
+        ttype[c] = (char *)names[c];
+        tform[c] = integer[c] ? "1K" : "1D";
+        tunit[c] = (char *)(units && units[c] ? units[c] : "");
+    }
+    fits_create_img(f, BYTE_IMG, 0, NULL, &status);
+    fits_write_comment(f, "written by gpuws", &status);
+    if (!status) fits_create_tbl(f, BINARY_TBL, (LONGLONG)nrows, (int)ncols, ttype, tform, tunit, extname, &status);
+    for (size_t c = 0; !status && nrows && c < ncols; c++) {
+        for (size_t r = 0; r < nrows; r++) {
+            col[r] = values[r * ncols + c];
+            icol[r] = (long long)values[r * ncols + c];
+        }
+        if (integer[c]) fits_write_col(f, TLONGLONG, (int)c + 1, 1, 1, (LONGLONG)nrows, icol, &status);
+        else fits_write_col(f, TDOUBLE, (int)c + 1, 1, 1, (LONGLONG)nrows, col, &status);
+    }
+    write_cards(f, cards, ncards, &status);
+    free(ttype), free(tform), free(tunit), free(col), free(icol);
+    int s2 = 0;
+    fits_close_file(f, &s2);
+    if (status || s2) {
+        unlink(path);
+        return fail(err, errlen, path, "writing failed", status ? status : s2);
+    }
+    return 0;
+}
+
+int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
+                           const char *cards, int ncards, char *err, size_t errlen)
+{
     if (!path || !data || !width || !height) return fail(err, errlen, path ? path : "(null)", "nothing to write", 0);
     /* A new file only, checked here: cfitsio's own check opens an existing name for reading, which blocks on a
      * FIFO and, for a file it may not read, goes on to truncate it. */
@@ -434,6 +494,7 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
     long long first[2] = { 1, 1 };
     fits_create_imgll(f, bitpix, 2, naxes, &status);
     fits_write_pixll(f, dtype, first, (LONGLONG)(width * height), (void *)data, &status);
+    write_cards(f, cards, ncards, &status);
     fits_write_comment(f, "written by gpuws", &status);
     int s2 = 0;
     fits_close_file(f, &s2);
@@ -466,7 +527,24 @@ int fits_read_image_at(const char *path, int want_double, const fits_read_reques
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
                      size_t errlen)
 {
-    (void)type, (void)data, (void)width, (void)height;
+    return fits_write_image_cards(path, type, data, width, height, NULL, 0, err, errlen);
+}
+
+int fits_write_table(const char *path, const char *extname, size_t ncols, const char *const *names,
+                     const char *const *units, const int *integer, size_t nrows, const double *values,
+                     const char *cards, int ncards, char *err, size_t errlen)
+{
+    (void)extname, (void)ncols, (void)names, (void)units, (void)integer, (void)nrows, (void)values, (void)cards,
+        (void)ncards;
+    snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
+             path ? path : "");
+    return -1;
+}
+
+int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
+                           const char *cards, int ncards, char *err, size_t errlen)
+{
+    (void)type, (void)data, (void)width, (void)height, (void)cards, (void)ncards;
     snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
              path ? path : "");
     return -1;

@@ -53,6 +53,17 @@ void fits_image_free(fits_image *img);
 typedef enum { FITS_F32, FITS_F64, FITS_I32 } fits_pixel_type;
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
                      size_t errlen);
+/* The same with header cards added (ncards of 80 characters each, e.g. the input's WCS; NULL for none). */
+int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
+                           const char *cards, int ncards, char *err, size_t errlen);
+
+/* Creates the file `path`, which must not exist, with an empty primary array and one binary table (EXTNAME
+ * extname) of ncols columns of nrows rows: values row-major; a column with integer[c] is 64-bit integers (TFORM K),
+ * else doubles (D); units[c] becomes TUNITn when not empty. cards (ncards of 80 characters, NULL for none) go into
+ * the table's header. On failure the file is removed. */
+int fits_write_table(const char *path, const char *extname, size_t ncols, const char *const *names,
+                     const char *const *units, const int *integer, size_t nrows, const double *values,
+                     const char *cards, int ncards, char *err, size_t errlen);
 
 /* True when gpuws was built with cfitsio; otherwise every call above fails with a message saying so. */
 int fits_available(void);
