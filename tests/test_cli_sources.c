@@ -522,6 +522,52 @@ BACKEND_TEST(cli_sources, fits_catalog_has_units)
     teardown(&r);
 }
 
+/* ---- many images ------------------------------------------------------------------------------------------------ */
+
+/* Two good images (one named in a list) and a missing one: each good one's outputs under --outdir, nothing for the
+ * missing one, a progress line per image, exit 1 at the end. */
+BACKEND_TEST(cli_sources, many_images_each_written_and_a_failure_reported)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char path[600], out[600];
+    path_in(&r, "good1.fits", path, sizeof path);
+    write_wcs_image(path, "RA---TAN", "DEC--TAN");
+    path_in(&r, "good2.fits", path, sizeof path);
+    write_wcs_image(path, NULL, NULL);
+    path_in(&r, "list.txt", path, sizeof path);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("# the list\nabsent.fits\n\ngood2.fits\n", f);
+    fclose(f);
+    path_in(&r, "out", out, sizeof out);
+    cr_assert_eq(mkdir(out, 0755), 0);
+    run_cli(&r, *kind, "good1.fits", "@list.txt", "--outdir", "out", "--write", "catalog,labels", "--method",
+            "workshop", "--threshold-abs", "1", NULL);
+    cr_assert_eq(r.status, 1, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stdout_text, "[1/3] good1.fits\n") && strstr(r.stdout_text, "[2/3] absent.fits\n") &&
+                  strstr(r.stdout_text, "[3/3] good2.fits\n") && strstr(r.stdout_text, "3 images: 2 done, 1 failed"),
+              "%s", r.stdout_text);
+    cr_assert(strstr(r.stderr_text, "[2/3] absent.fits failed: nothing written for it"), "%s", r.stderr_text);
+    static const char *const want[] = { "good1.csv", "good1.labels.fits", "good2.csv", "good2.labels.fits" };
+    DIR *d = opendir(out);
+    cr_assert(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        int known = 0;
+        for (size_t k = 0; k < 4; k++) known |= !strcmp(e->d_name, want[k]);
+        cr_assert(known, "unexpected %s in the output directory", e->d_name);
+        snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+        unlink(path);
+        n++;
+    }
+    closedir(d);
+    rmdir(out);
+    cr_assert_eq(n, 4, "%d outputs, wanted 4", n);
+    teardown(&r);
+}
+
 BACKEND_TEST(cli_sources, zero_size_image_is_refused)
 {
     long naxes[2] = { 0, 5 };

@@ -10,10 +10,12 @@
 #include "sources/sources_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +54,12 @@ typedef struct {
 
 typedef struct {
     const char *image, *out[OUT_COUNT], *filter_file;
+    const char **images; /* every IMAGE operand, @list files read (malloc'd, as the names read from lists) */
+    size_t nimages;
+    char **listed; /* names read from @lists (malloc'd each) */
+    size_t nlisted;
+    const char *outdir; /* many files: outputs DIR/<stem>.<suffix> for the outputs in write */
+    int write[OUT_COUNT];
     int method;
     int demo;
     int hdu;         /* 0: the first HDU with an image */
@@ -71,6 +79,7 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: gpuws sources IMAGE.fits [--method extract|workshop] [options]\n"
+        "       gpuws sources IMAGE.fits... | @LIST --outdir DIR [--write OUTPUTS] [options]\n"
         "       gpuws sources --demo [--size N] [--seed S] [--sources N] [workshop options]\n"
         "  --method extract (%s): SExtractor's way, as SEP does it: a mesh background and its rms, detection\n"
         "  above a threshold in units of the rms after a matched filter, deblending, cleaning, and for every object\n"
@@ -100,15 +109,27 @@ static void usage(FILE *f)
         "  --size N               demo image N x N, N from 16 to 46340 (default 2048); --seed S from 0 to\n"
         "                         2^64 - 1 (default 1); --sources N from 0 to 1000000 (default 300 per 2048^2);\n"
         "                         these three apply to --demo only\n"
-        "outputs:\n"
-        "  --catalog OUT.csv      workshop: id,x,y,flux,npix,peak sorted by flux (x = column, y = row, 0-based)\n"
-        "  --labels OUT.fits      the label image (int32; 0 = background, 1..N in raster order)\n"
-        "  --overlay OUT.png      log-scaled image with a circle on every source%s\n"
+        "outputs (each written all or none, with the others):\n"
+        "  --catalog OUT.csv      extract: SEP's columns in SEP's order (id = the object's label; units in the header\n"
+        "                         row); workshop: id,x,y,flux,npix,peak sorted by flux; x = column, y = row, 0-based;\n"
+        "                         with a WCS in the header (wcslib), ra,dec in degrees after them (glon,glat when\n"
+        "                         it is Galactic); a missing or broken WCS is a warning and pixel coordinates only\n"
+        "  --fits-catalog OUT.fits  the same as a FITS binary table, with units\n"
+        "  --regions OUT.reg      DS9 regions: ellipses at 3 a x 3 b (workshop: circles), on the sky with a WCS, else\n"
+        "                         in DS9's 1-based image pixels (the catalogue's x, y plus 1)\n"
+        "  --background OUT.fits  extract: the background map; --rms OUT.fits: its rms map (both with the WCS)\n"
+        "  --labels OUT.fits      the label image (int32; 0 = none, object k is k), with the input's WCS\n"
+        "  --overlay OUT.png      log-scaled image with each object's ellipse, the faint ones thin, and a legend%s\n"
+        "many images: IMAGE... or @LIST (a file of names, one a line) with --outdir DIR: the outputs of each are\n"
+        "  DIR/<name>.csv, .cat.fits, .reg, .back.fits, .rms.fits, .labels.fits, .png, chosen with\n"
+        "  --write catalog,fits-catalog,regions,background,rms,labels,overlay (default catalog); one context for\n"
+        "  all, a line per image; a failing image is reported, nothing written for it, the others processed.\n"
         "Numbers are decimal (whole numbers also 1e6 or 10^6), without spaces; each option may be given once.\n"
         "The outputs are written all or none: a regular file (or a symlink's target) is replaced, keeping its\n"
         "permissions; a device or FIFO is written into; a directory, the image, or one file named twice is\n"
         "refused before any work. The device comes from GPUWS_BACKEND / GPUWS_DEVICE (gpuws info lists them).\n"
-        "Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: an output is the image or another).\n",
+        "Exit status: 0 done, 1 error (nothing written; many images: one failed at least), 2 bad usage (also: an\n"
+        "output is the image or another).\n",
         DEFAULT_METHOD == METHOD_EXTRACT ? "the default" : "unavailable: this gpuws lacks gpuws_extract",
         DEFAULT_METHOD == METHOD_WORKSHOP ? " (the default)" : "",
         png_overlay_available() ? "" : " (unavailable: built without libpng)");
@@ -215,6 +236,75 @@ static int parse_filter(tool_args *t, const char *v, args *a)
     return read_conv(t, v, x);
 }
 
+/* The outputs of --write and their file name suffixes under --outdir (out_options' order). */
+static const char *const write_names[OUT_COUNT + 1] = { "catalog", "fits-catalog", "regions", "background",
+                                                        "rms",     "labels",       "overlay", NULL };
+static const char *const out_suffixes[OUT_COUNT] = { ".csv",      ".cat.fits",    ".reg", ".back.fits",
+                                                     ".rms.fits", ".labels.fits", ".png" };
+
+static int parse_write(tool_args *t, const char *v, args *a)
+{
+    char item[64];
+    if (!v || !*v)
+        return tool_usage_error(t, "--write needs a list of catalog, fits-catalog, regions, background, "
+                                   "rms, labels, overlay");
+    for (const char *s = v; *s;) {
+        const size_t len = strcspn(s, ",");
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item - 1 ? len : sizeof item - 1), s);
+        int k = 0;
+        while (write_names[k] && (len >= sizeof item || strcmp(item, write_names[k]))) k++;
+        if (!write_names[k])
+            return tool_usage_error(t,
+                                    "--write: '%s' is not an output (catalog, fits-catalog, regions, background, "
+                                    "rms, labels or overlay)",
+                                    item);
+        a->write[k] = 1;
+        s += len + (s[len] == ',');
+    }
+    return 0;
+}
+
+static int add_image(args *a, const char *name)
+{
+    const char **m = realloc(a->images, (a->nimages + 1) * sizeof *m);
+    if (!m) return fprintf(stderr, "gpuws sources: out of memory\n"), -1;
+    a->images = m;
+    a->images[a->nimages++] = name;
+    return 0;
+}
+
+/* @FILE: one image name per line (blank lines and lines starting with '#' skipped). */
+static int read_list(tool_args *t, const char *path, args *a)
+{
+    FILE *f = *path ? fopen(path, "r") : NULL;
+    if (!f)
+        return tool_usage_error(t, "@%s: cannot read the list of images: %s", path,
+                                *path ? strerror(errno) : "no name");
+    char line[4096];
+    int rc = 0;
+    size_t before = a->nimages;
+    while (!rc && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0] || line[0] == '#') continue;
+        char **m = realloc(a->listed, (a->nlisted + 1) * sizeof *m);
+        if (m) a->listed = m;
+        char *copy = m ? strdup(line) : NULL;
+        if (!copy) rc = tool_usage_error(t, "out of memory");
+        else a->listed[a->nlisted++] = copy, rc = add_image(a, copy);
+    }
+    fclose(f);
+    if (!rc && a->nimages == before) rc = tool_usage_error(t, "@%s names no image", path);
+    return rc;
+}
+
+static void free_args(args *a)
+{
+    free(a->x.filter);
+    for (size_t i = 0; i < a->nlisted; i++) free(a->listed[i]);
+    free(a->listed);
+    free(a->images);
+}
+
 /* 0: parsed; 1: --help printed; 2: bad usage (message printed). */
 static int parse(int argc, char **argv, args *a)
 {
@@ -228,6 +318,7 @@ static int parse(int argc, char **argv, args *a)
     a->plane = -1;
     a->method = -1;
     int have_sigma = 0, have_abs = 0, have_clean_param = 0;
+    const char *write_given = NULL;
     tool_args t = TOOL_ARGS_INIT(CMD);
     const char *demo_only = NULL;     /* the first option given that only --demo takes */
     const char *workshop_only = NULL; /* ... that only --method workshop takes */
@@ -306,6 +397,12 @@ static int parse(int argc, char **argv, args *a)
             if (tool_name(&t, o, v, "a file name")) return 2;
             a->out[out] = v, i++;
             if (out == OUT_BACKGROUND || out == OUT_RMS) ONLY(extract_only);
+        } else if (!strcmp(o, "--outdir")) {
+            if (tool_name(&t, o, v, "a directory")) return 2;
+            a->outdir = v, i++, ONLY(image_only);
+        } else if (!strcmp(o, "--write")) {
+            if (parse_write(&t, v, a)) return 2;
+            write_given = o, i++;
         } else if (!strcmp(o, "--size")) {
             if (tool_count(&t, o, v, 16, 46340, NULL, &u)) return 2; /* 46340^2 < 2^31: labels are int32 */
             a->size = (size_t)u, i++, ONLY(demo_only);
@@ -319,21 +416,38 @@ static int parse(int argc, char **argv, args *a)
             fprintf(stderr, "gpuws sources: unknown or incomplete option '%s'\n", o);
             usage(stderr);
             return 2;
-        } else if (a->image) {
-            fprintf(stderr, "gpuws sources: one image at a time ('%s' and '%s')\n", a->image, o);
-            return 2;
         } else if (!*o) {
             fprintf(stderr, "gpuws sources: the IMAGE file name is empty ('')\n");
             return 2;
-        } else {
-            a->image = o;
+        } else if (o[0] == '@' ? read_list(&t, o + 1, a) : add_image(a, o)) {
+            return 2;
         }
     }
 #undef ONLY
+    a->image = a->nimages ? a->images[0] : NULL;
+    const char *named = NULL; /* the first output named on the command line */
+    for (int k = 0; k < OUT_COUNT; k++) named = named ? named : a->out[k] ? out_options[k] : NULL;
+    if (a->nimages > 1 && !a->outdir)
+        return fprintf(stderr, "gpuws sources: %zu images: give --outdir DIR (their outputs are DIR/<name>.csv, ...)\n",
+                       a->nimages),
+               2;
+    if (a->outdir && named)
+        return fprintf(stderr, "gpuws sources: %s names one file; with --outdir choose the outputs with --write\n",
+                       named),
+               2;
+    if (write_given && !a->outdir) return fprintf(stderr, "gpuws sources: --write applies to --outdir only\n"), 2;
+    if (a->outdir && !write_given) a->write[OUT_CATALOG] = 1;
+    if (a->outdir && (a->write[OUT_BACKGROUND] || a->write[OUT_RMS]))
+        extract_only = extract_only ? extract_only : "--write background/rms";
     if (have_sigma && have_abs)
         return fprintf(stderr, "gpuws sources: --threshold and --threshold-abs exclude each other\n"), 2;
     if (have_clean_param && !a->x.clean)
         return fprintf(stderr, "gpuws sources: --clean-param and --no-clean exclude each other\n"), 2;
+    if (a->demo && a->nimages) {
+        fprintf(stderr, "gpuws sources: --demo takes no IMAGE\n");
+        usage(stderr);
+        return 2;
+    }
     if (a->demo == !!a->image) {
         fprintf(stderr, "gpuws sources: %s\n", a->demo ? "--demo takes no IMAGE" : "no IMAGE (or --demo) given");
         usage(stderr);
@@ -354,7 +468,7 @@ static int parse(int argc, char **argv, args *a)
                2;
     if (!a->connectivity) a->connectivity = a->method == METHOD_EXTRACT ? 8 : 4;
     a->o.connectivity = a->connectivity;
-    a->o.want_labels = a->out[OUT_LABELS] != NULL;
+    a->o.want_labels = a->out[OUT_LABELS] || a->write[OUT_LABELS];
     return 0;
 }
 
@@ -577,7 +691,8 @@ static int run_workshop(const args *a, const fits_image *img, gpuws_context *ctx
 
 static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx);
 
-static int run_image(const args *a)
+/* One image; shared: the context of many files, or NULL to make one. */
+static int run_image(const args *a, gpuws_context *shared)
 {
     fits_image img;
     char err[4400];
@@ -608,8 +723,8 @@ static int run_image(const args *a)
         fits_image_free(&img);
         return 1;
     }
-    gpuws_context *ctx;
-    if (tool_context(CMD, &ctx)) {
+    gpuws_context *ctx = shared;
+    if (!ctx && tool_context(CMD, &ctx)) {
         fits_image_free(&img);
         return 1;
     }
@@ -623,7 +738,7 @@ static int run_image(const args *a)
            img.width, img.height, img.bitpix, blanks, infinite);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
     const int rc = a->method == METHOD_EXTRACT ? run_extract(a, &img, ctx) : run_workshop(a, &img, ctx);
-    gpuws_context_destroy(ctx);
+    if (!shared) gpuws_context_destroy(ctx);
     fits_image_free(&img);
     return rc;
 }
@@ -692,39 +807,288 @@ static int run_demo(const args *a)
     return rc;
 }
 
+/* The file name of path without its directory and its FITS extension (.fits, .fit, .fts, each maybe .gz or .fz). */
+static void stem_of(const char *path, char *out, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    snprintf(out, n, "%s", base ? base + 1 : path);
+    static const char *const exts[] = { ".fits.gz", ".fits.fz", ".fit.gz", ".fts.gz", ".fits", ".fit", ".fts", ".fz" };
+    const size_t len = strlen(out);
+    for (size_t e = 0; e < sizeof exts / sizeof exts[0]; e++) {
+        const size_t el = strlen(exts[e]);
+        if (len > el && !strcasecmp(out + len - el, exts[e])) {
+            out[len - el] = 0;
+            return;
+        }
+    }
+}
+
+static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* Many files: each one's outputs planned, computed and written all or none under --outdir; a failing file is
+ * reported and the rest processed. One context for all. */
+static int run_many(args *a)
+{
+    const size_t n = a->nimages;
+    struct stat sb;
+    if (stat(a->outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return fprintf(stderr, "gpuws sources: --outdir %s: %s\n", a->outdir,
+                       stat(a->outdir, &sb) != 0 ? strerror(errno) : "not a directory"),
+               1;
+    /* two images of one stem would write one set of files */
+    char **stems = malloc(n * sizeof *stems);
+    int clash = !stems;
+    for (size_t k = 0; stems && k < n; k++) {
+        char st[PATH_MAX];
+        stem_of(a->images[k], st, sizeof st);
+        if (!(stems[k] = strdup(st))) clash = 1;
+    }
+    if (stems && !clash) {
+        qsort(stems, n, sizeof *stems, cmp_str);
+        for (size_t k = 1; k < n && !clash; k++)
+            if (!strcmp(stems[k - 1], stems[k])) {
+                fprintf(stderr, "gpuws sources: two images are named %s: their outputs would be the same files\n",
+                        stems[k]);
+                clash = 2;
+            }
+    } else if (clash) {
+        fprintf(stderr, "gpuws sources: out of memory\n");
+    }
+    for (size_t k = 0; stems && k < n; k++) free(stems[k]);
+    free(stems);
+    if (clash) return clash;
+    gpuws_context *ctx;
+    if (tool_context(CMD, &ctx)) return 1;
+    size_t failed = 0;
+    for (size_t k = 0; k < n; k++) {
+        char names[OUT_COUNT][PATH_MAX + 32], st[PATH_MAX], err[4400];
+        a->image = a->images[k];
+        stem_of(a->image, st, sizeof st);
+        for (int o = 0; o < OUT_COUNT; o++) {
+            snprintf(names[o], sizeof names[o], "%s/%s%s", a->outdir, st, out_suffixes[o]);
+            a->out[o] = a->write[o] ? names[o] : NULL;
+        }
+        printf("[%zu/%zu] %s\n", k + 1, n, a->image);
+        fflush(stdout);
+        int code;
+        const char *inputs[2] = { a->image, a->filter_file };
+        a->outputs = output_files_prepare(inputs, 2, a->out, out_options, OUT_COUNT, &code, err, sizeof err);
+        if (!a->outputs) fprintf(stderr, "gpuws sources: %s\n", err);
+        const int rc = a->outputs ? run_image(a, ctx) : 1;
+        fflush(stdout); /* the file's report before the next progress line, and before a failure on stderr */
+        output_files_destroy(a->outputs);
+        a->outputs = NULL;
+        if (rc) {
+            failed++;
+            fprintf(stderr, "gpuws sources: [%zu/%zu] %s failed: nothing written for it\n", k + 1, n, a->image);
+        }
+    }
+    gpuws_context_destroy(ctx);
+    printf("%zu image%s: %zu done, %zu failed\n", n, n == 1 ? "" : "s", n - failed, failed);
+    return failed ? 1 : 0;
+}
+
 static int cmd_sources(int argc, char **argv)
 {
     args a;
     int r = parse(argc, argv, &a);
     if (r) {
-        free(a.x.filter);
+        free_args(&a);
         return r == 1 ? 0 : r;
     }
-    if (a.out[OUT_OVERLAY] && !png_overlay_available()) {
-        free(a.x.filter);
+    if ((a.out[OUT_OVERLAY] || a.write[OUT_OVERLAY]) && !png_overlay_available()) {
+        free_args(&a);
         fprintf(stderr, "gpuws sources: --overlay is unavailable: gpuws was built without libpng\n");
         return 1;
     }
     if (a.method == METHOD_EXTRACT && !HAVE_EXTRACT) {
-        free(a.x.filter);
+        free_args(&a);
         fprintf(stderr, "gpuws sources: --method extract is unavailable: this gpuws lacks gpuws_extract\n");
         return 1;
+    }
+    if (a.outdir) {
+        r = run_many(&a);
+        free_args(&a);
+        return r;
     }
     /* the outputs first: a destination that cannot be written, or that is the image, fails before any work */
     char err[4400];
     const char *inputs[2] = { a.image, a.filter_file };
     a.outputs = output_files_prepare(inputs, 2, a.out, out_options, OUT_COUNT, &r, err, sizeof err);
     if (!a.outputs) {
-        free(a.x.filter);
+        free_args(&a);
         return fprintf(stderr, "gpuws sources: %s\n", err), r;
     }
-    r = a.demo ? run_demo(&a) : run_image(&a);
+    r = a.demo ? run_demo(&a) : run_image(&a, NULL);
     output_files_destroy(a.outputs);
-    free(a.x.filter);
+    free_args(&a);
     return r;
 }
 
-#if !HAVE_EXTRACT
+#if HAVE_EXTRACT
+/* The extraction's catalogue: SEP's columns in SEP's order, id = the object's label (k + 1), world coordinates
+ * after x and y when there are any, units in the CSV's header row; ellipses at 3 a x 3 b (as SEP's documentation
+ * draws them) for regions and overlays. */
+static int extract_products(products *p, const gpuws_extract_catalog *cat, const char *bunit)
+{
+    const char *flux = *bunit ? bunit : "count";
+    add_col(p, "id", "", 0), add_col(p, "x", "pix", 6), add_col(p, "y", "pix", 6);
+    if (p->wcs) add_col(p, sky_wcs_lng_name(p->wcs), "deg", 8), add_col(p, sky_wcs_lat_name(p->wcs), "deg", 8);
+    const size_t first = p->ncols;
+    static const struct {
+        const char *name, *unit; /* unit "F": the image's flux unit */
+        int decimals;
+    } rest[] = {
+        { "flux", "F", -1 },     { "fluxerr", "F", -1 },  { "cflux", "F", -1 },    { "peak", "F", -1 },
+        { "cpeak", "F", -1 },    { "npix", "pix", 0 },    { "tnpix", "pix", 0 },   { "a", "pix", -1 },
+        { "b", "pix", -1 },      { "theta", "rad", -1 },  { "cxx", "pix-2", -1 },  { "cyy", "pix-2", -1 },
+        { "cxy", "pix-2", -1 },  { "x2", "pix2", -1 },    { "y2", "pix2", -1 },    { "xy", "pix2", -1 },
+        { "errx2", "pix2", -1 }, { "erry2", "pix2", -1 }, { "errxy", "pix2", -1 }, { "xmin", "pix", 0 },
+        { "xmax", "pix", 0 },    { "ymin", "pix", 0 },    { "ymax", "pix", 0 },    { "xpeak", "pix", 0 },
+        { "ypeak", "pix", 0 },   { "xcpeak", "pix", 0 },  { "ycpeak", "pix", 0 },  { "thresh", "F", -1 },
+        { "flag", "", 0 },
+    };
+    for (size_t c = 0; c < sizeof rest / sizeof rest[0]; c++)
+        if (add_col(p, rest[c].name, strcmp(rest[c].unit, "F") ? rest[c].unit : flux, rest[c].decimals)) return -1;
+    if (alloc_rows(p, cat->num_objects)) return -1;
+    for (size_t k = 0; k < cat->num_objects; k++) {
+        const gpuws_object *o = &cat->objects[k];
+        double *row = p->v + k * p->ncols;
+        row[0] = (double)(k + 1), row[1] = o->x, row[2] = o->y;
+        if (p->wcs) sky_wcs_world(p->wcs, o->x, o->y, &row[3], &row[4]);
+        const double v[] = { o->flux,
+                             o->fluxerr,
+                             o->cflux,
+                             o->peak,
+                             o->cpeak,
+                             (double)o->npix,
+                             (double)o->tnpix,
+                             o->a,
+                             o->b,
+                             o->theta,
+                             o->cxx,
+                             o->cyy,
+                             o->cxy,
+                             o->x2,
+                             o->y2,
+                             o->xy,
+                             o->errx2,
+                             o->erry2,
+                             o->errxy,
+                             (double)o->xmin,
+                             (double)o->xmax,
+                             (double)o->ymin,
+                             (double)o->ymax,
+                             (double)o->xpeak,
+                             (double)o->ypeak,
+                             (double)o->xcpeak,
+                             (double)o->ycpeak,
+                             o->thresh,
+                             (double)o->flag };
+        memcpy(row + first, v, sizeof v);
+        p->shapes[k] = (catalog_shape){ o->x, o->y, 3 * o->a, 3 * o->b, o->theta };
+        p->strength[k] = o->flux;
+    }
+    p->units = 1;
+    return 0;
+}
+
+static void print_extract(const args *a, const gpuws_background_result *br, const gpuws_extract_catalog *cat)
+{
+    const extract_args *x = &a->x;
+    printf("background: global %.6g, rms %.6g (%zu x %zu meshes of %d x %d pixels, filter %d x %d; %zu meshes filled "
+           "from their neighbours)\n",
+           br->globalback, br->globalrms, br->nx, br->ny, x->back_w, x->back_h, x->back_fw, x->back_fh, br->bad_meshes);
+    char filter[64];
+    if (x->filter_none) snprintf(filter, sizeof filter, "none");
+    else if (!x->filter) snprintf(filter, sizeof filter, "SEP's default 3 x 3");
+    else snprintf(filter, sizeof filter, "%d x %d kernel", x->filter_w, x->filter_h);
+    printf("objects: %zu (detect-thresh %g sigma, minarea %d, filter %s, deblend %d levels, mincont %g, ",
+           cat->num_objects, x->detect_thresh, x->minarea, filter, x->deblend_nthresh, x->deblend_mincont);
+    if (x->clean) printf("clean-param %g, ", x->clean_param);
+    else printf("no cleaning, ");
+    printf("%d-connectivity)\n", a->connectivity);
+    printf("times (ms): extraction on the device %.3f, on the host %.3f\n", cat->ms_device, cat->ms_host);
+    const size_t show = cat->num_objects < 5 ? cat->num_objects : 5;
+    if (!show) return;
+    printf("first %zu:\n  %6s %10s %10s %12s %12s %8s %8s %6s\n", show, "id", "x", "y", "flux", "fluxerr", "a", "b",
+           "flag");
+    for (size_t k = 0; k < show; k++) {
+        const gpuws_object *o = &cat->objects[k];
+        printf("  %6zu %10.3f %10.3f %12.6g %12.6g %8.3f %8.3f %6d\n", k + 1, o->x, o->y, o->flux, o->fluxerr, o->a,
+               o->b, o->flag);
+    }
+}
+
+/* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
+ * pixels are masked in both. */
+static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx)
+{
+    const size_t w = img->width, h = img->height, n = w * h;
+    const float *px = img->data;
+    const extract_args *x = &a->x;
+    char why[300] = "", bunit[72];
+    sky_wcs *wcs;
+    products p;
+    products_from_image(&p, img, &wcs, why, sizeof why, bunit, sizeof bunit);
+    p.image = px;
+    size_t masked = 0;
+    for (size_t i = 0; i < n; i++) masked += !isfinite(px[i]);
+    gpuws_buffer *image = NULL, *mask = NULL, *back = NULL, *rms = NULL, *seg = NULL;
+    unsigned char *hmask = masked ? malloc(n) : NULL;
+    float *hback = a->out[OUT_BACKGROUND] ? malloc(n * sizeof *hback) : NULL;
+    float *hrms = a->out[OUT_RMS] ? malloc(n * sizeof *hrms) : NULL;
+    int32_t *hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *hseg) : NULL;
+    gpuws_extract_catalog *cat = NULL;
+    gpuws_background_result br;
+    gpuws_status st = (masked && !hmask) || (a->out[OUT_BACKGROUND] && !hback) || (a->out[OUT_RMS] && !hrms) ||
+                              (a->out[OUT_LABELS] && !hseg)
+                          ? GPUWS_ERR_OUT_OF_MEMORY
+                          : GPUWS_OK;
+    for (size_t i = 0; hmask && i < n; i++) hmask[i] = !isfinite(px[i]);
+    if (!st) st = gpuws_buffer_create(ctx, n * sizeof(float), &image);
+    if (!st) st = gpuws_buffer_write(image, 0, px, n * sizeof(float));
+    if (!st && hmask) st = gpuws_buffer_create(ctx, n, &mask);
+    if (!st && hmask) st = gpuws_buffer_write(mask, 0, hmask, n);
+    if (!st) st = gpuws_buffer_create(ctx, n * sizeof(float), &back);
+    if (!st) st = gpuws_buffer_create(ctx, n * sizeof(float), &rms);
+    if (!st && hseg) st = gpuws_buffer_create(ctx, n * sizeof(int32_t), &seg);
+    if (!st) {
+        gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+        bo.bw = x->back_w, bo.bh = x->back_h, bo.fw = x->back_fw, bo.fh = x->back_fh, bo.mask = mask;
+        st = gpuws_background(NULL, GPUWS_F32, w, h, image, &bo, back, rms, &br);
+    }
+    if (!st) {
+        gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
+        eo.thresh = x->detect_thresh, eo.back = back, eo.rms = rms, eo.mask = mask, eo.minarea = x->minarea;
+        eo.filter_type = x->filter_none ? GPUWS_FILTER_NONE : GPUWS_FILTER_MATCHED;
+        eo.filter = x->filter, eo.filter_w = x->filter_w, eo.filter_h = x->filter_h;
+        eo.connectivity = a->connectivity, eo.deblend_nthresh = x->deblend_nthresh;
+        eo.deblend_cont = x->deblend_mincont, eo.clean = x->clean, eo.clean_param = x->clean_param, eo.segmap = seg;
+        st = gpuws_extract(NULL, w, h, image, &eo, &cat);
+    }
+    if (!st && hback) st = gpuws_buffer_read(back, 0, hback, n * sizeof *hback);
+    if (!st && hrms) st = gpuws_buffer_read(rms, 0, hrms, n * sizeof *hrms);
+    if (!st && hseg) st = gpuws_buffer_read(seg, 0, hseg, n * sizeof *hseg);
+    int rc = st ? tool_fail(CMD, st) : 0;
+    if (!rc) {
+        print_extract(a, &br, cat);
+        p.back = hback, p.rms = hrms, p.labels = hseg, p.lo = br.globalback;
+        snprintf(p.title, sizeof p.title,
+                 "gpuws sources --method extract: %zu object%s in %s; ellipses at 3 a x 3 b, SEP's isophotal semi-axes "
+                 "times 3",
+                 cat->num_objects, cat->num_objects == 1 ? "" : "s", a->image);
+        rc = extract_products(&p, cat, bunit) ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : write_outputs(a, &p);
+    }
+    gpuws_extract_catalog_free(cat);
+    gpuws_buffer_destroy(image), gpuws_buffer_destroy(mask), gpuws_buffer_destroy(back), gpuws_buffer_destroy(rms);
+    gpuws_buffer_destroy(seg);
+    free(hmask), free(hback), free(hrms), free(hseg);
+    products_free(&p);
+    sky_wcs_destroy(wcs);
+    return rc;
+}
+#else
 static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx)
 {
     (void)a, (void)img, (void)ctx;
