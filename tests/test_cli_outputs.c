@@ -218,9 +218,11 @@ typedef struct {
 
 static const command commands[] = {
     { "convolve -o", { "convolve", "sky.fits", "k.fits", "-o", "@" }, "sky.fits", "SIMPLE  =", 9, " -> " },
-    { "sources --catalog", { SOURCES, "--catalog", "@" }, "sky.fits", "id,x,y,flux,npix,peak\n", 22, "device: " },
+    { "sources --catalog", { SOURCES, "--catalog", "@" }, "sky.fits", "id,x[pix],y[pix],", 17, "device: " },
     { "sources --labels", { SOURCES, "--labels", "@" }, "sky.fits", "SIMPLE  =", 9, "device: " },
     { "sources --overlay", { SOURCES, "--overlay", "@" }, "sky.fits", "\x89PNG\r\n\x1a\n", 8, "device: " },
+    { "sources --background", { SOURCES, "--background", "@" }, "sky.fits", "SIMPLE  =", 9, "device: " },
+    { "sources --rms", { SOURCES, "--rms", "@" }, "sky.fits", "SIMPLE  =", 9, "device: " },
     { "sources --fits-catalog", { SOURCES, "--fits-catalog", "@" }, "sky.fits", "SIMPLE  =", 9, "device: " },
     { "sources --regions",
       { SOURCES, "--regions", "@" },

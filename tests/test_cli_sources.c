@@ -128,7 +128,7 @@ static void assert_refused(cli_run *r, const char *input, const char *why)
 
 /* ---- good input ------------------------------------------------------------------------------------------------- */
 
-BACKEND_TEST(cli_sources, good_image_writes_catalog_labels_and_overlay)
+BACKEND_TEST(cli_sources, workshop_writes_catalog_labels_and_overlay)
 {
     cli_run r;
     setup(&r, *kind);
@@ -145,7 +145,7 @@ BACKEND_TEST(cli_sources, good_image_writes_catalog_labels_and_overlay)
     char path[600], err[600];
     path_in(&r, "sky.fits", path, sizeof path);
     cr_assert_eq(fits_write_image(path, FITS_F32, img, 300, 200, err, sizeof err), 0, "%s", err);
-    run_cli(&r, *kind, "sky.fits", OUTPUT_ARGS, NULL);
+    run_cli(&r, *kind, "sky.fits", "--method", "workshop", OUTPUT_ARGS, NULL);
     cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
     const char *line = strstr(r.stdout_text, "sources: ");
     cr_assert(line, "no 'sources: N' line: %s", r.stdout_text);
@@ -185,6 +185,72 @@ BACKEND_TEST(cli_sources, good_image_writes_catalog_labels_and_overlay)
     fclose(f);
     cr_assert(!memcmp(sig, "\x89PNG\r\n\x1a\n", 8), "not a PNG");
     free(img);
+    teardown(&r);
+}
+
+/* The default method is the extraction: every output of it, consistent with each other. */
+BACKEND_TEST(cli_sources, extract_is_the_default_and_writes_every_output)
+{
+    cli_run r;
+    setup(&r, *kind);
+    enum { W = 300, H = 200 };
+    gpuws_sky_params p = gpuws_sky_defaults(W, H, 5);
+    p.num_sources = 12;
+    gpuws_sky_source src[12];
+    gpuws_sky_sources(&p, src);
+    gpuws_sky_bins b;
+    cr_assert_eq(gpuws_sky_bin(&p, src, &b), 0);
+    float *img = malloc(W * H * sizeof *img);
+    cr_assert(img);
+    gpuws_sky_ref(&p, &b, img, NULL);
+    gpuws_sky_bins_free(&b);
+    for (int i = 0; i < W * H; i++) img[i] += 0.25f; /* a background for the extraction to take off */
+    img[7 * W + 9] = NAN;                            /* masked, not a failure */
+    char path[600], err[600];
+    path_in(&r, "sky.fits", path, sizeof path);
+    cr_assert_eq(fits_write_image(path, FITS_F32, img, W, H, err, sizeof err), 0, "%s", err);
+    free(img);
+    run_cli(&r, *kind, "sky.fits", "--detect-thresh", "5", "--back-size", "50", OUTPUT_ARGS, "--fits-catalog",
+            "cat.fits", "--regions", "sky.reg", "--background", "back.fits", "--rms", "rms.fits", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    const char *line = strstr(r.stdout_text, "objects: ");
+    cr_assert(line && strstr(r.stdout_text, "background: global "), "%s", r.stdout_text);
+    const long n = strtol(line + 9, NULL, 10);
+    cr_assert(n >= 10 && n <= 14, "%ld objects of 12 injected", n);
+
+    path_in(&r, "cat.csv", path, sizeof path);
+    char *csv = test_read_file(path);
+    static const char head[] = "id,x[pix],y[pix],flux[count],fluxerr[count],cflux[count],peak[count],cpeak[count],"
+                               "npix[pix],tnpix[pix],a[pix],b[pix],theta[rad],";
+    cr_assert(!strncmp(csv, head, strlen(head)), "CSV header: %.200s", csv);
+    long rows = 0;
+    for (char *s = strchr(csv, '\n') + 1; *s; s = strchr(s, '\n') + 1, rows++) {
+        long id;
+        double x, y, flux;
+        cr_assert_eq(sscanf(s, "%ld,%lf,%lf,%lf", &id, &x, &y, &flux), 4, "row %ld", rows);
+        cr_assert(id == rows + 1 && flux > 0 && x >= 0 && x < W && y >= 0 && y < H, "row %ld: %.80s", rows, s);
+    }
+    cr_assert_eq(rows, n, "%ld rows for %ld objects", rows, n);
+    free(csv);
+
+    fits_image m;
+    static const char *const maps[] = { "back.fits", "rms.fits", "labels.fits" };
+    for (int k = 0; k < 3; k++) {
+        path_in(&r, maps[k], path, sizeof path);
+        cr_assert_eq(fits_read_image(path, 0, &m, err, sizeof err), 0, "%s", err);
+        cr_assert(m.width == W && m.height == H && m.bitpix == (k == 2 ? 32 : -32), "%s", maps[k]);
+        float lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < W * H; i++) lo = fminf(lo, ((float *)m.data)[i]), hi = fmaxf(hi, ((float *)m.data)[i]);
+        if (k == 0) cr_assert(lo > 0.2f && hi < 0.3f, "background from %g to %g, 0.25 added", (double)lo, (double)hi);
+        if (k == 1) cr_assert(lo > 0 && hi < 0.01f, "rms from %g to %g (noise sigma 1e-3)", (double)lo, (double)hi);
+        if (k == 2)
+            cr_assert(lo == 0 && (long)hi == n, "labels from %g to %g for %ld objects", (double)lo, (double)hi, n);
+        fits_image_free(&m);
+    }
+    path_in(&r, "sky.reg", path, sizeof path);
+    char *reg = test_read_file(path);
+    cr_assert(strstr(reg, "\nimage\nellipse("), "%s", reg);
+    free(reg);
     teardown(&r);
 }
 
@@ -257,8 +323,8 @@ static void noise_is_refused(gpuws_backend_kind kind, bool one_inf, const char *
     char path[600], err[600];
     path_in(&r, "noise.fits", path, sizeof path);
     cr_assert_eq(fits_write_image(path, FITS_F32, img, 64, 48, err, sizeof err), 0, "%s", err);
-    if (kappa) run_cli(&r, kind, "noise.fits", "--kappa", kappa, OUTPUT_ARGS, NULL);
-    else run_cli(&r, kind, "noise.fits", OUTPUT_ARGS, NULL);
+    if (kappa) run_cli(&r, kind, "noise.fits", "--method", "workshop", "--kappa", kappa, OUTPUT_ARGS, NULL);
+    else run_cli(&r, kind, "noise.fits", "--method", "workshop", OUTPUT_ARGS, NULL);
     assert_refused(&r, "noise.fits", why);
     cr_assert(!strstr(r.stderr_text, "constant"), "%s", r.stderr_text);
     teardown(&r);
@@ -588,6 +654,55 @@ BACKEND_TEST(cli_sources, one_failed_output_leaves_no_output)
     cr_assert_eq(fits_write_image(path, FITS_F32, img, 64, 48, err, sizeof err), 0, "%s", err);
     run_cli(&r, *kind, "small.fits", "--catalog", "cat.csv", "--labels", "no/such/dir/labels.fits", NULL);
     assert_refused(&r, "small.fits", "no/such/dir/labels.fits");
+    teardown(&r);
+}
+
+/* ---- --filter FILE: SExtractor's .conv format ------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    const char *text;   /* the file's content */
+    int status;         /* the exit status */
+    const char *output; /* in stdout (status 0) or stderr */
+} conv_case;
+
+static const conv_case conv_cases[] = {
+    { "sextractor_default", "CONV NORM\n# 3x3 all-ground\n1 2 1\n2 4 2\n1 2 1\n", 0, "filter 3 x 3 kernel" },
+    { "nonorm_5x3", "CONV NONORM\n0 1 2 1 0\n1 2 4 2 1\n0 1 2 1 0\n", 0, "filter 5 x 3 kernel" },
+    { "no_conv_line", "1 2 1\n2 4 2\n1 2 1\n", 2, "the first line is not CONV NORM or CONV NONORM" },
+    { "even_width", "CONV NORM\n1 1\n1 1\n", 2, "2 x 2: sides must be odd" },
+    { "ragged_rows", "CONV NORM\n1 2 1\n2 4\n1 2 1\n", 2, "row 2 has 2 values, row 1 3" },
+    { "zero_sum", "CONV NONORM\n-1 2 -1\n", 2, "the values do not have a positive sum" },
+    { "a_word", "CONV NORM\n1 x 1\n", 2, "'x' is not a number" },
+    { "only_the_conv_line", "CONV NORM\n", 2, "no rows of numbers after CONV" },
+    { "empty", "", 2, "is not a SExtractor convolution kernel: empty" },
+};
+
+BACKEND_TEST(cli_sources, filter_files_are_read_or_refused)
+{
+    cli_run r;
+    setup(&r, *kind);
+    float img[96 * 80];
+    test_fill_uniform_f32(img, 96 * 80, test_seed(false), -1e-3, 1e-3);
+    img[40 * 96 + 50] = 1, img[40 * 96 + 51] = img[41 * 96 + 50] = 0.5f;
+    char path[600], err[600];
+    path_in(&r, "img.fits", path, sizeof path);
+    cr_assert_eq(fits_write_image(path, FITS_F32, img, 96, 80, err, sizeof err), 0, "%s", err);
+    for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++) {
+        const conv_case *c = &conv_cases[k];
+        path_in(&r, "k.conv", path, sizeof path);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fputs(c->text, f);
+        fclose(f);
+        run_cli(&r, *kind, "img.fits", "--filter", "k.conv", "--catalog", "cat.csv", NULL);
+        cr_assert_eq(r.status, c->status, "%s: exit %d; stderr: %s", c->name, r.status, r.stderr_text);
+        cr_assert(strstr(c->status ? r.stderr_text : r.stdout_text, c->output), "%s: no '%s' in %s%s", c->name,
+                  c->output, r.stdout_text, r.stderr_text);
+        path_in(&r, "cat.csv", path, sizeof path);
+        cr_assert_eq(unlink(path) == 0, c->status == 0, "%s: a catalogue %s", c->name,
+                     c->status ? "was written" : "is missing");
+    }
     teardown(&r);
 }
 

@@ -22,15 +22,6 @@
 #define CMD "sources"
 
 enum { METHOD_EXTRACT, METHOD_WORKSHOP };
-/* The default method is extract once gpuws_extract is in the library (include/gpuws/algorithms/extract.h defines
- * its options); until then the workshop's. */
-#ifdef GPUWS_EXTRACT_OPTIONS_INIT
-#define HAVE_EXTRACT   1
-#define DEFAULT_METHOD METHOD_EXTRACT
-#else
-#define HAVE_EXTRACT   0
-#define DEFAULT_METHOD METHOD_WORKSHOP
-#endif
 static const char *const method_names[] = { "extract", "workshop", NULL };
 
 /* The outputs, in this order everywhere (output_files indices). */
@@ -60,6 +51,7 @@ typedef struct {
     size_t nlisted;
     const char *outdir; /* many files: outputs DIR/<stem>.<suffix> for the outputs in write */
     int write[OUT_COUNT];
+    int back_size_given;
     int method;
     int demo;
     int hdu;         /* 0: the first HDU with an image */
@@ -81,10 +73,11 @@ static void usage(FILE *f)
         "usage: gpuws sources IMAGE.fits [--method extract|workshop] [options]\n"
         "       gpuws sources IMAGE.fits... | @LIST --outdir DIR [--write OUTPUTS] [options]\n"
         "       gpuws sources --demo [--size N] [--seed S] [--sources N] [workshop options]\n"
-        "  --method extract (%s): SExtractor's way, as SEP does it: a mesh background and its rms, detection\n"
-        "  above a threshold in units of the rms after a matched filter, deblending, cleaning, and for every object\n"
-        "  its moments, ellipse and flux. --method workshop%s: the workshop's way: k-sigma clipping of all pixels,\n"
-        "  a threshold, connected components, then each component's pixel count, flux (sum), centre of mass, peak.\n"
+        "  --method extract (the default): SExtractor's way, as SEP does it: a mesh background and its rms,\n"
+        "  detection above a threshold in units of the rms after a matched filter, deblending, cleaning, and for\n"
+        "  every object its moments, ellipse and flux (docs/algorithms/extract.md). --method workshop: the\n"
+        "  workshop's way, bit-exact with SciPy: k-sigma clipping of all pixels, a threshold, connected components,\n"
+        "  then each component's pixel count, flux (sum), centre of mass and peak (docs/algorithms/sources.md).\n"
         "input:\n"
         "  --hdu N                the HDU to read (1 = primary; default: the first HDU with an image)\n"
         "  --plane K              the plane K (0-based, the axes after the second flattened) of a 3-D or 4-D image;\n"
@@ -130,8 +123,6 @@ static void usage(FILE *f)
         "refused before any work. The device comes from GPUWS_BACKEND / GPUWS_DEVICE (gpuws info lists them).\n"
         "Exit status: 0 done, 1 error (nothing written; many images: one failed at least), 2 bad usage (also: an\n"
         "output is the image or another).\n",
-        DEFAULT_METHOD == METHOD_EXTRACT ? "the default" : "unavailable: this gpuws lacks gpuws_extract",
-        DEFAULT_METHOD == METHOD_WORKSHOP ? " (the default)" : "",
         png_overlay_available() ? "" : " (unavailable: built without libpng)");
 }
 
@@ -359,7 +350,7 @@ static int parse(int argc, char **argv, args *a)
             a->connectivity = v[0] - '0', i++;
         } else if (!strcmp(o, "--back-size")) {
             if (parse_pair(&t, o, v, 1, 0x7fffffff, &a->x.back_w, &a->x.back_h)) return 2;
-            i++, ONLY(extract_only);
+            a->back_size_given = 1, i++, ONLY(extract_only);
         } else if (!strcmp(o, "--back-filtersize")) {
             if (parse_pair(&t, o, v, 1, 1001, &a->x.back_fw, &a->x.back_fh)) return 2;
             i++, ONLY(extract_only);
@@ -457,14 +448,12 @@ static int parse(int argc, char **argv, args *a)
     if (image_only && a->demo) return fprintf(stderr, "gpuws sources: %s applies to an IMAGE only\n", image_only), 2;
     /* --demo alone picks the workshop (the demo scores the workshop's catalogue); an explicit method is kept */
     const int explicit = a->method >= 0;
-    if (!explicit) a->method = a->demo ? METHOD_WORKSHOP : DEFAULT_METHOD;
+    if (!explicit) a->method = a->demo ? METHOD_WORKSHOP : METHOD_EXTRACT;
     const char *wrong = a->method == METHOD_EXTRACT ? workshop_only : extract_only;
     if (wrong)
         return fprintf(stderr, "gpuws sources: %s applies to --method %s only%s\n", wrong,
                        a->method == METHOD_EXTRACT ? "workshop" : "extract",
-                       explicit                      ? ""
-                       : a->method == METHOD_EXTRACT ? " (the default method is extract)"
-                                                     : " (the default method is workshop)"),
+                       explicit || a->demo ? "" : " (the default method is extract)"),
                2;
     if (!a->connectivity) a->connectivity = a->method == METHOD_EXTRACT ? 8 : 4;
     a->o.connectivity = a->connectivity;
@@ -691,6 +680,14 @@ static int run_workshop(const args *a, const fits_image *img, gpuws_context *ctx
 
 static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx);
 
+/* The background mesh for a w x h image: --back-size, or the default cut to the image (one mesh, as SEP makes). */
+static void mesh_for(const args *a, size_t w, size_t h, int *bw, int *bh)
+{
+    *bw = a->x.back_w, *bh = a->x.back_h;
+    if (!a->back_size_given && (size_t)*bw > w) *bw = (int)w;
+    if (!a->back_size_given && (size_t)*bh > h) *bh = (int)h;
+}
+
 /* One image; shared: the context of many files, or NULL to make one. */
 static int run_image(const args *a, gpuws_context *shared)
 {
@@ -716,7 +713,8 @@ static int run_image(const args *a, gpuws_context *shared)
         fits_image_free(&img);
         return 1;
     }
-    if (a->method == METHOD_EXTRACT && ((size_t)a->x.back_w > img.width || (size_t)a->x.back_h > img.height)) {
+    if (a->method == METHOD_EXTRACT && ((size_t)a->x.back_w > img.width || (size_t)a->x.back_h > img.height) &&
+        a->back_size_given) {
         fprintf(stderr,
                 "gpuws sources: %s: the background mesh (--back-size %d,%d) is larger than the %zu x %zu image\n",
                 a->image, a->x.back_w, a->x.back_h, img.width, img.height);
@@ -901,11 +899,6 @@ static int cmd_sources(int argc, char **argv)
         fprintf(stderr, "gpuws sources: --overlay is unavailable: gpuws was built without libpng\n");
         return 1;
     }
-    if (a.method == METHOD_EXTRACT && !HAVE_EXTRACT) {
-        free_args(&a);
-        fprintf(stderr, "gpuws sources: --method extract is unavailable: this gpuws lacks gpuws_extract\n");
-        return 1;
-    }
     if (a.outdir) {
         r = run_many(&a);
         free_args(&a);
@@ -925,7 +918,6 @@ static int cmd_sources(int argc, char **argv)
     return r;
 }
 
-#if HAVE_EXTRACT
 /* The extraction's catalogue: SEP's columns in SEP's order, id = the object's label (k + 1), world coordinates
  * after x and y when there are any, units in the CSV's header row; ellipses at 3 a x 3 b (as SEP's documentation
  * draws them) for regions and overlays. */
@@ -993,12 +985,15 @@ static int extract_products(products *p, const gpuws_extract_catalog *cat, const
     return 0;
 }
 
-static void print_extract(const args *a, const gpuws_background_result *br, const gpuws_extract_catalog *cat)
+static void print_extract(const args *a, size_t w, size_t h, const gpuws_background_result *br,
+                          const gpuws_extract_catalog *cat)
 {
     const extract_args *x = &a->x;
+    int bw, bh;
+    mesh_for(a, w, h, &bw, &bh);
     printf("background: global %.6g, rms %.6g (%zu x %zu meshes of %d x %d pixels, filter %d x %d; %zu meshes filled "
            "from their neighbours)\n",
-           br->globalback, br->globalrms, br->nx, br->ny, x->back_w, x->back_h, x->back_fw, x->back_fh, br->bad_meshes);
+           br->globalback, br->globalrms, br->nx, br->ny, bw, bh, x->back_fw, x->back_fh, br->bad_meshes);
     char filter[64];
     if (x->filter_none) snprintf(filter, sizeof filter, "none");
     else if (!x->filter) snprintf(filter, sizeof filter, "SEP's default 3 x 3");
@@ -1055,7 +1050,8 @@ static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx)
     if (!st && hseg) st = gpuws_buffer_create(ctx, n * sizeof(int32_t), &seg);
     if (!st) {
         gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
-        bo.bw = x->back_w, bo.bh = x->back_h, bo.fw = x->back_fw, bo.fh = x->back_fh, bo.mask = mask;
+        mesh_for(a, w, h, &bo.bw, &bo.bh);
+        bo.fw = x->back_fw, bo.fh = x->back_fh, bo.mask = mask;
         st = gpuws_background(NULL, GPUWS_F32, w, h, image, &bo, back, rms, &br);
     }
     if (!st) {
@@ -1072,7 +1068,7 @@ static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx)
     if (!st && hseg) st = gpuws_buffer_read(seg, 0, hseg, n * sizeof *hseg);
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
-        print_extract(a, &br, cat);
+        print_extract(a, w, h, &br, cat);
         p.back = hback, p.rms = hrms, p.labels = hseg, p.lo = br.globalback;
         snprintf(p.title, sizeof p.title,
                  "gpuws sources --method extract: %zu object%s in %s; ellipses at 3 a x 3 b, SEP's isophotal semi-axes "
@@ -1088,12 +1084,5 @@ static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx)
     sky_wcs_destroy(wcs);
     return rc;
 }
-#else
-static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx)
-{
-    (void)a, (void)img, (void)ctx;
-    return fprintf(stderr, "gpuws sources: --method extract is unavailable: this gpuws lacks gpuws_extract\n"), 1;
-}
-#endif
 
 GPUWS_COMMAND("sources", "find sources in a FITS image, or in a synthetic sky (--demo)", cmd_sources)
