@@ -621,6 +621,8 @@ static void products_from_image(products *p, const fits_image *img, sky_wcs **wc
     p->wcs = *wcs, p->no_wcs = why;
     if (*wcs && sky_wcs_header_2d(*wcs, &p->cards, &p->ncards)) p->cards = NULL, p->ncards = 0;
     header_string(img->header, "BUNIT", bunit, nb);
+    for (char *c = bunit; *c; c++) /* a unit in the CSV's header row: no separator, quote or bracket in it */
+        if (*c == ',' || *c == '"' || *c == '[' || *c == ']') *c = ' ';
 }
 
 /* The workshop's catalogue: today's columns (id,x,y,flux,npix,peak sorted by flux; CSV without units), then the
