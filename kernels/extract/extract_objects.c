@@ -31,6 +31,8 @@ typedef struct {
     float fdflux, fdpeak, dpeak, a, b, cxx, cyy, cxy, mthresh;
     double dflux, mx, my, mx2, my2, mxy, errx2, erry2, errxy, theta, abcor;
     int64_t dnpix, xmin, xmax, ymin, ymax, xpeak, ypeak, xcpeak, ycpeak;
+    size_t son0, son1; /* deblending: the node's sons, nodes[son0 .. son1 - 1] */
+    bool keep;         /* deblending: no split below it */
 } ex_obj;
 
 typedef struct {
@@ -582,21 +584,17 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
         ymax = y > ymax ? y : ymax;
     }
     const int64_t bw = xmax - xmin + 1, bh = ymax - ymin + 1;
+    const size_t xn = (size_t)p->deblend_nthresh;
     int64_t *rec = gpuws__malloc((size_t)(bw * bh) * sizeof *rec);
     uint64_t *owner = gpuws__calloc((size_t)(bw * bh), sizeof *owner), stamp = 0; /* which node holds a pixel */
-    const size_t xn = (size_t)p->deblend_nthresh;
-    ex_objs *lv = gpuws__calloc(xn, sizeof *lv);
-    size_t **sons = gpuws__calloc(xn, sizeof *sons); /* sons[k][i]: the first son of node i of level k at level k + 1 */
-    uint8_t **okf = gpuws__calloc(xn, sizeof *okf);
-    ex_objs kept = { 0 };
+    size_t *lvl = gpuws__malloc((xn + 1) * sizeof *lvl); /* level k: nodes[lvl[k] .. lvl[k + 1] - 1] */
+    ex_objs nodes = { 0 }, kept = { 0 };
     lz_scan z;
-    bool ok = rec && owner && lv && sons && okf && lz_init(&z, bw, npix);
+    bool ok = rec && owner && lvl && lz_init(&z, bw, npix);
     if (!ok) {
         gpuws__free(rec);
         gpuws__free(owner);
-        gpuws__free(lv);
-        gpuws__free(sons);
-        gpuws__free(okf);
+        gpuws__free(lvl);
         return false;
     }
     for (int64_t i = 0; i < bw * bh; i++) rec[i] = -1;
@@ -608,73 +606,72 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
     z.bh = bh;
     z.rec = rec;
     /* the component itself, its pixels in the order of SEP's scan */
-    ok = lz_run(c, &z, xmin, ymin, xmax, ymax, t0, true, 1, &lv[0]) && lv[0].n == 1;
+    lvl[0] = 0;
+    ok = lz_run(c, &z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
     if (ok) {
-        ex_obj *root = &lv[0].v[0];
-        preanalyse(c, root);
-        root->flag = pixel_flags(c, root);
-        const double value0 = root->fdflux * p->deblend_cont, peak = root->fdpeak;
+        preanalyse(c, &nodes.v[0]);
+        nodes.v[0].flag = pixel_flags(c, &nodes.v[0]);
+        const double value0 = nodes.v[0].fdflux * p->deblend_cont, peak = nodes.v[0].fdpeak;
         const size_t minsize = p->minarea < 3 ? (size_t)p->minarea : 3; /* SExtractor's smallest sub-object */
+        lvl[1] = 1;
         for (size_t k = 1; ok && k < xn; k++) {
             const float t = (float)(peak > 0.0 ? t0 * pow(peak / t0, (double)k / (double)xn) : t0);
-            ok = (sons[k - 1] = gpuws__malloc((lv[k - 1].n + 1) * sizeof **sons)) != NULL;
-            for (size_t i = 0; ok && i < lv[k - 1].n; i++) {
-                const ex_obj *par = &lv[k - 1].v[i];
-                sons[k - 1][i] = lv[k].n;
-                const size_t from = lv[k].n;
-                ok = lz_run(c, &z, par->xmin, par->ymin, par->xmax, par->ymax, t, false, minsize, &lv[k]);
+            for (size_t i = lvl[k - 1]; ok && i < lvl[k]; i++) {
+                const ex_obj par = nodes.v[i]; /* a copy: the scan below may move the nodes */
+                const size_t from = nodes.n;
+                ok = lz_run(c, &z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes);
                 /* keep the objects of par's own (a scan of its box may meet a sibling's pixels) */
                 stamp++;
-                for (size_t q = 0; q < par->npix; q++)
-                    owner[(px_y(c, par->pix[q]) - ymin) * bw + (px_x(c, par->pix[q]) - xmin)] = stamp;
+                for (size_t q = 0; q < par.npix; q++)
+                    owner[(px_y(c, par.pix[q]) - ymin) * bw + (px_x(c, par.pix[q]) - xmin)] = stamp;
                 size_t keep = from;
-                for (size_t j = from; ok && j < lv[k].n; j++) {
-                    const size_t head = lv[k].v[j].pix[0];
+                for (size_t j = from; ok && j < nodes.n; j++) {
+                    const size_t head = nodes.v[j].pix[0];
                     if (owner[(px_y(c, head) - ymin) * bw + (px_x(c, head) - xmin)] == stamp) {
-                        lv[k].v[keep] = lv[k].v[j];
-                        preanalyse(c, &lv[k].v[keep]);
-                        lv[k].v[keep].flag = pixel_flags(c, &lv[k].v[keep]);
+                        nodes.v[keep] = nodes.v[j];
+                        preanalyse(c, &nodes.v[keep]);
+                        nodes.v[keep].flag = pixel_flags(c, &nodes.v[keep]);
                         keep++;
                     } else {
-                        gpuws__free(lv[k].v[j].pix);
+                        gpuws__free(nodes.v[j].pix);
                     }
                 }
-                if (ok) lv[k].n = keep; /* else objs_free frees what the scan found */
+                if (ok) nodes.n = keep; /* else objs_free frees what the scan found */
+                nodes.v[i].son0 = from;
+                nodes.v[i].son1 = nodes.n;
             }
-            if (ok) sons[k - 1][lv[k - 1].n] = lv[k].n;
+            lvl[k + 1] = nodes.n;
         }
-        for (size_t k = 0; ok && k < xn; k++) {
-            ok = (okf[k] = gpuws__malloc(lv[k].n + 1)) != NULL;
-            if (ok) memset(okf[k], 1, lv[k].n + 1);
-        }
+        for (size_t i = 0; ok && i < nodes.n; i++) nodes.v[i].keep = true;
         ex_obj rootcopy;
-        ok = ok && obj_copy(&rootcopy, root, 0);
+        ok = ok && obj_copy(&rootcopy, &nodes.v[0], 0);
         if (ok && !(ok = objs_push(&kept, &rootcopy))) gpuws__free(rootcopy.pix);
         /* from the top down: nodes with more than one significant son keep them */
         for (size_t k = xn - 1; ok && k-- > 0;) {
-            for (size_t i = 0; ok && i < lv[k].n; i++) {
+            for (size_t i = lvl[k]; ok && i < lvl[k + 1]; i++) {
+                ex_obj *par = &nodes.v[i];
                 size_t m = 0;
-                for (size_t j = sons[k][i]; j < sons[k][i + 1]; j++) {
-                    const ex_obj *o = &lv[k + 1].v[j];
+                for (size_t j = par->son0; j < par->son1; j++) {
+                    const ex_obj *o = &nodes.v[j];
                     if (o->fdflux - o->thresh * (float)o->npix > value0) m++;
-                    okf[k][i] &= okf[k + 1][j];
+                    par->keep = par->keep && o->keep;
                 }
                 if (m > 1) {
-                    for (size_t j = sons[k][i]; ok && j < sons[k][i + 1]; j++) {
-                        ex_obj *o = &lv[k + 1].v[j];
-                        if (okf[k + 1][j] && o->fdflux - o->thresh * (float)o->npix > value0) {
+                    for (size_t j = par->son0; ok && j < par->son1; j++) {
+                        ex_obj *o = &nodes.v[j];
+                        if (o->keep && o->fdflux - o->thresh * (float)o->npix > value0) {
                             o->flag |= GPUWS_OBJ_MERGED;
                             ex_obj cp;
                             if ((ok = obj_copy(&cp, o, 0)) && !(ok = objs_push(&kept, &cp))) gpuws__free(cp.pix);
                         }
                     }
-                    okf[k][i] = 0;
+                    par->keep = false;
                 }
             }
         }
         if (ok) {
             const size_t first = out->n;
-            if (okf[0][0]) {
+            if (nodes.v[0].keep) {
                 ex_obj o;
                 if ((ok = obj_copy(&o, &kept.v[0], 0)) && !(ok = objs_push(out, &o))) gpuws__free(o.pix);
             } else {
@@ -684,14 +681,8 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
         }
     }
     objs_free(&kept);
-    for (size_t k = 0; k < xn; k++) {
-        objs_free(&lv[k]);
-        gpuws__free(sons[k]);
-        gpuws__free(okf[k]);
-    }
-    gpuws__free(lv);
-    gpuws__free(sons);
-    gpuws__free(okf);
+    objs_free(&nodes);
+    gpuws__free(lvl);
     gpuws__free(rec);
     gpuws__free(owner);
     lz_free(&z);
