@@ -107,6 +107,8 @@ ParameterizedTestParameters(extract, agrees_with_reference)
         { 0, 257, 190, NOISE_CONST, GPUWS_FILTER_MATCHED, 1, 0, 8, 5, 2.5, 1.0, 0, 0.0 }, /* one σ: conv, 5x5 */
         { 0, 200, 150, NOISE_NONE, GPUWS_FILTER_CONV, 0, 0, 8, 8, 12.0, 1.0, 0, 0.0 },    /* absolute threshold */
         { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 1.0, 1, 0.0 },   /* cleaning */
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 0.005, 1, 0.0 }, /* SEP's defaults */
+        { 0, 257, 190, NOISE_CONST, GPUWS_FILTER_CONV, 0, 1, 8, 3, 1.2, 0.001, 0, 1.5 },  /* deblending, mask */
     };
     static sky_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
     size_t k = 0;
@@ -287,6 +289,37 @@ BACKEND_TEST(extract, an_empty_sky_gives_an_empty_catalogue)
     cr_assert_eq(r.cat->num_objects, 0);
     for (size_t i = 0; i < W * H; i++) cr_assert_eq(r.seg[i], 0);
     result_free(&r);
+    gpuws_context_destroy(ctx);
+}
+
+/* Deblending: two overlapping round profiles form one component; SExtractor's tree splits it into two objects
+ * (flagged MERGED) that share all its pixels, the faint ones given by gatherup; with deblend_cont = 1 it stays one. */
+BACKEND_TEST(extract, deblending_splits_two_blended_profiles)
+{
+    gpuws_context *ctx = test_open(*kind);
+    static float x[W * H];
+    for (long y = 0; y < H; y++)
+        for (long c = 0; c < W; c++) {
+            const double d1 = (c - 8.0) * (c - 8.0) + (y - 8.0) * (y - 8.0),
+                         d2 = (c - 15.0) * (c - 15.0) + (y - 8.0) * (y - 8.0);
+            x[y * W + c] = (float)(100.0 * exp(-d1 / 8.0) + 60.0 * exp(-d2 / 8.0));
+        }
+    gpuws_extract_options o = plain();
+    o.thresh = 2.0;
+    result one = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+    cr_assert_eq(one.cat->num_objects, 1, "deblend_cont 1: one object");
+    o.deblend_cont = 0.005;
+    result two = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+    cr_assert_eq(two.cat->num_objects, 2);
+    const gpuws_object *a = &two.cat->objects[0], *b = &two.cat->objects[1];
+    cr_assert(a->flag & GPUWS_OBJ_MERGED && b->flag & GPUWS_OBJ_MERGED);
+    cr_assert_eq(a->npix + b->npix, one.cat->objects[0].npix, "gatherup hands out every pixel of the component");
+    const gpuws_object *left = a->x < b->x ? a : b, *right = a->x < b->x ? b : a;
+    cr_assert(fabs(left->x - 8.0) < 0.5 && fabs(right->x - 15.0) < 0.5 && left->xpeak == 8 && right->xpeak == 15,
+              "objects at x %g and %g", left->x, right->x);
+    for (size_t i = 0; i < W * H; i++) cr_assert((two.seg[i] != 0) == (one.seg[i] != 0), "segmap pixel %zu", i);
+    result_free(&one);
+    result_free(&two);
     gpuws_context_destroy(ctx);
 }
 

@@ -62,7 +62,7 @@ GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, gpuws_dtype dtype,
  * (docs/algorithms/extract.md). On the device: the image minus back (0 where masked), SEP's filter, the threshold
  * test per pixel, the connected components, and the records of their pixels; on the host, in double precision and
  * a fixed order: minarea, deblending, the measurements, cleaning. Every backend gives the same catalogue, bit for
- * bit, and the same segmentation map. Not yet: deblending (every component is one object, as deblend_cont = 1). */
+ * bit, and the same segmentation map; on SEP's test skies, SEP's catalogue and segmentation map exactly. */
 #define GPUWS_FILTER_NONE 0    /* no filtering: detection on the pixels themselves */
 #define GPUWS_FILTER_CONV 1    /* convolution with the filter kernel (SEP 'conv') */
 #define GPUWS_FILTER_MATCHED 2 /* SEP's 'matched' filter: accounts for the noise map; CONV when there is no rms map */
@@ -86,7 +86,7 @@ typedef struct gpuws_extract_options {
     const float *filter;      /* host, filter_w*filter_h row-major; NULL = SEP's default 3x3 {1,2,1,2,4,2,1,2,1} */
     int filter_w, filter_h;   /* odd, >= 1, when filter is not NULL */
     int connectivity;         /* 8 (default, SExtractor) or 4 */
-    int deblend_nthresh;      /* >= 1; default 32 */
+    int deblend_nthresh;      /* >= 1; default 32: thresholds of SExtractor's deblending tree (no cap on its nodes) */
     double deblend_cont;      /* in [0, 1]; default 0.005; 1 = no deblending */
     int clean;                /* 1 (default) = SExtractor's cleaning of spurious detections near bright ones */
     double clean_param;       /* > 0; default 1.0 */
