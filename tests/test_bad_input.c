@@ -1435,6 +1435,42 @@ static const fits_case fits_cases[] = {
 };
 #define N_FITS (sizeof fits_cases / sizeof fits_cases[0])
 
+/* The same with an HDU or a plane asked for (gpuws sources --hdu / --plane). */
+typedef struct {
+    fits_case c;
+    int hdu;          /* fits_read_request.hdu: 0 for the first image */
+    long long plane1; /* the plane asked for plus 1; 0: none */
+} fits_at_case;
+
+static const fits_at_case fits_at_cases[] = {
+#ifdef BAD_HAVE_FITSIO
+    { { "cube_names_its_planes", make_cube, -1, 0, "choose one of its 2 planes with --plane (0 to 1)", 0, 0, 0, 0 },
+      0,
+      0 },
+    { { "cube_plane_1", make_cube, 0, 1, "", 4, 3, 12, 23 }, 0, 2 },
+    { { "cube_plane_past_the_last", make_cube, 0, 0, "HDU 1 has 2 planes (0 to 1): there is no plane 2", 0, 0, 0, 0 },
+      0,
+      3 },
+    { { "degenerate_axes_plane_0", make_degenerate_third_axis, 0, 1, "", 4, 3, -3.5, 7.5 }, 0, 1 },
+    { { "degenerate_axes_plane_1", make_degenerate_third_axis, 0, 0, "HDU 1 has 1 plane (0 to 0): there is no plane 1",
+        0, 0, 0, 0 },
+      0,
+      2 },
+    { { "hdu_2_a_binary_table", make_bintable_only, -1, 0, "HDU 2 is a binary table, not an image", 0, 0, 0, 0 },
+      2,
+      0 },
+    { { "hdu_past_the_last", make_bintable_only, -1, 0, "there is no HDU 5: the file has 2", 0, 0, 0, 0 }, 5, 0 },
+    { { "hdu_1_an_empty_primary", make_image_in_extension, -1, 0, "HDU 1 holds no 2-D image (NAXIS = 0)", 0, 0, 0, 0 },
+      1,
+      0 },
+    { { "hdu_2_an_image_extension", make_image_in_extension, 0, 1, "", 4, 3, -3.5, 7.5 }, 2, 0 },
+    { { "hdu_1_a_one_d_image", make_one_d, -1, 0, "HDU 1 holds no 2-D image (NAXIS = 1)", 0, 0, 0, 0 }, 1, 0 },
+#else
+    { { "missing_file", NULL, -1, 0, "cannot open as FITS", 0, 0, 0, 0 }, 1, 0 },
+#endif
+};
+#define N_FITS_AT (sizeof fits_at_cases / sizeof fits_at_cases[0])
+
 ParameterizedTestParameters(bad_input, fits_read)
 {
     static int idx[N_FITS];
@@ -1444,17 +1480,17 @@ ParameterizedTestParameters(bad_input, fits_read)
 
 static bool same(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
-/* The timeout: a reader that opens a FIFO waits for a writer forever. */
-ParameterizedTest(int *i, bad_input, fits_read, .init = fits_setup, .fini = fits_teardown, .timeout = 120)
+/* Reads the file c makes from HDU hdu, plane plane1 - 1, and checks the outcome. */
+static void check_fits_read(const fits_case *c, int hdu, long long plane1)
 {
-    const fits_case *c = &fits_cases[*i];
     char path[400];
     fits_path(path, sizeof path, "in.fits");
     if (c->make) c->make(path);
     fits_image img;
     memset(&img, 0x5a, sizeof img);
     char err[512] = "";
-    int rc = fits_read_image(path, c->want_double, &img, err, sizeof err);
+    const fits_read_request req = { hdu, plane1 - 1, 1 };
+    int rc = fits_read_image_at(path, c->want_double, &req, &img, err, sizeof err);
     if (!c->ok) {
         cr_assert_eq(rc, -1, "%s: read succeeded", c->name);
         cr_assert(strstr(err, c->message), "%s: error '%s' lacks '%s'", c->name, err, c->message);
@@ -1472,8 +1508,30 @@ ParameterizedTest(int *i, bad_input, fits_read, .init = fits_setup, .fini = fits
               last, c->first, c->last);
     if (strcmp(c->name, "scaled_int16_with_blank") == 0)
         cr_assert(isnan(((double *)img.data)[5]), "a BLANK pixel becomes NaN, got %g", ((double *)img.data)[5]);
+    /* the header comes back from the reading process whole: one 80-character card per key */
+    cr_assert(img.header && img.nkeys > 0 && strlen(img.header) == (size_t)img.nkeys * 80 &&
+                  strstr(img.header, "NAXIS1  ="),
+              "%s: header of %d keys: %.160s", c->name, img.nkeys, img.header ? img.header : "(none)");
     fits_image_free(&img);
     cr_assert_null(img.data);
+}
+
+/* The timeout: a reader that opens a FIFO waits for a writer forever. */
+ParameterizedTest(int *i, bad_input, fits_read, .init = fits_setup, .fini = fits_teardown, .timeout = 120)
+{
+    check_fits_read(&fits_cases[*i], 0, 0);
+}
+
+ParameterizedTestParameters(bad_input, fits_read_at)
+{
+    static int idx[N_FITS_AT];
+    for (size_t i = 0; i < N_FITS_AT; i++) idx[i] = (int)i;
+    return cr_make_param_array(int, idx, N_FITS_AT);
+}
+
+ParameterizedTest(int *i, bad_input, fits_read_at, .init = fits_setup, .fini = fits_teardown, .timeout = 120)
+{
+    check_fits_read(&fits_at_cases[*i].c, fits_at_cases[*i].hdu, fits_at_cases[*i].plane1);
 }
 
 /* ---- writing to places that cannot be written ---- */

@@ -128,7 +128,7 @@ static void assert_refused(cli_run *r, const char *input, const char *why)
 
 /* ---- good input ------------------------------------------------------------------------------------------------- */
 
-BACKEND_TEST(cli_sources, good_image_writes_catalog_labels_and_overlay)
+BACKEND_TEST(cli_sources, workshop_writes_catalog_labels_and_overlay)
 {
     cli_run r;
     setup(&r, *kind);
@@ -145,7 +145,7 @@ BACKEND_TEST(cli_sources, good_image_writes_catalog_labels_and_overlay)
     char path[600], err[600];
     path_in(&r, "sky.fits", path, sizeof path);
     cr_assert_eq(fits_write_image(path, FITS_F32, img, 300, 200, err, sizeof err), 0, "%s", err);
-    run_cli(&r, *kind, "sky.fits", OUTPUT_ARGS, NULL);
+    run_cli(&r, *kind, "sky.fits", "--method", "workshop", OUTPUT_ARGS, NULL);
     cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
     const char *line = strstr(r.stdout_text, "sources: ");
     cr_assert(line, "no 'sources: N' line: %s", r.stdout_text);
@@ -185,6 +185,72 @@ BACKEND_TEST(cli_sources, good_image_writes_catalog_labels_and_overlay)
     fclose(f);
     cr_assert(!memcmp(sig, "\x89PNG\r\n\x1a\n", 8), "not a PNG");
     free(img);
+    teardown(&r);
+}
+
+/* The default method is the extraction: every output of it, consistent with each other. */
+BACKEND_TEST(cli_sources, extract_is_the_default_and_writes_every_output)
+{
+    cli_run r;
+    setup(&r, *kind);
+    enum { W = 300, H = 200 };
+    gpuws_sky_params p = gpuws_sky_defaults(W, H, 5);
+    p.num_sources = 12;
+    gpuws_sky_source src[12];
+    gpuws_sky_sources(&p, src);
+    gpuws_sky_bins b;
+    cr_assert_eq(gpuws_sky_bin(&p, src, &b), 0);
+    float *img = malloc(W * H * sizeof *img);
+    cr_assert(img);
+    gpuws_sky_ref(&p, &b, img, NULL);
+    gpuws_sky_bins_free(&b);
+    for (int i = 0; i < W * H; i++) img[i] += 0.25f; /* a background for the extraction to take off */
+    img[7 * W + 9] = NAN;                            /* masked, not a failure */
+    char path[600], err[600];
+    path_in(&r, "sky.fits", path, sizeof path);
+    cr_assert_eq(fits_write_image(path, FITS_F32, img, W, H, err, sizeof err), 0, "%s", err);
+    free(img);
+    run_cli(&r, *kind, "sky.fits", "--detect-thresh", "5", "--back-size", "50", OUTPUT_ARGS, "--fits-catalog",
+            "cat.fits", "--regions", "sky.reg", "--background", "back.fits", "--rms", "rms.fits", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    const char *line = strstr(r.stdout_text, "objects: ");
+    cr_assert(line && strstr(r.stdout_text, "background: global "), "%s", r.stdout_text);
+    const long n = strtol(line + 9, NULL, 10);
+    cr_assert(n >= 10 && n <= 14, "%ld objects of 12 injected", n);
+
+    path_in(&r, "cat.csv", path, sizeof path);
+    char *csv = test_read_file(path);
+    static const char head[] = "id,x[pix],y[pix],flux[count],fluxerr[count],cflux[count],peak[count],cpeak[count],"
+                               "npix[pix],tnpix[pix],a[pix],b[pix],theta[rad],";
+    cr_assert(!strncmp(csv, head, strlen(head)), "CSV header: %.200s", csv);
+    long rows = 0;
+    for (char *s = strchr(csv, '\n') + 1; *s; s = strchr(s, '\n') + 1, rows++) {
+        long id;
+        double x, y, flux;
+        cr_assert_eq(sscanf(s, "%ld,%lf,%lf,%lf", &id, &x, &y, &flux), 4, "row %ld", rows);
+        cr_assert(id == rows + 1 && flux > 0 && x >= 0 && x < W && y >= 0 && y < H, "row %ld: %.80s", rows, s);
+    }
+    cr_assert_eq(rows, n, "%ld rows for %ld objects", rows, n);
+    free(csv);
+
+    fits_image m;
+    static const char *const maps[] = { "back.fits", "rms.fits", "labels.fits" };
+    for (int k = 0; k < 3; k++) {
+        path_in(&r, maps[k], path, sizeof path);
+        cr_assert_eq(fits_read_image(path, 0, &m, err, sizeof err), 0, "%s", err);
+        cr_assert(m.width == W && m.height == H && m.bitpix == (k == 2 ? 32 : -32), "%s", maps[k]);
+        float lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < W * H; i++) lo = fminf(lo, ((float *)m.data)[i]), hi = fmaxf(hi, ((float *)m.data)[i]);
+        if (k == 0) cr_assert(lo > 0.2f && hi < 0.3f, "background from %g to %g, 0.25 added", (double)lo, (double)hi);
+        if (k == 1) cr_assert(lo > 0 && hi < 0.01f, "rms from %g to %g (noise sigma 1e-3)", (double)lo, (double)hi);
+        if (k == 2)
+            cr_assert(lo == 0 && (long)hi == n, "labels from %g to %g for %ld objects", (double)lo, (double)hi, n);
+        fits_image_free(&m);
+    }
+    path_in(&r, "sky.reg", path, sizeof path);
+    char *reg = test_read_file(path);
+    cr_assert(strstr(reg, "\nimage\nellipse("), "%s", reg);
+    free(reg);
     teardown(&r);
 }
 
@@ -257,8 +323,8 @@ static void noise_is_refused(gpuws_backend_kind kind, bool one_inf, const char *
     char path[600], err[600];
     path_in(&r, "noise.fits", path, sizeof path);
     cr_assert_eq(fits_write_image(path, FITS_F32, img, 64, 48, err, sizeof err), 0, "%s", err);
-    if (kappa) run_cli(&r, kind, "noise.fits", "--kappa", kappa, OUTPUT_ARGS, NULL);
-    else run_cli(&r, kind, "noise.fits", OUTPUT_ARGS, NULL);
+    if (kappa) run_cli(&r, kind, "noise.fits", "--method", "workshop", "--kappa", kappa, OUTPUT_ARGS, NULL);
+    else run_cli(&r, kind, "noise.fits", "--method", "workshop", OUTPUT_ARGS, NULL);
     assert_refused(&r, "noise.fits", why);
     cr_assert(!strstr(r.stderr_text, "constant"), "%s", r.stderr_text);
     teardown(&r);
@@ -348,6 +414,226 @@ BACKEND_TEST(cli_sources, cube_is_refused)
     raw_image_is_refused(*kind, "cube.fits", 3, naxes, "3-D");
 }
 
+/* A plane of a cube is read when asked for, and one past the last is refused. */
+BACKEND_TEST(cli_sources, plane_of_a_cube_is_read_when_asked_for)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char path[600];
+    path_in(&r, "cube.fits", path, sizeof path);
+    long naxes[4] = { 16, 12, 3, 1 };
+    write_raw_image(path, 4, naxes);
+    run_cli(&r, *kind, "cube.fits", "--method", "workshop", "--plane", "2", "--catalog", "cat.csv", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stdout_text, "cube.fits: HDU 1, plane 2 of 3, 16 x 12 pixels"), "%s", r.stdout_text);
+    path_in(&r, "cat.csv", path, sizeof path);
+    cr_assert_eq(unlink(path), 0, "no catalogue written");
+    run_cli(&r, *kind, "cube.fits", "--method", "workshop", "--plane", "3", OUTPUT_ARGS, NULL);
+    assert_refused(&r, "cube.fits", "HDU 1 has 3 planes (0 to 2): there is no plane 3");
+    teardown(&r);
+}
+
+/* --hdu naming a table, or past the last HDU: refused, nothing written. */
+BACKEND_TEST(cli_sources, hdu_that_is_not_an_image_is_refused)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char path[600];
+    path_in(&r, "tab.fits", path, sizeof path);
+    fitsfile *f;
+    int status = 0;
+    char *ttype[] = { "FLUX" }, *tform[] = { "1E" }, *tunit[] = { "Jy" };
+    fits_create_diskfile(&f, path, &status);
+    fits_create_img(f, FLOAT_IMG, 0, NULL, &status);
+    fits_create_tbl(f, BINARY_TBL, 0, 1, ttype, tform, tunit, "T", &status);
+    fits_close_file(f, &status);
+    cr_assert_eq(status, 0);
+    run_cli(&r, *kind, "tab.fits", "--hdu", "2", OUTPUT_ARGS, NULL);
+    assert_refused(&r, "tab.fits", "HDU 2 is a binary table, not an image");
+    run_cli(&r, *kind, "tab.fits", "--hdu", "3", OUTPUT_ARGS, NULL);
+    assert_refused(&r, "tab.fits", "there is no HDU 3: the file has 2");
+    teardown(&r);
+}
+
+/* ---- world coordinates ------------------------------------------------------------------------------------------ */
+
+/* An image of zeros with one symmetric source centred on pixel (20, 15) (0-based), its WCS's reference pixel (FITS
+ * 1-based CRPIX 21, 16): the source's world position is CRVAL. ctype1 NULL: no WCS keywords. */
+static void write_wcs_image(const char *path, const char *ctype1, const char *ctype2)
+{
+    enum { W = 48, H = 36 };
+    float img[W * H];
+    for (int i = 0; i < W * H; i++) img[i] = 0;
+    img[15 * W + 20] = 10;
+    img[15 * W + 19] = img[15 * W + 21] = img[14 * W + 20] = img[16 * W + 20] = 5;
+    img[14 * W + 19] = img[14 * W + 21] = img[16 * W + 19] = img[16 * W + 21] = 2;
+    fitsfile *f;
+    int status = 0;
+    long naxes[2] = { W, H };
+    unlink(path);
+    fits_create_diskfile(&f, path, &status);
+    fits_create_img(f, FLOAT_IMG, 2, naxes, &status);
+    fits_write_img(f, TFLOAT, 1, W * H, img, &status);
+    if (ctype1) {
+        double crpix1 = 21, crpix2 = 16, crval1 = 150.25, crval2 = -2.5, cdelt1 = -1.0 / 3600, cdelt2 = 1.0 / 3600;
+        fits_write_key(f, TSTRING, "CTYPE1", (void *)ctype1, NULL, &status);
+        fits_write_key(f, TSTRING, "CTYPE2", (void *)ctype2, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CRPIX1", &crpix1, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CRPIX2", &crpix2, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CRVAL1", &crval1, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CRVAL2", &crval2, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CDELT1", &cdelt1, NULL, &status);
+        fits_write_key(f, TDOUBLE, "CDELT2", &cdelt2, NULL, &status);
+    }
+    fits_close_file(f, &status);
+    cr_assert_eq(status, 0, "cfitsio status %d writing %s", status, path);
+}
+
+typedef struct {
+    const char *ctype1, *ctype2; /* NULL: no WCS */
+    const char *csv_header;      /* the workshop catalogue's header row */
+    const char *frame;           /* the regions file's coordinate system line */
+    const char *region;          /* its first shape, up to the radius */
+    const char *warning;         /* on stderr, or NULL for none */
+} wcs_case;
+
+static const wcs_case wcs_cases[] = {
+    { "RA---TAN", "DEC--TAN", "id,x,y,flux,npix,peak,ra,dec\n", "\nicrs\n", "circle(150.25000000,-2.50000000,", NULL },
+    { "GLON-SIN", "GLAT-SIN", "id,x,y,flux,npix,peak,glon,glat\n", "\ngalactic\n", "circle(150.25000000,-2.50000000,",
+      NULL },
+    /* DS9's image pixels are 1-based: pixel (20, 15) of the catalogue is (21, 16) there */
+    { NULL, NULL, "id,x,y,flux,npix,peak\n", "\nimage\n", "circle(21.0000,16.0000,",
+      "no world coordinates (the header has no WCS keywords): the outputs are in pixel coordinates" },
+    { "RA---XYZ", "DEC--XYZ", "id,x,y,flux,npix,peak\n", "\nimage\n", "circle(21.0000,16.0000,",
+      "no world coordinates (wcslib rejects the WCS" },
+};
+
+static void check_wcs_case(gpuws_backend_kind kind, const wcs_case *c)
+{
+    cli_run r;
+    setup(&r, kind);
+    char path[600];
+    path_in(&r, "sky.fits", path, sizeof path);
+    write_wcs_image(path, c->ctype1, c->ctype2);
+    run_cli(&r, kind, "sky.fits", "--method", "workshop", "--threshold-abs", "1", "--catalog", "cat.csv", "--regions",
+            "sky.reg", "--labels", "labels.fits", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    if (c->warning) cr_assert(strstr(r.stderr_text, c->warning), "stderr lacks '%s': %s", c->warning, r.stderr_text);
+    else cr_assert_str_empty(r.stderr_text);
+    path_in(&r, "cat.csv", path, sizeof path);
+    char *csv = test_read_file(path);
+    cr_assert(!strncmp(csv, c->csv_header, strlen(c->csv_header)), "CSV header: %.60s", csv);
+    double x, y, lng = NAN, lat = NAN;
+    cr_assert(sscanf(strchr(csv, '\n') + 1, "1,%lf,%lf,%*f,%*d,%*f,%lf,%lf", &x, &y, &lng, &lat) >= 2, "%s", csv);
+    cr_assert(fabs(x - 20) < 1e-9 && fabs(y - 15) < 1e-9, "centre (%g, %g)", x, y);
+    if (c->ctype1 && !c->warning)
+        cr_assert(fabs(lng - 150.25) < 1e-8 && fabs(lat + 2.5) < 1e-8, "world (%.10g, %.10g) for CRVAL", lng, lat);
+    free(csv);
+    path_in(&r, "sky.reg", path, sizeof path);
+    char *reg = test_read_file(path);
+    cr_assert(strstr(reg, c->frame) && strstr(reg, c->region), "regions file:\n%s", reg);
+    cr_assert(!strncmp(reg, "# Region file format: DS9 version 4.1\n", 38), "%s", reg);
+    free(reg);
+    /* the labels keep the input's WCS */
+    fitsfile *f;
+    int status = 0;
+    char ctype[FLEN_VALUE] = "";
+    path_in(&r, "labels.fits", path, sizeof path);
+    fits_open_diskfile(&f, path, READONLY, &status);
+    cr_assert_eq(status, 0);
+    fits_read_key(f, TSTRING, "CTYPE1", ctype, NULL, &status);
+    int s2 = 0;
+    fits_close_file(f, &s2);
+    if (c->ctype1 && !c->warning) cr_assert(status == 0 && !strcmp(ctype, c->ctype1), "labels' CTYPE1 '%s'", ctype);
+    else cr_assert_eq(status, KEY_NO_EXIST, "the labels have CTYPE1 = '%s' from no usable WCS", ctype);
+    teardown(&r);
+}
+
+BACKEND_TEST(cli_sources, world_coordinates_from_the_wcs_or_a_warning)
+{
+    for (size_t k = 0; k < sizeof wcs_cases / sizeof wcs_cases[0]; k++) check_wcs_case(*kind, &wcs_cases[k]);
+}
+
+/* --fits-catalog: a binary table with the CSV's columns and their units. */
+BACKEND_TEST(cli_sources, fits_catalog_has_units)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char path[600];
+    path_in(&r, "sky.fits", path, sizeof path);
+    write_wcs_image(path, "RA---TAN", "DEC--TAN");
+    run_cli(&r, *kind, "sky.fits", "--method", "workshop", "--threshold-abs", "1", "--fits-catalog", "cat.fits", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    fitsfile *f;
+    int status = 0, ncols = 0;
+    long nrows = 0;
+    char ttype[FLEN_VALUE], tunit[FLEN_VALUE], extname[FLEN_VALUE];
+    double ra = 0;
+    path_in(&r, "cat.fits", path, sizeof path);
+    fits_open_diskfile(&f, path, READONLY, &status);
+    fits_movabs_hdu(f, 2, NULL, &status);
+    fits_get_num_rows(f, &nrows, &status);
+    fits_get_num_cols(f, &ncols, &status);
+    fits_read_key(f, TSTRING, "EXTNAME", extname, NULL, &status);
+    fits_read_key(f, TSTRING, "TTYPE7", ttype, NULL, &status);
+    fits_read_key(f, TSTRING, "TUNIT7", tunit, NULL, &status);
+    fits_read_col(f, TDOUBLE, 7, 1, 1, 1, NULL, &ra, NULL, &status);
+    cr_assert_eq(status, 0, "cfitsio status %d", status);
+    fits_read_key(f, TSTRING, "TUNIT2", tunit + 8, NULL, &status);
+    fits_close_file(f, &status);
+    cr_assert(nrows == 1 && ncols == 8 && !strcmp(extname, "OBJECTS"), "%ld rows, %d columns, %s", nrows, ncols,
+              extname);
+    cr_assert(!strcmp(ttype, "ra") && !strcmp(tunit, "deg") && !strcmp(tunit + 8, "pix"), "%s [%s]", ttype, tunit);
+    cr_assert(fabs(ra - 150.25) < 1e-8, "ra %.10g", ra);
+    teardown(&r);
+}
+
+/* ---- many images ------------------------------------------------------------------------------------------------ */
+
+/* Two good images (one named in a list) and a missing one: each good one's outputs under --outdir, nothing for the
+ * missing one, a progress line per image, exit 1 at the end. */
+BACKEND_TEST(cli_sources, many_images_each_written_and_a_failure_reported)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char path[600], out[600];
+    path_in(&r, "good1.fits", path, sizeof path);
+    write_wcs_image(path, "RA---TAN", "DEC--TAN");
+    path_in(&r, "good2.fits", path, sizeof path);
+    write_wcs_image(path, NULL, NULL);
+    path_in(&r, "list.txt", path, sizeof path);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("# the list\nabsent.fits\n\ngood2.fits\n", f);
+    fclose(f);
+    path_in(&r, "out", out, sizeof out);
+    cr_assert_eq(mkdir(out, 0755), 0);
+    run_cli(&r, *kind, "good1.fits", "@list.txt", "--outdir", "out", "--write", "catalog,labels", "--method",
+            "workshop", "--threshold-abs", "1", NULL);
+    cr_assert_eq(r.status, 1, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stdout_text, "[1/3] good1.fits\n") && strstr(r.stdout_text, "[2/3] absent.fits\n") &&
+                  strstr(r.stdout_text, "[3/3] good2.fits\n") && strstr(r.stdout_text, "3 images: 2 done, 1 failed"),
+              "%s", r.stdout_text);
+    cr_assert(strstr(r.stderr_text, "[2/3] absent.fits failed: nothing written for it"), "%s", r.stderr_text);
+    static const char *const want[] = { "good1.csv", "good1.labels.fits", "good2.csv", "good2.labels.fits" };
+    DIR *d = opendir(out);
+    cr_assert(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        int known = 0;
+        for (size_t k = 0; k < 4; k++) known |= !strcmp(e->d_name, want[k]);
+        cr_assert(known, "unexpected %s in the output directory", e->d_name);
+        snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+        unlink(path);
+        n++;
+    }
+    closedir(d);
+    rmdir(out);
+    cr_assert_eq(n, 4, "%d outputs, wanted 4", n);
+    teardown(&r);
+}
+
 BACKEND_TEST(cli_sources, zero_size_image_is_refused)
 {
     long naxes[2] = { 0, 5 };
@@ -368,6 +654,55 @@ BACKEND_TEST(cli_sources, one_failed_output_leaves_no_output)
     cr_assert_eq(fits_write_image(path, FITS_F32, img, 64, 48, err, sizeof err), 0, "%s", err);
     run_cli(&r, *kind, "small.fits", "--catalog", "cat.csv", "--labels", "no/such/dir/labels.fits", NULL);
     assert_refused(&r, "small.fits", "no/such/dir/labels.fits");
+    teardown(&r);
+}
+
+/* ---- --filter FILE: SExtractor's .conv format ------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    const char *text;   /* the file's content */
+    int status;         /* the exit status */
+    const char *output; /* in stdout (status 0) or stderr */
+} conv_case;
+
+static const conv_case conv_cases[] = {
+    { "sextractor_default", "CONV NORM\n# 3x3 all-ground\n1 2 1\n2 4 2\n1 2 1\n", 0, "filter 3 x 3 kernel" },
+    { "nonorm_5x3", "CONV NONORM\n0 1 2 1 0\n1 2 4 2 1\n0 1 2 1 0\n", 0, "filter 5 x 3 kernel" },
+    { "no_conv_line", "1 2 1\n2 4 2\n1 2 1\n", 2, "the first line is not CONV NORM or CONV NONORM" },
+    { "even_width", "CONV NORM\n1 1\n1 1\n", 2, "2 x 2: sides must be odd" },
+    { "ragged_rows", "CONV NORM\n1 2 1\n2 4\n1 2 1\n", 2, "row 2 has 2 values, row 1 3" },
+    { "zero_sum", "CONV NONORM\n-1 2 -1\n", 2, "the values do not have a positive sum" },
+    { "a_word", "CONV NORM\n1 x 1\n", 2, "'x' is not a number" },
+    { "only_the_conv_line", "CONV NORM\n", 2, "no rows of numbers after CONV" },
+    { "empty", "", 2, "is not a SExtractor convolution kernel: empty" },
+};
+
+BACKEND_TEST(cli_sources, filter_files_are_read_or_refused)
+{
+    cli_run r;
+    setup(&r, *kind);
+    float img[96 * 80];
+    test_fill_uniform_f32(img, 96 * 80, test_seed(false), -1e-3, 1e-3);
+    img[40 * 96 + 50] = 1, img[40 * 96 + 51] = img[41 * 96 + 50] = 0.5f;
+    char path[600], err[600];
+    path_in(&r, "img.fits", path, sizeof path);
+    cr_assert_eq(fits_write_image(path, FITS_F32, img, 96, 80, err, sizeof err), 0, "%s", err);
+    for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++) {
+        const conv_case *c = &conv_cases[k];
+        path_in(&r, "k.conv", path, sizeof path);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fputs(c->text, f);
+        fclose(f);
+        run_cli(&r, *kind, "img.fits", "--filter", "k.conv", "--catalog", "cat.csv", NULL);
+        cr_assert_eq(r.status, c->status, "%s: exit %d; stderr: %s", c->name, r.status, r.stderr_text);
+        cr_assert(strstr(c->status ? r.stderr_text : r.stdout_text, c->output), "%s: no '%s' in %s%s", c->name,
+                  c->output, r.stdout_text, r.stderr_text);
+        path_in(&r, "cat.csv", path, sizeof path);
+        cr_assert_eq(unlink(path) == 0, c->status == 0, "%s: a catalogue %s", c->name,
+                     c->status ? "was written" : "is missing");
+    }
     teardown(&r);
 }
 

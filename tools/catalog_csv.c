@@ -1,6 +1,7 @@
 #include "catalog_csv.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,30 +36,98 @@ size_t *catalog_order_by_flux(const gpuws_source *sources, size_t n)
     return order;
 }
 
-int catalog_csv_write(const char *path, const gpuws_source *sources, size_t n, char *err, size_t errlen)
+static void put_number(FILE *f, double v, int decimals)
 {
-    size_t *order = catalog_order_by_flux(sources, n);
-    if (!order) {
-        snprintf(err, errlen, "%s: out of memory sorting %zu sources", path, n);
-        return -1;
-    }
-    FILE *f = fopen(path, "wx"); /* a new file only: the unlink below removes nothing else */
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
-        free(order);
-        return -1;
-    }
-    int bad = fprintf(f, "id,x,y,flux,npix,peak\n") < 0;
-    for (size_t k = 0; k < n && !bad; k++) {
-        const gpuws_source *s = &sources[order[k]];
-        bad = fprintf(f, "%lld,%.6f,%.6f,%.9g,%lld,%.9g\n", (long long)s->id, s->x, s->y, s->flux, (long long)s->npix,
-                      s->peak) < 0;
-    }
-    free(order);
+    if (isnan(v)) fputs("nan", f);
+    else if (decimals == 0) fprintf(f, "%lld", (long long)v);
+    else if (decimals < 0) fprintf(f, "%.9g", v);
+    else fprintf(f, "%.*f", decimals, v);
+}
+
+/* Closes f; on a write error anywhere, or bad, removes path and says why. */
+static int finish(FILE *f, int bad, const char *path, char *err, size_t errlen)
+{
+    const int e = errno;
     if (fclose(f) != 0 || bad) {
-        snprintf(err, errlen, "%s: writing failed: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: writing failed: %s", path, strerror(bad ? e : errno));
         unlink(path);
         return -1;
     }
     return 0;
+}
+
+int catalog_table_csv(const char *path, const catalog_table *t, int units, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "wx"); /* a new file only: the unlink in finish removes nothing else */
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        return -1;
+    }
+    for (size_t c = 0; c < t->ncols; c++)
+        fprintf(f, "%s%s%s%s%s", c ? "," : "", t->cols[c].name, units && *t->cols[c].unit ? "[" : "",
+                units ? t->cols[c].unit : "", units && *t->cols[c].unit ? "]" : "");
+    fputc('\n', f);
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (size_t c = 0; c < t->ncols; c++) {
+            if (c) fputc(',', f);
+            put_number(f, t->v[r * t->ncols + c], t->cols[c].decimals);
+        }
+        fputc('\n', f);
+    }
+    return finish(f, ferror(f), path, err, errlen);
+}
+
+/* The great-circle distance (degrees) and position angle (degrees from the latitude axis towards increasing
+ * longitude) of (l2, b2) seen from (l1, b1), all in degrees. */
+static void separation(double l1, double b1, double l2, double b2, double *dist, double *pa)
+{
+    const double d2r = M_PI / 180, dl = (l2 - l1) * d2r;
+    const double c1 = cos(b1 * d2r), s1 = sin(b1 * d2r), c2 = cos(b2 * d2r), s2 = sin(b2 * d2r);
+    const double x = c1 * s2 - s1 * c2 * cos(dl), y = c2 * sin(dl), z = s1 * s2 + c1 * c2 * cos(dl);
+    *dist = atan2(hypot(x, y), z) / d2r;
+    *pa = atan2(y, x) / d2r;
+}
+
+int catalog_regions_write(const char *path, const catalog_shape *s, size_t n, catalog_world_fn world, const void *wcs,
+                          const char *frame, const char *title, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "wx");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        return -1;
+    }
+    const int sky = world && frame;
+    fprintf(f, "# Region file format: DS9 version 4.1\n# %s\n", title);
+    if (sky)
+        fprintf(f, "# centres in degrees (%s), semi-axes in arcseconds; angles as DS9 measures them in this frame\n",
+                frame);
+    else
+        fprintf(f, "# image coordinates: DS9's pixels are 1-based, so these are the catalogue's 0-based x, y plus 1\n");
+    fprintf(f, "global color=green width=1\n%s\n", sky ? frame : "image");
+    for (size_t k = 0; k < n; k++) {
+        const catalog_shape *e = &s[k];
+        const double ca = cos(e->theta), sa = sin(e->theta);
+        if (!sky) {
+            if (e->a == e->b) fprintf(f, "circle(%.4f,%.4f,%.4f)\n", e->x + 1, e->y + 1, e->a);
+            else
+                fprintf(f, "ellipse(%.4f,%.4f,%.4f,%.4f,%.4f)\n", e->x + 1, e->y + 1, e->a, e->b,
+                        fmod(e->theta * 180 / M_PI + 360, 180));
+            continue;
+        }
+        /* the ellipse's ends on the sky: its axes' lengths and the major axis's position angle */
+        double l0, b0, l1, b1, l2, b2, da, db, pa, pb;
+        if (world(wcs, e->x, e->y, &l0, &b0) || world(wcs, e->x + e->a * ca, e->y + e->a * sa, &l1, &b1) ||
+            world(wcs, e->x - e->b * sa, e->y + e->b * ca, &l2, &b2)) {
+            fprintf(f, "# object %zu: no sky position at pixel (%.2f, %.2f)\n", k + 1, e->x, e->y);
+            continue;
+        }
+        separation(l0, b0, l1, b1, &da, &pa);
+        separation(l0, b0, l2, b2, &db, &pb);
+        /* DS9's sky angle runs from the longitude axis of a north-up, east-left view, counter-clockwise: PA + 90 */
+        if (e->a == e->b) fprintf(f, "circle(%.8f,%.8f,%.4f\")\n", l0, b0, da * 3600);
+        else
+            fprintf(f, "ellipse(%.8f,%.8f,%.4f\",%.4f\",%.4f)\n", l0, b0, da * 3600, db * 3600,
+                    fmod(pa + 90 + 720, 180));
+    }
+    return finish(f, ferror(f), path, err, errlen);
 }

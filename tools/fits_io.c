@@ -106,10 +106,13 @@ static int check_scaling(fitsfile *f, int hdu, char *what, size_t n)
 
 /* BSCALE/BZERO applied; BLANK pixels of integer images become NaN. Floating-point pixels are passed through as they
  * are: cfitsio's null check counts +-Inf as undefined too and would turn them into NaN. */
-static void read_pixels(fitsfile *f, int bitpix, int dbl, size_t n, void *data, int *status)
+static void read_pixels(fitsfile *f, int bitpix, int dbl, int naxis, const long long dims[9], long long plane, size_t n,
+                        void *data, int *status)
 {
     long long first[9];
     for (int i = 0; i < 9; i++) first[i] = 1;
+    for (int i = 2; i < naxis && i < 9; i++) /* the plane's index along each axis after the second */
+        first[i] = plane % dims[i] + 1, plane /= dims[i];
     int anynul = 0;
     if (dbl) {
         double nanv = 0.0 / 0.0;
@@ -120,7 +123,35 @@ static void read_pixels(fitsfile *f, int bitpix, int dbl, size_t n, void *data, 
     }
 }
 
-static int read_here(const char *path, int want_double, fits_image *img, char *err, size_t errlen)
+/* The HDU asked for: 0 when it holds an image of >= 2 axes (the file is there); 1 with the reason in what when it is
+ * missing, a table, or an image of fewer axes; -1 when it cannot be read (*status says why). */
+static int goto_hdu(fitsfile *f, const char *path, int want, int *naxis, long long dims[9], int *status, char *what,
+                    size_t n)
+{
+    int type, bitpix;
+    if (fits_movabs_hdu(f, want, &type, status)) {
+        if (*status != END_OF_FILE || want == 1) return -1;
+        if (header_cut_short(f, path, want, what, n) == 1) return 1;
+        int count = 0, s2 = 0;
+        *status = 0;
+        fits_get_num_hdus(f, &count, &s2);
+        snprintf(what, n, "there is no HDU %d: the file has %d", want, count);
+        return 1;
+    }
+    if (type != IMAGE_HDU) {
+        snprintf(what, n, "HDU %d is %s, not an image", want, type == BINARY_TBL ? "a binary table" : "an ASCII table");
+        return 1;
+    }
+    if (fits_get_img_paramll(f, 9, &bitpix, naxis, dims, status)) return -1;
+    if (*naxis < 2) {
+        snprintf(what, n, "HDU %d holds no 2-D image (NAXIS = %d)", want, *naxis);
+        return 1;
+    }
+    return 0;
+}
+
+static int read_here(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
+                     size_t errlen)
 {
     memset(img, 0, sizeof *img);
     if (!path) return fail(err, errlen, "(null)", "no file name", 0);
@@ -136,10 +167,19 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
                     0);
     /* diskfile: the name is taken literally, never parsed as cfitsio's extended syntax ("file.fits[1]") */
     if (fits_open_diskfile(&f, path, READONLY, &status)) return fail(err, errlen, path, "cannot open as FITS", status);
-    int naxis = 0, hdu = 0;
+    int naxis = 0, hdu = req->hdu;
     long long dims[9] = { 0 };
-    int r = find_image(f, &naxis, dims, &hdu, &status);
     char reason[240];
+    if (req->hdu > 0) {
+        const int g = goto_hdu(f, path, req->hdu, &naxis, dims, &status, reason, sizeof reason);
+        if (g) {
+            int s2 = 0;
+            fits_close_file(f, &s2);
+            if (g < 0) snprintf(reason, sizeof reason, "unreadable header of HDU %d", req->hdu);
+            return fail(err, errlen, path, reason, g < 0 ? status : 0);
+        }
+    }
+    int r = req->hdu > 0 ? 0 : find_image(f, &naxis, dims, &hdu, &status);
     if (r != 0 || check_scaling(f, hdu, reason, sizeof reason)) {
         const int after = r < 0 && hdu > 1 ? header_cut_short(f, path, hdu, reason, sizeof reason) : 2;
         if (r > 0 || (r < 0 && after == 0)) snprintf(reason, sizeof reason, "no 2-D image in any HDU");
@@ -148,18 +188,32 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
         fits_close_file(f, &s2);
         return fail(err, errlen, path, reason, r < 0 && after == 2 ? status : 0);
     }
-    for (int i = 2; i < naxis; i++) {
-        if (dims[i] != 1) {
-            int s2 = 0;
-            fits_close_file(f, &s2);
-            char what[160];
-            snprintf(what, sizeof what,
-                     "HDU %d is a %d-D image (axis %d has length %lld); only 2-D images are supported", hdu, naxis,
-                     i + 1, dims[i]);
-            return fail(err, errlen, path, what, 0);
+    /* planes: the axes after the second, flattened */
+    long long nplanes = 1, plane = req->plane < 0 ? 0 : req->plane;
+    int longer = 0; /* the first axis after the second longer than 1 (1-based), or 0 */
+    for (int i = 2; i < naxis && i < 9; i++) {
+        if (dims[i] <= 0) {
+            nplanes = 0;
+            break;
         }
+        if (dims[i] > 1 && !longer) longer = i + 1;
+        nplanes = nplanes > (1LL << 62) / dims[i] ? (1LL << 62) : nplanes * dims[i];
     }
-    if (dims[0] <= 0 || dims[1] <= 0) {
+    if (nplanes && (nplanes > 1 || req->plane > 0) && (req->plane < 0 || plane >= nplanes)) {
+        int s2 = 0;
+        fits_close_file(f, &s2);
+        char what[240];
+        if (req->plane < 0)
+            snprintf(what, sizeof what,
+                     "HDU %d is a %d-D image (axis %d has length %lld): choose one of its %lld planes with --plane "
+                     "(0 to %lld)",
+                     hdu, naxis, longer, dims[longer - 1], nplanes, nplanes - 1);
+        else
+            snprintf(what, sizeof what, "HDU %d has %lld plane%s (0 to %lld): there is no plane %lld", hdu, nplanes,
+                     nplanes == 1 ? "" : "s", nplanes - 1, plane);
+        return fail(err, errlen, path, what, 0);
+    }
+    if (dims[0] <= 0 || dims[1] <= 0 || !nplanes) {
         int s2 = 0;
         fits_close_file(f, &s2);
         return fail(err, errlen, path, "image has a zero-length axis", 0);
@@ -192,7 +246,8 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
         fits_get_hduaddrll(f, &head, &start, &end, &status);
         size_t bpp = (size_t)(bitpix < 0 ? -bitpix : bitpix) / 8, avail = 0;
         if (!status && stat(path, &sb) == 0 && sb.st_size > start) avail = (size_t)(sb.st_size - start);
-        if (!status && avail / (bpp ? bpp : 1) < w * h) {
+        const size_t upto = (size_t)plane + 1 > ((size_t)-1) / (w * h) ? (size_t)-1 : ((size_t)plane + 1) * w * h;
+        if (!status && avail / (bpp ? bpp : 1) < upto) {
             int s2 = 0;
             fits_close_file(f, &s2);
             char what[200];
@@ -208,11 +263,22 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
         fits_close_file(f, &s2);
         return fail(err, errlen, path, status ? "unreadable header" : "out of memory for the pixels", status);
     }
-    read_pixels(f, bitpix, dbl, w * h, data, &status);
+    read_pixels(f, bitpix, dbl, naxis, dims, plane, w * h, data, &status);
+    char *header = NULL;
+    int nkeys = 0;
+    if (!status && req->want_header) { /* a compressed image's header as the image it holds, not as the table */
+        char *hs = NULL;
+        if (compressed) fits_convert_hdr2str(f, 1, NULL, 0, &hs, &nkeys, &status);
+        else fits_hdr2str(f, 1, NULL, 0, &hs, &nkeys, &status);
+        if (!status && !(header = hs ? strdup(hs) : NULL)) status = MEMORY_ALLOCATION;
+        int s3 = 0;
+        if (hs) fits_free_memory(hs, &s3);
+    }
     int s2 = 0;
     fits_close_file(f, &s2);
     if (status) {
         free(data);
+        free(header);
         return fail(err, errlen, path,
                     compressed ? "decompressing the pixels failed (corrupt compressed image?)"
                                : "reading the pixels failed (truncated file?)",
@@ -224,6 +290,11 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
     img->data = data;
     img->hdu = hdu;
     img->bitpix = bitpix;
+    img->naxis = naxis;
+    img->plane = plane;
+    img->nplanes = nplanes;
+    img->header = header;
+    img->nkeys = header ? nkeys : 0;
     return 0;
 }
 
@@ -233,8 +304,9 @@ static int read_here(const char *path, int want_double, fits_image *img, char *e
  * caller. If the child cannot be started, or with the knob fits_in_process=1 (GPUWS_TUNING), the file is read in
  * this process. */
 typedef struct {
-    int rc, is_double, hdu, bitpix;
-    size_t width, height;
+    int rc, is_double, hdu, bitpix, naxis, nkeys;
+    long long plane, nplanes;
+    size_t width, height, header_len; /* header_len: bytes after the pixels, the header without its NUL */
     char err[512];
 } read_reply;
 
@@ -255,18 +327,26 @@ static bool xfer(int fd, void *p, size_t n, bool out)
 
 int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen)
 {
+    return fits_read_image_at(path, want_double, NULL, img, err, errlen);
+}
+
+int fits_read_image_at(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
+                       size_t errlen)
+{
+    static const fits_read_request first = FITS_READ_REQUEST_INIT;
+    if (!req) req = &first;
     memset(img, 0, sizeof *img);
     int fd[2];
     /* fits_in_process=1: no child (fuzzing cfitsio itself, debuggers) */
     gpuws__tuning t;
     gpuws__tuning_from_env(&t);
-    if (!path || t.fits_in_process || pipe(fd) != 0) return read_here(path, want_double, img, err, errlen);
+    if (!path || t.fits_in_process || pipe(fd) != 0) return read_here(path, want_double, req, img, err, errlen);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         close(fd[0]);
         close(fd[1]);
-        return read_here(path, want_double, img, err, errlen);
+        return read_here(path, want_double, req, img, err, errlen);
     }
     if (pid == 0) {
         static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
@@ -275,21 +355,30 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
         read_reply r;
         memset(&r, 0, sizeof r);
         fits_image im;
-        r.rc = read_here(path, want_double, &im, r.err, sizeof r.err);
+        r.rc = read_here(path, want_double, req, &im, r.err, sizeof r.err);
         r.is_double = im.is_double, r.hdu = im.hdu, r.bitpix = im.bitpix, r.width = im.width, r.height = im.height;
+        r.naxis = im.naxis, r.nkeys = im.nkeys, r.plane = im.plane, r.nplanes = im.nplanes;
+        r.header_len = im.header ? strlen(im.header) : 0;
         bool ok = xfer(fd[1], &r, sizeof r, true) &&
-                  (r.rc ||
-                   xfer(fd[1], im.data, im.width * im.height * (im.is_double ? sizeof(double) : sizeof(float)), true));
+                  (r.rc || (xfer(fd[1], im.data, im.width * im.height * (im.is_double ? sizeof(double) : sizeof(float)),
+                                 true) &&
+                            (!r.header_len || xfer(fd[1], im.header, r.header_len, true))));
         _exit(ok ? 0 : 1);
     }
     close(fd[1]);
     read_reply r;
     void *data = NULL;
+    char *header = NULL;
     bool got = xfer(fd[0], &r, sizeof r, false);
     if (got && r.rc == 0) {
         size_t bytes = r.width * r.height * (r.is_double ? sizeof(double) : sizeof(float));
         data = malloc(bytes);
         got = data && xfer(fd[0], data, bytes, false);
+        if (got && r.header_len) {
+            header = malloc(r.header_len + 1);
+            got = header && xfer(fd[0], header, r.header_len, false);
+            if (got) header[r.header_len] = 0;
+        }
     }
     close(fd[0]);
     int ws = 0;
@@ -298,6 +387,7 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
     bool clean = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
     if (!got || !clean) {
         free(data);
+        free(header);
         char what[160];
         if (WIFEXITED(ws) && WEXITSTATUS(ws) > 128)
             snprintf(what, sizeof what, "cfitsio crashed reading it (signal %d): corrupt file", WEXITSTATUS(ws) - 128);
@@ -318,12 +408,77 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
     img->is_double = r.is_double;
     img->hdu = r.hdu;
     img->bitpix = r.bitpix;
+    img->naxis = r.naxis;
+    img->plane = r.plane;
+    img->nplanes = r.nplanes;
+    img->header = header;
+    img->nkeys = header ? r.nkeys : 0;
     img->data = data;
     return 0;
 }
 
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
                      size_t errlen)
+{
+    return fits_write_image_cards(path, type, data, width, height, NULL, 0, err, errlen);
+}
+
+/* Appends ncards 80-character cards to the current header. */
+static void write_cards(fitsfile *f, const char *cards, int ncards, int *status)
+{
+    for (int k = 0; cards && k < ncards && !*status; k++) {
+        char card[81];
+        memcpy(card, cards + 80 * (size_t)k, 80);
+        card[80] = 0;
+        fits_write_record(f, card, status);
+    }
+}
+
+int fits_write_table(const char *path, const char *extname, size_t ncols, const char *const *names,
+                     const char *const *units, const int *integer, size_t nrows, const double *values,
+                     const char *cards, int ncards, char *err, size_t errlen)
+{
+    if (!path || !ncols || ncols > 999 || (nrows && !values))
+        return fail(err, errlen, path ? path : "(null)", "nothing to write", 0);
+    struct stat sb; /* a new file only, as fits_write_image_cards */
+    if (lstat(path, &sb) == 0) return fail(err, errlen, path, "cannot create the file: it exists", 0);
+    fitsfile *f = NULL;
+    int status = 0;
+    if (fits_create_diskfile(&f, path, &status)) return fail(err, errlen, path, "cannot create the file", status);
+    char **ttype = calloc(ncols, sizeof *ttype), **tform = calloc(ncols, sizeof *tform),
+         **tunit = calloc(ncols, sizeof *tunit);
+    double *col = malloc((nrows ? nrows : 1) * sizeof *col);
+    long long *icol = malloc((nrows ? nrows : 1) * sizeof *icol);
+    if (!ttype || !tform || !tunit || !col || !icol) status = MEMORY_ALLOCATION;
+    for (size_t c = 0; !status && c < ncols; c++) {
+        ttype[c] = (char *)names[c];
+        tform[c] = integer[c] ? "1K" : "1D";
+        tunit[c] = (char *)(units && units[c] ? units[c] : "");
+    }
+    fits_create_img(f, BYTE_IMG, 0, NULL, &status);
+    fits_write_comment(f, "written by gpuws", &status);
+    if (!status) fits_create_tbl(f, BINARY_TBL, (LONGLONG)nrows, (int)ncols, ttype, tform, tunit, extname, &status);
+    for (size_t c = 0; !status && nrows && c < ncols; c++) {
+        for (size_t r = 0; r < nrows; r++) {
+            col[r] = values[r * ncols + c];
+            icol[r] = (long long)values[r * ncols + c];
+        }
+        if (integer[c]) fits_write_col(f, TLONGLONG, (int)c + 1, 1, 1, (LONGLONG)nrows, icol, &status);
+        else fits_write_col(f, TDOUBLE, (int)c + 1, 1, 1, (LONGLONG)nrows, col, &status);
+    }
+    write_cards(f, cards, ncards, &status);
+    free(ttype), free(tform), free(tunit), free(col), free(icol);
+    int s2 = 0;
+    fits_close_file(f, &s2);
+    if (status || s2) {
+        unlink(path);
+        return fail(err, errlen, path, "writing failed", status ? status : s2);
+    }
+    return 0;
+}
+
+int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
+                           const char *cards, int ncards, char *err, size_t errlen)
 {
     if (!path || !data || !width || !height) return fail(err, errlen, path ? path : "(null)", "nothing to write", 0);
     /* A new file only, checked here: cfitsio's own check opens an existing name for reading, which blocks on a
@@ -339,6 +494,7 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
     long long first[2] = { 1, 1 };
     fits_create_imgll(f, bitpix, 2, naxes, &status);
     fits_write_pixll(f, dtype, first, (LONGLONG)(width * height), (void *)data, &status);
+    write_cards(f, cards, ncards, &status);
     fits_write_comment(f, "written by gpuws", &status);
     int s2 = 0;
     fits_close_file(f, &s2);
@@ -355,7 +511,13 @@ int fits_available(void) { return 0; }
 
 int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen)
 {
-    (void)want_double;
+    return fits_read_image_at(path, want_double, NULL, img, err, errlen);
+}
+
+int fits_read_image_at(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
+                       size_t errlen)
+{
+    (void)want_double, (void)req;
     memset(img, 0, sizeof *img);
     snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
              path ? path : "");
@@ -365,7 +527,24 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
                      size_t errlen)
 {
-    (void)type, (void)data, (void)width, (void)height;
+    return fits_write_image_cards(path, type, data, width, height, NULL, 0, err, errlen);
+}
+
+int fits_write_table(const char *path, const char *extname, size_t ncols, const char *const *names,
+                     const char *const *units, const int *integer, size_t nrows, const double *values,
+                     const char *cards, int ncards, char *err, size_t errlen)
+{
+    (void)extname, (void)ncols, (void)names, (void)units, (void)integer, (void)nrows, (void)values, (void)cards,
+        (void)ncards;
+    snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
+             path ? path : "");
+    return -1;
+}
+
+int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
+                           const char *cards, int ncards, char *err, size_t errlen)
+{
+    (void)type, (void)data, (void)width, (void)height, (void)cards, (void)ncards;
     snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
              path ? path : "");
     return -1;
@@ -377,5 +556,6 @@ void fits_image_free(fits_image *img)
 {
     if (!img) return;
     free(img->data);
+    free(img->header);
     memset(img, 0, sizeof *img);
 }

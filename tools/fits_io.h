@@ -1,10 +1,11 @@
 /* FITS images through cfitsio, for the command-line tools (convolve, sources, ...).
  *
- * Reading picks the first HDU holding a 2-D image: the primary array or an IMAGE/compressed-image extension;
- * axes of length 1 beyond the second are dropped (radio images often carry degenerate frequency and Stokes
- * axes), anything else of more than two dimensions is rejected. BSCALE/BZERO are applied and BLANK pixels of
- * integer images become NaN (cfitsio does both); pixels come back as float or double, row-major, row 0 first
- * (FITS row 1 = y = 1 at the bottom of a displayed image). */
+ * Reading picks the first HDU holding a 2-D image (the primary array or an IMAGE/compressed-image extension), or
+ * the HDU asked for; axes of length 1 beyond the second are dropped (radio images often carry degenerate frequency
+ * and Stokes axes); an image with longer axes beyond the second is read one plane at a time, the plane asked for
+ * (plane k = the axes after the second flattened, first axis fastest), and refused when none is asked for.
+ * BSCALE/BZERO are applied and BLANK pixels of integer images become NaN (cfitsio does both); pixels come back as
+ * float or double, row-major, row 0 first (FITS row 1 = y = 1 at the bottom of a displayed image). */
 #ifndef GPUWS_FITS_IO_H
 #define GPUWS_FITS_IO_H
 
@@ -16,13 +17,34 @@ typedef struct {
     void *data;           /* width * height elements, malloc'd; free with fits_image_free */
     int hdu;              /* 1-based HDU the image came from */
     int bitpix;           /* the file's BITPIX */
+    int naxis;            /* the HDU's NAXIS (2 or more) */
+    long long plane;      /* the plane read (0 for a 2-D image) */
+    long long nplanes;    /* planes in the HDU (1 for a 2-D image or degenerate axes) */
+    char *header;         /* fits_read_image_at with want_header: the HDU's header, 80-character cards without
+                             comments, NUL-terminated (malloc'd; else NULL) */
+    int nkeys;            /* cards in header */
 } fits_image;
+
+/* Which HDU and plane fits_read_image_at reads. */
+typedef struct {
+    int hdu;         /* 1-based; 0: the first HDU with a 2-D image */
+    long long plane; /* -1: none asked for (only 2-D images, or longer axes of length 1) */
+    int want_header; /* also return the header (for the WCS) */
+} fits_read_request;
+#define FITS_READ_REQUEST_INIT                                                                                         \
+    {                                                                                                                  \
+        0, -1, 0                                                                                                       \
+    }
 
 /* 0 on success. On failure returns -1 and writes a one-line reason to err (file missing, a directory or FIFO, not
  * FITS, truncated in the data or in a later HDU's header, no 2-D image, BSCALE or BZERO not a finite number or
  * BSCALE 0, too large, ...); img is left zeroed and nothing is allocated.
  * want_double: 1 reads as double, 0 as float, -1 picks double for BITPIX -64 and float otherwise. */
 int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen);
+/* The same, for the HDU and plane in req (NULL: as fits_read_image). Further errors: no HDU req->hdu, a table
+ * there, an image of fewer than 2 axes there, several planes and none asked for, a plane past the last. */
+int fits_read_image_at(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
+                       size_t errlen);
 void fits_image_free(fits_image *img);
 
 /* Creates the file `path`, which must not exist (nothing is ever replaced, written through or removed but the file
@@ -31,6 +53,17 @@ void fits_image_free(fits_image *img);
 typedef enum { FITS_F32, FITS_F64, FITS_I32 } fits_pixel_type;
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
                      size_t errlen);
+/* The same with header cards added (ncards of 80 characters each, e.g. the input's WCS; NULL for none). */
+int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
+                           const char *cards, int ncards, char *err, size_t errlen);
+
+/* Creates the file `path`, which must not exist, with an empty primary array and one binary table (EXTNAME
+ * extname) of ncols columns of nrows rows: values row-major; a column with integer[c] is 64-bit integers (TFORM K),
+ * else doubles (D); units[c] becomes TUNITn when not empty. cards (ncards of 80 characters, NULL for none) go into
+ * the table's header. On failure the file is removed. */
+int fits_write_table(const char *path, const char *extname, size_t ncols, const char *const *names,
+                     const char *const *units, const int *integer, size_t nrows, const double *values,
+                     const char *cards, int ncards, char *err, size_t errlen);
 
 /* True when gpuws was built with cfitsio; otherwise every call above fails with a message saying so. */
 int fits_available(void);

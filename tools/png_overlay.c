@@ -38,18 +38,137 @@ static double quantile(const float *img, size_t n, double q)
     return r;
 }
 
-/* Marks a ring of radius r around (x, y) in image coordinates; the picture is flipped vertically. */
-static void ring(unsigned char *rgb, size_t w, size_t h, double x, double y, double r)
+typedef struct {
+    unsigned char *rgb;
+    size_t w, h;
+} canvas;
+
+/* Paints a t x t square centred on image point (x, y); the picture is flipped vertically. */
+static void dot(const canvas *c, double x, double y, int t, const unsigned char color[3])
 {
-    const long x0 = (long)floor(x - r - 1), x1 = (long)ceil(x + r + 1), y0 = (long)floor(y - r - 1),
-               y1 = (long)ceil(y + r + 1);
-    for (long py = y0 < 0 ? 0 : y0; py <= y1 && py < (long)h; py++)
-        for (long px = x0 < 0 ? 0 : x0; px <= x1 && px < (long)w; px++) {
-            const double d = hypot((double)px - x, (double)py - y);
-            if (fabs(d - r) > 0.6) continue;
-            unsigned char *p = rgb + 3 * ((h - 1 - (size_t)py) * w + (size_t)px);
-            p[0] = 255, p[1] = 48, p[2] = 48;
+    const long x0 = lround(x) - (t - 1) / 2, y0 = lround(y) - (t - 1) / 2;
+    for (long py = y0; py < y0 + t; py++)
+        for (long px = x0; px < x0 + t; px++) {
+            if (px < 0 || py < 0 || px >= (long)c->w || py >= (long)c->h) continue;
+            memcpy(c->rgb + 3 * ((c->h - 1 - (size_t)py) * c->w + (size_t)px), color, 3);
         }
+}
+
+/* The ellipse's outline, sampled at most half a pixel apart. */
+static void ellipse(const canvas *c, const catalog_shape *e, int t, const unsigned char color[3])
+{
+    const double a = e->a < 3 ? 3 : e->a, b = e->b < 3 ? 3 : e->b, ct = cos(e->theta), st = sin(e->theta);
+    if (!isfinite(e->x) || !isfinite(e->y) || !isfinite(a) || !isfinite(b) || a > 1e5 || b > 1e5) return;
+    const int steps = 8 + (int)ceil(4 * M_PI * (a > b ? a : b));
+    for (int k = 0; k < steps; k++) {
+        const double p = 2 * M_PI * k / steps, u = a * cos(p), v = b * sin(p);
+        dot(c, e->x + u * ct - v * st, e->y + u * st + v * ct, t, color);
+    }
+}
+
+/* A 5 x 7 font: the characters the legend uses, each row's 5 bits from the left. */
+static const struct {
+    char c;
+    unsigned char rows[7];
+} font[] = {
+    { '0', { 14, 17, 19, 21, 25, 17, 14 } }, { '1', { 4, 12, 4, 4, 4, 4, 14 } },
+    { '2', { 14, 17, 1, 2, 4, 8, 31 } },     { '3', { 31, 2, 4, 2, 1, 17, 14 } },
+    { '4', { 2, 6, 10, 18, 31, 2, 2 } },     { '5', { 31, 16, 30, 1, 1, 17, 14 } },
+    { '6', { 6, 8, 16, 30, 17, 17, 14 } },   { '7', { 31, 1, 2, 4, 8, 8, 8 } },
+    { '8', { 14, 17, 17, 14, 17, 17, 14 } }, { '9', { 14, 17, 17, 15, 1, 2, 12 } },
+    { 'A', { 14, 17, 17, 31, 17, 17, 17 } }, { 'B', { 30, 17, 17, 30, 17, 17, 30 } },
+    { 'C', { 14, 17, 16, 16, 16, 17, 14 } }, { 'D', { 28, 18, 17, 17, 17, 18, 28 } },
+    { 'E', { 31, 16, 16, 30, 16, 16, 31 } }, { 'F', { 31, 16, 16, 30, 16, 16, 16 } },
+    { 'G', { 14, 17, 16, 23, 17, 17, 15 } }, { 'H', { 17, 17, 17, 31, 17, 17, 17 } },
+    { 'I', { 14, 4, 4, 4, 4, 4, 14 } },      { 'J', { 7, 2, 2, 2, 2, 18, 12 } },
+    { 'K', { 17, 18, 20, 24, 20, 18, 17 } }, { 'L', { 16, 16, 16, 16, 16, 16, 31 } },
+    { 'M', { 17, 27, 21, 21, 17, 17, 17 } }, { 'N', { 17, 17, 25, 21, 19, 17, 17 } },
+    { 'O', { 14, 17, 17, 17, 17, 17, 14 } }, { 'P', { 30, 17, 17, 30, 16, 16, 16 } },
+    { 'R', { 30, 17, 17, 30, 20, 18, 17 } }, { 'S', { 15, 16, 16, 14, 1, 1, 30 } },
+    { 'T', { 31, 4, 4, 4, 4, 4, 4 } },       { 'U', { 17, 17, 17, 17, 17, 17, 14 } },
+    { 'V', { 17, 17, 17, 17, 17, 10, 4 } },  { 'W', { 17, 17, 17, 21, 21, 21, 10 } },
+    { 'X', { 17, 17, 10, 4, 10, 17, 17 } },  { 'Y', { 17, 17, 17, 10, 4, 4, 4 } },
+    { ':', { 0, 12, 12, 0, 12, 12, 0 } },    { '%', { 24, 25, 2, 4, 8, 19, 3 } },
+    { '(', { 2, 4, 8, 8, 8, 4, 2 } },        { ')', { 8, 4, 2, 2, 2, 4, 8 } },
+    { ',', { 0, 0, 0, 0, 12, 4, 8 } },       { '-', { 0, 0, 0, 31, 0, 0, 0 } },
+    { '.', { 0, 0, 0, 0, 0, 12, 12 } },
+};
+
+/* Writes text at picture position (px, py) from the top left, each font pixel s x s. */
+static void text(const canvas *c, long px, long py, int s, const char *str, const unsigned char color[3])
+{
+    for (; *str; str++, px += 6 * s) {
+        size_t g = 0;
+        while (g < sizeof font / sizeof font[0] && font[g].c != *str) g++;
+        if (g == sizeof font / sizeof font[0]) continue; /* a space, or a character the font lacks */
+        for (int r = 0; r < 7; r++)
+            for (int col = 0; col < 5; col++) {
+                if (!(font[g].rows[r] >> (4 - col) & 1)) continue;
+                for (int dy = 0; dy < s; dy++)
+                    for (int dx = 0; dx < s; dx++) {
+                        const long x = px + col * s + dx, y = py + r * s + dy;
+                        if (x >= 0 && y >= 0 && x < (long)c->w && y < (long)c->h)
+                            memcpy(c->rgb + 3 * ((size_t)y * c->w + (size_t)x), color, 3);
+                    }
+            }
+    }
+}
+
+/* Darkens a box of the picture (from the top left) so that the legend reads on any image. */
+static void shade(const canvas *c, long x0, long y0, long x1, long y1)
+{
+    for (long y = y0 < 0 ? 0 : y0; y < y1 && y < (long)c->h; y++)
+        for (long x = x0 < 0 ? 0 : x0; x < x1 && x < (long)c->w; x++) {
+            unsigned char *p = c->rgb + 3 * ((size_t)y * c->w + (size_t)x);
+            p[0] /= 4, p[1] /= 4, p[2] /= 4;
+        }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The ellipses by strength tier (0 thin, 1 medium, 2 thick), then the legend. */
+static void draw_objects(const canvas *c, const catalog_shape *s, const double *strength, size_t n)
+{
+    static const unsigned char colors[3][3] = { { 0, 200, 255 }, { 255, 170, 0 }, { 255, 48, 48 } };
+    static const int widths[3] = { 1, 2, 3 };
+    double *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    double median = INFINITY, top = INFINITY;
+    if (sorted && n) {
+        for (size_t k = 0; k < n; k++) sorted[k] = isnan(strength[k]) ? -INFINITY : strength[k];
+        qsort(sorted, n, sizeof *sorted, cmp_double);
+        median = sorted[n / 2], top = sorted[n - 1 - n / 10];
+    }
+    free(sorted);
+    size_t counts[3] = { 0, 0, 0 };
+    for (int tier = 0; tier < 3; tier++) /* faint first: the bright ones are drawn over them */
+        for (size_t k = 0; k < n; k++) {
+            const double v = isnan(strength[k]) ? -INFINITY : strength[k];
+            if ((v >= top ? 2 : v >= median ? 1 : 0) != tier) continue;
+            counts[tier]++;
+            ellipse(c, &s[k], widths[tier], colors[tier]);
+        }
+    if (c->w < 160 || c->h < 64) return; /* no room for a legend that would not hide the image */
+    const int sc = c->w >= 1024 && c->h >= 512 ? 2 : 1, line = 10 * sc;
+    char buf[4][96];
+    snprintf(buf[0], sizeof buf[0], "%zu OBJECTS", n);
+    snprintf(buf[1], sizeof buf[1], "%zu BRIGHTEST TENTH BY FLUX", counts[2]);
+    snprintf(buf[2], sizeof buf[2], "%zu DOWN TO THE MEDIAN", counts[1]);
+    snprintf(buf[3], sizeof buf[3], "%zu FAINTER HALF", counts[0]);
+    size_t longest = 0;
+    for (int k = 0; k < 4; k++) longest = strlen(buf[k]) > longest ? strlen(buf[k]) : longest;
+    shade(c, 0, 0, (long)(6 * sc * longest) + 24 * sc, 4 * line + 6 * sc);
+    static const unsigned char white[3] = { 255, 255, 255 };
+    text(c, 4 * sc, 3 * sc, sc, buf[0], white);
+    for (int k = 1; k < 4; k++) {
+        const int tier = 3 - k;
+        for (int x = 4 * sc; x < 16 * sc; x++) /* a stroke of the tier's width and colour */
+            dot(c, x, (double)c->h - 1 - (3 * sc + k * line + 3 * sc), widths[tier], colors[tier]);
+        text(c, 20 * sc, 3 * sc + k * line, sc, buf[k], colors[tier]);
+    }
 }
 
 static int write_png(const char *path, const unsigned char *rgb, size_t w, size_t h, char *err, size_t errlen)
@@ -82,8 +201,8 @@ static int write_png(const char *path, const unsigned char *rgb, size_t w, size_
     return -1;
 }
 
-int png_overlay_write(const char *path, const float *img, size_t w, size_t h, double lo, const gpuws_source *src,
-                      size_t n, char *err, size_t errlen)
+int png_overlay_write(const char *path, const float *img, size_t w, size_t h, double lo, const catalog_shape *shapes,
+                      const double *strength, size_t n, char *err, size_t errlen)
 {
     if (!w || !h || w > MAX_PIXELS / h || w > 0x7fffffff || h > 0x7fffffff) {
         snprintf(err, errlen, "%s: a %zu x %zu overlay is not supported (at most 2^28 pixels)", path, w, h);
@@ -115,10 +234,8 @@ int png_overlay_write(const char *path, const float *img, size_t w, size_t h, do
             p[0] = p[1] = p[2] = g;
         }
     }
-    for (size_t k = 0; k < n; k++) {
-        const double r = 2.0 + sqrt((double)src[k].npix / 3.14159265358979);
-        if (isfinite(src[k].x) && isfinite(src[k].y)) ring(rgb, w, h, src[k].x, src[k].y, r < 4 ? 4 : r);
-    }
+    const canvas c = { rgb, w, h };
+    draw_objects(&c, shapes, strength, n);
     int rc = write_png(path, rgb, w, h, err, errlen);
     free(rgb);
     return rc;
@@ -128,10 +245,10 @@ int png_overlay_write(const char *path, const float *img, size_t w, size_t h, do
 
 int png_overlay_available(void) { return 0; }
 
-int png_overlay_write(const char *path, const float *img, size_t w, size_t h, double lo, const gpuws_source *src,
-                      size_t n, char *err, size_t errlen)
+int png_overlay_write(const char *path, const float *img, size_t w, size_t h, double lo, const catalog_shape *shapes,
+                      const double *strength, size_t n, char *err, size_t errlen)
 {
-    (void)img, (void)w, (void)h, (void)lo, (void)src, (void)n;
+    (void)img, (void)w, (void)h, (void)lo, (void)shapes, (void)strength, (void)n;
     snprintf(err, errlen, "%s: gpuws was built without libpng (install libpng-dev and reconfigure)", path);
     return -1;
 }

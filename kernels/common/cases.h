@@ -151,6 +151,10 @@ void gpuws__case_sky_input_free(gpuws__case_sky_input *in);
  * class: tiny 64, small 512, default the workshop's 2048, large 4096. */
 int gpuws__case_sources_sky(size_t side, float *img);
 size_t gpuws__case_sources_side(bench_size size);
+/* extract's sky (kernels/extract/extract_cases.c; tests/test_extract.c uses it too): level 100 with a gradient
+ * (into back), Gaussian noise σ = 5 (rms: 5), round and elliptical Gaussian sources from seed, NaN in the first
+ * nan_cols columns; x, back and rms hold w * h floats. */
+void gpuws__case_extract_sky(size_t w, size_t h, uint64_t seed, size_t nan_cols, float *x, float *back, float *rms);
 
 /* The workshop's convolution inputs (convolve1d, convolve2d): deltas at [8::16, 8::16] (or uniform [0, 1) values
  * from a fixed seed) and exp(-(x^2 + y^2) / 2) on meshgrid(linspace(-2, 2, taps)). */

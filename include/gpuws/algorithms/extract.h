@@ -1,4 +1,4 @@
-/* Source extraction as SExtractor and SEP do it. This header holds its first step, the mesh background.
+/* Source extraction as SExtractor and SEP do it: the mesh background, then the extraction of objects.
  * Images are row-major f32, width = number of columns (FITS NAXIS1), height = rows; pixel (row, col). */
 #ifndef GPUWS_ALG_EXTRACT_H
 #define GPUWS_ALG_EXTRACT_H
@@ -55,6 +55,85 @@ typedef struct gpuws_background_result {
 GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, gpuws_dtype dtype, size_t width, size_t height,
                                         const gpuws_buffer *image, const gpuws_background_options *options,
                                         gpuws_buffer *back, gpuws_buffer *rms, gpuws_background_result *result);
+
+/* ---- extraction ------------------------------------------------------------------------------------------
+ * SEP's sep.extract(data - back, thresh, err=rms|err, mask=, minarea=, filter_kernel=, filter_type=,
+ * deblend_nthresh=, deblend_cont=, clean=, clean_param=, segmentation_map=) on a device-resident image
+ * (docs/algorithms/extract.md). On the device: the image minus back (0 where masked), SEP's filter, the threshold
+ * test per pixel, the connected components, and the records of their pixels; on the host, in double precision and
+ * a fixed order: minarea, deblending, the measurements, cleaning. Every backend gives the same catalogue, bit for
+ * bit, and the same segmentation map; on SEP's test skies, SEP's catalogue and segmentation map exactly. */
+#define GPUWS_FILTER_NONE 0    /* no filtering: detection on the pixels themselves */
+#define GPUWS_FILTER_CONV 1    /* convolution with the filter kernel (SEP 'conv') */
+#define GPUWS_FILTER_MATCHED 2 /* SEP's 'matched' filter: accounts for the noise map; CONV when there is no rms map */
+
+/* object flags, SEP's bits (sep.h) plus ours */
+#define GPUWS_OBJ_MERGED 0x0001 /* the object was deblended from a larger detection */
+#define GPUWS_OBJ_TRUNC 0x0002  /* the object touches the image edge */
+#define GPUWS_OBJ_SINGU 0x0008  /* x and y fully correlated: moments made non-singular */
+#define GPUWS_OBJ_BLANK 0x0100  /* the object touches a NaN, blank or masked pixel */
+
+typedef struct gpuws_extract_options {
+    size_t struct_size;       /* sizeof(gpuws_extract_options); set by GPUWS_EXTRACT_OPTIONS_INIT */
+    double thresh;            /* detection threshold, default 1.5: in units of the noise (σ) when rms or err is
+                                 given (pixel threshold = thresh × rms[pixel] or thresh × err), else absolute */
+    const gpuws_buffer *back; /* NULL, or width*height f32: subtracted from the image first (SEP: data - bkg) */
+    const gpuws_buffer *rms;  /* NULL, or width*height f32: per-pixel noise σ (SEP's err array) */
+    double err;               /* used when rms is NULL: one noise σ for every pixel; 0 (default) = none */
+    const gpuws_buffer *mask; /* NULL, or width*height uint8: nonzero excludes the pixel (SEP's mask, maskthresh 0) */
+    int minarea;              /* >= 1; default 5 */
+    int filter_type;          /* GPUWS_FILTER_*; default GPUWS_FILTER_MATCHED (sep.extract's default) */
+    const float *filter;      /* host, filter_w*filter_h row-major; NULL = SEP's default 3x3 {1,2,1,2,4,2,1,2,1} */
+    int filter_w, filter_h;   /* odd, >= 1, when filter is not NULL */
+    int connectivity;         /* 8 (default, SExtractor) or 4 */
+    int deblend_nthresh;      /* >= 1; default 32: thresholds of SExtractor's deblending tree (no cap on its nodes) */
+    double deblend_cont;      /* in [0, 1]; default 0.005; 1 = no deblending */
+    int clean;                /* 1 (default) = SExtractor's cleaning of spurious detections near bright ones */
+    double clean_param;       /* > 0; default 1.0 */
+    double gain;              /* >= 0; 0 (default) = no Poisson term in the errors (as SEP's gain) */
+    gpuws_buffer *segmap;     /* NULL, or width*height int32 output of the same context: 0 for no object, k + 1 for
+                                 the pixels of object k (SEP's segmentation map) */
+} gpuws_extract_options;
+#define GPUWS_EXTRACT_OPTIONS_INIT                                                                                     \
+    {                                                                                                                  \
+        sizeof(gpuws_extract_options), 1.5, NULL, NULL, 0.0, NULL, 5, GPUWS_FILTER_MATCHED, NULL, 0, 0, 8, 32, 0.005, \
+            1, 1.0, 0.0, NULL                                                                                          \
+    }
+
+/* One object: SEP's catalogue columns. Pixel coordinates are 0-based (pixel centres at integers), x = column,
+ * y = row. As in SEP, the moments (x, y, x2, y2, xy, their errors, the ellipse) are weighted by the filtered
+ * values (the convolved image; the image itself with GPUWS_FILTER_NONE), as are cflux and cpeak; flux and peak
+ * are of the background-subtracted, unfiltered pixels. */
+typedef struct gpuws_object {
+    double thresh;                 /* the threshold at the object (data units) */
+    int64_t npix, tnpix;           /* pixels of the object; of them, above thresh unfiltered */
+    int64_t xmin, xmax, ymin, ymax;
+    double x, y;                   /* barycentre (first moments) */
+    double x2, y2, xy;             /* second moments */
+    double errx2, erry2, errxy;    /* their errors, from the noise (and gain) */
+    double a, b, theta;            /* ellipse: semi-axes (pixels), angle of a from +x towards +y in radians */
+    double cxx, cyy, cxy;          /* the ellipse as cxx x² + cyy y² + cxy x y = 1 */
+    double flux, cflux, fluxerr;   /* sums (unfiltered, filtered); fluxerr from the noise (and gain) */
+    double peak, cpeak;            /* largest pixel (unfiltered, filtered) */
+    int64_t xpeak, ypeak, xcpeak, ycpeak;
+    int flag;                      /* GPUWS_OBJ_* bits */
+} gpuws_object;
+
+typedef struct gpuws_extract_catalog {
+    size_t num_objects;
+    gpuws_object *objects; /* num_objects records in SEP's order */
+    double ms_device;      /* device-event time of the device steps (may be 0 on the CPU backend) */
+    double ms_host;        /* wall time of the host steps (deblending, measurement) */
+} gpuws_extract_catalog;
+
+/* image: width*height f32 values on the device. Blocks until *catalog is filled (and segmap written). On success
+ * *catalog is allocated; free it with gpuws_extract_catalog_free. On error *catalog is NULL and nothing is written.
+ * Errors: GPUWS_ERR_INVALID_ARGUMENT for zero sizes, NULL image/catalog, thresh not finite or <= 0 when relative,
+ * minarea < 1, an even or non-positive filter size, a filter with no positive sum, connectivity other than 4/8,
+ * deblend_nthresh < 1, deblend_cont outside [0, 1], clean_param <= 0, negative gain or err, aliased buffers. */
+GPUWS_API gpuws_status gpuws_extract(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *image,
+                                     const gpuws_extract_options *options, gpuws_extract_catalog **catalog);
+GPUWS_API void gpuws_extract_catalog_free(gpuws_extract_catalog *catalog);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,283 @@
+/* Host driver for gpuws_extract: validation; then the device steps, on the CPU backend by the reference
+ * (extract_ref.c) and on GPUs by the kernels below; then the host steps (extract_objects.c), which every backend
+ * shares, and the segmentation map.
+ *
+ * GPU plan (extract.cu / extract.cl):
+ *   extract_prep     per pixel: d = image - back (0 where masked), σ (SEP's noise buffer after its mask)
+ *   extract_detect   per pixel: the filtered value, the threshold test (det = 0/1), and the count of detected pixels
+ *   gpuws_label      components of det (8- or 4-connectivity)
+ *   extract_scatter  per labelled pixel: a record (index, label, value, filtered value, σ, σ of the lower-right
+ *                    neighbour) at a slot drawn from a counter; the host sorts the records back into raster order
+ *   extract_segmap   per record: segmap[index] = its object + 1 (after a fill with 0)
+ * The call blocks: the catalogue is made on the host from the records read back. */
+#include "../common/driver.h"
+#include "../../core/options.h"
+#include "extract_ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "extract_pixel.h" /* after <math.h>: it includes nothing */
+
+/* What this file keeps on the stream (gpuws__stream_scratch). */
+static const gpuws__stream_key key_maps = { "extract.maps" };
+static const gpuws__stream_key key_det = { "extract.det" };
+static const gpuws__stream_key key_labels = { "extract.labels" };
+static const gpuws__stream_key key_small = { "extract.small" };
+static const gpuws__stream_key key_records = { "extract.records" };
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* The device steps on a GPU backend, into *px (raster order). */
+static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
+                                       const gpuws_extract_options *o, gpuws__extract_pixels *px,
+                                       gpuws_buffer **records, size_t *cap_out)
+{
+    gpuws_context *ctx = s->ctx;
+    const size_t w = p->w, h = p->h, n = w * h, nk = p->kern ? (size_t)p->kw * (size_t)p->kh : 1;
+    const char *const names[] = { "extract_prep", "extract_detect", "extract_scatter", "extract_segmap" };
+    gpuws_kernel *k;
+    gpuws_status st = GPUWS_OK;
+    for (size_t i = 0; i < GPUWS__NARGS(names) && !st; i++) st = gpuws__kernel_get_ex(ctx, names[i], NULL, &k);
+    if (st == GPUWS_ERR_KERNEL_NOT_FOUND)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks",
+                            ctx->info.name);
+    gpuws_buffer *maps, *det, *labels, *small;
+    /* maps: d, σ, filtered; small: 2 counters, then the kernel */
+    if (st || (st = gpuws__stream_scratch(s, &key_maps, 3 * n * sizeof(float), &maps)) ||
+        (st = gpuws__stream_scratch(s, &key_det, n, &det)) ||
+        (st = gpuws__stream_scratch(s, &key_labels, n * sizeof(int32_t), &labels)) ||
+        (st = gpuws__stream_scratch(s, &key_small, (4 + nk) * sizeof(float), &small)))
+        return st;
+    float *hk = gpuws__malloc((4 + nk) * sizeof *hk);
+    if (!hk)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the filter (%zu bytes)",
+                            (4 + nk) * sizeof *hk);
+    memset(hk, 0, 4 * sizeof *hk);
+    if (p->kern) memcpy(hk + 4, p->kern, nk * sizeof *hk);
+    else hk[4] = 0.0f;
+    const uint32_t cpu = gpuws__is_cpu_device(ctx);
+    const uint32_t blocks = cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 8);
+    const gpuws_launch_config c1 = gpuws__config_1d(n, 256, blocks);
+    gpuws_buffer *img = (gpuws_buffer *)image, *back = (gpuws_buffer *)(o->back ? o->back : image),
+                 *rms = (gpuws_buffer *)(o->rms ? o->rms : image), *mask = (gpuws_buffer *)(o->mask ? o->mask : image);
+    const gpuws_arg a_prep[] = { gpuws_arg_buffer(img),
+                                 gpuws_arg_buffer(back),
+                                 gpuws_arg_u32(o->back != NULL),
+                                 gpuws_arg_buffer(rms),
+                                 gpuws_arg_buffer(mask),
+                                 gpuws_arg_u32(o->mask != NULL),
+                                 gpuws_arg_u64(gpuws__extract_mask_from(p)),
+                                 gpuws_arg_u32((uint32_t)p->noise),
+                                 gpuws_arg_f32(p->err),
+                                 gpuws_arg_u64(n),
+                                 gpuws_arg_buffer(maps) };
+    const uint32_t tx = 32, ty = cpu ? 1 : 8;
+    const gpuws_launch_config c2 = { { (uint32_t)((w + tx - 1) / tx), (uint32_t)((h + ty - 1) / ty), 1 },
+                                     { tx, ty, 1 } };
+    const gpuws_arg a_det[] = { gpuws_arg_buffer(maps),
+                                gpuws_arg_buffer(small),
+                                gpuws_arg_u32((uint32_t)w),
+                                gpuws_arg_u32((uint32_t)h),
+                                gpuws_arg_u32((uint32_t)p->kw),
+                                gpuws_arg_u32((uint32_t)p->kh),
+                                gpuws_arg_u32((uint32_t)p->filter),
+                                gpuws_arg_u32((uint32_t)p->noise),
+                                gpuws_arg_f32(p->thresh),
+                                gpuws_arg_buffer(det) };
+    size_t nl = 0;
+    uint32_t counts[2] = { 0, 0 };
+    if (!(st = gpuws_buffer_write_async(s, small, 0, hk, (4 + nk) * sizeof *hk)) &&
+        !(st = gpuws__launch_named(s, "extract_prep", NULL, &c1, a_prep, GPUWS__NARGS(a_prep))) &&
+        !(st = gpuws__launch_named(s, "extract_detect", NULL, &c2, a_det, GPUWS__NARGS(a_det))) &&
+        !(st = gpuws_label(s, w, h, det, p->connectivity, labels, &nl)))
+        st = gpuws__buffer_read_sync(s, small, 0, counts, sizeof counts); /* also: hk's upload is done */
+    gpuws__free(hk);
+    if (st) return st;
+    const size_t cnt = counts[0];
+    gpuws_buffer *rec;
+    if ((st = gpuws__stream_scratch(s, &key_records, 6 * (cnt ? cnt : 1) * sizeof(float), &rec))) return st;
+    if (!gpuws__extract_pixels_alloc(px, cnt))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for %zu pixel records (%zu bytes)", cnt,
+                            6 * cnt * sizeof(float));
+    if (cnt) {
+        const gpuws_arg a_sc[] = { gpuws_arg_buffer(labels),   gpuws_arg_buffer(maps),
+                                   gpuws_arg_buffer(mask),     gpuws_arg_u32(o->mask != NULL),
+                                   gpuws_arg_u32((uint32_t)w), gpuws_arg_u32((uint32_t)h),
+                                   gpuws_arg_buffer(small),    gpuws_arg_u64(cnt),
+                                   gpuws_arg_buffer(rec),      gpuws_arg_buffer(rec) };
+        if ((st = gpuws__launch_named(s, "extract_scatter", NULL, &c1, a_sc, GPUWS__NARGS(a_sc)))) goto fail;
+        void *dst[6] = { px->idx, px->label, px->value, px->cd, px->sig, px->sig_lr };
+        for (int a = 0; a < 6 && !st; a++)
+            st = gpuws__buffer_read_sync(s, rec, (size_t)a * cnt * sizeof(float), dst[a], cnt * sizeof(float));
+        if (st) goto fail;
+        if (!gpuws__extract_pixels_sort(px)) {
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory to sort %zu pixel records (%zu bytes)",
+                              cnt, 6 * cnt * sizeof(float));
+            goto fail;
+        }
+    }
+    *records = rec;
+    *cap_out = cnt;
+    return GPUWS_OK;
+fail:
+    gpuws__extract_pixels_free(px);
+    return st;
+}
+
+/* The segmentation map on a GPU: 0, then each record's object + 1 at its pixel. obj_of is in raster order, the
+ * device's records in any: the kernel finds the number by the record's index through a second upload. */
+static gpuws_status extract_gpu_segmap(gpuws_stream *s, const gpuws__extract_params *p, const gpuws__extract_pixels *px,
+                                       const int32_t *obj_of, gpuws_buffer *segmap)
+{
+    const size_t n = p->w * p->h;
+    /* (index, object) pairs for the pixels that belong to an object; made before the map is touched */
+    uint32_t *pairs = gpuws__malloc(2 * (px->n ? px->n : 1) * sizeof *pairs);
+    if (!pairs)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the segmentation map (%zu bytes)",
+                            2 * px->n * sizeof *pairs);
+    size_t m = 0;
+    for (size_t r = 0; r < px->n; r++)
+        if (obj_of[r]) {
+            pairs[2 * m] = px->idx[r] & ~EX_BLANK_BIT;
+            pairs[2 * m + 1] = (uint32_t)obj_of[r];
+            m++;
+        }
+    const int32_t zero = 0;
+    gpuws_buffer *rec = NULL;
+    gpuws_status st = m ? gpuws__stream_scratch(s, &key_records, 2 * m * sizeof(uint32_t), &rec) : GPUWS_OK;
+    if (!st) st = gpuws_buffer_fill_async(s, segmap, 0, &zero, sizeof zero, n * sizeof(int32_t));
+    if (!st && m && !(st = gpuws_buffer_write_async(s, rec, 0, pairs, 2 * m * sizeof(uint32_t)))) {
+        const gpuws_launch_config c =
+            gpuws__config_1d(m, 256, gpuws__is_cpu_device(s->ctx) ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
+        const gpuws_arg a[] = { gpuws_arg_buffer(rec), gpuws_arg_u64(m), gpuws_arg_buffer(segmap) };
+        st = gpuws__launch_named(s, "extract_segmap", NULL, &c, a, GPUWS__NARGS(a));
+    }
+    const gpuws_status st2 = gpuws_stream_synchronize(s); /* pairs is freed below */
+    gpuws__free(pairs);
+    return st ? st : st2;
+}
+
+static gpuws_status bad(const char *fmt, double v) { return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, fmt, v); }
+
+gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
+                           const gpuws_extract_options *options, gpuws_extract_catalog **catalog)
+{
+    GPUWS__CLAIM(claim);
+    if (catalog) *catalog = NULL;
+    gpuws_context *ctx;
+    gpuws_status st = gpuws__buffer_context(image, "image", &ctx);
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "extract"))) return st;
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    if ((st = gpuws__options_read(options, &o, sizeof o, GPUWS__EXTRACT_OPTIONS_BASE, "extract: options"))) return st;
+    if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract: argument 'catalog' is NULL");
+    size_t npix;
+    if (width == 0 || height == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract: the image is %zu x %zu: no pixels", width, height);
+    if (gpuws__mul_overflows(width, height, &npix))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "extract: %zu x %zu pixels overflow size_t", width, height);
+    const bool relative = o.rms != NULL || o.err > 0.0;
+    if (!isfinite(o.thresh) || (relative && !(o.thresh > 0.0)))
+        return bad("extract: thresh %g is not a finite number (> 0 when relative to the noise)", o.thresh);
+    if (!(o.err >= 0.0) || !isfinite(o.err)) return bad("extract: err %g is not a finite number >= 0", o.err);
+    if (o.minarea < 1) return bad("extract: minarea %g is not at least 1", (double)o.minarea);
+    if (o.filter_type != GPUWS_FILTER_NONE && o.filter_type != GPUWS_FILTER_CONV &&
+        o.filter_type != GPUWS_FILTER_MATCHED)
+        return bad("extract: filter_type %g is not GPUWS_FILTER_NONE, _CONV or _MATCHED", (double)o.filter_type);
+    if (o.filter && (o.filter_w < 1 || o.filter_h < 1 || o.filter_w % 2 == 0 || o.filter_h % 2 == 0 ||
+                     o.filter_w > 4095 || o.filter_h > 4095))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract: filter size %d x %d is not odd and in 1..4095",
+                            o.filter_w, o.filter_h);
+    if (o.connectivity != 4 && o.connectivity != 8)
+        return bad("extract: connectivity %g is not 4 or 8", (double)o.connectivity);
+    if (o.deblend_nthresh < 1) return bad("extract: deblend_nthresh %g is not at least 1", (double)o.deblend_nthresh);
+    if (!(o.deblend_cont >= 0.0 && o.deblend_cont <= 1.0))
+        return bad("extract: deblend_cont %g is not in [0, 1]", o.deblend_cont);
+    if (!(o.clean_param > 0.0) || !isfinite(o.clean_param))
+        return bad("extract: clean_param %g is not a finite number > 0", o.clean_param);
+    if (!(o.gain >= 0.0) || !isfinite(o.gain)) return bad("extract: gain %g is not a finite number >= 0", o.gain);
+    if ((st = gpuws__check_array(ctx, image, "image", npix, sizeof(float))) ||
+        (o.back && (st = gpuws__check_array(ctx, o.back, "back", npix, sizeof(float)))) ||
+        (o.rms && (st = gpuws__check_array(ctx, o.rms, "rms", npix, sizeof(float)))) ||
+        (o.mask && (st = gpuws__check_array(ctx, o.mask, "mask", npix, 1))) ||
+        (o.segmap && (st = gpuws__check_array(ctx, o.segmap, "segmap", npix, sizeof(int32_t)))))
+        return st;
+    if (o.segmap && (o.segmap == image || o.segmap == o.back || o.segmap == o.rms || o.segmap == o.mask))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "extract: 'segmap' must be a buffer of its own, not the image, back, rms or mask");
+    if (npix > INT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract: %zu x %zu pixels; at most 2^31 - 1 are supported", width,
+                            height);
+
+    gpuws__extract_params p;
+    float fsum;
+    if ((st = gpuws__extract_resolve(&o, width, height, &p, &fsum))) {
+        if (st == GPUWS_ERR_INVALID_ARGUMENT)
+            return gpuws__error(st, "extract: the filter's absolute values sum to %g: not a finite number > 0",
+                                (double)fsum);
+        return gpuws__error(st, "extract: no host memory for the filter (%zu bytes)",
+                            (size_t)o.filter_w * (size_t)o.filter_h * sizeof(float) + 9 * sizeof(float));
+    }
+    float *kern = p.kern;
+
+    double t0 = now_ms();
+    gpuws__extract_pixels px;
+    memset(&px, 0, sizeof px);
+    int32_t *obj_of = NULL;
+    gpuws_extract_catalog *cat = NULL;
+    const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
+    if (on_cpu) {
+        st =
+            gpuws_extract_ref_pixels(&p, gpuws__cpu_ptr(image), o.back ? gpuws__cpu_ptr(o.back) : NULL,
+                                     o.rms ? gpuws__cpu_ptr(o.rms) : NULL, o.mask ? gpuws__cpu_ptr(o.mask) : NULL, &px);
+        if (st)
+            st = gpuws__error(st, "extract: no host memory for the maps of %zu x %zu pixels (%zu bytes)", width, height,
+                              npix * (4 * sizeof(float) + 1 + sizeof(int32_t)));
+    } else if (!ctx->info.fp64) {
+        st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks", ctx->info.name);
+    } else {
+        gpuws_buffer *rec;
+        size_t cap;
+        st = extract_gpu_pixels(s, &p, image, &o, &px, &rec, &cap);
+    }
+    const double t1 = now_ms();
+    if (!st && o.segmap && !(obj_of = gpuws__malloc((px.n ? px.n : 1) * sizeof *obj_of)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the segmentation map (%zu bytes)",
+                          px.n * sizeof *obj_of);
+    if (!st) st = gpuws__extract_objects(&p, &px, &cat, obj_of);
+    const double t2 = now_ms();
+    if (!st && o.segmap) {
+        if (on_cpu) {
+            int32_t *seg = gpuws__cpu_ptr(o.segmap);
+            memset(seg, 0, npix * sizeof *seg);
+            for (size_t r = 0; r < px.n; r++) seg[px.idx[r] & ~EX_BLANK_BIT] = obj_of[r];
+        } else {
+            st = extract_gpu_segmap(s, &p, &px, obj_of, o.segmap);
+        }
+    }
+    gpuws__free(kern);
+    gpuws__free(obj_of);
+    gpuws__extract_pixels_free(&px);
+    if (st) {
+        gpuws_extract_catalog_free(cat);
+        return st;
+    }
+    cat->ms_device = t1 - t0;
+    cat->ms_host = t2 - t1;
+    *catalog = cat;
+    return GPUWS_OK;
+}
+
+void gpuws_extract_catalog_free(gpuws_extract_catalog *catalog)
+{
+    if (!catalog) return;
+    gpuws__free(catalog->objects);
+    gpuws__free(catalog);
+}

@@ -1,0 +1,820 @@
+/* gpuws_extract's host steps (extract_ref.h): from the pixel records of the components, in raster order, to SEP's
+ * catalogue, in double precision and a fixed order, so that every backend gives the same catalogue.
+ *  1. Components of at least minarea pixels, in the order SEP's one-pass scan completes them: by the last pixel of
+ *     their last row (row, then column), which is where the scan finds them finished. Their threshold is SEP's:
+ *     the constant one, or, with a σ map, relthresh × σ at the pixel that follows that last pixel on the next row
+ *     (0 outside the image), where SEP's scan stands when it completes the object.
+ *  2. Lutz's scan of each component's box orders its pixels as SEP chains them; deblending (SExtractor's
+ *     multi-threshold tree and gatherup, with SEP's random numbers) splits it into objects.
+ *  3. The analysis of each object (SEP's analyse: moments weighted by the filtered values, errors, ellipse, flags),
+ *     the float roundings where SEP rounds to float.
+ *  4. Cleaning removes the objects that a brighter neighbour's profile explains.
+ * docs/algorithms/extract.md says where this differs from SEP. */
+#include "extract_ref.h"
+#include "../../core/alloc.h"
+#include "../../core/errors.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extract_pixel.h"
+
+#define EX_PI         3.1415926535898 /* SEP's π */
+#define EX_CLEAN_ZONE 10.0            /* SExtractor's: cleaning looks this many (a1 + a2) far */
+
+/* One object: its pixels (record numbers) and SEP's objstruct fields. */
+typedef struct {
+    size_t *pix, npix;
+    float thresh; /* the threshold at the object */
+    int flag;
+    float fdflux, fdpeak, dpeak, a, b, cxx, cyy, cxy, mthresh;
+    double dflux, mx, my, mx2, my2, mxy, errx2, erry2, errxy, theta, abcor;
+    int64_t dnpix, xmin, xmax, ymin, ymax, xpeak, ypeak, xcpeak, ycpeak;
+    size_t son0, son1; /* deblending: the node's sons, nodes[son0 .. son1 - 1] */
+    bool keep;         /* deblending: no split below it */
+} ex_obj;
+
+typedef struct {
+    ex_obj *v;
+    size_t n, cap;
+} ex_objs;
+
+typedef struct {
+    const gpuws__extract_params *p;
+    const gpuws__extract_pixels *px;
+    unsigned seed; /* SEP's random numbers for deblending's faint pixels, seeded with 1 per extraction */
+} ex_ctx;
+
+static int64_t px_x(const ex_ctx *c, size_t r) { return (int64_t)((c->px->idx[r] & ~EX_BLANK_BIT) % c->p->w); }
+static int64_t px_y(const ex_ctx *c, size_t r) { return (int64_t)((c->px->idx[r] & ~EX_BLANK_BIT) / c->p->w); }
+
+/* The threshold SEP stores with a pixel (used by cleaning). */
+static float px_thresh(const ex_ctx *c, size_t r)
+{
+    return c->p->noise == EX_NOISE_MAP ? ex_fmul(c->p->relthresh, c->px->sig[r]) : c->p->thresh;
+}
+
+static bool objs_push(ex_objs *o, const ex_obj *x)
+{
+    if (o->n == o->cap) {
+        const size_t cap = o->cap ? 2 * o->cap : 16;
+        ex_obj *v = gpuws__realloc(o->v, cap * sizeof *v);
+        if (!v) return false;
+        o->v = v;
+        o->cap = cap;
+    }
+    o->v[o->n++] = *x;
+    return true;
+}
+
+static void objs_free(ex_objs *o)
+{
+    for (size_t i = 0; i < o->n; i++) gpuws__free(o->v[i].pix);
+    gpuws__free(o->v);
+    memset(o, 0, sizeof *o);
+}
+
+/* SEP's preanalyse: bounds, peaks (the first largest in list order), the filtered flux (summed in double, kept as
+ * float). */
+static void preanalyse(const ex_ctx *c, ex_obj *o)
+{
+    double rv = 0.0;
+    float peak = -EX_BIG, cpeak = -EX_BIG;
+    o->xmin = o->ymin = INT64_MAX;
+    o->xmax = o->ymax = 0;
+    o->xpeak = o->ypeak = o->xcpeak = o->ycpeak = 0;
+    for (size_t k = 0; k < o->npix; k++) {
+        const size_t r = o->pix[k];
+        const int64_t x = px_x(c, r), y = px_y(c, r);
+        const float v = c->px->value[r], cv = c->px->cd[r];
+        if (peak < v) {
+            peak = v;
+            o->xpeak = x;
+            o->ypeak = y;
+        }
+        if (cpeak < cv) {
+            cpeak = cv;
+            o->xcpeak = x;
+            o->ycpeak = y;
+        }
+        rv += cv;
+        if (x < o->xmin) o->xmin = x;
+        if (x > o->xmax) o->xmax = x;
+        if (y < o->ymin) o->ymin = y;
+        if (y > o->ymax) o->ymax = y;
+    }
+    o->fdflux = (float)rv;
+    o->fdpeak = cpeak;
+    o->dpeak = peak;
+}
+
+/* SEP's analyse. robust: an object made by deblending keeps the barycentre of its earlier analysis. */
+static void analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
+{
+    preanalyse(c, o);
+    const double thresh = o->thresh, peak = o->dpeak, rv = o->fdflux, rv2 = rv * rv, thresh2 = (thresh + peak) / 2.0;
+    double mx = 0, my = 0, mx2 = 0, my2 = 0, mxy = 0, tv = 0;
+    int64_t dnpix = 0, area2 = 0;
+    for (size_t k = 0; k < o->npix; k++) {
+        const size_t r = o->pix[k];
+        const float x = (float)(px_x(c, r) - o->xmin), y = (float)(px_y(c, r) - o->ymin);
+        const float cv = c->px->cd[r], v = c->px->value[r];
+        tv += v;
+        if (v > thresh) dnpix++;
+        if (v > thresh2) area2++;
+        /* SEP's products are float (a float times an int), its sums double */
+        mx += ex_fmul(cv, x);
+        my += ex_fmul(cv, y);
+        mx2 += ex_fmul(ex_fmul(cv, x), x);
+        my2 += ex_fmul(ex_fmul(cv, y), y);
+        mxy += ex_fmul(ex_fmul(cv, x), y);
+    }
+    double xm = mx / rv, ym = my / rv, xm2, ym2, xym;
+    if (robust && (o->flag & GPUWS_OBJ_MERGED)) {
+        const double xn = o->mx - (double)o->xmin, yn = o->my - (double)o->ymin;
+        xm2 = mx2 / rv + xn * xn - 2 * xm * xn;
+        ym2 = my2 / rv + yn * yn - 2 * ym * yn;
+        xym = mxy / rv + xn * yn - xm * yn - xn * ym;
+        xm = xn;
+        ym = yn;
+    } else {
+        xm2 = mx2 / rv - xm * xm;
+        ym2 = my2 / rv - ym * ym;
+        xym = mxy / rv - xm * ym;
+    }
+    double cvarsum = 0, errx2 = 0, erry2 = 0, errxy = 0;
+    for (size_t k = 0; k < o->npix; k++) {
+        const size_t r = o->pix[k];
+        const double x = (double)(px_x(c, r) - o->xmin), y = (double)(px_y(c, r) - o->ymin);
+        double cvar = c->p->noise != EX_NOISE_NONE ? (double)ex_fmul(c->px->sig[r], c->px->sig[r]) : 0.0;
+        if (gain > 0.0 && c->px->cd[r] > 0.0f) cvar += c->px->cd[r] / gain;
+        cvarsum += cvar;
+        errx2 += cvar * (x - xm) * (x - xm);
+        erry2 += cvar * (y - ym) * (y - ym);
+        errxy += cvar * (x - xm) * (y - ym);
+    }
+    errx2 /= rv2;
+    erry2 /= rv2;
+    errxy /= rv2;
+    double temp2 = xm2 * ym2 - xym * xym;
+    if (temp2 < 0.00694) { /* x and y fully correlated: SExtractor's fix of the singularity */
+        xm2 += 0.0833333;
+        ym2 += 0.0833333;
+        temp2 = xm2 * ym2 - xym * xym;
+        o->flag |= GPUWS_OBJ_SINGU;
+        cvarsum *= 0.08333 / rv2;
+        if (errx2 * erry2 - errxy * errxy < cvarsum * cvarsum) {
+            errx2 += cvarsum;
+            erry2 += cvarsum;
+        }
+    }
+    double temp = xm2 - ym2;
+    const double theta = fabs(temp) > 0.0 ? atan2(2.0 * xym, temp) / 2.0 : EX_PI / 4.0;
+    temp = sqrt(0.25 * temp * temp + xym * xym);
+    const double pmx2 = 0.5 * (xm2 + ym2) + temp, pmy2 = 0.5 * (xm2 + ym2) - temp;
+    o->dnpix = dnpix;
+    o->dflux = tv;
+    o->mx = xm + (double)o->xmin;
+    o->my = ym + (double)o->ymin;
+    o->mx2 = xm2;
+    o->my2 = ym2;
+    o->mxy = xym;
+    o->errx2 = errx2;
+    o->erry2 = erry2;
+    o->errxy = errxy;
+    o->a = (float)sqrt(pmx2);
+    o->b = (float)sqrt(pmy2);
+    o->theta = theta;
+    o->cxx = (float)(ym2 / temp2);
+    o->cyy = (float)(xm2 / temp2);
+    o->cxy = (float)(-2 * xym / temp2);
+    const double darea = (double)area2 - (double)dnpix, t1t2 = thresh / thresh2;
+    if (t1t2 > 0.0) {
+        o->abcor = (darea < 0.0 ? darea : -1.0) / (2 * EX_PI * log(t1t2 < 1.0 ? t1t2 : 0.99) * o->a * o->b);
+        if (o->abcor > 1.0) o->abcor = 1.0;
+    } else {
+        o->abcor = 1.0;
+    }
+}
+
+static int cmp_float_asc(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Cleaning's mthresh, as SEP finds it: the excesses of the filtered values over their pixels' thresholds in pixel
+ * list order; the first minarea go into an array, which is sorted when the next pixel comes (that pixel itself is
+ * not kept); every later excess larger than the array's first replaces it and moves down SExtractor's heap walk.
+ * mthresh is then the array's first value. */
+static bool mthresh(const ex_ctx *c, ex_obj *o)
+{
+    const size_t m = (size_t)c->p->minarea;
+    if (o->npix < m) {
+        o->mthresh = 0.0f;
+        return true;
+    }
+    float *heap = gpuws__malloc(m * sizeof *heap);
+    if (!heap) return false;
+    for (size_t k = 0; k < o->npix; k++) {
+        const float t = c->px->cd[o->pix[k]] - px_thresh(c, o->pix[k]);
+        if (k < m) {
+            heap[k] = t;
+        } else if (k == m) {
+            qsort(heap, m, sizeof *heap, cmp_float_asc);
+        } else if (t > heap[0]) {
+            heap[0] = t;
+            /* SExtractor's walk: from slot j to the smaller of slots k - 1 and k (k = 2(j + 1)), then on from k */
+            for (size_t j = 0, kk; (kk = (j + 1) << 1) <= m; j = kk) {
+                size_t child = kk - 1;
+                if (kk != m && heap[kk - 1] > heap[kk]) {
+                    child = kk;
+                    kk++;
+                }
+                if (heap[j] <= heap[child]) break;
+                const float sw = heap[child];
+                heap[child] = heap[j];
+                heap[j] = sw;
+            }
+        }
+    }
+    o->mthresh = heap[0];
+    gpuws__free(heap);
+    return true;
+}
+
+/* SEP's clean: whether each object survives, the objects in catalogue order. */
+static void clean(const ex_objs *o, double beta, int *survives)
+{
+    for (size_t i = 0; i < o->n; i++) survives[i] = 1;
+    for (size_t i = 0; i < o->n; i++) {
+        if (!survives[i]) continue;
+        const ex_obj *o1 = &o->v[i];
+        const double unitareain = EX_PI * o1->a * o1->b, ampin = o1->fdflux / (2 * unitareain * o1->abcor);
+        const double alphain = (pow(ampin / o1->thresh, 1.0 / beta) - 1) * unitareain / (double)o1->npix;
+        for (size_t j = i + 1; j < o->n; j++) {
+            if (!survives[j]) continue;
+            const ex_obj *o2 = &o->v[j];
+            const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
+            float rlim = o1->a + o2->a;
+            rlim *= rlim;
+            if (dx * dx + dy * dy > rlim * EX_CLEAN_ZONE * EX_CLEAN_ZONE) continue;
+            if (o2->fdflux < o1->fdflux) { /* does the bigger o1 explain o2? */
+                const double val = 1 + alphain * (o1->cxx * dx * dx + o1->cyy * dy * dy + o1->cxy * dx * dy);
+                if (val > 1.0 && (float)(val < 1e10 ? ampin * pow(val, -beta) : 0.0) > o2->mthresh) survives[j] = 0;
+            } else { /* does o2 explain o1? */
+                const double unitarea = EX_PI * o2->a * o2->b, amp = o2->fdflux / (2 * unitarea * o2->abcor);
+                const double alpha = (pow(amp / o2->thresh, 1.0 / beta) - 1) * unitarea / (double)o2->npix;
+                const double val = 1 + alpha * (o2->cxx * dx * dx + o2->cyy * dy * dy + o2->cxy * dx * dy);
+                if (val > 1.0 && (float)(val < 1e10 ? amp * pow(val, -beta) : 0.0) > o1->mthresh) survives[i] = 0;
+            }
+        }
+    }
+}
+
+/* ---- Lutz's scan and SExtractor's deblending ----
+ * Deblending runs Lutz's one-pass scan (SExtractor's lutz.c) on an object's box; the order of the pixels in each
+ * object it finds (their "chain") and the order of the objects are the scan's, and they decide SEP's results where
+ * order matters: the first of equal peaks, cleaning's mthresh, and which faint pixel deblending gives to which
+ * object (a random draw per pixel, in chain order). The scan keeps, for the row above, markers at the columns where
+ * a run of object pixels starts ('S' first run of an object, 's' a later one) or ends ('f' object not finished, 'F'
+ * finished); crossing a marker on the current row updates which partial objects are open, and partial objects join
+ * by appending one chain to the other. */
+
+typedef struct {
+    int64_t first, last; /* local pixel numbers, -1: none */
+    size_t n;
+} lz_part;
+
+enum { LZ_NONOBJECT, LZ_OBJECT, LZ_COMPLETE, LZ_INCOMPLETE };
+#define LZ_UNKNOWN (-1)
+
+typedef struct {
+    /* the box and what lies in it: rec[y * bw + x] = record number or -1 */
+    int64_t x0, y0, bw, bh;
+    const int64_t *rec;
+    /* scan state, bw + 2 entries each */
+    lz_part *part, *store;
+    char *marker;
+    int *psstack;
+    int64_t *start, *end;
+    /* pixels met, in scan order: their records and the chains through them */
+    size_t *ids;
+    int64_t *next;
+    size_t nids;
+} lz_scan;
+
+static void lz_join(lz_scan *z, lz_part *a, const lz_part *b)
+{
+    a->n += b->n;
+    if (a->first == -1) {
+        a->first = b->first;
+        a->last = b->last;
+    } else if (b->last != -1) {
+        z->next[a->last] = b->first;
+        a->last = b->last;
+    }
+}
+
+static void lz_free(lz_scan *z)
+{
+    gpuws__free(z->part);
+    gpuws__free(z->store);
+    gpuws__free(z->marker);
+    gpuws__free(z->psstack);
+    gpuws__free(z->start);
+    gpuws__free(z->end);
+    gpuws__free(z->ids);
+    gpuws__free(z->next);
+}
+
+/* Buffers for scans of boxes up to bw x bh with up to npix pixels. */
+static bool lz_init(lz_scan *z, int64_t bw, size_t npix)
+{
+    const size_t m = (size_t)bw + 2;
+    memset(z, 0, sizeof *z);
+    z->part = gpuws__malloc(m * sizeof *z->part);
+    z->store = gpuws__malloc(m * sizeof *z->store);
+    z->marker = gpuws__malloc(m);
+    z->psstack = gpuws__malloc(2 * m * sizeof *z->psstack);
+    z->start = gpuws__malloc(m * sizeof *z->start);
+    z->end = gpuws__malloc(m * sizeof *z->end);
+    z->ids = gpuws__malloc((npix ? npix : 1) * sizeof *z->ids);
+    z->next = gpuws__malloc((npix ? npix : 1) * sizeof *z->next);
+    if (z->part && z->store && z->marker && z->psstack && z->start && z->end && z->ids && z->next) return true;
+    lz_free(z);
+    return false;
+}
+
+/* Scans the sub-box [sx0, sx1] x [sy0, sy1] of z's box for pixels with a record whose filtered value exceeds t (all
+ * of them when all), and appends the objects of at least minsize pixels to out in the order the scan completes
+ * them, each with its pixels in chain order, its threshold t and no flags. */
+static bool lz_run(const ex_ctx *c, lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy1, float t, bool all,
+                   size_t minsize, ex_objs *out)
+{
+    const int64_t w = sx1 - sx0 + 1;
+    int co = 0, pstop = 0;
+    z->nids = 0;
+    memset(z->marker, 0, (size_t)w + 1);
+    for (int64_t y = sy0; y <= sy1 + 1; y++) {
+        int ps = LZ_COMPLETE, cs = LZ_NONOBJECT;
+        for (int64_t xi = 0; xi <= w; xi++) {
+            const char nm = z->marker[xi];
+            z->marker[xi] = 0;
+            int64_t r = -1;
+            if (y <= sy1 && xi < w) {
+                r = z->rec[(y - z->y0) * z->bw + (sx0 + xi - z->x0)];
+                if (r >= 0 && !all && !(c->px->cd[r] > t)) r = -1;
+            }
+            lz_part cur = { -1, -1, 0 };
+            if (r >= 0) {
+                const int64_t id = (int64_t)z->nids++;
+                z->ids[id] = (size_t)r;
+                z->next[id] = -1;
+                cur.first = cur.last = id;
+                cur.n = 1;
+                if (cs != LZ_OBJECT) { /* a run starts */
+                    cs = LZ_OBJECT;
+                    if (ps == LZ_OBJECT) {
+                        if (z->start[co] == LZ_UNKNOWN) {
+                            z->marker[xi] = 'S';
+                            z->start[co] = xi;
+                        } else {
+                            z->marker[xi] = 's';
+                        }
+                    } else {
+                        z->psstack[pstop++] = ps;
+                        z->marker[xi] = 'S';
+                        z->start[++co] = xi;
+                        ps = LZ_COMPLETE;
+                        z->part[co] = (lz_part){ -1, -1, 0 };
+                    }
+                }
+            }
+            if (nm == 'S') { /* an object of the row above starts here */
+                z->psstack[pstop++] = ps;
+                if (cs == LZ_NONOBJECT) {
+                    z->psstack[pstop++] = LZ_COMPLETE;
+                    z->part[++co] = z->store[xi];
+                    z->start[co] = LZ_UNKNOWN;
+                } else {
+                    lz_join(z, &z->part[co], &z->store[xi]);
+                }
+                ps = LZ_OBJECT;
+            } else if (nm == 's') { /* a later run of it: the current run joins two partial objects */
+                if (cs == LZ_OBJECT && ps == LZ_COMPLETE) {
+                    pstop--;
+                    const int64_t x2 = z->start[co];
+                    lz_join(z, &z->part[co - 1], &z->part[co]);
+                    if (z->start[--co] == LZ_UNKNOWN) z->start[co] = x2;
+                    else z->marker[x2] = 's';
+                }
+                ps = LZ_OBJECT;
+            } else if (nm == 'f') {
+                ps = LZ_INCOMPLETE;
+            } else if (nm == 'F') { /* a run of the row above ends here */
+                ps = z->psstack[--pstop];
+                if (cs == LZ_NONOBJECT && ps == LZ_COMPLETE) {
+                    if (z->start[co] == LZ_UNKNOWN) { /* nothing of it on this row: finished */
+                        if (z->part[co].n >= minsize) {
+                            ex_obj o;
+                            memset(&o, 0, sizeof o);
+                            if (!(o.pix = gpuws__malloc(z->part[co].n * sizeof *o.pix))) return false;
+                            for (int64_t id = z->part[co].first; id != -1; id = z->next[id])
+                                o.pix[o.npix++] = z->ids[id];
+                            o.thresh = t;
+                            if (!objs_push(out, &o)) {
+                                gpuws__free(o.pix);
+                                return false;
+                            }
+                        }
+                    } else {
+                        z->marker[z->end[co]] = 'F';
+                        z->store[z->start[co]] = z->part[co];
+                    }
+                    co--;
+                    ps = z->psstack[--pstop];
+                }
+            }
+            if (r >= 0) {
+                lz_join(z, &z->part[co], &cur);
+            } else if (cs == LZ_OBJECT) { /* a run ends */
+                cs = LZ_NONOBJECT;
+                if (ps != LZ_COMPLETE) {
+                    z->marker[xi] = 'f';
+                    z->end[co] = xi;
+                } else {
+                    ps = z->psstack[--pstop];
+                    z->marker[xi] = 'F';
+                    z->store[z->start[co]] = z->part[co];
+                    co--;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+/* glibc's rand_r, which SEP draws from. */
+static int ex_rand(unsigned *seed)
+{
+    unsigned next = *seed;
+    int result;
+    next = next * 1103515245u + 12345u;
+    result = (int)((next / 65536u) % 2048u);
+    next = next * 1103515245u + 12345u;
+    result = (result << 10) ^ (int)((next / 65536u) % 1024u);
+    next = next * 1103515245u + 12345u;
+    result = (result << 10) ^ (int)((next / 65536u) % 1024u);
+    *seed = next;
+    return result;
+}
+
+/* The flags an object's pixels give: on the image's edge, next to a blank pixel. */
+static int pixel_flags(const ex_ctx *c, const ex_obj *o)
+{
+    int flag = 0;
+    for (size_t i = 0; i < o->npix; i++) {
+        const size_t r = o->pix[i];
+        const int64_t x = px_x(c, r), y = px_y(c, r);
+        if (x == 0 || y == 0 || x == (int64_t)c->p->w - 1 || y == (int64_t)c->p->h - 1) flag |= GPUWS_OBJ_TRUNC;
+    }
+    return flag;
+}
+
+static int blank_flag(const ex_ctx *c, const ex_obj *o)
+{
+    for (size_t i = 0; i < o->npix; i++)
+        if (c->px->idx[o->pix[i]] & EX_BLANK_BIT) return GPUWS_OBJ_BLANK;
+    return 0;
+}
+
+static bool obj_copy(ex_obj *dst, const ex_obj *src, size_t extra)
+{
+    *dst = *src;
+    if (!(dst->pix = gpuws__malloc((src->npix + extra) * sizeof *dst->pix))) return false;
+    memcpy(dst->pix, src->pix, src->npix * sizeof *dst->pix);
+    return true;
+}
+
+/* SExtractor's gatherup: the objects kept by deblending (d->v[1..]) take the pixels of the component (d->v[0]) that
+ * none of them holds, each pixel drawn at random in proportion to the objects' fitted profiles there. */
+static bool gatherup(ex_ctx *c, ex_objs *d, const int64_t *rec, int64_t bx0, int64_t by0, int64_t bw, ex_objs *out)
+{
+    const size_t n = d->n;
+    const ex_obj *root = &d->v[0];
+    float *amp = gpuws__malloc(n * sizeof *amp), *p = gpuws__malloc(n * sizeof *p);
+    size_t *slot = gpuws__malloc(n * sizeof *slot);
+    uint8_t *taken = gpuws__calloc((size_t)bw * (size_t)(root->ymax - root->ymin + 1), 1);
+    bool ok = amp && p && slot && taken;
+    (void)rec;
+    const size_t first_out = out->n;
+    for (size_t i = 1; ok && i < n; i++) {
+        ex_obj *o = &d->v[i];
+        analyse(c, o, 0, 0.0);
+        o->thresh = root->thresh; /* past deblending: the component's threshold again */
+        for (size_t k = 0; k < o->npix; k++) taken[(px_y(c, o->pix[k]) - by0) * bw + (px_x(c, o->pix[k]) - bx0)] = 1;
+        const float dist = (float)((double)o->npix / (2 * EX_PI * o->abcor * o->a * o->b));
+        amp[i] = dist < 70.0f ? o->thresh * expf(dist) : (float)(4.0 * o->fdpeak);
+        if (amp[i] > 4.0 * o->fdpeak) amp[i] = (float)(4.0 * o->fdpeak);
+    }
+    /* the outputs, with room for every unclaimed pixel */
+    size_t extra = root->npix;
+    for (size_t i = 1; i < n; i++) extra -= d->v[i].npix;
+    for (size_t i = 1; ok && i < n; i++) {
+        ex_obj o;
+        if (!(ok = obj_copy(&o, &d->v[i], extra))) break;
+        if (!(ok = objs_push(out, &o))) gpuws__free(o.pix);
+        slot[i] = out->n - 1;
+    }
+    if (ok) p[0] = 0.0f;
+    for (size_t k = 0; ok && k < root->npix; k++) {
+        const size_t r = root->pix[k];
+        const int64_t x = px_x(c, r), y = px_y(c, r);
+        if (taken[(y - by0) * bw + (x - bx0)]) continue;
+        float distmin = 1e+31f;
+        size_t iclst = 0, i;
+        for (i = 1; i < n; i++) {
+            const ex_obj *o = &d->v[i];
+            const float dx = (float)((double)x - o->mx), dy = (float)((double)y - o->my);
+            const float dist = (float)(0.5 * (o->cxx * dx * dx + o->cyy * dy * dy + o->cxy * dx * dy) / o->abcor);
+            p[i] = p[i - 1] + (dist < 70.0f ? amp[i] * expf(-dist) : 0.0f);
+            if (dist < distmin) {
+                distmin = dist;
+                iclst = i;
+            }
+        }
+        if (p[n - 1] > 1.0e-31) {
+            const float drand = p[n - 1] * (float)ex_rand(&c->seed) / (float)2147483647;
+            for (i = 1; i < n && p[i] < drand; i++) continue;
+            if (i == n) i = iclst;
+        } else {
+            i = iclst;
+        }
+        ex_obj *o = &out->v[slot[i]];
+        o->pix[o->npix++] = r;
+    }
+    if (!ok) { /* what this call added goes */
+        while (out->n > first_out) gpuws__free(out->v[--out->n].pix);
+    }
+    gpuws__free(amp);
+    gpuws__free(p);
+    gpuws__free(slot);
+    gpuws__free(taken);
+    return ok;
+}
+
+/* One component (records in raster order, its threshold t0) to its objects, appended to out in SEP's order:
+ * SExtractor's multi-threshold deblending. The component's pixels above nthresh - 1 thresholds spaced
+ * logarithmically between t0 and its filtered peak form a tree (the objects of each level, found by Lutz's scan in
+ * each object of the level below); from the top down, a node with more than one son holding more than
+ * deblend_cont of the component's filtered flux (above its own threshold) keeps those sons (unless a son's subtree
+ * splits further) and gives up the rest; then gatherup hands the pixels no kept object holds to the kept ones.
+ * With no split the component is one object. */
+static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float t0, ex_objs *out)
+{
+    const gpuws__extract_params *p = c->p;
+    int64_t xmin = INT64_MAX, xmax = 0, ymin = INT64_MAX, ymax = 0;
+    for (size_t i = 0; i < npix; i++) {
+        const int64_t x = px_x(c, recs[i]), y = px_y(c, recs[i]);
+        xmin = x < xmin ? x : xmin;
+        xmax = x > xmax ? x : xmax;
+        ymin = y < ymin ? y : ymin;
+        ymax = y > ymax ? y : ymax;
+    }
+    const int64_t bw = xmax - xmin + 1, bh = ymax - ymin + 1;
+    const size_t xn = (size_t)p->deblend_nthresh;
+    int64_t *rec = gpuws__malloc((size_t)(bw * bh) * sizeof *rec);
+    uint64_t *owner = gpuws__calloc((size_t)(bw * bh), sizeof *owner), stamp = 0; /* which node holds a pixel */
+    size_t *lvl = gpuws__malloc((xn + 1) * sizeof *lvl); /* level k: nodes[lvl[k] .. lvl[k + 1] - 1] */
+    ex_objs nodes = { 0 }, kept = { 0 };
+    lz_scan z;
+    bool ok = rec && owner && lvl && lz_init(&z, bw, npix);
+    if (!ok) {
+        gpuws__free(rec);
+        gpuws__free(owner);
+        gpuws__free(lvl);
+        return false;
+    }
+    for (int64_t i = 0; i < bw * bh; i++) rec[i] = -1;
+    for (size_t i = 0; i < npix; i++)
+        rec[(px_y(c, recs[i]) - ymin) * bw + (px_x(c, recs[i]) - xmin)] = (int64_t)recs[i];
+    z.x0 = xmin;
+    z.y0 = ymin;
+    z.bw = bw;
+    z.bh = bh;
+    z.rec = rec;
+    /* the component itself, its pixels in the order of SEP's scan */
+    lvl[0] = 0;
+    ok = lz_run(c, &z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
+    if (ok) {
+        preanalyse(c, &nodes.v[0]);
+        nodes.v[0].flag = pixel_flags(c, &nodes.v[0]);
+        const double value0 = nodes.v[0].fdflux * p->deblend_cont, peak = nodes.v[0].fdpeak;
+        const size_t minsize = p->minarea < 3 ? (size_t)p->minarea : 3; /* SExtractor's smallest sub-object */
+        lvl[1] = 1;
+        for (size_t k = 1; ok && k < xn; k++) {
+            const float t = (float)(peak > 0.0 ? t0 * pow(peak / t0, (double)k / (double)xn) : t0);
+            for (size_t i = lvl[k - 1]; ok && i < lvl[k]; i++) {
+                const ex_obj par = nodes.v[i]; /* a copy: the scan below may move the nodes */
+                const size_t from = nodes.n;
+                ok = lz_run(c, &z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes);
+                /* keep the objects of par's own (a scan of its box may meet a sibling's pixels) */
+                stamp++;
+                for (size_t q = 0; q < par.npix; q++)
+                    owner[(px_y(c, par.pix[q]) - ymin) * bw + (px_x(c, par.pix[q]) - xmin)] = stamp;
+                size_t keep = from;
+                for (size_t j = from; ok && j < nodes.n; j++) {
+                    const size_t head = nodes.v[j].pix[0];
+                    if (owner[(px_y(c, head) - ymin) * bw + (px_x(c, head) - xmin)] == stamp) {
+                        nodes.v[keep] = nodes.v[j];
+                        preanalyse(c, &nodes.v[keep]);
+                        nodes.v[keep].flag = pixel_flags(c, &nodes.v[keep]);
+                        keep++;
+                    } else {
+                        gpuws__free(nodes.v[j].pix);
+                    }
+                }
+                if (ok) nodes.n = keep; /* else objs_free frees what the scan found */
+                nodes.v[i].son0 = from;
+                nodes.v[i].son1 = nodes.n;
+            }
+            lvl[k + 1] = nodes.n;
+        }
+        for (size_t i = 0; ok && i < nodes.n; i++) nodes.v[i].keep = true;
+        ex_obj rootcopy;
+        ok = ok && obj_copy(&rootcopy, &nodes.v[0], 0);
+        if (ok && !(ok = objs_push(&kept, &rootcopy))) gpuws__free(rootcopy.pix);
+        /* from the top down: nodes with more than one significant son keep them */
+        for (size_t k = xn - 1; ok && k-- > 0;) {
+            for (size_t i = lvl[k]; ok && i < lvl[k + 1]; i++) {
+                ex_obj *par = &nodes.v[i];
+                size_t m = 0;
+                for (size_t j = par->son0; j < par->son1; j++) {
+                    const ex_obj *o = &nodes.v[j];
+                    if (o->fdflux - o->thresh * (float)o->npix > value0) m++;
+                    par->keep = par->keep && o->keep;
+                }
+                if (m > 1) {
+                    for (size_t j = par->son0; ok && j < par->son1; j++) {
+                        ex_obj *o = &nodes.v[j];
+                        if (o->keep && o->fdflux - o->thresh * (float)o->npix > value0) {
+                            o->flag |= GPUWS_OBJ_MERGED;
+                            ex_obj cp;
+                            if ((ok = obj_copy(&cp, o, 0)) && !(ok = objs_push(&kept, &cp))) gpuws__free(cp.pix);
+                        }
+                    }
+                    par->keep = false;
+                }
+            }
+        }
+        if (ok) {
+            const size_t first = out->n;
+            if (nodes.v[0].keep) {
+                ex_obj o;
+                if ((ok = obj_copy(&o, &kept.v[0], 0)) && !(ok = objs_push(out, &o))) gpuws__free(o.pix);
+            } else {
+                ok = gatherup(c, &kept, rec, xmin, ymin, bw, out);
+            }
+            for (size_t i = first; ok && i < out->n; i++) out->v[i].flag |= blank_flag(c, &out->v[i]);
+        }
+    }
+    objs_free(&kept);
+    objs_free(&nodes);
+    gpuws__free(lvl);
+    gpuws__free(rec);
+    gpuws__free(owner);
+    lz_free(&z);
+    return ok;
+}
+
+typedef struct {
+    uint64_t key; /* where SEP's scan completes the component */
+    size_t first, n;
+    float thresh;
+} ex_comp;
+
+static int cmp_comp(const void *a, const void *b)
+{
+    const uint64_t x = ((const ex_comp *)a)->key, y = ((const ex_comp *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
+                                    gpuws_extract_catalog **out, int32_t *obj_of)
+{
+    ex_ctx c = { p, px, 1u };
+    const size_t n = px->n;
+    size_t nl = 0;
+    for (size_t r = 0; r < n; r++)
+        if ((size_t)px->label[r] > nl) nl = (size_t)px->label[r];
+    size_t *start = gpuws__calloc(nl + 2, sizeof *start), *order = gpuws__malloc((n ? n : 1) * sizeof *order);
+    ex_comp *comps = gpuws__malloc((nl ? nl : 1) * sizeof *comps);
+    ex_objs objs = { 0 };
+    int *survives = NULL;
+    gpuws_extract_catalog *cat = NULL;
+    gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY;
+    if (!start || !order || !comps) goto done;
+    /* the records grouped by component, raster order kept within each */
+    for (size_t r = 0; r < n; r++) start[px->label[r] + 1]++;
+    for (size_t l = 0; l <= nl; l++) start[l + 1] += start[l];
+    for (size_t r = 0; r < n; r++) order[start[px->label[r]]++] = r;
+    for (size_t l = nl + 1; l > 0; l--) start[l] = start[l - 1];
+    start[0] = 0;
+    size_t nc = 0;
+    for (size_t l = 1; l <= nl; l++) {
+        const size_t first = start[l], cnt = start[l + 1] - start[l];
+        if (cnt < (size_t)p->minarea || cnt == 0) continue;
+        const size_t last = order[first + cnt - 1]; /* the component's last pixel in raster order */
+        const uint64_t x = (uint64_t)px_x(&c, last), y = (uint64_t)px_y(&c, last);
+        comps[nc].key = (y + 1) * ((uint64_t)p->w + 1) + x + 1;
+        comps[nc].first = first;
+        comps[nc].n = cnt;
+        comps[nc].thresh = p->noise == EX_NOISE_MAP ? ex_fmul(p->relthresh, px->sig_lr[last]) : p->thresh;
+        nc++;
+    }
+    qsort(comps, nc, sizeof *comps, cmp_comp);
+    for (size_t k = 0; k < nc; k++) {
+        const size_t before = objs.n;
+        if (!deblend_component(&c, order + comps[k].first, comps[k].n, comps[k].thresh, &objs)) goto done;
+        for (size_t i = before; i < objs.n; i++) analyse(&c, &objs.v[i], 1, p->gain);
+    }
+    survives = gpuws__malloc((objs.n ? objs.n : 1) * sizeof *survives);
+    if (!survives) goto done;
+    if (p->clean) {
+        for (size_t i = 0; i < objs.n; i++)
+            if (!mthresh(&c, &objs.v[i])) goto done;
+        clean(&objs, p->clean_param, survives);
+    } else {
+        for (size_t i = 0; i < objs.n; i++) survives[i] = 1;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < objs.n; i++) kept += (size_t)survives[i];
+    if (!(cat = gpuws__calloc(1, sizeof *cat)) ||
+        !(cat->objects = gpuws__calloc(kept ? kept : 1, sizeof *cat->objects)))
+        goto done;
+    if (obj_of) memset(obj_of, 0, n * sizeof *obj_of);
+    size_t j = 0;
+    for (size_t i = 0; i < objs.n; i++) {
+        if (!survives[i]) continue;
+        const ex_obj *o = &objs.v[i];
+        gpuws_object *q = &cat->objects[j++];
+        q->thresh = o->thresh;
+        q->npix = (int64_t)o->npix;
+        q->tnpix = o->dnpix;
+        q->xmin = o->xmin;
+        q->xmax = o->xmax;
+        q->ymin = o->ymin;
+        q->ymax = o->ymax;
+        q->x = o->mx;
+        q->y = o->my;
+        q->x2 = o->mx2;
+        q->y2 = o->my2;
+        q->xy = o->mxy;
+        q->errx2 = o->errx2;
+        q->erry2 = o->erry2;
+        q->errxy = o->errxy;
+        q->a = o->a;
+        q->b = o->b;
+        q->theta = o->theta;
+        q->cxx = o->cxx;
+        q->cyy = o->cyy;
+        q->cxy = o->cxy;
+        q->flux = o->dflux;
+        q->cflux = o->fdflux;
+        double fv = 0.0; /* the flux's variance: the pixels' σ², and the Poisson term with a gain */
+        for (size_t k = 0; k < o->npix; k++) {
+            const size_t r = o->pix[k];
+            if (p->noise != EX_NOISE_NONE) fv += (double)ex_fmul(px->sig[r], px->sig[r]);
+            if (p->gain > 0.0 && px->value[r] > 0.0f) fv += px->value[r] / p->gain;
+            if (obj_of) obj_of[r] = (int32_t)j;
+        }
+        q->fluxerr = sqrt(fv);
+        q->peak = o->dpeak;
+        q->cpeak = o->fdpeak;
+        q->xpeak = o->xpeak;
+        q->ypeak = o->ypeak;
+        q->xcpeak = o->xcpeak;
+        q->ycpeak = o->ycpeak;
+        q->flag = o->flag;
+    }
+    cat->num_objects = kept;
+    st = GPUWS_OK;
+done:
+    if (st) {
+        if (cat) gpuws__free(cat->objects);
+        gpuws__free(cat);
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                          "extract: no host memory for the catalogue of %zu pixel records (%zu bytes and more)", n,
+                          n * (sizeof(size_t) + sizeof(gpuws_object)));
+    } else {
+        *out = cat;
+    }
+    objs_free(&objs);
+    gpuws__free(survives);
+    gpuws__free(start);
+    gpuws__free(order);
+    gpuws__free(comps);
+    return st;
+}

@@ -1,0 +1,172 @@
+/* gpuws_extract's device steps as scalar C (extract_ref.h), and the records' memory and order. */
+#include "extract_ref.h"
+#include "../../core/alloc.h" /* gpuws__malloc: allocations the fault tests can fail */
+#include "../label/label_ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extract_pixel.h"
+
+static const float default_filter[9] = { 1, 2, 1, 2, 4, 2, 1, 2, 1 };
+
+gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width, size_t height,
+                                    gpuws__extract_params *p, float *filter_sum)
+{
+    memset(p, 0, sizeof *p);
+    p->w = width;
+    p->h = height;
+    p->noise = o->rms ? EX_NOISE_MAP : o->err > 0.0 ? EX_NOISE_CONST : EX_NOISE_NONE;
+    p->minarea = o->minarea;
+    p->connectivity = o->connectivity;
+    p->deblend_nthresh = o->deblend_nthresh;
+    p->deblend_cont = o->deblend_cont;
+    p->clean = o->clean;
+    p->clean_param = o->clean_param;
+    p->gain = o->gain;
+    if (p->noise == EX_NOISE_MAP) {
+        p->relthresh = (float)o->thresh;
+        p->thresh = p->relthresh;
+    } else if (p->noise == EX_NOISE_CONST) {
+        p->err = (float)o->err;
+        p->thresh = (float)o->thresh * p->err; /* SEP: thresh *= σ, in float */
+    } else {
+        p->thresh = (float)o->thresh;
+    }
+    *filter_sum = 0.0f;
+    if (o->filter_type == GPUWS_FILTER_NONE) return GPUWS_OK;
+    const float *f = o->filter ? o->filter : default_filter;
+    p->kw = o->filter ? o->filter_w : 3;
+    p->kh = o->filter ? o->filter_h : 3;
+    const size_t nk = (size_t)p->kw * (size_t)p->kh;
+    float sum = 0.0f; /* SEP normalises by the sum of the absolute values, summed in float */
+    for (size_t i = 0; i < nk; i++) sum += fabsf(f[i]);
+    *filter_sum = sum;
+    if (!(sum > 0.0f) || !isfinite(sum)) return GPUWS_ERR_INVALID_ARGUMENT;
+    if (!(p->kern = gpuws__malloc(nk * sizeof *p->kern))) return GPUWS_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < nk; i++) p->kern[i] = f[i] / sum;
+    p->filter = o->filter_type == GPUWS_FILTER_MATCHED && p->noise == EX_NOISE_MAP ? EX_FILTER_MATCH : EX_FILTER_CONV;
+    return GPUWS_OK;
+}
+
+void gpuws__extract_params_free(gpuws__extract_params *p)
+{
+    gpuws__free(p->kern);
+    p->kern = NULL;
+}
+
+size_t gpuws__extract_mask_from(const gpuws__extract_params *p)
+{
+    return p->filter == EX_FILTER_NONE ? 0 : (size_t)(p->kh / 2) * p->w;
+}
+
+bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n)
+{
+    const size_t m = n ? n : 1;
+    px->n = n;
+    px->idx = gpuws__malloc(m * sizeof *px->idx);
+    px->label = gpuws__malloc(m * sizeof *px->label);
+    px->value = gpuws__malloc(m * sizeof *px->value);
+    px->cd = gpuws__malloc(m * sizeof *px->cd);
+    px->sig = gpuws__malloc(m * sizeof *px->sig);
+    px->sig_lr = gpuws__malloc(m * sizeof *px->sig_lr);
+    if (px->idx && px->label && px->value && px->cd && px->sig && px->sig_lr) return true;
+    gpuws__extract_pixels_free(px);
+    return false;
+}
+
+void gpuws__extract_pixels_free(gpuws__extract_pixels *px)
+{
+    gpuws__free(px->idx);
+    gpuws__free(px->label);
+    gpuws__free(px->value);
+    gpuws__free(px->cd);
+    gpuws__free(px->sig);
+    gpuws__free(px->sig_lr);
+    memset(px, 0, sizeof *px);
+}
+
+gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const float *image, const float *back,
+                                      const float *rms, const uint8_t *mask, gpuws__extract_pixels *px)
+{
+    const size_t w = p->w, h = p->h, n = w * h;
+    float *d = gpuws__malloc(n * sizeof *d), *sig = gpuws__malloc(n * sizeof *sig);
+    float *cd = gpuws__malloc(n * sizeof *cd);
+    uint8_t *det = gpuws__malloc(n);
+    int32_t *lab = gpuws__malloc(n * sizeof *lab);
+    gpuws_status st = GPUWS_OK;
+    if (!d || !sig || !cd || !det || !lab) {
+        st = GPUWS_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    const size_t mask_from = gpuws__extract_mask_from(p);
+    for (size_t i = 0; i < n; i++)
+        d[i] = ex_prep(image[i], back ? back[i] : 0.0f, mask && i >= mask_from && mask[i], p->noise,
+                       rms ? rms[i] : 0.0f, p->err, &sig[i]);
+    size_t count = 0;
+    for (size_t y = 0; y < h; y++)
+        for (size_t x = 0; x < w; x++) {
+            const size_t i = y * w + x;
+            det[i] = (uint8_t)ex_detect(d, sig, p->kern, (long)w, (long)h, (long)x, (long)y, p->kw, p->kh, p->filter,
+                                        p->noise, p->thresh, &cd[i]);
+            count += det[i];
+        }
+    gpuws_label_ref(det, w, h, p->connectivity, lab);
+    if (!gpuws__extract_pixels_alloc(px, count)) {
+        st = GPUWS_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    size_t k = 0;
+    for (size_t y = 0; y < h; y++)
+        for (size_t x = 0; x < w; x++) {
+            const size_t i = y * w + x;
+            if (!lab[i]) continue;
+            const int blank = ex_blank_near(d, mask, mask != NULL, (long)w, (long)h, (long)x, (long)y);
+            px->idx[k] = (uint32_t)i | (blank ? EX_BLANK_BIT : 0u);
+            px->label[k] = lab[i];
+            px->value[k] = d[i];
+            px->cd[k] = cd[i];
+            px->sig[k] = sig[i];
+            px->sig_lr[k] = x + 1 < w && y + 1 < h ? sig[i + w + 1] : 0.0f;
+            k++;
+        }
+done:
+    gpuws__free(d);
+    gpuws__free(sig);
+    gpuws__free(cd);
+    gpuws__free(det);
+    gpuws__free(lab);
+    return st;
+}
+
+/* LSD radix sort on the raster index (the blank bit masked off), 8 bits a pass, the other arrays carried. */
+bool gpuws__extract_pixels_sort(gpuws__extract_pixels *px)
+{
+    const size_t n = px->n;
+    if (n < 2) return true;
+    gpuws__extract_pixels tmp;
+    if (!gpuws__extract_pixels_alloc(&tmp, n)) return false;
+    uint32_t maxi = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((px->idx[i] & ~EX_BLANK_BIT) > maxi) maxi = px->idx[i] & ~EX_BLANK_BIT;
+    for (unsigned shift = 0; shift < 32 && (shift == 0 || (maxi >> shift)); shift += 8) {
+        size_t count[257] = { 0 };
+        for (size_t i = 0; i < n; i++) count[((px->idx[i] & ~EX_BLANK_BIT) >> shift & 0xffu) + 1]++;
+        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++) {
+            const size_t j = count[(px->idx[i] & ~EX_BLANK_BIT) >> shift & 0xffu]++;
+            tmp.idx[j] = px->idx[i];
+            tmp.label[j] = px->label[i];
+            tmp.value[j] = px->value[i];
+            tmp.cd[j] = px->cd[i];
+            tmp.sig[j] = px->sig[i];
+            tmp.sig_lr[j] = px->sig_lr[i];
+        }
+        gpuws__extract_pixels t = *px;
+        *px = tmp;
+        tmp = t;
+    }
+    gpuws__extract_pixels_free(&tmp);
+    return true;
+}

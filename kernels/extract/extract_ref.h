@@ -1,0 +1,75 @@
+/* gpuws_extract's two halves (docs/algorithms/extract.md). The device steps' scalar reference (the CPU backend's
+ * implementation and the tests' oracle): the prepared image, the filter, the threshold, the labels and the pixel
+ * records. The host steps, which every backend shares: from the records (in raster order) to the catalogue. */
+#ifndef GPUWS_EXTRACT_REF_H
+#define GPUWS_EXTRACT_REF_H
+
+#include "gpuws.h"
+#include "gpuws/algorithms.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The options resolved to what the pixels see: SEP's float threshold and normalised kernel, its noise mode and
+ * effective filter. */
+typedef struct gpuws__extract_params {
+    size_t w, h;
+    int noise;       /* EX_NOISE_* */
+    int filter;      /* EX_FILTER_*: MATCH only with a σ map, as SEP */
+    float thresh;    /* what ex_detect compares with: absolute, thresh × err, or relative (σ map) */
+    float relthresh; /* the relative threshold (EX_NOISE_MAP), else 0 */
+    float err;       /* the constant σ (EX_NOISE_CONST), else 0 */
+    float *kern;     /* kw * kh normalised values (NULL with EX_FILTER_NONE) */
+    int kw, kh;
+    int minarea, connectivity;
+    int deblend_nthresh;
+    double deblend_cont;
+    int clean;
+    double clean_param, gain;
+} gpuws__extract_params;
+
+/* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel
+ * touches a NaN or masked pixel; label: its component (1..); value: image - back; cd: the filtered value; sig: the
+ * pixel's σ; sig_lr: the σ of its lower-right neighbour (x + 1, y + 1), 0 outside the image (SEP's threshold of an
+ * object is the one at the pixel where its scan ends). */
+typedef struct gpuws__extract_pixels {
+    size_t n;
+    uint32_t *idx;
+    int32_t *label;
+    float *value, *cd, *sig, *sig_lr;
+} gpuws__extract_pixels;
+
+/* The options (validated but for the filter) resolved into *p: SEP's float thresholds, its noise mode, the
+ * effective filter type (SEP's matched filter needs a σ map), the filter normalised by the float sum of its
+ * absolute values (*filter_sum; p->kern from gpuws__malloc, the caller frees it). GPUWS_ERR_INVALID_ARGUMENT when
+ * that sum is not a finite number > 0, GPUWS_ERR_OUT_OF_MEMORY; no message. */
+gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width, size_t height,
+                                    gpuws__extract_params *p, float *filter_sum);
+
+/* Frees p->kern. */
+void gpuws__extract_params_free(gpuws__extract_params *p);
+
+/* SEP applies the mask to the rows it reads in its scan loop, and so not to the kh / 2 rows its filter buffer reads
+ * before (all rows are masked without a filter): the raster index from which the mask applies. */
+size_t gpuws__extract_mask_from(const gpuws__extract_params *p);
+
+/* Allocates the six arrays for n records (gpuws__malloc); false when that fails (nothing left allocated). */
+bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n);
+void gpuws__extract_pixels_free(gpuws__extract_pixels *px);
+
+/* The device steps on host memory: image, back (NULL = none), rms (NULL unless EX_NOISE_MAP) f32 and mask (NULL =
+ * none) of p->w x p->h pixels to the records, in raster order. GPUWS_ERR_OUT_OF_MEMORY when host memory fails. */
+gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const float *image, const float *back,
+                                      const float *rms, const uint8_t *mask, gpuws__extract_pixels *px);
+
+/* Sorts records by raster index (the device writes them in any order), in place; false when memory fails. */
+bool gpuws__extract_pixels_sort(gpuws__extract_pixels *px);
+
+/* The host steps: records in raster order to the catalogue (*out, allocated with gpuws__malloc; free with
+ * gpuws_extract_catalog_free). obj_of (NULL = not wanted): per record, the object's number + 1 or 0 (the segmap).
+ * GPUWS_ERR_OUT_OF_MEMORY with a message when host memory fails. */
+gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
+                                    gpuws_extract_catalog **out, int32_t *obj_of);
+
+#endif

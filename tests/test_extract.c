@@ -1,0 +1,344 @@
+/* extract: SEP's source extraction (sep.extract) on every backend.
+ *
+ * Truth: SEP itself (ctest extract_sep: tests/sep/compare_extract.py), whose catalogue the CPU backend's reference
+ * reproduces; here the reference (the CPU backend) is the oracle for every backend. What must hold
+ * (docs/algorithms/extract.md): every backend thresholds the same pixels (the per-pixel arithmetic is one text,
+ * extract_pixel.h, with SEP's float roundings spelled out, and no fused operations) and makes the catalogue with
+ * the same host code from the same records in raster order, so the catalogues are the same bit for bit: count,
+ * order, every column; and so are the segmentation maps.
+ * Then the definitions on small images whose answer is known: connectivity, minarea, SEP's order of objects, the
+ * flags, the segmentation map, an empty sky. */
+#include "support.h"
+#include "common/cases.h" /* gpuws__case_extract_sky */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    gpuws_extract_catalog *cat;
+    int32_t *seg;
+} result;
+
+static void result_free(result *r)
+{
+    gpuws_extract_catalog_free(r->cat);
+    free(r->seg);
+}
+
+/* gpuws_extract on ctx: x (w*h f32), back and rms (NULL or w*h f32), mask (NULL or w*h bytes), with o's scalar
+ * options; the segmentation map is read back. */
+static result run(gpuws_context *ctx, const float *x, const float *back, const float *rms, const uint8_t *mask,
+                  size_t w, size_t h, const gpuws_extract_options *o)
+{
+    const size_t n = w * h;
+    gpuws_buffer *img = test_buffer_from(ctx, x, n * sizeof(float));
+    gpuws_buffer *b = back ? test_buffer_from(ctx, back, n * sizeof(float)) : NULL;
+    gpuws_buffer *r = rms ? test_buffer_from(ctx, rms, n * sizeof(float)) : NULL;
+    gpuws_buffer *m = mask ? test_buffer_from(ctx, mask, n) : NULL;
+    gpuws_buffer *seg = test_buffer(ctx, n * sizeof(int32_t));
+    gpuws_extract_options opt = *o;
+    opt.back = b;
+    opt.rms = r;
+    opt.mask = m;
+    opt.segmap = seg;
+    result out = { NULL, NULL };
+    TEST_OK(gpuws_extract(NULL, w, h, img, &opt, &out.cat));
+    cr_assert(out.cat);
+    test_check_guard(seg, n * sizeof(int32_t), "segmap");
+    out.seg = test_download(seg, n * sizeof(int32_t));
+    gpuws_buffer_destroy(img);
+    gpuws_buffer_destroy(b);
+    gpuws_buffer_destroy(r);
+    gpuws_buffer_destroy(m);
+    gpuws_buffer_destroy(seg);
+    return out;
+}
+
+/* The same catalogue bit for bit, and the same segmentation map. */
+static void expect_same(const char *what, const result *got, const result *want, size_t n)
+{
+    cr_assert_eq(got->cat->num_objects, want->cat->num_objects, "%s: %zu objects, reference %zu", what,
+                 got->cat->num_objects, want->cat->num_objects);
+    for (size_t i = 0; i < want->cat->num_objects; i++) {
+        const gpuws_object *a = &got->cat->objects[i], *b = &want->cat->objects[i];
+        cr_assert(a->npix == b->npix && a->xmin == b->xmin && a->ymin == b->ymin && a->flag == b->flag,
+                  "%s: object %zu: npix %lld at (%lld, %lld) flag %d, reference %lld at (%lld, %lld) flag %d", what, i,
+                  (long long)a->npix, (long long)a->xmin, (long long)a->ymin, a->flag, (long long)b->npix,
+                  (long long)b->xmin, (long long)b->ymin, b->flag);
+        const double ga[] = { a->thresh, a->x,     a->y,     a->x2,      a->y2,    a->xy,   a->errx2,
+                              a->erry2,  a->errxy, a->a,     a->b,       a->theta, a->cxx,  a->cyy,
+                              a->cxy,    a->flux,  a->cflux, a->fluxerr, a->peak,  a->cpeak };
+        const double wa[] = { b->thresh, b->x,     b->y,     b->x2,      b->y2,    b->xy,   b->errx2,
+                              b->erry2,  b->errxy, b->a,     b->b,       b->theta, b->cxx,  b->cyy,
+                              b->cxy,    b->flux,  b->cflux, b->fluxerr, b->peak,  b->cpeak };
+        for (size_t k = 0; k < sizeof ga / sizeof ga[0]; k++)
+            cr_assert(test_ulp_diff_f64(ga[k], wa[k]) == 0, "%s: object %zu, column %zu: %.17g, reference %.17g", what,
+                      i, k, ga[k], wa[k]);
+        cr_assert(a->tnpix == b->tnpix && a->xmax == b->xmax && a->ymax == b->ymax && a->xpeak == b->xpeak &&
+                      a->ypeak == b->ypeak && a->xcpeak == b->xcpeak && a->ycpeak == b->ycpeak,
+                  "%s: object %zu: the integer columns differ", what, i);
+    }
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(got->seg[i], want->seg[i], "%s: segmap[%zu] = %d, reference %d", what, i, got->seg[i],
+                     want->seg[i]);
+}
+
+/* ---- agreement with the reference ---- */
+
+enum { NOISE_MAP, NOISE_CONST, NOISE_NONE };
+
+typedef struct {
+    gpuws_backend_kind backend;
+    size_t w, h;
+    int noise, filter_type, filter5, masked, connectivity, minarea;
+    double thresh, deblend_cont;
+    int clean;
+    double gain;
+} sky_case;
+
+ParameterizedTestParameters(extract, agrees_with_reference)
+{
+    static const sky_case shapes[] = {
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 1.0, 0, 0.0 },   /* SEP's filter, no deblend */
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_CONV, 0, 1, 8, 5, 1.5, 1.0, 0, 2.0 },      /* mask, gain */
+        { 0, 257, 190, NOISE_MAP, GPUWS_FILTER_NONE, 0, 0, 4, 3, 2.0, 1.0, 0, 0.0 },      /* 4-connectivity */
+        { 0, 257, 190, NOISE_CONST, GPUWS_FILTER_MATCHED, 1, 0, 8, 5, 2.5, 1.0, 0, 0.0 }, /* one σ: conv, 5x5 */
+        { 0, 200, 150, NOISE_NONE, GPUWS_FILTER_CONV, 0, 0, 8, 8, 12.0, 1.0, 0, 0.0 },    /* absolute threshold */
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 1.0, 1, 0.0 },   /* cleaning */
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 0.005, 1, 0.0 }, /* SEP's defaults */
+        { 0, 257, 190, NOISE_CONST, GPUWS_FILTER_CONV, 0, 1, 8, 3, 1.2, 0.001, 0, 1.5 },  /* deblending, mask */
+    };
+    static sky_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
+    size_t k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            cases[k] = shapes[s];
+            cases[k++].backend = test_backends[b];
+        }
+    return cr_make_param_array(sky_case, cases, k);
+}
+
+ParameterizedTest(sky_case *c, extract, agrees_with_reference)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    gpuws_context *ref = test_open(GPUWS_BACKEND_CPU);
+    const size_t n = c->w * c->h;
+    float *x = malloc(n * sizeof *x), *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
+    uint8_t *mask = NULL;
+    cr_assert(x && back && rms);
+    gpuws__case_extract_sky(c->w, c->h, test_seed(false) + c->w, 3, x, back, rms);
+    for (size_t i = 0; i < n; i++) rms[i] += (float)(0.002 * (double)(i % c->w)); /* a noise map that varies */
+    if (c->masked) {
+        mask = calloc(n, 1);
+        cr_assert(mask);
+        uint64_t s = 7;
+        for (size_t i = 0; i < n; i++) mask[i] = test_rand_uniform(&s) < 0.02;
+        for (size_t r = 50; r < 90; r++)
+            for (size_t q = 100; q < 170; q++) mask[r * c->w + q] = 1;
+    }
+    static const float k5[25] = { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1 };
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = c->thresh;
+    o.err = c->noise == NOISE_CONST ? 5.0 : 0.0;
+    o.filter_type = c->filter_type;
+    if (c->filter5) {
+        o.filter = k5;
+        o.filter_w = o.filter_h = 5;
+    }
+    o.connectivity = c->connectivity;
+    o.minarea = c->minarea;
+    o.deblend_cont = c->deblend_cont;
+    o.clean = c->clean;
+    o.gain = c->gain;
+    const float *r = c->noise == NOISE_MAP ? rms : NULL;
+    result want = run(ref, x, back, r, mask, c->w, c->h, &o);
+    result got = run(ctx, x, back, r, mask, c->w, c->h, &o);
+    char what[160];
+    snprintf(what, sizeof what, "%s %zux%zu noise %d filter %d conn %d deblend_cont %g clean %d",
+             test_backend_name(c->backend), c->w, c->h, c->noise, c->filter_type, c->connectivity, c->deblend_cont,
+             c->clean);
+    cr_assert_gt(want.cat->num_objects, 10, "%s: the sky has only %zu objects", what, want.cat->num_objects);
+    expect_same(what, &got, &want, n);
+    result_free(&want);
+    result_free(&got);
+    free(x);
+    free(back);
+    free(rms);
+    free(mask);
+    gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- definitions on small images ---- */
+
+enum { W = 24, H = 16 };
+
+/* Absolute threshold 0.5 on the pixels themselves (no filter, no deblending, no cleaning): an object is a component
+ * of pixels > 0.5. */
+static gpuws_extract_options plain(void)
+{
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = 0.5;
+    o.filter_type = GPUWS_FILTER_NONE;
+    o.minarea = 1;
+    o.deblend_cont = 1.0;
+    o.clean = 0;
+    return o;
+}
+
+static void box(float *x, long x0, long y0, long x1, long y1, float v)
+{
+    for (long y = y0; y <= y1; y++)
+        for (long c = x0; c <= x1; c++) x[y * W + c] = v;
+}
+
+/* Two 3x3 squares that touch at one corner: one object with 8-connectivity, two with 4. */
+BACKEND_TEST(extract, corner_contact_is_one_object_in_8_connectivity_two_in_4)
+{
+    gpuws_context *ctx = test_open(*kind);
+    static float x[W * H];
+    memset(x, 0, sizeof x);
+    box(x, 2, 2, 4, 4, 1.0f);
+    box(x, 5, 5, 7, 7, 3.0f);
+    gpuws_extract_options o = plain();
+    result r8 = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+    cr_assert_eq(r8.cat->num_objects, 1);
+    const gpuws_object *q = &r8.cat->objects[0];
+    cr_assert_eq(q->npix, 18);
+    cr_assert_eq(q->flux, 36.0);
+    cr_assert_float_eq(q->x, (9 * 3.0 + 27 * 6.0) / 36.0, 1e-12, "barycentre weighted by the values");
+    cr_assert_eq(q->peak, 3.0);
+    cr_assert(q->xpeak == 5 && q->ypeak == 5, "the first largest pixel in raster order: (%lld, %lld)",
+              (long long)q->xpeak, (long long)q->ypeak);
+    o.connectivity = 4;
+    result r4 = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+    cr_assert_eq(r4.cat->num_objects, 2);
+    cr_assert(r4.cat->objects[0].npix == 9 && r4.cat->objects[0].flux == 9.0 && r4.cat->objects[1].flux == 27.0);
+    result_free(&r8);
+    result_free(&r4);
+    gpuws_context_destroy(ctx);
+}
+
+/* SEP's order: objects in the order its scan completes them, by the last pixel of their last row; minarea drops the
+ * small ones before that. */
+BACKEND_TEST(extract, objects_come_in_the_order_their_last_row_ends_minarea_drops_small_ones)
+{
+    gpuws_context *ctx = test_open(*kind);
+    static float x[W * H];
+    memset(x, 0, sizeof x);
+    box(x, 2, 1, 3, 12, 1.0f);    /* A: starts first, ends on row 12 */
+    box(x, 10, 3, 12, 5, 2.0f);   /* B: ends on row 5 */
+    box(x, 18, 5, 19, 5, 4.0f);   /* C: 2 pixels, ends on row 5 right of B */
+    box(x, 15, 10, 15, 10, 8.0f); /* D: 1 pixel */
+    gpuws_extract_options o = plain();
+    o.minarea = 2;
+    result r = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+    cr_assert_eq(r.cat->num_objects, 3, "D has fewer than minarea pixels");
+    cr_assert(r.cat->objects[0].flux == 18.0 && r.cat->objects[1].flux == 8.0 && r.cat->objects[2].flux == 24.0,
+              "order B, C, A: fluxes %g %g %g", r.cat->objects[0].flux, r.cat->objects[1].flux, r.cat->objects[2].flux);
+    /* the segmentation map: object k's pixels hold k + 1, the rest 0 (D too) */
+    for (long y = 0; y < H; y++)
+        for (long c = 0; c < W; c++) {
+            const float v = x[y * W + c];
+            const int want = v == 2.0f ? 1 : v == 4.0f ? 2 : v == 1.0f ? 3 : 0;
+            cr_assert_eq(r.seg[y * W + c], want, "segmap at (%ld, %ld)", c, y);
+        }
+    result_free(&r);
+    gpuws_context_destroy(ctx);
+}
+
+/* Flags: touching the edge (TRUNC), next to a NaN or masked pixel (BLANK), a one-pixel-wide line (SINGU: x and y
+ * fully correlated, the moments made regular). */
+BACKEND_TEST(extract, flags_mark_edges_blank_neighbours_and_singular_moments)
+{
+    gpuws_context *ctx = test_open(*kind);
+    static float x[W * H];
+    static uint8_t mask[W * H];
+    memset(x, 0, sizeof x);
+    memset(mask, 0, sizeof mask);
+    box(x, 0, 2, 2, 4, 1.0f);  /* touches the left edge */
+    box(x, 8, 2, 10, 4, 1.0f); /* NaN next to it */
+    x[3 * W + 11] = NAN;
+    box(x, 14, 2, 16, 4, 1.0f); /* a masked pixel next to it */
+    mask[3 * W + 17] = 1;
+    for (int i = 0; i < 5; i++) x[(9 + i) * W + 5 + i] = 2.0f; /* a diagonal line */
+    gpuws_extract_options o = plain();
+    result r = run(ctx, x, NULL, NULL, mask, W, H, &o);
+    cr_assert_eq(r.cat->num_objects, 4);
+    cr_assert_eq(r.cat->objects[0].flag, GPUWS_OBJ_TRUNC);
+    cr_assert_eq(r.cat->objects[1].flag, GPUWS_OBJ_BLANK);
+    cr_assert_eq(r.cat->objects[2].flag, GPUWS_OBJ_BLANK);
+    const gpuws_object *line = &r.cat->objects[3];
+    cr_assert_eq(line->flag, GPUWS_OBJ_SINGU);
+    cr_assert_float_eq(line->x2, 2.0 + 0.0833333, 1e-12, "variance 2 plus SExtractor's 1/12");
+    cr_assert_float_eq(line->theta, 3.14159265358979 / 4, 1e-9);
+    result_free(&r);
+    gpuws_context_destroy(ctx);
+}
+
+/* An image with nothing above the threshold: an empty catalogue (not NULL) and a segmentation map of zeros. */
+BACKEND_TEST(extract, an_empty_sky_gives_an_empty_catalogue)
+{
+    gpuws_context *ctx = test_open(*kind);
+    static float x[W * H];
+    for (size_t i = 0; i < W * H; i++) x[i] = 0.25f;
+    gpuws_extract_options o = plain();
+    result r = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+    cr_assert_eq(r.cat->num_objects, 0);
+    for (size_t i = 0; i < W * H; i++) cr_assert_eq(r.seg[i], 0);
+    result_free(&r);
+    gpuws_context_destroy(ctx);
+}
+
+/* Deblending: two overlapping round profiles form one component; SExtractor's tree splits it into two objects
+ * (flagged MERGED) that share all its pixels, the faint ones given by gatherup; with deblend_cont = 1 it stays one. */
+BACKEND_TEST(extract, deblending_splits_two_blended_profiles)
+{
+    gpuws_context *ctx = test_open(*kind);
+    static float x[W * H];
+    for (long y = 0; y < H; y++)
+        for (long c = 0; c < W; c++) {
+            const double d1 = (c - 8.0) * (c - 8.0) + (y - 8.0) * (y - 8.0),
+                         d2 = (c - 15.0) * (c - 15.0) + (y - 8.0) * (y - 8.0);
+            x[y * W + c] = (float)(100.0 * exp(-d1 / 8.0) + 60.0 * exp(-d2 / 8.0));
+        }
+    gpuws_extract_options o = plain();
+    o.thresh = 2.0;
+    result one = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+    cr_assert_eq(one.cat->num_objects, 1, "deblend_cont 1: one object");
+    o.deblend_cont = 0.005;
+    result two = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+    cr_assert_eq(two.cat->num_objects, 2);
+    const gpuws_object *a = &two.cat->objects[0], *b = &two.cat->objects[1];
+    cr_assert(a->flag & GPUWS_OBJ_MERGED && b->flag & GPUWS_OBJ_MERGED);
+    cr_assert_eq(a->npix + b->npix, one.cat->objects[0].npix, "gatherup hands out every pixel of the component");
+    const gpuws_object *left = a->x < b->x ? a : b, *right = a->x < b->x ? b : a;
+    cr_assert(fabs(left->x - 8.0) < 0.5 && fabs(right->x - 15.0) < 0.5 && left->xpeak == 8 && right->xpeak == 15,
+              "objects at x %g and %g", left->x, right->x);
+    for (size_t i = 0; i < W * H; i++) cr_assert((two.seg[i] != 0) == (one.seg[i] != 0), "segmap pixel %zu", i);
+    result_free(&one);
+    result_free(&two);
+    gpuws_context_destroy(ctx);
+}
+
+/* The relative threshold: thresh × rms, and the object's threshold column is SEP's (the constant one with err). */
+BACKEND_TEST(extract, a_relative_threshold_scales_with_the_noise)
+{
+    gpuws_context *ctx = test_open(*kind);
+    static float x[W * H];
+    memset(x, 0, sizeof x);
+    box(x, 2, 2, 4, 4, 10.0f);
+    box(x, 12, 2, 14, 4, 30.0f);
+    gpuws_extract_options o = plain();
+    o.thresh = 2.0;
+    o.err = 8.0; /* threshold 16: only the second box */
+    result r = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+    cr_assert_eq(r.cat->num_objects, 1);
+    cr_assert_eq(r.cat->objects[0].thresh, 16.0);
+    cr_assert_eq(r.cat->objects[0].flux, 270.0);
+    cr_assert_float_eq(r.cat->objects[0].fluxerr, sqrt(9 * 64.0), 1e-9, "the pixels' variances summed");
+    result_free(&r);
+    gpuws_context_destroy(ctx);
+}
