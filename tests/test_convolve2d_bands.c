@@ -3,9 +3,10 @@
  *
  * Truth: the in-core gpuws_convolve2d on the same target, bit for bit (memcmp, NaN payloads included), for every
  * row of the table below: band counts that do not divide the output height, a last band of one row, an image one
- * row too tall for the budget's in-core size, one-row images, kernels of 1, 3, 7 rows and even sizes, a kernel
+ * row too tall for the budget's in-core size, one-row images, kernels of 1, 3, 7, 9, 21 rows and even sizes, a kernel
  * taller than a band, a kernel larger than the image (VALID swaps the inputs; WRAP reaches several periods), every
- * mode and boundary, NaN pixels on band borders and a NaN fill value. The band count each budget gives is part of
+ * mode and boundary, NaN pixels on band borders and a NaN fill value, and a kernel wider than the fixed-width
+ * kernels take (the generic tiled kernel, whose kernel blocks are planned for the whole image). The band count each budget gives is part of
  * the specification (gpuws_convolve2d_host_bands): a slot of r output rows holds r + kh - 1 input rows (at most the
  * image's height with boundary FILL) and r output rows, three slots (fewer when fewer fit) plus the kernel. */
 #include "test_convolve.h"
@@ -47,6 +48,8 @@ static const band_row rows[] = {
     { "one_row_image_same", 1, 50, 3, 3, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0, 0, 0, 1, false },
     { "kernel_larger_than_image_valid", 3, 4, 9, 10, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0, 0, 1, 7, false },
     { "kernel_taller_than_image_wrap", 4, 9, 7, 3, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0, 0, 1, 3, false },
+    { "wide_kernel_21x40_generic_tiles", 60, 70, 21, 40, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_FILL, 0.25, 9, 0, 7,
+      true },
     { "fits_exactly_in_core", 24, 24, 3, 3, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_FILL, 0.0, 0, 0, 1, true },
 };
 #define NROWS (sizeof rows / sizeof rows[0])
