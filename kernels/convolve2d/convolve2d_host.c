@@ -84,10 +84,14 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
     co.mode = o->mode, co.boundary = o->boundary, co.fill_value = o->fill_value;
     gpuws__conv2d_geometry *g = &bp->g;
     if ((st = gpuws__conv2d_geometry_init(height, width, row_stride, kh, kw, &co, g))) return st;
-    size_t elems;
-    if (gpuws__mul_overflows(g->h - 1, g->stride, &elems) || gpuws__add_overflows(elems, g->w, &elems) ||
-        gpuws__mul_overflows(g->oh, g->ow, &elems) || gpuws__mul_overflows(g->kh, g->kw, &elems) ||
-        gpuws__mul_overflows(g->h, g->w, &elems) || gpuws__mul_overflows(elems, gpuws_dtype_size(dt), &elems))
+    /* every byte count the call forms: the caller's image (strided), the packed image, the output, the kernel */
+    const size_t es = gpuws_dtype_size(dt);
+    size_t image, packed, out, kernel;
+    if (gpuws__mul_overflows(g->h - 1, g->stride, &image) || gpuws__add_overflows(image, g->w, &image) ||
+        gpuws__mul_overflows(image, es, &image) || gpuws__mul_overflows(g->h, g->w, &packed) ||
+        gpuws__mul_overflows(packed, es, &packed) || gpuws__mul_overflows(g->oh, g->ow, &out) ||
+        gpuws__mul_overflows(out, es, &out) || gpuws__mul_overflows(g->kh, g->kw, &kernel) ||
+        gpuws__mul_overflows(kernel, es, &kernel))
         return gpuws__error(GPUWS_ERR_OVERFLOW,
                             "convolve2d_host: image %zu x %zu (row stride %zu), kernel %zu x %zu: element counts "
                             "overflow size_t",
@@ -95,7 +99,7 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
     if ((st = gpuws__check_dtype(ctx, dt, "convolve2d_host"))) return st;
     bp->src_stride = g->stride;
     g->stride = g->w;
-    bp->es = gpuws_dtype_size(dt);
+    bp->es = es;
     const uint64_t budget = o->max_device_bytes ? o->max_device_bytes : gpuws__device_free_bytes(ctx);
     const uint64_t max_alloc = ctx->info.max_alloc_bytes;
     /* in-core: the whole image (packed), the output and the kernel */
