@@ -100,7 +100,9 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
     bp->src_stride = g->stride;
     g->stride = g->w;
     bp->es = es;
-    const uint64_t budget = o->max_device_bytes ? o->max_device_bytes : gpuws__device_free_bytes(ctx);
+    /* the default leaves a sixteenth of the free memory to the driver and the streams' own scratch */
+    const uint64_t free_bytes = o->max_device_bytes ? 0 : gpuws__device_free_bytes(ctx);
+    const uint64_t budget = o->max_device_bytes ? o->max_device_bytes : free_bytes - free_bytes / 16;
     const uint64_t max_alloc = ctx->info.max_alloc_bytes;
     /* in-core: the whole image (packed), the output and the kernel */
     const double whole =

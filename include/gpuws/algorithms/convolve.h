@@ -136,8 +136,9 @@ GPUWS_API gpuws_status gpuws_convolve2d_host_bands(gpuws_context *ctx, gpuws_dty
  * r * row_stride (0 = width); kernel: kh x kw contiguous; out: the output shape of gpuws_convolve2d_output_shape,
  * contiguous. Any host memory (pinned or not): rows are staged through pinned buffers of the call's own.
  *
- * When the image, the output and the kernel fit options->max_device_bytes (0: the device's free memory, as the CUDA
- * driver counts it; three quarters of the device's memory where the driver has no count: OpenCL, CPU), the call is
+ * When the image, the output and the kernel fit options->max_device_bytes (0: fifteen sixteenths of the device's free
+ * memory, as the CUDA driver counts it; of three quarters of the device's memory where the driver has no count:
+ * OpenCL, CPU), the call is
  * one in-core gpuws_convolve2d. Otherwise the output is computed in bands of whole output rows: each band's input
  * rows (its own rows plus kh - 1 halo rows, fewer at the image's edges with boundary FILL; wrapped or mirrored rows
  * copied in for WRAP and SYMM) go through one of three slots (pinned staging, device input, device output, pinned
