@@ -6,7 +6,8 @@
  * row too tall for the budget's in-core size, one-row images, kernels of 1, 3, 7, 9, 21 rows and even sizes, a kernel
  * taller than a band, a kernel larger than the image (VALID swaps the inputs; WRAP reaches several periods), every
  * mode and boundary, NaN pixels on band borders and a NaN fill value, and a kernel wider than the fixed-width
- * kernels take (the generic tiled kernel, whose kernel blocks are planned for the whole image). The band count each budget gives is part of
+ * kernels take (the generic tiled kernel, whose kernel blocks are planned for the whole image), and bands of megabytes,
+ * which the host copies into and out of staging on several threads. The band count each budget gives is part of
  * the specification (gpuws_convolve2d_host_bands): a slot of r output rows holds r + kh - 1 input rows (at most the
  * image's height with boundary FILL) and r output rows, three slots (fewer when fewer fit) plus the kernel. */
 #include "test_convolve.h"
@@ -50,6 +51,8 @@ static const band_row rows[] = {
     { "kernel_taller_than_image_wrap", 4, 9, 7, 3, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0, 0, 1, 3, false },
     { "wide_kernel_21x40_generic_tiles", 60, 70, 21, 40, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_FILL, 0.25, 9, 0, 7,
       true },
+    { "large_bands_copied_by_several_threads", 1536, 1280, 3, 3, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0, 500, 0,
+      4, true },
     { "fits_exactly_in_core", 24, 24, 3, 3, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_FILL, 0.0, 0, 0, 1, true },
 };
 #define NROWS (sizeof rows / sizeof rows[0])

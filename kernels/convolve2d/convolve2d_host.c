@@ -19,6 +19,7 @@
 
 #include "../../core/options.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #define SLOTS 3
@@ -214,16 +215,72 @@ static gpuws_status pipeline_make(gpuws_context *ctx, const band_plan *bp, const
     return GPUWS_OK;
 }
 
+/* The host's copies into and out of pinned staging: rows of row_bytes from src (row i at src_row(i), through the
+ * boundary rule when `map`) to dst, packed. One thread copies at most one row band below COPY_BYTES_PER_THREAD,
+ * so small bands stay on the calling thread and large ones use up to COPY_THREADS: one core's memcpy is slower than
+ * pinned PCIe transfers. Threads that cannot be started leave their rows to the calling thread. */
+#define COPY_THREADS          4
+#define COPY_BYTES_PER_THREAD ((size_t)1 << 20)
+
+typedef struct {
+    const char *src;
+    char *dst;
+    size_t row_bytes, src_stride_bytes; /* src rows are src_stride_bytes apart */
+    long long first, h;                 /* map: source row of row i = conv_extend(first + i, h, boundary) */
+    gpuws_convolve_boundary boundary;
+    bool map;
+    size_t r0, r1; /* this part's rows */
+} row_copy;
+
+static void row_copy_run(const row_copy *c)
+{
+    if (!c->map) { /* contiguous: one memcpy */
+        memcpy(c->dst + c->r0 * c->row_bytes, c->src + c->r0 * c->src_stride_bytes, (c->r1 - c->r0) * c->row_bytes);
+        return;
+    }
+    for (size_t i = c->r0; i < c->r1; i++) {
+        const long long r = gpuws__conv_extend(c->first + (long long)i, c->h, c->boundary);
+        memcpy(c->dst + i * c->row_bytes, c->src + (size_t)r * c->src_stride_bytes, c->row_bytes);
+    }
+}
+
+static void *row_copy_thread(void *arg)
+{
+    row_copy_run(arg);
+    return NULL;
+}
+
+static void copy_rows(const row_copy *all, size_t rows)
+{
+    size_t n = rows * all->row_bytes / COPY_BYTES_PER_THREAD;
+    n = n < 1 ? 1 : n > COPY_THREADS ? COPY_THREADS : n;
+    if (n > rows) n = rows;
+    row_copy part[COPY_THREADS];
+    pthread_t thread[COPY_THREADS];
+    bool started[COPY_THREADS] = { false };
+    for (size_t i = 0; i < n; i++) part[i] = *all, part[i].r0 = rows * i / n, part[i].r1 = rows * (i + 1) / n;
+    for (size_t i = 1; i < n; i++) started[i] = pthread_create(&thread[i], NULL, row_copy_thread, &part[i]) == 0;
+    row_copy_run(&part[0]);
+    for (size_t i = 1; i < n; i++) {
+        if (started[i]) pthread_join(thread[i], NULL);
+        else row_copy_run(&part[i]);
+    }
+}
+
 /* Copies band b's rows from the caller's image into pinned staging (packed rows of g.w elements). */
 static void stage_rows(const band_plan *bp, const gpuws__conv2d_geometry *gb, long long first, const void *image,
                        void *dst)
 {
     const gpuws__conv2d_geometry *g = &bp->g;
-    const size_t row_bytes = g->w * bp->es;
-    for (size_t t = 0; t < gb->h; t++) {
-        const long long r = gpuws__conv_extend(first + (long long)t, (long long)g->h, g->boundary);
-        memcpy((char *)dst + t * row_bytes, (const char *)image + (size_t)r * bp->src_stride * bp->es, row_bytes);
-    }
+    const row_copy c = { .src = image,
+                         .dst = dst,
+                         .row_bytes = g->w * bp->es,
+                         .src_stride_bytes = bp->src_stride * bp->es,
+                         .first = first,
+                         .h = (long long)g->h,
+                         .boundary = g->boundary,
+                         .map = true };
+    copy_rows(&c, gb->h);
 }
 
 /* Band b's output, downloaded into its slot's staging, into the caller's out; then progress. */
@@ -235,7 +292,10 @@ static gpuws_status finish_band(const band_plan *bp, pipeline *p, size_t b, void
     if (st) return st;
     const size_t m0 = b * bp->rows, m1 = m0 + bp->rows < bp->g.oh ? m0 + bp->rows : bp->g.oh,
                  row_bytes = bp->g.ow * bp->es;
-    memcpy((char *)out + m0 * row_bytes, p->hout[k], (m1 - m0) * row_bytes);
+    const row_copy c = {
+        .src = p->hout[k], .dst = (char *)out + m0 * row_bytes, .row_bytes = row_bytes, .src_stride_bytes = row_bytes
+    };
+    copy_rows(&c, m1 - m0);
     if (o->progress) o->progress(o->progress_user, b, bp->bands, m1, bp->g.oh);
     return GPUWS_OK;
 }
