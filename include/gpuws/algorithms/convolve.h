@@ -145,7 +145,9 @@ GPUWS_API gpuws_status gpuws_convolve2d_host_bands(gpuws_context *ctx, gpuws_dty
  * staging) on three streams, so that the upload of one band, the convolution of the previous one and the download
  * of the one before overlap. Every band is planned as the whole image's launch would be, so out is bit-identical
  * to gpuws_convolve2d's for any banding, on every backend. A kernel taller than a band is handled (the halo is
- * always kh - 1 rows). The CPU backend goes through the same bands (its "device" memory is host memory).
+ * always kh - 1 rows). The CPU backend goes through the same bands (its "device" memory is host memory). The host's
+ * copies into and out of staging use up to four threads (the calling thread and threads started for the copy) for
+ * bands of a MiB or more; progress is called on the calling thread.
  *
  * Errors (nothing read, out untouched): NULL ctx, image, kernel or out; bad dtype, mode, boundary; zero sizes;
  * row_stride < width; out overlapping image or kernel; a budget smaller than one band of one output row with its
