@@ -53,6 +53,13 @@ typedef struct gpuws__backend {
     gpuws_status (*event_record)(gpuws_event *e, gpuws_stream *s);
     gpuws_status (*event_synchronize)(gpuws_event *e);
     gpuws_status (*event_elapsed_ms)(gpuws_event *start, gpuws_event *end, double *ms);
+    /* (optional) Work enqueued on s after this call waits until the event's last recorded point has been reached;
+     * the host does not wait. NULL: core waits for the event on the host instead (the CPU backend, whose streams run
+     * work as it is submitted). */
+    gpuws_status (*stream_wait_event)(gpuws_stream *s, gpuws_event *e);
+    /* (optional) Bytes of device memory free now. NULL: not known (core then assumes three quarters of
+     * info.global_mem_bytes). */
+    gpuws_status (*mem_free)(gpuws_context *ctx, uint64_t *bytes);
 
     /* (optional) Finds/builds kernel k->name with k->options; fills k->impl, k->sig, k->info.
      * Returns GPUWS_ERR_KERNEL_NOT_FOUND when no built-in kernel has that name. */

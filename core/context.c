@@ -581,6 +581,20 @@ gpuws_status gpuws_event_synchronize(gpuws_event *e)
     return e->ctx->backend->event_synchronize(e);
 }
 
+gpuws_status gpuws__stream_wait_event(gpuws_stream *s, gpuws_event *e)
+{
+    if (!e->recorded) return gpuws__error(GPUWS_ERR_INTERNAL, "waiting for an event that was never recorded");
+    const gpuws__backend *b = e->ctx->backend;
+    return b->stream_wait_event ? b->stream_wait_event(s, e) : b->event_synchronize(e);
+}
+
+uint64_t gpuws__device_free_bytes(gpuws_context *ctx)
+{
+    uint64_t bytes = 0;
+    if (ctx->backend->mem_free && ctx->backend->mem_free(ctx, &bytes) == GPUWS_OK) return bytes;
+    return ctx->info.global_mem_bytes / 4 * 3;
+}
+
 gpuws_status gpuws_event_elapsed_ms(gpuws_event *a, gpuws_event *b, double *ms)
 {
     gpuws_status st;

@@ -60,6 +60,13 @@ void gpuws__stream_zeroed_dirty(gpuws_stream *s);
  * key: `bytes` zeroed on first use; every request of a key must ask for the same size (else GPUWS_ERR_INTERNAL).
  * Freed with the stream. A stream is used by one thread at a time, so it needs no lock. */
 gpuws_status gpuws__stream_memo(gpuws_stream *s, const gpuws__stream_key *key, size_t bytes, void **out);
+/* Makes work enqueued on s after this call wait for the event e (recorded, same context) without blocking the host:
+ * how pipelines order uploads, kernels and downloads on separate streams. Backends without a device-side wait block
+ * the host on the event instead (same order, no overlap). */
+gpuws_status gpuws__stream_wait_event(gpuws_stream *s, gpuws_event *e);
+/* Device memory free now in bytes: the driver's own count where it has one (CUDA), else three quarters of the
+ * device's global memory (OpenCL has no query; the CPU backend's memory is the host's). */
+uint64_t gpuws__device_free_bytes(gpuws_context *ctx);
 /* Reads n bytes into host memory once all the work enqueued on s before it has finished: what
  * gpuws_buffer_read_async followed by gpuws_stream_synchronize does, as one blocking read (on NVIDIA's OpenCL a
  * blocking read returns sooner than a non-blocking read + clFinish). Reads of up to

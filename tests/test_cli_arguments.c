@@ -4,7 +4,7 @@
  * error: exit 2, a message that names the option or operand and what it needs, nothing run, nothing written.
  *
  * Two tables:
- *   count_cases / real_cases — tool_parse_count and tool_parse_real themselves;
+ *   count_cases / bytes_cases / real_cases — tool_parse_count, tool_parse_bytes and tool_parse_real themselves;
  *   cli_cases                — the built gpuws binary (GPUWS_CLI), run in a fresh directory holding img.fits and
  *                              k.fits; after each row the directory must hold exactly those two files. */
 #include "support.h"
@@ -68,20 +68,65 @@ ParameterizedTestParameters(cli_arguments, parse_count)
     return cr_make_param_array(int, idx, N_COUNT);
 }
 
-ParameterizedTest(int *i, cli_arguments, parse_count)
+#define UNWRITTEN 0xABABABABABABABABULL
+
+/* A parser's answer for a row: refused with the output untouched, or accepted with the value. */
+static void expect_parsed(const count_case *c, int rc, uint64_t got)
 {
-    const count_case *c = &count_cases[*i];
-    uint64_t got = 0xABABABABABABABABULL;
-    const int rc = tool_parse_count(c->text, c->max, &got);
     if (!c->ok) {
         cr_assert_eq(rc, -1, "'%s' (max %llu) was accepted as %llu", c->text, (unsigned long long)c->max,
                      (unsigned long long)got);
-        cr_assert_eq(got, 0xABABABABABABABABULL, "'%s': a refused value wrote the output", c->text);
+        cr_assert_eq(got, UNWRITTEN, "'%s': a refused value wrote the output", c->text);
         return;
     }
     cr_assert_eq(rc, 0, "'%s' (max %llu) was refused", c->text, (unsigned long long)c->max);
     cr_assert_eq(got, c->value, "'%s': %llu, wanted %llu", c->text, (unsigned long long)got,
                  (unsigned long long)c->value);
+}
+
+ParameterizedTest(int *i, cli_arguments, parse_count)
+{
+    const count_case *c = &count_cases[*i];
+    uint64_t got = UNWRITTEN;
+    const int rc = tool_parse_count(c->text, c->max, &got);
+    expect_parsed(c, rc, got);
+}
+
+/* tool_parse_bytes: a count as above, optionally followed by K, M, G or T (powers of 1024). */
+static const count_case bytes_cases[] = {
+    { "0", UINT64_MAX, 1, 0 },
+    { "4096", UINT64_MAX, 1, 4096 },
+    { "4K", UINT64_MAX, 1, 4096 },
+    { "512M", UINT64_MAX, 1, (uint64_t)512 << 20 },
+    { "2G", UINT64_MAX, 1, (uint64_t)2 << 30 },
+    { "3T", UINT64_MAX, 1, (uint64_t)3 << 40 },
+    { "2^20K", UINT64_MAX, 1, (uint64_t)1 << 30 },
+    { "17179869183G", UINT64_MAX, 1, UINT64_MAX >> 30 << 30 }, /* 2^64 - 2^30 */
+    { "17179869184G", UINT64_MAX, 0, 0 },                      /* 2^64 */
+    { "K", UINT64_MAX, 0, 0 },
+    { "1.5G", UINT64_MAX, 0, 0 },
+    { "12Q", UINT64_MAX, 0, 0 },
+    { "5m", UINT64_MAX, 0, 0 },
+    { "5 M", UINT64_MAX, 0, 0 },
+    { "5MB", UINT64_MAX, 0, 0 },
+    { "-1M", UINT64_MAX, 0, 0 },
+    { "", UINT64_MAX, 0, 0 },
+};
+#define N_BYTES (sizeof bytes_cases / sizeof bytes_cases[0])
+
+ParameterizedTestParameters(cli_arguments, parse_bytes)
+{
+    static int idx[N_BYTES];
+    for (size_t i = 0; i < N_BYTES; i++) idx[i] = (int)i;
+    return cr_make_param_array(int, idx, N_BYTES);
+}
+
+ParameterizedTest(int *i, cli_arguments, parse_bytes)
+{
+    const count_case *c = &bytes_cases[*i];
+    uint64_t got = UNWRITTEN;
+    const int rc = tool_parse_bytes(c->text, &got);
+    expect_parsed(c, rc, got);
 }
 
 typedef struct {
@@ -235,6 +280,26 @@ static const cli_case cli_cases[] = {
       { "convolve", "--demo", "--size", "16", "--repeat", "1e30" },
       2,
       "--repeat needs a count from 1 to 1000000, not '1e30'" },
+    { "convolve_max_device_memory_with_an_unknown_unit",
+      { "convolve", "img.fits", "k.fits", "-o", "out.fits", "--max-device-memory", "12Q" },
+      2,
+      "--max-device-memory needs a size in bytes (512M, 2G, 1048576), not '12Q'" },
+    { "convolve_max_device_memory_past_2_to_the_64",
+      { "convolve", "img.fits", "k.fits", "-o", "out.fits", "--max-device-memory", "17179869184G" },
+      2,
+      "--max-device-memory needs a size in bytes" },
+    { "convolve_max_device_memory_twice",
+      { "convolve", "img.fits", "k.fits", "-o", "out.fits", "--max-device-memory", "1G", "--max-device-memory", "2G" },
+      2,
+      "--max-device-memory given twice" },
+    { "convolve_max_device_memory_with_the_demo",
+      { "convolve", "--demo", "--size", "16", "--repeat", "1", "--max-device-memory", "1G" },
+      2,
+      "--max-device-memory applies to files only" },
+    { "convolve_max_device_memory_with_separable",
+      { "convolve", "img.fits", "k.fits", "-o", "out.fits", "--separable", "--max-device-memory", "1G" },
+      2,
+      "--max-device-memory does not apply to --separable" },
     /* sources */
     { "sources_size_with_an_image", { "sources", "img.fits", "--size", "64" }, 2, "--size applies to --demo only" },
     { "sources_seed_with_an_image", { "sources", "img.fits", "--seed", "3" }, 2, "--seed applies to --demo only" },

@@ -271,6 +271,65 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
     remove_tmp();
 }
 
+/* --max-device-memory: a budget too small for the 23 x 31 image streams it in bands (8 of 3 output rows at 4K, f32,
+ * mode same, 5 x 4 kernel: three slots of 3 + 4 input and 3 output rows of 31, plus the kernel, fit 4096 bytes), and
+ * OUT.fits is byte for byte what the in-core run writes. A budget below one band exits 1 and writes nothing; a size
+ * that is not one, or the option with --separable, is a usage error. */
+static void max_device_memory_streams(gpuws_backend_kind kind)
+{
+    gpuws_context_destroy(test_open(kind));
+    enum { H = 23, W = 31, KH = 5, KW = 4 };
+    float image[H * W], kernel[KH * KW];
+    double d[H * W];
+    test_fill_uniform_f64(d, H * W, test_seed(false), -1, 1);
+    for (int i = 0; i < H * W; i++) image[i] = (float)d[i];
+    for (int i = 0; i < KH * KW; i++) kernel[i] = (float)d[i * 3];
+    image[5 * W + 7] = NAN;
+    char err[512], in[512], ker[512], whole[512], banded[512], args[2048];
+    snprintf(in, sizeof in, "%s", tmp_path("in.fits"));
+    snprintf(ker, sizeof ker, "%s", tmp_path("kernel.fits"));
+    snprintf(whole, sizeof whole, "%s", tmp_path("whole.fits"));
+    snprintf(banded, sizeof banded, "%s", tmp_path("banded.fits"));
+    const char *log = tmp_path("log.txt"), *log_err = tmp_path("log.txt.err");
+    cr_assert_eq(fits_write_image(in, FITS_F32, image, W, H, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(fits_write_image(ker, FITS_F32, kernel, KW, KH, err, sizeof err), 0, "%s", err);
+    const char *backend = test_backend_name(kind);
+    snprintf(args, sizeof args, "'%s' '%s' -o '%s' --mode same --boundary symm", in, ker, whole);
+    cr_assert_eq(run_cli(backend, args, log), 0, "the in-core run failed");
+    snprintf(args, sizeof args, "'%s' '%s' -o '%s' --mode same --boundary symm --max-device-memory 4K", in, ker,
+             banded);
+    cr_assert_eq(run_cli(backend, args, log), 0, "the streamed run failed");
+    char *text = test_read_file(log_err);
+    cr_assert(strstr(text, "streaming through the device in 8 bands of up to 3 of 23 output rows"), "%s", text);
+    free(text);
+    fits_image a, b;
+    cr_assert_eq(fits_read_image(whole, -1, &a, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(fits_read_image(banded, -1, &b, err, sizeof err), 0, "%s", err);
+    cr_assert(a.width == b.width && a.height == b.height && a.bitpix == b.bitpix);
+    cr_assert(memcmp(a.data, b.data, a.width * a.height * sizeof(float)) == 0,
+              "%s: the streamed output differs from the in-core one", backend);
+    fits_image_free(&a);
+    fits_image_free(&b);
+
+    const char *never = tmp_path("never.fits");
+    snprintf(args, sizeof args, "'%s' '%s' -o '%s' --max-device-memory 100", in, ker, never);
+    cr_assert_eq(run_cli(backend, args, log), 1, "a budget below one band is an error (exit 1)");
+    text = test_read_file(log_err);
+    cr_assert(strstr(text, "a device budget of 100 bytes is too small") && strstr(text, "need at least"), "%s", text);
+    free(text);
+    snprintf(args, sizeof args, "'%s' '%s' -o '%s' --max-device-memory 12Q", in, ker, never);
+    cr_assert_eq(run_cli(backend, args, log), 2, "a size that is not one is a usage error (exit 2)");
+    snprintf(args, sizeof args, "'%s' '%s' -o '%s' --separable --max-device-memory 1G", in, ker, never);
+    cr_assert_eq(run_cli(backend, args, log), 2, "--max-device-memory with --separable is a usage error (exit 2)");
+    cr_assert(!exists(never), "a refused run left %s behind", never);
+    remove_tmp();
+}
+
+BACKEND_TEST(cli_convolve, max_device_memory_streams_and_writes_the_in_core_result)
+{
+    max_device_memory_streams(*kind);
+}
+
 Test(cli_convolve, bad_input_exits_nonzero_and_writes_nothing)
 {
     char err[512];

@@ -129,6 +129,21 @@ static gpuws_status call_convolve2d(fixture *f, const void *o)
     return gpuws_convolve2d(NULL, GPUWS_F32, f->data, SIDE, SIDE, 0, f->kernel, 3, 3, o, f->out);
 }
 
+static void init_convolve2d_host(void *o)
+{
+    *(gpuws_convolve2d_host_options *)o = (gpuws_convolve2d_host_options)GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    ((gpuws_convolve2d_host_options *)o)->mode = GPUWS_CONVOLVE_SAME;
+}
+static gpuws_status call_convolve2d_host(fixture *f, const void *o)
+{
+    static const float k[9] = { 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+    memset(f->host_out, 0xAB, sizeof f->host_out);
+    gpuws_status st = gpuws_convolve2d_host(f->ctx, GPUWS_F32, f->host, SIDE, SIDE, 0, k, 3, 3, o, f->host_out);
+    for (size_t i = 0; st && i < sizeof f->host_out; i++)
+        cr_assert_eq(((unsigned char *)f->host_out)[i], 0xAB, "a refused call wrote out");
+    return st;
+}
+
 static void init_sigma_clip(void *o)
 {
     *(gpuws_sigma_clip_options *)o = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
@@ -186,6 +201,8 @@ static const options_row rows[] = {
     { "gpuws_context_options", sizeof(gpuws_context_options), init_context, call_context },
     { "gpuws_program_options", sizeof(gpuws_program_options), init_program, call_program },
     { "gpuws_convolve2d_options", sizeof(gpuws_convolve2d_options), init_convolve2d, call_convolve2d },
+    { "gpuws_convolve2d_host_options", sizeof(gpuws_convolve2d_host_options), init_convolve2d_host,
+      call_convolve2d_host },
     { "gpuws_sigma_clip_options", sizeof(gpuws_sigma_clip_options), init_sigma_clip, call_sigma_clip },
     { "gpuws_sources_options", sizeof(gpuws_sources_options), init_sources, call_sources },
     { "gpuws_pipeline_options", sizeof(gpuws_pipeline_options), init_pipeline, call_pipeline },

@@ -21,7 +21,7 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: gpuws convolve IN.fits KERNEL.fits -o OUT.fits [--mode full|same|valid] [--boundary fill|wrap|symm]\n"
-        "                      [--fill V] [--dtype f32|f64] [--separable]\n"
+        "                      [--fill V] [--dtype f32|f64] [--separable | --max-device-memory SIZE]\n"
         "       gpuws convolve --demo [--dtype f32|f64] [--size N] [--repeat N]\n"
         "  Convolves the first 2-D image of IN.fits with that of KERNEL.fits exactly as\n"
         "  scipy.signal.convolve2d(in, kernel, mode, boundary, fillvalue) does (defaults: full, fill, 0) and writes\n"
@@ -34,6 +34,10 @@ static void usage(FILE *f)
         "  (kh + kw products per output instead of kh * kw; rounding differs from the 2-D sum, see\n"
         "  gpuws_convolve2d_separable). If some |K[j][k] - col[j] * row[k]| exceeds 1e-6 * max |K|, or K holds NaN\n"
         "  or Inf, it exits 1 and writes nothing. An all-zero kernel is accepted (col = row = 0).\n"
+        "  The image streams through the device in bands of rows (halos of kernel-height - 1 rows; results\n"
+        "  bit-identical to one in-core convolution) when the image, output and kernel do not fit the device's\n"
+        "  free memory, or --max-device-memory SIZE (bytes, or with K, M, G or T: 512M; 0 = the free memory),\n"
+        "  with a line per band on stderr once a run takes more than a second (not with --separable).\n"
         "  --demo runs the workshop's exercise: deltas (ones at [8::16, 8::16]) of N x N (default 2048) convolved\n"
         "  with the 15 x 15 Gaussian, and np.convolve of the flattened deltas with its diagonal, timed on the\n"
         "  device (median of --repeat runs, default 20) next to one run of the scalar reference on one CPU core;\n"
@@ -62,6 +66,7 @@ typedef struct {
     bool demo, separable;
     size_t demo_size;
     int repeat;
+    uint64_t max_device_bytes; /* --max-device-memory; 0 = the device's free memory */
     output_files *outputs; /* OUT.fits, planned before any work */
 } args;
 
@@ -131,6 +136,57 @@ static int write_output(const args *a, gpuws_dtype dt, const void *out, size_t o
     return 0;
 }
 
+/* n doubles as dtype (malloc'd; NULL when out of memory) */
+static void *host_dtype(const double *x, size_t n, gpuws_dtype dt)
+{
+    void *h = malloc(n * gpuws_dtype_size(dt));
+    for (size_t i = 0; h && i < n; i++) {
+        if (dt == GPUWS_F32) ((float *)h)[i] = (float)x[i];
+        else ((double *)h)[i] = x[i];
+    }
+    return h;
+}
+
+typedef struct {
+    double t0;
+    bool shown;
+} band_progress;
+
+/* A line per band once the run has taken more than a second (short runs stay quiet). */
+static void on_band(void *user, size_t band, size_t bands, size_t rows_done, size_t out_rows)
+{
+    band_progress *p = user;
+    if (!p->shown && now_ms() - p->t0 < 1000.0) return;
+    p->shown = true;
+    fprintf(stderr, "gpuws convolve: band %zu of %zu done (%zu of %zu output rows)\n", band + 1, bands, rows_done,
+            out_rows);
+}
+
+/* The 2-D convolution through gpuws_convolve2d_host: in-core when it fits the budget, else in bands. */
+static gpuws_status convolve_streamed(const args *a, gpuws_context *ctx, gpuws_dtype dt, const fits_image *img,
+                                      const fits_image *ker, size_t oh, void *out)
+{
+    gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    o.mode = a->opt.mode, o.boundary = a->opt.boundary, o.fill_value = a->opt.fill_value;
+    o.max_device_bytes = a->max_device_bytes;
+    band_progress progress = { now_ms(), false };
+    o.progress = on_band, o.progress_user = &progress;
+    size_t rows = 0, bands = 0;
+    gpuws_status st =
+        gpuws_convolve2d_host_bands(ctx, dt, img->height, img->width, ker->height, ker->width, &o, &rows, &bands);
+    if (st) return st;
+    if (bands > 1)
+        fprintf(stderr, "gpuws convolve: streaming through the device in %zu bands of up to %zu of %zu output rows\n",
+                bands, rows, oh);
+    void *hi = host_dtype(img->data, img->width * img->height, dt),
+         *hk = host_dtype(ker->data, ker->width * ker->height, dt);
+    st = hi && hk ? gpuws_convolve2d_host(ctx, dt, hi, img->height, img->width, 0, hk, ker->height, ker->width, &o, out)
+                  : GPUWS_ERR_OUT_OF_MEMORY;
+    free(hi);
+    free(hk);
+    return st;
+}
+
 static int convolve_files(const args *a)
 {
     char err[512];
@@ -191,6 +247,15 @@ static int convolve_files(const args *a)
     const size_t es = gpuws_dtype_size(dt);
     out = malloc(oh * ow * es);
     if (!out) st = GPUWS_ERR_OUT_OF_MEMORY;
+    if (!a->separable) {
+        if (!st) st = convolve_streamed(a, ctx, dt, &img, &ker, oh, out);
+        if (st) {
+            rc = tool_fail("convolve", st);
+            goto done;
+        }
+        rc = write_output(a, dt, out, ow, oh);
+        goto done;
+    }
     if (!st && !(st = upload(ctx, img.data, img.width * img.height, dt, &bi)) &&
         !(st = gpuws_buffer_create(ctx, oh * ow * es, &bo))) {
         if (a->separable) {
@@ -477,9 +542,10 @@ static int bad_value(void)
 
 static int cmd_convolve(int argc, char **argv)
 {
-    args a = { NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20, NULL };
+    args a = { NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20, 0, NULL };
     tool_args t = TOOL_ARGS_INIT("convolve");
     const char *demo_only = NULL, *files_only = NULL; /* the first option given that only the demo, only files take */
+    bool max_given = false;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const char *name = !strcmp(o, "-o") ? "--output" : o;
@@ -511,6 +577,10 @@ static int cmd_convolve(int argc, char **argv)
         } else if (!strcmp(o, "--fill")) {
             if (tool_real(&t, o, v, true, &a.opt.fill_value)) return bad_value();
             i++, files_only = files_only ? files_only : o;
+        } else if (!strcmp(o, "--max-device-memory")) {
+            if (!v || tool_parse_bytes(v, &a.max_device_bytes))
+                return bad("--max-device-memory needs a size in bytes (512M, 2G, 1048576), not '%s'", v ? v : "");
+            max_given = true, i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--dtype")) {
             if (!v || (strcmp(v, "f32") && strcmp(v, "f64"))) return bad("--dtype must be f32 or f64");
             a.dtype = !strcmp(v, "f32") ? GPUWS_F32 : GPUWS_F64;
@@ -543,6 +613,8 @@ static int cmd_convolve(int argc, char **argv)
         return run_demo(&a);
     }
     if (demo_only) return bad("%s applies to --demo only", demo_only);
+    if (a.separable && max_given)
+        return bad("--max-device-memory does not apply to --separable (the separable path runs in-core)");
     if (!a.in || !a.kernel || !a.out) return bad("needs IN.fits, KERNEL.fits and -o OUT.fits");
     /* OUT.fits first: a destination that cannot be written, or that is an input, fails before any work */
     const char *in[2] = { a.in, a.kernel }, *opt = "-o";

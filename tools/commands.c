@@ -101,6 +101,23 @@ int tool_parse_count(const char *s, uint64_t max, uint64_t *out)
     return 0;
 }
 
+int tool_parse_bytes(const char *s, uint64_t *out)
+{
+    static const char units[] = "KMGT";
+    if (!s || !*s) return -1;
+    const size_t n = strlen(s);
+    const char *u = strchr(units, s[n - 1]);
+    unsigned shift = u && s[n - 1] ? 10u * (unsigned)(u - units + 1) : 0;
+    char digits_part[64];
+    if (n - (shift ? 1 : 0) >= sizeof digits_part) return -1;
+    memcpy(digits_part, s, n - (shift ? 1 : 0));
+    digits_part[n - (shift ? 1 : 0)] = 0;
+    uint64_t v;
+    if (tool_parse_count(digits_part, UINT64_MAX >> shift, &v)) return -1;
+    *out = v << shift;
+    return 0;
+}
+
 int tool_parse_real(const char *s, double *out)
 {
     if (!s || !real_form(s)) return -1;

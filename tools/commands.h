@@ -32,6 +32,9 @@ void tool_bad_argument(const char *cmd, int argc, char **argv, int i);
  * exact in double (below 2^53). The value is the whole string: no sign, no spaces around it (" 5" and "5 " are both
  * refused), no hex. 0 on success, -1 otherwise (out untouched). */
 int tool_parse_count(const char *s, uint64_t max, uint64_t *out);
+/* A size in bytes: a whole number as tool_parse_count reads it, optionally followed by K, M, G or T (KiB, MiB, GiB,
+ * TiB: powers of 1024), at most 2^64 - 1 bytes. 0 on success, -1 otherwise (out untouched). */
+int tool_parse_bytes(const char *s, uint64_t *out);
 /* A finite decimal number: [+-]digits[.digits][e[+-]digits] (or .digits), the whole string, no spaces, hex, inf or
  * nan, not past the range of double. 0 on success, -1 otherwise (out untouched). */
 int tool_parse_real(const char *s, double *out);

@@ -291,6 +291,22 @@ static gpuws_status cuda_event_record(gpuws_event *e, gpuws_stream *s)
     return GPUWS_OK;
 }
 
+static gpuws_status cuda_stream_wait_event(gpuws_stream *s, gpuws_event *e)
+{
+    SET_DEVICE(s->ctx);
+    CHECK_CU(cudaStreamWaitEvent(STREAM(s), (cudaEvent_t)e->impl, 0), "cudaStreamWaitEvent");
+    return GPUWS_OK;
+}
+
+static gpuws_status cuda_mem_free(gpuws_context *ctx, uint64_t *bytes)
+{
+    SET_DEVICE(ctx);
+    size_t free_bytes = 0, total = 0;
+    CHECK_CU(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
+    *bytes = free_bytes;
+    return GPUWS_OK;
+}
+
 static gpuws_status cuda_event_synchronize(gpuws_event *e)
 {
     SET_DEVICE(e->ctx);
@@ -426,6 +442,8 @@ const gpuws__backend gpuws__backend_cuda = {
     .event_record = cuda_event_record,
     .event_synchronize = cuda_event_synchronize,
     .event_elapsed_ms = cuda_event_elapsed,
+    .stream_wait_event = cuda_stream_wait_event,
+    .mem_free = cuda_mem_free,
     .kernel_create = cuda_kernel_create,
     .kernel_destroy = cuda_kernel_destroy,
     .launch = cuda_launch,

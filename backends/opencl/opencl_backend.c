@@ -610,6 +610,15 @@ static gpuws_status ocl_event_synchronize(gpuws_event *e)
     return GPUWS_OK;
 }
 
+/* A marker that waits for the event: later commands of the in-order queue start after it. */
+static gpuws_status ocl_stream_wait_event(gpuws_stream *s, gpuws_event *e)
+{
+    ocl_event *oe = e->impl;
+    CHECK_CL(ocl.clEnqueueMarkerWithWaitList(Q(s), 1, &oe->ev, NULL),
+             "clEnqueueMarkerWithWaitList (waiting for an event)");
+    return GPUWS_OK;
+}
+
 static gpuws_status ocl_event_elapsed(gpuws_event *a, gpuws_event *b, double *ms)
 {
     ocl_event *x = a->impl, *y = b->impl;
@@ -1098,6 +1107,7 @@ const gpuws__backend gpuws__backend_opencl = {
     .event_record = ocl_event_record,
     .event_synchronize = ocl_event_synchronize,
     .event_elapsed_ms = ocl_event_elapsed,
+    .stream_wait_event = ocl_stream_wait_event,
     .kernel_create = ocl_kernel_create,
     .kernel_destroy = ocl_kernel_destroy,
     .launch = ocl_launch,

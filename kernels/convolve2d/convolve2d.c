@@ -520,10 +520,30 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
         (st = gpuws__check_array(ctx, out, "out", out_elems, es)) || (st = gpuws__check_dtype(ctx, dt, "convolve2d")))
         return st;
 
+    return gpuws__convolve2d_launch(s, dt, &g, &g, image, kernel, out);
+}
+
+/* A plan made for the geometry gp, for the rows of g: the same tile shape and kernel blocks, the blocks (and the
+ * fixed kernel's whole tiles; no thin ones) counted for g's output. */
+static void plan_for_rows(const gpuws__conv2d_geometry *g, tiled_plan *p)
+{
+    const uint64_t tiles_x = (g->ow + (size_t)p->tw - 1) / (size_t)p->tw,
+                   tiles_y = (g->oh + (size_t)p->th - 1) / (size_t)p->th;
+    p->blocks = p->main_blocks = tiles_x * tiles_y;
+    p->split = (int)(tiles_y * (uint64_t)p->th);
+}
+
+gpuws_status gpuws__convolve2d_launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *gp,
+                                      const gpuws__conv2d_geometry *g, const gpuws_buffer *image,
+                                      const gpuws_buffer *kernel, gpuws_buffer *out)
+{
+    gpuws_context *ctx = s->ctx;
+    gpuws_status st;
+    const bool same = gp == g;
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         if (dt == GPUWS_F32)
-            gpuws_convolve2d_ref_f32(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
-        else gpuws_convolve2d_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g.oh);
+            gpuws_convolve2d_ref_f32(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g->oh);
+        else gpuws_convolve2d_ref_f64(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g->oh);
         return GPUWS_OK;
     }
     const gpuws__tuning *kn = &ctx->tuning;
@@ -533,19 +553,20 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     if (kn->convolve_path != GPUWS__PATH_AUTO) tiled = kn->convolve_path == GPUWS__PATH_TILED;
     tiled_plan p;
     uint32_t max_block = 0;
-    if (tiled && g.kw <= FIXED_MAX_KW) {
+    if (tiled && g->kw <= FIXED_MAX_KW) {
         /* the fixed-width kernel when the whole kernel fits a tile's budget */
         fixed_kernel f;
         bool found;
-        if ((st = plan_fixed(s, dt, &g, kn, &f, &p, &found))) return st;
+        if ((st = plan_fixed(s, dt, gp, kn, &f, &p, &found))) return st;
         if (found) {
+            if (!same) plan_for_rows(g, &p);
             gpuws__log(GPUWS__LOG_DEBUG,
                        "convolve2d %s: fixed kw %zu, %d x %d warps, tiles %d x %d, pitch %d, %zu bytes "
                        "local, %llu blocks (%llu whole tiles for rows < %d, then %d-row tiles)",
-                       gpuws_dtype_name(dt), g.kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes,
+                       gpuws_dtype_name(dt), g->kw, p.wx, p.wy, p.th, p.tw, p.pitch, p.local_bytes,
                        (unsigned long long)p.blocks, (unsigned long long)p.main_blocks, p.split, p.th_sub);
-            if (use_persistent(ctx, dt, &p, kn)) return launch_persistent(s, &g, &p, kn, image, kernel, out);
-            return launch_tiled(s, dt, &g, &p, &f, kn, image, kernel, out);
+            if (use_persistent(ctx, dt, &p, kn)) return launch_persistent(s, g, &p, kn, image, kernel, out);
+            return launch_tiled(s, dt, g, &p, &f, kn, image, kernel, out);
         }
     }
     if (tiled) { /* the kernel's own limit (register use) as well as the device's */
@@ -554,14 +575,15 @@ gpuws_status gpuws_convolve2d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
                                       conv_options(kn), 1024, &k, &max_block)))
             return st;
     }
-    if (tiled && plan_tiled(ctx, &g, dt == GPUWS_F32 ? &shape_f32 : &shape_f64, dt, max_block, 0, kn, &p)) {
+    if (tiled && plan_tiled(ctx, gp, dt == GPUWS_F32 ? &shape_f32 : &shape_f64, dt, max_block, 0, kn, &p)) {
+        if (!same) plan_for_rows(g, &p);
         gpuws__log(GPUWS__LOG_DEBUG,
                    "convolve2d %s: tiled, %d x %d warps, tiles %d x %d, kernel blocks %d x %d, "
                    "pitch %d, %zu bytes local, %llu blocks",
                    gpuws_dtype_name(dt), p.wx, p.wy, p.th, p.tw, p.kbh, p.kbw, p.pitch, p.local_bytes,
                    (unsigned long long)p.blocks);
-        return launch_tiled(s, dt, &g, &p, NULL, kn, image, kernel, out);
+        return launch_tiled(s, dt, g, &p, NULL, kn, image, kernel, out);
     }
     gpuws__log(GPUWS__LOG_DEBUG, "convolve2d %s: direct", gpuws_dtype_name(dt));
-    return launch_direct(s, dt, &g, kn, image, kernel, out);
+    return launch_direct(s, dt, g, kn, image, kernel, out);
 }

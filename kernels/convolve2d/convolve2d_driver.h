@@ -14,4 +14,13 @@ gpuws_status gpuws__conv2d_arguments(const char *fn, gpuws_stream **s, gpuws__st
                                      size_t kh, size_t kw, const gpuws_convolve2d_options *options, gpuws_context **ctx,
                                      gpuws__conv2d_geometry *g, size_t *image_elems, size_t *out_elems);
 
+/* One convolution's launch after its arguments were checked: the geometry g's output from the image and kernel
+ * buffers, planned (tile shape, kernel blocks, kernel family) as for the geometry gp. gpuws_convolve2d passes g for
+ * both; gpuws_convolve2d_host passes the whole image's geometry as gp and a band's as g, so every band sums each
+ * output's products in the order the whole image's launch would (bit-identical results). gp and g differ only in
+ * h, oh and om. */
+gpuws_status gpuws__convolve2d_launch(gpuws_stream *s, gpuws_dtype dtype, const gpuws__conv2d_geometry *gp,
+                                      const gpuws__conv2d_geometry *g, const gpuws_buffer *image,
+                                      const gpuws_buffer *kernel, gpuws_buffer *out);
+
 #endif

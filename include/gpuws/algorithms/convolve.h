@@ -106,6 +106,59 @@ GPUWS_API gpuws_status gpuws_convolve2d_separable(gpuws_stream *stream, gpuws_dt
                                                   size_t kw, const gpuws_convolve2d_options *options,
                                                   gpuws_buffer *out);
 
+/* Progress of gpuws_convolve2d_host: called on the calling thread once band `band` (0-based, in order) of `bands`
+ * is complete in out, with rows_done of the out_rows output rows written so far. */
+typedef void (*gpuws_convolve2d_progress)(void *user, size_t band, size_t bands, size_t rows_done, size_t out_rows);
+
+typedef struct gpuws_convolve2d_host_options {
+    size_t struct_size;                 /* sizeof(gpuws_convolve2d_host_options) */
+    gpuws_convolve_mode mode;           /* as gpuws_convolve2d_options: default GPUWS_CONVOLVE_FULL */
+    gpuws_convolve_boundary boundary;   /* default GPUWS_BOUNDARY_FILL */
+    double fill_value;                  /* default 0 */
+    uint64_t max_device_bytes;          /* device memory the call may use; 0 = what the device has free */
+    gpuws_convolve2d_progress progress; /* NULL = none */
+    void *progress_user;                /* progress's first argument */
+} gpuws_convolve2d_host_options;
+#define GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT                                                                             \
+    {                                                                                                                  \
+        sizeof(gpuws_convolve2d_host_options), GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0, 0, NULL, NULL            \
+    }
+
+/* How gpuws_convolve2d_host would split this convolution: *band_rows output rows per band (the last band may have
+ * fewer) in *bands bands; 1 band when the whole image, output and kernel fit the budget (in-core). Errors as for
+ * gpuws_convolve2d_host (no image is read; a NULL result pointer is GPUWS_ERR_INVALID_ARGUMENT). */
+GPUWS_API gpuws_status gpuws_convolve2d_host_bands(gpuws_context *ctx, gpuws_dtype dtype, size_t height, size_t width,
+                                                   size_t kh, size_t kw, const gpuws_convolve2d_host_options *options,
+                                                   size_t *band_rows, size_t *bands);
+
+/* gpuws_convolve2d from host memory to host memory, for images of any size (out-of-core; docs/scale.md). Blocks
+ * until out is complete. image: height rows of width elements of dtype (GPUWS_F32 or GPUWS_F64), row r at element
+ * r * row_stride (0 = width); kernel: kh x kw contiguous; out: the output shape of gpuws_convolve2d_output_shape,
+ * contiguous. Any host memory (pinned or not): rows are staged through pinned buffers of the call's own.
+ *
+ * When the image, the output and the kernel fit options->max_device_bytes (0: fifteen sixteenths of the device's free
+ * memory, as the CUDA driver counts it; of three quarters of the device's memory where the driver has no count:
+ * OpenCL, CPU), the call is
+ * one in-core gpuws_convolve2d. Otherwise the output is computed in bands of whole output rows: each band's input
+ * rows (its own rows plus kh - 1 halo rows, fewer at the image's edges with boundary FILL; wrapped or mirrored rows
+ * copied in for WRAP and SYMM) go through one of three slots (pinned staging, device input, device output, pinned
+ * staging) on three streams, so that the upload of one band, the convolution of the previous one and the download
+ * of the one before overlap. Every band is planned as the whole image's launch would be, so out is bit-identical
+ * to gpuws_convolve2d's for any banding, on every backend. A kernel taller than a band is handled (the halo is
+ * always kh - 1 rows). The CPU backend goes through the same bands (its "device" memory is host memory). The host's
+ * copies into and out of staging use up to four threads (the calling thread and threads started for the copy) for
+ * bands of a MiB or more; progress is called on the calling thread.
+ *
+ * Errors (nothing read, out untouched): NULL ctx, image, kernel or out; bad dtype, mode, boundary; zero sizes;
+ * row_stride < width; out overlapping image or kernel; a budget smaller than one band of one output row with its
+ * halo rows in one slot, plus the kernel → GPUWS_ERR_INVALID_ARGUMENT (the message gives the minimum in bytes).
+ * Element counts overflowing size_t → GPUWS_ERR_OVERFLOW; sizes past gpuws_convolve2d's limits and f64 on a device
+ * without it → GPUWS_ERR_UNSUPPORTED. A device error once bands run returns its status after every stream has
+ * stopped; out then holds the bands completed before it and the rest of out is unspecified. */
+GPUWS_API gpuws_status gpuws_convolve2d_host(gpuws_context *ctx, gpuws_dtype dtype, const void *image, size_t height,
+                                             size_t width, size_t row_stride, const void *kernel, size_t kh, size_t kw,
+                                             const gpuws_convolve2d_host_options *options, void *out);
+
 /* The length numpy.convolve gives for inputs of n and m elements: FULL n + m - 1, SAME max(n, m),
  * VALID max(n, m) - min(n, m) + 1. n == 0 or m == 0 (NumPy: ValueError) and an unknown mode are
  * GPUWS_ERR_INVALID_ARGUMENT. Returns a host value. */

@@ -1,0 +1,380 @@
+/* gpuws_convolve2d_host: the 2-D convolution from host memory to host memory, in row bands when the image does not
+ * fit the device budget (docs/scale.md).
+ *
+ * Band b holds output rows [m0, m1). Its outputs read the extended-image rows [m0 + om - (kh - 1), m1 + om). With
+ * boundary FILL (VALID is FILL too) the band's input is the image rows of that range (clipped to the image) and the
+ * band's own geometry puts the rows outside them where the whole image's rows outside the image are, so the kernels'
+ * own fill rule supplies them, exactly as in-core. With WRAP and SYMM the wrapped or mirrored rows are copied into
+ * the band (the host maps each row), so the band reads no row outside itself and only the columns follow the rule.
+ * Each band is launched with the whole image's plan (gpuws__convolve2d_launch), so every output is the same sum of
+ * the same products in the same order as in-core: bit-identical for any banding.
+ *
+ * Three slots, each a pinned input staging buffer, a device input, a device output and a pinned output staging
+ * buffer; band b uses slot b % 3. Three streams: uploads, convolutions, downloads, ordered by events: a band's
+ * convolution waits for its upload (and for the download of the slot's previous band, which read the same device
+ * output), its download for its convolution, and the next upload into a slot for the convolution that read it. The
+ * host stages a band's rows once the slot's previous upload is done and copies a band's output out once its download
+ * is done, while the device works on the other two slots. */
+#include "convolve2d_driver.h"
+
+#include "../../core/options.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define SLOTS 3
+
+typedef struct {
+    size_t es;                /* element size */
+    size_t rows, bands;       /* output rows per band, bands */
+    int slots;                /* slots used (1..SLOTS) */
+    size_t in_rows;           /* input rows a slot holds at most */
+    size_t src_stride;        /* the caller's row stride */
+    gpuws__conv2d_geometry g; /* the whole convolution, rows packed (stride = w) as the bands are on the device */
+    gpuws_convolve2d_host_options o;
+} band_plan;
+
+/* Input rows of a band of r output rows, at most. */
+static size_t band_in_rows(const gpuws__conv2d_geometry *g, size_t r)
+{
+    const size_t rows = r + g->kh - 1;
+    return g->boundary == GPUWS_BOUNDARY_FILL && rows > g->h ? g->h : rows;
+}
+
+/* Device bytes of `slots` slots of r output rows, plus the kernel; false when they overflow. */
+static bool slots_bytes(const gpuws__conv2d_geometry *g, size_t es, int slots, size_t r, uint64_t *bytes)
+{
+    const double b = ((double)band_in_rows(g, r) * (double)g->w + (double)r * (double)g->ow) * (double)es * slots +
+                     (double)g->kh * (double)g->kw * (double)es;
+    if (b >= 1.8e19) return false;
+    *bytes = (uint64_t)b;
+    return true;
+}
+
+/* The largest number of output rows per band whose slots fit the budget and the device's largest buffer, or 0. */
+static size_t fit_rows(const gpuws__conv2d_geometry *g, size_t es, int slots, uint64_t budget, uint64_t max_alloc)
+{
+    size_t lo = 0, hi = g->oh;
+    while (lo < hi) {
+        const size_t mid = hi - (hi - lo) / 2;
+        uint64_t b;
+        const bool fits =
+            slots_bytes(g, es, slots, mid, &b) && b <= budget &&
+            (!max_alloc || ((double)band_in_rows(g, mid) * (double)g->w * (double)es <= (double)max_alloc &&
+                            (double)mid * (double)g->ow * (double)es <= (double)max_alloc));
+        if (fits) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height, size_t width, size_t row_stride,
+                               size_t kh, size_t kw, const gpuws_convolve2d_host_options *options, band_plan *bp)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (dt != GPUWS_F32 && dt != GPUWS_F64)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_host: dtype %s is not f32 or f64",
+                            gpuws_dtype_name(dt));
+    bp->o = (gpuws_convolve2d_host_options)GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    if ((st = gpuws__options_read(options, &bp->o, sizeof bp->o, GPUWS__CONVOLVE2D_HOST_OPTIONS_BASE,
+                                  "convolve2d_host: options")))
+        return st;
+    const gpuws_convolve2d_host_options *o = &bp->o;
+    gpuws_convolve2d_options co = GPUWS_CONVOLVE2D_OPTIONS_INIT;
+    co.mode = o->mode, co.boundary = o->boundary, co.fill_value = o->fill_value;
+    gpuws__conv2d_geometry *g = &bp->g;
+    if ((st = gpuws__conv2d_geometry_init(height, width, row_stride, kh, kw, &co, g))) return st;
+    /* every byte count the call forms: the caller's image (strided), the packed image, the output, the kernel */
+    const size_t es = gpuws_dtype_size(dt);
+    size_t image, packed, out, kernel;
+    if (gpuws__mul_overflows(g->h - 1, g->stride, &image) || gpuws__add_overflows(image, g->w, &image) ||
+        gpuws__mul_overflows(image, es, &image) || gpuws__mul_overflows(g->h, g->w, &packed) ||
+        gpuws__mul_overflows(packed, es, &packed) || gpuws__mul_overflows(g->oh, g->ow, &out) ||
+        gpuws__mul_overflows(out, es, &out) || gpuws__mul_overflows(g->kh, g->kw, &kernel) ||
+        gpuws__mul_overflows(kernel, es, &kernel))
+        return gpuws__error(GPUWS_ERR_OVERFLOW,
+                            "convolve2d_host: image %zu x %zu (row stride %zu), kernel %zu x %zu: element counts "
+                            "overflow size_t",
+                            g->h, g->w, g->stride, g->kh, g->kw);
+    if ((st = gpuws__check_dtype(ctx, dt, "convolve2d_host"))) return st;
+    bp->src_stride = g->stride;
+    g->stride = g->w;
+    bp->es = es;
+    /* the default leaves a sixteenth of the free memory to the driver and the streams' own scratch */
+    const uint64_t free_bytes = o->max_device_bytes ? 0 : gpuws__device_free_bytes(ctx);
+    const uint64_t budget = o->max_device_bytes ? o->max_device_bytes : free_bytes - free_bytes / 16;
+    const uint64_t max_alloc = ctx->info.max_alloc_bytes;
+    /* in-core: the whole image (packed), the output and the kernel */
+    const double whole =
+        ((double)g->h * (double)g->w + (double)g->oh * (double)g->ow + (double)g->kh * (double)g->kw) * (double)bp->es;
+    if (whole <= (double)budget &&
+        (!max_alloc || ((double)g->h * (double)g->w * (double)bp->es <= (double)max_alloc &&
+                        (double)g->oh * (double)g->ow * (double)bp->es <= (double)max_alloc))) {
+        bp->rows = g->oh, bp->bands = 1, bp->slots = 1, bp->in_rows = g->h;
+        return GPUWS_OK;
+    }
+    for (int slots = SLOTS; slots >= 1; slots--) {
+        size_t rows = fit_rows(g, bp->es, slots, budget, max_alloc);
+        if (rows == 0) continue;
+        /* the last band holds what is left (one row when the output is one row longer than a band) */
+        bp->rows = rows, bp->bands = (g->oh + rows - 1) / rows;
+        bp->slots = bp->bands < (size_t)slots ? (int)bp->bands : slots;
+        bp->in_rows = band_in_rows(g, rows);
+        return GPUWS_OK;
+    }
+    uint64_t minimum = 0;
+    slots_bytes(g, bp->es, 1, 1, &minimum);
+    return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                        "convolve2d_host: a device budget of %llu bytes is too small: one band of one output row with "
+                        "its %zu halo rows, and the %zu x %zu kernel, need at least %llu bytes",
+                        (unsigned long long)budget, g->kh - 1, g->kh, g->kw, (unsigned long long)minimum);
+}
+
+gpuws_status gpuws_convolve2d_host_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height, size_t width, size_t kh,
+                                         size_t kw, const gpuws_convolve2d_host_options *options, size_t *band_rows,
+                                         size_t *bands)
+{
+    if (!band_rows || !bands)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_host_bands: argument '%s' is NULL",
+                            !band_rows ? "band_rows" : "bands");
+    band_plan bp = { 0 };
+    gpuws_status st = plan_bands(ctx, dt, height, width, 0, kh, kw, options, &bp);
+    if (st) return st;
+    *band_rows = bp.rows;
+    *bands = bp.bands;
+    return GPUWS_OK;
+}
+
+/* A band's geometry and where its input rows start in the extended image (*first; rows follow consecutively). */
+static void band_geometry(const band_plan *bp, size_t b, gpuws__conv2d_geometry *gb, long long *first)
+{
+    const gpuws__conv2d_geometry *g = &bp->g;
+    const size_t m0 = b * bp->rows, m1 = m0 + bp->rows < g->oh ? m0 + bp->rows : g->oh;
+    *gb = *g;
+    gb->stride = g->w;
+    gb->oh = m1 - m0;
+    const long long lo = (long long)m0 + (long long)g->om - (long long)(g->kh - 1),
+                    hi = (long long)m1 + (long long)g->om;
+    if (g->boundary != GPUWS_BOUNDARY_FILL) { /* every row copied in, mapped by the rule */
+        *first = lo;
+        gb->h = m1 - m0 + g->kh - 1;
+        gb->om = g->kh - 1;
+        return;
+    }
+    long long r0 = lo < 0 ? 0 : lo, r1 = hi > (long long)g->h ? (long long)g->h : hi;
+    if (r1 <= r0) { /* the band reads fill only (VALID with a kernel larger than the image): one row it never reads */
+        r0 = (long long)g->h - 1;
+        r1 = (long long)g->h;
+    }
+    *first = r0;
+    gb->h = (size_t)(r1 - r0);
+    gb->om = (size_t)((long long)m0 + (long long)g->om - r0);
+}
+
+typedef struct {
+    gpuws_stream *up, *run, *down;
+    gpuws_buffer *kernel, *din[SLOTS], *dout[SLOTS];
+    void *hin[SLOTS], *hout[SLOTS];
+    gpuws_event *uploaded[SLOTS], *convolved[SLOTS], *downloaded[SLOTS];
+} pipeline;
+
+static void pipeline_free(gpuws_context *ctx, pipeline *p)
+{
+    gpuws_stream_destroy(p->up);
+    gpuws_stream_destroy(p->run);
+    gpuws_stream_destroy(p->down);
+    gpuws_buffer_destroy(p->kernel);
+    for (int k = 0; k < SLOTS; k++) {
+        gpuws_buffer_destroy(p->din[k]);
+        gpuws_buffer_destroy(p->dout[k]);
+        gpuws_host_free(ctx, p->hin[k]);
+        gpuws_host_free(ctx, p->hout[k]);
+        gpuws_event_destroy(p->uploaded[k]);
+        gpuws_event_destroy(p->convolved[k]);
+        gpuws_event_destroy(p->downloaded[k]);
+    }
+}
+
+static gpuws_status pipeline_make(gpuws_context *ctx, const band_plan *bp, const void *kernel, pipeline *p)
+{
+    const size_t in_bytes = bp->in_rows * bp->g.w * bp->es, out_bytes = bp->rows * bp->g.ow * bp->es,
+                 kernel_bytes = bp->g.kh * bp->g.kw * bp->es;
+    gpuws_status st;
+    if ((st = gpuws_stream_create(ctx, &p->up)) || (st = gpuws_stream_create(ctx, &p->run)) ||
+        (st = gpuws_stream_create(ctx, &p->down)) || (st = gpuws_buffer_create(ctx, kernel_bytes, &p->kernel)) ||
+        (st = gpuws_buffer_write(p->kernel, 0, kernel, kernel_bytes)))
+        return st;
+    for (int k = 0; k < bp->slots; k++)
+        if ((st = gpuws_buffer_create(ctx, in_bytes, &p->din[k])) ||
+            (st = gpuws_buffer_create(ctx, out_bytes, &p->dout[k])) ||
+            (st = gpuws_host_alloc(ctx, in_bytes, &p->hin[k])) ||
+            (st = gpuws_host_alloc(ctx, out_bytes, &p->hout[k])) || (st = gpuws_event_create(ctx, &p->uploaded[k])) ||
+            (st = gpuws_event_create(ctx, &p->convolved[k])) || (st = gpuws_event_create(ctx, &p->downloaded[k])))
+            return st;
+    return GPUWS_OK;
+}
+
+/* The host's copies into and out of pinned staging: rows of row_bytes from src (row i at src_row(i), through the
+ * boundary rule when `map`) to dst, packed. One thread copies at most one row band below COPY_BYTES_PER_THREAD,
+ * so small bands stay on the calling thread and large ones use up to COPY_THREADS: one core's memcpy is slower than
+ * pinned PCIe transfers. Threads that cannot be started leave their rows to the calling thread. */
+#define COPY_THREADS          4
+#define COPY_BYTES_PER_THREAD ((size_t)1 << 20)
+
+typedef struct {
+    const char *src;
+    char *dst;
+    size_t row_bytes, src_stride_bytes; /* src rows are src_stride_bytes apart */
+    long long first, h;                 /* map: source row of row i = conv_extend(first + i, h, boundary) */
+    gpuws_convolve_boundary boundary;
+    bool map;
+    size_t r0, r1; /* this part's rows */
+} row_copy;
+
+static void row_copy_run(const row_copy *c)
+{
+    if (!c->map) { /* contiguous: one memcpy */
+        memcpy(c->dst + c->r0 * c->row_bytes, c->src + c->r0 * c->src_stride_bytes, (c->r1 - c->r0) * c->row_bytes);
+        return;
+    }
+    for (size_t i = c->r0; i < c->r1; i++) {
+        const long long r = gpuws__conv_extend(c->first + (long long)i, c->h, c->boundary);
+        memcpy(c->dst + i * c->row_bytes, c->src + (size_t)r * c->src_stride_bytes, c->row_bytes);
+    }
+}
+
+static void *row_copy_thread(void *arg)
+{
+    row_copy_run(arg);
+    return NULL;
+}
+
+static void copy_rows(const row_copy *all, size_t rows)
+{
+    size_t n = rows * all->row_bytes / COPY_BYTES_PER_THREAD;
+    n = n < 1 ? 1 : n > COPY_THREADS ? COPY_THREADS : n;
+    if (n > rows) n = rows;
+    row_copy part[COPY_THREADS];
+    pthread_t thread[COPY_THREADS];
+    bool started[COPY_THREADS] = { false };
+    for (size_t i = 0; i < n; i++) part[i] = *all, part[i].r0 = rows * i / n, part[i].r1 = rows * (i + 1) / n;
+    for (size_t i = 1; i < n; i++) started[i] = pthread_create(&thread[i], NULL, row_copy_thread, &part[i]) == 0;
+    row_copy_run(&part[0]);
+    for (size_t i = 1; i < n; i++) {
+        if (started[i]) pthread_join(thread[i], NULL);
+        else row_copy_run(&part[i]);
+    }
+}
+
+/* Copies band b's rows from the caller's image into pinned staging (packed rows of g.w elements). */
+static void stage_rows(const band_plan *bp, const gpuws__conv2d_geometry *gb, long long first, const void *image,
+                       void *dst)
+{
+    const gpuws__conv2d_geometry *g = &bp->g;
+    const row_copy c = { .src = image,
+                         .dst = dst,
+                         .row_bytes = g->w * bp->es,
+                         .src_stride_bytes = bp->src_stride * bp->es,
+                         .first = first,
+                         .h = (long long)g->h,
+                         .boundary = g->boundary,
+                         .map = true };
+    copy_rows(&c, gb->h);
+}
+
+/* Band b's output, downloaded into its slot's staging, into the caller's out; then progress. */
+static gpuws_status finish_band(const band_plan *bp, pipeline *p, size_t b, void *out,
+                                const gpuws_convolve2d_host_options *o)
+{
+    const int k = (int)(b % (size_t)bp->slots);
+    gpuws_status st = gpuws_event_synchronize(p->downloaded[k]);
+    if (st) return st;
+    const size_t m0 = b * bp->rows, m1 = m0 + bp->rows < bp->g.oh ? m0 + bp->rows : bp->g.oh,
+                 row_bytes = bp->g.ow * bp->es;
+    const row_copy c = {
+        .src = p->hout[k], .dst = (char *)out + m0 * row_bytes, .row_bytes = row_bytes, .src_stride_bytes = row_bytes
+    };
+    copy_rows(&c, m1 - m0);
+    if (o->progress) o->progress(o->progress_user, b, bp->bands, m1, bp->g.oh);
+    return GPUWS_OK;
+}
+
+static gpuws_status run_bands(gpuws_context *ctx, gpuws_dtype dt, const band_plan *bp, const void *image,
+                              const void *kernel, void *out, const gpuws_convolve2d_host_options *o)
+{
+    pipeline p = { 0 };
+    gpuws_status st = pipeline_make(ctx, bp, kernel, &p);
+    const size_t ns = (size_t)bp->slots;
+    size_t finished = 0;
+    for (size_t b = 0; !st && b < bp->bands; b++) {
+        const int k = (int)(b % ns);
+        const bool reuse = b >= ns; /* the slot held band b - ns */
+        gpuws__conv2d_geometry gb;
+        long long first;
+        if (bp->bands == 1) gb = bp->g, first = 0;
+        else band_geometry(bp, b, &gb, &first);
+        const size_t in_bytes = gb.h * gb.w * bp->es, out_bytes = gb.oh * gb.ow * bp->es;
+        /* stage once the slot's previous upload has left the staging buffer */
+        if (reuse && (st = gpuws_event_synchronize(p.uploaded[k]))) break;
+        stage_rows(bp, &gb, first, image, p.hin[k]);
+        if ((reuse && (st = gpuws__stream_wait_event(p.up, p.convolved[k]))) ||
+            (st = gpuws_buffer_write_async(p.up, p.din[k], 0, p.hin[k], in_bytes)) ||
+            (st = gpuws_event_record(p.uploaded[k], p.up)) || (st = gpuws__stream_wait_event(p.run, p.uploaded[k])) ||
+            (reuse && (st = gpuws__stream_wait_event(p.run, p.downloaded[k]))))
+            break;
+        /* the whole image's geometry plans the launch; with one band the band is the whole image */
+        if ((st = gpuws__convolve2d_launch(p.run, dt, &bp->g, bp->bands == 1 ? &bp->g : &gb, p.din[k], p.kernel,
+                                           p.dout[k])) ||
+            (st = gpuws_event_record(p.convolved[k], p.run)))
+            break;
+        /* the slot's output staging still holds band b - ns until it is copied out */
+        if (reuse && (st = finish_band(bp, &p, b - ns, out, o))) break;
+        if (reuse) finished = b - ns + 1;
+        if ((st = gpuws__stream_wait_event(p.down, p.convolved[k])) ||
+            (st = gpuws_buffer_read_async(p.down, p.dout[k], 0, p.hout[k], out_bytes)) ||
+            (st = gpuws_event_record(p.downloaded[k], p.down)))
+            break;
+    }
+    for (size_t b = finished; !st && b < bp->bands; b++) st = finish_band(bp, &p, b, out, o);
+    /* every stream stops before the buffers go, also after an error */
+    gpuws_stream *streams[] = { p.up, p.run, p.down };
+    for (int i = 0; i < 3; i++) {
+        if (!streams[i]) continue;
+        gpuws_status sync = gpuws_stream_synchronize(streams[i]);
+        if (!st) st = sync;
+    }
+    pipeline_free(ctx, &p);
+    return st;
+}
+
+static bool overlaps(const void *a, size_t na, const void *b, size_t nb)
+{
+    const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + nb && y < x + na;
+}
+
+gpuws_status gpuws_convolve2d_host(gpuws_context *ctx, gpuws_dtype dt, const void *image, size_t height, size_t width,
+                                   size_t row_stride, const void *kernel, size_t kh, size_t kw,
+                                   const gpuws_convolve2d_host_options *options, void *out)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!image || !kernel || !out)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_host: argument '%s' is NULL",
+                            !image    ? "image"
+                            : !kernel ? "kernel"
+                                      : "out");
+    band_plan bp = { 0 };
+    if ((st = plan_bands(ctx, dt, height, width, row_stride, kh, kw, options, &bp))) return st;
+    const gpuws__conv2d_geometry *g = &bp.g;
+    const size_t image_bytes = ((g->h - 1) * bp.src_stride + g->w) * bp.es, kernel_bytes = g->kh * g->kw * bp.es,
+                 out_bytes = g->oh * g->ow * bp.es;
+    if (overlaps(out, out_bytes, image, image_bytes) || overlaps(out, out_bytes, kernel, kernel_bytes))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "convolve2d_host: out overlaps the %s (it is read while out is written)",
+                            overlaps(out, out_bytes, image, image_bytes) ? "image" : "kernel");
+    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_host %s: %zu x %zu, kernel %zu x %zu: %zu bands of %zu rows, %d slots",
+               gpuws_dtype_name(dt), g->h, g->w, g->kh, g->kw, bp.bands, bp.rows, bp.slots);
+    return run_bands(ctx, dt, &bp, image, kernel, out, &bp.o);
+}

@@ -1,0 +1,117 @@
+/* Bad input for gpuws_convolve2d_host and gpuws_convolve2d_host_bands (include/gpuws/algorithms/convolve.h). The
+ * output is f->host (the harness checks it is untouched after a failure); the image is BAD_H x BAD_W f32 on the host
+ * and the kernel 3 x 3, so a full convolution is 10 x 18 outputs (720 bytes). */
+#include "../bad_input.h"
+
+static const float img[BAD_N];
+static const float k3[9];
+#define OUT BAD_HOST_OUT(float)
+
+/* The smallest budget for that convolution: one slot of one output row (3 input rows of 16, 18 outputs) and the
+ * kernel, in f32: (3 * 16 + 18 + 9) * 4 bytes. */
+#define MIN_BUDGET 300
+
+static gpuws_status with_budget(bad_fixture *f, uint64_t bytes)
+{
+    gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    o.max_device_bytes = bytes;
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, 0, k3, 3, 3, &o, OUT);
+}
+
+BAD_CASE(convolve2d_host_budget_below_one_band_with_its_halo, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "a device budget of 299 bytes is too small: one band of one output row with its 2 halo rows, and the 3 x 3 "
+         "kernel, need at least 300 bytes")
+{
+    return with_budget(f, MIN_BUDGET - 1);
+}
+
+BAD_CASE(convolve2d_host_budget_of_exactly_one_band_runs, BAD_ALL, GPUWS_OK, "") { return with_budget(f, MIN_BUDGET); }
+
+BAD_CASE(convolve2d_host_bands_for_a_budget_too_small, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "need at least 300 bytes")
+{
+    gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    o.max_device_bytes = 1;
+    return gpuws_convolve2d_host_bands(f->ctx, GPUWS_F32, BAD_H, BAD_W, 3, 3, &o, BAD_HOST_OUT(size_t),
+                                       BAD_HOST_OUT(size_t) + 1);
+}
+
+BAD_CASE(convolve2d_host_bands_null_result, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 'bands' is NULL")
+{
+    return gpuws_convolve2d_host_bands(f->ctx, GPUWS_F32, BAD_H, BAD_W, 3, 3, NULL, BAD_HOST_OUT(size_t), NULL);
+}
+
+BAD_CASE(convolve2d_host_null_image, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 'image' is NULL")
+{
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, NULL, BAD_H, BAD_W, 0, k3, 3, 3, NULL, OUT);
+}
+
+BAD_CASE(convolve2d_host_null_kernel, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 'kernel' is NULL")
+{
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, 0, NULL, 3, 3, NULL, OUT);
+}
+
+BAD_CASE(convolve2d_host_null_output, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 'out' is NULL")
+{
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, 0, k3, 3, 3, NULL, NULL);
+}
+
+BAD_CASE(convolve2d_host_destroyed_context, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live context")
+{
+    return gpuws_convolve2d_host(f->dead_ctx, GPUWS_F32, img, BAD_H, BAD_W, 0, k3, 3, 3, NULL, OUT);
+}
+
+BAD_CASE(convolve2d_host_zero_height, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "zero size (image 0 x 16, kernel 3 x 3)")
+{
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, 0, BAD_W, 0, k3, 3, 3, NULL, OUT);
+}
+
+BAD_CASE(convolve2d_host_zero_kernel_width, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "zero size (image 8 x 16, kernel 3 x 0)")
+{
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, 0, k3, 3, 0, NULL, OUT);
+}
+
+BAD_CASE(convolve2d_host_row_stride_below_width, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "row_stride 15 is less than the width 16")
+{
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, BAD_W - 1, k3, 3, 3, NULL, OUT);
+}
+
+BAD_CASE(convolve2d_host_integer_dtype, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "dtype i32 is not f32 or f64")
+{
+    return gpuws_convolve2d_host(f->ctx, GPUWS_I32, img, BAD_H, BAD_W, 0, k3, 3, 3, NULL, OUT);
+}
+
+BAD_CASE(convolve2d_host_mode_outside_the_enum, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "mode 3 is not full, same or valid")
+{
+    gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    o.mode = (gpuws_convolve_mode)3;
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, 0, k3, 3, 3, &o, OUT);
+}
+
+BAD_CASE(convolve2d_host_options_struct_size_too_small, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "convolve2d_host: options: struct_size 8 is less than")
+{
+    gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    o.struct_size = 8;
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, 0, k3, 3, 3, &o, OUT);
+}
+
+BAD_CASE(convolve2d_host_output_overlapping_the_image, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "out overlaps the image")
+{
+    /* the image is the first BAD_N floats of f->host's second half; out starts inside it */
+    float *image = OUT + BAD_HOST / 8;
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, image, 4, 4, 0, k3, 3, 3, NULL, image + 8);
+}
+
+BAD_CASE(convolve2d_host_row_stride_overflows_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "element counts overflow size_t")
+{
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, SIZE_MAX / 2, k3, 3, 3, NULL, OUT);
+}
+
+BAD_CASE(convolve2d_host_side_of_2_to_the_30_is_unsupported, BAD_ALL, GPUWS_ERR_UNSUPPORTED,
+         "each dimension plus the kernel's must stay below 2^30")
+{
+    return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, (size_t)1 << 30, BAD_W, 0, k3, 3, 3, NULL, OUT);
+}

@@ -1,0 +1,222 @@
+/* convolve2d_host: host images of any size through the device in row bands (out-of-core), on every backend and
+ * kernel path (test_convolve.h's targets), in f32 and f64.
+ *
+ * Truth: the in-core gpuws_convolve2d on the same target, bit for bit (memcmp, NaN payloads included), for every
+ * row of the table below: band counts that do not divide the output height, a last band of one row, an image one
+ * row too tall for the budget's in-core size, one-row images, kernels of 1, 3, 7, 9, 21 rows and even sizes, a kernel
+ * taller than a band, a kernel larger than the image (VALID swaps the inputs; WRAP reaches several periods), every
+ * mode and boundary, NaN pixels on band borders and a NaN fill value, and a kernel wider than the fixed-width
+ * kernels take (the generic tiled kernel, whose kernel blocks are planned for the whole image), and bands of megabytes,
+ * which the host copies into and out of staging on several threads. The band count each budget gives is part of
+ * the specification (gpuws_convolve2d_host_bands): a slot of r output rows holds r + kh - 1 input rows (at most the
+ * image's height with boundary FILL) and r output rows, three slots (fewer when fewer fit) plus the kernel. */
+#include "test_convolve.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How a row sets the budget: room for three slots of `rows` output rows, or the in-core size less `short_by`
+ * elements (so that the image does not fit in-core by that much). */
+typedef struct {
+    const char *name;
+    size_t h, w, kh, kw;
+    gpuws_convolve_mode mode;
+    gpuws_convolve_boundary boundary;
+    double fill;
+    size_t rows;     /* budget: three slots of this many output rows (0: use short_by) */
+    size_t short_by; /* budget: the in-core size less this many elements */
+    size_t bands;    /* what the budget gives */
+    bool nan_pixels; /* NaN on the first and last input rows of every band, and inside */
+} band_row;
+
+static const band_row rows[] = {
+    { "bands_do_not_divide_the_height", 37, 29, 3, 3, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0, 5, 0, 8, false },
+    { "last_band_is_one_row", 41, 16, 3, 3, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_FILL, 0.0, 8, 0, 6, false },
+    { "one_row_too_tall_for_in_core", 64, 32, 5, 5, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_FILL, 0.0, 0, 64, 4, false },
+    { "fill_value_and_nan_pixels", 40, 23, 7, 7, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.375, 6, 0, 8, true },
+    { "nan_fill_value", 30, 18, 3, 5, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, NAN, 7, 0, 5, false },
+    { "wrap_kernel_7", 40, 17, 7, 7, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0, 6, 0, 7, true },
+    { "symm_kernel_7_full", 35, 21, 7, 3, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_SYMM, 0.0, 9, 0, 5, false },
+    { "valid_kernel_7x5", 33, 20, 7, 5, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0, 4, 0, 7, true },
+    { "kernel_1x1", 25, 31, 1, 1, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0, 7, 0, 4, false },
+    { "even_kernel_4x6_symm", 30, 12, 4, 6, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0, 4, 0, 8, false },
+    { "even_kernel_2x2_fill", 27, 14, 2, 2, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_FILL, 1.5, 5, 0, 6, true },
+    { "kernel_taller_than_a_band", 50, 16, 9, 3, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0, 2, 0, 25, false },
+    { "kernel_taller_than_a_band_fill", 50, 16, 9, 3, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0, 3, 0, 20, true },
+    { "one_row_image_full", 1, 50, 3, 3, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0, 0, 1, 3, false },
+    { "one_row_image_same", 1, 50, 3, 3, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_WRAP, 0.0, 0, 0, 1, false },
+    { "kernel_larger_than_image_valid", 3, 4, 9, 10, GPUWS_CONVOLVE_VALID, GPUWS_BOUNDARY_FILL, 0.0, 0, 1, 7, false },
+    { "kernel_taller_than_image_wrap", 4, 9, 7, 3, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_WRAP, 0.0, 0, 1, 3, false },
+    { "wide_kernel_21x40_generic_tiles", 60, 70, 21, 40, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_FILL, 0.25, 9, 0, 7,
+      true },
+    { "large_bands_copied_by_several_threads", 1536, 1280, 3, 3, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_SYMM, 0.0, 500, 0,
+      4, true },
+    { "fits_exactly_in_core", 24, 24, 3, 3, GPUWS_CONVOLVE_SAME, GPUWS_BOUNDARY_FILL, 0.0, 0, 0, 1, true },
+};
+#define NROWS (sizeof rows / sizeof rows[0])
+
+typedef struct {
+    target t;
+    gpuws_dtype dt;
+    size_t row;
+} band_case;
+
+/* The budget a row asks for, in bytes. */
+static uint64_t row_budget(const band_row *r, size_t oh, size_t ow, size_t es)
+{
+    const size_t kernel = r->kh * r->kw;
+    if (r->rows) {
+        size_t in = r->rows + r->kh - 1;
+        if (r->boundary == GPUWS_BOUNDARY_FILL || r->mode == GPUWS_CONVOLVE_VALID) in = in > r->h ? r->h : in;
+        return (uint64_t)(3 * (in * r->w + r->rows * ow) + kernel) * es;
+    }
+    return (uint64_t)(r->h * r->w + oh * ow + kernel - r->short_by) * es;
+}
+
+static void *row_image(const band_row *r, gpuws_dtype dt, uint64_t seed)
+{
+    const size_t n = r->h * r->w;
+    double *x = random_values(n, seed);
+    if (r->nan_pixels) {
+        const size_t step = r->rows ? r->rows : 3;
+        for (size_t y = 0; y < r->h; y++)
+            if (y % step == 0 || y % step == step - 1) x[y * r->w + (y * 7) % r->w] = NAN;
+        x[(r->h / 2) * r->w + r->w / 2] = NAN;
+    }
+    void *p = to_dtype(x, n, dt);
+    free(x);
+    return p;
+}
+
+/* The in-core result on the same target. */
+static void *in_core(gpuws_context *ctx, gpuws_dtype dt, const band_row *r, const gpuws_convolve2d_options *o,
+                     const void *image, const void *kernel, size_t no)
+{
+    const size_t es = gpuws_dtype_size(dt);
+    gpuws_buffer *bi = test_buffer_from(ctx, image, r->h * r->w * es),
+                 *bk = test_buffer_from(ctx, kernel, r->kh * r->kw * es), *bo = test_buffer(ctx, no * es);
+    TEST_OK(gpuws_convolve2d(NULL, dt, bi, r->h, r->w, 0, bk, r->kh, r->kw, o, bo));
+    void *got = test_download(bo, no * es);
+    gpuws_buffer_destroy(bi);
+    gpuws_buffer_destroy(bk);
+    gpuws_buffer_destroy(bo);
+    return got;
+}
+
+typedef struct {
+    size_t calls, last_band, last_rows, bands, out_rows;
+    bool in_order;
+} progress_log;
+
+static void on_band(void *user, size_t band, size_t bands, size_t rows_done, size_t out_rows)
+{
+    progress_log *l = user;
+    if (band != l->calls || (l->calls && rows_done <= l->last_rows)) l->in_order = false;
+    l->calls++, l->last_band = band, l->last_rows = rows_done, l->bands = bands, l->out_rows = out_rows;
+}
+
+ParameterizedTestParameters(convolve2d_bands, bit_identical_to_in_core_for_any_banding)
+{
+    static band_case cases[NTARGETS * 2 * NROWS];
+    size_t k = 0;
+    for (size_t t = 0; t < NTARGETS; t++)
+        for (int d = 0; d < 2; d++)
+            for (size_t r = 0; r < NROWS; r++) cases[k++] = (band_case){ targets[t], d ? GPUWS_F64 : GPUWS_F32, r };
+    return cr_make_param_array(band_case, cases, k);
+}
+
+ParameterizedTest(band_case *c, convolve2d_bands, bit_identical_to_in_core_for_any_banding)
+{
+    const band_row *r = &rows[c->row];
+    gpuws_context *ctx = open_target(&c->t);
+    test_require_dtype(ctx, c->dt);
+    const size_t es = gpuws_dtype_size(c->dt);
+    size_t oh, ow;
+    TEST_OK(gpuws_convolve2d_output_shape(r->h, r->w, r->kh, r->kw, r->mode, &oh, &ow));
+    const size_t no = oh * ow;
+    gpuws_convolve2d_options o = GPUWS_CONVOLVE2D_OPTIONS_INIT;
+    o.mode = r->mode, o.boundary = r->boundary, o.fill_value = r->fill;
+    gpuws_convolve2d_host_options ho = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    ho.mode = r->mode, ho.boundary = r->boundary, ho.fill_value = r->fill;
+    ho.max_device_bytes = row_budget(r, oh, ow, es);
+    progress_log log = { 0, 0, 0, 0, 0, true };
+    ho.progress = on_band, ho.progress_user = &log;
+
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_convolve2d_host_bands(ctx, c->dt, r->h, r->w, r->kh, r->kw, &ho, &band_rows, &bands));
+    cr_assert_eq(bands, r->bands, "%s: %zu bands of %zu rows, want %zu bands", r->name, bands, band_rows, r->bands);
+    cr_assert_eq((oh + band_rows - 1) / band_rows, bands, "%s: %zu rows per band do not make %zu bands", r->name,
+                 band_rows, bands);
+
+    void *image = row_image(r, c->dt, 0xba4d + c->row), *kernel = NULL;
+    {
+        double *k = random_values(r->kh * r->kw, 0x6e71 + c->row);
+        kernel = to_dtype(k, r->kh * r->kw, c->dt);
+        free(k);
+    }
+    void *want = in_core(ctx, c->dt, r, &o, image, kernel, no);
+    unsigned char *got = malloc(no * es + TEST_GUARD_BYTES);
+    cr_assert_not_null(got);
+    memset(got, 0xA5, no * es + TEST_GUARD_BYTES);
+    TEST_OK(gpuws_convolve2d_host(ctx, c->dt, image, r->h, r->w, 0, kernel, r->kh, r->kw, &ho, got));
+    for (size_t i = 0; i < no * es; i++)
+        if (got[i] != ((unsigned char *)want)[i])
+            cr_assert_fail("%s on %s (%s, %zu bands of %zu rows): byte %zu (output %zu, row %zu) differs from in-core",
+                           r->name, target_name(&c->t), gpuws_dtype_name(c->dt), bands, band_rows, i, i / es,
+                           i / es / ow);
+    for (size_t i = 0; i < TEST_GUARD_BYTES; i++)
+        cr_assert_eq(got[no * es + i], 0xA5, "%s: wrote past the output", r->name);
+    cr_assert(log.in_order, "%s: progress out of order", r->name);
+    cr_assert_eq(log.calls, bands, "%s: %zu progress calls for %zu bands", r->name, log.calls, bands);
+    cr_assert_eq(log.last_rows, oh, "%s: progress ended at %zu of %zu rows", r->name, log.last_rows, oh);
+    cr_assert_eq(log.bands, bands);
+    cr_assert_eq(log.out_rows, oh);
+    free(image);
+    free(kernel);
+    free(want);
+    free(got);
+    gpuws_context_destroy(ctx);
+}
+
+/* A strided host image (row_stride > width) gives what the packed one gives. */
+ParameterizedTestParameters(convolve2d_bands, strided_host_image_matches_packed)
+{
+    return cr_make_param_array(target, targets, NTARGETS);
+}
+
+ParameterizedTest(const target *t, convolve2d_bands, strided_host_image_matches_packed)
+{
+    gpuws_context *ctx = open_target(t);
+    const size_t h = 29, w = 13, stride = 20, kh = 5, kw = 3, oh = h, ow = w;
+    double *x = random_values(h * stride, 11), *k = random_values(kh * kw, 12);
+    float *strided = to_dtype(x, h * stride, GPUWS_F32), *kernel = to_dtype(k, kh * kw, GPUWS_F32);
+    float *packed = malloc(h * w * sizeof *packed), *a = malloc(oh * ow * sizeof *a), *b = malloc(oh * ow * sizeof *b);
+    cr_assert(packed && a && b);
+    for (size_t y = 0; y < h; y++) memcpy(packed + y * w, strided + y * stride, w * sizeof *packed);
+    gpuws_convolve2d_host_options ho = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    ho.mode = GPUWS_CONVOLVE_SAME, ho.boundary = GPUWS_BOUNDARY_SYMM;
+    ho.max_device_bytes = 3 * ((4 + kh - 1) * w + 4 * ow) * sizeof(float) + kh * kw * sizeof(float);
+    TEST_OK(gpuws_convolve2d_host(ctx, GPUWS_F32, strided, h, w, stride, kernel, kh, kw, &ho, a));
+    TEST_OK(gpuws_convolve2d_host(ctx, GPUWS_F32, packed, h, w, 0, kernel, kh, kw, &ho, b));
+    cr_assert(memcmp(a, b, oh * ow * sizeof *a) == 0, "%s: strided and packed images differ", target_name(t));
+    free(x), free(k), free(strided), free(kernel), free(packed), free(a), free(b);
+    gpuws_context_destroy(ctx);
+}
+
+/* With no budget the device's free memory decides: a small image runs in one band (in-core). */
+ParameterizedTestParameters(convolve2d_bands, default_budget_runs_small_images_in_core)
+{
+    return cr_make_param_array(target, targets, NTARGETS);
+}
+
+ParameterizedTest(const target *t, convolve2d_bands, default_budget_runs_small_images_in_core)
+{
+    gpuws_context *ctx = open_target(t);
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_convolve2d_host_bands(ctx, GPUWS_F32, 100, 100, 7, 7, NULL, &band_rows, &bands));
+    cr_assert_eq(bands, 1);
+    cr_assert_eq(band_rows, 106);
+    gpuws_context_destroy(ctx);
+}
