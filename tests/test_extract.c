@@ -342,3 +342,26 @@ BACKEND_TEST(extract, a_relative_threshold_scales_with_the_noise)
     result_free(&r);
     gpuws_context_destroy(ctx);
 }
+
+/* options NULL are the defaults (GPUWS_EXTRACT_OPTIONS_INIT: SEP's), and the catalogue says how long each half took. */
+BACKEND_TEST(extract, null_options_are_seps_defaults)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { SW = 120, SH = 90 };
+    static float x[SW * SH], back[SW * SH], rms[SW * SH];
+    gpuws__case_extract_sky(SW, SH, 11, 0, x, back, rms);
+    for (size_t i = 0; i < SW * SH; i++) x[i] -= back[i]; /* absolute threshold 1.5 on the sky minus its level */
+    gpuws_buffer *img = test_buffer_from(ctx, x, sizeof x);
+    gpuws_extract_catalog *a = NULL, *b = NULL;
+    const gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    TEST_OK(gpuws_extract(NULL, SW, SH, img, NULL, &a));
+    TEST_OK(gpuws_extract(NULL, SW, SH, img, &o, &b));
+    cr_assert_gt(a->num_objects, 0);
+    cr_assert_eq(a->num_objects, b->num_objects);
+    cr_assert(memcmp(a->objects, b->objects, a->num_objects * sizeof *a->objects) == 0);
+    cr_assert(a->ms_device >= 0.0 && a->ms_host >= 0.0);
+    gpuws_extract_catalog_free(a);
+    gpuws_extract_catalog_free(b);
+    gpuws_buffer_destroy(img);
+    gpuws_context_destroy(ctx);
+}

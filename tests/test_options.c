@@ -197,6 +197,16 @@ static gpuws_status call_background(fixture *f, const void *o)
     return st;
 }
 
+static void init_extract(void *o) { *(gpuws_extract_options *)o = (gpuws_extract_options)GPUWS_EXTRACT_OPTIONS_INIT; }
+static gpuws_status call_extract(fixture *f, const void *o)
+{
+    gpuws_extract_catalog *cat = (gpuws_extract_catalog *)&cat; /* poison: NULL on error */
+    gpuws_status st = gpuws_extract(NULL, SIDE, SIDE, f->data, o, &cat);
+    cr_assert(st ? cat == NULL : cat != NULL);
+    gpuws_extract_catalog_free(st ? NULL : cat);
+    return st;
+}
+
 static const options_row rows[] = {
     { "gpuws_context_options", sizeof(gpuws_context_options), init_context, call_context },
     { "gpuws_program_options", sizeof(gpuws_program_options), init_program, call_program },
@@ -207,6 +217,7 @@ static const options_row rows[] = {
     { "gpuws_sources_options", sizeof(gpuws_sources_options), init_sources, call_sources },
     { "gpuws_pipeline_options", sizeof(gpuws_pipeline_options), init_pipeline, call_pipeline },
     { "gpuws_background_options", sizeof(gpuws_background_options), init_background, call_background },
+    { "gpuws_extract_options", sizeof(gpuws_extract_options), init_extract, call_extract },
 };
 
 static void fixture_open(fixture *f)

@@ -99,6 +99,7 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
         !(st = gpuws__launch_named(s, "extract_detect", NULL, &c2, a_det, GPUWS__NARGS(a_det))) &&
         !(st = gpuws_label(s, w, h, det, p->connectivity, labels, &nl)))
         st = gpuws__buffer_read_sync(s, small, 0, counts, sizeof counts); /* also: hk's upload is done */
+    if (st) gpuws_stream_synchronize(s);                                  /* hk may still be read by its upload */
     gpuws__free(hk);
     if (st) return st;
     const size_t cnt = counts[0];

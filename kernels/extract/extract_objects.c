@@ -244,16 +244,73 @@ static bool mthresh(const ex_ctx *c, ex_obj *o)
     return true;
 }
 
-/* SEP's clean: whether each object survives, the objects in catalogue order. */
-static void clean(const ex_objs *o, double beta, int *survives)
+typedef struct {
+    double mx;
+    size_t i;
+} ex_byx;
+
+static int cmp_byx(const void *a, const void *b)
 {
-    for (size_t i = 0; i < o->n; i++) survives[i] = 1;
-    for (size_t i = 0; i < o->n; i++) {
+    const ex_byx *x = a, *y = b;
+    return x->mx < y->mx ? -1 : x->mx > y->mx ? 1 : (x->i > y->i) - (x->i < y->i);
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* SEP's clean: whether each object survives, the objects in catalogue order. SEP compares every pair; a pair
+ * further apart than 10 (a1 + a2) has no effect, so only the objects within 10 (a1 + max a) in x of o1, found in
+ * a list sorted by x, are compared, in catalogue order as SEP does (a pair with a NaN position has no effect
+ * either). False when memory fails. */
+static bool clean(const ex_objs *o, double beta, int *survives)
+{
+    const size_t n = o->n;
+    ex_byx *byx = gpuws__malloc((n ? n : 1) * sizeof *byx);
+    size_t *cand = gpuws__malloc((n ? n : 1) * sizeof *cand), m = 0;
+    size_t *wild = gpuws__malloc((n ? n : 1) * sizeof *wild), nwild = 0; /* a not finite: never skipped by SEP */
+    if (!byx || !cand || !wild) {
+        gpuws__free(byx);
+        gpuws__free(cand);
+        gpuws__free(wild);
+        return false;
+    }
+    double amax = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        survives[i] = 1;
+        if (!isfinite(o->v[i].a)) wild[nwild++] = i;
+        else if (isfinite(o->v[i].mx) && isfinite(o->v[i].my)) byx[m++] = (ex_byx){ o->v[i].mx, i };
+        if (o->v[i].a > amax) amax = o->v[i].a;
+    }
+    qsort(byx, m, sizeof *byx, cmp_byx);
+    for (size_t i = 0; i < n; i++) {
         if (!survives[i]) continue;
         const ex_obj *o1 = &o->v[i];
+        if (!isfinite(o1->mx) || !isfinite(o1->my)) continue;
+        /* the candidates: |dx| within the zone, with a margin for SEP's float arithmetic */
+        const double r = (o1->a + amax) * EX_CLEAN_ZONE * (1.0 + 1e-5) + 1e-3;
+        size_t lo = 0, hi = m;
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo) / 2;
+            if (byx[mid].mx < o1->mx - r) lo = mid + 1;
+            else hi = mid;
+        }
+        size_t nc = 0;
+        if (isfinite(o1->a)) {
+            for (size_t k = lo; k < m && byx[k].mx <= o1->mx + r; k++)
+                if (byx[k].i > i) cand[nc++] = byx[k].i;
+            for (size_t k = 0; k < nwild; k++)
+                if (wild[k] > i) cand[nc++] = wild[k];
+        } else {
+            for (size_t j = i + 1; j < n; j++) cand[nc++] = j;
+        }
+        qsort(cand, nc, sizeof *cand, cmp_size);
         const double unitareain = EX_PI * o1->a * o1->b, ampin = o1->fdflux / (2 * unitareain * o1->abcor);
         const double alphain = (pow(ampin / o1->thresh, 1.0 / beta) - 1) * unitareain / (double)o1->npix;
-        for (size_t j = i + 1; j < o->n; j++) {
+        for (size_t k = 0; k < nc; k++) {
+            const size_t j = cand[k];
             if (!survives[j]) continue;
             const ex_obj *o2 = &o->v[j];
             const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
@@ -271,6 +328,10 @@ static void clean(const ex_objs *o, double beta, int *survives)
             }
         }
     }
+    gpuws__free(byx);
+    gpuws__free(cand);
+    gpuws__free(wild);
+    return true;
 }
 
 /* ---- Lutz's scan and SExtractor's deblending ----
@@ -745,7 +806,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     if (p->clean) {
         for (size_t i = 0; i < objs.n; i++)
             if (!mthresh(&c, &objs.v[i])) goto done;
-        clean(&objs, p->clean_param, survives);
+        if (!clean(&objs, p->clean_param, survives)) goto done;
     } else {
         for (size_t i = 0; i < objs.n; i++) survives[i] = 1;
     }

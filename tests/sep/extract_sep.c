@@ -1,9 +1,9 @@
 /* gpuws_extract on one backend for tests/sep/compare_extract.py, which runs SEP on the same input:
  *   extract_sep BACKEND IMAGE.f32 WIDTH HEIGHT OUT [key=value ...]
  * keys: back=FILE.f32 rms=FILE.f32 mask=FILE.u8 err= thresh= minarea= filter=none kernel=FILE ("W H values...")
- * filter_type=conv|matched nthresh= cont= clean=0|1 clean_param= conn=4|8 gain=. Writes OUT.cat (one object a line: SEP's columns, %.17g) and
- * OUT.seg.i32 (the segmentation map). Exit 0 on success, 77 when the backend is not available here, 1 on an error
- * (the message on stderr). */
+ * filter_type=conv|matched nthresh= cont= clean=0|1 clean_param= conn=4|8 gain=. Writes OUT.cat (one object a
+ * line: SEP's columns, %.17g) and OUT.seg.i32 (the segmentation map). Exit 0 on success, 77 when the backend is
+ * not available here, 1 on an error (the message on stderr). */
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
 

@@ -63,15 +63,15 @@ GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, gpuws_dtype dtype,
  * test per pixel, the connected components, and the records of their pixels; on the host, in double precision and
  * a fixed order: minarea, deblending, the measurements, cleaning. Every backend gives the same catalogue, bit for
  * bit, and the same segmentation map; on SEP's test skies, SEP's catalogue and segmentation map exactly. */
-#define GPUWS_FILTER_NONE 0    /* no filtering: detection on the pixels themselves */
-#define GPUWS_FILTER_CONV 1    /* convolution with the filter kernel (SEP 'conv') */
+#define GPUWS_FILTER_NONE    0 /* no filtering: detection on the pixels themselves */
+#define GPUWS_FILTER_CONV    1 /* convolution with the filter kernel (SEP 'conv') */
 #define GPUWS_FILTER_MATCHED 2 /* SEP's 'matched' filter: accounts for the noise map; CONV when there is no rms map */
 
 /* object flags, SEP's bits (sep.h) plus ours */
 #define GPUWS_OBJ_MERGED 0x0001 /* the object was deblended from a larger detection */
-#define GPUWS_OBJ_TRUNC 0x0002  /* the object touches the image edge */
-#define GPUWS_OBJ_SINGU 0x0008  /* x and y fully correlated: moments made non-singular */
-#define GPUWS_OBJ_BLANK 0x0100  /* the object touches a NaN, blank or masked pixel */
+#define GPUWS_OBJ_TRUNC  0x0002 /* the object touches the image edge */
+#define GPUWS_OBJ_SINGU  0x0008 /* x and y fully correlated: moments made non-singular */
+#define GPUWS_OBJ_BLANK  0x0100 /* the object touches a NaN, blank or masked pixel */
 
 typedef struct gpuws_extract_options {
     size_t struct_size;       /* sizeof(gpuws_extract_options); set by GPUWS_EXTRACT_OPTIONS_INIT */
@@ -96,7 +96,7 @@ typedef struct gpuws_extract_options {
 } gpuws_extract_options;
 #define GPUWS_EXTRACT_OPTIONS_INIT                                                                                     \
     {                                                                                                                  \
-        sizeof(gpuws_extract_options), 1.5, NULL, NULL, 0.0, NULL, 5, GPUWS_FILTER_MATCHED, NULL, 0, 0, 8, 32, 0.005, \
+        sizeof(gpuws_extract_options), 1.5, NULL, NULL, 0.0, NULL, 5, GPUWS_FILTER_MATCHED, NULL, 0, 0, 8, 32, 0.005,  \
             1, 1.0, 0.0, NULL                                                                                          \
     }
 
@@ -105,32 +105,35 @@ typedef struct gpuws_extract_options {
  * values (the convolved image; the image itself with GPUWS_FILTER_NONE), as are cflux and cpeak; flux and peak
  * are of the background-subtracted, unfiltered pixels. */
 typedef struct gpuws_object {
-    double thresh;                 /* the threshold at the object (data units) */
-    int64_t npix, tnpix;           /* pixels of the object; of them, above thresh unfiltered */
+    double thresh;       /* the threshold at the object (data units) */
+    int64_t npix, tnpix; /* pixels of the object; of them, above thresh unfiltered */
     int64_t xmin, xmax, ymin, ymax;
-    double x, y;                   /* barycentre (first moments) */
-    double x2, y2, xy;             /* second moments */
-    double errx2, erry2, errxy;    /* their errors, from the noise (and gain) */
-    double a, b, theta;            /* ellipse: semi-axes (pixels), angle of a from +x towards +y in radians */
-    double cxx, cyy, cxy;          /* the ellipse as cxx x² + cyy y² + cxy x y = 1 */
-    double flux, cflux, fluxerr;   /* sums (unfiltered, filtered); fluxerr from the noise (and gain) */
-    double peak, cpeak;            /* largest pixel (unfiltered, filtered) */
+    double x, y;                 /* barycentre (first moments) */
+    double x2, y2, xy;           /* second moments */
+    double errx2, erry2, errxy;  /* their errors, from the noise (and gain) */
+    double a, b, theta;          /* ellipse: semi-axes (pixels), angle of a from +x towards +y in radians */
+    double cxx, cyy, cxy;        /* the ellipse as cxx x² + cyy y² + cxy x y = 1 */
+    double flux, cflux, fluxerr; /* sums (unfiltered, filtered); fluxerr = sqrt(Σ σ² + Σ max(v, 0) / gain) */
+    double peak, cpeak;          /* largest pixel (unfiltered, filtered) */
     int64_t xpeak, ypeak, xcpeak, ycpeak;
-    int flag;                      /* GPUWS_OBJ_* bits */
+    int flag; /* GPUWS_OBJ_* bits */
 } gpuws_object;
 
 typedef struct gpuws_extract_catalog {
     size_t num_objects;
     gpuws_object *objects; /* num_objects records in SEP's order */
-    double ms_device;      /* device-event time of the device steps (may be 0 on the CPU backend) */
+    double ms_device;      /* wall time of the device steps, the records' read-back and sort included */
     double ms_host;        /* wall time of the host steps (deblending, measurement) */
 } gpuws_extract_catalog;
 
 /* image: width*height f32 values on the device. Blocks until *catalog is filled (and segmap written). On success
  * *catalog is allocated; free it with gpuws_extract_catalog_free. On error *catalog is NULL and nothing is written.
  * Errors: GPUWS_ERR_INVALID_ARGUMENT for zero sizes, NULL image/catalog, thresh not finite or <= 0 when relative,
- * minarea < 1, an even or non-positive filter size, a filter with no positive sum, connectivity other than 4/8,
- * deblend_nthresh < 1, deblend_cont outside [0, 1], clean_param <= 0, negative gain or err, aliased buffers. */
+ * minarea < 1, an unknown filter_type, a filter side even or outside 1..4095, a filter whose absolute values do not
+ * sum to a finite number > 0, connectivity other than 4/8, deblend_nthresh < 1, deblend_cont outside [0, 1],
+ * clean_param <= 0, negative gain or err, a segmap aliasing an input; GPUWS_ERR_OUT_OF_RANGE / _WRONG_CONTEXT for
+ * buffers too small or of another context; GPUWS_ERR_UNSUPPORTED beyond 2^31 - 1 pixels or on an OpenCL device
+ * without fp64. */
 GPUWS_API gpuws_status gpuws_extract(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *image,
                                      const gpuws_extract_options *options, gpuws_extract_catalog **catalog);
 GPUWS_API void gpuws_extract_catalog_free(gpuws_extract_catalog *catalog);
