@@ -21,7 +21,7 @@ STEPS=${1:-build,test,sanitize,bench,peers}
 if [ "$STEPS" = carry ]; then
     set -e
     rm -rf .carry && mkdir -p .carry/lib .carry/include
-    cp -r /usr/include/criterion /usr/include/CL /usr/include/libpng16 /usr/include/wcslib .carry/include/
+    cp -rL /usr/include/criterion /usr/include/CL /usr/include/libpng16 /usr/include/wcslib .carry/include/
     cp /usr/include/fitsio.h /usr/include/fitsio2.h /usr/include/longnam.h /usr/include/png.h /usr/include/pngconf.h \
         /usr/include/pnglibconf.h .carry/include/
     L=/usr/lib/x86_64-linux-gnu
