@@ -610,6 +610,50 @@ GPU_BACKEND_TEST(convolve2d, whole_and_thin_tiles_agree_with_the_reference)
     gpuws_context_destroy(ctx);
 }
 
+/* Every tiling of the fixed kernel gives the same bits: each output sums its kernel rows in ascending order whatever
+ * its row within a thread's rows, whole tile (5 rows per thread) or thin (1), so block shapes and splits change no
+ * output. gpuws_convolve2d_host relies on it: its bands tile their rows from each band's first row, whole tiles only,
+ * and must give the in-core bits (docs/scale.md); a kernel of 5 rows or more is where an order that depends on the
+ * row would show (CUDA's fixed kernel once summed the middle kernel rows first). 150 x 90 in mode full with a 9 x 13
+ * kernel: 158 output rows, in whole tiles only, thin ones only, and splits after 1 and 2 tile rows, on 2 x 1, 2 x 2
+ * (CUDA's persistent kernel for f32) and 1 x 1 warps. */
+GPU_BACKEND_TEST(convolve2d, every_tiling_of_the_fixed_kernel_gives_the_same_bits)
+{
+    static const char *const tilings[][2] = { { "auto", "auto" }, { "2x1", "off" }, { "2x1", "all" },
+                                              { "2x1", "1" },     { "2x2", "off" }, { "2x2", "all" },
+                                              { "2x2", "1" },     { "1x1", "off" }, { "1x1", "all" } };
+    gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "convolve_path", "tiled");
+    const problem p = { 150, 90, 0, 9, 13, { 0, GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.5 } };
+    double *image = random_values(p.h * p.w, test_seed(false)), *kernel = random_values(p.kh * p.kw, 7);
+    for (int d = 0; d < 2; d++) {
+        const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
+        if (d) test_require_dtype(ctx, dt);
+        double *first = NULL;
+        for (size_t i = 0; i < sizeof tilings / sizeof tilings[0]; i++) {
+            test_tune(ctx, "convolve2d_warps", tilings[i][0]);
+            test_tune(ctx, "convolve2d_split", tilings[i][1]);
+            size_t oh, ow;
+            double *got = run(ctx, dt, &p, image, kernel, &oh, &ow);
+            if (!first) {
+                check_bound("tiled, default tiling", dt, &p, image, kernel, got);
+                first = got;
+                continue;
+            }
+            for (size_t k = 0; k < oh * ow; k++)
+                if (memcmp(&got[k], &first[k], sizeof got[k]))
+                    cr_assert_fail("%s %s: warps %s, split %s: output (%zu, %zu) = %.17g, default tiling %.17g",
+                                   test_backend_name(*kind), gpuws_dtype_name(dt), tilings[i][0], tilings[i][1], k / ow,
+                                   k % ow, got[k], first[k]);
+            free(got);
+        }
+        free(first);
+    }
+    free(image);
+    free(kernel);
+    gpuws_context_destroy(ctx);
+}
+
 /* On CUDA, f32 plans of 2 x 2 warps run as persistent blocks that take the fixed kernel's tiles from a ticket counter
  * in the stream's memory until none are left; the driver keeps the counter's value at the start of the next call
  * (OpenCL, and f64, run a block per tile and ignore the knobs). Mode full of 150 x 90 with 9 x 13 gives 158 x

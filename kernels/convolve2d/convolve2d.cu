@@ -355,8 +355,13 @@ __device__ __forceinline__ void fixed_stage(T *tile, const T *__restrict__ img, 
 // This thread's S x R outputs of the staged tile of outputs from (m0, n0), wx warps across; fb: the flipped kernel,
 // rows of KWP. Input row r feeds output rows s with kernel row r - s in [0, kh). Rows S - 1 .. kh - 1 feed all S
 // output rows: their loop has no row tests, so its loads and FMAs form one basic block the compiler schedules across
-// (the filter loads of one output row under the FMAs of the previous one). It runs first, then one loop over the
-// first and last S - 1 rows, with the tests. A constant wx (the persistent kernel's) is folded into the placement.
+// (the filter loads of one output row under the FMAs of the previous one). The first and last S - 1 rows, with the
+// tests, are one loop body run on two passes, before and after it: the input rows go in ascending order, so every
+// output sums its kernel rows 0, 1, .., kh - 1 in that order whatever its row s in the thread's S and whatever S is
+// (whole or thin tile), as the generic and the OpenCL kernels do. Row by row alone makes an output's bits
+// independent of the tiling: gpuws_convolve2d_host's bands tile their rows from each band's first row, whole tiles
+// only, and must give the in-core bits (docs/scale.md). A constant wx (the persistent kernel's) is folded into the
+// placement.
 template <typename T, int KW, int S>
 __device__ __forceinline__ void fixed_compute(const T *tile, const T *fb, T *__restrict__ out, int kh, int OH, int OW,
                                               int wx, int pitch, int m0, int n0)
@@ -371,13 +376,16 @@ __device__ __forceinline__ void fixed_compute(const T *tile, const T *fb, T *__r
 #pragma unroll
         for (int i = 0; i < R; i++) acc[s][i] = T(0);
     const T *trow0 = tile + pl.y0 * pitch + pl.x0;
+    int r = 0;
 #pragma unroll 1
-    for (int r = S - 1; r < kh; r++) fixed_row<T, KW, S, true>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
-    const int hi = kh > S - 1 ? kh : S - 1, partial = S - 1 + (S + kh - 1 - hi); // rows [0, S-1) and [hi, S+kh-1)
+    for (int pass = 0; pass < 2; pass++) { // rows with tests: [0, S - 1), then [max(S - 1, kh), S + kh - 1)
 #pragma unroll 1
-    for (int i = 0; i < partial; i++) {
-        const int r = i < S - 1 ? i : hi + i - (S - 1);
-        fixed_row<T, KW, S, false>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
+        for (const int end = pass ? S + kh - 1 : S - 1; r < end; r++)
+            fixed_row<T, KW, S, false>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
+        if (pass == 0) {
+#pragma unroll 1
+            for (; r < kh; r++) fixed_row<T, KW, S, true>(acc, trow0 + r * pitch, fb + r * KWP, r, kh);
+        }
     }
     store_rows(out, acc, OH, OW, m0 + pl.y0, n0 + pl.x0);
 }
