@@ -198,31 +198,38 @@ static void analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
     }
 }
 
-static int cmp_float_asc(const void *a, const void *b)
+/* Sorts v[0 .. n - 1] ascending (tmp: n entries) in the order that glibc's qsort, a top-down merge sort, gives with
+ * the comparator x < y ? -1 : x > y: halves of n / 2 and n - n / 2, the left element taken first unless it compares
+ * greater; so NaN excesses, which no comparison places, land where they land there, on every C library. */
+static void sort_float_msort(float *v, size_t n, float *tmp)
 {
-    const float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y ? 1 : 0;
+    if (n <= 1) return;
+    const size_t n1 = n / 2;
+    sort_float_msort(v, n1, tmp);
+    sort_float_msort(v + n1, n - n1, tmp);
+    size_t i = 0, j = n1, k = 0;
+    while (i < n1 && j < n) tmp[k++] = v[j] < v[i] ? v[j++] : v[i++];
+    while (i < n1) tmp[k++] = v[i++];
+    memcpy(v, tmp, k * sizeof *v);
 }
 
 /* Cleaning's mthresh, as SEP finds it: the excesses of the filtered values over their pixels' thresholds in pixel
  * list order; the first minarea go into an array, which is sorted when the next pixel comes (that pixel itself is
  * not kept); every later excess larger than the array's first replaces it and moves down SExtractor's heap walk.
  * mthresh is then the array's first value. */
-static bool mthresh(const ex_ctx *c, ex_obj *o)
+static void mthresh(const ex_ctx *c, ex_obj *o, float *heap, float *tmp)
 {
     const size_t m = (size_t)c->p->minarea;
     if (o->npix < m) {
         o->mthresh = 0.0f;
-        return true;
+        return;
     }
-    float *heap = gpuws__malloc(m * sizeof *heap);
-    if (!heap) return false;
     for (size_t k = 0; k < o->npix; k++) {
         const float t = c->px->cd[o->pix[k]] - px_thresh(c, o->pix[k]);
         if (k < m) {
             heap[k] = t;
         } else if (k == m) {
-            qsort(heap, m, sizeof *heap, cmp_float_asc);
+            sort_float_msort(heap, m, tmp);
         } else if (t > heap[0]) {
             heap[0] = t;
             /* SExtractor's walk: from slot j to the smaller of slots k - 1 and k (k = 2(j + 1)), then on from k */
@@ -240,8 +247,6 @@ static bool mthresh(const ex_ctx *c, ex_obj *o)
         }
     }
     o->mthresh = heap[0];
-    gpuws__free(heap);
-    return true;
 }
 
 /* ---- cleaning ---- */
@@ -916,10 +921,23 @@ typedef struct {
     float thresh;
 } ex_comp;
 
-static int cmp_comp(const void *a, const void *b)
+/* Sorts the components by key (each key is a pixel of its own: no ties), an LSD radix sort, 8 bits a pass; tmp: n
+ * entries. */
+static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp)
 {
-    const uint64_t x = ((const ex_comp *)a)->key, y = ((const ex_comp *)b)->key;
-    return x < y ? -1 : x > y;
+    uint64_t maxk = 0;
+    ex_comp *src = v, *dst = tmp;
+    for (size_t i = 0; i < n; i++) maxk = v[i].key > maxk ? v[i].key : maxk;
+    for (unsigned shift = 0; shift < 64 && (maxk >> shift); shift += 8) {
+        size_t count[257] = { 0 };
+        for (size_t i = 0; i < n; i++) count[(src[i].key >> shift & 0xffu) + 1]++;
+        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++) dst[count[src[i].key >> shift & 0xffu]++] = src[i];
+        ex_comp *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) memcpy(v, src, n * sizeof *v);
 }
 
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
@@ -931,9 +949,10 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     for (size_t r = 0; r < n; r++)
         if ((size_t)px->label[r] > nl) nl = (size_t)px->label[r];
     size_t *start = gpuws__calloc(nl + 2, sizeof *start), *order = gpuws__malloc((n ? n : 1) * sizeof *order);
-    ex_comp *comps = gpuws__malloc((nl ? nl : 1) * sizeof *comps);
+    ex_comp *comps = gpuws__malloc(2 * (nl ? nl : 1) * sizeof *comps); /* and the sort's scratch */
     ex_objs objs = { 0 };
     int *survives = NULL;
+    float *heap = NULL; /* cleaning's mthresh: the heap and the sort's scratch */
     gpuws_extract_catalog *cat = NULL;
     gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY;
     if (!start || !order || !comps) goto done;
@@ -955,7 +974,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         comps[nc].thresh = p->noise == EX_NOISE_MAP ? ex_fmul(p->relthresh, px->sig_lr[last]) : p->thresh;
         nc++;
     }
-    qsort(comps, nc, sizeof *comps, cmp_comp);
+    sort_comps(comps, nc, comps + nl);
     for (size_t k = 0; k < nc; k++) {
         const size_t before = objs.n;
         if (!deblend_component(&c, order + comps[k].first, comps[k].n, comps[k].thresh, &objs)) goto done;
@@ -964,8 +983,9 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     survives = gpuws__malloc((objs.n ? objs.n : 1) * sizeof *survives);
     if (!survives) goto done;
     if (p->clean) {
-        for (size_t i = 0; i < objs.n; i++)
-            if (!mthresh(&c, &objs.v[i])) goto done;
+        heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *heap);
+        if (!heap) goto done;
+        for (size_t i = 0; i < objs.n; i++) mthresh(&c, &objs.v[i], heap, heap + p->minarea);
         if (!clean(&objs, p->clean_param, p->w, p->h, survives)) goto done;
     } else {
         for (size_t i = 0; i < objs.n; i++) survives[i] = 1;
@@ -1034,6 +1054,7 @@ done:
     }
     objs_free(&objs);
     gpuws__free(survives);
+    gpuws__free(heap);
     gpuws__free(start);
     gpuws__free(order);
     gpuws__free(comps);
