@@ -43,11 +43,12 @@ typedef struct {
 typedef struct {
     const gpuws__extract_params *p;
     const gpuws__extract_pixels *px;
-    unsigned seed; /* SEP's random numbers for deblending's faint pixels, seeded with 1 per extraction */
+    unsigned seed;         /* SEP's random numbers for deblending's faint pixels, seeded with 1 per extraction */
+    const uint32_t *x, *y; /* each record's column and row: divisions by w done once, not at every visit */
 } ex_ctx;
 
-static int64_t px_x(const ex_ctx *c, size_t r) { return (int64_t)((c->px->idx[r] & ~EX_BLANK_BIT) % c->p->w); }
-static int64_t px_y(const ex_ctx *c, size_t r) { return (int64_t)((c->px->idx[r] & ~EX_BLANK_BIT) / c->p->w); }
+static int64_t px_x(const ex_ctx *c, size_t r) { return (int64_t)c->x[r]; }
+static int64_t px_y(const ex_ctx *c, size_t r) { return (int64_t)c->y[r]; }
 
 /* The threshold SEP stores with a pixel (used by cleaning). */
 static float px_thresh(const ex_ctx *c, size_t r)
@@ -519,7 +520,8 @@ enum { LZ_NONOBJECT, LZ_OBJECT, LZ_COMPLETE, LZ_INCOMPLETE };
 typedef struct {
     /* the box and what lies in it: rec[y * bw + x] = record number or -1 */
     int64_t x0, y0, bw, bh;
-    const int64_t *rec;
+    const int32_t *rec;
+    const float *cd; /* the filtered value at each pixel with a record, read in the box's order */
     /* scan state, bw + 2 entries each */
     lz_part *part, *store;
     char *marker;
@@ -576,8 +578,8 @@ static bool lz_init(lz_scan *z, int64_t bw, size_t npix)
 /* Scans the sub-box [sx0, sx1] x [sy0, sy1] of z's box for pixels with a record whose filtered value exceeds t (all
  * of them when all), and appends the objects of at least minsize pixels to out in the order the scan completes
  * them, each with its pixels in chain order, its threshold t and no flags. */
-static bool lz_run(const ex_ctx *c, lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy1, float t, bool all,
-                   size_t minsize, ex_objs *out)
+static bool lz_run(lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy1, float t, bool all, size_t minsize,
+                   ex_objs *out)
 {
     const int64_t w = sx1 - sx0 + 1;
     int co = 0, pstop = 0;
@@ -590,8 +592,9 @@ static bool lz_run(const ex_ctx *c, lz_scan *z, int64_t sx0, int64_t sy0, int64_
             z->marker[xi] = 0;
             int64_t r = -1;
             if (y <= sy1 && xi < w) {
-                r = z->rec[(y - z->y0) * z->bw + (sx0 + xi - z->x0)];
-                if (r >= 0 && !all && !(c->px->cd[r] > t)) r = -1;
+                const int64_t q = (y - z->y0) * z->bw + (sx0 + xi - z->x0);
+                r = z->rec[q];
+                if (r >= 0 && !all && !(z->cd[q] > t)) r = -1;
             }
             lz_part cur = { -1, -1, 0 };
             if (r >= 0) {
@@ -726,7 +729,7 @@ static bool obj_copy(ex_obj *dst, const ex_obj *src, size_t extra)
 
 /* SExtractor's gatherup: the objects kept by deblending (d->v[1..]) take the pixels of the component (d->v[0]) that
  * none of them holds, each pixel drawn at random in proportion to the objects' fitted profiles there. */
-static bool gatherup(ex_ctx *c, ex_objs *d, const int64_t *rec, int64_t bx0, int64_t by0, int64_t bw, ex_objs *out)
+static bool gatherup(ex_ctx *c, ex_objs *d, const int32_t *rec, int64_t bx0, int64_t by0, int64_t bw, ex_objs *out)
 {
     const size_t n = d->n;
     const ex_obj *root = &d->v[0];
@@ -811,29 +814,35 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
     }
     const int64_t bw = xmax - xmin + 1, bh = ymax - ymin + 1;
     const size_t xn = (size_t)p->deblend_nthresh;
-    int64_t *rec = gpuws__malloc((size_t)(bw * bh) * sizeof *rec);
+    int32_t *rec = gpuws__malloc((size_t)(bw * bh) * sizeof *rec); /* record numbers: at most 2^31 - 1 pixels */
+    float *cdb = gpuws__malloc((size_t)(bw * bh) * sizeof *cdb);
     uint64_t *owner = gpuws__calloc((size_t)(bw * bh), sizeof *owner), stamp = 0; /* which node holds a pixel */
     size_t *lvl = gpuws__malloc((xn + 1) * sizeof *lvl); /* level k: nodes[lvl[k] .. lvl[k + 1] - 1] */
     ex_objs nodes = { 0 }, kept = { 0 };
     lz_scan z;
-    bool ok = rec && owner && lvl && lz_init(&z, bw, npix);
+    bool ok = rec && cdb && owner && lvl && lz_init(&z, bw, npix);
     if (!ok) {
         gpuws__free(rec);
+        gpuws__free(cdb);
         gpuws__free(owner);
         gpuws__free(lvl);
         return false;
     }
     for (int64_t i = 0; i < bw * bh; i++) rec[i] = -1;
-    for (size_t i = 0; i < npix; i++)
-        rec[(px_y(c, recs[i]) - ymin) * bw + (px_x(c, recs[i]) - xmin)] = (int64_t)recs[i];
+    for (size_t i = 0; i < npix; i++) {
+        const int64_t q = (px_y(c, recs[i]) - ymin) * bw + (px_x(c, recs[i]) - xmin);
+        rec[q] = (int32_t)recs[i];
+        cdb[q] = c->px->cd[recs[i]];
+    }
     z.x0 = xmin;
     z.y0 = ymin;
     z.bw = bw;
     z.bh = bh;
     z.rec = rec;
+    z.cd = cdb;
     /* the component itself, its pixels in the order of SEP's scan */
     lvl[0] = 0;
-    ok = lz_run(c, &z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
+    ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
     if (ok) {
         preanalyse(c, &nodes.v[0]);
         nodes.v[0].flag = pixel_flags(c, &nodes.v[0]);
@@ -845,7 +854,11 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
             for (size_t i = lvl[k - 1]; ok && i < lvl[k]; i++) {
                 const ex_obj par = nodes.v[i]; /* a copy: the scan below may move the nodes */
                 const size_t from = nodes.n;
-                ok = lz_run(c, &z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes);
+                if (!(par.fdpeak > t)) { /* none of par's pixels above t: the scan would keep nothing */
+                    nodes.v[i].son0 = nodes.v[i].son1 = from;
+                    continue;
+                }
+                ok = lz_run(&z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes);
                 /* keep the objects of par's own (a scan of its box may meet a sibling's pixels) */
                 stamp++;
                 for (size_t q = 0; q < par.npix; q++)
@@ -910,6 +923,7 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
     objs_free(&nodes);
     gpuws__free(lvl);
     gpuws__free(rec);
+    gpuws__free(cdb);
     gpuws__free(owner);
     lz_free(&z);
     return ok;
@@ -943,8 +957,9 @@ static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp)
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
-    ex_ctx c = { p, px, 1u };
     const size_t n = px->n;
+    uint32_t *xy = gpuws__malloc(2 * (n ? n : 1) * sizeof *xy);
+    ex_ctx c = { p, px, 1u, xy, xy + n };
     size_t nl = 0;
     for (size_t r = 0; r < n; r++)
         if ((size_t)px->label[r] > nl) nl = (size_t)px->label[r];
@@ -955,7 +970,12 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     float *heap = NULL; /* cleaning's mthresh: the heap and the sort's scratch */
     gpuws_extract_catalog *cat = NULL;
     gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY;
-    if (!start || !order || !comps) goto done;
+    if (!xy || !start || !order || !comps) goto done;
+    for (size_t r = 0; r < n; r++) {
+        const uint32_t i = px->idx[r] & ~EX_BLANK_BIT;
+        xy[r] = (uint32_t)(i % p->w);
+        xy[n + r] = (uint32_t)(i / p->w);
+    }
     /* the records grouped by component, raster order kept within each */
     for (size_t r = 0; r < n; r++) start[px->label[r] + 1]++;
     for (size_t l = 0; l <= nl; l++) start[l + 1] += start[l];
@@ -1055,6 +1075,7 @@ done:
     objs_free(&objs);
     gpuws__free(survives);
     gpuws__free(heap);
+    gpuws__free(xy);
     gpuws__free(start);
     gpuws__free(order);
     gpuws__free(comps);
