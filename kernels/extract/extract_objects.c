@@ -700,16 +700,13 @@ static int ex_rand(unsigned *seed)
     return result;
 }
 
-/* The flags an object's pixels give: on the image's edge, next to a blank pixel. */
-static int pixel_flags(const ex_ctx *c, const ex_obj *o)
+/* The flag of an object with a pixel on the image's edge, from its bounds (preanalyse's): a pixel lies on the edge
+ * exactly when a bound does. */
+static int edge_flag(const ex_ctx *c, const ex_obj *o)
 {
-    int flag = 0;
-    for (size_t i = 0; i < o->npix; i++) {
-        const size_t r = o->pix[i];
-        const int64_t x = px_x(c, r), y = px_y(c, r);
-        if (x == 0 || y == 0 || x == (int64_t)c->p->w - 1 || y == (int64_t)c->p->h - 1) flag |= GPUWS_OBJ_TRUNC;
-    }
-    return flag;
+    const bool edge =
+        o->xmin == 0 || o->ymin == 0 || o->xmax == (int64_t)c->p->w - 1 || o->ymax == (int64_t)c->p->h - 1;
+    return edge ? GPUWS_OBJ_TRUNC : 0;
 }
 
 static int blank_flag(const ex_ctx *c, const ex_obj *o)
@@ -845,7 +842,7 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
     ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
     if (ok) {
         preanalyse(c, &nodes.v[0]);
-        nodes.v[0].flag = pixel_flags(c, &nodes.v[0]);
+        nodes.v[0].flag = edge_flag(c, &nodes.v[0]);
         const double value0 = nodes.v[0].fdflux * p->deblend_cont, peak = nodes.v[0].fdpeak;
         const size_t minsize = p->minarea < 3 ? (size_t)p->minarea : 3; /* SExtractor's smallest sub-object */
         lvl[1] = 1;
@@ -869,7 +866,7 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
                     if (owner[(px_y(c, head) - ymin) * bw + (px_x(c, head) - xmin)] == stamp) {
                         nodes.v[keep] = nodes.v[j];
                         preanalyse(c, &nodes.v[keep]);
-                        nodes.v[keep].flag = pixel_flags(c, &nodes.v[keep]);
+                        nodes.v[keep].flag = edge_flag(c, &nodes.v[keep]);
                         keep++;
                     } else {
                         gpuws__free(nodes.v[j].pix);
