@@ -43,11 +43,12 @@ typedef struct {
 typedef struct {
     const gpuws__extract_params *p;
     const gpuws__extract_pixels *px;
-    unsigned seed; /* SEP's random numbers for deblending's faint pixels, seeded with 1 per extraction */
+    unsigned seed;         /* SEP's random numbers for deblending's faint pixels, seeded with 1 per extraction */
+    const uint32_t *x, *y; /* each record's column and row: divisions by w done once, not at every visit */
 } ex_ctx;
 
-static int64_t px_x(const ex_ctx *c, size_t r) { return (int64_t)((c->px->idx[r] & ~EX_BLANK_BIT) % c->p->w); }
-static int64_t px_y(const ex_ctx *c, size_t r) { return (int64_t)((c->px->idx[r] & ~EX_BLANK_BIT) / c->p->w); }
+static int64_t px_x(const ex_ctx *c, size_t r) { return (int64_t)c->x[r]; }
+static int64_t px_y(const ex_ctx *c, size_t r) { return (int64_t)c->y[r]; }
 
 /* The threshold SEP stores with a pixel (used by cleaning). */
 static float px_thresh(const ex_ctx *c, size_t r)
@@ -198,31 +199,38 @@ static void analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
     }
 }
 
-static int cmp_float_asc(const void *a, const void *b)
+/* Sorts v[0 .. n - 1] ascending (tmp: n entries) in the order that glibc's qsort, a top-down merge sort, gives with
+ * the comparator x < y ? -1 : x > y: halves of n / 2 and n - n / 2, the left element taken first unless it compares
+ * greater; so NaN excesses, which no comparison places, land where they land there, on every C library. */
+static void sort_float_msort(float *v, size_t n, float *tmp)
 {
-    const float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y ? 1 : 0;
+    if (n <= 1) return;
+    const size_t n1 = n / 2;
+    sort_float_msort(v, n1, tmp);
+    sort_float_msort(v + n1, n - n1, tmp);
+    size_t i = 0, j = n1, k = 0;
+    while (i < n1 && j < n) tmp[k++] = v[j] < v[i] ? v[j++] : v[i++];
+    while (i < n1) tmp[k++] = v[i++];
+    memcpy(v, tmp, k * sizeof *v);
 }
 
 /* Cleaning's mthresh, as SEP finds it: the excesses of the filtered values over their pixels' thresholds in pixel
  * list order; the first minarea go into an array, which is sorted when the next pixel comes (that pixel itself is
  * not kept); every later excess larger than the array's first replaces it and moves down SExtractor's heap walk.
  * mthresh is then the array's first value. */
-static bool mthresh(const ex_ctx *c, ex_obj *o)
+static void mthresh(const ex_ctx *c, ex_obj *o, float *heap, float *tmp)
 {
     const size_t m = (size_t)c->p->minarea;
     if (o->npix < m) {
         o->mthresh = 0.0f;
-        return true;
+        return;
     }
-    float *heap = gpuws__malloc(m * sizeof *heap);
-    if (!heap) return false;
     for (size_t k = 0; k < o->npix; k++) {
         const float t = c->px->cd[o->pix[k]] - px_thresh(c, o->pix[k]);
         if (k < m) {
             heap[k] = t;
         } else if (k == m) {
-            qsort(heap, m, sizeof *heap, cmp_float_asc);
+            sort_float_msort(heap, m, tmp);
         } else if (t > heap[0]) {
             heap[0] = t;
             /* SExtractor's walk: from slot j to the smaller of slots k - 1 and k (k = 2(j + 1)), then on from k */
@@ -240,83 +248,240 @@ static bool mthresh(const ex_ctx *c, ex_obj *o)
         }
     }
     o->mthresh = heap[0];
-    gpuws__free(heap);
-    return true;
 }
+
+/* ---- cleaning ---- */
+
+/* Whether SEP's clean passes over the pair (o1, o2) as too far apart: further than 10 (a1 + a2), in SEP's float
+ * arithmetic (never when an a is NaN or infinite). */
+static bool clean_far(const ex_obj *o1, const ex_obj *o2)
+{
+    const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
+    float rlim = o1->a + o2->a;
+    rlim *= rlim;
+    return dx * dx + dy * dy > rlim * EX_CLEAN_ZONE * EX_CLEAN_ZONE;
+}
+
+/* Sorts v[0 .. n - 1] ascending (tmp: n entries): insertion for a few, else an LSD radix sort, 8 bits a pass. */
+static void sort_size(size_t *v, size_t n, size_t *tmp)
+{
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++) {
+            const size_t x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    size_t maxv = 0, *src = v, *dst = tmp;
+    for (size_t i = 0; i < n; i++) maxv = v[i] > maxv ? v[i] : maxv;
+    for (unsigned shift = 0; shift < 64 && (shift == 0 || (maxv >> shift)); shift += 8) {
+        size_t count[257] = { 0 };
+        for (size_t i = 0; i < n; i++) count[(src[i] >> shift & 0xffu) + 1]++;
+        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++) dst[count[src[i] >> shift & 0xffu]++] = src[i];
+        size_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) memcpy(v, src, n * sizeof *v);
+}
+
+/* Cleaning's search for the neighbours of an object. The objects with a finite a and position go into levels by a
+ * (below 1, then [2^(k-1), 2^k)), so that a level's largest a is at most twice its smallest, and each level into a
+ * grid of square cells over the image, about 20 times its largest a wide (wider where the level has few objects):
+ * an object's possible neighbours in a level then lie in the few cells within 10 (its a + the level's largest a).
+ * Where that search would cover most of a level's cells, the level's list is walked instead. The cost follows the
+ * objects near each object, not the largest object of the image. Positions outside the image fall in the edge
+ * cells, so that a search clamped to the grid still finds them. */
+#define CL_LEVELS 130 /* frexp's exponents of the floats, from 0 */
 
 typedef struct {
-    double mx;
-    size_t i;
-} ex_byx;
+    float amax;  /* the largest a in the level */
+    double cell; /* the cells' width */
+    size_t gx, gy;
+    size_t first, n; /* the level's objects: ids[first .. first + n - 1] ascending, and the same in cells */
+    size_t cfirst;   /* cell k holds cellids[first + cstart[cfirst + k] .. first + cstart[cfirst + k + 1] - 1] */
+} cl_level;
 
-static int cmp_byx(const void *a, const void *b)
+typedef struct {
+    cl_level lv[CL_LEVELS];
+    size_t *ids, *cellids, *cstart;
+} cl_grid;
+
+static int cl_level_of(float a)
 {
-    const ex_byx *x = a, *y = b;
-    return x->mx < y->mx ? -1 : x->mx > y->mx ? 1 : (x->i > y->i) - (x->i < y->i);
+    int e;
+    (void)frexp(a, &e);
+    return e < 1 ? 0 : e;
 }
 
-static int cmp_size(const void *a, const void *b)
+/* The cell of coordinate x in a row or column of g cells of width cell, clamped to the grid. */
+static size_t cl_cell(double x, double cell, size_t g)
 {
-    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return (x > y) - (x < y);
+    const double t = floor(x / cell);
+    return t <= 0.0 ? 0 : t >= (double)(g - 1) ? g - 1 : (size_t)t;
 }
 
-/* SEP's clean: whether each object survives, the objects in catalogue order. SEP compares every pair; a pair
- * further apart than 10 (a1 + a2) has no effect, so only the objects within 10 (a1 + max a) in x of o1, found in
- * a list sorted by x, are compared, in catalogue order as SEP does (a pair with a NaN position has no effect
- * either). False when memory fails. */
-static bool clean(const ex_objs *o, double beta, int *survives)
+static bool cl_in_grid(const ex_obj *o) { return isfinite(o->a) && isfinite(o->mx) && isfinite(o->my); }
+
+/* Builds the levels and grids of the objects of o over a w x h image; false when memory fails (g freed). */
+static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
 {
     const size_t n = o->n;
-    ex_byx *byx = gpuws__malloc((n ? n : 1) * sizeof *byx);
-    size_t *cand = gpuws__malloc((n ? n : 1) * sizeof *cand), m = 0;
-    size_t *wild = gpuws__malloc((n ? n : 1) * sizeof *wild), nwild = 0; /* a not finite: never skipped by SEP */
-    if (!byx || !cand || !wild) {
-        gpuws__free(byx);
+    memset(g, 0, sizeof *g);
+    g->ids = gpuws__malloc((n ? n : 1) * sizeof *g->ids);
+    g->cellids = gpuws__malloc((n ? n : 1) * sizeof *g->cellids);
+    if (!g->ids || !g->cellids) goto fail;
+    for (size_t i = 0; i < n; i++) {
+        if (!cl_in_grid(&o->v[i])) continue;
+        cl_level *l = &g->lv[cl_level_of(o->v[i].a)];
+        l->n++;
+        l->amax = o->v[i].a > l->amax ? o->v[i].a : l->amax;
+    }
+    size_t at = 0, ncells = 0;
+    for (int k = 0; k < CL_LEVELS; k++) {
+        cl_level *l = &g->lv[k];
+        l->first = at;
+        at += l->n;
+        if (!l->n) continue;
+        /* cells 20 largest a wide, at most about 4 per object, at least a pixel */
+        const double area = (double)w * (double)h;
+        l->cell = 20.0 * (double)l->amax;
+        if (l->cell < sqrt(area / (double)(2 * l->n))) l->cell = sqrt(area / (double)(2 * l->n));
+        if (l->cell < 1.0) l->cell = 1.0;
+        for (;;) {
+            const double gx = ceil((double)w / l->cell), gy = ceil((double)h / l->cell);
+            if (gx * gy <= 4.0 * (double)l->n + 16.0) {
+                l->gx = gx < 1.0 ? 1 : (size_t)gx;
+                l->gy = gy < 1.0 ? 1 : (size_t)gy;
+                break;
+            }
+            l->cell *= 2.0;
+        }
+        l->cfirst = ncells;
+        ncells += l->gx * l->gy + 1;
+    }
+    if (!(g->cstart = gpuws__calloc(ncells ? ncells : 1, sizeof *g->cstart))) goto fail;
+    size_t fill[CL_LEVELS] = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        const ex_obj *q = &o->v[i];
+        if (!cl_in_grid(q)) continue;
+        const int k = cl_level_of(q->a);
+        const cl_level *l = &g->lv[k];
+        g->ids[l->first + fill[k]++] = i;
+        g->cstart[l->cfirst + 1 + cl_cell(q->my, l->cell, l->gy) * l->gx + cl_cell(q->mx, l->cell, l->gx)]++;
+    }
+    for (int k = 0; k < CL_LEVELS; k++) {
+        const cl_level *l = &g->lv[k];
+        if (!l->n) continue;
+        size_t *cs = g->cstart + l->cfirst;
+        for (size_t c = 0; c < l->gx * l->gy; c++) cs[c + 1] += cs[c];
+        /* each cell's objects ascending: the level's list is */
+        for (size_t m = 0; m < l->n; m++) {
+            const size_t i = g->ids[l->first + m];
+            const size_t c = cl_cell(o->v[i].my, l->cell, l->gy) * l->gx + cl_cell(o->v[i].mx, l->cell, l->gx);
+            g->cellids[l->first + cs[c]++] = i;
+        }
+        for (size_t c = l->gx * l->gy; c > 0; c--) cs[c] = cs[c - 1];
+        cs[0] = 0;
+    }
+    return true;
+fail:
+    gpuws__free(g->ids);
+    gpuws__free(g->cellids);
+    memset(g, 0, sizeof *g);
+    return false;
+}
+
+static void cl_free(cl_grid *g)
+{
+    gpuws__free(g->ids);
+    gpuws__free(g->cellids);
+    gpuws__free(g->cstart);
+}
+
+/* Appends to cand the objects j > i of the grid that still survive and that SEP does not pass over as too far from
+ * o1 = o->v[i] (finite a and position); returns their count (in no particular order). */
+static size_t cl_near(const cl_grid *g, const ex_objs *o, size_t i, const int *survives, size_t *cand)
+{
+    const ex_obj *o1 = &o->v[i];
+    size_t nc = 0;
+    for (int k = 0; k < CL_LEVELS; k++) {
+        const cl_level *l = &g->lv[k];
+        if (!l->n) continue;
+        /* the zone, with a margin for SEP's float arithmetic (a float overflow there spares every pair) */
+        const double s = (double)o1->a + (double)l->amax;
+        const double r = s > 1e18 ? INFINITY : s * EX_CLEAN_ZONE * (1.0 + 1e-4) + 1e-3;
+        const size_t x0 = cl_cell(o1->mx - r, l->cell, l->gx), x1 = cl_cell(o1->mx + r, l->cell, l->gx);
+        const size_t y0 = cl_cell(o1->my - r, l->cell, l->gy), y1 = cl_cell(o1->my + r, l->cell, l->gy);
+        if ((x1 - x0 + 1) * (y1 - y0 + 1) * 4 >= l->n) { /* most of the level: its list */
+            const size_t *ids = g->ids + l->first;
+            size_t lo = 0, hi = l->n;
+            while (lo < hi) {
+                const size_t mid = lo + (hi - lo) / 2;
+                if (ids[mid] <= i) lo = mid + 1;
+                else hi = mid;
+            }
+            for (size_t m = lo; m < l->n; m++)
+                if (survives[ids[m]] && !clean_far(o1, &o->v[ids[m]])) cand[nc++] = ids[m];
+            continue;
+        }
+        const size_t *cs = g->cstart + l->cfirst, *cell = g->cellids + l->first;
+        for (size_t y = y0; y <= y1; y++)
+            for (size_t c = y * l->gx + x0; c <= y * l->gx + x1; c++)
+                for (size_t m = cs[c]; m < cs[c + 1]; m++) {
+                    const size_t j = cell[m];
+                    if (j > i && survives[j] && !clean_far(o1, &o->v[j])) cand[nc++] = j;
+                }
+    }
+    return nc;
+}
+
+/* SEP's clean: whether each object survives, the objects in catalogue order. SEP compares every pair, in
+ * catalogue order; a pair further apart than 10 (a1 + a2) has no effect, and neither has a pair with a NaN
+ * position, so each object is compared with the grid's neighbours (cl_near) and the objects whose a is not finite,
+ * in catalogue order; an object whose a is not finite with every later one. w x h: the image. False when memory
+ * fails. */
+static bool clean(const ex_objs *o, double beta, size_t w, size_t h, int *survives)
+{
+    const size_t n = o->n;
+    size_t *cand = gpuws__malloc((n ? n : 1) * sizeof *cand), *tmp = gpuws__malloc((n ? n : 1) * sizeof *tmp);
+    size_t *wild = gpuws__malloc((n ? n : 1) * sizeof *wild), nwild = 0; /* a not finite: never passed over */
+    cl_grid g;
+    if (!cand || !tmp || !wild || !cl_build(&g, o, w, h)) {
         gpuws__free(cand);
+        gpuws__free(tmp);
         gpuws__free(wild);
         return false;
     }
-    double amax = 0.0;
     for (size_t i = 0; i < n; i++) {
         survives[i] = 1;
         if (!isfinite(o->v[i].a)) wild[nwild++] = i;
-        else if (isfinite(o->v[i].mx) && isfinite(o->v[i].my)) byx[m++] = (ex_byx){ o->v[i].mx, i };
-        if (o->v[i].a > amax) amax = o->v[i].a;
     }
-    qsort(byx, m, sizeof *byx, cmp_byx);
+    size_t w0 = 0; /* wild[w0 ..]: the wild objects after i */
     for (size_t i = 0; i < n; i++) {
+        while (w0 < nwild && wild[w0] <= i) w0++;
         if (!survives[i]) continue;
         const ex_obj *o1 = &o->v[i];
         if (!isfinite(o1->mx) || !isfinite(o1->my)) continue;
-        /* the candidates: |dx| within the zone, with a margin for SEP's float arithmetic */
-        const double r = (o1->a + amax) * EX_CLEAN_ZONE * (1.0 + 1e-5) + 1e-3;
-        size_t lo = 0, hi = m;
-        while (lo < hi) {
-            const size_t mid = lo + (hi - lo) / 2;
-            if (byx[mid].mx < o1->mx - r) lo = mid + 1;
-            else hi = mid;
-        }
         size_t nc = 0;
         if (isfinite(o1->a)) {
-            for (size_t k = lo; k < m && byx[k].mx <= o1->mx + r; k++)
-                if (byx[k].i > i) cand[nc++] = byx[k].i;
-            for (size_t k = 0; k < nwild; k++)
-                if (wild[k] > i) cand[nc++] = wild[k];
+            nc = cl_near(&g, o, i, survives, cand);
+            for (size_t k = w0; k < nwild; k++)
+                if (survives[wild[k]] && !clean_far(o1, &o->v[wild[k]])) cand[nc++] = wild[k];
+            sort_size(cand, nc, tmp);
         } else {
-            for (size_t j = i + 1; j < n; j++) cand[nc++] = j;
+            for (size_t j = i + 1; j < n; j++)
+                if (survives[j] && !clean_far(o1, &o->v[j])) cand[nc++] = j;
         }
-        qsort(cand, nc, sizeof *cand, cmp_size);
         const double unitareain = EX_PI * o1->a * o1->b, ampin = o1->fdflux / (2 * unitareain * o1->abcor);
         const double alphain = (pow(ampin / o1->thresh, 1.0 / beta) - 1) * unitareain / (double)o1->npix;
-        for (size_t k = 0; k < nc; k++) {
+        for (size_t k = 0; k < nc; k++) { /* survives[cand[k]] changes only at k */
             const size_t j = cand[k];
-            if (!survives[j]) continue;
             const ex_obj *o2 = &o->v[j];
             const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
-            float rlim = o1->a + o2->a;
-            rlim *= rlim;
-            if (dx * dx + dy * dy > rlim * EX_CLEAN_ZONE * EX_CLEAN_ZONE) continue;
             if (o2->fdflux < o1->fdflux) { /* does the bigger o1 explain o2? */
                 const double val = 1 + alphain * (o1->cxx * dx * dx + o1->cyy * dy * dy + o1->cxy * dx * dy);
                 if (val > 1.0 && (float)(val < 1e10 ? ampin * pow(val, -beta) : 0.0) > o2->mthresh) survives[j] = 0;
@@ -328,8 +493,9 @@ static bool clean(const ex_objs *o, double beta, int *survives)
             }
         }
     }
-    gpuws__free(byx);
+    cl_free(&g);
     gpuws__free(cand);
+    gpuws__free(tmp);
     gpuws__free(wild);
     return true;
 }
@@ -354,7 +520,8 @@ enum { LZ_NONOBJECT, LZ_OBJECT, LZ_COMPLETE, LZ_INCOMPLETE };
 typedef struct {
     /* the box and what lies in it: rec[y * bw + x] = record number or -1 */
     int64_t x0, y0, bw, bh;
-    const int64_t *rec;
+    const int32_t *rec;
+    const float *cd; /* the filtered value at each pixel with a record, read in the box's order */
     /* scan state, bw + 2 entries each */
     lz_part *part, *store;
     char *marker;
@@ -411,8 +578,8 @@ static bool lz_init(lz_scan *z, int64_t bw, size_t npix)
 /* Scans the sub-box [sx0, sx1] x [sy0, sy1] of z's box for pixels with a record whose filtered value exceeds t (all
  * of them when all), and appends the objects of at least minsize pixels to out in the order the scan completes
  * them, each with its pixels in chain order, its threshold t and no flags. */
-static bool lz_run(const ex_ctx *c, lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy1, float t, bool all,
-                   size_t minsize, ex_objs *out)
+static bool lz_run(lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy1, float t, bool all, size_t minsize,
+                   ex_objs *out)
 {
     const int64_t w = sx1 - sx0 + 1;
     int co = 0, pstop = 0;
@@ -425,8 +592,9 @@ static bool lz_run(const ex_ctx *c, lz_scan *z, int64_t sx0, int64_t sy0, int64_
             z->marker[xi] = 0;
             int64_t r = -1;
             if (y <= sy1 && xi < w) {
-                r = z->rec[(y - z->y0) * z->bw + (sx0 + xi - z->x0)];
-                if (r >= 0 && !all && !(c->px->cd[r] > t)) r = -1;
+                const int64_t q = (y - z->y0) * z->bw + (sx0 + xi - z->x0);
+                r = z->rec[q];
+                if (r >= 0 && !all && !(z->cd[q] > t)) r = -1;
             }
             lz_part cur = { -1, -1, 0 };
             if (r >= 0) {
@@ -532,16 +700,13 @@ static int ex_rand(unsigned *seed)
     return result;
 }
 
-/* The flags an object's pixels give: on the image's edge, next to a blank pixel. */
-static int pixel_flags(const ex_ctx *c, const ex_obj *o)
+/* The flag of an object with a pixel on the image's edge, from its bounds (preanalyse's): a pixel lies on the edge
+ * exactly when a bound does. */
+static int edge_flag(const ex_ctx *c, const ex_obj *o)
 {
-    int flag = 0;
-    for (size_t i = 0; i < o->npix; i++) {
-        const size_t r = o->pix[i];
-        const int64_t x = px_x(c, r), y = px_y(c, r);
-        if (x == 0 || y == 0 || x == (int64_t)c->p->w - 1 || y == (int64_t)c->p->h - 1) flag |= GPUWS_OBJ_TRUNC;
-    }
-    return flag;
+    const bool edge =
+        o->xmin == 0 || o->ymin == 0 || o->xmax == (int64_t)c->p->w - 1 || o->ymax == (int64_t)c->p->h - 1;
+    return edge ? GPUWS_OBJ_TRUNC : 0;
 }
 
 static int blank_flag(const ex_ctx *c, const ex_obj *o)
@@ -561,7 +726,7 @@ static bool obj_copy(ex_obj *dst, const ex_obj *src, size_t extra)
 
 /* SExtractor's gatherup: the objects kept by deblending (d->v[1..]) take the pixels of the component (d->v[0]) that
  * none of them holds, each pixel drawn at random in proportion to the objects' fitted profiles there. */
-static bool gatherup(ex_ctx *c, ex_objs *d, const int64_t *rec, int64_t bx0, int64_t by0, int64_t bw, ex_objs *out)
+static bool gatherup(ex_ctx *c, ex_objs *d, const int32_t *rec, int64_t bx0, int64_t by0, int64_t bw, ex_objs *out)
 {
     const size_t n = d->n;
     const ex_obj *root = &d->v[0];
@@ -646,32 +811,38 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
     }
     const int64_t bw = xmax - xmin + 1, bh = ymax - ymin + 1;
     const size_t xn = (size_t)p->deblend_nthresh;
-    int64_t *rec = gpuws__malloc((size_t)(bw * bh) * sizeof *rec);
+    int32_t *rec = gpuws__malloc((size_t)(bw * bh) * sizeof *rec); /* record numbers: at most 2^31 - 1 pixels */
+    float *cdb = gpuws__malloc((size_t)(bw * bh) * sizeof *cdb);
     uint64_t *owner = gpuws__calloc((size_t)(bw * bh), sizeof *owner), stamp = 0; /* which node holds a pixel */
     size_t *lvl = gpuws__malloc((xn + 1) * sizeof *lvl); /* level k: nodes[lvl[k] .. lvl[k + 1] - 1] */
     ex_objs nodes = { 0 }, kept = { 0 };
     lz_scan z;
-    bool ok = rec && owner && lvl && lz_init(&z, bw, npix);
+    bool ok = rec && cdb && owner && lvl && lz_init(&z, bw, npix);
     if (!ok) {
         gpuws__free(rec);
+        gpuws__free(cdb);
         gpuws__free(owner);
         gpuws__free(lvl);
         return false;
     }
     for (int64_t i = 0; i < bw * bh; i++) rec[i] = -1;
-    for (size_t i = 0; i < npix; i++)
-        rec[(px_y(c, recs[i]) - ymin) * bw + (px_x(c, recs[i]) - xmin)] = (int64_t)recs[i];
+    for (size_t i = 0; i < npix; i++) {
+        const int64_t q = (px_y(c, recs[i]) - ymin) * bw + (px_x(c, recs[i]) - xmin);
+        rec[q] = (int32_t)recs[i];
+        cdb[q] = c->px->cd[recs[i]];
+    }
     z.x0 = xmin;
     z.y0 = ymin;
     z.bw = bw;
     z.bh = bh;
     z.rec = rec;
+    z.cd = cdb;
     /* the component itself, its pixels in the order of SEP's scan */
     lvl[0] = 0;
-    ok = lz_run(c, &z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
+    ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
     if (ok) {
         preanalyse(c, &nodes.v[0]);
-        nodes.v[0].flag = pixel_flags(c, &nodes.v[0]);
+        nodes.v[0].flag = edge_flag(c, &nodes.v[0]);
         const double value0 = nodes.v[0].fdflux * p->deblend_cont, peak = nodes.v[0].fdpeak;
         const size_t minsize = p->minarea < 3 ? (size_t)p->minarea : 3; /* SExtractor's smallest sub-object */
         lvl[1] = 1;
@@ -680,7 +851,11 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
             for (size_t i = lvl[k - 1]; ok && i < lvl[k]; i++) {
                 const ex_obj par = nodes.v[i]; /* a copy: the scan below may move the nodes */
                 const size_t from = nodes.n;
-                ok = lz_run(c, &z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes);
+                if (!(par.fdpeak > t)) { /* none of par's pixels above t: the scan would keep nothing */
+                    nodes.v[i].son0 = nodes.v[i].son1 = from;
+                    continue;
+                }
+                ok = lz_run(&z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes);
                 /* keep the objects of par's own (a scan of its box may meet a sibling's pixels) */
                 stamp++;
                 for (size_t q = 0; q < par.npix; q++)
@@ -691,7 +866,7 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
                     if (owner[(px_y(c, head) - ymin) * bw + (px_x(c, head) - xmin)] == stamp) {
                         nodes.v[keep] = nodes.v[j];
                         preanalyse(c, &nodes.v[keep]);
-                        nodes.v[keep].flag = pixel_flags(c, &nodes.v[keep]);
+                        nodes.v[keep].flag = edge_flag(c, &nodes.v[keep]);
                         keep++;
                     } else {
                         gpuws__free(nodes.v[j].pix);
@@ -745,6 +920,7 @@ static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float 
     objs_free(&nodes);
     gpuws__free(lvl);
     gpuws__free(rec);
+    gpuws__free(cdb);
     gpuws__free(owner);
     lz_free(&z);
     return ok;
@@ -756,27 +932,47 @@ typedef struct {
     float thresh;
 } ex_comp;
 
-static int cmp_comp(const void *a, const void *b)
+/* Sorts the components by key (each key is a pixel of its own: no ties), an LSD radix sort, 8 bits a pass; tmp: n
+ * entries. */
+static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp)
 {
-    const uint64_t x = ((const ex_comp *)a)->key, y = ((const ex_comp *)b)->key;
-    return x < y ? -1 : x > y;
+    uint64_t maxk = 0;
+    ex_comp *src = v, *dst = tmp;
+    for (size_t i = 0; i < n; i++) maxk = v[i].key > maxk ? v[i].key : maxk;
+    for (unsigned shift = 0; shift < 64 && (maxk >> shift); shift += 8) {
+        size_t count[257] = { 0 };
+        for (size_t i = 0; i < n; i++) count[(src[i].key >> shift & 0xffu) + 1]++;
+        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++) dst[count[src[i].key >> shift & 0xffu]++] = src[i];
+        ex_comp *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) memcpy(v, src, n * sizeof *v);
 }
 
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
-    ex_ctx c = { p, px, 1u };
     const size_t n = px->n;
+    uint32_t *xy = gpuws__malloc(2 * (n ? n : 1) * sizeof *xy);
+    ex_ctx c = { p, px, 1u, xy, xy + n };
     size_t nl = 0;
     for (size_t r = 0; r < n; r++)
         if ((size_t)px->label[r] > nl) nl = (size_t)px->label[r];
     size_t *start = gpuws__calloc(nl + 2, sizeof *start), *order = gpuws__malloc((n ? n : 1) * sizeof *order);
-    ex_comp *comps = gpuws__malloc((nl ? nl : 1) * sizeof *comps);
+    ex_comp *comps = gpuws__malloc(2 * (nl ? nl : 1) * sizeof *comps); /* and the sort's scratch */
     ex_objs objs = { 0 };
     int *survives = NULL;
+    float *heap = NULL; /* cleaning's mthresh: the heap and the sort's scratch */
     gpuws_extract_catalog *cat = NULL;
     gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY;
-    if (!start || !order || !comps) goto done;
+    if (!xy || !start || !order || !comps) goto done;
+    for (size_t r = 0; r < n; r++) {
+        const uint32_t i = px->idx[r] & ~EX_BLANK_BIT;
+        xy[r] = (uint32_t)(i % p->w);
+        xy[n + r] = (uint32_t)(i / p->w);
+    }
     /* the records grouped by component, raster order kept within each */
     for (size_t r = 0; r < n; r++) start[px->label[r] + 1]++;
     for (size_t l = 0; l <= nl; l++) start[l + 1] += start[l];
@@ -795,7 +991,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         comps[nc].thresh = p->noise == EX_NOISE_MAP ? ex_fmul(p->relthresh, px->sig_lr[last]) : p->thresh;
         nc++;
     }
-    qsort(comps, nc, sizeof *comps, cmp_comp);
+    sort_comps(comps, nc, comps + nl);
     for (size_t k = 0; k < nc; k++) {
         const size_t before = objs.n;
         if (!deblend_component(&c, order + comps[k].first, comps[k].n, comps[k].thresh, &objs)) goto done;
@@ -804,9 +1000,10 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     survives = gpuws__malloc((objs.n ? objs.n : 1) * sizeof *survives);
     if (!survives) goto done;
     if (p->clean) {
-        for (size_t i = 0; i < objs.n; i++)
-            if (!mthresh(&c, &objs.v[i])) goto done;
-        if (!clean(&objs, p->clean_param, survives)) goto done;
+        heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *heap);
+        if (!heap) goto done;
+        for (size_t i = 0; i < objs.n; i++) mthresh(&c, &objs.v[i], heap, heap + p->minarea);
+        if (!clean(&objs, p->clean_param, p->w, p->h, survives)) goto done;
     } else {
         for (size_t i = 0; i < objs.n; i++) survives[i] = 1;
     }
@@ -874,6 +1071,8 @@ done:
     }
     objs_free(&objs);
     gpuws__free(survives);
+    gpuws__free(heap);
+    gpuws__free(xy);
     gpuws__free(start);
     gpuws__free(order);
     gpuws__free(comps);

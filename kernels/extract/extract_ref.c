@@ -87,16 +87,79 @@ void gpuws__extract_pixels_free(gpuws__extract_pixels *px)
     memset(px, 0, sizeof *px);
 }
 
+/* c ? a : b, by the bits: a branch-free select, which the compiler vectorises where it keeps a ?: as a branch. */
+static inline float select_bits(int c, float a, float b)
+{
+    uint32_t x, y;
+    memcpy(&x, &a, sizeof x);
+    memcpy(&y, &b, sizeof y);
+    const uint32_t m = 0u - (uint32_t)c;
+    x = (x & m) | (y & ~m);
+    memcpy(&a, &x, sizeof a);
+    return a;
+}
+
+/* ex_detect on the pixels x0 .. x1 - 1 of row y, where x0 = kw / 2 (0 without a filter) and the filter's windows lie
+ * inside the image in x: each pixel's sums in ex_conv's and ex_matched's order, so the same bits, but a tap at a
+ * time over the row, which the compiler can vectorise. cd, det: the row's; m: 2 w floats of scratch. */
+static void detect_row(const gpuws__extract_params *p, const float *d, const float *sig, size_t y, size_t x0, size_t x1,
+                       float *cd, uint8_t *det, float *m)
+{
+    const size_t w = p->w, nx = x1 - x0;
+    const int kw = p->kw, kh = p->kh;
+    float *restrict c = cd + x0;
+    if (p->filter == EX_FILTER_NONE) {
+        for (size_t t = 0; t < nx; t++) c[t] = d[y * w + x0 + t];
+    } else {
+        for (size_t t = 0; t < nx; t++) c[t] = 0.0f;
+        for (int j = 0; j < kh; j++) {
+            const long yy = (long)y + j - kh / 2;
+            if (yy < 0 || yy >= (long)p->h) continue;
+            for (int i = 0; i < kw; i++) { /* pixel x0 + t reads column x0 + t + i - kw / 2 = t + i */
+                const float k = p->kern[j * kw + i], *restrict src = d + (size_t)yy * w + (size_t)i;
+                for (size_t t = 0; t < nx; t++) c[t] = ex_fadd(c[t], ex_fmul(k, src[t]));
+            }
+        }
+    }
+    uint8_t *restrict dt = det + x0;
+    if (p->filter == EX_FILTER_MATCH) {
+        float *restrict num = m, *restrict den = m + w;
+        for (size_t t = 0; t < nx; t++) num[t] = den[t] = 0.0f;
+        for (int j = 0; j < kh; j++) {
+            const long yy = (long)y + j - kh / 2;
+            if (yy < 0 || yy >= (long)p->h) continue;
+            for (int i = 0; i < kw; i++) {
+                const float k = p->kern[j * kw + i], kk = ex_fmul(k, k);
+                const float *restrict ds = d + (size_t)yy * w + (size_t)i, *restrict ss =
+                                                                               sig + (size_t)yy * w + (size_t)i;
+                for (size_t t = 0; t < nx; t++) { /* the pixels with σ² = 0 left out, as ex_matched */
+                    const float var = ex_fmul(ss[t], ss[t]);
+                    const float a = ex_fadd(num[t], ex_fdiv(ex_fmul(k, ds[t]), var)),
+                                b = ex_fadd(den[t], ex_fdiv(kk, var));
+                    num[t] = select_bits(var != 0.0f, a, num[t]);
+                    den[t] = select_bits(var != 0.0f, b, den[t]);
+                }
+            }
+        }
+        for (size_t t = 0; t < nx; t++) dt[t] = (float)((double)num[t] / sqrt((double)den[t])) > p->thresh;
+    } else if (p->noise == EX_NOISE_MAP) {
+        const float *restrict s = sig + y * w + x0;
+        for (size_t t = 0; t < nx; t++) dt[t] = c[t] > ex_fmul(p->thresh, s[t]);
+    } else {
+        for (size_t t = 0; t < nx; t++) dt[t] = c[t] > p->thresh;
+    }
+}
+
 gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const float *image, const float *back,
                                       const float *rms, const uint8_t *mask, gpuws__extract_pixels *px)
 {
     const size_t w = p->w, h = p->h, n = w * h;
     float *d = gpuws__malloc(n * sizeof *d), *sig = gpuws__malloc(n * sizeof *sig);
-    float *cd = gpuws__malloc(n * sizeof *cd);
+    float *cd = gpuws__malloc(n * sizeof *cd), *mrow = gpuws__malloc(2 * w * sizeof *mrow);
     uint8_t *det = gpuws__malloc(n);
     int32_t *lab = gpuws__malloc(n * sizeof *lab);
     gpuws_status st = GPUWS_OK;
-    if (!d || !sig || !cd || !det || !lab) {
+    if (!d || !sig || !cd || !mrow || !det || !lab) {
         st = GPUWS_ERR_OUT_OF_MEMORY;
         goto done;
     }
@@ -104,14 +167,20 @@ gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const floa
     for (size_t i = 0; i < n; i++)
         d[i] = ex_prep(image[i], back ? back[i] : 0.0f, mask && i >= mask_from && mask[i], p->noise,
                        rms ? rms[i] : 0.0f, p->err, &sig[i]);
+    /* the columns whose filter window lies inside the image, a row at a time; the others pixel by pixel */
+    const size_t x0 = p->filter == EX_FILTER_NONE ? 0 : (size_t)(p->kw / 2), x1 = w > x0 ? w - x0 : 0;
     size_t count = 0;
-    for (size_t y = 0; y < h; y++)
+    for (size_t y = 0; y < h; y++) {
+        const size_t i0 = y * w;
+        if (x0 < x1) detect_row(p, d, sig, y, x0, x1, cd + i0, det + i0, mrow);
         for (size_t x = 0; x < w; x++) {
-            const size_t i = y * w + x;
-            det[i] = (uint8_t)ex_detect(d, sig, p->kern, (long)w, (long)h, (long)x, (long)y, p->kw, p->kh, p->filter,
-                                        p->noise, p->thresh, &cd[i]);
-            count += det[i];
+            if (x == x0 && x0 < x1) x = x1;
+            if (x >= w) break;
+            det[i0 + x] = (uint8_t)ex_detect(d, sig, p->kern, (long)w, (long)h, (long)x, (long)y, p->kw, p->kh,
+                                             p->filter, p->noise, p->thresh, &cd[i0 + x]);
         }
+        for (size_t x = 0; x < w; x++) count += det[i0 + x];
+    }
     gpuws_label_ref(det, w, h, p->connectivity, lab);
     if (!gpuws__extract_pixels_alloc(px, count)) {
         st = GPUWS_ERR_OUT_OF_MEMORY;
@@ -135,6 +204,7 @@ done:
     gpuws__free(d);
     gpuws__free(sig);
     gpuws__free(cd);
+    gpuws__free(mrow);
     gpuws__free(det);
     gpuws__free(lab);
     return st;

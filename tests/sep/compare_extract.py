@@ -87,6 +87,12 @@ def cases():
     out.append(("crowded sky 800x600, deblending without cleaning, conv filter", crowded, None,
                 dict(clean=False, filter_type="conv"), "map", 0.97))
     out.append(("sky 1000x700, SEP's defaults", img, None, {}, "map", 0.97))
+    # cleaning's neighbour search: many small objects, and one large object whose zone covers the image
+    big = sky(800, 600, 11, nan_cols=0, density=300)
+    yy, xx = np.mgrid[0:600, 0:800]
+    big += (300.0 * np.exp(-0.5 * (((xx - 430.0) / 120.0) ** 2 + ((yy - 280.0) / 60.0) ** 2))).astype(np.float32)
+    out.append(("crowded sky 800x600, one very large object, cleaning, no deblending", big, None,
+                dict(deblend_cont=1.0), "map", 0.995))
     out.append(("sky 640x480, one sigma, deblending 16 thresholds, cont 0.01", img2, None,
                 dict(deblend_nthresh=16, deblend_cont=0.01), 5.0, 0.97))
     try:
