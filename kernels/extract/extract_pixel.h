@@ -41,8 +41,18 @@ EX_FN float ex_fmul(float a, float b) { return a * b; }
 EX_FN float ex_fadd(float a, float b) { return a + b; }
 #endif
 /* A float quotient correctly rounded on every device (OpenCL's float division may be off by 2.5 ulp; a double
- * quotient of floats rounds to the float one). */
+ * quotient of floats rounds to the float one). In OpenCL C the double quotient comes from the reciprocal and one
+ * fma correction, because an optimiser may shrink (float)((double)a / (double)b) back to the float division, as
+ * NVIDIA's OpenCL does (background_mesh.h's bg_fdiv: the same reasoning). */
+#if defined(__OPENCL_VERSION__)
+EX_FN float ex_fdiv(float a, float b)
+{
+    const double r = 1.0 / (double)b, q = (double)a * r;
+    return isfinite(q) && q != 0.0 ? (float)fma(fma(-q, (double)b, (double)a), r, q) : (float)q;
+}
+#else
 EX_FN float ex_fdiv(float a, float b) { return (float)((double)a / (double)b); }
+#endif
 
 /* SEP's convolution at (x, y): sum over the kernel's rows j and columns i, in that order, of
  * kern[j][i] * d(x + i - kw/2, y + j - kh/2), the pixels outside the image left out. */
