@@ -7,7 +7,9 @@
  *    1e-10 x area x max|pixel|, areas within 1e-12 (area + 1), Kron radii within 1e-12 relative, flags equal;
  *  - the exact overlap is exact: on a constant image a circle wholly inside sums to π r² and an ellipse to
  *    π a b r² (1e-12 relative), however it falls on the pixel grid;
- *  - the options do what SEP does: err and gain, an rms map, the mask's correction, subpix sampling, the flags. */
+ *  - the options do what SEP does: err and gain, an rms map, the mask's correction, subpix sampling, the flags;
+ *  - a background map in the options is subtracted from every pixel: the results are those of the image minus the
+ *    map (f32) given without one, to the bit, on every backend. */
 #include "support.h"
 #include "aperture/aperture_ref.h"
 
@@ -93,16 +95,19 @@ typedef struct {
     double err, gain;
     bool rms, mask;
     int subpix;
+    bool back; /* a background map in the options (Kron and AUTO: the sky level in it, not taken off the image) */
 } ref_case;
 
 ParameterizedTestParameters(aperture, agrees_with_reference)
 {
     static const ref_case shapes[] = {
-        { 0, CIRCLE, 0.0, 0.0, false, false, 0 }, { 0, CIRCLE, 5.0, 2.0, false, true, 0 },
-        { 0, CIRCLE, 0.0, 1.0, true, true, 3 },   { 0, ELLIPSE, 3.0, 0.0, false, false, 0 },
-        { 0, ELLIPSE, 0.0, 4.0, true, true, 0 },  { 0, ELLIPSE, 1.0, 0.0, false, true, 5 },
-        { 0, KRON, 0.0, 0.0, false, false, 0 },   { 0, KRON, 0.0, 0.0, false, true, 0 },
-        { 0, AUTO, 2.0, 0.0, false, false, 1 },   { 0, AUTO, 0.0, 0.0, true, true, 0 },
+        { 0, CIRCLE, 0.0, 0.0, false, false, 0, false }, { 0, CIRCLE, 5.0, 2.0, false, true, 0, false },
+        { 0, CIRCLE, 0.0, 1.0, true, true, 3, false },   { 0, ELLIPSE, 3.0, 0.0, false, false, 0, false },
+        { 0, ELLIPSE, 0.0, 4.0, true, true, 0, false },  { 0, ELLIPSE, 1.0, 0.0, false, true, 5, false },
+        { 0, KRON, 0.0, 0.0, false, false, 0, false },   { 0, KRON, 0.0, 0.0, false, true, 0, false },
+        { 0, AUTO, 2.0, 0.0, false, false, 1, false },   { 0, AUTO, 0.0, 0.0, true, true, 0, false },
+        { 0, CIRCLE, 0.0, 0.0, true, true, 0, true },    { 0, ELLIPSE, 2.0, 3.0, false, false, 0, true },
+        { 0, KRON, 0.0, 0.0, false, true, 0, true },     { 0, AUTO, 0.0, 0.0, true, false, 0, true },
     };
     static ref_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
     size_t k = 0;
@@ -118,8 +123,16 @@ ParameterizedTest(ref_case *c, aperture, agrees_with_reference)
 {
     enum { W = 211, H = 157, N = 700 };
     float *px = sky(W, H, test_seed(false) + (uint64_t)c->what);
-    if (c->what == KRON || c->what == AUTO)
-        for (size_t i = 0; i < W * H; i++) px[i] -= 100.0f; /* sky-subtracted, as Kron radii are measured */
+    float *back = malloc(W * H * sizeof *back);
+    cr_assert(back);
+    /* Kron radii are measured on the sky-subtracted image: the level 100 taken off the pixels, or left in them and
+     * put into the background map; other sums see a sloping map */
+    for (size_t i = 0; i < W * H; i++) {
+        const double sx = (double)(i % W) / W, sy = (double)(i / W) / H;
+        const bool sky_only = c->what == KRON || c->what == AUTO;
+        back[i] = (float)((sky_only ? 100.0 : 40.0 + 30.0 * sx) + 3.0 * sin(7.0 * sy) * (sky_only ? 0.1 : 1.0));
+        if (sky_only && !c->back) px[i] -= 100.0f;
+    }
     image m = image_new(c->backend, W, H, px);
     uint64_t seed = 99;
     float *rms = malloc(W * H * sizeof *rms);
@@ -143,14 +156,15 @@ ParameterizedTest(ref_case *c, aperture, agrees_with_reference)
         if (i % 50 == 2) x[i] = 115.0, y[i] = 70.0, r[i] = 1.5; /* inside the masked block */
     }
     gpuws_buffer *drms = test_buffer_from(m.ctx, rms, W * H * sizeof(float)),
-                 *dmask = test_buffer_from(m.ctx, mask, W * H);
+                 *dmask = test_buffer_from(m.ctx, mask, W * H), *dback = test_buffer_from(m.ctx, back, W * H * 4);
     gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
-    gpuws__aperture_host ho = { NULL, c->err, c->gain, NULL, c->subpix };
+    gpuws__aperture_host ho = { NULL, c->err, c->gain, NULL, c->subpix, NULL };
     o.err = c->err;
     o.gain = c->gain;
     o.subpix = c->subpix;
     if (c->rms) o.rms = drms, ho.rms = rms;
     if (c->mask) o.mask = dmask, ho.mask = mask;
+    if (c->back) o.back = dback, ho.back = back;
     results got = results_new(N), want = results_new(N);
     memset(want.kr, 0, N * 8);
     memset(got.kr, 0, N * 8);
@@ -174,8 +188,8 @@ ParameterizedTest(ref_case *c, aperture, agrees_with_reference)
                             want.flag);
         break;
     }
-    double maxabs = 0;
-    for (size_t i = 0; i < W * H; i++) maxabs = fmax(maxabs, fabs(px[i]));
+    double maxabs = 0; /* of the pixels summed */
+    for (size_t i = 0; i < W * H; i++) maxabs = fmax(maxabs, fabs(c->back ? px[i] - back[i] : px[i]));
     size_t flagged = 0, nans = 0;
     for (size_t i = 0; i < N; i++) {
         flagged += want.flag[i] != 0;
@@ -209,8 +223,10 @@ ParameterizedTest(ref_case *c, aperture, agrees_with_reference)
     results_free(&want);
     gpuws_buffer_destroy(drms);
     gpuws_buffer_destroy(dmask);
+    gpuws_buffer_destroy(dback);
     free(rms);
     free(mask);
+    free(back);
     free(col);
     free(px);
     image_free(&m);
@@ -387,6 +403,98 @@ BACKEND_TEST(aperture, errors_are_seps)
     image_free(&m);
 }
 
+/* A background map in the options: every call gives, to the bit, what it gives on the image minus the map (computed
+ * here in f32, as NumPy's data - bkg) without one; sums with the map differ from sums without it. A NaN in the map
+ * makes the sums over it NaN, as a NaN pixel does. */
+static bool same(double a, double b) { return a == b || (isnan(a) && isnan(b)); } /* NaN payloads may differ */
+
+BACKEND_TEST(aperture, back_is_subtracted_from_every_pixel)
+{
+    enum { W = 97, H = 83, N = 300 };
+    float *px = sky(W, H, 11), *bk = malloc(W * H * sizeof *bk), *diff = malloc(W * H * sizeof *diff);
+    cr_assert(bk && diff);
+    uint64_t seed = 12;
+    for (size_t i = 0; i < W * H; i++) {
+        bk[i] = (float)(95.0 + 0.1 * (double)(i % W) - 0.05 * (double)(i / W) + test_rand_uniform(&seed));
+        diff[i] = px[i] - bk[i];
+    }
+    bk[40 * W + 50] = NAN;
+    diff[40 * W + 50] = NAN;
+    image m = image_new(*kind, W, H, px), d = image_new(*kind, W, H, diff);
+    gpuws_buffer *dbk = test_buffer_from(m.ctx, bk, W * H * sizeof(float));
+    uint8_t mask[W * H];
+    for (size_t i = 0; i < W * H; i++) mask[i] = test_rand_uniform(&seed) < 0.02;
+    mask[40 * W + 50] = 0;
+    gpuws_buffer *mm = test_buffer_from(m.ctx, mask, sizeof mask), *dm = test_buffer_from(d.ctx, mask, sizeof mask);
+    double col[6][N];
+    for (size_t i = 0; i < N; i++) {
+        col[0][i] = -3.0 + (W + 6.0) * test_rand_uniform(&seed);
+        col[1][i] = -3.0 + (H + 6.0) * test_rand_uniform(&seed);
+        col[3][i] = 0.8 + 2.0 * test_rand_uniform(&seed);
+        col[2][i] = col[3][i] * (1.0 + test_rand_uniform(&seed));
+        col[4][i] = (test_rand_uniform(&seed) - 0.5) * PI;
+        col[5][i] = 0.5 + 4.0 * test_rand_uniform(&seed);
+    }
+    col[0][0] = 50.0, col[1][0] = 40.0; /* over the NaN of the map */
+    const double *x = col[0], *y = col[1], *a = col[2], *b = col[3], *th = col[4], *r = col[5];
+    gpuws_aperture_options wo = GPUWS_APERTURE_OPTIONS_INIT, no = GPUWS_APERTURE_OPTIONS_INIT;
+    wo.err = no.err = 2.0;
+    wo.gain = no.gain = 3.0;
+    wo.mask = mm, no.mask = dm;
+    gpuws_aperture_options ro = wo; /* the image itself */
+    wo.back = dbk;
+    for (call c = CIRCLE; c <= AUTO; c++) {
+        results g = results_new(N), w = results_new(N), raw = results_new(N);
+        memset(g.kr, 0, N * 8), memset(w.kr, 0, N * 8), memset(raw.kr, 0, N * 8);
+        if (c == CIRCLE) {
+            TEST_OK(gpuws_sum_circle(NULL, W, H, m.dimg, N, x, y, r, &wo, g.sum, g.err, g.area, g.flag));
+            TEST_OK(gpuws_sum_circle(NULL, W, H, d.dimg, N, x, y, r, &no, w.sum, w.err, w.area, w.flag));
+            TEST_OK(gpuws_sum_circle(NULL, W, H, m.dimg, N, x, y, r, &ro, raw.sum, raw.err, raw.area, raw.flag));
+        } else if (c == ELLIPSE) {
+            TEST_OK(gpuws_sum_ellipse(NULL, W, H, m.dimg, N, x, y, a, b, th, r, &wo, g.sum, g.err, g.area, g.flag));
+            TEST_OK(gpuws_sum_ellipse(NULL, W, H, d.dimg, N, x, y, a, b, th, r, &no, w.sum, w.err, w.area, w.flag));
+            TEST_OK(
+                gpuws_sum_ellipse(NULL, W, H, m.dimg, N, x, y, a, b, th, r, &ro, raw.sum, raw.err, raw.area, raw.flag));
+        } else if (c == KRON) {
+            TEST_OK(gpuws_kron_radius(NULL, W, H, m.dimg, N, x, y, a, b, th, r, &wo, g.kr, g.flag));
+            TEST_OK(gpuws_kron_radius(NULL, W, H, d.dimg, N, x, y, a, b, th, r, &no, w.kr, w.flag));
+            TEST_OK(gpuws_kron_radius(NULL, W, H, m.dimg, N, x, y, a, b, th, r, &ro, raw.kr, raw.flag));
+        } else {
+            TEST_OK(gpuws_flux_auto(NULL, W, H, m.dimg, N, x, y, a, b, th, &wo, g.kr, g.sum, g.err, g.area, g.flag));
+            TEST_OK(gpuws_flux_auto(NULL, W, H, d.dimg, N, x, y, a, b, th, &no, w.kr, w.sum, w.err, w.area, w.flag));
+            TEST_OK(gpuws_flux_auto(NULL, W, H, m.dimg, N, x, y, a, b, th, &ro, raw.kr, raw.sum, raw.err, raw.area,
+                                    raw.flag));
+        }
+        size_t changed = 0;
+        for (size_t i = 0; i < N; i++) {
+            const bool kr_same = c == CIRCLE || c == ELLIPSE || same(g.kr[i], w.kr[i]);
+            const bool sums_same =
+                c == KRON || (same(g.sum[i], w.sum[i]) && same(g.err[i], w.err[i]) && same(g.area[i], w.area[i]));
+            cr_assert(kr_same && sums_same && g.flag[i] == w.flag[i],
+                      "call %d, aperture %zu: with the map kronrad %.17g sum %.17g sumerr %.17g area %.17g flag %#x; "
+                      "on image - map %.17g %.17g %.17g %.17g %#x",
+                      (int)c, i, g.kr[i], g.sum[i], g.err[i], g.area[i], g.flag[i], w.kr[i], w.sum[i], w.err[i],
+                      w.area[i], w.flag[i]);
+            changed += c == KRON ? g.kr[i] != raw.kr[i] : g.sum[i] != raw.sum[i];
+        }
+        cr_assert_gt(changed, N / 2, "call %d: the map changed only %zu of %d results", (int)c, changed, (int)N);
+        if (c == CIRCLE || c == ELLIPSE)
+            cr_assert(isnan(g.sum[0]) && !isnan(raw.sum[0]), "call %d: the map's NaN: sum %g, without the map %g",
+                      (int)c, g.sum[0], raw.sum[0]);
+        results_free(&g);
+        results_free(&w);
+        results_free(&raw);
+    }
+    gpuws_buffer_destroy(dbk);
+    gpuws_buffer_destroy(mm);
+    gpuws_buffer_destroy(dm);
+    free(px);
+    free(bk);
+    free(diff);
+    image_free(&m);
+    image_free(&d);
+}
+
 /* SEP's mask correction scales the unmasked sum to the whole aperture: on a constant image the sum is unchanged by
  * a partial mask (HASMASKED); wholly masked, the sum is NaN (ALLMASKED). */
 BACKEND_TEST(aperture, mask_scales_to_the_whole_aperture)
@@ -486,7 +594,7 @@ BACKEND_TEST(aperture, flux_auto_falls_back_to_the_circle)
     memset(&z, 0, sizeof z);
     results g = results_new(2), w = results_new(2);
     TEST_OK(gpuws_flux_auto(NULL, W, H, m.dimg, 2, x, y, a, b, th, &z, g.kr, g.sum, g.err, g.area, g.flag));
-    const gpuws__aperture_host ho = { NULL, 0.0, 0.0, NULL, 0 };
+    const gpuws__aperture_host ho = { NULL, 0.0, 0.0, NULL, 0, NULL };
     gpuws_flux_auto_ref(px, W, H, &ho, 6.0, 2.5, 1.75, 2, x, y, a, b, th, w.kr, w.sum, w.err, w.area, w.flag);
     const double r = 2.5 * g.kr[0] * 3.0;
     cr_assert(g.kr[0] > 1.0 && fabs(g.area[0] - PI * r * r) <= 1e-9 * r * r,

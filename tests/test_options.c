@@ -207,6 +207,20 @@ static gpuws_status call_extract(fixture *f, const void *o)
     return st;
 }
 
+static void init_aperture(void *o)
+{
+    *(gpuws_aperture_options *)o = (gpuws_aperture_options)GPUWS_APERTURE_OPTIONS_INIT;
+}
+static gpuws_status call_aperture(fixture *f, const void *o)
+{
+    const double x = 3.5, y = 4.0, r = 2.5;
+    double sum = 12345.0;
+    int flag = 77;
+    gpuws_status st = gpuws_sum_circle(NULL, SIDE, SIDE, f->data, 1, &x, &y, &r, o, &sum, NULL, NULL, &flag);
+    cr_assert(!st || (sum == 12345.0 && flag == 77), "a refused call wrote its results");
+    return st;
+}
+
 static const options_row rows[] = {
     { "gpuws_context_options", sizeof(gpuws_context_options), init_context, call_context },
     { "gpuws_program_options", sizeof(gpuws_program_options), init_program, call_program },
@@ -218,6 +232,7 @@ static const options_row rows[] = {
     { "gpuws_pipeline_options", sizeof(gpuws_pipeline_options), init_pipeline, call_pipeline },
     { "gpuws_background_options", sizeof(gpuws_background_options), init_background, call_background },
     { "gpuws_extract_options", sizeof(gpuws_extract_options), init_extract, call_extract },
+    { "gpuws_aperture_options", sizeof(gpuws_aperture_options), init_aperture, call_aperture },
 };
 
 static void fixture_open(fixture *f)
@@ -296,5 +311,29 @@ Test(options, the_clipping_options_a_sources_struct_points_to_are_read_by_their_
     newer.later = 0;
     newer.clip.kappa = 2.5;
     cr_assert_eq(call_sources(&f, &o), GPUWS_OK, "%s", gpuws_last_error());
+    fixture_close(&f);
+}
+
+/* A caller built against the aperture struct's first version (struct_size ending at kron_rmin) has no back field:
+ * whatever lies after its struct is not read, so the sum is the one without a map. */
+Test(options, the_first_aperture_struct_has_no_background_map)
+{
+    fixture f;
+    fixture_open(&f);
+    gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
+    o.back = f.data; /* set in the bytes beyond the old struct; read, it would make every pixel 0 */
+    const double x = 3.5, y = 4.0, r = 2.5;
+    double first, plain, with;
+    int flag;
+    cr_assert_eq(gpuws_sum_circle(NULL, SIDE, SIDE, f.data, 1, &x, &y, &r, NULL, &plain, NULL, NULL, &flag), GPUWS_OK);
+    cr_assert_eq(gpuws_sum_circle(NULL, SIDE, SIDE, f.data, 1, &x, &y, &r, &o, &with, NULL, NULL, &flag), GPUWS_OK);
+    cr_assert(with == 0.0 && plain > 1.0, "the map in the current struct: %g, without %g", with, plain);
+    o.struct_size = GPUWS__APERTURE_OPTIONS_BASE;
+    cr_assert_eq(gpuws_sum_circle(NULL, SIDE, SIDE, f.data, 1, &x, &y, &r, &o, &first, NULL, NULL, &flag), GPUWS_OK,
+                 "%s", gpuws_last_error());
+    cr_assert_eq(first, plain, "the first version's struct: %.17g, wanted the sum without a map %.17g", first, plain);
+    o.struct_size = 0;
+    cr_assert_eq(gpuws_sum_circle(NULL, SIDE, SIDE, f.data, 1, &x, &y, &r, &o, &first, NULL, NULL, &flag), GPUWS_OK);
+    cr_assert_eq(first, plain, "struct_size 0 (zero-initialised: the first version): %.17g", first);
     fixture_close(&f);
 }

@@ -8,6 +8,7 @@
 #include "png_overlay.h"
 #include "sky_wcs.h"
 #include "sources/sources_internal.h"
+#include "sources_phot.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -41,6 +42,7 @@ typedef struct {
     double deblend_mincont;
     int clean;
     double clean_param;
+    phot_apertures phot; /* --phot-apertures */
 } extract_args;
 
 typedef struct {
@@ -93,6 +95,9 @@ static void usage(FILE *f)
         "  --deblend-mincont C    minimum contrast of a deblended branch, 0 to 1 (default 0.005; 1: no deblending)\n"
         "  --clean-param P        cleaning of spurious detections near bright ones (default 1.0); --no-clean: none\n"
         "  --connectivity 4|8     pixel neighbours: 8 with corners (extract default), 4 edges only (workshop default)\n"
+        "  --phot-apertures D[,D...]  SExtractor's PHOT_APERTURES: per object and diameter D (pixels, at most 32),\n"
+        "                         the sum in that circle on the image less its background, its error and flags\n"
+        "                         (columns flux_aper_k, fluxerr_aper_k, flag_aper_k)\n"
         "workshop options:\n"
         "  --kappa K              clipping at K clipped stds from the median (default 3)\n"
         "  --threshold S          detect pixels above S x the clipped std (default 5; no median added)\n"
@@ -303,7 +308,7 @@ static int parse(int argc, char **argv, args *a)
     a->o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
     a->clip = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
     a->o.clip = &a->clip;
-    a->x = (extract_args){ 64, 64, 3, 3, 1.5, 5, 0, NULL, 0, 0, 32, 0.005, 1, 1.0 };
+    a->x = (extract_args){ 64, 64, 3, 3, 1.5, 5, 0, NULL, 0, 0, 32, 0.005, 1, 1.0, { 0, { 0 } } };
     a->size = 2048;
     a->seed = 1;
     a->plane = -1;
@@ -378,6 +383,9 @@ static int parse(int argc, char **argv, args *a)
             a->x.clean_param = d, have_clean_param = 1, i++, ONLY(extract_only);
         } else if (!strcmp(o, "--no-clean")) {
             a->x.clean = 0, ONLY(extract_only);
+        } else if (!strcmp(o, "--phot-apertures")) {
+            if (phot_parse(&t, o, v, &a->x.phot)) return 2;
+            i++, ONLY(extract_only);
         } else if (!strcmp(o, "--hdu")) {
             if (tool_count(&t, o, v, 1, 100000, "an HDU number", &u)) return 2;
             a->hdu = (int)u, i++, ONLY(image_only);
@@ -507,8 +515,10 @@ typedef struct {
     const char *no_wcs;      /* why there is none (a warning when an output would carry world coordinates) */
     char *cards;             /* the input's WCS for the 2-D maps (malloc'd), or NULL */
     int ncards;
-    catalog_column cols[40];
+    catalog_column cols[40 + PHOT_MAX_COLUMNS];
     size_t ncols;
+    const char *comment, *table_cards; /* the CSV's comment line, the FITS table's header cards (or NULL) */
+    int table_ncards;
     double *v; /* the catalogue: nrows x ncols, row-major (malloc'd) */
     size_t nrows;
     int units;             /* units in the CSV's header row */
@@ -572,11 +582,11 @@ static int write_outputs(const args *a, const products *p)
     if (!p->wcs && (finals[OUT_CATALOG] || finals[OUT_FITS_CATALOG] || finals[OUT_REGIONS]) && a->image)
         fprintf(stderr, "gpuws sources: warning: %s: no world coordinates (%s): the outputs are in pixel coordinates\n",
                 a->image, p->no_wcs ? p->no_wcs : "none");
-    const char *names[40], *units[40];
-    int integer[40];
+    const char *names[sizeof p->cols / sizeof p->cols[0]], *units[sizeof p->cols / sizeof p->cols[0]];
+    int integer[sizeof p->cols / sizeof p->cols[0]];
     for (size_t c = 0; c < p->ncols; c++)
         names[c] = p->cols[c].name, units[c] = p->cols[c].unit, integer[c] = p->cols[c].decimals == 0;
-    const catalog_table table = { p->ncols, p->nrows, p->cols, p->v };
+    const catalog_table table = { p->ncols, p->nrows, p->cols, p->v, p->comment };
     const char *frame = p->wcs ? sky_wcs_ds9_frame(p->wcs) : NULL;
     for (size_t k = 0; k < OUT_COUNT && !rc; k++) {
         if (!finals[k]) continue;
@@ -586,8 +596,8 @@ static int write_outputs(const args *a, const products *p)
         if (!path) rc = -1;
         else if (k == OUT_CATALOG) rc = catalog_table_csv(path, &table, p->units, err, sizeof err);
         else if (k == OUT_FITS_CATALOG)
-            rc = fits_write_table(path, "OBJECTS", p->ncols, names, units, integer, p->nrows, p->v, NULL, 0, err,
-                                  sizeof err);
+            rc = fits_write_table(path, "OBJECTS", p->ncols, names, units, integer, p->nrows, p->v, p->table_cards,
+                                  p->table_ncards, err, sizeof err);
         else if (k == OUT_REGIONS)
             rc = catalog_regions_write(path, p->shapes, p->nrows, frame ? world_of : NULL, p->wcs, frame, p->title, err,
                                        sizeof err);
@@ -921,9 +931,9 @@ static int cmd_sources(int argc, char **argv)
 }
 
 /* The extraction's catalogue: SEP's columns in SEP's order, id = the object's label (k + 1), world coordinates
- * after x and y when there are any, units in the CSV's header row; ellipses at 3 a x 3 b (as SEP's documentation
- * draws them) for regions and overlays. */
-static int extract_products(products *p, const gpuws_extract_catalog *cat, const char *bunit)
+ * after x and y when there are any, the aperture photometry's columns last, units in the CSV's header row; ellipses
+ * at 3 a x 3 b (as SEP's documentation draws them) for regions and overlays. */
+static int extract_products(products *p, const gpuws_extract_catalog *cat, const phot_table *ph, const char *bunit)
 {
     const char *flux = *bunit ? bunit : "count";
     add_col(p, "id", "", 0), add_col(p, "x", "pix", 6), add_col(p, "y", "pix", 6);
@@ -944,6 +954,12 @@ static int extract_products(products *p, const gpuws_extract_catalog *cat, const
     };
     for (size_t c = 0; c < sizeof rest / sizeof rest[0]; c++)
         if (add_col(p, rest[c].name, strcmp(rest[c].unit, "F") ? rest[c].unit : flux, rest[c].decimals)) return -1;
+    const size_t aper = p->ncols;
+    for (size_t c = 0; c < phot_ncolumns(ph); c++) {
+        const catalog_column col = phot_column(ph, c, flux);
+        if (add_col(p, col.name, col.unit, col.decimals)) return -1;
+    }
+    if (ph->nap) p->comment = ph->comment, p->table_cards = ph->cards, p->table_ncards = ph->ncards;
     if (alloc_rows(p, cat->num_objects)) return -1;
     for (size_t k = 0; k < cat->num_objects; k++) {
         const gpuws_object *o = &cat->objects[k];
@@ -980,6 +996,7 @@ static int extract_products(products *p, const gpuws_extract_catalog *cat, const
                              o->thresh,
                              (double)o->flag };
         memcpy(row + first, v, sizeof v);
+        if (ph->nap) memcpy(row + aper, phot_row(ph, k), phot_ncolumns(ph) * sizeof *row);
         p->shapes[k] = (catalog_shape){ o->x, o->y, 3 * o->a, 3 * o->b, o->theta };
         p->strength[k] = o->flux;
     }
@@ -1037,6 +1054,7 @@ static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx)
     float *hrms = a->out[OUT_RMS] ? malloc(n * sizeof *hrms) : NULL;
     int32_t *hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *hseg) : NULL;
     gpuws_extract_catalog *cat = NULL;
+    phot_table ph = { 0 };
     gpuws_background_result br;
     gpuws_status st = (masked && !hmask) || (a->out[OUT_BACKGROUND] && !hback) || (a->out[OUT_RMS] && !hrms) ||
                               (a->out[OUT_LABELS] && !hseg)
@@ -1065,20 +1083,23 @@ static int run_extract(const args *a, const fits_image *img, gpuws_context *ctx)
         eo.deblend_cont = x->deblend_mincont, eo.clean = x->clean, eo.clean_param = x->clean_param, eo.segmap = seg;
         st = gpuws_extract(NULL, w, h, image, &eo, &cat);
     }
+    if (!st && x->phot.n) st = phot_measure(&x->phot, w, h, image, back, rms, mask, cat, &ph);
     if (!st && hback) st = gpuws_buffer_read(back, 0, hback, n * sizeof *hback);
     if (!st && hrms) st = gpuws_buffer_read(rms, 0, hrms, n * sizeof *hrms);
     if (!st && hseg) st = gpuws_buffer_read(seg, 0, hseg, n * sizeof *hseg);
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
         print_extract(a, w, h, &br, cat);
+        if (ph.nap) phot_print(&ph);
         p.back = hback, p.rms = hrms, p.labels = hseg, p.lo = br.globalback;
         snprintf(p.title, sizeof p.title,
                  "gpuws sources --method extract: %zu object%s in %s; ellipses at 3 a x 3 b, SEP's isophotal semi-axes "
                  "times 3",
                  cat->num_objects, cat->num_objects == 1 ? "" : "s", a->image);
-        rc = extract_products(&p, cat, bunit) ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : write_outputs(a, &p);
+        rc = extract_products(&p, cat, &ph, bunit) ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : write_outputs(a, &p);
     }
     gpuws_extract_catalog_free(cat);
+    phot_free(&ph);
     gpuws_buffer_destroy(image), gpuws_buffer_destroy(mask), gpuws_buffer_destroy(back), gpuws_buffer_destroy(rms);
     gpuws_buffer_destroy(seg);
     free(hmask), free(hback), free(hrms), free(hseg);

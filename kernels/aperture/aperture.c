@@ -54,7 +54,8 @@ static gpuws_status check_image(const char *fn, gpuws_context *ctx, size_t width
     if (o->kron_rmin == 0) o->kron_rmin = d.kron_rmin;
     if ((st = gpuws__check_array(ctx, image, "image", npix, sizeof(float))) ||
         (o->rms && (st = gpuws__check_array(ctx, o->rms, "rms", npix, sizeof(float)))) ||
-        (o->mask && (st = gpuws__check_array(ctx, o->mask, "mask", npix, 1))))
+        (o->mask && (st = gpuws__check_array(ctx, o->mask, "mask", npix, 1))) ||
+        (o->back && (st = gpuws__check_array(ctx, o->back, "back", npix, sizeof(float)))))
         return st;
     return GPUWS_OK;
 }
@@ -93,8 +94,10 @@ static gpuws_status aperture_raw(gpuws_stream *s, size_t width, const gpuws_buff
 {
     gpuws_context *ctx = s->ctx;
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
-        const gpuws__aperture_host h = { o->rms ? gpuws__cpu_ptr(o->rms) : NULL, o->err, o->gain,
-                                         o->mask ? gpuws__cpu_ptr(o->mask) : NULL, o->subpix };
+        const gpuws__aperture_host h = {
+            o->rms ? gpuws__cpu_ptr(o->rms) : NULL,   o->err,    o->gain,
+            o->mask ? gpuws__cpu_ptr(o->mask) : NULL, o->subpix, o->back ? gpuws__cpu_ptr(o->back) : NULL
+        };
         for (size_t i = 0; i < n; i++)
             gpuws__aperture_raw_ref(gpuws__cpu_ptr(image), width, &h, kron, params + AP_PARAMS * i, raw + AP_RAW * i);
         return GPUWS_OK;
@@ -118,8 +121,10 @@ static gpuws_status aperture_raw(gpuws_stream *s, size_t width, const gpuws_buff
     const gpuws_launch_config cfg = { { (uint32_t)groups, 1, 1 }, { block, 1, 1 } };
     const float var0 = (float)(o->err * o->err); /* SEP holds a pixel's variance in a float */
     const gpuws_arg args[] = { gpuws_arg_buffer((gpuws_buffer *)image),
-                               gpuws_arg_buffer((gpuws_buffer *)(o->rms ? o->rms : image)), /* unread stand-ins */
+                               gpuws_arg_buffer((gpuws_buffer *)(o->back ? o->back : image)), /* unread stand-ins */
+                               gpuws_arg_buffer((gpuws_buffer *)(o->rms ? o->rms : image)),
                                gpuws_arg_buffer((gpuws_buffer *)(o->mask ? o->mask : image)),
+                               gpuws_arg_u32(o->back != NULL),
                                gpuws_arg_u32(o->rms != NULL),
                                gpuws_arg_u32(o->mask != NULL),
                                gpuws_arg_f32(var0),

@@ -9,9 +9,10 @@
 
 #include "aperture_geom.h"
 
-__kernel void aperture_sum(__global const float *image, __global const float *rms, __global const uchar *mask,
-                           uint has_rms, uint has_mask, float var0, ulong width, ulong n, int subpix, uint kron,
-                           __global const double *params, __global double *raw, __local double *red)
+__kernel void aperture_sum(__global const float *image, __global const float *back, __global const float *rms,
+                           __global const uchar *mask, uint has_back, uint has_rms, uint has_mask, float var0,
+                           ulong width, ulong n, int subpix, uint kron, __global const double *params,
+                           __global double *raw, __local double *red)
 {
     const uint lid = get_local_id(0), B = get_local_size(0);
     for (ulong ap = get_group_id(0); ap < n; ap += get_num_groups(0)) {
@@ -21,8 +22,8 @@ __kernel void aperture_sum(__global const float *image, __global const float *rm
         double s[AP_RAW] = { 0.0, 0.0, 0.0, 0.0, 0.0 };
         for (ulong i = lid; i < npx; i += B) {
             const ulong ix = x0 + i % bw, iy = y0 + i / bw;
-            ap_add_pixel(p, image, rms, mask, (int)has_rms, (int)has_mask, var0, (int)kron, subpix, ix, iy,
-                         iy * width + ix, s);
+            ap_add_pixel(p, image, back, rms, mask, (int)has_back, (int)has_rms, (int)has_mask, var0, (int)kron,
+                         subpix, ix, iy, iy * width + ix, s);
         }
         for (int k = 0; k < AP_RAW; k++) red[k * B + lid] = s[k];
         barrier(CLK_LOCAL_MEM_FENCE);

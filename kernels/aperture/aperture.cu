@@ -9,9 +9,9 @@
 typedef unsigned long long u64;
 
 extern "C" __global__ void __launch_bounds__(AP_BLOCK)
-    aperture_sum(const float *image, const float *rms, const unsigned char *mask, unsigned has_rms, unsigned has_mask,
-                 float var0, u64 width, u64 n, int subpix, unsigned kron, const double *params, double *raw,
-                 gpuws_local lred)
+    aperture_sum(const float *image, const float *back, const float *rms, const unsigned char *mask, unsigned has_back,
+                 unsigned has_rms, unsigned has_mask, float var0, u64 width, u64 n, int subpix, unsigned kron,
+                 const double *params, double *raw, gpuws_local lred)
 {
     GPUWS_SHARED_BYTES();
     double *red = reinterpret_cast<double *>(gpuws_smem);
@@ -24,8 +24,8 @@ extern "C" __global__ void __launch_bounds__(AP_BLOCK)
         double s[AP_RAW] = { 0.0, 0.0, 0.0, 0.0, 0.0 };
         for (u64 i = lid; i < npx; i += B) {
             const u64 ix = x0 + i % bw, iy = y0 + i / bw;
-            ap_add_pixel(p, image, rms, mask, (int)has_rms, (int)has_mask, var0, (int)kron, subpix, ix, iy,
-                         iy * width + ix, s);
+            ap_add_pixel(p, image, back, rms, mask, (int)has_back, (int)has_rms, (int)has_mask, var0, (int)kron, subpix,
+                         ix, iy, iy * width + ix, s);
         }
         for (int k = 0; k < AP_RAW; k++) red[k * B + lid] = s[k];
         __syncthreads();

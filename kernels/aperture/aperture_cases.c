@@ -1,7 +1,8 @@
 /* aperture's cases (kernels/common/cases.h): a sky (level 100, noise σ = 5, Gaussian sources) with apertures at
- * random positions, some across the edges; "circle" with a scalar error and a gain, "ellipse" with an rms map and a
- * mask. Checked against the reference within docs/algorithms/aperture.md's cross-backend bound (the sums in
- * another order): |got - ref| <= 1e-10 area max|pixel| for sums, 1e-12 (area + 1) for areas, flags equal. */
+ * random positions, some across the edges; "circle" with a scalar error and a gain, "ellipse" with an rms map, a
+ * mask and a background map. Checked against the reference within docs/algorithms/aperture.md's cross-backend
+ * bound (the sums in another order): |got - ref| <= 1e-10 area max|pixel| for sums, 1e-12 (area + 1) for areas,
+ * flags equal. */
 #include "common/cases.h"
 #include "aperture/aperture_ref.h"
 
@@ -13,13 +14,13 @@
 typedef struct {
     bool ellipse;
     size_t w, h, n;
-    float *img, *rms;
+    float *img, *rms, *back;
     uint8_t *mask;
     double *x, *y, *a, *b, *theta, *r;
     double *want, *got; /* sum, sumerr, area: 3n each */
     int *want_flag, *got_flag;
     double maxabs;
-    gpuws_buffer *dimg, *drms, *dmask;
+    gpuws_buffer *dimg, *drms, *dmask, *dback;
     gpuws_aperture_options o;
 } ap_state;
 
@@ -28,6 +29,7 @@ static void ap_teardown(void *p)
     ap_state *s = p;
     free(s->img);
     free(s->rms);
+    free(s->back);
     free(s->mask);
     free(s->x);
     free(s->want);
@@ -37,6 +39,7 @@ static void ap_teardown(void *p)
     gpuws_buffer_destroy(s->dimg);
     gpuws_buffer_destroy(s->drms);
     gpuws_buffer_destroy(s->dmask);
+    gpuws_buffer_destroy(s->dback);
     free(s);
 }
 
@@ -52,13 +55,14 @@ static gpuws_status ap_setup(gpuws_context *ctx, bench_size size, void **state, 
     const size_t np = s->w * s->h, n = s->n;
     s->img = malloc(np * sizeof *s->img);
     s->rms = malloc(np * sizeof *s->rms);
+    s->back = malloc(np * sizeof *s->back);
     s->mask = malloc(np);
     s->x = malloc(6 * n * sizeof *s->x);
     s->want = malloc(3 * n * sizeof *s->want);
     s->got = malloc(3 * n * sizeof *s->got);
     s->want_flag = malloc(n * sizeof *s->want_flag);
     s->got_flag = malloc(n * sizeof *s->got_flag);
-    if (!s->img || !s->rms || !s->mask || !s->x || !s->want || !s->got || !s->want_flag || !s->got_flag)
+    if (!s->img || !s->rms || !s->back || !s->mask || !s->x || !s->want || !s->got || !s->want_flag || !s->got_flag)
         return GPUWS_ERR_OUT_OF_MEMORY;
     s->y = s->x + n;
     s->a = s->x + 2 * n;
@@ -70,6 +74,7 @@ static gpuws_status ap_setup(gpuws_context *ctx, bench_size size, void **state, 
         const double u1 = bench_uniform(&seed), u2 = bench_uniform(&seed);
         s->img[i] = (float)(100.0 + 5.0 * sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2));
         s->rms[i] = (float)(4.0 + bench_uniform(&seed));
+        s->back[i] = (float)(99.0 + 2.0 * bench_uniform(&seed));
         s->mask[i] = bench_uniform(&seed) < 0.01;
     }
     for (size_t i = 0; i < n; i++) {
@@ -83,27 +88,30 @@ static gpuws_status ap_setup(gpuws_context *ctx, bench_size size, void **state, 
                      py = (size_t)fmin(fmax(s->y[i], 0), (double)s->h - 1);
         s->img[py * s->w + px] += (float)(1000.0 * bench_uniform(&seed));
     }
-    for (size_t i = 0; i < np; i++) s->maxabs = fmax(s->maxabs, fabs(s->img[i]));
+    for (size_t i = 0; i < np; i++) s->maxabs = fmax(s->maxabs, fabs(s->img[i] - (ellipse ? s->back[i] : 0.0f)));
     gpuws_status st;
     if ((st = gpuws__case_upload(ctx, s->img, np * sizeof(float), &s->dimg)) ||
         (ellipse && (st = gpuws__case_upload(ctx, s->rms, np * sizeof(float), &s->drms))) ||
-        (ellipse && (st = gpuws__case_upload(ctx, s->mask, np, &s->dmask))))
+        (ellipse && (st = gpuws__case_upload(ctx, s->mask, np, &s->dmask))) ||
+        (ellipse && (st = gpuws__case_upload(ctx, s->back, np * sizeof(float), &s->dback))))
         return st;
     const gpuws_aperture_options d = GPUWS_APERTURE_OPTIONS_INIT;
     s->o = d;
-    gpuws__aperture_host h = { NULL, 0.0, 0.0, NULL, 0 };
+    gpuws__aperture_host h = { NULL, 0.0, 0.0, NULL, 0, NULL };
     if (ellipse) {
         s->o.rms = s->drms;
         s->o.mask = s->dmask;
+        s->o.back = s->dback;
         h.rms = s->rms;
         h.mask = s->mask;
+        h.back = s->back;
     } else {
         s->o.err = h.err = 5.0;
         s->o.gain = h.gain = 2.0;
     }
     gpuws_aperture_sum_ref(s->img, s->w, s->h, &h, n, s->x, s->y, ellipse ? s->a : NULL, s->b, s->theta, s->r, s->want,
                            s->want + n, s->want + 2 * n, s->want_flag);
-    /* the pixels of every aperture's box read once (f32; the ellipse's rms and mask too), 48 bytes per aperture;
+    /* the pixels of every aperture's box read once (f32; the ellipse's rms, back and mask too), 48 bytes per aperture;
      * the exact overlap (~150 flops) on the boundary pixels, ~10 flops on the others */
     double px = 0, edge = 0;
     for (size_t i = 0; i < n; i++) {
@@ -111,7 +119,7 @@ static gpuws_status ap_setup(gpuws_context *ctx, bench_size size, void **state, 
         px += 3.14159265358979 * ra * rb;
         edge += 2 * 3.14159265358979 * sqrt(0.5 * (ra * ra + rb * rb)) * 1.5;
     }
-    c->bytes = px * (ellipse ? 9.0 : 4.0) + 48.0 * (double)n;
+    c->bytes = px * (ellipse ? 13.0 : 4.0) + 48.0 * (double)n;
     c->flops = 10.0 * px + 150.0 * edge;
     c->flop_type = BENCH_FLOPS_F64;
     snprintf(c->size_label, sizeof c->size_label, "%zux%zu, %zu apertures", s->w, s->h, n);

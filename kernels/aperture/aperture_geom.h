@@ -153,18 +153,25 @@ AP_FN double ap_weight(AP_GLOBAL const double *p, double ix, double iy, int subp
     return subpix == 0 ? ap_exact(p, dx, dy) : ap_sampled(p, dx, dy, subpix);
 }
 
-/* Adds pixel q = (ix, iy) of the image to the AP_RAW sums s of aperture p (aperture_geom.h's header says what
- * they hold): kron = 0, SEP's weighted sums (its variance from rms[q] or var0, both held in a float as SEP does);
- * kron = 1, the Kron sums over the pixels with rpix2 <= r^2. Pixels SEP does not visit add nothing. */
-AP_FN void ap_add_pixel(AP_GLOBAL const double *p, AP_GLOBAL const float *image, AP_GLOBAL const float *rms,
-                        AP_GLOBAL const unsigned char *mask, int has_rms, int has_mask, float var0, int kron,
-                        int subpix, AP_U64 ix, AP_U64 iy, AP_U64 q, double *s)
+/* Pixel q of the image, less the background map's pixel when there is one: a difference of floats, the value SEP
+ * reads from the array data - bkg. */
+AP_FN float ap_pixel(AP_GLOBAL const float *image, AP_GLOBAL const float *back, int has_back, AP_U64 q)
+{
+    return has_back ? image[q] - back[q] : image[q];
+}
+
+/* Adds pixel q = (ix, iy) of the image (less back) to the AP_RAW sums s of aperture p (aperture_geom.h's header
+ * says what they hold): kron = 0, SEP's weighted sums (its variance from rms[q] or var0, both held in a float as
+ * SEP does); kron = 1, the Kron sums over the pixels with rpix2 <= r^2. Pixels SEP does not visit add nothing. */
+AP_FN void ap_add_pixel(AP_GLOBAL const double *p, AP_GLOBAL const float *image, AP_GLOBAL const float *back,
+                        AP_GLOBAL const float *rms, AP_GLOBAL const unsigned char *mask, int has_back, int has_rms,
+                        int has_mask, float var0, int kron, int subpix, AP_U64 ix, AP_U64 iy, AP_U64 q, double *s)
 {
     const int masked = has_mask && mask[q] != 0;
     if (kron) {
         const double rpix2 = ap_rpix2(p, (double)ix - p[AP_X], (double)iy - p[AP_Y]);
         if (!(rpix2 <= p[AP_R2])) return;
-        const float v = image[q];
+        const float v = ap_pixel(image, back, has_back, q);
         if (v < -AP_BIG || masked) {
             s[3] += 1.0;
         } else {
@@ -181,7 +188,7 @@ AP_FN void ap_add_pixel(AP_GLOBAL const double *p, AP_GLOBAL const float *image,
         s[4] += 1.0;
     } else {
         const float e = has_rms ? rms[q] : 0.0f, var = has_rms ? e * e : var0;
-        s[0] += (double)image[q] * w;
+        s[0] += (double)ap_pixel(image, back, has_back, q) * w;
         s[1] += (double)var * w;
     }
     s[2] += w;

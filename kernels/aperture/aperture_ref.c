@@ -86,8 +86,8 @@ void gpuws__aperture_raw_ref(const float *image, size_t width, const gpuws__aper
     for (int k = 0; k < AP_RAW; k++) raw[k] = 0.0;
     for (size_t iy = y0; iy < y1; iy++)
         for (size_t ix = x0; ix < x1; ix++)
-            ap_add_pixel(p, image, o->rms, o->mask, o->rms != NULL, o->mask != NULL, var0, kron, o->subpix, ix, iy,
-                         iy * width + ix, raw);
+            ap_add_pixel(p, image, o->back, o->rms, o->mask, o->back != NULL, o->rms != NULL, o->mask != NULL, var0,
+                         kron, o->subpix, ix, iy, iy * width + ix, raw);
 }
 
 void gpuws__aperture_finish_sum(const double *raw, bool has_mask, double gain, int flag, double *sum, double *sumerr,

@@ -10,12 +10,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The host side of gpuws_aperture_options: per-pixel rms map (or NULL and a scalar err), gain, mask, subpix. */
+/* The host side of gpuws_aperture_options: per-pixel rms map (or NULL and a scalar err), gain, mask, subpix, the
+ * background map subtracted from the image (or NULL). */
 typedef struct gpuws__aperture_host {
     const float *rms;
     double err, gain;
     const uint8_t *mask;
     int subpix;
+    const float *back;
 } gpuws__aperture_host;
 
 /* One aperture's AP_PARAMS doubles (aperture_geom.h) and SEP's truncation flag for its box in a width x height

@@ -213,6 +213,20 @@ BAD_CASE(aperture_rms_too_small, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'rms
     return with(f, o);
 }
 
+BAD_CASE(aperture_back_too_small, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'back'")
+{
+    gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
+    o.back = f->small;
+    return with(f, o);
+}
+
+BAD_CASE(aperture_back_of_another_context, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "argument 'back'")
+{
+    gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
+    o.back = f->foreign;
+    return with(f, o);
+}
+
 BAD_CASE(aperture_mask_of_another_context, BAD_ALL, GPUWS_ERR_WRONG_CONTEXT, "argument 'mask'")
 {
     gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;

@@ -1,9 +1,10 @@
 /* Aperture photometry on one backend for tests/sep/compare_aperture.py, which runs SEP on the same input:
  *   aperture_sep BACKEND IMAGE.f32 WIDTH HEIGHT KIND APERTURES.f64 N RMS.f32|- ERR GAIN MASK.u8|- SUBPIX OUT
+ *                [BACK.f32]
  * KIND circle (APERTURES: x y r per aperture), ellipse (x y a b theta r), kron (x y a b theta r) or auto (x y a b
- * theta; the flux_auto defaults). Writes OUT: per aperture 5 native-endian f64, kronrad sum sumerr area flag (0 for
- * what the call does not give). Exit 0 on success, 77 when the backend is not available here, 1 on an error (the
- * message on stderr). */
+ * theta; the flux_auto defaults). BACK: a background map for the options' back (SEP is given IMAGE - BACK).
+ * Writes OUT: per aperture 5 native-endian f64, kronrad sum sumerr area flag (0 for what the call does not give).
+ * Exit 0 on success, 77 when the backend is not available here, 1 on an error (the message on stderr). */
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
 
@@ -41,9 +42,9 @@ static gpuws_buffer *upload(gpuws_context *ctx, const void *p, size_t bytes)
 
 int main(int argc, char **argv)
 {
-    if (argc != 14) {
+    if (argc != 14 && argc != 15) {
         fprintf(stderr, "usage: aperture_sep BACKEND IMAGE.f32 WIDTH HEIGHT KIND APERTURES.f64 N RMS.f32|- ERR GAIN "
-                        "MASK.u8|- SUBPIX OUT\n");
+                        "MASK.u8|- SUBPIX OUT [BACK.f32]\n");
         return 2;
     }
     const size_t w = strtoull(argv[3], NULL, 10), h = strtoull(argv[4], NULL, 10), npix = w * h;
@@ -65,7 +66,12 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++) col[c][i] = ap[i * cols + c];
     }
     gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
-    gpuws_buffer *x = upload(ctx, img, npix * sizeof(float)), *rms = NULL, *mask = NULL;
+    gpuws_buffer *x = upload(ctx, img, npix * sizeof(float)), *rms = NULL, *mask = NULL, *back = NULL;
+    if (argc == 15) {
+        float *b = read_all(argv[14], npix * sizeof(float));
+        o.back = back = upload(ctx, b, npix * sizeof(float));
+        free(b);
+    }
     if (strcmp(argv[8], "-")) {
         float *e = read_all(argv[8], npix * sizeof(float));
         o.rms = rms = upload(ctx, e, npix * sizeof(float));
@@ -106,6 +112,7 @@ int main(int argc, char **argv)
     gpuws_buffer_destroy(x);
     gpuws_buffer_destroy(rms);
     gpuws_buffer_destroy(mask);
+    gpuws_buffer_destroy(back);
     gpuws_context_destroy(ctx);
     for (int c = 0; c < cols; c++) free(col[c]);
     free(img);

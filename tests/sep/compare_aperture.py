@@ -2,13 +2,14 @@
 """gpuws aperture photometry against SEP, docs/algorithms/aperture.md.
 
 For each case below: SEP's sum_circle / sum_ellipse (exact overlap, subpix=0, and SEP's default sampling,
-subpix=5), kron_radius, and the flux_auto recipe of SEP's documentation, then tests/sep/aperture_sep on every
-backend (cpu, opencl, cuda). Sums and their errors must agree within 1e-6 relative (|gpuws - sep| <= 1e-6 |sep|; a
-zero SEP value must be matched within 1e-9 absolute), Kron radii within 1e-12 relative (the same pixels, summed in
-another order), flags equal (gpuws sets ALLMASKED on sums too, exactly where SEP's sum is NaN for want of unmasked
-pixels; it is left out of the comparison and checked on its own). Prints the largest relative difference per case
-and backend. Exit 0 when all agree, 1 otherwise, 77 (skip) when SEP or NumPy is missing and GPUWS_REQUIRE is not set,
-or when no backend runs here.
+subpix=5), kron_radius, the flux_auto recipe of SEP's documentation, and sums on data - bkg with sep.Background's
+maps (gpuws: the map in the options' back), then tests/sep/aperture_sep on every backend (cpu, opencl, cuda).
+Sums and their errors must agree within 1e-6 relative (|gpuws - sep| <= 1e-6 |sep|; a zero SEP value must be
+matched within 1e-9 absolute), Kron radii within 1e-12 relative (the same pixels, summed in another order), flags
+equal (gpuws sets ALLMASKED on sums too, exactly where SEP's sum is NaN for want of unmasked pixels; it is left out
+of the comparison and checked on its own). Prints the largest relative difference per case and backend. Exit 0
+when all agree, 1 otherwise, 77 (skip) when SEP or NumPy is missing and GPUWS_REQUIRE is not set, or when no
+backend runs here.
 """
 import argparse
 import os
@@ -51,7 +52,8 @@ def ellipses(rng, n):
 
 
 def cases():
-    """(name, image, kind, columns, rms map or None, err, gain, mask or None, subpix)"""
+    """(name, image, kind, columns, rms map or None, err, gain, mask or None, subpix[, background map]); with a
+    background map, SEP is given image - map (f32) and gpuws the image with the map in its options."""
     out = []
     rng = np.random.default_rng(26)
     img = sky(600, 400, 1)
@@ -111,6 +113,17 @@ def cases():
     au = np.column_stack([xo, yo, ao, bo, tho])
     out.append((f"flux_auto recipe (subpix 1) at {len(xo)} objects", img - 100.0, "auto", au, None, 5.0, 0.0, None, 1))
     out.append(("flux_auto recipe, exact overlap, rms map", img - 100.0, "auto", au, rms, 0.0, 0.0, None, 0))
+    # SExtractor's PHOT_APERTURES as gpuws sources measures them: sep.sum_circle(data - bkg, ..., err=rms, subpix=0)
+    # with the Background's maps, at the extracted objects and anywhere
+    bkg = sep.Background(img, bw=64, bh=64, fw=3, fh=3)
+    bmap, brms = bkg.back(), bkg.rms()
+    xb = np.concatenate([xo, circ[:500, 0]])
+    yb = np.concatenate([yo, circ[:500, 1]])
+    for d in (3.0, 6.0, 13.5):
+        cols_b = np.column_stack([xb, yb, np.full(len(xb), d / 2)])
+        out.append((f"circles of diameter {d:g} on image - background, its rms", img, "circle", cols_b, brms, 0.0,
+                    0.0, None, 0, bmap))
+    out.append(("ellipses on image - background, rms map, mask", img, "ellipse", ell, brms, 0.0, 0.0, mask, 0, bmap))
     nan_img = img.copy()
     nan_img[200, 300] = np.nan
     out.append(("circles over a NaN pixel", nan_img, "circle",
@@ -119,7 +132,7 @@ def cases():
     return out
 
 
-def sep_run(img, kind, cols, rms, err, gain, mask, subpix):
+def sep_run(img, kind, cols, rms, err, gain, mask, subpix, back=None):
     """SEP's results as columns kronrad, sum, sumerr, flag (NaN where SEP gives nothing)."""
     n = len(cols)
     kw = dict(mask=None if mask is None else mask.astype(bool), subpix=subpix)
@@ -130,6 +143,8 @@ def sep_run(img, kind, cols, rms, err, gain, mask, subpix):
     if gain:
         kw["gain"] = gain
     kr = np.zeros(n)
+    if back is not None:
+        img = img - back  # both f32: the array sep.sum_circle(data - bkg, ...) is given
     if kind == "circle":
         s, e, f = sep.sum_circle(img, cols[:, 0], cols[:, 1], cols[:, 2], **kw)
     elif kind == "ellipse":
@@ -169,10 +184,11 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     ok, ran, worst = True, set(), 0.0
-    for k, (name, img, kind, cols, rms, err, gain, mask, subpix) in enumerate(cases()):
+    for k, (name, img, kind, cols, rms, err, gain, mask, subpix, *back) in enumerate(cases()):
         img = np.ascontiguousarray(img, dtype=np.float32)
+        back = np.ascontiguousarray(back[0], dtype=np.float32) if back else None
         h, w = img.shape
-        want_kr, want_s, want_e, want_f = sep_run(img, kind, cols, rms, err, gain, mask, subpix)
+        want_kr, want_s, want_e, want_f = sep_run(img, kind, cols, rms, err, gain, mask, subpix, back)
         ipath = os.path.join(args.workdir, f"case{k}.f32")
         img.tofile(ipath)
         apath = os.path.join(args.workdir, f"case{k}.ap.f64")
@@ -188,6 +204,10 @@ def main():
             out = os.path.join(args.workdir, f"case{k}.{be}.f64")
             cmd = [args.tool, be, ipath, str(w), str(h), kind, apath, str(len(cols)), rpath, repr(float(err)),
                    repr(float(gain)), mpath, str(subpix), out]
+            if back is not None:
+                bpath = os.path.join(args.workdir, f"case{k}.back.f32")
+                back.tofile(bpath)
+                cmd.append(bpath)
             ran_ok, res = run_backend(cmd, be, name)
             if not ran_ok:
                 if res:

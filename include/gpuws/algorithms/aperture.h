@@ -28,13 +28,18 @@ typedef struct gpuws_aperture_options {
     double kron_r;      /* the ellipse scale in which the Kron radius is measured; default 6 */
     double kron_factor; /* the aperture is the ellipse scaled by kron_factor x Kron radius; default 2.5 */
     double kron_rmin;   /* the circle's radius where kronrad sqrt(a b) < kron_rmin; default 1.75 */
+    /* newer than the struct's first version: struct_size says whether a caller's struct has it */
+    const gpuws_buffer *back; /* NULL, or width*height f32 of the image's context: a background map subtracted
+                                 from every pixel before it is used (each pixel image - back in f32, as SEP's
+                                 sum_circle(data - bkg, ...) sees it) */
 } gpuws_aperture_options;
 #define GPUWS_APERTURE_OPTIONS_INIT                                                                                    \
     {                                                                                                                  \
-        sizeof(gpuws_aperture_options), NULL, 0.0, 0.0, NULL, 0, 6.0, 2.5, 1.75                                        \
+        sizeof(gpuws_aperture_options), NULL, 0.0, 0.0, NULL, 0, 6.0, 2.5, 1.75, NULL                                  \
     }
 
-/* sep.sum_circle(image, x, y, r, err=, mask=, gain=, subpix=) for n circles of radius r[i] >= 0 at (x[i], y[i]):
+/* sep.sum_circle(image, x, y, r, err=, mask=, gain=, subpix=) for n circles of radius r[i] >= 0 at (x[i], y[i]),
+ * on image - back when the options give a background map (then as sep.sum_circle(data - bkg, ...)):
  * sum[i] = Σ overlap × pixel over the unmasked pixels, area[i] = Σ overlap (masked pixels included), sumerr[i] =
  * sqrt(Σ overlap × σ² (+ sum / gain)). With a mask the sum and variance are scaled by area / unmasked area (SEP's
  * correction). A NaN pixel in the aperture makes its sum NaN, as in SEP. Positions may lie outside the image
@@ -42,7 +47,7 @@ typedef struct gpuws_aperture_options {
  * nothing (the arrays may then be NULL).
  * Errors (nothing written): GPUWS_ERR_INVALID_ARGUMENT for a NULL input array or required output, a position
  * that is not finite, a radius that is negative or not finite, bad options (err < 0 or with rms, gain < 0,
- * subpix outside 0..64), rms/mask too small or of another context; GPUWS_ERR_UNSUPPORTED on OpenCL devices
+ * subpix outside 0..64), rms/mask/back too small or of another context; GPUWS_ERR_UNSUPPORTED on OpenCL devices
  * without fp64. */
 GPUWS_API gpuws_status gpuws_sum_circle(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *image,
                                         size_t n, const double *x, const double *y, const double *r,
@@ -60,7 +65,8 @@ GPUWS_API gpuws_status gpuws_sum_ellipse(gpuws_stream *stream, size_t width, siz
 /* sep.kron_radius(image, x, y, a, b, theta, r, mask=): over the whole pixels whose centre lies within the ellipse
  * (a, b, theta) scaled by r (metric distance² <= r²), kronrad = Σ d × pixel / Σ pixel, d the metric distance;
  * masked pixels and pixels below -1e30 are left out (HASMASKED). No pixel left: 0 and ALLMASKED; a sum <= 0: 0 and
- * NONPOSITIVE. Only the options' mask is used. kronrad and flag are required. Errors as gpuws_sum_ellipse. */
+ * NONPOSITIVE. Only the options' mask and back are used. kronrad and flag are required. Errors as
+ * gpuws_sum_ellipse. */
 GPUWS_API gpuws_status gpuws_kron_radius(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *image,
                                          size_t n, const double *x, const double *y, const double *a, const double *b,
                                          const double *theta, const double *r, const gpuws_aperture_options *options,

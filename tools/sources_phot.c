@@ -1,0 +1,132 @@
+#include "sources_phot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int phot_parse(tool_args *t, const char *option, const char *v, phot_apertures *ap)
+{
+    if (!v || !*v)
+        return tool_usage_error(t, "%s needs diameters in pixels, D[,D...] as SExtractor's PHOT_APERTURES", option);
+    size_t items = 1;
+    for (const char *s = v; *s; s++) items += *s == ',';
+    if (items > PHOT_MAX_APERTURES)
+        return tool_usage_error(t, "%s: %zu diameters, at most %d (SExtractor's limit)", option, items,
+                                PHOT_MAX_APERTURES);
+    phot_apertures got = { 0, { 0 } };
+    for (const char *s = v;; s++) {
+        const size_t len = strcspn(s, ",");
+        char item[64];
+        double d;
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
+        if (!len) return tool_usage_error(t, "%s: diameter %zu is empty in '%s'", option, got.n + 1, v);
+        if (len >= sizeof item || tool_parse_real(item, &d))
+            return tool_usage_error(t, "%s: diameter %zu, '%.*s', is not a number", option, got.n + 1, (int)len, s);
+        if (!(d > 0))
+            return tool_usage_error(t, "%s: diameter %zu is %s: a diameter must be > 0 pixels", option, got.n + 1,
+                                    item);
+        got.diameter[got.n++] = d;
+        s += len;
+        if (!*s) break;
+    }
+    *ap = got;
+    return 0;
+}
+
+/* d as a FITS real value (a decimal point or exponent in it). */
+static void fits_real(double d, char *out, size_t n)
+{
+    snprintf(out, n, "%.9G", d);
+    if (!strpbrk(out, ".E")) strncat(out, ".0", n - strlen(out) - 1);
+}
+
+/* Appends one 80-character card (text blank-padded) to t->cards. */
+static void add_card(phot_table *t, const char *text)
+{
+    char *c = t->cards + 80 * (size_t)t->ncards++;
+    const size_t len = strlen(text) < 80 ? strlen(text) : 80;
+    memset(c, ' ', 80);
+    memcpy(c, text, len);
+}
+
+/* The names, the CSV comment and the FITS cards for the diameters in t. */
+static void describe(phot_table *t)
+{
+    for (size_t j = 0; j < t->nap; j++) {
+        snprintf(t->names[3 * j], sizeof t->names[0], "flux_aper_%zu", j + 1);
+        snprintf(t->names[3 * j + 1], sizeof t->names[0], "fluxerr_aper_%zu", j + 1);
+        snprintf(t->names[3 * j + 2], sizeof t->names[0], "flag_aper_%zu", j + 1);
+    }
+    size_t at = (size_t)snprintf(t->comment, sizeof t->comment,
+                                 "--phot-apertures: flux_aper_k is the sum in the circle of diameter D_k pixels at "
+                                 "(x, y) on the image less its background, fluxerr_aper_k its error from the rms "
+                                 "map, flag_aper_k SEP's flags; D_1..D_%zu =",
+                                 t->nap);
+    for (size_t j = 0; j < t->nap && at < sizeof t->comment; j++)
+        at += (size_t)snprintf(t->comment + at, sizeof t->comment - at, "%s %.9g", j ? "," : "", t->diameter[j]);
+    add_card(t, "COMMENT --phot-apertures: flux_aper_k is the sum in the circle of diameter PHOTAPk");
+    add_card(t, "COMMENT pixels at (x, y) on the image less its background (exact pixel overlap)");
+    for (size_t j = 0; j < t->nap; j++) {
+        char key[16], val[32], card[96];
+        snprintf(key, sizeof key, "PHOTAP%zu", j + 1);
+        fits_real(t->diameter[j], val, sizeof val);
+        snprintf(card, sizeof card, "%-8s= %20s / [pix] diameter of aperture %zu (flux_aper_%zu)", key, val, j + 1,
+                 j + 1);
+        add_card(t, card);
+    }
+}
+
+gpuws_status phot_measure(const phot_apertures *ap, size_t w, size_t h, const gpuws_buffer *image,
+                          const gpuws_buffer *back, const gpuws_buffer *rms, const gpuws_buffer *mask,
+                          const gpuws_extract_catalog *cat, phot_table *out)
+{
+    memset(out, 0, sizeof *out);
+    const size_t nobj = cat->num_objects, nap = ap->n, n = nobj * nap;
+    /* per aperture (object k, diameter j at k nap + j): x, y, r, sum, sumerr, flag */
+    double *x = malloc((n ? n : 1) * 5 * sizeof *x), *v = malloc((n ? n : 1) * 3 * sizeof *v);
+    int *flag = malloc((n ? n : 1) * sizeof *flag);
+    if (!x || !v || !flag) {
+        free(x), free(v), free(flag);
+        return GPUWS_ERR_OUT_OF_MEMORY;
+    }
+    double *y = x + n, *r = y + n, *sum = r + n, *err = sum + n;
+    for (size_t k = 0; k < nobj; k++)
+        for (size_t j = 0; j < nap; j++) {
+            x[k * nap + j] = cat->objects[k].x;
+            y[k * nap + j] = cat->objects[k].y;
+            r[k * nap + j] = 0.5 * ap->diameter[j];
+        }
+    gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
+    o.back = back, o.rms = rms, o.mask = mask; /* subpix 0: the exact overlap */
+    const gpuws_status st = gpuws_sum_circle(NULL, w, h, image, n, x, y, r, &o, sum, err, NULL, flag);
+    for (size_t i = 0; !st && i < n; i++) v[3 * i] = sum[i], v[3 * i + 1] = err[i], v[3 * i + 2] = flag[i];
+    free(x), free(flag);
+    if (st) return free(v), st;
+    out->nap = nap, out->nobj = nobj, out->v = v;
+    memcpy(out->diameter, ap->diameter, nap * sizeof *ap->diameter);
+    describe(out);
+    return GPUWS_OK;
+}
+
+void phot_free(phot_table *t)
+{
+    free(t->v);
+    t->v = NULL;
+}
+
+size_t phot_ncolumns(const phot_table *t) { return 3 * t->nap; }
+
+catalog_column phot_column(const phot_table *t, size_t c, const char *flux_unit)
+{
+    return (catalog_column){ t->names[c], c % 3 == 2 ? "" : flux_unit, c % 3 == 2 ? 0 : -1 };
+}
+
+const double *phot_row(const phot_table *t, size_t k) { return t->v + 3 * t->nap * k; }
+
+void phot_print(const phot_table *t)
+{
+    printf("aperture photometry: %zu object%s x %zu diameter%s (", t->nobj, t->nobj == 1 ? "" : "s", t->nap,
+           t->nap == 1 ? "" : "s");
+    for (size_t j = 0; j < t->nap; j++) printf("%s%.9g", j ? ", " : "", t->diameter[j]);
+    printf(" pixels) on the image less its background\n");
+}

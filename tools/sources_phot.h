@@ -1,0 +1,58 @@
+/* gpuws sources --phot-apertures D[,D...]: SExtractor's PHOT_APERTURES (diameters in pixels) for the objects of the
+ * extraction, as sep.sum_circle(data - back, x, y, D / 2, err=rms, mask=, subpix=0) computes them (exact overlap),
+ * measured on the device on the extraction's own buffers: gpuws_sum_circle with the background map in its options.
+ * The command parses the option here, measures a catalogue, then asks for the columns, each row's values and the
+ * text that names the diameters (a CSV comment line, FITS header cards). */
+#ifndef GPUWS_SOURCES_PHOT_H
+#define GPUWS_SOURCES_PHOT_H
+
+#include "catalog_csv.h"
+#include "commands.h"
+#include "gpuws/algorithms.h"
+
+#include <stddef.h>
+
+enum {
+    PHOT_MAX_APERTURES = 32,                  /* SExtractor's MAXNAPER */
+    PHOT_MAX_COLUMNS = 3 * PHOT_MAX_APERTURES /* flux_aper_k, fluxerr_aper_k, flag_aper_k */
+};
+
+typedef struct {
+    size_t n; /* 0: no aperture photometry */
+    double diameter[PHOT_MAX_APERTURES];
+} phot_apertures;
+
+/* --phot-apertures' value v (NULL when none followed): diameters in pixels, comma-separated, each a finite number
+ * > 0, at most PHOT_MAX_APERTURES. 0, or -1 after a one-line usage message (tool_usage_error). */
+int phot_parse(tool_args *t, const char *option, const char *v, phot_apertures *ap);
+
+/* The photometry of one catalogue (zero-initialise, free with phot_free). */
+typedef struct {
+    size_t nap, nobj;
+    double diameter[PHOT_MAX_APERTURES];
+    double *v;                                  /* nobj rows of 3 nap values in phot_columns' order */
+    char names[PHOT_MAX_COLUMNS][24];           /* the columns' names */
+    char comment[40 + 40 * PHOT_MAX_APERTURES]; /* one line naming the diameters */
+    char cards[80 * (PHOT_MAX_APERTURES + 2)];  /* FITS header cards naming them */
+    int ncards;
+} phot_table;
+
+/* For each object of cat and each diameter of ap: the sum in the circle of that diameter at the object's (x, y) on
+ * image - back (f32 maps of the image's context, w x h), its error from the rms map, SEP's flags; mask (or NULL)
+ * masks pixels as in the extraction (SEP's correction to the whole aperture, HASMASKED). One gpuws_sum_circle for
+ * all. On error *out holds nothing to free. */
+gpuws_status phot_measure(const phot_apertures *ap, size_t w, size_t h, const gpuws_buffer *image,
+                          const gpuws_buffer *back, const gpuws_buffer *rms, const gpuws_buffer *mask,
+                          const gpuws_extract_catalog *cat, phot_table *out);
+void phot_free(phot_table *t);
+
+/* The columns (3 per diameter: flux_aper_k and fluxerr_aper_k in flux_unit, flag_aper_k an integer; k from 1 in
+ * the order given) and object k's values for them. */
+size_t phot_ncolumns(const phot_table *t);
+catalog_column phot_column(const phot_table *t, size_t c, const char *flux_unit);
+const double *phot_row(const phot_table *t, size_t k);
+
+/* One line on stdout: what was measured. */
+void phot_print(const phot_table *t);
+
+#endif
