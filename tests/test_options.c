@@ -144,6 +144,21 @@ static gpuws_status call_convolve2d_host(fixture *f, const void *o)
     return st;
 }
 
+static void init_label_host(void *o)
+{
+    *(gpuws_label_host_options *)o = (gpuws_label_host_options)GPUWS_LABEL_HOST_OPTIONS_INIT;
+}
+static gpuws_status call_label_host(fixture *f, const void *o)
+{
+    size_t n = 77;
+    memset(f->host_out, 0xAB, sizeof f->host_out); /* SIDE x SIDE int32 labels of the mask f->host's first bytes */
+    gpuws_status st = gpuws_label_host(f->ctx, SIDE, SIDE, f->host, 0, 8, o, (int32_t *)(void *)f->host_out, &n);
+    for (size_t i = 0; st && i < sizeof f->host_out; i++)
+        cr_assert_eq(((unsigned char *)f->host_out)[i], 0xAB, "a refused call wrote labels");
+    cr_assert(!st || n == 77, "a refused call wrote num_labels");
+    return st;
+}
+
 static void init_sigma_clip(void *o)
 {
     *(gpuws_sigma_clip_options *)o = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
@@ -227,6 +242,7 @@ static const options_row rows[] = {
     { "gpuws_convolve2d_options", sizeof(gpuws_convolve2d_options), init_convolve2d, call_convolve2d },
     { "gpuws_convolve2d_host_options", sizeof(gpuws_convolve2d_host_options), init_convolve2d_host,
       call_convolve2d_host },
+    { "gpuws_label_host_options", sizeof(gpuws_label_host_options), init_label_host, call_label_host },
     { "gpuws_sigma_clip_options", sizeof(gpuws_sigma_clip_options), init_sigma_clip, call_sigma_clip },
     { "gpuws_sources_options", sizeof(gpuws_sources_options), init_sources, call_sources },
     { "gpuws_pipeline_options", sizeof(gpuws_pipeline_options), init_pipeline, call_pipeline },

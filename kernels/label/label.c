@@ -9,6 +9,7 @@
  * N (4 bytes) is read back while relabel runs. Roots are each component's smallest raster index, so the numbering
  * is SciPy's. */
 #include "../common/driver.h"
+#include "label_driver.h"
 #include "label_layout.h"
 #include "label_ref.h"
 
@@ -17,8 +18,9 @@
 /* What this file keeps on the stream (gpuws__stream_scratch). */
 static const gpuws__stream_key key_counts = { "label.counts" };
 
-static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
-                              gpuws_buffer *labels, size_t *num_labels)
+/* The passes up to the scan: on return, the chunk counts and N (after them) are on their way in *counts_out. */
+static gpuws_status label_gpu_count(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
+                                    gpuws_buffer *labels, gpuws_buffer **counts_out)
 {
     gpuws_context *ctx = s->ctx;
     const size_t n = width * height;
@@ -37,6 +39,7 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
     for (size_t i = 0; i < GPUWS__NARGS(names) && !st; i++) st = gpuws__kernel_get_ex(ctx, names[i], NULL, &k);
     gpuws_buffer *counts;
     if (st || (st = gpuws__stream_scratch(s, &key_counts, (nchunks + 1) * sizeof(int32_t), &counts))) return st;
+    *counts_out = counts;
     gpuws_buffer *m = (gpuws_buffer *)mask;
     const uint32_t w32 = (uint32_t)width, h32 = (uint32_t)height, n32 = (uint32_t)n;
 
@@ -67,20 +70,53 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
         return st;
     gpuws_launch_config c_scan = { { 1, 1, 1 }, { sblock, 1, 1 } };
     gpuws_arg a_scan[] = { gpuws_arg_buffer(counts), gpuws_arg_u32((uint32_t)nchunks) };
-    if ((st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan)))) return st;
+    return gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan));
+}
 
+/* The last pass: every pixel from its root to its number. */
+static gpuws_status label_gpu_relabel(gpuws_stream *s, size_t n, const gpuws_buffer *mask, gpuws_buffer *labels,
+                                      gpuws_buffer *counts)
+{
+    const size_t threads = (n + LABEL_PER_THREAD - 1) / LABEL_PER_THREAD;
+    gpuws_launch_config c_rel = gpuws__config_1d(threads, 256, UINT32_MAX);
+    gpuws_arg a_rel[] = { gpuws_arg_buffer((gpuws_buffer *)mask), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts),
+                          gpuws_arg_u32((uint32_t)n) };
+    return gpuws__launch_named(s, "label_relabel", NULL, &c_rel, a_rel, GPUWS__NARGS(a_rel));
+}
+
+static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
+                              gpuws_buffer *labels, size_t *num_labels)
+{
+    const size_t n = width * height, nchunks = (n + LABEL_CHUNK - 1) / LABEL_CHUNK;
+    gpuws_buffer *counts;
+    gpuws_status st = label_gpu_count(s, width, height, mask, conn, labels, &counts);
+    if (st) return st;
     /* N is read before relabel is enqueued, and the host waits for that read alone: the call returns once N is
      * known while relabel runs (the labels are complete in stream order). */
     gpuws__pending_read rd;
     if ((st = gpuws__buffer_read_start(s, counts, nchunks * sizeof(int32_t), sizeof(int32_t), &rd))) return st;
-    const size_t threads = (n + LABEL_PER_THREAD - 1) / LABEL_PER_THREAD;
-    gpuws_launch_config c_rel = gpuws__config_1d(threads, 256, UINT32_MAX);
-    gpuws_arg a_rel[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts), gpuws_arg_u32(n32) };
-    st = gpuws__launch_named(s, "label_relabel", NULL, &c_rel, a_rel, GPUWS__NARGS(a_rel));
+    st = label_gpu_relabel(s, n, mask, labels, counts);
     int32_t total = 0;
     const gpuws_status wst = gpuws__buffer_read_finish(s, &rd, &total);
     if (st || (st = wst)) return st;
     *num_labels = (size_t)total;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws__label_enqueue(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
+                                  gpuws_buffer *labels, gpuws__label_count *count)
+{
+    *count = (gpuws__label_count){ NULL, 0, 0 };
+    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU) {
+        count->value = gpuws_label_ref(gpuws__cpu_ptr(mask), width, height, conn, gpuws__cpu_ptr(labels));
+        return GPUWS_OK;
+    }
+    gpuws_buffer *counts;
+    const size_t n = width * height;
+    gpuws_status st = label_gpu_count(s, width, height, mask, conn, labels, &counts);
+    if (st || (st = label_gpu_relabel(s, n, mask, labels, counts))) return st;
+    count->buffer = counts;
+    count->offset = (n + LABEL_CHUNK - 1) / LABEL_CHUNK * sizeof(int32_t);
     return GPUWS_OK;
 }
 

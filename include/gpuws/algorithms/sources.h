@@ -48,6 +48,58 @@ GPUWS_API gpuws_status gpuws_threshold(gpuws_stream *stream, size_t n, const gpu
 GPUWS_API gpuws_status gpuws_label(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *mask,
                                    int connectivity, gpuws_buffer *labels, size_t *num_labels);
 
+/* Progress of gpuws_label_host: called on the calling thread once band `band` (0-based, in order) of `bands` is
+ * through pass `pass` of `passes`, with rows_done of the image's `rows` rows through that pass. One pass when the
+ * image is one band; otherwise pass 1 labels each band to learn its label count and its border rows, and pass 2
+ * labels it again and writes its final labels (rows_done of them are final in labels). */
+typedef void (*gpuws_label_host_progress)(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done,
+                                          size_t rows);
+
+typedef struct gpuws_label_host_options {
+    size_t struct_size;                 /* sizeof(gpuws_label_host_options) */
+    uint64_t max_device_bytes;          /* device memory the call may use; 0 = what the device has free */
+    gpuws_label_host_progress progress; /* NULL = none */
+    void *progress_user;                /* progress's first argument */
+} gpuws_label_host_options;
+#define GPUWS_LABEL_HOST_OPTIONS_INIT                                                                                  \
+    {                                                                                                                  \
+        sizeof(gpuws_label_host_options), 0, NULL, NULL                                                                \
+    }
+
+/* How gpuws_label_host would split this image: *band_rows rows per band (the last band may have fewer) in *bands
+ * bands; 1 band when the mask and the labels fit the budget (in-core). Errors as for gpuws_label_host (no mask is
+ * read; a NULL result pointer is GPUWS_ERR_INVALID_ARGUMENT). */
+GPUWS_API gpuws_status gpuws_label_host_bands(gpuws_context *ctx, size_t width, size_t height,
+                                              const gpuws_label_host_options *options, size_t *band_rows,
+                                              size_t *bands);
+
+/* gpuws_label from host memory to host memory, for images of any size (out-of-core; docs/scale.md). Blocks until
+ * labels is complete. mask: height rows of width bytes (any non-zero byte is foreground), row r at byte
+ * r * mask_stride (0 = width); labels: width * height int32, contiguous; *num_labels = N. labels and N are
+ * gpuws_label's (scipy.ndimage.label's numbering) for any banding, on every backend. Any host memory (pinned or
+ * not): rows are staged through pinned buffers of the call's own.
+ *
+ * When the mask and the labels fit options->max_device_bytes (0: fifteen sixteenths of the device's free memory, as
+ * the CUDA driver counts it; of three quarters of the device's memory where the driver has no count: OpenCL, CPU)
+ * the call is one in-core gpuws_label between an upload and a download. Otherwise the image goes through the device
+ * in bands of whole rows, twice: pass 1 labels each band (gpuws_label) and reads back only its label count and
+ * its first and last rows of labels; the host joins the labels that touch across each border between bands
+ * (union-find) and numbers the components in raster order of their first pixels; pass 2 labels each band again and
+ * maps its labels to the final numbers while copying them out of pinned staging. Bands go through three slots
+ * (pinned staging, device mask, device labels, pinned staging) on three streams, so one band's upload, another's
+ * labelling and a third's download overlap. Pixel indices are 64-bit: images of 2^31 pixels or more are legal as
+ * long as a band of one row holds fewer than 2^31 pixels; labels are int32, so N must stay below 2^31.
+ *
+ * Errors (nothing read, labels untouched): NULL ctx, mask, labels or num_labels; connectivity not 4 or 8; zero
+ * sizes; mask_stride < width; labels overlapping the mask; a budget smaller than one band of one row (the message
+ * gives the minimum in bytes) → GPUWS_ERR_INVALID_ARGUMENT. Byte counts overflowing size_t → GPUWS_ERR_OVERFLOW; a
+ * row of 2^31 pixels or more, or more than 2^31 - 1 components (found after pass 1, before labels is written) →
+ * GPUWS_ERR_UNSUPPORTED. A device error once bands run returns its status after every stream has stopped; labels
+ * then holds the bands completed before it and the rest is unspecified. */
+GPUWS_API gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, const void *mask,
+                                        size_t mask_stride, int connectivity, const gpuws_label_host_options *options,
+                                        int32_t *labels, size_t *num_labels);
+
 /* ---- 4. measurement -------------------------------------------------------------------------------------
  * For labels 1..N: pixel count, sum of data (scipy.ndimage.sum_labels), centre of mass weighted by data
  * (scipy.ndimage.center_of_mass: (row, col) = Σ data·(row, col) / Σ data), and the peak (largest value; the

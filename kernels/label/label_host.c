@@ -1,0 +1,556 @@
+/* gpuws_label_host: connected-component labelling from host memory to host memory, in row bands when the mask and
+ * the labels do not fit the device budget (docs/scale.md).
+ *
+ * A band's labels from gpuws_label are numbered 1..N_b in raster order within the band; band b's label l is the
+ * provisional label offset_b + l, offset_b = N_0 + ... + N_(b-1) (64-bit). A component cut by band borders is
+ * several provisional labels that touch across a border (the last row of band b against the first row of band
+ * b + 1, one row of halo), so the host unites those in a union-find over the labels found on a band's first or last
+ * row ("nodes", numbered in provisional order, the root of a set its smallest). A component's first pixel in raster
+ * order is the first pixel of its smallest provisional label, so the components are numbered by their roots in
+ * provisional order: a root's number is its provisional label less the non-root nodes before it, and every other
+ * label of the band that touches no border is a component of its own. A component may leave a band and come back
+ * through bands below (a U, a spiral), so no band's numbers are known until every band has been seen: pass 1 labels
+ * every band and reads back only N_b and the band's first and last rows; pass 2 labels every band again and maps its
+ * labels through a table of the band's final numbers while copying them out of pinned staging. Labelling twice
+ * costs one more upload of the mask (a byte a pixel) and the labelling kernels; keeping pass 1's labels instead
+ * would mean four bytes a pixel written to the host and read again.
+ *
+ * Three slots, each a pinned mask staging buffer, a device mask, device labels and a pinned labels staging buffer;
+ * step t (band t % bands of pass t / bands) uses slot t % 3. Three streams: uploads, labelling, downloads, ordered
+ * by events as in gpuws_convolve2d_host (convolve2d_host.c). */
+#include "../../core/options.h"
+#include "label_driver.h"
+#include "label_layout.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define SLOTS 3
+#define NONE  SIZE_MAX /* no node: background */
+
+typedef struct {
+    size_t w, h, stride; /* stride: the caller's mask row stride */
+    size_t rows, bands;  /* rows per band */
+    int slots;
+    gpuws_label_host_options o;
+} band_plan;
+
+/* Device bytes of `slots` slots of r rows: a mask byte and an int32 label a pixel each, and the chunk counts
+ * gpuws_label keeps on the labelling stream (an int32 a LABEL_CHUNK pixels, and N). Double, as the budget tests. */
+static double slots_bytes(size_t w, int slots, size_t r)
+{
+    const double px = (double)r * (double)w;
+    return 5.0 * px * slots + ((double)((r * w + LABEL_CHUNK - 1) / LABEL_CHUNK) + 1.0) * 4.0;
+}
+
+/* Whether a band of r rows may exist: gpuws_label's int32 pixel indices, and the device's largest buffer. */
+static bool band_fits_device(size_t w, size_t r, uint64_t max_alloc)
+{
+    const double px = (double)r * (double)w;
+    return px <= (double)INT32_MAX && (!max_alloc || 4.0 * px <= (double)max_alloc);
+}
+
+/* The most rows per band whose slots fit the budget, or 0. */
+static size_t fit_rows(size_t w, size_t h, int slots, uint64_t budget, uint64_t max_alloc)
+{
+    size_t lo = 0, hi = h;
+    while (lo < hi) {
+        const size_t mid = hi - (hi - lo) / 2;
+        if (slots_bytes(w, slots, mid) <= (double)budget && band_fits_device(w, mid, max_alloc)) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, size_t stride,
+                               const gpuws_label_host_options *options, band_plan *bp)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    bp->o = (gpuws_label_host_options)GPUWS_LABEL_HOST_OPTIONS_INIT;
+    if ((st =
+             gpuws__options_read(options, &bp->o, sizeof bp->o, GPUWS__LABEL_HOST_OPTIONS_BASE, "label_host: options")))
+        return st;
+    if (!width || !height)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host: zero size (%zu x %zu pixels)", width, height);
+    if (stride == 0) stride = width;
+    if (stride < width)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host: mask_stride %zu is less than the width %zu",
+                            stride, width);
+    size_t bytes;
+    if (gpuws__mul_overflows(height - 1, stride, &bytes) || gpuws__add_overflows(bytes, width, &bytes) ||
+        gpuws__mul_overflows(width, height, &bytes) || gpuws__mul_overflows(bytes, 5, &bytes))
+        return gpuws__error(GPUWS_ERR_OVERFLOW,
+                            "label_host: %zu x %zu pixels (mask row stride %zu): byte counts overflow size_t", width,
+                            height, stride);
+    if (width > INT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "label_host: rows of %zu pixels; a band holds whole rows and at most 2^31 - 1 pixels",
+                            width);
+    bp->w = width, bp->h = height, bp->stride = stride;
+    const uint64_t free_bytes = bp->o.max_device_bytes ? 0 : gpuws__device_free_bytes(ctx);
+    const uint64_t budget = bp->o.max_device_bytes ? bp->o.max_device_bytes : free_bytes - free_bytes / 16;
+    const uint64_t max_alloc = ctx->info.max_alloc_bytes;
+    if (slots_bytes(width, 1, height) <= (double)budget && band_fits_device(width, height, max_alloc)) {
+        bp->rows = height, bp->bands = 1, bp->slots = 1;
+        return GPUWS_OK;
+    }
+    for (int slots = SLOTS; slots >= 1; slots--) {
+        const size_t rows = fit_rows(width, height, slots, budget, max_alloc);
+        if (rows == 0) continue;
+        bp->rows = rows, bp->bands = (height + rows - 1) / rows, bp->slots = slots; /* two passes: 2 bands or more */
+        return GPUWS_OK;
+    }
+    if (!band_fits_device(width, 1, max_alloc))
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "label_host: the labels of one row of %zu pixels exceed the device's largest buffer "
+                            "(%llu bytes)",
+                            width, (unsigned long long)max_alloc);
+    return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                        "label_host: a device budget of %llu bytes is too small: one band of one row of %zu pixels "
+                        "(its mask, its labels and gpuws_label's counts) needs at least %llu bytes",
+                        (unsigned long long)budget, width, (unsigned long long)slots_bytes(width, 1, 1));
+}
+
+gpuws_status gpuws_label_host_bands(gpuws_context *ctx, size_t width, size_t height,
+                                    const gpuws_label_host_options *options, size_t *band_rows, size_t *bands)
+{
+    if (!band_rows || !bands)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host_bands: argument '%s' is NULL",
+                            !band_rows ? "band_rows" : "bands");
+    band_plan bp = { 0 };
+    gpuws_status st = plan_bands(ctx, width, height, 0, options, &bp);
+    if (st) return st;
+    *band_rows = bp.rows;
+    *bands = bp.bands;
+    return GPUWS_OK;
+}
+
+/* ---- the host's copies: into staging, out of staging (through a band's table of final numbers) ---------------
+ * Rows of a band split over up to COPY_THREADS threads (the calling thread and threads started for the copy), one
+ * per COPY_BYTES_PER_THREAD: one core's memcpy is slower than a pinned PCIe transfer. A thread that cannot be
+ * started leaves its rows to the calling thread. */
+#define COPY_THREADS          4
+#define COPY_BYTES_PER_THREAD ((size_t)1 << 20)
+
+typedef struct copy_part copy_part;
+struct copy_part {
+    void (*run)(const copy_part *c);
+    const void *src;
+    void *dst;
+    size_t w, src_stride; /* pixels a row; the source's row stride in pixels */
+    const int32_t *table; /* map: the band's final numbers by band label */
+    size_t r0, r1;        /* this part's rows */
+};
+
+static void stage_mask(const copy_part *c)
+{
+    const uint8_t *src = c->src;
+    uint8_t *dst = c->dst;
+    if (c->src_stride == c->w) memcpy(dst + c->r0 * c->w, src + c->r0 * c->w, (c->r1 - c->r0) * c->w);
+    else
+        for (size_t r = c->r0; r < c->r1; r++) memcpy(dst + r * c->w, src + r * c->src_stride, c->w);
+}
+
+static void copy_labels(const copy_part *c)
+{
+    memcpy((int32_t *)c->dst + c->r0 * c->w, (const int32_t *)c->src + c->r0 * c->w,
+           (c->r1 - c->r0) * c->w * sizeof(int32_t));
+}
+
+static void map_labels(const copy_part *c)
+{
+    const int32_t *src = c->src, *t = c->table;
+    int32_t *dst = c->dst;
+    for (size_t i = c->r0 * c->w, e = c->r1 * c->w; i < e; i++) dst[i] = t[src[i]];
+}
+
+static void *copy_thread(void *arg)
+{
+    const copy_part *c = arg;
+    c->run(c);
+    return NULL;
+}
+
+static void copy_rows(const copy_part *all, size_t rows, size_t bytes)
+{
+    size_t n = bytes / COPY_BYTES_PER_THREAD;
+    n = n > COPY_THREADS ? COPY_THREADS : n > rows ? rows : n;
+    if (n < 1) n = 1;
+    copy_part part[COPY_THREADS];
+    pthread_t thread[COPY_THREADS];
+    bool started[COPY_THREADS] = { false };
+    for (size_t i = 0; i < n; i++) part[i] = *all, part[i].r0 = rows * i / n, part[i].r1 = rows * (i + 1) / n;
+    for (size_t i = 1; i < n; i++) started[i] = pthread_create(&thread[i], NULL, copy_thread, &part[i]) == 0;
+    part[0].run(&part[0]);
+    for (size_t i = 1; i < n; i++) {
+        if (started[i]) pthread_join(thread[i], NULL);
+        else part[i].run(&part[i]);
+    }
+}
+
+/* ---- the numbering: border nodes, union-find, final numbers ------------------------------------------------- */
+
+typedef struct {
+    size_t *count;       /* N_b; SIZE_MAX while it is still in the pinned counts */
+    uint64_t *offset;    /* [bands + 1]: provisional label of band b's label l = offset[b] + l */
+    size_t *node_base;   /* [bands + 1]: band b's nodes are [node_base[b], node_base[b + 1]) */
+    size_t *nh_before;   /* [bands + 1]: nodes that are not roots before band b's */
+    int32_t *node_label; /* each node's band label, ascending within a band */
+    size_t *parent;      /* union-find; after numbering, each node's root */
+    int32_t *final;      /* after numbering: each node's final number */
+    size_t nodes, node_cap;
+    int32_t *dense; /* by band label: pass 1 marks and node numbers (zero between bands), pass 2 the band's table */
+    size_t dense_cap;
+    size_t *prev_last, *first; /* the previous band's last row and this band's first row as nodes */
+    size_t total;
+} numbering;
+
+static void numbering_free(numbering *nb)
+{
+    gpuws__free(nb->count), gpuws__free(nb->offset), gpuws__free(nb->node_base), gpuws__free(nb->nh_before);
+    gpuws__free(nb->node_label), gpuws__free(nb->parent), gpuws__free(nb->final), gpuws__free(nb->dense);
+    gpuws__free(nb->prev_last), gpuws__free(nb->first);
+}
+
+static gpuws_status numbering_make(const band_plan *bp, numbering *nb)
+{
+    const size_t nbands = bp->bands + 1;
+    nb->count = gpuws__calloc(nbands, sizeof *nb->count);
+    nb->offset = gpuws__calloc(nbands, sizeof *nb->offset);
+    nb->node_base = gpuws__calloc(nbands, sizeof *nb->node_base);
+    nb->nh_before = gpuws__calloc(nbands, sizeof *nb->nh_before);
+    nb->prev_last = gpuws__malloc(bp->w * sizeof *nb->prev_last);
+    nb->first = gpuws__malloc(bp->w * sizeof *nb->first);
+    if (!nb->count || !nb->offset || !nb->node_base || !nb->nh_before || !nb->prev_last || !nb->first)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "label_host: no host memory for the numbering of %zu bands (%zu bytes)", bp->bands,
+                            4 * nbands * sizeof(size_t) + 2 * bp->w * sizeof(size_t));
+    return GPUWS_OK;
+}
+
+/* dense holds at least n + 1 entries, zero. */
+static gpuws_status dense_reserve(numbering *nb, size_t n)
+{
+    if (n + 1 <= nb->dense_cap) return GPUWS_OK;
+    int32_t *d = gpuws__realloc(nb->dense, (n + 1) * sizeof *d);
+    if (!d)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a table of %zu labels (%zu bytes)",
+                            n + 1, (n + 1) * sizeof *d);
+    memset(d + nb->dense_cap, 0, (n + 1 - nb->dense_cap) * sizeof *d);
+    nb->dense = d, nb->dense_cap = n + 1;
+    return GPUWS_OK;
+}
+
+static gpuws_status node_add(numbering *nb, int32_t label)
+{
+    if (nb->nodes == nb->node_cap) {
+        const size_t cap = nb->node_cap ? 2 * nb->node_cap : 4096;
+        int32_t *l = gpuws__realloc(nb->node_label, cap * sizeof *l);
+        if (l) nb->node_label = l;
+        size_t *p = l ? gpuws__realloc(nb->parent, cap * sizeof *p) : NULL;
+        if (!p)
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for %zu border labels (%zu bytes)",
+                                cap, cap * (sizeof *l + sizeof *p));
+        nb->parent = p, nb->node_cap = cap;
+    }
+    nb->node_label[nb->nodes] = label;
+    nb->parent[nb->nodes] = nb->nodes;
+    nb->nodes++;
+    return GPUWS_OK;
+}
+
+static size_t uf_find(size_t *p, size_t x)
+{
+    while (p[x] != x) {
+        p[x] = p[p[x]]; /* path halving */
+        x = p[x];
+    }
+    return x;
+}
+
+/* The smaller node becomes the root: a set's root is its smallest provisional label. */
+static void uf_unite(size_t *p, size_t a, size_t b)
+{
+    a = uf_find(p, a);
+    b = uf_find(p, b);
+    if (a < b) p[b] = a;
+    else if (b < a) p[a] = b;
+}
+
+/* Pass 1 of band b: its border labels become nodes (ascending), and its first row is united with the previous
+ * band's last row. row0, row1: the band's first and last rows of labels (the same row for a band of one row). */
+static gpuws_status harvest(const band_plan *bp, int conn, numbering *nb, size_t b, const int32_t *row0,
+                            const int32_t *row1)
+{
+    const size_t w = bp->w, n = nb->count[b];
+    gpuws_status st = dense_reserve(nb, n);
+    if (st) return st;
+    int32_t *d = nb->dense;
+    for (size_t x = 0; x < w; x++) d[row0[x]] = d[row1[x]] = 1;
+    nb->node_base[b] = nb->nodes;
+    for (size_t l = 1; l <= n; l++) {
+        if (!d[l]) continue;
+        if ((st = node_add(nb, (int32_t)l))) break;
+        d[l] = (int32_t)(nb->nodes - nb->node_base[b]); /* the node, 1-based within the band */
+    }
+    nb->node_base[b + 1] = nb->nodes;
+    const size_t base = nb->node_base[b] - 1; /* d[l] is 1-based */
+    if (!st) {
+        for (size_t x = 0; x < w; x++) nb->first[x] = row0[x] ? base + (size_t)d[row0[x]] : NONE;
+        for (size_t x = 0; b > 0 && x < w; x++) {
+            const size_t a = nb->prev_last[x];
+            if (a == NONE) continue;
+            if (nb->first[x] != NONE) uf_unite(nb->parent, a, nb->first[x]);
+            if (conn == 8 && x > 0 && nb->first[x - 1] != NONE) uf_unite(nb->parent, a, nb->first[x - 1]);
+            if (conn == 8 && x + 1 < w && nb->first[x + 1] != NONE) uf_unite(nb->parent, a, nb->first[x + 1]);
+        }
+        for (size_t x = 0; x < w; x++) nb->prev_last[x] = row1[x] ? base + (size_t)d[row1[x]] : NONE;
+    }
+    d[0] = 0;
+    for (size_t x = 0; x < w; x++) d[row0[x]] = d[row1[x]] = 0;
+    return st;
+}
+
+/* After pass 1: offsets, roots, and every node's final number. Nodes are in provisional order, so a root's number
+ * is its provisional label less the nodes before it that are not roots; a node that is not a root takes its
+ * root's number (the root comes first). */
+static gpuws_status number(const band_plan *bp, numbering *nb)
+{
+    const size_t nbands = bp->bands;
+    for (size_t b = 0; b < nbands; b++) nb->offset[b + 1] = nb->offset[b] + nb->count[b];
+    size_t merged = 0;
+    for (size_t i = 0; i < nb->nodes; i++) {
+        nb->parent[i] = uf_find(nb->parent, i);
+        merged += nb->parent[i] != i;
+    }
+    const uint64_t total = nb->offset[nbands] - merged;
+    if (total > INT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "label_host: %llu components; labels are int32, so at most 2^31 - 1 components",
+                            (unsigned long long)total);
+    nb->total = (size_t)total;
+    if (!(nb->final = gpuws__malloc((nb->nodes ? nb->nodes : 1) * sizeof *nb->final)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for %zu border labels (%zu bytes)",
+                            nb->nodes, nb->nodes * sizeof *nb->final);
+    size_t nh = 0;
+    for (size_t b = 0; b < nbands; b++) {
+        nb->nh_before[b] = nh;
+        for (size_t i = nb->node_base[b]; i < nb->node_base[b + 1]; i++) {
+            if (nb->parent[i] == i) {
+                nb->final[i] = (int32_t)(nb->offset[b] + (uint64_t)nb->node_label[i] - nh);
+            } else {
+                nb->final[i] = nb->final[nb->parent[i]];
+                nh++;
+            }
+        }
+    }
+    nb->nh_before[nbands] = nh;
+    return GPUWS_OK;
+}
+
+/* Pass 2 of band b: the band's table (dense[l] = final number of its label l). Between its border labels the
+ * numbers run on from the band's offset, less the nodes merged into earlier roots. */
+static void band_table(numbering *nb, size_t b)
+{
+    int32_t *t = nb->dense;
+    const size_t n = nb->count[b], end = nb->node_base[b + 1];
+    const uint64_t base = nb->offset[b];
+    size_t j = nb->node_base[b], nh = nb->nh_before[b];
+    t[0] = 0;
+    for (size_t l = 1; l <= n; l++) {
+        if (j < end && (size_t)nb->node_label[j] == l) {
+            t[l] = nb->final[j];
+            nh += nb->parent[j] != j;
+            j++;
+        } else {
+            t[l] = (int32_t)(base + l - nh);
+        }
+    }
+}
+
+/* ---- the pipeline --------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    gpuws_stream *up, *run, *down;
+    gpuws_buffer *dmask[SLOTS], *dlabels[SLOTS];
+    uint8_t *hmask[SLOTS];
+    int32_t *hlabels[SLOTS];
+    int32_t *hcount; /* pass 1: each band's N, read on the labelling stream */
+    gpuws_event *uploaded[SLOTS], *labelled[SLOTS], *downloaded[SLOTS];
+} pipeline;
+
+static void pipeline_free(gpuws_context *ctx, pipeline *p)
+{
+    gpuws_stream_destroy(p->up);
+    gpuws_stream_destroy(p->run);
+    gpuws_stream_destroy(p->down);
+    gpuws_host_free(ctx, p->hcount);
+    for (int k = 0; k < SLOTS; k++) {
+        gpuws_buffer_destroy(p->dmask[k]);
+        gpuws_buffer_destroy(p->dlabels[k]);
+        gpuws_host_free(ctx, p->hmask[k]);
+        gpuws_host_free(ctx, p->hlabels[k]);
+        gpuws_event_destroy(p->uploaded[k]);
+        gpuws_event_destroy(p->labelled[k]);
+        gpuws_event_destroy(p->downloaded[k]);
+    }
+}
+
+static gpuws_status pipeline_make(gpuws_context *ctx, const band_plan *bp, pipeline *p)
+{
+    const size_t px = bp->rows * bp->w;
+    gpuws_status st;
+    if ((st = gpuws_stream_create(ctx, &p->up)) || (st = gpuws_stream_create(ctx, &p->run)) ||
+        (st = gpuws_stream_create(ctx, &p->down)) ||
+        (st = gpuws_host_alloc(ctx, bp->bands * sizeof(int32_t), (void **)&p->hcount)))
+        return st;
+    for (int k = 0; k < bp->slots; k++)
+        if ((st = gpuws_buffer_create(ctx, px, &p->dmask[k])) ||
+            (st = gpuws_buffer_create(ctx, px * sizeof(int32_t), &p->dlabels[k])) ||
+            (st = gpuws_host_alloc(ctx, px, (void **)&p->hmask[k])) ||
+            (st = gpuws_host_alloc(ctx, px * sizeof(int32_t), (void **)&p->hlabels[k])) ||
+            (st = gpuws_event_create(ctx, &p->uploaded[k])) || (st = gpuws_event_create(ctx, &p->labelled[k])) ||
+            (st = gpuws_event_create(ctx, &p->downloaded[k])))
+            return st;
+    return GPUWS_OK;
+}
+
+typedef struct {
+    const band_plan *bp;
+    int conn;
+    const uint8_t *mask;
+    int32_t *labels;
+    pipeline p;
+    numbering nb;
+    size_t steps; /* bands (one band: one pass), else 2 x bands */
+} run_state;
+
+static size_t band_height(const band_plan *bp, size_t b)
+{
+    const size_t r0 = b * bp->rows;
+    return r0 + bp->rows < bp->h ? bp->rows : bp->h - r0;
+}
+
+/* Step t's results, once its download is done: pass 1 harvests the band's border, pass 2 (or the one pass of one
+ * band) writes its labels; then progress. */
+static gpuws_status complete(run_state *rs, size_t t)
+{
+    const band_plan *bp = rs->bp;
+    const int k = (int)(t % (size_t)bp->slots), passes = rs->steps == 1 ? 1 : 2, pass = (int)(t / bp->bands) + 1;
+    const size_t b = t % bp->bands, r = band_height(bp, b), w = bp->w;
+    numbering *nb = &rs->nb;
+    const int32_t *hl = rs->p.hlabels[k];
+    gpuws_status st = gpuws_event_synchronize(rs->p.downloaded[k]);
+    if (st) return st;
+    if (pass == 1 && nb->count[b] == SIZE_MAX) nb->count[b] = (size_t)rs->p.hcount[b];
+    if (pass == 1 && passes == 2) {
+        if ((st = harvest(bp, rs->conn, nb, b, hl, r > 1 ? hl + w : hl))) return st;
+    } else {
+        if (passes == 2 && b == 0 && (st = number(bp, nb))) return st;
+        copy_part c = { .run = copy_labels, .src = hl, .dst = rs->labels + b * bp->rows * w, .w = w };
+        if (passes == 2) band_table(nb, b), c.run = map_labels, c.table = nb->dense;
+        copy_rows(&c, r, r * w * sizeof(int32_t));
+    }
+    if (bp->o.progress) bp->o.progress(bp->o.progress_user, pass, passes, b, bp->bands, b * bp->rows + r, bp->h);
+    return GPUWS_OK;
+}
+
+static gpuws_status run_steps(gpuws_context *ctx, run_state *rs)
+{
+    const band_plan *bp = rs->bp;
+    pipeline *p = &rs->p;
+    gpuws_status st = pipeline_make(ctx, bp, p);
+    if (!st && rs->steps > 1) st = numbering_make(bp, &rs->nb);
+    const size_t ns = (size_t)bp->slots, w = bp->w;
+    size_t completed = 0;
+    for (size_t t = 0; !st && t < rs->steps; t++) {
+        const int k = (int)(t % ns);
+        const bool reuse = t >= ns, first_pass = t < bp->bands; /* the slot held step t - ns */
+        const size_t b = t % bp->bands, r = band_height(bp, b);
+        /* stage once the slot's previous upload has left the staging buffer */
+        if (reuse && (st = gpuws_event_synchronize(p->uploaded[k]))) break;
+        const copy_part c = { .run = stage_mask,
+                              .src = rs->mask + b * bp->rows * bp->stride,
+                              .dst = p->hmask[k],
+                              .w = w,
+                              .src_stride = bp->stride };
+        copy_rows(&c, r, r * w);
+        if ((reuse && (st = gpuws__stream_wait_event(p->up, p->labelled[k]))) ||
+            (st = gpuws_buffer_write_async(p->up, p->dmask[k], 0, p->hmask[k], r * w)) ||
+            (st = gpuws_event_record(p->uploaded[k], p->up)) ||
+            (st = gpuws__stream_wait_event(p->run, p->uploaded[k])) ||
+            (reuse && (st = gpuws__stream_wait_event(p->run, p->downloaded[k]))))
+            break;
+        gpuws__label_count n;
+        if ((st = gpuws__label_enqueue(p->run, w, r, p->dmask[k], rs->conn, p->dlabels[k], &n))) break;
+        /* pass 1 needs N; on the labelling stream, before the next band's labelling reuses its memory */
+        if (first_pass) {
+            rs->nb.count[b] = n.buffer ? SIZE_MAX : n.value;
+            if (n.buffer && (st = gpuws_buffer_read_async(p->run, n.buffer, n.offset, p->hcount + b, sizeof(int32_t))))
+                break;
+        }
+        if ((st = gpuws_event_record(p->labelled[k], p->run))) break;
+        /* the slot's labels staging still holds step t - ns until it is complete */
+        if (reuse && (st = complete(rs, t - ns))) break;
+        if (reuse) completed = t - ns + 1;
+        if ((st = gpuws__stream_wait_event(p->down, p->labelled[k]))) break;
+        if (rs->steps == 1 || !first_pass) { /* the whole band */
+            st = gpuws_buffer_read_async(p->down, p->dlabels[k], 0, p->hlabels[k], r * w * sizeof(int32_t));
+        } else { /* its first and last rows */
+            st = gpuws_buffer_read_async(p->down, p->dlabels[k], 0, p->hlabels[k], w * sizeof(int32_t));
+            if (!st && r > 1)
+                st = gpuws_buffer_read_async(p->down, p->dlabels[k], (r - 1) * w * sizeof(int32_t), p->hlabels[k] + w,
+                                             w * sizeof(int32_t));
+        }
+        if (st || (st = gpuws_event_record(p->downloaded[k], p->down))) break;
+    }
+    for (size_t t = completed; !st && t < rs->steps; t++) st = complete(rs, t);
+    /* every stream stops before the buffers go, also after an error */
+    gpuws_stream *streams[] = { p->up, p->run, p->down };
+    for (int i = 0; i < 3; i++) {
+        if (!streams[i]) continue;
+        const gpuws_status sync = gpuws_stream_synchronize(streams[i]);
+        if (!st) st = sync;
+    }
+    pipeline_free(ctx, p);
+    return st;
+}
+
+static bool overlaps(const void *a, size_t na, const void *b, size_t nb)
+{
+    const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + nb && y < x + na;
+}
+
+gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, const void *mask, size_t mask_stride,
+                              int connectivity, const gpuws_label_host_options *options, int32_t *labels,
+                              size_t *num_labels)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!mask || !labels || !num_labels)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host: argument '%s' is NULL",
+                            !mask     ? "mask"
+                            : !labels ? "labels"
+                                      : "num_labels");
+    if (connectivity != 4 && connectivity != 8)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host: connectivity %d is not 4 or 8", connectivity);
+    band_plan bp = { 0 };
+    if ((st = plan_bands(ctx, width, height, mask_stride, options, &bp))) return st;
+    if (overlaps(labels, bp.w * bp.h * sizeof(int32_t), mask, (bp.h - 1) * bp.stride + bp.w))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "label_host: labels overlaps the mask (it is read while labels is written)");
+    gpuws__log(GPUWS__LOG_DEBUG, "label_host: %zu x %zu, connectivity %d: %zu bands of %zu rows, %d slots", bp.w, bp.h,
+               connectivity, bp.bands, bp.rows, bp.slots);
+    run_state rs = {
+        .bp = &bp, .conn = connectivity, .mask = mask, .labels = labels, .steps = bp.bands == 1 ? 1 : 2 * bp.bands
+    };
+    /* one band: its own count is N */
+    size_t one = 0;
+    if (rs.steps == 1) rs.nb.count = &one;
+    st = run_steps(ctx, &rs);
+    if (!st) *num_labels = rs.steps == 1 ? one : rs.nb.total;
+    if (rs.steps > 1) numbering_free(&rs.nb);
+    return st;
+}

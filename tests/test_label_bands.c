@@ -1,0 +1,304 @@
+/* label_host: host masks of any size labelled through the device in row bands (out-of-core), on every backend.
+ *
+ * Truth: SciPy's golden files (every one of them, in bands of 1, 3 and 7 rows: one-row and one-column images,
+ * a spiral, a comb, a checkerboard, all ones, all zeros), and the in-core gpuws_label on the same backend, byte for
+ * byte with the same N, for the table below: components that span three bands or more (a percolating random mask,
+ * spirals, U shapes, nested Us, a comb whose teeth meet only in the last band), 4- and 8-connectivity, sources on band
+ * borders (pairs across a border, diagonal pairs that touch only with 8-connectivity, single pixels on a band's first
+ * and last rows), an image one row too tall for the in-core budget, band counts that do not divide the height, bands
+ * of one row, one-row and one-column images, one and two slots, all-zero and all-one masks, and bands of megabytes
+ * (the host's copies on several threads). The band count each budget gives is part of the specification
+ * (gpuws_label_host_bands): a slot of r rows holds r x width bytes of mask and r x width int32 labels, three slots
+ * (fewer when fewer fit) plus gpuws_label's chunk counts, 4 x (ceil(r x width / LABEL_CHUNK) + 1) bytes. */
+#include "label_support.h"
+#include "label/label_layout.h"
+
+/* The budget of `slots` slots of r rows of width w. */
+static uint64_t slots_budget(size_t w, int slots, size_t r)
+{
+    return 5 * (uint64_t)slots * r * w + 4 * (((uint64_t)r * w + LABEL_CHUNK - 1) / LABEL_CHUNK + 1);
+}
+
+typedef struct {
+    size_t calls, passes, bands, rows, last_rows;
+    bool in_order;
+} progress_log;
+
+/* Pass 1 then pass 2, each band in order, rows_done growing to the height in each pass. */
+static void on_band(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done, size_t rows)
+{
+    progress_log *l = user;
+    const size_t want_pass = l->bands ? l->calls / l->bands + 1 : 1, want_band = l->bands ? l->calls % l->bands : 0;
+    if ((l->calls && (passes != (int)l->passes || bands != l->bands || rows != l->rows)) || (size_t)pass != want_pass ||
+        band != want_band || (band > 0 && rows_done <= l->last_rows) || rows_done > rows)
+        l->in_order = false;
+    l->calls++, l->passes = (size_t)passes, l->bands = bands, l->rows = rows, l->last_rows = rows_done;
+}
+
+/* gpuws_label_host into poisoned, guarded host memory; asserts the band count, the guard and the progress calls. */
+static int32_t *label_in_bands(gpuws_context *ctx, const uint8_t *mask, size_t w, size_t h, int conn, uint64_t budget,
+                               size_t want_bands, size_t *n, const char *what)
+{
+    gpuws_label_host_options o = GPUWS_LABEL_HOST_OPTIONS_INIT;
+    o.max_device_bytes = budget;
+    progress_log log = { 0, 0, 0, 0, 0, true };
+    o.progress = on_band, o.progress_user = &log;
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_label_host_bands(ctx, w, h, &o, &band_rows, &bands));
+    cr_assert_eq(bands, want_bands, "%s: %zu bands of %zu rows, want %zu bands", what, bands, band_rows, want_bands);
+    cr_assert_eq((h + band_rows - 1) / band_rows, bands, "%s: %zu rows per band do not make %zu bands", what, band_rows,
+                 bands);
+    const size_t bytes = w * h * sizeof(int32_t);
+    unsigned char *got = malloc(bytes + TEST_GUARD_BYTES);
+    cr_assert_not_null(got);
+    memset(got, 0xA5, bytes + TEST_GUARD_BYTES);
+    *n = (size_t)-1;
+    TEST_OK(gpuws_label_host(ctx, w, h, mask, 0, conn, &o, (int32_t *)(void *)got, n));
+    for (size_t i = 0; i < TEST_GUARD_BYTES; i++) cr_assert_eq(got[bytes + i], 0xA5, "%s: wrote past labels", what);
+    cr_assert(log.in_order, "%s: progress out of order", what);
+    const size_t passes = bands == 1 ? 1 : 2;
+    cr_assert_eq(log.passes, passes, "%s: %zu passes over %zu bands", what, log.passes, bands);
+    cr_assert_eq(log.calls, passes * bands, "%s: %zu progress calls for %zu bands", what, log.calls, bands);
+    cr_assert_eq(log.last_rows, h, "%s: progress ended at %zu of %zu rows", what, log.last_rows, h);
+    return (int32_t *)(void *)got;
+}
+
+/* ---- SciPy's goldens in bands ---------------------------------------------------------------------------------- */
+
+static const size_t golden_band_rows[] = { 1, 3, 7 };
+#define NGOLDEN_ROWS (sizeof golden_band_rows / sizeof golden_band_rows[0])
+
+typedef struct {
+    gpuws_backend_kind backend;
+    size_t golden, rows;
+} golden_band_case;
+
+ParameterizedTestParameters(label_bands, matches_scipy_golden)
+{
+    static golden_band_case cases[TEST_BACKENDS * NGOLDEN * NGOLDEN_ROWS];
+    size_t k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (size_t i = 0; i < NGOLDEN; i++)
+            for (size_t r = 0; r < NGOLDEN_ROWS; r++)
+                cases[k++] = (golden_band_case){ test_backends[b], i, golden_band_rows[r] };
+    return cr_make_param_array(golden_band_case, cases, k);
+}
+
+ParameterizedTest(golden_band_case *c, label_bands, matches_scipy_golden)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    golden g;
+    golden_load(golden_names[c->golden], &g);
+    /* three slots of c->rows rows; in-core when that holds the whole image (one-row images, or few rows) */
+    const uint64_t budget = slots_budget(g.width, 3, c->rows);
+    const size_t bands = budget >= slots_budget(g.width, 1, g.height) ? 1 : (g.height + c->rows - 1) / c->rows;
+    char what[128];
+    for (int conn = 4; conn <= 8; conn += 4) {
+        snprintf(what, sizeof what, "%s %s, bands of %zu rows, connectivity %d", test_backend_name(c->backend),
+                 golden_names[c->golden], c->rows, conn);
+        size_t n;
+        int32_t *got = label_in_bands(ctx, g.mask, g.width, g.height, conn, budget, bands, &n, what);
+        cr_assert_eq(n, conn == 4 ? g.n4 : g.n8, "%s: %zu labels, SciPy has %zu", what, n, conn == 4 ? g.n4 : g.n8);
+        assert_same_labels(got, conn == 4 ? g.labels4 : g.labels8, g.width, g.width * g.height, what);
+        free(got);
+    }
+    golden_free(&g);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- generated masks against the in-core labelling ------------------------------------------------------------- */
+
+typedef enum { PAT_RANDOM, PAT_SPIRAL, PAT_U_SHAPES, PAT_BORDERS, PAT_ZEROS, PAT_ONES } pattern;
+
+typedef struct {
+    const char *name;
+    size_t w, h;
+    pattern pat;
+    double density; /* PAT_RANDOM */
+    int conn;
+    int slots; /* budget: `slots` slots of `rows` rows (slots 1, rows h: exactly in-core) */
+    size_t rows;
+    size_t bands; /* what the budget gives */
+} band_row;
+
+static const band_row rows[] = {
+    { "percolating_random_4", 301, 257, PAT_RANDOM, 0.6, 4, 3, 10, 26 },
+    { "percolating_random_8", 301, 257, PAT_RANDOM, 0.41, 8, 3, 10, 26 },
+    { "dense_random_8", 128, 200, PAT_RANDOM, 0.6, 8, 3, 9, 23 },
+    { "spiral_4", 203, 199, PAT_SPIRAL, 0, 4, 3, 6, 34 },
+    { "spiral_8", 203, 199, PAT_SPIRAL, 0, 8, 3, 5, 40 },
+    { "u_shapes_4", 90, 120, PAT_U_SHAPES, 0, 4, 3, 7, 18 },
+    { "u_shapes_8", 90, 120, PAT_U_SHAPES, 0, 8, 3, 4, 30 },
+    { "sources_on_band_borders_4", 64, 60, PAT_BORDERS, 0, 4, 3, 6, 10 },
+    { "sources_on_band_borders_8", 64, 60, PAT_BORDERS, 0, 8, 3, 6, 10 },
+    { "one_row_too_tall_for_in_core", 40, 61, PAT_RANDOM, 0.55, 4, 1, 60, 4 },
+    { "bands_do_not_divide_the_height", 50, 101, PAT_RANDOM, 0.5, 8, 3, 7, 15 },
+    { "bands_of_one_row", 33, 40, PAT_RANDOM, 0.6, 4, 3, 1, 40 },
+    { "one_slot_of_one_row", 20, 30, PAT_RANDOM, 0.6, 8, 1, 1, 30 },
+    { "two_slots_of_one_row", 20, 30, PAT_RANDOM, 0.6, 4, 2, 1, 30 },
+    { "one_row_image", 1000, 1, PAT_RANDOM, 0.6, 4, 1, 1, 1 },
+    { "one_column_image", 1, 300, PAT_RANDOM, 0.6, 8, 3, 7, 43 },
+    { "all_zero", 37, 45, PAT_ZEROS, 0, 4, 3, 4, 12 },
+    { "all_one", 37, 45, PAT_ONES, 0, 8, 3, 4, 12 },
+    { "large_bands_copied_by_several_threads", 1024, 1536, PAT_RANDOM, 0.6, 4, 3, 500, 4 },
+    { "fits_exactly_in_core", 30, 30, PAT_RANDOM, 0.6, 4, 1, 30, 1 },
+};
+#define NROWS (sizeof rows / sizeof rows[0])
+
+/* A square spiral walked inwards, rings two pixels apart: one path that crosses every band border many times, down
+ * its right side and up its left. */
+static void draw_spiral(uint8_t *m, size_t w, size_t h)
+{
+    long top = 0, bottom = (long)h - 1, left = 0, right = (long)w - 1, from = 0;
+    const long W = (long)w;
+    while (top <= bottom && left <= right) {
+        for (long x = from; x <= right; x++) m[top * W + x] = 1;
+        for (long y = top; y <= bottom; y++) m[y * W + right] = 1;
+        for (long x = right; x >= left && bottom > top; x--) m[bottom * W + x] = 1;
+        for (long y = bottom; y >= top + 2 && right > left; y--) m[y * W + left] = 1;
+        from = left, top += 2, bottom -= 2, left += 2, right -= 2;
+    }
+}
+
+/* Components that leave a band and come back through bands below: a comb whose teeth (starting on staggered rows)
+ * meet only on the last row, nested Us, and upside-down Us whose arms of different lengths meet on the first row. */
+static void draw_u_shapes(uint8_t *m, size_t w, size_t h)
+{
+    const size_t third = w / 3;
+    for (size_t x = 1; x < third; x += 3)
+        for (size_t y = x % 5; y + 1 < h; y++) m[y * w + x] = 1;
+    for (size_t x = 1; x < third; x++) m[(h - 1) * w + x] = 1;
+    for (size_t j = 0; j < 4; j++) { /* U j inside U j - 1 */
+        const size_t l = third + 1 + 2 * j, r = 2 * third - 2 - 2 * j, top = 2 + 3 * j, bottom = h - 2 - 2 * j;
+        for (size_t y = top; y <= bottom; y++) m[y * w + l] = m[(y > top ? y : y + 1) * w + r] = 1;
+        for (size_t x = l; x <= r; x++) m[bottom * w + x] = 1;
+    }
+    for (size_t x = 2 * third + 1; x + 3 < w; x += 6) { /* an upside-down U: arms down to different rows */
+        for (size_t y = 0; y < h - 1 - x % 7; y++) m[y * w + x] = 1;
+        for (size_t y = 0; y < h / 2 + x % 11; y++) m[y * w + x + 3] = 1;
+        for (size_t k = 0; k <= 3; k++) m[x + k] = 1;
+    }
+}
+
+/* Sources on the borders of bands of r rows: pairs across a border, diagonal pairs (joined with 8-connectivity
+ * only), single pixels on a band's first and last rows, and lines through three bands. */
+static void draw_borders(uint8_t *m, size_t w, size_t h, size_t r)
+{
+    for (size_t y = r; y < h; y += r)
+        for (size_t x = 0; x + 1 < w; x += 8) {
+            m[(y - 1) * w + x] = m[y * w + x] = 1;         /* a pair across the border */
+            m[(y - 1) * w + x + 2] = m[y * w + x + 3] = 1; /* a diagonal pair */
+            m[y * w + x + 5] = 1;                          /* alone on a band's first row */
+            if (x + 7 < w) m[(y - 1) * w + x + 7] = 1;     /* alone on a band's last row */
+            if (y + 2 * r < h && x % 16 == 0)
+                for (size_t k = y - 1; k < y + 2 * r; k++) m[k * w + x + 1] = 1; /* three bands, joining the pair */
+        }
+}
+
+static uint8_t *row_mask(const band_row *r, uint64_t seed)
+{
+    uint8_t *m = calloc(r->w * r->h, 1);
+    cr_assert_not_null(m);
+    switch (r->pat) {
+    case PAT_RANDOM:
+        for (size_t i = 0; i < r->w * r->h; i++) m[i] = test_rand_uniform(&seed) < r->density;
+        break;
+    case PAT_SPIRAL: draw_spiral(m, r->w, r->h); break;
+    case PAT_U_SHAPES: draw_u_shapes(m, r->w, r->h); break;
+    case PAT_BORDERS: draw_borders(m, r->w, r->h, r->rows); break;
+    case PAT_ZEROS: break;
+    case PAT_ONES: memset(m, 1, r->w * r->h); break;
+    }
+    return m;
+}
+
+typedef struct {
+    gpuws_backend_kind backend;
+    size_t row;
+} band_case;
+
+ParameterizedTestParameters(label_bands, identical_to_in_core_for_any_banding)
+{
+    static band_case cases[TEST_BACKENDS * NROWS];
+    size_t k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (size_t r = 0; r < NROWS; r++) cases[k++] = (band_case){ test_backends[b], r };
+    return cr_make_param_array(band_case, cases, k);
+}
+
+ParameterizedTest(band_case *c, label_bands, identical_to_in_core_for_any_banding)
+{
+    const band_row *r = &rows[c->row];
+    gpuws_context *ctx = test_open(c->backend);
+    uint8_t *mask = row_mask(r, 0x1abe1 + c->row);
+    char what[128];
+    snprintf(what, sizeof what, "%s on %s (connectivity %d)", r->name, test_backend_name(c->backend), r->conn);
+    size_t want_n, got_n;
+    int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n); /* in-core, the same backend */
+    if (r->pat != PAT_ZEROS) cr_assert(want_n > 0, "%s: the mask has no component: the row tests nothing", what);
+    int32_t *got =
+        label_in_bands(ctx, mask, r->w, r->h, r->conn, slots_budget(r->w, r->slots, r->rows), r->bands, &got_n, what);
+    cr_assert_eq(got_n, want_n, "%s: %zu labels, in-core has %zu", what, got_n, want_n);
+    assert_same_labels(got, want, r->w, r->w * r->h, what);
+    free(mask);
+    free(want);
+    free(got);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- strides, the default budget, images of 2^31 pixels -------------------------------------------------------- */
+
+/* A mask with a row stride larger than its width gives what the packed mask gives; the padding is never read as
+ * foreground (it is all ones here). */
+BACKEND_TEST(label_bands, strided_mask_matches_packed)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const size_t w = 29, h = 41, stride = 40;
+    uint8_t *strided = malloc(h * stride), *packed = malloc(w * h);
+    int32_t *a = malloc(w * h * 4), *b = malloc(w * h * 4);
+    cr_assert(strided && packed && a && b);
+    memset(strided, 1, h * stride);
+    uint64_t seed = 77;
+    for (size_t y = 0; y < h; y++)
+        for (size_t x = 0; x < w; x++) strided[y * stride + x] = packed[y * w + x] = test_rand_uniform(&seed) < 0.55;
+    gpuws_label_host_options o = GPUWS_LABEL_HOST_OPTIONS_INIT;
+    o.max_device_bytes = slots_budget(w, 3, 4);
+    size_t na, nb;
+    TEST_OK(gpuws_label_host(ctx, w, h, strided, stride, 8, &o, a, &na));
+    TEST_OK(gpuws_label_host(ctx, w, h, packed, 0, 8, &o, b, &nb));
+    cr_assert_eq(na, nb);
+    assert_same_labels(a, b, w, w * h, "strided against packed");
+    free(strided), free(packed), free(a), free(b);
+    gpuws_context_destroy(ctx);
+}
+
+/* With no budget the device's free memory decides: a small image is one band (in-core). */
+BACKEND_TEST(label_bands, default_budget_runs_small_images_in_core)
+{
+    gpuws_context *ctx = test_open(*kind);
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_label_host_bands(ctx, 100, 100, NULL, &band_rows, &bands));
+    cr_assert_eq(bands, 1);
+    cr_assert_eq(band_rows, 100);
+    gpuws_context_destroy(ctx);
+}
+
+/* More than 2^31 pixels are legal: however large the budget, a band holds fewer than 2^31 pixels (gpuws_label's
+ * int32 indices) and no more labels than the device's largest buffer. */
+BACKEND_TEST(label_bands, images_of_2_to_the_31_pixels_and_more_go_in_bands)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_device_info info;
+    TEST_OK(gpuws_context_get_device_info(ctx, &info));
+    gpuws_label_host_options o = GPUWS_LABEL_HOST_OPTIONS_INIT;
+    o.max_device_bytes = (uint64_t)1 << 50;
+    const size_t w = 65536, h = 32769; /* 2^31 + 2^16 pixels */
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_label_host_bands(ctx, w, h, &o, &band_rows, &bands));
+    cr_assert(bands >= 2 && band_rows * w <= INT32_MAX, "%zu bands of %zu rows", bands, band_rows);
+    cr_assert(band_rows * w * 4 <= info.max_alloc_bytes, "bands of %zu rows exceed the largest buffer", band_rows);
+    cr_assert(band_rows == 32767 || (band_rows + 1) * w * 4 > info.max_alloc_bytes, "bands of %zu rows: more would fit",
+              band_rows);
+    cr_assert_eq(bands, (h + band_rows - 1) / band_rows);
+    gpuws_context_destroy(ctx);
+}
