@@ -51,6 +51,6 @@ static inline gpuws_status gpuws__options_read(const void *in, void *out, size_t
 #define GPUWS__LABEL_HOST_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_label_host_options, progress_user)
 #define GPUWS__BACKGROUND_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_background_options, mask)
 #define GPUWS__APERTURE_OPTIONS_BASE   GPUWS__OPTIONS_END(gpuws_aperture_options, kron_rmin)
-#define GPUWS__EXTRACT_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_extract_options, segmap)
+#define GPUWS__EXTRACT_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_extract_options, sep_version)
 
 #endif

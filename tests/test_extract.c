@@ -1,7 +1,8 @@
 /* extract: SEP's source extraction (sep.extract) on every backend.
  *
- * Truth: SEP itself (ctest extract_sep: tests/sep/compare_extract.py), whose catalogue the CPU backend's reference
- * reproduces; here the reference (the CPU backend) is the oracle for every backend. What must hold
+ * Truth: SEP itself (ctest extract_sep: tests/sep/compare_extract.py, with the installed SEP), whose catalogue the
+ * CPU backend's reference reproduces, and here SEP 1.4.1's and 1.2.1's catalogues of a small sky (tests/data), where
+ * the two differ (sep_version); then the reference (the CPU backend) is the oracle for every backend. What must hold
  * (docs/algorithms/extract.md): every backend thresholds the same pixels (the per-pixel arithmetic is one text,
  * extract_pixel.h, with SEP's float roundings spelled out, and no fused operations) and makes the catalogue with
  * the same host code from the same records in raster order, so the catalogues are the same bit for bit: count,
@@ -96,19 +97,21 @@ typedef struct {
     double thresh, deblend_cont;
     int clean;
     double gain;
+    int sep_version; /* GPUWS_SEP_1_4 (0) or GPUWS_SEP_1_2 */
 } sky_case;
 
 ParameterizedTestParameters(extract, agrees_with_reference)
 {
     static const sky_case shapes[] = {
-        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 1.0, 0, 0.0 },   /* SEP's filter, no deblend */
-        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_CONV, 0, 1, 8, 5, 1.5, 1.0, 0, 2.0 },      /* mask, gain */
-        { 0, 257, 190, NOISE_MAP, GPUWS_FILTER_NONE, 0, 0, 4, 3, 2.0, 1.0, 0, 0.0 },      /* 4-connectivity */
-        { 0, 257, 190, NOISE_CONST, GPUWS_FILTER_MATCHED, 1, 0, 8, 5, 2.5, 1.0, 0, 0.0 }, /* one σ: conv, 5x5 */
-        { 0, 200, 150, NOISE_NONE, GPUWS_FILTER_CONV, 0, 0, 8, 8, 12.0, 1.0, 0, 0.0 },    /* absolute threshold */
-        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 1.0, 1, 0.0 },   /* cleaning */
-        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 0.005, 1, 0.0 }, /* SEP's defaults */
-        { 0, 257, 190, NOISE_CONST, GPUWS_FILTER_CONV, 0, 1, 8, 3, 1.2, 0.001, 0, 1.5 },  /* deblending, mask */
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 1.0, 0, 0.0, 0 },   /* matched, no deblend */
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_CONV, 0, 1, 8, 5, 1.5, 1.0, 0, 2.0, 0 },      /* mask, gain */
+        { 0, 257, 190, NOISE_MAP, GPUWS_FILTER_NONE, 0, 0, 4, 3, 2.0, 1.0, 0, 0.0, 0 },      /* 4-connectivity */
+        { 0, 257, 190, NOISE_CONST, GPUWS_FILTER_MATCHED, 1, 0, 8, 5, 2.5, 1.0, 0, 0.0, 0 }, /* one σ: conv, 5x5 */
+        { 0, 200, 150, NOISE_NONE, GPUWS_FILTER_CONV, 0, 0, 8, 8, 12.0, 1.0, 0, 0.0, 0 },    /* absolute threshold */
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 1.0, 1, 0.0, 0 },   /* cleaning */
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 0, 8, 5, 1.5, 0.005, 1, 0.0, 0 }, /* SEP's defaults */
+        { 0, 257, 190, NOISE_CONST, GPUWS_FILTER_CONV, 0, 1, 8, 3, 1.2, 0.001, 0, 1.5, 0 },  /* deblending, mask */
+        { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 1, 8, 5, 1.5, 0.005, 1, 0.0, GPUWS_SEP_1_2 }, /* SEP 1.2 */
     };
     static sky_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
     size_t k = 0;
@@ -152,13 +155,14 @@ ParameterizedTest(sky_case *c, extract, agrees_with_reference)
     o.deblend_cont = c->deblend_cont;
     o.clean = c->clean;
     o.gain = c->gain;
+    o.sep_version = c->sep_version;
     const float *r = c->noise == NOISE_MAP ? rms : NULL;
     result want = run(ref, x, back, r, mask, c->w, c->h, &o);
     result got = run(ctx, x, back, r, mask, c->w, c->h, &o);
     char what[160];
-    snprintf(what, sizeof what, "%s %zux%zu noise %d filter %d conn %d deblend_cont %g clean %d",
+    snprintf(what, sizeof what, "%s %zux%zu noise %d filter %d conn %d deblend_cont %g clean %d sep_version %d",
              test_backend_name(c->backend), c->w, c->h, c->noise, c->filter_type, c->connectivity, c->deblend_cont,
-             c->clean);
+             c->clean, c->sep_version);
     cr_assert_gt(want.cat->num_objects, 10, "%s: the sky has only %zu objects", what, want.cat->num_objects);
     expect_same(what, &got, &want, n);
     result_free(&want);
@@ -364,4 +368,124 @@ BACKEND_TEST(extract, null_options_are_seps_defaults)
     gpuws_extract_catalog_free(b);
     gpuws_buffer_destroy(img);
     gpuws_context_destroy(ctx);
+}
+
+/* ---- SEP's own catalogues: tests/data/make_extract_golden.py ---- */
+
+/* A 48 x 48 crowded sky with an rms map, where SEP's versions give different catalogues (GPUWS_SEP_1_4): SEP 1.4.1's
+ * and SEP 1.2.1's, each case as "case NAME THRESH GAIN CLEAN NOBJ" and NOBJ lines of SEP's 30 columns. */
+enum { GW = 48, GH = 48, GCOLS = 30 };
+enum { C_ERRX2 = 12, C_ERRY2 = 13, C_ERRXY = 14, C_THETA = 17, C_FLUX = 22 };
+
+/* The columns SEP keeps in float (sep_catalog): the file holds the shortest text of the float. */
+static bool sep_float_column(int k) { return k == 0 || (k >= 15 && k <= 24); }
+
+static void object_columns(const gpuws_object *q, double v[GCOLS])
+{
+    const int64_t box[6] = { q->npix, q->tnpix, q->xmin, q->xmax, q->ymin, q->ymax };
+    const double shape[18] = { q->x, q->y,     q->x2,  q->y2,  q->xy,  q->errx2, q->erry2, q->errxy, q->a,
+                               q->b, q->theta, q->cxx, q->cyy, q->cxy, q->cflux, q->flux,  q->cpeak, q->peak };
+    const int64_t peaks[5] = { q->xcpeak, q->ycpeak, q->xpeak, q->ypeak, q->flag };
+    v[0] = q->thresh;
+    for (int k = 0; k < 6; k++) v[1 + k] = (double)box[k];
+    memcpy(v + 7, shape, sizeof shape);
+    for (int k = 0; k < 5; k++) v[25 + k] = (double)peaks[k];
+}
+
+/* Every column exactly SEP's, but those SEP rounds to float from a double or sums in float where gpuws keeps
+ * double (flux, theta, the moments' errors): within 1e-4 (relative; errxy of sqrt(errx2 erry2); theta in radians
+ * modulo π), as tests/sep/compare_extract.py. */
+static bool column_agrees(int k, double got, const double *want)
+{
+    const double w = want[k];
+    if (got == w) return true;
+    if (k == C_FLUX || k == C_ERRX2 || k == C_ERRY2) return fabs(got - w) <= 1e-4 * fabs(w);
+    if (k == C_ERRXY) return fabs(got - w) <= 1e-4 * sqrt(fabs(want[C_ERRX2] * want[C_ERRY2]));
+    if (k == C_THETA) {
+        const double pi = 3.141592653589793, d = fmod(fabs(got - w), pi);
+        return fmin(d, pi - d) <= 1e-4;
+    }
+    return false;
+}
+
+/* The golden sky's image and rms map (rms = 4 + column / 64 + row / 128, exact in float). */
+static void golden_sky(float *x, float *rms)
+{
+    char path[1024];
+    cr_assert(getenv("GPUWS_TEST_DATA"), "GPUWS_TEST_DATA is not set (ctest sets it)");
+    snprintf(path, sizeof path, "%s/extract_sky.i16", getenv("GPUWS_TEST_DATA"));
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    unsigned char b[GW * GH * 2];
+    cr_assert_eq(fread(b, 1, sizeof b, f), sizeof b, "%s is shorter than %zu bytes", path, sizeof b);
+    fclose(f);
+    for (size_t i = 0; i < GW * GH; i++) {
+        x[i] = (float)(int16_t)(uint16_t)(b[2 * i] | b[2 * i + 1] << 8);
+        rms[i] = (float)(4.0 + (double)(i % GW) / 64.0 + (double)(i / GW) / 128.0);
+    }
+}
+
+/* gpuws_extract with sep_version on kind against SEP's catalogues in extract_golden_sep<file_version>.txt: the same
+ * objects in the same order when the versions are the same; another catalogue when they are not (the sky tells
+ * the versions apart). */
+static void against_sep(gpuws_backend_kind kind, const char *file_version, int sep_version, bool same)
+{
+    gpuws_context *ctx = test_open(kind);
+    static float x[GW * GH], rms[GW * GH];
+    golden_sky(x, rms);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/extract_golden_sep%s.txt", getenv("GPUWS_TEST_DATA"), file_version);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot open %s", path);
+    char name[64];
+    double thresh, gain;
+    int clean, cases = 0;
+    size_t nobj;
+    while (fscanf(f, " case %63s %lf %lf %d %zu", name, &thresh, &gain, &clean, &nobj) == 5) {
+        gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+        o.thresh = thresh;
+        o.gain = gain;
+        o.clean = clean;
+        if (sep_version >= 0) { /* with struct_size 0, as a zero-initialised struct: sep_version is in gpuws 0.2's */
+            o.sep_version = sep_version;
+            o.struct_size = 0;
+        }
+        result r = run(ctx, x, NULL, rms, NULL, GW, GH, &o);
+        bool all = r.cat->num_objects == nobj;
+        cr_assert(!same || all, "%s, SEP %s: %zu objects, SEP %zu", name, file_version, r.cat->num_objects, nobj);
+        for (size_t i = 0; i < nobj; i++) {
+            double want[GCOLS], got[GCOLS];
+            for (int k = 0; k < GCOLS; k++) {
+                char s[64];
+                cr_assert_eq(fscanf(f, "%63s", s), 1, "%s: case %s, object %zu", path, name, i);
+                want[k] = sep_float_column(k) ? (double)strtof(s, NULL) : strtod(s, NULL);
+            }
+            if (i >= r.cat->num_objects) continue;
+            object_columns(&r.cat->objects[i], got);
+            for (int k = 0; k < GCOLS; k++) {
+                all &= column_agrees(k, got[k], want);
+                cr_assert(!same || column_agrees(k, got[k], want),
+                          "%s, SEP %s: object %zu, column %d: %.17g, SEP %.17g", name, file_version, i, k, got[k],
+                          want[k]);
+            }
+        }
+        cr_assert(same || !all, "%s: the catalogue of SEP %s, which this sky should tell apart", name, file_version);
+        result_free(&r);
+        cases++;
+    }
+    cr_assert_eq(cases, 2, "%s: %d cases", path, cases);
+    fclose(f);
+    gpuws_context_destroy(ctx);
+}
+
+BACKEND_TEST(extract, by_default_the_catalogue_is_sep_1_4s)
+{
+    against_sep(*kind, "1.4", -1, true);
+    against_sep(*kind, "1.2", -1, false);
+}
+
+BACKEND_TEST(extract, sep_version_1_2_gives_sep_1_2s_catalogue)
+{
+    against_sep(*kind, "1.2", GPUWS_SEP_1_2, true);
+    against_sep(*kind, "1.4", GPUWS_SEP_1_2, false);
 }

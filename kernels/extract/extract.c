@@ -204,6 +204,8 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     if (!(o.clean_param > 0.0) || !isfinite(o.clean_param))
         return bad("extract: clean_param %g is not a finite number > 0", o.clean_param);
     if (!(o.gain >= 0.0) || !isfinite(o.gain)) return bad("extract: gain %g is not a finite number >= 0", o.gain);
+    if (o.sep_version != GPUWS_SEP_1_4 && o.sep_version != GPUWS_SEP_1_2)
+        return bad("extract: sep_version %g is not GPUWS_SEP_1_4 or GPUWS_SEP_1_2", (double)o.sep_version);
     if ((st = gpuws__check_array(ctx, image, "image", npix, sizeof(float))) ||
         (o.back && (st = gpuws__check_array(ctx, o.back, "back", npix, sizeof(float)))) ||
         (o.rms && (st = gpuws__check_array(ctx, o.rms, "rms", npix, sizeof(float)))) ||

@@ -2,8 +2,9 @@
  * catalogue, in double precision and a fixed order, so that every backend gives the same catalogue.
  *  1. Components of at least minarea pixels, in the order SEP's one-pass scan completes them: by the last pixel of
  *     their last row (row, then column), which is where the scan finds them finished. Their threshold is SEP's:
- *     the constant one, or, with a σ map, relthresh × σ at the pixel that follows that last pixel on the next row
- *     (0 outside the image), where SEP's scan stands when it completes the object.
+ *     the constant one, or, with a σ map, the mean of their pixels' thresholds (SEP >= 1.3.3), or with
+ *     GPUWS_SEP_1_2 relthresh × σ at the pixel that follows that last pixel on the next row (0 outside the image),
+ *     where SEP 1.2's scan stands when it completes the object.
  *  2. Lutz's scan of each component's box orders its pixels as SEP chains them; deblending (SExtractor's
  *     multi-threshold tree and gatherup, with SEP's random numbers) splits it into objects.
  *  3. The analysis of each object (SEP's analyse: moments weighted by the filtered values, errors, ellipse, flags),
@@ -54,6 +55,18 @@ static int64_t px_y(const ex_ctx *c, size_t r) { return (int64_t)c->y[r]; }
 static float px_thresh(const ex_ctx *c, size_t r)
 {
     return c->p->noise == EX_NOISE_MAP ? ex_fmul(c->p->relthresh, c->px->sig[r]) : c->p->thresh;
+}
+
+/* SEP >= 1.3.3's threshold of a component with a σ map: the mean of its pixels' thresholds, summed in double and
+ * rounded to float. SEP adds them in its chain order, this in raster order: the same sum, exact in double, while
+ * the thresholds lie within a factor 2^29 / n of each other (a σ map varies slowly); past that (a masked pixel's σ
+ * of 1e30 in a matched-filter detection) the two can differ in the double's last bits, which the rounding to float
+ * hides but at a near tie. */
+static float mean_thresh(const ex_ctx *c, const size_t *rec, size_t n)
+{
+    double s = 0.0;
+    for (size_t k = 0; k < n; k++) s += (double)px_thresh(c, rec[k]);
+    return (float)(s / (double)n);
 }
 
 static bool objs_push(ex_objs *o, const ex_obj *x)
@@ -988,7 +1001,9 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         comps[nc].key = (y + 1) * ((uint64_t)p->w + 1) + x + 1;
         comps[nc].first = first;
         comps[nc].n = cnt;
-        comps[nc].thresh = p->noise == EX_NOISE_MAP ? ex_fmul(p->relthresh, px->sig_lr[last]) : p->thresh;
+        comps[nc].thresh = p->noise != EX_NOISE_MAP          ? p->thresh
+                           : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, px->sig_lr[last])
+                                                             : mean_thresh(&c, order + first, cnt);
         nc++;
     }
     sort_comps(comps, nc, comps + nl);

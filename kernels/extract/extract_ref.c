@@ -25,6 +25,7 @@ gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width
     p->clean = o->clean;
     p->clean_param = o->clean_param;
     p->gain = o->gain;
+    p->sep_version = o->sep_version;
     if (p->noise == EX_NOISE_MAP) {
         p->relthresh = (float)o->thresh;
         p->thresh = p->relthresh;

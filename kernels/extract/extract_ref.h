@@ -27,6 +27,7 @@ typedef struct gpuws__extract_params {
     double deblend_cont;
     int clean;
     double clean_param, gain;
+    int sep_version; /* GPUWS_SEP_*: whose threshold an object has with a σ map */
 } gpuws__extract_params;
 
 /* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel

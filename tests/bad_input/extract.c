@@ -164,6 +164,14 @@ BAD_CASE(extract_gain_negative, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "gain -2 is
     return with(f, o);
 }
 
+BAD_CASE(extract_sep_version_unknown, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "sep_version 2 is not GPUWS_SEP_1_4 or GPUWS_SEP_1_2")
+{
+    gpuws_extract_options o = opts();
+    o.sep_version = 2;
+    return with(f, o);
+}
+
 BAD_CASE(extract_back_too_small, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE, "argument 'back'")
 {
     gpuws_extract_options o = opts();

@@ -7,6 +7,8 @@ tests/sep/extract_sep runs gpuws_extract with the same input and parameters on e
 An object of SEP's is matched when exactly one of ours lies within 0.01 px of it (and it is that one's nearest) and
 flux, x2, y2, a, b, errx2, erry2 agree within 1e-4 relative, xy and errxy within 1e-4 of sqrt(x2 y2) and
 sqrt(errx2 erry2), theta within 1e-4 rad (modulo π).
+gpuws_extract's sep_version follows the installed SEP (sep.__version__): GPUWS_SEP_1_2 before 1.3, GPUWS_SEP_1_4
+from 1.3 on (exact from 1.3.3: 1.3.2 summed an object's threshold in float); --sep-version overrides it.
 Each case states the share of SEP's objects that must match (99.5% without deblending, 97% with SEP's default
 deblending). Prints the share per case and backend, and whether the catalogue (order; every column but those SEP
 holds in float or computes from float sums) and the segmentation map are exactly SEP's, which they are here.
@@ -15,6 +17,7 @@ when no backend runs here.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -103,6 +106,11 @@ def cases():
     except Exception as e:  # noqa: BLE001 - not installed, or its data not shipped
         print(f"(Hubble Deep Field left out: {e})")
     return out
+
+
+def sep_mode(version):
+    """extract_sep's sep= for this SEP version: where SEP's versions differ, the catalogue of 1.2 or of >= 1.3.3."""
+    return "1.2" if tuple(int(p) for p in re.findall(r"\d+", version)[:2]) < (1, 3) else "1.4"
 
 
 def run_sep(data, mask, kw, noise, bkg):
@@ -204,7 +212,11 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--backends", default="cpu,opencl,cuda")
     ap.add_argument("--cases", default="")
+    ap.add_argument("--sep-version", choices=("auto", "1.2", "1.4"), default="auto",
+                    help="gpuws_extract's sep_version (auto: from sep.__version__)")
     args = ap.parse_args()
+    mode = sep_mode(sep.__version__) if args.sep_version == "auto" else args.sep_version
+    print(f"SEP {sep.__version__}; gpuws_extract with sep_version {mode}")
     os.makedirs(args.workdir, exist_ok=True)
     ok, ran = True, set()
     only = {int(c) for c in args.cases.split(",") if c}
@@ -220,7 +232,7 @@ def main():
         img.tofile(ipath)
         bpath = os.path.join(args.workdir, f"case{k}.back.f32")
         back.tofile(bpath)
-        targs = tool_args(k, kw, noise, args.workdir, data, bkg, mask) + [f"back={bpath}"]
+        targs = tool_args(k, kw, noise, args.workdir, data, bkg, mask) + [f"back={bpath}", f"sep={mode}"]
         for be in args.backends.split(","):
             out = os.path.join(args.workdir, f"case{k}.{be}")
             res = subprocess.run([args.tool, be, ipath, str(w), str(h), out] + targs, capture_output=True, text=True)

@@ -1,9 +1,9 @@
 /* gpuws_extract on one backend for tests/sep/compare_extract.py, which runs SEP on the same input:
  *   extract_sep BACKEND IMAGE.f32 WIDTH HEIGHT OUT [key=value ...]
  * keys: back=FILE.f32 rms=FILE.f32 mask=FILE.u8 err= thresh= minarea= filter=none kernel=FILE ("W H values...")
- * filter_type=conv|matched nthresh= cont= clean=0|1 clean_param= conn=4|8 gain=. Writes OUT.cat (one object a
- * line: SEP's columns, %.17g) and OUT.seg.i32 (the segmentation map). Exit 0 on success, 77 when the backend is
- * not available here, 1 on an error (the message on stderr). */
+ * filter_type=conv|matched nthresh= cont= clean=0|1 clean_param= conn=4|8 gain= sep=1.2|1.4 (sep_version).
+ * Writes OUT.cat (one object a line: SEP's columns, %.17g) and OUT.seg.i32 (the segmentation map). Exit 0 on
+ * success, 77 when the backend is not available here, 1 on an error (the message on stderr). */
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
 
@@ -99,6 +99,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "clean_param")) o.clean_param = atof(v);
         else if (!strcmp(k, "conn")) o.connectivity = atoi(v);
         else if (!strcmp(k, "gain")) o.gain = atof(v);
+        else if (!strcmp(k, "sep")) o.sep_version = !strcmp(v, "1.2") ? GPUWS_SEP_1_2 : GPUWS_SEP_1_4;
         else {
             fprintf(stderr, "extract_sep: unknown key %s\n", k);
             return 2;

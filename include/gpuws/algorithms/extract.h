@@ -73,6 +73,14 @@ GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, gpuws_dtype dtype,
 #define GPUWS_OBJ_SINGU  0x0008 /* x and y fully correlated: moments made non-singular */
 #define GPUWS_OBJ_BLANK  0x0100 /* the object touches a NaN, blank or masked pixel */
 
+/* sep_version: which SEP's catalogue to reproduce where SEP's versions differ. They differ with an rms map, in an
+ * object's threshold (its thresh column, and through it deblending, tnpix, the ellipse and cleaning): SEP 1.3.3 and
+ * later (1.4.x on PyPI) take the mean of the thresholds of the object's pixels; SEP 1.2.x takes the threshold at
+ * the pixel where its scan completes the object (the pixel after the object's last one, on the next row; 0 past the
+ * image's edge). */
+#define GPUWS_SEP_1_4 0 /* default: SEP >= 1.3.3 */
+#define GPUWS_SEP_1_2 1 /* SEP 1.2.x (Debian's python3-sep) */
+
 typedef struct gpuws_extract_options {
     size_t struct_size;       /* sizeof(gpuws_extract_options); set by GPUWS_EXTRACT_OPTIONS_INIT */
     double thresh;            /* detection threshold, default 1.5: in units of the noise (σ) when rms or err is
@@ -93,11 +101,12 @@ typedef struct gpuws_extract_options {
     double gain;              /* >= 0; 0 (default) = no Poisson term in the errors (as SEP's gain) */
     gpuws_buffer *segmap;     /* NULL, or width*height int32 output of the same context: 0 for no object, k + 1 for
                                  the pixels of object k (SEP's segmentation map) */
+    int sep_version;          /* GPUWS_SEP_1_4 (default) or GPUWS_SEP_1_2: the SEP to match where versions differ */
 } gpuws_extract_options;
 #define GPUWS_EXTRACT_OPTIONS_INIT                                                                                     \
     {                                                                                                                  \
         sizeof(gpuws_extract_options), 1.5, NULL, NULL, 0.0, NULL, 5, GPUWS_FILTER_MATCHED, NULL, 0, 0, 8, 32, 0.005,  \
-            1, 1.0, 0.0, NULL                                                                                          \
+            1, 1.0, 0.0, NULL, GPUWS_SEP_1_4                                                                           \
     }
 
 /* One object: SEP's catalogue columns. Pixel coordinates are 0-based (pixel centres at integers), x = column,
@@ -105,7 +114,7 @@ typedef struct gpuws_extract_options {
  * values (the convolved image; the image itself with GPUWS_FILTER_NONE), as are cflux and cpeak; flux and peak
  * are of the background-subtracted, unfiltered pixels. */
 typedef struct gpuws_object {
-    double thresh;       /* the threshold at the object (data units) */
+    double thresh;       /* the threshold at the object (data units; with an rms map, see GPUWS_SEP_1_4) */
     int64_t npix, tnpix; /* pixels of the object; of them, above thresh unfiltered */
     int64_t xmin, xmax, ymin, ymax;
     double x, y;                 /* barycentre (first moments) */
@@ -131,9 +140,9 @@ typedef struct gpuws_extract_catalog {
  * Errors: GPUWS_ERR_INVALID_ARGUMENT for zero sizes, NULL image/catalog, thresh not finite or <= 0 when relative,
  * minarea < 1, an unknown filter_type, a filter side even or outside 1..4095, a filter whose absolute values do not
  * sum to a finite number > 0, connectivity other than 4/8, deblend_nthresh < 1, deblend_cont outside [0, 1],
- * clean_param <= 0, negative gain or err, a segmap aliasing an input; GPUWS_ERR_OUT_OF_RANGE / _WRONG_CONTEXT for
- * buffers too small or of another context; GPUWS_ERR_UNSUPPORTED beyond 2^31 - 1 pixels or on an OpenCL device
- * without fp64. */
+ * clean_param <= 0, negative gain or err, an unknown sep_version, a segmap aliasing an input;
+ * GPUWS_ERR_OUT_OF_RANGE / _WRONG_CONTEXT for buffers too small or of another context; GPUWS_ERR_UNSUPPORTED beyond
+ * 2^31 - 1 pixels or on an OpenCL device without fp64. */
 GPUWS_API gpuws_status gpuws_extract(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *image,
                                      const gpuws_extract_options *options, gpuws_extract_catalog **catalog);
 GPUWS_API void gpuws_extract_catalog_free(gpuws_extract_catalog *catalog);
