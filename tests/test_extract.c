@@ -489,3 +489,81 @@ BACKEND_TEST(extract, sep_version_1_2_gives_sep_1_2s_catalogue)
     against_sep(*kind, "1.2", GPUWS_SEP_1_2, true);
     against_sep(*kind, "1.4", GPUWS_SEP_1_2, false);
 }
+
+/* ---- records in raster order ----
+ * The host steps take the records in raster order, which a GPU writes chunk by chunk (2048 raster-consecutive
+ * pixels, extract_pixel.h's EX_CHUNK), each chunk from the offset that a scan of the chunks' counts gives it. What
+ * shows the order in the catalogue is each component's last record: the object's place in SEP's order and, with a
+ * noise map and SEP 1.2's rule (GPUWS_SEP_1_2; SEP 1.4's mean over the pixels does not depend on their order),
+ * its threshold column (thresh × σ of the last pixel's lower-right neighbour; σ differs from pixel to pixel here). Skies of uniform noise in [0, 1) whose pixels pass the threshold at random: many components of
+ * every size, small ones kept (minarea 1), that cross rows and chunk boundaries; on images whose rows the chunks
+ * split, whose size is not a multiple of a chunk or of 8, a single row, a single column, every pixel detected, and
+ * none. Every backend against the reference, catalogue and segmentation map. */
+
+typedef struct {
+    gpuws_backend_kind backend;
+    size_t w, h;
+    double thresh; /* × σ (σ in [1, 1.25)); absolute without a noise map */
+    int noise_map, connectivity, filter, masked;
+    size_t min_objects; /* what the sky has at least */
+} raster_case;
+
+ParameterizedTestParameters(extract, records_in_raster_order_across_chunks)
+{
+    static const raster_case shapes[] = {
+        { 0, 1000, 300, 0.5, 1, 8, 0, 0, 1000 }, /* rows split by chunks, 300000 pixels: not a multiple of a chunk */
+        { 0, 2049, 37, 0.55, 1, 4, 0, 1, 1000 }, /* a row a little longer than a chunk, a mask (blank records) */
+        { 0, 777, 333, 0.5, 1, 8, 1, 1, 100 },   /* SEP's 3x3 filter (a convolution) and a mask */
+        { 0, 2048, 2, 0.45, 1, 8, 0, 0, 100 },   /* one row a chunk */
+        { 0, 5001, 1, 0.45, 1, 8, 0, 0, 1000 },  /* a single row over three chunks, 5001 pixels: not a multiple of 8 */
+        { 0, 1, 5001, 0.45, 1, 4, 0, 0, 1000 },  /* a single column */
+        { 0, 61, 67, -1.0, 0, 8, 0, 0, 1 },      /* every pixel detected (absolute threshold): one component */
+        { 0, 3000, 3, 2.0, 1, 8, 0, 0, 0 },      /* nothing detected over five chunks */
+    };
+    static raster_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
+    size_t k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            cases[k] = shapes[s];
+            cases[k++].backend = test_backends[b];
+        }
+    return cr_make_param_array(raster_case, cases, k);
+}
+
+ParameterizedTest(raster_case *c, extract, records_in_raster_order_across_chunks)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    gpuws_context *ref = test_open(GPUWS_BACKEND_CPU);
+    const size_t n = c->w * c->h;
+    float *x = malloc(n * sizeof *x), *rms = malloc(n * sizeof *rms);
+    uint8_t *mask = c->masked ? malloc(n) : NULL;
+    cr_assert(x && rms && (mask || !c->masked));
+    uint64_t s = test_seed(false) + n;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (float)test_rand_uniform(&s);
+        rms[i] = (float)(1.0 + 0.25 * test_rand_uniform(&s));
+    }
+    for (size_t i = 0; mask && i < n; i++) mask[i] = test_rand_uniform(&s) < 0.02;
+    gpuws_extract_options o = plain();
+    o.thresh = c->thresh;
+    o.connectivity = c->connectivity;
+    o.sep_version = GPUWS_SEP_1_2;
+    if (c->filter) o.filter_type = GPUWS_FILTER_CONV;
+    const float *r = c->noise_map ? rms : NULL;
+    result want = run(ref, x, NULL, r, mask, c->w, c->h, &o);
+    result got = run(ctx, x, NULL, r, mask, c->w, c->h, &o);
+    char what[120];
+    snprintf(what, sizeof what, "%s %zux%zu thresh %g conn %d filter %d mask %d", test_backend_name(c->backend), c->w,
+             c->h, c->thresh, c->connectivity, c->filter, c->masked);
+    cr_assert_geq(want.cat->num_objects, c->min_objects, "%s: the sky has only %zu objects", what,
+                  want.cat->num_objects);
+    if (!c->min_objects) cr_assert_eq(want.cat->num_objects, 0, "%s: objects where none is above", what);
+    expect_same(what, &got, &want, n);
+    result_free(&want);
+    result_free(&got);
+    free(x);
+    free(rms);
+    free(mask);
+    gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}

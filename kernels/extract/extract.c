@@ -4,12 +4,15 @@
  *
  * GPU plan (extract.cu / extract.cl):
  *   extract_prep     per pixel: d = image - back (0 where masked), σ (SEP's noise buffer after its mask)
- *   extract_detect   per pixel: the filtered value, the threshold test (det = 0/1), and the count of detected pixels
+ *   extract_detect   per pixel: the filtered value and the threshold test (det = 0/1)
+ *   extract_count    per chunk of EX_CHUNK raster-consecutive pixels: its detected pixels (= labelled pixels)
+ *   label_scan       label's exclusive scan of the chunk counts; the total, the number of records, after them
  *   gpuws_label      components of det (8- or 4-connectivity)
- *   extract_scatter  per labelled pixel: a record (index, label, value, filtered value, σ, σ of the lower-right
- *                    neighbour) at a slot drawn from a counter; the host sorts the records back into raster order
+ *   extract_scatter  per chunk: the records (index, label, value, filtered value, σ, σ of the lower-right
+ *                    neighbour) of its labelled pixels, in raster order from the chunk's offset
  *   extract_segmap   per record: segmap[index] = its object + 1 (after a fill with 0)
- * The call blocks: the catalogue is made on the host from the records read back. */
+ * The call blocks: the catalogue is made on the host from the records read back (one read), which come in the
+ * raster order it needs; the objects of the records go back to the device as they are, in that order. */
 #include "../common/driver.h"
 #include "../../core/options.h"
 #include "extract_ref.h"
@@ -25,8 +28,10 @@
 static const gpuws__stream_key key_maps = { "extract.maps" };
 static const gpuws__stream_key key_det = { "extract.det" };
 static const gpuws__stream_key key_labels = { "extract.labels" };
-static const gpuws__stream_key key_small = { "extract.small" };
+static const gpuws__stream_key key_kern = { "extract.kern" };
+static const gpuws__stream_key key_counts = { "extract.counts" };
 static const gpuws__stream_key key_records = { "extract.records" };
+static const gpuws__stream_key key_objects = { "extract.objects" };
 
 static double now_ms(void)
 {
@@ -35,34 +40,34 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-/* The device steps on a GPU backend, into *px (raster order). */
+/* The device steps on a GPU backend, into *px (raster order); *records: the device's copy of them (six arrays of
+ * px->n words, as read back), which the segmentation map uses. */
 static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
                                        const gpuws_extract_options *o, gpuws__extract_pixels *px,
-                                       gpuws_buffer **records, size_t *cap_out)
+                                       gpuws_buffer **records)
 {
     gpuws_context *ctx = s->ctx;
     const size_t w = p->w, h = p->h, n = w * h, nk = p->kern ? (size_t)p->kw * (size_t)p->kh : 1;
-    const char *const names[] = { "extract_prep", "extract_detect", "extract_scatter", "extract_segmap" };
-    gpuws_kernel *k;
+    const size_t nchunks = (n + EX_CHUNK - 1) / EX_CHUNK;
+    const char *const names[] = { "extract_prep", "extract_detect", "extract_count", "extract_scatter",
+                                  "extract_segmap" };
+    gpuws_kernel *k, *kscan;
+    uint32_t sblock;
     gpuws_status st = GPUWS_OK;
     for (size_t i = 0; i < GPUWS__NARGS(names) && !st; i++) st = gpuws__kernel_get_ex(ctx, names[i], NULL, &k);
     if (st == GPUWS_ERR_KERNEL_NOT_FOUND)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks",
                             ctx->info.name);
-    gpuws_buffer *maps, *det, *labels, *small;
-    /* maps: d, σ, filtered; small: 2 counters, then the kernel */
+    if (!st) st = gpuws__kernel_block(ctx, "label_scan", NULL, gpuws__is_cpu_device(ctx) ? 256 : 1024, &kscan, &sblock);
+    gpuws_buffer *maps, *det, *labels, *kern, *counts;
+    /* maps: d, σ, filtered; counts: one a chunk, then the total */
     if (st || (st = gpuws__stream_scratch(s, &key_maps, 3 * n * sizeof(float), &maps)) ||
         (st = gpuws__stream_scratch(s, &key_det, n, &det)) ||
         (st = gpuws__stream_scratch(s, &key_labels, n * sizeof(int32_t), &labels)) ||
-        (st = gpuws__stream_scratch(s, &key_small, (4 + nk) * sizeof(float), &small)))
+        (st = gpuws__stream_scratch(s, &key_kern, nk * sizeof(float), &kern)) ||
+        (st = gpuws__stream_scratch(s, &key_counts, (nchunks + 1) * sizeof(int32_t), &counts)))
         return st;
-    float *hk = gpuws__malloc((4 + nk) * sizeof *hk);
-    if (!hk)
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the filter (%zu bytes)",
-                            (4 + nk) * sizeof *hk);
-    memset(hk, 0, 4 * sizeof *hk);
-    if (p->kern) memcpy(hk + 4, p->kern, nk * sizeof *hk);
-    else hk[4] = 0.0f;
+    const float zero = 0.0f;
     const uint32_t cpu = gpuws__is_cpu_device(ctx);
     const uint32_t blocks = cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 8);
     const gpuws_launch_config c1 = gpuws__config_1d(n, 256, blocks);
@@ -83,7 +88,7 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     const gpuws_launch_config c2 = { { (uint32_t)((w + tx - 1) / tx), (uint32_t)((h + ty - 1) / ty), 1 },
                                      { tx, ty, 1 } };
     const gpuws_arg a_det[] = { gpuws_arg_buffer(maps),
-                                gpuws_arg_buffer(small),
+                                gpuws_arg_buffer(kern),
                                 gpuws_arg_u32((uint32_t)w),
                                 gpuws_arg_u32((uint32_t)h),
                                 gpuws_arg_u32((uint32_t)p->kw),
@@ -92,77 +97,67 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
                                 gpuws_arg_u32((uint32_t)p->noise),
                                 gpuws_arg_f32(p->thresh),
                                 gpuws_arg_buffer(det) };
+    const gpuws_launch_config c_chunks = { { (uint32_t)nchunks, 1, 1 }, { EX_CHUNK_THREADS, 1, 1 } };
+    const gpuws_launch_config c_scan = { { 1, 1, 1 }, { sblock, 1, 1 } };
+    const gpuws_arg a_count[] = { gpuws_arg_buffer(det), gpuws_arg_buffer(counts), gpuws_arg_u64(n) };
+    const gpuws_arg a_scan[] = { gpuws_arg_buffer(counts), gpuws_arg_u32((uint32_t)nchunks) };
     size_t nl = 0;
-    uint32_t counts[2] = { 0, 0 };
-    if (!(st = gpuws_buffer_write_async(s, small, 0, hk, (4 + nk) * sizeof *hk)) &&
+    int32_t total = 0;
+    /* the filter's upload reads p->kern, which outlives this call, or `zero` (no filter), waited for below */
+    if (!(st = gpuws_buffer_write_async(s, kern, 0, p->kern ? (const void *)p->kern : &zero, nk * sizeof(float))) &&
         !(st = gpuws__launch_named(s, "extract_prep", NULL, &c1, a_prep, GPUWS__NARGS(a_prep))) &&
         !(st = gpuws__launch_named(s, "extract_detect", NULL, &c2, a_det, GPUWS__NARGS(a_det))) &&
+        !(st = gpuws__launch_named(s, "extract_count", NULL, &c_chunks, a_count, GPUWS__NARGS(a_count))) &&
+        !(st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan))) &&
         !(st = gpuws_label(s, w, h, det, p->connectivity, labels, &nl)))
-        st = gpuws__buffer_read_sync(s, small, 0, counts, sizeof counts); /* also: hk's upload is done */
-    if (st) gpuws_stream_synchronize(s);                                  /* hk may still be read by its upload */
-    gpuws__free(hk);
-    if (st) return st;
-    const size_t cnt = counts[0];
+        st = gpuws__buffer_read_sync(s, counts, nchunks * sizeof(int32_t), &total, sizeof total);
+    if (st) {
+        gpuws_stream_synchronize(s); /* the upload may still read `zero` */
+        return st;
+    }
+    const size_t cnt = (size_t)total;
     gpuws_buffer *rec;
     if ((st = gpuws__stream_scratch(s, &key_records, 6 * (cnt ? cnt : 1) * sizeof(float), &rec))) return st;
     if (!gpuws__extract_pixels_alloc(px, cnt))
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for %zu pixel records (%zu bytes)", cnt,
                             6 * cnt * sizeof(float));
     if (cnt) {
-        const gpuws_arg a_sc[] = { gpuws_arg_buffer(labels),   gpuws_arg_buffer(maps),
-                                   gpuws_arg_buffer(mask),     gpuws_arg_u32(o->mask != NULL),
-                                   gpuws_arg_u32((uint32_t)w), gpuws_arg_u32((uint32_t)h),
-                                   gpuws_arg_buffer(small),    gpuws_arg_u64(cnt),
-                                   gpuws_arg_buffer(rec),      gpuws_arg_buffer(rec) };
-        if ((st = gpuws__launch_named(s, "extract_scatter", NULL, &c1, a_sc, GPUWS__NARGS(a_sc)))) goto fail;
-        void *dst[6] = { px->idx, px->label, px->value, px->cd, px->sig, px->sig_lr };
-        for (int a = 0; a < 6 && !st; a++)
-            st = gpuws__buffer_read_sync(s, rec, (size_t)a * cnt * sizeof(float), dst[a], cnt * sizeof(float));
-        if (st) goto fail;
-        if (!gpuws__extract_pixels_sort(px)) {
-            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory to sort %zu pixel records (%zu bytes)",
-                              cnt, 6 * cnt * sizeof(float));
-            goto fail;
+        const gpuws_arg a_sc[] = {
+            gpuws_arg_buffer(det),      gpuws_arg_buffer(labels),       gpuws_arg_buffer(maps),
+            gpuws_arg_buffer(mask),     gpuws_arg_u32(o->mask != NULL), gpuws_arg_u32((uint32_t)w),
+            gpuws_arg_u32((uint32_t)h), gpuws_arg_buffer(counts),       gpuws_arg_u64(cnt),
+            gpuws_arg_buffer(rec),      gpuws_arg_buffer(rec)
+        };
+        /* the six arrays lie one after the other on both sides (gpuws__extract_pixels_alloc) */
+        if ((st = gpuws__launch_named(s, "extract_scatter", NULL, &c_chunks, a_sc, GPUWS__NARGS(a_sc))) ||
+            (st = gpuws__buffer_read_sync(s, rec, 0, px->idx, 6 * cnt * sizeof(float)))) {
+            gpuws__extract_pixels_free(px);
+            return st;
         }
     }
     *records = rec;
-    *cap_out = cnt;
     return GPUWS_OK;
-fail:
-    gpuws__extract_pixels_free(px);
-    return st;
 }
 
-/* The segmentation map on a GPU: 0, then each record's object + 1 at its pixel. obj_of is in raster order, the
- * device's records in any: the kernel finds the number by the record's index through a second upload. */
-static gpuws_status extract_gpu_segmap(gpuws_stream *s, const gpuws__extract_params *p, const gpuws__extract_pixels *px,
+/* The segmentation map on a GPU: 0, then each record's object + 1 at its pixel. obj_of and the device's records
+ * (rec, as extract_gpu_pixels leaves them) are both in raster order: obj_of goes up as it is, and a kernel writes
+ * each record's number at its index. obj_of has a buffer of its own, written from its start: Oclgrind's
+ * uninitialised-value check (21.10) misses a host write at a nonzero offset and reports a kernel's reads of it. */
+static gpuws_status extract_gpu_segmap(gpuws_stream *s, size_t npix, gpuws_buffer *rec, size_t cnt,
                                        const int32_t *obj_of, gpuws_buffer *segmap)
 {
-    const size_t n = p->w * p->h;
-    /* (index, object) pairs for the pixels that belong to an object; made before the map is touched */
-    uint32_t *pairs = gpuws__malloc(2 * (px->n ? px->n : 1) * sizeof *pairs);
-    if (!pairs)
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the segmentation map (%zu bytes)",
-                            2 * px->n * sizeof *pairs);
-    size_t m = 0;
-    for (size_t r = 0; r < px->n; r++)
-        if (obj_of[r]) {
-            pairs[2 * m] = px->idx[r] & ~EX_BLANK_BIT;
-            pairs[2 * m + 1] = (uint32_t)obj_of[r];
-            m++;
-        }
     const int32_t zero = 0;
-    gpuws_buffer *rec = NULL;
-    gpuws_status st = m ? gpuws__stream_scratch(s, &key_records, 2 * m * sizeof(uint32_t), &rec) : GPUWS_OK;
-    if (!st) st = gpuws_buffer_fill_async(s, segmap, 0, &zero, sizeof zero, n * sizeof(int32_t));
-    if (!st && m && !(st = gpuws_buffer_write_async(s, rec, 0, pairs, 2 * m * sizeof(uint32_t)))) {
+    gpuws_buffer *obj = NULL;
+    gpuws_status st = cnt ? gpuws__stream_scratch(s, &key_objects, cnt * sizeof *obj_of, &obj) : GPUWS_OK;
+    if (!st) st = gpuws_buffer_fill_async(s, segmap, 0, &zero, sizeof zero, npix * sizeof(int32_t));
+    if (!st && cnt && !(st = gpuws_buffer_write_async(s, obj, 0, obj_of, cnt * sizeof *obj_of))) {
         const gpuws_launch_config c =
-            gpuws__config_1d(m, 256, gpuws__is_cpu_device(s->ctx) ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
-        const gpuws_arg a[] = { gpuws_arg_buffer(rec), gpuws_arg_u64(m), gpuws_arg_buffer(segmap) };
+            gpuws__config_1d(cnt, 256, gpuws__is_cpu_device(s->ctx) ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
+        const gpuws_arg a[] = { gpuws_arg_buffer(rec), gpuws_arg_buffer(obj), gpuws_arg_u64(cnt),
+                                gpuws_arg_buffer(segmap) };
         st = gpuws__launch_named(s, "extract_segmap", NULL, &c, a, GPUWS__NARGS(a));
     }
-    const gpuws_status st2 = gpuws_stream_synchronize(s); /* pairs is freed below */
-    gpuws__free(pairs);
+    const gpuws_status st2 = gpuws_stream_synchronize(s); /* the caller frees obj_of */
     return st ? st : st2;
 }
 
@@ -235,6 +230,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     memset(&px, 0, sizeof px);
     int32_t *obj_of = NULL;
     gpuws_extract_catalog *cat = NULL;
+    gpuws_buffer *rec = NULL;
     const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
     if (on_cpu) {
         st =
@@ -246,9 +242,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     } else if (!ctx->info.fp64) {
         st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks", ctx->info.name);
     } else {
-        gpuws_buffer *rec;
-        size_t cap;
-        st = extract_gpu_pixels(s, &p, image, &o, &px, &rec, &cap);
+        st = extract_gpu_pixels(s, &p, image, &o, &px, &rec);
     }
     const double t1 = now_ms();
     if (!st && o.segmap && !(obj_of = gpuws__malloc((px.n ? px.n : 1) * sizeof *obj_of)))
@@ -262,7 +256,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
             memset(seg, 0, npix * sizeof *seg);
             for (size_t r = 0; r < px.n; r++) seg[px.idx[r] & ~EX_BLANK_BIT] = obj_of[r];
         } else {
-            st = extract_gpu_segmap(s, &p, &px, obj_of, o.segmap);
+            st = extract_gpu_segmap(s, npix, rec, px.n, obj_of, o.segmap);
         }
     }
     gpuws__free(kern);

@@ -1,7 +1,7 @@
-/* gpuws_extract's device steps (extract.c has the plan; extract_pixel.h the arithmetic, the reference's too).
- * small: two counters (detected pixels; records written), then the normalised filter. maps: d, σ, filtered, each
- * width * height floats. Records: six arrays of cap words (index | blank bit, label, value, filtered, σ, σ of the
- * lower-right neighbour), written through two views of one buffer (as uint and as float). */
+/* gpuws_extract's device steps (extract.c has the plan; extract_pixel.h the arithmetic, the reference's too, and
+ * the records' layout). kern: the normalised filter. maps: d, σ, filtered, each width * height floats. Records: six
+ * arrays of cap words (index | blank bit, label, value, filtered, σ, σ of the lower-right neighbour), written in
+ * raster order through two views of one buffer (as uint and as float). */
 #ifdef GPUWS_FP64
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -20,46 +20,71 @@ __kernel void extract_prep(__global const float *image, __global const float *ba
     }
 }
 
-__kernel void extract_detect(__global float *maps, __global uint *small, uint width, uint height, uint kw, uint kh,
-                             uint filter, uint noise, float thresh, __global uchar *det)
+__kernel void extract_detect(__global float *maps, __global const float *kern, uint width, uint height, uint kw,
+                             uint kh, uint filter, uint noise, float thresh, __global uchar *det)
 {
     const uint x = get_global_id(0), y = get_global_id(1);
     if (x >= width || y >= height) return;
     const ulong n = (ulong)width * height, p = (ulong)y * width + x;
     float cd;
-    const int hit = ex_detect(maps, maps + n, (__global const float *)(small + 4), width, height, x, y, (int)kw,
-                              (int)kh, (int)filter, (int)noise, thresh, &cd);
+    const int hit =
+        ex_detect(maps, maps + n, kern, width, height, x, y, (int)kw, (int)kh, (int)filter, (int)noise, thresh, &cd);
     maps[2 * n + p] = cd;
     det[p] = (uchar)hit;
-    if (hit) atomic_inc(&small[0]);
 }
 
-__kernel void extract_scatter(__global const int *labels, __global const float *maps, __global const uchar *mask,
-                              uint has_mask, uint width, uint height, __global uint *small, ulong cap,
-                              __global uint *ru, __global float *rf)
+GPUWS_GROUP_SUM(ex_group_sum, int)
+
+/* One work-group a chunk: counts[chunk] = its labelled pixels. */
+__kernel __attribute__((reqd_work_group_size(EX_CHUNK_THREADS, 1, 1))) void extract_count(__global const uchar *det,
+                                                                                          __global int *counts, ulong n)
 {
-    const ulong n = (ulong)width * height;
-    GPUWS_FOR_EACH(i, n)
-    {
-        const int l = labels[i];
-        if (!l) continue;
-        const uint slot = atomic_inc(&small[1]);
-        if (slot >= cap) continue;
-        const long x = (long)(i % width), y = (long)(i / width);
-        const int blank = ex_blank_near(maps, mask, (int)has_mask, width, height, x, y);
-        ru[slot] = (uint)i | (blank ? EX_BLANK_BIT : 0u);
-        ru[cap + slot] = (uint)l;
-        rf[2 * cap + slot] = maps[i];
-        rf[3 * cap + slot] = maps[2 * n + i];
-        rf[4 * cap + slot] = maps[n + i];
-        rf[5 * cap + slot] = x + 1 < (long)width && y + 1 < (long)height ? maps[n + i + width + 1] : 0.0f;
+    __local int red[EX_CHUNK_THREADS];
+    const ulong base = get_group_id(0) * (ulong)EX_CHUNK + get_local_id(0);
+    int c = 0;
+    for (uint r = 0; r < EX_PER_THREAD; r++) {
+        const ulong i = base + r * EX_CHUNK_THREADS;
+        c += i < n && det[i];
     }
+    c = ex_group_sum(c, red);
+    if (get_local_id(0) == 0) counts[get_group_id(0)] = c;
 }
 
-/* pairs: (pixel index, object + 1) */
-__kernel void extract_segmap(__global const uint *pairs, ulong m, __global int *segmap)
+/* One work-group a chunk; work-item t writes the records of pixels EX_PER_THREAD * t ... of the chunk, from the
+ * chunk's offset plus the records of the work-items before it: an inclusive scan of the work-items' counts in local
+ * memory (Hillis and Steele's, double-buffered: one barrier a step, log2 EX_CHUNK_THREADS steps). */
+__kernel __attribute__((reqd_work_group_size(EX_CHUNK_THREADS, 1, 1))) void
+extract_scatter(__global const uchar *det, __global const int *labels, __global const float *maps,
+                __global const uchar *mask, uint has_mask, uint width, uint height, __global const int *offsets,
+                ulong cap, __global uint *ru, __global float *rf)
 {
-    GPUWS_FOR_EACH(i, m) segmap[pairs[2 * i]] = (int)pairs[2 * i + 1];
+    __local int sc[2 * EX_CHUNK_THREADS];
+    const uint t = get_local_id(0);
+    const ulong n = (ulong)width * height, base = get_group_id(0) * (ulong)EX_CHUNK + t * EX_PER_THREAD;
+    const uint len = base < n ? (uint)min((ulong)EX_PER_THREAD, n - base) : 0u;
+    int c = 0;
+    for (uint j = 0; j < len; j++) c += det[base + j] != 0;
+    sc[t] = c;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint from = 0;
+    for (uint d = 1; d < EX_CHUNK_THREADS; d <<= 1) {
+        const int v = sc[from + t] + (t >= d ? sc[from + t - d] : 0);
+        from ^= EX_CHUNK_THREADS;
+        sc[from + t] = v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    ulong slot = (ulong)offsets[get_group_id(0)] + (ulong)(sc[from + t] - c);
+    for (uint j = 0; j < len; j++)
+        if (det[base + j]) ex_record(ru, rf, cap, slot++, labels, maps, mask, (int)has_mask, width, height, base + j);
+}
+
+/* idx: the records' indices (in raster order), obj: their objects + 1 (or 0) */
+__kernel void extract_segmap(__global const uint *idx, __global const int *obj, ulong cnt, __global int *segmap)
+{
+    GPUWS_FOR_EACH(i, cnt)
+    {
+        if (obj[i]) segmap[idx[i] & ~EX_BLANK_BIT] = obj[i];
+    }
 }
 
 #endif

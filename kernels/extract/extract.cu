@@ -1,5 +1,6 @@
-// gpuws_extract's device steps: the CUDA twin of extract.cl (read its header comment first; kernels, parameters and
-// arithmetic are the same, the arithmetic is extract_pixel.h's).
+// gpuws_extract's device steps: the CUDA twin of extract.cl (read its header comment first; kernels, parameters,
+// arithmetic and records are the same, the arithmetic is extract_pixel.h's). The scatter differs in how its threads
+// share a chunk: here warp ballots rank the records, there a work-group scan.
 #include "../common/gpuws_cuda.cuh"
 
 #include <cmath>
@@ -20,7 +21,7 @@ extern "C" __global__ void extract_prep(const float *image, const float *back, u
     }
 }
 
-extern "C" __global__ void extract_detect(float *maps, unsigned *small, unsigned width, unsigned height, unsigned kw,
+extern "C" __global__ void extract_detect(float *maps, const float *kern, unsigned width, unsigned height, unsigned kw,
                                           unsigned kh, unsigned filter, unsigned noise, float thresh,
                                           unsigned char *det)
 {
@@ -28,39 +29,67 @@ extern "C" __global__ void extract_detect(float *maps, unsigned *small, unsigned
     if (x >= width || y >= height) return;
     const u64 n = (u64)width * height, p = (u64)y * width + x;
     float cd;
-    const int hit = ex_detect(maps, maps + n, reinterpret_cast<const float *>(small + 4), width, height, x, y, (int)kw,
-                              (int)kh, (int)filter, (int)noise, thresh, &cd);
+    const int hit =
+        ex_detect(maps, maps + n, kern, width, height, x, y, (int)kw, (int)kh, (int)filter, (int)noise, thresh, &cd);
     maps[2 * n + p] = cd;
     det[p] = (unsigned char)hit;
-    if (hit) atomicAdd(&small[0], 1u);
 }
 
-extern "C" __global__ void extract_scatter(const int *labels, const float *maps, const unsigned char *mask,
-                                           unsigned has_mask, unsigned width, unsigned height, unsigned *small, u64 cap,
-                                           unsigned *ru, float *rf)
+// Thread t of a chunk's block takes the chunk's pixels t, t + EX_CHUNK_THREADS, ... (one pass of the block reads
+// consecutive pixels), in count and scatter alike.
+extern "C" __global__ void __launch_bounds__(EX_CHUNK_THREADS)
+    extract_count(const unsigned char *det, int *counts, u64 n)
 {
-    const u64 n = (u64)width * height;
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        const int l = labels[i];
-        if (!l) continue;
-        const unsigned slot = atomicAdd(&small[1], 1u);
-        if (slot >= cap) continue;
-        const long x = (long)(i % width), y = (long)(i / width);
-        const int blank = ex_blank_near(maps, mask, (int)has_mask, width, height, x, y);
-        ru[slot] = (unsigned)i | (blank ? EX_BLANK_BIT : 0u);
-        ru[cap + slot] = (unsigned)l;
-        rf[2 * cap + slot] = maps[i];
-        rf[3 * cap + slot] = maps[2 * n + i];
-        rf[4 * cap + slot] = maps[n + i];
-        rf[5 * cap + slot] = x + 1 < (long)width && y + 1 < (long)height ? maps[n + i + width + 1] : 0.0f;
+    const u64 base = (u64)blockIdx.x * EX_CHUNK + threadIdx.x;
+    int c = 0;
+#pragma unroll
+    for (unsigned r = 0; r < EX_PER_THREAD; r++) {
+        const u64 i = base + r * EX_CHUNK_THREADS;
+        c += __syncthreads_count(i < n && det[i]);
+    }
+    if (threadIdx.x == 0) counts[blockIdx.x] = c;
+}
+
+// A record's slot: the chunk's offset, the records of the passes before, of the warps before in this pass, and of
+// the lanes before in this warp (a ballot per pass and warp; the warps' counts go through shared memory once).
+extern "C" __global__ void __launch_bounds__(EX_CHUNK_THREADS)
+    extract_scatter(const unsigned char *det, const int *labels, const float *maps, const unsigned char *mask,
+                    unsigned has_mask, unsigned width, unsigned height, const int *offsets, u64 cap, unsigned *ru,
+                    float *rf)
+{
+    constexpr unsigned warps = EX_CHUNK_THREADS / 32;
+    __shared__ unsigned warp_counts[EX_PER_THREAD * warps];
+    const u64 n = (u64)width * height, base = (u64)blockIdx.x * EX_CHUNK + threadIdx.x;
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    unsigned ballot[EX_PER_THREAD];
+#pragma unroll
+    for (unsigned r = 0; r < EX_PER_THREAD; r++) {
+        const u64 i = base + r * EX_CHUNK_THREADS;
+        ballot[r] = __ballot_sync(0xffffffffu, i < n && det[i]);
+        if (lane == 0) warp_counts[r * warps + warp] = __popc(ballot[r]);
+    }
+    __syncthreads();
+    u64 slot = (u64)offsets[blockIdx.x];
+#pragma unroll
+    for (unsigned r = 0; r < EX_PER_THREAD; r++) {
+        u64 mine = slot;
+        for (unsigned q = 0; q < warps; q++) {
+            const unsigned c = warp_counts[r * warps + q];
+            mine += q < warp ? c : 0u;
+            slot += c;
+        }
+        if ((ballot[r] >> lane) & 1u)
+            ex_record(ru, rf, cap, mine + __popc(ballot[r] & ((1u << lane) - 1u)), labels, maps, mask, (int)has_mask,
+                      width, height, (long)(base + r * EX_CHUNK_THREADS));
     }
 }
 
-extern "C" __global__ void extract_segmap(const unsigned *pairs, u64 m, int *segmap)
+extern "C" __global__ void extract_segmap(const unsigned *idx, const int *obj, u64 cnt, int *segmap)
 {
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < m; i += (u64)gridDim.x * blockDim.x)
-        segmap[pairs[2 * i]] = (int)pairs[2 * i + 1];
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < cnt; i += (u64)gridDim.x * blockDim.x)
+        if (obj[i]) segmap[idx[i] & ~EX_BLANK_BIT] = obj[i];
 }
 
 GPUWS_CUDA_KERNELS(extract, GPUWS_CUDA_KERNEL(extract_prep), GPUWS_CUDA_KERNEL(extract_detect),
-                   GPUWS_CUDA_KERNEL(extract_scatter), GPUWS_CUDA_KERNEL(extract_segmap))
+                   GPUWS_CUDA_KERNEL(extract_count), GPUWS_CUDA_KERNEL(extract_scatter),
+                   GPUWS_CUDA_KERNEL(extract_segmap))

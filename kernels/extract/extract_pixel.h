@@ -1,11 +1,12 @@
 /* The per-pixel arithmetic of gpuws_extract that must be the same everywhere: shared by the scalar reference
  * (extract_ref.c), the CUDA kernels (extract.cu) and the OpenCL kernels (extract.cl, into which cmake/embed_cl.cmake
- * copies this file), so that every backend thresholds the same pixels. Valid C11, CUDA and OpenCL C (with fp64); it
- * includes nothing (the C includer brings <math.h>). The choices that decide a float bit are SEP's (1.2): the filter
- * kernel is normalised by the sum of its absolute values (on the host), the convolution is a correlation summed in
- * float in the kernel's row-major order with the pixels outside the image left out, the matched filter sums in
- * float and divides by the square root in double. Float products and sums are spelled ex_fmul / ex_fadd so that no
- * compiler fuses them (CUDA would; the OpenCL file turns contraction off). docs/algorithms/extract.md. */
+ * copies this file), so that every backend thresholds the same pixels; and the device's chunks and records. Valid
+ * C11, CUDA and OpenCL C (with fp64); it includes nothing (the C includer brings <math.h>). The choices that decide
+ * a float bit are SEP's (1.2): the filter kernel is normalised by the sum of its absolute values (on the host), the
+ * convolution is a correlation summed in float in the kernel's row-major order with the pixels outside the image
+ * left out, the matched filter sums in float and divides by the square root in double. Float products and sums are
+ * spelled ex_fmul / ex_fadd so that no compiler fuses them (CUDA would; the OpenCL file turns contraction off).
+ * docs/algorithms/extract.md. */
 #ifndef GPUWS_EXTRACT_PIXEL_H
 #define GPUWS_EXTRACT_PIXEL_H
 
@@ -18,6 +19,13 @@
 #define EX_FILTER_MATCH 2
 #define EX_BLANK_BIT    0x80000000u /* in a record's pixel index: the pixel touches a NaN or masked pixel */
 #define EX_MAX_KERNEL   4096        /* filter values passed to the device (kw * kh) */
+/* The device writes the records in raster order by chunks of EX_CHUNK raster-consecutive pixels: one block of
+ * EX_CHUNK_THREADS threads a chunk counts its labelled pixels (extract_count), an exclusive scan of the counts gives
+ * each chunk the slot of its first record, and the chunk's block writes its records from there in order
+ * (extract_scatter). */
+#define EX_CHUNK_THREADS 256
+#define EX_PER_THREAD    8
+#define EX_CHUNK         (EX_CHUNK_THREADS * EX_PER_THREAD)
 
 #if defined(__OPENCL_VERSION__)
 #define EX_FN     static inline
@@ -123,6 +131,22 @@ EX_FN int ex_blank_near(EX_CONST float *d, EX_CONST unsigned char *mask, int has
             if (d[q] != d[q] || (has_mask && mask[q])) return 1;
         }
     return 0;
+}
+
+/* Record `slot` of labelled pixel i: six arrays of cap words (index | blank bit, label, value, filtered value, σ, σ
+ * of the lower-right neighbour), ru and rf two views (words, floats) of the same memory; maps: d, σ, filtered. */
+EX_FN void ex_record(EX_GLOBAL unsigned *ru, EX_GLOBAL float *rf, unsigned long cap, unsigned long slot,
+                     EX_CONST int *labels, EX_CONST float *maps, EX_CONST unsigned char *mask, int has_mask, long w,
+                     long h, long i)
+{
+    const long n = w * h, x = i % w, y = i / w;
+    const int blank = ex_blank_near(maps, mask, has_mask, w, h, x, y);
+    ru[slot] = (unsigned)i | (blank ? EX_BLANK_BIT : 0u);
+    ru[cap + slot] = (unsigned)labels[i];
+    rf[2 * cap + slot] = maps[i];
+    rf[3 * cap + slot] = maps[2 * n + i];
+    rf[4 * cap + slot] = maps[n + i];
+    rf[5 * cap + slot] = x + 1 < w && y + 1 < h ? maps[n + i + w + 1] : 0.0f;
 }
 
 #endif

@@ -1,4 +1,4 @@
-/* gpuws_extract's device steps as scalar C (extract_ref.h), and the records' memory and order. */
+/* gpuws_extract's device steps as scalar C (extract_ref.h), and the records' memory. */
 #include "extract_ref.h"
 #include "../../core/alloc.h" /* gpuws__malloc: allocations the fault tests can fail */
 #include "../label/label_ref.h"
@@ -65,26 +65,22 @@ size_t gpuws__extract_mask_from(const gpuws__extract_params *p)
 bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n)
 {
     const size_t m = n ? n : 1;
+    memset(px, 0, sizeof *px);
+    uint32_t *block = gpuws__malloc(6 * m * sizeof *block);
+    if (!block) return false;
     px->n = n;
-    px->idx = gpuws__malloc(m * sizeof *px->idx);
-    px->label = gpuws__malloc(m * sizeof *px->label);
-    px->value = gpuws__malloc(m * sizeof *px->value);
-    px->cd = gpuws__malloc(m * sizeof *px->cd);
-    px->sig = gpuws__malloc(m * sizeof *px->sig);
-    px->sig_lr = gpuws__malloc(m * sizeof *px->sig_lr);
-    if (px->idx && px->label && px->value && px->cd && px->sig && px->sig_lr) return true;
-    gpuws__extract_pixels_free(px);
-    return false;
+    px->idx = block;
+    px->label = (int32_t *)(block + m);
+    px->value = (float *)(block + 2 * m);
+    px->cd = (float *)(block + 3 * m);
+    px->sig = (float *)(block + 4 * m);
+    px->sig_lr = (float *)(block + 5 * m);
+    return true;
 }
 
 void gpuws__extract_pixels_free(gpuws__extract_pixels *px)
 {
     gpuws__free(px->idx);
-    gpuws__free(px->label);
-    gpuws__free(px->value);
-    gpuws__free(px->cd);
-    gpuws__free(px->sig);
-    gpuws__free(px->sig_lr);
     memset(px, 0, sizeof *px);
 }
 
@@ -209,35 +205,4 @@ done:
     gpuws__free(det);
     gpuws__free(lab);
     return st;
-}
-
-/* LSD radix sort on the raster index (the blank bit masked off), 8 bits a pass, the other arrays carried. */
-bool gpuws__extract_pixels_sort(gpuws__extract_pixels *px)
-{
-    const size_t n = px->n;
-    if (n < 2) return true;
-    gpuws__extract_pixels tmp;
-    if (!gpuws__extract_pixels_alloc(&tmp, n)) return false;
-    uint32_t maxi = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((px->idx[i] & ~EX_BLANK_BIT) > maxi) maxi = px->idx[i] & ~EX_BLANK_BIT;
-    for (unsigned shift = 0; shift < 32 && (shift == 0 || (maxi >> shift)); shift += 8) {
-        size_t count[257] = { 0 };
-        for (size_t i = 0; i < n; i++) count[((px->idx[i] & ~EX_BLANK_BIT) >> shift & 0xffu) + 1]++;
-        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
-        for (size_t i = 0; i < n; i++) {
-            const size_t j = count[(px->idx[i] & ~EX_BLANK_BIT) >> shift & 0xffu]++;
-            tmp.idx[j] = px->idx[i];
-            tmp.label[j] = px->label[i];
-            tmp.value[j] = px->value[i];
-            tmp.cd[j] = px->cd[i];
-            tmp.sig[j] = px->sig[i];
-            tmp.sig_lr[j] = px->sig_lr[i];
-        }
-        gpuws__extract_pixels t = *px;
-        *px = tmp;
-        tmp = t;
-    }
-    gpuws__extract_pixels_free(&tmp);
-    return true;
 }

@@ -55,7 +55,9 @@ void gpuws__extract_params_free(gpuws__extract_params *p);
  * before (all rows are masked without a filter): the raster index from which the mask applies. */
 size_t gpuws__extract_mask_from(const gpuws__extract_params *p);
 
-/* Allocates the six arrays for n records (gpuws__malloc); false when that fails (nothing left allocated). */
+/* Allocates the six arrays for n records (gpuws__malloc), one block that holds them one after the other in the
+ * struct's order (as the device writes them: one read brings them all); false when that fails (nothing left
+ * allocated). */
 bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n);
 void gpuws__extract_pixels_free(gpuws__extract_pixels *px);
 
@@ -63,9 +65,6 @@ void gpuws__extract_pixels_free(gpuws__extract_pixels *px);
  * none) of p->w x p->h pixels to the records, in raster order. GPUWS_ERR_OUT_OF_MEMORY when host memory fails. */
 gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const float *image, const float *back,
                                       const float *rms, const uint8_t *mask, gpuws__extract_pixels *px);
-
-/* Sorts records by raster index (the device writes them in any order), in place; false when memory fails. */
-bool gpuws__extract_pixels_sort(gpuws__extract_pixels *px);
 
 /* The host steps: records in raster order to the catalogue (*out, allocated with gpuws__malloc; free with
  * gpuws_extract_catalog_free). obj_of (NULL = not wanted): per record, the object's number + 1 or 0 (the segmap).

@@ -131,7 +131,7 @@ typedef struct gpuws_object {
 typedef struct gpuws_extract_catalog {
     size_t num_objects;
     gpuws_object *objects; /* num_objects records in SEP's order */
-    double ms_device;      /* wall time of the device steps, the records' read-back and sort included */
+    double ms_device;      /* wall time of the device steps, the records' read-back included */
     double ms_host;        /* wall time of the host steps (deblending, measurement) */
 } gpuws_extract_catalog;
 
