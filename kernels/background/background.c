@@ -73,7 +73,7 @@ static gpuws_status background_gpu(gpuws_stream *s, gpuws_dtype dtype, size_t wi
                              gpuws_arg_u32((uint32_t)p->nx),
                              gpuws_arg_buffer(dmesh),
                              gpuws_arg_local(BG_MAXLEVELS * sizeof(uint32_t)),
-                             gpuws_arg_local((3 * (size_t)block + 1) * sizeof(double)) };
+                             gpuws_arg_local((3 * BG_LANES + 1) * sizeof(double)) };
     gpuws_background_result r;
     if (!(st = gpuws_launch(s, km, &cm, am, GPUWS__NARGS(am))) &&
         !(st = gpuws__buffer_read_sync(s, dmesh, 0, mesh, 2 * p->n * sizeof *mesh))) {

@@ -1,7 +1,8 @@
 /* Mesh background (background_mesh.h holds the arithmetic, background.c the host side).
- *   background_mesh    one work-group per mesh: two passes of f64 sums (usable pixels; then those within the
- *                      2σ cuts), the histogram in local memory (local atomics), and the work-group estimates
- *                      the mode from it (bg_mode_group). Writes mesh[2m] = background, mesh[2m + 1] = rms (-1e30 both: bad mesh).
+ *   background_mesh    one work-group per mesh: two passes of f64 sums in bg_lanes_fold's order (usable pixels;
+ *                      then those within the 2σ cuts), the histogram in local memory (local atomics), and the
+ *                      work-group estimates the mode from it (bg_mode_group). Writes mesh[2m] = background,
+ *                      mesh[2m + 1] = rms (-1e30 both: bad mesh).
  *   background_interp  one work-item per pixel: the spline from the grid plan the host made from those.
  * Every barrier is in unconditional code (a bad mesh runs the passes with cuts that keep nothing), the
  * single-work-item tail is an `if (lid == 0)` block (PoCL 3.1 ran code after a per-work-item return), and the local
@@ -20,32 +21,13 @@ __kernel void background_mesh(__global const float *image, __global const uchar 
     const uint x0 = (m % nx) * bw, y0 = (m / nx) * bh;
     const uint mw = min(bw, width - x0), mh = min(bh, height - y0), npx = mw * mh;
 
-    double s = 0.0, ss = 0.0, n = 0.0;
-    for (uint i = lid; i < npx; i += B) {
-        const ulong p = (ulong)(y0 + i / mw) * width + x0 + i % mw;
-        const float v = image[p];
-        if ((!has_mask || mask[p] == 0) && (double)v > -BG_BIG) {
-            s += v;
-            ss += (double)v * v;
-            n += 1.0;
-        }
-    }
-    bg_group_sums(&s, &ss, &n, red, lid, B);
+    double s, ss, n;
+    bg_group_pass(image, mask, has_mask, width, x0, y0, mw, npx, 1, 0.0f, 0.0f, &s, &ss, &n, red, lid, B);
     /* A bad mesh runs the rest too, with cuts that keep nothing: every barrier stays in uniform, unconditional code */
     const int good = bg_enough(n, (double)npx);
     float lcut = 1.0f, hcut = 0.0f;
     if (good) bg_cuts(s, ss, n, &lcut, &hcut);
-    s = ss = n = 0.0;
-    for (uint i = lid; i < npx; i += B) {
-        const ulong p = (ulong)(y0 + i / mw) * width + x0 + i % mw;
-        const float v = image[p];
-        if ((!has_mask || mask[p] == 0) && v <= hcut && v >= lcut) {
-            s += v;
-            ss += (double)v * v;
-            n += 1.0;
-        }
-    }
-    bg_group_sums(&s, &ss, &n, red, lid, B);
+    bg_group_pass(image, mask, has_mask, width, x0, y0, mw, npx, 0, lcut, hcut, &s, &ss, &n, red, lid, B);
     float mean = 0.0f, sigma = 0.0f, qzero = 0.0f, qscale = 1.0f;
     const int levels = good ? bg_levels(s, ss, n, &mean, &sigma, &qzero, &qscale) : 0;
     const float cste = good ? bg_cste(qzero, qscale) : 0.0f;

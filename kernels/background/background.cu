@@ -17,7 +17,8 @@ extern "C" __global__ void __launch_bounds__(BG_BLOCK)
     background_mesh(const float *image, const unsigned char *mask, unsigned has_mask, unsigned width, unsigned height,
                     unsigned bw, unsigned bh, unsigned nx, float *mesh, gpuws_local lhist, gpuws_local lred)
 {
-    // the regions of gpuws_arg_local, in parameter order, each 16-byte aligned: BG_MAXLEVELS counts, 3 x B + 1 doubles
+    // the regions of gpuws_arg_local, in parameter order, each 16-byte aligned: BG_MAXLEVELS counts, 3 x BG_LANES + 1
+    // doubles
     GPUWS_SHARED_BYTES();
     unsigned int *hist = reinterpret_cast<unsigned int *>(gpuws_smem);
     double *red = reinterpret_cast<double *>(gpuws_smem + ((lhist.bytes + 15) & ~15ull));
@@ -26,34 +27,15 @@ extern "C" __global__ void __launch_bounds__(BG_BLOCK)
     const unsigned x0 = (m % nx) * bw, y0 = (m / nx) * bh;
     const unsigned mw = min(bw, width - x0), mh = min(bh, height - y0), npx = mw * mh;
 
-    double s = 0.0, ss = 0.0, n = 0.0;
-    for (unsigned i = lid; i < npx; i += B) {
-        const u64 p = (u64)(y0 + i / mw) * width + x0 + i % mw;
-        const float v = image[p];
-        if ((!has_mask || mask[p] == 0) && (double)v > -BG_BIG) {
-            s += v;
-            ss += (double)v * v;
-            n += 1.0;
-        }
-    }
-    bg_group_sums(&s, &ss, &n, red, lid, B);
+    double s, ss, n;
+    bg_group_pass(image, mask, has_mask, width, x0, y0, mw, npx, 1, 0.0f, 0.0f, &s, &ss, &n, red, lid, B);
     if (!bg_enough(n, (double)npx)) {
         if (lid == 0) mesh[2 * (u64)m] = mesh[2 * (u64)m + 1] = (float)-BG_BIG;
         return; // the whole block
     }
     float lcut, hcut;
     bg_cuts(s, ss, n, &lcut, &hcut);
-    s = ss = n = 0.0;
-    for (unsigned i = lid; i < npx; i += B) {
-        const u64 p = (u64)(y0 + i / mw) * width + x0 + i % mw;
-        const float v = image[p];
-        if ((!has_mask || mask[p] == 0) && v <= hcut && v >= lcut) {
-            s += v;
-            ss += (double)v * v;
-            n += 1.0;
-        }
-    }
-    bg_group_sums(&s, &ss, &n, red, lid, B);
+    bg_group_pass(image, mask, has_mask, width, x0, y0, mw, npx, 0, lcut, hcut, &s, &ss, &n, red, lid, B);
     float mean, sigma, qzero, qscale;
     const int levels = bg_levels(s, ss, n, &mean, &sigma, &qzero, &qscale);
     const float cste = bg_cste(qzero, qscale);

@@ -13,10 +13,14 @@
 #define BG_BIG         1e+30           /* pixels <= -BG_BIG are unusable; a bad mesh's statistics are -BG_BIG */
 #define BG_PI          3.1415926535898 /* SEP's value of π, which decides the bin count */
 #define BG_BLOCK       256             /* largest work-group of the mesh kernel (static local arrays) */
+#define BG_LANES       256             /* a mesh's pixel sums run in this many lanes (below), at least BG_BLOCK */
 #define BG_PLANES      8  /* planes of the grid plan: back, its y-spline, their x-splines; the same for rms */
 #define BG_ROW_COEFS   4  /* per image row: the y weights of (lower node, upper node, their y-splines) */
 #define BG_COL_COEFS   4  /* per image column: the x weights of (left node, its x-spline, right node, its x-spline) */
 #define BG_INTERP_ROWS 32 /* image rows per work-item of background_interp */
+#if BG_LANES < BG_BLOCK
+#error "the mesh kernel's local doubles (3 BG_LANES + 1) hold bg_mode_group's 3 B + 1 for B <= BG_BLOCK"
+#endif
 
 #if defined(__OPENCL_VERSION__)
 #define BG_FN     static inline
@@ -37,6 +41,21 @@
 
 /* A mesh has enough usable pixels when at least half of its pixels are: SEP compares in float. */
 BG_FN int bg_enough(double usable, double mesh_pixels) { return !((float)usable < (float)(mesh_pixels * 0.5)); }
+
+/* The order of a mesh's pixel sums, the same on every backend, since f64 sums of floats depend on it (a bright sky
+ * loses bits in every mesh): lane l of BG_LANES adds the mesh's pixels l, l + BG_LANES, l + 2 BG_LANES, ... in turn
+ * (numbered in raster order within the mesh), then the lanes' partials are added pairwise, p[l] += p[l + h] for
+ * h = BG_LANES / 2, ..., 1, into p[0]. A work-group runs that as a strided loop and a tree (bg_group_pass); the
+ * reference adds in raster order into the lanes and folds them here. Lanes from `used` on have no pixel: adding
+ * their +0.0 changes no partial (none is -0.0), so they are left out. */
+#if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__)
+BG_FN double bg_lanes_fold(double *p, unsigned used)
+{
+    for (unsigned h = BG_LANES / 2; h > 0; h >>= 1)
+        for (unsigned l = 0; l < h && l + h < used; l++) p[l] += p[l + h];
+    return p[0];
+}
+#endif
 
 /* The first pass's cuts: mean ± 2σ of the usable pixels (sums s, ss of n values), rounded to float. */
 BG_FN void bg_cuts(double s, double ss, double n, float *lcut, float *hcut)
@@ -170,25 +189,41 @@ BG_FN float bg_mode(const BG_HIST unsigned int *hist, int levels, float mean, fl
 #define BG_SHARED
 #endif
 
-/* The sums of (s, ss, n) over the work-group (B work-items, a power of two), back into them in every work-item;
- * red holds 3 B doubles and is free again on return. */
-BG_FN void bg_group_sums(double *s, double *ss, double *n, BG_SHARED double *red, unsigned lid, unsigned B)
+/* One pass of a mesh's pixel sums (s, ss and the count n) by a work-group of B work-items (B a power of two, at
+ * most BG_LANES), in bg_lanes_fold's order whatever B is: work-item lid runs lanes lid, lid + B, ..., then the
+ * work-group adds the lanes pairwise. first: the usable pixels; otherwise the unmasked ones within [lcut, hcut].
+ * red: 3 BG_LANES doubles, free again on return. The mesh is npx pixels, mw wide, from (x0, y0). */
+BG_FN void bg_group_pass(const BG_GLOBAL float *image, const BG_GLOBAL unsigned char *mask, unsigned has_mask,
+                         unsigned width, unsigned x0, unsigned y0, unsigned mw, unsigned npx, int first, float lcut,
+                         float hcut, double *s, double *ss, double *n, BG_SHARED double *red, unsigned lid, unsigned B)
 {
-    red[lid] = *s;
-    red[B + lid] = *ss;
-    red[2 * B + lid] = *n;
+    for (unsigned l = lid; l < BG_LANES; l += B) {
+        double ls = 0.0, lss = 0.0, ln = 0.0;
+        for (unsigned i = l; i < npx; i += BG_LANES) {
+            const BG_U64 p = (BG_U64)(y0 + i / mw) * width + x0 + i % mw;
+            const float v = image[p];
+            if ((!has_mask || mask[p] == 0) && (first ? (double)v > -BG_BIG : (v <= hcut && v >= lcut))) {
+                ls += v;
+                lss += (double)v * v;
+                ln += 1.0;
+            }
+        }
+        red[l] = ls;
+        red[BG_LANES + l] = lss;
+        red[2 * BG_LANES + l] = ln;
+    }
     BG_SYNC();
-    for (unsigned h = B / 2; h > 0; h >>= 1) {
-        if (lid < h) {
-            red[lid] += red[lid + h];
-            red[B + lid] += red[B + lid + h];
-            red[2 * B + lid] += red[2 * B + lid + h];
+    for (unsigned h = BG_LANES / 2; h > 0; h >>= 1) {
+        for (unsigned l = lid; l < h; l += B) {
+            red[l] += red[l + h];
+            red[BG_LANES + l] += red[BG_LANES + l + h];
+            red[2 * BG_LANES + l] += red[2 * BG_LANES + l + h];
         }
         BG_SYNC();
     }
     *s = red[0];
-    *ss = red[B];
-    *n = red[2 * B];
+    *ss = red[BG_LANES];
+    *n = red[2 * BG_LANES];
     BG_SYNC();
 }
 

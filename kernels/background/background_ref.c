@@ -35,20 +35,24 @@ void gpuws_background_mesh_ref(const float *image, const uint8_t *mask, size_t w
                                float *mesh)
 {
     const size_t nx = (width - 1) / (size_t)bw + 1, ny = (height - 1) / (size_t)bh + 1;
-    unsigned int hist[BG_MAXLEVELS]; /* one mesh's histogram at a time */
+    unsigned int hist[BG_MAXLEVELS];    /* one mesh's histogram at a time */
+    double ps[BG_LANES], pss[BG_LANES]; /* and its sums in bg_lanes_fold's lanes */
     for (size_t my = 0; my < ny; my++)
         for (size_t mx = 0; mx < nx; mx++) {
             const size_t x0 = mx * (size_t)bw, y0 = my * (size_t)bh;
             const size_t mw = x0 + (size_t)bw <= width ? (size_t)bw : width - x0;
             const size_t mh = y0 + (size_t)bh <= height ? (size_t)bh : height - y0;
             float *out = mesh + 2 * (my * nx + mx);
-            double s = 0, ss = 0, n = 0;
-            for (size_t r = y0; r < y0 + mh; r++)
-                for (size_t c = x0; c < x0 + mw; c++)
+            const unsigned used = mw * mh < BG_LANES ? (unsigned)(mw * mh) : BG_LANES; /* lanes with pixels */
+            double n = 0;
+            memset(ps, 0, used * sizeof *ps);
+            memset(pss, 0, used * sizeof *pss);
+            for (size_t r = y0, i = 0; r < y0 + mh; r++)
+                for (size_t c = x0; c < x0 + mw; c++, i++)
                     if (usable(image, mask, r * width + c)) {
                         const double v = image[r * width + c];
-                        s += v;
-                        ss += v * v;
+                        ps[i % BG_LANES] += v;
+                        pss[i % BG_LANES] += v * v;
                         n++;
                     }
             if (!bg_enough(n, (double)mw * (double)mh)) {
@@ -56,18 +60,21 @@ void gpuws_background_mesh_ref(const float *image, const uint8_t *mask, size_t w
                 continue;
             }
             float lcut, hcut;
-            bg_cuts(s, ss, n, &lcut, &hcut);
-            s = ss = n = 0;
-            for (size_t r = y0; r < y0 + mh; r++)
-                for (size_t c = x0; c < x0 + mw; c++) {
-                    const size_t i = r * width + c;
-                    const float v = image[i];
-                    if ((!mask || mask[i] == 0) && v <= hcut && v >= lcut) {
-                        s += v;
-                        ss += (double)v * v;
+            bg_cuts(bg_lanes_fold(ps, used), bg_lanes_fold(pss, used), n, &lcut, &hcut);
+            memset(ps, 0, used * sizeof *ps);
+            memset(pss, 0, used * sizeof *pss);
+            n = 0;
+            for (size_t r = y0, i = 0; r < y0 + mh; r++)
+                for (size_t c = x0; c < x0 + mw; c++, i++) {
+                    const size_t k = r * width + c;
+                    const float v = image[k];
+                    if ((!mask || mask[k] == 0) && v <= hcut && v >= lcut) {
+                        ps[i % BG_LANES] += v;
+                        pss[i % BG_LANES] += (double)v * v;
                         n++;
                     }
                 }
+            const double s = bg_lanes_fold(ps, used), ss = bg_lanes_fold(pss, used);
             float mean, sigma, qzero, qscale;
             const int levels = bg_levels(s, ss, n, &mean, &sigma, &qzero, &qscale);
             const float cste = bg_cste(qzero, qscale);

@@ -24,8 +24,9 @@ typedef struct gpuws__background_plan {
 /* The layout for a width x height image in meshes of bw x bh. False when a size overflows. */
 bool gpuws__background_layout(size_t width, size_t height, int bw, int bh, gpuws__background_plan *p);
 
-/* Step 1 for every mesh, pixels in raster order (SEP's order): mesh[2m] = background, mesh[2m + 1] = rms of mesh
- * m (row-major over the grid); -1e30 both for a bad mesh. mask NULL or width*height bytes (nonzero excludes). */
+/* Step 1 for every mesh, its pixel sums in the devices' order (background_mesh.h: bg_lanes_fold): mesh[2m] =
+ * background, mesh[2m + 1] = rms of mesh m (row-major over the grid); -1e30 both for a bad mesh. mask NULL or
+ * width*height bytes (nonzero excludes). */
 void gpuws_background_mesh_ref(const float *image, const uint8_t *mask, size_t width, size_t height, int bw, int bh,
                                float *mesh);
 
