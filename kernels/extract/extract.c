@@ -12,6 +12,7 @@
  * The call blocks: the catalogue is made on the host from the records read back. */
 #include "../common/driver.h"
 #include "../../core/options.h"
+#include "../../core/threads.h"
 #include "extract_ref.h"
 
 #include <math.h>
@@ -227,6 +228,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
                             (size_t)o.filter_w * (size_t)o.filter_h * sizeof(float) + 9 * sizeof(float));
     }
     float *kern = p.kern;
+    p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
 
     double t0 = now_ms();
     gpuws__extract_pixels px;

@@ -192,19 +192,38 @@ static bool lz_run(lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy
     return true;
 }
 
-/* glibc's rand_r, which SEP draws from. */
+/* glibc's rand_r, which SEP draws from: three steps of a linear congruential generator on the 32-bit seed. */
+#define EX_RAND_A 1103515245u
+#define EX_RAND_C 12345u
+
 static int ex_rand(unsigned *seed)
 {
     unsigned next = *seed;
     int result;
-    next = next * 1103515245u + 12345u;
+    next = next * EX_RAND_A + EX_RAND_C;
     result = (int)((next / 65536u) % 2048u);
-    next = next * 1103515245u + 12345u;
+    next = next * EX_RAND_A + EX_RAND_C;
     result = (result << 10) ^ (int)((next / 65536u) % 1024u);
-    next = next * 1103515245u + 12345u;
+    next = next * EX_RAND_A + EX_RAND_C;
     result = (result << 10) ^ (int)((next / 65536u) % 1024u);
     *seed = next;
     return result;
+}
+
+/* The generator's step is the map s -> A s + C (mod 2^32); k steps are its k-th power, made by squaring, so the
+ * seed after any number of draws (three steps each) takes O(log draws) products. */
+unsigned gpuws__ex_rand_skip(unsigned seed, uint64_t draws)
+{
+    unsigned a = EX_RAND_A, c = EX_RAND_C, ak = 1u, ck = 0u; /* the step to the power 2^j, and the product so far */
+    for (uint64_t k = 3 * draws; k; k >>= 1) {
+        if (k & 1u) {
+            ak *= a;
+            ck = ck * a + c;
+        }
+        c = c * a + c;
+        a *= a;
+    }
+    return ak * seed + ck;
 }
 
 /* The flag of an object with a pixel on the image's edge, from its bounds (preanalyse's): a pixel lies on the edge
@@ -216,13 +235,6 @@ static int edge_flag(const ex_ctx *c, const ex_obj *o)
     return edge ? GPUWS_OBJ_TRUNC : 0;
 }
 
-static int blank_flag(const ex_ctx *c, const ex_obj *o)
-{
-    for (size_t i = 0; i < o->npix; i++)
-        if (c->px->idx[o->pix[i]] & EX_BLANK_BIT) return GPUWS_OBJ_BLANK;
-    return 0;
-}
-
 static bool obj_copy(ex_obj *dst, const ex_obj *src, size_t extra)
 {
     *dst = *src;
@@ -231,36 +243,47 @@ static bool obj_copy(ex_obj *dst, const ex_obj *src, size_t extra)
     return true;
 }
 
-/* SExtractor's gatherup: the objects kept by deblending (d->v[1..]) take the pixels of the component (d->v[0]) that
- * none of them holds, each pixel drawn at random in proportion to the objects' fitted profiles there. */
-static bool gatherup(ex_ctx *c, ex_objs *d, const int32_t *rec, int64_t bx0, int64_t by0, int64_t bw, ex_objs *out)
+/* SExtractor's gatherup, first part: the objects kept by deblending (d->v[1..]; d->v[0] is the component) are
+ * measured, given the component's threshold again and the amplitude of their fitted profiles. */
+static void gatherup_prepare(const ex_ctx *c, ex_objs *d)
 {
-    const size_t n = d->n;
     const ex_obj *root = &d->v[0];
-    float *amp = gpuws__malloc(n * sizeof *amp), *p = gpuws__malloc(n * sizeof *p);
-    size_t *slot = gpuws__malloc(n * sizeof *slot);
-    uint8_t *taken = gpuws__calloc((size_t)bw * (size_t)(root->ymax - root->ymin + 1), 1);
-    bool ok = amp && p && slot && taken;
-    (void)rec;
-    const size_t first_out = out->n;
-    for (size_t i = 1; ok && i < n; i++) {
+    for (size_t i = 1; i < d->n; i++) {
         ex_obj *o = &d->v[i];
         gpuws__ex_analyse(c, o, 0, 0.0);
         o->thresh = root->thresh; /* past deblending: the component's threshold again */
-        for (size_t k = 0; k < o->npix; k++) taken[(px_y(c, o->pix[k]) - by0) * bw + (px_x(c, o->pix[k]) - bx0)] = 1;
         const float dist = (float)((double)o->npix / (2 * EX_PI * o->abcor * o->a * o->b));
-        amp[i] = dist < 70.0f ? o->thresh * expf(dist) : (float)(4.0 * o->fdpeak);
-        if (amp[i] > 4.0 * o->fdpeak) amp[i] = (float)(4.0 * o->fdpeak);
+        o->amp = dist < 70.0f ? o->thresh * expf(dist) : (float)(4.0 * o->fdpeak);
+        if (o->amp > 4.0 * o->fdpeak) o->amp = (float)(4.0 * o->fdpeak);
     }
-    /* the outputs, with room for every unclaimed pixel */
-    size_t extra = root->npix;
-    for (size_t i = 1; i < n; i++) extra -= d->v[i].npix;
+}
+
+/* Gatherup, second part: the kept objects take the pixels of the component that none of them holds, in chain
+ * order, each pixel drawn at random (from *seed) in proportion to the objects' profiles there, or the nearest
+ * profile's where they are all negligible; the objects go to out. *ndraws: the draws made. Whether a pixel draws
+ * depends on the profiles alone, never on an earlier draw: so with out NULL this only counts the draws (seed unused),
+ * and the count is what the drawing pass makes. */
+static bool gatherup_assign(const ex_ctx *c, const ex_objs *d, unsigned *seed, ex_objs *out, uint64_t *ndraws)
+{
+    const size_t n = d->n;
+    const ex_obj *root = &d->v[0];
+    const int64_t bx0 = root->xmin, by0 = root->ymin, bw = root->xmax - root->xmin + 1;
+    float *p = gpuws__malloc(n * sizeof *p);
+    uint8_t *taken = gpuws__calloc((size_t)bw * (size_t)(root->ymax - root->ymin + 1), 1);
+    bool ok = p && taken;
+    const size_t first_out = out ? out->n : 0;
+    size_t extra = root->npix; /* the outputs have room for every unclaimed pixel */
     for (size_t i = 1; ok && i < n; i++) {
+        const ex_obj *o = &d->v[i];
+        for (size_t k = 0; k < o->npix; k++) taken[(px_y(c, o->pix[k]) - by0) * bw + (px_x(c, o->pix[k]) - bx0)] = 1;
+        extra -= o->npix;
+    }
+    for (size_t i = 1; ok && out && i < n; i++) { /* object i goes to out->v[first_out + i - 1] */
         ex_obj o;
         if (!(ok = obj_copy(&o, &d->v[i], extra))) break;
         if (!(ok = gpuws__ex_objs_push(out, &o))) gpuws__free(o.pix);
-        slot[i] = out->n - 1;
     }
+    uint64_t draws = 0;
     if (ok) p[0] = 0.0f;
     for (size_t k = 0; ok && k < root->npix; k++) {
         const size_t r = root->pix[k];
@@ -272,41 +295,117 @@ static bool gatherup(ex_ctx *c, ex_objs *d, const int32_t *rec, int64_t bx0, int
             const ex_obj *o = &d->v[i];
             const float dx = (float)((double)x - o->mx), dy = (float)((double)y - o->my);
             const float dist = (float)(0.5 * (o->cxx * dx * dx + o->cyy * dy * dy + o->cxy * dx * dy) / o->abcor);
-            p[i] = p[i - 1] + (dist < 70.0f ? amp[i] * expf(-dist) : 0.0f);
+            p[i] = p[i - 1] + (dist < 70.0f ? o->amp * expf(-dist) : 0.0f);
             if (dist < distmin) {
                 distmin = dist;
                 iclst = i;
             }
         }
         if (p[n - 1] > 1.0e-31) {
-            const float drand = p[n - 1] * (float)ex_rand(&c->seed) / (float)2147483647;
+            draws++;
+            if (!out) continue;
+            const float drand = p[n - 1] * (float)ex_rand(seed) / (float)2147483647;
             for (i = 1; i < n && p[i] < drand; i++) continue;
             if (i == n) i = iclst;
         } else {
             i = iclst;
         }
-        ex_obj *o = &out->v[slot[i]];
+        if (!out) continue;
+        ex_obj *o = &out->v[first_out + i - 1];
         o->pix[o->npix++] = r;
     }
-    if (!ok) { /* what this call added goes */
+    if (!ok && out) { /* what this call added goes */
         while (out->n > first_out) gpuws__free(out->v[--out->n].pix);
     }
-    gpuws__free(amp);
+    *ndraws = draws;
     gpuws__free(p);
-    gpuws__free(slot);
     gpuws__free(taken);
     return ok;
 }
 
-/* SExtractor's multi-threshold deblending (gpuws__ex_deblend). The component's pixels above nthresh - 1 thresholds spaced
- * logarithmically between t0 and its filtered peak form a tree (the objects of each level, found by Lutz's scan in
- * each object of the level below); from the top down, a node with more than one son holding more than
+bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out)
+{
+    uint64_t draws;
+    return gatherup_assign(c, pending, seed, out, &draws);
+}
+
+/* The scratch of a thread's deblending, grown to the largest component it has met: the component's box (its
+ * record numbers, filtered values, and which node holds each pixel), the levels of the tree, Lutz's scan. */
+struct ex_deblender {
+    int32_t *rec;
+    float *cdb;
+    uint64_t *owner, stamp; /* owner[q] == stamp: the node being split holds pixel q (stamps only grow) */
+    size_t box_cap;
+    size_t *lvl, lvl_cap;
+    lz_scan z;
+    int64_t z_bw;
+    size_t z_npix;
+};
+
+ex_deblender *gpuws__ex_deblender_new(void) { return gpuws__calloc(1, sizeof(ex_deblender)); }
+
+void gpuws__ex_deblender_free(ex_deblender *d)
+{
+    if (!d) return;
+    gpuws__free(d->rec);
+    gpuws__free(d->cdb);
+    gpuws__free(d->owner);
+    gpuws__free(d->lvl);
+    lz_free(&d->z);
+    gpuws__free(d);
+}
+
+/* Room for a box of `box` pixels bw wide, npix pixels and nlvl levels; false when memory fails (d stays valid). */
+static bool deblender_fit(ex_deblender *d, size_t box, int64_t bw, size_t npix, size_t nlvl)
+{
+    if (box > d->box_cap) {
+        int32_t *rec = gpuws__malloc(box * sizeof *rec);
+        float *cdb = gpuws__malloc(box * sizeof *cdb);
+        uint64_t *owner = gpuws__calloc(box, sizeof *owner); /* 0: below every stamp */
+        if (!rec || !cdb || !owner) {
+            gpuws__free(rec);
+            gpuws__free(cdb);
+            gpuws__free(owner);
+            return false;
+        }
+        gpuws__free(d->rec);
+        gpuws__free(d->cdb);
+        gpuws__free(d->owner);
+        d->rec = rec;
+        d->cdb = cdb;
+        d->owner = owner;
+        d->box_cap = box;
+    }
+    if (nlvl > d->lvl_cap) {
+        size_t *lvl = gpuws__realloc(d->lvl, nlvl * sizeof *lvl);
+        if (!lvl) return false;
+        d->lvl = lvl;
+        d->lvl_cap = nlvl;
+    }
+    if (bw > d->z_bw || npix > d->z_npix) {
+        const int64_t zbw = bw > d->z_bw ? bw : d->z_bw;
+        const size_t znpix = npix > d->z_npix ? npix : d->z_npix;
+        lz_scan z;
+        if (!lz_init(&z, zbw, znpix)) return false;
+        lz_free(&d->z);
+        d->z = z;
+        d->z_bw = zbw;
+        d->z_npix = znpix;
+    }
+    return true;
+}
+
+/* SExtractor's multi-threshold deblending (gpuws__ex_deblend). The component's pixels above nthresh - 1 thresholds
+ * spaced logarithmically between t0 and its filtered peak form a tree (the objects of each level, found by Lutz's
+ * scan in each object of the level below); from the top down, a node with more than one son holding more than
  * deblend_cont of the component's filtered flux (above its own threshold) keeps those sons (unless a son's subtree
  * splits further) and gives up the rest; then gatherup hands the pixels no kept object holds to the kept ones.
  * With no split the component is one object. */
-bool gpuws__ex_deblend(ex_ctx *c, const size_t *recs, size_t npix, float t0, ex_objs *out)
+bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, float t0, unsigned *seed,
+                       ex_objs *out, ex_objs *pending, uint64_t *ndraws)
 {
     const gpuws__extract_params *p = c->p;
+    *ndraws = 0;
     int64_t xmin = INT64_MAX, xmax = 0, ymin = INT64_MAX, ymax = 0;
     for (size_t i = 0; i < npix; i++) {
         const int64_t x = px_x(c, recs[i]), y = px_y(c, recs[i]);
@@ -317,20 +416,14 @@ bool gpuws__ex_deblend(ex_ctx *c, const size_t *recs, size_t npix, float t0, ex_
     }
     const int64_t bw = xmax - xmin + 1, bh = ymax - ymin + 1;
     const size_t xn = (size_t)p->deblend_nthresh;
-    int32_t *rec = gpuws__malloc((size_t)(bw * bh) * sizeof *rec); /* record numbers: at most 2^31 - 1 pixels */
-    float *cdb = gpuws__malloc((size_t)(bw * bh) * sizeof *cdb);
-    uint64_t *owner = gpuws__calloc((size_t)(bw * bh), sizeof *owner), stamp = 0; /* which node holds a pixel */
-    size_t *lvl = gpuws__malloc((xn + 1) * sizeof *lvl); /* level k: nodes[lvl[k] .. lvl[k + 1] - 1] */
+    /* record numbers: at most 2^31 - 1 pixels; lvl: level k is nodes[lvl[k] .. lvl[k + 1] - 1] */
+    if (!deblender_fit(d, (size_t)(bw * bh), bw, npix, xn + 1)) return false;
+    int32_t *rec = d->rec;
+    float *cdb = d->cdb;
+    uint64_t *owner = d->owner;
+    size_t *lvl = d->lvl;
     ex_objs nodes = { 0 }, kept = { 0 };
-    lz_scan z;
-    bool ok = rec && cdb && owner && lvl && lz_init(&z, bw, npix);
-    if (!ok) {
-        gpuws__free(rec);
-        gpuws__free(cdb);
-        gpuws__free(owner);
-        gpuws__free(lvl);
-        return false;
-    }
+    lz_scan z = d->z;
     for (int64_t i = 0; i < bw * bh; i++) rec[i] = -1;
     for (size_t i = 0; i < npix; i++) {
         const int64_t q = (px_y(c, recs[i]) - ymin) * bw + (px_x(c, recs[i]) - xmin);
@@ -345,7 +438,7 @@ bool gpuws__ex_deblend(ex_ctx *c, const size_t *recs, size_t npix, float t0, ex_
     z.cd = cdb;
     /* the component itself, its pixels in the order of SEP's scan */
     lvl[0] = 0;
-    ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
+    bool ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
     if (ok) {
         gpuws__ex_preanalyse(c, &nodes.v[0]);
         nodes.v[0].flag = edge_flag(c, &nodes.v[0]);
@@ -363,7 +456,7 @@ bool gpuws__ex_deblend(ex_ctx *c, const size_t *recs, size_t npix, float t0, ex_
                 }
                 ok = lz_run(&z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes);
                 /* keep the objects of par's own (a scan of its box may meet a sibling's pixels) */
-                stamp++;
+                const uint64_t stamp = ++d->stamp;
                 for (size_t q = 0; q < par.npix; q++)
                     owner[(px_y(c, par.pix[q]) - ymin) * bw + (px_x(c, par.pix[q]) - xmin)] = stamp;
                 size_t keep = from;
@@ -412,23 +505,26 @@ bool gpuws__ex_deblend(ex_ctx *c, const size_t *recs, size_t npix, float t0, ex_
                 }
             }
         }
-        if (ok) {
-            const size_t first = out->n;
-            if (nodes.v[0].keep) {
-                ex_obj o;
-                if ((ok = obj_copy(&o, &kept.v[0], 0)) && !(ok = gpuws__ex_objs_push(out, &o))) gpuws__free(o.pix);
-            } else {
-                ok = gatherup(c, &kept, rec, xmin, ymin, bw, out);
+        if (ok && nodes.v[0].keep) {
+            ex_obj o;
+            if ((ok = obj_copy(&o, &kept.v[0], 0)) && !(ok = gpuws__ex_objs_push(out, &o))) gpuws__free(o.pix);
+        } else if (ok) {
+            gatherup_prepare(c, &kept);
+            if (seed) {
+                ok = gatherup_assign(c, &kept, seed, out, ndraws);
+            } else if ((ok = gatherup_assign(c, &kept, NULL, NULL, ndraws)) && *ndraws == 0) {
+                unsigned any = 1u; /* nothing is drawn from it */
+                uint64_t none;
+                ok = gatherup_assign(c, &kept, &any, out, &none);
+            } else if (ok) {
+                /* the draws wait for the seed at this component */
+                *pending = kept;
+                memset(&kept, 0, sizeof kept);
             }
-            for (size_t i = first; ok && i < out->n; i++) out->v[i].flag |= blank_flag(c, &out->v[i]);
         }
     }
+    if (!ok) *ndraws = 0;
     gpuws__ex_objs_free(&kept);
     gpuws__ex_objs_free(&nodes);
-    gpuws__free(lvl);
-    gpuws__free(rec);
-    gpuws__free(cdb);
-    gpuws__free(owner);
-    lz_free(&z);
     return ok;
 }

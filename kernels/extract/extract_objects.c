@@ -9,14 +9,24 @@
  *  3. The analysis of each object (SEP's analyse: moments weighted by the filtered values, errors, ellipse, flags),
  *     the float roundings where SEP rounds to float.
  *  4. Cleaning removes the objects that a brighter neighbour's profile explains (extract_clean.c).
+ * Threads (p->threads): the grouping of the records by component, deblending and analysis run on all of them, each
+ * component's or object's results kept in its place, so the objects keep SEP's order; SEP draws its random numbers
+ * for gatherup from one seed in component order, so a component whose gatherup draws is finished after every
+ * component has counted its draws (a count that no draw changes), from the seed that skips the draws of the
+ * components before it. The catalogue is the same bit for bit for any number of threads. Cleaning runs on one.
  * docs/algorithms/extract.md says where this differs from SEP. */
 #include "extract_objects.h"
 #include "../../core/alloc.h"
 #include "../../core/errors.h"
+#include "../../core/threads.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define EX_GROUP_MIN 16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
+#define EX_OBJ_CHUNK 64    /* objects a thread takes at a time in the analysis and the catalogue */
 
 bool gpuws__ex_objs_push(ex_objs *o, const ex_obj *x)
 {
@@ -160,6 +170,14 @@ void gpuws__ex_analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
     }
 }
 
+/* The flag of an object with a pixel next to a NaN or masked one. */
+static int blank_flag(const ex_ctx *c, const ex_obj *o)
+{
+    for (size_t i = 0; i < o->npix; i++)
+        if (c->px->idx[o->pix[i]] & EX_BLANK_BIT) return GPUWS_OBJ_BLANK;
+    return 0;
+}
+
 typedef struct {
     uint64_t key; /* where SEP's scan completes the component */
     size_t first, n;
@@ -185,40 +203,336 @@ static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp)
     if (src != v) memcpy(v, src, n * sizeof *v);
 }
 
+/* ---- the records grouped by component, raster order kept within each ----
+ * A counting sort split over threads: each counts the labels of its share of the records into its own row, the
+ * rows become offsets (by label, then by thread, so that a component's records stay in raster order), and each
+ * thread puts its share in place. */
+typedef struct {
+    const ex_ctx *c;
+    size_t n, nl;      /* records; the largest label */
+    unsigned nt, step; /* threads of this step; the step */
+    uint32_t *xy;      /* the records' columns, then rows */
+    int32_t *obj_of;   /* zeroed here (NULL: none) */
+    uint32_t *cnt;     /* nt rows of nl + 1 counts, then offsets */
+    size_t *part;      /* per thread: its largest label, its labels' records, their first offset */
+    size_t *start;     /* component l: order[start[l] .. start[l + 1] - 1] */
+    size_t *order;
+} ex_group;
+
+static void group_share(void *arg, unsigned t)
+{
+    ex_group *g = arg;
+    const gpuws__extract_pixels *px = g->c->px;
+    const size_t r0 = g->n * t / g->nt, r1 = g->n * (t + 1) / g->nt;
+    const size_t l0 = (g->nl + 1) * t / g->nt, l1 = (g->nl + 1) * (t + 1) / g->nt;
+    uint32_t *row = g->step == 1 || g->step == 4 ? g->cnt + (size_t)t * (g->nl + 1) : NULL; /* this thread's */
+    size_t m = 0;
+    switch (g->step) {
+    case 0: /* coordinates, the largest label */
+        for (size_t r = r0; r < r1; r++) {
+            const uint32_t i = px->idx[r] & ~EX_BLANK_BIT;
+            g->xy[r] = (uint32_t)(i % g->c->p->w);
+            g->xy[g->n + r] = (uint32_t)(i / g->c->p->w);
+            m = (size_t)px->label[r] > m ? (size_t)px->label[r] : m;
+        }
+        if (g->obj_of) memset(g->obj_of + r0, 0, (r1 - r0) * sizeof *g->obj_of);
+        g->part[t] = m;
+        break;
+    case 1: /* counts */
+        memset(row, 0, (g->nl + 1) * sizeof *row);
+        for (size_t r = r0; r < r1; r++) row[px->label[r]]++;
+        break;
+    case 2: /* the records of this thread's labels */
+        for (size_t l = l0; l < l1; l++)
+            for (unsigned u = 0; u < g->nt; u++) m += g->cnt[(size_t)u * (g->nl + 1) + l];
+        g->part[t] = m;
+        break;
+    case 3: /* offsets */
+        m = g->part[t];
+        for (size_t l = l0; l < l1; l++) {
+            g->start[l] = m;
+            for (unsigned u = 0; u < g->nt; u++) {
+                uint32_t *q = &g->cnt[(size_t)u * (g->nl + 1) + l];
+                const uint32_t k = *q;
+                *q = (uint32_t)m;
+                m += k;
+            }
+        }
+        break;
+    case 4: /* in place */
+        for (size_t r = r0; r < r1; r++) g->order[row[px->label[r]]++] = r;
+        break;
+    default: break;
+    }
+}
+
+static bool group_step(ex_group *g, unsigned step)
+{
+    g->step = step;
+    return gpuws__run_threads(g->nt, group_share, g) == GPUWS_OK;
+}
+
+/* ---- deblending, analysis and the catalogue on threads ---- */
+
+typedef struct {
+    ex_objs out;     /* the objects this thread made */
+    ex_deblender *d; /* its deblending scratch */
+    float *heap;     /* mthresh's: 2 minarea floats */
+} ex_worker;
+
+/* A component's objects: worker w[worker]'s out[o0 .. o0 + on - 1]. */
+typedef struct {
+    size_t o0, on;
+    unsigned worker;
+    ex_objs pending; /* its gatherup, left until the seed is known (no objects: none) */
+    uint64_t ndraws; /* the random numbers its gatherup draws */
+    unsigned seed;   /* SEP's seed at its gatherup */
+} ex_result;
+
+typedef struct {
+    ex_ctx c;
+    const size_t *order;
+    const ex_comp *comps;
+    ex_result *res;
+    size_t *handout, nhand; /* the components in the order threads take them: the largest first */
+    ex_worker *w;
+    atomic_size_t next;
+    atomic_bool failed;
+    ex_objs objs;       /* every object, in catalogue order */
+    const size_t *slot; /* object i's place in the catalogue, SIZE_MAX: cleaned away */
+    gpuws_object *cat;
+    int32_t *obj_of;
+} ex_job;
+
+/* Takes the next n items of the shared counter; false when none is left (or a thread failed). */
+static bool job_take(ex_job *j, size_t n, size_t total, size_t *first)
+{
+    if (atomic_load_explicit(&j->failed, memory_order_relaxed)) return false;
+    *first = atomic_fetch_add_explicit(&j->next, n, memory_order_relaxed);
+    return *first < total;
+}
+
+/* Deblending with the gatherups that draw left for later; the largest components first, so that none of them
+ * keeps one thread busy at the end. */
+static void deblend_share(void *arg, unsigned t)
+{
+    ex_job *j = arg;
+    ex_worker *w = &j->w[t];
+    size_t q;
+    while (job_take(j, 1, j->nhand, &q)) {
+        const size_t k = j->handout[q];
+        const ex_comp *cp = &j->comps[k];
+        ex_result *r = &j->res[k];
+        r->worker = t;
+        r->o0 = w->out.n;
+        if (!gpuws__ex_deblend(&j->c, w->d, j->order + cp->first, cp->n, cp->thresh, NULL, &w->out, &r->pending,
+                               &r->ndraws)) {
+            atomic_store(&j->failed, true);
+            return;
+        }
+        r->on = w->out.n - r->o0;
+    }
+}
+
+/* The gatherups left for later, each from its seed (handout: those components). */
+static void gatherup_share(void *arg, unsigned t)
+{
+    ex_job *j = arg;
+    ex_worker *w = &j->w[t];
+    size_t q;
+    while (job_take(j, 1, j->nhand, &q)) {
+        ex_result *r = &j->res[j->handout[q]];
+        unsigned seed = r->seed;
+        r->worker = t;
+        r->o0 = w->out.n;
+        if (!gpuws__ex_gatherup(&j->c, &r->pending, &seed, &w->out)) {
+            atomic_store(&j->failed, true);
+            return;
+        }
+        r->on = w->out.n - r->o0;
+    }
+}
+
+/* Each object's flags, analysis and cleaning's mthresh. */
+static void analyse_share(void *arg, unsigned t)
+{
+    ex_job *j = arg;
+    const gpuws__extract_params *p = j->c.p;
+    size_t q;
+    while (job_take(j, EX_OBJ_CHUNK, j->objs.n, &q)) {
+        const size_t e = q + EX_OBJ_CHUNK < j->objs.n ? q + EX_OBJ_CHUNK : j->objs.n;
+        for (size_t i = q; i < e; i++) {
+            ex_obj *o = &j->objs.v[i];
+            o->flag |= blank_flag(&j->c, o);
+            gpuws__ex_analyse(&j->c, o, 1, p->gain);
+            if (p->clean) gpuws__ex_mthresh(&j->c, o, j->w[t].heap, j->w[t].heap + p->minarea);
+        }
+    }
+}
+
+/* The catalogue's rows and the segmentation map's numbers of the objects that survive cleaning. */
+static void catalogue_share(void *arg, unsigned t)
+{
+    ex_job *j = arg;
+    const gpuws__extract_params *p = j->c.p;
+    const gpuws__extract_pixels *px = j->c.px;
+    size_t q;
+    (void)t;
+    while (job_take(j, EX_OBJ_CHUNK, j->objs.n, &q)) {
+        const size_t e = q + EX_OBJ_CHUNK < j->objs.n ? q + EX_OBJ_CHUNK : j->objs.n;
+        for (size_t i = q; i < e; i++) {
+            if (j->slot[i] == SIZE_MAX) continue;
+            const ex_obj *o = &j->objs.v[i];
+            gpuws_object *c = &j->cat[j->slot[i]];
+            c->thresh = o->thresh;
+            c->npix = (int64_t)o->npix;
+            c->tnpix = o->dnpix;
+            c->xmin = o->xmin;
+            c->xmax = o->xmax;
+            c->ymin = o->ymin;
+            c->ymax = o->ymax;
+            c->x = o->mx;
+            c->y = o->my;
+            c->x2 = o->mx2;
+            c->y2 = o->my2;
+            c->xy = o->mxy;
+            c->errx2 = o->errx2;
+            c->erry2 = o->erry2;
+            c->errxy = o->errxy;
+            c->a = o->a;
+            c->b = o->b;
+            c->theta = o->theta;
+            c->cxx = o->cxx;
+            c->cyy = o->cyy;
+            c->cxy = o->cxy;
+            c->flux = o->dflux;
+            c->cflux = o->fdflux;
+            double fv = 0.0; /* the flux's variance: the pixels' σ², and the Poisson term with a gain */
+            for (size_t k = 0; k < o->npix; k++) {
+                const size_t r = o->pix[k];
+                if (p->noise != EX_NOISE_NONE) fv += (double)ex_fmul(px->sig[r], px->sig[r]);
+                if (p->gain > 0.0 && px->value[r] > 0.0f) fv += px->value[r] / p->gain;
+                if (j->obj_of) j->obj_of[r] = (int32_t)(j->slot[i] + 1);
+            }
+            c->fluxerr = sqrt(fv);
+            c->peak = o->dpeak;
+            c->cpeak = o->fdpeak;
+            c->xpeak = o->xpeak;
+            c->ypeak = o->ypeak;
+            c->xcpeak = o->xcpeak;
+            c->ycpeak = o->ycpeak;
+            c->flag = o->flag;
+        }
+    }
+}
+
+/* Runs share on nt threads, the shared counter from 0; false when a thread failed or could not be had. */
+static bool job_run(ex_job *j, unsigned nt, void (*share)(void *, unsigned))
+{
+    atomic_store(&j->next, 0);
+    return gpuws__run_threads(nt, share, j) == GPUWS_OK && !atomic_load(&j->failed);
+}
+
+static unsigned clamp_threads(unsigned t, size_t work) { return work < 1 ? 1u : work < t ? (unsigned)work : t; }
+
+/* Deblending of the components (comps, in catalogue order) into j->objs, on nt threads; false when memory fails. */
+static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
+{
+    if (nt == 1) { /* one thread: in catalogue order, the draws from SEP's seed as they come */
+        unsigned seed = 1u;
+        for (size_t k = 0; k < nc; k++) {
+            const ex_comp *cp = &j->comps[k];
+            ex_result *r = &j->res[k];
+            r->o0 = j->w[0].out.n;
+            if (!gpuws__ex_deblend(&j->c, j->w[0].d, j->order + cp->first, cp->n, cp->thresh, &seed, &j->w[0].out, NULL,
+                                   &r->ndraws))
+                return false;
+            r->on = j->w[0].out.n - r->o0;
+        }
+        j->objs = j->w[0].out; /* already in catalogue order */
+        memset(&j->w[0].out, 0, sizeof j->w[0].out);
+        return true;
+    }
+    /* the largest first: by the bit length of the pixel count, catalogue order within */
+    size_t bucket[64] = { 0 };
+    for (size_t k = 0; k < nc; k++) bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++;
+    for (size_t b = 0, at = 0; b < 64; b++) {
+        const size_t m = bucket[b];
+        bucket[b] = at;
+        at += m;
+    }
+    for (size_t k = 0; k < nc; k++) j->handout[bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++] = k;
+    j->nhand = nc;
+    if (!job_run(j, nt, deblend_share)) return false;
+    /* SEP's seed at each gatherup left for later: the draws of the components before it skipped */
+    unsigned seed = 1u;
+    size_t np = 0;
+    for (size_t k = 0; k < nc; k++) {
+        if (!j->res[k].pending.n) continue;
+        j->res[k].seed = seed;
+        seed = gpuws__ex_rand_skip(seed, j->res[k].ndraws);
+    }
+    for (size_t q = 0; q < nc; q++) /* the same largest-first order */
+        if (j->res[j->handout[q]].pending.n) j->handout[np++] = j->handout[q];
+    j->nhand = np;
+    if (np && !job_run(j, clamp_threads(nt, np), gatherup_share)) return false;
+    /* every thread's objects, in catalogue order */
+    size_t total = 0;
+    for (size_t k = 0; k < nc; k++) total += j->res[k].on;
+    if (!(j->objs.v = gpuws__malloc((total ? total : 1) * sizeof *j->objs.v))) return false;
+    j->objs.cap = total ? total : 1;
+    for (size_t k = 0; k < nc; k++) {
+        const ex_result *r = &j->res[k];
+        memcpy(j->objs.v + j->objs.n, j->w[r->worker].out.v + r->o0, r->on * sizeof *j->objs.v);
+        j->objs.n += r->on;
+    }
+    for (unsigned t = 0; t < nt; t++) j->w[t].out.n = 0; /* their pixels belong to j->objs now */
+    return true;
+}
+
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
     const size_t n = px->n;
+    const unsigned threads = p->threads > 1 ? p->threads : 1u;
+    ex_job j;
+    memset(&j, 0, sizeof j);
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed, false);
     uint32_t *xy = gpuws__malloc(2 * (n ? n : 1) * sizeof *xy);
-    ex_ctx c = { p, px, 1u, xy, xy ? xy + n : NULL };
-    size_t nl = 0;
-    for (size_t r = 0; r < n; r++)
-        if ((size_t)px->label[r] > nl) nl = (size_t)px->label[r];
-    size_t *start = gpuws__calloc(nl + 2, sizeof *start), *order = gpuws__malloc((n ? n : 1) * sizeof *order);
-    ex_comp *comps = gpuws__malloc(2 * (nl ? nl : 1) * sizeof *comps); /* and the sort's scratch */
-    ex_objs objs = { 0 };
+    j.c = (ex_ctx){ p, px, xy, xy ? xy + n : NULL };
+    ex_group g = { &j.c, n, 0, clamp_threads(threads, n / EX_GROUP_MIN), 0, xy, obj_of, NULL, NULL, NULL, NULL };
+    g.part = gpuws__malloc((threads + 1) * sizeof *g.part);
+    size_t *start = NULL, *order = gpuws__malloc((n ? n : 1) * sizeof *order), *slot = NULL, nc = 0, nw = 0;
+    ex_comp *comps = NULL;
     int *survives = NULL;
-    float *heap = NULL; /* cleaning's mthresh: the heap and the sort's scratch */
     gpuws_extract_catalog *cat = NULL;
     gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY;
-    if (!xy || !start || !order || !comps) goto done;
-    for (size_t r = 0; r < n; r++) {
-        const uint32_t i = px->idx[r] & ~EX_BLANK_BIT;
-        xy[r] = (uint32_t)(i % p->w);
-        xy[n + r] = (uint32_t)(i / p->w);
+    if (!xy || !g.part || !order || !group_step(&g, 0)) goto done;
+    for (unsigned t = 0; t < g.nt; t++) g.nl = g.part[t] > g.nl ? g.part[t] : g.nl;
+    const size_t nl = g.nl;
+    /* a thread's row of counts costs as much as its share of records: at most twice the records in all */
+    g.nt = clamp_threads(g.nt, 2 * n / (nl + 1));
+    g.cnt = gpuws__malloc((size_t)g.nt * (nl + 1) * sizeof *g.cnt);
+    start = gpuws__malloc((nl + 2) * sizeof *start);
+    comps = gpuws__malloc(2 * (nl ? nl : 1) * sizeof *comps); /* and the sort's scratch */
+    g.start = start;
+    g.order = order;
+    if (!g.cnt || !start || !comps || !group_step(&g, 1) || !group_step(&g, 2)) goto done;
+    for (unsigned t = 0, at = 0; t < g.nt; t++) {
+        const size_t m = g.part[t];
+        g.part[t] = at;
+        at += m;
     }
-    /* the records grouped by component, raster order kept within each */
-    for (size_t r = 0; r < n; r++) start[px->label[r] + 1]++;
-    for (size_t l = 0; l <= nl; l++) start[l + 1] += start[l];
-    for (size_t r = 0; r < n; r++) order[start[px->label[r]]++] = r;
-    for (size_t l = nl + 1; l > 0; l--) start[l] = start[l - 1];
-    start[0] = 0;
-    size_t nc = 0;
+    if (!group_step(&g, 3) || !group_step(&g, 4)) goto done;
+    start[nl + 1] = n;
+    gpuws__free(g.cnt);
+    g.cnt = NULL;
     for (size_t l = 1; l <= nl; l++) {
         const size_t first = start[l], cnt = start[l + 1] - start[l];
         if (cnt < (size_t)p->minarea || cnt == 0) continue;
         const size_t last = order[first + cnt - 1]; /* the component's last pixel in raster order */
-        const uint64_t x = (uint64_t)px_x(&c, last), y = (uint64_t)px_y(&c, last);
+        const uint64_t x = (uint64_t)px_x(&j.c, last), y = (uint64_t)px_y(&j.c, last);
         comps[nc].key = (y + 1) * ((uint64_t)p->w + 1) + x + 1;
         comps[nc].first = first;
         comps[nc].n = cnt;
@@ -226,71 +540,40 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         nc++;
     }
     sort_comps(comps, nc, comps + nl);
-    for (size_t k = 0; k < nc; k++) {
-        const size_t before = objs.n;
-        if (!gpuws__ex_deblend(&c, order + comps[k].first, comps[k].n, comps[k].thresh, &objs)) goto done;
-        for (size_t i = before; i < objs.n; i++) gpuws__ex_analyse(&c, &objs.v[i], 1, p->gain);
-    }
-    survives = gpuws__malloc((objs.n ? objs.n : 1) * sizeof *survives);
-    if (!survives) goto done;
+
+    /* deblending, analysis */
+    nw = clamp_threads(threads, nc);
+    j.order = order;
+    j.comps = comps;
+    j.obj_of = obj_of;
+    if (!(j.w = gpuws__calloc(nw, sizeof *j.w)) || !(j.res = gpuws__calloc(nc ? nc : 1, sizeof *j.res)) ||
+        !(j.handout = gpuws__malloc((nc ? nc : 1) * sizeof *j.handout)))
+        goto done;
+    for (size_t t = 0; t < nw; t++)
+        if (!(j.w[t].d = gpuws__ex_deblender_new()) ||
+            (p->clean && !(j.w[t].heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *j.w[t].heap))))
+            goto done;
+    if (!deblend_all(&j, nc, (unsigned)nw) ||
+        !job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), analyse_share))
+        goto done;
+
+    /* cleaning, on one thread: each object's fate depends on those before it */
+    survives = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *survives);
+    slot = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *slot);
+    if (!survives || !slot) goto done;
     if (p->clean) {
-        heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *heap);
-        if (!heap) goto done;
-        for (size_t i = 0; i < objs.n; i++) gpuws__ex_mthresh(&c, &objs.v[i], heap, heap + p->minarea);
-        if (!gpuws__ex_clean(&objs, p->clean_param, p->w, p->h, survives)) goto done;
+        if (!gpuws__ex_clean(&j.objs, p->clean_param, p->w, p->h, survives)) goto done;
     } else {
-        for (size_t i = 0; i < objs.n; i++) survives[i] = 1;
+        for (size_t i = 0; i < j.objs.n; i++) survives[i] = 1;
     }
     size_t kept = 0;
-    for (size_t i = 0; i < objs.n; i++) kept += (size_t)survives[i];
+    for (size_t i = 0; i < j.objs.n; i++) slot[i] = survives[i] ? kept++ : SIZE_MAX;
     if (!(cat = gpuws__calloc(1, sizeof *cat)) ||
         !(cat->objects = gpuws__calloc(kept ? kept : 1, sizeof *cat->objects)))
         goto done;
-    if (obj_of) memset(obj_of, 0, n * sizeof *obj_of);
-    size_t j = 0;
-    for (size_t i = 0; i < objs.n; i++) {
-        if (!survives[i]) continue;
-        const ex_obj *o = &objs.v[i];
-        gpuws_object *q = &cat->objects[j++];
-        q->thresh = o->thresh;
-        q->npix = (int64_t)o->npix;
-        q->tnpix = o->dnpix;
-        q->xmin = o->xmin;
-        q->xmax = o->xmax;
-        q->ymin = o->ymin;
-        q->ymax = o->ymax;
-        q->x = o->mx;
-        q->y = o->my;
-        q->x2 = o->mx2;
-        q->y2 = o->my2;
-        q->xy = o->mxy;
-        q->errx2 = o->errx2;
-        q->erry2 = o->erry2;
-        q->errxy = o->errxy;
-        q->a = o->a;
-        q->b = o->b;
-        q->theta = o->theta;
-        q->cxx = o->cxx;
-        q->cyy = o->cyy;
-        q->cxy = o->cxy;
-        q->flux = o->dflux;
-        q->cflux = o->fdflux;
-        double fv = 0.0; /* the flux's variance: the pixels' σ², and the Poisson term with a gain */
-        for (size_t k = 0; k < o->npix; k++) {
-            const size_t r = o->pix[k];
-            if (p->noise != EX_NOISE_NONE) fv += (double)ex_fmul(px->sig[r], px->sig[r]);
-            if (p->gain > 0.0 && px->value[r] > 0.0f) fv += px->value[r] / p->gain;
-            if (obj_of) obj_of[r] = (int32_t)j;
-        }
-        q->fluxerr = sqrt(fv);
-        q->peak = o->dpeak;
-        q->cpeak = o->fdpeak;
-        q->xpeak = o->xpeak;
-        q->ypeak = o->ypeak;
-        q->xcpeak = o->xcpeak;
-        q->ycpeak = o->ycpeak;
-        q->flag = o->flag;
-    }
+    j.slot = slot;
+    j.cat = cat->objects;
+    if (!job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), catalogue_share)) goto done;
     cat->num_objects = kept;
     st = GPUWS_OK;
 done:
@@ -303,10 +586,21 @@ done:
     } else {
         *out = cat;
     }
-    gpuws__ex_objs_free(&objs);
+    for (size_t t = 0; j.w && t < nw; t++) {
+        gpuws__ex_objs_free(&j.w[t].out);
+        gpuws__ex_deblender_free(j.w[t].d);
+        gpuws__free(j.w[t].heap);
+    }
+    for (size_t k = 0; j.res && k < nc; k++) gpuws__ex_objs_free(&j.res[k].pending);
+    gpuws__ex_objs_free(&j.objs);
+    gpuws__free(j.w);
+    gpuws__free(j.res);
+    gpuws__free(j.handout);
     gpuws__free(survives);
-    gpuws__free(heap);
+    gpuws__free(slot);
     gpuws__free(xy);
+    gpuws__free(g.part);
+    gpuws__free(g.cnt);
     gpuws__free(start);
     gpuws__free(order);
     gpuws__free(comps);

@@ -1,6 +1,6 @@
 /* What the files of gpuws_extract's host steps share (extract_ref.h's gpuws__extract_objects): extract_objects.c
- * (components, analysis, the catalogue), extract_deblend.c (Lutz's scan, deblending, gatherup) and extract_clean.c
- * (cleaning). */
+ * (components, analysis, the threads, the catalogue), extract_deblend.c (Lutz's scan, deblending, gatherup) and
+ * extract_clean.c (cleaning). */
 #ifndef GPUWS_EXTRACT_OBJECTS_H
 #define GPUWS_EXTRACT_OBJECTS_H
 
@@ -25,6 +25,7 @@ typedef struct {
     int64_t dnpix, xmin, xmax, ymin, ymax, xpeak, ypeak, xcpeak, ycpeak;
     size_t son0, son1; /* deblending: the node's sons, nodes[son0 .. son1 - 1] */
     bool keep;         /* deblending: no split below it */
+    float amp;         /* gatherup: the amplitude of the object's fitted profile */
 } ex_obj;
 
 typedef struct {
@@ -35,7 +36,6 @@ typedef struct {
 typedef struct {
     const gpuws__extract_params *p;
     const gpuws__extract_pixels *px;
-    unsigned seed;         /* SEP's random numbers for deblending's faint pixels, seeded with 1 per extraction */
     const uint32_t *x, *y; /* each record's column and row: divisions by w done once, not at every visit */
 } ex_ctx;
 
@@ -58,9 +58,23 @@ void gpuws__ex_analyse(const ex_ctx *c, ex_obj *o, int robust, double gain);
 
 /* ---- deblending (extract_deblend.c) ---- */
 
-/* One component (records in raster order, its threshold t0) to its objects, appended to out in SEP's order, the
- * random numbers for gatherup drawn from c->seed. False when memory fails. */
-bool gpuws__ex_deblend(ex_ctx *c, const size_t *recs, size_t npix, float t0, ex_objs *out);
+/* A thread's scratch for deblending, kept from one component to the next. */
+typedef struct ex_deblender ex_deblender;
+ex_deblender *gpuws__ex_deblender_new(void); /* NULL when memory fails */
+void gpuws__ex_deblender_free(ex_deblender *d);
+
+/* One component (records in raster order, its threshold t0) to its objects, appended to out in SEP's order, and the
+ * random numbers its gatherup draws, *ndraws. seed (SEP's, at this component): the draws are made from it. seed
+ * NULL: a gatherup that draws is left for later: out gets nothing and *pending the objects deblending keeps (the
+ * component first), ready for gpuws__ex_gatherup from the seed at this component; a component that draws nothing is
+ * done at once. False when memory fails (nothing added to out or *pending). */
+bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, float t0, unsigned *seed,
+                       ex_objs *out, ex_objs *pending, uint64_t *ndraws);
+/* The gatherup left for later (*pending from gpuws__ex_deblend), drawing from *seed: its objects appended to out.
+ * False when memory fails (nothing added). */
+bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out);
+/* SEP's seed after `draws` random numbers drawn from seed. */
+unsigned gpuws__ex_rand_skip(unsigned seed, uint64_t draws);
 
 /* ---- cleaning (extract_clean.c) ---- */
 

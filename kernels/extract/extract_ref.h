@@ -27,6 +27,7 @@ typedef struct gpuws__extract_params {
     double deblend_cont;
     int clean;
     double clean_param, gain;
+    unsigned threads; /* host threads of gpuws__extract_objects (0 or 1: the caller's alone) */
 } gpuws__extract_params;
 
 /* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel
