@@ -6,7 +6,7 @@
  * (docs/algorithms/extract.md): every backend thresholds the same pixels (the per-pixel arithmetic is one text,
  * extract_pixel.h, with SEP's float roundings spelled out, and no fused operations) and makes the catalogue with
  * the same host code from the same records in raster order, so the catalogues are the same bit for bit: count,
- * order, every column; and so are the segmentation maps.
+ * order, every column; and so are the segmentation maps, for any number of host threads (knob extract_threads).
  * Then the definitions on small images whose answer is known: connectivity, minarea, SEP's order of objects, the
  * flags, the segmentation map, an empty sky. */
 #include "support.h"
@@ -171,6 +171,52 @@ ParameterizedTest(sky_case *c, extract, agrees_with_reference)
     free(back);
     free(rms);
     free(mask);
+    gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}
+
+/* The host steps on threads (knob extract_threads): the catalogue and the map with 4 threads are those of one
+ * thread, bit for bit. What could differ: the objects' order (components and objects are made in any order on
+ * threads) and deblending's random numbers, which SEP draws from one seed in component order (a component finished
+ * on a thread must start from the seed that the draws of every component before it leave). So the sky is crowded
+ * with blended pairs that deblending splits and whose faint pixels gatherup draws for, beside the case's sky. */
+BACKEND_TEST(extract, threads_give_the_catalogue_of_one_thread)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_context *ref = test_open(GPUWS_BACKEND_CPU);
+    test_tune(ref, "extract_threads", "1");
+    test_tune(ctx, "extract_threads", "4");
+    enum { TW = 1024, TH = 768 };
+    const size_t n = (size_t)TW * TH;
+    float *x = malloc(n * sizeof *x), *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
+    cr_assert(x && back && rms);
+    uint64_t s = test_seed(false);
+    gpuws__case_extract_sky(TW, TH, s, 3, x, back, rms);
+    for (int py = 20; py < TH - 20; py += 36) /* pairs 3 to 7 pixels apart, one of them fainter */
+        for (int pc = 20; pc < TW - 20; pc += 36) {
+            const double d = 3.0 + 4.0 * test_rand_uniform(&s), a1 = 100.0 + 400.0 * test_rand_uniform(&s),
+                         a2 = a1 * (0.2 + 0.8 * test_rand_uniform(&s));
+            for (int r = py - 12; r <= py + 12; r++)
+                for (int c = pc - 12; c <= pc + 12; c++) {
+                    const double d1 = (c - pc) * (c - pc) + (r - py) * (r - py),
+                                 d2 = (c - pc - d) * (c - pc - d) + (r - py) * (r - py);
+                    x[(size_t)r * TW + c] += (float)(a1 * exp(-d1 / 8.0) + a2 * exp(-d2 / 8.0));
+                }
+        }
+    const gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT; /* SEP's defaults: deblending and cleaning */
+    result want = run(ref, x, back, rms, NULL, TW, TH, &o);
+    result got = run(ctx, x, back, rms, NULL, TW, TH, &o);
+    size_t merged = 0;
+    for (size_t i = 0; i < want.cat->num_objects; i++) merged += (want.cat->objects[i].flag & GPUWS_OBJ_MERGED) != 0;
+    cr_assert_gt(merged, 300, "only %zu of %zu objects come from deblending", merged, want.cat->num_objects);
+    char what[96];
+    snprintf(what, sizeof what, "%s, 4 threads against 1", test_backend_name(*kind));
+    expect_same(what, &got, &want, n);
+    result_free(&want);
+    result_free(&got);
+    free(x);
+    free(back);
+    free(rms);
     gpuws_context_destroy(ref);
     gpuws_context_destroy(ctx);
 }

@@ -15,6 +15,7 @@
  * raster order it needs; the objects of the records go back to the device as they are, in that order. */
 #include "../common/driver.h"
 #include "../../core/options.h"
+#include "../../core/threads.h"
 #include "extract_ref.h"
 
 #include <math.h>
@@ -224,6 +225,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
                             (size_t)o.filter_w * (size_t)o.filter_h * sizeof(float) + 9 * sizeof(float));
     }
     float *kern = p.kern;
+    p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
 
     double t0 = now_ms();
     gpuws__extract_pixels px;

@@ -6,56 +6,28 @@
  *     GPUWS_SEP_1_2 relthresh × σ at the pixel that follows that last pixel on the next row (0 outside the image),
  *     where SEP 1.2's scan stands when it completes the object.
  *  2. Lutz's scan of each component's box orders its pixels as SEP chains them; deblending (SExtractor's
- *     multi-threshold tree and gatherup, with SEP's random numbers) splits it into objects.
+ *     multi-threshold tree and gatherup, with SEP's random numbers) splits it into objects (extract_deblend.c).
  *  3. The analysis of each object (SEP's analyse: moments weighted by the filtered values, errors, ellipse, flags),
  *     the float roundings where SEP rounds to float.
- *  4. Cleaning removes the objects that a brighter neighbour's profile explains.
+ *  4. Cleaning removes the objects that a brighter neighbour's profile explains (extract_clean.c).
+ * Threads (p->threads): the grouping of the records by component, deblending and analysis run on all of them, each
+ * component's or object's results kept in its place, so the objects keep SEP's order; SEP draws its random numbers
+ * for gatherup from one seed in component order, so a component whose gatherup draws is finished after every
+ * component has counted its draws (a count that no draw changes), from the seed that skips the draws of the
+ * components before it. The catalogue is the same bit for bit for any number of threads. Cleaning runs on one.
  * docs/algorithms/extract.md says where this differs from SEP. */
-#include "extract_ref.h"
+#include "extract_objects.h"
 #include "../../core/alloc.h"
 #include "../../core/errors.h"
+#include "../../core/threads.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "extract_pixel.h"
-
-#define EX_PI         3.1415926535898 /* SEP's π */
-#define EX_CLEAN_ZONE 10.0            /* SExtractor's: cleaning looks this many (a1 + a2) far */
-
-/* One object: its pixels (record numbers) and SEP's objstruct fields. */
-typedef struct {
-    size_t *pix, npix;
-    float thresh; /* the threshold at the object */
-    int flag;
-    float fdflux, fdpeak, dpeak, a, b, cxx, cyy, cxy, mthresh;
-    double dflux, mx, my, mx2, my2, mxy, errx2, erry2, errxy, theta, abcor;
-    int64_t dnpix, xmin, xmax, ymin, ymax, xpeak, ypeak, xcpeak, ycpeak;
-    size_t son0, son1; /* deblending: the node's sons, nodes[son0 .. son1 - 1] */
-    bool keep;         /* deblending: no split below it */
-} ex_obj;
-
-typedef struct {
-    ex_obj *v;
-    size_t n, cap;
-} ex_objs;
-
-typedef struct {
-    const gpuws__extract_params *p;
-    const gpuws__extract_pixels *px;
-    unsigned seed;         /* SEP's random numbers for deblending's faint pixels, seeded with 1 per extraction */
-    const uint32_t *x, *y; /* each record's column and row: divisions by w done once, not at every visit */
-} ex_ctx;
-
-static int64_t px_x(const ex_ctx *c, size_t r) { return (int64_t)c->x[r]; }
-static int64_t px_y(const ex_ctx *c, size_t r) { return (int64_t)c->y[r]; }
-
-/* The threshold SEP stores with a pixel (used by cleaning). */
-static float px_thresh(const ex_ctx *c, size_t r)
-{
-    return c->p->noise == EX_NOISE_MAP ? ex_fmul(c->p->relthresh, c->px->sig[r]) : c->p->thresh;
-}
+#define EX_GROUP_MIN 16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
+#define EX_OBJ_CHUNK 64    /* objects a thread takes at a time in the analysis and the catalogue */
 
 /* SEP >= 1.3.3's threshold of a component with a σ map: the mean of its pixels' thresholds, summed in double and
  * rounded to float. SEP adds them in its chain order, this in raster order: the same sum, exact in double, while
@@ -69,7 +41,7 @@ static float mean_thresh(const ex_ctx *c, const size_t *rec, size_t n)
     return (float)(s / (double)n);
 }
 
-static bool objs_push(ex_objs *o, const ex_obj *x)
+bool gpuws__ex_objs_push(ex_objs *o, const ex_obj *x)
 {
     if (o->n == o->cap) {
         const size_t cap = o->cap ? 2 * o->cap : 16;
@@ -82,7 +54,7 @@ static bool objs_push(ex_objs *o, const ex_obj *x)
     return true;
 }
 
-static void objs_free(ex_objs *o)
+void gpuws__ex_objs_free(ex_objs *o)
 {
     for (size_t i = 0; i < o->n; i++) gpuws__free(o->v[i].pix);
     gpuws__free(o->v);
@@ -91,7 +63,7 @@ static void objs_free(ex_objs *o)
 
 /* SEP's preanalyse: bounds, peaks (the first largest in list order), the filtered flux (summed in double, kept as
  * float). */
-static void preanalyse(const ex_ctx *c, ex_obj *o)
+void gpuws__ex_preanalyse(const ex_ctx *c, ex_obj *o)
 {
     double rv = 0.0;
     float peak = -EX_BIG, cpeak = -EX_BIG;
@@ -123,10 +95,9 @@ static void preanalyse(const ex_ctx *c, ex_obj *o)
     o->dpeak = peak;
 }
 
-/* SEP's analyse. robust: an object made by deblending keeps the barycentre of its earlier analysis. */
-static void analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
+void gpuws__ex_analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
 {
-    preanalyse(c, o);
+    gpuws__ex_preanalyse(c, o);
     const double thresh = o->thresh, peak = o->dpeak, rv = o->fdflux, rv2 = rv * rv, thresh2 = (thresh + peak) / 2.0;
     double mx = 0, my = 0, mx2 = 0, my2 = 0, mxy = 0, tv = 0;
     int64_t dnpix = 0, area2 = 0;
@@ -212,731 +183,12 @@ static void analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
     }
 }
 
-/* Sorts v[0 .. n - 1] ascending (tmp: n entries) in the order that glibc's qsort, a top-down merge sort, gives with
- * the comparator x < y ? -1 : x > y: halves of n / 2 and n - n / 2, the left element taken first unless it compares
- * greater; so NaN excesses, which no comparison places, land where they land there, on every C library. */
-static void sort_float_msort(float *v, size_t n, float *tmp)
-{
-    if (n <= 1) return;
-    const size_t n1 = n / 2;
-    sort_float_msort(v, n1, tmp);
-    sort_float_msort(v + n1, n - n1, tmp);
-    size_t i = 0, j = n1, k = 0;
-    while (i < n1 && j < n) tmp[k++] = v[j] < v[i] ? v[j++] : v[i++];
-    while (i < n1) tmp[k++] = v[i++];
-    memcpy(v, tmp, k * sizeof *v);
-}
-
-/* Cleaning's mthresh, as SEP finds it: the excesses of the filtered values over their pixels' thresholds in pixel
- * list order; the first minarea go into an array, which is sorted when the next pixel comes (that pixel itself is
- * not kept); every later excess larger than the array's first replaces it and moves down SExtractor's heap walk.
- * mthresh is then the array's first value. */
-static void mthresh(const ex_ctx *c, ex_obj *o, float *heap, float *tmp)
-{
-    const size_t m = (size_t)c->p->minarea;
-    if (o->npix < m) {
-        o->mthresh = 0.0f;
-        return;
-    }
-    for (size_t k = 0; k < o->npix; k++) {
-        const float t = c->px->cd[o->pix[k]] - px_thresh(c, o->pix[k]);
-        if (k < m) {
-            heap[k] = t;
-        } else if (k == m) {
-            sort_float_msort(heap, m, tmp);
-        } else if (t > heap[0]) {
-            heap[0] = t;
-            /* SExtractor's walk: from slot j to the smaller of slots k - 1 and k (k = 2(j + 1)), then on from k */
-            for (size_t j = 0, kk; (kk = (j + 1) << 1) <= m; j = kk) {
-                size_t child = kk - 1;
-                if (kk != m && heap[kk - 1] > heap[kk]) {
-                    child = kk;
-                    kk++;
-                }
-                if (heap[j] <= heap[child]) break;
-                const float sw = heap[child];
-                heap[child] = heap[j];
-                heap[j] = sw;
-            }
-        }
-    }
-    o->mthresh = heap[0];
-}
-
-/* ---- cleaning ---- */
-
-/* Whether SEP's clean passes over the pair (o1, o2) as too far apart: further than 10 (a1 + a2), in SEP's float
- * arithmetic (never when an a is NaN or infinite). */
-static bool clean_far(const ex_obj *o1, const ex_obj *o2)
-{
-    const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
-    float rlim = o1->a + o2->a;
-    rlim *= rlim;
-    return dx * dx + dy * dy > rlim * EX_CLEAN_ZONE * EX_CLEAN_ZONE;
-}
-
-/* Sorts v[0 .. n - 1] ascending (tmp: n entries): insertion for a few, else an LSD radix sort, 8 bits a pass. */
-static void sort_size(size_t *v, size_t n, size_t *tmp)
-{
-    if (n <= 32) {
-        for (size_t i = 1; i < n; i++) {
-            const size_t x = v[i];
-            size_t j = i;
-            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
-            v[j] = x;
-        }
-        return;
-    }
-    size_t maxv = 0, *src = v, *dst = tmp;
-    for (size_t i = 0; i < n; i++) maxv = v[i] > maxv ? v[i] : maxv;
-    for (unsigned shift = 0; shift < 64 && (shift == 0 || (maxv >> shift)); shift += 8) {
-        size_t count[257] = { 0 };
-        for (size_t i = 0; i < n; i++) count[(src[i] >> shift & 0xffu) + 1]++;
-        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
-        for (size_t i = 0; i < n; i++) dst[count[src[i] >> shift & 0xffu]++] = src[i];
-        size_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != v) memcpy(v, src, n * sizeof *v);
-}
-
-/* Cleaning's search for the neighbours of an object. The objects with a finite a and position go into levels by a
- * (below 1, then [2^(k-1), 2^k)), so that a level's largest a is at most twice its smallest, and each level into a
- * grid of square cells over the image, about 20 times its largest a wide (wider where the level has few objects):
- * an object's possible neighbours in a level then lie in the few cells within 10 (its a + the level's largest a).
- * Where that search would cover most of a level's cells, the level's list is walked instead. The cost follows the
- * objects near each object, not the largest object of the image. Positions outside the image fall in the edge
- * cells, so that a search clamped to the grid still finds them. */
-#define CL_LEVELS 130 /* frexp's exponents of the floats, from 0 */
-
-typedef struct {
-    float amax;  /* the largest a in the level */
-    double cell; /* the cells' width */
-    size_t gx, gy;
-    size_t first, n; /* the level's objects: ids[first .. first + n - 1] ascending, and the same in cells */
-    size_t cfirst;   /* cell k holds cellids[first + cstart[cfirst + k] .. first + cstart[cfirst + k + 1] - 1] */
-} cl_level;
-
-typedef struct {
-    cl_level lv[CL_LEVELS];
-    size_t *ids, *cellids, *cstart;
-} cl_grid;
-
-static int cl_level_of(float a)
-{
-    int e;
-    (void)frexp(a, &e);
-    return e < 1 ? 0 : e;
-}
-
-/* The cell of coordinate x in a row or column of g cells of width cell, clamped to the grid. */
-static size_t cl_cell(double x, double cell, size_t g)
-{
-    const double t = floor(x / cell);
-    return t <= 0.0 ? 0 : t >= (double)(g - 1) ? g - 1 : (size_t)t;
-}
-
-static bool cl_in_grid(const ex_obj *o) { return isfinite(o->a) && isfinite(o->mx) && isfinite(o->my); }
-
-/* Builds the levels and grids of the objects of o over a w x h image; false when memory fails (g freed). */
-static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
-{
-    const size_t n = o->n;
-    memset(g, 0, sizeof *g);
-    g->ids = gpuws__malloc((n ? n : 1) * sizeof *g->ids);
-    g->cellids = gpuws__malloc((n ? n : 1) * sizeof *g->cellids);
-    if (!g->ids || !g->cellids) goto fail;
-    for (size_t i = 0; i < n; i++) {
-        if (!cl_in_grid(&o->v[i])) continue;
-        cl_level *l = &g->lv[cl_level_of(o->v[i].a)];
-        l->n++;
-        l->amax = o->v[i].a > l->amax ? o->v[i].a : l->amax;
-    }
-    size_t at = 0, ncells = 0;
-    for (int k = 0; k < CL_LEVELS; k++) {
-        cl_level *l = &g->lv[k];
-        l->first = at;
-        at += l->n;
-        if (!l->n) continue;
-        /* cells 20 largest a wide, at most about 4 per object, at least a pixel */
-        const double area = (double)w * (double)h;
-        l->cell = 20.0 * (double)l->amax;
-        if (l->cell < sqrt(area / (double)(2 * l->n))) l->cell = sqrt(area / (double)(2 * l->n));
-        if (l->cell < 1.0) l->cell = 1.0;
-        for (;;) {
-            const double gx = ceil((double)w / l->cell), gy = ceil((double)h / l->cell);
-            if (gx * gy <= 4.0 * (double)l->n + 16.0) {
-                l->gx = gx < 1.0 ? 1 : (size_t)gx;
-                l->gy = gy < 1.0 ? 1 : (size_t)gy;
-                break;
-            }
-            l->cell *= 2.0;
-        }
-        l->cfirst = ncells;
-        ncells += l->gx * l->gy + 1;
-    }
-    if (!(g->cstart = gpuws__calloc(ncells ? ncells : 1, sizeof *g->cstart))) goto fail;
-    size_t fill[CL_LEVELS] = { 0 };
-    for (size_t i = 0; i < n; i++) {
-        const ex_obj *q = &o->v[i];
-        if (!cl_in_grid(q)) continue;
-        const int k = cl_level_of(q->a);
-        const cl_level *l = &g->lv[k];
-        g->ids[l->first + fill[k]++] = i;
-        g->cstart[l->cfirst + 1 + cl_cell(q->my, l->cell, l->gy) * l->gx + cl_cell(q->mx, l->cell, l->gx)]++;
-    }
-    for (int k = 0; k < CL_LEVELS; k++) {
-        const cl_level *l = &g->lv[k];
-        if (!l->n) continue;
-        size_t *cs = g->cstart + l->cfirst;
-        for (size_t c = 0; c < l->gx * l->gy; c++) cs[c + 1] += cs[c];
-        /* each cell's objects ascending: the level's list is */
-        for (size_t m = 0; m < l->n; m++) {
-            const size_t i = g->ids[l->first + m];
-            const size_t c = cl_cell(o->v[i].my, l->cell, l->gy) * l->gx + cl_cell(o->v[i].mx, l->cell, l->gx);
-            g->cellids[l->first + cs[c]++] = i;
-        }
-        for (size_t c = l->gx * l->gy; c > 0; c--) cs[c] = cs[c - 1];
-        cs[0] = 0;
-    }
-    return true;
-fail:
-    gpuws__free(g->ids);
-    gpuws__free(g->cellids);
-    memset(g, 0, sizeof *g);
-    return false;
-}
-
-static void cl_free(cl_grid *g)
-{
-    gpuws__free(g->ids);
-    gpuws__free(g->cellids);
-    gpuws__free(g->cstart);
-}
-
-/* Appends to cand the objects j > i of the grid that still survive and that SEP does not pass over as too far from
- * o1 = o->v[i] (finite a and position); returns their count (in no particular order). */
-static size_t cl_near(const cl_grid *g, const ex_objs *o, size_t i, const int *survives, size_t *cand)
-{
-    const ex_obj *o1 = &o->v[i];
-    size_t nc = 0;
-    for (int k = 0; k < CL_LEVELS; k++) {
-        const cl_level *l = &g->lv[k];
-        if (!l->n) continue;
-        /* the zone, with a margin for SEP's float arithmetic (a float overflow there spares every pair) */
-        const double s = (double)o1->a + (double)l->amax;
-        const double r = s > 1e18 ? INFINITY : s * EX_CLEAN_ZONE * (1.0 + 1e-4) + 1e-3;
-        const size_t x0 = cl_cell(o1->mx - r, l->cell, l->gx), x1 = cl_cell(o1->mx + r, l->cell, l->gx);
-        const size_t y0 = cl_cell(o1->my - r, l->cell, l->gy), y1 = cl_cell(o1->my + r, l->cell, l->gy);
-        if ((x1 - x0 + 1) * (y1 - y0 + 1) * 4 >= l->n) { /* most of the level: its list */
-            const size_t *ids = g->ids + l->first;
-            size_t lo = 0, hi = l->n;
-            while (lo < hi) {
-                const size_t mid = lo + (hi - lo) / 2;
-                if (ids[mid] <= i) lo = mid + 1;
-                else hi = mid;
-            }
-            for (size_t m = lo; m < l->n; m++)
-                if (survives[ids[m]] && !clean_far(o1, &o->v[ids[m]])) cand[nc++] = ids[m];
-            continue;
-        }
-        const size_t *cs = g->cstart + l->cfirst, *cell = g->cellids + l->first;
-        for (size_t y = y0; y <= y1; y++)
-            for (size_t c = y * l->gx + x0; c <= y * l->gx + x1; c++)
-                for (size_t m = cs[c]; m < cs[c + 1]; m++) {
-                    const size_t j = cell[m];
-                    if (j > i && survives[j] && !clean_far(o1, &o->v[j])) cand[nc++] = j;
-                }
-    }
-    return nc;
-}
-
-/* SEP's clean: whether each object survives, the objects in catalogue order. SEP compares every pair, in
- * catalogue order; a pair further apart than 10 (a1 + a2) has no effect, and neither has a pair with a NaN
- * position, so each object is compared with the grid's neighbours (cl_near) and the objects whose a is not finite,
- * in catalogue order; an object whose a is not finite with every later one. w x h: the image. False when memory
- * fails. */
-static bool clean(const ex_objs *o, double beta, size_t w, size_t h, int *survives)
-{
-    const size_t n = o->n;
-    size_t *cand = gpuws__malloc((n ? n : 1) * sizeof *cand), *tmp = gpuws__malloc((n ? n : 1) * sizeof *tmp);
-    size_t *wild = gpuws__malloc((n ? n : 1) * sizeof *wild), nwild = 0; /* a not finite: never passed over */
-    cl_grid g;
-    if (!cand || !tmp || !wild || !cl_build(&g, o, w, h)) {
-        gpuws__free(cand);
-        gpuws__free(tmp);
-        gpuws__free(wild);
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        survives[i] = 1;
-        if (!isfinite(o->v[i].a)) wild[nwild++] = i;
-    }
-    size_t w0 = 0; /* wild[w0 ..]: the wild objects after i */
-    for (size_t i = 0; i < n; i++) {
-        while (w0 < nwild && wild[w0] <= i) w0++;
-        if (!survives[i]) continue;
-        const ex_obj *o1 = &o->v[i];
-        if (!isfinite(o1->mx) || !isfinite(o1->my)) continue;
-        size_t nc = 0;
-        if (isfinite(o1->a)) {
-            nc = cl_near(&g, o, i, survives, cand);
-            for (size_t k = w0; k < nwild; k++)
-                if (survives[wild[k]] && !clean_far(o1, &o->v[wild[k]])) cand[nc++] = wild[k];
-            sort_size(cand, nc, tmp);
-        } else {
-            for (size_t j = i + 1; j < n; j++)
-                if (survives[j] && !clean_far(o1, &o->v[j])) cand[nc++] = j;
-        }
-        const double unitareain = EX_PI * o1->a * o1->b, ampin = o1->fdflux / (2 * unitareain * o1->abcor);
-        const double alphain = (pow(ampin / o1->thresh, 1.0 / beta) - 1) * unitareain / (double)o1->npix;
-        for (size_t k = 0; k < nc; k++) { /* survives[cand[k]] changes only at k */
-            const size_t j = cand[k];
-            const ex_obj *o2 = &o->v[j];
-            const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
-            if (o2->fdflux < o1->fdflux) { /* does the bigger o1 explain o2? */
-                const double val = 1 + alphain * (o1->cxx * dx * dx + o1->cyy * dy * dy + o1->cxy * dx * dy);
-                if (val > 1.0 && (float)(val < 1e10 ? ampin * pow(val, -beta) : 0.0) > o2->mthresh) survives[j] = 0;
-            } else { /* does o2 explain o1? */
-                const double unitarea = EX_PI * o2->a * o2->b, amp = o2->fdflux / (2 * unitarea * o2->abcor);
-                const double alpha = (pow(amp / o2->thresh, 1.0 / beta) - 1) * unitarea / (double)o2->npix;
-                const double val = 1 + alpha * (o2->cxx * dx * dx + o2->cyy * dy * dy + o2->cxy * dx * dy);
-                if (val > 1.0 && (float)(val < 1e10 ? amp * pow(val, -beta) : 0.0) > o1->mthresh) survives[i] = 0;
-            }
-        }
-    }
-    cl_free(&g);
-    gpuws__free(cand);
-    gpuws__free(tmp);
-    gpuws__free(wild);
-    return true;
-}
-
-/* ---- Lutz's scan and SExtractor's deblending ----
- * Deblending runs Lutz's one-pass scan (SExtractor's lutz.c) on an object's box; the order of the pixels in each
- * object it finds (their "chain") and the order of the objects are the scan's, and they decide SEP's results where
- * order matters: the first of equal peaks, cleaning's mthresh, and which faint pixel deblending gives to which
- * object (a random draw per pixel, in chain order). The scan keeps, for the row above, markers at the columns where
- * a run of object pixels starts ('S' first run of an object, 's' a later one) or ends ('f' object not finished, 'F'
- * finished); crossing a marker on the current row updates which partial objects are open, and partial objects join
- * by appending one chain to the other. */
-
-typedef struct {
-    int64_t first, last; /* local pixel numbers, -1: none */
-    size_t n;
-} lz_part;
-
-enum { LZ_NONOBJECT, LZ_OBJECT, LZ_COMPLETE, LZ_INCOMPLETE };
-#define LZ_UNKNOWN (-1)
-
-typedef struct {
-    /* the box and what lies in it: rec[y * bw + x] = record number or -1 */
-    int64_t x0, y0, bw, bh;
-    const int32_t *rec;
-    const float *cd; /* the filtered value at each pixel with a record, read in the box's order */
-    /* scan state, bw + 2 entries each */
-    lz_part *part, *store;
-    char *marker;
-    int *psstack;
-    int64_t *start, *end;
-    /* pixels met, in scan order: their records and the chains through them */
-    size_t *ids;
-    int64_t *next;
-    size_t nids;
-} lz_scan;
-
-static void lz_join(lz_scan *z, lz_part *a, const lz_part *b)
-{
-    a->n += b->n;
-    if (a->first == -1) {
-        a->first = b->first;
-        a->last = b->last;
-    } else if (b->last != -1) {
-        z->next[a->last] = b->first;
-        a->last = b->last;
-    }
-}
-
-static void lz_free(lz_scan *z)
-{
-    gpuws__free(z->part);
-    gpuws__free(z->store);
-    gpuws__free(z->marker);
-    gpuws__free(z->psstack);
-    gpuws__free(z->start);
-    gpuws__free(z->end);
-    gpuws__free(z->ids);
-    gpuws__free(z->next);
-}
-
-/* Buffers for scans of boxes up to bw x bh with up to npix pixels. */
-static bool lz_init(lz_scan *z, int64_t bw, size_t npix)
-{
-    const size_t m = (size_t)bw + 2;
-    memset(z, 0, sizeof *z);
-    z->part = gpuws__malloc(m * sizeof *z->part);
-    z->store = gpuws__malloc(m * sizeof *z->store);
-    z->marker = gpuws__malloc(m);
-    z->psstack = gpuws__malloc(2 * m * sizeof *z->psstack);
-    z->start = gpuws__malloc(m * sizeof *z->start);
-    z->end = gpuws__malloc(m * sizeof *z->end);
-    z->ids = gpuws__malloc((npix ? npix : 1) * sizeof *z->ids);
-    z->next = gpuws__malloc((npix ? npix : 1) * sizeof *z->next);
-    if (z->part && z->store && z->marker && z->psstack && z->start && z->end && z->ids && z->next) return true;
-    lz_free(z);
-    return false;
-}
-
-/* Scans the sub-box [sx0, sx1] x [sy0, sy1] of z's box for pixels with a record whose filtered value exceeds t (all
- * of them when all), and appends the objects of at least minsize pixels to out in the order the scan completes
- * them, each with its pixels in chain order, its threshold t and no flags. */
-static bool lz_run(lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy1, float t, bool all, size_t minsize,
-                   ex_objs *out)
-{
-    const int64_t w = sx1 - sx0 + 1;
-    int co = 0, pstop = 0;
-    z->nids = 0;
-    memset(z->marker, 0, (size_t)w + 1);
-    for (int64_t y = sy0; y <= sy1 + 1; y++) {
-        int ps = LZ_COMPLETE, cs = LZ_NONOBJECT;
-        for (int64_t xi = 0; xi <= w; xi++) {
-            const char nm = z->marker[xi];
-            z->marker[xi] = 0;
-            int64_t r = -1;
-            if (y <= sy1 && xi < w) {
-                const int64_t q = (y - z->y0) * z->bw + (sx0 + xi - z->x0);
-                r = z->rec[q];
-                if (r >= 0 && !all && !(z->cd[q] > t)) r = -1;
-            }
-            lz_part cur = { -1, -1, 0 };
-            if (r >= 0) {
-                const int64_t id = (int64_t)z->nids++;
-                z->ids[id] = (size_t)r;
-                z->next[id] = -1;
-                cur.first = cur.last = id;
-                cur.n = 1;
-                if (cs != LZ_OBJECT) { /* a run starts */
-                    cs = LZ_OBJECT;
-                    if (ps == LZ_OBJECT) {
-                        if (z->start[co] == LZ_UNKNOWN) {
-                            z->marker[xi] = 'S';
-                            z->start[co] = xi;
-                        } else {
-                            z->marker[xi] = 's';
-                        }
-                    } else {
-                        z->psstack[pstop++] = ps;
-                        z->marker[xi] = 'S';
-                        z->start[++co] = xi;
-                        ps = LZ_COMPLETE;
-                        z->part[co] = (lz_part){ -1, -1, 0 };
-                    }
-                }
-            }
-            if (nm == 'S') { /* an object of the row above starts here */
-                z->psstack[pstop++] = ps;
-                if (cs == LZ_NONOBJECT) {
-                    z->psstack[pstop++] = LZ_COMPLETE;
-                    z->part[++co] = z->store[xi];
-                    z->start[co] = LZ_UNKNOWN;
-                } else {
-                    lz_join(z, &z->part[co], &z->store[xi]);
-                }
-                ps = LZ_OBJECT;
-            } else if (nm == 's') { /* a later run of it: the current run joins two partial objects */
-                if (cs == LZ_OBJECT && ps == LZ_COMPLETE) {
-                    pstop--;
-                    const int64_t x2 = z->start[co];
-                    lz_join(z, &z->part[co - 1], &z->part[co]);
-                    if (z->start[--co] == LZ_UNKNOWN) z->start[co] = x2;
-                    else z->marker[x2] = 's';
-                }
-                ps = LZ_OBJECT;
-            } else if (nm == 'f') {
-                ps = LZ_INCOMPLETE;
-            } else if (nm == 'F') { /* a run of the row above ends here */
-                ps = z->psstack[--pstop];
-                if (cs == LZ_NONOBJECT && ps == LZ_COMPLETE) {
-                    if (z->start[co] == LZ_UNKNOWN) { /* nothing of it on this row: finished */
-                        if (z->part[co].n >= minsize) {
-                            ex_obj o;
-                            memset(&o, 0, sizeof o);
-                            if (!(o.pix = gpuws__malloc(z->part[co].n * sizeof *o.pix))) return false;
-                            for (int64_t id = z->part[co].first; id != -1; id = z->next[id])
-                                o.pix[o.npix++] = z->ids[id];
-                            o.thresh = t;
-                            if (!objs_push(out, &o)) {
-                                gpuws__free(o.pix);
-                                return false;
-                            }
-                        }
-                    } else {
-                        z->marker[z->end[co]] = 'F';
-                        z->store[z->start[co]] = z->part[co];
-                    }
-                    co--;
-                    ps = z->psstack[--pstop];
-                }
-            }
-            if (r >= 0) {
-                lz_join(z, &z->part[co], &cur);
-            } else if (cs == LZ_OBJECT) { /* a run ends */
-                cs = LZ_NONOBJECT;
-                if (ps != LZ_COMPLETE) {
-                    z->marker[xi] = 'f';
-                    z->end[co] = xi;
-                } else {
-                    ps = z->psstack[--pstop];
-                    z->marker[xi] = 'F';
-                    z->store[z->start[co]] = z->part[co];
-                    co--;
-                }
-            }
-        }
-    }
-    return true;
-}
-
-/* glibc's rand_r, which SEP draws from. */
-static int ex_rand(unsigned *seed)
-{
-    unsigned next = *seed;
-    int result;
-    next = next * 1103515245u + 12345u;
-    result = (int)((next / 65536u) % 2048u);
-    next = next * 1103515245u + 12345u;
-    result = (result << 10) ^ (int)((next / 65536u) % 1024u);
-    next = next * 1103515245u + 12345u;
-    result = (result << 10) ^ (int)((next / 65536u) % 1024u);
-    *seed = next;
-    return result;
-}
-
-/* The flag of an object with a pixel on the image's edge, from its bounds (preanalyse's): a pixel lies on the edge
- * exactly when a bound does. */
-static int edge_flag(const ex_ctx *c, const ex_obj *o)
-{
-    const bool edge =
-        o->xmin == 0 || o->ymin == 0 || o->xmax == (int64_t)c->p->w - 1 || o->ymax == (int64_t)c->p->h - 1;
-    return edge ? GPUWS_OBJ_TRUNC : 0;
-}
-
+/* The flag of an object with a pixel next to a NaN or masked one. */
 static int blank_flag(const ex_ctx *c, const ex_obj *o)
 {
     for (size_t i = 0; i < o->npix; i++)
         if (c->px->idx[o->pix[i]] & EX_BLANK_BIT) return GPUWS_OBJ_BLANK;
     return 0;
-}
-
-static bool obj_copy(ex_obj *dst, const ex_obj *src, size_t extra)
-{
-    *dst = *src;
-    if (!(dst->pix = gpuws__malloc((src->npix + extra) * sizeof *dst->pix))) return false;
-    memcpy(dst->pix, src->pix, src->npix * sizeof *dst->pix);
-    return true;
-}
-
-/* SExtractor's gatherup: the objects kept by deblending (d->v[1..]) take the pixels of the component (d->v[0]) that
- * none of them holds, each pixel drawn at random in proportion to the objects' fitted profiles there. */
-static bool gatherup(ex_ctx *c, ex_objs *d, const int32_t *rec, int64_t bx0, int64_t by0, int64_t bw, ex_objs *out)
-{
-    const size_t n = d->n;
-    const ex_obj *root = &d->v[0];
-    float *amp = gpuws__malloc(n * sizeof *amp), *p = gpuws__malloc(n * sizeof *p);
-    size_t *slot = gpuws__malloc(n * sizeof *slot);
-    uint8_t *taken = gpuws__calloc((size_t)bw * (size_t)(root->ymax - root->ymin + 1), 1);
-    bool ok = amp && p && slot && taken;
-    (void)rec;
-    const size_t first_out = out->n;
-    for (size_t i = 1; ok && i < n; i++) {
-        ex_obj *o = &d->v[i];
-        analyse(c, o, 0, 0.0);
-        o->thresh = root->thresh; /* past deblending: the component's threshold again */
-        for (size_t k = 0; k < o->npix; k++) taken[(px_y(c, o->pix[k]) - by0) * bw + (px_x(c, o->pix[k]) - bx0)] = 1;
-        const float dist = (float)((double)o->npix / (2 * EX_PI * o->abcor * o->a * o->b));
-        amp[i] = dist < 70.0f ? o->thresh * expf(dist) : (float)(4.0 * o->fdpeak);
-        if (amp[i] > 4.0 * o->fdpeak) amp[i] = (float)(4.0 * o->fdpeak);
-    }
-    /* the outputs, with room for every unclaimed pixel */
-    size_t extra = root->npix;
-    for (size_t i = 1; i < n; i++) extra -= d->v[i].npix;
-    for (size_t i = 1; ok && i < n; i++) {
-        ex_obj o;
-        if (!(ok = obj_copy(&o, &d->v[i], extra))) break;
-        if (!(ok = objs_push(out, &o))) gpuws__free(o.pix);
-        slot[i] = out->n - 1;
-    }
-    if (ok) p[0] = 0.0f;
-    for (size_t k = 0; ok && k < root->npix; k++) {
-        const size_t r = root->pix[k];
-        const int64_t x = px_x(c, r), y = px_y(c, r);
-        if (taken[(y - by0) * bw + (x - bx0)]) continue;
-        float distmin = 1e+31f;
-        size_t iclst = 0, i;
-        for (i = 1; i < n; i++) {
-            const ex_obj *o = &d->v[i];
-            const float dx = (float)((double)x - o->mx), dy = (float)((double)y - o->my);
-            const float dist = (float)(0.5 * (o->cxx * dx * dx + o->cyy * dy * dy + o->cxy * dx * dy) / o->abcor);
-            p[i] = p[i - 1] + (dist < 70.0f ? amp[i] * expf(-dist) : 0.0f);
-            if (dist < distmin) {
-                distmin = dist;
-                iclst = i;
-            }
-        }
-        if (p[n - 1] > 1.0e-31) {
-            const float drand = p[n - 1] * (float)ex_rand(&c->seed) / (float)2147483647;
-            for (i = 1; i < n && p[i] < drand; i++) continue;
-            if (i == n) i = iclst;
-        } else {
-            i = iclst;
-        }
-        ex_obj *o = &out->v[slot[i]];
-        o->pix[o->npix++] = r;
-    }
-    if (!ok) { /* what this call added goes */
-        while (out->n > first_out) gpuws__free(out->v[--out->n].pix);
-    }
-    gpuws__free(amp);
-    gpuws__free(p);
-    gpuws__free(slot);
-    gpuws__free(taken);
-    return ok;
-}
-
-/* One component (records in raster order, its threshold t0) to its objects, appended to out in SEP's order:
- * SExtractor's multi-threshold deblending. The component's pixels above nthresh - 1 thresholds spaced
- * logarithmically between t0 and its filtered peak form a tree (the objects of each level, found by Lutz's scan in
- * each object of the level below); from the top down, a node with more than one son holding more than
- * deblend_cont of the component's filtered flux (above its own threshold) keeps those sons (unless a son's subtree
- * splits further) and gives up the rest; then gatherup hands the pixels no kept object holds to the kept ones.
- * With no split the component is one object. */
-static bool deblend_component(ex_ctx *c, const size_t *recs, size_t npix, float t0, ex_objs *out)
-{
-    const gpuws__extract_params *p = c->p;
-    int64_t xmin = INT64_MAX, xmax = 0, ymin = INT64_MAX, ymax = 0;
-    for (size_t i = 0; i < npix; i++) {
-        const int64_t x = px_x(c, recs[i]), y = px_y(c, recs[i]);
-        xmin = x < xmin ? x : xmin;
-        xmax = x > xmax ? x : xmax;
-        ymin = y < ymin ? y : ymin;
-        ymax = y > ymax ? y : ymax;
-    }
-    const int64_t bw = xmax - xmin + 1, bh = ymax - ymin + 1;
-    const size_t xn = (size_t)p->deblend_nthresh;
-    int32_t *rec = gpuws__malloc((size_t)(bw * bh) * sizeof *rec); /* record numbers: at most 2^31 - 1 pixels */
-    float *cdb = gpuws__malloc((size_t)(bw * bh) * sizeof *cdb);
-    uint64_t *owner = gpuws__calloc((size_t)(bw * bh), sizeof *owner), stamp = 0; /* which node holds a pixel */
-    size_t *lvl = gpuws__malloc((xn + 1) * sizeof *lvl); /* level k: nodes[lvl[k] .. lvl[k + 1] - 1] */
-    ex_objs nodes = { 0 }, kept = { 0 };
-    lz_scan z;
-    bool ok = rec && cdb && owner && lvl && lz_init(&z, bw, npix);
-    if (!ok) {
-        gpuws__free(rec);
-        gpuws__free(cdb);
-        gpuws__free(owner);
-        gpuws__free(lvl);
-        return false;
-    }
-    for (int64_t i = 0; i < bw * bh; i++) rec[i] = -1;
-    for (size_t i = 0; i < npix; i++) {
-        const int64_t q = (px_y(c, recs[i]) - ymin) * bw + (px_x(c, recs[i]) - xmin);
-        rec[q] = (int32_t)recs[i];
-        cdb[q] = c->px->cd[recs[i]];
-    }
-    z.x0 = xmin;
-    z.y0 = ymin;
-    z.bw = bw;
-    z.bh = bh;
-    z.rec = rec;
-    z.cd = cdb;
-    /* the component itself, its pixels in the order of SEP's scan */
-    lvl[0] = 0;
-    ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
-    if (ok) {
-        preanalyse(c, &nodes.v[0]);
-        nodes.v[0].flag = edge_flag(c, &nodes.v[0]);
-        const double value0 = nodes.v[0].fdflux * p->deblend_cont, peak = nodes.v[0].fdpeak;
-        const size_t minsize = p->minarea < 3 ? (size_t)p->minarea : 3; /* SExtractor's smallest sub-object */
-        lvl[1] = 1;
-        for (size_t k = 1; ok && k < xn; k++) {
-            const float t = (float)(peak > 0.0 ? t0 * pow(peak / t0, (double)k / (double)xn) : t0);
-            for (size_t i = lvl[k - 1]; ok && i < lvl[k]; i++) {
-                const ex_obj par = nodes.v[i]; /* a copy: the scan below may move the nodes */
-                const size_t from = nodes.n;
-                if (!(par.fdpeak > t)) { /* none of par's pixels above t: the scan would keep nothing */
-                    nodes.v[i].son0 = nodes.v[i].son1 = from;
-                    continue;
-                }
-                ok = lz_run(&z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes);
-                /* keep the objects of par's own (a scan of its box may meet a sibling's pixels) */
-                stamp++;
-                for (size_t q = 0; q < par.npix; q++)
-                    owner[(px_y(c, par.pix[q]) - ymin) * bw + (px_x(c, par.pix[q]) - xmin)] = stamp;
-                size_t keep = from;
-                for (size_t j = from; ok && j < nodes.n; j++) {
-                    const size_t head = nodes.v[j].pix[0];
-                    if (owner[(px_y(c, head) - ymin) * bw + (px_x(c, head) - xmin)] == stamp) {
-                        nodes.v[keep] = nodes.v[j];
-                        preanalyse(c, &nodes.v[keep]);
-                        nodes.v[keep].flag = edge_flag(c, &nodes.v[keep]);
-                        keep++;
-                    } else {
-                        gpuws__free(nodes.v[j].pix);
-                    }
-                }
-                if (ok) nodes.n = keep; /* else objs_free frees what the scan found */
-                nodes.v[i].son0 = from;
-                nodes.v[i].son1 = nodes.n;
-            }
-            lvl[k + 1] = nodes.n;
-        }
-        for (size_t i = 0; ok && i < nodes.n; i++) nodes.v[i].keep = true;
-        ex_obj rootcopy;
-        ok = ok && obj_copy(&rootcopy, &nodes.v[0], 0);
-        if (ok && !(ok = objs_push(&kept, &rootcopy))) gpuws__free(rootcopy.pix);
-        /* from the top down: nodes with more than one significant son keep them */
-        for (size_t k = xn - 1; ok && k-- > 0;) {
-            for (size_t i = lvl[k]; ok && i < lvl[k + 1]; i++) {
-                ex_obj *par = &nodes.v[i];
-                size_t m = 0;
-                for (size_t j = par->son0; j < par->son1; j++) {
-                    const ex_obj *o = &nodes.v[j];
-                    if (o->fdflux - o->thresh * (float)o->npix > value0) m++;
-                    par->keep = par->keep && o->keep;
-                }
-                if (m > 1) {
-                    for (size_t j = par->son0; ok && j < par->son1; j++) {
-                        ex_obj *o = &nodes.v[j];
-                        if (o->keep && o->fdflux - o->thresh * (float)o->npix > value0) {
-                            o->flag |= GPUWS_OBJ_MERGED;
-                            ex_obj cp;
-                            if ((ok = obj_copy(&cp, o, 0)) && !(ok = objs_push(&kept, &cp))) gpuws__free(cp.pix);
-                        }
-                    }
-                    par->keep = false;
-                }
-            }
-        }
-        if (ok) {
-            const size_t first = out->n;
-            if (nodes.v[0].keep) {
-                ex_obj o;
-                if ((ok = obj_copy(&o, &kept.v[0], 0)) && !(ok = objs_push(out, &o))) gpuws__free(o.pix);
-            } else {
-                ok = gatherup(c, &kept, rec, xmin, ymin, bw, out);
-            }
-            for (size_t i = first; ok && i < out->n; i++) out->v[i].flag |= blank_flag(c, &out->v[i]);
-        }
-    }
-    objs_free(&kept);
-    objs_free(&nodes);
-    gpuws__free(lvl);
-    gpuws__free(rec);
-    gpuws__free(cdb);
-    gpuws__free(owner);
-    lz_free(&z);
-    return ok;
 }
 
 typedef struct {
@@ -964,114 +216,379 @@ static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp)
     if (src != v) memcpy(v, src, n * sizeof *v);
 }
 
+/* ---- the records grouped by component, raster order kept within each ----
+ * A counting sort split over threads: each counts the labels of its share of the records into its own row, the
+ * rows become offsets (by label, then by thread, so that a component's records stay in raster order), and each
+ * thread puts its share in place. */
+typedef struct {
+    const ex_ctx *c;
+    size_t n, nl;      /* records; the largest label */
+    unsigned nt, step; /* threads of this step; the step */
+    uint32_t *xy;      /* the records' columns, then rows */
+    int32_t *obj_of;   /* zeroed here (NULL: none) */
+    uint32_t *cnt;     /* nt rows of nl + 1 counts, then offsets */
+    size_t *part;      /* per thread: its largest label, its labels' records, their first offset */
+    size_t *start;     /* component l: order[start[l] .. start[l + 1] - 1] */
+    size_t *order;
+} ex_group;
+
+static void group_share(void *arg, unsigned t)
+{
+    ex_group *g = arg;
+    const gpuws__extract_pixels *px = g->c->px;
+    const size_t r0 = g->n * t / g->nt, r1 = g->n * (t + 1) / g->nt;
+    const size_t l0 = (g->nl + 1) * t / g->nt, l1 = (g->nl + 1) * (t + 1) / g->nt;
+    uint32_t *row = g->step == 1 || g->step == 4 ? g->cnt + (size_t)t * (g->nl + 1) : NULL; /* this thread's */
+    size_t m = 0;
+    switch (g->step) {
+    case 0: /* coordinates, the largest label */
+        for (size_t r = r0; r < r1; r++) {
+            const uint32_t i = px->idx[r] & ~EX_BLANK_BIT;
+            g->xy[r] = (uint32_t)(i % g->c->p->w);
+            g->xy[g->n + r] = (uint32_t)(i / g->c->p->w);
+            m = (size_t)px->label[r] > m ? (size_t)px->label[r] : m;
+        }
+        if (g->obj_of) memset(g->obj_of + r0, 0, (r1 - r0) * sizeof *g->obj_of);
+        g->part[t] = m;
+        break;
+    case 1: /* counts */
+        memset(row, 0, (g->nl + 1) * sizeof *row);
+        for (size_t r = r0; r < r1; r++) row[px->label[r]]++;
+        break;
+    case 2: /* the records of this thread's labels */
+        for (size_t l = l0; l < l1; l++)
+            for (unsigned u = 0; u < g->nt; u++) m += g->cnt[(size_t)u * (g->nl + 1) + l];
+        g->part[t] = m;
+        break;
+    case 3: /* offsets */
+        m = g->part[t];
+        for (size_t l = l0; l < l1; l++) {
+            g->start[l] = m;
+            for (unsigned u = 0; u < g->nt; u++) {
+                uint32_t *q = &g->cnt[(size_t)u * (g->nl + 1) + l];
+                const uint32_t k = *q;
+                *q = (uint32_t)m;
+                m += k;
+            }
+        }
+        break;
+    case 4: /* in place */
+        for (size_t r = r0; r < r1; r++) g->order[row[px->label[r]]++] = r;
+        break;
+    default: break;
+    }
+}
+
+static bool group_step(ex_group *g, unsigned step)
+{
+    g->step = step;
+    return gpuws__run_threads(g->nt, group_share, g) == GPUWS_OK;
+}
+
+/* ---- deblending, analysis and the catalogue on threads ---- */
+
+typedef struct {
+    ex_objs out;     /* the objects this thread made */
+    ex_deblender *d; /* its deblending scratch */
+    float *heap;     /* mthresh's: 2 minarea floats */
+} ex_worker;
+
+/* A component's objects: worker w[worker]'s out[o0 .. o0 + on - 1]. */
+typedef struct {
+    size_t o0, on;
+    unsigned worker;
+    ex_objs pending; /* its gatherup, left until the seed is known (no objects: none) */
+    uint64_t ndraws; /* the random numbers its gatherup draws */
+    unsigned seed;   /* SEP's seed at its gatherup */
+} ex_result;
+
+typedef struct {
+    ex_ctx c;
+    const size_t *order;
+    const ex_comp *comps;
+    ex_result *res;
+    size_t *handout, nhand; /* the components in the order threads take them: the largest first */
+    ex_worker *w;
+    atomic_size_t next;
+    atomic_bool failed;
+    ex_objs objs;       /* every object, in catalogue order */
+    const size_t *slot; /* object i's place in the catalogue, SIZE_MAX: cleaned away */
+    gpuws_object *cat;
+    int32_t *obj_of;
+} ex_job;
+
+/* Takes the next n items of the shared counter; false when none is left (or a thread failed). */
+static bool job_take(ex_job *j, size_t n, size_t total, size_t *first)
+{
+    if (atomic_load_explicit(&j->failed, memory_order_relaxed)) return false;
+    *first = atomic_fetch_add_explicit(&j->next, n, memory_order_relaxed);
+    return *first < total;
+}
+
+/* Deblending with the gatherups that draw left for later; the largest components first, so that none of them
+ * keeps one thread busy at the end. */
+static void deblend_share(void *arg, unsigned t)
+{
+    ex_job *j = arg;
+    ex_worker *w = &j->w[t];
+    size_t q;
+    while (job_take(j, 1, j->nhand, &q)) {
+        const size_t k = j->handout[q];
+        const ex_comp *cp = &j->comps[k];
+        ex_result *r = &j->res[k];
+        r->worker = t;
+        r->o0 = w->out.n;
+        if (!gpuws__ex_deblend(&j->c, w->d, j->order + cp->first, cp->n, cp->thresh, NULL, &w->out, &r->pending,
+                               &r->ndraws)) {
+            atomic_store(&j->failed, true);
+            return;
+        }
+        r->on = w->out.n - r->o0;
+    }
+}
+
+/* The gatherups left for later, each from its seed (handout: those components). */
+static void gatherup_share(void *arg, unsigned t)
+{
+    ex_job *j = arg;
+    ex_worker *w = &j->w[t];
+    size_t q;
+    while (job_take(j, 1, j->nhand, &q)) {
+        ex_result *r = &j->res[j->handout[q]];
+        unsigned seed = r->seed;
+        r->worker = t;
+        r->o0 = w->out.n;
+        if (!gpuws__ex_gatherup(&j->c, &r->pending, &seed, &w->out)) {
+            atomic_store(&j->failed, true);
+            return;
+        }
+        r->on = w->out.n - r->o0;
+    }
+}
+
+/* Each object's flags, analysis and cleaning's mthresh. */
+static void analyse_share(void *arg, unsigned t)
+{
+    ex_job *j = arg;
+    const gpuws__extract_params *p = j->c.p;
+    size_t q;
+    while (job_take(j, EX_OBJ_CHUNK, j->objs.n, &q)) {
+        const size_t e = q + EX_OBJ_CHUNK < j->objs.n ? q + EX_OBJ_CHUNK : j->objs.n;
+        for (size_t i = q; i < e; i++) {
+            ex_obj *o = &j->objs.v[i];
+            o->flag |= blank_flag(&j->c, o);
+            gpuws__ex_analyse(&j->c, o, 1, p->gain);
+            if (p->clean) gpuws__ex_mthresh(&j->c, o, j->w[t].heap, j->w[t].heap + p->minarea);
+        }
+    }
+}
+
+/* The catalogue's rows and the segmentation map's numbers of the objects that survive cleaning. */
+static void catalogue_share(void *arg, unsigned t)
+{
+    ex_job *j = arg;
+    const gpuws__extract_params *p = j->c.p;
+    const gpuws__extract_pixels *px = j->c.px;
+    size_t q;
+    (void)t;
+    while (job_take(j, EX_OBJ_CHUNK, j->objs.n, &q)) {
+        const size_t e = q + EX_OBJ_CHUNK < j->objs.n ? q + EX_OBJ_CHUNK : j->objs.n;
+        for (size_t i = q; i < e; i++) {
+            if (j->slot[i] == SIZE_MAX) continue;
+            const ex_obj *o = &j->objs.v[i];
+            gpuws_object *c = &j->cat[j->slot[i]];
+            c->thresh = o->thresh;
+            c->npix = (int64_t)o->npix;
+            c->tnpix = o->dnpix;
+            c->xmin = o->xmin;
+            c->xmax = o->xmax;
+            c->ymin = o->ymin;
+            c->ymax = o->ymax;
+            c->x = o->mx;
+            c->y = o->my;
+            c->x2 = o->mx2;
+            c->y2 = o->my2;
+            c->xy = o->mxy;
+            c->errx2 = o->errx2;
+            c->erry2 = o->erry2;
+            c->errxy = o->errxy;
+            c->a = o->a;
+            c->b = o->b;
+            c->theta = o->theta;
+            c->cxx = o->cxx;
+            c->cyy = o->cyy;
+            c->cxy = o->cxy;
+            c->flux = o->dflux;
+            c->cflux = o->fdflux;
+            double fv = 0.0; /* the flux's variance: the pixels' σ², and the Poisson term with a gain */
+            for (size_t k = 0; k < o->npix; k++) {
+                const size_t r = o->pix[k];
+                if (p->noise != EX_NOISE_NONE) fv += (double)ex_fmul(px->sig[r], px->sig[r]);
+                if (p->gain > 0.0 && px->value[r] > 0.0f) fv += px->value[r] / p->gain;
+                if (j->obj_of) j->obj_of[r] = (int32_t)(j->slot[i] + 1);
+            }
+            c->fluxerr = sqrt(fv);
+            c->peak = o->dpeak;
+            c->cpeak = o->fdpeak;
+            c->xpeak = o->xpeak;
+            c->ypeak = o->ypeak;
+            c->xcpeak = o->xcpeak;
+            c->ycpeak = o->ycpeak;
+            c->flag = o->flag;
+        }
+    }
+}
+
+/* Runs share on nt threads, the shared counter from 0; false when a thread failed or could not be had. */
+static bool job_run(ex_job *j, unsigned nt, void (*share)(void *, unsigned))
+{
+    atomic_store(&j->next, 0);
+    return gpuws__run_threads(nt, share, j) == GPUWS_OK && !atomic_load(&j->failed);
+}
+
+static unsigned clamp_threads(unsigned t, size_t work) { return work < 1 ? 1u : work < t ? (unsigned)work : t; }
+
+/* Deblending of the components (comps, in catalogue order) into j->objs, on nt threads; false when memory fails. */
+static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
+{
+    if (nt == 1) { /* one thread: in catalogue order, the draws from SEP's seed as they come */
+        unsigned seed = 1u;
+        for (size_t k = 0; k < nc; k++) {
+            const ex_comp *cp = &j->comps[k];
+            ex_result *r = &j->res[k];
+            r->o0 = j->w[0].out.n;
+            if (!gpuws__ex_deblend(&j->c, j->w[0].d, j->order + cp->first, cp->n, cp->thresh, &seed, &j->w[0].out, NULL,
+                                   &r->ndraws))
+                return false;
+            r->on = j->w[0].out.n - r->o0;
+        }
+        j->objs = j->w[0].out; /* already in catalogue order */
+        memset(&j->w[0].out, 0, sizeof j->w[0].out);
+        return true;
+    }
+    /* the largest first: by the bit length of the pixel count, catalogue order within */
+    size_t bucket[64] = { 0 };
+    for (size_t k = 0; k < nc; k++) bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++;
+    for (size_t b = 0, at = 0; b < 64; b++) {
+        const size_t m = bucket[b];
+        bucket[b] = at;
+        at += m;
+    }
+    for (size_t k = 0; k < nc; k++) j->handout[bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++] = k;
+    j->nhand = nc;
+    if (!job_run(j, nt, deblend_share)) return false;
+    /* SEP's seed at each gatherup left for later: the draws of the components before it skipped */
+    unsigned seed = 1u;
+    size_t np = 0;
+    for (size_t k = 0; k < nc; k++) {
+        if (!j->res[k].pending.n) continue;
+        j->res[k].seed = seed;
+        seed = gpuws__ex_rand_skip(seed, j->res[k].ndraws);
+    }
+    for (size_t q = 0; q < nc; q++) /* the same largest-first order */
+        if (j->res[j->handout[q]].pending.n) j->handout[np++] = j->handout[q];
+    j->nhand = np;
+    if (np && !job_run(j, clamp_threads(nt, np), gatherup_share)) return false;
+    /* every thread's objects, in catalogue order */
+    size_t total = 0;
+    for (size_t k = 0; k < nc; k++) total += j->res[k].on;
+    if (!(j->objs.v = gpuws__malloc((total ? total : 1) * sizeof *j->objs.v))) return false;
+    j->objs.cap = total ? total : 1;
+    for (size_t k = 0; k < nc; k++) {
+        const ex_result *r = &j->res[k];
+        memcpy(j->objs.v + j->objs.n, j->w[r->worker].out.v + r->o0, r->on * sizeof *j->objs.v);
+        j->objs.n += r->on;
+    }
+    for (unsigned t = 0; t < nt; t++) j->w[t].out.n = 0; /* their pixels belong to j->objs now */
+    return true;
+}
+
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
     const size_t n = px->n;
+    const unsigned threads = p->threads > 1 ? p->threads : 1u;
+    ex_job j;
+    memset(&j, 0, sizeof j);
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed, false);
     uint32_t *xy = gpuws__malloc(2 * (n ? n : 1) * sizeof *xy);
-    ex_ctx c = { p, px, 1u, xy, xy + n };
-    size_t nl = 0;
-    for (size_t r = 0; r < n; r++)
-        if ((size_t)px->label[r] > nl) nl = (size_t)px->label[r];
-    size_t *start = gpuws__calloc(nl + 2, sizeof *start), *order = gpuws__malloc((n ? n : 1) * sizeof *order);
-    ex_comp *comps = gpuws__malloc(2 * (nl ? nl : 1) * sizeof *comps); /* and the sort's scratch */
-    ex_objs objs = { 0 };
+    j.c = (ex_ctx){ p, px, xy, xy ? xy + n : NULL };
+    ex_group g = { &j.c, n, 0, clamp_threads(threads, n / EX_GROUP_MIN), 0, xy, obj_of, NULL, NULL, NULL, NULL };
+    g.part = gpuws__malloc((threads + 1) * sizeof *g.part);
+    size_t *start = NULL, *order = gpuws__malloc((n ? n : 1) * sizeof *order), *slot = NULL, nc = 0, nw = 0;
+    ex_comp *comps = NULL;
     int *survives = NULL;
-    float *heap = NULL; /* cleaning's mthresh: the heap and the sort's scratch */
     gpuws_extract_catalog *cat = NULL;
     gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY;
-    if (!xy || !start || !order || !comps) goto done;
-    for (size_t r = 0; r < n; r++) {
-        const uint32_t i = px->idx[r] & ~EX_BLANK_BIT;
-        xy[r] = (uint32_t)(i % p->w);
-        xy[n + r] = (uint32_t)(i / p->w);
+    if (!xy || !g.part || !order || !group_step(&g, 0)) goto done;
+    for (unsigned t = 0; t < g.nt; t++) g.nl = g.part[t] > g.nl ? g.part[t] : g.nl;
+    const size_t nl = g.nl;
+    /* a thread's row of counts costs as much as its share of records: at most twice the records in all */
+    g.nt = clamp_threads(g.nt, 2 * n / (nl + 1));
+    g.cnt = gpuws__malloc((size_t)g.nt * (nl + 1) * sizeof *g.cnt);
+    start = gpuws__malloc((nl + 2) * sizeof *start);
+    comps = gpuws__malloc(2 * (nl ? nl : 1) * sizeof *comps); /* and the sort's scratch */
+    g.start = start;
+    g.order = order;
+    if (!g.cnt || !start || !comps || !group_step(&g, 1) || !group_step(&g, 2)) goto done;
+    for (unsigned t = 0, at = 0; t < g.nt; t++) {
+        const size_t m = g.part[t];
+        g.part[t] = at;
+        at += m;
     }
-    /* the records grouped by component, raster order kept within each */
-    for (size_t r = 0; r < n; r++) start[px->label[r] + 1]++;
-    for (size_t l = 0; l <= nl; l++) start[l + 1] += start[l];
-    for (size_t r = 0; r < n; r++) order[start[px->label[r]]++] = r;
-    for (size_t l = nl + 1; l > 0; l--) start[l] = start[l - 1];
-    start[0] = 0;
-    size_t nc = 0;
+    if (!group_step(&g, 3) || !group_step(&g, 4)) goto done;
+    start[nl + 1] = n;
+    gpuws__free(g.cnt);
+    g.cnt = NULL;
     for (size_t l = 1; l <= nl; l++) {
         const size_t first = start[l], cnt = start[l + 1] - start[l];
         if (cnt < (size_t)p->minarea || cnt == 0) continue;
         const size_t last = order[first + cnt - 1]; /* the component's last pixel in raster order */
-        const uint64_t x = (uint64_t)px_x(&c, last), y = (uint64_t)px_y(&c, last);
+        const uint64_t x = (uint64_t)px_x(&j.c, last), y = (uint64_t)px_y(&j.c, last);
         comps[nc].key = (y + 1) * ((uint64_t)p->w + 1) + x + 1;
         comps[nc].first = first;
         comps[nc].n = cnt;
         comps[nc].thresh = p->noise != EX_NOISE_MAP          ? p->thresh
                            : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, px->sig_lr[last])
-                                                             : mean_thresh(&c, order + first, cnt);
+                                                             : mean_thresh(&j.c, order + first, cnt);
         nc++;
     }
     sort_comps(comps, nc, comps + nl);
-    for (size_t k = 0; k < nc; k++) {
-        const size_t before = objs.n;
-        if (!deblend_component(&c, order + comps[k].first, comps[k].n, comps[k].thresh, &objs)) goto done;
-        for (size_t i = before; i < objs.n; i++) analyse(&c, &objs.v[i], 1, p->gain);
-    }
-    survives = gpuws__malloc((objs.n ? objs.n : 1) * sizeof *survives);
-    if (!survives) goto done;
+
+    /* deblending, analysis */
+    nw = clamp_threads(threads, nc);
+    j.order = order;
+    j.comps = comps;
+    j.obj_of = obj_of;
+    if (!(j.w = gpuws__calloc(nw, sizeof *j.w)) || !(j.res = gpuws__calloc(nc ? nc : 1, sizeof *j.res)) ||
+        !(j.handout = gpuws__malloc((nc ? nc : 1) * sizeof *j.handout)))
+        goto done;
+    for (size_t t = 0; t < nw; t++)
+        if (!(j.w[t].d = gpuws__ex_deblender_new()) ||
+            (p->clean && !(j.w[t].heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *j.w[t].heap))))
+            goto done;
+    if (!deblend_all(&j, nc, (unsigned)nw) ||
+        !job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), analyse_share))
+        goto done;
+
+    /* cleaning, on one thread: each object's fate depends on those before it */
+    survives = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *survives);
+    slot = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *slot);
+    if (!survives || !slot) goto done;
     if (p->clean) {
-        heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *heap);
-        if (!heap) goto done;
-        for (size_t i = 0; i < objs.n; i++) mthresh(&c, &objs.v[i], heap, heap + p->minarea);
-        if (!clean(&objs, p->clean_param, p->w, p->h, survives)) goto done;
+        if (!gpuws__ex_clean(&j.objs, p->clean_param, p->w, p->h, survives)) goto done;
     } else {
-        for (size_t i = 0; i < objs.n; i++) survives[i] = 1;
+        for (size_t i = 0; i < j.objs.n; i++) survives[i] = 1;
     }
     size_t kept = 0;
-    for (size_t i = 0; i < objs.n; i++) kept += (size_t)survives[i];
+    for (size_t i = 0; i < j.objs.n; i++) slot[i] = survives[i] ? kept++ : SIZE_MAX;
     if (!(cat = gpuws__calloc(1, sizeof *cat)) ||
         !(cat->objects = gpuws__calloc(kept ? kept : 1, sizeof *cat->objects)))
         goto done;
-    if (obj_of) memset(obj_of, 0, n * sizeof *obj_of);
-    size_t j = 0;
-    for (size_t i = 0; i < objs.n; i++) {
-        if (!survives[i]) continue;
-        const ex_obj *o = &objs.v[i];
-        gpuws_object *q = &cat->objects[j++];
-        q->thresh = o->thresh;
-        q->npix = (int64_t)o->npix;
-        q->tnpix = o->dnpix;
-        q->xmin = o->xmin;
-        q->xmax = o->xmax;
-        q->ymin = o->ymin;
-        q->ymax = o->ymax;
-        q->x = o->mx;
-        q->y = o->my;
-        q->x2 = o->mx2;
-        q->y2 = o->my2;
-        q->xy = o->mxy;
-        q->errx2 = o->errx2;
-        q->erry2 = o->erry2;
-        q->errxy = o->errxy;
-        q->a = o->a;
-        q->b = o->b;
-        q->theta = o->theta;
-        q->cxx = o->cxx;
-        q->cyy = o->cyy;
-        q->cxy = o->cxy;
-        q->flux = o->dflux;
-        q->cflux = o->fdflux;
-        double fv = 0.0; /* the flux's variance: the pixels' σ², and the Poisson term with a gain */
-        for (size_t k = 0; k < o->npix; k++) {
-            const size_t r = o->pix[k];
-            if (p->noise != EX_NOISE_NONE) fv += (double)ex_fmul(px->sig[r], px->sig[r]);
-            if (p->gain > 0.0 && px->value[r] > 0.0f) fv += px->value[r] / p->gain;
-            if (obj_of) obj_of[r] = (int32_t)j;
-        }
-        q->fluxerr = sqrt(fv);
-        q->peak = o->dpeak;
-        q->cpeak = o->fdpeak;
-        q->xpeak = o->xpeak;
-        q->ypeak = o->ypeak;
-        q->xcpeak = o->xcpeak;
-        q->ycpeak = o->ycpeak;
-        q->flag = o->flag;
-    }
+    j.slot = slot;
+    j.cat = cat->objects;
+    if (!job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), catalogue_share)) goto done;
     cat->num_objects = kept;
     st = GPUWS_OK;
 done:
@@ -1084,10 +601,21 @@ done:
     } else {
         *out = cat;
     }
-    objs_free(&objs);
+    for (size_t t = 0; j.w && t < nw; t++) {
+        gpuws__ex_objs_free(&j.w[t].out);
+        gpuws__ex_deblender_free(j.w[t].d);
+        gpuws__free(j.w[t].heap);
+    }
+    for (size_t k = 0; j.res && k < nc; k++) gpuws__ex_objs_free(&j.res[k].pending);
+    gpuws__ex_objs_free(&j.objs);
+    gpuws__free(j.w);
+    gpuws__free(j.res);
+    gpuws__free(j.handout);
     gpuws__free(survives);
-    gpuws__free(heap);
+    gpuws__free(slot);
     gpuws__free(xy);
+    gpuws__free(g.part);
+    gpuws__free(g.cnt);
     gpuws__free(start);
     gpuws__free(order);
     gpuws__free(comps);

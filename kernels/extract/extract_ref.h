@@ -27,7 +27,8 @@ typedef struct gpuws__extract_params {
     double deblend_cont;
     int clean;
     double clean_param, gain;
-    int sep_version; /* GPUWS_SEP_*: whose threshold an object has with a σ map */
+    int sep_version;  /* GPUWS_SEP_*: whose threshold an object has with a σ map */
+    unsigned threads; /* host threads of gpuws__extract_objects (0 or 1: the caller's alone) */
 } gpuws__extract_params;
 
 /* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel

@@ -1,0 +1,61 @@
+/* Fork-join on host threads (threads.h): one place for the create and join loops. */
+#include "threads.h"
+
+#include "alloc.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#define ON_STACK 64 /* shares whose table lives on the caller's stack (1.5 KiB) */
+
+typedef struct {
+    void (*fn)(void *arg, unsigned i);
+    void *arg;
+    unsigned i;
+    bool started;
+    pthread_t thread;
+} share;
+
+unsigned gpuws__cpu_count(void)
+{
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1u : n > GPUWS__THREADS_MAX ? GPUWS__THREADS_MAX : (unsigned)n;
+}
+
+unsigned gpuws__threads_from_knob(int64_t knob)
+{
+    if (knob < 1) return gpuws__cpu_count(); /* auto */
+    return knob > GPUWS__THREADS_MAX ? GPUWS__THREADS_MAX : (unsigned)knob;
+}
+
+static void *share_main(void *p)
+{
+    share *s = p;
+    s->fn(s->arg, s->i);
+    return NULL;
+}
+
+gpuws_status gpuws__run_threads(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
+{
+    if (n > GPUWS__THREADS_MAX) n = GPUWS__THREADS_MAX;
+    if (n <= 1) {
+        if (n) fn(arg, 0);
+        return GPUWS_OK;
+    }
+    share local[ON_STACK], *s = n <= ON_STACK ? local : gpuws__malloc(n * sizeof *s);
+    if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
+    for (unsigned i = 1; i < n; i++) {
+        s[i].fn = fn;
+        s[i].arg = arg;
+        s[i].i = i;
+        s[i].started = pthread_create(&s[i].thread, NULL, share_main, &s[i]) == 0;
+    }
+    fn(arg, 0);
+    for (unsigned i = 1; i < n; i++) {
+        if (s[i].started) pthread_join(s[i].thread, NULL);
+        else fn(arg, i);
+    }
+    if (s != local) gpuws__free(s);
+    return GPUWS_OK;
+}

@@ -1,0 +1,25 @@
+/* Fork-join on host threads, for the host steps of the drivers (gpuws_extract's catalogue). Never installed. */
+#ifndef GPUWS_CORE_THREADS_H
+#define GPUWS_CORE_THREADS_H
+
+#include "gpuws.h"
+
+#include <stdint.h>
+
+#define GPUWS__THREADS_MAX 1024 /* the most shares of one gpuws__run_threads */
+
+/* The online CPUs, at least 1. */
+unsigned gpuws__cpu_count(void);
+
+/* A NUMBER knob of threads (auto|1..N): the online CPUs for auto, else its value, in 1..GPUWS__THREADS_MAX. */
+unsigned gpuws__threads_from_knob(int64_t knob);
+
+/* Runs fn(arg, i) for i = 0 .. n - 1 at once and returns when every share has returned: share 0 on the calling
+ * thread, each other on a thread of its own. A share whose thread cannot be created runs on the calling thread after
+ * share 0, so the shares must never wait for one another (they may divide work through atomics, as a queue that any
+ * of them drains alone); a host that refuses threads then runs them all, one after another. n is capped at
+ * GPUWS__THREADS_MAX; n 0 runs nothing. GPUWS_ERR_OUT_OF_MEMORY (no message, nothing run) when the table of more
+ * than a few dozen threads cannot be allocated. */
+gpuws_status gpuws__run_threads(unsigned n, void (*fn)(void *arg, unsigned i), void *arg);
+
+#endif

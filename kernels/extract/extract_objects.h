@@ -1,0 +1,87 @@
+/* What the files of gpuws_extract's host steps share (extract_ref.h's gpuws__extract_objects): extract_objects.c
+ * (components, analysis, the threads, the catalogue), extract_deblend.c (Lutz's scan, deblending, gatherup) and
+ * extract_clean.c (cleaning). */
+#ifndef GPUWS_EXTRACT_OBJECTS_H
+#define GPUWS_EXTRACT_OBJECTS_H
+
+#include "extract_ref.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extract_pixel.h" /* after <math.h>: it includes nothing */
+
+#define EX_PI 3.1415926535898 /* SEP's π */
+
+/* One object: its pixels (record numbers) and SEP's objstruct fields. */
+typedef struct {
+    size_t *pix, npix;
+    float thresh; /* the threshold at the object */
+    int flag;
+    float fdflux, fdpeak, dpeak, a, b, cxx, cyy, cxy, mthresh;
+    double dflux, mx, my, mx2, my2, mxy, errx2, erry2, errxy, theta, abcor;
+    int64_t dnpix, xmin, xmax, ymin, ymax, xpeak, ypeak, xcpeak, ycpeak;
+    size_t son0, son1; /* deblending: the node's sons, nodes[son0 .. son1 - 1] */
+    bool keep;         /* deblending: no split below it */
+    float amp;         /* gatherup: the amplitude of the object's fitted profile */
+} ex_obj;
+
+typedef struct {
+    ex_obj *v;
+    size_t n, cap;
+} ex_objs;
+
+typedef struct {
+    const gpuws__extract_params *p;
+    const gpuws__extract_pixels *px;
+    const uint32_t *x, *y; /* each record's column and row: divisions by w done once, not at every visit */
+} ex_ctx;
+
+static inline int64_t px_x(const ex_ctx *c, size_t r) { return (int64_t)c->x[r]; }
+static inline int64_t px_y(const ex_ctx *c, size_t r) { return (int64_t)c->y[r]; }
+
+/* The threshold SEP stores with a pixel (used by cleaning). */
+static inline float px_thresh(const ex_ctx *c, size_t r)
+{
+    return c->p->noise == EX_NOISE_MAP ? ex_fmul(c->p->relthresh, c->px->sig[r]) : c->p->thresh;
+}
+
+bool gpuws__ex_objs_push(ex_objs *o, const ex_obj *x);
+void gpuws__ex_objs_free(ex_objs *o); /* the objects' pixels too */
+
+/* SEP's preanalyse: bounds, peaks, the filtered flux. */
+void gpuws__ex_preanalyse(const ex_ctx *c, ex_obj *o);
+/* SEP's analyse. robust: an object made by deblending keeps the barycentre of its earlier analysis. */
+void gpuws__ex_analyse(const ex_ctx *c, ex_obj *o, int robust, double gain);
+
+/* ---- deblending (extract_deblend.c) ---- */
+
+/* A thread's scratch for deblending, kept from one component to the next. */
+typedef struct ex_deblender ex_deblender;
+ex_deblender *gpuws__ex_deblender_new(void); /* NULL when memory fails */
+void gpuws__ex_deblender_free(ex_deblender *d);
+
+/* One component (records in raster order, its threshold t0) to its objects, appended to out in SEP's order, and the
+ * random numbers its gatherup draws, *ndraws. seed (SEP's, at this component): the draws are made from it. seed
+ * NULL: a gatherup that draws is left for later: out gets nothing and *pending the objects deblending keeps (the
+ * component first), ready for gpuws__ex_gatherup from the seed at this component; a component that draws nothing is
+ * done at once. False when memory fails (nothing added to out or *pending). */
+bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, float t0, unsigned *seed,
+                       ex_objs *out, ex_objs *pending, uint64_t *ndraws);
+/* The gatherup left for later (*pending from gpuws__ex_deblend), drawing from *seed: its objects appended to out.
+ * False when memory fails (nothing added). */
+bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out);
+/* SEP's seed after `draws` random numbers drawn from seed. */
+unsigned gpuws__ex_rand_skip(unsigned seed, uint64_t draws);
+
+/* ---- cleaning (extract_clean.c) ---- */
+
+/* Cleaning's mthresh of o, as SEP finds it; heap and tmp: minarea floats each. */
+void gpuws__ex_mthresh(const ex_ctx *c, ex_obj *o, float *heap, float *tmp);
+/* SEP's clean: whether each object survives, the objects in catalogue order. w x h: the image. False when memory
+ * fails. */
+bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, int *survives);
+
+#endif
