@@ -2,6 +2,7 @@
  * (GPUWS_BACKEND). What must hold: exit 0 with every output on a good image; exit 1 with a one-line reason and no
  * file written (not even a temporary one) on bad input; exit 2 with usage on bad options. */
 #include "support.h"
+#include "catalog_csv.h"
 #include "fits_io.h"
 #include "sources/sources_ref.h"
 
@@ -252,6 +253,58 @@ BACKEND_TEST(cli_sources, extract_is_the_default_and_writes_every_output)
     cr_assert(strstr(reg, "\nimage\nellipse("), "%s", reg);
     free(reg);
     teardown(&r);
+}
+
+/* The catalogue's rows are formatted on several threads: the file is what one loop of printf writes, byte for byte
+ * (integers as %lld, fixed decimals as %.*f, the rest as %.9g, NaN as nan). */
+Test(cli_sources, catalogue_csv_is_what_printf_writes)
+{
+    enum { ROWS = 20011, COLS = 4 };
+    const catalog_column cols[COLS] = {
+        { "id", "", 0 }, { "x", "pix", 6 }, { "flux", "count", -1 }, { "flag", "", 0 }
+    };
+    double *v = malloc(ROWS * COLS * sizeof *v);
+    cr_assert(v);
+    uint64_t seed = test_seed(false);
+    for (size_t k = 0; k < ROWS; k++) {
+        const double u = test_rand_uniform(&seed);
+        v[k * COLS] = (double)(k + 1);
+        v[k * COLS + 1] = k % 97 ? u * 8192 - 0.5 : NAN;
+        v[k * COLS + 2] = k % 89 ? (u - 0.3) * pow(10, (double)(k % 41) - 20) : NAN;
+        v[k * COLS + 3] = (double)(k % 7);
+    }
+    char dir[256], path[300], *want = NULL;
+    snprintf(dir, sizeof dir, "%s/gpuws-csv-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/cat.csv", dir);
+    const catalog_table t = { COLS, ROWS, cols, v };
+    char err[600];
+    cr_assert_eq(catalog_table_csv(path, &t, 1, err, sizeof err), 0, "%s", err);
+    size_t len = 0;
+    FILE *f = open_memstream(&want, &len);
+    cr_assert(f);
+    fprintf(f, "id,x[pix],flux[count],flag\n");
+    for (size_t k = 0; k < ROWS; k++) {
+        const double *row = v + k * COLS;
+        for (size_t c = 0; c < COLS; c++) {
+            if (c) fputc(',', f);
+            if (isnan(row[c])) fputs("nan", f);
+            else if (cols[c].decimals == 0) fprintf(f, "%lld", (long long)row[c]);
+            else if (cols[c].decimals < 0) fprintf(f, "%.9g", row[c]);
+            else fprintf(f, "%.*f", cols[c].decimals, row[c]);
+        }
+        fputc('\n', f);
+    }
+    fclose(f);
+    char *got = test_read_file(path);
+    cr_assert(got && strlen(got) == len, "%zu bytes, printf's loop writes %zu", got ? strlen(got) : 0, len);
+    size_t i = 0;
+    while (i < len && got[i] == want[i]) i++;
+    cr_assert(i == len, "byte %zu differs: ...%.40s... against printf's ...%.40s...", i, got + (i > 20 ? i - 20 : 0),
+              want + (i > 20 ? i - 20 : 0));
+    free(got), free(want), free(v);
+    unlink(path);
+    rmdir(dir);
 }
 
 BACKEND_TEST(cli_sources, demo_recovers_the_injected_sources)
