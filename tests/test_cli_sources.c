@@ -486,6 +486,88 @@ BACKEND_TEST(cli_sources, plane_of_a_cube_is_read_when_asked_for)
     teardown(&r);
 }
 
+/* A FITS file written byte by byte: the cards (each padded to 80 characters, END added), then the 32-bit pixels
+ * given in this machine's order, big-endian in the file. */
+static void write_float_file(const char *path, const char *const *cards, const uint32_t *px, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    size_t bytes = 0;
+    for (const char *const *c = cards;; c++) {
+        fprintf(f, "%-80s", *c ? *c : "END");
+        bytes += 80;
+        if (!*c) break;
+    }
+    for (; bytes % 2880; bytes++) fputc(' ', f);
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char b[4] = { (unsigned char)(px[i] >> 24), (unsigned char)(px[i] >> 16),
+                                     (unsigned char)(px[i] >> 8), (unsigned char)px[i] };
+        fwrite(b, 1, 4, f);
+    }
+    for (bytes = n * 4; bytes % 2880; bytes++) fputc(0, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* 32-bit float pixels come back bit for bit, whatever the bits (NaNs with payloads, -0, infinities, subnormals),
+ * from any plane of a cube and from planes larger than one reading thread's share; with BZERO they are scaled. */
+Test(cli_sources, float_pixels_are_read_bit_for_bit)
+{
+    if (!fits_available()) cr_skip_test("gpuws was built without cfitsio");
+    enum { W = 2048, H = 1100, PLANES = 2 };
+    const size_t n = (size_t)W * H;
+    uint32_t *px = malloc(PLANES * n * sizeof *px);
+    cr_assert(px);
+    uint64_t seed = test_seed(false);
+    for (size_t i = 0; i < PLANES * n; i++) px[i] = (uint32_t)test_rand_u64(&seed);
+    px[0] = 0x7fc00001u, px[1] = 0xff800000u, px[2] = 0x80000000u, px[3] = 0x00000001u, px[n - 1] = 0x7f800000u;
+    char dir[256], path[300], err[600];
+    snprintf(dir, sizeof dir, "%s/gpuws-floats-XXXXXX",
+             getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/cube.fits", dir);
+    static const char *const cube[] = { "SIMPLE  =                    T",
+                                        "BITPIX  =                  -32",
+                                        "NAXIS   =                    3",
+                                        "NAXIS1  =                 2048",
+                                        "NAXIS2  =                 1100",
+                                        "NAXIS3  =                    2",
+                                        NULL };
+    write_float_file(path, cube, px, PLANES * n);
+    for (long long plane = 0; plane < PLANES; plane++) {
+        const fits_read_request req = { 0, plane, 0 };
+        fits_image img;
+        cr_assert_eq(fits_read_image_at(path, 0, &req, &img, err, sizeof err), 0, "%s", err);
+        cr_assert(img.width == W && img.height == H && !img.is_double);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(((const uint32_t *)img.data)[i], px[plane * n + i], "plane %lld, pixel %zu: %08x for %08x",
+                         plane, i, ((const uint32_t *)img.data)[i], px[plane * n + i]);
+        fits_image_free(&img);
+    }
+    static const char *const scaled[] = { "SIMPLE  =                    T",
+                                          "BITPIX  =                  -32",
+                                          "NAXIS   =                    2",
+                                          "NAXIS1  =                    4",
+                                          "NAXIS2  =                    1",
+                                          "BZERO   =                  0.5",
+                                          NULL };
+    const float v[4] = { 1.0f, 2.25f, -3.5f, 0.0f };
+    uint32_t vb[4];
+    memcpy(vb, v, sizeof v);
+    snprintf(path, sizeof path, "%s/scaled.fits", dir);
+    write_float_file(path, scaled, vb, 4);
+    fits_image img;
+    cr_assert_eq(fits_read_image(path, 0, &img, err, sizeof err), 0, "%s", err);
+    const float *got = img.data;
+    cr_assert(got[0] == 1.5f && got[1] == 2.75f && got[2] == -3.0f && got[3] == 0.5f, "%g %g %g %g", got[0], got[1],
+              got[2], got[3]);
+    fits_image_free(&img);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/cube.fits", dir);
+    unlink(path);
+    rmdir(dir);
+    free(px);
+}
+
 /* --hdu naming a table, or past the last HDU: refused, nothing written. */
 BACKEND_TEST(cli_sources, hdu_that_is_not_an_image_is_refused)
 {
