@@ -1,6 +1,7 @@
 /* gpuws sources: the workshop's source finding (κ-σ clip → threshold → label → measure) or SExtractor's extraction
  * on a FITS image, on many, or on a synthetic sky made on the device (--demo). The outputs are planned before any
  * work and written all or none (tools/output_files.h). The parts: tools/sources.h. */
+#include "parallel.h"
 #include "png_overlay.h"
 #include "sources.h"
 
@@ -60,7 +61,7 @@ static int run_demo(const sources_args *a)
             out.w = p.width, out.h = p.height, out.image = host, out.no_wcs = "a synthetic sky";
             workshop_title(&out, a, cat->num_sources);
             rc = workshop_products(&out, cat, "") ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY)
-                                                  : sources_write_outputs(a, &out);
+                                                  : sources_write_outputs(a, &out, NULL);
             products_free(&out);
         }
     }
@@ -74,6 +75,7 @@ static int run_demo(const sources_args *a)
 
 static int cmd_sources(int argc, char **argv)
 {
+    const double start = tool_now_ms();
     sources_args a;
     int r = sources_parse(argc, argv, &a);
     if (r) {
@@ -86,7 +88,7 @@ static int cmd_sources(int argc, char **argv)
         return 1;
     }
     if (a.outdir) {
-        r = sources_run_many(&a);
+        r = sources_run_many(&a, start);
         sources_args_free(&a);
         return r;
     }
@@ -98,7 +100,7 @@ static int cmd_sources(int argc, char **argv)
         sources_args_free(&a);
         return fprintf(stderr, "gpuws sources: %s\n", err), r;
     }
-    r = a.demo ? run_demo(&a) : sources_run_image(&a, NULL);
+    r = a.demo ? run_demo(&a) : sources_run_image(&a, start);
     output_files_destroy(a.outputs);
     sources_args_free(&a);
     return r;

@@ -11,6 +11,7 @@
 #include "sky_wcs.h"
 #include "sources/sources_internal.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -49,6 +50,7 @@ typedef struct {
     int back_size_given;
     int method;
     int demo;
+    int timings;     /* --timings: each step's wall time on stderr */
     int hdu;         /* 0: the first HDU with an image */
     long long plane; /* -1: none chosen */
     size_t size, nsources;
@@ -64,6 +66,25 @@ typedef struct {
 /* 0: parsed; 1: --help printed; 2: bad usage (message printed). Free a with sources_args_free in every case. */
 int sources_parse(int argc, char **argv, sources_args *a);
 void sources_args_free(sources_args *a);
+
+/* The wall time of each step of one image in ms (--timings); a step not taken stays negative. */
+typedef struct {
+    double start;       /* tool_now_ms() when the image's work began (the command's start for one image) */
+    double read;        /* one image: the whole read; many: what the image still waited for after reading ahead */
+    int read_ahead;     /* the image was read while the one before it was processed */
+    double device;      /* the context's creation, on a thread while the file is read */
+    double device_wait; /* ... of which the image waited for after its read */
+    double scan;        /* NaN and infinite pixels counted, the mask made */
+    double upload;      /* device buffers made, the image and mask written to them */
+    double background, extract, extract_device, extract_host;
+    double find;     /* the workshop's gpuws_find_sources */
+    double download; /* the maps read back */
+    double table;    /* the catalogue's table, world coordinates included */
+    double out[OUT_COUNT];
+    double commit; /* the outputs put in place */
+} sources_times;
+void sources_times_init(sources_times *t, double start);
+void sources_times_print(const sources_times *t, const char *image);
 
 /* What the outputs are made of, whichever method made it. */
 typedef struct {
@@ -95,18 +116,38 @@ int workshop_products(products *p, const gpuws_catalog *cat, const char *bunit);
 void workshop_title(products *p, const sources_args *a, size_t n);
 int extract_products(products *p, const gpuws_extract_catalog *cat, const char *bunit);
 /* Writes every requested output into its staging file, then puts them all in place; on any failure none. 0, or 1
- * with the reason on stderr. */
-int sources_write_outputs(const sources_args *a, const products *p);
+ * with the reason on stderr. t (NULL for none) gets each output's time. */
+int sources_write_outputs(const sources_args *a, const products *p, sources_times *t);
 
+/* The device started on a thread while a file is read (its reading child forked first: the child gets no copy of
+ * a thread in the middle of the device's start). */
+typedef struct {
+    pthread_t thread;
+    int started; /* the thread runs */
+    gpuws_context *ctx;
+    gpuws_status st;
+    char why[1024]; /* the thread's gpuws_last_error() */
+    double ms;
+} sources_device;
+void sources_device_begin(sources_device *d);
+/* The context: the thread's, or one made now when no thread started; t->device and t->device_wait set. 0, or 1 with
+ * the reason on stderr. */
+int sources_device_end(sources_device *d, gpuws_context **ctx, sources_times *t);
+/* The context is not wanted after all: the thread joined, its context destroyed. */
+void sources_device_abandon(sources_device *d);
+
+/* Reads one image (the device starting on a thread meanwhile), checks it, finds its sources and writes a's
+ * outputs; start: tool_now_ms() at the command's start. 0, or 1 with the reason on stderr. */
+int sources_run_image(const sources_args *a, double start);
+/* The same for an image read already, on the context of many images. */
+int sources_run_read(const sources_args *a, const fits_image *img, gpuws_context *ctx, sources_times *t);
 /* The workshop's clipping, threshold, count and device times on stdout (an image's or the demo's). */
 void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a);
-
-/* Reads one image, checks it, finds its sources and writes a's outputs. shared: the context of many images, or NULL
- * to make one. 0, or 1 with the reason on stderr. */
-int sources_run_image(const sources_args *a, gpuws_context *shared);
+/* What an IMAGE read from the command line asks of the reader. */
+fits_read_request sources_read_request(const sources_args *a);
 
 /* Many images under --outdir: each one's outputs planned, computed and written all or none; a failing image is
  * reported and the rest processed. The exit code. */
-int sources_run_many(sources_args *a);
+int sources_run_many(sources_args *a, double start);
 
 #endif

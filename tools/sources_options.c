@@ -61,10 +61,13 @@ static void usage(FILE *f)
         "  --background OUT.fits  extract: the background map; --rms OUT.fits: its rms map (both with the WCS)\n"
         "  --labels OUT.fits      the label image (int32; 0 = none, object k is k), with the input's WCS\n"
         "  --overlay OUT.png      log-scaled image with each object's ellipse, the faint ones thin, and a legend%s\n"
+        "  --timings              each step's wall time on stderr (the read, the device's start, the upload, the\n"
+        "                         background, the extraction, each output, the total)\n"
         "many images: IMAGE... or @LIST (a file of names, one a line) with --outdir DIR: the outputs of each are\n"
         "  DIR/<name>.csv, .cat.fits, .reg, .back.fits, .rms.fits, .labels.fits, .png, chosen with\n"
         "  --write catalog,fits-catalog,regions,background,rms,labels,overlay (default catalog); one context for\n"
-        "  all, a line per image; a failing image is reported, nothing written for it, the others processed.\n"
+        "  all, a line per image; a failing image is reported, nothing written for it, the others processed; each\n"
+        "  image is read while the one before it is on the device.\n"
         "Numbers are decimal (whole numbers also 1e6 or 10^6), without spaces; each option may be given once.\n"
         "The outputs are written all or none: a regular file (or a symlink's target) is replaced, keeping its\n"
         "permissions; a device or FIFO is written into; a directory, the image, or one file named twice is\n"
@@ -333,6 +336,8 @@ int sources_parse(int argc, char **argv, sources_args *a)
             if (tool_name(&t, o, v, "a file name")) return 2;
             a->out[out] = v, i++;
             if (out == OUT_BACKGROUND || out == OUT_RMS) ONLY(extract_only);
+        } else if (!strcmp(o, "--timings")) {
+            a->timings = 1, ONLY(image_only);
         } else if (!strcmp(o, "--outdir")) {
             if (tool_name(&t, o, v, "a directory")) return 2;
             a->outdir = v, i++, ONLY(image_only);

@@ -1,5 +1,6 @@
 /* gpuws sources: a catalogue made into the outputs' table, shapes and maps, and the output files written all or
  * none (tools/output_files.h). */
+#include "parallel.h"
 #include "png_overlay.h"
 #include "sources.h"
 
@@ -53,7 +54,7 @@ static void header_string(const char *hdr, const char *key, char *out, size_t n)
     }
 }
 
-int sources_write_outputs(const sources_args *a, const products *p)
+int sources_write_outputs(const sources_args *a, const products *p, sources_times *t)
 {
     const char *const *finals = a->out;
     char err[4400] = "";
@@ -69,6 +70,7 @@ int sources_write_outputs(const sources_args *a, const products *p)
     const char *frame = p->wcs ? sky_wcs_ds9_frame(p->wcs) : NULL;
     for (size_t k = 0; k < OUT_COUNT && !rc; k++) {
         if (!finals[k]) continue;
+        const double t0 = tool_now_ms();
         const char *path = output_files_stage(a->outputs, k, err, sizeof err);
         if (path && p->w * p->h >= ((size_t)1 << 24)) /* seconds */
             fprintf(stderr, "gpuws sources: writing %s...\n", finals[k]);
@@ -89,8 +91,11 @@ int sources_write_outputs(const sources_args *a, const products *p)
             rc =
                 png_overlay_write(path, p->image, p->w, p->h, p->lo, p->shapes, p->strength, p->nrows, err, sizeof err);
         if (rc) output_files_reword(a->outputs, k, err, sizeof err); /* the user's name, not the staged one */
+        if (t) t->out[k] = tool_now_ms() - t0;
     }
+    const double t0 = tool_now_ms();
     if (!rc) rc = output_files_commit(a->outputs, err, sizeof err);
+    if (t && !rc) t->commit = tool_now_ms() - t0;
     if (rc) {
         fprintf(stderr, "gpuws sources: %s\n", err);
         return 1;
