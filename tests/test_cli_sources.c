@@ -2,6 +2,7 @@
  * (GPUWS_BACKEND). What must hold: exit 0 with every output on a good image; exit 1 with a one-line reason and no
  * file written (not even a temporary one) on bad input; exit 2 with usage on bad options. */
 #include "support.h"
+#include "catalog_csv.h"
 #include "fits_io.h"
 #include "sources/sources_ref.h"
 
@@ -126,25 +127,51 @@ static void assert_refused(cli_run *r, const char *input, const char *why)
 
 #define OUTPUT_ARGS "--catalog", "cat.csv", "--labels", "labels.fits", "--overlay", "preview.png"
 
+/* A synthetic sky of w x h with n sources (at most 16) from the seed (malloc'd). */
+static float *sky_image(size_t w, size_t h, uint64_t seed, size_t n)
+{
+    gpuws_sky_params p = gpuws_sky_defaults(w, h, seed);
+    p.num_sources = n;
+    gpuws_sky_source src[16];
+    cr_assert(n <= 16);
+    gpuws_sky_sources(&p, src);
+    gpuws_sky_bins b;
+    cr_assert_eq(gpuws_sky_bin(&p, src, &b), 0);
+    float *img = malloc(w * h * sizeof *img);
+    cr_assert(img);
+    gpuws_sky_ref(&p, &b, img, NULL);
+    gpuws_sky_bins_free(&b);
+    return img;
+}
+
+/* The same as a FITS file in r->dir. */
+static void write_sky(cli_run *r, const char *name, size_t w, size_t h, uint64_t seed, size_t n)
+{
+    float *img = sky_image(w, h, seed, n);
+    char path[600], err[600];
+    path_in(r, name, path, sizeof path);
+    cr_assert_eq(fits_write_image(path, FITS_F32, img, w, h, err, sizeof err), 0, "%s", err);
+    free(img);
+}
+
+/* The two files' bytes are the same. */
+static void assert_same_file(const char *a, const char *b)
+{
+    char *x = test_read_file(a), *y = test_read_file(b);
+    cr_assert(x && y, "cannot read %s or %s", a, b);
+    cr_assert(!strcmp(x, y), "%s and %s differ", a, b);
+    free(x);
+    free(y);
+}
+
 /* ---- good input ------------------------------------------------------------------------------------------------- */
 
 BACKEND_TEST(cli_sources, workshop_writes_catalog_labels_and_overlay)
 {
     cli_run r;
     setup(&r, *kind);
-    gpuws_sky_params p = gpuws_sky_defaults(300, 200, 5);
-    p.num_sources = 12;
-    gpuws_sky_source src[12];
-    gpuws_sky_sources(&p, src);
-    gpuws_sky_bins b;
-    cr_assert_eq(gpuws_sky_bin(&p, src, &b), 0);
-    float *img = malloc(300 * 200 * sizeof *img);
-    cr_assert(img);
-    gpuws_sky_ref(&p, &b, img, NULL);
-    gpuws_sky_bins_free(&b);
+    write_sky(&r, "sky.fits", 300, 200, 5, 12);
     char path[600], err[600];
-    path_in(&r, "sky.fits", path, sizeof path);
-    cr_assert_eq(fits_write_image(path, FITS_F32, img, 300, 200, err, sizeof err), 0, "%s", err);
     run_cli(&r, *kind, "sky.fits", "--method", "workshop", OUTPUT_ARGS, NULL);
     cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
     const char *line = strstr(r.stdout_text, "sources: ");
@@ -184,7 +211,6 @@ BACKEND_TEST(cli_sources, workshop_writes_catalog_labels_and_overlay)
     cr_assert(f && fread(sig, 1, 8, f) == 8);
     fclose(f);
     cr_assert(!memcmp(sig, "\x89PNG\r\n\x1a\n", 8), "not a PNG");
-    free(img);
     teardown(&r);
 }
 
@@ -194,16 +220,7 @@ BACKEND_TEST(cli_sources, extract_is_the_default_and_writes_every_output)
     cli_run r;
     setup(&r, *kind);
     enum { W = 300, H = 200 };
-    gpuws_sky_params p = gpuws_sky_defaults(W, H, 5);
-    p.num_sources = 12;
-    gpuws_sky_source src[12];
-    gpuws_sky_sources(&p, src);
-    gpuws_sky_bins b;
-    cr_assert_eq(gpuws_sky_bin(&p, src, &b), 0);
-    float *img = malloc(W * H * sizeof *img);
-    cr_assert(img);
-    gpuws_sky_ref(&p, &b, img, NULL);
-    gpuws_sky_bins_free(&b);
+    float *img = sky_image(W, H, 5, 12);
     for (int i = 0; i < W * H; i++) img[i] += 0.25f; /* a background for the extraction to take off */
     img[7 * W + 9] = NAN;                            /* masked, not a failure */
     char path[600], err[600];
@@ -419,6 +436,98 @@ BACKEND_TEST(cli_sources, phot_apertures_are_sums_on_the_image_less_its_backgrou
 }
 #endif
 
+/* --timings: each step's wall time on stderr, one line a step; the outputs are the same as without it. */
+BACKEND_TEST(cli_sources, timings_give_every_step_on_stderr)
+{
+    cli_run r;
+    setup(&r, *kind);
+    write_sky(&r, "sky.fits", 240, 160, 7, 10);
+    run_cli(&r, *kind, "sky.fits", "--catalog", "timed.csv", "--labels", "labels.fits", "--timings", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    static const char *const steps[] = { "gpuws sources: timings of sky.fits (ms, wall clock):\n",
+                                         "\n  read ",
+                                         "\n  device start ",
+                                         "\n  pixel scan ",
+                                         "\n  mask + upload ",
+                                         "\n  background ",
+                                         "\n  extraction ",
+                                         " (device ",
+                                         "\n  catalogue table ",
+                                         "\n  --catalog ",
+                                         "\n  --labels ",
+                                         "\n  outputs put in place ",
+                                         "\n  total " };
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++)
+        cr_assert(strstr(r.stderr_text, steps[k]), "no '%s' in stderr: %s", steps[k], r.stderr_text);
+    cr_assert(!strstr(r.stdout_text, "timings"), "timings on stdout: %s", r.stdout_text);
+    run_cli(&r, *kind, "sky.fits", "--catalog", "plain.csv", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(!strstr(r.stderr_text, "timings"), "timings without --timings: %s", r.stderr_text);
+    char a[600], b[600];
+    path_in(&r, "timed.csv", a, sizeof a);
+    path_in(&r, "plain.csv", b, sizeof b);
+    assert_same_file(a, b);
+    run_cli(&r, *kind, "sky.fits", "--method", "workshop", "--timings", NULL);
+    cr_assert(r.status == 0 && strstr(r.stderr_text, "\n  find sources "), "exit %d; stderr: %s", r.status,
+              r.stderr_text);
+    run_cli(&r, *kind, "--demo", "--timings", NULL);
+    cr_assert(r.status == 2 && strstr(r.stderr_text, "--timings applies to an IMAGE only"), "exit %d; stderr: %s",
+              r.status, r.stderr_text);
+    teardown(&r);
+}
+
+/* The catalogue's rows are formatted on several threads: the file is what one loop of printf writes, byte for byte
+ * (integers as %lld, fixed decimals as %.*f, the rest as %.9g, NaN as nan). */
+Test(cli_sources, catalogue_csv_is_what_printf_writes)
+{
+    enum { ROWS = 20011, COLS = 4 };
+    const catalog_column cols[COLS] = {
+        { "id", "", 0 }, { "x", "pix", 6 }, { "flux", "count", -1 }, { "flag", "", 0 }
+    };
+    double *v = malloc(ROWS * COLS * sizeof *v);
+    cr_assert(v);
+    uint64_t seed = test_seed(false);
+    for (size_t k = 0; k < ROWS; k++) {
+        const double u = test_rand_uniform(&seed);
+        v[k * COLS] = (double)(k + 1);
+        v[k * COLS + 1] = k % 97 ? u * 8192 - 0.5 : NAN;
+        v[k * COLS + 2] = k % 89 ? (u - 0.3) * pow(10, (double)(k % 41) - 20) : NAN;
+        v[k * COLS + 3] = (double)(k % 7);
+    }
+    char dir[256], path[300], *want = NULL;
+    snprintf(dir, sizeof dir, "%s/gpuws-csv-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/cat.csv", dir);
+    const catalog_table t = { COLS, ROWS, cols, v, NULL };
+    char err[600];
+    cr_assert_eq(catalog_table_csv(path, &t, 1, err, sizeof err), 0, "%s", err);
+    size_t len = 0;
+    FILE *f = open_memstream(&want, &len);
+    cr_assert(f);
+    fprintf(f, "id,x[pix],flux[count],flag\n");
+    for (size_t k = 0; k < ROWS; k++) {
+        const double *row = v + k * COLS;
+        for (size_t c = 0; c < COLS; c++) {
+            if (c) fputc(',', f);
+            if (isnan(row[c])) fputs("nan", f);
+            else if (cols[c].decimals == 0) fprintf(f, "%lld", (long long)row[c]);
+            else if (cols[c].decimals < 0) fprintf(f, "%.9g", row[c]);
+            else fprintf(f, "%.*f", cols[c].decimals, row[c]);
+        }
+        fputc('\n', f);
+    }
+    fclose(f);
+    char *got = test_read_file(path);
+    cr_assert(got && strlen(got) == len, "%zu bytes, printf's loop writes %zu", got ? strlen(got) : 0, len);
+    size_t i = 0;
+    while (i < len && got[i] == want[i]) i++;
+    cr_assert(i == len, "byte %zu differs: ...%.40s... against printf's ...%.40s...", i, got + (i > 20 ? i - 20 : 0),
+              want + (i > 20 ? i - 20 : 0));
+    free(got), free(want), free(v);
+    unlink(path);
+    rmdir(dir);
+}
+
 BACKEND_TEST(cli_sources, demo_recovers_the_injected_sources)
 {
     cli_run r;
@@ -596,6 +705,88 @@ BACKEND_TEST(cli_sources, plane_of_a_cube_is_read_when_asked_for)
     run_cli(&r, *kind, "cube.fits", "--method", "workshop", "--plane", "3", OUTPUT_ARGS, NULL);
     assert_refused(&r, "cube.fits", "HDU 1 has 3 planes (0 to 2): there is no plane 3");
     teardown(&r);
+}
+
+/* A FITS file written byte by byte: the cards (each padded to 80 characters, END added), then the 32-bit pixels
+ * given in this machine's order, big-endian in the file. */
+static void write_float_file(const char *path, const char *const *cards, const uint32_t *px, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    size_t bytes = 0;
+    for (const char *const *c = cards;; c++) {
+        fprintf(f, "%-80s", *c ? *c : "END");
+        bytes += 80;
+        if (!*c) break;
+    }
+    for (; bytes % 2880; bytes++) fputc(' ', f);
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char b[4] = { (unsigned char)(px[i] >> 24), (unsigned char)(px[i] >> 16),
+                                     (unsigned char)(px[i] >> 8), (unsigned char)px[i] };
+        fwrite(b, 1, 4, f);
+    }
+    for (bytes = n * 4; bytes % 2880; bytes++) fputc(0, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* 32-bit float pixels come back bit for bit, whatever the bits (NaNs with payloads, -0, infinities, subnormals),
+ * from any plane of a cube and from planes larger than one reading thread's share; with BZERO they are scaled. */
+Test(cli_sources, float_pixels_are_read_bit_for_bit)
+{
+    if (!fits_available()) cr_skip_test("gpuws was built without cfitsio");
+    enum { W = 2048, H = 1100, PLANES = 2 };
+    const size_t n = (size_t)W * H;
+    uint32_t *px = malloc(PLANES * n * sizeof *px);
+    cr_assert(px);
+    uint64_t seed = test_seed(false);
+    for (size_t i = 0; i < PLANES * n; i++) px[i] = (uint32_t)test_rand_u64(&seed);
+    px[0] = 0x7fc00001u, px[1] = 0xff800000u, px[2] = 0x80000000u, px[3] = 0x00000001u, px[n - 1] = 0x7f800000u;
+    char dir[256], path[300], err[600];
+    snprintf(dir, sizeof dir, "%s/gpuws-floats-XXXXXX",
+             getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/cube.fits", dir);
+    static const char *const cube[] = { "SIMPLE  =                    T",
+                                        "BITPIX  =                  -32",
+                                        "NAXIS   =                    3",
+                                        "NAXIS1  =                 2048",
+                                        "NAXIS2  =                 1100",
+                                        "NAXIS3  =                    2",
+                                        NULL };
+    write_float_file(path, cube, px, PLANES * n);
+    for (long long plane = 0; plane < PLANES; plane++) {
+        const fits_read_request req = { 0, plane, 0 };
+        fits_image img;
+        cr_assert_eq(fits_read_image_at(path, 0, &req, &img, err, sizeof err), 0, "%s", err);
+        cr_assert(img.width == W && img.height == H && !img.is_double);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(((const uint32_t *)img.data)[i], px[plane * n + i], "plane %lld, pixel %zu: %08x for %08x",
+                         plane, i, ((const uint32_t *)img.data)[i], px[plane * n + i]);
+        fits_image_free(&img);
+    }
+    static const char *const scaled[] = { "SIMPLE  =                    T",
+                                          "BITPIX  =                  -32",
+                                          "NAXIS   =                    2",
+                                          "NAXIS1  =                    4",
+                                          "NAXIS2  =                    1",
+                                          "BZERO   =                  0.5",
+                                          NULL };
+    const float v[4] = { 1.0f, 2.25f, -3.5f, 0.0f };
+    uint32_t vb[4];
+    memcpy(vb, v, sizeof v);
+    snprintf(path, sizeof path, "%s/scaled.fits", dir);
+    write_float_file(path, scaled, vb, 4);
+    fits_image img;
+    cr_assert_eq(fits_read_image(path, 0, &img, err, sizeof err), 0, "%s", err);
+    const float *got = img.data;
+    cr_assert(got[0] == 1.5f && got[1] == 2.75f && got[2] == -3.0f && got[3] == 0.5f, "%g %g %g %g", got[0], got[1],
+              got[2], got[3]);
+    fits_image_free(&img);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/cube.fits", dir);
+    unlink(path);
+    rmdir(dir);
+    free(px);
 }
 
 /* --hdu naming a table, or past the last HDU: refused, nothing written. */
@@ -815,6 +1006,68 @@ BACKEND_TEST(cli_sources, many_images_each_written_and_a_failure_reported)
     closedir(d);
     rmdir(out);
     cr_assert_eq(n, 4, "%d outputs, wanted 4", n);
+    teardown(&r);
+}
+
+/* A Rice-compressed image whose ZTILE2 is 0: cfitsio divides by zero reading its header (SIGFPE), in the reading
+ * child. */
+static void write_crashing_fits(const char *path)
+{
+    fitsfile *f;
+    int st = 0, px[64];
+    for (int i = 0; i < 64; i++) px[i] = (i * 37) % 101;
+    long naxes[2] = { 8, 8 };
+    fits_create_diskfile(&f, path, &st);
+    fits_set_compression_type(f, RICE_1, &st);
+    fits_create_img(f, LONG_IMG, 2, naxes, &st);
+    fits_write_img(f, TINT, 1, 64, px, &st);
+    fits_close_file(f, &st);
+    cr_assert_eq(st, 0, "cfitsio status %d", st);
+    FILE *fp = fopen(path, "r+b");
+    cr_assert(fp);
+    char card[80];
+    long pos = 0;
+    while (fread(card, 1, 80, fp) == 80 && strncmp(card, "ZTILE2  =", 9)) pos += 80;
+    cr_assert(!strncmp(card, "ZTILE2  =", 9), "no ZTILE2 card");
+    fseek(fp, pos + 10, SEEK_SET);
+    fprintf(fp, "%20d", 0);
+    fclose(fp);
+}
+
+/* Each image is read (by its own child process) while the one before it is processed: one that crashes cfitsio in
+ * the middle fails alone, and the images around it get the catalogues they get on their own, byte for byte. */
+BACKEND_TEST(cli_sources, many_images_read_ahead_past_one_that_crashes_the_reader)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char path[600], out[600], single[600];
+    write_sky(&r, "a.fits", 200, 150, 11, 8);
+    write_sky(&r, "c.fits", 180, 170, 12, 9);
+    path_in(&r, "b.fits", path, sizeof path);
+    write_crashing_fits(path);
+    path_in(&r, "out", out, sizeof out);
+    cr_assert_eq(mkdir(out, 0755), 0);
+    run_cli(&r, *kind, "a.fits", "b.fits", "c.fits", "--outdir", "out", NULL);
+    cr_assert_eq(r.status, 1, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stdout_text, "[1/3] a.fits\n") && strstr(r.stdout_text, "[2/3] b.fits\n") &&
+                  strstr(r.stdout_text, "[3/3] c.fits\n") && strstr(r.stdout_text, "3 images: 2 done, 1 failed"),
+              "%s", r.stdout_text);
+    cr_assert(strstr(r.stderr_text, "b.fits: cfitsio crashed reading it (signal 8): corrupt file\n") &&
+                  strstr(r.stderr_text, "[2/3] b.fits failed: nothing written for it"),
+              "%s", r.stderr_text);
+    static const char *const names[] = { "a", "c" };
+    for (size_t k = 0; k < 2; k++) {
+        char image[32], csv[32];
+        snprintf(image, sizeof image, "%s.fits", names[k]);
+        snprintf(csv, sizeof csv, "%s1.csv", names[k]);
+        run_cli(&r, *kind, image, "--catalog", csv, NULL);
+        cr_assert_eq(r.status, 0, "%s alone: exit %d; stderr: %s", image, r.status, r.stderr_text);
+        snprintf(path, sizeof path, "%s/%s.csv", out, names[k]);
+        path_in(&r, csv, single, sizeof single);
+        assert_same_file(path, single);
+        cr_assert_eq(unlink(path), 0);
+    }
+    cr_assert_eq(rmdir(out), 0, "more than a.csv and c.csv in the output directory");
     teardown(&r);
 }
 

@@ -1,6 +1,8 @@
+#define _GNU_SOURCE /* memfd_create */
 #include "fits_io.h"
 
 #include "core/tuning.h"
+#include "parallel.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +15,9 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -123,6 +128,57 @@ static void read_pixels(fitsfile *f, int bitpix, int dbl, int naxis, const long 
     }
 }
 
+/* Uncompressed 32-bit floats read as floats without scaling are the file's bytes in big-endian order: those are
+ * read straight into the pixels and put in this machine's order on every core, where cfitsio reads and swaps them
+ * in one thread. What it gives is the same, bit for bit (NaN payloads included). */
+static bool raw_floats(fitsfile *f, int bitpix, int dbl, int compressed)
+{
+    if (compressed || bitpix != FLOAT_IMG || dbl) return false;
+    double scale = 1, zero = 0;
+    int status = 0;
+    if (fits_read_key(f, TDOUBLE, "BSCALE", &scale, NULL, &status) == KEY_NO_EXIST) status = 0, scale = 1;
+    if (!status && fits_read_key(f, TDOUBLE, "BZERO", &zero, NULL, &status) == KEY_NO_EXIST) status = 0, zero = 0;
+    return !status && scale == 1 && zero == 0;
+}
+
+typedef struct {
+    int fd;
+    off_t at; /* the first pixel's byte in the file */
+    uint32_t *data;
+    int failed[64];
+} raw_job;
+
+static void read_raw_range(void *user, size_t part, size_t lo, size_t hi)
+{
+    raw_job *j = user;
+    char *to = (char *)(j->data + lo);
+    size_t left = (hi - lo) * sizeof *j->data;
+    off_t at = j->at + (off_t)(lo * sizeof *j->data);
+    while (left) {
+        const ssize_t k = pread(j->fd, to, left, at);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return (void)(j->failed[part] = 1);
+        to += k, at += k, left -= (size_t)k;
+    }
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (size_t i = lo; i < hi; i++) j->data[i] = __builtin_bswap32(j->data[i]);
+#endif
+}
+
+/* n floats of plane `plane` of the current HDU into data; a cfitsio status (READ_ERROR when the file is short). */
+static void read_raw_floats(fitsfile *f, const char *path, long long plane, size_t n, void *data, int *status)
+{
+    LONGLONG head = 0, start = 0, end = 0;
+    if (fits_get_hduaddrll(f, &head, &start, &end, status)) return;
+    raw_job j = { open(path, O_RDONLY | O_CLOEXEC), (off_t)start + (off_t)plane * (off_t)(n * 4), data, { 0 } };
+    if (j.fd < 0) return (void)(*status = FILE_NOT_OPENED);
+    const size_t parts = tool_parts(n, (size_t)1 << 20);
+    tool_parallel(n, parts, read_raw_range, &j);
+    close(j.fd);
+    for (size_t k = 0; k < parts; k++)
+        if (j.failed[k]) *status = READ_ERROR;
+}
+
 /* The HDU asked for: 0 when it holds an image of >= 2 axes (the file is there); 1 with the reason in what when it is
  * missing, a table, or an image of fewer axes; -1 when it cannot be read (*status says why). */
 static int goto_hdu(fitsfile *f, const char *path, int want, int *naxis, long long dims[9], int *status, char *what,
@@ -150,8 +206,29 @@ static int goto_hdu(fitsfile *f, const char *path, int want, int *naxis, long lo
     return 0;
 }
 
+/* Where read_here puts the pixels: malloc'd memory in this process, shared memory in the reading child. */
+typedef struct {
+    void *(*alloc)(size_t bytes, void *user); /* NULL when there is no memory for them */
+    void (*release)(void *data, size_t bytes, void *user);
+    void *user;
+} pixel_store;
+
+static void *heap_alloc(size_t bytes, void *user)
+{
+    (void)user;
+    return malloc(bytes);
+}
+
+static void heap_release(void *data, size_t bytes, void *user)
+{
+    (void)bytes, (void)user;
+    free(data);
+}
+
+static const pixel_store heap_store = { heap_alloc, heap_release, NULL };
+
 static int read_here(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
-                     size_t errlen)
+                     size_t errlen, const pixel_store *store)
 {
     memset(img, 0, sizeof *img);
     if (!path) return fail(err, errlen, "(null)", "no file name", 0);
@@ -257,13 +334,14 @@ static int read_here(const char *path, int want_double, const fits_read_request 
             return fail(err, errlen, path, what, 0);
         }
     }
-    void *data = status ? NULL : malloc(bytes);
+    void *data = status ? NULL : store->alloc(bytes, store->user);
     if (!data) {
         int s2 = 0;
         fits_close_file(f, &s2);
         return fail(err, errlen, path, status ? "unreadable header" : "out of memory for the pixels", status);
     }
-    read_pixels(f, bitpix, dbl, naxis, dims, plane, w * h, data, &status);
+    if (raw_floats(f, bitpix, dbl, compressed)) read_raw_floats(f, path, plane, w * h, data, &status);
+    else read_pixels(f, bitpix, dbl, naxis, dims, plane, w * h, data, &status);
     char *header = NULL;
     int nkeys = 0;
     if (!status && req->want_header) { /* a compressed image's header as the image it holds, not as the table */
@@ -277,7 +355,7 @@ static int read_here(const char *path, int want_double, const fits_read_request 
     int s2 = 0;
     fits_close_file(f, &s2);
     if (status) {
-        free(data);
+        store->release(data, bytes, store->user);
         free(header);
         return fail(err, errlen, path,
                     compressed ? "decompressing the pixels failed (corrupt compressed image?)"
@@ -299,14 +377,15 @@ static int read_here(const char *path, int want_double, const fits_read_request 
 }
 
 /* cfitsio 4.2 crashes on some corrupt files (found by fuzz/fuzz_fits: an integer division by zero while parsing a
- * tile-compressed image's header, out-of-bounds reads in the Rice decoder), so the file is read in a child process
- * that sends the image back through a pipe. A crash there is a "corrupt file" error here, not the end of the
- * caller. If the child cannot be started, or with the knob fits_in_process=1 (GPUWS_TUNING), the file is read in
- * this process. */
+ * tile-compressed image's header, out-of-bounds reads in the Rice decoder), so the file is read in a child process:
+ * a crash there is a "corrupt file" error here, not the end of the caller. The child reads the pixels straight into
+ * shared memory made before the fork (a memfd: no name anywhere, and not bounded by the size of /dev/shm), which
+ * the caller then maps, so the pixels are never copied on their way; a pipe carries the reply and the header. If
+ * the child cannot be started, or with the knob fits_in_process=1 (GPUWS_TUNING), the file is read in this process. */
 typedef struct {
     int rc, is_double, hdu, bitpix, naxis, nkeys;
     long long plane, nplanes;
-    size_t width, height, header_len; /* header_len: bytes after the pixels, the header without its NUL */
+    size_t width, height, header_len; /* header_len: the header's bytes after this reply, without its NUL */
     char err[512];
 } read_reply;
 
@@ -325,6 +404,167 @@ static bool xfer(int fd, void *p, size_t n, bool out)
     return true;
 }
 
+/* Shared memory for the child's pixels, closed on exec; -1 when there is none. */
+static int shared_memory_fd(void)
+{
+#ifdef __linux__
+    return memfd_create("gpuws-fits-pixels", MFD_CLOEXEC);
+#else
+    static _Atomic unsigned serial;
+    char name[64];
+    snprintf(name, sizeof name, "/gpuws-fits-%ld-%u", (long)getpid(), serial++);
+    const int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) shm_unlink(name); /* the open descriptor is all that is needed: nothing is left to clean up */
+    return fd;
+#endif
+}
+
+/* The child's pixel store: the shared memory, sized and mapped once the header gives the size. The memory is taken
+ * at once (posix_fallocate), so that running out of it is "out of memory" here rather than SIGBUS in cfitsio. */
+static void *shared_alloc(size_t bytes, void *user)
+{
+    const int fd = *(const int *)user;
+    if (bytes > (size_t)INT64_MAX || ftruncate(fd, (off_t)bytes) != 0 || posix_fallocate(fd, 0, (off_t)bytes) != 0)
+        return NULL;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void shared_release(void *data, size_t bytes, void *user)
+{
+    (void)user;
+    if (data) munmap(data, bytes);
+}
+
+static _Noreturn void read_in_child(const fits_reading *r, int out)
+{
+    static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], die_quietly);
+    read_reply rep;
+    memset(&rep, 0, sizeof rep);
+    fits_image im;
+    const pixel_store store = { shared_alloc, shared_release, (void *)&r->pixel_fd };
+    rep.rc = read_here(r->path, r->want_double, &r->req, &im, rep.err, sizeof rep.err, &store);
+    rep.is_double = im.is_double, rep.hdu = im.hdu, rep.bitpix = im.bitpix, rep.width = im.width;
+    rep.height = im.height, rep.naxis = im.naxis, rep.nkeys = im.nkeys, rep.plane = im.plane, rep.nplanes = im.nplanes;
+    rep.header_len = im.header ? strlen(im.header) : 0;
+    const bool ok =
+        xfer(out, &rep, sizeof rep, true) && (rep.rc || !rep.header_len || xfer(out, im.header, rep.header_len, true));
+    _exit(ok ? 0 : 1);
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+void fits_read_start(fits_reading *r, const char *path, int want_double, const fits_read_request *req)
+{
+    static const fits_read_request first = FITS_READ_REQUEST_INIT;
+    memset(r, 0, sizeof *r);
+    r->path = path, r->want_double = want_double, r->req = req ? *req : first;
+    r->reply_fd = r->pixel_fd = -1;
+    gpuws__tuning t; /* fits_in_process=1: no child (fuzzing cfitsio itself, debuggers) */
+    gpuws__tuning_from_env(&t);
+    int fd[2];
+    if (!path || t.fits_in_process || (r->pixel_fd = shared_memory_fd()) < 0) return;
+    if (pipe(fd) != 0) return close_fd(&r->pixel_fd);
+    fcntl(fd[0], F_SETFD, FD_CLOEXEC); /* not inherited by programs the caller runs while the child reads */
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        read_in_child(r, fd[1]);
+    }
+    close(fd[1]);
+    if (pid < 0) {
+        close(fd[0]);
+        return close_fd(&r->pixel_fd);
+    }
+    r->pid = pid, r->reply_fd = fd[0];
+}
+
+int fits_read_finish(fits_reading *r, fits_image *img, char *err, size_t errlen)
+{
+    memset(img, 0, sizeof *img);
+    if (r->pid <= 0) {
+        close_fd(&r->pixel_fd);
+        return read_here(r->path, r->want_double, &r->req, img, err, errlen, &heap_store);
+    }
+    read_reply rep;
+    char *header = NULL;
+    bool got = xfer(r->reply_fd, &rep, sizeof rep, false), header_memory = true;
+    if (got && rep.rc == 0 && rep.header_len) {
+        header_memory = (header = malloc(rep.header_len + 1)) != NULL;
+        got = header && xfer(r->reply_fd, header, rep.header_len, false);
+        if (got) header[rep.header_len] = 0;
+    }
+    close_fd(&r->reply_fd);
+    int ws = 0;
+    while (waitpid(r->pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    r->pid = -1;
+    const bool clean = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+    void *data = NULL;
+    size_t bytes = 0;
+    if (got && clean && rep.rc == 0) {
+        const size_t es = rep.is_double ? sizeof(double) : sizeof(float);
+        struct stat sb;
+        bytes = rep.width && rep.height <= (size_t)-1 / rep.width / es ? rep.width * rep.height * es : 0;
+        int flags = MAP_SHARED;
+#ifdef MAP_POPULATE
+        flags |= MAP_POPULATE; /* the pages are there already: map them all now rather than one fault at a time */
+#endif
+        if (bytes && fstat(r->pixel_fd, &sb) == 0 && (size_t)sb.st_size >= bytes)
+            data = mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, r->pixel_fd, 0);
+        if (data == MAP_FAILED) data = NULL;
+    }
+    close_fd(&r->pixel_fd);
+    if (!got || !clean || (!rep.rc && !data)) {
+        free(header);
+        if (data) munmap(data, bytes);
+        char what[160];
+        if (WIFEXITED(ws) && WEXITSTATUS(ws) > 128)
+            snprintf(what, sizeof what, "cfitsio crashed reading it (signal %d): corrupt file", WEXITSTATUS(ws) - 128);
+        else if (WIFSIGNALED(ws))
+            snprintf(what, sizeof what, "cfitsio crashed reading it (signal %d): corrupt file", WTERMSIG(ws));
+        else if (!header_memory) snprintf(what, sizeof what, "out of memory for the header");
+        else if (got && clean) snprintf(what, sizeof what, "out of memory for the pixels");
+        else snprintf(what, sizeof what, "the reading process failed: corrupt file?");
+        return fail(err, errlen, r->path, what, 0);
+    }
+    if (rep.rc) {
+        snprintf(err, errlen, "%s", rep.err);
+        return -1;
+    }
+    img->width = rep.width;
+    img->height = rep.height;
+    img->is_double = rep.is_double;
+    img->hdu = rep.hdu;
+    img->bitpix = rep.bitpix;
+    img->naxis = rep.naxis;
+    img->plane = rep.plane;
+    img->nplanes = rep.nplanes;
+    img->header = header;
+    img->nkeys = header ? rep.nkeys : 0;
+    img->data = data;
+    img->mapped = bytes;
+    return 0;
+}
+
+void fits_read_abandon(fits_reading *r)
+{
+    if (r->pid > 0) {
+        kill(r->pid, SIGKILL);
+        while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+    }
+    r->pid = -1;
+    close_fd(&r->reply_fd);
+    close_fd(&r->pixel_fd);
+}
+
 int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen)
 {
     return fits_read_image_at(path, want_double, NULL, img, err, errlen);
@@ -333,88 +573,9 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
 int fits_read_image_at(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
                        size_t errlen)
 {
-    static const fits_read_request first = FITS_READ_REQUEST_INIT;
-    if (!req) req = &first;
-    memset(img, 0, sizeof *img);
-    int fd[2];
-    /* fits_in_process=1: no child (fuzzing cfitsio itself, debuggers) */
-    gpuws__tuning t;
-    gpuws__tuning_from_env(&t);
-    if (!path || t.fits_in_process || pipe(fd) != 0) return read_here(path, want_double, req, img, err, errlen);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return read_here(path, want_double, req, img, err, errlen);
-    }
-    if (pid == 0) {
-        static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
-        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], die_quietly);
-        close(fd[0]);
-        read_reply r;
-        memset(&r, 0, sizeof r);
-        fits_image im;
-        r.rc = read_here(path, want_double, req, &im, r.err, sizeof r.err);
-        r.is_double = im.is_double, r.hdu = im.hdu, r.bitpix = im.bitpix, r.width = im.width, r.height = im.height;
-        r.naxis = im.naxis, r.nkeys = im.nkeys, r.plane = im.plane, r.nplanes = im.nplanes;
-        r.header_len = im.header ? strlen(im.header) : 0;
-        bool ok = xfer(fd[1], &r, sizeof r, true) &&
-                  (r.rc || (xfer(fd[1], im.data, im.width * im.height * (im.is_double ? sizeof(double) : sizeof(float)),
-                                 true) &&
-                            (!r.header_len || xfer(fd[1], im.header, r.header_len, true))));
-        _exit(ok ? 0 : 1);
-    }
-    close(fd[1]);
-    read_reply r;
-    void *data = NULL;
-    char *header = NULL;
-    bool got = xfer(fd[0], &r, sizeof r, false);
-    if (got && r.rc == 0) {
-        size_t bytes = r.width * r.height * (r.is_double ? sizeof(double) : sizeof(float));
-        data = malloc(bytes);
-        got = data && xfer(fd[0], data, bytes, false);
-        if (got && r.header_len) {
-            header = malloc(r.header_len + 1);
-            got = header && xfer(fd[0], header, r.header_len, false);
-            if (got) header[r.header_len] = 0;
-        }
-    }
-    close(fd[0]);
-    int ws = 0;
-    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-    }
-    bool clean = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
-    if (!got || !clean) {
-        free(data);
-        free(header);
-        char what[160];
-        if (WIFEXITED(ws) && WEXITSTATUS(ws) > 128)
-            snprintf(what, sizeof what, "cfitsio crashed reading it (signal %d): corrupt file", WEXITSTATUS(ws) - 128);
-        else if (WIFSIGNALED(ws))
-            snprintf(what, sizeof what, "cfitsio crashed reading it (signal %d): corrupt file", WTERMSIG(ws));
-        else
-            snprintf(what, sizeof what, "%s",
-                     got || r.rc || data ? "the reading process failed: corrupt file?"
-                                         : "out of memory for the pixels");
-        return fail(err, errlen, path, what, 0);
-    }
-    if (r.rc) {
-        snprintf(err, errlen, "%s", r.err);
-        return -1;
-    }
-    img->width = r.width;
-    img->height = r.height;
-    img->is_double = r.is_double;
-    img->hdu = r.hdu;
-    img->bitpix = r.bitpix;
-    img->naxis = r.naxis;
-    img->plane = r.plane;
-    img->nplanes = r.nplanes;
-    img->header = header;
-    img->nkeys = header ? r.nkeys : 0;
-    img->data = data;
-    return 0;
+    fits_reading r;
+    fits_read_start(&r, path, want_double, req);
+    return fits_read_finish(&r, img, err, errlen);
 }
 
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
@@ -524,6 +685,20 @@ int fits_read_image_at(const char *path, int want_double, const fits_read_reques
     return -1;
 }
 
+void fits_read_start(fits_reading *r, const char *path, int want_double, const fits_read_request *req)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path, r->want_double = want_double, r->req = req ? *req : (fits_read_request)FITS_READ_REQUEST_INIT;
+    r->reply_fd = r->pixel_fd = -1;
+}
+
+int fits_read_finish(fits_reading *r, fits_image *img, char *err, size_t errlen)
+{
+    return fits_read_image_at(r->path, r->want_double, &r->req, img, err, errlen);
+}
+
+void fits_read_abandon(fits_reading *r) { (void)r; }
+
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
                      size_t errlen)
 {
@@ -555,7 +730,11 @@ int fits_write_image_cards(const char *path, fits_pixel_type type, const void *d
 void fits_image_free(fits_image *img)
 {
     if (!img) return;
-    free(img->data);
+#ifdef GPUWS_HAVE_CFITSIO
+    if (img->mapped) munmap(img->data, img->mapped);
+    else
+#endif
+        free(img->data);
     free(img->header);
     memset(img, 0, sizeof *img);
 }

@@ -10,11 +10,13 @@
 #define GPUWS_FITS_IO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct {
     size_t width, height; /* NAXIS1, NAXIS2 */
     int is_double;        /* data is double (else float) */
-    void *data;           /* width * height elements, malloc'd; free with fits_image_free */
+    void *data;           /* width * height elements; free with fits_image_free */
+    size_t mapped;        /* data is shared memory the reading process wrote (this many bytes mapped); 0: malloc'd */
     int hdu;              /* 1-based HDU the image came from */
     int bitpix;           /* the file's BITPIX */
     int naxis;            /* the HDU's NAXIS (2 or more) */
@@ -46,6 +48,24 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
 int fits_read_image_at(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
                        size_t errlen);
 void fits_image_free(fits_image *img);
+
+/* The same read in two halves, so that the caller works while the file is read (the device starting, the image
+ * before it on the device): fits_read_start starts the reading process and returns at once, fits_read_finish waits
+ * for it and returns what fits_read_image_at would. Every started read is finished or abandoned, on the thread
+ * that started it; path and req are not copied: they stay valid until then. When the child cannot be started (or
+ * with the knob fits_in_process=1) the file is read in this process, by fits_read_finish. */
+typedef struct {
+    const char *path; /* the rest is private */
+    int want_double;
+    fits_read_request req;
+    pid_t pid;    /* the reading process, or 0: read by fits_read_finish */
+    int reply_fd; /* the child's reply and header */
+    int pixel_fd; /* the shared memory the child reads the pixels into */
+} fits_reading;
+void fits_read_start(fits_reading *r, const char *path, int want_double, const fits_read_request *req);
+int fits_read_finish(fits_reading *r, fits_image *img, char *err, size_t errlen);
+/* Stops a started read and releases what it holds (the caller no longer wants the image). */
+void fits_read_abandon(fits_reading *r);
 
 /* Creates the file `path`, which must not exist (nothing is ever replaced, written through or removed but the file
  * this call created), with one 2-D image of float (BITPIX -32), double (-64) or int32 (32). On failure the file is

@@ -1,0 +1,158 @@
+/* gpuws sources, one concern a file: sources_options.c reads the command line, sources_image.c runs one image (the
+ * read, the device, the extraction or the workshop's pipeline), sources_many.c many images in one process,
+ * sources_products.c turns a catalogue into the output files, cmd_sources.c is the command and its --demo. */
+#ifndef GPUWS_TOOLS_SOURCES_H
+#define GPUWS_TOOLS_SOURCES_H
+
+#include "catalog_csv.h"
+#include "commands.h"
+#include "fits_io.h"
+#include "output_files.h"
+#include "sky_wcs.h"
+#include "sources/sources_internal.h"
+#include "sources_phot.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CMD "sources"
+
+enum { METHOD_EXTRACT, METHOD_WORKSHOP };
+
+/* The outputs, in this order everywhere (output_files indices); their options, their --write names and their file
+ * name suffixes under --outdir. */
+enum { OUT_CATALOG, OUT_FITS_CATALOG, OUT_REGIONS, OUT_BACKGROUND, OUT_RMS, OUT_LABELS, OUT_OVERLAY, OUT_COUNT };
+extern const char *const sources_out_options[OUT_COUNT];
+extern const char *const sources_out_suffixes[OUT_COUNT];
+
+/* The extraction's parameters under SExtractor's names (the library's own options exist only with gpuws_extract). */
+typedef struct {
+    int back_w, back_h, back_fw, back_fh;
+    double detect_thresh;
+    int minarea;
+    int filter_none; /* --filter none */
+    float *filter;   /* NULL: SEP's default 3x3 kernel; else filter_w x filter_h, malloc'd */
+    int filter_w, filter_h;
+    int deblend_nthresh;
+    double deblend_mincont;
+    int clean;
+    double clean_param;
+    phot_apertures phot; /* --phot-apertures */
+} extract_args;
+
+typedef struct {
+    const char *image, *out[OUT_COUNT], *filter_file;
+    const char **images; /* every IMAGE operand, @list files read (malloc'd, as the names read from lists) */
+    size_t nimages;
+    char **listed; /* names read from @lists (malloc'd each) */
+    size_t nlisted;
+    const char *outdir; /* many files: outputs DIR/<stem>.<suffix> for the outputs in write */
+    int write[OUT_COUNT];
+    int back_size_given;
+    int method;
+    int demo;
+    int timings;     /* --timings: each step's wall time on stderr */
+    int hdu;         /* 0: the first HDU with an image */
+    long long plane; /* -1: none chosen */
+    size_t size, nsources;
+    int have_nsources;
+    uint64_t seed;
+    int connectivity;
+    gpuws_sources_options o;
+    gpuws_sigma_clip_options clip; /* o.clip points here */
+    extract_args x;
+    output_files *outputs; /* planned before any work */
+} sources_args;
+
+/* 0: parsed; 1: --help printed; 2: bad usage (message printed). Free a with sources_args_free in every case. */
+int sources_parse(int argc, char **argv, sources_args *a);
+void sources_args_free(sources_args *a);
+
+/* The wall time of each step of one image in ms (--timings); a step not taken stays negative. */
+typedef struct {
+    double start;       /* tool_now_ms() when the image's work began (the command's start for one image) */
+    double read;        /* one image: the whole read; many: what the image still waited for after reading ahead */
+    int read_ahead;     /* the image was read while the one before it was processed */
+    double device;      /* the context's creation, on a thread while the file is read */
+    double device_wait; /* ... of which the image waited for after its read */
+    double scan;        /* NaN and infinite pixels counted, the mask made */
+    double upload;      /* device buffers made, the image and mask written to them */
+    double background, extract, extract_device, extract_host;
+    double phot;     /* --phot-apertures */
+    double find;     /* the workshop's gpuws_find_sources */
+    double download; /* the maps read back */
+    double table;    /* the catalogue's table, world coordinates included */
+    double out[OUT_COUNT];
+    double commit; /* the outputs put in place */
+} sources_times;
+void sources_times_init(sources_times *t, double start);
+void sources_times_print(const sources_times *t, const char *image);
+
+/* What the outputs are made of, whichever method made it. */
+typedef struct {
+    size_t w, h;
+    const float *image;      /* host pixels (the overlay), or NULL */
+    double lo;               /* the overlay's black level (NaN: the median) */
+    const int32_t *labels;   /* or NULL */
+    const float *back, *rms; /* extract's maps, or NULL */
+    const sky_wcs *wcs;      /* or NULL */
+    const char *no_wcs;      /* why there is none (a warning when an output would carry world coordinates) */
+    char *cards;             /* the input's WCS for the 2-D maps (malloc'd), or NULL */
+    int ncards;
+    catalog_column cols[40 + PHOT_MAX_COLUMNS];
+    size_t ncols;
+    const char *comment, *table_cards; /* the CSV's comment line, the FITS table's header cards (or NULL) */
+    int table_ncards;
+    double *v; /* the catalogue: nrows x ncols, row-major (malloc'd) */
+    size_t nrows;
+    int units;             /* units in the CSV's header row */
+    catalog_shape *shapes; /* nrows ellipses (malloc'd), and their strength (flux) for the overlay */
+    double *strength;
+    char title[600]; /* the regions file's header line */
+} products;
+
+/* The WCS, the flux unit and the maps' header cards of the image just read. */
+void products_from_image(products *p, const fits_image *img, sky_wcs **wcs, char *why, size_t n, char *bunit,
+                         size_t nb);
+void products_free(products *p);
+/* The catalogue's table, shapes and strengths: 0, or -1 when out of memory. */
+int workshop_products(products *p, const gpuws_catalog *cat, const char *bunit);
+void workshop_title(products *p, const sources_args *a, size_t n);
+int extract_products(products *p, const gpuws_extract_catalog *cat, const phot_table *ph, const char *bunit);
+/* Writes every requested output into its staging file, then puts them all in place; on any failure none. 0, or 1
+ * with the reason on stderr. t (NULL for none) gets each output's time. */
+int sources_write_outputs(const sources_args *a, const products *p, sources_times *t);
+
+/* The device started on a thread while a file is read (its reading child forked first: the child gets no copy of
+ * a thread in the middle of the device's start). */
+typedef struct {
+    pthread_t thread;
+    int started; /* the thread runs */
+    gpuws_context *ctx;
+    gpuws_status st;
+    char why[1024]; /* the thread's gpuws_last_error() */
+    double ms;
+} sources_device;
+void sources_device_begin(sources_device *d);
+/* The context: the thread's, or one made now when no thread started; t->device and t->device_wait set. 0, or 1 with
+ * the reason on stderr. */
+int sources_device_end(sources_device *d, gpuws_context **ctx, sources_times *t);
+/* The context is not wanted after all: the thread joined, its context destroyed. */
+void sources_device_abandon(sources_device *d);
+
+/* Reads one image (the device starting on a thread meanwhile), checks it, finds its sources and writes a's
+ * outputs; start: tool_now_ms() at the command's start. 0, or 1 with the reason on stderr. */
+int sources_run_image(const sources_args *a, double start);
+/* The same for an image read already, on the context of many images. */
+int sources_run_read(const sources_args *a, const fits_image *img, gpuws_context *ctx, sources_times *t);
+/* The workshop's clipping, threshold, count and device times on stdout (an image's or the demo's). */
+void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a);
+/* What an IMAGE read from the command line asks of the reader. */
+fits_read_request sources_read_request(const sources_args *a);
+
+/* Many images under --outdir: each one's outputs planned, computed and written all or none; a failing image is
+ * reported and the rest processed. The exit code. */
+int sources_run_many(sources_args *a, double start);
+
+#endif

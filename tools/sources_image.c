@@ -1,0 +1,433 @@
+/* gpuws sources on one image: the file read in a child process while the device starts on a thread, the pixels
+ * scanned once (NaN and infinite ones counted, the extraction's mask made), then the extraction or the workshop's
+ * pipeline, and the outputs. */
+#include "parallel.h"
+#include "sources.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void sources_times_init(sources_times *t, double start)
+{
+    t->read = t->device = t->device_wait = t->scan = t->upload = t->background = t->extract = -1;
+    t->extract_device = t->extract_host = t->phot = t->find = t->download = t->table = t->commit = -1;
+    t->read_ahead = 0;
+    for (int k = 0; k < OUT_COUNT; k++) t->out[k] = -1;
+    t->start = start;
+}
+
+void sources_times_print(const sources_times *t, const char *image)
+{
+    fprintf(stderr, "gpuws sources: timings of %s (ms, wall clock):\n", image);
+    static const char *const step = "  %-22s %10.1f%s\n";
+    char note[120];
+    if (t->read >= 0)
+        fprintf(stderr, step, "read", t->read,
+                t->read_ahead        ? " (waited for: read while the image before was processed)"
+                : t->device_wait < 0 ? ""
+                                     : " (the device starting meanwhile)");
+    if (t->device >= 0) {
+        snprintf(note, sizeof note, " (on a thread during the read; %.1f waited for after it)", t->device_wait);
+        fprintf(stderr, step, "device start", t->device, note);
+    }
+    note[0] = 0;
+    if (t->extract_device >= 0)
+        snprintf(note, sizeof note, " (device %.1f, host %.1f)", t->extract_device, t->extract_host);
+    const struct {
+        const char *name;
+        double ms;
+        const char *note;
+    } steps[] = { { "pixel scan", t->scan, "" },           { "mask + upload", t->upload, "" },
+                  { "background", t->background, "" },     { "extraction", t->extract, note },
+                  { "aperture photometry", t->phot, "" },  { "find sources", t->find, "" },
+                  { "maps to the host", t->download, "" }, { "catalogue table", t->table, "" } };
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++)
+        if (steps[k].ms >= 0) fprintf(stderr, step, steps[k].name, steps[k].ms, steps[k].note);
+    for (int k = 0; k < OUT_COUNT; k++)
+        if (t->out[k] >= 0) fprintf(stderr, step, sources_out_options[k], t->out[k], "");
+    if (t->commit >= 0) fprintf(stderr, step, "outputs put in place", t->commit, "");
+    fprintf(stderr, step, "total", tool_now_ms() - t->start, "");
+}
+
+/* ---- the device, started on a thread while the file is read ---------------------------------------------------- */
+
+static void *make_context(void *p)
+{
+    sources_device *d = p;
+    const double t0 = tool_now_ms();
+    /* PoCL's LLVM installs an alternate signal stack of its own on the thread that creates the context, and
+     * AddressSanitizer, which unmaps its own one when the thread ends, aborts finding LLVM's there: the thread's own
+     * is put back */
+    stack_t ss;
+    const int saved = sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_ONSTACK);
+    d->st = gpuws_context_create(&d->ctx, NULL);
+    if (saved) sigaltstack(&ss, NULL);
+    if (d->st) snprintf(d->why, sizeof d->why, "%s", gpuws_last_error());
+    d->ms = tool_now_ms() - t0;
+    return NULL;
+}
+
+void sources_device_begin(sources_device *d)
+{
+    memset(d, 0, sizeof *d);
+    d->started = pthread_create(&d->thread, NULL, make_context, d) == 0;
+}
+
+int sources_device_end(sources_device *d, gpuws_context **ctx, sources_times *t)
+{
+    const double t0 = tool_now_ms();
+    if (d->started) pthread_join(d->thread, NULL);
+    else make_context(d);
+    d->started = 0;
+    t->device = d->ms, t->device_wait = tool_now_ms() - t0;
+    if (d->st) return fprintf(stderr, "gpuws %s: %s: %s\n", CMD, gpuws_status_name(d->st), d->why), 1;
+    *ctx = d->ctx;
+    return 0;
+}
+
+void sources_device_abandon(sources_device *d)
+{
+    if (!d->started) return;
+    pthread_join(d->thread, NULL);
+    gpuws_context_destroy(d->ctx);
+}
+
+/* ---- the pixels ------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    size_t blanks, infinite; /* NaN and +-inf pixels */
+    unsigned char *mask;     /* the extraction's mask (nonzero: not finite), when there is such a pixel; or NULL */
+} pixel_scan;
+
+typedef struct {
+    const float *px;
+    unsigned char *mask; /* or NULL */
+    size_t blanks[64], infinite[64];
+} scan_job;
+
+static void scan_range(void *user, size_t part, size_t lo, size_t hi)
+{
+    scan_job *j = user;
+    size_t blanks = 0, infinite = 0;
+    for (size_t i = lo; i < hi; i++) { /* != 0: glibc's isinf(-inf) is -1 */
+        const float v = j->px[i];
+        blanks += isnan(v) != 0, infinite += isinf(v) != 0;
+        if (j->mask) j->mask[i] = !isfinite(v);
+    }
+    j->blanks[part] = blanks, j->infinite[part] = infinite;
+}
+
+/* Counts the NaN and infinite pixels and, for the extraction, makes the mask in the same pass. */
+static int scan_pixels(const sources_args *a, const fits_image *img, pixel_scan *s)
+{
+    const size_t n = img->width * img->height, parts = tool_parts(n, (size_t)1 << 18);
+    scan_job j = { img->data, NULL, { 0 }, { 0 } };
+    memset(s, 0, sizeof *s);
+    if (a->method == METHOD_EXTRACT && !(j.mask = malloc(n))) return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
+    tool_parallel(n, parts, scan_range, &j);
+    for (size_t k = 0; k < parts; k++) s->blanks += j.blanks[k], s->infinite += j.infinite[k];
+    if (s->blanks + s->infinite) s->mask = j.mask;
+    else free(j.mask);
+    return 0;
+}
+
+/* An image the method cannot work on: 1 with the reason on stderr. */
+static int refuse_image(const sources_args *a, const fits_image *img, const pixel_scan *s)
+{
+    const size_t blanks = s->blanks, infinite = s->infinite;
+    if (blanks + infinite == img->width * img->height) { /* no statistics exist: say which kind filled the image */
+        fprintf(stderr, "gpuws sources: %s: every pixel of the %zu x %zu image (HDU %d) is ", a->image, img->width,
+                img->height, img->hdu);
+        if (!infinite) fprintf(stderr, "blank or NaN\n");
+        else if (!blanks) fprintf(stderr, "infinite (+inf or -inf)\n");
+        else fprintf(stderr, "blank, NaN or infinite: %zu blank or NaN, %zu infinite\n", blanks, infinite);
+        return 1;
+    }
+    if (a->method == METHOD_EXTRACT && ((size_t)a->x.back_w > img->width || (size_t)a->x.back_h > img->height) &&
+        a->back_size_given) {
+        fprintf(stderr,
+                "gpuws sources: %s: the background mesh (--back-size %d,%d) is larger than the %zu x %zu image\n",
+                a->image, a->x.back_w, a->x.back_h, img->width, img->height);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- the workshop's pipeline ------------------------------------------------------------------------------------ */
+
+void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a)
+{
+    const gpuws_sigma_clip_result *c = &cat->clip;
+    printf("sigma clipping (kappa %g): median %.6g, mean %.6g, std %.6g of %zu pixels after %d iteration%s%s\n",
+           a->clip.kappa, c->median, c->mean, c->std, c->count, c->iterations, c->iterations == 1 ? "" : "s",
+           c->converged ? " (converged)" : " (NOT converged: max_iterations reached)");
+    if (isnan(a->o.threshold_abs))
+        printf("threshold: %.6g (%g x clipped std; no median added, as in the workshop)\n", cat->threshold,
+               a->o.threshold_sigma);
+    else printf("threshold: %.6g (absolute)\n", cat->threshold);
+    printf("sources: %zu (%d-connectivity)\n", cat->num_sources, a->o.connectivity);
+    printf(
+        "times (ms, device events): upload %.3f  clip %.3f  threshold %.3f  label %.3f  measure %.3f  download %.3f  "
+        "total %.3f\n",
+        cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_download,
+        cat->ms_total);
+}
+
+static void print_brightest(const gpuws_catalog *cat)
+{
+    size_t *order = catalog_order_by_flux(cat->sources, cat->num_sources);
+    if (!order || !cat->num_sources) {
+        free(order);
+        return;
+    }
+    const size_t show = cat->num_sources < 5 ? cat->num_sources : 5;
+    printf("brightest %zu:\n  %6s %10s %10s %12s %6s %12s\n", show, "id", "x", "y", "flux", "npix", "peak");
+    for (size_t k = 0; k < show; k++) {
+        const gpuws_source *s = &cat->sources[order[k]];
+        printf("  %6lld %10.3f %10.3f %12.6g %6lld %12.6g\n", (long long)s->id, s->x, s->y, s->flux, (long long)s->npix,
+               s->peak);
+    }
+    free(order);
+}
+
+/* products_from_image, and its time (the WCS's, counted with the catalogue table's). */
+static double timed_products(products *p, const fits_image *img, sky_wcs **wcs, char *why, size_t n, char *bunit,
+                             size_t nb)
+{
+    const double t0 = tool_now_ms();
+    products_from_image(p, img, wcs, why, n, bunit, nb);
+    return tool_now_ms() - t0;
+}
+
+static int run_workshop(const sources_args *a, const fits_image *img, gpuws_context *ctx, sources_times *t)
+{
+    char why[300] = "", bunit[72];
+    sky_wcs *wcs;
+    products p;
+    const double ms_wcs = timed_products(&p, img, &wcs, why, sizeof why, bunit, sizeof bunit);
+    double t0;
+    p.image = img->data;
+    gpuws_catalog *cat;
+    t0 = tool_now_ms();
+    gpuws_status st = gpuws_find_sources(ctx, img->data, img->width, img->height, &a->o, &cat);
+    t->find = tool_now_ms() - t0;
+    int rc = st ? tool_fail(CMD, st) : 0;
+    if (!rc) {
+        sources_print_workshop(cat, a);
+        print_brightest(cat);
+        workshop_title(&p, a, cat->num_sources);
+        t0 = tool_now_ms();
+        rc = workshop_products(&p, cat, bunit);
+        t->table = ms_wcs + tool_now_ms() - t0;
+        rc = rc ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : sources_write_outputs(a, &p, t);
+    }
+    gpuws_catalog_free(cat);
+    products_free(&p);
+    sky_wcs_destroy(wcs);
+    return rc;
+}
+
+/* ---- the extraction --------------------------------------------------------------------------------------------- */
+
+/* The background mesh for a w x h image: --back-size, or the default cut to the image (one mesh, as SEP makes). */
+static void mesh_for(const sources_args *a, size_t w, size_t h, int *bw, int *bh)
+{
+    *bw = a->x.back_w, *bh = a->x.back_h;
+    if (!a->back_size_given && (size_t)*bw > w) *bw = (int)w;
+    if (!a->back_size_given && (size_t)*bh > h) *bh = (int)h;
+}
+
+static void print_extract(const sources_args *a, size_t w, size_t h, const gpuws_background_result *br,
+                          const gpuws_extract_catalog *cat)
+{
+    const extract_args *x = &a->x;
+    int bw, bh;
+    mesh_for(a, w, h, &bw, &bh);
+    printf("background: global %.6g, rms %.6g (%zu x %zu meshes of %d x %d pixels, filter %d x %d; %zu meshes filled "
+           "from their neighbours)\n",
+           br->globalback, br->globalrms, br->nx, br->ny, bw, bh, x->back_fw, x->back_fh, br->bad_meshes);
+    char filter[64];
+    if (x->filter_none) snprintf(filter, sizeof filter, "none");
+    else if (!x->filter) snprintf(filter, sizeof filter, "SEP's default 3 x 3");
+    else snprintf(filter, sizeof filter, "%d x %d kernel", x->filter_w, x->filter_h);
+    printf("objects: %zu (detect-thresh %g sigma, minarea %d, filter %s, deblend %d levels, mincont %g, ",
+           cat->num_objects, x->detect_thresh, x->minarea, filter, x->deblend_nthresh, x->deblend_mincont);
+    if (x->clean) printf("clean-param %g, ", x->clean_param);
+    else printf("no cleaning, ");
+    printf("%d-connectivity)\n", a->connectivity);
+    printf("times (ms): extraction on the device %.3f, on the host %.3f\n", cat->ms_device, cat->ms_host);
+    const size_t show = cat->num_objects < 5 ? cat->num_objects : 5;
+    if (!show) return;
+    printf("first %zu:\n  %6s %10s %10s %12s %12s %8s %8s %6s\n", show, "id", "x", "y", "flux", "fluxerr", "a", "b",
+           "flag");
+    for (size_t k = 0; k < show; k++) {
+        const gpuws_object *o = &cat->objects[k];
+        printf("  %6zu %10.3f %10.3f %12.6g %12.6g %8.3f %8.3f %6d\n", k + 1, o->x, o->y, o->flux, o->fluxerr, o->a,
+               o->b, o->flag);
+    }
+}
+
+/* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
+ * pixels are masked in both. */
+static int run_extract(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
+                       sources_times *t)
+{
+    const size_t w = img->width, h = img->height, n = w * h;
+    const float *px = img->data;
+    const extract_args *x = &a->x;
+    char why[300] = "", bunit[72];
+    sky_wcs *wcs;
+    products p;
+    const double ms_wcs = timed_products(&p, img, &wcs, why, sizeof why, bunit, sizeof bunit);
+    double t0;
+    p.image = px;
+    gpuws_buffer *image = NULL, *mask = NULL, *back = NULL, *rms = NULL, *seg = NULL;
+    const unsigned char *hmask = scan->mask;
+    float *hback = a->out[OUT_BACKGROUND] ? malloc(n * sizeof *hback) : NULL;
+    float *hrms = a->out[OUT_RMS] ? malloc(n * sizeof *hrms) : NULL;
+    int32_t *hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *hseg) : NULL;
+    gpuws_extract_catalog *cat = NULL;
+    phot_table ph = { 0 };
+    gpuws_background_result br;
+    gpuws_status st = (a->out[OUT_BACKGROUND] && !hback) || (a->out[OUT_RMS] && !hrms) || (a->out[OUT_LABELS] && !hseg)
+                          ? GPUWS_ERR_OUT_OF_MEMORY
+                          : GPUWS_OK;
+    t0 = tool_now_ms();
+    if (!st) st = gpuws_buffer_create(ctx, n * sizeof(float), &image);
+    if (!st) st = gpuws_buffer_write(image, 0, px, n * sizeof(float));
+    if (!st && hmask) st = gpuws_buffer_create(ctx, n, &mask);
+    if (!st && hmask) st = gpuws_buffer_write(mask, 0, hmask, n);
+    if (!st) st = gpuws_buffer_create(ctx, n * sizeof(float), &back);
+    if (!st) st = gpuws_buffer_create(ctx, n * sizeof(float), &rms);
+    if (!st && hseg) st = gpuws_buffer_create(ctx, n * sizeof(int32_t), &seg);
+    t->upload = tool_now_ms() - t0;
+    if (!st) {
+        gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+        mesh_for(a, w, h, &bo.bw, &bo.bh);
+        bo.fw = x->back_fw, bo.fh = x->back_fh, bo.mask = mask;
+        t0 = tool_now_ms();
+        st = gpuws_background(NULL, GPUWS_F32, w, h, image, &bo, back, rms, &br);
+        t->background = tool_now_ms() - t0;
+    }
+    if (!st) {
+        gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
+        eo.thresh = x->detect_thresh, eo.back = back, eo.rms = rms, eo.mask = mask, eo.minarea = x->minarea;
+        eo.filter_type = x->filter_none ? GPUWS_FILTER_NONE : GPUWS_FILTER_MATCHED;
+        eo.filter = x->filter, eo.filter_w = x->filter_w, eo.filter_h = x->filter_h;
+        eo.connectivity = a->connectivity, eo.deblend_nthresh = x->deblend_nthresh;
+        eo.deblend_cont = x->deblend_mincont, eo.clean = x->clean, eo.clean_param = x->clean_param, eo.segmap = seg;
+        t0 = tool_now_ms();
+        st = gpuws_extract(NULL, w, h, image, &eo, &cat);
+        t->extract = tool_now_ms() - t0;
+        if (!st) t->extract_device = cat->ms_device, t->extract_host = cat->ms_host;
+    }
+    if (!st && x->phot.n) {
+        t0 = tool_now_ms();
+        st = phot_measure(&x->phot, w, h, image, back, rms, mask, cat, &ph);
+        t->phot = tool_now_ms() - t0;
+    }
+    t0 = tool_now_ms();
+    if (!st && hback) st = gpuws_buffer_read(back, 0, hback, n * sizeof *hback);
+    if (!st && hrms) st = gpuws_buffer_read(rms, 0, hrms, n * sizeof *hrms);
+    if (!st && hseg) st = gpuws_buffer_read(seg, 0, hseg, n * sizeof *hseg);
+    if (hback || hrms || hseg) t->download = tool_now_ms() - t0;
+    int rc = st ? tool_fail(CMD, st) : 0;
+    if (!rc) {
+        print_extract(a, w, h, &br, cat);
+        if (ph.nap) phot_print(&ph);
+        p.back = hback, p.rms = hrms, p.labels = hseg, p.lo = br.globalback;
+        snprintf(p.title, sizeof p.title,
+                 "gpuws sources --method extract: %zu object%s in %s; ellipses at 3 a x 3 b, SEP's isophotal semi-axes "
+                 "times 3",
+                 cat->num_objects, cat->num_objects == 1 ? "" : "s", a->image);
+        t0 = tool_now_ms();
+        rc = extract_products(&p, cat, &ph, bunit);
+        t->table = ms_wcs + tool_now_ms() - t0;
+        rc = rc ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : sources_write_outputs(a, &p, t);
+    }
+    gpuws_extract_catalog_free(cat);
+    phot_free(&ph);
+    gpuws_buffer_destroy(image), gpuws_buffer_destroy(mask), gpuws_buffer_destroy(back), gpuws_buffer_destroy(rms);
+    gpuws_buffer_destroy(seg);
+    free(hback), free(hrms), free(hseg);
+    products_free(&p);
+    sky_wcs_destroy(wcs);
+    return rc;
+}
+
+/* ---- one image, from its file to its outputs -------------------------------------------------------------------- */
+
+fits_read_request sources_read_request(const sources_args *a) { return (fits_read_request){ a->hdu, a->plane, 1 }; }
+
+/* The pixels scanned and the image checked; 0, or 1 with the reason on stderr. */
+static int check_image(const sources_args *a, const fits_image *img, pixel_scan *scan, sources_times *t)
+{
+    const double t0 = tool_now_ms();
+    if (scan_pixels(a, img, scan)) return 1;
+    t->scan = tool_now_ms() - t0;
+    return refuse_image(a, img, scan);
+}
+
+/* The image's report and its method on the device. */
+static int find(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
+                sources_times *t)
+{
+    gpuws_device_info d;
+    gpuws_backend_kind k;
+    gpuws_context_get_device_info(ctx, &d);
+    gpuws_context_get_backend(ctx, &k);
+    char plane[64] = "";
+    if (img->nplanes > 1) snprintf(plane, sizeof plane, " plane %lld of %lld,", img->plane, img->nplanes);
+    printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img->hdu, plane,
+           img->width, img->height, img->bitpix, scan->blanks, scan->infinite);
+    printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
+    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t) : run_workshop(a, img, ctx, t);
+}
+
+int sources_run_image(const sources_args *a, double start)
+{
+    sources_times t;
+    sources_times_init(&t, start);
+    struct stat sb;
+    const int regular = stat(a->image, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (regular && sb.st_size >= (1 << 26)) fprintf(stderr, "gpuws sources: reading %s...\n", a->image);
+    const fits_read_request req = sources_read_request(a);
+    fits_reading reading;
+    double t0 = tool_now_ms();
+    fits_read_start(&reading, a->image, 0, &req);
+    sources_device dev; /* not for a file that cannot be read (a missing one, a directory): it would go unused */
+    if (regular) sources_device_begin(&dev);
+    else memset(&dev, 0, sizeof dev);
+    fits_image img;
+    char err[4400];
+    if (fits_read_finish(&reading, &img, err, sizeof err)) {
+        sources_device_abandon(&dev);
+        return fprintf(stderr, "gpuws sources: %s\n", err), 1;
+    }
+    t.read = tool_now_ms() - t0;
+    pixel_scan scan = { 0, 0, NULL };
+    gpuws_context *ctx = NULL;
+    int rc = check_image(a, &img, &scan, &t);
+    if (rc) sources_device_abandon(&dev);
+    else rc = sources_device_end(&dev, &ctx, &t);
+    if (!rc) rc = find(a, &img, &scan, ctx, &t);
+    if (!rc && a->timings) sources_times_print(&t, a->image);
+    gpuws_context_destroy(ctx);
+    free(scan.mask);
+    fits_image_free(&img);
+    return rc;
+}
+
+int sources_run_read(const sources_args *a, const fits_image *img, gpuws_context *ctx, sources_times *t)
+{
+    pixel_scan scan = { 0, 0, NULL };
+    int rc = check_image(a, img, &scan, t);
+    if (!rc) rc = find(a, img, &scan, ctx, t);
+    if (!rc && a->timings) sources_times_print(t, a->image);
+    free(scan.mask);
+    return rc;
+}
