@@ -59,3 +59,25 @@ gpuws_status gpuws__run_threads(unsigned n, void (*fn)(void *arg, unsigned i), v
     if (s != local) gpuws__free(s);
     return GPUWS_OK;
 }
+
+typedef struct {
+    size_t n, parts;
+    void (*fn)(void *arg, size_t part, size_t lo, size_t hi);
+    void *arg;
+} ranges;
+
+/* k * n / parts, without overflowing */
+static size_t range_start(const ranges *r, size_t k) { return r->n / r->parts * k + r->n % r->parts * k / r->parts; }
+
+static void range_share(void *p, unsigned i)
+{
+    const ranges *r = p;
+    r->fn(r->arg, i, range_start(r, i), range_start(r, (size_t)i + 1));
+}
+
+void gpuws__run_ranges(size_t n, size_t parts, void (*fn)(void *arg, size_t part, size_t lo, size_t hi), void *arg)
+{
+    ranges r = { n, parts > GPUWS__THREADS_MAX ? GPUWS__THREADS_MAX : parts, fn, arg };
+    if (gpuws__run_threads((unsigned)r.parts, range_share, &r) == GPUWS_OK) return;
+    for (unsigned i = 0; i < r.parts; i++) range_share(&r, i); /* no table for the threads: all on this one */
+}

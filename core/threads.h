@@ -4,6 +4,7 @@
 
 #include "gpuws.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define GPUWS__THREADS_MAX 1024 /* the most shares of one gpuws__run_threads */
@@ -21,5 +22,11 @@ unsigned gpuws__threads_from_knob(int64_t knob);
  * GPUWS__THREADS_MAX; n 0 runs nothing. GPUWS_ERR_OUT_OF_MEMORY (no message, nothing run) when the table of more
  * than a few dozen threads cannot be allocated. */
 gpuws_status gpuws__run_threads(unsigned n, void (*fn)(void *arg, unsigned i), void *arg);
+
+/* Cuts n items into `parts` consecutive ranges and runs fn(arg, part, lo, hi) for part = 0 .. parts - 1 through
+ * gpuws__run_threads: the ranges [lo, hi) cover [0, n) in order, part k from k * n / parts, so their sizes differ by
+ * at most one (some are empty when parts > n). parts is capped at GPUWS__THREADS_MAX; parts 0 runs nothing. Never
+ * fails: when the threads' table cannot be allocated the ranges run one after another on the calling thread. */
+void gpuws__run_ranges(size_t n, size_t parts, void (*fn)(void *arg, size_t part, size_t lo, size_t hi), void *arg);
 
 #endif

@@ -1,20 +1,23 @@
 /* Thread safety (docs/threads.md): several threads on separate streams of one context, several threads on separate
  * contexts, the first lookup of kernels from several threads at once (the OpenCL program build happens once, under
  * the context's lock), and algorithm calls on one stream from several threads, which is misuse that must fail
- * loudly. Every thread checks every result; the main thread fails the test on any mismatch. */
+ * loudly. Every thread checks every result; the main thread fails the test on any mismatch. Also the library's own
+ * fork-join helpers (core/threads.h): every share and every item runs exactly once, also without memory. */
 #include "support.h"
+#include "../core/alloc.h"   /* fault injection */
+#include "../core/threads.h" /* the library's own fork-join */
 
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected,
                                unsigned long *builds);
-long gpuws__alloc_live(void);
 
 #define THREADS 4
 #define ROUNDS  40
@@ -341,4 +344,109 @@ BACKEND_TEST(threads, find_sources_on_one_stream_from_several_threads_fails_loud
     gpuws_catalog_free(expected);
     gpuws_context_destroy(ctx);
     cr_assert_eq(gpuws__alloc_live(), live0, "%ld library allocation(s) leaked", gpuws__alloc_live() - live0);
+}
+
+/* ---- the library's fork-join helpers (core/threads.h) ---- */
+
+#define MOST_SHARES 65 /* one past the table gpuws__run_threads keeps on the stack */
+
+static const unsigned share_counts[] = { 0, 1, 7, 64, MOST_SHARES };
+
+static atomic_int share_runs[MOST_SHARES];
+
+static void count_share(void *arg, unsigned i)
+{
+    (void)arg;
+    if (i < MOST_SHARES) atomic_fetch_add(&share_runs[i], 1);
+}
+
+Test(fork_join, run_threads_runs_every_share_exactly_once)
+{
+    for (size_t c = 0; c < sizeof share_counts / sizeof *share_counts; c++) {
+        const unsigned n = share_counts[c];
+        for (unsigned i = 0; i < MOST_SHARES; i++) atomic_store(&share_runs[i], 0);
+        TEST_OK(gpuws__run_threads(n, count_share, NULL));
+        for (unsigned i = 0; i < MOST_SHARES; i++)
+            cr_assert_eq(atomic_load(&share_runs[i]), i < n, "%u shares: share %u ran %d times", n, i,
+                         atomic_load(&share_runs[i]));
+    }
+}
+
+typedef struct {
+    atomic_int runs;
+    size_t lo, hi;
+} range_seen;
+
+typedef struct {
+    range_seen part[MOST_SHARES];
+    atomic_int item[MOST_SHARES];
+    atomic_int bad_part;
+} ranges_seen;
+
+static void note_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    ranges_seen *s = arg;
+    if (part >= MOST_SHARES || lo > hi || hi > MOST_SHARES) {
+        atomic_fetch_add(&s->bad_part, 1);
+        return;
+    }
+    atomic_fetch_add(&s->part[part].runs, 1);
+    s->part[part].lo = lo;
+    s->part[part].hi = hi;
+    for (size_t i = lo; i < hi; i++) atomic_fetch_add(&s->item[i], 1);
+}
+
+/* Every part runs once; the ranges start at 0, each where the one before ends, the last at n, and their sizes differ
+ * by at most one; every item lies in exactly one of them. */
+static void check_ranges(const ranges_seen *s, size_t n, size_t parts)
+{
+    cr_assert_eq(atomic_load(&s->bad_part), 0, "n %zu, %zu parts: a part out of range or a range past n", n, parts);
+    size_t at = 0, least = SIZE_MAX, most = 0;
+    for (size_t k = 0; k < MOST_SHARES; k++) {
+        const int runs = atomic_load(&s->part[k].runs);
+        cr_assert_eq(runs, k < parts, "n %zu, %zu parts: part %zu ran %d times", n, parts, k, runs);
+        if (k >= parts) continue;
+        cr_assert_eq(s->part[k].lo, at, "n %zu, %zu parts: part %zu starts at %zu, expected %zu", n, parts, k,
+                     s->part[k].lo, at);
+        const size_t size = s->part[k].hi - s->part[k].lo;
+        least = size < least ? size : least;
+        most = size > most ? size : most;
+        at = s->part[k].hi;
+    }
+    if (parts) {
+        cr_assert_eq(at, n, "n %zu, %zu parts: the last range ends at %zu", n, parts, at);
+        cr_assert_leq(most - least, 1, "n %zu, %zu parts: ranges of %zu to %zu items", n, parts, least, most);
+    }
+    for (size_t i = 0; i < MOST_SHARES; i++)
+        cr_assert_eq(atomic_load(&s->item[i]), parts && i < n, "n %zu, %zu parts: item %zu in %d ranges", n, parts, i,
+                     atomic_load(&s->item[i]));
+}
+
+Test(fork_join, run_ranges_cover_the_items_in_order_once_each)
+{
+    for (size_t c = 0; c < sizeof share_counts / sizeof *share_counts; c++)
+        for (size_t p = 0; p < sizeof share_counts / sizeof *share_counts; p++) {
+            const size_t n = share_counts[c], parts = share_counts[p];
+            static ranges_seen s;
+            memset(&s, 0, sizeof s);
+            gpuws__run_ranges(n, parts, note_range, &s);
+            check_ranges(&s, n, parts);
+        }
+}
+
+/* Past the stack table gpuws__run_threads needs an allocation; when it fails, run_threads runs nothing and says so,
+ * and run_ranges still runs every range, on the calling thread. */
+Test(fork_join, run_ranges_without_memory_for_the_threads_still_runs_every_range)
+{
+    for (unsigned i = 0; i < MOST_SHARES; i++) atomic_store(&share_runs[i], 0);
+    gpuws__fault_alloc_countdown(1);
+    TEST_FAILS(GPUWS_ERR_OUT_OF_MEMORY, gpuws__run_threads(MOST_SHARES, count_share, NULL));
+    cr_assert(gpuws__fault_alloc_countdown(0), "gpuws__run_threads of %d shares allocated nothing", MOST_SHARES);
+    for (unsigned i = 0; i < MOST_SHARES; i++) cr_assert_eq(atomic_load(&share_runs[i]), 0);
+
+    static ranges_seen s;
+    gpuws__fault_alloc_countdown(1);
+    gpuws__run_ranges(MOST_SHARES, MOST_SHARES, note_range, &s);
+    cr_assert(gpuws__fault_alloc_countdown(0), "gpuws__run_ranges of %d parts allocated nothing", MOST_SHARES);
+    check_ranges(&s, MOST_SHARES, MOST_SHARES);
 }

@@ -18,8 +18,8 @@
 #include "convolve2d_driver.h"
 
 #include "../../core/options.h"
+#include "../../core/threads.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #define SLOTS 3
@@ -218,7 +218,7 @@ static gpuws_status pipeline_make(gpuws_context *ctx, const band_plan *bp, const
 /* The host's copies into and out of pinned staging: rows of row_bytes from src (row i at src_row(i), through the
  * boundary rule when `map`) to dst, packed. One thread copies at most one row band below COPY_BYTES_PER_THREAD,
  * so small bands stay on the calling thread and large ones use up to COPY_THREADS: one core's memcpy is slower than
- * pinned PCIe transfers. Threads that cannot be started leave their rows to the calling thread. */
+ * pinned PCIe transfers. gpuws__run_ranges runs on the calling thread the rows of a thread that cannot start. */
 #define COPY_THREADS          4
 #define COPY_BYTES_PER_THREAD ((size_t)1 << 20)
 
@@ -229,42 +229,29 @@ typedef struct {
     long long first, h;                 /* map: source row of row i = conv_extend(first + i, h, boundary) */
     gpuws_convolve_boundary boundary;
     bool map;
-    size_t r0, r1; /* this part's rows */
 } row_copy;
 
-static void row_copy_run(const row_copy *c)
+/* Rows [r0, r1) of the copy c. */
+static void row_copy_range(void *arg, size_t part, size_t r0, size_t r1)
 {
+    const row_copy *c = arg;
+    (void)part;
     if (!c->map) { /* contiguous: one memcpy */
-        memcpy(c->dst + c->r0 * c->row_bytes, c->src + c->r0 * c->src_stride_bytes, (c->r1 - c->r0) * c->row_bytes);
+        memcpy(c->dst + r0 * c->row_bytes, c->src + r0 * c->src_stride_bytes, (r1 - r0) * c->row_bytes);
         return;
     }
-    for (size_t i = c->r0; i < c->r1; i++) {
+    for (size_t i = r0; i < r1; i++) {
         const long long r = gpuws__conv_extend(c->first + (long long)i, c->h, c->boundary);
         memcpy(c->dst + i * c->row_bytes, c->src + (size_t)r * c->src_stride_bytes, c->row_bytes);
     }
 }
 
-static void *row_copy_thread(void *arg)
+static void copy_rows(const row_copy *c, size_t rows)
 {
-    row_copy_run(arg);
-    return NULL;
-}
-
-static void copy_rows(const row_copy *all, size_t rows)
-{
-    size_t n = rows * all->row_bytes / COPY_BYTES_PER_THREAD;
+    size_t n = rows * c->row_bytes / COPY_BYTES_PER_THREAD;
     n = n < 1 ? 1 : n > COPY_THREADS ? COPY_THREADS : n;
     if (n > rows) n = rows;
-    row_copy part[COPY_THREADS];
-    pthread_t thread[COPY_THREADS];
-    bool started[COPY_THREADS] = { false };
-    for (size_t i = 0; i < n; i++) part[i] = *all, part[i].r0 = rows * i / n, part[i].r1 = rows * (i + 1) / n;
-    for (size_t i = 1; i < n; i++) started[i] = pthread_create(&thread[i], NULL, row_copy_thread, &part[i]) == 0;
-    row_copy_run(&part[0]);
-    for (size_t i = 1; i < n; i++) {
-        if (started[i]) pthread_join(thread[i], NULL);
-        else row_copy_run(&part[i]);
-    }
+    gpuws__run_ranges(rows, n, row_copy_range, (void *)c);
 }
 
 /* Copies band b's rows from the caller's image into pinned staging (packed rows of g.w elements). */
