@@ -272,6 +272,36 @@ BACKEND_TEST(label_bands, strided_mask_matches_packed)
     gpuws_context_destroy(ctx);
 }
 
+/* A strided mask that fits as one band (packed before its upload) gives what gpuws_label gives on the packed mask,
+ * and the padding between the rows is never read as foreground (it is all ones here). */
+BACKEND_TEST(label_bands, strided_mask_in_one_band_matches_in_core)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const size_t w = 53, h = 37, stride = 64;
+    uint8_t *strided = malloc(h * stride), *packed = malloc(w * h);
+    cr_assert(strided && packed);
+    memset(strided, 1, h * stride);
+    uint64_t seed = 91;
+    for (size_t y = 0; y < h; y++)
+        for (size_t x = 0; x < w; x++) strided[y * stride + x] = packed[y * w + x] = test_rand_uniform(&seed) < 0.55;
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_label_host_bands(ctx, w, h, NULL, &band_rows, &bands));
+    cr_assert_eq(bands, 1);
+    int32_t *got = malloc(w * h * 4);
+    cr_assert_not_null(got);
+    for (int conn = 4; conn <= 8; conn += 4) {
+        size_t n = (size_t)-1, n_ref;
+        TEST_OK(gpuws_label_host(ctx, w, h, strided, stride, conn, NULL, got, &n));
+        int32_t *ref = run_label(ctx, packed, w, h, conn, &n_ref);
+        cr_assert_eq(n, n_ref, "connectivity %d: N %zu, in-core %zu", conn, n, n_ref);
+        assert_same_labels(got, ref, w, w * h, "strided in one band against in-core");
+        free(ref);
+    }
+    free(got);
+    free(strided), free(packed);
+    gpuws_context_destroy(ctx);
+}
+
 /* With no budget the device's free memory decides: a small image is one band (in-core). */
 BACKEND_TEST(label_bands, default_budget_runs_small_images_in_core)
 {

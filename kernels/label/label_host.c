@@ -15,14 +15,15 @@
  * costs one more upload of the mask (a byte a pixel) and the labelling kernels; keeping pass 1's labels instead
  * would mean four bytes a pixel written to the host and read again.
  *
- * Three slots, each a pinned mask staging buffer, a device mask, device labels and a pinned labels staging buffer;
- * step t (band t % bands of pass t / bands) uses slot t % 3. Three streams: uploads, labelling, downloads, ordered
+ * An image that fits as one band is one pass with no staging (run_in_core). Bands use three slots, each a pinned
+ * mask staging buffer, a device mask, device labels and a pinned labels staging buffer, made once a call and sized
+ * for a band; step t (band t % bands of pass t / bands) uses slot t % 3. Three streams: uploads, labelling, downloads, ordered
  * by events as in gpuws_convolve2d_host (convolve2d_host.c). */
 #include "../../core/options.h"
+#include "../../core/threads.h"
 #include "label_driver.h"
 #include "label_layout.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #define SLOTS 3
@@ -127,66 +128,55 @@ gpuws_status gpuws_label_host_bands(gpuws_context *ctx, size_t width, size_t hei
 }
 
 /* ---- the host's copies: into staging, out of staging (through a band's table of final numbers) ---------------
- * Rows of a band split over up to COPY_THREADS threads (the calling thread and threads started for the copy), one
- * per COPY_BYTES_PER_THREAD: one core's memcpy is slower than a pinned PCIe transfer. A thread that cannot be
- * started leaves its rows to the calling thread. */
-#define COPY_THREADS          4
+ * Rows of a band split over up to COPY_THREADS threads (gpuws__run_threads: the calling thread and threads started
+ * for the copy), one per COPY_BYTES_PER_THREAD and never more than the online CPUs: one core's memcpy, or one
+ * core's table look-up, is slower than a pinned PCIe transfer. */
+#define COPY_THREADS          16
 #define COPY_BYTES_PER_THREAD ((size_t)1 << 20)
 
 typedef struct copy_part copy_part;
 struct copy_part {
-    void (*run)(const copy_part *c);
+    void (*run)(const copy_part *c, size_t r0, size_t r1); /* rows [r0, r1) */
     const void *src;
     void *dst;
     size_t w, src_stride; /* pixels a row; the source's row stride in pixels */
     const int32_t *table; /* map: the band's final numbers by band label */
-    size_t r0, r1;        /* this part's rows */
+    size_t rows;
+    unsigned parts;
 };
 
-static void stage_mask(const copy_part *c)
+static void stage_mask(const copy_part *c, size_t r0, size_t r1)
 {
     const uint8_t *src = c->src;
     uint8_t *dst = c->dst;
-    if (c->src_stride == c->w) memcpy(dst + c->r0 * c->w, src + c->r0 * c->w, (c->r1 - c->r0) * c->w);
+    if (c->src_stride == c->w) memcpy(dst + r0 * c->w, src + r0 * c->w, (r1 - r0) * c->w);
     else
-        for (size_t r = c->r0; r < c->r1; r++) memcpy(dst + r * c->w, src + r * c->src_stride, c->w);
+        for (size_t r = r0; r < r1; r++) memcpy(dst + r * c->w, src + r * c->src_stride, c->w);
 }
 
-static void copy_labels(const copy_part *c)
-{
-    memcpy((int32_t *)c->dst + c->r0 * c->w, (const int32_t *)c->src + c->r0 * c->w,
-           (c->r1 - c->r0) * c->w * sizeof(int32_t));
-}
-
-static void map_labels(const copy_part *c)
+static void map_labels(const copy_part *c, size_t r0, size_t r1)
 {
     const int32_t *src = c->src, *t = c->table;
     int32_t *dst = c->dst;
-    for (size_t i = c->r0 * c->w, e = c->r1 * c->w; i < e; i++) dst[i] = t[src[i]];
+    for (size_t i = r0 * c->w, e = r1 * c->w; i < e; i++) dst[i] = t[src[i]];
 }
 
-static void *copy_thread(void *arg)
+static void copy_share(void *arg, unsigned i)
 {
     const copy_part *c = arg;
-    c->run(c);
-    return NULL;
+    c->run(c, c->rows * i / c->parts, c->rows * (i + 1) / c->parts);
 }
 
-static void copy_rows(const copy_part *all, size_t rows, size_t bytes)
+static void copy_rows(copy_part *c, size_t rows, size_t bytes)
 {
-    size_t n = bytes / COPY_BYTES_PER_THREAD;
-    n = n > COPY_THREADS ? COPY_THREADS : n > rows ? rows : n;
+    size_t n = bytes / COPY_BYTES_PER_THREAD, cpus = gpuws__cpu_count();
+    if (n > COPY_THREADS) n = COPY_THREADS;
+    if (n > cpus) n = cpus;
+    if (n > rows) n = rows;
     if (n < 1) n = 1;
-    copy_part part[COPY_THREADS];
-    pthread_t thread[COPY_THREADS];
-    bool started[COPY_THREADS] = { false };
-    for (size_t i = 0; i < n; i++) part[i] = *all, part[i].r0 = rows * i / n, part[i].r1 = rows * (i + 1) / n;
-    for (size_t i = 1; i < n; i++) started[i] = pthread_create(&thread[i], NULL, copy_thread, &part[i]) == 0;
-    part[0].run(&part[0]);
-    for (size_t i = 1; i < n; i++) {
-        if (started[i]) pthread_join(thread[i], NULL);
-        else part[i].run(&part[i]);
-    }
+    c->rows = rows, c->parts = (unsigned)n;
+    /* a handful of shares never allocates, so run_threads always runs them */
+    (void)gpuws__run_threads(c->parts, copy_share, c);
 }
 
 /* ---- the numbering: border nodes, union-find, final numbers ------------------------------------------------- */
@@ -423,7 +413,7 @@ typedef struct {
     int32_t *labels;
     pipeline p;
     numbering nb;
-    size_t steps; /* bands (one band: one pass), else 2 x bands */
+    size_t steps; /* 2 x bands: two passes */
 } run_state;
 
 static size_t band_height(const band_plan *bp, size_t b)
@@ -432,27 +422,29 @@ static size_t band_height(const band_plan *bp, size_t b)
     return r0 + bp->rows < bp->h ? bp->rows : bp->h - r0;
 }
 
-/* Step t's results, once its download is done: pass 1 harvests the band's border, pass 2 (or the one pass of one
- * band) writes its labels; then progress. */
+/* Step t's results, once its download is done: pass 1 harvests the band's border, pass 2 writes its labels; then
+ * progress. */
 static gpuws_status complete(run_state *rs, size_t t)
 {
     const band_plan *bp = rs->bp;
-    const int k = (int)(t % (size_t)bp->slots), passes = rs->steps == 1 ? 1 : 2, pass = (int)(t / bp->bands) + 1;
+    const int k = (int)(t % (size_t)bp->slots), pass = (int)(t / bp->bands) + 1;
     const size_t b = t % bp->bands, r = band_height(bp, b), w = bp->w;
     numbering *nb = &rs->nb;
     const int32_t *hl = rs->p.hlabels[k];
     gpuws_status st = gpuws_event_synchronize(rs->p.downloaded[k]);
     if (st) return st;
     if (pass == 1 && nb->count[b] == SIZE_MAX) nb->count[b] = (size_t)rs->p.hcount[b];
-    if (pass == 1 && passes == 2) {
+    if (pass == 1) {
         if ((st = harvest(bp, rs->conn, nb, b, hl, r > 1 ? hl + w : hl))) return st;
     } else {
-        if (passes == 2 && b == 0 && (st = number(bp, nb))) return st;
-        copy_part c = { .run = copy_labels, .src = hl, .dst = rs->labels + b * bp->rows * w, .w = w };
-        if (passes == 2) band_table(nb, b), c.run = map_labels, c.table = nb->dense;
+        if (b == 0 && (st = number(bp, nb))) return st;
+        band_table(nb, b);
+        copy_part c = {
+            .run = map_labels, .src = hl, .dst = rs->labels + b * bp->rows * w, .w = w, .table = nb->dense
+        };
         copy_rows(&c, r, r * w * sizeof(int32_t));
     }
-    if (bp->o.progress) bp->o.progress(bp->o.progress_user, pass, passes, b, bp->bands, b * bp->rows + r, bp->h);
+    if (bp->o.progress) bp->o.progress(bp->o.progress_user, pass, 2, b, bp->bands, b * bp->rows + r, bp->h);
     return GPUWS_OK;
 }
 
@@ -461,7 +453,7 @@ static gpuws_status run_steps(gpuws_context *ctx, run_state *rs)
     const band_plan *bp = rs->bp;
     pipeline *p = &rs->p;
     gpuws_status st = pipeline_make(ctx, bp, p);
-    if (!st && rs->steps > 1) st = numbering_make(bp, &rs->nb);
+    if (!st) st = numbering_make(bp, &rs->nb);
     const size_t ns = (size_t)bp->slots, w = bp->w;
     size_t completed = 0;
     for (size_t t = 0; !st && t < rs->steps; t++) {
@@ -470,11 +462,11 @@ static gpuws_status run_steps(gpuws_context *ctx, run_state *rs)
         const size_t b = t % bp->bands, r = band_height(bp, b);
         /* stage once the slot's previous upload has left the staging buffer */
         if (reuse && (st = gpuws_event_synchronize(p->uploaded[k]))) break;
-        const copy_part c = { .run = stage_mask,
-                              .src = rs->mask + b * bp->rows * bp->stride,
-                              .dst = p->hmask[k],
-                              .w = w,
-                              .src_stride = bp->stride };
+        copy_part c = { .run = stage_mask,
+                        .src = rs->mask + b * bp->rows * bp->stride,
+                        .dst = p->hmask[k],
+                        .w = w,
+                        .src_stride = bp->stride };
         copy_rows(&c, r, r * w);
         if ((reuse && (st = gpuws__stream_wait_event(p->up, p->labelled[k]))) ||
             (st = gpuws_buffer_write_async(p->up, p->dmask[k], 0, p->hmask[k], r * w)) ||
@@ -495,7 +487,7 @@ static gpuws_status run_steps(gpuws_context *ctx, run_state *rs)
         if (reuse && (st = complete(rs, t - ns))) break;
         if (reuse) completed = t - ns + 1;
         if ((st = gpuws__stream_wait_event(p->down, p->labelled[k]))) break;
-        if (rs->steps == 1 || !first_pass) { /* the whole band */
+        if (!first_pass) { /* the whole band */
             st = gpuws_buffer_read_async(p->down, p->dlabels[k], 0, p->hlabels[k], r * w * sizeof(int32_t));
         } else { /* its first and last rows */
             st = gpuws_buffer_read_async(p->down, p->dlabels[k], 0, p->hlabels[k], w * sizeof(int32_t));
@@ -515,6 +507,48 @@ static gpuws_status run_steps(gpuws_context *ctx, run_state *rs)
     }
     pipeline_free(ctx, p);
     return st;
+}
+
+/* One band: the image is one gpuws_label between an upload straight from the caller's mask and a download straight
+ * into the caller's labels, whose numbers are final. No pinned staging: pinning an image's worth of host memory
+ * for every call costs far more than the transfers (the caller's memory moves as fast as it is pinned or not).
+ * A mask with padding between its rows is packed first, on several threads, into plain host memory. */
+static gpuws_status run_in_core(gpuws_context *ctx, const band_plan *bp, int conn, const uint8_t *mask, int32_t *labels,
+                                size_t *num_labels)
+{
+    const size_t w = bp->w, h = bp->h, px = w * h;
+    gpuws_stream *s = NULL;
+    gpuws_buffer *dmask = NULL, *dlabels = NULL;
+    uint8_t *packed = NULL;
+    int32_t count = 0;
+    gpuws__label_count n = { 0 };
+    gpuws_status st;
+    if (bp->stride != w) {
+        if (!(packed = gpuws__malloc(px)))
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                "label_host: no host memory to pack a mask of row stride %zu (%zu bytes)", bp->stride,
+                                px);
+        copy_part c = { .run = stage_mask, .src = mask, .dst = packed, .w = w, .src_stride = bp->stride };
+        copy_rows(&c, h, px);
+    }
+    if (!(st = gpuws_stream_create(ctx, &s)) && !(st = gpuws_buffer_create(ctx, px, &dmask)) &&
+        !(st = gpuws_buffer_create(ctx, px * sizeof(int32_t), &dlabels)) &&
+        !(st = gpuws_buffer_write_async(s, dmask, 0, packed ? packed : mask, px)) &&
+        !(st = gpuws__label_enqueue(s, w, h, dmask, conn, dlabels, &n)) &&
+        !(st = n.buffer ? gpuws_buffer_read_async(s, n.buffer, n.offset, &count, sizeof count) : GPUWS_OK))
+        st = gpuws_buffer_read_async(s, dlabels, 0, labels, px * sizeof(int32_t));
+    if (s) { /* the stream stops before the buffers and the packed mask go, also after an error */
+        const gpuws_status sync = gpuws_stream_synchronize(s);
+        if (!st) st = sync;
+    }
+    gpuws_stream_destroy(s);
+    gpuws_buffer_destroy(dmask);
+    gpuws_buffer_destroy(dlabels);
+    gpuws__free(packed);
+    if (st) return st;
+    *num_labels = n.buffer ? (size_t)count : n.value;
+    if (bp->o.progress) bp->o.progress(bp->o.progress_user, 1, 1, 0, 1, h, h);
+    return GPUWS_OK;
 }
 
 static bool overlaps(const void *a, size_t na, const void *b, size_t nb)
@@ -543,14 +577,10 @@ gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, c
                             "label_host: labels overlaps the mask (it is read while labels is written)");
     gpuws__log(GPUWS__LOG_DEBUG, "label_host: %zu x %zu, connectivity %d: %zu bands of %zu rows, %d slots", bp.w, bp.h,
                connectivity, bp.bands, bp.rows, bp.slots);
-    run_state rs = {
-        .bp = &bp, .conn = connectivity, .mask = mask, .labels = labels, .steps = bp.bands == 1 ? 1 : 2 * bp.bands
-    };
-    /* one band: its own count is N */
-    size_t one = 0;
-    if (rs.steps == 1) rs.nb.count = &one;
+    if (bp.bands == 1) return run_in_core(ctx, &bp, connectivity, mask, labels, num_labels);
+    run_state rs = { .bp = &bp, .conn = connectivity, .mask = mask, .labels = labels, .steps = 2 * bp.bands };
     st = run_steps(ctx, &rs);
-    if (!st) *num_labels = rs.steps == 1 ? one : rs.nb.total;
-    if (rs.steps > 1) numbering_free(&rs.nb);
+    if (!st) *num_labels = rs.nb.total;
+    numbering_free(&rs.nb);
     return st;
 }
