@@ -128,7 +128,7 @@ gpuws_status gpuws_label_host_bands(gpuws_context *ctx, size_t width, size_t hei
 }
 
 /* ---- the host's copies: into staging, out of staging (through a band's table of final numbers) ---------------
- * Rows of a band split over up to COPY_THREADS threads (gpuws__run_threads: the calling thread and threads started
+ * Rows of a band split over up to COPY_THREADS threads (gpuws__run_ranges: the calling thread and threads started
  * for the copy), one per COPY_BYTES_PER_THREAD and never more than the online CPUs: one core's memcpy, or one
  * core's table look-up, is slower than a pinned PCIe transfer. */
 #define COPY_THREADS          16
@@ -141,8 +141,6 @@ struct copy_part {
     void *dst;
     size_t w, src_stride; /* pixels a row; the source's row stride in pixels */
     const int32_t *table; /* map: the band's final numbers by band label */
-    size_t rows;
-    unsigned parts;
 };
 
 static void stage_mask(const copy_part *c, size_t r0, size_t r1)
@@ -161,10 +159,11 @@ static void map_labels(const copy_part *c, size_t r0, size_t r1)
     for (size_t i = r0 * c->w, e = r1 * c->w; i < e; i++) dst[i] = t[src[i]];
 }
 
-static void copy_share(void *arg, unsigned i)
+static void copy_range(void *arg, size_t part, size_t r0, size_t r1)
 {
+    (void)part;
     const copy_part *c = arg;
-    c->run(c, c->rows * i / c->parts, c->rows * (i + 1) / c->parts);
+    c->run(c, r0, r1);
 }
 
 static void copy_rows(copy_part *c, size_t rows, size_t bytes)
@@ -174,9 +173,7 @@ static void copy_rows(copy_part *c, size_t rows, size_t bytes)
     if (n > cpus) n = cpus;
     if (n > rows) n = rows;
     if (n < 1) n = 1;
-    c->rows = rows, c->parts = (unsigned)n;
-    /* a handful of shares never allocates, so run_threads always runs them */
-    (void)gpuws__run_threads(c->parts, copy_share, c);
+    gpuws__run_ranges(rows, n, copy_range, c);
 }
 
 /* ---- the numbering: border nodes, union-find, final numbers ------------------------------------------------- */
