@@ -77,7 +77,8 @@ GPUWS_API gpuws_status gpuws_label_host_bands(gpuws_context *ctx, size_t width, 
  * labels is complete. mask: height rows of width bytes (any non-zero byte is foreground), row r at byte
  * r * mask_stride (0 = width); labels: width * height int32, contiguous; *num_labels = N. labels and N are
  * gpuws_label's (scipy.ndimage.label's numbering) for any banding, on every backend. Any host memory (pinned or
- * not): rows are staged through pinned buffers of the call's own.
+ * not): in one band the mask is uploaded from it and the labels downloaded into it directly (a strided mask packed
+ * first); in bands, rows are staged through pinned buffers of the call's own.
  *
  * When the mask and the labels fit options->max_device_bytes (0: fifteen sixteenths of the device's free memory, as
  * the CUDA driver counts it; of three quarters of the device's memory where the driver has no count: OpenCL, CPU)
