@@ -220,3 +220,48 @@ ParameterizedTest(const target *t, convolve2d_bands, default_budget_runs_small_i
     cr_assert_eq(band_rows, 106);
     gpuws_context_destroy(ctx);
 }
+
+/* Several devices: the bands go round-robin over ctx and two more contexts (here of one device, which the call
+ * cannot tell from several); every row of the table gives the in-core bytes, the progress still in band order. */
+ParameterizedTestParameters(convolve2d_bands, several_devices_give_the_in_core_bytes)
+{
+    return cr_make_param_array(target, targets, NTARGETS);
+}
+
+ParameterizedTest(const target *t, convolve2d_bands, several_devices_give_the_in_core_bytes)
+{
+    gpuws_context *ctx = open_target(t), *more[2] = { open_target(t), open_target(t) };
+    const gpuws_dtype dt = GPUWS_F32;
+    const size_t es = sizeof(float);
+    for (size_t i = 0; i < NROWS; i++) {
+        const band_row *r = &rows[i];
+        size_t oh, ow;
+        TEST_OK(gpuws_convolve2d_output_shape(r->h, r->w, r->kh, r->kw, r->mode, &oh, &ow));
+        const size_t no = oh * ow;
+        gpuws_convolve2d_options o = GPUWS_CONVOLVE2D_OPTIONS_INIT;
+        o.mode = r->mode, o.boundary = r->boundary, o.fill_value = r->fill;
+        gpuws_convolve2d_host_options ho = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+        ho.mode = r->mode, ho.boundary = r->boundary, ho.fill_value = r->fill;
+        ho.max_device_bytes = row_budget(r, oh, ow, es);
+        ho.more_contexts = more, ho.num_more_contexts = 2;
+        progress_log log = { 0, 0, 0, 0, 0, true };
+        ho.progress = on_band, ho.progress_user = &log;
+        void *image = row_image(r, dt, 0xba4d + i);
+        double *k = random_values(r->kh * r->kw, 0x6e71 + i);
+        void *kernel = to_dtype(k, r->kh * r->kw, dt);
+        void *want = in_core(ctx, dt, r, &o, image, kernel, no);
+        unsigned char *got = malloc(no * es);
+        cr_assert_not_null(got);
+        memset(got, 0xA5, no * es);
+        TEST_OK(gpuws_convolve2d_host(ctx, dt, image, r->h, r->w, 0, kernel, r->kh, r->kw, &ho, got));
+        cr_assert(memcmp(got, want, no * es) == 0, "%s on %s over 3 devices (%zu bands): differs from in-core", r->name,
+                  target_name(t), r->bands);
+        cr_assert(log.in_order && log.calls == r->bands && log.last_rows == oh,
+                  "%s: %zu progress calls (in order: %d) for %zu bands, ending at row %zu of %zu", r->name, log.calls,
+                  log.in_order, r->bands, log.last_rows, oh);
+        free(image), free(k), free(kernel), free(want), free(got);
+    }
+    gpuws_context_destroy(more[1]);
+    gpuws_context_destroy(more[0]);
+    gpuws_context_destroy(ctx);
+}

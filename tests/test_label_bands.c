@@ -35,12 +35,15 @@ static void on_band(void *user, int pass, int passes, size_t band, size_t bands,
     l->calls++, l->passes = (size_t)passes, l->bands = bands, l->rows = rows, l->last_rows = rows_done;
 }
 
-/* gpuws_label_host into poisoned, guarded host memory; asserts the band count, the guard and the progress calls. */
-static int32_t *label_in_bands(gpuws_context *ctx, const uint8_t *mask, size_t w, size_t h, int conn, uint64_t budget,
-                               size_t want_bands, size_t *n, const char *what)
+/* gpuws_label_host on ctx and the num_more contexts `more` into poisoned, guarded host memory; asserts the band
+ * count, the guard and the progress calls. */
+static int32_t *label_in_bands_on(gpuws_context *ctx, gpuws_context *const *more, size_t num_more, const uint8_t *mask,
+                                  size_t w, size_t h, int conn, uint64_t budget, size_t want_bands, size_t *n,
+                                  const char *what)
 {
     gpuws_label_host_options o = GPUWS_LABEL_HOST_OPTIONS_INIT;
     o.max_device_bytes = budget;
+    o.more_contexts = more, o.num_more_contexts = num_more;
     progress_log log = { 0, 0, 0, 0, 0, true };
     o.progress = on_band, o.progress_user = &log;
     size_t band_rows = 0, bands = 0;
@@ -61,6 +64,12 @@ static int32_t *label_in_bands(gpuws_context *ctx, const uint8_t *mask, size_t w
     cr_assert_eq(log.calls, passes * bands, "%s: %zu progress calls for %zu bands", what, log.calls, bands);
     cr_assert_eq(log.last_rows, h, "%s: progress ended at %zu of %zu rows", what, log.last_rows, h);
     return (int32_t *)(void *)got;
+}
+
+static int32_t *label_in_bands(gpuws_context *ctx, const uint8_t *mask, size_t w, size_t h, int conn, uint64_t budget,
+                               size_t want_bands, size_t *n, const char *what)
+{
+    return label_in_bands_on(ctx, NULL, 0, mask, w, h, conn, budget, want_bands, n, what);
 }
 
 /* ---- SciPy's goldens in bands ---------------------------------------------------------------------------------- */
@@ -330,5 +339,35 @@ BACKEND_TEST(label_bands, images_of_2_to_the_31_pixels_and_more_go_in_bands)
     cr_assert(band_rows == 32767 || (band_rows + 1) * w * 4 > info.max_alloc_bytes, "bands of %zu rows: more would fit",
               band_rows);
     cr_assert_eq(bands, (h + band_rows - 1) / band_rows);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- several devices ------------------------------------------------------------------------------------------- */
+
+/* Bands spread round-robin over two and over three contexts (here of one device, which the call cannot tell from
+ * several) give the in-core labels and N for every row of the table, the progress still in order. */
+BACKEND_TEST(label_bands, several_devices_give_the_in_core_labels)
+{
+    gpuws_context *ctx = test_open(*kind), *more[2] = { test_open(*kind), test_open(*kind) };
+    for (size_t i = 0; i < NROWS; i++) {
+        const band_row *r = &rows[i];
+        uint8_t *mask = row_mask(r, 0x1abe1 + i);
+        size_t want_n, got_n;
+        int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n);
+        for (size_t num_more = 1; num_more <= 2; num_more++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s on %s, %zu devices (connectivity %d)", r->name, test_backend_name(*kind),
+                     num_more + 1, r->conn);
+            int32_t *got = label_in_bands_on(ctx, more, num_more, mask, r->w, r->h, r->conn,
+                                             slots_budget(r->w, r->slots, r->rows), r->bands, &got_n, what);
+            cr_assert_eq(got_n, want_n, "%s: %zu labels, in-core has %zu", what, got_n, want_n);
+            assert_same_labels(got, want, r->w, r->w * r->h, what);
+            free(got);
+        }
+        free(mask);
+        free(want);
+    }
+    gpuws_context_destroy(more[1]);
+    gpuws_context_destroy(more[0]);
     gpuws_context_destroy(ctx);
 }

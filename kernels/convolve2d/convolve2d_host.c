@@ -9,20 +9,19 @@
  * Each band is launched with the whole image's plan (gpuws__convolve2d_launch), so every output is the same sum of
  * the same products in the same order as in-core: bit-identical for any banding.
  *
- * Three slots, each a pinned input staging buffer, a device input, a device output and a pinned output staging
- * buffer; band b uses slot b % 3. Three streams: uploads, convolutions, downloads, ordered by events: a band's
- * convolution waits for its upload (and for the download of the slot's previous band, which read the same device
- * output), its download for its convolution, and the next upload into a slot for the convolution that read it. The
- * host stages a band's rows once the slot's previous upload is done and copies a band's output out once its download
- * is done, while the device works on the other two slots. */
+ * The bands stream through the device (or round-robin through several) as kernels/common/band_stream.h describes:
+ * three slots a device, uploads, convolutions and downloads on three streams. The host stages a band's rows into
+ * pinned memory and copies a band's output out of it while the device works on the other two slots. */
 #include "convolve2d_driver.h"
+
+#include "../common/band_stream.h"
 
 #include "../../core/options.h"
 #include "../../core/threads.h"
 
 #include <string.h>
 
-#define SLOTS 3
+#define SLOTS GPUWS__BAND_SLOTS
 
 typedef struct {
     size_t es;                /* element size */
@@ -32,6 +31,8 @@ typedef struct {
     size_t src_stride;        /* the caller's row stride */
     gpuws__conv2d_geometry g; /* the whole convolution, rows packed (stride = w) as the bands are on the device */
     gpuws_convolve2d_host_options o;
+    gpuws_context *ctxs[GPUWS__BAND_DEVICES]; /* ctx, then o.more_contexts */
+    unsigned devices;
 } band_plan;
 
 /* Input rows of a band of r output rows, at most. */
@@ -81,6 +82,9 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
                                   "convolve2d_host: options")))
         return st;
     const gpuws_convolve2d_host_options *o = &bp->o;
+    if ((st = gpuws__band_contexts(ctx, o->more_contexts, o->num_more_contexts, "convolve2d_host", bp->ctxs,
+                                   &bp->devices)))
+        return st;
     gpuws_convolve2d_options co = GPUWS_CONVOLVE2D_OPTIONS_INIT;
     co.mode = o->mode, co.boundary = o->boundary, co.fill_value = o->fill_value;
     gpuws__conv2d_geometry *g = &bp->g;
@@ -97,14 +101,13 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
                             "convolve2d_host: image %zu x %zu (row stride %zu), kernel %zu x %zu: element counts "
                             "overflow size_t",
                             g->h, g->w, g->stride, g->kh, g->kw);
-    if ((st = gpuws__check_dtype(ctx, dt, "convolve2d_host"))) return st;
+    for (unsigned d = 0; d < bp->devices; d++)
+        if ((st = gpuws__check_dtype(bp->ctxs[d], dt, "convolve2d_host"))) return st;
     bp->src_stride = g->stride;
     g->stride = g->w;
     bp->es = es;
-    /* the default leaves a sixteenth of the free memory to the driver and the streams' own scratch */
-    const uint64_t free_bytes = o->max_device_bytes ? 0 : gpuws__device_free_bytes(ctx);
-    const uint64_t budget = o->max_device_bytes ? o->max_device_bytes : free_bytes - free_bytes / 16;
-    const uint64_t max_alloc = ctx->info.max_alloc_bytes;
+    uint64_t budget, max_alloc;
+    gpuws__band_budget(bp->ctxs, bp->devices, o->max_device_bytes, &budget, &max_alloc);
     /* in-core: the whole image (packed), the output and the kernel */
     const double whole =
         ((double)g->h * (double)g->w + (double)g->oh * (double)g->ow + (double)g->kh * (double)g->kw) * (double)bp->es;
@@ -172,49 +175,6 @@ static void band_geometry(const band_plan *bp, size_t b, gpuws__conv2d_geometry 
     gb->om = (size_t)((long long)m0 + (long long)g->om - r0);
 }
 
-typedef struct {
-    gpuws_stream *up, *run, *down;
-    gpuws_buffer *kernel, *din[SLOTS], *dout[SLOTS];
-    void *hin[SLOTS], *hout[SLOTS];
-    gpuws_event *uploaded[SLOTS], *convolved[SLOTS], *downloaded[SLOTS];
-} pipeline;
-
-static void pipeline_free(gpuws_context *ctx, pipeline *p)
-{
-    gpuws_stream_destroy(p->up);
-    gpuws_stream_destroy(p->run);
-    gpuws_stream_destroy(p->down);
-    gpuws_buffer_destroy(p->kernel);
-    for (int k = 0; k < SLOTS; k++) {
-        gpuws_buffer_destroy(p->din[k]);
-        gpuws_buffer_destroy(p->dout[k]);
-        gpuws_host_free(ctx, p->hin[k]);
-        gpuws_host_free(ctx, p->hout[k]);
-        gpuws_event_destroy(p->uploaded[k]);
-        gpuws_event_destroy(p->convolved[k]);
-        gpuws_event_destroy(p->downloaded[k]);
-    }
-}
-
-static gpuws_status pipeline_make(gpuws_context *ctx, const band_plan *bp, const void *kernel, pipeline *p)
-{
-    const size_t in_bytes = bp->in_rows * bp->g.w * bp->es, out_bytes = bp->rows * bp->g.ow * bp->es,
-                 kernel_bytes = bp->g.kh * bp->g.kw * bp->es;
-    gpuws_status st;
-    if ((st = gpuws_stream_create(ctx, &p->up)) || (st = gpuws_stream_create(ctx, &p->run)) ||
-        (st = gpuws_stream_create(ctx, &p->down)) || (st = gpuws_buffer_create(ctx, kernel_bytes, &p->kernel)) ||
-        (st = gpuws_buffer_write(p->kernel, 0, kernel, kernel_bytes)))
-        return st;
-    for (int k = 0; k < bp->slots; k++)
-        if ((st = gpuws_buffer_create(ctx, in_bytes, &p->din[k])) ||
-            (st = gpuws_buffer_create(ctx, out_bytes, &p->dout[k])) ||
-            (st = gpuws_host_alloc(ctx, in_bytes, &p->hin[k])) ||
-            (st = gpuws_host_alloc(ctx, out_bytes, &p->hout[k])) || (st = gpuws_event_create(ctx, &p->uploaded[k])) ||
-            (st = gpuws_event_create(ctx, &p->convolved[k])) || (st = gpuws_event_create(ctx, &p->downloaded[k])))
-            return st;
-    return GPUWS_OK;
-}
-
 /* The host's copies into and out of pinned staging: rows of row_bytes from src (row i at src_row(i), through the
  * boundary rule when `map`) to dst, packed. One thread copies at most one row band below COPY_BYTES_PER_THREAD,
  * so small bands stay on the calling thread and large ones use up to COPY_THREADS: one core's memcpy is slower than
@@ -270,69 +230,114 @@ static void stage_rows(const band_plan *bp, const gpuws__conv2d_geometry *gb, lo
     copy_rows(&c, gb->h);
 }
 
-/* Band b's output, downloaded into its slot's staging, into the caller's out; then progress. */
-static gpuws_status finish_band(const band_plan *bp, pipeline *p, size_t b, void *out,
-                                const gpuws_convolve2d_host_options *o)
+/* ---- the steps of band_stream.h: one band each ---------------------------------------------------------------- */
+
+typedef struct {
+    const band_plan *bp;
+    gpuws_dtype dt;
+    const void *image, *kernel;
+    void *out;
+} run_state;
+
+static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuws_stream *run, void **state)
 {
-    const int k = (int)(b % (size_t)bp->slots);
-    gpuws_status st = gpuws_event_synchronize(p->downloaded[k]);
-    if (st) return st;
-    const size_t m0 = b * bp->rows, m1 = m0 + bp->rows < bp->g.oh ? m0 + bp->rows : bp->g.oh,
-                 row_bytes = bp->g.ow * bp->es;
-    const row_copy c = {
-        .src = p->hout[k], .dst = (char *)out + m0 * row_bytes, .row_bytes = row_bytes, .src_stride_bytes = row_bytes
-    };
-    copy_rows(&c, m1 - m0);
-    if (o->progress) o->progress(o->progress_user, b, bp->bands, m1, bp->g.oh);
+    (void)d;
+    const run_state *rs = user;
+    const size_t bytes = rs->bp->g.kh * rs->bp->g.kw * rs->bp->es;
+    gpuws_buffer *kernel = NULL;
+    gpuws_status st = gpuws_buffer_create(ctx, bytes, &kernel);
+    if (!st) st = gpuws_buffer_write_async(run, kernel, 0, rs->kernel, bytes);
+    if (!st) st = gpuws_stream_synchronize(run); /* the caller's kernel may be pageable memory */
+    if (st) gpuws_buffer_destroy(kernel);
+    else *state = kernel;
+    return st;
+}
+
+static void device_free(void *user, unsigned d, gpuws_context *ctx, void *state)
+{
+    (void)user, (void)d, (void)ctx;
+    gpuws_buffer_destroy(state);
+}
+
+/* Band b's geometry: the whole image's with one band. */
+static void geometry(const band_plan *bp, size_t b, gpuws__conv2d_geometry *gb, long long *first)
+{
+    if (bp->bands == 1) *gb = bp->g, *first = 0;
+    else band_geometry(bp, b, gb, first);
+}
+
+static gpuws_status stage(void *user, size_t b, void *in, size_t *bytes)
+{
+    const run_state *rs = user;
+    gpuws__conv2d_geometry gb;
+    long long first;
+    geometry(rs->bp, b, &gb, &first);
+    stage_rows(rs->bp, &gb, first, rs->image, in);
+    *bytes = gb.h * gb.w * rs->bp->es;
     return GPUWS_OK;
 }
 
-static gpuws_status run_bands(gpuws_context *ctx, gpuws_dtype dt, const band_plan *bp, const void *image,
-                              const void *kernel, void *out, const gpuws_convolve2d_host_options *o)
+/* The whole image's geometry plans the launch; with one band the band is the whole image. */
+static gpuws_status compute(void *user, void *state, size_t b, gpuws_stream *run, gpuws_buffer *din, gpuws_buffer *dout)
 {
-    pipeline p = { 0 };
-    gpuws_status st = pipeline_make(ctx, bp, kernel, &p);
-    const size_t ns = (size_t)bp->slots;
-    size_t finished = 0;
-    for (size_t b = 0; !st && b < bp->bands; b++) {
-        const int k = (int)(b % ns);
-        const bool reuse = b >= ns; /* the slot held band b - ns */
-        gpuws__conv2d_geometry gb;
-        long long first;
-        if (bp->bands == 1) gb = bp->g, first = 0;
-        else band_geometry(bp, b, &gb, &first);
-        const size_t in_bytes = gb.h * gb.w * bp->es, out_bytes = gb.oh * gb.ow * bp->es;
-        /* stage once the slot's previous upload has left the staging buffer */
-        if (reuse && (st = gpuws_event_synchronize(p.uploaded[k]))) break;
-        stage_rows(bp, &gb, first, image, p.hin[k]);
-        if ((reuse && (st = gpuws__stream_wait_event(p.up, p.convolved[k]))) ||
-            (st = gpuws_buffer_write_async(p.up, p.din[k], 0, p.hin[k], in_bytes)) ||
-            (st = gpuws_event_record(p.uploaded[k], p.up)) || (st = gpuws__stream_wait_event(p.run, p.uploaded[k])) ||
-            (reuse && (st = gpuws__stream_wait_event(p.run, p.downloaded[k]))))
-            break;
-        /* the whole image's geometry plans the launch; with one band the band is the whole image */
-        if ((st = gpuws__convolve2d_launch(p.run, dt, &bp->g, bp->bands == 1 ? &bp->g : &gb, p.din[k], p.kernel,
-                                           p.dout[k])) ||
-            (st = gpuws_event_record(p.convolved[k], p.run)))
-            break;
-        /* the slot's output staging still holds band b - ns until it is copied out */
-        if (reuse && (st = finish_band(bp, &p, b - ns, out, o))) break;
-        if (reuse) finished = b - ns + 1;
-        if ((st = gpuws__stream_wait_event(p.down, p.convolved[k])) ||
-            (st = gpuws_buffer_read_async(p.down, p.dout[k], 0, p.hout[k], out_bytes)) ||
-            (st = gpuws_event_record(p.downloaded[k], p.down)))
-            break;
-    }
-    for (size_t b = finished; !st && b < bp->bands; b++) st = finish_band(bp, &p, b, out, o);
-    /* every stream stops before the buffers go, also after an error */
-    gpuws_stream *streams[] = { p.up, p.run, p.down };
-    for (int i = 0; i < 3; i++) {
-        if (!streams[i]) continue;
-        gpuws_status sync = gpuws_stream_synchronize(streams[i]);
-        if (!st) st = sync;
-    }
-    pipeline_free(ctx, &p);
-    return st;
+    const run_state *rs = user;
+    gpuws__conv2d_geometry gb;
+    long long first;
+    geometry(rs->bp, b, &gb, &first);
+    return gpuws__convolve2d_launch(run, rs->dt, &rs->bp->g, &gb, din, state, dout);
+}
+
+static gpuws_status download(void *user, size_t b, gpuws_stream *down, gpuws_buffer *dout, void *out)
+{
+    const run_state *rs = user;
+    gpuws__conv2d_geometry gb;
+    long long first;
+    geometry(rs->bp, b, &gb, &first);
+    return gpuws_buffer_read_async(down, dout, 0, out, gb.oh * gb.ow * rs->bp->es);
+}
+
+/* Band b's output, downloaded into staging, into the caller's out. */
+static gpuws_status complete(void *user, void *state, size_t b, const void *staged)
+{
+    (void)state;
+    const run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    const size_t m0 = b * bp->rows, m1 = m0 + bp->rows < bp->g.oh ? m0 + bp->rows : bp->g.oh,
+                 row_bytes = bp->g.ow * bp->es;
+    const row_copy c = {
+        .src = staged, .dst = (char *)rs->out + m0 * row_bytes, .row_bytes = row_bytes, .src_stride_bytes = row_bytes
+    };
+    copy_rows(&c, m1 - m0);
+    return GPUWS_OK;
+}
+
+static gpuws_status done(void *user, size_t b)
+{
+    const run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    const size_t m1 = (b + 1) * bp->rows < bp->g.oh ? (b + 1) * bp->rows : bp->g.oh;
+    bp->o.progress(bp->o.progress_user, b, bp->bands, m1, bp->g.oh);
+    return GPUWS_OK;
+}
+
+static gpuws_status run_bands(gpuws_dtype dt, const band_plan *bp, const void *image, const void *kernel, void *out)
+{
+    run_state rs = { .bp = bp, .dt = dt, .image = image, .kernel = kernel, .out = out };
+    const gpuws__band_ops ops = { .steps = bp->bands,
+                                  .slots = bp->slots,
+                                  .in_bytes = bp->in_rows * bp->g.w * bp->es,
+                                  .out_bytes = bp->rows * bp->g.ow * bp->es,
+                                  .user = &rs,
+                                  .what = "convolve2d_host",
+                                  .device_make = device_make,
+                                  .device_free = device_free,
+                                  .stage = stage,
+                                  .compute = compute,
+                                  .download = download,
+                                  .complete = complete,
+                                  .done = bp->o.progress ? done : NULL };
+    /* in-core, one band: ctx alone */
+    return gpuws__band_stream_run(bp->ctxs, bp->bands == 1 ? 1 : bp->devices, &ops);
 }
 
 static bool overlaps(const void *a, size_t na, const void *b, size_t nb)
@@ -361,7 +366,8 @@ gpuws_status gpuws_convolve2d_host(gpuws_context *ctx, gpuws_dtype dt, const voi
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "convolve2d_host: out overlaps the %s (it is read while out is written)",
                             overlaps(out, out_bytes, image, image_bytes) ? "image" : "kernel");
-    gpuws__log(GPUWS__LOG_DEBUG, "convolve2d_host %s: %zu x %zu, kernel %zu x %zu: %zu bands of %zu rows, %d slots",
-               gpuws_dtype_name(dt), g->h, g->w, g->kh, g->kw, bp.bands, bp.rows, bp.slots);
-    return run_bands(ctx, dt, &bp, image, kernel, out, &bp.o);
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "convolve2d_host %s: %zu x %zu, kernel %zu x %zu: %zu bands of %zu rows, %d slots, %u devices",
+               gpuws_dtype_name(dt), g->h, g->w, g->kh, g->kw, bp.bands, bp.rows, bp.slots, bp.devices);
+    return run_bands(dt, &bp, image, kernel, out);
 }

@@ -15,18 +15,21 @@
  * costs one more upload of the mask (a byte a pixel) and the labelling kernels; keeping pass 1's labels instead
  * would mean four bytes a pixel written to the host and read again.
  *
- * An image that fits as one band is one pass with no staging (run_in_core). Bands use three slots, each a pinned
- * mask staging buffer, a device mask, device labels and a pinned labels staging buffer, made once a call and sized
- * for a band; step t (band t % bands of pass t / bands) uses slot t % 3. Three streams: uploads, labelling, downloads, ordered
- * by events as in gpuws_convolve2d_host (convolve2d_host.c). */
+ * An image that fits as one band is one pass with no staging (run_in_core). Otherwise the two passes are the steps
+ * of kernels/common/band_stream.h (step t: band t % bands of pass t / bands + 1), through three slots a device,
+ * each a pinned mask staging buffer, a device mask, device labels and a pinned labels staging buffer, on three
+ * streams, on one device or round-robin over several. Pass 1's border rows are joined in band order as the steps
+ * are done (a band's rows wait in host memory while an earlier band on another device is not yet done); pass 2
+ * completes only once pass 1 is done and numbered (the helper's barrier). */
 #include "../../core/options.h"
 #include "../../core/threads.h"
+#include "../common/band_stream.h"
 #include "label_driver.h"
 #include "label_layout.h"
 
 #include <string.h>
 
-#define SLOTS 3
+#define SLOTS GPUWS__BAND_SLOTS
 #define NONE  SIZE_MAX /* no node: background */
 
 typedef struct {
@@ -34,6 +37,8 @@ typedef struct {
     size_t rows, bands;  /* rows per band */
     int slots;
     gpuws_label_host_options o;
+    gpuws_context *ctxs[GPUWS__BAND_DEVICES]; /* ctx, then o.more_contexts */
+    unsigned devices;
 } band_plan;
 
 /* Device bytes of `slots` slots of r rows: a mask byte and an int32 label a pixel each, and the chunk counts
@@ -72,6 +77,9 @@ static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, 
     if ((st =
              gpuws__options_read(options, &bp->o, sizeof bp->o, GPUWS__LABEL_HOST_OPTIONS_BASE, "label_host: options")))
         return st;
+    if ((st = gpuws__band_contexts(ctx, bp->o.more_contexts, bp->o.num_more_contexts, "label_host", bp->ctxs,
+                                   &bp->devices)))
+        return st;
     if (!width || !height)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host: zero size (%zu x %zu pixels)", width, height);
     if (stride == 0) stride = width;
@@ -89,9 +97,8 @@ static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, 
                             "label_host: rows of %zu pixels; a band holds whole rows and at most 2^31 - 1 pixels",
                             width);
     bp->w = width, bp->h = height, bp->stride = stride;
-    const uint64_t free_bytes = bp->o.max_device_bytes ? 0 : gpuws__device_free_bytes(ctx);
-    const uint64_t budget = bp->o.max_device_bytes ? bp->o.max_device_bytes : free_bytes - free_bytes / 16;
-    const uint64_t max_alloc = ctx->info.max_alloc_bytes;
+    uint64_t budget, max_alloc;
+    gpuws__band_budget(bp->ctxs, bp->devices, bp->o.max_device_bytes, &budget, &max_alloc);
     if (slots_bytes(width, 1, height) <= (double)budget && band_fits_device(width, height, max_alloc)) {
         bp->rows = height, bp->bands = 1, bp->slots = 1;
         return GPUWS_OK;
@@ -187,7 +194,7 @@ typedef struct {
     size_t *parent;      /* union-find; after numbering, each node's root */
     int32_t *final;      /* after numbering: each node's final number */
     size_t nodes, node_cap;
-    int32_t *dense; /* by band label: pass 1 marks and node numbers (zero between bands), pass 2 the band's table */
+    int32_t *dense; /* by band label: a band's marks and node numbers while it is joined (zero between bands) */
     size_t dense_cap;
     size_t *prev_last, *first; /* the previous band's last row and this band's first row as nodes */
     size_t total;
@@ -336,11 +343,11 @@ static gpuws_status number(const band_plan *bp, numbering *nb)
     return GPUWS_OK;
 }
 
-/* Pass 2 of band b: the band's table (dense[l] = final number of its label l). Between its border labels the
+/* Pass 2 of band b: the band's table (t[l] = final number of its label l, t holding count[b] + 1). Between its
+ * border labels the
  * numbers run on from the band's offset, less the nodes merged into earlier roots. */
-static void band_table(numbering *nb, size_t b)
+static void band_table(const numbering *nb, size_t b, int32_t *t)
 {
-    int32_t *t = nb->dense;
     const size_t n = nb->count[b], end = nb->node_base[b + 1];
     const uint64_t base = nb->offset[b];
     size_t j = nb->node_base[b], nh = nb->nh_before[b];
@@ -356,62 +363,22 @@ static void band_table(numbering *nb, size_t b)
     }
 }
 
-/* ---- the pipeline --------------------------------------------------------------------------------------------- */
-
-typedef struct {
-    gpuws_stream *up, *run, *down;
-    gpuws_buffer *dmask[SLOTS], *dlabels[SLOTS];
-    uint8_t *hmask[SLOTS];
-    int32_t *hlabels[SLOTS];
-    int32_t *hcount; /* pass 1: each band's N, read on the labelling stream */
-    gpuws_event *uploaded[SLOTS], *labelled[SLOTS], *downloaded[SLOTS];
-} pipeline;
-
-static void pipeline_free(gpuws_context *ctx, pipeline *p)
-{
-    gpuws_stream_destroy(p->up);
-    gpuws_stream_destroy(p->run);
-    gpuws_stream_destroy(p->down);
-    gpuws_host_free(ctx, p->hcount);
-    for (int k = 0; k < SLOTS; k++) {
-        gpuws_buffer_destroy(p->dmask[k]);
-        gpuws_buffer_destroy(p->dlabels[k]);
-        gpuws_host_free(ctx, p->hmask[k]);
-        gpuws_host_free(ctx, p->hlabels[k]);
-        gpuws_event_destroy(p->uploaded[k]);
-        gpuws_event_destroy(p->labelled[k]);
-        gpuws_event_destroy(p->downloaded[k]);
-    }
-}
-
-static gpuws_status pipeline_make(gpuws_context *ctx, const band_plan *bp, pipeline *p)
-{
-    const size_t px = bp->rows * bp->w;
-    gpuws_status st;
-    if ((st = gpuws_stream_create(ctx, &p->up)) || (st = gpuws_stream_create(ctx, &p->run)) ||
-        (st = gpuws_stream_create(ctx, &p->down)) ||
-        (st = gpuws_host_alloc(ctx, bp->bands * sizeof(int32_t), (void **)&p->hcount)))
-        return st;
-    for (int k = 0; k < bp->slots; k++)
-        if ((st = gpuws_buffer_create(ctx, px, &p->dmask[k])) ||
-            (st = gpuws_buffer_create(ctx, px * sizeof(int32_t), &p->dlabels[k])) ||
-            (st = gpuws_host_alloc(ctx, px, (void **)&p->hmask[k])) ||
-            (st = gpuws_host_alloc(ctx, px * sizeof(int32_t), (void **)&p->hlabels[k])) ||
-            (st = gpuws_event_create(ctx, &p->uploaded[k])) || (st = gpuws_event_create(ctx, &p->labelled[k])) ||
-            (st = gpuws_event_create(ctx, &p->downloaded[k])))
-            return st;
-    return GPUWS_OK;
-}
+/* ---- the steps of band_stream.h: step t is band t % bands of pass t / bands + 1 -------------------------------- */
 
 typedef struct {
     const band_plan *bp;
     int conn;
     const uint8_t *mask;
     int32_t *labels;
-    pipeline p;
     numbering nb;
-    size_t steps; /* 2 x bands: two passes */
+    int32_t **border; /* [bands]: pass 1's first and last rows of a band, from its completion until it is done */
 } run_state;
+
+typedef struct {
+    int32_t *hcount; /* pinned, [bands]: pass 1's N of each band this device labels, read on its labelling stream */
+    int32_t *table;  /* pass 2: the band's table of final numbers */
+    size_t table_cap;
+} device_state;
 
 static size_t band_height(const band_plan *bp, size_t b)
 {
@@ -419,90 +386,141 @@ static size_t band_height(const band_plan *bp, size_t b)
     return r0 + bp->rows < bp->h ? bp->rows : bp->h - r0;
 }
 
-/* Step t's results, once its download is done: pass 1 harvests the band's border, pass 2 writes its labels; then
- * progress. */
-static gpuws_status complete(run_state *rs, size_t t)
+static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuws_stream *run, void **state)
 {
+    (void)d, (void)run;
+    const run_state *rs = user;
+    device_state *ds = gpuws__calloc(1, sizeof *ds);
+    if (!ds) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a device's state");
+    const gpuws_status st = gpuws_host_alloc(ctx, rs->bp->bands * sizeof(int32_t), (void **)&ds->hcount);
+    if (st) gpuws__free(ds);
+    else *state = ds;
+    return st;
+}
+
+static void device_free(void *user, unsigned d, gpuws_context *ctx, void *state)
+{
+    (void)user, (void)d;
+    device_state *ds = state;
+    gpuws_host_free(ctx, ds->hcount);
+    gpuws__free(ds->table);
+    gpuws__free(ds);
+}
+
+static gpuws_status stage(void *user, size_t t, void *in, size_t *bytes)
+{
+    const run_state *rs = user;
     const band_plan *bp = rs->bp;
-    const int k = (int)(t % (size_t)bp->slots), pass = (int)(t / bp->bands) + 1;
     const size_t b = t % bp->bands, r = band_height(bp, b), w = bp->w;
-    numbering *nb = &rs->nb;
-    const int32_t *hl = rs->p.hlabels[k];
-    gpuws_status st = gpuws_event_synchronize(rs->p.downloaded[k]);
-    if (st) return st;
-    if (pass == 1 && nb->count[b] == SIZE_MAX) nb->count[b] = (size_t)rs->p.hcount[b];
-    if (pass == 1) {
-        if ((st = harvest(bp, rs->conn, nb, b, hl, r > 1 ? hl + w : hl))) return st;
-    } else {
-        if (b == 0 && (st = number(bp, nb))) return st;
-        band_table(nb, b);
-        copy_part c = {
-            .run = map_labels, .src = hl, .dst = rs->labels + b * bp->rows * w, .w = w, .table = nb->dense
-        };
-        copy_rows(&c, r, r * w * sizeof(int32_t));
-    }
-    if (bp->o.progress) bp->o.progress(bp->o.progress_user, pass, 2, b, bp->bands, b * bp->rows + r, bp->h);
+    copy_part c = {
+        .run = stage_mask, .src = rs->mask + b * bp->rows * bp->stride, .dst = in, .w = w, .src_stride = bp->stride
+    };
+    copy_rows(&c, r, r * w);
+    *bytes = r * w;
     return GPUWS_OK;
 }
 
-static gpuws_status run_steps(gpuws_context *ctx, run_state *rs)
+static gpuws_status compute(void *user, void *state, size_t t, gpuws_stream *run, gpuws_buffer *din, gpuws_buffer *dout)
+{
+    run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    device_state *ds = state;
+    const size_t b = t % bp->bands;
+    gpuws__label_count n;
+    gpuws_status st = gpuws__label_enqueue(run, bp->w, band_height(bp, b), din, rs->conn, dout, &n);
+    if (st || t >= bp->bands) return st;
+    /* pass 1 needs N; on the labelling stream, before the next band's labelling reuses its memory */
+    rs->nb.count[b] = n.buffer ? SIZE_MAX : n.value;
+    return n.buffer ? gpuws_buffer_read_async(run, n.buffer, n.offset, ds->hcount + b, sizeof(int32_t)) : GPUWS_OK;
+}
+
+/* Pass 1: the band's first and last rows; pass 2: the whole band. */
+static gpuws_status download(void *user, size_t t, gpuws_stream *down, gpuws_buffer *dout, void *out)
+{
+    const run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    const size_t b = t % bp->bands, r = band_height(bp, b), w = bp->w, row = w * sizeof(int32_t);
+    if (t >= bp->bands) return gpuws_buffer_read_async(down, dout, 0, out, r * row);
+    gpuws_status st = gpuws_buffer_read_async(down, dout, 0, out, row);
+    if (!st && r > 1) st = gpuws_buffer_read_async(down, dout, (r - 1) * row, (char *)out + row, row);
+    return st;
+}
+
+/* Pass 1 keeps the band's N and border rows for `done`; pass 2 writes its final labels. */
+static gpuws_status complete(void *user, void *state, size_t t, const void *staged)
+{
+    run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    device_state *ds = state;
+    numbering *nb = &rs->nb;
+    const size_t b = t % bp->bands, r = band_height(bp, b), w = bp->w;
+    const int32_t *hl = staged;
+    if (t < bp->bands) {
+        if (nb->count[b] == SIZE_MAX) nb->count[b] = (size_t)ds->hcount[b];
+        if (!(rs->border[b] = gpuws__malloc(2 * w * sizeof(int32_t))))
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a band's border rows");
+        memcpy(rs->border[b], hl, w * sizeof(int32_t));
+        memcpy(rs->border[b] + w, r > 1 ? hl + w : hl, w * sizeof(int32_t));
+        return GPUWS_OK;
+    }
+    const size_t need = nb->count[b] + 1;
+    if (need > ds->table_cap) {
+        int32_t *tb = gpuws__realloc(ds->table, need * sizeof *tb);
+        if (!tb)
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                "label_host: no host memory for a table of %zu labels (%zu bytes)", need,
+                                need * sizeof *tb);
+        ds->table = tb, ds->table_cap = need;
+    }
+    band_table(nb, b, ds->table);
+    copy_part c = { .run = map_labels, .src = hl, .dst = rs->labels + b * bp->rows * w, .w = w, .table = ds->table };
+    copy_rows(&c, r, r * w * sizeof(int32_t));
+    return GPUWS_OK;
+}
+
+/* In step order: pass 1 joins the band's border to the previous band's and, after the last band, numbers the
+ * components; then progress. */
+static gpuws_status done(void *user, size_t t)
+{
+    run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    const size_t b = t % bp->bands, w = bp->w;
+    const int pass = t < bp->bands ? 1 : 2;
+    if (pass == 1) {
+        gpuws_status st = harvest(bp, rs->conn, &rs->nb, b, rs->border[b], rs->border[b] + w);
+        gpuws__free(rs->border[b]);
+        rs->border[b] = NULL;
+        if (!st && b + 1 == bp->bands) st = number(bp, &rs->nb);
+        if (st) return st;
+    }
+    if (bp->o.progress)
+        bp->o.progress(bp->o.progress_user, pass, 2, b, bp->bands, b * bp->rows + band_height(bp, b), bp->h);
+    return GPUWS_OK;
+}
+
+static gpuws_status run_bands(run_state *rs)
 {
     const band_plan *bp = rs->bp;
-    pipeline *p = &rs->p;
-    gpuws_status st = pipeline_make(ctx, bp, p);
-    if (!st) st = numbering_make(bp, &rs->nb);
-    const size_t ns = (size_t)bp->slots, w = bp->w;
-    size_t completed = 0;
-    for (size_t t = 0; !st && t < rs->steps; t++) {
-        const int k = (int)(t % ns);
-        const bool reuse = t >= ns, first_pass = t < bp->bands; /* the slot held step t - ns */
-        const size_t b = t % bp->bands, r = band_height(bp, b);
-        /* stage once the slot's previous upload has left the staging buffer */
-        if (reuse && (st = gpuws_event_synchronize(p->uploaded[k]))) break;
-        copy_part c = { .run = stage_mask,
-                        .src = rs->mask + b * bp->rows * bp->stride,
-                        .dst = p->hmask[k],
-                        .w = w,
-                        .src_stride = bp->stride };
-        copy_rows(&c, r, r * w);
-        if ((reuse && (st = gpuws__stream_wait_event(p->up, p->labelled[k]))) ||
-            (st = gpuws_buffer_write_async(p->up, p->dmask[k], 0, p->hmask[k], r * w)) ||
-            (st = gpuws_event_record(p->uploaded[k], p->up)) ||
-            (st = gpuws__stream_wait_event(p->run, p->uploaded[k])) ||
-            (reuse && (st = gpuws__stream_wait_event(p->run, p->downloaded[k]))))
-            break;
-        gpuws__label_count n;
-        if ((st = gpuws__label_enqueue(p->run, w, r, p->dmask[k], rs->conn, p->dlabels[k], &n))) break;
-        /* pass 1 needs N; on the labelling stream, before the next band's labelling reuses its memory */
-        if (first_pass) {
-            rs->nb.count[b] = n.buffer ? SIZE_MAX : n.value;
-            if (n.buffer && (st = gpuws_buffer_read_async(p->run, n.buffer, n.offset, p->hcount + b, sizeof(int32_t))))
-                break;
-        }
-        if ((st = gpuws_event_record(p->labelled[k], p->run))) break;
-        /* the slot's labels staging still holds step t - ns until it is complete */
-        if (reuse && (st = complete(rs, t - ns))) break;
-        if (reuse) completed = t - ns + 1;
-        if ((st = gpuws__stream_wait_event(p->down, p->labelled[k]))) break;
-        if (!first_pass) { /* the whole band */
-            st = gpuws_buffer_read_async(p->down, p->dlabels[k], 0, p->hlabels[k], r * w * sizeof(int32_t));
-        } else { /* its first and last rows */
-            st = gpuws_buffer_read_async(p->down, p->dlabels[k], 0, p->hlabels[k], w * sizeof(int32_t));
-            if (!st && r > 1)
-                st = gpuws_buffer_read_async(p->down, p->dlabels[k], (r - 1) * w * sizeof(int32_t), p->hlabels[k] + w,
-                                             w * sizeof(int32_t));
-        }
-        if (st || (st = gpuws_event_record(p->downloaded[k], p->down))) break;
-    }
-    for (size_t t = completed; !st && t < rs->steps; t++) st = complete(rs, t);
-    /* every stream stops before the buffers go, also after an error */
-    gpuws_stream *streams[] = { p->up, p->run, p->down };
-    for (int i = 0; i < 3; i++) {
-        if (!streams[i]) continue;
-        const gpuws_status sync = gpuws_stream_synchronize(streams[i]);
-        if (!st) st = sync;
-    }
-    pipeline_free(ctx, p);
+    gpuws_status st = numbering_make(bp, &rs->nb);
+    if (!st && !(rs->border = gpuws__calloc(bp->bands, sizeof *rs->border)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for the state of %zu bands", bp->bands);
+    const gpuws__band_ops ops = { .steps = 2 * bp->bands,
+                                  .barrier = bp->bands,
+                                  .slots = bp->slots,
+                                  .in_bytes = bp->rows * bp->w,
+                                  .out_bytes = bp->rows * bp->w * sizeof(int32_t),
+                                  .user = rs,
+                                  .what = "label_host",
+                                  .device_make = device_make,
+                                  .device_free = device_free,
+                                  .stage = stage,
+                                  .compute = compute,
+                                  .download = download,
+                                  .complete = complete,
+                                  .done = done };
+    if (!st) st = gpuws__band_stream_run(bp->ctxs, bp->devices, &ops);
+    for (size_t b = 0; rs->border && b < bp->bands; b++) gpuws__free(rs->border[b]);
+    gpuws__free(rs->border);
     return st;
 }
 
@@ -572,11 +590,11 @@ gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, c
     if (overlaps(labels, bp.w * bp.h * sizeof(int32_t), mask, (bp.h - 1) * bp.stride + bp.w))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "label_host: labels overlaps the mask (it is read while labels is written)");
-    gpuws__log(GPUWS__LOG_DEBUG, "label_host: %zu x %zu, connectivity %d: %zu bands of %zu rows, %d slots", bp.w, bp.h,
-               connectivity, bp.bands, bp.rows, bp.slots);
+    gpuws__log(GPUWS__LOG_DEBUG, "label_host: %zu x %zu, connectivity %d: %zu bands of %zu rows, %d slots, %u devices",
+               bp.w, bp.h, connectivity, bp.bands, bp.rows, bp.slots, bp.devices);
     if (bp.bands == 1) return run_in_core(ctx, &bp, connectivity, mask, labels, num_labels);
-    run_state rs = { .bp = &bp, .conn = connectivity, .mask = mask, .labels = labels, .steps = 2 * bp.bands };
-    st = run_steps(ctx, &rs);
+    run_state rs = { .bp = &bp, .conn = connectivity, .mask = mask, .labels = labels };
+    st = run_bands(&rs);
     if (!st) *num_labels = rs.nb.total;
     numbering_free(&rs.nb);
     return st;

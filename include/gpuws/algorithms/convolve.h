@@ -106,8 +106,9 @@ GPUWS_API gpuws_status gpuws_convolve2d_separable(gpuws_stream *stream, gpuws_dt
                                                   size_t kw, const gpuws_convolve2d_options *options,
                                                   gpuws_buffer *out);
 
-/* Progress of gpuws_convolve2d_host: called on the calling thread once band `band` (0-based, in order) of `bands`
- * is complete in out, with rows_done of the out_rows output rows written so far. */
+/* Progress of gpuws_convolve2d_host: called once band `band` (0-based, in order) of `bands` is complete in out,
+ * with rows_done of the out_rows output rows written so far; on the calling thread with one device, on one of the
+ * call's threads (one call at a time, still in order) with more_contexts. */
 typedef void (*gpuws_convolve2d_progress)(void *user, size_t band, size_t bands, size_t rows_done, size_t out_rows);
 
 typedef struct gpuws_convolve2d_host_options {
@@ -118,10 +119,14 @@ typedef struct gpuws_convolve2d_host_options {
     uint64_t max_device_bytes;          /* device memory the call may use; 0 = what the device has free */
     gpuws_convolve2d_progress progress; /* NULL = none */
     void *progress_user;                /* progress's first argument */
+    /* Several devices: contexts of further devices of ctx's backend that share the bands with ctx (band b runs on
+     * device b % (1 + num_more_contexts); gpuws_contexts_create makes them from GPUWS_DEVICES). NULL = ctx alone. */
+    gpuws_context *const *more_contexts;
+    size_t num_more_contexts;
 } gpuws_convolve2d_host_options;
 #define GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT                                                                             \
     {                                                                                                                  \
-        sizeof(gpuws_convolve2d_host_options), GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0, 0, NULL, NULL            \
+        sizeof(gpuws_convolve2d_host_options), GPUWS_CONVOLVE_FULL, GPUWS_BOUNDARY_FILL, 0.0, 0, NULL, NULL, NULL, 0   \
     }
 
 /* How gpuws_convolve2d_host would split this convolution: *band_rows output rows per band (the last band may have
@@ -139,7 +144,7 @@ GPUWS_API gpuws_status gpuws_convolve2d_host_bands(gpuws_context *ctx, gpuws_dty
  * When the image, the output and the kernel fit options->max_device_bytes (0: fifteen sixteenths of the device's free
  * memory, as the CUDA driver counts it; of three quarters of the device's memory where the driver has no count:
  * OpenCL, CPU), the call is
- * one in-core gpuws_convolve2d. Otherwise the output is computed in bands of whole output rows: each band's input
+ * one in-core gpuws_convolve2d (on ctx alone). Otherwise the output is computed in bands of whole output rows: each band's input
  * rows (its own rows plus kh - 1 halo rows, fewer at the image's edges with boundary FILL; wrapped or mirrored rows
  * copied in for WRAP and SYMM) go through one of three slots (pinned staging, device input, device output, pinned
  * staging) on three streams, so that the upload of one band, the convolution of the previous one and the download
@@ -147,10 +152,16 @@ GPUWS_API gpuws_status gpuws_convolve2d_host_bands(gpuws_context *ctx, gpuws_dty
  * to gpuws_convolve2d's for any banding, on every backend. A kernel taller than a band is handled (the halo is
  * always kh - 1 rows). The CPU backend goes through the same bands (its "device" memory is host memory). The host's
  * copies into and out of staging use up to four threads (the calling thread and threads started for the copy) for
- * bands of a MiB or more; progress is called on the calling thread.
+ * bands of a MiB or more.
+ *
+ * Several devices (options->more_contexts): the budget holds on each device (0: the least free memory among them)
+ * and the bands go round-robin over ctx and the more contexts, each device with its own slots and streams, driven
+ * by a thread of its own (ctx's by the calling thread). out is the same bytes as on ctx alone when the devices
+ * are the same model (each band is planned on its device as the whole image's launch would be there).
  *
  * Errors (nothing read, out untouched): NULL ctx, image, kernel or out; bad dtype, mode, boundary; zero sizes;
- * row_stride < width; out overlapping image or kernel; a budget smaller than one band of one output row with its
+ * row_stride < width; out overlapping image or kernel; a more_contexts entry that is NULL, not live, of another
+ * backend, or ctx or an entry again; a budget smaller than one band of one output row with its
  * halo rows in one slot, plus the kernel → GPUWS_ERR_INVALID_ARGUMENT (the message gives the minimum in bytes).
  * Element counts overflowing size_t → GPUWS_ERR_OVERFLOW; sizes past gpuws_convolve2d's limits and f64 on a device
  * without it → GPUWS_ERR_UNSUPPORTED. A device error once bands run returns its status after every stream has

@@ -48,8 +48,9 @@ GPUWS_API gpuws_status gpuws_threshold(gpuws_stream *stream, size_t n, const gpu
 GPUWS_API gpuws_status gpuws_label(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *mask,
                                    int connectivity, gpuws_buffer *labels, size_t *num_labels);
 
-/* Progress of gpuws_label_host: called on the calling thread once band `band` (0-based, in order) of `bands` is
- * through pass `pass` of `passes`, with rows_done of the image's `rows` rows through that pass. One pass when the
+/* Progress of gpuws_label_host: called once band `band` (0-based, in order) of `bands` is through pass `pass` of
+ * `passes` (on the calling thread with one device; on one of the call's threads, one call at a time, still in order,
+ * with more_contexts), with rows_done of the image's `rows` rows through that pass. One pass when the
  * image is one band; otherwise pass 1 labels each band to learn its label count and its border rows, and pass 2
  * labels it again and writes its final labels (rows_done of them are final in labels). */
 typedef void (*gpuws_label_host_progress)(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done,
@@ -60,10 +61,14 @@ typedef struct gpuws_label_host_options {
     uint64_t max_device_bytes;          /* device memory the call may use; 0 = what the device has free */
     gpuws_label_host_progress progress; /* NULL = none */
     void *progress_user;                /* progress's first argument */
+    /* Several devices: contexts of further devices of ctx's backend that share the bands with ctx (as
+     * gpuws_convolve2d_host_options.more_contexts). NULL = ctx alone. */
+    gpuws_context *const *more_contexts;
+    size_t num_more_contexts;
 } gpuws_label_host_options;
 #define GPUWS_LABEL_HOST_OPTIONS_INIT                                                                                  \
     {                                                                                                                  \
-        sizeof(gpuws_label_host_options), 0, NULL, NULL                                                                \
+        sizeof(gpuws_label_host_options), 0, NULL, NULL, NULL, 0                                                       \
     }
 
 /* How gpuws_label_host would split this image: *band_rows rows per band (the last band may have fewer) in *bands
@@ -88,12 +93,15 @@ GPUWS_API gpuws_status gpuws_label_host_bands(gpuws_context *ctx, size_t width, 
  * (union-find) and numbers the components in raster order of their first pixels; pass 2 labels each band again and
  * maps its labels to the final numbers while copying them out of pinned staging. Bands go through three slots
  * (pinned staging, device mask, device labels, pinned staging) on three streams, so one band's upload, another's
- * labelling and a third's download overlap. Pixel indices are 64-bit: images of 2^31 pixels or more are legal as
+ * labelling and a third's download overlap. With options->more_contexts the bands go round-robin over ctx and those
+ * devices, each with its own slots and streams driven by a thread of its own, the budget holding on each; labels
+ * and N are the same. Pixel indices are 64-bit: images of 2^31 pixels or more are legal as
  * long as a band of one row holds fewer than 2^31 pixels; labels are int32, so N must stay below 2^31.
  *
- * Errors (nothing read, labels untouched): NULL ctx, mask, labels or num_labels; connectivity not 4 or 8; zero
- * sizes; mask_stride < width; labels overlapping the mask; a budget smaller than one band of one row (the message
- * gives the minimum in bytes) → GPUWS_ERR_INVALID_ARGUMENT. Byte counts overflowing size_t → GPUWS_ERR_OVERFLOW; a
+ * Errors (nothing read, labels untouched): NULL ctx, mask, labels or num_labels; connectivity not 4 or 8; a
+ * more_contexts entry that is NULL, not live, of another backend, or ctx or an entry again; zero sizes;
+ * mask_stride < width; labels overlapping the mask; a budget smaller than one band of one row (the message gives
+ * the minimum in bytes) → GPUWS_ERR_INVALID_ARGUMENT. Byte counts overflowing size_t → GPUWS_ERR_OVERFLOW; a
  * row of 2^31 pixels or more, or more than 2^31 - 1 components (found after pass 1, before labels is written) →
  * GPUWS_ERR_UNSUPPORTED. A device error once bands run returns its status after every stream has stopped; labels
  * then holds the bands completed before it and the rest is unspecified. */

@@ -1,0 +1,67 @@
+/* Streaming row bands of a host image through one or several devices (the out-of-core _host calls:
+ * convolve2d_host, label_host; docs/scale.md). Never installed.
+ *
+ * A call is a sequence of steps (a band each, or a band of a pass). Each device has up to GPUWS__BAND_SLOTS slots
+ * (pinned input staging, device input, device output, pinned output staging) and three streams of its own:
+ * uploads, compute, downloads. Step t runs on device t % n, in slot (its k-th step) % slots. Per step, in order:
+ *  1. the host waits for the slot's previous upload, then `stage` fills the slot's input staging;
+ *  2. upload stream: waits for the slot's previous compute (it read the device input), uploads, records `uploaded`;
+ *  3. compute stream: waits for `uploaded` and the slot's previous download (it read the device output), `compute`,
+ *     records `computed`;
+ *  4. the host waits for the slot's previous download and `complete`s that step (copies it out of staging);
+ *  5. download stream: waits for `computed`, `download`, records `downloaded`.
+ * While one step uploads, the previous computes and the one before downloads. Each device runs its steps on a
+ * thread of its own (device 0 on the calling thread), so several devices work at once; `done` then sees the steps
+ * in order. Every stream is synchronised before the buffers go, also after an error. */
+#ifndef GPUWS_BAND_STREAM_H
+#define GPUWS_BAND_STREAM_H
+
+#include "driver.h"
+
+#define GPUWS__BAND_SLOTS   3
+#define GPUWS__BAND_DEVICES 64 /* the most devices one call spreads its steps over */
+
+typedef struct gpuws__band_ops {
+    size_t steps;               /* steps 0 .. steps - 1 */
+    size_t barrier;             /* 0, or: steps from `barrier` on complete only once every earlier step is done
+                                   (label_host's second pass needs the numbering its first pass ends with) */
+    int slots;                  /* slots a device, 1 .. GPUWS__BAND_SLOTS */
+    size_t in_bytes, out_bytes; /* a slot's input and output, device and staging alike (at least 1) */
+    void *user;                 /* every callback's first argument */
+    const char *what;           /* the call's name, for messages */
+    /* Optional: device d's own state, made on the thread that runs d's steps before its first step (convolve2d's
+     * kernel on that device); `run` is d's compute stream. device_free is called for every device_make that
+     * succeeded, after d's streams have stopped. */
+    gpuws_status (*device_make)(void *user, unsigned d, gpuws_context *ctx, gpuws_stream *run, void **state);
+    void (*device_free)(void *user, unsigned d, gpuws_context *ctx, void *state);
+    /* host: step t's input into the pinned `in` (in_bytes at most); *bytes = what to upload */
+    gpuws_status (*stage)(void *user, size_t t, void *in, size_t *bytes);
+    /* enqueue on `run` step t's device work from din (uploaded) into dout */
+    gpuws_status (*compute)(void *user, void *state, size_t t, gpuws_stream *run, gpuws_buffer *din,
+                            gpuws_buffer *dout);
+    /* enqueue on `down` step t's results from dout into the pinned `out` */
+    gpuws_status (*download)(void *user, size_t t, gpuws_stream *down, gpuws_buffer *dout, void *out);
+    /* host: step t's results are in `out`; use them before returning (the slot is reused) */
+    gpuws_status (*complete)(void *user, void *state, size_t t, const void *out);
+    /* Optional: once every step before t is done too, in step order, one call at a time (on the thread that
+     * completed the last of them; the calling thread when there is one device). Progress goes here. */
+    gpuws_status (*done)(void *user, size_t t);
+} gpuws__band_ops;
+
+/* Runs ops->steps over the n contexts (1 .. GPUWS__BAND_DEVICES, distinct, one backend) and returns when every
+ * step is done or, after the first error, when every device has stopped; that error's status and message are
+ * returned on the calling thread. */
+gpuws_status gpuws__band_stream_run(gpuws_context *const *ctxs, unsigned n, const gpuws__band_ops *ops);
+
+/* The contexts a _host call runs on: ctx, then `more` (num_more of them), checked: live, not NULL, distinct, the
+ * backend of ctx. On success ctxs[0 .. *n) holds them. what: the call's name, for messages. */
+gpuws_status gpuws__band_contexts(gpuws_context *ctx, gpuws_context *const *more, size_t num_more, const char *what,
+                                  gpuws_context **ctxs, unsigned *n);
+
+/* The device bytes a _host call may use on each of the n devices: max_device_bytes when it is not 0, else fifteen
+ * sixteenths of the least free memory among them (the rest for the driver and the streams' scratch); and the
+ * smallest of their largest buffers (0 when none says). */
+void gpuws__band_budget(gpuws_context *const *ctxs, unsigned n, uint64_t max_device_bytes, uint64_t *budget,
+                        uint64_t *max_alloc);
+
+#endif
