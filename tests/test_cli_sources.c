@@ -5,6 +5,7 @@
 #include "catalog_csv.h"
 #include "fits_io.h"
 #include "sources/sources_ref.h"
+#include "sources_phot.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -343,13 +344,13 @@ BACKEND_TEST(cli_sources, phot_apertures_are_sums_on_the_image_less_its_backgrou
     cr_assert_eq(status, 0, "cfitsio status %d", status);
     snprintf(key, sizeof key, "TUNIT%d", ncols);
     fits_read_key(f, TSTRING, key, tunit_flag, NULL, &status);
-    cr_assert(status == KEY_NO_EXIST, "flag_aper_2 has a unit: %s", tunit_flag);
+    cr_assert(status == KEY_NO_EXIST, "flag_aper_6 has a unit: %s", tunit_flag);
     status = 0;
     cr_assert(nrows == n && d1 == 3.0 && d2 == 6.0 && !strcmp(tunit, "count"),
-              "%ld rows for %ld objects, PHOTAP1 %g PHOTAP2 %g, TUNIT of flux_aper_1 '%s'", nrows, n, d1, d2, tunit);
+              "%ld rows for %ld objects, PHOTAP1 %g PHOTAP2 %g, TUNIT of flux_aper_3 '%s'", nrows, n, d1, d2, tunit);
     double *x = table_column(f, "x", nrows, &status), *y = table_column(f, "y", nrows, &status);
-    static const char *const names[6] = { "flux_aper_1", "fluxerr_aper_1", "flag_aper_1",
-                                          "flux_aper_2", "fluxerr_aper_2", "flag_aper_2" };
+    static const char *const names[6] = { "flux_aper_3", "fluxerr_aper_3", "flag_aper_3",
+                                          "flux_aper_6", "fluxerr_aper_6", "flag_aper_6" };
     double *cols[6];
     for (int c = 0; c < 6; c++) cols[c] = table_column(f, names[c], nrows, &status);
     fits_close_file(f, &status);
@@ -390,13 +391,13 @@ BACKEND_TEST(cli_sources, phot_apertures_are_sums_on_the_image_less_its_backgrou
     }
     cr_assert_gt(masked, 0, "no aperture covers the NaN pixel");
 
-    /* the CSV: a comment naming the diameters, the columns after SEP's with units, the FITS table's values */
+    /* the CSV: the header first, the columns after SEP's with units, the FITS table's values */
     path_in(&r, "cat.csv", path, sizeof path);
     char *csv = test_read_file(path);
-    cr_assert(!strncmp(csv, "# --phot-apertures: ", 20) && strstr(csv, "D_1..D_2 = 3, 6\nid,x[pix],"), "%.400s", csv);
-    static const char tail[] = ",flag,flux_aper_1[count],fluxerr_aper_1[count],flag_aper_1,flux_aper_2[count],"
-                               "fluxerr_aper_2[count],flag_aper_2\n";
-    char *head = strchr(csv, '\n') + 1, *body = strchr(head, '\n') + 1;
+    cr_assert(!strncmp(csv, "id,x[pix],", 10), "%.400s", csv);
+    static const char tail[] = ",flag,flux_aper_3[count],fluxerr_aper_3[count],flag_aper_3,flux_aper_6[count],"
+                               "fluxerr_aper_6[count],flag_aper_6\n";
+    char *head = csv, *body = strchr(head, '\n') + 1;
     cr_assert(!strncmp(body - strlen(tail), tail, strlen(tail)), "CSV header: %.*s", (int)(body - head), head);
     long row = 0;
     for (char *s = body; *s; s = strchr(s, '\n') + 1, row++) {
@@ -432,6 +433,69 @@ BACKEND_TEST(cli_sources, phot_apertures_are_sums_on_the_image_less_its_backgrou
     gpuws_context_destroy(ctx);
     fits_image_free(&back), fits_image_free(&rms);
     free(img), free(diff), free(mask);
+    teardown(&r);
+}
+
+/* Each --phot-apertures column names its diameter, an integer as it is, a decimal point as 'p' and an exponent's
+ * minus as 'm' (3, 2.5, 0.00001: flux_aper_3, flux_aper_2p5, flux_aper_1em05), the same in the CSV's header row
+ * (units in brackets, as the other columns) and in the FITS table's TTYPEs, whose header keeps PHOTAPk. The CSV
+ * has no comment line: its first line is the header, and every line has as many fields as the header. */
+BACKEND_TEST(cli_sources, phot_columns_are_named_by_their_diameters)
+{
+    cli_run r;
+    setup(&r, *kind);
+    write_sky(&r, "sky.fits", 240, 180, 7, 10);
+    run_cli(&r, *kind, "sky.fits", "--detect-thresh", "5", "--back-size", "40", "--phot-apertures", "3,2.5,0.00001",
+            "--catalog", "cat.csv", "--fits-catalog", "cat.fits", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    static const char *const names[9] = { "flux_aper_3",     "fluxerr_aper_3",     "flag_aper_3",
+                                          "flux_aper_2p5",   "fluxerr_aper_2p5",   "flag_aper_2p5",
+                                          "flux_aper_1em05", "fluxerr_aper_1em05", "flag_aper_1em05" };
+    static const double diameters[3] = { 3, 2.5, 1e-5 };
+
+    char path[600];
+    path_in(&r, "cat.csv", path, sizeof path);
+    char *csv = test_read_file(path);
+    static const char first[] = "id,x[pix],y[pix],flux[count],";
+    static const char tail[] = ",flag,flux_aper_3[count],fluxerr_aper_3[count],flag_aper_3,"
+                               "flux_aper_2p5[count],fluxerr_aper_2p5[count],flag_aper_2p5,"
+                               "flux_aper_1em05[count],fluxerr_aper_1em05[count],flag_aper_1em05\n";
+    const char *body = strchr(csv, '\n') + 1;
+    cr_assert(!strncmp(csv, first, strlen(first)) && !strncmp(body - strlen(tail), tail, strlen(tail)),
+              "the first line is not the header: %.*s", (int)(body - csv), csv);
+    size_t fields = 1, rows = 0;
+    for (const char *c = csv; *c != '\n'; c++) fields += *c == ',';
+    for (const char *s = body; *s; s = strchr(s, '\n') + 1, rows++) {
+        size_t n = 1;
+        for (const char *c = s; *c != '\n'; c++) n += *c == ',';
+        cr_assert(*s != '#' && n == fields, "row %zu has %zu fields, the header %zu: %.80s", rows + 1, n, fields, s);
+    }
+    cr_assert_gt(rows, 0, "no objects");
+    free(csv);
+
+    fitsfile *f;
+    int status = 0, ncols = 0;
+    path_in(&r, "cat.fits", path, sizeof path);
+    fits_open_diskfile(&f, path, READONLY, &status);
+    fits_movabs_hdu(f, 2, NULL, &status);
+    fits_get_num_cols(f, &ncols, &status);
+    cr_assert_eq(status, 0, "cfitsio status %d", status);
+    for (int c = 0; c < 9; c++) {
+        char key[16], ttype[FLEN_VALUE] = "";
+        snprintf(key, sizeof key, "TTYPE%d", ncols - 8 + c);
+        fits_read_key(f, TSTRING, key, ttype, NULL, &status);
+        cr_assert(!status && !strcmp(ttype, names[c]), "%s is '%s', wanted %s (cfitsio status %d)", key, ttype,
+                  names[c], status);
+    }
+    for (int j = 0; j < 3; j++) {
+        char key[16];
+        double d = 0;
+        snprintf(key, sizeof key, "PHOTAP%d", j + 1);
+        fits_read_key(f, TDOUBLE, key, &d, NULL, &status);
+        cr_assert(!status && d == diameters[j], "%s is %.17g, wanted %g (cfitsio status %d)", key, d, diameters[j],
+                  status);
+    }
+    fits_close_file(f, &status);
     teardown(&r);
 }
 #endif
@@ -476,6 +540,34 @@ BACKEND_TEST(cli_sources, timings_give_every_step_on_stderr)
     teardown(&r);
 }
 
+/* The diameters' spelling in the --phot-apertures columns' names: %.9g's digits, the decimal point as 'p', an
+ * exponent's minus as 'm' and its plus left out, so that a name holds letters, digits and underscores only, and
+ * diameters that differ in 9 significant digits get different names. */
+Test(cli_sources, phot_diameters_are_spelt_as_identifiers)
+{
+    static const struct {
+        double d;
+        const char *spelt;
+    } cases[] = {
+        { 3, "3" },
+        { 2.5, "2p5" },
+        { 0.75, "0p75" },
+        { 12.125, "12p125" },
+        { 1e-5, "1em05" },
+        { 2.5e-7, "2p5em07" },
+        { 1e10, "1e10" },
+        { 123456789, "123456789" },
+        { 1234567891, "1p23456789e09" },
+        { 2.5000000001, "2p5" },
+        { 1.7976931348623157e308, "1p79769313e308" },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char got[PHOT_NAME_MAX];
+        phot_spell(cases[k].d, got);
+        cr_assert(!strcmp(got, cases[k].spelt), "%.17g is spelt '%s', wanted '%s'", cases[k].d, got, cases[k].spelt);
+    }
+}
+
 /* The catalogue's rows are formatted on several threads: the file is what one loop of printf writes, byte for byte
  * (integers as %lld, fixed decimals as %.*f, the rest as %.9g, NaN as nan). */
 Test(cli_sources, catalogue_csv_is_what_printf_writes)
@@ -498,7 +590,7 @@ Test(cli_sources, catalogue_csv_is_what_printf_writes)
     snprintf(dir, sizeof dir, "%s/gpuws-csv-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     cr_assert(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/cat.csv", dir);
-    const catalog_table t = { COLS, ROWS, cols, v, NULL };
+    const catalog_table t = { COLS, ROWS, cols, v };
     char err[600];
     cr_assert_eq(catalog_table_csv(path, &t, 1, err, sizeof err), 0, "%s", err);
     size_t len = 0;

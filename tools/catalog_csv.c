@@ -127,7 +127,6 @@ int catalog_table_csv(const char *path, const catalog_table *t, int units, char 
                  failed ? "out of memory for the catalogue's text" : "cannot create: ", failed ? "" : strerror(errno));
         return -1;
     }
-    if (t->comment) fprintf(f, "# %s\n", t->comment);
     for (size_t c = 0; c < t->ncols; c++)
         fprintf(f, "%s%s%s%s%s", c ? "," : "", t->cols[c].name, units && *t->cols[c].unit ? "[" : "",
                 units ? t->cols[c].unit : "", units && *t->cols[c].unit ? "]" : "");

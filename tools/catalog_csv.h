@@ -21,12 +21,12 @@ typedef struct {
     size_t ncols, nrows;
     const catalog_column *cols;
     const double *v;
-    const char *comment; /* NULL, or one line (no newline) that the CSV writes first, after "# " */
 } catalog_table;
 
-/* Creates `path` (which must not exist; the commands pass a staging path, tools/output_files.h): the comment line if
- * any, a header row of the names, each followed by its unit in brackets when `units` ("x[pix]"), then one line per
- * row (NaN written as "nan"). 0 on success; -1 with a one-line reason in err, and no file left behind, on failure. */
+/* Creates `path` (which must not exist; the commands pass a staging path, tools/output_files.h): a header row of the
+ * names, each followed by its unit in brackets when `units` ("x[pix]"), then one line per row (NaN written as
+ * "nan"). No comment line comes before the header: plain CSV readers take the first line for it. 0 on success; -1
+ * with a one-line reason in err, and no file left behind, on failure. */
 int catalog_table_csv(const char *path, const catalog_table *t, int units, char *err, size_t errlen);
 
 /* One object's ellipse for regions and overlays: centre (0-based), semi-axes in pixels, angle from +x towards +y

@@ -102,7 +102,7 @@ typedef struct {
     int ncards;
     catalog_column cols[40 + PHOT_MAX_COLUMNS];
     size_t ncols;
-    const char *comment, *table_cards; /* the CSV's comment line, the FITS table's header cards (or NULL) */
+    const char *table_cards; /* the FITS table's header cards (or NULL) */
     int table_ncards;
     double *v; /* the catalogue: nrows x ncols, row-major (malloc'd) */
     size_t nrows;

@@ -43,7 +43,7 @@ static void usage(FILE *f)
         "  --connectivity 4|8     pixel neighbours: 8 with corners (extract default), 4 edges only (workshop default)\n"
         "  --phot-apertures D[,D...]  SExtractor's PHOT_APERTURES: per object and diameter D (pixels, at most 32),\n"
         "                         the sum in that circle on the image less its background, its error and flags\n"
-        "                         (columns flux_aper_k, fluxerr_aper_k, flag_aper_k)\n"
+        "                         (columns flux_aper_D, fluxerr_aper_D, flag_aper_D; D = 2.5 as 2p5)\n"
         "workshop options:\n"
         "  --kappa K              clipping at K clipped stds from the median (default 3)\n"
         "  --threshold S          detect pixels above S x the clipped std (default 5; no median added)\n"

@@ -14,23 +14,41 @@ int phot_parse(tool_args *t, const char *option, const char *v, phot_apertures *
         return tool_usage_error(t, "%s: %zu diameters, at most %d (SExtractor's limit)", option, items,
                                 PHOT_MAX_APERTURES);
     phot_apertures got = { 0, { 0 } };
+    char text[PHOT_MAX_APERTURES][64], spelt[PHOT_MAX_APERTURES][PHOT_NAME_MAX];
     for (const char *s = v;; s++) {
         const size_t len = strcspn(s, ",");
-        char item[64];
+        char *item = text[got.n];
         double d;
-        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
+        snprintf(item, sizeof text[0], "%.*s", (int)(len < sizeof text[0] ? len : sizeof text[0] - 1), s);
         if (!len) return tool_usage_error(t, "%s: diameter %zu is empty in '%s'", option, got.n + 1, v);
-        if (len >= sizeof item || tool_parse_real(item, &d))
+        if (len >= sizeof text[0] || tool_parse_real(item, &d))
             return tool_usage_error(t, "%s: diameter %zu, '%.*s', is not a number", option, got.n + 1, (int)len, s);
         if (!(d > 0))
             return tool_usage_error(t, "%s: diameter %zu is %s: a diameter must be > 0 pixels", option, got.n + 1,
                                     item);
+        phot_spell(d, spelt[got.n]);
+        for (size_t j = 0; j < got.n; j++) /* one name would stand for two columns */
+            if (!strcmp(spelt[j], spelt[got.n]))
+                return tool_usage_error(t,
+                                        "%s: diameters %zu and %zu (%s, %s) both give the columns flux_aper_%s, "
+                                        "fluxerr_aper_%s, flag_aper_%s: they agree in 9 significant digits",
+                                        option, j + 1, got.n + 1, text[j], item, spelt[j], spelt[j], spelt[j]);
         got.diameter[got.n++] = d;
         s += len;
         if (!*s) break;
     }
     *ap = got;
     return 0;
+}
+
+void phot_spell(double d, char *out)
+{
+    char g[PHOT_NAME_MAX];
+    snprintf(g, sizeof g, "%.9g", d);
+    size_t n = 0;
+    for (const char *c = g; *c; c++)
+        if (*c != '+') out[n++] = *c == '.' ? 'p' : *c == '-' ? 'm' : *c;
+    out[n] = 0;
 }
 
 /* d as a FITS real value (a decimal point or exponent in it). */
@@ -49,29 +67,20 @@ static void add_card(phot_table *t, const char *text)
     memcpy(c, text, len);
 }
 
-/* The names, the CSV comment and the FITS cards for the diameters in t. */
+/* The names and the FITS cards for the diameters in t. */
 static void describe(phot_table *t)
 {
+    add_card(t, "COMMENT --phot-apertures: flux_aper_D is the sum in the circle of diameter D");
+    add_card(t, "COMMENT pixels (PHOTAPk) at (x, y) on the image less background, exact overlap");
     for (size_t j = 0; j < t->nap; j++) {
-        snprintf(t->names[3 * j], sizeof t->names[0], "flux_aper_%zu", j + 1);
-        snprintf(t->names[3 * j + 1], sizeof t->names[0], "fluxerr_aper_%zu", j + 1);
-        snprintf(t->names[3 * j + 2], sizeof t->names[0], "flag_aper_%zu", j + 1);
-    }
-    size_t at = (size_t)snprintf(t->comment, sizeof t->comment,
-                                 "--phot-apertures: flux_aper_k is the sum in the circle of diameter D_k pixels at "
-                                 "(x, y) on the image less its background, fluxerr_aper_k its error from the rms "
-                                 "map, flag_aper_k SEP's flags; D_1..D_%zu =",
-                                 t->nap);
-    for (size_t j = 0; j < t->nap && at < sizeof t->comment; j++)
-        at += (size_t)snprintf(t->comment + at, sizeof t->comment - at, "%s %.9g", j ? "," : "", t->diameter[j]);
-    add_card(t, "COMMENT --phot-apertures: flux_aper_k is the sum in the circle of diameter PHOTAPk");
-    add_card(t, "COMMENT pixels at (x, y) on the image less its background (exact pixel overlap)");
-    for (size_t j = 0; j < t->nap; j++) {
-        char key[16], val[32], card[96];
+        char d[PHOT_NAME_MAX], key[16], val[32], card[96];
+        phot_spell(t->diameter[j], d);
+        snprintf(t->names[3 * j], sizeof t->names[0], "flux_aper_%s", d);
+        snprintf(t->names[3 * j + 1], sizeof t->names[0], "fluxerr_aper_%s", d);
+        snprintf(t->names[3 * j + 2], sizeof t->names[0], "flag_aper_%s", d);
         snprintf(key, sizeof key, "PHOTAP%zu", j + 1);
         fits_real(t->diameter[j], val, sizeof val);
-        snprintf(card, sizeof card, "%-8s= %20s / [pix] diameter of aperture %zu (flux_aper_%zu)", key, val, j + 1,
-                 j + 1);
+        snprintf(card, sizeof card, "%-8s= %20s / [pix] diameter of %s", key, val, t->names[3 * j]);
         add_card(t, card);
     }
 }

@@ -2,7 +2,8 @@
  * extraction, as sep.sum_circle(data - back, x, y, D / 2, err=rms, mask=, subpix=0) computes them (exact overlap),
  * measured on the device on the extraction's own buffers: gpuws_sum_circle with the background map in its options.
  * The command parses the option here, measures a catalogue, then asks for the columns, each row's values and the
- * text that names the diameters (a CSV comment line, FITS header cards). */
+ * FITS header cards that give the diameters. The columns carry the diameter in their names (flux_aper_3 for
+ * D = 3), so that a plain CSV says which diameter each column measures without a comment line. */
 #ifndef GPUWS_SOURCES_PHOT_H
 #define GPUWS_SOURCES_PHOT_H
 
@@ -13,8 +14,9 @@
 #include <stddef.h>
 
 enum {
-    PHOT_MAX_APERTURES = 32,                  /* SExtractor's MAXNAPER */
-    PHOT_MAX_COLUMNS = 3 * PHOT_MAX_APERTURES /* flux_aper_k, fluxerr_aper_k, flag_aper_k */
+    PHOT_MAX_APERTURES = 32,                   /* SExtractor's MAXNAPER */
+    PHOT_MAX_COLUMNS = 3 * PHOT_MAX_APERTURES, /* flux_aper_D, fluxerr_aper_D, flag_aper_D */
+    PHOT_NAME_MAX = 32                         /* a column name's bytes with its NUL ("fluxerr_aper_" + spelling) */
 };
 
 typedef struct {
@@ -23,17 +25,23 @@ typedef struct {
 } phot_apertures;
 
 /* --phot-apertures' value v (NULL when none followed): diameters in pixels, comma-separated, each a finite number
- * > 0, at most PHOT_MAX_APERTURES. 0, or -1 after a one-line usage message (tool_usage_error). */
+ * > 0, at most PHOT_MAX_APERTURES, no two with the same spelling (phot_spell). 0, or -1 after a one-line usage
+ * message (tool_usage_error). */
 int phot_parse(tool_args *t, const char *option, const char *v, phot_apertures *ap);
+
+/* Diameter d as the columns' names spell it: its 9 significant digits as "%.9g" writes them, with the decimal
+ * point written 'p' and an exponent's sign 'm' for minus and nothing for plus (3 -> "3", 2.5 -> "2p5",
+ * 0.00001 -> "1em05"), so that a name holds letters, digits and underscores only. Two diameters share a spelling
+ * exactly when they agree in 9 significant digits. out has PHOT_NAME_MAX bytes. */
+void phot_spell(double d, char *out);
 
 /* The photometry of one catalogue (zero-initialise, free with phot_free). */
 typedef struct {
     size_t nap, nobj;
     double diameter[PHOT_MAX_APERTURES];
-    double *v;                                  /* nobj rows of 3 nap values in phot_columns' order */
-    char names[PHOT_MAX_COLUMNS][24];           /* the columns' names */
-    char comment[40 + 40 * PHOT_MAX_APERTURES]; /* one line naming the diameters */
-    char cards[80 * (PHOT_MAX_APERTURES + 2)];  /* FITS header cards naming them */
+    double *v;                                   /* nobj rows of 3 nap values in phot_columns' order */
+    char names[PHOT_MAX_COLUMNS][PHOT_NAME_MAX]; /* the columns' names */
+    char cards[80 * (PHOT_MAX_APERTURES + 2)];   /* FITS header cards giving the diameters */
     int ncards;
 } phot_table;
 
@@ -46,8 +54,8 @@ gpuws_status phot_measure(const phot_apertures *ap, size_t w, size_t h, const gp
                           const gpuws_extract_catalog *cat, phot_table *out);
 void phot_free(phot_table *t);
 
-/* The columns (3 per diameter: flux_aper_k and fluxerr_aper_k in flux_unit, flag_aper_k an integer; k from 1 in
- * the order given) and object k's values for them. */
+/* The columns (3 per diameter D, in the order given: flux_aper_D and fluxerr_aper_D in flux_unit, flag_aper_D an
+ * integer; D spelt by phot_spell) and object k's values for them. */
 size_t phot_ncolumns(const phot_table *t);
 catalog_column phot_column(const phot_table *t, size_t c, const char *flux_unit);
 const double *phot_row(const phot_table *t, size_t k);

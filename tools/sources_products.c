@@ -66,7 +66,7 @@ int sources_write_outputs(const sources_args *a, const products *p, sources_time
     int integer[sizeof p->cols / sizeof p->cols[0]];
     for (size_t c = 0; c < p->ncols; c++)
         names[c] = p->cols[c].name, units[c] = p->cols[c].unit, integer[c] = p->cols[c].decimals == 0;
-    const catalog_table table = { p->ncols, p->nrows, p->cols, p->v, p->comment };
+    const catalog_table table = { p->ncols, p->nrows, p->cols, p->v };
     const char *frame = p->wcs ? sky_wcs_ds9_frame(p->wcs) : NULL;
     for (size_t k = 0; k < OUT_COUNT && !rc; k++) {
         if (!finals[k]) continue;
@@ -180,7 +180,7 @@ int extract_products(products *p, const gpuws_extract_catalog *cat, const phot_t
         const catalog_column col = phot_column(ph, c, flux);
         if (add_col(p, col.name, col.unit, col.decimals)) return -1;
     }
-    if (ph->nap) p->comment = ph->comment, p->table_cards = ph->cards, p->table_ncards = ph->ncards;
+    if (ph->nap) p->table_cards = ph->cards, p->table_ncards = ph->ncards;
     if (alloc_rows(p, cat->num_objects)) return -1;
     for (size_t k = 0; k < cat->num_objects; k++) {
         const gpuws_object *o = &cat->objects[k];
