@@ -176,15 +176,7 @@ ParameterizedTestParameters(label, agrees_with_reference)
         { 0, 1300, 700, PAT_STRIPES, 0, 4, false },   { 0, 1300, 700, PAT_STRIPES, 0, 8, false },
         { 0, 4096, 4096, PAT_RANDOM, 0.6, 4, false }, /* 2^24 pixels */
     };
-    enum { NS = sizeof shapes / sizeof shapes[0] };
-    static gen_case cases[TEST_BACKENDS * NS];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t i = 0; i < NS; i++) {
-            cases[k] = shapes[i];
-            cases[k++].backend = test_backends[b];
-        }
-    return cr_make_param_array(gen_case, cases, k);
+    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 ParameterizedTest(gen_case *c, label, agrees_with_reference)
