@@ -253,6 +253,18 @@ struct criterion_test_params test_case_params(bool with_stream)
     return cr_make_param_array(test_case_param, p, j, free_case_params);
 }
 
+struct criterion_test_params test_backend_params(const void *rows, size_t n, size_t size, size_t backend)
+{
+    unsigned char *p = cr_malloc(TEST_BACKENDS * n * size);
+    for (int k = 0; k < TEST_BACKENDS; k++)
+        for (size_t i = 0; i < n; i++) {
+            unsigned char *row = p + (k * n + i) * size;
+            memcpy(row, (const unsigned char *)rows + i * size, size);
+            memcpy(row + backend, &test_backends[k], sizeof test_backends[k]);
+        }
+    return (struct criterion_test_params){ size, p, TEST_BACKENDS * n, free_case_params };
+}
+
 const char *test_case_name(const test_case_param *p, char *buf, size_t n)
 {
     const gpuws__case *c = gpuws__cases()[p->index];

@@ -17,6 +17,18 @@
 #define TEST_BACKENDS 3
 extern gpuws_backend_kind test_backends[TEST_BACKENDS];
 
+/* Every row of `rows` (n rows of `size` bytes) on every backend of test_backends, backend-major: all the rows on
+ * the first backend, then all on the next. Each copy is the row with its gpuws_backend_kind at byte `backend` set to
+ * its backend; the test opens that with test_open (which skips or fails an absent backend). cr_malloc'd; Criterion
+ * frees it. Call it through TEST_BACKEND_PARAMS. */
+struct criterion_test_params test_backend_params(const void *rows, size_t n, size_t size, size_t backend);
+/* test_backend_params of the first N rows of the array Rows, whose element has a member `gpuws_backend_kind
+ * backend` (its value in Rows is ignored). */
+#define TEST_BACKEND_PARAMS(Rows, N)                                                                                   \
+    test_backend_params((Rows), (N), sizeof *(Rows),                                                                   \
+                        _Generic((Rows)->backend, gpuws_backend_kind                                                   \
+                                 : (size_t)((const char *)&(Rows)->backend - (const char *)(Rows))))
+
 /* A test run once per backend: BACKEND_TEST(suite, name) { ... *kind ... } */
 #define BACKEND_TEST(Suite, Name)                                                                                      \
     ParameterizedTestParameters(Suite, Name)                                                                           \

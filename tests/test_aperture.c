@@ -109,14 +109,7 @@ ParameterizedTestParameters(aperture, agrees_with_reference)
         { 0, CIRCLE, 0.0, 0.0, true, true, 0, true },    { 0, ELLIPSE, 2.0, 3.0, false, false, 0, true },
         { 0, KRON, 0.0, 0.0, false, true, 0, true },     { 0, AUTO, 0.0, 0.0, true, false, 0, true },
     };
-    static ref_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            cases[k] = shapes[s];
-            cases[k++].backend = test_backends[b];
-        }
-    return cr_make_param_array(ref_case, cases, k);
+    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 ParameterizedTest(ref_case *c, aperture, agrees_with_reference)

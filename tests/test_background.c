@@ -149,14 +149,7 @@ ParameterizedTestParameters(background, agrees_with_reference)
         { 0, 640, 480, 16, 16, 7, 7, 0.5, 5, false, false },  /* many meshes */
         { 0, 300, 260, 32, 32, 3, 3, 0.0, 0, false, true },   /* bright: any other order of the sums shows */
     };
-    static sky_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            cases[k] = shapes[s];
-            cases[k++].backend = test_backends[b];
-        }
-    return cr_make_param_array(sky_case, cases, k);
+    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 ParameterizedTest(sky_case *c, background, agrees_with_reference)

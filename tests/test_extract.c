@@ -113,14 +113,7 @@ ParameterizedTestParameters(extract, agrees_with_reference)
         { 0, 257, 190, NOISE_CONST, GPUWS_FILTER_CONV, 0, 1, 8, 3, 1.2, 0.001, 0, 1.5, 0 },  /* deblending, mask */
         { 0, 300, 200, NOISE_MAP, GPUWS_FILTER_MATCHED, 0, 1, 8, 5, 1.5, 0.005, 1, 0.0, GPUWS_SEP_1_2 }, /* SEP 1.2 */
     };
-    static sky_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            cases[k] = shapes[s];
-            cases[k++].backend = test_backends[b];
-        }
-    return cr_make_param_array(sky_case, cases, k);
+    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 ParameterizedTest(sky_case *c, extract, agrees_with_reference)
@@ -566,14 +559,7 @@ ParameterizedTestParameters(extract, records_in_raster_order_across_chunks)
         { 0, 61, 67, -1.0, 0, 8, 0, 0, 1 },      /* every pixel detected (absolute threshold): one component */
         { 0, 3000, 3, 2.0, 1, 8, 0, 0, 0 },      /* nothing detected over five chunks */
     };
-    static raster_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            cases[k] = shapes[s];
-            cases[k++].backend = test_backends[b];
-        }
-    return cr_make_param_array(raster_case, cases, k);
+    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 ParameterizedTest(raster_case *c, extract, records_in_raster_order_across_chunks)

@@ -155,16 +155,15 @@ static const uint32_t bin_counts[] = { 1, 7, 256, 5000, 70000 };
 ParameterizedTestParameters(histogram, matches_reference_bit_for_bit)
 {
     enum { NS = sizeof sizes / sizeof sizes[0], NB = sizeof bin_counts / sizeof bin_counts[0] };
-    static h_case cases[TEST_BACKENDS * 2 * (NS + NB + 1)];
+    static h_case cases[2 * (NS + NB + 1)];
     size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (int d = 0; d < 2; d++) {
-            const gpuws_dtype dt = d ? GPUWS_I32 : GPUWS_F32;
-            for (size_t s = 0; s < NS; s++) cases[k++] = (h_case){ test_backends[b], dt, sizes[s], 256, false };
-            for (size_t s = 0; s < NB; s++) cases[k++] = (h_case){ test_backends[b], dt, 100003, bin_counts[s], false };
-            cases[k++] = (h_case){ test_backends[b], dt, 300007, 100, true };
-        }
-    return cr_make_param_array(h_case, cases, k);
+    for (int d = 0; d < 2; d++) {
+        const gpuws_dtype dt = d ? GPUWS_I32 : GPUWS_F32;
+        for (size_t s = 0; s < NS; s++) cases[k++] = (h_case){ 0, dt, sizes[s], 256, false };
+        for (size_t s = 0; s < NB; s++) cases[k++] = (h_case){ 0, dt, 100003, bin_counts[s], false };
+        cases[k++] = (h_case){ 0, dt, 300007, 100, true };
+    }
+    return TEST_BACKEND_PARAMS(cases, k);
 }
 
 /* Data spread a little beyond [lo, hi) with a share of exact edge values, NaN (f32) and repeats of one value (so

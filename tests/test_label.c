@@ -44,11 +44,9 @@ ParameterizedTest(size_t *which, label_reference, matches_scipy_golden)
 
 ParameterizedTestParameters(label, matches_scipy_golden)
 {
-    static golden_case cases[TEST_BACKENDS * NGOLDEN];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t i = 0; i < NGOLDEN; i++) cases[k++] = (golden_case){ test_backends[b], i };
-    return cr_make_param_array(golden_case, cases, k);
+    static golden_case cases[NGOLDEN];
+    for (size_t i = 0; i < NGOLDEN; i++) cases[i] = (golden_case){ 0, i };
+    return TEST_BACKEND_PARAMS(cases, NGOLDEN);
 }
 
 ParameterizedTest(golden_case *c, label, matches_scipy_golden)
@@ -176,15 +174,7 @@ ParameterizedTestParameters(label, agrees_with_reference)
         { 0, 1300, 700, PAT_STRIPES, 0, 4, false },   { 0, 1300, 700, PAT_STRIPES, 0, 8, false },
         { 0, 4096, 4096, PAT_RANDOM, 0.6, 4, false }, /* 2^24 pixels */
     };
-    enum { NS = sizeof shapes / sizeof shapes[0] };
-    static gen_case cases[TEST_BACKENDS * NS];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t i = 0; i < NS; i++) {
-            cases[k] = shapes[i];
-            cases[k++].backend = test_backends[b];
-        }
-    return cr_make_param_array(gen_case, cases, k);
+    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 ParameterizedTest(gen_case *c, label, agrees_with_reference)
@@ -245,13 +235,8 @@ typedef struct {
 
 ParameterizedTestParameters(label, repeated_runs_of_a_percolating_image_agree)
 {
-    static race_case cases[TEST_BACKENDS * 2];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++) {
-        cases[k++] = (race_case){ test_backends[b], 4, 0.6 };
-        cases[k++] = (race_case){ test_backends[b], 8, 0.41 };
-    }
-    return cr_make_param_array(race_case, cases, k);
+    static const race_case cases[] = { { 0, 4, 0.6 }, { 0, 8, 0.41 } };
+    return TEST_BACKEND_PARAMS(cases, sizeof cases / sizeof cases[0]);
 }
 
 ParameterizedTest(race_case *c, label, repeated_runs_of_a_percolating_image_agree)

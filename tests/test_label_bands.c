@@ -84,13 +84,11 @@ typedef struct {
 
 ParameterizedTestParameters(label_bands, matches_scipy_golden)
 {
-    static golden_band_case cases[TEST_BACKENDS * NGOLDEN * NGOLDEN_ROWS];
+    static golden_band_case cases[NGOLDEN * NGOLDEN_ROWS];
     size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t i = 0; i < NGOLDEN; i++)
-            for (size_t r = 0; r < NGOLDEN_ROWS; r++)
-                cases[k++] = (golden_band_case){ test_backends[b], i, golden_band_rows[r] };
-    return cr_make_param_array(golden_band_case, cases, k);
+    for (size_t i = 0; i < NGOLDEN; i++)
+        for (size_t r = 0; r < NGOLDEN_ROWS; r++) cases[k++] = (golden_band_case){ 0, i, golden_band_rows[r] };
+    return TEST_BACKEND_PARAMS(cases, k);
 }
 
 ParameterizedTest(golden_band_case *c, label_bands, matches_scipy_golden)
@@ -228,11 +226,9 @@ typedef struct {
 
 ParameterizedTestParameters(label_bands, identical_to_in_core_for_any_banding)
 {
-    static band_case cases[TEST_BACKENDS * NROWS];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t r = 0; r < NROWS; r++) cases[k++] = (band_case){ test_backends[b], r };
-    return cr_make_param_array(band_case, cases, k);
+    static band_case cases[NROWS];
+    for (size_t r = 0; r < NROWS; r++) cases[r] = (band_case){ 0, r };
+    return TEST_BACKEND_PARAMS(cases, NROWS);
 }
 
 ParameterizedTest(band_case *c, label_bands, identical_to_in_core_for_any_banding)

@@ -291,14 +291,7 @@ ParameterizedTestParameters(measure, agrees_with_reference)
         { 0, L_WHOLE, 1000, 1003, 1, false }, /* N = 1, every pixel: heavy contention */
         { 0, L_STRIPES, 2053, 97, 7, false },
     };
-    static meas_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            cases[k] = shapes[s];
-            cases[k++].backend = test_backends[b];
-        }
-    return cr_make_param_array(meas_case, cases, k);
+    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 ParameterizedTest(meas_case *c, measure, agrees_with_reference)

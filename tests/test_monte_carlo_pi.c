@@ -78,14 +78,11 @@ ParameterizedTestParameters(monte_carlo_pi, hit_count_is_identical_to_the_refere
                   { (1ULL << 33) + 1, 100001, 3 },
                   { UINT64_MAX - 99, 100, 5 } };
     enum { NS = sizeof sizes / sizeof sizes[0] };
-    static mc_case cases[TEST_BACKENDS * (NS + 1)];
+    static mc_case cases[NS + 1];
     size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++) {
-        for (size_t i = 0; i < NS; i++)
-            cases[k++] = (mc_case){ test_backends[b], sizes[i].first, sizes[i].n, sizes[i].seed, false };
-        cases[k++] = (mc_case){ test_backends[b], 0, 1000003, 0, true };
-    }
-    return cr_make_param_array(mc_case, cases, k);
+    for (size_t i = 0; i < NS; i++) cases[k++] = (mc_case){ 0, sizes[i].first, sizes[i].n, sizes[i].seed, false };
+    cases[k++] = (mc_case){ 0, 0, 1000003, 0, true };
+    return TEST_BACKEND_PARAMS(cases, k);
 }
 
 ParameterizedTest(mc_case *c, monte_carlo_pi, hit_count_is_identical_to_the_reference)

@@ -78,16 +78,13 @@ static const size_t trial_sizes[] = { 1, 2, 3, 5, 97, 1000, 4099, 10000 };
 
 ParameterizedTestParameters(primes, matches_reference_bit_for_bit)
 {
-    static pr_case
-        cases[TEST_BACKENDS * (sizeof fast_sizes / sizeof fast_sizes[0] + sizeof trial_sizes / sizeof trial_sizes[0])];
+    static pr_case cases[sizeof fast_sizes / sizeof fast_sizes[0] + sizeof trial_sizes / sizeof trial_sizes[0]];
     size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++) {
-        for (size_t i = 0; i < sizeof fast_sizes / sizeof fast_sizes[0]; i++)
-            cases[k++] = (pr_case){ test_backends[b], GPUWS_PRIMES_FAST, fast_sizes[i] };
-        for (size_t i = 0; i < sizeof trial_sizes / sizeof trial_sizes[0]; i++)
-            cases[k++] = (pr_case){ test_backends[b], GPUWS_PRIMES_TRIAL, trial_sizes[i] };
-    }
-    return cr_make_param_array(pr_case, cases, k);
+    for (size_t i = 0; i < sizeof fast_sizes / sizeof fast_sizes[0]; i++)
+        cases[k++] = (pr_case){ 0, GPUWS_PRIMES_FAST, fast_sizes[i] };
+    for (size_t i = 0; i < sizeof trial_sizes / sizeof trial_sizes[0]; i++)
+        cases[k++] = (pr_case){ 0, GPUWS_PRIMES_TRIAL, trial_sizes[i] };
+    return TEST_BACKEND_PARAMS(cases, k);
 }
 
 static void check_against_reference(gpuws_context *ctx, gpuws_primes_variant v, size_t n)

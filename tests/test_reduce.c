@@ -32,19 +32,18 @@ static const size_t sizes[] = { 0, 1, 31, 1000, (1u << 20) + 7, 1u << 24 };
 
 ParameterizedTestParameters(reduce, agrees_with_reference)
 {
-    static red_case cases[TEST_BACKENDS * 3 * 2 * (NSIZES + 1)];
+    static red_case cases[3 * 2 * (NSIZES + 1)];
     size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (int op = 0; op < 3; op++)
-            for (int d = 0; d < 2; d++) {
-                gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
-                for (size_t s = 0; s < NSIZES; s++) {
-                    if (sizes[s] == 0 && op != GPUWS_REDUCE_SUM) continue; /* no value: tested below */
-                    cases[k++] = (red_case){ test_backends[b], (gpuws_reduce_op)op, dt, sizes[s], false };
-                }
-                cases[k++] = (red_case){ test_backends[b], (gpuws_reduce_op)op, dt, 123457, true };
+    for (int op = 0; op < 3; op++)
+        for (int d = 0; d < 2; d++) {
+            gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
+            for (size_t s = 0; s < NSIZES; s++) {
+                if (sizes[s] == 0 && op != GPUWS_REDUCE_SUM) continue; /* no value: tested below */
+                cases[k++] = (red_case){ 0, (gpuws_reduce_op)op, dt, sizes[s], false };
             }
-    return cr_make_param_array(red_case, cases, k);
+            cases[k++] = (red_case){ 0, (gpuws_reduce_op)op, dt, 123457, true };
+        }
+    return TEST_BACKEND_PARAMS(cases, k);
 }
 
 /* Values with mixed signs and magnitudes, so sums cancel and min/max are not at the ends. */

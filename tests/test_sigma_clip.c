@@ -219,14 +219,7 @@ ParameterizedTestParameters(sigma_clip, agrees_with_reference)
         { 0, 262147, 0.0, 200, 13, 3.0, 100, true },
         { 0, 4099, 2.0, 20, 0, 1.5, 100, true },
     };
-    static sky_case cases[TEST_BACKENDS * sizeof shapes / sizeof shapes[0]];
-    size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            cases[k] = shapes[s];
-            cases[k++].backend = test_backends[b];
-        }
-    return cr_make_param_array(sky_case, cases, k);
+    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 ParameterizedTest(sky_case *c, sigma_clip, agrees_with_reference)

@@ -18,13 +18,11 @@ static const size_t sizes[] = { 1, 3, 4, 5, 1000, 4099, (1u << 20) + 7 };
 
 ParameterizedTestParameters(threshold, matches_reference_bit_for_bit)
 {
-    static th_case cases[TEST_BACKENDS * (NSIZES + 1)];
+    static th_case cases[NSIZES + 1];
     size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++) {
-        for (size_t s = 0; s < NSIZES; s++) cases[k++] = (th_case){ test_backends[b], sizes[s], false };
-        cases[k++] = (th_case){ test_backends[b], 77777, true };
-    }
-    return cr_make_param_array(th_case, cases, k);
+    for (size_t s = 0; s < NSIZES; s++) cases[k++] = (th_case){ 0, sizes[s], false };
+    cases[k++] = (th_case){ 0, 77777, true };
+    return TEST_BACKEND_PARAMS(cases, k);
 }
 
 /* Uniform values in [-1, 1) with NaNs, infinities, signed zeros and values equal to the threshold mixed in. */

@@ -60,17 +60,14 @@ Test(transpose, reference_gives_known_answers)
 
 ParameterizedTestParameters(transpose, matches_reference_bit_for_bit)
 {
-    static tr_case cases[TEST_BACKENDS * 3 * (NSHAPES + 1) + TEST_BACKENDS];
+    static tr_case cases[3 * (NSHAPES + 1) + 1];
     size_t q = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++) {
-        for (size_t d = 0; d < 3; d++) {
-            for (size_t s = 0; s < NSHAPES; s++)
-                cases[q++] = (tr_case){ test_backends[b], dtypes[d], shapes[s][0], shapes[s][1], false };
-            cases[q++] = (tr_case){ test_backends[b], dtypes[d], 333, 517, true };
-        }
-        cases[q++] = (tr_case){ test_backends[b], GPUWS_F32, ((size_t)1 << 21) + 33, 3, false };
+    for (size_t d = 0; d < 3; d++) {
+        for (size_t s = 0; s < NSHAPES; s++) cases[q++] = (tr_case){ 0, dtypes[d], shapes[s][0], shapes[s][1], false };
+        cases[q++] = (tr_case){ 0, dtypes[d], 333, 517, true };
     }
-    return cr_make_param_array(tr_case, cases, q);
+    cases[q++] = (tr_case){ 0, GPUWS_F32, ((size_t)1 << 21) + 33, 3, false };
+    return TEST_BACKEND_PARAMS(cases, q);
 }
 
 ParameterizedTest(tr_case *c, transpose, matches_reference_bit_for_bit)

@@ -162,19 +162,18 @@ static const size_t sizes[] = { 1, 3, 4, 5, 7, 8, 9, 1000, (1u << 18) + 3 };
 
 ParameterizedTestParameters(ufunc, matches_reference_within_stated_bounds)
 {
-    static uf_case cases[TEST_BACKENDS * NFUNC * (NSIZES + 3)];
+    static uf_case cases[NFUNC * (NSIZES + 3)];
     size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (int f = 0; f < NFUNC; f++) {
-            const uint32_t all = (1u << gpuws_ufunc_arity[f]) - 1;
-            for (size_t s = 0; s < NSIZES; s++) cases[k++] = (uf_case){ test_backends[b], f, sizes[s], all, false };
-            if (f != HIDDEN) {                                                  /* the hidden layer takes arrays only */
-                cases[k++] = (uf_case){ test_backends[b], f, 4099, 1u, false }; /* the workshop's calls */
-                cases[k++] = (uf_case){ test_backends[b], f, 4099, all & 0xAu, false }; /* first operand scalar */
-            }
-            cases[k++] = (uf_case){ test_backends[b], f, 300001, all, true };
+    for (int f = 0; f < NFUNC; f++) {
+        const uint32_t all = (1u << gpuws_ufunc_arity[f]) - 1;
+        for (size_t s = 0; s < NSIZES; s++) cases[k++] = (uf_case){ 0, f, sizes[s], all, false };
+        if (f != HIDDEN) {                                           /* the hidden layer takes arrays only */
+            cases[k++] = (uf_case){ 0, f, 4099, 1u, false };         /* the workshop's calls */
+            cases[k++] = (uf_case){ 0, f, 4099, all & 0xAu, false }; /* first operand scalar */
         }
-    return cr_make_param_array(uf_case, cases, k);
+        cases[k++] = (uf_case){ 0, f, 300001, all, true };
+    }
+    return TEST_BACKEND_PARAMS(cases, k);
 }
 
 ParameterizedTest(uf_case *c, ufunc, matches_reference_within_stated_bounds)
@@ -345,15 +344,14 @@ ParameterizedTestParameters(ufunc, zero_suppress_is_exact)
     static const size_t zs_sizes[] = { 1, 7, 8, 9, 17, 100003 };
     static const double thresholds[] = { 15.0, 15.5, 0.1, -INFINITY, INFINITY, -32768.5 };
     enum { NZ = sizeof zs_sizes / sizeof zs_sizes[0], NT = sizeof thresholds / sizeof thresholds[0] };
-    static zs_case cases[TEST_BACKENDS * 2 * (NZ + NT)];
+    static zs_case cases[2 * (NZ + NT)];
     size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (int d = 0; d < 2; d++) {
-            const gpuws_dtype dt = d ? GPUWS_I16 : GPUWS_F32;
-            for (size_t s = 0; s < NZ; s++) cases[k++] = (zs_case){ test_backends[b], dt, zs_sizes[s], 15.0 };
-            for (size_t t = 0; t < NT; t++) cases[k++] = (zs_case){ test_backends[b], dt, 1031, thresholds[t] };
-        }
-    return cr_make_param_array(zs_case, cases, k);
+    for (int d = 0; d < 2; d++) {
+        const gpuws_dtype dt = d ? GPUWS_I16 : GPUWS_F32;
+        for (size_t s = 0; s < NZ; s++) cases[k++] = (zs_case){ 0, dt, zs_sizes[s], 15.0 };
+        for (size_t t = 0; t < NT; t++) cases[k++] = (zs_case){ 0, dt, 1031, thresholds[t] };
+    }
+    return TEST_BACKEND_PARAMS(cases, k);
 }
 
 ParameterizedTest(zs_case *c, ufunc, zero_suppress_is_exact)

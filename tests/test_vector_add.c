@@ -18,16 +18,14 @@ static const size_t sizes[] = { 0, 1, 31, 1000, (1u << 20) + 7, 1u << 24 };
 
 ParameterizedTestParameters(vector_add, matches_reference_bit_for_bit)
 {
-    static va_case cases[TEST_BACKENDS * 2 * (NSIZES + 2)];
+    static va_case cases[2 * (NSIZES + 2)];
     size_t k = 0;
-    for (int b = 0; b < TEST_BACKENDS; b++)
-        for (int d = 0; d < 2; d++) {
-            for (size_t s = 0; s < NSIZES; s++)
-                cases[k++] = (va_case){ test_backends[b], d ? GPUWS_F64 : GPUWS_F32, sizes[s], false };
-            cases[k++] = (va_case){ test_backends[b], d ? GPUWS_F64 : GPUWS_F32, 1000, true };
-            cases[k++] = (va_case){ test_backends[b], d ? GPUWS_F64 : GPUWS_F32, (1u << 20) + 7, true };
-        }
-    return cr_make_param_array(va_case, cases, k);
+    for (int d = 0; d < 2; d++) {
+        for (size_t s = 0; s < NSIZES; s++) cases[k++] = (va_case){ 0, d ? GPUWS_F64 : GPUWS_F32, sizes[s], false };
+        cases[k++] = (va_case){ 0, d ? GPUWS_F64 : GPUWS_F32, 1000, true };
+        cases[k++] = (va_case){ 0, d ? GPUWS_F64 : GPUWS_F32, (1u << 20) + 7, true };
+    }
+    return TEST_BACKEND_PARAMS(cases, k);
 }
 
 ParameterizedTest(va_case *c, vector_add, matches_reference_bit_for_bit)
