@@ -187,6 +187,104 @@ gpuws_status gpuws_context_create(gpuws_context **out, const gpuws_context_optio
     return gpuws__error(last, "%s", why);
 }
 
+/* ---- several devices: GPUWS_DEVICES ------------------------------------------------------------------------ */
+
+void gpuws_contexts_destroy(gpuws_context **ctxs, size_t n)
+{
+    for (size_t i = 0; ctxs && i < n; i++) gpuws_context_destroy(ctxs[n - 1 - i]);
+}
+
+/* GPUWS_DEVICES as a list of indices into idx (at most max); *all for "all". */
+static gpuws_status parse_devices(const char *v, size_t max, long *idx, size_t *n, bool *all)
+{
+    *n = 0, *all = false;
+    if (!strcmp(v, "all")) {
+        *all = true;
+        return GPUWS_OK;
+    }
+    for (const char *p = v;;) {
+        char *end;
+        errno = 0;
+        const long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x > 1 << 20 || (*end && *end != ','))
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "GPUWS_DEVICES='%s' is not 'all' nor a list of device indices (0,1,...)", v);
+        if (*n == max)
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "GPUWS_DEVICES='%s' names more than %zu devices", v, max);
+        idx[(*n)++] = x;
+        if (!*end) return GPUWS_OK;
+        p = end + 1;
+    }
+}
+
+gpuws_status gpuws_contexts_create(const gpuws_context_options *opt, size_t max, gpuws_context **ctxs, size_t *count)
+{
+    if (!ctxs || !count)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "contexts_create: argument '%s' is NULL",
+                            !ctxs ? "ctxs" : "count");
+    *count = 0;
+    if (max == 0) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "contexts_create: max is 0");
+    gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
+    gpuws_status st = gpuws__options_read(opt, &o, sizeof o, GPUWS__CONTEXT_OPTIONS_BASE, "contexts_create: options");
+    if (st) return st;
+    const char *v = gpuws__getenv("GPUWS_DEVICES");
+    if (!v || !*v) {
+        if ((st = gpuws_context_create(&ctxs[0], &o))) return st;
+        *count = 1;
+        return GPUWS_OK;
+    }
+    long *idx = gpuws__malloc(max * sizeof *idx);
+    if (!idx) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "contexts_create: no host memory for %zu indices", max);
+    size_t n = 0;
+    bool all;
+    if ((st = parse_devices(v, max, idx, &n, &all))) goto out;
+    /* the first context decides the backend (and the device "all" starts from) */
+    gpuws_context_options first = o;
+    if (!all) first.device = (int)idx[0];
+    if ((st = gpuws_context_create(&ctxs[0], &first))) {
+        if (!all) st = gpuws__error_prefix(st, "GPUWS_DEVICES='%s': device %ld", v, idx[0]);
+        goto out;
+    }
+    *count = 1;
+    const gpuws__backend *b = ctxs[0]->backend;
+    const char *filter = b->kind != GPUWS_BACKEND_OPENCL ? NULL
+                         : o.opencl_platform             ? o.opencl_platform
+                                                         : gpuws__getenv("GPUWS_OPENCL_PLATFORM");
+    if (all) { /* every other device of the first one's type (and platform) */
+        long chosen;
+        size_t devices = 0;
+        if ((st = parse_device_index(o.device, &chosen)) || (st = b->device_count(filter, &devices))) goto out;
+        for (size_t i = 0; i < devices; i++) {
+            gpuws_device_info d;
+            if ((long)i == (chosen < 0 ? 0 : chosen)) continue;
+            if ((st = b->device_info(filter, i, &d))) goto out;
+            if (d.type != ctxs[0]->info.type || strcmp(d.platform, ctxs[0]->info.platform)) continue;
+            if (n == max) {
+                st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "GPUWS_DEVICES=all: more than %zu devices", max);
+                goto out;
+            }
+            idx[n++] = (long)i;
+        }
+    }
+    for (size_t k = all ? 0 : 1; k < n; k++) { /* a list's first device is open already */
+        gpuws_context_options more = o;
+        more.backend = b->name;
+        more.device = (int)idx[k];
+        if ((st = gpuws_context_create(&ctxs[*count], &more))) {
+            st = gpuws__error_prefix(st, "GPUWS_DEVICES='%s': device %ld", v, idx[k]);
+            goto out;
+        }
+        (*count)++;
+    }
+out:
+    gpuws__free(idx);
+    if (st) {
+        gpuws_contexts_destroy(ctxs, *count);
+        *count = 0;
+    }
+    return st;
+}
+
 void gpuws_context_destroy(gpuws_context *ctx)
 {
     if (!ctx || !gpuws__handle_live(ctx, GPUWS__H_CONTEXT)) return;

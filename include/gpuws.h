@@ -167,6 +167,21 @@ typedef struct gpuws_context_options {
  * that was not named. On error *ctx is set to NULL. The context's tuning knobs come from GPUWS_TUNING, read
  * here once (docs/tuning.md). */
 GPUWS_API gpuws_status gpuws_context_create(gpuws_context **ctx, const gpuws_context_options *options);
+/* Contexts on several devices, for the calls that share work between devices (the _host calls' more_contexts).
+ * GPUWS_DEVICES says which, within the backend gpuws_context_create(options) chooses:
+ *   unset or empty: one context, gpuws_context_create's;
+ *   "all": the chosen device first, then every other device of that backend of the same type (GPU, CPU) and, on
+ *          OpenCL, of the same platform, in index order (so PoCL's CPU device never joins NVIDIA's GPUs);
+ *   "0,1,...": those device indices of the chosen backend, in that order (options->device and GPUWS_DEVICE are
+ *          then ignored); an index may repeat: two contexts on one device, which share its time (tests use this).
+ * Fills ctxs[0 .. *count) (ctxs holds max entries); destroy them with gpuws_contexts_destroy. On error nothing is
+ * left open and *count is 0: GPUWS_DEVICES not "all" nor a list of indices, more devices than max →
+ * GPUWS_ERR_INVALID_ARGUMENT; an index past the backend's devices → GPUWS_ERR_NO_DEVICE; gpuws_context_create's
+ * errors. */
+GPUWS_API gpuws_status gpuws_contexts_create(const gpuws_context_options *options, size_t max, gpuws_context **ctxs,
+                                             size_t *count);
+/* gpuws_context_destroy on each of the n contexts. */
+GPUWS_API void gpuws_contexts_destroy(gpuws_context **ctxs, size_t n);
 /* Waits for the context's work and releases it. Streams, buffers and events still live are released with it (a
  * warning names the buffers and events, which the caller leaked): afterwards destroying one of them is a no-op and
  * any other call given one is GPUWS_ERR_INVALID_ARGUMENT ("not a live ..."), as for the context's kernels. */

@@ -253,15 +253,44 @@ ParameterizedTest(const target *t, convolve2d_bands, several_devices_give_the_in
         unsigned char *got = malloc(no * es);
         cr_assert_not_null(got);
         memset(got, 0xA5, no * es);
+        size_t band_rows, bands;
+        TEST_OK(gpuws_convolve2d_host_bands(ctx, dt, r->h, r->w, r->kh, r->kw, &ho, &band_rows, &bands));
         TEST_OK(gpuws_convolve2d_host(ctx, dt, image, r->h, r->w, 0, kernel, r->kh, r->kw, &ho, got));
         cr_assert(memcmp(got, want, no * es) == 0, "%s on %s over 3 devices (%zu bands): differs from in-core", r->name,
-                  target_name(t), r->bands);
-        cr_assert(log.in_order && log.calls == r->bands && log.last_rows == oh,
+                  target_name(t), bands);
+        cr_assert(log.in_order && log.calls == bands && log.last_rows == oh,
                   "%s: %zu progress calls (in order: %d) for %zu bands, ending at row %zu of %zu", r->name, log.calls,
-                  log.in_order, r->bands, log.last_rows, oh);
+                  log.in_order, bands, log.last_rows, oh);
         free(image), free(k), free(kernel), free(want), free(got);
     }
     gpuws_context_destroy(more[1]);
+    gpuws_context_destroy(more[0]);
+    gpuws_context_destroy(ctx);
+}
+
+/* With several devices an image that fits one is still split, three bands or more a device (no band under 64
+ * output rows), so that every device works; alone, it is one band. */
+ParameterizedTestParameters(convolve2d_bands, several_devices_split_an_image_that_fits_one)
+{
+    return cr_make_param_array(target, targets, NTARGETS);
+}
+
+ParameterizedTest(const target *t, convolve2d_bands, several_devices_split_an_image_that_fits_one)
+{
+    gpuws_context *ctx = open_target(t), *more[1] = { open_target(t) };
+    gpuws_convolve2d_host_options ho = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    ho.mode = GPUWS_CONVOLVE_SAME;
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_convolve2d_host_bands(ctx, GPUWS_F32, 1000, 300, 5, 5, &ho, &band_rows, &bands));
+    cr_assert(bands == 1 && band_rows == 1000, "one device: %zu bands of %zu rows", bands, band_rows);
+    ho.more_contexts = more, ho.num_more_contexts = 1;
+    TEST_OK(gpuws_convolve2d_host_bands(ctx, GPUWS_F32, 1000, 300, 5, 5, &ho, &band_rows, &bands));
+    cr_assert(bands == 6 && band_rows == 167, "two devices: %zu bands of %zu rows, want 6 of 167", bands, band_rows);
+    TEST_OK(gpuws_convolve2d_host_bands(ctx, GPUWS_F32, 200, 300, 5, 5, &ho, &band_rows, &bands));
+    cr_assert(bands == 4 && band_rows == 64, "200 rows on two devices: %zu bands of %zu rows, want 4 of 64", bands,
+              band_rows);
+    TEST_OK(gpuws_convolve2d_host_bands(ctx, GPUWS_F32, 50, 300, 5, 5, &ho, &band_rows, &bands));
+    cr_assert(bands == 1 && band_rows == 50, "50 rows on two devices: %zu bands of %zu rows", bands, band_rows);
     gpuws_context_destroy(more[0]);
     gpuws_context_destroy(ctx);
 }

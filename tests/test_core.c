@@ -613,3 +613,47 @@ Test(embedded_opencl, every_line_is_the_line_its_line_directive_names)
     cr_assert(label_layout, "label's program does not include label_layout.h");
 }
 #endif
+
+/* GPUWS_DEVICES: contexts on several devices of one backend (gpuws_contexts_create). */
+Test(selection, gpuws_devices_names_the_contexts)
+{
+    setenv("GPUWS_BACKEND", "cpu", 1);
+    gpuws_context *c[4] = { NULL };
+    size_t n = 99;
+    unsetenv("GPUWS_DEVICES");
+    TEST_OK(gpuws_contexts_create(NULL, 4, c, &n));
+    cr_assert_eq(n, 1, "unset: %zu contexts", n);
+    gpuws_contexts_destroy(c, n);
+    setenv("GPUWS_DEVICES", "all", 1); /* the CPU backend has one device */
+    TEST_OK(gpuws_contexts_create(NULL, 4, c, &n));
+    cr_assert_eq(n, 1, "all on cpu: %zu contexts", n);
+    gpuws_contexts_destroy(c, n);
+    setenv("GPUWS_DEVICES", "0,0,0", 1); /* one device three times: three contexts */
+    TEST_OK(gpuws_contexts_create(NULL, 4, c, &n));
+    cr_assert_eq(n, 3, "0,0,0: %zu contexts", n);
+    cr_assert(c[0] != c[1] && c[1] != c[2] && c[0] != c[2], "the contexts are not distinct");
+    for (size_t i = 0; i < n; i++) cr_assert_eq(backend_of(c[i]), GPUWS_BACKEND_CPU);
+    gpuws_contexts_destroy(c, n);
+}
+
+Test(selection, gpuws_devices_errors_leave_nothing_open)
+{
+    setenv("GPUWS_BACKEND", "cpu", 1);
+    gpuws_context *c[2] = { NULL };
+    size_t n = 99;
+    const char *bad[] = { "first", "0,", ",0", "0,-1", "0;1" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("GPUWS_DEVICES", bad[i], 1);
+        TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_contexts_create(NULL, 2, c, &n));
+        cr_assert(strstr(gpuws_last_error(), "is not 'all' nor a list"), "%s: %s", bad[i], gpuws_last_error());
+        cr_assert_eq(n, 0);
+    }
+    setenv("GPUWS_DEVICES", "0,0,0", 1);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_contexts_create(NULL, 2, c, &n));
+    cr_assert(strstr(gpuws_last_error(), "more than 2 devices"), "message: %s", gpuws_last_error());
+    setenv("GPUWS_DEVICES", "0,7", 1); /* the second cannot open: the first is closed again */
+    TEST_FAILS(GPUWS_ERR_NO_DEVICE, gpuws_contexts_create(NULL, 2, c, &n));
+    cr_assert(strstr(gpuws_last_error(), "GPUWS_DEVICES='0,7': device 7"), "message: %s", gpuws_last_error());
+    cr_assert_eq(n, 0);
+    unsetenv("GPUWS_DEVICES");
+}

@@ -46,7 +46,8 @@ static void usage(FILE *f)
         "  --fill V is a decimal number, nan, inf or -inf; --size N from 16 to 16384; --repeat N from 1 to\n"
         "  1000000. -o, --mode, --boundary, --fill and --separable apply to files only, --size and --repeat to\n"
         "  --demo only; each option may be given once.\n"
-        "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM.\n"
+        "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM; GPUWS_DEVICES\n"
+        "  (all, or 0,1,...) shares the bands of a streamed convolution between several devices.\n"
         "  Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: OUT.fits is an input).\n");
 }
 
@@ -67,7 +68,7 @@ typedef struct {
     size_t demo_size;
     int repeat;
     uint64_t max_device_bytes; /* --max-device-memory; 0 = the device's free memory */
-    output_files *outputs; /* OUT.fits, planned before any work */
+    output_files *outputs;     /* OUT.fits, planned before any work */
 } args;
 
 /* --separable: relative tolerance of the factorization check (stated in the usage). */
@@ -163,19 +164,24 @@ static void on_band(void *user, size_t band, size_t bands, size_t rows_done, siz
 }
 
 /* The 2-D convolution through gpuws_convolve2d_host: in-core when it fits the budget, else in bands. */
-static gpuws_status convolve_streamed(const args *a, gpuws_context *ctx, gpuws_dtype dt, const fits_image *img,
-                                      const fits_image *ker, size_t oh, void *out)
+static gpuws_status convolve_streamed(const args *a, gpuws_context *const *ctxs, size_t nctx, gpuws_dtype dt,
+                                      const fits_image *img, const fits_image *ker, size_t oh, void *out)
 {
+    gpuws_context *ctx = ctxs[0];
     gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
     o.mode = a->opt.mode, o.boundary = a->opt.boundary, o.fill_value = a->opt.fill_value;
     o.max_device_bytes = a->max_device_bytes;
+    o.more_contexts = ctxs + 1, o.num_more_contexts = nctx - 1;
     band_progress progress = { now_ms(), false };
     o.progress = on_band, o.progress_user = &progress;
     size_t rows = 0, bands = 0;
     gpuws_status st =
         gpuws_convolve2d_host_bands(ctx, dt, img->height, img->width, ker->height, ker->width, &o, &rows, &bands);
     if (st) return st;
-    if (bands > 1)
+    if (bands > 1 && nctx > 1)
+        fprintf(stderr, "gpuws convolve: streaming through %zu devices in %zu bands of up to %zu of %zu output rows\n",
+                nctx, bands, rows, oh);
+    else if (bands > 1)
         fprintf(stderr, "gpuws convolve: streaming through the device in %zu bands of up to %zu of %zu output rows\n",
                 bands, rows, oh);
     void *hi = host_dtype(img->data, img->width * img->height, dt),
@@ -203,7 +209,8 @@ static int convolve_files(const args *a)
     const bool file_double = img.bitpix == -64 || ker.bitpix == -64 || img.bitpix == 64 || ker.bitpix == 64;
     const gpuws_dtype dt = a->dtype >= 0 ? (gpuws_dtype)a->dtype : file_double ? GPUWS_F64 : GPUWS_F32;
     size_t oh = 0, ow = 0;
-    gpuws_context *ctx = NULL;
+    gpuws_context *ctx = NULL, *ctxs[64] = { NULL };
+    size_t nctx = 0;
     gpuws_buffer *bi = NULL, *bk = NULL, *bo = NULL, *bc = NULL, *br = NULL;
     void *out = NULL;
     double *col = NULL, *row = NULL;
@@ -238,7 +245,16 @@ static int convolve_files(const args *a)
             goto done;
         }
     }
-    if ((rc = tool_context("convolve", &ctx))) goto done;
+    /* GPUWS_DEVICES: the streamed 2-D path shares its bands between those devices */
+    if (!a->separable) {
+        if ((st = gpuws_contexts_create(NULL, sizeof ctxs / sizeof *ctxs, ctxs, &nctx))) {
+            rc = tool_fail("convolve", st);
+            goto done;
+        }
+        ctx = ctxs[0];
+    } else if ((rc = tool_context("convolve", &ctx))) {
+        goto done;
+    }
     gpuws_device_info d;
     gpuws_context_get_device_info(ctx, &d);
     fprintf(stderr, "gpuws convolve: %zu x %zu image * %zu x %zu kernel%s -> %zu x %zu (%s) on %s\n", img.height,
@@ -248,7 +264,7 @@ static int convolve_files(const args *a)
     out = malloc(oh * ow * es);
     if (!out) st = GPUWS_ERR_OUT_OF_MEMORY;
     if (!a->separable) {
-        if (!st) st = convolve_streamed(a, ctx, dt, &img, &ker, oh, out);
+        if (!st) st = convolve_streamed(a, ctxs, nctx, dt, &img, &ker, oh, out);
         if (st) {
             rc = tool_fail("convolve", st);
             goto done;
@@ -280,7 +296,8 @@ done:
     gpuws_buffer_destroy(bo);
     gpuws_buffer_destroy(bc);
     gpuws_buffer_destroy(br);
-    gpuws_context_destroy(ctx);
+    if (nctx) gpuws_contexts_destroy(ctxs, nctx);
+    else gpuws_context_destroy(ctx);
     fits_image_free(&img);
     fits_image_free(&ker);
     return rc;

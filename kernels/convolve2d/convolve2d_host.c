@@ -21,7 +21,8 @@
 
 #include <string.h>
 
-#define SLOTS GPUWS__BAND_SLOTS
+#define SLOTS           GPUWS__BAND_SLOTS
+#define MIN_SHARED_ROWS 64 /* output rows a band has at least when several devices split an image that fits one */
 
 typedef struct {
     size_t es;                /* element size */
@@ -108,10 +109,17 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
     bp->es = es;
     uint64_t budget, max_alloc;
     gpuws__band_budget(bp->ctxs, bp->devices, o->max_device_bytes, &budget, &max_alloc);
+    /* Several devices share the bands: three or more a device (each overlaps its copies), even when the whole image
+     * would fit one, but no band under MIN_SHARED_ROWS rows for the sake of it. */
+    size_t cap = g->oh;
+    if (bp->devices > 1) {
+        const size_t share = (g->oh + SLOTS * bp->devices - 1) / (SLOTS * bp->devices);
+        cap = share > MIN_SHARED_ROWS ? share : MIN_SHARED_ROWS;
+    }
     /* in-core: the whole image (packed), the output and the kernel */
     const double whole =
         ((double)g->h * (double)g->w + (double)g->oh * (double)g->ow + (double)g->kh * (double)g->kw) * (double)bp->es;
-    if (whole <= (double)budget &&
+    if (cap >= g->oh && whole <= (double)budget &&
         (!max_alloc || ((double)g->h * (double)g->w * (double)bp->es <= (double)max_alloc &&
                         (double)g->oh * (double)g->ow * (double)bp->es <= (double)max_alloc))) {
         bp->rows = g->oh, bp->bands = 1, bp->slots = 1, bp->in_rows = g->h;
@@ -120,6 +128,7 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
     for (int slots = SLOTS; slots >= 1; slots--) {
         size_t rows = fit_rows(g, bp->es, slots, budget, max_alloc);
         if (rows == 0) continue;
+        if (rows > cap) rows = cap;
         /* the last band holds what is left (one row when the output is one row longer than a band) */
         bp->rows = rows, bp->bands = (g->oh + rows - 1) / rows;
         bp->slots = bp->bands < (size_t)slots ? (int)bp->bands : slots;
