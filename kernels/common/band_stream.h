@@ -20,6 +20,10 @@
 
 #define GPUWS__BAND_SLOTS   3
 #define GPUWS__BAND_DEVICES 64 /* the most devices one call spreads its steps over */
+/* The most bytes of one staging buffer: bands are no taller than this allows, whatever the budget. Pinning host
+ * memory costs far more per byte than moving it (and several devices pin at once), while transfers of this size
+ * already run at full speed. */
+#define GPUWS__BAND_STAGING_BYTES ((size_t)64 << 20)
 
 typedef struct gpuws__band_ops {
     size_t steps;               /* steps 0 .. steps - 1 */

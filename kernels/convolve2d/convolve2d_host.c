@@ -43,6 +43,19 @@ static size_t band_in_rows(const gpuws__conv2d_geometry *g, size_t r)
     return g->boundary == GPUWS_BOUNDARY_FILL && rows > g->h ? g->h : rows;
 }
 
+/* The most output rows whose input and output rows fit staging buffers of GPUWS__BAND_STAGING_BYTES (1 at least:
+ * a band of one row may exceed them). */
+static size_t staging_rows(const gpuws__conv2d_geometry *g, size_t es)
+{
+    const size_t in_rows = GPUWS__BAND_STAGING_BYTES / (g->w * es), out_rows = GPUWS__BAND_STAGING_BYTES / (g->ow * es);
+    /* a band of r output rows reads r + kh - 1 input rows, never more than the image's with boundary FILL */
+    size_t r = g->boundary == GPUWS_BOUNDARY_FILL && in_rows >= g->h ? g->oh
+               : in_rows > g->kh - 1                                 ? in_rows - (g->kh - 1)
+                                                                     : 1;
+    if (out_rows < r) r = out_rows;
+    return r ? r : 1;
+}
+
 /* Device bytes of `slots` slots of r output rows, plus the kernel; false when they overflow. */
 static bool slots_bytes(const gpuws__conv2d_geometry *g, size_t es, int slots, size_t r, uint64_t *bytes)
 {
@@ -129,6 +142,8 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
         size_t rows = fit_rows(g, bp->es, slots, budget, max_alloc);
         if (rows == 0) continue;
         if (rows > cap) rows = cap;
+        const size_t staged = staging_rows(g, bp->es);
+        if (rows > staged) rows = staged;
         /* the last band holds what is left (one row when the output is one row longer than a band) */
         bp->rows = rows, bp->bands = (g->oh + rows - 1) / rows;
         bp->slots = bp->bands < (size_t)slots ? (int)bp->bands : slots;
@@ -329,6 +344,48 @@ static gpuws_status done(void *user, size_t b)
     return GPUWS_OK;
 }
 
+/* One band: one gpuws_convolve2d between an upload straight from the caller's image and a download straight into
+ * out, on ctx. No pinned staging: pinning an image's worth of host memory for one call costs far more than the
+ * transfers gain (as label_host's run_in_core). A strided image is packed first, on several threads. */
+static gpuws_status run_in_core(gpuws_dtype dt, const band_plan *bp, const void *image, const void *kernel, void *out)
+{
+    gpuws_context *ctx = bp->ctxs[0];
+    const gpuws__conv2d_geometry *g = &bp->g;
+    const size_t in_bytes = g->h * g->w * bp->es, out_bytes = g->oh * g->ow * bp->es,
+                 kernel_bytes = g->kh * g->kw * bp->es;
+    void *packed = NULL;
+    if (bp->src_stride != g->w) {
+        if (!(packed = gpuws__malloc(in_bytes)))
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                "convolve2d_host: no host memory to pack an image of row stride %zu (%zu bytes)",
+                                bp->src_stride, in_bytes);
+        const row_copy c = {
+            .src = image, .dst = packed, .row_bytes = g->w * bp->es, .src_stride_bytes = bp->src_stride * bp->es
+        };
+        copy_rows(&c, g->h);
+    }
+    gpuws_stream *s = NULL;
+    gpuws_buffer *din = NULL, *dk = NULL, *dout = NULL;
+    gpuws_status st;
+    if (!(st = gpuws_stream_create(ctx, &s)) && !(st = gpuws_buffer_create(ctx, in_bytes, &din)) &&
+        !(st = gpuws_buffer_create(ctx, kernel_bytes, &dk)) && !(st = gpuws_buffer_create(ctx, out_bytes, &dout)) &&
+        !(st = gpuws_buffer_write_async(s, dk, 0, kernel, kernel_bytes)) &&
+        !(st = gpuws_buffer_write_async(s, din, 0, packed ? packed : image, in_bytes)) &&
+        !(st = gpuws__convolve2d_launch(s, dt, g, g, din, dk, dout)))
+        st = gpuws_buffer_read_async(s, dout, 0, out, out_bytes);
+    if (s) { /* the stream stops before the buffers and the packed image go, also after an error */
+        const gpuws_status sync = gpuws_stream_synchronize(s);
+        if (!st) st = sync;
+    }
+    gpuws_stream_destroy(s);
+    gpuws_buffer_destroy(din);
+    gpuws_buffer_destroy(dk);
+    gpuws_buffer_destroy(dout);
+    gpuws__free(packed);
+    if (!st && bp->o.progress) bp->o.progress(bp->o.progress_user, 0, 1, g->oh, g->oh);
+    return st;
+}
+
 static gpuws_status run_bands(gpuws_dtype dt, const band_plan *bp, const void *image, const void *kernel, void *out)
 {
     run_state rs = { .bp = bp, .dt = dt, .image = image, .kernel = kernel, .out = out };
@@ -345,8 +402,8 @@ static gpuws_status run_bands(gpuws_dtype dt, const band_plan *bp, const void *i
                                   .download = download,
                                   .complete = complete,
                                   .done = bp->o.progress ? done : NULL };
-    /* in-core, one band: ctx alone */
-    return gpuws__band_stream_run(bp->ctxs, bp->bands == 1 ? 1 : bp->devices, &ops);
+    if (bp->bands == 1) return run_in_core(dt, bp, image, kernel, out);
+    return gpuws__band_stream_run(bp->ctxs, bp->devices, &ops);
 }
 
 static bool overlaps(const void *a, size_t na, const void *b, size_t nb)

@@ -104,8 +104,11 @@ static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, 
         return GPUWS_OK;
     }
     for (int slots = SLOTS; slots >= 1; slots--) {
-        const size_t rows = fit_rows(width, height, slots, budget, max_alloc);
+        size_t rows = fit_rows(width, height, slots, budget, max_alloc);
         if (rows == 0) continue;
+        /* staging buffers of GPUWS__BAND_STAGING_BYTES at most (one row at least) */
+        const size_t staged = GPUWS__BAND_STAGING_BYTES / (width * sizeof(int32_t));
+        if (rows > staged) rows = staged ? staged : 1;
         bp->rows = rows, bp->bands = (height + rows - 1) / rows, bp->slots = slots; /* two passes: 2 bands or more */
         return GPUWS_OK;
     }
