@@ -234,7 +234,9 @@ gpuws_status gpuws_contexts_create(const gpuws_context_options *opt, size_t max,
         return GPUWS_OK;
     }
     long *idx = gpuws__malloc(max * sizeof *idx);
-    if (!idx) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "contexts_create: no host memory for %zu indices", max);
+    if (!idx)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "contexts_create: no host memory for %zu indices (%zu bytes)", max,
+                            max * sizeof *idx);
     size_t n = 0;
     bool all;
     if ((st = parse_devices(v, max, idx, &n, &all))) goto out;

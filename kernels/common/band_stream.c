@@ -17,6 +17,7 @@ typedef struct {
     pthread_cond_t advanced; /* next moved on, or a device failed */
     unsigned char *complete; /* [steps]: step t is complete */
     size_t next;             /* the first step not yet done */
+    unsigned ready, active;  /* devices whose state is made; devices with steps */
     atomic_int failed;       /* 1 once a device failed: the others stop at their next step */
     gpuws_status status;     /* the first error and its message */
     char message[512];
@@ -49,13 +50,15 @@ static gpuws_status mark_complete(run *r, size_t t)
     return st;
 }
 
-/* Whether step t may complete: past the barrier only once every step before it is done; false when a device
- * failed meanwhile. */
+/* Whether step t may complete: past the barrier only once every step before it is done and every device has made
+ * its state (so no allocation can fail once a step past the barrier has written output); false when a device failed
+ * meanwhile. */
 static bool wait_barrier(run *r, size_t t)
 {
     if (!r->ops->barrier || t < r->ops->barrier) return true;
     pthread_mutex_lock(&r->lock);
-    while (r->next < r->ops->barrier && !atomic_load(&r->failed)) pthread_cond_wait(&r->advanced, &r->lock);
+    while ((r->next < r->ops->barrier || r->ready < r->active) && !atomic_load(&r->failed))
+        pthread_cond_wait(&r->advanced, &r->lock);
     pthread_mutex_unlock(&r->lock);
     return !atomic_load(&r->failed);
 }
@@ -127,6 +130,12 @@ static gpuws_status device_steps(run *r, unsigned d)
     bool made = false;
     gpuws_status st = pipeline_make(ctx, ops, slots, &p);
     if (!st && ops->device_make && !(st = ops->device_make(ops->user, d, ctx, p.comp, &state))) made = true;
+    if (!st) {
+        pthread_mutex_lock(&r->lock);
+        r->ready++;
+        pthread_cond_broadcast(&r->advanced);
+        pthread_mutex_unlock(&r->lock);
+    }
     size_t completed = 0;
     for (size_t k = 0; !st && k < count; k++) {
         if (atomic_load(&r->failed)) break;
@@ -178,10 +187,10 @@ gpuws_status gpuws__band_stream_run(gpuws_context *const *ctxs, unsigned n, cons
     if (n < 1 || n > GPUWS__BAND_DEVICES || ops->slots < 1 || ops->slots > GPUWS__BAND_SLOTS)
         return gpuws__error(GPUWS_ERR_INTERNAL, "%s: %u devices, %d slots", ops->what, n, ops->slots);
     if (!ops->steps) return GPUWS_OK;
-    run r = { .ops = ops, .ctxs = ctxs, .n = n };
+    run r = { .ops = ops, .ctxs = ctxs, .n = n, .active = (size_t)n < ops->steps ? n : (unsigned)ops->steps };
     if (!(r.complete = gpuws__calloc(ops->steps, 1)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the state of %zu bands", ops->what,
-                            ops->steps);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the state of %zu bands (%zu bytes)",
+                            ops->what, ops->steps, ops->steps);
     pthread_mutex_init(&r.lock, NULL);
     pthread_cond_init(&r.advanced, NULL);
     atomic_init(&r.failed, 0);

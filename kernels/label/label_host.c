@@ -394,10 +394,25 @@ static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuw
     (void)d, (void)run;
     const run_state *rs = user;
     device_state *ds = gpuws__calloc(1, sizeof *ds);
-    if (!ds) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a device's state");
+    if (!ds)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a device's state (%zu bytes)",
+                            sizeof *ds);
+    /* pass 2's table, made now so that no allocation fails once labels are being written: a band has at most
+     * ceil(pixels / 2) components (a checkerboard with connectivity 4) */
+    ds->table_cap = (rs->bp->rows * rs->bp->w + 1) / 2 + 1;
+    if (!(ds->table = gpuws__malloc(ds->table_cap * sizeof *ds->table))) {
+        gpuws__free(ds);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "label_host: no host memory for a band's table of final numbers (%zu bytes)",
+                            ds->table_cap * sizeof(int32_t));
+    }
     const gpuws_status st = gpuws_host_alloc(ctx, rs->bp->bands * sizeof(int32_t), (void **)&ds->hcount);
-    if (st) gpuws__free(ds);
-    else *state = ds;
+    if (st) {
+        gpuws__free(ds->table);
+        gpuws__free(ds);
+    } else {
+        *state = ds;
+    }
     return st;
 }
 
@@ -461,19 +476,12 @@ static gpuws_status complete(void *user, void *state, size_t t, const void *stag
     if (t < bp->bands) {
         if (nb->count[b] == SIZE_MAX) nb->count[b] = (size_t)ds->hcount[b];
         if (!(rs->border[b] = gpuws__malloc(2 * w * sizeof(int32_t))))
-            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a band's border rows");
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                "label_host: no host memory for a band's border rows (%zu bytes)",
+                                2 * w * sizeof(int32_t));
         memcpy(rs->border[b], hl, w * sizeof(int32_t));
         memcpy(rs->border[b] + w, r > 1 ? hl + w : hl, w * sizeof(int32_t));
         return GPUWS_OK;
-    }
-    const size_t need = nb->count[b] + 1;
-    if (need > ds->table_cap) {
-        int32_t *tb = gpuws__realloc(ds->table, need * sizeof *tb);
-        if (!tb)
-            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
-                                "label_host: no host memory for a table of %zu labels (%zu bytes)", need,
-                                need * sizeof *tb);
-        ds->table = tb, ds->table_cap = need;
     }
     band_table(nb, b, ds->table);
     copy_part c = { .run = map_labels, .src = hl, .dst = rs->labels + b * bp->rows * w, .w = w, .table = ds->table };
@@ -506,7 +514,8 @@ static gpuws_status run_bands(run_state *rs)
     const band_plan *bp = rs->bp;
     gpuws_status st = numbering_make(bp, &rs->nb);
     if (!st && !(rs->border = gpuws__calloc(bp->bands, sizeof *rs->border)))
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for the state of %zu bands", bp->bands);
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for the state of %zu bands (%zu bytes)",
+                          bp->bands, bp->bands * sizeof *rs->border);
     const gpuws__band_ops ops = { .steps = 2 * bp->bands,
                                   .barrier = bp->bands,
                                   .slots = bp->slots,
