@@ -27,8 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EX_GROUP_MIN 16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
-#define EX_OBJ_CHUNK 64    /* objects a thread takes at a time in the analysis and the catalogue */
+#define EX_GROUP_MIN  16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
+#define EX_OBJ_CHUNK  64    /* objects a thread takes at a time in the analysis and the catalogue */
+#define EX_GATHER_MIN 256   /* objects a thread gathers, at least: copying them to new pages takes a thread's start */
 
 /* SEP >= 1.3.3's threshold of a component with a σ map: the mean of its pixels' thresholds, summed in double and
  * rounded to float. SEP adds them in its chain order, this in raster order: the same sum, exact in double, while
@@ -368,9 +369,9 @@ typedef struct {
     float *heap;     /* mthresh's: 2 minarea floats */
 } ex_worker;
 
-/* A component's objects: worker w[worker]'s out[o0 .. o0 + on - 1]. */
+/* A component's objects: worker w[worker]'s out[o0 .. o0 + on - 1], which go to objs[at .. at + on - 1]. */
 typedef struct {
-    size_t o0, on;
+    size_t o0, on, at;
     unsigned worker;
     ex_objs pending; /* its gatherup, left until the seed is known (no objects: none) */
     uint64_t ndraws; /* the random numbers its gatherup draws */
@@ -382,6 +383,7 @@ typedef struct {
     const size_t *order;
     const ex_comp *comps;
     ex_result *res;
+    size_t nc;              /* components */
     size_t *handout, nhand; /* the components in the order threads take them: the largest first */
     ex_worker *w;
     atomic_size_t next;
@@ -514,6 +516,24 @@ static void catalogue_share(void *arg, unsigned t)
     }
 }
 
+/* The objects [lo, hi) of the catalogue, copied from their workers. */
+static void gather_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    ex_job *j = arg;
+    size_t a = 0, b = j->nc; /* the first component with objects at lo or after */
+    (void)part;
+    while (a < b) {
+        const size_t mid = a + (b - a) / 2;
+        if (j->res[mid].at + j->res[mid].on <= lo) a = mid + 1;
+        else b = mid;
+    }
+    for (size_t k = a; k < j->nc && j->res[k].at < hi; k++) {
+        const ex_result *r = &j->res[k];
+        const size_t s0 = r->at > lo ? r->at : lo, s1 = r->at + r->on < hi ? r->at + r->on : hi;
+        memcpy(j->objs.v + s0, j->w[r->worker].out.v + r->o0 + (s0 - r->at), (s1 - s0) * sizeof *j->objs.v);
+    }
+}
+
 /* Runs share on nt threads, the shared counter from 0; false when a thread failed or could not be had. */
 static bool job_run(ex_job *j, unsigned nt, void (*share)(void *, unsigned))
 {
@@ -564,14 +584,15 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     if (np && !job_run(j, clamp_threads(nt, np), gatherup_share)) return false;
     /* every thread's objects, in catalogue order */
     size_t total = 0;
-    for (size_t k = 0; k < nc; k++) total += j->res[k].on;
+    for (size_t k = 0; k < nc; k++) {
+        j->res[k].at = total;
+        total += j->res[k].on;
+    }
     if (!(j->objs.v = gpuws__malloc((total ? total : 1) * sizeof *j->objs.v))) return false;
     j->objs.cap = total ? total : 1;
-    for (size_t k = 0; k < nc; k++) {
-        const ex_result *r = &j->res[k];
-        memcpy(j->objs.v + j->objs.n, j->w[r->worker].out.v + r->o0, r->on * sizeof *j->objs.v);
-        j->objs.n += r->on;
-    }
+    j->objs.n = total;
+    j->nc = nc;
+    gpuws__run_ranges(total, clamp_threads(nt, total / EX_GATHER_MIN), gather_range, j);
     for (unsigned t = 0; t < nt; t++) j->w[t].out.n = 0; /* their pixels belong to j->objs now */
     return true;
 }
