@@ -171,8 +171,10 @@ ParameterizedTest(sky_case *c, extract, agrees_with_reference)
 /* The host steps on threads (knob extract_threads): the catalogue and the map with 4 threads are those of one
  * thread, bit for bit. What could differ: the objects' order (components and objects are made in any order on
  * threads) and deblending's random numbers, which SEP draws from one seed in component order (a component finished
- * on a thread must start from the seed that the draws of every component before it leave). So the sky is crowded
- * with blended pairs that deblending splits and whose faint pixels gatherup draws for, beside the case's sky. */
+ * on a thread must start from the seed that the draws of every component before it leave), and the components'
+ * thresholds, the means of their pixels' (a σ map, SEP 1.4), which threads work out for the components of their
+ * share of the pixels. So the sky is crowded with blended pairs that deblending splits and whose faint pixels
+ * gatherup draws for, beside the case's sky, and its σ map varies, so that each component's mean is its own. */
 BACKEND_TEST(extract, threads_give_the_catalogue_of_one_thread)
 {
     gpuws_context *ctx = test_open(*kind);
@@ -185,6 +187,7 @@ BACKEND_TEST(extract, threads_give_the_catalogue_of_one_thread)
     cr_assert(x && back && rms);
     uint64_t s = test_seed(false);
     gpuws__case_extract_sky(TW, TH, s, 3, x, back, rms);
+    for (size_t i = 0; i < n; i++) rms[i] += (float)(0.002 * (double)(i % TW) + 0.001 * (double)(i / TW));
     for (int py = 20; py < TH - 20; py += 36) /* pairs 3 to 7 pixels apart, one of them fainter */
         for (int pc = 20; pc < TW - 20; pc += 36) {
             const double d = 3.0 + 4.0 * test_rand_uniform(&s), a1 = 100.0 + 400.0 * test_rand_uniform(&s),

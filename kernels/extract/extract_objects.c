@@ -10,11 +10,12 @@
  *  3. The analysis of each object (SEP's analyse: moments weighted by the filtered values, errors, ellipse, flags),
  *     the float roundings where SEP rounds to float.
  *  4. Cleaning removes the objects that a brighter neighbour's profile explains (extract_clean.c).
- * Threads (p->threads): the grouping of the records by component, deblending and analysis run on all of them, each
- * component's or object's results kept in its place, so the objects keep SEP's order; SEP draws its random numbers
- * for gatherup from one seed in component order, so a component whose gatherup draws is finished after every
- * component has counted its draws (a count that no draw changes), from the seed that skips the draws of the
- * components before it. The catalogue is the same bit for bit for any number of threads. Cleaning runs on one.
+ * Threads (p->threads): the grouping of the records by component, the components' list and thresholds, deblending
+ * and analysis run on all of them, each component's or object's results kept in its place, so the objects keep
+ * SEP's order; SEP draws its random numbers for gatherup from one seed in component order, so a component whose
+ * gatherup draws is finished after every component has counted its draws (a count that no draw changes), from the
+ * seed that skips the draws of the components before it. The catalogue is the same bit for bit for any number of
+ * threads. Cleaning runs on one.
  * docs/algorithms/extract.md says where this differs from SEP. */
 #include "extract_objects.h"
 #include "../../core/alloc.h"
@@ -26,8 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EX_GROUP_MIN 16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
-#define EX_OBJ_CHUNK 64    /* objects a thread takes at a time in the analysis and the catalogue */
+#define EX_GROUP_MIN  16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
+#define EX_OBJ_CHUNK  64    /* objects a thread takes at a time in the analysis and the catalogue */
+#define EX_GATHER_MIN 256   /* objects a thread gathers, at least: copying them to new pages takes a thread's start */
 
 /* SEP >= 1.3.3's threshold of a component with a σ map: the mean of its pixels' thresholds, summed in double and
  * rounded to float. SEP adds them in its chain order, this in raster order: the same sum, exact in double, while
@@ -216,6 +218,9 @@ static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp)
     if (src != v) memcpy(v, src, n * sizeof *v);
 }
 
+/* t threads, or fewer for less work: at least one. */
+static unsigned clamp_threads(unsigned t, size_t work) { return work < 1 ? 1u : work < t ? (unsigned)work : t; }
+
 /* ---- the records grouped by component, raster order kept within each ----
  * A counting sort split over threads: each counts the labels of its share of the records into its own row, the
  * rows become offsets (by label, then by thread, so that a component's records stay in raster order), and each
@@ -285,6 +290,77 @@ static bool group_step(ex_group *g, unsigned step)
     return gpuws__run_threads(g->nt, group_share, g) == GPUWS_OK;
 }
 
+/* ---- the components of at least minarea records, in label order, with their keys and thresholds ----
+ * Each thread takes the labels whose first record lies in its share of the records, so that the mean thresholds'
+ * work, a visit of every record, divides evenly however large the components: it counts its components, then,
+ * from the place that the counts before its own give, writes them in label order (one thread writes them at once). */
+typedef struct {
+    const ex_ctx *c;
+    const size_t *start, *order; /* label l: order[start[l] .. start[l + 1] - 1], l in 1 .. nl */
+    size_t n, nl;
+    size_t *at; /* per part: its components; the place of its first; after it writes them, the place after its last */
+    ex_comp *comps;
+    bool fill;
+} ex_complist;
+
+/* The first label of the part whose records start at r: the first whose records start at r or later. */
+static size_t complist_label(const ex_complist *cl, size_t r)
+{
+    if (r >= cl->n) return cl->nl + 1;
+    size_t lo = 1, hi = cl->nl + 1;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (cl->start[mid] < r) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
+{
+    ex_complist *cl = arg;
+    const ex_ctx *c = cl->c;
+    const gpuws__extract_params *p = c->p;
+    const size_t l1 = complist_label(cl, hi);
+    size_t k = cl->fill ? cl->at[part] : 0;
+    for (size_t l = complist_label(cl, lo); l < l1; l++) {
+        const size_t first = cl->start[l], cnt = cl->start[l + 1] - first;
+        if (cnt < (size_t)p->minarea || cnt == 0) continue;
+        if (cl->fill) {
+            const size_t last = cl->order[first + cnt - 1]; /* the component's last pixel in raster order */
+            const uint64_t x = (uint64_t)px_x(c, last), y = (uint64_t)px_y(c, last);
+            ex_comp *cp = &cl->comps[k];
+            cp->key = (y + 1) * ((uint64_t)p->w + 1) + x + 1;
+            cp->first = first;
+            cp->n = cnt;
+            cp->thresh = p->noise != EX_NOISE_MAP          ? p->thresh
+                         : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, c->px->sig_lr[last])
+                                                           : mean_thresh(c, cl->order + first, cnt);
+        }
+        k++;
+    }
+    cl->at[part] = k;
+}
+
+/* The components into comps, on up to nt threads; their number. at: nt entries. */
+static size_t complist(ex_complist *cl, unsigned nt)
+{
+    const size_t parts = clamp_threads(nt, cl->n / EX_GROUP_MIN);
+    cl->at[0] = 0;
+    if (parts > 1) {
+        cl->fill = false;
+        gpuws__run_ranges(cl->n, parts, complist_share, cl);
+        for (size_t t = 0, nc = 0; t < parts; t++) {
+            const size_t m = cl->at[t];
+            cl->at[t] = nc;
+            nc += m;
+        }
+    }
+    cl->fill = true;
+    gpuws__run_ranges(cl->n, parts, complist_share, cl);
+    return cl->at[parts - 1];
+}
+
 /* ---- deblending, analysis and the catalogue on threads ---- */
 
 typedef struct {
@@ -293,9 +369,9 @@ typedef struct {
     float *heap;     /* mthresh's: 2 minarea floats */
 } ex_worker;
 
-/* A component's objects: worker w[worker]'s out[o0 .. o0 + on - 1]. */
+/* A component's objects: worker w[worker]'s out[o0 .. o0 + on - 1], which go to objs[at .. at + on - 1]. */
 typedef struct {
-    size_t o0, on;
+    size_t o0, on, at;
     unsigned worker;
     ex_objs pending; /* its gatherup, left until the seed is known (no objects: none) */
     uint64_t ndraws; /* the random numbers its gatherup draws */
@@ -307,6 +383,7 @@ typedef struct {
     const size_t *order;
     const ex_comp *comps;
     ex_result *res;
+    size_t nc;              /* components */
     size_t *handout, nhand; /* the components in the order threads take them: the largest first */
     ex_worker *w;
     atomic_size_t next;
@@ -439,14 +516,30 @@ static void catalogue_share(void *arg, unsigned t)
     }
 }
 
+/* The objects [lo, hi) of the catalogue, copied from their workers. */
+static void gather_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    ex_job *j = arg;
+    size_t a = 0, b = j->nc; /* the first component with objects at lo or after */
+    (void)part;
+    while (a < b) {
+        const size_t mid = a + (b - a) / 2;
+        if (j->res[mid].at + j->res[mid].on <= lo) a = mid + 1;
+        else b = mid;
+    }
+    for (size_t k = a; k < j->nc && j->res[k].at < hi; k++) {
+        const ex_result *r = &j->res[k];
+        const size_t s0 = r->at > lo ? r->at : lo, s1 = r->at + r->on < hi ? r->at + r->on : hi;
+        memcpy(j->objs.v + s0, j->w[r->worker].out.v + r->o0 + (s0 - r->at), (s1 - s0) * sizeof *j->objs.v);
+    }
+}
+
 /* Runs share on nt threads, the shared counter from 0; false when a thread failed or could not be had. */
 static bool job_run(ex_job *j, unsigned nt, void (*share)(void *, unsigned))
 {
     atomic_store(&j->next, 0);
     return gpuws__run_threads(nt, share, j) == GPUWS_OK && !atomic_load(&j->failed);
 }
-
-static unsigned clamp_threads(unsigned t, size_t work) { return work < 1 ? 1u : work < t ? (unsigned)work : t; }
 
 /* Deblending of the components (comps, in catalogue order) into j->objs, on nt threads; false when memory fails. */
 static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
@@ -491,14 +584,15 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     if (np && !job_run(j, clamp_threads(nt, np), gatherup_share)) return false;
     /* every thread's objects, in catalogue order */
     size_t total = 0;
-    for (size_t k = 0; k < nc; k++) total += j->res[k].on;
+    for (size_t k = 0; k < nc; k++) {
+        j->res[k].at = total;
+        total += j->res[k].on;
+    }
     if (!(j->objs.v = gpuws__malloc((total ? total : 1) * sizeof *j->objs.v))) return false;
     j->objs.cap = total ? total : 1;
-    for (size_t k = 0; k < nc; k++) {
-        const ex_result *r = &j->res[k];
-        memcpy(j->objs.v + j->objs.n, j->w[r->worker].out.v + r->o0, r->on * sizeof *j->objs.v);
-        j->objs.n += r->on;
-    }
+    j->objs.n = total;
+    j->nc = nc;
+    gpuws__run_ranges(total, clamp_threads(nt, total / EX_GATHER_MIN), gather_range, j);
     for (unsigned t = 0; t < nt; t++) j->w[t].out.n = 0; /* their pixels belong to j->objs now */
     return true;
 }
@@ -541,19 +635,8 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     start[nl + 1] = n;
     gpuws__free(g.cnt);
     g.cnt = NULL;
-    for (size_t l = 1; l <= nl; l++) {
-        const size_t first = start[l], cnt = start[l + 1] - start[l];
-        if (cnt < (size_t)p->minarea || cnt == 0) continue;
-        const size_t last = order[first + cnt - 1]; /* the component's last pixel in raster order */
-        const uint64_t x = (uint64_t)px_x(&j.c, last), y = (uint64_t)px_y(&j.c, last);
-        comps[nc].key = (y + 1) * ((uint64_t)p->w + 1) + x + 1;
-        comps[nc].first = first;
-        comps[nc].n = cnt;
-        comps[nc].thresh = p->noise != EX_NOISE_MAP          ? p->thresh
-                           : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, px->sig_lr[last])
-                                                             : mean_thresh(&j.c, order + first, cnt);
-        nc++;
-    }
+    ex_complist cl = { &j.c, start, order, n, nl, g.part, comps, false };
+    nc = complist(&cl, threads);
     sort_comps(comps, nc, comps + nl);
 
     /* deblending, analysis */
