@@ -307,3 +307,48 @@ void gpuws_host_free(gpuws_context *ctx, void *ptr)
     if (!ptr || !ctx || !gpuws__handle_live(ctx, GPUWS__H_CONTEXT)) return;
     ctx->backend->host_free(ctx, ptr);
 }
+
+gpuws_status gpuws__staging_take(gpuws_context *ctx, size_t bytes, void **p, size_t *got)
+{
+    pthread_mutex_lock(&ctx->lock);
+    int best = -1;
+    for (unsigned i = 0; i < ctx->nkept; i++)
+        if (ctx->kept[i].bytes >= bytes && ctx->kept[i].bytes / 2 <= bytes &&
+            (best < 0 || ctx->kept[i].bytes < ctx->kept[best].bytes))
+            best = (int)i;
+    if (best >= 0) {
+        *p = ctx->kept[best].p, *got = ctx->kept[best].bytes;
+        ctx->kept_bytes -= *got;
+        ctx->kept[best] = ctx->kept[--ctx->nkept];
+        pthread_mutex_unlock(&ctx->lock);
+        return GPUWS_OK;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    *got = bytes;
+    return gpuws_host_alloc(ctx, bytes, p);
+}
+
+void gpuws__staging_give(gpuws_context *ctx, void *p, size_t bytes)
+{
+    if (!p) return;
+    const int64_t knob = ctx->tuning.staging_keep_mib;
+    /* auto: where device memory is host memory (CPU, PoCL) nothing is pinned, so keeping would only hold memory */
+    const size_t keep = knob >= 0 ? (size_t)knob << 20 : ctx->info.unified_memory ? 0 : (size_t)512 << 20;
+    pthread_mutex_lock(&ctx->lock);
+    const bool kept = ctx->nkept < GPUWS__KEPT_MAX && ctx->kept_bytes + bytes <= keep;
+    if (kept) {
+        ctx->kept[ctx->nkept].p = p, ctx->kept[ctx->nkept].bytes = bytes;
+        ctx->nkept++, ctx->kept_bytes += bytes;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (!kept) gpuws_host_free(ctx, p);
+}
+
+void gpuws__staging_release(gpuws_context *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    const unsigned n = ctx->nkept;
+    ctx->nkept = 0, ctx->kept_bytes = 0;
+    pthread_mutex_unlock(&ctx->lock);
+    for (unsigned i = 0; i < n; i++) ctx->backend->host_free(ctx, ctx->kept[i].p);
+}

@@ -291,6 +291,7 @@ void gpuws_context_destroy(gpuws_context *ctx)
 {
     if (!ctx || !gpuws__handle_live(ctx, GPUWS__H_CONTEXT)) return;
     gpuws_context_synchronize(ctx);
+    gpuws__staging_release(ctx);
     pthread_mutex_lock(&ctx->lock);
     while (ctx->streams) {
         gpuws_stream *s = ctx->streams;

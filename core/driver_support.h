@@ -64,6 +64,15 @@ gpuws_status gpuws__stream_memo(gpuws_stream *s, const gpuws__stream_key *key, s
  * how pipelines order uploads, kernels and downloads on separate streams. Backends without a device-side wait block
  * the host on the event instead (same order, no overlap). */
 gpuws_status gpuws__stream_wait_event(gpuws_stream *s, gpuws_event *e);
+/* Pinned host memory for the staging of the _host calls, kept with the context between calls: pinning costs far more
+ * than the transfers it serves (about 1.5 GB/s, and one process pins one buffer at a time). _take hands out a kept
+ * block of at least `bytes` (at most twice as large) or pins a new one (gpuws_host_alloc); _give keeps the block for
+ * the next take while the context keeps no more than the staging_keep_mib knob (auto: 512 MiB, but nothing where
+ * device memory is host memory: the CPU backend, PoCL), else frees it. Kept blocks are freed with the context.
+ * Thread-safe. */
+gpuws_status gpuws__staging_take(gpuws_context *ctx, size_t bytes, void **p, size_t *got);
+void gpuws__staging_give(gpuws_context *ctx, void *p, size_t bytes);
+void gpuws__staging_release(gpuws_context *ctx); /* frees every kept block (gpuws_context_destroy) */
 /* Device memory free now in bytes: the driver's own count where it has one (CUDA), else three quarters of the
  * device's global memory (OpenCL has no query; the CPU backend's memory is the host's). */
 uint64_t gpuws__device_free_bytes(gpuws_context *ctx);

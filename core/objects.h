@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define GPUWS__KEPT_MAX 32 /* staging blocks a context keeps at most */
 struct gpuws_context {
     const struct gpuws__backend *backend;
     gpuws_device_info info;
@@ -27,6 +28,12 @@ struct gpuws_context {
     struct gpuws_event *events;         /* warns and releases them, so a late destroy of one finds it not live */
     long live_buffers, live_events;     /* under lock; a warning names leftovers at destroy */
     gpuws__tuning tuning;               /* the knobs (core/tuning.h), read from GPUWS_TUNING when it is created */
+    struct { /* pinned staging kept for the next _host call (gpuws__staging_take), under lock */
+        void *p;
+        size_t bytes;
+    } kept[GPUWS__KEPT_MAX];
+    unsigned nkept;
+    size_t kept_bytes;
 };
 
 #define GPUWS__STAGING_BYTES 64

@@ -29,8 +29,8 @@
       "the backends gpuws_context_create tries, in order (options.backend wins over it)")                              \
     X(GPUWS_DEVICE, PUBLIC, "0", "0, 1, ...", "the device index on the backend (options.device wins over it)")         \
     X(GPUWS_DEVICES, PUBLIC, "", "all, or 0,1,...",                                                                    \
-      "several devices for gpuws_contexts_create (the _host calls, gpuws convolve): all = every device of the "       \
-      "chosen one's backend, type and platform; a list = those indices (one may repeat); unset = one device")         \
+      "several devices for gpuws_contexts_create (the _host calls, gpuws convolve): all = every device of the "        \
+      "chosen one's backend, type and platform; a list = those indices (one may repeat); unset = one device")          \
     X(GPUWS_OPENCL_PLATFORM, PUBLIC, "", "a substring of the platform name",                                           \
       "only OpenCL platforms whose name contains it (case-insensitive)")                                               \
     X(GPUWS_CACHE_DIR, PUBLIC, "$XDG_CACHE_HOME/gpuws or ~/.cache/gpuws", "a directory, or off",                       \
@@ -82,6 +82,8 @@
       "float forces the f32 sum's compensated float accumulation (the no-fp64 path) on OpenCL")                        \
     X(sigma_clip_groups, NUMBER, "auto", "auto|1..65535",                                                              \
       "sigma_clip's work-groups (many: the GPUs' many-partials path on a CPU device)")                                 \
+    X(staging_keep_mib, NUMBER, "auto", "auto|0..1048576",                                                             \
+      "pinned staging the _host calls keep with the context for its next call, MiB (auto: 512, none on CPU devices)")  \
     X(opencl_events, CHOICE, "auto", "auto|marker|kernel",                                                             \
       "OpenCL events recorded as profiling markers or as one-work-item kernels (auto: markers where the platform "     \
       "gives them times); read when the context is created")                                                           \

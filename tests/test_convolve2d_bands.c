@@ -11,6 +11,7 @@
  * the specification (gpuws_convolve2d_host_bands): a slot of r output rows holds r + kh - 1 input rows (at most the
  * image's height with boundary FILL) and r output rows, three slots (fewer when fewer fit) plus the kernel. */
 #include "test_convolve.h"
+#include "../core/driver_support.h" /* gpuws__staging_take */
 
 #include <math.h>
 #include <stdio.h>
@@ -292,5 +293,33 @@ ParameterizedTest(const target *t, convolve2d_bands, several_devices_split_an_im
     TEST_OK(gpuws_convolve2d_host_bands(ctx, GPUWS_F32, 50, 300, 5, 5, &ho, &band_rows, &bands));
     cr_assert(bands == 1 && band_rows == 50, "50 rows on two devices: %zu bands of %zu rows", bands, band_rows);
     gpuws_context_destroy(more[0]);
+    gpuws_context_destroy(ctx);
+}
+
+/* Pinned staging is kept with the context for the next call (gpuws__staging_take / _give): a block given back is
+ * handed out again for a request it covers (not more than twice its size), within the staging_keep_mib knob; with
+ * the knob at 0 nothing is kept. Results are those of a fresh context: the banded rows above run with it. */
+BACKEND_TEST(convolve2d_bands, staging_is_kept_for_the_next_call)
+{
+    gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "staging_keep_mib", "1");
+    void *a, *b, *c;
+    size_t na, nb, nc;
+    TEST_OK(gpuws__staging_take(ctx, 600 << 10, &a, &na));
+    cr_assert_eq(na, 600 << 10);
+    gpuws__staging_give(ctx, a, na);
+    TEST_OK(gpuws__staging_take(ctx, 500 << 10, &b, &nb)); /* covered: the kept block */
+    cr_assert(b == a && nb == na, "a kept block of %zu bytes was not handed out again", na);
+    TEST_OK(gpuws__staging_take(ctx, 600 << 10, &c, &nc)); /* none kept now: a new one */
+    cr_assert(c != b);
+    gpuws__staging_give(ctx, b, nb);
+    gpuws__staging_give(ctx, c, nc);                       /* past the knob's 1 MiB: freed, not kept */
+    TEST_OK(gpuws__staging_take(ctx, 200 << 10, &a, &na)); /* less than half the kept block: a new one */
+    cr_assert(a != b && na == 200 << 10);
+    gpuws__staging_give(ctx, a, na);
+    test_tune(ctx, "staging_keep_mib", "0");
+    gpuws__staging_release(ctx);
+    TEST_OK(gpuws__staging_take(ctx, 600 << 10, &a, &na));
+    gpuws__staging_give(ctx, a, na); /* knob 0: freed */
     gpuws_context_destroy(ctx);
 }

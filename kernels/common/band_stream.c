@@ -69,6 +69,7 @@ typedef struct {
     gpuws_stream *up, *comp, *down;
     gpuws_buffer *din[GPUWS__BAND_SLOTS], *dout[GPUWS__BAND_SLOTS];
     void *hin[GPUWS__BAND_SLOTS], *hout[GPUWS__BAND_SLOTS];
+    size_t hin_bytes[GPUWS__BAND_SLOTS], hout_bytes[GPUWS__BAND_SLOTS]; /* as taken (gpuws__staging_take) */
     gpuws_event *uploaded[GPUWS__BAND_SLOTS], *computed[GPUWS__BAND_SLOTS], *downloaded[GPUWS__BAND_SLOTS];
 } pipeline;
 
@@ -80,8 +81,8 @@ static void pipeline_free(gpuws_context *ctx, pipeline *p)
     for (int k = 0; k < GPUWS__BAND_SLOTS; k++) {
         gpuws_buffer_destroy(p->din[k]);
         gpuws_buffer_destroy(p->dout[k]);
-        gpuws_host_free(ctx, p->hin[k]);
-        gpuws_host_free(ctx, p->hout[k]);
+        gpuws__staging_give(ctx, p->hin[k], p->hin_bytes[k]);
+        gpuws__staging_give(ctx, p->hout[k], p->hout_bytes[k]);
         gpuws_event_destroy(p->uploaded[k]);
         gpuws_event_destroy(p->computed[k]);
         gpuws_event_destroy(p->downloaded[k]);
@@ -97,8 +98,8 @@ static gpuws_status pipeline_make(gpuws_context *ctx, const gpuws__band_ops *ops
     for (int k = 0; k < slots; k++)
         if ((st = gpuws_buffer_create(ctx, ops->in_bytes, &p->din[k])) ||
             (st = gpuws_buffer_create(ctx, ops->out_bytes, &p->dout[k])) ||
-            (st = gpuws_host_alloc(ctx, ops->in_bytes, &p->hin[k])) ||
-            (st = gpuws_host_alloc(ctx, ops->out_bytes, &p->hout[k])) ||
+            (st = gpuws__staging_take(ctx, ops->in_bytes, &p->hin[k], &p->hin_bytes[k])) ||
+            (st = gpuws__staging_take(ctx, ops->out_bytes, &p->hout[k], &p->hout_bytes[k])) ||
             (st = gpuws_event_create(ctx, &p->uploaded[k])) || (st = gpuws_event_create(ctx, &p->computed[k])) ||
             (st = gpuws_event_create(ctx, &p->downloaded[k])))
             return st;
