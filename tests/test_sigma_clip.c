@@ -17,6 +17,7 @@
  * bound m ± κs: for the smooth data here the chance is ~1e-11 per bound; the degenerate sets (few distinct
  * values) have exact sums, so their bounds are exact too. */
 #include "support.h"
+#include "sigma_clip/sigma_clip_host.h"
 #include "sigma_clip/sigma_clip_ref.h"
 
 #include <errno.h>
@@ -402,5 +403,104 @@ Test(sigma_clip, many_work_groups_on_opencl)
         check_result("opencl, 300 groups", x, sizes[i], &got, &want);
         free(x);
     }
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- host values of any number: gpuws_sigma_clip_host ---- */
+
+/* On nparts parts; asserts result untouched on error is not needed here: every call below succeeds. */
+static gpuws_sigma_clip_result host_on(const float *x, size_t n, double kappa, int max_it, size_t nparts)
+{
+    gpuws_sigma_clip_options o = { .struct_size = sizeof o, .kappa = kappa, .max_iterations = max_it };
+    gpuws_sigma_clip_result r;
+    memset(&r, 0xAB, sizeof r);
+    TEST_OK(gpuws__sigma_clip_host_parts(x, n, &o, nparts, &r));
+    return r;
+}
+
+/* The same bits for any split of the values (exact sums, histograms), and the reference's kept set, median,
+ * iterations; mean and std within the reference's bounds. */
+static void host_agrees(const char *what, const float *x, size_t n, double kappa, int max_it)
+{
+    const gpuws_sigma_clip_result want = reference(x, n, kappa, max_it), one = host_on(x, n, kappa, max_it, 1);
+    check_result(what, x, n, &one, &want);
+    static const size_t splits[] = { 2, 3, 7, 64 };
+    for (size_t s = 0; s < sizeof splits / sizeof *splits; s++) {
+        if (splits[s] > n) break;
+        const gpuws_sigma_clip_result r = host_on(x, n, kappa, max_it, splits[s]);
+        cr_assert(memcmp(&r, &one, sizeof r) == 0,
+                  "%s: %zu parts give count %zu median %.17g mean %.17g std %.17g; one part %zu %.17g %.17g %.17g",
+                  what, splits[s], r.count, r.median, r.mean, r.std, one.count, one.median, one.mean, one.std);
+    }
+}
+
+Test(sigma_clip, host_matches_numpy_loop)
+{
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
+    golden g[64];
+    size_t m = read_golden(g, 64);
+    for (size_t i = 0; i < m; i++) {
+        float *x = read_f32(g[i].input, g[i].n);
+        gpuws_sigma_clip_options o = { .struct_size = sizeof o, .kappa = g[i].kappa, .max_iterations = g[i].max_it };
+        gpuws_sigma_clip_result r;
+        TEST_OK(gpuws_sigma_clip_host(ctx, x, g[i].n, &o, &r));
+        check_result(g[i].name, x, g[i].n, &r, &g[i].want);
+        host_agrees(g[i].name, x, g[i].n, g[i].kappa, g[i].max_it);
+        free(x);
+    }
+    gpuws_context_destroy(ctx);
+}
+
+Test(sigma_clip, host_agrees_with_reference_for_any_split)
+{
+    static const struct {
+        size_t n;
+        double offset;
+        size_t sources, nan_every;
+        double kappa;
+        int max_it;
+    } skies[] = {
+        { 1, 0.0, 0, 0, 3.0, 100 },           { 2, 0.0, 0, 0, 3.0, 100 },       { 1000, 0.0, 5, 0, 3.0, 100 },
+        { 1001, 0.0, 5, 0, 3.0, 100 },        { 65521, 0.0, 40, 7, 3.0, 100 },  { 65521, 1000.0, 40, 0, 3.0, 100 },
+        { 100003, -3.5, 100, 0, 2.0, 100 },   { 100003, 0.0, 300, 11, 3.0, 2 }, { 1u << 20, 0.0, 400, 1021, 3.0, 100 },
+        { 262147, 1e-30, 200, 13, 3.0, 100 }, /* tiny values: the exact sums' low exponents */
+    };
+    for (size_t i = 0; i < sizeof skies / sizeof *skies; i++) {
+        float *x = make_sky(skies[i].n, 0x5c1 + i, skies[i].offset, skies[i].sources, skies[i].nan_every);
+        char what[96];
+        snprintf(what, sizeof what, "host n=%zu offset=%g", skies[i].n, skies[i].offset);
+        host_agrees(what, x, skies[i].n, skies[i].kappa, skies[i].max_it);
+        free(x);
+    }
+    /* two values, ties at the median; a constant set; infinities; denormals and huge values */
+    float two[1000], konst[777], inf[101], wide[64];
+    for (size_t i = 0; i < 1000; i++) two[i] = i % 3 ? 1.0f : 2.0f;
+    for (size_t i = 0; i < 777; i++) konst[i] = 0.25f;
+    for (size_t i = 0; i < 101; i++) inf[i] = i == 50 ? INFINITY : (float)i;
+    for (size_t i = 0; i < 64; i++) wide[i] = i % 2 ? 1e-44f * (float)(i + 1) : 3e37f / (float)(i + 1);
+    host_agrees("two values", two, 1000, 3.0, 100);
+    host_agrees("constant", konst, 777, 3.0, 100);
+    host_agrees("an infinity", inf, 101, 3.0, 100);
+    host_agrees("denormals and huge values", wide, 64, 1.0, 100);
+}
+
+Test(sigma_clip, host_refuses_bad_input_and_leaves_result_untouched)
+{
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
+    float x[4] = { 1, 2, 3, 4 }, nan4[4] = { NAN, NAN, NAN, NAN };
+    gpuws_sigma_clip_result r, poison;
+    memset(&poison, 0xAB, sizeof poison);
+    r = poison;
+    gpuws_sigma_clip_options bad_kappa = GPUWS_SIGMA_CLIP_OPTIONS_INIT, bad_it = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    bad_kappa.kappa = 0, bad_it.max_iterations = 0;
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip_host(NULL, x, 4, NULL, &r));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip_host(ctx, NULL, 4, NULL, &r));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip_host(ctx, x, 4, NULL, NULL));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip_host(ctx, x, 0, NULL, &r));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip_host(ctx, nan4, 4, NULL, &r));
+    cr_assert(strstr(gpuws_last_error(), "all 4 values are NaN"), "%s", gpuws_last_error());
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip_host(ctx, x, 4, &bad_kappa, &r));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip_host(ctx, x, 4, &bad_it, &r));
+    cr_assert(memcmp(&r, &poison, sizeof r) == 0, "a refused call wrote its result");
     gpuws_context_destroy(ctx);
 }

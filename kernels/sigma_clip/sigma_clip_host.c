@@ -1,0 +1,382 @@
+/* gpuws_sigma_clip_host: κ-σ clipping of host values of any number, exact, the same for any split of the values.
+ *
+ * The kept set is always a window of order-preserving keys [lo, hi] (sigma_clip_ref.h's keys), so no value moves.
+ * Each iteration reads the values twice, split in parts over the host's cores (gpuws__run_ranges):
+ *  pass A, over the values in the window: the count, the sum and the sum of squares, exactly (below), and a
+ *          histogram of the keys' top 16 bits;
+ *  pass B, over the values in the window whose top 16 bits are those of the two middle values (lower and upper
+ *          median ranks): a histogram of the keys' low 16 bits, which gives both middle values exactly.
+ * Parts merge by integer addition, so the result does not depend on how the values were split: threads here, bands
+ * or ranks for the callers that will merge parts of their own.
+ *
+ * Exact sums. A non-NaN f32 is m * 2^(E - 150) with an integer |m| < 2^24 and E = max(exponent field, 1). A part
+ * adds m into an int64 per E (2^39 values before it could overflow) and m^2 into an unsigned 128-bit integer per E;
+ * the merged buckets become two fixed-point integers, S = sum x * 2^149 and Q = sum x^2 * 2^298, in 768-bit
+ * arithmetic, and the population variance is (n Q - S^2) / n^2 * 2^-298, exact until its one rounding to long
+ * double. Infinities are counted apart (they make the mean infinite or NaN and the std NaN, as NumPy's loop does).
+ *
+ * The values stay on the host: each pass is one read of them, which the host's cores do at memory speed, faster than
+ * a transfer to a device that does not hold them (a device that holds them: gpuws_sigma_clip). */
+#include "../common/driver.h"
+#include "../../core/options.h"
+#include "../../core/threads.h"
+#include "sigma_clip_host.h"
+#include "sigma_clip_ref.h"
+#include "sigma_clip_state.h"
+
+#include <math.h>
+#include <string.h>
+
+#define PART_MIN ((size_t)1 << 20) /* values a part has at least: fewer do not pay for a thread */
+#define BINS     65536
+#define LIMBS    12 /* 768-bit two's complement fixed point */
+
+typedef unsigned __int128 u128;
+
+/* ---- 768-bit integers ----------------------------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t w[LIMBS]; /* little-endian limbs, two's complement */
+} big;
+
+/* x += v * 2^shift (v signed 128-bit as two's complement, sign-extended) */
+static void big_add_shifted(big *x, u128 v, bool negative, unsigned shift)
+{
+    uint64_t add[LIMBS] = { 0 };
+    const uint64_t ext = negative ? ~(uint64_t)0 : 0;
+    const unsigned limb = shift / 64, bit = shift % 64;
+    uint64_t src[3] = { (uint64_t)v, (uint64_t)(v >> 64), ext };
+    for (unsigned i = 0; i < LIMBS; i++) {
+        const unsigned j = i - limb; /* source limb; i < limb: below the shift */
+        if (i < limb) continue;
+        const uint64_t lo = j < 3 ? src[j] : ext, below = j >= 1 && j - 1 < 3 ? src[j - 1] : (j >= 1 ? ext : 0);
+        add[i] = bit ? (lo << bit) | (below >> (64 - bit)) : lo;
+    }
+    uint64_t carry = 0;
+    for (unsigned i = 0; i < LIMBS; i++) {
+        const u128 s = (u128)x->w[i] + add[i] + carry;
+        x->w[i] = (uint64_t)s;
+        carry = (uint64_t)(s >> 64);
+    }
+}
+
+static bool big_negative(const big *x) { return x->w[LIMBS - 1] >> 63; }
+
+static void big_negate(big *x)
+{
+    uint64_t carry = 1;
+    for (unsigned i = 0; i < LIMBS; i++) {
+        const u128 s = (u128)(~x->w[i]) + carry;
+        x->w[i] = (uint64_t)s;
+        carry = (uint64_t)(s >> 64);
+    }
+}
+
+/* r = a * b for non-negative a, b whose product fits LIMBS limbs */
+static void big_mul(const big *a, const big *b, big *r)
+{
+    memset(r, 0, sizeof *r);
+    for (unsigned i = 0; i < LIMBS; i++) {
+        if (!a->w[i]) continue;
+        uint64_t carry = 0;
+        for (unsigned j = 0; i + j < LIMBS; j++) {
+            const u128 p = (u128)a->w[i] * b->w[j] + r->w[i + j] + carry;
+            r->w[i + j] = (uint64_t)p;
+            carry = (uint64_t)(p >> 64);
+        }
+    }
+}
+
+static void big_sub(big *a, const big *b) /* a -= b */
+{
+    uint64_t borrow = 0;
+    for (unsigned i = 0; i < LIMBS; i++) {
+        const u128 d = (u128)a->w[i] - b->w[i] - borrow;
+        a->w[i] = (uint64_t)d;
+        borrow = (uint64_t)(d >> 64) & 1;
+    }
+}
+
+/* A non-negative x as a long double: its top 64 bits, scaled (truncated below them, deterministically). */
+static long double big_ld(const big *x)
+{
+    int top = LIMBS - 1;
+    while (top >= 0 && !x->w[top]) top--;
+    if (top < 0) return 0.0L;
+    const long double hi = (long double)x->w[top], lo = top ? (long double)x->w[top - 1] : 0.0L;
+    return ldexpl(hi, 64 * top) + ldexpl(lo, 64 * (top - 1));
+}
+
+/* ---- one part's pass ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    size_t n; /* values in the window */
+    size_t pinf, ninf;
+    int64_t s[256]; /* sum of m by E */
+    u128 q[256];    /* sum of m^2 by E */
+    uint64_t *hist; /* pass A: BINS by top 16 bits; pass B: 2 x BINS by low 16 bits (for top0, top1) */
+} part;
+
+typedef struct {
+    const float *x;
+    uint32_t lo, hi; /* the window of keys */
+    int pass;        /* 0: A; 1: B */
+    uint32_t top0, top1;
+    part *parts;
+} job;
+
+static void run_part(void *arg, size_t p, size_t i0, size_t i1)
+{
+    job *j = arg;
+    part *pt = &j->parts[p];
+    const float *x = j->x;
+    const uint32_t lo = j->lo, hi = j->hi;
+    if (j->pass == 1) {
+        memset(pt->hist, 0, 2 * BINS * sizeof *pt->hist);
+        for (size_t i = i0; i < i1; i++) {
+            const uint32_t k = gpuws_sigma_clip_key(x[i]);
+            if (k < lo || k > hi) continue;
+            const uint32_t t = k >> 16;
+            if (t == j->top0) pt->hist[k & 0xffffu]++;
+            if (t == j->top1) pt->hist[BINS + (k & 0xffffu)]++;
+        }
+        return;
+    }
+    memset(pt->hist, 0, BINS * sizeof *pt->hist);
+    memset(pt->s, 0, sizeof pt->s);
+    memset(pt->q, 0, sizeof pt->q);
+    size_t n = 0, pinf = 0, ninf = 0;
+    for (size_t i = i0; i < i1; i++) {
+        const uint32_t k = gpuws_sigma_clip_key(x[i]);
+        if (k < lo || k > hi) continue;
+        n++;
+        pt->hist[k >> 16]++;
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        const uint32_t e = (u >> 23) & 0xffu, frac = u & 0x7fffffu;
+        if (e == 0xffu) { /* in the window: an infinity */
+            if (u >> 31) ninf++;
+            else pinf++;
+            continue;
+        }
+        const int64_t m = (int64_t)(e ? frac | 0x800000u : frac);
+        const unsigned b = e ? e : 1;
+        pt->s[b] += (u >> 31) ? -m : m;
+        pt->q[b] += (u128)(m * m);
+    }
+    pt->n = n, pt->pinf = pinf, pt->ninf = ninf;
+}
+
+/* ---- the statistics of a window ------------------------------------------------------------------------------- */
+
+typedef struct {
+    size_t n;
+    double median, mean, std;
+} stats;
+
+/* The smallest key whose value is > v, or UINT32_MAX when none (NaN v: none). */
+static uint32_t first_above(double v)
+{
+    const uint32_t a0 = SC_KEY_NEG_INF, b0 = SC_KEY_POS_INF;
+    if (!((double)gpuws_sigma_clip_unkey(b0) > v)) return UINT32_MAX;
+    uint32_t a = a0, b = b0;
+    while (a < b) {
+        const uint32_t m = a + (b - a) / 2;
+        if ((double)gpuws_sigma_clip_unkey(m) > v) b = m;
+        else a = m + 1;
+    }
+    return a;
+}
+
+/* The largest key whose value is < v, or 0 when none. */
+static uint32_t last_below(double v)
+{
+    const uint32_t a0 = SC_KEY_NEG_INF, b0 = SC_KEY_POS_INF;
+    if (!((double)gpuws_sigma_clip_unkey(a0) < v)) return 0;
+    uint32_t a = a0, b = b0;
+    while (a < b) {
+        const uint32_t m = a + (b - a + 1) / 2;
+        if ((double)gpuws_sigma_clip_unkey(m) < v) a = m;
+        else b = m - 1;
+    }
+    return a;
+}
+
+typedef struct {
+    const float *x;
+    size_t nvals, nparts;
+    part *parts;
+    uint64_t *hist; /* merged: BINS (pass A), 2 x BINS (pass B) */
+} clip;
+
+static void run_pass(clip *c, job *j)
+{
+    j->x = c->x, j->parts = c->parts;
+    gpuws__run_ranges(c->nvals, c->nparts, run_part, j);
+}
+
+/* Pass A over [lo, hi]: *n and the moments into st; the top-16 histogram merged into c->hist. */
+static void pass_a(clip *c, uint32_t lo, uint32_t hi, stats *st)
+{
+    job j = { .lo = lo, .hi = hi, .pass = 0 };
+    run_pass(c, &j);
+    int64_t s[256] = { 0 };
+    u128 q[256] = { 0 };
+    size_t n = 0, pinf = 0, ninf = 0;
+    memset(c->hist, 0, BINS * sizeof *c->hist);
+    for (size_t p = 0; p < c->nparts; p++) {
+        const part *pt = &c->parts[p];
+        n += pt->n, pinf += pt->pinf, ninf += pt->ninf;
+        for (unsigned b = 0; b < 256; b++) s[b] += pt->s[b], q[b] += pt->q[b];
+        for (size_t i = 0; i < BINS; i++) c->hist[i] += pt->hist[i];
+    }
+    st->n = n;
+    if (!n) {
+        st->mean = st->std = NAN;
+        return;
+    }
+    if (pinf || ninf) { /* NumPy's loop: an infinite mean (NaN with both signs), a NaN std */
+        st->mean = pinf && ninf ? NAN : pinf ? INFINITY : -INFINITY;
+        st->std = NAN;
+        return;
+    }
+    big S = { { 0 } }, Q = { { 0 } };
+    for (unsigned b = 1; b < 255; b++) {
+        if (s[b]) big_add_shifted(&S, (u128)(int64_t)s[b], s[b] < 0, b - 1);
+        if (q[b]) big_add_shifted(&Q, q[b], false, 2 * (b - 1));
+    }
+    const size_t finite = n;
+    const bool neg = big_negative(&S);
+    big absS = S;
+    if (neg) big_negate(&absS);
+    const long double sum = ldexpl(big_ld(&absS), -149);
+    st->mean = (double)((neg ? -sum : sum) / (long double)finite);
+    big nb = { { 0 } }, nQ, S2;
+    nb.w[0] = (uint64_t)finite;
+    big_mul(&Q, &nb, &nQ);
+    big_mul(&absS, &absS, &S2);
+    big_sub(&nQ, &S2); /* n Q - S^2 >= 0 */
+    const long double var = ldexpl(big_ld(&nQ), -298) / ((long double)finite * (long double)finite);
+    st->std = (double)sqrtl(var);
+}
+
+/* The key of rank r (0-based) in the window, given the merged top-16 histogram: its top 16 bits. */
+static uint32_t rank_top(const uint64_t *hist, size_t r, size_t *below)
+{
+    size_t acc = 0;
+    for (uint32_t t = 0;; t++) {
+        if (acc + hist[t] > r) {
+            *below = acc;
+            return t;
+        }
+        acc += hist[t];
+    }
+}
+
+/* Pass B: the two middle values of the window (n > 0) from pass A's histogram, and the median. */
+static void pass_b(clip *c, uint32_t lo, uint32_t hi, stats *st)
+{
+    const size_t r0 = (st->n - 1) / 2, r1 = st->n / 2;
+    size_t below0, below1;
+    const uint32_t t0 = rank_top(c->hist, r0, &below0), t1 = rank_top(c->hist, r1, &below1);
+    job j = { .lo = lo, .hi = hi, .pass = 1, .top0 = t0, .top1 = t1 };
+    run_pass(c, &j);
+    memset(c->hist, 0, 2 * BINS * sizeof *c->hist);
+    for (size_t p = 0; p < c->nparts; p++)
+        for (size_t i = 0; i < 2 * BINS; i++) c->hist[i] += c->parts[p].hist[i];
+    size_t dummy;
+    const uint32_t k0 = (t0 << 16) | rank_top(c->hist, r0 - below0, &dummy),
+                   k1 = (t1 << 16) | rank_top(c->hist + BINS, r1 - below1, &dummy);
+    st->median = st->n & 1 ? (double)gpuws_sigma_clip_unkey(k0)
+                           : ((double)gpuws_sigma_clip_unkey(k0) + (double)gpuws_sigma_clip_unkey(k1)) / 2.0;
+}
+
+/* The whole loop on nparts parts (the tests choose; the public call: the online CPUs). */
+gpuws_status gpuws__sigma_clip_host_parts(const float *x, size_t nvals, const gpuws_sigma_clip_options *o,
+                                          size_t nparts, gpuws_sigma_clip_result *result)
+{
+    if (nparts < 1) nparts = 1;
+    if (nparts > nvals) nparts = nvals;
+    clip c = { .x = x, .nvals = nvals, .nparts = nparts };
+    c.parts = gpuws__calloc(nparts, sizeof *c.parts);
+    c.hist = gpuws__malloc(2 * BINS * sizeof *c.hist);
+    bool ok = c.parts && c.hist;
+    for (size_t p = 0; ok && p < nparts; p++) ok = (c.parts[p].hist = gpuws__malloc(2 * BINS * sizeof(uint64_t)));
+    gpuws_status st = GPUWS_OK;
+    if (!ok) {
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                          "sigma_clip_host: no host memory for the histograms of %zu parts (%zu bytes)", nparts,
+                          (nparts + 1) * 2 * BINS * sizeof(uint64_t) + nparts * sizeof(part));
+        goto done;
+    }
+    uint32_t lo = SC_KEY_NEG_INF, hi = SC_KEY_POS_INF;
+    stats cur;
+    pass_a(&c, lo, hi, &cur);
+    if (cur.n == 0) {
+        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_host: all %zu values are NaN: no statistics exist",
+                          nvals);
+        goto done;
+    }
+    pass_b(&c, lo, hi, &cur);
+    int it = 0, converged = 0;
+    while (it < o->max_iterations) {
+        it++;
+        if (cur.n == 0) { /* NumPy: the median of nothing is NaN, nothing can be removed */
+            converged = 1;
+            break;
+        }
+        const double t = o->kappa * cur.std, a = cur.median - t, b = cur.median + t;
+        uint32_t nlo = first_above(a), nhi = last_below(b);
+        if (nlo < lo) nlo = lo;
+        if (nhi > hi) nhi = hi;
+        stats next = { 0, NAN, NAN, NAN };
+        if (nlo <= nhi && nlo != UINT32_MAX) pass_a(&c, nlo, nhi, &next);
+        else nlo = 1, nhi = 0; /* empty */
+        if (next.n == cur.n) {
+            converged = 1;
+            break;
+        }
+        lo = nlo, hi = nhi;
+        if (next.n) pass_b(&c, lo, hi, &next);
+        cur = next;
+    }
+    result->count = cur.n;
+    result->median = cur.median;
+    result->mean = cur.mean;
+    result->std = cur.std;
+    result->iterations = it;
+    result->converged = converged;
+done:
+    for (size_t p = 0; c.parts && p < nparts; p++) gpuws__free(c.parts[p].hist);
+    gpuws__free(c.parts);
+    gpuws__free(c.hist);
+    return st;
+}
+
+gpuws_status gpuws_sigma_clip_host(gpuws_context *ctx, const float *data, size_t n,
+                                   const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    if ((st = gpuws__options_read(options, &o, sizeof o, GPUWS__SIGMA_CLIP_OPTIONS_BASE, "sigma_clip_host: options")))
+        return st;
+    if (!data || !result)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_host: argument '%s' is NULL",
+                            !data ? "data" : "result");
+    if (!(o.kappa > 0) || !isfinite(o.kappa))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_host: kappa %g is not a finite number > 0",
+                            o.kappa);
+    if (o.max_iterations < 1)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_host: max_iterations %d is not >= 1",
+                            o.max_iterations);
+    if (n == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_host: no values (n == 0): no statistics exist");
+    size_t parts = n / PART_MIN;
+    const size_t cpus = gpuws__cpu_count();
+    if (parts > cpus) parts = cpus;
+    gpuws_sigma_clip_result r;
+    if ((st = gpuws__sigma_clip_host_parts(data, n, &o, parts ? parts : 1, &r))) return st;
+    *result = r;
+    return GPUWS_OK;
+}
