@@ -21,6 +21,7 @@
 #include "sigma_clip/sigma_clip_ref.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -414,7 +415,7 @@ static gpuws_sigma_clip_result host_on(const float *x, size_t n, double kappa, i
     gpuws_sigma_clip_options o = { .struct_size = sizeof o, .kappa = kappa, .max_iterations = max_it };
     gpuws_sigma_clip_result r;
     memset(&r, 0xAB, sizeof r);
-    TEST_OK(gpuws__sigma_clip_host_parts(x, n, &o, nparts, &r));
+    TEST_OK(gpuws__sigma_clip_host_split(x, n, &o, nparts, NULL, NULL, &r));
     return r;
 }
 
@@ -502,5 +503,107 @@ Test(sigma_clip, host_refuses_bad_input_and_leaves_result_untouched)
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip_host(ctx, x, 4, &bad_kappa, &r));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_sigma_clip_host(ctx, x, 4, &bad_it, &r));
     cr_assert(memcmp(&r, &poison, sizeof r) == 0, "a refused call wrote its result");
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- values spread between callers: gpuws_sigma_clip_host_reduce ---- */
+
+/* Callers on threads of one process, their reducer a sum through shared memory between barriers: what MPI ranks
+ * do with MPI_Allreduce, without MPI. */
+typedef struct {
+    pthread_barrier_t bar;
+    pthread_mutex_t lock;
+    uint64_t acc[1 << 18];
+} caller_group;
+
+typedef struct {
+    caller_group *g;
+    const float *x;
+    size_t n;
+    gpuws_sigma_clip_options o;
+    gpuws_context *ctx;
+    gpuws_status st;
+    gpuws_sigma_clip_result r;
+} caller;
+
+static gpuws_status group_sum(void *user, uint64_t *w, size_t count)
+{
+    caller_group *g = ((caller *)user)->g;
+    cr_assert(count <= sizeof g->acc / sizeof *g->acc);
+    pthread_mutex_lock(&g->lock);
+    for (size_t i = 0; i < count; i++) g->acc[i] += w[i];
+    pthread_mutex_unlock(&g->lock);
+    pthread_barrier_wait(&g->bar);
+    memcpy(w, g->acc, count * sizeof *w);
+    if (pthread_barrier_wait(&g->bar) == PTHREAD_BARRIER_SERIAL_THREAD) memset(g->acc, 0, count * sizeof *w);
+    pthread_barrier_wait(&g->bar);
+    return GPUWS_OK;
+}
+
+static void *caller_main(void *arg)
+{
+    caller *c = arg;
+    memset(&c->r, 0xAB, sizeof c->r);
+    c->st = gpuws_sigma_clip_host_reduce(c->ctx, c->x, c->n, &c->o, group_sum, c, &c->r);
+    return NULL;
+}
+
+/* k callers holding uneven shares of x (the first none); returns each one's status and result. */
+static void run_callers(gpuws_context *ctx, const float *x, size_t n, size_t k, const gpuws_sigma_clip_options *o,
+                        caller *cs)
+{
+    caller_group *g = calloc(1, sizeof *g);
+    cr_assert_not_null(g);
+    pthread_barrier_init(&g->bar, NULL, (unsigned)k);
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_t t[8];
+    size_t at = 0;
+    for (size_t i = 0; i < k; i++) {
+        const size_t share = i == 0 ? 0 : i + 1 == k ? n - at : (n - at) / 3;
+        cs[i] = (caller){ .g = g, .x = x + at, .n = share, .o = o[i], .ctx = ctx };
+        at += share;
+        pthread_create(&t[i], NULL, caller_main, &cs[i]);
+    }
+    for (size_t i = 0; i < k; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&g->bar);
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+}
+
+Test(sigma_clip, values_spread_between_callers_give_the_bits_of_one_call)
+{
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
+    const size_t n = 300007;
+    float *x = make_sky(n, 0xca11, 0.5, 150, 17);
+    gpuws_sigma_clip_options o[4];
+    for (int i = 0; i < 4; i++) o[i] = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    gpuws_sigma_clip_result want;
+    TEST_OK(gpuws_sigma_clip_host(ctx, x, n, &o[0], &want));
+    for (size_t k = 2; k <= 4; k++) {
+        caller cs[4];
+        run_callers(ctx, x, n, k, o, cs);
+        for (size_t i = 0; i < k; i++) {
+            cr_assert_eq(cs[i].st, GPUWS_OK, "%zu callers: caller %zu failed", k, i);
+            cr_assert(memcmp(&cs[i].r, &want, sizeof want) == 0,
+                      "%zu callers: caller %zu has count %zu median %.17g mean %.17g std %.17g; one call %zu %.17g "
+                      "%.17g %.17g",
+                      k, i, cs[i].r.count, cs[i].r.median, cs[i].r.mean, cs[i].r.std, want.count, want.median,
+                      want.mean, want.std);
+        }
+    }
+    /* options that differ, or one caller's invalid: every caller fails, none hangs, no result written */
+    o[2].kappa = 2.5;
+    caller cs[4];
+    run_callers(ctx, x, n, 3, o, cs);
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(cs[i].st, GPUWS_ERR_INVALID_ARGUMENT, "caller %zu of callers with different kappas: status %d", i,
+                     cs[i].st);
+        cr_assert_eq(cs[i].r.iterations, (int)0xABABABAB, "caller %zu wrote a result", i);
+    }
+    o[2].kappa = 3.0, o[1].max_iterations = 0;
+    run_callers(ctx, x, n, 3, o, cs);
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_eq(cs[i].st, GPUWS_ERR_INVALID_ARGUMENT, "caller %zu: status %d", i, cs[i].st);
+    free(x);
     gpuws_context_destroy(ctx);
 }

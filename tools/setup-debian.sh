@@ -22,6 +22,6 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
     cmake build-essential pkg-config \
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
-    libcriterion-dev libcfitsio-dev libpng-dev wcslib-dev valgrind oclgrind \
+    libcriterion-dev libcfitsio-dev libpng-dev wcslib-dev valgrind oclgrind openmpi-bin libopenmpi-dev \
     python3 python3-venv python3-numpy python3-scipy python3-pytest python3-sep >/dev/null
 echo "gpuws: build dependencies installed"

@@ -202,12 +202,37 @@ static uint32_t last_below(double v)
     return a;
 }
 
+/* The merged totals of a pass, as words that callers with parts of their own (MPI ranks) sum elementwise: pass A
+ * holds the count, the infinities, s by E, m^2 sums by E as two words of 44 bits (no carry is lost however many
+ * parts add them) and the top-16 histogram; pass B the two low-16 histograms. */
+#define W_N     0
+#define W_PINF  1
+#define W_NINF  2
+#define W_S     3
+#define W_QLO   (W_S + 256)
+#define W_QHI   (W_QLO + 256)
+#define W_HIST  (W_QHI + 256)
+#define W_A     (W_HIST + BINS)
+#define W_B     (2 * BINS)
+#define W_WORDS (W_A > W_B ? W_A : W_B)
+#define Q_BITS  44
+
 typedef struct {
     const float *x;
     size_t nvals, nparts;
     part *parts;
-    uint64_t *hist; /* merged: BINS (pass A), 2 x BINS (pass B) */
+    uint64_t *w;    /* W_WORDS: the merged totals of the last pass */
+    uint64_t *hist; /* into w: the merged histogram(s) of the last pass */
+    gpuws_sum_reducer reduce;
+    void *reduce_user;
 } clip;
+
+static gpuws_status reduce_words(clip *c, size_t count)
+{
+    if (!c->reduce) return GPUWS_OK;
+    const gpuws_status st = c->reduce(c->reduce_user, c->w, count);
+    return st ? gpuws__error_prefix(st, "sigma_clip: the reducer failed") : GPUWS_OK;
+}
 
 static void run_pass(clip *c, job *j)
 {
@@ -215,30 +240,42 @@ static void run_pass(clip *c, job *j)
     gpuws__run_ranges(c->nvals, c->nparts, run_part, j);
 }
 
-/* Pass A over [lo, hi]: *n and the moments into st; the top-16 histogram merged into c->hist. */
-static void pass_a(clip *c, uint32_t lo, uint32_t hi, stats *st)
+/* Pass A over [lo, hi]: the count and the moments into st; the top-16 histogram merged into c->hist. */
+static gpuws_status pass_a(clip *c, uint32_t lo, uint32_t hi, stats *st)
 {
     job j = { .lo = lo, .hi = hi, .pass = 0 };
-    run_pass(c, &j);
-    int64_t s[256] = { 0 };
-    u128 q[256] = { 0 };
-    size_t n = 0, pinf = 0, ninf = 0;
-    memset(c->hist, 0, BINS * sizeof *c->hist);
-    for (size_t p = 0; p < c->nparts; p++) {
+    if (c->nvals) run_pass(c, &j);
+    uint64_t *w = c->w;
+    memset(w, 0, W_A * sizeof *w);
+    for (size_t p = 0; c->nvals && p < c->nparts; p++) {
         const part *pt = &c->parts[p];
-        n += pt->n, pinf += pt->pinf, ninf += pt->ninf;
-        for (unsigned b = 0; b < 256; b++) s[b] += pt->s[b], q[b] += pt->q[b];
-        for (size_t i = 0; i < BINS; i++) c->hist[i] += pt->hist[i];
+        w[W_N] += pt->n, w[W_PINF] += pt->pinf, w[W_NINF] += pt->ninf;
+        for (unsigned b = 0; b < 256; b++) {
+            w[W_S + b] += (uint64_t)pt->s[b]; /* two's complement: the sum wraps back into range */
+            w[W_QLO + b] += (uint64_t)(pt->q[b] & (((u128)1 << Q_BITS) - 1));
+            w[W_QHI + b] += (uint64_t)(pt->q[b] >> Q_BITS);
+        }
+        for (size_t i = 0; i < BINS; i++) w[W_HIST + i] += pt->hist[i];
     }
+    gpuws_status rst = reduce_words(c, W_A);
+    if (rst) return rst;
+    c->hist = w + W_HIST;
+    int64_t s[256];
+    u128 q[256];
+    for (unsigned b = 0; b < 256; b++) {
+        s[b] = (int64_t)w[W_S + b];
+        q[b] = (u128)w[W_QLO + b] + ((u128)w[W_QHI + b] << Q_BITS);
+    }
+    const size_t n = (size_t)w[W_N], pinf = (size_t)w[W_PINF], ninf = (size_t)w[W_NINF];
     st->n = n;
     if (!n) {
         st->mean = st->std = NAN;
-        return;
+        return GPUWS_OK;
     }
     if (pinf || ninf) { /* NumPy's loop: an infinite mean (NaN with both signs), a NaN std */
         st->mean = pinf && ninf ? NAN : pinf ? INFINITY : -INFINITY;
         st->std = NAN;
-        return;
+        return GPUWS_OK;
     }
     big S = { { 0 } }, Q = { { 0 } };
     for (unsigned b = 1; b < 255; b++) {
@@ -258,6 +295,7 @@ static void pass_a(clip *c, uint32_t lo, uint32_t hi, stats *st)
     big_sub(&nQ, &S2); /* n Q - S^2 >= 0 */
     const long double var = ldexpl(big_ld(&nQ), -298) / ((long double)finite * (long double)finite);
     st->std = (double)sqrtl(var);
+    return GPUWS_OK;
 }
 
 /* The key of rank r (0-based) in the window, given the merged top-16 histogram: its top 16 bits. */
@@ -274,50 +312,84 @@ static uint32_t rank_top(const uint64_t *hist, size_t r, size_t *below)
 }
 
 /* Pass B: the two middle values of the window (n > 0) from pass A's histogram, and the median. */
-static void pass_b(clip *c, uint32_t lo, uint32_t hi, stats *st)
+static gpuws_status pass_b(clip *c, uint32_t lo, uint32_t hi, stats *st)
 {
     const size_t r0 = (st->n - 1) / 2, r1 = st->n / 2;
     size_t below0, below1;
     const uint32_t t0 = rank_top(c->hist, r0, &below0), t1 = rank_top(c->hist, r1, &below1);
     job j = { .lo = lo, .hi = hi, .pass = 1, .top0 = t0, .top1 = t1 };
-    run_pass(c, &j);
-    memset(c->hist, 0, 2 * BINS * sizeof *c->hist);
-    for (size_t p = 0; p < c->nparts; p++)
+    if (c->nvals) run_pass(c, &j);
+    c->hist = c->w;
+    memset(c->hist, 0, W_B * sizeof *c->hist);
+    for (size_t p = 0; c->nvals && p < c->nparts; p++)
         for (size_t i = 0; i < 2 * BINS; i++) c->hist[i] += c->parts[p].hist[i];
+    const gpuws_status rst = reduce_words(c, W_B);
+    if (rst) return rst;
     size_t dummy;
     const uint32_t k0 = (t0 << 16) | rank_top(c->hist, r0 - below0, &dummy),
                    k1 = (t1 << 16) | rank_top(c->hist + BINS, r1 - below1, &dummy);
     st->median = st->n & 1 ? (double)gpuws_sigma_clip_unkey(k0)
                            : ((double)gpuws_sigma_clip_unkey(k0) + (double)gpuws_sigma_clip_unkey(k1)) / 2.0;
+    return GPUWS_OK;
 }
 
-/* The whole loop on nparts parts (the tests choose; the public call: the online CPUs). */
-gpuws_status gpuws__sigma_clip_host_parts(const float *x, size_t nvals, const gpuws_sigma_clip_options *o,
-                                          size_t nparts, gpuws_sigma_clip_result *result)
+/* Options must match between the callers of one reduction: every caller contributes whether its own are valid,
+ * and each value v with v^2 (v: 32-bit halves of kappa's bits, max_iterations); the values agree when
+ * (sum v)^2 == callers * sum v^2. */
+static gpuws_status check_shared_options(clip *c, const gpuws_sigma_clip_options *o, bool valid)
+{
+    uint64_t kb;
+    memcpy(&kb, &o->kappa, 8);
+    const uint64_t v[3] = { kb >> 32, kb & 0xffffffffu, (uint64_t)(uint32_t)o->max_iterations };
+    uint64_t *w = c->w;
+    w[0] = 1, w[1] = !valid;
+    for (int i = 0; i < 3; i++) w[2 + i] = v[i], w[5 + i] = v[i] * v[i];
+    gpuws_status st = reduce_words(c, 8);
+    if (st) return st;
+    if (w[1])
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "sigma_clip_host: the options of %llu of %llu callers are "
+                            "not valid (kappa finite > 0, max_iterations >= 1)",
+                            (unsigned long long)w[1], (unsigned long long)w[0]);
+    for (int i = 0; i < 3; i++)
+        if ((u128)w[2 + i] * w[2 + i] != (u128)w[0] * w[5 + i])
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "sigma_clip_host: the %llu callers' options differ (%s): each must pass the same",
+                                (unsigned long long)w[0], i < 2 ? "kappa" : "max_iterations");
+    return GPUWS_OK;
+}
+
+/* The whole loop on nparts parts of this caller's values (the tests choose nparts; the public calls: the online
+ * CPUs), reduced over the callers when reduce is given. */
+gpuws_status gpuws__sigma_clip_host_split(const float *x, size_t nvals, const gpuws_sigma_clip_options *o,
+                                          size_t nparts, gpuws_sum_reducer reduce, void *reduce_user,
+                                          gpuws_sigma_clip_result *result)
 {
     if (nparts < 1) nparts = 1;
-    if (nparts > nvals) nparts = nvals;
-    clip c = { .x = x, .nvals = nvals, .nparts = nparts };
+    if (nvals && nparts > nvals) nparts = nvals;
+    clip c = { .x = x, .nvals = nvals, .nparts = nparts, .reduce = reduce, .reduce_user = reduce_user };
     c.parts = gpuws__calloc(nparts, sizeof *c.parts);
-    c.hist = gpuws__malloc(2 * BINS * sizeof *c.hist);
-    bool ok = c.parts && c.hist;
+    c.w = gpuws__malloc(W_WORDS * sizeof *c.w);
+    bool ok = c.parts && c.w;
     for (size_t p = 0; ok && p < nparts; p++) ok = (c.parts[p].hist = gpuws__malloc(2 * BINS * sizeof(uint64_t)));
     gpuws_status st = GPUWS_OK;
     if (!ok) {
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                           "sigma_clip_host: no host memory for the histograms of %zu parts (%zu bytes)", nparts,
-                          (nparts + 1) * 2 * BINS * sizeof(uint64_t) + nparts * sizeof(part));
+                          (nparts * 2 * BINS + W_WORDS) * sizeof(uint64_t) + nparts * sizeof(part));
         goto done;
     }
+    const bool valid = o->kappa > 0 && isfinite(o->kappa) && o->max_iterations >= 1;
+    if (reduce && (st = check_shared_options(&c, o, valid))) goto done;
     uint32_t lo = SC_KEY_NEG_INF, hi = SC_KEY_POS_INF;
     stats cur;
-    pass_a(&c, lo, hi, &cur);
+    if ((st = pass_a(&c, lo, hi, &cur))) goto done;
     if (cur.n == 0) {
         st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_host: all %zu values are NaN: no statistics exist",
                           nvals);
         goto done;
     }
-    pass_b(&c, lo, hi, &cur);
+    if ((st = pass_b(&c, lo, hi, &cur))) goto done;
     int it = 0, converged = 0;
     while (it < o->max_iterations) {
         it++;
@@ -330,14 +402,17 @@ gpuws_status gpuws__sigma_clip_host_parts(const float *x, size_t nvals, const gp
         if (nlo < lo) nlo = lo;
         if (nhi > hi) nhi = hi;
         stats next = { 0, NAN, NAN, NAN };
-        if (nlo <= nhi && nlo != UINT32_MAX) pass_a(&c, nlo, nhi, &next);
-        else nlo = 1, nhi = 0; /* empty */
+        if (nlo <= nhi && nlo != UINT32_MAX) {
+            if ((st = pass_a(&c, nlo, nhi, &next))) goto done;
+        } else {
+            nlo = 1, nhi = 0; /* empty */
+        }
         if (next.n == cur.n) {
             converged = 1;
             break;
         }
         lo = nlo, hi = nhi;
-        if (next.n) pass_b(&c, lo, hi, &next);
+        if (next.n && (st = pass_b(&c, lo, hi, &next))) goto done;
         cur = next;
     }
     result->count = cur.n;
@@ -349,8 +424,15 @@ gpuws_status gpuws__sigma_clip_host_parts(const float *x, size_t nvals, const gp
 done:
     for (size_t p = 0; c.parts && p < nparts; p++) gpuws__free(c.parts[p].hist);
     gpuws__free(c.parts);
-    gpuws__free(c.hist);
+    gpuws__free(c.w);
     return st;
+}
+
+static size_t default_parts(size_t n)
+{
+    size_t parts = n / PART_MIN;
+    const size_t cpus = gpuws__cpu_count();
+    return parts > cpus ? cpus : parts ? parts : 1;
 }
 
 gpuws_status gpuws_sigma_clip_host(gpuws_context *ctx, const float *data, size_t n,
@@ -372,11 +454,30 @@ gpuws_status gpuws_sigma_clip_host(gpuws_context *ctx, const float *data, size_t
                             o.max_iterations);
     if (n == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_host: no values (n == 0): no statistics exist");
-    size_t parts = n / PART_MIN;
-    const size_t cpus = gpuws__cpu_count();
-    if (parts > cpus) parts = cpus;
     gpuws_sigma_clip_result r;
-    if ((st = gpuws__sigma_clip_host_parts(data, n, &o, parts ? parts : 1, &r))) return st;
+    if ((st = gpuws__sigma_clip_host_split(data, n, &o, default_parts(n), NULL, NULL, &r))) return st;
+    *result = r;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_sigma_clip_host_reduce(gpuws_context *ctx, const float *data, size_t n,
+                                          const gpuws_sigma_clip_options *options, gpuws_sum_reducer reduce,
+                                          void *reduce_user, gpuws_sigma_clip_result *result)
+{
+    /* A caller's own mistakes that leave it unable to take part fail it alone; every other error is collective. */
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!reduce || !result || (!data && n))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_host_reduce: argument '%s' is NULL",
+                            !reduce   ? "reduce"
+                            : !result ? "result"
+                                      : "data");
+    gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    if ((st = gpuws__options_read(options, &o, sizeof o, GPUWS__SIGMA_CLIP_OPTIONS_BASE,
+                                  "sigma_clip_host_reduce: options")))
+        return st;
+    gpuws_sigma_clip_result r;
+    if ((st = gpuws__sigma_clip_host_split(data, n, &o, default_parts(n), reduce, reduce_user, &r))) return st;
     *result = r;
     return GPUWS_OK;
 }

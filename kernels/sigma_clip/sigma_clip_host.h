@@ -6,8 +6,10 @@
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
 
-/* Options already checked; nparts parts (1 at least, at most nvals). Errors as gpuws_sigma_clip_host's. */
-gpuws_status gpuws__sigma_clip_host_parts(const float *x, size_t nvals, const gpuws_sigma_clip_options *o,
-                                          size_t nparts, gpuws_sigma_clip_result *result);
+/* nparts parts (1 at least, at most nvals) of this caller's values; reduce NULL: this caller's values alone, whose
+ * options are already checked; else as gpuws_sigma_clip_host_reduce. Errors as those calls'. */
+gpuws_status gpuws__sigma_clip_host_split(const float *x, size_t nvals, const gpuws_sigma_clip_options *o,
+                                          size_t nparts, gpuws_sum_reducer reduce, void *reduce_user,
+                                          gpuws_sigma_clip_result *result);
 
 #endif

@@ -47,6 +47,21 @@ GPUWS_API gpuws_status gpuws_sigma_clip(gpuws_stream *stream, size_t n, const gp
 GPUWS_API gpuws_status gpuws_sigma_clip_host(gpuws_context *ctx, const float *data, size_t n,
                                              const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result);
 
+/* Sums arrays of count words elementwise over every caller of a collective call, in place (an allreduce of
+ * uint64 sums: MPI_Allreduce(MPI_IN_PLACE, words, count, MPI_UINT64_T, MPI_SUM, comm)). */
+typedef gpuws_status (*gpuws_sum_reducer)(void *user, uint64_t *words, size_t count);
+
+/* gpuws_sigma_clip_host over values spread between several callers (MPI ranks: gpuws_mpi.h wraps this): each
+ * calls it with its own n values (0 and data NULL allowed) and a reducer that sums over all of them; every caller
+ * gets the result of gpuws_sigma_clip_host on all the values together, the same bits. Collective: every caller
+ * makes the same reductions in the same order (a few per iteration, at most 1 MiB each). The options are checked
+ * collectively: invalid on any caller, or different between callers → GPUWS_ERR_INVALID_ARGUMENT on every caller;
+ * so are all-NaN values and a failed reduction. Only a NULL ctx, reduce or result, or data NULL with n > 0, fail a
+ * caller alone (before its first reduction: the others then wait in theirs). */
+GPUWS_API gpuws_status gpuws_sigma_clip_host_reduce(gpuws_context *ctx, const float *data, size_t n,
+                                                    const gpuws_sigma_clip_options *options, gpuws_sum_reducer reduce,
+                                                    void *reduce_user, gpuws_sigma_clip_result *result);
+
 /* ---- 2. segmentation ------------------------------------------------------------------------------------
  * mask[i] = data[i] > threshold ? 1 : 0 (uint8; NaN compares false so gives 0). data: n f32 values. */
 GPUWS_API gpuws_status gpuws_threshold(gpuws_stream *stream, size_t n, const gpuws_buffer *data, float threshold,

@@ -1,0 +1,19 @@
+/* The gpuws_mpi library: the reducers of the collective calls as MPI allreduces. */
+#include "gpuws_mpi.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+static gpuws_status allreduce_sum(void *user, uint64_t *words, size_t count)
+{
+    MPI_Comm comm = *(MPI_Comm *)user;
+    if (count > INT_MAX) return GPUWS_ERR_INTERNAL;
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, words, (int)count, MPI_UINT64_T, MPI_SUM, comm);
+    return rc == MPI_SUCCESS ? GPUWS_OK : GPUWS_ERR_INTERNAL;
+}
+
+gpuws_status gpuws_mpi_sigma_clip_host(MPI_Comm comm, gpuws_context *ctx, const float *data, size_t n,
+                                       const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result)
+{
+    return gpuws_sigma_clip_host_reduce(ctx, data, n, options, allreduce_sum, &comm, result);
+}

@@ -1,0 +1,71 @@
+/* gpuws_mpi_sigma_clip_host under mpirun -n P (ctest mpi_sigma_clip_P): every rank holds an uneven share of one
+ * sky (rank 0 none when P > 1) and must get the bits of gpuws_sigma_clip_host on the whole sky; options that differ
+ * between ranks must fail every rank, none hanging (ctest's time-out bounds the run). Exit 0 when all ranks agree. */
+#include "gpuws_mpi.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(int rank, const char *what)
+{
+    fprintf(stderr, "rank %d: %s (%s)\n", rank, what, gpuws_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gpuws_context_options co = GPUWS_CONTEXT_OPTIONS_INIT;
+    co.backend = "cpu";
+    gpuws_context *ctx;
+    if (gpuws_context_create(&ctx, &co)) return fail(rank, "no context");
+    /* a noisy sky with sources and NaNs, the same on every rank */
+    const size_t n = 1000003;
+    float *x = malloc(n * sizeof *x);
+    uint64_t s = 12345;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        const double u = ((double)(s >> 11) + 0.5) * 0x1p-53;
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        const double v = ((double)(s >> 11) + 0.5) * 0x1p-53;
+        x[i] = (float)(0.25 + 1e-3 * sqrt(-2 * log(u)) * cos(6.283185307179586 * v));
+        if (i % 997 == 0) x[i] += 0.05f;
+        if (i % 10007 == 0) x[i] = NAN;
+    }
+    gpuws_sigma_clip_result want, got;
+    if (gpuws_sigma_clip_host(ctx, x, n, NULL, &want)) return fail(rank, "sigma_clip_host on the whole sky");
+    /* rank r's share: nothing for rank 0 (P > 1), then shares that do not divide evenly */
+    size_t at = 0, mine = 0;
+    for (int r = 0; r < size; r++) {
+        const size_t share = size > 1 && r == 0 ? 0 : r + 1 == size ? n - at : (n - at) / 3 + 1;
+        if (r == rank) mine = share;
+        if (r < rank) at += share;
+    }
+    if (gpuws_mpi_sigma_clip_host(MPI_COMM_WORLD, ctx, mine ? x + at : NULL, mine, NULL, &got))
+        return fail(rank, "gpuws_mpi_sigma_clip_host");
+    if (memcmp(&got, &want, sizeof got)) {
+        fprintf(stderr, "rank %d of %d: count %zu median %.17g mean %.17g std %.17g; one call %zu %.17g %.17g %.17g\n",
+                rank, size, got.count, got.median, got.mean, got.std, want.count, want.median, want.mean, want.std);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (size > 1) { /* one rank's kappa differs: every rank fails, and says so */
+        gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+        if (rank == 1) o.kappa = 2.5;
+        const gpuws_status st = gpuws_mpi_sigma_clip_host(MPI_COMM_WORLD, ctx, mine ? x + at : NULL, mine, &o, &got);
+        if (st != GPUWS_ERR_INVALID_ARGUMENT || !strstr(gpuws_last_error(), "options differ"))
+            return fail(rank, "different kappas did not fail this rank");
+    }
+    if (rank == 0)
+        printf("%d ranks: count %zu median %.9g std %.9g, the bits of one call\n", size, got.count, want.median,
+               want.std);
+    free(x);
+    gpuws_context_destroy(ctx);
+    MPI_Finalize();
+    return 0;
+}
