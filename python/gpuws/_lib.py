@@ -173,6 +173,8 @@ _FUNCTIONS = {
     "gpuws_device_get_info": (_S, [c_int, c_char_p, sz, POINTER(DeviceInfo)]),
     "gpuws_context_create": (_S, [POINTER(P), POINTER(ContextOptions)]),
     "gpuws_context_destroy": (None, [P]),
+    "gpuws_contexts_create": (_S, [POINTER(ContextOptions), sz, POINTER(P), POINTER(sz)]),
+    "gpuws_contexts_destroy": (None, [POINTER(P), sz]),
     "gpuws_context_get_device_info": (_S, [P, POINTER(DeviceInfo)]),
     "gpuws_context_get_backend": (_S, [P, POINTER(c_int)]),
     "gpuws_context_synchronize": (_S, [P]),
