@@ -131,7 +131,8 @@ STRUCTS = {  # ctypes mirror -> the C struct it mirrors
     _lib.SigmaClipOptions: "gpuws_sigma_clip_options", _lib.SigmaClipResult: "gpuws_sigma_clip_result",
     _lib.SourceMeasure: "gpuws_source_measure", _lib.SourcesOptions: "gpuws_sources_options",
     _lib.Source: "gpuws_source", _lib.Catalog: "gpuws_catalog", _lib.Operand: "gpuws_operand",
-    _lib.PipelineOptions: "gpuws_pipeline_options",
+    _lib.PipelineOptions: "gpuws_pipeline_options", _lib.Convolve2dHostOptions: "gpuws_convolve2d_host_options",
+    _lib.LabelHostOptions: "gpuws_label_host_options",
 }
 
 
