@@ -16,13 +16,14 @@ from ._lib import LIBRARY_PATH
 from ._core import (ArgumentsError, Array, BackendUnavailableError, BuildError, Context, DeviceError, Error, Event,
                     FormatError, InternalError, InvalidArgumentError, IOError, KernelNotFoundError, LaunchConfigError,
                     NoDeviceError, NotConvergedError, NotReadyError, OutOfMemoryError, OutOfRangeError, OverflowError,
-                    Stream, UnknownBackendError, UnsupportedError, WrongContextError, backends, devices)
+                    Stream, UnknownBackendError, UnsupportedError, WrongContextError, backends, contexts, devices)
 from ._algorithms import (Catalog, SigmaClipResult, add, convolve, convolve1d, convolve2d, convolve2d_separable,
                           count_primes, default_context, find_sources, gaussian_pdf, hidden_layer, histogram, hypot,
                           l2_norm, label, make_pulses, matmul, max, measure, min, monte_carlo_pi, polar_distance,
                           primes, reduce, set_default_context, sigma_clip, sum, threshold, transpose, vector_add,
                           zero_suppress)
 from ._dlpack import from_dlpack
+from ._host import Bands, convolve2d_host, convolve2d_host_bands, label_host, label_host_bands
 from ._kernels import ElementwiseKernel, RawKernel, ReductionKernel
 
 __version__ = "0.2.0"

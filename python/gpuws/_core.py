@@ -192,6 +192,14 @@ class _Owned:
             pass
 
 
+def _context_options(backend, device, platform):
+    if device is not None and (not isinstance(device, (int, np.integer)) or device < 0):
+        raise invalid("device %r: a device index is an int >= 0 (None = GPUWS_DEVICE)" % (device,))
+    return _lib.context_options(backend.encode() if backend is not None else None,
+                                -1 if device is None else int(device),
+                                platform.encode() if platform is not None else None)
+
+
 class Context:
     """A device: ``Context(backend=None, device=None, platform=None)``.
 
@@ -202,16 +210,23 @@ class Context:
     Event and kernel of the context is released with it and raises afterwards."""
 
     def __init__(self, backend=None, device=None, platform=None):
-        if device is not None and (not isinstance(device, (int, np.integer)) or device < 0):
-            raise invalid("device %r: a device index is an int >= 0 (None = GPUWS_DEVICE)" % (device,))
-        opts = _lib.context_options(backend.encode() if backend is not None else None,
-                                    -1 if device is None else int(device),
-                                    platform.encode() if platform is not None else None)
+        opts = _context_options(backend, device, platform)
         h = ctypes.c_void_p()
         self._handle = None
-        self._owned = weakref.WeakValueDictionary()  # id -> _Owned, released before the context
         check(lib.gpuws_context_create(ctypes.byref(h), ctypes.byref(opts)))
-        self._handle = h.value
+        self._adopt(h.value, device)
+
+    @classmethod
+    def _from_handle(cls, handle):
+        """A Context that owns a gpuws_context made elsewhere (gpuws_contexts_create)."""
+        self = cls.__new__(cls)
+        self._handle = None
+        self._adopt(handle, None)
+        return self
+
+    def _adopt(self, handle, device):
+        self._owned = weakref.WeakValueDictionary()  # id -> _Owned, released before the context
+        self._handle = handle
         _open_contexts.add(self)
         kind = ctypes.c_int()
         check(lib.gpuws_context_get_backend(self._handle, ctypes.byref(kind)))
@@ -335,6 +350,32 @@ def _close_all():
     # from it first, as close() does (else the C library warns of leaked buffers).
     for ctx in list(_open_contexts):
         ctx.close()
+
+
+_MAX_CONTEXTS = 1024  # room for gpuws_contexts_create: more contexts than any host has devices
+
+
+def contexts(backend=None, device=None, platform=None):
+    """Contexts on the devices GPUWS_DEVICES names, within the backend ``Context(backend, device, platform)`` would
+    choose (gpuws_contexts_create): unset, one context, that one; "all", that device and every other device of its
+    backend of the same type (and OpenCL platform); "0,1,...", those device indices, in that order (``device`` is
+    then ignored; an index may repeat: two contexts on one device). Returns a list of Contexts, each closed as any
+    Context is; pass it as ``contexts=`` to convolve2d_host and label_host to share their bands."""
+    opts = _context_options(backend, device, platform)
+    handles = (ctypes.c_void_p * _MAX_CONTEXTS)()
+    n = ctypes.c_size_t()
+    check(lib.gpuws_contexts_create(ctypes.byref(opts), _MAX_CONTEXTS, handles, ctypes.byref(n)))
+    out = []
+    try:
+        for i in range(n.value):
+            out.append(Context._from_handle(handles[i]))
+    except BaseException:
+        for c in out:
+            c.close()
+        for i in range(len(out) + 1, n.value):  # handle len(out) is closed by its Context's __del__
+            lib.gpuws_context_destroy(handles[i])
+        raise
+    return out
 
 
 class Stream:

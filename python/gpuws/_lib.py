@@ -91,6 +91,23 @@ class Convolve2dOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("mode", c_int), ("boundary", c_int), ("fill_value", c_double)]
 
 
+# Progress callbacks of the host-to-host calls: (user, band, bands, rows_done, out_rows) and
+# (user, pass, passes, band, bands, rows_done, rows).
+Convolve2dProgress = ctypes.CFUNCTYPE(None, c_void_p, c_size_t, c_size_t, c_size_t, c_size_t)
+LabelHostProgress = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_int, c_size_t, c_size_t, c_size_t, c_size_t)
+
+
+class Convolve2dHostOptions(Structure):
+    _fields_ = [("struct_size", c_size_t), ("mode", c_int), ("boundary", c_int), ("fill_value", c_double),
+                ("max_device_bytes", c_uint64), ("progress", Convolve2dProgress), ("progress_user", c_void_p),
+                ("more_contexts", POINTER(c_void_p)), ("num_more_contexts", c_size_t)]
+
+
+class LabelHostOptions(Structure):
+    _fields_ = [("struct_size", c_size_t), ("max_device_bytes", c_uint64), ("progress", LabelHostProgress),
+                ("progress_user", c_void_p), ("more_contexts", POINTER(c_void_p)), ("num_more_contexts", c_size_t)]
+
+
 class SigmaClipOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("kappa", c_double), ("max_iterations", c_int)]
 
@@ -150,6 +167,18 @@ def convolve2d_options(mode, boundary, fill_value):
     return _sized(Convolve2dOptions, mode=mode, boundary=boundary, fill_value=fill_value)
 
 
+def convolve2d_host_options(mode, boundary, fill_value, max_device_bytes, progress, more_contexts,
+                            num_more_contexts):
+    return _sized(Convolve2dHostOptions, mode=mode, boundary=boundary, fill_value=fill_value,
+                  max_device_bytes=max_device_bytes, progress=progress or Convolve2dProgress(),
+                  progress_user=None, more_contexts=more_contexts, num_more_contexts=num_more_contexts)
+
+
+def label_host_options(max_device_bytes, progress, more_contexts, num_more_contexts):
+    return _sized(LabelHostOptions, max_device_bytes=max_device_bytes, progress=progress or LabelHostProgress(),
+                  progress_user=None, more_contexts=more_contexts, num_more_contexts=num_more_contexts)
+
+
 def sigma_clip_options(kappa, max_iterations):
     return _sized(SigmaClipOptions, kappa=kappa, max_iterations=max_iterations)
 
@@ -173,6 +202,8 @@ _FUNCTIONS = {
     "gpuws_device_get_info": (_S, [c_int, c_char_p, sz, POINTER(DeviceInfo)]),
     "gpuws_context_create": (_S, [POINTER(P), POINTER(ContextOptions)]),
     "gpuws_context_destroy": (None, [P]),
+    "gpuws_contexts_create": (_S, [POINTER(ContextOptions), sz, POINTER(P), POINTER(sz)]),
+    "gpuws_contexts_destroy": (None, [POINTER(P), sz]),
     "gpuws_context_get_device_info": (_S, [P, POINTER(DeviceInfo)]),
     "gpuws_context_get_backend": (_S, [P, POINTER(c_int)]),
     "gpuws_context_synchronize": (_S, [P]),
@@ -215,12 +246,18 @@ _FUNCTIONS = {
     "gpuws_reduce_value": (_S, [P, c_int, c_int, sz, P, POINTER(c_double)]),
     "gpuws_convolve2d": (_S, [P, c_int, P, sz, sz, sz, P, sz, sz, POINTER(Convolve2dOptions), P]),
     "gpuws_convolve2d_separable": (_S, [P, c_int, P, sz, sz, sz, P, sz, P, sz, POINTER(Convolve2dOptions), P]),
+    "gpuws_convolve2d_host_bands": (_S, [P, c_int, sz, sz, sz, sz, POINTER(Convolve2dHostOptions), POINTER(sz),
+                                         POINTER(sz)]),
+    "gpuws_convolve2d_host": (_S, [P, c_int, c_void_p, sz, sz, sz, c_void_p, sz, sz, POINTER(Convolve2dHostOptions),
+                                   c_void_p]),
     "gpuws_convolve2d_output_shape": (_S, [sz, sz, sz, sz, c_int, POINTER(sz), POINTER(sz)]),
     "gpuws_convolve1d_output_length": (_S, [sz, sz, c_int, POINTER(sz)]),
     "gpuws_convolve1d": (_S, [P, c_int, P, sz, P, sz, c_int, P]),
     "gpuws_sigma_clip": (_S, [P, sz, P, POINTER(SigmaClipOptions), POINTER(SigmaClipResult)]),
     "gpuws_threshold": (_S, [P, sz, P, c_float, P]),
     "gpuws_label": (_S, [P, sz, sz, P, c_int, P, POINTER(sz)]),
+    "gpuws_label_host_bands": (_S, [P, sz, sz, POINTER(LabelHostOptions), POINTER(sz), POINTER(sz)]),
+    "gpuws_label_host": (_S, [P, sz, sz, c_void_p, sz, c_int, POINTER(LabelHostOptions), c_void_p, POINTER(sz)]),
     "gpuws_measure": (_S, [P, sz, sz, P, P, sz, P]),
     "gpuws_find_sources": (_S, [P, c_void_p, sz, sz, POINTER(SourcesOptions), POINTER(POINTER(Catalog))]),
     "gpuws_catalog_free": (None, [POINTER(Catalog)]),

@@ -131,7 +131,8 @@ STRUCTS = {  # ctypes mirror -> the C struct it mirrors
     _lib.SigmaClipOptions: "gpuws_sigma_clip_options", _lib.SigmaClipResult: "gpuws_sigma_clip_result",
     _lib.SourceMeasure: "gpuws_source_measure", _lib.SourcesOptions: "gpuws_sources_options",
     _lib.Source: "gpuws_source", _lib.Catalog: "gpuws_catalog", _lib.Operand: "gpuws_operand",
-    _lib.PipelineOptions: "gpuws_pipeline_options",
+    _lib.PipelineOptions: "gpuws_pipeline_options", _lib.Convolve2dHostOptions: "gpuws_convolve2d_host_options",
+    _lib.LabelHostOptions: "gpuws_label_host_options",
 }
 
 
@@ -187,3 +188,26 @@ def test_calls_leave_no_device_memory_behind(ctx, rng):
         np.from_dlpack(ctx.asarray(img)) if ctx.backend == "cpu" else None
     gc.collect()
     assert len(ctx._owned) == before
+
+
+def test_contexts_follow_gpuws_devices(ctx, monkeypatch):
+    monkeypatch.delenv("GPUWS_DEVICES", raising=False)
+    one = gpuws.contexts(ctx.backend, device=ctx.device_index)
+    assert len(one) == 1 and one[0].backend == ctx.backend and one[0].device.name == ctx.device.name
+    monkeypatch.setenv("GPUWS_DEVICES", "0,0,0")  # one device three times: three contexts
+    three = gpuws.contexts(ctx.backend)
+    assert len(three) == 3 and len({c.handle for c in three}) == 3
+    assert {c.backend for c in three} == {ctx.backend} and len({c.device.name for c in three}) == 1
+    a = three[1].asarray(np.arange(5, dtype=np.float32))
+    assert gpuws.sum(a) == 10
+    for c in one + three:
+        c.close()
+        assert c.closed
+    with pytest.raises(gpuws.InvalidArgumentError, match="the context is closed"):
+        a.get()
+    monkeypatch.setenv("GPUWS_DEVICES", "0,x")
+    with pytest.raises(gpuws.InvalidArgumentError, match="GPUWS_DEVICES='0,x' is not 'all' nor a list"):
+        gpuws.contexts(ctx.backend)
+    monkeypatch.setenv("GPUWS_DEVICES", "0,4096")
+    with pytest.raises(gpuws.NoDeviceError, match="GPUWS_DEVICES='0,4096': device 4096"):
+        gpuws.contexts(ctx.backend)
