@@ -17,3 +17,14 @@ gpuws_status gpuws_mpi_sigma_clip_host(MPI_Comm comm, gpuws_context *ctx, const 
 {
     return gpuws_sigma_clip_host_reduce(ctx, data, n, options, allreduce_sum, &comm, result);
 }
+
+gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, size_t width, size_t rows, const void *mask,
+                                  size_t mask_stride, int connectivity, const gpuws_label_host_options *options,
+                                  int32_t *labels, size_t *num_labels)
+{
+    int rank, size;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Comm_size(comm, &size) != MPI_SUCCESS)
+        return GPUWS_ERR_INTERNAL;
+    return gpuws_label_host_reduce(ctx, width, rows, mask, mask_stride, connectivity, options, (size_t)rank,
+                                   (size_t)size, allreduce_sum, &comm, labels, num_labels);
+}

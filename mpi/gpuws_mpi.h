@@ -20,6 +20,17 @@ GPUWS_API gpuws_status gpuws_mpi_sigma_clip_host(MPI_Comm comm, gpuws_context *c
                                                  const gpuws_sigma_clip_options *options,
                                                  gpuws_sigma_clip_result *result);
 
+/* gpuws_label_host over an image whose rows are spread over the ranks of comm in rank order (rank r's rows follow
+ * rank r - 1's; a rank may hold none): collective; each rank labels its own rows on its ctx and gets them in labels
+ * with the whole image's numbering (scipy.ndimage.label's), and every rank gets the whole image's N. What a rank
+ * sends: its label count and its first and last rows of labels (2 width + 2 words), gathered by one allreduce.
+ * Errors as gpuws_label_host_reduce's (ranks that disagree on width, connectivity or the part count fail every
+ * rank before labels is written). */
+GPUWS_API gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, size_t width, size_t rows,
+                                            const void *mask, size_t mask_stride, int connectivity,
+                                            const gpuws_label_host_options *options, int32_t *labels,
+                                            size_t *num_labels);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
 #include "core/tuning.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
@@ -297,4 +298,43 @@ bool test_output_poisoned(const bench_output *o)
     while (i < o->bytes && h[i] == TEST_POISON_BYTE) i++;
     free(copy);
     return i == o->bytes;
+}
+
+struct test_sum_group {
+    pthread_barrier_t bar;
+    pthread_mutex_t lock;
+    size_t max;
+    uint64_t *acc;
+};
+
+test_sum_group *test_sum_group_new(unsigned callers, size_t max_words)
+{
+    test_sum_group *g = calloc(1, sizeof *g);
+    cr_assert(g && (g->acc = calloc(max_words, sizeof *g->acc)));
+    g->max = max_words;
+    pthread_barrier_init(&g->bar, NULL, callers);
+    pthread_mutex_init(&g->lock, NULL);
+    return g;
+}
+
+void test_sum_group_free(test_sum_group *g)
+{
+    pthread_barrier_destroy(&g->bar);
+    pthread_mutex_destroy(&g->lock);
+    free(g->acc);
+    free(g);
+}
+
+gpuws_status test_sum_group_reduce(void *group, uint64_t *w, size_t count)
+{
+    test_sum_group *g = group;
+    cr_assert(count <= g->max, "a reduction of %zu words; the group holds %zu", count, g->max);
+    pthread_mutex_lock(&g->lock);
+    for (size_t i = 0; i < count; i++) g->acc[i] += w[i];
+    pthread_mutex_unlock(&g->lock);
+    pthread_barrier_wait(&g->bar);
+    memcpy(w, g->acc, count * sizeof *w);
+    if (pthread_barrier_wait(&g->bar) == PTHREAD_BARRIER_SERIAL_THREAD) memset(g->acc, 0, count * sizeof *w);
+    pthread_barrier_wait(&g->bar);
+    return GPUWS_OK;
 }

@@ -66,6 +66,14 @@ double test_rand_uniform(uint64_t *state); /* [0, 1) */
 void test_fill_uniform_f32(float *x, size_t n, uint64_t seed, double lo, double hi);
 void test_fill_uniform_f64(double *x, size_t n, uint64_t seed, double lo, double hi);
 
+/* Callers on threads of one process that sum word arrays through shared memory between barriers: the reducer of
+ * the collective calls (gpuws_sum_reducer; user = the group), what MPI ranks do with MPI_Allreduce, without MPI.
+ * Every one of `callers` threads must make the same reductions, each of at most max_words words. */
+typedef struct test_sum_group test_sum_group;
+test_sum_group *test_sum_group_new(unsigned callers, size_t max_words);
+void test_sum_group_free(test_sum_group *g);
+gpuws_status test_sum_group_reduce(void *group, uint64_t *words, size_t count);
+
 /* 0xAB in every byte: an unwritten output element shows up as this pattern (a NaN-free, odd value). */
 #define TEST_POISON_BYTE 0xAB
 /* Allocates a device buffer of `bytes` + guard bytes, filled with the poison; returns it. */

@@ -13,6 +13,8 @@
 #include "label_support.h"
 #include "label/label_layout.h"
 
+#include <pthread.h>
+
 /* The budget of `slots` slots of r rows of width w. */
 static uint64_t slots_budget(size_t w, int slots, size_t r)
 {
@@ -366,5 +368,101 @@ BACKEND_TEST(label_bands, several_devices_give_the_in_core_labels)
     }
     gpuws_context_destroy(more[1]);
     gpuws_context_destroy(more[0]);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- parts held by several callers: gpuws_label_host_reduce ---------------------------------------------------- */
+
+typedef struct {
+    test_sum_group *g;
+    gpuws_context *ctx;
+    const uint8_t *mask;
+    int32_t *labels;
+    size_t w, rows, part, parts;
+    int conn;
+    gpuws_status st;
+    size_t n;
+} label_caller;
+
+static void *label_caller_main(void *arg)
+{
+    label_caller *c = arg;
+    c->st = gpuws_label_host_reduce(c->ctx, c->w, c->rows, c->mask, 0, c->conn, NULL, c->part, c->parts,
+                                    test_sum_group_reduce, c->g, c->labels, &c->n);
+    return NULL;
+}
+
+/* parts callers on threads, each with a slice of rows (the first none, the others uneven); conn_of_last: the last
+ * caller's connectivity (another one makes them disagree). */
+static void label_in_parts(gpuws_context *ctx, const uint8_t *mask, size_t w, size_t h, int conn, int conn_of_last,
+                           size_t parts, int32_t *labels, label_caller *cs)
+{
+    test_sum_group *g = test_sum_group_new((unsigned)parts, 16 + parts * (2 * w + 2));
+    pthread_t t[8];
+    size_t at = 0;
+    for (size_t p = 0; p < parts; p++) {
+        const size_t share = p == 0 ? 0 : p + 1 == parts ? h - at : (h - at) / 3 + 1;
+        cs[p] = (label_caller){ .g = g,
+                                .ctx = ctx,
+                                .mask = mask + at * w,
+                                .labels = labels + at * w,
+                                .w = w,
+                                .rows = share,
+                                .part = p,
+                                .parts = parts,
+                                .conn = p + 1 == parts ? conn_of_last : conn };
+        at += share;
+        pthread_create(&t[p], NULL, label_caller_main, &cs[p]);
+    }
+    for (size_t p = 0; p < parts; p++) pthread_join(t[p], NULL);
+    test_sum_group_free(g);
+}
+
+/* Rows spread between 2, 3 and 4 callers (as MPI ranks hold them): the labels and N of the whole image, on every
+ * backend, for the table's components that span parts (spirals, U shapes, a percolating mask, sources on borders). */
+BACKEND_TEST(label_bands, parts_held_by_several_callers_give_the_whole_image_labels)
+{
+    gpuws_context *ctx = test_open(*kind);
+    for (size_t i = 0; i < NROWS; i++) {
+        const band_row *r = &rows[i];
+        if (r->h < 8) continue; /* parts of a few rows each */
+        uint8_t *mask = row_mask(r, 0x9a7 + i);
+        size_t want_n;
+        int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n);
+        int32_t *got = malloc(r->w * r->h * sizeof *got);
+        cr_assert_not_null(got);
+        for (size_t parts = 2; parts <= 4; parts++) {
+            label_caller cs[4];
+            memset(got, 0xA5, r->w * r->h * sizeof *got);
+            label_in_parts(ctx, mask, r->w, r->h, r->conn, r->conn, parts, got, cs);
+            char what[160];
+            snprintf(what, sizeof what, "%s on %s in %zu parts", r->name, test_backend_name(*kind), parts);
+            for (size_t p = 0; p < parts; p++) {
+                cr_assert_eq(cs[p].st, GPUWS_OK, "%s: part %zu failed", what, p);
+                cr_assert_eq(cs[p].n, want_n, "%s: part %zu says N = %zu, the whole image has %zu", what, p, cs[p].n,
+                             want_n);
+            }
+            assert_same_labels(got, want, r->w, r->w * r->h, what);
+        }
+        free(mask), free(want), free(got);
+    }
+    gpuws_context_destroy(ctx);
+}
+
+/* Callers that disagree (one says connectivity 8) all fail before any label is written. */
+BACKEND_TEST(label_bands, callers_that_disagree_all_fail_and_write_nothing)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const size_t w = 40, h = 30;
+    uint8_t mask[40 * 30];
+    for (size_t i = 0; i < w * h; i++) mask[i] = (i * 7) % 5 < 3;
+    int32_t labels[40 * 30];
+    memset(labels, 0xA5, sizeof labels);
+    label_caller cs[3];
+    label_in_parts(ctx, mask, w, h, 4, 8, 3, labels, cs);
+    for (size_t p = 0; p < 3; p++) {
+        cr_assert_eq(cs[p].st, GPUWS_ERR_INVALID_ARGUMENT, "part %zu: status %d", p, cs[p].st);
+    }
+    for (size_t i = 0; i < w * h; i++) cr_assert_eq((uint32_t)labels[i], 0xA5A5A5A5u, "label %zu was written", i);
     gpuws_context_destroy(ctx);
 }

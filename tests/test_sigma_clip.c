@@ -508,16 +508,9 @@ Test(sigma_clip, host_refuses_bad_input_and_leaves_result_untouched)
 
 /* ---- values spread between callers: gpuws_sigma_clip_host_reduce ---- */
 
-/* Callers on threads of one process, their reducer a sum through shared memory between barriers: what MPI ranks
- * do with MPI_Allreduce, without MPI. */
+/* Callers on threads of one process (test_sum_group): what MPI ranks do, without MPI. */
 typedef struct {
-    pthread_barrier_t bar;
-    pthread_mutex_t lock;
-    uint64_t acc[1 << 18];
-} caller_group;
-
-typedef struct {
-    caller_group *g;
+    test_sum_group *g;
     const float *x;
     size_t n;
     gpuws_sigma_clip_options o;
@@ -526,25 +519,11 @@ typedef struct {
     gpuws_sigma_clip_result r;
 } caller;
 
-static gpuws_status group_sum(void *user, uint64_t *w, size_t count)
-{
-    caller_group *g = ((caller *)user)->g;
-    cr_assert(count <= sizeof g->acc / sizeof *g->acc);
-    pthread_mutex_lock(&g->lock);
-    for (size_t i = 0; i < count; i++) g->acc[i] += w[i];
-    pthread_mutex_unlock(&g->lock);
-    pthread_barrier_wait(&g->bar);
-    memcpy(w, g->acc, count * sizeof *w);
-    if (pthread_barrier_wait(&g->bar) == PTHREAD_BARRIER_SERIAL_THREAD) memset(g->acc, 0, count * sizeof *w);
-    pthread_barrier_wait(&g->bar);
-    return GPUWS_OK;
-}
-
 static void *caller_main(void *arg)
 {
     caller *c = arg;
     memset(&c->r, 0xAB, sizeof c->r);
-    c->st = gpuws_sigma_clip_host_reduce(c->ctx, c->x, c->n, &c->o, group_sum, c, &c->r);
+    c->st = gpuws_sigma_clip_host_reduce(c->ctx, c->x, c->n, &c->o, test_sum_group_reduce, c->g, &c->r);
     return NULL;
 }
 
@@ -552,10 +531,7 @@ static void *caller_main(void *arg)
 static void run_callers(gpuws_context *ctx, const float *x, size_t n, size_t k, const gpuws_sigma_clip_options *o,
                         caller *cs)
 {
-    caller_group *g = calloc(1, sizeof *g);
-    cr_assert_not_null(g);
-    pthread_barrier_init(&g->bar, NULL, (unsigned)k);
-    pthread_mutex_init(&g->lock, NULL);
+    test_sum_group *g = test_sum_group_new((unsigned)k, 1 << 18);
     pthread_t t[8];
     size_t at = 0;
     for (size_t i = 0; i < k; i++) {
@@ -565,9 +541,7 @@ static void run_callers(gpuws_context *ctx, const float *x, size_t n, size_t k, 
         pthread_create(&t[i], NULL, caller_main, &cs[i]);
     }
     for (size_t i = 0; i < k; i++) pthread_join(t[i], NULL);
-    pthread_barrier_destroy(&g->bar);
-    pthread_mutex_destroy(&g->lock);
-    free(g);
+    test_sum_group_free(g);
 }
 
 Test(sigma_clip, values_spread_between_callers_give_the_bits_of_one_call)

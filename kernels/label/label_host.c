@@ -611,3 +611,132 @@ gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, c
     numbering_free(&rs.nb);
     return st;
 }
+
+/* ---- parts held by several callers (MPI ranks): gpuws_label_host_reduce ---------------------------------------
+ * Each caller labels its rows alone (gpuws_label_host), then one reduction gathers every part's count and first and
+ * last rows (each caller writes its own slot, zeros elsewhere: a sum is a gather); every caller then joins the
+ * borders and numbers the components exactly as pass 1 of the bands does, the parts being the bands, and maps its
+ * own labels through its part's table. */
+
+enum { RW_CALLERS, RW_FAILED, RW_WIDTH, RW_WIDTH2, RW_CONN, RW_CONN2, RW_PARTS, RW_PARTS2, RW_HEAD };
+
+static void map_in_place(int32_t *labels, size_t w, size_t rows, const int32_t *table)
+{
+    copy_part c = { .run = map_labels, .src = labels, .dst = labels, .w = w, .table = table };
+    copy_rows(&c, rows, rows * w * sizeof(int32_t));
+}
+
+gpuws_status gpuws_label_host_reduce(gpuws_context *ctx, size_t width, size_t rows, const void *mask,
+                                     size_t mask_stride, int connectivity, const gpuws_label_host_options *options,
+                                     size_t part, size_t parts, gpuws_sum_reducer reduce, void *reduce_user,
+                                     int32_t *labels, size_t *num_labels)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!reduce || !num_labels || (rows && (!mask || !labels)))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host_reduce: argument '%s' is NULL",
+                            !reduce       ? "reduce"
+                            : !num_labels ? "num_labels"
+                            : !mask       ? "mask"
+                                          : "labels");
+    if (!parts || part >= parts || !width)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host_reduce: part %zu of %zu, width %zu", part, parts,
+                            width);
+    size_t slot, words; /* a part's slot: has rows, N, first row, last row */
+    if (gpuws__mul_overflows(width, 2, &slot) || gpuws__add_overflows(slot, 2, &slot) ||
+        gpuws__mul_overflows(slot, parts, &words) || gpuws__add_overflows(words, RW_HEAD + parts, &words) ||
+        words > SIZE_MAX / sizeof(uint64_t))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "label_host_reduce: %zu parts of rows of %zu pixels", parts, width);
+    uint64_t *w = gpuws__calloc(words, sizeof *w);
+    if (!w)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "label_host_reduce: no host memory for %zu parts' borders (%zu bytes)", parts,
+                            words * sizeof *w);
+    /* first the callers agree (before anything is written): each part once, the same width, connectivity, parts */
+    w[RW_CALLERS] = 1;
+    w[RW_WIDTH] = width, w[RW_WIDTH2] = (uint64_t)width * width;
+    w[RW_CONN] = (uint64_t)connectivity, w[RW_CONN2] = (uint64_t)connectivity * (uint64_t)connectivity;
+    w[RW_PARTS] = parts, w[RW_PARTS2] = (uint64_t)parts * parts;
+    w[RW_HEAD + part] = 1;
+    if ((st = reduce(reduce_user, w, RW_HEAD + parts))) {
+        gpuws__free(w);
+        return gpuws__error_prefix(st, "label_host_reduce: the reducer failed");
+    }
+    const uint64_t callers = w[RW_CALLERS];
+    bool agree = callers == parts;
+    for (size_t p = 0; agree && p < parts; p++) agree = w[RW_HEAD + p] == 1;
+    for (int v = RW_WIDTH; agree && v < RW_HEAD; v += 2)
+        agree = (unsigned __int128)w[v] * w[v] == (unsigned __int128)callers * w[v + 1];
+    if (!agree) {
+        gpuws__free(w);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "label_host_reduce: the %llu callers disagree: each of parts 0..%zu once, with the same "
+                            "width, connectivity and part count",
+                            (unsigned long long)callers, parts - 1);
+    }
+    /* this part alone; a failure here is every caller's (below), so none waits for it */
+    memset(w, 0, words * sizeof *w);
+    size_t n = 0;
+    const gpuws_status local =
+        rows ? gpuws_label_host(ctx, width, rows, mask, mask_stride, connectivity, options, labels, &n) : GPUWS_OK;
+    char message[512] = "";
+    if (local) snprintf(message, sizeof message, "%s", gpuws_last_error());
+    w[RW_FAILED] = local != GPUWS_OK;
+    uint64_t *mine = w + RW_HEAD + parts + part * slot;
+    if (!local && rows) {
+        mine[0] = 1, mine[1] = n;
+        for (size_t x = 0; x < width; x++) {
+            mine[2 + x] = (uint32_t)labels[x];
+            mine[2 + width + x] = (uint32_t)labels[(rows - 1) * width + x];
+        }
+    }
+    if ((st = reduce(reduce_user, w, words))) {
+        gpuws__free(w);
+        return gpuws__error_prefix(st, "label_host_reduce: the reducer failed");
+    }
+    if (w[RW_FAILED]) {
+        st = local ? gpuws__error(local, "label_host_reduce: %s", message)
+                   : gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host_reduce: %llu of %llu callers failed",
+                                  (unsigned long long)w[RW_FAILED], (unsigned long long)callers);
+        gpuws__free(w);
+        return st;
+    }
+    /* the parts that have rows are the bands, in order; their borders as int32 rows */
+    band_plan bp = { .w = width };
+    size_t mine_band = SIZE_MAX;
+    for (size_t p = 0; p < parts; p++) {
+        if (p == part && rows) mine_band = bp.bands;
+        bp.bands += w[RW_HEAD + parts + p * slot] != 0;
+    }
+    numbering nb = { 0 };
+    int32_t *border = gpuws__malloc(2 * width * sizeof *border), *table = NULL;
+    if (!border)
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host_reduce: no host memory for a border (%zu bytes)",
+                          2 * width * sizeof *border);
+    if (!st) st = numbering_make(&bp, &nb);
+    for (size_t p = 0, b = 0; !st && p < parts; p++) {
+        const uint64_t *sl = w + RW_HEAD + parts + p * slot;
+        if (!sl[0]) continue;
+        nb.count[b] = (size_t)sl[1];
+        for (size_t x = 0; x < 2 * width; x++) border[x] = (int32_t)(uint32_t)sl[2 + x];
+        st = harvest(&bp, connectivity, &nb, b, border, border + width);
+        b++;
+    }
+    if (!st && bp.bands) st = number(&bp, &nb);
+    if (!st && mine_band != SIZE_MAX) {
+        if (!(table = gpuws__malloc((nb.count[mine_band] + 1) * sizeof *table)))
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                              "label_host_reduce: no host memory for a table of %zu labels (%zu bytes)",
+                              nb.count[mine_band] + 1, (nb.count[mine_band] + 1) * sizeof *table);
+        else {
+            band_table(&nb, mine_band, table);
+            map_in_place(labels, width, rows, table);
+        }
+    }
+    if (!st) *num_labels = nb.total;
+    gpuws__free(table);
+    gpuws__free(border);
+    numbering_free(&nb);
+    gpuws__free(w);
+    return st;
+}

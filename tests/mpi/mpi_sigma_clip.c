@@ -1,30 +1,17 @@
 /* gpuws_mpi_sigma_clip_host under mpirun -n P (ctest mpi_sigma_clip_P): every rank holds an uneven share of one
  * sky (rank 0 none when P > 1) and must get the bits of gpuws_sigma_clip_host on the whole sky; options that differ
  * between ranks must fail every rank, none hanging (ctest's time-out bounds the run). Exit 0 when all ranks agree. */
-#include "gpuws_mpi.h"
+#include "mpi_support.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(int rank, const char *what)
-{
-    fprintf(stderr, "rank %d: %s (%s)\n", rank, what, gpuws_last_error());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
-}
-
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    gpuws_context_options co = GPUWS_CONTEXT_OPTIONS_INIT;
-    co.backend = "cpu";
-    gpuws_context *ctx;
-    if (gpuws_context_create(&ctx, &co)) return fail(rank, "no context");
+    gpuws_context *ctx = mpi_start(&argc, &argv, &rank, &size);
     /* a noisy sky with sources and NaNs, the same on every rank */
     const size_t n = 1000003;
     float *x = malloc(n * sizeof *x);
@@ -39,7 +26,7 @@ int main(int argc, char **argv)
         if (i % 10007 == 0) x[i] = NAN;
     }
     gpuws_sigma_clip_result want, got;
-    if (gpuws_sigma_clip_host(ctx, x, n, NULL, &want)) return fail(rank, "sigma_clip_host on the whole sky");
+    if (gpuws_sigma_clip_host(ctx, x, n, NULL, &want)) return mpi_fail(rank, "sigma_clip_host on the whole sky");
     /* rank r's share: nothing for rank 0 (P > 1), then shares that do not divide evenly */
     size_t at = 0, mine = 0;
     for (int r = 0; r < size; r++) {
@@ -48,7 +35,7 @@ int main(int argc, char **argv)
         if (r < rank) at += share;
     }
     if (gpuws_mpi_sigma_clip_host(MPI_COMM_WORLD, ctx, mine ? x + at : NULL, mine, NULL, &got))
-        return fail(rank, "gpuws_mpi_sigma_clip_host");
+        return mpi_fail(rank, "gpuws_mpi_sigma_clip_host");
     if (memcmp(&got, &want, sizeof got)) {
         fprintf(stderr, "rank %d of %d: count %zu median %.17g mean %.17g std %.17g; one call %zu %.17g %.17g %.17g\n",
                 rank, size, got.count, got.median, got.mean, got.std, want.count, want.median, want.mean, want.std);
@@ -59,7 +46,7 @@ int main(int argc, char **argv)
         if (rank == 1) o.kappa = 2.5;
         const gpuws_status st = gpuws_mpi_sigma_clip_host(MPI_COMM_WORLD, ctx, mine ? x + at : NULL, mine, &o, &got);
         if (st != GPUWS_ERR_INVALID_ARGUMENT || !strstr(gpuws_last_error(), "options differ"))
-            return fail(rank, "different kappas did not fail this rank");
+            return mpi_fail(rank, "different kappas did not fail this rank");
     }
     if (rank == 0)
         printf("%d ranks: count %zu median %.9g std %.9g, the bits of one call\n", size, got.count, want.median,

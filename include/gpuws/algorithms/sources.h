@@ -137,6 +137,23 @@ GPUWS_API gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t
                                         size_t mask_stride, int connectivity, const gpuws_label_host_options *options,
                                         int32_t *labels, size_t *num_labels);
 
+/* gpuws_label_host over an image whose rows are spread between several callers (MPI ranks: gpuws_mpi.h wraps
+ * this), part `part` of `parts` in row order (part p's rows follow part p - 1's; a part may have no rows): each
+ * caller labels its own rows (gpuws_label_host, on its ctx, with options), then one reduction gathers every part's
+ * label count and first and last rows (parts x (2 width + 2) words), and every caller joins the borders and numbers
+ * the components as gpuws_label_host does between its bands, and maps its own labels to the final numbers in place.
+ * labels (rows x width int32) and *num_labels (the whole image's N) are then those of gpuws_label_host on the whole
+ * image. Collective: each caller makes two reductions (reduce: see gpuws_sum_reducer). Each part given once, the same
+ * width, connectivity and part count on every caller: else GPUWS_ERR_INVALID_ARGUMENT on every caller before
+ * labels is written; a caller whose own labelling fails fails every caller (its own status there, labels then
+ * unspecified). Only a NULL ctx, reduce, num_labels, or mask/labels with rows > 0, and part >= parts or width 0,
+ * fail a caller alone (before its first reduction: the others then wait in theirs). */
+GPUWS_API gpuws_status gpuws_label_host_reduce(gpuws_context *ctx, size_t width, size_t rows, const void *mask,
+                                               size_t mask_stride, int connectivity,
+                                               const gpuws_label_host_options *options, size_t part, size_t parts,
+                                               gpuws_sum_reducer reduce, void *reduce_user, int32_t *labels,
+                                               size_t *num_labels);
+
 /* ---- 4. measurement -------------------------------------------------------------------------------------
  * For labels 1..N: pixel count, sum of data (scipy.ndimage.sum_labels), centre of mass weighted by data
  * (scipy.ndimage.center_of_mass: (row, col) = Σ data·(row, col) / Σ data), and the peak (largest value; the
