@@ -1,6 +1,6 @@
 /* What the gpuws commands write never destroys what is not theirs (issue 22, items 1-3; tools/output_files.h).
- * Every command that writes files (convolve -o, sources --catalog / --labels / --overlay, bench --json; the built
- * binary GPUWS_CLI on the CPU backend, in a fresh directory, umask 022, TMPDIR inside that directory) onto every
+ * Every command that writes files (convolve -o, label -o, sources --catalog / --labels / --overlay, bench --json; the
+ * built binary GPUWS_CLI on the CPU backend, in a fresh directory, umask 022, TMPDIR inside that directory) onto every
  * kind of destination:
  *  - a character device is written into and stays a device: a null device (exit 0), a full device (exit 1, "No
  *    space left on device"); a FIFO gets the bytes; a symlink stays a link and its target is replaced (keeping its
@@ -218,6 +218,7 @@ typedef struct {
 
 static const command commands[] = {
     { "convolve -o", { "convolve", "sky.fits", "k.fits", "-o", "@" }, "sky.fits", "SIMPLE  =", 9, " -> " },
+    { "label -o", { "label", "sky.fits", "-o", "@" }, "sky.fits", "SIMPLE  =", 9, " image, foreground: " },
     { "sources --catalog", { SOURCES, "--catalog", "@" }, "sky.fits", "id,x[pix],y[pix],", 17, "device: " },
     { "sources --labels", { SOURCES, "--labels", "@" }, "sky.fits", "SIMPLE  =", 9, "device: " },
     { "sources --overlay", { SOURCES, "--overlay", "@" }, "sky.fits", "\x89PNG\r\n\x1a\n", 8, "device: " },

@@ -298,7 +298,11 @@ static int read_here(const char *path, int want_double, const fits_read_request 
     int bitpix = 0, equiv = 0;
     fits_get_img_type(f, &bitpix, &status);
     fits_get_img_equivtype(f, &equiv, &status);
-    int dbl = want_double < 0 ? (equiv == DOUBLE_IMG || equiv == LONGLONG_IMG) : want_double;
+    const bool exact_float = equiv == BYTE_IMG || equiv == SBYTE_IMG || equiv == SHORT_IMG || equiv == USHORT_IMG ||
+                             (bitpix == FLOAT_IMG && equiv == FLOAT_IMG);
+    int dbl = want_double == -2 ? !exact_float
+              : want_double < 0 ? (equiv == DOUBLE_IMG || equiv == LONGLONG_IMG)
+                                : want_double;
     size_t w = (size_t)dims[0], h = (size_t)dims[1], es = dbl ? sizeof(double) : sizeof(float);
     if ((unsigned long long)dims[0] > ((size_t)-1) / (size_t)dims[1] / es) {
         int s2 = 0;

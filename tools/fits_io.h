@@ -41,7 +41,8 @@ typedef struct {
 /* 0 on success. On failure returns -1 and writes a one-line reason to err (file missing, a directory or FIFO, not
  * FITS, truncated in the data or in a later HDU's header, no 2-D image, BSCALE or BZERO not a finite number or
  * BSCALE 0, too large, ...); img is left zeroed and nothing is allocated.
- * want_double: 1 reads as double, 0 as float, -1 picks double for BITPIX -64 and float otherwise. */
+ * want_double: 1 reads as double, 0 as float, -1 picks double for BITPIX -64 and 64 and float otherwise, -2 picks
+ * float only where it holds every value exactly (BITPIX -32, and 8 and 16 without scaling) and double otherwise. */
 int fits_read_image(const char *path, int want_double, fits_image *img, char *err, size_t errlen);
 /* The same, for the HDU and plane in req (NULL: as fits_read_image). Further errors: no HDU req->hdu, a table
  * there, an image of fewer than 2 axes there, several planes and none asked for, a plane past the last. */
