@@ -392,6 +392,11 @@ BAD_CASE(context_get_device_info_null_out, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, 
     return gpuws_context_get_device_info(f->ctx, NULL);
 }
 
+BAD_CASE(context_get_device_index_null_out, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'index' is NULL")
+{
+    return gpuws_context_get_device_index(f->ctx, NULL);
+}
+
 BAD_CASE(context_synchronize_destroyed_context, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live context")
 {
     return gpuws_context_synchronize(f->dead_ctx);
