@@ -81,6 +81,7 @@ static gpuws_status context_open(const gpuws__backend *b, const char *filter, si
     gpuws_context *ctx = gpuws__calloc(1, sizeof *ctx);
     if (!ctx) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "allocating a context (%zu bytes)", sizeof *ctx);
     ctx->backend = b;
+    ctx->device_index = index;
     gpuws__tuning_from_env(&ctx->tuning); /* before the backend's context: it reads knobs too (opencl_events) */
     pthread_mutex_init(&ctx->lock, NULL);
     gpuws_status st = b->context_create(ctx, filter, index);
@@ -360,6 +361,15 @@ gpuws_status gpuws_context_get_backend(const gpuws_context *ctx, gpuws_backend_k
     if (st) return st;
     if (!kind) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'kind' is NULL");
     *kind = ctx->backend->kind;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_context_get_device_index(const gpuws_context *ctx, size_t *index)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!index) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "argument 'index' is NULL");
+    *index = ctx->device_index;
     return GPUWS_OK;
 }
 

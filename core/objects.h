@@ -34,6 +34,7 @@ struct gpuws_context {
     } kept[GPUWS__KEPT_MAX];
     unsigned nkept;
     size_t kept_bytes;
+    size_t device_index; /* within the backend's devices under the platform filter it was opened with */
 };
 
 #define GPUWS__STAGING_BYTES 64

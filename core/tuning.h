@@ -30,7 +30,8 @@
     X(GPUWS_DEVICE, PUBLIC, "0", "0, 1, ...", "the device index on the backend (options.device wins over it)")         \
     X(GPUWS_DEVICES, PUBLIC, "", "all, or 0,1,...",                                                                    \
       "several devices for gpuws_contexts_create (the _host calls, gpuws convolve, gpuws label): all = every device "  \
-      "of the chosen one's backend, type and platform; a list = those indices (one may repeat); unset = one device")   \
+      "of the chosen one's backend, type and platform; a list = those indices (one may repeat); unset = one device; "  \
+      "gpuws info lists them")                                                                                         \
     X(GPUWS_OPENCL_PLATFORM, PUBLIC, "", "a substring of the platform name",                                           \
       "only OpenCL platforms whose name contains it (case-insensitive)")                                               \
     X(GPUWS_CACHE_DIR, PUBLIC, "$XDG_CACHE_HOME/gpuws or ~/.cache/gpuws", "a directory, or off",                       \

@@ -188,6 +188,11 @@ GPUWS_API void gpuws_contexts_destroy(gpuws_context **ctxs, size_t n);
 GPUWS_API void gpuws_context_destroy(gpuws_context *ctx);
 GPUWS_API gpuws_status gpuws_context_get_device_info(const gpuws_context *ctx, gpuws_device_info *info);
 GPUWS_API gpuws_status gpuws_context_get_backend(const gpuws_context *ctx, gpuws_backend_kind *kind);
+/* The index of the context's device within its backend: the number GPUWS_DEVICE, options.device and GPUWS_DEVICES
+ * give it, counted as gpuws_device_get_info counts with the platform filter the context was created with
+ * (GPUWS_OPENCL_PLATFORM or options.opencl_platform). Tells apart the contexts of gpuws_contexts_create on devices
+ * whose gpuws_device_info is the same. */
+GPUWS_API gpuws_status gpuws_context_get_device_index(const gpuws_context *ctx, size_t *index);
 /* The stream used when a call is given a NULL stream. Owned by the context. */
 GPUWS_API gpuws_status gpuws_context_get_default_stream(gpuws_context *ctx, gpuws_stream **stream);
 /* Blocks until all work on all streams of the context has finished. */

@@ -632,8 +632,37 @@ Test(selection, gpuws_devices_names_the_contexts)
     TEST_OK(gpuws_contexts_create(NULL, 4, c, &n));
     cr_assert_eq(n, 3, "0,0,0: %zu contexts", n);
     cr_assert(c[0] != c[1] && c[1] != c[2] && c[0] != c[2], "the contexts are not distinct");
-    for (size_t i = 0; i < n; i++) cr_assert_eq(backend_of(c[i]), GPUWS_BACKEND_CPU);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(backend_of(c[i]), GPUWS_BACKEND_CPU);
+        size_t index = 99;
+        TEST_OK(gpuws_context_get_device_index(c[i], &index));
+        cr_assert_eq(index, 0, "context %zu is on device %zu", i, index);
+    }
     gpuws_contexts_destroy(c, n);
+}
+
+/* The index a context reports is the one it was opened with: GPUWS_DEVICES' contexts on devices with the same
+ * gpuws_device_info are told apart by it (gpuws info lists them). */
+Test(selection, a_context_reports_the_device_index_it_was_opened_with)
+{
+    unsetenv("GPUWS_OPENCL_PLATFORM"); /* every platform's devices, as gpuws_device_count(kind, NULL) counts them */
+    static const gpuws_backend_kind kinds[] = { GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU };
+    for (size_t b = 0; b < sizeof kinds / sizeof *kinds; b++) {
+        gpuws_backend_info bi;
+        gpuws_backend_get_info(kinds[b], &bi);
+        size_t n = 0;
+        if (!bi.available || gpuws_device_count(kinds[b], NULL, &n)) continue;
+        for (size_t i = 0; i < n; i++) {
+            gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
+            o.backend = bi.name, o.device = (int)i;
+            gpuws_context *ctx;
+            TEST_OK(gpuws_context_create(&ctx, &o));
+            size_t index = 99;
+            TEST_OK(gpuws_context_get_device_index(ctx, &index));
+            cr_assert_eq(index, i, "%s device %zu reports index %zu", bi.name, i, index);
+            gpuws_context_destroy(ctx);
+        }
+    }
 }
 
 Test(selection, gpuws_devices_errors_leave_nothing_open)

@@ -1,6 +1,7 @@
 /* gpuws info: every backend (available or why not), every device, and what the environment selects. */
 #include "commands.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,45 @@ static void print_device(const char *backend, size_t i, const gpuws_device_info 
     printf(", warp/sub-group width %u, fp64 %s\n", d->warp_size, d->fp64 ? "yes" : "no");
 }
 
+/* The contexts gpuws_contexts_create opens for GPUWS_DEVICES, in its order; 1 (after the error) when it opens none.
+ * failed: the selection's error, if it had one: "all" starts from the same device and fails the same way, which is
+ * said once. */
+static int print_devices_selection(const char *failed)
+{
+    gpuws_context *ctxs[64];
+    size_t n = 0;
+    gpuws_status st = gpuws_contexts_create(NULL, sizeof ctxs / sizeof *ctxs, ctxs, &n);
+    if (st) {
+        const bool same = failed && !strcmp(failed, gpuws_last_error());
+        printf("  GPUWS_DEVICES: none%s\n", same ? " (as above)" : "");
+        return same ? 1 : tool_fail("info", st);
+    }
+    printf("  GPUWS_DEVICES: %zu context(s), which the _host calls and `gpuws convolve` share their bands between:\n",
+           n);
+    for (size_t i = 0; i < n; i++) {
+        gpuws_device_info d;
+        gpuws_backend_kind k;
+        size_t index;
+        gpuws_context_get_device_info(ctxs[i], &d);
+        gpuws_context_get_backend(ctxs[i], &k);
+        gpuws_context_get_device_index(ctxs[i], &index);
+        gpuws_backend_info bi;
+        gpuws_backend_get_info(k, &bi);
+        printf("    %-6s %zu  %s (%s)\n", bi.name, index, d.name, d.platform);
+    }
+    gpuws_contexts_destroy(ctxs, n);
+    return 0;
+}
+
 static int cmd_info(int argc, char **argv)
 {
     if (argc > 1) {
         if (strcmp(argv[1], "--help") != 0) fprintf(stderr, "gpuws info: unexpected argument '%s'\n", argv[1]);
-        printf("usage: gpuws info\n  Lists backends, devices and the device GPUWS_BACKEND / GPUWS_DEVICE / "
-               "GPUWS_OPENCL_PLATFORM select,\n  and GPUWS_TUNING. Exits 1 when the environment selects no device.\n"
+        printf("usage: gpuws info\n"
+               "  Lists backends, devices and the device GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM select,\n"
+               "  GPUWS_TUNING, and when GPUWS_DEVICES is set the devices it opens for the _host calls and\n"
+               "  `gpuws convolve`, in order: backend, index (among GPUWS_OPENCL_PLATFORM's devices when that is\n"
+               "  set), name, platform. Exits 1 when the environment selects no device or GPUWS_DEVICES opens none.\n"
                "  `gpuws tuning` lists every environment variable and knob (docs/tuning.md).\n");
         return strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
@@ -54,9 +88,9 @@ static int cmd_info(int argc, char **argv)
             if (gpuws_device_get_info(order[i], NULL, k, &d) == GPUWS_OK) print_device(bi.name, k, &d);
         }
     }
-    const char *env[] = { "GPUWS_BACKEND", "GPUWS_DEVICE", "GPUWS_OPENCL_PLATFORM" };
+    const char *env[] = { "GPUWS_BACKEND", "GPUWS_DEVICE", "GPUWS_OPENCL_PLATFORM", "GPUWS_DEVICES" };
     printf("\nselection (");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         const char *v = getenv(env[i]);
         printf("%s%s=%s", i ? ", " : "", env[i], v && *v ? v : "<unset>");
     }
@@ -65,22 +99,29 @@ static int cmd_info(int argc, char **argv)
     if (tuning && *tuning) printf("  GPUWS_TUNING=%s (`gpuws tuning` shows the knobs' values)\n", tuning);
     gpuws_context *ctx;
     gpuws_status st = gpuws_context_create(&ctx, NULL);
+    int rc = 0;
+    char failed[1024] = "";
     if (st) {
         printf("  none\n");
-        return tool_fail("info", st);
+        snprintf(failed, sizeof failed, "%s", gpuws_last_error());
+        rc = tool_fail("info", st);
+    } else {
+        gpuws_device_info d;
+        gpuws_backend_kind k;
+        gpuws_context_get_device_info(ctx, &d);
+        gpuws_context_get_backend(ctx, &k);
+        gpuws_backend_info bi;
+        gpuws_backend_get_info(k, &bi);
+        printf("  %s: %s (%s)\n", bi.name, d.name, d.platform);
+        const char *cache = getenv("GPUWS_CACHE_DIR");
+        if (k == GPUWS_BACKEND_OPENCL)
+            printf("  OpenCL program cache: %s\n", cache && *cache ? cache : "$XDG_CACHE_HOME/gpuws or ~/.cache/gpuws");
+        gpuws_context_destroy(ctx);
     }
-    gpuws_device_info d;
-    gpuws_backend_kind k;
-    gpuws_context_get_device_info(ctx, &d);
-    gpuws_context_get_backend(ctx, &k);
-    gpuws_backend_info bi;
-    gpuws_backend_get_info(k, &bi);
-    printf("  %s: %s (%s)\n", bi.name, d.name, d.platform);
-    const char *cache = getenv("GPUWS_CACHE_DIR");
-    if (k == GPUWS_BACKEND_OPENCL)
-        printf("  OpenCL program cache: %s\n", cache && *cache ? cache : "$XDG_CACHE_HOME/gpuws or ~/.cache/gpuws");
-    gpuws_context_destroy(ctx);
-    return 0;
+    /* A list of indices ignores GPUWS_DEVICE, so it may open devices where the selection above found none. */
+    const char *devices = getenv("GPUWS_DEVICES");
+    if (devices && *devices && print_devices_selection(st ? failed : NULL) != 0) rc = 1;
+    return rc;
 }
 
 GPUWS_COMMAND("info", "list backends and devices, and the device the environment selects", cmd_info)
