@@ -370,3 +370,78 @@ BACKEND_TEST(find_sources, bad_arguments_are_refused_without_a_catalog)
     gpuws_catalog_free(NULL); /* accepted, like every free */
     gpuws_context_destroy(ctx);
 }
+
+/* ---- the pipeline from host memory ----------------------------------------------------------------------------- */
+
+/* gpuws_find_sources_host on a 1024² sky, in-core and with the labelling in bands (over two contexts too): the
+ * clipped count and median and the labels of gpuws_find_sources on the same backend, the std within a few ulps (the
+ * host's sums are exact), the catalogue the host's labelling and sums of the image (check_catalog_against_host),
+ * and every run the same bits as the others. */
+BACKEND_TEST(find_sources, host_pipeline_matches_the_device_pipeline)
+{
+    gpuws_context *ctx = test_open(*kind), *more[1] = { test_open(*kind) };
+    gpuws_sky_params p = gpuws_sky_defaults(1024, 1024, 2027);
+    gpuws_sky_source *src;
+    float *img = sky_host(&p, &src, NULL);
+    gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
+    o.want_labels = 1;
+    gpuws_catalog *dev = NULL, *host[3] = { NULL };
+    TEST_OK(gpuws_find_sources(ctx, img, p.width, p.height, &o, &dev));
+    gpuws_label_host_options lo = GPUWS_LABEL_HOST_OPTIONS_INIT;
+    TEST_OK(gpuws_find_sources_host(ctx, img, p.width, p.height, &o, &lo, &host[0]));
+    lo.max_device_bytes = 1 << 20; /* bands of a few dozen rows */
+    TEST_OK(gpuws_find_sources_host(ctx, img, p.width, p.height, &o, &lo, &host[1]));
+    lo.more_contexts = more, lo.num_more_contexts = 1;
+    TEST_OK(gpuws_find_sources_host(ctx, img, p.width, p.height, &o, &lo, &host[2]));
+    const size_t n = p.width * p.height;
+    for (int r = 0; r < 3; r++) {
+        const gpuws_catalog *h = host[r];
+        cr_assert_eq(h->clip.count, dev->clip.count, "run %d: clipped count %zu, device %zu", r, h->clip.count,
+                     dev->clip.count);
+        cr_assert_eq(h->clip.median, dev->clip.median, "run %d: median %.17g, device %.17g", r, h->clip.median,
+                     dev->clip.median);
+        cr_assert(fabs(h->clip.std - dev->clip.std) <= 1e-12 * dev->clip.std, "run %d: std %.17g, device %.17g", r,
+                  h->clip.std, dev->clip.std);
+        cr_assert_eq(h->num_sources, dev->num_sources, "run %d: %zu sources, device %zu", r, h->num_sources,
+                     dev->num_sources);
+        cr_assert(memcmp(h->labels, dev->labels, n * sizeof *h->labels) == 0, "run %d: labels differ", r);
+        check_catalog_against_host(h, img, p.width, p.height, 4);
+        if (r)
+            cr_assert(memcmp(h->sources, host[0]->sources, h->num_sources * sizeof *h->sources) == 0 &&
+                          memcmp(&h->clip, &host[0]->clip, sizeof h->clip) == 0,
+                      "run %d differs from the in-core run", r);
+    }
+    cr_assert(dev->num_sources > 40, "%zu sources: the case tests little", dev->num_sources);
+    for (int r = 0; r < 3; r++) gpuws_catalog_free(host[r]);
+    gpuws_catalog_free(dev);
+    free(img);
+    free(src);
+    gpuws_context_destroy(more[0]);
+    gpuws_context_destroy(ctx);
+}
+
+/* The host pipeline's bad input: a clear status, no catalogue. */
+Test(find_sources, host_pipeline_refuses_bad_arguments_without_a_catalog)
+{
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
+    float img[16] = { 0 }, nan4[4] = { NAN, NAN, NAN, NAN };
+    gpuws_catalog *cat = (gpuws_catalog *)1;
+    gpuws_sources_options bad = GPUWS_SOURCES_OPTIONS_INIT;
+    bad.connectivity = 6;
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 4, 4, NULL, NULL, NULL));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(NULL, img, 4, 4, NULL, NULL, &cat));
+    cr_assert_null(cat);
+    cat = (gpuws_catalog *)1;
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, NULL, 4, 4, NULL, NULL, &cat));
+    cr_assert_null(cat);
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 0, 4, NULL, NULL, &cat));
+    TEST_FAILS(GPUWS_ERR_OVERFLOW, gpuws_find_sources_host(ctx, img, SIZE_MAX / 2, 4, NULL, NULL, &cat));
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 4, 4, &bad, NULL, &cat));
+    cr_assert(strstr(gpuws_last_error(), "connectivity 6"), "%s", gpuws_last_error());
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, nan4, 2, 2, NULL, NULL, &cat));
+    cr_assert(strstr(gpuws_last_error(), "NaN"), "%s", gpuws_last_error());
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 4, 4, NULL, NULL, &cat)); /* constant */
+    cr_assert(strstr(gpuws_last_error(), "constant image"), "%s", gpuws_last_error());
+    cr_assert_null(cat);
+    gpuws_context_destroy(ctx);
+}

@@ -7,12 +7,16 @@
  * the final download. Device events between the steps give the catalogue's ms_* times. */
 #include "sources_internal.h"
 
+#include "../../core/threads.h"
+#include "../measure/measure_ref.h"
+
 #include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 _Static_assert(sizeof(gpuws_sky_source) == 3 * sizeof(float), "sky sources are uploaded as float triples");
 
@@ -142,6 +146,21 @@ static gpuws_status no_pixel_kept(const float *host, const gpuws_buffer *dev, si
         kappa, tail);
 }
 
+/* The catalogue's sources from nl measurements (label k + 1 in record k). */
+static gpuws_status fill_sources(gpuws_catalog *cat, const gpuws_source_measure *meas, size_t nl)
+{
+    if (nl && !(cat->sources = gpuws__malloc(nl * sizeof *cat->sources)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", nl,
+                            nl * sizeof *cat->sources);
+    for (size_t k = 0; k < nl; k++) {
+        const gpuws_source_measure *m = &meas[k];
+        cat->sources[k] =
+            (gpuws_source){ (int64_t)k + 1, m->col, m->row, m->sum, m->npix, m->peak, m->peak_col, m->peak_row };
+    }
+    cat->num_sources = nl;
+    return GPUWS_OK;
+}
+
 /* Everything after validation. host != NULL: upload it into a new buffer; else the image is already in `dev`. */
 static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buffer *dev, size_t width, size_t height,
                              const gpuws_sources_options *o, gpuws_catalog *cat, run_state *r)
@@ -207,16 +226,7 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
     for (int i = 0; i < NEV - 1 && !st; i++) st = gpuws_event_elapsed_ms(r->ev[i], r->ev[i + 1], ms[i]);
     if (st || (st = gpuws_event_elapsed_ms(r->ev[EV_START], r->ev[EV_END], &cat->ms_total))) return st;
 
-    if (nl && !(cat->sources = gpuws__malloc(nl * sizeof *cat->sources)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", nl,
-                            nl * sizeof *cat->sources);
-    for (size_t k = 0; k < nl; k++) {
-        const gpuws_source_measure *m = &r->meas[k];
-        cat->sources[k] =
-            (gpuws_source){ (int64_t)k + 1, m->col, m->row, m->sum, m->npix, m->peak, m->peak_col, m->peak_row };
-    }
-    cat->num_sources = nl;
-    return GPUWS_OK;
+    return fill_sources(cat, r->meas, nl);
 }
 
 static gpuws_status run(gpuws_stream *s, const float *host, const gpuws_buffer *dev, size_t width, size_t height,
@@ -273,6 +283,112 @@ gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t he
         (st = gpuws__check_array(ctx, image, "image", n, sizeof(float))))
         return st;
     return run(s, NULL, image, width, height, o, catalog);
+}
+
+/* ---- the pipeline from host memory, for images of any size ---------------------------------------------------- */
+
+typedef struct {
+    const float *image;
+    uint8_t *mask;
+    float threshold;
+} threshold_job;
+
+static void threshold_range(void *arg, size_t part, size_t i0, size_t i1)
+{
+    (void)part;
+    const threshold_job *j = arg;
+    for (size_t i = i0; i < i1; i++) j->mask[i] = j->image[i] > j->threshold; /* NaN: 0 */
+}
+
+static double ms_since(struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    const double ms = (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+    *t0 = t;
+    return ms;
+}
+
+static gpuws_status pipeline_host(gpuws_context *ctx, const float *image, size_t width, size_t height,
+                                  const gpuws_sources_options *o, const gpuws_label_host_options *lo,
+                                  gpuws_catalog *cat)
+{
+    const size_t n = width * height;
+    struct timespec t0, start;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    start = t0;
+    gpuws_status st = gpuws_sigma_clip_host(ctx, image, n, o->clip, &cat->clip);
+    if (st) return gpuws__error_prefix(st, "find_sources_host: sigma_clip_host");
+    cat->ms_clip = ms_since(&t0);
+    if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept(image, NULL, n, o->clip->kappa);
+    cat->threshold = isnan(o->threshold_abs) ? o->threshold_sigma * cat->clip.std : o->threshold_abs;
+    if (!isfinite(cat->threshold) || fabs(cat->threshold) > FLT_MAX)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "find_sources_host: the threshold %g (%g x clipped std %g) is not a finite float",
+                            cat->threshold, o->threshold_sigma, cat->clip.std);
+    threshold_job tj = { .image = image, .mask = gpuws__malloc(n), .threshold = (float)cat->threshold };
+    int32_t *labels = gpuws__malloc(n * sizeof *labels);
+    if (!tj.mask || !labels) {
+        gpuws__free(tj.mask);
+        gpuws__free(labels);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "find_sources_host: no host memory for the mask and the labels "
+                            "(%zu bytes)",
+                            5 * n);
+    }
+    const size_t parts = n / ((size_t)1 << 22) + 1, cpus = gpuws__cpu_count();
+    gpuws__run_ranges(n, parts < cpus ? parts : cpus, threshold_range, &tj);
+    cat->ms_threshold = ms_since(&t0);
+    size_t nl = 0;
+    st = gpuws_label_host(ctx, width, height, tj.mask, 0, o->connectivity, lo, labels, &nl);
+    gpuws__free(tj.mask);
+    if (st) {
+        gpuws__free(labels);
+        return gpuws__error_prefix(st, "find_sources_host: label_host");
+    }
+    cat->ms_label = ms_since(&t0);
+    gpuws_source_measure *meas = nl ? gpuws__malloc(nl * sizeof *meas) : NULL;
+    if (nl && !meas) {
+        gpuws__free(labels);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources_host: %zu bytes for %zu measurements",
+                            nl * sizeof *meas, nl);
+    }
+    if (nl) gpuws_measure_ref(image, labels, width, height, nl, meas);
+    cat->ms_measure = ms_since(&t0);
+    st = fill_sources(cat, meas, nl);
+    gpuws__free(meas);
+    if (o->want_labels && !st) cat->labels = labels;
+    else gpuws__free(labels);
+    cat->ms_total = ms_since(&start);
+    return st;
+}
+
+gpuws_status gpuws_find_sources_host(gpuws_context *ctx, const float *image, size_t width, size_t height,
+                                     const gpuws_sources_options *options,
+                                     const gpuws_label_host_options *label_options, gpuws_catalog **catalog)
+{
+    if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_host: argument 'catalog' is NULL");
+    *catalog = NULL;
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!image) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_host: argument 'image' is NULL");
+    sources_options so;
+    const gpuws_sources_options *o = &so.o;
+    size_t n = 0;
+    if (width == 0 || height == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_host: the image is %zu x %zu: no pixels", width,
+                            height);
+    if (gpuws__mul_overflows(width, height, &n) || n > SIZE_MAX / 8)
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "find_sources_host: %zu x %zu pixels overflow size_t", width, height);
+    if ((st = read_options(options, &so)) || (st = check_options(o))) return st;
+    gpuws_catalog *cat = gpuws__calloc(1, sizeof *cat);
+    if (!cat) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources_host: the catalogue (%zu bytes)", sizeof *cat);
+    if ((st = pipeline_host(ctx, image, width, height, o, label_options, cat))) {
+        gpuws_catalog_free(cat);
+        return st;
+    }
+    *catalog = cat;
+    return GPUWS_OK;
 }
 
 /* ---- the synthetic sky ------------------------------------------------------------------------------------- */
