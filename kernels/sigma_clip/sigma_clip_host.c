@@ -385,8 +385,10 @@ gpuws_status gpuws__sigma_clip_host_split(const float *x, size_t nvals, const gp
     stats cur;
     if ((st = pass_a(&c, lo, hi, &cur))) goto done;
     if (cur.n == 0) {
-        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_host: all %zu values are NaN: no statistics exist",
-                          nvals);
+        st = reduce ? gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                   "sigma_clip_host: every caller's values are NaN (or none): no statistics exist")
+                    : gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                   "sigma_clip_host: all %zu values are NaN: no statistics exist", nvals);
         goto done;
     }
     if ((st = pass_b(&c, lo, hi, &cur))) goto done;
