@@ -399,13 +399,14 @@ static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuw
                             sizeof *ds);
     /* pass 2's table, made now so that no allocation fails once labels are being written: a band has at most
      * ceil(pixels / 2) components (a checkerboard with connectivity 4) */
-    ds->table_cap = (rs->bp->rows * rs->bp->w + 1) / 2 + 1;
-    if (!(ds->table = gpuws__malloc(ds->table_cap * sizeof *ds->table))) {
+    const size_t cap = (rs->bp->rows * rs->bp->w + 1) / 2 + 1;
+    if (!(ds->table = gpuws__malloc(cap * sizeof *ds->table))) {
         gpuws__free(ds);
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                             "label_host: no host memory for a band's table of final numbers (%zu bytes)",
-                            ds->table_cap * sizeof(int32_t));
+                            cap * sizeof(int32_t));
     }
+    ds->table_cap = cap;
     const gpuws_status st = gpuws_host_alloc(ctx, rs->bp->bands * sizeof(int32_t), (void **)&ds->hcount);
     if (st) {
         gpuws__free(ds->table);
