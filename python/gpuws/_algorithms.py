@@ -372,6 +372,24 @@ class Catalog:
         return "<gpuws.Catalog %d sources, threshold %g>" % (len(self.sources), self.threshold)
 
 
+def _sources_options(fname, threshold_sigma, threshold_abs, kappa, max_iterations, connectivity, return_labels):
+    """find_sources' keywords as a gpuws_sources_options (its clip options kept alive by the struct)."""
+    if connectivity not in (4, 8):
+        raise invalid("%s: connectivity must be 4 or 8, not %r" % (fname, connectivity))
+    clip = _lib.sigma_clip_options(float(kappa), int(max_iterations))
+    return _lib.sources_options(ctypes.pointer(clip), float(threshold_sigma),
+                                math.nan if threshold_abs is None else float(threshold_abs), connectivity,
+                                1 if return_labels else 0)
+
+
+def _catalog(cat, shape):
+    """The Catalog of a gpuws_catalog pointer, which is freed."""
+    try:
+        return Catalog(cat.contents, shape)
+    finally:
+        lib.gpuws_catalog_free(cat)
+
+
 def find_sources(image, threshold_sigma=5.0, threshold_abs=None, kappa=3.0, max_iterations=100, connectivity=4,
                  return_labels=False, ctx=None):
     """The workshop's pipeline on one device: κ-σ clipping, threshold (``threshold_abs``, else
@@ -379,23 +397,16 @@ def find_sources(image, threshold_sigma=5.0, threshold_abs=None, kappa=3.0, max_
     Returns a Catalog. Runs on the context's default stream."""
     if isinstance(image, Array):
         raise invalid("find_sources takes a host image (it uploads it once itself); pass image.get()")
-    if connectivity not in (4, 8):
-        raise invalid("find_sources: connectivity must be 4 or 8, not %r" % (connectivity,))
+    opts = _sources_options("find_sources", threshold_sigma, threshold_abs, kappa, max_iterations, connectivity,
+                            return_labels)
     ctx = ctx or default_context()
     img = np.ascontiguousarray(image, dtype=np.float32)
     if img.ndim != 2:
         raise invalid("find_sources: image must be 2-D, not of shape %s" % (img.shape,))
-    clip = _lib.sigma_clip_options(float(kappa), int(max_iterations))
-    opts = _lib.sources_options(ctypes.pointer(clip), float(threshold_sigma),
-                                math.nan if threshold_abs is None else float(threshold_abs), connectivity,
-                                1 if return_labels else 0)
     cat = ctypes.POINTER(_lib.Catalog)()
     check(lib.gpuws_find_sources(ctx.handle, img.ctypes.data, img.shape[1], img.shape[0], ctypes.byref(opts),
                                  ctypes.byref(cat)))
-    try:
-        return Catalog(cat.contents, img.shape)
-    finally:
-        lib.gpuws_catalog_free(cat)
+    return _catalog(cat, img.shape)
 
 
 # ---- workshop kernels ------------------------------------------------------------------------------------------------

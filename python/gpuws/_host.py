@@ -1,5 +1,6 @@
 """The out-of-core calls: host memory in, host memory out, streamed through one or several devices in row bands
-(gpuws_convolve2d_host and gpuws_label_host; docs/scale.md).
+(gpuws_convolve2d_host, gpuws_label_host and gpuws_find_sources_host; docs/scale.md), and gpuws_sigma_clip_host,
+which clips host values on the host's cores.
 
 They take NumPy arrays of any size (a np.memmap too) and write NumPy arrays; gpuws Arrays are refused, since their
 data is on a device already (use convolve2d and label). A 2-D input whose rows are each contiguous and in order (a
@@ -13,7 +14,8 @@ from collections import namedtuple
 import numpy as np
 
 from . import _lib
-from ._algorithms import _BOUNDARIES, _MODES, _enum, _float_dtype, default_context
+from ._algorithms import (_BOUNDARIES, _MODES, _catalog, _clip_result, _enum, _float_dtype, _sources_options,
+                          default_context)
 from ._core import Array, Context, GPUWS_DTYPES, _error, check, invalid
 from ._lib import lib
 
@@ -92,6 +94,15 @@ class _Progress:
                 raise error
         finally:
             error = None  # no cycle through the traceback
+
+
+def _label_host_options(fname, max_device_memory, progress, ctx, contexts):
+    """The keywords of label_host's family as gpuws_label_host_options: the driving context's handle, the options
+    and the progress callback (keep it until the C call has returned, then call its finish with the status)."""
+    budget = _budget(fname, max_device_memory)
+    prog = _Progress(fname, progress, _lib.LabelHostProgress)
+    h, more, nmore = _contexts(fname, ctx, contexts)
+    return h, _lib.label_host_options(budget, prog.c, more, nmore), prog
 
 
 def _row_stride(a):
@@ -208,9 +219,7 @@ def label_host(mask, connectivity=4, max_device_memory=None, progress=None, out=
     if connectivity not in (4, 8):
         raise invalid("%s: connectivity must be 4 or 8, not %r" % (fname, connectivity))
     _no_arrays(fname, mask=mask, out=out)
-    budget = _budget(fname, max_device_memory)
-    prog = _Progress(fname, progress, _lib.LabelHostProgress)
-    h, more, nmore = _contexts(fname, ctx, contexts)
+    h, opts, prog = _label_host_options(fname, max_device_memory, progress, ctx, contexts)
     m = np.asarray(mask)
     if m.ndim != 2:
         raise invalid("%s: mask must be 2-D, not of shape %s" % (fname, m.shape))
@@ -223,7 +232,6 @@ def label_host(mask, connectivity=4, max_device_memory=None, progress=None, out=
     o = _host_output(fname, out, m.shape, np.int32)
     if m.size == 0:  # gpuws_label_host takes no empty image; SciPy labels it with nothing
         return o, 0
-    opts = _lib.label_host_options(budget, prog.c, more, nmore)
     n = ctypes.c_size_t()
     prog.finish(lib.gpuws_label_host(h, m.shape[1], m.shape[0], m.ctypes.data, stride * m.itemsize, connectivity,
                                      ctypes.byref(opts), o.ctypes.data, ctypes.byref(n)))
@@ -234,10 +242,44 @@ def label_host_bands(shape, max_device_memory=None, ctx=None, contexts=None):
     """How label_host would split a mask of ``shape`` (gpuws_label_host_bands): ``Bands(band_rows, bands)``, rows
     per band (the last may have fewer) and the number of bands; one band when it runs in-core."""
     fname = "label_host_bands"
-    budget = _budget(fname, max_device_memory)
-    h, more, nmore = _contexts(fname, ctx, contexts)
+    h, opts, _ = _label_host_options(fname, max_device_memory, None, ctx, contexts)
     rows_, cols = _shape2(fname, "shape", shape)
-    opts = _lib.label_host_options(budget, None, more, nmore)
     rows, bands = ctypes.c_size_t(), ctypes.c_size_t()
     check(lib.gpuws_label_host_bands(h, cols, rows_, ctypes.byref(opts), ctypes.byref(rows), ctypes.byref(bands)))
     return Bands(rows.value, bands.value)
+
+
+def sigma_clip_host(data, kappa=3.0, max_iterations=100, ctx=None):
+    """``sigma_clip`` of NumPy values of any number (gpuws_sigma_clip_host): the same loop on the host's cores, in
+    exact sums, without sending the values to a device; count and median are sigma_clip's, mean and std the exact
+    ones rounded once. ``data``: float32 of any shape (other dtypes are converted). Returns a SigmaClipResult."""
+    fname = "sigma_clip_host"
+    _no_arrays(fname, data=data)
+    h = _contexts(fname, ctx, None)[0]
+    d = np.ascontiguousarray(data, dtype=np.float32).reshape(-1)
+    opts = _lib.sigma_clip_options(float(kappa), int(max_iterations))
+    r = _lib.SigmaClipResult()
+    check(lib.gpuws_sigma_clip_host(h, d.ctypes.data, d.size, ctypes.byref(opts), ctypes.byref(r)))
+    return _clip_result(r)
+
+
+def find_sources_host(image, threshold_sigma=5.0, threshold_abs=None, kappa=3.0, max_iterations=100, connectivity=4,
+                      return_labels=False, max_device_memory=None, contexts=None, progress=None, ctx=None):
+    """``find_sources`` of a NumPy image of any size (gpuws_find_sources_host): the clipping (sigma_clip_host), the
+    threshold and the measurement on the host's cores, the labelling with label_host, whose ``max_device_memory``,
+    ``contexts`` and ``progress`` these are. Labels and the number of sources are find_sources'; the ``timings_ms``
+    are the host clock's. Returns a Catalog."""
+    fname = "find_sources_host"
+    _no_arrays(fname, image=image)
+    opts = _sources_options(fname, threshold_sigma, threshold_abs, kappa, max_iterations, connectivity,
+                            return_labels)
+    h, label_opts, prog = _label_host_options(fname, max_device_memory, progress, ctx, contexts)
+    img = np.ascontiguousarray(image, dtype=np.float32)
+    if img.ndim != 2:
+        raise invalid("%s: image must be 2-D, not of shape %s" % (fname, img.shape))
+    cat = ctypes.POINTER(_lib.Catalog)()
+    status = lib.gpuws_find_sources_host(h, img.ctypes.data, img.shape[1], img.shape[0], ctypes.byref(opts),
+                                         ctypes.byref(label_opts), ctypes.byref(cat))
+    found = _catalog(cat, img.shape) if status == 0 else None  # freed also when the callback's exception is raised
+    prog.finish(status)
+    return found

@@ -1,6 +1,7 @@
-"""The out-of-core calls convolve2d_host and label_host: NumPy in, NumPy out, through the device in bands. Budgets
-small enough to force several bands give the in-core calls' bytes and SciPy's results; several contexts (of one
-device here: the calls cannot tell) give the same bytes; progress comes once per band, in order."""
+"""The out-of-core calls convolve2d_host, label_host and find_sources_host: NumPy in, NumPy out, through the device in
+bands. Budgets small enough to force several bands give the in-core calls' bytes and SciPy's results; several
+contexts (of one device here: the calls cannot tell) give the same bytes; progress comes once per band, in order.
+sigma_clip_host clips host values on the host's cores and gives sigma_clip's statistics."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import scipy.signal as sig
 
 import gpuws
 
-from test_algorithms import close_to_sum
+from test_algorithms import close_to_sum, numpy_sigma_clip
 
 
 def in_core_bytes(img, k, mode):
@@ -286,3 +287,94 @@ def test_contexts_from_gpuws_devices_share_the_bands(ctx, rng, monkeypatch):
         c.close()
     with pytest.raises(gpuws.InvalidArgumentError, match="the context is closed"):
         gpuws.convolve2d_host(img, k, contexts=three)
+
+
+def test_sigma_clip_host_is_sigma_clip_in_exact_sums(ctx, rng):
+    data = rng.normal(10, 2, (150, 130)).astype(np.float32)
+    data[rng.random(data.shape) > 0.99] = 1000
+    data[3, :7] = np.nan
+    got = gpuws.sigma_clip_host(data, ctx=ctx)
+    want = gpuws.sigma_clip(data, ctx=ctx)
+    assert isinstance(got, gpuws.SigmaClipResult)
+    assert (got.count, got.median, got.iterations, got.converged) == (want.count, want.median, want.iterations,
+                                                                      want.converged)
+    assert got.std == pytest.approx(want.std, rel=1e-12, abs=0)
+    assert got.mean == pytest.approx(want.mean, rel=1e-12, abs=0)
+
+
+def test_sigma_clip_host_is_the_workshops_numpy_loop(ctx):
+    data = np.array([[1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, np.nan], [100, 2.5, 4.5, 6.5, 3, 200]])
+    for kappa in (3.0, 2.0):
+        want = numpy_sigma_clip(data.astype(np.float32), kappa)  # float64 input is converted to float32
+        r = gpuws.sigma_clip_host(data, kappa=kappa, ctx=ctx)
+        assert r.converged and (r.count, r.median) == (want.size, np.median(want))
+        assert r.std == pytest.approx(want.std(), rel=1e-12)
+    one_pass = gpuws.sigma_clip_host(data, kappa=2.0, max_iterations=1, ctx=ctx)
+    x = data[~np.isnan(data)]
+    first = x[np.abs(x - np.median(x)) < 2 * x.std()]  # the loop's first pass
+    assert first.size < x.size and first.size > numpy_sigma_clip(x, 2.0).size
+    assert (one_pass.count, one_pass.median, one_pass.iterations, one_pass.converged) == (first.size,
+                                                                                         np.median(first), 1, False)
+    with pytest.raises(gpuws.InvalidArgumentError):
+        gpuws.sigma_clip_host(np.full(4, np.nan, np.float32), ctx=ctx)
+    with pytest.raises(gpuws.InvalidArgumentError, match="host memory"):
+        gpuws.sigma_clip_host(ctx.asarray(data.astype(np.float32)))
+
+
+def sky(rng, shape=(96, 120), n=14):
+    img = rng.normal(0, 1, shape).astype(np.float32)
+    for y, x in rng.integers(3, min(shape) - 3, (n, 2)):
+        img[y - 1:y + 2, x - 2:x + 1] += 40
+    img[0, :4] = np.nan
+    return img
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+def test_find_sources_host_is_find_sources_in_core_and_in_bands(ctx, rng, connectivity):
+    img = sky(rng)
+    want = gpuws.find_sources(img, connectivity=connectivity, return_labels=True, ctx=ctx)
+    assert len(want) >= 5
+    budget = img.size * 5 // 4  # a quarter of the mask and its labels
+    rows, bands = gpuws.label_host_bands(img.shape, max_device_memory=budget, ctx=ctx)
+    assert bands >= 4
+    for memory, passes in ((None, 1), (budget, 2)):
+        calls = []
+        got = gpuws.find_sources_host(img, connectivity=connectivity, return_labels=True, max_device_memory=memory,
+                                      progress=lambda *a: calls.append(a), ctx=ctx)
+        assert isinstance(got, gpuws.Catalog) and len(got) == len(want)
+        np.testing.assert_array_equal(got.labels, want.labels)
+        assert (got.clip.count, got.clip.median) == (want.clip.count, want.clip.median)
+        assert got.threshold == pytest.approx(want.threshold, rel=1e-12)
+        np.testing.assert_array_equal(got.sources["npix"], want.sources["npix"])
+        np.testing.assert_allclose(got.sources["flux"], want.sources["flux"], rtol=1e-9)
+        h = img.shape[0]
+        if passes == 1:
+            assert calls == [(1, 1, 0, 1, h, h)]
+        else:
+            assert calls == [(p, 2, b, bands, min((b + 1) * rows, h), h) for p in (1, 2) for b in range(bands)]
+
+
+def test_find_sources_host_over_three_contexts_and_its_keywords(ctx, rng):
+    img = sky(rng, (110, 70), 10)
+    want = gpuws.find_sources(img, threshold_abs=20.0, kappa=2.5, max_iterations=3, return_labels=True, ctx=ctx)
+    ctxs = [ctx] + more_contexts(ctx, 2)
+    got = gpuws.find_sources_host(img, threshold_abs=20.0, kappa=2.5, max_iterations=3, return_labels=True,
+                                  max_device_memory=img.size * 5 // 6, contexts=ctxs)
+    assert got.threshold == 20.0 and len(got) == len(want)
+    np.testing.assert_array_equal(got.labels, want.labels)
+    assert (got.clip.count, got.clip.iterations) == (want.clip.count, want.clip.iterations)
+    assert gpuws.find_sources_host(img, ctx=ctx).labels is None
+    for c in ctxs[1:]:
+        c.close()
+    with pytest.raises(gpuws.InvalidArgumentError, match="connectivity"):
+        gpuws.find_sources_host(img, connectivity=6, ctx=ctx)
+    with pytest.raises(gpuws.InvalidArgumentError, match="host memory"):
+        gpuws.find_sources_host(ctx.asarray(img))
+    with pytest.raises(gpuws.InvalidArgumentError, match="2-D"):
+        gpuws.find_sources_host(img.ravel(), ctx=ctx)
+
+    def stop(*args):
+        raise Stop("at pass %d band %d" % args[::2][:2])
+
+    with pytest.raises(Stop, match="at pass 1 band 0"):
+        gpuws.find_sources_host(img, max_device_memory=img.size, progress=stop, ctx=ctx)
