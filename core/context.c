@@ -55,6 +55,32 @@ static gpuws_status parse_backend_list(const char *spec, const char *source, bac
     return GPUWS_OK;
 }
 
+/* GPUWS_DEVICE: "all", or device indices "0" or "0,1,...". Stores the first max indices in idx and counts them all
+ * in *n (so a caller can say how many too many); *all for "all". */
+static gpuws_status parse_devices(const char *v, long *idx, size_t max, size_t *n, bool *all)
+{
+    *n = 0, *all = false;
+    if (!strcmp(v, "all")) {
+        *all = true;
+        return GPUWS_OK;
+    }
+    for (const char *p = v;;) {
+        char *end;
+        errno = 0;
+        const long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x > 1 << 20 || (*end && *end != ','))
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "GPUWS_DEVICE='%s' is not a device index (0, 1, ...), a list of them (0,1,...) nor all",
+                                v);
+        if (*n < max) idx[*n] = x;
+        (*n)++;
+        if (!*end) return GPUWS_OK;
+        p = end + 1;
+    }
+}
+
+/* The one device gpuws_context_create opens: options.device, else GPUWS_DEVICE's first index (0 for "all"), else
+ * -1 (the first device). */
 static gpuws_status parse_device_index(int opt, long *index)
 {
     *index = -1;
@@ -66,14 +92,12 @@ static gpuws_status parse_device_index(int opt, long *index)
         return GPUWS_OK;
     }
     const char *v = gpuws__getenv("GPUWS_DEVICE");
-    if (!v) return GPUWS_OK;
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end || x < 0 || x > 1 << 20)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "GPUWS_DEVICE='%s' is not a device index (0, 1, ...)", v);
-    *index = x;
-    return GPUWS_OK;
+    if (!v || !*v) return GPUWS_OK;
+    size_t n;
+    bool all;
+    gpuws_status st = parse_devices(v, index, 1, &n, &all);
+    if (!st && all) *index = 0;
+    return st;
 }
 
 static gpuws_status context_open(const gpuws__backend *b, const char *filter, size_t index, gpuws_context **out)
@@ -188,34 +212,11 @@ gpuws_status gpuws_context_create(gpuws_context **out, const gpuws_context_optio
     return gpuws__error(last, "%s", why);
 }
 
-/* ---- several devices: GPUWS_DEVICES ------------------------------------------------------------------------ */
+/* ---- several devices: GPUWS_DEVICE lists ------------------------------------------------------------------ */
 
 void gpuws_contexts_destroy(gpuws_context **ctxs, size_t n)
 {
     for (size_t i = 0; ctxs && i < n; i++) gpuws_context_destroy(ctxs[n - 1 - i]);
-}
-
-/* GPUWS_DEVICES as a list of indices into idx (at most max); *all for "all". */
-static gpuws_status parse_devices(const char *v, size_t max, long *idx, size_t *n, bool *all)
-{
-    *n = 0, *all = false;
-    if (!strcmp(v, "all")) {
-        *all = true;
-        return GPUWS_OK;
-    }
-    for (const char *p = v;;) {
-        char *end;
-        errno = 0;
-        const long x = strtol(p, &end, 10);
-        if (end == p || errno || x < 0 || x > 1 << 20 || (*end && *end != ','))
-            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                                "GPUWS_DEVICES='%s' is not 'all' nor a list of device indices (0,1,...)", v);
-        if (*n == max)
-            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "GPUWS_DEVICES='%s' names more than %zu devices", v, max);
-        idx[(*n)++] = x;
-        if (!*end) return GPUWS_OK;
-        p = end + 1;
-    }
 }
 
 gpuws_status gpuws_contexts_create(const gpuws_context_options *opt, size_t max, gpuws_context **ctxs, size_t *count)
@@ -228,7 +229,7 @@ gpuws_status gpuws_contexts_create(const gpuws_context_options *opt, size_t max,
     gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
     gpuws_status st = gpuws__options_read(opt, &o, sizeof o, GPUWS__CONTEXT_OPTIONS_BASE, "contexts_create: options");
     if (st) return st;
-    const char *v = gpuws__getenv("GPUWS_DEVICES");
+    const char *v = o.device >= 0 ? NULL : gpuws__getenv("GPUWS_DEVICE"); /* options.device: that one device */
     if (!v || !*v) {
         if ((st = gpuws_context_create(&ctxs[0], &o))) return st;
         *count = 1;
@@ -240,12 +241,16 @@ gpuws_status gpuws_contexts_create(const gpuws_context_options *opt, size_t max,
                             max * sizeof *idx);
     size_t n = 0;
     bool all;
-    if ((st = parse_devices(v, max, idx, &n, &all))) goto out;
-    /* the first context decides the backend (and the device "all" starts from) */
+    if ((st = parse_devices(v, idx, max, &n, &all))) goto out;
+    if (n > max) {
+        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "GPUWS_DEVICE='%s' names %zu devices, more than %zu", v, n, max);
+        goto out;
+    }
+    /* the first context decides the backend ("all" starts from device 0) */
     gpuws_context_options first = o;
-    if (!all) first.device = (int)idx[0];
+    first.device = all ? 0 : (int)idx[0];
     if ((st = gpuws_context_create(&ctxs[0], &first))) {
-        if (!all) st = gpuws__error_prefix(st, "GPUWS_DEVICES='%s': device %ld", v, idx[0]);
+        st = gpuws__error_prefix(st, "GPUWS_DEVICE='%s': device %d", v, first.device);
         goto out;
     }
     *count = 1;
@@ -254,16 +259,14 @@ gpuws_status gpuws_contexts_create(const gpuws_context_options *opt, size_t max,
                          : o.opencl_platform             ? o.opencl_platform
                                                          : gpuws__getenv("GPUWS_OPENCL_PLATFORM");
     if (all) { /* every other device of the first one's type (and platform) */
-        long chosen;
         size_t devices = 0;
-        if ((st = parse_device_index(o.device, &chosen)) || (st = b->device_count(filter, &devices))) goto out;
-        for (size_t i = 0; i < devices; i++) {
+        if ((st = b->device_count(filter, &devices))) goto out;
+        for (size_t i = 1; i < devices; i++) {
             gpuws_device_info d;
-            if ((long)i == (chosen < 0 ? 0 : chosen)) continue;
             if ((st = b->device_info(filter, i, &d))) goto out;
             if (d.type != ctxs[0]->info.type || strcmp(d.platform, ctxs[0]->info.platform)) continue;
             if (n == max) {
-                st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "GPUWS_DEVICES=all: more than %zu devices", max);
+                st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "GPUWS_DEVICE=all: more than %zu devices", max);
                 goto out;
             }
             idx[n++] = (long)i;
@@ -274,7 +277,7 @@ gpuws_status gpuws_contexts_create(const gpuws_context_options *opt, size_t max,
         more.backend = b->name;
         more.device = (int)idx[k];
         if ((st = gpuws_context_create(&ctxs[*count], &more))) {
-            st = gpuws__error_prefix(st, "GPUWS_DEVICES='%s': device %ld", v, idx[k]);
+            st = gpuws__error_prefix(st, "GPUWS_DEVICE='%s': device %ld", v, idx[k]);
             goto out;
         }
         (*count)++;

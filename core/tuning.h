@@ -27,11 +27,10 @@
 #define GPUWS__TUNING(X)                                                                                               \
     X(GPUWS_BACKEND, PUBLIC, "cuda,opencl,cpu", "cuda|opencl|cpu, a comma list",                                       \
       "the backends gpuws_context_create tries, in order (options.backend wins over it)")                              \
-    X(GPUWS_DEVICE, PUBLIC, "0", "0, 1, ...", "the device index on the backend (options.device wins over it)")         \
-    X(GPUWS_DEVICES, PUBLIC, "", "all, or 0,1,...",                                                                    \
-      "several devices for gpuws_contexts_create (the _host calls, gpuws convolve, gpuws label): all = every device "  \
-      "of the chosen one's backend, type and platform; a list = those indices (one may repeat); unset = one device; "  \
-      "gpuws info lists them")                                                                                         \
+    X(GPUWS_DEVICE, PUBLIC, "0", "0, 1, ..., a list 0,1,..., or all",                                                  \
+      "the device index on the backend (options.device wins over it); a list or all: the devices of "                  \
+      "gpuws_contexts_create (the _host calls, gpuws convolve, gpuws label, gpuws sources), a list's first for one "   \
+      "context; all = every device of device 0's type and platform; an index may repeat; gpuws info lists them")       \
     X(GPUWS_OPENCL_PLATFORM, PUBLIC, "", "a substring of the platform name",                                           \
       "only OpenCL platforms whose name contains it (case-insensitive)")                                               \
     X(GPUWS_CACHE_DIR, PUBLIC, "$XDG_CACHE_HOME/gpuws or ~/.cache/gpuws", "a directory, or off",                       \

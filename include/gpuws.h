@@ -152,7 +152,7 @@ typedef struct gpuws_kernel gpuws_kernel;
 typedef struct gpuws_context_options {
     size_t struct_size;  /* sizeof(gpuws_context_options); 0 = gpuws 0.2's struct (see above) */
     const char *backend; /* comma list tried in order ("opencl,cpu"); NULL: GPUWS_BACKEND, else cuda→opencl→cpu */
-    int device;          /* index within the chosen backend; -1: GPUWS_DEVICE, else 0; below -1 is an error */
+    int device;          /* index within the chosen backend; -1: GPUWS_DEVICE (a list's first), else 0; < -1: error */
     const char *opencl_platform; /* platform name substring; NULL: GPUWS_OPENCL_PLATFORM, else any */
 } gpuws_context_options;
 #define GPUWS_CONTEXT_OPTIONS_INIT                                                                                     \
@@ -168,14 +168,15 @@ typedef struct gpuws_context_options {
  * here once (docs/tuning.md). */
 GPUWS_API gpuws_status gpuws_context_create(gpuws_context **ctx, const gpuws_context_options *options);
 /* Contexts on several devices, for the calls that share work between devices (the _host calls' more_contexts).
- * GPUWS_DEVICES says which, within the backend gpuws_context_create(options) chooses:
- *   unset or empty: one context, gpuws_context_create's;
- *   "all": the chosen device first, then every other device of that backend of the same type (GPU, CPU) and, on
- *          OpenCL, of the same platform, in index order (so PoCL's CPU device never joins NVIDIA's GPUs);
- *   "0,1,...": those device indices of the chosen backend, in that order (options->device and GPUWS_DEVICE are
- *          then ignored); an index may repeat: two contexts on one device, which share its time (tests use this).
+ * options->device, when >= 0, is one context on that device. Otherwise GPUWS_DEVICE says which, within the backend
+ * gpuws_context_create(options) chooses:
+ *   unset, empty or one index: one context, gpuws_context_create's;
+ *   "all": device 0 first, then every other device of that backend of the same type (GPU, CPU) and, on OpenCL, of
+ *          the same platform, in index order (so PoCL's CPU device never joins NVIDIA's GPUs);
+ *   "0,1,...": those device indices of the chosen backend, in that order; an index may repeat: two contexts on one
+ *          device, which share its time (tests use this). gpuws_context_create takes a list's first index.
  * Fills ctxs[0 .. *count) (ctxs holds max entries); destroy them with gpuws_contexts_destroy. On error nothing is
- * left open and *count is 0: GPUWS_DEVICES not "all" nor a list of indices, more devices than max →
+ * left open and *count is 0: GPUWS_DEVICE not an index, a list of them nor "all", more devices than max →
  * GPUWS_ERR_INVALID_ARGUMENT; an index past the backend's devices → GPUWS_ERR_NO_DEVICE; gpuws_context_create's
  * errors. */
 GPUWS_API gpuws_status gpuws_contexts_create(const gpuws_context_options *options, size_t max, gpuws_context **ctxs,
@@ -188,8 +189,8 @@ GPUWS_API void gpuws_contexts_destroy(gpuws_context **ctxs, size_t n);
 GPUWS_API void gpuws_context_destroy(gpuws_context *ctx);
 GPUWS_API gpuws_status gpuws_context_get_device_info(const gpuws_context *ctx, gpuws_device_info *info);
 GPUWS_API gpuws_status gpuws_context_get_backend(const gpuws_context *ctx, gpuws_backend_kind *kind);
-/* The index of the context's device within its backend: the number GPUWS_DEVICE, options.device and GPUWS_DEVICES
- * give it, counted as gpuws_device_get_info counts with the platform filter the context was created with
+/* The index of the context's device within its backend: the number options.device or GPUWS_DEVICE gives it,
+ * counted as gpuws_device_get_info counts with the platform filter the context was created with
  * (GPUWS_OPENCL_PLATFORM or options.opencl_platform). Tells apart the contexts of gpuws_contexts_create on devices
  * whose gpuws_device_info is the same. */
 GPUWS_API gpuws_status gpuws_context_get_device_index(const gpuws_context *ctx, size_t *index);

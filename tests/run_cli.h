@@ -13,8 +13,8 @@
 
 /* Runs the program at path as arg0 with argv (after argv[0], NULL-terminated; NULL for none) and env (NAME=value,
  * NULL-terminated; NULL for none) added to the environment, in directory dir (NULL: this one), killed by SIGALRM
- * after timeout_s seconds (0: never); with clean_env, GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM and
- * GPUWS_DEVICES are unset first. Returns its exit code (or 128 + signal) and its stdout and stderr together
+ * after timeout_s seconds (0: never); with clean_env, GPUWS_BACKEND, GPUWS_DEVICE and GPUWS_OPENCL_PLATFORM
+ * are unset first. Returns its exit code (or 128 + signal) and its stdout and stderr together
  * (malloc'd). */
 static int test_run_program_in(const char *path, const char *arg0, const char *dir, unsigned timeout_s,
                                const char *const *argv, const char *const *env, bool clean_env, char **output)
@@ -33,7 +33,6 @@ static int test_run_program_in(const char *path, const char *arg0, const char *d
             unsetenv("GPUWS_BACKEND");
             unsetenv("GPUWS_DEVICE");
             unsetenv("GPUWS_OPENCL_PLATFORM");
-            unsetenv("GPUWS_DEVICES");
         }
         for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
         const char *args[16] = { arg0 };
@@ -66,8 +65,8 @@ static int test_run_program(const char *path, const char *const *argv, const cha
     return test_run_program_in(path, path, NULL, 0, argv, env, clean_env, output);
 }
 
-/* Runs the CLI with argv (after "gpuws") and env (NAME=value; GPUWS_BACKEND, GPUWS_DEVICE, GPUWS_OPENCL_PLATFORM
- * and GPUWS_DEVICES are unset first) in directory dir (NULL: this one), killed after timeout_s seconds (0:
+/* Runs the CLI with argv (after "gpuws") and env (NAME=value; GPUWS_BACKEND, GPUWS_DEVICE and GPUWS_OPENCL_PLATFORM
+ * are unset first) in directory dir (NULL: this one), killed after timeout_s seconds (0:
  * never); returns its exit code (or 128 + signal) and its output (malloc'd). */
 static int test_run_cli_in(const char *dir, unsigned timeout_s, const char *const *argv, const char *const *env,
                            char **output)

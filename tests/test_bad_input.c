@@ -9,7 +9,7 @@
  *   BAD_CASE rows  — API calls, run on a fresh fixture per backend (cpu, opencl, cuda where available): here the
  *                    core API, vector_add and reduce; in tests/bad_input/<file>.c every other algorithm call;
  *   cli_cases      — the gpuws binary (GPUWS_CLI) with bad arguments or environment (and beside it, what
- *                    gpuws info lists for GPUWS_DEVICES);
+ *                    gpuws info lists for a GPUWS_DEVICE list);
  *   fits_cases     — tools/fits_io.h on files written here with cfitsio, then broken on purpose. */
 #include "bad_input.h"
 
@@ -950,28 +950,22 @@ static const cli_case cli_cases[] = {
       { "info" },
       1,
       "'nomatch'" },
-    { "info_devices_neither_all_nor_a_list",
-      { "GPUWS_BACKEND=cpu", "GPUWS_DEVICES=bogus" },
+    { "info_device_neither_an_index_a_list_nor_all",
+      { "GPUWS_BACKEND=cpu", "GPUWS_DEVICE=0,bogus" },
       { "info" },
       1,
-      "GPUWS_DEVICES='bogus' is not 'all' nor a list of device indices" },
-    { "info_devices_index_past_the_end",
-      { "GPUWS_BACKEND=cpu", "GPUWS_DEVICES=0,5" },
+      "GPUWS_DEVICE='0,bogus' is not a device index (0, 1, ...), a list of them (0,1,...) nor all" },
+    { "info_device_list_index_past_the_end",
+      { "GPUWS_BACKEND=cpu", "GPUWS_DEVICE=0,5" },
       { "info" },
       1,
-      "GPUWS_DEVICES='0,5': device 5" },
-    /* a list ignores GPUWS_DEVICE: its devices are listed though the selection finds none (exit 1) */
-    { "info_devices_listed_when_the_selection_fails",
-      { "GPUWS_BACKEND=cpu", "GPUWS_DEVICE=99", "GPUWS_DEVICES=0" },
+      "GPUWS_DEVICE='0,5': device 5" },
+    /* the selection is the list's first device */
+    { "info_device_list_whose_first_is_past_the_end",
+      { "GPUWS_BACKEND=cpu", "GPUWS_DEVICE=99,0" },
       { "info" },
       1,
-      "GPUWS_DEVICES: 1 context(s)" },
-    /* "all" starts from the selection's device: its error is the selection's, said once */
-    { "info_devices_all_fails_as_the_selection",
-      { "GPUWS_BACKEND=cpu", "GPUWS_DEVICE=99", "GPUWS_DEVICES=all" },
-      { "info" },
-      1,
-      "GPUWS_DEVICES: none (as above)" },
+      "device index 99" },
     { "log_level_that_is_not_a_level",
       { "GPUWS_BACKEND=cpu", "GPUWS_LOG=bogus" },
       { "info" },
@@ -1095,9 +1089,9 @@ ParameterizedTest(int *i, bad_input, cli)
     free(out);
 }
 
-/* Beside the error rows, what gpuws info lists for GPUWS_DEVICES: every context gpuws_contexts_create opens, in
- * order, one line each ("<backend> <index>  <name> (<platform>)"), and the variable in the selection line. The CPU
- * backend has one device: 0,0 lists it twice, all once; unset lists nothing. */
+/* Beside the error rows, what gpuws info lists for a GPUWS_DEVICE list or all: every context gpuws_contexts_create
+ * opens, in order, one line each ("<backend> <index>  <name> (<platform>)"), and the variable in the selection line.
+ * The CPU backend has one device: 0,0 lists it twice, all once; one index or unset lists nothing. */
 static size_t count_rows(const char *text, const char *row)
 {
     size_t n = 0;
@@ -1105,7 +1099,7 @@ static size_t count_rows(const char *text, const char *row)
     return n;
 }
 
-Test(bad_input, info_lists_the_contexts_gpuws_devices_opens)
+Test(bad_input, info_lists_the_contexts_a_gpuws_device_list_opens)
 {
     gpuws_device_info d;
     TEST_OK(gpuws_device_get_info(GPUWS_BACKEND_CPU, NULL, 0, &d));
@@ -1115,9 +1109,10 @@ Test(bad_input, info_lists_the_contexts_gpuws_devices_opens)
         const char *env, *selection;
         size_t rows;
     } runs[] = {
-        { "GPUWS_DEVICES=0,0", "GPUWS_DEVICES=0,0):", 2 },
-        { "GPUWS_DEVICES=all", "GPUWS_DEVICES=all):", 1 },
-        { NULL, "GPUWS_DEVICES=<unset>):", 0 },
+        { "GPUWS_DEVICE=0,0", "GPUWS_DEVICE=0,0,", 2 },
+        { "GPUWS_DEVICE=all", "GPUWS_DEVICE=all,", 1 },
+        { "GPUWS_DEVICE=0", "GPUWS_DEVICE=0,", 0 },
+        { NULL, "GPUWS_DEVICE=<unset>,", 0 },
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         const char *env[] = { "GPUWS_BACKEND=cpu", runs[i].env, NULL };
@@ -1127,8 +1122,8 @@ Test(bad_input, info_lists_the_contexts_gpuws_devices_opens)
         cr_assert_eq(code, 0, "%s: exit %d; output:\n%s", runs[i].selection, code, out);
         cr_assert(strstr(out, runs[i].selection), "output lacks '%s':\n%s", runs[i].selection, out);
         char header[64];
-        snprintf(header, sizeof header, "\n  GPUWS_DEVICES: %zu context(s)", runs[i].rows);
-        cr_assert(runs[i].rows ? strstr(out, header) != NULL : strstr(out, "\n  GPUWS_DEVICES:") == NULL,
+        snprintf(header, sizeof header, "\n  GPUWS_DEVICE's list: %zu context(s)", runs[i].rows);
+        cr_assert(runs[i].rows ? strstr(out, header) != NULL : strstr(out, "\n  GPUWS_DEVICE's list:") == NULL,
                   "%s: want %zu context(s):\n%s", runs[i].selection, runs[i].rows, out);
         cr_assert_eq(count_rows(out, row), runs[i].rows, "%s: '%s' listed %zu times, want %zu:\n%s", runs[i].selection,
                      row + 1, count_rows(out, row), runs[i].rows, out);

@@ -309,10 +309,10 @@ static void max_device_memory_streams(gpuws_backend_kind kind)
     cr_assert(memcmp(a.data, b.data, a.width * a.height * sizeof(float)) == 0,
               "%s: the streamed output differs from the in-core one", backend);
     fits_image_free(&b);
-    /* GPUWS_DEVICES: the same bands over two contexts of the device, the same bytes */
-    setenv("GPUWS_DEVICES", "0,0", 1);
+    /* a GPUWS_DEVICE list: the same bands over two contexts of the device, the same bytes */
+    setenv("GPUWS_DEVICE", "0,0", 1);
     cr_assert_eq(run_cli(backend, args, log), 0, "the streamed run on two devices failed");
-    unsetenv("GPUWS_DEVICES");
+    unsetenv("GPUWS_DEVICE");
     text = test_read_file(log_err);
     cr_assert(strstr(text, "streaming through 2 devices in 8 bands of up to 3 of 23 output rows"), "%s", text);
     free(text);
@@ -323,12 +323,12 @@ static void max_device_memory_streams(gpuws_backend_kind kind)
     fits_image_free(&b);
 
     const char *never = tmp_path("never.fits");
-    setenv("GPUWS_DEVICES", "0,x", 1);
+    setenv("GPUWS_DEVICE", "0,x", 1);
     snprintf(args, sizeof args, "'%s' '%s' -o '%s' --max-device-memory 4K", in, ker, never);
-    cr_assert_eq(run_cli(backend, args, log), 1, "a bad GPUWS_DEVICES is an error (exit 1)");
-    unsetenv("GPUWS_DEVICES");
+    cr_assert_eq(run_cli(backend, args, log), 1, "a bad GPUWS_DEVICE is an error (exit 1)");
+    unsetenv("GPUWS_DEVICE");
     text = test_read_file(log_err);
-    cr_assert(strstr(text, "GPUWS_DEVICES='0,x' is not 'all' nor a list of device indices"), "%s", text);
+    cr_assert(strstr(text, "GPUWS_DEVICE='0,x' is not a device index (0, 1, ...), a list of them"), "%s", text);
     free(text);
     snprintf(args, sizeof args, "'%s' '%s' -o '%s' --max-device-memory 100", in, ker, never);
     cr_assert_eq(run_cli(backend, args, log), 1, "a budget below one band is an error (exit 1)");

@@ -161,7 +161,7 @@ BACKEND_TEST(cli_label, writes_scipy_labels_of_a_mask)
 }
 
 /* --max-device-memory small enough for several bands: the bands line, SciPy's labels, and the very bytes of the
- * in-core run; over two contexts of the device (GPUWS_DEVICES=0,0) the same bytes again. */
+ * in-core run; over two contexts of the device (GPUWS_DEVICE=0,0) the same bytes again. */
 BACKEND_TEST(cli_label, streamed_in_bands_and_over_two_devices_writes_the_in_core_bytes)
 {
     setup(*kind);
@@ -195,7 +195,7 @@ BACKEND_TEST(cli_label, streamed_in_bands_and_over_two_devices_writes_the_in_cor
         assert_same_labels(got, conn == 4 ? g.labels4 : g.labels8, g.width, g.width * g.height, "streamed");
         free(got);
         assert_same_file("whole.fits", "banded.fits", "streamed in bands");
-        cr_assert_eq(label(*kind, "GPUWS_DEVICES=0,0", banded, &log), 0, "the run on two devices failed:\n%s", log);
+        cr_assert_eq(label(*kind, "GPUWS_DEVICE=0,0", banded, &log), 0, "the run on two devices failed:\n%s", log);
         snprintf(line, sizeof line, "streaming through 2 devices in %zu bands of up to %zu of %zu rows", bands, rows,
                  g.height);
         cr_assert(strstr(log, line), "no '%s':\n%s", line, log);

@@ -614,21 +614,22 @@ Test(embedded_opencl, every_line_is_the_line_its_line_directive_names)
 }
 #endif
 
-/* GPUWS_DEVICES: contexts on several devices of one backend (gpuws_contexts_create). */
-Test(selection, gpuws_devices_names_the_contexts)
+/* GPUWS_DEVICE as a list or "all": contexts on several devices of one backend (gpuws_contexts_create); one
+ * context takes the list's first device. */
+Test(selection, a_gpuws_device_list_names_the_contexts)
 {
     setenv("GPUWS_BACKEND", "cpu", 1);
     gpuws_context *c[4] = { NULL };
     size_t n = 99;
-    unsetenv("GPUWS_DEVICES");
-    TEST_OK(gpuws_contexts_create(NULL, 4, c, &n));
-    cr_assert_eq(n, 1, "unset: %zu contexts", n);
-    gpuws_contexts_destroy(c, n);
-    setenv("GPUWS_DEVICES", "all", 1); /* the CPU backend has one device */
-    TEST_OK(gpuws_contexts_create(NULL, 4, c, &n));
-    cr_assert_eq(n, 1, "all on cpu: %zu contexts", n);
-    gpuws_contexts_destroy(c, n);
-    setenv("GPUWS_DEVICES", "0,0,0", 1); /* one device three times: three contexts */
+    const char *one[] = { NULL, "0", "all" }; /* unset, one index, all (the CPU backend has one device) */
+    for (size_t i = 0; i < sizeof one / sizeof *one; i++) {
+        if (one[i]) setenv("GPUWS_DEVICE", one[i], 1);
+        else unsetenv("GPUWS_DEVICE");
+        TEST_OK(gpuws_contexts_create(NULL, 4, c, &n));
+        cr_assert_eq(n, 1, "GPUWS_DEVICE=%s: %zu contexts", one[i] ? one[i] : "<unset>", n);
+        gpuws_contexts_destroy(c, n);
+    }
+    setenv("GPUWS_DEVICE", "0,0,0", 1); /* one device three times: three contexts */
     TEST_OK(gpuws_contexts_create(NULL, 4, c, &n));
     cr_assert_eq(n, 3, "0,0,0: %zu contexts", n);
     cr_assert(c[0] != c[1] && c[1] != c[2] && c[0] != c[2], "the contexts are not distinct");
@@ -639,9 +640,21 @@ Test(selection, gpuws_devices_names_the_contexts)
         cr_assert_eq(index, 0, "context %zu is on device %zu", i, index);
     }
     gpuws_contexts_destroy(c, n);
+    gpuws_context *ctx; /* one context: the list's first device, so "0,7" opens device 0 */
+    setenv("GPUWS_DEVICE", "0,7", 1);
+    TEST_OK(gpuws_context_create(&ctx, NULL));
+    gpuws_context_destroy(ctx);
+    setenv("GPUWS_DEVICE", "7,0", 1);
+    TEST_FAILS(GPUWS_ERR_NO_DEVICE, gpuws_context_create(&ctx, NULL));
+    gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT; /* options.device wins: one context on it */
+    o.device = 0;
+    TEST_OK(gpuws_contexts_create(&o, 4, c, &n));
+    cr_assert_eq(n, 1, "options.device with GPUWS_DEVICE=7,0: %zu contexts", n);
+    gpuws_contexts_destroy(c, n);
+    unsetenv("GPUWS_DEVICE");
 }
 
-/* The index a context reports is the one it was opened with: GPUWS_DEVICES' contexts on devices with the same
+/* The index a context reports is the one it was opened with: a GPUWS_DEVICE list's contexts on devices with the same
  * gpuws_device_info are told apart by it (gpuws info lists them). */
 Test(selection, a_context_reports_the_device_index_it_was_opened_with)
 {
@@ -665,24 +678,28 @@ Test(selection, a_context_reports_the_device_index_it_was_opened_with)
     }
 }
 
-Test(selection, gpuws_devices_errors_leave_nothing_open)
+Test(selection, gpuws_device_list_errors_leave_nothing_open)
 {
     setenv("GPUWS_BACKEND", "cpu", 1);
     gpuws_context *c[2] = { NULL };
     size_t n = 99;
-    const char *bad[] = { "first", "0,", ",0", "0,-1", "0;1" };
+    const char *bad[] = { "first", "0,", ",0", "0,-1", "0;1", "All" };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        setenv("GPUWS_DEVICES", bad[i], 1);
+        setenv("GPUWS_DEVICE", bad[i], 1);
         TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_contexts_create(NULL, 2, c, &n));
-        cr_assert(strstr(gpuws_last_error(), "is not 'all' nor a list"), "%s: %s", bad[i], gpuws_last_error());
+        cr_assert(strstr(gpuws_last_error(), "is not a device index (0, 1, ...), a list of them (0,1,...) nor all"),
+                  "%s: %s", bad[i], gpuws_last_error());
         cr_assert_eq(n, 0);
+        gpuws_context *ctx = (gpuws_context *)1; /* one context reads the same variable the same way */
+        TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_context_create(&ctx, NULL));
+        cr_assert_null(ctx);
     }
-    setenv("GPUWS_DEVICES", "0,0,0", 1);
+    setenv("GPUWS_DEVICE", "0,0,0", 1);
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_contexts_create(NULL, 2, c, &n));
-    cr_assert(strstr(gpuws_last_error(), "more than 2 devices"), "message: %s", gpuws_last_error());
-    setenv("GPUWS_DEVICES", "0,7", 1); /* the second cannot open: the first is closed again */
+    cr_assert(strstr(gpuws_last_error(), "names 3 devices, more than 2"), "message: %s", gpuws_last_error());
+    setenv("GPUWS_DEVICE", "0,7", 1); /* the second cannot open: the first is closed again */
     TEST_FAILS(GPUWS_ERR_NO_DEVICE, gpuws_contexts_create(NULL, 2, c, &n));
-    cr_assert(strstr(gpuws_last_error(), "GPUWS_DEVICES='0,7': device 7"), "message: %s", gpuws_last_error());
+    cr_assert(strstr(gpuws_last_error(), "GPUWS_DEVICE='0,7': device 7"), "message: %s", gpuws_last_error());
     cr_assert_eq(n, 0);
-    unsetenv("GPUWS_DEVICES");
+    unsetenv("GPUWS_DEVICE");
 }

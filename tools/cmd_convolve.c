@@ -46,8 +46,8 @@ static void usage(FILE *f)
         "  --fill V is a decimal number, nan, inf or -inf; --size N from 16 to 16384; --repeat N from 1 to\n"
         "  1000000. -o, --mode, --boundary, --fill and --separable apply to files only, --size and --repeat to\n"
         "  --demo only; each option may be given once.\n"
-        "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM; GPUWS_DEVICES\n"
-        "  (all, or 0,1,...) shares the bands of a streamed convolution between several devices.\n"
+        "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM; a GPUWS_DEVICE\n"
+        "  list (0,1,...) or all shares the bands of a streamed convolution between several devices.\n"
         "  Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: OUT.fits is an input).\n");
 }
 
@@ -245,7 +245,7 @@ static int convolve_files(const args *a)
             goto done;
         }
     }
-    /* GPUWS_DEVICES: the streamed 2-D path shares its bands between those devices */
+    /* a GPUWS_DEVICE list: the streamed 2-D path shares its bands between those devices */
     if (!a->separable) {
         if ((st = gpuws_contexts_create(NULL, sizeof ctxs / sizeof *ctxs, ctxs, &nctx))) {
             rc = tool_fail("convolve", st);

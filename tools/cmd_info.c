@@ -1,7 +1,6 @@
 /* gpuws info: every backend (available or why not), every device, and what the environment selects. */
 #include "commands.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,20 +23,18 @@ static void print_device(const char *backend, size_t i, const gpuws_device_info 
     printf(", warp/sub-group width %u, fp64 %s\n", d->warp_size, d->fp64 ? "yes" : "no");
 }
 
-/* The contexts gpuws_contexts_create opens for GPUWS_DEVICES, in its order; 1 (after the error) when it opens none.
- * failed: the selection's error, if it had one: "all" starts from the same device and fails the same way, which is
- * said once. */
-static int print_devices_selection(const char *failed)
+/* The contexts gpuws_contexts_create opens for a GPUWS_DEVICE list or "all", in its order; 1 (after the error) when
+ * it opens none. */
+static int print_devices_selection(void)
 {
     gpuws_context *ctxs[64];
     size_t n = 0;
     gpuws_status st = gpuws_contexts_create(NULL, sizeof ctxs / sizeof *ctxs, ctxs, &n);
     if (st) {
-        const bool same = failed && !strcmp(failed, gpuws_last_error());
-        printf("  GPUWS_DEVICES: none%s\n", same ? " (as above)" : "");
-        return same ? 1 : tool_fail("info", st);
+        printf("  GPUWS_DEVICE's list: none\n");
+        return tool_fail("info", st);
     }
-    printf("  GPUWS_DEVICES: %zu context(s), which the _host calls and `gpuws convolve` share their bands between:\n",
+    printf("  GPUWS_DEVICE's list: %zu context(s), which the _host calls and the tools share their bands between:\n",
            n);
     for (size_t i = 0; i < n; i++) {
         gpuws_device_info d;
@@ -60,9 +57,9 @@ static int cmd_info(int argc, char **argv)
         if (strcmp(argv[1], "--help") != 0) fprintf(stderr, "gpuws info: unexpected argument '%s'\n", argv[1]);
         printf("usage: gpuws info\n"
                "  Lists backends, devices and the device GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM select,\n"
-               "  GPUWS_TUNING, and when GPUWS_DEVICES is set the devices it opens for the _host calls and\n"
-               "  `gpuws convolve`, in order: backend, index (among GPUWS_OPENCL_PLATFORM's devices when that is\n"
-               "  set), name, platform. Exits 1 when the environment selects no device or GPUWS_DEVICES opens none.\n"
+               "  GPUWS_TUNING, and when GPUWS_DEVICE is a list or all the devices it opens for the _host calls\n"
+               "  and the tools, in order: backend, index (among GPUWS_OPENCL_PLATFORM's devices when that is\n"
+               "  set), name, platform. Exits 1 when the environment selects no device or the list opens none.\n"
                "  `gpuws tuning` lists every environment variable and knob (docs/tuning.md).\n");
         return strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
@@ -88,9 +85,9 @@ static int cmd_info(int argc, char **argv)
             if (gpuws_device_get_info(order[i], NULL, k, &d) == GPUWS_OK) print_device(bi.name, k, &d);
         }
     }
-    const char *env[] = { "GPUWS_BACKEND", "GPUWS_DEVICE", "GPUWS_OPENCL_PLATFORM", "GPUWS_DEVICES" };
+    const char *env[] = { "GPUWS_BACKEND", "GPUWS_DEVICE", "GPUWS_OPENCL_PLATFORM" };
     printf("\nselection (");
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 3; i++) {
         const char *v = getenv(env[i]);
         printf("%s%s=%s", i ? ", " : "", env[i], v && *v ? v : "<unset>");
     }
@@ -100,10 +97,8 @@ static int cmd_info(int argc, char **argv)
     gpuws_context *ctx;
     gpuws_status st = gpuws_context_create(&ctx, NULL);
     int rc = 0;
-    char failed[1024] = "";
     if (st) {
         printf("  none\n");
-        snprintf(failed, sizeof failed, "%s", gpuws_last_error());
         rc = tool_fail("info", st);
     } else {
         gpuws_device_info d;
@@ -118,9 +113,9 @@ static int cmd_info(int argc, char **argv)
             printf("  OpenCL program cache: %s\n", cache && *cache ? cache : "$XDG_CACHE_HOME/gpuws or ~/.cache/gpuws");
         gpuws_context_destroy(ctx);
     }
-    /* A list of indices ignores GPUWS_DEVICE, so it may open devices where the selection above found none. */
-    const char *devices = getenv("GPUWS_DEVICES");
-    if (devices && *devices && print_devices_selection(st ? failed : NULL) != 0) rc = 1;
+    /* A list's first device (device 0 for "all") is the selection's: when that failed, so does the list. */
+    const char *devices = getenv("GPUWS_DEVICE");
+    if (!st && devices && (strchr(devices, ',') || !strcmp(devices, "all")) && print_devices_selection() != 0) rc = 1;
     return rc;
 }
 

@@ -1,5 +1,5 @@
 /* gpuws label: scipy.ndimage.label of a FITS image's foreground, through gpuws_label_host: in-core when the image
- * fits the device, else in row bands, over the devices GPUWS_DEVICES names. */
+ * fits the device, else in row bands, over the devices a GPUWS_DEVICE list names. */
 #include "commands.h"
 #include "fits_io.h"
 #include "gpuws/algorithms.h"
@@ -34,8 +34,8 @@ static void usage(FILE *f)
            "  LABELS.fits is written completely or not at all: a regular file (or a symlink's target) is replaced,\n"
            "  keeping its permissions; a device or FIFO is written into; a directory, or IN.fits, is refused before\n"
            "  any work. A summary line on stderr gives the number of components, the size, the devices and bands.\n"
-           "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM; GPUWS_DEVICES\n"
-           "  (all, or 0,1,...) shares the bands between several devices.\n"
+           "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM; a GPUWS_DEVICE\n"
+           "  list (0,1,...) or all shares the bands between several devices.\n"
            "  Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: LABELS.fits is IN.fits).\n");
 }
 

@@ -356,10 +356,10 @@ _MAX_CONTEXTS = 1024  # room for gpuws_contexts_create: more contexts than any h
 
 
 def contexts(backend=None, device=None, platform=None):
-    """Contexts on the devices GPUWS_DEVICES names, within the backend ``Context(backend, device, platform)`` would
-    choose (gpuws_contexts_create): unset, one context, that one; "all", that device and every other device of its
-    backend of the same type (and OpenCL platform); "0,1,...", those device indices, in that order (``device`` is
-    then ignored; an index may repeat: two contexts on one device). Returns a list of Contexts, each closed as any
+    """Contexts on the devices a GPUWS_DEVICE list names, within the backend ``Context(backend, device, platform)``
+    would choose (gpuws_contexts_create): ``device`` given, unset or one index, one context, that one; "all", device
+    0 and every other device of its backend of the same type (and OpenCL platform); "0,1,...", those device indices,
+    in that order (an index may repeat: two contexts on one device). Returns a list of Contexts, each closed as any
     Context is; pass it as ``contexts=`` to convolve2d_host and label_host to share their bands."""
     opts = _context_options(backend, device, platform)
     handles = (ctypes.c_void_p * _MAX_CONTEXTS)()

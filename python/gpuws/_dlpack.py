@@ -92,11 +92,12 @@ def _pointer(arr, what):
 
 
 def device_index(ctx):
-    """The CUDA device ordinal of ctx (the index given, else GPUWS_DEVICE's, else 0: what gpuws_context_create
-    chose)."""
+    """The CUDA device ordinal of ctx (the index given, else GPUWS_DEVICE's first, 0 for "all", else 0: what
+    gpuws_context_create chose)."""
     if ctx.device_index is not None:
         return ctx.device_index
-    return int(os.environ.get("GPUWS_DEVICE") or 0)
+    first = (os.environ.get("GPUWS_DEVICE") or "0").split(",")[0]
+    return 0 if first == "all" else int(first)
 
 
 def dlpack_device(arr):

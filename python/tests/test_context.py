@@ -190,13 +190,16 @@ def test_calls_leave_no_device_memory_behind(ctx, rng):
     assert len(ctx._owned) == before
 
 
-def test_contexts_follow_gpuws_devices(ctx, monkeypatch):
-    monkeypatch.delenv("GPUWS_DEVICES", raising=False)
+def test_contexts_follow_a_gpuws_device_list(ctx, monkeypatch):
+    monkeypatch.delenv("GPUWS_DEVICE", raising=False)
     one = gpuws.contexts(ctx.backend, device=ctx.device_index)
     assert len(one) == 1 and one[0].backend == ctx.backend and one[0].device.name == ctx.device.name
-    monkeypatch.setenv("GPUWS_DEVICES", "0,0,0")  # one device three times: three contexts
+    monkeypatch.setenv("GPUWS_DEVICE", "0,0,0")  # one device three times: three contexts
     three = gpuws.contexts(ctx.backend)
     assert len(three) == 3 and len({c.handle for c in three}) == 3
+    given = gpuws.contexts(ctx.backend, device=0)  # a device given wins over the list: one context
+    assert len(given) == 1
+    given[0].close()
     assert {c.backend for c in three} == {ctx.backend} and len({c.device.name for c in three}) == 1
     a = three[1].asarray(np.arange(5, dtype=np.float32))
     assert gpuws.sum(a) == 10
@@ -205,9 +208,9 @@ def test_contexts_follow_gpuws_devices(ctx, monkeypatch):
         assert c.closed
     with pytest.raises(gpuws.InvalidArgumentError, match="the context is closed"):
         a.get()
-    monkeypatch.setenv("GPUWS_DEVICES", "0,x")
-    with pytest.raises(gpuws.InvalidArgumentError, match="GPUWS_DEVICES='0,x' is not 'all' nor a list"):
+    monkeypatch.setenv("GPUWS_DEVICE", "0,x")
+    with pytest.raises(gpuws.InvalidArgumentError, match="GPUWS_DEVICE='0,x' is not a device index"):
         gpuws.contexts(ctx.backend)
-    monkeypatch.setenv("GPUWS_DEVICES", "0,4096")
-    with pytest.raises(gpuws.NoDeviceError, match="GPUWS_DEVICES='0,4096': device 4096"):
+    monkeypatch.setenv("GPUWS_DEVICE", "0,4096")
+    with pytest.raises(gpuws.NoDeviceError, match="GPUWS_DEVICE='0,4096': device 4096"):
         gpuws.contexts(ctx.backend)

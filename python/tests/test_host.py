@@ -276,8 +276,8 @@ def test_label_host_refuses_what_it_cannot_take(ctx):
         gpuws.label_host(mask, out=np.empty((8, 8), np.int64), ctx=ctx)
 
 
-def test_contexts_from_gpuws_devices_share_the_bands(ctx, rng, monkeypatch):
-    monkeypatch.setenv("GPUWS_DEVICES", "0,0,0")  # one device three times: three contexts
+def test_contexts_from_a_gpuws_device_list_share_the_bands(ctx, rng, monkeypatch):
+    monkeypatch.setenv("GPUWS_DEVICE", "0,0,0")  # one device three times: three contexts
     three = gpuws.contexts(ctx.backend)
     img, k = rng.random((70, 40)).astype(np.float32), rng.random((3, 3)).astype(np.float32)
     budget = in_core_bytes(img, k, "full") // 4

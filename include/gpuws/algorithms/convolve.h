@@ -120,7 +120,7 @@ typedef struct gpuws_convolve2d_host_options {
     gpuws_convolve2d_progress progress; /* NULL = none */
     void *progress_user;                /* progress's first argument */
     /* Several devices: contexts of further devices of ctx's backend that share the bands with ctx (band b runs on
-     * device b % (1 + num_more_contexts); gpuws_contexts_create makes them from GPUWS_DEVICES). NULL = ctx alone. */
+     * device b % (1 + num_more_contexts); gpuws_contexts_create makes them from GPUWS_DEVICE). NULL = ctx alone. */
     gpuws_context *const *more_contexts;
     size_t num_more_contexts;
 } gpuws_convolve2d_host_options;
