@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EX_GROUP_MIN  16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
 #define EX_OBJ_CHUNK  64    /* objects a thread takes at a time in the analysis and the catalogue */
@@ -597,9 +598,18 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     return true;
 }
 
+static double ms_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
+    double tm[6]; /* the steps' ends, for GPUWS_LOG=debug: which host step a large image waits for */
+    tm[0] = ms_now();
     const size_t n = px->n;
     const unsigned threads = p->threads > 1 ? p->threads : 1u;
     ex_job j;
@@ -638,6 +648,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     ex_complist cl = { &j.c, start, order, n, nl, g.part, comps, false };
     nc = complist(&cl, threads);
     sort_comps(comps, nc, comps + nl);
+    tm[1] = ms_now();
 
     /* deblending, analysis */
     nw = clamp_threads(threads, nc);
@@ -651,9 +662,10 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         if (!(j.w[t].d = gpuws__ex_deblender_new()) ||
             (p->clean && !(j.w[t].heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *j.w[t].heap))))
             goto done;
-    if (!deblend_all(&j, nc, (unsigned)nw) ||
-        !job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), analyse_share))
-        goto done;
+    if (!deblend_all(&j, nc, (unsigned)nw)) goto done;
+    tm[2] = ms_now();
+    if (!job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), analyse_share)) goto done;
+    tm[3] = ms_now();
 
     /* cleaning, on one thread: each object's fate depends on those before it */
     survives = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *survives);
@@ -664,6 +676,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     } else {
         for (size_t i = 0; i < j.objs.n; i++) survives[i] = 1;
     }
+    tm[4] = ms_now();
     size_t kept = 0;
     for (size_t i = 0; i < j.objs.n; i++) slot[i] = survives[i] ? kept++ : SIZE_MAX;
     if (!(cat = gpuws__calloc(1, sizeof *cat)) ||
@@ -674,6 +687,12 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     if (!job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), catalogue_share)) goto done;
     cat->num_objects = kept;
     st = GPUWS_OK;
+    tm[5] = ms_now();
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "extract: host steps (ms, %u threads): components %.1f, deblending %.1f, analysis %.1f, cleaning %.1f, "
+               "catalogue %.1f; %zu pixels, %zu components, %zu objects before cleaning, %zu after",
+               threads, tm[1] - tm[0], tm[2] - tm[1], tm[3] - tm[2], tm[4] - tm[3], tm[5] - tm[4], n, nc, j.objs.n,
+               kept);
 done:
     if (st) {
         if (cat) gpuws__free(cat->objects);
