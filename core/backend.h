@@ -47,6 +47,9 @@ typedef struct gpuws__backend {
 
     gpuws_status (*host_alloc)(gpuws_context *ctx, size_t n, void **p);
     void (*host_free)(gpuws_context *ctx, void *p);
+    /* (optional) Whether [p, p + n) is pinned host memory the device copies at full speed (host_alloc's, or the
+     * driver's own registered memory), so a large transfer need not be staged (core/staged.c). */
+    bool (*host_pinned)(gpuws_context *ctx, const void *p, size_t n);
 
     gpuws_status (*event_create)(gpuws_event *e);
     void (*event_destroy)(gpuws_event *e);

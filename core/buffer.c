@@ -155,14 +155,14 @@ static gpuws_status do_write(gpuws_stream *s, gpuws_buffer *dst, size_t off, con
 {
     gpuws_status st = check_xfer(&s, dst, off, src, n, "argument 'dst'", "src");
     if (st || n == 0) return st;
-    return dst->ctx->backend->buffer_write(s, dst, off, src, n, blocking);
+    return gpuws__write(s, dst, off, src, n, blocking);
 }
 
 static gpuws_status do_read(gpuws_stream *s, const gpuws_buffer *src, size_t off, void *dst, size_t n, int blocking)
 {
     gpuws_status st = check_xfer(&s, src, off, dst, n, "argument 'src'", "dst");
     if (st || n == 0) return st;
-    return src->ctx->backend->buffer_read(s, src, off, dst, n, blocking);
+    return gpuws__read(s, src, off, dst, n, blocking);
 }
 
 static gpuws_status do_copy(gpuws_stream *s, gpuws_buffer *dst, size_t doff, const gpuws_buffer *src, size_t soff,

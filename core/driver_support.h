@@ -71,6 +71,12 @@ gpuws_status gpuws__stream_wait_event(gpuws_stream *s, gpuws_event *e);
  * device memory is host memory: the CPU backend, PoCL), else frees it. Kept blocks are freed with the context.
  * Thread-safe. */
 gpuws_status gpuws__staging_take(gpuws_context *ctx, size_t bytes, void **p, size_t *got);
+/* The transfers behind gpuws_buffer_write / _read (and _async): the backend's copy, or for a large one from or into
+ * pageable memory on a GPU, a copy through pinned staging blocks that several host threads fill or empty while the
+ * device copies the block before (core/staged.c; knob staged_copy_mib). A staged transfer returns once done, which
+ * an _async call may. Arguments checked. */
+gpuws_status gpuws__write(gpuws_stream *s, gpuws_buffer *dst, size_t off, const void *src, size_t n, int blocking);
+gpuws_status gpuws__read(gpuws_stream *s, const gpuws_buffer *src, size_t off, void *dst, size_t n, int blocking);
 void gpuws__staging_give(gpuws_context *ctx, void *p, size_t bytes);
 void gpuws__staging_release(gpuws_context *ctx); /* frees every kept block (gpuws_context_destroy) */
 /* Device memory free now in bytes: the driver's own count where it has one (CUDA), else three quarters of the

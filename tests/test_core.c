@@ -423,6 +423,56 @@ BACKEND_TEST(streams, async_work_and_events)
     gpuws_context_destroy(ctx);
 }
 
+/* A large write from pageable memory, and a read into it, go through pinned blocks that host threads fill and empty
+ * while the device copies the block before (core/staged.c): the knob staged_copy_mib=1 stages from 1 MiB in 1 MiB
+ * blocks on any device, so 10 MiB and a bit at an odd offset cross eleven blocks and reuse each of the three slots
+ * (the last one short). The bytes arrive intact, the bytes around them untouched, with blocking and stream-ordered
+ * calls alike; the context keeps the three blocks afterwards, which shows the transfers were staged. */
+BACKEND_TEST(streams, large_pageable_transfers_go_through_pinned_blocks)
+{
+    gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "staged_copy_mib", "1");
+    test_tune(ctx, "staging_keep_mib", "16"); /* kept on every device, so the test can see them */
+    const size_t n = (10u << 20) + 12345, off = 7, size = n + 64;
+    unsigned char *src = malloc(n), *back = malloc(size), *want = malloc(size);
+    cr_assert(src && back && want);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        src[i] = (unsigned char)(x >> 24);
+    }
+    memset(want, 0x5a, size);
+    memcpy(want + off, src, n);
+    gpuws_buffer *b;
+    gpuws_stream *s;
+    TEST_OK(gpuws_buffer_create(ctx, size, &b));
+    TEST_OK(gpuws_stream_create(ctx, &s));
+    for (int async = 0; async < 2; async++) {
+        const unsigned char fill = 0x5a;
+        TEST_OK(gpuws_buffer_fill(b, 0, &fill, 1, size));
+        memset(back, 0, size);
+        if (async) {
+            TEST_OK(gpuws_buffer_write_async(s, b, off, src, n));
+            TEST_OK(gpuws_buffer_read_async(s, b, 0, back, size));
+            TEST_OK(gpuws_stream_synchronize(s));
+        } else {
+            TEST_OK(gpuws_buffer_write(b, off, src, n));
+            TEST_OK(gpuws_buffer_read(b, 0, back, size));
+        }
+        for (size_t i = 0; i < size; i++)
+            cr_assert_eq(back[i], want[i], "%s: byte %zu is %u, not %u", async ? "async" : "blocking", i, back[i],
+                         want[i]);
+    }
+    cr_assert_eq(ctx->nkept, 3, "the context keeps %u staging blocks, not the three slots", ctx->nkept);
+    cr_assert_eq(ctx->kept_bytes, (size_t)3 << 20, "kept %zu bytes", (size_t)ctx->kept_bytes);
+    gpuws_buffer_destroy(b);
+    gpuws_stream_destroy(s);
+    gpuws_context_destroy(ctx);
+    free(src);
+    free(back);
+    free(want);
+}
+
 /* Three events around two stretches of work on one stream: each interval is positive, the whole is the sum of its
  * parts, and the interval with the work is longer than one with nothing between its events. Every way a backend
  * records times (CUDA events, OpenCL profiling markers or device timestamps, the CPU clock) must give this. */

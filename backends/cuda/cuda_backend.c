@@ -267,6 +267,22 @@ static void cuda_host_free(gpuws_context *ctx, void *p)
     cudaFreeHost(p);
 }
 
+/* Pinned: host memory CUDA knows (cudaHostAlloc'd by any library, or registered), at both ends of the range. */
+static bool cuda_host_pinned(gpuws_context *ctx, const void *p, size_t n)
+{
+    (void)ctx;
+    const void *ends[2] = { p, (const char *)p + n - 1 };
+    for (int i = 0; i < 2; i++) {
+        struct cudaPointerAttributes a;
+        if (cudaPointerGetAttributes(&a, ends[i]) != cudaSuccess) {
+            cudaGetLastError(); /* not an error of the caller's next call */
+            return false;
+        }
+        if (a.type != cudaMemoryTypeHost) return false;
+    }
+    return true;
+}
+
 /* ---- events --------------------------------------------------------------------------------------------- */
 
 static gpuws_status cuda_event_create(gpuws_event *e)
@@ -436,6 +452,7 @@ const gpuws__backend gpuws__backend_cuda = {
     .buffer_copy = cuda_copy,
     .buffer_fill = cuda_fill,
     .host_alloc = cuda_host_alloc,
+    .host_pinned = cuda_host_pinned,
     .host_free = cuda_host_free,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,

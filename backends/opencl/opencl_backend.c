@@ -263,6 +263,7 @@ typedef struct ocl_program {
 
 typedef struct ocl_pinned {
     void *ptr;
+    size_t n;
     cl_mem mem;
     struct ocl_pinned *next;
 } ocl_pinned;
@@ -518,6 +519,7 @@ static gpuws_status ocl_host_alloc(gpuws_context *ctx, size_t n, void **p)
         return gpuws__error(ocl_status(e), "mapping pinned host memory of %zu bytes: %s (%d)", n, ocl_error_name(e),
                             (int)e);
     }
+    pin->n = n;
     pin->next = c->pinned;
     c->pinned = pin;
     pthread_mutex_unlock(&c->pin_lock);
@@ -537,6 +539,19 @@ static void ocl_host_free(gpuws_context *ctx, void *p)
         break;
     }
     pthread_mutex_unlock(&c->pin_lock);
+}
+
+/* Pinned: within one of this context's host_alloc blocks (OpenCL cannot say of any other memory). */
+static bool ocl_host_pinned(gpuws_context *ctx, const void *p, size_t n)
+{
+    ocl_ctx *c = OCTX(ctx);
+    const char *q = p;
+    bool in = false;
+    pthread_mutex_lock(&c->pin_lock);
+    for (const ocl_pinned *pin = c->pinned; pin && !in; pin = pin->next)
+        in = q >= (const char *)pin->ptr && n <= pin->n && (size_t)(q - (const char *)pin->ptr) <= pin->n - n;
+    pthread_mutex_unlock(&c->pin_lock);
+    return in;
 }
 
 /* ---- events --------------------------------------------------------------------------------------------- */
@@ -1101,6 +1116,7 @@ const gpuws__backend gpuws__backend_opencl = {
     .buffer_copy = ocl_copy,
     .buffer_fill = ocl_fill,
     .host_alloc = ocl_host_alloc,
+    .host_pinned = ocl_host_pinned,
     .host_free = ocl_host_free,
     .event_create = ocl_event_create,
     .event_destroy = ocl_event_destroy,

@@ -1,0 +1,169 @@
+/* Large copies between pageable host memory and a GPU, through pinned staging blocks filled or emptied by several
+ * host threads while the device copies the block before (gpuws_buffer_write / _read and their _async forms).
+ *
+ * Why: a driver copies pageable memory through its own small pinned buffers on one thread, at a fraction of the
+ * bus (CUDA on the H200 host: 8.5 GB/s up, against about 55 GB/s from pinned memory), while one thread's memcpy
+ * moves 10 GB/s and several move 30-60 GB/s. Pinning costs too (about 0.65 ms a MiB on that host), so the blocks
+ * are the context's kept staging (gpuws__staging_take / _give, shared with the _host calls) and a transfer is
+ * staged only when it repays them: from STAGED_COLD bytes while the context keeps no blocks, from STAGED_WARM once it
+ * keeps them. The knob staged_copy_mib N stages from N MiB through blocks of min(N, 64) MiB on any device (tests
+ * use it to cut small transfers into many blocks on PoCL); 0 never stages. Where pinned memory cannot be had the
+ * copy goes straight. */
+#include "alloc.h"
+#include "backend.h"
+#include "driver_support.h"
+#include "errors.h"
+#include "objects.h"
+#include "threads.h"
+
+#include <string.h>
+
+#define BLOCK        ((size_t)64 << 20) /* the _host calls' staging size, so the kept blocks serve both */
+#define SLOTS        3
+#define COPY_THREADS 8
+#define COPY_MIN     ((size_t)4 << 20) /* bytes a copy thread gets at least */
+#define STAGED_COLD  ((size_t)1 << 30)
+#define STAGED_WARM  (2 * BLOCK)
+
+/* Blocks of BLOCK bytes the context keeps now (a take would find them without pinning). */
+static unsigned kept_blocks(gpuws_context *ctx)
+{
+    unsigned k = 0;
+    pthread_mutex_lock(&ctx->lock);
+    for (unsigned i = 0; i < ctx->nkept; i++) k += ctx->kept[i].bytes >= BLOCK && ctx->kept[i].bytes / 2 <= BLOCK;
+    pthread_mutex_unlock(&ctx->lock);
+    return k;
+}
+
+/* The block size a transfer of n bytes is staged through, 0 for a straight copy. */
+static size_t staged_block(gpuws_context *ctx, const void *host, size_t n)
+{
+    const int64_t knob = ctx->tuning.staged_copy_mib;
+    size_t from, block = BLOCK;
+    if (knob == 0) return 0;
+    if (knob > 0) {
+        from = (size_t)knob << 20;
+        block = from < BLOCK ? from : BLOCK;
+    } else {
+        if (ctx->info.type != GPUWS_DEVICE_GPU || ctx->info.unified_memory) return 0;
+        from = kept_blocks(ctx) >= SLOTS ? STAGED_WARM : STAGED_COLD;
+    }
+    if (n < from || (ctx->backend->host_pinned && ctx->backend->host_pinned(ctx, host, n))) return 0;
+    return block;
+}
+
+typedef struct {
+    const char *src;
+    char *dst;
+} copy_job;
+
+static void copy_part(void *arg, size_t part, size_t lo, size_t hi)
+{
+    (void)part;
+    const copy_job *j = arg;
+    memcpy(j->dst + lo, j->src + lo, hi - lo);
+}
+
+static void copy_threads(void *dst, const void *src, size_t n)
+{
+    size_t t = n / COPY_MIN, cpus = gpuws__cpu_count();
+    t = t < 1 ? 1 : t > COPY_THREADS ? COPY_THREADS : t;
+    if (t > cpus) t = cpus;
+    copy_job j = { src, dst };
+    gpuws__run_ranges(n, t, copy_part, &j);
+}
+
+typedef struct {
+    size_t block;
+    void *host[SLOTS];
+    size_t bytes[SLOTS];
+    gpuws_event *done[SLOTS];
+    int used;
+} slots;
+
+static gpuws_status slots_make(gpuws_context *ctx, size_t n, size_t block, slots *sl)
+{
+    memset(sl, 0, sizeof *sl);
+    const size_t need = (n + block - 1) / block;
+    sl->block = block;
+    sl->used = need < SLOTS ? (int)need : SLOTS;
+    gpuws_status st = GPUWS_OK;
+    for (int k = 0; k < sl->used && !st; k++)
+        if (!(st = gpuws__staging_take(ctx, block, &sl->host[k], &sl->bytes[k])))
+            st = gpuws_event_create(ctx, &sl->done[k]);
+    return st;
+}
+
+/* Waits for every slot's last copy (the blocks may be taken by another call once given back), then gives back. */
+static gpuws_status slots_free(gpuws_context *ctx, slots *sl, gpuws_status st)
+{
+    for (int k = 0; k < sl->used; k++) {
+        if (sl->done[k] && sl->done[k]->recorded) {
+            gpuws_status w = gpuws_event_synchronize(sl->done[k]);
+            if (!st) st = w;
+        }
+        gpuws_event_destroy(sl->done[k]);
+    }
+    /* a block whose copy failed may still be read by the device: never hand it to another call */
+    for (int k = 0; k < sl->used; k++)
+        if (st) gpuws_host_free(ctx, sl->host[k]);
+        else gpuws__staging_give(ctx, sl->host[k], sl->bytes[k]);
+    return st;
+}
+
+static gpuws_status staged_write(gpuws_stream *s, gpuws_buffer *dst, size_t off, const char *src, size_t n, slots *sl)
+{
+    const size_t block = sl->block;
+    gpuws_status st = GPUWS_OK;
+    for (size_t at = 0, i = 0; at < n && !st; at += block, i++) {
+        const int k = (int)(i % SLOTS);
+        const size_t len = n - at < block ? n - at : block;
+        if (sl->done[k]->recorded && (st = gpuws_event_synchronize(sl->done[k]))) break; /* its copy up is done */
+        copy_threads(sl->host[k], src + at, len); /* while the device copies the block before */
+        if (!(st = dst->ctx->backend->buffer_write(s, dst, off + at, sl->host[k], len, 0)))
+            st = gpuws_event_record(sl->done[k], s);
+    }
+    return st;
+}
+
+static gpuws_status staged_read(gpuws_stream *s, const gpuws_buffer *src, size_t off, char *dst, size_t n, slots *sl)
+{
+    const size_t block = sl->block, blocks = (n + block - 1) / block;
+    gpuws_status st = GPUWS_OK;
+    /* the device reads up to SLOTS blocks ahead of the host's copies out */
+    for (size_t i = 0; i < blocks + SLOTS && !st; i++) {
+        if (i >= SLOTS) { /* copy block b out of its slot, then read block i into it */
+            const size_t b = i - SLOTS, at = b * block, len = n - at < block ? n - at : block;
+            const int k = (int)(b % SLOTS);
+            if ((st = gpuws_event_synchronize(sl->done[k]))) break;
+            copy_threads(dst + at, sl->host[k], len);
+        }
+        if (i < blocks) {
+            const size_t at = i * block, len = n - at < block ? n - at : block;
+            const int k = (int)(i % SLOTS);
+            if (!(st = src->ctx->backend->buffer_read(s, src, off + at, sl->host[k], len, 0)))
+                st = gpuws_event_record(sl->done[k], s);
+        }
+    }
+    return st;
+}
+
+gpuws_status gpuws__write(gpuws_stream *s, gpuws_buffer *dst, size_t off, const void *src, size_t n, int blocking)
+{
+    gpuws_context *ctx = dst->ctx;
+    const size_t block = staged_block(ctx, src, n);
+    slots sl;
+    if (block && !slots_make(ctx, n, block, &sl)) return slots_free(ctx, &sl, staged_write(s, dst, off, src, n, &sl));
+    if (block) slots_free(ctx, &sl, GPUWS_OK); /* no pinned memory: straight */
+    return ctx->backend->buffer_write(s, dst, off, src, n, blocking);
+}
+
+gpuws_status gpuws__read(gpuws_stream *s, const gpuws_buffer *src, size_t off, void *dst, size_t n, int blocking)
+{
+    gpuws_context *ctx = src->ctx;
+    const size_t block = staged_block(ctx, dst, n);
+    slots sl;
+    if (block && !slots_make(ctx, n, block, &sl)) return slots_free(ctx, &sl, staged_read(s, src, off, dst, n, &sl));
+    if (block) slots_free(ctx, &sl, GPUWS_OK);
+    return ctx->backend->buffer_read(s, src, off, dst, n, blocking);
+}
