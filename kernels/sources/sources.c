@@ -8,7 +8,6 @@
 #include "sources_internal.h"
 
 #include "../../core/threads.h"
-#include "../measure/measure_ref.h"
 
 #include <float.h>
 #include <limits.h>
@@ -336,8 +335,9 @@ static gpuws_status pipeline_host(gpuws_context *ctx, const float *image, size_t
                             "(%zu bytes)",
                             5 * n);
     }
-    const size_t parts = n / ((size_t)1 << 22) + 1, cpus = gpuws__cpu_count();
-    gpuws__run_ranges(n, parts < cpus ? parts : cpus, threshold_range, &tj);
+    const unsigned threads = gpuws__threads_from_knob(ctx->tuning.find_sources_host_threads);
+    const size_t parts = n / ((size_t)1 << 22) + 1;
+    gpuws__run_ranges(n, parts < threads ? parts : threads, threshold_range, &tj);
     cat->ms_threshold = ms_since(&t0);
     size_t nl = 0;
     st = gpuws_label_host(ctx, width, height, tj.mask, 0, o->connectivity, lo, labels, &nl);
@@ -353,7 +353,11 @@ static gpuws_status pipeline_host(gpuws_context *ctx, const float *image, size_t
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources_host: %zu bytes for %zu measurements",
                             nl * sizeof *meas, nl);
     }
-    if (nl) gpuws_measure_ref(image, labels, width, height, nl, meas);
+    if (nl && (st = gpuws__measure_host(image, labels, width, height, nl, threads, meas))) {
+        gpuws__free(meas);
+        gpuws__free(labels);
+        return st;
+    }
     cat->ms_measure = ms_since(&t0);
     st = fill_sources(cat, meas, nl);
     gpuws__free(meas);
