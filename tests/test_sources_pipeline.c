@@ -438,7 +438,7 @@ Test(find_sources, host_pipeline_refuses_bad_arguments_without_a_catalog)
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 0, 4, NULL, NULL, &cat));
     TEST_FAILS(GPUWS_ERR_OVERFLOW, gpuws_find_sources_host(ctx, img, SIZE_MAX / 2, 4, NULL, NULL, &cat));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 4, 4, &bad, NULL, &cat));
-    cr_assert(strstr(gpuws_last_error(), "connectivity 6"), "%s", gpuws_last_error());
+    cr_assert(strstr(gpuws_last_error(), "find_sources_host: connectivity 6"), "%s", gpuws_last_error());
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, nan4, 2, 2, NULL, NULL, &cat));
     cr_assert(strstr(gpuws_last_error(), "NaN"), "%s", gpuws_last_error());
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 4, 4, NULL, NULL, &cat)); /* constant */
