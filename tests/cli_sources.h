@@ -4,7 +4,8 @@
  * file written (not even a temporary one) on bad input; exit 2 with usage on bad options. The suites, all of them
  * the Criterion suite cli_sources: test_cli_sources.c (the command, its methods, refused images, --filter files,
  * usage), test_cli_sources_fits.c (FITS input), test_cli_sources_outputs.c (world coordinates, the catalogues'
- * formats, --timings), test_cli_sources_many.c (many images) and test_cli_sources_phot.c (--phot-apertures). */
+ * formats, --timings), test_cli_sources_many.c (many images) and test_cli_sources_phot.c (--phot-apertures); and the
+ * suite cli_sources_host, test_cli_sources_host.c (--max-device-memory: the pipeline from host memory). */
 #ifndef GPUWS_TEST_CLI_SOURCES_H
 #define GPUWS_TEST_CLI_SOURCES_H
 

@@ -5,6 +5,7 @@
  * sources for recovery; the label reference and sums in double on the host for the catalogue's contents. */
 #include "support.h"
 #include "label/label_ref.h"
+#include "measure/measure_ref.h"
 #include "sources/sources_internal.h"
 
 #include <math.h>
@@ -437,11 +438,128 @@ Test(find_sources, host_pipeline_refuses_bad_arguments_without_a_catalog)
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 0, 4, NULL, NULL, &cat));
     TEST_FAILS(GPUWS_ERR_OVERFLOW, gpuws_find_sources_host(ctx, img, SIZE_MAX / 2, 4, NULL, NULL, &cat));
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 4, 4, &bad, NULL, &cat));
-    cr_assert(strstr(gpuws_last_error(), "connectivity 6"), "%s", gpuws_last_error());
+    cr_assert(strstr(gpuws_last_error(), "find_sources_host: connectivity 6"), "%s", gpuws_last_error());
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, nan4, 2, 2, NULL, NULL, &cat));
     cr_assert(strstr(gpuws_last_error(), "NaN"), "%s", gpuws_last_error());
     TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_host(ctx, img, 4, 4, NULL, NULL, &cat)); /* constant */
     cr_assert(strstr(gpuws_last_error(), "constant image"), "%s", gpuws_last_error());
     cr_assert_null(cat);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- the host pipeline's measurement on threads ------------------------------------------------------------------ */
+
+/* gpuws__measure_host against gpuws_measure_ref on small whole numbers, whose sums are exact in any order, so every
+ * field must be the same bits: labels of random blobs; comb A (one component through every block, entering each
+ * through its first row with many teeth) holding a NaN (its peak); comb B through every block, its peak value tied
+ * in blocks 2, 3 and 4 (the first in raster order wins); labels past num_labels (ignored); two labels without a
+ * pixel. Then, on values that are not whole numbers, comb B's sums are its blocks' sums (each in raster order)
+ * added in block order, bit for bit. For 1, 2 and 5 threads. */
+Test(find_sources, host_measurement_is_the_reference_on_any_thread_count)
+{
+    enum { W = 97, H = 700, R = 169 }; /* blocks of 169 rows: 5 of them, the last one short */
+    cr_assert_eq(gpuws__measure_host_block_rows(W), R);
+    float *img = malloc(W * H * sizeof *img), *frac = malloc(W * H * sizeof *frac);
+    uint8_t *mask = malloc(W * H);
+    int32_t *labels = malloc(W * H * sizeof *labels);
+    cr_assert(img && frac && mask && labels);
+    uint64_t s = 12345;
+    for (size_t i = 0; i < W * H; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        img[i] = (float)((s >> 33) % 16); /* ties everywhere */
+        frac[i] = img[i] + (float)((s >> 20) % 1000) / 1000.0f;
+        const size_t c = i % W;
+        mask[i] = (s >> 40) % 3 == 0 && !(c >= 40 && c < 56); /* a moat keeps the combs apart */
+    }
+    for (size_t r = 0; r < H; r++) mask[r * W] = mask[r * W + W - 1] = 1; /* the combs' spines ... */
+    for (size_t r = 0; r < H; r++)
+        for (size_t c = 0; c < 30; c++) mask[r * W + (r % 2 ? W - 1 - c : c)] = 1;     /* ... and their teeth */
+    for (size_t c = 0; c < W; c++) mask[169 * W + c] = mask[170 * W + c] = 0;          /* a gap inside the combs ... */
+    mask[169 * W] = mask[170 * W] = mask[169 * W + W - 1] = mask[170 * W + W - 1] = 1; /* ... bridged by the spines */
+    const size_t nl = gpuws_label_ref(mask, W, H, 8, labels);
+    const int32_t a = labels[0], b = labels[W - 1];
+    cr_assert(nl > 100 && a == 1 && b > 1, "%zu labels, comb A %d, comb B %d", nl, a, b);
+    img[600 * W] = NAN;
+    for (size_t i = 0; i < W * H; i++)
+        if (labels[i] == b) img[i] = 1;
+    img[400 * W + W - 1] = img[550 * W + W - 1] = img[680 * W + W - 1] = 20; /* blocks 2, 3, 4 */
+    labels[5] = (int32_t)nl + 3;                                             /* past num_labels: ignored by both */
+    labels[W * H - 1] = -1;
+    gpuws_source_measure *want = malloc((nl + 2) * sizeof *want), *got = malloc((nl + 2) * sizeof *got);
+    cr_assert(want && got);
+    gpuws_measure_ref(img, labels, W, H, nl + 2, want);
+    cr_assert(isnan(want[a - 1].peak) && want[b - 1].peak_row == 400, "the case is not what it means to be");
+    double sum = 0, row = 0, col = 0; /* comb B of frac: block sums in block order */
+    for (size_t b0 = 0; b0 < H; b0 += R) {
+        double bs = 0, br = 0, bc = 0;
+        for (size_t i = b0 * W; i < (b0 + R < H ? b0 + R : H) * W; i++)
+            if (labels[i] == b)
+                bs += frac[i], br += (double)frac[i] * (double)(i / W), bc += (double)frac[i] * (double)(i % W);
+        sum += bs, row += br, col += bc;
+    }
+    const unsigned threads[] = { 1, 2, 5 };
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+        memset(got, 0x5a, (nl + 2) * sizeof *got);
+        TEST_OK(gpuws__measure_host(img, labels, W, H, nl + 2, threads[t], got));
+        for (size_t k = 0; k < nl + 2; k++)
+            cr_assert(memcmp(&got[k], &want[k], sizeof *got) == 0,
+                      "%u threads: label %zu: sum %.17g/%.17g npix %lld/%lld peak %g/%g at (%lld, %lld)/(%lld, %lld)",
+                      threads[t], k + 1, got[k].sum, want[k].sum, (long long)got[k].npix, (long long)want[k].npix,
+                      got[k].peak, want[k].peak, (long long)got[k].peak_row, (long long)got[k].peak_col,
+                      (long long)want[k].peak_row, (long long)want[k].peak_col);
+        TEST_OK(gpuws__measure_host(frac, labels, W, H, nl + 2, threads[t], got));
+        const gpuws_source_measure *m = &got[b - 1];
+        cr_assert(m->sum == sum && m->row == row / sum && m->col == col / sum,
+                  "%u threads: comb B: sum %.17g, row %.17g, col %.17g; block sums in order give %.17g, %.17g, %.17g",
+                  threads[t], m->sum, m->row, m->col, sum, row / sum, col / sum);
+    }
+    free(img);
+    free(frac);
+    free(mask);
+    free(labels);
+    free(want);
+    free(got);
+}
+
+/* gpuws_find_sources_host with 1, 2 and 3 threads (knob find_sources_host_threads) on a sky whose sources cross the
+ * measurement's block borders: the same catalogue, bit for bit, and gpuws_find_sources' labels, counts and peaks
+ * with sums within the summation bounds (check_catalog_against_host). */
+Test(find_sources, host_pipeline_is_the_same_bits_on_any_thread_count)
+{
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
+    gpuws_sky_params p = gpuws_sky_defaults(512, 1536, 2031);
+    p.num_sources = 400; /* dense: many sources cross the borders every 64 rows */
+    gpuws_sky_source *src;
+    float *img = sky_host(&p, &src, NULL);
+    gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
+    o.want_labels = 1;
+    gpuws_catalog *dev = NULL, *host[3] = { NULL };
+    TEST_OK(gpuws_find_sources(ctx, img, p.width, p.height, &o, &dev));
+    static const char *const threads[] = { "1", "2", "3" };
+    for (int t = 0; t < 3; t++) {
+        test_tune(ctx, "find_sources_host_threads", threads[t]);
+        TEST_OK(gpuws_find_sources_host(ctx, img, p.width, p.height, &o, NULL, &host[t]));
+    }
+    const size_t rows = gpuws__measure_host_block_rows(p.width);
+    size_t crossing = 0;
+    for (size_t i = 0; i + p.width < p.width * p.height; i++)
+        crossing += (i / p.width + 1) % rows == 0 && dev->labels[i] && dev->labels[i] == dev->labels[i + p.width];
+    cr_assert(crossing > 20, "%zu pixels of a source above a block border: the case tests little", crossing);
+    for (int t = 0; t < 3; t++) {
+        const gpuws_catalog *h = host[t];
+        cr_assert_eq(h->num_sources, dev->num_sources, "%s threads: %zu sources, device %zu", threads[t],
+                     h->num_sources, dev->num_sources);
+        check_catalog_against_host(h, img, p.width, p.height, 4);
+        for (size_t k = 0; k < h->num_sources; k++) {
+            cr_assert_eq(h->sources[k].npix, dev->sources[k].npix, "%s threads: source %zu", threads[t], k + 1);
+            cr_assert_eq(h->sources[k].peak, dev->sources[k].peak, "%s threads: source %zu", threads[t], k + 1);
+        }
+        cr_assert(memcmp(h->sources, host[0]->sources, h->num_sources * sizeof *h->sources) == 0,
+                  "%s threads: the catalogue differs from one thread's", threads[t]);
+    }
+    for (int t = 0; t < 3; t++) gpuws_catalog_free(host[t]);
+    gpuws_catalog_free(dev);
+    free(img);
+    free(src);
     gpuws_context_destroy(ctx);
 }

@@ -15,8 +15,10 @@ static int run_demo(const sources_args *a)
     gpuws_sky_source *src = malloc((p.num_sources + 1) * sizeof *src);
     if (!src) return fprintf(stderr, "gpuws sources: out of memory\n"), 1;
     gpuws_sky_sources(&p, src);
-    gpuws_context *ctx;
-    if (tool_context(CMD, &ctx)) return free(src), 1;
+    sources_contexts c = { { NULL }, 0 };
+    gpuws_status st = gpuws_contexts_create(NULL, sizeof c.ctx / sizeof *c.ctx, c.ctx, &c.n);
+    if (st) return free(src), tool_fail(CMD, st);
+    gpuws_context *ctx = c.ctx[0];
     gpuws_device_info d;
     gpuws_backend_kind k;
     gpuws_context_get_device_info(ctx, &d);
@@ -30,16 +32,21 @@ static int run_demo(const sources_args *a)
     gpuws_buffer *img = NULL;
     gpuws_catalog *cat = NULL;
     float *host = NULL;
-    gpuws_status st = gpuws_buffer_create(ctx, n * sizeof(float), &img);
+    const int on_host = sources_use_host(a, p.width, p.height);
+    st = gpuws_buffer_create(ctx, n * sizeof(float), &img);
     if (!st) st = gpuws__sky_generate(NULL, &p, src, img);
-    if (!st) st = gpuws__find_sources_device(NULL, p.width, p.height, img, &a->o, &cat);
-    if (!st && a->out[OUT_OVERLAY]) { /* only the preview needs the pixels on the host */
+    if (!st && !on_host) st = gpuws__find_sources_device(NULL, p.width, p.height, img, &a->o, &cat);
+    if (!st && (on_host || a->out[OUT_OVERLAY])) { /* the host pipeline and the preview need the pixels there */
         if (!(host = malloc(n * sizeof *host))) st = GPUWS_ERR_OUT_OF_MEMORY;
         else st = gpuws_buffer_read(img, 0, host, n * sizeof *host);
     }
+    if (!st && on_host) {
+        gpuws_buffer_destroy(img), img = NULL; /* the labelling's device memory is the budget's alone */
+        st = sources_find_host(a, &c, host, p.width, p.height, &cat);
+    }
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
-        sources_print_workshop(cat, a);
+        sources_print_workshop(cat, a, on_host);
         gpuws_sky_match m;
         const double radius = 2.0, blend = 4 * p.beam_sigma;
         if (gpuws_sky_match_catalog(src, p.num_sources, cat->sources, cat->num_sources, radius, cat->threshold, blend,
@@ -68,7 +75,7 @@ static int run_demo(const sources_args *a)
     free(host);
     gpuws_catalog_free(cat);
     gpuws_buffer_destroy(img);
-    gpuws_context_destroy(ctx);
+    gpuws_contexts_destroy(c.ctx, c.n);
     free(src);
     return rc;
 }

@@ -59,6 +59,8 @@ typedef struct {
     int have_nsources;
     uint64_t seed;
     int connectivity;
+    uint64_t max_device_bytes; /* --max-device-memory; 0 = the device's free memory */
+    int max_device_given;      /* --max-device-memory given: the host pipeline (gpuws_find_sources_host) */
     gpuws_sources_options o;
     gpuws_sigma_clip_options clip; /* o.clip points here */
     extract_args x;
@@ -124,30 +126,46 @@ int extract_products(products *p, const gpuws_extract_catalog *cat, const phot_t
  * with the reason on stderr. t (NULL for none) gets each output's time. */
 int sources_write_outputs(const sources_args *a, const products *p, sources_times *t);
 
+/* The contexts of one run: ctx[0] runs every step on the device; the workshop's host pipeline shares its labelling
+ * bands between all of them (GPUWS_DEVICES; the extraction opens one). */
+typedef struct {
+    gpuws_context *ctx[64];
+    size_t n;
+} sources_contexts;
+
 /* The device started on a thread while a file is read (its reading child forked first: the child gets no copy of
  * a thread in the middle of the device's start). */
 typedef struct {
     pthread_t thread;
     int started; /* the thread runs */
-    gpuws_context *ctx;
+    int several; /* the devices of GPUWS_DEVICES (gpuws_contexts_create), else one */
+    sources_contexts c;
     gpuws_status st;
     char why[1024]; /* the thread's gpuws_last_error() */
     double ms;
 } sources_device;
-void sources_device_begin(sources_device *d);
-/* The context: the thread's, or one made now when no thread started; t->device and t->device_wait set. 0, or 1 with
- * the reason on stderr. */
-int sources_device_end(sources_device *d, gpuws_context **ctx, sources_times *t);
-/* The context is not wanted after all: the thread joined, its context destroyed. */
+void sources_device_begin(sources_device *d, const sources_args *a);
+/* The contexts: the thread's, or made now when no thread started; t->device and t->device_wait set. 0, or 1 with
+ * the reason on stderr. Destroy them with gpuws_contexts_destroy(c->ctx, c->n). */
+int sources_device_end(sources_device *d, sources_contexts *c, sources_times *t);
+/* The contexts are not wanted after all: the thread joined, its contexts destroyed. */
 void sources_device_abandon(sources_device *d);
 
 /* Reads one image (the device starting on a thread meanwhile), checks it, finds its sources and writes a's
  * outputs; start: tool_now_ms() at the command's start. 0, or 1 with the reason on stderr. */
 int sources_run_image(const sources_args *a, double start);
 /* The same for an image read already, on the context of many images. */
-int sources_run_read(const sources_args *a, const fits_image *img, gpuws_context *ctx, sources_times *t);
-/* The workshop's clipping, threshold, count and device times on stdout (an image's or the demo's). */
-void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a);
+int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t);
+/* The workshop's clipping, threshold, count and times on stdout (an image's or the demo's); host: the catalogue
+ * is gpuws_find_sources_host's, its times the host clock's. */
+void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int host);
+/* Whether the workshop's pipeline runs from host memory (gpuws_find_sources_host): --max-device-memory, or an
+ * image of 2^31 pixels or more, which gpuws_find_sources refuses. */
+int sources_use_host(const sources_args *a, size_t w, size_t h);
+/* gpuws_find_sources_host on host pixels, labelling in bands over c's devices within a's budget (a line per band on
+ * stderr once the run takes more than a second); a budget below one band fails before any work. */
+gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c, const float *px, size_t w, size_t h,
+                               gpuws_catalog **cat);
 /* What an IMAGE read from the command line asks of the reader. */
 fits_read_request sources_read_request(const sources_args *a);
 

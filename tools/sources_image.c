@@ -64,20 +64,26 @@ static void *make_context(void *p)
      * is put back */
     stack_t ss;
     const int saved = sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_ONSTACK);
-    d->st = gpuws_context_create(&d->ctx, NULL);
+    if (d->several) {
+        d->st = gpuws_contexts_create(NULL, sizeof d->c.ctx / sizeof *d->c.ctx, d->c.ctx, &d->c.n);
+    } else {
+        d->st = gpuws_context_create(&d->c.ctx[0], NULL);
+        d->c.n = !d->st;
+    }
     if (saved) sigaltstack(&ss, NULL);
     if (d->st) snprintf(d->why, sizeof d->why, "%s", gpuws_last_error());
     d->ms = tool_now_ms() - t0;
     return NULL;
 }
 
-void sources_device_begin(sources_device *d)
+void sources_device_begin(sources_device *d, const sources_args *a)
 {
     memset(d, 0, sizeof *d);
+    d->several = a->method == METHOD_WORKSHOP;
     d->started = pthread_create(&d->thread, NULL, make_context, d) == 0;
 }
 
-int sources_device_end(sources_device *d, gpuws_context **ctx, sources_times *t)
+int sources_device_end(sources_device *d, sources_contexts *c, sources_times *t)
 {
     const double t0 = tool_now_ms();
     if (d->started) pthread_join(d->thread, NULL);
@@ -85,7 +91,7 @@ int sources_device_end(sources_device *d, gpuws_context **ctx, sources_times *t)
     d->started = 0;
     t->device = d->ms, t->device_wait = tool_now_ms() - t0;
     if (d->st) return fprintf(stderr, "gpuws %s: %s: %s\n", CMD, gpuws_status_name(d->st), d->why), 1;
-    *ctx = d->ctx;
+    *c = d->c;
     return 0;
 }
 
@@ -93,7 +99,7 @@ void sources_device_abandon(sources_device *d)
 {
     if (!d->started) return;
     pthread_join(d->thread, NULL);
-    gpuws_context_destroy(d->ctx);
+    gpuws_contexts_destroy(d->c.ctx, d->c.n);
 }
 
 /* ---- the pixels ------------------------------------------------------------------------------------------------- */
@@ -159,7 +165,7 @@ static int refuse_image(const sources_args *a, const fits_image *img, const pixe
 
 /* ---- the workshop's pipeline ------------------------------------------------------------------------------------ */
 
-void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a)
+void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int host)
 {
     const gpuws_sigma_clip_result *c = &cat->clip;
     printf("sigma clipping (kappa %g): median %.6g, mean %.6g, std %.6g of %zu pixels after %d iteration%s%s\n",
@@ -170,11 +176,49 @@ void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a)
                a->o.threshold_sigma);
     else printf("threshold: %.6g (absolute)\n", cat->threshold);
     printf("sources: %zu (%d-connectivity)\n", cat->num_sources, a->o.connectivity);
-    printf(
-        "times (ms, device events): upload %.3f  clip %.3f  threshold %.3f  label %.3f  measure %.3f  download %.3f  "
-        "total %.3f\n",
-        cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_download,
-        cat->ms_total);
+    if (host)
+        printf("times (ms, host clock): clip %.3f  threshold %.3f  label %.3f  measure %.3f  total %.3f\n",
+               cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_total);
+    else
+        printf("times (ms, device events): upload %.3f  clip %.3f  threshold %.3f  label %.3f  measure %.3f  "
+               "download %.3f  total %.3f\n",
+               cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_download,
+               cat->ms_total);
+}
+
+int sources_use_host(const sources_args *a, size_t w, size_t h) { return a->max_device_given || w * h > INT32_MAX; }
+
+typedef struct {
+    double t0;
+    int shown;
+} band_progress;
+
+/* A line per band once the run has taken more than a second (short runs stay quiet), as gpuws label's. */
+static void on_band(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done, size_t rows)
+{
+    band_progress *p = user;
+    if (!p->shown && tool_now_ms() - p->t0 < 1000.0) return;
+    p->shown = 1;
+    fprintf(stderr, "gpuws sources: labelling pass %d of %d: band %zu of %zu done (%zu of %zu rows)\n", pass, passes,
+            band + 1, bands, rows_done, rows);
+}
+
+gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c, const float *px, size_t w, size_t h,
+                               gpuws_catalog **cat)
+{
+    *cat = NULL;
+    gpuws_label_host_options lo = GPUWS_LABEL_HOST_OPTIONS_INIT;
+    lo.max_device_bytes = a->max_device_bytes;
+    lo.more_contexts = c->ctx + 1, lo.num_more_contexts = c->n - 1;
+    band_progress progress = { tool_now_ms(), 0 };
+    lo.progress = on_band, lo.progress_user = &progress;
+    size_t rows = 0, bands = 0;
+    gpuws_status st = gpuws_label_host_bands(c->ctx[0], w, h, &lo, &rows, &bands); /* a budget below one band */
+    if (st) return st;
+    if (bands > 1)
+        fprintf(stderr, "gpuws sources: labelling through %zu device%s in %zu bands of up to %zu of %zu rows\n", c->n,
+                c->n == 1 ? "" : "s", bands, rows, h);
+    return gpuws_find_sources_host(c->ctx[0], px, w, h, &a->o, &lo, cat);
 }
 
 static void print_brightest(const gpuws_catalog *cat)
@@ -203,7 +247,7 @@ static double timed_products(products *p, const fits_image *img, sky_wcs **wcs, 
     return tool_now_ms() - t0;
 }
 
-static int run_workshop(const sources_args *a, const fits_image *img, gpuws_context *ctx, sources_times *t)
+static int run_workshop(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t)
 {
     char why[300] = "", bunit[72];
     sky_wcs *wcs;
@@ -213,11 +257,13 @@ static int run_workshop(const sources_args *a, const fits_image *img, gpuws_cont
     p.image = img->data;
     gpuws_catalog *cat;
     t0 = tool_now_ms();
-    gpuws_status st = gpuws_find_sources(ctx, img->data, img->width, img->height, &a->o, &cat);
+    const int host = sources_use_host(a, img->width, img->height);
+    gpuws_status st = host ? sources_find_host(a, c, img->data, img->width, img->height, &cat)
+                           : gpuws_find_sources(c->ctx[0], img->data, img->width, img->height, &a->o, &cat);
     t->find = tool_now_ms() - t0;
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
-        sources_print_workshop(cat, a);
+        sources_print_workshop(cat, a, host);
         print_brightest(cat);
         workshop_title(&p, a, cat->num_sources);
         t0 = tool_now_ms();
@@ -373,9 +419,10 @@ static int check_image(const sources_args *a, const fits_image *img, pixel_scan 
 }
 
 /* The image's report and its method on the device. */
-static int find(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
+static int find(const sources_args *a, const fits_image *img, const pixel_scan *scan, const sources_contexts *c,
                 sources_times *t)
 {
+    gpuws_context *ctx = c->ctx[0];
     gpuws_device_info d;
     gpuws_backend_kind k;
     gpuws_context_get_device_info(ctx, &d);
@@ -385,7 +432,7 @@ static int find(const sources_args *a, const fits_image *img, const pixel_scan *
     printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img->hdu, plane,
            img->width, img->height, img->bitpix, scan->blanks, scan->infinite);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
-    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t) : run_workshop(a, img, ctx, t);
+    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t) : run_workshop(a, img, c, t);
 }
 
 int sources_run_image(const sources_args *a, double start)
@@ -400,8 +447,8 @@ int sources_run_image(const sources_args *a, double start)
     double t0 = tool_now_ms();
     fits_read_start(&reading, a->image, 0, &req);
     sources_device dev; /* not for a file that cannot be read (a missing one, a directory): it would go unused */
-    if (regular) sources_device_begin(&dev);
-    else memset(&dev, 0, sizeof dev);
+    if (regular) sources_device_begin(&dev, a);
+    else memset(&dev, 0, sizeof dev), dev.several = a->method == METHOD_WORKSHOP;
     fits_image img;
     char err[4400];
     if (fits_read_finish(&reading, &img, err, sizeof err)) {
@@ -410,23 +457,23 @@ int sources_run_image(const sources_args *a, double start)
     }
     t.read = tool_now_ms() - t0;
     pixel_scan scan = { 0, 0, NULL };
-    gpuws_context *ctx = NULL;
+    sources_contexts c = { { NULL }, 0 };
     int rc = check_image(a, &img, &scan, &t);
     if (rc) sources_device_abandon(&dev);
-    else rc = sources_device_end(&dev, &ctx, &t);
-    if (!rc) rc = find(a, &img, &scan, ctx, &t);
+    else rc = sources_device_end(&dev, &c, &t);
+    if (!rc) rc = find(a, &img, &scan, &c, &t);
     if (!rc && a->timings) sources_times_print(&t, a->image);
-    gpuws_context_destroy(ctx);
+    gpuws_contexts_destroy(c.ctx, c.n);
     free(scan.mask);
     fits_image_free(&img);
     return rc;
 }
 
-int sources_run_read(const sources_args *a, const fits_image *img, gpuws_context *ctx, sources_times *t)
+int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t)
 {
     pixel_scan scan = { 0, 0, NULL };
     int rc = check_image(a, img, &scan, t);
-    if (!rc) rc = find(a, img, &scan, ctx, t);
+    if (!rc) rc = find(a, img, &scan, c, t);
     if (!rc && a->timings) sources_times_print(t, a->image);
     free(scan.mask);
     return rc;

@@ -48,6 +48,12 @@ static void usage(FILE *f)
         "  --kappa K              clipping at K clipped stds from the median (default 3)\n"
         "  --threshold S          detect pixels above S x the clipped std (default 5; no median added)\n"
         "  --threshold-abs T      detect pixels above the value T instead (as SExtractor's ABSOLUTE)\n"
+        "  --max-device-memory SIZE  the pipeline from host memory (gpuws_find_sources_host: the clipping, the\n"
+        "                         threshold and the measurement on the host's cores, the labelling on the device in\n"
+        "                         bands of rows when the mask and labels exceed SIZE: bytes, or with K, M, G or T:\n"
+        "                         512M; 0 = the device's free memory), the bands shared between the devices\n"
+        "                         GPUWS_DEVICES names (all, or 0,1,...), a line per band on stderr once a run takes\n"
+        "                         more than a second; images of 2^31 pixels or more always take this path\n"
         "  --demo                 no IMAGE: a synthetic sky made on the device (noise sigma 1e-3, Gaussian beams\n"
         "                         of sigma 1.7 px, peaks log-uniform in 5e-3..1e-1), scored against what was injected\n"
         "  --size N               demo image N x N, N from 16 to 46340 (default 2048); --seed S from 0 to\n"
@@ -295,6 +301,12 @@ int sources_parse(int argc, char **argv, sources_args *a)
         } else if (!strcmp(o, "--threshold-abs")) {
             if (tool_real(&t, o, v, false, &d)) return 2;
             a->o.threshold_abs = d, have_abs = 1, i++, ONLY(workshop_only);
+        } else if (!strcmp(o, "--max-device-memory")) {
+            if (!v || tool_parse_bytes(v, &a->max_device_bytes)) /* gpuws label's sizes and message */
+                return tool_usage_error(&t, "--max-device-memory needs a size in bytes (512M, 2G, 1048576), not '%s'",
+                                        v ? v : ""),
+                       2;
+            a->max_device_given = 1, i++, ONLY(workshop_only);
         } else if (!strcmp(o, "--connectivity")) {
             if (!v || (strcmp(v, "4") && strcmp(v, "8")))
                 return fprintf(stderr, "gpuws sources: --connectivity is 4 or 8\n"), 2;
@@ -407,9 +419,10 @@ int sources_parse(int argc, char **argv, sources_args *a)
     if (!explicit) a->method = a->demo ? METHOD_WORKSHOP : METHOD_EXTRACT;
     const char *wrong = a->method == METHOD_EXTRACT ? workshop_only : extract_only;
     if (wrong)
-        return fprintf(stderr, "gpuws sources: %s applies to --method %s only%s\n", wrong,
+        return fprintf(stderr, "gpuws sources: %s applies to --method %s only%s%s\n", wrong,
                        a->method == METHOD_EXTRACT ? "workshop" : "extract",
-                       explicit || a->demo ? "" : " (the default method is extract)"),
+                       explicit || a->demo ? "" : " (the default method is extract)",
+                       strcmp(wrong, "--max-device-memory") ? "" : "; the extraction does not run out of core yet"),
                2;
     if (!a->connectivity) a->connectivity = a->method == METHOD_EXTRACT ? 8 : 4;
     a->o.connectivity = a->connectivity;

@@ -11,26 +11,7 @@ void gpuws_measure_ref(const float *data, const int32_t *labels, size_t width, s
         for (size_t c = 0; c < width; c++, i++) {
             const int32_t l = labels[i];
             if (l < 1 || (size_t)l > num_labels) continue;
-            gpuws_source_measure *m = &out[l - 1];
-            const double d = (double)data[i];
-            m->sum += d;
-            m->row += d * (double)r;
-            m->col += d * (double)c;
-            const bool better = m->npix == 0 || (!isnan(m->peak) && (isnan(d) || d > m->peak));
-            if (better) {
-                m->peak = d;
-                m->peak_row = (int64_t)r;
-                m->peak_col = (int64_t)c;
-            }
-            m->npix++;
+            gpuws_measure_ref_add(&out[l - 1], (double)data[i], r, c);
         }
-    for (size_t k = 0; k < num_labels; k++) {
-        gpuws_source_measure *m = &out[k];
-        if (m->sum != 0.0) {
-            m->row /= m->sum;
-            m->col /= m->sum;
-        } else {
-            m->row = m->col = NAN;
-        }
-    }
+    for (size_t k = 0; k < num_labels; k++) gpuws_measure_ref_centre(&out[k]);
 }

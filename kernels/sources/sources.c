@@ -8,12 +8,12 @@
 #include "sources_internal.h"
 
 #include "../../core/threads.h"
-#include "../measure/measure_ref.h"
 
 #include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,49 +29,63 @@ typedef struct {
     gpuws_sigma_clip_options clip;
 } sources_options;
 
-static gpuws_status read_options(const gpuws_sources_options *in, sources_options *r)
+/* The options, read and checked; `name` (find_sources, find_sources_host) begins the messages. */
+static gpuws_status read_options(const char *name, const gpuws_sources_options *in, sources_options *r)
 {
     r->o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
     r->clip = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
-    gpuws_status st = gpuws__options_read(in, &r->o, sizeof r->o, GPUWS__SOURCES_OPTIONS_BASE, "find_sources: options");
-    if (!st)
-        st = gpuws__options_read(r->o.clip, &r->clip, sizeof r->clip, GPUWS__SIGMA_CLIP_OPTIONS_BASE,
-                                 "find_sources: options.clip");
+    char what[64];
+    snprintf(what, sizeof what, "%s: options", name);
+    gpuws_status st = gpuws__options_read(in, &r->o, sizeof r->o, GPUWS__SOURCES_OPTIONS_BASE, what);
+    snprintf(what, sizeof what, "%s: options.clip", name);
+    if (!st) st = gpuws__options_read(r->o.clip, &r->clip, sizeof r->clip, GPUWS__SIGMA_CLIP_OPTIONS_BASE, what);
     r->o.clip = &r->clip;
-    return st;
-}
-
-static gpuws_status check_options(const gpuws_sources_options *o)
-{
+    const gpuws_sources_options *o = &r->o;
+    if (st) return st;
     if (!(o->clip->kappa > 0) || !isfinite(o->clip->kappa))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: clip.kappa = %g; it must be finite and > 0",
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: clip.kappa = %g; it must be finite and > 0", name,
                             o->clip->kappa);
     if (o->clip->max_iterations < 1)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: clip.max_iterations = %d; it must be >= 1",
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: clip.max_iterations = %d; it must be >= 1", name,
                             o->clip->max_iterations);
     if (o->connectivity != 4 && o->connectivity != 8)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: connectivity %d is not 4 or 8", o->connectivity);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: connectivity %d is not 4 or 8", name, o->connectivity);
     if (isinf(o->threshold_abs))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                            "find_sources: threshold_abs is infinite (NaN selects threshold_sigma)");
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: threshold_abs is infinite (NaN selects threshold_sigma)",
+                            name);
     if (isnan(o->threshold_abs) && (!(o->threshold_sigma > 0) || !isfinite(o->threshold_sigma)))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: threshold_sigma = %g; it must be finite and > 0",
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: threshold_sigma = %g; it must be finite and > 0", name,
                             o->threshold_sigma);
     return GPUWS_OK;
 }
 
-/* width * height pixels, f32 bytes, within the int32 labels' range. */
-static gpuws_status check_size(size_t width, size_t height, size_t *n)
+/* width * height pixels of `per_pixel` bytes within size_t; in_core: also within the int32 labels' range of the
+ * device steps (the host pipeline's labelling has 64-bit pixel indices). */
+static gpuws_status check_size(const char *name, size_t width, size_t height, size_t per_pixel, bool in_core, size_t *n)
 {
     if (width == 0 || height == 0)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: the image is %zu x %zu: no pixels", width,
-                            height);
-    if (gpuws__mul_overflows(width, height, n) || *n > SIZE_MAX / sizeof(float))
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "find_sources: %zu x %zu pixels overflow size_t", width, height);
-    if (*n > INT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "find_sources: %zu pixels; labels are int32, so at most 2^31 - 1",
-                            *n);
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the image is %zu x %zu: no pixels", name, width, height);
+    if (gpuws__mul_overflows(width, height, n) || *n > SIZE_MAX / per_pixel)
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: %zu x %zu pixels overflow size_t", name, width, height);
+    if (in_core && *n > INT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu pixels; labels are int32, so at most 2^31 - 1", name, *n);
     return GPUWS_OK;
+}
+
+/* What gpuws_find_sources and gpuws_find_sources_host check, in this order, before any work: the catalogue pointer
+ * (then set NULL), the context, the image, its size (in_core: within the int32 labels; else 8 bytes a pixel, of the
+ * image, mask and labels, within size_t), the options (into *so). */
+static gpuws_status check_call(const char *name, gpuws_context *ctx, const float *image, size_t width, size_t height,
+                               bool in_core, const gpuws_sources_options *options, sources_options *so,
+                               gpuws_catalog **catalog, size_t *n)
+{
+    if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: argument 'catalog' is NULL", name);
+    *catalog = NULL;
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    if (!image) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: argument 'image' is NULL", name);
+    if ((st = check_size(name, width, height, in_core ? sizeof(float) : 8, in_core, n))) return st;
+    return read_options(name, options, so);
 }
 
 void gpuws_catalog_free(gpuws_catalog *c)
@@ -252,19 +266,12 @@ gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t w
                                 const gpuws_sources_options *options, gpuws_catalog **catalog)
 {
     GPUWS__CLAIM(claim);
-    if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'catalog' is NULL");
-    *catalog = NULL;
-    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
-    if (st) return st;
-    if (!image) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: argument 'image' is NULL");
     sources_options so;
-    const gpuws_sources_options *o = &so.o;
     size_t n = 0;
     gpuws_stream *s = NULL; /* the default stream */
-    if ((st = check_size(width, height, &n)) || (st = read_options(options, &so)) || (st = check_options(o)) ||
-        (st = gpuws__driver_stream(ctx, &s, &claim, "find_sources")))
-        return st;
-    return run(s, image, NULL, width, height, o, catalog);
+    gpuws_status st = check_call("find_sources", ctx, image, width, height, true, options, &so, catalog, &n);
+    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "find_sources"))) return st;
+    return run(s, image, NULL, width, height, &so.o, catalog);
 }
 
 gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
@@ -279,7 +286,8 @@ gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t he
     sources_options so;
     const gpuws_sources_options *o = &so.o;
     size_t n = 0;
-    if ((st = check_size(width, height, &n)) || (st = read_options(options, &so)) || (st = check_options(o)) ||
+    if ((st = check_size("find_sources", width, height, sizeof(float), true, &n)) ||
+        (st = read_options("find_sources", options, &so)) ||
         (st = gpuws__check_array(ctx, image, "image", n, sizeof(float))))
         return st;
     return run(s, NULL, image, width, height, o, catalog);
@@ -336,8 +344,9 @@ static gpuws_status pipeline_host(gpuws_context *ctx, const float *image, size_t
                             "(%zu bytes)",
                             5 * n);
     }
-    const size_t parts = n / ((size_t)1 << 22) + 1, cpus = gpuws__cpu_count();
-    gpuws__run_ranges(n, parts < cpus ? parts : cpus, threshold_range, &tj);
+    const unsigned threads = gpuws__threads_from_knob(ctx->tuning.find_sources_host_threads);
+    const size_t parts = n / ((size_t)1 << 22) + 1;
+    gpuws__run_ranges(n, parts < threads ? parts : threads, threshold_range, &tj);
     cat->ms_threshold = ms_since(&t0);
     size_t nl = 0;
     st = gpuws_label_host(ctx, width, height, tj.mask, 0, o->connectivity, lo, labels, &nl);
@@ -353,7 +362,11 @@ static gpuws_status pipeline_host(gpuws_context *ctx, const float *image, size_t
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources_host: %zu bytes for %zu measurements",
                             nl * sizeof *meas, nl);
     }
-    if (nl) gpuws_measure_ref(image, labels, width, height, nl, meas);
+    if (nl && (st = gpuws__measure_host(image, labels, width, height, nl, threads, meas))) {
+        gpuws__free(meas);
+        gpuws__free(labels);
+        return st;
+    }
     cat->ms_measure = ms_since(&t0);
     st = fill_sources(cat, meas, nl);
     gpuws__free(meas);
@@ -367,20 +380,11 @@ gpuws_status gpuws_find_sources_host(gpuws_context *ctx, const float *image, siz
                                      const gpuws_sources_options *options,
                                      const gpuws_label_host_options *label_options, gpuws_catalog **catalog)
 {
-    if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_host: argument 'catalog' is NULL");
-    *catalog = NULL;
-    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
-    if (st) return st;
-    if (!image) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_host: argument 'image' is NULL");
     sources_options so;
     const gpuws_sources_options *o = &so.o;
     size_t n = 0;
-    if (width == 0 || height == 0)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_host: the image is %zu x %zu: no pixels", width,
-                            height);
-    if (gpuws__mul_overflows(width, height, &n) || n > SIZE_MAX / 8)
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "find_sources_host: %zu x %zu pixels overflow size_t", width, height);
-    if ((st = read_options(options, &so)) || (st = check_options(o))) return st;
+    gpuws_status st = check_call("find_sources_host", ctx, image, width, height, false, options, &so, catalog, &n);
+    if (st) return st;
     gpuws_catalog *cat = gpuws__calloc(1, sizeof *cat);
     if (!cat) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources_host: the catalogue (%zu bytes)", sizeof *cat);
     if ((st = pipeline_host(ctx, image, width, height, o, label_options, cat))) {

@@ -219,12 +219,14 @@ GPUWS_API void gpuws_catalog_free(gpuws_catalog *catalog);
 /* gpuws_find_sources from host memory, for images of any size (more than 2^31 pixels too; docs/scale.md): κ-σ
  * clipping with gpuws_sigma_clip_host (exact, on the host's cores), the threshold on the host's cores into a mask,
  * the labelling with gpuws_label_host (its budget, devices and progress from label_options; NULL = its defaults:
- * in-core when the mask and labels fit the device, else in bands), and the measurement in one pass
- * in raster order on the host (gpuws_measure's reference). The catalogue is gpuws_find_sources' on the CPU
- * backend, with clip.count, clip.median and the labels the same and clip.mean, clip.std (so the threshold) within a
- * few ulps (gpuws_sigma_clip_host's exact sums); on a GPU backend the same within the measurement's bounds. The
- * ms_* times are the host clock's (ms_upload, ms_download 0). Host memory: 5 bytes a pixel (mask, labels) beside
- * the image. Errors as gpuws_find_sources' (no 2^31-pixel limit) and gpuws_label_host's. */
+ * in-core when the mask and labels fit the device, else in bands), and the measurement on the host's cores (tuning
+ * knob find_sources_host_threads), in blocks of rows whose partial sums are added in block order: the catalogue
+ * is the same bits for any thread count and any banding. Compared with gpuws_find_sources (any backend):
+ * clip.count, clip.median, the labels, npix and the peaks the same; clip.mean, clip.std (so the threshold) within a
+ * few ulps (gpuws_sigma_clip_host's exact sums); flux and centres within the measurement's summation bounds (the
+ * same additions in another order). The ms_* times are the host clock's (ms_upload, ms_download 0). Host memory:
+ * 5 bytes a pixel (mask, labels) beside the image, and the measurement's partial sums (a few bytes a column per
+ * thread). Errors as gpuws_find_sources' (no 2^31-pixel limit) and gpuws_label_host's. */
 GPUWS_API gpuws_status gpuws_find_sources_host(gpuws_context *ctx, const float *image, size_t width, size_t height,
                                                const gpuws_sources_options *options,
                                                const gpuws_label_host_options *label_options, gpuws_catalog **catalog);

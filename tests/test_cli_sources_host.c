@@ -1,0 +1,145 @@
+/* `gpuws sources --method workshop --max-device-memory SIZE` (see cli_sources.h): the pipeline from host memory
+ * (gpuws_find_sources_host), its labelling in bands of rows through the device, over two contexts of one device with
+ * GPUWS_DEVICES=0,0, gives the outputs of the in-core run.
+ *
+ * What is compared: the labels FITS file byte for byte (the same labels, the same header); the CSV catalogue byte for
+ * byte, which prints id, npix (the same integers), x and y with 6 decimals and flux and peak with 9 significant
+ * digits: the host sums the same pixels in another order (a few ulps of a double apart) and its κσ's mean and std
+ * may differ from the device's in the last ulps, neither of which reaches the printed digits (nor the float
+ * threshold the mask is cut at) short of a value within 1e-16 of a rounding boundary; the DS9 regions byte for byte
+ * (the same circles and title). The clipping line on stdout prints the mean and std with 6 digits: the same too. */
+#include "cli_sources.h"
+
+#ifdef HAVE_FITSIO_H
+/* stdout's line that starts with `prefix` (a copy, malloc'd), or NULL. */
+static char *line_of(const char *text, const char *prefix)
+{
+    const char *s = strstr(text, prefix);
+    if (!s) return NULL;
+    const size_t n = strcspn(s, "\n");
+    char *l = malloc(n + 1);
+    cr_assert(l);
+    memcpy(l, s, n);
+    l[n] = 0;
+    return l;
+}
+
+/* The in-core run's files, then the host pipeline's with budget (and env set while it runs), compared as above;
+ * stderr must say the labelling went in bands through `devices` devices. input: 6 arguments, NULL after the last. */
+static void expect_host_run_is_in_core_run(cli_run *r, gpuws_backend_kind kind, const char *budget, const char *env,
+                                           const char *devices, const char *const *input)
+{
+    run_cli(r, kind, "--catalog", "core.csv", "--labels", "core.labels.fits", "--regions", "core.reg", input[0],
+            input[1], input[2], input[3], input[4], input[5], NULL);
+    cr_assert_eq(r->status, 0, "in-core: exit %d; stderr: %s", r->status, r->stderr_text);
+    cr_assert(strstr(r->stdout_text, "times (ms, device events)"), "%s", r->stdout_text);
+    char *clip = line_of(r->stdout_text, "sigma clipping"), *sources = line_of(r->stdout_text, "sources: ");
+    cr_assert(clip && sources, "%s", r->stdout_text);
+    if (env) putenv((char *)env);
+    run_cli(r, kind, "--catalog", "host.csv", "--labels", "host.labels.fits", "--regions", "host.reg",
+            "--max-device-memory", budget, input[0], input[1], input[2], input[3], input[4], input[5], NULL);
+    if (env) unsetenv("GPUWS_DEVICES");
+    cr_assert_eq(r->status, 0, "host: exit %d; stderr: %s", r->status, r->stderr_text);
+    cr_assert(strstr(r->stdout_text, "times (ms, host clock)"), "%s", r->stdout_text);
+    char want[64];
+    snprintf(want, sizeof want, "labelling through %s", devices);
+    cr_assert(strstr(r->stderr_text, want) && strstr(r->stderr_text, " bands of up to "),
+              "stderr does not say '%s ... bands': %s", want, r->stderr_text);
+    char *clip2 = line_of(r->stdout_text, "sigma clipping"), *sources2 = line_of(r->stdout_text, "sources: ");
+    cr_assert(clip2 && sources2 && !strcmp(clip, clip2) && !strcmp(sources, sources2), "in-core:\n%s\n%s\nhost:\n%s",
+              clip, sources, r->stdout_text);
+    static const char *const pairs[][2] = { { "core.csv", "host.csv" },
+                                            { "core.labels.fits", "host.labels.fits" },
+                                            { "core.reg", "host.reg" } };
+    for (size_t k = 0; k < 3; k++) {
+        char a[600], b[600];
+        path_in(r, pairs[k][0], a, sizeof a);
+        path_in(r, pairs[k][1], b, sizeof b);
+        if (k == 1) {
+            char *x = NULL, *y = NULL;
+            size_t nx = 0, ny = 0;
+            FILE *f = fopen(a, "rb"), *g = fopen(b, "rb");
+            cr_assert(f && g);
+            x = malloc(1 << 22), y = malloc(1 << 22);
+            cr_assert(x && y);
+            nx = fread(x, 1, 1 << 22, f), ny = fread(y, 1, 1 << 22, g);
+            fclose(f), fclose(g);
+            cr_assert(nx > 2880 && nx == ny && !memcmp(x, y, nx), "%s and %s differ", a, b);
+            free(x), free(y);
+        } else {
+            assert_same_file(a, b);
+        }
+    }
+    free(clip), free(sources), free(clip2), free(sources2);
+}
+
+/* A sky of 160 x 640 pixels, 16 sources: the labels (5 bytes a pixel, 512 KB) in bands of a few dozen rows. */
+BACKEND_TEST(cli_sources_host, out_of_core_workshop_gives_the_in_core_outputs)
+{
+    cli_run r;
+    setup(&r, *kind);
+    write_sky(&r, "sky.fits", 160, 640, 77, 16);
+    const char *const input[6] = { "sky.fits", "--method", "workshop", "--timings" };
+    expect_host_run_is_in_core_run(&r, *kind, "96K", NULL, "1 device", input);
+    teardown(&r);
+}
+
+/* The same with the bands shared between two contexts of one device. */
+BACKEND_TEST(cli_sources_host, two_contexts_give_the_in_core_outputs)
+{
+    cli_run r;
+    setup(&r, *kind);
+    write_sky(&r, "sky.fits", 160, 640, 78, 16);
+    const char *const input[6] = { "sky.fits", "--method", "workshop", "--connectivity", "8" };
+    expect_host_run_is_in_core_run(&r, *kind, "96K", "GPUWS_DEVICES=0,0", "2 devices", input);
+    teardown(&r);
+}
+
+/* --demo reads its sky back from the device for the host pipeline. */
+BACKEND_TEST(cli_sources_host, demo_out_of_core_gives_the_in_core_outputs)
+{
+    cli_run r;
+    setup(&r, *kind);
+    const char *const input[6] = { "--demo", "--size", "384", "--seed", "5" };
+    expect_host_run_is_in_core_run(&r, *kind, "160K", NULL, "1 device", input);
+    teardown(&r);
+}
+#endif
+
+/* Usage errors (exit 2, a message naming the problem): a size that is not one, and the option with the extraction,
+ * which does not run out of core. */
+BACKEND_TEST(cli_sources_host, bad_budget_or_method_is_a_usage_error)
+{
+    cli_run r;
+    setup(&r, *kind);
+    run_cli(&r, *kind, "--demo", "--max-device-memory", "12Q", NULL);
+    cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stderr_text, "--max-device-memory needs a size in bytes (512M, 2G, 1048576), not '12Q'"), "%s",
+              r.stderr_text);
+    run_cli(&r, *kind, "--demo", "--max-device-memory", NULL);
+    cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.stderr_text);
+    run_cli(&r, *kind, "sky.fits", "--method", "extract", "--max-device-memory", "1G", NULL);
+    cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stderr_text, "--max-device-memory applies to --method workshop only; the extraction does not "
+                                    "run out of core yet"),
+              "%s", r.stderr_text);
+    run_cli(&r, *kind, "sky.fits", "--max-device-memory", "1G", NULL); /* the default method */
+    cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stderr_text, "(the default method is extract); the extraction does not run out of core yet"),
+              "%s", r.stderr_text);
+    cr_assert_eq(count_files_except(&r, NULL), 0, "files were left behind");
+    teardown(&r);
+}
+
+#ifdef HAVE_FITSIO_H
+/* A budget below one band of one row: exit 1 before any work, the minimum named, nothing written. */
+BACKEND_TEST(cli_sources_host, budget_below_one_row_is_refused)
+{
+    cli_run r;
+    setup(&r, *kind);
+    write_sky(&r, "sky.fits", 160, 640, 79, 4);
+    run_cli(&r, *kind, "sky.fits", "--method", "workshop", "--catalog", "cat.csv", "--max-device-memory", "100", NULL);
+    assert_refused(&r, "sky.fits", "too small: one band of one row");
+    teardown(&r);
+}
+#endif
