@@ -1,6 +1,6 @@
 /* `gpuws sources --method workshop --max-device-memory SIZE` (see cli_sources.h): the pipeline from host memory
  * (gpuws_find_sources_host), its labelling in bands of rows through the device, over two contexts of one device with
- * GPUWS_DEVICES=0,0, gives the outputs of the in-core run.
+ * GPUWS_DEVICE=0,0, gives the outputs of the in-core run.
  *
  * What is compared: the labels FITS file byte for byte (the same labels, the same header); the CSV catalogue byte for
  * byte, which prints id, npix (the same integers), x and y with 6 decimals and flux and peak with 9 significant
@@ -38,7 +38,7 @@ static void expect_host_run_is_in_core_run(cli_run *r, gpuws_backend_kind kind, 
     if (env) putenv((char *)env);
     run_cli(r, kind, "--catalog", "host.csv", "--labels", "host.labels.fits", "--regions", "host.reg",
             "--max-device-memory", budget, input[0], input[1], input[2], input[3], input[4], input[5], NULL);
-    if (env) unsetenv("GPUWS_DEVICES");
+    if (env) unsetenv("GPUWS_DEVICE");
     cr_assert_eq(r->status, 0, "host: exit %d; stderr: %s", r->status, r->stderr_text);
     cr_assert(strstr(r->stdout_text, "times (ms, host clock)"), "%s", r->stdout_text);
     char want[64];
@@ -91,7 +91,7 @@ BACKEND_TEST(cli_sources_host, two_contexts_give_the_in_core_outputs)
     setup(&r, *kind);
     write_sky(&r, "sky.fits", 160, 640, 78, 16);
     const char *const input[6] = { "sky.fits", "--method", "workshop", "--connectivity", "8" };
-    expect_host_run_is_in_core_run(&r, *kind, "96K", "GPUWS_DEVICES=0,0", "2 devices", input);
+    expect_host_run_is_in_core_run(&r, *kind, "96K", "GPUWS_DEVICE=0,0", "2 devices", input);
     teardown(&r);
 }
 

@@ -127,7 +127,7 @@ int extract_products(products *p, const gpuws_extract_catalog *cat, const phot_t
 int sources_write_outputs(const sources_args *a, const products *p, sources_times *t);
 
 /* The contexts of one run: ctx[0] runs every step on the device; the workshop's host pipeline shares its labelling
- * bands between all of them (GPUWS_DEVICES; the extraction opens one). */
+ * bands between all of them (a GPUWS_DEVICE list; the extraction opens one). */
 typedef struct {
     gpuws_context *ctx[64];
     size_t n;
@@ -138,7 +138,7 @@ typedef struct {
 typedef struct {
     pthread_t thread;
     int started; /* the thread runs */
-    int several; /* the devices of GPUWS_DEVICES (gpuws_contexts_create), else one */
+    int several; /* the devices of a GPUWS_DEVICE list (gpuws_contexts_create), else one */
     sources_contexts c;
     gpuws_status st;
     char why[1024]; /* the thread's gpuws_last_error() */
