@@ -75,6 +75,33 @@ void bad_register(const bad_case *c);
     }                                                                                                                  \
     static gpuws_status bad_call_##Name(__attribute__((unused)) bad_fixture *f)
 
+/* The rows every call in row bands over several devices owes (options->more_contexts must name live contexts, each
+ * once, ctx not among them): Prefix##_more_contexts_{null_with_a_count,null_entry,names_ctx,destroyed}, each calling
+ * With(f, more, n), which makes the call with options naming more[0..n) and a budget of several bands. */
+#define BAD_MORE_CONTEXTS_CASES(Prefix, With)                                                                          \
+    BAD_CASE(Prefix##_more_contexts_null_with_a_count, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,                            \
+             "options->more_contexts is NULL but num_more_contexts is 2")                                              \
+    {                                                                                                                  \
+        return With(f, NULL, 2);                                                                                       \
+    }                                                                                                                  \
+    BAD_CASE(Prefix##_more_contexts_null_entry, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,                                   \
+             "options->more_contexts[0] is NULL")                                                                      \
+    {                                                                                                                  \
+        gpuws_context *more[1] = { NULL };                                                                             \
+        return With(f, more, 1);                                                                                       \
+    }                                                                                                                  \
+    BAD_CASE(Prefix##_more_contexts_names_ctx, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,                                    \
+             "options->more_contexts[0] is ctx again: each device once")                                               \
+    {                                                                                                                  \
+        gpuws_context *more[1] = { f->ctx };                                                                           \
+        return With(f, more, 1);                                                                                       \
+    }                                                                                                                  \
+    BAD_CASE(Prefix##_more_contexts_destroyed, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live context")              \
+    {                                                                                                                  \
+        gpuws_context *more[1] = { f->dead_ctx };                                                                      \
+        return With(f, more, 1);                                                                                       \
+    }
+
 /* For rows about create calls: the out-handle must be NULL after a failure. */
 #define BAD_EXPECT_NULL(p) cr_assert_null((p), "a failed create left its out-handle set")
 

@@ -118,6 +118,40 @@ static void on_band(void *user, size_t band, size_t bands, size_t rows_done, siz
     l->calls++, l->last_band = band, l->last_rows = rows_done, l->bands = bands, l->out_rows = out_rows;
 }
 
+/* What a run of a table row needs: its output shape, the in-core options and the banded ones (the row's budget, a
+ * progress log), the image, the kernel and the in-core result on the same target (want). */
+typedef struct {
+    const band_row *r;
+    size_t es, oh, ow, no;
+    gpuws_convolve2d_options o;
+    gpuws_convolve2d_host_options ho;
+    progress_log log;
+    void *image, *kernel, *want;
+} row_run;
+
+static void row_run_start(row_run *run, gpuws_context *ctx, gpuws_dtype dt, size_t row)
+{
+    const band_row *r = &rows[row];
+    run->r = r;
+    run->es = gpuws_dtype_size(dt);
+    TEST_OK(gpuws_convolve2d_output_shape(r->h, r->w, r->kh, r->kw, r->mode, &run->oh, &run->ow));
+    run->no = run->oh * run->ow;
+    run->o = (gpuws_convolve2d_options)GPUWS_CONVOLVE2D_OPTIONS_INIT;
+    run->o.mode = r->mode, run->o.boundary = r->boundary, run->o.fill_value = r->fill;
+    run->ho = (gpuws_convolve2d_host_options)GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    run->ho.mode = r->mode, run->ho.boundary = r->boundary, run->ho.fill_value = r->fill;
+    run->ho.max_device_bytes = row_budget(r, run->oh, run->ow, run->es);
+    run->log = (progress_log){ 0, 0, 0, 0, 0, true };
+    run->ho.progress = on_band, run->ho.progress_user = &run->log;
+    run->image = row_image(r, dt, 0xba4d + row);
+    double *k = random_values(r->kh * r->kw, 0x6e71 + row);
+    run->kernel = to_dtype(k, r->kh * r->kw, dt);
+    free(k);
+    run->want = in_core(ctx, dt, r, &run->o, run->image, run->kernel, run->no);
+}
+
+static void row_run_end(row_run *run) { free(run->image), free(run->kernel), free(run->want); }
+
 ParameterizedTestParameters(convolve2d_bands, bit_identical_to_in_core_for_any_banding)
 {
     static band_case cases[NTARGETS * 2 * NROWS];
@@ -130,53 +164,37 @@ ParameterizedTestParameters(convolve2d_bands, bit_identical_to_in_core_for_any_b
 
 ParameterizedTest(band_case *c, convolve2d_bands, bit_identical_to_in_core_for_any_banding)
 {
-    const band_row *r = &rows[c->row];
     gpuws_context *ctx = open_target(&c->t);
     test_require_dtype(ctx, c->dt);
-    const size_t es = gpuws_dtype_size(c->dt);
-    size_t oh, ow;
-    TEST_OK(gpuws_convolve2d_output_shape(r->h, r->w, r->kh, r->kw, r->mode, &oh, &ow));
-    const size_t no = oh * ow;
-    gpuws_convolve2d_options o = GPUWS_CONVOLVE2D_OPTIONS_INIT;
-    o.mode = r->mode, o.boundary = r->boundary, o.fill_value = r->fill;
-    gpuws_convolve2d_host_options ho = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
-    ho.mode = r->mode, ho.boundary = r->boundary, ho.fill_value = r->fill;
-    ho.max_device_bytes = row_budget(r, oh, ow, es);
-    progress_log log = { 0, 0, 0, 0, 0, true };
-    ho.progress = on_band, ho.progress_user = &log;
+    row_run run;
+    row_run_start(&run, ctx, c->dt, c->row);
+    const band_row *r = run.r;
+    const size_t es = run.es, oh = run.oh, ow = run.ow, no = run.no;
 
     size_t band_rows = 0, bands = 0;
-    TEST_OK(gpuws_convolve2d_host_bands(ctx, c->dt, r->h, r->w, r->kh, r->kw, &ho, &band_rows, &bands));
+    TEST_OK(gpuws_convolve2d_host_bands(ctx, c->dt, r->h, r->w, r->kh, r->kw, &run.ho, &band_rows, &bands));
     cr_assert_eq(bands, r->bands, "%s: %zu bands of %zu rows, want %zu bands", r->name, bands, band_rows, r->bands);
     cr_assert_eq((oh + band_rows - 1) / band_rows, bands, "%s: %zu rows per band do not make %zu bands", r->name,
                  band_rows, bands);
 
-    void *image = row_image(r, c->dt, 0xba4d + c->row), *kernel = NULL;
-    {
-        double *k = random_values(r->kh * r->kw, 0x6e71 + c->row);
-        kernel = to_dtype(k, r->kh * r->kw, c->dt);
-        free(k);
-    }
-    void *want = in_core(ctx, c->dt, r, &o, image, kernel, no);
     unsigned char *got = malloc(no * es + TEST_GUARD_BYTES);
     cr_assert_not_null(got);
     memset(got, 0xA5, no * es + TEST_GUARD_BYTES);
-    TEST_OK(gpuws_convolve2d_host(ctx, c->dt, image, r->h, r->w, 0, kernel, r->kh, r->kw, &ho, got));
+    TEST_OK(gpuws_convolve2d_host(ctx, c->dt, run.image, r->h, r->w, 0, run.kernel, r->kh, r->kw, &run.ho, got));
     for (size_t i = 0; i < no * es; i++)
-        if (got[i] != ((unsigned char *)want)[i])
+        if (got[i] != ((unsigned char *)run.want)[i])
             cr_assert_fail("%s on %s (%s, %zu bands of %zu rows): byte %zu (output %zu, row %zu) differs from in-core",
                            r->name, target_name(&c->t), gpuws_dtype_name(c->dt), bands, band_rows, i, i / es,
                            i / es / ow);
     for (size_t i = 0; i < TEST_GUARD_BYTES; i++)
         cr_assert_eq(got[no * es + i], 0xA5, "%s: wrote past the output", r->name);
-    cr_assert(log.in_order, "%s: progress out of order", r->name);
-    cr_assert_eq(log.calls, bands, "%s: %zu progress calls for %zu bands", r->name, log.calls, bands);
-    cr_assert_eq(log.last_rows, oh, "%s: progress ended at %zu of %zu rows", r->name, log.last_rows, oh);
-    cr_assert_eq(log.bands, bands);
-    cr_assert_eq(log.out_rows, oh);
-    free(image);
-    free(kernel);
-    free(want);
+    const progress_log *log = &run.log;
+    cr_assert(log->in_order, "%s: progress out of order", r->name);
+    cr_assert_eq(log->calls, bands, "%s: %zu progress calls for %zu bands", r->name, log->calls, bands);
+    cr_assert_eq(log->last_rows, oh, "%s: progress ended at %zu of %zu rows", r->name, log->last_rows, oh);
+    cr_assert_eq(log->bands, bands);
+    cr_assert_eq(log->out_rows, oh);
+    row_run_end(&run);
     free(got);
     gpuws_context_destroy(ctx);
 }
@@ -233,36 +251,26 @@ ParameterizedTest(const target *t, convolve2d_bands, several_devices_give_the_in
 {
     gpuws_context *ctx = open_target(t), *more[2] = { open_target(t), open_target(t) };
     const gpuws_dtype dt = GPUWS_F32;
-    const size_t es = sizeof(float);
     for (size_t i = 0; i < NROWS; i++) {
-        const band_row *r = &rows[i];
-        size_t oh, ow;
-        TEST_OK(gpuws_convolve2d_output_shape(r->h, r->w, r->kh, r->kw, r->mode, &oh, &ow));
-        const size_t no = oh * ow;
-        gpuws_convolve2d_options o = GPUWS_CONVOLVE2D_OPTIONS_INIT;
-        o.mode = r->mode, o.boundary = r->boundary, o.fill_value = r->fill;
-        gpuws_convolve2d_host_options ho = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
-        ho.mode = r->mode, ho.boundary = r->boundary, ho.fill_value = r->fill;
-        ho.max_device_bytes = row_budget(r, oh, ow, es);
-        ho.more_contexts = more, ho.num_more_contexts = 2;
-        progress_log log = { 0, 0, 0, 0, 0, true };
-        ho.progress = on_band, ho.progress_user = &log;
-        void *image = row_image(r, dt, 0xba4d + i);
-        double *k = random_values(r->kh * r->kw, 0x6e71 + i);
-        void *kernel = to_dtype(k, r->kh * r->kw, dt);
-        void *want = in_core(ctx, dt, r, &o, image, kernel, no);
-        unsigned char *got = malloc(no * es);
+        row_run run;
+        row_run_start(&run, ctx, dt, i);
+        const band_row *r = run.r;
+        const size_t nbytes = run.no * run.es;
+        run.ho.more_contexts = more, run.ho.num_more_contexts = 2;
+        unsigned char *got = malloc(nbytes);
         cr_assert_not_null(got);
-        memset(got, 0xA5, no * es);
+        memset(got, 0xA5, nbytes);
         size_t band_rows, bands;
-        TEST_OK(gpuws_convolve2d_host_bands(ctx, dt, r->h, r->w, r->kh, r->kw, &ho, &band_rows, &bands));
-        TEST_OK(gpuws_convolve2d_host(ctx, dt, image, r->h, r->w, 0, kernel, r->kh, r->kw, &ho, got));
-        cr_assert(memcmp(got, want, no * es) == 0, "%s on %s over 3 devices (%zu bands): differs from in-core", r->name,
-                  target_name(t), bands);
-        cr_assert(log.in_order && log.calls == bands && log.last_rows == oh,
-                  "%s: %zu progress calls (in order: %d) for %zu bands, ending at row %zu of %zu", r->name, log.calls,
-                  log.in_order, bands, log.last_rows, oh);
-        free(image), free(k), free(kernel), free(want), free(got);
+        TEST_OK(gpuws_convolve2d_host_bands(ctx, dt, r->h, r->w, r->kh, r->kw, &run.ho, &band_rows, &bands));
+        TEST_OK(gpuws_convolve2d_host(ctx, dt, run.image, r->h, r->w, 0, run.kernel, r->kh, r->kw, &run.ho, got));
+        cr_assert(memcmp(got, run.want, nbytes) == 0, "%s on %s over 3 devices (%zu bands): differs from in-core",
+                  r->name, target_name(t), bands);
+        const progress_log *log = &run.log;
+        cr_assert(log->in_order && log->calls == bands && log->last_rows == run.oh,
+                  "%s: %zu progress calls (in order: %d) for %zu bands, ending at row %zu of %zu", r->name, log->calls,
+                  log->in_order, bands, log->last_rows, run.oh);
+        row_run_end(&run);
+        free(got);
     }
     gpuws_context_destroy(more[1]);
     gpuws_context_destroy(more[0]);

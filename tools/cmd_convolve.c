@@ -595,8 +595,7 @@ static int cmd_convolve(int argc, char **argv)
             if (tool_real(&t, o, v, true, &a.opt.fill_value)) return bad_value();
             i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--max-device-memory")) {
-            if (!v || tool_parse_bytes(v, &a.max_device_bytes))
-                return bad("--max-device-memory needs a size in bytes (512M, 2G, 1048576), not '%s'", v ? v : "");
+            if (tool_bytes(&t, o, v, &a.max_device_bytes)) return bad_value();
             max_given = true, i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--dtype")) {
             if (!v || (strcmp(v, "f32") && strcmp(v, "f64"))) return bad("--dtype must be f32 or f64");

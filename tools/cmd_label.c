@@ -251,11 +251,7 @@ static int cmd_label(int argc, char **argv)
             if (c < 0) return bad_value();
             a.connectivity = c ? 8 : 4, i++;
         } else if (!strcmp(o, "--max-device-memory")) {
-            if (!v || tool_parse_bytes(v, &a.max_device_bytes)) { /* gpuws convolve's sizes and message */
-                tool_usage_error(&t, "--max-device-memory needs a size in bytes (512M, 2G, 1048576), not '%s'",
-                                 v ? v : "");
-                return bad_value();
-            }
+            if (tool_bytes(&t, o, v, &a.max_device_bytes)) return bad_value();
             i++;
         } else if (!strcmp(o, "--hdu")) {
             uint64_t u;

@@ -170,6 +170,13 @@ int tool_count(tool_args *t, const char *opt, const char *v, uint64_t lo, uint64
                             v ? "'" : "");
 }
 
+int tool_bytes(tool_args *t, const char *opt, const char *v, uint64_t *out)
+{
+    if (v && !tool_parse_bytes(v, out)) return 0;
+    return tool_usage_error(t, "%s needs a size in bytes (512M, 2G, 1048576)%s%s%s", opt, v ? ", not '" : "",
+                            v ? v : "", v ? "'" : "");
+}
+
 int tool_real(tool_args *t, const char *opt, const char *v, bool nonfinite, double *out)
 {
     if (v && !tool_parse_real(v, out)) return 0;

@@ -65,6 +65,8 @@ int tool_once(tool_args *t, const char *opt);
 /* v (opt's value; NULL when none followed) as a whole number in [lo, hi]; else "<opt> needs <noun> from <lo> to <hi>,
  * not '<v>'". noun NULL means "a whole number". Powers of two from 2^20 print as 2^k, 2^64 - 1 as such. */
 int tool_count(tool_args *t, const char *opt, const char *v, uint64_t lo, uint64_t hi, const char *noun, uint64_t *out);
+/* v as tool_parse_bytes's size; else "<opt> needs a size in bytes (512M, 2G, 1048576), not '<v>'". */
+int tool_bytes(tool_args *t, const char *opt, const char *v, uint64_t *out);
 /* v as tool_parse_real's number (nonfinite: "nan", "inf" and "-inf" too); else "<opt> needs a number, not '<v>'". */
 int tool_real(tool_args *t, const char *opt, const char *v, bool nonfinite, double *out);
 /* v as a non-empty name; else "<opt> needs <what>" (v missing) or "<opt> needs <what>, not an empty string". */

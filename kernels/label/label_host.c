@@ -26,6 +26,7 @@
 #include "../common/band_stream.h"
 #include "label_driver.h"
 #include "label_layout.h"
+#include "union_find.h"
 
 #include <string.h>
 
@@ -257,23 +258,8 @@ static gpuws_status node_add(numbering *nb, int32_t label)
     return GPUWS_OK;
 }
 
-static size_t uf_find(size_t *p, size_t x)
-{
-    while (p[x] != x) {
-        p[x] = p[p[x]]; /* path halving */
-        x = p[x];
-    }
-    return x;
-}
-
-/* The smaller node becomes the root: a set's root is its smallest provisional label. */
-static void uf_unite(size_t *p, size_t a, size_t b)
-{
-    a = uf_find(p, a);
-    b = uf_find(p, b);
-    if (a < b) p[b] = a;
-    else if (b < a) p[a] = b;
-}
+/* A set's root is its smallest node: its smallest provisional label. */
+GPUWS__UNION_FIND(uf, size_t)
 
 /* Pass 1 of band b: its border labels become nodes (ascending), and its first row is united with the previous
  * band's last row. row0, row1: the band's first and last rows of labels (the same row for a band of one row). */

@@ -6,23 +6,9 @@
  * is met before any other of its pixels, so numbering roots as they are met gives SciPy's order. Every parent
  * has a smaller index than its child, so when pass 2 reaches a pixel its parent already holds -label. */
 #include "label_ref.h"
+#include "union_find.h"
 
-static int32_t find_root(int32_t *p, int32_t x)
-{
-    while (p[x] != x) {
-        p[x] = p[p[x]]; /* path halving */
-        x = p[x];
-    }
-    return x;
-}
-
-static void unite(int32_t *p, int32_t a, int32_t b)
-{
-    a = find_root(p, a);
-    b = find_root(p, b);
-    if (a < b) p[b] = a;
-    else if (b < a) p[a] = b;
-}
+GPUWS__UNION_FIND(uf, int32_t)
 
 size_t gpuws_label_ref(const uint8_t *mask, size_t width, size_t height, int connectivity, int32_t *labels)
 {
@@ -35,12 +21,12 @@ size_t gpuws_label_ref(const uint8_t *mask, size_t width, size_t height, int con
                 continue;
             }
             labels[i] = (int32_t)i;
-            if (x > 0 && mask[i - 1]) unite(labels, (int32_t)i, (int32_t)(i - 1));
+            if (x > 0 && mask[i - 1]) uf_unite(labels, (int32_t)i, (int32_t)(i - 1));
             if (y == 0) continue;
-            if (mask[i - w]) unite(labels, (int32_t)i, (int32_t)(i - w));
+            if (mask[i - w]) uf_unite(labels, (int32_t)i, (int32_t)(i - w));
             if (connectivity == 8) {
-                if (x > 0 && mask[i - w - 1]) unite(labels, (int32_t)i, (int32_t)(i - w - 1));
-                if (x + 1 < w && mask[i - w + 1]) unite(labels, (int32_t)i, (int32_t)(i - w + 1));
+                if (x > 0 && mask[i - w - 1]) uf_unite(labels, (int32_t)i, (int32_t)(i - w - 1));
+                if (x + 1 < w && mask[i - w + 1]) uf_unite(labels, (int32_t)i, (int32_t)(i - w + 1));
             }
         }
     }

@@ -116,7 +116,7 @@ BAD_CASE(convolve2d_host_side_of_2_to_the_30_is_unsupported, BAD_ALL, GPUWS_ERR_
     return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, (size_t)1 << 30, BAD_W, 0, k3, 3, 3, NULL, OUT);
 }
 
-/* Several devices: options->more_contexts must name live contexts, each once, ctx not among them. */
+/* Several devices (BAD_MORE_CONTEXTS_CASES): the call with options naming more[0..n) and a budget of bands. */
 static gpuws_status with_more(bad_fixture *f, gpuws_context *const *more, size_t n)
 {
     gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
@@ -125,28 +125,4 @@ static gpuws_status with_more(bad_fixture *f, gpuws_context *const *more, size_t
     return gpuws_convolve2d_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, 0, k3, 3, 3, &o, OUT);
 }
 
-BAD_CASE(convolve2d_host_more_contexts_null_with_a_count, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
-         "options->more_contexts is NULL but num_more_contexts is 2")
-{
-    return with_more(f, NULL, 2);
-}
-
-BAD_CASE(convolve2d_host_more_contexts_null_entry, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
-         "options->more_contexts[0] is NULL")
-{
-    gpuws_context *more[1] = { NULL };
-    return with_more(f, more, 1);
-}
-
-BAD_CASE(convolve2d_host_more_contexts_names_ctx, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
-         "options->more_contexts[0] is ctx again: each device once")
-{
-    gpuws_context *more[1] = { f->ctx };
-    return with_more(f, more, 1);
-}
-
-BAD_CASE(convolve2d_host_more_contexts_destroyed, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live context")
-{
-    gpuws_context *more[1] = { f->dead_ctx };
-    return with_more(f, more, 1);
-}
+BAD_MORE_CONTEXTS_CASES(convolve2d_host, with_more)

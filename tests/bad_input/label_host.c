@@ -111,7 +111,7 @@ BAD_CASE(label_host_row_of_2_to_the_31_pixels_is_unsupported, BAD_ALL, GPUWS_ERR
     return gpuws_label_host(f->ctx, (size_t)1 << 31, 1, mask, 0, 4, NULL, LABELS, COUNT);
 }
 
-/* Several devices: options->more_contexts must name live contexts, each once, ctx not among them. */
+/* Several devices (BAD_MORE_CONTEXTS_CASES): the call with options naming more[0..n) and a budget of bands. */
 static gpuws_status with_more(bad_fixture *f, gpuws_context *const *more, size_t n)
 {
     gpuws_label_host_options o = GPUWS_LABEL_HOST_OPTIONS_INIT;
@@ -120,27 +120,4 @@ static gpuws_status with_more(bad_fixture *f, gpuws_context *const *more, size_t
     return gpuws_label_host(f->ctx, BAD_W, BAD_H, mask, 0, 4, &o, LABELS, COUNT);
 }
 
-BAD_CASE(label_host_more_contexts_null_with_a_count, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
-         "options->more_contexts is NULL but num_more_contexts is 1")
-{
-    return with_more(f, NULL, 1);
-}
-
-BAD_CASE(label_host_more_contexts_null_entry, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "options->more_contexts[0] is NULL")
-{
-    gpuws_context *more[1] = { NULL };
-    return with_more(f, more, 1);
-}
-
-BAD_CASE(label_host_more_contexts_names_ctx, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
-         "options->more_contexts[0] is ctx again: each device once")
-{
-    gpuws_context *more[1] = { f->ctx };
-    return with_more(f, more, 1);
-}
-
-BAD_CASE(label_host_more_contexts_destroyed, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "not a live context")
-{
-    gpuws_context *more[1] = { f->dead_ctx };
-    return with_more(f, more, 1);
-}
+BAD_MORE_CONTEXTS_CASES(label_host, with_more)
