@@ -3,7 +3,8 @@
  * The kept set is always a window of order-preserving keys [lo, hi] (sigma_clip_ref.h's keys), so no value moves.
  * Each iteration reads the values twice, split in parts over the host's cores (gpuws__run_ranges):
  *  pass A, over the values in the window: the count, the sum and the sum of squares, exactly (below), and a
- *          histogram of the keys' top 16 bits;
+ *          histogram of the keys' top 16 bits. The window only shrinks, so after the first pass A counts only the
+ *          values that left it and takes them off the totals (integers: exact);
  *  pass B, over the values in the window whose top 16 bits are those of the two middle values (lower and upper
  *          median ranks): a histogram of the keys' low 16 bits, which gives both middle values exactly.
  * Parts merge by integer addition, so the result does not depend on how the values were split: threads here, bands
@@ -112,15 +113,98 @@ static long double big_ld(const big *x)
 typedef struct {
     size_t n; /* values in the window */
     size_t pinf, ninf;
-    int64_t s[256]; /* sum of m by E */
-    u128 q[256];    /* sum of m^2 by E */
-    uint64_t *hist; /* pass A: BINS by top 16 bits; pass B: 2 x BINS by low 16 bits (for top0, top1) */
+    int64_t s[256];  /* sum of m by E */
+    u128 q[256];     /* sum of m^2 by E */
+    uint64_t *hist;  /* pass A: BINS by top 16 bits; pass B: 2 x BINS by low 16 bits (for top0, top1) */
+    uint32_t *lanes; /* pass A: LANES x BINS counts, folded into hist (after hist's 2 x BINS in one block) */
 } part;
+
+/* Pass A's loop keeps LANES copies of every running total, value i adding into copy i % LANES: the values of an
+ * image fall in a few bins and exponents, and one copy would make each addition wait for the one before into the
+ * same bin (a store-to-load chain). m^2 < 2^48 adds Q_BLOCK / LANES times into a lane's uint64 before it is folded
+ * into the part's 128-bit sums; a lane's uint32 count takes H_BLOCK / LANES < 2^32 values before it is folded. */
+#define LANES           4
+#define Q_BLOCK         ((size_t)1 << 16)
+#define H_BLOCK         ((size_t)1 << 30)
+#define PART_HIST_BYTES (2 * BINS * sizeof(uint64_t) + LANES * BINS * sizeof(uint32_t))
+
+typedef struct {
+    size_t n, pinf, ninf;
+    int64_t s[LANES][256];
+    uint64_t q[LANES][256];
+} lane_sums;
+
+/* Value v, when its key is in [w[0], w[1]] but not in [w[2], w[3]], into lane l's totals (and histogram lane). */
+static inline void lane_add(lane_sums *a, uint32_t *lanes, unsigned l, float v, const uint32_t w[4])
+{
+    const uint32_t k = gpuws_sigma_clip_key(v);
+    if (k < w[0] || k > w[1] || (k >= w[2] && k <= w[3])) return;
+    a->n++;
+    lanes[(size_t)l * BINS + (k >> 16)]++;
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    const uint32_t e = (u >> 23) & 0xffu, frac = u & 0x7fffffu;
+    if (e == 0xffu) { /* in the window: an infinity */
+        if (u >> 31) a->ninf++;
+        else a->pinf++;
+        return;
+    }
+    const int64_t m = (int64_t)(e ? frac | 0x800000u : frac);
+    const unsigned b = e ? e : 1;
+    a->s[l][b] += (u >> 31) ? -m : m;
+    a->q[l][b] += (uint64_t)(m * m);
+}
+
+/* The lanes' counts into the part's histogram, and the lanes zeroed. */
+static void fold_lanes(part *pt)
+{
+    const uint32_t *l = pt->lanes;
+    for (size_t i = 0; i < BINS; i++) pt->hist[i] += (uint64_t)l[i] + l[BINS + i] + l[2 * BINS + i] + l[3 * BINS + i];
+    memset(pt->lanes, 0, LANES * BINS * sizeof *pt->lanes);
+}
+
+/* Pass A over values [i0, i1) into part pt: those with keys in the window w (lane_add). */
+static void pass_a_part(part *pt, const float *x, size_t i0, size_t i1, const uint32_t w[4])
+{
+    _Static_assert(LANES == 4, "fold_lanes adds four lanes");
+    memset(pt->hist, 0, BINS * sizeof *pt->hist);
+    memset(pt->lanes, 0, LANES * BINS * sizeof *pt->lanes);
+    memset(pt->s, 0, sizeof pt->s);
+    memset(pt->q, 0, sizeof pt->q);
+    lane_sums a;
+    a.n = a.pinf = a.ninf = 0;
+    size_t since_fold = 0;
+    for (size_t b0 = i0; b0 < i1; b0 += Q_BLOCK) {
+        const size_t b1 = i1 - b0 < Q_BLOCK ? i1 : b0 + Q_BLOCK;
+        memset(a.s, 0, sizeof a.s);
+        memset(a.q, 0, sizeof a.q);
+        size_t i = b0;
+        for (; i + LANES <= b1; i += LANES) {
+            lane_add(&a, pt->lanes, 0, x[i], w);
+            lane_add(&a, pt->lanes, 1, x[i + 1], w);
+            lane_add(&a, pt->lanes, 2, x[i + 2], w);
+            lane_add(&a, pt->lanes, 3, x[i + 3], w);
+        }
+        for (; i < b1; i++) lane_add(&a, pt->lanes, 0, x[i], w);
+        for (unsigned l = 0; l < LANES; l++)
+            for (unsigned e = 0; e < 256; e++) {
+                pt->s[e] += a.s[l][e];
+                pt->q[e] += a.q[l][e];
+            }
+        if ((since_fold += b1 - b0) >= H_BLOCK) {
+            fold_lanes(pt);
+            since_fold = 0;
+        }
+    }
+    fold_lanes(pt);
+    pt->n = a.n, pt->pinf = a.pinf, pt->ninf = a.ninf;
+}
 
 typedef struct {
     const float *x;
-    uint32_t lo, hi; /* the window of keys */
-    int pass;        /* 0: A; 1: B */
+    uint32_t lo, hi;   /* the window of keys */
+    uint32_t ilo, ihi; /* pass A: keys inside [lo, hi] left out (those still kept when it counts the removed) */
+    int pass;          /* 0: A; 1: B */
     uint32_t top0, top1;
     part *parts;
 } job;
@@ -142,29 +226,8 @@ static void run_part(void *arg, size_t p, size_t i0, size_t i1)
         }
         return;
     }
-    memset(pt->hist, 0, BINS * sizeof *pt->hist);
-    memset(pt->s, 0, sizeof pt->s);
-    memset(pt->q, 0, sizeof pt->q);
-    size_t n = 0, pinf = 0, ninf = 0;
-    for (size_t i = i0; i < i1; i++) {
-        const uint32_t k = gpuws_sigma_clip_key(x[i]);
-        if (k < lo || k > hi) continue;
-        n++;
-        pt->hist[k >> 16]++;
-        uint32_t u;
-        memcpy(&u, &x[i], 4);
-        const uint32_t e = (u >> 23) & 0xffu, frac = u & 0x7fffffu;
-        if (e == 0xffu) { /* in the window: an infinity */
-            if (u >> 31) ninf++;
-            else pinf++;
-            continue;
-        }
-        const int64_t m = (int64_t)(e ? frac | 0x800000u : frac);
-        const unsigned b = e ? e : 1;
-        pt->s[b] += (u >> 31) ? -m : m;
-        pt->q[b] += (u128)(m * m);
-    }
-    pt->n = n, pt->pinf = pinf, pt->ninf = ninf;
+    const uint32_t w[4] = { lo, hi, j->ilo, j->ihi };
+    pass_a_part(pt, x, i0, i1, w);
 }
 
 /* ---- the statistics of a window ------------------------------------------------------------------------------- */
@@ -217,12 +280,21 @@ static uint32_t last_below(double v)
 #define W_WORDS (W_A > W_B ? W_A : W_B)
 #define Q_BITS  44
 
+/* The window's totals over every part (and caller), decoded from pass A's words. */
+typedef struct {
+    size_t n, pinf, ninf;
+    int64_t s[256];
+    u128 q[256];
+    uint64_t *hist; /* BINS */
+} totals;
+
 typedef struct {
     const float *x;
     size_t nvals, nparts;
     part *parts;
     uint64_t *w;    /* W_WORDS: the merged totals of the last pass */
-    uint64_t *hist; /* into w: the merged histogram(s) of the last pass */
+    uint64_t *hist; /* the merged histogram(s) of the last pass: pass A's in tot, pass B's in w */
+    totals tot;     /* the current window's */
     gpuws_sum_reducer reduce;
     void *reduce_user;
 } clip;
@@ -240,10 +312,14 @@ static void run_pass(clip *c, job *j)
     gpuws__run_ranges(c->nvals, c->nparts, run_part, j);
 }
 
-/* Pass A over [lo, hi]: the count and the moments into st; the top-16 histogram merged into c->hist. */
-static gpuws_status pass_a(clip *c, uint32_t lo, uint32_t hi, stats *st)
+/* Pass A: the totals of window [lo, hi] into c->tot, their count and moments into st, and c->hist = the top-16
+ * histogram. The window only shrinks, so after the first pass (olo > ohi: none) it reads the values once to count
+ * those that left it, [olo, ohi] outside [lo, hi], and takes them off the totals: integers, exactly, whatever the
+ * split, with the per-value work only for the few that left. */
+static gpuws_status pass_a(clip *c, uint32_t olo, uint32_t ohi, uint32_t lo, uint32_t hi, stats *st)
 {
-    job j = { .lo = lo, .hi = hi, .pass = 0 };
+    const bool first = olo > ohi;
+    job j = { .lo = first ? lo : olo, .hi = first ? hi : ohi, .ilo = first ? 1 : lo, .ihi = first ? 0 : hi };
     if (c->nvals) run_pass(c, &j);
     uint64_t *w = c->w;
     memset(w, 0, W_A * sizeof *w);
@@ -259,14 +335,27 @@ static gpuws_status pass_a(clip *c, uint32_t lo, uint32_t hi, stats *st)
     }
     gpuws_status rst = reduce_words(c, W_A);
     if (rst) return rst;
-    c->hist = w + W_HIST;
-    int64_t s[256];
-    u128 q[256];
-    for (unsigned b = 0; b < 256; b++) {
-        s[b] = (int64_t)w[W_S + b];
-        q[b] = (u128)w[W_QLO + b] + ((u128)w[W_QHI + b] << Q_BITS);
+    totals *t = &c->tot;
+    /* the first pass's words are the totals; a later pass's, what left them (unsigned: s wraps as its words do) */
+    if (first) {
+        t->n = (size_t)w[W_N], t->pinf = (size_t)w[W_PINF], t->ninf = (size_t)w[W_NINF];
+        for (unsigned b = 0; b < 256; b++) {
+            t->s[b] = (int64_t)w[W_S + b];
+            t->q[b] = (u128)w[W_QLO + b] + ((u128)w[W_QHI + b] << Q_BITS);
+        }
+        memcpy(t->hist, w + W_HIST, BINS * sizeof *t->hist);
+    } else {
+        t->n -= (size_t)w[W_N], t->pinf -= (size_t)w[W_PINF], t->ninf -= (size_t)w[W_NINF];
+        for (unsigned b = 0; b < 256; b++) {
+            t->s[b] = (int64_t)((uint64_t)t->s[b] - w[W_S + b]);
+            t->q[b] -= (u128)w[W_QLO + b] + ((u128)w[W_QHI + b] << Q_BITS);
+        }
+        for (size_t i = 0; i < BINS; i++) t->hist[i] -= w[W_HIST + i];
     }
-    const size_t n = (size_t)w[W_N], pinf = (size_t)w[W_PINF], ninf = (size_t)w[W_NINF];
+    c->hist = t->hist;
+    const int64_t *s = t->s;
+    const u128 *q = t->q;
+    const size_t n = t->n, pinf = t->pinf, ninf = t->ninf;
     st->n = n;
     if (!n) {
         st->mean = st->std = NAN;
@@ -370,20 +459,23 @@ gpuws_status gpuws__sigma_clip_host_split(const float *x, size_t nvals, const gp
     clip c = { .x = x, .nvals = nvals, .nparts = nparts, .reduce = reduce, .reduce_user = reduce_user };
     c.parts = gpuws__calloc(nparts, sizeof *c.parts);
     c.w = gpuws__malloc(W_WORDS * sizeof *c.w);
-    bool ok = c.parts && c.w;
-    for (size_t p = 0; ok && p < nparts; p++) ok = (c.parts[p].hist = gpuws__malloc(2 * BINS * sizeof(uint64_t)));
+    c.tot.hist = gpuws__malloc(BINS * sizeof *c.tot.hist);
+    bool ok = c.parts && c.w && c.tot.hist;
+    for (size_t p = 0; ok && p < nparts; p++) /* hist's 2 x BINS words, then the LANES x BINS counts */
+        if ((ok = (c.parts[p].hist = gpuws__malloc(PART_HIST_BYTES)) != NULL))
+            c.parts[p].lanes = (uint32_t *)(c.parts[p].hist + 2 * BINS);
     gpuws_status st = GPUWS_OK;
     if (!ok) {
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                           "sigma_clip_host: no host memory for the histograms of %zu parts (%zu bytes)", nparts,
-                          (nparts * 2 * BINS + W_WORDS) * sizeof(uint64_t) + nparts * sizeof(part));
+                          nparts * (PART_HIST_BYTES + sizeof(part)) + (W_WORDS + BINS) * sizeof(uint64_t));
         goto done;
     }
     const bool valid = o->kappa > 0 && isfinite(o->kappa) && o->max_iterations >= 1;
     if (reduce && (st = check_shared_options(&c, o, valid))) goto done;
     uint32_t lo = SC_KEY_NEG_INF, hi = SC_KEY_POS_INF;
     stats cur;
-    if ((st = pass_a(&c, lo, hi, &cur))) goto done;
+    if ((st = pass_a(&c, 1, 0, lo, hi, &cur))) goto done;
     if (cur.n == 0) {
         st = reduce ? gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                                    "sigma_clip_host: every caller's values are NaN (or none): no statistics exist")
@@ -405,7 +497,7 @@ gpuws_status gpuws__sigma_clip_host_split(const float *x, size_t nvals, const gp
         if (nhi > hi) nhi = hi;
         stats next = { 0, NAN, NAN, NAN };
         if (nlo <= nhi && nlo != UINT32_MAX) {
-            if ((st = pass_a(&c, nlo, nhi, &next))) goto done;
+            if ((st = pass_a(&c, lo, hi, nlo, nhi, &next))) goto done;
         } else {
             nlo = 1, nhi = 0; /* empty */
         }
@@ -427,6 +519,7 @@ done:
     for (size_t p = 0; c.parts && p < nparts; p++) gpuws__free(c.parts[p].hist);
     gpuws__free(c.parts);
     gpuws__free(c.w);
+    gpuws__free(c.tot.hist);
     return st;
 }
 
