@@ -364,10 +364,19 @@ static size_t complist(ex_complist *cl, unsigned nt)
 
 /* ---- deblending, analysis and the catalogue on threads ---- */
 
+static double ms_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 typedef struct {
-    ex_objs out;     /* the objects this thread made */
-    ex_deblender *d; /* its deblending scratch */
-    float *heap;     /* mthresh's: 2 minarea floats */
+    ex_objs out;                /* the objects this thread made */
+    ex_deblender *d;            /* its deblending scratch */
+    float *heap;                /* mthresh's: 2 minarea floats */
+    double busy_ms, longest_ms; /* deblending: its time in all, its longest component's (GPUWS_LOG=debug) */
+    size_t longest_n;           /* that component's pixels */
 } ex_worker;
 
 /* A component's objects: worker w[worker]'s out[o0 .. o0 + on - 1], which go to objs[at .. at + on - 1]. */
@@ -416,11 +425,15 @@ static void deblend_share(void *arg, unsigned t)
         ex_result *r = &j->res[k];
         r->worker = t;
         r->o0 = w->out.n;
+        const double t0 = ms_now();
         if (!gpuws__ex_deblend(&j->c, w->d, j->order + cp->first, cp->n, cp->thresh, NULL, &w->out, &r->pending,
                                &r->ndraws)) {
             atomic_store(&j->failed, true);
             return;
         }
+        const double ms = ms_now() - t0;
+        w->busy_ms += ms;
+        if (ms > w->longest_ms) w->longest_ms = ms, w->longest_n = cp->n;
         r->on = w->out.n - r->o0;
     }
 }
@@ -598,13 +611,6 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     return true;
 }
 
-static double ms_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
@@ -688,6 +694,16 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     cat->num_objects = kept;
     st = GPUWS_OK;
     tm[5] = ms_now();
+    double busy = 0, longest = 0;
+    size_t longest_n = 0;
+    for (size_t t = 0; t < nw; t++) {
+        busy += j.w[t].busy_ms;
+        if (j.w[t].longest_ms > longest) longest = j.w[t].longest_ms, longest_n = j.w[t].longest_n;
+    }
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "extract: deblending on %zu threads: busy %.0f%% of the step, its longest component %zu pixels in "
+               "%.1f ms",
+               nw, 100.0 * busy / ((double)nw * (tm[2] - tm[1]) + 1e-9), longest_n, longest);
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: host steps (ms, %u threads): components %.1f, deblending %.1f, analysis %.1f, cleaning %.1f, "
                "catalogue %.1f; %zu pixels, %zu components, %zu objects before cleaning, %zu after",
