@@ -20,7 +20,7 @@
 
 #define BLOCK        ((size_t)64 << 20) /* the _host calls' staging size, so the kept blocks serve both */
 #define SLOTS        3
-#define COPY_THREADS 8
+#define COPY_THREADS 16
 #define COPY_MIN     ((size_t)4 << 20) /* bytes a copy thread gets at least */
 #define STAGED_COLD  ((size_t)1 << 30)
 #define STAGED_WARM  (2 * BLOCK)
