@@ -1,6 +1,7 @@
 /* gpuws convolve: scipy.signal.convolve2d on FITS images, and --demo, the workshop's exercise timed against the
  * scalar reference on the backend the environment selects. */
 #include "commands.h"
+#include "parallel.h"
 #include "fits_io.h"
 #include "gpuws/algorithms.h"
 #include "output_files.h"
@@ -49,13 +50,6 @@ static void usage(FILE *f)
         "  The backend and device come from GPUWS_BACKEND / GPUWS_DEVICE / GPUWS_OPENCL_PLATFORM; a GPUWS_DEVICE\n"
         "  list (0,1,...) or all shares the bands of a streamed convolution between several devices.\n"
         "  Exit status: 0 done, 1 error (nothing written), 2 bad usage (also: OUT.fits is an input).\n");
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* ---- convolving files ---------------------------------------------------------------------------------------- */
@@ -148,21 +142,6 @@ static void *host_dtype(const double *x, size_t n, gpuws_dtype dt)
     return h;
 }
 
-typedef struct {
-    double t0;
-    bool shown;
-} band_progress;
-
-/* A line per band once the run has taken more than a second (short runs stay quiet). */
-static void on_band(void *user, size_t band, size_t bands, size_t rows_done, size_t out_rows)
-{
-    band_progress *p = user;
-    if (!p->shown && now_ms() - p->t0 < 1000.0) return;
-    p->shown = true;
-    fprintf(stderr, "gpuws convolve: band %zu of %zu done (%zu of %zu output rows)\n", band + 1, bands, rows_done,
-            out_rows);
-}
-
 /* The 2-D convolution through gpuws_convolve2d_host: in-core when it fits the budget, else in bands. */
 static gpuws_status convolve_streamed(const args *a, gpuws_context *const *ctxs, size_t nctx, gpuws_dtype dt,
                                       const fits_image *img, const fits_image *ker, size_t oh, void *out)
@@ -172,8 +151,8 @@ static gpuws_status convolve_streamed(const args *a, gpuws_context *const *ctxs,
     o.mode = a->opt.mode, o.boundary = a->opt.boundary, o.fill_value = a->opt.fill_value;
     o.max_device_bytes = a->max_device_bytes;
     o.more_contexts = ctxs + 1, o.num_more_contexts = nctx - 1;
-    band_progress progress = { now_ms(), false };
-    o.progress = on_band, o.progress_user = &progress;
+    tool_band_progress progress = tool_band_progress_start("gpuws convolve");
+    o.progress = tool_convolve_band, o.progress_user = &progress;
     size_t rows = 0, bands = 0;
     gpuws_status st =
         gpuws_convolve2d_host_bands(ctx, dt, img->height, img->width, ker->height, ker->width, &o, &rows, &bands);
@@ -388,7 +367,7 @@ static double max_rel_diff(const void *got, const void *want, size_t n, gpuws_dt
 /* The reference on one core, in bands of rows with progress on stderr; returns its wall time. */
 static double reference2d(const demo *d, void *want)
 {
-    const double t0 = now_ms();
+    const double t0 = tool_now_ms();
     const size_t bands = 20, rows = d->g2.oh;
     const bool tty = isatty(2);
     fprintf(stderr, "  running the scalar reference on one core...%s", tty ? "" : "\n");
@@ -399,7 +378,7 @@ static double reference2d(const demo *d, void *want)
         if (tty) fprintf(stderr, "\r  running the scalar reference on one core... %3zu%%", 100 * (b + 1) / bands);
     }
     if (tty) fprintf(stderr, "\n");
-    return now_ms() - t0;
+    return tool_now_ms() - t0;
 }
 
 static void *to_dtype(const double *x, size_t n, gpuws_dtype dt, void *dst)
@@ -486,10 +465,10 @@ static int run_demo(const args *a)
            2 * TAPS, ts, t2 >= ts ? t2 / ts : ts / t2, t2 >= ts ? "faster" : "slower", diffs);
     if ((st = time_device(ctx, run1d, &d, a->repeat, &t1)) || (st = gpuws_buffer_read(d.out, 0, got, d.g1.out_n * es)))
         goto fail;
-    const double t0 = now_ms();
+    const double t0 = tool_now_ms();
     if (d.dt == GPUWS_F32) gpuws_convolve1d_ref_f32(&d.g1, d.h_image, d.h_diag, want, 0, d.g1.out_n);
     else gpuws_convolve1d_ref_f64(&d.g1, d.h_image, d.h_diag, want, 0, d.g1.out_n);
-    r1 = now_ms() - t0;
+    r1 = tool_now_ms() - t0;
     const double diff1 = max_rel_diff(got, want, d.g1.out_n, d.dt);
     printf("  convolve1d   device %10.3f ms  (%.1f GFLOP/s)   np.convolve(deltas.ravel(), gauss.diagonal()), %zu "
            "samples\n",

@@ -98,21 +98,6 @@ static uint8_t *make_mask(const fits_image *img, const args *a, size_t *fg)
 
 /* ---- labelling ----------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    double t0;
-    bool shown;
-} band_progress;
-
-/* A line per band once the run has taken more than a second (short runs stay quiet). */
-static void on_band(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done, size_t rows)
-{
-    band_progress *p = user;
-    if (!p->shown && tool_now_ms() - p->t0 < 1000.0) return;
-    p->shown = true;
-    fprintf(stderr, "gpuws label: pass %d of %d: band %zu of %zu done (%zu of %zu rows)\n", pass, passes, band + 1,
-            bands, rows_done, rows);
-}
-
 /* "NAME" of one device, "N devices (NAME, NAME, ...)" of several. */
 static void device_names(gpuws_context *const *ctxs, size_t nctx, char *buf, size_t n)
 {
@@ -174,8 +159,8 @@ static int label_file(const args *a)
     gpuws_label_host_options o = GPUWS_LABEL_HOST_OPTIONS_INIT;
     o.max_device_bytes = a->max_device_bytes;
     o.more_contexts = ctxs + 1, o.num_more_contexts = nctx - 1;
-    band_progress progress = { tool_now_ms(), false };
-    o.progress = on_band, o.progress_user = &progress;
+    tool_band_progress progress = tool_band_progress_start("gpuws label");
+    o.progress = tool_label_band, o.progress_user = &progress;
     size_t rows = 0, bands = 0, fg = 0, num = 0;
     if ((st = gpuws_label_host_bands(ctxs[0], w, h, &o, &rows, &bands))) { /* a budget below one band: no work */
         rc = tool_fail("label", st);

@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "parallel.h"
 
 #include <errno.h>
 #include <math.h>
@@ -223,4 +224,32 @@ int tool_context(const char *cmd, gpuws_context **ctx)
 {
     gpuws_status st = gpuws_context_create(ctx, NULL);
     return st ? tool_fail(cmd, st) : 0;
+}
+
+tool_band_progress tool_band_progress_start(const char *what)
+{
+    return (tool_band_progress){ what, tool_now_ms(), false };
+}
+
+/* Whether a band's line is due: every one once the run has taken a second. */
+static bool band_line_due(tool_band_progress *p)
+{
+    if (!p->shown && tool_now_ms() - p->t0 < 1000.0) return false;
+    return p->shown = true;
+}
+
+void tool_convolve_band(void *user, size_t band, size_t bands, size_t rows_done, size_t out_rows)
+{
+    tool_band_progress *p = user;
+    if (band_line_due(p))
+        fprintf(stderr, "%s: band %zu of %zu done (%zu of %zu output rows)\n", p->what, band + 1, bands, rows_done,
+                out_rows);
+}
+
+void tool_label_band(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done, size_t rows)
+{
+    tool_band_progress *p = user;
+    if (band_line_due(p))
+        fprintf(stderr, "%s: labelling pass %d of %d: band %zu of %zu done (%zu of %zu rows)\n", p->what, pass, passes,
+                band + 1, bands, rows_done, rows);
 }

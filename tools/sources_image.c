@@ -188,21 +188,6 @@ void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int
 
 int sources_use_host(const sources_args *a, size_t w, size_t h) { return a->max_device_given || w * h > INT32_MAX; }
 
-typedef struct {
-    double t0;
-    int shown;
-} band_progress;
-
-/* A line per band once the run has taken more than a second (short runs stay quiet), as gpuws label's. */
-static void on_band(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done, size_t rows)
-{
-    band_progress *p = user;
-    if (!p->shown && tool_now_ms() - p->t0 < 1000.0) return;
-    p->shown = 1;
-    fprintf(stderr, "gpuws sources: labelling pass %d of %d: band %zu of %zu done (%zu of %zu rows)\n", pass, passes,
-            band + 1, bands, rows_done, rows);
-}
-
 gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c, const float *px, size_t w, size_t h,
                                gpuws_catalog **cat)
 {
@@ -210,8 +195,8 @@ gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c,
     gpuws_label_host_options lo = GPUWS_LABEL_HOST_OPTIONS_INIT;
     lo.max_device_bytes = a->max_device_bytes;
     lo.more_contexts = c->ctx + 1, lo.num_more_contexts = c->n - 1;
-    band_progress progress = { tool_now_ms(), 0 };
-    lo.progress = on_band, lo.progress_user = &progress;
+    tool_band_progress progress = tool_band_progress_start("gpuws sources");
+    lo.progress = tool_label_band, lo.progress_user = &progress;
     size_t rows = 0, bands = 0;
     gpuws_status st = gpuws_label_host_bands(c->ctx[0], w, h, &lo, &rows, &bands); /* a budget below one band */
     if (st) return st;
