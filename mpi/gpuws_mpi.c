@@ -18,13 +18,32 @@ gpuws_status gpuws_mpi_sigma_clip_host(MPI_Comm comm, gpuws_context *ctx, const 
     return gpuws_sigma_clip_host_reduce(ctx, data, n, options, allreduce_sum, &comm, result);
 }
 
-gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, size_t width, size_t rows, const void *mask,
-                                  size_t mask_stride, int connectivity, const gpuws_label_host_options *options,
-                                  int32_t *labels, size_t *num_labels)
+/* This rank's part and the part count: its rank and the communicator's size. */
+static gpuws_status rank_part(MPI_Comm comm, size_t *part, size_t *parts)
 {
     int rank, size;
     if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Comm_size(comm, &size) != MPI_SUCCESS)
         return GPUWS_ERR_INTERNAL;
-    return gpuws_label_host_reduce(ctx, width, rows, mask, mask_stride, connectivity, options, (size_t)rank,
-                                   (size_t)size, allreduce_sum, &comm, labels, num_labels);
+    *part = (size_t)rank, *parts = (size_t)size;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, size_t width, size_t rows, const void *mask,
+                                  size_t mask_stride, int connectivity, const gpuws_label_host_options *options,
+                                  int32_t *labels, size_t *num_labels)
+{
+    size_t part, parts;
+    if (rank_part(comm, &part, &parts)) return GPUWS_ERR_INTERNAL;
+    return gpuws_label_host_reduce(ctx, width, rows, mask, mask_stride, connectivity, options, part, parts,
+                                   allreduce_sum, &comm, labels, num_labels);
+}
+
+gpuws_status gpuws_mpi_find_sources_host(MPI_Comm comm, gpuws_context *ctx, const float *image, size_t width,
+                                         size_t rows, const gpuws_sources_options *options,
+                                         const gpuws_label_host_options *label_options, gpuws_catalog **catalog)
+{
+    size_t part, parts;
+    if (rank_part(comm, &part, &parts)) return GPUWS_ERR_INTERNAL;
+    return gpuws_find_sources_host_reduce(ctx, image, width, rows, options, label_options, part, parts, allreduce_sum,
+                                          &comm, catalog);
 }

@@ -31,6 +31,18 @@ GPUWS_API gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, s
                                             const gpuws_label_host_options *options, int32_t *labels,
                                             size_t *num_labels);
 
+/* gpuws_find_sources_host over an image whose rows are spread over the ranks of comm in rank order (rank r's rows
+ * follow rank r - 1's; a rank may hold none, image NULL then): collective; every rank gets the whole image's
+ * catalogue, gpuws_find_sources_host's (the same bits when every rank's first row is a multiple of
+ * gpuws_find_sources_host_block_rows(width), else flux and centres within the summation bounds), and in
+ * catalog->labels (want_labels) its own rows' labels. What a rank sends: gpuws_find_sources_host_reduce says (the
+ * partial records of all ranks, 64 bytes each, gathered by one allreduce). Errors as
+ * gpuws_find_sources_host_reduce's, collective too (options that differ between ranks fail every rank). */
+GPUWS_API gpuws_status gpuws_mpi_find_sources_host(MPI_Comm comm, gpuws_context *ctx, const float *image, size_t width,
+                                                   size_t rows, const gpuws_sources_options *options,
+                                                   const gpuws_label_host_options *label_options,
+                                                   gpuws_catalog **catalog);
+
 #ifdef __cplusplus
 }
 #endif

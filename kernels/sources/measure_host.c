@@ -34,7 +34,7 @@ enum {
 
 enum { FAILED_MEMORY = 1, FAILED_ORDER = 2 };
 
-static const gpuws_source_measure empty = { 0.0, 0.0, 0.0, NAN, 0, -1, -1 };
+const gpuws_source_measure gpuws__measure_empty = { 0.0, 0.0, 0.0, NAN, 0, -1, -1 };
 
 size_t gpuws__measure_host_block_rows(size_t width)
 {
@@ -42,9 +42,7 @@ size_t gpuws__measure_host_block_rows(size_t width)
     return rows > BLOCK_MIN_ROWS ? rows : BLOCK_MIN_ROWS;
 }
 
-/* m then p, p's pixels after m's in raster order: the peak rule of gpuws_measure_ref_add (the earlier peak among equal ones, a
- * NaN before any number). */
-static void merge(gpuws_source_measure *m, const gpuws_source_measure *p)
+void gpuws__measure_merge(gpuws_source_measure *m, const gpuws_source_measure *p)
 {
     if (!p->npix) return;
     if (m->npix == 0 || (!isnan(m->peak) && (isnan(p->peak) || p->peak > m->peak))) {
@@ -75,15 +73,15 @@ typedef struct {
     block_partial *partial;    /* wave_blocks of them */
 } measure_job;
 
-static int cmp_i32(const void *a, const void *b)
+int gpuws__cmp_i32(const void *a, const void *b)
 {
     const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
 }
 
-/* The first column from c on with a label in 1..nl, or w. A function of its own, not inlined: the background is
- * most of a sky, and within measure_block's loop the compiler keeps c on the stack (measured: 2.5 times slower). */
-__attribute__((noinline)) static size_t skip_background(const int32_t *lr, size_t c, size_t w, size_t nl)
+/* Not inlined: the background is most of a sky, and within measure_block's loop the compiler keeps c on the stack
+ * (measured: 2.5 times slower). */
+__attribute__((noinline)) size_t gpuws__measure_skip_background(const int32_t *lr, size_t c, size_t w, size_t nl)
 {
     const uint32_t n = nl < INT32_MAX ? (uint32_t)nl : INT32_MAX; /* l in 1..n: (uint32_t)l - 1 < n */
     for (; c + 16 <= w; c += 16) {                                /* 16 at a time, vectorized */
@@ -95,34 +93,44 @@ __attribute__((noinline)) static size_t skip_background(const int32_t *lr, size_
     return c;
 }
 
+int gpuws__measure_row_labels(const int32_t *row, size_t w, size_t num_labels, int32_t **labels,
+                              gpuws_source_measure **records, size_t *count)
+{
+    *labels = NULL, *records = NULL, *count = 0;
+    size_t runs = 0;
+    for (size_t c = 0; c < w; c++) /* a run of one label counts once: at most ceil(w / 2) runs */
+        runs += row[c] >= 1 && (size_t)row[c] <= num_labels && (c == 0 || row[c - 1] != row[c]);
+    if (!runs) return 0;
+    int32_t *l = gpuws__malloc(runs * sizeof *l);
+    gpuws_source_measure *m = gpuws__malloc(runs * sizeof *m);
+    if (!l || !m) {
+        gpuws__free(l);
+        gpuws__free(m);
+        return -1;
+    }
+    size_t n = 0, u = 0;
+    for (size_t c = 0; c < w; c++)
+        if (row[c] >= 1 && (size_t)row[c] <= num_labels && (c == 0 || row[c - 1] != row[c])) l[n++] = row[c];
+    qsort(l, n, sizeof *l, gpuws__cmp_i32);
+    for (size_t k = 0; k < n; k++)
+        if (!u || l[u - 1] != l[k]) l[u++] = l[k];
+    for (size_t k = 0; k < u; k++) m[k] = gpuws__measure_empty;
+    *labels = l, *records = m, *count = u;
+    return 0;
+}
+
 /* Block b: the labels larger than those of the row above into out, the others into p. */
 static void measure_block(measure_job *j, size_t b, block_partial *p)
 {
     const size_t w = j->width, r0 = b * j->rows, r1 = r0 + j->rows < j->height ? r0 + j->rows : j->height;
     const int32_t *above = b ? j->labels + (r0 - 1) * w : NULL;
-    size_t runs = 0;
-    for (size_t c = 0; above && c < w; c++) /* a run of one label counts once: at most ceil(w / 2) runs */
-        runs += above[c] >= 1 && (size_t)above[c] <= j->num_labels && (c == 0 || above[c - 1] != above[c]);
     memset(p, 0, sizeof *p);
     int32_t before = 0; /* the largest label of the row above */
-    if (runs) {
-        p->old = gpuws__malloc(runs * sizeof *p->old);
-        p->part = gpuws__malloc(runs * sizeof *p->part);
-        if (!p->old || !p->part) {
-            p->failed = FAILED_MEMORY;
-            return;
-        }
-        for (size_t c = 0; c < w; c++)
-            if (above[c] >= 1 && (size_t)above[c] <= j->num_labels && (c == 0 || above[c - 1] != above[c]))
-                p->old[p->nold++] = above[c];
-        qsort(p->old, p->nold, sizeof *p->old, cmp_i32);
-        size_t u = 0;
-        for (size_t k = 0; k < p->nold; k++)
-            if (!u || p->old[u - 1] != p->old[k]) p->old[u++] = p->old[k];
-        p->nold = u;
-        for (size_t k = 0; k < u; k++) p->part[k] = empty;
-        before = p->old[u - 1];
+    if (above && gpuws__measure_row_labels(above, w, j->num_labels, &p->old, &p->part, &p->nold)) {
+        p->failed = FAILED_MEMORY;
+        return;
     }
+    if (p->nold) before = p->old[p->nold - 1];
     /* locals: the compiler cannot tell that the records' stores leave j's fields alone */
     const int32_t *labels = j->labels, *old = p->old;
     const float *data = j->data;
@@ -134,7 +142,7 @@ static void measure_block(measure_job *j, size_t b, block_partial *p)
         const int32_t *lr = labels + r * w;
         const float *dr = data + r * w;
         for (size_t c = 0;; c++) {
-            if ((c = skip_background(lr, c, w, nl)) == w) break;
+            if ((c = gpuws__measure_skip_background(lr, c, w, nl)) == w) break;
             const int32_t l = lr[c];
             gpuws_source_measure *m;
             if (l > before) {
@@ -142,7 +150,7 @@ static void measure_block(measure_job *j, size_t b, block_partial *p)
             } else if (l == last) {
                 m = lastm;
             } else {
-                const int32_t *at = bsearch(&l, old, nold, sizeof *old, cmp_i32);
+                const int32_t *at = bsearch(&l, old, nold, sizeof *old, gpuws__cmp_i32);
                 if (!at) { /* not a component in raster order (gpuws_label's labels always are) */
                     p->failed = FAILED_ORDER;
                     return;
@@ -166,7 +174,7 @@ static void empty_range(void *arg, size_t part, size_t lo, size_t hi)
 {
     (void)part;
     gpuws_source_measure *out = arg;
-    for (size_t k = lo; k < hi; k++) out[k] = empty;
+    for (size_t k = lo; k < hi; k++) out[k] = gpuws__measure_empty;
 }
 
 static void finish_range(void *arg, size_t part, size_t lo, size_t hi)
@@ -217,7 +225,7 @@ gpuws_status gpuws__measure_host(const float *data, const int32_t *labels, size_
             if (p->failed == FAILED_MEMORY && !st)
                 st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                                   "find_sources_host: the measurement's partial sums of block %zu", j.wave0 + k);
-            for (size_t q = 0; q < p->nold && !st; q++) merge(&out[p->old[q] - 1], &p->part[q]);
+            for (size_t q = 0; q < p->nold && !st; q++) gpuws__measure_merge(&out[p->old[q] - 1], &p->part[q]);
             gpuws__free(p->old);
             gpuws__free(p->part);
         }

@@ -22,15 +22,7 @@ _Static_assert(sizeof(gpuws_sky_source) == 3 * sizeof(float), "sky sources are u
 
 enum { EV_START, EV_UPLOAD, EV_CLIP, EV_THRESHOLD, EV_LABEL, EV_MEASURE, EV_END, NEV };
 
-/* The caller's options and the clipping options they point to, read at this library's sizes (core/options.h);
- * o.clip points to clip. */
-typedef struct {
-    gpuws_sources_options o;
-    gpuws_sigma_clip_options clip;
-} sources_options;
-
-/* The options, read and checked; `name` (find_sources, find_sources_host) begins the messages. */
-static gpuws_status read_options(const char *name, const gpuws_sources_options *in, sources_options *r)
+gpuws_status gpuws__sources_read_options(const char *name, const gpuws_sources_options *in, sources_options *r)
 {
     r->o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
     r->clip = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
@@ -85,7 +77,7 @@ static gpuws_status check_call(const char *name, gpuws_context *ctx, const float
     if (st) return st;
     if (!image) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: argument 'image' is NULL", name);
     if ((st = check_size(name, width, height, in_core ? sizeof(float) : 8, in_core, n))) return st;
-    return read_options(name, options, so);
+    return gpuws__sources_read_options(name, options, so);
 }
 
 void gpuws_catalog_free(gpuws_catalog *c)
@@ -160,8 +152,7 @@ static gpuws_status no_pixel_kept(const float *host, const gpuws_buffer *dev, si
         kappa, tail);
 }
 
-/* The catalogue's sources from nl measurements (label k + 1 in record k). */
-static gpuws_status fill_sources(gpuws_catalog *cat, const gpuws_source_measure *meas, size_t nl)
+gpuws_status gpuws__sources_fill(gpuws_catalog *cat, const gpuws_source_measure *meas, size_t nl)
 {
     if (nl && !(cat->sources = gpuws__malloc(nl * sizeof *cat->sources)))
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", nl,
@@ -240,7 +231,7 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
     for (int i = 0; i < NEV - 1 && !st; i++) st = gpuws_event_elapsed_ms(r->ev[i], r->ev[i + 1], ms[i]);
     if (st || (st = gpuws_event_elapsed_ms(r->ev[EV_START], r->ev[EV_END], &cat->ms_total))) return st;
 
-    return fill_sources(cat, r->meas, nl);
+    return gpuws__sources_fill(cat, r->meas, nl);
 }
 
 static gpuws_status run(gpuws_stream *s, const float *host, const gpuws_buffer *dev, size_t width, size_t height,
@@ -287,7 +278,7 @@ gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t he
     const gpuws_sources_options *o = &so.o;
     size_t n = 0;
     if ((st = check_size("find_sources", width, height, sizeof(float), true, &n)) ||
-        (st = read_options("find_sources", options, &so)) ||
+        (st = gpuws__sources_read_options("find_sources", options, &so)) ||
         (st = gpuws__check_array(ctx, image, "image", n, sizeof(float))))
         return st;
     return run(s, NULL, image, width, height, o, catalog);
@@ -308,7 +299,24 @@ static void threshold_range(void *arg, size_t part, size_t i0, size_t i1)
     for (size_t i = i0; i < i1; i++) j->mask[i] = j->image[i] > j->threshold; /* NaN: 0 */
 }
 
-static double ms_since(struct timespec *t0)
+void gpuws__sources_mask_host(const float *image, size_t n, float threshold, unsigned threads, uint8_t *mask)
+{
+    threshold_job tj = { .image = image, .mask = mask, .threshold = threshold };
+    const size_t parts = n / ((size_t)1 << 22) + 1;
+    gpuws__run_ranges(n, parts < threads ? parts : threads, threshold_range, &tj);
+}
+
+gpuws_status gpuws__sources_threshold_value(const char *name, const gpuws_sources_options *o, gpuws_catalog *cat)
+{
+    cat->threshold = isnan(o->threshold_abs) ? o->threshold_sigma * cat->clip.std : o->threshold_abs;
+    if (!isfinite(cat->threshold) || fabs(cat->threshold) > FLT_MAX)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: the threshold %g (%g x clipped std %g) is not a finite float", name, cat->threshold,
+                            o->threshold_sigma, cat->clip.std);
+    return GPUWS_OK;
+}
+
+double gpuws__sources_ms_since(struct timespec *t0)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -327,17 +335,13 @@ static gpuws_status pipeline_host(gpuws_context *ctx, const float *image, size_t
     start = t0;
     gpuws_status st = gpuws_sigma_clip_host(ctx, image, n, o->clip, &cat->clip);
     if (st) return gpuws__error_prefix(st, "find_sources_host: sigma_clip_host");
-    cat->ms_clip = ms_since(&t0);
+    cat->ms_clip = gpuws__sources_ms_since(&t0);
     if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept(image, NULL, n, o->clip->kappa);
-    cat->threshold = isnan(o->threshold_abs) ? o->threshold_sigma * cat->clip.std : o->threshold_abs;
-    if (!isfinite(cat->threshold) || fabs(cat->threshold) > FLT_MAX)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                            "find_sources_host: the threshold %g (%g x clipped std %g) is not a finite float",
-                            cat->threshold, o->threshold_sigma, cat->clip.std);
-    threshold_job tj = { .image = image, .mask = gpuws__malloc(n), .threshold = (float)cat->threshold };
+    if ((st = gpuws__sources_threshold_value("find_sources_host", o, cat))) return st;
+    uint8_t *mask = gpuws__malloc(n);
     int32_t *labels = gpuws__malloc(n * sizeof *labels);
-    if (!tj.mask || !labels) {
-        gpuws__free(tj.mask);
+    if (!mask || !labels) {
+        gpuws__free(mask);
         gpuws__free(labels);
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                             "find_sources_host: no host memory for the mask and the labels "
@@ -345,17 +349,16 @@ static gpuws_status pipeline_host(gpuws_context *ctx, const float *image, size_t
                             5 * n);
     }
     const unsigned threads = gpuws__threads_from_knob(ctx->tuning.find_sources_host_threads);
-    const size_t parts = n / ((size_t)1 << 22) + 1;
-    gpuws__run_ranges(n, parts < threads ? parts : threads, threshold_range, &tj);
-    cat->ms_threshold = ms_since(&t0);
+    gpuws__sources_mask_host(image, n, (float)cat->threshold, threads, mask);
+    cat->ms_threshold = gpuws__sources_ms_since(&t0);
     size_t nl = 0;
-    st = gpuws_label_host(ctx, width, height, tj.mask, 0, o->connectivity, lo, labels, &nl);
-    gpuws__free(tj.mask);
+    st = gpuws_label_host(ctx, width, height, mask, 0, o->connectivity, lo, labels, &nl);
+    gpuws__free(mask);
     if (st) {
         gpuws__free(labels);
         return gpuws__error_prefix(st, "find_sources_host: label_host");
     }
-    cat->ms_label = ms_since(&t0);
+    cat->ms_label = gpuws__sources_ms_since(&t0);
     gpuws_source_measure *meas = nl ? gpuws__malloc(nl * sizeof *meas) : NULL;
     if (nl && !meas) {
         gpuws__free(labels);
@@ -367,12 +370,12 @@ static gpuws_status pipeline_host(gpuws_context *ctx, const float *image, size_t
         gpuws__free(labels);
         return st;
     }
-    cat->ms_measure = ms_since(&t0);
-    st = fill_sources(cat, meas, nl);
+    cat->ms_measure = gpuws__sources_ms_since(&t0);
+    st = gpuws__sources_fill(cat, meas, nl);
     gpuws__free(meas);
     if (o->want_labels && !st) cat->labels = labels;
     else gpuws__free(labels);
-    cat->ms_total = ms_since(&start);
+    cat->ms_total = gpuws__sources_ms_since(&start);
     return st;
 }
 

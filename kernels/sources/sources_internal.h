@@ -6,6 +6,8 @@
 #include "../../core/options.h"
 #include "sources_ref.h"
 
+#include <time.h>
+
 /* The pipeline on an image already on the device (width*height f32 in `image`, in the stream's context): the same
  * as gpuws_find_sources without the upload (ms_upload = 0). Blocks; the stream NULL = the default stream. */
 gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
@@ -26,5 +28,38 @@ gpuws_status gpuws__sky_generate(gpuws_stream *s, const gpuws_sky_params *p, con
 gpuws_status gpuws__measure_host(const float *data, const int32_t *labels, size_t width, size_t height,
                                  size_t num_labels, unsigned threads, gpuws_source_measure *out);
 size_t gpuws__measure_host_block_rows(size_t width);
+
+/* The pieces of gpuws__measure_host that the collective pipeline (sources_reduce.c) measures its rows with. */
+extern const gpuws_source_measure gpuws__measure_empty; /* a label's record before its first pixel */
+/* m then p, p's pixels after m's in raster order: the peak rule of gpuws_measure_ref_add (the earlier peak among
+ * equal ones, a NaN before any number); the sums add p's. */
+void gpuws__measure_merge(gpuws_source_measure *m, const gpuws_source_measure *p);
+/* The first column from c on of a row of w labels with a label in 1..nl, or w. */
+size_t gpuws__measure_skip_background(const int32_t *row, size_t c, size_t w, size_t nl);
+/* The distinct labels in 1..num_labels of a row of w (ascending, in *labels, gpuws__malloc'd) and as many empty
+ * records (*records); both NULL and *count 0 when there is none. -1 when out of memory (nothing allocated). */
+int gpuws__measure_row_labels(const int32_t *row, size_t w, size_t num_labels, int32_t **labels,
+                              gpuws_source_measure **records, size_t *count);
+int gpuws__cmp_i32(const void *a, const void *b); /* qsort and bsearch order of int32_t */
+
+/* ---- what gpuws_find_sources_host and its collective form (sources_reduce.c) share (sources.c) ---- */
+
+/* The caller's options and the clipping options they point to, read at this library's sizes (core/options.h);
+ * o.clip points to clip. */
+typedef struct {
+    gpuws_sources_options o;
+    gpuws_sigma_clip_options clip;
+} sources_options;
+
+/* The options, read and checked; `name` (find_sources, find_sources_host) begins the messages. */
+gpuws_status gpuws__sources_read_options(const char *name, const gpuws_sources_options *in, sources_options *r);
+/* cat->threshold from the options and cat->clip; an error (name begins it) when it is not a finite float. */
+gpuws_status gpuws__sources_threshold_value(const char *name, const gpuws_sources_options *o, gpuws_catalog *cat);
+/* mask[i] = image[i] > threshold for n pixels, on up to `threads` host threads. */
+void gpuws__sources_mask_host(const float *image, size_t n, float threshold, unsigned threads, uint8_t *mask);
+/* The catalogue's sources from nl measurements (label k + 1 in record k). */
+gpuws_status gpuws__sources_fill(gpuws_catalog *cat, const gpuws_source_measure *meas, size_t nl);
+/* Milliseconds of the monotonic clock since *t0, which becomes now. */
+double gpuws__sources_ms_since(struct timespec *t0);
 
 #endif

@@ -232,6 +232,37 @@ GPUWS_API gpuws_status gpuws_find_sources_host(gpuws_context *ctx, const float *
                                                const gpuws_sources_options *options,
                                                const gpuws_label_host_options *label_options, gpuws_catalog **catalog);
 
+/* gpuws_find_sources_host over an image whose rows are spread between several callers (MPI ranks: gpuws_mpi.h wraps
+ * this), callers in order of part: part p's rows follow part p - 1's; a part may hold none (image NULL then). Each
+ * caller passes its own `rows` rows of width pixels (image: rows*width f32, row-major) and a reducer that sums over
+ * all of them. The steps: gpuws_sigma_clip_host_reduce over every pixel, the threshold of its own rows,
+ * gpuws_label_host_reduce (label_options are this caller's own: its devices, budget, progress), the measurement
+ * of its own rows into partial records, one per label and block of rows of gpuws_find_sources_host's measurement
+ * that the caller's rows touch, and one gather of every partial record. Every caller gets the whole catalogue:
+ * gpuws_find_sources_host's on the whole image, the same clip, threshold, number of sources, npix and peaks;
+ * flux and centres the same bits when every part's first row is a multiple of the measurement's block rows
+ * (gpuws_find_sources_host_block_rows: a part then holds whole blocks), else within the measurement's summation
+ * bounds (a block split between parts adds its parts' sums). catalog->labels (want_labels) holds this caller's
+ * rows only (rows*width, the whole image's numbering; NULL when it holds none). ms_* are this caller's clock.
+ * What a caller sends (8-byte words, P parts): 1 + 8P (rows and options), gpuws_sigma_clip_host_reduce's and
+ * gpuws_label_host_reduce's reductions, 1 + P (partial counts), 1, then 8 words per partial record of every caller
+ * (an allreduce of the whole gather: about 64 bytes a source, plus 64 for each further block a source crosses).
+ * Collective: the options are checked collectively (invalid on any caller, or a different width, connectivity,
+ * threshold_sigma, threshold_abs, clip option or part numbering → GPUWS_ERR_INVALID_ARGUMENT on every caller), and
+ * so is every failure up to the gather (a caller's own is its error, the others get INVALID_ARGUMENT "n of P
+ * callers failed"). Only a NULL ctx, catalog or reduce, image NULL with rows > 0, part >= parts, or no host
+ * memory for 1 + 8P words fail a caller alone (before its first reduction: the others then wait in theirs); out of memory for the catalogue after the
+ * gather fails that caller alone too (no reduction follows). */
+GPUWS_API gpuws_status gpuws_find_sources_host_reduce(gpuws_context *ctx, const float *image, size_t width, size_t rows,
+                                                      const gpuws_sources_options *options,
+                                                      const gpuws_label_host_options *label_options, size_t part,
+                                                      size_t parts, gpuws_sum_reducer reduce, void *reduce_user,
+                                                      gpuws_catalog **catalog);
+
+/* The rows of a block of gpuws_find_sources_host's measurement for this width (a function of the width alone): parts
+ * of gpuws_find_sources_host_reduce that begin on multiples of it get the same bits. */
+GPUWS_API size_t gpuws_find_sources_host_block_rows(size_t width);
+
 #ifdef __cplusplus
 }
 #endif
