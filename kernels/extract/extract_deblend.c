@@ -330,13 +330,16 @@ bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed,
 }
 
 /* The scratch of a thread's deblending, grown to the largest component it has met: the component's box (its
- * record numbers, filtered values, and which node holds each pixel), the levels of the tree, Lutz's scan. */
+ * record numbers, filtered values, its local maxima, and which node holds each pixel), the levels of the tree,
+ * Lutz's scan. */
 struct ex_deblender {
     int32_t *rec;
     float *cdb;
+    uint8_t *lmax;          /* lmax[q]: no 8-neighbour in the component has a larger filtered value than pixel q */
     uint64_t *owner, stamp; /* owner[q] == stamp: the node being split holds pixel q (stamps only grow) */
     size_t box_cap;
     size_t *lvl, lvl_cap;
+    ex_objs nodes; /* the tree's nodes, no pixels held between components */
     lz_scan z;
     int64_t z_bw;
     size_t z_npix;
@@ -349,8 +352,10 @@ void gpuws__ex_deblender_free(ex_deblender *d)
     if (!d) return;
     gpuws__free(d->rec);
     gpuws__free(d->cdb);
+    gpuws__free(d->lmax);
     gpuws__free(d->owner);
     gpuws__free(d->lvl);
+    gpuws__ex_objs_free(&d->nodes);
     lz_free(&d->z);
     gpuws__free(d);
 }
@@ -361,18 +366,22 @@ static bool deblender_fit(ex_deblender *d, size_t box, int64_t bw, size_t npix, 
     if (box > d->box_cap) {
         int32_t *rec = gpuws__malloc(box * sizeof *rec);
         float *cdb = gpuws__malloc(box * sizeof *cdb);
+        uint8_t *lmax = gpuws__malloc(box);
         uint64_t *owner = gpuws__calloc(box, sizeof *owner); /* 0: below every stamp */
-        if (!rec || !cdb || !owner) {
+        if (!rec || !cdb || !lmax || !owner) {
             gpuws__free(rec);
             gpuws__free(cdb);
+            gpuws__free(lmax);
             gpuws__free(owner);
             return false;
         }
         gpuws__free(d->rec);
         gpuws__free(d->cdb);
+        gpuws__free(d->lmax);
         gpuws__free(d->owner);
         d->rec = rec;
         d->cdb = cdb;
+        d->lmax = lmax;
         d->owner = owner;
         d->box_cap = box;
     }
@@ -393,6 +402,45 @@ static bool deblender_fit(ex_deblender *d, size_t box, int64_t bw, size_t npix, 
         d->z_npix = znpix;
     }
     return true;
+}
+
+/* Marks the local maxima of the component in d->lmax: the pixels that no 8-neighbour in the component exceeds.
+ * Every pixel above a threshold t rises, from neighbour to larger neighbour, to a local maximum without leaving
+ * the pixels above t; so a node of the tree with one local maximum among its pixels (8-connected, as Lutz's scan
+ * joins them) has at most one son at every level below it, and nothing under it splits. A NaN never exceeds a
+ * neighbour and counts as a maximum of its own, which only keeps a node from being passed over. */
+static void mark_maxima(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, int64_t xmin, int64_t ymin,
+                        int64_t bw, int64_t bh)
+{
+    for (size_t i = 0; i < npix; i++) {
+        const int64_t x = px_x(c, recs[i]) - xmin, y = px_y(c, recs[i]) - ymin, q = y * bw + x;
+        const float v = d->cdb[q];
+        uint8_t m = 1;
+        for (int64_t yy = y > 0 ? y - 1 : y; m && yy <= y + 1 && yy < bh; yy++)
+            for (int64_t xx = x > 0 ? x - 1 : x; xx <= x + 1 && xx < bw; xx++)
+                if (d->rec[yy * bw + xx] >= 0 && d->cdb[yy * bw + xx] > v) {
+                    m = 0;
+                    break;
+                }
+        d->lmax[q] = m;
+    }
+}
+
+/* Whether the node o holds more than one local maximum (mark_maxima), so that it may split below. */
+static bool may_split(const ex_ctx *c, const ex_deblender *d, const ex_obj *o, int64_t xmin, int64_t ymin, int64_t bw)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < o->npix; k++)
+        if (d->lmax[(px_y(c, o->pix[k]) - ymin) * bw + (px_x(c, o->pix[k]) - xmin)] && ++m > 1) return true;
+    return false;
+}
+
+/* Frees the pixels of the nodes and keeps their array for the next component. */
+static void nodes_release(ex_deblender *d, ex_objs *nodes)
+{
+    for (size_t i = 0; i < nodes->n; i++) gpuws__free(nodes->v[i].pix);
+    nodes->n = 0;
+    d->nodes = *nodes;
 }
 
 /* SExtractor's multi-threshold deblending (gpuws__ex_deblend). The component's pixels above nthresh - 1 thresholds
@@ -422,7 +470,7 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     float *cdb = d->cdb;
     uint64_t *owner = d->owner;
     size_t *lvl = d->lvl;
-    ex_objs nodes = { 0 }, kept = { 0 };
+    ex_objs nodes = d->nodes, kept = { 0 };
     lz_scan z = d->z;
     for (int64_t i = 0; i < bw * bh; i++) rec[i] = -1;
     for (size_t i = 0; i < npix; i++) {
@@ -430,6 +478,7 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
         rec[q] = (int32_t)recs[i];
         cdb[q] = c->px->cd[recs[i]];
     }
+    mark_maxima(c, d, recs, npix, xmin, ymin, bw, bh);
     z.x0 = xmin;
     z.y0 = ymin;
     z.bw = bw;
@@ -446,11 +495,17 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
         const size_t minsize = p->minarea < 3 ? (size_t)p->minarea : 3; /* SExtractor's smallest sub-object */
         lvl[1] = 1;
         for (size_t k = 1; ok && k < xn; k++) {
+            if (lvl[k - 1] == lvl[k]) { /* no nodes at level k - 1: none above */
+                for (size_t kk = k + 1; kk <= xn; kk++) lvl[kk] = nodes.n;
+                break;
+            }
             const float t = (float)(peak > 0.0 ? t0 * pow(peak / t0, (double)k / (double)xn) : t0);
             for (size_t i = lvl[k - 1]; ok && i < lvl[k]; i++) {
                 const ex_obj par = nodes.v[i]; /* a copy: the scan below may move the nodes */
                 const size_t from = nodes.n;
-                if (!(par.fdpeak > t)) { /* none of par's pixels above t: the scan would keep nothing */
+                /* none of par's pixels above t: the scan would keep nothing; one maximum: its sons never split,
+                 * and a node without sons decides the same as one whose subtree never splits */
+                if (!(par.fdpeak > t) || !may_split(c, d, &par, xmin, ymin, bw)) {
                     nodes.v[i].son0 = nodes.v[i].son1 = from;
                     continue;
                 }
@@ -471,13 +526,18 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
                         gpuws__free(nodes.v[j].pix);
                     }
                 }
-                if (ok) nodes.n = keep; /* else objs_free frees what the scan found */
+                if (ok) nodes.n = keep; /* else nodes_release frees what the scan found */
                 nodes.v[i].son0 = from;
                 nodes.v[i].son1 = nodes.n;
             }
             lvl[k + 1] = nodes.n;
         }
         for (size_t i = 0; ok && i < nodes.n; i++) nodes.v[i].keep = true;
+        if (ok && nodes.n == 1) { /* no sons: the component is one object, the root's pixels go to out */
+            if ((ok = gpuws__ex_objs_push(out, &nodes.v[0]))) nodes.n = 0;
+            nodes_release(d, &nodes);
+            return ok;
+        }
         ex_obj rootcopy;
         ok = ok && obj_copy(&rootcopy, &nodes.v[0], 0);
         if (ok && !(ok = gpuws__ex_objs_push(&kept, &rootcopy))) gpuws__free(rootcopy.pix);
@@ -525,6 +585,6 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     }
     if (!ok) *ndraws = 0;
     gpuws__ex_objs_free(&kept);
-    gpuws__ex_objs_free(&nodes);
+    nodes_release(d, &nodes);
     return ok;
 }
