@@ -405,10 +405,10 @@ static bool deblender_fit(ex_deblender *d, size_t box, int64_t bw, size_t npix, 
 }
 
 /* Marks the local maxima of the component in d->lmax: the pixels that no 8-neighbour in the component exceeds.
- * Every pixel above a threshold t rises, from neighbour to larger neighbour, to a local maximum without leaving
- * the pixels above t; so a node of the tree with one local maximum among its pixels (8-connected, as Lutz's scan
- * joins them) has at most one son at every level below it, and nothing under it splits. A NaN never exceeds a
- * neighbour and counts as a maximum of its own, which only keeps a node from being passed over. */
+ * Every pixel of a node above a threshold t rises, from neighbour to larger neighbour, to a local maximum above t
+ * without leaving the node's pixels above t (8-connected, as Lutz's scan joins them); so a node that holds at most
+ * one local maximum above t has at most one son at t, that son holds at most one maximum, and nothing under the
+ * node splits. A NaN never exceeds a neighbour nor lies above t: no path rises through it. */
 static void mark_maxima(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, int64_t xmin, int64_t ymin,
                         int64_t bw, int64_t bh)
 {
@@ -426,12 +426,15 @@ static void mark_maxima(const ex_ctx *c, ex_deblender *d, const size_t *recs, si
     }
 }
 
-/* Whether the node o holds more than one local maximum (mark_maxima), so that it may split below. */
-static bool may_split(const ex_ctx *c, const ex_deblender *d, const ex_obj *o, int64_t xmin, int64_t ymin, int64_t bw)
+/* Whether the node o holds more than one local maximum above t (mark_maxima), so that it may split below. */
+static bool may_split(const ex_ctx *c, const ex_deblender *d, const ex_obj *o, float t, int64_t xmin, int64_t ymin,
+                      int64_t bw)
 {
     size_t m = 0;
-    for (size_t k = 0; k < o->npix; k++)
-        if (d->lmax[(px_y(c, o->pix[k]) - ymin) * bw + (px_x(c, o->pix[k]) - xmin)] && ++m > 1) return true;
+    for (size_t k = 0; k < o->npix; k++) {
+        const int64_t q = (px_y(c, o->pix[k]) - ymin) * bw + (px_x(c, o->pix[k]) - xmin);
+        if (d->lmax[q] && d->cdb[q] > t && ++m > 1) return true;
+    }
     return false;
 }
 
@@ -503,9 +506,9 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
             for (size_t i = lvl[k - 1]; ok && i < lvl[k]; i++) {
                 const ex_obj par = nodes.v[i]; /* a copy: the scan below may move the nodes */
                 const size_t from = nodes.n;
-                /* none of par's pixels above t: the scan would keep nothing; one maximum: its sons never split,
-                 * and a node without sons decides the same as one whose subtree never splits */
-                if (!(par.fdpeak > t) || !may_split(c, d, &par, xmin, ymin, bw)) {
+                /* none of par's pixels above t: the scan would keep nothing; one maximum above t: its one son
+                 * never splits, and a node without sons decides the same as one whose chain never splits */
+                if (!(par.fdpeak > t) || !may_split(c, d, &par, t, xmin, ymin, bw)) {
                     nodes.v[i].son0 = nodes.v[i].son1 = from;
                     continue;
                 }
