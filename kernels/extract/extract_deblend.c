@@ -329,9 +329,9 @@ bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed,
     return gatherup_assign(c, pending, seed, out, &draws);
 }
 
-/* The scratch of a thread's deblending, grown to the largest component it has met: the component's box (its
- * record numbers, filtered values, its local maxima, and which node holds each pixel), the levels of the tree,
- * Lutz's scan. */
+/* The scratch of a thread's deblending, grown to the largest component it has met: the component's box with a
+ * margin of a pixel (its record numbers, filtered values, its local maxima, and which node holds each pixel), the
+ * levels of the tree, Lutz's scan. */
 struct ex_deblender {
     int32_t *rec;
     float *cdb;
@@ -409,30 +409,24 @@ static bool deblender_fit(ex_deblender *d, size_t box, int64_t bw, size_t npix, 
  * without leaving the node's pixels above t (8-connected, as Lutz's scan joins them); so a node that holds at most
  * one local maximum above t has at most one son at t, that son holds at most one maximum, and nothing under the
  * node splits. A NaN never exceeds a neighbour nor lies above t: no path rises through it. */
-static void mark_maxima(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, int64_t xmin, int64_t ymin,
-                        int64_t bw, int64_t bh)
+static void mark_maxima(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, int64_t bx0, int64_t by0,
+                        int64_t bw)
 {
     for (size_t i = 0; i < npix; i++) {
-        const int64_t x = px_x(c, recs[i]) - xmin, y = px_y(c, recs[i]) - ymin, q = y * bw + x;
-        const float v = d->cdb[q];
-        uint8_t m = 1;
-        for (int64_t yy = y > 0 ? y - 1 : y; m && yy <= y + 1 && yy < bh; yy++)
-            for (int64_t xx = x > 0 ? x - 1 : x; xx <= x + 1 && xx < bw; xx++)
-                if (d->rec[yy * bw + xx] >= 0 && d->cdb[yy * bw + xx] > v) {
-                    m = 0;
-                    break;
-                }
-        d->lmax[q] = m;
+        const int64_t q = (px_y(c, recs[i]) - by0) * bw + (px_x(c, recs[i]) - bx0);
+        const float *n = d->cdb + q, v = *n; /* the box's margin and the pixels of no record hold -inf */
+        d->lmax[q] = !(n[-bw - 1] > v || n[-bw] > v || n[-bw + 1] > v || n[-1] > v || n[1] > v || n[bw - 1] > v ||
+                       n[bw] > v || n[bw + 1] > v);
     }
 }
 
 /* Whether the node o holds more than one local maximum above t (mark_maxima), so that it may split below. */
-static bool may_split(const ex_ctx *c, const ex_deblender *d, const ex_obj *o, float t, int64_t xmin, int64_t ymin,
+static bool may_split(const ex_ctx *c, const ex_deblender *d, const ex_obj *o, float t, int64_t bx0, int64_t by0,
                       int64_t bw)
 {
     size_t m = 0;
     for (size_t k = 0; k < o->npix; k++) {
-        const int64_t q = (px_y(c, o->pix[k]) - ymin) * bw + (px_x(c, o->pix[k]) - xmin);
+        const int64_t q = (px_y(c, o->pix[k]) - by0) * bw + (px_x(c, o->pix[k]) - bx0);
         if (d->lmax[q] && d->cdb[q] > t && ++m > 1) return true;
     }
     return false;
@@ -465,7 +459,8 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
         ymin = y < ymin ? y : ymin;
         ymax = y > ymax ? y : ymax;
     }
-    const int64_t bw = xmax - xmin + 1, bh = ymax - ymin + 1;
+    /* the box with a margin of one pixel: every pixel of the component has its 8 neighbours in it */
+    const int64_t bx0 = xmin - 1, by0 = ymin - 1, bw = xmax - xmin + 3, bh = ymax - ymin + 3;
     const size_t xn = (size_t)p->deblend_nthresh;
     /* record numbers: at most 2^31 - 1 pixels; lvl: level k is nodes[lvl[k] .. lvl[k + 1] - 1] */
     if (!deblender_fit(d, (size_t)(bw * bh), bw, npix, xn + 1)) return false;
@@ -475,15 +470,18 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     size_t *lvl = d->lvl;
     ex_objs nodes = d->nodes, kept = { 0 };
     lz_scan z = d->z;
-    for (int64_t i = 0; i < bw * bh; i++) rec[i] = -1;
+    for (int64_t i = 0; i < bw * bh; i++) {
+        rec[i] = -1;
+        cdb[i] = -INFINITY;
+    }
     for (size_t i = 0; i < npix; i++) {
-        const int64_t q = (px_y(c, recs[i]) - ymin) * bw + (px_x(c, recs[i]) - xmin);
+        const int64_t q = (px_y(c, recs[i]) - by0) * bw + (px_x(c, recs[i]) - bx0);
         rec[q] = (int32_t)recs[i];
         cdb[q] = c->px->cd[recs[i]];
     }
-    mark_maxima(c, d, recs, npix, xmin, ymin, bw, bh);
-    z.x0 = xmin;
-    z.y0 = ymin;
+    mark_maxima(c, d, recs, npix, bx0, by0, bw);
+    z.x0 = bx0;
+    z.y0 = by0;
     z.bw = bw;
     z.bh = bh;
     z.rec = rec;
@@ -508,7 +506,7 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
                 const size_t from = nodes.n;
                 /* none of par's pixels above t: the scan would keep nothing; one maximum above t: its one son
                  * never splits, and a node without sons decides the same as one whose chain never splits */
-                if (!(par.fdpeak > t) || !may_split(c, d, &par, t, xmin, ymin, bw)) {
+                if (!(par.fdpeak > t) || !may_split(c, d, &par, t, bx0, by0, bw)) {
                     nodes.v[i].son0 = nodes.v[i].son1 = from;
                     continue;
                 }
@@ -516,11 +514,11 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
                 /* keep the objects of par's own (a scan of its box may meet a sibling's pixels) */
                 const uint64_t stamp = ++d->stamp;
                 for (size_t q = 0; q < par.npix; q++)
-                    owner[(px_y(c, par.pix[q]) - ymin) * bw + (px_x(c, par.pix[q]) - xmin)] = stamp;
+                    owner[(px_y(c, par.pix[q]) - by0) * bw + (px_x(c, par.pix[q]) - bx0)] = stamp;
                 size_t keep = from;
                 for (size_t j = from; ok && j < nodes.n; j++) {
                     const size_t head = nodes.v[j].pix[0];
-                    if (owner[(px_y(c, head) - ymin) * bw + (px_x(c, head) - xmin)] == stamp) {
+                    if (owner[(px_y(c, head) - by0) * bw + (px_x(c, head) - bx0)] == stamp) {
                         nodes.v[keep] = nodes.v[j];
                         gpuws__ex_preanalyse(c, &nodes.v[keep]);
                         nodes.v[keep].flag = edge_flag(c, &nodes.v[keep]);
