@@ -432,6 +432,32 @@ static bool may_split(const ex_ctx *c, const ex_deblender *d, const ex_obj *o, f
     return false;
 }
 
+/* What deblending reads of a node, as preanalyse finds it (the same order and arithmetic): its bounds, filtered
+ * peak and filtered flux, the values read from the box. Its other fields stay as they are: the analysis measures
+ * every object that deblending gives out again, and gatherup its kept objects. */
+static void node_stats(const ex_ctx *c, const ex_deblender *d, ex_obj *o, int64_t bx0, int64_t by0, int64_t bw)
+{
+    double rv = 0.0;
+    float cpeak = -EX_BIG;
+    int64_t xmin = INT64_MAX, xmax = 0, ymin = INT64_MAX, ymax = 0;
+    for (size_t k = 0; k < o->npix; k++) {
+        const int64_t x = px_x(c, o->pix[k]), y = px_y(c, o->pix[k]);
+        const float cv = d->cdb[(y - by0) * bw + (x - bx0)];
+        if (cpeak < cv) cpeak = cv;
+        rv += cv;
+        xmin = x < xmin ? x : xmin;
+        xmax = x > xmax ? x : xmax;
+        ymin = y < ymin ? y : ymin;
+        ymax = y > ymax ? y : ymax;
+    }
+    o->fdflux = (float)rv;
+    o->fdpeak = cpeak;
+    o->xmin = xmin;
+    o->xmax = xmax;
+    o->ymin = ymin;
+    o->ymax = ymax;
+}
+
 /* Frees the pixels of the nodes and keeps their array for the next component. */
 static void nodes_release(ex_deblender *d, ex_objs *nodes)
 {
@@ -490,7 +516,7 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     lvl[0] = 0;
     bool ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
     if (ok) {
-        gpuws__ex_preanalyse(c, &nodes.v[0]);
+        node_stats(c, d, &nodes.v[0], bx0, by0, bw);
         nodes.v[0].flag = edge_flag(c, &nodes.v[0]);
         const double value0 = nodes.v[0].fdflux * p->deblend_cont, peak = nodes.v[0].fdpeak;
         const size_t minsize = p->minarea < 3 ? (size_t)p->minarea : 3; /* SExtractor's smallest sub-object */
@@ -520,7 +546,7 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
                     const size_t head = nodes.v[j].pix[0];
                     if (owner[(px_y(c, head) - by0) * bw + (px_x(c, head) - bx0)] == stamp) {
                         nodes.v[keep] = nodes.v[j];
-                        gpuws__ex_preanalyse(c, &nodes.v[keep]);
+                        node_stats(c, d, &nodes.v[keep], bx0, by0, bw);
                         nodes.v[keep].flag = edge_flag(c, &nodes.v[keep]);
                         keep++;
                     } else {
