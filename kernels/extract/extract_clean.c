@@ -59,9 +59,16 @@ void gpuws__ex_mthresh(const ex_ctx *c, ex_obj *o, float *heap, float *tmp)
     o->mthresh = heap[0];
 }
 
+/* An object's place and a: what the search for neighbours reads, packed, so that it reads far less memory than
+ * the objects hold. */
+typedef struct {
+    double mx, my;
+    float a;
+} cl_pos;
+
 /* Whether SEP's clean passes over the pair (o1, o2) as too far apart: further than 10 (a1 + a2), in SEP's float
  * arithmetic (never when an a is NaN or infinite). */
-static bool clean_far(const ex_obj *o1, const ex_obj *o2)
+static bool clean_far(const ex_obj *o1, const cl_pos *o2)
 {
     const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
     float rlim = o1->a + o2->a;
@@ -114,7 +121,9 @@ typedef struct {
 
 typedef struct {
     cl_level lv[CL_LEVELS];
+    int used[CL_LEVELS], nused; /* the levels with objects, ascending */
     size_t *ids, *cellids, *cstart;
+    cl_pos *pos; /* every object's, in catalogue order */
 } cl_grid;
 
 static int cl_level_of(float a)
@@ -131,7 +140,7 @@ static size_t cl_cell(double x, double cell, size_t g)
     return t <= 0.0 ? 0 : t >= (double)(g - 1) ? g - 1 : (size_t)t;
 }
 
-static bool cl_in_grid(const ex_obj *o) { return isfinite(o->a) && isfinite(o->mx) && isfinite(o->my); }
+static bool cl_in_grid(const cl_pos *o) { return isfinite(o->a) && isfinite(o->mx) && isfinite(o->my); }
 
 /* Builds the levels and grids of the objects of o over a w x h image; false when memory fails (g freed). */
 static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
@@ -140,12 +149,15 @@ static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
     memset(g, 0, sizeof *g);
     g->ids = gpuws__malloc((n ? n : 1) * sizeof *g->ids);
     g->cellids = gpuws__malloc((n ? n : 1) * sizeof *g->cellids);
-    if (!g->ids || !g->cellids) goto fail;
+    g->pos = gpuws__malloc((n ? n : 1) * sizeof *g->pos);
+    if (!g->ids || !g->cellids || !g->pos) goto fail;
     for (size_t i = 0; i < n; i++) {
-        if (!cl_in_grid(&o->v[i])) continue;
-        cl_level *l = &g->lv[cl_level_of(o->v[i].a)];
+        g->pos[i] = (cl_pos){ o->v[i].mx, o->v[i].my, o->v[i].a };
+        const cl_pos *q = &g->pos[i];
+        if (!cl_in_grid(q)) continue;
+        cl_level *l = &g->lv[cl_level_of(q->a)];
         l->n++;
-        l->amax = o->v[i].a > l->amax ? o->v[i].a : l->amax;
+        l->amax = q->a > l->amax ? q->a : l->amax;
     }
     size_t at = 0, ncells = 0;
     for (int k = 0; k < CL_LEVELS; k++) {
@@ -153,6 +165,7 @@ static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
         l->first = at;
         at += l->n;
         if (!l->n) continue;
+        g->used[g->nused++] = k;
         /* cells 20 largest a wide, at most about 4 per object, at least a pixel */
         const double area = (double)w * (double)h;
         l->cell = 20.0 * (double)l->amax;
@@ -173,7 +186,7 @@ static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
     if (!(g->cstart = gpuws__calloc(ncells ? ncells : 1, sizeof *g->cstart))) goto fail;
     size_t fill[CL_LEVELS] = { 0 };
     for (size_t i = 0; i < n; i++) {
-        const ex_obj *q = &o->v[i];
+        const cl_pos *q = &g->pos[i];
         if (!cl_in_grid(q)) continue;
         const int k = cl_level_of(q->a);
         const cl_level *l = &g->lv[k];
@@ -188,7 +201,7 @@ static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
         /* each cell's objects ascending: the level's list is */
         for (size_t m = 0; m < l->n; m++) {
             const size_t i = g->ids[l->first + m];
-            const size_t c = cl_cell(o->v[i].my, l->cell, l->gy) * l->gx + cl_cell(o->v[i].mx, l->cell, l->gx);
+            const size_t c = cl_cell(g->pos[i].my, l->cell, l->gy) * l->gx + cl_cell(g->pos[i].mx, l->cell, l->gx);
             g->cellids[l->first + cs[c]++] = i;
         }
         for (size_t c = l->gx * l->gy; c > 0; c--) cs[c] = cs[c - 1];
@@ -198,6 +211,7 @@ static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
 fail:
     gpuws__free(g->ids);
     gpuws__free(g->cellids);
+    gpuws__free(g->pos);
     memset(g, 0, sizeof *g);
     return false;
 }
@@ -207,6 +221,7 @@ static void cl_free(cl_grid *g)
     gpuws__free(g->ids);
     gpuws__free(g->cellids);
     gpuws__free(g->cstart);
+    gpuws__free(g->pos);
 }
 
 /* Appends to cand the objects j > i of the grid that still survive and that SEP does not pass over as too far from
@@ -215,9 +230,8 @@ static size_t cl_near(const cl_grid *g, const ex_objs *o, size_t i, const int *s
 {
     const ex_obj *o1 = &o->v[i];
     size_t nc = 0;
-    for (int k = 0; k < CL_LEVELS; k++) {
-        const cl_level *l = &g->lv[k];
-        if (!l->n) continue;
+    for (int u = 0; u < g->nused; u++) {
+        const cl_level *l = &g->lv[g->used[u]];
         /* the zone, with a margin for SEP's float arithmetic (a float overflow there spares every pair) */
         const double s = (double)o1->a + (double)l->amax;
         const double r = s > 1e18 ? INFINITY : s * EX_CLEAN_ZONE * (1.0 + 1e-4) + 1e-3;
@@ -232,15 +246,15 @@ static size_t cl_near(const cl_grid *g, const ex_objs *o, size_t i, const int *s
                 else hi = mid;
             }
             for (size_t m = lo; m < l->n; m++)
-                if (survives[ids[m]] && !clean_far(o1, &o->v[ids[m]])) cand[nc++] = ids[m];
+                if (survives[ids[m]] && !clean_far(o1, &g->pos[ids[m]])) cand[nc++] = ids[m];
             continue;
         }
         const size_t *cs = g->cstart + l->cfirst, *cell = g->cellids + l->first;
         for (size_t y = y0; y <= y1; y++)
             for (size_t c = y * l->gx + x0; c <= y * l->gx + x1; c++)
-                for (size_t m = cs[c]; m < cs[c + 1]; m++) {
-                    const size_t j = cell[m];
-                    if (j > i && survives[j] && !clean_far(o1, &o->v[j])) cand[nc++] = j;
+                for (size_t m = cs[c + 1]; m > cs[c] && cell[m - 1] > i; m--) { /* a cell's objects ascend */
+                    const size_t j = cell[m - 1];
+                    if (survives[j] && !clean_far(o1, &g->pos[j])) cand[nc++] = j;
                 }
     }
     return nc;
@@ -265,7 +279,7 @@ bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, int *sur
     }
     for (size_t i = 0; i < n; i++) {
         survives[i] = 1;
-        if (!isfinite(o->v[i].a)) wild[nwild++] = i;
+        if (!isfinite(g.pos[i].a)) wild[nwild++] = i;
     }
     size_t w0 = 0; /* wild[w0 ..]: the wild objects after i */
     for (size_t i = 0; i < n; i++) {
@@ -277,11 +291,11 @@ bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, int *sur
         if (isfinite(o1->a)) {
             nc = cl_near(&g, o, i, survives, cand);
             for (size_t k = w0; k < nwild; k++)
-                if (survives[wild[k]] && !clean_far(o1, &o->v[wild[k]])) cand[nc++] = wild[k];
+                if (survives[wild[k]] && !clean_far(o1, &g.pos[wild[k]])) cand[nc++] = wild[k];
             sort_size(cand, nc, tmp);
         } else {
             for (size_t j = i + 1; j < n; j++)
-                if (survives[j] && !clean_far(o1, &o->v[j])) cand[nc++] = j;
+                if (survives[j] && !clean_far(o1, &g.pos[j])) cand[nc++] = j;
         }
         const double unitareain = EX_PI * o1->a * o1->b, ampin = o1->fdflux / (2 * unitareain * o1->abcor);
         const double alphain = (pow(ampin / o1->thresh, 1.0 / beta) - 1) * unitareain / (double)o1->npix;

@@ -329,14 +329,17 @@ bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed,
     return gatherup_assign(c, pending, seed, out, &draws);
 }
 
-/* The scratch of a thread's deblending, grown to the largest component it has met: the component's box (its
- * record numbers, filtered values, and which node holds each pixel), the levels of the tree, Lutz's scan. */
+/* The scratch of a thread's deblending, grown to the largest component it has met: the component's box with a
+ * margin of a pixel (its record numbers, filtered values, its local maxima, and which node holds each pixel), the
+ * levels of the tree, Lutz's scan. */
 struct ex_deblender {
     int32_t *rec;
     float *cdb;
+    uint8_t *lmax;          /* lmax[q]: no 8-neighbour in the component has a larger filtered value than pixel q */
     uint64_t *owner, stamp; /* owner[q] == stamp: the node being split holds pixel q (stamps only grow) */
     size_t box_cap;
     size_t *lvl, lvl_cap;
+    ex_objs nodes; /* the tree's nodes, no pixels held between components */
     lz_scan z;
     int64_t z_bw;
     size_t z_npix;
@@ -349,8 +352,10 @@ void gpuws__ex_deblender_free(ex_deblender *d)
     if (!d) return;
     gpuws__free(d->rec);
     gpuws__free(d->cdb);
+    gpuws__free(d->lmax);
     gpuws__free(d->owner);
     gpuws__free(d->lvl);
+    gpuws__ex_objs_free(&d->nodes);
     lz_free(&d->z);
     gpuws__free(d);
 }
@@ -361,18 +366,22 @@ static bool deblender_fit(ex_deblender *d, size_t box, int64_t bw, size_t npix, 
     if (box > d->box_cap) {
         int32_t *rec = gpuws__malloc(box * sizeof *rec);
         float *cdb = gpuws__malloc(box * sizeof *cdb);
+        uint8_t *lmax = gpuws__malloc(box);
         uint64_t *owner = gpuws__calloc(box, sizeof *owner); /* 0: below every stamp */
-        if (!rec || !cdb || !owner) {
+        if (!rec || !cdb || !lmax || !owner) {
             gpuws__free(rec);
             gpuws__free(cdb);
+            gpuws__free(lmax);
             gpuws__free(owner);
             return false;
         }
         gpuws__free(d->rec);
         gpuws__free(d->cdb);
+        gpuws__free(d->lmax);
         gpuws__free(d->owner);
         d->rec = rec;
         d->cdb = cdb;
+        d->lmax = lmax;
         d->owner = owner;
         d->box_cap = box;
     }
@@ -395,6 +404,68 @@ static bool deblender_fit(ex_deblender *d, size_t box, int64_t bw, size_t npix, 
     return true;
 }
 
+/* Marks the local maxima of the component in d->lmax: the pixels that no 8-neighbour in the component exceeds.
+ * Every pixel of a node above a threshold t rises, from neighbour to larger neighbour, to a local maximum above t
+ * without leaving the node's pixels above t (8-connected, as Lutz's scan joins them); so a node that holds at most
+ * one local maximum above t has at most one son at t, that son holds at most one maximum, and nothing under the
+ * node splits. A NaN never exceeds a neighbour nor lies above t: no path rises through it. */
+static void mark_maxima(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, int64_t bx0, int64_t by0,
+                        int64_t bw)
+{
+    for (size_t i = 0; i < npix; i++) {
+        const int64_t q = (px_y(c, recs[i]) - by0) * bw + (px_x(c, recs[i]) - bx0);
+        const float *n = d->cdb + q, v = *n; /* the box's margin and the pixels of no record hold -inf */
+        d->lmax[q] = !(n[-bw - 1] > v || n[-bw] > v || n[-bw + 1] > v || n[-1] > v || n[1] > v || n[bw - 1] > v ||
+                       n[bw] > v || n[bw + 1] > v);
+    }
+}
+
+/* Whether the node o holds more than one local maximum above t (mark_maxima), so that it may split below. */
+static bool may_split(const ex_ctx *c, const ex_deblender *d, const ex_obj *o, float t, int64_t bx0, int64_t by0,
+                      int64_t bw)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < o->npix; k++) {
+        const int64_t q = (px_y(c, o->pix[k]) - by0) * bw + (px_x(c, o->pix[k]) - bx0);
+        if (d->lmax[q] && d->cdb[q] > t && ++m > 1) return true;
+    }
+    return false;
+}
+
+/* What deblending reads of a node, as preanalyse finds it (the same order and arithmetic): its bounds, filtered
+ * peak and filtered flux, the values read from the box. Its other fields stay as they are: the analysis measures
+ * every object that deblending gives out again, and gatherup its kept objects. */
+static void node_stats(const ex_ctx *c, const ex_deblender *d, ex_obj *o, int64_t bx0, int64_t by0, int64_t bw)
+{
+    double rv = 0.0;
+    float cpeak = -EX_BIG;
+    int64_t xmin = INT64_MAX, xmax = 0, ymin = INT64_MAX, ymax = 0;
+    for (size_t k = 0; k < o->npix; k++) {
+        const int64_t x = px_x(c, o->pix[k]), y = px_y(c, o->pix[k]);
+        const float cv = d->cdb[(y - by0) * bw + (x - bx0)];
+        if (cpeak < cv) cpeak = cv;
+        rv += cv;
+        xmin = x < xmin ? x : xmin;
+        xmax = x > xmax ? x : xmax;
+        ymin = y < ymin ? y : ymin;
+        ymax = y > ymax ? y : ymax;
+    }
+    o->fdflux = (float)rv;
+    o->fdpeak = cpeak;
+    o->xmin = xmin;
+    o->xmax = xmax;
+    o->ymin = ymin;
+    o->ymax = ymax;
+}
+
+/* Frees the pixels of the nodes and keeps their array for the next component. */
+static void nodes_release(ex_deblender *d, ex_objs *nodes)
+{
+    for (size_t i = 0; i < nodes->n; i++) gpuws__free(nodes->v[i].pix);
+    nodes->n = 0;
+    d->nodes = *nodes;
+}
+
 /* SExtractor's multi-threshold deblending (gpuws__ex_deblend). The component's pixels above nthresh - 1 thresholds
  * spaced logarithmically between t0 and its filtered peak form a tree (the objects of each level, found by Lutz's
  * scan in each object of the level below); from the top down, a node with more than one son holding more than
@@ -414,7 +485,8 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
         ymin = y < ymin ? y : ymin;
         ymax = y > ymax ? y : ymax;
     }
-    const int64_t bw = xmax - xmin + 1, bh = ymax - ymin + 1;
+    /* the box with a margin of one pixel: every pixel of the component has its 8 neighbours in it */
+    const int64_t bx0 = xmin - 1, by0 = ymin - 1, bw = xmax - xmin + 3, bh = ymax - ymin + 3;
     const size_t xn = (size_t)p->deblend_nthresh;
     /* record numbers: at most 2^31 - 1 pixels; lvl: level k is nodes[lvl[k] .. lvl[k + 1] - 1] */
     if (!deblender_fit(d, (size_t)(bw * bh), bw, npix, xn + 1)) return false;
@@ -422,16 +494,20 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     float *cdb = d->cdb;
     uint64_t *owner = d->owner;
     size_t *lvl = d->lvl;
-    ex_objs nodes = { 0 }, kept = { 0 };
+    ex_objs nodes = d->nodes, kept = { 0 };
     lz_scan z = d->z;
-    for (int64_t i = 0; i < bw * bh; i++) rec[i] = -1;
+    for (int64_t i = 0; i < bw * bh; i++) {
+        rec[i] = -1;
+        cdb[i] = -INFINITY;
+    }
     for (size_t i = 0; i < npix; i++) {
-        const int64_t q = (px_y(c, recs[i]) - ymin) * bw + (px_x(c, recs[i]) - xmin);
+        const int64_t q = (px_y(c, recs[i]) - by0) * bw + (px_x(c, recs[i]) - bx0);
         rec[q] = (int32_t)recs[i];
         cdb[q] = c->px->cd[recs[i]];
     }
-    z.x0 = xmin;
-    z.y0 = ymin;
+    mark_maxima(c, d, recs, npix, bx0, by0, bw);
+    z.x0 = bx0;
+    z.y0 = by0;
     z.bw = bw;
     z.bh = bh;
     z.rec = rec;
@@ -440,17 +516,23 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     lvl[0] = 0;
     bool ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
     if (ok) {
-        gpuws__ex_preanalyse(c, &nodes.v[0]);
+        node_stats(c, d, &nodes.v[0], bx0, by0, bw);
         nodes.v[0].flag = edge_flag(c, &nodes.v[0]);
         const double value0 = nodes.v[0].fdflux * p->deblend_cont, peak = nodes.v[0].fdpeak;
         const size_t minsize = p->minarea < 3 ? (size_t)p->minarea : 3; /* SExtractor's smallest sub-object */
         lvl[1] = 1;
         for (size_t k = 1; ok && k < xn; k++) {
+            if (lvl[k - 1] == lvl[k]) { /* no nodes at level k - 1: none above */
+                for (size_t kk = k + 1; kk <= xn; kk++) lvl[kk] = nodes.n;
+                break;
+            }
             const float t = (float)(peak > 0.0 ? t0 * pow(peak / t0, (double)k / (double)xn) : t0);
             for (size_t i = lvl[k - 1]; ok && i < lvl[k]; i++) {
                 const ex_obj par = nodes.v[i]; /* a copy: the scan below may move the nodes */
                 const size_t from = nodes.n;
-                if (!(par.fdpeak > t)) { /* none of par's pixels above t: the scan would keep nothing */
+                /* none of par's pixels above t: the scan would keep nothing; one maximum above t: its one son
+                 * never splits, and a node without sons decides the same as one whose chain never splits */
+                if (!(par.fdpeak > t) || !may_split(c, d, &par, t, bx0, by0, bw)) {
                     nodes.v[i].son0 = nodes.v[i].son1 = from;
                     continue;
                 }
@@ -458,26 +540,31 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
                 /* keep the objects of par's own (a scan of its box may meet a sibling's pixels) */
                 const uint64_t stamp = ++d->stamp;
                 for (size_t q = 0; q < par.npix; q++)
-                    owner[(px_y(c, par.pix[q]) - ymin) * bw + (px_x(c, par.pix[q]) - xmin)] = stamp;
+                    owner[(px_y(c, par.pix[q]) - by0) * bw + (px_x(c, par.pix[q]) - bx0)] = stamp;
                 size_t keep = from;
                 for (size_t j = from; ok && j < nodes.n; j++) {
                     const size_t head = nodes.v[j].pix[0];
-                    if (owner[(px_y(c, head) - ymin) * bw + (px_x(c, head) - xmin)] == stamp) {
+                    if (owner[(px_y(c, head) - by0) * bw + (px_x(c, head) - bx0)] == stamp) {
                         nodes.v[keep] = nodes.v[j];
-                        gpuws__ex_preanalyse(c, &nodes.v[keep]);
+                        node_stats(c, d, &nodes.v[keep], bx0, by0, bw);
                         nodes.v[keep].flag = edge_flag(c, &nodes.v[keep]);
                         keep++;
                     } else {
                         gpuws__free(nodes.v[j].pix);
                     }
                 }
-                if (ok) nodes.n = keep; /* else objs_free frees what the scan found */
+                if (ok) nodes.n = keep; /* else nodes_release frees what the scan found */
                 nodes.v[i].son0 = from;
                 nodes.v[i].son1 = nodes.n;
             }
             lvl[k + 1] = nodes.n;
         }
         for (size_t i = 0; ok && i < nodes.n; i++) nodes.v[i].keep = true;
+        if (ok && nodes.n == 1) { /* no sons: the component is one object, the root's pixels go to out */
+            if ((ok = gpuws__ex_objs_push(out, &nodes.v[0]))) nodes.n = 0;
+            nodes_release(d, &nodes);
+            return ok;
+        }
         ex_obj rootcopy;
         ok = ok && obj_copy(&rootcopy, &nodes.v[0], 0);
         if (ok && !(ok = gpuws__ex_objs_push(&kept, &rootcopy))) gpuws__free(rootcopy.pix);
@@ -525,6 +612,6 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     }
     if (!ok) *ndraws = 0;
     gpuws__ex_objs_free(&kept);
-    gpuws__ex_objs_free(&nodes);
+    nodes_release(d, &nodes);
     return ok;
 }
