@@ -9,9 +9,10 @@ static void usage(FILE *f)
     fprintf(f, "usage: gpuws <command> [options]   (gpuws <command> --help for its options)\n\ncommands:\n");
     for (const gpuws_command *const *c = gpuws_commands(); *c; c++)
         fprintf(f, "  %-10s %s\n", (*c)->name, (*c)->summary);
-    fprintf(f, "\nenvironment: GPUWS_BACKEND=cuda|opencl|cpu (comma list, tried in order), GPUWS_DEVICE=N|N,M,...|all,\n"
-               "GPUWS_OPENCL_PLATFORM=<name substring>, GPUWS_CACHE_DIR=<dir>|off, GPUWS_LOG=error|warn|info|debug,\n"
-               "GPUWS_TUNING=name=value,... (knobs); `gpuws tuning` lists them all (docs/tuning.md)\n");
+    fprintf(f,
+            "\nenvironment: GPUWS_BACKEND=cuda|opencl|cpu (comma list, tried in order), GPUWS_DEVICE=N|N,M,...|all,\n"
+            "GPUWS_OPENCL_PLATFORM=<name substring>, GPUWS_CACHE_DIR=<dir>|off, GPUWS_LOG=error|warn|info|debug,\n"
+            "GPUWS_TUNING=name=value,... (knobs); `gpuws tuning` lists them all (docs/tuning.md)\n");
 }
 
 int main(int argc, char **argv)
