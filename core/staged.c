@@ -18,12 +18,10 @@
 
 #include <string.h>
 
-#define BLOCK        ((size_t)64 << 20) /* the _host calls' staging size, so the kept blocks serve both */
-#define SLOTS        3
-#define COPY_THREADS 16
-#define COPY_MIN     ((size_t)4 << 20) /* bytes a copy thread gets at least */
-#define STAGED_COLD  ((size_t)1 << 30)
-#define STAGED_WARM  (2 * BLOCK)
+#define BLOCK       ((size_t)64 << 20) /* the _host calls' staging size, so the kept blocks serve both */
+#define SLOTS       3
+#define STAGED_COLD ((size_t)1 << 30)
+#define STAGED_WARM (2 * BLOCK)
 
 /* Blocks of BLOCK bytes the context keeps now (a take would find them without pinning). */
 static unsigned kept_blocks(gpuws_context *ctx)
@@ -66,11 +64,8 @@ static void copy_part(void *arg, size_t part, size_t lo, size_t hi)
 
 static void copy_threads(void *dst, const void *src, size_t n)
 {
-    size_t t = n / COPY_MIN, cpus = gpuws__cpu_count();
-    t = t < 1 ? 1 : t > COPY_THREADS ? COPY_THREADS : t;
-    if (t > cpus) t = cpus;
     copy_job j = { src, dst };
-    gpuws__run_ranges(n, t, copy_part, &j);
+    gpuws__run_ranges(n, gpuws__copy_threads(n), copy_part, &j);
 }
 
 typedef struct {

@@ -23,6 +23,12 @@ unsigned gpuws__cpu_count(void)
     return n < 1 ? 1u : n > GPUWS__THREADS_MAX ? GPUWS__THREADS_MAX : (unsigned)n;
 }
 
+size_t gpuws__copy_threads(size_t bytes)
+{
+    const size_t cap = 16, cpus = gpuws__cpu_count(), t = bytes >> 20;
+    return t < 1 ? 1 : t > cap ? (cap < cpus ? cap : cpus) : t > cpus ? cpus : t;
+}
+
 unsigned gpuws__threads_from_knob(int64_t knob)
 {
     if (knob < 1) return gpuws__cpu_count(); /* auto */

@@ -12,6 +12,11 @@
 /* The online CPUs, at least 1. */
 unsigned gpuws__cpu_count(void);
 
+/* Threads for a host copy of `bytes` (memcpy, or a copy through a table): one per MiB, at most 16 and never more
+ * than the online CPUs, at least 1. One core's memcpy is slower than a pinned PCIe transfer (on a 32-core H200 host
+ * 10 GB/s on one thread, 33 on four, 60 on sixteen), so the copies into and out of pinned staging use several. */
+size_t gpuws__copy_threads(size_t bytes);
+
 /* A NUMBER knob of threads (auto|1..N): the online CPUs for auto, else its value, in 1..GPUWS__THREADS_MAX. */
 unsigned gpuws__threads_from_knob(int64_t knob);
 

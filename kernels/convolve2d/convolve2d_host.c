@@ -200,14 +200,9 @@ static void band_geometry(const band_plan *bp, size_t b, gpuws__conv2d_geometry 
 }
 
 /* The host's copies into and out of pinned staging: rows of row_bytes from src (row i at src_row(i), through the
- * boundary rule when `map`) to dst, packed. One thread copies at most one row band below COPY_BYTES_PER_THREAD,
- * so small bands stay on the calling thread and large ones use up to COPY_THREADS, never more than the online CPUs:
- * one core's memcpy is slower than pinned PCIe transfers (on a 32-core host 16 threads moved a 32768-square image
- * through 1 GiB of bands 1.35 times faster than 4). gpuws__run_ranges runs on the calling thread the rows of a
- * thread that cannot start. */
-#define COPY_THREADS          16
-#define COPY_BYTES_PER_THREAD ((size_t)1 << 20)
-
+ * boundary rule when `map`) to dst, packed, on gpuws__copy_threads threads (no more than the rows; on a 32-core host
+ * 16 threads moved a 32768-square image through 1 GiB of bands 1.35 times faster than 4). gpuws__run_ranges runs on
+ * the calling thread the rows of a thread that cannot start. */
 typedef struct {
     const char *src;
     char *dst;
@@ -234,10 +229,7 @@ static void row_copy_range(void *arg, size_t part, size_t r0, size_t r1)
 
 static void copy_rows(const row_copy *c, size_t rows)
 {
-    size_t n = rows * c->row_bytes / COPY_BYTES_PER_THREAD;
-    const size_t cpus = gpuws__cpu_count();
-    n = n < 1 ? 1 : n > COPY_THREADS ? COPY_THREADS : n;
-    if (n > cpus) n = cpus;
+    size_t n = gpuws__copy_threads(rows * c->row_bytes);
     if (n > rows) n = rows;
     gpuws__run_ranges(rows, n, row_copy_range, (void *)c);
 }

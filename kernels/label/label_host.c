@@ -139,11 +139,9 @@ gpuws_status gpuws_label_host_bands(gpuws_context *ctx, size_t width, size_t hei
 }
 
 /* ---- the host's copies: into staging, out of staging (through a band's table of final numbers) ---------------
- * Rows of a band split over up to COPY_THREADS threads (gpuws__run_ranges: the calling thread and threads started
- * for the copy), one per COPY_BYTES_PER_THREAD and never more than the online CPUs: one core's memcpy, or one
- * core's table look-up, is slower than a pinned PCIe transfer. */
-#define COPY_THREADS          16
-#define COPY_BYTES_PER_THREAD ((size_t)1 << 20)
+ * Rows of a band split over gpuws__copy_threads threads (gpuws__run_ranges: the calling thread and threads started
+ * for the copy), no more than the rows: one core's memcpy, or one core's table look-up, is slower than a pinned
+ * PCIe transfer. */
 
 typedef struct copy_part copy_part;
 struct copy_part {
@@ -179,11 +177,8 @@ static void copy_range(void *arg, size_t part, size_t r0, size_t r1)
 
 static void copy_rows(copy_part *c, size_t rows, size_t bytes)
 {
-    size_t n = bytes / COPY_BYTES_PER_THREAD, cpus = gpuws__cpu_count();
-    if (n > COPY_THREADS) n = COPY_THREADS;
-    if (n > cpus) n = cpus;
+    size_t n = gpuws__copy_threads(bytes);
     if (n > rows) n = rows;
-    if (n < 1) n = 1;
     gpuws__run_ranges(rows, n, copy_range, c);
 }
 
