@@ -374,6 +374,19 @@ BACKEND_TEST(find_sources, bad_arguments_are_refused_without_a_catalog)
 
 /* ---- the pipeline from host memory ----------------------------------------------------------------------------- */
 
+/* A sky on the host (*img, *src: free them) and gpuws_find_sources' catalogue of it with labels; *o gets the options
+ * it ran with, for the host pipeline to run with too. */
+static gpuws_catalog *device_catalog(gpuws_context *ctx, const gpuws_sky_params *p, gpuws_sources_options *o,
+                                     float **img, gpuws_sky_source **src)
+{
+    *img = sky_host(p, src, NULL);
+    *o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
+    o->want_labels = 1;
+    gpuws_catalog *dev = NULL;
+    TEST_OK(gpuws_find_sources(ctx, *img, p->width, p->height, o, &dev));
+    return dev;
+}
+
 /* gpuws_find_sources_host on a 1024² sky, in-core and with the labelling in bands (over two contexts too): the
  * clipped count and median and the labels of gpuws_find_sources on the same backend, the std within a few ulps (the
  * host's sums are exact), the catalogue the host's labelling and sums of the image (check_catalog_against_host),
@@ -383,11 +396,9 @@ BACKEND_TEST(find_sources, host_pipeline_matches_the_device_pipeline)
     gpuws_context *ctx = test_open(*kind), *more[1] = { test_open(*kind) };
     gpuws_sky_params p = gpuws_sky_defaults(1024, 1024, 2027);
     gpuws_sky_source *src;
-    float *img = sky_host(&p, &src, NULL);
-    gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
-    o.want_labels = 1;
-    gpuws_catalog *dev = NULL, *host[3] = { NULL };
-    TEST_OK(gpuws_find_sources(ctx, img, p.width, p.height, &o, &dev));
+    float *img;
+    gpuws_sources_options o;
+    gpuws_catalog *dev = device_catalog(ctx, &p, &o, &img, &src), *host[3] = { NULL };
     gpuws_label_host_options lo = GPUWS_LABEL_HOST_OPTIONS_INIT;
     TEST_OK(gpuws_find_sources_host(ctx, img, p.width, p.height, &o, &lo, &host[0]));
     lo.max_device_bytes = 1 << 20; /* bands of a few dozen rows */
@@ -530,11 +541,9 @@ Test(find_sources, host_pipeline_is_the_same_bits_on_any_thread_count)
     gpuws_sky_params p = gpuws_sky_defaults(512, 1536, 2031);
     p.num_sources = 400; /* dense: many sources cross the borders every 64 rows */
     gpuws_sky_source *src;
-    float *img = sky_host(&p, &src, NULL);
-    gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
-    o.want_labels = 1;
-    gpuws_catalog *dev = NULL, *host[3] = { NULL };
-    TEST_OK(gpuws_find_sources(ctx, img, p.width, p.height, &o, &dev));
+    float *img;
+    gpuws_sources_options o;
+    gpuws_catalog *dev = device_catalog(ctx, &p, &o, &img, &src), *host[3] = { NULL };
     static const char *const threads[] = { "1", "2", "3" };
     for (int t = 0; t < 3; t++) {
         test_tune(ctx, "find_sources_host_threads", threads[t]);
