@@ -1,19 +1,14 @@
 /* gpuws_label_host: connected-component labelling from host memory to host memory, in row bands when the mask and
  * the labels do not fit the device budget (docs/scale.md).
  *
- * A band's labels from gpuws_label are numbered 1..N_b in raster order within the band; band b's label l is the
- * provisional label offset_b + l, offset_b = N_0 + ... + N_(b-1) (64-bit). A component cut by band borders is
- * several provisional labels that touch across a border (the last row of band b against the first row of band
- * b + 1, one row of halo), so the host unites those in a union-find over the labels found on a band's first or last
- * row ("nodes", numbered in provisional order, the root of a set its smallest). A component's first pixel in raster
- * order is the first pixel of its smallest provisional label, so the components are numbered by their roots in
- * provisional order: a root's number is its provisional label less the non-root nodes before it, and every other
- * label of the band that touches no border is a component of its own. A component may leave a band and come back
- * through bands below (a U, a spiral), so no band's numbers are known until every band has been seen: pass 1 labels
- * every band and reads back only N_b and the band's first and last rows; pass 2 labels every band again and maps its
- * labels through a table of the band's final numbers while copying them out of pinned staging. Labelling twice
- * costs one more upload of the mask (a byte a pixel) and the labelling kernels; keeping pass 1's labels instead
- * would mean four bytes a pixel written to the host and read again.
+ * Every band is labelled by gpuws_label (1..N_b in raster order within the band) and the bands' labels are
+ * numbered as label_numbering.h says: provisional labels, the labels on a band's first or last row joined across
+ * the borders (one row of halo) in a union-find, SciPy's numbering whatever the banding. A component may leave a
+ * band and come back through bands below (a U, a spiral), so no band's numbers are known until every band has been
+ * seen: pass 1 labels every band and reads back only N_b and the band's first and last rows; pass 2 labels every
+ * band again and maps its labels through a table of the band's final numbers while copying them out of pinned
+ * staging. Labelling twice costs one more upload of the mask (a byte a pixel) and the labelling kernels; keeping
+ * pass 1's labels instead would mean four bytes a pixel written to the host and read again.
  *
  * An image that fits as one band is one pass with no staging (run_in_core). Otherwise the two passes are the steps
  * of kernels/common/band_stream.h (step t: band t % bands of pass t / bands + 1), through three slots a device,
@@ -26,12 +21,11 @@
 #include "../common/band_stream.h"
 #include "label_driver.h"
 #include "label_layout.h"
-#include "union_find.h"
+#include "label_numbering.h"
 
 #include <string.h>
 
 #define SLOTS GPUWS__BAND_SLOTS
-#define NONE  SIZE_MAX /* no node: background */
 
 typedef struct {
     size_t w, h, stride; /* stride: the caller's mask row stride */
@@ -182,171 +176,6 @@ static void copy_rows(copy_part *c, size_t rows, size_t bytes)
     gpuws__run_ranges(rows, n, copy_range, c);
 }
 
-/* ---- the numbering: border nodes, union-find, final numbers ------------------------------------------------- */
-
-typedef struct {
-    size_t *count;       /* N_b; SIZE_MAX while it is still in the pinned counts */
-    uint64_t *offset;    /* [bands + 1]: provisional label of band b's label l = offset[b] + l */
-    size_t *node_base;   /* [bands + 1]: band b's nodes are [node_base[b], node_base[b + 1]) */
-    size_t *nh_before;   /* [bands + 1]: nodes that are not roots before band b's */
-    int32_t *node_label; /* each node's band label, ascending within a band */
-    size_t *parent;      /* union-find; after numbering, each node's root */
-    int32_t *final;      /* after numbering: each node's final number */
-    size_t nodes, node_cap;
-    int32_t *dense; /* by band label: a band's marks and node numbers while it is joined (zero between bands) */
-    size_t dense_cap;
-    size_t *prev_last, *first; /* the previous band's last row and this band's first row as nodes */
-    size_t total;
-} numbering;
-
-static void numbering_free(numbering *nb)
-{
-    gpuws__free(nb->count), gpuws__free(nb->offset), gpuws__free(nb->node_base), gpuws__free(nb->nh_before);
-    gpuws__free(nb->node_label), gpuws__free(nb->parent), gpuws__free(nb->final), gpuws__free(nb->dense);
-    gpuws__free(nb->prev_last), gpuws__free(nb->first);
-}
-
-static gpuws_status numbering_make(const band_plan *bp, numbering *nb)
-{
-    const size_t nbands = bp->bands + 1;
-    nb->count = gpuws__calloc(nbands, sizeof *nb->count);
-    nb->offset = gpuws__calloc(nbands, sizeof *nb->offset);
-    nb->node_base = gpuws__calloc(nbands, sizeof *nb->node_base);
-    nb->nh_before = gpuws__calloc(nbands, sizeof *nb->nh_before);
-    nb->prev_last = gpuws__malloc(bp->w * sizeof *nb->prev_last);
-    nb->first = gpuws__malloc(bp->w * sizeof *nb->first);
-    if (!nb->count || !nb->offset || !nb->node_base || !nb->nh_before || !nb->prev_last || !nb->first)
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
-                            "label_host: no host memory for the numbering of %zu bands (%zu bytes)", bp->bands,
-                            4 * nbands * sizeof(size_t) + 2 * bp->w * sizeof(size_t));
-    return GPUWS_OK;
-}
-
-/* dense holds at least n + 1 entries, zero. */
-static gpuws_status dense_reserve(numbering *nb, size_t n)
-{
-    if (n + 1 <= nb->dense_cap) return GPUWS_OK;
-    int32_t *d = gpuws__realloc(nb->dense, (n + 1) * sizeof *d);
-    if (!d)
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a table of %zu labels (%zu bytes)",
-                            n + 1, (n + 1) * sizeof *d);
-    memset(d + nb->dense_cap, 0, (n + 1 - nb->dense_cap) * sizeof *d);
-    nb->dense = d, nb->dense_cap = n + 1;
-    return GPUWS_OK;
-}
-
-static gpuws_status node_add(numbering *nb, int32_t label)
-{
-    if (nb->nodes == nb->node_cap) {
-        const size_t cap = nb->node_cap ? 2 * nb->node_cap : 4096;
-        int32_t *l = gpuws__realloc(nb->node_label, cap * sizeof *l);
-        if (l) nb->node_label = l;
-        size_t *p = l ? gpuws__realloc(nb->parent, cap * sizeof *p) : NULL;
-        if (!p)
-            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for %zu border labels (%zu bytes)",
-                                cap, cap * (sizeof *l + sizeof *p));
-        nb->parent = p, nb->node_cap = cap;
-    }
-    nb->node_label[nb->nodes] = label;
-    nb->parent[nb->nodes] = nb->nodes;
-    nb->nodes++;
-    return GPUWS_OK;
-}
-
-/* A set's root is its smallest node: its smallest provisional label. */
-GPUWS__UNION_FIND(uf, size_t)
-
-/* Pass 1 of band b: its border labels become nodes (ascending), and its first row is united with the previous
- * band's last row. row0, row1: the band's first and last rows of labels (the same row for a band of one row). */
-static gpuws_status harvest(const band_plan *bp, int conn, numbering *nb, size_t b, const int32_t *row0,
-                            const int32_t *row1)
-{
-    const size_t w = bp->w, n = nb->count[b];
-    gpuws_status st = dense_reserve(nb, n);
-    if (st) return st;
-    int32_t *d = nb->dense;
-    for (size_t x = 0; x < w; x++) d[row0[x]] = d[row1[x]] = 1;
-    nb->node_base[b] = nb->nodes;
-    for (size_t l = 1; l <= n; l++) {
-        if (!d[l]) continue;
-        if ((st = node_add(nb, (int32_t)l))) break;
-        d[l] = (int32_t)(nb->nodes - nb->node_base[b]); /* the node, 1-based within the band */
-    }
-    nb->node_base[b + 1] = nb->nodes;
-    const size_t base = nb->node_base[b] - 1; /* d[l] is 1-based */
-    if (!st) {
-        for (size_t x = 0; x < w; x++) nb->first[x] = row0[x] ? base + (size_t)d[row0[x]] : NONE;
-        for (size_t x = 0; b > 0 && x < w; x++) {
-            const size_t a = nb->prev_last[x];
-            if (a == NONE) continue;
-            if (nb->first[x] != NONE) uf_unite(nb->parent, a, nb->first[x]);
-            if (conn == 8 && x > 0 && nb->first[x - 1] != NONE) uf_unite(nb->parent, a, nb->first[x - 1]);
-            if (conn == 8 && x + 1 < w && nb->first[x + 1] != NONE) uf_unite(nb->parent, a, nb->first[x + 1]);
-        }
-        for (size_t x = 0; x < w; x++) nb->prev_last[x] = row1[x] ? base + (size_t)d[row1[x]] : NONE;
-    }
-    d[0] = 0;
-    for (size_t x = 0; x < w; x++) d[row0[x]] = d[row1[x]] = 0;
-    return st;
-}
-
-/* After pass 1: offsets, roots, and every node's final number. Nodes are in provisional order, so a root's number
- * is its provisional label less the nodes before it that are not roots; a node that is not a root takes its
- * root's number (the root comes first). */
-static gpuws_status number(const band_plan *bp, numbering *nb)
-{
-    const size_t nbands = bp->bands;
-    for (size_t b = 0; b < nbands; b++) nb->offset[b + 1] = nb->offset[b] + nb->count[b];
-    size_t merged = 0;
-    for (size_t i = 0; i < nb->nodes; i++) {
-        nb->parent[i] = uf_find(nb->parent, i);
-        merged += nb->parent[i] != i;
-    }
-    const uint64_t total = nb->offset[nbands] - merged;
-    if (total > INT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
-                            "label_host: %llu components; labels are int32, so at most 2^31 - 1 components",
-                            (unsigned long long)total);
-    nb->total = (size_t)total;
-    if (!(nb->final = gpuws__malloc((nb->nodes ? nb->nodes : 1) * sizeof *nb->final)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for %zu border labels (%zu bytes)",
-                            nb->nodes, nb->nodes * sizeof *nb->final);
-    size_t nh = 0;
-    for (size_t b = 0; b < nbands; b++) {
-        nb->nh_before[b] = nh;
-        for (size_t i = nb->node_base[b]; i < nb->node_base[b + 1]; i++) {
-            if (nb->parent[i] == i) {
-                nb->final[i] = (int32_t)(nb->offset[b] + (uint64_t)nb->node_label[i] - nh);
-            } else {
-                nb->final[i] = nb->final[nb->parent[i]];
-                nh++;
-            }
-        }
-    }
-    nb->nh_before[nbands] = nh;
-    return GPUWS_OK;
-}
-
-/* Pass 2 of band b: the band's table (t[l] = final number of its label l, t holding count[b] + 1). Between its
- * border labels the
- * numbers run on from the band's offset, less the nodes merged into earlier roots. */
-static void band_table(const numbering *nb, size_t b, int32_t *t)
-{
-    const size_t n = nb->count[b], end = nb->node_base[b + 1];
-    const uint64_t base = nb->offset[b];
-    size_t j = nb->node_base[b], nh = nb->nh_before[b];
-    t[0] = 0;
-    for (size_t l = 1; l <= n; l++) {
-        if (j < end && (size_t)nb->node_label[j] == l) {
-            t[l] = nb->final[j];
-            nh += nb->parent[j] != j;
-            j++;
-        } else {
-            t[l] = (int32_t)(base + l - nh);
-        }
-    }
-}
-
 /* ---- the steps of band_stream.h: step t is band t % bands of pass t / bands + 1 -------------------------------- */
 
 typedef struct {
@@ -354,7 +183,7 @@ typedef struct {
     int conn;
     const uint8_t *mask;
     int32_t *labels;
-    numbering nb;
+    gpuws__label_numbering nb;
     int32_t **border; /* [bands]: pass 1's first and last rows of a band, from its completion until it is done */
 } run_state;
 
@@ -452,7 +281,7 @@ static gpuws_status complete(void *user, void *state, size_t t, const void *stag
     run_state *rs = user;
     const band_plan *bp = rs->bp;
     device_state *ds = state;
-    numbering *nb = &rs->nb;
+    gpuws__label_numbering *nb = &rs->nb;
     const size_t b = t % bp->bands, r = band_height(bp, b), w = bp->w;
     const int32_t *hl = staged;
     if (t < bp->bands) {
@@ -465,7 +294,7 @@ static gpuws_status complete(void *user, void *state, size_t t, const void *stag
         memcpy(rs->border[b] + w, r > 1 ? hl + w : hl, w * sizeof(int32_t));
         return GPUWS_OK;
     }
-    band_table(nb, b, ds->table);
+    gpuws__numbering_band_table(nb, b, ds->table);
     copy_part c = { .run = map_labels, .src = hl, .dst = rs->labels + b * bp->rows * w, .w = w, .table = ds->table };
     copy_rows(&c, r, r * w * sizeof(int32_t));
     return GPUWS_OK;
@@ -480,10 +309,10 @@ static gpuws_status done(void *user, size_t t)
     const size_t b = t % bp->bands, w = bp->w;
     const int pass = t < bp->bands ? 1 : 2;
     if (pass == 1) {
-        gpuws_status st = harvest(bp, rs->conn, &rs->nb, b, rs->border[b], rs->border[b] + w);
+        gpuws_status st = gpuws__numbering_harvest(&rs->nb, rs->conn, b, rs->border[b], rs->border[b] + w);
         gpuws__free(rs->border[b]);
         rs->border[b] = NULL;
-        if (!st && b + 1 == bp->bands) st = number(bp, &rs->nb);
+        if (!st && b + 1 == bp->bands) st = gpuws__numbering_number(&rs->nb);
         if (st) return st;
     }
     if (bp->o.progress)
@@ -494,7 +323,7 @@ static gpuws_status done(void *user, size_t t)
 static gpuws_status run_bands(run_state *rs)
 {
     const band_plan *bp = rs->bp;
-    gpuws_status st = numbering_make(bp, &rs->nb);
+    gpuws_status st = gpuws__numbering_make(&rs->nb, "label_host", bp->w, bp->bands);
     if (!st && !(rs->border = gpuws__calloc(bp->bands, sizeof *rs->border)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for the state of %zu bands (%zu bytes)",
                           bp->bands, bp->bands * sizeof *rs->border);
@@ -590,7 +419,7 @@ gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, c
     run_state rs = { .bp = &bp, .conn = connectivity, .mask = mask, .labels = labels };
     st = run_bands(&rs);
     if (!st) *num_labels = rs.nb.total;
-    numbering_free(&rs.nb);
+    gpuws__numbering_free(&rs.nb);
     return st;
 }
 
@@ -690,35 +519,35 @@ gpuws_status gpuws_label_host_reduce(gpuws_context *ctx, size_t width, size_t ro
         if (p == part && rows) mine_band = bp.bands;
         bp.bands += w[RW_HEAD + parts + p * slot] != 0;
     }
-    numbering nb = { 0 };
+    gpuws__label_numbering nb = { 0 };
     int32_t *border = gpuws__malloc(2 * width * sizeof *border), *table = NULL;
     if (!border)
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host_reduce: no host memory for a border (%zu bytes)",
                           2 * width * sizeof *border);
-    if (!st) st = numbering_make(&bp, &nb);
+    if (!st) st = gpuws__numbering_make(&nb, "label_host_reduce", width, bp.bands);
     for (size_t p = 0, b = 0; !st && p < parts; p++) {
         const uint64_t *sl = w + RW_HEAD + parts + p * slot;
         if (!sl[0]) continue;
         nb.count[b] = (size_t)sl[1];
         for (size_t x = 0; x < 2 * width; x++) border[x] = (int32_t)(uint32_t)sl[2 + x];
-        st = harvest(&bp, connectivity, &nb, b, border, border + width);
+        st = gpuws__numbering_harvest(&nb, connectivity, b, border, border + width);
         b++;
     }
-    if (!st && bp.bands) st = number(&bp, &nb);
+    if (!st && bp.bands) st = gpuws__numbering_number(&nb);
     if (!st && mine_band != SIZE_MAX) {
         if (!(table = gpuws__malloc((nb.count[mine_band] + 1) * sizeof *table)))
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                               "label_host_reduce: no host memory for a table of %zu labels (%zu bytes)",
                               nb.count[mine_band] + 1, (nb.count[mine_band] + 1) * sizeof *table);
         else {
-            band_table(&nb, mine_band, table);
+            gpuws__numbering_band_table(&nb, mine_band, table);
             map_in_place(labels, width, rows, table);
         }
     }
     if (!st) *num_labels = nb.total;
     gpuws__free(table);
     gpuws__free(border);
-    numbering_free(&nb);
+    gpuws__numbering_free(&nb);
     gpuws__free(w);
     return st;
 }
