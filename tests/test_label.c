@@ -362,8 +362,9 @@ BACKEND_TEST(label, bad_input_is_refused_and_writes_nothing)
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_label(NULL, W, H, small_mask, 4, l, &count));
     TEST_FAILS(GPUWS_ERR_OUT_OF_RANGE, gpuws_label(NULL, W, H, m, 4, small, &count));
     TEST_FAILS(GPUWS_ERR_OVERFLOW, gpuws_label(NULL, SIZE_MAX / 2, 3, m, 4, l, &count));
-    /* 2^31 pixels do not fit int32 labels: refused before the buffers' sizes are looked at */
-    TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_label(NULL, 65536, 32768, m, 4, l, &count));
+    /* a row of 2^31 pixels does not fit one labelling's int32 indices (an image of more pixels is labelled in
+     * slabs of whole rows): refused before the buffers' sizes are looked at */
+    TEST_FAILS(GPUWS_ERR_UNSUPPORTED, gpuws_label(NULL, (size_t)1 << 31, 1, m, 4, l, &count));
     cr_assert_eq(count, 77, "num_labels was written by a failed call");
     unsigned char *after = test_download(l, N * 4);
     for (size_t i = 0; i < N * 4; i++)

@@ -1,4 +1,5 @@
-/* label_host: host masks of any size labelled through the device in row bands (out-of-core), on every backend.
+/* label_host: host masks of any size labelled through the device in row bands (out-of-core), on every backend;
+ * gpuws_label in slabs.
  *
  * Truth: SciPy's golden files (every one of them, in bands of 1, 3 and 7 rows: one-row and one-column images,
  * a spiral, a comb, a checkerboard, all ones, all zeros), and the in-core gpuws_label on the same backend, byte for
@@ -9,11 +10,17 @@
  * of one row, one-row and one-column images, one and two slots, all-zero and all-one masks, and bands of megabytes
  * (the host's copies on several threads). The band count each budget gives is part of the specification
  * (gpuws_label_host_bands): a slot of r rows holds r x width bytes of mask and r x width int32 labels, three slots
- * (fewer when fewer fit) plus gpuws_label's chunk counts, 4 x (ceil(r x width / LABEL_CHUNK) + 1) bytes. */
+ * (fewer when fewer fit) plus gpuws_label's chunk counts, 4 x (ceil(r x width / LABEL_CHUNK) + 1) bytes.
+ *
+ * gpuws_label on device buffers of more than 2^31 - 1 pixels (label_slab_pixels; lowered here) labels slabs of whole
+ * rows inside the caller's buffers and joins them as the bands are joined: the same truth for the same goldens and
+ * table, in slabs of the band rows (one row, counts that do not divide the height, slabs that start off an 8-byte
+ * boundary), and on a GPU with the memory for it, 2^31 + 2^16 pixels against label_host. */
 #include "label_support.h"
 #include "label/label_layout.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 /* The budget of `slots` slots of r rows of width w. */
 static uint64_t slots_budget(size_t w, int slots, size_t r)
@@ -74,6 +81,18 @@ static int32_t *label_in_bands(gpuws_context *ctx, const uint8_t *mask, size_t w
     return label_in_bands_on(ctx, NULL, 0, mask, w, h, conn, budget, want_bands, n, what);
 }
 
+/* gpuws_label with slabs of slab_rows rows (label_slab_pixels = slab_rows x w). */
+static int32_t *label_in_slabs(gpuws_context *ctx, const uint8_t *mask, size_t w, size_t h, int conn, size_t slab_rows,
+                               size_t *n)
+{
+    char px[32];
+    snprintf(px, sizeof px, "%zu", slab_rows * w);
+    test_tune(ctx, "label_slab_pixels", px);
+    int32_t *got = run_label(ctx, mask, w, h, conn, n);
+    test_tune(ctx, "label_slab_pixels", NULL);
+    return got;
+}
+
 /* ---- SciPy's goldens in bands ---------------------------------------------------------------------------------- */
 
 static const size_t golden_band_rows[] = { 1, 3, 7 };
@@ -107,6 +126,12 @@ ParameterizedTest(golden_band_case *c, label_bands, matches_scipy_golden)
                  golden_names[c->golden], c->rows, conn);
         size_t n;
         int32_t *got = label_in_bands(ctx, g.mask, g.width, g.height, conn, budget, bands, &n, what);
+        cr_assert_eq(n, conn == 4 ? g.n4 : g.n8, "%s: %zu labels, SciPy has %zu", what, n, conn == 4 ? g.n4 : g.n8);
+        assert_same_labels(got, conn == 4 ? g.labels4 : g.labels8, g.width, g.width * g.height, what);
+        free(got);
+        snprintf(what, sizeof what, "%s %s, slabs of %zu rows, connectivity %d", test_backend_name(c->backend),
+                 golden_names[c->golden], c->rows, conn);
+        got = label_in_slabs(ctx, g.mask, g.width, g.height, conn, c->rows, &n);
         cr_assert_eq(n, conn == 4 ? g.n4 : g.n8, "%s: %zu labels, SciPy has %zu", what, n, conn == 4 ? g.n4 : g.n8);
         assert_same_labels(got, conn == 4 ? g.labels4 : g.labels8, g.width, g.width * g.height, what);
         free(got);
@@ -247,9 +272,61 @@ ParameterizedTest(band_case *c, label_bands, identical_to_in_core_for_any_bandin
         label_in_bands(ctx, mask, r->w, r->h, r->conn, slots_budget(r->w, r->slots, r->rows), r->bands, &got_n, what);
     cr_assert_eq(got_n, want_n, "%s: %zu labels, in-core has %zu", what, got_n, want_n);
     assert_same_labels(got, want, r->w, r->w * r->h, what);
+    free(got);
+    /* gpuws_label in slabs of the band rows */
+    got = label_in_slabs(ctx, mask, r->w, r->h, r->conn, r->rows, &got_n);
+    cr_assert_eq(got_n, want_n, "%s, in slabs: %zu labels, in-core has %zu", what, got_n, want_n);
+    assert_same_labels(got, want, r->w, r->w * r->h, what);
     free(mask);
     free(want);
     free(got);
+    gpuws_context_destroy(ctx);
+}
+
+/* On a GPU with the memory for it, gpuws_label of device buffers of 65536 x 32769 pixels (2^31 + 2^16: a slab of
+ * 32767 rows and one of 2) gives the labels and N of gpuws_label_host (bands of at most 256 rows), for a percolating
+ * random mask with 4- and 8-connectivity (components cross every band border and the slab border). It needs 10 GiB
+ * of device memory and 19 GiB of host memory, so it skips on CPU devices (the CPU backend and PoCL run the same slab
+ * code on the small images above) and on GPUs with less. */
+GPU_BACKEND_TEST(label_bands, device_buffers_of_more_than_2_to_the_31_pixels)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_device_info info;
+    TEST_OK(gpuws_context_get_device_info(ctx, &info));
+    const size_t w = 65536, h = 32769, n = w * h;
+    const double host_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (info.type == GPUWS_DEVICE_CPU || info.global_mem_bytes < 12 * ((uint64_t)1 << 30) ||
+        info.max_alloc_bytes < 4 * (uint64_t)n || host_bytes < 32.0 * (1 << 30)) {
+        gpuws_context_destroy(ctx);
+        cr_skip_test("%s: %s: needs a GPU with 12 GiB (buffers of %zu bytes) and 32 GiB of host memory",
+                     test_backend_name(*kind), info.name, 4 * n);
+    }
+    uint8_t *mask = malloc(n);
+    int32_t *want = malloc(n * sizeof *want);
+    cr_assert(mask && want);
+    for (int conn = 4; conn <= 8; conn += 4) {
+        uint64_t seed = 0x2b16 + (uint64_t)conn; /* xorshift64: eight pixels a draw, each foreground at 0.59 or 0.41 */
+        const unsigned below = conn == 4 ? 151 : 105;
+        for (size_t i = 0; i < n; i += 8) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            for (size_t j = 0; j < 8 && i + j < n; j++) mask[i + j] = ((seed >> (8 * j)) & 0xff) < below;
+        }
+        size_t want_n, got_n = (size_t)-1;
+        TEST_OK(gpuws_label_host(ctx, w, h, mask, 0, conn, NULL, want, &want_n));
+        gpuws_buffer *m = test_buffer_from(ctx, mask, n), *l = test_buffer(ctx, n * sizeof(int32_t));
+        TEST_OK(gpuws_label(NULL, w, h, m, conn, l, &got_n));
+        cr_assert_eq(got_n, want_n, "connectivity %d: %zu labels, label_host has %zu", conn, got_n, want_n);
+        int32_t *got = test_download(l, n * sizeof(int32_t));
+        test_check_guard(l, n * sizeof(int32_t), "labels");
+        char what[64];
+        snprintf(what, sizeof what, "2^31 + 2^16 pixels, connectivity %d", conn);
+        assert_same_labels(got, want, w, n, what);
+        free(got);
+        gpuws_buffer_destroy(m);
+        gpuws_buffer_destroy(l);
+    }
+    free(mask);
+    free(want);
     gpuws_context_destroy(ctx);
 }
 

@@ -32,7 +32,7 @@ static int run_demo(const sources_args *a)
     gpuws_buffer *img = NULL;
     gpuws_catalog *cat = NULL;
     float *host = NULL;
-    const int on_host = sources_use_host(a, p.width, p.height);
+    const int on_host = sources_use_host(a, ctx, p.width, p.height);
     st = gpuws_buffer_create(ctx, n * sizeof(float), &img);
     if (!st) st = gpuws__sky_generate(NULL, &p, src, img);
     if (!st && !on_host) st = gpuws__find_sources_device(NULL, p.width, p.height, img, &a->o, &cat);

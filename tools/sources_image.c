@@ -186,7 +186,12 @@ void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int
                cat->ms_total);
 }
 
-int sources_use_host(const sources_args *a, size_t w, size_t h) { return a->max_device_given || w * h > INT32_MAX; }
+int sources_use_host(const sources_args *a, gpuws_context *ctx, size_t w, size_t h)
+{
+    gpuws_device_info d;
+    if (a->max_device_given || w * h > (size_t)1 << 32 || gpuws_context_get_device_info(ctx, &d)) return 1;
+    return 9.0 * (double)w * (double)h > 0.75 * (double)d.global_mem_bytes;
+}
 
 gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c, const float *px, size_t w, size_t h,
                                gpuws_catalog **cat)
@@ -242,7 +247,7 @@ static int run_workshop(const sources_args *a, const fits_image *img, const sour
     p.image = img->data;
     gpuws_catalog *cat;
     t0 = tool_now_ms();
-    const int host = sources_use_host(a, img->width, img->height);
+    const int host = sources_use_host(a, c->ctx[0], img->width, img->height);
     gpuws_status st = host ? sources_find_host(a, c, img->data, img->width, img->height, &cat)
                            : gpuws_find_sources(c->ctx[0], img->data, img->width, img->height, &a->o, &cat);
     t->find = tool_now_ms() - t0;

@@ -7,20 +7,30 @@
  *   label_scan          one block: exclusive prefix sum of the chunk counts; the total (N) after them
  *   label_relabel       per pixel: L = offset of the root's chunk + rank of the root
  * N (4 bytes) is read back while relabel runs. Roots are each component's smallest raster index, so the numbering
- * is SciPy's. */
+ * is SciPy's.
+ *
+ * The kernels index a labelling's pixels in 32 bits (L = 1 + index in an int32), so an image of more pixels than
+ * that is labelled in slabs of whole rows (label_slabs below): each slab as an image of its own at an offset into the
+ * buffers, then one more pass maps every slab's labels to their final numbers, joined across the slabs' borders as
+ * label_numbering.h says. */
 #include "../common/driver.h"
 #include "label_driver.h"
 #include "label_layout.h"
+#include "label_numbering.h"
 #include "label_ref.h"
 
 #include <limits.h>
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
 static const gpuws__stream_key key_counts = { "label.counts" };
+static const gpuws__stream_key key_node_label = { "label.node_label" };
+static const gpuws__stream_key key_node_final = { "label.node_final" };
+static const gpuws__stream_key key_node_nh = { "label.node_nh" };
 
-/* The passes up to the scan: on return, the chunk counts and N (after them) are on their way in *counts_out. */
+/* The passes up to the scan over the width x height pixels from pixel `slab` on: on return, the chunk counts and N
+ * (after them) are on their way in *counts_out. */
 static gpuws_status label_gpu_count(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
-                                    gpuws_buffer *labels, gpuws_buffer **counts_out)
+                                    gpuws_buffer *labels, uint64_t slab, gpuws_buffer **counts_out)
 {
     gpuws_context *ctx = s->ctx;
     const size_t n = width * height;
@@ -44,8 +54,8 @@ static gpuws_status label_gpu_count(gpuws_stream *s, size_t width, size_t height
     const uint32_t w32 = (uint32_t)width, h32 = (uint32_t)height, n32 = (uint32_t)n;
 
     gpuws_launch_config c_local = { { (uint32_t)ntiles, 1, 1 }, { LABEL_TILE_W, LABEL_TILE_ROWS, 1 } };
-    gpuws_arg a_local[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_u32(w32), gpuws_arg_u32(h32),
-                            gpuws_arg_u32((uint32_t)tiles_x) };
+    gpuws_arg a_local[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels),         gpuws_arg_u32(w32),
+                            gpuws_arg_u32(h32),  gpuws_arg_u32((uint32_t)tiles_x), gpuws_arg_u64(slab) };
     if ((st = gpuws__launch_named(s, conn == 8 ? "label_local_8" : "label_local_4", NULL, &c_local, a_local,
                                   GPUWS__NARGS(a_local))))
         return st;
@@ -54,14 +64,15 @@ static gpuws_status label_gpu_count(gpuws_stream *s, size_t width, size_t height
     uint64_t max_blocks = ctx->info.max_grid_dims[0] < UINT32_MAX ? ctx->info.max_grid_dims[0] : UINT32_MAX;
     gpuws_launch_config c_merge = gpuws__config_1d(items, 256, (uint32_t)max_blocks);
     gpuws_arg a_merge[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels),         gpuws_arg_u32(w32),
-                            gpuws_arg_u32(h32),  gpuws_arg_u32((uint32_t)tiles_x), gpuws_arg_u64(items) };
+                            gpuws_arg_u32(h32),  gpuws_arg_u32((uint32_t)tiles_x), gpuws_arg_u64(items),
+                            gpuws_arg_u64(slab) };
     if ((st = gpuws__launch_named(s, conn == 8 ? "label_merge_8" : "label_merge_4", NULL, &c_merge, a_merge,
                                   GPUWS__NARGS(a_merge))))
         return st;
 
     gpuws_launch_config c_flat = { { (uint32_t)nchunks, 1, 1 }, { LABEL_CHUNK_THREADS, 1, 1 } };
-    gpuws_arg a_flat[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts),
-                           gpuws_arg_u32(n32) };
+    gpuws_arg a_flat[] = { gpuws_arg_buffer(m), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts), gpuws_arg_u32(n32),
+                           gpuws_arg_u64(slab) };
     if ((st = gpuws__launch_named(s, "label_flatten", NULL, &c_flat, a_flat, GPUWS__NARGS(a_flat)))) return st;
 
     gpuws_kernel *kscan;
@@ -75,12 +86,12 @@ static gpuws_status label_gpu_count(gpuws_stream *s, size_t width, size_t height
 
 /* The last pass: every pixel from its root to its number. */
 static gpuws_status label_gpu_relabel(gpuws_stream *s, size_t n, const gpuws_buffer *mask, gpuws_buffer *labels,
-                                      gpuws_buffer *counts)
+                                      uint64_t slab, gpuws_buffer *counts)
 {
     const size_t threads = (n + LABEL_PER_THREAD - 1) / LABEL_PER_THREAD;
     gpuws_launch_config c_rel = gpuws__config_1d(threads, 256, UINT32_MAX);
     gpuws_arg a_rel[] = { gpuws_arg_buffer((gpuws_buffer *)mask), gpuws_arg_buffer(labels), gpuws_arg_buffer(counts),
-                          gpuws_arg_u32((uint32_t)n) };
+                          gpuws_arg_u32((uint32_t)n), gpuws_arg_u64(slab) };
     return gpuws__launch_named(s, "label_relabel", NULL, &c_rel, a_rel, GPUWS__NARGS(a_rel));
 }
 
@@ -89,18 +100,140 @@ static gpuws_status label_gpu(gpuws_stream *s, size_t width, size_t height, cons
 {
     const size_t n = width * height, nchunks = (n + LABEL_CHUNK - 1) / LABEL_CHUNK;
     gpuws_buffer *counts;
-    gpuws_status st = label_gpu_count(s, width, height, mask, conn, labels, &counts);
+    gpuws_status st = label_gpu_count(s, width, height, mask, conn, labels, 0, &counts);
     if (st) return st;
     /* N is read before relabel is enqueued, and the host waits for that read alone: the call returns once N is
      * known while relabel runs (the labels are complete in stream order). */
     gpuws__pending_read rd;
     if ((st = gpuws__buffer_read_start(s, counts, nchunks * sizeof(int32_t), sizeof(int32_t), &rd))) return st;
-    st = label_gpu_relabel(s, n, mask, labels, counts);
+    st = label_gpu_relabel(s, n, mask, labels, 0, counts);
     int32_t total = 0;
     const gpuws_status wst = gpuws__buffer_read_finish(s, &rd, &total);
     if (st || (st = wst)) return st;
     *num_labels = (size_t)total;
     return GPUWS_OK;
+}
+
+/* ---- slabs: images of more pixels than a labelling's int32 indices reach ---------------------------------------- */
+
+/* The most pixels one labelling takes: 2^31 - 1, or fewer for tests (knob label_slab_pixels). */
+static size_t slab_pixels(const gpuws_context *ctx)
+{
+    const int64_t k = ctx->tuning.label_slab_pixels;
+    return k > 0 ? (size_t)k : (size_t)INT32_MAX;
+}
+
+/* A slab's labels l (1..N_b, band b of the numbering) to their final numbers on the host: the node's final number
+ * where l is one of the slab's border labels, else offset_b + l less the non-root nodes before it. nh[k]: the nodes
+ * before node k that are not roots. What label_remap does on a device. */
+static void remap_host(int32_t *L, size_t n, const gpuws__label_numbering *nb, size_t b, const uint64_t *nh)
+{
+    const size_t j0 = nb->node_base[b], j1 = nb->node_base[b + 1];
+    for (size_t i = 0; i < n; i++) {
+        const int32_t l = L[i];
+        if (l <= 0) continue;
+        size_t lo = j0, hi = j1;
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo) / 2;
+            if (nb->node_label[mid] < l) lo = mid + 1;
+            else hi = mid;
+        }
+        L[i] = lo < j1 && nb->node_label[lo] == l ? nb->final[lo] : (int32_t)(nb->offset[b] + (uint64_t)l - nh[lo]);
+    }
+}
+
+/* Labels slab b (rows rb from pixel `first`) and hands its N and border rows to the numbering. */
+static gpuws_status slab_label(gpuws_stream *s, size_t w, size_t rb, const gpuws_buffer *mask, int conn,
+                               gpuws_buffer *labels, uint64_t first, gpuws__label_numbering *nb, size_t b,
+                               int32_t *rows)
+{
+    const size_t px = w * rb, nchunks = (px + LABEL_CHUNK - 1) / LABEL_CHUNK;
+    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU) {
+        int32_t *L = (int32_t *)gpuws__cpu_ptr(labels) + first;
+        nb->count[b] = gpuws_label_ref((const uint8_t *)gpuws__cpu_ptr(mask) + first, w, rb, conn, L);
+        return gpuws__numbering_harvest(nb, conn, b, L, L + (rb - 1) * w);
+    }
+    gpuws_buffer *counts;
+    gpuws_status st = label_gpu_count(s, w, rb, mask, conn, labels, first, &counts);
+    int32_t total = 0;
+    if (st || (st = label_gpu_relabel(s, px, mask, labels, first, counts)) ||
+        (st = gpuws__buffer_read_sync(s, counts, nchunks * sizeof(int32_t), &total, sizeof total)) ||
+        (st = gpuws__buffer_read_sync(s, labels, first * sizeof(int32_t), rows, w * sizeof(int32_t))) ||
+        (st = gpuws__buffer_read_sync(s, labels, (first + (rb - 1) * w) * sizeof(int32_t), rows + w,
+                                      w * sizeof(int32_t))))
+        return st;
+    nb->count[b] = (size_t)total;
+    return gpuws__numbering_harvest(nb, conn, b, rows, rows + w);
+}
+
+/* Every slab's labels to their final numbers (label_remap per slab on a device). */
+static gpuws_status slabs_remap(gpuws_stream *s, size_t w, size_t h, size_t rows, gpuws_buffer *labels,
+                                const gpuws__label_numbering *nb, const uint64_t *nh, gpuws_buffer *const dev[3])
+{
+    const bool cpu = s->ctx->backend->kind == GPUWS_BACKEND_CPU;
+    gpuws_status st = GPUWS_OK;
+    if (!cpu && nb->nodes &&
+        ((st = gpuws__write(s, dev[0], 0, nb->node_label, nb->nodes * sizeof(int32_t), 1)) ||
+         (st = gpuws__write(s, dev[1], 0, nb->final, nb->nodes * sizeof(int32_t), 1))))
+        return st;
+    if (!cpu && (st = gpuws__write(s, dev[2], 0, nh, (nb->nodes + 1) * sizeof(uint64_t), 1))) return st;
+    for (size_t b = 0; b < nb->bands && !st; b++) {
+        const size_t rb = b + 1 < nb->bands ? rows : h - b * rows, px = rb * w;
+        const uint64_t first = (uint64_t)b * rows * w;
+        if (cpu) {
+            remap_host((int32_t *)gpuws__cpu_ptr(labels) + first, px, nb, b, nh);
+            continue;
+        }
+        const gpuws_launch_config cfg = gpuws__config_1d(px, 256, gpuws__saturating_blocks(s->ctx, 8));
+        const gpuws_arg a[] = { gpuws_arg_buffer(labels),        gpuws_arg_u64(first),
+                                gpuws_arg_u32((uint32_t)px),     gpuws_arg_buffer(dev[0]),
+                                gpuws_arg_buffer(dev[1]),        gpuws_arg_buffer(dev[2]),
+                                gpuws_arg_u64(nb->node_base[b]), gpuws_arg_u64(nb->node_base[b + 1]),
+                                gpuws_arg_u64(nb->offset[b]) };
+        st = gpuws__launch_named(s, "label_remap", NULL, &cfg, a, GPUWS__NARGS(a));
+    }
+    return st;
+}
+
+/* gpuws_label of slabs of `rows` rows. Everything that can fail for want of memory (host and device) or of a kernel
+ * is had before the first slab is labelled; only a count of components past 2^31 - 1 fails later. */
+static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows, const gpuws_buffer *mask, int conn,
+                                gpuws_buffer *labels, size_t *num_labels)
+{
+    const bool cpu = s->ctx->backend->kind == GPUWS_BACKEND_CPU;
+    const size_t slabs = (h + rows - 1) / rows, max_nodes = 2 * w * slabs;
+    gpuws__label_numbering nb;
+    gpuws_status st = gpuws__numbering_make(&nb, "label", w, slabs);
+    int32_t *border = NULL;
+    uint64_t *nh = NULL;
+    gpuws_buffer *dev[3] = { NULL, NULL, NULL };
+    gpuws_kernel *k;
+    /* a slab has at most ceil(pixels / 2) components (a checkerboard with connectivity 4) */
+    if (!st) st = gpuws__numbering_reserve(&nb, (rows * w + 1) / 2, max_nodes);
+    if (!st && (!(nh = gpuws__malloc((max_nodes + 1) * sizeof *nh)) ||
+                (!cpu && !(border = gpuws__malloc(2 * w * sizeof *border)))))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label: no host memory for the slabs' borders (%zu bytes)",
+                          (max_nodes + 1) * sizeof *nh + 2 * w * sizeof *border);
+    if (!st && !cpu &&
+        (!(st = gpuws__kernel_get_ex(s->ctx, "label_remap", NULL, &k)) &&
+         !(st = gpuws__stream_scratch(s, &key_node_label, max_nodes * sizeof(int32_t), &dev[0])) &&
+         !(st = gpuws__stream_scratch(s, &key_node_final, max_nodes * sizeof(int32_t), &dev[1]))))
+        st = gpuws__stream_scratch(s, &key_node_nh, (max_nodes + 1) * sizeof(uint64_t), &dev[2]);
+    for (size_t b = 0; b < slabs && !st; b++) {
+        const size_t rb = b + 1 < slabs ? rows : h - b * rows;
+        st = slab_label(s, w, rb, mask, conn, labels, (uint64_t)b * rows * w, &nb, b, border);
+    }
+    if (!st) st = gpuws__numbering_number(&nb);
+    if (!st) {
+        nh[0] = 0;
+        for (size_t j = 0; j < nb.nodes; j++) nh[j + 1] = nh[j] + (nb.parent[j] != j);
+        st = slabs_remap(s, w, h, rows, labels, &nb, nh, dev);
+    }
+    if (!st) *num_labels = nb.total;
+    gpuws__free(border);
+    gpuws__free(nh);
+    gpuws__numbering_free(&nb);
+    return st;
 }
 
 gpuws_status gpuws__label_enqueue(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
@@ -113,8 +246,8 @@ gpuws_status gpuws__label_enqueue(gpuws_stream *s, size_t width, size_t height, 
     }
     gpuws_buffer *counts;
     const size_t n = width * height;
-    gpuws_status st = label_gpu_count(s, width, height, mask, conn, labels, &counts);
-    if (st || (st = label_gpu_relabel(s, n, mask, labels, counts))) return st;
+    gpuws_status st = label_gpu_count(s, width, height, mask, conn, labels, 0, &counts);
+    if (st || (st = label_gpu_relabel(s, n, mask, labels, 0, counts))) return st;
     count->buffer = counts;
     count->offset = (n + LABEL_CHUNK - 1) / LABEL_CHUNK * sizeof(int32_t);
     return GPUWS_OK;
@@ -133,11 +266,11 @@ gpuws_status gpuws_label(gpuws_stream *s, size_t width, size_t height, const gpu
     size_t n;
     if (gpuws__mul_overflows(width, height, &n))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "label: %zu x %zu pixels overflow size_t", width, height);
-    if (n > INT32_MAX)
+    if (width > INT32_MAX)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED,
-                            "label: %zu x %zu = %zu pixels; labels and pixel indices are int32, so "
-                            "at most 2^31 - 1 pixels",
-                            width, height, n);
+                            "label: rows of %zu pixels; a labelling's pixel indices are int32, so a row has at most "
+                            "2^31 - 1 pixels",
+                            width);
     if ((st = gpuws__check_array(ctx, mask, "mask", n, 1)) || (st = gpuws__check_array(ctx, labels, "labels", n, 4)))
         return st;
     if (labels == mask)
@@ -145,6 +278,11 @@ gpuws_status gpuws_label(gpuws_stream *s, size_t width, size_t height, const gpu
     if (n == 0) {
         *num_labels = 0;
         return GPUWS_OK;
+    }
+    const size_t slab = slab_pixels(ctx);
+    if (n > slab) {
+        const size_t rows = slab / width ? slab / width : 1;
+        if (rows < height) return label_slabs(s, width, height, rows, mask, connectivity, labels, num_labels);
     }
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         *num_labels = gpuws_label_ref(gpuws__cpu_ptr(mask), width, height, connectivity, gpuws__cpu_ptr(labels));

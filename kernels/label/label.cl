@@ -110,8 +110,10 @@ inline void unite_global(volatile __global int *L, int a0, int b0)
 
 #define LOCAL_KERNEL(CONN)                                                                                        \
     __kernel __attribute__((reqd_work_group_size(TILE_W, TILE_ROWS, 1))) void label_local_##CONN(              \
-        __global const uchar *mask, __global int *L, uint width, uint height, uint tiles_x)                      \
+        __global const uchar *mask, __global int *L, uint width, uint height, uint tiles_x, ulong slab)          \
     {                                                                                                             \
+        mask += slab;                                                                                             \
+        L += slab;                                                                                                \
         __local uchar m[TILE_W * TILE_H];                                                                         \
         __local int s[TILE_W * TILE_H];                                                                           \
         const uint tile = get_group_id(0), tx = tile % tiles_x, ty = tile / tiles_x;                              \
@@ -173,8 +175,10 @@ LOCAL_KERNEL(8)
 
 #define MERGE_KERNEL(CONN, PER_TILE)                                                                              \
     __kernel void label_merge_##CONN(__global const uchar *mask, __global int *L, uint width, uint height,       \
-                                     uint tiles_x, ulong items)                                                   \
+                                     uint tiles_x, ulong items, ulong slab)                                       \
     {                                                                                                             \
+        mask += slab;                                                                                             \
+        L += slab;                                                                                                \
         for (ulong it = get_global_id(0); it < items; it += get_global_size(0)) {                                 \
             const ulong tile = it / (PER_TILE);                                                                     \
             const uint k = (uint)(it % (PER_TILE));                                                                 \
@@ -247,21 +251,24 @@ inline int group_exclusive_scan(int v, __local int *sc, __local int *seg, int *t
 }
 
 /* The mask bytes of pixels base .. base + PER_THREAD - 1 as one word (byte j = pixel base + j), zero past n. Buffers
- * are aligned far beyond 8 bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN) and base is a multiple of 8: one 8-byte load. */
-inline ulong mask8(__global const uchar *mask, uint base, uint n)
+ * are aligned far beyond 8 bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN) and base is a multiple of 8: one 8-byte load when
+ * mask itself is aligned (a slab's start may not be). */
+inline ulong mask8(__global const uchar *mask, uint base, uint n, bool aligned)
 {
-    if (base + PER_THREAD <= n) return ((__global const ulong *)mask)[base / PER_THREAD];
+    if (aligned && base + PER_THREAD <= n) return ((__global const ulong *)mask)[base / PER_THREAD];
     ulong m = 0;
-    for (uint j = 0; base + j < n; j++) m |= (ulong)mask[base + j] << (8 * j);
+    for (uint j = 0; j < PER_THREAD && base + j < n; j++) m |= (ulong)mask[base + j] << (8 * j);
     return m;
 }
 
 __kernel __attribute__((reqd_work_group_size(CHUNK_THREADS, 1, 1))) void label_flatten(
-    __global const uchar *mask, __global int *L, __global int *counts, uint n)
+    __global const uchar *mask, __global int *L, __global int *counts, uint n, ulong slab)
 {
     __local int sc[32 * SCAN_PAD], seg[64];
+    mask += slab;
+    L += slab;
     const uint base = get_group_id(0) * CHUNK + get_local_id(0) * PER_THREAD;
-    const ulong m = base < n ? mask8(mask, base, n) : 0;
+    const ulong m = base < n ? mask8(mask, base, n, (slab & 7) == 0) : 0;
     uint roots = 0; /* bit j: pixel base + j is a root */
     for (uint j = 0; m && j < PER_THREAD; j++) {
         if (!((m >> (8 * j)) & 0xff)) continue;
@@ -322,11 +329,14 @@ __kernel void label_scan(__global int *counts, uint nchunks)
  * A root holds -(rank in its chunk + 1) until its own work-item replaces it with the final label, so a pixel that
  * reads its root sees one or the other: negative means "add the root's chunk offset", positive is final. */
 
-__kernel void label_relabel(__global const uchar *mask, __global int *L, __global const int *offsets, uint n)
+__kernel void label_relabel(__global const uchar *mask, __global int *L, __global const int *offsets, uint n,
+                            ulong slab)
 {
     const uint base = get_global_id(0) * PER_THREAD;
     if (base >= n) return;
-    const ulong m = mask8(mask, base, n);
+    mask += slab;
+    L += slab;
+    const ulong m = mask8(mask, base, n, (slab & 7) == 0);
     for (uint j = 0; m && j < PER_THREAD; j++) {
         if (!((m >> (8 * j)) & 0xff)) continue;
         const uint i = base + j;
@@ -339,5 +349,27 @@ __kernel void label_relabel(__global const uchar *mask, __global int *L, __globa
             label = w < 0 ? offsets[root / CHUNK] - w : w;
         }
         L[i] = label;
+    }
+}
+
+/* ---- remap: a slab's labels to their final numbers -------------------------------------------------------------
+ * l (1..N, the slab's pixels from `slab` on) becomes the node's final number where l is one of the slab's border
+ * labels (nodes j0..j1, labels ascending), else offset + l less the non-root nodes before it (nh[k]: those before
+ * node k). label_numbering.h says why. */
+
+__kernel void label_remap(__global int *L, ulong slab, uint n, __global const int *node_label,
+                          __global const int *node_final, __global const ulong *nh, ulong j0, ulong j1, ulong offset)
+{
+    L += slab;
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
+        const int l = L[i];
+        if (l <= 0) continue;
+        ulong lo = j0, hi = j1;
+        while (lo < hi) {
+            const ulong mid = lo + (hi - lo) / 2;
+            if (node_label[mid] < l) lo = mid + 1;
+            else hi = mid;
+        }
+        L[i] = lo < j1 && node_label[lo] == l ? node_final[lo] : (int)(offset + (ulong)l - nh[lo]);
     }
 }

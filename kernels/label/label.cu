@@ -212,47 +212,53 @@ __device__ int block_exclusive_scan(int v, int *warp_sums, int *total)
 }
 
 // The 8 mask bytes of pixels base..base+7 as one word (byte j = pixel base + j), zero past n.
-__device__ __forceinline__ unsigned long long mask8(const unsigned char *__restrict__ mask, unsigned base, unsigned n)
+// aligned: mask + 0 is 8-byte aligned (the buffer's start is; a slab's may not be).
+__device__ __forceinline__ unsigned long long mask8(const unsigned char *__restrict__ mask, unsigned base, unsigned n,
+                                                    bool aligned)
 {
-    if (base + PER_THREAD <= n) return *reinterpret_cast<const unsigned long long *>(mask + base); // 8-aligned
+    if (aligned && base + PER_THREAD <= n) return *reinterpret_cast<const unsigned long long *>(mask + base);
     unsigned long long m = 0;
-    for (unsigned j = 0; base + j < n; j++) m |= (unsigned long long)mask[base + j] << (8 * j);
+    for (unsigned j = 0; j < PER_THREAD && base + j < n; j++) m |= (unsigned long long)mask[base + j] << (8 * j);
     return m;
 }
 
 } // namespace
 
 extern "C" __global__ void __launch_bounds__(TW *ROWS)
-    label_local_4(const unsigned char *mask, int *L, unsigned width, unsigned height, unsigned tiles_x)
+    label_local_4(const unsigned char *mask, int *L, unsigned width, unsigned height, unsigned tiles_x,
+                  unsigned long long slab)
 {
-    local_tile<4>(mask, L, width, height, tiles_x);
+    local_tile<4>(mask + slab, L + slab, width, height, tiles_x);
 }
 
 extern "C" __global__ void __launch_bounds__(TW *ROWS)
-    label_local_8(const unsigned char *mask, int *L, unsigned width, unsigned height, unsigned tiles_x)
+    label_local_8(const unsigned char *mask, int *L, unsigned width, unsigned height, unsigned tiles_x,
+                  unsigned long long slab)
 {
-    local_tile<8>(mask, L, width, height, tiles_x);
+    local_tile<8>(mask + slab, L + slab, width, height, tiles_x);
 }
 
 extern "C" __global__ void label_merge_4(const unsigned char *mask, int *L, unsigned width, unsigned height,
-                                         unsigned tiles_x, unsigned long long items)
+                                         unsigned tiles_x, unsigned long long items, unsigned long long slab)
 {
-    merge_items<4>(mask, L, width, height, tiles_x, items);
+    merge_items<4>(mask + slab, L + slab, width, height, tiles_x, items);
 }
 
 extern "C" __global__ void label_merge_8(const unsigned char *mask, int *L, unsigned width, unsigned height,
-                                         unsigned tiles_x, unsigned long long items)
+                                         unsigned tiles_x, unsigned long long items, unsigned long long slab)
 {
-    merge_items<8>(mask, L, width, height, tiles_x, items);
+    merge_items<8>(mask + slab, L + slab, width, height, tiles_x, items);
 }
 
 // Every pixel of the chunk points at its root; the chunk's roots get -(rank in chunk + 1); counts[chunk] = roots.
 extern "C" __global__ void __launch_bounds__(CHUNK_THREADS)
-    label_flatten(const unsigned char *mask, int *L, int *counts, unsigned n)
+    label_flatten(const unsigned char *mask, int *L, int *counts, unsigned n, unsigned long long slab)
 {
     __shared__ int warp_sums[32];
+    mask += slab;
+    L += slab;
     const unsigned base = blockIdx.x * CHUNK + threadIdx.x * PER_THREAD;
-    const unsigned long long m = base < n ? mask8(mask, base, n) : 0ull;
+    const unsigned long long m = base < n ? mask8(mask, base, n, (slab & 7) == 0) : 0ull;
     unsigned roots = 0;
     if (m) {
 #pragma unroll
@@ -300,11 +306,14 @@ extern "C" __global__ void label_scan(int *counts, unsigned nchunks)
 
 // L = final label: offset of the root's chunk + its rank there. A root's cell holds -(rank + 1) until its own thread
 // replaces it with the final (positive) label, so a reader decodes either.
-extern "C" __global__ void label_relabel(const unsigned char *mask, int *L, const int *offsets, unsigned n)
+extern "C" __global__ void label_relabel(const unsigned char *mask, int *L, const int *offsets, unsigned n,
+                                         unsigned long long slab)
 {
     const unsigned base = (blockIdx.x * blockDim.x + threadIdx.x) * PER_THREAD;
     if (base >= n) return;
-    unsigned long long m = mask8(mask, base, n);
+    mask += slab;
+    L += slab;
+    unsigned long long m = mask8(mask, base, n, (slab & 7) == 0);
     while (m) {
         const unsigned j = (__ffsll((long long)m) - 1) / 8;
         m &= ~(0xffull << (8 * j));
@@ -321,6 +330,27 @@ extern "C" __global__ void label_relabel(const unsigned char *mask, int *L, cons
     }
 }
 
+// A slab's labels l (1..N, the slab's pixels from `slab` on) to their final numbers: the node's final number where l
+// is one of the slab's border labels (nodes j0..j1, labels ascending), else offset + l less the non-root nodes
+// before it (nh[k]: those before node k). label_numbering.h says why.
+extern "C" __global__ void label_remap(int *L, unsigned long long slab, unsigned n, const int *node_label,
+                                       const int *node_final, const unsigned long long *nh, unsigned long long j0,
+                                       unsigned long long j1, unsigned long long offset)
+{
+    L += slab;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int l = L[i];
+        if (l <= 0) continue;
+        unsigned long long lo = j0, hi = j1;
+        while (lo < hi) {
+            const unsigned long long mid = lo + (hi - lo) / 2;
+            if (node_label[mid] < l) lo = mid + 1;
+            else hi = mid;
+        }
+        L[i] = lo < j1 && node_label[lo] == l ? node_final[lo] : (int)(offset + (unsigned long long)l - nh[lo]);
+    }
+}
+
 GPUWS_CUDA_KERNELS(label, GPUWS_CUDA_KERNEL(label_local_4), GPUWS_CUDA_KERNEL(label_local_8),
                    GPUWS_CUDA_KERNEL(label_merge_4), GPUWS_CUDA_KERNEL(label_merge_8), GPUWS_CUDA_KERNEL(label_flatten),
-                   GPUWS_CUDA_KERNEL(label_scan), GPUWS_CUDA_KERNEL(label_relabel))
+                   GPUWS_CUDA_KERNEL(label_scan), GPUWS_CUDA_KERNEL(label_relabel), GPUWS_CUDA_KERNEL(label_remap))

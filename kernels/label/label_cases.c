@@ -6,7 +6,10 @@
  *                     the download of the labels on the stream
  *   4conn-banded      the same through gpuws_label_host with a device budget of a quarter of the in-core size, so
  *                     the mask streams in row bands (about 12) twice (docs/scale.md) on the call's own streams;
- *                     bytes counted are the mask up and the labels down once, as for 4conn+transfers */
+ *                     bytes counted are the mask up and the labels down once, as for 4conn+transfers
+ *   8conn-slabs       mask and labels on the device, labelled in slabs of a fifth of the rows (the knob
+ *                     label_slab_pixels) joined at their borders: the path of images of 2^31 pixels and more */
+#include "../core/tuning.h"
 #include "common/cases.h"
 #include "label/label_layout.h"
 #include "label/label_ref.h"
@@ -16,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { LABEL_DEVICE, LABEL_TRANSFERS, LABEL_BANDED } label_mode;
+typedef enum { LABEL_DEVICE, LABEL_TRANSFERS, LABEL_BANDED, LABEL_SLABS } label_mode;
 
 typedef struct {
     int conn;
@@ -32,6 +35,7 @@ typedef struct {
 static void label_teardown(void *p)
 {
     label_state *s = p;
+    if (s->mode == LABEL_SLABS) gpuws__tuning_set(s->ctx, "label_slab_pixels", NULL);
     free(s->mask);
     gpuws_host_free(s->ctx, s->h_mask);
     gpuws_host_free(s->ctx, s->h_labels);
@@ -58,7 +62,12 @@ static gpuws_status label_setup(gpuws_context *ctx, bench_size size, void **stat
     for (size_t i = 0; i < s->n; i++) s->mask[i] = img[i] > 5e-3f; /* 5 noise sigmas */
     free(img);
     gpuws_status st;
-    if (mode != LABEL_DEVICE) {
+    if (mode == LABEL_SLABS) {
+        char px[32];
+        snprintf(px, sizeof px, "%zu", (s->h / 5) * s->w);
+        if ((st = gpuws__tuning_set(ctx, "label_slab_pixels", px))) return st;
+    }
+    if (mode != LABEL_DEVICE && mode != LABEL_SLABS) {
         if ((st = gpuws_host_alloc(ctx, s->n, (void **)&s->h_mask)) ||
             (st = gpuws_host_alloc(ctx, s->n * 4, (void **)&s->h_labels)))
             return st;
@@ -82,6 +91,11 @@ static gpuws_status label_setup_4(gpuws_context *ctx, bench_size size, void **st
 static gpuws_status label_setup_8(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
 {
     return label_setup(ctx, size, state, c, 8, LABEL_DEVICE);
+}
+
+static gpuws_status label_setup_8_slabs(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    return label_setup(ctx, size, state, c, 8, LABEL_SLABS);
 }
 
 static gpuws_status label_setup_4_transfers(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
@@ -115,8 +129,9 @@ static bool label_check(void *p, char *msg, size_t len)
     label_state *s = p;
     int32_t *got = malloc(s->n * 4), *want = malloc(s->n * 4);
     bool ok = got && want &&
-              (s->mode != LABEL_DEVICE ? (memcpy(got, s->h_labels, s->n * 4), true)
-                                       : gpuws_buffer_read(s->dlabels, 0, got, s->n * 4) == GPUWS_OK);
+              (s->mode != LABEL_DEVICE && s->mode != LABEL_SLABS
+                   ? (memcpy(got, s->h_labels, s->n * 4), true)
+                   : gpuws_buffer_read(s->dlabels, 0, got, s->n * 4) == GPUWS_OK);
     if (!ok) {
         snprintf(msg, len, "could not read the labels back");
     } else {
@@ -137,7 +152,7 @@ static size_t label_outputs(void *p, bench_output *out)
         return 1;
     }
     out[0] = (bench_output){ s->dlabels, NULL, s->n * 4 };
-    if (s->mode == LABEL_DEVICE) return 1;
+    if (s->mode == LABEL_DEVICE || s->mode == LABEL_SLABS) return 1;
     out[1] = (bench_output){ NULL, s->h_labels, s->n * 4 };
     return 2;
 }
@@ -155,7 +170,11 @@ static const gpuws__case w_label_transfers = { { "label", "4conn+transfers", tru
 static const gpuws__case w_label_banded = {
     { "label", "4conn-banded", true, label_setup_4_banded, label_run, label_check, label_teardown }, label_outputs, true
 };
+static const gpuws__case w_label8_slabs = {
+    { "label", "8conn-slabs", false, label_setup_8_slabs, label_run, label_check, label_teardown }, label_outputs, false
+};
 GPUWS_CASE(w_label)
 GPUWS_CASE(w_label8)
+GPUWS_CASE(w_label8_slabs)
 GPUWS_CASE(w_label_transfers)
 GPUWS_CASE(w_label_banded)

@@ -105,8 +105,8 @@ gpuws_status gpuws_measure(gpuws_stream *s, size_t width, size_t height, const g
     if ((st = gpuws__check_array(ctx, data, "data", npix, sizeof(float))) ||
         (st = gpuws__check_array(ctx, labels, "labels", npix, sizeof(int32_t))))
         return st;
-    if (npix > UINT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure: %zu pixels; at most 2^32 - 1 are supported", npix);
+    if (npix > (size_t)1 << 32) /* the peak's key holds a 32-bit pixel index */
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure: %zu pixels; at most 2^32 are supported", npix);
     if (num_labels > INT32_MAX)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "measure: num_labels %zu is more than an int32 label can name",
                             num_labels);

@@ -124,7 +124,7 @@ __kernel void measure_accumulate(__global const float *restrict data, __global c
         if (any((la | lb) != 0)) M_LOAD8(float, data, base, npix, va, vb); /* sparse images: a fraction */
         /* Plain scalars from here on, and a fully unrolled loop: no private array or struct that a compiler could
          * leave in local memory. Pixels at or past npix are background, so base < 2^32 wherever r and c are used
-         * (the host refuses 2^32 pixels or more): 32-bit division. */
+         * (the host refuses more than 2^32 pixels): 32-bit division. */
         const int lab[M_P] = {la.s0, la.s1, la.s2, la.s3, lb.s0, lb.s1, lb.s2, lb.s3};
         const float val[M_P] = {va.s0, va.s1, va.s2, va.s3, vb.s0, vb.s1, vb.s2, vb.s3};
         const uint b32 = (uint)base;

@@ -51,16 +51,19 @@ gpuws_status gpuws__sources_read_options(const char *name, const gpuws_sources_o
     return GPUWS_OK;
 }
 
-/* width * height pixels of `per_pixel` bytes within size_t; in_core: also within the int32 labels' range of the
- * device steps (the host pipeline's labelling has 64-bit pixel indices). */
+/* width * height pixels of `per_pixel` bytes within size_t; in_core: also within what the device steps index (the
+ * measurement's peak keys hold a 32-bit pixel index; the host pipeline has 64-bit pixel indices throughout). */
 static gpuws_status check_size(const char *name, size_t width, size_t height, size_t per_pixel, bool in_core, size_t *n)
 {
     if (width == 0 || height == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the image is %zu x %zu: no pixels", name, width, height);
     if (gpuws__mul_overflows(width, height, n) || *n > SIZE_MAX / per_pixel)
         return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: %zu x %zu pixels overflow size_t", name, width, height);
-    if (in_core && *n > INT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu pixels; labels are int32, so at most 2^31 - 1", name, *n);
+    if (in_core && *n > (size_t)1 << 32)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "%s: %zu pixels; in device memory at most 2^32 pixels (gpuws_find_sources_host takes any "
+                            "size)",
+                            name, *n);
     return GPUWS_OK;
 }
 

@@ -912,9 +912,10 @@ BAD_CASE(label_width_times_height_wraps_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "pi
     return gpuws_label(NULL, SIZE_MAX / 4, 8, f->in, 4, f->out, NUM_LABELS);
 }
 
-BAD_CASE(label_of_2_to_the_31_pixels_is_unsupported, BAD_ALL, GPUWS_ERR_UNSUPPORTED, "at most 2^31 - 1 pixels")
+BAD_CASE(label_row_of_2_to_the_31_pixels_is_unsupported, BAD_ALL, GPUWS_ERR_UNSUPPORTED,
+         "a row has at most 2^31 - 1 pixels")
 {
-    return gpuws_label(NULL, (size_t)1 << 16, (size_t)1 << 15, f->in, 8, f->out, NUM_LABELS);
+    return gpuws_label(NULL, (size_t)1 << 31, 1, f->in, 8, f->out, NUM_LABELS);
 }
 
 BAD_CASE(label_labels_are_the_mask, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "'labels' and 'mask' are the same buffer")
@@ -1113,9 +1114,10 @@ BAD_CASE(find_sources_pixel_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "pix
     return find(f, f->ctx, image(1), SIZE_MAX / 8, 3, NULL, NULL);
 }
 
-BAD_CASE(find_sources_of_2_to_the_31_pixels_is_unsupported, BAD_ALL, GPUWS_ERR_UNSUPPORTED, "at most 2^31 - 1")
+BAD_CASE(find_sources_of_more_than_2_to_the_32_pixels_is_unsupported, BAD_ALL, GPUWS_ERR_UNSUPPORTED,
+         "at most 2^32 pixels")
 {
-    return find(f, f->ctx, image(1), (size_t)1 << 16, (size_t)1 << 15, NULL, NULL);
+    return find(f, f->ctx, image(1), (size_t)1 << 16, ((size_t)1 << 16) + 1, NULL, NULL);
 }
 
 BAD_CASE(find_sources_kappa_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "clip.kappa = 0; it must be finite and > 0")

@@ -73,7 +73,9 @@ GPUWS_API gpuws_status gpuws_threshold(gpuws_stream *stream, size_t n, const gpu
  * labels (int32, width*height): 0 for background, 1..N numbered in raster order of each component's first pixel,
  * so the image is identical to scipy.ndimage.label's. Blocks until N is known and returns it in *num_labels; on GPU
  * backends the last pass over labels may still be running then: work enqueued on the stream afterwards sees the
- * finished image (read it with gpuws_buffer_read_async on the same stream, or synchronize the stream first). */
+ * finished image (read it with gpuws_buffer_read_async on the same stream, or synchronize the stream first).
+ * Sizes: rows of fewer than 2^31 pixels, any number of rows; an image of more than 2^31 - 1 pixels is labelled in
+ * slabs of rows and returns once every label is final. Fewer than 2^31 components (labels are int32). */
 GPUWS_API gpuws_status gpuws_label(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *mask,
                                    int connectivity, gpuws_buffer *labels, size_t *num_labels);
 
@@ -209,6 +211,7 @@ typedef struct gpuws_catalog {
 /* image: width*height f32 host pixels (NaN = blank). On success *catalog is allocated; free with
  * gpuws_catalog_free. On error *catalog is NULL. Runs on the context's default stream, whose device buffers for
  * the image, mask and labels (9 bytes per pixel) stay allocated for the next call until the context is destroyed.
+ * At most 2^32 pixels (the measurement's 32-bit pixel index); gpuws_find_sources_host takes any size.
  * Threads: one call per context at a time. A call while another thread's call (of this or any algorithm) holds the
  * default stream fails at once with GPUWS_ERR_INVALID_ARGUMENT ("find_sources: stream ... (the context's default
  * stream) is in use by another thread") and changes nothing; threads that find sources at once need a context
@@ -227,7 +230,7 @@ GPUWS_API void gpuws_catalog_free(gpuws_catalog *catalog);
  * few ulps (gpuws_sigma_clip_host's exact sums); flux and centres within the measurement's summation bounds (the
  * same additions in another order). The ms_* times are the host clock's (ms_upload, ms_download 0). Host memory:
  * 5 bytes a pixel (mask, labels) beside the image, and the measurement's partial sums (a few bytes a column per
- * thread). Errors as gpuws_find_sources' (no 2^31-pixel limit) and gpuws_label_host's. */
+ * thread). Errors as gpuws_find_sources' (no 2^32-pixel limit) and gpuws_label_host's. */
 GPUWS_API gpuws_status gpuws_find_sources_host(gpuws_context *ctx, const float *image, size_t width, size_t height,
                                                const gpuws_sources_options *options,
                                                const gpuws_label_host_options *label_options, gpuws_catalog **catalog);
