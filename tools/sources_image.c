@@ -211,7 +211,7 @@ gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c,
     return gpuws_find_sources_host(c->ctx[0], px, w, h, &a->o, &lo, cat);
 }
 
-static void print_brightest(const gpuws_catalog *cat)
+void sources_print_brightest(const gpuws_catalog *cat)
 {
     size_t *order = catalog_order_by_flux(cat->sources, cat->num_sources);
     if (!order || !cat->num_sources) {
@@ -254,7 +254,7 @@ static int run_workshop(const sources_args *a, const fits_image *img, const sour
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
         sources_print_workshop(cat, a, host);
-        print_brightest(cat);
+        sources_print_brightest(cat);
         workshop_title(&p, a, cat->num_sources);
         t0 = tool_now_ms();
         rc = workshop_products(&p, cat, bunit);
