@@ -30,8 +30,10 @@ void sources_times_print(const sources_times *t, const char *image)
                 t->read_ahead        ? " (waited for: read while the image before was processed)"
                 : t->device_wait < 0 ? ""
                                      : " (the device starting meanwhile)");
-    if (t->device >= 0) {
-        snprintf(note, sizeof note, " (on a thread during the read; %.1f waited for after it)", t->device_wait);
+    if (t->device >= 0) { /* no wait under MPI: each rank makes its context after its read */
+        note[0] = 0;
+        if (t->device_wait >= 0)
+            snprintf(note, sizeof note, " (on a thread during the read; %.1f waited for after it)", t->device_wait);
         fprintf(stderr, step, "device start", t->device, note);
     }
     note[0] = 0;
