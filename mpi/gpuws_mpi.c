@@ -1,5 +1,6 @@
 /* The gpuws_mpi library: the reducers of the collective calls as MPI allreduces. */
 #include "gpuws_mpi.h"
+#include "gpuws_mpi_world.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -46,4 +47,55 @@ gpuws_status gpuws_mpi_find_sources_host(MPI_Comm comm, gpuws_context *ctx, cons
     if (rank_part(comm, &part, &parts)) return GPUWS_ERR_INTERNAL;
     return gpuws_find_sources_host_reduce(ctx, image, width, rows, options, label_options, part, parts, allreduce_sum,
                                           &comm, catalog);
+}
+
+/* ---- MPI_COMM_WORLD for a caller without mpi.h (gpuws_mpi_world.h) ------------------------------------------- */
+
+gpuws_status gpuws_mpi_world_init(int *rank, int *size, int *local_rank)
+{
+    int started = 0, provided = 0;
+    if (MPI_Initialized(&started) != MPI_SUCCESS) return GPUWS_ERR_INTERNAL;
+    if (!started && MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return GPUWS_ERR_INTERNAL;
+    MPI_Comm host;
+    if (MPI_Comm_rank(MPI_COMM_WORLD, rank) != MPI_SUCCESS || MPI_Comm_size(MPI_COMM_WORLD, size) != MPI_SUCCESS ||
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host) != MPI_SUCCESS)
+        return GPUWS_ERR_INTERNAL;
+    const int rc = MPI_Comm_rank(host, local_rank);
+    MPI_Comm_free(&host);
+    return rc == MPI_SUCCESS ? GPUWS_OK : GPUWS_ERR_INTERNAL;
+}
+
+gpuws_status gpuws_mpi_world_sum(void *user, uint64_t *words, size_t count)
+{
+    (void)user;
+    MPI_Comm world = MPI_COMM_WORLD;
+    return allreduce_sum(&world, words, count);
+}
+
+int gpuws_mpi_world_agree(int code, char *why, size_t n, int *first, int *first_code)
+{
+    int rank, size, count = 0, lowest = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int mine = code ? 1 : 0, me = code ? rank : size;
+    MPI_Allreduce(&mine, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&me, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (count) {
+        MPI_Bcast(&code, 1, MPI_INT, lowest, MPI_COMM_WORLD);
+        if (n > INT_MAX) n = INT_MAX;
+        if (n && rank == lowest) why[n - 1] = 0;
+        if (n) MPI_Bcast(why, (int)n, MPI_CHAR, lowest, MPI_COMM_WORLD);
+    }
+    if (first) *first = count ? lowest : -1;
+    if (first_code) *first_code = count ? code : 0;
+    return count;
+}
+
+void gpuws_mpi_world_finalize(void)
+{
+    int started = 0, ended = 0;
+    MPI_Initialized(&started);
+    MPI_Finalized(&ended);
+    if (started && !ended) MPI_Finalize();
 }

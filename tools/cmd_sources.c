@@ -83,6 +83,7 @@ static int run_demo(const sources_args *a)
 static int cmd_sources(int argc, char **argv)
 {
     const double start = tool_now_ms();
+    if (sources_mpi_size() > 1) return sources_run_mpi(argc, argv, start); /* one rank of several */
     sources_args a;
     int r = sources_parse(argc, argv, &a);
     if (r) {

@@ -111,11 +111,12 @@ static int check_scaling(fitsfile *f, int hdu, char *what, size_t n)
 
 /* BSCALE/BZERO applied; BLANK pixels of integer images become NaN. Floating-point pixels are passed through as they
  * are: cfitsio's null check counts +-Inf as undefined too and would turn them into NaN. */
-static void read_pixels(fitsfile *f, int bitpix, int dbl, int naxis, const long long dims[9], long long plane, size_t n,
-                        void *data, int *status)
+static void read_pixels(fitsfile *f, int bitpix, int dbl, int naxis, const long long dims[9], long long plane,
+                        size_t row0, size_t n, void *data, int *status)
 {
     long long first[9];
     for (int i = 0; i < 9; i++) first[i] = 1;
+    first[1] = (long long)row0 + 1; /* whole rows are consecutive pixels: n of them from the first of row row0 */
     for (int i = 2; i < naxis && i < 9; i++) /* the plane's index along each axis after the second */
         first[i] = plane % dims[i] + 1, plane /= dims[i];
     int anynul = 0;
@@ -165,12 +166,13 @@ static void read_raw_range(void *user, size_t part, size_t lo, size_t hi)
 #endif
 }
 
-/* n floats of plane `plane` of the current HDU into data; a cfitsio status (READ_ERROR when the file is short). */
-static void read_raw_floats(fitsfile *f, const char *path, long long plane, size_t n, void *data, int *status)
+/* n floats of the current HDU's data from its pixel `first` on into data; a cfitsio status (READ_ERROR when the file
+ * is short). */
+static void read_raw_floats(fitsfile *f, const char *path, size_t first, size_t n, void *data, int *status)
 {
     LONGLONG head = 0, start = 0, end = 0;
     if (fits_get_hduaddrll(f, &head, &start, &end, status)) return;
-    raw_job j = { open(path, O_RDONLY | O_CLOEXEC), (off_t)start + (off_t)plane * (off_t)(n * 4), data, { 0 } };
+    raw_job j = { open(path, O_RDONLY | O_CLOEXEC), (off_t)start + (off_t)first * 4, data, { 0 } };
     if (j.fd < 0) return (void)(*status = FILE_NOT_OPENED);
     const size_t parts = tool_parts(n, (size_t)1 << 20);
     tool_parallel(n, parts, read_raw_range, &j);
@@ -227,8 +229,14 @@ static void heap_release(void *data, size_t bytes, void *user)
 
 static const pixel_store heap_store = { heap_alloc, heap_release, NULL };
 
+/* Which rows read_here reads (fits_read_rows); NULL: all. */
+typedef struct {
+    fits_rows_chooser choose;
+    void *user;
+} rows_pick;
+
 static int read_here(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
-                     size_t errlen, const pixel_store *store)
+                     size_t errlen, const pixel_store *store, const rows_pick *pick)
 {
     memset(img, 0, sizeof *img);
     if (!path) return fail(err, errlen, "(null)", "no file name", 0);
@@ -309,7 +317,16 @@ static int read_here(const char *path, int want_double, const fits_read_request 
         fits_close_file(f, &s2);
         return fail(err, errlen, path, "image too large for this machine's address space", 0);
     }
-    size_t bytes = w * h * es;
+    size_t row0 = 0, rows = h;
+    if (pick) pick->choose(pick->user, w, h, &row0, &rows);
+    if (row0 > h || rows > h - row0) {
+        int s2 = 0;
+        fits_close_file(f, &s2);
+        char what[160];
+        snprintf(what, sizeof what, "rows %zu to %zu asked of an image of %zu rows", row0, row0 + rows, h);
+        return fail(err, errlen, path, what, 0);
+    }
+    size_t bytes = w * rows * es;
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     if (pages > 0 && psize > 0 && bytes / (size_t)psize > (size_t)pages) {
         int s2 = 0;
@@ -338,14 +355,18 @@ static int read_here(const char *path, int want_double, const fits_read_request 
             return fail(err, errlen, path, what, 0);
         }
     }
-    void *data = status ? NULL : store->alloc(bytes, store->user);
+    void *data = status ? NULL : store->alloc(bytes ? bytes : es, store->user); /* no rows: still not NULL */
     if (!data) {
         int s2 = 0;
         fits_close_file(f, &s2);
         return fail(err, errlen, path, status ? "unreadable header" : "out of memory for the pixels", status);
     }
-    if (raw_floats(f, bitpix, dbl, compressed)) read_raw_floats(f, path, plane, w * h, data, &status);
-    else read_pixels(f, bitpix, dbl, naxis, dims, plane, w * h, data, &status);
+    if (!rows) {
+    } else if (raw_floats(f, bitpix, dbl, compressed)) {
+        read_raw_floats(f, path, (size_t)plane * w * h + row0 * w, w * rows, data, &status);
+    } else {
+        read_pixels(f, bitpix, dbl, naxis, dims, plane, row0, w * rows, data, &status);
+    }
     char *header = NULL;
     int nkeys = 0;
     if (!status && req->want_header) { /* a compressed image's header as the image it holds, not as the table */
@@ -359,7 +380,7 @@ static int read_here(const char *path, int want_double, const fits_read_request 
     int s2 = 0;
     fits_close_file(f, &s2);
     if (status) {
-        store->release(data, bytes, store->user);
+        store->release(data, bytes ? bytes : es, store->user);
         free(header);
         return fail(err, errlen, path,
                     compressed ? "decompressing the pixels failed (corrupt compressed image?)"
@@ -377,6 +398,7 @@ static int read_here(const char *path, int want_double, const fits_read_request 
     img->nplanes = nplanes;
     img->header = header;
     img->nkeys = header ? nkeys : 0;
+    if (pick) img->row0 = row0, img->rows = rows;
     return 0;
 }
 
@@ -448,7 +470,7 @@ static _Noreturn void read_in_child(const fits_reading *r, int out)
     memset(&rep, 0, sizeof rep);
     fits_image im;
     const pixel_store store = { shared_alloc, shared_release, (void *)&r->pixel_fd };
-    rep.rc = read_here(r->path, r->want_double, &r->req, &im, rep.err, sizeof rep.err, &store);
+    rep.rc = read_here(r->path, r->want_double, &r->req, &im, rep.err, sizeof rep.err, &store, NULL);
     rep.is_double = im.is_double, rep.hdu = im.hdu, rep.bitpix = im.bitpix, rep.width = im.width;
     rep.height = im.height, rep.naxis = im.naxis, rep.nkeys = im.nkeys, rep.plane = im.plane, rep.nplanes = im.nplanes;
     rep.header_len = im.header ? strlen(im.header) : 0;
@@ -494,7 +516,7 @@ int fits_read_finish(fits_reading *r, fits_image *img, char *err, size_t errlen)
     memset(img, 0, sizeof *img);
     if (r->pid <= 0) {
         close_fd(&r->pixel_fd);
-        return read_here(r->path, r->want_double, &r->req, img, err, errlen, &heap_store);
+        return read_here(r->path, r->want_double, &r->req, img, err, errlen, &heap_store, NULL);
     }
     read_reply rep;
     char *header = NULL;
@@ -580,6 +602,14 @@ int fits_read_image_at(const char *path, int want_double, const fits_read_reques
     fits_reading r;
     fits_read_start(&r, path, want_double, req);
     return fits_read_finish(&r, img, err, errlen);
+}
+
+int fits_read_rows(const char *path, int want_double, const fits_read_request *req, fits_rows_chooser choose,
+                   void *user, fits_image *img, char *err, size_t errlen)
+{
+    static const fits_read_request first = FITS_READ_REQUEST_INIT;
+    const rows_pick pick = { choose, user };
+    return read_here(path, want_double, req ? req : &first, img, err, errlen, &heap_store, &pick);
 }
 
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
@@ -687,6 +717,13 @@ int fits_read_image_at(const char *path, int want_double, const fits_read_reques
     snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
              path ? path : "");
     return -1;
+}
+
+int fits_read_rows(const char *path, int want_double, const fits_read_request *req, fits_rows_chooser choose,
+                   void *user, fits_image *img, char *err, size_t errlen)
+{
+    (void)choose, (void)user;
+    return fits_read_image_at(path, want_double, req, img, err, errlen);
 }
 
 void fits_read_start(fits_reading *r, const char *path, int want_double, const fits_read_request *req)

@@ -25,6 +25,7 @@ typedef struct {
     char *header;         /* fits_read_image_at with want_header: the HDU's header, 80-character cards without
                              comments, NUL-terminated (malloc'd; else NULL) */
     int nkeys;            /* cards in header */
+    size_t row0, rows;    /* fits_read_rows: data holds rows [row0, row0 + rows) of the height; else 0, 0 */
 } fits_image;
 
 /* Which HDU and plane fits_read_image_at reads. */
@@ -49,6 +50,18 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
 int fits_read_image_at(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
                        size_t errlen);
 void fits_image_free(fits_image *img);
+
+/* Picks the rows [*row0, *row0 + *rows) of a width x height image that fits_read_rows reads, once the header gives
+ * the size (the rows of one MPI rank: tools/sources_mpi.c). */
+typedef void (*fits_rows_chooser)(void *user, size_t width, size_t height, size_t *row0, size_t *rows);
+/* fits_read_image_at's read of only the rows choose picks, in this process (no reading child): img->data holds
+ * img->rows x width pixels from row img->row0 on (not NULL when it holds none), width and height are the whole
+ * image's. Full rows are consecutive pixels in the file, so the read is one run from the first row's first pixel
+ * (cfitsio's fits_read_pixll; the raw big-endian floats read straight), with the same HDU and plane choice,
+ * checks and errors as the whole read (the file must hold the whole image), BSCALE/BZERO applied and BLANK pixels
+ * NaN as there. */
+int fits_read_rows(const char *path, int want_double, const fits_read_request *req, fits_rows_chooser choose,
+                   void *user, fits_image *img, char *err, size_t errlen);
 
 /* The same read in two halves, so that the caller works while the file is read (the device starting, the image
  * before it on the device): fits_read_start starts the reading process and returns at once, fits_read_finish waits

@@ -167,11 +167,19 @@ int sources_use_host(const sources_args *a, gpuws_context *ctx, size_t w, size_t
  * stderr once the run takes more than a second); a budget below one band fails before any work. */
 gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c, const float *px, size_t w, size_t h,
                                gpuws_catalog **cat);
+/* The five brightest sources on stdout. */
+void sources_print_brightest(const gpuws_catalog *cat);
 /* What an IMAGE read from the command line asks of the reader. */
 fits_read_request sources_read_request(const sources_args *a);
 
 /* Many images under --outdir: each one's outputs planned, computed and written all or none; a failing image is
  * reported and the rest processed. The exit code. */
 int sources_run_many(sources_args *a, double start);
+
+/* The MPI world's size from the launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE), or -1 without one. */
+int sources_mpi_size(void);
+/* gpuws sources as one rank of that world (tools/sources_mpi.c): the command line parsed, checked to be every
+ * rank's, and run over every rank's rows; rank 0 writes the outputs. The exit code, the same on every rank. */
+int sources_run_mpi(int argc, char **argv, double start);
 
 #endif

@@ -30,8 +30,10 @@ void sources_times_print(const sources_times *t, const char *image)
                 t->read_ahead        ? " (waited for: read while the image before was processed)"
                 : t->device_wait < 0 ? ""
                                      : " (the device starting meanwhile)");
-    if (t->device >= 0) {
-        snprintf(note, sizeof note, " (on a thread during the read; %.1f waited for after it)", t->device_wait);
+    if (t->device >= 0) { /* no wait under MPI: each rank makes its context after its read */
+        note[0] = 0;
+        if (t->device_wait >= 0)
+            snprintf(note, sizeof note, " (on a thread during the read; %.1f waited for after it)", t->device_wait);
         fprintf(stderr, step, "device start", t->device, note);
     }
     note[0] = 0;
@@ -211,7 +213,7 @@ gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c,
     return gpuws_find_sources_host(c->ctx[0], px, w, h, &a->o, &lo, cat);
 }
 
-static void print_brightest(const gpuws_catalog *cat)
+void sources_print_brightest(const gpuws_catalog *cat)
 {
     size_t *order = catalog_order_by_flux(cat->sources, cat->num_sources);
     if (!order || !cat->num_sources) {
@@ -254,7 +256,7 @@ static int run_workshop(const sources_args *a, const fits_image *img, const sour
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
         sources_print_workshop(cat, a, host);
-        print_brightest(cat);
+        sources_print_brightest(cat);
         workshop_title(&p, a, cat->num_sources);
         t0 = tool_now_ms();
         rc = workshop_products(&p, cat, bunit);

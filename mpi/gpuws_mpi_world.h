@@ -1,0 +1,40 @@
+/* gpuws over MPI_COMM_WORLD for a program that does not include mpi.h nor link libmpi: the gpuws tool dlopen()s
+ * libgpuws_mpi when it runs under an MPI launcher (`mpirun -n P gpuws sources ...`, docs/scale.md) and finds these
+ * by name. The reducer fits gpuws_find_sources_host_reduce (and the other _reduce calls) of the caller's own copy
+ * of gpuws: the library calls stay in the caller, only the MPI calls are made here. MPI errors abort the job (MPI's
+ * default handler on MPI_COMM_WORLD). */
+#ifndef GPUWS_MPI_WORLD_H
+#define GPUWS_MPI_WORLD_H
+
+#include "gpuws.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Initialises MPI (MPI_Init_thread, MPI_THREAD_FUNNELED: only the calling thread makes MPI calls) unless it is
+ * already, and gives this process's rank and MPI_COMM_WORLD's size, and its rank among the ranks of its host
+ * (MPI_COMM_TYPE_SHARED). GPUWS_ERR_INTERNAL when MPI cannot start. */
+GPUWS_API gpuws_status gpuws_mpi_world_init(int *rank, int *size, int *local_rank);
+typedef gpuws_status (*gpuws_mpi_world_init_fn)(int *rank, int *size, int *local_rank);
+
+/* A gpuws_sum_reducer over MPI_COMM_WORLD (user is not used): MPI_Allreduce of count uint64 sums, in place. */
+GPUWS_API gpuws_status gpuws_mpi_world_sum(void *user, uint64_t *words, size_t count);
+
+/* Collective: did every rank succeed? code: this rank's outcome (0: success, else the exit code it would give), why
+ * its message (n bytes, n the same on every rank). Returns how many ranks failed; when some did, *first is the
+ * lowest of them, *first_code its code and why its message on every rank (truncated to n - 1 bytes). */
+GPUWS_API int gpuws_mpi_world_agree(int code, char *why, size_t n, int *first, int *first_code);
+typedef int (*gpuws_mpi_world_agree_fn)(int code, char *why, size_t n, int *first, int *first_code);
+
+/* MPI_Finalize, when MPI is initialised and not finalised yet. */
+GPUWS_API void gpuws_mpi_world_finalize(void);
+typedef void (*gpuws_mpi_world_finalize_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

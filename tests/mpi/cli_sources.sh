@@ -1,0 +1,68 @@
+#!/bin/sh
+# `mpirun -n P gpuws sources SKY --method workshop` writes the same catalogue, regions and FITS table, byte for byte,
+# as one process's host pipeline (`gpuws sources SKY --method workshop --max-device-memory ...`), on a sky whose
+# height splits into uneven shares and on one of fewer blocks than ranks (a rank reads no row).
+#   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR P        the comparison with P ranks
+#   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR failures  bad input: exit 1 or 2 on every rank, nothing written
+# MPIEXEC runs with --oversubscribe (more ranks than cores); each run is bounded by `timeout` (a hang fails).
+set -u
+mpiexec=$1 gpuws=$2 sky=$3 work=$4 what=$5
+fail() { echo "FAIL: $*" >&2; exit 1; }
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || fail "cannot make $work"
+mpirun() { n=$1; shift; timeout 60 "$mpiexec" -n "$n" --oversubscribe "$@"; }
+
+"$sky" big.fits 256 700 11 40 || fail "cannot write big.fits"
+"$sky" small.fits 256 100 12 6 || fail "cannot write small.fits"
+
+if [ "$what" != failures ]; then
+    for img in big small; do
+        "$gpuws" sources $img.fits --method workshop --max-device-memory 64M --catalog $img.one.csv \
+            --regions $img.one.reg --fits-catalog $img.one.cat.fits > $img.one.out || fail "one process on $img.fits"
+        mpirun "$what" "$gpuws" sources $img.fits --method workshop --catalog $img.mpi.csv --regions $img.mpi.reg \
+            --fits-catalog $img.mpi.cat.fits > $img.mpi.out 2> $img.mpi.err || { cat $img.mpi.err >&2; fail "$what ranks on $img.fits"; }
+        for f in csv reg cat.fits; do
+            cmp $img.one.$f $img.mpi.$f || fail "$img: $what ranks' .$f differs from one process's"
+        done
+        # stdout from rank 0 only: one clipping line
+        [ "$(grep -c '^sigma clipping' $img.mpi.out)" = 1 ] || fail "$img: not one clipping line on stdout"
+        [ "$(grep -c '^sources: ' $img.mpi.out)" = 1 ] || fail "$img: not one count line on stdout"
+        [ "$(grep '^sources: ' $img.one.out)" = "$(grep '^sources: ' $img.mpi.out)" ] || fail "$img: source counts differ"
+    done
+    echo "ok: $what ranks, the same files as one process"
+    exit 0
+fi
+
+# A missing file: every rank says so and exits 1; no output appears.
+mpirun 3 "$gpuws" sources missing.fits --method workshop --catalog m.csv > m.out 2> m.err
+rc=$?
+[ $rc = 1 ] || { cat m.err >&2; fail "missing file: exit $rc, expected 1"; }
+[ "$(grep -c '^gpuws sources: rank [0-2] of 3: .*missing.fits' m.err)" = 3 ] || { cat m.err >&2; fail "missing file: not one line per rank"; }
+[ ! -e m.csv ] || fail "missing file: m.csv was written"
+
+# One rank cannot open the file (its working directory lacks it): all exit 1, rank 0 writes nothing.
+mkdir -p a b && cp big.fits a/
+mpirun 1 -wdir "$work/a" "$gpuws" sources big.fits --method workshop --catalog o.csv : \
+    -n 1 -wdir "$work/b" "$gpuws" sources big.fits --method workshop --catalog o.csv > o.out 2> o.err
+rc=$?
+[ $rc = 1 ] || { cat o.err >&2; fail "one rank without the file: exit $rc, expected 1"; }
+grep -q '^gpuws sources: rank 1 of 2: big.fits: cannot open' o.err || { cat o.err >&2; fail "rank 1 did not say why"; }
+grep -q '^gpuws sources: rank 0 of 2: stopped: rank 1 failed: big.fits: cannot open' o.err ||
+    { cat o.err >&2; fail "rank 0 did not say which rank failed"; }
+[ ! -e a/o.csv ] && [ ! -e b/o.csv ] || fail "one rank without the file: o.csv was written"
+
+# Different options on one rank (mpirun's MPMD form): usage error (2) on every rank, nothing written.
+mpirun 1 "$gpuws" sources big.fits --method workshop --catalog d.csv : \
+    -n 1 "$gpuws" sources big.fits --method workshop --catalog d.csv --threshold 4 > d.out 2> d.err
+rc=$?
+[ $rc = 2 ] || { cat d.err >&2; fail "different options: exit $rc, expected 2"; }
+grep -q '^gpuws sources: rank 1 of 2: rank 1 was given another command line' d.err || { cat d.err >&2; fail "rank 1 silent"; }
+grep -q '^gpuws sources: rank 0 of 2: stopped: rank 1 failed' d.err || { cat d.err >&2; fail "rank 0 silent"; }
+[ ! -e d.csv ] || fail "different options: d.csv was written"
+
+# A map that needs every pixel on rank 0: a usage error naming the option.
+mpirun 2 "$gpuws" sources big.fits --method workshop --labels l.fits > l.out 2> l.err
+rc=$?
+[ $rc = 2 ] || { cat l.err >&2; fail "--labels: exit $rc, expected 2"; }
+[ "$(grep -c -- '--labels needs every pixel on one rank' l.err)" = 2 ] || { cat l.err >&2; fail "--labels: message"; }
+[ ! -e l.fits ] || fail "--labels: l.fits was written"
+echo "ok: failures"

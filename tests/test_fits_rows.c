@@ -1,0 +1,151 @@
+/* fits_read_rows (tools/fits_io.h), the read of one MPI rank's rows in `mpirun gpuws sources`: any range of rows of
+ * any image gives the bytes of the same rows of the whole read, whatever the path the pixels take (raw big-endian
+ * floats, cfitsio's scaling of integers with BSCALE, BZERO and BLANK, a plane of a cube, a tile-compressed image);
+ * no rows is an image with its size and no pixel; a range past the image fails like any bad read. */
+#include "support.h"
+#include "fits_io.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<fitsio.h>)
+#include <fitsio.h>
+#define ROWS_HAVE_FITSIO 1
+#endif
+#endif
+
+#ifdef ROWS_HAVE_FITSIO
+enum { W = 37, H = 23, PLANES = 3 };
+
+static char dir[256];
+
+static void rows_setup(void)
+{
+    if (!fits_available()) cr_skip_test("gpuws was built without cfitsio");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/gpuws-fits-rows-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert(mkdtemp(dir), "mkdtemp failed");
+}
+
+static void rows_teardown(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Writes the kind of image asked for: 0 raw floats (with a NaN and an infinity), 1 scaled int16 with BLANK pixels,
+ * 2 a cube of PLANES float planes, 3 a Rice-compressed int16 image with BZERO, 4 floats with BSCALE. */
+static void write_image(const char *path, int kind)
+{
+    fitsfile *f;
+    int st = 0;
+    cr_assert_eq(fits_create_diskfile(&f, path, &st), 0, "creating %s: status %d", path, st);
+    long naxes[3] = { W, H, PLANES };
+    const long n = (long)W * H * (kind == 2 ? PLANES : 1);
+    if (kind == 1 || kind == 3) {
+        short *raw = malloc((size_t)n * sizeof *raw);
+        for (long i = 0; i < n; i++) raw[i] = (short)((i * 7919) % 60000 - 30000);
+        raw[5] = raw[W * 11 + 3] = -32768;
+        double bscale = 0.25, bzero = 1000.5;
+        long blank = -32768;
+        if (kind == 3) fits_set_compression_type(f, RICE_1, &st);
+        fits_create_img(f, SHORT_IMG, 2, naxes, &st);
+        if (kind == 1) fits_write_key(f, TDOUBLE, "BSCALE", &bscale, NULL, &st);
+        fits_write_key(f, TDOUBLE, "BZERO", &bzero, NULL, &st);
+        if (kind == 1) fits_write_key(f, TLONG, "BLANK", &blank, NULL, &st);
+        fits_set_bscale(f, 1.0, 0.0, &st); /* the raw integers */
+        fits_write_img(f, TSHORT, 1, n, raw, &st);
+        free(raw);
+    } else {
+        float *px = malloc((size_t)n * sizeof *px);
+        for (long i = 0; i < n; i++) px[i] = (float)sin((double)i * 0.37) * 1000.0f + (float)i;
+        px[7] = NAN, px[W * 5 + 2] = INFINITY;
+        fits_create_img(f, FLOAT_IMG, kind == 2 ? 3 : 2, naxes, &st);
+        if (kind == 4) {
+            double bscale = 2.0;
+            fits_write_key(f, TDOUBLE, "BSCALE", &bscale, NULL, &st);
+            fits_set_bscale(f, 1.0, 0.0, &st);
+        }
+        fits_write_img(f, TFLOAT, 1, n, px, &st);
+        free(px);
+    }
+    fits_close_file(f, &st);
+    cr_assert_eq(st, 0, "cfitsio status %d writing kind %d", st, kind);
+}
+
+static void pick(void *user, size_t width, size_t height, size_t *row0, size_t *rows)
+{
+    const size_t *want = user;
+    cr_assert(width == W && height == H, "the chooser is given the whole image's size, got %zu x %zu", width, height);
+    *row0 = want[0], *rows = want[1];
+}
+
+ParameterizedTestParameters(fits_rows, same_bytes_as_the_whole_read)
+{
+    static int kinds[] = { 0, 1, 2, 3, 4 };
+    return cr_make_param_array(int, kinds, 5);
+}
+
+ParameterizedTest(int *kind, fits_rows, same_bytes_as_the_whole_read, .init = rows_setup, .fini = rows_teardown)
+{
+    char path[300], err[512];
+    snprintf(path, sizeof path, "%s/in.fits", dir);
+    write_image(path, *kind);
+    for (int want_double = 0; want_double < 2; want_double++) {
+        fits_read_request req = FITS_READ_REQUEST_INIT;
+        req.plane = *kind == 2 ? 1 : -1;
+        fits_image whole;
+        cr_assert_eq(fits_read_image_at(path, want_double, &req, &whole, err, sizeof err), 0, "%s", err);
+        const size_t es = whole.is_double ? sizeof(double) : sizeof(float);
+        static const size_t ranges[][2] = { { 0, H }, { 0, 1 }, { 5, 7 }, { 11, 12 }, { H - 1, 1 }, { 9, 0 },
+                                            { H, 0 } };
+        for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; k++) {
+            fits_image part;
+            memset(&part, 0x5a, sizeof part);
+            cr_assert_eq(fits_read_rows(path, want_double, &req, pick, (void *)ranges[k], &part, err, sizeof err), 0,
+                         "kind %d rows %zu+%zu: %s", *kind, ranges[k][0], ranges[k][1], err);
+            cr_assert(part.width == W && part.height == H && part.row0 == ranges[k][0] && part.rows == ranges[k][1],
+                      "kind %d: %zu x %zu, rows %zu+%zu", *kind, part.width, part.height, part.row0, part.rows);
+            cr_assert(part.data, "kind %d: no pixels even for no rows", *kind);
+            cr_assert(part.is_double == whole.is_double && part.hdu == whole.hdu && part.bitpix == whole.bitpix &&
+                          part.plane == whole.plane && part.nplanes == whole.nplanes,
+                      "kind %d: the image's description differs from the whole read's", *kind);
+            cr_assert(!memcmp(part.data, (char *)whole.data + ranges[k][0] * W * es, ranges[k][1] * W * es),
+                      "kind %d (double %d): rows %zu+%zu differ from the whole read's", *kind, want_double,
+                      ranges[k][0], ranges[k][1]);
+            fits_image_free(&part);
+        }
+        fits_image_free(&whole);
+    }
+}
+
+Test(fits_rows, a_range_past_the_image_fails, .init = rows_setup, .fini = rows_teardown)
+{
+    char path[300], err[512] = "";
+    snprintf(path, sizeof path, "%s/in.fits", dir);
+    write_image(path, 0);
+    const size_t past[2] = { H - 2, 3 };
+    fits_image part;
+    cr_assert_eq(fits_read_rows(path, 0, NULL, pick, (void *)past, &part, err, sizeof err), -1);
+    cr_assert(strstr(err, "rows 21 to 24 asked of an image of 23 rows") && strstr(err, path), "%s", err);
+    cr_assert(part.data == NULL && part.width == 0, "a failed read left an image");
+}
+
+Test(fits_rows, a_missing_file_fails_as_the_whole_read, .init = rows_setup, .fini = rows_teardown)
+{
+    char path[300], err[512] = "", whole_err[512] = "";
+    snprintf(path, sizeof path, "%s/missing.fits", dir);
+    const size_t all[2] = { 0, H };
+    fits_image img;
+    cr_assert_eq(fits_read_rows(path, 0, NULL, pick, (void *)all, &img, err, sizeof err), -1);
+    cr_assert_eq(fits_read_image(path, 0, &img, whole_err, sizeof whole_err), -1);
+    cr_assert_str_eq(err, whole_err);
+}
+#else
+Test(fits_rows, needs_cfitsio) { cr_skip_test("fitsio.h not found"); }
+#endif

@@ -1,0 +1,321 @@
+/* gpuws sources under an MPI launcher (`mpirun -n P gpuws sources IMAGE.fits --method workshop ...`): each rank
+ * reads its own rows of the file, labels and measures them on its own device, and the ranks combine through
+ * gpuws_find_sources_host_reduce's reductions; rank 0 writes the outputs. The gpuws tool never links libmpi (its
+ * start would cost every run): it dlopen()s libgpuws_mpi, whose gpuws_mpi_world_* calls need no mpi.h here, and
+ * makes the library calls itself, so that one copy of gpuws holds the contexts. docs/scale.md, "Several hosts". */
+#include "gpuws_mpi_world.h"
+#include "parallel.h"
+#include "sources.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The launcher's world size from its environment (Open MPI's OMPI_COMM_WORLD_*, MPICH's and Slurm's PMI_*): these
+ * are how a process learns it was started as one of P ranks before MPI is loaded; not knobs. 0: no launcher. */
+static int launcher_value(const char *ompi, const char *pmi)
+{
+    const char *v = getenv(ompi);
+    if (!v || !*v) v = getenv(pmi);
+    return v && *v ? atoi(v) : -1;
+}
+
+int sources_mpi_size(void) { return launcher_value("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"); }
+
+typedef struct {
+    void *lib;
+    int rank, size, local_rank;
+    gpuws_sum_reducer sum;
+    gpuws_mpi_world_agree_fn agree;
+    gpuws_mpi_world_finalize_fn finalize;
+} world;
+
+/* libgpuws_mpi: next to the tool as installed (GPUWS_MPI_INSTALLED: the library's path relative to the tool's
+ * folder), else where the build tree made it. 0, or -1 with the reason in err. */
+static int world_load(world *w, char *err, size_t n)
+{
+    memset(w, 0, sizeof *w);
+#if defined(GPUWS_MPI_INSTALLED) && defined(GPUWS_MPI_BUILT)
+    char self[PATH_MAX], path[PATH_MAX + 256];
+    const ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    const char *tried[2] = { NULL, GPUWS_MPI_BUILT };
+    if (k > 0) {
+        self[k] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = 0;
+        snprintf(path, sizeof path, "%s/%s", self, GPUWS_MPI_INSTALLED);
+        tried[0] = path;
+    }
+    const char *why = "";
+    for (int t = 0; t < 2 && !w->lib; t++) {
+        if (!tried[t]) continue;
+        /* global: Open MPI's plugins, loaded later, look for libmpi's symbols there */
+        w->lib = dlopen(tried[t], RTLD_NOW | RTLD_GLOBAL);
+        if (!w->lib && (why = dlerror()) == NULL) why = "";
+    }
+    if (!w->lib) return snprintf(err, n, "cannot load libgpuws_mpi: %s", why), -1;
+    gpuws_mpi_world_init_fn init;
+    *(void **)&init = dlsym(w->lib, "gpuws_mpi_world_init");
+    *(void **)&w->sum = dlsym(w->lib, "gpuws_mpi_world_sum");
+    *(void **)&w->agree = dlsym(w->lib, "gpuws_mpi_world_agree");
+    *(void **)&w->finalize = dlsym(w->lib, "gpuws_mpi_world_finalize");
+    if (!init || !w->sum || !w->agree || !w->finalize)
+        return snprintf(err, n, "libgpuws_mpi lacks gpuws_mpi_world_* (an older library?)"), -1;
+    if (init(&w->rank, &w->size, &w->local_rank)) return snprintf(err, n, "MPI_Init_thread failed"), -1;
+    return 0;
+#else
+    return snprintf(err, n, "gpuws was built without MPI (reconfigure where CMake finds MPI: libopenmpi-dev)"), -1;
+#endif
+}
+
+/* Collective: every rank's outcome (code 0, or the exit code it gives, its reason printed by itself). 0 when every
+ * rank succeeded; else this rank's exit code: its own, or the lowest failing rank's, with a line saying which rank
+ * failed and why. */
+static int world_check(const world *w, int code, const char *why)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", why ? why : "");
+    int first = -1, first_code = 0;
+    if (!w->agree(code, msg, sizeof msg, &first, &first_code)) return 0;
+    if (code) return code;
+    fprintf(stderr, "gpuws sources: rank %d of %d: stopped: rank %d failed: %s\n", w->rank, w->size, first, msg);
+    return first_code;
+}
+
+/* This rank's own failure: its line on stderr, then world_check. */
+static int world_fail(const world *w, int code, const char *why)
+{
+    if (code) fprintf(stderr, "gpuws sources: rank %d of %d: %s\n", w->rank, w->size, why);
+    return world_check(w, code, why);
+}
+
+/* FNV-1a of n bytes, on from h (0: the start). */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    if (!h) h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Compares a value of every rank with rank 0's through one sum of P words: the first rank that differs, or -1; -2
+ * when the reduction fails (on every rank alike). */
+static int differs(const world *w, uint64_t v)
+{
+    uint64_t *words = calloc((size_t)w->size, sizeof *words);
+    if (!words) { /* a rank that cannot take part ends the job: the launcher stops the others, none waits */
+        fprintf(stderr, "gpuws sources: rank %d of %d: out of memory\n", w->rank, w->size);
+        exit(1);
+    }
+    words[w->rank] = v;
+    int at = w->sum(NULL, words, (size_t)w->size) ? -2 : -1;
+    for (int r = 1; at == -1 && r < w->size; r++)
+        if (words[r] != words[0]) at = r;
+    free(words);
+    return at;
+}
+
+/* What needs every pixel on rank 0, or one process, is refused under MPI: 2 with the reason on stderr. */
+static int refuse_options(const world *w, const sources_args *a)
+{
+    const char *why = NULL, *map = NULL;
+    static const int maps[] = { OUT_BACKGROUND, OUT_RMS, OUT_LABELS, OUT_OVERLAY };
+    if (a->demo) why = "--demo makes its sky on one device";
+    else if (a->outdir) why = "--outdir (many images) runs in one process";
+    else if (a->method != METHOD_WORKSHOP) why = "--method extract runs in one process (give --method workshop)";
+    for (size_t k = 0; !why && !map && k < sizeof maps / sizeof maps[0]; k++)
+        if (a->out[maps[k]]) map = sources_out_options[maps[k]];
+    if (map)
+        fprintf(stderr, "gpuws sources: rank %d of %d: %s needs every pixel on one rank: not under MPI\n", w->rank,
+                w->size, map);
+    else if (why) fprintf(stderr, "gpuws sources: rank %d of %d: %s: not under MPI\n", w->rank, w->size, why);
+    return why || map ? 2 : 0;
+}
+
+/* Rank `rank` of `size`: its share of the height, whole blocks of the measurement's rows (the catalogue is then one
+ * process's bits), rank 0 first; a rank may get none. */
+typedef struct {
+    int rank, size;
+} share_of;
+
+static void choose_rows(void *user, size_t width, size_t height, size_t *row0, size_t *rows)
+{
+    const share_of *s = user;
+    const size_t block = gpuws_find_sources_host_block_rows(width), blocks = (height + block - 1) / block;
+    const size_t b0 = blocks * (size_t)s->rank / (size_t)s->size, b1 = blocks * ((size_t)s->rank + 1) / (size_t)s->size;
+    const size_t r0 = b0 * block < height ? b0 * block : height, r1 = b1 * block < height ? b1 * block : height;
+    *row0 = r0, *rows = r1 - r0;
+}
+
+/* This rank's contexts: GPUWS_DEVICE's when it is set, else one on the device of index local rank modulo the
+ * device count of the first backend of GPUWS_BACKEND's list (else cuda, opencl, cpu) that has a device: one rank a
+ * GPU of its host. The devices are counted without a context: one on device 0 for every rank of a host would take
+ * that device's memory. An unknown name is left to gpuws_context_create to report. */
+static gpuws_status rank_contexts(const world *w, sources_contexts *c)
+{
+    c->n = 0;
+    const char *list = getenv("GPUWS_DEVICE");
+    if (list && *list) return gpuws_contexts_create(NULL, sizeof c->ctx / sizeof *c->ctx, c->ctx, &c->n);
+    static const char *const names[] = { "cuda", "opencl", "cpu" };
+    static const gpuws_backend_kind kinds[] = { GPUWS_BACKEND_CUDA, GPUWS_BACKEND_OPENCL, GPUWS_BACKEND_CPU };
+    const char *env = getenv("GPUWS_BACKEND");
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s", env && *env ? env : "cuda,opencl,cpu");
+    gpuws_context_options o = GPUWS_CONTEXT_OPTIONS_INIT;
+    char *save = NULL;
+    for (char *name = strtok_r(spec, ",", &save); name && !o.backend; name = strtok_r(NULL, ",", &save)) {
+        name += strspn(name, " \t");
+        name[strcspn(name, " \t")] = 0;
+        int k = 0;
+        while (k < 3 && strcasecmp(name, names[k])) k++;
+        if (k == 3) break;
+        size_t count = 0;
+        if (!gpuws_device_count(kinds[k], kinds[k] == GPUWS_BACKEND_OPENCL ? getenv("GPUWS_OPENCL_PLATFORM") : NULL,
+                                &count) &&
+            count)
+            o.backend = names[k], o.device = (int)((size_t)w->local_rank % count);
+    }
+    const gpuws_status st = gpuws_context_create(&c->ctx[0], o.backend ? &o : NULL);
+    c->n = !st;
+    return st;
+}
+
+/* The run after the command line: the read, the pipeline, rank 0's outputs. The exit code, the same on every rank. */
+static int run(const world *w, sources_args *a, double start)
+{
+    sources_times t;
+    sources_times_init(&t, start);
+    char err[4400] = "";
+    int code = 0;
+    if (w->rank == 0) { /* the outputs first: a destination that cannot be written fails before any work */
+        const char *inputs[2] = { a->image, a->filter_file };
+        a->outputs = output_files_prepare(inputs, 2, a->out, sources_out_options, OUT_COUNT, &code, err, sizeof err);
+    }
+    int rc = world_fail(w, a->outputs || w->rank ? 0 : code, err);
+    if (rc) return rc;
+
+    share_of share = { w->rank, w->size };
+    fits_read_request req = sources_read_request(a);
+    req.want_header = w->rank == 0; /* the WCS of the outputs */
+    fits_image img;
+    double t0 = tool_now_ms();
+    rc = fits_read_rows(a->image, 0, &req, choose_rows, &share, &img, err, sizeof err) ? 1 : 0;
+    t.read = tool_now_ms() - t0;
+    if ((rc = world_fail(w, rc, err))) return fits_image_free(&img), rc;
+
+    /* every rank read the same image (the same file on every host), and the blank and infinite pixels of all */
+    size_t blanks = 0, infinite = 0;
+    const float *px = img.data;
+    for (size_t i = 0; i < img.rows * img.width; i++) blanks += isnan(px[i]) != 0, infinite += isinf(px[i]) != 0;
+    uint64_t counts[2] = { blanks, infinite };
+    const uint64_t dims[4] = { img.width, img.height, (uint64_t)img.hdu, (uint64_t)img.plane };
+    const int other = differs(w, fnv(0, dims, sizeof dims));
+    if (other == -1 && w->sum(NULL, counts, 2)) snprintf(err, sizeof err, "a reduction failed"), rc = 1;
+    if (other == -2) snprintf(err, sizeof err, "a reduction failed"), rc = 1;
+    if (other > 0)
+        snprintf(err, sizeof err, "%s: rank %d read another image than rank 0 (size, HDU or plane)", a->image, other),
+            rc = 1;
+    if (!rc && counts[0] + counts[1] == (uint64_t)img.width * img.height)
+        snprintf(err, sizeof err, "%s: every pixel of the %zu x %zu image (HDU %d) is blank, NaN or infinite", a->image,
+                 img.width, img.height, img.hdu),
+            rc = 1;
+    if (rc) { /* known to every rank alike */
+        fprintf(stderr, "gpuws sources: rank %d of %d: %s\n", w->rank, w->size, err);
+        return fits_image_free(&img), rc;
+    }
+
+    sources_contexts c = { { NULL }, 0 };
+    t0 = tool_now_ms();
+    gpuws_status st = rank_contexts(w, &c);
+    t.device = tool_now_ms() - t0;
+    snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());
+    if ((rc = world_fail(w, st ? 1 : 0, err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
+
+    if (w->rank == 0) {
+        gpuws_device_info d;
+        gpuws_backend_kind k;
+        gpuws_context_get_device_info(c.ctx[0], &d);
+        gpuws_context_get_backend(c.ctx[0], &k);
+        char plane[64] = "";
+        if (img.nplanes > 1) snprintf(plane, sizeof plane, " plane %lld of %lld,", img.plane, img.nplanes);
+        printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %llu blank or NaN, %llu infinite\n", a->image, img.hdu,
+               plane, img.width, img.height, img.bitpix, (unsigned long long)counts[0], (unsigned long long)counts[1]);
+        printf("ranks: %d (MPI), rows in shares of whole %zu-row blocks; rank 0's device: %s: %s\n", w->size,
+               gpuws_find_sources_host_block_rows(img.width),
+               k == GPUWS_BACKEND_CUDA     ? "cuda"
+               : k == GPUWS_BACKEND_OPENCL ? "opencl"
+                                           : "cpu",
+               d.name);
+        fflush(stdout);
+    }
+    gpuws_label_host_options lo = GPUWS_LABEL_HOST_OPTIONS_INIT;
+    lo.max_device_bytes = a->max_device_bytes;
+    lo.more_contexts = c.ctx + 1, lo.num_more_contexts = c.n - 1;
+    gpuws_catalog *cat = NULL;
+    t0 = tool_now_ms();
+    st = gpuws_find_sources_host_reduce(c.ctx[0], img.rows ? img.data : NULL, img.width, img.rows, &a->o, &lo,
+                                        (size_t)w->rank, (size_t)w->size, w->sum, NULL, &cat);
+    t.find = tool_now_ms() - t0;
+    snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());
+    rc = world_fail(w, st ? 1 : 0, err);
+    if (!rc && w->rank == 0) {
+        char why[300] = "", bunit[72];
+        sky_wcs *wcs;
+        products p;
+        t0 = tool_now_ms();
+        products_from_image(&p, &img, &wcs, why, sizeof why, bunit, sizeof bunit);
+        sources_print_workshop(cat, a, 1);
+        sources_print_brightest(cat);
+        workshop_title(&p, a, cat->num_sources);
+        rc = workshop_products(&p, cat, bunit);
+        t.table = tool_now_ms() - t0;
+        rc = rc ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : sources_write_outputs(a, &p, &t);
+        products_free(&p);
+        sky_wcs_destroy(wcs);
+        if (!rc && a->timings) sources_times_print(&t, a->image);
+        fflush(stdout);
+    }
+    rc = world_check(w, rc, "the outputs were not written"); /* every rank's exit code is rank 0's */
+    gpuws_catalog_free(cat);
+    gpuws_contexts_destroy(c.ctx, c.n);
+    fits_image_free(&img);
+    return rc;
+}
+
+int sources_run_mpi(int argc, char **argv, double start)
+{
+    world w;
+    char err[512];
+    if (world_load(&w, err, sizeof err)) {
+        fprintf(stderr, "gpuws sources: rank %d of %d (MPI launcher): %s\n",
+                launcher_value("OMPI_COMM_WORLD_RANK", "PMI_RANK"), sources_mpi_size(), err);
+        /* no collective to wait in: the launcher stops the job at the first failing exit, which would cut the other
+         * ranks' lines short; a moment's wait lets every rank say why */
+        nanosleep(&(struct timespec){ 0, 500000000 }, NULL);
+        return 1;
+    }
+    int rc;
+    uint64_t h = 0;
+    for (int i = 0; i < argc; i++) h = fnv(h, argv[i], strlen(argv[i]) + 1);
+    const int other = differs(&w, h);
+    if (other == -2) rc = world_fail(&w, 1, "a reduction failed");
+    else if (other > 0) {
+        snprintf(err, sizeof err, "rank %d was given another command line than rank 0 (mpirun's MPMD form?)", other);
+        rc = world_fail(&w, w.rank == other ? 2 : 0, err);
+    } else {
+        sources_args a;
+        const int r = sources_parse(argc, argv, &a);
+        rc = world_check(&w, r == 2 || (!r && refuse_options(&w, &a)) ? 2 : 0, "bad command line");
+        if (!rc && !r) rc = run(&w, &a, start);
+        output_files_destroy(a.outputs);
+        sources_args_free(&a);
+    }
+    fflush(NULL);
+    w.finalize();
+    return rc;
+}
