@@ -407,6 +407,99 @@ Test(sigma_clip, many_work_groups_on_opencl)
     gpuws_context_destroy(ctx);
 }
 
+/* ---- more values than 32-bit counters hold ---- */
+
+/* The NumPy loop on a multiset: k distinct values v (ascending) with their counts c. Independent of the library:
+ * the middle values by walking the counts, mean and population variance in long double from the exact counts. */
+static gpuws_sigma_clip_result clip_multiset(const float *v, const uint64_t *c, size_t k, double kappa, int max_it)
+{
+    gpuws_sigma_clip_result r = { 0 };
+    size_t a = 0, b = k; /* the kept set: v[a..b) with their counts */
+    int it = 0, converged = 0;
+    for (;;) {
+        uint64_t n = 0;
+        for (size_t i = a; i < b; i++) n += c[i];
+        double med = NAN, mean = NAN, std = NAN;
+        if (n) {
+            double mid[2];
+            const uint64_t rank[2] = { (n - 1) / 2, n / 2 };
+            for (int m = 0; m < 2; m++) {
+                uint64_t below = 0;
+                size_t i = a;
+                while (below + c[i] <= rank[m]) below += c[i++];
+                mid[m] = (double)v[i];
+            }
+            med = (mid[0] + mid[1]) / 2.0;
+            long double s = 0, q = 0;
+            for (size_t i = a; i < b; i++) s += (long double)c[i] * v[i];
+            const long double mu = s / (long double)n;
+            for (size_t i = a; i < b; i++) q += (long double)c[i] * ((long double)v[i] - mu) * ((long double)v[i] - mu);
+            mean = (double)mu;
+            std = (double)sqrtl(q / (long double)n);
+        }
+        r.count = (size_t)n, r.median = med, r.mean = mean, r.std = std;
+        if (it == max_it || converged) break;
+        it++;
+        const double t = kappa * std, lo = med - t, hi = med + t;
+        size_t na = a, nb = b;
+        while (na < nb && !((double)v[na] > lo)) na++;
+        while (nb > na && !((double)v[nb - 1] < hi)) nb--;
+        converged = na == a && nb == b;
+        a = na, b = nb;
+    }
+    r.iterations = it, r.converged = converged;
+    return r;
+}
+
+/* 2^32 + 3 values: more than any 32-bit count holds. All but three lie in one level-1 and one level-2 bin of the
+ * kernels' radix select (1 + j 2^-23, j = 0..3, repeated: keys that differ in bits 1..0 only), so those bins hold
+ * more than 2^32 values; the three outliers (-1000, 1000, 3e6) go in the first pass, the second keeps the rest.
+ * Filled on the device: a 16-byte pattern, then the outliers. The shifted sums of every work-item are exact here
+ * (multiples of 2^-23 and 2^-46), so only the items' means and the combination steps round: the mean within 2^-44
+ * (64 ulps of 1) and the std within 1e-12 relative; count, median and passes exactly. Needs 16 GiB in one buffer
+ * on a GPU with 2 GiB to spare; skipped elsewhere. */
+BACKEND_TEST(sigma_clip, more_values_than_32_bit_counts_hold)
+{
+    if (*kind == GPUWS_BACKEND_CPU) cr_skip_test("cpu: runs on a GPU only (2^32 values, 16 GiB)");
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_device_info d;
+    TEST_OK(gpuws_context_get_device_info(ctx, &d));
+    const size_t ramp = (size_t)1 << 32, n = ramp + 3, bytes = n * sizeof(float), spare = (size_t)2 << 30;
+    if (d.type != GPUWS_DEVICE_GPU || d.global_mem_bytes < bytes + spare || d.max_alloc_bytes < bytes) {
+        char why[320];
+        snprintf(why, sizeof why,
+                 "%s: %s: needs a GPU with %zu bytes in one buffer and %zu more (it has %llu, at most %llu in one)",
+                 test_backend_name(*kind), d.name, bytes, spare, (unsigned long long)d.global_mem_bytes,
+                 (unsigned long long)d.max_alloc_bytes);
+        gpuws_context_destroy(ctx);
+        cr_skip_test("%s", why);
+    }
+    const float u = 0x1p-23f, v[7] = { -1000.0f, 1.0f, 1.0f + u, 1.0f + 2 * u, 1.0f + 3 * u, 1000.0f, 3e6f };
+    const uint64_t c[7] = { 1, ramp / 4, ramp / 4, ramp / 4, ramp / 4, 1, 1 };
+    const float pattern[4] = { v[1], v[2], v[3], v[4] }, outliers[3] = { v[6], v[0], v[5] };
+    gpuws_buffer *buf;
+    TEST_OK(gpuws_buffer_create(ctx, bytes, &buf));
+    TEST_OK(gpuws_buffer_fill(buf, 0, pattern, sizeof pattern, ramp * sizeof(float)));
+    TEST_OK(gpuws_buffer_write(buf, ramp * sizeof(float), outliers, sizeof outliers));
+    const gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    gpuws_sigma_clip_result got;
+    memset(&got, TEST_POISON_BYTE, sizeof got);
+    TEST_OK(gpuws_sigma_clip(NULL, n, buf, &o, &got));
+    const gpuws_sigma_clip_result want = clip_multiset(v, c, 7, o.kappa, o.max_iterations);
+    cr_assert(want.count == ramp && want.iterations == 2 && want.converged == 1,
+              "the expectation: count %zu, %d passes", want.count, want.iterations);
+    cr_assert(got.count == want.count && got.iterations == want.iterations && got.converged == want.converged &&
+                  got.median == want.median,
+              "%s: count %zu median %.17g after %d passes (converged %d); expected %zu %.17g after %d",
+              test_backend_name(*kind), got.count, got.median, got.iterations, got.converged, want.count, want.median,
+              want.iterations);
+    cr_assert(fabs(got.mean - want.mean) <= 0x1p-44 && fabs(got.std - want.std) <= 1e-12 * want.std,
+              "%s: mean %.17g std %.17g; expected %.17g %.17g", test_backend_name(*kind), got.mean, got.std, want.mean,
+              want.std);
+    gpuws_buffer_destroy(buf);
+    gpuws_context_destroy(ctx);
+}
+
 /* ---- host values of any number: gpuws_sigma_clip_host ---- */
 
 /* On nparts parts; asserts result untouched on error is not needed here: every call below succeeds. */

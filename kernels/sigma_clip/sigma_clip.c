@@ -30,19 +30,41 @@ static double word_f64(uint64_t w)
 static const gpuws__stream_key key_state = { "sigma_clip.state" };
 static const gpuws__stream_key key_counters = { "sigma_clip.counters" };
 
+/* Values one work-group may see: its local histograms and per-item counts are 32-bit (the hot path's shared-memory
+ * atomics), the global ones 64-bit. Grid-stride over float4s, a group of B items in a grid of G groups sees at most
+ * B * (4 * ceil(n / (4 * G * B)) + 1) <= n / G + 5 * B values (one tail value per item at most), so
+ * G >= n / GROUP_VALUES keeps every per-group count below 2^31 + 5 * 256 < 2^32. */
+#define GROUP_VALUES ((size_t)1 << 31)
+
+/* The four kernels, from one program. OpenCL compilers that support cl_khr_int64_base_atomics define a macro of
+ * that name (the global histograms' flushes need it); for one that reports the extension but not the macro, the
+ * program is built again with the atomics forced on, and a device without them fails that build. */
+static gpuws_status clip_kernels(gpuws_context *ctx, gpuws_kernel *k[4])
+{
+    const char *options = NULL;
+    gpuws_status st = gpuws__kernel_get_ex(ctx, kernel_names[0], NULL, &k[0]);
+    if (st == GPUWS_ERR_KERNEL_NOT_FOUND && ctx->backend->kind == GPUWS_BACKEND_OPENCL) {
+        options = "-DGPUWS_SIGMA_CLIP_INT64_ATOMICS=1";
+        st = gpuws__kernel_get_ex(ctx, kernel_names[0], options, &k[0]);
+    }
+    if (st == GPUWS_ERR_KERNEL_NOT_FOUND || st == GPUWS_ERR_BUILD)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "sigma_clip needs double precision and 64-bit atomics (cl_khr_int64_base_atomics), which "
+                            "%s lacks",
+                            ctx->info.name);
+    for (int i = 1; i < 4 && !st; i++) st = gpuws__kernel_get_ex(ctx, kernel_names[i], options, &k[i]);
+    return st;
+}
+
 static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data, double kappa, int max_iterations,
                              gpuws_sigma_clip_result *result)
 {
     gpuws_context *ctx = s->ctx;
     gpuws_kernel *k[4];
     uint32_t block = gpuws__is_cpu_device(ctx) ? 64 : SC_MAXB;
-    gpuws_status st;
+    gpuws_status st = clip_kernels(ctx, k);
+    if (st) return st;
     for (int i = 0; i < 4; i++) {
-        if ((st = gpuws__kernel_get_ex(ctx, kernel_names[i], NULL, &k[i])))
-            return st == GPUWS_ERR_KERNEL_NOT_FOUND
-                       ? gpuws__error(GPUWS_ERR_UNSUPPORTED, "sigma_clip needs double precision, which %s lacks",
-                                      ctx->info.name)
-                       : st;
         gpuws_kernel_info ki;
         if ((st = gpuws_kernel_get_info(k[i], &ki))) return st;
         while (block > ki.max_block_size || block > ctx->info.max_block_size) block /= 2;
@@ -54,10 +76,16 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
     if (need < groups) groups = (uint32_t)(need ? need : 1);
     /* testing knob: more work-groups than a CPU device would get, so the tests run the GPU's many-partials path */
     if (ctx->tuning.sigma_clip_groups > 0) groups = (uint32_t)ctx->tuning.sigma_clip_groups;
+    const size_t min_groups = (n - 1) / GROUP_VALUES + 1;
+    if (min_groups > ctx->info.max_grid_dims[0] || min_groups > UINT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "sigma_clip: %zu values need %zu work-groups (2^31 values each at most); %s launches %llu",
+                            n, min_groups, ctx->info.name, (unsigned long long)ctx->info.max_grid_dims[0]);
+    if (groups < min_groups) groups = (uint32_t)min_groups;
 
     gpuws_buffer *stb, *ctr;
     if ((st = gpuws__stream_scratch(s, &key_state, (SC_STATE_WORDS + (size_t)groups * SC_PART_WORDS) * 8, &stb)) ||
-        (st = gpuws__stream_scratch(s, &key_counters, SC_CTR_WORDS * 4, &ctr)))
+        (st = gpuws__stream_scratch(s, &key_counters, SC_CTR_WORDS * 8, &ctr)))
         return st;
 
     const gpuws_launch_config one = { { 1, 1, 1 }, { block, 1, 1 } }, grid = { { groups, 1, 1 }, { block, 1, 1 } };
@@ -116,8 +144,6 @@ gpuws_status gpuws_sigma_clip(gpuws_stream *s, size_t n, const gpuws_buffer *dat
                             options->max_iterations);
     if ((st = gpuws__check_array(ctx, data, "data", n, sizeof(float)))) return st;
     if (n == 0) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: no values (n == 0): no statistics exist");
-    if (n > UINT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "sigma_clip: %zu values; at most 2^32 - 1 are supported", n);
 
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         st = gpuws_sigma_clip_ref(gpuws__cpu_ptr(data), n, options->kappa, options->max_iterations, result);

@@ -12,9 +12,12 @@
  * Every kernel returns at once when the done flag is set, so the host may enqueue more rounds than needed.
  * Cross-work-group hand-off: each group writes its partial, fences, and takes a ticket; the group that draws the
  * last ticket reads everyone's partials (volatile) and resets the ticket. Layout: sigma_clip_state.h.
+ * Counts of values are 64-bit wherever they can pass a work-group's share (global histograms, flushed with
+ * cl_khr_int64_base_atomics; totals; ranks); the per-item counts and local histograms stay 32-bit on the hot path.
  * Only whole work-groups return early: the single-work-item tails are `if (lid == 0) ...` blocks, because PoCL 3.1
  * ran the code after a per-work-item `return` (placed after the last barrier) in every work-item. */
-#ifdef GPUWS_FP64
+#if defined(GPUWS_FP64) && (defined(cl_khr_int64_base_atomics) || defined(GPUWS_SIGMA_CLIP_INT64_ATOMICS))
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #pragma OPENCL FP_CONTRACT OFF
 
 #include "sigma_clip_state.h"
@@ -54,7 +57,7 @@ inline uint sc_last_below(double hi)
 }
 
 /* Chan et al.'s pairwise update of (count, mean, M2). */
-inline void sc_chan(uint *na, double *ma, double *m2a, uint nb, double mb, double m2b)
+inline void sc_chan(ulong *na, double *ma, double *m2a, ulong nb, double mb, double m2b)
 {
     if (nb == 0) return;
     if (*na == 0) {
@@ -63,7 +66,7 @@ inline void sc_chan(uint *na, double *ma, double *m2a, uint nb, double mb, doubl
         *m2a = m2b;
         return;
     }
-    const uint n = *na + nb;
+    const ulong n = *na + nb;
     const double d = mb - *ma, f = (double)nb / (double)n;
     *ma += d * f;
     *m2a += m2b + d * d * (double)*na * f;
@@ -71,13 +74,13 @@ inline void sc_chan(uint *na, double *ma, double *m2a, uint nb, double mb, doubl
 }
 
 /* The group's (count, mean, M2, min key, max key, blo, bhi) tree; the totals end in index 0. */
-void sc_stats_tree(__local uint *l_n, __local double *l_mean, __local double *l_m2, __local uint *l_kmin,
-                   __local uint *l_kmax, __local uint *l_blo, __local uint *l_bhi)
+void sc_stats_tree(__local ulong *l_n, __local double *l_mean, __local double *l_m2, __local uint *l_kmin,
+                   __local uint *l_kmax, __local ulong *l_blo, __local ulong *l_bhi)
 {
     const uint lid = get_local_id(0);
     for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {
         if (lid < s) {
-            uint na = l_n[lid];
+            ulong na = l_n[lid];
             double ma = l_mean[lid], m2a = l_m2[lid];
             sc_chan(&na, &ma, &m2a, l_n[lid + s], l_mean[lid + s], l_m2[lid + s]);
             l_n[lid] = na;
@@ -93,23 +96,23 @@ void sc_stats_tree(__local uint *l_n, __local double *l_mean, __local double *l_
 }
 
 /* Every work-item of the group: the bin of cnt[0..nbins) holding rank `rank` -> res[0], the rank inside it ->
- * res[1]. nbins is a multiple of the group size. tmp: one uint per work-item. */
-void sc_find_rank(__local const uint *cnt, uint nbins, uint rank, __local uint *tmp, __local uint *res)
+ * res[1]. nbins is a multiple of the group size. tmp: one ulong per work-item. */
+void sc_find_rank(__local const ulong *cnt, uint nbins, ulong rank, __local ulong *tmp, __local ulong *res)
 {
     const uint lid = get_local_id(0), B = get_local_size(0), per = nbins / B;
-    uint s = 0;
+    ulong s = 0;
     for (uint j = 0; j < per; j++) s += cnt[lid * per + j];
     tmp[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = 1; d < B; d <<= 1) {
-        const uint v = lid >= d ? tmp[lid - d] : 0u;
+        const ulong v = lid >= d ? tmp[lid - d] : 0ul;
         barrier(CLK_LOCAL_MEM_FENCE);
         tmp[lid] += v;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const uint incl = tmp[lid];
+    const ulong incl = tmp[lid];
     if (rank >= incl - s && rank < incl) {
-        uint c = incl - s;
+        ulong c = incl - s;
         for (uint j = 0; j < per; j++) {
             const uint b = lid * per + j;
             if (rank < c + cnt[b]) {
@@ -136,20 +139,23 @@ inline bool sc_last_group(__global uint *ticket, __local uint *flag)
     return last;
 }
 
-/* Adds the group's local histogram into the global one (non-zero bins only). */
-inline void sc_flush(__local const uint *h, uint nbins, __global uint *g)
+/* The 64-bit global histograms in the counter buffer (sigma_clip_state.h). */
+inline __global ulong *sc_hist(__global uint *ctr) { return (__global ulong *)ctr; }
+
+/* Adds the group's 32-bit local histogram into a 64-bit global one (non-zero bins only). */
+inline void sc_flush(__local const uint *h, uint nbins, __global ulong *g)
 {
     for (uint b = get_local_id(0); b < nbins; b += get_local_size(0))
-        if (h[b]) atomic_add(&g[b], h[b]);
+        if (h[b]) atom_add(&g[b], (ulong)h[b]);
 }
 
 /* Copies a global histogram into local memory (volatile: written by other groups' atomics) and clears it. */
-inline void sc_take(__global uint *g, uint nbins, __local uint *h)
+inline void sc_take(__global ulong *g, uint nbins, __local ulong *h)
 {
-    volatile __global uint *vg = g;
+    volatile __global ulong *vg = g;
     for (uint b = get_local_id(0); b < nbins; b += get_local_size(0)) {
         h[b] = vg[b];
-        vg[b] = 0u;
+        vg[b] = 0ul;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 }
@@ -171,7 +177,8 @@ __kernel void sigma_clip_init(__global ulong *st, __global uint *ctr)
 {
     for (uint i = get_local_id(0); i < SC_STATE_WORDS; i += get_local_size(0))
         st[i] = i == SC_KLO ? SC_KEY_NEG_INF : i == SC_KHI ? SC_KEY_POS_INF : 0ul;
-    for (uint i = get_local_id(0); i < SC_CTR_WORDS; i += get_local_size(0)) ctr[i] = i == SC_KABOVE ? 0xffffffffu : 0u;
+    for (uint i = get_local_id(0); i < 2u * SC_H1; i += get_local_size(0)) ctr[i] = i == SC_KABOVE ? 0xffffffffu : 0u;
+    for (uint i = SC_H1 + get_local_id(0); i < SC_CTR_WORDS; i += get_local_size(0)) sc_hist(ctr)[i] = 0ul;
 }
 
 /* ADD(x) for every value: grid-stride, 16-byte loads (whole buffers are aligned), two in flight per work-item. */
@@ -211,11 +218,20 @@ __kernel void sigma_clip_init(__global ulong *st, __global uint *ctr)
         }                                                                                                       \
     }
 
+/* The stats kernel's local memory in two phases that share the space, so the group stays as small as with 32-bit
+ * counts: every group's 32-bit histogram and (count, mean, M2, min, max, blo, bhi) tree; then, in the last group
+ * once the totals are read, the kept set's 64-bit level-1 histogram and the rank search's prefix sums. */
+#define SC_STATS_LOCAL (1024 + 6 * SC_MAXB) /* ulongs: 2048 uint, 2 x double, 3 x ulong, 2 x uint per work-item */
+
 __kernel void sigma_clip_stats(__global const float *data, ulong n, __global ulong *st, __global uint *ctr)
 {
-    __local uint hist[2048];
-    __local double l_mean[SC_MAXB], l_m2[SC_MAXB];
-    __local uint l_n[SC_MAXB], l_kmin[SC_MAXB], l_kmax[SC_MAXB], l_blo[SC_MAXB], l_bhi[SC_MAXB], l_res[2];
+    __local ulong l_space[SC_STATS_LOCAL], l_res[2];
+    __local uint l_flag[1];
+    __local uint *hist = (__local uint *)l_space;
+    __local double *l_mean = (__local double *)(l_space + 1024), *l_m2 = l_mean + SC_MAXB;
+    __local ulong *l_n = l_space + 1024 + 2 * SC_MAXB, *l_blo = l_n + SC_MAXB, *l_bhi = l_blo + SC_MAXB;
+    __local uint *l_kmin = (__local uint *)(l_bhi + SC_MAXB), *l_kmax = l_kmin + SC_MAXB;
+    __local ulong *l_kept = l_space, *l_tmp = l_space + 2048; /* the last group's second phase */
     if (st[SC_DONE]) return;
     const uint lid = get_local_id(0), B = get_local_size(0);
     const uint klo = (uint)st[SC_KLO], khi = (uint)st[SC_KHI], blo_bin = klo >> 21, bhi_bin = khi >> 21;
@@ -235,7 +251,7 @@ __kernel void sigma_clip_stats(__global const float *data, ulong n, __global ulo
     l_blo[lid] = blo;
     l_bhi[lid] = bhi;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (build) sc_flush(hist, 2048u, ctr + SC_H1);
+    if (build) sc_flush(hist, 2048u, sc_hist(ctr) + SC_H1);
     sc_stats_tree(l_n, l_mean, l_m2, l_kmin, l_kmax, l_blo, l_bhi);
     __global ulong *part = st + SC_STATE_WORDS;
     if (lid == 0) {
@@ -248,19 +264,20 @@ __kernel void sigma_clip_stats(__global const float *data, ulong n, __global ulo
         p[5] = l_blo[0];
         p[6] = l_bhi[0];
     }
-    if (!sc_last_group(ctr + SC_TICKET1, l_res)) return;
+    if (!sc_last_group(ctr + SC_TICKET1, l_flag)) return;
 
     /* The last group: combine the partials in group order (deterministic), then find the median's level-1 bin. */
     volatile __global ulong *vp = part;
-    uint na = 0, kmn = 0xffffffffu, kmx = 0u, bl = 0u, bh = 0u;
+    ulong na = 0, bl = 0, bh = 0;
+    uint kmn = 0xffffffffu, kmx = 0u;
     double ma = 0.0, m2a = 0.0;
     for (uint g = lid; g < get_num_groups(0); g += B) {
         volatile __global ulong *p = vp + (ulong)g * SC_PART_WORDS;
-        sc_chan(&na, &ma, &m2a, (uint)p[0], as_double(p[1]), as_double(p[2]));
+        sc_chan(&na, &ma, &m2a, p[0], as_double(p[1]), as_double(p[2]));
         kmn = min(kmn, (uint)p[3]);
         kmx = max(kmx, (uint)p[4]);
-        bl += (uint)p[5];
-        bh += (uint)p[6];
+        bl += p[5];
+        bh += p[6];
     }
     l_n[lid] = na;
     l_mean[lid] = ma;
@@ -271,7 +288,7 @@ __kernel void sigma_clip_stats(__global const float *data, ulong n, __global ulo
     l_bhi[lid] = bh;
     barrier(CLK_LOCAL_MEM_FENCE);
     sc_stats_tree(l_n, l_mean, l_m2, l_kmin, l_kmax, l_blo, l_bhi);
-    const uint total = l_n[0];
+    const ulong total = l_n[0];
     if (lid == 0) {
         st[SC_N] = total;
         st[SC_MEAN] = as_ulong(l_mean[0]);
@@ -286,12 +303,13 @@ __kernel void sigma_clip_stats(__global const float *data, ulong n, __global ulo
     }
     if (total == 0) return;
     /* The kept set's level-1 histogram: the full one strictly inside (klo, khi), the kept counts at the ends. */
-    volatile __global uint *h1 = ctr + SC_H1;
-    const uint bl0 = l_blo[0], bh0 = l_bhi[0];
+    volatile __global ulong *h1 = sc_hist(ctr) + SC_H1;
+    const ulong bl0 = l_blo[0], bh0 = l_bhi[0];
+    barrier(CLK_LOCAL_MEM_FENCE); /* the tree's results are read: its space becomes the 64-bit histogram */
     for (uint b = lid; b < 2048u; b += B)
-        hist[b] = b < blo_bin || b > bhi_bin ? 0u : blo_bin == bhi_bin ? total : b == blo_bin ? bl0 : b == bhi_bin ? bh0 : h1[b];
+        l_kept[b] = b < blo_bin || b > bhi_bin ? 0ul : blo_bin == bhi_bin ? total : b == blo_bin ? bl0 : b == bhi_bin ? bh0 : h1[b];
     barrier(CLK_LOCAL_MEM_FENCE);
-    sc_find_rank(hist, 2048u, (total - 1u) / 2u, l_kmin, l_res);
+    sc_find_rank(l_kept, 2048u, (total - 1ul) / 2ul, l_tmp, l_res);
     if (lid == 0) {
         st[SC_B1] = l_res[0];
         st[SC_R1] = l_res[1];
@@ -300,8 +318,9 @@ __kernel void sigma_clip_stats(__global const float *data, ulong n, __global ulo
 
 __kernel void sigma_clip_refine(__global const float *data, ulong n, __global ulong *st, __global uint *ctr)
 {
-    __local uint hist[2048];
-    __local uint l_tmp[SC_MAXB], l_res[2];
+    __local ulong l_hist[2048], l_tmp[SC_MAXB], l_res[2];
+    __local uint l_flag[1];
+    __local uint *hist = (__local uint *)l_hist; /* the group's 32-bit histogram; in the last group, the 64-bit one */
     if (st[SC_DONE]) return;
     const uint lid = get_local_id(0), B = get_local_size(0);
     const uint klo = (uint)st[SC_KLO], khi = (uint)st[SC_KHI], b1 = (uint)st[SC_B1];
@@ -314,10 +333,10 @@ __kernel void sigma_clip_refine(__global const float *data, ulong n, __global ul
     }
     SC_FOR_EACH(SC_REFINE_ADD)
     barrier(CLK_LOCAL_MEM_FENCE);
-    sc_flush(hist, 2048u, ctr + SC_H2);
-    if (!sc_last_group(ctr + SC_TICKET2, l_res)) return;
-    sc_take(ctr + SC_H2, 2048u, hist);
-    sc_find_rank(hist, 2048u, (uint)st[SC_R1], l_tmp, l_res);
+    sc_flush(hist, 2048u, sc_hist(ctr) + SC_H2);
+    if (!sc_last_group(ctr + SC_TICKET2, l_flag)) return; /* its barrier ends the flush's reads of hist */
+    sc_take(sc_hist(ctr) + SC_H2, 2048u, l_hist);
+    sc_find_rank(l_hist, 2048u, st[SC_R1], l_tmp, l_res);
     if (lid == 0) {
         st[SC_B2] = l_res[0];
         st[SC_R2] = l_res[1];
@@ -326,16 +345,16 @@ __kernel void sigma_clip_refine(__global const float *data, ulong n, __global ul
 
 /* One work-item of the finish kernel's last group: the median from the level-3 bin, then either the result
  * (nothing removed, or the final measurement) or the next round's key interval. */
-void sc_decide(__global ulong *st, volatile __global uint *vctr, __local const uint *hist, uint prefix, uint b3, uint r3,
+void sc_decide(__global ulong *st, volatile __global uint *vctr, __local const ulong *hist, uint prefix, uint b3, ulong r3,
                uint next, double kappa, uint max_iterations)
 {
     const uint kabove = vctr[SC_KABOVE];
     vctr[SC_KABOVE] = 0xffffffffu;
-    const uint cnt = (uint)st[SC_N];
+    const ulong cnt = st[SC_N];
     const uint vlo = (prefix << 10) | b3;
     double median = sc_value(vlo);
-    if ((cnt & 1u) == 0) {
-        const uint vhi = r3 + 1u < hist[b3] ? vlo : next != 0xffffffffu ? (prefix << 10) | next : kabove;
+    if ((cnt & 1ul) == 0) {
+        const uint vhi = r3 + 1ul < hist[b3] ? vlo : next != 0xffffffffu ? (prefix << 10) | next : kabove;
         median = (median + sc_value(vhi)) / 2.0;
     }
     const uint klo = (uint)st[SC_KLO], khi = (uint)st[SC_KHI], kmin = (uint)st[SC_KMIN], kmax = (uint)st[SC_KMAX];
@@ -362,8 +381,9 @@ void sc_decide(__global ulong *st, volatile __global uint *vctr, __local const u
 __kernel void sigma_clip_finish(__global const float *data, ulong n, __global ulong *st, __global uint *ctr,
                                 double kappa, uint max_iterations)
 {
-    __local uint hist[1024];
-    __local uint l_tmp[SC_MAXB], l_res[2], l_next[1];
+    __local ulong l_hist[1024], l_tmp[SC_MAXB], l_res[2];
+    __local uint l_next[1], l_flag[1];
+    __local uint *hist = (__local uint *)l_hist; /* the group's 32-bit histogram; in the last group, the 64-bit one */
     if (st[SC_DONE]) return;
     const uint lid = get_local_id(0), B = get_local_size(0);
     const uint klo = (uint)st[SC_KLO], khi = (uint)st[SC_KHI];
@@ -382,25 +402,26 @@ __kernel void sigma_clip_finish(__global const float *data, ulong n, __global ul
     SC_FOR_EACH(SC_FINISH_ADD)
     l_tmp[lid] = above;
     barrier(CLK_LOCAL_MEM_FENCE);
-    sc_flush(hist, 1024u, ctr + SC_H3);
+    sc_flush(hist, 1024u, sc_hist(ctr) + SC_H3);
     for (uint s = B / 2; s > 0; s >>= 1) {
         if (lid < s) l_tmp[lid] = min(l_tmp[lid], l_tmp[lid + s]);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (lid == 0 && l_tmp[0] != 0xffffffffu) atomic_min(ctr + SC_KABOVE, l_tmp[0]);
-    if (!sc_last_group(ctr + SC_TICKET3, l_res)) return;
+    if (lid == 0 && l_tmp[0] != 0xffffffffu) atomic_min(ctr + SC_KABOVE, (uint)l_tmp[0]);
+    if (!sc_last_group(ctr + SC_TICKET3, l_flag)) return;
 
-    sc_take(ctr + SC_H3, 1024u, hist);
+    sc_take(sc_hist(ctr) + SC_H3, 1024u, l_hist);
     volatile __global uint *vctr = ctr;
-    sc_find_rank(hist, 1024u, (uint)st[SC_R2], l_tmp, l_res);
-    const uint b3 = l_res[0], r3 = l_res[1];
+    sc_find_rank(l_hist, 1024u, st[SC_R2], l_tmp, l_res);
+    const uint b3 = (uint)l_res[0];
+    const ulong r3 = l_res[1];
     /* the next non-empty level-3 bin, for the upper median of an even count */
     if (lid == 0) l_next[0] = 0xffffffffu;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint b = b3 + 1u + lid; b < 1024u; b += B)
-        if (hist[b]) atomic_min(&l_next[0], b);
+        if (l_hist[b]) atomic_min(&l_next[0], b);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) sc_decide(st, vctr, hist, prefix, b3, r3, l_next[0], kappa, max_iterations);
+    if (lid == 0) sc_decide(st, vctr, l_hist, prefix, b3, r3, l_next[0], kappa, max_iterations);
 }
 
 #endif

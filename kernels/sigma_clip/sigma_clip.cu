@@ -2,6 +2,8 @@
 // kernels, their parameters, the state layout in sigma_clip_state.h and the algorithm are the same).
 // Per round: sigma_clip_stats (count/mean/M2/min/max of the kept keys, level-1 bin of the median),
 // sigma_clip_refine (level-2 bin), sigma_clip_finish (level-3 bin, median, bounds, next interval or result).
+// Counts of values are 64-bit wherever they can pass a work-group's share (global histograms, totals, ranks);
+// the per-thread counts and shared-memory histograms stay 32-bit on the hot path.
 #include "../common/gpuws_cuda.cuh"
 #include "sigma_clip_state.h"
 
@@ -53,7 +55,7 @@ __device__ unsigned sc_last_below(double hi)
 }
 
 // Chan et al.'s pairwise update of (count, mean, M2).
-__device__ __forceinline__ void sc_chan(unsigned &na, double &ma, double &m2a, unsigned nb, double mb, double m2b)
+__device__ __forceinline__ void sc_chan(u64 &na, double &ma, double &m2a, u64 nb, double mb, double m2b)
 {
     if (nb == 0) return;
     if (na == 0) {
@@ -62,7 +64,7 @@ __device__ __forceinline__ void sc_chan(unsigned &na, double &ma, double &m2a, u
         m2a = m2b;
         return;
     }
-    const unsigned n = na + nb;
+    const u64 n = na + nb;
     const double d = mb - ma, f = (double)nb / (double)n;
     ma += d * f;
     m2a += m2b + d * d * (double)na * f;
@@ -70,22 +72,22 @@ __device__ __forceinline__ void sc_chan(unsigned &na, double &ma, double &m2a, u
 }
 
 // Every thread of the block: the bin of cnt[0..nbins) holding rank `rank` -> res[0], the rank inside it -> res[1].
-__device__ void sc_find_rank(const unsigned *cnt, unsigned nbins, unsigned rank, unsigned *tmp, unsigned *res)
+__device__ void sc_find_rank(const u64 *cnt, unsigned nbins, u64 rank, u64 *tmp, u64 *res)
 {
     const unsigned lid = threadIdx.x, B = blockDim.x, per = nbins / B;
-    unsigned s = 0;
+    u64 s = 0;
     for (unsigned j = 0; j < per; j++) s += cnt[lid * per + j];
     tmp[lid] = s;
     __syncthreads();
     for (unsigned d = 1; d < B; d <<= 1) {
-        const unsigned v = lid >= d ? tmp[lid - d] : 0u;
+        const u64 v = lid >= d ? tmp[lid - d] : 0ull;
         __syncthreads();
         tmp[lid] += v;
         __syncthreads();
     }
-    const unsigned incl = tmp[lid];
+    const u64 incl = tmp[lid];
     if (rank >= incl - s && rank < incl) {
-        unsigned c = incl - s;
+        u64 c = incl - s;
         for (unsigned j = 0; j < per; j++) {
             const unsigned b = lid * per + j;
             if (rank < c + cnt[b]) {
@@ -114,18 +116,22 @@ __device__ bool sc_last_block(unsigned *ticket, unsigned *flag)
     return last;
 }
 
-__device__ void sc_flush(const unsigned *h, unsigned nbins, unsigned *g)
+// The 64-bit global histograms in the counter buffer (sigma_clip_state.h).
+__device__ __forceinline__ u64 *sc_hist(unsigned *ctr) { return reinterpret_cast<u64 *>(ctr); }
+
+// Adds the block's 32-bit shared histogram into a 64-bit global one (non-zero bins only).
+__device__ void sc_flush(const unsigned *h, unsigned nbins, u64 *g)
 {
     for (unsigned b = threadIdx.x; b < nbins; b += blockDim.x)
-        if (h[b]) atomicAdd(&g[b], h[b]);
+        if (h[b]) atomicAdd(&g[b], (u64)h[b]);
 }
 
 // Copies a global histogram (written by other blocks' atomics: read past L1) into shared memory and clears it.
-__device__ void sc_take(unsigned *g, unsigned nbins, unsigned *h)
+__device__ void sc_take(u64 *g, unsigned nbins, u64 *h)
 {
     for (unsigned b = threadIdx.x; b < nbins; b += blockDim.x) {
         h[b] = __ldcg(g + b);
-        g[b] = 0u;
+        g[b] = 0ull;
     }
     __syncthreads();
 }
@@ -143,16 +149,16 @@ __device__ void sc_result(u64 *st, u64 n, double median, double mean, double std
 
 // One thread of the finish kernel's last block: the median from the level-3 bin, then the result or the next
 // round's key interval. The bounds are m - κs and m + κs each rounded once, as NumPy computes them: no FMA.
-__device__ void sc_decide(u64 *st, unsigned *ctr, const unsigned *hist, unsigned prefix, unsigned b3, unsigned r3,
-                          unsigned next, double kappa, unsigned max_iterations)
+__device__ void sc_decide(u64 *st, unsigned *ctr, const u64 *hist, unsigned prefix, unsigned b3, u64 r3, unsigned next,
+                          double kappa, unsigned max_iterations)
 {
     const unsigned kabove = __ldcg(ctr + SC_KABOVE);
     ctr[SC_KABOVE] = 0xffffffffu;
-    const unsigned cnt = (unsigned)st[SC_N];
+    const u64 cnt = st[SC_N];
     const unsigned vlo = (prefix << 10) | b3;
     double median = sc_value(vlo);
-    if ((cnt & 1u) == 0) {
-        const unsigned vhi = r3 + 1u < hist[b3] ? vlo : next != 0xffffffffu ? (prefix << 10) | next : kabove;
+    if ((cnt & 1ull) == 0) {
+        const unsigned vhi = r3 + 1ull < hist[b3] ? vlo : next != 0xffffffffu ? (prefix << 10) | next : kabove;
         median = __dmul_rn(__dadd_rn(median, sc_value(vhi)), 0.5);
     }
     const unsigned klo = (unsigned)st[SC_KLO], khi = (unsigned)st[SC_KHI], kmin = (unsigned)st[SC_KMIN],
@@ -204,10 +210,25 @@ template <typename F> __device__ __forceinline__ void sc_for_each(const float *_
     for (u64 j = (nv << 2) + (u64)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) f(__ldg(data + j));
 }
 
-struct StatsShared {
+// The stats kernel's shared memory in two phases that share the space, so the block stays as small as with 32-bit
+// counts (occupancy): every block's 32-bit histogram and (count, mean, M2, min, max, blo, bhi) tree; then, in the
+// last block once the totals are read, the kept set's 64-bit level-1 histogram.
+struct StatsTree {
     unsigned hist[2048];
     double mean[SC_MAXB], m2[SC_MAXB];
-    unsigned n[SC_MAXB], kmin[SC_MAXB], kmax[SC_MAXB], blo[SC_MAXB], bhi[SC_MAXB], res[2];
+    u64 n[SC_MAXB], blo[SC_MAXB], bhi[SC_MAXB];
+    unsigned kmin[SC_MAXB], kmax[SC_MAXB];
+};
+struct StatsRank {
+    u64 hist[2048], tmp[SC_MAXB];
+};
+struct StatsShared {
+    union {
+        StatsTree t;
+        StatsRank r;
+    };
+    u64 res[2];
+    unsigned flag;
 };
 
 // The block's (count, mean, M2, min, max, blo, bhi) tree, result in index 0.
@@ -216,16 +237,16 @@ __device__ void sc_stats_tree(StatsShared &s)
     const unsigned lid = threadIdx.x;
     for (unsigned h = blockDim.x / 2; h > 0; h >>= 1) {
         if (lid < h) {
-            unsigned na = s.n[lid];
-            double ma = s.mean[lid], m2a = s.m2[lid];
-            sc_chan(na, ma, m2a, s.n[lid + h], s.mean[lid + h], s.m2[lid + h]);
-            s.n[lid] = na;
-            s.mean[lid] = ma;
-            s.m2[lid] = m2a;
-            s.kmin[lid] = min(s.kmin[lid], s.kmin[lid + h]);
-            s.kmax[lid] = max(s.kmax[lid], s.kmax[lid + h]);
-            s.blo[lid] += s.blo[lid + h];
-            s.bhi[lid] += s.bhi[lid + h];
+            u64 na = s.t.n[lid];
+            double ma = s.t.mean[lid], m2a = s.t.m2[lid];
+            sc_chan(na, ma, m2a, s.t.n[lid + h], s.t.mean[lid + h], s.t.m2[lid + h]);
+            s.t.n[lid] = na;
+            s.t.mean[lid] = ma;
+            s.t.m2[lid] = m2a;
+            s.t.kmin[lid] = min(s.t.kmin[lid], s.t.kmin[lid + h]);
+            s.t.kmax[lid] = max(s.t.kmax[lid], s.t.kmax[lid + h]);
+            s.t.blo[lid] += s.t.blo[lid + h];
+            s.t.bhi[lid] += s.t.bhi[lid + h];
         }
         __syncthreads();
     }
@@ -237,17 +258,22 @@ extern "C" __global__ void sigma_clip_init(u64 *st, unsigned *ctr)
 {
     for (unsigned i = threadIdx.x; i < SC_STATE_WORDS; i += blockDim.x)
         st[i] = i == SC_KLO ? SC_KEY_NEG_INF : i == SC_KHI ? SC_KEY_POS_INF : 0ull;
-    for (unsigned i = threadIdx.x; i < SC_CTR_WORDS; i += blockDim.x) ctr[i] = i == SC_KABOVE ? 0xffffffffu : 0u;
+    for (unsigned i = threadIdx.x; i < 2u * SC_H1; i += blockDim.x) ctr[i] = i == SC_KABOVE ? 0xffffffffu : 0u;
+    for (unsigned i = SC_H1 + threadIdx.x; i < SC_CTR_WORDS; i += blockDim.x) sc_hist(ctr)[i] = 0ull;
 }
 
-extern "C" __global__ void __launch_bounds__(SC_MAXB) sigma_clip_stats(const float *data, u64 n, u64 *st, unsigned *ctr)
+// At least 5 blocks of 256 per SM, as with 32-bit counts (48 registers): the last block's 64-bit combination would
+// take the kernel to 54 registers (4 blocks per SM) for code that runs once per launch. The data loop alone needs
+// 44; ptxas fits the rest with a 16-byte spill on sm_90.
+extern "C" __global__ void __launch_bounds__(SC_MAXB, 5)
+    sigma_clip_stats(const float *data, u64 n, u64 *st, unsigned *ctr)
 {
     __shared__ StatsShared s;
     if (st[SC_DONE]) return;
     const unsigned lid = threadIdx.x, B = blockDim.x;
     const unsigned klo = (unsigned)st[SC_KLO], khi = (unsigned)st[SC_KHI], blo_bin = klo >> 21, bhi_bin = khi >> 21;
     const bool build = st[SC_ROUND] == 0 && st[SC_FINAL] == 0;
-    for (unsigned b = lid; b < 2048u; b += B) s.hist[b] = 0u;
+    for (unsigned b = lid; b < 2048u; b += B) s.t.hist[b] = 0u;
     __syncthreads();
 
     unsigned cnt = 0, kmin = 0xffffffffu, kmax = 0u, blo = 0u, bhi = 0u;
@@ -265,60 +291,61 @@ extern "C" __global__ void __launch_bounds__(SC_MAXB) sigma_clip_stats(const flo
             kmax = max(kmax, k);
             blo += (k >> 21) == blo_bin;
             bhi += (k >> 21) == bhi_bin;
-            if (build) atomicAdd(&s.hist[k >> 21], 1u);
+            if (build) atomicAdd(&s.t.hist[k >> 21], 1u);
         }
     });
-    s.n[lid] = cnt;
-    s.mean[lid] = cnt ? K + s1 / (double)cnt : 0.0;
-    s.m2[lid] = cnt ? fmax(s2 - s1 * s1 / (double)cnt, 0.0) : 0.0;
-    s.kmin[lid] = kmin;
-    s.kmax[lid] = kmax;
-    s.blo[lid] = blo;
-    s.bhi[lid] = bhi;
+    s.t.n[lid] = cnt;
+    s.t.mean[lid] = cnt ? K + s1 / (double)cnt : 0.0;
+    s.t.m2[lid] = cnt ? fmax(s2 - s1 * s1 / (double)cnt, 0.0) : 0.0;
+    s.t.kmin[lid] = kmin;
+    s.t.kmax[lid] = kmax;
+    s.t.blo[lid] = blo;
+    s.t.bhi[lid] = bhi;
     __syncthreads();
-    if (build) sc_flush(s.hist, 2048u, ctr + SC_H1);
+    if (build) sc_flush(s.t.hist, 2048u, sc_hist(ctr) + SC_H1);
     sc_stats_tree(s);
     u64 *part = st + SC_STATE_WORDS;
     if (lid == 0) {
         u64 *p = part + (u64)blockIdx.x * SC_PART_WORDS;
-        p[0] = s.n[0];
-        p[1] = f64_bits(s.mean[0]);
-        p[2] = f64_bits(s.m2[0]);
-        p[3] = s.kmin[0];
-        p[4] = s.kmax[0];
-        p[5] = s.blo[0];
-        p[6] = s.bhi[0];
+        p[0] = s.t.n[0];
+        p[1] = f64_bits(s.t.mean[0]);
+        p[2] = f64_bits(s.t.m2[0]);
+        p[3] = s.t.kmin[0];
+        p[4] = s.t.kmax[0];
+        p[5] = s.t.blo[0];
+        p[6] = s.t.bhi[0];
     }
-    if (!sc_last_block(ctr + SC_TICKET1, s.res)) return;
+    if (!sc_last_block(ctr + SC_TICKET1, &s.flag)) return;
 
     // The last block: combine the partials in block order (deterministic), then find the median's level-1 bin.
-    unsigned na = 0, kmn = 0xffffffffu, kmx = 0u, bl = 0u, bh = 0u;
+    u64 na = 0, bl = 0, bh = 0;
+    unsigned kmn = 0xffffffffu, kmx = 0u;
     double ma = 0.0, m2a = 0.0;
     for (unsigned g = lid; g < gridDim.x; g += B) {
         const u64 *p = part + (u64)g * SC_PART_WORDS;
-        sc_chan(na, ma, m2a, (unsigned)__ldcg(p), bits_f64(__ldcg(p + 1)), bits_f64(__ldcg(p + 2)));
+        sc_chan(na, ma, m2a, __ldcg(p), bits_f64(__ldcg(p + 1)), bits_f64(__ldcg(p + 2)));
         kmn = min(kmn, (unsigned)__ldcg(p + 3));
         kmx = max(kmx, (unsigned)__ldcg(p + 4));
-        bl += (unsigned)__ldcg(p + 5);
-        bh += (unsigned)__ldcg(p + 6);
+        bl += __ldcg(p + 5);
+        bh += __ldcg(p + 6);
     }
     __syncthreads(); // index 0 of the block's own tree was read above by thread 0 only; all done before reuse
-    s.n[lid] = na;
-    s.mean[lid] = ma;
-    s.m2[lid] = m2a;
-    s.kmin[lid] = kmn;
-    s.kmax[lid] = kmx;
-    s.blo[lid] = bl;
-    s.bhi[lid] = bh;
+    s.t.n[lid] = na;
+    s.t.mean[lid] = ma;
+    s.t.m2[lid] = m2a;
+    s.t.kmin[lid] = kmn;
+    s.t.kmax[lid] = kmx;
+    s.t.blo[lid] = bl;
+    s.t.bhi[lid] = bh;
     __syncthreads();
     sc_stats_tree(s);
-    const unsigned total = s.n[0];
+    const u64 total = s.t.n[0];
     if (lid == 0) {
         st[SC_N] = total;
-        st[SC_MEAN] = f64_bits(s.mean[0]);
-        st[SC_M2] = f64_bits(s.m2[0]);
-        st[SC_KMIN] = s.kmin[0];
-        st[SC_KMAX] = s.kmax[0];
+        st[SC_MEAN] = f64_bits(s.t.mean[0]);
+        st[SC_M2] = f64_bits(s.t.m2[0]);
+        st[SC_KMIN] = s.t.kmin[0];
+        st[SC_KMAX] = s.t.kmax[0];
         if (build) st[SC_N0] = total;
         if (total == 0) { // nothing left: NumPy's statistics of an empty array, nothing more to remove
             const bool fin = st[SC_FINAL] != 0;
@@ -327,15 +354,17 @@ extern "C" __global__ void __launch_bounds__(SC_MAXB) sigma_clip_stats(const flo
     }
     if (total == 0) return;
     // The kept set's level-1 histogram: the full one strictly inside (klo, khi), the kept counts at the ends.
-    const unsigned bl0 = s.blo[0], bh0 = s.bhi[0];
+    const u64 bl0 = s.t.blo[0], bh0 = s.t.bhi[0];
+    __syncthreads(); // the tree's results are read: its space becomes the 64-bit histogram
+    const u64 *h1 = sc_hist(ctr) + SC_H1;
     for (unsigned b = lid; b < 2048u; b += B)
-        s.hist[b] = b < blo_bin || b > bhi_bin ? 0u
-                    : blo_bin == bhi_bin       ? total
-                    : b == blo_bin             ? bl0
-                    : b == bhi_bin             ? bh0
-                                               : __ldcg(ctr + SC_H1 + b);
+        s.r.hist[b] = b < blo_bin || b > bhi_bin ? 0ull
+                      : blo_bin == bhi_bin       ? total
+                      : b == blo_bin             ? bl0
+                      : b == bhi_bin             ? bh0
+                                                 : __ldcg(h1 + b);
     __syncthreads();
-    sc_find_rank(s.hist, 2048u, (total - 1u) / 2u, s.kmin, s.res);
+    sc_find_rank(s.r.hist, 2048u, (total - 1ull) / 2ull, s.r.tmp, s.res);
     if (lid == 0) {
         st[SC_B1] = s.res[0];
         st[SC_R1] = s.res[1];
@@ -345,21 +374,26 @@ extern "C" __global__ void __launch_bounds__(SC_MAXB) sigma_clip_stats(const flo
 extern "C" __global__ void __launch_bounds__(SC_MAXB)
     sigma_clip_refine(const float *data, u64 n, u64 *st, unsigned *ctr)
 {
-    __shared__ unsigned hist[2048], tmp[SC_MAXB], res[2];
+    __shared__ union { // the block's 32-bit histogram; in the last block, the global 64-bit one
+        unsigned h32[2048];
+        u64 h64[2048];
+    } hist;
+    __shared__ u64 tmp[SC_MAXB], res[2];
+    __shared__ unsigned flag;
     if (st[SC_DONE]) return;
     const unsigned lid = threadIdx.x, B = blockDim.x;
     const unsigned klo = (unsigned)st[SC_KLO], khi = (unsigned)st[SC_KHI], b1 = (unsigned)st[SC_B1];
-    for (unsigned b = lid; b < 2048u; b += B) hist[b] = 0u;
+    for (unsigned b = lid; b < 2048u; b += B) hist.h32[b] = 0u;
     __syncthreads();
     sc_for_each(data, n, [&](float x) {
         const unsigned k = sc_key(x);
-        if ((k >> 21) == b1 && k >= klo && k <= khi) atomicAdd(&hist[(k >> 10) & 0x7ffu], 1u);
+        if ((k >> 21) == b1 && k >= klo && k <= khi) atomicAdd(&hist.h32[(k >> 10) & 0x7ffu], 1u);
     });
     __syncthreads();
-    sc_flush(hist, 2048u, ctr + SC_H2);
-    if (!sc_last_block(ctr + SC_TICKET2, res)) return;
-    sc_take(ctr + SC_H2, 2048u, hist);
-    sc_find_rank(hist, 2048u, (unsigned)st[SC_R1], tmp, res);
+    sc_flush(hist.h32, 2048u, sc_hist(ctr) + SC_H2);
+    if (!sc_last_block(ctr + SC_TICKET2, &flag)) return; // its barrier ends the flush's reads of h32
+    sc_take(sc_hist(ctr) + SC_H2, 2048u, hist.h64);
+    sc_find_rank(hist.h64, 2048u, st[SC_R1], tmp, res);
     if (lid == 0) {
         st[SC_B2] = res[0];
         st[SC_R2] = res[1];
@@ -369,41 +403,47 @@ extern "C" __global__ void __launch_bounds__(SC_MAXB)
 extern "C" __global__ void __launch_bounds__(SC_MAXB)
     sigma_clip_finish(const float *data, u64 n, u64 *st, unsigned *ctr, double kappa, unsigned max_iterations)
 {
-    __shared__ unsigned hist[1024], tmp[SC_MAXB], res[2], next;
+    __shared__ union { // the block's 32-bit histogram; in the last block, the global 64-bit one
+        unsigned h32[1024];
+        u64 h64[1024];
+    } hist;
+    __shared__ u64 tmp[SC_MAXB], res[2];
+    __shared__ unsigned next, flag;
     if (st[SC_DONE]) return;
     const unsigned lid = threadIdx.x, B = blockDim.x;
     const unsigned klo = (unsigned)st[SC_KLO], khi = (unsigned)st[SC_KHI];
     const unsigned prefix = ((unsigned)st[SC_B1] << 11) | (unsigned)st[SC_B2], top = (prefix << 10) | 0x3ffu;
-    for (unsigned b = lid; b < 1024u; b += B) hist[b] = 0u;
+    for (unsigned b = lid; b < 1024u; b += B) hist.h32[b] = 0u;
     __syncthreads();
     unsigned above = 0xffffffffu;
     sc_for_each(data, n, [&](float x) {
         const unsigned k = sc_key(x);
         if (k >= klo && k <= khi) {
-            if ((k >> 10) == prefix) atomicAdd(&hist[k & 0x3ffu], 1u);
+            if ((k >> 10) == prefix) atomicAdd(&hist.h32[k & 0x3ffu], 1u);
             else if (k > top) above = min(above, k);
         }
     });
     tmp[lid] = above;
     __syncthreads();
-    sc_flush(hist, 1024u, ctr + SC_H3);
+    sc_flush(hist.h32, 1024u, sc_hist(ctr) + SC_H3);
     for (unsigned h = B / 2; h > 0; h >>= 1) {
         if (lid < h) tmp[lid] = min(tmp[lid], tmp[lid + h]);
         __syncthreads();
     }
-    if (lid == 0 && tmp[0] != 0xffffffffu) atomicMin(ctr + SC_KABOVE, tmp[0]);
-    if (!sc_last_block(ctr + SC_TICKET3, res)) return;
+    if (lid == 0 && tmp[0] != 0xffffffffu) atomicMin(ctr + SC_KABOVE, (unsigned)tmp[0]);
+    if (!sc_last_block(ctr + SC_TICKET3, &flag)) return;
 
-    sc_take(ctr + SC_H3, 1024u, hist);
-    sc_find_rank(hist, 1024u, (unsigned)st[SC_R2], tmp, res);
-    const unsigned b3 = res[0], r3 = res[1];
+    sc_take(sc_hist(ctr) + SC_H3, 1024u, hist.h64);
+    sc_find_rank(hist.h64, 1024u, st[SC_R2], tmp, res);
+    const unsigned b3 = (unsigned)res[0];
+    const u64 r3 = res[1];
     // the next non-empty level-3 bin, for the upper median of an even count
     if (lid == 0) next = 0xffffffffu;
     __syncthreads();
     for (unsigned b = b3 + 1u + lid; b < 1024u; b += B)
-        if (hist[b]) atomicMin(&next, b);
+        if (hist.h64[b]) atomicMin(&next, b);
     __syncthreads();
-    if (lid == 0) sc_decide(st, ctr, hist, prefix, b3, r3, next, kappa, max_iterations);
+    if (lid == 0) sc_decide(st, ctr, hist.h64, prefix, b3, r3, next, kappa, max_iterations);
 }
 
 GPUWS_CUDA_KERNELS(sigma_clip, GPUWS_CUDA_KERNEL(sigma_clip_init), GPUWS_CUDA_KERNEL(sigma_clip_stats),

@@ -29,15 +29,17 @@
 #define SC_STATE_WORDS 32
 #define SC_PART_WORDS  8 /* per work-group partial after the state: n, mean, M2, kmin, kmax, blo, bhi */
 
-/* `ctr`: 32-bit words. */
+/* `ctr`: two views of one buffer. 32-bit words 0..7: the tickets and a key. From byte 32 on, 64-bit words (indices
+ * below count 64-bit words from the buffer's start): the global histograms, whose bins can hold every value of the
+ * input (n may pass 2^32). The work-groups' local histograms stay 32-bit (sigma_clip.c bounds a group's values). */
 #define SC_TICKET1   0 /* "last work-group" tickets of the three passes */
 #define SC_TICKET2   1
 #define SC_TICKET3   2
 #define SC_KABOVE    3              /* smallest kept key above the level-2 bucket (the upper median's fallback) */
-#define SC_H1        8              /* level-1 histogram (key bits 31..21) of all non-NaN values, built in round 0 */
+#define SC_H1        4              /* level-1 histogram (key bits 31..21) of all non-NaN values, built in round 0 */
 #define SC_H2        (SC_H1 + 2048) /* level 2 (bits 20..10) inside the level-1 bin */
 #define SC_H3        (SC_H2 + 2048) /* level 3 (bits 9..0) inside the level-2 bin */
-#define SC_CTR_WORDS (SC_H3 + 1024)
+#define SC_CTR_WORDS (SC_H3 + 1024) /* 64-bit words */
 
 #define SC_MAXB        256 /* largest work-group the kernels are written for (static local arrays) */
 #define SC_KEY_NEG_INF 0x007fffffu

@@ -29,8 +29,9 @@ typedef struct gpuws_sigma_clip_result {
     int converged;  /* 1 when the last pass removed nothing */
 } gpuws_sigma_clip_result;
 
-/* data: n f32 values. Blocks until the result is known (it is returned on the host). options NULL = defaults.
- * All-NaN or n == 0 input: GPUWS_ERR_INVALID_ARGUMENT (no statistics exist). */
+/* data: n f32 values, any number (2^32 and more). Blocks until the result is known (it is returned on the host).
+ * options NULL = defaults. All-NaN or n == 0 input: GPUWS_ERR_INVALID_ARGUMENT (no statistics exist). OpenCL
+ * devices without cl_khr_fp64 or cl_khr_int64_base_atomics: GPUWS_ERR_UNSUPPORTED. */
 GPUWS_API gpuws_status gpuws_sigma_clip(gpuws_stream *stream, size_t n, const gpuws_buffer *data,
                                         const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result);
 
