@@ -283,6 +283,9 @@ typedef struct {
     bool nv_options;           /* cl_nv_compiler_options: build options -cl-nv-* are passed on, else dropped */
     uint64_t max_global;       /* largest global work size in one dimension: what the device's addresses hold */
     bool oclgrind;             /* the Oclgrind simulator: fills are host writes, buffers released at the end (below) */
+    bool nvidia;               /* NVIDIA's OpenCL: fills that reach past 2^31 bytes are our kernel's (ocl_fill) */
+    cl_program fill_prog;      /* that kernel, built on first use */
+    cl_kernel fill_kernel;
     cl_mem *graveyard;         /* Oclgrind: destroyed buffers, released with the context (ocl_buffer_destroy) */
     size_t ngrave, capgrave;   /* under pin_lock */
 } ocl_ctx;
@@ -313,6 +316,7 @@ static gpuws_status ocl_context_create(gpuws_context *ctx, const char *filter, s
     fill_info(o, &ctx->info);
     c->dev = o->device;
     c->oclgrind = gpuws__icontains(o->platform_name, "Oclgrind");
+    c->nvidia = gpuws__icontains(o->platform_name, "NVIDIA");
     cl_context_properties props[] = { CL_CONTEXT_PLATFORM, (cl_context_properties)o->platform, 0 };
     cl_int e;
     c->ctx = ocl.clCreateContext(props, 1, &o->device, NULL, NULL, &e);
@@ -363,6 +367,8 @@ static void ocl_context_destroy(gpuws_context *ctx)
         free(p);
     }
     if (c->marker_kernel) ocl.clReleaseKernel(c->marker_kernel);
+    if (c->fill_kernel) ocl.clReleaseKernel(c->fill_kernel);
+    if (c->fill_prog) ocl.clReleaseProgram(c->fill_prog);
     if (c->marker_prog) ocl.clReleaseProgram(c->marker_prog);
     ocl.clReleaseCommandQueue(c->aux);
     ocl.clReleaseContext(c->ctx);
@@ -1040,6 +1046,55 @@ static void print_kernel_time(cl_event ev, const char *name, const gpuws_launch_
     print_command_time(ev, name, where);
 }
 
+/* NVIDIA's OpenCL fills past 2^31 bytes wrongly: one clEnqueueFillBuffer of 4.5 GiB reports success and leaves the
+ * buffer's end unfilled (its size taken modulo 2^32, by the look of it), and fills past 2^31 bytes break the queue
+ * (CL_INVALID_COMMAND_QUEUE at the next wait). Such fills are this kernel's: one pattern byte a work-item, 64-bit
+ * offsets, the pattern's 16 bytes as a uint4 (little-endian, as NVIDIA's devices are). Built on first use; its
+ * arguments are set and the kernel enqueued under the context's lock, since streams of other threads share it. */
+static gpuws_status fill_by_kernel(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pat, size_t ps, size_t n)
+{
+    gpuws_context *ctx = s->ctx;
+    ocl_ctx *c = OCTX(ctx);
+    pthread_mutex_lock(&ctx->lock);
+    if (!c->fill_kernel) {
+        static const char *src =
+            "__kernel void gpuws_fill(__global uchar *p, ulong off, ulong n, uint ps, uint4 pat)\n"
+            "{\n"
+            "    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n"
+            "        const uint k = (uint)(i % ps), w = k < 4 ? pat.x : k < 8 ? pat.y : k < 12 ? pat.z : pat.w;\n"
+            "        p[off + i] = (uchar)(w >> (8 * (k & 3)));\n"
+            "    }\n"
+            "}\n";
+        cl_int e;
+        cl_program p = ocl.clCreateProgramWithSource(c->ctx, 1, &src, NULL, &e);
+        if (p && ocl.clBuildProgram(p, 1, &c->dev, "", NULL, NULL) == CL_SUCCESS)
+            c->fill_kernel = ocl.clCreateKernel(p, "gpuws_fill", &e);
+        if (!c->fill_kernel) {
+            if (p) ocl.clReleaseProgram(p);
+            pthread_mutex_unlock(&ctx->lock);
+            return gpuws__error(GPUWS_ERR_DEVICE, "building the fill kernel failed");
+        }
+        c->fill_prog = p;
+    }
+    unsigned char bytes[16] = { 0 };
+    memcpy(bytes, pat, ps);
+    cl_uint4 p4;
+    memcpy(&p4, bytes, sizeof p4);
+    const cl_ulong o64 = off, n64 = n;
+    const cl_uint ps32 = (cl_uint)ps;
+    const size_t global = 1u << 20;
+    const cl_mem mem = MEM(b);
+    cl_int e = ocl.clSetKernelArg(c->fill_kernel, 0, sizeof mem, &mem);
+    if (e == CL_SUCCESS) e = ocl.clSetKernelArg(c->fill_kernel, 1, sizeof o64, &o64);
+    if (e == CL_SUCCESS) e = ocl.clSetKernelArg(c->fill_kernel, 2, sizeof n64, &n64);
+    if (e == CL_SUCCESS) e = ocl.clSetKernelArg(c->fill_kernel, 3, sizeof ps32, &ps32);
+    if (e == CL_SUCCESS) e = ocl.clSetKernelArg(c->fill_kernel, 4, sizeof p4, &p4);
+    if (e == CL_SUCCESS) e = ocl.clEnqueueNDRangeKernel(Q(s), c->fill_kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
+    pthread_mutex_unlock(&ctx->lock);
+    CHECK_CL(e, "the fill kernel over %zu bytes at offset %zu", n, off);
+    return GPUWS_OK;
+}
+
 /* Fills are timed by opencl_profile=1 as kernels are (some drivers implement them as their own kernels).
  * On the Oclgrind simulator a fill is a blocking host write of the repeated pattern: its uninitialised-value check
  * does not see clEnqueueFillBuffer and would report every later read of filled memory (docs/reliability.md,
@@ -1055,6 +1110,7 @@ static gpuws_status ocl_fill(gpuws_stream *s, gpuws_buffer *b, size_t off, const
         CHECK_CL(e, "clEnqueueWriteBuffer of a %zu-byte fill", n);
         return GPUWS_OK;
     }
+    if (OCTX(s->ctx)->nvidia && off + n > (size_t)INT32_MAX) return fill_by_kernel(s, b, off, pat, ps, n);
     cl_event ev = NULL;
     CHECK_CL(ocl.clEnqueueFillBuffer(Q(s), MEM(b), pat, ps, off, n, 0, NULL, profile_kernels(s->ctx) ? &ev : NULL),
              "clEnqueueFillBuffer of %zu bytes", n);
