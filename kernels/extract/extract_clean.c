@@ -119,22 +119,61 @@ static size_t cl_cell(double x, double cell, size_t g)
 
 static bool cl_in_grid(const cl_pos *o) { return isfinite(o->a) && isfinite(o->mx) && isfinite(o->my); }
 
-/* Builds the levels and grids of the n objects at pos (which the grid reads, never owns) over a w x h image; false
- * when memory fails (g freed). */
-static bool cl_build(cl_grid *g, const cl_pos *pos, size_t n, size_t w, size_t h)
+#define CL_OUT 255 /* the level of an object outside the grid */
+
+/* A range of objects' count and largest a in each level. */
+typedef struct {
+    size_t n;
+    float amax;
+} cl_lstat;
+
+/* An object's level (CL_OUT: outside the grid), counted in st. */
+static uint8_t cl_level_count(const cl_pos *q, cl_lstat *st)
+{
+    if (!cl_in_grid(q)) return CL_OUT;
+    const int k = cl_level_of(q->a);
+    st[k].n++;
+    st[k].amax = q->a > st[k].amax ? q->a : st[k].amax;
+    return (uint8_t)k;
+}
+
+typedef struct {
+    const cl_grid *g;
+    const uint8_t *lvl;
+    size_t *cellof;
+} cl_cells;
+
+/* Each object's cell in its level, for the objects [lo, hi). */
+static void cl_cells_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    const cl_cells *cc = arg;
+    (void)part;
+    for (size_t i = lo; i < hi; i++) {
+        if (cc->lvl[i] == CL_OUT) continue;
+        const cl_level *l = &cc->g->lv[cc->lvl[i]];
+        const cl_pos *q = &cc->g->pos[i];
+        cc->cellof[i] = cl_cell(q->my, l->cell, l->gy) * l->gx + cl_cell(q->mx, l->cell, l->gx);
+    }
+}
+
+/* Builds the levels and grids of the n objects at pos (which the grid reads, never owns) over a w x h image, from
+ * their levels lvl and the levels' counts in parts ranges (stats: CL_LEVELS each), the cells found on nt threads
+ * (cellof: n entries, scratch); false when memory fails (g freed). */
+static bool cl_build(cl_grid *g, const cl_pos *pos, const uint8_t *lvl, const cl_lstat *stats, size_t parts, size_t n,
+                     size_t w, size_t h, unsigned nt, size_t *cellof)
 {
     memset(g, 0, sizeof *g);
     g->pos = pos;
     g->ids = gpuws__malloc((n ? n : 1) * sizeof *g->ids);
     g->cellids = gpuws__malloc((n ? n : 1) * sizeof *g->cellids);
     if (!g->ids || !g->cellids) goto fail;
-    for (size_t i = 0; i < n; i++) {
-        const cl_pos *q = &g->pos[i];
-        if (!cl_in_grid(q)) continue;
-        cl_level *l = &g->lv[cl_level_of(q->a)];
-        l->n++;
-        l->amax = q->a > l->amax ? q->a : l->amax;
-    }
+    for (size_t p = 0; p < parts; p++)
+        for (int k = 0; k < CL_LEVELS; k++) {
+            cl_level *l = &g->lv[k];
+            const cl_lstat *st = &stats[p * CL_LEVELS + k];
+            l->n += st->n;
+            l->amax = st->amax > l->amax ? st->amax : l->amax;
+        }
     size_t at = 0, ncells = 0;
     for (int k = 0; k < CL_LEVELS; k++) {
         cl_level *l = &g->lv[k];
@@ -160,14 +199,15 @@ static bool cl_build(cl_grid *g, const cl_pos *pos, size_t n, size_t w, size_t h
         ncells += l->gx * l->gy + 1;
     }
     if (!(g->cstart = gpuws__calloc(ncells ? ncells : 1, sizeof *g->cstart))) goto fail;
+    cl_cells cc = { g, lvl, cellof };
+    gpuws__run_ranges(n, nt, cl_cells_range, &cc);
     size_t fill[CL_LEVELS] = { 0 };
     for (size_t i = 0; i < n; i++) {
-        const cl_pos *q = &g->pos[i];
-        if (!cl_in_grid(q)) continue;
-        const int k = cl_level_of(q->a);
+        const int k = lvl[i];
+        if (k == CL_OUT) continue;
         const cl_level *l = &g->lv[k];
         g->ids[l->first + fill[k]++] = i;
-        g->cstart[l->cfirst + 1 + cl_cell(q->my, l->cell, l->gy) * l->gx + cl_cell(q->mx, l->cell, l->gx)]++;
+        g->cstart[l->cfirst + 1 + cellof[i]]++;
     }
     for (int k = 0; k < CL_LEVELS; k++) {
         const cl_level *l = &g->lv[k];
@@ -177,8 +217,7 @@ static bool cl_build(cl_grid *g, const cl_pos *pos, size_t n, size_t w, size_t h
         /* each cell's objects ascending: the level's list is */
         for (size_t m = 0; m < l->n; m++) {
             const size_t i = g->ids[l->first + m];
-            const size_t c = cl_cell(g->pos[i].my, l->cell, l->gy) * l->gx + cl_cell(g->pos[i].mx, l->cell, l->gx);
-            g->cellids[l->first + cs[c]++] = i;
+            g->cellids[l->first + cs[cellof[i]]++] = i;
         }
         for (size_t c = l->gx * l->gy; c > 0; c--) cs[c] = cs[c - 1];
         cs[0] = 0;
@@ -187,6 +226,7 @@ static bool cl_build(cl_grid *g, const cl_pos *pos, size_t n, size_t w, size_t h
 fail:
     gpuws__free(g->ids);
     gpuws__free(g->cellids);
+    gpuws__free(g->cstart);
     memset(g, 0, sizeof *g);
     return false;
 }
@@ -231,8 +271,10 @@ typedef struct {
 
 typedef struct {
     const ex_objs *o;
-    cl_pos *pos; /* every object's, packed */
-    cl_prof *pf; /* every object's */
+    cl_pos *pos;     /* every object's, packed */
+    cl_prof *pf;     /* every object's */
+    uint8_t *lvl;    /* every object's level in the grid */
+    cl_lstat *stats; /* each range's count and largest a of each level, from the packing */
     const cl_grid *g;
     double beta;
     size_t n, nchunks;
@@ -250,11 +292,11 @@ typedef struct {
     atomic_bool failed;    /* memory failed */
 } cl_job;
 
-/* The objects [lo, hi) packed, alive. */
+/* The objects [lo, hi) packed, alive, in their levels (counted in the range's stats). */
 static void cl_pack_range(void *arg, size_t part, size_t lo, size_t hi)
 {
     cl_job *cj = arg;
-    (void)part;
+    cl_lstat *st = cj->stats + part * CL_LEVELS;
     for (size_t i = lo; i < hi; i++) {
         const ex_obj *o = &cj->o->v[i];
         const double unitarea = EX_PI * o->a * o->b, amp = o->fdflux / (2 * unitarea * o->abcor);
@@ -262,6 +304,7 @@ static void cl_pack_range(void *arg, size_t part, size_t lo, size_t hi)
         cj->pos[i] = (cl_pos){ o->mx, o->my, o->a };
         cj->pf[i] = (cl_prof){ amp, alpha, o->fdflux, o->mthresh, o->cxx, o->cyy, o->cxy };
         atomic_init(&cj->alive[i], 1);
+        cj->lvl[i] = cl_level_count(&cj->pos[i], st);
     }
 }
 
@@ -454,12 +497,17 @@ bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, unsigned
     cj.pairs = gpuws__calloc(mc, sizeof *cj.pairs);
     cj.ready = gpuws__malloc(mc * sizeof *cj.ready);
     cj.scratch = gpuws__calloc(nt, sizeof *cj.scratch);
+    cj.lvl = gpuws__malloc(m * sizeof *cj.lvl);
+    cj.stats = gpuws__calloc((size_t)nt * CL_LEVELS, sizeof *cj.stats);
     cl_grid g;
     bool built = false, ok = false;
-    if (!wild || !cj.pos || !cj.pf || !cj.alive || !cj.cnt || !cj.pairs || !cj.ready || !cj.scratch) goto done;
+    if (!wild || !cj.pos || !cj.pf || !cj.alive || !cj.cnt || !cj.pairs || !cj.ready || !cj.scratch || !cj.lvl ||
+        !cj.stats)
+        goto done;
     gpuws__run_ranges(n, nt, cl_pack_range, &cj);
     const double t1 = ex_ms_now();
-    if (!(built = cl_build(&g, cj.pos, n, w, h))) goto done;
+    /* cnt serves as the build's scratch: the pairs fill it later */
+    if (!(built = cl_build(&g, cj.pos, cj.lvl, cj.stats, nt, n, w, h, nt, cj.cnt))) goto done;
     cj.g = &g;
     cj.wild = wild;
     for (size_t i = 0; i < n; i++)
@@ -490,5 +538,7 @@ done:
     gpuws__free(cj.pairs);
     gpuws__free(cj.ready);
     gpuws__free(cj.scratch);
+    gpuws__free(cj.lvl);
+    gpuws__free(cj.stats);
     return ok;
 }
