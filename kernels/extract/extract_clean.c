@@ -524,7 +524,7 @@ bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, unsigned
     ok = true;
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: cleaning on %u threads (ms): objects packed %.1f, grid %.1f, pairs %.1f; %zu pairs that act "
-               "listed (an object seen gone in time is passed over)",
+               "listed (fewer the closer the applying keeps up: objects seen gone are passed over)",
                nt, t1 - t0, t2 - t1, ex_ms_now() - t2, acts);
 done:
     for (size_t c = 0; cj.pairs && c < nchunks; c++) gpuws__free(cj.pairs[c]);
