@@ -168,6 +168,29 @@ ParameterizedTest(sky_case *c, extract, agrees_with_reference)
     gpuws_context_destroy(ctx);
 }
 
+/* extract's sky (gpuws__case_extract_sky) of TW x TH pixels from seed, NaN in the first nan_cols columns: the image,
+ * its level and its σ map, for the tests of the host steps on threads. */
+enum { TW = 1024, TH = 768 };
+typedef struct {
+    float *x, *back, *rms;
+} sky;
+
+static sky sky_make(uint64_t seed, size_t nan_cols)
+{
+    const size_t n = (size_t)TW * TH;
+    sky k = { malloc(n * sizeof(float)), malloc(n * sizeof(float)), malloc(n * sizeof(float)) };
+    cr_assert(k.x && k.back && k.rms);
+    gpuws__case_extract_sky(TW, TH, seed, nan_cols, k.x, k.back, k.rms);
+    return k;
+}
+
+static void sky_free(sky *k)
+{
+    free(k->x);
+    free(k->back);
+    free(k->rms);
+}
+
 /* The host steps on threads (knob extract_threads): the catalogue and the map with 4 threads are those of one
  * thread, bit for bit. What could differ: the objects' order (components and objects are made in any order on
  * threads) and deblending's random numbers, which SEP draws from one seed in component order (a component finished
@@ -181,12 +204,10 @@ BACKEND_TEST(extract, threads_give_the_catalogue_of_one_thread)
     gpuws_context *ref = test_open(GPUWS_BACKEND_CPU);
     test_tune(ref, "extract_threads", "1");
     test_tune(ctx, "extract_threads", "4");
-    enum { TW = 1024, TH = 768 };
     const size_t n = (size_t)TW * TH;
-    float *x = malloc(n * sizeof *x), *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
-    cr_assert(x && back && rms);
     uint64_t s = test_seed(false);
-    gpuws__case_extract_sky(TW, TH, s, 3, x, back, rms);
+    sky k = sky_make(s, 3);
+    float *x = k.x, *back = k.back, *rms = k.rms;
     for (size_t i = 0; i < n; i++) rms[i] += (float)(0.002 * (double)(i % TW) + 0.001 * (double)(i / TW));
     for (int py = 20; py < TH - 20; py += 36) /* pairs 3 to 7 pixels apart, one of them fainter */
         for (int pc = 20; pc < TW - 20; pc += 36) {
@@ -210,11 +231,65 @@ BACKEND_TEST(extract, threads_give_the_catalogue_of_one_thread)
     expect_same(what, &got, &want, n);
     result_free(&want);
     result_free(&got);
-    free(x);
-    free(back);
-    free(rms);
+    sky_free(&k);
     gpuws_context_destroy(ref);
     gpuws_context_destroy(ctx);
+}
+
+/* Cleaning on threads (knob extract_threads): each object's fate depends on the objects before it, in catalogue
+ * order, so the pairs worked out on threads must take effect in that order; the catalogue and the map on 2, 3 and 7
+ * threads are those of one, bit for bit. The sky is crowded with bright stars whose wings hold many faint objects
+ * that cleaning removes, all over the catalogue. */
+Test(extract, cleaning_gives_the_catalogue_of_one_thread_on_any_number_of_threads)
+{
+    const size_t n = (size_t)TW * TH;
+    uint64_t s = test_seed(false);
+    sky k = sky_make(s, 0);
+    float *x = k.x;
+    for (int py = 30; py < TH - 30; py += 60) /* a bright star every 60 pixels, faint ones around it */
+        for (int pc = 30; pc < TW - 30; pc += 60) {
+            const double a1 = 2000.0 + 8000.0 * test_rand_uniform(&s);
+            for (int r = py - 30; r < py + 30; r++)
+                for (int c = pc - 30; c < pc + 30; c++) {
+                    const double d = (c - pc) * (c - pc) + (r - py) * (r - py);
+                    x[(size_t)r * TW + c] += (float)(a1 * exp(-d / 18.0));
+                }
+            for (int f = 0; f < 8; f++) {
+                const int fr = py - 14 + (int)(28.0 * test_rand_uniform(&s)),
+                          fc = pc - 14 + (int)(28.0 * test_rand_uniform(&s));
+                for (int r = fr - 3; r <= fr + 3; r++)
+                    for (int c = fc - 3; c <= fc + 3; c++) {
+                        const double d = (c - fc) * (c - fc) + (r - fr) * (r - fr);
+                        x[(size_t)r * TW + c] += (float)(40.0 * exp(-d / 2.0));
+                    }
+            }
+        }
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT; /* SEP's defaults: deblending and cleaning */
+    gpuws_context *ref = test_open(GPUWS_BACKEND_CPU);
+    test_tune(ref, "extract_threads", "1");
+    o.clean = 0;
+    result unclean = run(ref, x, k.back, k.rms, NULL, TW, TH, &o);
+    o.clean = 1;
+    result want = run(ref, x, k.back, k.rms, NULL, TW, TH, &o);
+    const size_t before = unclean.cat->num_objects, after = want.cat->num_objects;
+    cr_assert(before > 2000 && after > 500 && before - after > 1000,
+              "the sky has %zu objects before cleaning and %zu after: too few to clean across many threads' work",
+              before, after);
+    static const char *threads[] = { "2", "3", "7" };
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
+        test_tune(ctx, "extract_threads", threads[t]);
+        result got = run(ctx, x, k.back, k.rms, NULL, TW, TH, &o);
+        char what[96];
+        snprintf(what, sizeof what, "cleaning on %s threads against 1", threads[t]);
+        expect_same(what, &got, &want, n);
+        result_free(&got);
+        gpuws_context_destroy(ctx);
+    }
+    result_free(&unclean);
+    result_free(&want);
+    sky_free(&k);
+    gpuws_context_destroy(ref);
 }
 
 /* ---- definitions on small images ---- */
@@ -366,6 +441,64 @@ BACKEND_TEST(extract, deblending_splits_two_blended_profiles)
     for (size_t i = 0; i < W * H; i++) cr_assert((two.seg[i] != 0) == (one.seg[i] != 0), "segmap pixel %zu", i);
     result_free(&one);
     result_free(&two);
+    gpuws_context_destroy(ctx);
+}
+
+/* Cleaning's order (SEP's clean): objects take their turns in catalogue order; an object gone before its turn
+ * neither removes nor explains anything, and an object removed in its own turn (a brighter later one explains it)
+ * still removes, in that turn, the fainter ones it explains. Three flat objects on a 64 x 40 image (absolute
+ * threshold 0.5, cleaning with clean_param 1): A, 9 x 9 pixels of 100, explains B, 7 x 7 of 0.55, 15 pixels away;
+ * B explains C, a column of 25 pixels of 0.51, 30 pixels further; A, over 40 pixels from C, does not. C's a is the
+ * largest, so that in B's turn A, which removes B, comes before C both in catalogue order and by size. The
+ * catalogue order follows the rows where the objects end. */
+enum { CW = 64, CH = 40 };
+
+/* (2 hx + 1) x (2 hy + 1) pixels of v around xy (NULL: none). */
+static void rect(float *x, const long *xy, long hx, long hy, float v)
+{
+    if (!xy) return;
+    for (long y = xy[1] - hy; y <= xy[1] + hy; y++)
+        for (long c = xy[0] - hx; c <= xy[0] + hx; c++) x[y * CW + c] = v;
+}
+
+/* The objects that cleaning keeps of A, B and C about centres a, b and c (NULL: left out), in catalogue order, as
+ * a string. */
+static void cleaned(gpuws_context *ctx, const long *a, const long *b, const long *c, char *kept)
+{
+    static float x[CW * CH];
+    memset(x, 0, sizeof x);
+    rect(x, a, 4, 4, 100.0f);
+    rect(x, b, 3, 3, 0.55f);
+    rect(x, c, 0, 12, 0.51f);
+    gpuws_extract_options o = plain();
+    o.clean = 1;
+    o.clean_param = 1.0;
+    result r = run(ctx, x, NULL, NULL, NULL, CW, CH, &o);
+    size_t k = 0;
+    for (size_t i = 0; i < r.cat->num_objects; i++) {
+        const int64_t np = r.cat->objects[i].npix;
+        kept[k++] = np == 81 ? 'A' : np == 49 ? 'B' : np == 25 ? 'C' : '?';
+    }
+    kept[k] = 0;
+    result_free(&r);
+}
+
+BACKEND_TEST(extract, cleaning_goes_in_catalogue_order_and_a_removed_object_explains_nothing_later)
+{
+    gpuws_context *ctx = test_open(*kind);
+    char kept[8];
+    /* order A, B, C: A removes B in its turn; B, gone, then spares C; without A, B removes C */
+    static const long a1[] = { 8, 8 }, b1[] = { 22, 14 }, c1[] = { 49, 26 };
+    cleaned(ctx, a1, b1, c1, kept);
+    cr_assert_str_eq(kept, "AC", "A, B, C in that order: kept %s", kept);
+    cleaned(ctx, NULL, b1, c1, kept);
+    cr_assert_str_eq(kept, "B", "B, C: kept %s", kept);
+    /* order B, A, C: in B's turn A explains B, and B removes C all the same; without B, C stays */
+    static const long a2[] = { 8, 11 }, b2[] = { 22, 5 }, c2[] = { 49, 17 };
+    cleaned(ctx, a2, b2, c2, kept);
+    cr_assert_str_eq(kept, "A", "B, A, C in that order: kept %s", kept);
+    cleaned(ctx, a2, NULL, c2, kept);
+    cr_assert_str_eq(kept, "AC", "A, C: kept %s", kept);
     gpuws_context_destroy(ctx);
 }
 

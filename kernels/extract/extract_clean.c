@@ -2,8 +2,11 @@
  * brighter neighbour's profile explains, and the mthresh of each object that it compares with. */
 #include "extract_objects.h"
 #include "../../core/alloc.h"
+#include "../../core/errors.h"
+#include "../../core/threads.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define EX_CLEAN_ZONE 10.0 /* SExtractor's: cleaning looks this many (a1 + a2) far */
@@ -68,38 +71,12 @@ typedef struct {
 
 /* Whether SEP's clean passes over the pair (o1, o2) as too far apart: further than 10 (a1 + a2), in SEP's float
  * arithmetic (never when an a is NaN or infinite). */
-static bool clean_far(const ex_obj *o1, const cl_pos *o2)
+static bool clean_far(const cl_pos *o1, const cl_pos *o2)
 {
     const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
     float rlim = o1->a + o2->a;
     rlim *= rlim;
     return dx * dx + dy * dy > rlim * EX_CLEAN_ZONE * EX_CLEAN_ZONE;
-}
-
-/* Sorts v[0 .. n - 1] ascending (tmp: n entries): insertion for a few, else an LSD radix sort, 8 bits a pass. */
-static void sort_size(size_t *v, size_t n, size_t *tmp)
-{
-    if (n <= 32) {
-        for (size_t i = 1; i < n; i++) {
-            const size_t x = v[i];
-            size_t j = i;
-            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
-            v[j] = x;
-        }
-        return;
-    }
-    size_t maxv = 0, *src = v, *dst = tmp;
-    for (size_t i = 0; i < n; i++) maxv = v[i] > maxv ? v[i] : maxv;
-    for (unsigned shift = 0; shift < 64 && (shift == 0 || (maxv >> shift)); shift += 8) {
-        size_t count[257] = { 0 };
-        for (size_t i = 0; i < n; i++) count[(src[i] >> shift & 0xffu) + 1]++;
-        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
-        for (size_t i = 0; i < n; i++) dst[count[src[i] >> shift & 0xffu]++] = src[i];
-        size_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != v) memcpy(v, src, n * sizeof *v);
 }
 
 /* Cleaning's search for the neighbours of an object. The objects with a finite a and position go into levels by a
@@ -123,7 +100,7 @@ typedef struct {
     cl_level lv[CL_LEVELS];
     int used[CL_LEVELS], nused; /* the levels with objects, ascending */
     size_t *ids, *cellids, *cstart;
-    cl_pos *pos; /* every object's, in catalogue order */
+    const cl_pos *pos; /* every object's, in catalogue order */
 } cl_grid;
 
 static int cl_level_of(float a)
@@ -142,23 +119,61 @@ static size_t cl_cell(double x, double cell, size_t g)
 
 static bool cl_in_grid(const cl_pos *o) { return isfinite(o->a) && isfinite(o->mx) && isfinite(o->my); }
 
-/* Builds the levels and grids of the objects of o over a w x h image; false when memory fails (g freed). */
-static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
+#define CL_OUT 255 /* the level of an object outside the grid */
+
+/* A range of objects' count and largest a in each level. */
+typedef struct {
+    size_t n;
+    float amax;
+} cl_lstat;
+
+/* An object's level (CL_OUT: outside the grid), counted in st. */
+static uint8_t cl_level_count(const cl_pos *q, cl_lstat *st)
 {
-    const size_t n = o->n;
+    if (!cl_in_grid(q)) return CL_OUT;
+    const int k = cl_level_of(q->a);
+    st[k].n++;
+    st[k].amax = q->a > st[k].amax ? q->a : st[k].amax;
+    return (uint8_t)k;
+}
+
+typedef struct {
+    const cl_grid *g;
+    const uint8_t *lvl;
+    size_t *cellof;
+} cl_cells;
+
+/* Each object's cell in its level, for the objects [lo, hi). */
+static void cl_cells_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    const cl_cells *cc = arg;
+    (void)part;
+    for (size_t i = lo; i < hi; i++) {
+        if (cc->lvl[i] == CL_OUT) continue;
+        const cl_level *l = &cc->g->lv[cc->lvl[i]];
+        const cl_pos *q = &cc->g->pos[i];
+        cc->cellof[i] = cl_cell(q->my, l->cell, l->gy) * l->gx + cl_cell(q->mx, l->cell, l->gx);
+    }
+}
+
+/* Builds the levels and grids of the n objects at pos (which the grid reads, never owns) over a w x h image, from
+ * their levels lvl and the levels' counts in parts ranges (stats: CL_LEVELS each), the cells found on nt threads
+ * (cellof: n entries, scratch); false when memory fails (g freed). */
+static bool cl_build(cl_grid *g, const cl_pos *pos, const uint8_t *lvl, const cl_lstat *stats, size_t parts, size_t n,
+                     size_t w, size_t h, unsigned nt, size_t *cellof)
+{
     memset(g, 0, sizeof *g);
+    g->pos = pos;
     g->ids = gpuws__malloc((n ? n : 1) * sizeof *g->ids);
     g->cellids = gpuws__malloc((n ? n : 1) * sizeof *g->cellids);
-    g->pos = gpuws__malloc((n ? n : 1) * sizeof *g->pos);
-    if (!g->ids || !g->cellids || !g->pos) goto fail;
-    for (size_t i = 0; i < n; i++) {
-        g->pos[i] = (cl_pos){ o->v[i].mx, o->v[i].my, o->v[i].a };
-        const cl_pos *q = &g->pos[i];
-        if (!cl_in_grid(q)) continue;
-        cl_level *l = &g->lv[cl_level_of(q->a)];
-        l->n++;
-        l->amax = q->a > l->amax ? q->a : l->amax;
-    }
+    if (!g->ids || !g->cellids) goto fail;
+    for (size_t p = 0; p < parts; p++)
+        for (int k = 0; k < CL_LEVELS; k++) {
+            cl_level *l = &g->lv[k];
+            const cl_lstat *st = &stats[p * CL_LEVELS + k];
+            l->n += st->n;
+            l->amax = st->amax > l->amax ? st->amax : l->amax;
+        }
     size_t at = 0, ncells = 0;
     for (int k = 0; k < CL_LEVELS; k++) {
         cl_level *l = &g->lv[k];
@@ -184,14 +199,15 @@ static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
         ncells += l->gx * l->gy + 1;
     }
     if (!(g->cstart = gpuws__calloc(ncells ? ncells : 1, sizeof *g->cstart))) goto fail;
+    cl_cells cc = { g, lvl, cellof };
+    gpuws__run_ranges(n, nt, cl_cells_range, &cc);
     size_t fill[CL_LEVELS] = { 0 };
     for (size_t i = 0; i < n; i++) {
-        const cl_pos *q = &g->pos[i];
-        if (!cl_in_grid(q)) continue;
-        const int k = cl_level_of(q->a);
+        const int k = lvl[i];
+        if (k == CL_OUT) continue;
         const cl_level *l = &g->lv[k];
         g->ids[l->first + fill[k]++] = i;
-        g->cstart[l->cfirst + 1 + cl_cell(q->my, l->cell, l->gy) * l->gx + cl_cell(q->mx, l->cell, l->gx)]++;
+        g->cstart[l->cfirst + 1 + cellof[i]]++;
     }
     for (int k = 0; k < CL_LEVELS; k++) {
         const cl_level *l = &g->lv[k];
@@ -201,8 +217,7 @@ static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
         /* each cell's objects ascending: the level's list is */
         for (size_t m = 0; m < l->n; m++) {
             const size_t i = g->ids[l->first + m];
-            const size_t c = cl_cell(g->pos[i].my, l->cell, l->gy) * l->gx + cl_cell(g->pos[i].mx, l->cell, l->gx);
-            g->cellids[l->first + cs[c]++] = i;
+            g->cellids[l->first + cs[cellof[i]]++] = i;
         }
         for (size_t c = l->gx * l->gy; c > 0; c--) cs[c] = cs[c - 1];
         cs[0] = 0;
@@ -211,7 +226,7 @@ static bool cl_build(cl_grid *g, const ex_objs *o, size_t w, size_t h)
 fail:
     gpuws__free(g->ids);
     gpuws__free(g->cellids);
-    gpuws__free(g->pos);
+    gpuws__free(g->cstart);
     memset(g, 0, sizeof *g);
     return false;
 }
@@ -221,102 +236,309 @@ static void cl_free(cl_grid *g)
     gpuws__free(g->ids);
     gpuws__free(g->cellids);
     gpuws__free(g->cstart);
-    gpuws__free(g->pos);
 }
 
-/* Appends to cand the objects j > i of the grid that still survive and that SEP does not pass over as too far from
- * o1 = o->v[i] (finite a and position); returns their count (in no particular order). */
-static size_t cl_near(const cl_grid *g, const ex_objs *o, size_t i, const int *survives, size_t *cand)
+/* ---- the pairs, on threads ----
+ *
+ * In SEP's loop, the turn of object i (if it still survives and its position is finite) takes its candidates, the
+ * later objects near it that still survive, once, before it compares any pair; each pair is a pure function of the
+ * two objects, and a candidate's fate changes only at its own pair. So the turn is: every candidate that i
+ * explains goes, and i goes if a candidate explains it (those are the brighter ones, never one that i explains, so
+ * the kills of the turn do not change that). An object's pairs that act (those whose test holds, whatever the
+ * objects' fates) are then worked out on any thread, and only their effects go in catalogue order.
+ *
+ * The objects are cut into chunks that the threads take in catalogue order; a chunk's pairs that act go into its
+ * own list, and whichever thread finds the next chunks in order finished applies them (never waiting for one:
+ * the others go on with their chunks). Since a chunk is applied only once every chunk before it is, whatever a
+ * thread reads as gone, while it works out a chunk, went in a turn before the chunk's objects: such an object has
+ * no turn of its own and neither kills nor explains anything in a later turn, so the thread passes over it, as SEP's
+ * loop does. That only saves work (the more, the closer the applying keeps up with the threads); which pairs act
+ * for objects not yet gone, and so the result, do not depend on it. */
+
+#define CL_CHUNK 32 /* objects a thread takes at a time: a chunk's pairs are applied once the chunk is done */
+
+/* What a pair's test reads of an object beyond its place: SEP's profile (amp, alpha: SEP's expressions, for each
+ * object once), its flux, its ellipse and mthresh. */
+typedef struct {
+    double amp, alpha;
+    float fdflux, mthresh, cxx, cyy, cxy;
+} cl_prof;
+
+/* A growing list of a thread's pairs, and a finished chunk's. */
+typedef struct {
+    size_t *v, n, cap;
+} cl_list;
+
+typedef struct {
+    const ex_objs *o;
+    cl_pos *pos;     /* every object's, packed */
+    cl_prof *pf;     /* every object's */
+    uint8_t *lvl;    /* every object's level in the grid */
+    cl_lstat *stats; /* each range's count and largest a of each level, from the packing */
+    const cl_grid *g;
+    double beta;
+    size_t n, nchunks;
+    const size_t *wild; /* the objects whose a is not finite, ascending */
+    size_t nwild;
+    atomic_uchar *alive;   /* whether each object survives, as the turns applied so far leave it */
+    size_t *cnt;           /* object i's pairs that act: the next cnt[i] entries of its chunk's list */
+    size_t **pairs;        /* each chunk's list: j << 1 for a j that the object explains, j << 1 | 1 for one that
+                            * explains it */
+    atomic_bool *ready;    /* a chunk's list is complete */
+    cl_list *scratch;      /* one a thread */
+    atomic_size_t next;    /* the next chunk to take */
+    atomic_size_t applied; /* the chunks applied */
+    atomic_bool applying;  /* a thread applies */
+    atomic_bool failed;    /* memory failed */
+} cl_job;
+
+/* The objects [lo, hi) packed, alive, in their levels (counted in the range's stats). */
+static void cl_pack_range(void *arg, size_t part, size_t lo, size_t hi)
 {
-    const ex_obj *o1 = &o->v[i];
-    size_t nc = 0;
+    cl_job *cj = arg;
+    cl_lstat *st = cj->stats + part * CL_LEVELS;
+    for (size_t i = lo; i < hi; i++) {
+        const ex_obj *o = &cj->o->v[i];
+        const double unitarea = EX_PI * o->a * o->b, amp = o->fdflux / (2 * unitarea * o->abcor);
+        const double alpha = (pow(amp / o->thresh, 1.0 / cj->beta) - 1) * unitarea / (double)o->npix;
+        cj->pos[i] = (cl_pos){ o->mx, o->my, o->a };
+        cj->pf[i] = (cl_prof){ amp, alpha, o->fdflux, o->mthresh, o->cxx, o->cyy, o->cxy };
+        atomic_init(&cj->alive[i], 1);
+        cj->lvl[i] = cl_level_count(&cj->pos[i], st);
+    }
+}
+
+enum { CL_NONE, CL_KILLS_J, CL_KILLS_I };
+
+/* SEP's test of the pair (o1 = i, o2 = j), i before j and not passed over as too far: whether the brighter o1
+ * explains o2 (CL_KILLS_J), the other explains o1 (CL_KILLS_I), or neither. */
+static int cl_pair(const cl_job *cj, size_t i, size_t j)
+{
+    const cl_pos *p1 = &cj->pos[i], *p2 = &cj->pos[j];
+    const cl_prof *o1 = &cj->pf[i], *o2 = &cj->pf[j];
+    const double beta = cj->beta;
+    const float dx = (float)(p1->mx - p2->mx), dy = (float)(p1->my - p2->my);
+    if (o2->fdflux < o1->fdflux) { /* does the bigger o1 explain o2? */
+        const double val = 1 + o1->alpha * (o1->cxx * dx * dx + o1->cyy * dy * dy + o1->cxy * dx * dy);
+        return val > 1.0 && (float)(val < 1e10 ? o1->amp * pow(val, -beta) : 0.0) > o2->mthresh ? CL_KILLS_J : CL_NONE;
+    }
+    /* does o2 explain o1? */
+    const double val = 1 + o2->alpha * (o2->cxx * dx * dx + o2->cyy * dy * dy + o2->cxy * dx * dy);
+    return val > 1.0 && (float)(val < 1e10 ? o2->amp * pow(val, -beta) : 0.0) > o1->mthresh ? CL_KILLS_I : CL_NONE;
+}
+
+static bool cl_push(cl_list *l, size_t e)
+{
+    if (l->n == l->cap) {
+        const size_t cap = l->cap ? 2 * l->cap : 256;
+        size_t *v = gpuws__realloc(l->v, cap * sizeof *v);
+        if (!v) return false;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = e;
+    return true;
+}
+
+static bool cl_alive(const cl_job *cj, size_t i)
+{
+    return atomic_load_explicit(&cj->alive[i], memory_order_relaxed) != 0;
+}
+
+/* The pair (i, j), i < j, onto l if it acts; passed over when j is gone or too far. False when memory fails. */
+static bool cl_try(const cl_job *cj, size_t i, size_t j, cl_list *l)
+{
+    if (!cl_alive(cj, j) || clean_far(&cj->pos[i], &cj->pos[j])) return true;
+    const int e = cl_pair(cj, i, j);
+    return e == CL_NONE || cl_push(l, j << 1 | (e == CL_KILLS_I));
+}
+
+/* The pairs of i (finite a and position) with the objects j > i of the grid that SEP does not pass over as too far
+ * from it, onto l (in no particular order). False when memory fails. */
+static bool cl_near(const cl_job *cj, size_t i, cl_list *l)
+{
+    const cl_grid *g = cj->g;
+    const cl_pos *o1 = &cj->pos[i];
     for (int u = 0; u < g->nused; u++) {
-        const cl_level *l = &g->lv[g->used[u]];
+        const cl_level *lv = &g->lv[g->used[u]];
         /* the zone, with a margin for SEP's float arithmetic (a float overflow there spares every pair) */
-        const double s = (double)o1->a + (double)l->amax;
+        const double s = (double)o1->a + (double)lv->amax;
         const double r = s > 1e18 ? INFINITY : s * EX_CLEAN_ZONE * (1.0 + 1e-4) + 1e-3;
-        const size_t x0 = cl_cell(o1->mx - r, l->cell, l->gx), x1 = cl_cell(o1->mx + r, l->cell, l->gx);
-        const size_t y0 = cl_cell(o1->my - r, l->cell, l->gy), y1 = cl_cell(o1->my + r, l->cell, l->gy);
-        if ((x1 - x0 + 1) * (y1 - y0 + 1) * 4 >= l->n) { /* most of the level: its list */
-            const size_t *ids = g->ids + l->first;
-            size_t lo = 0, hi = l->n;
+        const size_t x0 = cl_cell(o1->mx - r, lv->cell, lv->gx), x1 = cl_cell(o1->mx + r, lv->cell, lv->gx);
+        const size_t y0 = cl_cell(o1->my - r, lv->cell, lv->gy), y1 = cl_cell(o1->my + r, lv->cell, lv->gy);
+        if ((x1 - x0 + 1) * (y1 - y0 + 1) * 4 >= lv->n) { /* most of the level: its list */
+            const size_t *ids = g->ids + lv->first;
+            size_t lo = 0, hi = lv->n;
             while (lo < hi) {
                 const size_t mid = lo + (hi - lo) / 2;
                 if (ids[mid] <= i) lo = mid + 1;
                 else hi = mid;
             }
-            for (size_t m = lo; m < l->n; m++)
-                if (survives[ids[m]] && !clean_far(o1, &g->pos[ids[m]])) cand[nc++] = ids[m];
+            for (size_t m = lo; m < lv->n; m++)
+                if (!cl_try(cj, i, ids[m], l)) return false;
             continue;
         }
-        const size_t *cs = g->cstart + l->cfirst, *cell = g->cellids + l->first;
+        const size_t *cs = g->cstart + lv->cfirst, *cell = g->cellids + lv->first;
         for (size_t y = y0; y <= y1; y++)
-            for (size_t c = y * l->gx + x0; c <= y * l->gx + x1; c++)
-                for (size_t m = cs[c + 1]; m > cs[c] && cell[m - 1] > i; m--) { /* a cell's objects ascend */
-                    const size_t j = cell[m - 1];
-                    if (survives[j] && !clean_far(o1, &g->pos[j])) cand[nc++] = j;
-                }
+            for (size_t c = y * lv->gx + x0; c <= y * lv->gx + x1; c++)
+                for (size_t m = cs[c + 1]; m > cs[c] && cell[m - 1] > i; m--) /* a cell's objects ascend */
+                    if (!cl_try(cj, i, cell[m - 1], l)) return false;
     }
-    return nc;
+    return true;
+}
+
+/* The pairs of i that act, onto l: none when i is gone or its position is not finite (SEP's pairs with a NaN
+ * position have no effect); w0: the first wild object after i. False when memory fails. */
+static bool cl_turn(const cl_job *cj, size_t i, size_t w0, cl_list *l)
+{
+    const cl_pos *o1 = &cj->pos[i];
+    if (!cl_alive(cj, i) || !isfinite(o1->mx) || !isfinite(o1->my)) return true;
+    if (!isfinite(o1->a)) { /* never passed over: every later object */
+        for (size_t j = i + 1; j < cj->n; j++)
+            if (!cl_try(cj, i, j, l)) return false;
+        return true;
+    }
+    if (!cl_near(cj, i, l)) return false;
+    for (size_t k = w0; k < cj->nwild; k++)
+        if (!cl_try(cj, i, cj->wild[k], l)) return false;
+    return true;
+}
+
+/* Chunk c's turns, in catalogue order, its list then freed. */
+static void cl_apply(cl_job *cj, size_t c)
+{
+    const size_t *e = cj->pairs[c];
+    const size_t end = (c + 1) * CL_CHUNK < cj->n ? (c + 1) * CL_CHUNK : cj->n;
+    for (size_t i = c * CL_CHUNK; e && i < end; i++) { /* no list: no pair of the chunk acts */
+        const size_t m = cj->cnt[i];
+        if (m && cl_alive(cj, i)) {
+            bool explained = false;
+            for (size_t k = 0; k < m; k++) {
+                const size_t j = e[k] >> 1;
+                if (e[k] & 1) explained |= cl_alive(cj, j);
+                else atomic_store_explicit(&cj->alive[j], 0, memory_order_relaxed);
+            }
+            if (explained) atomic_store_explicit(&cj->alive[i], 0, memory_order_relaxed);
+        }
+        e += m;
+    }
+    gpuws__free(cj->pairs[c]);
+    cj->pairs[c] = NULL;
+}
+
+/* Applies the chunks that are next in order and complete, unless another thread does. A thread that completes a
+ * chunk while the applying one is about to stop either finds the applying flag down or is seen by that thread's last
+ * look at the next chunk (both sequentially consistent). */
+static void cl_apply_ready(cl_job *cj)
+{
+    for (;;) {
+        if (atomic_exchange(&cj->applying, true)) return;
+        size_t c = atomic_load(&cj->applied);
+        for (; c < cj->nchunks && atomic_load(&cj->ready[c]); c++) cl_apply(cj, c);
+        atomic_store(&cj->applied, c);
+        atomic_store(&cj->applying, false);
+        if (c == cj->nchunks || !atomic_load(&cj->ready[c])) return;
+    }
+}
+
+static void cl_share(void *arg, unsigned t)
+{
+    cl_job *cj = arg;
+    cl_list *l = &cj->scratch[t];
+    for (;;) {
+        if (atomic_load_explicit(&cj->failed, memory_order_relaxed)) return;
+        const size_t c = atomic_fetch_add_explicit(&cj->next, 1, memory_order_relaxed);
+        if (c >= cj->nchunks) return;
+        const size_t i0 = c * CL_CHUNK, end = i0 + CL_CHUNK < cj->n ? i0 + CL_CHUNK : cj->n;
+        size_t lo = 0, hi = cj->nwild; /* the first wild object after i0 */
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo) / 2;
+            if (cj->wild[mid] <= i0) lo = mid + 1;
+            else hi = mid;
+        }
+        l->n = 0;
+        for (size_t i = i0; i < end; i++) {
+            while (lo < cj->nwild && cj->wild[lo] <= i) lo++;
+            const size_t at = l->n;
+            if (!cl_turn(cj, i, lo, l)) goto fail;
+            cj->cnt[i] = l->n - at;
+        }
+        if (l->n) {
+            if (!(cj->pairs[c] = gpuws__malloc(l->n * sizeof *l->v))) goto fail;
+            memcpy(cj->pairs[c], l->v, l->n * sizeof *l->v);
+        }
+        atomic_store(&cj->ready[c], true);
+        cl_apply_ready(cj);
+    }
+fail:
+    atomic_store(&cj->failed, true);
 }
 
 /* SEP's clean: whether each object survives, the objects in catalogue order. SEP compares every pair, in
  * catalogue order; a pair further apart than 10 (a1 + a2) has no effect, and neither has a pair with a NaN
- * position, so each object is compared with the grid's neighbours (cl_near) and the objects whose a is not finite,
- * in catalogue order; an object whose a is not finite with every later one. w x h: the image. False when memory
- * fails. */
-bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, int *survives)
+ * position, so each object is compared with the grid's neighbours (cl_near) and the objects whose a is not finite;
+ * an object whose a is not finite with every later one. The pairs are worked out on threads, their effects applied
+ * in catalogue order (above). w x h: the image. False when memory fails (survives untouched). */
+bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, unsigned threads, int *survives)
 {
-    const size_t n = o->n;
-    size_t *cand = gpuws__malloc((n ? n : 1) * sizeof *cand), *tmp = gpuws__malloc((n ? n : 1) * sizeof *tmp);
-    size_t *wild = gpuws__malloc((n ? n : 1) * sizeof *wild), nwild = 0; /* a not finite: never passed over */
+    const double t0 = ex_ms_now();
+    const size_t n = o->n, nchunks = (n + CL_CHUNK - 1) / CL_CHUNK, m = n ? n : 1, mc = nchunks ? nchunks : 1;
+    const unsigned nt = threads < 1 ? 1u : nchunks < threads ? (nchunks ? (unsigned)nchunks : 1u) : threads;
+    cl_job cj = { .o = o, .beta = beta, .n = n, .nchunks = nchunks };
+    atomic_init(&cj.next, 0);
+    atomic_init(&cj.applied, 0);
+    atomic_init(&cj.applying, false);
+    atomic_init(&cj.failed, false);
+    size_t *wild = gpuws__malloc(m * sizeof *wild); /* a not finite: never passed over */
+    cj.pos = gpuws__malloc(m * sizeof *cj.pos);
+    cj.pf = gpuws__malloc(m * sizeof *cj.pf);
+    cj.alive = gpuws__malloc(m * sizeof *cj.alive);
+    cj.cnt = gpuws__malloc(m * sizeof *cj.cnt);
+    cj.pairs = gpuws__calloc(mc, sizeof *cj.pairs);
+    cj.ready = gpuws__malloc(mc * sizeof *cj.ready);
+    cj.scratch = gpuws__calloc(nt, sizeof *cj.scratch);
+    cj.lvl = gpuws__malloc(m * sizeof *cj.lvl);
+    cj.stats = gpuws__calloc((size_t)nt * CL_LEVELS, sizeof *cj.stats);
     cl_grid g;
-    if (!cand || !tmp || !wild || !cl_build(&g, o, w, h)) {
-        gpuws__free(cand);
-        gpuws__free(tmp);
-        gpuws__free(wild);
-        return false;
-    }
+    bool built = false, ok = false;
+    if (!wild || !cj.pos || !cj.pf || !cj.alive || !cj.cnt || !cj.pairs || !cj.ready || !cj.scratch || !cj.lvl ||
+        !cj.stats)
+        goto done;
+    gpuws__run_ranges(n, nt, cl_pack_range, &cj);
+    const double t1 = ex_ms_now();
+    /* cnt serves as the build's scratch: the pairs fill it later */
+    if (!(built = cl_build(&g, cj.pos, cj.lvl, cj.stats, nt, n, w, h, nt, cj.cnt))) goto done;
+    cj.g = &g;
+    cj.wild = wild;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(cj.pos[i].a)) wild[cj.nwild++] = i;
+    for (size_t c = 0; c < nchunks; c++) atomic_init(&cj.ready[c], false);
+    const double t2 = ex_ms_now();
+    if (gpuws__run_threads(nt, cl_share, &cj) != GPUWS_OK || atomic_load(&cj.failed)) goto done;
+    cl_apply_ready(&cj); /* every chunk is ready now */
+    size_t acts = 0;
     for (size_t i = 0; i < n; i++) {
-        survives[i] = 1;
-        if (!isfinite(g.pos[i].a)) wild[nwild++] = i;
+        acts += cj.cnt[i];
+        survives[i] = cl_alive(&cj, i);
     }
-    size_t w0 = 0; /* wild[w0 ..]: the wild objects after i */
-    for (size_t i = 0; i < n; i++) {
-        while (w0 < nwild && wild[w0] <= i) w0++;
-        if (!survives[i]) continue;
-        const ex_obj *o1 = &o->v[i];
-        if (!isfinite(o1->mx) || !isfinite(o1->my)) continue;
-        size_t nc = 0;
-        if (isfinite(o1->a)) {
-            nc = cl_near(&g, o, i, survives, cand);
-            for (size_t k = w0; k < nwild; k++)
-                if (survives[wild[k]] && !clean_far(o1, &g.pos[wild[k]])) cand[nc++] = wild[k];
-            sort_size(cand, nc, tmp);
-        } else {
-            for (size_t j = i + 1; j < n; j++)
-                if (survives[j] && !clean_far(o1, &g.pos[j])) cand[nc++] = j;
-        }
-        const double unitareain = EX_PI * o1->a * o1->b, ampin = o1->fdflux / (2 * unitareain * o1->abcor);
-        const double alphain = (pow(ampin / o1->thresh, 1.0 / beta) - 1) * unitareain / (double)o1->npix;
-        for (size_t k = 0; k < nc; k++) { /* survives[cand[k]] changes only at k */
-            const size_t j = cand[k];
-            const ex_obj *o2 = &o->v[j];
-            const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
-            if (o2->fdflux < o1->fdflux) { /* does the bigger o1 explain o2? */
-                const double val = 1 + alphain * (o1->cxx * dx * dx + o1->cyy * dy * dy + o1->cxy * dx * dy);
-                if (val > 1.0 && (float)(val < 1e10 ? ampin * pow(val, -beta) : 0.0) > o2->mthresh) survives[j] = 0;
-            } else { /* does o2 explain o1? */
-                const double unitarea = EX_PI * o2->a * o2->b, amp = o2->fdflux / (2 * unitarea * o2->abcor);
-                const double alpha = (pow(amp / o2->thresh, 1.0 / beta) - 1) * unitarea / (double)o2->npix;
-                const double val = 1 + alpha * (o2->cxx * dx * dx + o2->cyy * dy * dy + o2->cxy * dx * dy);
-                if (val > 1.0 && (float)(val < 1e10 ? amp * pow(val, -beta) : 0.0) > o1->mthresh) survives[i] = 0;
-            }
-        }
-    }
-    cl_free(&g);
-    gpuws__free(cand);
-    gpuws__free(tmp);
+    ok = true;
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "extract: cleaning on %u threads (ms): objects packed %.1f, grid %.1f, pairs %.1f; %zu pairs that act "
+               "listed (fewer the closer the applying keeps up: objects seen gone are passed over)",
+               nt, t1 - t0, t2 - t1, ex_ms_now() - t2, acts);
+done:
+    for (size_t c = 0; cj.pairs && c < nchunks; c++) gpuws__free(cj.pairs[c]);
+    for (unsigned t = 0; cj.scratch && t < nt; t++) gpuws__free(cj.scratch[t].v);
+    if (built) cl_free(&g);
     gpuws__free(wild);
-    return true;
+    gpuws__free(cj.pos);
+    gpuws__free(cj.pf);
+    gpuws__free(cj.alive);
+    gpuws__free(cj.cnt);
+    gpuws__free(cj.pairs);
+    gpuws__free(cj.ready);
+    gpuws__free(cj.scratch);
+    gpuws__free(cj.lvl);
+    gpuws__free(cj.stats);
+    return ok;
 }

@@ -15,7 +15,7 @@
  * SEP's order; SEP draws its random numbers for gatherup from one seed in component order, so a component whose
  * gatherup draws is finished after every component has counted its draws (a count that no draw changes), from the
  * seed that skips the draws of the components before it. The catalogue is the same bit for bit for any number of
- * threads. Cleaning runs on one.
+ * threads. Cleaning works out which pairs act on all of them and applies them in catalogue order (extract_clean.c).
  * docs/algorithms/extract.md says where this differs from SEP. */
 #include "extract_objects.h"
 #include "../../core/alloc.h"
@@ -26,7 +26,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define EX_GROUP_MIN  16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
 #define EX_OBJ_CHUNK  64    /* objects a thread takes at a time in the analysis and the catalogue */
@@ -364,13 +363,6 @@ static size_t complist(ex_complist *cl, unsigned nt)
 
 /* ---- deblending, analysis and the catalogue on threads ---- */
 
-static double ms_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
 typedef struct {
     ex_objs out;                /* the objects this thread made */
     ex_deblender *d;            /* its deblending scratch */
@@ -425,13 +417,13 @@ static void deblend_share(void *arg, unsigned t)
         ex_result *r = &j->res[k];
         r->worker = t;
         r->o0 = w->out.n;
-        const double t0 = ms_now();
+        const double t0 = ex_ms_now();
         if (!gpuws__ex_deblend(&j->c, w->d, j->order + cp->first, cp->n, cp->thresh, NULL, &w->out, &r->pending,
                                &r->ndraws)) {
             atomic_store(&j->failed, true);
             return;
         }
-        const double ms = ms_now() - t0;
+        const double ms = ex_ms_now() - t0;
         w->busy_ms += ms;
         if (ms > w->longest_ms) w->longest_ms = ms, w->longest_n = cp->n;
         r->on = w->out.n - r->o0;
@@ -615,7 +607,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
     double tm[6]; /* the steps' ends, for GPUWS_LOG=debug: which host step a large image waits for */
-    tm[0] = ms_now();
+    tm[0] = ex_ms_now();
     const size_t n = px->n;
     const unsigned threads = p->threads > 1 ? p->threads : 1u;
     ex_job j;
@@ -654,7 +646,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     ex_complist cl = { &j.c, start, order, n, nl, g.part, comps, false };
     nc = complist(&cl, threads);
     sort_comps(comps, nc, comps + nl);
-    tm[1] = ms_now();
+    tm[1] = ex_ms_now();
 
     /* deblending, analysis */
     nw = clamp_threads(threads, nc);
@@ -669,20 +661,20 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
             (p->clean && !(j.w[t].heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *j.w[t].heap))))
             goto done;
     if (!deblend_all(&j, nc, (unsigned)nw)) goto done;
-    tm[2] = ms_now();
+    tm[2] = ex_ms_now();
     if (!job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), analyse_share)) goto done;
-    tm[3] = ms_now();
+    tm[3] = ex_ms_now();
 
-    /* cleaning, on one thread: each object's fate depends on those before it */
+    /* cleaning: the pairs on threads, their effects in catalogue order (an object's fate depends on those before it) */
     survives = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *survives);
     slot = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *slot);
     if (!survives || !slot) goto done;
     if (p->clean) {
-        if (!gpuws__ex_clean(&j.objs, p->clean_param, p->w, p->h, survives)) goto done;
+        if (!gpuws__ex_clean(&j.objs, p->clean_param, p->w, p->h, threads, survives)) goto done;
     } else {
         for (size_t i = 0; i < j.objs.n; i++) survives[i] = 1;
     }
-    tm[4] = ms_now();
+    tm[4] = ex_ms_now();
     size_t kept = 0;
     for (size_t i = 0; i < j.objs.n; i++) slot[i] = survives[i] ? kept++ : SIZE_MAX;
     if (!(cat = gpuws__calloc(1, sizeof *cat)) ||
@@ -693,7 +685,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     if (!job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), catalogue_share)) goto done;
     cat->num_objects = kept;
     st = GPUWS_OK;
-    tm[5] = ms_now();
+    tm[5] = ex_ms_now();
     double busy = 0, longest = 0;
     size_t longest_n = 0;
     for (size_t t = 0; t < nw; t++) {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "extract_pixel.h" /* after <math.h>: it includes nothing */
 
@@ -48,6 +49,14 @@ static inline float px_thresh(const ex_ctx *c, size_t r)
     return c->p->noise == EX_NOISE_MAP ? ex_fmul(c->p->relthresh, c->px->sig[r]) : c->p->thresh;
 }
 
+/* Milliseconds on the monotonic clock: the host steps' times for GPUWS_LOG=debug. */
+static inline double ex_ms_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 bool gpuws__ex_objs_push(ex_objs *o, const ex_obj *x);
 void gpuws__ex_objs_free(ex_objs *o); /* the objects' pixels too */
 
@@ -80,8 +89,8 @@ unsigned gpuws__ex_rand_skip(unsigned seed, uint64_t draws);
 
 /* Cleaning's mthresh of o, as SEP finds it; heap and tmp: minarea floats each. */
 void gpuws__ex_mthresh(const ex_ctx *c, ex_obj *o, float *heap, float *tmp);
-/* SEP's clean: whether each object survives, the objects in catalogue order. w x h: the image. False when memory
- * fails. */
-bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, int *survives);
+/* SEP's clean: whether each object survives, the objects in catalogue order; the same for any number of threads.
+ * w x h: the image. False when memory fails (survives untouched). */
+bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, unsigned threads, int *survives);
 
 #endif
