@@ -1048,9 +1048,10 @@ static void print_kernel_time(cl_event ev, const char *name, const gpuws_launch_
 
 /* NVIDIA's OpenCL fills past 2^31 bytes wrongly (driver 580 on an H200): one clEnqueueFillBuffer of 4.5 GiB from
  * offset 0 reports success and leaves the buffer's end unfilled, one of 2.5 GiB does not return, and a fill from
- * 1.5 GiB or 2.25 GiB that ends past 2^31 breaks the queue (CL_INVALID_COMMAND_QUEUE at the next wait). Such fills are this kernel's: one pattern byte a work-item, 64-bit
- * offsets, the pattern's 16 bytes as a uint4 (little-endian, as NVIDIA's devices are). Built on first use; its
- * arguments are set and the kernel enqueued under the context's lock, since streams of other threads share it. */
+ * 1.5 GiB or 2.25 GiB that ends past 2^31 breaks the queue (CL_INVALID_COMMAND_QUEUE at the next wait). Such fills
+ * are this kernel's: one pattern byte a work-item, 64-bit offsets, the pattern's 16 bytes as a uint4 (little-endian,
+ * as NVIDIA's devices are). Built on first use; its arguments are set and the kernel enqueued under the context's
+ * lock, since streams of other threads share it. */
 static gpuws_status fill_by_kernel(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *pat, size_t ps, size_t n)
 {
     gpuws_context *ctx = s->ctx;
