@@ -83,6 +83,8 @@
       "matmul on OpenCL: the GPUs' (large) or the CPU devices' (small) tile shape")                                    \
     X(measure_groups, NUMBER, "auto", "auto|1..65535",                                                                 \
       "at most this many work-groups for measure's accumulation (fewer than tiles: the GPUs' tile loop)")              \
+    X(measure_wide_peak, BOOL, "0", "0|1",                                                                             \
+      "1 runs measure's path for more than 2^32 pixels (the peak's first pixel in a second pass) on any image")        \
     X(reduce_f32_acc, CHOICE, "auto", "auto|float",                                                                    \
       "float forces the f32 sum's compensated float accumulation (the no-fp64 path) on OpenCL")                        \
     X(sigma_clip_groups, NUMBER, "auto", "auto|1..65535",                                                              \

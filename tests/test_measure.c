@@ -276,22 +276,23 @@ static image make_image(const meas_case *c, uint64_t seed)
     return im;
 }
 
+static const meas_case measure_shapes[] = {
+    { 0, L_RANDOM, 1, 1, 1, false },
+    { 0, L_RANDOM, 13, 7, 5, false },
+    { 0, L_RANDOM, 1, 1001, 40, false },    /* one column */
+    { 0, L_RANDOM, 1001, 1, 40, false },    /* one row */
+    { 0, L_RANDOM, 333, 251, 3000, false }, /* labels mostly single pixels, many absent */
+    { 0, L_DISCS, 1024, 1024, 300, false }, /* the workshop's case: sparse sources */
+    { 0, L_DISCS, 517, 389, 60, true },
+    { 0, L_BLOCKS, 640, 480, 12, false }, /* large sources: many joins per tile */
+    { 0, L_BLOCKS, 301, 299, 3, true },
+    { 0, L_WHOLE, 1000, 1003, 1, false }, /* N = 1, every pixel: heavy contention */
+    { 0, L_STRIPES, 2053, 97, 7, false },
+};
+
 ParameterizedTestParameters(measure, agrees_with_reference)
 {
-    static const meas_case shapes[] = {
-        { 0, L_RANDOM, 1, 1, 1, false },
-        { 0, L_RANDOM, 13, 7, 5, false },
-        { 0, L_RANDOM, 1, 1001, 40, false },    /* one column */
-        { 0, L_RANDOM, 1001, 1, 40, false },    /* one row */
-        { 0, L_RANDOM, 333, 251, 3000, false }, /* labels mostly single pixels, many absent */
-        { 0, L_DISCS, 1024, 1024, 300, false }, /* the workshop's case: sparse sources */
-        { 0, L_DISCS, 517, 389, 60, true },
-        { 0, L_BLOCKS, 640, 480, 12, false }, /* large sources: many joins per tile */
-        { 0, L_BLOCKS, 301, 299, 3, true },
-        { 0, L_WHOLE, 1000, 1003, 1, false }, /* N = 1, every pixel: heavy contention */
-        { 0, L_STRIPES, 2053, 97, 7, false },
-    };
-    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
+    return TEST_BACKEND_PARAMS(measure_shapes, sizeof measure_shapes / sizeof measure_shapes[0]);
 }
 
 ParameterizedTest(meas_case *c, measure, agrees_with_reference)
@@ -307,6 +308,62 @@ ParameterizedTest(meas_case *c, measure, agrees_with_reference)
     free(got);
     image_free(&im);
     gpuws_context_destroy(ctx);
+}
+
+/* The path for more than 2^32 pixels (the peak's value in the accumulation, its first pixel in a second pass),
+ * forced by the measure_wide_peak knob on every shape above: the reference's records, equal peaks resolved to the
+ * first in raster order (make_image repeats the largest value, 2, in several tiles), NaN peaks, labels out of
+ * range. Then with 3 work-groups on OpenCL (the GPUs' tile loop), and one call after another on one stream (the
+ * second pass's word of the zeroed totals is cleared too). The CPU backend runs the reference at any size. */
+BACKEND_TEST(measure, wide_path_agrees_with_reference)
+{
+    gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "measure_wide_peak", "1");
+    for (int loop = 0; loop < 2; loop++) {
+        if (loop == 1 && *kind == GPUWS_BACKEND_OPENCL) test_tune(ctx, "measure_groups", "3");
+        for (size_t s = 0; s < sizeof measure_shapes / sizeof measure_shapes[0]; s++) {
+            image im = make_image(&measure_shapes[s], test_seed(false) + s);
+            gpuws_source_measure *want = reference(&im), *got = run_on(ctx, &im);
+            char what[96];
+            snprintf(what, sizeof what, "wide %s %s %zux%zu N=%zu%s", test_backend_name(*kind),
+                     kind_name(measure_shapes[s].kind), measure_shapes[s].w, measure_shapes[s].h, measure_shapes[s].n,
+                     loop ? " 3 groups" : "");
+            check_measures(what, &im, got, want, NULL);
+            free(want);
+            free(got);
+            image_free(&im);
+        }
+    }
+    gpuws_context_destroy(ctx);
+}
+
+/* Where the sums are exact (small integers, no NaN), the wide path's records are byte for byte those of the
+ * path for at most 2^32 pixels, and flat images (every pixel the peak) give the first pixel of each label. */
+BACKEND_TEST(measure, wide_path_is_bitwise_the_narrow_path_on_exact_sums)
+{
+    gpuws_context *narrow = test_open(*kind), *wide = test_open(*kind);
+    test_tune(wide, "measure_wide_peak", "1");
+    for (size_t s = 0; s < sizeof measure_shapes / sizeof measure_shapes[0]; s++) {
+        image im = make_image(&measure_shapes[s], test_seed(false) + s);
+        const size_t np = im.w * im.h;
+        for (size_t i = 0; i < np; i++) /* -3..8 (NaN to 8), or all 1 every other shape */
+            im.data[i] = s % 2 ? 1.0f : isnan(im.data[i]) ? 8.0f : floorf(im.data[i] * 4.0f) - (i % 3 == 0 ? 0 : 1);
+        gpuws_source_measure *a = run_on(narrow, &im), *b = run_on(wide, &im), *want = reference(&im);
+        for (size_t k = 0; k < im.n; k++)
+            cr_assert(memcmp(&a[k], &b[k], sizeof a[k]) == 0,
+                      "%s %zux%zu label %zu: wide npix %lld sum %.17g peak %g at (%lld, %lld); narrow %lld %.17g %g "
+                      "at (%lld, %lld)",
+                      kind_name(measure_shapes[s].kind), im.w, im.h, k + 1, (long long)b[k].npix, b[k].sum, b[k].peak,
+                      (long long)b[k].peak_row, (long long)b[k].peak_col, (long long)a[k].npix, a[k].sum, a[k].peak,
+                      (long long)a[k].peak_row, (long long)a[k].peak_col);
+        check_measures(kind_name(measure_shapes[s].kind), &im, b, want, NULL);
+        free(a);
+        free(b);
+        free(want);
+        image_free(&im);
+    }
+    gpuws_context_destroy(narrow);
+    gpuws_context_destroy(wide);
 }
 
 /* The totals accumulate in memory the stream keeps zeroed between calls (finalize clears what it read): calls one
@@ -433,5 +490,82 @@ Test(measure, tile_loop_on_opencl)
         free(got);
         image_free(&im);
     }
+    gpuws_context_destroy(ctx);
+}
+
+/* On a GPU with the memory for it, device buffers of 65536 x 65537 pixels (2^32 + 2^16: labels and data of 16 GiB
+ * each, filled on the device, a few labelled pixels written in): npix, sum, centre and the peak's position of
+ * labels whose equal peaks lie past pixel 2^32 (the first of them wins), whose first peak lies before 2^32 and a
+ * later equal one past it at a smaller index modulo 2^32 (a 32-bit index would pick the later one), and whose
+ * peaks are NaNs past 2^32. It skips on CPU devices (the wide path runs on small images above, forced). */
+GPU_BACKEND_TEST(measure, device_buffers_of_more_than_2_to_the_32_pixels)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_device_info info;
+    TEST_OK(gpuws_context_get_device_info(ctx, &info));
+    const size_t w = 65536, h = 65537, n = w * h;
+    if (info.type == GPUWS_DEVICE_CPU || !info.fp64 || info.global_mem_bytes < 34 * ((uint64_t)1 << 30) ||
+        info.max_alloc_bytes < 4 * (uint64_t)n) {
+        gpuws_context_destroy(ctx);
+        cr_skip_test("%s: %s: needs a GPU with fp64 and 34 GiB (two buffers of %zu bytes)", test_backend_name(*kind),
+                     info.name, 4 * n);
+    }
+    gpuws_buffer *d = NULL, *l = NULL, *o = NULL;
+    TEST_OK(gpuws_buffer_create(ctx, 4 * n, &d));
+    TEST_OK(gpuws_buffer_create(ctx, 4 * n, &l));
+    TEST_OK(gpuws_buffer_create(ctx, 3 * sizeof(gpuws_source_measure), &o));
+    const float one = 1.0f;
+    const int32_t zero = 0;
+    TEST_OK(gpuws_buffer_fill(d, 0, &one, sizeof one, 4 * n));
+    TEST_OK(gpuws_buffer_fill(l, 0, &zero, sizeof zero, 4 * n));
+    /* label 1: columns 100..199 of rows 65535 and 65536, 7 at (65536, 150) and (65536, 160) */
+    /* label 2: columns 0..3 of rows 0 and 1 and columns 0..9 of row 65536, 5 at (1, 0) and (65536, 5) */
+    /* label 3: columns 0..9 of row 65535 and 10..19 of row 65536, NaN at (65536, 17) and (65536, 19) */
+    typedef struct {
+        size_t row, c0, c1;
+        int32_t label;
+    } run;
+    const run runs[] = { { 65535, 100, 200, 1 }, { 65536, 100, 200, 1 }, { 0, 0, 4, 2 },      { 1, 0, 4, 2 },
+                         { 65536, 0, 10, 2 },    { 65535, 0, 10, 3 },    { 65536, 10, 20, 3 } };
+    const struct {
+        size_t row, col;
+        float v;
+    } values[] = { { 65536, 150, 7 }, { 65536, 160, 7 },  { 1, 0, 5 },
+                   { 65536, 5, 5 },   { 65536, 17, NAN }, { 65536, 19, NAN } };
+    int32_t lab[100];
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        for (size_t c = runs[r].c0; c < runs[r].c1; c++) lab[c - runs[r].c0] = runs[r].label;
+        TEST_OK(gpuws_buffer_write(l, 4 * (runs[r].row * w + runs[r].c0), lab, 4 * (runs[r].c1 - runs[r].c0)));
+    }
+    for (size_t v = 0; v < sizeof values / sizeof values[0]; v++)
+        TEST_OK(gpuws_buffer_write(d, 4 * (values[v].row * w + values[v].col), &values[v].v, sizeof(float)));
+    /* the records by hand: every sum is of small integers, so exact in any order */
+    gpuws_source_measure want[3];
+    for (int k = 0; k < 3; k++) want[k] = (gpuws_source_measure){ 0.0, 0.0, 0.0, NAN, 0, -1, -1 };
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++)
+        for (size_t c = runs[r].c0; c < runs[r].c1; c++) {
+            double v = 1.0;
+            for (size_t q = 0; q < sizeof values / sizeof values[0]; q++)
+                if (values[q].row == runs[r].row && values[q].col == c) v = values[q].v;
+            gpuws_measure_ref_add(&want[runs[r].label - 1], v, runs[r].row, c);
+        }
+    for (int k = 0; k < 3; k++) gpuws_measure_ref_centre(&want[k]);
+    cr_assert(want[0].peak_row == 65536 && want[0].peak_col == 150 && want[1].peak_row == 1 && want[1].peak_col == 0 &&
+              want[2].peak_row == 65536 && want[2].peak_col == 17);
+    TEST_OK(gpuws_measure(NULL, w, h, d, l, 3, o));
+    gpuws_source_measure got[3];
+    TEST_OK(gpuws_buffer_read(o, 0, got, sizeof got));
+    for (int k = 0; k < 3; k++)
+        cr_assert(got[k].npix == want[k].npix && same(got[k].sum, want[k].sum) && same(got[k].row, want[k].row) &&
+                      same(got[k].col, want[k].col) && same(got[k].peak, want[k].peak) &&
+                      got[k].peak_row == want[k].peak_row && got[k].peak_col == want[k].peak_col,
+                  "label %d: npix %lld sum %.17g centre (%.17g, %.17g) peak %g at (%lld, %lld); expected %lld %.17g "
+                  "(%.17g, %.17g) %g at (%lld, %lld)",
+                  k + 1, (long long)got[k].npix, got[k].sum, got[k].row, got[k].col, got[k].peak,
+                  (long long)got[k].peak_row, (long long)got[k].peak_col, (long long)want[k].npix, want[k].sum,
+                  want[k].row, want[k].col, want[k].peak, (long long)want[k].peak_row, (long long)want[k].peak_col);
+    gpuws_buffer_destroy(d);
+    gpuws_buffer_destroy(l);
+    gpuws_buffer_destroy(o);
     gpuws_context_destroy(ctx);
 }

@@ -346,7 +346,6 @@ BACKEND_TEST(find_sources, bad_arguments_are_refused_without_a_catalog)
     REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources(ctx, img, 4, 0, NULL, &cat));
     REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources(NULL, img, 4, 3, NULL, &cat));
     REFUSED(GPUWS_ERR_OVERFLOW, gpuws_find_sources(ctx, img, SIZE_MAX / 2, 3, NULL, &cat));
-    REFUSED(GPUWS_ERR_UNSUPPORTED, gpuws_find_sources(ctx, img, 65536, 65537, NULL, &cat)); /* > 2^32 pixels */
     o.connectivity = 6;
     REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources(ctx, img, 4, 3, &o, &cat));
     gpuws_sigma_clip_options clip = GPUWS_SIGMA_CLIP_OPTIONS_INIT;

@@ -159,9 +159,8 @@ int sources_run_read(const sources_args *a, const fits_image *img, const sources
 /* The workshop's clipping, threshold, count and times on stdout (an image's or the demo's); host: the catalogue
  * is gpuws_find_sources_host's, its times the host clock's. */
 void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int host);
-/* Whether the workshop's pipeline runs from host memory (gpuws_find_sources_host): --max-device-memory, an image of
- * more than 2^32 pixels, which gpuws_find_sources refuses, or one whose image, mask and labels (9 bytes a pixel)
- * take more than three quarters of ctx's device memory. */
+/* Whether the workshop's pipeline runs from host memory (gpuws_find_sources_host): --max-device-memory, or an image
+ * whose image, mask and labels (9 bytes a pixel) take more than three quarters of ctx's device memory. */
 int sources_use_host(const sources_args *a, gpuws_context *ctx, size_t w, size_t h);
 /* gpuws_find_sources_host on host pixels, labelling in bands over c's devices within a's budget (a line per band on
  * stderr once the run takes more than a second); a budget below one band fails before any work. */

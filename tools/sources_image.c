@@ -191,7 +191,7 @@ void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int
 int sources_use_host(const sources_args *a, gpuws_context *ctx, size_t w, size_t h)
 {
     gpuws_device_info d;
-    if (a->max_device_given || w * h > (size_t)1 << 32 || gpuws_context_get_device_info(ctx, &d)) return 1;
+    if (a->max_device_given || gpuws_context_get_device_info(ctx, &d)) return 1;
     return 9.0 * (double)w * (double)h > 0.75 * (double)d.global_mem_bytes;
 }
 

@@ -22,39 +22,45 @@ static bool measure_nv_ptx(const gpuws_context *ctx)
     return gpuws__is_nvidia_opencl(ctx) && ctx->info.type == GPUWS_DEVICE_GPU && !atomic_load(&measure_nv_ptx_failed);
 }
 
-/* Both kernels from one program. OpenCL compilers that support cl_khr_int64_base_atomics define a macro of that
+/* The kernels from one program. OpenCL compilers that support cl_khr_int64_base_atomics define a macro of that
  * name; for one that reports the extension but not the macro, the program is built again with the atomics forced
- * on, and a device without them fails that build: then measure is unsupported there. */
-static gpuws_status measure_kernels(gpuws_context *ctx, gpuws_kernel **acc, gpuws_kernel **fin)
+ * on, and a device without them fails that build: then measure is unsupported there. wide: the path for more
+ * than 2^32 pixels (on OpenCL a second build of the program, GPUWS_MEASURE_WIDE) and its second pass, *peak. */
+static gpuws_status measure_kernels(gpuws_context *ctx, bool wide, gpuws_kernel **acc, gpuws_kernel **peak,
+                                    gpuws_kernel **fin)
 {
+    const char *const acc_name = wide ? "measure_accumulate_wide" : "measure_accumulate";
     const char *options = NULL;
     gpuws_status st = GPUWS_ERR_BUILD;
     if (measure_nv_ptx(ctx)) {
-        options = "-DGPUWS_NV_PTX=1";
-        st = gpuws__kernel_get_ex(ctx, "measure_accumulate", options, acc);
+        options = wide ? "-DGPUWS_NV_PTX=1 -DGPUWS_MEASURE_WIDE=1" : "-DGPUWS_NV_PTX=1";
+        st = gpuws__kernel_get_ex(ctx, acc_name, options, acc);
         if (st == GPUWS_ERR_BUILD || st == GPUWS_ERR_KERNEL_NOT_FOUND) atomic_store(&measure_nv_ptx_failed, 1);
     }
     if (st == GPUWS_ERR_BUILD || st == GPUWS_ERR_KERNEL_NOT_FOUND) {
-        options = NULL;
-        st = gpuws__kernel_get_ex(ctx, "measure_accumulate", NULL, acc);
+        options = wide ? "-DGPUWS_MEASURE_WIDE=1" : NULL;
+        st = gpuws__kernel_get_ex(ctx, acc_name, options, acc);
     }
     if (st == GPUWS_ERR_KERNEL_NOT_FOUND && ctx->backend->kind == GPUWS_BACKEND_OPENCL) {
-        options = "-DGPUWS_MEASURE_INT64_ATOMICS=1";
-        st = gpuws__kernel_get_ex(ctx, "measure_accumulate", options, acc);
+        options = wide ? "-DGPUWS_MEASURE_INT64_ATOMICS=1 -DGPUWS_MEASURE_WIDE=1" : "-DGPUWS_MEASURE_INT64_ATOMICS=1";
+        st = gpuws__kernel_get_ex(ctx, acc_name, options, acc);
     }
     if (st == GPUWS_ERR_KERNEL_NOT_FOUND || st == GPUWS_ERR_BUILD)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED,
                             "measure needs 64-bit atomics (cl_khr_int64_base_atomics), which %s lacks", ctx->info.name);
-    if (st) return st;
-    return gpuws__kernel_get_ex(ctx, "measure_finalize", options, fin);
+    if (st || (wide && (st = gpuws__kernel_get_ex(ctx, "measure_first_peak", options, peak)))) return st;
+    return gpuws__kernel_get_ex(ctx, wide ? "measure_finalize_wide" : "measure_finalize", options, fin);
 }
 
 static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, const gpuws_buffer *data,
                                 const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out)
 {
     gpuws_context *ctx = s->ctx;
-    gpuws_kernel *acc, *fin;
-    gpuws_status st = measure_kernels(ctx, &acc, &fin);
+    /* The peak's key holds a 32-bit pixel index (and the kernels 32-bit rows and columns) up to 2^32 pixels; past
+     * that the wide path finds each label's first peak in a second pass (the knob forces it for the tests). */
+    const bool wide = npix > (size_t)1 << 32 || width > UINT32_MAX || ctx->tuning.measure_wide_peak;
+    gpuws_kernel *acc, *peak = NULL, *fin;
+    gpuws_status st = measure_kernels(ctx, wide, &acc, &peak, &fin);
     if (st) return st;
     gpuws_kernel_info ai;
     if ((st = gpuws_kernel_get_info(acc, &ai))) return st;
@@ -76,15 +82,23 @@ static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, cons
     gpuws_buffer *totals;
     if ((st = gpuws__stream_zeroed(s, num_labels * sizeof(gpuws_source_measure), &totals))) return st;
     const gpuws_launch_config c1 = { { groups, 1, 1 }, { block, 1, 1 } };
-    const gpuws_arg a1[] = {
-        gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer((gpuws_buffer *)labels), gpuws_arg_u64(npix),
-        gpuws_arg_u32((uint32_t)width),         gpuws_arg_u32((uint32_t)num_labels),      gpuws_arg_buffer(totals)
-    };
+    const gpuws_arg w = wide ? gpuws_arg_u64(width) : gpuws_arg_u32((uint32_t)width);
+    const gpuws_arg a1[] = { gpuws_arg_buffer((gpuws_buffer *)data),
+                             gpuws_arg_buffer((gpuws_buffer *)labels),
+                             gpuws_arg_u64(npix),
+                             w,
+                             gpuws_arg_u32((uint32_t)num_labels),
+                             gpuws_arg_buffer(totals) };
+    const gpuws_launch_config cp =
+        gpuws__config_1d(npix, cpu ? 64 : 256, cpu ? 4096 : gpuws__saturating_blocks(ctx, 8));
+    const gpuws_arg ap[] = { gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer((gpuws_buffer *)labels),
+                             gpuws_arg_u64(npix), gpuws_arg_u32((uint32_t)num_labels), gpuws_arg_buffer(totals) };
     const gpuws_launch_config c2 =
         gpuws__config_1d(num_labels, cpu ? 64 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 8));
     const gpuws_arg a2[] = { gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer(totals), gpuws_arg_buffer(out),
-                             gpuws_arg_u32((uint32_t)num_labels), gpuws_arg_u32((uint32_t)width) };
+                             gpuws_arg_u32((uint32_t)num_labels), w };
     if ((st = gpuws_launch(s, acc, &c1, a1, GPUWS__NARGS(a1))) ||
+        (wide && (st = gpuws_launch(s, peak, &cp, ap, GPUWS__NARGS(ap)))) ||
         (st = gpuws_launch(s, fin, &c2, a2, GPUWS__NARGS(a2))))
         gpuws__stream_zeroed_dirty(s); /* accumulate may have run: its totals are left behind */
     return st;
@@ -105,8 +119,6 @@ gpuws_status gpuws_measure(gpuws_stream *s, size_t width, size_t height, const g
     if ((st = gpuws__check_array(ctx, data, "data", npix, sizeof(float))) ||
         (st = gpuws__check_array(ctx, labels, "labels", npix, sizeof(int32_t))))
         return st;
-    if (npix > (size_t)1 << 32) /* the peak's key holds a 32-bit pixel index */
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure: %zu pixels; at most 2^32 are supported", npix);
     if (num_labels > INT32_MAX)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "measure: num_labels %zu is more than an int32 label can name",
                             num_labels);

@@ -15,7 +15,11 @@
  * measure_finalize: out record k <- (sum, row = Σd·r / sum, col, peak = data[index], npix, peak row, peak col),
  * and acc record k <- 0 again for the next call.
  * Record layout (gpuws_source_measure, 7 words): sum, row, col, peak, npix, peak_row, peak_col; in acc, row/col
- * hold the weighted sums and peak the key (words 5 and 6 are never written there). */
+ * hold the weighted sums and peak the key (words 5 and 6 are never written there but in the wide build, below).
+ * More than 2^32 pixels (built with GPUWS_MEASURE_WIDE, used only there or when the measure_wide_peak knob forces
+ * it): an index no longer fits the key's low word, so measure_accumulate_wide keeps the value's key only (rows,
+ * columns and width 64-bit), measure_first_peak then takes, among each label's pixels of that key, the first one
+ * (an atomic max of ~index on acc word 5, 0 meaning none) and measure_finalize_wide reads it from there. */
 #include "measure_layout.h"
 
 #if defined(GPUWS_FP64) && (defined(cl_khr_int64_base_atomics) || defined(GPUWS_MEASURE_INT64_ATOMICS))
@@ -28,11 +32,37 @@
 #define M_MAXB MEASURE_MAX_BLOCK
 #define M_JOIN_MAX MEASURE_JOIN_MAX
 
+#ifdef GPUWS_MEASURE_WIDE
+typedef ulong m_pos; /* row, column and width */
+#define M_ACCUMULATE measure_accumulate_wide
+#define M_FINALIZE   measure_finalize_wide
+#define M_KEY(v, i)  ((ulong)m_okey(v) << 32)
+#else
+typedef uint m_pos; /* at most 2^32 pixels: 32-bit row, column and width */
+#define M_ACCUMULATE measure_accumulate
+#define M_FINALIZE   measure_finalize
+#define M_KEY(v, i)  (((ulong)m_okey(v) << 32) | (ulong)(0xffffffffu - (i)))
+#endif
+
 inline uint m_okey(float x)
 {
     if (isnan(x)) return 0xffffffffu;
     const uint u = as_uint(x == 0.0f ? 0.0f : x);
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* *p <- max(*p, v), atomically */
+inline void m_max(__global ulong *p, ulong v)
+{
+#ifdef cl_khr_int64_extended_atomics
+    atom_max(p, v);
+#else
+    for (ulong old = 0; v > old;) {
+        const ulong prev = atom_cmpxchg(p, old, v);
+        if (prev == old) break;
+        old = prev;
+    }
+#endif
 }
 
 /* One run's totals into record rec (label - 1). Accumulators are plain scalars passed by value, never a struct
@@ -54,15 +84,7 @@ inline void m_flush(__global ulong *out, int label, double sd, double sr, double
     asm volatile("red.global.max.u64 [%0], %1;" ::"l"(rec + 3), "l"(key) : "memory");
     asm volatile("red.global.add.u64 [%0], %1;" ::"l"(rec + 4), "l"((ulong)cnt) : "memory");
 #else
-#ifdef cl_khr_int64_extended_atomics
-    atom_max(rec + 3, key);
-#else
-    for (ulong old = 0; key > old;) {
-        const ulong prev = atom_cmpxchg(rec + 3, old, key);
-        if (prev == old) break;
-        old = prev;
-    }
-#endif
+    m_max(rec + 3, key);
     atom_add(rec + 4, (ulong)cnt);
     ulong o0 = 0, o1 = 0, o2 = 0;
     bool d0 = false, d1 = false, d2 = false;
@@ -103,8 +125,8 @@ inline void m_flush(__global ulong *out, int label, double sd, double sr, double
 /* Labels outside 1..nlab count as background. */
 #define M_VALID(v, nlab) select((int4)0, (v), ((v) >= 1) & (as_uint4(v) <= (uint4)(nlab)))
 
-__kernel void measure_accumulate(__global const float *restrict data, __global const int *restrict labels, ulong npix,
-                                 uint width, uint nlab, __global ulong *restrict out)
+__kernel void M_ACCUMULATE(__global const float *restrict data, __global const int *restrict labels, ulong npix,
+                           m_pos width, uint nlab, __global ulong *restrict out)
 {
     __local int l_lab[2 * M_MAXB];
     __local double l_sd[2 * M_MAXB], l_sr[2 * M_MAXB], l_sc[2 * M_MAXB];
@@ -124,11 +146,11 @@ __kernel void measure_accumulate(__global const float *restrict data, __global c
         if (any((la | lb) != 0)) M_LOAD8(float, data, base, npix, va, vb); /* sparse images: a fraction */
         /* Plain scalars from here on, and a fully unrolled loop: no private array or struct that a compiler could
          * leave in local memory. Pixels at or past npix are background, so base < 2^32 wherever r and c are used
-         * (the host refuses more than 2^32 pixels): 32-bit division. */
+         * unless GPUWS_MEASURE_WIDE: 32-bit division there, 64-bit in the wide build. */
         const int lab[M_P] = {la.s0, la.s1, la.s2, la.s3, lb.s0, lb.s1, lb.s2, lb.s3};
         const float val[M_P] = {va.s0, va.s1, va.s2, va.s3, vb.s0, vb.s1, vb.s2, vb.s3};
-        const uint b32 = (uint)base;
-        uint r = b32 / width, c = b32 - r * width;
+        const m_pos b = (m_pos)base;
+        m_pos r = b / width, c = b - r * width;
         int fl = 0, cl = 0, nruns = 0;
         double f_sd = 0.0, f_sr = 0.0, f_sc = 0.0, c_sd = 0.0, c_sr = 0.0, c_sc = 0.0;
         uint f_cnt = 0, c_cnt = 0;
@@ -157,7 +179,7 @@ __kernel void measure_accumulate(__global const float *restrict data, __global c
                 c_sr += d * (double)r;
                 c_sc += d * (double)c;
                 c_cnt++;
-                c_key = max(c_key, ((ulong)m_okey(val[j]) << 32) | (ulong)(0xffffffffu - (b32 + j)));
+                c_key = max(c_key, M_KEY(val[j], b + j));
             }
             if (++c == width) {
                 c = 0;
@@ -229,12 +251,18 @@ __kernel void measure_accumulate(__global const float *restrict data, __global c
 }
 
 /* Record k of out from the totals in acc, whose words it clears for the next call (the stream's zeroed memory). */
-__kernel void measure_finalize(__global const float *data, __global ulong *acc, __global ulong *out, uint nlab, uint width)
+__kernel void M_FINALIZE(__global const float *data, __global ulong *acc, __global ulong *out, uint nlab, m_pos width)
 {
     for (uint k = get_global_id(0); k < nlab; k += get_global_size(0)) {
         __global ulong *a = acc + (ulong)k * MEASURE_RECORD_WORDS, *rec = out + (ulong)k * MEASURE_RECORD_WORDS;
         const double sum = as_double(a[0]), sr = as_double(a[1]), sc = as_double(a[2]);
-        const ulong key = a[3], npix = a[4];
+        const ulong npix = a[4];
+#ifdef GPUWS_MEASURE_WIDE
+        const ulong idx = ~a[5];
+        a[5] = 0;
+#else
+        const uint idx = 0xffffffffu - (uint)a[3];
+#endif
         a[0] = a[1] = a[2] = a[3] = a[4] = 0;
         const bool some = sum != 0.0; /* a NaN sum counts: NaN / NaN stays NaN */
         rec[0] = as_ulong(sum);
@@ -242,7 +270,6 @@ __kernel void measure_finalize(__global const float *data, __global ulong *acc, 
         rec[2] = as_ulong(some ? sc / sum : (double)NAN);
         rec[4] = npix;
         if (npix) {
-            const uint idx = 0xffffffffu - (uint)key;
             rec[3] = as_ulong((double)data[idx]);
             rec[5] = idx / width;
             rec[6] = idx % width;
@@ -252,5 +279,25 @@ __kernel void measure_finalize(__global const float *data, __global ulong *acc, 
         }
     }
 }
+
+#ifdef GPUWS_MEASURE_WIDE
+/* The wide build's second pass: each label's first pixel (raster order) whose value has the label's largest key
+ * (acc word 3, from measure_accumulate_wide), as an atomic max of ~index on acc word 5. A work-item's pixels come
+ * in increasing order, so after a match to one label its next pixels of that label cannot be earlier: it skips
+ * them (a flat source then costs one atomic per work-item, not one per pixel). */
+__kernel void measure_first_peak(__global const float *restrict data, __global const int *restrict labels, ulong npix,
+                                 uint nlab, __global ulong *restrict acc)
+{
+    int last = 0;
+    for (ulong i = get_global_id(0); i < npix; i += get_global_size(0)) {
+        const int L = labels[i];
+        if (L < 1 || (uint)L > nlab || L == last) continue;
+        __global ulong *a = acc + (ulong)(L - 1) * MEASURE_RECORD_WORDS;
+        if (((ulong)m_okey(data[i]) << 32) != a[3]) continue;
+        m_max(a + 5, ~i);
+        last = L;
+    }
+}
+#endif
 
 #endif

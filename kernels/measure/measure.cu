@@ -1,6 +1,7 @@
 // Per-label measurements: the CUDA twin of measure.cl (read its header comment first; kernels, parameters, record
 // layout and algorithm are the same). Native f64 atomicAdd and 64-bit atomicMax (sm_60+) replace the
-// compare-and-swap loops.
+// compare-and-swap loops. The wide path (more than 2^32 pixels) instantiates the same accumulation with 64-bit rows,
+// columns and width and a key of the value only (Pos = u64), as measure.cl's GPUWS_MEASURE_WIDE build.
 #include "../common/gpuws_cuda.cuh"
 #include "measure_layout.h"
 
@@ -115,12 +116,13 @@ __device__ void m_scan_flush(Shared &s, u64 *out)
     }
 }
 
-} // namespace
-
-extern "C" __global__ void __launch_bounds__(MAXB, 3)
-    measure_accumulate(const float *__restrict__ data, const int *__restrict__ labels, u64 npix, unsigned width,
-                       unsigned nlab, u64 *out)
+// The accumulation; Pos is the type of rows, columns and width: unsigned (at most 2^32 pixels, the key holds
+// ~index) or u64 (the wide path: the key holds the value only).
+template <typename Pos>
+__device__ __forceinline__ void accumulate(const float *__restrict__ data, const int *__restrict__ labels, u64 npix,
+                                           Pos width, unsigned nlab, u64 *out)
 {
+    constexpr bool wide = sizeof(Pos) == 8;
     __shared__ Shared s;
     const unsigned lid = threadIdx.x, B = blockDim.x;
     const u64 tile = (u64)B * P, ntiles = (npix + tile - 1) / tile;
@@ -142,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(MAXB, 3)
 #pragma unroll
             for (unsigned j = 0; j < P; j++) val[j] = 0.0f;
         // runs of equal labels in this thread's pixels
-        unsigned r = (unsigned)(base / width), c = (unsigned)(base - (u64)r * width);
+        Pos r = (Pos)(base / width), c = (Pos)(base - (u64)r * width);
         int fl = 0, cl = 0, nruns = 0;
         const Acc zero = { 0.0, 0.0, 0.0, 0u, 0ull };
         Acc first = zero, cur = zero;
@@ -168,7 +170,8 @@ extern "C" __global__ void __launch_bounds__(MAXB, 3)
                 cur.sr += d * (double)r;
                 cur.sc += d * (double)c;
                 cur.cnt++;
-                const u64 key = ((u64)m_okey(val[j]) << 32) | (u64)(0xffffffffu - (unsigned)(base + j));
+                const u64 key = wide ? (u64)m_okey(val[j]) << 32
+                                     : ((u64)m_okey(val[j]) << 32) | (u64)(0xffffffffu - (unsigned)(base + j));
                 cur.key = max(cur.key, key);
             }
             if (++c == width) {
@@ -209,15 +212,55 @@ extern "C" __global__ void __launch_bounds__(MAXB, 3)
     }
 }
 
-// Record k of out from the totals in acc, whose words it clears for the next call (the stream's zeroed memory).
-extern "C" __global__ void measure_finalize(const float *data, u64 *acc, u64 *out, unsigned nlab, unsigned width)
+} // namespace
+
+extern "C" __global__ void __launch_bounds__(MAXB, 3)
+    measure_accumulate(const float *__restrict__ data, const int *__restrict__ labels, u64 npix, unsigned width,
+                       unsigned nlab, u64 *out)
 {
+    accumulate<unsigned>(data, labels, npix, width, nlab, out);
+}
+
+extern "C" __global__ void __launch_bounds__(MAXB, 3)
+    measure_accumulate_wide(const float *__restrict__ data, const int *__restrict__ labels, u64 npix, u64 width,
+                            unsigned nlab, u64 *out)
+{
+    accumulate<u64>(data, labels, npix, width, nlab, out);
+}
+
+// The wide path's second pass (measure.cl's measure_first_peak): each label's first pixel whose value has its
+// largest key, as an atomic max of ~index on acc word 5; a thread skips its later pixels of a label it matched.
+extern "C" __global__ void measure_first_peak(const float *__restrict__ data, const int *__restrict__ labels, u64 npix,
+                                              unsigned nlab, u64 *acc)
+{
+    int last = 0;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < npix; i += (u64)gridDim.x * blockDim.x) {
+        const int L = __ldg(labels + i);
+        if (L < 1 || (unsigned)L > nlab || L == last) continue;
+        u64 *a = acc + (u64)(L - 1) * MEASURE_RECORD_WORDS;
+        if (((u64)m_okey(__ldg(data + i)) << 32) != a[3]) continue;
+        atomicMax(a + 5, ~i);
+        last = L;
+    }
+}
+
+namespace
+{
+
+// Record k of out from the totals in acc, whose words it clears for the next call (the stream's zeroed memory);
+// Pos as accumulate's (the wide path reads the first peak's index from acc word 5).
+template <typename Pos>
+__device__ __forceinline__ void finalize(const float *data, u64 *acc, u64 *out, unsigned nlab, Pos width)
+{
+    constexpr bool wide = sizeof(Pos) == 8;
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < nlab; k += gridDim.x * blockDim.x) {
         u64 *a = acc + (u64)k * MEASURE_RECORD_WORDS, *rec = out + (u64)k * MEASURE_RECORD_WORDS;
         const double *fa = reinterpret_cast<const double *>(a);
         const double sum = fa[0], sr = fa[1], sc = fa[2];
         const u64 key = a[3], npix = a[4];
+        const Pos idx = wide ? (Pos)~a[5] : (Pos)(0xffffffffu - (unsigned)key);
         a[0] = a[1] = a[2] = a[3] = a[4] = 0;
+        if (wide) a[5] = 0;
         double *f = reinterpret_cast<double *>(rec);
         const bool some = sum != 0.0; // a NaN sum counts: NaN / NaN stays NaN
         f[0] = sum;
@@ -225,7 +268,6 @@ extern "C" __global__ void measure_finalize(const float *data, u64 *acc, u64 *ou
         f[2] = some ? sc / sum : (double)NAN;
         rec[4] = npix;
         if (npix) {
-            const unsigned idx = 0xffffffffu - (unsigned)key;
             f[3] = (double)data[idx];
             rec[5] = idx / width;
             rec[6] = idx % width;
@@ -236,4 +278,18 @@ extern "C" __global__ void measure_finalize(const float *data, u64 *acc, u64 *ou
     }
 }
 
-GPUWS_CUDA_KERNELS(measure, GPUWS_CUDA_KERNEL(measure_accumulate), GPUWS_CUDA_KERNEL(measure_finalize))
+} // namespace
+
+extern "C" __global__ void measure_finalize(const float *data, u64 *acc, u64 *out, unsigned nlab, unsigned width)
+{
+    finalize<unsigned>(data, acc, out, nlab, width);
+}
+
+extern "C" __global__ void measure_finalize_wide(const float *data, u64 *acc, u64 *out, unsigned nlab, u64 width)
+{
+    finalize<u64>(data, acc, out, nlab, width);
+}
+
+GPUWS_CUDA_KERNELS(measure, GPUWS_CUDA_KERNEL(measure_accumulate), GPUWS_CUDA_KERNEL(measure_finalize),
+                   GPUWS_CUDA_KERNEL(measure_accumulate_wide), GPUWS_CUDA_KERNEL(measure_first_peak),
+                   GPUWS_CUDA_KERNEL(measure_finalize_wide))

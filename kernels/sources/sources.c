@@ -51,25 +51,20 @@ gpuws_status gpuws__sources_read_options(const char *name, const gpuws_sources_o
     return GPUWS_OK;
 }
 
-/* width * height pixels of `per_pixel` bytes within size_t; in_core: also within what the device steps index (the
- * measurement's peak keys hold a 32-bit pixel index; the host pipeline has 64-bit pixel indices throughout). */
-static gpuws_status check_size(const char *name, size_t width, size_t height, size_t per_pixel, bool in_core, size_t *n)
+/* width * height pixels of `per_pixel` bytes within size_t (the device steps take any number: label in slabs past
+ * 2^31 - 1 pixels, sigma_clip's 64-bit counts, measure's wide path past 2^32). */
+static gpuws_status check_size(const char *name, size_t width, size_t height, size_t per_pixel, size_t *n)
 {
     if (width == 0 || height == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the image is %zu x %zu: no pixels", name, width, height);
     if (gpuws__mul_overflows(width, height, n) || *n > SIZE_MAX / per_pixel)
         return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: %zu x %zu pixels overflow size_t", name, width, height);
-    if (in_core && *n > (size_t)1 << 32)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
-                            "%s: %zu pixels; in device memory at most 2^32 pixels (gpuws_find_sources_host takes any "
-                            "size)",
-                            name, *n);
     return GPUWS_OK;
 }
 
 /* What gpuws_find_sources and gpuws_find_sources_host check, in this order, before any work: the catalogue pointer
- * (then set NULL), the context, the image, its size (in_core: within the int32 labels; else 8 bytes a pixel, of the
- * image, mask and labels, within size_t), the options (into *so). */
+ * (then set NULL), the context, the image, its size (in_core: 4 bytes a pixel, the image; else 8 bytes a pixel, of
+ * the image, mask and labels, within size_t), the options (into *so). */
 static gpuws_status check_call(const char *name, gpuws_context *ctx, const float *image, size_t width, size_t height,
                                bool in_core, const gpuws_sources_options *options, sources_options *so,
                                gpuws_catalog **catalog, size_t *n)
@@ -79,7 +74,7 @@ static gpuws_status check_call(const char *name, gpuws_context *ctx, const float
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
     if (st) return st;
     if (!image) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: argument 'image' is NULL", name);
-    if ((st = check_size(name, width, height, in_core ? sizeof(float) : 8, in_core, n))) return st;
+    if ((st = check_size(name, width, height, in_core ? sizeof(float) : 8, n))) return st;
     return gpuws__sources_read_options(name, options, so);
 }
 
@@ -280,7 +275,7 @@ gpuws_status gpuws__find_sources_device(gpuws_stream *s, size_t width, size_t he
     sources_options so;
     const gpuws_sources_options *o = &so.o;
     size_t n = 0;
-    if ((st = check_size("find_sources", width, height, sizeof(float), true, &n)) ||
+    if ((st = check_size("find_sources", width, height, sizeof(float), &n)) ||
         (st = gpuws__sources_read_options("find_sources", options, &so)) ||
         (st = gpuws__check_array(ctx, image, "image", n, sizeof(float))))
         return st;

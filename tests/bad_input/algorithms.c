@@ -1114,10 +1114,15 @@ BAD_CASE(find_sources_pixel_bytes_wrap_size_t, BAD_ALL, GPUWS_ERR_OVERFLOW, "pix
     return find(f, f->ctx, image(1), SIZE_MAX / 8, 3, NULL, NULL);
 }
 
-BAD_CASE(find_sources_of_more_than_2_to_the_32_pixels_is_unsupported, BAD_ALL, GPUWS_ERR_UNSUPPORTED,
-         "at most 2^32 pixels")
+/* In core any size is taken (gpuws_measure has a path for more than 2^32 pixels): a device image of 65536 x 65537
+ * pixels is checked against its buffer, which here is smaller. */
+BAD_CASE(find_sources_on_the_device_of_more_pixels_than_its_buffer, BAD_ALL, GPUWS_ERR_OUT_OF_RANGE,
+         "argument 'image': 4295032832 elements of 4 bytes need")
 {
-    return find(f, f->ctx, image(1), (size_t)1 << 16, ((size_t)1 << 16) + 1, NULL, NULL);
+    gpuws_catalog *cat = (gpuws_catalog *)(void *)f;
+    gpuws_status st = gpuws__find_sources_device(NULL, (size_t)1 << 16, ((size_t)1 << 16) + 1, f->in, NULL, &cat);
+    BAD_EXPECT_NULL(cat);
+    return st;
 }
 
 BAD_CASE(find_sources_kappa_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "clip.kappa = 0; it must be finite and > 0")

@@ -212,7 +212,8 @@ typedef struct gpuws_catalog {
 /* image: width*height f32 host pixels (NaN = blank). On success *catalog is allocated; free with
  * gpuws_catalog_free. On error *catalog is NULL. Runs on the context's default stream, whose device buffers for
  * the image, mask and labels (9 bytes per pixel) stay allocated for the next call until the context is destroyed.
- * At most 2^32 pixels (the measurement's 32-bit pixel index); gpuws_find_sources_host takes any size.
+ * Any size the device memory holds (more than 2^32 pixels too: docs/scale.md); gpuws_find_sources_host takes
+ * images larger than that.
  * Threads: one call per context at a time. A call while another thread's call (of this or any algorithm) holds the
  * default stream fails at once with GPUWS_ERR_INVALID_ARGUMENT ("find_sources: stream ... (the context's default
  * stream) is in use by another thread") and changes nothing; threads that find sources at once need a context
@@ -231,7 +232,7 @@ GPUWS_API void gpuws_catalog_free(gpuws_catalog *catalog);
  * few ulps (gpuws_sigma_clip_host's exact sums); flux and centres within the measurement's summation bounds (the
  * same additions in another order). The ms_* times are the host clock's (ms_upload, ms_download 0). Host memory:
  * 5 bytes a pixel (mask, labels) beside the image, and the measurement's partial sums (a few bytes a column per
- * thread). Errors as gpuws_find_sources' (no 2^32-pixel limit) and gpuws_label_host's. */
+ * thread). Errors as gpuws_find_sources' and gpuws_label_host's. */
 GPUWS_API gpuws_status gpuws_find_sources_host(gpuws_context *ctx, const float *image, size_t width, size_t height,
                                                const gpuws_sources_options *options,
                                                const gpuws_label_host_options *label_options, gpuws_catalog **catalog);
