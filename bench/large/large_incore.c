@@ -1,8 +1,8 @@
 /* In-core calls on images of more than 2^31 pixels (docs/scale.md, "More than 2^31 pixels in device memory"):
  *
- *   gpuws-large-incore BACKEND [SIDE [REPS [label|sources|both]]]      (defaults: cuda 65536 3 both)
+ *   gpuws-large-incore BACKEND [WIDTH [REPS [label|sources|both [HEIGHT]]]]    (defaults: cuda 65536 3 both WIDTH)
  *
- * A SIDE x SIDE sky (noise of sigma 1 from a hash of the pixel index, a Gaussian source every 96 pixels on a jittered
+ * A WIDTH x HEIGHT sky (noise of sigma 1 from a hash of the pixel index, a Gaussian source every 96 pixels on a jittered
  * grid, peaks 10..1000) made on the host's cores. label: its 3-sigma mask labelled by gpuws_label on device buffers
  * (4- and 8-connectivity, wall clock to the stream's end, median and minimum of REPS), checked byte for byte against
  * gpuws_label_host, and three bands of 512 rows checked against the CPU backend (every pixel's component one of
@@ -204,25 +204,27 @@ int main(int argc, char **argv)
 {
     const char *backend = argc > 1 ? argv[1] : "cuda";
     const size_t side = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 65536;
+    const size_t height = argc > 5 ? (size_t)strtoull(argv[5], NULL, 10) : side;
     const int reps = argc > 3 ? atoi(argv[3]) : 3;
     const char *what = argc > 4 ? argv[4] : "both";
-    if (side < 512 || reps < 1 || reps > 64 ||
+    if (side < 512 || height < 512 || reps < 1 || reps > 64 ||
         (strcmp(what, "label") && strcmp(what, "sources") && strcmp(what, "both"))) {
-        fprintf(stderr, "usage: gpuws-large-incore BACKEND [SIDE >= 512 [REPS 1..64 [label|sources|both]]]\n");
+        fprintf(stderr, "usage: gpuws-large-incore BACKEND [WIDTH >= 512 [REPS 1..64 [label|sources|both [HEIGHT >= "
+                        "512]]]]\n");
         return 2;
     }
     gpuws_context_options co = GPUWS_CONTEXT_OPTIONS_INIT;
     co.backend = backend;
     gpuws_context *ctx;
     check(gpuws_context_create(&ctx, &co), "context");
-    const size_t n = side * side;
+    const size_t n = side * height;
     const double t0 = now();
     float *img = must_alloc(n * sizeof *img);
-    make_sky(img, side, side);
-    printf("%s, %zu x %zu (%zu pixels): sky made in %.1f s\n", backend, side, side, n, now() - t0);
+    make_sky(img, side, height);
+    printf("%s, %zu x %zu (%zu pixels): sky made in %.1f s\n", backend, side, height, n, now() - t0);
     fflush(stdout);
-    if (strcmp(what, "sources")) run_label(ctx, img, side, side, reps);
-    if (strcmp(what, "label")) run_sources(ctx, img, side, side, reps);
+    if (strcmp(what, "sources")) run_label(ctx, img, side, height, reps);
+    if (strcmp(what, "label")) run_sources(ctx, img, side, height, reps);
     free(img);
     gpuws_context_destroy(ctx);
     return 0;
