@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 static gpuws_status allreduce_sum(void *user, uint64_t *words, size_t count)
 {
@@ -90,6 +91,43 @@ int gpuws_mpi_world_agree(int code, char *why, size_t n, int *first, int *first_
     if (first) *first = count ? lowest : -1;
     if (first_code) *first_code = count ? code : 0;
     return count;
+}
+
+/* One message's bytes at most: MPI counts in int. */
+#define GATHER_MESSAGE ((size_t)1 << 30)
+
+gpuws_status gpuws_mpi_world_gather(const void *mine, size_t bytes, void *all, size_t all_bytes)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    uint64_t total = bytes;
+    MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    int ok = rank || (total == all_bytes && (all || !total));
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!ok) return GPUWS_ERR_INVALID_ARGUMENT;
+    if (rank) { /* the size first: rank 0 places the parts one after the other */
+        uint64_t n = bytes;
+        MPI_Send(&n, 1, MPI_UINT64_T, 0, 0, MPI_COMM_WORLD);
+        for (size_t at = 0; at < bytes; at += GATHER_MESSAGE) {
+            const size_t k = bytes - at < GATHER_MESSAGE ? bytes - at : GATHER_MESSAGE;
+            MPI_Send((const char *)mine + at, (int)k, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        }
+        return GPUWS_OK;
+    }
+    char *to = all;
+    if (bytes) memcpy(to, mine, bytes);
+    size_t off = bytes;
+    for (int r = 1; r < size; r++) {
+        uint64_t n;
+        MPI_Recv(&n, 1, MPI_UINT64_T, r, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (size_t at = 0; at < n; at += GATHER_MESSAGE) { /* the sum is all_bytes: off + n fits */
+            const size_t k = n - at < GATHER_MESSAGE ? (size_t)n - at : GATHER_MESSAGE;
+            MPI_Recv(to + off + at, (int)k, MPI_BYTE, r, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        off += n;
+    }
+    return GPUWS_OK;
 }
 
 void gpuws_mpi_world_finalize(void)

@@ -30,6 +30,13 @@ GPUWS_API gpuws_status gpuws_mpi_world_sum(void *user, uint64_t *words, size_t c
 GPUWS_API int gpuws_mpi_world_agree(int code, char *why, size_t n, int *first, int *first_code);
 typedef int (*gpuws_mpi_world_agree_fn)(int code, char *why, size_t n, int *first, int *first_code);
 
+/* Collective: rank 0 gets every rank's `bytes` bytes at `mine`, in rank order, in `all` (`all_bytes`: the sum of
+ * every rank's bytes; the other ranks pass NULL, 0). The parts go in messages of at most 1 GiB (MPI's int counts):
+ * a rank's share of a large image may hold many. GPUWS_ERR_INVALID_ARGUMENT on every rank, nothing sent, when the
+ * parts do not add up to rank 0's all_bytes, or rank 0's all is NULL while they add up to more than 0 bytes. */
+GPUWS_API gpuws_status gpuws_mpi_world_gather(const void *mine, size_t bytes, void *all, size_t all_bytes);
+typedef gpuws_status (*gpuws_mpi_world_gather_fn)(const void *mine, size_t bytes, void *all, size_t all_bytes);
+
 /* MPI_Finalize, when MPI is initialised and not finalised yet. */
 GPUWS_API void gpuws_mpi_world_finalize(void);
 typedef void (*gpuws_mpi_world_finalize_fn)(void);

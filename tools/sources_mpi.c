@@ -32,6 +32,7 @@ typedef struct {
     int rank, size, local_rank;
     gpuws_sum_reducer sum;
     gpuws_mpi_world_agree_fn agree;
+    gpuws_mpi_world_gather_fn gather;
     gpuws_mpi_world_finalize_fn finalize;
 } world;
 
@@ -63,8 +64,9 @@ static int world_load(world *w, char *err, size_t n)
     *(void **)&init = dlsym(w->lib, "gpuws_mpi_world_init");
     *(void **)&w->sum = dlsym(w->lib, "gpuws_mpi_world_sum");
     *(void **)&w->agree = dlsym(w->lib, "gpuws_mpi_world_agree");
+    *(void **)&w->gather = dlsym(w->lib, "gpuws_mpi_world_gather");
     *(void **)&w->finalize = dlsym(w->lib, "gpuws_mpi_world_finalize");
-    if (!init || !w->sum || !w->agree || !w->finalize)
+    if (!init || !w->sum || !w->agree || !w->gather || !w->finalize)
         return snprintf(err, n, "libgpuws_mpi lacks gpuws_mpi_world_* (an older library?)"), -1;
     if (init(&w->rank, &w->size, &w->local_rank)) return snprintf(err, n, "MPI_Init_thread failed"), -1;
     return 0;
@@ -120,21 +122,16 @@ static int differs(const world *w, uint64_t v)
     return at;
 }
 
-/* What needs every pixel on rank 0, or one process, is refused under MPI: 2 with the reason on stderr. */
+/* What runs in one process is refused under MPI: 2 with the reason on stderr. The extraction's maps (--background,
+ * --rms) go with --method extract: the parser refuses them with --method workshop. */
 static int refuse_options(const world *w, const sources_args *a)
 {
-    const char *why = NULL, *map = NULL;
-    static const int maps[] = { OUT_BACKGROUND, OUT_RMS, OUT_LABELS, OUT_OVERLAY };
+    const char *why = NULL;
     if (a->demo) why = "--demo makes its sky on one device";
     else if (a->outdir) why = "--outdir (many images) runs in one process";
     else if (a->method != METHOD_WORKSHOP) why = "--method extract runs in one process (give --method workshop)";
-    for (size_t k = 0; !why && !map && k < sizeof maps / sizeof maps[0]; k++)
-        if (a->out[maps[k]]) map = sources_out_options[maps[k]];
-    if (map)
-        fprintf(stderr, "gpuws sources: rank %d of %d: %s needs every pixel on one rank: not under MPI\n", w->rank,
-                w->size, map);
-    else if (why) fprintf(stderr, "gpuws sources: rank %d of %d: %s: not under MPI\n", w->rank, w->size, why);
-    return why || map ? 2 : 0;
+    if (why) fprintf(stderr, "gpuws sources: rank %d of %d: %s: not under MPI\n", w->rank, w->size, why);
+    return why ? 2 : 0;
 }
 
 /* Rank `rank` of `size`: its share of the height, whole blocks of the measurement's rows (the catalogue is then one
@@ -183,6 +180,38 @@ static gpuws_status rank_contexts(const world *w, sources_contexts *c)
     const gpuws_status st = gpuws_context_create(&c->ctx[0], o.backend ? &o : NULL);
     c->n = !st;
     return st;
+}
+
+/* The whole image's labels (--labels) and pixels (--overlay) on rank 0, which holds W x H x 4 bytes of each, from
+ * every rank's rows; the other ranks free their catalogue and image once sent (only rank 0 writes). The exit code,
+ * the same on every rank; rank 0's buffers are the caller's to free whatever it is. */
+static int gather_maps(const world *w, const sources_args *a, fits_image *img, gpuws_catalog **cat, int32_t **labels,
+                       float **pixels)
+{
+    const size_t n = img->width * img->height, mine = img->rows * img->width;
+    const int want_labels = a->out[OUT_LABELS] != NULL, want_pixels = a->out[OUT_OVERLAY] != NULL;
+    char err[300] = "";
+    int code = 0;
+    if (w->rank == 0) {
+        if (want_labels && !(*labels = malloc(n * sizeof **labels))) code = 1;
+        if (want_pixels && !(*pixels = malloc(n * sizeof **pixels))) code = 1;
+        if (code)
+            snprintf(err, sizeof err, "out of memory for the whole image's %s (%zu bytes each) on rank 0",
+                     want_labels && want_pixels ? "labels and pixels"
+                     : want_labels              ? "labels"
+                                                : "pixels",
+                     n * 4);
+    }
+    int rc = world_fail(w, code, err);
+    if (rc) return rc;
+    const int root = w->rank == 0;
+    gpuws_status st = GPUWS_OK;
+    if (want_labels) st = w->gather((*cat)->labels, mine * sizeof(int32_t), *labels, root ? n * sizeof(int32_t) : 0);
+    if (!st && want_pixels) st = w->gather(img->data, mine * sizeof(float), *pixels, root ? n * sizeof(float) : 0);
+    if (!root) gpuws_catalog_free(*cat), *cat = NULL, fits_image_free(img);
+    /* the same status on every rank: the gather checks its sizes collectively */
+    snprintf(err, sizeof err, "the gather of the rows on rank 0 failed: %s", gpuws_status_name(st));
+    return world_fail(w, st ? 1 : 0, err);
 }
 
 /* The run after the command line: the read, the pipeline, rank 0's outputs. The exit code, the same on every rank. */
@@ -263,6 +292,13 @@ static int run(const world *w, sources_args *a, double start)
     t.find = tool_now_ms() - t0;
     snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());
     rc = world_fail(w, st ? 1 : 0, err);
+    int32_t *labels = NULL;
+    float *pixels = NULL;
+    if (!rc && (a->out[OUT_LABELS] || a->out[OUT_OVERLAY])) {
+        t0 = tool_now_ms();
+        rc = gather_maps(w, a, &img, &cat, &labels, &pixels);
+        t.download = tool_now_ms() - t0;
+    }
     if (!rc && w->rank == 0) {
         char why[300] = "", bunit[72];
         sky_wcs *wcs;
@@ -273,6 +309,8 @@ static int run(const world *w, sources_args *a, double start)
         sources_print_brightest(cat);
         workshop_title(&p, a, cat->num_sources);
         rc = workshop_products(&p, cat, bunit);
+        if (labels) p.labels = labels;
+        p.image = pixels;
         t.table = tool_now_ms() - t0;
         rc = rc ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : sources_write_outputs(a, &p, &t);
         products_free(&p);
@@ -284,6 +322,8 @@ static int run(const world *w, sources_args *a, double start)
     gpuws_catalog_free(cat);
     gpuws_contexts_destroy(c.ctx, c.n);
     fits_image_free(&img);
+    free(labels);
+    free(pixels);
     return rc;
 }
 

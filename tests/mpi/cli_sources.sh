@@ -1,6 +1,6 @@
 #!/bin/sh
-# `mpirun -n P gpuws sources SKY --method workshop` writes the same catalogue, regions and FITS table, byte for byte,
-# as one process's host pipeline (`gpuws sources SKY --method workshop --max-device-memory ...`), on a sky whose
+# `mpirun -n P gpuws sources SKY --method workshop` writes the same catalogue, regions, FITS table, label image
+# (rank 0 gathers every rank's rows) and overlay, byte for byte, as one process's host pipeline (`gpuws sources SKY --method workshop --max-device-memory ...`), on a sky whose
 # height splits into uneven shares and on one of fewer blocks than ranks (a rank reads no row).
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR P        the comparison with P ranks
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR failures  bad input: exit 1 or 2 on every rank, nothing written
@@ -17,10 +17,12 @@ mpirun() { n=$1; shift; timeout 60 "$mpiexec" -n "$n" --oversubscribe "$@"; }
 if [ "$what" != failures ]; then
     for img in big small; do
         "$gpuws" sources $img.fits --method workshop --max-device-memory 64M --catalog $img.one.csv \
-            --regions $img.one.reg --fits-catalog $img.one.cat.fits > $img.one.out || fail "one process on $img.fits"
+            --regions $img.one.reg --fits-catalog $img.one.cat.fits --labels $img.one.labels.fits \
+            --overlay $img.one.png > $img.one.out || fail "one process on $img.fits"
         mpirun "$what" "$gpuws" sources $img.fits --method workshop --catalog $img.mpi.csv --regions $img.mpi.reg \
-            --fits-catalog $img.mpi.cat.fits > $img.mpi.out 2> $img.mpi.err || { cat $img.mpi.err >&2; fail "$what ranks on $img.fits"; }
-        for f in csv reg cat.fits; do
+            --fits-catalog $img.mpi.cat.fits --labels $img.mpi.labels.fits --overlay $img.mpi.png > $img.mpi.out \
+            2> $img.mpi.err || { cat $img.mpi.err >&2; fail "$what ranks on $img.fits"; }
+        for f in csv reg cat.fits labels.fits png; do
             cmp $img.one.$f $img.mpi.$f || fail "$img: $what ranks' .$f differs from one process's"
         done
         # stdout from rank 0 only: one clipping line
@@ -59,10 +61,16 @@ grep -q '^gpuws sources: rank 1 of 2: rank 1 was given another command line' d.e
 grep -q '^gpuws sources: rank 0 of 2: stopped: rank 1 failed' d.err || { cat d.err >&2; fail "rank 0 silent"; }
 [ ! -e d.csv ] || fail "different options: d.csv was written"
 
-# A map that needs every pixel on rank 0: a usage error naming the option.
-mpirun 2 "$gpuws" sources big.fits --method workshop --labels l.fits > l.out 2> l.err
+# What runs in one process: a usage error naming the option on every rank, nothing written.
+mpirun 2 "$gpuws" sources big.fits --method extract --labels l.fits > l.out 2> l.err
 rc=$?
-[ $rc = 2 ] || { cat l.err >&2; fail "--labels: exit $rc, expected 2"; }
-[ "$(grep -c -- '--labels needs every pixel on one rank' l.err)" = 2 ] || { cat l.err >&2; fail "--labels: message"; }
-[ ! -e l.fits ] || fail "--labels: l.fits was written"
+[ $rc = 2 ] || { cat l.err >&2; fail "--method extract: exit $rc, expected 2"; }
+[ "$(grep -c -- '--method extract runs in one process' l.err)" = 2 ] || { cat l.err >&2; fail "--method extract: message"; }
+[ ! -e l.fits ] || fail "--method extract: l.fits was written"
+# The extraction's maps: the parser's usage error, naming the option.
+mpirun 2 "$gpuws" sources big.fits --method workshop --background b.fits > b.out 2> b.err
+rc=$?
+[ $rc = 2 ] || { cat b.err >&2; fail "--background: exit $rc, expected 2"; }
+[ "$(grep -c -- '--background applies to --method extract only' b.err)" = 2 ] || { cat b.err >&2; fail "--background: message"; }
+[ ! -e b.fits ] || fail "--background: b.fits was written"
 echo "ok: failures"
