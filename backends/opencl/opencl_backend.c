@@ -286,8 +286,8 @@ typedef struct {
     bool nvidia;               /* NVIDIA's OpenCL: fills that reach past 2^31 bytes are our kernel's (ocl_fill) */
     cl_program fill_prog;      /* that kernel, built on first use */
     cl_kernel fill_kernel;
-    cl_mem *graveyard;         /* Oclgrind: destroyed buffers, released with the context (ocl_buffer_destroy) */
-    size_t ngrave, capgrave;   /* under pin_lock */
+    cl_mem *graveyard;       /* Oclgrind: destroyed buffers, released with the context (ocl_buffer_destroy) */
+    size_t ngrave, capgrave; /* under pin_lock */
 } ocl_ctx;
 
 #define OCTX(c) ((ocl_ctx *)(c)->impl)
@@ -580,26 +580,31 @@ static void ocl_event_destroy(gpuws_event *e)
     free(oe);
 }
 
+/* The backend's own small kernels (the event marker, the large fill): built from src on first use into *prog and
+ * *kernel. Called with ctx->lock held. */
+static gpuws_status own_kernel(ocl_ctx *c, const char *src, const char *name, cl_program *prog, cl_kernel *kernel)
+{
+    if (*kernel) return GPUWS_OK;
+    cl_int e;
+    cl_program p = ocl.clCreateProgramWithSource(c->ctx, 1, &src, NULL, &e);
+    if (p && ocl.clBuildProgram(p, 1, &c->dev, "", NULL, NULL) == CL_SUCCESS) *kernel = ocl.clCreateKernel(p, name, &e);
+    if (!*kernel) {
+        if (p) ocl.clReleaseProgram(p);
+        return gpuws__error(GPUWS_ERR_DEVICE, "building the backend's kernel %s failed", name);
+    }
+    *prog = p;
+    return GPUWS_OK;
+}
+
 static gpuws_status marker_kernel(gpuws_context *ctx, cl_kernel *out)
 {
     ocl_ctx *c = OCTX(ctx);
     pthread_mutex_lock(&ctx->lock);
-    if (!c->marker_kernel) {
-        static const char *src = "__kernel void gpuws_marker(void) {}\n";
-        cl_int e;
-        cl_program p = ocl.clCreateProgramWithSource(c->ctx, 1, &src, NULL, &e);
-        if (p && ocl.clBuildProgram(p, 1, &c->dev, "", NULL, NULL) == CL_SUCCESS)
-            c->marker_kernel = ocl.clCreateKernel(p, "gpuws_marker", &e);
-        if (!c->marker_kernel) {
-            if (p) ocl.clReleaseProgram(p);
-            pthread_mutex_unlock(&ctx->lock);
-            return gpuws__error(GPUWS_ERR_DEVICE, "building the event marker kernel failed");
-        }
-        c->marker_prog = p;
-    }
+    const gpuws_status st =
+        own_kernel(c, "__kernel void gpuws_marker(void) {}\n", "gpuws_marker", &c->marker_prog, &c->marker_kernel);
     *out = c->marker_kernel;
     pthread_mutex_unlock(&ctx->lock);
-    return GPUWS_OK;
+    return st;
 }
 
 static gpuws_status ocl_event_record(gpuws_event *e, gpuws_stream *s)
@@ -1056,26 +1061,19 @@ static gpuws_status fill_by_kernel(gpuws_stream *s, gpuws_buffer *b, size_t off,
 {
     gpuws_context *ctx = s->ctx;
     ocl_ctx *c = OCTX(ctx);
+    static const char *src =
+        "__kernel void gpuws_fill(__global uchar *p, ulong off, ulong n, uint ps, uint4 pat)\n"
+        "{\n"
+        "    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n"
+        "        const uint k = (uint)(i % ps), w = k < 4 ? pat.x : k < 8 ? pat.y : k < 12 ? pat.z : pat.w;\n"
+        "        p[off + i] = (uchar)(w >> (8 * (k & 3)));\n"
+        "    }\n"
+        "}\n";
     pthread_mutex_lock(&ctx->lock);
-    if (!c->fill_kernel) {
-        static const char *src =
-            "__kernel void gpuws_fill(__global uchar *p, ulong off, ulong n, uint ps, uint4 pat)\n"
-            "{\n"
-            "    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n"
-            "        const uint k = (uint)(i % ps), w = k < 4 ? pat.x : k < 8 ? pat.y : k < 12 ? pat.z : pat.w;\n"
-            "        p[off + i] = (uchar)(w >> (8 * (k & 3)));\n"
-            "    }\n"
-            "}\n";
-        cl_int e;
-        cl_program p = ocl.clCreateProgramWithSource(c->ctx, 1, &src, NULL, &e);
-        if (p && ocl.clBuildProgram(p, 1, &c->dev, "", NULL, NULL) == CL_SUCCESS)
-            c->fill_kernel = ocl.clCreateKernel(p, "gpuws_fill", &e);
-        if (!c->fill_kernel) {
-            if (p) ocl.clReleaseProgram(p);
-            pthread_mutex_unlock(&ctx->lock);
-            return gpuws__error(GPUWS_ERR_DEVICE, "building the fill kernel failed");
-        }
-        c->fill_prog = p;
+    const gpuws_status st = own_kernel(c, src, "gpuws_fill", &c->fill_prog, &c->fill_kernel);
+    if (st) {
+        pthread_mutex_unlock(&ctx->lock);
+        return st;
     }
     unsigned char bytes[16] = { 0 };
     memcpy(bytes, pat, ps);
