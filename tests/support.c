@@ -178,6 +178,20 @@ void test_cache_dir_fresh(void)
 
 const char *test_cache_dir(void) { return cache_dir; }
 
+void test_dir_make(const char *what, char *dir, size_t size)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, size, "%s/gpuws-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", what);
+    cr_assert(mkdtemp(dir), "mkdtemp(%s) failed", dir);
+}
+
+void test_dir_remove(const char *dir)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+}
+
 static int make_removable(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
     (void)ftw;

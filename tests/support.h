@@ -95,6 +95,10 @@ char *test_read_file(const char *path);
 void test_cache_dir_fresh(void);
 const char *test_cache_dir(void);
 void test_cache_dir_remove(void);
+/* A fresh directory $TMPDIR/gpuws-<what>-XXXXXX (/tmp without TMPDIR) written into dir (size bytes), and its removal
+ * with everything in it (rm -rf), asserted. */
+void test_dir_make(const char *what, char *dir, size_t size);
+void test_dir_remove(const char *dir);
 
 /* ---- the algorithms' cases (kernels/common/cases.h), run by the generic harnesses ---- */
 

@@ -23,18 +23,11 @@ static void setup(gpuws_backend_kind kind)
 {
     gpuws_context_destroy(test_open(kind));
     if (!fits_available()) cr_skip_test("gpuws was built without cfitsio");
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/gpuws-cli-label-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    cr_assert(mkdtemp(dir), "mkdtemp failed");
+    test_dir_make("cli-label", dir, sizeof dir);
 }
 
 /* Removes the directory (after a passing test only: a failure leaves the files to look at). */
-static void teardown(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void teardown(void) { test_dir_remove(dir); }
 
 static const char *at(const char *name)
 {

@@ -26,17 +26,10 @@ static char dir[256];
 static void rows_setup(void)
 {
     if (!fits_available()) cr_skip_test("gpuws was built without cfitsio");
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/gpuws-fits-rows-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    cr_assert(mkdtemp(dir), "mkdtemp failed");
+    test_dir_make("fits-rows", dir, sizeof dir);
 }
 
-static void rows_teardown(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void rows_teardown(void) { test_dir_remove(dir); }
 
 /* Writes the kind of image asked for: 0 raw floats (with a NaN and an infinity), 1 scaled int16 with BLANK pixels,
  * 2 a cube of PLANES float planes, 3 a Rice-compressed int16 image with BZERO, 4 floats with BSCALE. */
@@ -102,8 +95,9 @@ ParameterizedTest(int *kind, fits_rows, same_bytes_as_the_whole_read, .init = ro
         fits_image whole;
         cr_assert_eq(fits_read_image_at(path, want_double, &req, &whole, err, sizeof err), 0, "%s", err);
         const size_t es = whole.is_double ? sizeof(double) : sizeof(float);
-        static const size_t ranges[][2] = { { 0, H }, { 0, 1 }, { 5, 7 }, { 11, 12 }, { H - 1, 1 }, { 9, 0 },
-                                            { H, 0 } };
+        static const size_t ranges[][2] = {
+            { 0, H }, { 0, 1 }, { 5, 7 }, { 11, 12 }, { H - 1, 1 }, { 9, 0 }, { H, 0 }
+        };
         for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; k++) {
             fits_image part;
             memset(&part, 0x5a, sizeof part);
