@@ -29,6 +29,23 @@ size_t gpuws__copy_threads(size_t bytes)
     return t < 1 ? 1 : t > cap ? (cap < cpus ? cap : cpus) : t > cpus ? cpus : t;
 }
 
+#define PAGE ((size_t)4096) /* the smallest page size of the hosts served; larger pages are touched more than once */
+
+static void touch_pages(void *arg, size_t part, size_t lo, size_t hi)
+{
+    (void)part;
+    volatile char *p = arg;
+    for (size_t i = lo; i < hi; i++) p[i * PAGE] = 0;
+}
+
+void gpuws__prefault(void *p, size_t bytes)
+{
+    if (!bytes) return;
+    char *c = p;
+    c[0] = 0, c[bytes - 1] = 0; /* the ends, which the pages below may miss */
+    gpuws__run_ranges(bytes / PAGE, gpuws__copy_threads(bytes), touch_pages, p);
+}
+
 unsigned gpuws__threads_from_knob(int64_t knob)
 {
     if (knob < 1) return gpuws__cpu_count(); /* auto */

@@ -17,6 +17,11 @@ unsigned gpuws__cpu_count(void);
  * 10 GB/s on one thread, 33 on four, 60 on sixteen), so the copies into and out of pinned staging use several. */
 size_t gpuws__copy_threads(size_t bytes);
 
+/* Writes a byte of every page of [p, p + bytes) on gpuws__copy_threads(bytes) threads, so that the kernel maps the
+ * pages of fresh memory there rather than, one page at a time, inside the next single-threaded copy into it (a
+ * driver's read of device memory into pageable memory). */
+void gpuws__prefault(void *p, size_t bytes);
+
 /* A NUMBER knob of threads (auto|1..N): the online CPUs for auto, else its value, in 1..GPUWS__THREADS_MAX. */
 unsigned gpuws__threads_from_knob(int64_t knob);
 

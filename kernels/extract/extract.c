@@ -104,6 +104,8 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     const gpuws_arg a_scan[] = { gpuws_arg_buffer(counts), gpuws_arg_u32((uint32_t)nchunks) };
     size_t nl = 0;
     int32_t total = 0;
+    double tm[4]; /* for GPUWS_LOG=debug: the kernels to the count, the host block, the records' read */
+    tm[0] = now_ms();
     /* the filter's upload reads p->kern, which outlives this call, or `zero` (no filter), waited for below */
     if (!(st = gpuws_buffer_write_async(s, kern, 0, p->kern ? (const void *)p->kern : &zero, nk * sizeof(float))) &&
         !(st = gpuws__launch_named(s, "extract_prep", NULL, &c1, a_prep, GPUWS__NARGS(a_prep))) &&
@@ -118,8 +120,12 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     }
     const size_t cnt = (size_t)total;
     gpuws_buffer *rec;
+    tm[1] = now_ms();
     if ((st = gpuws__stream_scratch(s, &key_records, 6 * (cnt ? cnt : 1) * sizeof(float), &rec))) return st;
-    if (!gpuws__extract_pixels_alloc(px, cnt))
+    const bool got = gpuws__extract_pixels_alloc(px, cnt);
+    if (got) gpuws__prefault(px->idx, 6 * cnt * sizeof(float));
+    tm[2] = now_ms();
+    if (!got)
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for %zu pixel records (%zu bytes)", cnt,
                             6 * cnt * sizeof(float));
     if (cnt) {
@@ -136,6 +142,11 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
             return st;
         }
     }
+    tm[3] = now_ms();
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "extract: device steps (ms): kernels and labels to the count %.1f, host block (its pages mapped) %.1f, records %.1f "
+               "(%zu records, %zu components, %.0f MB read)",
+               tm[1] - tm[0], tm[2] - tm[1], tm[3] - tm[2], cnt, nl, 24e-6 * (double)cnt);
     *records = rec;
     return GPUWS_OK;
 }

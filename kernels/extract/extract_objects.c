@@ -606,7 +606,7 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
-    double tm[6]; /* the steps' ends, for GPUWS_LOG=debug: which host step a large image waits for */
+    double tm[6] = { 0 }; /* the steps' ends, for GPUWS_LOG=debug: which host step a large image waits for */
     tm[0] = ex_ms_now();
     const size_t n = px->n;
     const unsigned threads = p->threads > 1 ? p->threads : 1u;
@@ -729,5 +729,6 @@ done:
     gpuws__free(start);
     gpuws__free(order);
     gpuws__free(comps);
+    if (!st) gpuws__log(GPUWS__LOG_DEBUG, "extract: host steps' memory released in %.1f ms", ex_ms_now() - tm[5]);
     return st;
 }
