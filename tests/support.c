@@ -163,6 +163,31 @@ char *test_read_file(const char *path)
     return s;
 }
 
+static FILE *captured_file;
+static int saved_stderr = -1;
+
+void test_capture_stderr(void)
+{
+    fflush(stderr);
+    captured_file = tmpfile();
+    cr_assert_not_null(captured_file);
+    saved_stderr = dup(2);
+    cr_assert_geq(saved_stderr, 0);
+    cr_assert_geq(dup2(fileno(captured_file), 2), 0);
+}
+
+const char *test_captured_stderr(void)
+{
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    static char text[1 << 16];
+    rewind(captured_file);
+    text[fread(text, 1, sizeof text - 1, captured_file)] = 0;
+    fclose(captured_file);
+    return text;
+}
+
 static char cache_dir[PATH_MAX];
 
 void test_cache_dir_fresh(void)

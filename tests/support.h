@@ -87,6 +87,10 @@ void test_check_guard(gpuws_buffer *b, size_t bytes, const char *name);
 void *test_download(gpuws_buffer *b, size_t bytes);
 /* The whole of a file (what a tool wrote) as a NUL-terminated string (malloc'd); asserts it can be read. */
 char *test_read_file(const char *path);
+/* The process's stderr goes to a temporary file from test_capture_stderr until test_captured_stderr, which returns
+ * what was written to it (the first 64 KiB, NUL-terminated, in static storage until the next capture ends). */
+void test_capture_stderr(void);
+const char *test_captured_stderr(void);
 
 /* A new empty directory for the on-disk program cache, private to the user (0700), set as GPUWS_CACHE_DIR for the
  * rest of the process; test_cache_dir() is its path. test_cache_dir_remove removes it with everything in it

@@ -211,33 +211,17 @@ Test(cache, concurrent_processes_never_see_a_partial_entry, .fini = remove_cache
 
 /* ---- entries and directories that are not what they should be ---- */
 
-/* The test process's stderr goes to a temporary file between capture_stderr and captured_count. */
-static FILE *err_file;
-static int saved_stderr = -1;
-
 static void capture_stderr(void)
 {
     /* set before the first message of the process, which fixes the level: a GPUWS_LOG=error would hide warnings */
     setenv("GPUWS_LOG", "warn", 1);
-    fflush(stderr);
-    err_file = tmpfile();
-    cr_assert_not_null(err_file);
-    saved_stderr = dup(2);
-    cr_assert_geq(saved_stderr, 0);
-    cr_assert_geq(dup2(fileno(err_file), 2), 0);
+    test_capture_stderr();
 }
 
 /* Ends the capture; returns how many times `needle` was written to stderr. */
 static int captured_count(const char *needle)
 {
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    static char text[1 << 16];
-    rewind(err_file);
-    size_t len = fread(text, 1, sizeof text - 1, err_file);
-    text[len] = 0;
-    fclose(err_file);
+    const char *text = test_captured_stderr();
     cr_log_info("stderr: %s", text);
     int n = 0;
     for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;

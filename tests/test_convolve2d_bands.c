@@ -331,3 +331,148 @@ BACKEND_TEST(convolve2d_bands, staging_is_kept_for_the_next_call)
     gpuws__staging_give(ctx, a, na); /* knob 0: freed */
     gpuws_context_destroy(ctx);
 }
+
+/* ---- pinned caller memory: transfers straight from and into it ---- */
+
+/* How many times needle occurs in text (what test_captured_stderr returns: the gpuws debug lines say per device
+ * how many bands went straight from and into the caller's memory). */
+static int count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* CUDA and OpenCL copy the context's own gpuws_host_alloc memory as it is; the CPU backend has no transfer to spare
+ * a copy for and always stages. */
+static bool transfers_direct(const target *t) { return t->backend != GPUWS_BACKEND_CPU; }
+
+static size_t row_named(const char *name)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        if (!strcmp(rows[i].name, name)) return i;
+    cr_assert_fail("no row %s", name);
+    return 0;
+}
+
+/* n bytes pinned for ctx (gpuws_host_alloc) or malloc'd, each byte 0xA5 */
+static void *host_bytes(gpuws_context *ctx, bool pinned, size_t n)
+{
+    void *p = NULL;
+    if (pinned) TEST_OK(gpuws_host_alloc(ctx, n, &p));
+    else p = malloc(n);
+    cr_assert_not_null(p);
+    memset(p, 0xA5, n);
+    return p;
+}
+
+static void host_bytes_free(gpuws_context *ctx, bool pinned, void *p)
+{
+    if (pinned) gpuws_host_free(ctx, p);
+    else free(p);
+}
+
+typedef struct {
+    target t;
+    size_t row;
+} pinned_case;
+
+/* Boundary FILL (VALID is FILL too) reads the image's own rows: pinned, a band uploads straight from them. WRAP and
+ * SYMM map rows and still stage. Pinned output rows take the download straight. Every combination gives the
+ * in-core bytes, nothing past the output written, the progress in band order. */
+ParameterizedTestParameters(convolve2d_bands, pinned_caller_memory_transfers_direct)
+{
+    static const char *const names[] = { "bands_do_not_divide_the_height", "valid_kernel_7x5", "wrap_kernel_7",
+                                         "symm_kernel_7_full", "large_bands_copied_by_several_threads" };
+    static pinned_case cases[NTARGETS * 5];
+    size_t k = 0;
+    for (size_t t = 0; t < NTARGETS; t++)
+        for (size_t i = 0; i < 5; i++) cases[k++] = (pinned_case){ targets[t], row_named(names[i]) };
+    return cr_make_param_array(pinned_case, cases, k);
+}
+
+ParameterizedTest(pinned_case *c, convolve2d_bands, pinned_caller_memory_transfers_direct)
+{
+    setenv("GPUWS_LOG", "debug", 1); /* before the process's first message, which fixes the level */
+    gpuws_context *ctx = open_target(&c->t);
+    const gpuws_dtype dt = GPUWS_F32;
+    row_run run;
+    row_run_start(&run, ctx, dt, c->row);
+    const band_row *r = run.r;
+    const size_t in_bytes = r->h * r->w * run.es, out_bytes = run.no * run.es;
+    const bool fill = r->boundary == GPUWS_BOUNDARY_FILL || r->mode == GPUWS_CONVOLVE_VALID;
+    unsigned char guard[TEST_GUARD_BYTES];
+    memset(guard, 0xA5, sizeof guard);
+    for (int sides = 1; sides <= 3; sides++) { /* 1: input pinned, 2: output pinned, 3: both */
+        const bool pin_in = sides & 1, pin_out = sides & 2;
+        const char *in_name = pin_in ? "pinned" : "pageable", *out_name = pin_out ? "pinned" : "pageable";
+        void *image = host_bytes(ctx, pin_in, in_bytes);
+        memcpy(image, run.image, in_bytes);
+        unsigned char *got = host_bytes(ctx, pin_out, out_bytes + TEST_GUARD_BYTES);
+        run.log = (progress_log){ 0, 0, 0, 0, 0, true };
+        test_capture_stderr();
+        const gpuws_status st =
+            gpuws_convolve2d_host(ctx, dt, image, r->h, r->w, 0, run.kernel, r->kh, r->kw, &run.ho, got);
+        const char *text = test_captured_stderr();
+        TEST_OK(st);
+        const size_t direct_in = transfers_direct(&c->t) && pin_in && fill ? r->bands : 0,
+                     direct_out = transfers_direct(&c->t) && pin_out ? r->bands : 0;
+        char line[160];
+        snprintf(line, sizeof line,
+                 "convolve2d_host: device 0: input direct for %zu of %zu steps, output direct for %zu\n", direct_in,
+                 r->bands, direct_out);
+        cr_assert_eq(count(text, line), 1, "%s on %s, input %s, output %s: no line '%s' in: %s", r->name,
+                     target_name(&c->t), in_name, out_name, line, text);
+        cr_assert(memcmp(got, run.want, out_bytes) == 0, "%s on %s, input %s, output %s: differs from in-core", r->name,
+                  target_name(&c->t), in_name, out_name);
+        cr_assert(memcmp(got + out_bytes, guard, TEST_GUARD_BYTES) == 0, "%s: wrote past the output", r->name);
+        cr_assert(run.log.in_order && run.log.calls == r->bands && run.log.last_rows == run.oh,
+                  "%s: %zu progress calls (in order: %d) for %zu bands", r->name, run.log.calls, run.log.in_order,
+                  r->bands);
+        host_bytes_free(ctx, pin_in, image);
+        host_bytes_free(ctx, pin_out, got);
+    }
+    row_run_end(&run);
+    gpuws_context_destroy(ctx);
+}
+
+/* Memory pinned for one context need not be for another: over two devices, each decides for its own bands. The
+ * image and output are gpuws_host_alloc'd on ctx: OpenCL knows only a context's own blocks, so the second device
+ * stages both; CUDA knows any page-locked memory, so both devices go direct. The bytes are the in-core ones. */
+ParameterizedTestParameters(convolve2d_bands, each_device_decides_for_its_own_bands)
+{
+    return cr_make_param_array(target, targets, NTARGETS);
+}
+
+ParameterizedTest(const target *t, convolve2d_bands, each_device_decides_for_its_own_bands)
+{
+    setenv("GPUWS_LOG", "debug", 1);
+    gpuws_context *ctx = open_target(t), *more[1] = { open_target(t) };
+    const gpuws_dtype dt = GPUWS_F32;
+    row_run run;
+    row_run_start(&run, ctx, dt, row_named("bands_do_not_divide_the_height"));
+    const band_row *r = run.r;
+    const size_t in_bytes = r->h * r->w * run.es, out_bytes = run.no * run.es, per_device = r->bands / 2;
+    run.ho.more_contexts = more, run.ho.num_more_contexts = 1;
+    void *image = host_bytes(ctx, true, in_bytes), *got = host_bytes(ctx, true, out_bytes);
+    memcpy(image, run.image, in_bytes);
+    test_capture_stderr();
+    const gpuws_status st =
+        gpuws_convolve2d_host(ctx, dt, image, r->h, r->w, 0, run.kernel, r->kh, r->kw, &run.ho, got);
+    const char *text = test_captured_stderr();
+    TEST_OK(st);
+    const size_t direct[2] = { transfers_direct(t) ? per_device : 0,
+                               t->backend == GPUWS_BACKEND_CUDA ? per_device : 0 };
+    char lines[2][160];
+    for (int d = 0; d < 2; d++) {
+        snprintf(lines[d], sizeof lines[d], "device %d: input direct for %zu of %zu steps, output direct for %zu\n", d,
+                 direct[d], per_device, direct[d]);
+        cr_assert_eq(count(text, lines[d]), 1, "%s: no line '%s' in: %s", target_name(t), lines[d], text);
+    }
+    cr_assert(memcmp(got, run.want, out_bytes) == 0, "%s over 2 devices: differs from in-core", target_name(t));
+    host_bytes_free(ctx, true, image);
+    host_bytes_free(ctx, true, got);
+    row_run_end(&run);
+    gpuws_context_destroy(more[0]);
+    gpuws_context_destroy(ctx);
+}

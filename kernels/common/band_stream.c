@@ -71,6 +71,7 @@ typedef struct {
     void *hin[GPUWS__BAND_SLOTS], *hout[GPUWS__BAND_SLOTS];
     size_t hin_bytes[GPUWS__BAND_SLOTS], hout_bytes[GPUWS__BAND_SLOTS]; /* as taken (gpuws__staging_take) */
     gpuws_event *uploaded[GPUWS__BAND_SLOTS], *computed[GPUWS__BAND_SLOTS], *downloaded[GPUWS__BAND_SLOTS];
+    bool out_direct[GPUWS__BAND_SLOTS]; /* the slot's latest step downloaded into `target` */
 } pipeline;
 
 static void pipeline_free(gpuws_context *ctx, pipeline *p)
@@ -89,7 +90,9 @@ static void pipeline_free(gpuws_context *ctx, pipeline *p)
     }
 }
 
-static gpuws_status pipeline_make(gpuws_context *ctx, const gpuws__band_ops *ops, int slots, pipeline *p)
+/* stage_in, stage_out: whether some step of the device stages its input, its output (takes that staging). */
+static gpuws_status pipeline_make(gpuws_context *ctx, const gpuws__band_ops *ops, int slots, bool stage_in,
+                                  bool stage_out, pipeline *p)
 {
     gpuws_status st;
     if ((st = gpuws_stream_create(ctx, &p->up)) || (st = gpuws_stream_create(ctx, &p->comp)) ||
@@ -98,8 +101,8 @@ static gpuws_status pipeline_make(gpuws_context *ctx, const gpuws__band_ops *ops
     for (int k = 0; k < slots; k++)
         if ((st = gpuws_buffer_create(ctx, ops->in_bytes, &p->din[k])) ||
             (st = gpuws_buffer_create(ctx, ops->out_bytes, &p->dout[k])) ||
-            (st = gpuws__staging_take(ctx, ops->in_bytes, &p->hin[k], &p->hin_bytes[k])) ||
-            (st = gpuws__staging_take(ctx, ops->out_bytes, &p->hout[k], &p->hout_bytes[k])) ||
+            (stage_in && (st = gpuws__staging_take(ctx, ops->in_bytes, &p->hin[k], &p->hin_bytes[k]))) ||
+            (stage_out && (st = gpuws__staging_take(ctx, ops->out_bytes, &p->hout[k], &p->hout_bytes[k]))) ||
             (st = gpuws_event_create(ctx, &p->uploaded[k])) || (st = gpuws_event_create(ctx, &p->computed[k])) ||
             (st = gpuws_event_create(ctx, &p->downloaded[k])))
             return st;
@@ -113,9 +116,28 @@ static gpuws_status complete_step(run *r, pipeline *p, void *state, int slots, u
     const size_t t = d + k * r->n;
     gpuws_status st = gpuws_event_synchronize(p->downloaded[s]);
     if (!st && !wait_barrier(r, t)) return GPUWS_OK;
-    if (!st) st = r->ops->complete(r->ops->user, state, t, p->hout[s]);
+    if (!st) st = r->ops->complete(r->ops->user, state, t, p->out_direct[s] ? NULL : p->hout[s]);
     if (!st) st = mark_complete(r, t);
     return st;
+}
+
+/* How many of device d's `count` steps upload from the caller's memory (*in) and download into it (*out). */
+static void direct_steps(const run *r, unsigned d, size_t count, size_t *in, size_t *out)
+{
+    const gpuws__band_ops *ops = r->ops;
+    *in = *out = 0;
+    for (size_t k = 0; k < count; k++) {
+        const size_t t = d + k * r->n;
+        size_t bytes;
+        if (ops->source && ops->source(ops->user, r->ctxs[d], t, &bytes)) (*in)++;
+        if (ops->target && ops->target(ops->user, r->ctxs[d], t)) (*out)++;
+    }
+}
+
+static gpuws_status no_staging(const run *r, size_t t, const char *side)
+{
+    return gpuws__error(GPUWS_ERR_INTERNAL, "%s: step %zu stages its %s, which its device took no staging for",
+                        r->ops->what, t, side);
 }
 
 /* Device d's steps: d, d + n, d + 2n, ... */
@@ -129,7 +151,12 @@ static gpuws_status device_steps(run *r, unsigned d)
     pipeline p = { 0 };
     void *state = NULL;
     bool made = false;
-    gpuws_status st = pipeline_make(ctx, ops, slots, &p);
+    size_t in_direct, out_direct;
+    direct_steps(r, d, count, &in_direct, &out_direct);
+    if (ops->source || ops->target)
+        gpuws__log(GPUWS__LOG_DEBUG, "%s: device %u: input direct for %zu of %zu steps, output direct for %zu",
+                   ops->what, d, in_direct, count, out_direct);
+    gpuws_status st = pipeline_make(ctx, ops, slots, in_direct < count, out_direct < count, &p);
     if (!st && ops->device_make && !(st = ops->device_make(ops->user, d, ctx, p.comp, &state))) made = true;
     if (!st) {
         pthread_mutex_lock(&r->lock);
@@ -144,12 +171,19 @@ static gpuws_status device_steps(run *r, unsigned d)
         const bool reuse = k >= (size_t)slots; /* the slot held step k - slots */
         const size_t t = d + k * r->n;
         size_t bytes = 0;
-        /* stage once the slot's previous upload has left the staging buffer */
-        if ((reuse && (st = gpuws_event_synchronize(p.uploaded[s]))) ||
-            (st = ops->stage(ops->user, t, p.hin[s], &bytes)))
-            break;
+        const void *src = ops->source ? ops->source(ops->user, ctx, t, &bytes) : NULL;
+        if (!src) {
+            if (!(src = p.hin[s])) {
+                st = no_staging(r, t, "input");
+                break;
+            }
+            /* stage once the slot's previous upload has left the staging buffer */
+            if ((reuse && (st = gpuws_event_synchronize(p.uploaded[s]))) ||
+                (st = ops->stage(ops->user, t, p.hin[s], &bytes)))
+                break;
+        }
         if ((reuse && (st = gpuws__stream_wait_event(p.up, p.computed[s]))) ||
-            (bytes && (st = gpuws_buffer_write_async(p.up, p.din[s], 0, p.hin[s], bytes))) ||
+            (bytes && (st = gpuws_buffer_write_async(p.up, p.din[s], 0, src, bytes))) ||
             (st = gpuws_event_record(p.uploaded[s], p.up)) || (st = gpuws__stream_wait_event(p.comp, p.uploaded[s])) ||
             (reuse && (st = gpuws__stream_wait_event(p.comp, p.downloaded[s]))) ||
             (st = ops->compute(ops->user, state, t, p.comp, p.din[s], p.dout[s])) ||
@@ -158,8 +192,14 @@ static gpuws_status device_steps(run *r, unsigned d)
         /* the slot's output staging still holds step k - slots until it is complete */
         if (reuse && (st = complete_step(r, &p, state, slots, d, k - (size_t)slots))) break;
         if (reuse) completed = k - (size_t)slots + 1;
+        void *dst = ops->target ? ops->target(ops->user, ctx, t) : NULL;
+        p.out_direct[s] = dst != NULL;
+        if (!dst && !(dst = p.hout[s])) {
+            st = no_staging(r, t, "output");
+            break;
+        }
         if ((st = gpuws__stream_wait_event(p.down, p.computed[s])) ||
-            (st = ops->download(ops->user, t, p.down, p.dout[s], p.hout[s])) ||
+            (st = ops->download(ops->user, t, p.down, p.dout[s], dst)) ||
             (st = gpuws_event_record(p.downloaded[s], p.down)))
             break;
     }

@@ -12,7 +12,12 @@
  *  5. download stream: waits for `computed`, `download`, records `downloaded`.
  * While one step uploads, the previous computes and the one before downloads. Each device runs its steps on a
  * thread of its own (device 0 on the calling thread), so several devices work at once; `done` then sees the steps
- * in order. Every stream is synchronised before the buffers go, also after an error. */
+ * in order. Every stream is synchronised before the buffers go, also after an error.
+ *
+ * A step whose input `source` finds in the caller's memory, pinned for the device, uploads straight from it (no
+ * `stage`, no host wait in 1); a step whose output `target` places in the caller's pinned memory downloads straight
+ * into it (`complete` then gets NULL). No host copy touches the caller's memory then, so no transfer on it races one.
+ * A device takes the slots' input or output staging only when one of its steps needs it. */
 #ifndef GPUWS_BAND_STREAM_H
 #define GPUWS_BAND_STREAM_H
 
@@ -40,12 +45,20 @@ typedef struct gpuws__band_ops {
     void (*device_free)(void *user, unsigned d, gpuws_context *ctx, void *state);
     /* host: step t's input into the pinned `in` (in_bytes at most); *bytes = what to upload */
     gpuws_status (*stage)(void *user, size_t t, void *in, size_t *bytes);
+    /* Optional: step t's input in the caller's memory on ctx, uploaded from there as it is: *bytes (in_bytes at
+     * most) from the returned address, pinned memory for ctx that nothing writes during the call; NULL: `stage` it.
+     * Asked before the steps (to size the staging) and again at each step, with the same answer. */
+    const void *(*source)(void *user, gpuws_context *ctx, size_t t, size_t *bytes);
+    /* Optional: where in the caller's memory step t's results go on ctx, pinned memory for ctx that nothing else
+     * reads or writes during the call: `download` writes there; NULL: into staging. Asked as `source` is. */
+    void *(*target)(void *user, gpuws_context *ctx, size_t t);
     /* enqueue on `run` step t's device work from din (uploaded) into dout */
     gpuws_status (*compute)(void *user, void *state, size_t t, gpuws_stream *run, gpuws_buffer *din,
                             gpuws_buffer *dout);
-    /* enqueue on `down` step t's results from dout into the pinned `out` */
+    /* enqueue on `down` step t's results from dout into the pinned `out` (staging, or `target`'s) */
     gpuws_status (*download)(void *user, size_t t, gpuws_stream *down, gpuws_buffer *dout, void *out);
-    /* host: step t's results are in `out`; use them before returning (the slot is reused) */
+    /* host: step t's results are in `out`; use them before returning (the slot is reused). NULL when they went
+     * to `target` */
     gpuws_status (*complete)(void *user, void *state, size_t t, const void *out);
     /* Optional: once every step before t is done too, in step order, one call at a time (on the thread that
      * completed the last of them; the calling thread when there is one device). Progress goes here. */

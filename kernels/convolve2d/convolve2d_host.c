@@ -11,7 +11,11 @@
  *
  * The bands stream through the device (or round-robin through several) as kernels/common/band_stream.h describes:
  * three slots a device, uploads, convolutions and downloads on three streams. The host stages a band's rows into
- * pinned memory and copies a band's output out of it while the device works on the other two slots. */
+ * pinned memory and copies a band's output out of it while the device works on the other two slots. Those copies
+ * are skipped where the caller's memory is pinned for the device (gpuws_host_alloc on its context; with CUDA any
+ * page-locked memory): a band whose input is the image's rows as they are (boundary FILL, VALID included, and a
+ * packed image) uploads straight from the image, and a band whose output rows in `out` are pinned downloads straight
+ * into them. Each device decides for itself, since memory pinned for one context need not be for another. */
 #include "convolve2d_driver.h"
 
 #include "../common/band_stream.h"
@@ -286,6 +290,40 @@ static void geometry(const band_plan *bp, size_t b, gpuws__conv2d_geometry *gb, 
     else band_geometry(bp, b, gb, first);
 }
 
+/* Whether [p, p + n) is host memory pinned for ctx, which its transfers may use as it is. */
+static bool pinned(gpuws_context *ctx, const void *p, size_t n)
+{
+    return ctx->backend->host_pinned && ctx->backend->host_pinned(ctx, p, n);
+}
+
+/* Band b's input in the caller's image, when it is the image's own rows (boundary FILL, packed rows: the rows
+ * [first, first + gb.h) as they are) in memory pinned for ctx; else NULL: staged. */
+static const void *source(void *user, gpuws_context *ctx, size_t b, size_t *bytes)
+{
+    const run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    if (bp->g.boundary != GPUWS_BOUNDARY_FILL || bp->src_stride != bp->g.w) return NULL;
+    gpuws__conv2d_geometry gb;
+    long long first;
+    geometry(bp, b, &gb, &first);
+    const size_t row_bytes = bp->g.w * bp->es;
+    const char *p = (const char *)rs->image + (size_t)first * row_bytes;
+    if (!pinned(ctx, p, gb.h * row_bytes)) return NULL;
+    *bytes = gb.h * row_bytes;
+    return p;
+}
+
+/* Band b's rows of `out`, when they are pinned for ctx; else NULL: downloaded into staging. */
+static void *target(void *user, gpuws_context *ctx, size_t b)
+{
+    const run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    const size_t m0 = b * bp->rows, m1 = m0 + bp->rows < bp->g.oh ? m0 + bp->rows : bp->g.oh,
+                 row_bytes = bp->g.ow * bp->es;
+    char *p = (char *)rs->out + m0 * row_bytes;
+    return pinned(ctx, p, (m1 - m0) * row_bytes) ? p : NULL;
+}
+
 static gpuws_status stage(void *user, size_t b, void *in, size_t *bytes)
 {
     const run_state *rs = user;
@@ -316,11 +354,12 @@ static gpuws_status download(void *user, size_t b, gpuws_stream *down, gpuws_buf
     return gpuws_buffer_read_async(down, dout, 0, out, gb.oh * gb.ow * rs->bp->es);
 }
 
-/* Band b's output, downloaded into staging, into the caller's out. */
+/* Band b's output, downloaded into staging, into the caller's out (NULL: downloaded there already). */
 static gpuws_status complete(void *user, void *state, size_t b, const void *staged)
 {
     (void)state;
     const run_state *rs = user;
+    if (!staged) return GPUWS_OK;
     const band_plan *bp = rs->bp;
     const size_t m0 = b * bp->rows, m1 = m0 + bp->rows < bp->g.oh ? m0 + bp->rows : bp->g.oh,
                  row_bytes = bp->g.ow * bp->es;
@@ -394,6 +433,8 @@ static gpuws_status run_bands(gpuws_dtype dt, const band_plan *bp, const void *i
                                   .device_make = device_make,
                                   .device_free = device_free,
                                   .stage = stage,
+                                  .source = source,
+                                  .target = target,
                                   .compute = compute,
                                   .download = download,
                                   .complete = complete,
