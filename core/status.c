@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 const char *gpuws_status_name(gpuws_status s)
 {
@@ -162,7 +165,22 @@ const char *gpuws__getenv(const char *name)
 
 /* ---- host memory with fault injection ---- */
 
-static atomic_long alloc_live;      /* gpuws__ allocations not yet freed */
+/* gpuws__ allocations not yet freed: the sum of the shards. Each thread counts in a shard of its own line (threads
+ * share one only past LIVE_SHARDS), so that the host steps' threads, which allocate and free hundreds of thousands
+ * of small blocks, do not all write one cache line (which also holds the countdown that every allocation reads). */
+#define LIVE_SHARDS 64
+static struct {
+    _Alignas(64) atomic_long n;
+} alloc_live[LIVE_SHARDS];
+static atomic_uint live_next;
+static _Thread_local unsigned live_shard = LIVE_SHARDS; /* LIVE_SHARDS: not yet given */
+
+static atomic_long *live_count(void)
+{
+    if (live_shard == LIVE_SHARDS) live_shard = atomic_fetch_add(&live_next, 1) % LIVE_SHARDS;
+    return &alloc_live[live_shard].n;
+}
+
 static atomic_long fault_countdown; /* > 0: the allocation that brings it to 0 fails */
 static atomic_bool fault_fired;
 static atomic_bool fault_from_env;
@@ -199,31 +217,55 @@ static bool fault_now(size_t bytes)
 
 static void *counted(void *p)
 {
-    if (p) atomic_fetch_add(&alloc_live, 1);
+    if (p) atomic_fetch_add_explicit(live_count(), 1, memory_order_relaxed);
     return p;
 }
 
-void *gpuws__malloc(size_t bytes) { return fault_now(bytes) ? NULL : counted(malloc(bytes ? bytes : 1)); }
+/* Large blocks (the extraction's records and lists, hundreds of MB at 8192^2) are asked for in transparent huge
+ * pages where the host gives them only on request (Linux's "madvise" mode): mapping fresh memory 4 KiB at a time,
+ * and unmapping it again, costs more than the host steps' work on it. Only the block's whole 2 MiB pages, which
+ * nothing has touched yet when the block is new, are affected. */
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+#define HUGE_FROM ((size_t)8 << 20)
+
+static void *large_pages(void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p && bytes >= HUGE_FROM) {
+        const uintptr_t a = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1),
+                        e = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
+        if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE); /* advice: a refusal changes nothing */
+    }
+#else
+    (void)bytes;
+#endif
+    return p;
+}
+
+void *gpuws__malloc(size_t bytes)
+{
+    return fault_now(bytes) ? NULL : counted(large_pages(malloc(bytes ? bytes : 1), bytes));
+}
 
 void *gpuws__calloc(size_t count, size_t size)
 {
     size_t bytes;
     if (gpuws__mul_overflows(count, size, &bytes)) return NULL;
-    return fault_now(bytes) ? NULL : counted(calloc(count ? count : 1, size ? size : 1));
+    return fault_now(bytes) ? NULL : counted(large_pages(calloc(count ? count : 1, size ? size : 1), bytes));
 }
 
 void *gpuws__aligned_alloc(size_t alignment, size_t bytes)
 {
     size_t rounded = (bytes + alignment - 1) & ~(alignment - 1);
     if (rounded < bytes || rounded == 0) return NULL;
-    return fault_now(bytes) ? NULL : counted(aligned_alloc(alignment, rounded));
+    return fault_now(bytes) ? NULL : counted(large_pages(aligned_alloc(alignment, rounded), rounded));
 }
 
 void *gpuws__realloc(void *p, size_t bytes)
 {
     if (!p) return gpuws__malloc(bytes);
     if (fault_now(bytes)) return NULL; /* like realloc: p stays valid and allocated */
-    return realloc(p, bytes ? bytes : 1);
+    return large_pages(realloc(p, bytes ? bytes : 1), bytes);
 }
 
 char *gpuws__strdup(const char *s)
@@ -237,7 +279,7 @@ char *gpuws__strdup(const char *s)
 void gpuws__free(void *p)
 {
     if (!p) return;
-    atomic_fetch_sub(&alloc_live, 1);
+    atomic_fetch_sub_explicit(live_count(), 1, memory_order_relaxed);
     free(p);
 }
 
@@ -249,4 +291,9 @@ bool gpuws__fault_alloc_countdown(long n)
     return fired;
 }
 
-long gpuws__alloc_live(void) { return atomic_load(&alloc_live); }
+long gpuws__alloc_live(void)
+{
+    long n = 0;
+    for (unsigned i = 0; i < LIVE_SHARDS; i++) n += atomic_load(&alloc_live[i].n);
+    return n;
+}
