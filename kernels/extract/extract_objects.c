@@ -603,6 +603,23 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     return true;
 }
 
+/* Each thread frees the pixel lists of the components it made (gathered into j->objs, the pending gatherups): malloc
+ * returns a block fastest to the thread's own arena, while one thread freeing a large image's hundreds of thousands
+ * of lists takes each other arena's lock for each. */
+static void free_share(void *arg, unsigned t)
+{
+    ex_job *j = arg;
+    for (size_t k = 0; k < j->nc; k++) {
+        ex_result *r = &j->res[k];
+        if (r->worker != t) continue;
+        for (size_t i = r->at; i < r->at + r->on; i++) {
+            gpuws__free(j->objs.v[i].pix);
+            j->objs.v[i].pix = NULL;
+        }
+        gpuws__ex_objs_free(&r->pending);
+    }
+}
+
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
@@ -716,7 +733,8 @@ done:
         gpuws__ex_deblender_free(j.w[t].d);
         gpuws__free(j.w[t].heap);
     }
-    for (size_t k = 0; j.res && k < nc; k++) gpuws__ex_objs_free(&j.res[k].pending);
+    if (j.nc && j.objs.v) gpuws__run_threads((unsigned)nw, free_share, &j); /* the objects gathered: see free_share */
+    for (size_t k = 0; j.res && k < nc; k++) gpuws__ex_objs_free(&j.res[k].pending); /* what is left, if any */
     gpuws__ex_objs_free(&j.objs);
     gpuws__free(j.w);
     gpuws__free(j.res);
