@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #define ON_STACK 64 /* shares whose table lives on the caller's stack (1.5 KiB) */
@@ -59,6 +60,92 @@ static void *share_main(void *p)
     return NULL;
 }
 
+/* ---- the kept threads ----
+ * A call of up to ON_STACK shares runs them on threads kept from earlier calls (thread k runs share k), which a call
+ * wakes in a few microseconds, where starting a thread costs tens: a large image's host steps make a few dozen
+ * fork-joins, and a small image's are short enough for the starts to count. One call holds them at a time; another
+ * call meanwhile (another thread's, or a share's own) starts threads of its own as before. A child process of fork
+ * has none of them: it starts afresh. The kept threads wait for work until the process ends. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake, idle;
+    bool busy;           /* a call holds the kept threads */
+    unsigned threads;    /* kept threads, shares 1 .. threads */
+    unsigned long round; /* the calls so far: a thread waits for the next */
+    void (*fn)(void *arg, unsigned i);
+    void *arg;
+    unsigned shares; /* the round's shares on kept threads: 1 .. shares */
+    unsigned left;   /* of those, not yet done */
+} kept = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0, 0, NULL, NULL, 0, 0
+};
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void kept_forget(void) /* in a child of fork: the kept threads are the parent's */
+{
+    pthread_mutex_init(&kept.lock, NULL);
+    pthread_cond_init(&kept.wake, NULL);
+    pthread_cond_init(&kept.idle, NULL);
+    kept.busy = false;
+    kept.threads = 0;
+}
+
+static void kept_init(void) { pthread_atfork(NULL, NULL, kept_forget); }
+
+static void *kept_main(void *p)
+{
+    const unsigned k = (unsigned)(uintptr_t)p;
+    pthread_mutex_lock(&kept.lock);
+    unsigned long seen = kept.round - 1; /* started for the round under way */
+    for (;;) {
+        while (kept.round == seen) pthread_cond_wait(&kept.wake, &kept.lock);
+        seen = kept.round;
+        if (k > kept.shares) continue;
+        void (*fn)(void *, unsigned) = kept.fn;
+        void *arg = kept.arg;
+        pthread_mutex_unlock(&kept.lock);
+        fn(arg, k);
+        pthread_mutex_lock(&kept.lock);
+        if (--kept.left == 0) pthread_cond_signal(&kept.idle);
+    }
+    return NULL;
+}
+
+/* Runs the n shares on the kept threads (starting those missing); false, running nothing, when another call holds
+ * them. */
+static bool run_kept(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
+{
+    pthread_once(&kept_once, kept_init);
+    pthread_mutex_lock(&kept.lock);
+    if (kept.busy) {
+        pthread_mutex_unlock(&kept.lock);
+        return false;
+    }
+    kept.busy = true;
+    kept.round++;
+    kept.fn = fn, kept.arg = arg;
+    pthread_attr_t attr;
+    const bool attr_ok = pthread_attr_init(&attr) == 0;
+    if (attr_ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    while (attr_ok && kept.threads < n - 1) { /* a new thread takes part in this round (kept_main) */
+        pthread_t t;
+        if (pthread_create(&t, &attr, kept_main, (void *)(uintptr_t)(kept.threads + 1)) != 0) break;
+        kept.threads++;
+    }
+    if (attr_ok) pthread_attr_destroy(&attr);
+    const unsigned on_kept = kept.threads < n - 1 ? kept.threads : n - 1;
+    kept.shares = on_kept, kept.left = on_kept;
+    pthread_cond_broadcast(&kept.wake);
+    pthread_mutex_unlock(&kept.lock);
+    fn(arg, 0);
+    for (unsigned i = on_kept + 1; i < n; i++) fn(arg, i); /* no thread for them: here, after share 0 */
+    pthread_mutex_lock(&kept.lock);
+    while (kept.left) pthread_cond_wait(&kept.idle, &kept.lock);
+    kept.busy = false;
+    pthread_mutex_unlock(&kept.lock);
+    return true;
+}
+
 gpuws_status gpuws__run_threads(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
 {
     if (n > GPUWS__THREADS_MAX) n = GPUWS__THREADS_MAX;
@@ -66,6 +153,7 @@ gpuws_status gpuws__run_threads(unsigned n, void (*fn)(void *arg, unsigned i), v
         if (n) fn(arg, 0);
         return GPUWS_OK;
     }
+    if (n <= ON_STACK && run_kept(n, fn, arg)) return GPUWS_OK;
     share local[ON_STACK], *s = n <= ON_STACK ? local : gpuws__malloc(n * sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     for (unsigned i = 1; i < n; i++) {

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 void gpuws__opencl_cache_stats(unsigned long *hits, unsigned long *misses, unsigned long *rejected,
                                unsigned long *builds);
@@ -449,4 +451,79 @@ Test(fork_join, run_ranges_without_memory_for_the_threads_still_runs_every_range
     gpuws__run_ranges(MOST_SHARES, MOST_SHARES, note_range, &s);
     cr_assert(gpuws__fault_alloc_countdown(0), "gpuws__run_ranges of %d parts allocated nothing", MOST_SHARES);
     check_ranges(&s, MOST_SHARES, MOST_SHARES);
+}
+
+/* ---- the kept threads: one call holds them; a call meanwhile, from another thread or from a share, starts its own ---- */
+
+#define NEST 6 /* shares of each call below */
+
+typedef struct {
+    atomic_int outer[NEST], inner[NEST][NEST];
+} nest_seen;
+
+typedef struct {
+    nest_seen *seen;
+    unsigned outer;
+} inner_arg;
+
+static void inner_share(void *arg, unsigned i)
+{
+    const inner_arg *a = arg;
+    if (i < NEST) atomic_fetch_add(&a->seen->inner[a->outer][i], 1);
+}
+
+static void outer_share(void *arg, unsigned i)
+{
+    nest_seen *s = arg;
+    if (i >= NEST) return;
+    atomic_fetch_add(&s->outer[i], 1);
+    inner_arg a = { s, i };
+    gpuws__run_threads(NEST, inner_share, &a); /* while the outer call holds the kept threads */
+}
+
+static void *nested_calls(void *arg)
+{
+    nest_seen *s = arg;
+    for (int r = 0; r < 50; r++) gpuws__run_threads(NEST, outer_share, s);
+    return NULL;
+}
+
+Test(fork_join, calls_from_inside_shares_and_from_several_threads_run_every_share)
+{
+    static nest_seen seen[3];
+    memset(seen, 0, sizeof seen);
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&t[k], NULL, nested_calls, &seen[k + 1]), 0);
+    nested_calls(&seen[0]);
+    for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
+    for (int k = 0; k < 3; k++)
+        for (unsigned i = 0; i < NEST; i++) {
+            cr_assert_eq(atomic_load(&seen[k].outer[i]), 50, "caller %d: outer share %u ran %d times", k, i,
+                         atomic_load(&seen[k].outer[i]));
+            for (unsigned j = 0; j < NEST; j++)
+                cr_assert_eq(atomic_load(&seen[k].inner[i][j]), 50, "caller %d: inner share %u of %u ran %d times", k,
+                             j, i, atomic_load(&seen[k].inner[i][j]));
+        }
+}
+
+/* A child of fork has none of its parent's kept threads: its calls start threads of its own and return. */
+Test(fork_join, a_child_of_fork_runs_every_share)
+{
+    for (unsigned i = 0; i < MOST_SHARES; i++) atomic_store(&share_runs[i], 0);
+    TEST_OK(gpuws__run_threads(8, count_share, NULL)); /* the parent keeps threads */
+    const pid_t pid = fork();
+    cr_assert_neq(pid, -1, "fork failed");
+    if (pid == 0) {
+        alarm(20); /* a call waiting for the parent's threads would hang: end the child instead */
+        for (unsigned i = 0; i < MOST_SHARES; i++) atomic_store(&share_runs[i], 0);
+        for (int r = 0; r < 3; r++) gpuws__run_threads(8, count_share, NULL);
+        int ok = 1;
+        for (unsigned i = 0; i < 8; i++) ok &= atomic_load(&share_runs[i]) == 3;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child did not exit (signal %d: a hang ended by its alarm?)",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    cr_assert_eq(WEXITSTATUS(status), 0, "the child's shares did not all run three times");
 }
