@@ -1,4 +1,5 @@
 #include "catalog_csv.h"
+#include "number_text.h"
 #include "parallel.h"
 
 #include <errno.h>
@@ -45,6 +46,15 @@ typedef struct {
     int failed; /* out of memory */
 } text;
 
+/* Room for this text of k bytes and more: the rows that follow are about as long. */
+static void grow(text *t, size_t k)
+{
+    const size_t cap = 2 * (t->cap + k) + 4096;
+    char *m = realloc(t->s, cap);
+    if (!m) t->failed = 1;
+    else t->s = m, t->cap = cap;
+}
+
 static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(text *t, const char *fmt, ...)
 {
@@ -55,12 +65,7 @@ static void put(text *t, const char *fmt, ...)
         va_end(ap);
         if (k < 0) t->failed = 1;
         else if (t->s && t->len + (size_t)k < t->cap) return (void)(t->len += (size_t)k);
-        else { /* room for this and more: the rows that follow are about as long */
-            const size_t cap = 2 * (t->cap + (size_t)k) + 4096;
-            char *m = realloc(t->s, cap);
-            if (!m) t->failed = 1;
-            else t->s = m, t->cap = cap;
-        }
+        else grow(t, (size_t)k);
     }
 }
 
@@ -70,12 +75,16 @@ static void put_char(text *t, char c)
     else put(t, "%c", c);
 }
 
+/* printf's text of v (number_text: printf's, faster), in the column's style. */
 static void put_number(text *t, double v, int decimals)
 {
-    if (isnan(v)) put(t, "nan");
-    else if (decimals == 0) put(t, "%lld", (long long)v);
-    else if (decimals < 0) put(t, "%.9g", v);
-    else put(t, "%.*f", decimals, v);
+    for (int round = 0; !t->failed && round < 2; round++) {
+        const size_t room = t->s ? t->cap - t->len : 0;
+        const int k = number_text(t->s ? t->s + t->len : NULL, room, v, decimals);
+        if (k < 0) t->failed = 1;
+        else if ((size_t)k < room) return (void)(t->len += (size_t)k);
+        else grow(t, (size_t)k);
+    }
 }
 
 typedef struct {
@@ -109,8 +118,8 @@ static int finish(FILE *f, int bad, const char *path, char *err, size_t errlen)
     return 0;
 }
 
-/* The rows are formatted on every core (printf's %.9g of a large catalogue's numbers takes longer than writing
- * them), each thread a range of rows into a text of its own, and written in order. */
+/* The rows are formatted on every core (a large catalogue is millions of numbers), each thread a range of rows
+ * into a text of its own, and written in order. */
 int catalog_table_csv(const char *path, const catalog_table *t, int units, char *err, size_t errlen)
 {
     const size_t parts = tool_parts(t->nrows, 256);
