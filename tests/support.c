@@ -188,6 +188,29 @@ const char *test_captured_stderr(void)
     return text;
 }
 
+int test_count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+void *test_host_bytes(gpuws_context *ctx, bool pinned, size_t n)
+{
+    void *p = NULL;
+    if (pinned) TEST_OK(gpuws_host_alloc(ctx, n, &p));
+    else p = malloc(n);
+    cr_assert_not_null(p);
+    memset(p, 0xA5, n);
+    return p;
+}
+
+void test_host_bytes_free(gpuws_context *ctx, bool pinned, void *p)
+{
+    if (pinned) gpuws_host_free(ctx, p);
+    else free(p);
+}
+
 static char cache_dir[PATH_MAX];
 
 void test_cache_dir_fresh(void)

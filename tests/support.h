@@ -91,6 +91,11 @@ char *test_read_file(const char *path);
  * what was written to it (the first 64 KiB, NUL-terminated, in static storage until the next capture ends). */
 void test_capture_stderr(void);
 const char *test_captured_stderr(void);
+/* How many times needle occurs in text (gpuws's debug lines, say, in what test_captured_stderr returns). */
+int test_count(const char *text, const char *needle);
+/* n bytes of host memory, each 0xA5: pinned for ctx (gpuws_host_alloc) or malloc'd; test_host_bytes_free frees it. */
+void *test_host_bytes(gpuws_context *ctx, bool pinned, size_t n);
+void test_host_bytes_free(gpuws_context *ctx, bool pinned, void *p);
 
 /* A new empty directory for the on-disk program cache, private to the user (0700), set as GPUWS_CACHE_DIR for the
  * rest of the process; test_cache_dir() is its path. test_cache_dir_remove removes it with everything in it

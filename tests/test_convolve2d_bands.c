@@ -334,15 +334,6 @@ BACKEND_TEST(convolve2d_bands, staging_is_kept_for_the_next_call)
 
 /* ---- pinned caller memory: transfers straight from and into it ---- */
 
-/* How many times needle occurs in text (what test_captured_stderr returns: the gpuws debug lines say per device
- * how many bands went straight from and into the caller's memory). */
-static int count(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
-    return n;
-}
-
 /* CUDA and OpenCL copy the context's own gpuws_host_alloc memory as it is; the CPU backend has no transfer to spare
  * a copy for and always stages. */
 static bool transfers_direct(const target *t) { return t->backend != GPUWS_BACKEND_CPU; }
@@ -353,23 +344,6 @@ static size_t row_named(const char *name)
         if (!strcmp(rows[i].name, name)) return i;
     cr_assert_fail("no row %s", name);
     return 0;
-}
-
-/* n bytes pinned for ctx (gpuws_host_alloc) or malloc'd, each byte 0xA5 */
-static void *host_bytes(gpuws_context *ctx, bool pinned, size_t n)
-{
-    void *p = NULL;
-    if (pinned) TEST_OK(gpuws_host_alloc(ctx, n, &p));
-    else p = malloc(n);
-    cr_assert_not_null(p);
-    memset(p, 0xA5, n);
-    return p;
-}
-
-static void host_bytes_free(gpuws_context *ctx, bool pinned, void *p)
-{
-    if (pinned) gpuws_host_free(ctx, p);
-    else free(p);
 }
 
 typedef struct {
@@ -406,9 +380,9 @@ ParameterizedTest(pinned_case *c, convolve2d_bands, pinned_caller_memory_transfe
     for (int sides = 1; sides <= 3; sides++) { /* 1: input pinned, 2: output pinned, 3: both */
         const bool pin_in = sides & 1, pin_out = sides & 2;
         const char *in_name = pin_in ? "pinned" : "pageable", *out_name = pin_out ? "pinned" : "pageable";
-        void *image = host_bytes(ctx, pin_in, in_bytes);
+        void *image = test_host_bytes(ctx, pin_in, in_bytes);
         memcpy(image, run.image, in_bytes);
-        unsigned char *got = host_bytes(ctx, pin_out, out_bytes + TEST_GUARD_BYTES);
+        unsigned char *got = test_host_bytes(ctx, pin_out, out_bytes + TEST_GUARD_BYTES);
         run.log = (progress_log){ 0, 0, 0, 0, 0, true };
         test_capture_stderr();
         const gpuws_status st =
@@ -421,7 +395,7 @@ ParameterizedTest(pinned_case *c, convolve2d_bands, pinned_caller_memory_transfe
         snprintf(line, sizeof line,
                  "convolve2d_host: device 0: input direct for %zu of %zu steps, output direct for %zu\n", direct_in,
                  r->bands, direct_out);
-        cr_assert_eq(count(text, line), 1, "%s on %s, input %s, output %s: no line '%s' in: %s", r->name,
+        cr_assert_eq(test_count(text, line), 1, "%s on %s, input %s, output %s: no line '%s' in: %s", r->name,
                      target_name(&c->t), in_name, out_name, line, text);
         cr_assert(memcmp(got, run.want, out_bytes) == 0, "%s on %s, input %s, output %s: differs from in-core", r->name,
                   target_name(&c->t), in_name, out_name);
@@ -429,8 +403,8 @@ ParameterizedTest(pinned_case *c, convolve2d_bands, pinned_caller_memory_transfe
         cr_assert(run.log.in_order && run.log.calls == r->bands && run.log.last_rows == run.oh,
                   "%s: %zu progress calls (in order: %d) for %zu bands", r->name, run.log.calls, run.log.in_order,
                   r->bands);
-        host_bytes_free(ctx, pin_in, image);
-        host_bytes_free(ctx, pin_out, got);
+        test_host_bytes_free(ctx, pin_in, image);
+        test_host_bytes_free(ctx, pin_out, got);
     }
     row_run_end(&run);
     gpuws_context_destroy(ctx);
@@ -454,7 +428,7 @@ ParameterizedTest(const target *t, convolve2d_bands, each_device_decides_for_its
     const band_row *r = run.r;
     const size_t in_bytes = r->h * r->w * run.es, out_bytes = run.no * run.es, per_device = r->bands / 2;
     run.ho.more_contexts = more, run.ho.num_more_contexts = 1;
-    void *image = host_bytes(ctx, true, in_bytes), *got = host_bytes(ctx, true, out_bytes);
+    void *image = test_host_bytes(ctx, true, in_bytes), *got = test_host_bytes(ctx, true, out_bytes);
     memcpy(image, run.image, in_bytes);
     test_capture_stderr();
     const gpuws_status st =
@@ -467,11 +441,11 @@ ParameterizedTest(const target *t, convolve2d_bands, each_device_decides_for_its
     for (int d = 0; d < 2; d++) {
         snprintf(lines[d], sizeof lines[d], "device %d: input direct for %zu of %zu steps, output direct for %zu\n", d,
                  direct[d], per_device, direct[d]);
-        cr_assert_eq(count(text, lines[d]), 1, "%s: no line '%s' in: %s", target_name(t), lines[d], text);
+        cr_assert_eq(test_count(text, lines[d]), 1, "%s: no line '%s' in: %s", target_name(t), lines[d], text);
     }
     cr_assert(memcmp(got, run.want, out_bytes) == 0, "%s over 2 devices: differs from in-core", target_name(t));
-    host_bytes_free(ctx, true, image);
-    host_bytes_free(ctx, true, got);
+    test_host_bytes_free(ctx, true, image);
+    test_host_bytes_free(ctx, true, got);
     row_run_end(&run);
     gpuws_context_destroy(more[0]);
     gpuws_context_destroy(ctx);

@@ -12,6 +12,11 @@
  * (gpuws_label_host_bands): a slot of r rows holds r x width bytes of mask and r x width int32 labels, three slots
  * (fewer when fewer fit) plus gpuws_label's chunk counts, 4 x (ceil(r x width / LABEL_CHUNK) + 1) bytes.
  *
+ * From a mask and into labels in memory pinned for the device (gpuws_host_alloc), either or both, the bands go
+ * straight (no host copy through staging; pass 2 numbered on the device): the same bytes as in-core for rows of the
+ * table, the debug line's counts of direct steps, a strided mask still staged, and two devices each deciding for
+ * its own steps.
+ *
  * gpuws_label on device buffers of more than 2^31 - 1 pixels (label_slab_pixels; lowered here) labels slabs of whole
  * rows inside the caller's buffers and joins them as the bands are joined: the same truth for the same goldens and
  * table, in slabs of the band rows (one row, counts that do not divide the height, slabs that start off an 8-byte
@@ -541,5 +546,151 @@ BACKEND_TEST(label_bands, callers_that_disagree_all_fail_and_write_nothing)
         cr_assert_eq(cs[p].st, GPUWS_ERR_INVALID_ARGUMENT, "part %zu: status %d", p, cs[p].st);
     }
     for (size_t i = 0; i < w * h; i++) cr_assert_eq((uint32_t)labels[i], 0xA5A5A5A5u, "label %zu was written", i);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- pinned caller memory: transfers straight from and into it ------------------------------------------------- */
+
+/* CUDA and OpenCL copy the context's own gpuws_host_alloc memory as it is; the CPU backend always stages. */
+static bool transfers_direct(gpuws_backend_kind k) { return k != GPUWS_BACKEND_CPU; }
+
+static size_t row_named(const char *name)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        if (!strcmp(rows[i].name, name)) return i;
+    cr_assert_fail("no row %s", name);
+    return 0;
+}
+
+/* Row r's mask (row stride `stride`, its padding all ones) labelled by gpuws_label_host on ctx and `more` with the
+ * row's budget, from memory pinned for ctx or not into memory pinned for ctx or not; asserts the labels and N are
+ * the in-core ones (`want`, want_n) byte for byte and nothing is written past the labels. Returns the debug lines. */
+static const char *label_pinned(gpuws_context *ctx, gpuws_context *const *more, size_t num_more, const band_row *r,
+                                const uint8_t *mask, size_t stride, bool pin_in, bool pin_out, const int32_t *want,
+                                size_t want_n, const char *what)
+{
+    const size_t px = r->w * r->h, bytes = px * sizeof(int32_t);
+    uint8_t *m = test_host_bytes(ctx, pin_in, r->h * stride);
+    memset(m, 1, r->h * stride);
+    for (size_t y = 0; y < r->h; y++) memcpy(m + y * stride, mask + y * r->w, r->w);
+    unsigned char *got = test_host_bytes(ctx, pin_out, bytes + TEST_GUARD_BYTES);
+    gpuws_label_host_options o = GPUWS_LABEL_HOST_OPTIONS_INIT;
+    o.max_device_bytes = slots_budget(r->w, r->slots, r->rows);
+    o.more_contexts = more, o.num_more_contexts = num_more;
+    size_t n = (size_t)-1;
+    test_capture_stderr();
+    const gpuws_status st = gpuws_label_host(ctx, r->w, r->h, m, stride, r->conn, &o, (int32_t *)(void *)got, &n);
+    const char *text = test_captured_stderr();
+    TEST_OK(st);
+    cr_assert_eq(n, want_n, "%s: %zu labels, in-core has %zu", what, n, want_n);
+    cr_assert(memcmp(got, want, bytes) == 0, "%s: differs from in-core", what);
+    for (size_t i = 0; i < TEST_GUARD_BYTES; i++) cr_assert_eq(got[bytes + i], 0xA5, "%s: wrote past labels", what);
+    test_host_bytes_free(ctx, pin_in, m);
+    test_host_bytes_free(ctx, pin_out, got);
+    return text;
+}
+
+ParameterizedTestParameters(label_bands, pinned_caller_memory_transfers_direct)
+{
+    static const char *const names[] = { "percolating_random_4",
+                                         "percolating_random_8",
+                                         "spiral_4",
+                                         "spiral_8",
+                                         "u_shapes_4",
+                                         "u_shapes_8",
+                                         "sources_on_band_borders_8",
+                                         "bands_do_not_divide_the_height",
+                                         "bands_of_one_row",
+                                         "one_slot_of_one_row",
+                                         "all_zero",
+                                         "large_bands_copied_by_several_threads" };
+    static band_case cases[sizeof names / sizeof names[0]];
+    const size_t k = sizeof names / sizeof names[0];
+    for (size_t i = 0; i < k; i++) cases[i] = (band_case){ 0, row_named(names[i]) };
+    return TEST_BACKEND_PARAMS(cases, k);
+}
+
+/* A packed mask in memory pinned for the device uploads straight from it in both passes, and pass 2 downloads
+ * straight into labels pinned for the device, numbered on the device first (pass 1's border rows still come back
+ * through staging): the labels and N are the in-core ones byte for byte either way, and the debug line says how many
+ * of the 2 x bands steps went direct. The CPU backend always stages. */
+ParameterizedTest(band_case *c, label_bands, pinned_caller_memory_transfers_direct)
+{
+    setenv("GPUWS_LOG", "debug", 1); /* before the process's first message, which fixes the level */
+    const band_row *r = &rows[c->row];
+    gpuws_context *ctx = test_open(c->backend);
+    uint8_t *mask = row_mask(r, 0x1abe1 + c->row);
+    size_t want_n;
+    int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n);
+    const bool direct = transfers_direct(c->backend);
+    for (int sides = 1; sides <= 3; sides++) { /* 1: mask pinned, 2: labels pinned, 3: both */
+        const bool pin_in = sides & 1, pin_out = sides & 2;
+        char what[160], line[160];
+        snprintf(what, sizeof what, "%s on %s, mask %s, labels %s", r->name, test_backend_name(c->backend),
+                 pin_in ? "pinned" : "pageable", pin_out ? "pinned" : "pageable");
+        const char *text = label_pinned(ctx, NULL, 0, r, mask, r->w, pin_in, pin_out, want, want_n, what);
+        snprintf(line, sizeof line, "label_host: device 0: input direct for %zu of %zu steps, output direct for %zu\n",
+                 direct && pin_in ? 2 * r->bands : 0, 2 * r->bands, direct && pin_out ? r->bands : 0);
+        cr_assert_eq(test_count(text, line), 1, "%s: no line '%s' in: %s", what, line, text);
+    }
+    free(mask);
+    free(want);
+    gpuws_context_destroy(ctx);
+}
+
+/* A strided mask is staged (packed) whatever its memory, while pinned labels still take pass 2 straight. */
+BACKEND_TEST(label_bands, strided_pinned_mask_is_staged)
+{
+    setenv("GPUWS_LOG", "debug", 1);
+    const band_row *r = &rows[row_named("bands_do_not_divide_the_height")];
+    gpuws_context *ctx = test_open(*kind);
+    uint8_t *mask = row_mask(r, 0x57);
+    size_t want_n;
+    int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n);
+    char line[160];
+    const char *text = label_pinned(ctx, NULL, 0, r, mask, r->w + 13, true, true, want, want_n, "strided, pinned");
+    snprintf(line, sizeof line, "label_host: device 0: input direct for 0 of %zu steps, output direct for %zu\n",
+             2 * r->bands, transfers_direct(*kind) ? r->bands : 0);
+    cr_assert_eq(test_count(text, line), 1, "no line '%s' in: %s", line, text);
+    free(mask);
+    free(want);
+    gpuws_context_destroy(ctx);
+}
+
+/* Memory pinned for one context need not be for another: over two devices (step t on device t % 2), each decides
+ * for its own steps. Mask and labels are gpuws_host_alloc'd on ctx: OpenCL knows only a context's own blocks, so the
+ * second device stages both; CUDA knows any page-locked memory, so both go direct. Band counts odd and even; the
+ * labels are the in-core ones. */
+ParameterizedTestParameters(label_bands, each_device_decides_for_its_own_bands)
+{
+    static band_case cases[2];
+    cases[0] = (band_case){ 0, row_named("bands_do_not_divide_the_height") }; /* 15 bands */
+    cases[1] = (band_case){ 0, row_named("spiral_8") };                       /* 40 bands */
+    return TEST_BACKEND_PARAMS(cases, 2);
+}
+
+ParameterizedTest(band_case *c, label_bands, each_device_decides_for_its_own_bands)
+{
+    setenv("GPUWS_LOG", "debug", 1);
+    const band_row *r = &rows[c->row];
+    gpuws_context *ctx = test_open(c->backend), *more[1] = { test_open(c->backend) };
+    uint8_t *mask = row_mask(r, 0x1abe1 + c->row);
+    size_t want_n;
+    int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n);
+    char what[128];
+    snprintf(what, sizeof what, "%s on 2 %s devices", r->name, test_backend_name(c->backend));
+    const char *text = label_pinned(ctx, more, 1, r, mask, r->w, true, true, want, want_n, what);
+    const bool direct[2] = { transfers_direct(c->backend), c->backend == GPUWS_BACKEND_CUDA };
+    for (unsigned d = 0; d < 2; d++) {
+        size_t steps = 0, pass2 = 0;
+        for (size_t t = d; t < 2 * r->bands; t += 2) steps++, pass2 += t >= r->bands;
+        char line[160];
+        snprintf(line, sizeof line, "label_host: device %u: input direct for %zu of %zu steps, output direct for %zu\n",
+                 d, direct[d] ? steps : 0, steps, direct[d] ? pass2 : 0);
+        cr_assert_eq(test_count(text, line), 1, "%s: no line '%s' in: %s", what, line, text);
+    }
+    free(mask);
+    free(want);
+    gpuws_context_destroy(more[0]);
     gpuws_context_destroy(ctx);
 }

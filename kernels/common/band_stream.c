@@ -190,9 +190,16 @@ static gpuws_status device_steps(run *r, unsigned d)
             (st = gpuws_event_record(p.computed[s], p.comp)))
             break;
         /* the slot's output staging still holds step k - slots until it is complete */
-        if (reuse && (st = complete_step(r, &p, state, slots, d, k - (size_t)slots))) break;
-        if (reuse) completed = k - (size_t)slots + 1;
+        while (!st && reuse && completed <= k - (size_t)slots) st = complete_step(r, &p, state, slots, d, completed++);
+        if (st) break;
         void *dst = ops->target ? ops->target(ops->user, ctx, t) : NULL;
+        /* A download into `target` writes the caller's output, as `complete` does: past the barrier it waits for the
+         * barrier too, once the device's own steps before the barrier are complete (the barrier waits for them). */
+        if (dst && ops->barrier && t >= ops->barrier) {
+            while (!st && completed < k && d + completed * r->n < ops->barrier)
+                st = complete_step(r, &p, state, slots, d, completed++);
+            if (st || !wait_barrier(r, t)) break;
+        }
         p.out_direct[s] = dst != NULL;
         if (!dst && !(dst = p.hout[s])) {
             st = no_staging(r, t, "output");

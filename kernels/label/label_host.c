@@ -15,7 +15,15 @@
  * each a pinned mask staging buffer, a device mask, device labels and a pinned labels staging buffer, on three
  * streams, on one device or round-robin over several. Pass 1's border rows are joined in band order as the steps
  * are done (a band's rows wait in host memory while an earlier band on another device is not yet done); pass 2
- * completes only once pass 1 is done and numbered (the helper's barrier). */
+ * completes only once pass 1 is done and numbered (the helper's barrier).
+ *
+ * The host's copies are skipped where the caller's memory is pinned for the device (gpuws_host_alloc on its
+ * context; with CUDA any page-locked memory), each device deciding for itself: a packed mask's band rows upload
+ * straight from the mask in both passes, and pass 2 downloads a band straight into the caller's pinned labels after
+ * numbering them on the device: label_remap over the band's nodes (the labels on its first and last rows, at most
+ * 2 w), written on the download stream, so no table of N_b entries goes to the device. Such a download waits for the
+ * numbering (the barrier covers downloads into the caller's memory too). Pass 1's border rows always come back
+ * through staging. */
 #include "../../core/options.h"
 #include "../../core/threads.h"
 #include "../common/band_stream.h"
@@ -179,19 +187,30 @@ static void copy_rows(copy_part *c, size_t rows, size_t bytes)
 /* ---- the steps of band_stream.h: step t is band t % bands of pass t / bands + 1 -------------------------------- */
 
 typedef struct {
+    int32_t *hcount; /* pinned, [bands]: pass 1's N of each band this device labels, read on its labelling stream */
+    int32_t *table;  /* pass 2: the band's table of final numbers */
+    size_t table_cap;
+    /* Pass 2 into the caller's pinned labels: a band's nodes (band_nodes: the labels on its first and last rows)
+     * for label_remap, written on the download stream before the band's remap, so one set serves every slot; they
+     * are copied into pinned memory first (a slot's part each, NODE_BYTES), since an upload from pageable memory
+     * may wait for the stream. */
+    gpuws_buffer *node_label, *node_final, *node_nh;
+    void *nodes_host;
+    size_t nodes_host_bytes; /* as taken (gpuws__staging_take) */
+} device_state;
+
+typedef struct {
     const band_plan *bp;
     int conn;
     const uint8_t *mask;
     int32_t *labels;
     gpuws__label_numbering nb;
-    int32_t **border; /* [bands]: pass 1's first and last rows of a band, from its completion until it is done */
+    /* [bands]: pass 1's first and last rows of a band, from its completion until it is done */
+    int32_t **border;
+    bool remap;                             /* some band of pass 2 downloads into the caller's labels */
+    uint64_t *nh;                           /* remap, after numbering, [nodes + 1]: the non-root nodes before each */
+    device_state *dev[GPUWS__BAND_DEVICES]; /* each device's, from its device_make on */
 } run_state;
-
-typedef struct {
-    int32_t *hcount; /* pinned, [bands]: pass 1's N of each band this device labels, read on its labelling stream */
-    int32_t *table;  /* pass 2: the band's table of final numbers */
-    size_t table_cap;
-} device_state;
 
 static size_t band_height(const band_plan *bp, size_t b)
 {
@@ -199,10 +218,82 @@ static size_t band_height(const band_plan *bp, size_t b)
     return r0 + bp->rows < bp->h ? bp->rows : bp->h - r0;
 }
 
+/* Whether [p, p + n) is host memory pinned for ctx, which its transfers may use as it is. */
+static bool pinned(gpuws_context *ctx, const void *p, size_t n)
+{
+    return ctx->backend->host_pinned && ctx->backend->host_pinned(ctx, p, n);
+}
+
+/* Band b's mask in the caller's memory, when it is packed and pinned for ctx (both passes); else NULL: staged. */
+static const void *source(void *user, gpuws_context *ctx, size_t t, size_t *bytes)
+{
+    const run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    const size_t b = t % bp->bands, n = band_height(bp, b) * bp->w;
+    const uint8_t *p = rs->mask + b * bp->rows * bp->w;
+    if (bp->stride != bp->w || !pinned(ctx, p, n)) return NULL;
+    *bytes = n;
+    return p;
+}
+
+/* Pass 2: band b's rows of the caller's labels, when they are pinned for ctx; else NULL: through staging. Pass 1's
+ * first and last rows always come back through staging. */
+static void *target(void *user, gpuws_context *ctx, size_t t)
+{
+    const run_state *rs = user;
+    const band_plan *bp = rs->bp;
+    if (t < bp->bands) return NULL;
+    const size_t b = t - bp->bands;
+    int32_t *p = rs->labels + b * bp->rows * bp->w;
+    return pinned(ctx, p, band_height(bp, b) * bp->w * sizeof(int32_t)) ? p : NULL;
+}
+
+/* The most nodes of a band: the labels on its first and last rows (2 w), no more than its labels (ceil(pixels / 2),
+ * a checkerboard with connectivity 4). */
+static size_t band_nodes(const band_plan *bp)
+{
+    const size_t half = (bp->rows * bp->w + 1) / 2;
+    return 2 * bp->w < half ? 2 * bp->w : half;
+}
+
+/* A slot's part of device_state.nodes_host: a band's nodes' non-root counts (m + 1), band labels and final numbers
+ * (m each). */
+#define NODE_BYTES(m) (((m) + 1) * sizeof(uint64_t) + 2 * (m) * sizeof(int32_t))
+
+/* The remap's device state, when some band of pass 2 on device d downloads into the caller's labels: label_remap
+ * found and the node buffers made before any output is written. */
+static gpuws_status remap_make(run_state *rs, unsigned d, gpuws_context *ctx, device_state *ds)
+{
+    const band_plan *bp = rs->bp;
+    bool direct = false;
+    for (size_t t = d; t < 2 * bp->bands && !direct; t += bp->devices) direct = t >= bp->bands && target(rs, ctx, t);
+    if (!direct) return GPUWS_OK;
+    gpuws_kernel *k;
+    const size_t nodes = band_nodes(bp);
+    gpuws_status st;
+    if ((st = gpuws__kernel_get_ex(ctx, "label_remap", NULL, &k)) ||
+        (st = gpuws_buffer_create(ctx, nodes * sizeof(int32_t), &ds->node_label)) ||
+        (st = gpuws_buffer_create(ctx, nodes * sizeof(int32_t), &ds->node_final)) ||
+        (st = gpuws_buffer_create(ctx, (nodes + 1) * sizeof(uint64_t), &ds->node_nh)))
+        return st;
+    return gpuws__staging_take(ctx, (size_t)bp->slots * NODE_BYTES(nodes), &ds->nodes_host, &ds->nodes_host_bytes);
+}
+
+static void device_state_free(gpuws_context *ctx, device_state *ds)
+{
+    gpuws_host_free(ctx, ds->hcount);
+    gpuws_buffer_destroy(ds->node_label);
+    gpuws_buffer_destroy(ds->node_final);
+    gpuws_buffer_destroy(ds->node_nh);
+    gpuws__staging_give(ctx, ds->nodes_host, ds->nodes_host_bytes);
+    gpuws__free(ds->table);
+    gpuws__free(ds);
+}
+
 static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuws_stream *run, void **state)
 {
-    (void)d, (void)run;
-    const run_state *rs = user;
+    (void)run;
+    run_state *rs = user;
     device_state *ds = gpuws__calloc(1, sizeof *ds);
     if (!ds)
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a device's state (%zu bytes)",
@@ -217,23 +308,22 @@ static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuw
                             cap * sizeof(int32_t));
     }
     ds->table_cap = cap;
-    const gpuws_status st = gpuws_host_alloc(ctx, rs->bp->bands * sizeof(int32_t), (void **)&ds->hcount);
+    gpuws_status st = gpuws_host_alloc(ctx, rs->bp->bands * sizeof(int32_t), (void **)&ds->hcount);
+    if (!st) st = remap_make(rs, d, ctx, ds);
     if (st) {
-        gpuws__free(ds->table);
-        gpuws__free(ds);
+        device_state_free(ctx, ds);
     } else {
         *state = ds;
+        rs->dev[d] = ds;
     }
     return st;
 }
 
 static void device_free(void *user, unsigned d, gpuws_context *ctx, void *state)
 {
-    (void)user, (void)d;
-    device_state *ds = state;
-    gpuws_host_free(ctx, ds->hcount);
-    gpuws__free(ds->table);
-    gpuws__free(ds);
+    run_state *rs = user;
+    rs->dev[d] = NULL;
+    device_state_free(ctx, state);
 }
 
 static gpuws_status stage(void *user, size_t t, void *in, size_t *bytes)
@@ -263,13 +353,55 @@ static gpuws_status compute(void *user, void *state, size_t t, gpuws_stream *run
     return n.buffer ? gpuws_buffer_read_async(run, n.buffer, n.offset, ds->hcount + b, sizeof(int32_t)) : GPUWS_OK;
 }
 
-/* Pass 1: the band's first and last rows; pass 2: the whole band. */
+/* Pass 2 into the caller's labels: band b's labels to their final numbers on the device (label_remap over the
+ * band's nodes, after the numbering: band_stream downloads into `target` past the barrier only). The nodes go up
+ * from pinned part k % slots of the device's (its k-th step, k = t / devices): before it downloads step k,
+ * band_stream has waited for the download of the device's step k - slots, which follows on this stream every earlier
+ * upload from that part. */
+static gpuws_status remap_band(const run_state *rs, size_t t, size_t b, gpuws_stream *down, gpuws_buffer *dout)
+{
+    const band_plan *bp = rs->bp;
+    const gpuws__label_numbering *nb = &rs->nb;
+    const device_state *ds = rs->dev[t % bp->devices];
+    const size_t j0 = nb->node_base[b], m = nb->node_base[b + 1] - j0, px = band_height(bp, b) * bp->w,
+                 cap = band_nodes(bp);
+    char *part = (char *)ds->nodes_host + (t / bp->devices) % (size_t)bp->slots * NODE_BYTES(cap);
+    uint64_t *nh = (uint64_t *)(void *)part;
+    int32_t *label = (int32_t *)(void *)(nh + cap + 1), *final = label + cap;
+    memcpy(nh, rs->nh + j0, (m + 1) * sizeof *nh);
+    if (m) {
+        memcpy(label, nb->node_label + j0, m * sizeof *label);
+        memcpy(final, nb->final + j0, m * sizeof *final);
+    }
+    gpuws_status st = GPUWS_OK;
+    if (m && ((st = gpuws_buffer_write_async(down, ds->node_label, 0, label, m * sizeof *label)) ||
+              (st = gpuws_buffer_write_async(down, ds->node_final, 0, final, m * sizeof *final))))
+        return st;
+    if ((st = gpuws_buffer_write_async(down, ds->node_nh, 0, nh, (m + 1) * sizeof *nh))) return st;
+    const gpuws_launch_config cfg = gpuws__config_1d(px, 256, gpuws__saturating_blocks(down->ctx, 8));
+    const gpuws_arg a[] = { gpuws_arg_buffer(dout),
+                            gpuws_arg_u64(0),
+                            gpuws_arg_u32((uint32_t)px),
+                            gpuws_arg_buffer(ds->node_label),
+                            gpuws_arg_buffer(ds->node_final),
+                            gpuws_arg_buffer(ds->node_nh),
+                            gpuws_arg_u64(0),
+                            gpuws_arg_u64(m),
+                            gpuws_arg_u64(nb->offset[b]) };
+    return gpuws__launch_named(down, "label_remap", NULL, &cfg, a, GPUWS__NARGS(a));
+}
+
+/* Pass 1: the band's first and last rows; pass 2: the whole band (into the caller's labels: final numbers). */
 static gpuws_status download(void *user, size_t t, gpuws_stream *down, gpuws_buffer *dout, void *out)
 {
     const run_state *rs = user;
     const band_plan *bp = rs->bp;
     const size_t b = t % bp->bands, r = band_height(bp, b), w = bp->w, row = w * sizeof(int32_t);
-    if (t >= bp->bands) return gpuws_buffer_read_async(down, dout, 0, out, r * row);
+    if (t >= bp->bands) {
+        gpuws_status st = GPUWS_OK;
+        if (out == rs->labels + b * bp->rows * w) st = remap_band(rs, t, b, down, dout);
+        return st ? st : gpuws_buffer_read_async(down, dout, 0, out, r * row);
+    }
     gpuws_status st = gpuws_buffer_read_async(down, dout, 0, out, row);
     if (!st && r > 1) st = gpuws_buffer_read_async(down, dout, (r - 1) * row, (char *)out + row, row);
     return st;
@@ -294,9 +426,22 @@ static gpuws_status complete(void *user, void *state, size_t t, const void *stag
         memcpy(rs->border[b] + w, r > 1 ? hl + w : hl, w * sizeof(int32_t));
         return GPUWS_OK;
     }
+    if (!hl) return GPUWS_OK; /* in the caller's labels, numbered on the device */
     gpuws__numbering_band_table(nb, b, ds->table);
     copy_part c = { .run = map_labels, .src = hl, .dst = rs->labels + b * bp->rows * w, .w = w, .table = ds->table };
     copy_rows(&c, r, r * w * sizeof(int32_t));
+    return GPUWS_OK;
+}
+
+/* For label_remap: nh[j], the nodes before node j that are not roots (j up to the number of nodes). */
+static gpuws_status count_non_roots(run_state *rs)
+{
+    const gpuws__label_numbering *nb = &rs->nb;
+    if (!(rs->nh = gpuws__malloc((nb->nodes + 1) * sizeof *rs->nh)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for %zu border labels (%zu bytes)",
+                            nb->nodes, (nb->nodes + 1) * sizeof *rs->nh);
+    rs->nh[0] = 0;
+    for (size_t j = 0; j < nb->nodes; j++) rs->nh[j + 1] = rs->nh[j] + (nb->parent[j] != j);
     return GPUWS_OK;
 }
 
@@ -313,6 +458,7 @@ static gpuws_status done(void *user, size_t t)
         gpuws__free(rs->border[b]);
         rs->border[b] = NULL;
         if (!st && b + 1 == bp->bands) st = gpuws__numbering_number(&rs->nb);
+        if (!st && b + 1 == bp->bands && rs->remap) st = count_non_roots(rs);
         if (st) return st;
     }
     if (bp->o.progress)
@@ -337,13 +483,18 @@ static gpuws_status run_bands(run_state *rs)
                                   .device_make = device_make,
                                   .device_free = device_free,
                                   .stage = stage,
+                                  .source = source,
+                                  .target = target,
                                   .compute = compute,
                                   .download = download,
                                   .complete = complete,
                                   .done = done };
+    for (size_t t = bp->bands; t < 2 * bp->bands && !rs->remap; t++)
+        rs->remap = target(rs, bp->ctxs[t % bp->devices], t);
     if (!st) st = gpuws__band_stream_run(bp->ctxs, bp->devices, &ops);
     for (size_t b = 0; rs->border && b < bp->bands; b++) gpuws__free(rs->border[b]);
     gpuws__free(rs->border);
+    gpuws__free(rs->nh);
     return st;
 }
 
