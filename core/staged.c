@@ -5,8 +5,9 @@
  * bus (CUDA on the H200 host: 8.5 GB/s up, against about 55 GB/s from pinned memory), while one thread's memcpy
  * moves 10 GB/s and several move 30-60 GB/s. Pinning costs too (about 0.65 ms a MiB on that host), so the blocks
  * are the context's kept staging (gpuws__staging_take / _give, shared with the _host calls) and a transfer is
- * staged only when it repays them: from STAGED_COLD bytes while the context keeps no blocks, from STAGED_WARM once it
- * keeps them. The knob staged_copy_mib N stages from N MiB through blocks of min(N, 64) MiB on any device (tests
+ * staged only when it repays them: from STAGED_FROM bytes, through blocks of BLOCK bytes once the context keeps
+ * them or for a transfer of STAGED_LARGE bytes and more, else through SMALL_BLOCK ones, whose pinning a transfer of
+ * STAGED_FROM already repays (three blocks of 8 MiB: about 16 ms, against about 20 ms saved on each 128 MiB). The knob staged_copy_mib N stages from N MiB through blocks of min(N, 64) MiB on any device (tests
  * use it to cut small transfers into many blocks on PoCL); 0 never stages. Where pinned memory cannot be had the
  * copy goes straight. */
 #include "alloc.h"
@@ -18,10 +19,11 @@
 
 #include <string.h>
 
-#define BLOCK       ((size_t)64 << 20) /* the _host calls' staging size, so the kept blocks serve both */
-#define SLOTS       3
-#define STAGED_COLD ((size_t)1 << 30)
-#define STAGED_WARM (2 * BLOCK)
+#define BLOCK        ((size_t)64 << 20) /* the _host calls' staging size, so the kept blocks serve both */
+#define SMALL_BLOCK  ((size_t)8 << 20)
+#define SLOTS        3
+#define STAGED_FROM  (2 * BLOCK)
+#define STAGED_LARGE ((size_t)1 << 30)
 
 /* Blocks of BLOCK bytes the context keeps now (a take would find them without pinning). */
 static unsigned kept_blocks(gpuws_context *ctx)
@@ -44,7 +46,8 @@ static size_t staged_block(gpuws_context *ctx, const void *host, size_t n)
         block = from < BLOCK ? from : BLOCK;
     } else {
         if (ctx->info.type != GPUWS_DEVICE_GPU || ctx->info.unified_memory) return 0;
-        from = kept_blocks(ctx) >= SLOTS ? STAGED_WARM : STAGED_COLD;
+        from = STAGED_FROM;
+        if (n < STAGED_LARGE && kept_blocks(ctx) < SLOTS) block = SMALL_BLOCK;
     }
     if (n < from || (ctx->backend->host_pinned && ctx->backend->host_pinned(ctx, host, n))) return 0;
     return block;

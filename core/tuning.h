@@ -93,8 +93,8 @@
       "pinned staging the _host calls keep with the context for its next call, MiB (auto: 512, none on CPU devices)")  \
     X(staged_copy_mib, NUMBER, "auto", "auto|0..1048576",                                                              \
       "buffer writes and reads of pageable host memory on a GPU go through pinned blocks that several threads "        \
-      "fill: auto from 1 GiB, from 128 MiB once the context keeps staging; 0 never; N from N MiB in blocks of up "     \
-      "to N MiB, on any device")                                                                                       \
+      "fill: auto from 128 MiB (blocks of 8 MiB below 1 GiB until the context keeps 64 MiB ones); 0 never; N from N "  \
+      "MiB in blocks of up to N MiB, on any device")                                                                   \
     X(opencl_events, CHOICE, "auto", "auto|marker|kernel",                                                             \
       "OpenCL events recorded as profiling markers or as one-work-item kernels (auto: markers where the platform "     \
       "gives them times); read when the context is created")                                                           \
