@@ -184,15 +184,20 @@ static gpuws_status slabs_remap(gpuws_stream *s, size_t w, size_t h, size_t rows
             remap_host((int32_t *)gpuws__cpu_ptr(labels) + first, px, nb, b, nh);
             continue;
         }
-        const gpuws_launch_config cfg = gpuws__config_1d(px, 256, gpuws__saturating_blocks(s->ctx, 8));
-        const gpuws_arg a[] = { gpuws_arg_buffer(labels),        gpuws_arg_u64(first),
-                                gpuws_arg_u32((uint32_t)px),     gpuws_arg_buffer(dev[0]),
-                                gpuws_arg_buffer(dev[1]),        gpuws_arg_buffer(dev[2]),
-                                gpuws_arg_u64(nb->node_base[b]), gpuws_arg_u64(nb->node_base[b + 1]),
-                                gpuws_arg_u64(nb->offset[b]) };
-        st = gpuws__launch_named(s, "label_remap", NULL, &cfg, a, GPUWS__NARGS(a));
+        st =
+            gpuws__label_remap_launch(s, labels, first, px, dev, nb->node_base[b], nb->node_base[b + 1], nb->offset[b]);
     }
     return st;
+}
+
+gpuws_status gpuws__label_remap_launch(gpuws_stream *s, gpuws_buffer *labels, uint64_t first, size_t px,
+                                       gpuws_buffer *const nodes[3], uint64_t j0, uint64_t j1, uint64_t offset)
+{
+    const gpuws_launch_config cfg = gpuws__config_1d(px, 256, gpuws__saturating_blocks(s->ctx, 8));
+    const gpuws_arg a[] = { gpuws_arg_buffer(labels),   gpuws_arg_u64(first),       gpuws_arg_u32((uint32_t)px),
+                            gpuws_arg_buffer(nodes[0]), gpuws_arg_buffer(nodes[1]), gpuws_arg_buffer(nodes[2]),
+                            gpuws_arg_u64(j0),          gpuws_arg_u64(j1),          gpuws_arg_u64(offset) };
+    return gpuws__launch_named(s, "label_remap", NULL, &cfg, a, GPUWS__NARGS(a));
 }
 
 /* gpuws_label of slabs of `rows` rows. Everything that can fail for want of memory (host and device) or of a kernel
@@ -225,8 +230,7 @@ static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows
     }
     if (!st) st = gpuws__numbering_number(&nb);
     if (!st) {
-        nh[0] = 0;
-        for (size_t j = 0; j < nb.nodes; j++) nh[j + 1] = nh[j] + (nb.parent[j] != j);
+        gpuws__numbering_non_roots(&nb, nh);
         st = slabs_remap(s, w, h, rows, labels, &nb, nh, dev);
     }
     if (!st) *num_labels = nb.total;

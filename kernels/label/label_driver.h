@@ -19,4 +19,10 @@ typedef struct {
 gpuws_status gpuws__label_enqueue(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
                                   gpuws_buffer *labels, gpuws__label_count *count);
 
+/* Enqueues label_remap on s: the px labels from `first` (a pixel index) of a band of a banded labelling to their
+ * final numbers, through the band's nodes [j0, j1) of the device copies nodes[0] (band labels), nodes[1] (final
+ * numbers), nodes[2] (non-root counts, gpuws__numbering_non_roots); offset: the band's provisional label base. */
+gpuws_status gpuws__label_remap_launch(gpuws_stream *s, gpuws_buffer *labels, uint64_t first, size_t px,
+                                       gpuws_buffer *const nodes[3], uint64_t j0, uint64_t j1, uint64_t offset);
+
 #endif

@@ -378,17 +378,8 @@ static gpuws_status remap_band(const run_state *rs, size_t t, size_t b, gpuws_st
               (st = gpuws_buffer_write_async(down, ds->node_final, 0, final, m * sizeof *final))))
         return st;
     if ((st = gpuws_buffer_write_async(down, ds->node_nh, 0, nh, (m + 1) * sizeof *nh))) return st;
-    const gpuws_launch_config cfg = gpuws__config_1d(px, 256, gpuws__saturating_blocks(down->ctx, 8));
-    const gpuws_arg a[] = { gpuws_arg_buffer(dout),
-                            gpuws_arg_u64(0),
-                            gpuws_arg_u32((uint32_t)px),
-                            gpuws_arg_buffer(ds->node_label),
-                            gpuws_arg_buffer(ds->node_final),
-                            gpuws_arg_buffer(ds->node_nh),
-                            gpuws_arg_u64(0),
-                            gpuws_arg_u64(m),
-                            gpuws_arg_u64(nb->offset[b]) };
-    return gpuws__launch_named(down, "label_remap", NULL, &cfg, a, GPUWS__NARGS(a));
+    gpuws_buffer *const nodes[3] = { ds->node_label, ds->node_final, ds->node_nh };
+    return gpuws__label_remap_launch(down, dout, 0, px, nodes, 0, m, nb->offset[b]);
 }
 
 /* Pass 1: the band's first and last rows; pass 2: the whole band (into the caller's labels: final numbers). */
@@ -440,8 +431,7 @@ static gpuws_status count_non_roots(run_state *rs)
     if (!(rs->nh = gpuws__malloc((nb->nodes + 1) * sizeof *rs->nh)))
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for %zu border labels (%zu bytes)",
                             nb->nodes, (nb->nodes + 1) * sizeof *rs->nh);
-    rs->nh[0] = 0;
-    for (size_t j = 0; j < nb->nodes; j++) rs->nh[j + 1] = rs->nh[j] + (nb->parent[j] != j);
+    gpuws__numbering_non_roots(nb, rs->nh);
     return GPUWS_OK;
 }
 

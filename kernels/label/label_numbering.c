@@ -168,3 +168,9 @@ void gpuws__numbering_band_table(const gpuws__label_numbering *nb, size_t b, int
         }
     }
 }
+
+void gpuws__numbering_non_roots(const gpuws__label_numbering *nb, uint64_t *nh)
+{
+    nh[0] = 0;
+    for (size_t j = 0; j < nb->nodes; j++) nh[j + 1] = nh[j] + (nb->parent[j] != j);
+}

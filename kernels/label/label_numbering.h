@@ -55,4 +55,7 @@ gpuws_status gpuws__numbering_number(gpuws__label_numbering *nb);
 /* Band b's table after numbering: t[l] = the final number of its label l, t holding count[b] + 1. */
 void gpuws__numbering_band_table(const gpuws__label_numbering *nb, size_t b, int32_t *t);
 
+/* After numbering, for label_remap: nh[j] = the nodes before node j that are not roots, j = 0 .. nodes. */
+void gpuws__numbering_non_roots(const gpuws__label_numbering *nb, uint64_t *nh);
+
 #endif
