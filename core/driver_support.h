@@ -78,6 +78,9 @@ gpuws_status gpuws__staging_take(gpuws_context *ctx, size_t bytes, void **p, siz
 gpuws_status gpuws__write(gpuws_stream *s, gpuws_buffer *dst, size_t off, const void *src, size_t n, int blocking);
 gpuws_status gpuws__read(gpuws_stream *s, const gpuws_buffer *src, size_t off, void *dst, size_t n, int blocking);
 void gpuws__staging_give(gpuws_context *ctx, void *p, size_t bytes);
+/* Whether [p, p + n) is host memory pinned for ctx (its host_alloc's; on CUDA any page-locked memory), which its
+ * transfers may use as it is. */
+bool gpuws__host_pinned(gpuws_context *ctx, const void *p, size_t n);
 void gpuws__staging_release(gpuws_context *ctx); /* frees every kept block (gpuws_context_destroy) */
 /* Device memory free now in bytes: the driver's own count where it has one (CUDA), else three quarters of the
  * device's global memory (OpenCL has no query; the CPU backend's memory is the host's). */

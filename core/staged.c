@@ -35,6 +35,11 @@ static unsigned kept_blocks(gpuws_context *ctx)
     return k;
 }
 
+bool gpuws__host_pinned(gpuws_context *ctx, const void *p, size_t n)
+{
+    return ctx->backend->host_pinned && ctx->backend->host_pinned(ctx, p, n);
+}
+
 /* The block size a transfer of n bytes is staged through, 0 for a straight copy. */
 static size_t staged_block(gpuws_context *ctx, const void *host, size_t n)
 {
@@ -49,7 +54,7 @@ static size_t staged_block(gpuws_context *ctx, const void *host, size_t n)
         from = STAGED_FROM;
         if (n < STAGED_LARGE && kept_blocks(ctx) < SLOTS) block = SMALL_BLOCK;
     }
-    if (n < from || (ctx->backend->host_pinned && ctx->backend->host_pinned(ctx, host, n))) return 0;
+    if (n < from || gpuws__host_pinned(ctx, host, n)) return 0;
     return block;
 }
 

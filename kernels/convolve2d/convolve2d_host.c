@@ -290,12 +290,6 @@ static void geometry(const band_plan *bp, size_t b, gpuws__conv2d_geometry *gb, 
     else band_geometry(bp, b, gb, first);
 }
 
-/* Whether [p, p + n) is host memory pinned for ctx, which its transfers may use as it is. */
-static bool pinned(gpuws_context *ctx, const void *p, size_t n)
-{
-    return ctx->backend->host_pinned && ctx->backend->host_pinned(ctx, p, n);
-}
-
 /* Band b's input in the caller's image, when it is the image's own rows (boundary FILL, packed rows: the rows
  * [first, first + gb.h) as they are) in memory pinned for ctx; else NULL: staged. */
 static const void *source(void *user, gpuws_context *ctx, size_t b, size_t *bytes)
@@ -308,7 +302,7 @@ static const void *source(void *user, gpuws_context *ctx, size_t b, size_t *byte
     geometry(bp, b, &gb, &first);
     const size_t row_bytes = bp->g.w * bp->es;
     const char *p = (const char *)rs->image + (size_t)first * row_bytes;
-    if (!pinned(ctx, p, gb.h * row_bytes)) return NULL;
+    if (!gpuws__host_pinned(ctx, p, gb.h * row_bytes)) return NULL;
     *bytes = gb.h * row_bytes;
     return p;
 }
@@ -321,7 +315,7 @@ static void *target(void *user, gpuws_context *ctx, size_t b)
     const size_t m0 = b * bp->rows, m1 = m0 + bp->rows < bp->g.oh ? m0 + bp->rows : bp->g.oh,
                  row_bytes = bp->g.ow * bp->es;
     char *p = (char *)rs->out + m0 * row_bytes;
-    return pinned(ctx, p, (m1 - m0) * row_bytes) ? p : NULL;
+    return gpuws__host_pinned(ctx, p, (m1 - m0) * row_bytes) ? p : NULL;
 }
 
 static gpuws_status stage(void *user, size_t b, void *in, size_t *bytes)

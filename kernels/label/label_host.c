@@ -218,12 +218,6 @@ static size_t band_height(const band_plan *bp, size_t b)
     return r0 + bp->rows < bp->h ? bp->rows : bp->h - r0;
 }
 
-/* Whether [p, p + n) is host memory pinned for ctx, which its transfers may use as it is. */
-static bool pinned(gpuws_context *ctx, const void *p, size_t n)
-{
-    return ctx->backend->host_pinned && ctx->backend->host_pinned(ctx, p, n);
-}
-
 /* Band b's mask in the caller's memory, when it is packed and pinned for ctx (both passes); else NULL: staged. */
 static const void *source(void *user, gpuws_context *ctx, size_t t, size_t *bytes)
 {
@@ -231,7 +225,7 @@ static const void *source(void *user, gpuws_context *ctx, size_t t, size_t *byte
     const band_plan *bp = rs->bp;
     const size_t b = t % bp->bands, n = band_height(bp, b) * bp->w;
     const uint8_t *p = rs->mask + b * bp->rows * bp->w;
-    if (bp->stride != bp->w || !pinned(ctx, p, n)) return NULL;
+    if (bp->stride != bp->w || !gpuws__host_pinned(ctx, p, n)) return NULL;
     *bytes = n;
     return p;
 }
@@ -245,7 +239,7 @@ static void *target(void *user, gpuws_context *ctx, size_t t)
     if (t < bp->bands) return NULL;
     const size_t b = t - bp->bands;
     int32_t *p = rs->labels + b * bp->rows * bp->w;
-    return pinned(ctx, p, band_height(bp, b) * bp->w * sizeof(int32_t)) ? p : NULL;
+    return gpuws__host_pinned(ctx, p, band_height(bp, b) * bp->w * sizeof(int32_t)) ? p : NULL;
 }
 
 /* The most nodes of a band: the labels on its first and last rows (2 w), no more than its labels (ceil(pixels / 2),
