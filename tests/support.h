@@ -105,7 +105,7 @@ void test_cache_dir_fresh(void);
 const char *test_cache_dir(void);
 void test_cache_dir_remove(void);
 /* A fresh directory $TMPDIR/gpuws-<what>-XXXXXX (/tmp without TMPDIR) written into dir (size bytes), and its removal
- * with everything in it (rm -rf), asserted. */
+ * with everything in it (also what a test left unreadable), asserted. */
 void test_dir_make(const char *what, char *dir, size_t size);
 void test_dir_remove(const char *dir);
 
