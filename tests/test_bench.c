@@ -13,6 +13,7 @@
 #include "json.h"
 #include "report.h" /* bench.h and bench_fmt4 */
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,19 +165,25 @@ static void write_text(const char *path, const char *text)
     fclose(f);
 }
 
-static char tmpdir[64];
+static char tmpdir[PATH_MAX];
 static const char *tmp_path(const char *name)
 {
-    static char paths[8][128];
+    static char paths[8][PATH_MAX + 32];
     static int k;
-    if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/gpuws-test-bench-XXXXXX");
-        cr_assert_not_null(mkdtemp(tmpdir));
-    }
+    if (!tmpdir[0]) test_dir_make("test-bench", tmpdir, sizeof tmpdir);
     char *p = paths[k++ % 8];
-    snprintf(p, 128, "%s/%s", tmpdir, name);
+    snprintf(p, sizeof paths[0], "%s/%s", tmpdir, name);
     return p;
 }
+
+/* Each test's files go with it (every test runs in a process of its own, its tmpdir made on first use). */
+static void tmp_remove(void)
+{
+    if (tmpdir[0]) test_dir_remove(tmpdir);
+    tmpdir[0] = 0;
+}
+
+TestSuite(bench, .fini = tmp_remove);
 
 static void parse_json_file(const char *path, json_value *doc)
 {
