@@ -221,12 +221,13 @@ static void *counted(void *p)
     return p;
 }
 
-/* Large blocks (the extraction's records and lists, hundreds of MB at 8192^2) are asked for in transparent huge
- * pages where the host gives them only on request (Linux's "madvise" mode): mapping fresh memory 4 KiB at a time,
- * and unmapping it again, costs more than the host steps' work on it. Only the block's whole 2 MiB pages, which
- * nothing has touched yet when the block is new, are affected. */
+/* Large blocks (the extraction's records and lists, hundreds of MB at 8192^2, and each thread's lists of a few MB)
+ * are asked for in transparent huge pages where the host gives them only on request (Linux's "madvise" mode):
+ * mapping fresh memory 4 KiB at a time, and unmapping it again, costs more than the host steps' work on it. Only the
+ * block's whole 2 MiB pages, which nothing has touched yet when the block is new, are affected: from 4 MiB every
+ * block holds one. */
 #define HUGE_PAGE ((uintptr_t)2 << 20)
-#define HUGE_FROM ((size_t)8 << 20)
+#define HUGE_FROM ((size_t)4 << 20)
 
 static void *large_pages(void *p, size_t bytes)
 {
