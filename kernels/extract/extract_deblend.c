@@ -84,9 +84,9 @@ static bool lz_init(lz_scan *z, int64_t bw, size_t npix)
 
 /* Scans the sub-box [sx0, sx1] x [sy0, sy1] of z's box for pixels with a record whose filtered value exceeds t (all
  * of them when all), and appends the objects of at least minsize pixels to out in the order the scan completes
- * them, each with its pixels in chain order, its threshold t and no flags. */
+ * them, each with its pixels (from pool) in chain order, its threshold t and no flags. */
 static bool lz_run(lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy1, float t, bool all, size_t minsize,
-                   ex_objs *out)
+                   ex_objs *out, ex_pool *pool)
 {
     const int64_t w = sx1 - sx0 + 1;
     int co = 0, pstop = 0;
@@ -156,14 +156,11 @@ static bool lz_run(lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy
                         if (z->part[co].n >= minsize) {
                             ex_obj o;
                             memset(&o, 0, sizeof o);
-                            if (!(o.pix = gpuws__malloc(z->part[co].n * sizeof *o.pix))) return false;
+                            if (!(o.pix = gpuws__ex_pool_take(pool, z->part[co].n))) return false;
                             for (int64_t id = z->part[co].first; id != -1; id = z->next[id])
                                 o.pix[o.npix++] = z->ids[id];
                             o.thresh = t;
-                            if (!gpuws__ex_objs_push(out, &o)) {
-                                gpuws__free(o.pix);
-                                return false;
-                            }
+                            if (!gpuws__ex_objs_push(out, &o)) return false;
                         }
                     } else {
                         z->marker[z->end[co]] = 'F';
@@ -235,10 +232,11 @@ static int edge_flag(const ex_ctx *c, const ex_obj *o)
     return edge ? GPUWS_OBJ_TRUNC : 0;
 }
 
-static bool obj_copy(ex_obj *dst, const ex_obj *src, size_t extra)
+/* src with its pixels copied to a list from pool, with room for `extra` more. */
+static bool obj_copy(ex_obj *dst, const ex_obj *src, size_t extra, ex_pool *pool)
 {
     *dst = *src;
-    if (!(dst->pix = gpuws__malloc((src->npix + extra) * sizeof *dst->pix))) return false;
+    if (!(dst->pix = gpuws__ex_pool_take(pool, src->npix + extra))) return false;
     memcpy(dst->pix, src->pix, src->npix * sizeof *dst->pix);
     return true;
 }
@@ -263,7 +261,8 @@ static void gatherup_prepare(const ex_ctx *c, ex_objs *d)
  * profile's where they are all negligible; the objects go to out. *ndraws: the draws made. Whether a pixel draws
  * depends on the profiles alone, never on an earlier draw: so with out NULL this only counts the draws (seed unused),
  * and the count is what the drawing pass makes. */
-static bool gatherup_assign(const ex_ctx *c, const ex_objs *d, unsigned *seed, ex_objs *out, uint64_t *ndraws)
+static bool gatherup_assign(const ex_ctx *c, const ex_objs *d, unsigned *seed, ex_objs *out, uint64_t *ndraws,
+                            ex_pool *pool)
 {
     const size_t n = d->n;
     const ex_obj *root = &d->v[0];
@@ -280,8 +279,8 @@ static bool gatherup_assign(const ex_ctx *c, const ex_objs *d, unsigned *seed, e
     }
     for (size_t i = 1; ok && out && i < n; i++) { /* object i goes to out->v[first_out + i - 1] */
         ex_obj o;
-        if (!(ok = obj_copy(&o, &d->v[i], extra))) break;
-        if (!(ok = gpuws__ex_objs_push(out, &o))) gpuws__free(o.pix);
+        if (!(ok = obj_copy(&o, &d->v[i], extra, pool))) break;
+        ok = gpuws__ex_objs_push(out, &o);
     }
     uint64_t draws = 0;
     if (ok) p[0] = 0.0f;
@@ -314,19 +313,17 @@ static bool gatherup_assign(const ex_ctx *c, const ex_objs *d, unsigned *seed, e
         ex_obj *o = &out->v[first_out + i - 1];
         o->pix[o->npix++] = r;
     }
-    if (!ok && out) { /* what this call added goes */
-        while (out->n > first_out) gpuws__free(out->v[--out->n].pix);
-    }
+    if (!ok && out) out->n = first_out; /* what this call added goes (its lists with the pool) */
     *ndraws = draws;
     gpuws__free(p);
     gpuws__free(taken);
     return ok;
 }
 
-bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out)
+bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out, ex_pool *pool)
 {
     uint64_t draws;
-    return gatherup_assign(c, pending, seed, out, &draws);
+    return gatherup_assign(c, pending, seed, out, &draws, pool);
 }
 
 /* The scratch of a thread's deblending, grown to the largest component it has met: the component's box with a
@@ -339,13 +336,19 @@ struct ex_deblender {
     uint64_t *owner, stamp; /* owner[q] == stamp: the node being split holds pixel q (stamps only grow) */
     size_t box_cap;
     size_t *lvl, lvl_cap;
-    ex_objs nodes; /* the tree's nodes, no pixels held between components */
+    ex_objs nodes;   /* the tree's nodes, no pixels held between components */
+    ex_pool scratch; /* the nodes' pixel lists, rewound after each component */
     lz_scan z;
     int64_t z_bw;
     size_t z_npix;
 };
 
-ex_deblender *gpuws__ex_deblender_new(void) { return gpuws__calloc(1, sizeof(ex_deblender)); }
+ex_deblender *gpuws__ex_deblender_new(void)
+{
+    ex_deblender *d = gpuws__calloc(1, sizeof(ex_deblender));
+    if (d) gpuws__ex_pool_init(&d->scratch, 0);
+    return d;
+}
 
 void gpuws__ex_deblender_free(ex_deblender *d)
 {
@@ -356,6 +359,7 @@ void gpuws__ex_deblender_free(ex_deblender *d)
     gpuws__free(d->owner);
     gpuws__free(d->lvl);
     gpuws__ex_objs_free(&d->nodes);
+    gpuws__ex_pool_free(&d->scratch);
     lz_free(&d->z);
     gpuws__free(d);
 }
@@ -458,12 +462,12 @@ static void node_stats(const ex_ctx *c, const ex_deblender *d, ex_obj *o, int64_
     o->ymax = ymax;
 }
 
-/* Frees the pixels of the nodes and keeps their array for the next component. */
+/* Lets go of the nodes' pixels and keeps their array for the next component. */
 static void nodes_release(ex_deblender *d, ex_objs *nodes)
 {
-    for (size_t i = 0; i < nodes->n; i++) gpuws__free(nodes->v[i].pix);
     nodes->n = 0;
     d->nodes = *nodes;
+    gpuws__ex_pool_rewind(&d->scratch);
 }
 
 /* SExtractor's multi-threshold deblending (gpuws__ex_deblend). The component's pixels above nthresh - 1 thresholds
@@ -473,7 +477,7 @@ static void nodes_release(ex_deblender *d, ex_objs *nodes)
  * splits further) and gives up the rest; then gatherup hands the pixels no kept object holds to the kept ones.
  * With no split the component is one object. */
 bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, float t0, unsigned *seed,
-                       ex_objs *out, ex_objs *pending, uint64_t *ndraws)
+                       ex_objs *out, ex_objs *pending, uint64_t *ndraws, ex_pool *pool)
 {
     const gpuws__extract_params *p = c->p;
     *ndraws = 0;
@@ -512,9 +516,10 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     z.bh = bh;
     z.rec = rec;
     z.cd = cdb;
-    /* the component itself, its pixels in the order of SEP's scan */
+    /* the component itself, its pixels in the order of SEP's scan: the one list that outlives the tree (the object
+     * when nothing splits, else gatherup's source) comes from pool */
     lvl[0] = 0;
-    bool ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes) && nodes.n == 1;
+    bool ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes, pool) && nodes.n == 1;
     if (ok) {
         node_stats(c, d, &nodes.v[0], bx0, by0, bw);
         nodes.v[0].flag = edge_flag(c, &nodes.v[0]);
@@ -536,7 +541,7 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
                     nodes.v[i].son0 = nodes.v[i].son1 = from;
                     continue;
                 }
-                ok = lz_run(&z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes);
+                ok = lz_run(&z, par.xmin, par.ymin, par.xmax, par.ymax, t, false, minsize, &nodes, &d->scratch);
                 /* keep the objects of par's own (a scan of its box may meet a sibling's pixels) */
                 const uint64_t stamp = ++d->stamp;
                 for (size_t q = 0; q < par.npix; q++)
@@ -549,8 +554,6 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
                         node_stats(c, d, &nodes.v[keep], bx0, by0, bw);
                         nodes.v[keep].flag = edge_flag(c, &nodes.v[keep]);
                         keep++;
-                    } else {
-                        gpuws__free(nodes.v[j].pix);
                     }
                 }
                 if (ok) nodes.n = keep; /* else nodes_release frees what the scan found */
@@ -560,14 +563,12 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
             lvl[k + 1] = nodes.n;
         }
         for (size_t i = 0; ok && i < nodes.n; i++) nodes.v[i].keep = true;
-        if (ok && nodes.n == 1) { /* no sons: the component is one object, the root's pixels go to out */
-            if ((ok = gpuws__ex_objs_push(out, &nodes.v[0]))) nodes.n = 0;
+        if (ok && nodes.n == 1) { /* no sons: the component is one object */
+            ok = gpuws__ex_objs_push(out, &nodes.v[0]);
             nodes_release(d, &nodes);
             return ok;
         }
-        ex_obj rootcopy;
-        ok = ok && obj_copy(&rootcopy, &nodes.v[0], 0);
-        if (ok && !(ok = gpuws__ex_objs_push(&kept, &rootcopy))) gpuws__free(rootcopy.pix);
+        ok = ok && gpuws__ex_objs_push(&kept, &nodes.v[0]); /* its list shared: nothing changes it */
         /* from the top down: nodes with more than one significant son keep them */
         for (size_t k = xn - 1; ok && k-- > 0;) {
             for (size_t i = lvl[k]; ok && i < lvl[k + 1]; i++) {
@@ -584,8 +585,7 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
                         if (o->keep && o->fdflux - o->thresh * (float)o->npix > value0) {
                             o->flag |= GPUWS_OBJ_MERGED;
                             ex_obj cp;
-                            if ((ok = obj_copy(&cp, o, 0)) && !(ok = gpuws__ex_objs_push(&kept, &cp)))
-                                gpuws__free(cp.pix);
+                            ok = obj_copy(&cp, o, 0, pool) && gpuws__ex_objs_push(&kept, &cp);
                         }
                     }
                     par->keep = false;
@@ -593,16 +593,15 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
             }
         }
         if (ok && nodes.v[0].keep) {
-            ex_obj o;
-            if ((ok = obj_copy(&o, &kept.v[0], 0)) && !(ok = gpuws__ex_objs_push(out, &o))) gpuws__free(o.pix);
+            ok = gpuws__ex_objs_push(out, &kept.v[0]);
         } else if (ok) {
             gatherup_prepare(c, &kept);
             if (seed) {
-                ok = gatherup_assign(c, &kept, seed, out, ndraws);
-            } else if ((ok = gatherup_assign(c, &kept, NULL, NULL, ndraws)) && *ndraws == 0) {
+                ok = gatherup_assign(c, &kept, seed, out, ndraws, pool);
+            } else if ((ok = gatherup_assign(c, &kept, NULL, NULL, ndraws, NULL)) && *ndraws == 0) {
                 unsigned any = 1u; /* nothing is drawn from it */
                 uint64_t none;
-                ok = gatherup_assign(c, &kept, &any, out, &none);
+                ok = gatherup_assign(c, &kept, &any, out, &none, pool);
             } else if (ok) {
                 /* the draws wait for the seed at this component */
                 *pending = kept;

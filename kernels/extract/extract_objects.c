@@ -26,10 +26,16 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define EX_GROUP_MIN  16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
 #define EX_OBJ_CHUNK  64    /* objects a thread takes at a time in the analysis and the catalogue */
 #define EX_GATHER_MIN 256   /* objects a thread gathers, at least: copying them to new pages takes a thread's start */
+/* A take of the deblending's shared counter: consecutive components of this many pixels in all (or this many
+ * components), so that the hundreds of thousands of small components of a large image do not each pass the
+ * counter's cache line from core to core, nor write their results next to another thread's. */
+#define EX_TAKE_PIXELS 4096
+#define EX_TAKE_MAX    256
 
 /* SEP >= 1.3.3's threshold of a component with a σ map: the mean of its pixels' thresholds, summed in double and
  * rounded to float. SEP adds them in its chain order, this in raster order: the same sum, exact in double, while
@@ -58,9 +64,67 @@ bool gpuws__ex_objs_push(ex_objs *o, const ex_obj *x)
 
 void gpuws__ex_objs_free(ex_objs *o)
 {
-    for (size_t i = 0; i < o->n; i++) gpuws__free(o->v[i].pix);
     gpuws__free(o->v);
     memset(o, 0, sizeof *o);
+}
+
+#define EX_POOL_MIN 8192              /* entries of a pool's first chunk, at least */
+#define EX_POOL_MAX ((size_t)4 << 20) /* entries of a chunk, at most, but for a larger list */
+
+void gpuws__ex_pool_init(ex_pool *p, size_t first)
+{
+    memset(p, 0, sizeof *p);
+    p->next = first < EX_POOL_MIN ? EX_POOL_MIN : first < EX_POOL_MAX ? first : EX_POOL_MAX;
+}
+
+size_t *gpuws__ex_pool_take(ex_pool *p, size_t n)
+{
+    if (n > p->left) {
+        const size_t m = n > p->next ? n : p->next;
+        if (p->n == p->cap) {
+            const size_t cap = p->cap ? 2 * p->cap : 8;
+            size_t **chunk = gpuws__realloc(p->chunk, cap * sizeof *chunk);
+            if (chunk) p->chunk = chunk;
+            size_t *size = chunk ? gpuws__realloc(p->size, cap * sizeof *size) : NULL;
+            if (!size) return NULL;
+            p->size = size;
+            p->cap = cap;
+        }
+        size_t *c = gpuws__malloc(m * sizeof *c);
+        if (!c) return NULL;
+        p->chunk[p->n] = c;
+        p->size[p->n++] = m;
+        p->at = c;
+        p->left = m;
+        p->next = 2 * p->next < EX_POOL_MAX ? 2 * p->next : EX_POOL_MAX;
+    }
+    size_t *q = p->at;
+    p->at += n;
+    p->left -= n;
+    return q;
+}
+
+void gpuws__ex_pool_rewind(ex_pool *p)
+{
+    if (p->n == 0) return;
+    size_t big = 0;
+    for (size_t i = 1; i < p->n; i++)
+        if (p->size[i] > p->size[big]) big = i;
+    for (size_t i = 0; i < p->n; i++)
+        if (i != big) gpuws__free(p->chunk[i]);
+    p->chunk[0] = p->chunk[big];
+    p->size[0] = p->size[big];
+    p->n = 1;
+    p->at = p->chunk[0];
+    p->left = p->size[0];
+}
+
+void gpuws__ex_pool_free(ex_pool *p)
+{
+    for (size_t i = 0; i < p->n; i++) gpuws__free(p->chunk[i]);
+    gpuws__free(p->chunk);
+    gpuws__free(p->size);
+    memset(p, 0, sizeof *p);
 }
 
 /* SEP's preanalyse: bounds, peaks (the first largest in list order), the filtered flux (summed in double, kept as
@@ -199,23 +263,40 @@ typedef struct {
     float thresh;
 } ex_comp;
 
-/* Sorts the components by key (each key is a pixel of its own: no ties), an LSD radix sort, 8 bits a pass; tmp: n
- * entries. */
-static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp)
+/* Sorts the components by key (each key is a pixel of its own: no ties): an LSD radix sort, 16 bits a pass, of
+ * (key, place) pairs, then the components moved once into their order; tmp: n components, kp: 2 n pairs. The pairs
+ * are half a component's size, and two passes cover the keys of images up to 2^16 pixels square. */
+typedef struct {
+    uint64_t key;
+    size_t at;
+} ex_keyat;
+
+static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp, ex_keyat *kp, size_t *count)
 {
     uint64_t maxk = 0;
-    ex_comp *src = v, *dst = tmp;
-    for (size_t i = 0; i < n; i++) maxk = v[i].key > maxk ? v[i].key : maxk;
-    for (unsigned shift = 0; shift < 64 && (maxk >> shift); shift += 8) {
-        size_t count[257] = { 0 };
-        for (size_t i = 0; i < n; i++) count[(src[i].key >> shift & 0xffu) + 1]++;
-        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
-        for (size_t i = 0; i < n; i++) dst[count[src[i].key >> shift & 0xffu]++] = src[i];
-        ex_comp *t = src;
+    ex_keyat *src = kp, *dst = kp + n;
+    for (size_t i = 0; i < n; i++) {
+        src[i] = (ex_keyat){ v[i].key, i };
+        maxk = v[i].key > maxk ? v[i].key : maxk;
+    }
+    for (unsigned shift = 0; shift < 64 && (maxk >> shift); shift += 16) {
+        memset(count, 0, (65536 + 1) * sizeof *count);
+        for (size_t i = 0; i < n; i++) count[(src[i].key >> shift & 0xffffu) + 1]++;
+        for (size_t b = 0; b < 65536; b++) count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++) dst[count[src[i].key >> shift & 0xffffu]++] = src[i];
+        ex_keyat *t = src;
         src = dst;
         dst = t;
     }
-    if (src != v) memcpy(v, src, n * sizeof *v);
+    for (size_t i = 0; i < n; i++) tmp[i] = v[src[i].at];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+/* The process's minor page faults so far, for GPUWS_LOG=debug: fresh memory costs a fault a page at its first touch. */
+static long ex_faults(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_minflt : 0;
 }
 
 /* t threads, or fewer for less work: at least one. */
@@ -246,16 +327,26 @@ static void group_share(void *arg, unsigned t)
     uint32_t *row = g->step == 1 || g->step == 4 ? g->cnt + (size_t)t * (g->nl + 1) : NULL; /* this thread's */
     size_t m = 0;
     switch (g->step) {
-    case 0: /* coordinates, the largest label */
+    case 0: { /* coordinates (a division only where a run of consecutive pixels breaks), the largest label */
+        const uint32_t w = (uint32_t)g->c->p->w;
+        uint32_t prev = UINT32_MAX, x = 0, y = 0;
         for (size_t r = r0; r < r1; r++) {
             const uint32_t i = px->idx[r] & ~EX_BLANK_BIT;
-            g->xy[r] = (uint32_t)(i % g->c->p->w);
-            g->xy[g->n + r] = (uint32_t)(i / g->c->p->w);
+            if (i == prev + 1 && x + 1 < w) {
+                x++;
+            } else {
+                x = i % w;
+                y = i / w;
+            }
+            prev = i;
+            g->xy[r] = x;
+            g->xy[g->n + r] = y;
             m = (size_t)px->label[r] > m ? (size_t)px->label[r] : m;
         }
         if (g->obj_of) memset(g->obj_of + r0, 0, (r1 - r0) * sizeof *g->obj_of);
         g->part[t] = m;
         break;
+    }
     case 1: /* counts */
         memset(row, 0, (g->nl + 1) * sizeof *row);
         for (size_t r = r0; r < r1; r++) row[px->label[r]]++;
@@ -366,6 +457,7 @@ static size_t complist(ex_complist *cl, unsigned nt)
 typedef struct {
     ex_objs out;                /* the objects this thread made */
     ex_deblender *d;            /* its deblending scratch */
+    ex_pool pool;               /* the pixel lists of its objects (and of the gatherups it leaves for later) */
     float *heap;                /* mthresh's: 2 minarea floats */
     double busy_ms, longest_ms; /* deblending: its time in all, its longest component's (GPUWS_LOG=debug) */
     size_t longest_n;           /* that component's pixels */
@@ -385,8 +477,9 @@ typedef struct {
     const size_t *order;
     const ex_comp *comps;
     ex_result *res;
-    size_t nc;              /* components */
-    size_t *handout, nhand; /* the components in the order threads take them: the largest first */
+    size_t nc;             /* components */
+    size_t *handout;       /* the components in the order threads take them: the largest first */
+    size_t *block, nblock; /* take b: handout[block[b] .. block[b + 1] - 1] */
     ex_worker *w;
     atomic_size_t next;
     atomic_bool failed;
@@ -394,6 +487,7 @@ typedef struct {
     const size_t *slot; /* object i's place in the catalogue, SIZE_MAX: cleaned away */
     gpuws_object *cat;
     int32_t *obj_of;
+    double ms[3]; /* deblending's parts (GPUWS_LOG=debug): the scans, the gatherups left for later, the gathering */
 } ex_job;
 
 /* Takes the next n items of the shared counter; false when none is left (or a thread failed). */
@@ -410,24 +504,25 @@ static void deblend_share(void *arg, unsigned t)
 {
     ex_job *j = arg;
     ex_worker *w = &j->w[t];
-    size_t q;
-    while (job_take(j, 1, j->nhand, &q)) {
-        const size_t k = j->handout[q];
-        const ex_comp *cp = &j->comps[k];
-        ex_result *r = &j->res[k];
-        r->worker = t;
-        r->o0 = w->out.n;
-        const double t0 = ex_ms_now();
-        if (!gpuws__ex_deblend(&j->c, w->d, j->order + cp->first, cp->n, cp->thresh, NULL, &w->out, &r->pending,
-                               &r->ndraws)) {
-            atomic_store(&j->failed, true);
-            return;
+    size_t b;
+    while (job_take(j, 1, j->nblock, &b))
+        for (size_t q = j->block[b]; q < j->block[b + 1]; q++) {
+            const size_t k = j->handout[q];
+            const ex_comp *cp = &j->comps[k];
+            ex_result *r = &j->res[k];
+            r->worker = t;
+            r->o0 = w->out.n;
+            const double t0 = ex_ms_now();
+            if (!gpuws__ex_deblend(&j->c, w->d, j->order + cp->first, cp->n, cp->thresh, NULL, &w->out, &r->pending,
+                                   &r->ndraws, &w->pool)) {
+                atomic_store(&j->failed, true);
+                return;
+            }
+            const double ms = ex_ms_now() - t0;
+            w->busy_ms += ms;
+            if (ms > w->longest_ms) w->longest_ms = ms, w->longest_n = cp->n;
+            r->on = w->out.n - r->o0;
         }
-        const double ms = ex_ms_now() - t0;
-        w->busy_ms += ms;
-        if (ms > w->longest_ms) w->longest_ms = ms, w->longest_n = cp->n;
-        r->on = w->out.n - r->o0;
-    }
 }
 
 /* The gatherups left for later, each from its seed (handout: those components). */
@@ -435,18 +530,32 @@ static void gatherup_share(void *arg, unsigned t)
 {
     ex_job *j = arg;
     ex_worker *w = &j->w[t];
-    size_t q;
-    while (job_take(j, 1, j->nhand, &q)) {
-        ex_result *r = &j->res[j->handout[q]];
-        unsigned seed = r->seed;
-        r->worker = t;
-        r->o0 = w->out.n;
-        if (!gpuws__ex_gatherup(&j->c, &r->pending, &seed, &w->out)) {
-            atomic_store(&j->failed, true);
-            return;
+    size_t b;
+    while (job_take(j, 1, j->nblock, &b))
+        for (size_t q = j->block[b]; q < j->block[b + 1]; q++) {
+            ex_result *r = &j->res[j->handout[q]];
+            unsigned seed = r->seed;
+            r->worker = t;
+            r->o0 = w->out.n;
+            if (!gpuws__ex_gatherup(&j->c, &r->pending, &seed, &w->out, &w->pool)) {
+                atomic_store(&j->failed, true);
+                return;
+            }
+            r->on = w->out.n - r->o0;
         }
-        r->on = w->out.n - r->o0;
+}
+
+/* The handout's first nh components cut into takes of the shared counter (EX_TAKE_PIXELS). */
+static void handout_blocks(ex_job *j, size_t nh)
+{
+    size_t nb = 0, pix = 0, cnt = 0;
+    for (size_t q = 0; q < nh; q++) {
+        if (cnt == 0) j->block[nb++] = q;
+        pix += j->comps[j->handout[q]].n;
+        if (++cnt == EX_TAKE_MAX || pix >= EX_TAKE_PIXELS) pix = cnt = 0;
     }
+    j->block[nb] = nh;
+    j->nblock = nb;
 }
 
 /* Each object's flags, analysis and cleaning's mthresh. */
@@ -552,15 +661,17 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
 {
     if (nt == 1) { /* one thread: in catalogue order, the draws from SEP's seed as they come */
         unsigned seed = 1u;
+        const double t0 = ex_ms_now();
         for (size_t k = 0; k < nc; k++) {
             const ex_comp *cp = &j->comps[k];
             ex_result *r = &j->res[k];
             r->o0 = j->w[0].out.n;
             if (!gpuws__ex_deblend(&j->c, j->w[0].d, j->order + cp->first, cp->n, cp->thresh, &seed, &j->w[0].out, NULL,
-                                   &r->ndraws))
+                                   &r->ndraws, &j->w[0].pool))
                 return false;
             r->on = j->w[0].out.n - r->o0;
         }
+        j->ms[0] = ex_ms_now() - t0;
         j->objs = j->w[0].out; /* already in catalogue order */
         memset(&j->w[0].out, 0, sizeof j->w[0].out);
         return true;
@@ -574,8 +685,10 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
         at += m;
     }
     for (size_t k = 0; k < nc; k++) j->handout[bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++] = k;
-    j->nhand = nc;
+    handout_blocks(j, nc);
+    double t0 = ex_ms_now();
     if (!job_run(j, nt, deblend_share)) return false;
+    j->ms[0] = ex_ms_now() - t0;
     /* SEP's seed at each gatherup left for later: the draws of the components before it skipped */
     unsigned seed = 1u;
     size_t np = 0;
@@ -586,8 +699,10 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     }
     for (size_t q = 0; q < nc; q++) /* the same largest-first order */
         if (j->res[j->handout[q]].pending.n) j->handout[np++] = j->handout[q];
-    j->nhand = np;
-    if (np && !job_run(j, clamp_threads(nt, np), gatherup_share)) return false;
+    handout_blocks(j, np);
+    t0 = ex_ms_now();
+    if (np && !job_run(j, clamp_threads(nt, j->nblock), gatherup_share)) return false;
+    j->ms[1] = ex_ms_now() - t0;
     /* every thread's objects, in catalogue order */
     size_t total = 0;
     for (size_t k = 0; k < nc; k++) {
@@ -598,33 +713,20 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     j->objs.cap = total ? total : 1;
     j->objs.n = total;
     j->nc = nc;
+    t0 = ex_ms_now();
     gpuws__run_ranges(total, clamp_threads(nt, total / EX_GATHER_MIN), gather_range, j);
-    for (unsigned t = 0; t < nt; t++) j->w[t].out.n = 0; /* their pixels belong to j->objs now */
+    j->ms[2] = ex_ms_now() - t0;
+    for (unsigned t = 0; t < nt; t++) j->w[t].out.n = 0; /* j->objs holds them now */
     return true;
-}
-
-/* Each thread frees the pixel lists of the components it made (gathered into j->objs, the pending gatherups): malloc
- * returns a block fastest to the thread's own arena, while one thread freeing a large image's hundreds of thousands
- * of lists takes each other arena's lock for each. */
-static void free_share(void *arg, unsigned t)
-{
-    ex_job *j = arg;
-    for (size_t k = 0; k < j->nc; k++) {
-        ex_result *r = &j->res[k];
-        if (r->worker != t) continue;
-        for (size_t i = r->at; i < r->at + r->on; i++) {
-            gpuws__free(j->objs.v[i].pix);
-            j->objs.v[i].pix = NULL;
-        }
-        gpuws__ex_objs_free(&r->pending);
-    }
 }
 
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
     double tm[6] = { 0 }; /* the steps' ends, for GPUWS_LOG=debug: which host step a large image waits for */
+    long pf[6] = { 0 };   /* the page faults so far at each */
     tm[0] = ex_ms_now();
+    pf[0] = ex_faults();
     const size_t n = px->n;
     const unsigned threads = p->threads > 1 ? p->threads : 1u;
     ex_job j;
@@ -657,13 +759,25 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         at += m;
     }
     if (!group_step(&g, 3) || !group_step(&g, 4)) goto done;
+    const double t_grouped = ex_ms_now();
     start[nl + 1] = n;
     gpuws__free(g.cnt);
     g.cnt = NULL;
     ex_complist cl = { &j.c, start, order, n, nl, g.part, comps, false };
     nc = complist(&cl, threads);
-    sort_comps(comps, nc, comps + nl);
+    const double t_listed = ex_ms_now();
+    ex_keyat *keyat = gpuws__malloc(2 * (nc ? nc : 1) * sizeof *keyat);
+    size_t *count = gpuws__malloc((65536 + 1) * sizeof *count);
+    if (!keyat || !count) {
+        gpuws__free(keyat);
+        gpuws__free(count);
+        goto done;
+    }
+    sort_comps(comps, nc, comps + nl, keyat, count);
+    gpuws__free(keyat);
+    gpuws__free(count);
     tm[1] = ex_ms_now();
+    pf[1] = ex_faults();
 
     /* deblending, analysis */
     nw = clamp_threads(threads, nc);
@@ -671,16 +785,23 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     j.comps = comps;
     j.obj_of = obj_of;
     if (!(j.w = gpuws__calloc(nw, sizeof *j.w)) || !(j.res = gpuws__calloc(nc ? nc : 1, sizeof *j.res)) ||
-        !(j.handout = gpuws__malloc((nc ? nc : 1) * sizeof *j.handout)))
+        !(j.handout = gpuws__malloc((nc ? nc : 1) * sizeof *j.handout)) ||
+        !(j.block = gpuws__malloc((nc + 1) * sizeof *j.block)))
         goto done;
+    /* each pool and list of objects first sized for its share of the records and components, a quarter more: grown
+     * by doubling, a list would move its objects to fresh pages at each step */
+    for (size_t t = 0; t < nw; t++) gpuws__ex_pool_init(&j.w[t].pool, n / nw + n / nw / 4);
     for (size_t t = 0; t < nw; t++)
         if (!(j.w[t].d = gpuws__ex_deblender_new()) ||
+            !(j.w[t].out.v = gpuws__malloc((j.w[t].out.cap = nc / nw + nc / nw / 4 + 16) * sizeof *j.w[t].out.v)) ||
             (p->clean && !(j.w[t].heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *j.w[t].heap))))
             goto done;
     if (!deblend_all(&j, nc, (unsigned)nw)) goto done;
     tm[2] = ex_ms_now();
+    pf[2] = ex_faults();
     if (!job_run(&j, clamp_threads((unsigned)nw, j.objs.n / EX_OBJ_CHUNK + 1), analyse_share)) goto done;
     tm[3] = ex_ms_now();
+    pf[3] = ex_faults();
 
     /* cleaning: the pairs on threads, their effects in catalogue order (an object's fate depends on those before it) */
     survives = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *survives);
@@ -692,6 +813,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         for (size_t i = 0; i < j.objs.n; i++) survives[i] = 1;
     }
     tm[4] = ex_ms_now();
+    pf[4] = ex_faults();
     size_t kept = 0;
     for (size_t i = 0; i < j.objs.n; i++) slot[i] = survives[i] ? kept++ : SIZE_MAX;
     if (!(cat = gpuws__calloc(1, sizeof *cat)) ||
@@ -703,6 +825,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     cat->num_objects = kept;
     st = GPUWS_OK;
     tm[5] = ex_ms_now();
+    pf[5] = ex_faults();
     double busy = 0, longest = 0;
     size_t longest_n = 0;
     for (size_t t = 0; t < nw; t++) {
@@ -711,13 +834,19 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     }
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: deblending on %zu threads: busy %.0f%% of the step, its longest component %zu pixels in "
-               "%.1f ms",
-               nw, 100.0 * busy / ((double)nw * (tm[2] - tm[1]) + 1e-9), longest_n, longest);
+               "%.1f ms; scans %.1f ms, gatherups left for later %.1f, gathering %.1f",
+               nw, 100.0 * busy / ((double)nw * (tm[2] - tm[1]) + 1e-9), longest_n, longest, j.ms[0], j.ms[1], j.ms[2]);
+    gpuws__log(GPUWS__LOG_DEBUG, "extract: components: grouped by label %.1f ms, listed %.1f, sorted %.1f",
+               t_grouped - tm[0], t_listed - t_grouped, tm[1] - t_listed);
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: host steps (ms, %u threads): components %.1f, deblending %.1f, analysis %.1f, cleaning %.1f, "
                "catalogue %.1f; %zu pixels, %zu components, %zu objects before cleaning, %zu after",
                threads, tm[1] - tm[0], tm[2] - tm[1], tm[3] - tm[2], tm[4] - tm[3], tm[5] - tm[4], n, nc, j.objs.n,
                kept);
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "extract: host steps' page faults (first touches of fresh pages): components %ld, deblending %ld, "
+               "analysis %ld, cleaning %ld, catalogue %ld",
+               pf[1] - pf[0], pf[2] - pf[1], pf[3] - pf[2], pf[4] - pf[3], pf[5] - pf[4]);
 done:
     if (st) {
         if (cat) gpuws__free(cat->objects);
@@ -733,12 +862,13 @@ done:
         gpuws__ex_deblender_free(j.w[t].d);
         gpuws__free(j.w[t].heap);
     }
-    if (j.nc && j.objs.v) gpuws__run_threads((unsigned)nw, free_share, &j); /* the objects gathered: see free_share */
     for (size_t k = 0; j.res && k < nc; k++) gpuws__ex_objs_free(&j.res[k].pending); /* what is left, if any */
     gpuws__ex_objs_free(&j.objs);
+    for (size_t t = 0; j.w && t < nw; t++) gpuws__ex_pool_free(&j.w[t].pool); /* the lists of all of them */
     gpuws__free(j.w);
     gpuws__free(j.res);
     gpuws__free(j.handout);
+    gpuws__free(j.block);
     gpuws__free(survives);
     gpuws__free(slot);
     gpuws__free(xy);

@@ -58,7 +58,21 @@ static inline double ex_ms_now(void)
 }
 
 bool gpuws__ex_objs_push(ex_objs *o, const ex_obj *x);
-void gpuws__ex_objs_free(ex_objs *o); /* the objects' pixels too */
+void gpuws__ex_objs_free(ex_objs *o); /* the array; the pixel lists belong to their pool */
+
+/* Where pixel lists come from: carved one after the other from large chunks and released all at once. A large
+ * image's hundreds of thousands of lists, each a malloc of its own, cost a fault at every fresh page and a free
+ * each at the end; large chunks are advised into huge pages (gpuws__malloc). */
+typedef struct {
+    size_t **chunk, *size; /* the chunks held and their entries */
+    size_t n, cap;
+    size_t *at, left; /* the current chunk's free part */
+    size_t next;      /* the entries of the next chunk */
+} ex_pool;
+void gpuws__ex_pool_init(ex_pool *p, size_t first); /* the first chunk holds at least `first` entries */
+size_t *gpuws__ex_pool_take(ex_pool *p, size_t n);  /* n entries; NULL when memory fails */
+void gpuws__ex_pool_rewind(ex_pool *p);             /* every list gone; the largest chunk kept for the next */
+void gpuws__ex_pool_free(ex_pool *p);
 
 /* SEP's preanalyse: bounds, peaks, the filtered flux. */
 void gpuws__ex_preanalyse(const ex_ctx *c, ex_obj *o);
@@ -78,10 +92,10 @@ void gpuws__ex_deblender_free(ex_deblender *d);
  * component first), ready for gpuws__ex_gatherup from the seed at this component; a component that draws nothing is
  * done at once. False when memory fails (nothing added to out or *pending). */
 bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, float t0, unsigned *seed,
-                       ex_objs *out, ex_objs *pending, uint64_t *ndraws);
+                       ex_objs *out, ex_objs *pending, uint64_t *ndraws, ex_pool *pool);
 /* The gatherup left for later (*pending from gpuws__ex_deblend), drawing from *seed: its objects appended to out.
- * False when memory fails (nothing added). */
-bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out);
+ * False when memory fails (nothing added). The pixel lists of out and *pending come from pool. */
+bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out, ex_pool *pool);
 /* SEP's seed after `draws` random numbers drawn from seed. */
 unsigned gpuws__ex_rand_skip(unsigned seed, uint64_t draws);
 
