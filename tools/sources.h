@@ -86,7 +86,10 @@ typedef struct {
     double download; /* the maps read back */
     double table;    /* the catalogue's table, world coordinates included */
     double out[OUT_COUNT];
-    double commit; /* the outputs put in place */
+    double commit;         /* the outputs put in place */
+    double written;        /* tool_now_ms() when they were (-1: not yet) */
+    double release;        /* from then until the image's memory was released */
+    double release_device; /* ... of which the device's context (-1: not in it) */
 } sources_times;
 void sources_times_init(sources_times *t, double start);
 void sources_times_print(const sources_times *t, const char *image);

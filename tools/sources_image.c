@@ -15,6 +15,8 @@ void sources_times_init(sources_times *t, double start)
 {
     t->read = t->device = t->device_wait = t->scan = t->upload = t->background = t->extract = -1;
     t->extract_device = t->extract_host = t->phot = t->find = t->download = t->table = t->commit = -1;
+    t->written = t->release = -1;
+    t->release_device = -1;
     t->read_ahead = 0;
     for (int k = 0; k < OUT_COUNT; k++) t->out[k] = -1;
     t->start = start;
@@ -52,6 +54,11 @@ void sources_times_print(const sources_times *t, const char *image)
     for (int k = 0; k < OUT_COUNT; k++)
         if (t->out[k] >= 0) fprintf(stderr, step, sources_out_options[k], t->out[k], "");
     if (t->commit >= 0) fprintf(stderr, step, "outputs put in place", t->commit, "");
+    if (t->release >= 0) {
+        note[0] = 0;
+        if (t->release_device >= 0) snprintf(note, sizeof note, " (the device's context %.1f)", t->release_device);
+        fprintf(stderr, step, "memory released", t->release, note);
+    }
     fprintf(stderr, step, "total", tool_now_ms() - t->start, "");
 }
 
@@ -454,10 +461,13 @@ int sources_run_image(const sources_args *a, double start)
     if (rc) sources_device_abandon(&dev);
     else rc = sources_device_end(&dev, &c, &t);
     if (!rc) rc = find(a, &img, &scan, &c, &t);
-    if (!rc && a->timings) sources_times_print(&t, a->image);
+    const double t1 = tool_now_ms();
     gpuws_contexts_destroy(c.ctx, c.n);
+    t.release_device = tool_now_ms() - t1;
     free(scan.mask);
     fits_image_free(&img);
+    if (t.written >= 0) t.release = tool_now_ms() - t.written;
+    if (!rc && a->timings) sources_times_print(&t, a->image);
     return rc;
 }
 
@@ -466,7 +476,8 @@ int sources_run_read(const sources_args *a, const fits_image *img, const sources
     pixel_scan scan = { 0, 0, NULL };
     int rc = check_image(a, img, &scan, t);
     if (!rc) rc = find(a, img, &scan, c, t);
-    if (!rc && a->timings) sources_times_print(t, a->image);
     free(scan.mask);
+    if (t->written >= 0) t->release = tool_now_ms() - t->written;
+    if (!rc && a->timings) sources_times_print(t, a->image);
     return rc;
 }

@@ -95,7 +95,7 @@ int sources_write_outputs(const sources_args *a, const products *p, sources_time
     }
     const double t0 = tool_now_ms();
     if (!rc) rc = output_files_commit(a->outputs, err, sizeof err);
-    if (t && !rc) t->commit = tool_now_ms() - t0;
+    if (t && !rc) t->commit = tool_now_ms() - t0, t->written = tool_now_ms();
     if (rc) {
         fprintf(stderr, "gpuws sources: %s\n", err);
         return 1;
