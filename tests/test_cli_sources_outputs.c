@@ -145,6 +145,8 @@ BACKEND_TEST(cli_sources, timings_give_every_step_on_stderr)
                                          "\n  --catalog ",
                                          "\n  --labels ",
                                          "\n  outputs put in place ",
+                                         "\n  memory released ",
+                                         " (the device's context ",
                                          "\n  total " };
     for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++)
         cr_assert(strstr(r.stderr_text, steps[k]), "no '%s' in stderr: %s", steps[k], r.stderr_text);
