@@ -31,6 +31,7 @@
 #define EX_GROUP_MIN  16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
 #define EX_OBJ_CHUNK  64    /* objects a thread takes at a time in the analysis and the catalogue */
 #define EX_GATHER_MIN 256   /* objects a thread gathers, at least: copying them to new pages takes a thread's start */
+#define EX_SORT_MIN   8192  /* components per thread, at least, in their sort */
 /* A take of the deblending's shared counter: consecutive components of this many pixels in all (or this many
  * components), so that the hundreds of thousands of small components of a large image do not each pass the
  * counter's cache line from core to core, nor write their results next to another thread's. */
@@ -263,33 +264,77 @@ typedef struct {
     float thresh;
 } ex_comp;
 
-/* Sorts the components by key (each key is a pixel of its own: no ties): an LSD radix sort, 16 bits a pass, of
- * (key, place) pairs, then the components moved once into their order; tmp: n components, kp: 2 n pairs. The pairs
- * are half a component's size, and two passes cover the keys of images up to 2^16 pixels square. */
+/* ---- the components sorted by key (each key is a pixel of its own: no ties) ----
+ * An LSD radix sort of (key, place) pairs, 8 bits a pass, on threads: each part counts its range's digits, the counts
+ * become offsets (by digit, then by part, so the sort is stable), and each part puts its range in place; then the
+ * components move once into their order. */
 typedef struct {
     uint64_t key;
     size_t at;
 } ex_keyat;
 
-static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp, ex_keyat *kp, size_t *count)
+typedef struct {
+    ex_comp *v, *tmp; /* the components; n more for the move */
+    ex_keyat *src, *dst;
+    size_t n;
+    unsigned shift, step;
+    size_t (*count)[256]; /* per part */
+    uint64_t *maxk;       /* per part */
+} ex_sort;
+
+static void sort_range(void *arg, size_t part, size_t lo, size_t hi)
 {
-    uint64_t maxk = 0;
-    ex_keyat *src = kp, *dst = kp + n;
-    for (size_t i = 0; i < n; i++) {
-        src[i] = (ex_keyat){ v[i].key, i };
-        maxk = v[i].key > maxk ? v[i].key : maxk;
+    ex_sort *s = arg;
+    size_t *c = s->count[part];
+    uint64_t m = 0;
+    switch (s->step) {
+    case 0: /* the pairs, the largest key */
+        for (size_t i = lo; i < hi; i++) {
+            s->src[i] = (ex_keyat){ s->v[i].key, i };
+            m = s->v[i].key > m ? s->v[i].key : m;
+        }
+        s->maxk[part] = m;
+        break;
+    case 1: /* digits counted */
+        memset(c, 0, 256 * sizeof *c);
+        for (size_t i = lo; i < hi; i++) c[s->src[i].key >> s->shift & 0xffu]++;
+        break;
+    case 2: /* in place */
+        for (size_t i = lo; i < hi; i++) s->dst[c[s->src[i].key >> s->shift & 0xffu]++] = s->src[i];
+        break;
+    case 3: /* the components in their order */
+        for (size_t i = lo; i < hi; i++) s->tmp[i] = s->v[s->src[i].at];
+        break;
+    default: /* and back */ memcpy(s->v + lo, s->tmp + lo, (hi - lo) * sizeof *s->v); break;
     }
-    for (unsigned shift = 0; shift < 64 && (maxk >> shift); shift += 16) {
-        memset(count, 0, (65536 + 1) * sizeof *count);
-        for (size_t i = 0; i < n; i++) count[(src[i].key >> shift & 0xffffu) + 1]++;
-        for (size_t b = 0; b < 65536; b++) count[b + 1] += count[b];
-        for (size_t i = 0; i < n; i++) dst[count[src[i].key >> shift & 0xffffu]++] = src[i];
-        ex_keyat *t = src;
-        src = dst;
-        dst = t;
+}
+
+/* v[0 .. n - 1] sorted on `parts` threads (at most 64); tmp: n components, kp: 2 n pairs, count: 256 per part. */
+static void sort_comps(ex_comp *v, size_t n, ex_comp *tmp, ex_keyat *kp, size_t (*count)[256], size_t parts)
+{
+    uint64_t maxk[64], mk = 0;
+    ex_sort s = { v, tmp, kp, kp + n, n, 0, 0, count, maxk };
+    gpuws__run_ranges(n, parts, sort_range, &s);
+    for (size_t p = 0; p < parts; p++) mk = maxk[p] > mk ? maxk[p] : mk;
+    for (s.shift = 0; s.shift < 64 && (mk >> s.shift); s.shift += 8) {
+        s.step = 1;
+        gpuws__run_ranges(n, parts, sort_range, &s);
+        for (size_t d = 0, at = 0; d < 256; d++)
+            for (size_t p = 0; p < parts; p++) {
+                const size_t k = count[p][d];
+                count[p][d] = at;
+                at += k;
+            }
+        s.step = 2;
+        gpuws__run_ranges(n, parts, sort_range, &s);
+        ex_keyat *t = s.src;
+        s.src = s.dst;
+        s.dst = t;
     }
-    for (size_t i = 0; i < n; i++) tmp[i] = v[src[i].at];
-    memcpy(v, tmp, n * sizeof *v);
+    s.step = 3;
+    gpuws__run_ranges(n, parts, sort_range, &s);
+    s.step = 4;
+    gpuws__run_ranges(n, parts, sort_range, &s);
 }
 
 /* The process's minor page faults so far, for GPUWS_LOG=debug: fresh memory costs a fault a page at its first touch. */
@@ -766,16 +811,14 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     ex_complist cl = { &j.c, start, order, n, nl, g.part, comps, false };
     nc = complist(&cl, threads);
     const double t_listed = ex_ms_now();
+    const unsigned sort_parts = clamp_threads(threads < 64 ? threads : 64, nc / EX_SORT_MIN);
     ex_keyat *keyat = gpuws__malloc(2 * (nc ? nc : 1) * sizeof *keyat);
-    size_t *count = gpuws__malloc((65536 + 1) * sizeof *count);
-    if (!keyat || !count) {
-        gpuws__free(keyat);
-        gpuws__free(count);
-        goto done;
-    }
-    sort_comps(comps, nc, comps + nl, keyat, count);
+    size_t(*count)[256] = gpuws__malloc(sort_parts * sizeof *count);
+    const bool sortable = keyat && count;
+    if (sortable) sort_comps(comps, nc, comps + nl, keyat, count, sort_parts);
     gpuws__free(keyat);
     gpuws__free(count);
+    if (!sortable) goto done;
     tm[1] = ex_ms_now();
     pf[1] = ex_faults();
 
