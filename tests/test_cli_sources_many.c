@@ -3,6 +3,31 @@
 #include "cli_sources.h"
 
 #ifdef HAVE_FITSIO_H
+/* The two files hold the same bytes (binary files too). */
+static void assert_same_bytes(const char *a, const char *b)
+{
+    FILE *x = fopen(a, "rb"), *y = fopen(b, "rb");
+    cr_assert(x && y, "cannot open %s or %s", a, b);
+    for (long at = 0;; at++) {
+        const int cx = fgetc(x), cy = fgetc(y);
+        cr_assert_eq(cx, cy, "%s and %s differ at byte %ld", a, b, at);
+        if (cx == EOF) break;
+    }
+    fclose(x);
+    fclose(y);
+}
+
+/* out/<stem><suffix>, from the run on many images, holds the bytes of `alone`, the file of the image's run on its own
+ * in r->dir; then it is removed. */
+static void assert_as_alone(cli_run *r, const char *out, const char *stem, const char *suffix, const char *alone)
+{
+    char path[700], single[600];
+    snprintf(path, sizeof path, "%s/%s%s", out, stem, suffix);
+    path_in(r, alone, single, sizeof single);
+    assert_same_bytes(path, single);
+    cr_assert_eq(unlink(path), 0);
+}
+
 /* Two good images (one named in a list) and a missing one: each good one's outputs under --outdir, nothing for the
  * missing one, a progress line per image, exit 1 at the end. */
 BACKEND_TEST(cli_sources, many_images_each_written_and_a_failure_reported)
@@ -78,7 +103,7 @@ BACKEND_TEST(cli_sources, many_images_read_ahead_past_one_that_crashes_the_reade
 {
     cli_run r;
     setup(&r, *kind);
-    char path[600], out[600], single[600];
+    char path[600], out[600];
     write_sky(&r, "a.fits", 200, 150, 11, 8);
     write_sky(&r, "c.fits", 180, 170, 12, 9);
     path_in(&r, "b.fits", path, sizeof path);
@@ -100,12 +125,51 @@ BACKEND_TEST(cli_sources, many_images_read_ahead_past_one_that_crashes_the_reade
         snprintf(csv, sizeof csv, "%s1.csv", names[k]);
         run_cli(&r, *kind, image, "--catalog", csv, NULL);
         cr_assert_eq(r.status, 0, "%s alone: exit %d; stderr: %s", image, r.status, r.stderr_text);
-        snprintf(path, sizeof path, "%s/%s.csv", out, names[k]);
-        path_in(&r, csv, single, sizeof single);
-        assert_same_file(path, single);
-        cr_assert_eq(unlink(path), 0);
+        assert_as_alone(&r, out, names[k], ".csv", csv);
     }
     cr_assert_eq(rmdir(out), 0, "more than a.csv and c.csv in the output directory");
+    teardown(&r);
+}
+
+/* Writes a sky of w x h with its rows y0 .. y0 + rows - 1 blank (NaN), as a FITS file in r->dir. */
+static void write_sky_blank_rows(cli_run *r, const char *name, size_t w, size_t h, uint64_t seed, size_t y0,
+                                 size_t rows)
+{
+    float *img = sky_image(w, h, seed, 8);
+    for (size_t i = y0 * w; i < (y0 + rows) * w; i++) img[i] = NAN;
+    char path[600], err[600];
+    path_in(r, name, path, sizeof path);
+    cr_assert_eq(fits_write_image(path, FITS_F32, img, w, h, err, sizeof err), 0, "%s", err);
+    free(img);
+}
+
+/* The many-images mode keeps its mask and device buffers from one image to the next of the same size: images that
+ * change size, and that have blank pixels or none, each get the catalogue and segmentation map they get alone. */
+BACKEND_TEST(cli_sources, many_images_of_changing_sizes_and_blanks_as_each_alone)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char out[600];
+    write_sky_blank_rows(&r, "p.fits", 200, 150, 21, 0, 7);
+    write_sky(&r, "q.fits", 200, 150, 22, 8);
+    write_sky(&r, "s.fits", 180, 170, 23, 9);
+    write_sky_blank_rows(&r, "t.fits", 200, 150, 24, 140, 10);
+    path_in(&r, "out", out, sizeof out);
+    cr_assert_eq(mkdir(out, 0755), 0);
+    run_cli(&r, *kind, "p.fits", "q.fits", "s.fits", "t.fits", "--outdir", "out", "--write", "catalog,labels", NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
+    static const char *const names[] = { "p", "q", "s", "t" };
+    for (size_t k = 0; k < 4; k++) {
+        char image[32], csv[32], labels[32];
+        snprintf(image, sizeof image, "%s.fits", names[k]);
+        snprintf(csv, sizeof csv, "%s1.csv", names[k]);
+        snprintf(labels, sizeof labels, "%s1.labels.fits", names[k]);
+        run_cli(&r, *kind, image, "--catalog", csv, "--labels", labels, NULL);
+        cr_assert_eq(r.status, 0, "%s alone: exit %d; stderr: %s", image, r.status, r.stderr_text);
+        assert_as_alone(&r, out, names[k], ".csv", csv);
+        assert_as_alone(&r, out, names[k], ".labels.fits", labels);
+    }
+    cr_assert_eq(rmdir(out), 0, "more than the catalogues and maps in the output directory");
     teardown(&r);
 }
 

@@ -157,8 +157,18 @@ void sources_device_abandon(sources_device *d);
 /* Reads one image (the device starting on a thread meanwhile), checks it, finds its sources and writes a's
  * outputs; start: tool_now_ms() at the command's start. 0, or 1 with the reason on stderr. */
 int sources_run_image(const sources_args *a, double start);
-/* The same for an image read already, on the context of many images. */
-int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t);
+/* What the many-images mode keeps from one image to the next of the same size, since fresh host memory costs a
+ * page fault a page at its first touch and each device buffer an allocation: the scan's mask and the extraction's
+ * device buffers (image, mask, background, rms, segmentation). Zeroed at first; sources_reuse_free at the end. */
+typedef struct {
+    size_t w, h;
+    unsigned char *mask;
+    gpuws_buffer *dev[5];
+} sources_reuse;
+void sources_reuse_free(sources_reuse *r);
+/* The same for an image read already, on the context of many images; keep: what to reuse (NULL: nothing). */
+int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t,
+                     sources_reuse *keep);
 /* The workshop's clipping, threshold, count and times on stdout (an image's or the demo's); host: the catalogue
  * is gpuws_find_sources_host's, its times the host clock's. */
 void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int host);

@@ -116,7 +116,23 @@ void sources_device_abandon(sources_device *d)
 typedef struct {
     size_t blanks, infinite; /* NaN and +-inf pixels */
     unsigned char *mask;     /* the extraction's mask (nonzero: not finite), when there is such a pixel; or NULL */
+    int kept;                /* the mask is a sources_reuse's: not freed with the scan */
 } pixel_scan;
+
+void sources_reuse_free(sources_reuse *r)
+{
+    free(r->mask);
+    for (size_t k = 0; k < sizeof r->dev / sizeof r->dev[0]; k++) gpuws_buffer_destroy(r->dev[k]);
+    memset(r, 0, sizeof *r);
+}
+
+/* keep, emptied unless it holds what a w x h image needs. */
+static void reuse_fit(sources_reuse *keep, size_t w, size_t h)
+{
+    if (keep->w == w && keep->h == h) return;
+    sources_reuse_free(keep);
+    keep->w = w, keep->h = h;
+}
 
 typedef struct {
     const float *px;
@@ -136,17 +152,24 @@ static void scan_range(void *user, size_t part, size_t lo, size_t hi)
     j->blanks[part] = blanks, j->infinite[part] = infinite;
 }
 
-/* Counts the NaN and infinite pixels and, for the extraction, makes the mask in the same pass. */
-static int scan_pixels(const sources_args *a, const fits_image *img, pixel_scan *s)
+/* Counts the NaN and infinite pixels and, for the extraction, makes the mask in the same pass (in keep's, when
+ * keep is not NULL). */
+static int scan_pixels(const sources_args *a, const fits_image *img, pixel_scan *s, sources_reuse *keep)
 {
     const size_t n = img->width * img->height, parts = tool_parts(n, (size_t)1 << 18);
     scan_job j = { img->data, NULL, { 0 }, { 0 } };
     memset(s, 0, sizeof *s);
-    if (a->method == METHOD_EXTRACT && !(j.mask = malloc(n))) return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
+    if (keep) reuse_fit(keep, img->width, img->height);
+    if (a->method == METHOD_EXTRACT) {
+        j.mask = keep && keep->mask ? keep->mask : malloc(n);
+        if (!j.mask) return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
+        if (keep) keep->mask = j.mask;
+    }
     tool_parallel(n, parts, scan_range, &j);
     for (size_t k = 0; k < parts; k++) s->blanks += j.blanks[k], s->infinite += j.infinite[k];
+    s->kept = keep != NULL;
     if (s->blanks + s->infinite) s->mask = j.mask;
-    else free(j.mask);
+    else if (!keep) free(j.mask);
     return 0;
 }
 
@@ -318,8 +341,29 @@ static void print_extract(const sources_args *a, size_t w, size_t h, const gpuws
 
 /* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
  * pixels are masked in both. */
+/* The extraction's device buffers (image, mask, background, rms, segmentation; the mask and segmentation only where
+ * wanted): keep's, made once for images of its size, or made here (NULL keep: the caller destroys them). */
+static gpuws_status extract_buffers(gpuws_context *ctx, size_t w, size_t h, int want_mask, int want_seg,
+                                    sources_reuse *keep, gpuws_buffer *b[5])
+{
+    const size_t n = w * h, bytes[5] = { n * sizeof(float), n, n * sizeof(float), n * sizeof(float), n * 4 };
+    const int want[5] = { 1, want_mask, 1, 1, want_seg };
+    for (int k = 0; k < 5; k++) b[k] = NULL;
+    for (int k = 0; k < 5; k++) {
+        if (!want[k]) continue;
+        if (keep && keep->dev[k]) {
+            b[k] = keep->dev[k];
+            continue;
+        }
+        const gpuws_status st = gpuws_buffer_create(ctx, bytes[k], &b[k]);
+        if (st) return st;
+        if (keep) keep->dev[k] = b[k];
+    }
+    return GPUWS_OK;
+}
+
 static int run_extract(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
-                       sources_times *t)
+                       sources_times *t, sources_reuse *keep)
 {
     const size_t w = img->width, h = img->height, n = w * h;
     const float *px = img->data;
@@ -330,7 +374,7 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
     const double ms_wcs = timed_products(&p, img, &wcs, why, sizeof why, bunit, sizeof bunit);
     double t0;
     p.image = px;
-    gpuws_buffer *image = NULL, *mask = NULL, *back = NULL, *rms = NULL, *seg = NULL;
+    gpuws_buffer *b[5];
     const unsigned char *hmask = scan->mask;
     float *hback = a->out[OUT_BACKGROUND] ? malloc(n * sizeof *hback) : NULL;
     float *hrms = a->out[OUT_RMS] ? malloc(n * sizeof *hrms) : NULL;
@@ -342,13 +386,11 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
                           ? GPUWS_ERR_OUT_OF_MEMORY
                           : GPUWS_OK;
     t0 = tool_now_ms();
-    if (!st) st = gpuws_buffer_create(ctx, n * sizeof(float), &image);
+    if (!st) st = extract_buffers(ctx, w, h, hmask != NULL, hseg != NULL, keep, b);
+    else memset(b, 0, sizeof b);
+    gpuws_buffer *image = b[0], *mask = hmask ? b[1] : NULL, *back = b[2], *rms = b[3], *seg = b[4];
     if (!st) st = gpuws_buffer_write(image, 0, px, n * sizeof(float));
-    if (!st && hmask) st = gpuws_buffer_create(ctx, n, &mask);
     if (!st && hmask) st = gpuws_buffer_write(mask, 0, hmask, n);
-    if (!st) st = gpuws_buffer_create(ctx, n * sizeof(float), &back);
-    if (!st) st = gpuws_buffer_create(ctx, n * sizeof(float), &rms);
-    if (!st && hseg) st = gpuws_buffer_create(ctx, n * sizeof(int32_t), &seg);
     t->upload = tool_now_ms() - t0;
     if (!st) {
         gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
@@ -396,8 +438,7 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
     }
     gpuws_extract_catalog_free(cat);
     phot_free(&ph);
-    gpuws_buffer_destroy(image), gpuws_buffer_destroy(mask), gpuws_buffer_destroy(back), gpuws_buffer_destroy(rms);
-    gpuws_buffer_destroy(seg);
+    for (int k = 0; !keep && k < 5; k++) gpuws_buffer_destroy(b[k]);
     free(hback), free(hrms), free(hseg);
     products_free(&p);
     sky_wcs_destroy(wcs);
@@ -409,17 +450,18 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
 fits_read_request sources_read_request(const sources_args *a) { return (fits_read_request){ a->hdu, a->plane, 1 }; }
 
 /* The pixels scanned and the image checked; 0, or 1 with the reason on stderr. */
-static int check_image(const sources_args *a, const fits_image *img, pixel_scan *scan, sources_times *t)
+static int check_image(const sources_args *a, const fits_image *img, pixel_scan *scan, sources_times *t,
+                       sources_reuse *keep)
 {
     const double t0 = tool_now_ms();
-    if (scan_pixels(a, img, scan)) return 1;
+    if (scan_pixels(a, img, scan, keep)) return 1;
     t->scan = tool_now_ms() - t0;
     return refuse_image(a, img, scan);
 }
 
 /* The image's report and its method on the device. */
 static int find(const sources_args *a, const fits_image *img, const pixel_scan *scan, const sources_contexts *c,
-                sources_times *t)
+                sources_times *t, sources_reuse *keep)
 {
     gpuws_context *ctx = c->ctx[0];
     gpuws_device_info d;
@@ -431,7 +473,7 @@ static int find(const sources_args *a, const fits_image *img, const pixel_scan *
     printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img->hdu, plane,
            img->width, img->height, img->bitpix, scan->blanks, scan->infinite);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
-    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t) : run_workshop(a, img, c, t);
+    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t, keep) : run_workshop(a, img, c, t);
 }
 
 int sources_run_image(const sources_args *a, double start)
@@ -455,12 +497,12 @@ int sources_run_image(const sources_args *a, double start)
         return fprintf(stderr, "gpuws sources: %s\n", err), 1;
     }
     t.read = tool_now_ms() - t0;
-    pixel_scan scan = { 0, 0, NULL };
+    pixel_scan scan = { 0, 0, NULL, 0 };
     sources_contexts c = { { NULL }, 0 };
-    int rc = check_image(a, &img, &scan, &t);
+    int rc = check_image(a, &img, &scan, &t, NULL);
     if (rc) sources_device_abandon(&dev);
     else rc = sources_device_end(&dev, &c, &t);
-    if (!rc) rc = find(a, &img, &scan, &c, &t);
+    if (!rc) rc = find(a, &img, &scan, &c, &t, NULL);
     const double t1 = tool_now_ms();
     gpuws_contexts_destroy(c.ctx, c.n);
     t.release_device = tool_now_ms() - t1;
@@ -471,12 +513,13 @@ int sources_run_image(const sources_args *a, double start)
     return rc;
 }
 
-int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t)
+int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t,
+                     sources_reuse *keep)
 {
-    pixel_scan scan = { 0, 0, NULL };
-    int rc = check_image(a, img, &scan, t);
-    if (!rc) rc = find(a, img, &scan, c, t);
-    free(scan.mask);
+    pixel_scan scan = { 0, 0, NULL, 0 };
+    int rc = check_image(a, img, &scan, t, keep);
+    if (!rc) rc = find(a, img, &scan, c, t, keep);
+    if (!scan.kept) free(scan.mask);
     if (t->written >= 0) t->release = tool_now_ms() - t->written;
     if (!rc && a->timings) sources_times_print(t, a->image);
     return rc;

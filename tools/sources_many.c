@@ -60,7 +60,7 @@ static int stems_clash(const sources_args *a)
 /* Image k: its outputs planned, its read (started before) finished, the next image's read started, then its
  * sources found and written. 0, or 1 with the reason on stderr. */
 static int one_of_many(sources_args *a, size_t k, fits_reading *reading, fits_reading *next,
-                       const fits_read_request *req, const sources_contexts *c, sources_times *t)
+                       const fits_read_request *req, const sources_contexts *c, sources_times *t, sources_reuse *keep)
 {
     const size_t n = a->nimages;
     char names[OUT_COUNT][PATH_MAX + 32], st[PATH_MAX], err[4400];
@@ -87,7 +87,7 @@ static int one_of_many(sources_args *a, size_t k, fits_reading *reading, fits_re
         if (rc) fprintf(stderr, "gpuws sources: %s\n", err);
     }
     if (k + 1 < n) fits_read_start(next, a->images[k + 1], 0, req);
-    if (!rc) rc = sources_run_read(a, &img, c, t);
+    if (!rc) rc = sources_run_read(a, &img, c, t, keep);
     fits_image_free(&img);
     fflush(stdout); /* the image's report before the next progress line, and before a failure on stderr */
     output_files_destroy(a->outputs);
@@ -118,13 +118,16 @@ int sources_run_many(sources_args *a, double start)
         return 1;
     }
     size_t failed = 0;
+    sources_reuse keep;
+    memset(&keep, 0, sizeof keep);
     for (size_t k = 0; k < n; k++) {
         if (k) sources_times_init(&t, tool_now_ms()); /* the first image's times include the device's start */
-        if (one_of_many(a, k, &reading[k % 2], &reading[(k + 1) % 2], &req, &c, &t)) {
+        if (one_of_many(a, k, &reading[k % 2], &reading[(k + 1) % 2], &req, &c, &t, &keep)) {
             failed++;
             fprintf(stderr, "gpuws sources: [%zu/%zu] %s failed: nothing written for it\n", k + 1, n, a->image);
         }
     }
+    sources_reuse_free(&keep);
     gpuws_contexts_destroy(c.ctx, c.n);
     printf("%zu image%s: %zu done, %zu failed\n", n, n == 1 ? "" : "s", n - failed, failed);
     return failed ? 1 : 0;
