@@ -140,6 +140,48 @@ Test(fits_rows, a_missing_file_fails_as_the_whole_read, .init = rows_setup, .fin
     cr_assert_eq(fits_read_image(path, 0, &img, whole_err, sizeof whole_err), -1);
     cr_assert_str_eq(err, whole_err);
 }
+/* One process reads the files of a run one after the other (fits_read_start): a read started while it works on
+ * another gets a child of its own, a read abandoned ends it, and the reads after each give the bytes the read in
+ * this process gives. */
+static void assert_read_as_here(fits_reading *r, const char *path)
+{
+    char err[512];
+    fits_image got, here;
+    const size_t all[2] = { 0, H };
+    const fits_read_request req = { 0, -1, 1 };
+    cr_assert_eq(fits_read_finish(r, &got, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(fits_read_rows(path, 0, &req, pick, (void *)all, &here, err, sizeof err), 0, "%s", err);
+    cr_assert(got.width == W && got.height == H && got.bitpix == here.bitpix, "%s: %zu x %zu", path, got.width,
+              got.height);
+    cr_assert(!memcmp(got.data, here.data, (size_t)W * H * sizeof(float)), "%s: the pixels differ", path);
+    cr_assert(got.header && here.header && !strcmp(got.header, here.header), "%s: the headers differ", path);
+    fits_image_free(&got);
+    fits_image_free(&here);
+}
+
+Test(fits_rows, reads_overlapping_abandoned_and_after_give_the_bytes_read_here, .init = rows_setup,
+     .fini = rows_teardown)
+{
+    char a[300], b[300];
+    snprintf(a, sizeof a, "%s/a.fits", dir);
+    snprintf(b, sizeof b, "%s/b.fits", dir);
+    write_image(a, 0);
+    write_image(b, 1);
+    const fits_read_request req = { 0, -1, 1 }; /* with the header */
+    fits_reading ra, rb;
+    for (int round = 0; round < 2; round++) {
+        fits_read_start(&ra, a, 0, &req);
+        fits_read_start(&rb, b, 0, &req); /* while a is out */
+        assert_read_as_here(&rb, b);
+        assert_read_as_here(&ra, a);
+    }
+    fits_read_start(&ra, a, 0, &req);
+    fits_read_abandon(&ra);
+    fits_read_start(&rb, b, 0, &req);
+    assert_read_as_here(&rb, b);
+    fits_read_start(&ra, a, 0, &req);
+    assert_read_as_here(&ra, a);
+}
 #else
 Test(fits_rows, needs_cfitsio) { cr_skip_test("fitsio.h not found"); }
 #endif

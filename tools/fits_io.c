@@ -16,8 +16,11 @@
 #include <math.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -405,9 +408,11 @@ static int read_here(const char *path, int want_double, const fits_read_request 
 /* cfitsio 4.2 crashes on some corrupt files (found by fuzz/fuzz_fits: an integer division by zero while parsing a
  * tile-compressed image's header, out-of-bounds reads in the Rice decoder), so the file is read in a child process:
  * a crash there is a "corrupt file" error here, not the end of the caller. The child reads the pixels straight into
- * shared memory made before the fork (a memfd: no name anywhere, and not bounded by the size of /dev/shm), which
- * the caller then maps, so the pixels are never copied on their way; a pipe carries the reply and the header. If
- * the child cannot be started, or with the knob fits_in_process=1 (GPUWS_TUNING), the file is read in this process. */
+ * shared memory (a memfd: no name anywhere, and not bounded by the size of /dev/shm), which the caller then maps, so
+ * the pixels are never copied on their way. The kept reading process (below) makes that memory itself and sends it
+ * back with the reply and the header over a socket; a child of one read gets it made before the fork and answers
+ * through a pipe. If no child can be started, or with the knob fits_in_process=1 (GPUWS_TUNING), the file is read
+ * in this process. */
 typedef struct {
     int rc, is_double, hdu, bitpix, naxis, nkeys;
     long long plane, nplanes;
@@ -485,6 +490,191 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
+/* ---- the kept reading process ----
+ * A fork copies the caller's page tables, and until the child ends each page that either side writes is copied:
+ * forked for every image of a run on many, while the image before is on the device and its host steps write their
+ * memory, that costs milliseconds an image. So one reading process serves the reads one after the other: forked at
+ * the first read (before the device and the host steps have mapped much), it reads each file into shared memory of
+ * its own, sends that back over a socket (SCM_RIGHTS) with the reply and the header, and ends when the socket
+ * closes (the caller's exit). A crash (a corrupt file) ends it, and the next read forks a new one. A read started
+ * while another is out to it gets a child of its own, as before. */
+typedef struct {
+    int want_double;
+    fits_read_request req;
+    size_t path_len;
+} read_order;
+
+static struct {
+    pthread_mutex_t lock;
+    pid_t pid; /* 0: none */
+    int sock;  /* this side of its socket */
+    int busy;  /* a read is out to it */
+} keeper = { PTHREAD_MUTEX_INITIALIZER, 0, -1, 0 };
+
+static bool send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        const ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        c += k, n -= (size_t)k;
+    }
+    return true;
+}
+
+/* A socket message of n bytes at p with room for one descriptor. */
+typedef struct {
+    struct msghdr m;
+    struct iovec io;
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+} fd_message;
+
+static void fd_message_init(fd_message *f, void *p, size_t n)
+{
+    memset(f, 0, sizeof *f);
+    f->io.iov_base = p, f->io.iov_len = n;
+    f->m.msg_iov = &f->io, f->m.msg_iovlen = 1;
+    f->m.msg_control = f->u.buf, f->m.msg_controllen = sizeof f->u.buf;
+}
+
+/* The reply, with the pixels' shared memory (fd >= 0) attached to its first byte. */
+static bool send_reply(int sock, read_reply *rep, int fd)
+{
+    fd_message f;
+    fd_message_init(&f, rep, sizeof *rep);
+    if (fd < 0) {
+        f.m.msg_control = NULL, f.m.msg_controllen = 0;
+    } else {
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&f.m);
+        cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS, cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    }
+    ssize_t k;
+    while ((k = sendmsg(sock, &f.m, MSG_NOSIGNAL)) < 0 && errno == EINTR) continue;
+    return k > 0 && send_all(sock, (const char *)rep + k, sizeof *rep - (size_t)k);
+}
+
+/* The reply and the descriptor that came with it (-1: none); false when the socket closed first. */
+static bool recv_reply(int sock, read_reply *rep, int *fd)
+{
+    char *c = (char *)rep;
+    size_t n = sizeof *rep;
+    *fd = -1;
+    while (n) {
+        fd_message f;
+        fd_message_init(&f, c, n);
+        const ssize_t k = recvmsg(sock, &f.m, MSG_CMSG_CLOEXEC);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&f.m); cm; cm = CMSG_NXTHDR(&f.m, cm))
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && *fd < 0)
+                memcpy(fd, CMSG_DATA(cm), sizeof *fd);
+        c += k, n -= (size_t)k;
+    }
+    if (n) close_fd(fd);
+    return n == 0;
+}
+
+static _Noreturn void serve_reads(int sock)
+{
+    static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], die_quietly);
+    for (;;) {
+        read_order o;
+        if (!xfer(sock, &o, sizeof o, false)) _exit(0); /* the caller is done */
+        char *path = o.path_len < PATH_MAX ? malloc(o.path_len + 1) : NULL;
+        if (!path || !xfer(sock, path, o.path_len, false)) _exit(1);
+        path[o.path_len] = 0;
+        read_reply rep;
+        memset(&rep, 0, sizeof rep);
+        fits_image im;
+        memset(&im, 0, sizeof im);
+        int pfd = shared_memory_fd();
+        const pixel_store store = { shared_alloc, shared_release, (void *)&pfd };
+        if (pfd < 0) rep.rc = -1, snprintf(rep.err, sizeof rep.err, "%s: no shared memory for the pixels", path);
+        else rep.rc = read_here(path, o.want_double, &o.req, &im, rep.err, sizeof rep.err, &store, NULL);
+        rep.is_double = im.is_double, rep.hdu = im.hdu, rep.bitpix = im.bitpix, rep.width = im.width;
+        rep.height = im.height, rep.naxis = im.naxis, rep.nkeys = im.nkeys, rep.plane = im.plane;
+        rep.nplanes = im.nplanes, rep.header_len = im.header ? strlen(im.header) : 0;
+        const bool ok = send_reply(sock, &rep, rep.rc ? -1 : pfd) &&
+                        (rep.rc || !rep.header_len || send_all(sock, im.header, rep.header_len));
+        if (!rep.rc) { /* the mapping read_here made (shared_alloc): the caller maps its own */
+            const size_t es = im.is_double ? sizeof(double) : sizeof(float), bytes = im.width * im.height * es;
+            munmap(im.data, bytes ? bytes : es);
+        }
+        free(im.header);
+        free(path);
+        close_fd(&pfd);
+        if (!ok) _exit(1);
+    }
+}
+
+/* A fork of the caller (another read's child) has no use for the kept process's socket. */
+static void keeper_forget(void)
+{
+    if (keeper.sock >= 0) close(keeper.sock);
+    keeper.pid = 0, keeper.sock = -1, keeper.busy = 0;
+}
+
+static void keeper_atfork_once(void) { pthread_atfork(NULL, NULL, keeper_forget); }
+
+/* Under keeper.lock: a kept process started; false when none could be. */
+static bool keeper_start(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, keeper_atfork_once);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return false;
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        serve_reads(sv[1]);
+    }
+    close(sv[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        return false;
+    }
+    keeper.pid = pid, keeper.sock = sv[0], keeper.busy = 0;
+    return true;
+}
+
+/* Under keeper.lock: the kept process ended (killed first when kill_it) and waited for; its status in *ws. */
+static void keeper_end(int kill_it, int *ws)
+{
+    int status = 0;
+    if (keeper.pid > 0) {
+        if (kill_it) kill(keeper.pid, SIGKILL);
+        close_fd(&keeper.sock);
+        while (waitpid(keeper.pid, &status, 0) < 0 && errno == EINTR) continue;
+    }
+    close_fd(&keeper.sock);
+    keeper.pid = 0, keeper.busy = 0;
+    if (ws) *ws = status;
+}
+
+/* The read ordered from the kept process (started first when there is none); false when it is busy or cannot be
+ * had. */
+static bool keeper_order(const fits_reading *r)
+{
+    bool sent = false;
+    pthread_mutex_lock(&keeper.lock);
+    for (int attempt = 0; !keeper.busy && !sent && attempt < 2; attempt++) {
+        if (!keeper.pid && !keeper_start()) break;
+        const read_order o = { r->want_double, r->req, strlen(r->path) };
+        sent = send_all(keeper.sock, &o, sizeof o) && send_all(keeper.sock, r->path, o.path_len);
+        if (!sent) keeper_end(1, NULL); /* it ended since its last read: a new one */
+    }
+    if (sent) keeper.busy = 1;
+    pthread_mutex_unlock(&keeper.lock);
+    return sent;
+}
+
 void fits_read_start(fits_reading *r, const char *path, int want_double, const fits_read_request *req)
 {
     static const fits_read_request first = FITS_READ_REQUEST_INIT;
@@ -494,7 +684,12 @@ void fits_read_start(fits_reading *r, const char *path, int want_double, const f
     gpuws__tuning t; /* fits_in_process=1: no child (fuzzing cfitsio itself, debuggers) */
     gpuws__tuning_from_env(&t);
     int fd[2];
-    if (!path || t.fits_in_process || (r->pixel_fd = shared_memory_fd()) < 0) return;
+    if (!path || t.fits_in_process) return;
+    if (strlen(path) < PATH_MAX && keeper_order(r)) {
+        r->served = 1;
+        return;
+    }
+    if ((r->pixel_fd = shared_memory_fd()) < 0) return;
     if (pipe(fd) != 0) return close_fd(&r->pixel_fd);
     fcntl(fd[0], F_SETFD, FD_CLOEXEC); /* not inherited by programs the caller runs while the child reads */
     fflush(NULL);
@@ -514,23 +709,33 @@ void fits_read_start(fits_reading *r, const char *path, int want_double, const f
 int fits_read_finish(fits_reading *r, fits_image *img, char *err, size_t errlen)
 {
     memset(img, 0, sizeof *img);
-    if (r->pid <= 0) {
+    if (r->pid <= 0 && !r->served) {
         close_fd(&r->pixel_fd);
         return read_here(r->path, r->want_double, &r->req, img, err, errlen, &heap_store, NULL);
     }
     read_reply rep;
     char *header = NULL;
-    bool got = xfer(r->reply_fd, &rep, sizeof rep, false), header_memory = true;
+    const int from = r->served ? keeper.sock : r->reply_fd;
+    const bool replied = r->served ? recv_reply(from, &rep, &r->pixel_fd) : xfer(from, &rep, sizeof rep, false);
+    bool got = replied, header_memory = true;
     if (got && rep.rc == 0 && rep.header_len) {
         header_memory = (header = malloc(rep.header_len + 1)) != NULL;
-        got = header && xfer(r->reply_fd, header, rep.header_len, false);
+        got = header && xfer(from, header, rep.header_len, false);
         if (got) header[rep.header_len] = 0;
     }
-    close_fd(&r->reply_fd);
     int ws = 0;
-    while (waitpid(r->pid, &ws, 0) < 0 && errno == EINTR) {
+    if (r->served) { /* the kept process: ready for the next read, or ended (its status says how) */
+        pthread_mutex_lock(&keeper.lock);
+        if (got) keeper.busy = 0;
+        else keeper_end(!replied ? 0 : 1, !replied ? &ws : NULL); /* a reply cut short: start afresh */
+        pthread_mutex_unlock(&keeper.lock);
+        r->served = 0;
+    } else {
+        close_fd(&r->reply_fd);
+        while (waitpid(r->pid, &ws, 0) < 0 && errno == EINTR) {
+        }
+        r->pid = -1;
     }
-    r->pid = -1;
     const bool clean = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
     void *data = NULL;
     size_t bytes = 0;
@@ -581,6 +786,12 @@ int fits_read_finish(fits_reading *r, fits_image *img, char *err, size_t errlen)
 
 void fits_read_abandon(fits_reading *r)
 {
+    if (r->served) { /* the kept process is reading it: a new one for the next read */
+        pthread_mutex_lock(&keeper.lock);
+        keeper_end(1, NULL);
+        pthread_mutex_unlock(&keeper.lock);
+        r->served = 0;
+    }
     if (r->pid > 0) {
         kill(r->pid, SIGKILL);
         while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR) {

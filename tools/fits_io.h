@@ -75,6 +75,7 @@ typedef struct {
     pid_t pid;    /* the reading process, or 0: read by fits_read_finish */
     int reply_fd; /* the child's reply and header */
     int pixel_fd; /* the shared memory the child reads the pixels into */
+    int served;   /* ordered from the kept reading process instead */
 } fits_reading;
 void fits_read_start(fits_reading *r, const char *path, int want_double, const fits_read_request *req);
 int fits_read_finish(fits_reading *r, fits_image *img, char *err, size_t errlen);
