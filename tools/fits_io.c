@@ -666,7 +666,10 @@ static bool keeper_order(const fits_reading *r)
     pthread_mutex_lock(&keeper.lock);
     for (int attempt = 0; !keeper.busy && !sent && attempt < 2; attempt++) {
         if (!keeper.pid && !keeper_start()) break;
-        const read_order o = { r->want_double, r->req, strlen(r->path) };
+        read_order o;
+        memset(&o, 0, sizeof o); /* its padding too: the bytes go to another process */
+        o.want_double = r->want_double, o.path_len = strlen(r->path);
+        o.req.hdu = r->req.hdu, o.req.plane = r->req.plane, o.req.want_header = r->req.want_header;
         sent = send_all(keeper.sock, &o, sizeof o) && send_all(keeper.sock, r->path, o.path_len);
         if (!sent) keeper_end(1, NULL); /* it ended since its last read: a new one */
     }
