@@ -982,7 +982,7 @@ int fits_write_image_cards(const char *path, fits_pixel_type type, const void *d
 
 #endif
 
-void fits_image_free(fits_image *img)
+void fits_image_free_pixels(fits_image *img)
 {
     if (!img) return;
 #ifdef GPUWS_HAVE_CFITSIO
@@ -990,6 +990,13 @@ void fits_image_free(fits_image *img)
     else
 #endif
         free(img->data);
+    img->data = NULL, img->mapped = 0;
+}
+
+void fits_image_free(fits_image *img)
+{
+    if (!img) return;
+    fits_image_free_pixels(img);
     free(img->header);
     memset(img, 0, sizeof *img);
 }

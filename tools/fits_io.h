@@ -50,6 +50,8 @@ int fits_read_image(const char *path, int want_double, fits_image *img, char *er
 int fits_read_image_at(const char *path, int want_double, const fits_read_request *req, fits_image *img, char *err,
                        size_t errlen);
 void fits_image_free(fits_image *img);
+/* Frees the pixels alone (data NULL after it); the header and the description stay until fits_image_free. */
+void fits_image_free_pixels(fits_image *img);
 
 /* Picks the rows [*row0, *row0 + *rows) of a width x height image that fits_read_rows reads, once the header gives
  * the size (the rows of one MPI rank: tools/sources_mpi.c). */

@@ -341,6 +341,32 @@ static void print_extract(const sources_args *a, size_t w, size_t h, const gpuws
 
 /* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
  * pixels are masked in both. */
+/* One image's host pixels and mask released on a thread once they are on the device and nothing else reads them (the
+ * extraction without --overlay): unmapping a large image's pages takes tens of milliseconds, which then pass while
+ * the device and the host steps work. */
+typedef struct {
+    fits_image *img;
+    unsigned char **mask; /* the scan's (freed: NULL) */
+    pthread_t thread;
+    int started;
+} early_release;
+
+static void *release_pixels(void *p)
+{
+    early_release *e = p;
+    fits_image_free_pixels(e->img);
+    free(*e->mask);
+    *e->mask = NULL;
+    return NULL;
+}
+
+/* The thread joined, if one started. */
+static void early_release_end(early_release *e)
+{
+    if (e->started) pthread_join(e->thread, NULL);
+    e->started = 0;
+}
+
 /* The extraction's device buffers (image, mask, background, rms, segmentation; the mask and segmentation only where
  * wanted): keep's, made once for images of its size, or made here (NULL keep: the caller destroys them). */
 static gpuws_status extract_buffers(gpuws_context *ctx, size_t w, size_t h, int want_mask, int want_seg,
@@ -363,7 +389,7 @@ static gpuws_status extract_buffers(gpuws_context *ctx, size_t w, size_t h, int 
 }
 
 static int run_extract(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
-                       sources_times *t, sources_reuse *keep)
+                       sources_times *t, sources_reuse *keep, early_release *early)
 {
     const size_t w = img->width, h = img->height, n = w * h;
     const float *px = img->data;
@@ -392,6 +418,8 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
     if (!st) st = gpuws_buffer_write(image, 0, px, n * sizeof(float));
     if (!st && hmask) st = gpuws_buffer_write(mask, 0, hmask, n);
     t->upload = tool_now_ms() - t0;
+    if (!st && early && !a->out[OUT_OVERLAY]) /* the pixels are on the device, and only the overlay reads them here */
+        early->started = pthread_create(&early->thread, NULL, release_pixels, early) == 0;
     if (!st) {
         gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
         mesh_for(a, w, h, &bo.bw, &bo.bh);
@@ -461,7 +489,7 @@ static int check_image(const sources_args *a, const fits_image *img, pixel_scan 
 
 /* The image's report and its method on the device. */
 static int find(const sources_args *a, const fits_image *img, const pixel_scan *scan, const sources_contexts *c,
-                sources_times *t, sources_reuse *keep)
+                sources_times *t, sources_reuse *keep, early_release *early)
 {
     gpuws_context *ctx = c->ctx[0];
     gpuws_device_info d;
@@ -473,7 +501,7 @@ static int find(const sources_args *a, const fits_image *img, const pixel_scan *
     printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img->hdu, plane,
            img->width, img->height, img->bitpix, scan->blanks, scan->infinite);
     printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
-    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t, keep) : run_workshop(a, img, c, t);
+    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t, keep, early) : run_workshop(a, img, c, t);
 }
 
 int sources_run_image(const sources_args *a, double start)
@@ -502,7 +530,9 @@ int sources_run_image(const sources_args *a, double start)
     int rc = check_image(a, &img, &scan, &t, NULL);
     if (rc) sources_device_abandon(&dev);
     else rc = sources_device_end(&dev, &c, &t);
-    if (!rc) rc = find(a, &img, &scan, &c, &t, NULL);
+    early_release early = { &img, &scan.mask, 0, 0 };
+    if (!rc) rc = find(a, &img, &scan, &c, &t, NULL, &early);
+    early_release_end(&early);
     const double t1 = tool_now_ms();
     gpuws_contexts_destroy(c.ctx, c.n);
     t.release_device = tool_now_ms() - t1;
@@ -518,7 +548,7 @@ int sources_run_read(const sources_args *a, const fits_image *img, const sources
 {
     pixel_scan scan = { 0, 0, NULL, 0 };
     int rc = check_image(a, img, &scan, t, keep);
-    if (!rc) rc = find(a, img, &scan, c, t, keep);
+    if (!rc) rc = find(a, img, &scan, c, t, keep, NULL);
     if (!scan.kept) free(scan.mask);
     if (t->written >= 0) t->release = tool_now_ms() - t->written;
     if (!rc && a->timings) sources_times_print(t, a->image);
