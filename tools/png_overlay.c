@@ -1,4 +1,5 @@
 #include "png_overlay.h"
+#include "parallel.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,22 +21,18 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The q-quantile of the finite pixels, from an evenly strided sample of at most 2^20 of them; NaN if none. */
-static double quantile(const float *img, size_t n, double q)
+/* The q-quantiles of the finite pixels (NaN for those not asked: q < 0), from one evenly strided sample of at most
+ * 2^20 of them, sorted once; NaN if none. */
+static void quantiles(const float *img, size_t n, const double q[2], double r[2])
 {
     const size_t stride = n > (1u << 20) ? n / (1u << 20) : 1;
     float *s = malloc((n / stride + 1) * sizeof *s);
-    if (!s) return NAN;
     size_t m = 0;
-    for (size_t i = 0; i < n; i += stride)
+    for (size_t i = 0; s && i < n; i += stride)
         if (isfinite(img[i])) s[m++] = img[i];
-    double r = NAN;
-    if (m) {
-        qsort(s, m, sizeof *s, cmp_float);
-        r = s[(size_t)(q * (double)(m - 1) + 0.5)];
-    }
+    if (m) qsort(s, m, sizeof *s, cmp_float);
+    for (int k = 0; k < 2; k++) r[k] = m && q[k] >= 0 ? s[(size_t)(q[k] * (double)(m - 1) + 0.5)] : NAN;
     free(s);
-    return r;
 }
 
 typedef struct {
@@ -171,7 +168,8 @@ static void draw_objects(const canvas *c, const catalog_shape *s, const double *
     }
 }
 
-static int write_png(const char *path, const unsigned char *rgb, size_t w, size_t h, char *err, size_t errlen)
+#ifndef GPUWS_HAVE_ZLIB
+int png_write_rgb(const char *path, const unsigned char *rgb, size_t w, size_t h, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "wbx"); /* a new file only: the unlinks below remove nothing else */
     if (!f) {
@@ -200,6 +198,170 @@ static int write_png(const char *path, const unsigned char *rgb, size_t w, size_
     unlink(path);
     return -1;
 }
+#else
+#include <zlib.h>
+
+/* pigz's way: the rows cut into strips of STRIP_ROWS, each filtered (PNG's "sub": a byte less the one a pixel to its
+ * left) and compressed on a core as a raw deflate stream that ends on a byte boundary (a sync flush; the last strip
+ * finishes the stream), with its Adler-32; the strips one after the other, between zlib's header and the combined
+ * checksum, make one zlib stream. Strips do not depend on the cores: the same bytes on any machine. */
+#define STRIP_ROWS 128
+
+typedef struct {
+    const unsigned char *rgb;
+    size_t w, h;
+    unsigned char **out; /* per strip: its compressed bytes, their length, its rows' Adler-32 */
+    size_t *len;
+    uLong *adler;
+    int *failed;
+} png_strips;
+
+static void strip_range(void *user, size_t part, size_t lo, size_t hi)
+{
+    png_strips *j = user;
+    const size_t stride = 3 * j->w, rowlen = stride + 1, nstrips = (j->h + STRIP_ROWS - 1) / STRIP_ROWS;
+    unsigned char *row = malloc(rowlen);
+    (void)part;
+    for (size_t s = lo; s < hi; s++) {
+        const size_t y0 = s * STRIP_ROWS, y1 = y0 + STRIP_ROWS < j->h ? y0 + STRIP_ROWS : j->h;
+        z_stream z;
+        memset(&z, 0, sizeof z);
+        if (!row || deflateInit2(&z, 3, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+            j->failed[s] = 1;
+            continue;
+        }
+        const size_t bound = deflateBound(&z, (uLong)((y1 - y0) * rowlen)) + 64; /* and the sync flush's bytes */
+        unsigned char *o = malloc(bound);
+        uLong ad = adler32(0L, Z_NULL, 0);
+        int ok = o != NULL;
+        z.next_out = o, z.avail_out = (uInt)bound;
+        for (size_t y = y0; ok && y < y1; y++) {
+            const unsigned char *p = j->rgb + y * stride;
+            row[0] = 1; /* "sub" */
+            for (size_t i = 0; i < stride; i++) row[1 + i] = (unsigned char)(p[i] - (i >= 3 ? p[i - 3] : 0));
+            ad = adler32(ad, row, (uInt)rowlen);
+            z.next_in = row, z.avail_in = (uInt)rowlen;
+            const int flush = y + 1 < y1 ? Z_NO_FLUSH : s + 1 < nstrips ? Z_SYNC_FLUSH : Z_FINISH;
+            const int rc = deflate(&z, flush);
+            ok = z.avail_in == 0 && (flush == Z_FINISH ? rc == Z_STREAM_END : rc == Z_OK);
+        }
+        j->out[s] = o, j->len[s] = bound - z.avail_out, j->adler[s] = ad, j->failed[s] = !ok;
+        deflateEnd(&z);
+    }
+    free(row);
+}
+
+/* A chunk: its length, type, data (the pieces one after the other) and CRC. */
+static int put_chunk(FILE *f, const char *type, const unsigned char *const *piece, const size_t *len, size_t npieces)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < npieces; k++) n += len[k];
+    const unsigned char head[8] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+                                    (unsigned char)n,         (unsigned char)type[0],   (unsigned char)type[1],
+                                    (unsigned char)type[2],   (unsigned char)type[3] };
+    uLong crc = crc32(0L, head + 4, 4);
+    int ok = n <= 0x7fffffffu && fwrite(head, 1, 8, f) == 8;
+    for (size_t k = 0; ok && k < npieces; k++) {
+        crc = crc32(crc, piece[k], (uInt)len[k]);
+        ok = fwrite(piece[k], 1, len[k], f) == len[k];
+    }
+    const unsigned char tail[4] = { (unsigned char)(crc >> 24), (unsigned char)(crc >> 16), (unsigned char)(crc >> 8),
+                                    (unsigned char)crc };
+    return ok && fwrite(tail, 1, 4, f) == 4;
+}
+
+int png_write_rgb(const char *path, const unsigned char *rgb, size_t w, size_t h, char *err, size_t errlen)
+{
+    const size_t nstrips = (h + STRIP_ROWS - 1) / STRIP_ROWS;
+    png_strips j = { rgb,
+                     w,
+                     h,
+                     calloc(nstrips, sizeof *j.out),
+                     calloc(nstrips, sizeof *j.len),
+                     calloc(nstrips, sizeof *j.adler),
+                     calloc(nstrips, sizeof *j.failed) };
+    int ok = j.out && j.len && j.adler && j.failed && w <= 0x7fffffff && h <= 0x7fffffff;
+    if (ok) tool_parallel(nstrips, tool_parts(nstrips, 1), strip_range, &j);
+    uLong adler = adler32(0L, Z_NULL, 0);
+    for (size_t s = 0; ok && s < nstrips; s++) {
+        ok = !j.failed[s];
+        const size_t rows = s + 1 < nstrips ? STRIP_ROWS : h - s * STRIP_ROWS;
+        adler = adler32_combine(adler, j.adler[s], (z_off_t)(rows * (3 * w + 1)));
+    }
+    FILE *f = ok ? fopen(path, "wbx") : NULL; /* a new file only: the unlink below removes nothing else */
+    if (ok && !f) {
+        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    } else if (ok) {
+        static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+        const unsigned char ihdr[13] = { (unsigned char)(w >> 24),
+                                         (unsigned char)(w >> 16),
+                                         (unsigned char)(w >> 8),
+                                         (unsigned char)w,
+                                         (unsigned char)(h >> 24),
+                                         (unsigned char)(h >> 16),
+                                         (unsigned char)(h >> 8),
+                                         (unsigned char)h,
+                                         8,
+                                         2,
+                                         0,
+                                         0,
+                                         0 };
+        static const unsigned char zhead[2] = { 0x78, 0x5e }; /* deflate, 32 KiB window, "fast" level; checked */
+        const unsigned char ztail[4] = { (unsigned char)(adler >> 24), (unsigned char)(adler >> 16),
+                                         (unsigned char)(adler >> 8), (unsigned char)adler };
+        const unsigned char *p = ihdr;
+        size_t n = sizeof ihdr;
+        int wrote = fwrite(sig, 1, 8, f) == 8 && put_chunk(f, "IHDR", &p, &n, 1);
+        for (size_t s = 0; wrote && s < nstrips; s++) { /* an IDAT a strip, zlib's header and checksum around */
+            const unsigned char *piece[3] = { zhead, j.out[s], ztail };
+            const size_t len[3] = { s ? 0 : 2, j.len[s], s + 1 < nstrips ? 0 : 4 };
+            wrote = put_chunk(f, "IDAT", piece, len, 3);
+        }
+        wrote = wrote && put_chunk(f, "IEND", NULL, NULL, 0);
+        if (fclose(f) != 0 || !wrote) {
+            snprintf(err, errlen, "%s: writing failed: %s", path, strerror(errno));
+            unlink(path);
+        } else {
+            ok = 2; /* written */
+        }
+    } else {
+        snprintf(err, errlen, "%s: out of memory compressing a %zu x %zu picture", path, w, h);
+    }
+    for (size_t s = 0; j.out && s < nstrips; s++) free(j.out[s]);
+    free(j.out), free(j.len), free(j.adler), free(j.failed);
+    return ok == 2 ? 0 : -1;
+}
+#endif
+
+/* Rows [lo, hi) of the image, grey on ds9's log scale between its black and white levels, NaN dark blue. */
+typedef struct {
+    const float *img;
+    unsigned char *rgb;
+    size_t w, h;
+    double lo, hi;
+} tone_job;
+
+static void tone_rows(void *user, size_t part, size_t y0, size_t y1)
+{
+    const tone_job *j = user;
+    const double a = 1000.0, norm = 1.0 / log10(1.0 + a);
+    (void)part;
+    for (size_t y = y0; y < y1; y++) {
+        unsigned char *row = j->rgb + 3 * (j->h - 1 - y) * j->w;
+        for (size_t x = 0; x < j->w; x++) {
+            const float v = j->img[y * j->w + x];
+            unsigned char *p = row + 3 * x;
+            if (isnan(v)) {
+                p[0] = 0, p[1] = 0, p[2] = 96;
+                continue;
+            }
+            double t = ((double)v - j->lo) / (j->hi - j->lo);
+            t = t < 0 ? 0 : t > 1 ? 1 : t;
+            const unsigned char g = (unsigned char)lround(255.0 * log10(1.0 + a * t) * norm);
+            p[0] = p[1] = p[2] = g;
+        }
+    }
+}
 
 int png_overlay_write(const char *path, const float *img, size_t w, size_t h, double lo, const catalog_shape *shapes,
                       const double *strength, size_t n, char *err, size_t errlen)
@@ -209,8 +371,10 @@ int png_overlay_write(const char *path, const float *img, size_t w, size_t h, do
         return -1;
     }
     const size_t npx = w * h;
-    if (isnan(lo)) lo = quantile(img, npx, 0.5);
-    double hi = quantile(img, npx, 0.9999);
+    double q[2];
+    quantiles(img, npx, (const double[2]){ isnan(lo) ? 0.5 : -1.0, 0.9999 }, q);
+    if (isnan(lo)) lo = q[0];
+    double hi = q[1];
     if (isnan(lo) || isnan(hi)) lo = 0, hi = 1; /* no finite pixel: all drawn as blanks anyway */
     if (!(hi > lo)) hi = lo + 1;
     unsigned char *rgb = malloc(3 * npx);
@@ -218,25 +382,11 @@ int png_overlay_write(const char *path, const float *img, size_t w, size_t h, do
         snprintf(err, errlen, "%s: out of memory for a %zu x %zu picture", path, w, h);
         return -1;
     }
-    const double a = 1000.0, norm = 1.0 / log10(1.0 + a);
-    for (size_t y = 0; y < h; y++) {
-        unsigned char *row = rgb + 3 * (h - 1 - y) * w;
-        for (size_t x = 0; x < w; x++) {
-            const float v = img[y * w + x];
-            unsigned char *p = row + 3 * x;
-            if (isnan(v)) {
-                p[0] = 0, p[1] = 0, p[2] = 96;
-                continue;
-            }
-            double t = ((double)v - lo) / (hi - lo);
-            t = t < 0 ? 0 : t > 1 ? 1 : t;
-            const unsigned char g = (unsigned char)lround(255.0 * log10(1.0 + a * t) * norm);
-            p[0] = p[1] = p[2] = g;
-        }
-    }
+    tone_job tj = { img, rgb, w, h, lo, hi };
+    tool_parallel(h, tool_parts(h, 64), tone_rows, &tj);
     const canvas c = { rgb, w, h };
     draw_objects(&c, shapes, strength, n);
-    int rc = write_png(path, rgb, w, h, err, errlen);
+    int rc = png_write_rgb(path, rgb, w, h, err, errlen);
     free(rgb);
     return rc;
 }
@@ -244,6 +394,13 @@ int png_overlay_write(const char *path, const float *img, size_t w, size_t h, do
 #else
 
 int png_overlay_available(void) { return 0; }
+
+int png_write_rgb(const char *path, const unsigned char *rgb, size_t w, size_t h, char *err, size_t errlen)
+{
+    (void)rgb, (void)w, (void)h;
+    snprintf(err, errlen, "%s: gpuws was built without libpng (install libpng-dev and reconfigure)", path);
+    return -1;
+}
 
 int png_overlay_write(const char *path, const float *img, size_t w, size_t h, double lo, const catalog_shape *shapes,
                       const double *strength, size_t n, char *err, size_t errlen)

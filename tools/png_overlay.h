@@ -20,4 +20,9 @@ int png_overlay_write(const char *path, const float *image, size_t width, size_t
 /* True when gpuws was built with libpng. */
 int png_overlay_available(void);
 
+/* Creates `path`, which must not exist: an 8-bit RGB PNG of the picture rgb (width x height, 3 bytes a pixel, the top
+ * row first). Where zlib is linked, strips of rows are compressed on every core and joined into one stream, the same
+ * bytes whatever the cores; else libpng writes it on one. 0, or -1 with the reason in err and no file left. */
+int png_write_rgb(const char *path, const unsigned char *rgb, size_t width, size_t height, char *err, size_t errlen);
+
 #endif
