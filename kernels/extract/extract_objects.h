@@ -90,7 +90,8 @@ void gpuws__ex_deblender_free(ex_deblender *d);
  * random numbers its gatherup draws, *ndraws. seed (SEP's, at this component): the draws are made from it. seed
  * NULL: a gatherup that draws is left for later: out gets nothing and *pending the objects deblending keeps (the
  * component first), ready for gpuws__ex_gatherup from the seed at this component; a component that draws nothing is
- * done at once. False when memory fails (nothing added to out or *pending). */
+ * done at once. The objects' pixel lists come from pool (the tree's own from d's scratch). False when memory fails
+ * (nothing added to out or *pending). */
 bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, float t0, unsigned *seed,
                        ex_objs *out, ex_objs *pending, uint64_t *ndraws, ex_pool *pool);
 /* The gatherup left for later (*pending from gpuws__ex_deblend), drawing from *seed: its objects appended to out.
