@@ -422,6 +422,14 @@ typedef struct {
 
 static void die_quietly(int sig) { _exit(128 + sig); }
 
+/* The reply's description of the image read (rc set already). */
+static void describe(read_reply *rep, const fits_image *im)
+{
+    rep->is_double = im->is_double, rep->hdu = im->hdu, rep->bitpix = im->bitpix, rep->width = im->width;
+    rep->height = im->height, rep->naxis = im->naxis, rep->nkeys = im->nkeys, rep->plane = im->plane;
+    rep->nplanes = im->nplanes, rep->header_len = im->header ? strlen(im->header) : 0;
+}
+
 static bool xfer(int fd, void *p, size_t n, bool out)
 {
     char *c = p;
@@ -476,9 +484,7 @@ static _Noreturn void read_in_child(const fits_reading *r, int out)
     fits_image im;
     const pixel_store store = { shared_alloc, shared_release, (void *)&r->pixel_fd };
     rep.rc = read_here(r->path, r->want_double, &r->req, &im, rep.err, sizeof rep.err, &store, NULL);
-    rep.is_double = im.is_double, rep.hdu = im.hdu, rep.bitpix = im.bitpix, rep.width = im.width;
-    rep.height = im.height, rep.naxis = im.naxis, rep.nkeys = im.nkeys, rep.plane = im.plane, rep.nplanes = im.nplanes;
-    rep.header_len = im.header ? strlen(im.header) : 0;
+    describe(&rep, &im);
     const bool ok =
         xfer(out, &rep, sizeof rep, true) && (rep.rc || !rep.header_len || xfer(out, im.header, rep.header_len, true));
     _exit(ok ? 0 : 1);
@@ -597,9 +603,7 @@ static _Noreturn void serve_reads(int sock)
         const pixel_store store = { shared_alloc, shared_release, (void *)&pfd };
         if (pfd < 0) rep.rc = -1, snprintf(rep.err, sizeof rep.err, "%s: no shared memory for the pixels", path);
         else rep.rc = read_here(path, o.want_double, &o.req, &im, rep.err, sizeof rep.err, &store, NULL);
-        rep.is_double = im.is_double, rep.hdu = im.hdu, rep.bitpix = im.bitpix, rep.width = im.width;
-        rep.height = im.height, rep.naxis = im.naxis, rep.nkeys = im.nkeys, rep.plane = im.plane;
-        rep.nplanes = im.nplanes, rep.header_len = im.header ? strlen(im.header) : 0;
+        describe(&rep, &im);
         const bool ok = send_reply(sock, &rep, rep.rc ? -1 : pfd) &&
                         (rep.rc || !rep.header_len || send_all(sock, im.header, rep.header_len));
         if (!rep.rc) { /* the mapping read_here made (shared_alloc): the caller maps its own */
