@@ -26,11 +26,12 @@ void gpuws__prefault(void *p, size_t bytes);
 unsigned gpuws__threads_from_knob(int64_t knob);
 
 /* Runs fn(arg, i) for i = 0 .. n - 1 at once and returns when every share has returned: share 0 on the calling
- * thread, each other on a thread of its own (kept for the next call when n <= 64 and no other call holds them). A share whose thread cannot be created runs on the calling thread after
- * share 0, so the shares must never wait for one another (they may divide work through atomics, as a queue that any
- * of them drains alone); a host that refuses threads then runs them all, one after another. n is capped at
- * GPUWS__THREADS_MAX; n 0 runs nothing. GPUWS_ERR_OUT_OF_MEMORY (no message, nothing run) when the table of more
- * than a few dozen threads cannot be allocated. */
+ * thread, each other on a thread of its own (kept for the next call when n <= 64 and no other call holds them). A
+ * share whose thread cannot be created runs on the calling thread after share 0, so the shares must never wait for
+ * one another (they may divide work through atomics, as a queue that any of them drains alone); a host that refuses
+ * threads then runs them all, one after another. n is capped at GPUWS__THREADS_MAX; n 0 runs nothing.
+ * GPUWS_ERR_OUT_OF_MEMORY (no message, nothing run) when the table of more than a few dozen threads cannot be
+ * allocated. */
 gpuws_status gpuws__run_threads(unsigned n, void (*fn)(void *arg, unsigned i), void *arg);
 
 /* Cuts n items into `parts` consecutive ranges and runs fn(arg, part, lo, hi) for part = 0 .. parts - 1 through

@@ -453,7 +453,7 @@ Test(fork_join, run_ranges_without_memory_for_the_threads_still_runs_every_range
     check_ranges(&s, MOST_SHARES, MOST_SHARES);
 }
 
-/* ---- the kept threads: one call holds them; a call meanwhile, from another thread or from a share, starts its own ---- */
+/* ---- the kept threads: one call holds them; a call meanwhile (another thread's, a share's) starts its own ---- */
 
 #define NEST 6 /* shares of each call below */
 
