@@ -10,7 +10,8 @@
  * Then the definitions on small images whose answer is known: connectivity, minarea, SEP's order of objects, the
  * flags, the segmentation map, an empty sky. */
 #include "support.h"
-#include "common/cases.h" /* gpuws__case_extract_sky */
+#include "common/cases.h"        /* gpuws__case_extract_sky */
+#include "extract/extract_ref.h" /* the host steps alone, on records made here */
 
 #include <math.h>
 #include <stdio.h>
@@ -290,6 +291,78 @@ Test(extract, cleaning_gives_the_catalogue_of_one_thread_on_any_number_of_thread
     result_free(&want);
     sky_free(&k);
     gpuws_context_destroy(ref);
+}
+
+/* The host steps group the records by component on threads, each a share of the records: a component whose records
+ * lie in several shares (a river across every row) is put together from all of them, in raster order, and none of
+ * this depends on how the components are numbered (gpuws_label numbers them in raster order of their first pixel,
+ * which keeps such components few; the records here get the numbers in a shuffled order too). The catalogue and the
+ * object of every record on 7 threads are those of one thread, bit for bit. */
+Test(extract, components_across_the_threads_shares_whatever_their_numbers)
+{
+    uint64_t s = test_seed(false);
+    sky k = sky_make(s, 0);
+    for (int r = 0; r < TH; r++) /* the river: 9 pixels wide, winding from the first row to the last */
+        for (int d = -4; d <= 4; d++) {
+            const int c = TW / 2 + (int)(300.0 * sin(r / 40.0)) + d;
+            k.x[(size_t)r * TW + c] += 400.0f + 200.0f * (float)sin(r / 5.0);
+        }
+    for (int r = 100; r < 400; r++) /* and a bright field, so that the records fill many shares */
+        for (int c = 20; c < 300; c++) k.x[(size_t)r * TW + c] += 60.0f + 30.0f * (float)cos(c / 7.0 + r / 11.0);
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.rms = (gpuws_buffer *)&o; /* only whether there is a σ map counts to the resolution */
+    gpuws__extract_params p;
+    float fsum;
+    gpuws__extract_pixels px;
+    memset(&px, 0, sizeof px);
+    TEST_OK(gpuws__extract_resolve(&o, TW, TH, &p, &fsum));
+    TEST_OK(gpuws_extract_ref_pixels(&p, k.x, k.back, k.rms, NULL, &px));
+    int32_t nl = 0;
+    for (size_t r = 0; r < px.n; r++) nl = px.label[r] > nl ? px.label[r] : nl;
+    cr_assert(px.n > 8 * 16384, "%zu records: too few for 7 threads' shares", px.n);
+    int32_t *obj_want = malloc(px.n * sizeof *obj_want), *obj_got = malloc(px.n * sizeof *obj_got);
+    int32_t *shuffle = malloc(((size_t)nl + 1) * sizeof *shuffle), *labels = malloc(px.n * sizeof *labels);
+    cr_assert(obj_want && obj_got && shuffle && labels);
+    for (int32_t l = 0; l <= nl; l++) shuffle[l] = l;
+    for (int32_t l = nl; l > 1; l--) { /* labels 1 .. nl in a random order */
+        const int32_t m = 1 + (int32_t)(test_rand_u64(&s) % (uint64_t)l), t = shuffle[l];
+        shuffle[l] = shuffle[m], shuffle[m] = t;
+    }
+    int32_t river = 0; /* the river's label: its pixel in the middle of the first row */
+    for (size_t r = 0; r < px.n; r++)
+        if ((px.idx[r] & 0x7fffffffu) == TW / 2) river = px.label[r];
+    bool in_row[TH] = { false };
+    size_t rows_of_river = 0;
+    for (size_t r = 0; r < px.n; r++)
+        if (px.label[r] == river && river) in_row[(px.idx[r] & 0x7fffffffu) / TW] = true;
+    for (int r = 0; r < TH; r++) rows_of_river += in_row[r];
+    cr_assert(rows_of_river == TH, "the river is one component in %zu of the %d rows", rows_of_river, (int)TH);
+    gpuws_extract_catalog *want = NULL, *got = NULL;
+    p.threads = 1;
+    TEST_OK(gpuws__extract_objects(&p, &px, &want, obj_want));
+    for (int round = 0; round < 2; round++) {
+        int32_t *keep = px.label;
+        if (round == 1) { /* the same components, numbered in another order */
+            for (size_t r = 0; r < px.n; r++) labels[r] = shuffle[px.label[r]];
+            px.label = labels;
+        }
+        p.threads = 7;
+        TEST_OK(gpuws__extract_objects(&p, &px, &got, obj_got));
+        px.label = keep;
+        cr_assert_eq(got->num_objects, want->num_objects, "round %d: %zu objects on 7 threads, %zu on one", round,
+                     got->num_objects, want->num_objects);
+        cr_assert(memcmp(got->objects, want->objects, want->num_objects * sizeof *want->objects) == 0,
+                  "round %d: the catalogue on 7 threads is not one thread's, bit for bit", round);
+        for (size_t r = 0; r < px.n; r++)
+            cr_assert_eq(obj_got[r], obj_want[r], "round %d: record %zu is in object %d on 7 threads, %d on one", round,
+                         r, obj_got[r], obj_want[r]);
+        gpuws_extract_catalog_free(got);
+    }
+    gpuws_extract_catalog_free(want);
+    free(obj_want), free(obj_got), free(shuffle), free(labels);
+    gpuws__extract_params_free(&p);
+    gpuws__extract_pixels_free(&px);
+    sky_free(&k);
 }
 
 /* ---- definitions on small images ---- */

@@ -348,19 +348,71 @@ static long ex_faults(void)
 static unsigned clamp_threads(unsigned t, size_t work) { return work < 1 ? 1u : work < t ? (unsigned)work : t; }
 
 /* ---- the records grouped by component, raster order kept within each ----
- * A counting sort split over threads: each counts the labels of its share of the records into its own row, the
- * rows become offsets (by label, then by thread, so that a component's records stay in raster order), and each
- * thread puts its share in place. */
+ * A stable counting sort split over threads, each a share of the records in raster order. A thread owns the labels
+ * that no earlier share holds (those above the largest label before its share): it alone counts and places their
+ * records, which come first in their component. A label that an earlier share holds too (a component across the
+ * border of two shares) is a carry: the thread counts its records in a small table of its own, the tables are
+ * merged in share order (which gives each carry the records before it), and the thread places them after those.
+ * Labels numbered in raster order of their first pixel, as gpuws_label's are, make the carries the few components
+ * that cross a border; any numbering gives the same order. One count per label in all: a row per thread would cost
+ * threads x labels (a million labels at 8192², sixteen rows of them). */
+typedef struct {
+    uint32_t label, n; /* its records in this share */
+    size_t at;         /* records of the label before them (after the merge), then the next one's place */
+} ex_carry;
+
+typedef struct {
+    ex_carry *v;
+    uint32_t *slot; /* open addressing: index + 1 into v, 0 empty; cap a power of 2, at most half full */
+    size_t n, cap;
+} ex_carries;
+
+static ex_carry *carry_find(const ex_carries *cs, uint32_t label)
+{
+    for (size_t h = (label * 2654435761u) & (cs->cap - 1);; h = (h + 1) & (cs->cap - 1))
+        if (!cs->slot[h] || cs->v[cs->slot[h] - 1].label == label) return cs->slot[h] ? &cs->v[cs->slot[h] - 1] : NULL;
+}
+
+/* Counts a record of label in cs; false when memory fails. */
+static bool carry_count(ex_carries *cs, uint32_t label)
+{
+    ex_carry *e = cs->cap ? carry_find(cs, label) : NULL;
+    if (e) return e->n++, true;
+    if (2 * (cs->n + 1) > cs->cap) { /* grow: twice the room, every entry hashed again */
+        const size_t cap = cs->cap ? 2 * cs->cap : 64;
+        ex_carry *v = gpuws__realloc(cs->v, cap / 2 * sizeof *v);
+        uint32_t *slot = gpuws__calloc(cap, sizeof *slot);
+        if (v) cs->v = v;
+        if (!v || !slot) return gpuws__free(slot), false;
+        gpuws__free(cs->slot);
+        cs->slot = slot;
+        cs->cap = cap;
+        for (size_t i = 0; i < cs->n; i++) {
+            size_t h = (cs->v[i].label * 2654435761u) & (cap - 1);
+            while (slot[h]) h = (h + 1) & (cap - 1);
+            slot[h] = (uint32_t)i + 1;
+        }
+    }
+    size_t h = (label * 2654435761u) & (cs->cap - 1);
+    while (cs->slot[h]) h = (h + 1) & (cs->cap - 1);
+    cs->slot[h] = (uint32_t)cs->n + 1;
+    cs->v[cs->n++] = (ex_carry){ label, 1, 0 };
+    return true;
+}
+
 typedef struct {
     const ex_ctx *c;
     size_t n, nl;      /* records; the largest label */
     unsigned nt, step; /* threads of this step; the step */
     uint32_t *xy;      /* the records' columns, then rows */
     int32_t *obj_of;   /* zeroed here (NULL: none) */
-    uint32_t *cnt;     /* nt rows of nl + 1 counts, then offsets */
-    size_t *part;      /* per thread: its largest label, its labels' records, their first offset */
+    uint32_t *cnt;     /* per label: its owner's records, then with the carries, then the owner's placed so far */
+    size_t *part;      /* per thread: its largest label; then its labels' records (the offsets' step) */
+    size_t *before;    /* per thread: the largest label of the shares before it (it owns the labels above) */
+    ex_carries *carry; /* per thread */
     size_t *start;     /* component l: order[start[l] .. start[l + 1] - 1] */
     size_t *order;
+    atomic_bool failed;
 } ex_group;
 
 static void group_share(void *arg, unsigned t)
@@ -368,8 +420,9 @@ static void group_share(void *arg, unsigned t)
     ex_group *g = arg;
     const gpuws__extract_pixels *px = g->c->px;
     const size_t r0 = g->n * t / g->nt, r1 = g->n * (t + 1) / g->nt;
-    const size_t l0 = (g->nl + 1) * t / g->nt, l1 = (g->nl + 1) * (t + 1) / g->nt;
-    uint32_t *row = g->step == 1 || g->step == 4 ? g->cnt + (size_t)t * (g->nl + 1) : NULL; /* this thread's */
+    const size_t l0 = 1 + g->nl * t / g->nt, l1 = 1 + g->nl * (t + 1) / g->nt; /* labels 1 .. nl */
+    const size_t before = g->before ? g->before[t] : 0;
+    ex_carries *cs = g->carry ? &g->carry[t] : NULL;
     size_t m = 0;
     switch (g->step) {
     case 0: { /* coordinates (a division only where a run of consecutive pixels breaks), the largest label */
@@ -392,29 +445,31 @@ static void group_share(void *arg, unsigned t)
         g->part[t] = m;
         break;
     }
-    case 1: /* counts */
-        memset(row, 0, (g->nl + 1) * sizeof *row);
-        for (size_t r = r0; r < r1; r++) row[px->label[r]]++;
+    case 1: /* counts: the owned labels' in cnt, the carries' in the thread's table */
+        for (size_t r = r0; r < r1; r++) {
+            const uint32_t l = (uint32_t)px->label[r];
+            if (l > before) g->cnt[l]++;
+            else if (!carry_count(cs, l)) return atomic_store(&g->failed, true);
+        }
         break;
     case 2: /* the records of this thread's labels */
-        for (size_t l = l0; l < l1; l++)
-            for (unsigned u = 0; u < g->nt; u++) m += g->cnt[(size_t)u * (g->nl + 1) + l];
+        for (size_t l = l0; l < l1; l++) m += g->cnt[l];
         g->part[t] = m;
         break;
-    case 3: /* offsets */
+    case 3: /* offsets; the owners' counts start again from 0 for the placing */
         m = g->part[t];
         for (size_t l = l0; l < l1; l++) {
             g->start[l] = m;
-            for (unsigned u = 0; u < g->nt; u++) {
-                uint32_t *q = &g->cnt[(size_t)u * (g->nl + 1) + l];
-                const uint32_t k = *q;
-                *q = (uint32_t)m;
-                m += k;
-            }
+            m += g->cnt[l];
+            g->cnt[l] = 0;
         }
         break;
     case 4: /* in place */
-        for (size_t r = r0; r < r1; r++) g->order[row[px->label[r]]++] = r;
+        for (size_t r = r0; r < r1; r++) {
+            const uint32_t l = (uint32_t)px->label[r];
+            if (l > before) g->order[g->start[l] + g->cnt[l]++] = r;
+            else g->order[g->start[l] + carry_find(cs, l)->at++] = r;
+        }
         break;
     default: break;
     }
@@ -423,7 +478,18 @@ static void group_share(void *arg, unsigned t)
 static bool group_step(ex_group *g, unsigned step)
 {
     g->step = step;
-    return gpuws__run_threads(g->nt, group_share, g) == GPUWS_OK;
+    return gpuws__run_threads(g->nt, group_share, g) == GPUWS_OK && !atomic_load(&g->failed);
+}
+
+/* The carries' tables merged in share order: each carry's records before it, the counts made whole. */
+static void group_merge(ex_group *g)
+{
+    for (unsigned t = 1; t < g->nt; t++)
+        for (size_t i = 0; i < g->carry[t].n; i++) {
+            ex_carry *e = &g->carry[t].v[i];
+            e->at = g->cnt[e->label];
+            g->cnt[e->label] += e->n;
+        }
 }
 
 /* ---- the components of at least minarea records, in label order, with their keys and thresholds ----
@@ -780,25 +846,33 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     atomic_init(&j.failed, false);
     uint32_t *xy = gpuws__malloc(2 * (n ? n : 1) * sizeof *xy);
     j.c = (ex_ctx){ p, px, xy, xy ? xy + n : NULL };
-    ex_group g = { &j.c, n, 0, clamp_threads(threads, n / EX_GROUP_MIN), 0, xy, obj_of, NULL, NULL, NULL, NULL };
+    ex_group g;
+    memset(&g, 0, sizeof g);
+    g.c = &j.c, g.n = n, g.nt = clamp_threads(threads, n / EX_GROUP_MIN), g.xy = xy, g.obj_of = obj_of;
+    atomic_init(&g.failed, false);
     g.part = gpuws__malloc((threads + 1) * sizeof *g.part);
+    g.before = gpuws__malloc((threads + 1) * sizeof *g.before);
+    g.carry = gpuws__calloc(threads + 1, sizeof *g.carry);
     size_t *start = NULL, *order = gpuws__malloc((n ? n : 1) * sizeof *order), *slot = NULL, nc = 0, nw = 0;
     ex_comp *comps = NULL;
     int *survives = NULL;
     gpuws_extract_catalog *cat = NULL;
     gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY;
-    if (!xy || !g.part || !order || !group_step(&g, 0)) goto done;
-    for (unsigned t = 0; t < g.nt; t++) g.nl = g.part[t] > g.nl ? g.part[t] : g.nl;
+    if (!xy || !g.part || !g.before || !g.carry || !order || !group_step(&g, 0)) goto done;
+    for (unsigned t = 0; t < g.nt; t++) {
+        g.before[t] = g.nl;
+        g.nl = g.part[t] > g.nl ? g.part[t] : g.nl;
+    }
     const size_t nl = g.nl;
-    /* a thread's row of counts costs as much as its share of records: at most twice the records in all */
-    g.nt = clamp_threads(g.nt, 2 * n / (nl + 1));
-    g.cnt = gpuws__malloc((size_t)g.nt * (nl + 1) * sizeof *g.cnt);
+    g.cnt = gpuws__calloc(nl + 2, sizeof *g.cnt);
     start = gpuws__malloc((nl + 2) * sizeof *start);
     comps = gpuws__malloc(2 * (nl ? nl : 1) * sizeof *comps); /* and the sort's scratch */
     g.start = start;
     g.order = order;
-    if (!g.cnt || !start || !comps || !group_step(&g, 1) || !group_step(&g, 2)) goto done;
-    for (unsigned t = 0, at = 0; t < g.nt; t++) {
+    if (!g.cnt || !start || !comps || !group_step(&g, 1)) goto done;
+    group_merge(&g);
+    if (!group_step(&g, 2)) goto done;
+    for (size_t t = 0, at = 0; t < g.nt; t++) {
         const size_t m = g.part[t];
         g.part[t] = at;
         at += m;
@@ -806,8 +880,6 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     if (!group_step(&g, 3) || !group_step(&g, 4)) goto done;
     const double t_grouped = ex_ms_now();
     start[nl + 1] = n;
-    gpuws__free(g.cnt);
-    g.cnt = NULL;
     ex_complist cl = { &j.c, start, order, n, nl, g.part, comps, false };
     nc = complist(&cl, threads);
     const double t_listed = ex_ms_now();
@@ -916,6 +988,9 @@ done:
     gpuws__free(slot);
     gpuws__free(xy);
     gpuws__free(g.part);
+    gpuws__free(g.before);
+    for (unsigned t = 0; g.carry && t <= threads; t++) gpuws__free(g.carry[t].v), gpuws__free(g.carry[t].slot);
+    gpuws__free(g.carry);
     gpuws__free(g.cnt);
     gpuws__free(start);
     gpuws__free(order);
