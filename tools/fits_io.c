@@ -847,6 +847,27 @@ static void write_cards(fitsfile *f, const char *cards, int ncards, int *status)
     }
 }
 
+/* Closes f, whose current HDU is its last, and says how it ended: 0, or -1 with the reason in err (the file removed).
+ * cfitsio does not see a write that the system cuts short (at a file size limit; on some full disks) and leaves a
+ * truncated file behind without an error, so the file's size is checked against the end of that HDU's data. */
+static int close_written(fitsfile *f, const char *path, int status, char *err, size_t errlen)
+{
+    long long head = 0, data = 0, end = 0;
+    int s = 0;
+    fits_get_hduaddrll(f, &head, &data, &end, &s);
+    int s2 = 0;
+    fits_close_file(f, &s2);
+    struct stat sb;
+    const int e = stat(path, &sb) == 0 ? 0 : errno;
+    if (!status && !s2 && !s && !e && sb.st_size == end) return 0;
+    unlink(path); /* the file this call created */
+    if (status || s2 || s) return fail(err, errlen, path, "writing failed", status ? status : s2 ? s2 : s);
+    if (e) return fail(err, errlen, path, strerror(e), 0);
+    snprintf(err, errlen, "%s: writing failed: cut short at %lld of its %lld bytes (a full disk or a file size limit)",
+             path, (long long)sb.st_size, end);
+    return -1;
+}
+
 int fits_write_table(const char *path, const char *extname, size_t ncols, const char *const *names,
                      const char *const *units, const int *integer, size_t nrows, const double *values,
                      const char *cards, int ncards, char *err, size_t errlen)
@@ -881,13 +902,7 @@ int fits_write_table(const char *path, const char *extname, size_t ncols, const 
     }
     write_cards(f, cards, ncards, &status);
     free(ttype), free(tform), free(tunit), free(col), free(icol);
-    int s2 = 0;
-    fits_close_file(f, &s2);
-    if (status || s2) {
-        unlink(path);
-        return fail(err, errlen, path, "writing failed", status ? status : s2);
-    }
-    return 0;
+    return close_written(f, path, status, err, errlen);
 }
 
 int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
@@ -909,13 +924,7 @@ int fits_write_image_cards(const char *path, fits_pixel_type type, const void *d
     fits_write_pixll(f, dtype, first, (LONGLONG)(width * height), (void *)data, &status);
     write_cards(f, cards, ncards, &status);
     fits_write_comment(f, "written by gpuws", &status);
-    int s2 = 0;
-    fits_close_file(f, &s2);
-    if (status || s2) {
-        unlink(path); /* the file this call created */
-        return fail(err, errlen, path, "writing failed", status ? status : s2);
-    }
-    return 0;
+    return close_written(f, path, status, err, errlen);
 }
 
 #else
