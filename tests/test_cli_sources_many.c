@@ -2,6 +2,9 @@
  * --outdir, each image's failure its own, the others' outputs what they are on their own. */
 #include "cli_sources.h"
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #ifdef HAVE_FITSIO_H
 /* The two files hold the same bytes (binary files too). */
 static void assert_same_bytes(const char *a, const char *b)
@@ -143,6 +146,23 @@ static void write_sky_blank_rows(cli_run *r, const char *name, size_t w, size_t 
     free(img);
 }
 
+/* Each image <name>.fits of names, run alone with --catalog and --labels: its CSV and map under out (from the run on
+ * many images) hold the same bytes, and are removed. */
+static void assert_each_as_alone(cli_run *r, gpuws_backend_kind kind, const char *out, const char *const *names,
+                                 size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        char image[32], csv[32], labels[32];
+        snprintf(image, sizeof image, "%s.fits", names[k]);
+        snprintf(csv, sizeof csv, "%s1.csv", names[k]);
+        snprintf(labels, sizeof labels, "%s1.labels.fits", names[k]);
+        run_cli(r, kind, image, "--catalog", csv, "--labels", labels, NULL);
+        cr_assert_eq(r->status, 0, "%s alone: exit %d; stderr: %s", image, r->status, r->stderr_text);
+        assert_as_alone(r, out, names[k], ".csv", csv);
+        assert_as_alone(r, out, names[k], ".labels.fits", labels);
+    }
+}
+
 /* The many-images mode keeps its mask and device buffers from one image to the next of the same size: images that
  * change size, and that have blank pixels or none, each get the catalogue and segmentation map they get alone. */
 BACKEND_TEST(cli_sources, many_images_of_changing_sizes_and_blanks_as_each_alone)
@@ -159,17 +179,46 @@ BACKEND_TEST(cli_sources, many_images_of_changing_sizes_and_blanks_as_each_alone
     run_cli(&r, *kind, "p.fits", "q.fits", "s.fits", "t.fits", "--outdir", "out", "--write", "catalog,labels", NULL);
     cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.stderr_text);
     static const char *const names[] = { "p", "q", "s", "t" };
-    for (size_t k = 0; k < 4; k++) {
-        char image[32], csv[32], labels[32];
-        snprintf(image, sizeof image, "%s.fits", names[k]);
-        snprintf(csv, sizeof csv, "%s1.csv", names[k]);
-        snprintf(labels, sizeof labels, "%s1.labels.fits", names[k]);
-        run_cli(&r, *kind, image, "--catalog", csv, "--labels", labels, NULL);
-        cr_assert_eq(r.status, 0, "%s alone: exit %d; stderr: %s", image, r.status, r.stderr_text);
-        assert_as_alone(&r, out, names[k], ".csv", csv);
-        assert_as_alone(&r, out, names[k], ".labels.fits", labels);
-    }
+    assert_each_as_alone(&r, *kind, out, names, 4);
     cr_assert_eq(rmdir(out), 0, "more than the catalogues and maps in the output directory");
+    teardown(&r);
+}
+
+/* An extraction's outputs are written on a thread while the next image is worked on: an image whose outputs cannot
+ * be written (here a file size limit that its pixels' shared memory keeps within and its segmentation map, with the
+ * FITS header, passes; the limit's signal ignored: the system cuts the write short, which cfitsio does not see) is
+ * reported as failed, none of its files is left, and the images before and after it are written, each as alone. */
+BACKEND_TEST(cli_sources, many_images_one_whose_outputs_fail_to_write_reported_the_next_written)
+{
+    cli_run r;
+    setup(&r, *kind);
+    char out[600];
+    write_sky(&r, "a.fits", 200, 150, 31, 8);
+    write_sky(&r, "big.fits", 640, 480, 32, 16);
+    write_sky(&r, "c.fits", 180, 170, 33, 9);
+    path_in(&r, "out", out, sizeof out);
+    cr_assert_eq(mkdir(out, 0755), 0);
+    struct rlimit keep, lim;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &keep), 0);
+    lim = keep;
+    lim.rlim_cur = 640 * 480 * sizeof(float) + 1024;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    run_cli(&r, *kind, "a.fits", "big.fits", "c.fits", "--outdir", "out", "--write", "catalog,labels", NULL);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &keep), 0);
+    signal(SIGXFSZ, was);
+    cr_assert_eq(r.status, 1, "exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stderr_text, "big.labels.fits") && strstr(r.stderr_text, "writing failed: cut short") &&
+                  strstr(r.stderr_text, "[2/3] big.fits failed: nothing written for it"),
+              "%s", r.stderr_text);
+    const char *a = strstr(r.stdout_text, "[1/3] a.fits\n"), *b = strstr(r.stdout_text, "[2/3] big.fits\n"),
+               *c = strstr(r.stdout_text, "[3/3] c.fits\n"), *end = strstr(r.stdout_text, "3 images: 2 done, 1 failed");
+    cr_assert(a && b && c && end && a < b && b < c && c < end, "the reports out of order: %s", r.stdout_text);
+    cr_assert(strstr(a, "wrote out/a.csv\n") < b && !strstr(b, "wrote out/big") && strstr(c, "wrote out/c.csv\n"), "%s",
+              r.stdout_text);
+    static const char *const names[] = { "a", "c" };
+    assert_each_as_alone(&r, *kind, out, names, 2);
+    cr_assert_eq(rmdir(out), 0, "more than a's and c's outputs in the output directory (big's, or staging left)");
     teardown(&r);
 }
 

@@ -65,7 +65,11 @@ typedef struct {
     gpuws_sigma_clip_options clip; /* o.clip points here */
     extract_args x;
     output_files *outputs; /* planned before any work */
+    FILE *report;          /* where an image's report goes: NULL for stdout (many images: a buffer, in order) */
 } sources_args;
+
+/* a->report, or stdout. */
+static inline FILE *sources_report(const sources_args *a) { return a->report ? a->report : stdout; }
 
 /* 0: parsed; 1: --help printed; 2: bad usage (message printed). Free a with sources_args_free in every case. */
 int sources_parse(int argc, char **argv, sources_args *a);
@@ -166,9 +170,16 @@ typedef struct {
     gpuws_buffer *dev[5];
 } sources_reuse;
 void sources_reuse_free(sources_reuse *r);
-/* The same for an image read already, on the context of many images; keep: what to reuse (NULL: nothing). */
+/* An extraction's results, reported already, that its outputs are still to be made from. */
+typedef struct sources_pending sources_pending;
+/* The same for an image read already, on the context of many images; keep: what to reuse (NULL: nothing). pending
+ * NULL: the outputs are written before it returns. Else, for the extraction, they are left to
+ * sources_pending_write (*pending; NULL when nothing is left, or on failure), which img must outlive; --timings
+ * are printed then. */
 int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t,
-                     sources_reuse *keep);
+                     sources_reuse *keep, sources_pending **pending);
+/* Writes the outputs of p (a: the image's arguments, t: its times) and frees p. 0, or 1 with the reason on stderr. */
+int sources_pending_write(sources_pending *p, const sources_args *a, sources_times *t);
 /* The workshop's clipping, threshold, count and times on stdout (an image's or the demo's); host: the catalogue
  * is gpuws_find_sources_host's, its times the host clock's. */
 void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int host);

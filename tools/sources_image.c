@@ -313,29 +313,31 @@ static void print_extract(const sources_args *a, size_t w, size_t h, const gpuws
                           const gpuws_extract_catalog *cat)
 {
     const extract_args *x = &a->x;
+    FILE *out = sources_report(a);
     int bw, bh;
     mesh_for(a, w, h, &bw, &bh);
-    printf("background: global %.6g, rms %.6g (%zu x %zu meshes of %d x %d pixels, filter %d x %d; %zu meshes filled "
-           "from their neighbours)\n",
-           br->globalback, br->globalrms, br->nx, br->ny, bw, bh, x->back_fw, x->back_fh, br->bad_meshes);
+    fprintf(out,
+            "background: global %.6g, rms %.6g (%zu x %zu meshes of %d x %d pixels, filter %d x %d; %zu meshes filled "
+            "from their neighbours)\n",
+            br->globalback, br->globalrms, br->nx, br->ny, bw, bh, x->back_fw, x->back_fh, br->bad_meshes);
     char filter[64];
     if (x->filter_none) snprintf(filter, sizeof filter, "none");
     else if (!x->filter) snprintf(filter, sizeof filter, "SEP's default 3 x 3");
     else snprintf(filter, sizeof filter, "%d x %d kernel", x->filter_w, x->filter_h);
-    printf("objects: %zu (detect-thresh %g sigma, minarea %d, filter %s, deblend %d levels, mincont %g, ",
-           cat->num_objects, x->detect_thresh, x->minarea, filter, x->deblend_nthresh, x->deblend_mincont);
-    if (x->clean) printf("clean-param %g, ", x->clean_param);
-    else printf("no cleaning, ");
-    printf("%d-connectivity)\n", a->connectivity);
-    printf("times (ms): extraction on the device %.3f, on the host %.3f\n", cat->ms_device, cat->ms_host);
+    fprintf(out, "objects: %zu (detect-thresh %g sigma, minarea %d, filter %s, deblend %d levels, mincont %g, ",
+            cat->num_objects, x->detect_thresh, x->minarea, filter, x->deblend_nthresh, x->deblend_mincont);
+    if (x->clean) fprintf(out, "clean-param %g, ", x->clean_param);
+    else fprintf(out, "no cleaning, ");
+    fprintf(out, "%d-connectivity)\n", a->connectivity);
+    fprintf(out, "times (ms): extraction on the device %.3f, on the host %.3f\n", cat->ms_device, cat->ms_host);
     const size_t show = cat->num_objects < 5 ? cat->num_objects : 5;
     if (!show) return;
-    printf("first %zu:\n  %6s %10s %10s %12s %12s %8s %8s %6s\n", show, "id", "x", "y", "flux", "fluxerr", "a", "b",
-           "flag");
+    fprintf(out, "first %zu:\n  %6s %10s %10s %12s %12s %8s %8s %6s\n", show, "id", "x", "y", "flux", "fluxerr", "a",
+            "b", "flag");
     for (size_t k = 0; k < show; k++) {
         const gpuws_object *o = &cat->objects[k];
-        printf("  %6zu %10.3f %10.3f %12.6g %12.6g %8.3f %8.3f %6d\n", k + 1, o->x, o->y, o->flux, o->fluxerr, o->a,
-               o->b, o->flag);
+        fprintf(out, "  %6zu %10.3f %10.3f %12.6g %12.6g %8.3f %8.3f %6d\n", k + 1, o->x, o->y, o->flux, o->fluxerr,
+                o->a, o->b, o->flag);
     }
 }
 
@@ -388,25 +390,54 @@ static gpuws_status extract_buffers(gpuws_context *ctx, size_t w, size_t h, int 
     return GPUWS_OK;
 }
 
+/* What an extraction's outputs are made from, once it is found and reported. */
+struct sources_pending {
+    char why[300], bunit[72]; /* the products point into them */
+    sky_wcs *wcs;
+    products p;
+    float *hback, *hrms;
+    int32_t *hseg;
+    gpuws_extract_catalog *cat;
+    phot_table ph;
+};
+
+static void pending_free(sources_pending *q)
+{
+    if (!q) return;
+    gpuws_extract_catalog_free(q->cat);
+    phot_free(&q->ph);
+    free(q->hback), free(q->hrms), free(q->hseg);
+    products_free(&q->p);
+    sky_wcs_destroy(q->wcs);
+    free(q);
+}
+
+int sources_pending_write(sources_pending *q, const sources_args *a, sources_times *t)
+{
+    const int rc = sources_write_outputs(a, &q->p, t);
+    pending_free(q);
+    return rc;
+}
+
+/* later NULL: the outputs are written here; else *later gets what they are made from (NULL on failure). */
 static int run_extract(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
-                       sources_times *t, sources_reuse *keep, early_release *early)
+                       sources_times *t, sources_reuse *keep, early_release *early, sources_pending **later)
 {
     const size_t w = img->width, h = img->height, n = w * h;
     const float *px = img->data;
     const extract_args *x = &a->x;
-    char why[300] = "", bunit[72];
-    sky_wcs *wcs;
-    products p;
-    const double ms_wcs = timed_products(&p, img, &wcs, why, sizeof why, bunit, sizeof bunit);
+    if (later) *later = NULL;
+    sources_pending *q = calloc(1, sizeof *q);
+    if (!q) return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
+    products *p = &q->p;
+    const double ms_wcs = timed_products(p, img, &q->wcs, q->why, sizeof q->why, q->bunit, sizeof q->bunit);
     double t0;
-    p.image = px;
+    p->image = px;
     gpuws_buffer *b[5];
     const unsigned char *hmask = scan->mask;
-    float *hback = a->out[OUT_BACKGROUND] ? malloc(n * sizeof *hback) : NULL;
-    float *hrms = a->out[OUT_RMS] ? malloc(n * sizeof *hrms) : NULL;
-    int32_t *hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *hseg) : NULL;
-    gpuws_extract_catalog *cat = NULL;
-    phot_table ph = { 0 };
+    float *hback = q->hback = a->out[OUT_BACKGROUND] ? malloc(n * sizeof *hback) : NULL;
+    float *hrms = q->hrms = a->out[OUT_RMS] ? malloc(n * sizeof *hrms) : NULL;
+    int32_t *hseg = q->hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *hseg) : NULL;
     gpuws_background_result br;
     gpuws_status st = (a->out[OUT_BACKGROUND] && !hback) || (a->out[OUT_RMS] && !hrms) || (a->out[OUT_LABELS] && !hseg)
                           ? GPUWS_ERR_OUT_OF_MEMORY
@@ -436,13 +467,13 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
         eo.connectivity = a->connectivity, eo.deblend_nthresh = x->deblend_nthresh;
         eo.deblend_cont = x->deblend_mincont, eo.clean = x->clean, eo.clean_param = x->clean_param, eo.segmap = seg;
         t0 = tool_now_ms();
-        st = gpuws_extract(NULL, w, h, image, &eo, &cat);
+        st = gpuws_extract(NULL, w, h, image, &eo, &q->cat);
         t->extract = tool_now_ms() - t0;
-        if (!st) t->extract_device = cat->ms_device, t->extract_host = cat->ms_host;
+        if (!st) t->extract_device = q->cat->ms_device, t->extract_host = q->cat->ms_host;
     }
     if (!st && x->phot.n) {
         t0 = tool_now_ms();
-        st = phot_measure(&x->phot, w, h, image, back, rms, mask, cat, &ph);
+        st = phot_measure(&x->phot, w, h, image, back, rms, mask, q->cat, &q->ph);
         t->phot = tool_now_ms() - t0;
     }
     t0 = tool_now_ms();
@@ -450,26 +481,25 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
     if (!st && hrms) st = gpuws_buffer_read(rms, 0, hrms, n * sizeof *hrms);
     if (!st && hseg) st = gpuws_buffer_read(seg, 0, hseg, n * sizeof *hseg);
     if (hback || hrms || hseg) t->download = tool_now_ms() - t0;
+    for (int k = 0; !keep && k < 5; k++) gpuws_buffer_destroy(b[k]);
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
+        const gpuws_extract_catalog *cat = q->cat;
         print_extract(a, w, h, &br, cat);
-        if (ph.nap) phot_print(&ph);
-        p.back = hback, p.rms = hrms, p.labels = hseg, p.lo = br.globalback;
-        snprintf(p.title, sizeof p.title,
+        if (q->ph.nap) phot_print(&q->ph, sources_report(a));
+        p->back = hback, p->rms = hrms, p->labels = hseg, p->lo = br.globalback;
+        snprintf(p->title, sizeof p->title,
                  "gpuws sources --method extract: %zu object%s in %s; ellipses at 3 a x 3 b, SEP's isophotal semi-axes "
                  "times 3",
                  cat->num_objects, cat->num_objects == 1 ? "" : "s", a->image);
         t0 = tool_now_ms();
-        rc = extract_products(&p, cat, &ph, bunit);
+        rc = extract_products(p, cat, &q->ph, q->bunit);
         t->table = ms_wcs + tool_now_ms() - t0;
-        rc = rc ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : sources_write_outputs(a, &p, t);
+        if (rc) rc = tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
+        else if (later) return *later = q, 0;
+        else rc = sources_write_outputs(a, p, t);
     }
-    gpuws_extract_catalog_free(cat);
-    phot_free(&ph);
-    for (int k = 0; !keep && k < 5; k++) gpuws_buffer_destroy(b[k]);
-    free(hback), free(hrms), free(hseg);
-    products_free(&p);
-    sky_wcs_destroy(wcs);
+    pending_free(q);
     return rc;
 }
 
@@ -489,7 +519,7 @@ static int check_image(const sources_args *a, const fits_image *img, pixel_scan 
 
 /* The image's report and its method on the device. */
 static int find(const sources_args *a, const fits_image *img, const pixel_scan *scan, const sources_contexts *c,
-                sources_times *t, sources_reuse *keep, early_release *early)
+                sources_times *t, sources_reuse *keep, early_release *early, sources_pending **later)
 {
     gpuws_context *ctx = c->ctx[0];
     gpuws_device_info d;
@@ -498,10 +528,15 @@ static int find(const sources_args *a, const fits_image *img, const pixel_scan *
     gpuws_context_get_backend(ctx, &k);
     char plane[64] = "";
     if (img->nplanes > 1) snprintf(plane, sizeof plane, " plane %lld of %lld,", img->plane, img->nplanes);
-    printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image, img->hdu, plane,
-           img->width, img->height, img->bitpix, scan->blanks, scan->infinite);
-    printf("device: %s: %s\n", k == GPUWS_BACKEND_CUDA ? "cuda" : k == GPUWS_BACKEND_OPENCL ? "opencl" : "cpu", d.name);
-    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t, keep, early) : run_workshop(a, img, c, t);
+    fprintf(sources_report(a), "%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %zu blank or NaN, %zu infinite\n", a->image,
+            img->hdu, plane, img->width, img->height, img->bitpix, scan->blanks, scan->infinite);
+    fprintf(sources_report(a), "device: %s: %s\n",
+            k == GPUWS_BACKEND_CUDA     ? "cuda"
+            : k == GPUWS_BACKEND_OPENCL ? "opencl"
+                                        : "cpu",
+            d.name);
+    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t, keep, early, later)
+                                       : run_workshop(a, img, c, t);
 }
 
 int sources_run_image(const sources_args *a, double start)
@@ -531,7 +566,7 @@ int sources_run_image(const sources_args *a, double start)
     if (rc) sources_device_abandon(&dev);
     else rc = sources_device_end(&dev, &c, &t);
     early_release early = { &img, &scan.mask, 0, 0 };
-    if (!rc) rc = find(a, &img, &scan, &c, &t, NULL, &early);
+    if (!rc) rc = find(a, &img, &scan, &c, &t, NULL, &early, NULL);
     early_release_end(&early);
     const double t1 = tool_now_ms();
     gpuws_contexts_destroy(c.ctx, c.n);
@@ -544,12 +579,14 @@ int sources_run_image(const sources_args *a, double start)
 }
 
 int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t,
-                     sources_reuse *keep)
+                     sources_reuse *keep, sources_pending **pending)
 {
     pixel_scan scan = { 0, 0, NULL, 0 };
+    if (pending) *pending = NULL;
     int rc = check_image(a, img, &scan, t, keep);
-    if (!rc) rc = find(a, img, &scan, c, t, keep, NULL);
+    if (!rc) rc = find(a, img, &scan, c, t, keep, NULL, pending);
     if (!scan.kept) free(scan.mask);
+    if (pending && *pending) return rc; /* the rest when its outputs are written */
     if (t->written >= 0) t->release = tool_now_ms() - t->written;
     if (!rc && a->timings) sources_times_print(t, a->image);
     return rc;

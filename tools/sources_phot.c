@@ -132,10 +132,10 @@ catalog_column phot_column(const phot_table *t, size_t c, const char *flux_unit)
 
 const double *phot_row(const phot_table *t, size_t k) { return t->v + 3 * t->nap * k; }
 
-void phot_print(const phot_table *t)
+void phot_print(const phot_table *t, FILE *out)
 {
-    printf("aperture photometry: %zu object%s x %zu diameter%s (", t->nobj, t->nobj == 1 ? "" : "s", t->nap,
-           t->nap == 1 ? "" : "s");
-    for (size_t j = 0; j < t->nap; j++) printf("%s%.9g", j ? ", " : "", t->diameter[j]);
-    printf(" pixels) on the image less its background\n");
+    fprintf(out, "aperture photometry: %zu object%s x %zu diameter%s (", t->nobj, t->nobj == 1 ? "" : "s", t->nap,
+            t->nap == 1 ? "" : "s");
+    for (size_t j = 0; j < t->nap; j++) fprintf(out, "%s%.9g", j ? ", " : "", t->diameter[j]);
+    fprintf(out, " pixels) on the image less its background\n");
 }

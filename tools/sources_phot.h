@@ -12,6 +12,7 @@
 #include "gpuws/algorithms.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 enum {
     PHOT_MAX_APERTURES = 32,                   /* SExtractor's MAXNAPER */
@@ -61,6 +62,6 @@ catalog_column phot_column(const phot_table *t, size_t c, const char *flux_unit)
 const double *phot_row(const phot_table *t, size_t k);
 
 /* One line on stdout: what was measured. */
-void phot_print(const phot_table *t);
+void phot_print(const phot_table *t, FILE *out);
 
 #endif

@@ -101,7 +101,7 @@ int sources_write_outputs(const sources_args *a, const products *p, sources_time
         return 1;
     }
     for (int k = 0; k < OUT_COUNT; k++)
-        if (finals[k]) printf("wrote %s\n", finals[k]);
+        if (finals[k]) fprintf(sources_report(a), "wrote %s\n", finals[k]);
     return 0;
 }
 
