@@ -170,14 +170,19 @@ typedef struct {
     gpuws_buffer *dev[5];
 } sources_reuse;
 void sources_reuse_free(sources_reuse *r);
-/* An extraction's results, reported already, that its outputs are still to be made from. */
+/* An extraction between its steps: begun (its image on the device, its background made), then found and reported
+ * (what its outputs are made from). */
 typedef struct sources_pending sources_pending;
-/* The same for an image read already, on the context of many images; keep: what to reuse (NULL: nothing). pending
- * NULL: the outputs are written before it returns. Else, for the extraction, they are left to
- * sources_pending_write (*pending; NULL when nothing is left, or on failure), which img must outlive; --timings
- * are printed then. */
-int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t,
-                     sources_reuse *keep, sources_pending **pending);
+/* The same for an image read already, on the context of many images, its device work on stream (NULL: the default
+ * stream); keep: what to reuse (NULL: nothing). pending NULL: every step and the outputs before it returns. Else,
+ * for the extraction, only its steps up to the background: *pending (NULL when nothing is left, or on failure) goes
+ * on with sources_pending_extract and then sources_pending_write, which img must outlive; --timings are printed
+ * then. */
+int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, gpuws_stream *stream,
+                     sources_times *t, sources_reuse *keep, sources_pending **pending);
+/* The extraction's other steps and its report (p from sources_run_read): 0, or 1 with the reason on stderr and p
+ * freed. */
+int sources_pending_extract(sources_pending *p, const sources_args *a, const fits_image *img, sources_times *t);
 /* Writes the outputs of p (a: the image's arguments, t: its times) and frees p. 0, or 1 with the reason on stderr. */
 int sources_pending_write(sources_pending *p, const sources_args *a, sources_times *t);
 /* The workshop's clipping, threshold, count and times on stdout (an image's or the demo's); host: the catalogue

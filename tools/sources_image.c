@@ -341,8 +341,6 @@ static void print_extract(const sources_args *a, size_t w, size_t h, const gpuws
     }
 }
 
-/* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
- * pixels are masked in both. */
 /* One image's host pixels and mask released on a thread once they are on the device and nothing else reads them (the
  * extraction without --overlay): unmapping a large image's pages takes tens of milliseconds, which then pass while
  * the device and the host steps work. */
@@ -390,7 +388,8 @@ static gpuws_status extract_buffers(gpuws_context *ctx, size_t w, size_t h, int 
     return GPUWS_OK;
 }
 
-/* What an extraction's outputs are made from, once it is found and reported. */
+/* An extraction between its steps: begun (its image on the device, its background made), then found and reported
+ * (what its outputs are made from). */
 struct sources_pending {
     char why[300], bunit[72]; /* the products point into them */
     sky_wcs *wcs;
@@ -399,11 +398,18 @@ struct sources_pending {
     int32_t *hseg;
     gpuws_extract_catalog *cat;
     phot_table ph;
+    /* until it is found: */
+    gpuws_stream *stream;
+    gpuws_buffer *b[5];  /* image, mask (or NULL), background, rms, segmentation (or NULL) */
+    sources_reuse *keep; /* whose buffers they are (NULL: destroyed after the extraction) */
+    gpuws_background_result br;
+    double ms_wcs;
 };
 
 static void pending_free(sources_pending *q)
 {
     if (!q) return;
+    for (int k = 0; !q->keep && k < 5; k++) gpuws_buffer_destroy(q->b[k]);
     gpuws_extract_catalog_free(q->cat);
     phot_free(&q->ph);
     free(q->hback), free(q->hrms), free(q->hseg);
@@ -419,88 +425,124 @@ int sources_pending_write(sources_pending *q, const sources_args *a, sources_tim
     return rc;
 }
 
-/* later NULL: the outputs are written here; else *later gets what they are made from (NULL on failure). */
-static int run_extract(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
-                       sources_times *t, sources_reuse *keep, early_release *early, sources_pending **later)
+/* The extraction's first steps: the image and its mask on the device, the background. 0 with *out, or 1 with the
+ * reason on stderr. */
+static int extract_begin(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
+                         gpuws_stream *stream, sources_times *t, sources_reuse *keep, early_release *early,
+                         sources_pending **out)
 {
     const size_t w = img->width, h = img->height, n = w * h;
-    const float *px = img->data;
     const extract_args *x = &a->x;
-    if (later) *later = NULL;
+    *out = NULL;
+    gpuws_status st = stream ? GPUWS_OK : gpuws_context_get_default_stream(ctx, &stream);
+    if (st) return tool_fail(CMD, st);
     sources_pending *q = calloc(1, sizeof *q);
     if (!q) return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
+    q->stream = stream, q->keep = keep;
     products *p = &q->p;
-    const double ms_wcs = timed_products(p, img, &q->wcs, q->why, sizeof q->why, q->bunit, sizeof q->bunit);
-    double t0;
-    p->image = px;
-    gpuws_buffer *b[5];
+    q->ms_wcs = timed_products(p, img, &q->wcs, q->why, sizeof q->why, q->bunit, sizeof q->bunit);
+    p->image = img->data;
     const unsigned char *hmask = scan->mask;
-    float *hback = q->hback = a->out[OUT_BACKGROUND] ? malloc(n * sizeof *hback) : NULL;
-    float *hrms = q->hrms = a->out[OUT_RMS] ? malloc(n * sizeof *hrms) : NULL;
-    int32_t *hseg = q->hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *hseg) : NULL;
-    gpuws_background_result br;
-    gpuws_status st = (a->out[OUT_BACKGROUND] && !hback) || (a->out[OUT_RMS] && !hrms) || (a->out[OUT_LABELS] && !hseg)
-                          ? GPUWS_ERR_OUT_OF_MEMORY
-                          : GPUWS_OK;
-    t0 = tool_now_ms();
-    if (!st) st = extract_buffers(ctx, w, h, hmask != NULL, hseg != NULL, keep, b);
-    else memset(b, 0, sizeof b);
-    gpuws_buffer *image = b[0], *mask = hmask ? b[1] : NULL, *back = b[2], *rms = b[3], *seg = b[4];
-    if (!st) st = gpuws_buffer_write(image, 0, px, n * sizeof(float));
-    if (!st && hmask) st = gpuws_buffer_write(mask, 0, hmask, n);
+    q->hback = a->out[OUT_BACKGROUND] ? malloc(n * sizeof *q->hback) : NULL;
+    q->hrms = a->out[OUT_RMS] ? malloc(n * sizeof *q->hrms) : NULL;
+    q->hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *q->hseg) : NULL;
+    st = (a->out[OUT_BACKGROUND] && !q->hback) || (a->out[OUT_RMS] && !q->hrms) || (a->out[OUT_LABELS] && !q->hseg)
+             ? GPUWS_ERR_OUT_OF_MEMORY
+             : GPUWS_OK;
+    double t0 = tool_now_ms();
+    if (!st) st = extract_buffers(ctx, w, h, hmask != NULL, q->hseg != NULL, keep, q->b);
+    if (!hmask) q->b[1] = NULL; /* a kept mask buffer that this image does not use */
+    if (!st) st = gpuws_buffer_write_async(stream, q->b[0], 0, img->data, n * sizeof(float));
+    if (!st && hmask) st = gpuws_buffer_write_async(stream, q->b[1], 0, hmask, n);
+    const gpuws_status sync = gpuws_stream_synchronize(stream); /* the host memory is read until then */
+    if (!st) st = sync;
     t->upload = tool_now_ms() - t0;
     if (!st && early && !a->out[OUT_OVERLAY]) /* the pixels are on the device, and only the overlay reads them here */
         early->started = pthread_create(&early->thread, NULL, release_pixels, early) == 0;
     if (!st) {
         gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
         mesh_for(a, w, h, &bo.bw, &bo.bh);
-        bo.fw = x->back_fw, bo.fh = x->back_fh, bo.mask = mask;
+        bo.fw = x->back_fw, bo.fh = x->back_fh, bo.mask = q->b[1];
         t0 = tool_now_ms();
-        st = gpuws_background(NULL, GPUWS_F32, w, h, image, &bo, back, rms, &br);
+        st = gpuws_background(stream, GPUWS_F32, w, h, q->b[0], &bo, q->b[2], q->b[3], &q->br);
         t->background = tool_now_ms() - t0;
     }
-    if (!st) {
-        gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
-        eo.thresh = x->detect_thresh, eo.back = back, eo.rms = rms, eo.mask = mask, eo.minarea = x->minarea;
-        eo.filter_type = x->filter_none ? GPUWS_FILTER_NONE : GPUWS_FILTER_MATCHED;
-        eo.filter = x->filter, eo.filter_w = x->filter_w, eo.filter_h = x->filter_h;
-        eo.connectivity = a->connectivity, eo.deblend_nthresh = x->deblend_nthresh;
-        eo.deblend_cont = x->deblend_mincont, eo.clean = x->clean, eo.clean_param = x->clean_param, eo.segmap = seg;
-        t0 = tool_now_ms();
-        st = gpuws_extract(NULL, w, h, image, &eo, &q->cat);
-        t->extract = tool_now_ms() - t0;
-        if (!st) t->extract_device = q->cat->ms_device, t->extract_host = q->cat->ms_host;
+    if (st) {
+        pending_free(q);
+        return tool_fail(CMD, st);
     }
+    *out = q;
+    return 0;
+}
+
+/* The extraction's other steps on what extract_begin made: the objects, the apertures, the maps to the host, the
+ * report, the catalogue's table. 0, or 1 with the reason on stderr (q freed). */
+static int extract_finish(sources_pending *q, const sources_args *a, const fits_image *img, sources_times *t)
+{
+    const size_t w = img->width, h = img->height, n = w * h;
+    const extract_args *x = &a->x;
+    products *p = &q->p;
+    gpuws_buffer *image = q->b[0], *mask = q->b[1], *back = q->b[2], *rms = q->b[3], *seg = q->b[4];
+    gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
+    eo.thresh = x->detect_thresh, eo.back = back, eo.rms = rms, eo.mask = mask, eo.minarea = x->minarea;
+    eo.filter_type = x->filter_none ? GPUWS_FILTER_NONE : GPUWS_FILTER_MATCHED;
+    eo.filter = x->filter, eo.filter_w = x->filter_w, eo.filter_h = x->filter_h;
+    eo.connectivity = a->connectivity, eo.deblend_nthresh = x->deblend_nthresh;
+    eo.deblend_cont = x->deblend_mincont, eo.clean = x->clean, eo.clean_param = x->clean_param, eo.segmap = seg;
+    double t0 = tool_now_ms();
+    gpuws_status st = gpuws_extract(q->stream, w, h, image, &eo, &q->cat);
+    t->extract = tool_now_ms() - t0;
+    if (!st) t->extract_device = q->cat->ms_device, t->extract_host = q->cat->ms_host;
     if (!st && x->phot.n) {
         t0 = tool_now_ms();
-        st = phot_measure(&x->phot, w, h, image, back, rms, mask, q->cat, &q->ph);
+        st = phot_measure(&x->phot, q->stream, w, h, image, back, rms, mask, q->cat, &q->ph);
         t->phot = tool_now_ms() - t0;
     }
     t0 = tool_now_ms();
-    if (!st && hback) st = gpuws_buffer_read(back, 0, hback, n * sizeof *hback);
-    if (!st && hrms) st = gpuws_buffer_read(rms, 0, hrms, n * sizeof *hrms);
-    if (!st && hseg) st = gpuws_buffer_read(seg, 0, hseg, n * sizeof *hseg);
-    if (hback || hrms || hseg) t->download = tool_now_ms() - t0;
-    for (int k = 0; !keep && k < 5; k++) gpuws_buffer_destroy(b[k]);
+    if (!st && q->hback) st = gpuws_buffer_read_async(q->stream, back, 0, q->hback, n * sizeof *q->hback);
+    if (!st && q->hrms) st = gpuws_buffer_read_async(q->stream, rms, 0, q->hrms, n * sizeof *q->hrms);
+    if (!st && q->hseg) st = gpuws_buffer_read_async(q->stream, seg, 0, q->hseg, n * sizeof *q->hseg);
+    const gpuws_status sync = gpuws_stream_synchronize(q->stream);
+    if (!st) st = sync;
+    if (q->hback || q->hrms || q->hseg) t->download = tool_now_ms() - t0;
+    for (int k = 0; !q->keep && k < 5; k++) gpuws_buffer_destroy(q->b[k]), q->b[k] = NULL;
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
         const gpuws_extract_catalog *cat = q->cat;
-        print_extract(a, w, h, &br, cat);
+        print_extract(a, w, h, &q->br, cat);
         if (q->ph.nap) phot_print(&q->ph, sources_report(a));
-        p->back = hback, p->rms = hrms, p->labels = hseg, p->lo = br.globalback;
+        p->back = q->hback, p->rms = q->hrms, p->labels = q->hseg, p->lo = q->br.globalback;
         snprintf(p->title, sizeof p->title,
                  "gpuws sources --method extract: %zu object%s in %s; ellipses at 3 a x 3 b, SEP's isophotal semi-axes "
                  "times 3",
                  cat->num_objects, cat->num_objects == 1 ? "" : "s", a->image);
         t0 = tool_now_ms();
         rc = extract_products(p, cat, &q->ph, q->bunit);
-        t->table = ms_wcs + tool_now_ms() - t0;
+        t->table = q->ms_wcs + tool_now_ms() - t0;
         if (rc) rc = tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
-        else if (later) return *later = q, 0;
-        else rc = sources_write_outputs(a, p, t);
     }
-    pending_free(q);
+    if (rc) pending_free(q);
     return rc;
+}
+
+int sources_pending_extract(sources_pending *q, const sources_args *a, const fits_image *img, sources_times *t)
+{
+    return extract_finish(q, a, img, t);
+}
+
+/* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
+ * pixels are masked in both. later NULL: every step and the outputs here; else *later gets the extraction begun, for
+ * sources_pending_extract and sources_pending_write (NULL on failure). */
+static int run_extract(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
+                       gpuws_stream *stream, sources_times *t, sources_reuse *keep, early_release *early,
+                       sources_pending **later)
+{
+    sources_pending *q;
+    if (later) *later = NULL;
+    if (extract_begin(a, img, scan, ctx, stream, t, keep, early, &q)) return 1;
+    if (later) return *later = q, 0;
+    if (extract_finish(q, a, img, t)) return 1;
+    return sources_pending_write(q, a, t);
 }
 
 /* ---- one image, from its file to its outputs -------------------------------------------------------------------- */
@@ -519,7 +561,8 @@ static int check_image(const sources_args *a, const fits_image *img, pixel_scan 
 
 /* The image's report and its method on the device. */
 static int find(const sources_args *a, const fits_image *img, const pixel_scan *scan, const sources_contexts *c,
-                sources_times *t, sources_reuse *keep, early_release *early, sources_pending **later)
+                gpuws_stream *stream, sources_times *t, sources_reuse *keep, early_release *early,
+                sources_pending **later)
 {
     gpuws_context *ctx = c->ctx[0];
     gpuws_device_info d;
@@ -535,7 +578,7 @@ static int find(const sources_args *a, const fits_image *img, const pixel_scan *
             : k == GPUWS_BACKEND_OPENCL ? "opencl"
                                         : "cpu",
             d.name);
-    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, t, keep, early, later)
+    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, stream, t, keep, early, later)
                                        : run_workshop(a, img, c, t);
 }
 
@@ -566,7 +609,7 @@ int sources_run_image(const sources_args *a, double start)
     if (rc) sources_device_abandon(&dev);
     else rc = sources_device_end(&dev, &c, &t);
     early_release early = { &img, &scan.mask, 0, 0 };
-    if (!rc) rc = find(a, &img, &scan, &c, &t, NULL, &early, NULL);
+    if (!rc) rc = find(a, &img, &scan, &c, NULL, &t, NULL, &early, NULL);
     early_release_end(&early);
     const double t1 = tool_now_ms();
     gpuws_contexts_destroy(c.ctx, c.n);
@@ -578,13 +621,13 @@ int sources_run_image(const sources_args *a, double start)
     return rc;
 }
 
-int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, sources_times *t,
-                     sources_reuse *keep, sources_pending **pending)
+int sources_run_read(const sources_args *a, const fits_image *img, const sources_contexts *c, gpuws_stream *stream,
+                     sources_times *t, sources_reuse *keep, sources_pending **pending)
 {
     pixel_scan scan = { 0, 0, NULL, 0 };
     if (pending) *pending = NULL;
     int rc = check_image(a, img, &scan, t, keep);
-    if (!rc) rc = find(a, img, &scan, c, t, keep, NULL, pending);
+    if (!rc) rc = find(a, img, &scan, c, stream, t, keep, NULL, pending);
     if (!scan.kept) free(scan.mask);
     if (pending && *pending) return rc; /* the rest when its outputs are written */
     if (t->written >= 0) t->release = tool_now_ms() - t->written;

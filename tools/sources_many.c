@@ -1,8 +1,8 @@
 /* gpuws sources on many images in one process (--outdir): one context for all, each image read by the reading
- * process while the one before it is on the device, and an extraction's outputs written on a thread while the next
- * image is worked on, so that the reading and the writing are hidden behind the device's and the host steps' work.
- * Each image's outputs are planned, computed and written all or none; a failing image is reported and the rest
- * processed. */
+ * process while the one before it is on the device, and the extraction a pipeline (image_job): an image's reading,
+ * scan, upload and background overlap the extraction of the one before, and its extraction the writing of the one
+ * before. Each image's outputs are planned, computed and written all or none; a failing image is reported and the
+ * rest processed. */
 #include "parallel.h"
 #include "sources.h"
 
@@ -59,22 +59,52 @@ static int stems_clash(const sources_args *a)
     return clash;
 }
 
-/* One image of many: its arguments (its names, its outputs, its report), its pixels, its times. An extraction's
- * outputs are written on a thread of their own while the next image is read, scanned and extracted; the image's
- * report (stdout) is kept in a buffer and printed after its outputs are written, so the reports come in the images'
- * order whatever overlaps. */
+/* The images' order between the threads that finish them: how many have been extracted, and reported, so far. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t moved;
+    size_t extracted, reported;
+} image_order;
+
+/* Until *count reaches k: the images before k have passed that step. */
+static void order_wait(image_order *o, const size_t *count, size_t k)
+{
+    pthread_mutex_lock(&o->lock);
+    while (*count < k) pthread_cond_wait(&o->moved, &o->lock);
+    pthread_mutex_unlock(&o->lock);
+}
+
+/* Image k has passed the step that *count counts. */
+static void order_pass(image_order *o, size_t *count, size_t k)
+{
+    pthread_mutex_lock(&o->lock);
+    *count = k + 1;
+    pthread_cond_broadcast(&o->moved);
+    pthread_mutex_unlock(&o->lock);
+}
+
+/* One image of many: its arguments (its names, its outputs, its report), its pixels, its times; and the slot it
+ * takes, one of two that the images take in turn: a stream and the buffers kept for images of one size. The main
+ * thread reads an image, scans it, puts it on the device and makes its background; a thread of the image's own
+ * then extracts it (after the image before: the device and the host steps take one image at a time) and, once the
+ * image before is reported, writes its outputs and prints its report, which was kept in a buffer meanwhile. So the
+ * next image's reading, scan, upload and background overlap this one's extraction, and the writing overlaps the
+ * next extraction; the reports come in the images' order, and every "wrote" line is true. */
 typedef struct {
     sources_args a;
     char names[OUT_COUNT][PATH_MAX + 32];
     size_t k, n;
     fits_image img;
     sources_times t;
-    sources_pending *pending; /* the outputs to write; NULL: none */
+    sources_pending *pending; /* the extraction begun, then its outputs to write; NULL: none */
     char *text;               /* the report, when it could be buffered */
     size_t len;
     pthread_t thread;
-    int running; /* the writing thread runs */
+    int running; /* the image's thread runs */
     int rc;
+    image_order *order;
+    gpuws_stream *stream; /* the slot's */
+    sources_reuse keep;   /* the slot's */
 } image_job;
 
 /* The report printed and the image's memory released; the failure said; its exit code. */
@@ -99,15 +129,23 @@ static int job_end(image_job *j)
     return j->rc;
 }
 
-static void *write_outputs(void *p)
+/* The image's extraction after the one before it, then its outputs and report after the report before it. */
+static void *finish_image(void *p)
 {
     image_job *j = p;
-    j->rc = sources_pending_write(j->pending, &j->a, &j->t);
+    image_order *o = j->order;
+    order_wait(o, &o->extracted, j->k);
+    if (!j->rc && j->pending && (j->rc = sources_pending_extract(j->pending, &j->a, &j->img, &j->t)))
+        j->pending = NULL; /* freed */
+    order_pass(o, &o->extracted, j->k);
+    order_wait(o, &o->reported, j->k);
+    if (!j->rc && j->pending) j->rc = sources_pending_write(j->pending, &j->a, &j->t);
     job_end(j);
+    order_pass(o, &o->reported, j->k);
     return NULL;
 }
 
-/* The job's outputs written (on its thread, if it has one); its exit code (0 when there was no job). */
+/* The slot's image finished (its thread joined); its exit code (0 when it has none). */
 static int job_join(image_job *j)
 {
     if (!j->running) return 0;
@@ -117,11 +155,10 @@ static int job_join(image_job *j)
 }
 
 /* Image k: its outputs planned, its read (started before) finished, the next image's read started, then its
- * sources found and reported; its outputs then written on a thread (the extraction) or here. prev: the image
- * before's job, joined before this one's report can be printed. The failed images, prev's included. */
-static size_t one_of_many(const sources_args *a, size_t k, fits_reading *reading, fits_reading *next,
-                          const fits_read_request *req, const sources_contexts *c, image_job *j, image_job *prev,
-                          sources_reuse *keep)
+ * sources found (the extraction begun here and finished on the image's thread). serial: the image waits for the one
+ * before it to be extracted (no stream of its own). */
+static void one_of_many(const sources_args *a, size_t k, fits_reading *reading, fits_reading *next,
+                        const fits_read_request *req, const sources_contexts *c, image_job *j, int serial)
 {
     const size_t n = a->nimages;
     char st[PATH_MAX], err[4400];
@@ -134,10 +171,9 @@ static size_t one_of_many(const sources_args *a, size_t k, fits_reading *reading
         snprintf(j->names[o], sizeof j->names[o], "%s/%s%s", a->outdir, st, sources_out_suffixes[o]);
         j->a.out[o] = a->write[o] ? j->names[o] : NULL;
     }
-    /* the workshop's pipeline prints on stdout itself, and writes here: its report goes straight out */
+    /* the workshop's pipeline prints on stdout and writes as it goes: it waits for the images before it */
     j->a.report = a->method == METHOD_EXTRACT ? open_memstream(&j->text, &j->len) : NULL;
-    size_t failed = 0;
-    if (!j->a.report) failed += job_join(prev) != 0, fflush(stdout);
+    if (!j->a.report) order_wait(j->order, &j->order->reported, k);
     fprintf(sources_report(&j->a), "[%zu/%zu] %s\n", k + 1, n, j->a.image);
     fflush(sources_report(&j->a));
     const char *inputs[2] = { j->a.image, a->filter_file };
@@ -153,14 +189,11 @@ static size_t one_of_many(const sources_args *a, size_t k, fits_reading *reading
         if (j->rc) fprintf(stderr, "gpuws sources: %s\n", err);
     }
     if (k + 1 < n) fits_read_start(next, a->images[k + 1], 0, req);
-    if (!j->rc) j->rc = sources_run_read(&j->a, &j->img, c, &j->t, keep, j->a.report ? &j->pending : NULL);
-    failed += job_join(prev) != 0;
-    if (j->pending && pthread_create(&j->thread, NULL, write_outputs, j) == 0) {
-        j->running = 1;
-        return failed;
-    }
-    if (j->pending) j->rc = sources_pending_write(j->pending, &j->a, &j->t); /* no thread: here */
-    return failed + (job_end(j) != 0);
+    if (serial) order_wait(j->order, &j->order->extracted, k);
+    if (!j->rc)
+        j->rc = sources_run_read(&j->a, &j->img, c, j->stream, &j->t, &j->keep, j->a.report ? &j->pending : NULL);
+    if (pthread_create(&j->thread, NULL, finish_image, j) == 0) j->running = 1;
+    else finish_image(j); /* here, then */
 }
 
 int sources_run_many(sources_args *a, double start)
@@ -186,23 +219,32 @@ int sources_run_many(sources_args *a, double start)
         return 1;
     }
     size_t failed = 0;
-    sources_reuse keep;
-    memset(&keep, 0, sizeof keep);
-    image_job *jobs = calloc(2, sizeof *jobs); /* the image's and the one before's (its outputs maybe being written) */
+    image_order order = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+    image_job *jobs = calloc(2, sizeof *jobs); /* the two slots */
     if (!jobs) {
         fits_read_abandon(&reading[0]);
         gpuws_contexts_destroy(c.ctx, c.n);
         return fprintf(stderr, "gpuws sources: out of memory\n"), 1;
     }
+    int serial = 0; /* without a stream a slot, the images' device work takes the default stream in turn */
+    for (int s = 0; s < 2; s++) {
+        jobs[s].order = &order;
+        if (gpuws_stream_create(c.ctx[0], &jobs[s].stream)) serial = 1;
+    }
     jobs[0].t = t;
     for (size_t k = 0; k < n; k++) {
         image_job *j = &jobs[k % 2];
+        failed += job_join(j) != 0;                      /* the slot's image before, finished */
         if (k) sources_times_init(&j->t, tool_now_ms()); /* the first image's times include the device's start */
-        failed += one_of_many(a, k, &reading[k % 2], &reading[(k + 1) % 2], &req, &c, j, &jobs[(k + 1) % 2], &keep);
+        one_of_many(a, k, &reading[k % 2], &reading[(k + 1) % 2], &req, &c, j, serial);
+        if (!j->running) failed += j->rc != 0;
     }
-    failed += job_join(&jobs[(n + 1) % 2]) != 0;
+    for (int s = 0; s < 2; s++) {
+        failed += job_join(&jobs[s]) != 0;
+        sources_reuse_free(&jobs[s].keep);
+        gpuws_stream_destroy(jobs[s].stream);
+    }
     free(jobs);
-    sources_reuse_free(&keep);
     gpuws_contexts_destroy(c.ctx, c.n);
     printf("%zu image%s: %zu done, %zu failed\n", n, n == 1 ? "" : "s", n - failed, failed);
     return failed ? 1 : 0;

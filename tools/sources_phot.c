@@ -85,7 +85,7 @@ static void describe(phot_table *t)
     }
 }
 
-gpuws_status phot_measure(const phot_apertures *ap, size_t w, size_t h, const gpuws_buffer *image,
+gpuws_status phot_measure(const phot_apertures *ap, gpuws_stream *stream, size_t w, size_t h, const gpuws_buffer *image,
                           const gpuws_buffer *back, const gpuws_buffer *rms, const gpuws_buffer *mask,
                           const gpuws_extract_catalog *cat, phot_table *out)
 {
@@ -107,7 +107,7 @@ gpuws_status phot_measure(const phot_apertures *ap, size_t w, size_t h, const gp
         }
     gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
     o.back = back, o.rms = rms, o.mask = mask; /* subpix 0: the exact overlap */
-    const gpuws_status st = gpuws_sum_circle(NULL, w, h, image, n, x, y, r, &o, sum, err, NULL, flag);
+    const gpuws_status st = gpuws_sum_circle(stream, w, h, image, n, x, y, r, &o, sum, err, NULL, flag);
     for (size_t i = 0; !st && i < n; i++) v[3 * i] = sum[i], v[3 * i + 1] = err[i], v[3 * i + 2] = flag[i];
     free(x), free(flag);
     if (st) return free(v), st;

@@ -49,8 +49,8 @@ typedef struct {
 /* For each object of cat and each diameter of ap: the sum in the circle of that diameter at the object's (x, y) on
  * image - back (f32 maps of the image's context, w x h), its error from the rms map, SEP's flags; mask (or NULL)
  * masks pixels as in the extraction (SEP's correction to the whole aperture, HASMASKED). One gpuws_sum_circle for
- * all. On error *out holds nothing to free. */
-gpuws_status phot_measure(const phot_apertures *ap, size_t w, size_t h, const gpuws_buffer *image,
+ * all, on stream (NULL: the default stream). On error *out holds nothing to free. */
+gpuws_status phot_measure(const phot_apertures *ap, gpuws_stream *stream, size_t w, size_t h, const gpuws_buffer *image,
                           const gpuws_buffer *back, const gpuws_buffer *rms, const gpuws_buffer *mask,
                           const gpuws_extract_catalog *cat, phot_table *out);
 void phot_free(phot_table *t);
