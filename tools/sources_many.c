@@ -154,11 +154,22 @@ static int job_join(image_job *j)
     return j->rc;
 }
 
+/* Whether an image is too large for two at once on the device: an extraction holds about 40 bytes a pixel there
+ * (the image, mask, maps and segmentation, and the extraction's own maps, labels and records), and two slots twice
+ * that; past a quarter of the device's memory an image takes the device alone. */
+static int takes_the_device(const sources_contexts *c, const fits_image *img)
+{
+    gpuws_device_info d;
+    if (gpuws_context_get_device_info(c->ctx[0], &d)) return 1;
+    return 2.0 * 40.0 * (double)img->width * (double)img->height > 0.25 * (double)d.global_mem_bytes;
+}
+
 /* Image k: its outputs planned, its read (started before) finished, the next image's read started, then its
  * sources found (the extraction begun here and finished on the image's thread). serial: the image waits for the one
- * before it to be extracted (no stream of its own). */
+ * before it to be extracted (no stream of its own). other: the other slot. */
 static void one_of_many(const sources_args *a, size_t k, fits_reading *reading, fits_reading *next,
-                        const fits_read_request *req, const sources_contexts *c, image_job *j, int serial)
+                        const fits_read_request *req, const sources_contexts *c, image_job *j, image_job *other,
+                        int serial)
 {
     const size_t n = a->nimages;
     char st[PATH_MAX], err[4400];
@@ -190,6 +201,10 @@ static void one_of_many(const sources_args *a, size_t k, fits_reading *reading, 
     }
     if (k + 1 < n) fits_read_start(next, a->images[k + 1], 0, req);
     if (serial) order_wait(j->order, &j->order->extracted, k);
+    else if (!j->rc && takes_the_device(c, &j->img)) { /* it waits for the image before, whose buffers go */
+        order_wait(j->order, &j->order->reported, k);
+        sources_reuse_free(&other->keep);
+    }
     if (!j->rc)
         j->rc = sources_run_read(&j->a, &j->img, c, j->stream, &j->t, &j->keep, j->a.report ? &j->pending : NULL);
     if (pthread_create(&j->thread, NULL, finish_image, j) == 0) j->running = 1;
@@ -236,7 +251,7 @@ int sources_run_many(sources_args *a, double start)
         image_job *j = &jobs[k % 2];
         failed += job_join(j) != 0;                      /* the slot's image before, finished */
         if (k) sources_times_init(&j->t, tool_now_ms()); /* the first image's times include the device's start */
-        one_of_many(a, k, &reading[k % 2], &reading[(k + 1) % 2], &req, &c, j, serial);
+        one_of_many(a, k, &reading[k % 2], &reading[(k + 1) % 2], &req, &c, j, &jobs[(k + 1) % 2], serial);
         if (!j->running) failed += j->rc != 0;
     }
     for (int s = 0; s < 2; s++) {
