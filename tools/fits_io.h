@@ -85,8 +85,9 @@ int fits_read_finish(fits_reading *r, fits_image *img, char *err, size_t errlen)
 void fits_read_abandon(fits_reading *r);
 
 /* Creates the file `path`, which must not exist (nothing is ever replaced, written through or removed but the file
- * this call created), with one 2-D image of float (BITPIX -32), double (-64) or int32 (32). On failure the file is
- * removed. The commands write into a staging path and put it in place with tools/output_files.h. */
+ * this call created), with one 2-D image of float (BITPIX -32), double (-64) or int32 (32). On failure (a file that
+ * the system cut short included, which cfitsio does not see) the file is removed. The commands write into a staging
+ * path and put it in place with tools/output_files.h. */
 typedef enum { FITS_F32, FITS_F64, FITS_I32 } fits_pixel_type;
 int fits_write_image(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height, char *err,
                      size_t errlen);
@@ -97,7 +98,7 @@ int fits_write_image_cards(const char *path, fits_pixel_type type, const void *d
 /* Creates the file `path`, which must not exist, with an empty primary array and one binary table (EXTNAME
  * extname) of ncols columns of nrows rows: values row-major; a column with integer[c] is 64-bit integers (TFORM K),
  * else doubles (D); units[c] becomes TUNITn when not empty. cards (ncards of 80 characters, NULL for none) go into
- * the table's header. On failure the file is removed. */
+ * the table's header. On failure (a file cut short included) the file is removed. */
 int fits_write_table(const char *path, const char *extname, size_t ncols, const char *const *names,
                      const char *const *units, const int *integer, size_t nrows, const double *values,
                      const char *cards, int ncards, char *err, size_t errlen);
