@@ -367,35 +367,39 @@ typedef struct {
     size_t n, cap;
 } ex_carries;
 
+/* The slot of label in a table of cap slots over v: the one that holds it, or the empty one where it goes. */
+static size_t carry_slot(const uint32_t *slot, size_t cap, const ex_carry *v, uint32_t label)
+{
+    size_t h = (label * 2654435761u) & (cap - 1);
+    while (slot[h] && v[slot[h] - 1].label != label) h = (h + 1) & (cap - 1);
+    return h;
+}
+
+/* label's entry in cs (NULL: none). */
 static ex_carry *carry_find(const ex_carries *cs, uint32_t label)
 {
-    for (size_t h = (label * 2654435761u) & (cs->cap - 1);; h = (h + 1) & (cs->cap - 1))
-        if (!cs->slot[h] || cs->v[cs->slot[h] - 1].label == label) return cs->slot[h] ? &cs->v[cs->slot[h] - 1] : NULL;
+    if (!cs->cap) return NULL;
+    const uint32_t k = cs->slot[carry_slot(cs->slot, cs->cap, cs->v, label)];
+    return k ? &cs->v[k - 1] : NULL;
 }
 
 /* Counts a record of label in cs; false when memory fails. */
 static bool carry_count(ex_carries *cs, uint32_t label)
 {
-    ex_carry *e = cs->cap ? carry_find(cs, label) : NULL;
+    ex_carry *e = carry_find(cs, label);
     if (e) return e->n++, true;
-    if (2 * (cs->n + 1) > cs->cap) { /* grow: twice the room, every entry hashed again */
+    if (2 * (cs->n + 1) > cs->cap) { /* grow: twice the room, every entry placed again */
         const size_t cap = cs->cap ? 2 * cs->cap : 64;
         ex_carry *v = gpuws__realloc(cs->v, cap / 2 * sizeof *v);
         uint32_t *slot = gpuws__calloc(cap, sizeof *slot);
         if (v) cs->v = v;
         if (!v || !slot) return gpuws__free(slot), false;
+        for (size_t i = 0; i < cs->n; i++) slot[carry_slot(slot, cap, v, v[i].label)] = (uint32_t)i + 1;
         gpuws__free(cs->slot);
         cs->slot = slot;
         cs->cap = cap;
-        for (size_t i = 0; i < cs->n; i++) {
-            size_t h = (cs->v[i].label * 2654435761u) & (cap - 1);
-            while (slot[h]) h = (h + 1) & (cap - 1);
-            slot[h] = (uint32_t)i + 1;
-        }
     }
-    size_t h = (label * 2654435761u) & (cs->cap - 1);
-    while (cs->slot[h]) h = (h + 1) & (cs->cap - 1);
-    cs->slot[h] = (uint32_t)cs->n + 1;
+    cs->slot[carry_slot(cs->slot, cs->cap, cs->v, label)] = (uint32_t)cs->n + 1;
     cs->v[cs->n++] = (ex_carry){ label, 1, 0 };
     return true;
 }
