@@ -451,7 +451,6 @@ static int extract_begin(const sources_args *a, const fits_image *img, const pix
              : GPUWS_OK;
     double t0 = tool_now_ms();
     if (!st) st = extract_buffers(ctx, w, h, hmask != NULL, q->hseg != NULL, keep, q->b);
-    if (!hmask) q->b[1] = NULL; /* a kept mask buffer that this image does not use */
     if (!st) st = gpuws_buffer_write_async(stream, q->b[0], 0, img->data, n * sizeof(float));
     if (!st && hmask) st = gpuws_buffer_write_async(stream, q->b[1], 0, hmask, n);
     const gpuws_status sync = gpuws_stream_synchronize(stream); /* the host memory is read until then */
@@ -476,8 +475,8 @@ static int extract_begin(const sources_args *a, const fits_image *img, const pix
 }
 
 /* The extraction's other steps on what extract_begin made: the objects, the apertures, the maps to the host, the
- * report, the catalogue's table. 0, or 1 with the reason on stderr (q freed). */
-static int extract_finish(sources_pending *q, const sources_args *a, const fits_image *img, sources_times *t)
+ * report, the catalogue's table. */
+int sources_pending_extract(sources_pending *q, const sources_args *a, const fits_image *img, sources_times *t)
 {
     const size_t w = img->width, h = img->height, n = w * h;
     const extract_args *x = &a->x;
@@ -525,11 +524,6 @@ static int extract_finish(sources_pending *q, const sources_args *a, const fits_
     return rc;
 }
 
-int sources_pending_extract(sources_pending *q, const sources_args *a, const fits_image *img, sources_times *t)
-{
-    return extract_finish(q, a, img, t);
-}
-
 /* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
  * pixels are masked in both. later NULL: every step and the outputs here; else *later gets the extraction begun, for
  * sources_pending_extract and sources_pending_write (NULL on failure). */
@@ -541,7 +535,7 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
     if (later) *later = NULL;
     if (extract_begin(a, img, scan, ctx, stream, t, keep, early, &q)) return 1;
     if (later) return *later = q, 0;
-    if (extract_finish(q, a, img, t)) return 1;
+    if (sources_pending_extract(q, a, img, t)) return 1;
     return sources_pending_write(q, a, t);
 }
 

@@ -96,7 +96,8 @@ typedef struct {
     size_t k, n;
     fits_image img;
     sources_times t;
-    sources_pending *pending; /* the extraction begun, then its outputs to write; NULL: none */
+    sources_pending *pending; /* the extraction begun, then its outputs to write; NULL: none (left) */
+    int deferred;             /* the image's steps after its background are this thread's (--timings printed here) */
     char *text;               /* the report, when it could be buffered */
     size_t len;
     pthread_t thread;
@@ -122,8 +123,7 @@ static int job_end(image_job *j)
     j->a.outputs = NULL;
     fits_image_free(&j->img);
     if (j->t.written >= 0) j->t.release = tool_now_ms() - j->t.written;
-    if (!j->rc && j->a.timings && j->pending) sources_times_print(&j->t, j->a.image);
-    j->pending = NULL;
+    if (!j->rc && j->a.timings && j->deferred) sources_times_print(&j->t, j->a.image);
     if (j->rc)
         fprintf(stderr, "gpuws sources: [%zu/%zu] %s failed: nothing written for it\n", j->k + 1, j->n, j->a.image);
     return j->rc;
@@ -140,6 +140,7 @@ static void *finish_image(void *p)
     order_pass(o, &o->extracted, j->k);
     order_wait(o, &o->reported, j->k);
     if (!j->rc && j->pending) j->rc = sources_pending_write(j->pending, &j->a, &j->t);
+    j->pending = NULL; /* freed */
     job_end(j);
     order_pass(o, &o->reported, j->k);
     return NULL;
@@ -175,7 +176,7 @@ static void one_of_many(const sources_args *a, size_t k, fits_reading *reading, 
     char st[PATH_MAX], err[4400];
     j->a = *a;
     j->a.image = a->images[k];
-    j->k = k, j->n = n, j->rc = 1, j->pending = NULL, j->text = NULL, j->len = 0;
+    j->k = k, j->n = n, j->rc = 1, j->pending = NULL, j->deferred = 0, j->text = NULL, j->len = 0;
     memset(&j->img, 0, sizeof j->img);
     stem_of(j->a.image, st, sizeof st);
     for (int o = 0; o < OUT_COUNT; o++) {
@@ -207,6 +208,7 @@ static void one_of_many(const sources_args *a, size_t k, fits_reading *reading, 
     }
     if (!j->rc)
         j->rc = sources_run_read(&j->a, &j->img, c, j->stream, &j->t, &j->keep, j->a.report ? &j->pending : NULL);
+    j->deferred = j->pending != NULL;
     if (pthread_create(&j->thread, NULL, finish_image, j) == 0) j->running = 1;
     else finish_image(j); /* here, then */
 }
