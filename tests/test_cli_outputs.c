@@ -519,6 +519,7 @@ ParameterizedTest(int *i, cli_outputs, several)
  * behind. */
 Test(cli_outputs, a_fits_image_the_system_cuts_short_is_a_failure_and_nothing_is_written)
 {
+    size_t rows = 0;
     for (size_t i = 0; i < N_COMMANDS; i++) {
         const command *c = &commands[i];
         /* a FITS image of floats or labels, from pixels read as floats (convolve reads doubles: 8 bytes a pixel) */
@@ -541,5 +542,7 @@ Test(cli_outputs, a_fits_image_the_system_cuts_short_is_a_failure_and_nothing_is
         cr_assert(lstat(at(&f, "out.fits"), &s) != 0, "%s: out.fits was written", c->name);
         assert_no_leftovers(&f, c->name);
         teardown(&f);
+        rows++;
     }
+    cr_assert_geq(rows, 4, "%zu rows: label -o, sources --labels, --background and --rms at least", rows);
 }
