@@ -1,7 +1,8 @@
 /* Mesh background, scalar reference (see background_ref.h; the algorithm: docs/algorithms/background.md). */
 #include "background_ref.h"
 
-#include "../../core/alloc.h" /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/alloc.h"   /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/threads.h" /* the meshes and the pixels on the host's cores */
 
 #include <math.h>
 #include <stddef.h>
@@ -31,13 +32,38 @@ static bool usable(const float *image, const uint8_t *mask, size_t i)
     return (!mask || mask[i] == 0) && (double)image[i] > -BG_BIG;
 }
 
-void gpuws_background_mesh_ref(const float *image, const uint8_t *mask, size_t width, size_t height, int bw, int bh,
-                               float *mesh)
+/* Threads for `pixels` pixels of work in `items` independent items: each mesh and each pixel is computed alone, in
+ * the same order, so any number gives the same bits; a thread takes at least 2^18 pixels, which pays for its wake. */
+static size_t ref_parts(size_t pixels, size_t items)
 {
-    const size_t nx = (width - 1) / (size_t)bw + 1, ny = (height - 1) / (size_t)bh + 1;
+    size_t parts = gpuws__cpu_count(), most = pixels >> 18;
+    parts = parts < most ? parts : most;
+    parts = parts < items ? parts : items;
+    return parts ? parts : 1;
+}
+
+typedef struct {
+    const float *image;
+    const uint8_t *mask;
+    size_t width, height;
+    int bw, bh;
+    float *mesh;
+} mesh_job;
+
+/* The meshes of the mesh rows [my0, my1). */
+static void mesh_rows(void *arg, size_t part, size_t my0, size_t my1)
+{
+    (void)part;
+    const mesh_job *j = arg;
+    const float *image = j->image;
+    const uint8_t *mask = j->mask;
+    const size_t width = j->width, height = j->height;
+    const int bw = j->bw, bh = j->bh;
+    float *mesh = j->mesh;
+    const size_t nx = (width - 1) / (size_t)bw + 1;
     unsigned int hist[BG_MAXLEVELS];    /* one mesh's histogram at a time */
     double ps[BG_LANES], pss[BG_LANES]; /* and its sums in bg_lanes_fold's lanes */
-    for (size_t my = 0; my < ny; my++)
+    for (size_t my = my0; my < my1; my++)
         for (size_t mx = 0; mx < nx; mx++) {
             const size_t x0 = mx * (size_t)bw, y0 = my * (size_t)bh;
             const size_t mw = x0 + (size_t)bw <= width ? (size_t)bw : width - x0;
@@ -87,6 +113,14 @@ void gpuws_background_mesh_ref(const float *image, const uint8_t *mask, size_t w
                 }
             out[0] = bg_mode(hist, levels, mean, qzero, qscale, &out[1]);
         }
+}
+
+void gpuws_background_mesh_ref(const float *image, const uint8_t *mask, size_t width, size_t height, int bw, int bh,
+                               float *mesh)
+{
+    const size_t ny = (height - 1) / (size_t)bh + 1;
+    mesh_job j = { image, mask, width, height, bw, bh, mesh };
+    gpuws__run_ranges(ny, ref_parts(width * height, ny), mesh_rows, &j);
 }
 
 /* ---- the grid steps ---- */
@@ -397,6 +431,20 @@ void gpuws_background_interp_ref(const gpuws__background_plan *p, const void *pl
     }
 }
 
+typedef struct {
+    const gpuws__background_plan *p;
+    const void *plan;
+    size_t width;
+    float *back, *rms;
+} interp_job;
+
+static void interp_rows(void *arg, size_t part, size_t r0, size_t r1)
+{
+    (void)part;
+    const interp_job *j = arg;
+    gpuws_background_interp_ref(j->p, j->plan, j->width, r0, r1, j->back, j->rms);
+}
+
 gpuws_status gpuws_background_ref(const float *image, const uint8_t *mask, size_t width, size_t height,
                                   const gpuws_background_options *o, float *back, float *rms,
                                   gpuws_background_result *result)
@@ -412,7 +460,8 @@ gpuws_status gpuws_background_ref(const float *image, const uint8_t *mask, size_
         st = gpuws__background_grid(&p, width, height, o->bw, o->bh, o->fw, o->fh, o->fthresh, mesh, plan, &r);
     }
     if (st == GPUWS_OK) {
-        gpuws_background_interp_ref(&p, plan, width, 0, height, back, rms);
+        interp_job j = { &p, plan, width, back, rms };
+        gpuws__run_ranges(height, ref_parts(width * height, height), interp_rows, &j);
         *result = r;
     }
     gpuws__free(mesh);

@@ -26,7 +26,7 @@ bool gpuws__background_layout(size_t width, size_t height, int bw, int bh, gpuws
 
 /* Step 1 for every mesh, its pixel sums in the devices' order (background_mesh.h: bg_lanes_fold): mesh[2m] =
  * background, mesh[2m + 1] = rms of mesh m (row-major over the grid); -1e30 both for a bad mesh. mask NULL or
- * width*height bytes (nonzero excludes). */
+ * width*height bytes (nonzero excludes). Rows of meshes on the host's cores: each mesh alone, the same bits. */
 void gpuws_background_mesh_ref(const float *image, const uint8_t *mask, size_t width, size_t height, int bw, int bh,
                                float *mesh);
 
@@ -44,7 +44,8 @@ size_t gpuws__background_grid_bytes(const gpuws__background_plan *p, int fw, int
 void gpuws_background_interp_ref(const gpuws__background_plan *p, const void *plan, size_t width, size_t r0, size_t r1,
                                  float *back, float *rms);
 
-/* All steps. Statuses as gpuws__background_grid's; nothing is written to back, rms or *result on error. */
+/* All steps (1 and 5 on the host's cores). Statuses as gpuws__background_grid's; nothing is written to back, rms or
+ * *result on error. */
 gpuws_status gpuws_background_ref(const float *image, const uint8_t *mask, size_t width, size_t height,
                                   const gpuws_background_options *o, float *back, float *rms,
                                   gpuws_background_result *result);
