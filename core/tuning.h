@@ -68,15 +68,16 @@
     X(convolve2d_separable, CHOICE, "auto", "auto|two-pass",                                                           \
       "two-pass runs convolve2d_separable's two launches where the fused kernel would run (factors <= 16 taps)")       \
     X(extract_threads, NUMBER, "auto", "auto|1..1024",                                                                 \
-      "host threads of extract's catalogue steps (auto: the online CPUs); the catalogue is the same for any number")   \
+      "host threads of extract's catalogue steps, and on the CPU backend of its pixel steps (auto: the online CPUs); " \
+      "the catalogue is the same for any number")                                                                      \
     X(find_sources_host_threads, NUMBER, "auto", "auto|1..1024",                                                       \
       "host threads of find_sources_host's threshold and measurement (auto: the online CPUs); the same catalogue")     \
     X(histogram_chunk, NUMBER, "auto", "auto|4..2147483644",                                                           \
       "values per histogram counting launch (auto: 2^31), a multiple of 4; small values test the multi-chunk path")    \
     X(histogram_host_edges, BOOL, "0", "0|1", "1 computes histogram's bin edges on the host (the no-fp64 path)")       \
-    X(label_slab_pixels, NUMBER, "auto", "auto|1..2147483647",                                                        \
-      "the most pixels label labels at once in device memory (auto: 2^31 - 1, its int32 indices); more go in slabs "  \
-      "of whole rows, joined at their borders; small values test the slabs")                                          \
+    X(label_slab_pixels, NUMBER, "auto", "auto|1..2147483647",                                                         \
+      "the most pixels label labels at once in device memory (auto: 2^31 - 1, its int32 indices); more go in slabs "   \
+      "of whole rows, joined at their borders; small values test the slabs")                                           \
     X(l2_norm_kernel, CHOICE, "auto", "auto|rows|group",                                                               \
       "l2_norm: one work-item per row (rows) or a work-group per row (group); auto picks by device and row length")    \
     X(matmul_tile, CHOICE, "auto", "auto|large|small",                                                                 \

@@ -192,13 +192,15 @@ static void sky_free(sky *k)
     free(k->rms);
 }
 
-/* The host steps on threads (knob extract_threads): the catalogue and the map with 4 threads are those of one
- * thread, bit for bit. What could differ: the objects' order (components and objects are made in any order on
- * threads) and deblending's random numbers, which SEP draws from one seed in component order (a component finished
- * on a thread must start from the seed that the draws of every component before it leave), and the components'
- * thresholds, the means of their pixels' (a σ map, SEP 1.4), which threads work out for the components of their
- * share of the pixels. So the sky is crowded with blended pairs that deblending splits and whose faint pixels
- * gatherup draws for, beside the case's sky, and its σ map varies, so that each component's mean is its own. */
+/* The host steps on threads (knob extract_threads, which on the CPU backend divides the pixel steps' rows too): the
+ * catalogue and the map with 4 threads are those of one thread, bit for bit. What could differ: the objects' order
+ * (components and objects are made in any order on threads) and deblending's random numbers, which SEP draws from
+ * one seed in component order (a component finished on a thread must start from the seed that the draws of every
+ * component before it leave), and the components' thresholds, the means of their pixels' (a σ map, SEP 1.4), which
+ * threads work out for the components of their share of the pixels; on the CPU backend, the records that each
+ * part of the rows writes from the place the parts before it leave. So the sky is crowded with blended pairs that
+ * deblending splits and whose faint pixels gatherup draws for, beside the case's sky, and its σ map varies, so that
+ * each component's mean is its own. */
 BACKEND_TEST(extract, threads_give_the_catalogue_of_one_thread)
 {
     gpuws_context *ctx = test_open(*kind);

@@ -1,6 +1,7 @@
 /* gpuws_extract's device steps as scalar C (extract_ref.h), and the records' memory. */
 #include "extract_ref.h"
-#include "../../core/alloc.h" /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/alloc.h"   /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/threads.h" /* the pixel steps on the host's cores */
 #include "../label/label_ref.h"
 
 #include <math.h>
@@ -147,57 +148,104 @@ static void detect_row(const gpuws__extract_params *p, const float *d, const flo
     }
 }
 
+/* The pixel steps on threads: each pixel's values are computed alone (its prepared value, then its filtered value and
+ * test from the prepared ones), and each part of the rows writes its records from the place that the parts before
+ * it leave, so any number of threads gives the same bits. */
+typedef struct {
+    const gpuws__extract_params *p;
+    const float *image, *back, *rms;
+    const uint8_t *mask;
+    float *d, *sig, *cd, *mrow; /* mrow: 2 w floats a part */
+    uint8_t *det;
+    const int32_t *lab;
+    size_t *count; /* per part: its detected pixels; then the place of its first record */
+    gpuws__extract_pixels *px;
+    size_t step;
+} ref_job;
+
+static void ref_part(void *arg, size_t part, size_t lo, size_t hi)
+{
+    const ref_job *j = arg;
+    const gpuws__extract_params *p = j->p;
+    const size_t w = p->w, h = p->h;
+    const float *d = j->d, *sig = j->sig;
+    if (j->step == 0) { /* rows lo .. hi - 1 prepared */
+        const size_t mask_from = gpuws__extract_mask_from(p);
+        for (size_t i = lo * w; i < hi * w; i++)
+            j->d[i] = ex_prep(j->image[i], j->back ? j->back[i] : 0.0f, j->mask && i >= mask_from && j->mask[i],
+                              p->noise, j->rms ? j->rms[i] : 0.0f, p->err, &j->sig[i]);
+    } else if (j->step == 1) { /* filtered and tested: the columns whose window lies inside a row at a time */
+        const size_t x0 = p->filter == EX_FILTER_NONE ? 0 : (size_t)(p->kw / 2), x1 = w > x0 ? w - x0 : 0;
+        size_t count = 0;
+        for (size_t y = lo; y < hi; y++) {
+            const size_t i0 = y * w;
+            if (x0 < x1) detect_row(p, d, sig, y, x0, x1, j->cd + i0, j->det + i0, j->mrow + 2 * w * part);
+            for (size_t x = 0; x < w; x++) {
+                if (x == x0 && x0 < x1) x = x1;
+                if (x >= w) break;
+                j->det[i0 + x] = (uint8_t)ex_detect(d, sig, p->kern, (long)w, (long)h, (long)x, (long)y, p->kw, p->kh,
+                                                    p->filter, p->noise, p->thresh, &j->cd[i0 + x]);
+            }
+            for (size_t x = 0; x < w; x++) count += j->det[i0 + x];
+        }
+        j->count[part] = count;
+    } else { /* the records of the labelled pixels, in raster order */
+        gpuws__extract_pixels *px = j->px;
+        size_t k = j->count[part];
+        for (size_t y = lo; y < hi; y++)
+            for (size_t x = 0; x < w; x++) {
+                const size_t i = y * w + x;
+                if (!j->lab[i]) continue;
+                const int blank = ex_blank_near(d, j->mask, j->mask != NULL, (long)w, (long)h, (long)x, (long)y);
+                px->idx[k] = (uint32_t)i | (blank ? EX_BLANK_BIT : 0u);
+                px->label[k] = j->lab[i];
+                px->value[k] = d[i];
+                px->cd[k] = j->cd[i];
+                px->sig[k] = sig[i];
+                px->sig_lr[k] = x + 1 < w && y + 1 < h ? sig[i + w + 1] : 0.0f;
+                k++;
+            }
+    }
+}
+
 gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const float *image, const float *back,
                                       const float *rms, const uint8_t *mask, gpuws__extract_pixels *px)
 {
     const size_t w = p->w, h = p->h, n = w * h;
+    /* a part takes at least 2^16 pixels, which pays for its thread's wake */
+    size_t parts = p->threads > 1 ? p->threads : 1;
+    parts = parts < (n >> 16) ? parts : (n >> 16 ? n >> 16 : 1);
+    parts = parts < h ? parts : h;
     float *d = gpuws__malloc(n * sizeof *d), *sig = gpuws__malloc(n * sizeof *sig);
-    float *cd = gpuws__malloc(n * sizeof *cd), *mrow = gpuws__malloc(2 * w * sizeof *mrow);
+    float *cd = gpuws__malloc(n * sizeof *cd), *mrow = gpuws__malloc(2 * w * parts * sizeof *mrow);
     uint8_t *det = gpuws__malloc(n);
     int32_t *lab = gpuws__malloc(n * sizeof *lab);
+    size_t *count = gpuws__malloc(parts * sizeof *count);
     gpuws_status st = GPUWS_OK;
-    if (!d || !sig || !cd || !mrow || !det || !lab) {
+    if (!d || !sig || !cd || !mrow || !det || !lab || !count) {
         st = GPUWS_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    const size_t mask_from = gpuws__extract_mask_from(p);
-    for (size_t i = 0; i < n; i++)
-        d[i] = ex_prep(image[i], back ? back[i] : 0.0f, mask && i >= mask_from && mask[i], p->noise,
-                       rms ? rms[i] : 0.0f, p->err, &sig[i]);
-    /* the columns whose filter window lies inside the image, a row at a time; the others pixel by pixel */
-    const size_t x0 = p->filter == EX_FILTER_NONE ? 0 : (size_t)(p->kw / 2), x1 = w > x0 ? w - x0 : 0;
-    size_t count = 0;
-    for (size_t y = 0; y < h; y++) {
-        const size_t i0 = y * w;
-        if (x0 < x1) detect_row(p, d, sig, y, x0, x1, cd + i0, det + i0, mrow);
-        for (size_t x = 0; x < w; x++) {
-            if (x == x0 && x0 < x1) x = x1;
-            if (x >= w) break;
-            det[i0 + x] = (uint8_t)ex_detect(d, sig, p->kern, (long)w, (long)h, (long)x, (long)y, p->kw, p->kh,
-                                             p->filter, p->noise, p->thresh, &cd[i0 + x]);
-        }
-        for (size_t x = 0; x < w; x++) count += det[i0 + x];
+    ref_job j = { p, image, back, rms, mask, d, sig, cd, mrow, det, lab, count, px, 0 };
+    gpuws__run_ranges(h, parts, ref_part, &j);
+    j.step = 1;
+    gpuws__run_ranges(h, parts, ref_part, &j);
+    size_t total = 0;
+    for (size_t t = 0; t < parts; t++) {
+        const size_t m = count[t];
+        count[t] = total;
+        total += m;
     }
+    if (parts > 1) gpuws__prefault(lab, n * sizeof *lab); /* its fresh pages mapped on threads, not in the labelling */
     gpuws_label_ref(det, w, h, p->connectivity, lab);
-    if (!gpuws__extract_pixels_alloc(px, count)) {
+    if (!gpuws__extract_pixels_alloc(px, total)) {
         st = GPUWS_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    size_t k = 0;
-    for (size_t y = 0; y < h; y++)
-        for (size_t x = 0; x < w; x++) {
-            const size_t i = y * w + x;
-            if (!lab[i]) continue;
-            const int blank = ex_blank_near(d, mask, mask != NULL, (long)w, (long)h, (long)x, (long)y);
-            px->idx[k] = (uint32_t)i | (blank ? EX_BLANK_BIT : 0u);
-            px->label[k] = lab[i];
-            px->value[k] = d[i];
-            px->cd[k] = cd[i];
-            px->sig[k] = sig[i];
-            px->sig_lr[k] = x + 1 < w && y + 1 < h ? sig[i + w + 1] : 0.0f;
-            k++;
-        }
+    j.step = 2;
+    gpuws__run_ranges(h, parts, ref_part, &j);
 done:
+    gpuws__free(count);
     gpuws__free(d);
     gpuws__free(sig);
     gpuws__free(cd);
