@@ -454,6 +454,15 @@ BACKEND_TEST(streams, async_work_and_events)
     gpuws_context_destroy(ctx);
 }
 
+/* n bytes of xorshift64 from seed x: a pattern in which a byte out of place shows. */
+static void xorshift_bytes(unsigned char *p, size_t n, uint64_t x)
+{
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        p[i] = (unsigned char)(x >> 24);
+    }
+}
+
 /* A large write from pageable memory, and a read into it, go through pinned blocks that host threads fill and empty
  * while the device copies the block before (core/staged.c): the knob staged_copy_mib=1 stages from 1 MiB in 1 MiB
  * blocks on any device, so 10 MiB and a bit at an odd offset cross eleven blocks and reuse each of the three slots
@@ -467,11 +476,7 @@ BACKEND_TEST(streams, large_pageable_transfers_go_through_pinned_blocks)
     const size_t n = (10u << 20) + 12345, off = 7, size = n + 64;
     unsigned char *src = malloc(n), *back = malloc(size), *want = malloc(size);
     cr_assert(src && back && want);
-    uint64_t x = 88172645463325252ull;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        src[i] = (unsigned char)(x >> 24);
-    }
+    xorshift_bytes(src, n, 88172645463325252ull);
     memset(want, 0x5a, size);
     memcpy(want + off, src, n);
     gpuws_buffer *b;
@@ -498,6 +503,43 @@ BACKEND_TEST(streams, large_pageable_transfers_go_through_pinned_blocks)
     cr_assert_eq(ctx->kept_bytes, (size_t)3 << 20, "kept %zu bytes", (size_t)ctx->kept_bytes);
     gpuws_buffer_destroy(b);
     gpuws_stream_destroy(s);
+    gpuws_context_destroy(ctx);
+    free(src);
+    free(back);
+    free(want);
+}
+
+/* Transfers, copies and fills of more than 8 MiB, which the CPU backend splits over threads, at odd offsets: every
+ * byte arrives, and the bytes around them are untouched. */
+BACKEND_TEST(buffers, large_writes_copies_fills_and_reads_arrive_whole)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const size_t n = (9u << 20) + 333, off = 5, size = n + 64;
+    unsigned char *src = malloc(n), *back = malloc(size), *want = malloc(size);
+    cr_assert(src && back && want);
+    xorshift_bytes(src, n, 2463534242ull);
+    gpuws_buffer *a, *b;
+    TEST_OK(gpuws_buffer_create(ctx, size, &a));
+    TEST_OK(gpuws_buffer_create(ctx, size, &b));
+    const unsigned char f1 = 0x5a, f2 = 0xc3;
+    TEST_OK(gpuws_buffer_fill(a, 0, &f1, 1, size));
+    TEST_OK(gpuws_buffer_fill(b, 0, &f2, 1, size));
+    TEST_OK(gpuws_buffer_write(a, off, src, n));
+    TEST_OK(gpuws_buffer_copy(b, off + 3, a, off, n - 3)); /* src[0 .. n - 3) at off + 3 */
+    TEST_OK(gpuws_buffer_read(a, 0, back, size));
+    memset(want, f1, size);
+    memcpy(want + off, src, n);
+    for (size_t i = 0; i < size; i++) cr_assert_eq(back[i], want[i], "written: byte %zu", i);
+    TEST_OK(gpuws_buffer_read(b, 0, back, size));
+    memset(want, f2, size);
+    memcpy(want + off + 3, src, n - 3);
+    for (size_t i = 0; i < size; i++) cr_assert_eq(back[i], want[i], "copied: byte %zu", i);
+    TEST_OK(gpuws_buffer_fill(b, 1, &f1, 1, size - 2));
+    TEST_OK(gpuws_buffer_read(b, 0, back, size));
+    for (size_t i = 0; i < size; i++)
+        cr_assert_eq(back[i], i == 0 ? want[0] : i == size - 1 ? want[size - 1] : f1, "filled: byte %zu", i);
+    gpuws_buffer_destroy(a);
+    gpuws_buffer_destroy(b);
     gpuws_context_destroy(ctx);
     free(src);
     free(back);

@@ -2,6 +2,7 @@
  * events that read the monotonic clock. Algorithms run their scalar C references (see kernels/<algo>/); user
  * programs are compiled by the system C compiler and run on all cores (cpu_program.c). */
 #include "cpu_program.h"
+#include "../../core/threads.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,11 +133,41 @@ static gpuws_status cpu_alloc(size_t n, void **p, const char *what)
 static gpuws_status cpu_buffer_create(gpuws_buffer *b) { return cpu_alloc(b->size, &b->impl, "buffer"); }
 static void cpu_buffer_destroy(gpuws_buffer *b) { gpuws__free(b->impl); }
 
+/* A large copy or fill on several threads: one core copies far slower than memory moves, and a buffer's pages are
+ * mapped (zeroed by the kernel) at their first write, which is this copy's for an upload into a new buffer. */
+#define CPU_PARALLEL_FROM ((size_t)8 << 20)
+
+typedef struct {
+    char *dst;
+    const char *src; /* NULL: fill with `byte` */
+    unsigned char byte;
+} cpu_move;
+
+static void cpu_move_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    (void)part;
+    const cpu_move *m = arg;
+    if (m->src) memcpy(m->dst + lo, m->src + lo, hi - lo);
+    else memset(m->dst + lo, m->byte, hi - lo);
+}
+
+static void cpu_move_bytes(void *dst, const void *src, unsigned char byte, size_t n)
+{
+    const size_t parts = n < CPU_PARALLEL_FROM ? 1 : gpuws__copy_threads(n);
+    if (parts <= 1) {
+        if (src) memcpy(dst, src, n);
+        else memset(dst, byte, n);
+        return;
+    }
+    cpu_move m = { dst, src, byte };
+    gpuws__run_ranges(n, parts, cpu_move_range, &m);
+}
+
 static gpuws_status cpu_write(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *src, size_t n, int blocking)
 {
     (void)s;
     (void)blocking;
-    memcpy((char *)b->impl + off, src, n);
+    cpu_move_bytes((char *)b->impl + off, src, 0, n);
     return GPUWS_OK;
 }
 
@@ -144,7 +175,7 @@ static gpuws_status cpu_read(gpuws_stream *s, const gpuws_buffer *b, size_t off,
 {
     (void)s;
     (void)blocking;
-    memcpy(dst, (const char *)b->impl + off, n);
+    cpu_move_bytes(dst, (const char *)b->impl + off, 0, n);
     return GPUWS_OK;
 }
 
@@ -152,7 +183,7 @@ static gpuws_status cpu_copy(gpuws_stream *s, gpuws_buffer *d, size_t doff, cons
                              size_t n)
 {
     (void)s;
-    memcpy((char *)d->impl + doff, (const char *)src->impl + soff, n);
+    cpu_move_bytes((char *)d->impl + doff, (const char *)src->impl + soff, 0, n);
     return GPUWS_OK;
 }
 
@@ -161,7 +192,7 @@ static gpuws_status cpu_fill(gpuws_stream *s, gpuws_buffer *b, size_t off, const
     (void)s;
     char *p = (char *)b->impl + off;
     if (ps == 1) {
-        memset(p, *(const unsigned char *)pat, n);
+        cpu_move_bytes(p, NULL, *(const unsigned char *)pat, n);
         return GPUWS_OK;
     }
     for (size_t i = 0; i < n; i += ps) memcpy(p + i, pat, ps);
