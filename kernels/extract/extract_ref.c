@@ -1,8 +1,8 @@
 /* gpuws_extract's device steps as scalar C (extract_ref.h), and the records' memory. */
 #include "extract_ref.h"
-#include "../../core/alloc.h"   /* gpuws__malloc: allocations the fault tests can fail */
-#include "../../core/threads.h" /* the pixel steps on the host's cores */
-#include "../label/label_ref.h"
+#include "../../core/alloc.h"      /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/threads.h"    /* the pixel steps on the host's cores */
+#include "../label/label_driver.h" /* gpuws__label_cpu */
 
 #include <math.h>
 #include <stdlib.h>
@@ -236,8 +236,8 @@ gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const floa
         count[t] = total;
         total += m;
     }
-    if (parts > 1) gpuws__prefault(lab, n * sizeof *lab); /* its fresh pages mapped on threads, not in the labelling */
-    gpuws_label_ref(det, w, h, p->connectivity, lab);
+    size_t nl;
+    if ((st = gpuws__label_cpu(det, w, h, p->connectivity, lab, parts, "extract", &nl))) goto done;
     if (!gpuws__extract_pixels_alloc(px, total)) {
         st = GPUWS_ERR_OUT_OF_MEMORY;
         goto done;

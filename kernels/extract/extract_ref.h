@@ -63,8 +63,8 @@ bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n);
 void gpuws__extract_pixels_free(gpuws__extract_pixels *px);
 
 /* The device steps on host memory: image, back (NULL = none), rms (NULL unless EX_NOISE_MAP) f32 and mask (NULL =
- * none) of p->w x p->h pixels to the records, in raster order; on p->threads threads but the labelling, the same
- * records for any number. GPUWS_ERR_OUT_OF_MEMORY when host memory fails. */
+ * none) of p->w x p->h pixels to the records, in raster order; on p->threads threads (the labelling in bands,
+ * gpuws__label_cpu), the same records for any number. GPUWS_ERR_OUT_OF_MEMORY when host memory fails. */
 gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const float *image, const float *back,
                                       const float *rms, const uint8_t *mask, gpuws__extract_pixels *px);
 

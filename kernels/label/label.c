@@ -18,6 +18,7 @@
 #include "label_layout.h"
 #include "label_numbering.h"
 #include "label_ref.h"
+#include "../../core/threads.h"
 
 #include <limits.h>
 
@@ -129,16 +130,24 @@ static size_t slab_pixels(const gpuws_context *ctx)
 static void remap_host(int32_t *L, size_t n, const gpuws__label_numbering *nb, size_t b, const uint64_t *nh)
 {
     const size_t j0 = nb->node_base[b], j1 = nb->node_base[b + 1];
+    int32_t last = 0, last_final = 0; /* a run of one component's pixels along a row searches once */
     for (size_t i = 0; i < n; i++) {
         const int32_t l = L[i];
         if (l <= 0) continue;
+        if (l == last) {
+            L[i] = last_final;
+            continue;
+        }
         size_t lo = j0, hi = j1;
         while (lo < hi) {
             const size_t mid = lo + (hi - lo) / 2;
             if (nb->node_label[mid] < l) lo = mid + 1;
             else hi = mid;
         }
-        L[i] = lo < j1 && nb->node_label[lo] == l ? nb->final[lo] : (int32_t)(nb->offset[b] + (uint64_t)l - nh[lo]);
+        last = l;
+        last_final =
+            lo < j1 && nb->node_label[lo] == l ? nb->final[lo] : (int32_t)(nb->offset[b] + (uint64_t)l - nh[lo]);
+        L[i] = last_final;
     }
 }
 
@@ -240,14 +249,75 @@ static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows
     return st;
 }
 
+/* ---- the CPU backend: bands of rows on the host's cores ------------------------------------------------------------ */
+
+typedef struct {
+    const uint8_t *mask;
+    int32_t *labels;
+    size_t w, h, rows;
+    int conn;
+    gpuws__label_numbering *nb;
+    const uint64_t *nh; /* NULL: label the bands; else their labels to the final numbers */
+} cpu_bands;
+
+static void cpu_band(void *arg, size_t part, size_t b0, size_t b1)
+{
+    (void)part;
+    const cpu_bands *j = arg;
+    for (size_t b = b0; b < b1; b++) {
+        const size_t rb = b + 1 < j->nb->bands ? j->rows : j->h - b * j->rows, first = b * j->rows * j->w;
+        if (!j->nh) j->nb->count[b] = gpuws_label_ref(j->mask + first, j->w, rb, j->conn, j->labels + first);
+        else remap_host(j->labels + first, rb * j->w, j->nb, b, j->nh);
+    }
+}
+
+gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn, int32_t *labels, size_t threads,
+                              const char *name, size_t *num_labels)
+{
+    const size_t n = w * h, most = n >> 18; /* a band of at least 2^18 pixels pays for its thread */
+    size_t parts = threads < most ? threads : most;
+    parts = parts < h ? parts : h;
+    if (parts <= 1) {
+        *num_labels = gpuws_label_ref(mask, w, h, conn, labels);
+        return GPUWS_OK;
+    }
+    const size_t rows = (h + parts - 1) / parts, bands = (h + rows - 1) / rows, max_nodes = 2 * w * bands;
+    gpuws__label_numbering nb;
+    uint64_t *nh = NULL;
+    /* everything had before the first band is labelled: on error the labels are untouched */
+    gpuws_status st = gpuws__numbering_make(&nb, name, w, bands);
+    if (!st) st = gpuws__numbering_reserve(&nb, (rows * w + 1) / 2, max_nodes);
+    if (!st && !(nh = gpuws__malloc((max_nodes + 1) * sizeof *nh)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the bands' borders (%zu bytes)", name,
+                          (max_nodes + 1) * sizeof *nh);
+    if (!st) {
+        cpu_bands j = { mask, labels, w, h, rows, conn, &nb, NULL };
+        gpuws__run_ranges(bands, bands, cpu_band, &j);
+        for (size_t b = 0; b < bands && !st; b++) {
+            const size_t rb = b + 1 < bands ? rows : h - b * rows;
+            const int32_t *L = labels + b * rows * w;
+            st = gpuws__numbering_harvest(&nb, conn, b, L, L + (rb - 1) * w);
+        }
+        if (!st) st = gpuws__numbering_number(&nb);
+        if (!st) {
+            gpuws__numbering_non_roots(&nb, nh);
+            j.nh = nh;
+            gpuws__run_ranges(bands, bands, cpu_band, &j);
+            *num_labels = nb.total;
+        }
+    }
+    gpuws__free(nh);
+    gpuws__numbering_free(&nb);
+    return st;
+}
+
 gpuws_status gpuws__label_enqueue(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
                                   gpuws_buffer *labels, gpuws__label_count *count)
 {
     *count = (gpuws__label_count){ NULL, 0, 0 };
-    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU) {
-        count->value = gpuws_label_ref(gpuws__cpu_ptr(mask), width, height, conn, gpuws__cpu_ptr(labels));
-        return GPUWS_OK;
-    }
+    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU)
+        return gpuws__label_cpu(gpuws__cpu_ptr(mask), width, height, conn, gpuws__cpu_ptr(labels), gpuws__cpu_count(),
+                                "label", &count->value);
     gpuws_buffer *counts;
     const size_t n = width * height;
     gpuws_status st = label_gpu_count(s, width, height, mask, conn, labels, 0, &counts);
@@ -288,9 +358,8 @@ gpuws_status gpuws_label(gpuws_stream *s, size_t width, size_t height, const gpu
         const size_t rows = slab / width ? slab / width : 1;
         if (rows < height) return label_slabs(s, width, height, rows, mask, connectivity, labels, num_labels);
     }
-    if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
-        *num_labels = gpuws_label_ref(gpuws__cpu_ptr(mask), width, height, connectivity, gpuws__cpu_ptr(labels));
-        return GPUWS_OK;
-    }
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU)
+        return gpuws__label_cpu(gpuws__cpu_ptr(mask), width, height, connectivity, gpuws__cpu_ptr(labels),
+                                gpuws__cpu_count(), "label", num_labels);
     return label_gpu(s, width, height, mask, connectivity, labels, num_labels);
 }

@@ -19,6 +19,13 @@ typedef struct {
 gpuws_status gpuws__label_enqueue(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
                                   gpuws_buffer *labels, gpuws__label_count *count);
 
+/* The CPU backend's labelling of mask (w x h, 1 <= w * h <= INT32_MAX) into labels, SciPy's numbering: bands of rows
+ * labelled on up to `threads` threads (gpuws_label_ref each, at least 2^18 pixels a band) and joined as
+ * label_numbering.h says, or one scan. The same labels for any number. GPUWS_ERR_OUT_OF_MEMORY (its message naming
+ * `name`) before any label is written. */
+gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn, int32_t *labels, size_t threads,
+                              const char *name, size_t *num_labels);
+
 /* Enqueues label_remap on s: the px labels from `first` (a pixel index) of a band of a banded labelling to their
  * final numbers, through the band's nodes [j0, j1) of the device copies nodes[0] (band labels), nodes[1] (final
  * numbers), nodes[2] (non-root counts, gpuws__numbering_non_roots); offset: the band's provisional label base. */
