@@ -1,5 +1,5 @@
-/* Host driver for convolve2d: validation, then the reference on the CPU backend, or one launch of the tiled
- * kernel (GPUs) / the direct kernel (CPU OpenCL devices, devices with too little local memory) by name.
+/* Host driver for convolve2d: validation, then the reference on the CPU backend (rows on threads), or one launch of
+ * the tiled kernel (GPUs) / the direct kernel (CPU OpenCL devices, devices with too little local memory) by name.
  *
  * The tiled kernel is the fixed-width one (compiled for the kernel's width, 1..16 columns) when the whole kernel
  * fits the shared-memory budget, else the generic one. On CUDA, f32 plans of 2 x 2 warps run the fixed kernel's
@@ -8,6 +8,7 @@
  * their kernel blocks (to exercise kernel blocking); convolve2d_split, _stage, _persist and _grid steer the fixed
  * kernel. gpuws_convolve2d_separable's driver is convolve2d_separable.c. */
 #include "convolve2d_driver.h"
+#include "../../core/threads.h"
 
 #include <string.h>
 
@@ -533,6 +534,22 @@ static void plan_for_rows(const gpuws__conv2d_geometry *g, tiled_plan *p)
     p->split = (int)(tiles_y * (uint64_t)p->th);
 }
 
+/* The CPU backend: the reference on a range of output rows. */
+typedef struct {
+    const gpuws__conv2d_geometry *g;
+    gpuws_dtype dt;
+    const void *image, *kernel;
+    void *out;
+} cpu_rows;
+
+static void cpu_conv_rows(void *arg, size_t part, size_t r0, size_t r1)
+{
+    (void)part;
+    const cpu_rows *c = arg;
+    if (c->dt == GPUWS_F32) gpuws_convolve2d_ref_f32(c->g, c->image, c->kernel, c->out, r0, r1);
+    else gpuws_convolve2d_ref_f64(c->g, c->image, c->kernel, c->out, r0, r1);
+}
+
 gpuws_status gpuws__convolve2d_launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *gp,
                                       const gpuws__conv2d_geometry *g, const gpuws_buffer *image,
                                       const gpuws_buffer *kernel, gpuws_buffer *out)
@@ -541,9 +558,13 @@ gpuws_status gpuws__convolve2d_launch(gpuws_stream *s, gpuws_dtype dt, const gpu
     gpuws_status st;
     const bool same = gp == g;
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
-        if (dt == GPUWS_F32)
-            gpuws_convolve2d_ref_f32(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g->oh);
-        else gpuws_convolve2d_ref_f64(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out), 0, g->oh);
+        /* rows of the output on the host's cores, each part at least 2^22 multiply-adds: every output value is
+         * computed alone, so any number of parts gives the same bits */
+        cpu_rows c = { g, dt, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out) };
+        const double work = (double)g->oh * (double)g->ow * (double)g->kh * (double)g->kw;
+        size_t parts = gpuws__cpu_count();
+        parts = (double)parts * 4194304.0 > work ? (size_t)(work / 4194304.0) : parts;
+        gpuws__run_ranges(g->oh, parts ? parts : 1, cpu_conv_rows, &c);
         return GPUWS_OK;
     }
     const gpuws__tuning *kn = &ctx->tuning;
