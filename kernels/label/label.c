@@ -249,7 +249,7 @@ static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows
     return st;
 }
 
-/* ---- the CPU backend: bands of rows on the host's cores ------------------------------------------------------------ */
+/* ---- the CPU backend: bands of rows on the host's cores ---------------------------------------------------------- */
 
 typedef struct {
     const uint8_t *mask;
