@@ -47,6 +47,14 @@ void gpuws__prefault(void *p, size_t bytes)
     gpuws__run_ranges(bytes / PAGE, gpuws__copy_threads(bytes), touch_pages, p);
 }
 
+size_t gpuws__work_parts(size_t threads, double work, double least, size_t items)
+{
+    size_t parts = threads;
+    if ((double)parts * least > work) parts = (size_t)(work / least);
+    parts = parts < items ? parts : items;
+    return parts ? parts : 1;
+}
+
 unsigned gpuws__threads_from_knob(int64_t knob)
 {
     if (knob < 1) return gpuws__cpu_count(); /* auto */

@@ -22,6 +22,11 @@ size_t gpuws__copy_threads(size_t bytes);
  * driver's read of device memory into pageable memory). */
 void gpuws__prefault(void *p, size_t bytes);
 
+/* Parts for `work` units of independent work (pixels, multiply-adds) on up to `threads` threads: as many as give each
+ * part at least `least` units, which pays for a thread's wake, and no more than `items` (the rows or meshes divided);
+ * at least 1. */
+size_t gpuws__work_parts(size_t threads, double work, double least, size_t items);
+
 /* A NUMBER knob of threads (auto|1..N): the online CPUs for auto, else its value, in 1..GPUWS__THREADS_MAX. */
 unsigned gpuws__threads_from_knob(int64_t knob);
 

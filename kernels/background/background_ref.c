@@ -32,14 +32,11 @@ static bool usable(const float *image, const uint8_t *mask, size_t i)
     return (!mask || mask[i] == 0) && (double)image[i] > -BG_BIG;
 }
 
-/* Threads for `pixels` pixels of work in `items` independent items: each mesh and each pixel is computed alone, in
- * the same order, so any number gives the same bits; a thread takes at least 2^18 pixels, which pays for its wake. */
+/* Parts of `pixels` pixels of work in `items` rows (of meshes or of pixels), at least 2^18 pixels each: each mesh
+ * and each pixel is computed alone, in the same order, so any number gives the same bits. */
 static size_t ref_parts(size_t pixels, size_t items)
 {
-    size_t parts = gpuws__cpu_count(), most = pixels >> 18;
-    parts = parts < most ? parts : most;
-    parts = parts < items ? parts : items;
-    return parts ? parts : 1;
+    return gpuws__work_parts(gpuws__cpu_count(), (double)pixels, 262144.0, items);
 }
 
 typedef struct {

@@ -562,9 +562,7 @@ gpuws_status gpuws__convolve2d_launch(gpuws_stream *s, gpuws_dtype dt, const gpu
          * computed alone, so any number of parts gives the same bits */
         cpu_rows c = { g, dt, gpuws__cpu_ptr(image), gpuws__cpu_ptr(kernel), gpuws__cpu_ptr(out) };
         const double work = (double)g->oh * (double)g->ow * (double)g->kh * (double)g->kw;
-        size_t parts = gpuws__cpu_count();
-        parts = (double)parts * 4194304.0 > work ? (size_t)(work / 4194304.0) : parts;
-        gpuws__run_ranges(g->oh, parts ? parts : 1, cpu_conv_rows, &c);
+        gpuws__run_ranges(g->oh, gpuws__work_parts(gpuws__cpu_count(), work, 4194304.0, g->oh), cpu_conv_rows, &c);
         return GPUWS_OK;
     }
     const gpuws__tuning *kn = &ctx->tuning;

@@ -212,10 +212,7 @@ gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const floa
                                       const float *rms, const uint8_t *mask, gpuws__extract_pixels *px)
 {
     const size_t w = p->w, h = p->h, n = w * h;
-    /* a part takes at least 2^16 pixels, which pays for its thread's wake */
-    size_t parts = p->threads > 1 ? p->threads : 1;
-    parts = parts < (n >> 16) ? parts : (n >> 16 ? n >> 16 : 1);
-    parts = parts < h ? parts : h;
+    const size_t parts = gpuws__work_parts(p->threads > 1 ? p->threads : 1, (double)n, 65536.0, h);
     float *d = gpuws__malloc(n * sizeof *d), *sig = gpuws__malloc(n * sizeof *sig);
     float *cd = gpuws__malloc(n * sizeof *cd), *mrow = gpuws__malloc(2 * w * parts * sizeof *mrow);
     uint8_t *det = gpuws__malloc(n);

@@ -274,9 +274,7 @@ static void cpu_band(void *arg, size_t part, size_t b0, size_t b1)
 gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn, int32_t *labels, size_t threads,
                               const char *name, size_t *num_labels)
 {
-    const size_t n = w * h, most = n >> 18; /* a band of at least 2^18 pixels pays for its thread */
-    size_t parts = threads < most ? threads : most;
-    parts = parts < h ? parts : h;
+    const size_t parts = gpuws__work_parts(threads, (double)w * (double)h, 262144.0, h); /* 2^18 pixels a band */
     if (parts <= 1) {
         *num_labels = gpuws_label_ref(mask, w, h, conn, labels);
         return GPUWS_OK;
