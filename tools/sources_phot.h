@@ -61,7 +61,7 @@ size_t phot_ncolumns(const phot_table *t);
 catalog_column phot_column(const phot_table *t, size_t c, const char *flux_unit);
 const double *phot_row(const phot_table *t, size_t k);
 
-/* One line on stdout: what was measured. */
+/* One line on out: what was measured. */
 void phot_print(const phot_table *t, FILE *out);
 
 #endif
