@@ -79,4 +79,33 @@ template <typename T> __device__ __forceinline__ T gpuws_block_sum(T v)
 /* Dynamic shared memory, as one byte array the kernel carves into its regions. */
 #define GPUWS_SHARED_BYTES() extern __shared__ __align__(16) unsigned char gpuws_smem[]
 
+/* Exclusive prefix sum of v over the block (blockDim.x a multiple of 32, at most 1024); *total gets the sum.
+ * warp_sums: 32 T of shared memory, free again when it returns. */
+template <typename T> __device__ inline T gpuws_block_exclusive_scan(T v, T *warp_sums, T *total)
+{
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    T inc = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const T t = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= (unsigned)o) inc += t;
+    }
+    if (lane == 31) warp_sums[warp] = inc;
+    __syncthreads();
+    if (warp == 0) {
+        T w = lane < nwarps ? warp_sums[lane] : T(0);
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const T t = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= (unsigned)o) w += t;
+        }
+        if (lane < nwarps) warp_sums[lane] = w; // inclusive warp totals
+    }
+    __syncthreads();
+    *total = warp_sums[nwarps - 1];
+    const T r = inc - v + (warp ? warp_sums[warp - 1] : T(0));
+    __syncthreads(); // warp_sums may be reused by the caller
+    return r;
+}
+
 #endif

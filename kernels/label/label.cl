@@ -213,43 +213,6 @@ MERGE_KERNEL(8, TILE_W + 2 * TILE_H)
 
 /* ---- flatten: roots, and their rank within the chunk -------------------------------------------------------- */
 
-/* Exclusive prefix sum of v over the work-group (at most 32 * 32 work-items); *total gets the sum. Four barriers
- * whatever the group size (a Hillis-Steele scan over local memory takes two per doubling: 16 for 256 work-items,
- * 20 for 1024, and NVIDIA's OpenCL has no warp shuffles to replace them with as the CUDA twin does).
- * Work-item t is element k = t % SL of segment s = t / SL (32 segments of SL = ceil(size / 32) elements), stored
- * transposed at sc[k * SCAN_PAD + s]: the scatter (a warp is one segment, consecutive k) and the 32 serial segment
- * scans (work-item s walks k) each touch 32 different banks. Then work-item s < 32 adds up the segment totals before
- * its own, and every work-item reads its segment's offset plus its place in the segment. */
-#define SCAN_PAD 33
-inline int group_exclusive_scan(int v, __local int *sc, __local int *seg, int *total)
-{
-    const uint t = get_local_id(0), nt = get_local_size(0), sl = (nt + 31) / 32;
-    const uint s = t / sl, k = t - s * sl;
-    sc[k * SCAN_PAD + s] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (t < 32) {
-        const uint len = t * sl < nt ? min(sl, nt - t * sl) : 0u;
-        int run = 0;
-        for (uint q = 0; q < len; q++) {
-            const int x = sc[q * SCAN_PAD + t];
-            sc[q * SCAN_PAD + t] = run;
-            run += x;
-        }
-        seg[t] = run;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (t < 32) {
-        int p = 0;
-        for (uint q = 0; q < t; q++) p += seg[q];
-        seg[32 + t] = p;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    *total = seg[63] + seg[31];
-    const int r = seg[32 + s] + sc[k * SCAN_PAD + s];
-    barrier(CLK_LOCAL_MEM_FENCE); /* sc and seg may be used again */
-    return r;
-}
-
 /* The mask bytes of pixels base .. base + PER_THREAD - 1 as one word (byte j = pixel base + j), zero past n. Buffers
  * are aligned far beyond 8 bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN) and base is a multiple of 8: one 8-byte load when
  * mask itself is aligned (a slab's start may not be). */
@@ -264,7 +227,7 @@ inline ulong mask8(__global const uchar *mask, uint base, uint n, bool aligned)
 __kernel __attribute__((reqd_work_group_size(CHUNK_THREADS, 1, 1))) void label_flatten(
     __global const uchar *mask, __global int *L, __global int *counts, uint n, ulong slab)
 {
-    __local int sc[32 * SCAN_PAD], seg[64];
+    __local int sc[32 * GPUWS_SCAN_PAD], seg[64];
     mask += slab;
     L += slab;
     const uint base = get_group_id(0) * CHUNK + get_local_id(0) * PER_THREAD;
@@ -288,7 +251,7 @@ __kernel __attribute__((reqd_work_group_size(CHUNK_THREADS, 1, 1))) void label_f
         if (x != v) L[i] = x + 1;
     }
     int total;
-    int rank = group_exclusive_scan(popcount(roots), sc, seg, &total);
+    int rank = gpuws_group_exclusive_scan(popcount(roots), sc, seg, &total);
     for (uint j = 0; j < PER_THREAD; j++)
         if (roots & (1u << j)) L[base + j] = -(++rank);
     if (get_local_id(0) == 0) counts[get_group_id(0)] = total;
@@ -301,7 +264,7 @@ __kernel __attribute__((reqd_work_group_size(CHUNK_THREADS, 1, 1))) void label_f
 
 __kernel void label_scan(__global int *counts, uint nchunks)
 {
-    __local int sc[32 * SCAN_PAD], seg[64];
+    __local int sc[32 * GPUWS_SCAN_PAD], seg[64];
     const uint t = get_local_id(0), nt = get_local_size(0);
     int carry = 0;
     for (uint base = 0; base < nchunks; base += 4 * nt) {
@@ -311,7 +274,7 @@ __kernel void label_scan(__global int *counts, uint nchunks)
         if (whole) v = ((__global const int4 *)counts)[i / 4];
         else v = (int4)(i < nchunks ? counts[i] : 0, i + 1 < nchunks ? counts[i + 1] : 0, i + 2 < nchunks ? counts[i + 2] : 0, 0);
         int total;
-        const int ex = carry + group_exclusive_scan(v.x + v.y + v.z + v.w, sc, seg, &total);
+        const int ex = carry + gpuws_group_exclusive_scan(v.x + v.y + v.z + v.w, sc, seg, &total);
         const int4 o = (int4)(ex, ex + v.x, ex + v.x + v.y, ex + v.x + v.y + v.z);
         if (whole) {
             ((__global int4 *)counts)[i / 4] = o;

@@ -182,35 +182,6 @@ __device__ void merge_items(const unsigned char *__restrict__ mask, int *L, unsi
     }
 }
 
-// ---- block-wide exclusive scan of one int per thread (blockDim.x a multiple of 32, at most 1024) ----------------
-
-__device__ int block_exclusive_scan(int v, int *warp_sums, int *total)
-{
-    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    int inc = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(0xffffffffu, inc, o);
-        if (lane >= (unsigned)o) inc += t;
-    }
-    if (lane == 31) warp_sums[warp] = inc;
-    __syncthreads();
-    if (warp == 0) {
-        int w = lane < nwarps ? warp_sums[lane] : 0;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int t = __shfl_up_sync(0xffffffffu, w, o);
-            if (lane >= (unsigned)o) w += t;
-        }
-        if (lane < nwarps) warp_sums[lane] = w; // inclusive warp totals
-    }
-    __syncthreads();
-    *total = warp_sums[nwarps - 1];
-    const int r = inc - v + (warp ? warp_sums[warp - 1] : 0);
-    __syncthreads(); // warp_sums may be reused by the caller
-    return r;
-}
-
 // The 8 mask bytes of pixels base..base+7 as one word (byte j = pixel base + j), zero past n.
 // aligned: mask + 0 is 8-byte aligned (the buffer's start is; a slab's may not be).
 __device__ __forceinline__ unsigned long long mask8(const unsigned char *__restrict__ mask, unsigned base, unsigned n,
@@ -279,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(CHUNK_THREADS)
         }
     }
     int total;
-    int rank = block_exclusive_scan(__popc(roots), warp_sums, &total);
+    int rank = gpuws_block_exclusive_scan(__popc(roots), warp_sums, &total);
     while (roots) {
         const unsigned j = __ffs(roots) - 1;
         roots &= roots - 1;
@@ -297,7 +268,7 @@ extern "C" __global__ void label_scan(int *counts, unsigned nchunks)
         const unsigned i = base + threadIdx.x;
         const int v = i < nchunks ? counts[i] : 0;
         int total;
-        const int ex = block_exclusive_scan(v, warp_sums, &total);
+        const int ex = gpuws_block_exclusive_scan(v, warp_sums, &total);
         if (i < nchunks) counts[i] = carry + ex;
         carry += total;
     }

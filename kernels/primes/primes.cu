@@ -34,7 +34,7 @@ extern "C" __global__ void primes_trial(int *out, unsigned *partials, unsigned n
 
 // base[0] = number of odd primes <= limit, base[1] = how many of them are <= threshold, base[2..] = the primes,
 // ascending. One block (a multiple of 32 threads); flags holds limit/2 + 1 bytes (flags[j] describes 2j + 1);
-// scan needs 64 uints (the OpenCL kernel uses 2 * blockDim.x).
+// scan needs 32 uints (the OpenCL kernel uses 2 * blockDim.x).
 extern "C" __global__ void primes_base(unsigned *base, unsigned limit, unsigned threshold, gpuws_local flags_bytes,
                                        gpuws_local scan_bytes)
 {
@@ -56,28 +56,12 @@ extern "C" __global__ void primes_base(unsigned *base, unsigned limit, unsigned 
     const unsigned run = (nf + nt - 1) / nt, j0 = min(nf, tid * run), j1 = min(nf, j0 + run);
     unsigned packed = 0; // all primes in the run (low 16 bits), those <= threshold (high 16 bits)
     for (unsigned j = j0; j < j1; j++) packed += flags[j] ? (2 * j + 1 <= threshold ? 0x10001u : 1u) : 0u;
-    const unsigned lane = tid & 31u, warp = tid >> 5;
-    unsigned incl = packed;
-    for (int o = 1; o < 32; o <<= 1) {
-        const unsigned v = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= (unsigned)o) incl += v;
+    unsigned total;
+    const unsigned before = gpuws_block_exclusive_scan(packed, scan, &total);
+    if (tid == 0) {
+        base[0] = total & 0xffffu;
+        base[1] = total >> 16;
     }
-    if (lane == 31) scan[warp] = incl;
-    __syncthreads();
-    if (warp == 0) {
-        unsigned w = lane < (nt >> 5) ? scan[lane] : 0u, winc = w;
-        for (int o = 1; o < 32; o <<= 1) {
-            const unsigned v = __shfl_up_sync(0xffffffffu, winc, o);
-            if (lane >= (unsigned)o) winc += v;
-        }
-        scan[32 + lane] = winc - w; // exclusive prefix of the warp totals
-        if (lane == 31) {
-            base[0] = winc & 0xffffu;
-            base[1] = winc >> 16;
-        }
-    }
-    __syncthreads();
-    const unsigned before = scan[32 + warp] + incl - packed;
     unsigned k = 2 + (before & 0xffffu);
     for (unsigned j = j0; j < j1; j++)
         if (flags[j]) base[k++] = 2 * j + 1;
