@@ -70,6 +70,9 @@
     X(extract_threads, NUMBER, "auto", "auto|1..1024",                                                                 \
       "host threads of extract's catalogue steps, and on the CPU backend of its pixel steps (auto: the online CPUs); " \
       "the catalogue is the same for any number")                                                                      \
+    X(extract_group, CHOICE, "auto", "auto|device|host",                                                             \
+      "where extract groups its pixel records by component on CUDA and OpenCL: auto on GPUs' device (a radix sort) "  \
+      "and on CPU OpenCL devices by the host's threads, which are faster there; the catalogue is the same")           \
     X(find_sources_host_threads, NUMBER, "auto", "auto|1..1024",                                                       \
       "host threads of find_sources_host's threshold and measurement (auto: the online CPUs); the same catalogue")     \
     X(histogram_chunk, NUMBER, "auto", "auto|4..2147483644",                                                           \
@@ -113,6 +116,7 @@ enum { GPUWS__L2_AUTO, GPUWS__L2_ROWS, GPUWS__L2_GROUP };
 enum { GPUWS__MATMUL_AUTO, GPUWS__MATMUL_LARGE, GPUWS__MATMUL_SMALL };
 enum { GPUWS__REDUCE_ACC_AUTO, GPUWS__REDUCE_ACC_FLOAT };
 enum { GPUWS__EVENTS_AUTO, GPUWS__EVENTS_MARKER, GPUWS__EVENTS_KERNEL };
+enum { GPUWS__GROUP_AUTO, GPUWS__GROUP_DEVICE, GPUWS__GROUP_HOST };
 #define GPUWS__NUMBER_AUTO (-1) /* every NUMBER knob's first word */
 #define GPUWS__SPLIT_OFF   (-2) /* convolve2d_split=off */
 #define GPUWS__SPLIT_ALL   (-3) /* convolve2d_split=all */

@@ -239,6 +239,56 @@ BACKEND_TEST(extract, threads_give_the_catalogue_of_one_thread)
     gpuws_context_destroy(ctx);
 }
 
+/* The records grouped by component on the device (knob extract_group: auto groups there on GPUs, on the host's
+ * threads on CPU OpenCL devices) give the catalogue and the map of the host's grouping, bit for bit: a radix sort of
+ * (label, record) pairs that keeps raster order within each label, four bits a pass. Uniform noise above 0.4 in
+ * 4-connectivity makes more than 2^16 components (five passes), cut anywhere by the sort's tiles of 2048 records;
+ * then the case's sky, whose components deblending splits. */
+BACKEND_TEST(extract, records_grouped_on_the_device_give_the_host_grouping)
+{
+    if (*kind == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
+    gpuws_context *ctx = test_open(*kind), *ref = test_open(*kind);
+    test_tune(ctx, "extract_group", "device");
+    test_tune(ref, "extract_group", "host");
+    const size_t w = 1100, h = 700, n = w * h;
+    float *x = malloc(n * sizeof *x);
+    uint8_t *mask = malloc(n);
+    cr_assert(x && mask);
+    uint64_t s = test_seed(false);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (float)(2.0 * test_rand_uniform(&s) - 1.0);
+        mask[i] = x[i] > 0.4f;
+    }
+    gpuws_buffer *dm = test_buffer_from(ref, mask, n), *dl = test_buffer(ref, n * sizeof(int32_t));
+    size_t nl = 0;
+    cr_assert_eq(gpuws_label(NULL, w, h, dm, 4, dl, &nl), GPUWS_OK, "%s", gpuws_last_error());
+    cr_assert_gt(nl, (size_t)1 << 16, "only %zu components: fewer than five passes", nl);
+    gpuws_buffer_destroy(dm);
+    gpuws_buffer_destroy(dl);
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = 0.4, o.filter_type = GPUWS_FILTER_NONE, o.connectivity = 4, o.minarea = 1;
+    result want = run(ref, x, NULL, NULL, NULL, w, h, &o);
+    result got = run(ctx, x, NULL, NULL, NULL, w, h, &o);
+    char what[96];
+    snprintf(what, sizeof what, "%s, noise: the device's grouping against the host's", test_backend_name(*kind));
+    expect_same(what, &got, &want, n);
+    result_free(&want);
+    result_free(&got);
+    free(x);
+    free(mask);
+    sky k = sky_make(test_seed(false), 3);
+    const gpuws_extract_options d = GPUWS_EXTRACT_OPTIONS_INIT;
+    want = run(ref, k.x, k.back, k.rms, NULL, TW, TH, &d);
+    got = run(ctx, k.x, k.back, k.rms, NULL, TW, TH, &d);
+    snprintf(what, sizeof what, "%s, sky: the device's grouping against the host's", test_backend_name(*kind));
+    expect_same(what, &got, &want, (size_t)TW * TH);
+    result_free(&want);
+    result_free(&got);
+    sky_free(&k);
+    gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}
+
 /* Cleaning on threads (knob extract_threads): each object's fate depends on the objects before it, in catalogue
  * order, so the pairs worked out on threads must take effect in that order; the catalogue and the map on 2, 3 and 7
  * threads are those of one, bit for bit. The sky is crowded with bright stars whose wings hold many faint objects

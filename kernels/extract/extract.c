@@ -10,9 +10,10 @@
  *   gpuws_label      components of det (8- or 4-connectivity)
  *   extract_scatter  per chunk: the records (index, label, value, filtered value, σ, σ of the lower-right
  *                    neighbour) of its labelled pixels, in raster order from the chunk's offset
+ *   extract_sort_*   the records grouped by label, raster order kept within each label (extract_gpu_group)
  *   extract_segmap   per record: segmap[index] = its object + 1 (after a fill with 0)
- * The call blocks: the catalogue is made on the host from the records read back (one read), which come in the
- * raster order it needs; the objects of the records go back to the device as they are, in that order. */
+ * The call blocks: the catalogue is made on the host from the records read back, in raster order, and their
+ * grouping; the objects of the records go back to the device as they are, in that order. */
 #include "../common/driver.h"
 #include "../../core/options.h"
 #include "../../core/threads.h"
@@ -33,12 +34,66 @@ static const gpuws__stream_key key_kern = { "extract.kern" };
 static const gpuws__stream_key key_counts = { "extract.counts" };
 static const gpuws__stream_key key_records = { "extract.records" };
 static const gpuws__stream_key key_objects = { "extract.objects" };
+static const gpuws__stream_key key_sort[5] = { { "extract.sort.keys0" },
+                                               { "extract.sort.keys1" },
+                                               { "extract.sort.vals0" },
+                                               { "extract.sort.vals1" },
+                                               { "extract.sort.hist" } };
 
 static double now_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* The records grouped by label on the device, raster order kept within each label: a stable LSD radix sort of
+ * (label, record number) pairs over the bits that nl needs, EX_SORT_BITS a pass (each pass: count the digits of
+ * each tile, label_scan the counts in digit-major order, scatter), then each label's first place. *out: the cnt
+ * record numbers, then start[0 .. nl]. This is the host steps' first step done by the device (a counting sort on the
+ * host's threads there: extract_objects.c), and what the host then reads back besides the records is 4 bytes a
+ * record. */
+static gpuws_status extract_gpu_group(gpuws_stream *s, gpuws_kernel *kscan, uint32_t sblock, gpuws_buffer *rec,
+                                      size_t cnt, size_t nl, gpuws_buffer **out)
+{
+    const size_t ntiles = (cnt + EX_SORT_TILE - 1) / EX_SORT_TILE, nh = EX_SORT_DIGITS * ntiles;
+    unsigned bits = 0;
+    while (bits < 32 && (nl >> bits)) bits++;
+    const unsigned passes = bits ? (bits + EX_SORT_BITS - 1) / EX_SORT_BITS : 1;
+    gpuws_buffer *keys[2], *vals[2], *hist;
+    gpuws_status st;
+    if ((st = gpuws__stream_scratch(s, &key_sort[0], cnt * sizeof(uint32_t), &keys[0])) ||
+        (st = gpuws__stream_scratch(s, &key_sort[1], cnt * sizeof(uint32_t), &keys[1])) ||
+        (st = gpuws__stream_scratch(s, &key_sort[2], cnt * sizeof(uint32_t), &vals[0])) ||
+        (st = gpuws__stream_scratch(s, &key_sort[3], (cnt + nl + 1) * sizeof(uint32_t), &vals[1])) ||
+        (st = gpuws__stream_scratch(s, &key_sort[4], (nh + 1) * sizeof(int32_t), &hist)))
+        return st;
+    const gpuws_launch_config c_tiles = { { (uint32_t)ntiles, 1, 1 }, { EX_SORT_THREADS, 1, 1 } };
+    const gpuws_launch_config c_scan = { { 1, 1, 1 }, { sblock, 1, 1 } };
+    const gpuws_arg a_scan[] = { gpuws_arg_buffer(hist), gpuws_arg_u32((uint32_t)nh) };
+    for (unsigned k = 0; k < passes && !st; k++) {
+        const unsigned to = (passes - 1 - k) % 2 == 0; /* the last pass writes keys[1] and vals[1] */
+        gpuws_buffer *kin = k ? keys[!to] : rec, *vin = k ? vals[!to] : rec;
+        const uint64_t koff = k ? 0 : 5 * (uint64_t)cnt; /* the first pass's keys: the records' labels */
+        const uint32_t shift = k * EX_SORT_BITS;
+        const gpuws_arg a_count[] = { gpuws_arg_buffer(kin), gpuws_arg_u64(koff),    gpuws_arg_u64(cnt),
+                                      gpuws_arg_u32(shift),  gpuws_arg_buffer(hist), gpuws_arg_u32((uint32_t)ntiles) };
+        const gpuws_arg a_scatter[] = { gpuws_arg_buffer(kin),      gpuws_arg_u64(koff),
+                                        gpuws_arg_buffer(vin),      gpuws_arg_u32(k == 0),
+                                        gpuws_arg_u64(cnt),         gpuws_arg_u32(shift),
+                                        gpuws_arg_buffer(hist),     gpuws_arg_u32((uint32_t)ntiles),
+                                        gpuws_arg_buffer(keys[to]), gpuws_arg_buffer(vals[to]) };
+        if (!(st = gpuws__launch_named(s, "extract_sort_count", NULL, &c_tiles, a_count, GPUWS__NARGS(a_count))) &&
+            !(st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan))))
+            st = gpuws__launch_named(s, "extract_sort_scatter", NULL, &c_tiles, a_scatter, GPUWS__NARGS(a_scatter));
+    }
+    const gpuws_launch_config c1 =
+        gpuws__config_1d(cnt, 256, gpuws__is_cpu_device(s->ctx) ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
+    const gpuws_arg a_starts[] = { gpuws_arg_buffer(keys[1]), gpuws_arg_u64(cnt), gpuws_arg_buffer(vals[1]),
+                                   gpuws_arg_u64(cnt) };
+    if (!st) st = gpuws__launch_named(s, "extract_sort_starts", NULL, &c1, a_starts, GPUWS__NARGS(a_starts));
+    *out = vals[1];
+    return st;
 }
 
 /* The device steps on a GPU backend, into *px (raster order); *records: the device's copy of them (six arrays of
@@ -50,8 +105,10 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     gpuws_context *ctx = s->ctx;
     const size_t w = p->w, h = p->h, n = w * h, nk = p->kern ? (size_t)p->kw * (size_t)p->kh : 1;
     const size_t nchunks = (n + EX_CHUNK - 1) / EX_CHUNK;
-    const char *const names[] = { "extract_prep", "extract_detect", "extract_count", "extract_scatter",
-                                  "extract_segmap" };
+    const char *const names[] = {
+        "extract_prep",   "extract_detect",     "extract_count",        "extract_scatter",
+        "extract_segmap", "extract_sort_count", "extract_sort_scatter", "extract_sort_starts"
+    };
     gpuws_kernel *k, *kscan;
     uint32_t sblock;
     gpuws_status st = GPUWS_OK;
@@ -122,12 +179,24 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     gpuws_buffer *rec;
     tm[1] = now_ms();
     if ((st = gpuws__stream_scratch(s, &key_records, 6 * (cnt ? cnt : 1) * sizeof(float), &rec))) return st;
-    const bool got = gpuws__extract_pixels_alloc(px, cnt);
-    if (got) gpuws__prefault(px->idx, 6 * cnt * sizeof(float));
+    /* the grouping read back (record numbers, start[0 .. nl]) where the device groups; the labels then stay there */
+    const int knob = ctx->tuning.extract_group;
+    const bool group = knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu);
+    const size_t ngroup = cnt && group ? cnt + nl + 1 : 0, nread = group ? 5 : 6;
+    bool got = gpuws__extract_pixels_alloc(px, cnt);
+    if (got && ngroup && !(px->group = gpuws__malloc(ngroup * sizeof *px->group))) {
+        gpuws__extract_pixels_free(px);
+        got = false;
+    }
+    if (got) {
+        gpuws__prefault(px->idx, nread * cnt * sizeof(float));
+        if (ngroup) gpuws__prefault(px->group, ngroup * sizeof *px->group);
+        px->nl = nl;
+    }
     tm[2] = now_ms();
     if (!got)
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for %zu pixel records (%zu bytes)", cnt,
-                            6 * cnt * sizeof(float));
+                            (6 * cnt + ngroup) * sizeof(float));
     if (cnt) {
         const gpuws_arg a_sc[] = {
             gpuws_arg_buffer(det),      gpuws_arg_buffer(labels),       gpuws_arg_buffer(maps),
@@ -135,18 +204,23 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
             gpuws_arg_u32((uint32_t)h), gpuws_arg_buffer(counts),       gpuws_arg_u64(cnt),
             gpuws_arg_buffer(rec),      gpuws_arg_buffer(rec)
         };
-        /* the six arrays lie one after the other on both sides (gpuws__extract_pixels_alloc) */
+        /* the six arrays lie one after the other on both sides (gpuws__extract_pixels_alloc); the labels, last,
+         * stay on the device where it groups the records */
+        gpuws_buffer *grouped = NULL;
         if ((st = gpuws__launch_named(s, "extract_scatter", NULL, &c_chunks, a_sc, GPUWS__NARGS(a_sc))) ||
-            (st = gpuws__buffer_read_sync(s, rec, 0, px->idx, 6 * cnt * sizeof(float)))) {
+            (group && (st = extract_gpu_group(s, kscan, sblock, rec, cnt, nl, &grouped))) ||
+            (st = gpuws__buffer_read_sync(s, rec, 0, px->idx, nread * cnt * sizeof(float))) ||
+            (group && (st = gpuws__buffer_read_sync(s, grouped, 0, px->group, ngroup * sizeof *px->group)))) {
             gpuws__extract_pixels_free(px);
             return st;
         }
     }
     tm[3] = now_ms();
-    gpuws__log(GPUWS__LOG_DEBUG,
-               "extract: device steps (ms): kernels and labels to the count %.1f, host block (its pages mapped) %.1f, records %.1f "
-               "(%zu records, %zu components, %.0f MB read)",
-               tm[1] - tm[0], tm[2] - tm[1], tm[3] - tm[2], cnt, nl, 24e-6 * (double)cnt);
+    gpuws__log(
+        GPUWS__LOG_DEBUG,
+        "extract: device steps (ms): kernels and labels to the count %.1f, host block (its pages mapped) %.1f, records "
+        "and their grouping %.1f (%zu records, %zu components, %.0f MB read)",
+        tm[1] - tm[0], tm[2] - tm[1], tm[3] - tm[2], cnt, nl, 4e-6 * (double)(nread * cnt + ngroup));
     *records = rec;
     return GPUWS_OK;
 }

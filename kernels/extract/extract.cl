@@ -1,6 +1,6 @@
 /* gpuws_extract's device steps (extract.c has the plan; extract_pixel.h the arithmetic, the reference's too, and
  * the records' layout). kern: the normalised filter. maps: d, σ, filtered, each width * height floats. Records: six
- * arrays of cap words (index | blank bit, label, value, filtered, σ, σ of the lower-right neighbour), written in
+ * arrays of cap words (index | blank bit, value, filtered, σ, σ of the lower-right neighbour, label), written in
  * raster order through two views of one buffer (as uint and as float). */
 #ifdef GPUWS_FP64
 #pragma OPENCL FP_CONTRACT OFF
@@ -85,6 +85,66 @@ __kernel void extract_segmap(__global const uint *idx, __global const int *obj, 
     {
         if (obj[i]) segmap[idx[i] & ~EX_BLANK_BIT] = obj[i];
     }
+}
+
+/* ---- the records grouped by label (extract.c: extract_gpu_group; extract.cu says how a pass works) ---- */
+
+/* A work-item's count of each digit among its pairs, four bits a digit. */
+inline ulong ex_sort_digits(__global const uint *keys, ulong from, ulong n, uint shift)
+{
+    ulong packed = 0;
+    for (uint j = 0; j < EX_SORT_PER; j++)
+        if (from + j < n) packed += 1ul << (4 * ((keys[from + j] >> shift) & (EX_SORT_DIGITS - 1)));
+    return packed;
+}
+
+__kernel __attribute__((reqd_work_group_size(EX_SORT_THREADS, 1, 1))) void
+extract_sort_count(__global const uint *keys, ulong key_off, ulong n, uint shift, __global int *hist, uint ntiles)
+{
+    __local int c[EX_SORT_DIGITS];
+    const uint t = get_local_id(0);
+    if (t < EX_SORT_DIGITS) c[t] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong packed =
+        ex_sort_digits(keys + key_off, get_group_id(0) * (ulong)EX_SORT_TILE + t * EX_SORT_PER, n, shift);
+    for (uint d = 0; d < EX_SORT_DIGITS; d++) {
+        const int v = (int)((packed >> (4 * d)) & 15u);
+        if (v) atomic_add(&c[d], v);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t < EX_SORT_DIGITS) hist[t * ntiles + get_group_id(0)] = c[t];
+}
+
+__kernel __attribute__((reqd_work_group_size(EX_SORT_THREADS, 1, 1))) void
+extract_sort_scatter(__global const uint *keys, ulong key_off, __global const uint *vals, uint first, ulong n,
+                     uint shift, __global const int *hist, uint ntiles, __global uint *keys_out,
+                     __global uint *vals_out)
+{
+    __local int sc[32 * GPUWS_SCAN_PAD], seg[64];
+    keys += key_off;
+    const ulong base = get_group_id(0) * (ulong)EX_SORT_TILE + get_local_id(0) * EX_SORT_PER;
+    const ulong packed = ex_sort_digits(keys, base, n, shift);
+    int at[EX_SORT_DIGITS];
+    for (uint d = 0; d < EX_SORT_DIGITS; d++) {
+        int total;
+        at[d] = hist[d * ntiles + get_group_id(0)] +
+                gpuws_group_exclusive_scan((int)((packed >> (4 * d)) & 15u), sc, seg, &total);
+    }
+    for (uint j = 0; j < EX_SORT_PER && base + j < n; j++) {
+        const uint k = keys[base + j];
+        const int p = at[(k >> shift) & (EX_SORT_DIGITS - 1)]++;
+        keys_out[p] = k;
+        vals_out[p] = first ? (uint)(base + j) : vals[base + j];
+    }
+}
+
+__kernel void extract_sort_starts(__global const uint *keys, ulong n, __global uint *out, ulong start_off)
+{
+    GPUWS_FOR_EACH(i, n)
+    {
+        if (i == 0 || keys[i - 1] != keys[i]) out[start_off + keys[i]] = (uint)i;
+    }
+    if (get_global_id(0) == 0) out[start_off] = 0;
 }
 
 #endif

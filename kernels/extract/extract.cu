@@ -90,6 +90,71 @@ extern "C" __global__ void extract_segmap(const unsigned *idx, const int *obj, u
         if (obj[i]) segmap[idx[i] & ~EX_BLANK_BIT] = obj[i];
 }
 
+// ---- the records grouped by label (extract.c: extract_gpu_group) ----
+// A pass sorts pairs (keys[key_off + i], vals[i]), i < n, by the digit of the key at `shift`; in the first pass the
+// keys are the records' labels and vals[i] is i itself (first = 1). Tile t's counts: hist[digit * ntiles + t],
+// which label_scan turns into the place of the tile's first pair of each digit.
+
+// A thread's count of each digit among its pairs, four bits a digit.
+__device__ inline u64 ex_sort_digits(const unsigned *keys, u64 from, u64 n, unsigned shift)
+{
+    u64 packed = 0;
+#pragma unroll
+    for (unsigned j = 0; j < EX_SORT_PER; j++)
+        if (from + j < n) packed += 1ull << (4 * ((keys[from + j] >> shift) & (EX_SORT_DIGITS - 1)));
+    return packed;
+}
+
+extern "C" __global__ void __launch_bounds__(EX_SORT_THREADS)
+    extract_sort_count(const unsigned *keys, u64 key_off, u64 n, unsigned shift, int *hist, unsigned ntiles)
+{
+    __shared__ int c[EX_SORT_DIGITS];
+    if (threadIdx.x < EX_SORT_DIGITS) c[threadIdx.x] = 0;
+    __syncthreads();
+    const u64 base = (u64)blockIdx.x * EX_SORT_TILE + (u64)threadIdx.x * EX_SORT_PER;
+    const u64 packed = ex_sort_digits(keys + key_off, base, n, shift);
+    for (unsigned d = 0; d < EX_SORT_DIGITS; d++) {
+        const int v = (int)((packed >> (4 * d)) & 15u);
+        if (v) atomicAdd(&c[d], v);
+    }
+    __syncthreads();
+    if (threadIdx.x < EX_SORT_DIGITS) hist[threadIdx.x * ntiles + blockIdx.x] = c[threadIdx.x];
+}
+
+// Each pair to its place: its digit's place for the tile, plus the tile's pairs of that digit in the threads before
+// (a block scan a digit), plus this thread's before it.
+extern "C" __global__ void __launch_bounds__(EX_SORT_THREADS)
+    extract_sort_scatter(const unsigned *keys, u64 key_off, const unsigned *vals, unsigned first, u64 n, unsigned shift,
+                         const int *hist, unsigned ntiles, unsigned *keys_out, unsigned *vals_out)
+{
+    __shared__ int warp_sums[32];
+    keys += key_off;
+    const u64 base = (u64)blockIdx.x * EX_SORT_TILE + (u64)threadIdx.x * EX_SORT_PER;
+    const u64 packed = ex_sort_digits(keys, base, n, shift);
+    int at[EX_SORT_DIGITS];
+    for (unsigned d = 0; d < EX_SORT_DIGITS; d++) {
+        int total;
+        at[d] = hist[d * ntiles + blockIdx.x] +
+                gpuws_block_exclusive_scan((int)((packed >> (4 * d)) & 15u), warp_sums, &total);
+    }
+    for (unsigned j = 0; j < EX_SORT_PER && base + j < n; j++) {
+        const unsigned k = keys[base + j];
+        const int p = at[(k >> shift) & (EX_SORT_DIGITS - 1)]++;
+        keys_out[p] = k;
+        vals_out[p] = first ? (unsigned)(base + j) : vals[base + j];
+    }
+}
+
+// start[l] (at out[start_off + l]): the place of label l's first pair in the sorted keys; start[0] = 0. Every label
+// 1 .. nl has records.
+extern "C" __global__ void extract_sort_starts(const unsigned *keys, u64 n, unsigned *out, u64 start_off)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        if (i == 0 || keys[i - 1] != keys[i]) out[start_off + keys[i]] = (unsigned)i;
+    if (blockIdx.x == 0 && threadIdx.x == 0) out[start_off] = 0;
+}
+
 GPUWS_CUDA_KERNELS(extract, GPUWS_CUDA_KERNEL(extract_prep), GPUWS_CUDA_KERNEL(extract_detect),
                    GPUWS_CUDA_KERNEL(extract_count), GPUWS_CUDA_KERNEL(extract_scatter),
-                   GPUWS_CUDA_KERNEL(extract_segmap))
+                   GPUWS_CUDA_KERNEL(extract_segmap), GPUWS_CUDA_KERNEL(extract_sort_count),
+                   GPUWS_CUDA_KERNEL(extract_sort_scatter), GPUWS_CUDA_KERNEL(extract_sort_starts))

@@ -443,7 +443,7 @@ static void group_share(void *arg, unsigned t)
             prev = i;
             g->xy[r] = x;
             g->xy[g->n + r] = y;
-            m = (size_t)px->label[r] > m ? (size_t)px->label[r] : m;
+            if (!px->group) m = (size_t)px->label[r] > m ? (size_t)px->label[r] : m; /* else px->nl */
         }
         if (g->obj_of) memset(g->obj_of + r0, 0, (r1 - r0) * sizeof *g->obj_of);
         g->part[t] = m;
@@ -474,6 +474,10 @@ static void group_share(void *arg, unsigned t)
             if (l > before) g->order[g->start[l] + g->cnt[l]++] = r;
             else g->order[g->start[l] + carry_find(cs, l)->at++] = r;
         }
+        break;
+    case 5: /* or else the device's grouping, widened */
+        for (size_t r = r0; r < r1; r++) g->order[r] = px->group[r];
+        for (size_t l = l0; l < l1; l++) g->start[l] = px->group[g->n + l];
         break;
     default: break;
     }
@@ -867,21 +871,28 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         g.before[t] = g.nl;
         g.nl = g.part[t] > g.nl ? g.part[t] : g.nl;
     }
+    const bool grouped = px->group != NULL; /* by the device (extract.c), which left the labels there */
+    if (grouped) g.nl = px->nl;
     const size_t nl = g.nl;
-    g.cnt = gpuws__calloc(nl + 2, sizeof *g.cnt);
+    g.cnt = grouped ? NULL : gpuws__calloc(nl + 2, sizeof *g.cnt);
     start = gpuws__malloc((nl + 2) * sizeof *start);
     comps = gpuws__malloc(2 * (nl ? nl : 1) * sizeof *comps); /* and the sort's scratch */
     g.start = start;
     g.order = order;
-    if (!g.cnt || !start || !comps || !group_step(&g, 1)) goto done;
-    group_merge(&g);
-    if (!group_step(&g, 2)) goto done;
-    for (size_t t = 0, at = 0; t < g.nt; t++) {
-        const size_t m = g.part[t];
-        g.part[t] = at;
-        at += m;
+    if ((!grouped && !g.cnt) || !start || !comps) goto done;
+    if (grouped) {
+        if (!group_step(&g, 5)) goto done;
+    } else {
+        if (!group_step(&g, 1)) goto done;
+        group_merge(&g);
+        if (!group_step(&g, 2)) goto done;
+        for (size_t t = 0, at = 0; t < g.nt; t++) {
+            const size_t m = g.part[t];
+            g.part[t] = at;
+            at += m;
+        }
+        if (!group_step(&g, 3) || !group_step(&g, 4)) goto done;
     }
-    if (!group_step(&g, 3) || !group_step(&g, 4)) goto done;
     const double t_grouped = ex_ms_now();
     start[nl + 1] = n;
     ex_complist cl = { &j.c, start, order, n, nl, g.part, comps, false };

@@ -26,6 +26,15 @@
 #define EX_CHUNK_THREADS 256
 #define EX_PER_THREAD    8
 #define EX_CHUNK         (EX_CHUNK_THREADS * EX_PER_THREAD)
+/* The records grouped by label on the device, raster order kept within each label (extract_sort_*): a stable LSD
+ * radix sort of (label, record) pairs, EX_SORT_BITS bits a pass, by tiles of EX_SORT_TILE pairs, one block of
+ * EX_SORT_THREADS threads a tile and EX_SORT_PER consecutive pairs a thread (a thread's count of one digit, at most
+ * EX_SORT_PER, fits the 4 bits it has in a 64-bit word of sixteen counts). */
+#define EX_SORT_BITS    4
+#define EX_SORT_DIGITS  (1 << EX_SORT_BITS)
+#define EX_SORT_THREADS 256
+#define EX_SORT_PER     8
+#define EX_SORT_TILE    (EX_SORT_THREADS * EX_SORT_PER)
 
 #if defined(__OPENCL_VERSION__)
 #define EX_FN     static inline
@@ -133,8 +142,9 @@ EX_FN int ex_blank_near(EX_CONST float *d, EX_CONST unsigned char *mask, int has
     return 0;
 }
 
-/* Record `slot` of labelled pixel i: six arrays of cap words (index | blank bit, label, value, filtered value, σ, σ
- * of the lower-right neighbour), ru and rf two views (words, floats) of the same memory; maps: d, σ, filtered. */
+/* Record `slot` of labelled pixel i: six arrays of cap words (index | blank bit, value, filtered value, σ, σ of the
+ * lower-right neighbour, label), ru and rf two views (words, floats) of the same memory; maps: d, σ, filtered. The
+ * label comes last: the host needs none of them where the device groups the records (extract.c). */
 EX_FN void ex_record(EX_GLOBAL unsigned *ru, EX_GLOBAL float *rf, unsigned long cap, unsigned long slot,
                      EX_CONST int *labels, EX_CONST float *maps, EX_CONST unsigned char *mask, int has_mask, long w,
                      long h, long i)
@@ -142,11 +152,11 @@ EX_FN void ex_record(EX_GLOBAL unsigned *ru, EX_GLOBAL float *rf, unsigned long 
     const long n = w * h, x = i % w, y = i / w;
     const int blank = ex_blank_near(maps, mask, has_mask, w, h, x, y);
     ru[slot] = (unsigned)i | (blank ? EX_BLANK_BIT : 0u);
-    ru[cap + slot] = (unsigned)labels[i];
-    rf[2 * cap + slot] = maps[i];
-    rf[3 * cap + slot] = maps[2 * n + i];
-    rf[4 * cap + slot] = maps[n + i];
-    rf[5 * cap + slot] = x + 1 < w && y + 1 < h ? maps[n + i + w + 1] : 0.0f;
+    rf[cap + slot] = maps[i];
+    rf[2 * cap + slot] = maps[2 * n + i];
+    rf[3 * cap + slot] = maps[n + i];
+    rf[4 * cap + slot] = x + 1 < w && y + 1 < h ? maps[n + i + w + 1] : 0.0f;
+    ru[5 * cap + slot] = (unsigned)labels[i];
 }
 
 #endif

@@ -71,17 +71,18 @@ bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n)
     if (!block) return false;
     px->n = n;
     px->idx = block;
-    px->label = (int32_t *)(block + m);
-    px->value = (float *)(block + 2 * m);
-    px->cd = (float *)(block + 3 * m);
-    px->sig = (float *)(block + 4 * m);
-    px->sig_lr = (float *)(block + 5 * m);
+    px->value = (float *)(block + m);
+    px->cd = (float *)(block + 2 * m);
+    px->sig = (float *)(block + 3 * m);
+    px->sig_lr = (float *)(block + 4 * m);
+    px->label = (int32_t *)(block + 5 * m);
     return true;
 }
 
 void gpuws__extract_pixels_free(gpuws__extract_pixels *px)
 {
     gpuws__free(px->idx);
+    gpuws__free(px->group);
     memset(px, 0, sizeof *px);
 }
 

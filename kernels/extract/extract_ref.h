@@ -34,12 +34,16 @@ typedef struct gpuws__extract_params {
 /* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel
  * touches a NaN or masked pixel; label: its component (1..); value: image - back; cd: the filtered value; sig: the
  * pixel's σ; sig_lr: the σ of its lower-right neighbour (x + 1, y + 1), 0 outside the image (SEP's threshold of an
- * object is the one at the pixel where its scan ends). */
+ * object is the one at the pixel where its scan ends).
+ * group: the records grouped by label where the device did it (NULL: the host steps do), raster order kept within
+ * each label: n record numbers, then start[0 .. nl], label l's first place in them (l in 1 .. nl, the labels). */
 typedef struct gpuws__extract_pixels {
     size_t n;
     uint32_t *idx;
-    int32_t *label;
     float *value, *cd, *sig, *sig_lr;
+    int32_t *label; /* not read back where the device groups the records */
+    uint32_t *group;
+    size_t nl;
 } gpuws__extract_pixels;
 
 /* The options (validated but for the filter) resolved into *p: SEP's float thresholds, its noise mode, the
@@ -58,7 +62,7 @@ size_t gpuws__extract_mask_from(const gpuws__extract_params *p);
 
 /* Allocates the six arrays for n records (gpuws__malloc), one block that holds them one after the other in the
  * struct's order (as the device writes them: one read brings them all); false when that fails (nothing left
- * allocated). */
+ * allocated). No group. */
 bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n);
 void gpuws__extract_pixels_free(gpuws__extract_pixels *px);
 
