@@ -9,8 +9,10 @@
  * ours, no two interior components of the CPU's one of ours). sources: gpuws_find_sources from pinned and from
  * malloc'd memory (REPS calls after a first one; device-event times), checked against gpuws_find_sources_host.
  * Needs about 52 GiB of host memory and 36 GiB of device memory at 65536. */
+#define LARGE_PROGRAM "gpuws-large-incore"
 #include "gpuws.h"
 #include "gpuws/algorithms.h"
+#include "large_support.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -18,36 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void check(gpuws_status st, const char *what)
-{
-    if (!st) return;
-    fprintf(stderr, "gpuws-large-incore: %s: %s\n", what, gpuws_last_error());
-    exit(1);
-}
-
-static void *must_alloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) {
-        fprintf(stderr, "gpuws-large-incore: no host memory for %zu bytes\n", bytes);
-        exit(1);
-    }
-    return p;
-}
 
 static uint64_t mix(uint64_t z)
 {
@@ -213,10 +185,7 @@ int main(int argc, char **argv)
                         "512]]]]\n");
         return 2;
     }
-    gpuws_context_options co = GPUWS_CONTEXT_OPTIONS_INIT;
-    co.backend = backend;
-    gpuws_context *ctx;
-    check(gpuws_context_create(&ctx, &co), "context");
+    gpuws_context *ctx = open_backend(backend);
     const size_t n = side * height;
     const double t0 = now();
     float *img = must_alloc(n * sizeof *img);
