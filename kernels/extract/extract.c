@@ -34,6 +34,7 @@ static const gpuws__stream_key key_kern = { "extract.kern" };
 static const gpuws__stream_key key_counts = { "extract.counts" };
 static const gpuws__stream_key key_records = { "extract.records" };
 static const gpuws__stream_key key_objects = { "extract.objects" };
+static const gpuws__stream_key key_calls = { "extract.calls" };
 static const gpuws__stream_key key_sort[5] = { { "extract.sort.keys0" },
                                                { "extract.sort.keys1" },
                                                { "extract.sort.vals0" },
@@ -94,6 +95,52 @@ static gpuws_status extract_gpu_group(gpuws_stream *s, gpuws_kernel *kscan, uint
     if (!st) st = gpuws__launch_named(s, "extract_sort_starts", NULL, &c1, a_starts, GPUWS__NARGS(a_starts));
     *out = vals[1];
     return st;
+}
+
+/* Host memory for cnt records and ngroup words of their grouping after them, nread arrays of the records read
+ * back. A GPU driver copies out to pageable memory through buffers of its own on one thread, several times slower
+ * than the bus from pinned memory, and the fresh pages must be mapped too; but pinning costs more than one read
+ * saves (staged.c). So a stream's first extraction takes gpuws__malloc'd pages, mapped on threads, and from its
+ * second on (many images, a benchmark) the records go to pinned memory kept with the context for the next call
+ * (gpuws__staging_take / _give). */
+static gpuws_status records_host(gpuws_stream *s, size_t cnt, size_t ngroup, size_t nread, gpuws__extract_pixels *px)
+{
+    gpuws_context *ctx = s->ctx;
+    const size_t bytes = (6 * (cnt ? cnt : 1) + ngroup) * sizeof(uint32_t);
+    unsigned *calls;
+    gpuws_status st;
+    if (ctx->info.type == GPUWS_DEVICE_GPU && !ctx->info.unified_memory) {
+        if ((st = gpuws__stream_memo(s, &key_calls, sizeof *calls, (void **)&calls))) return st;
+        void *p;
+        size_t got;
+        if ((*calls)++ && !gpuws__staging_take(ctx, bytes, &p, &got)) { /* else pageable, as on the first call */
+            gpuws__extract_pixels_place(px, cnt, p);
+            px->group = ngroup ? (uint32_t *)p + 6 * (cnt ? cnt : 1) : NULL;
+            px->kept = got;
+            return GPUWS_OK;
+        }
+    }
+    if (!gpuws__extract_pixels_alloc(px, cnt) || (ngroup && !(px->group = gpuws__malloc(ngroup * sizeof *px->group)))) {
+        gpuws__extract_pixels_free(px);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for %zu pixel records (%zu bytes)", cnt,
+                            bytes);
+    }
+    gpuws__prefault(px->idx, nread * cnt * sizeof(float));
+    if (ngroup) gpuws__prefault(px->group, ngroup * sizeof *px->group);
+    return GPUWS_OK;
+}
+
+/* Gives px's memory back: pinned memory to the context for the next call (freed instead after a failed read, which
+ * the device may still be writing), else to the heap. */
+static void records_release(gpuws_context *ctx, gpuws__extract_pixels *px, bool failed)
+{
+    if (!px->kept) {
+        gpuws__extract_pixels_free(px);
+        return;
+    }
+    if (failed) gpuws_host_free(ctx, px->idx);
+    else gpuws__staging_give(ctx, px->idx, px->kept);
+    memset(px, 0, sizeof *px);
 }
 
 /* The device steps on a GPU backend, into *px (raster order); *records: the device's copy of them (six arrays of
@@ -183,20 +230,9 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     const int knob = ctx->tuning.extract_group;
     const bool group = knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu);
     const size_t ngroup = cnt && group ? cnt + nl + 1 : 0, nread = group ? 5 : 6;
-    bool got = gpuws__extract_pixels_alloc(px, cnt);
-    if (got && ngroup && !(px->group = gpuws__malloc(ngroup * sizeof *px->group))) {
-        gpuws__extract_pixels_free(px);
-        got = false;
-    }
-    if (got) {
-        gpuws__prefault(px->idx, nread * cnt * sizeof(float));
-        if (ngroup) gpuws__prefault(px->group, ngroup * sizeof *px->group);
-        px->nl = nl;
-    }
+    if ((st = records_host(s, cnt, ngroup, nread, px))) return st;
+    px->nl = nl;
     tm[2] = now_ms();
-    if (!got)
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for %zu pixel records (%zu bytes)", cnt,
-                            (6 * cnt + ngroup) * sizeof(float));
     if (cnt) {
         const gpuws_arg a_sc[] = {
             gpuws_arg_buffer(det),      gpuws_arg_buffer(labels),       gpuws_arg_buffer(maps),
@@ -211,16 +247,17 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
             (group && (st = extract_gpu_group(s, kscan, sblock, rec, cnt, nl, &grouped))) ||
             (st = gpuws__buffer_read_sync(s, rec, 0, px->idx, nread * cnt * sizeof(float))) ||
             (group && (st = gpuws__buffer_read_sync(s, grouped, 0, px->group, ngroup * sizeof *px->group)))) {
-            gpuws__extract_pixels_free(px);
+            records_release(ctx, px, true);
             return st;
         }
     }
     tm[3] = now_ms();
     gpuws__log(
         GPUWS__LOG_DEBUG,
-        "extract: device steps (ms): kernels and labels to the count %.1f, host block (its pages mapped) %.1f, records "
-        "and their grouping %.1f (%zu records, %zu components, %.0f MB read)",
-        tm[1] - tm[0], tm[2] - tm[1], tm[3] - tm[2], cnt, nl, 4e-6 * (double)(nread * cnt + ngroup));
+        "extract: device steps (ms): kernels and labels to the count %.1f, host block (%s) %.1f, records and their "
+        "grouping %.1f (%zu records, %zu components, %.0f MB read)",
+        tm[1] - tm[0], px->kept ? "pinned, kept" : "its pages mapped", tm[2] - tm[1], tm[3] - tm[2], cnt, nl,
+        4e-6 * (double)(nread * cnt + ngroup));
     *records = rec;
     return GPUWS_OK;
 }
@@ -348,7 +385,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     }
     gpuws__free(kern);
     gpuws__free(obj_of);
-    gpuws__extract_pixels_free(&px);
+    records_release(ctx, &px, false);
     if (st) {
         gpuws_extract_catalog_free(cat);
         return st;

@@ -65,10 +65,18 @@ size_t gpuws__extract_mask_from(const gpuws__extract_params *p)
 
 bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n)
 {
-    const size_t m = n ? n : 1;
     memset(px, 0, sizeof *px);
-    uint32_t *block = gpuws__malloc(6 * m * sizeof *block);
+    uint32_t *block = gpuws__malloc(6 * (n ? n : 1) * sizeof *block);
     if (!block) return false;
+    gpuws__extract_pixels_place(px, n, block);
+    return true;
+}
+
+void gpuws__extract_pixels_place(gpuws__extract_pixels *px, size_t n, void *p)
+{
+    const size_t m = n ? n : 1;
+    uint32_t *block = p;
+    memset(px, 0, sizeof *px);
     px->n = n;
     px->idx = block;
     px->value = (float *)(block + m);
@@ -76,7 +84,6 @@ bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n)
     px->sig = (float *)(block + 3 * m);
     px->sig_lr = (float *)(block + 4 * m);
     px->label = (int32_t *)(block + 5 * m);
-    return true;
 }
 
 void gpuws__extract_pixels_free(gpuws__extract_pixels *px)

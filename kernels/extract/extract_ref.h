@@ -44,6 +44,7 @@ typedef struct gpuws__extract_pixels {
     int32_t *label; /* not read back where the device groups the records */
     uint32_t *group;
     size_t nl;
+    size_t kept; /* nonzero: the arrays lie in pinned memory of this many bytes, kept with the context (extract.c) */
 } gpuws__extract_pixels;
 
 /* The options (validated but for the filter) resolved into *p: SEP's float thresholds, its noise mode, the
@@ -64,6 +65,8 @@ size_t gpuws__extract_mask_from(const gpuws__extract_params *p);
  * struct's order (as the device writes them: one read brings them all); false when that fails (nothing left
  * allocated). No group. */
 bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n);
+/* The same arrays in block, 6 max(n, 1) words that the caller owns. */
+void gpuws__extract_pixels_place(gpuws__extract_pixels *px, size_t n, void *block);
 void gpuws__extract_pixels_free(gpuws__extract_pixels *px);
 
 /* The device steps on host memory: image, back (NULL = none), rms (NULL unless EX_NOISE_MAP) f32 and mask (NULL =
