@@ -8,8 +8,8 @@
  *   extract_count    per chunk of EX_CHUNK raster-consecutive pixels: its detected pixels (= labelled pixels)
  *   label_scan       label's exclusive scan of the chunk counts; the total, the number of records, after them
  *   gpuws_label      components of det (8- or 4-connectivity)
- *   extract_scatter  per chunk: the records (index, label, value, filtered value, σ, σ of the lower-right
- *                    neighbour) of its labelled pixels, in raster order from the chunk's offset
+ *   extract_scatter  per chunk: the records (index, value, filtered value, σ, σ of the lower-right neighbour,
+ *                    label) of its labelled pixels, in raster order from the chunk's offset
  *   extract_sort_*   the records grouped by label, raster order kept within each label (extract_gpu_group)
  *   extract_segmap   per record: segmap[index] = its object + 1 (after a fill with 0)
  * The call blocks: the catalogue is made on the host from the records read back, in raster order, and their
