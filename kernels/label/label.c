@@ -157,11 +157,6 @@ static gpuws_status slab_label(gpuws_stream *s, size_t w, size_t rb, const gpuws
                                int32_t *rows)
 {
     const size_t px = w * rb, nchunks = (px + LABEL_CHUNK - 1) / LABEL_CHUNK;
-    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU) {
-        int32_t *L = (int32_t *)gpuws__cpu_ptr(labels) + first;
-        nb->count[b] = gpuws_label_ref((const uint8_t *)gpuws__cpu_ptr(mask) + first, w, rb, conn, L);
-        return gpuws__numbering_harvest(nb, conn, b, L, L + (rb - 1) * w);
-    }
     gpuws_buffer *counts;
     gpuws_status st = label_gpu_count(s, w, rb, mask, conn, labels, first, &counts);
     int32_t total = 0;
@@ -179,20 +174,14 @@ static gpuws_status slab_label(gpuws_stream *s, size_t w, size_t rb, const gpuws
 static gpuws_status slabs_remap(gpuws_stream *s, size_t w, size_t h, size_t rows, gpuws_buffer *labels,
                                 const gpuws__label_numbering *nb, const uint64_t *nh, gpuws_buffer *const dev[3])
 {
-    const bool cpu = s->ctx->backend->kind == GPUWS_BACKEND_CPU;
     gpuws_status st = GPUWS_OK;
-    if (!cpu && nb->nodes &&
-        ((st = gpuws__write(s, dev[0], 0, nb->node_label, nb->nodes * sizeof(int32_t), 1)) ||
-         (st = gpuws__write(s, dev[1], 0, nb->final, nb->nodes * sizeof(int32_t), 1))))
+    if (nb->nodes && ((st = gpuws__write(s, dev[0], 0, nb->node_label, nb->nodes * sizeof(int32_t), 1)) ||
+                      (st = gpuws__write(s, dev[1], 0, nb->final, nb->nodes * sizeof(int32_t), 1))))
         return st;
-    if (!cpu && (st = gpuws__write(s, dev[2], 0, nh, (nb->nodes + 1) * sizeof(uint64_t), 1))) return st;
+    if ((st = gpuws__write(s, dev[2], 0, nh, (nb->nodes + 1) * sizeof(uint64_t), 1))) return st;
     for (size_t b = 0; b < nb->bands && !st; b++) {
         const size_t rb = b + 1 < nb->bands ? rows : h - b * rows, px = rb * w;
         const uint64_t first = (uint64_t)b * rows * w;
-        if (cpu) {
-            remap_host((int32_t *)gpuws__cpu_ptr(labels) + first, px, nb, b, nh);
-            continue;
-        }
         st =
             gpuws__label_remap_launch(s, labels, first, px, dev, nb->node_base[b], nb->node_base[b + 1], nb->offset[b]);
     }
@@ -207,46 +196,6 @@ gpuws_status gpuws__label_remap_launch(gpuws_stream *s, gpuws_buffer *labels, ui
                             gpuws_arg_buffer(nodes[0]), gpuws_arg_buffer(nodes[1]), gpuws_arg_buffer(nodes[2]),
                             gpuws_arg_u64(j0),          gpuws_arg_u64(j1),          gpuws_arg_u64(offset) };
     return gpuws__launch_named(s, "label_remap", NULL, &cfg, a, GPUWS__NARGS(a));
-}
-
-/* gpuws_label of slabs of `rows` rows. Everything that can fail for want of memory (host and device) or of a kernel
- * is had before the first slab is labelled; only a count of components past 2^31 - 1 fails later. */
-static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows, const gpuws_buffer *mask, int conn,
-                                gpuws_buffer *labels, size_t *num_labels)
-{
-    const bool cpu = s->ctx->backend->kind == GPUWS_BACKEND_CPU;
-    const size_t slabs = (h + rows - 1) / rows, max_nodes = 2 * w * slabs;
-    gpuws__label_numbering nb;
-    gpuws_status st = gpuws__numbering_make(&nb, "label", w, slabs);
-    int32_t *border = NULL;
-    uint64_t *nh = NULL;
-    gpuws_buffer *dev[3] = { NULL, NULL, NULL };
-    gpuws_kernel *k;
-    /* a slab has at most ceil(pixels / 2) components (a checkerboard with connectivity 4) */
-    if (!st) st = gpuws__numbering_reserve(&nb, (rows * w + 1) / 2, max_nodes);
-    if (!st && (!(nh = gpuws__malloc((max_nodes + 1) * sizeof *nh)) ||
-                (!cpu && !(border = gpuws__malloc(2 * w * sizeof *border)))))
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label: no host memory for the slabs' borders (%zu bytes)",
-                          (max_nodes + 1) * sizeof *nh + 2 * w * sizeof *border);
-    if (!st && !cpu &&
-        (!(st = gpuws__kernel_get_ex(s->ctx, "label_remap", NULL, &k)) &&
-         !(st = gpuws__stream_scratch(s, &key_node_label, max_nodes * sizeof(int32_t), &dev[0])) &&
-         !(st = gpuws__stream_scratch(s, &key_node_final, max_nodes * sizeof(int32_t), &dev[1]))))
-        st = gpuws__stream_scratch(s, &key_node_nh, (max_nodes + 1) * sizeof(uint64_t), &dev[2]);
-    for (size_t b = 0; b < slabs && !st; b++) {
-        const size_t rb = b + 1 < slabs ? rows : h - b * rows;
-        st = slab_label(s, w, rb, mask, conn, labels, (uint64_t)b * rows * w, &nb, b, border);
-    }
-    if (!st) st = gpuws__numbering_number(&nb);
-    if (!st) {
-        gpuws__numbering_non_roots(&nb, nh);
-        st = slabs_remap(s, w, h, rows, labels, &nb, nh, dev);
-    }
-    if (!st) *num_labels = nb.total;
-    gpuws__free(border);
-    gpuws__free(nh);
-    gpuws__numbering_free(&nb);
-    return st;
 }
 
 /* ---- the CPU backend: bands of rows on the host's cores ---------------------------------------------------------- */
@@ -271,15 +220,12 @@ static void cpu_band(void *arg, size_t part, size_t b0, size_t b1)
     }
 }
 
-gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn, int32_t *labels, size_t threads,
-                              const char *name, size_t *num_labels)
+/* The bands of `rows` rows (fewer than h), labelled on threads, then joined and numbered. */
+static gpuws_status label_cpu_bands(const uint8_t *mask, size_t w, size_t h, size_t rows, int conn, int32_t *labels,
+                                    const char *name, size_t *num_labels)
 {
-    const size_t parts = gpuws__work_parts(threads, (double)w * (double)h, 262144.0, h); /* 2^18 pixels a band */
-    if (parts <= 1) {
-        *num_labels = gpuws_label_ref(mask, w, h, conn, labels);
-        return GPUWS_OK;
-    }
-    const size_t rows = (h + parts - 1) / parts, bands = (h + rows - 1) / rows, max_nodes = 2 * w * bands;
+    const size_t bands = (h + rows - 1) / rows, max_nodes = 2 * w * bands, cpus = gpuws__cpu_count(),
+                 parts = bands < cpus ? bands : cpus; /* each thread a run of bands */
     gpuws__label_numbering nb;
     uint64_t *nh = NULL;
     /* everything had before the first band is labelled: on error the labels are untouched */
@@ -290,7 +236,7 @@ gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn,
                           (max_nodes + 1) * sizeof *nh);
     if (!st) {
         cpu_bands j = { mask, labels, w, h, rows, conn, &nb, NULL };
-        gpuws__run_ranges(bands, bands, cpu_band, &j);
+        gpuws__run_ranges(bands, parts, cpu_band, &j);
         for (size_t b = 0; b < bands && !st; b++) {
             const size_t rb = b + 1 < bands ? rows : h - b * rows;
             const int32_t *L = labels + b * rows * w;
@@ -300,13 +246,65 @@ gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn,
         if (!st) {
             gpuws__numbering_non_roots(&nb, nh);
             j.nh = nh;
-            gpuws__run_ranges(bands, bands, cpu_band, &j);
+            gpuws__run_ranges(bands, parts, cpu_band, &j);
             *num_labels = nb.total;
         }
     }
     gpuws__free(nh);
     gpuws__numbering_free(&nb);
     return st;
+}
+
+/* gpuws_label of slabs of `rows` rows (on the CPU backend, its bands of that many rows). Everything that can fail for
+ * want of memory (host and device) or of a kernel is had before the first slab is labelled; only a count of
+ * components past 2^31 - 1 fails later. */
+static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows, const gpuws_buffer *mask, int conn,
+                                gpuws_buffer *labels, size_t *num_labels)
+{
+    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU)
+        return label_cpu_bands(gpuws__cpu_ptr(mask), w, h, rows, conn, gpuws__cpu_ptr(labels), "label", num_labels);
+    const size_t slabs = (h + rows - 1) / rows, max_nodes = 2 * w * slabs;
+    gpuws__label_numbering nb;
+    gpuws_status st = gpuws__numbering_make(&nb, "label", w, slabs);
+    int32_t *border = NULL;
+    uint64_t *nh = NULL;
+    gpuws_buffer *dev[3] = { NULL, NULL, NULL };
+    gpuws_kernel *k;
+    /* a slab has at most ceil(pixels / 2) components (a checkerboard with connectivity 4) */
+    if (!st) st = gpuws__numbering_reserve(&nb, (rows * w + 1) / 2, max_nodes);
+    if (!st &&
+        (!(nh = gpuws__malloc((max_nodes + 1) * sizeof *nh)) || !(border = gpuws__malloc(2 * w * sizeof *border))))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label: no host memory for the slabs' borders (%zu bytes)",
+                          (max_nodes + 1) * sizeof *nh + 2 * w * sizeof *border);
+    if (!st && (!(st = gpuws__kernel_get_ex(s->ctx, "label_remap", NULL, &k)) &&
+                !(st = gpuws__stream_scratch(s, &key_node_label, max_nodes * sizeof(int32_t), &dev[0])) &&
+                !(st = gpuws__stream_scratch(s, &key_node_final, max_nodes * sizeof(int32_t), &dev[1]))))
+        st = gpuws__stream_scratch(s, &key_node_nh, (max_nodes + 1) * sizeof(uint64_t), &dev[2]);
+    for (size_t b = 0; b < slabs && !st; b++) {
+        const size_t rb = b + 1 < slabs ? rows : h - b * rows;
+        st = slab_label(s, w, rb, mask, conn, labels, (uint64_t)b * rows * w, &nb, b, border);
+    }
+    if (!st) st = gpuws__numbering_number(&nb);
+    if (!st) {
+        gpuws__numbering_non_roots(&nb, nh);
+        st = slabs_remap(s, w, h, rows, labels, &nb, nh, dev);
+    }
+    if (!st) *num_labels = nb.total;
+    gpuws__free(border);
+    gpuws__free(nh);
+    gpuws__numbering_free(&nb);
+    return st;
+}
+
+gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn, int32_t *labels, size_t threads,
+                              const char *name, size_t *num_labels)
+{
+    const size_t parts = gpuws__work_parts(threads, (double)w * (double)h, 262144.0, h); /* 2^18 pixels a band */
+    if (parts <= 1) {
+        *num_labels = gpuws_label_ref(mask, w, h, conn, labels);
+        return GPUWS_OK;
+    }
+    return label_cpu_bands(mask, w, h, (h + parts - 1) / parts, conn, labels, name, num_labels);
 }
 
 gpuws_status gpuws__label_enqueue(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *mask, int conn,
