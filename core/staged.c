@@ -60,24 +60,6 @@ static size_t staged_block(gpuws_context *ctx, const void *host, size_t n)
 }
 
 typedef struct {
-    const char *src;
-    char *dst;
-} copy_job;
-
-static void copy_part(void *arg, size_t part, size_t lo, size_t hi)
-{
-    (void)part;
-    const copy_job *j = arg;
-    memcpy(j->dst + lo, j->src + lo, hi - lo);
-}
-
-static void copy_threads(void *dst, const void *src, size_t n)
-{
-    copy_job j = { src, dst };
-    gpuws__run_ranges(n, gpuws__copy_threads(n), copy_part, &j);
-}
-
-typedef struct {
     size_t block;
     void *host[SLOTS];
     size_t bytes[SLOTS];
@@ -123,7 +105,7 @@ static gpuws_status staged_write(gpuws_stream *s, gpuws_buffer *dst, size_t off,
         const int k = (int)(i % SLOTS);
         const size_t len = n - at < block ? n - at : block;
         if (sl->done[k]->recorded && (st = gpuws_event_synchronize(sl->done[k]))) break; /* its copy up is done */
-        copy_threads(sl->host[k], src + at, len); /* while the device copies the block before */
+        gpuws__copy_bytes(sl->host[k], src + at, 0, len); /* while the device copies the block before */
         if (!(st = dst->ctx->backend->buffer_write(s, dst, off + at, sl->host[k], len, 0)))
             st = gpuws_event_record(sl->done[k], s);
     }
@@ -140,7 +122,7 @@ static gpuws_status staged_read(gpuws_stream *s, const gpuws_buffer *src, size_t
             const size_t b = i - SLOTS, at = b * block, len = n - at < block ? n - at : block;
             const int k = (int)(b % SLOTS);
             if ((st = gpuws_event_synchronize(sl->done[k]))) break;
-            copy_threads(dst + at, sl->host[k], len);
+            gpuws__copy_bytes(dst + at, sl->host[k], 0, len);
         }
         if (i < blocks) {
             const size_t at = i * block, len = n - at < block ? n - at : block;

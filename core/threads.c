@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 
 #define ON_STACK 64 /* shares whose table lives on the caller's stack (1.5 KiB) */
@@ -28,6 +29,26 @@ size_t gpuws__copy_threads(size_t bytes)
 {
     const size_t cap = 16, cpus = gpuws__cpu_count(), t = bytes >> 20;
     return t < 1 ? 1 : t > cap ? (cap < cpus ? cap : cpus) : t > cpus ? cpus : t;
+}
+
+typedef struct {
+    char *dst;
+    const char *src; /* NULL: fill with byte */
+    unsigned char byte;
+} copy_job;
+
+static void copy_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    (void)part;
+    const copy_job *j = arg;
+    if (j->src) memcpy(j->dst + lo, j->src + lo, hi - lo);
+    else memset(j->dst + lo, j->byte, hi - lo);
+}
+
+void gpuws__copy_bytes(void *dst, const void *src, unsigned char byte, size_t n)
+{
+    copy_job j = { dst, src, byte };
+    gpuws__run_ranges(n, gpuws__copy_threads(n), copy_range, &j);
 }
 
 #define PAGE ((size_t)4096) /* the smallest page size of the hosts served; larger pages are touched more than once */

@@ -17,6 +17,9 @@ unsigned gpuws__cpu_count(void);
  * 10 GB/s on one thread, 33 on four, 60 on sixteen), so the copies into and out of pinned staging use several. */
 size_t gpuws__copy_threads(size_t bytes);
 
+/* memcpy(dst, src, n), or memset(dst, byte, n) when src is NULL, on gpuws__copy_threads(n) threads. */
+void gpuws__copy_bytes(void *dst, const void *src, unsigned char byte, size_t n);
+
 /* Writes a byte of every page of [p, p + bytes) on gpuws__copy_threads(bytes) threads, so that the kernel maps the
  * pages of fresh memory there rather than, one page at a time, inside the next single-threaded copy into it (a
  * driver's read of device memory into pageable memory). */

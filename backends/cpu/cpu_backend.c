@@ -137,30 +137,11 @@ static void cpu_buffer_destroy(gpuws_buffer *b) { gpuws__free(b->impl); }
  * mapped (zeroed by the kernel) at their first write, which is this copy's for an upload into a new buffer. */
 #define CPU_PARALLEL_FROM ((size_t)8 << 20)
 
-typedef struct {
-    char *dst;
-    const char *src; /* NULL: fill with `byte` */
-    unsigned char byte;
-} cpu_move;
-
-static void cpu_move_range(void *arg, size_t part, size_t lo, size_t hi)
-{
-    (void)part;
-    const cpu_move *m = arg;
-    if (m->src) memcpy(m->dst + lo, m->src + lo, hi - lo);
-    else memset(m->dst + lo, m->byte, hi - lo);
-}
-
 static void cpu_move_bytes(void *dst, const void *src, unsigned char byte, size_t n)
 {
-    const size_t parts = n < CPU_PARALLEL_FROM ? 1 : gpuws__copy_threads(n);
-    if (parts <= 1) {
-        if (src) memcpy(dst, src, n);
-        else memset(dst, byte, n);
-        return;
-    }
-    cpu_move m = { dst, src, byte };
-    gpuws__run_ranges(n, parts, cpu_move_range, &m);
+    if (n >= CPU_PARALLEL_FROM) gpuws__copy_bytes(dst, src, byte, n);
+    else if (src) memcpy(dst, src, n);
+    else memset(dst, byte, n);
 }
 
 static gpuws_status cpu_write(gpuws_stream *s, gpuws_buffer *b, size_t off, const void *src, size_t n, int blocking)
