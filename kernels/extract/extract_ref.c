@@ -197,22 +197,13 @@ static void ref_part(void *arg, size_t part, size_t lo, size_t hi)
             for (size_t x = 0; x < w; x++) count += j->det[i0 + x];
         }
         j->count[part] = count;
-    } else { /* the records of the labelled pixels, in raster order */
-        gpuws__extract_pixels *px = j->px;
+    } else { /* the records of the labelled pixels, in raster order, as the device writes them */
+        const size_t cap = j->px->n ? j->px->n : 1;
         size_t k = j->count[part];
-        for (size_t y = lo; y < hi; y++)
-            for (size_t x = 0; x < w; x++) {
-                const size_t i = y * w + x;
-                if (!j->lab[i]) continue;
-                const int blank = ex_blank_near(d, j->mask, j->mask != NULL, (long)w, (long)h, (long)x, (long)y);
-                px->idx[k] = (uint32_t)i | (blank ? EX_BLANK_BIT : 0u);
-                px->label[k] = j->lab[i];
-                px->value[k] = d[i];
-                px->cd[k] = j->cd[i];
-                px->sig[k] = sig[i];
-                px->sig_lr[k] = x + 1 < w && y + 1 < h ? sig[i + w + 1] : 0.0f;
-                k++;
-            }
+        for (size_t i = lo * w; i < hi * w; i++)
+            if (j->lab[i])
+                ex_record(j->px->idx, (float *)j->px->idx, cap, k++, j->lab, d, j->mask, j->mask != NULL, (long)w,
+                          (long)h, (long)i);
     }
 }
 
@@ -221,8 +212,9 @@ gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const floa
 {
     const size_t w = p->w, h = p->h, n = w * h;
     const size_t parts = gpuws__work_parts(p->threads > 1 ? p->threads : 1, (double)n, 65536.0, h);
-    float *d = gpuws__malloc(n * sizeof *d), *sig = gpuws__malloc(n * sizeof *sig);
-    float *cd = gpuws__malloc(n * sizeof *cd), *mrow = gpuws__malloc(2 * w * parts * sizeof *mrow);
+    /* d, σ, filtered one after the other: the maps of ex_record */
+    float *d = gpuws__malloc(3 * n * sizeof *d), *sig = d ? d + n : NULL, *cd = d ? d + 2 * n : NULL;
+    float *mrow = gpuws__malloc(2 * w * parts * sizeof *mrow);
     uint8_t *det = gpuws__malloc(n);
     int32_t *lab = gpuws__malloc(n * sizeof *lab);
     size_t *count = gpuws__malloc(parts * sizeof *count);
@@ -252,8 +244,6 @@ gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const floa
 done:
     gpuws__free(count);
     gpuws__free(d);
-    gpuws__free(sig);
-    gpuws__free(cd);
     gpuws__free(mrow);
     gpuws__free(det);
     gpuws__free(lab);
