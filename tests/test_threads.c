@@ -436,8 +436,6 @@ Test(fork_join, run_ranges_cover_the_items_in_order_once_each)
         }
 }
 
-/* Past the stack table gpuws__run_threads needs an allocation; when it fails, run_threads runs nothing and says so,
- * and run_ranges still runs every range, on the calling thread. */
 /* The parts that the CPU backend's references divide their rows into: no more than the threads, each at least the
  * least work, no more than the rows, and never none. */
 Test(fork_join, work_parts_give_each_part_its_least_work_and_never_none)
@@ -450,6 +448,8 @@ Test(fork_join, work_parts_give_each_part_its_least_work_and_never_none)
     cr_assert_eq(gpuws__work_parts(16, 1e9, 1024, 0), 1, "no rows: one part");
 }
 
+/* Past the stack table gpuws__run_threads needs an allocation; when it fails, run_threads runs nothing and says so,
+ * and run_ranges still runs every range, on the calling thread. */
 Test(fork_join, run_ranges_without_memory_for_the_threads_still_runs_every_range)
 {
     for (unsigned i = 0; i < MOST_SHARES; i++) atomic_store(&share_runs[i], 0);
