@@ -1,12 +1,19 @@
 /* gpuws_sigma_clip_host: κ-σ clipping of host values of any number, exact, the same for any split of the values.
  *
  * The kept set is always a window of order-preserving keys [lo, hi] (sigma_clip_ref.h's keys), so no value moves.
- * Each iteration reads the values twice, split in parts over the host's cores (gpuws__run_ranges):
+ * An iteration reads the values once or twice, split in parts over the host's cores (gpuws__run_ranges):
  *  pass A, over the values in the window: the count, the sum and the sum of squares, exactly (below), and a
  *          histogram of the keys' top 16 bits. The window only shrinks, so after the first pass A counts only the
  *          values that left it and takes them off the totals (integers: exact);
  *  pass B, over the values in the window whose top 16 bits are those of the two middle values (lower and upper
  *          median ranks): a histogram of the keys' low 16 bits, which gives both middle values exactly.
+ * After the first iteration pass A also does pass B's work, so that an iteration is one read: before it, the old
+ * window's histogram bounds the buckets (top 16 bits) where the new window's middle ranks can fall, since only the
+ * two buckets at the new window's edges are cut and their counts are at most their old ones. Pass A takes the keys
+ * of the new window in those candidate buckets: the low-16 histograms of up to CAND_BUCKETS buckets (a sky with an
+ * offset: a few wide buckets of many values), or, with no reducer, the keys themselves when the buckets hold at
+ * most LIST_MAX values of the old window (a sky around zero: many narrow buckets of few values). Pass B reads the
+ * values only when neither applies or the middle ranks fall elsewhere (they cannot, with the bounds above).
  * Parts merge by integer addition, so the result does not depend on how the values were split: threads here, bands
  * or ranks for the callers that will merge parts of their own.
  *
@@ -26,6 +33,7 @@
 #include "sigma_clip_state.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PART_MIN ((size_t)1 << 20) /* values a part has at least: fewer do not pay for a thread */
@@ -110,6 +118,19 @@ static long double big_ld(const big *x)
 
 /* ---- one part's pass ------------------------------------------------------------------------------------------ */
 
+/* The candidate buckets of the middle ranks, taken by pass A (CAND_HIST or CAND_LIST), or none. */
+enum { CAND_NONE, CAND_HIST, CAND_LIST };
+#define CAND_BUCKETS 2
+#define LIST_MAX     ((size_t)1 << 16)
+
+typedef struct {
+    int mode;
+    uint32_t b0, nb; /* buckets b0 .. b0 + nb - 1 */
+    uint64_t *hist;  /* CAND_HIST: nb x BINS low-16 counts */
+    uint32_t *keys;  /* CAND_LIST: the keys, at most LIST_MAX */
+    size_t nkeys;
+} cand;
+
 typedef struct {
     size_t n; /* values in the window */
     size_t pinf, ninf;
@@ -117,6 +138,7 @@ typedef struct {
     u128 q[256];     /* sum of m^2 by E */
     uint64_t *hist;  /* pass A: BINS by top 16 bits; pass B: 2 x BINS by low 16 bits (for top0, top1) */
     uint32_t *lanes; /* pass A: LANES x BINS counts, folded into hist (after hist's 2 x BINS in one block) */
+    cand c;          /* pass A: the candidates' histograms or keys (after the lanes in the block) */
 } part;
 
 /* Pass A's loop keeps LANES copies of every running total, value i adding into copy i % LANES: the values of an
@@ -126,7 +148,9 @@ typedef struct {
 #define LANES           4
 #define Q_BLOCK         ((size_t)1 << 16)
 #define H_BLOCK         ((size_t)1 << 30)
-#define PART_HIST_BYTES (2 * BINS * sizeof(uint64_t) + LANES * BINS * sizeof(uint32_t))
+#define CAND_BYTES      (CAND_BUCKETS * BINS * sizeof(uint64_t))
+#define PART_HIST_BYTES (2 * BINS * sizeof(uint64_t) + LANES * BINS * sizeof(uint32_t) + CAND_BYTES)
+_Static_assert(LIST_MAX * sizeof(uint32_t) <= CAND_BYTES, "a part's keys fit its candidates' histograms");
 
 typedef struct {
     size_t n, pinf, ninf;
@@ -134,11 +158,20 @@ typedef struct {
     uint64_t q[LANES][256];
 } lane_sums;
 
-/* Value v, when its key is in [w[0], w[1]] but not in [w[2], w[3]], into lane l's totals (and histogram lane). */
-static inline void lane_add(lane_sums *a, uint32_t *lanes, unsigned l, float v, const uint32_t w[4])
+/* Value v, when its key is in [w[0], w[1]] but not in [w[2], w[3]], into lane l's totals (and histogram lane);
+ * when it is in [w[2], w[3]] and in a candidate bucket, into the candidates. */
+static inline void lane_add(lane_sums *a, uint32_t *lanes, unsigned l, float v, const uint32_t w[4], cand *c)
 {
     const uint32_t k = gpuws_sigma_clip_key(v);
-    if (k < w[0] || k > w[1] || (k >= w[2] && k <= w[3])) return;
+    if (k < w[0] || k > w[1]) return;
+    if (k >= w[2] && k <= w[3]) {
+        const uint32_t b = (k >> 16) - c->b0; /* wraps below b0: never < nb (none when nb is 0) */
+        if (b < c->nb) {
+            if (c->mode == CAND_HIST) c->hist[(size_t)b * BINS + (k & 0xffffu)]++;
+            else c->keys[c->nkeys++] = k;
+        }
+        return;
+    }
     a->n++;
     lanes[(size_t)l * BINS + (k >> 16)]++;
     uint32_t u;
@@ -163,11 +196,13 @@ static void fold_lanes(part *pt)
     memset(pt->lanes, 0, LANES * BINS * sizeof *pt->lanes);
 }
 
-/* Pass A over values [i0, i1) into part pt: those with keys in the window w (lane_add). */
+/* Pass A over values [i0, i1) into part pt: those with keys in the window w, and the candidates (lane_add). */
 static void pass_a_part(part *pt, const float *x, size_t i0, size_t i1, const uint32_t w[4])
 {
     _Static_assert(LANES == 4, "fold_lanes adds four lanes");
     memset(pt->hist, 0, BINS * sizeof *pt->hist);
+    pt->c.nkeys = 0;
+    if (pt->c.mode == CAND_HIST) memset(pt->c.hist, 0, (size_t)pt->c.nb * BINS * sizeof *pt->c.hist);
     memset(pt->lanes, 0, LANES * BINS * sizeof *pt->lanes);
     memset(pt->s, 0, sizeof pt->s);
     memset(pt->q, 0, sizeof pt->q);
@@ -180,12 +215,12 @@ static void pass_a_part(part *pt, const float *x, size_t i0, size_t i1, const ui
         memset(a.q, 0, sizeof a.q);
         size_t i = b0;
         for (; i + LANES <= b1; i += LANES) {
-            lane_add(&a, pt->lanes, 0, x[i], w);
-            lane_add(&a, pt->lanes, 1, x[i + 1], w);
-            lane_add(&a, pt->lanes, 2, x[i + 2], w);
-            lane_add(&a, pt->lanes, 3, x[i + 3], w);
+            lane_add(&a, pt->lanes, 0, x[i], w, &pt->c);
+            lane_add(&a, pt->lanes, 1, x[i + 1], w, &pt->c);
+            lane_add(&a, pt->lanes, 2, x[i + 2], w, &pt->c);
+            lane_add(&a, pt->lanes, 3, x[i + 3], w, &pt->c);
         }
-        for (; i < b1; i++) lane_add(&a, pt->lanes, 0, x[i], w);
+        for (; i < b1; i++) lane_add(&a, pt->lanes, 0, x[i], w, &pt->c);
         for (unsigned l = 0; l < LANES; l++)
             for (unsigned e = 0; e < 256; e++) {
                 pt->s[e] += a.s[l][e];
@@ -206,6 +241,8 @@ typedef struct {
     uint32_t ilo, ihi; /* pass A: keys inside [lo, hi] left out (those still kept when it counts the removed) */
     int pass;          /* 0: A; 1: B */
     uint32_t top0, top1;
+    int cand_mode; /* pass A: the candidates (cand) */
+    uint32_t cand_b0, cand_nb;
     part *parts;
 } job;
 
@@ -227,6 +264,7 @@ static void run_part(void *arg, size_t p, size_t i0, size_t i1)
         return;
     }
     const uint32_t w[4] = { lo, hi, j->ilo, j->ihi };
+    pt->c.mode = j->cand_mode, pt->c.b0 = j->cand_b0, pt->c.nb = j->cand_mode ? j->cand_nb : 0;
     pass_a_part(pt, x, i0, i1, w);
 }
 
@@ -278,7 +316,8 @@ static uint32_t last_below(double v)
 #define W_A     (W_HIST + BINS)
 #define W_B     (2 * BINS)
 #define W_WORDS (W_A > W_B ? W_A : W_B)
-#define Q_BITS  44
+_Static_assert(CAND_BUCKETS *BINS <= W_WORDS, "the candidates' histograms reduce in the words");
+#define Q_BITS 44
 
 /* The window's totals over every part (and caller), decoded from pass A's words. */
 typedef struct {
@@ -292,9 +331,13 @@ typedef struct {
     const float *x;
     size_t nvals, nparts;
     part *parts;
-    uint64_t *w;    /* W_WORDS: the merged totals of the last pass */
-    uint64_t *hist; /* the merged histogram(s) of the last pass: pass A's in tot, pass B's in w */
-    totals tot;     /* the current window's */
+    uint64_t *w;     /* W_WORDS: the merged totals of the last pass */
+    uint64_t *hist;  /* the merged histogram(s) of the last pass: pass A's in tot, pass B's in w */
+    totals tot;      /* the current window's */
+    cand cand;       /* pass A's candidates, merged: histograms in w, keys in keys */
+    uint32_t *keys;  /* LIST_MAX */
+    size_t reads;    /* passes over the values (GPUWS_LOG=debug) */
+    size_t found[3]; /* medians found in pass A's candidates, by cand mode */
     gpuws_sum_reducer reduce;
     void *reduce_user;
 } clip;
@@ -310,6 +353,69 @@ static void run_pass(clip *c, job *j)
 {
     j->x = c->x, j->parts = c->parts;
     gpuws__run_ranges(c->nvals, c->nparts, run_part, j);
+    c->reads++;
+}
+
+/* The candidate buckets for window [lo, hi] inside the window whose top-16 histogram is hist (c->tot's), into
+ * c->cand: the buckets that hold the new window's middle ranks whatever the cut buckets at its edges keep. */
+static void choose_candidates(clip *c, uint32_t lo, uint32_t hi)
+{
+    const uint64_t *hist = c->tot.hist;
+    const uint32_t blo = lo >> 16, bhi = hi >> 16;
+    cand *cd = &c->cand;
+    cd->mode = CAND_NONE, cd->nb = 0, cd->nkeys = 0;
+    uint32_t b0 = blo, b1 = blo;
+    if (blo != bhi) {
+        /* n = p_lo + m + p_hi, p_lo <= h_lo and p_hi <= h_hi the edge buckets' new counts; a middle rank r lies at
+         * r - p_lo into the buckets between them, at least (h_lo + m - 1) / 2 - h_lo and at most (m + h_hi) / 2 */
+        uint64_t m = 0;
+        for (uint32_t b = blo + 1; b < bhi; b++) m += hist[b];
+        const int64_t hlo = (int64_t)hist[blo], hhi = (int64_t)hist[bhi], mm = (int64_t)m;
+        const int64_t xmin = hlo + mm >= 1 ? (hlo + mm - 1) / 2 - hlo : 0, xmax = (mm + hhi) / 2;
+        int64_t acc = 0;
+        b0 = xmin < 0 ? blo : bhi, b1 = xmax < 0 ? blo : bhi;
+        for (uint32_t b = blo + 1; b < bhi; b++) {
+            acc += (int64_t)hist[b]; /* the ranks below acc lie in buckets up to b */
+            if (xmin >= 0 && b0 == bhi && xmin < acc) b0 = b;
+            if (xmax >= 0 && b1 == bhi && xmax < acc) b1 = b;
+        }
+    }
+    cd->b0 = b0, cd->nb = b1 - b0 + 1;
+    uint64_t held = 0;
+    for (uint32_t b = b0; b <= b1; b++) held += hist[b];
+    if (cd->nb <= CAND_BUCKETS) cd->mode = CAND_HIST;
+    else if (!c->reduce && held <= LIST_MAX) cd->mode = CAND_LIST;
+    else cd->nb = 0;
+}
+
+static int key_order(const void *a, const void *b)
+{
+    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The parts' candidates merged (CAND_HIST: summed into c->w and reduced; CAND_LIST: the keys sorted). */
+static gpuws_status merge_candidates(clip *c)
+{
+    cand *cd = &c->cand;
+    if (cd->mode == CAND_HIST) {
+        const size_t words = (size_t)cd->nb * BINS;
+        memset(c->w, 0, words * sizeof *c->w);
+        for (size_t p = 0; c->nvals && p < c->nparts; p++)
+            for (size_t i = 0; i < words; i++) c->w[i] += c->parts[p].c.hist[i];
+        cd->hist = c->w;
+        return reduce_words(c, words);
+    }
+    if (cd->mode == CAND_LIST) {
+        cd->nkeys = 0;
+        for (size_t p = 0; c->nvals && p < c->nparts; p++) {
+            memcpy(c->keys + cd->nkeys, c->parts[p].c.keys, c->parts[p].c.nkeys * sizeof *c->keys);
+            cd->nkeys += c->parts[p].c.nkeys;
+        }
+        qsort(c->keys, cd->nkeys, sizeof *c->keys, key_order);
+        cd->keys = c->keys;
+    }
+    return GPUWS_OK;
 }
 
 /* Pass A: the totals of window [lo, hi] into c->tot, their count and moments into st, and c->hist = the top-16
@@ -320,6 +426,9 @@ static gpuws_status pass_a(clip *c, uint32_t olo, uint32_t ohi, uint32_t lo, uin
 {
     const bool first = olo > ohi;
     job j = { .lo = first ? lo : olo, .hi = first ? hi : ohi, .ilo = first ? 1 : lo, .ihi = first ? 0 : hi };
+    c->cand.mode = CAND_NONE;
+    if (!first) choose_candidates(c, lo, hi);
+    j.cand_mode = c->cand.mode, j.cand_b0 = c->cand.b0, j.cand_nb = c->cand.nb;
     if (c->nvals) run_pass(c, &j);
     uint64_t *w = c->w;
     memset(w, 0, W_A * sizeof *w);
@@ -353,6 +462,7 @@ static gpuws_status pass_a(clip *c, uint32_t olo, uint32_t ohi, uint32_t lo, uin
         for (size_t i = 0; i < BINS; i++) t->hist[i] -= w[W_HIST + i];
     }
     c->hist = t->hist;
+    if ((rst = merge_candidates(c))) return rst; /* into w, whose totals are decoded */
     const int64_t *s = t->s;
     const u128 *q = t->q;
     const size_t n = t->n, pinf = t->pinf, ninf = t->ninf;
@@ -400,9 +510,34 @@ static uint32_t rank_top(const uint64_t *hist, size_t r, size_t *below)
     }
 }
 
+/* The median of the window (n > 0) from pass A's candidates when they hold both middle ranks (true), as pass B
+ * would find it. */
+static bool median_of_candidates(clip *c, stats *st)
+{
+    const cand *cd = &c->cand;
+    const size_t r0 = (st->n - 1) / 2, r1 = st->n / 2;
+    size_t below0, below1, dummy;
+    const uint32_t t0 = rank_top(c->hist, r0, &below0), t1 = rank_top(c->hist, r1, &below1);
+    if (!cd->mode || t0 < cd->b0 || t1 - cd->b0 >= cd->nb) return false;
+    uint32_t k0, k1;
+    if (cd->mode == CAND_HIST) {
+        k0 = (t0 << 16) | rank_top(cd->hist + (size_t)(t0 - cd->b0) * BINS, r0 - below0, &dummy);
+        k1 = (t1 << 16) | rank_top(cd->hist + (size_t)(t1 - cd->b0) * BINS, r1 - below1, &dummy);
+    } else {
+        size_t below = 0; /* the window's values in buckets below the candidates: the keys start at that rank */
+        for (uint32_t b = 0; b < cd->b0; b++) below += c->hist[b];
+        k0 = cd->keys[r0 - below], k1 = cd->keys[r1 - below];
+    }
+    st->median = st->n & 1 ? (double)gpuws_sigma_clip_unkey(k0)
+                           : ((double)gpuws_sigma_clip_unkey(k0) + (double)gpuws_sigma_clip_unkey(k1)) / 2.0;
+    c->found[cd->mode]++;
+    return true;
+}
+
 /* Pass B: the two middle values of the window (n > 0) from pass A's histogram, and the median. */
 static gpuws_status pass_b(clip *c, uint32_t lo, uint32_t hi, stats *st)
 {
+    if (median_of_candidates(c, st)) return GPUWS_OK;
     const size_t r0 = (st->n - 1) / 2, r1 = st->n / 2;
     size_t below0, below1;
     const uint32_t t0 = rank_top(c->hist, r0, &below0), t1 = rank_top(c->hist, r1, &below1);
@@ -460,10 +595,14 @@ gpuws_status gpuws__sigma_clip_host_split(const float *x, size_t nvals, const gp
     c.parts = gpuws__calloc(nparts, sizeof *c.parts);
     c.w = gpuws__malloc(W_WORDS * sizeof *c.w);
     c.tot.hist = gpuws__malloc(BINS * sizeof *c.tot.hist);
-    bool ok = c.parts && c.w && c.tot.hist;
-    for (size_t p = 0; ok && p < nparts; p++) /* hist's 2 x BINS words, then the LANES x BINS counts */
-        if ((ok = (c.parts[p].hist = gpuws__malloc(PART_HIST_BYTES)) != NULL))
+    c.keys = reduce ? NULL : gpuws__malloc(LIST_MAX * sizeof *c.keys);
+    bool ok = c.parts && c.w && c.tot.hist && (reduce || c.keys);
+    for (size_t p = 0; ok && p < nparts; p++) /* hist's 2 x BINS words, the LANES x BINS counts, the candidates */
+        if ((ok = (c.parts[p].hist = gpuws__malloc(PART_HIST_BYTES)) != NULL)) {
             c.parts[p].lanes = (uint32_t *)(c.parts[p].hist + 2 * BINS);
+            c.parts[p].c.hist = (uint64_t *)(c.parts[p].lanes + LANES * BINS);
+            c.parts[p].c.keys = (uint32_t *)c.parts[p].c.hist;
+        }
     gpuws_status st = GPUWS_OK;
     if (!ok) {
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
@@ -520,6 +659,12 @@ done:
     gpuws__free(c.parts);
     gpuws__free(c.w);
     gpuws__free(c.tot.hist);
+    gpuws__free(c.keys);
+    if (!st)
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "sigma_clip_host: %zu values in %zu parts, %d iterations, %zu reads; medians from pass A: %zu by "
+                   "buckets' histograms, %zu by keys",
+                   nvals, nparts, result->iterations, c.reads, c.found[CAND_HIST], c.found[CAND_LIST]);
     return st;
 }
 

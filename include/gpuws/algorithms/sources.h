@@ -39,13 +39,14 @@ GPUWS_API gpuws_status gpuws_sigma_clip(gpuws_stream *stream, size_t n, const gp
  * same statistics, exact and the same for any split of the values. The kept set is always a window of keys, so no
  * value moves; each pass reads the values once on the host's cores: per pass the count, the sum and the sum of
  * squares accumulated exactly (integers per binary exponent, 768-bit fixed point), and a two-level histogram of
- * 16-bit digits of order-preserving keys for the median, two reads a pass (after the first, the sums take off the
- * values that left the window, so only those cost more than a comparison). So count and median are
+ * 16-bit digits of order-preserving keys for the median: the first iteration reads the values twice, each later
+ * one once (the sums take off the values that left the window, so only those cost more than a comparison, and the
+ * read also takes the keys of the buckets where the middle ranks can fall). So count and median are
  * gpuws_sigma_clip's exactly, and mean and std are the exact ones rounded once (gpuws_sigma_clip's are within a few
  * ulps of them). The values are not sent to ctx's device: each pass is one read, which the host does faster than a
  * transfer (for values a device holds, gpuws_sigma_clip). ctx: checked, for the calls' common form.
  * Errors: NULL ctx, data or result; n == 0 or all NaN; kappa not finite > 0; max_iterations < 1 →
- * GPUWS_ERR_INVALID_ARGUMENT; out of host memory (2 MiB of histograms per core) → GPUWS_ERR_OUT_OF_MEMORY. */
+ * GPUWS_ERR_INVALID_ARGUMENT; out of host memory (3 MiB of histograms per core) → GPUWS_ERR_OUT_OF_MEMORY. */
 GPUWS_API gpuws_status gpuws_sigma_clip_host(gpuws_context *ctx, const float *data, size_t n,
                                              const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result);
 
