@@ -70,14 +70,18 @@
     X(extract_threads, NUMBER, "auto", "auto|1..1024",                                                                 \
       "host threads of extract's catalogue steps, and on the CPU backend of its pixel steps (auto: the online CPUs); " \
       "the catalogue is the same for any number")                                                                      \
-    X(extract_group, CHOICE, "auto", "auto|device|host",                                                             \
-      "where extract groups its pixel records by component on CUDA and OpenCL: auto on GPUs' device (a radix sort) "  \
-      "and on CPU OpenCL devices by the host's threads, which are faster there; the catalogue is the same")           \
+    X(extract_group, CHOICE, "auto", "auto|device|host",                                                               \
+      "where extract groups its pixel records by component on CUDA and OpenCL: auto on GPUs' device (a radix sort) "   \
+      "and on CPU OpenCL devices by the host's threads, which are faster there; the catalogue is the same")            \
     X(find_sources_host_threads, NUMBER, "auto", "auto|1..1024",                                                       \
       "host threads of find_sources_host's threshold and measurement (auto: the online CPUs); the same catalogue")     \
     X(histogram_chunk, NUMBER, "auto", "auto|4..2147483644",                                                           \
       "values per histogram counting launch (auto: 2^31), a multiple of 4; small values test the multi-chunk path")    \
     X(histogram_host_edges, BOOL, "0", "0|1", "1 computes histogram's bin edges on the host (the no-fp64 path)")       \
+    X(label_host_passes, CHOICE, "auto", "auto|one|two",                                                               \
+      "how label_host labels an image in bands: two passes (label each band for its borders, number, label it "        \
+      "again: auto on GPUs) or one (keep each band's labels in the output and map them in place once numbered: auto "  \
+      "on CPU devices, where labelling costs more than the map); the same labels")                                     \
     X(label_slab_pixels, NUMBER, "auto", "auto|1..2147483647",                                                         \
       "the most pixels label labels at once in device memory (auto: 2^31 - 1, its int32 indices); more go in slabs "   \
       "of whole rows, joined at their borders; small values test the slabs")                                           \
@@ -117,6 +121,7 @@ enum { GPUWS__MATMUL_AUTO, GPUWS__MATMUL_LARGE, GPUWS__MATMUL_SMALL };
 enum { GPUWS__REDUCE_ACC_AUTO, GPUWS__REDUCE_ACC_FLOAT };
 enum { GPUWS__EVENTS_AUTO, GPUWS__EVENTS_MARKER, GPUWS__EVENTS_KERNEL };
 enum { GPUWS__GROUP_AUTO, GPUWS__GROUP_DEVICE, GPUWS__GROUP_HOST };
+enum { GPUWS__PASSES_AUTO, GPUWS__PASSES_ONE, GPUWS__PASSES_TWO };
 #define GPUWS__NUMBER_AUTO (-1) /* every NUMBER knob's first word */
 #define GPUWS__SPLIT_OFF   (-2) /* convolve2d_split=off */
 #define GPUWS__SPLIT_ALL   (-3) /* convolve2d_split=all */

@@ -38,7 +38,29 @@ typedef struct {
     bool in_order;
 } progress_log;
 
-/* Pass 1 then pass 2, each band in order, rows_done growing to the height in each pass. */
+/* The knob label_host_passes as the test last set it on a context (NULL: auto). */
+static const char *pass_knob;
+
+static void set_passes(gpuws_context *ctx, const char *value)
+{
+    test_tune(ctx, "label_host_passes", value);
+    pass_knob = value;
+}
+
+/* The passes over more than one band: the knob's, else by default one where every device is a CPU (the labelling
+ * there costs more than mapping the labels in place), two otherwise. */
+static size_t passes_over_bands(gpuws_context *ctx, gpuws_context *const *more, size_t num_more)
+{
+    if (pass_knob) return strcmp(pass_knob, "one") ? 2 : 1;
+    for (size_t d = 0; d <= num_more; d++) {
+        gpuws_device_info info;
+        TEST_OK(gpuws_context_get_device_info(d ? more[d - 1] : ctx, &info));
+        if (info.type != GPUWS_DEVICE_CPU) return 2;
+    }
+    return 1;
+}
+
+/* Pass 1 then pass 2 (or one pass), each band in order, rows_done growing to the height in each pass. */
 static void on_band(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done, size_t rows)
 {
     progress_log *l = user;
@@ -73,7 +95,7 @@ static int32_t *label_in_bands_on(gpuws_context *ctx, gpuws_context *const *more
     TEST_OK(gpuws_label_host(ctx, w, h, mask, 0, conn, &o, (int32_t *)(void *)got, n));
     for (size_t i = 0; i < TEST_GUARD_BYTES; i++) cr_assert_eq(got[bytes + i], 0xA5, "%s: wrote past labels", what);
     cr_assert(log.in_order, "%s: progress out of order", what);
-    const size_t passes = bands == 1 ? 1 : 2;
+    const size_t passes = bands == 1 ? 1 : passes_over_bands(ctx, more, num_more);
     cr_assert_eq(log.passes, passes, "%s: %zu passes over %zu bands", what, log.passes, bands);
     cr_assert_eq(log.calls, passes * bands, "%s: %zu progress calls for %zu bands", what, log.calls, bands);
     cr_assert_eq(log.last_rows, h, "%s: progress ended at %zu of %zu rows", what, log.last_rows, h);
@@ -273,11 +295,19 @@ ParameterizedTest(band_case *c, label_bands, identical_to_in_core_for_any_bandin
     size_t want_n, got_n;
     int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n); /* in-core, the same backend */
     if (r->pat != PAT_ZEROS) cr_assert(want_n > 0, "%s: the mask has no component: the row tests nothing", what);
-    int32_t *got =
-        label_in_bands(ctx, mask, r->w, r->h, r->conn, slots_budget(r->w, r->slots, r->rows), r->bands, &got_n, what);
-    cr_assert_eq(got_n, want_n, "%s: %zu labels, in-core has %zu", what, got_n, want_n);
-    assert_same_labels(got, want, r->w, r->w * r->h, what);
-    free(got);
+    /* the default passes for the device, then the other way (knob label_host_passes) */
+    for (int k = 0; k < 2; k++) {
+        if (k) set_passes(ctx, passes_over_bands(ctx, NULL, 0) == 1 ? "two" : "one");
+        char how[160];
+        snprintf(how, sizeof how, "%s, %s passes", what, pass_knob ? pass_knob : "default");
+        int32_t *got = label_in_bands(ctx, mask, r->w, r->h, r->conn, slots_budget(r->w, r->slots, r->rows), r->bands,
+                                      &got_n, how);
+        cr_assert_eq(got_n, want_n, "%s: %zu labels, in-core has %zu", how, got_n, want_n);
+        assert_same_labels(got, want, r->w, r->w * r->h, how);
+        free(got);
+    }
+    set_passes(ctx, NULL);
+    int32_t *got;
     /* gpuws_label in slabs of the band rows */
     got = label_in_slabs(ctx, mask, r->w, r->h, r->conn, r->rows, &got_n);
     cr_assert_eq(got_n, want_n, "%s, in slabs: %zu labels, in-core has %zu", what, got_n, want_n);
@@ -619,6 +649,7 @@ ParameterizedTest(band_case *c, label_bands, pinned_caller_memory_transfers_dire
     setenv("GPUWS_LOG", "debug", 1); /* before the process's first message, which fixes the level */
     const band_row *r = &rows[c->row];
     gpuws_context *ctx = test_open(c->backend);
+    set_passes(ctx, "two"); /* the direct transfers of the two passes (one pass always downloads into labels) */
     uint8_t *mask = row_mask(r, 0x1abe1 + c->row);
     size_t want_n;
     int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n);
@@ -644,6 +675,7 @@ BACKEND_TEST(label_bands, strided_pinned_mask_is_staged)
     setenv("GPUWS_LOG", "debug", 1);
     const band_row *r = &rows[row_named("bands_do_not_divide_the_height")];
     gpuws_context *ctx = test_open(*kind);
+    set_passes(ctx, "two");
     uint8_t *mask = row_mask(r, 0x57);
     size_t want_n;
     int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n);
@@ -674,6 +706,7 @@ ParameterizedTest(band_case *c, label_bands, each_device_decides_for_its_own_ban
     setenv("GPUWS_LOG", "debug", 1);
     const band_row *r = &rows[c->row];
     gpuws_context *ctx = test_open(c->backend), *more[1] = { test_open(c->backend) };
+    set_passes(ctx, "two"); /* the knob of the call's first context decides */
     uint8_t *mask = row_mask(r, 0x1abe1 + c->row);
     size_t want_n;
     int32_t *want = run_label(ctx, mask, r->w, r->h, r->conn, &want_n);

@@ -170,12 +170,10 @@ static int label_file(const args *a)
     fprintf(stderr, "gpuws label: %zu x %zu image, foreground: pixels %s %s, connectivity %d, on %s\n", h, w,
             a->threshold_text ? ">" : "!=", a->threshold_text ? a->threshold_text : "0", a->connectivity, devices);
     if (bands > 1 && nctx > 1)
-        fprintf(stderr,
-                "gpuws label: streaming through %zu devices in %zu bands of up to %zu of %zu rows (two passes)\n", nctx,
+        fprintf(stderr, "gpuws label: streaming through %zu devices in %zu bands of up to %zu of %zu rows\n", nctx,
                 bands, rows, h);
     else if (bands > 1)
-        fprintf(stderr,
-                "gpuws label: streaming through the device in %zu bands of up to %zu of %zu rows (two passes)\n", bands,
+        fprintf(stderr, "gpuws label: streaming through the device in %zu bands of up to %zu of %zu rows\n", bands,
                 rows, h);
     mask = make_mask(&img, a, &fg);
     fits_image_free(&img); /* the pixels are the mask now: their memory goes to the labels */

@@ -50,14 +50,15 @@ static gpuws_status mark_complete(run *r, size_t t)
     return st;
 }
 
-/* Whether step t may complete: past the barrier only once every step before it is done and every device has made
- * its state (so no allocation can fail once a step past the barrier has written output); false when a device failed
- * meanwhile. */
+/* Whether step t may complete: past the barrier (or with ready_first, any step) only once every step before the
+ * barrier is done and every device has made its state (so no allocation can fail once a step has written output);
+ * false when a device failed meanwhile. */
 static bool wait_barrier(run *r, size_t t)
 {
-    if (!r->ops->barrier || t < r->ops->barrier) return true;
+    const bool past = r->ops->barrier && t >= r->ops->barrier;
+    if (!past && !r->ops->ready_first) return true;
     pthread_mutex_lock(&r->lock);
-    while ((r->next < r->ops->barrier || r->ready < r->active) && !atomic_load(&r->failed))
+    while (((past && r->next < r->ops->barrier) || r->ready < r->active) && !atomic_load(&r->failed))
         pthread_cond_wait(&r->advanced, &r->lock);
     pthread_mutex_unlock(&r->lock);
     return !atomic_load(&r->failed);
@@ -195,7 +196,7 @@ static gpuws_status device_steps(run *r, unsigned d)
         void *dst = ops->target ? ops->target(ops->user, ctx, t) : NULL;
         /* A download into `target` writes the caller's output, as `complete` does: past the barrier it waits for the
          * barrier too, once the device's own steps before the barrier are complete (the barrier waits for them). */
-        if (dst && ops->barrier && t >= ops->barrier) {
+        if (dst && (ops->ready_first || (ops->barrier && t >= ops->barrier))) {
             while (!st && completed < k && d + completed * r->n < ops->barrier)
                 st = complete_step(r, &p, state, slots, d, completed++);
             if (st || !wait_barrier(r, t)) break;

@@ -35,6 +35,8 @@ typedef struct gpuws__band_ops {
     size_t barrier;             /* 0, or: steps from `barrier` on complete, and download into `target`, only once
                                    every earlier step is done (label_host's second pass needs the numbering its
                                    first pass ends with) */
+    bool ready_first;           /* no step completes or downloads into `target` before every device has made its
+                                   state (label_host's one pass writes the caller's output from its first step) */
     int slots;                  /* slots a device, 1 .. GPUWS__BAND_SLOTS */
     size_t in_bytes, out_bytes; /* a slot's input and output, device and staging alike (at least 1) */
     void *user;                 /* every callback's first argument */

@@ -207,8 +207,9 @@ typedef struct {
     gpuws__label_numbering nb;
     /* [bands]: pass 1's first and last rows of a band, from its completion until it is done */
     int32_t **border;
-    bool remap;                             /* some band of pass 2 downloads into the caller's labels */
-    uint64_t *nh;                           /* remap, after numbering, [nodes + 1]: the non-root nodes before each */
+    bool once;    /* one pass: each band's labels go into `labels` as they are, mapped in place once numbered */
+    bool remap;   /* some band of pass 2 downloads into the caller's labels */
+    uint64_t *nh; /* remap, after numbering, [nodes + 1]: the non-root nodes before each */
     device_state *dev[GPUWS__BAND_DEVICES]; /* each device's, from its device_make on */
 } run_state;
 
@@ -231,11 +232,13 @@ static const void *source(void *user, gpuws_context *ctx, size_t t, size_t *byte
 }
 
 /* Pass 2: band b's rows of the caller's labels, when they are pinned for ctx; else NULL: through staging. Pass 1's
- * first and last rows always come back through staging. */
+ * first and last rows always come back through staging. With one pass (devices whose memory is the host's, which
+ * copy into any host memory alike), every band goes straight into its rows of the caller's labels. */
 static void *target(void *user, gpuws_context *ctx, size_t t)
 {
     const run_state *rs = user;
     const band_plan *bp = rs->bp;
+    if (rs->once) return t < bp->bands ? rs->labels + t * bp->rows * bp->w : NULL;
     if (t < bp->bands) return NULL;
     const size_t b = t - bp->bands;
     int32_t *p = rs->labels + b * bp->rows * bp->w;
@@ -376,12 +379,14 @@ static gpuws_status remap_band(const run_state *rs, size_t t, size_t b, gpuws_st
     return gpuws__label_remap_launch(down, dout, 0, px, nodes, 0, m, nb->offset[b]);
 }
 
-/* Pass 1: the band's first and last rows; pass 2: the whole band (into the caller's labels: final numbers). */
+/* Pass 1: the band's first and last rows (one pass: the whole band); pass 2: the whole band (into the caller's
+ * labels: final numbers). */
 static gpuws_status download(void *user, size_t t, gpuws_stream *down, gpuws_buffer *dout, void *out)
 {
     const run_state *rs = user;
     const band_plan *bp = rs->bp;
     const size_t b = t % bp->bands, r = band_height(bp, b), w = bp->w, row = w * sizeof(int32_t);
+    if (rs->once) return gpuws_buffer_read_async(down, dout, 0, out, r * row);
     if (t >= bp->bands) {
         gpuws_status st = GPUWS_OK;
         if (out == rs->labels + b * bp->rows * w) st = remap_band(rs, t, b, down, dout);
@@ -403,6 +408,7 @@ static gpuws_status complete(void *user, void *state, size_t t, const void *stag
     const int32_t *hl = staged;
     if (t < bp->bands) {
         if (nb->count[b] == SIZE_MAX) nb->count[b] = (size_t)ds->hcount[b];
+        if (rs->once) return GPUWS_OK; /* its border rows are in labels */
         if (!(rs->border[b] = gpuws__malloc(2 * w * sizeof(int32_t))))
             return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                                 "label_host: no host memory for a band's border rows (%zu bytes)",
@@ -438,7 +444,9 @@ static gpuws_status done(void *user, size_t t)
     const size_t b = t % bp->bands, w = bp->w;
     const int pass = t < bp->bands ? 1 : 2;
     if (pass == 1) {
-        gpuws_status st = gpuws__numbering_harvest(&rs->nb, rs->conn, b, rs->border[b], rs->border[b] + w);
+        const int32_t *first = rs->border[b], *last = first + w;
+        if (rs->once) first = rs->labels + b * bp->rows * w, last = first + (band_height(bp, b) - 1) * w;
+        gpuws_status st = gpuws__numbering_harvest(&rs->nb, rs->conn, b, first, last);
         gpuws__free(rs->border[b]);
         rs->border[b] = NULL;
         if (!st && b + 1 == bp->bands) st = gpuws__numbering_number(&rs->nb);
@@ -446,8 +454,32 @@ static gpuws_status done(void *user, size_t t)
         if (st) return st;
     }
     if (bp->o.progress)
-        bp->o.progress(bp->o.progress_user, pass, 2, b, bp->bands, b * bp->rows + band_height(bp, b), bp->h);
+        bp->o.progress(bp->o.progress_user, pass, rs->once ? 1 : 2, b, bp->bands, b * bp->rows + band_height(bp, b),
+                       bp->h);
     return GPUWS_OK;
+}
+
+/* One pass: every band's labels in place to their final numbers, through the band's table (table_cap entries). */
+static void map_bands(run_state *rs, int32_t *table)
+{
+    const band_plan *bp = rs->bp;
+    for (size_t b = 0; b < bp->bands; b++) {
+        gpuws__numbering_band_table(&rs->nb, b, table);
+        int32_t *p = rs->labels + b * bp->rows * bp->w;
+        copy_part c = { .run = map_labels, .src = p, .dst = p, .w = bp->w, .table = table };
+        copy_rows(&c, band_height(bp, b), band_height(bp, b) * bp->w * sizeof(int32_t));
+    }
+}
+
+/* One pass or two: one where the knob says so, or by default where every device is a CPU (its labelling is the
+ * cost, and its memory the host's, so the band's labels come down as fast as its border rows). */
+static bool one_pass(const band_plan *bp)
+{
+    const int knob = bp->ctxs[0]->tuning.label_host_passes;
+    if (knob != GPUWS__PASSES_AUTO) return knob == GPUWS__PASSES_ONE;
+    for (unsigned d = 0; d < bp->devices; d++)
+        if (bp->ctxs[d]->info.type != GPUWS_DEVICE_CPU) return false;
+    return true;
 }
 
 static gpuws_status run_bands(run_state *rs)
@@ -457,8 +489,20 @@ static gpuws_status run_bands(run_state *rs)
     if (!st && !(rs->border = gpuws__calloc(bp->bands, sizeof *rs->border)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for the state of %zu bands (%zu bytes)",
                           bp->bands, bp->bands * sizeof *rs->border);
-    const gpuws__band_ops ops = { .steps = 2 * bp->bands,
-                                  .barrier = bp->bands,
+    /* one pass: a band's table for the map after it, made before labels are written */
+    const size_t table_cap = (bp->rows * bp->w + 1) / 2 + 1;
+    int32_t *table = NULL;
+    if (!st && rs->once && !(table = gpuws__malloc(table_cap * sizeof *table)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                          "label_host: no host memory for a band's table of final numbers (%zu bytes)",
+                          table_cap * sizeof *table);
+    /* one pass writes labels from its first band: the numbering's room for the most labels a band and nodes an image
+     * can have is taken before (harvesting then allocates nothing; pages no label reaches are never touched), and
+     * no band completes before every device has made its state */
+    if (!st && rs->once) st = gpuws__numbering_reserve(&rs->nb, table_cap - 1, bp->bands * band_nodes(bp));
+    const gpuws__band_ops ops = { .steps = rs->once ? bp->bands : 2 * bp->bands,
+                                  .barrier = rs->once ? 0 : bp->bands,
+                                  .ready_first = rs->once,
                                   .slots = bp->slots,
                                   .in_bytes = bp->rows * bp->w,
                                   .out_bytes = bp->rows * bp->w * sizeof(int32_t),
@@ -476,6 +520,8 @@ static gpuws_status run_bands(run_state *rs)
     for (size_t t = bp->bands; t < 2 * bp->bands && !rs->remap; t++)
         rs->remap = target(rs, bp->ctxs[t % bp->devices], t);
     if (!st) st = gpuws__band_stream_run(bp->ctxs, bp->devices, &ops);
+    if (!st && rs->once) map_bands(rs, table);
+    gpuws__free(table);
     for (size_t b = 0; rs->border && b < bp->bands; b++) gpuws__free(rs->border[b]);
     gpuws__free(rs->border);
     gpuws__free(rs->nh);
@@ -551,7 +597,7 @@ gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, c
     gpuws__log(GPUWS__LOG_DEBUG, "label_host: %zu x %zu, connectivity %d: %zu bands of %zu rows, %d slots, %u devices",
                bp.w, bp.h, connectivity, bp.bands, bp.rows, bp.slots, bp.devices);
     if (bp.bands == 1) return run_in_core(ctx, &bp, connectivity, mask, labels, num_labels);
-    run_state rs = { .bp = &bp, .conn = connectivity, .mask = mask, .labels = labels };
+    run_state rs = { .bp = &bp, .conn = connectivity, .mask = mask, .labels = labels, .once = one_pass(&bp) };
     st = run_bands(&rs);
     if (!st) *num_labels = rs.nb.total;
     gpuws__numbering_free(&rs.nb);

@@ -84,8 +84,9 @@ GPUWS_API gpuws_status gpuws_label(gpuws_stream *stream, size_t width, size_t he
 /* Progress of gpuws_label_host: called once band `band` (0-based, in order) of `bands` is through pass `pass` of
  * `passes` (on the calling thread with one device; on one of the call's threads, one call at a time, still in order,
  * with more_contexts), with rows_done of the image's `rows` rows through that pass. One pass when the
- * image is one band; otherwise pass 1 labels each band to learn its label count and its border rows, and pass 2
- * labels it again and writes its final labels (rows_done of them are final in labels). */
+ * image is one band; otherwise on GPUs pass 1 labels each band to learn its label count and its border rows, and
+ * pass 2 labels it again and writes its final labels (rows_done of them are final in labels); on CPU devices one
+ * pass writes each band's own labels, which are final once the call returns. */
 typedef void (*gpuws_label_host_progress)(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done,
                                           size_t rows);
 
@@ -121,10 +122,12 @@ GPUWS_API gpuws_status gpuws_label_host_bands(gpuws_context *ctx, size_t width, 
  * When the mask and the labels fit options->max_device_bytes (0: fifteen sixteenths of the device's free memory, as
  * the CUDA driver counts it; of three quarters of the device's memory where the driver has no count: OpenCL, CPU)
  * the call is one in-core gpuws_label between an upload and a download. Otherwise the image goes through the device
- * in bands of whole rows, twice: pass 1 labels each band (gpuws_label) and reads back only its label count and
- * its first and last rows of labels; the host joins the labels that touch across each border between bands
+ * in bands of whole rows, on GPUs twice: pass 1 labels each band (gpuws_label) and reads back only its label count
+ * and its first and last rows of labels; the host joins the labels that touch across each border between bands
  * (union-find) and numbers the components in raster order of their first pixels; pass 2 labels each band again and
- * maps its labels to the final numbers while copying them out of pinned staging. Bands go through three slots
+ * maps its labels to the final numbers while copying them out of pinned staging. On CPU devices, whose labelling
+ * costs more than the copies, once: each band's labels go into labels as they are, and once numbered the host maps
+ * them in place (knob label_host_passes). Bands go through three slots
  * (pinned staging, device mask, device labels, pinned staging) on three streams, so one band's upload, another's
  * labelling and a third's download overlap. With options->more_contexts the bands go round-robin over ctx and those
  * devices, each with its own slots and streams driven by a thread of its own, the budget holding on each; labels
@@ -135,9 +138,10 @@ GPUWS_API gpuws_status gpuws_label_host_bands(gpuws_context *ctx, size_t width, 
  * more_contexts entry that is NULL, not live, of another backend, or ctx or an entry again; zero sizes;
  * mask_stride < width; labels overlapping the mask; a budget smaller than one band of one row (the message gives
  * the minimum in bytes) → GPUWS_ERR_INVALID_ARGUMENT. Byte counts overflowing size_t → GPUWS_ERR_OVERFLOW; a
- * row of 2^31 pixels or more, or more than 2^31 - 1 components (found after pass 1, before labels is written) →
- * GPUWS_ERR_UNSUPPORTED. A device error once bands run returns its status after every stream has stopped; labels
- * then holds the bands completed before it and the rest is unspecified. */
+ * row of 2^31 pixels or more, or more than 2^31 - 1 components (found after pass 1, before labels is written; on
+ * CPU devices labels then holds each band's own labels) → GPUWS_ERR_UNSUPPORTED. A device error once bands run
+ * returns its status after every stream has stopped; labels then holds the bands completed before it and the rest
+ * is unspecified. */
 GPUWS_API gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, const void *mask,
                                         size_t mask_stride, int connectivity, const gpuws_label_host_options *options,
                                         int32_t *labels, size_t *num_labels);
