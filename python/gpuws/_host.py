@@ -209,10 +209,11 @@ def _shape2(fname, name, shape):
 
 
 def label_host(mask, connectivity=4, max_device_memory=None, progress=None, out=None, ctx=None, contexts=None):
-    """``label`` of a NumPy mask of any size (gpuws_label_host): through the device in bands of rows, twice, when
-    the mask and its labels do not fit ``max_device_memory`` bytes (None: the device's free memory); labels and n are
-    label's (scipy.ndimage.label's numbering) for any banding. ``progress(pass_, passes, band, bands, rows_done,
-    rows)`` is called after each band of each pass, in order (one pass in-core, else pass 1 then pass 2).
+    """``label`` of a NumPy mask of any size (gpuws_label_host): through the device in bands of rows (twice on
+    GPUs) when the mask and its labels do not fit ``max_device_memory`` bytes (None: the device's free memory);
+    labels and n are label's (scipy.ndimage.label's numbering) for any banding. ``progress(pass_, passes, band,
+    bands, rows_done, rows)`` is called after each band of each pass, in order (one pass in-core or on CPU devices,
+    else pass 1 then pass 2).
     ``contexts`` share the bands as for convolve2d_host. Returns ``(labels, n)``: int32 labels (a new array, or
     ``out``, C-contiguous of the mask's shape)."""
     fname = "label_host"

@@ -183,6 +183,13 @@ def test_convolve2d_host_refuses_what_it_cannot_take(ctx):
         gpuws.convolve2d_host(img, k, contexts=[ctx, closed])
 
 
+def banded_calls(ctxs, bands, rows, h):
+    """label_host's progress calls over bands: one pass where every device is a CPU (each band's labels kept and
+    mapped in place), pass 1 then pass 2 on GPUs."""
+    passes = 1 if all(c.device.type == "cpu" for c in ctxs) else 2
+    return [(p, passes, b, bands, min((b + 1) * rows, h), h) for p in range(1, passes + 1) for b in range(bands)]
+
+
 @pytest.mark.parametrize("connectivity", [4, 8])
 def test_label_host_in_bands_is_label_and_scipy(ctx, rng, connectivity):
     mask = rng.random((83, 57)) > 0.55
@@ -198,7 +205,7 @@ def test_label_host_in_bands_is_label_and_scipy(ctx, rng, connectivity):
     in_core, in_core_n = gpuws.label(mask, connectivity, ctx=ctx)
     assert n == in_core_n
     np.testing.assert_array_equal(labels, in_core)
-    assert calls == [(p, 2, b, bands, min((b + 1) * rows, 83), 83) for p in (1, 2) for b in range(bands)]
+    assert calls == banded_calls([ctx], bands, rows, 83)
 
 
 def test_label_host_by_default_runs_in_core_in_one_pass(ctx, rng):
@@ -221,7 +228,7 @@ def test_label_host_over_three_contexts_gives_the_same_labels(ctx, rng):
                                  progress=lambda *a: calls.append(a))
     assert n3 == n1 and bands >= 6
     np.testing.assert_array_equal(three, one)
-    assert calls == [(p, 2, b, bands, min((b + 1) * rows, 120), 120) for p in (1, 2) for b in range(bands)]
+    assert calls == banded_calls(ctxs, bands, rows, 120)
     for c in ctxs[1:]:
         c.close()
 
@@ -351,7 +358,7 @@ def test_find_sources_host_is_find_sources_in_core_and_in_bands(ctx, rng, connec
         if passes == 1:
             assert calls == [(1, 1, 0, 1, h, h)]
         else:
-            assert calls == [(p, 2, b, bands, min((b + 1) * rows, h), h) for p in (1, 2) for b in range(bands)]
+            assert calls == banded_calls([ctx], bands, rows, h)
 
 
 def test_find_sources_host_over_three_contexts_and_its_keywords(ctx, rng):
