@@ -153,7 +153,10 @@ static void run_sources(gpuws_context *ctx, const float *img, size_t w, size_t h
     gpuws_host_free(ctx, pin);
     const double b = now();
     check(gpuws_find_sources_host(ctx, img, w, h, NULL, NULL, &ref), "gpuws_find_sources_host");
-    printf("find_sources_host: %.1f ms; %zu sources\n", (now() - b) * 1e3, ref->num_sources);
+    printf("find_sources_host: %.1f ms (clip %.1f, threshold %.1f, label %.1f, measure %.1f; %d iterations); %zu "
+           "sources\n",
+           (now() - b) * 1e3, ref->ms_clip, ref->ms_threshold, ref->ms_label, ref->ms_measure, ref->clip.iterations,
+           ref->num_sources);
     const int same = cat->num_sources == ref->num_sources;
     size_t npix = 0, peak = 0;
     double dflux = 0, dpos = 0;
