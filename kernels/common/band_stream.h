@@ -52,8 +52,9 @@ typedef struct gpuws__band_ops {
      * most) from the returned address, pinned memory for ctx that nothing writes during the call; NULL: `stage` it.
      * Asked before the steps (to size the staging) and again at each step, with the same answer. */
     const void *(*source)(void *user, gpuws_context *ctx, size_t t, size_t *bytes);
-    /* Optional: where in the caller's memory step t's results go on ctx, pinned memory for ctx that nothing else
-     * reads or writes during the call: `download` writes there; NULL: into staging. Asked as `source` is. */
+    /* Optional: where in the caller's memory step t's results go on ctx, memory that nothing else reads or writes
+     * during the call (pinned for ctx, or a transfer from pageable memory is the driver's slower one): `download`
+     * writes there; NULL: into staging. Asked as `source` is. */
     void *(*target)(void *user, gpuws_context *ctx, size_t t);
     /* enqueue on `run` step t's device work from din (uploaded) into dout */
     gpuws_status (*compute)(void *user, void *state, size_t t, gpuws_stream *run, gpuws_buffer *din,

@@ -232,8 +232,9 @@ static const void *source(void *user, gpuws_context *ctx, size_t t, size_t *byte
 }
 
 /* Pass 2: band b's rows of the caller's labels, when they are pinned for ctx; else NULL: through staging. Pass 1's
- * first and last rows always come back through staging. With one pass (devices whose memory is the host's, which
- * copy into any host memory alike), every band goes straight into its rows of the caller's labels. */
+ * first and last rows always come back through staging. With one pass every band goes straight into its rows of
+ * the caller's labels: on the CPU devices that make one pass by default a copy into any host memory, on a GPU
+ * (knob label_host_passes=one) the driver's pageable path where the memory is not pinned. */
 static void *target(void *user, gpuws_context *ctx, size_t t)
 {
     const run_state *rs = user;
@@ -444,8 +445,9 @@ static gpuws_status done(void *user, size_t t)
     const size_t b = t % bp->bands, w = bp->w;
     const int pass = t < bp->bands ? 1 : 2;
     if (pass == 1) {
-        const int32_t *first = rs->border[b], *last = first + w;
-        if (rs->once) first = rs->labels + b * bp->rows * w, last = first + (band_height(bp, b) - 1) * w;
+        /* one pass: the band's first and last rows in labels; two: the copies complete made */
+        const int32_t *first = rs->once ? rs->labels + b * bp->rows * w : rs->border[b];
+        const int32_t *last = rs->once ? first + (band_height(bp, b) - 1) * w : first + w;
         gpuws_status st = gpuws__numbering_harvest(&rs->nb, rs->conn, b, first, last);
         gpuws__free(rs->border[b]);
         rs->border[b] = NULL;
