@@ -316,8 +316,8 @@ static uint32_t last_below(double v)
 #define W_A     (W_HIST + BINS)
 #define W_B     (2 * BINS)
 #define W_WORDS (W_A > W_B ? W_A : W_B)
-_Static_assert(CAND_BUCKETS *BINS <= W_WORDS, "the candidates' histograms reduce in the words");
-#define Q_BITS 44
+#define Q_BITS  44
+_Static_assert(W_WORDS >= (CAND_BUCKETS * BINS), "the candidates' histograms reduce in the words");
 
 /* The window's totals over every part (and caller), decoded from pass A's words. */
 typedef struct {
@@ -607,7 +607,8 @@ gpuws_status gpuws__sigma_clip_host_split(const float *x, size_t nvals, const gp
     if (!ok) {
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                           "sigma_clip_host: no host memory for the histograms of %zu parts (%zu bytes)", nparts,
-                          nparts * (PART_HIST_BYTES + sizeof(part)) + (W_WORDS + BINS) * sizeof(uint64_t));
+                          nparts * (PART_HIST_BYTES + sizeof(part)) + (W_WORDS + BINS) * sizeof(uint64_t) +
+                              (reduce ? 0 : LIST_MAX * sizeof(uint32_t)));
         goto done;
     }
     const bool valid = o->kappa > 0 && isfinite(o->kappa) && o->max_iterations >= 1;
