@@ -1,9 +1,11 @@
 /* Fork-join on host threads (threads.h): one place for the create and join loops. */
+#define _GNU_SOURCE /* sched_getaffinity and CPU_COUNT */
 #include "threads.h"
 
 #include "alloc.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -21,7 +23,16 @@ typedef struct {
 
 unsigned gpuws__cpu_count(void)
 {
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef __linux__
+    /* fewer where the process may not run on all of them: taskset, a container's CPUs, an MPI launcher's binding
+     * (more threads than those would take turns on them) */
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        const int allowed = CPU_COUNT(&set);
+        if (allowed >= 1 && (n < 1 || allowed < n)) n = allowed;
+    }
+#endif
     return n < 1 ? 1u : n > GPUWS__THREADS_MAX ? GPUWS__THREADS_MAX : (unsigned)n;
 }
 

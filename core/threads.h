@@ -9,11 +9,11 @@
 
 #define GPUWS__THREADS_MAX 1024 /* the most shares of one gpuws__run_threads */
 
-/* The online CPUs, at least 1. */
+/* The CPUs this process may run on (the online ones less those its affinity leaves out), at least 1. */
 unsigned gpuws__cpu_count(void);
 
 /* Threads for a host copy of `bytes` (memcpy, or a copy through a table): one per MiB, at most 16 and never more
- * than the online CPUs, at least 1. One core's memcpy is slower than a pinned PCIe transfer (on a 32-core H200 host
+ * than gpuws__cpu_count, at least 1. One core's memcpy is slower than a pinned PCIe transfer (on a 32-core H200 host
  * 10 GB/s on one thread, 33 on four, 60 on sixteen), so the copies into and out of pinned staging use several. */
 size_t gpuws__copy_threads(size_t bytes);
 

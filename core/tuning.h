@@ -68,13 +68,14 @@
     X(convolve2d_separable, CHOICE, "auto", "auto|two-pass",                                                           \
       "two-pass runs convolve2d_separable's two launches where the fused kernel would run (factors <= 16 taps)")       \
     X(extract_threads, NUMBER, "auto", "auto|1..1024",                                                                 \
-      "host threads of extract's catalogue steps, and on the CPU backend of its pixel steps (auto: the online CPUs); " \
-      "the catalogue is the same for any number")                                                                      \
+      "host threads of extract's catalogue steps, and on the CPU backend of its pixel steps (auto: the CPUs the "      \
+      "process may run on); the catalogue is the same for any number")                                                 \
     X(extract_group, CHOICE, "auto", "auto|device|host",                                                               \
       "where extract groups its pixel records by component on CUDA and OpenCL: auto on GPUs' device (a radix sort) "   \
       "and on CPU OpenCL devices by the host's threads, which are faster there; the catalogue is the same")            \
     X(find_sources_host_threads, NUMBER, "auto", "auto|1..1024",                                                       \
-      "host threads of find_sources_host's threshold and measurement (auto: the online CPUs); the same catalogue")     \
+      "host threads of find_sources_host's threshold and measurement (auto: the CPUs the process may run on); the "    \
+      "same catalogue")                                                                                                \
     X(histogram_chunk, NUMBER, "auto", "auto|4..2147483644",                                                           \
       "values per histogram counting launch (auto: 2^31), a multiple of 4; small values test the multi-chunk path")    \
     X(histogram_host_edges, BOOL, "0", "0|1", "1 computes histogram's bin edges on the host (the no-fp64 path)")       \

@@ -3,6 +3,7 @@
  * the context's lock), and algorithm calls on one stream from several threads, which is misuse that must fail
  * loudly. Every thread checks every result; the main thread fails the test on any mismatch. Also the library's own
  * fork-join helpers (core/threads.h): every share and every item runs exactly once, also without memory. */
+#define _GNU_SOURCE /* sched_setaffinity and the CPU_* macros */
 #include "support.h"
 #include "../core/alloc.h"   /* fault injection */
 #include "../core/threads.h" /* the library's own fork-join */
@@ -360,6 +361,25 @@ static void count_share(void *arg, unsigned i)
 {
     (void)arg;
     if (i < MOST_SHARES) atomic_fetch_add(&share_runs[i], 1);
+}
+
+/* The host threads follow the CPUs the process may run on (taskset, a container, an MPI launcher's binding), not
+ * the online ones: bound to one CPU, the library counts one (so auto thread counts take one thread, not a turn each
+ * on one core), and all of them again once the binding is lifted. */
+Test(fork_join, cpu_count_is_the_cpus_the_process_may_run_on)
+{
+    cpu_set_t all, one;
+    cr_assert_eq(sched_getaffinity(0, sizeof all, &all), 0, "sched_getaffinity");
+    cr_assert_eq(gpuws__cpu_count(), (unsigned)CPU_COUNT(&all), "the CPUs of the process's affinity");
+    int first = 0;
+    while (!CPU_ISSET(first, &all)) first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0, "sched_setaffinity");
+    const unsigned bound = gpuws__cpu_count();
+    cr_assert_eq(sched_setaffinity(0, sizeof all, &all), 0, "sched_setaffinity back");
+    cr_assert_eq(bound, 1u, "bound to one CPU, the library counts %u", bound);
+    cr_assert_eq(gpuws__cpu_count(), (unsigned)CPU_COUNT(&all), "the CPUs again once unbound");
 }
 
 Test(fork_join, run_threads_runs_every_share_exactly_once)

@@ -9,8 +9,8 @@ enum { MAX_PARTS = 64 };
 
 size_t tool_parts(size_t n, size_t min_per_part)
 {
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t parts = cores < 1 ? 1 : cores > MAX_PARTS ? MAX_PARTS : (size_t)cores;
+    const unsigned cores = gpuws__cpu_count();
+    size_t parts = cores > MAX_PARTS ? MAX_PARTS : cores;
     const size_t most = n / (min_per_part ? min_per_part : 1);
     if (parts > most) parts = most;
     return parts ? parts : 1;

@@ -4,6 +4,7 @@
  * start would cost every run): it dlopen()s libgpuws_mpi, whose gpuws_mpi_world_* calls need no mpi.h here, and
  * makes the library calls itself, so that one copy of gpuws holds the contexts. docs/scale.md, "Several hosts". */
 #include "gpuws_mpi_world.h"
+#include "core/threads.h"
 #include "parallel.h"
 #include "sources.h"
 
@@ -26,6 +27,20 @@ static int launcher_value(const char *ompi, const char *pmi)
 }
 
 int sources_mpi_size(void) { return launcher_value("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"); }
+
+/* A line when the launcher left this rank fewer CPUs than its share of the host's (Open MPI binds each of up to
+ * two ranks to one core by default): the host steps run on a thread per CPU the rank may use. */
+static void say_binding(int rank, int size)
+{
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const int local = launcher_value("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS");
+    const unsigned allowed = gpuws__cpu_count();
+    if (online > 0 && (long)allowed < online / (local > 1 ? local : 1))
+        fprintf(stderr,
+                "gpuws sources: rank %d of %d may run on %u of the host's %ld CPUs (the launcher binds it): its host "
+                "steps get %u thread%s (Open MPI: mpirun --bind-to none)\n",
+                rank, size, allowed, online, allowed, allowed == 1 ? "" : "s");
+}
 
 typedef struct {
     void *lib;
@@ -274,6 +289,7 @@ static int run(const world *w, sources_args *a, double start)
         if (img.nplanes > 1) snprintf(plane, sizeof plane, " plane %lld of %lld,", img.plane, img.nplanes);
         printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %llu blank or NaN, %llu infinite\n", a->image, img.hdu,
                plane, img.width, img.height, img.bitpix, (unsigned long long)counts[0], (unsigned long long)counts[1]);
+        say_binding(w->rank, w->size);
         printf("ranks: %d (MPI), rows in shares of whole %zu-row blocks; rank 0's device: %s: %s\n", w->size,
                gpuws_find_sources_host_block_rows(img.width),
                k == GPUWS_BACKEND_CUDA     ? "cuda"

@@ -57,8 +57,7 @@ static gpuws_status cpu_device_info(const char *filter, size_t index, gpuws_devi
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     d->global_mem_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
     d->max_alloc_bytes = d->global_mem_bytes;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    d->compute_units = cores > 0 ? (uint32_t)cores : 1;
+    d->compute_units = gpuws__cpu_count(); /* those the process may run on */
     /* What user kernels get (the algorithms run their scalar references): blocks of work-items run as loops or
      * fibers on one core, GW_SHARED and GW_LOCAL memory in host memory. */
     d->max_block_size = 1024;
