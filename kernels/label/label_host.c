@@ -461,15 +461,20 @@ static gpuws_status done(void *user, size_t t)
     return GPUWS_OK;
 }
 
+/* rows x w labels in place through table, on threads (one pass's bands; a caller's part of label_host_reduce). */
+static void map_in_place(int32_t *labels, size_t w, size_t rows, const int32_t *table)
+{
+    copy_part c = { .run = map_labels, .src = labels, .dst = labels, .w = w, .table = table };
+    copy_rows(&c, rows, rows * w * sizeof(int32_t));
+}
+
 /* One pass: every band's labels in place to their final numbers, through the band's table (table_cap entries). */
 static void map_bands(run_state *rs, int32_t *table)
 {
     const band_plan *bp = rs->bp;
     for (size_t b = 0; b < bp->bands; b++) {
         gpuws__numbering_band_table(&rs->nb, b, table);
-        int32_t *p = rs->labels + b * bp->rows * bp->w;
-        copy_part c = { .run = map_labels, .src = p, .dst = p, .w = bp->w, .table = table };
-        copy_rows(&c, band_height(bp, b), band_height(bp, b) * bp->w * sizeof(int32_t));
+        map_in_place(rs->labels + b * bp->rows * bp->w, bp->w, band_height(bp, b), table);
     }
 }
 
@@ -613,12 +618,6 @@ gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, c
  * own labels through its part's table. */
 
 enum { RW_CALLERS, RW_FAILED, RW_WIDTH, RW_WIDTH2, RW_CONN, RW_CONN2, RW_PARTS, RW_PARTS2, RW_HEAD };
-
-static void map_in_place(int32_t *labels, size_t w, size_t rows, const int32_t *table)
-{
-    copy_part c = { .run = map_labels, .src = labels, .dst = labels, .w = w, .table = table };
-    copy_rows(&c, rows, rows * w * sizeof(int32_t));
-}
 
 gpuws_status gpuws_label_host_reduce(gpuws_context *ctx, size_t width, size_t rows, const void *mask,
                                      size_t mask_stride, int connectivity, const gpuws_label_host_options *options,
