@@ -17,6 +17,7 @@
  * bound m ± κs: for the smooth data here the chance is ~1e-11 per bound; the degenerate sets (few distinct
  * values) have exact sums, so their bounds are exact too. */
 #include "support.h"
+#include "sigma_clip_sky.h"
 #include "sigma_clip/sigma_clip_host.h"
 #include "sigma_clip/sigma_clip_ref.h"
 
@@ -43,25 +44,6 @@ static float *read_f32(const char *name, size_t n)
     cr_assert(x);
     cr_assert_eq(fread(x, sizeof *x, n, f), n, "%s is shorter than %zu values", path, n);
     fclose(f);
-    return x;
-}
-
-static double gauss(uint64_t *s)
-{
-    double u1 = test_rand_uniform(s), u2 = test_rand_uniform(s);
-    return sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2);
-}
-
-/* A radio sky: noise (σ = 1e-3) around `offset`, bright point sources, a blanked (NaN) band of `nan_rows`. */
-static float *make_sky(size_t n, uint64_t seed, double offset, size_t sources, size_t nan_every)
-{
-    float *x = malloc(n * sizeof *x + 4);
-    cr_assert(x);
-    for (size_t i = 0; i < n; i++) x[i] = (float)(offset + 1e-3 * gauss(&seed));
-    for (size_t j = 0; j < sources && n; j++)
-        x[test_rand_u64(&seed) % n] += (float)(0.005 + 0.5 * test_rand_uniform(&seed));
-    if (nan_every)
-        for (size_t i = 0; i < n; i += nan_every) x[i] = NAN;
     return x;
 }
 

@@ -3,6 +3,7 @@
  * rounds in batches and reads the 256-byte state after each batch; the data never leaves the device. */
 #include "../common/driver.h"
 #include "../../core/options.h"
+#include "sigma_clip_parts.h"
 #include "sigma_clip_ref.h"
 #include "sigma_clip_state.h"
 
@@ -36,23 +37,23 @@ static const gpuws__stream_key key_counters = { "sigma_clip.counters" };
  * G >= n / GROUP_VALUES keeps every per-group count below 2^31 + 5 * 256 < 2^32. */
 #define GROUP_VALUES ((size_t)1 << 31)
 
-/* The four kernels, from one program. OpenCL compilers that support cl_khr_int64_base_atomics define a macro of
- * that name (the global histograms' flushes need it); for one that reports the extension but not the macro, the
- * program is built again with the atomics forced on, and a device without them fails that build. */
-static gpuws_status clip_kernels(gpuws_context *ctx, gpuws_kernel *k[4])
+/* The kernels, from one program. OpenCL compilers that support cl_khr_int64_base_atomics define a macro of that
+ * name (the global histograms' flushes need it); for one that reports the extension but not the macro, the program
+ * is built again with the atomics forced on, and a device without them fails that build. */
+gpuws_status gpuws__sigma_clip_kernels(gpuws_context *ctx, const char *const *names, int count, gpuws_kernel **k,
+                                       const char *what)
 {
     const char *options = NULL;
-    gpuws_status st = gpuws__kernel_get_ex(ctx, kernel_names[0], NULL, &k[0]);
+    gpuws_status st = gpuws__kernel_get_ex(ctx, names[0], NULL, &k[0]);
     if (st == GPUWS_ERR_KERNEL_NOT_FOUND && ctx->backend->kind == GPUWS_BACKEND_OPENCL) {
         options = "-DGPUWS_SIGMA_CLIP_INT64_ATOMICS=1";
-        st = gpuws__kernel_get_ex(ctx, kernel_names[0], options, &k[0]);
+        st = gpuws__kernel_get_ex(ctx, names[0], options, &k[0]);
     }
     if (st == GPUWS_ERR_KERNEL_NOT_FOUND || st == GPUWS_ERR_BUILD)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED,
-                            "sigma_clip needs double precision and 64-bit atomics (cl_khr_int64_base_atomics), which "
-                            "%s lacks",
-                            ctx->info.name);
-    for (int i = 1; i < 4 && !st; i++) st = gpuws__kernel_get_ex(ctx, kernel_names[i], options, &k[i]);
+                            "%s needs double precision and 64-bit atomics (cl_khr_int64_base_atomics), which %s lacks",
+                            what, ctx->info.name);
+    for (int i = 1; i < count && !st; i++) st = gpuws__kernel_get_ex(ctx, names[i], options, &k[i]);
     return st;
 }
 
@@ -62,7 +63,7 @@ static gpuws_status clip_gpu(gpuws_stream *s, size_t n, const gpuws_buffer *data
     gpuws_context *ctx = s->ctx;
     gpuws_kernel *k[4];
     uint32_t block = gpuws__is_cpu_device(ctx) ? 64 : SC_MAXB;
-    gpuws_status st = clip_kernels(ctx, k);
+    gpuws_status st = gpuws__sigma_clip_kernels(ctx, kernel_names, 4, k, "sigma_clip");
     if (st) return st;
     for (int i = 0; i < 4; i++) {
         gpuws_kernel_info ki;

@@ -424,4 +424,147 @@ __kernel void sigma_clip_finish(__global const float *data, ulong n, __global ul
     if (lid == 0) sc_decide(st, vctr, l_hist, prefix, b3, r3, l_next[0], kappa, max_iterations);
 }
 
+/* ---- values spread over several parts (devices, buffers): sigma_clip_parts.c drives these -----------------------
+ * The host runs the loop and combines the parts between kernels, so that the result's bits depend only on the values
+ * and the chunk boundaries, never on the launch shape or the split into parts:
+ *   sigma_clip_parts_stats   per chunk of `chunk` values (from the part's start), the kept values' (count, mean, M2)
+ *                            in one fixed order: work-item t of a group of exactly SC_MAXB takes the chunk's values
+ *                            t, t + 256, ... in increasing order (shifted sums as sigma_clip_stats), then sc_chan
+ *                            combines the 256 triples in the tree order h = 128, ..., 1. Groups take chunks
+ *                            grid-stride. Also the kept keys' min and max, the counts in the level-1 bins of klo and
+ *                            khi, and with `build` the level-1 histogram of every kept value (round 0: all non-NaN);
+ *   sigma_clip_parts_refine  level-2 histogram (bits 20..10) of the kept values in level-1 bin b1;
+ *   sigma_clip_parts_finish  level-3 histogram (bits 9..0) of the kept values with key >> 10 == prefix, and the
+ *                            smallest kept key above that bucket.
+ * Histograms are integers (64-bit global atomics: any order gives the same sums). `scr` is the part's stream's
+ * scratch, offsets in 64-bit words: the part's chunk records at `rec`, then two words per work-group of the stats
+ * kernel (its smallest kept key << 32 | its largest, ~0u << 32 when it kept none; its counts blo << 32 | bhi, which
+ * fit: sigma_clip_parts.c gives a group at most 2^31 values); `slot`: one word per work-group of the finish kernel
+ * (its smallest kept key above the bucket, ~0u when none). Words per group, combined by the host, rather than global
+ * atomic_min/atomic_max: fewer reads, and Oclgrind reports those atomics as writing uninitialised values to memory
+ * the host wrote. */
+#define SCP_UNROLL 8 /* loads in flight per work-item in the stats kernel: 8 coalesced 4-byte loads */
+
+/* One value of the work-item's lane into its shifted sums (as SC_STATS_ADD, with an explicit fma so that every
+ * backend and the host's C round it the same way). */
+#define SCP_STATS_ADD(xf)                                                                                       \
+    {                                                                                                           \
+        const float x_ = (xf);                                                                                  \
+        const uint k_ = sc_key(x_);                                                                             \
+        if (k_ >= klo && k_ <= khi) {                                                                           \
+            const double xd_ = (double)x_;                                                                      \
+            if (cnt == 0) K = xd_;                                                                              \
+            const double d_ = xd_ - K;                                                                          \
+            cnt++;                                                                                              \
+            s1 += d_;                                                                                           \
+            s2 = fma(d_, d_, s2);                                                                               \
+            kmin = min(kmin, k_);                                                                               \
+            kmax = max(kmax, k_);                                                                               \
+            blo += (k_ >> 21) == blo_bin;                                                                       \
+            bhi += (k_ >> 21) == bhi_bin;                                                                       \
+            if (build) atomic_inc(&hist[k_ >> 21]);                                                             \
+        }                                                                                                       \
+    }
+
+__kernel void sigma_clip_parts_stats(__global const float *data, ulong n, ulong chunk, __global ulong *scr, ulong rec,
+                                     ulong h1, uint klo, uint khi, uint build)
+{
+    __local uint hist[2048], l_red[4];
+    __local ulong l_n[SC_MAXB];
+    __local double l_mean[SC_MAXB], l_m2[SC_MAXB];
+    const uint lid = get_local_id(0), blo_bin = klo >> 21, bhi_bin = khi >> 21;
+    if (build)
+        for (uint b = lid; b < 2048u; b += SC_MAXB) hist[b] = 0u;
+    if (lid == 0) {
+        l_red[0] = 0xffffffffu;
+        l_red[1] = 0u;
+        l_red[2] = 0u;
+        l_red[3] = 0u;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint kmin = 0xffffffffu, kmax = 0u, blo = 0u, bhi = 0u;
+    const ulong nchunks = (n + chunk - 1) / chunk;
+    for (ulong c = get_group_id(0); c < nchunks; c += get_num_groups(0)) {
+        __global const float *x = data + c * chunk;
+        const ulong len = min(chunk, n - c * chunk);
+        uint cnt = 0;
+        double K = 0.0, s1 = 0.0, s2 = 0.0;
+        ulong i = lid;
+        for (; i + (SCP_UNROLL - 1) * SC_MAXB < len; i += SCP_UNROLL * SC_MAXB) {
+            float v[SCP_UNROLL];
+            for (uint j = 0; j < SCP_UNROLL; j++) v[j] = x[i + j * SC_MAXB];
+            for (uint j = 0; j < SCP_UNROLL; j++) SCP_STATS_ADD(v[j])
+        }
+        for (; i < len; i += SC_MAXB) SCP_STATS_ADD(x[i])
+        l_n[lid] = cnt;
+        l_mean[lid] = cnt ? K + s1 / (double)cnt : 0.0;
+        l_m2[lid] = cnt ? fmax(s2 - s1 * s1 / (double)cnt, 0.0) : 0.0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint h = SC_MAXB / 2; h > 0; h >>= 1) {
+            if (lid < h) {
+                ulong na = l_n[lid];
+                double ma = l_mean[lid], m2a = l_m2[lid];
+                sc_chan(&na, &ma, &m2a, l_n[lid + h], l_mean[lid + h], l_m2[lid + h]);
+                l_n[lid] = na;
+                l_mean[lid] = ma;
+                l_m2[lid] = m2a;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (lid == 0) {
+            __global ulong *r = scr + rec + 3 * c;
+            r[0] = l_n[0];
+            r[1] = as_ulong(l_mean[0]);
+            r[2] = as_ulong(l_m2[0]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* index 0 is read before the next chunk writes it */
+    }
+    if (kmin != 0xffffffffu) {
+        atomic_min(&l_red[0], kmin);
+        atomic_max(&l_red[1], kmax);
+    }
+    if (blo) atomic_add(&l_red[2], blo);
+    if (bhi) atomic_add(&l_red[3], bhi);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (build) sc_flush(hist, 2048u, scr + h1);
+    if (lid == 0) {
+        __global ulong *w = scr + rec + 3 * nchunks + 2 * get_group_id(0);
+        w[0] = ((ulong)l_red[0] << 32) | l_red[1];
+        w[1] = ((ulong)l_red[2] << 32) | l_red[3];
+    }
+}
+
+__kernel void sigma_clip_parts_refine(__global const float *data, ulong n, __global ulong *scr, ulong h2, uint klo,
+                                      uint khi, uint b1)
+{
+    __local uint hist[2048];
+    const uint lid = get_local_id(0), B = get_local_size(0);
+    for (uint b = lid; b < 2048u; b += B) hist[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+#define SCP_REFINE_ADD(xf)                                                                                      \
+    {                                                                                                           \
+        const uint k_ = sc_key(xf);                                                                             \
+        if ((k_ >> 21) == b1 && k_ >= klo && k_ <= khi) atomic_inc(&hist[(k_ >> 10) & 0x7ffu]);                 \
+    }
+    SC_FOR_EACH(SCP_REFINE_ADD)
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sc_flush(hist, 2048u, scr + h2);
+}
+
+__kernel void sigma_clip_parts_finish(__global const float *data, ulong n, __global ulong *scr, ulong h3, ulong slot,
+                                      uint klo, uint khi, uint prefix)
+{
+    __local uint hist[1024], l_above[1];
+    const uint lid = get_local_id(0), B = get_local_size(0), top = (prefix << 10) | 0x3ffu;
+    for (uint b = lid; b < 1024u; b += B) hist[b] = 0u;
+    if (lid == 0) l_above[0] = 0xffffffffu;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint above = 0xffffffffu;
+    SC_FOR_EACH(SC_FINISH_ADD) /* sigma_clip_finish's: the same names in scope */
+    if (above != 0xffffffffu) atomic_min(&l_above[0], above);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sc_flush(hist, 1024u, scr + h3);
+    if (lid == 0) scr[slot + get_group_id(0)] = l_above[0];
+}
+
 #endif

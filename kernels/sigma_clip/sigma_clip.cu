@@ -446,5 +446,160 @@ extern "C" __global__ void __launch_bounds__(SC_MAXB)
     if (lid == 0) sc_decide(st, ctr, hist.h64, prefix, b3, r3, next, kappa, max_iterations);
 }
 
+// ---- values spread over several parts (devices, buffers): sigma_clip_parts.c drives these ----------------------
+// The twins of the sigma_clip_parts_* kernels in sigma_clip.cl (read the comment there): per-chunk (count, mean, M2)
+// in one fixed order, whatever the grid, and integer histograms; the host runs the loop and combines the parts.
+
+namespace
+{
+
+constexpr unsigned SCP_UNROLL = 8; // loads in flight per thread in the stats kernel: 8 coalesced 4-byte loads
+
+// Chan's update with every product and sum rounded on its own: nvcc would fuse d * f into the add (sc_chan above
+// may be contracted), and the host's C and the OpenCL twin (FP_CONTRACT OFF) round each operation.
+__device__ __forceinline__ void scp_chan(u64 &na, double &ma, double &m2a, u64 nb, double mb, double m2b)
+{
+    if (nb == 0) return;
+    if (na == 0) {
+        na = nb;
+        ma = mb;
+        m2a = m2b;
+        return;
+    }
+    const u64 n = na + nb;
+    const double d = __dsub_rn(mb, ma), f = __ddiv_rn((double)nb, (double)n);
+    ma = __dadd_rn(ma, __dmul_rn(d, f));
+    m2a = __dadd_rn(m2a, __dadd_rn(m2b, __dmul_rn(__dmul_rn(__dmul_rn(d, d), (double)na), f)));
+    na = n;
+}
+
+} // namespace
+
+extern "C" __global__ void __launch_bounds__(SC_MAXB)
+    sigma_clip_parts_stats(const float *data, u64 n, u64 chunk, u64 *scr, u64 rec, u64 h1, unsigned klo, unsigned khi,
+                           unsigned build)
+{
+    __shared__ unsigned hist[2048], red[4];
+    __shared__ u64 l_n[SC_MAXB];
+    __shared__ double l_mean[SC_MAXB], l_m2[SC_MAXB];
+    const unsigned lid = threadIdx.x, blo_bin = klo >> 21, bhi_bin = khi >> 21;
+    if (build)
+        for (unsigned b = lid; b < 2048u; b += SC_MAXB) hist[b] = 0u;
+    if (lid == 0) {
+        red[0] = 0xffffffffu;
+        red[1] = 0u;
+        red[2] = 0u;
+        red[3] = 0u;
+    }
+    __syncthreads();
+    unsigned kmin = 0xffffffffu, kmax = 0u, blo = 0u, bhi = 0u;
+    const u64 nchunks = (n + chunk - 1) / chunk;
+    for (u64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
+        const float *__restrict__ x = data + c * chunk;
+        const u64 len = min(chunk, n - c * chunk);
+        unsigned cnt = 0;
+        double K = 0.0, s1 = 0.0, s2 = 0.0;
+        auto add = [&](float xf) {
+            const unsigned k = sc_key(xf);
+            if (k >= klo && k <= khi) {
+                const double xd = (double)xf;
+                if (cnt == 0) K = xd;
+                const double d = __dsub_rn(xd, K);
+                cnt++;
+                s1 = __dadd_rn(s1, d);
+                s2 = fma(d, d, s2);
+                kmin = min(kmin, k);
+                kmax = max(kmax, k);
+                blo += (k >> 21) == blo_bin;
+                bhi += (k >> 21) == bhi_bin;
+                if (build) atomicAdd(&hist[k >> 21], 1u);
+            }
+        };
+        u64 i = lid;
+        for (; i + (SCP_UNROLL - 1) * SC_MAXB < len; i += SCP_UNROLL * SC_MAXB) {
+            float v[SCP_UNROLL];
+#pragma unroll
+            for (unsigned j = 0; j < SCP_UNROLL; j++) v[j] = __ldg(x + i + j * SC_MAXB);
+#pragma unroll
+            for (unsigned j = 0; j < SCP_UNROLL; j++) add(v[j]);
+        }
+        for (; i < len; i += SC_MAXB) add(__ldg(x + i));
+        l_n[lid] = cnt;
+        l_mean[lid] = cnt ? __dadd_rn(K, __ddiv_rn(s1, (double)cnt)) : 0.0;
+        l_m2[lid] = cnt ? fmax(__dsub_rn(s2, __ddiv_rn(__dmul_rn(s1, s1), (double)cnt)), 0.0) : 0.0;
+        __syncthreads();
+        for (unsigned h = SC_MAXB / 2; h > 0; h >>= 1) {
+            if (lid < h) {
+                u64 na = l_n[lid];
+                double ma = l_mean[lid], m2a = l_m2[lid];
+                scp_chan(na, ma, m2a, l_n[lid + h], l_mean[lid + h], l_m2[lid + h]);
+                l_n[lid] = na;
+                l_mean[lid] = ma;
+                l_m2[lid] = m2a;
+            }
+            __syncthreads();
+        }
+        if (lid == 0) {
+            u64 *r = scr + rec + 3 * c;
+            r[0] = l_n[0];
+            r[1] = f64_bits(l_mean[0]);
+            r[2] = f64_bits(l_m2[0]);
+        }
+        __syncthreads(); // index 0 is read before the next chunk writes it
+    }
+    if (kmin != 0xffffffffu) {
+        atomicMin(&red[0], kmin);
+        atomicMax(&red[1], kmax);
+    }
+    if (blo) atomicAdd(&red[2], blo);
+    if (bhi) atomicAdd(&red[3], bhi);
+    __syncthreads();
+    if (build) sc_flush(hist, 2048u, scr + h1);
+    if (lid == 0) {
+        u64 *w = scr + rec + 3 * nchunks + 2 * (u64)blockIdx.x;
+        w[0] = ((u64)red[0] << 32) | red[1];
+        w[1] = ((u64)red[2] << 32) | red[3];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(SC_MAXB)
+    sigma_clip_parts_refine(const float *data, u64 n, u64 *scr, u64 h2, unsigned klo, unsigned khi, unsigned b1)
+{
+    __shared__ unsigned hist[2048];
+    for (unsigned b = threadIdx.x; b < 2048u; b += blockDim.x) hist[b] = 0u;
+    __syncthreads();
+    sc_for_each(data, n, [&](float x) {
+        const unsigned k = sc_key(x);
+        if ((k >> 21) == b1 && k >= klo && k <= khi) atomicAdd(&hist[(k >> 10) & 0x7ffu], 1u);
+    });
+    __syncthreads();
+    sc_flush(hist, 2048u, scr + h2);
+}
+
+extern "C" __global__ void __launch_bounds__(SC_MAXB)
+    sigma_clip_parts_finish(const float *data, u64 n, u64 *scr, u64 h3, u64 slot, unsigned klo, unsigned khi,
+                            unsigned prefix)
+{
+    __shared__ unsigned hist[1024], l_above;
+    const unsigned top = (prefix << 10) | 0x3ffu;
+    for (unsigned b = threadIdx.x; b < 1024u; b += blockDim.x) hist[b] = 0u;
+    if (threadIdx.x == 0) l_above = 0xffffffffu;
+    __syncthreads();
+    unsigned above = 0xffffffffu;
+    sc_for_each(data, n, [&](float x) {
+        const unsigned k = sc_key(x);
+        if (k >= klo && k <= khi) {
+            if ((k >> 10) == prefix) atomicAdd(&hist[k & 0x3ffu], 1u);
+            else if (k > top) above = min(above, k);
+        }
+    });
+    if (above != 0xffffffffu) atomicMin(&l_above, above);
+    __syncthreads();
+    sc_flush(hist, 1024u, scr + h3);
+    if (threadIdx.x == 0) scr[slot + blockIdx.x] = l_above;
+}
+
 GPUWS_CUDA_KERNELS(sigma_clip, GPUWS_CUDA_KERNEL(sigma_clip_init), GPUWS_CUDA_KERNEL(sigma_clip_stats),
-                   GPUWS_CUDA_KERNEL(sigma_clip_refine), GPUWS_CUDA_KERNEL(sigma_clip_finish))
+                   GPUWS_CUDA_KERNEL(sigma_clip_refine), GPUWS_CUDA_KERNEL(sigma_clip_finish),
+                   GPUWS_CUDA_KERNEL(sigma_clip_parts_stats), GPUWS_CUDA_KERNEL(sigma_clip_parts_refine),
+                   GPUWS_CUDA_KERNEL(sigma_clip_parts_finish))

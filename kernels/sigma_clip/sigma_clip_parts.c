@@ -1,0 +1,654 @@
+/* κ-σ clipping of values spread over several parts (one buffer each, on one or several devices' contexts), with a
+ * result whose bits depend only on the values and the chunk boundaries.
+ *
+ * The loop is gpuws_sigma_clip's: the kept set of a round is a window [klo, khi] of order-preserving keys, so no value
+ * moves; a round is three reads of every part (the sigma_clip_parts_* kernels of sigma_clip.cl / .cu, or the same
+ * computation in C on the CPU backend), and the host combines the parts' small results between them:
+ *   stats   per chunk (count, mean, M2) of the kept values in one fixed order (sigma_clip.cl says which); the kept
+ *           keys' min and max and the counts in the level-1 bins of klo and khi; in round 0 the level-1 histogram
+ *           (key bits 31..21) of every non-NaN value, which later rounds reuse for the bins strictly inside the
+ *           window. The host combines the chunks' triples with Chan's formulas in (part, chunk) order and finds the
+ *           level-1 bin of the lower median;
+ *   refine  level-2 histogram (bits 20..10) inside that bin;
+ *   finish  level-3 histogram (bits 9..0) inside the level-2 bin and the smallest kept key above it; the host
+ *           resolves the median and the bounds exactly as sigma_clip.cu's sc_decide does.
+ * Histograms and counts are integers summed over parts, so count and median are exact; the triples are computed in
+ * the same order everywhere with every operation rounded on its own (no FMA contraction: this file is compiled as
+ * ISO C11, where GCC does not contract, and each product and sum is its own statement for compilers that contract
+ * within one expression; the one fused operation, fma(d, d, s2), is explicit on every backend).
+ *
+ * Every part's kernels of a step are enqueued before the host waits on any part, so several devices work at once;
+ * then the host reads each part's results (records of a few words per chunk, 2048-bin histograms). */
+#include "sigma_clip_parts.h"
+#include "../../core/threads.h"
+#include "sigma_clip_ref.h"
+#include "sigma_clip_state.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LANES       SC_MAXB           /* work-items per chunk: the definition of the chunk's order, not a tuning */
+#define CHUNK_MAX   ((size_t)1 << 31) /* so that a work-group's 32-bit local counts hold its values */
+#define GROUP_MAX   ((size_t)1 << 31) /* values one work-group may see (its histograms are 32-bit) */
+#define PIECE       ((size_t)1 << 16) /* values per work item of the CPU backend's histogram passes */
+#define PIECE_LEAST 262144.0          /* values a host thread takes at least (pays for its wake) */
+#define NO_KEY      0xffffffffu
+
+/* Each stream's scratch, in 64-bit words: the level-2 and level-3 histograms; one word per work-group of the finish
+ * launch of each of the stream's parts (the smallest kept key above the level-2 bucket), the parts in order; for each
+ * part its region: the records (count, mean, M2) of its chunks, then two words per work-group of its stats launch
+ * (smallest kept key << 32 | largest; blo << 32 | bhi); then the level-1 histogram. So a step's results of a part or
+ * a stream are one read each. A zero fill clears the level-2 and level-3 histograms before a round (and one the
+ * level-1 histogram before round 0); the per-group words are written by every group. */
+#define W_H2  0
+#define W_H3  2048
+#define W_FIN 3072
+
+static const gpuws__stream_key key_scratch = { "sigma_clip_parts.scratch" };
+
+static const char *const kernel_names[3] = { "sigma_clip_parts_stats", "sigma_clip_parts_refine",
+                                             "sigma_clip_parts_finish" };
+
+typedef struct {
+    uint64_t n;
+    double mean, m2;
+} triple; /* a chunk's record, as the kernels write it */
+_Static_assert(sizeof(triple) == 24, "a chunk record is 3 words");
+
+typedef struct {
+    gpuws_stream *s;
+    const gpuws_buffer *data;
+    const float *host; /* the CPU backend's values */
+    size_t n, nchunks, first_chunk, npieces, first_piece;
+    size_t stream;      /* index into the job's streams */
+    size_t rec, fin;    /* word offsets in the stream's scratch: its region (records, stats words), finish words */
+    gpuws_kernel *k[3]; /* GPU backends */
+    uint32_t groups[2]; /* stats; refine and finish */
+} part_info;
+
+typedef struct {
+    gpuws_stream *s;
+    gpuws_buffer *scr;
+    size_t fin, h1; /* words of its parts' finish launches; word offset of the level-1 histogram */
+} stream_info;
+
+/* What a CPU thread accumulates over its share. */
+typedef struct {
+    uint32_t kmin, kmax, kabove;
+    uint64_t blo, bhi;
+    uint64_t hist[2048];
+} cpu_acc;
+
+typedef struct {
+    part_info *parts; /* the parts with values, in order */
+    size_t np;
+    stream_info *streams;
+    size_t ns;
+    bool cpu, serial; /* serial: a step on one stream after another (gpu_step) */
+    size_t chunk, nchunks, npieces, n;
+    triple *tri; /* every chunk's record, in (part, chunk) order */
+    cpu_acc *acc;
+    size_t nacc;
+    /* a step's totals */
+    uint32_t kmin, kmax, kabove;
+    uint64_t blo, bhi;
+    uint64_t h1[2048], h2[2048], h3[1024];
+    uint64_t *rd; /* what one read brings: a part's region, a stream's histogram (and finish words) */
+    /* the arguments of the CPU backend's step */
+    uint32_t klo, khi, sel;
+    bool build;
+    int step;
+} job;
+
+/* ---- the arithmetic every backend shares ---------------------------------------------------------------------- */
+
+/* Chan et al.'s pairwise update of (count, mean, M2), each operation rounded on its own (sigma_clip.cl's sc_chan). */
+static void chan(uint64_t *na, double *ma, double *m2a, uint64_t nb, double mb, double m2b)
+{
+    if (nb == 0) return;
+    if (*na == 0) {
+        *na = nb;
+        *ma = mb;
+        *m2a = m2b;
+        return;
+    }
+    const uint64_t n = *na + nb;
+    const double d = mb - *ma;
+    const double f = (double)nb / (double)n;
+    const double df = d * f;
+    *ma = *ma + df;
+    double p = d * d;
+    p = p * (double)*na;
+    p = p * f;
+    const double q = m2b + p;
+    *m2a = *m2a + q;
+    *na = n;
+}
+
+static double key_value(uint32_t k) { return (double)gpuws_sigma_clip_unkey(k); }
+
+/* Smallest non-NaN key whose value is > lo (SC_KEY_POS_INF + 1 when none; a NaN bound has none): sc_first_above. */
+static uint32_t first_above(double lo)
+{
+    if (!(key_value(SC_KEY_POS_INF) > lo)) return SC_KEY_POS_INF + 1u;
+    uint32_t a = SC_KEY_NEG_INF, b = SC_KEY_POS_INF;
+    while (a < b) {
+        const uint32_t m = a + (b - a) / 2u;
+        if (key_value(m) > lo) b = m;
+        else a = m + 1u;
+    }
+    return a;
+}
+
+/* Largest non-NaN key whose value is < hi (SC_KEY_NEG_INF - 1 when none): sc_last_below. */
+static uint32_t last_below(double hi)
+{
+    if (!(key_value(SC_KEY_NEG_INF) < hi)) return SC_KEY_NEG_INF - 1u;
+    uint32_t a = SC_KEY_NEG_INF, b = SC_KEY_POS_INF;
+    while (a < b) {
+        const uint32_t m = a + (b - a + 1u) / 2u;
+        if (key_value(m) < hi) a = m;
+        else b = m - 1u;
+    }
+    return a;
+}
+
+/* The bin of h[0..nbins) holding rank `rank` and the rank inside it; false when the bins hold fewer values. */
+static bool find_rank(const uint64_t *h, unsigned nbins, uint64_t rank, unsigned *bin, uint64_t *inside)
+{
+    uint64_t below = 0;
+    for (unsigned b = 0; b < nbins; b++) {
+        if (rank < below + h[b]) {
+            *bin = b;
+            *inside = rank - below;
+            return true;
+        }
+        below += h[b];
+    }
+    return false;
+}
+
+/* ---- the CPU backend: the kernels' computation in C ------------------------------------------------------------ */
+
+/* A chunk's record, in the kernels' order: lane t takes values t, t + 256, ... (so value i goes to lane i % 256, and
+ * a pass in index order feeds every lane its values in order), then the tree h = 128, ..., 1. */
+static triple cpu_chunk(const job *j, const float *x, size_t len, cpu_acc *a)
+{
+    uint32_t cnt[LANES] = { 0 };
+    double K[LANES] = { 0 }, s1[LANES] = { 0 }, s2[LANES] = { 0 };
+    const uint32_t klo = j->klo, khi = j->khi, blo_bin = klo >> 21, bhi_bin = khi >> 21;
+    for (size_t i = 0; i < len; i++) {
+        const float v = x[i];
+        const uint32_t k = gpuws_sigma_clip_key(v);
+        if (k < klo || k > khi) continue;
+        const size_t t = i % LANES;
+        const double xd = (double)v;
+        if (cnt[t] == 0) K[t] = xd;
+        const double d = xd - K[t];
+        cnt[t]++;
+        s1[t] = s1[t] + d;
+        s2[t] = fma(d, d, s2[t]);
+        if (k < a->kmin) a->kmin = k;
+        if (k > a->kmax) a->kmax = k;
+        a->blo += (k >> 21) == blo_bin;
+        a->bhi += (k >> 21) == bhi_bin;
+        if (j->build) a->hist[k >> 21]++;
+    }
+    uint64_t tn[LANES];
+    double tm[LANES], tq[LANES];
+    for (size_t t = 0; t < LANES; t++) {
+        tn[t] = cnt[t];
+        tm[t] = 0.0;
+        tq[t] = 0.0;
+        if (cnt[t]) {
+            const double c = (double)cnt[t];
+            tm[t] = K[t] + s1[t] / c;
+            double q = s1[t] * s1[t];
+            q = q / c;
+            tq[t] = fmax(s2[t] - q, 0.0);
+        }
+    }
+    for (size_t h = LANES / 2; h > 0; h >>= 1)
+        for (size_t t = 0; t < h; t++) chan(&tn[t], &tm[t], &tq[t], tn[t + h], tm[t + h], tq[t + h]);
+    return (triple){ tn[0], tm[0], tq[0] };
+}
+
+/* The part holding item `idx` (chunk or piece, by the parts' first items). */
+static size_t part_of(const job *j, size_t idx, bool chunks)
+{
+    size_t lo = 0, hi = j->np; /* the last part whose first item is <= idx */
+    while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if ((chunks ? j->parts[mid].first_chunk : j->parts[mid].first_piece) <= idx) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static void cpu_share(void *arg, size_t share, size_t lo, size_t hi)
+{
+    job *j = arg;
+    cpu_acc *a = &j->acc[share];
+    a->kmin = NO_KEY, a->kmax = 0, a->kabove = NO_KEY, a->blo = 0, a->bhi = 0;
+    memset(a->hist, 0, sizeof a->hist);
+    if (lo >= hi) return;
+    const bool stats = j->step == 0;
+    size_t p = part_of(j, lo, stats);
+    for (size_t idx = lo; idx < hi; idx++) {
+        while (idx >=
+               (stats ? j->parts[p].first_chunk + j->parts[p].nchunks : j->parts[p].first_piece + j->parts[p].npieces))
+            p++;
+        const part_info *pi = &j->parts[p];
+        if (stats) {
+            const size_t c = idx - pi->first_chunk, at = c * j->chunk;
+            const size_t len = pi->n - at < j->chunk ? pi->n - at : j->chunk;
+            j->tri[idx] = cpu_chunk(j, pi->host + at, len, a);
+            continue;
+        }
+        const size_t at = (idx - pi->first_piece) * PIECE, len = pi->n - at < PIECE ? pi->n - at : PIECE;
+        const float *x = pi->host + at;
+        const uint32_t klo = j->klo, khi = j->khi, sel = j->sel, top = (sel << 10) | 0x3ffu;
+        for (size_t i = 0; i < len; i++) {
+            const uint32_t k = gpuws_sigma_clip_key(x[i]);
+            if (k < klo || k > khi) continue;
+            if (j->step == 1) {
+                if ((k >> 21) == sel) a->hist[(k >> 10) & 0x7ffu]++;
+            } else if ((k >> 10) == sel) {
+                a->hist[k & 0x3ffu]++;
+            } else if (k > top && k < a->kabove) {
+                a->kabove = k;
+            }
+        }
+    }
+}
+
+/* One step (0 stats, 1 refine, 2 finish) on the CPU backend's host memory, over the host's cores. */
+static void cpu_step(job *j)
+{
+    const size_t items = j->step == 0 ? j->nchunks : j->npieces;
+    const size_t shares = gpuws__work_parts(j->nacc, (double)j->n, PIECE_LEAST, items);
+    gpuws__run_ranges(items, shares, cpu_share, j);
+    uint64_t *h = j->step == 0 ? j->h1 : j->step == 1 ? j->h2 : j->h3;
+    const unsigned bins = j->step == 2 ? 1024u : 2048u;
+    if (j->step > 0 || j->build) memset(h, 0, bins * sizeof *h);
+    for (size_t s = 0; s < shares; s++) {
+        const cpu_acc *a = &j->acc[s];
+        if (a->kmin < j->kmin) j->kmin = a->kmin;
+        if (a->kmax > j->kmax) j->kmax = a->kmax;
+        if (a->kabove < j->kabove) j->kabove = a->kabove;
+        j->blo += a->blo;
+        j->bhi += a->bhi;
+        if (j->step > 0 || j->build)
+            for (unsigned b = 0; b < bins; b++) h[b] += a->hist[b];
+    }
+}
+
+/* ---- GPU backends ---------------------------------------------------------------------------------------------- */
+
+static gpuws_status gpu_fill(gpuws_stream *s, gpuws_buffer *b, size_t word, size_t words, uint32_t pattern)
+{
+    return gpuws_buffer_fill_async(s, b, word * 8, &pattern, sizeof pattern, words * 8);
+}
+
+#define ALL ((size_t)-1) /* every stream, in gpu_enqueue and gpu_collect */
+
+/* Enqueues step `step` on every part of stream `only` (ALL: of every stream); stats after the fills that reset the
+ * stream's histograms and counts. */
+static gpuws_status gpu_enqueue(job *j, size_t only, int step, uint32_t klo, uint32_t khi, uint32_t sel, bool build)
+{
+    gpuws_status st;
+    if (step == 0)
+        for (size_t s = 0; s < j->ns; s++) {
+            stream_info *si = &j->streams[s];
+            if (only != ALL && s != only) continue;
+            if ((st = gpu_fill(si->s, si->scr, 0, W_FIN, 0))) return st;
+            if (build && (st = gpu_fill(si->s, si->scr, si->h1, 2048, 0))) return st;
+        }
+    for (size_t p = 0; p < j->np; p++) {
+        part_info *pi = &j->parts[p];
+        if (only != ALL && pi->stream != only) continue;
+        gpuws_buffer *scr = j->streams[pi->stream].scr, *data = (gpuws_buffer *)pi->data;
+        const gpuws_launch_config cfg = { { pi->groups[step == 0 ? 0 : 1], 1, 1 }, { LANES, 1, 1 } };
+        if (step == 0) {
+            const gpuws_arg a[] = {
+                gpuws_arg_buffer(data), gpuws_arg_u64(pi->n),   gpuws_arg_u64(j->chunk),
+                gpuws_arg_buffer(scr),  gpuws_arg_u64(pi->rec), gpuws_arg_u64(j->streams[pi->stream].h1),
+                gpuws_arg_u32(klo),     gpuws_arg_u32(khi),     gpuws_arg_u32(build ? 1u : 0u)
+            };
+            st = gpuws_launch(pi->s, pi->k[0], &cfg, a, GPUWS__NARGS(a));
+        } else if (step == 1) {
+            const gpuws_arg a[] = { gpuws_arg_buffer(data), gpuws_arg_u64(pi->n), gpuws_arg_buffer(scr),
+                                    gpuws_arg_u64(W_H2),    gpuws_arg_u32(klo),   gpuws_arg_u32(khi),
+                                    gpuws_arg_u32(sel) };
+            st = gpuws_launch(pi->s, pi->k[1], &cfg, a, GPUWS__NARGS(a));
+        } else {
+            const gpuws_arg a[] = { gpuws_arg_buffer(data), gpuws_arg_u64(pi->n),   gpuws_arg_buffer(scr),
+                                    gpuws_arg_u64(W_H3),    gpuws_arg_u64(pi->fin), gpuws_arg_u32(klo),
+                                    gpuws_arg_u32(khi),     gpuws_arg_u32(sel) };
+            st = gpuws_launch(pi->s, pi->k[2], &cfg, a, GPUWS__NARGS(a));
+        }
+        if (st) return st;
+    }
+    return GPUWS_OK;
+}
+
+/* Reads the results of step `step` of stream `only`'s parts (ALL: every stream's) and adds them to the totals. */
+static gpuws_status gpu_collect(job *j, size_t only, int step, bool build)
+{
+    gpuws_status st;
+    for (size_t p = 0; p < j->np && step == 0; p++) {
+        const part_info *pi = &j->parts[p];
+        if (only != ALL && pi->stream != only) continue;
+        const size_t recs = 3 * pi->nchunks, words = recs + 2 * (size_t)pi->groups[0];
+        if ((st = gpuws__buffer_read_sync(pi->s, j->streams[pi->stream].scr, pi->rec * 8, j->rd, words * 8))) return st;
+        memcpy(j->tri + pi->first_chunk, j->rd, recs * 8);
+        for (size_t w = recs; w < words; w += 2) {
+            const uint32_t kmin = (uint32_t)(j->rd[w] >> 32), kmax = (uint32_t)j->rd[w];
+            if (kmin < j->kmin) j->kmin = kmin;
+            if (kmax > j->kmax) j->kmax = kmax;
+            j->blo += j->rd[w + 1] >> 32;
+            j->bhi += (uint32_t)j->rd[w + 1];
+        }
+    }
+    for (size_t s = 0; s < j->ns; s++) {
+        const stream_info *si = &j->streams[s];
+        if (only != ALL && s != only) continue;
+        if (step == 0 && build) {
+            if ((st = gpuws__buffer_read_sync(si->s, si->scr, si->h1 * 8, j->rd, 2048 * 8))) return st;
+            for (unsigned b = 0; b < 2048; b++) j->h1[b] += j->rd[b];
+        } else if (step == 1) {
+            if ((st = gpuws__buffer_read_sync(si->s, si->scr, W_H2 * 8, j->rd, 2048 * 8))) return st;
+            for (unsigned b = 0; b < 2048; b++) j->h2[b] += j->rd[b];
+        } else if (step == 2) {
+            if ((st = gpuws__buffer_read_sync(si->s, si->scr, W_H3 * 8, j->rd, (W_FIN - W_H3 + si->fin) * 8)))
+                return st;
+            for (unsigned b = 0; b < 1024; b++) j->h3[b] += j->rd[b];
+            for (size_t w = 1024; w < 1024 + si->fin; w++)
+                if ((uint32_t)j->rd[w] < j->kabove) j->kabove = (uint32_t)j->rd[w];
+        }
+    }
+    return GPUWS_OK;
+}
+
+/* One step on every part: enqueued on every stream before the first read, so that the devices work at once. On
+ * CPU-type OpenCL devices one stream after another instead: they share the host's cores, so overlap gains nothing,
+ * and PoCL (seen with 3.1 and a newer release) can fail an assertion in its cache of compiled kernels
+ * ("found->ref_count > 0") when two command queues run one kernel at the same time. */
+static gpuws_status gpu_step(job *j, int step, uint32_t klo, uint32_t khi, uint32_t sel, bool build)
+{
+    gpuws_status st;
+    if (build) memset(j->h1, 0, sizeof j->h1);
+    if (step > 0) memset(step == 1 ? j->h2 : j->h3, 0, step == 1 ? sizeof j->h2 : sizeof j->h3);
+    if (!j->serial) {
+        if ((st = gpu_enqueue(j, ALL, step, klo, khi, sel, build))) return st;
+        return gpu_collect(j, ALL, step, build);
+    }
+    for (size_t s = 0; s < j->ns; s++)
+        if ((st = gpu_enqueue(j, s, step, klo, khi, sel, build)) || (st = gpu_collect(j, s, step, build))) return st;
+    return GPUWS_OK;
+}
+
+/* One step on whichever backend, its totals in the job. */
+static gpuws_status step_run(job *j, int step, uint32_t klo, uint32_t khi, uint32_t sel, bool build)
+{
+    j->kmin = NO_KEY, j->kmax = 0, j->kabove = NO_KEY, j->blo = 0, j->bhi = 0;
+    if (!j->cpu) return gpu_step(j, step, klo, khi, sel, build);
+    j->klo = klo, j->khi = khi, j->sel = sel, j->build = build, j->step = step;
+    cpu_step(j);
+    return GPUWS_OK;
+}
+
+/* ---- set-up -------------------------------------------------------------------------------------------------- */
+
+/* The three kernels on ctx (gpuws__sigma_clip_kernels), which must take work-groups of LANES. */
+static gpuws_status parts_kernels(gpuws_context *ctx, gpuws_kernel *k[3])
+{
+    if (!ctx->info.fp64)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "sigma_clip (parts) accumulates in double precision, which %s lacks",
+                            ctx->info.name);
+    gpuws_status st = gpuws__sigma_clip_kernels(ctx, kernel_names, 3, k, "sigma_clip (parts)");
+    if (st) return st;
+    for (int i = 0; i < 3; i++) {
+        gpuws_kernel_info ki;
+        if ((st = gpuws_kernel_get_info(k[i], &ki))) return st;
+        if (ki.max_block_size < LANES || ctx->info.max_block_size < LANES)
+            return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                                "sigma_clip (parts) runs work-groups of exactly %u work-items (the chunks' summation "
+                                "order), but %s allows %u for %s",
+                                LANES, ctx->info.name,
+                                ki.max_block_size < ctx->info.max_block_size ? ki.max_block_size
+                                                                             : ctx->info.max_block_size,
+                                kernel_names[i]);
+    }
+    return GPUWS_OK;
+}
+
+/* The part's grids: stats takes chunks grid-stride (enough groups to fill the device, at most one per chunk, and
+ * enough that a group sees at most GROUP_MAX values); refine and finish a grid-stride share of the values each. */
+static gpuws_status part_grids(gpuws_context *ctx, part_info *pi, size_t chunk)
+{
+    const size_t per_group = GROUP_MAX / chunk ? GROUP_MAX / chunk : 1; /* chunks */
+    size_t need = (pi->nchunks + per_group - 1) / per_group, g = gpuws__saturating_blocks(ctx, 16);
+    if (g > pi->nchunks) g = pi->nchunks;
+    if (g < need) g = need;
+    size_t g2 = gpuws__saturating_blocks(ctx, 4), want = (pi->n + 4 * LANES - 1) / (4 * LANES);
+    if (g2 > want) g2 = want;
+    const size_t need2 = (pi->n - 1) / GROUP_MAX + 1;
+    if (g2 < need2) g2 = need2;
+    const size_t most = g > g2 ? g : g2;
+    if (most > ctx->info.max_grid_dims[0] || most > UINT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "sigma_clip (parts): a part of %zu values needs %zu work-groups; %s launches %llu", pi->n,
+                            most, ctx->info.name, (unsigned long long)ctx->info.max_grid_dims[0]);
+    pi->groups[0] = (uint32_t)g;
+    pi->groups[1] = (uint32_t)g2;
+    return GPUWS_OK;
+}
+
+/* Checks the parts, claims their streams, finds kernels and scratch; fills j. */
+static gpuws_status setup(job *j, const gpuws__clip_part *parts, size_t num_parts, size_t chunk,
+                          gpuws__stream_claim *claims)
+{
+    gpuws_status st;
+    gpuws_backend_kind kind = GPUWS_BACKEND_CPU;
+    j->chunk = chunk;
+    for (size_t i = 0; i < num_parts; i++) {
+        if (parts[i].n == 0) continue;
+        char name[48];
+        snprintf(name, sizeof name, "parts[%zu].data", i);
+        gpuws_context *ctx;
+        gpuws_stream *s = parts[i].stream;
+        if ((st = gpuws__buffer_context(parts[i].data, name, &ctx))) return st;
+        if ((st = gpuws__driver_stream(ctx, &s, &claims[i], "sigma_clip (parts)"))) return st;
+        if ((st = gpuws__check_array(ctx, parts[i].data, name, parts[i].n, sizeof(float)))) return st;
+        if (j->np == 0) kind = ctx->backend->kind;
+        else if (ctx->backend->kind != kind)
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "sigma_clip (parts): parts[%zu] is on the %s backend, the parts before it on %s", i,
+                                ctx->backend->name, j->parts[0].s->ctx->backend->name);
+        part_info *pi = &j->parts[j->np++];
+        pi->s = s;
+        pi->data = parts[i].data;
+        pi->n = parts[i].n;
+        pi->nchunks = (pi->n - 1) / chunk + 1;
+        pi->first_chunk = j->nchunks;
+        pi->npieces = (pi->n - 1) / PIECE + 1;
+        pi->first_piece = j->npieces;
+        j->nchunks += pi->nchunks;
+        j->npieces += pi->npieces;
+        j->n += pi->n;
+    }
+    if (j->np == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "sigma_clip: no values (%zu parts, n == 0 in all): no statistics exist", num_parts);
+    j->cpu = kind == GPUWS_BACKEND_CPU;
+    if (!(j->tri = gpuws__malloc(j->nchunks * sizeof *j->tri)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for the records of %zu chunks",
+                            j->nchunks);
+    if (j->cpu) {
+        /* at most 64 shares: gpuws__run_ranges keeps their table on the stack (no allocation that could fail), and
+         * a pass that reads memory gains nothing from more threads */
+        j->nacc = gpuws__cpu_count();
+        if (j->nacc > 64) j->nacc = 64;
+        if (!(j->acc = gpuws__malloc(j->nacc * sizeof *j->acc)))
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for %zu threads' histograms",
+                                j->nacc);
+        for (size_t p = 0; p < j->np; p++) j->parts[p].host = gpuws__cpu_ptr(j->parts[p].data);
+        return GPUWS_OK;
+    }
+    /* streams in order of first use; on each, the parts' finish words, then their regions, in part order */
+    size_t most = 2048;
+    for (size_t p = 0; p < j->np; p++) {
+        part_info *pi = &j->parts[p];
+        size_t s = 0;
+        while (s < j->ns && j->streams[s].s != pi->s) s++;
+        if (s == j->ns) j->streams[j->ns++] = (stream_info){ .s = pi->s };
+        pi->stream = s;
+        gpuws_context *ctx = pi->s->ctx;
+        j->serial |= gpuws__is_cpu_device(ctx);
+        if ((st = parts_kernels(ctx, pi->k)) || (st = part_grids(ctx, pi, chunk))) return st;
+        pi->fin = W_FIN + j->streams[s].fin;
+        j->streams[s].fin += pi->groups[1];
+    }
+    for (size_t s = 0; s < j->ns; s++) {
+        stream_info *si = &j->streams[s];
+        si->h1 = W_FIN + si->fin;
+        for (size_t p = 0; p < j->np; p++) {
+            part_info *pi = &j->parts[p];
+            if (pi->stream != s) continue;
+            const size_t words = 3 * pi->nchunks + 2 * (size_t)pi->groups[0];
+            pi->rec = si->h1;
+            si->h1 += words;
+            if (words > most) most = words;
+        }
+        if (W_FIN - W_H3 + si->fin > most) most = W_FIN - W_H3 + si->fin;
+        if ((st = gpuws__stream_scratch(si->s, &key_scratch, (si->h1 + 2048) * 8, &si->scr))) return st;
+    }
+    if (!(j->rd = gpuws__malloc(most * 8)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for a read of %zu words", most);
+    return GPUWS_OK;
+}
+
+/* ---- the loop ------------------------------------------------------------------------------------------------- */
+
+static gpuws_status clip(job *j, double kappa, int max_iterations, gpuws_sigma_clip_result *out)
+{
+    uint32_t klo = SC_KEY_NEG_INF, khi = SC_KEY_POS_INF;
+    uint64_t round = 0;
+    bool final = false;
+    gpuws_status st;
+    for (;;) {
+        const bool build = round == 0 && !final;
+        if ((st = step_run(j, 0, klo, khi, 0, build))) return st;
+        uint64_t cnt = 0;
+        double mean = 0.0, m2 = 0.0;
+        for (size_t c = 0; c < j->nchunks; c++) chan(&cnt, &mean, &m2, j->tri[c].n, j->tri[c].mean, j->tri[c].m2);
+        if (build && cnt == 0)
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: all %zu values are NaN: no statistics exist",
+                                j->n);
+        if (cnt == 0) { /* nothing left: NumPy's statistics of an empty array, nothing more to remove */
+            *out = (gpuws_sigma_clip_result){ 0, NAN, NAN, NAN, (int)(round + (final ? 0 : 1)), final ? 0 : 1 };
+            return GPUWS_OK;
+        }
+        const uint32_t kmin = j->kmin, kmax = j->kmax, blo_bin = klo >> 21, bhi_bin = khi >> 21;
+        /* the kept set's level-1 histogram: round 0's strictly inside (klo, khi), the kept counts at the ends */
+        uint64_t kept[2048];
+        for (unsigned b = 0; b < 2048; b++)
+            kept[b] = b < blo_bin || b > bhi_bin ? 0
+                      : blo_bin == bhi_bin       ? cnt
+                      : b == blo_bin             ? j->blo
+                      : b == bhi_bin             ? j->bhi
+                                                 : j->h1[b];
+        unsigned b1, b2, b3;
+        uint64_t r1, r2, r3;
+        if (!find_rank(kept, 2048, (cnt - 1) / 2, &b1, &r1))
+            return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip (parts): the level-1 bins hold fewer than %llu values",
+                                (unsigned long long)cnt);
+        if ((st = step_run(j, 1, klo, khi, b1, false))) return st;
+        if (!find_rank(j->h2, 2048, r1, &b2, &r2))
+            return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip (parts): level-1 bin %u holds fewer than %llu values",
+                                b1, (unsigned long long)r1 + 1);
+        const uint32_t prefix = (b1 << 11) | b2;
+        if ((st = step_run(j, 2, klo, khi, prefix, false))) return st;
+        if (!find_rank(j->h3, 1024, r2, &b3, &r3))
+            return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip (parts): level-2 bin %u holds fewer than %llu values",
+                                b2, (unsigned long long)r2 + 1);
+        /* the median and the next window: sc_decide */
+        const uint32_t vlo = (prefix << 10) | b3;
+        double median = key_value(vlo);
+        if ((cnt & 1) == 0) {
+            uint32_t next = NO_KEY;
+            for (unsigned b = b3 + 1; b < 1024 && next == NO_KEY; b++)
+                if (j->h3[b]) next = b;
+            const uint32_t vhi = r3 + 1 < j->h3[b3] ? vlo : next != NO_KEY ? (prefix << 10) | next : j->kabove;
+            if (vhi == NO_KEY)
+                return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip (parts): no upper middle value among %llu",
+                                    (unsigned long long)cnt);
+            const double sum = median + key_value(vhi);
+            median = sum * 0.5;
+        }
+        double std = sqrt(m2 / (double)cnt);
+        if (kmin == SC_KEY_NEG_INF || kmax == SC_KEY_POS_INF) mean = std = NAN; /* NumPy: an infinity makes std NaN */
+        if (final) { /* max_iterations passes made: this was the measurement of the final set */
+            *out = (gpuws_sigma_clip_result){ (size_t)cnt, median, mean, std, (int)round, 0 };
+            return GPUWS_OK;
+        }
+        const double t = kappa * std;
+        const double lo = median - t;
+        const double hi = median + t;
+        const uint32_t nlo = first_above(lo), nhi = last_below(hi);
+        if (nlo <= kmin && kmax <= nhi) { /* nothing removed */
+            *out = (gpuws_sigma_clip_result){ (size_t)cnt, median, mean, std, (int)(round + 1), 1 };
+            return GPUWS_OK;
+        }
+        klo = klo > nlo ? klo : nlo;
+        khi = khi < nhi ? khi : nhi;
+        round++;
+        if (round >= (uint64_t)max_iterations) final = true;
+    }
+}
+
+gpuws_status gpuws__sigma_clip_parts(const gpuws__clip_part *parts, size_t num_parts, size_t chunk,
+                                     const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result)
+{
+    if (!options || !result)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip (parts): argument '%s' is NULL",
+                            options ? "result" : "options");
+    if (num_parts && !parts)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip (parts): argument 'parts' is NULL (%zu parts)",
+                            num_parts);
+    if (chunk == 0 || chunk > CHUNK_MAX)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip (parts): chunk %zu is not in 1 .. 2^31", chunk);
+    if (num_parts == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: no values (no parts): no statistics exist");
+    gpuws_sigma_clip_result r;
+    job *j = gpuws__calloc(1, sizeof *j);
+    gpuws__stream_claim *claims = gpuws__calloc(num_parts, sizeof *claims);
+    gpuws_status st;
+    if (j) {
+        j->parts = gpuws__calloc(num_parts, sizeof *j->parts);
+        j->streams = gpuws__calloc(num_parts, sizeof *j->streams);
+    }
+    if (!j || !claims || !j->parts || !j->streams) {
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for the state of %zu parts",
+                          num_parts);
+        goto done;
+    }
+    if (!(st = setup(j, parts, num_parts, chunk, claims)) &&
+        !(st = clip(j, options->kappa, options->max_iterations, &r)))
+        *result = r;
+done:
+    if (claims)
+        for (size_t i = num_parts; i-- > 0;) gpuws__unclaim(&claims[i]);
+    gpuws__free(claims);
+    if (j) {
+        gpuws__free(j->tri);
+        gpuws__free(j->acc);
+        gpuws__free(j->rd);
+        gpuws__free(j->parts);
+        gpuws__free(j->streams);
+        gpuws__free(j);
+    }
+    return st;
+}
