@@ -21,6 +21,8 @@
 #include "../../core/threads.h"
 
 #include <limits.h>
+#include <string.h>
+#include <time.h>
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
 static const gpuws__stream_key key_counts = { "label.counts" };
@@ -151,43 +153,6 @@ static void remap_host(int32_t *L, size_t n, const gpuws__label_numbering *nb, s
     }
 }
 
-/* Labels slab b (rows rb from pixel `first`) and hands its N and border rows to the numbering. */
-static gpuws_status slab_label(gpuws_stream *s, size_t w, size_t rb, const gpuws_buffer *mask, int conn,
-                               gpuws_buffer *labels, uint64_t first, gpuws__label_numbering *nb, size_t b,
-                               int32_t *rows)
-{
-    const size_t px = w * rb, nchunks = (px + LABEL_CHUNK - 1) / LABEL_CHUNK;
-    gpuws_buffer *counts;
-    gpuws_status st = label_gpu_count(s, w, rb, mask, conn, labels, first, &counts);
-    int32_t total = 0;
-    if (st || (st = label_gpu_relabel(s, px, mask, labels, first, counts)) ||
-        (st = gpuws__buffer_read_sync(s, counts, nchunks * sizeof(int32_t), &total, sizeof total)) ||
-        (st = gpuws__buffer_read_sync(s, labels, first * sizeof(int32_t), rows, w * sizeof(int32_t))) ||
-        (st = gpuws__buffer_read_sync(s, labels, (first + (rb - 1) * w) * sizeof(int32_t), rows + w,
-                                      w * sizeof(int32_t))))
-        return st;
-    nb->count[b] = (size_t)total;
-    return gpuws__numbering_harvest(nb, conn, b, rows, rows + w);
-}
-
-/* Every slab's labels to their final numbers (label_remap per slab on a device). */
-static gpuws_status slabs_remap(gpuws_stream *s, size_t w, size_t h, size_t rows, gpuws_buffer *labels,
-                                const gpuws__label_numbering *nb, const uint64_t *nh, gpuws_buffer *const dev[3])
-{
-    gpuws_status st = GPUWS_OK;
-    if (nb->nodes && ((st = gpuws__write(s, dev[0], 0, nb->node_label, nb->nodes * sizeof(int32_t), 1)) ||
-                      (st = gpuws__write(s, dev[1], 0, nb->final, nb->nodes * sizeof(int32_t), 1))))
-        return st;
-    if ((st = gpuws__write(s, dev[2], 0, nh, (nb->nodes + 1) * sizeof(uint64_t), 1))) return st;
-    for (size_t b = 0; b < nb->bands && !st; b++) {
-        const size_t rb = b + 1 < nb->bands ? rows : h - b * rows, px = rb * w;
-        const uint64_t first = (uint64_t)b * rows * w;
-        st =
-            gpuws__label_remap_launch(s, labels, first, px, dev, nb->node_base[b], nb->node_base[b + 1], nb->offset[b]);
-    }
-    return st;
-}
-
 gpuws_status gpuws__label_remap_launch(gpuws_stream *s, gpuws_buffer *labels, uint64_t first, size_t px,
                                        gpuws_buffer *const nodes[3], uint64_t j0, uint64_t j1, uint64_t offset)
 {
@@ -255,45 +220,215 @@ static gpuws_status label_cpu_bands(const uint8_t *mask, size_t w, size_t h, siz
     return st;
 }
 
-/* gpuws_label of slabs of `rows` rows (on the CPU backend, its bands of that many rows). Everything that can fail for
- * want of memory (host and device) or of a kernel is had before the first slab is labelled; only a count of
- * components past 2^31 - 1 fails later. */
+/* Milliseconds on the monotonic clock, for the debug log's times. */
+static double clock_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* ---- parts: rows held by several streams (devices), in order ----------------------------------------------------- */
+
+typedef struct {
+    size_t part;    /* whose rows */
+    uint64_t first; /* pixel index of the band's first pixel in the part's buffers */
+    size_t rows;
+} band_place;
+
+typedef struct {
+    const band_place *bands;
+    const gpuws__label_part *parts;
+    const gpuws__label_numbering *nb;
+    const uint64_t *nh;
+    size_t b;
+} cpu_remap_job;
+
+static void cpu_remap_range(void *arg, size_t part, size_t i0, size_t i1)
+{
+    (void)part;
+    const cpu_remap_job *j = arg;
+    const band_place *bp = &j->bands[j->b];
+    int32_t *L = (int32_t *)gpuws__cpu_ptr(j->parts[bp->part].labels) + bp->first;
+    remap_host(L + i0, i1 - i0, j->nb, j->b, j->nh);
+}
+
+/* Enqueues band b's labelling on its part's stream (the count and border rows to be read before the next). */
+static gpuws_status parts_enqueue_band(gpuws__label_part *parts, const band_place *bp, size_t b, size_t w, int conn,
+                                       gpuws_buffer **counts)
+{
+    gpuws__label_part *p = &parts[bp[b].part];
+    gpuws_status st =
+        label_gpu_count(p->stream, w, bp[b].rows, p->mask, conn, p->labels, bp[b].first, &counts[bp[b].part]);
+    return st ? st : label_gpu_relabel(p->stream, bp[b].rows * w, p->mask, p->labels, bp[b].first, counts[bp[b].part]);
+}
+
+/* Every band's labels and border rows: on a GPU each part's next band is enqueued once the host has read its last
+ * one's, so every part's first band runs at once; the host reads them in band order. On CPU-type OpenCL devices one
+ * band after another: they share the host's cores, and PoCL can fail an assertion when two command queues run one
+ * kernel at the same time (sigma_clip_parts.c). */
+static gpuws_status parts_label_bands(gpuws__label_part *parts, const band_place *bp, size_t bands, size_t w, int conn,
+                                      const char *name, gpuws__label_numbering *nb, gpuws_buffer **counts,
+                                      int32_t *border)
+{
+    gpuws_context *ctx = parts[bp[0].part].stream->ctx;
+    const bool cpu = ctx->backend->kind == GPUWS_BACKEND_CPU, serial = gpuws__is_cpu_device(ctx);
+    gpuws_status st = GPUWS_OK;
+    for (size_t b = 0; b < bands && !st && !cpu && !serial; b++)
+        if (b == 0 || bp[b].part != bp[b - 1].part) st = parts_enqueue_band(parts, bp, b, w, conn, counts);
+    for (size_t b = 0; b < bands && !st; b++) {
+        gpuws__label_part *p = &parts[bp[b].part];
+        const size_t px = bp[b].rows * w;
+        const int32_t *row0, *row1;
+        if (cpu) {
+            const int32_t *L = (const int32_t *)gpuws__cpu_ptr(p->labels) + bp[b].first;
+            st = gpuws__label_cpu((const uint8_t *)gpuws__cpu_ptr(p->mask) + bp[b].first, w, bp[b].rows, conn,
+                                  (int32_t *)L, gpuws__cpu_count(), name, &nb->count[b]);
+            row0 = L, row1 = L + px - w;
+        } else {
+            int32_t total = 0;
+            if (serial && (st = parts_enqueue_band(parts, bp, b, w, conn, counts))) break;
+            gpuws_buffer *c = counts[bp[b].part];
+            const size_t nchunks = (px + LABEL_CHUNK - 1) / LABEL_CHUNK;
+            if ((st = gpuws__buffer_read_sync(p->stream, c, nchunks * sizeof(int32_t), &total, sizeof total)) ||
+                (st = gpuws__buffer_read_sync(p->stream, p->labels, bp[b].first * sizeof(int32_t), border,
+                                              w * sizeof(int32_t))) ||
+                (st = gpuws__buffer_read_sync(p->stream, p->labels, (bp[b].first + px - w) * sizeof(int32_t),
+                                              border + w, w * sizeof(int32_t))))
+                break;
+            nb->count[b] = (size_t)total;
+            row0 = border, row1 = border + w;
+            if (!serial && b + 1 < bands && bp[b + 1].part == bp[b].part)
+                st = parts_enqueue_band(parts, bp, b + 1, w, conn, counts);
+        }
+        if (!st) st = gpuws__numbering_harvest(nb, conn, b, row0, row1);
+    }
+    return st;
+}
+
+/* Rows a band of the part holds: slab_rows, or as many as one labelling's int32 indices take (one at least). */
+static size_t band_rows(const gpuws__label_part *p, size_t w, size_t slab_rows)
+{
+    const size_t r = slab_pixels(p->stream->ctx) / w;
+    return slab_rows ? slab_rows : r ? r : 1;
+}
+
+/* The parts' rows as one image: bands of at most slab_rows rows (0: as many as one labelling's int32 indices take)
+ * labelled on their parts' devices, joined and numbered as label_numbering.h says, then mapped to their final
+ * numbers in place. */
+static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, int conn, size_t slab_rows,
+                                const char *name, size_t *num_labels)
+{
+    size_t bands = 0, max_px = 0;
+    for (size_t p = 0; p < np; p++) {
+        if (parts[p].rows)
+            bands += (parts[p].rows + band_rows(&parts[p], w, slab_rows) - 1) / band_rows(&parts[p], w, slab_rows);
+    }
+    *num_labels = 0;
+    for (size_t p = 0; p < np; p++) parts[p].lo = parts[p].first = 1, parts[p].hi = 0;
+    if (bands == 0) return GPUWS_OK;
+    band_place *bp = gpuws__malloc(bands * sizeof *bp);
+    gpuws_buffer **counts = gpuws__calloc(np, sizeof *counts);
+    gpuws_buffer **dev = gpuws__calloc(3 * np, sizeof *dev);
+    int32_t *border = gpuws__malloc(2 * w * sizeof *border);
+    uint64_t *nh = NULL;
+    gpuws__label_numbering nb;
+    memset(&nb, 0, sizeof nb);
+    gpuws_status st = GPUWS_OK;
+    if (!bp || !counts || !dev || !border)
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu bands", name, bands);
+    for (size_t p = 0, b = 0; p < np && !st; p++) {
+        const size_t r = band_rows(&parts[p], w, slab_rows);
+        for (size_t y = 0; y < parts[p].rows; y += r, b++) {
+            bp[b] = (band_place){ p, (uint64_t)y * w, parts[p].rows - y < r ? parts[p].rows - y : r };
+            if (bp[b].rows * w > max_px) max_px = bp[b].rows * w;
+        }
+    }
+    const size_t max_nodes = 2 * w * bands;
+    const bool cpu = parts[bp ? bp[0].part : 0].stream->ctx->backend->kind == GPUWS_BACKEND_CPU;
+    if (!st) st = gpuws__numbering_make(&nb, name, w, bands);
+    /* a band has at most ceil(pixels / 2) components (a checkerboard with connectivity 4) */
+    if (!st) st = gpuws__numbering_reserve(&nb, (max_px + 1) / 2, max_nodes);
+    if (!st && !(nh = gpuws__malloc((max_nodes + 1) * sizeof *nh)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the bands' borders (%zu bytes)", name,
+                          (max_nodes + 1) * sizeof *nh);
+    for (size_t p = 0; p < np && !st && !cpu; p++) {
+        gpuws_stream *s = parts[p].stream;
+        gpuws_kernel *k;
+        if (!parts[p].rows) continue;
+        if (!(st = gpuws__kernel_get_ex(s->ctx, "label_remap", NULL, &k)) &&
+            !(st = gpuws__stream_scratch(s, &key_node_label, max_nodes * sizeof(int32_t), &dev[3 * p])) &&
+            !(st = gpuws__stream_scratch(s, &key_node_final, max_nodes * sizeof(int32_t), &dev[3 * p + 1])))
+            st = gpuws__stream_scratch(s, &key_node_nh, (max_nodes + 1) * sizeof(uint64_t), &dev[3 * p + 2]);
+    }
+    const double t0 = clock_ms();
+    if (!st) st = parts_label_bands(parts, bp, bands, w, conn, name, &nb, counts, border);
+    const double t1 = clock_ms();
+    if (!st) st = gpuws__numbering_number(&nb);
+    if (!st) gpuws__numbering_non_roots(&nb, nh);
+    for (size_t p = 0; p < np && !st && !cpu; p++) {
+        gpuws_stream *s = parts[p].stream;
+        if (!parts[p].rows) continue;
+        if (nb.nodes && ((st = gpuws__write(s, dev[3 * p], 0, nb.node_label, nb.nodes * sizeof(int32_t), 1)) ||
+                         (st = gpuws__write(s, dev[3 * p + 1], 0, nb.final, nb.nodes * sizeof(int32_t), 1))))
+            break;
+        st = gpuws__write(s, dev[3 * p + 2], 0, nh, (nb.nodes + 1) * sizeof(uint64_t), 1);
+    }
+    for (size_t b = 0; b < bands && !st; b++) {
+        gpuws__label_part *p = &parts[bp[b].part];
+        const size_t px = bp[b].rows * w;
+        /* a band whose numbers are its own (no label before it, no border label of it or before it merged into
+         * another) is final already: one band alone, or the first of several, often */
+        if (nb.offset[b] == 0 && nb.nh_before[b + 1] == 0) continue;
+        if (cpu) {
+            cpu_remap_job j = { bp, parts, &nb, nh, b };
+            gpuws__run_ranges(px, gpuws__work_parts(gpuws__cpu_count(), (double)px, 262144.0, px), cpu_remap_range, &j);
+        } else {
+            st = gpuws__label_remap_launch(p->stream, p->labels, bp[b].first, px, &dev[3 * bp[b].part], nb.node_base[b],
+                                           nb.node_base[b + 1], nb.offset[b]);
+            if (!st && gpuws__is_cpu_device(p->stream->ctx)) st = gpuws_stream_synchronize(p->stream);
+        }
+    }
+    if (!st) {
+        /* the labels a part's rows hold: the components that begin there (the numbers after those of the bands
+         * before), and those that reach it from above, which are nodes of its first row */
+        for (size_t p = 0, b = 0; p < np; p++) {
+            const size_t b0 = b;
+            while (b < bands && bp[b].part == p) b++;
+            const uint64_t before = nb.offset[b0] - nb.nh_before[b0], upto = nb.offset[b] - nb.nh_before[b];
+            parts[p].lo = parts[p].first = (size_t)before + 1, parts[p].hi = (size_t)upto;
+            for (size_t j = nb.node_base[b0]; j < nb.node_base[b]; j++)
+                if ((size_t)nb.final[j] < parts[p].lo) parts[p].lo = (size_t)nb.final[j];
+        }
+        *num_labels = nb.total;
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "%s: %zu bands over %zu parts: labelled and borders read in %.2f ms, numbered and mapped in %.2f "
+                   "ms (%zu border labels, %zu components)",
+                   name, bands, np, t1 - t0, clock_ms() - t1, nb.nodes, nb.total);
+    }
+    gpuws__free(nh);
+    gpuws__free(border);
+    gpuws__free(dev);
+    gpuws__free(counts);
+    gpuws__free(bp);
+    gpuws__numbering_free(&nb);
+    return st;
+}
+
+gpuws_status gpuws__label_parts(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
+                                const char *name, size_t *num_labels)
+{
+    return label_parts(parts, num_parts, width, connectivity, 0, name, num_labels);
+}
+
+/* gpuws_label of slabs of `rows` rows (on the CPU backend, its bands of that many rows, labelled on threads). */
 static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows, const gpuws_buffer *mask, int conn,
                                 gpuws_buffer *labels, size_t *num_labels)
 {
     if (s->ctx->backend->kind == GPUWS_BACKEND_CPU)
         return label_cpu_bands(gpuws__cpu_ptr(mask), w, h, rows, conn, gpuws__cpu_ptr(labels), "label", num_labels);
-    const size_t slabs = (h + rows - 1) / rows, max_nodes = 2 * w * slabs;
-    gpuws__label_numbering nb;
-    gpuws_status st = gpuws__numbering_make(&nb, "label", w, slabs);
-    int32_t *border = NULL;
-    uint64_t *nh = NULL;
-    gpuws_buffer *dev[3] = { NULL, NULL, NULL };
-    gpuws_kernel *k;
-    /* a slab has at most ceil(pixels / 2) components (a checkerboard with connectivity 4) */
-    if (!st) st = gpuws__numbering_reserve(&nb, (rows * w + 1) / 2, max_nodes);
-    if (!st &&
-        (!(nh = gpuws__malloc((max_nodes + 1) * sizeof *nh)) || !(border = gpuws__malloc(2 * w * sizeof *border))))
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label: no host memory for the slabs' borders (%zu bytes)",
-                          (max_nodes + 1) * sizeof *nh + 2 * w * sizeof *border);
-    if (!st && (!(st = gpuws__kernel_get_ex(s->ctx, "label_remap", NULL, &k)) &&
-                !(st = gpuws__stream_scratch(s, &key_node_label, max_nodes * sizeof(int32_t), &dev[0])) &&
-                !(st = gpuws__stream_scratch(s, &key_node_final, max_nodes * sizeof(int32_t), &dev[1]))))
-        st = gpuws__stream_scratch(s, &key_node_nh, (max_nodes + 1) * sizeof(uint64_t), &dev[2]);
-    for (size_t b = 0; b < slabs && !st; b++) {
-        const size_t rb = b + 1 < slabs ? rows : h - b * rows;
-        st = slab_label(s, w, rb, mask, conn, labels, (uint64_t)b * rows * w, &nb, b, border);
-    }
-    if (!st) st = gpuws__numbering_number(&nb);
-    if (!st) {
-        gpuws__numbering_non_roots(&nb, nh);
-        st = slabs_remap(s, w, h, rows, labels, &nb, nh, dev);
-    }
-    if (!st) *num_labels = nb.total;
-    gpuws__free(border);
-    gpuws__free(nh);
-    gpuws__numbering_free(&nb);
-    return st;
+    gpuws__label_part part = { s, mask, labels, h, 0, 0, 0 };
+    return label_parts(&part, 1, w, conn, rows, "label", num_labels);
 }
 
 gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn, int32_t *labels, size_t threads,

@@ -32,4 +32,20 @@ gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn,
 gpuws_status gpuws__label_remap_launch(gpuws_stream *s, gpuws_buffer *labels, uint64_t first, size_t px,
                                        gpuws_buffer *const nodes[3], uint64_t j0, uint64_t j1, uint64_t offset);
 
+/* Rows that several streams hold, in order, labelled as one image of `width` pixels a row: each part's rows on its
+ * own device (every part's first band at once), in bands of at most 2^31 - 1 pixels, joined and numbered as
+ * label_numbering.h says (SciPy's numbering of the whole image). Streams distinct, of contexts of one backend; a
+ * part may hold no rows (its buffers then unused). On return each part's [lo, hi] holds every label its rows hold
+ * (lo > hi: none): the components that begin in its rows are first .. hi, those that reach it from above are
+ * below first. Blocking. */
+typedef struct {
+    gpuws_stream *stream;
+    const gpuws_buffer *mask; /* rows x width bytes */
+    gpuws_buffer *labels;     /* rows x width int32, written */
+    size_t rows;
+    size_t lo, first, hi; /* out */
+} gpuws__label_part;
+gpuws_status gpuws__label_parts(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
+                                const char *name, size_t *num_labels);
+
 #endif
