@@ -1,6 +1,7 @@
 /* Host driver for measure: the reference on the CPU backend; on GPUs accumulate with atomics into the stream's
  * zeroed memory, then finalize into the output, clearing the totals (see measure.cl). Asynchronous. */
 #include "../common/driver.h"
+#include "measure_driver.h"
 #include "measure_layout.h"
 #include "measure_ref.h"
 
@@ -53,7 +54,7 @@ static gpuws_status measure_kernels(gpuws_context *ctx, bool wide, gpuws_kernel 
 }
 
 static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, const gpuws_buffer *data,
-                                const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out)
+                                const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out, bool raw)
 {
     gpuws_context *ctx = s->ctx;
     /* The peak's key holds a 32-bit pixel index (and the kernels 32-bit rows and columns) up to 2^32 pixels; past
@@ -95,8 +96,12 @@ static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, cons
                              gpuws_arg_u64(npix), gpuws_arg_u32((uint32_t)num_labels), gpuws_arg_buffer(totals) };
     const gpuws_launch_config c2 =
         gpuws__config_1d(num_labels, cpu ? 64 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 8));
-    const gpuws_arg a2[] = { gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer(totals), gpuws_arg_buffer(out),
-                             gpuws_arg_u32((uint32_t)num_labels), w };
+    const gpuws_arg a2[] = { gpuws_arg_buffer((gpuws_buffer *)data),
+                             gpuws_arg_buffer(totals),
+                             gpuws_arg_buffer(out),
+                             gpuws_arg_u32((uint32_t)num_labels),
+                             w,
+                             gpuws_arg_u32(raw) };
     if ((st = gpuws_launch(s, acc, &c1, a1, GPUWS__NARGS(a1))) ||
         (wide && (st = gpuws_launch(s, peak, &cp, ap, GPUWS__NARGS(ap)))) ||
         (st = gpuws_launch(s, fin, &c2, a2, GPUWS__NARGS(a2))))
@@ -135,5 +140,19 @@ gpuws_status gpuws_measure(gpuws_stream *s, size_t width, size_t height, const g
     if (!ctx->info.fp64)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure accumulates in double precision, which %s lacks",
                             ctx->info.name);
-    return measure_gpu(s, width, npix, data, labels, num_labels, out);
+    return measure_gpu(s, width, npix, data, labels, num_labels, out, false);
+}
+
+gpuws_status gpuws__measure_sums(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *data,
+                                 const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out)
+{
+    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU) {
+        gpuws_measure_ref_sums(gpuws__cpu_ptr(data), gpuws__cpu_ptr(labels), width, height, num_labels,
+                               gpuws__cpu_ptr(out));
+        return GPUWS_OK;
+    }
+    if (!s->ctx->info.fp64)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure accumulates in double precision, which %s lacks",
+                            s->ctx->info.name);
+    return measure_gpu(s, width, width * height, data, labels, num_labels, out, true);
 }

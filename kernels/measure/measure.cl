@@ -12,7 +12,8 @@
  * Peak: a 64-bit key (order-preserving value bits << 32 | ~raster index), so one atomic max keeps the largest value
  * and, among equal ones, the first pixel; NaN maps to the top key, +0 and -0 to one key.
  * The atomics go to the stream's zeroed memory (acc, gpuws__stream_zeroed), not to the output: no fill per call.
- * measure_finalize: out record k <- (sum, row = Σd·r / sum, col, peak = data[index], npix, peak row, peak col),
+ * measure_finalize: out record k <- (sum, row = Σd·r / sum, col, peak = data[index], npix, peak row, peak col)
+ * (raw: Σd·r and Σd·c themselves, for records that a caller adds up over parts of an image),
  * and acc record k <- 0 again for the next call.
  * Record layout (gpuws_source_measure, 7 words): sum, row, col, peak, npix, peak_row, peak_col; in acc, row/col
  * hold the weighted sums and peak the key (words 5 and 6 are never written there but in the wide build, below).
@@ -251,7 +252,8 @@ __kernel void M_ACCUMULATE(__global const float *restrict data, __global const i
 }
 
 /* Record k of out from the totals in acc, whose words it clears for the next call (the stream's zeroed memory). */
-__kernel void M_FINALIZE(__global const float *data, __global ulong *acc, __global ulong *out, uint nlab, m_pos width)
+__kernel void M_FINALIZE(__global const float *data, __global ulong *acc, __global ulong *out, uint nlab, m_pos width,
+                         uint raw)
 {
     for (uint k = get_global_id(0); k < nlab; k += get_global_size(0)) {
         __global ulong *a = acc + (ulong)k * MEASURE_RECORD_WORDS, *rec = out + (ulong)k * MEASURE_RECORD_WORDS;
@@ -266,8 +268,8 @@ __kernel void M_FINALIZE(__global const float *data, __global ulong *acc, __glob
         a[0] = a[1] = a[2] = a[3] = a[4] = 0;
         const bool some = sum != 0.0; /* a NaN sum counts: NaN / NaN stays NaN */
         rec[0] = as_ulong(sum);
-        rec[1] = as_ulong(some ? sr / sum : (double)NAN);
-        rec[2] = as_ulong(some ? sc / sum : (double)NAN);
+        rec[1] = as_ulong(raw ? sr : some ? sr / sum : (double)NAN);
+        rec[2] = as_ulong(raw ? sc : some ? sc / sum : (double)NAN);
         rec[4] = npix;
         if (npix) {
             rec[3] = as_ulong((double)data[idx]);

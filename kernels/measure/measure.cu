@@ -250,7 +250,7 @@ namespace
 // Record k of out from the totals in acc, whose words it clears for the next call (the stream's zeroed memory);
 // Pos as accumulate's (the wide path reads the first peak's index from acc word 5).
 template <typename Pos>
-__device__ __forceinline__ void finalize(const float *data, u64 *acc, u64 *out, unsigned nlab, Pos width)
+__device__ __forceinline__ void finalize(const float *data, u64 *acc, u64 *out, unsigned nlab, Pos width, unsigned raw)
 {
     constexpr bool wide = sizeof(Pos) == 8;
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < nlab; k += gridDim.x * blockDim.x) {
@@ -264,8 +264,8 @@ __device__ __forceinline__ void finalize(const float *data, u64 *acc, u64 *out, 
         double *f = reinterpret_cast<double *>(rec);
         const bool some = sum != 0.0; // a NaN sum counts: NaN / NaN stays NaN
         f[0] = sum;
-        f[1] = some ? sr / sum : (double)NAN;
-        f[2] = some ? sc / sum : (double)NAN;
+        f[1] = raw ? sr : some ? sr / sum : (double)NAN;
+        f[2] = raw ? sc : some ? sc / sum : (double)NAN;
         rec[4] = npix;
         if (npix) {
             f[3] = (double)data[idx];
@@ -280,14 +280,16 @@ __device__ __forceinline__ void finalize(const float *data, u64 *acc, u64 *out, 
 
 } // namespace
 
-extern "C" __global__ void measure_finalize(const float *data, u64 *acc, u64 *out, unsigned nlab, unsigned width)
+extern "C" __global__ void measure_finalize(const float *data, u64 *acc, u64 *out, unsigned nlab, unsigned width,
+                                            unsigned raw)
 {
-    finalize<unsigned>(data, acc, out, nlab, width);
+    finalize<unsigned>(data, acc, out, nlab, width, raw);
 }
 
-extern "C" __global__ void measure_finalize_wide(const float *data, u64 *acc, u64 *out, unsigned nlab, u64 width)
+extern "C" __global__ void measure_finalize_wide(const float *data, u64 *acc, u64 *out, unsigned nlab, u64 width,
+                                                 unsigned raw)
 {
-    finalize<u64>(data, acc, out, nlab, width);
+    finalize<u64>(data, acc, out, nlab, width, raw);
 }
 
 GPUWS_CUDA_KERNELS(measure, GPUWS_CUDA_KERNEL(measure_accumulate), GPUWS_CUDA_KERNEL(measure_finalize),

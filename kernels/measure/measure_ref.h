@@ -15,6 +15,10 @@
 void gpuws_measure_ref(const float *data, const int32_t *labels, size_t width, size_t height, size_t num_labels,
                        gpuws_source_measure *out);
 
+/* gpuws_measure_ref with the sums Σ data·r and Σ data·c left in row and col (no centre taken). */
+void gpuws_measure_ref_sums(const float *data, const int32_t *labels, size_t width, size_t height, size_t num_labels,
+                            gpuws_source_measure *out);
+
 /* gpuws_measure_ref's step for pixel (r, c) of value d into its label's record m (shared with the host pipeline's
  * measurement on threads, kernels/sources/measure_host.c). */
 static inline void gpuws_measure_ref_add(gpuws_source_measure *m, double d, size_t r, size_t c)

@@ -1,0 +1,13 @@
+/* What measure.c offers the pipeline over several devices (kernels/sources). Not installed. */
+#ifndef GPUWS_MEASURE_DRIVER_H
+#define GPUWS_MEASURE_DRIVER_H
+
+#include "../common/driver.h"
+
+/* gpuws_measure's records with row and col holding the sums Σ data·row and Σ data·col (rows counted from the
+ * buffers' first), not the centre: records of one label from several parts of an image add up. Arguments as
+ * gpuws_measure's, checked by the caller (num_labels >= 1). Asynchronous on GPUs. */
+gpuws_status gpuws__measure_sums(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *data,
+                                 const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out);
+
+#endif
