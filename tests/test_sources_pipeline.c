@@ -7,6 +7,7 @@
 #include "label/label_ref.h"
 #include "measure/measure_ref.h"
 #include "sources/sources_internal.h"
+#include "sources_split.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -569,5 +570,187 @@ Test(find_sources, host_pipeline_is_the_same_bits_on_any_thread_count)
     gpuws_catalog_free(dev);
     free(img);
     free(src);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- one image over several devices ------------------------------------------------------------------------- */
+
+/* gpuws_find_sources_parts on `img`, its rows cut after rows[0], rows[1], ... (np parts) onto the contexts ctxs (the
+ * same context may hold several parts: each part its own stream). */
+static gpuws_catalog *parts_catalog(gpuws_context *const *ctxs, size_t np, const size_t *rows, const float *img,
+                                    size_t w, const gpuws_sources_options *o)
+{
+    gpuws_image_part parts[4];
+    gpuws_buffer *bufs[4] = { NULL };
+    cr_assert(np <= 4);
+    size_t r0 = 0;
+    for (size_t p = 0; p < np; p++) {
+        TEST_OK(gpuws_stream_create(ctxs[p], &parts[p].stream));
+        parts[p].rows = rows[p];
+        if (rows[p]) {
+            TEST_OK(gpuws_buffer_create(ctxs[p], rows[p] * w * sizeof(float), &bufs[p]));
+            TEST_OK(gpuws_buffer_write(bufs[p], 0, img + r0 * w, rows[p] * w * sizeof(float)));
+        }
+        parts[p].image = bufs[p];
+        r0 += rows[p];
+    }
+    gpuws_catalog *cat = NULL;
+    TEST_OK(gpuws_find_sources_parts(parts, np, w, o, &cat));
+    for (size_t p = 0; p < np; p++) {
+        gpuws_buffer_destroy(bufs[p]);
+        gpuws_stream_destroy(parts[p].stream);
+    }
+    return cat;
+}
+
+/* got against gpuws_find_sources' catalogue want of the same image (w x h): the clip's count, median, iterations
+ * and convergence, the labels and the number of sources the same, the std within 1e-12 (the chunk sums' other
+ * order), and the sources the host's labelling and sums of the image (check_catalog_against_host). */
+static void expect_one_device(const gpuws_catalog *got, const gpuws_catalog *want, const float *img, size_t w, size_t h,
+                              int conn, const char *what)
+{
+    cr_assert_eq(got->clip.count, want->clip.count, "%s: clipped count %zu, one device %zu", what, got->clip.count,
+                 want->clip.count);
+    cr_assert_eq(got->clip.median, want->clip.median, "%s: median %.17g, one device %.17g", what, got->clip.median,
+                 want->clip.median);
+    cr_assert_eq(got->clip.iterations, want->clip.iterations, "%s: %d iterations", what, got->clip.iterations);
+    cr_assert_eq(got->clip.converged, want->clip.converged, "%s: converged", what);
+    cr_assert(fabs(got->clip.std - want->clip.std) <= 1e-12 * want->clip.std, "%s: std %.17g, one device %.17g", what,
+              got->clip.std, want->clip.std);
+    cr_assert_eq(got->num_sources, want->num_sources, "%s: %zu sources, one device %zu", what, got->num_sources,
+                 want->num_sources);
+    cr_assert(memcmp(got->labels, want->labels, w * h * sizeof *got->labels) == 0, "%s: labels differ", what);
+    check_catalog_against_host(got, img, w, h, conn);
+}
+
+/* A 1024² sky over one, two and three devices (contexts of one device here: the call cannot tell), from host
+ * memory (options->more_contexts) and from device buffers in parts on whole measurement blocks (with a part of no
+ * rows), and in parts that cut blocks: gpuws_find_sources' results (expect_one_device), and the clip's bits the same
+ * for every split on whole blocks. */
+BACKEND_TEST(find_sources_parts, any_split_finds_the_sources_of_one_device)
+{
+    gpuws_context *ctx[3] = { test_open(*kind), test_open(*kind), test_open(*kind) };
+    gpuws_sky_params p = gpuws_sky_defaults(1024, 1024, 2028);
+    gpuws_sky_source *src;
+    float *img;
+    gpuws_sources_options o;
+    gpuws_catalog *one = device_catalog(ctx[0], &p, &o, &img, &src);
+    const size_t w = p.width, h = p.height, br = gpuws_find_sources_host_block_rows(w);
+    cr_assert_eq(br, 64, "blocks of %zu rows at width 1024", br);
+    gpuws_catalog *aligned[4] = { NULL };
+    o.more_contexts = ctx + 1, o.num_more_contexts = 1;
+    TEST_OK(gpuws_find_sources(ctx[0], img, w, h, &o, &aligned[0]));
+    expect_one_device(aligned[0], one, img, w, h, 4, "two devices from host memory");
+    o.num_more_contexts = 2;
+    TEST_OK(gpuws_find_sources(ctx[0], img, w, h, &o, &aligned[1]));
+    expect_one_device(aligned[1], one, img, w, h, 4, "three devices from host memory");
+    o.more_contexts = NULL, o.num_more_contexts = 0;
+    const size_t whole[1] = { h }, blocks[4] = { 5 * br, 0, 3 * br, h - 8 * br };
+    aligned[2] = parts_catalog(ctx, 1, whole, img, w, &o);
+    expect_one_device(aligned[2], one, img, w, h, 4, "one part");
+    gpuws_context *const four[4] = { ctx[0], ctx[1], ctx[2], ctx[2] };
+    aligned[3] = parts_catalog(four, 4, blocks, img, w, &o);
+    expect_one_device(aligned[3], one, img, w, h, 4, "four parts on whole blocks");
+    for (int r = 1; r < 4; r++)
+        cr_assert(memcmp(&aligned[r]->clip, &aligned[0]->clip, sizeof aligned[0]->clip) == 0,
+                  "split %d: the clip's bits differ from two devices' (std %.17g against %.17g)", r,
+                  aligned[r]->clip.std, aligned[0]->clip.std);
+    const size_t cut[3] = { 333, 1, h - 334 };
+    gpuws_catalog *uneven = parts_catalog(ctx, 3, cut, img, w, &o);
+    expect_one_device(uneven, one, img, w, h, 4, "parts that cut blocks");
+    cr_assert(one->num_sources > 40, "%zu sources: the case tests little", one->num_sources);
+    for (int r = 0; r < 4; r++) gpuws_catalog_free(aligned[r]);
+    gpuws_catalog_free(uneven);
+    gpuws_catalog_free(one);
+    free(img);
+    free(src);
+    for (int c = 0; c < 3; c++) gpuws_context_destroy(ctx[c]);
+}
+
+/* split_image (bars through three parts' rows, a U joined only at its bottom, sources on the parts' borders, NaN
+ * half-rows) with an absolute threshold, 4- and 8-connectivity, in parts of 81, 9, 0, 30 and the rest rows:
+ * gpuws_find_sources' labels and sources. */
+BACKEND_TEST(find_sources_parts, components_through_several_parts_are_joined)
+{
+    gpuws_context *ctx[2] = { test_open(*kind), test_open(*kind) };
+    float *img = malloc((size_t)SPLIT_W * SPLIT_H * sizeof *img);
+    cr_assert_not_null(img);
+    split_image(img);
+    const size_t rows[4] = { 81, 9, 30, SPLIT_H - 120 }, rows0[4] = { 81, 0, 39, SPLIT_H - 120 };
+    gpuws_context *const on[4] = { ctx[0], ctx[1], ctx[0], ctx[1] };
+    for (int conn = 4; conn <= 8; conn += 4) {
+        gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
+        o.want_labels = 1, o.connectivity = conn, o.threshold_abs = 1.5;
+        gpuws_catalog *one = NULL;
+        TEST_OK(gpuws_find_sources(ctx[0], img, SPLIT_W, SPLIT_H, &o, &one));
+        gpuws_catalog *a = parts_catalog(on, 4, rows, img, SPLIT_W, &o),
+                      *b = parts_catalog(on, 4, rows0, img, SPLIT_W, &o);
+        expect_one_device(a, one, img, SPLIT_W, SPLIT_H, conn, "parts of 81, 9, 30 rows");
+        expect_one_device(b, one, img, SPLIT_W, SPLIT_H, conn, "parts of 81, 0, 39 rows");
+        size_t across = 0; /* sources with pixels in three parts or more */
+        for (size_t k = 0; k < one->num_sources; k++) {
+            int seen[4] = { 0 };
+            for (size_t r = 60; r < 200; r++)
+                for (size_t c = 0; c < SPLIT_W; c++)
+                    if (one->labels[r * SPLIT_W + c] == (int32_t)k + 1)
+                        seen[r < 81 ? 0 : r < 90 ? 1 : r < 120 ? 2 : 3] = 1;
+            across += seen[0] + seen[1] + seen[2] + seen[3] >= 3;
+        }
+        cr_assert(across >= 2, "%zu sources through three parts: the case tests little", across);
+        gpuws_catalog_free(a);
+        gpuws_catalog_free(b);
+        gpuws_catalog_free(one);
+    }
+    free(img);
+    gpuws_context_destroy(ctx[1]);
+    gpuws_context_destroy(ctx[0]);
+}
+
+/* Bad input: a clear status, no catalogue, nothing run. */
+Test(find_sources_parts, bad_parts_are_refused_without_a_catalog)
+{
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
+    gpuws_stream *s[2];
+    gpuws_buffer *b;
+    TEST_OK(gpuws_stream_create(ctx, &s[0]));
+    TEST_OK(gpuws_stream_create(ctx, &s[1]));
+    TEST_OK(gpuws_buffer_create(ctx, 16 * sizeof(float), &b));
+    gpuws_image_part parts[2] = { { s[0], b, 2 }, { s[1], b, 2 } };
+    gpuws_catalog *cat = (gpuws_catalog *)1;
+#define REFUSED(want, call, text)                                                                                      \
+    do {                                                                                                               \
+        cat = (gpuws_catalog *)1;                                                                                      \
+        TEST_FAILS(want, call);                                                                                        \
+        cr_assert_null(cat);                                                                                           \
+        cr_assert(strstr(gpuws_last_error(), text), "%s", gpuws_last_error());                                         \
+    } while (0)
+    TEST_FAILS(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_parts(parts, 2, 4, NULL, NULL));
+    REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_parts(NULL, 2, 4, NULL, &cat), "parts is NULL");
+    REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_parts(parts, 0, 4, NULL, &cat), "0 parts");
+    REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_parts(parts, 2, 0, NULL, &cat), "no pixels");
+    parts[1].stream = s[0];
+    REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_parts(parts, 2, 4, NULL, &cat), "again");
+    parts[1].stream = NULL;
+    REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_parts(parts, 2, 4, NULL, &cat), "is NULL");
+    parts[1].stream = s[1], parts[1].rows = 5;
+    REFUSED(GPUWS_ERR_OUT_OF_RANGE, gpuws_find_sources_parts(parts, 2, 4, NULL, &cat), "parts[1].image");
+    parts[0].rows = parts[1].rows = 0;
+    REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_parts(parts, 2, 4, NULL, &cat), "no pixels");
+    gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
+    o.connectivity = 6, parts[0].rows = 2;
+    REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_parts(parts, 2, 4, &o, &cat), "connectivity 6");
+    float img[16] = { 0 };
+    o = (gpuws_sources_options)GPUWS_SOURCES_OPTIONS_INIT;
+    gpuws_context *again[1] = { ctx };
+    o.more_contexts = again, o.num_more_contexts = 1;
+    REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources(ctx, img, 4, 4, &o, &cat), "each device once");
+    o.num_more_contexts = 0;
+    parts[1].rows = 2;
+    TEST_OK(gpuws_buffer_write(b, 0, img, sizeof img));
+    REFUSED(GPUWS_ERR_INVALID_ARGUMENT, gpuws_find_sources_parts(parts, 2, 4, &o, &cat), "constant image");
+#undef REFUSED
+    gpuws_buffer_destroy(b);
+    gpuws_stream_destroy(s[1]);
+    gpuws_stream_destroy(s[0]);
     gpuws_context_destroy(ctx);
 }

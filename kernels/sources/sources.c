@@ -8,6 +8,7 @@
 #include "sources_internal.h"
 
 #include "../../core/threads.h"
+#include "../common/band_stream.h"
 
 #include <float.h>
 #include <limits.h>
@@ -114,7 +115,7 @@ static gpuws_status record(run_state *r, int which, gpuws_stream *s) { return gp
 /* The error for a clipping that kept no pixel, which leaves threshold_sigma x std without a value. It says which of
  * the three ways it happened: +-inf among the pixels (every std is NaN), a constant image (std 0, one pixel
  * included), or neither: then kappa is too small for the data. The pixels are host's, or read back from dev. */
-static gpuws_status no_pixel_kept(const float *host, const gpuws_buffer *dev, size_t n, double kappa)
+gpuws_status gpuws__sources_no_pixel_kept(const float *host, const gpuws_buffer *dev, size_t n, double kappa)
 {
     float *px = (float *)host;
     if (!host && !(px = gpuws__malloc(n * sizeof *px)))
@@ -157,8 +158,7 @@ gpuws_status gpuws__sources_fill(gpuws_catalog *cat, const gpuws_source_measure 
                             nl * sizeof *cat->sources);
     for (size_t k = 0; k < nl; k++) {
         const gpuws_source_measure *m = &meas[k];
-        cat->sources[k] =
-            (gpuws_source){ (int64_t)k + 1, m->col, m->row, m->sum, m->npix, m->peak, m->peak_col, m->peak_row };
+        cat->sources[k] = gpuws__source_of(m, k + 1);
     }
     cat->num_sources = nl;
     return GPUWS_OK;
@@ -188,7 +188,8 @@ static gpuws_status pipeline(gpuws_stream *s, const float *host, const gpuws_buf
 
     /* a constant image (one pixel included), one with +-inf, or a kappa too small for the data keeps nothing: the
      * clipped std is NaN (docs/algorithms/sigma_clip.md) */
-    if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept(host, dev, n, o->clip->kappa);
+    if (isnan(o->threshold_abs) && cat->clip.count == 0)
+        return gpuws__sources_no_pixel_kept(host, dev, n, o->clip->kappa);
     cat->threshold = isnan(o->threshold_abs) ? o->threshold_sigma * cat->clip.std : o->threshold_abs;
     if (!isfinite(cat->threshold) || fabs(cat->threshold) > FLT_MAX)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
@@ -251,6 +252,24 @@ static gpuws_status run(gpuws_stream *s, const float *host, const gpuws_buffer *
     return st;
 }
 
+/* The image's rows over ctx and options->more_contexts, each context's default stream claimed for the call. */
+static gpuws_status find_sources_devices(gpuws_context *ctx, const float *image, size_t width, size_t height,
+                                         const gpuws_sources_options *o, gpuws_catalog **catalog)
+{
+    gpuws_context *ctxs[GPUWS__BAND_DEVICES];
+    gpuws_stream *streams[GPUWS__BAND_DEVICES];
+    gpuws__stream_claim claims[GPUWS__BAND_DEVICES] = { { NULL } };
+    unsigned nd = 0;
+    gpuws_status st = gpuws__band_contexts(ctx, o->more_contexts, o->num_more_contexts, "find_sources", ctxs, &nd);
+    for (unsigned d = 0; d < nd && !st; d++) {
+        streams[d] = NULL;
+        st = gpuws__driver_stream(ctxs[d], &streams[d], &claims[d], "find_sources");
+    }
+    if (!st) st = gpuws__find_sources_devices(streams, nd, image, width, height, o, catalog);
+    for (unsigned d = 0; d < nd; d++) gpuws__unclaim(&claims[d]);
+    return st;
+}
+
 gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t width, size_t height,
                                 const gpuws_sources_options *options, gpuws_catalog **catalog)
 {
@@ -259,7 +278,9 @@ gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t w
     size_t n = 0;
     gpuws_stream *s = NULL; /* the default stream */
     gpuws_status st = check_call("find_sources", ctx, image, width, height, true, options, &so, catalog, &n);
-    if (st || (st = gpuws__driver_stream(ctx, &s, &claim, "find_sources"))) return st;
+    if (st) return st;
+    if (so.o.num_more_contexts) return find_sources_devices(ctx, image, width, height, &so.o, catalog);
+    if ((st = gpuws__driver_stream(ctx, &s, &claim, "find_sources"))) return st;
     return run(s, image, NULL, width, height, &so.o, catalog);
 }
 
@@ -334,7 +355,8 @@ static gpuws_status pipeline_host(gpuws_context *ctx, const float *image, size_t
     gpuws_status st = gpuws_sigma_clip_host(ctx, image, n, o->clip, &cat->clip);
     if (st) return gpuws__error_prefix(st, "find_sources_host: sigma_clip_host");
     cat->ms_clip = gpuws__sources_ms_since(&t0);
-    if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept(image, NULL, n, o->clip->kappa);
+    if (isnan(o->threshold_abs) && cat->clip.count == 0)
+        return gpuws__sources_no_pixel_kept(image, NULL, n, o->clip->kappa);
     if ((st = gpuws__sources_threshold_value("find_sources_host", o, cat))) return st;
     uint8_t *mask = gpuws__malloc(n);
     int32_t *labels = gpuws__malloc(n * sizeof *labels);

@@ -57,8 +57,21 @@ gpuws_status gpuws__sources_read_options(const char *name, const gpuws_sources_o
 gpuws_status gpuws__sources_threshold_value(const char *name, const gpuws_sources_options *o, gpuws_catalog *cat);
 /* mask[i] = image[i] > threshold for n pixels, on up to `threads` host threads. */
 void gpuws__sources_mask_host(const float *image, size_t n, float threshold, unsigned threads, uint8_t *mask);
+/* The catalogue's record of label k from its measurement. */
+static inline gpuws_source gpuws__source_of(const gpuws_source_measure *m, size_t k)
+{
+    return (gpuws_source){ (int64_t)k, m->col, m->row, m->sum, m->npix, m->peak, m->peak_col, m->peak_row };
+}
 /* The catalogue's sources from nl measurements (label k + 1 in record k). */
 gpuws_status gpuws__sources_fill(gpuws_catalog *cat, const gpuws_source_measure *meas, size_t nl);
+/* The error for a clipping that kept no pixel (threshold_sigma x std has no value), saying why: from the n pixels
+ * at host, or read back from dev when host is NULL. */
+gpuws_status gpuws__sources_no_pixel_kept(const float *host, const gpuws_buffer *dev, size_t n, double kappa);
+/* gpuws_find_sources over the nd streams (claimed; contexts distinct, of one backend): the image's rows in parts of
+ * whole measurement blocks (gpuws_find_sources_host_block_rows), uploaded at once from threads, then the pipeline
+ * over parts (sources_parts.c). o: read and checked. */
+gpuws_status gpuws__find_sources_devices(gpuws_stream *const *streams, unsigned nd, const float *image, size_t width,
+                                         size_t height, const gpuws_sources_options *o, gpuws_catalog **catalog);
 /* Milliseconds of the monotonic clock since *t0, which becomes now. */
 double gpuws__sources_ms_since(struct timespec *t0);
 

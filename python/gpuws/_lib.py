@@ -124,7 +124,8 @@ class SourceMeasure(Structure):
 
 class SourcesOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("clip", POINTER(SigmaClipOptions)), ("threshold_sigma", c_double),
-                ("threshold_abs", c_double), ("connectivity", c_int), ("want_labels", c_int)]
+                ("threshold_abs", c_double), ("connectivity", c_int), ("want_labels", c_int),
+                ("more_contexts", POINTER(c_void_p)), ("num_more_contexts", c_size_t)]
 
 
 class Source(Structure):

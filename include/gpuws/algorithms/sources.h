@@ -190,10 +190,15 @@ typedef struct gpuws_sources_options {
     double threshold_abs;                 /* NaN (default) = use threshold_sigma */
     int connectivity;                     /* 4 (default) or 8 */
     int want_labels;                      /* 1: also return the label image */
+    /* gpuws_find_sources only: contexts of further devices of ctx's backend (live, distinct, not ctx) over which,
+     * with ctx, the image's rows are split (gpuws_find_sources_parts); gpuws_contexts_create makes them from
+     * GPUWS_DEVICE. NULL = ctx alone. */
+    gpuws_context *const *more_contexts;
+    size_t num_more_contexts;
 } gpuws_sources_options;
 #define GPUWS_SOURCES_OPTIONS_INIT                                                                                     \
     {                                                                                                                  \
-        sizeof(gpuws_sources_options), NULL, 5.0, (0.0 / 0.0), 4, 0                                                    \
+        sizeof(gpuws_sources_options), NULL, 5.0, (0.0 / 0.0), 4, 0, NULL, 0                                           \
     }
 
 typedef struct gpuws_source {
@@ -218,7 +223,10 @@ typedef struct gpuws_catalog {
  * gpuws_catalog_free. On error *catalog is NULL. Runs on the context's default stream, whose device buffers for
  * the image, mask and labels (9 bytes per pixel) stay allocated for the next call until the context is destroyed.
  * Any size the device memory holds (more than 2^32 pixels too: docs/scale.md); gpuws_find_sources_host takes
- * images larger than that.
+ * images larger than that. With options->more_contexts the rows are split over ctx and those devices in parts of
+ * whole blocks of gpuws_find_sources_host_block_rows(width) rows, uploaded at once (a thread a device) into each
+ * default stream's kept memory, and found by gpuws_find_sources_parts (its results: the same for any number of
+ * devices; ms_upload the host clock's); each default stream is claimed for the call.
  * Threads: one call per context at a time. A call while another thread's call (of this or any algorithm) holds the
  * default stream fails at once with GPUWS_ERR_INVALID_ARGUMENT ("find_sources: stream ... (the context's default
  * stream) is in use by another thread") and changes nothing; threads that find sources at once need a context
@@ -226,6 +234,32 @@ typedef struct gpuws_catalog {
 GPUWS_API gpuws_status gpuws_find_sources(gpuws_context *ctx, const float *image, size_t width, size_t height,
                                           const gpuws_sources_options *options, gpuws_catalog **catalog);
 GPUWS_API void gpuws_catalog_free(gpuws_catalog *catalog);
+
+/* ---- one image over several devices ----
+ * The rows of one image held by several devices, in order: part p's rows follow part p - 1's. */
+typedef struct gpuws_image_part {
+    gpuws_stream *stream;      /* the part's stream: each part its own, contexts of one backend */
+    const gpuws_buffer *image; /* rows * width f32 on the stream's context (unused when rows is 0) */
+    size_t rows;               /* 0 allowed */
+} gpuws_image_part;
+
+/* gpuws_find_sources on an image whose rows several devices hold, every device working on its own rows at once
+ * and the host joining them between the steps (docs/scale.md, "One image over several devices"): the κσ
+ * clipping's statistics and key histograms of each device's rows combined on the host (a few KiB a pass, three
+ * passes an iteration), each device's mask, the labelling of each device's rows joined at the parts' borders
+ * (SciPy's numbering of the whole image), each device's records of the labels its rows hold, added on the host.
+ * Compared with gpuws_find_sources on the whole image: clip count, median, iterations and converged, the labels,
+ * the number of sources, npix and peaks the same; clip mean and std within a few ulps (the sums of each block of
+ * gpuws_find_sources_host_block_rows(width) rows are taken in a fixed order and the blocks added in order, so they
+ * are the same bits for any number of parts whose rows, but the last part's, are multiples of that); flux and
+ * centres within gpuws_measure's summation bounds. Blocking; the ms_* times are the host clock's (ms_upload 0).
+ * Each stream keeps for the next call a mask and labels (5 bytes a pixel of its rows) and N records of 56 bytes
+ * (N: the sources of the whole image). want_labels: the whole image's labels, width * (sum of rows).
+ * Errors: catalog NULL; parts NULL, num_parts 0 or more than 64; a stream NULL, not live, given twice or of another
+ * backend; an image buffer too small or of another context; no pixels → GPUWS_ERR_INVALID_ARGUMENT (or
+ * OUT_OF_RANGE, OVERFLOW as gpuws_find_sources); the options as gpuws_find_sources'. */
+GPUWS_API gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, size_t num_parts, size_t width,
+                                                const gpuws_sources_options *options, gpuws_catalog **catalog);
 
 /* gpuws_find_sources from host memory, for images of any size (more than 2^31 pixels too; docs/scale.md): κ-σ
  * clipping with gpuws_sigma_clip_host (exact, on the host's cores), the threshold on the host's cores into a mask,

@@ -1,0 +1,373 @@
+/* The workshop pipeline over an image whose rows several devices hold (gpuws_find_sources_parts), and
+ * gpuws_find_sources over several devices from host memory (options->more_contexts).
+ *
+ * Every device works on its own rows at once; the host joins them between the steps with a few small reads:
+ *   κσ clipping   gpuws__sigma_clip_parts: each device's chunk statistics and key histograms, combined on the host
+ *   threshold     each device its rows' mask
+ *   labelling     gpuws__label_parts: each device labels its rows, the host joins the border rows and numbers,
+ *                 each device maps its labels to the whole image's numbers
+ *   measurement   each device its rows' records (sums, not centres: gpuws__measure_sums) of the labels its rows
+ *                 hold, read back and added on the host in part order (the parts are in raster order). */
+#include "sources_internal.h"
+
+#include "../../core/threads.h"
+#include "../common/band_stream.h"
+#include "../label/label_driver.h"
+#include "../measure/measure_driver.h"
+#include "../measure/measure_ref.h"
+#include "../sigma_clip/sigma_clip_parts.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What this file keeps on each part's stream. */
+static const gpuws__stream_key key_mask = { "find_sources_parts.mask" };
+static const gpuws__stream_key key_labels = { "find_sources_parts.labels" };
+static const gpuws__stream_key key_records = { "find_sources_parts.records" };
+static const gpuws__stream_key key_image = { "find_sources_parts.image" };
+static const gpuws__stream_key key_calls = { "find_sources_parts.calls" };
+
+#define MAX_PARTS GPUWS__BAND_DEVICES
+
+typedef struct {
+    gpuws_stream *s;
+    const gpuws_buffer *image;
+    size_t rows, r0; /* rows and first row in the whole image */
+    gpuws_buffer *mask, *labels, *records;
+    gpuws_source_measure *rec; /* the records of its labels lo .. hi, read back */
+    size_t kept;               /* rec's bytes when it is its context's kept pinned memory, else 0 */
+    gpuws__label_part lp;
+} part_state;
+
+/* Waits for every part's stream; the first error, else st. */
+static gpuws_status sync_parts(part_state *ps, size_t np, gpuws_status st)
+{
+    for (size_t p = 0; p < np; p++)
+        if (ps[p].rows) {
+            const gpuws_status sst = gpuws_stream_synchronize(ps[p].s);
+            if (!st) st = sst;
+        }
+    return st;
+}
+
+/* The clipping kept no pixel: why, from the parts' pixels read back. */
+static gpuws_status no_pixel_kept_parts(part_state *ps, size_t np, size_t width, size_t n, double kappa)
+{
+    float *px = gpuws__malloc(n * sizeof *px);
+    if (!px)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes to say why the clipping kept no pixel",
+                            n * sizeof *px);
+    gpuws_status st = GPUWS_OK;
+    for (size_t p = 0; p < np && !st; p++)
+        if (ps[p].rows) st = gpuws_buffer_read(ps[p].image, 0, px + ps[p].r0 * width, ps[p].rows * width * 4);
+    if (!st) st = gpuws__sources_no_pixel_kept(px, NULL, n, kappa);
+    gpuws__free(px);
+    return st;
+}
+
+/* Host memory for the records of part q's labels lo .. hi: pageable on a stream's first call, then pinned memory
+ * kept with the context (gpuws__staging_take), which the device fills several times faster and whose pages are
+ * mapped already (the extraction's records do the same: extract.c). */
+static gpuws_status records_host(part_state *q)
+{
+    const size_t bytes = (q->lp.hi - q->lp.lo + 1) * sizeof(gpuws_source_measure);
+    gpuws_context *ctx = q->s->ctx;
+    if (ctx->info.type == GPUWS_DEVICE_GPU && !ctx->info.unified_memory) {
+        unsigned *calls;
+        gpuws_status st = gpuws__stream_memo(q->s, &key_calls, sizeof *calls, (void **)&calls);
+        if (st) return st;
+        void *p;
+        if ((*calls)++ && !gpuws__staging_take(ctx, bytes, &p, &q->kept)) {
+            q->rec = p;
+            return GPUWS_OK;
+        }
+    }
+    if (!(q->rec = gpuws__malloc(bytes)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for %zu measurements", bytes,
+                            bytes / sizeof(gpuws_source_measure));
+    gpuws__prefault(q->rec, bytes);
+    return GPUWS_OK;
+}
+
+static void records_release(part_state *q, bool failed)
+{
+    if (q->kept && !failed) gpuws__staging_give(q->s->ctx, q->rec, q->kept);
+    else if (q->kept) gpuws_host_free(q->s->ctx, q->rec); /* a device may still write into it */
+    else gpuws__free(q->rec);
+    q->rec = NULL, q->kept = 0;
+}
+
+typedef struct {
+    part_state *ps;
+    size_t np;
+    gpuws_source *out;
+} records_job;
+
+/* Labels [k0, k1) into the catalogue: each label's record in the part where it begins, its centre taken. */
+static void records_out(void *arg, size_t part, size_t k0, size_t k1)
+{
+    (void)part;
+    const records_job *j = arg;
+    for (size_t p = 0, k = k0 + 1; p < j->np && k <= k1; p++) {
+        const gpuws__label_part *l = &j->ps[p].lp;
+        for (k = k > l->first ? k : l->first; k <= l->hi && k <= k1; k++) {
+            gpuws_source_measure *m = &j->ps[p].rec[k - l->lo];
+            gpuws_measure_ref_centre(m);
+            j->out[k - 1] = gpuws__source_of(m, k);
+        }
+    }
+}
+
+/* The parts' records made the whole image's and into the catalogue: each part's own labels (first .. hi) get its
+ * first row added to their rows; the records of the labels that reach a part from above (lo .. first - 1) are
+ * added to those of the part where the label begins, part after part (raster order); then every label's centre,
+ * on threads. */
+static void add_records(part_state *ps, size_t np, gpuws_source *out, size_t nl)
+{
+    for (size_t p = 0; p < np; p++) {
+        const gpuws__label_part *l = &ps[p].lp;
+        gpuws_source_measure *rec = ps[p].rec; /* rec[k - lo]: label k */
+        const int64_t r0 = (int64_t)ps[p].r0;
+        for (size_t k = l->first; r0 && k <= l->hi; k++) {
+            rec[k - l->lo].row += (double)r0 * rec[k - l->lo].sum; /* Σ d (r + r0) */
+            rec[k - l->lo].peak_row += r0;
+        }
+        for (size_t k = l->lo; k < l->first && k <= l->hi; k++) {
+            gpuws_source_measure m = rec[k - l->lo];
+            if (!m.npix) continue;
+            m.row += (double)r0 * m.sum;
+            m.peak_row += r0;
+            size_t o = p; /* the part where label k begins: an earlier one (part 0 has no labels from above) */
+            do o--;
+            while (o > 0 && (ps[o].lp.first > k || k > ps[o].lp.hi));
+            gpuws__measure_merge(&ps[o].rec[k - ps[o].lp.lo], &m);
+        }
+    }
+    records_job j = { ps, np, out };
+    gpuws__run_ranges(nl, gpuws__work_parts(gpuws__cpu_count(), (double)nl, 16384.0, nl), records_out, &j);
+}
+
+/* The clipping's chunks: whole rows that divide a measurement block (so that parts of whole blocks hold whole chunks,
+ * and the statistics are the same bits for any such split), at least 2^18 values where the block allows: a chunk
+ * is a work-group's, and a device needs thousands of them to read at its full rate. */
+static size_t clip_chunk(size_t width)
+{
+    size_t rows = gpuws_find_sources_host_block_rows(width);
+    while (rows % 2 == 0 && rows / 2 * width >= ((size_t)1 << 18)) rows /= 2;
+    return rows * width;
+}
+
+static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t height, const gpuws_sources_options *o,
+                             gpuws_catalog *cat)
+{
+    const size_t n = width * height;
+    const size_t chunk = clip_chunk(width);
+    /* CPU-type OpenCL devices one part after another (they share the host's cores; PoCL can fail an assertion when
+     * two command queues run one kernel at once: sigma_clip_parts.c) */
+    const bool serial = gpuws__is_cpu_device(ps[0].s->ctx);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    gpuws_status st = GPUWS_OK;
+    gpuws__clip_part cp[MAX_PARTS];
+    for (size_t p = 0; p < np; p++) cp[p] = (gpuws__clip_part){ ps[p].s, ps[p].image, ps[p].rows * width };
+    if ((st = gpuws__sigma_clip_parts(cp, np, chunk, o->clip, &cat->clip)))
+        return gpuws__error_prefix(st, "find_sources: sigma_clip");
+    cat->ms_clip = gpuws__sources_ms_since(&t0);
+    if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept_parts(ps, np, width, n, o->clip->kappa);
+    if ((st = gpuws__sources_threshold_value("find_sources", o, cat))) return st;
+
+    for (size_t p = 0; p < np && !st; p++) {
+        if (!ps[p].rows) continue;
+        const size_t px = ps[p].rows * width;
+        if (!(st = gpuws__stream_scratch(ps[p].s, &key_mask, px, &ps[p].mask)) &&
+            !(st = gpuws__stream_scratch(ps[p].s, &key_labels, px * sizeof(int32_t), &ps[p].labels)) &&
+            (st = gpuws_threshold(ps[p].s, px, ps[p].image, (float)cat->threshold, ps[p].mask)))
+            st = gpuws__error_prefix(st, "find_sources: threshold");
+        if (!st && serial) st = gpuws_stream_synchronize(ps[p].s);
+    }
+    if ((st = sync_parts(ps, np, st))) return st;
+    cat->ms_threshold = gpuws__sources_ms_since(&t0);
+
+    gpuws__label_part lp[MAX_PARTS];
+    for (size_t p = 0; p < np; p++)
+        lp[p] = (gpuws__label_part){ ps[p].s, ps[p].mask, ps[p].labels, ps[p].rows, 0, 0, 0 };
+    size_t nl = 0;
+    if ((st = gpuws__label_parts(lp, np, width, o->connectivity, "find_sources: label", &nl))) return st;
+    for (size_t p = 0; p < np; p++) ps[p].lp = lp[p];
+    cat->ms_label = gpuws__sources_ms_since(&t0);
+
+    const size_t rec = sizeof(gpuws_source_measure);
+    double tm[4]; /* GPUWS_LOG=debug: the measurement's enqueue, host memory, wait, records */
+    for (size_t p = 0; p < np && !st && nl; p++) {
+        part_state *q = &ps[p];
+        if (q->lp.lo > q->lp.hi) continue;
+        if (!(st = gpuws__stream_scratch(q->s, &key_records, nl * rec, &q->records)) &&
+            (st = gpuws__measure_sums(q->s, width, q->rows, q->image, q->labels, nl, q->records)))
+            st = gpuws__error_prefix(st, "find_sources: measure");
+        if (!st && serial) st = gpuws_stream_synchronize(q->s);
+    }
+    tm[0] = gpuws__sources_ms_since(&t0);
+    /* while the devices measure, the host has the memory they are read into, and the catalogue's */
+    if (!st && nl && !(cat->sources = gpuws__malloc(nl * sizeof *cat->sources)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", nl,
+                          nl * sizeof *cat->sources);
+    if (!st && nl) gpuws__prefault(cat->sources, nl * sizeof *cat->sources);
+    for (size_t p = 0; p < np && !st && nl; p++)
+        if (ps[p].lp.lo <= ps[p].lp.hi) st = records_host(&ps[p]);
+    tm[1] = gpuws__sources_ms_since(&t0);
+    /* read back once every device measures: a read into pageable memory holds the host until it is done */
+    for (size_t p = 0; p < np && !st && nl; p++) {
+        const part_state *q = &ps[p];
+        if (q->lp.lo <= q->lp.hi)
+            st = gpuws_buffer_read_async(q->s, q->records, (q->lp.lo - 1) * rec, q->rec,
+                                         (q->lp.hi - q->lp.lo + 1) * rec);
+    }
+    if (o->want_labels && !st) {
+        if (!(cat->labels = gpuws__malloc(n * sizeof(int32_t))))
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for the label image",
+                              n * sizeof(int32_t));
+        for (size_t p = 0; p < np && !st; p++)
+            if (ps[p].rows)
+                st = gpuws_buffer_read_async(ps[p].s, ps[p].labels, 0, cat->labels + ps[p].r0 * width,
+                                             ps[p].rows * width * sizeof(int32_t));
+    }
+    if ((st = sync_parts(ps, np, st))) return st;
+    tm[2] = gpuws__sources_ms_since(&t0);
+    if (nl) add_records(ps, np, cat->sources, nl);
+    cat->num_sources = nl;
+    tm[3] = gpuws__sources_ms_since(&t0);
+    cat->ms_measure = tm[0] + tm[1] + tm[2] + tm[3];
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "find_sources over %zu parts: measure %.2f ms (enqueue %.2f, host memory %.2f, wait for the devices "
+               "%.2f, records %.2f; %zu sources)",
+               np, cat->ms_measure, tm[0], tm[1], tm[2], tm[3], nl);
+    cat->ms_total = cat->ms_clip + cat->ms_threshold + cat->ms_label + cat->ms_measure;
+    return st;
+}
+
+/* Runs the pipeline into a new catalogue; on error none, and every stream idle. */
+static gpuws_status run(part_state *ps, size_t np, size_t width, size_t height, const gpuws_sources_options *o,
+                        double ms_upload, gpuws_catalog **catalog)
+{
+    gpuws_catalog *cat = gpuws__calloc(1, sizeof *cat);
+    if (!cat) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: the catalogue (%zu bytes)", sizeof *cat);
+    gpuws_status st = pipeline(ps, np, width, height, o, cat);
+    if (st) {
+        sync_parts(ps, np, st); /* a stream may still write into the host arrays */
+        gpuws_catalog_free(cat);
+        cat = NULL;
+    } else {
+        cat->ms_upload = ms_upload;
+        cat->ms_total += ms_upload;
+    }
+    for (size_t p = 0; p < np; p++) records_release(&ps[p], st != GPUWS_OK);
+    *catalog = cat;
+    return st;
+}
+
+gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, size_t num_parts, size_t width,
+                                      const gpuws_sources_options *options, gpuws_catalog **catalog)
+{
+    if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: argument 'catalog' is NULL");
+    *catalog = NULL;
+    if (!parts || num_parts == 0 || num_parts > MAX_PARTS)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: %zu parts%s; 1 to %d parts", num_parts,
+                            parts ? "" : " (parts is NULL)", MAX_PARTS);
+    part_state ps[MAX_PARTS];
+    memset(ps, 0, sizeof ps);
+    size_t height = 0;
+    gpuws_status st = GPUWS_OK;
+    for (size_t p = 0; p < num_parts && !st; p++) {
+        char what[64];
+        snprintf(what, sizeof what, "parts[%zu].stream", p);
+        const gpuws_image_part *q = &parts[p];
+        size_t px;
+        if (!q->stream) st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: %s is NULL", what);
+        else if ((st = gpuws__check_stream(q->stream, what))) st = gpuws__error_prefix(st, "find_sources_parts");
+        else if (q->stream->ctx->backend->kind != parts[0].stream->ctx->backend->kind)
+            st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: %s is on %s, parts[0]'s on %s", what,
+                              q->stream->ctx->backend->name, parts[0].stream->ctx->backend->name);
+        for (size_t j = 0; j < p && !st; j++)
+            if (parts[j].stream == q->stream)
+                st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: %s is parts[%zu].stream again", what,
+                                  j);
+        if (!st && gpuws__mul_overflows(width, q->rows, &px))
+            st = gpuws__error(GPUWS_ERR_OVERFLOW, "find_sources_parts: %zu x %zu pixels overflow size_t", width,
+                              q->rows);
+        if (!st && q->rows) {
+            snprintf(what, sizeof what, "parts[%zu].image", p);
+            st = gpuws__check_array(q->stream->ctx, q->image, what, px, sizeof(float));
+            if (st) st = gpuws__error_prefix(st, "find_sources_parts");
+        }
+        ps[p] = (part_state){ .s = q->stream, .image = q->image, .rows = q->rows, .r0 = height };
+        height += q->rows;
+    }
+    if (st) return st;
+    size_t n;
+    if (width == 0 || height == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: the image is %zu x %zu: no pixels", width,
+                            height);
+    if (gpuws__mul_overflows(width, height, &n) || n > SIZE_MAX / sizeof(int32_t))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "find_sources_parts: %zu x %zu pixels overflow size_t", width, height);
+    sources_options so;
+    if ((st = gpuws__sources_read_options("find_sources_parts", options, &so))) return st;
+    gpuws__stream_claim claims[MAX_PARTS] = { { NULL } };
+    for (size_t p = 0; p < num_parts && !st; p++) st = gpuws__claim(&claims[p], ps[p].s, "find_sources_parts");
+    if (!st) st = run(ps, num_parts, width, height, &so.o, 0.0, catalog);
+    for (size_t p = 0; p < num_parts; p++) gpuws__unclaim(&claims[p]);
+    return st;
+}
+
+/* ---- from host memory -------------------------------------------------------------------------------------- */
+
+typedef struct {
+    part_state *ps;
+    const float *image;
+    size_t width;
+    gpuws_status st[MAX_PARTS];
+    char msg[MAX_PARTS][256];
+} upload_job;
+
+/* One thread a device: a pageable copy's driver time is the calling thread's, so the devices load at once. */
+static void upload_part(void *arg, unsigned i)
+{
+    upload_job *j = arg;
+    part_state *q = &j->ps[i];
+    if (!q->rows) return;
+    j->st[i] = gpuws__write(q->s, (gpuws_buffer *)q->image, 0, j->image + q->r0 * j->width,
+                            q->rows * j->width * sizeof(float), 1);
+    if (j->st[i]) snprintf(j->msg[i], sizeof j->msg[i], "%s", gpuws_last_error());
+}
+
+gpuws_status gpuws__find_sources_devices(gpuws_stream *const *streams, unsigned nd, const float *image, size_t width,
+                                         size_t height, const gpuws_sources_options *o, gpuws_catalog **catalog)
+{
+    /* whole blocks of the measurement's rows a part, so the clip's chunks are the same for any device count */
+    const size_t block_rows = gpuws_find_sources_host_block_rows(width),
+                 blocks = (height + block_rows - 1) / block_rows;
+    part_state ps[MAX_PARTS];
+    memset(ps, 0, sizeof ps);
+    gpuws_status st = GPUWS_OK;
+    for (unsigned d = 0; d < nd; d++) {
+        const size_t b0 = blocks * d / nd, b1 = blocks * (d + 1) / nd, r0 = b0 * block_rows,
+                     r1 = b1 * block_rows < height ? b1 * block_rows : height;
+        ps[d] = (part_state){ .s = streams[d], .rows = r1 - r0, .r0 = r0 };
+        gpuws_buffer *img = NULL;
+        if (ps[d].rows && !st) st = gpuws__stream_scratch(streams[d], &key_image, ps[d].rows * width * 4, &img);
+        ps[d].image = img;
+    }
+    if (st) return st;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    upload_job *j = gpuws__calloc(1, sizeof *j);
+    if (!j) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes", sizeof *j);
+    j->ps = ps, j->image = image, j->width = width;
+    st = gpuws__run_threads(nd, upload_part, j);
+    for (unsigned d = 0; d < nd && !st; d++)
+        if (j->st[d]) st = gpuws__error(j->st[d], "find_sources: upload to device %u: %s", d, j->msg[d]);
+    gpuws__free(j);
+    if (st) return st;
+    return run(ps, nd, width, height, o, gpuws__sources_ms_since(&t0), catalog);
+}
