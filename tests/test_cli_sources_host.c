@@ -1,6 +1,7 @@
 /* `gpuws sources --method workshop --max-device-memory SIZE` (see cli_sources.h): the pipeline from host memory
  * (gpuws_find_sources_host), its labelling in bands of rows through the device, over two contexts of one device with
- * GPUWS_DEVICE=0,0, gives the outputs of the in-core run.
+ * GPUWS_DEVICE=0,0, gives the outputs of the in-core run; so does the in-core run over GPUWS_DEVICE=0,0,0 (the image's
+ * rows split between three contexts).
  *
  * What is compared: the labels FITS file byte for byte (the same labels, the same header); the CSV catalogue byte for
  * byte, which prints id, npix (the same integers), x and y with 6 decimals and flux and peak with 9 significant
@@ -23,6 +24,8 @@ static char *line_of(const char *text, const char *prefix)
     l[n] = 0;
     return l;
 }
+
+static void expect_same_files(cli_run *r, const char *other);
 
 /* The in-core run's files, then the host pipeline's with budget (and env set while it runs), compared as above;
  * stderr must say the labelling went in bands through `devices` devices. input: 6 arguments, NULL after the last. */
@@ -48,13 +51,21 @@ static void expect_host_run_is_in_core_run(cli_run *r, gpuws_backend_kind kind, 
     char *clip2 = line_of(r->stdout_text, "sigma clipping"), *sources2 = line_of(r->stdout_text, "sources: ");
     cr_assert(clip2 && sources2 && !strcmp(clip, clip2) && !strcmp(sources, sources2), "in-core:\n%s\n%s\nhost:\n%s",
               clip, sources, r->stdout_text);
-    static const char *const pairs[][2] = { { "core.csv", "host.csv" },
-                                            { "core.labels.fits", "host.labels.fits" },
-                                            { "core.reg", "host.reg" } };
+    expect_same_files(r, "host");
+    free(clip), free(sources), free(clip2), free(sources2);
+}
+
+/* The in-core run's catalogue, labels and regions (core.*) against those of the run named `other` (other.csv, ...),
+ * byte for byte. */
+static void expect_same_files(cli_run *r, const char *other)
+{
+    static const char *const ext[3] = { "csv", "labels.fits", "reg" };
     for (size_t k = 0; k < 3; k++) {
-        char a[600], b[600];
-        path_in(r, pairs[k][0], a, sizeof a);
-        path_in(r, pairs[k][1], b, sizeof b);
+        char a[600], b[600], fa[64], fb[64];
+        snprintf(fa, sizeof fa, "core.%s", ext[k]);
+        snprintf(fb, sizeof fb, "%s.%s", other, ext[k]);
+        path_in(r, fa, a, sizeof a);
+        path_in(r, fb, b, sizeof b);
         if (k == 1) {
             char *x = NULL, *y = NULL;
             size_t nx = 0, ny = 0;
@@ -70,7 +81,6 @@ static void expect_host_run_is_in_core_run(cli_run *r, gpuws_backend_kind kind, 
             assert_same_file(a, b);
         }
     }
-    free(clip), free(sources), free(clip2), free(sources2);
 }
 
 /* A sky of 160 x 640 pixels, 16 sources: the labels (5 bytes a pixel, 512 KB) in bands of a few dozen rows. */
@@ -92,6 +102,32 @@ BACKEND_TEST(cli_sources_host, two_contexts_give_the_in_core_outputs)
     write_sky(&r, "sky.fits", 160, 640, 78, 16);
     const char *const input[6] = { "sky.fits", "--method", "workshop", "--connectivity", "8" };
     expect_host_run_is_in_core_run(&r, *kind, "96K", "GPUWS_DEVICE=0,0", "2 devices", input);
+    teardown(&r);
+}
+
+/* In core over three contexts of one device (GPUWS_DEVICE=0,0,0: the image's rows split between them,
+ * gpuws_find_sources with more_contexts): the one device's clipping and sources lines and files. */
+BACKEND_TEST(cli_sources_host, in_core_over_three_contexts_gives_the_outputs_of_one)
+{
+    cli_run r;
+    setup(&r, *kind);
+    write_sky(&r, "sky.fits", 160, 640, 79, 16);
+    run_cli(&r, *kind, "--catalog", "core.csv", "--labels", "core.labels.fits", "--regions", "core.reg", "sky.fits",
+            "--method", "workshop", NULL);
+    cr_assert_eq(r.status, 0, "one device: exit %d; stderr: %s", r.status, r.stderr_text);
+    char *clip = line_of(r.stdout_text, "sigma clipping"), *sources = line_of(r.stdout_text, "sources: ");
+    cr_assert(clip && sources, "%s", r.stdout_text);
+    putenv("GPUWS_DEVICE=0,0,0");
+    run_cli(&r, *kind, "--catalog", "three.csv", "--labels", "three.labels.fits", "--regions", "three.reg", "sky.fits",
+            "--method", "workshop", NULL);
+    unsetenv("GPUWS_DEVICE");
+    cr_assert_eq(r.status, 0, "three contexts: exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stdout_text, "times (ms, host clock, the devices at once)"), "%s", r.stdout_text);
+    char *clip3 = line_of(r.stdout_text, "sigma clipping"), *sources3 = line_of(r.stdout_text, "sources: ");
+    cr_assert(clip3 && sources3 && !strcmp(clip, clip3) && !strcmp(sources, sources3),
+              "one device:\n%s\n%s\nthree:\n%s", clip, sources, r.stdout_text);
+    expect_same_files(&r, "three");
+    free(clip), free(sources), free(clip3), free(sources3);
     teardown(&r);
 }
 

@@ -185,8 +185,9 @@ int sources_run_read(const sources_args *a, const fits_image *img, const sources
 int sources_pending_extract(sources_pending *p, const sources_args *a, const fits_image *img, sources_times *t);
 /* Writes the outputs of p (a: the image's arguments, t: its times) and frees p. 0, or 1 with the reason on stderr. */
 int sources_pending_write(sources_pending *p, const sources_args *a, sources_times *t);
-/* The workshop's clipping, threshold, count and times on stdout (an image's or the demo's); host: the catalogue
- * is gpuws_find_sources_host's, its times the host clock's. */
+/* The workshop's clipping, threshold, count and times on stdout (an image's or the demo's); host 1: the catalogue
+ * is gpuws_find_sources_host's, its times the host clock's; 2: gpuws_find_sources' over several devices (the host
+ * clock's, with the upload). */
 void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int host);
 /* Whether the workshop's pipeline runs from host memory (gpuws_find_sources_host): --max-device-memory, or an image
  * whose image, mask and labels (9 bytes a pixel) take more than three quarters of ctx's device memory. */

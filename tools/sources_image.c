@@ -208,7 +208,11 @@ void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int
                a->o.threshold_sigma);
     else printf("threshold: %.6g (absolute)\n", cat->threshold);
     printf("sources: %zu (%d-connectivity)\n", cat->num_sources, a->o.connectivity);
-    if (host)
+    if (host == 2)
+        printf("times (ms, host clock, the devices at once): upload %.3f  clip %.3f  threshold %.3f  label %.3f  "
+               "measure %.3f  total %.3f\n",
+               cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_total);
+    else if (host)
         printf("times (ms, host clock): clip %.3f  threshold %.3f  label %.3f  measure %.3f  total %.3f\n",
                cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_total);
     else
@@ -280,12 +284,14 @@ static int run_workshop(const sources_args *a, const fits_image *img, const sour
     gpuws_catalog *cat;
     t0 = tool_now_ms();
     const int host = sources_use_host(a, c->ctx[0], img->width, img->height);
+    gpuws_sources_options o = a->o; /* in-core over the devices of a GPUWS_DEVICE list */
+    o.more_contexts = c->ctx + 1, o.num_more_contexts = c->n - 1;
     gpuws_status st = host ? sources_find_host(a, c, img->data, img->width, img->height, &cat)
-                           : gpuws_find_sources(c->ctx[0], img->data, img->width, img->height, &a->o, &cat);
+                           : gpuws_find_sources(c->ctx[0], img->data, img->width, img->height, &o, &cat);
     t->find = tool_now_ms() - t0;
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
-        sources_print_workshop(cat, a, host);
+        sources_print_workshop(cat, a, host ? 1 : c->n > 1 ? 2 : 0);
         sources_print_brightest(cat);
         workshop_title(&p, a, cat->num_sources);
         t0 = tool_now_ms();

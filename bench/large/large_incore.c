@@ -1,6 +1,7 @@
 /* In-core calls on images of more than 2^31 pixels (docs/scale.md, "More than 2^31 pixels in device memory"):
  *
- *   gpuws-large-incore BACKEND [WIDTH [REPS [label|sources|both [HEIGHT]]]]    (defaults: cuda 65536 3 both WIDTH)
+ *   gpuws-large-incore BACKEND [WIDTH [REPS [label|sources|both|devices [HEIGHT]]]]
+ *   (defaults: cuda 65536 3 both WIDTH)
  *
  * A WIDTH x HEIGHT sky (noise of sigma 1 from a hash of the pixel index, a Gaussian source every 96 pixels on a jittered
  * grid, peaks 10..1000) made on the host's cores. label: its 3-sigma mask labelled by gpuws_label on device buffers
@@ -8,6 +9,7 @@
  * gpuws_label_host, and three bands of 512 rows checked against the CPU backend (every pixel's component one of
  * ours, no two interior components of the CPU's one of ours). sources: gpuws_find_sources from pinned and from
  * malloc'd memory (REPS calls after a first one; device-event times), checked against gpuws_find_sources_host.
+ * devices: the pipeline over the devices GPUWS_DEVICE names (run_devices).
  * Needs about 52 GiB of host memory and 36 GiB of device memory at 65536. */
 #define LARGE_PROGRAM "gpuws-large-incore"
 #include "gpuws.h"
@@ -175,6 +177,94 @@ static void run_sources(gpuws_context *ctx, const float *img, size_t w, size_t h
     gpuws_catalog_free(cat), gpuws_catalog_free(ref);
 }
 
+/* The source pipeline over the devices of GPUWS_DEVICE (gpuws_contexts_create): the image's rows in parts of whole
+ * measurement blocks, each part in its device's memory, gpuws_find_sources_parts on the first d devices for d = 1
+ * and all of them (wall clock, median of REPS calls after a first one; the device-resident part of the pipeline),
+ * then gpuws_find_sources from pinned memory over one device and over all (options.more_contexts). The catalogues
+ * are compared with the one-device gpuws_find_sources'. */
+static void run_devices(const char *backend, const float *img, size_t w, size_t h, int reps)
+{
+    gpuws_context_options co = GPUWS_CONTEXT_OPTIONS_INIT;
+    co.backend = backend;
+    gpuws_context *ctxs[8];
+    size_t nd = 0;
+    check(gpuws_contexts_create(&co, 8, ctxs, &nd), "contexts (GPUWS_DEVICE)");
+    printf("%zu devices\n", nd);
+    const size_t n = w * h, br = gpuws_find_sources_host_block_rows(w), blocks = (h + br - 1) / br;
+    gpuws_catalog *one = NULL;
+    for (int r = 0; r < 3; r++) { /* the last of three: the buffers kept, the device warm */
+        gpuws_catalog_free(one);
+        check(gpuws_find_sources(ctxs[0], img, w, h, NULL, &one), "gpuws_find_sources");
+        printf("gpuws_find_sources on one device, call %d, device events: clip %.1f threshold %.1f label %.1f measure "
+               "%.1f download %.1f: %.1f ms without the upload\n",
+               r, one->ms_clip, one->ms_threshold, one->ms_label, one->ms_measure, one->ms_download,
+               one->ms_total - one->ms_upload);
+    }
+    double *ms = must_alloc((size_t)reps * sizeof *ms);
+    const size_t counts[2] = { 1, nd };
+    for (int k = 0; k < (nd > 1 ? 2 : 1); k++) {
+        const size_t d = counts[k];
+        gpuws_image_part parts[8];
+        gpuws_buffer *bufs[8];
+        for (size_t p = 0; p < d; p++) {
+            const size_t r0 = blocks * p / d * br, r1 = blocks * (p + 1) / d * br < h ? blocks * (p + 1) / d * br : h;
+            check(gpuws_stream_create(ctxs[p], &parts[p].stream), "stream");
+            check(gpuws_buffer_create(ctxs[p], (r1 - r0) * w * sizeof(float), &bufs[p]), "part's buffer");
+            check(gpuws_buffer_write(bufs[p], 0, img + r0 * w, (r1 - r0) * w * sizeof(float)), "part's upload");
+            parts[p].image = bufs[p], parts[p].rows = r1 - r0;
+        }
+        gpuws_catalog *cat = NULL;
+        for (int r = -1; r < reps; r++) {
+            gpuws_catalog_free(cat);
+            const double a = now();
+            check(gpuws_find_sources_parts(parts, d, w, NULL, &cat), "gpuws_find_sources_parts");
+            if (r >= 0) ms[r] = (now() - a) * 1e3;
+            printf("find_sources_parts on %zu device(s), call %d: %.1f ms (clip %.1f, threshold %.1f, label %.1f, "
+                   "measure %.1f); %zu sources\n",
+                   d, r + 1, (now() - a) * 1e3, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure,
+                   cat->num_sources);
+        }
+        qsort(ms, (size_t)reps, sizeof *ms, cmp_double);
+        size_t npix = 0;
+        double dflux = 0;
+        for (size_t i = 0; cat->num_sources == one->num_sources && i < cat->num_sources; i++) {
+            npix += cat->sources[i].npix != one->sources[i].npix || cat->sources[i].peak != one->sources[i].peak;
+            dflux = fmax(dflux, fabs(cat->sources[i].flux - one->sources[i].flux) / fabs(one->sources[i].flux));
+        }
+        printf("find_sources_parts on %zu device(s): median %.1f ms, min %.1f; against gpuws_find_sources: %zu and "
+               "%zu sources, %zu differ in npix or peak, flux within %.3g relative, clipped count %s, std %.3g "
+               "relative\n",
+               d, ms[reps / 2], ms[0], cat->num_sources, one->num_sources, npix, dflux,
+               cat->clip.count == one->clip.count ? "equal" : "DIFFERS", fabs(cat->clip.std / one->clip.std - 1));
+        gpuws_catalog_free(cat);
+        for (size_t p = 0; p < d; p++) gpuws_buffer_destroy(bufs[p]), gpuws_stream_destroy(parts[p].stream);
+        fflush(stdout);
+    }
+    float *pin;
+    check(gpuws_host_alloc(ctxs[0], n * sizeof *pin, (void **)&pin), "pinned image");
+    memcpy(pin, img, n * sizeof *pin);
+    for (int k = 0; k < (nd > 1 ? 2 : 1); k++) {
+        gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
+        o.more_contexts = ctxs + 1, o.num_more_contexts = counts[k] - 1;
+        gpuws_catalog *cat = NULL;
+        for (int r = -1; r < reps; r++) {
+            gpuws_catalog_free(cat);
+            const double a = now();
+            check(gpuws_find_sources(ctxs[0], pin, w, h, &o, &cat), "gpuws_find_sources");
+            if (r >= 0) ms[r] = (now() - a) * 1e3;
+        }
+        qsort(ms, (size_t)reps, sizeof *ms, cmp_double);
+        printf("find_sources from pinned memory on %zu device(s): median %.1f ms, min %.1f (upload %.1f ms); %zu "
+               "sources\n",
+               counts[k], ms[reps / 2], ms[0], cat->ms_upload, cat->num_sources);
+        gpuws_catalog_free(cat);
+    }
+    gpuws_host_free(ctxs[0], pin);
+    free(ms);
+    gpuws_catalog_free(one);
+    gpuws_contexts_destroy(ctxs, nd);
+}
+
 int main(int argc, char **argv)
 {
     const char *backend = argc > 1 ? argv[1] : "cuda";
@@ -183,9 +273,9 @@ int main(int argc, char **argv)
     const int reps = argc > 3 ? atoi(argv[3]) : 3;
     const char *what = argc > 4 ? argv[4] : "both";
     if (side < 512 || height < 512 || reps < 1 || reps > 64 ||
-        (strcmp(what, "label") && strcmp(what, "sources") && strcmp(what, "both"))) {
-        fprintf(stderr, "usage: gpuws-large-incore BACKEND [WIDTH >= 512 [REPS 1..64 [label|sources|both [HEIGHT >= "
-                        "512]]]]\n");
+        (strcmp(what, "label") && strcmp(what, "sources") && strcmp(what, "both") && strcmp(what, "devices"))) {
+        fprintf(stderr, "usage: gpuws-large-incore BACKEND [WIDTH >= 512 [REPS 1..64 [label|sources|both|devices "
+                        "[HEIGHT >= 512]]]]\n");
         return 2;
     }
     gpuws_context *ctx = open_backend(backend);
@@ -195,8 +285,9 @@ int main(int argc, char **argv)
     make_sky(img, side, height);
     printf("%s, %zu x %zu (%zu pixels): sky made in %.1f s\n", backend, side, height, n, now() - t0);
     fflush(stdout);
-    if (strcmp(what, "sources")) run_label(ctx, img, side, height, reps);
-    if (strcmp(what, "label")) run_sources(ctx, img, side, height, reps);
+    if (!strcmp(what, "devices")) run_devices(backend, img, side, height, reps);
+    else if (strcmp(what, "sources")) run_label(ctx, img, side, height, reps);
+    if (!strcmp(what, "sources") || !strcmp(what, "both")) run_sources(ctx, img, side, height, reps);
     free(img);
     gpuws_context_destroy(ctx);
     return 0;
