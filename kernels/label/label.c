@@ -336,7 +336,8 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
     memset(&nb, 0, sizeof nb);
     gpuws_status st = GPUWS_OK;
     if (!bp || !counts || !dev || !border)
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu bands", name, bands);
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu bands (%zu bytes)", name, bands,
+                          bands * sizeof *bp + np * 4 * sizeof(gpuws_buffer *) + 2 * w * sizeof(int32_t));
     for (size_t p = 0, b = 0; p < np && !st; p++) {
         const size_t r = band_rows(&parts[p], w, slab_rows);
         for (size_t y = 0; y < parts[p].rows; y += r, b++) {
@@ -345,7 +346,7 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
         }
     }
     const size_t max_nodes = 2 * w * bands;
-    const bool cpu = parts[bp ? bp[0].part : 0].stream->ctx->backend->kind == GPUWS_BACKEND_CPU;
+    const bool cpu = parts[0].stream->ctx->backend->kind == GPUWS_BACKEND_CPU; /* one backend */
     if (!st) st = gpuws__numbering_make(&nb, name, w, bands);
     /* a band has at most ceil(pixels / 2) components (a checkerboard with connectivity 4) */
     if (!st) st = gpuws__numbering_reserve(&nb, (max_px + 1) / 2, max_nodes);
