@@ -484,16 +484,18 @@ static gpuws_status setup(job *j, const gpuws__clip_part *parts, size_t num_part
                             "sigma_clip: no values (%zu parts, n == 0 in all): no statistics exist", num_parts);
     j->cpu = kind == GPUWS_BACKEND_CPU;
     if (!(j->tri = gpuws__malloc(j->nchunks * sizeof *j->tri)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for the records of %zu chunks",
-                            j->nchunks);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "sigma_clip (parts): no memory for the records of %zu chunks (%zu bytes)", j->nchunks,
+                            j->nchunks * sizeof *j->tri);
     if (j->cpu) {
         /* at most 64 shares: gpuws__run_ranges keeps their table on the stack (no allocation that could fail), and
          * a pass that reads memory gains nothing from more threads */
         j->nacc = gpuws__cpu_count();
         if (j->nacc > 64) j->nacc = 64;
         if (!(j->acc = gpuws__malloc(j->nacc * sizeof *j->acc)))
-            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for %zu threads' histograms",
-                                j->nacc);
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                "sigma_clip (parts): no memory for %zu threads' histograms (%zu bytes)", j->nacc,
+                                j->nacc * sizeof *j->acc);
         for (size_t p = 0; p < j->np; p++) j->parts[p].host = gpuws__cpu_ptr(j->parts[p].data);
         return GPUWS_OK;
     }
@@ -526,7 +528,7 @@ static gpuws_status setup(job *j, const gpuws__clip_part *parts, size_t num_part
         if ((st = gpuws__stream_scratch(si->s, &key_scratch, (si->h1 + 2048) * 8, &si->scr))) return st;
     }
     if (!(j->rd = gpuws__malloc(most * 8)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for a read of %zu words", most);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for a read of %zu bytes", most * 8);
     return GPUWS_OK;
 }
 
@@ -631,8 +633,9 @@ gpuws_status gpuws__sigma_clip_parts(const gpuws__clip_part *parts, size_t num_p
         j->streams = gpuws__calloc(num_parts, sizeof *j->streams);
     }
     if (!j || !claims || !j->parts || !j->streams) {
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for the state of %zu parts",
-                          num_parts);
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                          "sigma_clip (parts): no memory for the state of %zu parts (%zu bytes)", num_parts,
+                          sizeof *j + num_parts * (sizeof *claims + sizeof *j->parts + sizeof *j->streams));
         goto done;
     }
     if (!(st = setup(j, parts, num_parts, chunk, claims)) &&
