@@ -623,6 +623,30 @@ static void expect_one_device(const gpuws_catalog *got, const gpuws_catalog *wan
     check_catalog_against_host(got, img, w, h, conn);
 }
 
+/* got (found without the label image: the devices keep their parts' own numbers and the host maps the records)
+ * against want (with it): the same sources, npix and peaks exact, flux and centres within the summation bounds of
+ * check_catalog_against_host (both sides add the same pixels in other orders). */
+static void expect_same_sources(const gpuws_catalog *got, const gpuws_catalog *want, const char *what)
+{
+    cr_assert_null(got->labels, "%s: a label image nobody asked for", what);
+    cr_assert_eq(got->num_sources, want->num_sources, "%s: %zu sources, %zu with labels", what, got->num_sources,
+                 want->num_sources);
+    cr_assert(memcmp(&got->clip, &want->clip, sizeof got->clip) == 0, "%s: the clip differs", what);
+    for (size_t k = 0; k < got->num_sources; k++) {
+        const gpuws_source *a = &got->sources[k], *b = &want->sources[k];
+        const double e = (double)b->npix * 0x1p-53;
+        cr_assert(a->id == b->id && a->npix == b->npix && a->peak == b->peak && a->peak_x == b->peak_x &&
+                      a->peak_y == b->peak_y,
+                  "%s: source %zu: npix %lld / %lld, peak %.9g at (%lld, %lld) / %.9g at (%lld, %lld)", what, k + 1,
+                  (long long)a->npix, (long long)b->npix, a->peak, (long long)a->peak_x, (long long)a->peak_y, b->peak,
+                  (long long)b->peak_x, (long long)b->peak_y);
+        cr_assert(fabs(a->flux - b->flux) <= 4 * e * fabs(b->flux), "%s: source %zu: flux %.17g / %.17g", what, k + 1,
+                  a->flux, b->flux);
+        cr_assert(fabs(a->x - b->x) <= 8 * e * (fabs(b->x) + 1) && fabs(a->y - b->y) <= 8 * e * (fabs(b->y) + 1),
+                  "%s: source %zu: centre (%.17g, %.17g) / (%.17g, %.17g)", what, k + 1, a->x, a->y, b->x, b->y);
+    }
+}
+
 /* A 1024² sky over one, two and three devices (contexts of one device here: the call cannot tell), from host
  * memory (options->more_contexts) and from device buffers in parts on whole measurement blocks (with a part of no
  * rows), and in parts that cut blocks: gpuws_find_sources' results (expect_one_device), and the clip's bits the same
@@ -658,6 +682,14 @@ BACKEND_TEST(find_sources_parts, any_split_finds_the_sources_of_one_device)
     const size_t cut[3] = { 333, 1, h - 334 };
     gpuws_catalog *uneven = parts_catalog(ctx, 3, cut, img, w, &o);
     expect_one_device(uneven, one, img, w, h, 4, "parts that cut blocks");
+    o.want_labels = 0;
+    gpuws_catalog *bare[2] = { parts_catalog(four, 4, blocks, img, w, &o), NULL };
+    expect_same_sources(bare[0], aligned[3], "four parts without the label image");
+    o.more_contexts = ctx + 1, o.num_more_contexts = 1;
+    TEST_OK(gpuws_find_sources(ctx[0], img, w, h, &o, &bare[1]));
+    expect_same_sources(bare[1], aligned[0], "two devices from host memory without the label image");
+    gpuws_catalog_free(bare[0]);
+    gpuws_catalog_free(bare[1]);
     cr_assert(one->num_sources > 40, "%zu sources: the case tests little", one->num_sources);
     for (int r = 0; r < 4; r++) gpuws_catalog_free(aligned[r]);
     gpuws_catalog_free(uneven);
@@ -687,6 +719,10 @@ BACKEND_TEST(find_sources_parts, components_through_several_parts_are_joined)
                       *b = parts_catalog(on, 4, rows0, img, SPLIT_W, &o);
         expect_one_device(a, one, img, SPLIT_W, SPLIT_H, conn, "parts of 81, 9, 30 rows");
         expect_one_device(b, one, img, SPLIT_W, SPLIT_H, conn, "parts of 81, 0, 39 rows");
+        o.want_labels = 0; /* the U's arms: two numbers of each part above its foot, one label of the image */
+        gpuws_catalog *bare = parts_catalog(on, 4, rows, img, SPLIT_W, &o);
+        expect_same_sources(bare, a, "parts of 81, 9, 30 rows without the label image");
+        gpuws_catalog_free(bare);
         size_t across = 0; /* sources with pixels in three parts or more */
         for (size_t k = 0; k < one->num_sources; k++) {
             int seen[4] = { 0 };

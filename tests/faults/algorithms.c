@@ -423,6 +423,47 @@ FAULT_CASE(find_sources, FAULT_ALL)
     return st;
 }
 
+/* The same sky's rows in two parts, on f->stream and a second stream of f->ctx (gpuws_find_sources_parts): 13 and
+ * 12 rows, so that the lower source (rows 15 .. 17) is all in the second part. */
+FAULT_CASE(find_sources_parts, FAULT_ALL)
+{
+    float img[FAULT_W * FAULT_H];
+    for (int i = 0; i < FAULT_W * FAULT_H; i++) img[i] = (float)((i * 37) % 11 - 5);
+    const int at[2][2] = { { 5, 5 }, { 15, 30 } };
+    for (int s = 0; s < 2; s++)
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) img[(at[s][0] + r) * FAULT_W + at[s][1] + c] = 500;
+    gpuws_stream *second = NULL;
+    gpuws_buffer *b[2] = { NULL, NULL };
+    const size_t rows[2] = { 13, FAULT_H - 13 };
+    gpuws_status st = gpuws_stream_create(f->ctx, &second);
+    for (int p = 0; p < 2 && !st; p++)
+        if (!(st = gpuws_buffer_create(f->ctx, rows[p] * FAULT_W * sizeof(float), &b[p])))
+            st = gpuws_buffer_write(b[p], 0, img + (p ? rows[0] * FAULT_W : 0), rows[p] * FAULT_W * sizeof(float));
+    gpuws_catalog *cat = (gpuws_catalog *)&cat;
+    if (!st) {
+        const gpuws_image_part parts[2] = { { f->stream, b[0], rows[0] }, { second, b[1], rows[1] } };
+        st = gpuws_find_sources_parts(parts, 2, FAULT_W, NULL, &cat);
+        if (fault_ok(f, st)) {
+            cr_assert_eq(cat->num_sources, 2, "find_sources_parts: %zu sources, wanted 2", cat->num_sources);
+            for (int k = 0; k < 2; k++) {
+                const gpuws_source *src = &cat->sources[k];
+                cr_assert(src->npix == 9 && src->flux == 9 * 500.0 && src->peak == 500 && src->x == at[k][1] + 1 &&
+                              src->y == at[k][0] + 1,
+                          "find_sources_parts: source %d: %lld pixels, flux %g at (%g, %g)", k + 1,
+                          (long long)src->npix, src->flux, src->x, src->y);
+            }
+            gpuws_catalog_free(cat);
+        } else {
+            cr_assert_null(cat, "find_sources_parts failed and left *catalog set");
+        }
+    }
+    gpuws_buffer_destroy(b[0]);
+    gpuws_buffer_destroy(b[1]);
+    gpuws_stream_destroy(second);
+    return st;
+}
+
 /* ---- the workshop's ufuncs ---- */
 
 /* An operand: NAN stands for the array f->in (1, 2, 3, ...), anything else for that scalar. */
