@@ -249,10 +249,10 @@ typedef struct gpuws_image_part {
  * passes an iteration), each device's mask, the labelling of each device's rows joined at the parts' borders
  * (SciPy's numbering of the whole image), each device's records of the labels its rows hold, added on the host.
  * Compared with gpuws_find_sources on the whole image: clip count, median, iterations and converged, the labels,
- * the number of sources, npix and peaks the same; clip mean and std within a few ulps (the sums of each block of
- * gpuws_find_sources_host_block_rows(width) rows are taken in a fixed order and the blocks added in order, so they
- * are the same bits for any number of parts whose rows, but the last part's, are multiples of that); flux and
- * centres within gpuws_measure's summation bounds. Blocking; the ms_* times are the host clock's (ms_upload 0).
+ * the number of sources, npix and peaks the same; clip mean and std within a few ulps (the sums of each chunk of
+ * whole rows, which divide a block of gpuws_find_sources_host_block_rows(width) rows, are taken in a fixed order and
+ * the chunks added in order, so they are the same bits for any number of parts whose rows, but the last part's, are
+ * multiples of the block rows); flux and centres within gpuws_measure's summation bounds. Blocking; the ms_* times are the host clock's (ms_upload 0).
  * Each stream keeps for the next call a mask and labels (5 bytes a pixel of its rows) and N records of 56 bytes
  * (N: the sources of the whole image). want_labels: the whole image's labels, width * (sum of rows).
  * Errors: catalog NULL; parts NULL, num_parts 0 or more than 64; a stream NULL, not live, given twice or of another
