@@ -682,6 +682,17 @@ static bool keeper_order(const fits_reading *r)
     return sent;
 }
 
+int fits_read_forks(void)
+{
+    gpuws__tuning t;
+    gpuws__tuning_from_env(&t);
+    if (t.fits_in_process) return 0;
+    pthread_mutex_lock(&keeper.lock);
+    const int forks = keeper.pid == 0 || keeper.busy;
+    pthread_mutex_unlock(&keeper.lock);
+    return forks;
+}
+
 void fits_read_start(fits_reading *r, const char *path, int want_double, const fits_read_request *req)
 {
     static const fits_read_request first = FITS_READ_REQUEST_INIT;
@@ -951,6 +962,17 @@ int fits_read_rows(const char *path, int want_double, const fits_read_request *r
 {
     (void)choose, (void)user;
     return fits_read_image_at(path, want_double, req, img, err, errlen);
+}
+
+int fits_read_forks(void)
+{
+    gpuws__tuning t;
+    gpuws__tuning_from_env(&t);
+    if (t.fits_in_process) return 0;
+    pthread_mutex_lock(&keeper.lock);
+    const int forks = keeper.pid == 0 || keeper.busy;
+    pthread_mutex_unlock(&keeper.lock);
+    return forks;
 }
 
 void fits_read_start(fits_reading *r, const char *path, int want_double, const fits_read_request *req)

@@ -83,6 +83,11 @@ void fits_read_start(fits_reading *r, const char *path, int want_double, const f
 int fits_read_finish(fits_reading *r, fits_image *img, char *err, size_t errlen);
 /* Stops a started read and releases what it holds (the caller no longer wants the image). */
 void fits_read_abandon(fits_reading *r);
+/* Whether the next fits_read_start forks: no kept reading process (none yet, or its last read crashed it), or it is
+ * busy. A fork while another thread allocates can leave the child waiting forever on an allocator lock that the
+ * fork copied taken (AddressSanitizer's allocator, unlike glibc's malloc, does not hold its locks across fork), so
+ * a caller whose own threads allocate lets them finish first. */
+int fits_read_forks(void);
 
 /* Creates the file `path`, which must not exist (nothing is ever replaced, written through or removed but the file
  * this call created), with one 2-D image of float (BITPIX -32), double (-64) or int32 (32). On failure (a file that

@@ -102,6 +102,7 @@ typedef struct {
     size_t len;
     pthread_t thread;
     int running; /* the image's thread runs */
+    int joined;  /* its thread was joined early (before a fork), its exit code not yet counted */
     int rc;
     image_order *order;
     gpuws_stream *stream; /* the slot's */
@@ -149,6 +150,10 @@ static void *finish_image(void *p)
 /* The slot's image finished (its thread joined); its exit code (0 when it has none). */
 static int job_join(image_job *j)
 {
+    if (j->joined) {
+        j->joined = 0;
+        return j->rc;
+    }
     if (!j->running) return 0;
     pthread_join(j->thread, NULL);
     j->running = 0;
@@ -200,7 +205,15 @@ static void one_of_many(const sources_args *a, size_t k, fits_reading *reading, 
         j->t.read = tool_now_ms() - t0, j->t.read_ahead = k > 0;
         if (j->rc) fprintf(stderr, "gpuws sources: %s\n", err);
     }
-    if (k + 1 < n) fits_read_start(next, a->images[k + 1], 0, req);
+    if (k + 1 < n) {
+        /* a new reading process (the kept one crashed on a corrupt file) is forked once the image before has
+         * written its outputs: its thread allocates (fits_read_forks) */
+        if (fits_read_forks() && other->running) {
+            pthread_join(other->thread, NULL);
+            other->running = 0, other->joined = 1;
+        }
+        fits_read_start(next, a->images[k + 1], 0, req);
+    }
     if (serial) order_wait(j->order, &j->order->extracted, k);
     else if (!j->rc && takes_the_device(c, &j->img)) { /* it waits for the image before, whose buffers go */
         order_wait(j->order, &j->order->reported, k);
