@@ -964,16 +964,7 @@ int fits_read_rows(const char *path, int want_double, const fits_read_request *r
     return fits_read_image_at(path, want_double, req, img, err, errlen);
 }
 
-int fits_read_forks(void)
-{
-    gpuws__tuning t;
-    gpuws__tuning_from_env(&t);
-    if (t.fits_in_process) return 0;
-    pthread_mutex_lock(&keeper.lock);
-    const int forks = keeper.pid == 0 || keeper.busy;
-    pthread_mutex_unlock(&keeper.lock);
-    return forks;
-}
+int fits_read_forks(void) { return 0; } /* without cfitsio nothing is read, nor forked */
 
 void fits_read_start(fits_reading *r, const char *path, int want_double, const fits_read_request *req)
 {
