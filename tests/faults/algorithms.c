@@ -390,16 +390,24 @@ FAULT_CASE(measure, FAULT_ALL)
     return st;
 }
 
-/* A 40 x 25 sky: background -5..5 (a fixed pattern, std about 3.2) and two 3 x 3 sources of 500, far above
- * 5 clipped stds. */
-FAULT_CASE(find_sources, FAULT_ALL)
+/* The sources' top-left pixels (row, column) in sources_sky. */
+static const int at[2][2] = { { 5, 5 }, { 15, 30 } };
+
+/* A 40 x 25 sky: background -5..5 (a fixed pattern, std about 3.2) and two 3 x 3 sources of 500 (at `at`), far
+ * above 5 clipped stds. */
+static void sources_sky(float *img)
 {
-    float img[FAULT_W * FAULT_H];
     for (int i = 0; i < FAULT_W * FAULT_H; i++) img[i] = (float)((i * 37) % 11 - 5);
-    const int at[2][2] = { { 5, 5 }, { 15, 30 } };
     for (int s = 0; s < 2; s++)
         for (int r = 0; r < 3; r++)
             for (int c = 0; c < 3; c++) img[(at[s][0] + r) * FAULT_W + at[s][1] + c] = 500;
+}
+
+/* sources_sky's two sources and their labels. */
+FAULT_CASE(find_sources, FAULT_ALL)
+{
+    float img[FAULT_W * FAULT_H];
+    sources_sky(img);
     gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
     o.want_labels = 1;
     gpuws_catalog *cat = (gpuws_catalog *)&cat;
@@ -428,11 +436,7 @@ FAULT_CASE(find_sources, FAULT_ALL)
 FAULT_CASE(find_sources_parts, FAULT_ALL)
 {
     float img[FAULT_W * FAULT_H];
-    for (int i = 0; i < FAULT_W * FAULT_H; i++) img[i] = (float)((i * 37) % 11 - 5);
-    const int at[2][2] = { { 5, 5 }, { 15, 30 } };
-    for (int s = 0; s < 2; s++)
-        for (int r = 0; r < 3; r++)
-            for (int c = 0; c < 3; c++) img[(at[s][0] + r) * FAULT_W + at[s][1] + c] = 500;
+    sources_sky(img);
     gpuws_stream *second = NULL;
     gpuws_buffer *b[2] = { NULL, NULL };
     const size_t rows[2] = { 13, FAULT_H - 13 };
