@@ -71,6 +71,8 @@ typedef struct {
     gpuws_stream *s;
     gpuws_buffer *scr;
     size_t fin, h1; /* words of its parts' finish launches; word offset of the level-1 histogram */
+    uint64_t *host; /* pinned host memory the scratch is read into, word for word (the context's kept staging) */
+    size_t host_bytes;
 } stream_info;
 
 /* What a CPU thread accumulates over its share. */
@@ -94,7 +96,8 @@ typedef struct {
     uint32_t kmin, kmax, kabove;
     uint64_t blo, bhi;
     uint64_t h1[2048], h2[2048], h3[1024];
-    uint64_t *rd; /* what one read brings: a part's region, a stream's histogram (and finish words) */
+    double ms_enqueue, ms_collect; /* GPUWS_LOG=debug: the steps' enqueues, and their waits and reads */
+    unsigned steps;
     /* the arguments of the CPU backend's step */
     uint32_t klo, khi, sel;
     bool build;
@@ -284,6 +287,13 @@ static void cpu_step(job *j)
     }
 }
 
+static double clock_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 /* ---- GPU backends ---------------------------------------------------------------------------------------------- */
 
 static gpuws_status gpu_fill(gpuws_stream *s, gpuws_buffer *b, size_t word, size_t words, uint32_t pattern)
@@ -333,42 +343,59 @@ static gpuws_status gpu_enqueue(job *j, size_t only, int step, uint32_t klo, uin
     return GPUWS_OK;
 }
 
-/* Reads the results of step `step` of stream `only`'s parts (ALL: every stream's) and adds them to the totals. */
-static gpuws_status gpu_collect(job *j, size_t only, int step, bool build)
+/* Enqueues the reads of step `step`'s results of stream `only`'s parts (ALL: every stream's) into the streams'
+ * pinned host memory: the reads of all the streams go at once, and the host waits for them together (gpu_add). */
+static gpuws_status gpu_read(job *j, size_t only, int step, bool build)
 {
     gpuws_status st;
+    for (size_t s = 0; s < j->ns; s++) {
+        const stream_info *si = &j->streams[s];
+        if (only != ALL && s != only) continue;
+        /* stats: the parts' regions and the level-1 histogram, which follow one another; refine: the level-2
+         * histogram; finish: the level-3 histogram and the finish words */
+        const size_t from = step == 0   ? W_FIN + si->fin
+                            : step == 1 ? W_H2
+                                        : W_H3,
+                     to = step == 0   ? si->h1 + (build ? 2048 : 0)
+                          : step == 1 ? W_H2 + 2048
+                                      : W_FIN + si->fin;
+        if ((st = gpuws_buffer_read_async(si->s, si->scr, from * 8, si->host + from, (to - from) * 8))) return st;
+    }
+    for (size_t s = 0; s < j->ns; s++)
+        if ((only == ALL || s == only) && (st = gpuws_stream_synchronize(j->streams[s].s))) return st;
+    return GPUWS_OK;
+}
+
+/* Adds the results of step `step` of stream `only`'s parts (ALL: every stream's), read by gpu_read, to the totals. */
+static void gpu_add(job *j, size_t only, int step, bool build)
+{
     for (size_t p = 0; p < j->np && step == 0; p++) {
         const part_info *pi = &j->parts[p];
         if (only != ALL && pi->stream != only) continue;
+        const uint64_t *rd = j->streams[pi->stream].host + pi->rec;
         const size_t recs = 3 * pi->nchunks, words = recs + 2 * (size_t)pi->groups[0];
-        if ((st = gpuws__buffer_read_sync(pi->s, j->streams[pi->stream].scr, pi->rec * 8, j->rd, words * 8))) return st;
-        memcpy(j->tri + pi->first_chunk, j->rd, recs * 8);
+        memcpy(j->tri + pi->first_chunk, rd, recs * 8);
         for (size_t w = recs; w < words; w += 2) {
-            const uint32_t kmin = (uint32_t)(j->rd[w] >> 32), kmax = (uint32_t)j->rd[w];
+            const uint32_t kmin = (uint32_t)(rd[w] >> 32), kmax = (uint32_t)rd[w];
             if (kmin < j->kmin) j->kmin = kmin;
             if (kmax > j->kmax) j->kmax = kmax;
-            j->blo += j->rd[w + 1] >> 32;
-            j->bhi += (uint32_t)j->rd[w + 1];
+            j->blo += rd[w + 1] >> 32;
+            j->bhi += (uint32_t)rd[w + 1];
         }
     }
     for (size_t s = 0; s < j->ns; s++) {
         const stream_info *si = &j->streams[s];
         if (only != ALL && s != only) continue;
         if (step == 0 && build) {
-            if ((st = gpuws__buffer_read_sync(si->s, si->scr, si->h1 * 8, j->rd, 2048 * 8))) return st;
-            for (unsigned b = 0; b < 2048; b++) j->h1[b] += j->rd[b];
+            for (unsigned b = 0; b < 2048; b++) j->h1[b] += si->host[si->h1 + b];
         } else if (step == 1) {
-            if ((st = gpuws__buffer_read_sync(si->s, si->scr, W_H2 * 8, j->rd, 2048 * 8))) return st;
-            for (unsigned b = 0; b < 2048; b++) j->h2[b] += j->rd[b];
+            for (unsigned b = 0; b < 2048; b++) j->h2[b] += si->host[W_H2 + b];
         } else if (step == 2) {
-            if ((st = gpuws__buffer_read_sync(si->s, si->scr, W_H3 * 8, j->rd, (W_FIN - W_H3 + si->fin) * 8)))
-                return st;
-            for (unsigned b = 0; b < 1024; b++) j->h3[b] += j->rd[b];
-            for (size_t w = 1024; w < 1024 + si->fin; w++)
-                if ((uint32_t)j->rd[w] < j->kabove) j->kabove = (uint32_t)j->rd[w];
+            for (unsigned b = 0; b < 1024; b++) j->h3[b] += si->host[W_H3 + b];
+            for (size_t w = W_FIN; w < W_FIN + si->fin; w++)
+                if ((uint32_t)si->host[w] < j->kabove) j->kabove = (uint32_t)si->host[w];
         }
     }
-    return GPUWS_OK;
 }
 
 /* One step on every part: enqueued on every stream before the first read, so that the devices work at once. On
@@ -381,11 +408,18 @@ static gpuws_status gpu_step(job *j, int step, uint32_t klo, uint32_t khi, uint3
     if (build) memset(j->h1, 0, sizeof j->h1);
     if (step > 0) memset(step == 1 ? j->h2 : j->h3, 0, step == 1 ? sizeof j->h2 : sizeof j->h3);
     if (!j->serial) {
+        const double t0 = clock_ms();
         if ((st = gpu_enqueue(j, ALL, step, klo, khi, sel, build))) return st;
-        return gpu_collect(j, ALL, step, build);
+        const double t1 = clock_ms();
+        if ((st = gpu_read(j, ALL, step, build))) return st;
+        gpu_add(j, ALL, step, build);
+        j->ms_enqueue += t1 - t0, j->ms_collect += clock_ms() - t1, j->steps++;
+        return GPUWS_OK;
     }
-    for (size_t s = 0; s < j->ns; s++)
-        if ((st = gpu_enqueue(j, s, step, klo, khi, sel, build)) || (st = gpu_collect(j, s, step, build))) return st;
+    for (size_t s = 0; s < j->ns; s++) {
+        if ((st = gpu_enqueue(j, s, step, klo, khi, sel, build)) || (st = gpu_read(j, s, step, build))) return st;
+        gpu_add(j, s, step, build);
+    }
     return GPUWS_OK;
 }
 
@@ -500,7 +534,6 @@ static gpuws_status setup(job *j, const gpuws__clip_part *parts, size_t num_part
         return GPUWS_OK;
     }
     /* streams in order of first use; on each, the parts' finish words, then their regions, in part order */
-    size_t most = 2048;
     for (size_t p = 0; p < j->np; p++) {
         part_info *pi = &j->parts[p];
         size_t s = 0;
@@ -522,13 +555,14 @@ static gpuws_status setup(job *j, const gpuws__clip_part *parts, size_t num_part
             const size_t words = 3 * pi->nchunks + 2 * (size_t)pi->groups[0];
             pi->rec = si->h1;
             si->h1 += words;
-            if (words > most) most = words;
         }
-        if (W_FIN - W_H3 + si->fin > most) most = W_FIN - W_H3 + si->fin;
-        if ((st = gpuws__stream_scratch(si->s, &key_scratch, (si->h1 + 2048) * 8, &si->scr))) return st;
+        const size_t bytes = (si->h1 + 2048) * 8;
+        if ((st = gpuws__stream_scratch(si->s, &key_scratch, bytes, &si->scr))) return st;
+        void *host;
+        if ((st = gpuws__staging_take(si->s->ctx, bytes, &host, &si->host_bytes)))
+            return gpuws__error_prefix(st, "sigma_clip (parts): pinned host memory for the results (%zu bytes)", bytes);
+        si->host = host;
     }
-    if (!(j->rd = gpuws__malloc(most * 8)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for a read of %zu bytes", most * 8);
     return GPUWS_OK;
 }
 
@@ -638,17 +672,27 @@ gpuws_status gpuws__sigma_clip_parts(const gpuws__clip_part *parts, size_t num_p
                           sizeof *j + num_parts * (sizeof *claims + sizeof *j->parts + sizeof *j->streams));
         goto done;
     }
+    const double t0 = clock_ms();
     if (!(st = setup(j, parts, num_parts, chunk, claims)) &&
-        !(st = clip(j, options->kappa, options->max_iterations, &r)))
+        !(st = clip(j, options->kappa, options->max_iterations, &r))) {
         *result = r;
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "sigma_clip (parts): %d rounds, %u steps over %zu parts and %zu streams in %.2f ms (enqueue %.2f, "
+                   "waits and reads %.2f)",
+                   r.iterations, j->steps, j->np, j->ns, clock_ms() - t0, j->ms_enqueue, j->ms_collect);
+    }
 done:
+    for (size_t s = 0; j && j->streams && s < j->ns; s++) {
+        if (!j->streams[s].host) continue;
+        if (st) gpuws_stream_synchronize(j->streams[s].s); /* a read may still be on its way */
+        gpuws__staging_give(j->streams[s].s->ctx, j->streams[s].host, j->streams[s].host_bytes);
+    }
     if (claims)
         for (size_t i = num_parts; i-- > 0;) gpuws__unclaim(&claims[i]);
     gpuws__free(claims);
     if (j) {
         gpuws__free(j->tri);
         gpuws__free(j->acc);
-        gpuws__free(j->rd);
         gpuws__free(j->parts);
         gpuws__free(j->streams);
         gpuws__free(j);
