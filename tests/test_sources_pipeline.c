@@ -623,8 +623,8 @@ static void expect_one_device(const gpuws_catalog *got, const gpuws_catalog *wan
     check_catalog_against_host(got, img, w, h, conn);
 }
 
-/* got (found without the label image: the devices keep their parts' own numbers and the host maps the records)
- * against want (with it): the same sources, npix and peaks exact, flux and centres within the summation bounds of
+/* got (found without the label image: a device whose labels need mapping to the image's numbers keeps its band's
+ * own, and the measurement maps them as it reads them) against want (with it): the same sources, npix and peaks exact, flux and centres within the summation bounds of
  * check_catalog_against_host (both sides add the same pixels in other orders). */
 static void expect_same_sources(const gpuws_catalog *got, const gpuws_catalog *want, const char *what)
 {
@@ -723,6 +723,12 @@ BACKEND_TEST(find_sources_parts, components_through_several_parts_are_joined)
         gpuws_catalog *bare = parts_catalog(on, 4, rows, img, SPLIT_W, &o);
         expect_same_sources(bare, a, "parts of 81, 9, 30 rows without the label image");
         gpuws_catalog_free(bare);
+        /* the measurement's path for more than 2^32 pixels maps the labels in both of its passes */
+        for (int c = 0; c < 2; c++) test_tune(ctx[c], "measure_wide_peak", "1");
+        bare = parts_catalog(on, 4, rows, img, SPLIT_W, &o);
+        expect_same_sources(bare, a, "parts of 81, 9, 30 rows without the label image, the wide measurement");
+        gpuws_catalog_free(bare);
+        for (int c = 0; c < 2; c++) test_tune(ctx[c], "measure_wide_peak", NULL);
         size_t across = 0; /* sources with pixels in three parts or more */
         for (size_t k = 0; k < one->num_sources; k++) {
             int seen[4] = { 0 };

@@ -29,6 +29,7 @@ static const gpuws__stream_key key_counts = { "label.counts" };
 static const gpuws__stream_key key_node_label = { "label.node_label" };
 static const gpuws__stream_key key_node_final = { "label.node_final" };
 static const gpuws__stream_key key_node_nh = { "label.node_nh" };
+static const gpuws__stream_key key_remap_table = { "label.remap_table" };
 
 /* The passes up to the scan over the width x height pixels from pixel `slab` on: on return, the chunk counts and N
  * (after them) are on their way in *counts_out. */
@@ -161,6 +162,17 @@ gpuws_status gpuws__label_remap_launch(gpuws_stream *s, gpuws_buffer *labels, ui
                             gpuws_arg_buffer(nodes[0]), gpuws_arg_buffer(nodes[1]), gpuws_arg_buffer(nodes[2]),
                             gpuws_arg_u64(j0),          gpuws_arg_u64(j1),          gpuws_arg_u64(offset) };
     return gpuws__launch_named(s, "label_remap", NULL, &cfg, a, GPUWS__NARGS(a));
+}
+
+/* Enqueues label_remap_table: table[l - 1] for the count labels of a band, as gpuws__label_remap_launch maps them. */
+static gpuws_status remap_table_launch(gpuws_stream *s, gpuws_buffer *table, size_t count, gpuws_buffer *const nodes[3],
+                                       uint64_t j0, uint64_t j1, uint64_t offset)
+{
+    const gpuws_launch_config cfg = gpuws__config_1d(count, 256, gpuws__saturating_blocks(s->ctx, 8));
+    const gpuws_arg a[] = { gpuws_arg_buffer(table),    gpuws_arg_u32((uint32_t)count), gpuws_arg_buffer(nodes[0]),
+                            gpuws_arg_buffer(nodes[1]), gpuws_arg_buffer(nodes[2]),     gpuws_arg_u64(j0),
+                            gpuws_arg_u64(j1),          gpuws_arg_u64(offset) };
+    return gpuws__launch_named(s, "label_remap_table", NULL, &cfg, a, GPUWS__NARGS(a));
 }
 
 /* ---- the CPU backend: bands of rows on the host's cores ---------------------------------------------------------- */
@@ -325,7 +337,10 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
             bands += (parts[p].rows + band_rows(&parts[p], w, slab_rows) - 1) / band_rows(&parts[p], w, slab_rows);
     }
     *num_labels = 0;
-    for (size_t p = 0; p < np; p++) parts[p].lo = parts[p].first = 1, parts[p].hi = 0;
+    for (size_t p = 0; p < np; p++) {
+        parts[p].lo = parts[p].first = 1, parts[p].hi = 0;
+        parts[p].remap = (gpuws__label_remap){ NULL };
+    }
     if (bands == 0) return GPUWS_OK;
     band_place *bp = gpuws__malloc(bands * sizeof *bp);
     gpuws_buffer **counts = gpuws__calloc(np, sizeof *counts);
@@ -381,6 +396,14 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
         /* a band whose numbers are its own (no label before it, no border label of it or before it merged into
          * another) is final already: one band alone, or the first of several, often */
         if (nb.offset[b] == 0 && nb.nh_before[b + 1] == 0) continue;
+        const bool alone = (b == 0 || bp[b - 1].part != bp[b].part) && (b + 1 == bands || bp[b + 1].part != bp[b].part);
+        if (p->defer && alone && !cpu) { /* the caller's next pass maps them, through a table */
+            if (nb.count[b] && !(st = gpuws__stream_scratch(p->stream, &key_remap_table, nb.count[b] * sizeof(int32_t),
+                                                            &p->remap.table)))
+                st = remap_table_launch(p->stream, p->remap.table, nb.count[b], &dev[3 * bp[b].part], nb.node_base[b],
+                                        nb.node_base[b + 1], nb.offset[b]);
+            continue;
+        }
         if (cpu) {
             cpu_remap_job j = { bp, parts, &nb, nh, b };
             gpuws__run_ranges(px, gpuws__work_parts(gpuws__cpu_count(), (double)px, 262144.0, px), cpu_remap_range, &j);
@@ -428,7 +451,7 @@ static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows
 {
     if (s->ctx->backend->kind == GPUWS_BACKEND_CPU)
         return label_cpu_bands(gpuws__cpu_ptr(mask), w, h, rows, conn, gpuws__cpu_ptr(labels), "label", num_labels);
-    gpuws__label_part part = { s, mask, labels, h, 0, 0, 0 };
+    gpuws__label_part part = { .stream = s, .mask = mask, .labels = labels, .rows = h };
     return label_parts(&part, 1, w, conn, rows, "label", num_labels);
 }
 

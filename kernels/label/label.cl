@@ -320,19 +320,34 @@ __kernel void label_relabel(__global const uchar *mask, __global int *L, __globa
  * labels (nodes j0..j1, labels ascending), else offset + l less the non-root nodes before it (nh[k]: those before
  * node k). label_numbering.h says why. */
 
+static int remap_one(int l, __global const int *node_label, __global const int *node_final, __global const ulong *nh,
+                     ulong j0, ulong j1, ulong offset)
+{
+    ulong lo = j0, hi = j1;
+    while (lo < hi) {
+        const ulong mid = lo + (hi - lo) / 2;
+        if (node_label[mid] < l) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < j1 && node_label[lo] == l ? node_final[lo] : (int)(offset + (ulong)l - nh[lo]);
+}
+
 __kernel void label_remap(__global int *L, ulong slab, uint n, __global const int *node_label,
                           __global const int *node_final, __global const ulong *nh, ulong j0, ulong j1, ulong offset)
 {
     L += slab;
     for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
         const int l = L[i];
-        if (l <= 0) continue;
-        ulong lo = j0, hi = j1;
-        while (lo < hi) {
-            const ulong mid = lo + (hi - lo) / 2;
-            if (node_label[mid] < l) lo = mid + 1;
-            else hi = mid;
-        }
-        L[i] = lo < j1 && node_label[lo] == l ? node_final[lo] : (int)(offset + (ulong)l - nh[lo]);
+        if (l > 0) L[i] = remap_one(l, node_label, node_final, nh, j0, j1, offset);
     }
+}
+
+/* The same map as a table: table[l - 1] = label_remap's number for l = 1..count (a pass that reads the labels later
+ * maps them with one load, gpuws__label_parts' defer). */
+__kernel void label_remap_table(__global int *table, uint count, __global const int *node_label,
+                                __global const int *node_final, __global const ulong *nh, ulong j0, ulong j1,
+                                ulong offset)
+{
+    for (uint i = get_global_id(0); i < count; i += get_global_size(0))
+        table[i] = remap_one((int)i + 1, node_label, node_final, nh, j0, j1, offset);
 }

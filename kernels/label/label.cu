@@ -304,6 +304,19 @@ extern "C" __global__ void label_relabel(const unsigned char *mask, int *L, cons
 // A slab's labels l (1..N, the slab's pixels from `slab` on) to their final numbers: the node's final number where l
 // is one of the slab's border labels (nodes j0..j1, labels ascending), else offset + l less the non-root nodes
 // before it (nh[k]: those before node k). label_numbering.h says why.
+static __device__ __forceinline__ int remap_one(int l, const int *node_label, const int *node_final,
+                                                const unsigned long long *nh, unsigned long long j0,
+                                                unsigned long long j1, unsigned long long offset)
+{
+    unsigned long long lo = j0, hi = j1;
+    while (lo < hi) {
+        const unsigned long long mid = lo + (hi - lo) / 2;
+        if (node_label[mid] < l) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < j1 && node_label[lo] == l ? node_final[lo] : (int)(offset + (unsigned long long)l - nh[lo]);
+}
+
 extern "C" __global__ void label_remap(int *L, unsigned long long slab, unsigned n, const int *node_label,
                                        const int *node_final, const unsigned long long *nh, unsigned long long j0,
                                        unsigned long long j1, unsigned long long offset)
@@ -311,17 +324,21 @@ extern "C" __global__ void label_remap(int *L, unsigned long long slab, unsigned
     L += slab;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         const int l = L[i];
-        if (l <= 0) continue;
-        unsigned long long lo = j0, hi = j1;
-        while (lo < hi) {
-            const unsigned long long mid = lo + (hi - lo) / 2;
-            if (node_label[mid] < l) lo = mid + 1;
-            else hi = mid;
-        }
-        L[i] = lo < j1 && node_label[lo] == l ? node_final[lo] : (int)(offset + (unsigned long long)l - nh[lo]);
+        if (l > 0) L[i] = remap_one(l, node_label, node_final, nh, j0, j1, offset);
     }
+}
+
+// The same map as a table: table[l - 1] = label_remap's number for l = 1..count (a pass that reads the labels later
+// maps them with one load, gpuws__label_parts' defer).
+extern "C" __global__ void label_remap_table(int *table, unsigned count, const int *node_label, const int *node_final,
+                                             const unsigned long long *nh, unsigned long long j0, unsigned long long j1,
+                                             unsigned long long offset)
+{
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+        table[i] = remap_one((int)i + 1, node_label, node_final, nh, j0, j1, offset);
 }
 
 GPUWS_CUDA_KERNELS(label, GPUWS_CUDA_KERNEL(label_local_4), GPUWS_CUDA_KERNEL(label_local_8),
                    GPUWS_CUDA_KERNEL(label_merge_4), GPUWS_CUDA_KERNEL(label_merge_8), GPUWS_CUDA_KERNEL(label_flatten),
-                   GPUWS_CUDA_KERNEL(label_scan), GPUWS_CUDA_KERNEL(label_relabel), GPUWS_CUDA_KERNEL(label_remap))
+                   GPUWS_CUDA_KERNEL(label_scan), GPUWS_CUDA_KERNEL(label_relabel), GPUWS_CUDA_KERNEL(label_remap),
+                   GPUWS_CUDA_KERNEL(label_remap_table))

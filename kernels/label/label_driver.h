@@ -4,6 +4,8 @@
 
 #include "../common/driver.h"
 
+#include <stdbool.h>
+
 /* Where a labelling's N is: in `value` when `buffer` is NULL (the CPU backend labels while the call is made), else
  * an int32 at byte `offset` of `buffer` (the stream's scratch) once the stream reaches it; read it on the same
  * stream before the next labelling there, which reuses that scratch. */
@@ -32,18 +34,27 @@ gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn,
 gpuws_status gpuws__label_remap_launch(gpuws_stream *s, gpuws_buffer *labels, uint64_t first, size_t px,
                                        gpuws_buffer *const nodes[3], uint64_t j0, uint64_t j1, uint64_t offset);
 
+/* A band's labels to their final numbers: label l's is table[l - 1] (int32, on the band's stream; NULL: none). */
+typedef struct {
+    gpuws_buffer *table;
+} gpuws__label_remap;
+
 /* Rows that several streams hold, in order, labelled as one image of `width` pixels a row: each part's rows on its
  * own device (every part's first band at once), in bands of at most 2^31 - 1 pixels, joined and numbered as
  * label_numbering.h says (SciPy's numbering of the whole image). Streams distinct, of contexts of one backend; a
  * part may hold no rows (its buffers then unused). On return each part's [lo, hi] holds every label its rows hold
  * (lo > hi: none): the components that begin in its rows are first .. hi, those that reach it from above are
- * below first. Blocking. */
+ * below first. Blocking; on error the labels are unspecified. defer: a part whose rows are one band and whose labels need mapping to their final numbers
+ * keeps its band's numbers, and `remap` maps them (a table in the stream's scratch: until the next labelling on it)
+ * for a pass over the labels that follows (gpuws__measure_sums) to apply as it reads them. */
 typedef struct {
     gpuws_stream *stream;
     const gpuws_buffer *mask; /* rows x width bytes */
     gpuws_buffer *labels;     /* rows x width int32, written */
     size_t rows;
-    size_t lo, first, hi; /* out */
+    bool defer;
+    size_t lo, first, hi;     /* out */
+    gpuws__label_remap remap; /* out */
 } gpuws__label_part;
 gpuws_status gpuws__label_parts(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
                                 const char *name, size_t *num_labels);

@@ -54,7 +54,8 @@ static gpuws_status measure_kernels(gpuws_context *ctx, bool wide, gpuws_kernel 
 }
 
 static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, const gpuws_buffer *data,
-                                const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out, bool raw)
+                                const gpuws_buffer *labels, size_t num_labels, const gpuws__label_remap *remap,
+                                gpuws_buffer *out, bool raw)
 {
     gpuws_context *ctx = s->ctx;
     /* The peak's key holds a 32-bit pixel index (and the kernels 32-bit rows and columns) up to 2^32 pixels; past
@@ -84,16 +85,26 @@ static gpuws_status measure_gpu(gpuws_stream *s, size_t width, size_t npix, cons
     if ((st = gpuws__stream_zeroed(s, num_labels * sizeof(gpuws_source_measure), &totals))) return st;
     const gpuws_launch_config c1 = { { groups, 1, 1 }, { block, 1, 1 } };
     const gpuws_arg w = wide ? gpuws_arg_u64(width) : gpuws_arg_u32((uint32_t)width);
+    /* without a remap the table is never read: any buffer stands in for it */
+    const bool rm = remap && remap->table;
+    gpuws_buffer *const lb = (gpuws_buffer *)labels;
     const gpuws_arg a1[] = { gpuws_arg_buffer((gpuws_buffer *)data),
-                             gpuws_arg_buffer((gpuws_buffer *)labels),
+                             gpuws_arg_buffer(lb),
                              gpuws_arg_u64(npix),
                              w,
                              gpuws_arg_u32((uint32_t)num_labels),
-                             gpuws_arg_buffer(totals) };
+                             gpuws_arg_buffer(totals),
+                             gpuws_arg_buffer(rm ? remap->table : lb),
+                             gpuws_arg_u32(rm) };
     const gpuws_launch_config cp =
         gpuws__config_1d(npix, cpu ? 64 : 256, cpu ? 4096 : gpuws__saturating_blocks(ctx, 8));
-    const gpuws_arg ap[] = { gpuws_arg_buffer((gpuws_buffer *)data), gpuws_arg_buffer((gpuws_buffer *)labels),
-                             gpuws_arg_u64(npix), gpuws_arg_u32((uint32_t)num_labels), gpuws_arg_buffer(totals) };
+    const gpuws_arg ap[] = { gpuws_arg_buffer((gpuws_buffer *)data),
+                             gpuws_arg_buffer(lb),
+                             gpuws_arg_u64(npix),
+                             gpuws_arg_u32((uint32_t)num_labels),
+                             gpuws_arg_buffer(totals),
+                             a1[6],
+                             a1[7] };
     const gpuws_launch_config c2 =
         gpuws__config_1d(num_labels, cpu ? 64 : 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(ctx, 8));
     const gpuws_arg a2[] = { gpuws_arg_buffer((gpuws_buffer *)data),
@@ -140,11 +151,12 @@ gpuws_status gpuws_measure(gpuws_stream *s, size_t width, size_t height, const g
     if (!ctx->info.fp64)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure accumulates in double precision, which %s lacks",
                             ctx->info.name);
-    return measure_gpu(s, width, npix, data, labels, num_labels, out, false);
+    return measure_gpu(s, width, npix, data, labels, num_labels, NULL, out, false);
 }
 
 gpuws_status gpuws__measure_sums(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *data,
-                                 const gpuws_buffer *labels, size_t num_labels, gpuws_buffer *out)
+                                 const gpuws_buffer *labels, size_t num_labels, const gpuws__label_remap *remap,
+                                 gpuws_buffer *out)
 {
     if (s->ctx->backend->kind == GPUWS_BACKEND_CPU) {
         gpuws_measure_ref_sums(gpuws__cpu_ptr(data), gpuws__cpu_ptr(labels), width, height, num_labels,
@@ -154,5 +166,5 @@ gpuws_status gpuws__measure_sums(gpuws_stream *s, size_t width, size_t height, c
     if (!s->ctx->info.fp64)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "measure accumulates in double precision, which %s lacks",
                             s->ctx->info.name);
-    return measure_gpu(s, width, width * height, data, labels, num_labels, out, true);
+    return measure_gpu(s, width, width * height, data, labels, num_labels, remap, out, true);
 }

@@ -15,6 +15,8 @@
  * measure_finalize: out record k <- (sum, row = Σd·r / sum, col, peak = data[index], npix, peak row, peak col)
  * (raw: Σd·r and Σd·c themselves, for records that a caller adds up over parts of an image),
  * and acc record k <- 0 again for the next call.
+ * remap (the accumulation and measure_first_peak): the labels are a band's provisional numbers, l read as table[l - 1]
+ * (label.cl's label_remap_table), which spares a pipeline over several devices a pass over them.
  * Record layout (gpuws_source_measure, 7 words): sum, row, col, peak, npix, peak_row, peak_col; in acc, row/col
  * hold the weighted sums and peak the key (words 5 and 6 are never written there but in the wide build, below).
  * More than 2^32 pixels (built with GPUWS_MEASURE_WIDE, used only there or when the measure_wide_peak knob forces
@@ -123,11 +125,22 @@ inline void m_flush(__global ulong *out, int label, double sd, double sr, double
         }                                                                                                         \
     } while (0)
 
+/* x (a label of the work-item's, in order) through a band's table; a run of one label looks up once (raw, fin: the
+ * last one). */
+#define M_REMAP(x)                                                                                                \
+    do {                                                                                                          \
+        if ((x) > 0) {                                                                                            \
+            if ((x) != raw) fin = table[(raw = (x)) - 1];                                                         \
+            (x) = fin;                                                                                            \
+        }                                                                                                         \
+    } while (0)
+
 /* Labels outside 1..nlab count as background. */
 #define M_VALID(v, nlab) select((int4)0, (v), ((v) >= 1) & (as_uint4(v) <= (uint4)(nlab)))
 
 __kernel void M_ACCUMULATE(__global const float *restrict data, __global const int *restrict labels, ulong npix,
-                           m_pos width, uint nlab, __global ulong *restrict out)
+                           m_pos width, uint nlab, __global ulong *restrict out, __global const int *restrict table,
+                           uint remap)
 {
     __local int l_lab[2 * M_MAXB];
     __local double l_sd[2 * M_MAXB], l_sr[2 * M_MAXB], l_sc[2 * M_MAXB];
@@ -141,6 +154,17 @@ __kernel void M_ACCUMULATE(__global const float *restrict data, __global const i
         const ulong base = t * tile + (ulong)lid * M_P;
         int4 la, lb;
         M_LOAD8(int, labels, base, npix, la, lb);
+        if (remap) {
+            int raw = 0, fin = 0;
+            M_REMAP(la.s0);
+            M_REMAP(la.s1);
+            M_REMAP(la.s2);
+            M_REMAP(la.s3);
+            M_REMAP(lb.s0);
+            M_REMAP(lb.s1);
+            M_REMAP(lb.s2);
+            M_REMAP(lb.s3);
+        }
         la = M_VALID(la, nlab);
         lb = M_VALID(lb, nlab);
         float4 va = (float4)0.0f, vb = (float4)0.0f;
@@ -288,11 +312,13 @@ __kernel void M_FINALIZE(__global const float *data, __global ulong *acc, __glob
  * in increasing order, so after a match to one label its next pixels of that label cannot be earlier: it skips
  * them (a flat source then costs one atomic per work-item, not one per pixel). */
 __kernel void measure_first_peak(__global const float *restrict data, __global const int *restrict labels, ulong npix,
-                                 uint nlab, __global ulong *restrict acc)
+                                 uint nlab, __global ulong *restrict acc, __global const int *restrict table,
+                                 uint remap)
 {
     int last = 0;
     for (ulong i = get_global_id(0); i < npix; i += get_global_size(0)) {
-        const int L = labels[i];
+        int L = labels[i];
+        if (remap && L > 0) L = table[L - 1];
         if (L < 1 || (uint)L > nlab || L == last) continue;
         __global ulong *a = acc + (ulong)(L - 1) * MEASURE_RECORD_WORDS;
         if (((ulong)m_okey(data[i]) << 32) != a[3]) continue;

@@ -120,7 +120,7 @@ __device__ void m_scan_flush(Shared &s, u64 *out)
 // ~index) or u64 (the wide path: the key holds the value only).
 template <typename Pos>
 __device__ __forceinline__ void accumulate(const float *__restrict__ data, const int *__restrict__ labels, u64 npix,
-                                           Pos width, unsigned nlab, u64 *out)
+                                           Pos width, unsigned nlab, u64 *out, const int *__restrict__ remap)
 {
     constexpr bool wide = sizeof(Pos) == 8;
     __shared__ Shared s;
@@ -133,6 +133,15 @@ __device__ __forceinline__ void accumulate(const float *__restrict__ data, const
         int lab[P];
         float val[P];
         load8(labels, base, npix, lab);
+        if (remap) { // a band's own numbers: its table maps them (a run of one label looks up once)
+            int raw = 0, fin = 0;
+#pragma unroll
+            for (unsigned j = 0; j < P; j++)
+                if (lab[j] > 0) {
+                    if (lab[j] != raw) fin = __ldg(remap + (raw = lab[j]) - 1);
+                    lab[j] = fin;
+                }
+        }
         bool any = false;
 #pragma unroll
         for (unsigned j = 0; j < P; j++) {
@@ -216,26 +225,27 @@ __device__ __forceinline__ void accumulate(const float *__restrict__ data, const
 
 extern "C" __global__ void __launch_bounds__(MAXB, 3)
     measure_accumulate(const float *__restrict__ data, const int *__restrict__ labels, u64 npix, unsigned width,
-                       unsigned nlab, u64 *out)
+                       unsigned nlab, u64 *out, const int *table, unsigned remap)
 {
-    accumulate<unsigned>(data, labels, npix, width, nlab, out);
+    accumulate<unsigned>(data, labels, npix, width, nlab, out, remap ? table : nullptr);
 }
 
 extern "C" __global__ void __launch_bounds__(MAXB, 3)
     measure_accumulate_wide(const float *__restrict__ data, const int *__restrict__ labels, u64 npix, u64 width,
-                            unsigned nlab, u64 *out)
+                            unsigned nlab, u64 *out, const int *table, unsigned remap)
 {
-    accumulate<u64>(data, labels, npix, width, nlab, out);
+    accumulate<u64>(data, labels, npix, width, nlab, out, remap ? table : nullptr);
 }
 
 // The wide path's second pass (measure.cl's measure_first_peak): each label's first pixel whose value has its
 // largest key, as an atomic max of ~index on acc word 5; a thread skips its later pixels of a label it matched.
 extern "C" __global__ void measure_first_peak(const float *__restrict__ data, const int *__restrict__ labels, u64 npix,
-                                              unsigned nlab, u64 *acc)
+                                              unsigned nlab, u64 *acc, const int *table, unsigned remap)
 {
     int last = 0;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < npix; i += (u64)gridDim.x * blockDim.x) {
-        const int L = __ldg(labels + i);
+        int L = __ldg(labels + i);
+        if (remap && L > 0) L = __ldg(table + L - 1);
         if (L < 1 || (unsigned)L > nlab || L == last) continue;
         u64 *a = acc + (u64)(L - 1) * MEASURE_RECORD_WORDS;
         if (((u64)m_okey(__ldg(data + i)) << 32) != a[3]) continue;

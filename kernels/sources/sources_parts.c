@@ -5,7 +5,8 @@
  *   κσ clipping   gpuws__sigma_clip_parts: each device's chunk statistics and key histograms, combined on the host
  *   threshold     each device its rows' mask
  *   labelling     gpuws__label_parts: each device labels its rows, the host joins the border rows and numbers,
- *                 each device maps its labels to the whole image's numbers
+ *                 each device maps its labels to the whole image's numbers (without a label image to return, a
+ *                 table that the measurement reads them through: one pass over them less)
  *   measurement   each device its rows' records (sums, not centres: gpuws__measure_sums) of the labels its rows
  *                 hold, read back and added on the host in part order (the parts are in raster order). */
 #include "sources_internal.h"
@@ -192,7 +193,9 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
 
     gpuws__label_part lp[MAX_PARTS];
     for (size_t p = 0; p < np; p++)
-        lp[p] = (gpuws__label_part){ ps[p].s, ps[p].mask, ps[p].labels, ps[p].rows, 0, 0, 0 };
+        lp[p] = (gpuws__label_part){
+            .stream = ps[p].s, .mask = ps[p].mask, .labels = ps[p].labels, .rows = ps[p].rows, .defer = !o->want_labels
+        };
     size_t nl = 0;
     if ((st = gpuws__label_parts(lp, np, width, o->connectivity, "find_sources: label", &nl))) return st;
     for (size_t p = 0; p < np; p++) ps[p].lp = lp[p];
@@ -204,7 +207,7 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
         part_state *q = &ps[p];
         if (q->lp.lo > q->lp.hi) continue;
         if (!(st = gpuws__stream_scratch(q->s, &key_records, nl * rec, &q->records)) &&
-            (st = gpuws__measure_sums(q->s, width, q->rows, q->image, q->labels, nl, q->records)))
+            (st = gpuws__measure_sums(q->s, width, q->rows, q->image, q->labels, nl, &q->lp.remap, q->records)))
             st = gpuws__error_prefix(st, "find_sources: measure");
         if (!st && serial) st = gpuws_stream_synchronize(q->s);
     }
