@@ -281,7 +281,7 @@ static gpuws_status parts_enqueue_band(gpuws__label_part *parts, const band_plac
  * kernel at the same time (sigma_clip_parts.c). */
 static gpuws_status parts_label_bands(gpuws__label_part *parts, const band_place *bp, size_t bands, size_t w, int conn,
                                       const char *name, gpuws__label_numbering *nb, gpuws_buffer **counts,
-                                      int32_t *border)
+                                      int32_t *border, double seen[4])
 {
     gpuws_context *ctx = parts[bp[0].part].stream->ctx;
     const bool cpu = ctx->backend->kind == GPUWS_BACKEND_CPU, serial = gpuws__is_cpu_device(ctx);
@@ -300,6 +300,7 @@ static gpuws_status parts_label_bands(gpuws__label_part *parts, const band_place
         } else {
             int32_t total = 0;
             if (serial && (st = parts_enqueue_band(parts, bp, b, w, conn, counts))) break;
+            if (b < 2) seen[2 * b] = clock_ms();
             gpuws_buffer *c = counts[bp[b].part];
             const size_t nchunks = (px + LABEL_CHUNK - 1) / LABEL_CHUNK;
             if ((st = gpuws__buffer_read_sync(p->stream, c, nchunks * sizeof(int32_t), &total, sizeof total)) ||
@@ -313,6 +314,7 @@ static gpuws_status parts_label_bands(gpuws__label_part *parts, const band_place
             if (!serial && b + 1 < bands && bp[b + 1].part == bp[b].part)
                 st = parts_enqueue_band(parts, bp, b + 1, w, conn, counts);
         }
+        if (b < 2) seen[2 * b + 1] = clock_ms();
         if (!st) st = gpuws__numbering_harvest(nb, conn, b, row0, row1);
     }
     return st;
@@ -329,7 +331,7 @@ static size_t band_rows(const gpuws__label_part *p, size_t w, size_t slab_rows)
  * labelled on their parts' devices, joined and numbered as label_numbering.h says, then mapped to their final
  * numbers in place. */
 static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, int conn, size_t slab_rows,
-                                const char *name, size_t *num_labels)
+                                bool untouched, const char *name, size_t *num_labels)
 {
     size_t bands = 0, max_px = 0;
     for (size_t p = 0; p < np; p++) {
@@ -363,8 +365,11 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
     const size_t max_nodes = 2 * w * bands;
     const bool cpu = parts[0].stream->ctx->backend->kind == GPUWS_BACKEND_CPU; /* one backend */
     if (!st) st = gpuws__numbering_make(&nb, name, w, bands);
-    /* a band has at most ceil(pixels / 2) components (a checkerboard with connectivity 4) */
-    if (!st) st = gpuws__numbering_reserve(&nb, (max_px + 1) / 2, max_nodes);
+    /* the table by band label: for the caller's own labels (`untouched`: left as they were when host memory runs
+     * out) as large as a band's components could need, ceil(pixels / 2) (a checkerboard with connectivity 4), before
+     * any band is labelled; else it grows to the bands' counts as they are joined, since for bands of 2^31 pixels that
+     * reservation is gigabytes, whose fresh pages each call would fault in and unmap again */
+    if (!st) st = gpuws__numbering_reserve(&nb, untouched ? (max_px + 1) / 2 : 0, max_nodes);
     if (!st && !(nh = gpuws__malloc((max_nodes + 1) * sizeof *nh)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the bands' borders (%zu bytes)", name,
                           (max_nodes + 1) * sizeof *nh);
@@ -378,7 +383,8 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
             st = gpuws__stream_scratch(s, &key_node_nh, (max_nodes + 1) * sizeof(uint64_t), &dev[3 * p + 2]);
     }
     const double t0 = clock_ms();
-    if (!st) st = parts_label_bands(parts, bp, bands, w, conn, name, &nb, counts, border);
+    double seen[4] = { t0, t0, t0, t0 }; /* GPUWS_LOG=debug: when the first two bands' reads began and ended */
+    if (!st) st = parts_label_bands(parts, bp, bands, w, conn, name, &nb, counts, border, seen);
     const double t1 = clock_ms();
     if (!st) st = gpuws__numbering_number(&nb);
     if (!st) gpuws__numbering_non_roots(&nb, nh);
@@ -425,24 +431,29 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
                 if ((size_t)nb.final[j] < parts[p].lo) parts[p].lo = (size_t)nb.final[j];
         }
         *num_labels = nb.total;
-        gpuws__log(GPUWS__LOG_DEBUG,
-                   "%s: %zu bands over %zu parts: labelled and borders read in %.2f ms, numbered and mapped in %.2f "
-                   "ms (%zu border labels, %zu components)",
-                   name, bands, np, t1 - t0, clock_ms() - t1, nb.nodes, nb.total);
     }
+    const double t2 = clock_ms(), nodes = (double)nb.nodes;
     gpuws__free(nh);
     gpuws__free(border);
     gpuws__free(dev);
     gpuws__free(counts);
     gpuws__free(bp);
     gpuws__numbering_free(&nb);
+    if (!st)
+        gpuws__log(
+            GPUWS__LOG_DEBUG,
+            "%s: %zu bands over %zu parts: labelled and borders read in %.2f ms (band 0's read from %.2f to "
+            "%.2f ms, band 1's from %.2f to %.2f), numbered and mapped in %.2f ms, freed in %.2f ms (%.0f border "
+            "labels, %zu components)",
+            name, bands, np, t1 - t0, seen[0] - t0, seen[1] - t0, seen[2] - t0, seen[3] - t0, t2 - t1, clock_ms() - t2,
+            nodes, *num_labels);
     return st;
 }
 
 gpuws_status gpuws__label_parts(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
                                 const char *name, size_t *num_labels)
 {
-    return label_parts(parts, num_parts, width, connectivity, 0, name, num_labels);
+    return label_parts(parts, num_parts, width, connectivity, 0, false, name, num_labels);
 }
 
 /* gpuws_label of slabs of `rows` rows (on the CPU backend, its bands of that many rows, labelled on threads). */
@@ -452,7 +463,7 @@ static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows
     if (s->ctx->backend->kind == GPUWS_BACKEND_CPU)
         return label_cpu_bands(gpuws__cpu_ptr(mask), w, h, rows, conn, gpuws__cpu_ptr(labels), "label", num_labels);
     gpuws__label_part part = { .stream = s, .mask = mask, .labels = labels, .rows = h };
-    return label_parts(&part, 1, w, conn, rows, "label", num_labels);
+    return label_parts(&part, 1, w, conn, rows, true, "label", num_labels);
 }
 
 gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn, int32_t *labels, size_t threads,
