@@ -106,44 +106,54 @@ typedef struct {
     gpuws_source *out;
 } records_job;
 
-/* Labels [k0, k1) into the catalogue: each label's record in the part where it begins, its centre taken. */
+/* A part's record made the whole image's: its first row r0 added to the rows (Σ d·(r + r0) = Σ d·r + r0·Σ d). */
+static void to_image_rows(gpuws_source_measure *m, int64_t r0)
+{
+    m->row += (double)r0 * m->sum;
+    m->peak_row += r0;
+}
+
+/* Labels [k0, k1) into the catalogue: each label's record in the part where it begins made the whole image's (unless
+ * add_records did, which it marks by a negative npix: a label's own part has at least one of its pixels), its centre
+ * taken. */
 static void records_out(void *arg, size_t part, size_t k0, size_t k1)
 {
     (void)part;
     const records_job *j = arg;
     for (size_t p = 0, k = k0 + 1; p < j->np && k <= k1; p++) {
         const gpuws__label_part *l = &j->ps[p].lp;
+        const int64_t r0 = (int64_t)j->ps[p].r0;
         for (k = k > l->first ? k : l->first; k <= l->hi && k <= k1; k++) {
             gpuws_source_measure *m = &j->ps[p].rec[k - l->lo];
+            if (m->npix < 0) m->npix = -m->npix;
+            else if (r0) to_image_rows(m, r0);
             gpuws_measure_ref_centre(m);
             j->out[k - 1] = gpuws__source_of(m, k);
         }
     }
 }
 
-/* The parts' records made the whole image's and into the catalogue: each part's own labels (first .. hi) get its
- * first row added to their rows; the records of the labels that reach a part from above (lo .. first - 1) are
- * added to those of the part where the label begins, part after part (raster order); then every label's centre,
- * on threads. */
+/* The parts' records made the whole image's and into the catalogue. The records of the labels that reach a part from
+ * above (lo .. first - 1) are added to those of the part where the label begins, part after part (raster order),
+ * each side made the whole image's first (the part where it begins marks it so); then, on threads, every other
+ * label's record made the whole image's, and every label's centre (records_out). */
 static void add_records(part_state *ps, size_t np, gpuws_source *out, size_t nl)
 {
-    for (size_t p = 0; p < np; p++) {
+    for (size_t p = 1; p < np; p++) {
         const gpuws__label_part *l = &ps[p].lp;
-        gpuws_source_measure *rec = ps[p].rec; /* rec[k - lo]: label k */
-        const int64_t r0 = (int64_t)ps[p].r0;
-        for (size_t k = l->first; r0 && k <= l->hi; k++) {
-            rec[k - l->lo].row += (double)r0 * rec[k - l->lo].sum; /* Σ d (r + r0) */
-            rec[k - l->lo].peak_row += r0;
-        }
+        const gpuws_source_measure *rec = ps[p].rec; /* rec[k - lo]: label k */
         for (size_t k = l->lo; k < l->first && k <= l->hi; k++) {
             gpuws_source_measure m = rec[k - l->lo];
             if (!m.npix) continue;
-            m.row += (double)r0 * m.sum;
-            m.peak_row += r0;
+            to_image_rows(&m, (int64_t)ps[p].r0);
             size_t o = p; /* the part where label k begins: an earlier one (part 0 has no labels from above) */
             do o--;
             while (o > 0 && (ps[o].lp.first > k || k > ps[o].lp.hi));
-            gpuws__measure_merge(&ps[o].rec[k - ps[o].lp.lo], &m);
+            gpuws_source_measure *t = &ps[o].rec[k - ps[o].lp.lo];
+            if (t->npix < 0) t->npix = -t->npix;
+            else if (ps[o].r0) to_image_rows(t, (int64_t)ps[o].r0);
+            gpuws__measure_merge(t, &m);
+            t->npix = -t->npix;
         }
     }
     records_job j = { ps, np, out };
@@ -236,7 +246,15 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
                 st = gpuws_buffer_read_async(ps[p].s, ps[p].labels, 0, cat->labels + ps[p].r0 * width,
                                              ps[p].rows * width * sizeof(int32_t));
     }
-    if ((st = sync_parts(ps, np, st))) return st;
+    double done[2] = { 0.0, 0.0 }; /* GPUWS_LOG=debug: when the first two parts' work was seen done */
+    struct timespec tw = t0;
+    for (size_t p = 0; p < np; p++)
+        if (ps[p].rows) {
+            const gpuws_status sst = gpuws_stream_synchronize(ps[p].s);
+            if (!st) st = sst;
+            if (p < 2) done[p] = gpuws__sources_ms_since(&tw) + (p ? done[0] : 0.0);
+        }
+    if (st) return st;
     tm[2] = gpuws__sources_ms_since(&t0);
     if (nl) add_records(ps, np, cat->sources, nl);
     cat->num_sources = nl;
@@ -244,8 +262,8 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
     cat->ms_measure = tm[0] + tm[1] + tm[2] + tm[3];
     gpuws__log(GPUWS__LOG_DEBUG,
                "find_sources over %zu parts: measure %.2f ms (enqueue %.2f, host memory %.2f, wait for the devices "
-               "%.2f, records %.2f; %zu sources)",
-               np, cat->ms_measure, tm[0], tm[1], tm[2], tm[3], nl);
+               "%.2f: parts 0 and 1 seen done at %.2f and %.2f; records %.2f; %zu sources)",
+               np, cat->ms_measure, tm[0], tm[1], tm[2], done[0], done[1], tm[3], nl);
     cat->ms_total = cat->ms_clip + cat->ms_threshold + cat->ms_label + cat->ms_measure;
     return st;
 }
