@@ -30,6 +30,14 @@ static gpuws_status rank_part(MPI_Comm comm, size_t *part, size_t *parts)
     return GPUWS_OK;
 }
 
+gpuws_status gpuws_mpi_sigma_clip(MPI_Comm comm, gpuws_stream *stream, const gpuws_buffer *data, size_t n,
+                                  const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result)
+{
+    size_t part, parts;
+    if (rank_part(comm, &part, &parts)) return GPUWS_ERR_INTERNAL;
+    return gpuws_sigma_clip_reduce(stream, data, n, options, part, parts, allreduce_sum, &comm, result);
+}
+
 gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, size_t width, size_t rows, const void *mask,
                                   size_t mask_stride, int connectivity, const gpuws_label_host_options *options,
                                   int32_t *labels, size_t *num_labels)

@@ -20,6 +20,14 @@ GPUWS_API gpuws_status gpuws_mpi_sigma_clip_host(MPI_Comm comm, gpuws_context *c
                                                  const gpuws_sigma_clip_options *options,
                                                  gpuws_sigma_clip_result *result);
 
+/* gpuws_sigma_clip over the values that every rank of comm holds on its device (stream NULL: data's context's
+ * default stream; n 0 allowed): collective, ranks in rank order; no value leaves its device, and every rank gets the
+ * same bits (gpuws_sigma_clip_reduce: count and median those of gpuws_sigma_clip on all the values together, mean
+ * and std within a few ulps). What a rank sends: about 2048 words a pass (three passes an iteration), 3 more a chunk
+ * of 2^18 values of every rank in the first pass of each. Errors as gpuws_sigma_clip_reduce's, collective too. */
+GPUWS_API gpuws_status gpuws_mpi_sigma_clip(MPI_Comm comm, gpuws_stream *stream, const gpuws_buffer *data, size_t n,
+                                            const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result);
+
 /* gpuws_label_host over an image whose rows are spread over the ranks of comm in rank order (rank r's rows follow
  * rank r - 1's; a rank may hold none): collective; each rank labels its own rows on its ctx and gets them in labels
  * with the whole image's numbering (scipy.ndimage.label's), and every rank gets the whole image's N. What a rank

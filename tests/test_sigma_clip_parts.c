@@ -15,6 +15,7 @@
 #include "sigma_clip/sigma_clip_parts.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -543,6 +544,92 @@ BACKEND_TEST(sigma_clip_parts, failed_allocations_leak_nothing)
         cr_assert(memcmp(&r, &poison, sizeof r) == 0, "allocation %ld failed, yet the result was written", k);
     }
     for (size_t i = 0; i < 3; i++) gpuws_buffer_destroy(bufs[i]);
+    free(x);
+    close3(ctxs);
+}
+
+/* ---- several callers: gpuws_sigma_clip_reduce, the callers on threads ---- */
+
+typedef struct {
+    test_sum_group *sum;
+    gpuws_context *ctx;
+    const float *x;
+    size_t n, part, parts;
+    double kappa;
+    gpuws_status st;
+    char msg[256];
+    gpuws_sigma_clip_result r;
+} caller;
+
+static void *call(void *arg)
+{
+    caller *c = arg;
+    gpuws_buffer *b = NULL;
+    if (c->n && gpuws_buffer_create(c->ctx, c->n * sizeof *c->x, &b) == GPUWS_OK)
+        gpuws_buffer_write(b, 0, c->x, c->n * sizeof *c->x);
+    gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    o.kappa = c->kappa;
+    memset(&c->r, TEST_POISON_BYTE, sizeof c->r);
+    c->st = gpuws_sigma_clip_reduce(NULL, b, c->n, &o, c->part, c->parts, test_sum_group_reduce, c->sum, &c->r);
+    snprintf(c->msg, sizeof c->msg, "%s", gpuws_last_error());
+    gpuws_buffer_destroy(b);
+    return NULL;
+}
+
+/* The callers' shares: none for the first, then whole chunks of 2^18 values, the last the rest. Runs them. */
+static void run_callers(gpuws_context *const ctxs[3], const float *x, size_t n, const double kappa[3], caller c[3])
+{
+    test_sum_group *sum = test_sum_group_new(3, 1 << 16);
+    const size_t chunk = (size_t)1 << 18, cut = chunk * 1;
+    const size_t at[3] = { 0, 0, cut }, len[3] = { 0, cut, n - cut };
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = (caller){
+            .sum = sum, .ctx = ctxs[i], .x = x + at[i], .n = len[i], .part = (size_t)i, .parts = 3, .kappa = kappa[i]
+        };
+        cr_assert_eq(pthread_create(&th[i], NULL, call, &c[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    test_sum_group_free(sum);
+}
+
+/* Three callers on three contexts (one with no values) get the oracle's bits for chunks of 2^18 values, the same on
+ * every caller; options that differ fail every caller; an invalid kappa fails its caller with its reason and the
+ * others with "1 of 3 callers failed". CPU-type OpenCL devices run one caller, alone: PoCL can fail an assertion
+ * when command queues of several threads run one kernel at once (sigma_clip_parts.c). */
+BACKEND_TEST(sigma_clip_parts, callers_on_threads_get_the_oracle_bits)
+{
+    gpuws_context *ctxs[3];
+    open3(*kind, ctxs);
+    const size_t n = 2 * ((size_t)1 << 18) + 4321;
+    float *x = make_sky(n, test_seed(false) + n, 0.25, 500, 997);
+    const gpuws_sigma_clip_result want = oracle(x, n, (size_t)1 << 18, 3.0, 100);
+    gpuws_device_info di;
+    TEST_OK(gpuws_context_get_device_info(ctxs[0], &di));
+    if (*kind == GPUWS_BACKEND_OPENCL && di.type == GPUWS_DEVICE_CPU) {
+        gpuws_buffer *b = test_buffer_from(ctxs[0], x, n * sizeof *x);
+        gpuws_sigma_clip_result got;
+        test_sum_group *one = test_sum_group_new(1, 1 << 16);
+        TEST_OK(gpuws_sigma_clip_reduce(NULL, b, n, NULL, 0, 1, test_sum_group_reduce, one, &got));
+        assert_oracle_bits("one caller", &got, &want);
+        test_sum_group_free(one);
+        gpuws_buffer_destroy(b);
+    } else {
+        caller c[3];
+        run_callers(ctxs, x, n, (const double[3]){ 3.0, 3.0, 3.0 }, c);
+        for (int i = 0; i < 3; i++) {
+            cr_assert_eq(c[i].st, GPUWS_OK, "caller %d: %s: %s", i, gpuws_status_name(c[i].st), c[i].msg);
+            assert_oracle_bits("three callers", &c[i].r, &want);
+        }
+        run_callers(ctxs, x, n, (const double[3]){ 3.0, 2.5, 3.0 }, c);
+        for (int i = 0; i < 3; i++)
+            cr_assert(c[i].st == GPUWS_ERR_INVALID_ARGUMENT && strstr(c[i].msg, "differ"),
+                      "caller %d with kappas that differ: %s: %s", i, gpuws_status_name(c[i].st), c[i].msg);
+        run_callers(ctxs, x, n, (const double[3]){ 3.0, NAN, 3.0 }, c);
+        for (int i = 0; i < 3; i++)
+            cr_assert(c[i].st == GPUWS_ERR_INVALID_ARGUMENT && strstr(c[i].msg, i == 1 ? "kappa" : "1 of 3"),
+                      "caller %d, caller 1's kappa NaN: %s: %s", i, gpuws_status_name(c[i].st), c[i].msg);
+    }
     free(x);
     close3(ctxs);
 }

@@ -20,6 +20,7 @@
  * Every part's kernels of a step are enqueued before the host waits on any part, so several devices work at once;
  * then the host reads each part's results (records of a few words per chunk, 2048-bin histograms). */
 #include "sigma_clip_parts.h"
+#include "../../core/options.h"
 #include "../../core/threads.h"
 #include "sigma_clip_ref.h"
 #include "sigma_clip_state.h"
@@ -89,7 +90,10 @@ typedef struct {
     size_t ns;
     bool cpu, serial; /* serial: a step on one stream after another (gpu_step) */
     size_t chunk, nchunks, npieces, n;
-    triple *tri; /* every chunk's record, in (part, chunk) order */
+    triple *tri; /* every chunk's record, in (caller, part, chunk) order: this caller's from tri + chunk0 */
+    size_t chunk0, all_chunks;
+    const gpuws__clip_exchange *x; /* NULL: one caller */
+    uint64_t *xw;                  /* the exchanges' words */
     cpu_acc *acc;
     size_t nacc;
     /* a step's totals */
@@ -246,7 +250,7 @@ static void cpu_share(void *arg, size_t share, size_t lo, size_t hi)
         if (stats) {
             const size_t c = idx - pi->first_chunk, at = c * j->chunk;
             const size_t len = pi->n - at < j->chunk ? pi->n - at : j->chunk;
-            j->tri[idx] = cpu_chunk(j, pi->host + at, len, a);
+            j->tri[j->chunk0 + idx] = cpu_chunk(j, pi->host + at, len, a);
             continue;
         }
         const size_t at = (idx - pi->first_piece) * PIECE, len = pi->n - at < PIECE ? pi->n - at : PIECE;
@@ -374,7 +378,7 @@ static void gpu_add(job *j, size_t only, int step, bool build)
         if (only != ALL && pi->stream != only) continue;
         const uint64_t *rd = j->streams[pi->stream].host + pi->rec;
         const size_t recs = 3 * pi->nchunks, words = recs + 2 * (size_t)pi->groups[0];
-        memcpy(j->tri + pi->first_chunk, rd, recs * 8);
+        memcpy(j->tri + j->chunk0 + pi->first_chunk, rd, recs * 8);
         for (size_t w = recs; w < words; w += 2) {
             const uint32_t kmin = (uint32_t)(rd[w] >> 32), kmax = (uint32_t)rd[w];
             if (kmin < j->kmin) j->kmin = kmin;
@@ -430,6 +434,131 @@ static gpuws_status step_run(job *j, int step, uint32_t klo, uint32_t khi, uint3
     if (!j->cpu) return gpu_step(j, step, klo, khi, sel, build);
     j->klo = klo, j->khi = khi, j->sel = sel, j->build = build, j->step = step;
     cpu_step(j);
+    return GPUWS_OK;
+}
+
+/* ---- several callers ------------------------------------------------------------------------------------------ */
+
+static gpuws_status reduce_words(job *j, uint64_t *w, size_t count)
+{
+    const gpuws_status st = j->x->reduce(j->x->user, w, count);
+    return st ? gpuws__error_prefix(st, "sigma_clip: the reducer failed") : GPUWS_OK;
+}
+
+static gpuws_status others_failed(uint64_t failed, size_t callers)
+{
+    return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: %llu of %zu callers failed",
+                        (unsigned long long)failed, callers);
+}
+
+/* The words of one step's exchange: a failure count; step 0 every caller's smallest and largest kept key, the kept
+ * counts in the bins of the window's ends, the level-1 histogram when built, and every chunk's record (each caller's
+ * own at its place, zeros elsewhere, so the sum is the gather); step 1 the level-2 histogram; step 2 the level-3
+ * histogram and every caller's smallest kept key above the level-2 bin. */
+static size_t exchange_words(const job *j, int step, bool build)
+{
+    const size_t P = j->x->callers;
+    return step == 0 ? 1 + 2 * P + 2 + (build ? 2048 : 0) + 3 * j->all_chunks : step == 1 ? 1 + 2048 : 1 + 1024 + P;
+}
+
+/* This caller's results of a step (failed: none, the step failed here) summed with every other caller's into the
+ * job's totals, the same on every caller. */
+static gpuws_status step_exchange(job *j, int step, bool build, bool failed)
+{
+    const size_t P = j->x->callers, me = j->x->caller, count = exchange_words(j, step, build);
+    uint64_t *w = j->xw;
+    memset(w, 0, count * sizeof *w);
+    w[0] = failed;
+    if (step == 0) {
+        w[1 + me] = j->kmin, w[1 + P + me] = j->kmax;
+        w[1 + 2 * P] = j->blo, w[2 + 2 * P] = j->bhi;
+        uint64_t *h = w + 3 + 2 * P, *t = h + (build ? 2048 : 0);
+        if (build) memcpy(h, j->h1, sizeof j->h1);
+        memcpy(t + 3 * j->chunk0, j->tri + j->chunk0, j->nchunks * sizeof *j->tri);
+    } else if (step == 1) {
+        memcpy(w + 1, j->h2, sizeof j->h2);
+    } else {
+        memcpy(w + 1, j->h3, sizeof j->h3);
+        w[1 + 1024 + me] = j->kabove;
+    }
+    gpuws_status st = reduce_words(j, w, count);
+    if (st) return st;
+    if (w[0]) return failed ? GPUWS_OK : others_failed(w[0], P); /* the caller's own error is its own */
+    if (step == 0) {
+        j->kmin = NO_KEY, j->kmax = 0;
+        for (size_t c = 0; c < P; c++) {
+            if (w[1 + c] < j->kmin) j->kmin = (uint32_t)w[1 + c];
+            if (w[1 + P + c] > j->kmax) j->kmax = (uint32_t)w[1 + P + c];
+        }
+        j->blo = w[1 + 2 * P], j->bhi = w[2 + 2 * P];
+        const uint64_t *h = w + 3 + 2 * P, *t = h + (build ? 2048 : 0);
+        if (build) memcpy(j->h1, h, sizeof j->h1);
+        memcpy(j->tri, t, j->all_chunks * sizeof *j->tri);
+    } else if (step == 1) {
+        memcpy(j->h2, w + 1, sizeof j->h2);
+    } else {
+        memcpy(j->h3, w + 1, sizeof j->h3);
+        j->kabove = NO_KEY;
+        for (size_t c = 0; c < P; c++)
+            if (w[1 + 1024 + c] < j->kabove) j->kabove = (uint32_t)w[1 + 1024 + c];
+    }
+    return GPUWS_OK;
+}
+
+/* A step on this caller's parts, then (several callers) the exchange of its results: a failure here is still
+ * exchanged, so that no caller waits for it. */
+static gpuws_status step_all(job *j, int step, uint32_t klo, uint32_t khi, uint32_t sel, bool build)
+{
+    const gpuws_status st = step_run(j, step, klo, khi, sel, build);
+    if (!j->x) return st;
+    const gpuws_status xs = step_exchange(j, step, build, st != GPUWS_OK);
+    return st ? st : xs;
+}
+
+/* Before the first step (several callers): their number, chunk and options must agree (sums and sums of squares,
+ * as gpuws_sigma_clip_host_reduce does), and each caller's chunk count gives its first chunk among all. failed: this
+ * caller failed before (its options or its parts), which fails every caller. Then the records and the exchanges'
+ * words, whose allocation is agreed on once more. */
+static gpuws_status agree(job *j, size_t chunk, const gpuws_sigma_clip_options *o, bool failed)
+{
+    const size_t P = j->x->callers, me = j->x->caller;
+    uint64_t n2[2] = { 1, P };
+    gpuws_status st = reduce_words(j, n2, 2);
+    if (st) return st;
+    if (n2[0] != P || n2[1] != (uint64_t)P * P)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "sigma_clip: %llu callers, which do not all say they are %zu (each its own index of the "
+                            "same count)",
+                            (unsigned long long)n2[0], P);
+    uint64_t kb;
+    memcpy(&kb, &o->kappa, 8);
+    const uint64_t v[4] = { kb >> 32, kb & 0xffffffffu, (uint64_t)(uint32_t)o->max_iterations, chunk };
+    uint64_t *w = j->xw; /* 9 + 2P words, allocated by the caller */
+    memset(w, 0, (9 + 2 * P) * sizeof *w);
+    w[0] = failed;
+    for (int i = 0; i < 4; i++) w[1 + i] = v[i], w[5 + i] = v[i] * v[i];
+    w[9 + me] = j->nchunks, w[9 + P + me] = 1;
+    if ((st = reduce_words(j, w, 9 + 2 * P))) return st;
+    if (w[0]) return failed ? GPUWS_OK : others_failed(w[0], P);
+    for (size_t c = 0; c < P; c++)
+        if (w[9 + P + c] != 1)
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "sigma_clip: %llu callers say they are caller %zu of %zu: each its own index",
+                                (unsigned long long)w[9 + P + c], c, P);
+    for (int i = 0; i < 4; i++)
+        if ((unsigned __int128)w[1 + i] * w[1 + i] != (unsigned __int128)P * w[5 + i])
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "sigma_clip: the %zu callers' options differ (%s): each must pass the same", P,
+                                i < 2    ? "kappa"
+                                : i == 2 ? "max_iterations"
+                                         : "chunk");
+    j->chunk0 = j->all_chunks = 0;
+    for (size_t c = 0; c < P; c++) {
+        if (c < me) j->chunk0 += w[9 + c];
+        j->all_chunks += w[9 + c];
+    }
+    if (j->all_chunks == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: no values on any of the %zu callers", P);
     return GPUWS_OK;
 }
 
@@ -513,14 +642,10 @@ static gpuws_status setup(job *j, const gpuws__clip_part *parts, size_t num_part
         j->npieces += pi->npieces;
         j->n += pi->n;
     }
-    if (j->np == 0)
+    if (j->np == 0 && !j->x)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "sigma_clip: no values (%zu parts, n == 0 in all): no statistics exist", num_parts);
-    j->cpu = kind == GPUWS_BACKEND_CPU;
-    if (!(j->tri = gpuws__malloc(j->nchunks * sizeof *j->tri)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
-                            "sigma_clip (parts): no memory for the records of %zu chunks (%zu bytes)", j->nchunks,
-                            j->nchunks * sizeof *j->tri);
+    j->cpu = j->np && kind == GPUWS_BACKEND_CPU;
     if (j->cpu) {
         /* at most 64 shares: gpuws__run_ranges keeps their table on the stack (no allocation that could fail), and
          * a pass that reads memory gains nothing from more threads */
@@ -576,13 +701,15 @@ static gpuws_status clip(job *j, double kappa, int max_iterations, gpuws_sigma_c
     gpuws_status st;
     for (;;) {
         const bool build = round == 0 && !final;
-        if ((st = step_run(j, 0, klo, khi, 0, build))) return st;
+        if ((st = step_all(j, 0, klo, khi, 0, build))) return st;
         uint64_t cnt = 0;
         double mean = 0.0, m2 = 0.0;
-        for (size_t c = 0; c < j->nchunks; c++) chan(&cnt, &mean, &m2, j->tri[c].n, j->tri[c].mean, j->tri[c].m2);
+        for (size_t c = 0; c < j->all_chunks; c++) chan(&cnt, &mean, &m2, j->tri[c].n, j->tri[c].mean, j->tri[c].m2);
         if (build && cnt == 0)
-            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: all %zu values are NaN: no statistics exist",
-                                j->n);
+            return j->x ? gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                       "sigma_clip: every caller's values are NaN: no statistics exist")
+                        : gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                       "sigma_clip: all %zu values are NaN: no statistics exist", j->n);
         if (cnt == 0) { /* nothing left: NumPy's statistics of an empty array, nothing more to remove */
             *out = (gpuws_sigma_clip_result){ 0, NAN, NAN, NAN, (int)(round + (final ? 0 : 1)), final ? 0 : 1 };
             return GPUWS_OK;
@@ -601,12 +728,12 @@ static gpuws_status clip(job *j, double kappa, int max_iterations, gpuws_sigma_c
         if (!find_rank(kept, 2048, (cnt - 1) / 2, &b1, &r1))
             return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip (parts): the level-1 bins hold fewer than %llu values",
                                 (unsigned long long)cnt);
-        if ((st = step_run(j, 1, klo, khi, b1, false))) return st;
+        if ((st = step_all(j, 1, klo, khi, b1, false))) return st;
         if (!find_rank(j->h2, 2048, r1, &b2, &r2))
             return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip (parts): level-1 bin %u holds fewer than %llu values",
                                 b1, (unsigned long long)r1 + 1);
         const uint32_t prefix = (b1 << 11) | b2;
-        if ((st = step_run(j, 2, klo, khi, prefix, false))) return st;
+        if ((st = step_all(j, 2, klo, khi, prefix, false))) return st;
         if (!find_rank(j->h3, 1024, r2, &b3, &r3))
             return gpuws__error(GPUWS_ERR_INTERNAL, "sigma_clip (parts): level-2 bin %u holds fewer than %llu values",
                                 b2, (unsigned long long)r2 + 1);
@@ -645,36 +772,57 @@ static gpuws_status clip(job *j, double kappa, int max_iterations, gpuws_sigma_c
     }
 }
 
-gpuws_status gpuws__sigma_clip_parts(const gpuws__clip_part *parts, size_t num_parts, size_t chunk,
-                                     const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result)
+/* The records of every caller's chunks, and (several callers) the words of the largest exchange. */
+static gpuws_status make_records(job *j)
 {
-    if (!options || !result)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip (parts): argument '%s' is NULL",
-                            options ? "result" : "options");
-    if (num_parts && !parts)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip (parts): argument 'parts' is NULL (%zu parts)",
-                            num_parts);
-    if (chunk == 0 || chunk > CHUNK_MAX)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip (parts): chunk %zu is not in 1 .. 2^31", chunk);
-    if (num_parts == 0)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: no values (no parts): no statistics exist");
+    const size_t words = j->x ? exchange_words(j, 0, true) : 0;
+    j->tri = gpuws__malloc(j->all_chunks * sizeof *j->tri);
+    uint64_t *xw = words ? gpuws__realloc(j->xw, words * sizeof *xw) : NULL;
+    if (xw) j->xw = xw;
+    if (!j->tri || (words && !xw))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "sigma_clip (parts): no memory for the records of %zu chunks (%zu bytes)", j->all_chunks,
+                            j->all_chunks * sizeof *j->tri + words * sizeof *xw);
+    return GPUWS_OK;
+}
+
+static gpuws_status run_clip(const gpuws__clip_part *parts, size_t num_parts, size_t chunk,
+                             const gpuws_sigma_clip_options *options, const gpuws__clip_exchange *x,
+                             gpuws_sigma_clip_result *result)
+{
     gpuws_sigma_clip_result r;
+    const size_t slots = num_parts ? num_parts : 1, agree_words = x ? 9 + 2 * x->callers : 0;
     job *j = gpuws__calloc(1, sizeof *j);
-    gpuws__stream_claim *claims = gpuws__calloc(num_parts, sizeof *claims);
-    gpuws_status st;
+    gpuws__stream_claim *claims = gpuws__calloc(slots, sizeof *claims);
+    gpuws_status st = GPUWS_OK;
     if (j) {
-        j->parts = gpuws__calloc(num_parts, sizeof *j->parts);
-        j->streams = gpuws__calloc(num_parts, sizeof *j->streams);
+        j->parts = gpuws__calloc(slots, sizeof *j->parts);
+        j->streams = gpuws__calloc(slots, sizeof *j->streams);
+        if (x) j->xw = gpuws__malloc(agree_words * sizeof *j->xw);
     }
-    if (!j || !claims || !j->parts || !j->streams) {
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
-                          "sigma_clip (parts): no memory for the state of %zu parts (%zu bytes)", num_parts,
-                          sizeof *j + num_parts * (sizeof *claims + sizeof *j->parts + sizeof *j->streams));
+    if (!j || !claims || !j->parts || !j->streams || (x && !j->xw)) {
+        st = gpuws__error(
+            GPUWS_ERR_OUT_OF_MEMORY, "sigma_clip (parts): no memory for the state of %zu parts (%zu bytes)", num_parts,
+            sizeof *j + slots * (sizeof *claims + sizeof *j->parts + sizeof *j->streams) + agree_words * sizeof *j->xw);
         goto done;
     }
+    j->x = x;
     const double t0 = clock_ms();
-    if (!(st = setup(j, parts, num_parts, chunk, claims)) &&
-        !(st = clip(j, options->kappa, options->max_iterations, &r))) {
+    st = setup(j, parts, num_parts, chunk, claims);
+    if (x) {
+        /* every caller agrees, then allocates, and says whether it could: no caller is left waiting */
+        const gpuws_status ast = agree(j, chunk, options, st != GPUWS_OK || x->failed);
+        if (st || x->failed || (st = ast)) goto done;
+        st = make_records(j);
+        uint64_t bad = st != GPUWS_OK;
+        const gpuws_status rst = reduce_words(j, &bad, 1);
+        if (!st && (st = rst)) goto done;
+        if (!st && bad) st = others_failed(bad, x->callers);
+    } else if (!st) {
+        j->all_chunks = j->nchunks;
+        st = make_records(j);
+    }
+    if (!st && !(st = clip(j, options->kappa, options->max_iterations, &r))) {
         *result = r;
         gpuws__log(GPUWS__LOG_DEBUG,
                    "sigma_clip (parts): %d rounds, %u steps over %zu parts and %zu streams in %.2f ms (enqueue %.2f, "
@@ -688,14 +836,93 @@ done:
         gpuws__staging_give(j->streams[s].s->ctx, j->streams[s].host, j->streams[s].host_bytes);
     }
     if (claims)
-        for (size_t i = num_parts; i-- > 0;) gpuws__unclaim(&claims[i]);
+        for (size_t i = slots; i-- > 0;) gpuws__unclaim(&claims[i]);
     gpuws__free(claims);
     if (j) {
         gpuws__free(j->tri);
         gpuws__free(j->acc);
+        gpuws__free(j->xw);
         gpuws__free(j->parts);
         gpuws__free(j->streams);
         gpuws__free(j);
     }
     return st;
+}
+
+gpuws_status gpuws__sigma_clip_parts(const gpuws__clip_part *parts, size_t num_parts, size_t chunk,
+                                     const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result)
+{
+    if (!options || !result)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip (parts): argument '%s' is NULL",
+                            options ? "result" : "options");
+    if (num_parts && !parts)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip (parts): argument 'parts' is NULL (%zu parts)",
+                            num_parts);
+    if (chunk == 0 || chunk > CHUNK_MAX)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip (parts): chunk %zu is not in 1 .. 2^31", chunk);
+    if (num_parts == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: no values (no parts): no statistics exist");
+    return run_clip(parts, num_parts, chunk, options, NULL, result);
+}
+
+/* A caller that failed (own: its status and message) still makes the first reductions, where every caller learns
+ * that one failed; then its own error again. */
+static gpuws_status fail_together(const gpuws__clip_exchange *x, gpuws_status own)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", gpuws_last_error());
+    const gpuws_sigma_clip_options none = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    gpuws__clip_exchange failed = *x;
+    failed.failed = true;
+    gpuws_sigma_clip_result r;
+    run_clip(NULL, 0, 1, &none, &failed, &r);
+    return gpuws__error(own, "%s", msg);
+}
+
+gpuws_status gpuws__sigma_clip_parts_reduce(const gpuws__clip_part *parts, size_t num_parts, size_t chunk,
+                                            const gpuws_sigma_clip_options *options, const gpuws__clip_exchange *x,
+                                            gpuws_sigma_clip_result *result)
+{
+    if (!x || !x->reduce || x->callers == 0 || x->caller >= x->callers)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: no reducer, or caller %zu of %zu",
+                            x ? x->caller : 0, x ? x->callers : 0);
+    /* a caller whose own arguments are wrong still takes part, so that no other waits for it */
+    gpuws_status own = GPUWS_OK;
+    if (!options || !result)
+        own = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: argument '%s' is NULL",
+                           options ? "result" : "options");
+    else if (num_parts && !parts)
+        own = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: argument 'parts' is NULL (%zu parts)", num_parts);
+    else if (chunk == 0 || chunk > CHUNK_MAX)
+        own = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: chunk %zu is not in 1 .. 2^31", chunk);
+    return own ? fail_together(x, own) : run_clip(parts, num_parts, chunk, options, x, result);
+}
+
+/* The public collective call's chunk: a work-group's, and a device needs thousands of them to read at full rate. */
+#define REDUCE_CHUNK ((size_t)1 << 18)
+
+gpuws_status gpuws_sigma_clip_reduce(gpuws_stream *stream, const gpuws_buffer *data, size_t n,
+                                     const gpuws_sigma_clip_options *options, size_t part, size_t parts,
+                                     gpuws_sum_reducer reduce, void *reduce_user, gpuws_sigma_clip_result *result)
+{
+    if (!reduce || !result || (!data && n))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_reduce: argument '%s' is NULL",
+                            !reduce   ? "reduce"
+                            : !result ? "result"
+                                      : "data");
+    if (part >= parts)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_reduce: part %zu of %zu", part, parts);
+    const gpuws__clip_exchange x = { reduce, reduce_user, part, parts, false };
+    gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    gpuws_status st =
+        gpuws__options_read(options, &o, sizeof o, GPUWS__SIGMA_CLIP_OPTIONS_BASE, "sigma_clip_reduce: options");
+    if (!st && (!(o.kappa > 0) || !isfinite(o.kappa)))
+        st =
+            gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_reduce: kappa %g is not a finite number > 0", o.kappa);
+    if (!st && o.max_iterations < 1)
+        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_reduce: max_iterations %d is not >= 1",
+                          o.max_iterations);
+    if (st) return fail_together(&x, st); /* this caller's options: every caller fails */
+    const gpuws__clip_part p = { stream, data, n };
+    return gpuws__sigma_clip_parts_reduce(&p, n ? 1 : 0, REDUCE_CHUNK, &o, &x, result);
 }

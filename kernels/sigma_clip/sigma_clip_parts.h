@@ -5,6 +5,8 @@
 
 #include "../common/driver.h"
 
+#include <stdbool.h>
+
 typedef struct {
     gpuws_stream *stream;     /* the part's stream (its context: stream->ctx); parts may share a context */
     const gpuws_buffer *data; /* n f32 values on that context (NULL when n == 0) */
@@ -25,6 +27,23 @@ typedef struct {
  * work-groups cannot hold 256 work-items → GPUWS_ERR_UNSUPPORTED; *result is written on success only. */
 gpuws_status gpuws__sigma_clip_parts(const gpuws__clip_part *parts, size_t num_parts, size_t chunk,
                                      const gpuws_sigma_clip_options *options, gpuws_sigma_clip_result *result);
+
+/* Several callers (MPI ranks), each with its own parts, as one gpuws__sigma_clip_parts over every caller's parts in
+ * the order (caller, part): caller `caller` of `callers`, reduce sums words over all of them (gpuws_sum_reducer).
+ * The callers agree first on their number, chunk, kappa and max_iterations (a caller whose options are not valid, or
+ * which failed before, passes `failed`, and every caller then fails), then exchange each step's results: every
+ * caller gets the same result, that of gpuws__sigma_clip_parts over all the parts. A caller may hold no values (no
+ * parts, or parts of n == 0). Errors after the first reduction are every caller's: a caller's own failure its own
+ * status, the others GPUWS_ERR_INVALID_ARGUMENT saying how many failed. */
+typedef struct {
+    gpuws_sum_reducer reduce;
+    void *user;
+    size_t caller, callers;
+    bool failed;
+} gpuws__clip_exchange;
+gpuws_status gpuws__sigma_clip_parts_reduce(const gpuws__clip_part *parts, size_t num_parts, size_t chunk,
+                                            const gpuws_sigma_clip_options *options, const gpuws__clip_exchange *x,
+                                            gpuws_sigma_clip_result *result);
 
 /* The named kernels (count of them) of sigma_clip's program on ctx, into k (sigma_clip.c): on OpenCL built again with
  * the 64-bit atomics forced on where the compiler reports cl_khr_int64_base_atomics without its macro; a device

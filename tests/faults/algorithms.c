@@ -330,6 +330,28 @@ FAULT_CASE(sigma_clip, FAULT_ALL)
     return st;
 }
 
+/* One caller of the collective form (its reducer: the sum over one caller is its own words). */
+static gpuws_status one_caller(void *user, uint64_t *words, size_t count)
+{
+    (void)user, (void)words, (void)count;
+    return GPUWS_OK;
+}
+
+FAULT_CASE(sigma_clip_reduce, FAULT_ALL)
+{
+    gpuws_sigma_clip_result r;
+    memset(&r, TEST_POISON_BYTE, sizeof r);
+    gpuws_status st = gpuws_sigma_clip_reduce(f->stream, f->in, FAULT_N, NULL, 0, 1, one_caller, NULL, &r);
+    if (fault_ok(f, st)) {
+        cr_assert(r.count == FAULT_N && r.median == 500.5 && r.converged == 1, "count %zu, median %g, converged %d",
+                  r.count, r.median, r.converged);
+        cr_assert_leq(fabs(r.std - sqrt((1000.0 * 1000.0 - 1) / 12)), 1e-9 * r.std, "std %.17g", r.std);
+    } else {
+        cr_assert(all_poison(&r, sizeof r), "sigma_clip_reduce failed but wrote its result");
+    }
+    return st;
+}
+
 FAULT_CASE(threshold, FAULT_ALL)
 {
     gpuws_status st = gpuws_threshold(f->stream, FAULT_N, f->in, 500.5f, f->out);

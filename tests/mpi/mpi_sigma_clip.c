@@ -1,12 +1,72 @@
 /* gpuws_mpi_sigma_clip_host under mpirun -n P (ctest mpi_sigma_clip_P): every rank holds an uneven share of one
  * sky (rank 0 none when P > 1) and must get the bits of gpuws_sigma_clip_host on the whole sky; options that differ
- * between ranks must fail every rank, none hanging (ctest's time-out bounds the run). Exit 0 when all ranks agree. */
+ * between ranks must fail every rank, none hanging (ctest's time-out bounds the run). Then gpuws_mpi_sigma_clip on
+ * the ranks' device buffers (shares of whole chunks of 2^18 values): the bits of one caller of
+ * gpuws_sigma_clip_reduce on the whole sky, and gpuws_sigma_clip's count, median and iterations; a rank's invalid
+ * kappa fails it with its own message and the others with "1 of P callers failed". Exit 0 when all ranks agree. */
 #include "mpi_support.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One caller's reducer: the sum over one caller is its own words. */
+static gpuws_status alone(void *user, uint64_t *words, size_t count)
+{
+    (void)user, (void)words, (void)count;
+    return GPUWS_OK;
+}
+
+/* A device buffer holding x[0..n) (NULL when n is 0). */
+static gpuws_buffer *on_device(gpuws_context *ctx, int rank, const float *x, size_t n)
+{
+    gpuws_buffer *b = NULL;
+    if (n && (gpuws_buffer_create(ctx, n * sizeof *x, &b) || gpuws_buffer_write(b, 0, x, n * sizeof *x)))
+        mpi_fail(rank, "a device buffer");
+    return b;
+}
+
+/* gpuws_mpi_sigma_clip on shares of whole chunks (rank 0 none when P > 1, the last rank the rest). */
+static void device_resident(gpuws_context *ctx, int rank, int size, const float *x, size_t n)
+{
+    const size_t chunk = (size_t)1 << 18, chunks = (n + chunk - 1) / chunk, holders = size > 1 ? size - 1 : 1,
+                 me = size > 1 ? (size_t)rank - 1 : 0;
+    size_t at = 0, mine = 0;
+    if (size == 1 || rank > 0) {
+        at = chunks * me / holders * chunk;
+        const size_t end = rank + 1 == size ? n : chunks * (me + 1) / holders * chunk;
+        mine = end - at;
+    }
+    gpuws_buffer *whole = on_device(ctx, rank, x, n), *part = on_device(ctx, rank, x + at, mine);
+    gpuws_sigma_clip_result one, dev, got;
+    if (gpuws_sigma_clip_reduce(NULL, whole, n, NULL, 0, 1, alone, NULL, &one))
+        mpi_fail(rank, "gpuws_sigma_clip_reduce as one caller");
+    if (gpuws_sigma_clip(NULL, n, whole, NULL, &dev)) mpi_fail(rank, "gpuws_sigma_clip on the whole sky");
+    if (gpuws_mpi_sigma_clip(MPI_COMM_WORLD, NULL, part, mine, NULL, &got)) mpi_fail(rank, "gpuws_mpi_sigma_clip");
+    if (memcmp(&got, &one, sizeof got) || got.count != dev.count || got.median != dev.median ||
+        got.iterations != dev.iterations || got.converged != dev.converged ||
+        !(fabs(got.std - dev.std) <= 1e-12 * dev.std)) {
+        fprintf(stderr,
+                "rank %d of %d on the devices: count %zu median %.17g mean %.17g std %.17g; one caller %zu %.17g "
+                "%.17g %.17g; gpuws_sigma_clip %zu %.17g %.17g %.17g\n",
+                rank, size, got.count, got.median, got.mean, got.std, one.count, one.median, one.mean, one.std,
+                dev.count, dev.median, dev.mean, dev.std);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (size > 1) { /* rank 1's kappa is not valid: it fails with its reason, every other rank too */
+        gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+        if (rank == 1) o.kappa = -1.0;
+        const gpuws_status st = gpuws_mpi_sigma_clip(MPI_COMM_WORLD, NULL, part, mine, &o, &got);
+        if (st != GPUWS_ERR_INVALID_ARGUMENT || !strstr(gpuws_last_error(), rank == 1 ? "kappa" : "1 of"))
+            mpi_fail(rank, "a rank's invalid kappa did not fail this rank as it should");
+    }
+    if (rank == 0)
+        printf("%d ranks on their devices: count %zu median %.9g std %.9g, the bits of one caller\n", size, got.count,
+               got.median, got.std);
+    gpuws_buffer_destroy(part);
+    gpuws_buffer_destroy(whole);
+}
 
 int main(int argc, char **argv)
 {
@@ -51,6 +111,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("%d ranks: count %zu median %.9g std %.9g, the bits of one call\n", size, got.count, want.median,
                want.std);
+    device_resident(ctx, rank, size, x, n);
     free(x);
     gpuws_context_destroy(ctx);
     MPI_Finalize();

@@ -65,6 +65,25 @@ GPUWS_API gpuws_status gpuws_sigma_clip_host_reduce(gpuws_context *ctx, const fl
                                                     const gpuws_sigma_clip_options *options, gpuws_sum_reducer reduce,
                                                     void *reduce_user, gpuws_sigma_clip_result *result);
 
+/* gpuws_sigma_clip on values spread over several callers' devices (MPI ranks: gpuws_mpi_sigma_clip wraps this),
+ * caller `part` of `parts` in order: each passes its own n values in a device buffer on its stream (NULL: the
+ * buffer's context's default stream; n 0 allowed, data and stream unused then) and a reducer that sums over all of
+ * them; no value leaves its device. Every caller gets the same result: count, median, iterations and converged
+ * those of gpuws_sigma_clip on all the values together, mean and std within a few ulps of its. They are computed
+ * per chunk of 2^18 values of each caller in one fixed order and the chunks combined in caller order, so they are
+ * the same bits for any split between callers whose shares, but the last, are multiples of 2^18 values, and on
+ * every backend (docs/scale.md, "Several hosts"). Collective: every caller makes the same reductions in the same
+ * order: three before the first pass (2 words; 9 + 2 parts; 1), then one a pass (three passes an iteration: about
+ * 2048 words, and in the first of an iteration 3 words a chunk of every caller). The options are checked
+ * collectively: invalid on any caller, or different between callers → GPUWS_ERR_INVALID_ARGUMENT on every caller;
+ * so are all-NaN or no values and a device or reducer failing on one caller (its own status there, INVALID_ARGUMENT
+ * "n of P callers failed" on the others). Only a NULL reduce or result, part >= parts, or data NULL with n > 0 fail
+ * a caller alone (before its first reduction: the others then wait in theirs). */
+GPUWS_API gpuws_status gpuws_sigma_clip_reduce(gpuws_stream *stream, const gpuws_buffer *data, size_t n,
+                                               const gpuws_sigma_clip_options *options, size_t part, size_t parts,
+                                               gpuws_sum_reducer reduce, void *reduce_user,
+                                               gpuws_sigma_clip_result *result);
+
 /* ---- 2. segmentation ------------------------------------------------------------------------------------
  * mask[i] = data[i] > threshold ? 1 : 0 (uint8; NaN compares false so gives 0). data: n f32 values. */
 GPUWS_API gpuws_status gpuws_threshold(gpuws_stream *stream, size_t n, const gpuws_buffer *data, float threshold,
