@@ -23,14 +23,6 @@
 #include <string.h>
 #include <time.h>
 
-static uint64_t mix(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void make_sky(float *img, size_t w, size_t h)
 {
 #pragma omp parallel for schedule(static)
