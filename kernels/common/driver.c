@@ -125,3 +125,26 @@ bool gpuws__is_nvidia_opencl(const gpuws_context *ctx)
 {
     return ctx->backend->kind == GPUWS_BACKEND_OPENCL && gpuws__icontains(ctx->info.platform, "NVIDIA");
 }
+
+gpuws_status gpuws__reduce_slots(gpuws_sum_reducer reduce, void *user, size_t caller, size_t callers,
+                                 const uint64_t *mine, size_t per, uint64_t *before, uint64_t *total)
+{
+    enum { ROUND = 64, PER_MAX = 4 };
+    uint64_t w[ROUND * PER_MAX];
+    if (per < 1 || per > PER_MAX)
+        return gpuws__error(GPUWS_ERR_INTERNAL, "reduce_slots: %zu values a caller (1 to %d)", per, PER_MAX);
+    for (size_t i = 0; i < per; i++) before[i] = total[i] = 0;
+    for (size_t c0 = 0; c0 < callers; c0 += ROUND) {
+        const size_t k = callers - c0 < ROUND ? callers - c0 : ROUND;
+        memset(w, 0, k * per * sizeof *w);
+        if (caller >= c0 && caller < c0 + k) memcpy(w + (caller - c0) * per, mine, per * sizeof *w);
+        const gpuws_status st = reduce(user, w, k * per);
+        if (st) return st;
+        for (size_t c = 0; c < k; c++)
+            for (size_t i = 0; i < per; i++) {
+                if (c0 + c < caller) before[i] += w[c * per + i];
+                total[i] += w[c * per + i];
+            }
+    }
+    return GPUWS_OK;
+}

@@ -36,4 +36,10 @@ bool gpuws__is_nvidia_opencl(const gpuws_context *ctx);
 
 #define GPUWS__NARGS(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The collective calls (gpuws_sum_reducer): each of `callers` callers passes its own `per` values (1 to 4); every
+ * caller gets, for each, the sum over the callers before it (before) and over all of them (total). The callers'
+ * slots go in reductions of at most 64 callers at a time from memory on the stack, so that no allocation can fail
+ * between two reductions and leave the other callers waiting. */
+gpuws_status gpuws__reduce_slots(gpuws_sum_reducer reduce, void *user, size_t caller, size_t callers,
+                                 const uint64_t *mine, size_t per, uint64_t *before, uint64_t *total);
 #endif
