@@ -437,6 +437,8 @@ static gpuws_status step_run(job *j, int step, uint32_t klo, uint32_t khi, uint3
     return GPUWS_OK;
 }
 
+#define AGREE_WORDS 25 /* agree's words before the callers' slots: a failure count, 12 pieces and their squares */
+
 /* ---- several callers ------------------------------------------------------------------------------------------ */
 
 static gpuws_status reduce_words(job *j, uint64_t *w, size_t count)
@@ -530,32 +532,38 @@ static gpuws_status agree(job *j, size_t chunk, const gpuws_sigma_clip_options *
                             "sigma_clip: %llu callers, which do not all say they are %zu (each its own index of the "
                             "same count)",
                             (unsigned long long)n2[0], P);
-    uint64_t kb;
-    memcpy(&kb, &o->kappa, 8);
-    const uint64_t v[4] = { kb >> 32, kb & 0xffffffffu, (uint64_t)(uint32_t)o->max_iterations, chunk };
-    uint64_t *w = j->xw; /* 9 + 2P words, allocated by the caller */
-    memset(w, 0, (9 + 2 * P) * sizeof *w);
+    /* kappa, max_iterations and the chunk in 16-bit pieces v with their squares: the callers agree when
+     * (Σv)² = P Σv² for every piece, and no sum can overflow */
+    enum { PIECES = 12, AT = AGREE_WORDS };
+    _Static_assert(AGREE_WORDS == 1 + 2 * PIECES, "agree's words: a failure count, the pieces and their squares");
+    uint64_t v[3] = { 0, (uint64_t)(uint32_t)o->max_iterations, chunk };
+    memcpy(&v[0], &o->kappa, 8);
+    uint64_t *w = j->xw; /* AT + 2P words, allocated by the caller */
+    memset(w, 0, (AT + 2 * P) * sizeof *w);
     w[0] = failed;
-    for (int i = 0; i < 4; i++) w[1 + i] = v[i], w[5 + i] = v[i] * v[i];
-    w[9 + me] = j->nchunks, w[9 + P + me] = 1;
-    if ((st = reduce_words(j, w, 9 + 2 * P))) return st;
+    for (int i = 0; i < PIECES; i++) {
+        const uint64_t piece = v[i / 4] >> (16 * (i % 4)) & 0xffffu;
+        w[1 + i] = piece, w[1 + PIECES + i] = piece * piece;
+    }
+    w[AT + me] = j->nchunks, w[AT + P + me] = 1;
+    if ((st = reduce_words(j, w, AT + 2 * P))) return st;
     if (w[0]) return failed ? GPUWS_OK : others_failed(w[0], P);
     for (size_t c = 0; c < P; c++)
-        if (w[9 + P + c] != 1)
+        if (w[AT + P + c] != 1)
             return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                                 "sigma_clip: %llu callers say they are caller %zu of %zu: each its own index",
-                                (unsigned long long)w[9 + P + c], c, P);
-    for (int i = 0; i < 4; i++)
-        if ((unsigned __int128)w[1 + i] * w[1 + i] != (unsigned __int128)P * w[5 + i])
+                                (unsigned long long)w[AT + P + c], c, P);
+    for (int i = 0; i < PIECES; i++)
+        if ((unsigned __int128)w[1 + i] * w[1 + i] != (unsigned __int128)P * w[1 + PIECES + i])
             return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                                 "sigma_clip: the %zu callers' options differ (%s): each must pass the same", P,
-                                i < 2    ? "kappa"
-                                : i == 2 ? "max_iterations"
-                                         : "chunk");
+                                i < 4   ? "kappa"
+                                : i < 8 ? "max_iterations"
+                                        : "chunk");
     j->chunk0 = j->all_chunks = 0;
     for (size_t c = 0; c < P; c++) {
-        if (c < me) j->chunk0 += w[9 + c];
-        j->all_chunks += w[9 + c];
+        if (c < me) j->chunk0 += w[AT + c];
+        j->all_chunks += w[AT + c];
     }
     if (j->all_chunks == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip: no values on any of the %zu callers", P);
@@ -791,7 +799,7 @@ static gpuws_status run_clip(const gpuws__clip_part *parts, size_t num_parts, si
                              gpuws_sigma_clip_result *result)
 {
     gpuws_sigma_clip_result r;
-    const size_t slots = num_parts ? num_parts : 1, agree_words = x ? 9 + 2 * x->callers : 0;
+    const size_t slots = num_parts ? num_parts : 1, agree_words = x ? AGREE_WORDS + 2 * x->callers : 0;
     job *j = gpuws__calloc(1, sizeof *j);
     gpuws__stream_claim *claims = gpuws__calloc(slots, sizeof *claims);
     gpuws_status st = GPUWS_OK;
