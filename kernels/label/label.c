@@ -253,7 +253,7 @@ typedef struct {
     const gpuws__label_part *parts;
     const gpuws__label_numbering *nb;
     const uint64_t *nh;
-    size_t b;
+    size_t b, b0; /* the band, and the caller's first band among every caller's (label_parts) */
 } cpu_remap_job;
 
 static void cpu_remap_range(void *arg, size_t part, size_t i0, size_t i1)
@@ -262,7 +262,15 @@ static void cpu_remap_range(void *arg, size_t part, size_t i0, size_t i1)
     const cpu_remap_job *j = arg;
     const band_place *bp = &j->bands[j->b];
     int32_t *L = (int32_t *)gpuws__cpu_ptr(j->parts[bp->part].labels) + bp->first;
-    remap_host(L + i0, i1 - i0, j->nb, j->b, j->nh);
+    remap_host(L + i0, i1 - i0, j->nb, j->b0 + j->b, j->nh);
+}
+
+/* A band's count and first and last rows as the words of the callers' exchange: the count, then the labels two to a
+ * word (non-negative int32s). */
+static void gather_band(uint64_t *g, size_t w, size_t count, const int32_t *row0, const int32_t *row1)
+{
+    g[0] = count;
+    for (size_t x = 0; x < w; x++) g[1 + x] = (uint64_t)(uint32_t)row0[x] << 32 | (uint32_t)row1[x];
 }
 
 /* Enqueues band b's labelling on its part's stream (the count and border rows to be read before the next). */
@@ -281,7 +289,7 @@ static gpuws_status parts_enqueue_band(gpuws__label_part *parts, const band_plac
  * kernel at the same time (sigma_clip_parts.c). */
 static gpuws_status parts_label_bands(gpuws__label_part *parts, const band_place *bp, size_t bands, size_t w, int conn,
                                       const char *name, gpuws__label_numbering *nb, gpuws_buffer **counts,
-                                      int32_t *border, double seen[4])
+                                      int32_t *border, double seen[4], uint64_t *gather)
 {
     gpuws_context *ctx = parts[bp[0].part].stream->ctx;
     const bool cpu = ctx->backend->kind == GPUWS_BACKEND_CPU, serial = gpuws__is_cpu_device(ctx);
@@ -315,7 +323,10 @@ static gpuws_status parts_label_bands(gpuws__label_part *parts, const band_place
                 st = parts_enqueue_band(parts, bp, b + 1, w, conn, counts);
         }
         if (b < 2) seen[2 * b + 1] = clock_ms();
-        if (!st) st = gpuws__numbering_harvest(nb, conn, b, row0, row1);
+        if (st) break;
+        if (gather) /* several callers: the band's count and border rows for the exchange (label_parts) */
+            gather_band(gather + b * (1 + w), w, nb->count[b], row0, row1);
+        else st = gpuws__numbering_harvest(nb, conn, b, row0, row1);
     }
     return st;
 }
@@ -327,11 +338,35 @@ static size_t band_rows(const gpuws__label_part *p, size_t w, size_t slab_rows)
     return slab_rows ? slab_rows : r ? r : 1;
 }
 
+/* Several callers (label_parts with an exchange): the first reduction, where they agree on the width and the
+ * connectivity and learn each other's band counts (this caller's first band among all: *b0, their sum: *all). */
+static gpuws_status agree_bands(const gpuws__label_exchange *x, const char *name, size_t w, int conn, size_t bands,
+                                bool failed, size_t *b0, size_t *all)
+{
+    const size_t P = x->callers;
+    uint64_t v[5] = { failed, w, (uint64_t)w * w, (uint64_t)conn, (uint64_t)(conn * conn) }, mine = bands, before,
+             total;
+    *b0 = *all = 0;
+    gpuws_status st = x->reduce(x->user, v, 5);
+    if (st) return gpuws__error_prefix(st, "%s: the reducer failed", name);
+    if (v[0])
+        return failed ? GPUWS_OK
+                      : gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %llu of %zu callers failed", name,
+                                     (unsigned long long)v[0], P);
+    if (v[1] * v[1] != P * v[2] || v[3] * v[3] != P * v[4])
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the %zu callers' width or connectivity differ", name, P);
+    if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total)))
+        return gpuws__error_prefix(st, "%s: the reducer failed", name);
+    *b0 = (size_t)before, *all = (size_t)total;
+    return GPUWS_OK;
+}
+
 /* The parts' rows as one image: bands of at most slab_rows rows (0: as many as one labelling's int32 indices take)
  * labelled on their parts' devices, joined and numbered as label_numbering.h says, then mapped to their final
- * numbers in place. */
+ * numbers in place. x (several callers, each with its own parts; NULL: one): the callers exchange their bands'
+ * counts and border rows (1 + W words a band), and each joins and numbers every caller's bands. */
 static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, int conn, size_t slab_rows,
-                                bool untouched, const char *name, size_t *num_labels)
+                                bool untouched, const gpuws__label_exchange *x, const char *name, size_t *num_labels)
 {
     size_t bands = 0, max_px = 0;
     for (size_t p = 0; p < np; p++) {
@@ -343,18 +378,19 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
         parts[p].lo = parts[p].first = 1, parts[p].hi = 0;
         parts[p].remap = (gpuws__label_remap){ NULL };
     }
-    if (bands == 0) return GPUWS_OK;
-    band_place *bp = gpuws__malloc(bands * sizeof *bp);
-    gpuws_buffer **counts = gpuws__calloc(np, sizeof *counts);
-    gpuws_buffer **dev = gpuws__calloc(3 * np, sizeof *dev);
+    if (bands == 0 && !x) return GPUWS_OK;
+    const size_t slots = bands ? bands : 1;
+    band_place *bp = gpuws__malloc(slots * sizeof *bp);
+    gpuws_buffer **counts = gpuws__calloc(np ? np : 1, sizeof *counts);
+    gpuws_buffer **dev = gpuws__calloc(3 * (np ? np : 1), sizeof *dev);
     int32_t *border = gpuws__malloc(2 * w * sizeof *border);
-    uint64_t *nh = NULL;
+    uint64_t *nh = NULL, *gather = NULL;
     gpuws__label_numbering nb;
     memset(&nb, 0, sizeof nb);
     gpuws_status st = GPUWS_OK;
     if (!bp || !counts || !dev || !border)
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu bands (%zu bytes)", name, bands,
-                          bands * sizeof *bp + np * 4 * sizeof(gpuws_buffer *) + 2 * w * sizeof(int32_t));
+                          slots * sizeof *bp + np * 4 * sizeof(gpuws_buffer *) + 2 * w * sizeof(int32_t));
     for (size_t p = 0, b = 0; p < np && !st; p++) {
         const size_t r = band_rows(&parts[p], w, slab_rows);
         for (size_t y = 0; y < parts[p].rows; y += r, b++) {
@@ -362,9 +398,18 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
             if (bp[b].rows * w > max_px) max_px = bp[b].rows * w;
         }
     }
-    const size_t max_nodes = 2 * w * bands;
-    const bool cpu = parts[0].stream->ctx->backend->kind == GPUWS_BACKEND_CPU; /* one backend */
-    if (!st) st = gpuws__numbering_make(&nb, name, w, bands);
+    /* b0: this caller's first band among every caller's; all: every caller's bands */
+    size_t b0 = 0, all = bands;
+    bool agreed = false; /* several callers, past their first reduction: they all make the next ones */
+    if (x) {
+        const gpuws_status ast = agree_bands(x, name, w, conn, bands, st != GPUWS_OK || x->failed, &b0, &all);
+        if (!st) st = ast;
+        if (x->failed && !st) st = GPUWS_ERR_INVALID_ARGUMENT; /* the caller's own error stays its message */
+        agreed = !st;
+    }
+    const size_t max_nodes = 2 * w * all;
+    const bool cpu = np && parts[0].stream->ctx->backend->kind == GPUWS_BACKEND_CPU; /* one backend */
+    if (!st) st = gpuws__numbering_make(&nb, name, w, all);
     /* the table by band label: for the caller's own labels (`untouched`: left as they were when host memory runs
      * out) as large as a band's components could need, ceil(pixels / 2) (a checkerboard with connectivity 4), before
      * any band is labelled; else it grows to the bands' counts as they are joined, since for bands of 2^31 pixels that
@@ -373,6 +418,9 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
     if (!st && !(nh = gpuws__malloc((max_nodes + 1) * sizeof *nh)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the bands' borders (%zu bytes)", name,
                           (max_nodes + 1) * sizeof *nh);
+    if (!st && x && !(gather = gpuws__calloc(1 + all * (1 + w), sizeof *gather)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the callers' borders (%zu bytes)", name,
+                          (1 + all * (1 + w)) * sizeof *gather);
     for (size_t p = 0; p < np && !st && !cpu; p++) {
         gpuws_stream *s = parts[p].stream;
         gpuws_kernel *k;
@@ -382,9 +430,36 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
             !(st = gpuws__stream_scratch(s, &key_node_final, max_nodes * sizeof(int32_t), &dev[3 * p + 1])))
             st = gpuws__stream_scratch(s, &key_node_nh, (max_nodes + 1) * sizeof(uint64_t), &dev[3 * p + 2]);
     }
+    if (x && agreed) { /* whether every caller could allocate: else none waits in the exchange below */
+        uint64_t bad = st != GPUWS_OK;
+        const gpuws_status rst = x->reduce(x->user, &bad, 1);
+        if (!st && rst) st = gpuws__error_prefix(rst, "%s: the reducer failed", name);
+        else if (!st && bad)
+            st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %llu of %zu callers failed", name,
+                              (unsigned long long)bad, x->callers);
+        agreed = !st;
+    }
     const double t0 = clock_ms();
     double seen[4] = { t0, t0, t0, t0 }; /* GPUWS_LOG=debug: when the first two bands' reads began and ended */
-    if (!st) st = parts_label_bands(parts, bp, bands, w, conn, name, &nb, counts, border, seen);
+    if (!st && bands)
+        st = parts_label_bands(parts, bp, bands, w, conn, name, &nb, counts, border, seen,
+                               gather ? gather + 1 + b0 * (1 + w) : NULL);
+    if (x && agreed) {
+        /* every caller's bands: a failure while labelling is still exchanged, so that no caller waits for it */
+        uint64_t *g = gather;
+        g[0] = st != GPUWS_OK;
+        const gpuws_status rst = x->reduce(x->user, g, 1 + all * (1 + w));
+        if (!st && rst) st = gpuws__error_prefix(rst, "%s: the reducer failed", name);
+        else if (!st && g[0])
+            st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %llu of %zu callers failed", name,
+                              (unsigned long long)g[0], x->callers);
+        for (size_t b = 0; b < all && !st; b++) {
+            const uint64_t *gb = gather + 1 + b * (1 + w);
+            nb.count[b] = (size_t)gb[0];
+            for (size_t c = 0; c < w; c++) border[c] = (int32_t)(gb[1 + c] >> 32), border[w + c] = (int32_t)gb[1 + c];
+            st = gpuws__numbering_harvest(&nb, conn, b, border, border + w);
+        }
+    }
     const double t1 = clock_ms();
     if (!st) st = gpuws__numbering_number(&nb);
     if (!st) gpuws__numbering_non_roots(&nb, nh);
@@ -398,24 +473,24 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
     }
     for (size_t b = 0; b < bands && !st; b++) {
         gpuws__label_part *p = &parts[bp[b].part];
-        const size_t px = bp[b].rows * w;
+        const size_t px = bp[b].rows * w, g = b0 + b;
         /* a band whose numbers are its own (no label before it, no border label of it or before it merged into
          * another) is final already: one band alone, or the first of several, often */
-        if (nb.offset[b] == 0 && nb.nh_before[b + 1] == 0) continue;
+        if (nb.offset[g] == 0 && nb.nh_before[g + 1] == 0) continue;
         const bool alone = (b == 0 || bp[b - 1].part != bp[b].part) && (b + 1 == bands || bp[b + 1].part != bp[b].part);
         if (p->defer && alone && !cpu) { /* the caller's next pass maps them, through a table */
-            if (nb.count[b] && !(st = gpuws__stream_scratch(p->stream, &key_remap_table, nb.count[b] * sizeof(int32_t),
+            if (nb.count[g] && !(st = gpuws__stream_scratch(p->stream, &key_remap_table, nb.count[g] * sizeof(int32_t),
                                                             &p->remap.table)))
-                st = remap_table_launch(p->stream, p->remap.table, nb.count[b], &dev[3 * bp[b].part], nb.node_base[b],
-                                        nb.node_base[b + 1], nb.offset[b]);
+                st = remap_table_launch(p->stream, p->remap.table, nb.count[g], &dev[3 * bp[b].part], nb.node_base[g],
+                                        nb.node_base[g + 1], nb.offset[g]);
             continue;
         }
         if (cpu) {
-            cpu_remap_job j = { bp, parts, &nb, nh, b };
+            cpu_remap_job j = { bp, parts, &nb, nh, b, b0 };
             gpuws__run_ranges(px, gpuws__work_parts(gpuws__cpu_count(), (double)px, 262144.0, px), cpu_remap_range, &j);
         } else {
-            st = gpuws__label_remap_launch(p->stream, p->labels, bp[b].first, px, &dev[3 * bp[b].part], nb.node_base[b],
-                                           nb.node_base[b + 1], nb.offset[b]);
+            st = gpuws__label_remap_launch(p->stream, p->labels, bp[b].first, px, &dev[3 * bp[b].part], nb.node_base[g],
+                                           nb.node_base[g + 1], nb.offset[g]);
             if (!st && gpuws__is_cpu_device(p->stream->ctx)) st = gpuws_stream_synchronize(p->stream);
         }
     }
@@ -423,16 +498,18 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
         /* the labels a part's rows hold: the components that begin there (the numbers after those of the bands
          * before), and those that reach it from above, which are nodes of its first row */
         for (size_t p = 0, b = 0; p < np; p++) {
-            const size_t b0 = b;
+            const size_t first = b;
             while (b < bands && bp[b].part == p) b++;
-            const uint64_t before = nb.offset[b0] - nb.nh_before[b0], upto = nb.offset[b] - nb.nh_before[b];
+            const size_t g0 = b0 + first, g1 = b0 + b;
+            const uint64_t before = nb.offset[g0] - nb.nh_before[g0], upto = nb.offset[g1] - nb.nh_before[g1];
             parts[p].lo = parts[p].first = (size_t)before + 1, parts[p].hi = (size_t)upto;
-            for (size_t j = nb.node_base[b0]; j < nb.node_base[b]; j++)
+            for (size_t j = nb.node_base[g0]; j < nb.node_base[g1]; j++)
                 if ((size_t)nb.final[j] < parts[p].lo) parts[p].lo = (size_t)nb.final[j];
         }
         *num_labels = nb.total;
     }
     const double t2 = clock_ms(), nodes = (double)nb.nodes;
+    gpuws__free(gather);
     gpuws__free(nh);
     gpuws__free(border);
     gpuws__free(dev);
@@ -453,7 +530,13 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
 gpuws_status gpuws__label_parts(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
                                 const char *name, size_t *num_labels)
 {
-    return label_parts(parts, num_parts, width, connectivity, 0, false, name, num_labels);
+    return label_parts(parts, num_parts, width, connectivity, 0, false, NULL, name, num_labels);
+}
+
+gpuws_status gpuws__label_parts_reduce(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
+                                       const gpuws__label_exchange *x, const char *name, size_t *num_labels)
+{
+    return label_parts(parts, num_parts, width, connectivity, 0, false, x, name, num_labels);
 }
 
 /* gpuws_label of slabs of `rows` rows (on the CPU backend, its bands of that many rows, labelled on threads). */
@@ -463,7 +546,7 @@ static gpuws_status label_slabs(gpuws_stream *s, size_t w, size_t h, size_t rows
     if (s->ctx->backend->kind == GPUWS_BACKEND_CPU)
         return label_cpu_bands(gpuws__cpu_ptr(mask), w, h, rows, conn, gpuws__cpu_ptr(labels), "label", num_labels);
     gpuws__label_part part = { .stream = s, .mask = mask, .labels = labels, .rows = h };
-    return label_parts(&part, 1, w, conn, rows, true, "label", num_labels);
+    return label_parts(&part, 1, w, conn, rows, true, NULL, "label", num_labels);
 }
 
 gpuws_status gpuws__label_cpu(const uint8_t *mask, size_t w, size_t h, int conn, int32_t *labels, size_t threads,

@@ -39,14 +39,14 @@ typedef struct {
     gpuws_buffer *table;
 } gpuws__label_remap;
 
-/* Rows that several streams hold, in order, labelled as one image of `width` pixels a row: each part's rows on its
- * own device (every part's first band at once), in bands of at most 2^31 - 1 pixels, joined and numbered as
- * label_numbering.h says (SciPy's numbering of the whole image). Streams distinct, of contexts of one backend; a
- * part may hold no rows (its buffers then unused). On return each part's [lo, hi] holds every label its rows hold
- * (lo > hi: none): the components that begin in its rows are first .. hi, those that reach it from above are
- * below first. Blocking; on error the labels are unspecified. defer: a part whose rows are one band and whose labels need mapping to their final numbers
- * keeps its band's numbers, and `remap` maps them (a table in the stream's scratch: until the next labelling on it)
- * for a pass over the labels that follows (gpuws__measure_sums) to apply as it reads them. */
+/* Rows that several streams hold, in order, labelled as one image of `width` pixels a row: each part's rows on its own
+ * device (every part's first band at once), in bands of at most 2^31 - 1 pixels, joined and numbered as
+ * label_numbering.h says (SciPy's numbering of the whole image). Streams distinct, of contexts of one backend; a part
+ * may hold no rows (its buffers then unused). On return each part's [lo, hi] holds every label its rows hold (lo > hi:
+ * none): the components that begin in its rows are first .. hi, those that reach it from above are below first.
+ * Blocking; on error the labels are unspecified. defer: a part whose rows are one band and whose labels need mapping to
+ * their final numbers keeps its band's numbers, and `remap` maps them (a table in the stream's scratch: until the next
+ * labelling on it) for a pass over the labels that follows (gpuws__measure_sums) to apply as it reads them. */
 typedef struct {
     gpuws_stream *stream;
     const gpuws_buffer *mask; /* rows x width bytes */
@@ -58,5 +58,21 @@ typedef struct {
 } gpuws__label_part;
 gpuws_status gpuws__label_parts(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
                                 const char *name, size_t *num_labels);
+
+/* Several callers (MPI ranks), each with its own parts, their rows in the order (caller, part), as one
+ * gpuws__label_parts: caller `caller` of `callers`, reduce sums words over all of them (gpuws_sum_reducer). The
+ * reductions: the callers' width and connectivity (5 words) and band counts (P, in rounds of 64 callers), whether each
+ * could allocate (1), then every band's count and first and last rows (1 + W words a band of every caller); each caller
+ * then joins and numbers all the bands and maps its own. Each part's lo, first and hi and *num_labels are those of the
+ * whole image. `failed`: this caller failed before (it still makes the reductions, and every caller fails); a failure
+ * during the labelling is exchanged too. */
+typedef struct {
+    gpuws_sum_reducer reduce;
+    void *user;
+    size_t caller, callers;
+    bool failed;
+} gpuws__label_exchange;
+gpuws_status gpuws__label_parts_reduce(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
+                                       const gpuws__label_exchange *x, const char *name, size_t *num_labels);
 
 #endif
