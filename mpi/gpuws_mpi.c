@@ -48,6 +48,14 @@ gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, size_t widt
                                    allreduce_sum, &comm, labels, num_labels);
 }
 
+gpuws_status gpuws_mpi_find_sources_parts(MPI_Comm comm, const gpuws_image_part *parts, size_t num_parts, size_t width,
+                                          const gpuws_sources_options *options, gpuws_catalog **catalog)
+{
+    size_t rank, size;
+    if (rank_part(comm, &rank, &size)) return GPUWS_ERR_INTERNAL;
+    return gpuws_find_sources_parts_reduce(parts, num_parts, width, options, rank, size, allreduce_sum, &comm, catalog);
+}
+
 gpuws_status gpuws_mpi_find_sources_host(MPI_Comm comm, gpuws_context *ctx, const float *image, size_t width,
                                          size_t rows, const gpuws_sources_options *options,
                                          const gpuws_label_host_options *label_options, gpuws_catalog **catalog)

@@ -39,6 +39,13 @@ GPUWS_API gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, s
                                             const gpuws_label_host_options *options, int32_t *labels,
                                             size_t *num_labels);
 
+/* gpuws_find_sources_parts over the ranks of comm, each with its own parts (its rows on its devices, following the
+ * rows of the ranks before it; 0 parts allowed): collective; every rank gets the whole catalogue
+ * (gpuws_find_sources_parts_reduce says what a rank sends), catalog->labels its own rows. */
+GPUWS_API gpuws_status gpuws_mpi_find_sources_parts(MPI_Comm comm, const gpuws_image_part *parts, size_t num_parts,
+                                                    size_t width, const gpuws_sources_options *options,
+                                                    gpuws_catalog **catalog);
+
 /* gpuws_find_sources_host over an image whose rows are spread over the ranks of comm in rank order (rank r's rows
  * follow rank r - 1's; a rank may hold none, image NULL then): collective; every rank gets the whole image's
  * catalogue, gpuws_find_sources_host's (the same bits when every rank's first row is a multiple of

@@ -624,8 +624,9 @@ static void expect_one_device(const gpuws_catalog *got, const gpuws_catalog *wan
 }
 
 /* got (found without the label image: a device whose labels need mapping to the image's numbers keeps its band's
- * own, and the measurement maps them as it reads them) against want (with it): the same sources, npix and peaks exact, flux and centres within the summation bounds of
- * check_catalog_against_host (both sides add the same pixels in other orders). */
+ * own, and the measurement maps them as it reads them) against want (with it): the same sources, npix and peaks
+ * exact, flux and centres within the summation bounds of check_catalog_against_host (both sides add the same pixels
+ * in other orders). */
 static void expect_same_sources(const gpuws_catalog *got, const gpuws_catalog *want, const char *what)
 {
     cr_assert_null(got->labels, "%s: a label image nobody asked for", what);

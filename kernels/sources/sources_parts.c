@@ -160,6 +160,68 @@ static void add_records(part_state *ps, size_t np, gpuws_source *out, size_t nl)
     gpuws__run_ranges(nl, gpuws__work_parts(gpuws__cpu_count(), (double)nl, 16384.0, nl), records_out, &j);
 }
 
+/* Several callers: every caller's parts' records gathered (one reduction of their label ranges and rows, one of the
+ * records: each caller's at their place among zeros, so that the sum is the gather) and added up as add_records
+ * does over every caller's parts in order: the whole catalogue on every caller. st: this caller's status so far
+ * (exchanged: any failure fails every caller). */
+static gpuws_status gather_records(part_state *ps, size_t np, const gpuws__label_exchange *x, size_t nl,
+                                   gpuws_status st, gpuws_source *out)
+{
+    const size_t P = x->callers, RW = sizeof(gpuws_source_measure) / 8;
+    size_t mine = 0; /* this caller's records */
+    for (size_t p = 0; p < np; p++)
+        if (ps[p].lp.lo <= ps[p].lp.hi) mine += ps[p].lp.hi - ps[p].lp.lo + 1;
+    uint64_t failed = st != GPUWS_OK, counts[2] = { np, mine }, before[2], total[2];
+    gpuws_status rst = x->reduce(x->user, &failed, 1);
+    if (!rst && !failed) rst = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, counts, 2, before, total);
+    if (!st && rst) st = gpuws__error_prefix(rst, "find_sources: the reducer failed");
+    if (st || rst) return st;
+    if (failed)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
+                            (unsigned long long)failed, P);
+    const size_t parts = (size_t)total[0], recs = (size_t)total[1], p0 = (size_t)before[0], k0 = (size_t)before[1];
+    /* the words: a failure count, four a part (lo, first, hi, first row), then the records; first whether every
+     * caller has the memory for them */
+    const size_t words = 1 + 4 * parts + RW * recs;
+    uint64_t *g = gpuws__calloc(words, sizeof *g);
+    part_state *all = gpuws__calloc(parts ? parts : 1, sizeof *all);
+    uint64_t bad = !g || !all;
+    if (bad)
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's records",
+                          words * sizeof *g + parts * sizeof *all);
+    rst = x->reduce(x->user, &bad, 1);
+    if (!st && rst) st = gpuws__error_prefix(rst, "find_sources: the reducer failed");
+    else if (!st && bad)
+        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
+                          (unsigned long long)bad, P);
+    if (!st) {
+        uint64_t *at = g + 1 + 4 * parts + RW * k0;
+        for (size_t p = 0; p < np; p++) {
+            const gpuws__label_part *l = &ps[p].lp;
+            uint64_t *d = g + 1 + 4 * (p0 + p);
+            d[0] = l->lo, d[1] = l->first, d[2] = l->hi, d[3] = ps[p].r0;
+            if (l->lo > l->hi) continue;
+            const size_t k = l->hi - l->lo + 1;
+            memcpy(at, ps[p].rec, k * sizeof(gpuws_source_measure));
+            at += RW * k;
+        }
+        if ((rst = x->reduce(x->user, g, words))) st = gpuws__error_prefix(rst, "find_sources: the reducer failed");
+    }
+    if (!st) {
+        uint64_t *at = g + 1 + 4 * parts;
+        for (size_t p = 0; p < parts; p++) {
+            const uint64_t *d = g + 1 + 4 * p;
+            all[p].lp.lo = d[0], all[p].lp.first = d[1], all[p].lp.hi = d[2], all[p].r0 = d[3];
+            all[p].rec = (gpuws_source_measure *)at;
+            if (d[0] <= d[2]) at += RW * (d[2] - d[0] + 1);
+        }
+        if (nl) add_records(all, parts, out, nl);
+    }
+    gpuws__free(all);
+    gpuws__free(g);
+    return st;
+}
+
 /* The clipping's chunks: whole rows that divide a measurement block (so that parts of whole blocks hold whole chunks,
  * and the statistics are the same bits for any such split), at least 2^18 values where the block allows: a chunk
  * is a work-group's, and a device needs thousands of them to read at its full rate. */
@@ -171,22 +233,30 @@ static size_t clip_chunk(size_t width)
 }
 
 static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t height, const gpuws_sources_options *o,
-                             gpuws_catalog *cat)
+                             const gpuws__label_exchange *x, gpuws_catalog *cat)
 {
     const size_t n = width * height;
     const size_t chunk = clip_chunk(width);
     /* CPU-type OpenCL devices one part after another (they share the host's cores; PoCL can fail an assertion when
      * two command queues run one kernel at once: sigma_clip_parts.c) */
-    const bool serial = gpuws__is_cpu_device(ps[0].s->ctx);
+    const bool serial = np && gpuws__is_cpu_device(ps[0].s->ctx);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     gpuws_status st = GPUWS_OK;
     gpuws__clip_part cp[MAX_PARTS];
     for (size_t p = 0; p < np; p++) cp[p] = (gpuws__clip_part){ ps[p].s, ps[p].image, ps[p].rows * width };
-    if ((st = gpuws__sigma_clip_parts(cp, np, chunk, o->clip, &cat->clip)))
-        return gpuws__error_prefix(st, "find_sources: sigma_clip");
+    if (x) {
+        const gpuws__clip_exchange cx = { x->reduce, x->user, x->caller, x->callers, false };
+        st = gpuws__sigma_clip_parts_reduce(cp, np, chunk, o->clip, &cx, &cat->clip);
+    } else {
+        st = gpuws__sigma_clip_parts(cp, np, chunk, o->clip, &cat->clip);
+    }
+    if (st) return gpuws__error_prefix(st, "find_sources: sigma_clip");
     cat->ms_clip = gpuws__sources_ms_since(&t0);
-    if (isnan(o->threshold_abs) && cat->clip.count == 0) return no_pixel_kept_parts(ps, np, width, n, o->clip->kappa);
+    if (isnan(o->threshold_abs) && cat->clip.count == 0)
+        return x ? gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "find_sources: the clipping kept no pixel of any caller (kappa %g)", o->clip->kappa)
+                 : no_pixel_kept_parts(ps, np, width, n, o->clip->kappa);
     if ((st = gpuws__sources_threshold_value("find_sources", o, cat))) return st;
 
     for (size_t p = 0; p < np && !st; p++) {
@@ -198,7 +268,8 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
             st = gpuws__error_prefix(st, "find_sources: threshold");
         if (!st && serial) st = gpuws_stream_synchronize(ps[p].s);
     }
-    if ((st = sync_parts(ps, np, st))) return st;
+    st = sync_parts(ps, np, st);
+    if (st && !x) return st;
     cat->ms_threshold = gpuws__sources_ms_since(&t0);
 
     gpuws__label_part lp[MAX_PARTS];
@@ -207,7 +278,14 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
             .stream = ps[p].s, .mask = ps[p].mask, .labels = ps[p].labels, .rows = ps[p].rows, .defer = !o->want_labels
         };
     size_t nl = 0;
-    if ((st = gpuws__label_parts(lp, np, width, o->connectivity, "find_sources: label", &nl))) return st;
+    if (x) { /* a caller whose threshold failed still takes part, and every caller fails */
+        const gpuws__label_exchange lx = { x->reduce, x->user, x->caller, x->callers, st != GPUWS_OK };
+        const gpuws_status lst =
+            gpuws__label_parts_reduce(lp, np, width, o->connectivity, &lx, "find_sources: label", &nl);
+        if (st || (st = lst)) return st;
+    } else if ((st = gpuws__label_parts(lp, np, width, o->connectivity, "find_sources: label", &nl))) {
+        return st;
+    }
     for (size_t p = 0; p < np; p++) ps[p].lp = lp[p];
     cat->ms_label = gpuws__sources_ms_since(&t0);
 
@@ -237,13 +315,15 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
             st = gpuws_buffer_read_async(q->s, q->records, (q->lp.lo - 1) * rec, q->rec,
                                          (q->lp.hi - q->lp.lo + 1) * rec);
     }
-    if (o->want_labels && !st) {
-        if (!(cat->labels = gpuws__malloc(n * sizeof(int32_t))))
+    /* the label image: the whole image's, or (several callers) this caller's rows */
+    const size_t lr0 = x && np ? ps[0].r0 : 0, ln = x ? (np ? ps[np - 1].r0 + ps[np - 1].rows - lr0 : 0) * width : n;
+    if (o->want_labels && !st && ln) {
+        if (!(cat->labels = gpuws__malloc(ln * sizeof(int32_t))))
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for the label image",
-                              n * sizeof(int32_t));
+                              ln * sizeof(int32_t));
         for (size_t p = 0; p < np && !st; p++)
             if (ps[p].rows)
-                st = gpuws_buffer_read_async(ps[p].s, ps[p].labels, 0, cat->labels + ps[p].r0 * width,
+                st = gpuws_buffer_read_async(ps[p].s, ps[p].labels, 0, cat->labels + (ps[p].r0 - lr0) * width,
                                              ps[p].rows * width * sizeof(int32_t));
     }
     double done[2] = { 0.0, 0.0 }; /* GPUWS_LOG=debug: when the first two parts' work was seen done */
@@ -254,9 +334,12 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
             if (!st) st = sst;
             if (p < 2) done[p] = gpuws__sources_ms_since(&tw) + (p ? done[0] : 0.0);
         }
-    if (st) return st;
+    if (st && !x) return st;
     tm[2] = gpuws__sources_ms_since(&t0);
-    if (nl) add_records(ps, np, cat->sources, nl);
+    /* several callers: a failure here is still exchanged, so that no caller waits for it */
+    if (x) st = gather_records(ps, np, x, nl, st, cat->sources);
+    else if (nl) add_records(ps, np, cat->sources, nl);
+    if (st) return st;
     cat->num_sources = nl;
     tm[3] = gpuws__sources_ms_since(&t0);
     cat->ms_measure = tm[0] + tm[1] + tm[2] + tm[3];
@@ -270,11 +353,11 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
 
 /* Runs the pipeline into a new catalogue; on error none, and every stream idle. */
 static gpuws_status run(part_state *ps, size_t np, size_t width, size_t height, const gpuws_sources_options *o,
-                        double ms_upload, gpuws_catalog **catalog)
+                        const gpuws__label_exchange *x, double ms_upload, gpuws_catalog **catalog)
 {
     gpuws_catalog *cat = gpuws__calloc(1, sizeof *cat);
     if (!cat) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: the catalogue (%zu bytes)", sizeof *cat);
-    gpuws_status st = pipeline(ps, np, width, height, o, cat);
+    gpuws_status st = pipeline(ps, np, width, height, o, x, cat);
     if (st) {
         sync_parts(ps, np, st); /* a stream may still write into the host arrays */
         gpuws_catalog_free(cat);
@@ -288,6 +371,39 @@ static gpuws_status run(part_state *ps, size_t np, size_t width, size_t height, 
     return st;
 }
 
+/* The parts checked into ps (their rows from 0 on: r0) and the sum of their rows; name: the call's, in messages. */
+static gpuws_status check_parts(const gpuws_image_part *parts, size_t num_parts, size_t width, part_state *ps,
+                                size_t *rows, const char *name)
+{
+    size_t height = 0;
+    gpuws_status st = GPUWS_OK;
+    for (size_t p = 0; p < num_parts && !st; p++) {
+        char what[64];
+        snprintf(what, sizeof what, "parts[%zu].stream", p);
+        const gpuws_image_part *q = &parts[p];
+        size_t px;
+        if (!q->stream) st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %s is NULL", name, what);
+        else if ((st = gpuws__check_stream(q->stream, what))) st = gpuws__error_prefix(st, "%s", name);
+        else if (q->stream->ctx->backend->kind != parts[0].stream->ctx->backend->kind)
+            st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %s is on %s, parts[0]'s on %s", name, what,
+                              q->stream->ctx->backend->name, parts[0].stream->ctx->backend->name);
+        for (size_t j = 0; j < p && !st; j++)
+            if (parts[j].stream == q->stream)
+                st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %s is parts[%zu].stream again", name, what, j);
+        if (!st && gpuws__mul_overflows(width, q->rows, &px))
+            st = gpuws__error(GPUWS_ERR_OVERFLOW, "%s: %zu x %zu pixels overflow size_t", name, width, q->rows);
+        if (!st && q->rows) {
+            snprintf(what, sizeof what, "parts[%zu].image", p);
+            st = gpuws__check_array(q->stream->ctx, q->image, what, px, sizeof(float));
+            if (st) st = gpuws__error_prefix(st, "%s", name);
+        }
+        ps[p] = (part_state){ .s = q->stream, .image = q->image, .rows = q->rows, .r0 = height };
+        height += q->rows;
+    }
+    *rows = height;
+    return st;
+}
+
 gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, size_t num_parts, size_t width,
                                       const gpuws_sources_options *options, gpuws_catalog **catalog)
 {
@@ -298,35 +414,9 @@ gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, size_t num_
                             parts ? "" : " (parts is NULL)", MAX_PARTS);
     part_state ps[MAX_PARTS];
     memset(ps, 0, sizeof ps);
-    size_t height = 0;
-    gpuws_status st = GPUWS_OK;
-    for (size_t p = 0; p < num_parts && !st; p++) {
-        char what[64];
-        snprintf(what, sizeof what, "parts[%zu].stream", p);
-        const gpuws_image_part *q = &parts[p];
-        size_t px;
-        if (!q->stream) st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: %s is NULL", what);
-        else if ((st = gpuws__check_stream(q->stream, what))) st = gpuws__error_prefix(st, "find_sources_parts");
-        else if (q->stream->ctx->backend->kind != parts[0].stream->ctx->backend->kind)
-            st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: %s is on %s, parts[0]'s on %s", what,
-                              q->stream->ctx->backend->name, parts[0].stream->ctx->backend->name);
-        for (size_t j = 0; j < p && !st; j++)
-            if (parts[j].stream == q->stream)
-                st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: %s is parts[%zu].stream again", what,
-                                  j);
-        if (!st && gpuws__mul_overflows(width, q->rows, &px))
-            st = gpuws__error(GPUWS_ERR_OVERFLOW, "find_sources_parts: %zu x %zu pixels overflow size_t", width,
-                              q->rows);
-        if (!st && q->rows) {
-            snprintf(what, sizeof what, "parts[%zu].image", p);
-            st = gpuws__check_array(q->stream->ctx, q->image, what, px, sizeof(float));
-            if (st) st = gpuws__error_prefix(st, "find_sources_parts");
-        }
-        ps[p] = (part_state){ .s = q->stream, .image = q->image, .rows = q->rows, .r0 = height };
-        height += q->rows;
-    }
+    size_t height = 0, n;
+    gpuws_status st = check_parts(parts, num_parts, width, ps, &height, "find_sources_parts");
     if (st) return st;
-    size_t n;
     if (width == 0 || height == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: the image is %zu x %zu: no pixels", width,
                             height);
@@ -336,7 +426,89 @@ gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, size_t num_
     if ((st = gpuws__sources_read_options("find_sources_parts", options, &so))) return st;
     gpuws__stream_claim claims[MAX_PARTS] = { { NULL } };
     for (size_t p = 0; p < num_parts && !st; p++) st = gpuws__claim(&claims[p], ps[p].s, "find_sources_parts");
-    if (!st) st = run(ps, num_parts, width, height, &so.o, 0.0, catalog);
+    if (!st) st = run(ps, num_parts, width, height, &so.o, NULL, 0.0, catalog);
+    for (size_t p = 0; p < num_parts; p++) gpuws__unclaim(&claims[p]);
+    return st;
+}
+
+/* Several callers: the first reduction, where they agree on the width and the options and learn each other's rows
+ * (this caller's first row among all: *r0, their sum: *height). failed: this caller failed before (every caller then
+ * fails; its own error is the caller's to return). */
+static gpuws_status agree_sources(const gpuws__label_exchange *x, size_t width, const gpuws_sources_options *o,
+                                  size_t rows, bool failed, size_t *r0, size_t *height)
+{
+    /* each value in four 16-bit pieces v and their squares: the callers agree when (Σv)² = P Σv² for every piece,
+     * and no sum can overflow */
+    enum { VALUES = 5, PIECES = 4 * VALUES, WORDS = 1 + 2 * PIECES };
+    const size_t P = x->callers;
+    uint64_t w[WORDS],
+        v[VALUES] = { width, (uint64_t)(uint32_t)o->connectivity, 0, 0, (uint64_t)(o->want_labels != 0) };
+    memcpy(&v[2], &o->threshold_sigma, 8);
+    memcpy(&v[3], &o->threshold_abs, 8);
+    static const char *const what[VALUES] = { "width", "connectivity", "threshold_sigma", "threshold_abs",
+                                              "want_labels" };
+    w[0] = failed;
+    for (int i = 0; i < PIECES; i++) {
+        const uint64_t piece = v[i / 4] >> (16 * (i % 4)) & 0xffffu;
+        w[1 + i] = piece, w[1 + PIECES + i] = piece * piece;
+    }
+    *r0 = *height = 0;
+    gpuws_status st = x->reduce(x->user, w, WORDS);
+    if (st) return gpuws__error_prefix(st, "find_sources_parts: the reducer failed");
+    if (w[0])
+        return failed ? GPUWS_OK
+                      : gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: %llu of %zu callers failed",
+                                     (unsigned long long)w[0], P);
+    for (int i = 0; i < PIECES; i++)
+        if ((unsigned __int128)w[1 + i] * w[1 + i] != (unsigned __int128)P * w[1 + PIECES + i])
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "find_sources_parts: the %zu callers disagree on %s: each must pass the same", P,
+                                what[i / 4]);
+    uint64_t mine = rows, before, total;
+    if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total)))
+        return gpuws__error_prefix(st, "find_sources_parts: the reducer failed");
+    *r0 = (size_t)before, *height = (size_t)total;
+    if (*height == 0) /* every caller sees the same sum */
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: the image is %zu x 0: no pixels", width);
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_find_sources_parts_reduce(const gpuws_image_part *parts, size_t num_parts, size_t width,
+                                             const gpuws_sources_options *options, size_t caller, size_t callers,
+                                             gpuws_sum_reducer reduce, void *reduce_user, gpuws_catalog **catalog)
+{
+    if (!catalog || !reduce || caller >= callers)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts_reduce: %s",
+                            !catalog  ? "argument 'catalog' is NULL"
+                            : !reduce ? "argument 'reduce' is NULL"
+                                      : "the caller's index is not below the callers' count");
+    *catalog = NULL;
+    const char *name = "find_sources_parts_reduce";
+    part_state ps[MAX_PARTS];
+    memset(ps, 0, sizeof ps);
+    size_t rows = 0, r0 = 0, height = 0, n;
+    gpuws_status st = GPUWS_OK;
+    if ((num_parts && !parts) || num_parts > MAX_PARTS)
+        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %zu parts%s; 0 to %d parts", name, num_parts,
+                          parts ? "" : " (parts is NULL)", MAX_PARTS);
+    if (!st) st = check_parts(parts, num_parts, width, ps, &rows, name);
+    if (!st && width == 0) st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the image is 0 pixels wide", name);
+    sources_options so;
+    const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
+    if (!st) st = gpuws__sources_read_options(name, options, &so);
+    gpuws__stream_claim claims[MAX_PARTS] = { { NULL } };
+    for (size_t p = 0; p < num_parts && !st; p++) st = gpuws__claim(&claims[p], ps[p].s, name);
+    /* a caller that failed so far still takes part in the first reduction, so that no other waits for it */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", st ? gpuws_last_error() : "");
+    gpuws__label_exchange x = { reduce, reduce_user, caller, callers, st != GPUWS_OK };
+    const gpuws_status ast = agree_sources(&x, width, st ? &defaults : &so.o, rows, st != GPUWS_OK, &r0, &height);
+    if (st) st = gpuws__error(st, "%s", msg);
+    else st = ast;
+    if (!st && (gpuws__mul_overflows(width, height, &n) || n > SIZE_MAX / sizeof(int32_t)))
+        st = gpuws__error(GPUWS_ERR_OVERFLOW, "%s: %zu x %zu pixels overflow size_t", name, width, height);
+    for (size_t p = 0; p < num_parts && !st; p++) ps[p].r0 += r0;
+    if (!st) st = run(ps, num_parts, width, height, &so.o, &x, 0.0, catalog);
     for (size_t p = 0; p < num_parts; p++) gpuws__unclaim(&claims[p]);
     return st;
 }
@@ -390,5 +562,5 @@ gpuws_status gpuws__find_sources_devices(gpuws_stream *const *streams, unsigned 
         if (j->st[d]) st = gpuws__error(j->st[d], "find_sources: upload to device %u: %s", d, j->msg[d]);
     gpuws__free(j);
     if (st) return st;
-    return run(ps, nd, width, height, o, gpuws__sources_ms_since(&t0), catalog);
+    return run(ps, nd, width, height, o, NULL, gpuws__sources_ms_since(&t0), catalog);
 }

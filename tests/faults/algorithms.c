@@ -455,7 +455,7 @@ FAULT_CASE(find_sources, FAULT_ALL)
 
 /* The same sky's rows in two parts, on f->stream and a second stream of f->ctx (gpuws_find_sources_parts): 13 and
  * 12 rows, so that the lower source (rows 15 .. 17) is all in the second part. */
-FAULT_CASE(find_sources_parts, FAULT_ALL)
+static gpuws_status sources_in_two_parts(fault_fixture *f, bool collective)
 {
     float img[FAULT_W * FAULT_H];
     sources_sky(img);
@@ -469,7 +469,8 @@ FAULT_CASE(find_sources_parts, FAULT_ALL)
     gpuws_catalog *cat = (gpuws_catalog *)&cat;
     if (!st) {
         const gpuws_image_part parts[2] = { { f->stream, b[0], rows[0] }, { second, b[1], rows[1] } };
-        st = gpuws_find_sources_parts(parts, 2, FAULT_W, NULL, &cat);
+        st = collective ? gpuws_find_sources_parts_reduce(parts, 2, FAULT_W, NULL, 0, 1, one_caller, NULL, &cat)
+                        : gpuws_find_sources_parts(parts, 2, FAULT_W, NULL, &cat);
         if (fault_ok(f, st)) {
             cr_assert_eq(cat->num_sources, 2, "find_sources_parts: %zu sources, wanted 2", cat->num_sources);
             for (int k = 0; k < 2; k++) {
@@ -489,6 +490,11 @@ FAULT_CASE(find_sources_parts, FAULT_ALL)
     gpuws_stream_destroy(second);
     return st;
 }
+
+FAULT_CASE(find_sources_parts, FAULT_ALL) { return sources_in_two_parts(f, false); }
+
+/* The same as one caller of the collective form (gpuws_find_sources_parts_reduce). */
+FAULT_CASE(find_sources_parts_reduce, FAULT_ALL) { return sources_in_two_parts(f, true); }
 
 /* ---- the workshop's ufuncs ---- */
 

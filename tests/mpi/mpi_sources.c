@@ -3,8 +3,11 @@
  * NaN rows) and must get gpuws_find_sources_host's catalogue of the whole image: the same bits when every rank
  * begins on a block of the measurement, else the same clip, labels, count, npix and peaks and the floats within the
  * summation bound; and its own rows of the whole image's labels. Ranks that disagree on the options, or one whose
- * options are invalid, must all fail, none hanging (ctest's time-out bounds the run). Exit 0 when every rank
- * agrees. */
+ * options are invalid, must all fail, none hanging (ctest's time-out bounds the run). Then the same shares on the
+ * ranks' devices (gpuws_mpi_find_sources_parts): every rank must get the bits of gpuws_find_sources_parts in one
+ * process with the same parts, and its rows of its labels (and without the label image the same catalogue);
+ * differing options fail every rank. Exit 0 when every
+ * rank agrees. */
 #include "mpi_support.h"
 #include "../sources_split.h"
 
@@ -36,6 +39,74 @@ static void compare(int rank, int aligned, const gpuws_catalog *got, const gpuws
                     : fabs(g->flux - w->flux) > bound * w->flux || fabs(g->x - w->x) > 2 * bound * SPLIT_W ||
                           fabs(g->y - w->y) > 2 * bound * SPLIT_H)
             differs(rank, aligned, "flux or centre", k);
+    }
+}
+
+/* The rows [first, first + rows) of img in a device buffer on a new stream of ctx, as an image part. */
+static gpuws_image_part device_part(gpuws_context *ctx, int rank, const float *img, size_t first, size_t rows)
+{
+    gpuws_image_part part = { NULL, NULL, rows };
+    gpuws_buffer *b = NULL;
+    const size_t bytes = rows * SPLIT_W * sizeof *img;
+    if (gpuws_stream_create(ctx, &part.stream) ||
+        (rows && (gpuws_buffer_create(ctx, bytes, &b) || gpuws_buffer_write(b, 0, img + first * SPLIT_W, bytes))))
+        mpi_fail(rank, "a device part");
+    part.image = b;
+    return part;
+}
+
+static void drop_part(gpuws_image_part *part)
+{
+    gpuws_buffer_destroy((gpuws_buffer *)part->image);
+    gpuws_stream_destroy(part->stream);
+}
+
+/* gpuws_mpi_find_sources_parts on the ranks' shares against gpuws_find_sources_parts on all of them in one process. */
+static void device_parts(gpuws_context *ctx, int rank, int size, const float *img, const gpuws_sources_options *o)
+{
+    for (int aligned = 0; aligned <= 1; aligned++) {
+        gpuws_image_part all[4], mine;
+        size_t first = 0, rows = 0;
+        for (int r = 0; r < size; r++) {
+            size_t f;
+            const size_t k = split_share(aligned, (size_t)size, (size_t)r, &f);
+            all[r] = device_part(ctx, rank, img, f, k);
+            if (r == rank) first = f, rows = k;
+        }
+        mine = device_part(ctx, rank, img, first, rows);
+        gpuws_catalog *want = NULL, *got = NULL;
+        if (gpuws_find_sources_parts(all, (size_t)size, SPLIT_W, o, &want))
+            mpi_fail(rank, "gpuws_find_sources_parts in one process");
+        if (gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &mine, 1, SPLIT_W, o, &got))
+            mpi_fail(rank, "gpuws_mpi_find_sources_parts");
+        if (memcmp(&got->clip, &want->clip, sizeof got->clip) || got->threshold != want->threshold ||
+            got->num_sources != want->num_sources ||
+            memcmp(got->sources, want->sources, want->num_sources * sizeof *got->sources))
+            differs(rank, aligned, "the devices' catalogue against one process's", 0);
+        if (o->want_labels
+                ? (rows ? memcmp(got->labels, want->labels + first * SPLIT_W, rows * SPLIT_W * sizeof *got->labels) != 0
+                        : got->labels != NULL)
+                : got->labels != NULL)
+            differs(rank, aligned, "the devices' rows of labels", 0);
+        if (rank == 0)
+            printf("%d ranks' devices, %s shares%s: %zu sources, the bits of one process\n", size,
+                   aligned ? "aligned" : "unaligned", o->want_labels ? "" : ", no label image", got->num_sources);
+        gpuws_catalog_free(got);
+        gpuws_catalog_free(want);
+        if (size > 1) { /* the last rank's threshold differs, then its connectivity is invalid: every rank fails */
+            gpuws_sources_options bad = *o;
+            if (rank + 1 == size) bad.threshold_sigma = 4.5;
+            gpuws_status st = gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &mine, 1, SPLIT_W, &bad, &got);
+            if (st != GPUWS_ERR_INVALID_ARGUMENT || got || !strstr(gpuws_last_error(), "disagree"))
+                mpi_fail(rank, "ranks' devices that disagree did not fail this rank");
+            if (rank + 1 == size) bad.threshold_sigma = o->threshold_sigma, bad.connectivity = 6;
+            st = gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &mine, 1, SPLIT_W, &bad, &got);
+            if (st != GPUWS_ERR_INVALID_ARGUMENT || got ||
+                !strstr(gpuws_last_error(), rank + 1 == size ? "connectivity 6" : "1 of"))
+                mpi_fail(rank, "one rank's invalid options did not fail this rank's devices");
+        }
+        for (int r = 0; r < size; r++) drop_part(&all[r]);
+        drop_part(&mine);
     }
 }
 
@@ -82,6 +153,9 @@ int main(int argc, char **argv)
         }
     }
     gpuws_catalog_free(want);
+    device_parts(ctx, rank, size, img, &o);
+    o.want_labels = 0; /* the devices' labels then go through the measurement's tables (label_driver.h: defer) */
+    device_parts(ctx, rank, size, img, &o);
     free(img);
     gpuws_context_destroy(ctx);
     MPI_Finalize();

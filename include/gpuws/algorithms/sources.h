@@ -73,7 +73,7 @@ GPUWS_API gpuws_status gpuws_sigma_clip_host_reduce(gpuws_context *ctx, const fl
  * per chunk of 2^18 values of each caller in one fixed order and the chunks combined in caller order, so they are
  * the same bits for any split between callers whose shares, but the last, are multiples of 2^18 values, and on
  * every backend (docs/scale.md, "Several hosts"). Collective: every caller makes the same reductions in the same
- * order: three before the first pass (2 words; 9 + 2 parts; 1), then one a pass (three passes an iteration: about
+ * order: three before the first pass (2 words; 25 + 2 parts; 1), then one a pass (three passes an iteration: about
  * 2048 words, and in the first of an iteration 3 words a chunk of every caller). The options are checked
  * collectively: invalid on any caller, or different between callers → GPUWS_ERR_INVALID_ARGUMENT on every caller;
  * so are all-NaN or no values and a device or reducer failing on one caller (its own status there, INVALID_ARGUMENT
@@ -262,23 +262,41 @@ typedef struct gpuws_image_part {
     size_t rows;               /* 0 allowed */
 } gpuws_image_part;
 
-/* gpuws_find_sources on an image whose rows several devices hold, every device working on its own rows at once
- * and the host joining them between the steps (docs/scale.md, "One image over several devices"): the κσ
- * clipping's statistics and key histograms of each device's rows combined on the host (a few KiB a pass, three
- * passes an iteration), each device's mask, the labelling of each device's rows joined at the parts' borders
- * (SciPy's numbering of the whole image), each device's records of the labels its rows hold, added on the host.
- * Compared with gpuws_find_sources on the whole image: clip count, median, iterations and converged, the labels,
- * the number of sources, npix and peaks the same; clip mean and std within a few ulps (the sums of each chunk of
- * whole rows, which divide a block of gpuws_find_sources_host_block_rows(width) rows, are taken in a fixed order and
- * the chunks added in order, so they are the same bits for any number of parts whose rows, but the last part's, are
- * multiples of the block rows); flux and centres within gpuws_measure's summation bounds. Blocking; the ms_* times are the host clock's (ms_upload 0).
- * Each stream keeps for the next call a mask and labels (5 bytes a pixel of its rows) and N records of 56 bytes
- * (N: the sources of the whole image). want_labels: the whole image's labels, width * (sum of rows).
- * Errors: catalog NULL; parts NULL, num_parts 0 or more than 64; a stream NULL, not live, given twice or of another
- * backend; an image buffer too small or of another context; no pixels → GPUWS_ERR_INVALID_ARGUMENT (or
- * OUT_OF_RANGE, OVERFLOW as gpuws_find_sources); the options as gpuws_find_sources'. */
+/* gpuws_find_sources on an image whose rows several devices hold, every device working on its own rows at once and the
+ * host joining them between the steps (docs/scale.md, "One image over several devices"): the κσ clipping's statistics
+ * and key histograms of each device's rows combined on the host (a few KiB a pass, three passes an iteration), each
+ * device's mask, the labelling of each device's rows joined at the parts' borders (SciPy's numbering of the whole
+ * image), each device's records of the labels its rows hold, added on the host. Compared with gpuws_find_sources on the
+ * whole image: clip count, median, iterations and converged, the labels, the number of sources, npix and peaks the
+ * same; clip mean and std within a few ulps (the sums of each chunk of whole rows, which divide a block of
+ * gpuws_find_sources_host_block_rows(width) rows, are taken in a fixed order and the chunks added in order, so they are
+ * the same bits for any number of parts whose rows, but the last part's, are multiples of the block rows); flux and
+ * centres within gpuws_measure's summation bounds. Blocking; the ms_* times are the host clock's (ms_upload 0). Each
+ * stream keeps for the next call a mask and labels (5 bytes a pixel of its rows) and N records of 56 bytes (N: the
+ * sources of the whole image). want_labels: the whole image's labels, width * (sum of rows). Errors: catalog NULL;
+ * parts NULL, num_parts 0 or more than 64; a stream NULL, not live, given twice or of another backend; an image buffer
+ * too small or of another context; no pixels → GPUWS_ERR_INVALID_ARGUMENT (or OUT_OF_RANGE, OVERFLOW as
+ * gpuws_find_sources); the options as gpuws_find_sources'. */
 GPUWS_API gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, size_t num_parts, size_t width,
                                                 const gpuws_sources_options *options, gpuws_catalog **catalog);
+
+/* gpuws_find_sources_parts over several callers (MPI ranks: gpuws_mpi_find_sources_parts wraps this), caller `caller`
+ * of `callers`, each with its own parts (0 to 64; its rows follow the rows of the callers before it) and a reducer that
+ * sums over all of them: every device works on its own rows, and the callers exchange what one process's host joins
+ * between the steps (docs/scale.md, "Several hosts"). Every caller gets the whole catalogue, gpuws_find_sources_parts'
+ * on all the parts in (caller, part) order; catalog->labels (want_labels) holds this caller's rows only (NULL when it
+ * holds none). What a caller sends (8-byte words, P callers; a caller's own slot among P in rounds of 64 callers): 41
+ * and P (the options in 16-bit pieces v and v², its rows), gpuws_sigma_clip_reduce's reductions, 5 and P (the
+ * labelling's width, connectivity and band counts), 1, 1 + W a band of every caller (its count and border rows), 1 and
+ * 2P (each caller's parts and records), 1, and 1 + 4 a part + 7 a record of every caller (the records of the labels
+ * each part holds: about 56 bytes a source). Collective: options or widths that differ, and every failure up to the
+ * records' gather, fail every caller (its own status on the failing one, INVALID_ARGUMENT "n of P callers failed" on
+ * the others). Only a NULL catalog or reduce, or caller >= callers, fail a caller alone (before its first reduction:
+ * the others then wait in theirs); out of memory for the catalogue after the gather fails that caller alone. */
+GPUWS_API gpuws_status gpuws_find_sources_parts_reduce(const gpuws_image_part *parts, size_t num_parts, size_t width,
+                                                       const gpuws_sources_options *options, size_t caller,
+                                                       size_t callers, gpuws_sum_reducer reduce, void *reduce_user,
+                                                       gpuws_catalog **catalog);
 
 /* gpuws_find_sources from host memory, for images of any size (more than 2^31 pixels too; docs/scale.md): κ-σ
  * clipping with gpuws_sigma_clip_host (exact, on the host's cores), the threshold on the host's cores into a mask,
@@ -297,25 +315,25 @@ GPUWS_API gpuws_status gpuws_find_sources_host(gpuws_context *ctx, const float *
 
 /* gpuws_find_sources_host over an image whose rows are spread between several callers (MPI ranks: gpuws_mpi.h wraps
  * this), callers in order of part: part p's rows follow part p - 1's; a part may hold none (image NULL then). Each
- * caller passes its own `rows` rows of width pixels (image: rows*width f32, row-major) and a reducer that sums over
- * all of them. The steps: gpuws_sigma_clip_host_reduce over every pixel, the threshold of its own rows,
- * gpuws_label_host_reduce (label_options are this caller's own: its devices, budget, progress), the measurement
- * of its own rows into partial records, one per label and block of rows of gpuws_find_sources_host's measurement
- * that the caller's rows touch, and one gather of every partial record. Every caller gets the whole catalogue:
- * gpuws_find_sources_host's on the whole image, the same clip, threshold, number of sources, npix and peaks;
- * flux and centres the same bits when every part's first row is a multiple of the measurement's block rows
- * (gpuws_find_sources_host_block_rows: a part then holds whole blocks), else within the measurement's summation
- * bounds (a block split between parts adds its parts' sums). catalog->labels (want_labels) holds this caller's
- * rows only (rows*width, the whole image's numbering; NULL when it holds none). ms_* are this caller's clock.
- * What a caller sends (8-byte words, P parts): 1 + 8P (rows and options), gpuws_sigma_clip_host_reduce's and
- * gpuws_label_host_reduce's reductions, 1 + P (partial counts), 1, then 8 words per partial record of every caller
- * (an allreduce of the whole gather: about 64 bytes a source, plus 64 for each further block a source crosses).
- * Collective: the options are checked collectively (invalid on any caller, or a different width, connectivity,
- * threshold_sigma, threshold_abs, clip option or part numbering → GPUWS_ERR_INVALID_ARGUMENT on every caller), and
- * so is every failure up to the gather (a caller's own is its error, the others get INVALID_ARGUMENT "n of P
- * callers failed"). Only a NULL ctx, catalog or reduce, image NULL with rows > 0, part >= parts, or no host
- * memory for 1 + 8P words fail a caller alone (before its first reduction: the others then wait in theirs); out of memory for the catalogue after the
- * gather fails that caller alone too (no reduction follows). */
+ * caller passes its own `rows` rows of width pixels (image: rows*width f32, row-major) and a reducer that sums over all
+ * of them. The steps: gpuws_sigma_clip_host_reduce over every pixel, the threshold of its own rows,
+ * gpuws_label_host_reduce (label_options are this caller's own: its devices, budget, progress), the measurement of its
+ * own rows into partial records, one per label and block of rows of gpuws_find_sources_host's measurement that the
+ * caller's rows touch, and one gather of every partial record. Every caller gets the whole catalogue:
+ * gpuws_find_sources_host's on the whole image, the same clip, threshold, number of sources, npix and peaks; flux and
+ * centres the same bits when every part's first row is a multiple of the measurement's block rows
+ * (gpuws_find_sources_host_block_rows: a part then holds whole blocks), else within the measurement's summation bounds
+ * (a block split between parts adds its parts' sums). catalog->labels (want_labels) holds this caller's rows only
+ * (rows*width, the whole image's numbering; NULL when it holds none). ms_* are this caller's clock. What a caller sends
+ * (8-byte words, P parts): 1 + 8P (rows and options), gpuws_sigma_clip_host_reduce's and gpuws_label_host_reduce's
+ * reductions, 1 + P (partial counts), 1, then 8 words per partial record of every caller (an allreduce of the whole
+ * gather: about 64 bytes a source, plus 64 for each further block a source crosses). Collective: the options are
+ * checked collectively (invalid on any caller, or a different width, connectivity, threshold_sigma, threshold_abs, clip
+ * option or part numbering → GPUWS_ERR_INVALID_ARGUMENT on every caller), and so is every failure up to the gather (a
+ * caller's own is its error, the others get INVALID_ARGUMENT "n of P callers failed"). Only a NULL ctx, catalog or
+ * reduce, image NULL with rows > 0, part >= parts, or no host memory for 1 + 8P words fail a caller alone (before its
+ * first reduction: the others then wait in theirs); out of memory for the catalogue after the gather fails that caller
+ * alone too (no reduction follows). */
 GPUWS_API gpuws_status gpuws_find_sources_host_reduce(gpuws_context *ctx, const float *image, size_t width, size_t rows,
                                                       const gpuws_sources_options *options,
                                                       const gpuws_label_host_options *label_options, size_t part,
