@@ -602,12 +602,15 @@ static void *caller_main(void *arg)
     return NULL;
 }
 
+#define CALLERS_MAX 20
+
 /* k callers holding uneven shares of x (the first none); returns each one's status and result. */
 static void run_callers(gpuws_context *ctx, const float *x, size_t n, size_t k, const gpuws_sigma_clip_options *o,
                         caller *cs)
 {
     test_sum_group *g = test_sum_group_new((unsigned)k, 1 << 18);
-    pthread_t t[8];
+    pthread_t t[CALLERS_MAX];
+    cr_assert(k <= CALLERS_MAX);
     size_t at = 0;
     for (size_t i = 0; i < k; i++) {
         const size_t share = i == 0 ? 0 : i + 1 == k ? n - at : (n - at) / 3;
@@ -617,6 +620,28 @@ static void run_callers(gpuws_context *ctx, const float *x, size_t n, size_t k, 
     }
     for (size_t i = 0; i < k; i++) pthread_join(t[i], NULL);
     test_sum_group_free(g);
+}
+
+/* Twenty callers (as twenty MPI ranks) agree on their options: the check sums the options' pieces and their squares
+ * over the callers, which must not overflow however many they are. */
+Test(sigma_clip, twenty_callers_agree_and_get_the_bits_of_one_call)
+{
+    gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
+    const size_t n = 20011;
+    float *x = make_sky(n, 0x20c, 0.5, 20, 0);
+    gpuws_sigma_clip_options o[CALLERS_MAX];
+    for (int i = 0; i < CALLERS_MAX; i++) o[i] = (gpuws_sigma_clip_options)GPUWS_SIGMA_CLIP_OPTIONS_INIT;
+    gpuws_sigma_clip_result want;
+    TEST_OK(gpuws_sigma_clip_host(ctx, x, n, &o[0], &want));
+    caller cs[CALLERS_MAX];
+    run_callers(ctx, x, n, CALLERS_MAX, o, cs);
+    for (size_t i = 0; i < CALLERS_MAX; i++) {
+        cr_assert_eq(cs[i].st, GPUWS_OK, "caller %zu of %d: status %d", i, CALLERS_MAX, cs[i].st);
+        cr_assert(memcmp(&cs[i].r, &want, sizeof want) == 0, "caller %zu of %d: not the bits of one call", i,
+                  CALLERS_MAX);
+    }
+    free(x);
+    gpuws_context_destroy(ctx);
 }
 
 Test(sigma_clip, values_spread_between_callers_give_the_bits_of_one_call)

@@ -558,28 +558,31 @@ static gpuws_status pass_b(clip *c, uint32_t lo, uint32_t hi, stats *st)
 }
 
 /* Options must match between the callers of one reduction: every caller contributes whether its own are valid,
- * and each value v with v^2 (v: 32-bit halves of kappa's bits, max_iterations); the values agree when
- * (sum v)^2 == callers * sum v^2. */
+ * and each value v with v^2 (v: the 16-bit pieces of kappa's bits and of max_iterations); the values agree when
+ * (sum v)^2 == callers * sum v^2. Pieces of 16 bits: the sums of their squares cannot overflow (32-bit halves
+ * did from 16 callers on, kappa's high half being about 2^30). */
 static gpuws_status check_shared_options(clip *c, const gpuws_sigma_clip_options *o, bool valid)
 {
-    uint64_t kb;
+    enum { PIECES = 6 }; /* kappa's four, max_iterations' two */
+    uint64_t kb, v[PIECES];
     memcpy(&kb, &o->kappa, 8);
-    const uint64_t v[3] = { kb >> 32, kb & 0xffffffffu, (uint64_t)(uint32_t)o->max_iterations };
+    for (int i = 0; i < 4; i++) v[i] = kb >> (16 * i) & 0xffffu;
+    v[4] = (uint32_t)o->max_iterations & 0xffffu, v[5] = (uint32_t)o->max_iterations >> 16;
     uint64_t *w = c->w;
     w[0] = 1, w[1] = !valid;
-    for (int i = 0; i < 3; i++) w[2 + i] = v[i], w[5 + i] = v[i] * v[i];
-    gpuws_status st = reduce_words(c, 8);
+    for (int i = 0; i < PIECES; i++) w[2 + i] = v[i], w[2 + PIECES + i] = v[i] * v[i];
+    gpuws_status st = reduce_words(c, 2 + 2 * PIECES);
     if (st) return st;
     if (w[1])
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "sigma_clip_host: the options of %llu of %llu callers are "
                             "not valid (kappa finite > 0, max_iterations >= 1)",
                             (unsigned long long)w[1], (unsigned long long)w[0]);
-    for (int i = 0; i < 3; i++)
-        if ((u128)w[2 + i] * w[2 + i] != (u128)w[0] * w[5 + i])
+    for (int i = 0; i < PIECES; i++)
+        if ((u128)w[2 + i] * w[2 + i] != (u128)w[0] * w[2 + PIECES + i])
             return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                                 "sigma_clip_host: the %llu callers' options differ (%s): each must pass the same",
-                                (unsigned long long)w[0], i < 2 ? "kappa" : "max_iterations");
+                                (unsigned long long)w[0], i < 4 ? "kappa" : "max_iterations");
     return GPUWS_OK;
 }
 
