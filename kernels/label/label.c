@@ -483,16 +483,16 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
                                                             &p->remap.table)))
                 st = remap_table_launch(p->stream, p->remap.table, nb.count[g], &dev[3 * bp[b].part], nb.node_base[g],
                                         nb.node_base[g + 1], nb.offset[g]);
-            continue;
-        }
-        if (cpu) {
+        } else if (cpu) {
             cpu_remap_job j = { bp, parts, &nb, nh, b, b0 };
             gpuws__run_ranges(px, gpuws__work_parts(gpuws__cpu_count(), (double)px, 262144.0, px), cpu_remap_range, &j);
         } else {
             st = gpuws__label_remap_launch(p->stream, p->labels, bp[b].first, px, &dev[3 * bp[b].part], nb.node_base[g],
                                            nb.node_base[g + 1], nb.offset[g]);
-            if (!st && gpuws__is_cpu_device(p->stream->ctx)) st = gpuws_stream_synchronize(p->stream);
         }
+        /* CPU-type OpenCL devices one launch after another: PoCL can fail an assertion when two command queues run
+         * one kernel at once (sigma_clip_parts.c) */
+        if (!st && !cpu && gpuws__is_cpu_device(p->stream->ctx)) st = gpuws_stream_synchronize(p->stream);
     }
     if (!st) {
         /* the labels a part's rows hold: the components that begin there (the numbers after those of the bands
