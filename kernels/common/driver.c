@@ -148,3 +148,18 @@ gpuws_status gpuws__reduce_slots(gpuws_sum_reducer reduce, void *user, size_t ca
     }
     return GPUWS_OK;
 }
+
+void gpuws__agree_words(const uint64_t *v, size_t n, uint64_t *w)
+{
+    for (size_t i = 0; i < 4 * n; i++) {
+        const uint64_t piece = v[i / 4] >> (16 * (i % 4)) & 0xffffu;
+        w[i] = piece, w[4 * n + i] = piece * piece;
+    }
+}
+
+size_t gpuws__agree_check(const uint64_t *w, size_t n, uint64_t callers)
+{
+    for (size_t i = 0; i < 4 * n; i++)
+        if ((unsigned __int128)w[i] * w[i] != (unsigned __int128)callers * w[4 * n + i]) return i / 4;
+    return n;
+}

@@ -343,17 +343,20 @@ static size_t band_rows(const gpuws__label_part *p, size_t w, size_t slab_rows)
 static gpuws_status agree_bands(const gpuws__label_exchange *x, const char *name, size_t w, int conn, size_t bands,
                                 bool failed, size_t *b0, size_t *all)
 {
+    enum { WORDS = 1 + GPUWS__AGREE_WORDS(2) }; /* a failure count, the width and connectivity (gpuws__agree_words) */
     const size_t P = x->callers;
-    uint64_t v[5] = { failed, w, (uint64_t)w * w, (uint64_t)conn, (uint64_t)(conn * conn) }, mine = bands, before,
-             total;
+    const uint64_t values[2] = { w, (uint64_t)(uint32_t)conn };
+    uint64_t v[WORDS], mine = bands, before, total;
+    v[0] = failed;
+    gpuws__agree_words(values, 2, v + 1);
     *b0 = *all = 0;
-    gpuws_status st = x->reduce(x->user, v, 5);
+    gpuws_status st = x->reduce(x->user, v, WORDS);
     if (st) return gpuws__error_prefix(st, "%s: the reducer failed", name);
     if (v[0])
         return failed ? GPUWS_OK
                       : gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %llu of %zu callers failed", name,
                                      (unsigned long long)v[0], P);
-    if (v[1] * v[1] != P * v[2] || v[3] * v[3] != P * v[4])
+    if (gpuws__agree_check(v + 1, 2, P) < 2)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the %zu callers' width or connectivity differ", name, P);
     if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total)))
         return gpuws__error_prefix(st, "%s: the reducer failed", name);

@@ -558,31 +558,27 @@ static gpuws_status pass_b(clip *c, uint32_t lo, uint32_t hi, stats *st)
 }
 
 /* Options must match between the callers of one reduction: every caller contributes whether its own are valid,
- * and each value v with v^2 (v: the 16-bit pieces of kappa's bits and of max_iterations); the values agree when
- * (sum v)^2 == callers * sum v^2. Pieces of 16 bits: the sums of their squares cannot overflow (32-bit halves
- * did from 16 callers on, kappa's high half being about 2^30). */
+ * and kappa and max_iterations as gpuws__agree_words has them (16-bit pieces: 32-bit halves, whose squares' sums
+ * overflowed from 16 callers on, failed every caller). */
 static gpuws_status check_shared_options(clip *c, const gpuws_sigma_clip_options *o, bool valid)
 {
-    enum { PIECES = 6 }; /* kappa's four, max_iterations' two */
-    uint64_t kb, v[PIECES];
-    memcpy(&kb, &o->kappa, 8);
-    for (int i = 0; i < 4; i++) v[i] = kb >> (16 * i) & 0xffffu;
-    v[4] = (uint32_t)o->max_iterations & 0xffffu, v[5] = (uint32_t)o->max_iterations >> 16;
+    uint64_t v[2] = { 0, (uint32_t)o->max_iterations };
+    memcpy(&v[0], &o->kappa, 8);
     uint64_t *w = c->w;
     w[0] = 1, w[1] = !valid;
-    for (int i = 0; i < PIECES; i++) w[2 + i] = v[i], w[2 + PIECES + i] = v[i] * v[i];
-    gpuws_status st = reduce_words(c, 2 + 2 * PIECES);
+    gpuws__agree_words(v, 2, w + 2);
+    gpuws_status st = reduce_words(c, 2 + GPUWS__AGREE_WORDS(2));
     if (st) return st;
     if (w[1])
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "sigma_clip_host: the options of %llu of %llu callers are "
                             "not valid (kappa finite > 0, max_iterations >= 1)",
                             (unsigned long long)w[1], (unsigned long long)w[0]);
-    for (int i = 0; i < PIECES; i++)
-        if ((u128)w[2 + i] * w[2 + i] != (u128)w[0] * w[2 + PIECES + i])
-            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                                "sigma_clip_host: the %llu callers' options differ (%s): each must pass the same",
-                                (unsigned long long)w[0], i < 4 ? "kappa" : "max_iterations");
+    const size_t bad = gpuws__agree_check(w + 2, 2, w[0]);
+    if (bad < 2)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "sigma_clip_host: the %llu callers' options differ (%s): each must pass the same",
+                            (unsigned long long)w[0], bad == 0 ? "kappa" : "max_iterations");
     return GPUWS_OK;
 }
 

@@ -437,7 +437,8 @@ static gpuws_status step_run(job *j, int step, uint32_t klo, uint32_t khi, uint3
     return GPUWS_OK;
 }
 
-#define AGREE_WORDS 25 /* agree's words before the callers' slots: a failure count, 12 pieces and their squares */
+#define AGREE_VALUES 3 /* what the callers agree on: kappa, max_iterations, the chunk */
+#define AGREE_WORDS  (1 + GPUWS__AGREE_WORDS(AGREE_VALUES)) /* agree's words before the callers' slots */
 
 /* ---- several callers ------------------------------------------------------------------------------------------ */
 
@@ -532,19 +533,14 @@ static gpuws_status agree(job *j, size_t chunk, const gpuws_sigma_clip_options *
                             "sigma_clip: %llu callers, which do not all say they are %zu (each its own index of the "
                             "same count)",
                             (unsigned long long)n2[0], P);
-    /* kappa, max_iterations and the chunk in 16-bit pieces v with their squares: the callers agree when
-     * (Σv)² = P Σv² for every piece, and no sum can overflow */
-    enum { PIECES = 12, AT = AGREE_WORDS };
-    _Static_assert(AGREE_WORDS == 1 + 2 * PIECES, "agree's words: a failure count, the pieces and their squares");
-    uint64_t v[3] = { 0, (uint64_t)(uint32_t)o->max_iterations, chunk };
+    /* kappa, max_iterations and the chunk (gpuws__agree_words) */
+    enum { AT = AGREE_WORDS };
+    uint64_t v[AGREE_VALUES] = { 0, (uint64_t)(uint32_t)o->max_iterations, chunk };
     memcpy(&v[0], &o->kappa, 8);
     uint64_t *w = j->xw; /* AT + 2P words, allocated by the caller */
     memset(w, 0, (AT + 2 * P) * sizeof *w);
     w[0] = failed;
-    for (int i = 0; i < PIECES; i++) {
-        const uint64_t piece = v[i / 4] >> (16 * (i % 4)) & 0xffffu;
-        w[1 + i] = piece, w[1 + PIECES + i] = piece * piece;
-    }
+    gpuws__agree_words(v, AGREE_VALUES, w + 1);
     w[AT + me] = j->nchunks, w[AT + P + me] = 1;
     if ((st = reduce_words(j, w, AT + 2 * P))) return st;
     if (w[0]) return failed ? GPUWS_OK : others_failed(w[0], P);
@@ -553,13 +549,11 @@ static gpuws_status agree(job *j, size_t chunk, const gpuws_sigma_clip_options *
             return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                                 "sigma_clip: %llu callers say they are caller %zu of %zu: each its own index",
                                 (unsigned long long)w[AT + P + c], c, P);
-    for (int i = 0; i < PIECES; i++)
-        if ((unsigned __int128)w[1 + i] * w[1 + i] != (unsigned __int128)P * w[1 + PIECES + i])
-            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                                "sigma_clip: the %zu callers' options differ (%s): each must pass the same", P,
-                                i < 4   ? "kappa"
-                                : i < 8 ? "max_iterations"
-                                        : "chunk");
+    static const char *const what[AGREE_VALUES] = { "kappa", "max_iterations", "chunk" };
+    const size_t bad = gpuws__agree_check(w + 1, AGREE_VALUES, P);
+    if (bad < AGREE_VALUES)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "sigma_clip: the %zu callers' options differ (%s): each must pass the same", P, what[bad]);
     j->chunk0 = j->all_chunks = 0;
     for (size_t c = 0; c < P; c++) {
         if (c < me) j->chunk0 += w[AT + c];

@@ -437,9 +437,7 @@ gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, size_t num_
 static gpuws_status agree_sources(const gpuws__label_exchange *x, size_t width, const gpuws_sources_options *o,
                                   size_t rows, bool failed, size_t *r0, size_t *height)
 {
-    /* each value in four 16-bit pieces v and their squares: the callers agree when (Σv)² = P Σv² for every piece,
-     * and no sum can overflow */
-    enum { VALUES = 5, PIECES = 4 * VALUES, WORDS = 1 + 2 * PIECES };
+    enum { VALUES = 5, WORDS = 1 + GPUWS__AGREE_WORDS(VALUES) }; /* a failure count, then gpuws__agree_words' */
     const size_t P = x->callers;
     uint64_t w[WORDS],
         v[VALUES] = { width, (uint64_t)(uint32_t)o->connectivity, 0, 0, (uint64_t)(o->want_labels != 0) };
@@ -448,10 +446,7 @@ static gpuws_status agree_sources(const gpuws__label_exchange *x, size_t width, 
     static const char *const what[VALUES] = { "width", "connectivity", "threshold_sigma", "threshold_abs",
                                               "want_labels" };
     w[0] = failed;
-    for (int i = 0; i < PIECES; i++) {
-        const uint64_t piece = v[i / 4] >> (16 * (i % 4)) & 0xffffu;
-        w[1 + i] = piece, w[1 + PIECES + i] = piece * piece;
-    }
+    gpuws__agree_words(v, VALUES, w + 1);
     *r0 = *height = 0;
     gpuws_status st = x->reduce(x->user, w, WORDS);
     if (st) return gpuws__error_prefix(st, "find_sources_parts: the reducer failed");
@@ -459,11 +454,11 @@ static gpuws_status agree_sources(const gpuws__label_exchange *x, size_t width, 
         return failed ? GPUWS_OK
                       : gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts: %llu of %zu callers failed",
                                      (unsigned long long)w[0], P);
-    for (int i = 0; i < PIECES; i++)
-        if ((unsigned __int128)w[1 + i] * w[1 + i] != (unsigned __int128)P * w[1 + PIECES + i])
-            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                                "find_sources_parts: the %zu callers disagree on %s: each must pass the same", P,
-                                what[i / 4]);
+    const size_t bad = gpuws__agree_check(w + 1, VALUES, P);
+    if (bad < VALUES)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "find_sources_parts: the %zu callers disagree on %s: each must pass the same", P,
+                            what[bad]);
     uint64_t mine = rows, before, total;
     if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total)))
         return gpuws__error_prefix(st, "find_sources_parts: the reducer failed");

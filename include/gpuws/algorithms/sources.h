@@ -286,7 +286,7 @@ GPUWS_API gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, s
  * between the steps (docs/scale.md, "Several hosts"). Every caller gets the whole catalogue, gpuws_find_sources_parts'
  * on all the parts in (caller, part) order; catalog->labels (want_labels) holds this caller's rows only (NULL when it
  * holds none). What a caller sends (8-byte words, P callers; a caller's own slot among P in rounds of 64 callers): 41
- * and P (the options in 16-bit pieces v and v², its rows), gpuws_sigma_clip_reduce's reductions, 5 and P (the
+ * and P (the options in 16-bit pieces v and v², its rows), gpuws_sigma_clip_reduce's reductions, 17 and P (the
  * labelling's width, connectivity and band counts), 1, 1 + W a band of every caller (its count and border rows), 1 and
  * 2P (each caller's parts and records), 1, and 1 + 4 a part + 7 a record of every caller (the records of the labels
  * each part holds: about 56 bytes a source). Collective: options or widths that differ, and every failure up to the
