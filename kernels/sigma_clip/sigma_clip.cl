@@ -198,8 +198,8 @@ __kernel void sigma_clip_init(__global ulong *st, __global uint *ctr)
         for (ulong j_ = (nv_ << 2) + get_global_id(0); j_ < n; j_ += gsz_) ADD(data[j_])                        \
     }
 
-/* One kept value into the work-item's shifted sums (shift K = its first kept value). */
-#define SC_STATS_ADD(xf)                                                                                        \
+/* One kept value into the work-item's shifted sums (shift K = its first kept value); SQ adds d_ * d_ to s2. */
+#define SC_STATS_ADD_SQ(xf, SQ)                                                                                 \
     {                                                                                                           \
         const float x_ = (xf);                                                                                  \
         const uint k_ = sc_key(x_);                                                                             \
@@ -209,7 +209,7 @@ __kernel void sigma_clip_init(__global ulong *st, __global uint *ctr)
             const double d_ = xd_ - K;                                                                          \
             cnt++;                                                                                              \
             s1 += d_;                                                                                           \
-            s2 += d_ * d_;                                                                                      \
+            SQ;                                                                                                 \
             kmin = min(kmin, k_);                                                                               \
             kmax = max(kmax, k_);                                                                               \
             blo += (k_ >> 21) == blo_bin;                                                                       \
@@ -217,6 +217,7 @@ __kernel void sigma_clip_init(__global ulong *st, __global uint *ctr)
             if (build) atomic_inc(&hist[k_ >> 21]);                                                             \
         }                                                                                                       \
     }
+#define SC_STATS_ADD(xf) SC_STATS_ADD_SQ(xf, s2 += d_ * d_)
 
 /* The stats kernel's local memory in two phases that share the space, so the group stays as small as with 32-bit
  * counts: every group's 32-bit histogram and (count, mean, M2, min, max, blo, bhi) tree; then, in the last group
@@ -445,26 +446,9 @@ __kernel void sigma_clip_finish(__global const float *data, ulong n, __global ul
  * the host wrote. */
 #define SCP_UNROLL 8 /* loads in flight per work-item in the stats kernel: 8 coalesced 4-byte loads */
 
-/* One value of the work-item's lane into its shifted sums (as SC_STATS_ADD, with an explicit fma so that every
- * backend and the host's C round it the same way). */
-#define SCP_STATS_ADD(xf)                                                                                       \
-    {                                                                                                           \
-        const float x_ = (xf);                                                                                  \
-        const uint k_ = sc_key(x_);                                                                             \
-        if (k_ >= klo && k_ <= khi) {                                                                           \
-            const double xd_ = (double)x_;                                                                      \
-            if (cnt == 0) K = xd_;                                                                              \
-            const double d_ = xd_ - K;                                                                          \
-            cnt++;                                                                                              \
-            s1 += d_;                                                                                           \
-            s2 = fma(d_, d_, s2);                                                                               \
-            kmin = min(kmin, k_);                                                                               \
-            kmax = max(kmax, k_);                                                                               \
-            blo += (k_ >> 21) == blo_bin;                                                                       \
-            bhi += (k_ >> 21) == bhi_bin;                                                                       \
-            if (build) atomic_inc(&hist[k_ >> 21]);                                                             \
-        }                                                                                                       \
-    }
+/* One value of the work-item's lane into its shifted sums, with an explicit fma so that every backend and the host's
+ * C round it the same way. */
+#define SCP_STATS_ADD(xf) SC_STATS_ADD_SQ(xf, s2 = fma(d_, d_, s2))
 
 __kernel void sigma_clip_parts_stats(__global const float *data, ulong n, ulong chunk, __global ulong *scr, ulong rec,
                                      ulong h1, uint klo, uint khi, uint build)
