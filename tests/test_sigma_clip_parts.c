@@ -283,6 +283,17 @@ static gpuws_sigma_clip_result one_call(gpuws_context *ctx, const float *x, size
     return r;
 }
 
+/* Split `which` of splits_for(n, chunk) of x on the backend of ctxs, kappa 3 and 100 iterations: its result. */
+static gpuws_sigma_clip_result clip_split(gpuws_context *const ctxs[3], const float *x, size_t n, size_t chunk,
+                                          size_t which)
+{
+    gpuws_sigma_clip_result r;
+    split sp[4];
+    splits_for(n, chunk, sp);
+    TEST_OK(run_split(ctxs, &sp[which], x, chunk, 3.0, 100, &r));
+    return r;
+}
+
 /* Every split of x on the backend of ctxs: the oracle's bits, and gpuws_sigma_clip's answer. */
 static void check_all_splits(gpuws_context *const ctxs[3], const char *name, const float *x, size_t n, size_t chunk,
                              double kappa, int max_it)
@@ -404,10 +415,7 @@ BACKEND_TEST(sigma_clip_parts, special_sets_give_the_oracle_bits)
     check_all_splits(ctxs, "constant", x, 4097, 1000, 3.0, 100);
     check_all_splits(ctxs, "constant, 1 pass", x, 4097, 1000, 3.0, 1);
     {
-        gpuws_sigma_clip_result r;
-        split sp[4];
-        splits_for(4097, 1000, sp);
-        TEST_OK(run_split(ctxs, &sp[2], x, 1000, 3.0, 100, &r));
+        const gpuws_sigma_clip_result r = clip_split(ctxs, x, 4097, 1000, 2);
         cr_assert(r.count == 0 && r.iterations == 2 && r.converged == 1 && isnan(r.median) && isnan(r.mean) &&
                       isnan(r.std),
                   "constant: count %zu, %d iterations (converged %d), median %g", r.count, r.iterations, r.converged,
@@ -442,10 +450,7 @@ BACKEND_TEST(sigma_clip_parts, special_sets_give_the_oracle_bits)
     check_all_splits(ctxs, "{2, 1}", two, 2, 1, 3.0, 100);
     check_all_splits(ctxs, "{1, 1, 3e38}", three, 3, 2, 1.0, 100);
     {
-        gpuws_sigma_clip_result r;
-        split sp[4];
-        splits_for(2, 1, sp);
-        TEST_OK(run_split(ctxs, &sp[1], two, 1, 3.0, 100, &r));
+        const gpuws_sigma_clip_result r = clip_split(ctxs, two, 2, 1, 1);
         cr_assert(r.count == 2 && r.median == 1.5 && r.mean == 1.5 && r.std == 0.5 && r.iterations == 1 &&
                       r.converged == 1,
                   "{2, 1}: count %zu median %g mean %g std %g", r.count, r.median, r.mean, r.std);

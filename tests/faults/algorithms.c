@@ -425,6 +425,19 @@ static void sources_sky(float *img)
             for (int c = 0; c < 3; c++) img[(at[s][0] + r) * FAULT_W + at[s][1] + c] = 500;
 }
 
+/* cat holds sources_sky's two sources (what: the call, in messages). */
+static void expect_sky_sources(const gpuws_catalog *cat, const char *what)
+{
+    cr_assert_eq(cat->num_sources, 2, "%s: %zu sources, wanted 2", what, cat->num_sources);
+    for (int s = 0; s < 2; s++) {
+        const gpuws_source *src = &cat->sources[s];
+        cr_assert(src->npix == 9 && src->flux == 9 * 500.0 && src->peak == 500 && src->x == at[s][1] + 1 &&
+                      src->y == at[s][0] + 1,
+                  "%s: source %d: %lld pixels, flux %g at (%g, %g)", what, s + 1, (long long)src->npix, src->flux,
+                  src->x, src->y);
+    }
+}
+
 /* sources_sky's two sources and their labels. */
 FAULT_CASE(find_sources, FAULT_ALL)
 {
@@ -435,14 +448,7 @@ FAULT_CASE(find_sources, FAULT_ALL)
     gpuws_catalog *cat = (gpuws_catalog *)&cat;
     gpuws_status st = gpuws_find_sources(f->ctx, img, FAULT_W, FAULT_H, &o, &cat);
     if (fault_ok(f, st)) {
-        cr_assert_eq(cat->num_sources, 2, "find_sources: %zu sources, wanted 2", cat->num_sources);
-        for (int s = 0; s < 2; s++) {
-            const gpuws_source *src = &cat->sources[s];
-            cr_assert(src->npix == 9 && src->flux == 9 * 500.0 && src->peak == 500 && src->x == at[s][1] + 1 &&
-                          src->y == at[s][0] + 1,
-                      "find_sources: source %d: %lld pixels, flux %g at (%g, %g)", s + 1, (long long)src->npix,
-                      src->flux, src->x, src->y);
-        }
+        expect_sky_sources(cat, "find_sources");
         for (int i = 0; i < FAULT_W * FAULT_H; i++)
             cr_assert_eq(cat->labels[i], img[i] == 500 ? 1 + (i / FAULT_W >= 15) : 0, "find_sources: label of pixel %d",
                          i);
@@ -472,14 +478,7 @@ static gpuws_status sources_in_two_parts(fault_fixture *f, bool collective)
         st = collective ? gpuws_find_sources_parts_reduce(parts, 2, FAULT_W, NULL, 0, 1, one_caller, NULL, &cat)
                         : gpuws_find_sources_parts(parts, 2, FAULT_W, NULL, &cat);
         if (fault_ok(f, st)) {
-            cr_assert_eq(cat->num_sources, 2, "find_sources_parts: %zu sources, wanted 2", cat->num_sources);
-            for (int k = 0; k < 2; k++) {
-                const gpuws_source *src = &cat->sources[k];
-                cr_assert(src->npix == 9 && src->flux == 9 * 500.0 && src->peak == 500 && src->x == at[k][1] + 1 &&
-                              src->y == at[k][0] + 1,
-                          "find_sources_parts: source %d: %lld pixels, flux %g at (%g, %g)", k + 1,
-                          (long long)src->npix, src->flux, src->x, src->y);
-            }
+            expect_sky_sources(cat, collective ? "find_sources_parts_reduce" : "find_sources_parts");
             gpuws_catalog_free(cat);
         } else {
             cr_assert_null(cat, "find_sources_parts failed and left *catalog set");
