@@ -300,10 +300,11 @@ static gpuws_status parts_label_bands(gpuws__label_part *parts, const band_place
         gpuws__label_part *p = &parts[bp[b].part];
         const size_t px = bp[b].rows * w;
         const int32_t *row0, *row1;
+        size_t count = 0; /* the band's components */
         if (cpu) {
             const int32_t *L = (const int32_t *)gpuws__cpu_ptr(p->labels) + bp[b].first;
             st = gpuws__label_cpu((const uint8_t *)gpuws__cpu_ptr(p->mask) + bp[b].first, w, bp[b].rows, conn,
-                                  (int32_t *)L, gpuws__cpu_count(), name, &nb->count[b]);
+                                  (int32_t *)L, gpuws__cpu_count(), name, &count);
             row0 = L, row1 = L + px - w;
         } else {
             int32_t total = 0;
@@ -317,16 +318,19 @@ static gpuws_status parts_label_bands(gpuws__label_part *parts, const band_place
                 (st = gpuws__buffer_read_sync(p->stream, p->labels, (bp[b].first + px - w) * sizeof(int32_t),
                                               border + w, w * sizeof(int32_t))))
                 break;
-            nb->count[b] = (size_t)total;
+            count = (size_t)total;
             row0 = border, row1 = border + w;
             if (!serial && b + 1 < bands && bp[b + 1].part == bp[b].part)
                 st = parts_enqueue_band(parts, bp, b + 1, w, conn, counts);
         }
         if (b < 2) seen[2 * b + 1] = clock_ms();
         if (st) break;
-        if (gather) /* several callers: the band's count and border rows for the exchange (label_parts) */
-            gather_band(gather + b * (1 + w), w, nb->count[b], row0, row1);
-        else st = gpuws__numbering_harvest(nb, conn, b, row0, row1);
+        if (gather) { /* several callers: the band's count and border rows for the exchange (label_parts) */
+            gather_band(gather + b * (1 + w), w, count, row0, row1);
+        } else {
+            nb->count[b] = count;
+            st = gpuws__numbering_harvest(nb, conn, b, row0, row1);
+        }
     }
     return st;
 }
