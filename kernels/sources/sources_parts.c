@@ -160,15 +160,62 @@ static void add_records(part_state *ps, size_t np, gpuws_source *out, size_t nl)
     gpuws__run_ranges(nl, gpuws__work_parts(gpuws__cpu_count(), (double)nl, 16384.0, nl), records_out, &j);
 }
 
-/* Several callers: every caller's parts' records gathered (one reduction of their label ranges and rows, one of the
- * records: each caller's at their place among zeros, so that the sum is the gather) and added up as add_records
- * does over every caller's parts in order: the whole catalogue on every caller. st: this caller's status so far
- * (exchanged: any failure fails every caller). */
-static gpuws_status gather_records(part_state *ps, size_t np, const gpuws__label_exchange *x, size_t nl,
-                                   gpuws_status st, gpuws_source *out)
+/* Several callers: every caller's records, gathered in one reduction of words: a failure count, four a part of every
+ * caller (lo, first, hi, first row), then every caller's records in (caller, part) order. Each caller puts its own at
+ * their place among zeros, so that the sum is the gather; its devices read them there. */
+typedef struct {
+    uint64_t *g;        /* the words */
+    size_t words, kept; /* kept: g's bytes when it is ctx's kept pinned memory, else 0 */
+    gpuws_context *ctx;
+    part_state *all; /* every caller's parts, their records in g */
+    size_t parts;    /* every caller's */
+    size_t p0, k0;   /* this caller's first part and first record among every caller's */
+    double ms[2];    /* GPUWS_LOG=debug: the first half's time, the words' reduction's */
+} records_gather;
+
+/* Host memory for the gather: the first part's context's kept pinned memory from the stream's second call on (as
+ * records_host: pinning costs more than one call's transfers, and fresh pages fault in on every call, which in the
+ * reduction costs more than the reduction), else malloc'd. */
+static gpuws_status gather_memory(part_state *ps, size_t np, records_gather *r)
+{
+    const size_t bytes = r->words * sizeof *r->g;
+    gpuws_context *ctx = np ? ps[0].s->ctx : NULL;
+    if (ctx && ctx->info.type == GPUWS_DEVICE_GPU && !ctx->info.unified_memory) {
+        unsigned *calls;
+        gpuws_status st = gpuws__stream_memo(ps[0].s, &key_calls, sizeof *calls, (void **)&calls);
+        if (st) return st;
+        void *p;
+        if ((*calls)++ && !gpuws__staging_take(ctx, bytes, &p, &r->kept)) {
+            r->g = p, r->ctx = ctx;
+            return GPUWS_OK;
+        }
+    }
+    if (!(r->g = gpuws__malloc(bytes)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's records", bytes);
+    gpuws__prefault(r->g, bytes);
+    return GPUWS_OK;
+}
+
+static void gather_release(records_gather *r, bool failed)
+{
+    if (r->kept && !failed) gpuws__staging_give(r->ctx, r->g, r->kept);
+    else if (r->kept) gpuws_host_free(r->ctx, r->g); /* a device may still write into it */
+    else gpuws__free(r->g);
+    gpuws__free(r->all);
+    *r = (records_gather){ NULL };
+}
+
+/* The first half of the gather, while the devices measure: one reduction of every caller's part and record counts,
+ * one of whether every caller has the memory for the words; then this caller's part of them, but its records (its
+ * devices read them there: gather_place). st: this caller's status so far (exchanged: any failure fails every
+ * caller, and no further reduction follows). */
+static gpuws_status gather_begin(part_state *ps, size_t np, const gpuws__label_exchange *x, gpuws_status st,
+                                 records_gather *r)
 {
     const size_t P = x->callers, RW = sizeof(gpuws_source_measure) / 8;
-    size_t mine = 0; /* this caller's records */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t mine = 0;
     for (size_t p = 0; p < np; p++)
         if (ps[p].lp.lo <= ps[p].lp.hi) mine += ps[p].lp.hi - ps[p].lp.lo + 1;
     uint64_t failed = st != GPUWS_OK, counts[2] = { np, mine }, before[2], total[2];
@@ -179,47 +226,64 @@ static gpuws_status gather_records(part_state *ps, size_t np, const gpuws__label
     if (failed)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
                             (unsigned long long)failed, P);
-    const size_t parts = (size_t)total[0], recs = (size_t)total[1], p0 = (size_t)before[0], k0 = (size_t)before[1];
-    /* the words: a failure count, four a part (lo, first, hi, first row), then the records; first whether every
-     * caller has the memory for them */
-    const size_t words = 1 + 4 * parts + RW * recs;
-    uint64_t *g = gpuws__calloc(words, sizeof *g);
-    part_state *all = gpuws__calloc(parts ? parts : 1, sizeof *all);
-    uint64_t bad = !g || !all;
-    if (bad)
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's records",
-                          words * sizeof *g + parts * sizeof *all);
+    r->parts = (size_t)total[0], r->p0 = (size_t)before[0], r->k0 = (size_t)before[1];
+    r->words = 1 + 4 * r->parts + RW * (size_t)total[1];
+    st = gather_memory(ps, np, r);
+    if (!st && !(r->all = gpuws__calloc(r->parts ? r->parts : 1, sizeof *r->all)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's parts",
+                          r->parts * sizeof *r->all);
+    uint64_t bad = st != GPUWS_OK;
     rst = x->reduce(x->user, &bad, 1);
     if (!st && rst) st = gpuws__error_prefix(rst, "find_sources: the reducer failed");
     else if (!st && bad)
         st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
                           (unsigned long long)bad, P);
-    if (!st) {
-        uint64_t *at = g + 1 + 4 * parts + RW * k0;
-        for (size_t p = 0; p < np; p++) {
-            const gpuws__label_part *l = &ps[p].lp;
-            uint64_t *d = g + 1 + 4 * (p0 + p);
-            d[0] = l->lo, d[1] = l->first, d[2] = l->hi, d[3] = ps[p].r0;
-            if (l->lo > l->hi) continue;
-            const size_t k = l->hi - l->lo + 1;
-            memcpy(at, ps[p].rec, k * sizeof(gpuws_source_measure));
-            at += RW * k;
-        }
-        if ((rst = x->reduce(x->user, g, words))) st = gpuws__error_prefix(rst, "find_sources: the reducer failed");
+    if (st) return st;
+    const size_t at = 1 + 4 * r->parts + RW * r->k0; /* this caller's records: words at .. at + RW * mine */
+    memset(r->g, 0, at * sizeof *r->g);
+    memset(r->g + at + RW * mine, 0, (r->words - at - RW * mine) * sizeof *r->g);
+    for (size_t p = 0; p < np; p++) {
+        uint64_t *d = r->g + 1 + 4 * (r->p0 + p);
+        d[0] = ps[p].lp.lo, d[1] = ps[p].lp.first, d[2] = ps[p].lp.hi, d[3] = ps[p].r0;
     }
-    if (!st) {
-        uint64_t *at = g + 1 + 4 * parts;
-        for (size_t p = 0; p < parts; p++) {
-            const uint64_t *d = g + 1 + 4 * p;
-            all[p].lp.lo = d[0], all[p].lp.first = d[1], all[p].lp.hi = d[2], all[p].r0 = d[3];
-            all[p].rec = (gpuws_source_measure *)at;
-            if (d[0] <= d[2]) at += RW * (d[2] - d[0] + 1);
-        }
-        if (nl) add_records(all, parts, out, nl);
+    r->ms[0] = gpuws__sources_ms_since(&t0);
+    return GPUWS_OK;
+}
+
+/* Where part p's records go among the words: after those of every part before it. */
+static gpuws_source_measure *gather_place(const part_state *ps, size_t p, const records_gather *r)
+{
+    size_t k = r->k0;
+    for (size_t q = 0; q < p; q++)
+        if (ps[q].lp.lo <= ps[q].lp.hi) k += ps[q].lp.hi - ps[q].lp.lo + 1;
+    return (gpuws_source_measure *)(r->g + 1 + 4 * r->parts + sizeof(gpuws_source_measure) / 8 * k);
+}
+
+/* The second half, once the devices are done: the words reduced (with this caller's failure count: any failure
+ * fails every caller) and every caller's records added up as add_records does over every caller's parts in order:
+ * the whole catalogue on every caller. */
+static gpuws_status gather_end(const gpuws__label_exchange *x, size_t nl, gpuws_status st, records_gather *r,
+                               gpuws_source *out)
+{
+    r->g[0] = st != GPUWS_OK;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const gpuws_status rst = x->reduce(x->user, r->g, r->words);
+    r->ms[1] = gpuws__sources_ms_since(&t0);
+    if (!st && rst) st = gpuws__error_prefix(rst, "find_sources: the reducer failed");
+    else if (!st && r->g[0])
+        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
+                          (unsigned long long)r->g[0], x->callers);
+    if (st) return st;
+    const uint64_t *at = r->g + 1 + 4 * r->parts;
+    for (size_t p = 0; p < r->parts; p++) {
+        const uint64_t *d = r->g + 1 + 4 * p;
+        r->all[p].lp.lo = d[0], r->all[p].lp.first = d[1], r->all[p].lp.hi = d[2], r->all[p].r0 = d[3];
+        r->all[p].rec = (gpuws_source_measure *)at;
+        if (d[0] <= d[2]) at += sizeof(gpuws_source_measure) / 8 * (d[2] - d[0] + 1);
     }
-    gpuws__free(all);
-    gpuws__free(g);
-    return st;
+    if (nl) add_records(r->all, r->parts, out, nl);
+    return GPUWS_OK;
 }
 
 /* The clipping's chunks: whole rows that divide a measurement block (so that parts of whole blocks hold whole chunks,
@@ -233,7 +297,7 @@ static size_t clip_chunk(size_t width)
 }
 
 static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t height, const gpuws_sources_options *o,
-                             const gpuws__label_exchange *x, gpuws_catalog *cat)
+                             const gpuws__label_exchange *x, records_gather *r, gpuws_catalog *cat)
 {
     const size_t n = width * height;
     const size_t chunk = clip_chunk(width);
@@ -300,19 +364,22 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
         if (!st && serial) st = gpuws_stream_synchronize(q->s);
     }
     tm[0] = gpuws__sources_ms_since(&t0);
+    /* several callers: the gather's counts exchanged while the devices measure (a failure so far too, so that no
+     * caller waits for it; if any failed, every caller fails here) */
+    if (x && (st = gather_begin(ps, np, x, st, r))) return st;
     /* while the devices measure, the host has the memory they are read into, and the catalogue's */
     if (!st && nl && !(cat->sources = gpuws__malloc(nl * sizeof *cat->sources)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", nl,
                           nl * sizeof *cat->sources);
     if (!st && nl) gpuws__prefault(cat->sources, nl * sizeof *cat->sources);
-    for (size_t p = 0; p < np && !st && nl; p++)
+    for (size_t p = 0; p < np && !st && nl && !x; p++)
         if (ps[p].lp.lo <= ps[p].lp.hi) st = records_host(&ps[p]);
     tm[1] = gpuws__sources_ms_since(&t0);
     /* read back once every device measures: a read into pageable memory holds the host until it is done */
     for (size_t p = 0; p < np && !st && nl; p++) {
         const part_state *q = &ps[p];
         if (q->lp.lo <= q->lp.hi)
-            st = gpuws_buffer_read_async(q->s, q->records, (q->lp.lo - 1) * rec, q->rec,
+            st = gpuws_buffer_read_async(q->s, q->records, (q->lp.lo - 1) * rec, x ? gather_place(ps, p, r) : q->rec,
                                          (q->lp.hi - q->lp.lo + 1) * rec);
     }
     /* the label image: the whole image's, or (several callers) this caller's rows */
@@ -337,7 +404,7 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
     if (st && !x) return st;
     tm[2] = gpuws__sources_ms_since(&t0);
     /* several callers: a failure here is still exchanged, so that no caller waits for it */
-    if (x) st = gather_records(ps, np, x, nl, st, cat->sources);
+    if (x) st = gather_end(x, nl, st, r, cat->sources);
     else if (nl) add_records(ps, np, cat->sources, nl);
     if (st) return st;
     cat->num_sources = nl;
@@ -347,6 +414,11 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
                "find_sources over %zu parts: measure %.2f ms (enqueue %.2f, host memory %.2f, wait for the devices "
                "%.2f: parts 0 and 1 seen done at %.2f and %.2f; records %.2f; %zu sources)",
                np, cat->ms_measure, tm[0], tm[1], tm[2], done[0], done[1], tm[3], nl);
+    if (x)
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "find_sources: caller %zu of %zu: records of %zu parts gathered: counts and memory %.2f ms (in host "
+                   "memory above), %zu bytes reduced in %.2f ms (in records above)",
+                   x->caller, x->callers, r->parts, r->ms[0], r->words * 8, r->ms[1]);
     cat->ms_total = cat->ms_clip + cat->ms_threshold + cat->ms_label + cat->ms_measure;
     return st;
 }
@@ -357,7 +429,8 @@ static gpuws_status run(part_state *ps, size_t np, size_t width, size_t height, 
 {
     gpuws_catalog *cat = gpuws__calloc(1, sizeof *cat);
     if (!cat) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: the catalogue (%zu bytes)", sizeof *cat);
-    gpuws_status st = pipeline(ps, np, width, height, o, x, cat);
+    records_gather r = { NULL };
+    gpuws_status st = pipeline(ps, np, width, height, o, x, &r, cat);
     if (st) {
         sync_parts(ps, np, st); /* a stream may still write into the host arrays */
         gpuws_catalog_free(cat);
@@ -367,6 +440,7 @@ static gpuws_status run(part_state *ps, size_t np, size_t width, size_t height, 
         cat->ms_total += ms_upload;
     }
     for (size_t p = 0; p < np; p++) records_release(&ps[p], st != GPUWS_OK);
+    gather_release(&r, st != GPUWS_OK);
     *catalog = cat;
     return st;
 }
