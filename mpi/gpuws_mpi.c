@@ -1,9 +1,10 @@
-/* The gpuws_mpi library: the reducers of the collective calls as MPI allreduces. */
+/* The gpuws_mpi library: the reducers of the collective calls as MPI allreduces, their gatherers as allgathers. */
 #include "gpuws_mpi.h"
 #include "gpuws_mpi_world.h"
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static gpuws_status allreduce_sum(void *user, uint64_t *words, size_t count)
@@ -12,6 +13,28 @@ static gpuws_status allreduce_sum(void *user, uint64_t *words, size_t count)
     if (count > INT_MAX) return GPUWS_ERR_INTERNAL;
     const int rc = MPI_Allreduce(MPI_IN_PLACE, words, (int)count, MPI_UINT64_T, MPI_SUM, comm);
     return rc == MPI_SUCCESS ? GPUWS_OK : GPUWS_ERR_INTERNAL;
+}
+
+/* MPI_Allgatherv in place; its counts and displacements are ints, so every rank first learns whether every other
+ * has them (memory, and counts that fit), and none is left waiting in the gather when one cannot. */
+static gpuws_status allgather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers)
+{
+    (void)caller;
+    MPI_Comm comm = *(MPI_Comm *)user;
+    int *cd = callers <= INT_MAX ? malloc(2 * callers * sizeof *cd) : NULL;
+    int ok = cd != NULL;
+    size_t at = 0;
+    for (size_t c = 0; c < callers && ok; c++) {
+        ok = counts[c] <= INT_MAX && at <= INT_MAX;
+        if (ok) cd[c] = (int)counts[c], cd[callers + c] = (int)at;
+        at += counts[c];
+    }
+    gpuws_status st = GPUWS_ERR_INTERNAL;
+    if (MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm) == MPI_SUCCESS && ok &&
+        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, words, cd, cd + callers, MPI_UINT64_T, comm) == MPI_SUCCESS)
+        st = GPUWS_OK;
+    free(cd);
+    return st;
 }
 
 gpuws_status gpuws_mpi_sigma_clip_host(MPI_Comm comm, gpuws_context *ctx, const float *data, size_t n,
@@ -53,7 +76,8 @@ gpuws_status gpuws_mpi_find_sources_parts(MPI_Comm comm, const gpuws_image_part 
 {
     size_t rank, size;
     if (rank_part(comm, &rank, &size)) return GPUWS_ERR_INTERNAL;
-    return gpuws_find_sources_parts_reduce(parts, num_parts, width, options, rank, size, allreduce_sum, &comm, catalog);
+    return gpuws_find_sources_parts_reduce(parts, num_parts, width, options, rank, size, allreduce_sum, allgather,
+                                           &comm, catalog);
 }
 
 gpuws_status gpuws_mpi_find_sources_host(MPI_Comm comm, gpuws_context *ctx, const float *image, size_t width,

@@ -41,7 +41,8 @@ GPUWS_API gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, s
 
 /* gpuws_find_sources_parts over the ranks of comm, each with its own parts (its rows on its devices, following the
  * rows of the ranks before it; 0 parts allowed): collective; every rank gets the whole catalogue
- * (gpuws_find_sources_parts_reduce says what a rank sends), catalog->labels its own rows. */
+ * (gpuws_find_sources_parts_reduce says what a rank sends; the records travel in one MPI_Allgatherv), catalog->labels
+ * its own rows. */
 GPUWS_API gpuws_status gpuws_mpi_find_sources_parts(MPI_Comm comm, const gpuws_image_part *parts, size_t num_parts,
                                                     size_t width, const gpuws_sources_options *options,
                                                     gpuws_catalog **catalog);

@@ -127,7 +127,7 @@ bool gpuws__is_nvidia_opencl(const gpuws_context *ctx)
 }
 
 gpuws_status gpuws__reduce_slots(gpuws_sum_reducer reduce, void *user, size_t caller, size_t callers,
-                                 const uint64_t *mine, size_t per, uint64_t *before, uint64_t *total)
+                                 const uint64_t *mine, size_t per, uint64_t *before, uint64_t *total, uint64_t *each)
 {
     enum { ROUND = 64, PER_MAX = 4 };
     uint64_t w[ROUND * PER_MAX];
@@ -140,6 +140,7 @@ gpuws_status gpuws__reduce_slots(gpuws_sum_reducer reduce, void *user, size_t ca
         if (caller >= c0 && caller < c0 + k) memcpy(w + (caller - c0) * per, mine, per * sizeof *w);
         const gpuws_status st = reduce(user, w, k * per);
         if (st) return st;
+        if (each) memcpy(each + c0 * per, w, k * per * sizeof *w);
         for (size_t c = 0; c < k; c++)
             for (size_t i = 0; i < per; i++) {
                 if (c0 + c < caller) before[i] += w[c * per + i];

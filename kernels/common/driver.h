@@ -36,10 +36,6 @@ bool gpuws__is_nvidia_opencl(const gpuws_context *ctx);
 
 #define GPUWS__NARGS(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The collective calls (gpuws_sum_reducer): each of `callers` callers passes its own `per` values (1 to 4); every
- * caller gets, for each, the sum over the callers before it (before) and over all of them (total). The callers'
- * slots go in reductions of at most 64 callers at a time from memory on the stack, so that no allocation can fail
- * between two reductions and leave the other callers waiting. */
 /* The collective calls' check that every caller passes the same values: each value as its four 16-bit pieces v and
  * their squares, summed over the callers by one reduction; the callers agree when (Σv)² = P Σv² for every piece
  * (pieces of 16 bits, so that no sum can overflow whatever the number of callers). gpuws__agree_words writes the
@@ -48,6 +44,11 @@ bool gpuws__is_nvidia_opencl(const gpuws_context *ctx);
 #define GPUWS__AGREE_WORDS(n) (8 * (n))
 void gpuws__agree_words(const uint64_t *v, size_t n, uint64_t *w);
 size_t gpuws__agree_check(const uint64_t *w, size_t n, uint64_t callers);
+/* The collective calls (gpuws_sum_reducer): each of `callers` callers passes its own `per` values (1 to 4); every
+ * caller gets, for each, the sum over the callers before it (before) and over all of them (total), and where each is
+ * not NULL every caller's values (callers * per, caller after caller). The callers' slots go in reductions of at most
+ * 64 callers at a time from memory on the stack, so that no allocation can fail between two reductions and leave the
+ * other callers waiting. */
 gpuws_status gpuws__reduce_slots(gpuws_sum_reducer reduce, void *user, size_t caller, size_t callers,
-                                 const uint64_t *mine, size_t per, uint64_t *before, uint64_t *total);
+                                 const uint64_t *mine, size_t per, uint64_t *before, uint64_t *total, uint64_t *each);
 #endif

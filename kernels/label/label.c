@@ -362,7 +362,7 @@ static gpuws_status agree_bands(const gpuws__label_exchange *x, const char *name
                                      (unsigned long long)v[0], P);
     if (gpuws__agree_check(v + 1, 2, P) < 2)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the %zu callers' width or connectivity differ", name, P);
-    if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total)))
+    if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total, NULL)))
         return gpuws__error_prefix(st, "%s: the reducer failed", name);
     *b0 = (size_t)before, *all = (size_t)total;
     return GPUWS_OK;

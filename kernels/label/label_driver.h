@@ -71,6 +71,7 @@ typedef struct {
     void *user;
     size_t caller, callers;
     bool failed;
+    gpuws_gatherer gather; /* the sources pipeline's records; NULL: through reduce (the labelling does not use it) */
 } gpuws__label_exchange;
 gpuws_status gpuws__label_parts_reduce(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
                                        const gpuws__label_exchange *x, const char *name, size_t *num_labels);

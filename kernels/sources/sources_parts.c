@@ -160,22 +160,27 @@ static void add_records(part_state *ps, size_t np, gpuws_source *out, size_t nl)
     gpuws__run_ranges(nl, gpuws__work_parts(gpuws__cpu_count(), (double)nl, 16384.0, nl), records_out, &j);
 }
 
-/* Several callers: every caller's records, gathered in one reduction of words: a failure count, four a part of every
- * caller (lo, first, hi, first row), then every caller's records in (caller, part) order. Each caller puts its own at
- * their place among zeros, so that the sum is the gather; its devices read them there. */
+/* Several callers: every caller's records, gathered in one exchange of words: every caller's block in caller order,
+ * each a failure count, four words a part (lo, first, hi, first row), then the records of its parts in order. With a
+ * gatherer each caller puts its own block at its place; without one it puts it among zeros, so that the sum is the
+ * gather. Its devices read their records straight to their place. */
 typedef struct {
     uint64_t *g;        /* the words */
     size_t words, kept; /* kept: g's bytes when it is ctx's kept pinned memory, else 0 */
     gpuws_context *ctx;
+    uint64_t *each;  /* every caller's parts and records (two words a caller) */
+    size_t *counts;  /* every caller's words (the gatherer's) */
     part_state *all; /* every caller's parts, their records in g */
     size_t parts;    /* every caller's */
-    size_t p0, k0;   /* this caller's first part and first record among every caller's */
-    double ms[2];    /* GPUWS_LOG=debug: the first half's time, the words' reduction's */
+    size_t at, np;   /* this caller's block's first word and its parts */
+    double ms[2];    /* GPUWS_LOG=debug: the first half's time, the words' exchange's */
 } records_gather;
+
+#define RECORD_WORDS (sizeof(gpuws_source_measure) / sizeof(uint64_t))
 
 /* Host memory for the gather: the first part's context's kept pinned memory from the stream's second call on (as
  * records_host: pinning costs more than one call's transfers, and fresh pages fault in on every call, which in the
- * reduction costs more than the reduction), else malloc'd. */
+ * exchange costs more than the exchange), else malloc'd. */
 static gpuws_status gather_memory(part_state *ps, size_t np, records_gather *r)
 {
     const size_t bytes = r->words * sizeof *r->g;
@@ -201,33 +206,41 @@ static void gather_release(records_gather *r, bool failed)
     if (r->kept && !failed) gpuws__staging_give(r->ctx, r->g, r->kept);
     else if (r->kept) gpuws_host_free(r->ctx, r->g); /* a device may still write into it */
     else gpuws__free(r->g);
+    gpuws__free(r->each);
     gpuws__free(r->all);
     *r = (records_gather){ NULL };
 }
 
 /* The first half of the gather, while the devices measure: one reduction of every caller's part and record counts,
- * one of whether every caller has the memory for the words; then this caller's part of them, but its records (its
- * devices read them there: gather_place). st: this caller's status so far (exchanged: any failure fails every
- * caller, and no further reduction follows). */
+ * one of whether every caller has the memory for the words; then this caller's block, but its records (its devices
+ * read them there: gather_place). st: this caller's status so far (exchanged: any failure fails every caller, and no
+ * further exchange follows). */
 static gpuws_status gather_begin(part_state *ps, size_t np, const gpuws__label_exchange *x, gpuws_status st,
                                  records_gather *r)
 {
-    const size_t P = x->callers, RW = sizeof(gpuws_source_measure) / 8;
+    const size_t P = x->callers;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     size_t mine = 0;
     for (size_t p = 0; p < np; p++)
         if (ps[p].lp.lo <= ps[p].lp.hi) mine += ps[p].lp.hi - ps[p].lp.lo + 1;
+    /* every caller's counts: memory had before the first reduction, whose failure it then is */
+    if (!st && !(r->each = gpuws__calloc(P, 2 * sizeof *r->each + sizeof *r->counts)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for %zu callers' counts",
+                          P * (2 * sizeof *r->each + sizeof *r->counts), P);
     uint64_t failed = st != GPUWS_OK, counts[2] = { np, mine }, before[2], total[2];
     gpuws_status rst = x->reduce(x->user, &failed, 1);
-    if (!rst && !failed) rst = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, counts, 2, before, total);
+    if (!rst && !failed) rst = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, counts, 2, before, total, r->each);
     if (!st && rst) st = gpuws__error_prefix(rst, "find_sources: the reducer failed");
     if (st || rst) return st;
     if (failed)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
                             (unsigned long long)failed, P);
-    r->parts = (size_t)total[0], r->p0 = (size_t)before[0], r->k0 = (size_t)before[1];
-    r->words = 1 + 4 * r->parts + RW * (size_t)total[1];
+    r->counts = (size_t *)(r->each + 2 * P);
+    for (size_t c = 0; c < P; c++) r->counts[c] = 1 + 4 * (size_t)r->each[2 * c] + RECORD_WORDS * r->each[2 * c + 1];
+    r->parts = (size_t)total[0], r->np = np;
+    r->words = P + 4 * r->parts + RECORD_WORDS * (size_t)total[1];
+    r->at = x->caller + 4 * (size_t)before[0] + RECORD_WORDS * (size_t)before[1];
     st = gather_memory(ps, np, r);
     if (!st && !(r->all = gpuws__calloc(r->parts ? r->parts : 1, sizeof *r->all)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's parts",
@@ -239,48 +252,56 @@ static gpuws_status gather_begin(part_state *ps, size_t np, const gpuws__label_e
         st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
                           (unsigned long long)bad, P);
     if (st) return st;
-    const size_t at = 1 + 4 * r->parts + RW * r->k0; /* this caller's records: words at .. at + RW * mine */
-    memset(r->g, 0, at * sizeof *r->g);
-    memset(r->g + at + RW * mine, 0, (r->words - at - RW * mine) * sizeof *r->g);
+    const size_t end = r->at + r->counts[x->caller];
+    if (!x->gather) { /* the sum is the gather */
+        memset(r->g, 0, r->at * sizeof *r->g);
+        memset(r->g + end, 0, (r->words - end) * sizeof *r->g);
+    }
     for (size_t p = 0; p < np; p++) {
-        uint64_t *d = r->g + 1 + 4 * (r->p0 + p);
+        uint64_t *d = r->g + r->at + 1 + 4 * p;
         d[0] = ps[p].lp.lo, d[1] = ps[p].lp.first, d[2] = ps[p].lp.hi, d[3] = ps[p].r0;
     }
     r->ms[0] = gpuws__sources_ms_since(&t0);
     return GPUWS_OK;
 }
 
-/* Where part p's records go among the words: after those of every part before it. */
+/* Where part p's records go in this caller's block: after those of its parts before it. */
 static gpuws_source_measure *gather_place(const part_state *ps, size_t p, const records_gather *r)
 {
-    size_t k = r->k0;
+    size_t k = 0;
     for (size_t q = 0; q < p; q++)
         if (ps[q].lp.lo <= ps[q].lp.hi) k += ps[q].lp.hi - ps[q].lp.lo + 1;
-    return (gpuws_source_measure *)(r->g + 1 + 4 * r->parts + sizeof(gpuws_source_measure) / 8 * k);
+    return (gpuws_source_measure *)(r->g + r->at + 1 + 4 * r->np + RECORD_WORDS * k);
 }
 
-/* The second half, once the devices are done: the words reduced (with this caller's failure count: any failure
+/* The second half, once the devices are done: the blocks exchanged (with this caller's failure count: any failure
  * fails every caller) and every caller's records added up as add_records does over every caller's parts in order:
  * the whole catalogue on every caller. */
 static gpuws_status gather_end(const gpuws__label_exchange *x, size_t nl, gpuws_status st, records_gather *r,
                                gpuws_source *out)
 {
-    r->g[0] = st != GPUWS_OK;
+    r->g[r->at] = st != GPUWS_OK;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    const gpuws_status rst = x->reduce(x->user, r->g, r->words);
+    const gpuws_status rst =
+        x->gather ? x->gather(x->user, r->g, r->counts, x->caller, x->callers) : x->reduce(x->user, r->g, r->words);
     r->ms[1] = gpuws__sources_ms_since(&t0);
-    if (!st && rst) st = gpuws__error_prefix(rst, "find_sources: the reducer failed");
-    else if (!st && r->g[0])
+    if (rst)
+        return st ? st : gpuws__error_prefix(rst, "find_sources: the %s failed", x->gather ? "gatherer" : "reducer");
+    uint64_t failed = 0;
+    for (size_t c = 0, at = 0; c < x->callers; at += r->counts[c++]) failed += r->g[at];
+    if (!st && failed)
         st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
-                          (unsigned long long)r->g[0], x->callers);
+                          (unsigned long long)failed, x->callers);
     if (st) return st;
-    const uint64_t *at = r->g + 1 + 4 * r->parts;
-    for (size_t p = 0; p < r->parts; p++) {
-        const uint64_t *d = r->g + 1 + 4 * p;
-        r->all[p].lp.lo = d[0], r->all[p].lp.first = d[1], r->all[p].lp.hi = d[2], r->all[p].r0 = d[3];
-        r->all[p].rec = (gpuws_source_measure *)at;
-        if (d[0] <= d[2]) at += sizeof(gpuws_source_measure) / 8 * (d[2] - d[0] + 1);
+    for (size_t c = 0, at = 0, p = 0; c < x->callers; at += r->counts[c++]) {
+        const uint64_t *b = r->g + at, *rec = b + 1 + 4 * r->each[2 * c];
+        for (size_t q = 0; q < r->each[2 * c]; q++, p++) {
+            const uint64_t *d = b + 1 + 4 * q;
+            r->all[p].lp.lo = d[0], r->all[p].lp.first = d[1], r->all[p].lp.hi = d[2], r->all[p].r0 = d[3];
+            r->all[p].rec = (gpuws_source_measure *)rec;
+            if (d[0] <= d[2]) rec += RECORD_WORDS * (d[2] - d[0] + 1);
+        }
     }
     if (nl) add_records(r->all, r->parts, out, nl);
     return GPUWS_OK;
@@ -343,7 +364,7 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
         };
     size_t nl = 0;
     if (x) { /* a caller whose threshold failed still takes part, and every caller fails */
-        const gpuws__label_exchange lx = { x->reduce, x->user, x->caller, x->callers, st != GPUWS_OK };
+        const gpuws__label_exchange lx = { x->reduce, x->user, x->caller, x->callers, st != GPUWS_OK, NULL };
         const gpuws_status lst =
             gpuws__label_parts_reduce(lp, np, width, o->connectivity, &lx, "find_sources: label", &nl);
         if (st || (st = lst)) return st;
@@ -417,8 +438,9 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
     if (x)
         gpuws__log(GPUWS__LOG_DEBUG,
                    "find_sources: caller %zu of %zu: records of %zu parts gathered: counts and memory %.2f ms (in host "
-                   "memory above), %zu bytes reduced in %.2f ms (in records above)",
-                   x->caller, x->callers, r->parts, r->ms[0], r->words * 8, r->ms[1]);
+                   "memory above), %zu bytes %s in %.2f ms (in records above)",
+                   x->caller, x->callers, r->parts, r->ms[0], r->words * 8, x->gather ? "gathered" : "reduced",
+                   r->ms[1]);
     cat->ms_total = cat->ms_clip + cat->ms_threshold + cat->ms_label + cat->ms_measure;
     return st;
 }
@@ -534,7 +556,7 @@ static gpuws_status agree_sources(const gpuws__label_exchange *x, size_t width, 
                             "find_sources_parts: the %zu callers disagree on %s: each must pass the same", P,
                             what[bad]);
     uint64_t mine = rows, before, total;
-    if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total)))
+    if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total, NULL)))
         return gpuws__error_prefix(st, "find_sources_parts: the reducer failed");
     *r0 = (size_t)before, *height = (size_t)total;
     if (*height == 0) /* every caller sees the same sum */
@@ -544,7 +566,8 @@ static gpuws_status agree_sources(const gpuws__label_exchange *x, size_t width, 
 
 gpuws_status gpuws_find_sources_parts_reduce(const gpuws_image_part *parts, size_t num_parts, size_t width,
                                              const gpuws_sources_options *options, size_t caller, size_t callers,
-                                             gpuws_sum_reducer reduce, void *reduce_user, gpuws_catalog **catalog)
+                                             gpuws_sum_reducer reduce, gpuws_gatherer gather, void *reduce_user,
+                                             gpuws_catalog **catalog)
 {
     if (!catalog || !reduce || caller >= callers)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts_reduce: %s",
@@ -570,7 +593,7 @@ gpuws_status gpuws_find_sources_parts_reduce(const gpuws_image_part *parts, size
     /* a caller that failed so far still takes part in the first reduction, so that no other waits for it */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", st ? gpuws_last_error() : "");
-    gpuws__label_exchange x = { reduce, reduce_user, caller, callers, st != GPUWS_OK };
+    gpuws__label_exchange x = { reduce, reduce_user, caller, callers, st != GPUWS_OK, gather };
     const gpuws_status ast = agree_sources(&x, width, st ? &defaults : &so.o, rows, st != GPUWS_OK, &r0, &height);
     if (st) st = gpuws__error(st, "%s", msg);
     else st = ast;

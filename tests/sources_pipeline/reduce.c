@@ -17,7 +17,8 @@ typedef struct {
     const float *image;
     size_t rows, first, part, parts;
     gpuws_sources_options o;
-    bool devices; /* the rows on the device (gpuws_find_sources_parts_reduce), else the host pipeline */
+    bool devices;  /* the rows on the device (gpuws_find_sources_parts_reduce), else the host pipeline */
+    bool gathered; /* on the device, the records gathered (test_sum_group_gather), else summed */
     gpuws_status st;
     gpuws_catalog *cat;
     char message[256];
@@ -47,7 +48,7 @@ static void *sources_caller_main(void *arg)
     if (c->devices) { /* a part that failed to be made fails the call, which every caller then learns */
         gpuws_image_part part = device_part(c->ctx, c->image, c->first, c->rows);
         c->st = gpuws_find_sources_parts_reduce(&part, 1, SPLIT_W, &c->o, c->part, c->parts, test_sum_group_reduce,
-                                                c->g, &c->cat);
+                                                c->gathered ? test_sum_group_gather : NULL, c->g, &c->cat);
         drop_part(&part);
     } else {
         c->st = gpuws_find_sources_host_reduce(c->ctx, c->rows ? c->image + c->first * SPLIT_W : NULL, SPLIT_W, c->rows,
@@ -58,10 +59,10 @@ static void *sources_caller_main(void *arg)
 }
 
 /* parts callers with split_share's rows, all with options o but the last with `last`; devices: the pipeline on
- * their devices */
+ * their devices (gathered: with the gatherer) */
 static void find_in_parts(gpuws_context *ctx, const float *img, int aligned, size_t parts,
                           const gpuws_sources_options *o, const gpuws_sources_options *last, bool devices,
-                          sources_caller *cs)
+                          bool gathered, sources_caller *cs)
 {
     test_sum_group *g = test_sum_group_new((unsigned)parts, 1 << 18);
     pthread_t t[4];
@@ -76,7 +77,8 @@ static void find_in_parts(gpuws_context *ctx, const float *img, int aligned, siz
                                   .part = p,
                                   .parts = parts,
                                   .o = p + 1 == parts ? *last : *o,
-                                  .devices = devices };
+                                  .devices = devices,
+                                  .gathered = gathered };
         pthread_create(&t[p], NULL, sources_caller_main, &cs[p]);
     }
     for (size_t p = 0; p < parts; p++) pthread_join(t[p], NULL);
@@ -127,7 +129,7 @@ BACKEND_TEST(find_sources, host_pipeline_in_parts_gets_the_whole_images_catalog)
     for (size_t parts = 1; parts <= 4; parts++)
         for (int aligned = 0; aligned <= 1; aligned++) {
             sources_caller cs[4];
-            find_in_parts(ctx, img, aligned, parts, &o, &o, false, cs);
+            find_in_parts(ctx, img, aligned, parts, &o, &o, false, false, cs);
             for (size_t p = 0; p < parts; p++) {
                 const gpuws_catalog *got = cs[p].cat;
                 char what[64];
@@ -162,7 +164,7 @@ Test(find_sources, host_pipeline_in_parts_fails_every_caller_on_one_callers_opti
     for (int devices = 0; devices < 2; devices++)
         for (int which = 0; which < 2; which++) {
             sources_caller cs[3];
-            find_in_parts(ctx, img, 0, 3, &o, which ? &invalid : &other, devices, cs);
+            find_in_parts(ctx, img, 0, 3, &o, which ? &invalid : &other, devices, devices, cs);
             for (size_t p = 0; p < 3; p++) {
                 const char *says = which ? (p == 2 ? "connectivity 6" : "1 of 3 callers failed") : "disagree";
                 cr_assert(cs[p].st == GPUWS_ERR_INVALID_ARGUMENT && !cs[p].cat && strstr(cs[p].message, says),
@@ -175,10 +177,10 @@ Test(find_sources, host_pipeline_in_parts_fails_every_caller_on_one_callers_opti
 }
 
 /* 1 .. 3 callers on their devices (the first with no rows when there are more), shares on measurement blocks and not,
- * with and without the label image: every caller gets gpuws_find_sources_parts' catalogue in one process on the same
- * parts (its bits on the CPU backend, whose sums have one order), and its own rows of the labels (the options that fail
- * them: the test above). PoCL runs one caller (its kernel cache can fail an assertion when threads' queues run one
- * kernel at once). */
+ * with and without the label image, the records gathered (with the label image) or summed (without): every caller gets
+ * gpuws_find_sources_parts' catalogue in one process on the same parts (its bits on the CPU backend, whose sums have
+ * one order), and its own rows of the labels (the options that fail them: the test above). PoCL runs one caller (its
+ * kernel cache can fail an assertion when threads' queues run one kernel at once). */
 BACKEND_TEST(find_sources_parts, callers_on_threads_get_one_process_catalog)
 {
     gpuws_context *ctx = test_open(*kind);
@@ -203,7 +205,7 @@ BACKEND_TEST(find_sources_parts, callers_on_threads_get_one_process_catalog)
                 TEST_OK(gpuws_find_sources_parts(all, n, SPLIT_W, &o, &one));
                 for (size_t c = 0; c < n; c++) drop_part(&all[c]);
                 sources_caller cs[3];
-                find_in_parts(ctx, img, aligned, n, &o, &o, true, cs);
+                find_in_parts(ctx, img, aligned, n, &o, &o, true, want, cs);
                 for (size_t c = 0; c < n; c++) {
                     const gpuws_catalog *got = cs[c].cat;
                     char what[96];
