@@ -114,6 +114,13 @@ gpuws_status gpuws_mpi_world_sum(void *user, uint64_t *words, size_t count)
     return allreduce_sum(&world, words, count);
 }
 
+gpuws_status gpuws_mpi_world_allgather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers)
+{
+    (void)user;
+    MPI_Comm world = MPI_COMM_WORLD;
+    return allgather(&world, words, counts, caller, callers);
+}
+
 int gpuws_mpi_world_agree(int code, char *why, size_t n, int *first, int *first_code)
 {
     int rank, size, count = 0, lowest = 0;

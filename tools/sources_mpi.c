@@ -1,8 +1,10 @@
-/* gpuws sources under an MPI launcher (`mpirun -n P gpuws sources IMAGE.fits --method workshop ...`): each rank
- * reads its own rows of the file, labels and measures them on its own device, and the ranks combine through
- * gpuws_find_sources_host_reduce's reductions; rank 0 writes the outputs. The gpuws tool never links libmpi (its
- * start would cost every run): it dlopen()s libgpuws_mpi, whose gpuws_mpi_world_* calls need no mpi.h here, and
- * makes the library calls itself, so that one copy of gpuws holds the contexts. docs/scale.md, "Several hosts". */
+/* gpuws sources under an MPI launcher (`mpirun -n P gpuws sources IMAGE.fits --method workshop ...`): each rank reads
+ * its own rows of the file and runs the pipeline on them with its own devices, and the ranks combine through the
+ * pipeline's collectives: gpuws_find_sources_parts_reduce when every rank's rows fit its devices (one process's in-core
+ * rule), else gpuws_find_sources_host_reduce (any size: the labelling in bands); rank 0 writes the outputs. The gpuws
+ * tool never links libmpi (its start would cost every run): it dlopen()s libgpuws_mpi, whose gpuws_mpi_world_* calls
+ * need no mpi.h here, and makes the library calls itself, so that one copy of gpuws holds the contexts. docs/scale.md,
+ * "Several hosts". */
 #include "gpuws_mpi_world.h"
 #include "core/threads.h"
 #include "parallel.h"
@@ -46,6 +48,7 @@ typedef struct {
     void *lib;
     int rank, size, local_rank;
     gpuws_sum_reducer sum;
+    gpuws_gatherer allgather;
     gpuws_mpi_world_agree_fn agree;
     gpuws_mpi_world_gather_fn gather;
     gpuws_mpi_world_finalize_fn finalize;
@@ -78,10 +81,11 @@ static int world_load(world *w, char *err, size_t n)
     gpuws_mpi_world_init_fn init;
     *(void **)&init = dlsym(w->lib, "gpuws_mpi_world_init");
     *(void **)&w->sum = dlsym(w->lib, "gpuws_mpi_world_sum");
+    *(void **)&w->allgather = dlsym(w->lib, "gpuws_mpi_world_allgather");
     *(void **)&w->agree = dlsym(w->lib, "gpuws_mpi_world_agree");
     *(void **)&w->gather = dlsym(w->lib, "gpuws_mpi_world_gather");
     *(void **)&w->finalize = dlsym(w->lib, "gpuws_mpi_world_finalize");
-    if (!init || !w->sum || !w->agree || !w->gather || !w->finalize)
+    if (!init || !w->sum || !w->allgather || !w->agree || !w->gather || !w->finalize)
         return snprintf(err, n, "libgpuws_mpi lacks gpuws_mpi_world_* (an older library?)"), -1;
     if (init(&w->rank, &w->size, &w->local_rank)) return snprintf(err, n, "MPI_Init_thread failed"), -1;
     return 0;
@@ -197,6 +201,59 @@ static gpuws_status rank_contexts(const world *w, sources_contexts *c)
     return st;
 }
 
+/* Whether the ranks run the pipeline on the host (gpuws_find_sources_host_reduce) rather than on their devices: when
+ * --max-device-memory is given or a rank's share for one of its devices does not fit that device by one process's
+ * rule (sources_use_host). One sum decides for every rank, since either pipeline is collective. 1: the host, 0: the
+ * devices, -1: the reduction failed. */
+static int ranks_use_host(const world *w, const sources_args *a, const sources_contexts *c, const fits_image *img)
+{
+    const size_t share = (img->rows + c->n - 1) / c->n;
+    uint64_t host = a->max_device_given || (share && sources_use_host(a, c->ctx[0], img->width, share));
+    if (w->sum(NULL, &host, 1)) return -1;
+    return host != 0;
+}
+
+/* This rank's rows on its devices: a part a device, in whole blocks of the measurement's rows as one process splits
+ * its image over its devices (gpuws_find_sources with more_contexts), each on a stream of its own. */
+typedef struct {
+    gpuws_image_part part[sizeof((sources_contexts *)0)->ctx / sizeof(gpuws_context *)];
+    size_t n;
+} rank_parts;
+
+static void rank_parts_free(rank_parts *rp)
+{
+    for (size_t p = 0; p < rp->n; p++) {
+        gpuws_buffer_destroy((gpuws_buffer *)rp->part[p].image);
+        gpuws_stream_destroy(rp->part[p].stream);
+    }
+    rp->n = 0;
+}
+
+/* Uploads this rank's rows into rp: 0, or 1 with the reason in err (rp then holds nothing). */
+static int rank_parts_upload(const sources_contexts *c, const fits_image *img, rank_parts *rp, char *err, size_t n)
+{
+    const size_t block = gpuws_find_sources_host_block_rows(img->width), blocks = (img->rows + block - 1) / block;
+    gpuws_status st = GPUWS_OK;
+    rp->n = 0;
+    for (size_t d = 0; d < c->n && !st; d++) {
+        const size_t r0 = blocks * d / c->n * block, end = blocks * (d + 1) / c->n * block;
+        const size_t r1 = end < img->rows ? end : img->rows, bytes = (r1 - r0) * img->width * sizeof(float);
+        if (r1 <= r0) continue;
+        gpuws_image_part *p = &rp->part[rp->n];
+        gpuws_buffer *b = NULL;
+        *p = (gpuws_image_part){ NULL, NULL, r1 - r0 };
+        if (!(st = gpuws_stream_create(c->ctx[d], &p->stream)) && !(st = gpuws_buffer_create(c->ctx[d], bytes, &b)))
+            st = gpuws_buffer_write(b, 0, img->data + r0 * img->width, bytes);
+        p->image = b;
+        rp->n++;
+        if (st)
+            snprintf(err, n, "rows %zu to %zu on device %zu: %s: %s", img->row0 + r0, img->row0 + r1 - 1, d,
+                     gpuws_status_name(st), gpuws_last_error());
+    }
+    if (st) rank_parts_free(rp);
+    return st ? 1 : 0;
+}
+
 /* The whole image's labels (--labels) and pixels (--overlay) on rank 0, which holds W x H x 4 bytes of each, from
  * every rank's rows; the other ranks free their catalogue and image once sent (only rank 0 writes). The exit code,
  * the same on every rank; rank 0's buffers are the caller's to free whatever it is. */
@@ -279,6 +336,9 @@ static int run(const world *w, sources_args *a, double start)
     t.device = tool_now_ms() - t0;
     snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());
     if ((rc = world_fail(w, st ? 1 : 0, err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
+    const int host = ranks_use_host(w, a, &c, &img);
+    if ((rc = world_fail(w, host < 0, "a reduction failed")))
+        return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
 
     if (w->rank == 0) {
         gpuws_device_info d;
@@ -290,8 +350,9 @@ static int run(const world *w, sources_args *a, double start)
         printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %llu blank or NaN, %llu infinite\n", a->image, img.hdu,
                plane, img.width, img.height, img.bitpix, (unsigned long long)counts[0], (unsigned long long)counts[1]);
         say_binding(w->rank, w->size);
-        printf("ranks: %d (MPI), rows in shares of whole %zu-row blocks; rank 0's device: %s: %s\n", w->size,
-               gpuws_find_sources_host_block_rows(img.width),
+        printf("ranks: %d (MPI), rows in shares of whole %zu-row blocks, the pipeline %s; rank 0's device: %s: %s\n",
+               w->size, gpuws_find_sources_host_block_rows(img.width),
+               host ? "on the host (labelling on the devices)" : "on each rank's devices",
                k == GPUWS_BACKEND_CUDA     ? "cuda"
                : k == GPUWS_BACKEND_OPENCL ? "opencl"
                                            : "cpu",
@@ -302,12 +363,24 @@ static int run(const world *w, sources_args *a, double start)
     lo.max_device_bytes = a->max_device_bytes;
     lo.more_contexts = c.ctx + 1, lo.num_more_contexts = c.n - 1;
     gpuws_catalog *cat = NULL;
-    t0 = tool_now_ms();
-    st = gpuws_find_sources_host_reduce(c.ctx[0], img.rows ? img.data : NULL, img.width, img.rows, &a->o, &lo,
-                                        (size_t)w->rank, (size_t)w->size, w->sum, NULL, &cat);
-    t.find = tool_now_ms() - t0;
-    snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());
-    rc = world_fail(w, st ? 1 : 0, err);
+    rank_parts rp = { .n = 0 };
+    if (!host) {
+        t0 = tool_now_ms();
+        rc = world_fail(w, rank_parts_upload(&c, &img, &rp, err, sizeof err), err);
+        t.upload = tool_now_ms() - t0;
+    }
+    if (!rc) {
+        t0 = tool_now_ms();
+        st = host ? gpuws_find_sources_host_reduce(c.ctx[0], img.rows ? img.data : NULL, img.width, img.rows, &a->o,
+                                                   &lo, (size_t)w->rank, (size_t)w->size, w->sum, NULL, &cat)
+                  : gpuws_find_sources_parts_reduce(rp.part, rp.n, img.width, &a->o, (size_t)w->rank, (size_t)w->size,
+                                                    w->sum, w->allgather, NULL, &cat);
+        t.find = tool_now_ms() - t0;
+        if (!st && !host) cat->ms_upload = t.upload, cat->ms_total += t.upload;
+        snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    rank_parts_free(&rp);
     int32_t *labels = NULL;
     float *pixels = NULL;
     if (!rc && (a->out[OUT_LABELS] || a->out[OUT_OVERLAY])) {
@@ -321,7 +394,7 @@ static int run(const world *w, sources_args *a, double start)
         products p;
         t0 = tool_now_ms();
         products_from_image(&p, &img, &wcs, why, sizeof why, bunit, sizeof bunit);
-        sources_print_workshop(cat, a, 1);
+        sources_print_workshop(cat, a, host ? 1 : 2);
         sources_print_brightest(cat);
         workshop_title(&p, a, cat->num_sources);
         rc = workshop_products(&p, cat, bunit);

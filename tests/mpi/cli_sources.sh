@@ -1,7 +1,8 @@
 #!/bin/sh
 # `mpirun -n P gpuws sources SKY --method workshop` writes the same catalogue, regions, FITS table, label image
-# (rank 0 gathers every rank's rows) and overlay, byte for byte, as one process's host pipeline (`gpuws sources SKY --method workshop --max-device-memory ...`), on a sky whose
-# height splits into uneven shares and on one of fewer blocks than ranks (a rank reads no row).
+# (rank 0 gathers every rank's rows) and overlay, byte for byte, as one process: on the ranks' devices as one process
+# on its device, and with --max-device-memory on the host as one process's host pipeline; on a sky whose height
+# splits into uneven shares and on one of fewer blocks than ranks (a rank reads no row).
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR P        the comparison with P ranks
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR failures  bad input: exit 1 or 2 on every rank, nothing written
 # MPIEXEC runs with --oversubscribe (more ranks than cores); each run is bounded by `timeout` (a hang fails).
@@ -16,21 +17,32 @@ mpirun() { n=$1; shift; timeout 60 "$mpiexec" -n "$n" --oversubscribe "$@"; }
 
 if [ "$what" != failures ]; then
     for img in big small; do
-        "$gpuws" sources $img.fits --method workshop --max-device-memory 64M --catalog $img.one.csv \
-            --regions $img.one.reg --fits-catalog $img.one.cat.fits --labels $img.one.labels.fits \
-            --overlay $img.one.png > $img.one.out || fail "one process on $img.fits"
-        mpirun "$what" "$gpuws" sources $img.fits --method workshop --catalog $img.mpi.csv --regions $img.mpi.reg \
-            --fits-catalog $img.mpi.cat.fits --labels $img.mpi.labels.fits --overlay $img.mpi.png > $img.mpi.out \
-            2> $img.mpi.err || { cat $img.mpi.err >&2; fail "$what ranks on $img.fits"; }
-        for f in csv reg cat.fits labels.fits png; do
-            cmp $img.one.$f $img.mpi.$f || fail "$img: $what ranks' .$f differs from one process's"
+        for where in devices host; do
+            budget='' says="on each rank's devices"
+            [ $where = host ] && budget="--max-device-memory 64M" says="on the host"
+            # shellcheck disable=SC2086 # $budget: no option, or an option and its value
+            "$gpuws" sources $img.fits --method workshop $budget --catalog $img.one.csv --regions $img.one.reg \
+                --fits-catalog $img.one.cat.fits --labels $img.one.labels.fits --overlay $img.one.png > $img.one.out ||
+                fail "one process on $img.fits ($where)"
+            # shellcheck disable=SC2086
+            mpirun "$what" "$gpuws" sources $img.fits --method workshop $budget --catalog $img.mpi.csv \
+                --regions $img.mpi.reg --fits-catalog $img.mpi.cat.fits --labels $img.mpi.labels.fits \
+                --overlay $img.mpi.png > $img.mpi.out 2> $img.mpi.err ||
+                { cat $img.mpi.err >&2; fail "$what ranks on $img.fits ($where)"; }
+            # one rank runs as one process
+            [ "$what" = 1 ] || grep -q "^ranks: $what (MPI), .*, the pipeline $says" $img.mpi.out ||
+                { cat $img.mpi.out >&2; fail "$img: the ranks did not say they ran the pipeline $says"; }
+            for f in csv reg cat.fits labels.fits png; do
+                cmp $img.one.$f $img.mpi.$f || fail "$img ($where): $what ranks' .$f differs from one process's"
+            done
+            # stdout from rank 0 only: one clipping line
+            [ "$(grep -c '^sigma clipping' $img.mpi.out)" = 1 ] || fail "$img: not one clipping line on stdout"
+            [ "$(grep -c '^sources: ' $img.mpi.out)" = 1 ] || fail "$img: not one count line on stdout"
+            [ "$(grep '^sources: ' $img.one.out)" = "$(grep '^sources: ' $img.mpi.out)" ] ||
+                fail "$img ($where): source counts differ"
         done
-        # stdout from rank 0 only: one clipping line
-        [ "$(grep -c '^sigma clipping' $img.mpi.out)" = 1 ] || fail "$img: not one clipping line on stdout"
-        [ "$(grep -c '^sources: ' $img.mpi.out)" = 1 ] || fail "$img: not one count line on stdout"
-        [ "$(grep '^sources: ' $img.one.out)" = "$(grep '^sources: ' $img.mpi.out)" ] || fail "$img: source counts differ"
     done
-    echo "ok: $what ranks, the same files as one process"
+    echo "ok: $what ranks, the same files as one process, on the devices and on the host"
     exit 0
 fi
 
