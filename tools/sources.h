@@ -80,6 +80,7 @@ typedef struct {
     double start;       /* tool_now_ms() when the image's work began (the command's start for one image) */
     double read;        /* one image: the whole read; many: what the image still waited for after reading ahead */
     int read_ahead;     /* the image was read while the one before it was processed */
+    double mpi;         /* under MPI: libgpuws_mpi loaded and MPI started */
     double device;      /* the context's creation, on a thread while the file is read */
     double device_wait; /* ... of which the image waited for after its read */
     double scan;        /* NaN and infinite pixels counted, the mask made */

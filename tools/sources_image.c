@@ -13,7 +13,7 @@
 
 void sources_times_init(sources_times *t, double start)
 {
-    t->read = t->device = t->device_wait = t->scan = t->upload = t->background = t->extract = -1;
+    t->mpi = t->read = t->device = t->device_wait = t->scan = t->upload = t->background = t->extract = -1;
     t->extract_device = t->extract_host = t->phot = t->find = t->download = t->table = t->commit = -1;
     t->written = t->release = -1;
     t->release_device = -1;
@@ -27,12 +27,13 @@ void sources_times_print(const sources_times *t, const char *image)
     fprintf(stderr, "gpuws sources: timings of %s (ms, wall clock):\n", image);
     static const char *const step = "  %-22s %10.1f%s\n";
     char note[120];
+    if (t->mpi >= 0) fprintf(stderr, step, "MPI start", t->mpi, "");
     if (t->read >= 0)
         fprintf(stderr, step, "read", t->read,
                 t->read_ahead        ? " (waited for: read while the image before was processed)"
                 : t->device_wait < 0 ? ""
                                      : " (the device starting meanwhile)");
-    if (t->device >= 0) { /* no wait under MPI: each rank makes its context after its read */
+    if (t->device >= 0) {
         note[0] = 0;
         if (t->device_wait >= 0)
             snprintf(note, sizeof note, " (on a thread during the read; %.1f waited for after it)", t->device_wait);

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -201,6 +202,26 @@ static gpuws_status rank_contexts(const world *w, sources_contexts *c)
     return st;
 }
 
+/* rank_contexts on a thread while the rank reads its rows (it makes no MPI call): a context's start costs a GPU
+ * process about as much as the read of its share. */
+typedef struct {
+    const world *w;
+    sources_contexts c;
+    gpuws_status st;
+    char err[512];
+    double ms;
+} rank_start;
+
+static void *rank_start_main(void *p)
+{
+    rank_start *s = p;
+    const double t0 = tool_now_ms();
+    s->st = rank_contexts(s->w, &s->c);
+    if (s->st) snprintf(s->err, sizeof s->err, "%s: %s", gpuws_status_name(s->st), gpuws_last_error());
+    s->ms = tool_now_ms() - t0;
+    return NULL;
+}
+
 /* Whether the ranks run the pipeline on the host (gpuws_find_sources_host_reduce) rather than on their devices: when
  * --max-device-memory is given or a rank's share for one of its devices does not fit that device by one process's
  * rule (sources_use_host). One sum decides for every rank, since either pipeline is collective. 1: the host, 0: the
@@ -287,10 +308,11 @@ static int gather_maps(const world *w, const sources_args *a, fits_image *img, g
 }
 
 /* The run after the command line: the read, the pipeline, rank 0's outputs. The exit code, the same on every rank. */
-static int run(const world *w, sources_args *a, double start)
+static int run(const world *w, sources_args *a, double start, double ms_mpi)
 {
     sources_times t;
     sources_times_init(&t, start);
+    t.mpi = ms_mpi;
     char err[4400] = "";
     int code = 0;
     if (w->rank == 0) { /* the outputs first: a destination that cannot be written fails before any work */
@@ -304,10 +326,18 @@ static int run(const world *w, sources_args *a, double start)
     fits_read_request req = sources_read_request(a);
     req.want_header = w->rank == 0; /* the WCS of the outputs */
     fits_image img;
+    rank_start rs = { .w = w, .st = GPUWS_OK };
+    pthread_t starter;
+    const int threaded = pthread_create(&starter, NULL, rank_start_main, &rs) == 0;
     double t0 = tool_now_ms();
     rc = fits_read_rows(a->image, 0, &req, choose_rows, &share, &img, err, sizeof err) ? 1 : 0;
     t.read = tool_now_ms() - t0;
-    if ((rc = world_fail(w, rc, err))) return fits_image_free(&img), rc;
+    t0 = tool_now_ms();
+    if (threaded) pthread_join(starter, NULL);
+    else rank_start_main(&rs);
+    t.device = rs.ms, t.device_wait = tool_now_ms() - t0;
+    sources_contexts c = rs.c;
+    if ((rc = world_fail(w, rc, err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
 
     /* every rank read the same image (the same file on every host), and the blank and infinite pixels of all */
     size_t blanks = 0, infinite = 0;
@@ -327,15 +357,10 @@ static int run(const world *w, sources_args *a, double start)
             rc = 1;
     if (rc) { /* known to every rank alike */
         fprintf(stderr, "gpuws sources: rank %d of %d: %s\n", w->rank, w->size, err);
-        return fits_image_free(&img), rc;
+        return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
     }
-
-    sources_contexts c = { { NULL }, 0 };
-    t0 = tool_now_ms();
-    gpuws_status st = rank_contexts(w, &c);
-    t.device = tool_now_ms() - t0;
-    snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());
-    if ((rc = world_fail(w, st ? 1 : 0, err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
+    gpuws_status st = rs.st;
+    if ((rc = world_fail(w, st ? 1 : 0, rs.err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
     const int host = ranks_use_host(w, a, &c, &img);
     if ((rc = world_fail(w, host < 0, "a reduction failed")))
         return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
@@ -420,6 +445,7 @@ int sources_run_mpi(int argc, char **argv, double start)
 {
     world w;
     char err[512];
+    const double t0 = tool_now_ms();
     if (world_load(&w, err, sizeof err)) {
         fprintf(stderr, "gpuws sources: rank %d of %d (MPI launcher): %s\n",
                 launcher_value("OMPI_COMM_WORLD_RANK", "PMI_RANK"), sources_mpi_size(), err);
@@ -440,7 +466,7 @@ int sources_run_mpi(int argc, char **argv, double start)
         sources_args a;
         const int r = sources_parse(argc, argv, &a);
         rc = world_check(&w, r == 2 || (!r && refuse_options(&w, &a)) ? 2 : 0, "bad command line");
-        if (!rc && !r) rc = run(&w, &a, start);
+        if (!rc && !r) rc = run(&w, &a, start, tool_now_ms() - t0);
         output_files_destroy(a.outputs);
         sources_args_free(&a);
     }
