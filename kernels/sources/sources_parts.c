@@ -68,35 +68,43 @@ static gpuws_status no_pixel_kept_parts(part_state *ps, size_t np, size_t width,
     return st;
 }
 
-/* Host memory for the records of part q's labels lo .. hi: pageable on a stream's first call, then pinned memory
+/* Host memory that stream s's device reads records into: pageable on the stream's first call, then pinned memory
  * kept with the context (gpuws__staging_take), which the device fills several times faster and whose pages are
- * mapped already (the extraction's records do the same: extract.c). */
+ * mapped already: fresh pages fault in on every call, which costs more than the reads or an exchange of them (the
+ * extraction's records do the same: extract.c). s NULL: pageable. *kept: its bytes when it is pinned, else 0. */
+static gpuws_status records_memory(gpuws_stream *s, size_t bytes, void **p, size_t *kept, const char *what)
+{
+    gpuws_context *ctx = s ? s->ctx : NULL;
+    *kept = 0;
+    if (ctx && ctx->info.type == GPUWS_DEVICE_GPU && !ctx->info.unified_memory) {
+        unsigned *calls;
+        gpuws_status st = gpuws__stream_memo(s, &key_calls, sizeof *calls, (void **)&calls);
+        if (st) return st;
+        if ((*calls)++ && !gpuws__staging_take(ctx, bytes, p, kept)) return GPUWS_OK;
+    }
+    if (!(*p = gpuws__malloc(bytes)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for %s", bytes, what);
+    gpuws__prefault(*p, bytes);
+    return GPUWS_OK;
+}
+
+static void records_memory_release(gpuws_context *ctx, void *p, size_t kept, bool failed)
+{
+    if (kept && !failed) gpuws__staging_give(ctx, p, kept);
+    else if (kept) gpuws_host_free(ctx, p); /* a device may still write into it */
+    else gpuws__free(p);
+}
+
+/* Host memory for the records of part q's labels lo .. hi. */
 static gpuws_status records_host(part_state *q)
 {
     const size_t bytes = (q->lp.hi - q->lp.lo + 1) * sizeof(gpuws_source_measure);
-    gpuws_context *ctx = q->s->ctx;
-    if (ctx->info.type == GPUWS_DEVICE_GPU && !ctx->info.unified_memory) {
-        unsigned *calls;
-        gpuws_status st = gpuws__stream_memo(q->s, &key_calls, sizeof *calls, (void **)&calls);
-        if (st) return st;
-        void *p;
-        if ((*calls)++ && !gpuws__staging_take(ctx, bytes, &p, &q->kept)) {
-            q->rec = p;
-            return GPUWS_OK;
-        }
-    }
-    if (!(q->rec = gpuws__malloc(bytes)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for %zu measurements", bytes,
-                            bytes / sizeof(gpuws_source_measure));
-    gpuws__prefault(q->rec, bytes);
-    return GPUWS_OK;
+    return records_memory(q->s, bytes, (void **)&q->rec, &q->kept, "the records");
 }
 
 static void records_release(part_state *q, bool failed)
 {
-    if (q->kept && !failed) gpuws__staging_give(q->s->ctx, q->rec, q->kept);
-    else if (q->kept) gpuws_host_free(q->s->ctx, q->rec); /* a device may still write into it */
-    else gpuws__free(q->rec);
+    records_memory_release(q->s->ctx, q->rec, q->kept, failed);
     q->rec = NULL, q->kept = 0;
 }
 
@@ -178,34 +186,9 @@ typedef struct {
 
 #define RECORD_WORDS (sizeof(gpuws_source_measure) / sizeof(uint64_t))
 
-/* Host memory for the gather: the first part's context's kept pinned memory from the stream's second call on (as
- * records_host: pinning costs more than one call's transfers, and fresh pages fault in on every call, which in the
- * exchange costs more than the exchange), else malloc'd. */
-static gpuws_status gather_memory(part_state *ps, size_t np, records_gather *r)
-{
-    const size_t bytes = r->words * sizeof *r->g;
-    gpuws_context *ctx = np ? ps[0].s->ctx : NULL;
-    if (ctx && ctx->info.type == GPUWS_DEVICE_GPU && !ctx->info.unified_memory) {
-        unsigned *calls;
-        gpuws_status st = gpuws__stream_memo(ps[0].s, &key_calls, sizeof *calls, (void **)&calls);
-        if (st) return st;
-        void *p;
-        if ((*calls)++ && !gpuws__staging_take(ctx, bytes, &p, &r->kept)) {
-            r->g = p, r->ctx = ctx;
-            return GPUWS_OK;
-        }
-    }
-    if (!(r->g = gpuws__malloc(bytes)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's records", bytes);
-    gpuws__prefault(r->g, bytes);
-    return GPUWS_OK;
-}
-
 static void gather_release(records_gather *r, bool failed)
 {
-    if (r->kept && !failed) gpuws__staging_give(r->ctx, r->g, r->kept);
-    else if (r->kept) gpuws_host_free(r->ctx, r->g); /* a device may still write into it */
-    else gpuws__free(r->g);
+    records_memory_release(r->ctx, r->g, r->kept, failed);
     gpuws__free(r->each);
     gpuws__free(r->all);
     *r = (records_gather){ NULL };
@@ -241,7 +224,9 @@ static gpuws_status gather_begin(part_state *ps, size_t np, const gpuws__label_e
     r->parts = (size_t)total[0], r->np = np;
     r->words = P + 4 * r->parts + RECORD_WORDS * (size_t)total[1];
     r->at = x->caller + 4 * (size_t)before[0] + RECORD_WORDS * (size_t)before[1];
-    st = gather_memory(ps, np, r);
+    r->ctx = np ? ps[0].s->ctx : NULL; /* the words: the first part's stream's records memory */
+    st = records_memory(np ? ps[0].s : NULL, r->words * sizeof *r->g, (void **)&r->g, &r->kept,
+                        "every caller's records");
     if (!st && !(r->all = gpuws__calloc(r->parts ? r->parts : 1, sizeof *r->all)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's parts",
                           r->parts * sizeof *r->all);
