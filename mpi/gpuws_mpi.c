@@ -1,4 +1,4 @@
-/* The gpuws_mpi library: the reducers of the collective calls as MPI allreduces, their gatherers as allgathers. */
+/* The gpuws_mpi library: the reducers of the collective calls as MPI allreduces, their gatherers as MPI gathers. */
 #include "gpuws_mpi.h"
 #include "gpuws_mpi_world.h"
 
@@ -15,14 +15,15 @@ static gpuws_status allreduce_sum(void *user, uint64_t *words, size_t count)
     return rc == MPI_SUCCESS ? GPUWS_OK : GPUWS_ERR_INTERNAL;
 }
 
-/* MPI_Allgatherv in place; its counts and displacements are ints, so every rank first learns whether every other
- * has them (memory, and counts that fit), and none is left waiting in the gather when one cannot. */
-static gpuws_status allgather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers)
+/* MPI_Allgatherv in place, or MPI_Gatherv into root (in place there); their counts and displacements are ints, so
+ * every rank first learns whether every other has them (memory, and counts that fit), and none is left waiting in the
+ * gather when one cannot. */
+static gpuws_status gather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
+                           size_t root)
 {
-    (void)caller;
     MPI_Comm comm = *(MPI_Comm *)user;
     int *cd = callers <= INT_MAX ? malloc(2 * callers * sizeof *cd) : NULL;
-    int ok = cd != NULL;
+    int ok = cd != NULL && (root < callers || root == GPUWS_ALL_CALLERS);
     size_t at = 0;
     for (size_t c = 0; c < callers && ok; c++) {
         ok = counts[c] <= INT_MAX && at <= INT_MAX;
@@ -30,9 +31,16 @@ static gpuws_status allgather(void *user, uint64_t *words, const size_t *counts,
         at += counts[c];
     }
     gpuws_status st = GPUWS_ERR_INTERNAL;
-    if (MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm) == MPI_SUCCESS && ok &&
-        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, words, cd, cd + callers, MPI_UINT64_T, comm) == MPI_SUCCESS)
-        st = GPUWS_OK;
+    int rc = MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    if (rc == MPI_SUCCESS && ok) {
+        if (root == GPUWS_ALL_CALLERS)
+            rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, words, cd, cd + callers, MPI_UINT64_T, comm);
+        else if (root == caller)
+            rc =
+                MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, words, cd, cd + callers, MPI_UINT64_T, (int)root, comm);
+        else rc = MPI_Gatherv(words, cd[caller], MPI_UINT64_T, NULL, NULL, NULL, MPI_UINT64_T, (int)root, comm);
+        if (rc == MPI_SUCCESS) st = GPUWS_OK;
+    }
     free(cd);
     return st;
 }
@@ -72,11 +80,12 @@ gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, size_t widt
 }
 
 gpuws_status gpuws_mpi_find_sources_parts(MPI_Comm comm, const gpuws_image_part *parts, size_t num_parts, size_t width,
-                                          const gpuws_sources_options *options, gpuws_catalog **catalog)
+                                          const gpuws_sources_options *options, int root, gpuws_catalog **catalog)
 {
     size_t rank, size;
     if (rank_part(comm, &rank, &size)) return GPUWS_ERR_INTERNAL;
-    return gpuws_find_sources_parts_reduce(parts, num_parts, width, options, rank, size, allreduce_sum, allgather,
+    const size_t r = root == GPUWS_MPI_ALL_RANKS ? GPUWS_ALL_CALLERS : root < 0 ? size : (size_t)root;
+    return gpuws_find_sources_parts_reduce(parts, num_parts, width, options, rank, size, r, allreduce_sum, gather,
                                            &comm, catalog);
 }
 
@@ -114,11 +123,12 @@ gpuws_status gpuws_mpi_world_sum(void *user, uint64_t *words, size_t count)
     return allreduce_sum(&world, words, count);
 }
 
-gpuws_status gpuws_mpi_world_allgather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers)
+gpuws_status gpuws_mpi_world_gatherer(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
+                                      size_t root)
 {
     (void)user;
     MPI_Comm world = MPI_COMM_WORLD;
-    return allgather(&world, words, counts, caller, callers);
+    return gather(&world, words, counts, caller, callers, root);
 }
 
 int gpuws_mpi_world_agree(int code, char *why, size_t n, int *first, int *first_code)

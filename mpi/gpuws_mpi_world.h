@@ -24,10 +24,11 @@ typedef gpuws_status (*gpuws_mpi_world_init_fn)(int *rank, int *size, int *local
 /* A gpuws_sum_reducer over MPI_COMM_WORLD (user is not used): MPI_Allreduce of count uint64 sums, in place. */
 GPUWS_API gpuws_status gpuws_mpi_world_sum(void *user, uint64_t *words, size_t count);
 
-/* A gpuws_gatherer over MPI_COMM_WORLD (user is not used): MPI_Allgatherv in place (caller: this rank). Every rank
- * fails alike (GPUWS_ERR_INTERNAL) when one cannot count its words in an int or has no memory for the counts. */
-GPUWS_API gpuws_status gpuws_mpi_world_allgather(void *user, uint64_t *words, const size_t *counts, size_t caller,
-                                                 size_t callers);
+/* A gpuws_gatherer over MPI_COMM_WORLD (user is not used; caller: this rank): MPI_Allgatherv in place, or MPI_Gatherv
+ * into root. Every rank fails alike (GPUWS_ERR_INTERNAL) when one cannot count its words in an int or has no memory
+ * for the counts, or root is neither a rank nor GPUWS_ALL_CALLERS. */
+GPUWS_API gpuws_status gpuws_mpi_world_gatherer(void *user, uint64_t *words, const size_t *counts, size_t caller,
+                                                size_t callers, size_t root);
 
 /* Collective: did every rank succeed? code: this rank's outcome (0: success, else the exit code it would give), why
  * its message (n bytes, n the same on every rank). Returns how many ranks failed; when some did, *first is the

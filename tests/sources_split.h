@@ -58,4 +58,18 @@ static inline size_t split_share(int aligned, size_t parts, size_t r, size_t *fi
     return share;
 }
 
+/* The sources that begin in rows [first, first + rows) of an image labelled in raster order (labels: the whole
+ * image's, width a row; label k begins before label k + 1, so the labels that begin above a row are 1 up to the
+ * largest there): their count, and in *own0 the count of those that begin above them. */
+static inline size_t split_own_sources(const int32_t *labels, size_t width, size_t first, size_t rows, size_t *own0)
+{
+    int32_t above = 0, upto = 0;
+    for (size_t i = 0; i < (first + rows) * width; i++) {
+        if (i < first * width && labels[i] > above) above = labels[i];
+        if (labels[i] > upto) upto = labels[i];
+    }
+    *own0 = (size_t)above;
+    return (size_t)(upto - above);
+}
+
 #endif

@@ -401,15 +401,18 @@ gpuws_status test_sum_group_reduce(void *group, uint64_t *w, size_t count)
     return GPUWS_OK;
 }
 
-gpuws_status test_sum_group_gather(void *group, uint64_t *w, const size_t *counts, size_t caller, size_t callers)
+gpuws_status test_sum_group_gather(void *group, uint64_t *w, const size_t *counts, size_t caller, size_t callers,
+                                   size_t root)
 {
     test_sum_group *g = group;
     size_t at = 0, count = 0;
     for (size_t c = 0; c < callers; c++) count += counts[c], at += c < caller ? counts[c] : 0;
     cr_assert(count <= g->max, "a gather of %zu words; the group holds %zu", count, g->max);
-    memcpy(g->acc + at, w + at, counts[caller] * sizeof *w); /* each caller its own words: no lock */
+    cr_assert(root < callers || root == GPUWS_ALL_CALLERS, "a gather into root %zu of %zu callers", root, callers);
+    const bool all = root == GPUWS_ALL_CALLERS, mine_only = !all && root != caller; /* w: its own words only */
+    memcpy(g->acc + at, w + (mine_only ? 0 : at), counts[caller] * sizeof *w);      /* each caller its own: no lock */
     pthread_barrier_wait(&g->bar);
-    memcpy(w, g->acc, count * sizeof *w);
+    if (!mine_only) memcpy(w, g->acc, count * sizeof *w);
     if (pthread_barrier_wait(&g->bar) == PTHREAD_BARRIER_SERIAL_THREAD) memset(g->acc, 0, count * sizeof *w);
     pthread_barrier_wait(&g->bar);
     return GPUWS_OK;

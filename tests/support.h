@@ -73,9 +73,10 @@ typedef struct test_sum_group test_sum_group;
 test_sum_group *test_sum_group_new(unsigned callers, size_t max_words);
 void test_sum_group_free(test_sum_group *g);
 gpuws_status test_sum_group_reduce(void *group, uint64_t *words, size_t count);
-/* The group's gatherer (gpuws_gatherer): each caller's counts[caller] words copied to every caller, at most max_words
- * in all. */
-gpuws_status test_sum_group_gather(void *group, uint64_t *words, const size_t *counts, size_t caller, size_t callers);
+/* The group's gatherer (gpuws_gatherer): each caller's counts[caller] words copied to root or to every caller, at
+ * most max_words in all. */
+gpuws_status test_sum_group_gather(void *group, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
+                                   size_t root);
 
 /* 0xAB in every byte: an unwritten output element shows up as this pattern (a NaN-free, odd value). */
 #define TEST_POISON_BYTE 0xAB

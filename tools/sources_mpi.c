@@ -49,7 +49,7 @@ typedef struct {
     void *lib;
     int rank, size, local_rank;
     gpuws_sum_reducer sum;
-    gpuws_gatherer allgather;
+    gpuws_gatherer gatherer;
     gpuws_mpi_world_agree_fn agree;
     gpuws_mpi_world_gather_fn gather;
     gpuws_mpi_world_finalize_fn finalize;
@@ -82,11 +82,11 @@ static int world_load(world *w, char *err, size_t n)
     gpuws_mpi_world_init_fn init;
     *(void **)&init = dlsym(w->lib, "gpuws_mpi_world_init");
     *(void **)&w->sum = dlsym(w->lib, "gpuws_mpi_world_sum");
-    *(void **)&w->allgather = dlsym(w->lib, "gpuws_mpi_world_allgather");
+    *(void **)&w->gatherer = dlsym(w->lib, "gpuws_mpi_world_gatherer");
     *(void **)&w->agree = dlsym(w->lib, "gpuws_mpi_world_agree");
     *(void **)&w->gather = dlsym(w->lib, "gpuws_mpi_world_gather");
     *(void **)&w->finalize = dlsym(w->lib, "gpuws_mpi_world_finalize");
-    if (!init || !w->sum || !w->allgather || !w->agree || !w->gather || !w->finalize)
+    if (!init || !w->sum || !w->gatherer || !w->agree || !w->gather || !w->finalize)
         return snprintf(err, n, "libgpuws_mpi lacks gpuws_mpi_world_* (an older library?)"), -1;
     if (init(&w->rank, &w->size, &w->local_rank)) return snprintf(err, n, "MPI_Init_thread failed"), -1;
     return 0;
@@ -399,7 +399,7 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
         st = host ? gpuws_find_sources_host_reduce(c.ctx[0], img.rows ? img.data : NULL, img.width, img.rows, &a->o,
                                                    &lo, (size_t)w->rank, (size_t)w->size, w->sum, NULL, &cat)
                   : gpuws_find_sources_parts_reduce(rp.part, rp.n, img.width, &a->o, (size_t)w->rank, (size_t)w->size,
-                                                    w->sum, w->allgather, NULL, &cat);
+                                                    0, w->sum, w->gatherer, NULL, &cat);
         t.find = tool_now_ms() - t0;
         if (!st && !host) cat->ms_upload = t.upload, cat->ms_total += t.upload;
         snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());

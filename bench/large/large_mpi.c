@@ -1,12 +1,13 @@
 /* The collective calls over the devices of an MPI world's ranks (docs/scale.md, "Several hosts"):
- *   mpirun -n P gpuws-large-mpi BACKEND clip|sources [SIDE [REPS]]
+ *   mpirun -n P gpuws-large-mpi BACKEND clip|sources [SIDE [REPS [all]]]
  * Each rank makes its rows of a SIDE x SIDE sky, puts them on its device (its rank on its host, modulo the devices
  * there) and times, REPS times after a first call (wall clock, after a barrier; rank 0 prints the median and the
  * fastest):
  *   clip     gpuws_mpi_sigma_clip on noise of σ 1 with a bright pixel every 997 (rows in whole chunks of 2^18
  *            values); with one rank also gpuws_sigma_clip on the same buffer;
  *   sources  gpuws_mpi_find_sources_parts on gpuws-large-incore's sky (its sources every 96 pixels; rows in whole
- *            measurement blocks); with one rank also gpuws_find_sources_parts on the same part.
+ *            measurement blocks), the catalogue into rank 0 (all: into every rank); with one rank also
+ *            gpuws_find_sources_parts on the same part.
  * Not installed, not run by the tests. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define LARGE_PROGRAM   "gpuws-large-mpi"
@@ -82,10 +83,12 @@ int main(int argc, char **argv)
     MPI_Comm_free(&host);
     const int sources = argc > 2 && !strcmp(argv[2], "sources");
     const size_t side = argc > 3 ? strtoull(argv[3], NULL, 10) : 32768;
-    const int reps = argc > 4 ? atoi(argv[4]) : 9;
-    if (argc < 3 || (!sources && strcmp(argv[2], "clip")) || side < 512 || reps < 1 || reps > 64) {
+    const int reps = argc > 4 ? atoi(argv[4]) : 9, root = argc > 5 ? GPUWS_MPI_ALL_RANKS : 0;
+    if (argc < 3 || (!sources && strcmp(argv[2], "clip")) || side < 512 || reps < 1 || reps > 64 ||
+        (argc > 5 && strcmp(argv[5], "all"))) {
         if (rank == 0)
-            fprintf(stderr, "usage: mpirun -n P %s BACKEND clip|sources [SIDE >= 512 [REPS 1..64]]\n", LARGE_PROGRAM);
+            fprintf(stderr, "usage: mpirun -n P %s BACKEND clip|sources [SIDE >= 512 [REPS 1..64 [all]]]\n",
+                    LARGE_PROGRAM);
         MPI_Finalize();
         return 2;
     }
@@ -122,6 +125,7 @@ int main(int argc, char **argv)
     if (gpuws_stream_create(ctx, &s)) fail("stream");
     const gpuws_image_part part = { s, b, r1 - r0 };
     double *ms = must_alloc((size_t)reps * sizeof *ms), med, min;
+    double *steps = must_alloc((size_t)reps * 5 * sizeof *steps); /* sources: each step's and the rest's, per call */
     gpuws_sigma_clip_result r;
     gpuws_catalog *cat = NULL;
     for (int k = -1; k < reps; k++) {
@@ -129,10 +133,15 @@ int main(int argc, char **argv)
         cat = NULL;
         MPI_Barrier(MPI_COMM_WORLD);
         const double t = now();
-        if (sources ? gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &part, 1, side, NULL, &cat)
+        if (sources ? gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &part, 1, side, NULL, root, &cat)
                     : gpuws_mpi_sigma_clip(MPI_COMM_WORLD, NULL, b, n, NULL, &r))
             fail(sources ? "gpuws_mpi_find_sources_parts" : "gpuws_mpi_sigma_clip");
         if (k >= 0) ms[k] = (now() - t) * 1e3;
+        if (k >= 0 && sources) {
+            const double st[4] = { cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure };
+            for (int i = 0; i < 4; i++) steps[i * reps + k] = st[i];
+            steps[4 * reps + k] = ms[k] - (st[0] + st[1] + st[2] + st[3]);
+        }
     }
     median_min(ms, reps, &med, &min);
     if (sources) r = cat->clip;
@@ -141,8 +150,24 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("%d rank(s), %s %s, %zu x %zu, %s: median %.2f ms, min %.2f (rank 0: rows %zu..%zu); %sclip count %zu "
                "median %.9g std %.9g, %d iterations\n",
-               size, argv[1], di.name, side, side, sources ? "gpuws_mpi_find_sources_parts" : "gpuws_mpi_sigma_clip",
+               size, argv[1], di.name, side, side,
+               !sources ? "gpuws_mpi_sigma_clip"
+               : root   ? "gpuws_mpi_find_sources_parts into every rank"
+                        : "gpuws_mpi_find_sources_parts into rank 0",
                med, min, r0, r1, found, r.count, r.median, r.std, r.iterations);
+    if (sources) { /* where each rank's time goes: the medians of its steps (the catalogue's host-clock times) */
+        double sm[5], mn;
+        for (int i = 0; i < 5; i++) median_min(steps + i * reps, reps, &sm[i], &mn);
+        for (int q = 0; q < size; q++) {
+            if (q == rank)
+                printf("rank %d steps (medians, ms): clip %.2f, threshold %.2f, label %.2f, measure %.2f, the rest "
+                       "(agreement, set-up, catalogue) %.2f\n",
+                       rank, sm[0], sm[1], sm[2], sm[3], sm[4]);
+            fflush(stdout);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    }
+    free(steps);
     if (size == 1) { /* the same work in one process, without the reductions */
         gpuws_catalog *one = NULL;
         gpuws_sigma_clip_result c;

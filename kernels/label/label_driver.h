@@ -72,6 +72,7 @@ typedef struct {
     size_t caller, callers;
     bool failed;
     gpuws_gatherer gather; /* the sources pipeline's records; NULL: through reduce (the labelling does not use it) */
+    size_t root;           /* the sources pipeline's: the caller that gets the whole catalogue (the same) */
 } gpuws__label_exchange;
 gpuws_status gpuws__label_parts_reduce(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,
                                        const gpuws__label_exchange *x, const char *name, size_t *num_labels);

@@ -68,50 +68,44 @@ static gpuws_status no_pixel_kept_parts(part_state *ps, size_t np, size_t width,
     return st;
 }
 
-/* Host memory that stream s's device reads records into: pageable on the stream's first call, then pinned memory
+/* Host memory for the records of part q's labels lo .. hi: pageable on the stream's first call, then pinned memory
  * kept with the context (gpuws__staging_take), which the device fills several times faster and whose pages are
- * mapped already: fresh pages fault in on every call, which costs more than the reads or an exchange of them (the
- * extraction's records do the same: extract.c). s NULL: pageable. *kept: its bytes when it is pinned, else 0. */
-static gpuws_status records_memory(gpuws_stream *s, size_t bytes, void **p, size_t *kept, const char *what)
-{
-    gpuws_context *ctx = s ? s->ctx : NULL;
-    *kept = 0;
-    if (ctx && ctx->info.type == GPUWS_DEVICE_GPU && !ctx->info.unified_memory) {
-        unsigned *calls;
-        gpuws_status st = gpuws__stream_memo(s, &key_calls, sizeof *calls, (void **)&calls);
-        if (st) return st;
-        if ((*calls)++ && !gpuws__staging_take(ctx, bytes, p, kept)) return GPUWS_OK;
-    }
-    if (!(*p = gpuws__malloc(bytes)))
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for %s", bytes, what);
-    gpuws__prefault(*p, bytes);
-    return GPUWS_OK;
-}
-
-static void records_memory_release(gpuws_context *ctx, void *p, size_t kept, bool failed)
-{
-    if (kept && !failed) gpuws__staging_give(ctx, p, kept);
-    else if (kept) gpuws_host_free(ctx, p); /* a device may still write into it */
-    else gpuws__free(p);
-}
-
-/* Host memory for the records of part q's labels lo .. hi. */
+ * mapped already: fresh pages fault in on every call, which costs more than the read itself (the extraction's
+ * records do the same: extract.c). */
 static gpuws_status records_host(part_state *q)
 {
     const size_t bytes = (q->lp.hi - q->lp.lo + 1) * sizeof(gpuws_source_measure);
-    return records_memory(q->s, bytes, (void **)&q->rec, &q->kept, "the records");
+    gpuws_context *ctx = q->s->ctx;
+    q->kept = 0;
+    if (ctx->info.type == GPUWS_DEVICE_GPU && !ctx->info.unified_memory) {
+        unsigned *calls;
+        gpuws_status st = gpuws__stream_memo(q->s, &key_calls, sizeof *calls, (void **)&calls);
+        if (st) return st;
+        if ((*calls)++ && !gpuws__staging_take(ctx, bytes, (void **)&q->rec, &q->kept)) return GPUWS_OK;
+    }
+    if (!(q->rec = gpuws__malloc(bytes)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for the records", bytes);
+    gpuws__prefault(q->rec, bytes);
+    return GPUWS_OK;
 }
 
 static void records_release(part_state *q, bool failed)
 {
-    records_memory_release(q->s->ctx, q->rec, q->kept, failed);
+    if (q->kept && !failed) gpuws__staging_give(q->s->ctx, q->rec, q->kept);
+    else if (q->kept) gpuws_host_free(q->s->ctx, q->rec); /* a device may still write into it */
+    else gpuws__free(q->rec);
     q->rec = NULL, q->kept = 0;
 }
+
+/* Records a host thread finishes at least: a quarter of this left two ranks' measurement no faster on a 32-core
+ * host (the threads' wakes cost what they save). */
+#define RECORDS_LEAST 16384.0
 
 typedef struct {
     part_state *ps;
     size_t np;
-    gpuws_source *out;
+    gpuws_source *out; /* out[k - first]: label k's source */
+    size_t first;
 } records_job;
 
 /* A part's record made the whole image's: its first row r0 added to the rows (Σ d·(r + r0) = Σ d·r + r0·Σ d). */
@@ -121,24 +115,37 @@ static void to_image_rows(gpuws_source_measure *m, int64_t r0)
     m->peak_row += r0;
 }
 
-/* Labels [k0, k1) into the catalogue: each label's record in the part where it begins made the whole image's (unless
- * add_records did, which it marks by a negative npix: a label's own part has at least one of its pixels), its centre
- * taken. */
+/* Labels first + k0 .. first + k1 - 1 into the catalogue: each label's record in the part where it begins made the
+ * whole image's (unless merge_into_owner did, which it marks by a negative npix: a label's own part has at least one
+ * of its pixels), its centre taken. */
 static void records_out(void *arg, size_t part, size_t k0, size_t k1)
 {
     (void)part;
     const records_job *j = arg;
-    for (size_t p = 0, k = k0 + 1; p < j->np && k <= k1; p++) {
+    const size_t last = j->first + k1 - 1;
+    for (size_t p = 0, k = j->first + k0; p < j->np && k <= last; p++) {
         const gpuws__label_part *l = &j->ps[p].lp;
         const int64_t r0 = (int64_t)j->ps[p].r0;
-        for (k = k > l->first ? k : l->first; k <= l->hi && k <= k1; k++) {
+        for (k = k > l->first ? k : l->first; k <= l->hi && k <= last; k++) {
             gpuws_source_measure *m = &j->ps[p].rec[k - l->lo];
             if (m->npix < 0) m->npix = -m->npix;
             else if (r0) to_image_rows(m, r0);
             gpuws_measure_ref_centre(m);
-            j->out[k - 1] = gpuws__source_of(m, k);
+            j->out[k - j->first] = gpuws__source_of(m, k);
         }
     }
+}
+
+/* A record m of label k from a part below the one where k begins, made the whole image's (its part's first row r0),
+ * added to the record t of k's own part (first row t_r0), which is made the whole image's first and marked so by a
+ * negative npix. Parts after parts, in raster order: the order in which one process adds them. */
+static void merge_into_owner(gpuws_source_measure *t, int64_t t_r0, gpuws_source_measure m, int64_t r0)
+{
+    to_image_rows(&m, r0);
+    if (t->npix < 0) t->npix = -t->npix;
+    else if (t_r0) to_image_rows(t, t_r0);
+    gpuws__measure_merge(t, &m);
+    t->npix = -t->npix;
 }
 
 /* The parts' records made the whole image's and into the catalogue. The records of the labels that reach a part from
@@ -151,53 +158,67 @@ static void add_records(part_state *ps, size_t np, gpuws_source *out, size_t nl)
         const gpuws__label_part *l = &ps[p].lp;
         const gpuws_source_measure *rec = ps[p].rec; /* rec[k - lo]: label k */
         for (size_t k = l->lo; k < l->first && k <= l->hi; k++) {
-            gpuws_source_measure m = rec[k - l->lo];
-            if (!m.npix) continue;
-            to_image_rows(&m, (int64_t)ps[p].r0);
+            if (!rec[k - l->lo].npix) continue;
             size_t o = p; /* the part where label k begins: an earlier one (part 0 has no labels from above) */
             do o--;
             while (o > 0 && (ps[o].lp.first > k || k > ps[o].lp.hi));
-            gpuws_source_measure *t = &ps[o].rec[k - ps[o].lp.lo];
-            if (t->npix < 0) t->npix = -t->npix;
-            else if (ps[o].r0) to_image_rows(t, (int64_t)ps[o].r0);
-            gpuws__measure_merge(t, &m);
-            t->npix = -t->npix;
+            merge_into_owner(&ps[o].rec[k - ps[o].lp.lo], (int64_t)ps[o].r0, rec[k - l->lo], (int64_t)ps[p].r0);
         }
     }
-    records_job j = { ps, np, out };
-    gpuws__run_ranges(nl, gpuws__work_parts(gpuws__cpu_count(), (double)nl, 16384.0, nl), records_out, &j);
+    records_job j = { ps, np, out, 1 };
+    gpuws__run_ranges(nl, gpuws__work_parts(gpuws__cpu_count(), (double)nl, RECORDS_LEAST, nl), records_out, &j);
 }
 
-/* Several callers: every caller's records, gathered in one exchange of words: every caller's block in caller order,
- * each a failure count, four words a part (lo, first, hi, first row), then the records of its parts in order. With a
- * gatherer each caller puts its own block at its place; without one it puts it among zeros, so that the sum is the
- * gather. Its devices read their records straight to their place. */
+/* Several callers: each finishes the sources that begin in its rows. A label's pixels may lie in later parts, of
+ * this caller or of later ones (a part's labels lo .. first - 1 reach it from above): those records, the crossing
+ * records (the labels that cross the parts' borders: few), travel to every caller, and each adds those of its own
+ * labels to their records in part order, as one process does. Then each finishes its own sources, and they are
+ * gathered into root (or every caller): callers' own labels are consecutive, in caller order, so every caller's
+ * sources go straight to their place in the catalogue.
+ *
+ * The crossing exchange: every caller's block in caller order, each a failure count, four words a part (lo, first,
+ * hi, first row), then the crossing records of its parts in order. With a gatherer each caller puts its own block at
+ * its place; without one it puts it among zeros, so that the sum is the gather. */
 typedef struct {
-    uint64_t *g;        /* the words */
-    size_t words, kept; /* kept: g's bytes when it is ctx's kept pinned memory, else 0 */
-    gpuws_context *ctx;
-    uint64_t *each;  /* every caller's parts and records (two words a caller) */
-    size_t *counts;  /* every caller's words (the gatherer's) */
-    part_state *all; /* every caller's parts, their records in g */
-    size_t parts;    /* every caller's */
-    size_t at, np;   /* this caller's block's first word and its parts */
-    double ms[2];    /* GPUWS_LOG=debug: the first half's time, the words' exchange's */
+    uint64_t *g; /* every caller's block */
+    size_t words;
+    uint64_t *each;    /* every caller's parts and crossing records (two words a caller) */
+    size_t *counts;    /* every caller's words in g, then every caller's words of sources */
+    size_t parts;      /* every caller's */
+    size_t first_part; /* this caller's first among them */
+    size_t at;         /* this caller's block's first word */
+    size_t own0, own;  /* this caller's sources: labels own0 + 1 .. own0 + own */
+    bool whole;        /* cat->sources holds the whole catalogue's places (root, or the sum's) */
+    double ms[3];      /* GPUWS_LOG=debug: the first half, the crossing exchange, the sources' gather */
 } records_gather;
 
 #define RECORD_WORDS (sizeof(gpuws_source_measure) / sizeof(uint64_t))
+#define SOURCE_WORDS (sizeof(gpuws_source) / sizeof(uint64_t))
+_Static_assert(sizeof(gpuws_source) == 8 * sizeof(uint64_t), "a source travels as 8 words");
 
-static void gather_release(records_gather *r, bool failed)
+static void gather_release(records_gather *r)
 {
-    records_memory_release(r->ctx, r->g, r->kept, failed);
+    gpuws__free(r->g);
     gpuws__free(r->each);
-    gpuws__free(r->all);
     *r = (records_gather){ NULL };
 }
 
-/* The first half of the gather, while the devices measure: one reduction of every caller's part and record counts,
- * one of whether every caller has the memory for the words; then this caller's block, but its records (its devices
- * read them there: gather_place). st: this caller's status so far (exchanged: any failure fails every caller, and no
- * further exchange follows). */
+/* Part q's crossing records: its labels lo .. first - 1 (none above hi). */
+static size_t crossing(const gpuws__label_part *l)
+{
+    if (l->lo > l->hi) return 0;
+    return (l->first < l->hi + 1 ? l->first : l->hi + 1) - l->lo;
+}
+
+/* The sources that begin in a part's rows: first .. hi. */
+static size_t own_sources(size_t first, size_t hi) { return first <= hi ? hi - first + 1 : 0; }
+
+/* Whether this caller gets the whole catalogue (it is root, or every caller is). */
+static bool receives(const gpuws__label_exchange *x) { return x->root == GPUWS_ALL_CALLERS || x->root == x->caller; }
+
+/* The first half, while the devices measure: one reduction of every caller's part and crossing-record counts, one of
+ * whether every caller has the memory for the exchange's words. st: this caller's status so far (exchanged: any
+ * failure fails every caller, and no further exchange follows). */
 static gpuws_status gather_begin(part_state *ps, size_t np, const gpuws__label_exchange *x, gpuws_status st,
                                  records_gather *r)
 {
@@ -205,8 +226,14 @@ static gpuws_status gather_begin(part_state *ps, size_t np, const gpuws__label_e
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     size_t mine = 0;
-    for (size_t p = 0; p < np; p++)
-        if (ps[p].lp.lo <= ps[p].lp.hi) mine += ps[p].lp.hi - ps[p].lp.lo + 1;
+    r->own0 = SIZE_MAX;
+    for (size_t p = 0; p < np; p++) {
+        mine += crossing(&ps[p].lp);
+        const size_t o = own_sources(ps[p].lp.first, ps[p].lp.hi);
+        if (o && r->own0 == SIZE_MAX) r->own0 = ps[p].lp.first - 1;
+        r->own += o;
+    }
+    if (r->own0 == SIZE_MAX) r->own0 = 0;
     /* every caller's counts: memory had before the first reduction, whose failure it then is */
     if (!st && !(r->each = gpuws__calloc(P, 2 * sizeof *r->each + sizeof *r->counts)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for %zu callers' counts",
@@ -221,55 +248,42 @@ static gpuws_status gather_begin(part_state *ps, size_t np, const gpuws__label_e
                             (unsigned long long)failed, P);
     r->counts = (size_t *)(r->each + 2 * P);
     for (size_t c = 0; c < P; c++) r->counts[c] = 1 + 4 * (size_t)r->each[2 * c] + RECORD_WORDS * r->each[2 * c + 1];
-    r->parts = (size_t)total[0], r->np = np;
+    r->parts = (size_t)total[0], r->first_part = (size_t)before[0];
     r->words = P + 4 * r->parts + RECORD_WORDS * (size_t)total[1];
     r->at = x->caller + 4 * (size_t)before[0] + RECORD_WORDS * (size_t)before[1];
-    r->ctx = np ? ps[0].s->ctx : NULL; /* the words: the first part's stream's records memory */
-    st = records_memory(np ? ps[0].s : NULL, r->words * sizeof *r->g, (void **)&r->g, &r->kept,
-                        "every caller's records");
-    if (!st && !(r->all = gpuws__calloc(r->parts ? r->parts : 1, sizeof *r->all)))
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's parts",
-                          r->parts * sizeof *r->all);
+    if (!(r->g = gpuws__calloc(r->words, sizeof *r->g)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's crossing records",
+                          r->words * sizeof *r->g);
     uint64_t bad = st != GPUWS_OK;
     rst = x->reduce(x->user, &bad, 1);
     if (!st && rst) st = gpuws__error_prefix(rst, "find_sources: the reducer failed");
     else if (!st && bad)
         st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
                           (unsigned long long)bad, P);
-    if (st) return st;
-    const size_t end = r->at + r->counts[x->caller];
-    if (!x->gather) { /* the sum is the gather */
-        memset(r->g, 0, r->at * sizeof *r->g);
-        memset(r->g + end, 0, (r->words - end) * sizeof *r->g);
-    }
-    for (size_t p = 0; p < np; p++) {
-        uint64_t *d = r->g + r->at + 1 + 4 * p;
-        d[0] = ps[p].lp.lo, d[1] = ps[p].lp.first, d[2] = ps[p].lp.hi, d[3] = ps[p].r0;
-    }
     r->ms[0] = gpuws__sources_ms_since(&t0);
-    return GPUWS_OK;
+    return st;
 }
 
-/* Where part p's records go in this caller's block: after those of its parts before it. */
-static gpuws_source_measure *gather_place(const part_state *ps, size_t p, const records_gather *r)
+/* The second half, once the devices are done: the crossing records exchanged (with this caller's failure count: any
+ * failure fails every caller), those of this caller's labels added to their records, its own sources finished into
+ * cat->sources, and every caller's gathered there. */
+static gpuws_status gather_end(part_state *ps, size_t np, const gpuws__label_exchange *x, size_t nl, gpuws_status st,
+                               records_gather *r, gpuws_source *out)
 {
-    size_t k = 0;
-    for (size_t q = 0; q < p; q++)
-        if (ps[q].lp.lo <= ps[q].lp.hi) k += ps[q].lp.hi - ps[q].lp.lo + 1;
-    return (gpuws_source_measure *)(r->g + r->at + 1 + 4 * r->np + RECORD_WORDS * k);
-}
-
-/* The second half, once the devices are done: the blocks exchanged (with this caller's failure count: any failure
- * fails every caller) and every caller's records added up as add_records does over every caller's parts in order:
- * the whole catalogue on every caller. */
-static gpuws_status gather_end(const gpuws__label_exchange *x, size_t nl, gpuws_status st, records_gather *r,
-                               gpuws_source *out)
-{
-    r->g[r->at] = st != GPUWS_OK;
+    uint64_t *b = r->g + r->at;
+    b[0] = st != GPUWS_OK;
+    for (size_t p = 0, k = 1 + 4 * np; p < np && !st; p++) {
+        const gpuws__label_part *l = &ps[p].lp;
+        uint64_t *d = b + 1 + 4 * p;
+        d[0] = l->lo, d[1] = l->first, d[2] = l->hi, d[3] = ps[p].r0;
+        const size_t c = crossing(l);
+        if (c) memcpy(b + k, ps[p].rec, c * sizeof *ps[p].rec);
+        k += RECORD_WORDS * c;
+    }
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    const gpuws_status rst =
-        x->gather ? x->gather(x->user, r->g, r->counts, x->caller, x->callers) : x->reduce(x->user, r->g, r->words);
+    gpuws_status rst = x->gather ? x->gather(x->user, r->g, r->counts, x->caller, x->callers, GPUWS_ALL_CALLERS)
+                                 : x->reduce(x->user, r->g, r->words);
     r->ms[1] = gpuws__sources_ms_since(&t0);
     if (rst)
         return st ? st : gpuws__error_prefix(rst, "find_sources: the %s failed", x->gather ? "gatherer" : "reducer");
@@ -279,16 +293,65 @@ static gpuws_status gather_end(const gpuws__label_exchange *x, size_t nl, gpuws_
         st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
                           (unsigned long long)failed, x->callers);
     if (st) return st;
-    for (size_t c = 0, at = 0, p = 0; c < x->callers; at += r->counts[c++]) {
-        const uint64_t *b = r->g + at, *rec = b + 1 + 4 * r->each[2 * c];
+    /* every part's labels; the crossing records of the parts after this caller's first added to this caller's own
+     * labels' records, in part order (after the last exchange that can fail every caller: from here on a failure is
+     * this caller's alone) */
+    gpuws__label_part *all = gpuws__calloc(r->parts ? r->parts : 1, sizeof *all);
+    int64_t *r0 = gpuws__calloc(r->parts ? r->parts : 1, sizeof *r0);
+    const uint64_t **rec = gpuws__calloc(r->parts ? r->parts : 1, sizeof *rec);
+    if (!all || !r0 || !rec)
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's parts",
+                          r->parts * (sizeof *all + sizeof *r0 + sizeof *rec));
+    for (size_t c = 0, at = 0, p = 0; c < x->callers && !st; at += r->counts[c++]) {
+        const uint64_t *cb = r->g + at, *cr = cb + 1 + 4 * r->each[2 * c];
         for (size_t q = 0; q < r->each[2 * c]; q++, p++) {
-            const uint64_t *d = b + 1 + 4 * q;
-            r->all[p].lp.lo = d[0], r->all[p].lp.first = d[1], r->all[p].lp.hi = d[2], r->all[p].r0 = d[3];
-            r->all[p].rec = (gpuws_source_measure *)rec;
-            if (d[0] <= d[2]) rec += RECORD_WORDS * (d[2] - d[0] + 1);
+            const uint64_t *d = cb + 1 + 4 * q;
+            all[p].lo = d[0], all[p].first = d[1], all[p].hi = d[2], r0[p] = (int64_t)d[3], rec[p] = cr;
+            cr += RECORD_WORDS * crossing(&all[p]);
         }
     }
-    if (nl) add_records(r->all, r->parts, out, nl);
+    const size_t mine0 = r->first_part, mine1 = r->first_part + np;
+    for (size_t p = mine0 + 1; p < r->parts && !st; p++)
+        for (size_t k = all[p].lo; k < all[p].first && k <= all[p].hi; k++) {
+            gpuws_source_measure m;
+            memcpy(&m, rec[p] + RECORD_WORDS * (k - all[p].lo), sizeof m);
+            if (!m.npix || k > r->own0 + r->own || k <= r->own0) continue;
+            size_t o = p; /* the part where label k begins: one of this caller's */
+            do o--;
+            while (o > mine0 && (all[o].first > k || k > all[o].hi));
+            if (o < mine0 || o >= mine1 || all[o].first > k || k > all[o].hi) {
+                st = gpuws__error(GPUWS_ERR_INTERNAL, "find_sources: label %zu's part is not this caller's", k);
+                break;
+            }
+            part_state *t = &ps[o - mine0];
+            merge_into_owner(&t->rec[k - t->lp.lo], (int64_t)t->r0, m, r0[p]);
+        }
+    /* every caller's sources: their words and places */
+    for (size_t c = 0, p = 0; c < x->callers && !st; c++) {
+        size_t n = 0;
+        for (size_t q = 0; q < r->each[2 * c]; q++, p++) n += own_sources(all[p].first, all[p].hi);
+        r->counts[c] = SOURCE_WORDS * n;
+    }
+    gpuws__free(all);
+    gpuws__free(r0);
+    gpuws__free(rec);
+    if (st) return st;
+    records_job j = { ps, np, r->whole ? out + r->own0 : out, r->own0 + 1 };
+    if (r->own)
+        gpuws__run_ranges(r->own, gpuws__work_parts(gpuws__cpu_count(), (double)r->own, RECORDS_LEAST, r->own),
+                          records_out, &j);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t *w = (uint64_t *)out;
+    if (x->gather && nl) {
+        rst = x->gather(x->user, w, r->counts, x->caller, x->callers, x->root);
+    } else if (nl) { /* the sum is the gather: this caller's sources among zeros */
+        memset(w, 0, SOURCE_WORDS * r->own0 * sizeof *w);
+        memset(w + SOURCE_WORDS * (r->own0 + r->own), 0, SOURCE_WORDS * (nl - r->own0 - r->own) * sizeof *w);
+        rst = x->reduce(x->user, w, SOURCE_WORDS * nl);
+    }
+    r->ms[2] = gpuws__sources_ms_since(&t0);
+    if (rst) return gpuws__error_prefix(rst, "find_sources: the %s failed", x->gather ? "gatherer" : "reducer");
+    if (!receives(x) && r->whole && r->own0) memmove(out, out + r->own0, r->own * sizeof *out);
     return GPUWS_OK;
 }
 
@@ -349,7 +412,7 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
         };
     size_t nl = 0;
     if (x) { /* a caller whose threshold failed still takes part, and every caller fails */
-        const gpuws__label_exchange lx = { x->reduce, x->user, x->caller, x->callers, st != GPUWS_OK, NULL };
+        const gpuws__label_exchange lx = { x->reduce, x->user, x->caller, x->callers, st != GPUWS_OK, NULL, 0 };
         const gpuws_status lst =
             gpuws__label_parts_reduce(lp, np, width, o->connectivity, &lx, "find_sources: label", &nl);
         if (st || (st = lst)) return st;
@@ -370,22 +433,25 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
         if (!st && serial) st = gpuws_stream_synchronize(q->s);
     }
     tm[0] = gpuws__sources_ms_since(&t0);
-    /* several callers: the gather's counts exchanged while the devices measure (a failure so far too, so that no
-     * caller waits for it; if any failed, every caller fails here) */
+    /* several callers: the crossing records' counts exchanged while the devices measure (a failure so far too, so
+     * that no caller waits for it; if any failed, every caller fails here) */
     if (x && (st = gather_begin(ps, np, x, st, r))) return st;
-    /* while the devices measure, the host has the memory they are read into, and the catalogue's */
-    if (!st && nl && !(cat->sources = gpuws__malloc(nl * sizeof *cat->sources)))
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", nl,
-                          nl * sizeof *cat->sources);
-    if (!st && nl) gpuws__prefault(cat->sources, nl * sizeof *cat->sources);
-    for (size_t p = 0; p < np && !st && nl && !x; p++)
+    /* while the devices measure, the host has the memory they are read into, and the catalogue's: every source's
+     * place, or (several callers, this one not root) this caller's own sources' (the sum needs every place) */
+    if (x) r->whole = receives(x) || !x->gather;
+    const size_t places = !x || r->whole ? nl : r->own;
+    if (!st && places && !(cat->sources = gpuws__malloc(places * sizeof *cat->sources)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", places,
+                          places * sizeof *cat->sources);
+    if (!st && places) gpuws__prefault(cat->sources, places * sizeof *cat->sources);
+    for (size_t p = 0; p < np && !st && nl; p++)
         if (ps[p].lp.lo <= ps[p].lp.hi) st = records_host(&ps[p]);
     tm[1] = gpuws__sources_ms_since(&t0);
     /* read back once every device measures: a read into pageable memory holds the host until it is done */
     for (size_t p = 0; p < np && !st && nl; p++) {
         const part_state *q = &ps[p];
         if (q->lp.lo <= q->lp.hi)
-            st = gpuws_buffer_read_async(q->s, q->records, (q->lp.lo - 1) * rec, x ? gather_place(ps, p, r) : q->rec,
+            st = gpuws_buffer_read_async(q->s, q->records, (q->lp.lo - 1) * rec, q->rec,
                                          (q->lp.hi - q->lp.lo + 1) * rec);
     }
     /* the label image: the whole image's, or (several callers) this caller's rows */
@@ -410,10 +476,10 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
     if (st && !x) return st;
     tm[2] = gpuws__sources_ms_since(&t0);
     /* several callers: a failure here is still exchanged, so that no caller waits for it */
-    if (x) st = gather_end(x, nl, st, r, cat->sources);
+    if (x) st = gather_end(ps, np, x, nl, st, r, cat->sources);
     else if (nl) add_records(ps, np, cat->sources, nl);
     if (st) return st;
-    cat->num_sources = nl;
+    cat->num_sources = !x || receives(x) ? nl : r->own;
     tm[3] = gpuws__sources_ms_since(&t0);
     cat->ms_measure = tm[0] + tm[1] + tm[2] + tm[3];
     gpuws__log(GPUWS__LOG_DEBUG,
@@ -421,11 +487,14 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
                "%.2f: parts 0 and 1 seen done at %.2f and %.2f; records %.2f; %zu sources)",
                np, cat->ms_measure, tm[0], tm[1], tm[2], done[0], done[1], tm[3], nl);
     if (x)
-        gpuws__log(GPUWS__LOG_DEBUG,
-                   "find_sources: caller %zu of %zu: records of %zu parts gathered: counts and memory %.2f ms (in host "
-                   "memory above), %zu bytes %s in %.2f ms (in records above)",
-                   x->caller, x->callers, r->parts, r->ms[0], r->words * 8, x->gather ? "gathered" : "reduced",
-                   r->ms[1]);
+        gpuws__log(
+            GPUWS__LOG_DEBUG,
+            "find_sources: caller %zu of %zu: counts and memory %.2f ms (in host memory above); crossing records "
+            "of %zu parts, %zu bytes %s in %.2f ms, and %zu sources of its own, %s into %s in %.2f ms (in "
+            "records above)",
+            x->caller, x->callers, r->ms[0], r->parts, r->words * 8, x->gather ? "gathered" : "reduced", r->ms[1],
+            r->own, x->gather ? "gathered" : "reduced", x->root == GPUWS_ALL_CALLERS ? "every caller" : "root",
+            r->ms[2]);
     cat->ms_total = cat->ms_clip + cat->ms_threshold + cat->ms_label + cat->ms_measure;
     return st;
 }
@@ -447,7 +516,7 @@ static gpuws_status run(part_state *ps, size_t np, size_t width, size_t height, 
         cat->ms_total += ms_upload;
     }
     for (size_t p = 0; p < np; p++) records_release(&ps[p], st != GPUWS_OK);
-    gather_release(&r, st != GPUWS_OK);
+    gather_release(&r);
     *catalog = cat;
     return st;
 }
@@ -518,14 +587,14 @@ gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, size_t num_
 static gpuws_status agree_sources(const gpuws__label_exchange *x, size_t width, const gpuws_sources_options *o,
                                   size_t rows, bool failed, size_t *r0, size_t *height)
 {
-    enum { VALUES = 5, WORDS = 1 + GPUWS__AGREE_WORDS(VALUES) }; /* a failure count, then gpuws__agree_words' */
+    enum { VALUES = 6, WORDS = 1 + GPUWS__AGREE_WORDS(VALUES) }; /* a failure count, then gpuws__agree_words' */
     const size_t P = x->callers;
     uint64_t w[WORDS],
-        v[VALUES] = { width, (uint64_t)(uint32_t)o->connectivity, 0, 0, (uint64_t)(o->want_labels != 0) };
+        v[VALUES] = { width, (uint64_t)(uint32_t)o->connectivity, 0, 0, (uint64_t)(o->want_labels != 0), x->root };
     memcpy(&v[2], &o->threshold_sigma, 8);
     memcpy(&v[3], &o->threshold_abs, 8);
-    static const char *const what[VALUES] = { "width", "connectivity", "threshold_sigma", "threshold_abs",
-                                              "want_labels" };
+    static const char *const what[VALUES] = { "width",         "connectivity", "threshold_sigma",
+                                              "threshold_abs", "want_labels",  "root" };
     w[0] = failed;
     gpuws__agree_words(v, VALUES, w + 1);
     *r0 = *height = 0;
@@ -551,8 +620,8 @@ static gpuws_status agree_sources(const gpuws__label_exchange *x, size_t width, 
 
 gpuws_status gpuws_find_sources_parts_reduce(const gpuws_image_part *parts, size_t num_parts, size_t width,
                                              const gpuws_sources_options *options, size_t caller, size_t callers,
-                                             gpuws_sum_reducer reduce, gpuws_gatherer gather, void *reduce_user,
-                                             gpuws_catalog **catalog)
+                                             size_t root, gpuws_sum_reducer reduce, gpuws_gatherer gather,
+                                             void *reduce_user, gpuws_catalog **catalog)
 {
     if (!catalog || !reduce || caller >= callers)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources_parts_reduce: %s",
@@ -570,6 +639,9 @@ gpuws_status gpuws_find_sources_parts_reduce(const gpuws_image_part *parts, size
                           parts ? "" : " (parts is NULL)", MAX_PARTS);
     if (!st) st = check_parts(parts, num_parts, width, ps, &rows, name);
     if (!st && width == 0) st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the image is 0 pixels wide", name);
+    if (!st && root >= callers && root != GPUWS_ALL_CALLERS)
+        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: root %zu of %zu callers (GPUWS_ALL_CALLERS: every caller)",
+                          name, root, callers);
     sources_options so;
     const gpuws_sources_options defaults = GPUWS_SOURCES_OPTIONS_INIT;
     if (!st) st = gpuws__sources_read_options(name, options, &so);
@@ -578,7 +650,7 @@ gpuws_status gpuws_find_sources_parts_reduce(const gpuws_image_part *parts, size
     /* a caller that failed so far still takes part in the first reduction, so that no other waits for it */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", st ? gpuws_last_error() : "");
-    gpuws__label_exchange x = { reduce, reduce_user, caller, callers, st != GPUWS_OK, gather };
+    gpuws__label_exchange x = { reduce, reduce_user, caller, callers, st != GPUWS_OK, gather, root };
     const gpuws_status ast = agree_sources(&x, width, st ? &defaults : &so.o, rows, st != GPUWS_OK, &r0, &height);
     if (st) st = gpuws__error(st, "%s", msg);
     else st = ast;

@@ -475,8 +475,9 @@ static gpuws_status sources_in_two_parts(fault_fixture *f, bool collective)
     gpuws_catalog *cat = (gpuws_catalog *)&cat;
     if (!st) {
         const gpuws_image_part parts[2] = { { f->stream, b[0], rows[0] }, { second, b[1], rows[1] } };
-        st = collective ? gpuws_find_sources_parts_reduce(parts, 2, FAULT_W, NULL, 0, 1, one_caller, NULL, NULL, &cat)
-                        : gpuws_find_sources_parts(parts, 2, FAULT_W, NULL, &cat);
+        st = collective
+                 ? gpuws_find_sources_parts_reduce(parts, 2, FAULT_W, NULL, 0, 1, 0, one_caller, NULL, NULL, &cat)
+                 : gpuws_find_sources_parts(parts, 2, FAULT_W, NULL, &cat);
         if (fault_ok(f, st)) {
             expect_sky_sources(cat, collective ? "find_sources_parts_reduce" : "find_sources_parts");
             gpuws_catalog_free(cat);

@@ -61,10 +61,13 @@ static void drop_part(gpuws_image_part *part)
     gpuws_stream_destroy(part->stream);
 }
 
-/* gpuws_mpi_find_sources_parts on the ranks' shares against gpuws_find_sources_parts on all of them in one process. */
+/* gpuws_mpi_find_sources_parts on the ranks' shares against gpuws_find_sources_parts on all of them in one process:
+ * with the shares aligned on measurement blocks every rank gets the whole catalogue, else the last rank does and each
+ * other rank the sources that begin in its rows. */
 static void device_parts(gpuws_context *ctx, int rank, int size, const float *img, const gpuws_sources_options *o)
 {
     for (int aligned = 0; aligned <= 1; aligned++) {
+        const int root = aligned ? GPUWS_MPI_ALL_RANKS : size - 1;
         gpuws_image_part all[4], mine;
         size_t first = 0, rows = 0;
         for (int r = 0; r < size; r++) {
@@ -75,32 +78,42 @@ static void device_parts(gpuws_context *ctx, int rank, int size, const float *im
         }
         mine = device_part(ctx, rank, img, first, rows);
         gpuws_catalog *want = NULL, *got = NULL;
-        if (gpuws_find_sources_parts(all, (size_t)size, SPLIT_W, o, &want))
+        gpuws_sources_options one = *o;
+        one.want_labels = 1; /* which sources begin in this rank's rows */
+        if (gpuws_find_sources_parts(all, (size_t)size, SPLIT_W, &one, &want))
             mpi_fail(rank, "gpuws_find_sources_parts in one process");
-        if (gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &mine, 1, SPLIT_W, o, &got))
+        if (gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &mine, 1, SPLIT_W, o, root, &got))
             mpi_fail(rank, "gpuws_mpi_find_sources_parts");
+        size_t own0 = 0, own = want->num_sources;
+        if (root != GPUWS_MPI_ALL_RANKS && root != rank)
+            own = split_own_sources(want->labels, SPLIT_W, first, rows, &own0);
         if (memcmp(&got->clip, &want->clip, sizeof got->clip) || got->threshold != want->threshold ||
-            got->num_sources != want->num_sources ||
-            memcmp(got->sources, want->sources, want->num_sources * sizeof *got->sources))
-            differs(rank, aligned, "the devices' catalogue against one process's", 0);
+            got->num_sources != own || memcmp(got->sources, want->sources + own0, own * sizeof *got->sources))
+            differs(rank, aligned,
+                    root == rank || root == GPUWS_MPI_ALL_RANKS
+                        ? "the devices' catalogue against one process's"
+                        : "the sources that begin in this rank's rows against one process's",
+                    0);
         if (o->want_labels
                 ? (rows ? memcmp(got->labels, want->labels + first * SPLIT_W, rows * SPLIT_W * sizeof *got->labels) != 0
                         : got->labels != NULL)
                 : got->labels != NULL)
             differs(rank, aligned, "the devices' rows of labels", 0);
         if (rank == 0)
-            printf("%d ranks' devices, %s shares%s: %zu sources, the bits of one process\n", size,
-                   aligned ? "aligned" : "unaligned", o->want_labels ? "" : ", no label image", got->num_sources);
+            printf("%d ranks' devices, %s shares%s, the catalogue into %s: %zu sources on rank 0, the bits of one "
+                   "process\n",
+                   size, aligned ? "aligned" : "unaligned", o->want_labels ? "" : ", no label image",
+                   aligned ? "every rank" : "the last rank", got->num_sources);
         gpuws_catalog_free(got);
         gpuws_catalog_free(want);
         if (size > 1) { /* the last rank's threshold differs, then its connectivity is invalid: every rank fails */
             gpuws_sources_options bad = *o;
             if (rank + 1 == size) bad.threshold_sigma = 4.5;
-            gpuws_status st = gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &mine, 1, SPLIT_W, &bad, &got);
+            gpuws_status st = gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &mine, 1, SPLIT_W, &bad, root, &got);
             if (st != GPUWS_ERR_INVALID_ARGUMENT || got || !strstr(gpuws_last_error(), "disagree"))
                 mpi_fail(rank, "ranks' devices that disagree did not fail this rank");
             if (rank + 1 == size) bad.threshold_sigma = o->threshold_sigma, bad.connectivity = 6;
-            st = gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &mine, 1, SPLIT_W, &bad, &got);
+            st = gpuws_mpi_find_sources_parts(MPI_COMM_WORLD, &mine, 1, SPLIT_W, &bad, root, &got);
             if (st != GPUWS_ERR_INVALID_ARGUMENT || got ||
                 !strstr(gpuws_last_error(), rank + 1 == size ? "connectivity 6" : "1 of"))
                 mpi_fail(rank, "one rank's invalid options did not fail this rank's devices");

@@ -19,6 +19,7 @@ typedef struct {
     gpuws_sources_options o;
     bool devices;  /* the rows on the device (gpuws_find_sources_parts_reduce), else the host pipeline */
     bool gathered; /* on the device, the records gathered (test_sum_group_gather), else summed */
+    size_t root;   /* on the device, the caller that gets the whole catalogue (or GPUWS_ALL_CALLERS) */
     gpuws_status st;
     gpuws_catalog *cat;
     char message[256];
@@ -47,8 +48,9 @@ static void *sources_caller_main(void *arg)
     sources_caller *c = arg;
     if (c->devices) { /* a part that failed to be made fails the call, which every caller then learns */
         gpuws_image_part part = device_part(c->ctx, c->image, c->first, c->rows);
-        c->st = gpuws_find_sources_parts_reduce(&part, 1, SPLIT_W, &c->o, c->part, c->parts, test_sum_group_reduce,
-                                                c->gathered ? test_sum_group_gather : NULL, c->g, &c->cat);
+        c->st =
+            gpuws_find_sources_parts_reduce(&part, 1, SPLIT_W, &c->o, c->part, c->parts, c->root, test_sum_group_reduce,
+                                            c->gathered ? test_sum_group_gather : NULL, c->g, &c->cat);
         drop_part(&part);
     } else {
         c->st = gpuws_find_sources_host_reduce(c->ctx, c->rows ? c->image + c->first * SPLIT_W : NULL, SPLIT_W, c->rows,
@@ -59,10 +61,10 @@ static void *sources_caller_main(void *arg)
 }
 
 /* parts callers with split_share's rows, all with options o but the last with `last`; devices: the pipeline on
- * their devices (gathered: with the gatherer) */
+ * their devices (gathered: with the gatherer), root getting the whole catalogue (the last caller saying last_root) */
 static void find_in_parts(gpuws_context *ctx, const float *img, int aligned, size_t parts,
                           const gpuws_sources_options *o, const gpuws_sources_options *last, bool devices,
-                          bool gathered, sources_caller *cs)
+                          bool gathered, size_t root, size_t last_root, sources_caller *cs)
 {
     test_sum_group *g = test_sum_group_new((unsigned)parts, 1 << 18);
     pthread_t t[4];
@@ -78,24 +80,25 @@ static void find_in_parts(gpuws_context *ctx, const float *img, int aligned, siz
                                   .parts = parts,
                                   .o = p + 1 == parts ? *last : *o,
                                   .devices = devices,
-                                  .gathered = gathered };
+                                  .gathered = gathered,
+                                  .root = p + 1 == parts ? last_root : root };
         pthread_create(&t[p], NULL, sources_caller_main, &cs[p]);
     }
     for (size_t p = 0; p < parts; p++) pthread_join(t[p], NULL);
     test_sum_group_free(g);
 }
 
-/* got against want (same image): the same clip, threshold and sources, the ids, npix and peaks exact; the fluxes and
- * centres the same bits when `exact`, else within the summation bound of npix positive pixels added in another
- * order (a GPU's atomic sums have none). */
-static void expect_catalog(const gpuws_catalog *got, const gpuws_catalog *want, bool exact, const char *what)
+/* got against want's sources from0 .. from0 + count - 1 (same image): the same clip, threshold and sources, the ids,
+ * npix and peaks exact; the fluxes and centres the same bits when `exact`, else within the summation bound of npix
+ * positive pixels added in another order (a GPU's atomic sums have none). */
+static void expect_sources(const gpuws_catalog *got, const gpuws_catalog *want, size_t from0, size_t count, bool exact,
+                           const char *what)
 {
     cr_assert(memcmp(&got->clip, &want->clip, sizeof got->clip) == 0 && got->threshold == want->threshold,
               "%s: the clip or threshold differs", what);
-    cr_assert_eq(got->num_sources, want->num_sources, "%s: %zu sources, wanted %zu", what, got->num_sources,
-                 want->num_sources);
-    for (size_t k = 0; k < want->num_sources; k++) {
-        const gpuws_source *g = &got->sources[k], *w = &want->sources[k];
+    cr_assert_eq(got->num_sources, count, "%s: %zu sources, wanted %zu", what, got->num_sources, count);
+    for (size_t k = 0; k < count; k++) {
+        const gpuws_source *g = &got->sources[k], *w = &want->sources[from0 + k];
         const double bound = 2.0 * (double)w->npix * DBL_EPSILON;
         cr_assert(g->id == w->id && g->npix == w->npix && g->peak == w->peak && g->peak_x == w->peak_x &&
                       g->peak_y == w->peak_y,
@@ -107,6 +110,12 @@ static void expect_catalog(const gpuws_catalog *got, const gpuws_catalog *want, 
                       "%s, source %zu: flux %.17g (%.17g), x %.17g (%.17g), y %.17g (%.17g)", what, k, g->flux, w->flux,
                       g->x, w->x, g->y, w->y);
     }
+}
+
+/* got against the whole of want. */
+static void expect_catalog(const gpuws_catalog *got, const gpuws_catalog *want, bool exact, const char *what)
+{
+    expect_sources(got, want, 0, want->num_sources, exact, what);
 }
 
 /* 1 .. 4 callers (the first with no rows when there are more), each beginning on a block of the measurement or not
@@ -129,7 +138,7 @@ BACKEND_TEST(find_sources, host_pipeline_in_parts_gets_the_whole_images_catalog)
     for (size_t parts = 1; parts <= 4; parts++)
         for (int aligned = 0; aligned <= 1; aligned++) {
             sources_caller cs[4];
-            find_in_parts(ctx, img, aligned, parts, &o, &o, false, false, cs);
+            find_in_parts(ctx, img, aligned, parts, &o, &o, false, false, 0, 0, cs);
             for (size_t p = 0; p < parts; p++) {
                 const gpuws_catalog *got = cs[p].cat;
                 char what[64];
@@ -150,7 +159,8 @@ BACKEND_TEST(find_sources, host_pipeline_in_parts_gets_the_whole_images_catalog)
 }
 
 /* Callers whose options differ, or one whose options are invalid, all fail with no catalogue (none waits for
- * another: the test would hang), in the host pipeline and on the devices. */
+ * another: the test would hang), in the host pipeline and on the devices; on the devices too a root that differs,
+ * or one that is no caller. */
 Test(find_sources, host_pipeline_in_parts_fails_every_caller_on_one_callers_options)
 {
     gpuws_context *ctx = test_open(GPUWS_BACKEND_CPU);
@@ -162,14 +172,21 @@ Test(find_sources, host_pipeline_in_parts_fails_every_caller_on_one_callers_opti
     other.threshold_abs = 4;
     invalid.connectivity = 6;
     for (int devices = 0; devices < 2; devices++)
-        for (int which = 0; which < 2; which++) {
+        for (int which = 0; which < (devices ? 4 : 2); which++) {
             sources_caller cs[3];
-            find_in_parts(ctx, img, 0, 3, &o, which ? &invalid : &other, devices, devices, cs);
+            const size_t last_root = which == 2 ? 1 : which == 3 ? 3 : GPUWS_ALL_CALLERS;
+            find_in_parts(ctx, img, 0, 3, &o,
+                          which == 1   ? &invalid
+                          : which == 0 ? &other
+                                       : &o,
+                          devices, devices, GPUWS_ALL_CALLERS, last_root, cs);
             for (size_t p = 0; p < 3; p++) {
-                const char *says = which ? (p == 2 ? "connectivity 6" : "1 of 3 callers failed") : "disagree";
+                const char *says = which == 1   ? (p == 2 ? "connectivity 6" : "1 of 3 callers failed")
+                                   : which == 3 ? (p == 2 ? "root 3 of 3 callers" : "1 of 3 callers failed")
+                                                : "disagree";
                 cr_assert(cs[p].st == GPUWS_ERR_INVALID_ARGUMENT && !cs[p].cat && strstr(cs[p].message, says),
-                          "%s pipeline, caller %zu: status %d, '%s' (want '%s')", devices ? "device" : "host", p,
-                          cs[p].st, cs[p].message, says);
+                          "%s pipeline, case %d, caller %zu: status %d, '%s' (want '%s')", devices ? "device" : "host",
+                          which, p, cs[p].st, cs[p].message, says);
             }
         }
     free(img);
@@ -177,10 +194,12 @@ Test(find_sources, host_pipeline_in_parts_fails_every_caller_on_one_callers_opti
 }
 
 /* 1 .. 3 callers on their devices (the first with no rows when there are more), shares on measurement blocks and not,
- * with and without the label image, the records gathered (with the label image) or summed (without): every caller gets
- * gpuws_find_sources_parts' catalogue in one process on the same parts (its bits on the CPU backend, whose sums have
- * one order), and its own rows of the labels (the options that fail them: the test above). PoCL runs one caller (its
- * kernel cache can fail an assertion when threads' queues run one kernel at once). */
+ * in three forms: the label image and every caller's catalogue gathered; no label image, the catalogue gathered into
+ * the last caller; the label image, everything summed, the catalogue for the first caller. The callers that get the
+ * whole catalogue get gpuws_find_sources_parts' in one process on the same parts (its bits on the CPU backend, whose
+ * sums have one order), each other caller the sources that begin in its rows, and each its own rows of the labels
+ * (the options that fail them: the test above). PoCL runs one caller (its kernel cache can fail an assertion when
+ * threads' queues run one kernel at once). */
 BACKEND_TEST(find_sources_parts, callers_on_threads_get_one_process_catalog)
 {
     gpuws_context *ctx = test_open(*kind);
@@ -191,10 +210,12 @@ BACKEND_TEST(find_sources_parts, callers_on_threads_get_one_process_catalog)
     TEST_OK(gpuws_context_get_device_info(ctx, &di));
     const size_t most = *kind == GPUWS_BACKEND_OPENCL && di.type == GPUWS_DEVICE_CPU ? 1 : 3;
     for (size_t n = 1; n <= most; n++)
-        for (int want = 1; want >= 0; want--)
+        for (int form = 0; form < 3; form++)
             for (int aligned = 0; aligned <= 1; aligned++) {
+                const bool want = form != 1, gathered = form != 2;
+                const size_t root = form == 0 ? GPUWS_ALL_CALLERS : form == 1 ? n - 1 : 0;
                 gpuws_sources_options o = GPUWS_SOURCES_OPTIONS_INIT;
-                o.want_labels = want, o.threshold_abs = 1.5;
+                o.want_labels = 1, o.threshold_abs = 1.5;
                 gpuws_image_part all[3];
                 for (size_t c = 0; c < n; c++) {
                     size_t first;
@@ -204,14 +225,20 @@ BACKEND_TEST(find_sources_parts, callers_on_threads_get_one_process_catalog)
                 gpuws_catalog *one = NULL;
                 TEST_OK(gpuws_find_sources_parts(all, n, SPLIT_W, &o, &one));
                 for (size_t c = 0; c < n; c++) drop_part(&all[c]);
+                o.want_labels = want;
                 sources_caller cs[3];
-                find_in_parts(ctx, img, aligned, n, &o, &o, true, want, cs);
+                find_in_parts(ctx, img, aligned, n, &o, &o, true, gathered, root, root, cs);
+                size_t sum = 0, others = 0; /* every caller's own sources; those of the callers other than root */
                 for (size_t c = 0; c < n; c++) {
                     const gpuws_catalog *got = cs[c].cat;
-                    char what[96];
-                    snprintf(what, sizeof what, "caller %zu of %zu (aligned %d, labels %d)", c, n, aligned, want);
+                    char what[128];
+                    snprintf(what, sizeof what, "caller %zu of %zu (aligned %d, form %d)", c, n, aligned, form);
                     cr_assert_eq(cs[c].st, GPUWS_OK, "%s: %s", what, cs[c].message);
-                    expect_catalog(got, one, *kind == GPUWS_BACKEND_CPU, what);
+                    size_t own0 = 0, own = split_own_sources(one->labels, SPLIT_W, cs[c].first, cs[c].rows, &own0);
+                    sum += own;
+                    if (root == GPUWS_ALL_CALLERS || root == c) own0 = 0, own = one->num_sources;
+                    else others += own;
+                    expect_sources(got, one, own0, own, *kind == GPUWS_BACKEND_CPU, what);
                     if (want && cs[c].rows)
                         cr_assert(memcmp(got->labels, one->labels + cs[c].first * SPLIT_W,
                                          cs[c].rows * SPLIT_W * sizeof *got->labels) == 0,
@@ -219,6 +246,10 @@ BACKEND_TEST(find_sources_parts, callers_on_threads_get_one_process_catalog)
                     else cr_assert_null(got->labels, "%s: labels it does not hold or want", what);
                     gpuws_catalog_free(cs[c].cat);
                 }
+                cr_assert_eq(sum, one->num_sources, "form %d, %zu callers: own sources %zu of %zu", form, n, sum,
+                             one->num_sources);
+                if (n == 3 && root != GPUWS_ALL_CALLERS)
+                    cr_assert(others > 0, "form %d: the callers other than root found no source", form);
                 gpuws_catalog_free(one);
             }
     free(img);

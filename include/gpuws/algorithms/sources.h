@@ -54,12 +54,15 @@ GPUWS_API gpuws_status gpuws_sigma_clip_host(gpuws_context *ctx, const float *da
  * uint64 sums: MPI_Allreduce(MPI_IN_PLACE, words, count, MPI_UINT64_T, MPI_SUM, comm)). */
 typedef gpuws_status (*gpuws_sum_reducer)(void *user, uint64_t *words, size_t count);
 
-/* Gathers every caller's words into every caller, in place, in caller order (an allgather: MPI_Allgatherv(MPI_IN_PLACE,
- * 0, MPI_DATATYPE_NULL, words, counts, displacements, MPI_UINT64_T, comm)): counts[c] words of caller c follow those
- * of the callers before it; on entry words holds this caller's own at their place, on return every caller's. Where
- * a call moves much data to every caller, a gather moves each word once, where a sum moves it twice and adds zeros. */
-typedef gpuws_status (*gpuws_gatherer)(void *user, uint64_t *words, const size_t *counts, size_t caller,
-                                       size_t callers);
+/* Gathers every caller's words, in caller order: counts[c] words of caller c follow those of the callers before it.
+ * root < callers: into caller root alone (MPI_Gatherv); on root, words holds its own at their place on entry and
+ * every caller's on return; on any other caller, words holds its own counts[caller] words only, which it sends.
+ * root GPUWS_ALL_CALLERS: into every caller, in place (MPI_Allgatherv(MPI_IN_PLACE, ...)): on entry words holds this
+ * caller's own at their place, on return every caller's. Where a call moves much data, a gather moves each word
+ * once, where a sum moves it twice and adds zeros. */
+#define GPUWS_ALL_CALLERS ((size_t)-1)
+typedef gpuws_status (*gpuws_gatherer)(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
+                                       size_t root);
 
 /* gpuws_sigma_clip_host over values spread between several callers (MPI ranks: gpuws_mpi.h wraps this): each
  * calls it with its own n values (0 and data NULL allowed) and a reducer that sums over all of them; every caller
@@ -289,23 +292,28 @@ GPUWS_API gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, s
 
 /* gpuws_find_sources_parts over several callers (MPI ranks: gpuws_mpi_find_sources_parts wraps this), caller `caller`
  * of `callers`, each with its own parts (0 to 64; its rows follow the rows of the callers before it), a reducer that
- * sums over all of them and, optionally, a gatherer (NULL: the records travel through the reducer; reduce_user is
- * both's user): every device works on its own rows, and the callers exchange what one process's host joins between
- * the steps (docs/scale.md, "Several hosts"). Every caller gets the whole catalogue, gpuws_find_sources_parts' on all
- * the parts in (caller, part) order; catalog->labels (want_labels) holds this caller's rows only (NULL when it holds
- * none). What a caller sends (8-byte words, P callers; a caller's own slot among P in rounds of 64 callers): 41 and P
- * (the options in 16-bit pieces v and v², its rows), gpuws_sigma_clip_reduce's reductions, 17 and P (the labelling's
- * width, connectivity and band counts), 1, 1 + W a band of every caller (its count and border rows), 1 and 2P (each
- * caller's parts and records), 1, then its block of 1 + 4 a part + 7 a record (whether it failed, and the records of
- * the labels each part holds: about 56 bytes a source), gathered, or without a gatherer summed with every other
- * caller's block among zeros (each word then moves twice). Collective: options or widths that differ, and every
- * failure up to the records' gather, fail every caller (its own status on the failing one, INVALID_ARGUMENT "n of P
- * callers failed" on the others). Only a NULL catalog or reduce, or caller >= callers, fail a caller alone (before its
- * first reduction: the others then wait in theirs). */
+ * sums over all of them and, optionally, a gatherer (NULL: what is gathered travels through the reducer among zeros,
+ * each word twice; reduce_user is both's user): every device works on its own rows, and the callers exchange what one
+ * process's host joins between the steps (docs/scale.md, "Several hosts"). Each caller finishes the sources that
+ * begin in its rows (with the records of their pixels in the rows of later callers: those labels' records alone
+ * travel to every caller), and the finished sources are gathered. Caller `root` gets the whole catalogue,
+ * gpuws_find_sources_parts' on all the parts in (caller, part) order; every other caller gets the sources that begin
+ * in its rows (ids of the whole image, consecutive; num_sources their count). root GPUWS_ALL_CALLERS: every caller
+ * gets the whole catalogue. catalog->labels (want_labels) holds this caller's rows only (NULL when it holds none).
+ * What a caller sends (8-byte words, P callers; a caller's own slot among P in rounds of 64 callers): 49 and P (the
+ * options and root in 16-bit pieces v and v², its rows), gpuws_sigma_clip_reduce's reductions, 17 and P (the
+ * labelling's width, connectivity and band counts), 1, 1 + W a band of every caller (its count and border rows), 1
+ * and 2P (each caller's parts and crossing records), 1, its block of 1 + 4 a part + 7 a record of a label that
+ * reaches a part from above, to every caller, then 8 words a source it finished (64 bytes), to root or to every
+ * caller. Collective: options, roots or widths that differ, a root that is no caller, and every failure up to the
+ * crossing records' exchange, fail every caller (its own status on the failing one, INVALID_ARGUMENT "n of P callers
+ * failed" on the others). Only a NULL catalog or reduce, or caller >= callers, fail a caller alone (before its first
+ * reduction: the others then wait in theirs). */
 GPUWS_API gpuws_status gpuws_find_sources_parts_reduce(const gpuws_image_part *parts, size_t num_parts, size_t width,
                                                        const gpuws_sources_options *options, size_t caller,
-                                                       size_t callers, gpuws_sum_reducer reduce, gpuws_gatherer gather,
-                                                       void *reduce_user, gpuws_catalog **catalog);
+                                                       size_t callers, size_t root, gpuws_sum_reducer reduce,
+                                                       gpuws_gatherer gather, void *reduce_user,
+                                                       gpuws_catalog **catalog);
 
 /* gpuws_find_sources from host memory, for images of any size (more than 2^31 pixels too; docs/scale.md): κ-σ
  * clipping with gpuws_sigma_clip_host (exact, on the host's cores), the threshold on the host's cores into a mask,
