@@ -409,8 +409,9 @@ gpuws_status test_sum_group_gather(void *group, uint64_t *w, const size_t *count
     for (size_t c = 0; c < callers; c++) count += counts[c], at += c < caller ? counts[c] : 0;
     cr_assert(count <= g->max, "a gather of %zu words; the group holds %zu", count, g->max);
     cr_assert(root < callers || root == GPUWS_ALL_CALLERS, "a gather into root %zu of %zu callers", root, callers);
-    const bool all = root == GPUWS_ALL_CALLERS, mine_only = !all && root != caller; /* w: its own words only */
-    memcpy(g->acc + at, w + (mine_only ? 0 : at), counts[caller] * sizeof *w);      /* each caller its own: no lock */
+    /* mine_only: w holds its own words only; each caller copies its own, so no lock */
+    const bool all = root == GPUWS_ALL_CALLERS, mine_only = !all && root != caller;
+    if (counts[caller]) memcpy(g->acc + at, w + (mine_only ? 0 : at), counts[caller] * sizeof *w);
     pthread_barrier_wait(&g->bar);
     if (!mine_only) memcpy(w, g->acc, count * sizeof *w);
     if (pthread_barrier_wait(&g->bar) == PTHREAD_BARRIER_SERIAL_THREAD) memset(g->acc, 0, count * sizeof *w);

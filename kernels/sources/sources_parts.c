@@ -293,51 +293,33 @@ static gpuws_status gather_end(part_state *ps, size_t np, const gpuws__label_exc
         st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "find_sources: %llu of %zu callers failed",
                           (unsigned long long)failed, x->callers);
     if (st) return st;
-    /* every part's labels; the crossing records of the parts after this caller's first added to this caller's own
-     * labels' records, in part order (after the last exchange that can fail every caller: from here on a failure is
-     * this caller's alone) */
-    gpuws__label_part *all = gpuws__calloc(r->parts ? r->parts : 1, sizeof *all);
-    int64_t *r0 = gpuws__calloc(r->parts ? r->parts : 1, sizeof *r0);
-    const uint64_t **rec = gpuws__calloc(r->parts ? r->parts : 1, sizeof *rec);
-    if (!all || !r0 || !rec)
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu bytes for every caller's parts",
-                          r->parts * (sizeof *all + sizeof *r0 + sizeof *rec));
-    for (size_t c = 0, at = 0, p = 0; c < x->callers && !st; at += r->counts[c++]) {
+    /* the crossing records of the parts after this caller's first added to this caller's own labels' records, in
+     * part order; every caller's sources counted. No allocation and no failure that would leave this caller out of
+     * the sources' gather, in which every other caller then waits */
+    size_t p = 0; /* every caller's parts, in order */
+    for (size_t c = 0, at = 0; c < x->callers; c++) {
         const uint64_t *cb = r->g + at, *cr = cb + 1 + 4 * r->each[2 * c];
+        at += r->counts[c]; /* before counts[c] becomes its sources' words */
+        size_t n = 0;
         for (size_t q = 0; q < r->each[2 * c]; q++, p++) {
             const uint64_t *d = cb + 1 + 4 * q;
-            all[p].lo = d[0], all[p].first = d[1], all[p].hi = d[2], r0[p] = (int64_t)d[3], rec[p] = cr;
-            cr += RECORD_WORDS * crossing(&all[p]);
-        }
-    }
-    const size_t mine0 = r->first_part, mine1 = r->first_part + np;
-    for (size_t p = mine0 + 1; p < r->parts && !st; p++)
-        for (size_t k = all[p].lo; k < all[p].first && k <= all[p].hi; k++) {
-            gpuws_source_measure m;
-            memcpy(&m, rec[p] + RECORD_WORDS * (k - all[p].lo), sizeof m);
-            if (!m.npix || k > r->own0 + r->own || k <= r->own0) continue;
-            size_t o = p; /* the part where label k begins: one of this caller's */
-            do o--;
-            while (o > mine0 && (all[o].first > k || k > all[o].hi));
-            if (o < mine0 || o >= mine1 || all[o].first > k || k > all[o].hi) {
-                st = gpuws__error(GPUWS_ERR_INTERNAL, "find_sources: label %zu's part is not this caller's", k);
-                break;
+            const gpuws__label_part l = { .lo = d[0], .first = d[1], .hi = d[2] };
+            n += own_sources(l.first, l.hi);
+            for (size_t k = l.lo; p > r->first_part && k < l.first && k <= l.hi && !st; k++) {
+                gpuws_source_measure m;
+                memcpy(&m, cr + RECORD_WORDS * (k - l.lo), sizeof m);
+                if (!m.npix || k <= r->own0 || k > r->own0 + r->own) continue;
+                size_t o = np; /* the part where label k begins: one of this caller's, before part p */
+                while (o > 0 && (ps[o - 1].lp.first > k || k > ps[o - 1].lp.hi)) o--;
+                if (o == 0) st = gpuws__error(GPUWS_ERR_INTERNAL, "find_sources: label %zu begins in no part", k);
+                else merge_into_owner(&ps[o - 1].rec[k - ps[o - 1].lp.lo], (int64_t)ps[o - 1].r0, m, (int64_t)d[3]);
             }
-            part_state *t = &ps[o - mine0];
-            merge_into_owner(&t->rec[k - t->lp.lo], (int64_t)t->r0, m, r0[p]);
+            cr += RECORD_WORDS * crossing(&l);
         }
-    /* every caller's sources: their words and places */
-    for (size_t c = 0, p = 0; c < x->callers && !st; c++) {
-        size_t n = 0;
-        for (size_t q = 0; q < r->each[2 * c]; q++, p++) n += own_sources(all[p].first, all[p].hi);
         r->counts[c] = SOURCE_WORDS * n;
     }
-    gpuws__free(all);
-    gpuws__free(r0);
-    gpuws__free(rec);
-    if (st) return st;
     records_job j = { ps, np, r->whole ? out + r->own0 : out, r->own0 + 1 };
-    if (r->own)
+    if (r->own && !st)
         gpuws__run_ranges(r->own, gpuws__work_parts(gpuws__cpu_count(), (double)r->own, RECORDS_LEAST, r->own),
                           records_out, &j);
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -350,6 +332,7 @@ static gpuws_status gather_end(part_state *ps, size_t np, const gpuws__label_exc
         rst = x->reduce(x->user, w, SOURCE_WORDS * nl);
     }
     r->ms[2] = gpuws__sources_ms_since(&t0);
+    if (st) return st;
     if (rst) return gpuws__error_prefix(rst, "find_sources: the %s failed", x->gather ? "gatherer" : "reducer");
     if (!receives(x) && r->whole && r->own0) memmove(out, out + r->own0, r->own * sizeof *out);
     return GPUWS_OK;
