@@ -42,9 +42,9 @@ GPUWS_API gpuws_status gpuws_mpi_label_host(MPI_Comm comm, gpuws_context *ctx, s
 /* gpuws_find_sources_parts over the ranks of comm, each with its own parts (its rows on its devices, following the
  * rows of the ranks before it; 0 parts allowed): collective; rank root gets the whole catalogue, every other rank the
  * sources that begin in its rows (root GPUWS_MPI_ALL_RANKS: every rank gets the whole catalogue; the same root on
- * every rank), catalog->labels its own rows. gpuws_find_sources_parts_reduce says what a rank sends: the labels
- * that cross ranks' borders in one MPI_Allgatherv, then each rank's finished sources in one MPI_Gatherv into root
- * (MPI_Allgatherv for every rank). */
+ * every rank), catalog->labels its own rows. gpuws_find_sources_parts_reduce says what a rank sends: the records
+ * of the labels that cross ranks' borders in one MPI_Allgatherv, then each rank's finished sources in one
+ * MPI_Gatherv into root (MPI_Allgatherv for every rank). */
 #define GPUWS_MPI_ALL_RANKS (-1)
 GPUWS_API gpuws_status gpuws_mpi_find_sources_parts(MPI_Comm comm, const gpuws_image_part *parts, size_t num_parts,
                                                     size_t width, const gpuws_sources_options *options, int root,
