@@ -345,7 +345,7 @@ static size_t band_rows(const gpuws__label_part *p, size_t w, size_t slab_rows)
 /* Several callers (label_parts with an exchange): the first reduction, where they agree on the width and the
  * connectivity and learn each other's band counts (this caller's first band among all: *b0, their sum: *all). */
 static gpuws_status agree_bands(const gpuws__label_exchange *x, const char *name, size_t w, int conn, size_t bands,
-                                bool failed, size_t *b0, size_t *all)
+                                bool failed, size_t *b0, size_t *all, uint64_t *each)
 {
     enum { WORDS = 1 + GPUWS__AGREE_WORDS(2) }; /* a failure count, the width and connectivity (gpuws__agree_words) */
     const size_t P = x->callers;
@@ -362,7 +362,7 @@ static gpuws_status agree_bands(const gpuws__label_exchange *x, const char *name
                                      (unsigned long long)v[0], P);
     if (gpuws__agree_check(v + 1, 2, P) < 2)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the %zu callers' width or connectivity differ", name, P);
-    if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total, NULL)))
+    if ((st = gpuws__reduce_slots(x->reduce, x->user, x->caller, P, &mine, 1, &before, &total, each)))
         return gpuws__error_prefix(st, "%s: the reducer failed", name);
     *b0 = (size_t)before, *all = (size_t)total;
     return GPUWS_OK;
@@ -391,7 +391,7 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
     gpuws_buffer **counts = gpuws__calloc(np ? np : 1, sizeof *counts);
     gpuws_buffer **dev = gpuws__calloc(3 * (np ? np : 1), sizeof *dev);
     int32_t *border = gpuws__malloc(2 * w * sizeof *border);
-    uint64_t *nh = NULL, *gather = NULL;
+    uint64_t *nh = NULL, *gather = NULL, *each = NULL; /* each: every caller's bands (then its words: `words`) */
     gpuws__label_numbering nb;
     memset(&nb, 0, sizeof nb);
     gpuws_status st = GPUWS_OK;
@@ -408,8 +408,11 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
     /* b0: this caller's first band among every caller's; all: every caller's bands */
     size_t b0 = 0, all = bands;
     bool agreed = false; /* several callers, past their first reduction: they all make the next ones */
+    if (x && !st && !(each = gpuws__calloc(x->callers, sizeof *each + sizeof(size_t))))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu callers' band counts (%zu bytes)", name,
+                          x->callers, x->callers * (sizeof *each + sizeof(size_t)));
     if (x) {
-        const gpuws_status ast = agree_bands(x, name, w, conn, bands, st != GPUWS_OK || x->failed, &b0, &all);
+        const gpuws_status ast = agree_bands(x, name, w, conn, bands, st != GPUWS_OK || x->failed, &b0, &all, each);
         if (!st) st = ast;
         if (x->failed && !st) st = GPUWS_ERR_INVALID_ARGUMENT; /* the caller's own error stays its message */
         agreed = !st;
@@ -425,9 +428,9 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
     if (!st && !(nh = gpuws__malloc((max_nodes + 1) * sizeof *nh)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the bands' borders (%zu bytes)", name,
                           (max_nodes + 1) * sizeof *nh);
-    if (!st && x && !(gather = gpuws__calloc(1 + all * (1 + w), sizeof *gather)))
+    if (!st && x && !(gather = gpuws__calloc(x->callers + all * (1 + w), sizeof *gather)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the callers' borders (%zu bytes)", name,
-                          (1 + all * (1 + w)) * sizeof *gather);
+                          (x->callers + all * (1 + w)) * sizeof *gather);
     for (size_t p = 0; p < np && !st && !cpu; p++) {
         gpuws_stream *s = parts[p].stream;
         gpuws_kernel *k;
@@ -450,21 +453,29 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
     double seen[4] = { t0, t0, t0, t0 }; /* GPUWS_LOG=debug: when the first two bands' reads began and ended */
     if (!st && bands)
         st = parts_label_bands(parts, bp, bands, w, conn, name, &nb, counts, border, seen,
-                               gather ? gather + 1 + b0 * (1 + w) : NULL);
+                               gather ? gather + x->caller + 1 + b0 * (1 + w) : NULL);
     if (x && agreed) {
-        /* every caller's bands: a failure while labelling is still exchanged, so that no caller waits for it */
-        uint64_t *g = gather;
-        g[0] = st != GPUWS_OK;
-        const gpuws_status rst = x->reduce(x->user, g, 1 + all * (1 + w));
-        if (!st && rst) st = gpuws__error_prefix(rst, "%s: the reducer failed", name);
-        else if (!st && g[0])
+        /* every caller's block: whether it failed (a failure while labelling is still exchanged, so that no caller
+         * waits for it), then its bands; gathered, or summed among zeros. Band g of caller c at c + 1 + g (1 + w) */
+        gather[x->caller + b0 * (1 + w)] = st != GPUWS_OK;
+        size_t *words = (size_t *)(each + x->callers);
+        for (size_t c = 0; c < x->callers; c++) words[c] = 1 + (size_t)each[c] * (1 + w);
+        const gpuws_status rst = x->gather ? x->gather(x->user, gather, words, x->caller, x->callers, GPUWS_ALL_CALLERS)
+                                           : x->reduce(x->user, gather, x->callers + all * (1 + w));
+        uint64_t failed = 0;
+        for (size_t c = 0, at = 0; c < x->callers; at += words[c++]) failed += gather[at];
+        if (!st && rst) st = gpuws__error_prefix(rst, "%s: the %s failed", name, x->gather ? "gatherer" : "reducer");
+        else if (!st && failed)
             st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %llu of %zu callers failed", name,
-                              (unsigned long long)g[0], x->callers);
-        for (size_t b = 0; b < all && !st; b++) {
-            const uint64_t *gb = gather + 1 + b * (1 + w);
-            nb.count[b] = (size_t)gb[0];
-            for (size_t c = 0; c < w; c++) border[c] = (int32_t)(gb[1 + c] >> 32), border[w + c] = (int32_t)gb[1 + c];
-            st = gpuws__numbering_harvest(&nb, conn, b, border, border + w);
+                              (unsigned long long)failed, x->callers);
+        for (size_t c = 0, b = 0, at = 0; c < x->callers && !st; at += words[c++]) {
+            for (size_t k = 0; k + 1 < words[c] && !st; k += 1 + w, b++) {
+                const uint64_t *gb = gather + at + 1 + k;
+                nb.count[b] = (size_t)gb[0];
+                for (size_t i = 0; i < w; i++)
+                    border[i] = (int32_t)(gb[1 + i] >> 32), border[w + i] = (int32_t)gb[1 + i];
+                st = gpuws__numbering_harvest(&nb, conn, b, border, border + w);
+            }
         }
     }
     const double t1 = clock_ms();
@@ -517,6 +528,7 @@ static gpuws_status label_parts(gpuws__label_part *parts, size_t np, size_t w, i
     }
     const double t2 = clock_ms(), nodes = (double)nb.nodes;
     gpuws__free(gather);
+    gpuws__free(each);
     gpuws__free(nh);
     gpuws__free(border);
     gpuws__free(dev);

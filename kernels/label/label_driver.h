@@ -62,8 +62,9 @@ gpuws_status gpuws__label_parts(gpuws__label_part *parts, size_t num_parts, size
 /* Several callers (MPI ranks), each with its own parts, their rows in the order (caller, part), as one
  * gpuws__label_parts: caller `caller` of `callers`, reduce sums words over all of them (gpuws_sum_reducer). The
  * reductions: the callers' width and connectivity (17 words) and band counts (P, in rounds of 64 callers), whether each
- * could allocate (1), then every band's count and first and last rows (1 + W words a band of every caller); each caller
- * then joins and numbers all the bands and maps its own. Each part's lo, first and hi and *num_labels are those of the
+ * could allocate (1), then every caller's block, whether it failed and each of its bands' count and first and last rows
+ * (1 + W words a band), gathered (gather) or summed among zeros; each caller then joins and numbers all the bands and
+ * maps its own. Each part's lo, first and hi and *num_labels are those of the
  * whole image. `failed`: this caller failed before (it still makes the reductions, and every caller fails); a failure
  * during the labelling is exchanged too. */
 typedef struct {
@@ -71,7 +72,7 @@ typedef struct {
     void *user;
     size_t caller, callers;
     bool failed;
-    gpuws_gatherer gather; /* the sources pipeline's records; NULL: through reduce (the labelling does not use it) */
+    gpuws_gatherer gather; /* the border rows, and the sources pipeline's records; NULL: through reduce */
     size_t root;           /* the sources pipeline's: the caller that gets the whole catalogue (the same) */
 } gpuws__label_exchange;
 gpuws_status gpuws__label_parts_reduce(gpuws__label_part *parts, size_t num_parts, size_t width, int connectivity,

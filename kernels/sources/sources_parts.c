@@ -395,7 +395,7 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
         };
     size_t nl = 0;
     if (x) { /* a caller whose threshold failed still takes part, and every caller fails */
-        const gpuws__label_exchange lx = { x->reduce, x->user, x->caller, x->callers, st != GPUWS_OK, NULL, 0 };
+        const gpuws__label_exchange lx = { x->reduce, x->user, x->caller, x->callers, st != GPUWS_OK, x->gather, 0 };
         const gpuws_status lst =
             gpuws__label_parts_reduce(lp, np, width, o->connectivity, &lx, "find_sources: label", &nl);
         if (st || (st = lst)) return st;
