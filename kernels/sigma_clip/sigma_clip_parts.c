@@ -94,6 +94,7 @@ typedef struct {
     size_t chunk0, all_chunks;
     const gpuws__clip_exchange *x; /* NULL: one caller */
     uint64_t *xw;                  /* the exchanges' words */
+    size_t *tri_words;             /* with a gatherer: every caller's words of chunk records */
     cpu_acc *acc;
     size_t nacc;
     /* a step's totals */
@@ -455,13 +456,14 @@ static gpuws_status others_failed(uint64_t failed, size_t callers)
 }
 
 /* The words of one step's exchange: a failure count; step 0 every caller's smallest and largest kept key, the kept
- * counts in the bins of the window's ends, the level-1 histogram when built, and every chunk's record (each caller's
- * own at its place, zeros elsewhere, so the sum is the gather); step 1 the level-2 histogram; step 2 the level-3
- * histogram and every caller's smallest kept key above the level-2 bin. */
+ * counts in the bins of the window's ends, the level-1 histogram when built, and (without a gatherer) every chunk's
+ * record (each caller's own at its place, zeros elsewhere, so the sum is the gather; with one they are gathered in
+ * place, each moving once); step 1 the level-2 histogram; step 2 the level-3 histogram and every caller's smallest
+ * kept key above the level-2 bin. */
 static size_t exchange_words(const job *j, int step, bool build)
 {
-    const size_t P = j->x->callers;
-    return step == 0 ? 1 + 2 * P + 2 + (build ? 2048 : 0) + 3 * j->all_chunks : step == 1 ? 1 + 2048 : 1 + 1024 + P;
+    const size_t P = j->x->callers, records = j->x->gather ? 0 : 3 * j->all_chunks;
+    return step == 0 ? 1 + 2 * P + 2 + (build ? 2048 : 0) + records : step == 1 ? 1 + 2048 : 1 + 1024 + P;
 }
 
 /* This caller's results of a step (failed: none, the step failed here) summed with every other caller's into the
@@ -477,7 +479,7 @@ static gpuws_status step_exchange(job *j, int step, bool build, bool failed)
         w[1 + 2 * P] = j->blo, w[2 + 2 * P] = j->bhi;
         uint64_t *h = w + 3 + 2 * P, *t = h + (build ? 2048 : 0);
         if (build) memcpy(h, j->h1, sizeof j->h1);
-        memcpy(t + 3 * j->chunk0, j->tri + j->chunk0, j->nchunks * sizeof *j->tri);
+        if (!j->x->gather) memcpy(t + 3 * j->chunk0, j->tri + j->chunk0, j->nchunks * sizeof *j->tri);
     } else if (step == 1) {
         memcpy(w + 1, j->h2, sizeof j->h2);
     } else {
@@ -496,7 +498,10 @@ static gpuws_status step_exchange(job *j, int step, bool build, bool failed)
         j->blo = w[1 + 2 * P], j->bhi = w[2 + 2 * P];
         const uint64_t *h = w + 3 + 2 * P, *t = h + (build ? 2048 : 0);
         if (build) memcpy(j->h1, h, sizeof j->h1);
-        memcpy(j->tri, t, j->all_chunks * sizeof *j->tri);
+        if (!j->x->gather) memcpy(j->tri, t, j->all_chunks * sizeof *j->tri);
+        /* every caller past the sum with no failure: each makes the gather */
+        else if ((st = j->x->gather(j->x->user, (uint64_t *)j->tri, j->tri_words, me, P, GPUWS_ALL_CALLERS)))
+            return gpuws__error_prefix(st, "sigma_clip: the gatherer failed");
     } else if (step == 1) {
         memcpy(j->h2, w + 1, sizeof j->h2);
     } else {
@@ -778,6 +783,14 @@ static gpuws_status clip(job *j, double kappa, int max_iterations, gpuws_sigma_c
 static gpuws_status make_records(job *j)
 {
     const size_t words = j->x ? exchange_words(j, 0, true) : 0;
+    if (j->x && j->x->gather) { /* every caller's chunk count, from agree's words */
+        if (!(j->tri_words = gpuws__malloc(j->x->callers * sizeof *j->tri_words)))
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                "sigma_clip (parts): no memory for %zu callers' counts (%zu "
+                                "bytes)",
+                                j->x->callers, j->x->callers * sizeof *j->tri_words);
+        for (size_t c = 0; c < j->x->callers; c++) j->tri_words[c] = 3 * (size_t)j->xw[AGREE_WORDS + c];
+    }
     j->tri = gpuws__malloc(j->all_chunks * sizeof *j->tri);
     uint64_t *xw = words ? gpuws__realloc(j->xw, words * sizeof *xw) : NULL;
     if (xw) j->xw = xw;
@@ -842,6 +855,7 @@ done:
     gpuws__free(claims);
     if (j) {
         gpuws__free(j->tri);
+        gpuws__free(j->tri_words);
         gpuws__free(j->acc);
         gpuws__free(j->xw);
         gpuws__free(j->parts);
@@ -914,7 +928,7 @@ gpuws_status gpuws_sigma_clip_reduce(gpuws_stream *stream, const gpuws_buffer *d
                                       : "data");
     if (part >= parts)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "sigma_clip_reduce: part %zu of %zu", part, parts);
-    const gpuws__clip_exchange x = { reduce, reduce_user, part, parts, false };
+    const gpuws__clip_exchange x = { reduce, reduce_user, part, parts, false, NULL };
     gpuws_sigma_clip_options o = GPUWS_SIGMA_CLIP_OPTIONS_INIT;
     gpuws_status st =
         gpuws__options_read(options, &o, sizeof o, GPUWS__SIGMA_CLIP_OPTIONS_BASE, "sigma_clip_reduce: options");

@@ -40,6 +40,7 @@ typedef struct {
     void *user;
     size_t caller, callers;
     bool failed;
+    gpuws_gatherer gather; /* the chunks' records each round; NULL: summed among zeros through reduce */
 } gpuws__clip_exchange;
 gpuws_status gpuws__sigma_clip_parts_reduce(const gpuws__clip_part *parts, size_t num_parts, size_t chunk,
                                             const gpuws_sigma_clip_options *options, const gpuws__clip_exchange *x,

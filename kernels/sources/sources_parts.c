@@ -362,7 +362,7 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
     gpuws__clip_part cp[MAX_PARTS];
     for (size_t p = 0; p < np; p++) cp[p] = (gpuws__clip_part){ ps[p].s, ps[p].image, ps[p].rows * width };
     if (x) {
-        const gpuws__clip_exchange cx = { x->reduce, x->user, x->caller, x->callers, false };
+        const gpuws__clip_exchange cx = { x->reduce, x->user, x->caller, x->callers, false, x->gather };
         st = gpuws__sigma_clip_parts_reduce(cp, np, chunk, o->clip, &cx, &cat->clip);
     } else {
         st = gpuws__sigma_clip_parts(cp, np, chunk, o->clip, &cat->clip);
