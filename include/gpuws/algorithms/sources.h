@@ -294,21 +294,22 @@ GPUWS_API gpuws_status gpuws_find_sources_parts(const gpuws_image_part *parts, s
  * of `callers`, each with its own parts (0 to 64; its rows follow the rows of the callers before it), a reducer that
  * sums over all of them and, optionally, a gatherer (NULL: what is gathered travels through the reducer among zeros,
  * each word twice; reduce_user is both's user): every device works on its own rows, and the callers exchange what one
- * process's host joins between the steps (docs/scale.md, "Several hosts"). Each caller finishes the sources that
- * begin in its rows (with the records of their pixels in the rows of later callers: those labels' records alone
- * travel to every caller), and the finished sources are gathered. Caller `root` gets the whole catalogue,
- * gpuws_find_sources_parts' on all the parts in (caller, part) order; every other caller gets the sources that begin
- * in its rows (ids of the whole image, consecutive; num_sources their count). root GPUWS_ALL_CALLERS: every caller
- * gets the whole catalogue. catalog->labels (want_labels) holds this caller's rows only (NULL when it holds none).
- * What a caller sends (8-byte words, P callers; a caller's own slot among P in rounds of 64 callers): 49 and P (the
- * options and root in 16-bit pieces v and v², its rows), gpuws_sigma_clip_reduce's reductions, 17 and P (the
- * labelling's width, connectivity and band counts), 1, 1 + W a band of every caller (its count and border rows), 1
- * and 2P (each caller's parts and crossing records), 1, its block of 1 + 4 a part + 7 a record of a label that
- * reaches a part from above, to every caller, then 8 words a source it finished (64 bytes), to root or to every
- * caller. Collective: options, roots or widths that differ, a root that is no caller, and every failure up to the
- * crossing records' exchange, fail every caller (its own status on the failing one, INVALID_ARGUMENT "n of P callers
- * failed" on the others). Only a NULL catalog or reduce, or caller >= callers, fail a caller alone (before its first
- * reduction: the others then wait in theirs). */
+ * process's host joins between the steps (docs/scale.md, "Several hosts"). Each caller finishes the sources that begin
+ * in its rows (with the records of their pixels in the rows of later callers: those labels' records alone travel to
+ * every caller), and the finished sources are gathered. Caller `root` gets the whole catalogue,
+ * gpuws_find_sources_parts' on all the parts in (caller, part) order; every other caller gets the sources that begin in
+ * its rows (ids of the whole image, consecutive; num_sources their count). root GPUWS_ALL_CALLERS: every caller gets
+ * the whole catalogue. catalog->labels (want_labels) holds this caller's rows only (NULL when it holds none). What a
+ * caller sends (8-byte words, P callers; a caller's own slot among P in rounds of 64 callers): 49 and P (the options
+ * and root in 16-bit pieces v and v², its rows), gpuws_sigma_clip_reduce's reductions (with a gatherer, each round's
+ * chunk records gathered instead of summed among zeros), 17 and P (the labelling's width, connectivity and band
+ * counts), 1, its block of 1 + (1 + W) a band (whether it failed; each band's count and border rows) to every caller, 1
+ * and 2P (each caller's parts and crossing records), 1, its block of 1 + 4 a part + 7 a record of a label that reaches
+ * a part from above, to every caller, then 8 words a source it finished (64 bytes), to root or to every caller.
+ * Collective: options, roots or widths that differ, a root that is no caller, and every failure up to the crossing
+ * records' exchange, fail every caller (its own status on the failing one, INVALID_ARGUMENT "n of P callers failed" on
+ * the others). Only a NULL catalog or reduce, or caller >= callers, fail a caller alone (before its first reduction:
+ * the others then wait in theirs). */
 GPUWS_API gpuws_status gpuws_find_sources_parts_reduce(const gpuws_image_part *parts, size_t num_parts, size_t width,
                                                        const gpuws_sources_options *options, size_t caller,
                                                        size_t callers, size_t root, gpuws_sum_reducer reduce,
