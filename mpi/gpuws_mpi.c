@@ -15,14 +15,17 @@ static gpuws_status allreduce_sum(void *user, uint64_t *words, size_t count)
     return rc == MPI_SUCCESS ? GPUWS_OK : GPUWS_ERR_INTERNAL;
 }
 
-/* MPI_Allgatherv in place, or MPI_Gatherv into root (in place there); their counts and displacements are ints, so
- * every rank first learns whether every other has them (memory, and counts that fit), and none is left waiting in the
- * gather when one cannot. */
+/* MPI_Allgatherv in place, or MPI_Gatherv into root (in place there). Their counts and displacements are ints: every
+ * rank passes the same counts and root, so every rank finds alike whether they fit. Up to 64 ranks they sit on the
+ * stack; beyond, every rank first learns whether every other could allocate them, and none is left waiting in the
+ * gather when one cannot (an allreduce more, which the common case saves). */
 static gpuws_status gather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
                            size_t root)
 {
+    enum { ON_STACK = 64 };
     MPI_Comm comm = *(MPI_Comm *)user;
-    int *cd = callers <= INT_MAX ? malloc(2 * callers * sizeof *cd) : NULL;
+    int stack[2 * ON_STACK];
+    int *cd = callers <= ON_STACK ? stack : callers <= INT_MAX ? malloc(2 * callers * sizeof *cd) : NULL;
     int ok = cd != NULL && (root < callers || root == GPUWS_ALL_CALLERS);
     size_t at = 0;
     for (size_t c = 0; c < callers && ok; c++) {
@@ -31,7 +34,7 @@ static gpuws_status gather(void *user, uint64_t *words, const size_t *counts, si
         at += counts[c];
     }
     gpuws_status st = GPUWS_ERR_INTERNAL;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    int rc = callers <= ON_STACK ? MPI_SUCCESS : MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
     if (rc == MPI_SUCCESS && ok) {
         if (root == GPUWS_ALL_CALLERS)
             rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, words, cd, cd + callers, MPI_UINT64_T, comm);
@@ -41,7 +44,7 @@ static gpuws_status gather(void *user, uint64_t *words, const size_t *counts, si
         else rc = MPI_Gatherv(words, cd[caller], MPI_UINT64_T, NULL, NULL, NULL, MPI_UINT64_T, (int)root, comm);
         if (rc == MPI_SUCCESS) st = GPUWS_OK;
     }
-    free(cd);
+    if (cd != stack) free(cd);
     return st;
 }
 
