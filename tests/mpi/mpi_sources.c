@@ -88,7 +88,8 @@ static void device_parts(gpuws_context *ctx, int rank, int size, const float *im
         if (root != GPUWS_MPI_ALL_RANKS && root != rank)
             own = split_own_sources(want->labels, SPLIT_W, first, rows, &own0);
         if (memcmp(&got->clip, &want->clip, sizeof got->clip) || got->threshold != want->threshold ||
-            got->num_sources != own || memcmp(got->sources, want->sources + own0, own * sizeof *got->sources))
+            got->num_sources != own ||
+            (own && memcmp(got->sources, want->sources + own0, own * sizeof *got->sources))) /* none: NULL */
             differs(rank, aligned,
                     root == rank || root == GPUWS_MPI_ALL_RANKS
                         ? "the devices' catalogue against one process's"
