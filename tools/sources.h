@@ -143,16 +143,24 @@ typedef struct {
 
 /* The device started on a thread while a file is read (its reading child forked first: the child gets no copy of
  * a thread in the middle of the device's start). */
+typedef gpuws_status (*sources_device_maker)(void *user, sources_contexts *c);
 typedef struct {
     pthread_t thread;
-    int started; /* the thread runs */
-    int several; /* the devices of a GPUWS_DEVICE list (gpuws_contexts_create), else one */
+    int started;               /* the thread runs */
+    int several;               /* the devices of a GPUWS_DEVICE list (gpuws_contexts_create), else one */
+    sources_device_maker make; /* NULL: the above; else the caller's own choice of contexts */
+    void *user;
     sources_contexts c;
     gpuws_status st;
     char why[1024]; /* the thread's gpuws_last_error() */
     double ms;
 } sources_device;
 void sources_device_begin(sources_device *d, const sources_args *a);
+/* The same with the contexts that make(user, c) makes (under MPI: a rank's device by its rank on the host). */
+void sources_device_begin_with(sources_device *d, sources_device_maker make, void *user);
+/* Waits for the thread (or makes the contexts now when no thread started): t->device and t->device_wait set, d->st
+ * and d->why its outcome, d->c its contexts. */
+void sources_device_wait(sources_device *d, sources_times *t);
 /* The contexts: the thread's, or made now when no thread started; t->device and t->device_wait set. 0, or 1 with
  * the reason on stderr. Destroy them with gpuws_contexts_destroy(c->ctx, c->n). */
 int sources_device_end(sources_device *d, sources_contexts *c, sources_times *t);

@@ -74,7 +74,9 @@ static void *make_context(void *p)
      * is put back */
     stack_t ss;
     const int saved = sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_ONSTACK);
-    if (d->several) {
+    if (d->make) {
+        d->st = d->make(d->user, &d->c);
+    } else if (d->several) {
         d->st = gpuws_contexts_create(NULL, sizeof d->c.ctx / sizeof *d->c.ctx, d->c.ctx, &d->c.n);
     } else {
         d->st = gpuws_context_create(&d->c.ctx[0], NULL);
@@ -93,13 +95,25 @@ void sources_device_begin(sources_device *d, const sources_args *a)
     d->started = pthread_create(&d->thread, NULL, make_context, d) == 0;
 }
 
-int sources_device_end(sources_device *d, sources_contexts *c, sources_times *t)
+void sources_device_begin_with(sources_device *d, sources_device_maker make, void *user)
+{
+    memset(d, 0, sizeof *d);
+    d->make = make, d->user = user;
+    d->started = pthread_create(&d->thread, NULL, make_context, d) == 0;
+}
+
+void sources_device_wait(sources_device *d, sources_times *t)
 {
     const double t0 = tool_now_ms();
     if (d->started) pthread_join(d->thread, NULL);
     else make_context(d);
     d->started = 0;
     t->device = d->ms, t->device_wait = tool_now_ms() - t0;
+}
+
+int sources_device_end(sources_device *d, sources_contexts *c, sources_times *t)
+{
+    sources_device_wait(d, t);
     if (d->st) return fprintf(stderr, "gpuws %s: %s: %s\n", CMD, gpuws_status_name(d->st), d->why), 1;
     *c = d->c;
     return 0;

@@ -13,7 +13,6 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -173,8 +172,9 @@ static void choose_rows(void *user, size_t width, size_t height, size_t *row0, s
  * device count of the first backend of GPUWS_BACKEND's list (else cuda, opencl, cpu) that has a device: one rank a
  * GPU of its host. The devices are counted without a context: one on device 0 for every rank of a host would take
  * that device's memory. An unknown name is left to gpuws_context_create to report. */
-static gpuws_status rank_contexts(const world *w, sources_contexts *c)
+static gpuws_status rank_contexts(void *user, sources_contexts *c)
 {
+    const world *w = user;
     c->n = 0;
     const char *list = getenv("GPUWS_DEVICE");
     if (list && *list) return gpuws_contexts_create(NULL, sizeof c->ctx / sizeof *c->ctx, c->ctx, &c->n);
@@ -200,26 +200,6 @@ static gpuws_status rank_contexts(const world *w, sources_contexts *c)
     const gpuws_status st = gpuws_context_create(&c->ctx[0], o.backend ? &o : NULL);
     c->n = !st;
     return st;
-}
-
-/* rank_contexts on a thread while the rank reads its rows (it makes no MPI call): a context's start costs a GPU
- * process about as much as the read of its share. */
-typedef struct {
-    const world *w;
-    sources_contexts c;
-    gpuws_status st;
-    char err[512];
-    double ms;
-} rank_start;
-
-static void *rank_start_main(void *p)
-{
-    rank_start *s = p;
-    const double t0 = tool_now_ms();
-    s->st = rank_contexts(s->w, &s->c);
-    if (s->st) snprintf(s->err, sizeof s->err, "%s: %s", gpuws_status_name(s->st), gpuws_last_error());
-    s->ms = tool_now_ms() - t0;
-    return NULL;
 }
 
 /* Whether the ranks run the pipeline on the host (gpuws_find_sources_host_reduce) rather than on their devices: when
@@ -326,17 +306,15 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
     fits_read_request req = sources_read_request(a);
     req.want_header = w->rank == 0; /* the WCS of the outputs */
     fits_image img;
-    rank_start rs = { .w = w, .st = GPUWS_OK };
-    pthread_t starter;
-    const int threaded = pthread_create(&starter, NULL, rank_start_main, &rs) == 0;
+    /* the rank's device starts on a thread while it reads its rows (rank_contexts makes no MPI call): a context's
+     * start costs a GPU process about as much as the read of its share */
+    sources_device dev;
+    sources_device_begin_with(&dev, rank_contexts, (void *)w);
     double t0 = tool_now_ms();
     rc = fits_read_rows(a->image, 0, &req, choose_rows, &share, &img, err, sizeof err) ? 1 : 0;
     t.read = tool_now_ms() - t0;
-    t0 = tool_now_ms();
-    if (threaded) pthread_join(starter, NULL);
-    else rank_start_main(&rs);
-    t.device = rs.ms, t.device_wait = tool_now_ms() - t0;
-    sources_contexts c = rs.c;
+    sources_device_wait(&dev, &t);
+    sources_contexts c = dev.c;
     if ((rc = world_fail(w, rc, err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
 
     /* every rank read the same image (the same file on every host), and the blank and infinite pixels of all */
@@ -359,8 +337,9 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
         fprintf(stderr, "gpuws sources: rank %d of %d: %s\n", w->rank, w->size, err);
         return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
     }
-    gpuws_status st = rs.st;
-    if ((rc = world_fail(w, st ? 1 : 0, rs.err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
+    gpuws_status st = dev.st;
+    snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), dev.why);
+    if ((rc = world_fail(w, st ? 1 : 0, err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
     const int host = ranks_use_host(w, a, &c, &img);
     if ((rc = world_fail(w, host < 0, "a reduction failed")))
         return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
