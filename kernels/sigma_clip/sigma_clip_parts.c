@@ -786,9 +786,8 @@ static gpuws_status make_records(job *j)
     if (j->x && j->x->gather) { /* every caller's chunk count, from agree's words */
         if (!(j->tri_words = gpuws__malloc(j->x->callers * sizeof *j->tri_words)))
             return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
-                                "sigma_clip (parts): no memory for %zu callers' counts (%zu "
-                                "bytes)",
-                                j->x->callers, j->x->callers * sizeof *j->tri_words);
+                                "sigma_clip (parts): no memory for %zu callers' counts (%zu bytes)", j->x->callers,
+                                j->x->callers * sizeof *j->tri_words);
         for (size_t c = 0; c < j->x->callers; c++) j->tri_words[c] = 3 * (size_t)j->xw[AGREE_WORDS + c];
     }
     j->tri = gpuws__malloc(j->all_chunks * sizeof *j->tri);

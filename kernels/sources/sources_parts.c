@@ -136,16 +136,22 @@ static void records_out(void *arg, size_t part, size_t k0, size_t k1)
     }
 }
 
-/* A record m of label k from a part below the one where k begins, made the whole image's (its part's first row r0),
- * added to the record t of k's own part (first row t_r0), which is made the whole image's first and marked so by a
- * negative npix. Parts after parts, in raster order: the order in which one process adds them. */
-static void merge_into_owner(gpuws_source_measure *t, int64_t t_r0, gpuws_source_measure m, int64_t r0)
+/* A record m of label k from a part below the one where k begins (first row r0), made the whole image's and added to
+ * the record of k in the one of parts ps[0 .. np - 1] where k begins, which is made the whole image's first and
+ * marked so by a negative npix. Parts after parts, in raster order: the order in which one process adds them. false:
+ * k begins in none of them. */
+static bool merge_into_owner(part_state *ps, size_t np, size_t k, gpuws_source_measure m, int64_t r0)
 {
+    size_t o = np;
+    while (o > 0 && (ps[o - 1].lp.first > k || k > ps[o - 1].lp.hi)) o--;
+    if (o == 0) return false;
+    gpuws_source_measure *t = &ps[o - 1].rec[k - ps[o - 1].lp.lo];
     to_image_rows(&m, r0);
     if (t->npix < 0) t->npix = -t->npix;
-    else if (t_r0) to_image_rows(t, t_r0);
+    else if (ps[o - 1].r0) to_image_rows(t, (int64_t)ps[o - 1].r0);
     gpuws__measure_merge(t, &m);
     t->npix = -t->npix;
+    return true;
 }
 
 /* The parts' records made the whole image's and into the catalogue. The records of the labels that reach a part from
@@ -156,14 +162,9 @@ static void add_records(part_state *ps, size_t np, gpuws_source *out, size_t nl)
 {
     for (size_t p = 1; p < np; p++) {
         const gpuws__label_part *l = &ps[p].lp;
-        const gpuws_source_measure *rec = ps[p].rec; /* rec[k - lo]: label k */
-        for (size_t k = l->lo; k < l->first && k <= l->hi; k++) {
-            if (!rec[k - l->lo].npix) continue;
-            size_t o = p; /* the part where label k begins: an earlier one (part 0 has no labels from above) */
-            do o--;
-            while (o > 0 && (ps[o].lp.first > k || k > ps[o].lp.hi));
-            merge_into_owner(&ps[o].rec[k - ps[o].lp.lo], (int64_t)ps[o].r0, rec[k - l->lo], (int64_t)ps[p].r0);
-        }
+        const gpuws_source_measure *rec = ps[p].rec;            /* rec[k - lo]: label k */
+        for (size_t k = l->lo; k < l->first && k <= l->hi; k++) /* k begins in an earlier part */
+            if (rec[k - l->lo].npix) merge_into_owner(ps, p, k, rec[k - l->lo], (int64_t)ps[p].r0);
     }
     records_job j = { ps, np, out, 1 };
     gpuws__run_ranges(nl, gpuws__work_parts(gpuws__cpu_count(), (double)nl, RECORDS_LEAST, nl), records_out, &j);
@@ -188,7 +189,6 @@ typedef struct {
     size_t first_part; /* this caller's first among them */
     size_t at;         /* this caller's block's first word */
     size_t own0, own;  /* this caller's sources: labels own0 + 1 .. own0 + own */
-    bool whole;        /* cat->sources holds the whole catalogue's places (root, or the sum's) */
     double ms[3];      /* GPUWS_LOG=debug: the first half, the crossing exchange, the sources' gather */
 } records_gather;
 
@@ -215,6 +215,10 @@ static size_t own_sources(size_t first, size_t hi) { return first <= hi ? hi - f
 
 /* Whether this caller gets the whole catalogue (it is root, or every caller is). */
 static bool receives(const gpuws__label_exchange *x) { return x->root == GPUWS_ALL_CALLERS || x->root == x->caller; }
+
+/* Whether this caller's catalogue holds every source's place: the whole catalogue's, or the sum's (its own sources
+ * among zeros). */
+static bool every_place(const gpuws__label_exchange *x) { return receives(x) || !x->gather; }
 
 /* The first half, while the devices measure: one reduction of every caller's part and crossing-record counts, one of
  * whether every caller has the memory for the exchange's words. st: this caller's status so far (exchanged: any
@@ -308,17 +312,14 @@ static gpuws_status gather_end(part_state *ps, size_t np, const gpuws__label_exc
             for (size_t k = l.lo; p > r->first_part && k < l.first && k <= l.hi && !st; k++) {
                 gpuws_source_measure m;
                 memcpy(&m, cr + RECORD_WORDS * (k - l.lo), sizeof m);
-                if (!m.npix || k <= r->own0 || k > r->own0 + r->own) continue;
-                size_t o = np; /* the part where label k begins: one of this caller's, before part p */
-                while (o > 0 && (ps[o - 1].lp.first > k || k > ps[o - 1].lp.hi)) o--;
-                if (o == 0) st = gpuws__error(GPUWS_ERR_INTERNAL, "find_sources: label %zu begins in no part", k);
-                else merge_into_owner(&ps[o - 1].rec[k - ps[o - 1].lp.lo], (int64_t)ps[o - 1].r0, m, (int64_t)d[3]);
+                if (m.npix && k > r->own0 && k <= r->own0 + r->own && !merge_into_owner(ps, np, k, m, (int64_t)d[3]))
+                    st = gpuws__error(GPUWS_ERR_INTERNAL, "find_sources: label %zu begins in no part", k);
             }
             cr += RECORD_WORDS * crossing(&l);
         }
         r->counts[c] = SOURCE_WORDS * n;
     }
-    records_job j = { ps, np, r->whole ? out + r->own0 : out, r->own0 + 1 };
+    records_job j = { ps, np, every_place(x) ? out + r->own0 : out, r->own0 + 1 };
     if (r->own && !st)
         gpuws__run_ranges(r->own, gpuws__work_parts(gpuws__cpu_count(), (double)r->own, RECORDS_LEAST, r->own),
                           records_out, &j);
@@ -334,7 +335,7 @@ static gpuws_status gather_end(part_state *ps, size_t np, const gpuws__label_exc
     r->ms[2] = gpuws__sources_ms_since(&t0);
     if (st) return st;
     if (rst) return gpuws__error_prefix(rst, "find_sources: the %s failed", x->gather ? "gatherer" : "reducer");
-    if (!receives(x) && r->whole && r->own0) memmove(out, out + r->own0, r->own * sizeof *out);
+    if (!receives(x) && every_place(x) && r->own0) memmove(out, out + r->own0, r->own * sizeof *out);
     return GPUWS_OK;
 }
 
@@ -421,8 +422,7 @@ static gpuws_status pipeline(part_state *ps, size_t np, size_t width, size_t hei
     if (x && (st = gather_begin(ps, np, x, st, r))) return st;
     /* while the devices measure, the host has the memory they are read into, and the catalogue's: every source's
      * place, or (several callers, this one not root) this caller's own sources' (the sum needs every place) */
-    if (x) r->whole = receives(x) || !x->gather;
-    const size_t places = !x || r->whole ? nl : r->own;
+    const size_t places = !x || every_place(x) ? nl : r->own;
     if (!st && places && !(cat->sources = gpuws__malloc(places * sizeof *cat->sources)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "find_sources: %zu sources (%zu bytes)", places,
                           places * sizeof *cat->sources);
