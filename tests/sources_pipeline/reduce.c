@@ -18,7 +18,7 @@ typedef struct {
     size_t rows, first, part, parts;
     gpuws_sources_options o;
     bool devices;  /* the rows on the device (gpuws_find_sources_parts_reduce), else the host pipeline */
-    bool gathered; /* on the device, the records gathered (test_sum_group_gather), else summed */
+    bool gathered; /* on the device, what travels gathered (test_sum_group_gather), else summed */
     size_t root;   /* on the device, the caller that gets the whole catalogue (or GPUWS_ALL_CALLERS) */
     gpuws_status st;
     gpuws_catalog *cat;
