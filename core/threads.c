@@ -6,9 +6,11 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ON_STACK 64 /* shares whose table lives on the caller's stack (1.5 KiB) */
@@ -106,20 +108,32 @@ static void *share_main(void *p)
  * small image's are short enough for the starts to count (20 images of 2048^2 through gpuws sources on the H200
  * host: 1.25-1.39 s with kept threads, 1.42-1.52 s without, builds alternated). One call holds them at a time; another
  * call meanwhile (another thread's, or a share's own) starts threads of its own as before. A child process of fork
- * has none of them: it starts afresh. The kept threads wait for work until the process ends. */
+ * has none of them: it starts afresh. The kept threads wait for work until the process ends.
+ * Waking a sleeping thread costs tens of microseconds (a futex and the scheduler), as much as a small step's work,
+ * and host steps come in quick succession; so a kept thread that finishes its share first watches for the next round
+ * for KEPT_SPIN_NS before it sleeps on the condition variable, and the caller watches its shares finish as long before
+ * it sleeps. A round wakes sleepers only where there are any. */
+#define KEPT_SPIN_NS 100000L
+
+/* Kept thread k's share of a round: the holder writes fn and arg, then go (the round's number); the thread runs the
+ * share when go leaves the number it last saw. A line of its own, so that a spinning thread reads no other's. */
+typedef struct {
+    _Alignas(64) atomic_ulong go;
+    void (*fn)(void *arg, unsigned i);
+    void *arg;
+} kept_slot;
+
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake, idle;
-    bool busy;           /* a call holds the kept threads */
-    unsigned threads;    /* kept threads, shares 1 .. threads */
-    unsigned long round; /* the calls so far: a thread waits for the next */
-    void (*fn)(void *arg, unsigned i);
-    void *arg;
-    unsigned shares; /* the round's shares on kept threads: 1 .. shares */
-    unsigned left;   /* of those, not yet done */
-} kept = {
-    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0, 0, NULL, NULL, 0, 0
-};
+    atomic_bool busy;    /* a call holds the kept threads */
+    unsigned threads;    /* kept threads, shares 1 .. threads (changed by the holder alone) */
+    unsigned long round; /* the calls so far (the holder's) */
+    unsigned sleepers;   /* kept threads asleep on wake (under lock) */
+    bool caller_asleep;  /* the holder asleep on idle (under lock) */
+    atomic_uint left;    /* the round's shares on kept threads not yet done */
+    kept_slot slot[ON_STACK];
+} kept = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
 static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 
 static void kept_forget(void) /* in a child of fork: the kept threads are the parent's */
@@ -127,27 +141,74 @@ static void kept_forget(void) /* in a child of fork: the kept threads are the pa
     pthread_mutex_init(&kept.lock, NULL);
     pthread_cond_init(&kept.wake, NULL);
     pthread_cond_init(&kept.idle, NULL);
-    kept.busy = false;
+    atomic_store(&kept.busy, false);
     kept.threads = 0;
+    kept.sleepers = 0;
+    kept.caller_asleep = false;
+    for (unsigned k = 0; k < ON_STACK; k++) atomic_store(&kept.slot[k].go, 0); /* what a new thread has seen */
 }
 
 static void kept_init(void) { pthread_atfork(NULL, NULL, kept_forget); }
 
+static long ns_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Whether *go leaves `seen` within KEPT_SPIN_NS of watching. */
+static bool spin_go(atomic_ulong *go, unsigned long seen)
+{
+    const long end = ns_now() + KEPT_SPIN_NS;
+    for (unsigned i = 0;; i++) {
+        if (atomic_load(go) != seen) return true;
+        spin_pause();
+        if ((i & 63) == 63 && ns_now() > end) return false;
+    }
+}
+
+/* Whether the round's shares are all done within KEPT_SPIN_NS of watching. */
+static bool spin_done(void)
+{
+    const long end = ns_now() + KEPT_SPIN_NS;
+    for (unsigned i = 0;; i++) {
+        if (atomic_load(&kept.left) == 0) return true;
+        spin_pause();
+        if ((i & 63) == 63 && ns_now() > end) return false;
+    }
+}
+
 static void *kept_main(void *p)
 {
     const unsigned k = (unsigned)(uintptr_t)p;
-    pthread_mutex_lock(&kept.lock);
-    unsigned long seen = kept.round - 1; /* started for the round under way */
+    kept_slot *sl = &kept.slot[k];
+    unsigned long seen = 0; /* a new slot's go: the holder sets it once this thread exists */
     for (;;) {
-        while (kept.round == seen) pthread_cond_wait(&kept.wake, &kept.lock);
-        seen = kept.round;
-        if (k > kept.shares) continue;
-        void (*fn)(void *, unsigned) = kept.fn;
-        void *arg = kept.arg;
-        pthread_mutex_unlock(&kept.lock);
-        fn(arg, k);
-        pthread_mutex_lock(&kept.lock);
-        if (--kept.left == 0) pthread_cond_signal(&kept.idle);
+        if (atomic_load(&sl->go) == seen && !spin_go(&sl->go, seen)) {
+            /* the holder sets go before it looks for sleepers under the lock: no wake is lost */
+            pthread_mutex_lock(&kept.lock);
+            kept.sleepers++;
+            while (atomic_load(&sl->go) == seen) pthread_cond_wait(&kept.wake, &kept.lock);
+            kept.sleepers--;
+            pthread_mutex_unlock(&kept.lock);
+        }
+        seen = atomic_load(&sl->go);
+        sl->fn(sl->arg, k);
+        if (atomic_fetch_sub(&kept.left, 1) == 1) { /* the last share: the holder may be asleep */
+            pthread_mutex_lock(&kept.lock);
+            if (kept.caller_asleep) pthread_cond_signal(&kept.idle);
+            pthread_mutex_unlock(&kept.lock);
+        }
     }
     return NULL;
 }
@@ -157,33 +218,38 @@ static void *kept_main(void *p)
 static bool run_kept(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
 {
     pthread_once(&kept_once, kept_init);
-    pthread_mutex_lock(&kept.lock);
-    if (kept.busy) {
-        pthread_mutex_unlock(&kept.lock);
-        return false;
-    }
-    kept.busy = true;
-    kept.round++;
-    kept.fn = fn, kept.arg = arg;
+    if (atomic_exchange(&kept.busy, true)) return false;
     pthread_attr_t attr;
     const bool attr_ok = pthread_attr_init(&attr) == 0;
     if (attr_ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    while (attr_ok && kept.threads < n - 1) { /* a new thread takes part in this round (kept_main) */
+    while (attr_ok && kept.threads < n - 1) { /* a new thread waits for its slot's first round (kept_main) */
         pthread_t t;
         if (pthread_create(&t, &attr, kept_main, (void *)(uintptr_t)(kept.threads + 1)) != 0) break;
         kept.threads++;
     }
     if (attr_ok) pthread_attr_destroy(&attr);
     const unsigned on_kept = kept.threads < n - 1 ? kept.threads : n - 1;
-    kept.shares = on_kept, kept.left = on_kept;
-    pthread_cond_broadcast(&kept.wake);
+    const unsigned long round = ++kept.round;
+    /* thread k is idle: its last share is done (the round before waited for it) */
+    atomic_store(&kept.left, on_kept);
+    for (unsigned k = 1; k <= on_kept; k++) {
+        kept.slot[k].fn = fn;
+        kept.slot[k].arg = arg;
+        atomic_store(&kept.slot[k].go, round);
+    }
+    pthread_mutex_lock(&kept.lock);
+    if (kept.sleepers) pthread_cond_broadcast(&kept.wake);
     pthread_mutex_unlock(&kept.lock);
     fn(arg, 0);
     for (unsigned i = on_kept + 1; i < n; i++) fn(arg, i); /* no thread for them: here, after share 0 */
-    pthread_mutex_lock(&kept.lock);
-    while (kept.left) pthread_cond_wait(&kept.idle, &kept.lock);
-    kept.busy = false;
-    pthread_mutex_unlock(&kept.lock);
+    if (!spin_done()) {
+        pthread_mutex_lock(&kept.lock);
+        kept.caller_asleep = true;
+        while (atomic_load(&kept.left)) pthread_cond_wait(&kept.idle, &kept.lock);
+        kept.caller_asleep = false;
+        pthread_mutex_unlock(&kept.lock);
+    }
+    atomic_store(&kept.busy, false);
     return true;
 }
 
