@@ -109,11 +109,9 @@ static void *share_main(void *p)
  * host: 1.25-1.39 s with kept threads, 1.42-1.52 s without, builds alternated). One call holds them at a time; another
  * call meanwhile (another thread's, or a share's own) starts threads of its own as before. A child process of fork
  * has none of them: it starts afresh. The kept threads wait for work until the process ends.
- * Waking a sleeping thread costs tens of microseconds (a futex and the scheduler), as much as a small step's work,
- * and host steps come in quick succession; so a kept thread that finishes its share first watches for the next round
- * for KEPT_SPIN_NS before it sleeps on the condition variable, and the caller watches its shares finish as long before
- * it sleeps. A round wakes sleepers only where there are any. */
-#define KEPT_SPIN_NS 100000L
+ * A kept thread that finishes its share watches for its next one (gpuws__spin) before it sleeps on the condition
+ * variable, and the caller watches its shares finish as long before it sleeps: host steps come in quick succession.
+ * A round wakes sleepers only where there are any. */
 
 /* Kept thread k's share of a round: the holder writes fn and arg, then go (the round's number); the thread runs the
  * share when go leaves the number it last saw. A line of its own, so that a spinning thread reads no other's. */
@@ -157,35 +155,35 @@ static long ns_now(void)
     return (long)t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
-static inline void spin_pause(void)
+bool gpuws__spin(bool (*ready)(const void *arg), const void *arg)
 {
+    const long end = ns_now() + GPUWS__SPIN_NS;
+    for (unsigned i = 0;; i++) {
+        if (ready(arg)) return true;
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+        __builtin_ia32_pause();
 #elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
+        __asm__ __volatile__("yield");
 #endif
-}
-
-/* Whether *go leaves `seen` within KEPT_SPIN_NS of watching. */
-static bool spin_go(atomic_ulong *go, unsigned long seen)
-{
-    const long end = ns_now() + KEPT_SPIN_NS;
-    for (unsigned i = 0;; i++) {
-        if (atomic_load(go) != seen) return true;
-        spin_pause();
         if ((i & 63) == 63 && ns_now() > end) return false;
     }
 }
 
-/* Whether the round's shares are all done within KEPT_SPIN_NS of watching. */
-static bool spin_done(void)
+typedef struct {
+    const atomic_ulong *go;
+    unsigned long seen;
+} go_watch;
+
+static bool go_moved(const void *arg)
 {
-    const long end = ns_now() + KEPT_SPIN_NS;
-    for (unsigned i = 0;; i++) {
-        if (atomic_load(&kept.left) == 0) return true;
-        spin_pause();
-        if ((i & 63) == 63 && ns_now() > end) return false;
-    }
+    const go_watch *g = arg;
+    return atomic_load(g->go) != g->seen;
+}
+
+static bool round_done(const void *arg)
+{
+    (void)arg;
+    return atomic_load(&kept.left) == 0;
 }
 
 static void *kept_main(void *p)
@@ -194,7 +192,7 @@ static void *kept_main(void *p)
     kept_slot *sl = &kept.slot[k];
     unsigned long seen = 0; /* a new slot's go: the holder sets it once this thread exists */
     for (;;) {
-        if (atomic_load(&sl->go) == seen && !spin_go(&sl->go, seen)) {
+        if (!gpuws__spin(go_moved, &(go_watch){ &sl->go, seen })) {
             /* the holder sets go before it looks for sleepers under the lock: no wake is lost */
             pthread_mutex_lock(&kept.lock);
             kept.sleepers++;
@@ -242,7 +240,7 @@ static bool run_kept(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
     pthread_mutex_unlock(&kept.lock);
     fn(arg, 0);
     for (unsigned i = on_kept + 1; i < n; i++) fn(arg, i); /* no thread for them: here, after share 0 */
-    if (!spin_done()) {
+    if (!gpuws__spin(round_done, NULL)) {
         pthread_mutex_lock(&kept.lock);
         kept.caller_asleep = true;
         while (atomic_load(&kept.left)) pthread_cond_wait(&kept.idle, &kept.lock);

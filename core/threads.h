@@ -4,6 +4,7 @@
 
 #include "gpuws.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,13 @@ size_t gpuws__work_parts(size_t threads, double work, double least, size_t items
 
 /* A NUMBER knob of threads (auto|1..N): the online CPUs for auto, else its value, in 1..GPUWS__THREADS_MAX. */
 unsigned gpuws__threads_from_knob(int64_t knob);
+
+/* Waking a thread asleep on a condition variable costs tens of microseconds (a futex and the scheduler), as much as
+ * a small step's work: a thread that expects its next work soon watches for it this long before it sleeps. */
+#define GPUWS__SPIN_NS 100000L
+
+/* Whether ready(arg) holds within GPUWS__SPIN_NS of asking it again and again (a pause between asks). */
+bool gpuws__spin(bool (*ready)(const void *arg), const void *arg);
 
 /* Runs fn(arg, i) for i = 0 .. n - 1 at once and returns when every share has returned: share 0 on the calling
  * thread, each other on a thread of its own (kept for the next call when n <= 64 and no other call holds them). A

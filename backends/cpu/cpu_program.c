@@ -6,6 +6,7 @@
 #include "cpu_program.h"
 
 #include "cpu_fiber.h"
+#include "../../core/threads.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -460,15 +461,21 @@ typedef struct worker {
     job *job;
 } worker;
 
+/* A launch publishes job, then advances gen; every worker runs each launch's blocks with it (busy counts those not
+ * done). A worker watches gen for a while before it sleeps on go (gpuws__spin: launches in a loop come faster than
+ * a sleeping thread wakes), and the launching thread watches busy as long before it sleeps on done; sleepers are
+ * woken only where there are any. */
 struct cpu_pool {
     pthread_mutex_t m;
     pthread_cond_t go, done;
     pthread_mutex_t launch; /* one launch at a time per context */
     size_t n;               /* workers, the launching thread's own (w[0]) included */
     worker *w;
-    unsigned long gen;
-    size_t busy;
-    bool quit;
+    atomic_ulong gen;
+    atomic_size_t busy;
+    atomic_bool quit;
+    size_t sleepers;      /* workers asleep on go (under m) */
+    bool launcher_asleep; /* the launching thread asleep on done (under m) */
     job *job;
 };
 
@@ -560,23 +567,46 @@ static void run_blocks(worker *w, job *j)
     current = saved;
 }
 
+typedef struct {
+    const struct cpu_pool *pool;
+    unsigned long seen;
+} pool_watch;
+
+static bool pool_moved(const void *arg)
+{
+    const pool_watch *p = arg;
+    return atomic_load(&p->pool->quit) || atomic_load(&p->pool->gen) != p->seen;
+}
+
+static bool pool_done(const void *arg)
+{
+    const struct cpu_pool *pool = arg;
+    return atomic_load(&pool->busy) == 0;
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
     struct cpu_pool *pool = w->pool;
     unsigned long seen = 0;
-    pthread_mutex_lock(&pool->m);
     for (;;) {
-        while (!pool->quit && pool->gen == seen) pthread_cond_wait(&pool->go, &pool->m);
-        if (pool->quit) break;
-        seen = pool->gen;
-        job *j = pool->job;
-        pthread_mutex_unlock(&pool->m);
-        run_blocks(w, j);
-        pthread_mutex_lock(&pool->m);
-        if (--pool->busy == 0) pthread_cond_signal(&pool->done);
+        if (!gpuws__spin(pool_moved, &(pool_watch){ pool, seen })) {
+            /* the launch advances gen (destroy sets quit) before it looks for sleepers under m: no wake is lost */
+            pthread_mutex_lock(&pool->m);
+            pool->sleepers++;
+            while (!atomic_load(&pool->quit) && atomic_load(&pool->gen) == seen) pthread_cond_wait(&pool->go, &pool->m);
+            pool->sleepers--;
+            pthread_mutex_unlock(&pool->m);
+        }
+        if (atomic_load(&pool->quit)) break;
+        seen = atomic_load(&pool->gen);
+        run_blocks(w, pool->job);
+        if (atomic_fetch_sub(&pool->busy, 1) == 1) { /* the last: the launching thread may be asleep */
+            pthread_mutex_lock(&pool->m);
+            if (pool->launcher_asleep) pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->m);
+        }
     }
-    pthread_mutex_unlock(&pool->m);
     return NULL;
 }
 
@@ -591,8 +621,8 @@ static void free_worker(worker *w)
 void gpuws__cpu_pool_destroy(struct cpu_pool *pool)
 {
     if (!pool) return;
+    atomic_store(&pool->quit, true);
     pthread_mutex_lock(&pool->m);
-    pool->quit = true;
     pthread_cond_broadcast(&pool->go);
     pthread_mutex_unlock(&pool->m);
     for (size_t i = 1; i < pool->n; i++) pthread_join(pool->w[i].thread, NULL);
@@ -618,6 +648,9 @@ static gpuws_status pool_create(size_t nthreads, struct cpu_pool **out)
     pthread_mutex_init(&pool->launch, NULL);
     pthread_cond_init(&pool->go, NULL);
     pthread_cond_init(&pool->done, NULL);
+    atomic_init(&pool->gen, 0);
+    atomic_init(&pool->busy, 0);
+    atomic_init(&pool->quit, false);
     pool->w = w;
     pool->n = 1;
     w[0].pool = pool;
@@ -671,21 +704,23 @@ gpuws_status gpuws__cpu_launch(struct cpu_pool **poolp, pthread_mutex_t *pool_lo
     j.chunk = j.k->barrier ? 1 : j.nblocks / (pool->n * 16);
     if (j.chunk < 1) j.chunk = 1;
     const bool alone = j.nblocks == 1 || pool->n == 1;
-    if (!alone) {
-        pthread_mutex_lock(&pool->m);
+    if (!alone) { /* every worker is done with the last launch: it waited for busy to reach 0 */
         pool->job = &j;
-        pool->busy = pool->n - 1;
-        pool->gen++;
-        pthread_cond_broadcast(&pool->go);
+        atomic_store(&pool->busy, pool->n - 1);
+        atomic_fetch_add(&pool->gen, 1);
+        pthread_mutex_lock(&pool->m);
+        if (pool->sleepers) pthread_cond_broadcast(&pool->go);
         pthread_mutex_unlock(&pool->m);
     }
     run_blocks(&pool->w[0], &j);
-    if (!alone) {
+    if (!alone && !gpuws__spin(pool_done, pool)) {
         pthread_mutex_lock(&pool->m);
-        while (pool->busy) pthread_cond_wait(&pool->done, &pool->m);
-        pool->job = NULL;
+        pool->launcher_asleep = true;
+        while (atomic_load(&pool->busy)) pthread_cond_wait(&pool->done, &pool->m);
+        pool->launcher_asleep = false;
         pthread_mutex_unlock(&pool->m);
     }
+    pool->job = NULL;
     pthread_mutex_unlock(&pool->launch);
     if (atomic_load(&j.no_memory))
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
