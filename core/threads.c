@@ -6,7 +6,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -102,52 +101,6 @@ static void *share_main(void *p)
     return NULL;
 }
 
-/* ---- the kept threads ----
- * A call of up to ON_STACK shares runs them on threads kept from earlier calls (thread k runs share k), which a call
- * wakes instead of starting and joining new ones: a large image's host steps make a few dozen fork-joins, and a
- * small image's are short enough for the starts to count (20 images of 2048^2 through gpuws sources on the H200
- * host: 1.25-1.39 s with kept threads, 1.42-1.52 s without, builds alternated). One call holds them at a time; another
- * call meanwhile (another thread's, or a share's own) starts threads of its own as before. A child process of fork
- * has none of them: it starts afresh. The kept threads wait for work until the process ends.
- * A kept thread that finishes its share watches for its next one (gpuws__spin) before it sleeps on the condition
- * variable, and the caller watches its shares finish as long before it sleeps: host steps come in quick succession.
- * A round wakes sleepers only where there are any. */
-
-/* Kept thread k's share of a round: the holder writes fn and arg, then go (the round's number); the thread runs the
- * share when go leaves the number it last saw. A line of its own, so that a spinning thread reads no other's. */
-typedef struct {
-    _Alignas(64) atomic_ulong go;
-    void (*fn)(void *arg, unsigned i);
-    void *arg;
-} kept_slot;
-
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t wake, idle;
-    atomic_bool busy;    /* a call holds the kept threads */
-    unsigned threads;    /* kept threads, shares 1 .. threads (changed by the holder alone) */
-    unsigned long round; /* the calls so far (the holder's) */
-    unsigned sleepers;   /* kept threads asleep on wake (under lock) */
-    bool caller_asleep;  /* the holder asleep on idle (under lock) */
-    atomic_uint left;    /* the round's shares on kept threads not yet done */
-    kept_slot slot[ON_STACK];
-} kept = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
-static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
-
-static void kept_forget(void) /* in a child of fork: the kept threads are the parent's */
-{
-    pthread_mutex_init(&kept.lock, NULL);
-    pthread_cond_init(&kept.wake, NULL);
-    pthread_cond_init(&kept.idle, NULL);
-    atomic_store(&kept.busy, false);
-    kept.threads = 0;
-    kept.sleepers = 0;
-    kept.caller_asleep = false;
-    for (unsigned k = 0; k < ON_STACK; k++) atomic_store(&kept.slot[k].go, 0); /* what a new thread has seen */
-}
-
-static void kept_init(void) { pthread_atfork(NULL, NULL, kept_forget); }
-
 static long ns_now(void)
 {
     struct timespec t;
@@ -169,44 +122,57 @@ bool gpuws__spin(bool (*ready)(const void *arg), const void *arg)
     }
 }
 
-typedef struct {
-    const atomic_ulong *go;
-    unsigned long seen;
-} go_watch;
+/* ---- the kept threads ----
+ * A call of up to ON_STACK shares runs them on threads kept from earlier calls (thread k runs share k), which a call
+ * wakes instead of starting and joining new ones: a large image's host steps make a few dozen fork-joins, and a
+ * small image's are short enough for the starts to count (20 images of 2048^2 through gpuws sources on the H200
+ * host: 1.25-1.39 s with kept threads, 1.42-1.52 s without, builds alternated). One call holds them at a time; another
+ * call meanwhile (another thread's, or a share's own) starts threads of its own as before. A child process of fork
+ * has none of them: it starts afresh. The kept threads wait for work until the process ends. They sleep as soon as
+ * their share is done, unlike the CPU backend's kernel pool (gpuws__spin): watching for the next round made gpuws
+ * sources' many-files pipeline slower, its other threads then competing with 15 watching ones, and gained no
+ * clear time on one image's host steps. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake, idle;
+    bool busy;           /* a call holds the kept threads */
+    unsigned threads;    /* kept threads, shares 1 .. threads */
+    unsigned long round; /* the calls so far: a thread waits for the next */
+    void (*fn)(void *arg, unsigned i);
+    void *arg;
+    unsigned shares; /* the round's shares on kept threads: 1 .. shares */
+    unsigned left;   /* of those, not yet done */
+} kept = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0, 0, NULL, NULL, 0, 0
+};
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 
-static bool go_moved(const void *arg)
+static void kept_forget(void) /* in a child of fork: the kept threads are the parent's */
 {
-    const go_watch *g = arg;
-    return atomic_load(g->go) != g->seen;
+    pthread_mutex_init(&kept.lock, NULL);
+    pthread_cond_init(&kept.wake, NULL);
+    pthread_cond_init(&kept.idle, NULL);
+    kept.busy = false;
+    kept.threads = 0;
 }
 
-static bool round_done(const void *arg)
-{
-    (void)arg;
-    return atomic_load(&kept.left) == 0;
-}
+static void kept_init(void) { pthread_atfork(NULL, NULL, kept_forget); }
 
 static void *kept_main(void *p)
 {
     const unsigned k = (unsigned)(uintptr_t)p;
-    kept_slot *sl = &kept.slot[k];
-    unsigned long seen = 0; /* a new slot's go: the holder sets it once this thread exists */
+    pthread_mutex_lock(&kept.lock);
+    unsigned long seen = kept.round - 1; /* started for the round under way */
     for (;;) {
-        if (!gpuws__spin(go_moved, &(go_watch){ &sl->go, seen })) {
-            /* the holder sets go before it looks for sleepers under the lock: no wake is lost */
-            pthread_mutex_lock(&kept.lock);
-            kept.sleepers++;
-            while (atomic_load(&sl->go) == seen) pthread_cond_wait(&kept.wake, &kept.lock);
-            kept.sleepers--;
-            pthread_mutex_unlock(&kept.lock);
-        }
-        seen = atomic_load(&sl->go);
-        sl->fn(sl->arg, k);
-        if (atomic_fetch_sub(&kept.left, 1) == 1) { /* the last share: the holder may be asleep */
-            pthread_mutex_lock(&kept.lock);
-            if (kept.caller_asleep) pthread_cond_signal(&kept.idle);
-            pthread_mutex_unlock(&kept.lock);
-        }
+        while (kept.round == seen) pthread_cond_wait(&kept.wake, &kept.lock);
+        seen = kept.round;
+        if (k > kept.shares) continue;
+        void (*fn)(void *, unsigned) = kept.fn;
+        void *arg = kept.arg;
+        pthread_mutex_unlock(&kept.lock);
+        fn(arg, k);
+        pthread_mutex_lock(&kept.lock);
+        if (--kept.left == 0) pthread_cond_signal(&kept.idle);
     }
     return NULL;
 }
@@ -216,38 +182,33 @@ static void *kept_main(void *p)
 static bool run_kept(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
 {
     pthread_once(&kept_once, kept_init);
-    if (atomic_exchange(&kept.busy, true)) return false;
+    pthread_mutex_lock(&kept.lock);
+    if (kept.busy) {
+        pthread_mutex_unlock(&kept.lock);
+        return false;
+    }
+    kept.busy = true;
+    kept.round++;
+    kept.fn = fn, kept.arg = arg;
     pthread_attr_t attr;
     const bool attr_ok = pthread_attr_init(&attr) == 0;
     if (attr_ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    while (attr_ok && kept.threads < n - 1) { /* a new thread waits for its slot's first round (kept_main) */
+    while (attr_ok && kept.threads < n - 1) { /* a new thread takes part in this round (kept_main) */
         pthread_t t;
         if (pthread_create(&t, &attr, kept_main, (void *)(uintptr_t)(kept.threads + 1)) != 0) break;
         kept.threads++;
     }
     if (attr_ok) pthread_attr_destroy(&attr);
     const unsigned on_kept = kept.threads < n - 1 ? kept.threads : n - 1;
-    const unsigned long round = ++kept.round;
-    /* thread k is idle: its last share is done (the round before waited for it) */
-    atomic_store(&kept.left, on_kept);
-    for (unsigned k = 1; k <= on_kept; k++) {
-        kept.slot[k].fn = fn;
-        kept.slot[k].arg = arg;
-        atomic_store(&kept.slot[k].go, round);
-    }
-    pthread_mutex_lock(&kept.lock);
-    if (kept.sleepers) pthread_cond_broadcast(&kept.wake);
+    kept.shares = on_kept, kept.left = on_kept;
+    pthread_cond_broadcast(&kept.wake);
     pthread_mutex_unlock(&kept.lock);
     fn(arg, 0);
     for (unsigned i = on_kept + 1; i < n; i++) fn(arg, i); /* no thread for them: here, after share 0 */
-    if (!gpuws__spin(round_done, NULL)) {
-        pthread_mutex_lock(&kept.lock);
-        kept.caller_asleep = true;
-        while (atomic_load(&kept.left)) pthread_cond_wait(&kept.idle, &kept.lock);
-        kept.caller_asleep = false;
-        pthread_mutex_unlock(&kept.lock);
-    }
-    atomic_store(&kept.busy, false);
+    pthread_mutex_lock(&kept.lock);
+    while (kept.left) pthread_cond_wait(&kept.idle, &kept.lock);
+    kept.busy = false;
+    pthread_mutex_unlock(&kept.lock);
     return true;
 }
 
