@@ -101,16 +101,16 @@ static void *share_main(void *p)
     return NULL;
 }
 
-static long ns_now(void)
+static int64_t ns_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long)t.tv_sec * 1000000000L + t.tv_nsec;
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 bool gpuws__spin(bool (*ready)(const void *arg), const void *arg)
 {
-    const long end = ns_now() + GPUWS__SPIN_NS;
+    const int64_t end = ns_now() + GPUWS__SPIN_NS;
     for (unsigned i = 0;; i++) {
         if (ready(arg)) return true;
 #if defined(__x86_64__) || defined(__i386__)

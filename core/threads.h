@@ -36,7 +36,7 @@ unsigned gpuws__threads_from_knob(int64_t knob);
 
 /* Waking a thread asleep on a condition variable costs tens of microseconds (a futex and the scheduler), as much as
  * a small step's work: a thread that expects its next work soon watches for it this long before it sleeps. */
-#define GPUWS__SPIN_NS 100000L
+#define GPUWS__SPIN_NS 100000
 
 /* Whether ready(arg) holds within GPUWS__SPIN_NS of asking it again and again (a pause between asks). */
 bool gpuws__spin(bool (*ready)(const void *arg), const void *arg);
