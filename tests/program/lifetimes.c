@@ -1,10 +1,12 @@
 /* Lifetimes and threads: a kernel dies with its program and a launch of it is an error, never a crash; programs left
- * alive at context destroy are destroyed with it; launches from several threads share a context; contexts with
- * their threads come and go. (Leaks show in the sanitizer build, which CI runs this suite under.) */
+ * alive at context destroy are destroyed with it; launches from several threads share a context; launches in a loop
+ * each run once; contexts with their threads come and go. (Leaks show in the sanitizer build, which CI runs this
+ * suite under.) */
 #include "../test_program.h"
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 static const char *count_source = "GW_KERNEL void count(gw_u64 n, GW_GLOBAL gw_u32 *out)\n"
                                   "{\n"
@@ -114,6 +116,49 @@ BACKEND_TEST(program, launches_from_several_threads_share_one_context)
     }
     for (int i = 0; i < THREADS; i++) cr_assert_eq(pthread_join(t[i], NULL), 0);
     for (int i = 0; i < THREADS; i++) cr_assert(l[i].ok, "thread %d: a launch failed or gave a wrong result", i);
+    gpuws_program_destroy(p);
+    gpuws_context_destroy(ctx);
+}
+
+static const char *add_one_source = "GW_KERNEL void add_one(gw_u64 n, GW_GLOBAL gw_u32 *x)\n"
+                                    "{\n"
+                                    "    const gw_u64 i = gw_global_idx(0);\n"
+                                    "    if (i < n) x[i] += 1u;\n"
+                                    "}\n";
+
+/* A kernel launched again and again on one stream, with no wait between most launches, runs every block of every
+ * launch exactly once: launches of one block and of many alternate (the CPU backend runs a one-block launch on the
+ * launching thread alone and wakes its pool for the others), and a pause of a millisecond now and then lets the
+ * pool's threads fall asleep between launches. */
+BACKEND_TEST(program, every_launch_in_a_loop_runs_each_block_once)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_program *p = test_build(ctx, add_one_source);
+    gpuws_kernel *k = test_kernel(p, "add_one");
+    enum { N = 4096, LAUNCHES = 600 };
+    gpuws_buffer *x = test_buffer(ctx, N * 4);
+    const uint32_t zero = 0;
+    TEST_OK(gpuws_buffer_fill(x, 0, &zero, sizeof zero, N * 4));
+    gpuws_stream *s;
+    TEST_OK(gpuws_context_get_default_stream(ctx, &s));
+    gpuws_arg args[] = { gpuws_arg_u64(N), gpuws_arg_buffer(x) };
+    uint32_t want[N] = { 0 };
+    for (int i = 0; i < LAUNCHES; i++) {
+        const uint64_t blocks = i % 3 == 0 ? 1 : i % 3 == 1 ? 64 : 7; /* one block covers only its first 64 */
+        gpuws_launch_config cfg = { { blocks, 1, 1 }, { 64, 1, 1 } };
+        TEST_OK(gpuws_launch(s, k, &cfg, args, 2));
+        for (uint64_t e = 0; e < blocks * 64 && e < N; e++) want[e]++;
+        if (i % 97 == 0) {
+            TEST_OK(gpuws_stream_synchronize(s));
+            nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+        }
+    }
+    uint32_t *h = malloc(N * sizeof *h);
+    cr_assert_not_null(h);
+    TEST_OK(gpuws_buffer_read(x, 0, h, N * sizeof *h));
+    for (int e = 0; e < N; e++) cr_assert_eq(h[e], want[e], "element %d: %u increments, want %u", e, h[e], want[e]);
+    free(h);
+    gpuws_buffer_destroy(x);
     gpuws_program_destroy(p);
     gpuws_context_destroy(ctx);
 }
