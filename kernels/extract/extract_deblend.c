@@ -336,6 +336,8 @@ struct ex_deblender {
     uint64_t *owner, stamp; /* owner[q] == stamp: the node being split holds pixel q (stamps only grow) */
     size_t box_cap;
     size_t *lvl, lvl_cap;
+    int64_t *place; /* place[i]: the box place of the component's i-th record */
+    size_t place_cap;
     ex_objs nodes;   /* the tree's nodes, no pixels held between components */
     ex_pool scratch; /* the nodes' pixel lists, rewound after each component */
     lz_scan z;
@@ -358,6 +360,7 @@ void gpuws__ex_deblender_free(ex_deblender *d)
     gpuws__free(d->lmax);
     gpuws__free(d->owner);
     gpuws__free(d->lvl);
+    gpuws__free(d->place);
     gpuws__ex_objs_free(&d->nodes);
     gpuws__ex_pool_free(&d->scratch);
     lz_free(&d->z);
@@ -395,6 +398,12 @@ static bool deblender_fit(ex_deblender *d, size_t box, int64_t bw, size_t npix, 
         d->lvl = lvl;
         d->lvl_cap = nlvl;
     }
+    if (npix > d->place_cap) {
+        int64_t *place = gpuws__realloc(d->place, npix * sizeof *place);
+        if (!place) return false;
+        d->place = place;
+        d->place_cap = npix;
+    }
     if (bw > d->z_bw || npix > d->z_npix) {
         const int64_t zbw = bw > d->z_bw ? bw : d->z_bw;
         const size_t znpix = npix > d->z_npix ? npix : d->z_npix;
@@ -413,11 +422,10 @@ static bool deblender_fit(ex_deblender *d, size_t box, int64_t bw, size_t npix, 
  * without leaving the node's pixels above t (8-connected, as Lutz's scan joins them); so a node that holds at most
  * one local maximum above t has at most one son at t, that son holds at most one maximum, and nothing under the
  * node splits. A NaN never exceeds a neighbour nor lies above t: no path rises through it. */
-static void mark_maxima(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, int64_t bx0, int64_t by0,
-                        int64_t bw)
+static void mark_maxima(ex_deblender *d, size_t npix, int64_t bw)
 {
     for (size_t i = 0; i < npix; i++) {
-        const int64_t q = (px_y(c, recs[i]) - by0) * bw + (px_x(c, recs[i]) - bx0);
+        const int64_t q = d->place[i];
         const float *n = d->cdb + q, v = *n; /* the box's margin and the pixels of no record hold -inf */
         d->lmax[q] = !(n[-bw - 1] > v || n[-bw] > v || n[-bw + 1] > v || n[-1] > v || n[1] > v || n[bw - 1] > v ||
                        n[bw] > v || n[bw + 1] > v);
@@ -481,13 +489,13 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
 {
     const gpuws__extract_params *p = c->p;
     *ndraws = 0;
-    int64_t xmin = INT64_MAX, xmax = 0, ymin = INT64_MAX, ymax = 0;
+    /* the records in raster order: the first and last rows are the first and last records' */
+    int64_t xmin = INT64_MAX, xmax = 0;
+    const int64_t ymin = npix ? px_y(c, recs[0]) : 0, ymax = npix ? px_y(c, recs[npix - 1]) : 0;
     for (size_t i = 0; i < npix; i++) {
-        const int64_t x = px_x(c, recs[i]), y = px_y(c, recs[i]);
+        const int64_t x = px_x(c, recs[i]);
         xmin = x < xmin ? x : xmin;
         xmax = x > xmax ? x : xmax;
-        ymin = y < ymin ? y : ymin;
-        ymax = y > ymax ? y : ymax;
     }
     /* the box with a margin of one pixel: every pixel of the component has its 8 neighbours in it */
     const int64_t bx0 = xmin - 1, by0 = ymin - 1, bw = xmax - xmin + 3, bh = ymax - ymin + 3;
@@ -506,10 +514,11 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     }
     for (size_t i = 0; i < npix; i++) {
         const int64_t q = (px_y(c, recs[i]) - by0) * bw + (px_x(c, recs[i]) - bx0);
+        d->place[i] = q;
         rec[q] = (int32_t)recs[i];
         cdb[q] = c->px->cd[recs[i]];
     }
-    mark_maxima(c, d, recs, npix, bx0, by0, bw);
+    mark_maxima(d, npix, bw);
     z.x0 = bx0;
     z.y0 = by0;
     z.bw = bw;
