@@ -31,7 +31,9 @@
 #define EX_GROUP_MIN  16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
 #define EX_OBJ_CHUNK  64    /* objects a thread takes at a time in the analysis and the catalogue */
 #define EX_GATHER_MIN 256   /* objects a thread gathers, at least: copying them to new pages takes a thread's start */
-#define EX_SORT_MIN   8192  /* components per thread, at least, in their sort */
+/* Components per thread, at least, in their sort: its 8-bit passes are about ten fork-joins, each a wake of the
+ * threads (tens of microseconds), which a thread's share of fewer components does not win back. */
+#define EX_SORT_MIN 16384
 /* A take of the deblending's shared counter: consecutive components of this many pixels in all (or this many
  * components), so that the hundreds of thousands of small components of a large image do not each pass the
  * counter's cache line from core to core, nor write their results next to another thread's. */
