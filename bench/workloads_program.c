@@ -2,7 +2,10 @@
  * twin of a built-in kernel written natively (vector_add f32; matmul f32_shared, the workshop's shared-memory
  * tiles), launched the same way with the same data, so a row's time against its twin's is what the dialect costs.
  * On the CPU backend (which runs the built-ins as scalar references) these rows are the compiled dialect on all
- * cores, to set beside PoCL's rows of the same kernels. The program is built in setup, outside the timing. */
+ * cores, to set beside PoCL's rows of the same kernels. The program is built in setup, outside the timing.
+ * launch_4096 is the vector add of 4096 floats at every size: its work is nothing, so its row is what a launch of a
+ * user's kernel costs (on the CPU backend the whole launch; on a GPU the device's time, and the back-to-back column
+ * the host's time per launch). */
 #include "bench.h"
 #include "matmul/matmul_ref.h"
 #include "vector_add/vector_add_ref.h"
@@ -97,12 +100,12 @@ static float *uniform_floats(size_t n, uint64_t seed)
 
 /* ---- vector add, as gpuws_vector_add launches its kernel -------------------------------------------------- */
 
-static gpuws_status va_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+static gpuws_status va_setup_n(gpuws_context *ctx, size_t n, void **state, bench_counts *c)
 {
     prog_state *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
-    s->n = gpuws__case_pick(size, 5000, (size_t)1 << 20, (size_t)1 << 26, (size_t)1 << 28); /* as vector_add's cases */
+    s->n = n;
     const size_t bytes = s->n * sizeof(float);
     if (!(s->ha = uniform_floats(s->n, 1)) || !(s->hb = uniform_floats(s->n, 2))) return GPUWS_ERR_OUT_OF_MEMORY;
     gpuws_status st;
@@ -125,6 +128,18 @@ static gpuws_status va_setup(gpuws_context *ctx, bench_size size, void **state, 
     c->flops = (double)s->n;
     gpuws__case_label_count(c->size_label, sizeof c->size_label, s->n, "f32");
     return GPUWS_OK;
+}
+
+static gpuws_status va_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    /* as vector_add's cases */
+    return va_setup_n(ctx, gpuws__case_pick(size, 5000, (size_t)1 << 20, (size_t)1 << 26, (size_t)1 << 28), state, c);
+}
+
+static gpuws_status launch_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    (void)size;
+    return va_setup_n(ctx, 4096, state, c);
 }
 
 static gpuws_status prog_run(void *p, gpuws_stream *st)
@@ -201,5 +216,8 @@ static const bench_workload w_program_vector_add = { "program", "vector_add_f32"
                                                      prog_run,  va_check,         prog_teardown };
 static const bench_workload w_program_matmul = { "program", "matmul_shared_f32", false, mm_setup, prog_run,
                                                  mm_check,  prog_teardown };
+static const bench_workload w_program_launch = { "program", "launch_4096", false,        launch_setup,
+                                                 prog_run,  va_check,      prog_teardown };
 BENCH_WORKLOAD(w_program_vector_add)
+BENCH_WORKLOAD(w_program_launch)
 BENCH_WORKLOAD(w_program_matmul)
