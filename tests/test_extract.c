@@ -14,6 +14,7 @@
 #include "extract/extract_ref.h" /* the host steps alone, on records made here */
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,80 @@ BACKEND_TEST(extract, threads_give_the_catalogue_of_one_thread)
     result_free(&got);
     sky_free(&k);
     gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}
+
+/* Two threads extract at once on one context, each on a stream of its own (docs/threads.md allows it): the device
+ * steps share the context, the host steps run side by side (one call on the library's kept threads, the other on
+ * threads of its own). Each catalogue and map are those of the same sky extracted alone, bit for bit, round after
+ * round. */
+typedef struct {
+    gpuws_context *ctx;
+    gpuws_buffer *img, *back, *rms, *seg;
+    int rounds;
+    result got[3];
+    gpuws_status st;
+} side_by_side;
+
+static void *extract_rounds(void *arg)
+{
+    side_by_side *j = arg;
+    gpuws_stream *s = NULL;
+    j->st = gpuws_stream_create(j->ctx, &s);
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.back = j->back, o.rms = j->rms, o.segmap = j->seg;
+    for (int r = 0; r < j->rounds && !j->st; r++) {
+        result *g = &j->got[r];
+        if ((j->st = gpuws_extract(s, TW, TH, j->img, &o, &g->cat))) break;
+        if (!(g->seg = malloc((size_t)TW * TH * sizeof *g->seg))) {
+            j->st = GPUWS_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        if (!(j->st = gpuws_buffer_read_async(s, j->seg, 0, g->seg, (size_t)TW * TH * sizeof *g->seg)))
+            j->st = gpuws_stream_synchronize(s);
+    }
+    gpuws_stream_destroy(s);
+    return NULL;
+}
+
+BACKEND_TEST(extract, extractions_on_two_threads_at_once_give_each_its_catalogue)
+{
+    gpuws_context *ctx = test_open(*kind);
+    const size_t n = (size_t)TW * TH;
+    sky k[2] = { sky_make(test_seed(false), 3), sky_make(test_seed(false) + 1, 0) };
+    side_by_side j[2];
+    result want[2];
+    const gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT; /* SEP's defaults: deblending and cleaning */
+    for (int t = 0; t < 2; t++) {
+        want[t] = run(ctx, k[t].x, k[t].back, k[t].rms, NULL, TW, TH, &o);
+        memset(&j[t], 0, sizeof j[t]);
+        j[t].ctx = ctx, j[t].rounds = 3;
+        j[t].img = test_buffer_from(ctx, k[t].x, n * sizeof(float));
+        j[t].back = test_buffer_from(ctx, k[t].back, n * sizeof(float));
+        j[t].rms = test_buffer_from(ctx, k[t].rms, n * sizeof(float));
+        j[t].seg = test_buffer(ctx, n * sizeof(int32_t));
+    }
+    cr_assert_neq(want[0].cat->num_objects, want[1].cat->num_objects, "two skies of one catalogue size");
+    pthread_t other;
+    cr_assert_eq(pthread_create(&other, NULL, extract_rounds, &j[1]), 0);
+    extract_rounds(&j[0]);
+    pthread_join(other, NULL);
+    for (int t = 0; t < 2; t++) {
+        cr_assert_eq(j[t].st, GPUWS_OK, "thread %d: %s", t, gpuws_status_string(j[t].st));
+        for (int r = 0; r < j[t].rounds; r++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s, thread %d, round %d, beside the other thread", test_backend_name(*kind), t,
+                     r);
+            expect_same(what, &j[t].got[r], &want[t], n);
+            result_free(&j[t].got[r]);
+        }
+        result_free(&want[t]);
+        gpuws_buffer_destroy(j[t].img);
+        gpuws_buffer_destroy(j[t].back);
+        gpuws_buffer_destroy(j[t].rms);
+        gpuws_buffer_destroy(j[t].seg);
+        sky_free(&k[t]);
+    }
     gpuws_context_destroy(ctx);
 }
 
