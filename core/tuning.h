@@ -73,6 +73,10 @@
     X(extract_group, CHOICE, "auto", "auto|device|host",                                                               \
       "where extract groups its pixel records by component on CUDA and OpenCL: auto on GPUs' device (a radix sort) "   \
       "and on CPU OpenCL devices by the host's threads, which are faster there; the catalogue is the same")            \
+    X(extract_chain, NUMBER, "auto", "auto|0..1048576",                                                                \
+      "where the device groups extract's records, it also finds the components of up to this many pixels that "        \
+      "deblending cannot split, and their pixels' order in SEP's scan, which the host's deblending then skips (auto: " \
+      "256; 0: the host deblends every component); the catalogue is the same")                                         \
     X(find_sources_host_threads, NUMBER, "auto", "auto|1..1024",                                                       \
       "host threads of find_sources_host's threshold and measurement (auto: the CPUs the process may run on); the "    \
       "same catalogue")                                                                                                \

@@ -193,6 +193,23 @@ static void sky_free(sky *k)
     free(k->rms);
 }
 
+/* The sky crowded with blended pairs that deblending splits (and whose faint pixels gatherup draws for): a pair
+ * every 36 pixels, its stars 3 to 7 pixels apart, one of them fainter, from *s. */
+static void add_blended_pairs(float *x, uint64_t *s)
+{
+    for (int py = 20; py < TH - 20; py += 36)
+        for (int pc = 20; pc < TW - 20; pc += 36) {
+            const double d = 3.0 + 4.0 * test_rand_uniform(s), a1 = 100.0 + 400.0 * test_rand_uniform(s),
+                         a2 = a1 * (0.2 + 0.8 * test_rand_uniform(s));
+            for (int r = py - 12; r <= py + 12; r++)
+                for (int c = pc - 12; c <= pc + 12; c++) {
+                    const double d1 = (c - pc) * (c - pc) + (r - py) * (r - py),
+                                 d2 = (c - pc - d) * (c - pc - d) + (r - py) * (r - py);
+                    x[(size_t)r * TW + c] += (float)(a1 * exp(-d1 / 8.0) + a2 * exp(-d2 / 8.0));
+                }
+        }
+}
+
 /* The host steps on threads (knob extract_threads, which on the CPU backend divides the pixel steps' rows too): the
  * catalogue and the map with 4 threads are those of one thread, bit for bit. What could differ: the objects' order
  * (components and objects are made in any order on threads) and deblending's random numbers, which SEP draws from
@@ -213,17 +230,7 @@ BACKEND_TEST(extract, threads_give_the_catalogue_of_one_thread)
     sky k = sky_make(s, 3);
     float *x = k.x, *back = k.back, *rms = k.rms;
     for (size_t i = 0; i < n; i++) rms[i] += (float)(0.002 * (double)(i % TW) + 0.001 * (double)(i / TW));
-    for (int py = 20; py < TH - 20; py += 36) /* pairs 3 to 7 pixels apart, one of them fainter */
-        for (int pc = 20; pc < TW - 20; pc += 36) {
-            const double d = 3.0 + 4.0 * test_rand_uniform(&s), a1 = 100.0 + 400.0 * test_rand_uniform(&s),
-                         a2 = a1 * (0.2 + 0.8 * test_rand_uniform(&s));
-            for (int r = py - 12; r <= py + 12; r++)
-                for (int c = pc - 12; c <= pc + 12; c++) {
-                    const double d1 = (c - pc) * (c - pc) + (r - py) * (r - py),
-                                 d2 = (c - pc - d) * (c - pc - d) + (r - py) * (r - py);
-                    x[(size_t)r * TW + c] += (float)(a1 * exp(-d1 / 8.0) + a2 * exp(-d2 / 8.0));
-                }
-        }
+    add_blended_pairs(x, &s);
     const gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT; /* SEP's defaults: deblending and cleaning */
     result want = run(ref, x, back, rms, NULL, TW, TH, &o);
     result got = run(ctx, x, back, rms, NULL, TW, TH, &o);
@@ -356,6 +363,79 @@ BACKEND_TEST(extract, records_grouped_on_the_device_give_the_host_grouping)
     want = run(ref, k.x, k.back, k.rms, NULL, TW, TH, &d);
     got = run(ctx, k.x, k.back, k.rms, NULL, TW, TH, &d);
     snprintf(what, sizeof what, "%s, sky: the device's grouping against the host's", test_backend_name(*kind));
+    expect_same(what, &got, &want, (size_t)TW * TH);
+    result_free(&want);
+    result_free(&got);
+    sky_free(&k);
+    gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}
+
+/* The components that deblending cannot split, found and put in SEP's scan order on the device (knob
+ * extract_chain, where the device groups the records: extract_chain.h), give the catalogue and the map of the host's
+ * deblending of every component, bit for bit: the device counts the local maxima above a first level a little
+ * lower than the host's, and gives each chained component its threshold, the mean of its pixels' with a σ map, as
+ * the host makes it. The crowded sky of blended pairs makes components that split and many that do not, under each
+ * threshold rule (a σ map as SEP 1.4 and 1.2, one σ, an absolute threshold), both connectivities and a tree of one
+ * level (nothing splits), and a knob that leaves the components of more than 16 pixels to the host. Every case must
+ * chain some components, and the sky's blends must leave some to the host. */
+typedef struct {
+    gpuws_backend_kind backend;
+    int noise, sep_version, connectivity, nthresh;
+    int most; /* the knob extract_chain: the largest component chained (0: auto) */
+} chain_case;
+
+ParameterizedTestParameters(extract, components_chained_on_the_device_give_the_host_catalogue)
+{
+    static const chain_case shapes[] = {
+        { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 32, 0 },   { 0, NOISE_MAP, GPUWS_SEP_1_2, 8, 32, 0 },
+        { 0, NOISE_CONST, GPUWS_SEP_1_4, 4, 32, 0 }, { 0, NOISE_NONE, GPUWS_SEP_1_4, 8, 16, 0 },
+        { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 1, 0 },    { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 32, 16 },
+    };
+    return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
+}
+
+ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_the_host_catalogue)
+{
+    if (c->backend == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
+    gpuws_context *ctx = test_open(c->backend), *ref = test_open(c->backend);
+    test_tune(ctx, "extract_group", "device");
+    test_tune(ref, "extract_group", "device");
+    test_tune(ref, "extract_chain", "0");
+    char most[24];
+    snprintf(most, sizeof most, "%d", c->most);
+    if (c->most) test_tune(ctx, "extract_chain", most);
+    uint64_t s = test_seed(false);
+    sky k = sky_make(s, 3);
+    for (size_t i = 0; i < (size_t)TW * TH; i++) k.rms[i] += (float)(0.002 * (double)(i % TW));
+    add_blended_pairs(k.x, &s);
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT; /* SEP's defaults: deblending and cleaning */
+    o.sep_version = c->sep_version, o.connectivity = c->connectivity, o.deblend_nthresh = c->nthresh;
+    const float *rms = c->noise == NOISE_MAP ? k.rms : NULL;
+    if (c->noise == NOISE_CONST) o.err = 5.0;
+    if (c->noise == NOISE_NONE) o.thresh = 25.0;
+    result want = run(ref, k.x, k.back, rms, NULL, TW, TH, &o);
+    cr_assert_eq(gpuws__extract_chained_last(), 0, "extract_chain 0 chained %zu components",
+                 gpuws__extract_chained_last());
+    result got = run(ctx, k.x, k.back, rms, NULL, TW, TH, &o);
+    const size_t chained = gpuws__extract_chained_last(), n = want.cat->num_objects;
+    size_t merged = 0;
+    for (size_t i = 0; i < n; i++) merged += (want.cat->objects[i].flag & GPUWS_OBJ_MERGED) != 0;
+    cr_assert_gt(chained, 100, "only %zu components chained on the device", chained);
+    if (c->most) { /* the components larger than the knob's are left to the host: fewer chained than by default */
+        gpuws_context *all = test_open(c->backend);
+        test_tune(all, "extract_group", "device");
+        result more = run(all, k.x, k.back, rms, NULL, TW, TH, &o);
+        cr_assert_lt(chained, gpuws__extract_chained_last(), "%zu components chained up to %d pixels, %zu by default",
+                     chained, c->most, gpuws__extract_chained_last());
+        result_free(&more);
+        gpuws_context_destroy(all);
+    }
+    if (c->nthresh > 1) cr_assert_gt(merged, 50, "only %zu of %zu objects come from deblending", merged, n);
+    char what[128];
+    snprintf(what, sizeof what,
+             "%s, noise %d, SEP %d, %d-connectivity, %d levels, chained up to %d: against the host's",
+             test_backend_name(c->backend), c->noise, c->sep_version, c->connectivity, c->nthresh, c->most);
     expect_same(what, &got, &want, (size_t)TW * TH);
     result_free(&want);
     result_free(&got);

@@ -11,6 +11,8 @@
  *   extract_scatter  per chunk: the records (index, value, filtered value, σ, σ of the lower-right neighbour,
  *                    label) of its labelled pixels, in raster order from the chunk's offset
  *   extract_sort_*   the records grouped by label, raster order kept within each label (extract_gpu_group)
+ *   extract_chain_*  the components that deblending cannot split, their records in SEP's scan order, and the
+ *                    components' thresholds (extract_chain.h), so that the host's deblending skips them
  *   extract_segmap   per record: segmap[index] = its object + 1 (after a fill with 0)
  * The call blocks: the catalogue is made on the host from the records read back, in raster order, and their
  * grouping; the objects of the records go back to the device as they are, in that order. */
@@ -25,6 +27,7 @@
 #include <time.h>
 
 #include "extract_pixel.h" /* after <math.h>: it includes nothing */
+#include "extract_chain.h"
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
 static const gpuws__stream_key key_maps = { "extract.maps" };
@@ -35,6 +38,9 @@ static const gpuws__stream_key key_counts = { "extract.counts" };
 static const gpuws__stream_key key_records = { "extract.records" };
 static const gpuws__stream_key key_objects = { "extract.objects" };
 static const gpuws__stream_key key_calls = { "extract.calls" };
+static const gpuws__stream_key key_chain[6] = { { "extract.chain" },      { "extract.chain.next" },
+                                                { "extract.chain.ints" }, { "extract.chain.bytes" },
+                                                { "extract.chain.lmax" }, { "extract.chain.list" } };
 static const gpuws__stream_key key_sort[5] = { { "extract.sort.keys0" },
                                                { "extract.sort.keys1" },
                                                { "extract.sort.vals0" },
@@ -97,6 +103,64 @@ static gpuws_status extract_gpu_group(gpuws_stream *s, gpuws_kernel *kscan, uint
     return st;
 }
 
+/* The components that deblending cannot split, chained on the device (extract_chain.h): from the grouping (record
+ * numbers, start[0 .. nl]) to *out, the same with those components' records in chain order and their starts marked,
+ * then each label's threshold. Where the device has no memory for the scratch (about 32 bytes a record), nothing is
+ * chained and *out stays the grouping: the host deblends every component, as it can. */
+static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_params *p, gpuws_buffer *grouped,
+                                      gpuws_buffer *rec, gpuws_buffer *labels, gpuws_buffer *maps, size_t cnt,
+                                      size_t nl, size_t most, gpuws_buffer **out)
+{
+    *out = grouped;
+    const size_t room = EX_CHAIN_ROOM(cnt, nl);
+    gpuws_buffer *chained, *nx, *ints, *bytes, *lmax, *list;
+    gpuws_status st;
+    if ((st = gpuws__stream_scratch(s, &key_chain[0], (cnt + 2 * (nl + 1)) * sizeof(uint32_t), &chained)) ||
+        (st = gpuws__stream_scratch(s, &key_chain[1], cnt * sizeof(int32_t), &nx)) ||
+        (st = gpuws__stream_scratch(s, &key_chain[2], 6 * room * sizeof(int32_t), &ints)) ||
+        (st = gpuws__stream_scratch(s, &key_chain[3], 3 * room, &bytes)) ||
+        (st = gpuws__stream_scratch(s, &key_chain[4], cnt, &lmax)) ||
+        (st = gpuws__stream_scratch(s, &key_chain[5], (nl + 1) * sizeof(uint32_t), &list)))
+        return st == GPUWS_ERR_OUT_OF_MEMORY ? GPUWS_OK : st;
+    *out = chained;
+    const bool cpu = gpuws__is_cpu_device(s->ctx);
+    const gpuws_launch_config c_rec =
+        gpuws__config_1d(cnt, 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
+    const gpuws_launch_config c_lab = gpuws__config_1d(nl, 64, cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 16));
+    const uint32_t zero = 0;
+    const gpuws_arg a_max[] = { gpuws_arg_buffer(rec),         gpuws_arg_buffer(rec),  gpuws_arg_u64(cnt),
+                                gpuws_arg_buffer(labels),      gpuws_arg_buffer(maps), gpuws_arg_u32((uint32_t)p->w),
+                                gpuws_arg_u32((uint32_t)p->h), gpuws_arg_buffer(lmax) };
+    const gpuws_arg a_list[] = { gpuws_arg_buffer(grouped),           gpuws_arg_u64(cnt),  gpuws_arg_u64(nl),
+                                 gpuws_arg_u32((uint32_t)p->minarea), gpuws_arg_u64(most), gpuws_arg_buffer(list) };
+    const gpuws_arg a_chain[] = { gpuws_arg_buffer(grouped),
+                                  gpuws_arg_u64(cnt),
+                                  gpuws_arg_u64(nl),
+                                  gpuws_arg_buffer(rec),
+                                  gpuws_arg_buffer(rec),
+                                  gpuws_arg_u64(cnt),
+                                  gpuws_arg_buffer(lmax),
+                                  gpuws_arg_u32((uint32_t)p->w),
+                                  gpuws_arg_u32((uint32_t)p->deblend_nthresh),
+                                  gpuws_arg_u32((uint32_t)p->noise),
+                                  gpuws_arg_f32(p->thresh),
+                                  gpuws_arg_f32(p->relthresh),
+                                  gpuws_arg_u32(p->sep_version == GPUWS_SEP_1_2),
+                                  gpuws_arg_buffer(list),
+                                  gpuws_arg_buffer(*out),
+                                  gpuws_arg_buffer(nx),
+                                  gpuws_arg_buffer(ints),
+                                  gpuws_arg_buffer(bytes) };
+    const size_t ngrp = (cnt + nl + 1) * sizeof(uint32_t);
+    if ((st = gpuws_buffer_copy_async(s, *out, 0, grouped, 0, ngrp)) ||
+        (st = gpuws_buffer_fill_async(s, *out, ngrp, &zero, sizeof zero, (nl + 1) * sizeof(uint32_t))) ||
+        (st = gpuws_buffer_fill_async(s, list, 0, &zero, sizeof zero, sizeof zero)) ||
+        (st = gpuws__launch_named(s, "extract_chain_maxima", NULL, &c_rec, a_max, GPUWS__NARGS(a_max))) ||
+        (st = gpuws__launch_named(s, "extract_chain_list", NULL, &c_lab, a_list, GPUWS__NARGS(a_list))))
+        return st;
+    return gpuws__launch_named(s, "extract_chain", NULL, &c_lab, a_chain, GPUWS__NARGS(a_chain));
+}
+
 /* Host memory for cnt records and ngroup words of their grouping after them, nread arrays of the records read
  * back. A GPU driver copies out to pageable memory through buffers of its own on one thread, several times slower
  * than the bus from pinned memory, and the fresh pages must be mapped too; but pinning costs more than one read
@@ -152,10 +216,10 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     gpuws_context *ctx = s->ctx;
     const size_t w = p->w, h = p->h, n = w * h, nk = p->kern ? (size_t)p->kw * (size_t)p->kh : 1;
     const size_t nchunks = (n + EX_CHUNK - 1) / EX_CHUNK;
-    const char *const names[] = {
-        "extract_prep",   "extract_detect",     "extract_count",        "extract_scatter",
-        "extract_segmap", "extract_sort_count", "extract_sort_scatter", "extract_sort_starts"
-    };
+    const char *const names[] = { "extract_prep",         "extract_detect",      "extract_count",
+                                  "extract_scatter",      "extract_segmap",      "extract_sort_count",
+                                  "extract_sort_scatter", "extract_sort_starts", "extract_chain_maxima",
+                                  "extract_chain_list",   "extract_chain" };
     gpuws_kernel *k, *kscan;
     uint32_t sblock;
     gpuws_status st = GPUWS_OK;
@@ -229,7 +293,9 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     /* the grouping read back (record numbers, start[0 .. nl]) where the device groups; the labels then stay there */
     const int knob = ctx->tuning.extract_group;
     const bool group = knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu);
-    const size_t ngroup = cnt && group ? cnt + nl + 1 : 0, nread = group ? 5 : 6;
+    const int64_t most = ctx->tuning.extract_chain < 0 ? EX_CHAIN_AUTO : ctx->tuning.extract_chain;
+    const bool chain = group && most > 0;
+    const size_t ngroup = cnt && group ? cnt + (chain ? 2 : 1) * (nl + 1) : 0, nread = group ? 5 : 6;
     if ((st = records_host(s, cnt, ngroup, nread, px))) return st;
     px->nl = nl;
     tm[2] = now_ms();
@@ -242,11 +308,14 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
         };
         /* the six arrays lie one after the other on both sides (gpuws__extract_pixels_alloc); the labels, last,
          * stay on the device where it groups the records */
-        gpuws_buffer *grouped = NULL;
-        if ((st = gpuws__launch_named(s, "extract_scatter", NULL, &c_chunks, a_sc, GPUWS__NARGS(a_sc))) ||
-            (group && (st = extract_gpu_group(s, kscan, sblock, rec, cnt, nl, &grouped))) ||
-            (st = gpuws__buffer_read_sync(s, rec, 0, px->idx, nread * cnt * sizeof(float))) ||
-            (group && (st = gpuws__buffer_read_sync(s, grouped, 0, px->group, ngroup * sizeof *px->group)))) {
+        gpuws_buffer *grouped = NULL, *chained = NULL;
+        if (!(st = gpuws__launch_named(s, "extract_scatter", NULL, &c_chunks, a_sc, GPUWS__NARGS(a_sc))) && group &&
+            !(st = extract_gpu_group(s, kscan, sblock, rec, cnt, nl, &grouped)) && chain)
+            st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, &chained);
+        px->chained = chain && chained != grouped; /* else the device had no room for it */
+        if (st || (st = gpuws__buffer_read_sync(s, rec, 0, px->idx, nread * cnt * sizeof(float))) ||
+            (group && (st = gpuws__buffer_read_sync(s, px->chained ? chained : grouped, 0, px->group,
+                                                    (px->chained ? ngroup : cnt + nl + 1) * sizeof *px->group)))) {
             records_release(ctx, px, true);
             return st;
         }

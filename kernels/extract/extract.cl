@@ -6,6 +6,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 #include "extract_pixel.h"
+#include "extract_chain.h"
 
 __kernel void extract_prep(__global const float *image, __global const float *back, uint has_back,
                            __global const float *rms, __global const uchar *mask, uint has_mask, ulong mask_from,
@@ -145,6 +146,42 @@ __kernel void extract_sort_starts(__global const uint *keys, ulong n, __global u
         if (i == 0 || keys[i - 1] != keys[i]) out[start_off + keys[i]] = (uint)i;
     }
     if (get_global_id(0) == 0) out[start_off] = 0;
+}
+
+/* ---- the components that deblending cannot split, chained (extract_chain.h) ---- */
+
+__kernel void extract_chain_maxima(__global const uint *ru, __global const float *rf, ulong cap,
+                                   __global const int *labels, __global const float *maps, uint width, uint height,
+                                   __global uchar *lmax)
+{
+    __global const float *cdm = maps + 2 * (ulong)width * height;
+    GPUWS_FOR_EACH(r, cap)
+    {
+        ex_chain_maximum(r, ru, rf, cap, labels, cdm, (long)width, (long)height, lmax);
+    }
+}
+
+/* list[0]: the listed components; list[1 ..]: their labels (list[0] zeroed before). */
+__kernel void extract_chain_list(__global const uint *grp, ulong cnt, ulong nl, uint minarea, ulong most,
+                                 __global uint *list)
+{
+    GPUWS_FOR_EACH(i, nl)
+    {
+        if (ex_chain_listed(i + 1, nl, cnt, grp, (int)minarea, most)) list[1 + atomic_inc(&list[0])] = (uint)(i + 1);
+    }
+}
+
+__kernel void extract_chain(__global const uint *grp, ulong cnt, ulong nl, __global const uint *ru,
+                            __global const float *rf, ulong cap, __global const uchar *lmax, uint width, uint xn,
+                            uint noise, float thresh, float relthresh, uint sep12, __global const uint *list,
+                            __global uint *out, __global int *nx, __global int *ints, __global uchar *bytes)
+{
+    const ulong listed = list[0];
+    GPUWS_FOR_EACH(i, listed)
+    {
+        ex_chain(list[1 + i], nl, cnt, grp, ru, rf, cap, lmax, (long)width, (int)xn, (int)noise, thresh, relthresh,
+                 (int)sep12, out, nx, ints, bytes);
+    }
 }
 
 #endif

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "extract_pixel.h"
+#include "extract_chain.h"
 
 typedef unsigned long long u64;
 
@@ -154,7 +155,37 @@ extern "C" __global__ void extract_sort_starts(const unsigned *keys, u64 n, unsi
     if (blockIdx.x == 0 && threadIdx.x == 0) out[start_off] = 0;
 }
 
+// ---- the components that deblending cannot split, chained (extract_chain.h) ----
+
+extern "C" __global__ void extract_chain_maxima(const unsigned *ru, const float *rf, u64 cap, const int *labels,
+                                                const float *maps, unsigned width, unsigned height, unsigned char *lmax)
+{
+    const float *cdm = maps + 2 * (u64)width * height;
+    for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < cap; r += (u64)gridDim.x * blockDim.x)
+        ex_chain_maximum(r, ru, rf, cap, labels, cdm, (long)width, (long)height, lmax);
+}
+
+// list[0]: the listed components; list[1 ..]: their labels (list[0] zeroed before).
+extern "C" __global__ void extract_chain_list(const unsigned *grp, u64 cnt, u64 nl, unsigned minarea, u64 most,
+                                              unsigned *list)
+{
+    for (u64 l = 1 + blockIdx.x * (u64)blockDim.x + threadIdx.x; l <= nl; l += (u64)gridDim.x * blockDim.x)
+        if (ex_chain_listed(l, nl, cnt, grp, (int)minarea, most)) list[1 + atomicAdd(&list[0], 1u)] = (unsigned)l;
+}
+
+extern "C" __global__ void extract_chain(const unsigned *grp, u64 cnt, u64 nl, const unsigned *ru, const float *rf,
+                                         u64 cap, const unsigned char *lmax, unsigned width, unsigned xn,
+                                         unsigned noise, float thresh, float relthresh, unsigned sep12,
+                                         const unsigned *list, unsigned *out, int *nx, int *ints, unsigned char *bytes)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < list[0]; i += (u64)gridDim.x * blockDim.x)
+        ex_chain(list[1 + i], nl, cnt, grp, ru, rf, cap, lmax, (long)width, (int)xn, (int)noise, thresh, relthresh,
+                 (int)sep12, out, nx, ints, bytes);
+}
+
 GPUWS_CUDA_KERNELS(extract, GPUWS_CUDA_KERNEL(extract_prep), GPUWS_CUDA_KERNEL(extract_detect),
                    GPUWS_CUDA_KERNEL(extract_count), GPUWS_CUDA_KERNEL(extract_scatter),
                    GPUWS_CUDA_KERNEL(extract_segmap), GPUWS_CUDA_KERNEL(extract_sort_count),
-                   GPUWS_CUDA_KERNEL(extract_sort_scatter), GPUWS_CUDA_KERNEL(extract_sort_starts))
+                   GPUWS_CUDA_KERNEL(extract_sort_scatter), GPUWS_CUDA_KERNEL(extract_sort_starts),
+                   GPUWS_CUDA_KERNEL(extract_chain_maxima), GPUWS_CUDA_KERNEL(extract_chain_list),
+                   GPUWS_CUDA_KERNEL(extract_chain))

@@ -14,7 +14,9 @@
  * object (a random draw per pixel, in chain order). The scan keeps, for the row above, markers at the columns where
  * a run of object pixels starts ('S' first run of an object, 's' a later one) or ends ('f' object not finished, 'F'
  * finished); crossing a marker on the current row updates which partial objects are open, and partial objects join
- * by appending one chain to the other. */
+ * by appending one chain to the other. extract_chain.h runs the same scan on the device, for the components that
+ * cannot split (every pixel in, one object); test_extract's components_chained_on_the_device_give_the_host_catalogue
+ * holds the two to the same chains. */
 
 typedef struct {
     int64_t first, last; /* local pixel numbers, -1: none */
@@ -445,16 +447,16 @@ static bool may_split(const ex_ctx *c, const ex_deblender *d, const ex_obj *o, f
 }
 
 /* What deblending reads of a node, as preanalyse finds it (the same order and arithmetic): its bounds, filtered
- * peak and filtered flux, the values read from the box. Its other fields stay as they are: the analysis measures
- * every object that deblending gives out again, and gatherup its kept objects. */
-static void node_stats(const ex_ctx *c, const ex_deblender *d, ex_obj *o, int64_t bx0, int64_t by0, int64_t bw)
+ * peak and filtered flux. Its other fields stay as they are: the analysis measures every object that deblending
+ * gives out again, and gatherup its kept objects. */
+static void node_stats(const ex_ctx *c, ex_obj *o)
 {
     double rv = 0.0;
     float cpeak = -EX_BIG;
     int64_t xmin = INT64_MAX, xmax = 0, ymin = INT64_MAX, ymax = 0;
     for (size_t k = 0; k < o->npix; k++) {
         const int64_t x = px_x(c, o->pix[k]), y = px_y(c, o->pix[k]);
-        const float cv = d->cdb[(y - by0) * bw + (x - bx0)];
+        const float cv = c->px->cd[o->pix[k]];
         if (cpeak < cv) cpeak = cv;
         rv += cv;
         xmin = x < xmin ? x : xmin;
@@ -530,7 +532,7 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     lvl[0] = 0;
     bool ok = lz_run(&z, xmin, ymin, xmax, ymax, t0, true, 1, &nodes, pool) && nodes.n == 1;
     if (ok) {
-        node_stats(c, d, &nodes.v[0], bx0, by0, bw);
+        node_stats(c, &nodes.v[0]);
         nodes.v[0].flag = edge_flag(c, &nodes.v[0]);
         const double value0 = nodes.v[0].fdflux * p->deblend_cont, peak = nodes.v[0].fdpeak;
         const size_t minsize = p->minarea < 3 ? (size_t)p->minarea : 3; /* SExtractor's smallest sub-object */
@@ -560,7 +562,7 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
                     const size_t head = nodes.v[j].pix[0];
                     if (owner[(px_y(c, head) - by0) * bw + (px_x(c, head) - bx0)] == stamp) {
                         nodes.v[keep] = nodes.v[j];
-                        node_stats(c, d, &nodes.v[keep], bx0, by0, bw);
+                        node_stats(c, &nodes.v[keep]);
                         nodes.v[keep].flag = edge_flag(c, &nodes.v[keep]);
                         keep++;
                     }
@@ -622,4 +624,19 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     gpuws__ex_objs_free(&kept);
     nodes_release(d, &nodes);
     return ok;
+}
+
+bool gpuws__ex_single(const ex_ctx *c, const size_t *chain, size_t npix, float t0, ex_objs *out, ex_pool *pool)
+{
+    ex_obj o;
+    memset(&o, 0, sizeof o);
+    if (!(o.pix = gpuws__ex_pool_take(pool, npix ? npix : 1))) return false;
+    memcpy(o.pix, chain, npix * sizeof *o.pix);
+    o.npix = npix;
+    o.thresh = t0;
+    node_stats(c, &o);
+    o.flag = edge_flag(c, &o);
+    o.son0 = o.son1 = 1; /* as the component whose first level finds it unsplittable (gpuws__ex_deblend) */
+    o.keep = true;
+    return gpuws__ex_objs_push(out, &o);
 }

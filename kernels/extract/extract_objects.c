@@ -264,6 +264,7 @@ typedef struct {
     uint64_t key; /* where SEP's scan completes the component */
     size_t first, n;
     float thresh;
+    bool chained; /* one object, its records in chain order (the device's: extract_chain.h) */
 } ex_comp;
 
 /* ---- the components sorted by key (each key is a pixel of its own: no ties) ----
@@ -477,9 +478,9 @@ static void group_share(void *arg, unsigned t)
             else g->order[g->start[l] + carry_find(cs, l)->at++] = r;
         }
         break;
-    case 5: /* or else the device's grouping, widened */
+    case 5: /* or else the device's grouping, widened (without the chained components' bits) */
         for (size_t r = r0; r < r1; r++) g->order[r] = px->group[r];
-        for (size_t l = l0; l < l1; l++) g->start[l] = px->group[g->n + l];
+        for (size_t l = l0; l < l1; l++) g->start[l] = px->group[g->n + l] & ~EX_CHAIN_BIT;
         break;
     default: break;
     }
@@ -539,15 +540,25 @@ static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
         const size_t first = cl->start[l], cnt = cl->start[l + 1] - first;
         if (cnt < (size_t)p->minarea || cnt == 0) continue;
         if (cl->fill) {
-            const size_t last = cl->order[first + cnt - 1]; /* the component's last pixel in raster order */
+            const gpuws__extract_pixels *px = c->px;
+            const bool chained = px->chained && (px->group[cl->n + l] & EX_CHAIN_BIT);
+            /* the component's last pixel in raster order: its last record, or in chain order its largest */
+            size_t last = cl->order[first + cnt - 1];
+            for (size_t i = first; chained && i < first + cnt; i++) last = cl->order[i] > last ? cl->order[i] : last;
             const uint64_t x = (uint64_t)px_x(c, last), y = (uint64_t)px_y(c, last);
             ex_comp *cp = &cl->comps[k];
             cp->key = (y + 1) * ((uint64_t)p->w + 1) + x + 1;
             cp->first = first;
             cp->n = cnt;
-            cp->thresh = p->noise != EX_NOISE_MAP          ? p->thresh
-                         : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, c->px->sig_lr[last])
-                                                           : mean_thresh(c, cl->order + first, cnt);
+            cp->chained = chained;
+            /* the device's threshold of a chained component is this one, made from the records in raster order */
+            float t0;
+            if (chained) memcpy(&t0, &px->group[cl->n + cl->nl + 1 + l], sizeof t0);
+            else
+                t0 = p->noise != EX_NOISE_MAP          ? p->thresh
+                     : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, px->sig_lr[last])
+                                                       : mean_thresh(c, cl->order + first, cnt);
+            cp->thresh = t0;
         }
         k++;
     }
@@ -634,8 +645,9 @@ static void deblend_share(void *arg, unsigned t)
             r->worker = t;
             r->o0 = w->out.n;
             const double t0 = ex_ms_now();
-            if (!gpuws__ex_deblend(&j->c, w->d, j->order + cp->first, cp->n, cp->thresh, NULL, &w->out, &r->pending,
-                                   &r->ndraws, &w->pool)) {
+            if (cp->chained ? !gpuws__ex_single(&j->c, j->order + cp->first, cp->n, cp->thresh, &w->out, &w->pool)
+                            : !gpuws__ex_deblend(&j->c, w->d, j->order + cp->first, cp->n, cp->thresh, NULL, &w->out,
+                                                 &r->pending, &r->ndraws, &w->pool)) {
                 atomic_store(&j->failed, true);
                 return;
             }
@@ -787,8 +799,10 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
             const ex_comp *cp = &j->comps[k];
             ex_result *r = &j->res[k];
             r->o0 = j->w[0].out.n;
-            if (!gpuws__ex_deblend(&j->c, j->w[0].d, j->order + cp->first, cp->n, cp->thresh, &seed, &j->w[0].out, NULL,
-                                   &r->ndraws, &j->w[0].pool))
+            if (cp->chained
+                    ? !gpuws__ex_single(&j->c, j->order + cp->first, cp->n, cp->thresh, &j->w[0].out, &j->w[0].pool)
+                    : !gpuws__ex_deblend(&j->c, j->w[0].d, j->order + cp->first, cp->n, cp->thresh, &seed, &j->w[0].out,
+                                         NULL, &r->ndraws, &j->w[0].pool))
                 return false;
             r->on = j->w[0].out.n - r->o0;
         }
@@ -841,6 +855,10 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     return true;
 }
 
+static _Thread_local size_t chained_last;
+
+size_t gpuws__extract_chained_last(void) { return chained_last; }
+
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
 {
@@ -848,6 +866,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     long pf[6] = { 0 };   /* the page faults so far at each */
     tm[0] = ex_ms_now();
     pf[0] = ex_faults();
+    chained_last = 0;
     const size_t n = px->n;
     const unsigned threads = p->threads > 1 ? p->threads : 1u;
     ex_job j;
@@ -968,8 +987,13 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
                "extract: deblending on %zu threads: busy %.0f%% of the step, its longest component %zu pixels in "
                "%.1f ms; scans %.1f ms, gatherups left for later %.1f, gathering %.1f",
                nw, 100.0 * busy / ((double)nw * (tm[2] - tm[1]) + 1e-9), longest_n, longest, j.ms[0], j.ms[1], j.ms[2]);
-    gpuws__log(GPUWS__LOG_DEBUG, "extract: components: grouped by label %.1f ms, listed %.1f, sorted %.1f",
-               t_grouped - tm[0], t_listed - t_grouped, tm[1] - t_listed);
+    size_t nchained = 0;
+    for (size_t k = 0; px->chained && k < nc; k++) nchained += comps[k].chained;
+    chained_last = nchained;
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "extract: components: grouped by label %.1f ms, listed %.1f, sorted %.1f; %zu of %zu chained on the "
+               "device (one object each, deblending skipped)",
+               t_grouped - tm[0], t_listed - t_grouped, tm[1] - t_listed, nchained, nc);
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: host steps (ms, %u threads): components %.1f, deblending %.1f, analysis %.1f, cleaning %.1f, "
                "catalogue %.1f; %zu pixels, %zu components, %zu objects before cleaning, %zu after",

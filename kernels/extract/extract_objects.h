@@ -94,6 +94,9 @@ void gpuws__ex_deblender_free(ex_deblender *d);
  * (nothing added to out or *pending). */
 bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, float t0, unsigned *seed,
                        ex_objs *out, ex_objs *pending, uint64_t *ndraws, ex_pool *pool);
+/* A component that cannot split (the device found it so: extract_chain.h), its records in chain order: its one
+ * object, as gpuws__ex_deblend makes it, appended to out (its pixel list from pool). False when memory fails. */
+bool gpuws__ex_single(const ex_ctx *c, const size_t *chain, size_t npix, float t0, ex_objs *out, ex_pool *pool);
 /* The gatherup left for later (*pending from gpuws__ex_deblend), drawing from *seed: its objects appended to out.
  * False when memory fails (nothing added). The pixel lists of out and *pending come from pool. */
 bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out, ex_pool *pool);

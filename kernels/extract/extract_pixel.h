@@ -18,6 +18,7 @@
 #define EX_FILTER_CONV  1
 #define EX_FILTER_MATCH 2
 #define EX_BLANK_BIT    0x80000000u /* in a record's pixel index: the pixel touches a NaN or masked pixel */
+#define EX_CHAIN_BIT    0x80000000u /* in a label's start of the grouping: one object, in chain order (extract_chain.h) */
 #define EX_MAX_KERNEL   4096        /* filter values passed to the device (kw * kh) */
 /* The device writes the records in raster order by chunks of EX_CHUNK raster-consecutive pixels: one block of
  * EX_CHUNK_THREADS threads a chunk counts its labelled pixels (extract_count), an exclusive scan of the counts gives

@@ -41,10 +41,11 @@ typedef struct gpuws__extract_pixels {
     size_t n;
     uint32_t *idx;
     float *value, *cd, *sig, *sig_lr;
-    int32_t *label; /* not read back where the device groups the records */
-    uint32_t *group;
+    int32_t *label;  /* not read back where the device groups the records */
+    uint32_t *group; /* the device's grouping: record numbers, then start[0 .. nl] (and t0[1 .. nl] where chained) */
     size_t nl;
-    size_t kept; /* nonzero: the arrays lie in pinned memory of this many bytes, kept with the context (extract.c) */
+    bool chained; /* the grouping comes from extract_chain (extract_chain.h) */
+    size_t kept;  /* nonzero: the arrays lie in pinned memory of this many bytes, kept with the context (extract.c) */
 } gpuws__extract_pixels;
 
 /* The options (validated but for the filter) resolved into *p: SEP's float thresholds, its noise mode, the
@@ -80,5 +81,9 @@ gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const floa
  * GPUWS_ERR_OUT_OF_MEMORY with a message when host memory fails. */
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of);
+
+/* The components that the last gpuws__extract_objects of this thread took as the device chained them (one object
+ * each, deblending skipped: extract_chain.h), for the tests. */
+size_t gpuws__extract_chained_last(void);
 
 #endif
