@@ -7,10 +7,10 @@
  * mark_maxima and may_split say why). That level, t0 (peak / t0)^(1 / nthresh), comes from pow, which devices do not
  * round as the host's libm does: the device counts the maxima above a level 1e-5 lower (relatively), which holds
  * every maximum the host's level holds, so a component it finds unsplittable the host would too. Its threshold t0 is
- * the host's, bit for bit (the same float products and the same double sum, in raster order). The chain comes from
- * Lutz's scan of the component's box as extract_deblend.c's lz_run makes it, with every pixel of the component in
- * (its threshold is the component's own): the scan meets the pixels in raster order, which is the order of the
- * component's records, so the scan walks them instead of a box.
+ * the host's, bit for bit (the same float products and the same double sum, in raster order). The chain is the one
+ * Lutz's scan of the component's box makes (extract_deblend.c's lz_run, every pixel of the component in): in closed
+ * form for a component with one run of pixels a row (ex_chain_runs), else by the scan itself, which meets the pixels
+ * in raster order, the order of the component's records, so it walks them instead of a box.
  *
  * Inputs: grp, the records grouped by label (extract_sort_*): the cnt record numbers, then start[0 .. nl] (label l:
  * grp[start[l] .. start[l + 1] - 1], start[nl + 1] = cnt); the records (ru / rf, six arrays of cap words); the
@@ -77,6 +77,39 @@ EX_FN int ex_chain_listed(unsigned long l, unsigned long nl, unsigned long cnt, 
     return m >= (unsigned long)minarea && m > 0 && m <= most;
 }
 
+/* The chain of a component with one run of pixels on every row (most small ones), which Lutz's scan makes without
+ * ever holding two partial objects: each row's run joins the chain so far at the column where the run above starts
+ * (its 'S' marker), so the pixels of the row left of that column come before the chain so far and the rest after it:
+ * chain(y) = left(y) + chain(y - 1) + right(y), chain(first row) = its run. So the chain is the left parts from the
+ * last row up, the first row, then the right parts from the second row down, each part in column order. rel: each
+ * record's (row - first row) w + column, in raster order; rec: the m record numbers; out: the chain; lefts: room
+ * for a count a row. */
+EX_FN void ex_chain_runs(EX_CONST int *rel, unsigned long m, long w, EX_CONST unsigned *rec, EX_GLOBAL unsigned *out,
+                         EX_GLOBAL int *lefts)
+{
+    long total = 0, first = 0, row = -1, a = -1, above = -1;
+    for (unsigned long k = 0; k < m; k++) { /* each row's left part, the first row's run */
+        const long ry = rel[k] / w, x = rel[k] % w;
+        if (ry != row) {
+            above = a, a = x, row = ry;
+            lefts[ry] = 0;
+        }
+        if (ry == 0) first++;
+        else if (x < above) lefts[ry]++, total++;
+    }
+    long before = 0, right = total + first; /* the left parts of the rows so far; the next right pixel's place */
+    row = -1, a = -1, above = -1;
+    for (unsigned long k = 0; k < m; k++) {
+        const long ry = rel[k] / w, x = rel[k] % w;
+        if (ry != row) {
+            above = a, a = x, row = ry;
+            before += ry ? lefts[ry] : 0;
+        }
+        const long at = ry == 0 ? total + (x - a) : x < above ? total - before + (x - a) : right++;
+        out[at] = rec[k];
+    }
+}
+
 /* Component l (listed) into out: its threshold, and where it cannot split its records in chain order and its start
  * marked (out holds a copy of grp, and zeros for the thresholds, before). noise, thresh, relthresh, sep12: the
  * host's parameters (gpuws__extract_params), xn: deblend_nthresh; lmax: ex_chain_maximum's. */
@@ -97,11 +130,14 @@ EX_FN void ex_chain(unsigned long l, unsigned long nl, unsigned long cnt, EX_CON
                                      * the chains' links, written only where the walk has passed */
     double sum = 0.0;
     float peak = -EX_BIG;
-    long xmin = w, xmax = 0;
+    long xmin = w, xmax = 0, prev = 0;
+    int runs = 1; /* one run of pixels on every row */
     for (unsigned long k = s; k < e; k++) {
         const unsigned r = grp[k];
         const long i = (long)(ru[r] & ~EX_BLANK_BIT), x = i % w;
         nx[k - s] = (int)(i - ymin * w);
+        if (k > s && i / w == prev / w && i != prev + 1) runs = 0;
+        prev = i;
         if (mean) sum += (double)ex_fmul(relthresh, rf[3 * cap + r]);
         if (peak < cd[r]) peak = cd[r];
         xmin = x < xmin ? x : xmin;
@@ -124,8 +160,13 @@ EX_FN void ex_chain(unsigned long l, unsigned long nl, unsigned long cnt, EX_CON
             if (lmax[r] && cd[r] > low && ++above > 1) return;
         }
     }
-    /* Lutz's scan of the box [xmin, xmax] x [ymin, ymax], its pixels the component's records in raster order */
     const unsigned long room = EX_CHAIN_ROOM(cnt, nl), c0 = s + 2 * l;
+    if (runs) { /* one run a row: the scan's chain in closed form */
+        ex_chain_runs(nx, m, w, grp + s, out + s, ints + c0);
+        out[cnt + l] = (unsigned)s | EX_CHAIN_BIT;
+        return;
+    }
+    /* Lutz's scan of the box [xmin, xmax] x [ymin, ymax], its pixels the component's records in raster order */
     EX_GLOBAL int *pf = ints + c0, *pl = ints + room + c0, *sf = ints + 2 * room + c0, *sl = ints + 3 * room + c0,
                   *start = ints + 4 * room + c0, *end = ints + 5 * room + c0;
     EX_GLOBAL unsigned char *marker = bytes + c0, *psstack = bytes + room + 2 * c0;
