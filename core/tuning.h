@@ -77,6 +77,9 @@
       "where the device groups extract's records, it also finds the components of up to this many pixels that "        \
       "deblending cannot split, and their pixels' order in SEP's scan, which the host's deblending then skips (auto: " \
       "256; 0: the host deblends every component); the catalogue is the same")                                         \
+    X(extract_chain_check, BOOL, "0", "0|1",                                                                           \
+      "a test: the host deblends the components chained on the device too, and counts those whose object or pixel "    \
+      "order differs (test_extract reads the count)")                                                                  \
     X(find_sources_host_threads, NUMBER, "auto", "auto|1..1024",                                                       \
       "host threads of find_sources_host's threshold and measurement (auto: the CPUs the process may run on); the "    \
       "same catalogue")                                                                                                \

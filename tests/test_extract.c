@@ -378,7 +378,9 @@ BACKEND_TEST(extract, records_grouped_on_the_device_give_the_host_grouping)
  * the host makes it. The crowded sky of blended pairs makes components that split and many that do not, under each
  * threshold rule (a σ map as SEP 1.4 and 1.2, one σ, an absolute threshold), both connectivities and a tree of one
  * level (nothing splits), and a knob that leaves the components of more than 16 pixels to the host. Every case must
- * chain some components, and the sky's blends must leave some to the host. */
+ * chain some components, and the sky's blends must leave some to the host. Besides the catalogue (which a pixel
+ * order rarely changes), the host deblends each chained component too (knob extract_chain_check): one object, the
+ * component, its pixels in the device's order. */
 typedef struct {
     gpuws_backend_kind backend;
     int noise, sep_version, connectivity, nthresh;
@@ -400,6 +402,7 @@ ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_
     if (c->backend == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
     gpuws_context *ctx = test_open(c->backend), *ref = test_open(c->backend);
     test_tune(ctx, "extract_group", "device");
+    test_tune(ctx, "extract_chain_check", "1");
     test_tune(ref, "extract_group", "device");
     test_tune(ref, "extract_chain", "0");
     char most[24];
@@ -419,6 +422,9 @@ ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_
                  gpuws__extract_chained_last());
     result got = run(ctx, k.x, k.back, rms, NULL, TW, TH, &o);
     const size_t chained = gpuws__extract_chained_last(), n = want.cat->num_objects;
+    cr_assert_eq(gpuws__extract_chain_mismatches_last(), 0,
+                 "%zu of the %zu components chained on the device are not what the host's deblending makes of them",
+                 gpuws__extract_chain_mismatches_last(), chained);
     size_t merged = 0;
     for (size_t i = 0; i < n; i++) merged += (want.cat->objects[i].flag & GPUWS_OBJ_MERGED) != 0;
     cr_assert_gt(chained, 100, "only %zu components chained on the device", chained);
@@ -442,6 +448,100 @@ ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_
     sky_free(&k);
     gpuws_context_destroy(ref);
     gpuws_context_destroy(ctx);
+}
+
+/* The shapes that the chains' two ways and the first level's margin must get right, each a small component of its
+ * own (absolute threshold 1, no filter): a U, whose two arms Lutz's scan holds as two partial objects until the
+ * bottom row joins them; a ring, whose top row's object runs down two legs that the bottom row joins again (the
+ * scan's 's' markers); values rising along each shape's path, so that each has one local maximum and is chained;
+ * and a bright core with a faint bump of 3 pixels just above the first level, joined by one pixel below it, which
+ * the tree splits (deblend_cont 0) and so must not be chained. The host deblends every chained component again
+ * (knob extract_chain_check). */
+BACKEND_TEST(extract, chains_of_rings_and_arms_and_the_first_level_agree_with_the_host)
+{
+    if (*kind == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
+    enum { CW = 256, CH = 72 };
+    static float x[CW * CH];
+    memset(x, 0, sizeof x);
+    int shapes = 0;
+    for (int oy = 2; oy + 8 < CH; oy += 10)
+        for (int ox = 2; ox + 8 < CW; ox += 10, shapes++) {
+            const int kind_of = shapes % 3;
+            if (kind_of == 0) { /* a U: down the left arm, along the bottom, up the right arm */
+                int v = 0;
+                for (int y = 0; y < 4; y++) x[(oy + y) * CW + ox] = 10.0f + (float)v++;
+                for (int c = 1; c < 4; c++) x[(oy + 3) * CW + ox + c] = 10.0f + (float)v++;
+                for (int y = 2; y >= 0; y--) x[(oy + y) * CW + ox + 3] = 10.0f + (float)v++;
+            } else if (kind_of == 1) { /* a ring 5 x 5: right along the top, down, left along the bottom, up */
+                int v = 0;
+                for (int c = 0; c < 5; c++) x[oy * CW + ox + c] = 10.0f + (float)v++;
+                for (int y = 1; y < 5; y++) x[(oy + y) * CW + ox + 4] = 10.0f + (float)v++;
+                for (int c = 3; c >= 0; c--) x[(oy + 4) * CW + ox + c] = 10.0f + (float)v++;
+                for (int y = 3; y >= 1; y--) x[(oy + y) * CW + ox] = 10.0f + (float)v++;
+            } else { /* a core 3 x 3 (peak 100), a bridge pixel at 1.05, a bump of 3 at 1.4 */
+                for (int y = 0; y < 3; y++)
+                    for (int c = 0; c < 3; c++) x[(oy + y) * CW + ox + c] = y == 1 && c == 1 ? 100.0f : 50.0f;
+                x[(oy + 1) * CW + ox + 3] = 1.05f;
+                for (int y = 0; y < 3; y++) x[(oy + y) * CW + ox + 4] = 1.4f;
+            }
+        }
+    gpuws_context *ctx = test_open(*kind), *ref = test_open(*kind);
+    test_tune(ctx, "extract_group", "device");
+    test_tune(ctx, "extract_chain_check", "1");
+    test_tune(ref, "extract_group", "device");
+    test_tune(ref, "extract_chain", "0");
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = 1.0, o.filter_type = GPUWS_FILTER_NONE, o.minarea = 3, o.deblend_cont = 0.0, o.clean = 0;
+    result want = run(ref, x, NULL, NULL, NULL, CW, CH, &o);
+    result got = run(ctx, x, NULL, NULL, NULL, CW, CH, &o);
+    const size_t chained = gpuws__extract_chained_last(), bumps = (size_t)shapes / 3;
+    size_t merged = 0;
+    for (size_t i = 0; i < want.cat->num_objects; i++) merged += (want.cat->objects[i].flag & GPUWS_OBJ_MERGED) != 0;
+    cr_assert_eq(merged, 2 * bumps, "the host's tree split %zu objects out of the %zu bumped cores, not 2 each", merged,
+                 bumps);
+    cr_assert_eq(chained, (size_t)shapes - bumps, "%zu components chained; the %d rings and arms, not the cores",
+                 chained, shapes - (int)bumps);
+    cr_assert_eq(gpuws__extract_chain_mismatches_last(), 0,
+                 "%zu of the %zu chained components are not what the host's deblending makes of them",
+                 gpuws__extract_chain_mismatches_last(), chained);
+    char what[96];
+    snprintf(what, sizeof what, "%s, rings, arms, bumped cores: chained against the host's", test_backend_name(*kind));
+    expect_same(what, &got, &want, (size_t)CW * CH);
+    result_free(&want);
+    result_free(&got);
+    gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}
+
+/* Every shape the scan can meet: uniform noise thresholded near 8-connected percolation makes components of every
+ * form (holes, rings, combs, spirals), and with a tree of one level nothing splits, so every component of up to the
+ * scan's size is chained, whatever its maxima. The host scans each again (knob extract_chain_check): the same
+ * pixels in the same order, on both connectivities. */
+BACKEND_TEST(extract, chains_of_random_components_are_the_host_scans)
+{
+    if (*kind == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
+    const size_t w = 700, h = 500, n = w * h;
+    float *x = malloc(n * sizeof *x);
+    cr_assert(x);
+    uint64_t s = test_seed(false);
+    for (size_t i = 0; i < n; i++) x[i] = (float)test_rand_uniform(&s);
+    gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "extract_group", "device");
+    test_tune(ctx, "extract_chain_check", "1");
+    for (int conn = 4; conn <= 8; conn += 4) {
+        gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+        o.thresh = conn == 8 ? 0.62 : 0.45, o.filter_type = GPUWS_FILTER_NONE, o.minarea = 1;
+        o.deblend_nthresh = 1, o.clean = 0, o.connectivity = conn;
+        result got = run(ctx, x, NULL, NULL, NULL, w, h, &o);
+        const size_t chained = gpuws__extract_chained_last();
+        cr_assert_gt(chained, 5000, "%d-connectivity: only %zu components chained", conn, chained);
+        cr_assert_eq(gpuws__extract_chain_mismatches_last(), 0,
+                     "%d-connectivity: %zu of the %zu chained components are not the host's scan of them", conn,
+                     gpuws__extract_chain_mismatches_last(), chained);
+        result_free(&got);
+    }
+    gpuws_context_destroy(ctx);
+    free(x);
 }
 
 /* Cleaning on threads (knob extract_threads): each object's fate depends on the objects before it, in catalogue

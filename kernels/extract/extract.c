@@ -130,7 +130,7 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
     const uint32_t zero = 0;
     const gpuws_arg a_max[] = { gpuws_arg_buffer(rec),         gpuws_arg_buffer(rec),  gpuws_arg_u64(cnt),
                                 gpuws_arg_buffer(labels),      gpuws_arg_buffer(maps), gpuws_arg_u32((uint32_t)p->w),
-                                gpuws_arg_u32((uint32_t)p->h), gpuws_arg_buffer(lmax) };
+                                gpuws_arg_u32((uint32_t)p->h), gpuws_arg_buffer(lmax), gpuws_arg_buffer(list) };
     const gpuws_arg a_list[] = { gpuws_arg_buffer(grouped),           gpuws_arg_u64(cnt),  gpuws_arg_u64(nl),
                                  gpuws_arg_u32((uint32_t)p->minarea), gpuws_arg_u64(most), gpuws_arg_buffer(list) };
     const gpuws_arg a_chain[] = { gpuws_arg_buffer(grouped),
@@ -154,7 +154,6 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
     const size_t ngrp = (cnt + nl + 1) * sizeof(uint32_t);
     if ((st = gpuws_buffer_copy_async(s, *out, 0, grouped, 0, ngrp)) ||
         (st = gpuws_buffer_fill_async(s, *out, ngrp, &zero, sizeof zero, (nl + 1) * sizeof(uint32_t))) ||
-        (st = gpuws_buffer_fill_async(s, list, 0, &zero, sizeof zero, sizeof zero)) ||
         (st = gpuws__launch_named(s, "extract_chain_maxima", NULL, &c_rec, a_max, GPUWS__NARGS(a_max))) ||
         (st = gpuws__launch_named(s, "extract_chain_list", NULL, &c_lab, a_list, GPUWS__NARGS(a_list))))
         return st;
@@ -417,6 +416,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     }
     float *kern = p.kern;
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
+    p.chain_check = ctx->tuning.extract_chain_check;
 
     double t0 = now_ms();
     gpuws__extract_pixels px;

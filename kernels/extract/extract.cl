@@ -150,18 +150,21 @@ __kernel void extract_sort_starts(__global const uint *keys, ulong n, __global u
 
 /* ---- the components that deblending cannot split, chained (extract_chain.h) ---- */
 
+/* Also list[0] = 0 for extract_chain_list (a kernel's write: Oclgrind's check of uninitialised values misses
+ * fills). */
 __kernel void extract_chain_maxima(__global const uint *ru, __global const float *rf, ulong cap,
                                    __global const int *labels, __global const float *maps, uint width, uint height,
-                                   __global uchar *lmax)
+                                   __global uchar *lmax, __global uint *list)
 {
     __global const float *cdm = maps + 2 * (ulong)width * height;
+    if (get_global_id(0) == 0) list[0] = 0;
     GPUWS_FOR_EACH(r, cap)
     {
         ex_chain_maximum(r, ru, rf, cap, labels, cdm, (long)width, (long)height, lmax);
     }
 }
 
-/* list[0]: the listed components; list[1 ..]: their labels (list[0] zeroed before). */
+/* list[0]: the listed components; list[1 ..]: their labels (list[0] zeroed by extract_chain_maxima). */
 __kernel void extract_chain_list(__global const uint *grp, ulong cnt, ulong nl, uint minarea, ulong most,
                                  __global uint *list)
 {

@@ -157,15 +157,18 @@ extern "C" __global__ void extract_sort_starts(const unsigned *keys, u64 n, unsi
 
 // ---- the components that deblending cannot split, chained (extract_chain.h) ----
 
+// Also list[0] = 0 for extract_chain_list (a kernel's write: Oclgrind's check of uninitialised values misses fills).
 extern "C" __global__ void extract_chain_maxima(const unsigned *ru, const float *rf, u64 cap, const int *labels,
-                                                const float *maps, unsigned width, unsigned height, unsigned char *lmax)
+                                                const float *maps, unsigned width, unsigned height, unsigned char *lmax,
+                                                unsigned *list)
 {
     const float *cdm = maps + 2 * (u64)width * height;
+    if (blockIdx.x == 0 && threadIdx.x == 0) list[0] = 0;
     for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < cap; r += (u64)gridDim.x * blockDim.x)
         ex_chain_maximum(r, ru, rf, cap, labels, cdm, (long)width, (long)height, lmax);
 }
 
-// list[0]: the listed components; list[1 ..]: their labels (list[0] zeroed before).
+// list[0]: the listed components; list[1 ..]: their labels (list[0] zeroed by extract_chain_maxima).
 extern "C" __global__ void extract_chain_list(const unsigned *grp, u64 cnt, u64 nl, unsigned minarea, u64 most,
                                               unsigned *list)
 {

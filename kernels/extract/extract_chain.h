@@ -24,7 +24,11 @@
 #ifndef GPUWS_EXTRACT_CHAIN_H
 #define GPUWS_EXTRACT_CHAIN_H
 
-#define EX_CHAIN_AUTO          256 /* records of the largest component chained (knob extract_chain auto) */
+#define EX_CHAIN_AUTO 256 /* records of the largest component chained (knob extract_chain auto) */
+/* Records of the largest component whose chain the kernel makes by Lutz's scan (the rest of those that are not one
+ * run a row go to the host): the scan is one work-item's, and the largest component it takes bounds the kernel's
+ * time, while the host scans the next larger ones quickly (docs/algorithms/extract.md has the figures). */
+#define EX_CHAIN_SCAN          32
 #define EX_CHAIN_ROOM(cnt, nl) ((cnt) + 2 * ((nl) + 1))
 #define EX_CHAIN_MARGIN        1e-5 /* how much lower the device's first level lies, relatively */
 
@@ -166,6 +170,7 @@ EX_FN void ex_chain(unsigned long l, unsigned long nl, unsigned long cnt, EX_CON
         out[cnt + l] = (unsigned)s | EX_CHAIN_BIT;
         return;
     }
+    if (m > EX_CHAIN_SCAN) return;
     /* Lutz's scan of the box [xmin, xmax] x [ymin, ymax], its pixels the component's records in raster order */
     EX_GLOBAL int *pf = ints + c0, *pl = ints + room + c0, *sf = ints + 2 * room + c0, *sl = ints + 3 * room + c0,
                   *start = ints + 4 * room + c0, *end = ints + 5 * room + c0;

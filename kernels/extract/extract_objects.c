@@ -855,9 +855,55 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     return true;
 }
 
-static _Thread_local size_t chained_last;
+static _Thread_local size_t chained_last, mismatches_last;
 
 size_t gpuws__extract_chained_last(void) { return chained_last; }
+size_t gpuws__extract_chain_mismatches_last(void) { return mismatches_last; }
+
+static int cmp_size(const void *a, const void *b)
+{
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Knob extract_chain_check: each chained component deblended on the host from its records in raster order, which
+ * must give one object, the component, its pixels in the device's chain order. The count of those that do not (a
+ * failure of host memory counts too), SIZE_MAX when the check has no memory at all. */
+static size_t chain_mismatches(const ex_ctx *c, const ex_comp *comps, size_t nc, const size_t *order)
+{
+    ex_deblender *d = gpuws__ex_deblender_new();
+    ex_pool pool;
+    gpuws__ex_pool_init(&pool, 0);
+    ex_objs out = { 0 };
+    size_t bad = d ? 0 : SIZE_MAX, *raster = NULL, cap = 0;
+    for (size_t k = 0; bad != SIZE_MAX && k < nc; k++) {
+        const ex_comp *cp = &comps[k];
+        if (!cp->chained) continue;
+        if (cp->n > cap) {
+            size_t *r = gpuws__realloc(raster, cp->n * sizeof *r);
+            if (!r) {
+                bad = SIZE_MAX;
+                break;
+            }
+            raster = r, cap = cp->n;
+        }
+        memcpy(raster, order + cp->first, cp->n * sizeof *raster);
+        qsort(raster, cp->n, sizeof *raster, cmp_size); /* record numbers go up in raster order */
+        unsigned seed = 1u;
+        uint64_t draws;
+        out.n = 0;
+        /* false: memory failed, or the scan found other than one object (records that are not a component) */
+        if (!gpuws__ex_deblend(c, d, raster, cp->n, cp->thresh, &seed, &out, NULL, &draws, &pool) || out.n != 1 ||
+            out.v[0].npix != cp->n || memcmp(out.v[0].pix, order + cp->first, cp->n * sizeof *raster) != 0)
+            bad++;
+        gpuws__ex_pool_rewind(&pool);
+    }
+    gpuws__free(raster);
+    gpuws__ex_objs_free(&out);
+    gpuws__ex_pool_free(&pool);
+    gpuws__ex_deblender_free(d);
+    return bad;
+}
 
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of)
@@ -866,7 +912,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     long pf[6] = { 0 };   /* the page faults so far at each */
     tm[0] = ex_ms_now();
     pf[0] = ex_faults();
-    chained_last = 0;
+    chained_last = mismatches_last = 0;
     const size_t n = px->n;
     const unsigned threads = p->threads > 1 ? p->threads : 1u;
     ex_job j;
@@ -990,6 +1036,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     size_t nchained = 0;
     for (size_t k = 0; px->chained && k < nc; k++) nchained += comps[k].chained;
     chained_last = nchained;
+    if (p->chain_check && nchained) mismatches_last = chain_mismatches(&j.c, comps, nc, order);
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: components: grouped by label %.1f ms, listed %.1f, sorted %.1f; %zu of %zu chained on the "
                "device (one object each, deblending skipped)",

@@ -29,6 +29,7 @@ typedef struct gpuws__extract_params {
     double clean_param, gain;
     int sep_version;  /* GPUWS_SEP_*: whose threshold an object has with a σ map */
     unsigned threads; /* host threads of gpuws__extract_objects (0 or 1: the caller's alone) */
+    bool chain_check; /* knob extract_chain_check: the host scans the chained components too and compares */
 } gpuws__extract_params;
 
 /* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel
@@ -83,7 +84,9 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
                                     gpuws_extract_catalog **out, int32_t *obj_of);
 
 /* The components that the last gpuws__extract_objects of this thread took as the device chained them (one object
- * each, deblending skipped: extract_chain.h), for the tests. */
+ * each, deblending skipped: extract_chain.h), and with p->chain_check those of them whose host deblending gave
+ * other than one object of the same pixels in the same order, for the tests. */
 size_t gpuws__extract_chained_last(void);
+size_t gpuws__extract_chain_mismatches_last(void);
 
 #endif
