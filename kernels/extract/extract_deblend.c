@@ -636,7 +636,5 @@ bool gpuws__ex_single(const ex_ctx *c, const size_t *chain, size_t npix, float t
     o.thresh = t0;
     node_stats(c, &o);
     o.flag = edge_flag(c, &o);
-    o.son0 = o.son1 = 1; /* as the component whose first level finds it unsplittable (gpuws__ex_deblend) */
-    o.keep = true;
     return gpuws__ex_objs_push(out, &o);
 }
