@@ -793,6 +793,36 @@ BACKEND_TEST(extract, an_empty_sky_gives_an_empty_catalogue)
     gpuws_context_destroy(ctx);
 }
 
+/* An object on the image's first pixel is measured from column 0: the host steps find a record's column by counting
+ * along runs of consecutive pixels, and the first record must start its own (pixel 0 once took the column after an
+ * imagined pixel -1, and the whole run with it, in the CPU reference too). With the host's grouping and the
+ * device's. */
+BACKEND_TEST(extract, an_object_on_the_first_pixel_is_measured_from_column_0)
+{
+    static float x[W * H];
+    memset(x, 0, sizeof x);
+    box(x, 0, 0, 2, 2, 10.0f); /* pixels (0, 0) to (2, 2), the first the brightest: the barycentre is (0.9, 0.9) */
+    x[0] = 20.0f;
+    for (int grouped = 0; grouped < 2; grouped++) {
+        if (grouped && *kind == GPUWS_BACKEND_CPU) continue; /* the CPU backend groups on the host only */
+        gpuws_context *ctx = test_open(*kind);
+        test_tune(ctx, "extract_group", grouped ? "device" : "host");
+        gpuws_extract_options o = plain();
+        result r = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+        cr_assert_eq(r.cat->num_objects, 1, "%zu objects", r.cat->num_objects);
+        const gpuws_object *b = &r.cat->objects[0];
+        cr_assert(b->npix == 9 && b->xmin == 0 && b->xmax == 2 && b->ymin == 0 && b->ymax == 2,
+                  "%s, grouped on the %s: npix %lld, x %lld .. %lld, y %lld .. %lld", test_backend_name(*kind),
+                  grouped ? "device" : "host", (long long)b->npix, (long long)b->xmin, (long long)b->xmax,
+                  (long long)b->ymin, (long long)b->ymax);
+        cr_assert(fabs(b->x - 0.9) < 1e-12 && fabs(b->y - 0.9) < 1e-12 && b->xpeak == 0 && b->ypeak == 0,
+                  "barycentre (%.15g, %.15g), peak at (%lld, %lld)", b->x, b->y, (long long)b->xpeak,
+                  (long long)b->ypeak);
+        result_free(&r);
+        gpuws_context_destroy(ctx);
+    }
+}
+
 /* Deblending: two overlapping round profiles form one component; SExtractor's tree splits it into two objects
  * (flagged MERGED) that share all its pixels, the faint ones given by gatherup; with deblend_cont = 1 it stays one. */
 BACKEND_TEST(extract, deblending_splits_two_blended_profiles)

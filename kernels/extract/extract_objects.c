@@ -437,7 +437,7 @@ static void group_share(void *arg, unsigned t)
         uint32_t prev = UINT32_MAX, x = 0, y = 0;
         for (size_t r = r0; r < r1; r++) {
             const uint32_t i = px->idx[r] & ~EX_BLANK_BIT;
-            if (i == prev + 1 && x + 1 < w) {
+            if (r > r0 && i == prev + 1 && x + 1 < w) { /* not the first: prev + 1 wraps to pixel 0 */
                 x++;
             } else {
                 x = i % w;
