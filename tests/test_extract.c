@@ -380,19 +380,24 @@ BACKEND_TEST(extract, records_grouped_on_the_device_give_the_host_grouping)
  * level (nothing splits), and a knob that leaves the components of more than 16 pixels to the host. Every case must
  * chain some components, and the sky's blends must leave some to the host. Besides the catalogue (which a pixel
  * order rarely changes), the host deblends each chained component too (knob extract_chain_check): one object, the
- * component, its pixels in the device's order. */
+ * component, its pixels in the device's order. The device measures every chained object as well (its analysis,
+ * mthresh and flux variance, which the catalogue and the check compare; a gain brings in the Poisson terms, and a
+ * mask of scattered pixels flags objects that touch one). */
 typedef struct {
     gpuws_backend_kind backend;
     int noise, sep_version, connectivity, nthresh;
-    int most; /* the knob extract_chain: the largest component chained (0: auto) */
+    int most;    /* the knob extract_chain: the largest component chained (0: auto) */
+    double gain; /* 0: none */
+    int masked;  /* 0.2% of the pixels masked */
 } chain_case;
 
 ParameterizedTestParameters(extract, components_chained_on_the_device_give_the_host_catalogue)
 {
     static const chain_case shapes[] = {
-        { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 32, 0 },   { 0, NOISE_MAP, GPUWS_SEP_1_2, 8, 32, 0 },
-        { 0, NOISE_CONST, GPUWS_SEP_1_4, 4, 32, 0 }, { 0, NOISE_NONE, GPUWS_SEP_1_4, 8, 16, 0 },
-        { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 1, 0 },    { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 32, 16 },
+        { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 32, 0, 0.0, 0 },   { 0, NOISE_MAP, GPUWS_SEP_1_2, 8, 32, 0, 0.0, 0 },
+        { 0, NOISE_CONST, GPUWS_SEP_1_4, 4, 32, 0, 0.0, 0 }, { 0, NOISE_NONE, GPUWS_SEP_1_4, 8, 16, 0, 0.0, 0 },
+        { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 1, 0, 0.0, 0 },    { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 32, 16, 0.0, 0 },
+        { 0, NOISE_MAP, GPUWS_SEP_1_4, 8, 32, 0, 2.0, 1 },   { 0, NOISE_CONST, GPUWS_SEP_1_4, 4, 32, 0, 1.5, 1 },
     };
     return TEST_BACKEND_PARAMS(shapes, sizeof shapes / sizeof shapes[0]);
 }
@@ -412,16 +417,21 @@ ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_
     sky k = sky_make(s, 3);
     for (size_t i = 0; i < (size_t)TW * TH; i++) k.rms[i] += (float)(0.002 * (double)(i % TW));
     add_blended_pairs(k.x, &s);
+    uint8_t *mask = c->masked ? calloc((size_t)TW * TH, 1) : NULL;
+    for (size_t i = 0; mask && i < (size_t)TW * TH; i++) mask[i] = test_rand_uniform(&s) < 0.002;
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT; /* SEP's defaults: deblending and cleaning */
     o.sep_version = c->sep_version, o.connectivity = c->connectivity, o.deblend_nthresh = c->nthresh;
+    o.gain = c->gain;
     const float *rms = c->noise == NOISE_MAP ? k.rms : NULL;
     if (c->noise == NOISE_CONST) o.err = 5.0;
     if (c->noise == NOISE_NONE) o.thresh = 25.0;
-    result want = run(ref, k.x, k.back, rms, NULL, TW, TH, &o);
+    result want = run(ref, k.x, k.back, rms, mask, TW, TH, &o);
     cr_assert_eq(gpuws__extract_chained_last(), 0, "extract_chain 0 chained %zu components",
                  gpuws__extract_chained_last());
-    result got = run(ctx, k.x, k.back, rms, NULL, TW, TH, &o);
+    result got = run(ctx, k.x, k.back, rms, mask, TW, TH, &o);
     const size_t chained = gpuws__extract_chained_last(), n = want.cat->num_objects;
+    cr_assert_eq(gpuws__extract_measured_last(), chained, "%zu of the %zu chained objects measured on the device",
+                 gpuws__extract_measured_last(), chained);
     cr_assert_eq(gpuws__extract_chain_mismatches_last(), 0,
                  "%zu of the %zu components chained on the device are not what the host's deblending makes of them",
                  gpuws__extract_chain_mismatches_last(), chained);
@@ -431,21 +441,25 @@ ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_
     if (c->most) { /* the components larger than the knob's are left to the host: fewer chained than by default */
         gpuws_context *all = test_open(c->backend);
         test_tune(all, "extract_group", "device");
-        result more = run(all, k.x, k.back, rms, NULL, TW, TH, &o);
+        result more = run(all, k.x, k.back, rms, mask, TW, TH, &o);
         cr_assert_lt(chained, gpuws__extract_chained_last(), "%zu components chained up to %d pixels, %zu by default",
                      chained, c->most, gpuws__extract_chained_last());
         result_free(&more);
         gpuws_context_destroy(all);
     }
     if (c->nthresh > 1) cr_assert_gt(merged, 50, "only %zu of %zu objects come from deblending", merged, n);
+    size_t blank = 0;
+    for (size_t i = 0; i < n; i++) blank += (want.cat->objects[i].flag & GPUWS_OBJ_BLANK) != 0;
+    if (c->masked) cr_assert_gt(blank, 50, "only %zu of %zu objects touch a masked pixel", blank, n);
     char what[128];
     snprintf(what, sizeof what,
-             "%s, noise %d, SEP %d, %d-connectivity, %d levels, chained up to %d: against the host's",
-             test_backend_name(c->backend), c->noise, c->sep_version, c->connectivity, c->nthresh, c->most);
+             "%s, noise %d, SEP %d, %d-connectivity, %d levels, chained up to %d, gain %g: against the host's",
+             test_backend_name(c->backend), c->noise, c->sep_version, c->connectivity, c->nthresh, c->most, c->gain);
     expect_same(what, &got, &want, (size_t)TW * TH);
     result_free(&want);
     result_free(&got);
     sky_free(&k);
+    free(mask);
     gpuws_context_destroy(ref);
     gpuws_context_destroy(ctx);
 }

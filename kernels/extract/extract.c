@@ -38,9 +38,10 @@ static const gpuws__stream_key key_counts = { "extract.counts" };
 static const gpuws__stream_key key_records = { "extract.records" };
 static const gpuws__stream_key key_objects = { "extract.objects" };
 static const gpuws__stream_key key_calls = { "extract.calls" };
-static const gpuws__stream_key key_chain[6] = { { "extract.chain" },      { "extract.chain.next" },
-                                                { "extract.chain.ints" }, { "extract.chain.bytes" },
-                                                { "extract.chain.lmax" }, { "extract.chain.list" } };
+static const gpuws__stream_key key_chain[8] = { { "extract.chain" },       { "extract.chain.next" },
+                                                { "extract.chain.ints" },  { "extract.chain.bytes" },
+                                                { "extract.chain.lmax" },  { "extract.chain.list" },
+                                                { "extract.chain.taken" }, { "extract.chain.measures" } };
 static const gpuws__stream_key key_sort[5] = { { "extract.sort.keys0" },
                                                { "extract.sort.keys1" },
                                                { "extract.sort.vals0" },
@@ -105,34 +106,42 @@ static gpuws_status extract_gpu_group(gpuws_stream *s, gpuws_kernel *kscan, uint
 
 /* The components that deblending cannot split, chained on the device (extract_chain.h): from the grouping (record
  * numbers, start[0 .. nl]) to *out, the same with those components' records in chain order and their starts marked,
- * then each label's threshold. Where the device has no memory for the scratch (about 32 bytes a record), nothing is
- * chained and *out stays the grouping: the host deblends every component, as it can. */
+ * then each label's word (the threshold, or a chained one's slot in *mom) and the number of slots taken. Where the
+ * device has no memory for the scratch (about 32 bytes a record and EX_MOM_DOUBLES doubles a possible component),
+ * nothing is chained and *out stays the grouping: the host deblends every component, as it can. */
 static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_params *p, gpuws_buffer *grouped,
                                       gpuws_buffer *rec, gpuws_buffer *labels, gpuws_buffer *maps, size_t cnt,
-                                      size_t nl, size_t most, gpuws_buffer **out)
+                                      size_t nl, size_t most, gpuws_buffer **out, gpuws_buffer **mom)
 {
     *out = grouped;
-    const size_t room = EX_CHAIN_ROOM(cnt, nl);
-    gpuws_buffer *chained, *nx, *ints, *bytes, *lmax, *list;
+    const size_t room = EX_CHAIN_ROOM(cnt, nl), ngroup = cnt + 2 * (nl + 1) + 1;
+    const size_t per = p->minarea > 1 ? (size_t)p->minarea : 1, slots = nl < cnt / per ? nl : cnt / per;
+    gpuws_buffer *chained, *nx, *ints, *bytes, *lmax, *list, *taken;
     gpuws_status st;
-    if ((st = gpuws__stream_scratch(s, &key_chain[0], (cnt + 2 * (nl + 1)) * sizeof(uint32_t), &chained)) ||
+    if ((st = gpuws__stream_scratch(s, &key_chain[0], ngroup * sizeof(uint32_t), &chained)) ||
         (st = gpuws__stream_scratch(s, &key_chain[1], cnt * sizeof(int32_t), &nx)) ||
         (st = gpuws__stream_scratch(s, &key_chain[2], 6 * room * sizeof(int32_t), &ints)) ||
         (st = gpuws__stream_scratch(s, &key_chain[3], 3 * room, &bytes)) ||
         (st = gpuws__stream_scratch(s, &key_chain[4], cnt, &lmax)) ||
-        (st = gpuws__stream_scratch(s, &key_chain[5], (nl + 1) * sizeof(uint32_t), &list)))
+        (st = gpuws__stream_scratch(s, &key_chain[5], (nl + 1) * sizeof(uint32_t), &list)) ||
+        (st = gpuws__stream_scratch(s, &key_chain[6], sizeof(uint32_t), &taken)) ||
+        (st = gpuws__stream_scratch(s, &key_chain[7], (slots ? slots : 1) * EX_MOM_DOUBLES * sizeof(double), mom)))
         return st == GPUWS_ERR_OUT_OF_MEMORY ? GPUWS_OK : st;
     *out = chained;
     const bool cpu = gpuws__is_cpu_device(s->ctx);
     const gpuws_launch_config c_rec =
         gpuws__config_1d(cnt, 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
     const gpuws_launch_config c_lab = gpuws__config_1d(nl, 64, cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 16));
-    const uint32_t zero = 0;
     const gpuws_arg a_max[] = { gpuws_arg_buffer(rec),         gpuws_arg_buffer(rec),  gpuws_arg_u64(cnt),
                                 gpuws_arg_buffer(labels),      gpuws_arg_buffer(maps), gpuws_arg_u32((uint32_t)p->w),
-                                gpuws_arg_u32((uint32_t)p->h), gpuws_arg_buffer(lmax), gpuws_arg_buffer(list) };
+                                gpuws_arg_u32((uint32_t)p->h), gpuws_arg_buffer(lmax), gpuws_arg_buffer(list),
+                                gpuws_arg_buffer(taken) };
     const gpuws_arg a_list[] = { gpuws_arg_buffer(grouped),           gpuws_arg_u64(cnt),  gpuws_arg_u64(nl),
                                  gpuws_arg_u32((uint32_t)p->minarea), gpuws_arg_u64(most), gpuws_arg_buffer(list) };
+    const gpuws_arg a_copy[] = { gpuws_arg_buffer(grouped), gpuws_arg_u64(ngroup - 1), gpuws_arg_u64(cnt),
+                                 gpuws_arg_u64(nl), gpuws_arg_buffer(*out) };
+    const gpuws_launch_config c_copy =
+        gpuws__config_1d(ngroup - 1, 256, cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
     const gpuws_arg a_chain[] = { gpuws_arg_buffer(grouped),
                                   gpuws_arg_u64(cnt),
                                   gpuws_arg_u64(nl),
@@ -151,13 +160,29 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
                                   gpuws_arg_buffer(nx),
                                   gpuws_arg_buffer(ints),
                                   gpuws_arg_buffer(bytes) };
-    const size_t ngrp = (cnt + nl + 1) * sizeof(uint32_t);
-    if ((st = gpuws_buffer_copy_async(s, *out, 0, grouped, 0, ngrp)) ||
-        (st = gpuws_buffer_fill_async(s, *out, ngrp, &zero, sizeof zero, (nl + 1) * sizeof(uint32_t))) ||
+    const gpuws_arg a_measure[] = { gpuws_arg_buffer(grouped),
+                                    gpuws_arg_u64(cnt),
+                                    gpuws_arg_u64(nl),
+                                    gpuws_arg_buffer(rec),
+                                    gpuws_arg_buffer(rec),
+                                    gpuws_arg_u64(cnt),
+                                    gpuws_arg_u32((uint32_t)p->w),
+                                    gpuws_arg_u32((uint32_t)p->noise),
+                                    gpuws_arg_f32(p->thresh),
+                                    gpuws_arg_f32(p->relthresh),
+                                    gpuws_arg_f64(p->gain),
+                                    gpuws_arg_u32((uint32_t)p->minarea),
+                                    gpuws_arg_buffer(list),
+                                    gpuws_arg_buffer(*out),
+                                    gpuws_arg_buffer(taken),
+                                    gpuws_arg_buffer(*mom) };
+    if ((st = gpuws__launch_named(s, "extract_chain_copy", NULL, &c_copy, a_copy, GPUWS__NARGS(a_copy))) ||
         (st = gpuws__launch_named(s, "extract_chain_maxima", NULL, &c_rec, a_max, GPUWS__NARGS(a_max))) ||
-        (st = gpuws__launch_named(s, "extract_chain_list", NULL, &c_lab, a_list, GPUWS__NARGS(a_list))))
+        (st = gpuws__launch_named(s, "extract_chain_list", NULL, &c_lab, a_list, GPUWS__NARGS(a_list))) ||
+        (st = gpuws__launch_named(s, "extract_chain", NULL, &c_lab, a_chain, GPUWS__NARGS(a_chain))) ||
+        (st = gpuws__launch_named(s, "extract_chain_measure", NULL, &c_lab, a_measure, GPUWS__NARGS(a_measure))))
         return st;
-    return gpuws__launch_named(s, "extract_chain", NULL, &c_lab, a_chain, GPUWS__NARGS(a_chain));
+    return gpuws_buffer_copy_async(s, chained, (ngroup - 1) * sizeof(uint32_t), taken, 0, sizeof(uint32_t));
 }
 
 /* Host memory for cnt records and ngroup words of their grouping after them, nread arrays of the records read
@@ -193,10 +218,32 @@ static gpuws_status records_host(gpuws_stream *s, size_t cnt, size_t ngroup, siz
     return GPUWS_OK;
 }
 
+/* The chained components' measures (extract_chain.h), n slots of mom, into px->mom: pinned memory kept with the
+ * context where the records took such (records_host says why), else pages mapped on threads first. */
+static gpuws_status measures_read(gpuws_stream *s, gpuws_buffer *mom, size_t n, gpuws__extract_pixels *px)
+{
+    const size_t bytes = n * EX_MOM_DOUBLES * sizeof(double);
+    void *p;
+    if (!n) return GPUWS_OK;
+    if (px->kept && !gpuws__staging_take(s->ctx, bytes, &p, &px->mom_kept)) {
+        px->mom = p;
+    } else {
+        if (!(px->mom = gpuws__malloc(bytes)))
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the measures of %zu objects", n);
+        gpuws__prefault(px->mom, bytes);
+    }
+    px->nmom = n;
+    return gpuws__buffer_read_sync(s, mom, 0, px->mom, bytes);
+}
+
 /* Gives px's memory back: pinned memory to the context for the next call (freed instead after a failed read, which
  * the device may still be writing), else to the heap. */
 static void records_release(gpuws_context *ctx, gpuws__extract_pixels *px, bool failed)
 {
+    if (px->mom_kept && failed) gpuws_host_free(ctx, px->mom);
+    else if (px->mom_kept) gpuws__staging_give(ctx, px->mom, px->mom_kept);
+    else gpuws__free(px->mom);
+    px->mom = NULL, px->mom_kept = 0;
     if (!px->kept) {
         gpuws__extract_pixels_free(px);
         return;
@@ -217,8 +264,9 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     const size_t nchunks = (n + EX_CHUNK - 1) / EX_CHUNK;
     const char *const names[] = { "extract_prep",         "extract_detect",      "extract_count",
                                   "extract_scatter",      "extract_segmap",      "extract_sort_count",
-                                  "extract_sort_scatter", "extract_sort_starts", "extract_chain_maxima",
-                                  "extract_chain_list",   "extract_chain" };
+                                  "extract_sort_scatter", "extract_sort_starts", "extract_chain_copy",
+                                  "extract_chain_maxima", "extract_chain_list",  "extract_chain",
+                                  "extract_chain_measure" };
     gpuws_kernel *k, *kscan;
     uint32_t sblock;
     gpuws_status st = GPUWS_OK;
@@ -294,7 +342,7 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     const bool group = knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu);
     const int64_t most = ctx->tuning.extract_chain < 0 ? EX_CHAIN_AUTO : ctx->tuning.extract_chain;
     const bool chain = group && most > 0;
-    const size_t ngroup = cnt && group ? cnt + (chain ? 2 : 1) * (nl + 1) : 0, nread = group ? 5 : 6;
+    const size_t ngroup = cnt && group ? cnt + (chain ? 2 : 1) * (nl + 1) + chain : 0, nread = group ? 5 : 6;
     if ((st = records_host(s, cnt, ngroup, nread, px))) return st;
     px->nl = nl;
     tm[2] = now_ms();
@@ -307,14 +355,15 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
         };
         /* the six arrays lie one after the other on both sides (gpuws__extract_pixels_alloc); the labels, last,
          * stay on the device where it groups the records */
-        gpuws_buffer *grouped = NULL, *chained = NULL;
+        gpuws_buffer *grouped = NULL, *chained = NULL, *mom = NULL;
         if (!(st = gpuws__launch_named(s, "extract_scatter", NULL, &c_chunks, a_sc, GPUWS__NARGS(a_sc))) && group &&
             !(st = extract_gpu_group(s, kscan, sblock, rec, cnt, nl, &grouped)) && chain)
-            st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, &chained);
+            st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, &chained, &mom);
         px->chained = chain && chained != grouped; /* else the device had no room for it */
         if (st || (st = gpuws__buffer_read_sync(s, rec, 0, px->idx, nread * cnt * sizeof(float))) ||
             (group && (st = gpuws__buffer_read_sync(s, px->chained ? chained : grouped, 0, px->group,
-                                                    (px->chained ? ngroup : cnt + nl + 1) * sizeof *px->group)))) {
+                                                    (px->chained ? ngroup : cnt + nl + 1) * sizeof *px->group))) ||
+            (px->chained && (st = measures_read(s, mom, px->group[ngroup - 1], px)))) {
             records_release(ctx, px, true);
             return st;
         }

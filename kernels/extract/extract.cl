@@ -150,14 +150,22 @@ __kernel void extract_sort_starts(__global const uint *keys, ulong n, __global u
 
 /* ---- the components that deblending cannot split, chained (extract_chain.h) ---- */
 
-/* Also list[0] = 0 for extract_chain_list (a kernel's write: Oclgrind's check of uninitialised values misses
- * fills). */
+__kernel void extract_chain_copy(__global const uint *grp, ulong n, ulong cnt, ulong nl, __global uint *out)
+{
+    GPUWS_FOR_EACH(i, n)
+    {
+        ex_chain_copy(i, cnt, nl, grp, out);
+    }
+}
+
+/* Also list[0] = 0 for extract_chain_list and the measures' count (*taken) = 0 for extract_chain (a kernel's write:
+ * Oclgrind's check of uninitialised values misses fills). */
 __kernel void extract_chain_maxima(__global const uint *ru, __global const float *rf, ulong cap,
                                    __global const int *labels, __global const float *maps, uint width, uint height,
-                                   __global uchar *lmax, __global uint *list)
+                                   __global uchar *lmax, __global uint *list, __global uint *taken)
 {
     __global const float *cdm = maps + 2 * (ulong)width * height;
-    if (get_global_id(0) == 0) list[0] = 0;
+    if (get_global_id(0) == 0) list[0] = 0, *taken = 0;
     GPUWS_FOR_EACH(r, cap)
     {
         ex_chain_maximum(r, ru, rf, cap, labels, cdm, (long)width, (long)height, lmax);
@@ -184,6 +192,19 @@ __kernel void extract_chain(__global const uint *grp, ulong cnt, ulong nl, __glo
     {
         ex_chain(list[1 + i], nl, cnt, grp, ru, rf, cap, lmax, (long)width, (int)xn, (int)noise, thresh, relthresh,
                  (int)sep12, out, nx, ints, bytes);
+    }
+}
+
+__kernel void extract_chain_measure(__global const uint *grp, ulong cnt, ulong nl, __global const uint *ru,
+                                    __global const float *rf, ulong cap, uint width, uint noise, float thresh,
+                                    float relthresh, double gain, uint minarea, __global const uint *list,
+                                    __global uint *out, __global uint *taken, __global double *mom)
+{
+    const ulong listed = list[0];
+    GPUWS_FOR_EACH(i, listed)
+    {
+        ex_chain_measured(list[1 + i], nl, cnt, grp, ru, rf, cap, (long)width, (int)noise, thresh, relthresh, gain,
+                          (int)minarea, out, taken, mom);
     }
 }
 

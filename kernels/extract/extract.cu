@@ -157,13 +157,20 @@ extern "C" __global__ void extract_sort_starts(const unsigned *keys, u64 n, unsi
 
 // ---- the components that deblending cannot split, chained (extract_chain.h) ----
 
-// Also list[0] = 0 for extract_chain_list (a kernel's write: Oclgrind's check of uninitialised values misses fills).
+extern "C" __global__ void extract_chain_copy(const unsigned *grp, u64 n, u64 cnt, u64 nl, unsigned *out)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        ex_chain_copy(i, cnt, nl, grp, out);
+}
+
+// Also list[0] = 0 for extract_chain_list and the measures' count (*taken) = 0 for extract_chain (a kernel's write:
+// Oclgrind's check of uninitialised values misses fills).
 extern "C" __global__ void extract_chain_maxima(const unsigned *ru, const float *rf, u64 cap, const int *labels,
                                                 const float *maps, unsigned width, unsigned height, unsigned char *lmax,
-                                                unsigned *list)
+                                                unsigned *list, unsigned *taken)
 {
     const float *cdm = maps + 2 * (u64)width * height;
-    if (blockIdx.x == 0 && threadIdx.x == 0) list[0] = 0;
+    if (blockIdx.x == 0 && threadIdx.x == 0) list[0] = 0, *taken = 0;
     for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < cap; r += (u64)gridDim.x * blockDim.x)
         ex_chain_maximum(r, ru, rf, cap, labels, cdm, (long)width, (long)height, lmax);
 }
@@ -186,9 +193,20 @@ extern "C" __global__ void extract_chain(const unsigned *grp, u64 cnt, u64 nl, c
                  (int)sep12, out, nx, ints, bytes);
 }
 
+extern "C" __global__ void extract_chain_measure(const unsigned *grp, u64 cnt, u64 nl, const unsigned *ru,
+                                                 const float *rf, u64 cap, unsigned width, unsigned noise, float thresh,
+                                                 float relthresh, double gain, unsigned minarea, const unsigned *list,
+                                                 unsigned *out, unsigned *taken, double *mom)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < list[0]; i += (u64)gridDim.x * blockDim.x)
+        ex_chain_measured(list[1 + i], nl, cnt, grp, ru, rf, cap, (long)width, (int)noise, thresh, relthresh, gain,
+                          (int)minarea, out, taken, mom);
+}
+
 GPUWS_CUDA_KERNELS(extract, GPUWS_CUDA_KERNEL(extract_prep), GPUWS_CUDA_KERNEL(extract_detect),
                    GPUWS_CUDA_KERNEL(extract_count), GPUWS_CUDA_KERNEL(extract_scatter),
                    GPUWS_CUDA_KERNEL(extract_segmap), GPUWS_CUDA_KERNEL(extract_sort_count),
                    GPUWS_CUDA_KERNEL(extract_sort_scatter), GPUWS_CUDA_KERNEL(extract_sort_starts),
-                   GPUWS_CUDA_KERNEL(extract_chain_maxima), GPUWS_CUDA_KERNEL(extract_chain_list),
-                   GPUWS_CUDA_KERNEL(extract_chain))
+                   GPUWS_CUDA_KERNEL(extract_chain_copy), GPUWS_CUDA_KERNEL(extract_chain_maxima),
+                   GPUWS_CUDA_KERNEL(extract_chain_list), GPUWS_CUDA_KERNEL(extract_chain),
+                   GPUWS_CUDA_KERNEL(extract_chain_measure))

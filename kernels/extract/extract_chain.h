@@ -14,13 +14,21 @@
  *
  * Inputs: grp, the records grouped by label (extract_sort_*): the cnt record numbers, then start[0 .. nl] (label l:
  * grp[start[l] .. start[l + 1] - 1], start[nl + 1] = cnt); the records (ru / rf, six arrays of cap words); the
- * labels and the filtered map (cdm) of the image. Output out: first a copy of grp (extract.c copies it), then each
- * label's threshold as a float (t0s[l] = out[cnt + nl + 1 + l], l = 1 .. nl; 0 for those not listed); the kernels
- * put the records of each component that cannot split in chain order and set EX_CHAIN_BIT on its start. Three
- * kernels: ex_chain_maximum a record each (the local maxima), ex_chain_listed a label each (the components to chain,
- * listed), ex_chain a listed component each. Scratch, disjoint between labels: nx (cnt ints) and, for label l from
+ * labels and the filtered map (cdm) of the image. Output out: first a copy of grp (ex_chain_copy), then each
+ * label's threshold as a float (t0s[l] = out[cnt + nl + 1 + l], l = 1 .. nl; 0 for those not listed), last the
+ * number of measures' slots taken (extract.c copies it); the kernels put the records of each component that cannot
+ * split in chain order and set EX_CHAIN_BIT on its start. Four kernels: ex_chain_copy a word each, ex_chain_maximum
+ * a record each (the local maxima), ex_chain_listed a label each (the components to chain, listed), ex_chain a listed
+ * component each. Scratch, disjoint between labels: nx (cnt ints) and, for label l from
  * place start[l] + 2 l, room for its box's columns: six int arrays and the marker bytes (EX_CHAIN_ROOM(cnt, nl)
- * entries each), the state stack (twice that). */
+ * entries each), the state stack (twice that).
+ *
+ * A chained component is one object, which the host would then measure pixel by pixel (the analysis, cleaning's
+ * mthresh, the flux's variance); a fifth kernel, ex_chain_measured a listed component each, makes those sums here,
+ * in chain order, the host's operations one by one (ex_dmul / ex_dadd: no fused products), into a slot of
+ * EX_MOM_DOUBLES doubles taken from a counter; the label's word after the grouping then holds the slot instead of
+ * the threshold, which moves into the slot. What depends on libm's rounding (atan2, sqrt, log) stays with the host,
+ * which finishes each object from its slot. */
 #ifndef GPUWS_EXTRACT_CHAIN_H
 #define GPUWS_EXTRACT_CHAIN_H
 
@@ -31,6 +39,41 @@
 #define EX_CHAIN_SCAN          32
 #define EX_CHAIN_ROOM(cnt, nl) ((cnt) + 2 * ((nl) + 1))
 #define EX_CHAIN_MARGIN        1e-5 /* how much lower the device's first level lies, relatively */
+
+/* A chained component's measures (ex_chain_measure): doubles, then 32-bit words from double EXM_WORDS on. */
+#define EX_MOM_DOUBLES 20
+#define EXM_RV         0  /* the filtered values' sum (fdflux before its rounding to float) */
+#define EXM_TV         1  /* the values' sum */
+#define EXM_XM         2  /* then ym, xm2, ym2, xym: the barycentre and second moments from the box's corner */
+#define EXM_CVARSUM    7  /* then errx2, erry2, errxy, before their division by the flux squared */
+#define EXM_FVAR       11 /* the flux's variance */
+#define EXM_WORDS      12
+#define EXW_XMIN       0 /* then xmax, ymin, ymax, xpeak, ypeak, xcpeak, ycpeak */
+#define EXW_DNPIX      8
+#define EXW_AREA2      9
+#define EXW_FLAGS      10 /* EXM_BLANK, EXM_OK */
+#define EXW_PEAK       11 /* then cpeak, mthresh, the threshold t0: float bits */
+#define EXM_BLANK      1u /* a pixel touches a NaN or masked one */
+#define EXM_OK         2u /* else the host measures the object itself (mthresh's array too small, or a NaN in it) */
+#define EX_MOM_HEAP    64 /* the largest minarea whose mthresh the device finds */
+
+#if defined(__OPENCL_VERSION__)
+#define exc_bits(f) as_uint(f)
+#define exc_take(p) atomic_inc(p)
+#elif defined(__CUDACC__)
+#define exc_bits(f) __float_as_uint(f)
+#define exc_take(p) atomicAdd(p, 1u)
+#else
+static inline unsigned exc_bits(float f)
+{
+    const union {
+        float f;
+        unsigned u;
+    } v = { f };
+    return v.u;
+}
+#define exc_take(p) ((*(p))++)
+#endif
 
 #define EXC_NONOBJECT  0
 #define EXC_OBJECT     1
@@ -69,6 +112,16 @@ EX_FN void ex_chain_maximum(unsigned long r, EX_CONST unsigned *ru, EX_CONST flo
             }
         }
     lmax[r] = top;
+}
+
+/* Word i of out before the chains: grp's records and starts as they are, the thresholds' words 0. A kernel's writes
+ * where a buffer copy and a fill would do: after those (a fill is a host write on Oclgrind), Oclgrind's
+ * uninitialised-value check reported ex_chain_measured's reads of the chains, which ex_chain had written; with every
+ * word of out a kernel's write it reports none. */
+EX_FN void ex_chain_copy(unsigned long i, unsigned long cnt, unsigned long nl, EX_CONST unsigned *grp,
+                         EX_GLOBAL unsigned *out)
+{
+    out[i] = i < cnt + nl + 1 ? grp[i] : 0u;
 }
 
 /* Whether label l goes into the list of components to chain (at an atomic count's place: the order does not matter,
@@ -112,6 +165,146 @@ EX_FN void ex_chain_runs(EX_CONST int *rel, unsigned long m, long w, EX_CONST un
         const long at = ry == 0 ? total + (x - a) : x < above ? total - before + (x - a) : right++;
         out[at] = rec[k];
     }
+}
+
+/* SEP's measures of the object of the m records ch (chain order) at threshold t0, as the host makes them
+ * (extract_objects.c: gpuws__ex_preanalyse, gpuws__ex_analyse up to its sums, blank_flag, the catalogue's flux
+ * variance; extract_clean.c: gpuws__ex_mthresh), into mo (EX_MOM_DOUBLES). */
+EX_FN void ex_chain_measure(EX_CONST unsigned *ch, unsigned long m, EX_CONST unsigned *ru, EX_CONST float *rf,
+                            unsigned long cap, long w, float t0, int noise, float thresh, float relthresh, double gain,
+                            int minarea, EX_GLOBAL double *mo)
+{
+    EX_CONST float *val = rf + cap, *cd = rf + 2 * cap, *sig = rf + 3 * cap;
+    EX_GLOBAL unsigned *mw = (EX_GLOBAL unsigned *)(mo + EXM_WORDS);
+    double rv = 0.0;
+    float peak = -EX_BIG, cpeak = -EX_BIG;
+    long xmin = w, xmax = 0, ymin = 0, ymax = 0, xpk = 0, ypk = 0, xcpk = 0, ycpk = 0;
+    unsigned blank = 0;
+    for (unsigned long k = 0; k < m; k++) {
+        const unsigned u = ru[ch[k]];
+        const long i = (long)(u & ~EX_BLANK_BIT), x = i % w, y = i / w;
+        const float v = val[ch[k]], c = cd[ch[k]];
+        blank |= u & EX_BLANK_BIT;
+        if (peak < v) peak = v, xpk = x, ypk = y;
+        if (cpeak < c) cpeak = c, xcpk = x, ycpk = y;
+        rv += c;
+        if (k == 0) ymin = ymax = y;
+        xmin = x < xmin ? x : xmin;
+        xmax = x > xmax ? x : xmax;
+        ymin = y < ymin ? y : ymin;
+        ymax = y > ymax ? y : ymax;
+    }
+    const float fdflux = (float)rv;
+    const double th = (double)t0, rvd = (double)fdflux, th2 = (th + (double)peak) / 2.0;
+    double mx = 0.0, my = 0.0, mx2 = 0.0, my2 = 0.0, mxy = 0.0, tv = 0.0;
+    unsigned dnpix = 0, area2 = 0;
+    for (unsigned long k = 0; k < m; k++) {
+        const long i = (long)(ru[ch[k]] & ~EX_BLANK_BIT);
+        const float x = (float)(i % w - xmin), y = (float)(i / w - ymin), c = cd[ch[k]], v = val[ch[k]];
+        const float cx = ex_fmul(c, x), cy = ex_fmul(c, y);
+        tv += v;
+        dnpix += v > th;
+        area2 += v > th2;
+        mx += cx;
+        my += cy;
+        mx2 += ex_fmul(cx, x);
+        my2 += ex_fmul(cy, y);
+        mxy += ex_fmul(cx, y);
+    }
+    const double xm = mx / rvd, ym = my / rvd;
+    double cvarsum = 0.0, ex2 = 0.0, ey2 = 0.0, exy = 0.0, fv = 0.0;
+    for (unsigned long k = 0; k < m; k++) {
+        const unsigned r = ch[k];
+        const long i = (long)(ru[r] & ~EX_BLANK_BIT);
+        const double dx = (double)(i % w - xmin) - xm, dy = (double)(i / w - ymin) - ym;
+        const double s2 = (double)ex_fmul(sig[r], sig[r]);
+        double cvar = noise != EX_NOISE_NONE ? s2 : 0.0;
+        if (gain > 0.0 && cd[r] > 0.0f) cvar = ex_dadd(cvar, (double)cd[r] / gain);
+        cvarsum += cvar;
+        ex2 = ex_dadd(ex2, ex_dmul(ex_dmul(cvar, dx), dx));
+        ey2 = ex_dadd(ey2, ex_dmul(ex_dmul(cvar, dy), dy));
+        exy = ex_dadd(exy, ex_dmul(ex_dmul(cvar, dx), dy));
+        if (noise != EX_NOISE_NONE) fv += s2;
+        if (gain > 0.0 && val[r] > 0.0f) fv = ex_dadd(fv, (double)val[r] / gain);
+    }
+    /* mthresh: SExtractor's heap of the excesses, its first minarea sorted when the next pixel comes (a stable sort:
+     * any gives the host's merge sort's order, but for a NaN, which the host orders its own way) */
+    float heap[EX_MOM_HEAP];
+    const unsigned long ma = (unsigned long)minarea;
+    int ok = minarea >= 1 && minarea <= EX_MOM_HEAP;
+    for (unsigned long k = 0; ok && k < m; k++) {
+        const unsigned r = ch[k];
+        const float t = cd[r] - (noise == EX_NOISE_MAP ? ex_fmul(relthresh, sig[r]) : thresh);
+        if (k < ma) {
+            heap[k] = t;
+        } else if (k == ma) {
+            for (unsigned long a = 0; a < ma; a++) {
+                const float e = heap[a];
+                unsigned long b = a;
+                ok &= e == e;
+                for (; b > 0 && e < heap[b - 1]; b--) heap[b] = heap[b - 1];
+                heap[b] = e;
+            }
+        } else if (t > heap[0]) {
+            heap[0] = t;
+            for (unsigned long j = 0, kk; (kk = (j + 1) << 1) <= ma; j = kk) {
+                unsigned long child = kk - 1;
+                if (kk != ma && heap[kk - 1] > heap[kk]) {
+                    child = kk;
+                    kk++;
+                }
+                if (heap[j] <= heap[child]) break;
+                const float sw = heap[child];
+                heap[child] = heap[j];
+                heap[j] = sw;
+            }
+        }
+    }
+    mo[EXM_RV] = rv;
+    mo[EXM_TV] = tv;
+    mo[EXM_XM] = xm;
+    mo[EXM_XM + 1] = ym;
+    mo[EXM_XM + 2] = mx2 / rvd - ex_dmul(xm, xm);
+    mo[EXM_XM + 3] = my2 / rvd - ex_dmul(ym, ym);
+    mo[EXM_XM + 4] = mxy / rvd - ex_dmul(xm, ym);
+    mo[EXM_CVARSUM] = cvarsum;
+    mo[EXM_CVARSUM + 1] = ex2;
+    mo[EXM_CVARSUM + 2] = ey2;
+    mo[EXM_CVARSUM + 3] = exy;
+    mo[EXM_FVAR] = fv;
+    mw[EXW_XMIN] = (unsigned)xmin;
+    mw[EXW_XMIN + 1] = (unsigned)xmax;
+    mw[EXW_XMIN + 2] = (unsigned)ymin;
+    mw[EXW_XMIN + 3] = (unsigned)ymax;
+    mw[EXW_XMIN + 4] = (unsigned)xpk;
+    mw[EXW_XMIN + 5] = (unsigned)ypk;
+    mw[EXW_XMIN + 6] = (unsigned)xcpk;
+    mw[EXW_XMIN + 7] = (unsigned)ycpk;
+    mw[EXW_DNPIX] = dnpix;
+    mw[EXW_AREA2] = area2;
+    mw[EXW_FLAGS] = (blank ? EXM_BLANK : 0u) | (ok ? EXM_OK : 0u);
+    mw[EXW_PEAK] = exc_bits(peak);
+    mw[EXW_PEAK + 1] = exc_bits(cpeak);
+    mw[EXW_PEAK + 2] = exc_bits(!ok || m < ma ? 0.0f : heap[0]);
+    mw[EXW_PEAK + 3] = exc_bits(t0);
+}
+
+/* Listed component l, if ex_chain chained it: a slot of mom taken from *taken, its number in the label's word
+ * after the grouping (which held the threshold: it moves into the slot), and its object's measures there. */
+EX_FN void ex_chain_measured(unsigned long l, unsigned long nl, unsigned long cnt, EX_CONST unsigned *grp,
+                             EX_CONST unsigned *ru, EX_CONST float *rf, unsigned long cap, long w, int noise,
+                             float thresh, float relthresh, double gain, int minarea, EX_GLOBAL unsigned *out,
+                             EX_GLOBAL unsigned *taken, EX_GLOBAL double *mom)
+{
+    const unsigned start = out[cnt + l];
+    if (!(start & EX_CHAIN_BIT)) return;
+    const unsigned long s = start & ~EX_CHAIN_BIT, e = l < nl ? grp[cnt + l + 1] : cnt;
+    EX_GLOBAL float *t0s = (EX_GLOBAL float *)(out + cnt + nl + 1);
+    const float t0 = t0s[l];
+    const unsigned slot = exc_take(taken);
+    out[cnt + nl + 1 + l] = slot;
+    ex_chain_measure(out + s, e - s, ru, rf, cap, w, t0, noise, thresh, relthresh, gain, minarea,
+                     mom + (unsigned long)slot * EX_MOM_DOUBLES);
 }
 
 /* Component l (listed) into out: its threshold, and where it cannot split its records in chain order and its start

@@ -2,6 +2,7 @@
  * component's pixels as SEP chains them, SExtractor's multi-threshold tree, and gatherup, which hands the pixels
  * that no kept object holds to the kept ones with SEP's random numbers. */
 #include "extract_objects.h"
+#include "extract_chain.h" /* the device's measures of a chained component */
 #include "../../core/alloc.h"
 
 #include <math.h>
@@ -624,6 +625,37 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     gpuws__ex_objs_free(&kept);
     nodes_release(d, &nodes);
     return ok;
+}
+
+static float mom_float(const uint32_t *mw, int k)
+{
+    float f;
+    memcpy(&f, &mw[k], sizeof f);
+    return f;
+}
+
+bool gpuws__ex_single_measured(const ex_ctx *c, const size_t *chain, size_t npix, const double *mom, ex_objs *out)
+{
+    const uint32_t *mw = (const uint32_t *)(mom + EXM_WORDS);
+    ex_obj o;
+    memset(&o, 0, sizeof o);
+    o.pix = (size_t *)chain; /* read only, as every object's list once deblending is done */
+    o.npix = npix;
+    o.thresh = mom_float(mw, EXW_PEAK + 3);
+    o.fdflux = (float)mom[EXM_RV];
+    o.dpeak = mom_float(mw, EXW_PEAK);
+    o.fdpeak = mom_float(mw, EXW_PEAK + 1);
+    o.mthresh = mom_float(mw, EXW_PEAK + 2);
+    o.xmin = mw[EXW_XMIN], o.xmax = mw[EXW_XMIN + 1], o.ymin = mw[EXW_XMIN + 2], o.ymax = mw[EXW_XMIN + 3];
+    o.xpeak = mw[EXW_XMIN + 4], o.ypeak = mw[EXW_XMIN + 5], o.xcpeak = mw[EXW_XMIN + 6], o.ycpeak = mw[EXW_XMIN + 7];
+    o.flag = edge_flag(c, &o) | (mw[EXW_FLAGS] & EXM_BLANK ? GPUWS_OBJ_BLANK : 0);
+    const ex_sums m = { mom[EXM_XM],          mom[EXM_XM + 1],  mom[EXM_XM + 2],      mom[EXM_XM + 3],
+                        mom[EXM_XM + 4],      mom[EXM_CVARSUM], mom[EXM_CVARSUM + 1], mom[EXM_CVARSUM + 2],
+                        mom[EXM_CVARSUM + 3], mom[EXM_TV],      mw[EXW_DNPIX],        mw[EXW_AREA2] };
+    gpuws__ex_analyse_finish(&o, &m);
+    o.fvar = mom[EXM_FVAR];
+    o.measured = true;
+    return gpuws__ex_objs_push(out, &o);
 }
 
 bool gpuws__ex_single(const ex_ctx *c, const size_t *chain, size_t npix, float t0, ex_objs *out, ex_pool *pool)

@@ -18,6 +18,7 @@
  * threads. Cleaning works out which pairs act on all of them and applies them in catalogue order (extract_clean.c).
  * docs/algorithms/extract.md says where this differs from SEP. */
 #include "extract_objects.h"
+#include "extract_chain.h" /* the device's measures of the chained components */
 #include "../../core/alloc.h"
 #include "../../core/errors.h"
 #include "../../core/threads.h"
@@ -167,7 +168,7 @@ void gpuws__ex_preanalyse(const ex_ctx *c, ex_obj *o)
 void gpuws__ex_analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
 {
     gpuws__ex_preanalyse(c, o);
-    const double thresh = o->thresh, peak = o->dpeak, rv = o->fdflux, rv2 = rv * rv, thresh2 = (thresh + peak) / 2.0;
+    const double thresh = o->thresh, peak = o->dpeak, rv = o->fdflux, thresh2 = (thresh + peak) / 2.0;
     double mx = 0, my = 0, mx2 = 0, my2 = 0, mxy = 0, tv = 0;
     int64_t dnpix = 0, area2 = 0;
     for (size_t k = 0; k < o->npix; k++) {
@@ -184,33 +185,39 @@ void gpuws__ex_analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
         my2 += ex_fmul(ex_fmul(cv, y), y);
         mxy += ex_fmul(ex_fmul(cv, x), y);
     }
-    double xm = mx / rv, ym = my / rv, xm2, ym2, xym;
+    ex_sums m = { mx / rv, my / rv, 0, 0, 0, 0, 0, 0, 0, tv, dnpix, area2 };
     if (robust && (o->flag & GPUWS_OBJ_MERGED)) {
         const double xn = o->mx - (double)o->xmin, yn = o->my - (double)o->ymin;
-        xm2 = mx2 / rv + xn * xn - 2 * xm * xn;
-        ym2 = my2 / rv + yn * yn - 2 * ym * yn;
-        xym = mxy / rv + xn * yn - xm * yn - xn * ym;
-        xm = xn;
-        ym = yn;
+        m.xm2 = mx2 / rv + xn * xn - 2 * m.xm * xn;
+        m.ym2 = my2 / rv + yn * yn - 2 * m.ym * yn;
+        m.xym = mxy / rv + xn * yn - m.xm * yn - xn * m.ym;
+        m.xm = xn;
+        m.ym = yn;
     } else {
-        xm2 = mx2 / rv - xm * xm;
-        ym2 = my2 / rv - ym * ym;
-        xym = mxy / rv - xm * ym;
+        m.xm2 = mx2 / rv - m.xm * m.xm;
+        m.ym2 = my2 / rv - m.ym * m.ym;
+        m.xym = mxy / rv - m.xm * m.ym;
     }
-    double cvarsum = 0, errx2 = 0, erry2 = 0, errxy = 0;
     for (size_t k = 0; k < o->npix; k++) {
         const size_t r = o->pix[k];
         const double x = (double)(px_x(c, r) - o->xmin), y = (double)(px_y(c, r) - o->ymin);
         double cvar = c->p->noise != EX_NOISE_NONE ? (double)ex_fmul(c->px->sig[r], c->px->sig[r]) : 0.0;
         if (gain > 0.0 && c->px->cd[r] > 0.0f) cvar += c->px->cd[r] / gain;
-        cvarsum += cvar;
-        errx2 += cvar * (x - xm) * (x - xm);
-        erry2 += cvar * (y - ym) * (y - ym);
-        errxy += cvar * (x - xm) * (y - ym);
+        m.cvarsum += cvar;
+        m.errx2 += cvar * (x - m.xm) * (x - m.xm);
+        m.erry2 += cvar * (y - m.ym) * (y - m.ym);
+        m.errxy += cvar * (x - m.xm) * (y - m.ym);
     }
-    errx2 /= rv2;
-    erry2 /= rv2;
-    errxy /= rv2;
+    gpuws__ex_analyse_finish(o, &m);
+}
+
+void gpuws__ex_analyse_finish(ex_obj *o, const ex_sums *m)
+{
+    const double thresh = o->thresh, peak = o->dpeak, rv = o->fdflux, rv2 = rv * rv, thresh2 = (thresh + peak) / 2.0;
+    const double xm = m->xm, ym = m->ym;
+    double xm2 = m->xm2, ym2 = m->ym2, xym = m->xym, cvarsum = m->cvarsum;
+    double errx2 = m->errx2 / rv2, erry2 = m->erry2 / rv2, errxy = m->errxy / rv2;
+    const int64_t dnpix = m->dnpix, area2 = m->area2;
     double temp2 = xm2 * ym2 - xym * xym;
     if (temp2 < 0.00694) { /* x and y fully correlated: SExtractor's fix of the singularity */
         xm2 += 0.0833333;
@@ -228,7 +235,7 @@ void gpuws__ex_analyse(const ex_ctx *c, ex_obj *o, int robust, double gain)
     temp = sqrt(0.25 * temp * temp + xym * xym);
     const double pmx2 = 0.5 * (xm2 + ym2) + temp, pmy2 = 0.5 * (xm2 + ym2) - temp;
     o->dnpix = dnpix;
-    o->dflux = tv;
+    o->dflux = m->tv;
     o->mx = xm + (double)o->xmin;
     o->my = ym + (double)o->ymin;
     o->mx2 = xm2;
@@ -264,7 +271,8 @@ typedef struct {
     uint64_t key; /* where SEP's scan completes the component */
     size_t first, n;
     float thresh;
-    bool chained; /* one object, its records in chain order (the device's: extract_chain.h) */
+    bool chained;      /* one object, its records in chain order (the device's: extract_chain.h) */
+    const double *mom; /* and where not NULL, that object's measures (extract_chain.h's slot) */
 } ex_comp;
 
 /* ---- the components sorted by key (each key is a pixel of its own: no ties) ----
@@ -551,10 +559,18 @@ static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
             cp->first = first;
             cp->n = cnt;
             cp->chained = chained;
+            cp->mom = NULL;
             /* the device's threshold of a chained component is this one, made from the records in raster order */
             float t0;
-            if (chained) memcpy(&t0, &px->group[cl->n + cl->nl + 1 + l], sizeof t0);
-            else
+            const uint32_t word = chained ? px->group[cl->n + cl->nl + 1 + l] : 0; /* t0, or a measured one's slot */
+            if (chained && px->mom && word < px->nmom) {
+                const double *mom = px->mom + (size_t)word * EX_MOM_DOUBLES;
+                const uint32_t *mw = (const uint32_t *)(mom + EXM_WORDS);
+                memcpy(&t0, &mw[EXW_PEAK + 3], sizeof t0);
+                if (mw[EXW_FLAGS] & EXM_OK) cp->mom = mom;
+            } else if (chained) {
+                memcpy(&t0, &word, sizeof t0);
+            } else
                 t0 = p->noise != EX_NOISE_MAP          ? p->thresh
                      : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, px->sig_lr[last])
                                                        : mean_thresh(c, cl->order + first, cnt);
@@ -645,9 +661,11 @@ static void deblend_share(void *arg, unsigned t)
             r->worker = t;
             r->o0 = w->out.n;
             const double t0 = ex_ms_now();
-            if (cp->chained ? !gpuws__ex_single(&j->c, j->order + cp->first, cp->n, cp->thresh, &w->out, &w->pool)
-                            : !gpuws__ex_deblend(&j->c, w->d, j->order + cp->first, cp->n, cp->thresh, NULL, &w->out,
-                                                 &r->pending, &r->ndraws, &w->pool)) {
+            const size_t *recs = j->order + cp->first;
+            if (cp->mom       ? !gpuws__ex_single_measured(&j->c, recs, cp->n, cp->mom, &w->out)
+                : cp->chained ? !gpuws__ex_single(&j->c, recs, cp->n, cp->thresh, &w->out, &w->pool)
+                              : !gpuws__ex_deblend(&j->c, w->d, recs, cp->n, cp->thresh, NULL, &w->out, &r->pending,
+                                                   &r->ndraws, &w->pool)) {
                 atomic_store(&j->failed, true);
                 return;
             }
@@ -701,6 +719,7 @@ static void analyse_share(void *arg, unsigned t)
         const size_t e = q + EX_OBJ_CHUNK < j->objs.n ? q + EX_OBJ_CHUNK : j->objs.n;
         for (size_t i = q; i < e; i++) {
             ex_obj *o = &j->objs.v[i];
+            if (o->measured) continue;
             o->flag |= blank_flag(&j->c, o);
             gpuws__ex_analyse(&j->c, o, 1, p->gain);
             if (p->clean) gpuws__ex_mthresh(&j->c, o, j->w[t].heap, j->w[t].heap + p->minarea);
@@ -745,13 +764,13 @@ static void catalogue_share(void *arg, unsigned t)
             c->cxy = o->cxy;
             c->flux = o->dflux;
             c->cflux = o->fdflux;
-            double fv = 0.0; /* the flux's variance: the pixels' σ², and the Poisson term with a gain */
-            for (size_t k = 0; k < o->npix; k++) {
+            double fv = o->measured ? o->fvar : 0.0; /* the flux's variance: the pixels' σ², and the Poisson term */
+            for (size_t k = 0; !o->measured && k < o->npix; k++) {
                 const size_t r = o->pix[k];
                 if (p->noise != EX_NOISE_NONE) fv += (double)ex_fmul(px->sig[r], px->sig[r]);
                 if (p->gain > 0.0 && px->value[r] > 0.0f) fv += px->value[r] / p->gain;
-                if (j->obj_of) j->obj_of[r] = (int32_t)(j->slot[i] + 1);
             }
+            for (size_t k = 0; j->obj_of && k < o->npix; k++) j->obj_of[o->pix[k]] = (int32_t)(j->slot[i] + 1);
             c->fluxerr = sqrt(fv);
             c->peak = o->dpeak;
             c->cpeak = o->fdpeak;
@@ -855,9 +874,10 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     return true;
 }
 
-static _Thread_local size_t chained_last, mismatches_last;
+static _Thread_local size_t chained_last, measured_last, mismatches_last;
 
 size_t gpuws__extract_chained_last(void) { return chained_last; }
+size_t gpuws__extract_measured_last(void) { return measured_last; }
 size_t gpuws__extract_chain_mismatches_last(void) { return mismatches_last; }
 
 static int cmp_size(const void *a, const void *b)
@@ -866,16 +886,48 @@ static int cmp_size(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Whether the host's object h and the device's measured m (of the same pixels) have the same measures, bit for
+ * bit: every field that the analysis, cleaning or the catalogue reads. */
+static bool same_measures(const ex_obj *h, const ex_obj *m)
+{
+#define EX_SAME(f) (memcmp(&h->f, &m->f, sizeof h->f) == 0)
+    return EX_SAME(thresh) && EX_SAME(flag) && EX_SAME(fdflux) && EX_SAME(fdpeak) && EX_SAME(dpeak) && EX_SAME(a) &&
+           EX_SAME(b) && EX_SAME(cxx) && EX_SAME(cyy) && EX_SAME(cxy) && EX_SAME(mthresh) && EX_SAME(dflux) &&
+           EX_SAME(mx) && EX_SAME(my) && EX_SAME(mx2) && EX_SAME(my2) && EX_SAME(mxy) && EX_SAME(errx2) &&
+           EX_SAME(erry2) && EX_SAME(errxy) && EX_SAME(theta) && EX_SAME(abcor) && EX_SAME(dnpix) && EX_SAME(xmin) &&
+           EX_SAME(xmax) && EX_SAME(ymin) && EX_SAME(ymax) && EX_SAME(xpeak) && EX_SAME(ypeak) && EX_SAME(xcpeak) &&
+           EX_SAME(ycpeak) && EX_SAME(fvar);
+#undef EX_SAME
+}
+
+/* The host's measures of o as analyse_share and the catalogue make them (flags, analysis, mthresh, the flux's
+ * variance), for the check below; heap: 2 minarea floats. */
+static void measure_on_host(const ex_ctx *c, ex_obj *o, float *heap)
+{
+    const gpuws__extract_params *p = c->p;
+    o->flag |= blank_flag(c, o);
+    gpuws__ex_analyse(c, o, 1, p->gain);
+    gpuws__ex_mthresh(c, o, heap, heap + p->minarea);
+    o->fvar = 0.0;
+    for (size_t k = 0; k < o->npix; k++) {
+        const size_t r = o->pix[k];
+        if (p->noise != EX_NOISE_NONE) o->fvar += (double)ex_fmul(c->px->sig[r], c->px->sig[r]);
+        if (p->gain > 0.0 && c->px->value[r] > 0.0f) o->fvar += c->px->value[r] / p->gain;
+    }
+}
+
 /* Knob extract_chain_check: each chained component deblended on the host from its records in raster order, which
- * must give one object, the component, its pixels in the device's chain order. The count of those that do not (a
- * failure of host memory counts too), SIZE_MAX when the check has no memory at all. */
+ * must give one object, the component, its pixels in the device's chain order, and where the device measured it,
+ * the same measures. The count of those that do not (a failure of host memory counts too), SIZE_MAX when the check
+ * has no memory at all. */
 static size_t chain_mismatches(const ex_ctx *c, const ex_comp *comps, size_t nc, const size_t *order)
 {
     ex_deblender *d = gpuws__ex_deblender_new();
     ex_pool pool;
     gpuws__ex_pool_init(&pool, 0);
-    ex_objs out = { 0 };
-    size_t bad = d ? 0 : SIZE_MAX, *raster = NULL, cap = 0;
+    ex_objs out = { 0 }, dev = { 0 };
+    float *heap = gpuws__malloc(2 * (size_t)(c->p->minarea > 0 ? c->p->minarea : 1) * sizeof *heap);
+    size_t bad = d && heap ? 0 : SIZE_MAX, *raster = NULL, cap = 0;
     for (size_t k = 0; bad != SIZE_MAX && k < nc; k++) {
         const ex_comp *cp = &comps[k];
         if (!cp->chained) continue;
@@ -894,11 +946,20 @@ static size_t chain_mismatches(const ex_ctx *c, const ex_comp *comps, size_t nc,
         out.n = 0;
         /* false: memory failed, or the scan found other than one object (records that are not a component) */
         if (!gpuws__ex_deblend(c, d, raster, cp->n, cp->thresh, &seed, &out, NULL, &draws, &pool) || out.n != 1 ||
-            out.v[0].npix != cp->n || memcmp(out.v[0].pix, order + cp->first, cp->n * sizeof *raster) != 0)
+            out.v[0].npix != cp->n || memcmp(out.v[0].pix, order + cp->first, cp->n * sizeof *raster) != 0) {
             bad++;
+        } else if (cp->mom) {
+            dev.n = 0;
+            measure_on_host(c, &out.v[0], heap);
+            if (!gpuws__ex_single_measured(c, order + cp->first, cp->n, cp->mom, &dev) ||
+                !same_measures(&out.v[0], &dev.v[0]))
+                bad++;
+        }
         gpuws__ex_pool_rewind(&pool);
     }
     gpuws__free(raster);
+    gpuws__free(heap);
+    gpuws__ex_objs_free(&dev);
     gpuws__ex_objs_free(&out);
     gpuws__ex_pool_free(&pool);
     gpuws__ex_deblender_free(d);
@@ -912,7 +973,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     long pf[6] = { 0 };   /* the page faults so far at each */
     tm[0] = ex_ms_now();
     pf[0] = ex_faults();
-    chained_last = mismatches_last = 0;
+    chained_last = measured_last = mismatches_last = 0;
     const size_t n = px->n;
     const unsigned threads = p->threads > 1 ? p->threads : 1u;
     ex_job j;
@@ -1033,14 +1094,15 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
                "extract: deblending on %zu threads: busy %.0f%% of the step, its longest component %zu pixels in "
                "%.1f ms; scans %.1f ms, gatherups left for later %.1f, gathering %.1f",
                nw, 100.0 * busy / ((double)nw * (tm[2] - tm[1]) + 1e-9), longest_n, longest, j.ms[0], j.ms[1], j.ms[2]);
-    size_t nchained = 0;
-    for (size_t k = 0; px->chained && k < nc; k++) nchained += comps[k].chained;
+    size_t nchained = 0, nmeasured = 0;
+    for (size_t k = 0; px->chained && k < nc; k++) nchained += comps[k].chained, nmeasured += comps[k].mom != NULL;
     chained_last = nchained;
+    measured_last = nmeasured;
     if (p->chain_check && nchained) mismatches_last = chain_mismatches(&j.c, comps, nc, order);
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: components: grouped by label %.1f ms, listed %.1f, sorted %.1f; %zu of %zu chained on the "
-               "device (one object each, deblending skipped)",
-               t_grouped - tm[0], t_listed - t_grouped, tm[1] - t_listed, nchained, nc);
+               "device (one object each, deblending skipped), %zu of them measured there",
+               t_grouped - tm[0], t_listed - t_grouped, tm[1] - t_listed, nchained, nc, nmeasured);
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: host steps (ms, %u threads): components %.1f, deblending %.1f, analysis %.1f, cleaning %.1f, "
                "catalogue %.1f; %zu pixels, %zu components, %zu objects before cleaning, %zu after",

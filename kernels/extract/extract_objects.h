@@ -27,6 +27,8 @@ typedef struct {
     size_t son0, son1; /* deblending: the node's sons, nodes[son0 .. son1 - 1] */
     bool keep;         /* deblending: no split below it */
     float amp;         /* gatherup: the amplitude of the object's fitted profile */
+    bool measured;     /* analysed, mthresh and fvar made, from the device's measures (extract_chain.h) */
+    double fvar;       /* then the flux's variance */
 } ex_obj;
 
 typedef struct {
@@ -78,6 +80,15 @@ void gpuws__ex_pool_free(ex_pool *p);
 void gpuws__ex_preanalyse(const ex_ctx *c, ex_obj *o);
 /* SEP's analyse. robust: an object made by deblending keeps the barycentre of its earlier analysis. */
 void gpuws__ex_analyse(const ex_ctx *c, ex_obj *o, int robust, double gain);
+/* What analyse sums over the pixels: the barycentre and second moments from the box's corner (xmin, ymin), the
+ * error sums before their division by the flux squared, the flux, the pixels above the threshold and above half
+ * way to the peak. */
+typedef struct {
+    double xm, ym, xm2, ym2, xym, cvarsum, errx2, erry2, errxy, tv;
+    int64_t dnpix, area2;
+} ex_sums;
+/* The rest of analyse, from those sums, o's preanalysis and threshold. */
+void gpuws__ex_analyse_finish(ex_obj *o, const ex_sums *m);
 
 /* ---- deblending (extract_deblend.c) ---- */
 
@@ -97,6 +108,9 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
 /* A component that cannot split (the device found it so: extract_chain.h), its records in chain order: its one
  * object, as gpuws__ex_deblend makes it, appended to out (its pixel list from pool). False when memory fails. */
 bool gpuws__ex_single(const ex_ctx *c, const size_t *chain, size_t npix, float t0, ex_objs *out, ex_pool *pool);
+/* The same object, measured (analysed, its mthresh and flux variance: extract_chain.h's ex_chain_measure) from the
+ * device's slot mom; its pixel list is the chain itself, which must outlive it. False when memory fails. */
+bool gpuws__ex_single_measured(const ex_ctx *c, const size_t *chain, size_t npix, const double *mom, ex_objs *out);
 /* The gatherup left for later (*pending from gpuws__ex_deblend), drawing from *seed: its objects appended to out.
  * False when memory fails (nothing added). The pixel lists of out and *pending come from pool. */
 bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out, ex_pool *pool);

@@ -5,8 +5,8 @@
  * a float bit are SEP's (1.2): the filter kernel is normalised by the sum of its absolute values (on the host), the
  * convolution is a correlation summed in float in the kernel's row-major order with the pixels outside the image
  * left out, the matched filter sums in float and divides by the square root in double. Float products and sums are
- * spelled ex_fmul / ex_fadd so that no compiler fuses them (CUDA would; the OpenCL file turns contraction off).
- * docs/algorithms/extract.md. */
+ * spelled ex_fmul / ex_fadd (double ones ex_dmul / ex_dadd) so that no compiler fuses them (CUDA would; the OpenCL
+ * file turns contraction off). docs/algorithms/extract.md. */
 #ifndef GPUWS_EXTRACT_PIXEL_H
 #define GPUWS_EXTRACT_PIXEL_H
 
@@ -54,9 +54,13 @@
 #if defined(__CUDACC__)
 EX_FN float ex_fmul(float a, float b) { return __fmul_rn(a, b); }
 EX_FN float ex_fadd(float a, float b) { return __fadd_rn(a, b); }
+EX_FN double ex_dmul(double a, double b) { return __dmul_rn(a, b); }
+EX_FN double ex_dadd(double a, double b) { return __dadd_rn(a, b); }
 #else
 EX_FN float ex_fmul(float a, float b) { return a * b; }
 EX_FN float ex_fadd(float a, float b) { return a + b; }
+EX_FN double ex_dmul(double a, double b) { return a * b; }
+EX_FN double ex_dadd(double a, double b) { return a + b; }
 #endif
 /* A float quotient correctly rounded on every device (OpenCL's float division may be off by 2.5 ulp; a double
  * quotient of floats rounds to the float one). In OpenCL C the double quotient comes from the reciprocal and one

@@ -90,6 +90,7 @@ void gpuws__extract_pixels_free(gpuws__extract_pixels *px)
 {
     gpuws__free(px->idx);
     gpuws__free(px->group);
+    gpuws__free(px->mom);
     memset(px, 0, sizeof *px);
 }
 

@@ -43,10 +43,12 @@ typedef struct gpuws__extract_pixels {
     uint32_t *idx;
     float *value, *cd, *sig, *sig_lr;
     int32_t *label;  /* not read back where the device groups the records */
-    uint32_t *group; /* the device's grouping: record numbers, then start[0 .. nl] (and t0[1 .. nl] where chained) */
+    uint32_t *group; /* the device's grouping: record numbers, start[0 .. nl]; chained: a word a label, a count */
     size_t nl;
     bool chained; /* the grouping comes from extract_chain (extract_chain.h) */
-    size_t kept;  /* nonzero: the arrays lie in pinned memory of this many bytes, kept with the context (extract.c) */
+    double *mom;  /* then a chained label's word after start[] is its slot here: nmom slots of EX_MOM_DOUBLES */
+    size_t nmom, mom_kept; /* mom_kept nonzero: mom is pinned memory of this many bytes, kept as px's arrays */
+    size_t kept; /* nonzero: the arrays lie in pinned memory of this many bytes, kept with the context (extract.c) */
 } gpuws__extract_pixels;
 
 /* The options (validated but for the filter) resolved into *p: SEP's float thresholds, its noise mode, the
@@ -87,6 +89,8 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
  * each, deblending skipped: extract_chain.h), and with p->chain_check those of them whose host deblending gave
  * other than one object of the same pixels in the same order, for the tests. */
 size_t gpuws__extract_chained_last(void);
+/* Of those, the ones whose object the device measured too (extract_chain.h's ex_chain_measure). */
+size_t gpuws__extract_measured_last(void);
 size_t gpuws__extract_chain_mismatches_last(void);
 
 #endif
