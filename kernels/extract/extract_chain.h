@@ -167,6 +167,24 @@ EX_FN void ex_chain_runs(EX_CONST int *rel, unsigned long m, long w, EX_CONST un
     }
 }
 
+/* mthresh's array of m excesses (extract_clean.c: gpuws__ex_mthresh, which shares this): its first replaced by t, then
+ * SExtractor's walk from slot j to the smaller of slots k - 1 and k (k = 2(j + 1)), and on from k. */
+EX_FN void ex_heap_replace(float *heap, unsigned long m, float t)
+{
+    heap[0] = t;
+    for (unsigned long j = 0, kk; (kk = (j + 1) << 1) <= m; j = kk) {
+        unsigned long child = kk - 1;
+        if (kk != m && heap[kk - 1] > heap[kk]) {
+            child = kk;
+            kk++;
+        }
+        if (heap[j] <= heap[child]) break;
+        const float sw = heap[child];
+        heap[child] = heap[j];
+        heap[j] = sw;
+    }
+}
+
 /* SEP's measures of the object of the m records ch (chain order) at threshold t0, as the host makes them
  * (extract_objects.c: gpuws__ex_preanalyse, gpuws__ex_analyse up to its sums, blank_flag, the catalogue's flux
  * variance; extract_clean.c: gpuws__ex_mthresh), into mo (EX_MOM_DOUBLES). */
@@ -246,18 +264,7 @@ EX_FN void ex_chain_measure(EX_CONST unsigned *ch, unsigned long m, EX_CONST uns
                 heap[b] = e;
             }
         } else if (t > heap[0]) {
-            heap[0] = t;
-            for (unsigned long j = 0, kk; (kk = (j + 1) << 1) <= ma; j = kk) {
-                unsigned long child = kk - 1;
-                if (kk != ma && heap[kk - 1] > heap[kk]) {
-                    child = kk;
-                    kk++;
-                }
-                if (heap[j] <= heap[child]) break;
-                const float sw = heap[child];
-                heap[child] = heap[j];
-                heap[j] = sw;
-            }
+            ex_heap_replace(heap, ma, t);
         }
     }
     mo[EXM_RV] = rv;

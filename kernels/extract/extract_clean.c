@@ -1,6 +1,7 @@
 /* Cleaning, gpuws_extract's last host step (extract_objects.h): SEP's clean, which removes the objects that a
  * brighter neighbour's profile explains, and the mthresh of each object that it compares with. */
 #include "extract_objects.h"
+#include "extract_chain.h" /* ex_heap_replace, which the device shares */
 #include "../../core/alloc.h"
 #include "../../core/errors.h"
 #include "../../core/threads.h"
@@ -44,19 +45,7 @@ void gpuws__ex_mthresh(const ex_ctx *c, ex_obj *o, float *heap, float *tmp)
         } else if (k == m) {
             sort_float_msort(heap, m, tmp);
         } else if (t > heap[0]) {
-            heap[0] = t;
-            /* SExtractor's walk: from slot j to the smaller of slots k - 1 and k (k = 2(j + 1)), then on from k */
-            for (size_t j = 0, kk; (kk = (j + 1) << 1) <= m; j = kk) {
-                size_t child = kk - 1;
-                if (kk != m && heap[kk - 1] > heap[kk]) {
-                    child = kk;
-                    kk++;
-                }
-                if (heap[j] <= heap[child]) break;
-                const float sw = heap[child];
-                heap[child] = heap[j];
-                heap[j] = sw;
-            }
+            ex_heap_replace(heap, m, t);
         }
     }
     o->mthresh = heap[0];
