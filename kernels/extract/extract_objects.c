@@ -818,10 +818,11 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
             const ex_comp *cp = &j->comps[k];
             ex_result *r = &j->res[k];
             r->o0 = j->w[0].out.n;
-            if (cp->chained
-                    ? !gpuws__ex_single(&j->c, j->order + cp->first, cp->n, cp->thresh, &j->w[0].out, &j->w[0].pool)
-                    : !gpuws__ex_deblend(&j->c, j->w[0].d, j->order + cp->first, cp->n, cp->thresh, &seed, &j->w[0].out,
-                                         NULL, &r->ndraws, &j->w[0].pool))
+            const size_t *recs = j->order + cp->first;
+            if (cp->mom       ? !gpuws__ex_single_measured(&j->c, recs, cp->n, cp->mom, &j->w[0].out)
+                : cp->chained ? !gpuws__ex_single(&j->c, recs, cp->n, cp->thresh, &j->w[0].out, &j->w[0].pool)
+                              : !gpuws__ex_deblend(&j->c, j->w[0].d, recs, cp->n, cp->thresh, &seed, &j->w[0].out, NULL,
+                                                   &r->ndraws, &j->w[0].pool))
                 return false;
             r->on = j->w[0].out.n - r->o0;
         }
