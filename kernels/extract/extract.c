@@ -342,7 +342,13 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     const bool group = knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu);
     const int64_t most = ctx->tuning.extract_chain < 0 ? EX_CHAIN_AUTO : ctx->tuning.extract_chain;
     const bool chain = group && most > 0;
-    const size_t ngroup = cnt && group ? cnt + (chain ? 2 : 1) * (nl + 1) + chain : 0, nread = group ? 5 : 6;
+    /* the arrays the host steps read, from the first (the records lie in the struct's order): the labels where the
+     * host groups; σ of the lower-right neighbour for SEP 1.2's thresholds with a σ map; σ with any noise */
+    const size_t nread = !group                                                        ? 6
+                         : p->noise == EX_NOISE_MAP && p->sep_version == GPUWS_SEP_1_2 ? 5
+                         : p->noise != EX_NOISE_NONE                                   ? 4
+                                                                                       : 3;
+    const size_t ngroup = cnt && group ? cnt + (chain ? 2 : 1) * (nl + 1) + chain : 0;
     if ((st = records_host(s, cnt, ngroup, nread, px))) return st;
     px->nl = nl;
     tm[2] = now_ms();

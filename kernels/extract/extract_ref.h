@@ -35,7 +35,9 @@ typedef struct gpuws__extract_params {
 /* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel
  * touches a NaN or masked pixel; label: its component (1..); value: image - back; cd: the filtered value; sig: the
  * pixel's σ; sig_lr: the σ of its lower-right neighbour (x + 1, y + 1), 0 outside the image (SEP's threshold of an
- * object is the one at the pixel where its scan ends).
+ * object is the one at the pixel where its scan ends). Where the device groups the records, the host reads only the
+ * arrays its steps need (extract.c): sig with noise, sig_lr for SEP 1.2's thresholds with a σ map; the others hold
+ * nothing then.
  * group: the records grouped by label where the device did it (NULL: the host steps do), raster order kept within
  * each label: n record numbers, then start[0 .. nl], label l's first place in them (l in 1 .. nl, the labels). */
 typedef struct gpuws__extract_pixels {
