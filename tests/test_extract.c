@@ -527,6 +527,43 @@ BACKEND_TEST(extract, chains_of_rings_and_arms_and_the_first_level_agree_with_th
     gpuws_context_destroy(ctx);
 }
 
+/* Where minarea is larger than the device's array for mthresh (EX_MOM_HEAP, 64), the device still chains the
+ * components and the host measures their objects itself: round blobs of 110 to 180 pixels with minarea 90, each one
+ * run of pixels a row, all chained, none measured on the device, the catalogue and map the host's. */
+BACKEND_TEST(extract, chained_objects_past_the_devices_minarea_are_measured_on_the_host)
+{
+    if (*kind == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
+    enum { BW = 256, BH = 48 };
+    static float x[BW * BH];
+    for (int y = 0; y < BH; y++)
+        for (int c = 0; c < BW; c++) {
+            const int b = c / 32, cx = 32 * b + 16, cy = 24;
+            const double d = (c - cx) * (c - cx) + (y - cy) * (y - cy);
+            x[y * BW + c] = (float)((100.0 + 10.0 * b) * exp(-d / 40.0));
+        }
+    gpuws_context *ctx = test_open(*kind), *ref = test_open(*kind);
+    test_tune(ctx, "extract_group", "device");
+    test_tune(ctx, "extract_chain_check", "1");
+    test_tune(ref, "extract_group", "device");
+    test_tune(ref, "extract_chain", "0");
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = 40.0, o.filter_type = GPUWS_FILTER_NONE, o.minarea = 90;
+    result want = run(ref, x, NULL, NULL, NULL, BW, BH, &o);
+    result got = run(ctx, x, NULL, NULL, NULL, BW, BH, &o);
+    cr_assert_eq(want.cat->num_objects, 8, "%zu objects, not the 8 blobs", want.cat->num_objects);
+    cr_assert_eq(gpuws__extract_chained_last(), 8, "%zu of the 8 blobs chained", gpuws__extract_chained_last());
+    cr_assert_eq(gpuws__extract_measured_last(), 0, "%zu measured on the device", gpuws__extract_measured_last());
+    cr_assert_eq(gpuws__extract_chain_mismatches_last(), 0, "%zu chained blobs differ from the host's",
+                 gpuws__extract_chain_mismatches_last());
+    char what[96];
+    snprintf(what, sizeof what, "%s, minarea 90: chained against the host's", test_backend_name(*kind));
+    expect_same(what, &got, &want, (size_t)BW * BH);
+    result_free(&want);
+    result_free(&got);
+    gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}
+
 /* Every shape the scan can meet: uniform noise thresholded near 8-connected percolation makes components of every
  * form (holes, rings, combs, spirals), and with a tree of one level nothing splits, so every component of up to the
  * scan's size is chained, whatever its maxima. The host scans each again (knob extract_chain_check): the same
