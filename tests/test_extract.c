@@ -383,6 +383,17 @@ BACKEND_TEST(extract, records_grouped_on_the_device_give_the_host_grouping)
  * component, its pixels in the device's order. The device measures every chained object as well (its analysis,
  * mthresh and flux variance, which the catalogue and the check compare; a gain brings in the Poisson terms, and a
  * mask of scattered pixels flags objects that touch one). */
+/* The chain tests' contexts: *ctx chains components on the device and has the host check each chain and its
+ * measures (knob extract_chain_check); *ref groups the records on the device too and chains none. */
+static void chain_contexts(gpuws_backend_kind kind, gpuws_context **ctx, gpuws_context **ref)
+{
+    *ctx = test_open(kind), *ref = test_open(kind);
+    test_tune(*ctx, "extract_group", "device");
+    test_tune(*ctx, "extract_chain_check", "1");
+    test_tune(*ref, "extract_group", "device");
+    test_tune(*ref, "extract_chain", "0");
+}
+
 typedef struct {
     gpuws_backend_kind backend;
     int noise, sep_version, connectivity, nthresh;
@@ -405,11 +416,8 @@ ParameterizedTestParameters(extract, components_chained_on_the_device_give_the_h
 ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_the_host_catalogue)
 {
     if (c->backend == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
-    gpuws_context *ctx = test_open(c->backend), *ref = test_open(c->backend);
-    test_tune(ctx, "extract_group", "device");
-    test_tune(ctx, "extract_chain_check", "1");
-    test_tune(ref, "extract_group", "device");
-    test_tune(ref, "extract_chain", "0");
+    gpuws_context *ctx, *ref;
+    chain_contexts(c->backend, &ctx, &ref);
     char most[24];
     snprintf(most, sizeof most, "%d", c->most);
     if (c->most) test_tune(ctx, "extract_chain", most);
@@ -499,11 +507,8 @@ BACKEND_TEST(extract, chains_of_rings_and_arms_and_the_first_level_agree_with_th
                 for (int y = 0; y < 3; y++) x[(oy + y) * CW + ox + 4] = 1.4f;
             }
         }
-    gpuws_context *ctx = test_open(*kind), *ref = test_open(*kind);
-    test_tune(ctx, "extract_group", "device");
-    test_tune(ctx, "extract_chain_check", "1");
-    test_tune(ref, "extract_group", "device");
-    test_tune(ref, "extract_chain", "0");
+    gpuws_context *ctx, *ref;
+    chain_contexts(*kind, &ctx, &ref);
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
     o.thresh = 1.0, o.filter_type = GPUWS_FILTER_NONE, o.minarea = 3, o.deblend_cont = 0.0, o.clean = 0;
     result want = run(ref, x, NULL, NULL, NULL, CW, CH, &o);
@@ -541,11 +546,8 @@ BACKEND_TEST(extract, chained_objects_past_the_devices_minarea_are_measured_on_t
             const double d = (c - cx) * (c - cx) + (y - cy) * (y - cy);
             x[y * BW + c] = (float)((100.0 + 10.0 * b) * exp(-d / 40.0));
         }
-    gpuws_context *ctx = test_open(*kind), *ref = test_open(*kind);
-    test_tune(ctx, "extract_group", "device");
-    test_tune(ctx, "extract_chain_check", "1");
-    test_tune(ref, "extract_group", "device");
-    test_tune(ref, "extract_chain", "0");
+    gpuws_context *ctx, *ref;
+    chain_contexts(*kind, &ctx, &ref);
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
     o.thresh = 40.0, o.filter_type = GPUWS_FILTER_NONE, o.minarea = 90;
     result want = run(ref, x, NULL, NULL, NULL, BW, BH, &o);
