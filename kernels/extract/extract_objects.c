@@ -560,16 +560,15 @@ static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
             cp->n = cnt;
             cp->chained = chained;
             cp->mom = NULL;
-            /* the device's threshold of a chained component is this one, made from the records in raster order */
+            /* a chained component's threshold is the device's, in its measures' slot (made from the records in
+             * raster order, as here); a slot out of range, which the device never gives, is read as none */
             float t0;
-            const uint32_t word = chained ? px->group[cl->n + cl->nl + 1 + l] : 0; /* t0, or a measured one's slot */
-            if (chained && px->mom && word < px->nmom) {
-                const double *mom = px->mom + (size_t)word * EX_MOM_DOUBLES;
+            const uint32_t slot = chained ? px->group[cl->n + cl->nl + 1 + l] : UINT32_MAX;
+            if (px->mom && slot < px->nmom) {
+                const double *mom = px->mom + (size_t)slot * EX_MOM_DOUBLES;
                 const uint32_t *mw = (const uint32_t *)(mom + EXM_WORDS);
                 memcpy(&t0, &mw[EXW_PEAK + 3], sizeof t0);
                 if (mw[EXW_FLAGS] & EXM_OK) cp->mom = mom;
-            } else if (chained) {
-                memcpy(&t0, &word, sizeof t0);
             } else
                 t0 = p->noise != EX_NOISE_MAP          ? p->thresh
                      : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, px->sig_lr[last])
