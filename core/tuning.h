@@ -75,11 +75,11 @@
       "and on CPU OpenCL devices by the host's threads, which are faster there; the catalogue is the same")            \
     X(extract_chain, NUMBER, "auto", "auto|0..1048576",                                                                \
       "where the device groups extract's records, it also finds the components of up to this many pixels that "        \
-      "deblending cannot split, and their pixels' order in SEP's scan, which the host's deblending then skips (auto: " \
-      "256; 0: the host deblends every component); the catalogue is the same")                                         \
+      "deblending cannot split, their pixels' order in SEP's scan and their objects' measures, which the host then "   \
+      "takes as they are (auto: 256; 0: the host deblends and measures every component); the catalogue is the same")   \
     X(extract_chain_check, BOOL, "0", "0|1",                                                                           \
-      "a test: the host deblends the components chained on the device too, and counts those whose object or pixel "    \
-      "order differs (test_extract reads the count)")                                                                  \
+      "a test: the host deblends and measures the components chained on the device too, and counts those whose "       \
+      "object, pixel order or measures differ (test_extract reads the count)")                                         \
     X(find_sources_host_threads, NUMBER, "auto", "auto|1..1024",                                                       \
       "host threads of find_sources_host's threshold and measurement (auto: the CPUs the process may run on); the "    \
       "same catalogue")                                                                                                \
