@@ -11,8 +11,8 @@
  *   extract_scatter  per chunk: the records (index, value, filtered value, σ, σ of the lower-right neighbour,
  *                    label) of its labelled pixels, in raster order from the chunk's offset
  *   extract_sort_*   the records grouped by label, raster order kept within each label (extract_gpu_group)
- *   extract_chain_*  the components that deblending cannot split, their records in SEP's scan order, and the
- *                    components' thresholds (extract_chain.h), so that the host's deblending skips them
+ *   extract_chain_*  the components that deblending cannot split, their records in SEP's scan order, and their
+ *                    objects' thresholds and measures (extract_chain.h), which the host takes as they are
  *   extract_segmap   per record: segmap[index] = its object + 1 (after a fill with 0)
  * The call blocks: the catalogue is made on the host from the records read back, in raster order, and their
  * grouping; the objects of the records go back to the device as they are, in that order. */

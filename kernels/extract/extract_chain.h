@@ -72,6 +72,15 @@ static inline unsigned exc_bits(float f)
     } v = { f };
     return v.u;
 }
+/* The float whose bits are u: a measure's float word, read on the host. */
+static inline float exc_float(unsigned u)
+{
+    const union {
+        unsigned u;
+        float f;
+    } v = { u };
+    return v.f;
+}
 #define exc_take(p) ((*(p))++)
 #endif
 

@@ -627,13 +627,6 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     return ok;
 }
 
-static float mom_float(const uint32_t *mw, int k)
-{
-    float f;
-    memcpy(&f, &mw[k], sizeof f);
-    return f;
-}
-
 bool gpuws__ex_single_measured(const ex_ctx *c, const size_t *chain, size_t npix, const double *mom, ex_objs *out)
 {
     const uint32_t *mw = (const uint32_t *)(mom + EXM_WORDS);
@@ -641,11 +634,11 @@ bool gpuws__ex_single_measured(const ex_ctx *c, const size_t *chain, size_t npix
     memset(&o, 0, sizeof o);
     o.pix = (size_t *)chain; /* read only, as every object's list once deblending is done */
     o.npix = npix;
-    o.thresh = mom_float(mw, EXW_PEAK + 3);
+    o.thresh = exc_float(mw[EXW_PEAK + 3]);
     o.fdflux = (float)mom[EXM_RV];
-    o.dpeak = mom_float(mw, EXW_PEAK);
-    o.fdpeak = mom_float(mw, EXW_PEAK + 1);
-    o.mthresh = mom_float(mw, EXW_PEAK + 2);
+    o.dpeak = exc_float(mw[EXW_PEAK]);
+    o.fdpeak = exc_float(mw[EXW_PEAK + 1]);
+    o.mthresh = exc_float(mw[EXW_PEAK + 2]);
     o.xmin = mw[EXW_XMIN], o.xmax = mw[EXW_XMIN + 1], o.ymin = mw[EXW_XMIN + 2], o.ymax = mw[EXW_XMIN + 3];
     o.xpeak = mw[EXW_XMIN + 4], o.ypeak = mw[EXW_XMIN + 5], o.xcpeak = mw[EXW_XMIN + 6], o.ycpeak = mw[EXW_XMIN + 7];
     o.flag = edge_flag(c, &o) | (mw[EXW_FLAGS] & EXM_BLANK ? GPUWS_OBJ_BLANK : 0);

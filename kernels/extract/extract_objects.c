@@ -567,7 +567,7 @@ static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
             if (px->mom && slot < px->nmom) {
                 const double *mom = px->mom + (size_t)slot * EX_MOM_DOUBLES;
                 const uint32_t *mw = (const uint32_t *)(mom + EXM_WORDS);
-                memcpy(&t0, &mw[EXW_PEAK + 3], sizeof t0);
+                t0 = exc_float(mw[EXW_PEAK + 3]);
                 if (mw[EXW_FLAGS] & EXM_OK) cp->mom = mom;
             } else
                 t0 = p->noise != EX_NOISE_MAP          ? p->thresh
