@@ -1098,7 +1098,11 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     for (size_t k = 0; px->chained && k < nc; k++) nchained += comps[k].chained, nmeasured += comps[k].mom != NULL;
     chained_last = nchained;
     measured_last = nmeasured;
-    if (p->chain_check && nchained) mismatches_last = chain_mismatches(&j.c, comps, nc, order);
+    if (p->chain_check && nchained) {
+        mismatches_last = chain_mismatches(&j.c, comps, nc, order);
+        gpuws__log(GPUWS__LOG_DEBUG, "extract: chain check: %zu of the %zu chained components differ from the host's",
+                   mismatches_last, nchained);
+    }
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: components: grouped by label %.1f ms, listed %.1f, sorted %.1f; %zu of %zu chained on the "
                "device (one object each, deblending skipped), %zu of them measured there",
