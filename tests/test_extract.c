@@ -567,9 +567,9 @@ BACKEND_TEST(extract, chained_objects_past_the_devices_minarea_are_measured_on_t
 }
 
 /* Every shape the scan can meet: uniform noise thresholded near 8-connected percolation makes components of every
- * form (holes, rings, combs, spirals), and with a tree of one level nothing splits, so every component of up to the
- * scan's size is chained, whatever its maxima. The host scans each again (knob extract_chain_check): the same
- * pixels in the same order, on both connectivities. */
+ * form (holes, rings, combs, spirals), and with a tree of one level nothing splits, so every component of up to
+ * 256 pixels (knob extract_chain auto) is chained, whatever its maxima and its shape. The host scans each again
+ * (knob extract_chain_check): the same pixels in the same order, on both connectivities. */
 BACKEND_TEST(extract, chains_of_random_components_are_the_host_scans)
 {
     if (*kind == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
@@ -587,7 +587,11 @@ BACKEND_TEST(extract, chains_of_random_components_are_the_host_scans)
         o.deblend_nthresh = 1, o.clean = 0, o.connectivity = conn;
         result got = run(ctx, x, NULL, NULL, NULL, w, h, &o);
         const size_t chained = gpuws__extract_chained_last();
+        size_t small = 0;
+        for (size_t i = 0; i < got.cat->num_objects; i++) small += got.cat->objects[i].npix <= 256;
         cr_assert_gt(chained, 5000, "%d-connectivity: only %zu components chained", conn, chained);
+        cr_assert_eq(chained, small, "%d-connectivity: %zu components chained of the %zu of up to 256 pixels", conn,
+                     chained, small);
         cr_assert_eq(gpuws__extract_chain_mismatches_last(), 0,
                      "%d-connectivity: %zu of the %zu chained components are not the host's scan of them", conn,
                      gpuws__extract_chain_mismatches_last(), chained);

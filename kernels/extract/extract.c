@@ -107,7 +107,7 @@ static gpuws_status extract_gpu_group(gpuws_stream *s, gpuws_kernel *kscan, uint
 /* The components that deblending cannot split, chained on the device (extract_chain.h): from the grouping (record
  * numbers, start[0 .. nl]) to *out, the same with those components' records in chain order and their starts marked,
  * then each label's word (the threshold, or a chained one's slot in *mom) and the number of slots taken. Where the
- * device has no memory for the scratch (about 32 bytes a record and EX_MOM_DOUBLES doubles a possible component),
+ * device has no memory for the scratch (about 44 bytes a record and EX_MOM_DOUBLES doubles a possible component),
  * nothing is chained and *out stays the grouping: the host deblends every component, as it can. */
 static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_params *p, gpuws_buffer *grouped,
                                       gpuws_buffer *rec, gpuws_buffer *labels, gpuws_buffer *maps, size_t cnt,
@@ -120,7 +120,7 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
     gpuws_status st;
     if ((st = gpuws__stream_scratch(s, &key_chain[0], ngroup * sizeof(uint32_t), &chained)) ||
         (st = gpuws__stream_scratch(s, &key_chain[1], cnt * sizeof(int32_t), &nx)) ||
-        (st = gpuws__stream_scratch(s, &key_chain[2], 6 * room * sizeof(int32_t), &ints)) ||
+        (st = gpuws__stream_scratch(s, &key_chain[2], 8 * room * sizeof(int32_t), &ints)) ||
         (st = gpuws__stream_scratch(s, &key_chain[3], 3 * room, &bytes)) ||
         (st = gpuws__stream_scratch(s, &key_chain[4], cnt, &lmax)) ||
         (st = gpuws__stream_scratch(s, &key_chain[5], (nl + 1) * sizeof(uint32_t), &list)) ||

@@ -10,7 +10,8 @@
  * the host's, bit for bit (the same float products and the same double sum, in raster order). The chain is the one
  * Lutz's scan of the component's box makes (extract_deblend.c's lz_run, every pixel of the component in): in closed
  * form for a component with one run of pixels a row (ex_chain_runs), else by the scan itself, which meets the pixels
- * in raster order, the order of the component's records, so it walks them instead of a box.
+ * in raster order, the order of the component's records, so it walks them instead of a box, and visits only the
+ * columns where it acts: its time is the component's records', whatever its box.
  *
  * Inputs: grp, the records grouped by label (extract_sort_*): the cnt record numbers, then start[0 .. nl] (label l:
  * grp[start[l] .. start[l + 1] - 1], start[nl + 1] = cnt); the records (ru / rf, six arrays of cap words); the
@@ -20,7 +21,7 @@
  * split in chain order and set EX_CHAIN_BIT on its start. Four kernels: ex_chain_copy a word each, ex_chain_maximum
  * a record each (the local maxima), ex_chain_listed a label each (the components to chain, listed), ex_chain a listed
  * component each. Scratch, disjoint between labels: nx (cnt ints) and, for label l from
- * place start[l] + 2 l, room for its box's columns: six int arrays and the marker bytes (EX_CHAIN_ROOM(cnt, nl)
+ * place start[l] + 2 l, room for its box's columns: eight int arrays and the marker bytes (EX_CHAIN_ROOM(cnt, nl)
  * entries each), the state stack (twice that).
  *
  * A chained component is one object, which the host would then measure pixel by pixel (the analysis, cleaning's
@@ -32,11 +33,7 @@
 #ifndef GPUWS_EXTRACT_CHAIN_H
 #define GPUWS_EXTRACT_CHAIN_H
 
-#define EX_CHAIN_AUTO 256 /* records of the largest component chained (knob extract_chain auto) */
-/* Records of the largest component whose chain the kernel makes by Lutz's scan (the rest of those that are not one
- * run a row go to the host): the scan is one work-item's, and the largest component it takes bounds the kernel's
- * time, while the host scans the next larger ones quickly (docs/algorithms/extract.md has the figures). */
-#define EX_CHAIN_SCAN          32
+#define EX_CHAIN_AUTO          256 /* records of the largest component chained (knob extract_chain auto) */
 #define EX_CHAIN_ROOM(cnt, nl) ((cnt) + 2 * ((nl) + 1))
 #define EX_CHAIN_MARGIN        1e-5 /* how much lower the device's first level lies, relatively */
 
@@ -379,21 +376,32 @@ EX_FN void ex_chain(unsigned long l, unsigned long nl, unsigned long cnt, EX_CON
         out[cnt + l] = (unsigned)s | EX_CHAIN_BIT;
         return;
     }
-    if (m > EX_CHAIN_SCAN) return;
-    /* Lutz's scan of the box [xmin, xmax] x [ymin, ymax], its pixels the component's records in raster order */
+    /* Lutz's scan of the box [xmin, xmax] x [ymin, ymax], its pixels the component's records in raster order. The
+     * scan acts at a column only where a pixel lies, a run has just ended, or the row above left a marker, and it
+     * leaves markers only where this row's runs start or end: so it visits those columns alone (the row above's
+     * run bounds, in order in `above`, merged with the pixels), which makes its time the records', not the box's. */
     EX_GLOBAL int *pf = ints + c0, *pl = ints + room + c0, *sf = ints + 2 * room + c0, *sl = ints + 3 * room + c0,
                   *start = ints + 4 * room + c0, *end = ints + 5 * room + c0;
+    EX_GLOBAL int *above = ints + 6 * room + c0, *bounds = ints + 7 * room + c0;
     EX_GLOBAL unsigned char *marker = bytes + c0, *psstack = bytes + room + 2 * c0;
     const long bw = xmax - xmin + 1;
     for (long xi = 0; xi <= bw; xi++) marker[xi] = 0;
-    int co = 0, pstop = 0, done = 0, ff = -1;
+    int co = 0, pstop = 0, done = 0, ff = -1, nabove = 0;
     unsigned long nids = 0;
     long at = nx[0] - xmin; /* the next record's place in its row of the box, from the box's first row */
     start[0] = EXC_UNKNOWN;
     for (long y = ymin; y <= ymax + 1; y++) {
-        int ps = EXC_COMPLETE, cs = EXC_NONOBJECT;
+        int ps = EXC_COMPLETE, cs = EXC_NONOBJECT, nb = 0, ia = 0;
         const long row = (y - ymin) * w;
-        for (long xi = 0; xi <= bw; xi++) {
+        for (long xi = -1;;) {
+            /* the next column to visit: right after a pixel in a run, else the nearer of the next pixel on this
+             * row and the next bound of a run above */
+            long nxt = nids < m && at < row + bw ? at - row : bw + 1;
+            if (ia < nabove && above[ia] < nxt) nxt = above[ia];
+            if (cs == EXC_OBJECT) nxt = xi + 1;
+            if (nxt > bw) break;
+            xi = nxt;
+            if (ia < nabove && above[ia] == xi) ia++;
             const unsigned char nm = marker[xi];
             marker[xi] = 0;
             int id = -1;
@@ -405,6 +413,7 @@ EX_FN void ex_chain(unsigned long l, unsigned long nl, unsigned long cnt, EX_CON
                 nx[id] = -1;
                 if (cs != EXC_OBJECT) { /* a run starts */
                     cs = EXC_OBJECT;
+                    bounds[nb++] = (int)xi;
                     if (ps == EXC_OBJECT) {
                         if (start[co] == EXC_UNKNOWN) {
                             marker[xi] = 'S';
@@ -466,6 +475,7 @@ EX_FN void ex_chain(unsigned long l, unsigned long nl, unsigned long cnt, EX_CON
                 exc_join(nx, &pf[co], &pl[co], id, id);
             } else if (cs == EXC_OBJECT) { /* a run ends */
                 cs = EXC_NONOBJECT;
+                bounds[nb++] = (int)xi;
                 if (ps != EXC_COMPLETE) {
                     marker[xi] = 'f';
                     end[co] = (int)xi;
@@ -478,6 +488,8 @@ EX_FN void ex_chain(unsigned long l, unsigned long nl, unsigned long cnt, EX_CON
                 }
             }
         }
+        EX_GLOBAL int *const was = above; /* this row's bounds are the next row's run bounds above */
+        above = bounds, bounds = was, nabove = nb;
     }
     if (done != 1 || nids != m) return; /* not one object of every record: the host's scan decides */
     unsigned long k = s;
