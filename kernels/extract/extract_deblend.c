@@ -38,7 +38,7 @@ typedef struct {
     int *psstack;
     int64_t *start, *end;
     /* pixels met, in scan order: their records and the chains through them */
-    size_t *ids;
+    ex_rec *ids;
     int64_t *next;
     size_t nids;
 } lz_scan;
@@ -109,7 +109,7 @@ static bool lz_run(lz_scan *z, int64_t sx0, int64_t sy0, int64_t sx1, int64_t sy
             lz_part cur = { -1, -1, 0 };
             if (r >= 0) {
                 const int64_t id = (int64_t)z->nids++;
-                z->ids[id] = (size_t)r;
+                z->ids[id] = (ex_rec)r;
                 z->next[id] = -1;
                 cur.first = cur.last = id;
                 cur.n = 1;
@@ -487,7 +487,7 @@ static void nodes_release(ex_deblender *d, ex_objs *nodes)
  * deblend_cont of the component's filtered flux (above its own threshold) keeps those sons (unless a son's subtree
  * splits further) and gives up the rest; then gatherup hands the pixels no kept object holds to the kept ones.
  * With no split the component is one object. */
-bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, float t0, unsigned *seed,
+bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const ex_rec *recs, size_t npix, float t0, unsigned *seed,
                        ex_objs *out, ex_objs *pending, uint64_t *ndraws, ex_pool *pool)
 {
     const gpuws__extract_params *p = c->p;
@@ -627,12 +627,12 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, siz
     return ok;
 }
 
-bool gpuws__ex_single_measured(const ex_ctx *c, const size_t *chain, size_t npix, const double *mom, ex_objs *out)
+bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, ex_objs *out)
 {
     const uint32_t *mw = (const uint32_t *)(mom + EXM_WORDS);
     ex_obj o;
     memset(&o, 0, sizeof o);
-    o.pix = (size_t *)chain; /* read only, as every object's list once deblending is done */
+    o.pix = (ex_rec *)chain; /* read only, as every object's list once deblending is done */
     o.npix = npix;
     o.thresh = exc_float(mw[EXW_PEAK + 3]);
     o.fdflux = (float)mom[EXM_RV];
@@ -651,7 +651,7 @@ bool gpuws__ex_single_measured(const ex_ctx *c, const size_t *chain, size_t npix
     return gpuws__ex_objs_push(out, &o);
 }
 
-bool gpuws__ex_single(const ex_ctx *c, const size_t *chain, size_t npix, float t0, ex_objs *out, ex_pool *pool)
+bool gpuws__ex_single(const ex_ctx *c, const ex_rec *chain, size_t npix, float t0, ex_objs *out, ex_pool *pool)
 {
     ex_obj o;
     memset(&o, 0, sizeof o);

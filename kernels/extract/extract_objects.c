@@ -46,7 +46,7 @@
  * the thresholds lie within a factor 2^29 / n of each other (a σ map varies slowly); past that (a masked pixel's σ
  * of 1e30 in a matched-filter detection) the two can differ in the double's last bits, which the rounding to float
  * hides but at a near tie. */
-static float mean_thresh(const ex_ctx *c, const size_t *rec, size_t n)
+static float mean_thresh(const ex_ctx *c, const ex_rec *rec, size_t n)
 {
     double s = 0.0;
     for (size_t k = 0; k < n; k++) s += (double)px_thresh(c, rec[k]);
@@ -81,20 +81,20 @@ void gpuws__ex_pool_init(ex_pool *p, size_t first)
     p->next = first < EX_POOL_MIN ? EX_POOL_MIN : first < EX_POOL_MAX ? first : EX_POOL_MAX;
 }
 
-size_t *gpuws__ex_pool_take(ex_pool *p, size_t n)
+ex_rec *gpuws__ex_pool_take(ex_pool *p, size_t n)
 {
     if (n > p->left) {
         const size_t m = n > p->next ? n : p->next;
         if (p->n == p->cap) {
             const size_t cap = p->cap ? 2 * p->cap : 8;
-            size_t **chunk = gpuws__realloc(p->chunk, cap * sizeof *chunk);
+            ex_rec **chunk = gpuws__realloc(p->chunk, cap * sizeof *chunk);
             if (chunk) p->chunk = chunk;
             size_t *size = chunk ? gpuws__realloc(p->size, cap * sizeof *size) : NULL;
             if (!size) return NULL;
             p->size = size;
             p->cap = cap;
         }
-        size_t *c = gpuws__malloc(m * sizeof *c);
+        ex_rec *c = gpuws__malloc(m * sizeof *c);
         if (!c) return NULL;
         p->chunk[p->n] = c;
         p->size[p->n++] = m;
@@ -102,7 +102,7 @@ size_t *gpuws__ex_pool_take(ex_pool *p, size_t n)
         p->left = m;
         p->next = 2 * p->next < EX_POOL_MAX ? 2 * p->next : EX_POOL_MAX;
     }
-    size_t *q = p->at;
+    ex_rec *q = p->at;
     p->at += n;
     p->left -= n;
     return q;
@@ -426,7 +426,7 @@ typedef struct {
     size_t *before;    /* per thread: the largest label of the shares before it (it owns the labels above) */
     ex_carries *carry; /* per thread */
     size_t *start;     /* component l: order[start[l] .. start[l + 1] - 1] */
-    size_t *order;
+    ex_rec *order;
     atomic_bool failed;
 } ex_group;
 
@@ -482,12 +482,12 @@ static void group_share(void *arg, unsigned t)
     case 4: /* in place */
         for (size_t r = r0; r < r1; r++) {
             const uint32_t l = (uint32_t)px->label[r];
-            if (l > before) g->order[g->start[l] + g->cnt[l]++] = r;
-            else g->order[g->start[l] + carry_find(cs, l)->at++] = r;
+            if (l > before) g->order[g->start[l] + g->cnt[l]++] = (ex_rec)r;
+            else g->order[g->start[l] + carry_find(cs, l)->at++] = (ex_rec)r;
         }
         break;
-    case 5: /* or else the device's grouping, widened (without the chained components' bits) */
-        for (size_t r = r0; r < r1; r++) g->order[r] = px->group[r];
+    case 5: /* or else the device's grouping: its records are the order, its starts widened (without the chained
+             * components' bits) */
         for (size_t l = l0; l < l1; l++) g->start[l] = px->group[g->n + l] & ~EX_CHAIN_BIT;
         break;
     default: break;
@@ -517,7 +517,8 @@ static void group_merge(ex_group *g)
  * from the place that the counts before its own give, writes them in label order (one thread writes them at once). */
 typedef struct {
     const ex_ctx *c;
-    const size_t *start, *order; /* label l: order[start[l] .. start[l + 1] - 1], l in 1 .. nl */
+    const size_t *start; /* label l: order[start[l] .. start[l + 1] - 1], l in 1 .. nl */
+    const ex_rec *order;
     size_t n, nl;
     size_t *at; /* per part: its components; the place of its first; after it writes them, the place after its last */
     ex_comp *comps;
@@ -621,7 +622,7 @@ typedef struct {
 
 typedef struct {
     ex_ctx c;
-    const size_t *order;
+    const ex_rec *order;
     const ex_comp *comps;
     ex_result *res;
     size_t nc;             /* components */
@@ -660,7 +661,7 @@ static void deblend_share(void *arg, unsigned t)
             r->worker = t;
             r->o0 = w->out.n;
             const double t0 = ex_ms_now();
-            const size_t *recs = j->order + cp->first;
+            const ex_rec *recs = j->order + cp->first;
             if (cp->mom       ? !gpuws__ex_single_measured(&j->c, recs, cp->n, cp->mom, &w->out)
                 : cp->chained ? !gpuws__ex_single(&j->c, recs, cp->n, cp->thresh, &w->out, &w->pool)
                               : !gpuws__ex_deblend(&j->c, w->d, recs, cp->n, cp->thresh, NULL, &w->out, &r->pending,
@@ -817,7 +818,7 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
             const ex_comp *cp = &j->comps[k];
             ex_result *r = &j->res[k];
             r->o0 = j->w[0].out.n;
-            const size_t *recs = j->order + cp->first;
+            const ex_rec *recs = j->order + cp->first;
             if (cp->mom       ? !gpuws__ex_single_measured(&j->c, recs, cp->n, cp->mom, &j->w[0].out)
                 : cp->chained ? !gpuws__ex_single(&j->c, recs, cp->n, cp->thresh, &j->w[0].out, &j->w[0].pool)
                               : !gpuws__ex_deblend(&j->c, j->w[0].d, recs, cp->n, cp->thresh, &seed, &j->w[0].out, NULL,
@@ -880,9 +881,9 @@ size_t gpuws__extract_chained_last(void) { return chained_last; }
 size_t gpuws__extract_measured_last(void) { return measured_last; }
 size_t gpuws__extract_chain_mismatches_last(void) { return mismatches_last; }
 
-static int cmp_size(const void *a, const void *b)
+static int cmp_rec(const void *a, const void *b)
 {
-    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    const ex_rec x = *(const ex_rec *)a, y = *(const ex_rec *)b;
     return (x > y) - (x < y);
 }
 
@@ -920,19 +921,20 @@ static void measure_on_host(const ex_ctx *c, ex_obj *o, float *heap)
  * must give one object, the component, its pixels in the device's chain order, and where the device measured it,
  * the same measures. The count of those that do not (a failure of host memory counts too), SIZE_MAX when the check
  * has no memory at all. */
-static size_t chain_mismatches(const ex_ctx *c, const ex_comp *comps, size_t nc, const size_t *order)
+static size_t chain_mismatches(const ex_ctx *c, const ex_comp *comps, size_t nc, const ex_rec *order)
 {
     ex_deblender *d = gpuws__ex_deblender_new();
     ex_pool pool;
     gpuws__ex_pool_init(&pool, 0);
     ex_objs out = { 0 }, dev = { 0 };
     float *heap = gpuws__malloc(2 * (size_t)(c->p->minarea > 0 ? c->p->minarea : 1) * sizeof *heap);
-    size_t bad = d && heap ? 0 : SIZE_MAX, *raster = NULL, cap = 0;
+    size_t bad = d && heap ? 0 : SIZE_MAX, cap = 0;
+    ex_rec *raster = NULL;
     for (size_t k = 0; bad != SIZE_MAX && k < nc; k++) {
         const ex_comp *cp = &comps[k];
         if (!cp->chained) continue;
         if (cp->n > cap) {
-            size_t *r = gpuws__realloc(raster, cp->n * sizeof *r);
+            ex_rec *r = gpuws__realloc(raster, cp->n * sizeof *r);
             if (!r) {
                 bad = SIZE_MAX;
                 break;
@@ -940,7 +942,7 @@ static size_t chain_mismatches(const ex_ctx *c, const ex_comp *comps, size_t nc,
             raster = r, cap = cp->n;
         }
         memcpy(raster, order + cp->first, cp->n * sizeof *raster);
-        qsort(raster, cp->n, sizeof *raster, cmp_size); /* record numbers go up in raster order */
+        qsort(raster, cp->n, sizeof *raster, cmp_rec); /* record numbers go up in raster order */
         unsigned seed = 1u;
         uint64_t draws;
         out.n = 0;
@@ -989,7 +991,10 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     g.part = gpuws__malloc((threads + 1) * sizeof *g.part);
     g.before = gpuws__malloc((threads + 1) * sizeof *g.before);
     g.carry = gpuws__calloc(threads + 1, sizeof *g.carry);
-    size_t *start = NULL, *order = gpuws__malloc((n ? n : 1) * sizeof *order), *slot = NULL, nc = 0, nw = 0;
+    /* the records grouped by component: the device's grouping where it made one (extract.c), else the host's */
+    const bool grouped = px->group != NULL;
+    ex_rec *own = grouped ? NULL : gpuws__malloc((n ? n : 1) * sizeof *own), *order = grouped ? px->group : own;
+    size_t *start = NULL, *slot = NULL, nc = 0, nw = 0;
     ex_comp *comps = NULL;
     int *survives = NULL;
     gpuws_extract_catalog *cat = NULL;
@@ -999,8 +1004,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         g.before[t] = g.nl;
         g.nl = g.part[t] > g.nl ? g.part[t] : g.nl;
     }
-    const bool grouped = px->group != NULL; /* by the device (extract.c), which left the labels there */
-    if (grouped) g.nl = px->nl;
+    if (grouped) g.nl = px->nl; /* the device left the labels' count there */
     const size_t nl = g.nl;
     g.cnt = grouped ? NULL : gpuws__calloc(nl + 2, sizeof *g.cnt);
     start = gpuws__malloc((nl + 2) * sizeof *start);
@@ -1147,7 +1151,7 @@ done:
     gpuws__free(g.carry);
     gpuws__free(g.cnt);
     gpuws__free(start);
-    gpuws__free(order);
+    gpuws__free(own);
     gpuws__free(comps);
     if (!st) gpuws__log(GPUWS__LOG_DEBUG, "extract: host steps' memory released in %.1f ms", ex_ms_now() - tm[5]);
     return st;

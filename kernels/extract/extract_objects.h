@@ -17,8 +17,13 @@
 #define EX_PI 3.1415926535898 /* SEP's π */
 
 /* One object: its pixels (record numbers) and SEP's objstruct fields. */
+/* A pixel record's number (extract.c): below 2^31, as the labels are int32. Lists of them are the objects' pixels, 4
+ * bytes an entry: the device's grouping serves as the components' lists as it is read back. */
+typedef uint32_t ex_rec;
+
 typedef struct {
-    size_t *pix, npix;
+    ex_rec *pix;
+    size_t npix;
     float thresh; /* the threshold at the object */
     int flag;
     float fdflux, fdpeak, dpeak, a, b, cxx, cyy, cxy, mthresh;
@@ -66,13 +71,15 @@ void gpuws__ex_objs_free(ex_objs *o); /* the array; the pixel lists belong to th
  * image's hundreds of thousands of lists, each a malloc of its own, cost a fault at every fresh page and a free
  * each at the end; large chunks are advised into huge pages (gpuws__malloc). */
 typedef struct {
-    size_t **chunk, *size; /* the chunks held and their entries */
+    ex_rec **chunk;
+    size_t *size; /* the chunks held and their entries */
     size_t n, cap;
-    size_t *at, left; /* the current chunk's free part */
-    size_t next;      /* the entries of the next chunk */
+    ex_rec *at;
+    size_t left; /* the current chunk's free part */
+    size_t next; /* the entries of the next chunk */
 } ex_pool;
 void gpuws__ex_pool_init(ex_pool *p, size_t first); /* the first chunk holds at least `first` entries */
-size_t *gpuws__ex_pool_take(ex_pool *p, size_t n);  /* n entries; NULL when memory fails */
+ex_rec *gpuws__ex_pool_take(ex_pool *p, size_t n);  /* n entries; NULL when memory fails */
 void gpuws__ex_pool_rewind(ex_pool *p);             /* every list gone; the largest chunk kept for the next */
 void gpuws__ex_pool_free(ex_pool *p);
 
@@ -103,14 +110,14 @@ void gpuws__ex_deblender_free(ex_deblender *d);
  * component first), ready for gpuws__ex_gatherup from the seed at this component; a component that draws nothing is
  * done at once. The objects' pixel lists come from pool (the tree's own from d's scratch). False when memory fails
  * (nothing added to out or *pending). */
-bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const size_t *recs, size_t npix, float t0, unsigned *seed,
+bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const ex_rec *recs, size_t npix, float t0, unsigned *seed,
                        ex_objs *out, ex_objs *pending, uint64_t *ndraws, ex_pool *pool);
 /* A component that cannot split (the device found it so: extract_chain.h), its records in chain order: its one
  * object, as gpuws__ex_deblend makes it, appended to out (its pixel list from pool). False when memory fails. */
-bool gpuws__ex_single(const ex_ctx *c, const size_t *chain, size_t npix, float t0, ex_objs *out, ex_pool *pool);
+bool gpuws__ex_single(const ex_ctx *c, const ex_rec *chain, size_t npix, float t0, ex_objs *out, ex_pool *pool);
 /* The same object, measured (analysed, its mthresh and flux variance: extract_chain.h's ex_chain_measure) from the
  * device's slot mom; its pixel list is the chain itself, which must outlive it. False when memory fails. */
-bool gpuws__ex_single_measured(const ex_ctx *c, const size_t *chain, size_t npix, const double *mom, ex_objs *out);
+bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, ex_objs *out);
 /* The gatherup left for later (*pending from gpuws__ex_deblend), drawing from *seed: its objects appended to out.
  * False when memory fails (nothing added). The pixel lists of out and *pending come from pool. */
 bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out, ex_pool *pool);
