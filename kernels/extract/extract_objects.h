@@ -16,11 +16,11 @@
 
 #define EX_PI 3.1415926535898 /* SEP's π */
 
-/* One object: its pixels (record numbers) and SEP's objstruct fields. */
 /* A pixel record's number (extract.c): below 2^31, as the labels are int32. Lists of them are the objects' pixels, 4
  * bytes an entry: the device's grouping serves as the components' lists as it is read back. */
 typedef uint32_t ex_rec;
 
+/* One object: its pixels (record numbers) and SEP's objstruct fields. */
 typedef struct {
     ex_rec *pix;
     size_t npix;
@@ -71,11 +71,11 @@ void gpuws__ex_objs_free(ex_objs *o); /* the array; the pixel lists belong to th
  * image's hundreds of thousands of lists, each a malloc of its own, cost a fault at every fresh page and a free
  * each at the end; large chunks are advised into huge pages (gpuws__malloc). */
 typedef struct {
-    ex_rec **chunk;
-    size_t *size; /* the chunks held and their entries */
+    ex_rec **chunk; /* the chunks held */
+    size_t *size;   /* their entries */
     size_t n, cap;
-    ex_rec *at;
-    size_t left; /* the current chunk's free part */
+    ex_rec *at;  /* the current chunk's free part */
+    size_t left; /* its entries */
     size_t next; /* the entries of the next chunk */
 } ex_pool;
 void gpuws__ex_pool_init(ex_pool *p, size_t first); /* the first chunk holds at least `first` entries */
