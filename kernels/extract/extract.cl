@@ -158,8 +158,8 @@ __kernel void extract_chain_copy(__global const uint *grp, ulong n, ulong cnt, u
     }
 }
 
-/* Also list[0] = 0 for extract_chain_list and the measures' count (*taken) = 0 for extract_chain (a kernel's write:
- * Oclgrind's check of uninitialised values misses fills). */
+/* Also list[0] = 0 for extract_chain_list and the measures' count (*taken) = 0 for extract_chain_measure (a kernel's
+ * write: Oclgrind's check of uninitialised values misses fills). */
 __kernel void extract_chain_maxima(__global const uint *ru, __global const float *rf, ulong cap,
                                    __global const int *labels, __global const float *maps, uint width, uint height,
                                    __global uchar *lmax, __global uint *list, __global uint *taken)

@@ -163,8 +163,8 @@ extern "C" __global__ void extract_chain_copy(const unsigned *grp, u64 n, u64 cn
         ex_chain_copy(i, cnt, nl, grp, out);
 }
 
-// Also list[0] = 0 for extract_chain_list and the measures' count (*taken) = 0 for extract_chain (a kernel's write:
-// Oclgrind's check of uninitialised values misses fills).
+// Also list[0] = 0 for extract_chain_list and the measures' count (*taken) = 0 for extract_chain_measure (a kernel's
+// write: Oclgrind's check of uninitialised values misses fills).
 extern "C" __global__ void extract_chain_maxima(const unsigned *ru, const float *rf, u64 cap, const int *labels,
                                                 const float *maps, unsigned width, unsigned height, unsigned char *lmax,
                                                 unsigned *list, unsigned *taken)

@@ -61,23 +61,13 @@
 #define exc_bits(f) __float_as_uint(f)
 #define exc_take(p) atomicAdd(p, 1u)
 #else
-static inline unsigned exc_bits(float f)
-{
-    const union {
-        float f;
-        unsigned u;
-    } v = { f };
-    return v.u;
-}
+typedef union {
+    float f;
+    unsigned u;
+} exc_word;
+static inline unsigned exc_bits(float f) { return ((exc_word){ .f = f }).u; }
 /* The float whose bits are u: a measure's float word, read on the host. */
-static inline float exc_float(unsigned u)
-{
-    const union {
-        unsigned u;
-        float f;
-    } v = { u };
-    return v.f;
-}
+static inline float exc_float(unsigned u) { return ((exc_word){ .u = u }).f; }
 #define exc_take(p) ((*(p))++)
 #endif
 

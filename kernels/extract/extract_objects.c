@@ -727,12 +727,24 @@ static void analyse_share(void *arg, unsigned t)
     }
 }
 
+/* The variance of o's flux (its fluxerr squared): its pixels' σ² with noise, and the Poisson term with a gain, in
+ * pixel order (extract_chain.h's ex_chain_measure makes the same sum for the objects the device measures). */
+static double flux_variance(const ex_ctx *c, const ex_obj *o)
+{
+    const gpuws__extract_params *p = c->p;
+    double fv = 0.0;
+    for (size_t k = 0; k < o->npix; k++) {
+        const size_t r = o->pix[k];
+        if (p->noise != EX_NOISE_NONE) fv += (double)ex_fmul(c->px->sig[r], c->px->sig[r]);
+        if (p->gain > 0.0 && c->px->value[r] > 0.0f) fv += c->px->value[r] / p->gain;
+    }
+    return fv;
+}
+
 /* The catalogue's rows and the segmentation map's numbers of the objects that survive cleaning. */
 static void catalogue_share(void *arg, unsigned t)
 {
     ex_job *j = arg;
-    const gpuws__extract_params *p = j->c.p;
-    const gpuws__extract_pixels *px = j->c.px;
     size_t q;
     (void)t;
     while (job_take(j, EX_OBJ_CHUNK, j->objs.n, &q)) {
@@ -764,12 +776,7 @@ static void catalogue_share(void *arg, unsigned t)
             c->cxy = o->cxy;
             c->flux = o->dflux;
             c->cflux = o->fdflux;
-            double fv = o->measured ? o->fvar : 0.0; /* the flux's variance: the pixels' σ², and the Poisson term */
-            for (size_t k = 0; !o->measured && k < o->npix; k++) {
-                const size_t r = o->pix[k];
-                if (p->noise != EX_NOISE_NONE) fv += (double)ex_fmul(px->sig[r], px->sig[r]);
-                if (p->gain > 0.0 && px->value[r] > 0.0f) fv += px->value[r] / p->gain;
-            }
+            const double fv = o->measured ? o->fvar : flux_variance(&j->c, o);
             for (size_t k = 0; j->obj_of && k < o->npix; k++) j->obj_of[o->pix[k]] = (int32_t)(j->slot[i] + 1);
             c->fluxerr = sqrt(fv);
             c->peak = o->dpeak;
@@ -909,12 +916,7 @@ static void measure_on_host(const ex_ctx *c, ex_obj *o, float *heap)
     o->flag |= blank_flag(c, o);
     gpuws__ex_analyse(c, o, 1, p->gain);
     gpuws__ex_mthresh(c, o, heap, heap + p->minarea);
-    o->fvar = 0.0;
-    for (size_t k = 0; k < o->npix; k++) {
-        const size_t r = o->pix[k];
-        if (p->noise != EX_NOISE_NONE) o->fvar += (double)ex_fmul(c->px->sig[r], c->px->sig[r]);
-        if (p->gain > 0.0 && c->px->value[r] > 0.0f) o->fvar += c->px->value[r] / p->gain;
-    }
+    o->fvar = flux_variance(c, o);
 }
 
 /* Knob extract_chain_check: each chained component deblended on the host from its records in raster order, which
