@@ -394,6 +394,20 @@ static void chain_contexts(gpuws_backend_kind kind, gpuws_context **ctx, gpuws_c
     test_tune(*ref, "extract_chain", "0");
 }
 
+/* The chained run's catalogue and map (got, from chain_contexts' ctx) those of the host's (want, from its ref), bit
+ * for bit, for the image described by `image`; then the results and the contexts freed. */
+static void chained_like_the_host(gpuws_backend_kind kind, const char *image, result *got, result *want, size_t n,
+                                  gpuws_context *ctx, gpuws_context *ref)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%s, %s: chained against the host's", test_backend_name(kind), image);
+    expect_same(what, got, want, n);
+    result_free(want);
+    result_free(got);
+    gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}
+
 typedef struct {
     gpuws_backend_kind backend;
     int noise, sep_version, connectivity, nthresh;
@@ -523,13 +537,7 @@ BACKEND_TEST(extract, chains_of_rings_and_arms_and_the_first_level_agree_with_th
     cr_assert_eq(gpuws__extract_chain_mismatches_last(), 0,
                  "%zu of the %zu chained components are not what the host's deblending makes of them",
                  gpuws__extract_chain_mismatches_last(), chained);
-    char what[96];
-    snprintf(what, sizeof what, "%s, rings, arms, bumped cores: chained against the host's", test_backend_name(*kind));
-    expect_same(what, &got, &want, (size_t)CW * CH);
-    result_free(&want);
-    result_free(&got);
-    gpuws_context_destroy(ref);
-    gpuws_context_destroy(ctx);
+    chained_like_the_host(*kind, "rings, arms, bumped cores", &got, &want, (size_t)CW * CH, ctx, ref);
 }
 
 /* Where minarea is larger than the device's array for mthresh (EX_MOM_HEAP, 64), the device still chains the
@@ -557,13 +565,7 @@ BACKEND_TEST(extract, chained_objects_past_the_devices_minarea_are_measured_on_t
     cr_assert_eq(gpuws__extract_measured_last(), 0, "%zu measured on the device", gpuws__extract_measured_last());
     cr_assert_eq(gpuws__extract_chain_mismatches_last(), 0, "%zu chained blobs differ from the host's",
                  gpuws__extract_chain_mismatches_last());
-    char what[96];
-    snprintf(what, sizeof what, "%s, minarea 90: chained against the host's", test_backend_name(*kind));
-    expect_same(what, &got, &want, (size_t)BW * BH);
-    result_free(&want);
-    result_free(&got);
-    gpuws_context_destroy(ref);
-    gpuws_context_destroy(ctx);
+    chained_like_the_host(*kind, "minarea 90", &got, &want, (size_t)BW * BH, ctx, ref);
 }
 
 /* Every shape the scan can meet: uniform noise thresholded near 8-connected percolation makes components of every
