@@ -85,4 +85,12 @@ gpuws_status gpuws__band_contexts(gpuws_context *ctx, gpuws_context *const *more
 void gpuws__band_budget(gpuws_context *const *ctxs, unsigned n, uint64_t max_device_bytes, uint64_t *budget,
                         uint64_t *max_alloc);
 
+/* Whether host ranges [a, a + na) and [b, b + nb) share a byte: an output that a _host call writes while it reads
+ * an input must not. */
+static inline bool gpuws__overlaps(const void *a, size_t na, const void *b, size_t nb)
+{
+    const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + nb && y < x + na;
+}
+
 #endif

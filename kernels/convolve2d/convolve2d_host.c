@@ -437,12 +437,6 @@ static gpuws_status run_bands(gpuws_dtype dt, const band_plan *bp, const void *i
     return gpuws__band_stream_run(bp->ctxs, bp->devices, &ops);
 }
 
-static bool overlaps(const void *a, size_t na, const void *b, size_t nb)
-{
-    const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    return x < y + nb && y < x + na;
-}
-
 gpuws_status gpuws_convolve2d_host(gpuws_context *ctx, gpuws_dtype dt, const void *image, size_t height, size_t width,
                                    size_t row_stride, const void *kernel, size_t kh, size_t kw,
                                    const gpuws_convolve2d_host_options *options, void *out)
@@ -459,10 +453,10 @@ gpuws_status gpuws_convolve2d_host(gpuws_context *ctx, gpuws_dtype dt, const voi
     const gpuws__conv2d_geometry *g = &bp.g;
     const size_t image_bytes = ((g->h - 1) * bp.src_stride + g->w) * bp.es, kernel_bytes = g->kh * g->kw * bp.es,
                  out_bytes = g->oh * g->ow * bp.es;
-    if (overlaps(out, out_bytes, image, image_bytes) || overlaps(out, out_bytes, kernel, kernel_bytes))
+    if (gpuws__overlaps(out, out_bytes, image, image_bytes) || gpuws__overlaps(out, out_bytes, kernel, kernel_bytes))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "convolve2d_host: out overlaps the %s (it is read while out is written)",
-                            overlaps(out, out_bytes, image, image_bytes) ? "image" : "kernel");
+                            gpuws__overlaps(out, out_bytes, image, image_bytes) ? "image" : "kernel");
     gpuws__log(GPUWS__LOG_DEBUG,
                "convolve2d_host %s: %zu x %zu, kernel %zu x %zu: %zu bands of %zu rows, %d slots, %u devices",
                gpuws_dtype_name(dt), g->h, g->w, g->kh, g->kw, bp.bands, bp.rows, bp.slots, bp.devices);

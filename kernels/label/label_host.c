@@ -577,12 +577,6 @@ static gpuws_status run_in_core(gpuws_context *ctx, const band_plan *bp, int con
     return GPUWS_OK;
 }
 
-static bool overlaps(const void *a, size_t na, const void *b, size_t nb)
-{
-    const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    return x < y + nb && y < x + na;
-}
-
 gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, const void *mask, size_t mask_stride,
                               int connectivity, const gpuws_label_host_options *options, int32_t *labels,
                               size_t *num_labels)
@@ -598,7 +592,7 @@ gpuws_status gpuws_label_host(gpuws_context *ctx, size_t width, size_t height, c
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "label_host: connectivity %d is not 4 or 8", connectivity);
     band_plan bp = { 0 };
     if ((st = plan_bands(ctx, width, height, mask_stride, options, &bp))) return st;
-    if (overlaps(labels, bp.w * bp.h * sizeof(int32_t), mask, (bp.h - 1) * bp.stride + bp.w))
+    if (gpuws__overlaps(labels, bp.w * bp.h * sizeof(int32_t), mask, (bp.h - 1) * bp.stride + bp.w))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "label_host: labels overlaps the mask (it is read while labels is written)");
     gpuws__log(GPUWS__LOG_DEBUG, "label_host: %zu x %zu, connectivity %d: %zu bands of %zu rows, %d slots, %u devices",
