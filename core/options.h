@@ -40,17 +40,19 @@ static inline gpuws_status gpuws__options_read(const void *in, void *out, size_t
 
 /* The end of a struct's last field in gpuws 0.2: what struct_size 0 stands for, forever (fields added later go
  * after it, so these offsets never change). */
-#define GPUWS__OPTIONS_END(T, last)    (offsetof(T, last) + sizeof(((T *)0)->last))
-#define GPUWS__CONTEXT_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_context_options, opencl_platform)
-#define GPUWS__PROGRAM_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_program_options, flags)
-#define GPUWS__CONVOLVE2D_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_convolve2d_options, fill_value)
-#define GPUWS__SIGMA_CLIP_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_sigma_clip_options, max_iterations)
-#define GPUWS__SOURCES_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_sources_options, want_labels)
-#define GPUWS__PIPELINE_OPTIONS_BASE   GPUWS__OPTIONS_END(gpuws_pipeline_options, streams)
+#define GPUWS__OPTIONS_END(T, last)         (offsetof(T, last) + sizeof(((T *)0)->last))
+#define GPUWS__CONTEXT_OPTIONS_BASE         GPUWS__OPTIONS_END(gpuws_context_options, opencl_platform)
+#define GPUWS__PROGRAM_OPTIONS_BASE         GPUWS__OPTIONS_END(gpuws_program_options, flags)
+#define GPUWS__CONVOLVE2D_OPTIONS_BASE      GPUWS__OPTIONS_END(gpuws_convolve2d_options, fill_value)
+#define GPUWS__SIGMA_CLIP_OPTIONS_BASE      GPUWS__OPTIONS_END(gpuws_sigma_clip_options, max_iterations)
+#define GPUWS__SOURCES_OPTIONS_BASE         GPUWS__OPTIONS_END(gpuws_sources_options, want_labels)
+#define GPUWS__PIPELINE_OPTIONS_BASE        GPUWS__OPTIONS_END(gpuws_pipeline_options, streams)
 #define GPUWS__CONVOLVE2D_HOST_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_convolve2d_host_options, progress_user)
-#define GPUWS__LABEL_HOST_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_label_host_options, progress_user)
-#define GPUWS__BACKGROUND_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_background_options, mask)
-#define GPUWS__APERTURE_OPTIONS_BASE   GPUWS__OPTIONS_END(gpuws_aperture_options, kron_rmin)
-#define GPUWS__EXTRACT_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_extract_options, sep_version)
+#define GPUWS__LABEL_HOST_OPTIONS_BASE      GPUWS__OPTIONS_END(gpuws_label_host_options, progress_user)
+#define GPUWS__BACKGROUND_OPTIONS_BASE      GPUWS__OPTIONS_END(gpuws_background_options, mask)
+#define GPUWS__APERTURE_OPTIONS_BASE        GPUWS__OPTIONS_END(gpuws_aperture_options, kron_rmin)
+#define GPUWS__EXTRACT_OPTIONS_BASE         GPUWS__OPTIONS_END(gpuws_extract_options, sep_version)
+#define GPUWS__BACKGROUND_HOST_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_background_host_options, progress_user)
+#define GPUWS__EXTRACT_HOST_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_extract_host_options, progress_user)
 
 #endif

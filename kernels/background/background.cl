@@ -56,11 +56,11 @@ __kernel void background_to_f32(__global const double *x, ulong n, __global floa
 /* plan and k: the same buffer (background_ref.h: the plan), read as floats and as int32. One work-item per column
  * and BG_INTERP_ROWS rows: the column's weights and the 32 plan values of the grid rows around it stay in registers
  * until its rows pass the next grid row, so a pixel costs two stores and the row's 4 (shared) weights. */
-__kernel void background_interp(__global const float *plan, __global const int *k, uint width, uint height, uint nx,
-                                uint ny, ulong rows, ulong cols, ulong row_k, ulong col_k, __global float *back,
-                                __global float *rms)
+__kernel void background_interp(__global const float *plan, __global const int *k, uint width, uint first,
+                                uint height, uint nx, uint ny, ulong rows, ulong cols, ulong row_k, ulong col_k,
+                                __global float *back, __global float *rms)
 {
-    const uint x = get_global_id(0), y0 = get_global_id(1) * BG_INTERP_ROWS;
+    const uint x = get_global_id(0), y0 = first + get_global_id(1) * BG_INTERP_ROWS;
     if (x >= width || y0 >= height) return;
     const uint y_end = min(y0 + BG_INTERP_ROWS, height);
     const ulong n = (ulong)nx * ny;
@@ -76,7 +76,7 @@ __kernel void background_interp(__global const float *plan, __global const int *
             held = (long)yl;
         }
         __global const float *ry = plan + rows + BG_ROW_COEFS * (ulong)y;
-        const ulong p = (ulong)y * width + x;
+        const ulong p = (ulong)(y - first) * width + x;
         back[p] = bg_interp(cb, ry, cx);
         rms[p] = bg_interp(cr, ry, cx);
     }

@@ -62,11 +62,11 @@ extern "C" __global__ void background_to_f32(const double *x, u64 n, float *y)
         y[i] = (float)x[i];
 }
 
-extern "C" __global__ void background_interp(const float *plan, const int *k, unsigned width, unsigned height,
-                                             unsigned nx, unsigned ny, u64 rows, u64 cols, u64 row_k, u64 col_k,
-                                             float *back, float *rms)
+extern "C" __global__ void background_interp(const float *plan, const int *k, unsigned width, unsigned first,
+                                             unsigned height, unsigned nx, unsigned ny, u64 rows, u64 cols, u64 row_k,
+                                             u64 col_k, float *back, float *rms)
 {
-    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x, y0 = blockIdx.y * BG_INTERP_ROWS;
+    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x, y0 = first + blockIdx.y * BG_INTERP_ROWS;
     if (x >= width || y0 >= height) return;
     const unsigned y_end = min(y0 + BG_INTERP_ROWS, height);
     const u64 n = (u64)nx * ny;
@@ -82,7 +82,7 @@ extern "C" __global__ void background_interp(const float *plan, const int *k, un
             held = (long long)yl;
         }
         const float *ry = plan + rows + BG_ROW_COEFS * (u64)y;
-        const u64 p = (u64)y * width + x;
+        const u64 p = (u64)(y - first) * width + x;
         back[p] = bg_interp(cb, ry, cx);
         rms[p] = bg_interp(cr, ry, cx);
     }

@@ -256,7 +256,7 @@ static void records_release(gpuws_context *ctx, gpuws__extract_pixels *px, bool 
 /* The device steps on a GPU backend, into *px (raster order); *records: the device's copy of them (six arrays of
  * px->n words, as read back), which the segmentation map uses. */
 static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
-                                       const gpuws_extract_options *o, gpuws__extract_pixels *px,
+                                       const gpuws_extract_options *o, bool records_only, gpuws__extract_pixels *px,
                                        gpuws_buffer **records)
 {
     gpuws_context *ctx = s->ctx;
@@ -339,7 +339,7 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     if ((st = gpuws__stream_scratch(s, &key_records, 6 * (cnt ? cnt : 1) * sizeof(float), &rec))) return st;
     /* the grouping read back (record numbers, start[0 .. nl]) where the device groups; the labels then stay there */
     const int knob = ctx->tuning.extract_group;
-    const bool group = knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu);
+    const bool group = !records_only && (knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu));
     const int64_t most = ctx->tuning.extract_chain < 0 ? EX_CHAIN_AUTO : ctx->tuning.extract_chain;
     const bool chain = group && most > 0;
     /* the arrays the host steps read, from the first (the records lie in the struct's order): the labels where the
@@ -407,7 +407,51 @@ static gpuws_status extract_gpu_segmap(gpuws_stream *s, size_t npix, gpuws_buffe
     return st ? st : st2;
 }
 
-static gpuws_status bad(const char *fmt, double v) { return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, fmt, v); }
+static gpuws_status bad(const char *fmt, const char *fn, double v)
+{
+    return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, fmt, fn, v);
+}
+
+gpuws_status gpuws__extract_check(const gpuws_extract_options *o, size_t width, size_t height, bool has_rms,
+                                  const char *fn, size_t *npix)
+{
+    if (width == 0 || height == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the image is %zu x %zu: no pixels", fn, width, height);
+    if (gpuws__mul_overflows(width, height, npix))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: %zu x %zu pixels overflow size_t", fn, width, height);
+    const bool relative = has_rms || o->err > 0.0;
+    if (!isfinite(o->thresh) || (relative && !(o->thresh > 0.0)))
+        return bad("%s: thresh %g is not a finite number (> 0 when relative to the noise)", fn, o->thresh);
+    if (!(o->err >= 0.0) || !isfinite(o->err)) return bad("%s: err %g is not a finite number >= 0", fn, o->err);
+    if (o->minarea < 1) return bad("%s: minarea %g is not at least 1", fn, (double)o->minarea);
+    if (o->filter_type != GPUWS_FILTER_NONE && o->filter_type != GPUWS_FILTER_CONV &&
+        o->filter_type != GPUWS_FILTER_MATCHED)
+        return bad("%s: filter_type %g is not GPUWS_FILTER_NONE, _CONV or _MATCHED", fn, (double)o->filter_type);
+    if (o->filter && (o->filter_w < 1 || o->filter_h < 1 || o->filter_w % 2 == 0 || o->filter_h % 2 == 0 ||
+                      o->filter_w > 4095 || o->filter_h > 4095))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: filter size %d x %d is not odd and in 1..4095", fn,
+                            o->filter_w, o->filter_h);
+    if (o->connectivity != 4 && o->connectivity != 8)
+        return bad("%s: connectivity %g is not 4 or 8", fn, (double)o->connectivity);
+    if (o->deblend_nthresh < 1) return bad("%s: deblend_nthresh %g is not at least 1", fn, (double)o->deblend_nthresh);
+    if (!(o->deblend_cont >= 0.0 && o->deblend_cont <= 1.0))
+        return bad("%s: deblend_cont %g is not in [0, 1]", fn, o->deblend_cont);
+    if (!(o->clean_param > 0.0) || !isfinite(o->clean_param))
+        return bad("%s: clean_param %g is not a finite number > 0", fn, o->clean_param);
+    if (!(o->gain >= 0.0) || !isfinite(o->gain)) return bad("%s: gain %g is not a finite number >= 0", fn, o->gain);
+    if (o->sep_version != GPUWS_SEP_1_4 && o->sep_version != GPUWS_SEP_1_2)
+        return bad("%s: sep_version %g is not GPUWS_SEP_1_4 or GPUWS_SEP_1_2", fn, (double)o->sep_version);
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
+                                         const gpuws_extract_options *o, gpuws__extract_pixels *px)
+{
+    gpuws_buffer *rec;
+    return extract_gpu_pixels(s, p, image, o, true, px, &rec);
+}
+
+void gpuws__extract_band_release(gpuws_context *ctx, gpuws__extract_pixels *px) { records_release(ctx, px, false); }
 
 gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
                            const gpuws_extract_options *options, gpuws_extract_catalog **catalog)
@@ -421,32 +465,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     if ((st = gpuws__options_read(options, &o, sizeof o, GPUWS__EXTRACT_OPTIONS_BASE, "extract: options"))) return st;
     if (!catalog) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract: argument 'catalog' is NULL");
     size_t npix;
-    if (width == 0 || height == 0)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract: the image is %zu x %zu: no pixels", width, height);
-    if (gpuws__mul_overflows(width, height, &npix))
-        return gpuws__error(GPUWS_ERR_OVERFLOW, "extract: %zu x %zu pixels overflow size_t", width, height);
-    const bool relative = o.rms != NULL || o.err > 0.0;
-    if (!isfinite(o.thresh) || (relative && !(o.thresh > 0.0)))
-        return bad("extract: thresh %g is not a finite number (> 0 when relative to the noise)", o.thresh);
-    if (!(o.err >= 0.0) || !isfinite(o.err)) return bad("extract: err %g is not a finite number >= 0", o.err);
-    if (o.minarea < 1) return bad("extract: minarea %g is not at least 1", (double)o.minarea);
-    if (o.filter_type != GPUWS_FILTER_NONE && o.filter_type != GPUWS_FILTER_CONV &&
-        o.filter_type != GPUWS_FILTER_MATCHED)
-        return bad("extract: filter_type %g is not GPUWS_FILTER_NONE, _CONV or _MATCHED", (double)o.filter_type);
-    if (o.filter && (o.filter_w < 1 || o.filter_h < 1 || o.filter_w % 2 == 0 || o.filter_h % 2 == 0 ||
-                     o.filter_w > 4095 || o.filter_h > 4095))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract: filter size %d x %d is not odd and in 1..4095",
-                            o.filter_w, o.filter_h);
-    if (o.connectivity != 4 && o.connectivity != 8)
-        return bad("extract: connectivity %g is not 4 or 8", (double)o.connectivity);
-    if (o.deblend_nthresh < 1) return bad("extract: deblend_nthresh %g is not at least 1", (double)o.deblend_nthresh);
-    if (!(o.deblend_cont >= 0.0 && o.deblend_cont <= 1.0))
-        return bad("extract: deblend_cont %g is not in [0, 1]", o.deblend_cont);
-    if (!(o.clean_param > 0.0) || !isfinite(o.clean_param))
-        return bad("extract: clean_param %g is not a finite number > 0", o.clean_param);
-    if (!(o.gain >= 0.0) || !isfinite(o.gain)) return bad("extract: gain %g is not a finite number >= 0", o.gain);
-    if (o.sep_version != GPUWS_SEP_1_4 && o.sep_version != GPUWS_SEP_1_2)
-        return bad("extract: sep_version %g is not GPUWS_SEP_1_4 or GPUWS_SEP_1_2", (double)o.sep_version);
+    if ((st = gpuws__extract_check(&o, width, height, o.rms != NULL, "extract", &npix))) return st;
     if ((st = gpuws__check_array(ctx, image, "image", npix, sizeof(float))) ||
         (o.back && (st = gpuws__check_array(ctx, o.back, "back", npix, sizeof(float)))) ||
         (o.rms && (st = gpuws__check_array(ctx, o.rms, "rms", npix, sizeof(float)))) ||
@@ -490,7 +509,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     } else if (!ctx->info.fp64) {
         st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks", ctx->info.name);
     } else {
-        st = extract_gpu_pixels(s, &p, image, &o, &px, &rec);
+        st = extract_gpu_pixels(s, &p, image, &o, false, &px, &rec);
     }
     const double t1 = now_ms();
     if (!st && o.segmap && !(obj_of = gpuws__malloc((px.n ? px.n : 1) * sizeof *obj_of)))

@@ -60,7 +60,8 @@ void gpuws__extract_params_free(gpuws__extract_params *p)
 
 size_t gpuws__extract_mask_from(const gpuws__extract_params *p)
 {
-    return p->filter == EX_FILTER_NONE ? 0 : (size_t)(p->kh / 2) * p->w;
+    const size_t rows = p->filter == EX_FILTER_NONE ? 0 : (size_t)(p->kh / 2);
+    return rows > p->row0 ? (rows - p->row0) * p->w : 0;
 }
 
 bool gpuws__extract_pixels_alloc(gpuws__extract_pixels *px, size_t n)

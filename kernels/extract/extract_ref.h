@@ -30,6 +30,7 @@ typedef struct gpuws__extract_params {
     int sep_version;  /* GPUWS_SEP_*: whose threshold an object has with a σ map */
     unsigned threads; /* host threads of gpuws__extract_objects (0 or 1: the caller's alone) */
     bool chain_check; /* knob extract_chain_check: the host scans the chained components too and compares */
+    size_t row0;      /* the image row that row 0 is (a band of gpuws_extract_host), for SEP's mask rule */
 } gpuws__extract_params;
 
 /* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel
@@ -64,7 +65,8 @@ gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width
 void gpuws__extract_params_free(gpuws__extract_params *p);
 
 /* SEP applies the mask to the rows it reads in its scan loop, and so not to the kh / 2 rows its filter buffer reads
- * before (all rows are masked without a filter): the raster index from which the mask applies. */
+ * before (all rows are masked without a filter): the raster index from which the mask applies (in a band whose row 0
+ * is image row p->row0, the band's index). */
 size_t gpuws__extract_mask_from(const gpuws__extract_params *p);
 
 /* Allocates the six arrays for n records (gpuws__malloc), one block that holds them one after the other in the
@@ -86,6 +88,19 @@ gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const floa
  * GPUWS_ERR_OUT_OF_MEMORY with a message when host memory fails. */
 gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws__extract_pixels *px,
                                     gpuws_extract_catalog **out, int32_t *obj_of);
+
+/* gpuws_extract's scalar options checked (has_rms: a σ map is given, so thresh is relative), with fn's messages;
+ * *npix = width x height. */
+gpuws_status gpuws__extract_check(const gpuws_extract_options *o, size_t width, size_t height, bool has_rms,
+                                  const char *fn, size_t *npix);
+
+/* gpuws_extract_host's device steps for one band on a GPU backend (extract.c): p of the band (w x h pixels, row0),
+ * image and o's maps the band's device buffers; *px the records of every pixel detected in the band, in its raster
+ * order, labels and all (the band's own, which the caller does not use). Give px back with
+ * gpuws__extract_band_release. */
+gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
+                                         const gpuws_extract_options *o, gpuws__extract_pixels *px);
+void gpuws__extract_band_release(gpuws_context *ctx, gpuws__extract_pixels *px);
 
 /* The components that the last gpuws__extract_objects of this thread took as the device chained them (one object
  * each, deblending skipped: extract_chain.h), and with p->chain_check those of them whose host deblending gave

@@ -147,6 +147,72 @@ GPUWS_API gpuws_status gpuws_extract(gpuws_stream *stream, size_t width, size_t 
                                      const gpuws_extract_options *options, gpuws_extract_catalog **catalog);
 GPUWS_API void gpuws_extract_catalog_free(gpuws_extract_catalog *catalog);
 
+/* ---- out of core: host images of any size (docs/scale.md, "Source extraction from host memory") -------------
+ * gpuws_background and gpuws_extract from host memory to host memory, for images larger than the device's memory
+ * (or than max_device_bytes): the image goes through the device in bands of whole rows. The results are the
+ * in-core calls' on the same backend, bit for bit, for any banding: the same catalogue (count, order, every column),
+ * segmentation map, back and rms.
+ *
+ * Progress of both: called on the calling thread once band `band` (0-based, in order) of `bands` is through pass
+ * `pass` of `passes`, with rows_done of the image's `rows` rows through it. */
+typedef void (*gpuws_extract_host_progress)(void *user, int pass, int passes, size_t band, size_t bands,
+                                            size_t rows_done, size_t rows);
+
+typedef struct gpuws_background_host_options {
+    size_t struct_size;                         /* sizeof(gpuws_background_host_options) */
+    const gpuws_background_options *background; /* NULL = defaults; its mask must be NULL (the host mask below) */
+    const unsigned char *mask;                  /* NULL, or width*height host bytes: nonzero excludes the pixel */
+    uint64_t max_device_bytes;                  /* device memory the call may use; 0 = what the device has free */
+    gpuws_extract_host_progress progress;       /* NULL = none */
+    void *progress_user;                        /* progress's first argument */
+} gpuws_background_host_options;
+#define GPUWS_BACKGROUND_HOST_OPTIONS_INIT                                                                             \
+    {                                                                                                                  \
+        sizeof(gpuws_background_host_options), NULL, NULL, 0, NULL, NULL                                               \
+    }
+
+/* gpuws_background on a host image (width*height f32, row-major) into host back and rms (width*height f32 each,
+ * NULL = not wanted). On GPUs, pass 1 uploads bands of whole mesh rows and computes their meshes' statistics; the
+ * host makes the grid steps from them; pass 2 evaluates back and rms for bands of rows and downloads them. A band
+ * holds 9 bytes a pixel (image, mask, back, rms) besides the plan; when the budget holds the whole image the call
+ * is one band. On the CPU backend, whose device memory is the host's, the reference runs on the caller's arrays.
+ * Errors: gpuws_background's (a mesh larger than the image, sizes < 1, ...), NULL ctx, image or result, back and
+ * rms both NULL or overlapping each other or the image, options->background->mask not NULL, a budget smaller than
+ * one band of one mesh row (the message gives the minimum) → GPUWS_ERR_INVALID_ARGUMENT; nothing is written then.
+ * A device error while bands run: back and rms unspecified. */
+GPUWS_API gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                             const gpuws_background_host_options *options, float *back, float *rms,
+                                             gpuws_background_result *result);
+
+typedef struct gpuws_extract_host_options {
+    size_t struct_size;                   /* sizeof(gpuws_extract_host_options) */
+    const gpuws_extract_options *extract; /* NULL = defaults; its buffers (back, rms, mask, segmap) must be NULL */
+    const float *back, *rms;              /* NULL, or width*height host f32: as gpuws_extract_options' */
+    const unsigned char *mask;            /* NULL, or width*height host bytes */
+    int32_t *segmap;                      /* NULL, or width*height host int32 output: the segmentation map */
+    uint64_t max_device_bytes;            /* device memory the call may use; 0 = what the device has free */
+    gpuws_extract_host_progress progress; /* NULL = none */
+    void *progress_user;                  /* progress's first argument */
+} gpuws_extract_host_options;
+#define GPUWS_EXTRACT_HOST_OPTIONS_INIT                                                                                \
+    {                                                                                                                  \
+        sizeof(gpuws_extract_host_options), NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL                                \
+    }
+
+/* gpuws_extract on a host image (width*height f32, row-major), the maps and the segmentation map in host memory.
+ * When the image, its maps and the extraction's device memory (about 54 bytes a pixel) fit the budget, the call is
+ * one in-core gpuws_extract between uploads and a download. Otherwise bands of whole rows, each with
+ * max(filter_h / 2, 1) rows of halo above and below, go through the device one after the other: the pixels are
+ * prepared, filtered and thresholded there and the records of the band's own rows read back; the host then finds
+ * the components of all the records (8- or 4-connectivity, numbered as gpuws_label numbers them) and makes the
+ * catalogue with gpuws_extract's host steps. Host memory: about 28 bytes a detected pixel. On the CPU backend the
+ * bands are the reference's, on the caller's arrays. Errors: gpuws_extract's, NULL ctx or image, a buffer set in
+ * options->extract, a segmap overlapping an input, a budget smaller than one band of one row with its halo (the
+ * message gives the minimum) → GPUWS_ERR_INVALID_ARGUMENT; more than 2^31 - 1 pixels → GPUWS_ERR_UNSUPPORTED. On
+ * error *catalog is NULL and segmap untouched. */
+GPUWS_API gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                          const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,300 @@
+/* extract_host and background_host: SEP's background and extraction of host images through the device in row bands
+ * (out-of-core), on every backend.
+ *
+ * Truth: the in-core calls on the same backend (gpuws_background, gpuws_extract on device buffers), bit for bit:
+ * the catalogue (count, order, every column's bits), the segmentation map, back, rms and the globals. The bands'
+ * count each budget gives is part of the specification: extract_host holds EX_BYTES bytes a pixel (45, 4 more for
+ * each map given, 1 for a mask) of a band's own rows and max(filter_h / 2, 1) rows of halo on either side;
+ * background_host's pass 1 holds whole mesh rows of image (and mask) beside their meshes' statistics, pass 2 rows of
+ * back and rms beside the plan. The table: filters of 1, 3 and 5 rows (halos of 1 and 2), every noise mode, a mask
+ * and NaN columns, 4- and 8-connectivity, deblending, cleaning, SEP 1.2's thresholds (the σ of the pixel after an
+ * object, which may lie in the next band), bands of one row, band counts that do not divide the height, an image one
+ * row taller than the in-core budget, and bars that cross three bands and more. */
+#include "support.h"
+#include "common/cases.h" /* gpuws__case_extract_sky */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EX_BYTES = 45 };
+
+typedef struct {
+    size_t calls, bands, last_rows;
+    bool in_order;
+} progress_log;
+
+/* One pass: band k at call k, rows_done growing to the height. */
+static void on_band(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done, size_t rows)
+{
+    progress_log *l = user;
+    if (pass != 1 || passes != 1 || band != l->calls || rows_done > rows || rows_done <= l->last_rows)
+        l->in_order = false;
+    l->calls++, l->bands = bands, l->last_rows = rows_done;
+}
+
+/* Each pass (pass 1 into log[0], pass 2 into log[1]): its bands in order, rows_done growing. */
+static void on_pass(void *user, int pass, int passes, size_t band, size_t bands, size_t rows_done, size_t rows)
+{
+    progress_log *l = (progress_log *)user + (pass == 2);
+    if (pass < 1 || pass > passes || band != l->calls || rows_done > rows || rows_done <= l->last_rows)
+        l->in_order = false;
+    l->calls++, l->bands = bands, l->last_rows = rows_done;
+}
+
+/* Every column of two objects, by their bits. */
+static bool same_object(const gpuws_object *a, const gpuws_object *b)
+{
+    const double da[] = {
+        a->thresh, a->x,     a->y,   a->x2,  a->y2,  a->xy,   a->errx2, a->erry2,   a->errxy, a->a,
+        a->b,      a->theta, a->cxx, a->cyy, a->cxy, a->flux, a->cflux, a->fluxerr, a->peak,  a->cpeak
+    };
+    const double db[] = {
+        b->thresh, b->x,     b->y,   b->x2,  b->y2,  b->xy,   b->errx2, b->erry2,   b->errxy, b->a,
+        b->b,      b->theta, b->cxx, b->cyy, b->cxy, b->flux, b->cflux, b->fluxerr, b->peak,  b->cpeak
+    };
+    const int64_t ia[] = { a->npix,  a->tnpix, a->xmin,   a->xmax,   a->ymin, a->ymax,
+                           a->xpeak, a->ypeak, a->xcpeak, a->ycpeak, a->flag };
+    const int64_t ib[] = { b->npix,  b->tnpix, b->xmin,   b->xmax,   b->ymin, b->ymax,
+                           b->xpeak, b->ypeak, b->xcpeak, b->ycpeak, b->flag };
+    return !memcmp(da, db, sizeof da) && !memcmp(ia, ib, sizeof ia);
+}
+
+static void expect_same_catalog(const char *what, const gpuws_extract_catalog *got, const gpuws_extract_catalog *want)
+{
+    cr_assert_eq(got->num_objects, want->num_objects, "%s: %zu objects, in-core %zu", what, got->num_objects,
+                 want->num_objects);
+    for (size_t i = 0; i < got->num_objects; i++)
+        cr_assert(same_object(&got->objects[i], &want->objects[i]),
+                  "%s: object %zu differs: x %.17g y %.17g flux %.17g npix %lld, in-core x %.17g y %.17g flux %.17g "
+                  "npix %lld",
+                  what, i, got->objects[i].x, got->objects[i].y, got->objects[i].flux, (long long)got->objects[i].npix,
+                  want->objects[i].x, want->objects[i].y, want->objects[i].flux, (long long)want->objects[i].npix);
+}
+
+/* gpuws_extract in-core on ctx, the segmentation map read back. */
+static gpuws_extract_catalog *in_core(gpuws_context *ctx, const float *x, const float *back, const float *rms,
+                                      const uint8_t *mask, size_t w, size_t h, const gpuws_extract_options *o,
+                                      int32_t **seg)
+{
+    const size_t n = w * h;
+    gpuws_buffer *img = test_buffer_from(ctx, x, n * sizeof(float));
+    gpuws_buffer *b = back ? test_buffer_from(ctx, back, n * sizeof(float)) : NULL;
+    gpuws_buffer *r = rms ? test_buffer_from(ctx, rms, n * sizeof(float)) : NULL;
+    gpuws_buffer *m = mask ? test_buffer_from(ctx, mask, n) : NULL;
+    gpuws_buffer *s = test_buffer(ctx, n * sizeof(int32_t));
+    gpuws_extract_options opt = *o;
+    opt.back = b, opt.rms = r, opt.mask = m, opt.segmap = s;
+    gpuws_extract_catalog *cat = NULL;
+    TEST_OK(gpuws_extract(NULL, w, h, img, &opt, &cat));
+    *seg = test_download(s, n * sizeof(int32_t));
+    gpuws_buffer_destroy(img);
+    gpuws_buffer_destroy(b);
+    gpuws_buffer_destroy(r);
+    gpuws_buffer_destroy(m);
+    gpuws_buffer_destroy(s);
+    return cat;
+}
+
+typedef struct {
+    gpuws_backend_kind backend;
+    int noise;        /* 0 none (absolute threshold), 1 one σ, 2 a σ map */
+    int filter_type;  /* GPUWS_FILTER_* */
+    int filter_h;     /* 3 (SEP's default), 5, or 1 (a 5 x 1 kernel: halo 1 from the filter's rows 0) */
+    int connectivity; /* 4 or 8 */
+    int masked;       /* a mask, and NaN columns */
+    double deblend_cont;
+    int clean, sep_version;
+    size_t w, h;
+    size_t band_rows; /* the bands' own rows that the budget gives; 0 = the in-core budget less one row */
+} band_case;
+
+ParameterizedTestParameters(extract_host, bands_give_the_in_core_catalogue)
+{
+    static const band_case rows[] = {
+        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 1, 0.005, 1, GPUWS_SEP_1_4, 257, 190, 7 }, /* SEP's defaults, mask */
+        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 0, 0.005, 1, GPUWS_SEP_1_2, 257, 190, 1 }, /* SEP 1.2, bands of a row */
+        { 0, 1, GPUWS_FILTER_CONV, 5, 4, 1, 0.001, 0, GPUWS_SEP_1_4, 200, 151, 3 },    /* halo 2, 4-connectivity */
+        { 0, 0, GPUWS_FILTER_NONE, 3, 8, 0, 1.0, 0, GPUWS_SEP_1_4, 200, 150, 13 },     /* no filter: halo 1 */
+        { 0, 2, GPUWS_FILTER_CONV, 1, 8, 1, 0.005, 1, GPUWS_SEP_1_4, 190, 120, 2 },    /* a kernel of one row */
+        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 0, 0.005, 1, GPUWS_SEP_1_4, 257, 190, 0 }, /* one row over in-core */
+    };
+    return TEST_BACKEND_PARAMS(rows, sizeof rows / sizeof rows[0]);
+}
+
+ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    const size_t w = c->w, h = c->h, n = w * h;
+    float *x = malloc(n * sizeof *x), *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
+    cr_assert(x && back && rms);
+    gpuws__case_extract_sky(w, h, test_seed(false) + w, c->masked ? 3 : 0, x, back, rms);
+    for (size_t i = 0; i < n; i++) rms[i] += (float)(0.002 * (double)(i % w));
+    /* bars through many bands: a vertical one, a diagonal one and a U whose arms meet only at the bottom */
+    for (size_t y = 5; y + 5 < h; y++) {
+        x[y * w + w / 3] += 400.0f;
+        x[y * w + (y * 7 / 5) % w] += 300.0f;
+    }
+    for (size_t y = h / 4; y < h - 8; y++) x[y * w + w - 30] += 350.0f, x[y * w + w - 12] += 350.0f;
+    for (size_t q = w - 30; q <= w - 12; q++) x[(h - 8) * w + q] += 350.0f;
+    uint8_t *mask = NULL;
+    if (c->masked) {
+        mask = calloc(n, 1);
+        cr_assert(mask);
+        uint64_t s = 11;
+        for (size_t i = 0; i < n; i++) mask[i] = test_rand_uniform(&s) < 0.01;
+        for (size_t r = h / 2; r < h / 2 + 9; r++)
+            for (size_t q = 40; q < 90; q++) mask[r * w + q] = 1;
+    }
+    static const float k5[25] = { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1 };
+    static const float k1[5] = { 1, 3, 4, 3, 1 };
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = c->noise == 0 ? 12.0 : 1.5;
+    o.err = c->noise == 1 ? 5.0 : 0.0;
+    o.filter_type = c->filter_type;
+    if (c->filter_h == 5) o.filter = k5, o.filter_w = o.filter_h = 5;
+    if (c->filter_h == 1) o.filter = k1, o.filter_w = 5, o.filter_h = 1;
+    o.connectivity = c->connectivity;
+    o.deblend_cont = c->deblend_cont;
+    o.clean = c->clean;
+    o.sep_version = c->sep_version;
+    const float *r = c->noise == 2 ? rms : NULL;
+    int32_t *want_seg;
+    gpuws_extract_catalog *want = in_core(ctx, x, back, r, mask, w, h, &o, &want_seg);
+
+    const size_t halo = c->filter_type != GPUWS_FILTER_NONE && c->filter_h / 2 > 1 ? (size_t)c->filter_h / 2 : 1;
+    const uint64_t per_px = EX_BYTES + 4 + (r ? 4 : 0) + (mask ? 1 : 0);
+    const size_t rows = c->band_rows ? c->band_rows : h - 1 - 2 * halo;
+    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    progress_log log = { 0, 0, 0, true };
+    ho.extract = &o, ho.back = back, ho.rms = r, ho.mask = mask;
+    ho.max_device_bytes = c->band_rows ? per_px * w * (rows + 2 * halo) : per_px * w * (h - 1);
+    ho.progress = on_band, ho.progress_user = &log;
+    int32_t *seg = malloc(n * sizeof *seg);
+    cr_assert(seg);
+    ho.segmap = seg;
+    gpuws_extract_catalog *got = NULL, *plain = NULL;
+    TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &got));
+    char what[200];
+    snprintf(what, sizeof what, "%s %zux%zu noise %d filter %d/%d conn %d mask %d sep %d, bands of %zu rows",
+             test_backend_name(c->backend), w, h, c->noise, c->filter_type, c->filter_h, c->connectivity, c->masked,
+             c->sep_version, rows);
+    cr_assert_gt(want->num_objects, 10, "%s: the sky has only %zu objects", what, want->num_objects);
+    cr_assert_eq(log.bands, (h + rows - 1) / rows, "%s: %zu bands, want %zu", what, log.bands, (h + rows - 1) / rows);
+    cr_assert_eq(log.calls, log.bands, "%s: %zu progress calls for %zu bands", what, log.calls, log.bands);
+    cr_assert(log.in_order && log.last_rows == h, "%s: progress out of order or short (%zu rows)", what, log.last_rows);
+    expect_same_catalog(what, got, want);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(seg[i], want_seg[i], "%s: segmap at (%zu, %zu) %d, in-core %d", what, i % w, i / w, seg[i],
+                     want_seg[i]);
+    ho.segmap = NULL, ho.progress = NULL; /* without the segmentation map: the same catalogue */
+    TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &plain));
+    expect_same_catalog(what, plain, want);
+    gpuws_extract_catalog_free(plain);
+    gpuws_extract_catalog_free(got);
+    gpuws_extract_catalog_free(want);
+    free(want_seg);
+    free(seg);
+    free(mask);
+    free(x);
+    free(back);
+    free(rms);
+    gpuws_context_destroy(ctx);
+}
+
+typedef struct {
+    gpuws_backend_kind backend;
+    size_t w, h;
+    int bw, bh, fw, fh;
+    int masked;
+    size_t mesh_rows, map_rows; /* pass 1's mesh rows and pass 2's rows a band that the budget gives */
+} background_case;
+
+ParameterizedTestParameters(background_host, bands_give_the_in_core_maps)
+{
+    static const background_case rows[] = {
+        { 0, 300, 200, 32, 32, 3, 3, 1, 1, 1 },   /* a mesh row a band, a row of maps a band */
+        { 0, 257, 190, 24, 20, 5, 3, 0, 2, 37 },  /* partial meshes at the edges; counts that do not divide */
+        { 0, 200, 150, 64, 64, 1, 1, 1, 1, 150 }, /* no filter; pass 2 in one band */
+    };
+    return TEST_BACKEND_PARAMS(rows, sizeof rows / sizeof rows[0]);
+}
+
+ParameterizedTest(background_case *c, background_host, bands_give_the_in_core_maps)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    gpuws_backend_kind kind;
+    TEST_OK(gpuws_context_get_backend(ctx, &kind));
+    const size_t w = c->w, h = c->h, n = w * h;
+    float *x = malloc(n * sizeof *x), *lvl = malloc(n * sizeof *lvl), *sig = malloc(n * sizeof *sig);
+    cr_assert(x && lvl && sig);
+    gpuws__case_extract_sky(w, h, test_seed(false) + h, c->masked ? 5 : 0, x, lvl, sig);
+    uint8_t *mask = NULL;
+    if (c->masked) {
+        mask = calloc(n, 1);
+        cr_assert(mask);
+        for (size_t r = 30; r < 70; r++)
+            for (size_t q = 60; q < 140; q++) mask[r * w + q] = 1;
+    }
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    bo.bw = c->bw, bo.bh = c->bh, bo.fw = c->fw, bo.fh = c->fh;
+    gpuws_buffer *img = test_buffer_from(ctx, x, n * sizeof(float));
+    gpuws_buffer *m = mask ? test_buffer_from(ctx, mask, n) : NULL;
+    gpuws_buffer *db = test_buffer(ctx, n * sizeof(float)), *dr = test_buffer(ctx, n * sizeof(float));
+    bo.mask = m;
+    gpuws_background_result want, got;
+    TEST_OK(gpuws_background(NULL, GPUWS_F32, w, h, img, &bo, db, dr, &want));
+    float *want_back = test_download(db, n * sizeof(float)), *want_rms = test_download(dr, n * sizeof(float));
+    bo.mask = NULL;
+
+    const size_t nx = (w + (size_t)c->bw - 1) / (size_t)c->bw, ny = (h + (size_t)c->bh - 1) / (size_t)c->bh;
+    /* the budget that gives the case's bands: pass 1 holds mesh_rows rows of meshes, image (and mask) and their
+     * statistics; pass 2 map_rows rows of back and rms beside the plan (8 floats a mesh, 5 words a row and a
+     * column) */
+    const uint64_t row1 = (uint64_t)c->bh * w * (4 + (mask ? 1 : 0)) + 2 * nx * 4;
+    const uint64_t plan = 4 * (8 * (uint64_t)nx * ny + 5 * (uint64_t)(w + h));
+    uint64_t budget = row1 * c->mesh_rows;
+    if (plan + 8 * w * c->map_rows > budget) budget = plan + 8 * w * c->map_rows;
+    const size_t mesh_rows = budget / row1 < ny ? (size_t)(budget / row1) : ny;
+    const size_t map_rows = (budget - plan) / (8 * w) < h ? (size_t)((budget - plan) / (8 * w)) : h;
+    const size_t bands1 = kind == GPUWS_BACKEND_CPU ? 1 : (ny + mesh_rows - 1) / mesh_rows;
+    const size_t bands2 = kind == GPUWS_BACKEND_CPU ? 0 : (h + map_rows - 1) / map_rows;
+    gpuws_background_host_options ho = GPUWS_BACKGROUND_HOST_OPTIONS_INIT;
+    progress_log log[2] = { { 0, 0, 0, true }, { 0, 0, 0, true } };
+    ho.background = &bo, ho.mask = mask, ho.max_device_bytes = budget;
+    ho.progress = on_pass, ho.progress_user = log;
+    float *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
+    cr_assert(back && rms);
+    TEST_OK(gpuws_background_host(ctx, w, h, x, &ho, back, rms, &got));
+    const char *name = test_backend_name(c->backend);
+    /* the CPU backend's device memory is the host's: one pass, no bands */
+    cr_assert(log[0].in_order && log[1].in_order, "%s: progress out of order", name);
+    cr_assert_eq(log[0].calls, bands1, "%s %zux%zu: %zu bands in pass 1, want %zu", name, w, h, log[0].calls, bands1);
+    cr_assert_eq(log[1].calls, bands2, "%s %zux%zu: %zu bands in pass 2, want %zu", name, w, h, log[1].calls, bands2);
+    cr_assert(!memcmp(&got, &want, sizeof got), "%s %zux%zu: globalback %.9g rms %.9g, in-core %.9g %.9g", name, w, h,
+              got.globalback, got.globalrms, want.globalback, want.globalrms);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(!memcmp(&back[i], &want_back[i], sizeof(float)),
+                  "%s %zux%zu mesh %dx%d: back at (%zu, %zu) %.9g, "
+                  "in-core %.9g",
+                  name, w, h, c->bw, c->bh, i % w, i / w, back[i], want_back[i]);
+        cr_assert(!memcmp(&rms[i], &want_rms[i], sizeof(float)),
+                  "%s %zux%zu mesh %dx%d: rms at (%zu, %zu) %.9g, "
+                  "in-core %.9g",
+                  name, w, h, c->bw, c->bh, i % w, i / w, rms[i], want_rms[i]);
+    }
+    gpuws_buffer_destroy(img);
+    gpuws_buffer_destroy(m);
+    gpuws_buffer_destroy(db);
+    gpuws_buffer_destroy(dr);
+    free(want_back);
+    free(want_rms);
+    free(back);
+    free(rms);
+    free(mask);
+    free(x);
+    free(lvl);
+    free(sig);
+    gpuws_context_destroy(ctx);
+}
