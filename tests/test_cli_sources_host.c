@@ -25,7 +25,7 @@ static char *line_of(const char *text, const char *prefix)
     return l;
 }
 
-static void expect_same_files(cli_run *r, const char *other);
+static void expect_same_files(cli_run *r, const char *other, size_t files);
 
 /* The in-core run's files, then the host pipeline's with budget (and env set while it runs), compared as above;
  * stderr must say the labelling went in bands through `devices` devices. input: 6 arguments, NULL after the last. */
@@ -51,16 +51,16 @@ static void expect_host_run_is_in_core_run(cli_run *r, gpuws_backend_kind kind, 
     char *clip2 = line_of(r->stdout_text, "sigma clipping"), *sources2 = line_of(r->stdout_text, "sources: ");
     cr_assert(clip2 && sources2 && !strcmp(clip, clip2) && !strcmp(sources, sources2), "in-core:\n%s\n%s\nhost:\n%s",
               clip, sources, r->stdout_text);
-    expect_same_files(r, "host");
+    expect_same_files(r, "host", 3);
     free(clip), free(sources), free(clip2), free(sources2);
 }
 
-/* The in-core run's catalogue, labels and regions (core.*) against those of the run named `other` (other.csv, ...),
- * byte for byte. */
-static void expect_same_files(cli_run *r, const char *other)
+/* The in-core run's catalogue, labels and regions (core.*), and with files 5 its background and rms maps, against
+ * those of the run named `other` (other.csv, ...), byte for byte. */
+static void expect_same_files(cli_run *r, const char *other, size_t files)
 {
-    static const char *const ext[3] = { "csv", "labels.fits", "reg" };
-    for (size_t k = 0; k < 3; k++) {
+    static const char *const ext[5] = { "csv", "labels.fits", "reg", "back.fits", "rms.fits" };
+    for (size_t k = 0; k < files; k++) {
         char a[600], b[600], fa[64], fb[64];
         snprintf(fa, sizeof fa, "core.%s", ext[k]);
         snprintf(fb, sizeof fb, "%s.%s", other, ext[k]);
@@ -126,7 +126,7 @@ BACKEND_TEST(cli_sources_host, in_core_over_three_contexts_gives_the_outputs_of_
     char *clip3 = line_of(r.stdout_text, "sigma clipping"), *sources3 = line_of(r.stdout_text, "sources: ");
     cr_assert(clip3 && sources3 && !strcmp(clip, clip3) && !strcmp(sources, sources3),
               "one device:\n%s\n%s\nthree:\n%s", clip, sources, r.stdout_text);
-    expect_same_files(&r, "three");
+    expect_same_files(&r, "three", 3);
     free(clip), free(sources), free(clip3), free(sources3);
     teardown(&r);
 }
@@ -142,8 +142,8 @@ BACKEND_TEST(cli_sources_host, demo_out_of_core_gives_the_in_core_outputs)
 }
 #endif
 
-/* Usage errors (exit 2, a message naming the problem): a size that is not one, and the option with the extraction,
- * which does not run out of core. */
+/* Usage errors (exit 2, a message naming the problem): a size that is not one, and the option with the apertures,
+ * which do not run from host memory. */
 BACKEND_TEST(cli_sources_host, bad_budget_or_method_is_a_usage_error)
 {
     cli_run r;
@@ -154,20 +154,55 @@ BACKEND_TEST(cli_sources_host, bad_budget_or_method_is_a_usage_error)
               r.stderr_text);
     run_cli(&r, *kind, "--demo", "--max-device-memory", NULL);
     cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.stderr_text);
-    run_cli(&r, *kind, "sky.fits", "--method", "extract", "--max-device-memory", "1G", NULL);
+    run_cli(&r, *kind, "sky.fits", "--max-device-memory", "1G", "--phot-apertures", "5", NULL);
     cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.stderr_text);
-    cr_assert(strstr(r.stderr_text, "--max-device-memory applies to --method workshop only; the extraction does not "
-                                    "run out of core yet"),
-              "%s", r.stderr_text);
-    run_cli(&r, *kind, "sky.fits", "--max-device-memory", "1G", NULL); /* the default method */
-    cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.stderr_text);
-    cr_assert(strstr(r.stderr_text, "(the default method is extract); the extraction does not run out of core yet"),
+    cr_assert(strstr(r.stderr_text, "--phot-apertures does not run from host memory yet: not with --max-device-memory"),
               "%s", r.stderr_text);
     cr_assert_eq(count_files_except(&r, NULL), 0, "files were left behind");
     teardown(&r);
 }
 
 #ifdef HAVE_FITSIO_H
+/* `--method extract --max-device-memory`: gpuws_background_host and gpuws_extract_host, the extraction in bands of
+ * rows (the debug log says how many), give the in-core run's catalogue, labels, regions, background and rms maps byte
+ * for byte. 53 bytes a pixel of a band with its two rows of halo (45, the background and the rms; no mask, as the sky
+ * has no NaN): 200K holds 24 rows of 160 pixels, so bands of 22. */
+BACKEND_TEST(cli_sources_host, out_of_core_extraction_gives_the_in_core_outputs)
+{
+    cli_run r;
+    setup(&r, *kind);
+    write_sky(&r, "sky.fits", 160, 640, 81, 16);
+    run_cli(&r, *kind, "--catalog", "core.csv", "--labels", "core.labels.fits", "--regions", "core.reg", "--background",
+            "core.back.fits", "--rms", "core.rms.fits", "sky.fits", "--back-size", "32", NULL);
+    cr_assert_eq(r.status, 0, "in-core: exit %d; stderr: %s", r.status, r.stderr_text);
+    char *objects = line_of(r.stdout_text, "objects: ");
+    cr_assert(objects, "%s", r.stdout_text);
+    putenv("GPUWS_LOG=debug");
+    run_cli(&r, *kind, "--catalog", "host.csv", "--labels", "host.labels.fits", "--regions", "host.reg", "--background",
+            "host.back.fits", "--rms", "host.rms.fits", "sky.fits", "--back-size", "32", "--max-device-memory", "200K",
+            NULL);
+    unsetenv("GPUWS_LOG");
+    cr_assert_eq(r.status, 0, "host: exit %d; stderr: %s", r.status, r.stderr_text);
+    char *objects2 = line_of(r.stdout_text, "objects: ");
+    cr_assert(objects2 && !strcmp(objects, objects2), "in-core: %s\nhost:\n%s", objects, r.stdout_text);
+    cr_assert(strstr(r.stderr_text, "extract_host: 30 bands of 22 rows (halo 1)"), "%s", r.stderr_text);
+    expect_same_files(&r, "host", 5);
+    free(objects), free(objects2);
+    teardown(&r);
+}
+
+/* The extraction's budget below one band: exit 1 before any output, the minimum named, nothing written. */
+BACKEND_TEST(cli_sources_host, extraction_budget_below_one_band_is_refused)
+{
+    cli_run r;
+    setup(&r, *kind);
+    write_sky(&r, "sky.fits", 160, 640, 82, 4);
+    run_cli(&r, *kind, "sky.fits", "--catalog", "cat.csv", "--labels", "labels.fits", "--max-device-memory", "20K",
+            NULL);
+    assert_refused(&r, "sky.fits", "is less than one band needs");
+    teardown(&r);
+}
+
 /* A budget below one band of one row: exit 1 before any work, the minimum named, nothing written. */
 BACKEND_TEST(cli_sources_host, budget_below_one_row_is_refused)
 {

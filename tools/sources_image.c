@@ -495,20 +495,53 @@ static int extract_begin(const sources_args *a, const fits_image *img, const pix
     return 0;
 }
 
+/* gpuws_extract's options from the command line, without its buffers. */
+static gpuws_extract_options extract_options(const sources_args *a)
+{
+    const extract_args *x = &a->x;
+    gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
+    eo.thresh = x->detect_thresh, eo.minarea = x->minarea;
+    eo.filter_type = x->filter_none ? GPUWS_FILTER_NONE : GPUWS_FILTER_MATCHED;
+    eo.filter = x->filter, eo.filter_w = x->filter_w, eo.filter_h = x->filter_h;
+    eo.connectivity = a->connectivity, eo.deblend_nthresh = x->deblend_nthresh;
+    eo.deblend_cont = x->deblend_mincont, eo.clean = x->clean, eo.clean_param = x->clean_param;
+    return eo;
+}
+
+/* An extraction's report and its catalogue's table, once its steps ended with st: 0, or 1 with the reason on stderr
+ * and q freed. */
+static int extract_report(sources_pending *q, const sources_args *a, size_t w, size_t h, gpuws_status st,
+                          sources_times *t)
+{
+    products *p = &q->p;
+    int rc = st ? tool_fail(CMD, st) : 0;
+    if (!rc) {
+        const gpuws_extract_catalog *cat = q->cat;
+        print_extract(a, w, h, &q->br, cat);
+        if (q->ph.nap) phot_print(&q->ph, sources_report(a));
+        p->back = q->hback, p->rms = q->hrms, p->labels = q->hseg, p->lo = q->br.globalback;
+        snprintf(p->title, sizeof p->title,
+                 "gpuws sources --method extract: %zu object%s in %s; ellipses at 3 a x 3 b, SEP's isophotal semi-axes "
+                 "times 3",
+                 cat->num_objects, cat->num_objects == 1 ? "" : "s", a->image);
+        const double t0 = tool_now_ms();
+        rc = extract_products(p, cat, &q->ph, q->bunit);
+        t->table = q->ms_wcs + tool_now_ms() - t0;
+        if (rc) rc = tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
+    }
+    if (rc) pending_free(q);
+    return rc;
+}
+
 /* The extraction's other steps on what extract_begin made: the objects, the apertures, the maps to the host, the
  * report, the catalogue's table. */
 int sources_pending_extract(sources_pending *q, const sources_args *a, const fits_image *img, sources_times *t)
 {
     const size_t w = img->width, h = img->height, n = w * h;
     const extract_args *x = &a->x;
-    products *p = &q->p;
     gpuws_buffer *image = q->b[0], *mask = q->b[1], *back = q->b[2], *rms = q->b[3], *seg = q->b[4];
-    gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
-    eo.thresh = x->detect_thresh, eo.back = back, eo.rms = rms, eo.mask = mask, eo.minarea = x->minarea;
-    eo.filter_type = x->filter_none ? GPUWS_FILTER_NONE : GPUWS_FILTER_MATCHED;
-    eo.filter = x->filter, eo.filter_w = x->filter_w, eo.filter_h = x->filter_h;
-    eo.connectivity = a->connectivity, eo.deblend_nthresh = x->deblend_nthresh;
-    eo.deblend_cont = x->deblend_mincont, eo.clean = x->clean, eo.clean_param = x->clean_param, eo.segmap = seg;
+    gpuws_extract_options eo = extract_options(a);
+    eo.back = back, eo.rms = rms, eo.mask = mask, eo.segmap = seg;
     double t0 = tool_now_ms();
     gpuws_status st = gpuws_extract(q->stream, w, h, image, &eo, &q->cat);
     t->extract = tool_now_ms() - t0;
@@ -526,23 +559,45 @@ int sources_pending_extract(sources_pending *q, const sources_args *a, const fit
     if (!st) st = sync;
     if (q->hback || q->hrms || q->hseg) t->download = tool_now_ms() - t0;
     for (int k = 0; !q->keep && k < 5; k++) gpuws_buffer_destroy(q->b[k]), q->b[k] = NULL;
-    int rc = st ? tool_fail(CMD, st) : 0;
-    if (!rc) {
-        const gpuws_extract_catalog *cat = q->cat;
-        print_extract(a, w, h, &q->br, cat);
-        if (q->ph.nap) phot_print(&q->ph, sources_report(a));
-        p->back = q->hback, p->rms = q->hrms, p->labels = q->hseg, p->lo = q->br.globalback;
-        snprintf(p->title, sizeof p->title,
-                 "gpuws sources --method extract: %zu object%s in %s; ellipses at 3 a x 3 b, SEP's isophotal semi-axes "
-                 "times 3",
-                 cat->num_objects, cat->num_objects == 1 ? "" : "s", a->image);
-        t0 = tool_now_ms();
-        rc = extract_products(p, cat, &q->ph, q->bunit);
-        t->table = q->ms_wcs + tool_now_ms() - t0;
-        if (rc) rc = tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
-    }
-    if (rc) pending_free(q);
-    return rc;
+    return extract_report(q, a, w, h, st, t);
+}
+
+/* The extraction from host memory (--max-device-memory): gpuws_background_host and gpuws_extract_host on the image
+ * as it was read, the maps and the segmentation map made in host memory; then the report and the outputs. */
+static int run_extract_host(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
+                            sources_times *t)
+{
+    const size_t w = img->width, h = img->height, n = w * h;
+    const extract_args *x = &a->x;
+    sources_pending *q = calloc(1, sizeof *q);
+    if (!q) return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
+    q->ms_wcs = timed_products(&q->p, img, &q->wcs, q->why, sizeof q->why, q->bunit, sizeof q->bunit);
+    q->p.image = img->data;
+    q->hback = malloc(n * sizeof *q->hback);
+    q->hrms = malloc(n * sizeof *q->hrms);
+    q->hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *q->hseg) : NULL;
+    gpuws_status st = !q->hback || !q->hrms || (a->out[OUT_LABELS] && !q->hseg) ? GPUWS_ERR_OUT_OF_MEMORY : GPUWS_OK;
+    tool_band_progress progress = tool_band_progress_start("gpuws sources");
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    mesh_for(a, w, h, &bo.bw, &bo.bh);
+    bo.fw = x->back_fw, bo.fh = x->back_fh;
+    gpuws_background_host_options bho = GPUWS_BACKGROUND_HOST_OPTIONS_INIT;
+    bho.background = &bo, bho.mask = scan->mask, bho.max_device_bytes = a->max_device_bytes;
+    bho.progress = tool_label_band, bho.progress_user = &progress;
+    double t0 = tool_now_ms();
+    if (!st) st = gpuws_background_host(ctx, w, h, img->data, &bho, q->hback, q->hrms, &q->br);
+    t->background = tool_now_ms() - t0;
+    gpuws_extract_options eo = extract_options(a);
+    gpuws_extract_host_options eho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    eho.extract = &eo, eho.back = q->hback, eho.rms = q->hrms, eho.mask = scan->mask, eho.segmap = q->hseg;
+    eho.max_device_bytes = a->max_device_bytes, eho.progress = tool_label_band, eho.progress_user = &progress;
+    t0 = tool_now_ms();
+    if (!st) st = gpuws_extract_host(ctx, w, h, img->data, &eho, &q->cat);
+    t->extract = tool_now_ms() - t0;
+    if (!st) t->extract_device = q->cat->ms_device, t->extract_host = q->cat->ms_host;
+    if (!a->out[OUT_BACKGROUND]) free(q->hback), q->hback = NULL;
+    if (!a->out[OUT_RMS]) free(q->hrms), q->hrms = NULL;
+    return extract_report(q, a, w, h, st, t) || sources_pending_write(q, a, t);
 }
 
 /* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
@@ -554,6 +609,7 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
 {
     sources_pending *q;
     if (later) *later = NULL;
+    if (a->max_device_given) return run_extract_host(a, img, scan, ctx, t);
     if (extract_begin(a, img, scan, ctx, stream, t, keep, early, &q)) return 1;
     if (later) return *later = q, 0;
     if (sources_pending_extract(q, a, img, t)) return 1;

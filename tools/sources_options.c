@@ -54,7 +54,10 @@ static void usage(FILE *f)
         "                         512M; 0 = the device's free memory), the bands shared between the devices\n"
         "                         a GPUWS_DEVICE list names (0,1,... or all), a line per band on stderr once a run\n"
         "                         takes more than a second; images of more than 2^32 pixels, or whose image, mask\n"
-        "                         and labels (9 bytes a pixel) exceed 3/4 of the device's memory, take this path\n"
+        "                         and labels (9 bytes a pixel) exceed 3/4 of the device's memory, take this path.\n"
+        "                         With --method extract: the background and the extraction from host memory\n"
+        "                         (gpuws_background_host, gpuws_extract_host) in bands of rows within SIZE, the\n"
+        "                         same outputs as in-core (not with --phot-apertures)\n"
         "  --demo                 no IMAGE: a synthetic sky made on the device (noise sigma 1e-3, Gaussian beams\n"
         "                         of sigma 1.7 px, peaks log-uniform in 5e-3..1e-1), scored against what was injected\n"
         "  --size N               demo image N x N, N from 16 to 46340 (default 2048); --seed S from 0 to\n"
@@ -307,7 +310,7 @@ int sources_parse(int argc, char **argv, sources_args *a)
                 return tool_usage_error(&t, "--max-device-memory needs a size in bytes (512M, 2G, 1048576), not '%s'",
                                         v ? v : ""),
                        2;
-            a->max_device_given = 1, i++, ONLY(workshop_only);
+            a->max_device_given = 1, i++;
         } else if (!strcmp(o, "--connectivity")) {
             if (!v || (strcmp(v, "4") && strcmp(v, "8")))
                 return fprintf(stderr, "gpuws sources: --connectivity is 4 or 8\n"), 2;
@@ -420,10 +423,13 @@ int sources_parse(int argc, char **argv, sources_args *a)
     if (!explicit) a->method = a->demo ? METHOD_WORKSHOP : METHOD_EXTRACT;
     const char *wrong = a->method == METHOD_EXTRACT ? workshop_only : extract_only;
     if (wrong)
-        return fprintf(stderr, "gpuws sources: %s applies to --method %s only%s%s\n", wrong,
+        return fprintf(stderr, "gpuws sources: %s applies to --method %s only%s\n", wrong,
                        a->method == METHOD_EXTRACT ? "workshop" : "extract",
-                       explicit || a->demo ? "" : " (the default method is extract)",
-                       strcmp(wrong, "--max-device-memory") ? "" : "; the extraction does not run out of core yet"),
+                       explicit || a->demo ? "" : " (the default method is extract)"),
+               2;
+    if (a->method == METHOD_EXTRACT && a->max_device_given && a->x.phot.n)
+        return fprintf(stderr, "gpuws sources: --phot-apertures does not run from host memory yet: not with "
+                               "--max-device-memory\n"),
                2;
     if (!a->connectivity) a->connectivity = a->method == METHOD_EXTRACT ? 8 : 4;
     a->o.connectivity = a->connectivity;
