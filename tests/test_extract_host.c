@@ -183,6 +183,10 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
     cr_assert_gt(want->num_objects, 10, "%s: the sky has only %zu objects", what, want->num_objects);
     cr_assert_eq(log.bands, (h + rows - 1) / rows, "%s: %zu bands, want %zu", what, log.bands, (h + rows - 1) / rows);
     cr_assert_eq(log.calls, log.bands, "%s: %zu progress calls for %zu bands", what, log.calls, log.bands);
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_extract_host_bands(ctx, w, h, &ho, &band_rows, &bands));
+    cr_assert(band_rows == rows && bands == log.bands, "%s: extract_host_bands says %zu bands of %zu rows", what,
+              bands, band_rows);
     cr_assert(log.in_order && log.last_rows == h, "%s: progress out of order or short (%zu rows)", what, log.last_rows);
     expect_same_catalog(what, got, want);
     for (size_t i = 0; i < n; i++)

@@ -228,7 +228,7 @@ int tool_context(const char *cmd, gpuws_context **ctx)
 
 tool_band_progress tool_band_progress_start(const char *what)
 {
-    return (tool_band_progress){ what, tool_now_ms(), false };
+    return (tool_band_progress){ what, tool_now_ms(), false, "labelling" };
 }
 
 /* Whether a band's line is due: every one once the run has taken a second. */
@@ -250,6 +250,6 @@ void tool_label_band(void *user, int pass, int passes, size_t band, size_t bands
 {
     tool_band_progress *p = user;
     if (band_line_due(p))
-        fprintf(stderr, "%s: labelling pass %d of %d: band %zu of %zu done (%zu of %zu rows)\n", p->what, pass, passes,
-                band + 1, bands, rows_done, rows);
+        fprintf(stderr, "%s: %s pass %d of %d: band %zu of %zu done (%zu of %zu rows)\n", p->what, p->step, pass,
+                passes, band + 1, bands, rows_done, rows);
 }

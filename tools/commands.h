@@ -82,11 +82,13 @@ int tool_context(const char *cmd, gpuws_context **ctx);
 
 /* The _host calls' progress for the tools: a line per band on stderr once the run has taken more than a second
  * (short runs stay quiet). tool_band_progress_start(what) begins one ("gpuws label"); pass its address as
- * progress_user with tool_convolve_band (gpuws_convolve2d_host) or tool_label_band (gpuws_label_host). */
+ * progress_user with tool_convolve_band (gpuws_convolve2d_host) or tool_label_band (gpuws_label_host, and the
+ * extraction's calls with `step` set to what their passes do). */
 typedef struct {
     const char *what;
     double t0;
     bool shown;
+    const char *step; /* the passes' work in tool_label_band's lines: "labelling" */
 } tool_band_progress;
 tool_band_progress tool_band_progress_start(const char *what);
 void tool_convolve_band(void *user, size_t band, size_t bands, size_t rows_done, size_t out_rows);

@@ -562,8 +562,18 @@ int sources_pending_extract(sources_pending *q, const sources_args *a, const fit
     return extract_report(q, a, w, h, st, t);
 }
 
-/* The extraction from host memory (--max-device-memory): gpuws_background_host and gpuws_extract_host on the image
- * as it was read, the maps and the segmentation map made in host memory; then the report and the outputs. */
+/* Whether the extraction runs from host memory: --max-device-memory, or an image whose in-core extraction (about 40
+ * bytes a pixel on the device: the image, mask, maps and segmentation, and the extraction's own maps, labels and
+ * records) would take more than three quarters of the device's memory. */
+static int extract_from_host(const sources_args *a, gpuws_context *ctx, size_t w, size_t h)
+{
+    gpuws_device_info d;
+    if (a->max_device_given || gpuws_context_get_device_info(ctx, &d)) return a->max_device_given;
+    return 40.0 * (double)w * (double)h > 0.75 * (double)d.global_mem_bytes;
+}
+
+/* The extraction from host memory (extract_from_host): gpuws_background_host and gpuws_extract_host on the image as
+ * it was read, the maps and the segmentation map made in host memory; then the report and the outputs. */
 static int run_extract_host(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
                             sources_times *t)
 {
@@ -578,6 +588,15 @@ static int run_extract_host(const sources_args *a, const fits_image *img, const 
     q->hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *q->hseg) : NULL;
     gpuws_status st = !q->hback || !q->hrms || (a->out[OUT_LABELS] && !q->hseg) ? GPUWS_ERR_OUT_OF_MEMORY : GPUWS_OK;
     tool_band_progress progress = tool_band_progress_start("gpuws sources");
+    gpuws_extract_options eo = extract_options(a);
+    gpuws_extract_host_options eho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    eho.extract = &eo, eho.back = q->hback, eho.rms = q->hrms, eho.mask = scan->mask, eho.segmap = q->hseg;
+    eho.max_device_bytes = a->max_device_bytes, eho.progress = tool_label_band, eho.progress_user = &progress;
+    size_t rows = 0, bands = 0;
+    if (!st && !(st = gpuws_extract_host_bands(ctx, w, h, &eho, &rows, &bands))) /* a budget below one band */
+        fprintf(stderr, "gpuws sources: the extraction from host memory, in %zu band%s of up to %zu of %zu rows\n",
+                bands, bands == 1 ? "" : "s", rows, h);
+    progress.step = "background";
     gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
     mesh_for(a, w, h, &bo.bw, &bo.bh);
     bo.fw = x->back_fw, bo.fh = x->back_fh;
@@ -587,10 +606,7 @@ static int run_extract_host(const sources_args *a, const fits_image *img, const 
     double t0 = tool_now_ms();
     if (!st) st = gpuws_background_host(ctx, w, h, img->data, &bho, q->hback, q->hrms, &q->br);
     t->background = tool_now_ms() - t0;
-    gpuws_extract_options eo = extract_options(a);
-    gpuws_extract_host_options eho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
-    eho.extract = &eo, eho.back = q->hback, eho.rms = q->hrms, eho.mask = scan->mask, eho.segmap = q->hseg;
-    eho.max_device_bytes = a->max_device_bytes, eho.progress = tool_label_band, eho.progress_user = &progress;
+    progress.step = "extraction";
     t0 = tool_now_ms();
     if (!st) st = gpuws_extract_host(ctx, w, h, img->data, &eho, &q->cat);
     t->extract = tool_now_ms() - t0;
@@ -609,7 +625,14 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
 {
     sources_pending *q;
     if (later) *later = NULL;
-    if (a->max_device_given) return run_extract_host(a, img, scan, ctx, t);
+    if (extract_from_host(a, ctx, img->width, img->height)) {
+        if (!a->x.phot.n) return run_extract_host(a, img, scan, ctx, t);
+        fprintf(stderr,
+                "gpuws sources: %s: %zu x %zu pixels do not fit the device's memory in-core, and --phot-apertures has "
+                "no form from host memory yet\n",
+                a->image, img->width, img->height);
+        return 1;
+    }
     if (extract_begin(a, img, scan, ctx, stream, t, keep, early, &q)) return 1;
     if (later) return *later = q, 0;
     if (sources_pending_extract(q, a, img, t)) return 1;

@@ -228,7 +228,7 @@ static gpuws_status extract_in_core(gpuws_context *ctx, size_t w, size_t h, cons
 
 /* The catalogue of the records kept: their components, the host steps, the segmentation map. */
 static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, int32_t *segmap,
-                                    gpuws_extract_catalog **catalog)
+                                    gpuws_extract_catalog **catalog, double ms[3])
 {
     gpuws__extract_pixels px;
     memset(&px, 0, sizeof px);
@@ -236,6 +236,7 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
     int32_t *label = malloc((k->n ? k->n : 1) * sizeof *label);
     int32_t *obj_of = segmap ? malloc((k->n ? k->n : 1) * sizeof *obj_of) : NULL;
     size_t nl;
+    const double t0 = now_ms();
     if (!label || (segmap && !obj_of) || !label_records(k->idx, k->n, p->w, p->connectivity, label, &nl)) {
         free(label);
         free(obj_of);
@@ -243,14 +244,63 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
                             k->n);
     }
     px.label = label;
+    const double t1 = now_ms();
     gpuws_status st = gpuws__extract_objects(p, &px, catalog, obj_of);
+    const double t2 = now_ms();
     if (!st && segmap) {
-        memset(segmap, 0, p->w * p->h * sizeof *segmap);
+        gpuws__copy_bytes(segmap, NULL, 0, p->w * p->h * sizeof *segmap); /* fresh pages fault in on threads */
         for (size_t r = 0; r < k->n; r++) segmap[k->idx[r] & ~EX_BLANK_BIT] = obj_of[r];
     }
+    ms[0] = t1 - t0, ms[1] = t2 - t1, ms[2] = now_ms() - t2;
     free(label);
     free(obj_of);
     return st;
+}
+
+/* The bands: as many rows as the budget holds with their halo (*rows own rows a band, *bands of them), or the whole
+ * image in one band. */
+static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, const gpuws_extract_host_options *ho,
+                               const gpuws_extract_options *eo, size_t *rows, size_t *bands, size_t *halo)
+{
+    const int kh = eo->filter_type == GPUWS_FILTER_NONE ? 0 : eo->filter ? eo->filter_h : 3;
+    *halo = kh / 2 > 1 ? (size_t)(kh / 2) : 1;
+    const uint64_t per_px = EX_HOST_BYTES + (ho->back ? 4u : 0u) + (ho->rms ? 4u : 0u) + (ho->mask ? 1u : 0u);
+    uint64_t budget, max_alloc;
+    gpuws__band_budget(&ctx, 1, ho->max_device_bytes, &budget, &max_alloc);
+    uint64_t rows_in = budget / (per_px * width);
+    if (max_alloc && rows_in > max_alloc / (6 * sizeof(float) * width)) /* the records are the largest buffer */
+        rows_in = max_alloc / (6 * sizeof(float) * width);
+    const bool one = rows_in >= height;
+    if (!one && rows_in < 1 + 2 * (uint64_t)*halo)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "extract_host: max_device_bytes %llu is less than one band needs: %llu bytes (a row and "
+                            "%zu rows of halo either side, %llu bytes a pixel)",
+                            (unsigned long long)budget,
+                            (unsigned long long)(per_px * width * (1 + 2 * (uint64_t)*halo)), *halo,
+                            (unsigned long long)per_px);
+    *rows = one ? height : (size_t)rows_in - 2 * *halo;
+    *bands = (height + *rows - 1) / *rows;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_extract_host_bands(gpuws_context *ctx, size_t width, size_t height,
+                                      const gpuws_extract_host_options *options, size_t *band_rows, size_t *bands)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
+    if ((st = gpuws__options_read(options, &ho, sizeof ho, GPUWS__EXTRACT_HOST_OPTIONS_BASE,
+                                  "extract_host_bands: options")) ||
+        (ho.extract && (st = gpuws__options_read(ho.extract, &eo, sizeof eo, GPUWS__EXTRACT_OPTIONS_BASE,
+                                                 "extract_host_bands: options->extract"))))
+        return st;
+    if (!band_rows || !bands)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host_bands: argument '%s' is NULL",
+                            !band_rows ? "band_rows" : "bands");
+    size_t npix, halo;
+    if ((st = gpuws__extract_check(&eo, width, height, ho.rms != NULL, "extract_host_bands", &npix))) return st;
+    return plan_bands(ctx, width, height, &ho, &eo, band_rows, bands, &halo);
 }
 
 gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
@@ -307,27 +357,12 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     }
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
 
-    /* The bands: as many rows as the budget holds with their halo, or the whole image in one. */
-    const uint64_t per_px = EX_HOST_BYTES + (ho.back ? 4u : 0u) + (ho.rms ? 4u : 0u) + (ho.mask ? 1u : 0u);
-    uint64_t budget, max_alloc;
-    gpuws__band_budget(&ctx, 1, ho.max_device_bytes, &budget, &max_alloc);
-    ex_bands b = { ctx, &p, &ho, image, (size_t)(p.kh / 2 > 1 ? p.kh / 2 : 1), 0, 0 };
-    uint64_t rows_in = budget / (per_px * width);
-    if (max_alloc && rows_in > max_alloc / (6 * sizeof(float) * width)) /* the records are the largest buffer */
-        rows_in = max_alloc / (6 * sizeof(float) * width);
-    const bool one = rows_in >= height;
-    if (!one && rows_in < 1 + 2 * (uint64_t)b.halo) {
+    ex_bands b = { ctx, &p, &ho, image, 0, 0, 0 };
+    if ((st = plan_bands(ctx, width, height, &ho, &eo, &b.rows, &b.bands, &b.halo))) {
         gpuws__extract_params_free(&p);
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                            "extract_host: max_device_bytes %llu is less than one band needs: %llu bytes (a row and "
-                            "%zu rows of halo either side, %llu bytes a pixel)",
-                            (unsigned long long)budget,
-                            (unsigned long long)(per_px * width * (1 + 2 * (uint64_t)b.halo)), b.halo,
-                            (unsigned long long)per_px);
+        return st;
     }
-    b.rows = one ? height : (size_t)rows_in - 2 * b.halo;
-    b.bands = (height + b.rows - 1) / b.rows;
-    if (one && ctx->backend->kind != GPUWS_BACKEND_CPU) {
+    if (b.bands == 1 && ctx->backend->kind != GPUWS_BACKEND_CPU) {
         gpuws__extract_params_free(&p);
         return extract_in_core(ctx, width, height, image, &eo, &ho, catalog);
     }
@@ -337,14 +372,18 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     st = records_in_bands(&b, &k);
     const double t1 = now_ms();
     gpuws_extract_catalog *cat = NULL;
-    if (!st) st = extract_records(&p, &k, ho.segmap, &cat);
+    double ms[3] = { 0, 0, 0 }; /* the components, the host steps, the segmentation map */
+    if (!st) st = extract_records(&p, &k, ho.segmap, &cat, ms);
+    const size_t records = k.n;
     kept_free(&k);
     gpuws__extract_params_free(&p);
     if (st) return st;
     cat->ms_device = t1 - t0;
     cat->ms_host = now_ms() - t1;
-    gpuws__log(GPUWS__LOG_DEBUG, "extract_host: %zu band%s of %zu rows (halo %zu), %.1f ms; host steps %.1f ms",
-               b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, cat->ms_device, cat->ms_host);
+    gpuws__log(GPUWS__LOG_DEBUG,
+               "extract_host: %zu band%s of %zu rows (halo %zu), %.1f ms; %zu records' components %.1f ms, host steps "
+               "%.1f, segmentation map %.1f",
+               b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, cat->ms_device, records, ms[0], ms[1], ms[2]);
     *catalog = cat;
     return GPUWS_OK;
 }

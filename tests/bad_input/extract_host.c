@@ -78,6 +78,20 @@ BAD_CASE(extract_host_budget_of_exactly_one_band_runs, BAD_ALL, GPUWS_OK, "")
     return st;
 }
 
+BAD_CASE(extract_host_bands_null_result, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "extract_host_bands: argument 'bands' is NULL")
+{
+    return gpuws_extract_host_bands(f->ctx, BAD_W, BAD_H, NULL, BAD_HOST_OUT(size_t), NULL);
+}
+
+BAD_CASE(extract_host_bands_for_a_budget_too_small, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "is less than one band needs: 2160 bytes")
+{
+    gpuws_extract_host_options o = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    o.max_device_bytes = EX_MIN_BUDGET - 1;
+    return gpuws_extract_host_bands(f->ctx, BAD_W, BAD_H, &o, BAD_HOST_OUT(size_t), BAD_HOST_OUT(size_t) + 1);
+}
+
 BAD_CASE(extract_host_of_2_to_the_31_pixels_is_unsupported, BAD_ALL, GPUWS_ERR_UNSUPPORTED,
          "extract_host: 65536 x 32768 pixels; at most 2^31 - 1 are supported")
 {

@@ -213,6 +213,13 @@ typedef struct gpuws_extract_host_options {
 GPUWS_API gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                           const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog);
 
+/* How gpuws_extract_host would split this extraction: *band_rows own rows per band (the last band may have fewer)
+ * in *bands bands; 1 band when everything fits the budget (in-core). Only options' budget, maps given and filter
+ * count; no image is read. Errors as for gpuws_extract_host (a NULL result pointer is GPUWS_ERR_INVALID_ARGUMENT). */
+GPUWS_API gpuws_status gpuws_extract_host_bands(gpuws_context *ctx, size_t width, size_t height,
+                                                const gpuws_extract_host_options *options, size_t *band_rows,
+                                                size_t *bands);
+
 #ifdef __cplusplus
 }
 #endif
