@@ -253,6 +253,17 @@ static void records_release(gpuws_context *ctx, gpuws__extract_pixels *px, bool 
     memset(px, 0, sizeof *px);
 }
 
+/* A band's halo rows (those outside p->own0 .. p->own1 - 1) left undetected: their pixels are the next band's or
+ * the last one's, and their filtered values lack rows outside the band. */
+static gpuws_status halo_undetected(gpuws_stream *s, gpuws_buffer *det, const gpuws__extract_params *p)
+{
+    static const unsigned char zero = 0; /* the fills may read it after the call */
+    gpuws_status st = p->own0 ? gpuws_buffer_fill_async(s, det, 0, &zero, 1, p->own0 * p->w) : GPUWS_OK;
+    if (!st && p->own1 < p->h)
+        st = gpuws_buffer_fill_async(s, det, p->own1 * p->w, &zero, 1, (p->h - p->own1) * p->w);
+    return st;
+}
+
 /* The device steps on a GPU backend, into *px (raster order); *records: the device's copy of them (six arrays of
  * px->n words, as read back), which the segmentation map uses. */
 static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
@@ -325,6 +336,7 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     if (!(st = gpuws_buffer_write_async(s, kern, 0, p->kern ? (const void *)p->kern : &zero, nk * sizeof(float))) &&
         !(st = gpuws__launch_named(s, "extract_prep", NULL, &c1, a_prep, GPUWS__NARGS(a_prep))) &&
         !(st = gpuws__launch_named(s, "extract_detect", NULL, &c2, a_det, GPUWS__NARGS(a_det))) &&
+        !(p->own1 && (st = halo_undetected(s, det, p))) &&
         !(st = gpuws__launch_named(s, "extract_count", NULL, &c_chunks, a_count, GPUWS__NARGS(a_count))) &&
         !(st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan))) &&
         !(st = gpuws_label(s, w, h, det, p->connectivity, labels, &nl)))

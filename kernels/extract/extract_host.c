@@ -3,10 +3,10 @@
  * to the device with max(filter_h / 2, 1) rows of halo on either side, which is every row that its own rows' filtered
  * values, blank flags and lower-right σ read: so the device makes the records of the band's own rows exactly as it
  * makes them in one image (the filter leaves out only rows outside the image, and a band's edge is the image's only
- * where the image ends). The host keeps the records of the bands' own rows, which are then the whole image's in
- * raster order, finds their components (a union-find over the records, numbered in raster order of the first pixel
- * as gpuws_label numbers them) and makes the catalogue with gpuws_extract's host steps: the same catalogue and
- * segmentation map, bit for bit. */
+ * where the image ends). Only a band's own rows are detected, so its labels are gpuws_label's on them. The host
+ * keeps the records of the bands' own rows, which are then the whole image's in raster order, joins the labels that
+ * touch across the borders between bands and numbers the components as gpuws_label numbers the whole image, and
+ * makes the catalogue with gpuws_extract's host steps: the same catalogue and segmentation map, bit for bit. */
 #include "../common/band_stream.h"
 #include "../common/driver.h"
 #include "../../core/options.h"
@@ -31,16 +31,20 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-/* The records of the bands' own rows, growing as the bands come. */
+/* The records of the bands' own rows, growing as the bands come, and their components: label holds each record's
+ * band label, made global (the labels of the bands before added), until components_join numbers them. */
 typedef struct {
     uint32_t *idx;
     float *value, *cd, *sig, *sig_lr;
+    int32_t *label;
     size_t n, cap;
+    size_t labels; /* the bands' labels so far */
 } ex_kept;
 
 static void kept_free(ex_kept *k)
 {
-    free(k->idx), free(k->value), free(k->cd), free(k->sig), free(k->sig_lr);
+    gpuws__free(k->idx), gpuws__free(k->value), gpuws__free(k->cd), gpuws__free(k->sig), gpuws__free(k->sig_lr);
+    gpuws__free(k->label);
     memset(k, 0, sizeof *k);
 }
 
@@ -49,80 +53,90 @@ static bool kept_grow(ex_kept *k, size_t more)
     if (k->n + more <= k->cap) return true;
     size_t cap = k->cap ? k->cap : 4096;
     while (cap < k->n + more) cap *= 2;
-    void *p[5] = { k->idx, k->value, k->cd, k->sig, k->sig_lr };
-    for (int a = 0; a < 5; a++) {
-        void *q = realloc(p[a], cap * sizeof(uint32_t));
+    void *p[6] = { k->idx, k->value, k->cd, k->sig, k->sig_lr, k->label };
+    for (int a = 0; a < 6; a++) {
+        void *q = gpuws__realloc(p[a], cap * sizeof(uint32_t));
         if (!q) return false;
         p[a] = q;
-        k->idx = p[0], k->value = p[1], k->cd = p[2], k->sig = p[3], k->sig_lr = p[4];
+        k->idx = p[0], k->value = p[1], k->cd = p[2], k->sig = p[3], k->sig_lr = p[4], k->label = p[5];
+        /* the fresh pages mapped on threads, not one at a time in the copies into them */
+        gpuws__prefault((char *)q + k->cap * sizeof(uint32_t), (cap - k->cap) * sizeof(uint32_t));
     }
     k->cap = cap;
     return true;
 }
 
-/* The records of band b (in its raster order) whose pixels lie in its indices [lo, hi), their indices moved by
- * `offset` to the image's. */
-static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t lo, size_t hi, size_t offset)
+/* A band's records (its own rows alone are detected), their indices moved by `offset` to the image's and their
+ * labels by the labels of the bands before. */
+static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset)
 {
-    size_t r0 = 0, r1 = b->n;
-    while (r0 < r1) { /* the first record at lo or after */
-        const size_t m = r0 + (r1 - r0) / 2;
-        if ((b->idx[m] & ~EX_BLANK_BIT) < lo) r0 = m + 1;
-        else r1 = m;
-    }
-    size_t e = r0;
-    while (e < b->n && (b->idx[e] & ~EX_BLANK_BIT) < hi) e++;
-    if (!kept_grow(k, e - r0)) return false;
-    for (size_t r = r0; r < e; r++) {
-        const size_t j = k->n + r - r0;
+    if (!kept_grow(k, b->n)) return false;
+    int32_t most = 0;
+    for (size_t r = 0; r < b->n; r++) {
+        const size_t j = k->n + r;
         k->idx[j] = (uint32_t)((b->idx[r] & ~EX_BLANK_BIT) + offset) | (b->idx[r] & EX_BLANK_BIT);
+        k->label[j] = b->label[r] + (int32_t)k->labels;
+        most = b->label[r] > most ? b->label[r] : most;
     }
-    memcpy(k->value + k->n, b->value + r0, (e - r0) * sizeof(float));
-    memcpy(k->cd + k->n, b->cd + r0, (e - r0) * sizeof(float));
-    memcpy(k->sig + k->n, b->sig + r0, (e - r0) * sizeof(float));
-    memcpy(k->sig_lr + k->n, b->sig_lr + r0, (e - r0) * sizeof(float));
-    k->n += e - r0;
+    memcpy(k->value + k->n, b->value, b->n * sizeof(float));
+    memcpy(k->cd + k->n, b->cd, b->n * sizeof(float));
+    memcpy(k->sig + k->n, b->sig, b->n * sizeof(float));
+    memcpy(k->sig_lr + k->n, b->sig_lr, b->n * sizeof(float));
+    k->n += b->n;
+    k->labels += (size_t)most; /* a band's labels are 1 .. most, each of some record */
     return true;
 }
 
-static uint32_t root_of(uint32_t *parent, uint32_t r)
+static uint32_t root_of(uint32_t *parent, uint32_t l)
 {
-    while (parent[r] != r) r = parent[r] = parent[parent[r]];
-    return r;
+    while (parent[l] != l) l = parent[l] = parent[parent[l]];
+    return l;
 }
 
-/* Joins the sets of a and b under the smaller root, so that a set's root is its first record. */
-static void join(uint32_t *parent, uint32_t a, uint32_t b)
+/* The first record at raster index i or after. */
+static size_t record_at(const ex_kept *k, size_t i)
 {
-    a = root_of(parent, a), b = root_of(parent, b);
-    if (a < b) parent[b] = a;
-    else parent[a] = b;
+    size_t lo = 0, hi = k->n;
+    while (lo < hi) {
+        const size_t m = lo + (hi - lo) / 2;
+        if ((k->idx[m] & ~EX_BLANK_BIT) < i) lo = m + 1;
+        else hi = m;
+    }
+    return lo;
 }
 
-/* The components of n records in raster order (idx, blank bits aside) of an image w pixels wide: label[r] in 1 ..
- * *nl, numbered in raster order of their first pixels (gpuws_label's numbering). A record's neighbours before it
- * are the record just before (left) and those of the row above within a column of it (connectivity 8) or right
- * above it (4), which a cursor that only moves forward finds. */
-static bool label_records(const uint32_t *idx, size_t n, size_t w, int connectivity, int32_t *label, size_t *nl)
+/* The components of the whole image from the bands' (each band's labels are gpuws_label's on its own rows: numbered
+ * in raster order of their first pixels): the labels that touch across each border between bands (row y - 1 of
+ * one band, row y of the next; within a column with connectivity 8, the same column with 4) are joined under the
+ * smaller one, which is the earlier first pixel; then the roots, in order, are numbered 1, 2, ... and every record
+ * takes its root's number: gpuws_label's numbering of the whole image. *nl the components. */
+static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t nborders, int connectivity, size_t *nl)
 {
-    uint32_t *parent = malloc((n ? n : 1) * sizeof *parent);
+    uint32_t *parent = gpuws__malloc((k->labels + 1) * sizeof *parent);
     if (!parent) return false;
-    size_t above = 0;
-    for (size_t r = 0; r < n; r++) {
-        parent[r] = (uint32_t)r;
-        const size_t i = idx[r] & ~EX_BLANK_BIT, x = i % w;
-        if (r && x && (idx[r - 1] & ~EX_BLANK_BIT) == i - 1) join(parent, (uint32_t)r, (uint32_t)(r - 1));
-        if (i < w) continue;
-        const size_t d = connectivity == 8, lo = i - w - (x >= d ? d : 0), hi = i - w + (x + d < w ? d : 0);
-        while (above < r && (idx[above] & ~EX_BLANK_BIT) < lo) above++;
-        for (size_t q = above; q < r && (idx[q] & ~EX_BLANK_BIT) <= hi; q++) join(parent, (uint32_t)r, (uint32_t)q);
+    for (size_t l = 0; l <= k->labels; l++) parent[l] = (uint32_t)l;
+    const size_t d = connectivity == 8;
+    for (size_t b = 0; b < nborders; b++) {
+        const size_t y = borders[b], up0 = record_at(k, (y - 1) * w), up1 = record_at(k, y * w);
+        const size_t down1 = record_at(k, (y + 1) * w);
+        size_t above = up0;
+        for (size_t r = up1; r < down1; r++) {
+            const size_t x = (k->idx[r] & ~EX_BLANK_BIT) - y * w;
+            const size_t lo = (y - 1) * w + (x >= d ? x - d : 0), hi = (y - 1) * w + (x + d < w ? x + d : x);
+            while (above < up1 && (k->idx[above] & ~EX_BLANK_BIT) < lo) above++;
+            for (size_t q = above; q < up1 && (k->idx[q] & ~EX_BLANK_BIT) <= hi; q++) {
+                const uint32_t a = root_of(parent, (uint32_t)k->label[q]), c = root_of(parent, (uint32_t)k->label[r]);
+                if (a < c) parent[c] = a;
+                else parent[a] = c;
+            }
+        }
     }
+    for (size_t l = 1; l <= k->labels; l++) parent[l] = root_of(parent, (uint32_t)l); /* each to its root */
     size_t count = 0;
-    for (size_t r = 0; r < n; r++) {
-        const uint32_t root = root_of(parent, (uint32_t)r);
-        label[r] = root == r ? (int32_t)++count : label[root];
-    }
-    free(parent);
+    for (size_t l = 1; l <= k->labels; l++) /* a root lies below its members: its number is made first */
+        parent[l] = parent[l] == l ? (uint32_t)++count : parent[parent[l]];
+    for (size_t r = 0; r < k->n; r++) k->label[r] = (int32_t)parent[k->label[r]];
+    gpuws__free(parent);
     *nl = count;
     return true;
 }
@@ -157,13 +171,15 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k)
         const size_t a0 = y0 > b->halo ? y0 - b->halo : 0, a1 = y1 + b->halo < h ? y1 + b->halo : h;
         const size_t at = a0 * w, n = (a1 - a0) * w;
         gpuws__extract_params pb = *b->p;
-        pb.h = a1 - a0, pb.row0 = a0;
+        pb.h = a1 - a0, pb.row0 = a0, pb.own0 = y0 - a0, pb.own1 = y1 - a0;
         gpuws__extract_pixels px;
         memset(&px, 0, sizeof px);
         if (on_cpu) {
             st = gpuws_extract_ref_pixels(&pb, b->image + at, ho->back ? ho->back + at : NULL,
                                           ho->rms ? ho->rms + at : NULL, ho->mask ? ho->mask + at : NULL, &px);
-            if (st) st = gpuws__error(st, "extract_host: no host memory for a band of %zu x %zu pixels", w, a1 - a0);
+            if (st)
+                st = gpuws__error(st, "extract_host: no host memory for a band of %zu x %zu pixels (%zu bytes)", w,
+                                  a1 - a0, n * (4 * sizeof(float) + 1 + sizeof(int32_t)));
         } else {
             gpuws_extract_options ob = GPUWS_EXTRACT_OPTIONS_INIT;
             ob.back = dback, ob.rms = drms, ob.mask = dmask;
@@ -173,9 +189,9 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k)
                 !(ho->mask && (st = gpuws_buffer_write_async(s, dmask, 0, ho->mask + at, n))))
                 st = gpuws__extract_band_records(s, &pb, dimg, &ob, &px);
         }
-        if (!st && !kept_add(k, &px, (y0 - a0) * w, (y1 - a0) * w, at))
-            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records",
-                              k->n + px.n);
+        if (!st && !kept_add(k, &px, at))
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records (%zu bytes)",
+                              k->n + px.n, (k->n + px.n) * 6 * sizeof(uint32_t));
         if (on_cpu) gpuws__extract_pixels_free(&px);
         else if (px.idx) gpuws__extract_band_release(b->ctx, &px);
         if (!st && ho->progress) ho->progress(ho->progress_user, 1, 1, band, b->bands, y1, h);
@@ -226,24 +242,29 @@ static gpuws_status extract_in_core(gpuws_context *ctx, size_t w, size_t h, cons
     return GPUWS_OK;
 }
 
-/* The catalogue of the records kept: their components, the host steps, the segmentation map. */
-static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, int32_t *segmap,
+/* The catalogue of the records kept from bands of `rows` rows: their components, the host steps, the segmentation
+ * map. */
+static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, size_t rows, int32_t *segmap,
                                     gpuws_extract_catalog **catalog, double ms[3])
 {
     gpuws__extract_pixels px;
     memset(&px, 0, sizeof px);
     px.n = k->n, px.idx = k->idx, px.value = k->value, px.cd = k->cd, px.sig = k->sig, px.sig_lr = k->sig_lr;
-    int32_t *label = malloc((k->n ? k->n : 1) * sizeof *label);
-    int32_t *obj_of = segmap ? malloc((k->n ? k->n : 1) * sizeof *obj_of) : NULL;
+    const size_t nborders = (p->h - 1) / rows; /* between bands, at rows, 2 rows, ... */
+    size_t *borders = gpuws__malloc((nborders ? nborders : 1) * sizeof *borders);
+    int32_t *obj_of = segmap ? gpuws__malloc((k->n ? k->n : 1) * sizeof *obj_of) : NULL;
+    for (size_t b = 0; borders && b < nborders; b++) borders[b] = (b + 1) * rows;
     size_t nl;
     const double t0 = now_ms();
-    if (!label || (segmap && !obj_of) || !label_records(k->idx, k->n, p->w, p->connectivity, label, &nl)) {
-        free(label);
-        free(obj_of);
-        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for the components of %zu records",
-                            k->n);
+    if (!borders || (segmap && !obj_of) || !components_join(k, p->w, borders, nborders, p->connectivity, &nl)) {
+        gpuws__free(borders);
+        gpuws__free(obj_of);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "extract_host: no host memory for the components of %zu records (%zu bytes)", k->n,
+                            (k->labels + 1 + (segmap ? k->n : 0)) * sizeof(uint32_t) + nborders * sizeof(size_t));
     }
-    px.label = label;
+    gpuws__free(borders);
+    px.label = k->label;
     const double t1 = now_ms();
     gpuws_status st = gpuws__extract_objects(p, &px, catalog, obj_of);
     const double t2 = now_ms();
@@ -252,8 +273,7 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
         for (size_t r = 0; r < k->n; r++) segmap[k->idx[r] & ~EX_BLANK_BIT] = obj_of[r];
     }
     ms[0] = t1 - t0, ms[1] = t2 - t1, ms[2] = now_ms() - t2;
-    free(label);
-    free(obj_of);
+    gpuws__free(obj_of);
     return st;
 }
 
@@ -353,7 +373,8 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
         if (st == GPUWS_ERR_INVALID_ARGUMENT)
             return gpuws__error(st, "extract_host: the filter's absolute values sum to %g: not a finite number > 0",
                                 (double)fsum);
-        return gpuws__error(st, "extract_host: no host memory for the filter");
+        return gpuws__error(st, "extract_host: no host memory for the filter (%zu bytes)",
+                            (size_t)eo.filter_w * (size_t)eo.filter_h * sizeof(float) + 9 * sizeof(float));
     }
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
 
@@ -373,7 +394,7 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     const double t1 = now_ms();
     gpuws_extract_catalog *cat = NULL;
     double ms[3] = { 0, 0, 0 }; /* the components, the host steps, the segmentation map */
-    if (!st) st = extract_records(&p, &k, ho.segmap, &cat, ms);
+    if (!st) st = extract_records(&p, &k, b.rows, ho.segmap, &cat, ms);
     const size_t records = k.n;
     kept_free(&k);
     gpuws__extract_params_free(&p);

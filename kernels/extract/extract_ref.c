@@ -196,6 +196,7 @@ static void ref_part(void *arg, size_t part, size_t lo, size_t hi)
                 j->det[i0 + x] = (uint8_t)ex_detect(d, sig, p->kern, (long)w, (long)h, (long)x, (long)y, p->kw, p->kh,
                                                     p->filter, p->noise, p->thresh, &j->cd[i0 + x]);
             }
+            if (p->own1 && (y < p->own0 || y >= p->own1)) memset(j->det + i0, 0, w); /* a band's halo row */
             for (size_t x = 0; x < w; x++) count += j->det[i0 + x];
         }
         j->count[part] = count;
@@ -241,6 +242,7 @@ gpuws_status gpuws_extract_ref_pixels(const gpuws__extract_params *p, const floa
         st = GPUWS_ERR_OUT_OF_MEMORY;
         goto done;
     }
+    px->nl = nl;
     j.step = 2;
     gpuws__run_ranges(h, parts, ref_part, &j);
 done:

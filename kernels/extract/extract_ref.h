@@ -31,6 +31,7 @@ typedef struct gpuws__extract_params {
     unsigned threads; /* host threads of gpuws__extract_objects (0 or 1: the caller's alone) */
     bool chain_check; /* knob extract_chain_check: the host scans the chained components too and compares */
     size_t row0;      /* the image row that row 0 is (a band of gpuws_extract_host), for SEP's mask rule */
+    size_t own0, own1; /* own1 > 0: only rows own0 .. own1 - 1 are detected (a band's own rows; the rest is halo) */
 } gpuws__extract_params;
 
 /* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel

@@ -593,6 +593,66 @@ FAULT_CASE(hidden_layer_host, FAULT_ALL)
     return st;
 }
 
+/* Host to host in bands of 3 rows (extract_host's 45 bytes a pixel of 5 rows with their halo): three blobs, one
+ * of them across two bands, no filter, minarea 1. */
+FAULT_CASE(extract_host_in_bands, FAULT_ALL)
+{
+    enum { W = 40, H = 25 };
+    static float img[W * H];
+    static int32_t seg[W * H];
+    memset(img, 0, sizeof img);
+    for (int y = 1; y < 3; y++) img[y * W + 3] = img[y * W + 4] = 5.0f; /* rows 1-2: band 0 */
+    for (int y = 2; y < 5; y++) img[y * W + 20] = 6.0f;                 /* rows 2-4: bands 0 and 1 */
+    img[20 * W + 30] = 9.0f;                                            /* band 6 */
+    memset(seg, TEST_POISON_BYTE, sizeof seg);
+    gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
+    eo.filter_type = GPUWS_FILTER_NONE, eo.minarea = 1;
+    gpuws_extract_host_options o = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    o.extract = &eo, o.segmap = seg, o.max_device_bytes = 45 * W * 5;
+    gpuws_extract_catalog *cat = NULL;
+    gpuws_status st = gpuws_extract_host(f->ctx, W, H, img, &o, &cat);
+    if (fault_ok(f, st)) {
+        cr_assert(cat && cat->num_objects == 3, "extract_host: %zu objects, wanted 3", cat ? cat->num_objects : 0);
+        size_t px = 0;
+        for (size_t k = 0; k < cat->num_objects; k++) px += (size_t)cat->objects[k].npix;
+        cr_assert_eq(px, 8, "extract_host: %zu pixels in objects, wanted 8", px);
+        cr_assert(seg[2 * W + 20] > 0 && seg[4 * W + 20] == seg[2 * W + 20] && seg[0] == 0,
+                  "extract_host: the blob across two bands is not one object in the segmentation map");
+    } else {
+        cr_assert(!cat, "extract_host failed but left a catalogue");
+        cr_assert(all_poison(seg, sizeof seg), "extract_host failed but wrote into segmap");
+    }
+    gpuws_extract_catalog_free(cat);
+    return st;
+}
+
+/* The mesh background from host memory, meshes of 8 x 5 pixels in bands of one mesh row (its smallest budget is pass
+ * 2's row of maps beside the plan: 2 x 40 x 4 + 4 x (8 x 25 + 5 x 65) bytes). */
+FAULT_CASE(background_host_in_bands, FAULT_ALL)
+{
+    enum { W = 40, H = 25 };
+    static float img[W * H], back[W * H], rms[W * H];
+    for (int i = 0; i < W * H; i++) img[i] = 10.0f + (float)((i * 7919) % 13) * 0.25f;
+    memset(back, TEST_POISON_BYTE, sizeof back);
+    memset(rms, TEST_POISON_BYTE, sizeof rms);
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    bo.bw = 8, bo.bh = 5;
+    gpuws_background_host_options o = GPUWS_BACKGROUND_HOST_OPTIONS_INIT;
+    o.background = &bo, o.max_device_bytes = 2 * W * 4 + 4 * (8 * 25 + 5 * (W + H));
+    gpuws_background_result r;
+    gpuws_status st = gpuws_background_host(f->ctx, W, H, img, &o, back, rms, &r);
+    if (fault_ok(f, st)) {
+        cr_assert(r.nx == 5 && r.ny == 5, "background_host: a grid of %zu x %zu meshes", r.nx, r.ny);
+        for (int i = 0; i < W * H; i++)
+            cr_assert(back[i] > 9.0f && back[i] < 14.0f && rms[i] > 0.0f && rms[i] < 5.0f,
+                      "background_host: back %g rms %g at %d", back[i], rms[i], i);
+    } else {
+        cr_assert(all_poison(back, sizeof back) && all_poison(rms, sizeof rms),
+                  "background_host failed but wrote into back or rms");
+    }
+    return st;
+}
+
 FAULT_CASE(zero_suppress_f32, FAULT_ALL)
 {
     gpuws_status st = gpuws_zero_suppress(f->stream, GPUWS_F32, FAULT_N, f->in, 500.5, f->out);

@@ -203,8 +203,8 @@ typedef struct gpuws_extract_host_options {
  * When the image, its maps and the extraction's device memory (about 54 bytes a pixel) fit the budget, the call is
  * one in-core gpuws_extract between uploads and a download. Otherwise bands of whole rows, each with
  * max(filter_h / 2, 1) rows of halo above and below, go through the device one after the other: the pixels are
- * prepared, filtered and thresholded there and the records of the band's own rows read back; the host then finds
- * the components of all the records (8- or 4-connectivity, numbered as gpuws_label numbers them) and makes the
+ * prepared, filtered, thresholded and labelled there and the records of the band's own rows read back; the host
+ * then joins the bands' labels at their borders (numbered as gpuws_label numbers the whole image) and makes the
  * catalogue with gpuws_extract's host steps. Host memory: about 28 bytes a detected pixel. On the CPU backend the
  * bands are the reference's, on the caller's arrays. Errors: gpuws_extract's, NULL ctx or image, a buffer set in
  * options->extract, a segmap overlapping an input, a budget smaller than one band of one row with its halo (the
