@@ -185,8 +185,8 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
     cr_assert_eq(log.calls, log.bands, "%s: %zu progress calls for %zu bands", what, log.calls, log.bands);
     size_t band_rows = 0, bands = 0;
     TEST_OK(gpuws_extract_host_bands(ctx, w, h, &ho, &band_rows, &bands));
-    cr_assert(band_rows == rows && bands == log.bands, "%s: extract_host_bands says %zu bands of %zu rows", what,
-              bands, band_rows);
+    cr_assert(band_rows == rows && bands == log.bands, "%s: extract_host_bands says %zu bands of %zu rows", what, bands,
+              band_rows);
     cr_assert(log.in_order && log.last_rows == h, "%s: progress out of order or short (%zu rows)", what, log.last_rows);
     expect_same_catalog(what, got, want);
     for (size_t i = 0; i < n; i++)
@@ -300,5 +300,93 @@ ParameterizedTest(background_case *c, background_host, bands_give_the_in_core_ma
     free(x);
     free(lvl);
     free(sig);
+    gpuws_context_destroy(ctx);
+}
+
+typedef struct {
+    gpuws_backend_kind backend;
+    int filter_h; /* 3 (SEP's default) or 5 */
+    int masked;
+    size_t band_rows; /* 0: the in-core budget less one row */
+} made_case;
+
+ParameterizedTestParameters(extract_host, the_background_it_makes_gives_the_in_core_outputs)
+{
+    static const made_case rows[] = { { 0, 3, 1, 7 }, { 0, 5, 0, 1 }, { 0, 3, 1, 0 } };
+    return TEST_BACKEND_PARAMS(rows, sizeof rows / sizeof rows[0]);
+}
+
+/* options->background: the background made by the call, as `gpuws sources` makes it, against gpuws_background and
+ * gpuws_extract in-core with the same mask: the catalogue, the segmentation map, back, rms and the globals. */
+ParameterizedTest(made_case *c, extract_host, the_background_it_makes_gives_the_in_core_outputs)
+{
+    gpuws_context *ctx = test_open(c->backend);
+    enum { W = 257, H = 190 };
+    const size_t n = (size_t)W * H;
+    float *x = malloc(n * sizeof *x), *lvl = malloc(n * sizeof *lvl), *sig = malloc(n * sizeof *sig);
+    cr_assert(x && lvl && sig);
+    gpuws__case_extract_sky(W, H, test_seed(false) + 3, c->masked ? 3 : 0, x, lvl, sig);
+    uint8_t *mask = NULL;
+    if (c->masked) {
+        mask = calloc(n, 1);
+        cr_assert(mask);
+        for (size_t i = 0; i < n; i++) mask[i] = x[i] != x[i];
+    }
+    static const float k5[25] = { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1 };
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    if (c->filter_h == 5) o.filter = k5, o.filter_w = o.filter_h = 5;
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    bo.bw = bo.bh = 32;
+
+    gpuws_buffer *img = test_buffer_from(ctx, x, n * sizeof(float));
+    gpuws_buffer *m = mask ? test_buffer_from(ctx, mask, n) : NULL;
+    gpuws_buffer *db = test_buffer(ctx, n * sizeof(float)), *dr = test_buffer(ctx, n * sizeof(float));
+    gpuws_buffer *ds = test_buffer(ctx, n * sizeof(int32_t));
+    gpuws_background_result want_r, got_r;
+    bo.mask = m;
+    TEST_OK(gpuws_background(NULL, GPUWS_F32, W, H, img, &bo, db, dr, &want_r));
+    bo.mask = NULL;
+    gpuws_extract_options oi = o;
+    oi.back = db, oi.rms = dr, oi.mask = m, oi.segmap = ds;
+    gpuws_extract_catalog *want = NULL, *got = NULL;
+    TEST_OK(gpuws_extract(NULL, W, H, img, &oi, &want));
+    float *want_back = test_download(db, n * sizeof(float)), *want_rms = test_download(dr, n * sizeof(float));
+    int32_t *want_seg = test_download(ds, n * sizeof(int32_t));
+
+    const size_t halo = c->filter_h / 2 > 1 ? (size_t)c->filter_h / 2 : 1, rows = c->band_rows;
+    const uint64_t per_px = EX_BYTES + 8 + (mask ? 1 : 0);
+    const uint64_t plan = 4 * (8 * (uint64_t)((W + 31) / 32) * ((H + 31) / 32) + 5 * (uint64_t)(W + H));
+    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    ho.extract = &o, ho.mask = mask, ho.background = &bo, ho.background_result = &got_r;
+    ho.max_device_bytes = plan + per_px * W * (rows ? rows + 2 * halo : H - 1);
+    float *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
+    int32_t *seg = malloc(n * sizeof *seg);
+    cr_assert(back && rms && seg);
+    ho.back_out = back, ho.rms_out = rms, ho.segmap = seg;
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_extract_host_bands(ctx, W, H, &ho, &band_rows, &bands));
+    cr_assert(bands > 1 && (!rows || band_rows == rows), "%zu bands of %zu rows", bands, band_rows);
+    TEST_OK(gpuws_extract_host(ctx, W, H, x, &ho, &got));
+    char what[120];
+    snprintf(what, sizeof what, "%s filter %d mask %d, %zu bands of %zu rows", test_backend_name(c->backend),
+             c->filter_h, c->masked, bands, band_rows);
+    cr_assert_gt(want->num_objects, 10, "%s: the sky has only %zu objects", what, want->num_objects);
+    expect_same_catalog(what, got, want);
+    cr_assert(!memcmp(&got_r, &want_r, sizeof got_r), "%s: the background's globals differ", what);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(!memcmp(&back[i], &want_back[i], sizeof(float)) && !memcmp(&rms[i], &want_rms[i], sizeof(float)),
+                  "%s: back %.9g rms %.9g at (%zu, %zu), in-core %.9g %.9g", what, back[i], rms[i], i % W, i / W,
+                  want_back[i], want_rms[i]);
+        cr_assert_eq(seg[i], want_seg[i], "%s: segmap at (%zu, %zu)", what, i % W, i / W);
+    }
+    gpuws_extract_catalog_free(got);
+    gpuws_extract_catalog_free(want);
+    gpuws_buffer_destroy(img);
+    gpuws_buffer_destroy(m);
+    gpuws_buffer_destroy(db);
+    gpuws_buffer_destroy(dr);
+    gpuws_buffer_destroy(ds);
+    free(want_back), free(want_rms), free(want_seg), free(back), free(rms), free(seg);
+    free(mask), free(x), free(lvl), free(sig);
     gpuws_context_destroy(ctx);
 }

@@ -572,8 +572,9 @@ static int extract_from_host(const sources_args *a, gpuws_context *ctx, size_t w
     return 40.0 * (double)w * (double)h > 0.75 * (double)d.global_mem_bytes;
 }
 
-/* The extraction from host memory (extract_from_host): gpuws_background_host and gpuws_extract_host on the image as
- * it was read, the maps and the segmentation map made in host memory; then the report and the outputs. */
+/* The extraction from host memory (extract_from_host): gpuws_extract_host on the image as it was read, making the
+ * background itself (its maps reach the host only for --background and --rms), the segmentation map made in host
+ * memory; then the report and the outputs. */
 static int run_extract_host(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
                             sources_times *t)
 {
@@ -583,36 +584,31 @@ static int run_extract_host(const sources_args *a, const fits_image *img, const 
     if (!q) return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
     q->ms_wcs = timed_products(&q->p, img, &q->wcs, q->why, sizeof q->why, q->bunit, sizeof q->bunit);
     q->p.image = img->data;
-    q->hback = malloc(n * sizeof *q->hback);
-    q->hrms = malloc(n * sizeof *q->hrms);
+    q->hback = a->out[OUT_BACKGROUND] ? malloc(n * sizeof *q->hback) : NULL;
+    q->hrms = a->out[OUT_RMS] ? malloc(n * sizeof *q->hrms) : NULL;
     q->hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *q->hseg) : NULL;
-    gpuws_status st = !q->hback || !q->hrms || (a->out[OUT_LABELS] && !q->hseg) ? GPUWS_ERR_OUT_OF_MEMORY : GPUWS_OK;
+    gpuws_status st =
+        (a->out[OUT_BACKGROUND] && !q->hback) || (a->out[OUT_RMS] && !q->hrms) || (a->out[OUT_LABELS] && !q->hseg)
+            ? GPUWS_ERR_OUT_OF_MEMORY
+            : GPUWS_OK;
     tool_band_progress progress = tool_band_progress_start("gpuws sources");
+    progress.step = "extraction";
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    mesh_for(a, w, h, &bo.bw, &bo.bh);
+    bo.fw = x->back_fw, bo.fh = x->back_fh;
     gpuws_extract_options eo = extract_options(a);
     gpuws_extract_host_options eho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
-    eho.extract = &eo, eho.back = q->hback, eho.rms = q->hrms, eho.mask = scan->mask, eho.segmap = q->hseg;
-    eho.max_device_bytes = a->max_device_bytes, eho.progress = tool_label_band, eho.progress_user = &progress;
+    eho.extract = &eo, eho.mask = scan->mask, eho.segmap = q->hseg, eho.max_device_bytes = a->max_device_bytes;
+    eho.progress = tool_label_band, eho.progress_user = &progress;
+    eho.background = &bo, eho.back_out = q->hback, eho.rms_out = q->hrms, eho.background_result = &q->br;
     size_t rows = 0, bands = 0;
     if (!st && !(st = gpuws_extract_host_bands(ctx, w, h, &eho, &rows, &bands))) /* a budget below one band */
         fprintf(stderr, "gpuws sources: the extraction from host memory, in %zu band%s of up to %zu of %zu rows\n",
                 bands, bands == 1 ? "" : "s", rows, h);
-    progress.step = "background";
-    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
-    mesh_for(a, w, h, &bo.bw, &bo.bh);
-    bo.fw = x->back_fw, bo.fh = x->back_fh;
-    gpuws_background_host_options bho = GPUWS_BACKGROUND_HOST_OPTIONS_INIT;
-    bho.background = &bo, bho.mask = scan->mask, bho.max_device_bytes = a->max_device_bytes;
-    bho.progress = tool_label_band, bho.progress_user = &progress;
-    double t0 = tool_now_ms();
-    if (!st) st = gpuws_background_host(ctx, w, h, img->data, &bho, q->hback, q->hrms, &q->br);
-    t->background = tool_now_ms() - t0;
-    progress.step = "extraction";
-    t0 = tool_now_ms();
+    const double t0 = tool_now_ms();
     if (!st) st = gpuws_extract_host(ctx, w, h, img->data, &eho, &q->cat);
-    t->extract = tool_now_ms() - t0;
+    t->extract = tool_now_ms() - t0; /* the background's pass included */
     if (!st) t->extract_device = q->cat->ms_device, t->extract_host = q->cat->ms_host;
-    if (!a->out[OUT_BACKGROUND]) free(q->hback), q->hback = NULL;
-    if (!a->out[OUT_RMS]) free(q->hrms), q->hrms = NULL;
     return extract_report(q, a, w, h, st, t) || sources_pending_write(q, a, t);
 }
 

@@ -235,6 +235,7 @@ typedef struct {
     const gpuws_background_host_options *ho;
     size_t rows1, bands1, mesh_rows1; /* pass 1: rows a band (whole mesh rows), bands, mesh rows a band */
     size_t rows2, bands2;             /* pass 2 */
+    int passes;                       /* the passes that progress counts: 2, or 1 where pass 2 is the caller's */
 } bg_host;
 
 /* Pass 1: each band's meshes' statistics into mesh (2 floats a mesh, the grid's row-major order). */
@@ -258,7 +259,7 @@ static gpuws_status bg_host_meshes(const bg_host *b, const float *image, float *
             !(b->ho->mask && (st = gpuws_buffer_write_async(b->s, dmask, 0, b->ho->mask + y0 * w, rows * w))) &&
             !(st = bg_mesh_launch(b->s, km, block, dimg, dmask, w, rows, b->o->bw, b->o->bh, b->p->nx, nmesh, dmesh)))
             st = gpuws__buffer_read_sync(b->s, dmesh, 0, mesh + 2 * my0 * b->p->nx, 2 * nmesh * sizeof(float));
-        if (!st && b->ho->progress) b->ho->progress(b->ho->progress_user, 1, 2, k, b->bands1, y0 + rows, h);
+        if (!st && b->ho->progress) b->ho->progress(b->ho->progress_user, 1, b->passes, k, b->bands1, y0 + rows, h);
     }
     gpuws_stream_synchronize(b->s); /* nothing reads the caller's memory after an error either */
     gpuws_buffer_destroy(dimg);
@@ -296,7 +297,7 @@ static gpuws_status bg_host_maps(const bg_host *b, const void *plan, float *back
 
 /* The bands that the budget gives each pass: pass 1 holds rows1 = whole mesh rows of image (and mask) and their
  * meshes' statistics, pass 2 rows2 rows of back and rms beside the plan. */
-static gpuws_status bg_host_bands(gpuws_context *ctx, bg_host *b)
+static gpuws_status bg_host_bands(gpuws_context *ctx, bg_host *b, const char *fn)
 {
     const size_t w = b->width, h = b->height, bh = (size_t)b->o->bh, nx = b->p->nx;
     uint64_t budget, max_alloc;
@@ -306,9 +307,9 @@ static gpuws_status bg_host_bands(gpuws_context *ctx, bg_host *b)
     const uint64_t need = row1 > 2 * w * sizeof(float) + plan ? row1 : 2 * w * sizeof(float) + plan;
     if (budget < need)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                            "background_host: max_device_bytes %llu is less than one band needs: %llu bytes (a mesh "
-                            "row of %zu x %zu pixels, or a row of back and rms beside the %llu-byte plan)",
-                            (unsigned long long)budget, (unsigned long long)need, w, bh, (unsigned long long)plan);
+                            "%s: max_device_bytes %llu is less than one band needs: %llu bytes (a mesh row of %zu x "
+                            "%zu pixels, or a row of back and rms beside the %llu-byte plan)",
+                            fn, (unsigned long long)budget, (unsigned long long)need, w, bh, (unsigned long long)plan);
     uint64_t mesh_rows = budget / row1, rows2 = (budget - plan) / (2 * w * sizeof(float));
     if (max_alloc) { /* no buffer larger than the device allows */
         const uint64_t most = max_alloc / (bh * w * sizeof(float));
@@ -358,9 +359,9 @@ gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t heig
                             "background_host: 'back' and 'rms' must not overlap each other, the image or the mask");
     gpuws__background_plan p;
     if ((st = bg_layout(width, height, &o, "background_host", &p))) return st;
-    bg_host b = { NULL, width, height, &o, &p, &ho, 0, 0, 0, 0, 0 };
-    if ((st = bg_host_bands(ctx, &b))) return st;  /* on every backend, so that a budget fails alike */
-    if (ctx->backend->kind == GPUWS_BACKEND_CPU) { /* the device's memory is the host's: no bands */
+    bg_host b = { NULL, width, height, &o, &p, &ho, 0, 0, 0, 0, 0, 2 };
+    if ((st = bg_host_bands(ctx, &b, "background_host"))) return st; /* on every backend: a budget fails alike */
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU) {                   /* the device's memory is the host's: no bands */
         st = gpuws_background_ref(image, ho.mask, width, height, &o, back, rms, result);
         if (st == GPUWS_ERR_INVALID_ARGUMENT)
             return gpuws__error(
@@ -391,4 +392,42 @@ gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t heig
     gpuws__free(mesh);
     gpuws__free(plan);
     return st;
+}
+
+gpuws_status gpuws__background_host_plan(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                         const unsigned char *mask, const gpuws_background_options *o,
+                                         uint64_t max_device_bytes, gpuws_extract_host_progress progress,
+                                         void *progress_user, void **plan, gpuws__background_plan *p,
+                                         gpuws_background_result *result)
+{
+    size_t npix;
+    gpuws_status st;
+    *plan = NULL;
+    if ((st = bg_check(width, height, o, "extract_host: background", &npix)) ||
+        (st = bg_layout(width, height, o, "extract_host: background", p)))
+        return st;
+    const gpuws_background_host_options ho = { sizeof ho, o, mask, max_device_bytes, progress, progress_user };
+    bg_host b = { NULL, width, height, o, p, &ho, 0, 0, 0, 0, 0, 2 };
+    if ((st = bg_host_bands(ctx, &b, "extract_host: background"))) return st;
+    float *mesh = gpuws__malloc(2 * p->n * sizeof *mesh);
+    void *words = gpuws__malloc(p->words * 4);
+    if (!mesh || !words) {
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for the %zu meshes' plan (%zu bytes)",
+                          p->n, p->words * 4 + 2 * p->n * sizeof *mesh);
+    } else if (!(st = gpuws_stream_create(ctx, &b.s))) {
+        if (!(st = bg_host_meshes(&b, image, mesh))) st = bg_grid(p, width, height, o, mesh, words, result);
+        gpuws_stream_destroy(b.s);
+    }
+    gpuws__free(mesh);
+    if (st) gpuws__free(words);
+    else *plan = words;
+    return st;
+}
+
+gpuws_status gpuws__background_rows(gpuws_stream *s, gpuws_buffer *dplan, const gpuws__background_plan *p, size_t width,
+                                    size_t first, size_t end, gpuws_buffer *back, gpuws_buffer *rms)
+{
+    gpuws_kernel *ki;
+    const gpuws_status st = gpuws__kernel_get_ex(s->ctx, "background_interp", NULL, &ki);
+    return st ? st : bg_interp_launch(s, ki, dplan, p, width, first, end, back, rms);
 }

@@ -11,6 +11,7 @@
 #include "../common/driver.h"
 #include "../../core/options.h"
 #include "../../core/threads.h"
+#include "../background/background_ref.h"
 #include "extract_ref.h"
 
 #include <math.h>
@@ -144,9 +145,12 @@ static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t 
 typedef struct {
     gpuws_context *ctx;
     const gpuws__extract_params *p;
-    const gpuws_extract_host_options *ho;
+    const gpuws_extract_host_options *ho; /* with back and rms the made background's where the CPU backend made it */
     const float *image;
     size_t halo, rows, bands; /* rows: a band's own rows (the last may have fewer) */
+    const void *plan;         /* the background's plan, which the device makes each band's maps from; NULL: none */
+    const gpuws__background_plan *bp;
+    int pass, passes; /* the bands' pass in progress */
 } ex_bands;
 
 /* The records of every band's own rows into k: on the CPU backend by the reference on the caller's arrays, else
@@ -159,12 +163,15 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k)
     gpuws_stream *s = NULL;
     gpuws_buffer *dimg = NULL, *dback = NULL, *drms = NULL, *dmask = NULL;
     gpuws_status st = GPUWS_OK;
+    gpuws_buffer *dplan = NULL;
     if (!on_cpu && (!(st = gpuws_stream_create(b->ctx, &s)))) {
         const size_t bytes = rows_in * w * sizeof(float);
-        if (!(st = gpuws_buffer_create(b->ctx, bytes, &dimg)) && ho->back)
+        if (!(st = gpuws_buffer_create(b->ctx, bytes, &dimg)) && (ho->back || b->plan))
             st = gpuws_buffer_create(b->ctx, bytes, &dback);
-        if (!st && ho->rms) st = gpuws_buffer_create(b->ctx, bytes, &drms);
+        if (!st && (ho->rms || b->plan)) st = gpuws_buffer_create(b->ctx, bytes, &drms);
         if (!st && ho->mask) st = gpuws_buffer_create(b->ctx, rows_in * w, &dmask);
+        if (!st && b->plan && !(st = gpuws_buffer_create(b->ctx, b->bp->words * 4, &dplan)))
+            st = gpuws_buffer_write_async(s, dplan, 0, b->plan, b->bp->words * 4);
     }
     for (size_t band = 0; band < b->bands && !st; band++) {
         const size_t y0 = band * b->rows, y1 = y0 + b->rows < h ? y0 + b->rows : h;
@@ -183,10 +190,15 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k)
         } else {
             gpuws_extract_options ob = GPUWS_EXTRACT_OPTIONS_INIT;
             ob.back = dback, ob.rms = drms, ob.mask = dmask;
+            const size_t own = (y1 - y0) * w * sizeof(float), from = (y0 - a0) * w * sizeof(float);
             if (!(st = gpuws_buffer_write_async(s, dimg, 0, b->image + at, n * sizeof(float))) &&
                 !(ho->back && (st = gpuws_buffer_write_async(s, dback, 0, ho->back + at, n * sizeof(float)))) &&
                 !(ho->rms && (st = gpuws_buffer_write_async(s, drms, 0, ho->rms + at, n * sizeof(float)))) &&
-                !(ho->mask && (st = gpuws_buffer_write_async(s, dmask, 0, ho->mask + at, n))))
+                !(ho->mask && (st = gpuws_buffer_write_async(s, dmask, 0, ho->mask + at, n))) &&
+                !(b->plan && (st = gpuws__background_rows(s, dplan, b->bp, w, a0, a1, dback, drms))) &&
+                !(b->plan && ho->back_out &&
+                  (st = gpuws_buffer_read_async(s, dback, from, ho->back_out + y0 * w, own))) &&
+                !(b->plan && ho->rms_out && (st = gpuws_buffer_read_async(s, drms, from, ho->rms_out + y0 * w, own))))
                 st = gpuws__extract_band_records(s, &pb, dimg, &ob, &px);
         }
         if (!st && !kept_add(k, &px, at))
@@ -194,7 +206,7 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k)
                               k->n + px.n, (k->n + px.n) * 6 * sizeof(uint32_t));
         if (on_cpu) gpuws__extract_pixels_free(&px);
         else if (px.idx) gpuws__extract_band_release(b->ctx, &px);
-        if (!st && ho->progress) ho->progress(ho->progress_user, 1, 1, band, b->bands, y1, h);
+        if (!st && ho->progress) ho->progress(ho->progress_user, b->pass, b->passes, band, b->bands, y1, h);
     }
     if (s) {
         gpuws_stream_synchronize(s); /* no upload reads the caller's memory after an error */
@@ -204,13 +216,15 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k)
     gpuws_buffer_destroy(dback);
     gpuws_buffer_destroy(drms);
     gpuws_buffer_destroy(dmask);
+    gpuws_buffer_destroy(dplan);
     return st;
 }
 
-/* One band: gpuws_extract on device copies of the caller's arrays, the segmentation map read back. */
+/* One band: gpuws_extract on device copies of the caller's arrays (with bo, after gpuws_background on the device),
+ * the segmentation map and the background's maps read back. */
 static gpuws_status extract_in_core(gpuws_context *ctx, size_t w, size_t h, const float *image,
                                     const gpuws_extract_options *eo, const gpuws_extract_host_options *ho,
-                                    gpuws_extract_catalog **catalog)
+                                    const gpuws_background_options *bo, gpuws_extract_catalog **catalog)
 {
     const size_t n = w * h;
     gpuws_stream *s;
@@ -218,17 +232,27 @@ static gpuws_status extract_in_core(gpuws_context *ctx, size_t w, size_t h, cons
     if (st) return st;
     gpuws_buffer *b[5] = { NULL, NULL, NULL, NULL, NULL }; /* image, back, rms, mask, segmap */
     const void *from[4] = { image, ho->back, ho->rms, ho->mask };
+    const bool made[5] = { false, bo != NULL, bo != NULL, false, false }; /* made on the device */
     const size_t bytes[5] = { n * sizeof(float), n * sizeof(float), n * sizeof(float), n, n * sizeof(int32_t) };
     for (int i = 0; i < 5 && !st; i++) {
-        if ((i < 4 && !from[i]) || (i == 4 && !ho->segmap)) continue;
-        if (!(st = gpuws_buffer_create(ctx, bytes[i], &b[i])) && i < 4)
+        if ((i < 4 && !from[i] && !made[i]) || (i == 4 && !ho->segmap)) continue;
+        if (!(st = gpuws_buffer_create(ctx, bytes[i], &b[i])) && i < 4 && !made[i])
             st = gpuws_buffer_write_async(s, b[i], 0, from[i], bytes[i]);
+    }
+    gpuws_background_result r;
+    if (!st && bo) {
+        gpuws_background_options o = *bo;
+        o.mask = b[3];
+        if (!(st = gpuws_background(s, GPUWS_F32, w, h, b[0], &o, b[1], b[2], &r)) && ho->progress)
+            ho->progress(ho->progress_user, 1, 2, 0, 1, h, h);
     }
     gpuws_extract_options o = *eo;
     o.back = b[1], o.rms = b[2], o.mask = b[3], o.segmap = b[4];
     gpuws_extract_catalog *cat = NULL;
     if (!st) st = gpuws_extract(s, w, h, b[0], &o, &cat);
     if (!st && ho->segmap) st = gpuws__buffer_read_sync(s, b[4], 0, ho->segmap, bytes[4]);
+    if (!st && bo && ho->back_out) st = gpuws__buffer_read_sync(s, b[1], 0, ho->back_out, bytes[1]);
+    if (!st && bo && ho->rms_out) st = gpuws__buffer_read_sync(s, b[2], 0, ho->rms_out, bytes[2]);
     const gpuws_status sync = gpuws_stream_synchronize(s);
     if (!st) st = sync;
     for (int i = 0; i < 5; i++) gpuws_buffer_destroy(b[i]);
@@ -237,7 +261,8 @@ static gpuws_status extract_in_core(gpuws_context *ctx, size_t w, size_t h, cons
         gpuws_extract_catalog_free(cat);
         return st;
     }
-    if (ho->progress) ho->progress(ho->progress_user, 1, 1, 0, 1, h, h);
+    if (bo && ho->background_result) *ho->background_result = r;
+    if (ho->progress) ho->progress(ho->progress_user, bo ? 2 : 1, bo ? 2 : 1, 0, 1, h, h);
     *catalog = cat;
     return GPUWS_OK;
 }
@@ -280,93 +305,169 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
 /* The bands: as many rows as the budget holds with their halo (*rows own rows a band, *bands of them), or the whole
  * image in one band. */
 static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, const gpuws_extract_host_options *ho,
-                               const gpuws_extract_options *eo, size_t *rows, size_t *bands, size_t *halo)
+                               const gpuws_extract_options *eo, uint64_t plan_bytes, size_t *rows, size_t *bands,
+                               size_t *halo)
 {
     const int kh = eo->filter_type == GPUWS_FILTER_NONE ? 0 : eo->filter ? eo->filter_h : 3;
+    const bool bg = ho->background != NULL;
     *halo = kh / 2 > 1 ? (size_t)(kh / 2) : 1;
-    const uint64_t per_px = EX_HOST_BYTES + (ho->back ? 4u : 0u) + (ho->rms ? 4u : 0u) + (ho->mask ? 1u : 0u);
+    const uint64_t per_px =
+        EX_HOST_BYTES + (ho->back || bg ? 4u : 0u) + (ho->rms || bg ? 4u : 0u) + (ho->mask ? 1u : 0u);
     uint64_t budget, max_alloc;
     gpuws__band_budget(&ctx, 1, ho->max_device_bytes, &budget, &max_alloc);
-    uint64_t rows_in = budget / (per_px * width);
+    uint64_t rows_in = budget > plan_bytes ? (budget - plan_bytes) / (per_px * width) : 0; /* the plan beside them */
     if (max_alloc && rows_in > max_alloc / (6 * sizeof(float) * width)) /* the records are the largest buffer */
         rows_in = max_alloc / (6 * sizeof(float) * width);
     const bool one = rows_in >= height;
     if (!one && rows_in < 1 + 2 * (uint64_t)*halo)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "extract_host: max_device_bytes %llu is less than one band needs: %llu bytes (a row and "
-                            "%zu rows of halo either side, %llu bytes a pixel)",
+                            "%zu rows of halo either side, %llu bytes a pixel%s)",
                             (unsigned long long)budget,
-                            (unsigned long long)(per_px * width * (1 + 2 * (uint64_t)*halo)), *halo,
-                            (unsigned long long)per_px);
+                            (unsigned long long)(per_px * width * (1 + 2 * (uint64_t)*halo) + plan_bytes), *halo,
+                            (unsigned long long)per_px, bg ? ", beside the background's plan" : "");
     *rows = one ? height : (size_t)rows_in - 2 * *halo;
     *bands = (height + *rows - 1) / *rows;
+    return GPUWS_OK;
+}
+
+/* The call's options read and checked (fn names the call in messages): *ho, *eo and, with ho->background, *bo;
+ * *plan_bytes the background's plan's (0 without), *npix the pixels. */
+static gpuws_status read_options(gpuws_context *ctx, size_t width, size_t height,
+                                 const gpuws_extract_host_options *options, const char *fn,
+                                 gpuws_extract_host_options *ho, gpuws_extract_options *eo,
+                                 gpuws_background_options *bo, uint64_t *plan_bytes, size_t *npix)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    char what[96];
+    *ho = (gpuws_extract_host_options)GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    *eo = (gpuws_extract_options)GPUWS_EXTRACT_OPTIONS_INIT;
+    *bo = (gpuws_background_options)GPUWS_BACKGROUND_OPTIONS_INIT;
+    snprintf(what, sizeof what, "%s: options", fn);
+    if ((st = gpuws__options_read(options, ho, sizeof *ho, GPUWS__EXTRACT_HOST_OPTIONS_BASE, what))) return st;
+    snprintf(what, sizeof what, "%s: options->extract", fn);
+    if (ho->extract && (st = gpuws__options_read(ho->extract, eo, sizeof *eo, GPUWS__EXTRACT_OPTIONS_BASE, what)))
+        return st;
+    snprintf(what, sizeof what, "%s: options->background", fn);
+    if (ho->background &&
+        (st = gpuws__options_read(ho->background, bo, sizeof *bo, GPUWS__BACKGROUND_OPTIONS_BASE, what)))
+        return st;
+    if (eo->back || eo->rms || eo->mask || eo->segmap)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: options->extract->%s is a device buffer; give the host array in options", fn,
+                            eo->back   ? "back"
+                            : eo->rms  ? "rms"
+                            : eo->mask ? "mask"
+                                       : "segmap");
+    if (ho->background && bo->mask)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: options->background->mask is a device buffer; options->mask serves both", fn);
+    if (ho->background && (ho->back || ho->rms))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: options->%s is given with options->background, which makes the background", fn,
+                            ho->back ? "back" : "rms");
+    if ((st = gpuws__extract_check(eo, width, height, ho->rms || ho->background, fn, npix))) return st;
+    *plan_bytes = 0;
+    gpuws__background_plan bp;
+    if (ho->background && bo->bw >= 1 && bo->bh >= 1 && gpuws__background_layout(width, height, bo->bw, bo->bh, &bp))
+        *plan_bytes = (uint64_t)bp.words * 4;
     return GPUWS_OK;
 }
 
 gpuws_status gpuws_extract_host_bands(gpuws_context *ctx, size_t width, size_t height,
                                       const gpuws_extract_host_options *options, size_t *band_rows, size_t *bands)
 {
-    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    gpuws_extract_host_options ho;
+    gpuws_extract_options eo;
+    gpuws_background_options bo;
+    uint64_t plan_bytes = 0;
+    size_t npix, halo;
+    gpuws_status st =
+        read_options(ctx, width, height, options, "extract_host_bands", &ho, &eo, &bo, &plan_bytes, &npix);
     if (st) return st;
-    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
-    gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
-    if ((st = gpuws__options_read(options, &ho, sizeof ho, GPUWS__EXTRACT_HOST_OPTIONS_BASE,
-                                  "extract_host_bands: options")) ||
-        (ho.extract && (st = gpuws__options_read(ho.extract, &eo, sizeof eo, GPUWS__EXTRACT_OPTIONS_BASE,
-                                                 "extract_host_bands: options->extract"))))
-        return st;
     if (!band_rows || !bands)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host_bands: argument '%s' is NULL",
                             !band_rows ? "band_rows" : "bands");
-    size_t npix, halo;
-    if ((st = gpuws__extract_check(&eo, width, height, ho.rms != NULL, "extract_host_bands", &npix))) return st;
-    return plan_bands(ctx, width, height, &ho, &eo, band_rows, bands, &halo);
+    return plan_bands(ctx, width, height, &ho, &eo, plan_bytes, band_rows, bands, &halo);
+}
+
+/* Whether an output of `bytes` bytes at out overlaps an input or another output. */
+static bool output_overlaps(const void *out, size_t bytes, const float *image, const gpuws_extract_host_options *ho,
+                            size_t npix)
+{
+    const size_t fb = npix * sizeof(float), sb = npix * sizeof(int32_t);
+    const void *other[6] = { image, ho->back, ho->rms, ho->segmap, ho->back_out, ho->rms_out };
+    const size_t size[6] = { fb, fb, fb, sb, fb, fb };
+    for (int i = 0; i < 6; i++)
+        if (other[i] && other[i] != out && gpuws__overlaps(out, bytes, other[i], size[i])) return true;
+    return ho->mask && gpuws__overlaps(out, bytes, ho->mask, npix);
+}
+
+/* The background made on the CPU backend, whose device memory is the host's: gpuws_background_host's maps, into
+ * back_out and rms_out where given, else into memory of the call's own (*tb, *tr, to free). */
+static gpuws_status background_on_cpu(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                      gpuws_extract_host_options *ho, const gpuws_background_options *bo, float **tb,
+                                      float **tr)
+{
+    const size_t bytes = width * height * sizeof(float);
+    *tb = ho->back_out ? NULL : gpuws__malloc(bytes);
+    *tr = ho->rms_out ? NULL : gpuws__malloc(bytes);
+    if ((!ho->back_out && !*tb) || (!ho->rms_out && !*tr))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "extract_host: no host memory for the background's maps (%zu bytes)", 2 * bytes);
+    gpuws_background_host_options o = GPUWS_BACKGROUND_HOST_OPTIONS_INIT;
+    gpuws_background_result r;
+    o.background = bo, o.mask = ho->mask;
+    float *back = ho->back_out ? ho->back_out : *tb, *rms = ho->rms_out ? ho->rms_out : *tr;
+    const gpuws_status st = gpuws_background_host(ctx, width, height, image, &o, back, rms, &r);
+    if (st) return st;
+    if (ho->background_result) *ho->background_result = r;
+    if (ho->progress) ho->progress(ho->progress_user, 1, 2, 0, 1, height, height);
+    ho->back = back, ho->rms = rms;
+    return GPUWS_OK;
 }
 
 gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                 const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog)
 {
     if (catalog) *catalog = NULL;
-    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    gpuws_extract_host_options ho;
+    gpuws_extract_options eo;
+    gpuws_background_options bo;
+    uint64_t plan_bytes = 0;
+    size_t npix;
+    gpuws_status st = read_options(ctx, width, height, options, "extract_host", &ho, &eo, &bo, &plan_bytes, &npix);
     if (st) return st;
-    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
-    gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
-    if ((st =
-             gpuws__options_read(options, &ho, sizeof ho, GPUWS__EXTRACT_HOST_OPTIONS_BASE, "extract_host: options")) ||
-        (ho.extract && (st = gpuws__options_read(ho.extract, &eo, sizeof eo, GPUWS__EXTRACT_OPTIONS_BASE,
-                                                 "extract_host: options->extract"))))
-        return st;
     if (!image || !catalog)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host: argument '%s' is NULL",
                             !image ? "image" : "catalog");
-    if (eo.back || eo.rms || eo.mask || eo.segmap)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                            "extract_host: options->extract->%s is a device buffer; give the host array in options",
-                            eo.back   ? "back"
-                            : eo.rms  ? "rms"
-                            : eo.mask ? "mask"
-                                      : "segmap");
-    size_t npix;
-    if ((st = gpuws__extract_check(&eo, width, height, ho.rms != NULL, "extract_host", &npix))) return st;
     const size_t fb = npix * sizeof(float), sb = npix * sizeof(int32_t);
-    if (ho.segmap &&
-        (gpuws__overlaps(ho.segmap, sb, image, fb) || (ho.back && gpuws__overlaps(ho.segmap, sb, ho.back, fb)) ||
-         (ho.rms && gpuws__overlaps(ho.segmap, sb, ho.rms, fb)) ||
-         (ho.mask && gpuws__overlaps(ho.segmap, sb, ho.mask, npix))))
+    if ((ho.segmap && output_overlaps(ho.segmap, sb, image, &ho, npix)) ||
+        (ho.back_out && output_overlaps(ho.back_out, fb, image, &ho, npix)) ||
+        (ho.rms_out && output_overlaps(ho.rms_out, fb, image, &ho, npix)))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                            "extract_host: 'segmap' overlaps the image, back, rms or mask (they are read while it is "
-                            "written)");
+                            "extract_host: '%s' overlaps the image, back, rms, mask or another output (they are read "
+                            "while it is written)",
+                            ho.segmap && output_overlaps(ho.segmap, sb, image, &ho, npix)       ? "segmap"
+                            : ho.back_out && output_overlaps(ho.back_out, fb, image, &ho, npix) ? "back_out"
+                                                                                                : "rms_out");
     if (npix > INT32_MAX)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract_host: %zu x %zu pixels; at most 2^31 - 1 are supported",
                             width, height);
-    if (ctx->backend->kind != GPUWS_BACKEND_CPU && !ctx->info.fp64)
+    const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
+    if (!on_cpu && !ctx->info.fp64)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks",
                             ctx->info.name);
+    const gpuws_background_options *bg = ho.background ? &bo : NULL;
+    size_t rows, bands, halo;
+    if ((st = plan_bands(ctx, width, height, &ho, &eo, plan_bytes, &rows, &bands, &halo))) return st;
+    if (bands == 1 && !on_cpu) return extract_in_core(ctx, width, height, image, &eo, &ho, bg, catalog);
 
     /* The options as the pixels see them: resolve reads only whether a σ map is given, which a stand-in says. */
     static const char stand_in;
     gpuws_extract_options ro = eo;
-    ro.rms = ho.rms ? (const gpuws_buffer *)(const void *)&stand_in : NULL;
+    ro.rms = ho.rms || bg ? (const gpuws_buffer *)(const void *)&stand_in : NULL;
     gpuws__extract_params p;
     float fsum;
     if ((st = gpuws__extract_resolve(&ro, width, height, &p, &fsum))) {
@@ -377,20 +478,21 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
                             (size_t)eo.filter_w * (size_t)eo.filter_h * sizeof(float) + 9 * sizeof(float));
     }
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
-
-    ex_bands b = { ctx, &p, &ho, image, 0, 0, 0 };
-    if ((st = plan_bands(ctx, width, height, &ho, &eo, &b.rows, &b.bands, &b.halo))) {
-        gpuws__extract_params_free(&p);
-        return st;
-    }
-    if (b.bands == 1 && ctx->backend->kind != GPUWS_BACKEND_CPU) {
-        gpuws__extract_params_free(&p);
-        return extract_in_core(ctx, width, height, image, &eo, &ho, catalog);
+    ex_bands b = { ctx, &p, &ho, image, halo, rows, bands, NULL, NULL, bg ? 2 : 1, bg ? 2 : 1 };
+    float *tb = NULL, *tr = NULL;
+    void *plan = NULL;
+    gpuws__background_plan bp;
+    gpuws_background_result r;
+    const double t0 = now_ms();
+    if (bg && on_cpu) {
+        st = background_on_cpu(ctx, width, height, image, &ho, &bo, &tb, &tr);
+    } else if (bg && !(st = gpuws__background_host_plan(ctx, width, height, image, ho.mask, &bo, ho.max_device_bytes,
+                                                        ho.progress, ho.progress_user, &plan, &bp, &r))) {
+        b.plan = plan, b.bp = &bp;
     }
     ex_kept k;
     memset(&k, 0, sizeof k);
-    const double t0 = now_ms();
-    st = records_in_bands(&b, &k);
+    if (!st) st = records_in_bands(&b, &k);
     const double t1 = now_ms();
     gpuws_extract_catalog *cat = NULL;
     double ms[3] = { 0, 0, 0 }; /* the components, the host steps, the segmentation map */
@@ -398,7 +500,11 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     const size_t records = k.n;
     kept_free(&k);
     gpuws__extract_params_free(&p);
+    gpuws__free(plan);
+    gpuws__free(tb);
+    gpuws__free(tr);
     if (st) return st;
+    if (plan && ho.background_result) *ho.background_result = r;
     cat->ms_device = t1 - t0;
     cat->ms_host = now_ms() - t1;
     gpuws__log(GPUWS__LOG_DEBUG,

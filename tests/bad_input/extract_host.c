@@ -57,9 +57,42 @@ BAD_CASE(extract_host_thresh_not_finite, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
 }
 
 BAD_CASE(extract_host_segmap_overlaps_the_image, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
-         "extract_host: 'segmap' overlaps the image, back, rms or mask")
+         "extract_host: 'segmap' overlaps the image, back, rms, mask or another output")
 {
     return extract_with(f, NULL, 0, (int32_t *)(uintptr_t)(image + 3));
+}
+
+/* With the background made by the call: its outputs in f->host after the segmentation map. */
+static gpuws_status with_background(bad_fixture *f, const float *back, float *back_out, float *rms_out,
+                                    const gpuws_buffer *mask)
+{
+    gpuws_extract_host_options o = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    bo.bw = bo.bh = 4, bo.mask = mask;
+    o.background = &bo, o.back = back, o.back_out = back_out, o.rms_out = rms_out, o.segmap = SEGMAP;
+    gpuws_extract_catalog *cat = NULL;
+    const gpuws_status st = gpuws_extract_host(f->ctx, BAD_W, BAD_H, image, &o, &cat);
+    BAD_EXPECT_NULL(cat);
+    return st;
+}
+
+BAD_CASE(extract_host_back_with_background, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "extract_host: options->back is given with options->background, which makes the background")
+{
+    return with_background(f, image, NULL, NULL, NULL);
+}
+
+BAD_CASE(extract_host_device_mask_in_background, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "extract_host: options->background->mask is a device buffer; options->mask serves both")
+{
+    return with_background(f, NULL, NULL, NULL, f->in);
+}
+
+BAD_CASE(extract_host_back_out_overlaps_rms_out, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "extract_host: 'back_out' overlaps the image, back, rms, mask or another output")
+{
+    float *out = BAD_HOST_OUT(float) + BAD_N; /* after the segmentation map */
+    return with_background(f, NULL, out, out + BAD_N / 2, NULL);
 }
 
 BAD_CASE(extract_host_budget_below_one_band, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,

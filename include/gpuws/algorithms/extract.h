@@ -193,10 +193,18 @@ typedef struct gpuws_extract_host_options {
     uint64_t max_device_bytes;            /* device memory the call may use; 0 = what the device has free */
     gpuws_extract_host_progress progress; /* NULL = none */
     void *progress_user;                  /* progress's first argument */
+    /* SEP's mesh background made by the call, as `gpuws sources` uses it: NULL = none (back and rms as given);
+     * else back and rms must be NULL, and the image's background with these options (their mask NULL: the mask
+     * above serves both, as in sep.Background(data, mask) and sep.extract(data - bkg, thresh, err=bkg.rms(),
+     * mask)) is subtracted and its rms is the noise map. Its maps never need the host's memory: the device makes
+     * each band's from the mesh grid. */
+    const gpuws_background_options *background;
+    float *back_out, *rms_out;                  /* NULL, or width*height host f32: the background's maps */
+    gpuws_background_result *background_result; /* NULL, or the background's globals */
 } gpuws_extract_host_options;
 #define GPUWS_EXTRACT_HOST_OPTIONS_INIT                                                                                \
     {                                                                                                                  \
-        sizeof(gpuws_extract_host_options), NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL                                \
+        sizeof(gpuws_extract_host_options), NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL        \
     }
 
 /* gpuws_extract on a host image (width*height f32, row-major), the maps and the segmentation map in host memory.
@@ -206,10 +214,14 @@ typedef struct gpuws_extract_host_options {
  * prepared, filtered, thresholded and labelled there and the records of the band's own rows read back; the host
  * then joins the bands' labels at their borders (numbered as gpuws_label numbers the whole image) and makes the
  * catalogue with gpuws_extract's host steps. Host memory: about 28 bytes a detected pixel. On the CPU backend the
- * bands are the reference's, on the caller's arrays. Errors: gpuws_extract's, NULL ctx or image, a buffer set in
- * options->extract, a segmap overlapping an input, a budget smaller than one band of one row with its halo (the
- * message gives the minimum) → GPUWS_ERR_INVALID_ARGUMENT; more than 2^31 - 1 pixels → GPUWS_ERR_UNSUPPORTED. On
- * error *catalog is NULL and segmap untouched. */
+ * bands are the reference's, on the caller's arrays. With options->background the call first makes the mesh
+ * grid as gpuws_background_host's pass 1 does (progress: pass 1 of 2, the extraction pass 2), then each band's back
+ * and rms on the device from it, its own rows read back into back_out and rms_out where given: the results are
+ * gpuws_background's and then gpuws_extract's in-core, bit for bit. Errors: gpuws_extract's and gpuws_background's,
+ * NULL ctx or image, a buffer set in options->extract or options->background, back or rms given with background,
+ * an output (segmap, back_out, rms_out) overlapping an input or another, a budget smaller than one band of one row
+ * with its halo (the message gives the minimum) → GPUWS_ERR_INVALID_ARGUMENT; more than 2^31 - 1 pixels →
+ * GPUWS_ERR_UNSUPPORTED. On error *catalog is NULL and segmap untouched; back_out and rms_out are unspecified. */
 GPUWS_API gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                           const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog);
 
