@@ -53,7 +53,7 @@ static bool kept_grow(ex_kept *k, size_t more)
 {
     if (k->n + more <= k->cap) return true;
     size_t cap = k->cap ? k->cap : 4096;
-    while (cap < k->n + more) cap *= 2;
+    while (cap < k->n + more) cap = k->cap ? cap * 2 : k->n + more; /* the first: as asked */
     void *p[6] = { k->idx, k->value, k->cd, k->sig, k->sig_lr, k->label };
     for (int a = 0; a < 6; a++) {
         void *q = gpuws__realloc(p[a], cap * sizeof(uint32_t));
@@ -68,10 +68,12 @@ static bool kept_grow(ex_kept *k, size_t more)
 }
 
 /* A band's records (its own rows alone are detected), their indices moved by `offset` to the image's and their
- * labels by the labels of the bands before. */
-static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset)
+ * labels by the labels of the bands before. After the first of `bands` bands, room for as many records a band
+ * again and a quarter more: the arrays then grow once or twice, not at every doubling. */
+static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset, size_t bands)
 {
-    if (!kept_grow(k, b->n)) return false;
+    const size_t guess = k->n ? 0 : b->n + b->n * (bands - 1) / 4 * 5;
+    if (!kept_grow(k, b->n > guess ? b->n : guess)) return false;
     int32_t most = 0;
     for (size_t r = 0; r < b->n; r++) {
         const size_t j = k->n + r;
@@ -79,10 +81,10 @@ static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset)
         k->label[j] = b->label[r] + (int32_t)k->labels;
         most = b->label[r] > most ? b->label[r] : most;
     }
-    memcpy(k->value + k->n, b->value, b->n * sizeof(float));
-    memcpy(k->cd + k->n, b->cd, b->n * sizeof(float));
-    memcpy(k->sig + k->n, b->sig, b->n * sizeof(float));
-    memcpy(k->sig_lr + k->n, b->sig_lr, b->n * sizeof(float));
+    gpuws__copy_bytes(k->value + k->n, b->value, 0, b->n * sizeof(float));
+    gpuws__copy_bytes(k->cd + k->n, b->cd, 0, b->n * sizeof(float));
+    gpuws__copy_bytes(k->sig + k->n, b->sig, 0, b->n * sizeof(float));
+    gpuws__copy_bytes(k->sig_lr + k->n, b->sig_lr, 0, b->n * sizeof(float));
     k->n += b->n;
     k->labels += (size_t)most; /* a band's labels are 1 .. most, each of some record */
     return true;
@@ -154,8 +156,9 @@ typedef struct {
 } ex_bands;
 
 /* The records of every band's own rows into k: on the CPU backend by the reference on the caller's arrays, else
- * through the device, a band at a time on a stream of the call's own (which holds the device steps' memory). */
-static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k)
+ * through the device, a band at a time on a stream of the call's own (which holds the device steps' memory). ms
+ * adds up the times of the bands' uploads (and maps), their device steps and the records' keeping. */
+static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k, double ms[3])
 {
     const size_t w = b->p->w, h = b->p->h, rows_in = b->rows + 2 * b->halo;
     const gpuws_extract_host_options *ho = b->ho;
@@ -179,6 +182,7 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k)
         const size_t at = a0 * w, n = (a1 - a0) * w;
         gpuws__extract_params pb = *b->p;
         pb.h = a1 - a0, pb.row0 = a0, pb.own0 = y0 - a0, pb.own1 = y1 - a0;
+        double t0 = now_ms();
         gpuws__extract_pixels px;
         memset(&px, 0, sizeof px);
         if (on_cpu) {
@@ -199,13 +203,17 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k)
                 !(b->plan && ho->back_out &&
                   (st = gpuws_buffer_read_async(s, dback, from, ho->back_out + y0 * w, own))) &&
                 !(b->plan && ho->rms_out && (st = gpuws_buffer_read_async(s, drms, from, ho->rms_out + y0 * w, own))))
-                st = gpuws__extract_band_records(s, &pb, dimg, &ob, &px);
+                st = gpuws_stream_synchronize(s);
+            ms[0] += now_ms() - t0, t0 = now_ms();
+            if (!st) st = gpuws__extract_band_records(s, &pb, dimg, &ob, &px);
         }
-        if (!st && !kept_add(k, &px, at))
+        ms[1] += now_ms() - t0, t0 = now_ms();
+        if (!st && !kept_add(k, &px, at, b->bands))
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records (%zu bytes)",
                               k->n + px.n, (k->n + px.n) * 6 * sizeof(uint32_t));
         if (on_cpu) gpuws__extract_pixels_free(&px);
         else if (px.idx) gpuws__extract_band_release(b->ctx, &px);
+        ms[2] += now_ms() - t0;
         if (!st && ho->progress) ho->progress(ho->progress_user, b->pass, b->passes, band, b->bands, y1, h);
     }
     if (s) {
@@ -489,10 +497,16 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     } else if (bg && !(st = gpuws__background_host_plan(ctx, width, height, image, ho.mask, &bo, ho.max_device_bytes,
                                                         ho.progress, ho.progress_user, &plan, &bp, &r))) {
         b.plan = plan, b.bp = &bp;
+        /* the bands' maps are read into them a band at a time, by the driver on one thread: their fresh pages are
+         * mapped first, on threads */
+        if (ho.back_out) gpuws__prefault(ho.back_out, fb);
+        if (ho.rms_out) gpuws__prefault(ho.rms_out, fb);
     }
+    const double tb0 = now_ms();
     ex_kept k;
     memset(&k, 0, sizeof k);
-    if (!st) st = records_in_bands(&b, &k);
+    double band_ms[3] = { 0, 0, 0 };
+    if (!st) st = records_in_bands(&b, &k, band_ms);
     const double t1 = now_ms();
     gpuws_extract_catalog *cat = NULL;
     double ms[3] = { 0, 0, 0 }; /* the components, the host steps, the segmentation map */
@@ -508,9 +522,11 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     cat->ms_device = t1 - t0;
     cat->ms_host = now_ms() - t1;
     gpuws__log(GPUWS__LOG_DEBUG,
-               "extract_host: %zu band%s of %zu rows (halo %zu), %.1f ms; %zu records' components %.1f ms, host steps "
-               "%.1f, segmentation map %.1f",
-               b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, cat->ms_device, records, ms[0], ms[1], ms[2]);
+               "extract_host: background's pass %.1f ms, %zu band%s of %zu rows (halo %zu) %.1f ms (uploads and maps "
+               "%.1f, device steps %.1f, records kept %.1f); %zu records' components %.1f ms, host steps %.1f, "
+               "segmentation map %.1f",
+               tb0 - t0, b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, t1 - tb0, band_ms[0], band_ms[1], band_ms[2],
+               records, ms[0], ms[1], ms[2]);
     *catalog = cat;
     return GPUWS_OK;
 }
