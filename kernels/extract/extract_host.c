@@ -72,6 +72,7 @@ static bool kept_grow(ex_kept *k, size_t more)
  * again and a quarter more: the arrays then grow once or twice, not at every doubling. */
 static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset, size_t bands)
 {
+    if (!b->n) return true; /* a band without records may have no arrays */
     const size_t guess = k->n ? 0 : b->n + b->n * (bands - 1) / 4 * 5;
     if (!kept_grow(k, b->n > guess ? b->n : guess)) return false;
     int32_t most = 0;
@@ -413,10 +414,10 @@ static bool output_overlaps(const void *out, size_t bytes, const float *image, c
 }
 
 /* The background made on the CPU backend, whose device memory is the host's: gpuws_background_host's maps, into
- * back_out and rms_out where given, else into memory of the call's own (*tb, *tr, to free). */
+ * back_out and rms_out where given, else into memory of the call's own (*tb, *tr, to free); *r its globals. */
 static gpuws_status background_on_cpu(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                       gpuws_extract_host_options *ho, const gpuws_background_options *bo, float **tb,
-                                      float **tr)
+                                      float **tr, gpuws_background_result *r)
 {
     const size_t bytes = width * height * sizeof(float);
     *tb = ho->back_out ? NULL : gpuws__malloc(bytes);
@@ -425,12 +426,10 @@ static gpuws_status background_on_cpu(gpuws_context *ctx, size_t width, size_t h
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                             "extract_host: no host memory for the background's maps (%zu bytes)", 2 * bytes);
     gpuws_background_host_options o = GPUWS_BACKGROUND_HOST_OPTIONS_INIT;
-    gpuws_background_result r;
     o.background = bo, o.mask = ho->mask;
     float *back = ho->back_out ? ho->back_out : *tb, *rms = ho->rms_out ? ho->rms_out : *tr;
-    const gpuws_status st = gpuws_background_host(ctx, width, height, image, &o, back, rms, &r);
+    const gpuws_status st = gpuws_background_host(ctx, width, height, image, &o, back, rms, r);
     if (st) return st;
-    if (ho->background_result) *ho->background_result = r;
     if (ho->progress) ho->progress(ho->progress_user, 1, 2, 0, 1, height, height);
     ho->back = back, ho->rms = rms;
     return GPUWS_OK;
@@ -493,7 +492,7 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     gpuws_background_result r;
     const double t0 = now_ms();
     if (bg && on_cpu) {
-        st = background_on_cpu(ctx, width, height, image, &ho, &bo, &tb, &tr);
+        st = background_on_cpu(ctx, width, height, image, &ho, &bo, &tb, &tr, &r);
     } else if (bg && !(st = gpuws__background_host_plan(ctx, width, height, image, ho.mask, &bo, ho.max_device_bytes,
                                                         ho.progress, ho.progress_user, &plan, &bp, &r))) {
         b.plan = plan, b.bp = &bp;
@@ -518,7 +517,7 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     gpuws__free(tb);
     gpuws__free(tr);
     if (st) return st;
-    if (plan && ho.background_result) *ho.background_result = r;
+    if (bg && ho.background_result) *ho.background_result = r;
     cat->ms_device = t1 - t0;
     cat->ms_host = now_ms() - t1;
     gpuws__log(GPUWS__LOG_DEBUG,

@@ -171,15 +171,17 @@ typedef struct gpuws_background_host_options {
         sizeof(gpuws_background_host_options), NULL, NULL, 0, NULL, NULL                                               \
     }
 
-/* gpuws_background on a host image (width*height f32, row-major) into host back and rms (width*height f32 each,
- * NULL = not wanted). On GPUs, pass 1 uploads bands of whole mesh rows and computes their meshes' statistics; the
- * host makes the grid steps from them; pass 2 evaluates back and rms for bands of rows and downloads them. A band
- * holds 9 bytes a pixel (image, mask, back, rms) besides the plan; when the budget holds the whole image the call
- * is one band. On the CPU backend, whose device memory is the host's, the reference runs on the caller's arrays.
- * Errors: gpuws_background's (a mesh larger than the image, sizes < 1, ...), NULL ctx, image or result, back and
- * rms both NULL or overlapping each other or the image, options->background->mask not NULL, a budget smaller than
- * one band of one mesh row (the message gives the minimum) → GPUWS_ERR_INVALID_ARGUMENT; nothing is written then.
- * A device error while bands run: back and rms unspecified. */
+/* gpuws_background on a host image (width*height f32, row-major) into host back and rms (width*height f32 each).
+ * On GPUs, pass 1 uploads bands of whole mesh rows (image and mask: 5 bytes a pixel) and computes their meshes'
+ * statistics; the host makes the grid steps from them; pass 2 evaluates back and rms for bands of rows (8 bytes a
+ * pixel beside the plan) and downloads them; when the budget holds the whole image each pass is one band. The
+ * values are gpuws_background's on the same backend, bit for bit. On the CPU backend, whose device memory is the
+ * host's, the reference runs on the caller's arrays. (gpuws_extract_host makes the background itself without host
+ * maps: options->background.) Errors: gpuws_background's (a mesh larger than the image, sizes < 1, ...), NULL ctx,
+ * image, back, rms or result, back and rms overlapping each other, the image or the mask,
+ * options->background->mask not NULL, a budget smaller than one band of one mesh row or of one row of maps beside
+ * the plan (the message gives the minimum) → GPUWS_ERR_INVALID_ARGUMENT; nothing is written then. A device error
+ * while bands run: back and rms unspecified. */
 GPUWS_API gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                              const gpuws_background_host_options *options, float *back, float *rms,
                                              gpuws_background_result *result);
