@@ -676,12 +676,10 @@ Test(extract, components_across_the_threads_shares_whatever_their_numbers)
     for (int r = 100; r < 400; r++) /* and a bright field, so that the records fill many shares */
         for (int c = 20; c < 300; c++) k.x[(size_t)r * TW + c] += 60.0f + 30.0f * (float)cos(c / 7.0 + r / 11.0);
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
-    o.rms = (gpuws_buffer *)&o; /* only whether there is a σ map counts to the resolution */
     gpuws__extract_params p;
-    float fsum;
     gpuws__extract_pixels px;
     memset(&px, 0, sizeof px);
-    TEST_OK(gpuws__extract_resolve(&o, TW, TH, &p, &fsum));
+    TEST_OK(gpuws__extract_resolve(&o, TW, TH, true, "extract", &p)); /* with a σ map */
     TEST_OK(gpuws_extract_ref_pixels(&p, k.x, k.back, k.rms, NULL, &px));
     int32_t nl = 0;
     for (size_t r = 0; r < px.n; r++) nl = px.label[r] > nl ? px.label[r] : nl;

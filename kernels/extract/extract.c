@@ -259,8 +259,7 @@ static gpuws_status halo_undetected(gpuws_stream *s, gpuws_buffer *det, const gp
 {
     static const unsigned char zero = 0; /* the fills may read it after the call */
     gpuws_status st = p->own0 ? gpuws_buffer_fill_async(s, det, 0, &zero, 1, p->own0 * p->w) : GPUWS_OK;
-    if (!st && p->own1 < p->h)
-        st = gpuws_buffer_fill_async(s, det, p->own1 * p->w, &zero, 1, (p->h - p->own1) * p->w);
+    if (!st && p->own1 < p->h) st = gpuws_buffer_fill_async(s, det, p->own1 * p->w, &zero, 1, (p->h - p->own1) * p->w);
     return st;
 }
 
@@ -492,14 +491,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
                             height);
 
     gpuws__extract_params p;
-    float fsum;
-    if ((st = gpuws__extract_resolve(&o, width, height, &p, &fsum))) {
-        if (st == GPUWS_ERR_INVALID_ARGUMENT)
-            return gpuws__error(st, "extract: the filter's absolute values sum to %g: not a finite number > 0",
-                                (double)fsum);
-        return gpuws__error(st, "extract: no host memory for the filter (%zu bytes)",
-                            (size_t)o.filter_w * (size_t)o.filter_h * sizeof(float) + 9 * sizeof(float));
-    }
+    if ((st = gpuws__extract_resolve(&o, width, height, o.rms != NULL, "extract", &p))) return st;
     float *kern = p.kern;
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
     p.chain_check = ctx->tuning.extract_chain_check;

@@ -64,12 +64,9 @@ static void ex_teardown(void *p)
 static gpuws_status ex_reference(ex_state *s, const float *x, const float *back, const float *rms)
 {
     gpuws__extract_params p;
-    float fsum;
     gpuws__extract_pixels px;
     memset(&px, 0, sizeof px);
-    gpuws_extract_options o = s->o;
-    o.rms = s->rms; /* only whether there is one counts here */
-    gpuws_status st = gpuws__extract_resolve(&o, s->w, s->h, &p, &fsum);
+    gpuws_status st = gpuws__extract_resolve(&s->o, s->w, s->h, s->rms != NULL, "extract", &p);
     if (!st) st = gpuws_extract_ref_pixels(&p, x, back, rms, NULL, &px);
     int32_t *obj_of = NULL;
     if (!st && !(obj_of = malloc((px.n ? px.n : 1) * sizeof *obj_of))) st = GPUWS_ERR_OUT_OF_MEMORY;

@@ -471,19 +471,8 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     if ((st = plan_bands(ctx, width, height, &ho, &eo, plan_bytes, &rows, &bands, &halo))) return st;
     if (bands == 1 && !on_cpu) return extract_in_core(ctx, width, height, image, &eo, &ho, bg, catalog);
 
-    /* The options as the pixels see them: resolve reads only whether a σ map is given, which a stand-in says. */
-    static const char stand_in;
-    gpuws_extract_options ro = eo;
-    ro.rms = ho.rms || bg ? (const gpuws_buffer *)(const void *)&stand_in : NULL;
     gpuws__extract_params p;
-    float fsum;
-    if ((st = gpuws__extract_resolve(&ro, width, height, &p, &fsum))) {
-        if (st == GPUWS_ERR_INVALID_ARGUMENT)
-            return gpuws__error(st, "extract_host: the filter's absolute values sum to %g: not a finite number > 0",
-                                (double)fsum);
-        return gpuws__error(st, "extract_host: no host memory for the filter (%zu bytes)",
-                            (size_t)eo.filter_w * (size_t)eo.filter_h * sizeof(float) + 9 * sizeof(float));
-    }
+    if ((st = gpuws__extract_resolve(&eo, width, height, ho.rms || bg, "extract_host", &p))) return st;
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
     ex_bands b = { ctx, &p, &ho, image, halo, rows, bands, NULL, NULL, bg ? 2 : 1, bg ? 2 : 1 };
     float *tb = NULL, *tr = NULL;

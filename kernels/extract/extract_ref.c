@@ -1,6 +1,7 @@
 /* gpuws_extract's device steps as scalar C (extract_ref.h), and the records' memory. */
 #include "extract_ref.h"
 #include "../../core/alloc.h"      /* gpuws__malloc: allocations the fault tests can fail */
+#include "../../core/errors.h"     /* gpuws__error: the messages */
 #include "../../core/threads.h"    /* the pixel steps on the host's cores */
 #include "../label/label_driver.h" /* gpuws__label_cpu */
 
@@ -12,13 +13,13 @@
 
 static const float default_filter[9] = { 1, 2, 1, 2, 4, 2, 1, 2, 1 };
 
-gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width, size_t height,
-                                    gpuws__extract_params *p, float *filter_sum)
+gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width, size_t height, bool has_rms,
+                                    const char *fn, gpuws__extract_params *p)
 {
     memset(p, 0, sizeof *p);
     p->w = width;
     p->h = height;
-    p->noise = o->rms ? EX_NOISE_MAP : o->err > 0.0 ? EX_NOISE_CONST : EX_NOISE_NONE;
+    p->noise = has_rms ? EX_NOISE_MAP : o->err > 0.0 ? EX_NOISE_CONST : EX_NOISE_NONE;
     p->minarea = o->minarea;
     p->connectivity = o->connectivity;
     p->deblend_nthresh = o->deblend_nthresh;
@@ -36,7 +37,6 @@ gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width
     } else {
         p->thresh = (float)o->thresh;
     }
-    *filter_sum = 0.0f;
     if (o->filter_type == GPUWS_FILTER_NONE) return GPUWS_OK;
     const float *f = o->filter ? o->filter : default_filter;
     p->kw = o->filter ? o->filter_w : 3;
@@ -44,9 +44,12 @@ gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width
     const size_t nk = (size_t)p->kw * (size_t)p->kh;
     float sum = 0.0f; /* SEP normalises by the sum of the absolute values, summed in float */
     for (size_t i = 0; i < nk; i++) sum += fabsf(f[i]);
-    *filter_sum = sum;
-    if (!(sum > 0.0f) || !isfinite(sum)) return GPUWS_ERR_INVALID_ARGUMENT;
-    if (!(p->kern = gpuws__malloc(nk * sizeof *p->kern))) return GPUWS_ERR_OUT_OF_MEMORY;
+    if (!(sum > 0.0f) || !isfinite(sum))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: the filter's absolute values sum to %g: not a finite number > 0", fn, (double)sum);
+    if (!(p->kern = gpuws__malloc(nk * sizeof *p->kern)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the filter (%zu bytes)", fn,
+                            nk * sizeof *p->kern);
     for (size_t i = 0; i < nk; i++) p->kern[i] = f[i] / sum;
     p->filter = o->filter_type == GPUWS_FILTER_MATCHED && p->noise == EX_NOISE_MAP ? EX_FILTER_MATCH : EX_FILTER_CONV;
     return GPUWS_OK;

@@ -27,10 +27,10 @@ typedef struct gpuws__extract_params {
     double deblend_cont;
     int clean;
     double clean_param, gain;
-    int sep_version;  /* GPUWS_SEP_*: whose threshold an object has with a σ map */
-    unsigned threads; /* host threads of gpuws__extract_objects (0 or 1: the caller's alone) */
-    bool chain_check; /* knob extract_chain_check: the host scans the chained components too and compares */
-    size_t row0;      /* the image row that row 0 is (a band of gpuws_extract_host), for SEP's mask rule */
+    int sep_version;   /* GPUWS_SEP_*: whose threshold an object has with a σ map */
+    unsigned threads;  /* host threads of gpuws__extract_objects (0 or 1: the caller's alone) */
+    bool chain_check;  /* knob extract_chain_check: the host scans the chained components too and compares */
+    size_t row0;       /* the image row that row 0 is (a band of gpuws_extract_host), for SEP's mask rule */
     size_t own0, own1; /* own1 > 0: only rows own0 .. own1 - 1 are detected (a band's own rows; the rest is halo) */
 } gpuws__extract_params;
 
@@ -55,12 +55,13 @@ typedef struct gpuws__extract_pixels {
     size_t kept; /* nonzero: the arrays lie in pinned memory of this many bytes, kept with the context (extract.c) */
 } gpuws__extract_pixels;
 
-/* The options (validated but for the filter) resolved into *p: SEP's float thresholds, its noise mode, the
- * effective filter type (SEP's matched filter needs a σ map), the filter normalised by the float sum of its
- * absolute values (*filter_sum; p->kern from gpuws__malloc, the caller frees it). GPUWS_ERR_INVALID_ARGUMENT when
- * that sum is not a finite number > 0, GPUWS_ERR_OUT_OF_MEMORY; no message. */
-gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width, size_t height,
-                                    gpuws__extract_params *p, float *filter_sum);
+/* The options (validated but for the filter) resolved into *p: SEP's float thresholds, its noise mode (has_rms: a
+ * σ map is given; o's buffers are not read), the effective filter type (SEP's matched filter needs a σ map), the
+ * filter normalised by the float sum of its absolute values (p->kern from gpuws__malloc, the caller frees it).
+ * GPUWS_ERR_INVALID_ARGUMENT when that sum is not a finite number > 0, GPUWS_ERR_OUT_OF_MEMORY; the message names
+ * the call fn. */
+gpuws_status gpuws__extract_resolve(const gpuws_extract_options *o, size_t width, size_t height, bool has_rms,
+                                    const char *fn, gpuws__extract_params *p);
 
 /* Frees p->kern. */
 void gpuws__extract_params_free(gpuws__extract_params *p);
@@ -95,10 +96,10 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
 gpuws_status gpuws__extract_check(const gpuws_extract_options *o, size_t width, size_t height, bool has_rms,
                                   const char *fn, size_t *npix);
 
-/* gpuws_extract_host's device steps for one band on a GPU backend (extract.c): p of the band (w x h pixels, row0),
- * image and o's maps the band's device buffers; *px the records of every pixel detected in the band, in its raster
- * order, labels and all (the band's own, which the caller does not use). Give px back with
- * gpuws__extract_band_release. */
+/* gpuws_extract_host's device steps for one band on a GPU backend (extract.c): p of the band (w x h pixels, row0,
+ * its own rows own0 .. own1 - 1), image and o's maps the band's device buffers; *px the records of the pixels
+ * detected in its own rows, in its raster order, with its labels (gpuws_label's on those rows), not grouped. Give
+ * px back with gpuws__extract_band_release. */
 gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
                                          const gpuws_extract_options *o, gpuws__extract_pixels *px);
 void gpuws__extract_band_release(gpuws_context *ctx, gpuws__extract_pixels *px);
