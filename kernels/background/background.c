@@ -234,8 +234,7 @@ typedef struct {
     const gpuws__background_plan *p;
     const gpuws_background_host_options *ho;
     size_t rows1, bands1, mesh_rows1; /* pass 1: rows a band (whole mesh rows), bands, mesh rows a band */
-    size_t rows2, bands2;             /* pass 2 */
-    int passes;                       /* the passes that progress counts: 2, or 1 where pass 2 is the caller's */
+    size_t rows2, bands2;             /* pass 2 (gpuws_extract_host's bands where it makes the background) */
 } bg_host;
 
 /* Pass 1: each band's meshes' statistics into mesh (2 floats a mesh, the grid's row-major order). */
@@ -259,7 +258,7 @@ static gpuws_status bg_host_meshes(const bg_host *b, const float *image, float *
             !(b->ho->mask && (st = gpuws_buffer_write_async(b->s, dmask, 0, b->ho->mask + y0 * w, rows * w))) &&
             !(st = bg_mesh_launch(b->s, km, block, dimg, dmask, w, rows, b->o->bw, b->o->bh, b->p->nx, nmesh, dmesh)))
             st = gpuws__buffer_read_sync(b->s, dmesh, 0, mesh + 2 * my0 * b->p->nx, 2 * nmesh * sizeof(float));
-        if (!st && b->ho->progress) b->ho->progress(b->ho->progress_user, 1, b->passes, k, b->bands1, y0 + rows, h);
+        if (!st && b->ho->progress) b->ho->progress(b->ho->progress_user, 1, 2, k, b->bands1, y0 + rows, h);
     }
     gpuws_stream_synchronize(b->s); /* nothing reads the caller's memory after an error either */
     gpuws_buffer_destroy(dimg);
@@ -359,7 +358,7 @@ gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t heig
                             "background_host: 'back' and 'rms' must not overlap each other, the image or the mask");
     gpuws__background_plan p;
     if ((st = bg_layout(width, height, &o, "background_host", &p))) return st;
-    bg_host b = { NULL, width, height, &o, &p, &ho, 0, 0, 0, 0, 0, 2 };
+    bg_host b = { NULL, width, height, &o, &p, &ho, 0, 0, 0, 0, 0 };
     if ((st = bg_host_bands(ctx, &b, "background_host"))) return st; /* on every backend: a budget fails alike */
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {                   /* the device's memory is the host's: no bands */
         st = gpuws_background_ref(image, ho.mask, width, height, &o, back, rms, result);
@@ -376,20 +375,15 @@ gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t heig
     if (!ctx->info.fp64)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "background accumulates in double precision, which %s lacks",
                             ctx->info.name);
-    float *mesh = gpuws__malloc(2 * p.n * sizeof *mesh);
-    void *plan = gpuws__malloc(p.words * 4);
-    if (!mesh || !plan) {
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
-                          "background_host: no host memory for the %zu meshes' plan (%zu bytes)", p.n,
-                          p.words * 4 + 2 * p.n * sizeof *mesh);
-    } else if (!(st = gpuws_stream_create(ctx, &b.s))) {
-        gpuws_background_result r;
-        if (!(st = bg_host_meshes(&b, image, mesh)) && !(st = bg_grid(&p, width, height, &o, mesh, plan, &r)) &&
-            !(st = bg_host_maps(&b, plan, back, rms)))
-            *result = r;
+    void *plan;
+    gpuws_background_result r;
+    if ((st = gpuws__background_host_plan(ctx, width, height, image, ho.mask, &o, ho.max_device_bytes, ho.progress,
+                                          ho.progress_user, "background_host", &plan, &p, &r)))
+        return st;
+    if (!(st = gpuws_stream_create(ctx, &b.s))) {
+        if (!(st = bg_host_maps(&b, plan, back, rms))) *result = r;
         gpuws_stream_destroy(b.s);
     }
-    gpuws__free(mesh);
     gpuws__free(plan);
     return st;
 }
@@ -397,23 +391,21 @@ gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t heig
 gpuws_status gpuws__background_host_plan(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                          const unsigned char *mask, const gpuws_background_options *o,
                                          uint64_t max_device_bytes, gpuws_extract_host_progress progress,
-                                         void *progress_user, void **plan, gpuws__background_plan *p,
+                                         void *progress_user, const char *fn, void **plan, gpuws__background_plan *p,
                                          gpuws_background_result *result)
 {
     size_t npix;
     gpuws_status st;
     *plan = NULL;
-    if ((st = bg_check(width, height, o, "extract_host: background", &npix)) ||
-        (st = bg_layout(width, height, o, "extract_host: background", p)))
-        return st;
+    if ((st = bg_check(width, height, o, fn, &npix)) || (st = bg_layout(width, height, o, fn, p))) return st;
     const gpuws_background_host_options ho = { sizeof ho, o, mask, max_device_bytes, progress, progress_user };
-    bg_host b = { NULL, width, height, o, p, &ho, 0, 0, 0, 0, 0, 2 };
-    if ((st = bg_host_bands(ctx, &b, "extract_host: background"))) return st;
+    bg_host b = { NULL, width, height, o, p, &ho, 0, 0, 0, 0, 0 };
+    if ((st = bg_host_bands(ctx, &b, fn))) return st;
     float *mesh = gpuws__malloc(2 * p->n * sizeof *mesh);
     void *words = gpuws__malloc(p->words * 4);
     if (!mesh || !words) {
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for the %zu meshes' plan (%zu bytes)",
-                          p->n, p->words * 4 + 2 * p->n * sizeof *mesh);
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the %zu meshes' plan (%zu bytes)", fn, p->n,
+                          p->words * 4 + 2 * p->n * sizeof *mesh);
     } else if (!(st = gpuws_stream_create(ctx, &b.s))) {
         if (!(st = bg_host_meshes(&b, image, mesh))) st = bg_grid(p, width, height, o, mesh, words, result);
         gpuws_stream_destroy(b.s);

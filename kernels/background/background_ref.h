@@ -50,14 +50,14 @@ gpuws_status gpuws_background_ref(const float *image, const uint8_t *mask, size_
                                   const gpuws_background_options *o, float *back, float *rms,
                                   gpuws_background_result *result);
 
-/* gpuws_extract_host's background (background.c), on a GPU backend: pass 1 of gpuws_background_host (the meshes'
- * statistics in bands within max_device_bytes, progress called as pass 1 of 2) and the grid steps: *plan (p->words
- * 4-byte words, gpuws__malloc'd; NULL on error), *p its layout, *result the globals. o read and checked but for its
- * sizes, which are checked here (messages of "extract_host: background"); o->mask NULL, mask the host's. */
+/* Pass 1 of gpuws_background_host on a GPU backend (background.c), which gpuws_extract_host's background shares: the
+ * meshes' statistics in bands within max_device_bytes (progress called as pass 1 of 2) and the grid steps: *plan
+ * (p->words 4-byte words, gpuws__malloc'd; NULL on error), *p its layout, *result the globals. o read and checked but
+ * for its sizes, which are checked here (messages of the call fn); o->mask NULL, mask the host's. */
 gpuws_status gpuws__background_host_plan(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                          const unsigned char *mask, const gpuws_background_options *o,
                                          uint64_t max_device_bytes, gpuws_extract_host_progress progress,
-                                         void *progress_user, void **plan, gpuws__background_plan *p,
+                                         void *progress_user, const char *fn, void **plan, gpuws__background_plan *p,
                                          gpuws_background_result *result);
 /* Enqueues back and rms of the image rows first .. end - 1 into rows 0 on of back and rms (device buffers), from the
  * plan's device copy dplan. */

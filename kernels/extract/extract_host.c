@@ -483,7 +483,8 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     if (bg && on_cpu) {
         st = background_on_cpu(ctx, width, height, image, &ho, &bo, &tb, &tr, &r);
     } else if (bg && !(st = gpuws__background_host_plan(ctx, width, height, image, ho.mask, &bo, ho.max_device_bytes,
-                                                        ho.progress, ho.progress_user, &plan, &bp, &r))) {
+                                                        ho.progress, ho.progress_user, "extract_host: background",
+                                                        &plan, &bp, &r))) {
         b.plan = plan, b.bp = &bp;
         /* the bands' maps are read into them a band at a time, by the driver on one thread: their fresh pages are
          * mapped first, on threads */
