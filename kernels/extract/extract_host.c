@@ -24,6 +24,9 @@
 /* Device bytes a pixel of a band: the image, the prepared maps (d, σ, filtered), det, labels, and records of six
  * words where every pixel is detected; the maps given take 4 bytes each and the mask 1 more. */
 #define EX_HOST_BYTES 45u
+/* What the in-core call adds a pixel, every pixel a record at worst: the device's grouping of the records (16 bytes a
+ * record), their chaining (about 44) and the segmentation map (4). */
+#define EX_IN_CORE_BYTES 64u
 
 static double now_ms(void)
 {
@@ -109,19 +112,20 @@ static size_t record_at(const ex_kept *k, size_t i)
     return lo;
 }
 
-/* The components of the whole image from the bands' (each band's labels are gpuws_label's on its own rows: numbered
- * in raster order of their first pixels): the labels that touch across each border between bands (row y - 1 of
- * one band, row y of the next; within a column with connectivity 8, the same column with 4) are joined under the
- * smaller one, which is the earlier first pixel; then the roots, in order, are numbered 1, 2, ... and every record
- * takes its root's number: gpuws_label's numbering of the whole image. *nl the components. */
-static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t nborders, int connectivity, size_t *nl)
+/* The components of the whole image from those of its bands of `rows` rows of width w (each band's labels are
+ * gpuws_label's on its own rows: numbered in raster order of their first pixels): the labels that touch across each
+ * border between bands (row y - 1 of one band, row y = rows, 2 rows, ... of the next; within a column with
+ * connectivity 8, the same column with 4) are joined under the smaller one, which is the earlier first pixel; then
+ * the roots, in order, are numbered 1, 2, ... and every record takes its root's number: gpuws_label's numbering of
+ * the whole image. *nl the components. */
+static bool components_join(ex_kept *k, size_t w, size_t h, size_t rows, int connectivity, size_t *nl)
 {
     uint32_t *parent = gpuws__malloc((k->labels + 1) * sizeof *parent);
     if (!parent) return false;
     for (size_t l = 0; l <= k->labels; l++) parent[l] = (uint32_t)l;
     const size_t d = connectivity == 8;
-    for (size_t b = 0; b < nborders; b++) {
-        const size_t y = borders[b], up0 = record_at(k, (y - 1) * w), up1 = record_at(k, y * w);
+    for (size_t y = rows; y < h; y += rows) {
+        const size_t up0 = record_at(k, (y - 1) * w), up1 = record_at(k, y * w);
         const size_t down1 = record_at(k, (y + 1) * w);
         size_t above = up0;
         for (size_t r = up1; r < down1; r++) {
@@ -153,7 +157,7 @@ typedef struct {
     size_t halo, rows, bands; /* rows: a band's own rows (the last may have fewer) */
     const void *plan;         /* the background's plan, which the device makes each band's maps from; NULL: none */
     const gpuws__background_plan *bp;
-    int pass, passes; /* the bands' pass in progress */
+    int passes; /* the bands are the last of them in progress: 2 after the background's */
 } ex_bands;
 
 /* The records of every band's own rows into k: on the CPU backend by the reference on the caller's arrays, else
@@ -215,7 +219,7 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k, double ms[3]
         if (on_cpu) gpuws__extract_pixels_free(&px);
         else if (px.idx) gpuws__extract_band_release(b->ctx, &px);
         ms[2] += now_ms() - t0;
-        if (!st && ho->progress) ho->progress(ho->progress_user, b->pass, b->passes, band, b->bands, y1, h);
+        if (!st && ho->progress) ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, y1, h);
     }
     if (s) {
         gpuws_stream_synchronize(s); /* no upload reads the caller's memory after an error */
@@ -284,20 +288,15 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
     gpuws__extract_pixels px;
     memset(&px, 0, sizeof px);
     px.n = k->n, px.idx = k->idx, px.value = k->value, px.cd = k->cd, px.sig = k->sig, px.sig_lr = k->sig_lr;
-    const size_t nborders = (p->h - 1) / rows; /* between bands, at rows, 2 rows, ... */
-    size_t *borders = gpuws__malloc((nborders ? nborders : 1) * sizeof *borders);
     int32_t *obj_of = segmap ? gpuws__malloc((k->n ? k->n : 1) * sizeof *obj_of) : NULL;
-    for (size_t b = 0; borders && b < nborders; b++) borders[b] = (b + 1) * rows;
     size_t nl;
     const double t0 = now_ms();
-    if (!borders || (segmap && !obj_of) || !components_join(k, p->w, borders, nborders, p->connectivity, &nl)) {
-        gpuws__free(borders);
+    if ((segmap && !obj_of) || !components_join(k, p->w, p->h, rows, p->connectivity, &nl)) {
         gpuws__free(obj_of);
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                             "extract_host: no host memory for the components of %zu records (%zu bytes)", k->n,
-                            (k->labels + 1 + (segmap ? k->n : 0)) * sizeof(uint32_t) + nborders * sizeof(size_t));
+                            (k->labels + 1 + (segmap ? k->n : 0)) * sizeof(uint32_t));
     }
-    gpuws__free(borders);
     px.label = k->label;
     const double t1 = now_ms();
     gpuws_status st = gpuws__extract_objects(p, &px, catalog, obj_of);
@@ -312,10 +311,10 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
 }
 
 /* The bands: as many rows as the budget holds with their halo (*rows own rows a band, *bands of them), or the whole
- * image in one band. */
+ * image in one band; *in_core when that band is the in-core call's (which holds more a pixel than a band does). */
 static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, const gpuws_extract_host_options *ho,
                                const gpuws_extract_options *eo, uint64_t plan_bytes, size_t *rows, size_t *bands,
-                               size_t *halo)
+                               size_t *halo, bool *in_core)
 {
     const int kh = eo->filter_type == GPUWS_FILTER_NONE ? 0 : eo->filter ? eo->filter_h : 3;
     const bool bg = ho->background != NULL;
@@ -327,15 +326,17 @@ static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, 
     uint64_t rows_in = budget > plan_bytes ? (budget - plan_bytes) / (per_px * width) : 0; /* the plan beside them */
     if (max_alloc && rows_in > max_alloc / (6 * sizeof(float) * width)) /* the records are the largest buffer */
         rows_in = max_alloc / (6 * sizeof(float) * width);
-    const bool one = rows_in >= height;
-    if (!one && rows_in < 1 + 2 * (uint64_t)*halo)
+    /* in-core when the whole image fits what gpuws_extract holds on the device, not only what a band does */
+    const bool one = rows_in >= height && (budget - plan_bytes) / ((per_px + EX_IN_CORE_BYTES) * width) >= height;
+    if (rows_in < height && rows_in < 1 + 2 * (uint64_t)*halo)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "extract_host: max_device_bytes %llu is less than one band needs: %llu bytes (a row and "
                             "%zu rows of halo either side, %llu bytes a pixel%s)",
                             (unsigned long long)budget,
                             (unsigned long long)(per_px * width * (1 + 2 * (uint64_t)*halo) + plan_bytes), *halo,
                             (unsigned long long)per_px, bg ? ", beside the background's plan" : "");
-    *rows = one ? height : (size_t)rows_in - 2 * *halo;
+    *in_core = one;
+    *rows = rows_in >= height ? height : (size_t)rows_in - 2 * *halo; /* a band of the whole image needs no halo */
     *bands = (height + *rows - 1) / *rows;
     return GPUWS_OK;
 }
@@ -392,13 +393,14 @@ gpuws_status gpuws_extract_host_bands(gpuws_context *ctx, size_t width, size_t h
     gpuws_background_options bo;
     uint64_t plan_bytes = 0;
     size_t npix, halo;
+    bool in_core;
     gpuws_status st =
         read_options(ctx, width, height, options, "extract_host_bands", &ho, &eo, &bo, &plan_bytes, &npix);
     if (st) return st;
     if (!band_rows || !bands)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host_bands: argument '%s' is NULL",
                             !band_rows ? "band_rows" : "bands");
-    return plan_bands(ctx, width, height, &ho, &eo, plan_bytes, band_rows, bands, &halo);
+    return plan_bands(ctx, width, height, &ho, &eo, plan_bytes, band_rows, bands, &halo, &in_core);
 }
 
 /* Whether an output of `bytes` bytes at out overlaps an input or another output. */
@@ -468,13 +470,14 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
                             ctx->info.name);
     const gpuws_background_options *bg = ho.background ? &bo : NULL;
     size_t rows, bands, halo;
-    if ((st = plan_bands(ctx, width, height, &ho, &eo, plan_bytes, &rows, &bands, &halo))) return st;
-    if (bands == 1 && !on_cpu) return extract_in_core(ctx, width, height, image, &eo, &ho, bg, catalog);
+    bool in_core;
+    if ((st = plan_bands(ctx, width, height, &ho, &eo, plan_bytes, &rows, &bands, &halo, &in_core))) return st;
+    if (in_core && !on_cpu) return extract_in_core(ctx, width, height, image, &eo, &ho, bg, catalog);
 
     gpuws__extract_params p;
     if ((st = gpuws__extract_resolve(&eo, width, height, ho.rms || bg, "extract_host", &p))) return st;
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
-    ex_bands b = { ctx, &p, &ho, image, halo, rows, bands, NULL, NULL, bg ? 2 : 1, bg ? 2 : 1 };
+    ex_bands b = { ctx, &p, &ho, image, halo, rows, bands, NULL, NULL, bg ? 2 : 1 };
     float *tb = NULL, *tr = NULL;
     void *plan = NULL;
     gpuws__background_plan bp;
