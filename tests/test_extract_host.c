@@ -10,8 +10,8 @@
  * and NaN columns, 4- and 8-connectivity, deblending, cleaning, SEP 1.2's thresholds (the σ of the pixel after an
  * object, which may lie in the next band), bands of one row, band counts that do not divide the height, an image one
  * row taller than the in-core budget, and bars that cross three bands and more. */
-#include "support.h"
-#include "common/cases.h" /* gpuws__case_extract_sky */
+#include "extract_support.h" /* run, expect_same */
+#include "common/cases.h"    /* gpuws__case_extract_sky */
 
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include <string.h>
 
 enum { EX_BYTES = 45 };
+#define WHOLE SIZE_MAX
 
 typedef struct {
     size_t calls, bands, last_rows;
@@ -43,60 +44,6 @@ static void on_pass(void *user, int pass, int passes, size_t band, size_t bands,
     l->calls++, l->bands = bands, l->last_rows = rows_done;
 }
 
-/* Every column of two objects, by their bits. */
-static bool same_object(const gpuws_object *a, const gpuws_object *b)
-{
-    const double da[] = {
-        a->thresh, a->x,     a->y,   a->x2,  a->y2,  a->xy,   a->errx2, a->erry2,   a->errxy, a->a,
-        a->b,      a->theta, a->cxx, a->cyy, a->cxy, a->flux, a->cflux, a->fluxerr, a->peak,  a->cpeak
-    };
-    const double db[] = {
-        b->thresh, b->x,     b->y,   b->x2,  b->y2,  b->xy,   b->errx2, b->erry2,   b->errxy, b->a,
-        b->b,      b->theta, b->cxx, b->cyy, b->cxy, b->flux, b->cflux, b->fluxerr, b->peak,  b->cpeak
-    };
-    const int64_t ia[] = { a->npix,  a->tnpix, a->xmin,   a->xmax,   a->ymin, a->ymax,
-                           a->xpeak, a->ypeak, a->xcpeak, a->ycpeak, a->flag };
-    const int64_t ib[] = { b->npix,  b->tnpix, b->xmin,   b->xmax,   b->ymin, b->ymax,
-                           b->xpeak, b->ypeak, b->xcpeak, b->ycpeak, b->flag };
-    return !memcmp(da, db, sizeof da) && !memcmp(ia, ib, sizeof ia);
-}
-
-static void expect_same_catalog(const char *what, const gpuws_extract_catalog *got, const gpuws_extract_catalog *want)
-{
-    cr_assert_eq(got->num_objects, want->num_objects, "%s: %zu objects, in-core %zu", what, got->num_objects,
-                 want->num_objects);
-    for (size_t i = 0; i < got->num_objects; i++)
-        cr_assert(same_object(&got->objects[i], &want->objects[i]),
-                  "%s: object %zu differs: x %.17g y %.17g flux %.17g npix %lld, in-core x %.17g y %.17g flux %.17g "
-                  "npix %lld",
-                  what, i, got->objects[i].x, got->objects[i].y, got->objects[i].flux, (long long)got->objects[i].npix,
-                  want->objects[i].x, want->objects[i].y, want->objects[i].flux, (long long)want->objects[i].npix);
-}
-
-/* gpuws_extract in-core on ctx, the segmentation map read back. */
-static gpuws_extract_catalog *in_core(gpuws_context *ctx, const float *x, const float *back, const float *rms,
-                                      const uint8_t *mask, size_t w, size_t h, const gpuws_extract_options *o,
-                                      int32_t **seg)
-{
-    const size_t n = w * h;
-    gpuws_buffer *img = test_buffer_from(ctx, x, n * sizeof(float));
-    gpuws_buffer *b = back ? test_buffer_from(ctx, back, n * sizeof(float)) : NULL;
-    gpuws_buffer *r = rms ? test_buffer_from(ctx, rms, n * sizeof(float)) : NULL;
-    gpuws_buffer *m = mask ? test_buffer_from(ctx, mask, n) : NULL;
-    gpuws_buffer *s = test_buffer(ctx, n * sizeof(int32_t));
-    gpuws_extract_options opt = *o;
-    opt.back = b, opt.rms = r, opt.mask = m, opt.segmap = s;
-    gpuws_extract_catalog *cat = NULL;
-    TEST_OK(gpuws_extract(NULL, w, h, img, &opt, &cat));
-    *seg = test_download(s, n * sizeof(int32_t));
-    gpuws_buffer_destroy(img);
-    gpuws_buffer_destroy(b);
-    gpuws_buffer_destroy(r);
-    gpuws_buffer_destroy(m);
-    gpuws_buffer_destroy(s);
-    return cat;
-}
-
 typedef struct {
     gpuws_backend_kind backend;
     int noise;        /* 0 none (absolute threshold), 1 one σ, 2 a σ map */
@@ -107,18 +54,20 @@ typedef struct {
     double deblend_cont;
     int clean, sep_version;
     size_t w, h;
-    size_t band_rows; /* the bands' own rows that the budget gives; 0 = the in-core budget less one row */
+    size_t band_rows; /* the bands' own rows that the budget gives; 0 = a band's budget for the image less one row;
+                         WHOLE = a band's budget for the whole image, less than the in-core call holds */
 } band_case;
 
 ParameterizedTestParameters(extract_host, bands_give_the_in_core_catalogue)
 {
     static const band_case rows[] = {
-        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 1, 0.005, 1, GPUWS_SEP_1_4, 257, 190, 7 }, /* SEP's defaults, mask */
-        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 0, 0.005, 1, GPUWS_SEP_1_2, 257, 190, 1 }, /* SEP 1.2, bands of a row */
-        { 0, 1, GPUWS_FILTER_CONV, 5, 4, 1, 0.001, 0, GPUWS_SEP_1_4, 200, 151, 3 },    /* halo 2, 4-connectivity */
-        { 0, 0, GPUWS_FILTER_NONE, 3, 8, 0, 1.0, 0, GPUWS_SEP_1_4, 200, 150, 13 },     /* no filter: halo 1 */
-        { 0, 2, GPUWS_FILTER_CONV, 1, 8, 1, 0.005, 1, GPUWS_SEP_1_4, 190, 120, 2 },    /* a kernel of one row */
-        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 0, 0.005, 1, GPUWS_SEP_1_4, 257, 190, 0 }, /* one row over in-core */
+        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 1, 0.005, 1, GPUWS_SEP_1_4, 257, 190, 7 },     /* SEP's defaults, mask */
+        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 0, 0.005, 1, GPUWS_SEP_1_2, 257, 190, 1 },     /* SEP 1.2, bands of a row */
+        { 0, 1, GPUWS_FILTER_CONV, 5, 4, 1, 0.001, 0, GPUWS_SEP_1_4, 200, 151, 3 },        /* halo 2, 4-connectivity */
+        { 0, 0, GPUWS_FILTER_NONE, 3, 8, 0, 1.0, 0, GPUWS_SEP_1_4, 200, 150, 13 },         /* no filter: halo 1 */
+        { 0, 2, GPUWS_FILTER_CONV, 1, 8, 1, 0.005, 1, GPUWS_SEP_1_4, 190, 120, 2 },        /* a kernel of one row */
+        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 0, 0.005, 1, GPUWS_SEP_1_4, 257, 190, 0 },     /* one row over a band */
+        { 0, 2, GPUWS_FILTER_MATCHED, 3, 8, 1, 0.005, 1, GPUWS_SEP_1_4, 257, 190, WHOLE }, /* one band, not in-core */
     };
     return TEST_BACKEND_PARAMS(rows, sizeof rows / sizeof rows[0]);
 }
@@ -160,27 +109,27 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
     o.clean = c->clean;
     o.sep_version = c->sep_version;
     const float *r = c->noise == 2 ? rms : NULL;
-    int32_t *want_seg;
-    gpuws_extract_catalog *want = in_core(ctx, x, back, r, mask, w, h, &o, &want_seg);
+    result want = run(ctx, x, back, r, mask, w, h, &o);
 
     const size_t halo = c->filter_type != GPUWS_FILTER_NONE && c->filter_h / 2 > 1 ? (size_t)c->filter_h / 2 : 1;
     const uint64_t per_px = EX_BYTES + 4 + (r ? 4 : 0) + (mask ? 1 : 0);
-    const size_t rows = c->band_rows ? c->band_rows : h - 1 - 2 * halo;
+    const size_t rows = c->band_rows == WHOLE ? h : c->band_rows ? c->band_rows : h - 1 - 2 * halo;
     gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
     progress_log log = { 0, 0, 0, true };
     ho.extract = &o, ho.back = back, ho.rms = r, ho.mask = mask;
-    ho.max_device_bytes = c->band_rows ? per_px * w * (rows + 2 * halo) : per_px * w * (h - 1);
+    ho.max_device_bytes = c->band_rows == WHOLE ? per_px * w * h
+                          : c->band_rows        ? per_px * w * (rows + 2 * halo)
+                                                : per_px * w * (h - 1);
     ho.progress = on_band, ho.progress_user = &log;
-    int32_t *seg = malloc(n * sizeof *seg);
-    cr_assert(seg);
-    ho.segmap = seg;
-    gpuws_extract_catalog *got = NULL, *plain = NULL;
-    TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &got));
+    result got = { NULL, malloc(n * sizeof(int32_t)) }, plain = { NULL, NULL };
+    cr_assert(got.seg);
+    ho.segmap = got.seg;
+    TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &got.cat));
     char what[200];
     snprintf(what, sizeof what, "%s %zux%zu noise %d filter %d/%d conn %d mask %d sep %d, bands of %zu rows",
              test_backend_name(c->backend), w, h, c->noise, c->filter_type, c->filter_h, c->connectivity, c->masked,
              c->sep_version, rows);
-    cr_assert_gt(want->num_objects, 10, "%s: the sky has only %zu objects", what, want->num_objects);
+    cr_assert_gt(want.cat->num_objects, 10, "%s: the sky has only %zu objects", what, want.cat->num_objects);
     cr_assert_eq(log.bands, (h + rows - 1) / rows, "%s: %zu bands, want %zu", what, log.bands, (h + rows - 1) / rows);
     cr_assert_eq(log.calls, log.bands, "%s: %zu progress calls for %zu bands", what, log.calls, log.bands);
     size_t band_rows = 0, bands = 0;
@@ -188,18 +137,13 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
     cr_assert(band_rows == rows && bands == log.bands, "%s: extract_host_bands says %zu bands of %zu rows", what, bands,
               band_rows);
     cr_assert(log.in_order && log.last_rows == h, "%s: progress out of order or short (%zu rows)", what, log.last_rows);
-    expect_same_catalog(what, got, want);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_eq(seg[i], want_seg[i], "%s: segmap at (%zu, %zu) %d, in-core %d", what, i % w, i / w, seg[i],
-                     want_seg[i]);
+    expect_same(what, &got, &want, n);
     ho.segmap = NULL, ho.progress = NULL; /* without the segmentation map: the same catalogue */
-    TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &plain));
-    expect_same_catalog(what, plain, want);
-    gpuws_extract_catalog_free(plain);
-    gpuws_extract_catalog_free(got);
-    gpuws_extract_catalog_free(want);
-    free(want_seg);
-    free(seg);
+    TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &plain.cat));
+    expect_same(what, &plain, &want, 0);
+    result_free(&plain);
+    result_free(&got);
+    result_free(&want);
     free(mask);
     free(x);
     free(back);
@@ -341,17 +285,12 @@ ParameterizedTest(made_case *c, extract_host, the_background_it_makes_gives_the_
     gpuws_buffer *img = test_buffer_from(ctx, x, n * sizeof(float));
     gpuws_buffer *m = mask ? test_buffer_from(ctx, mask, n) : NULL;
     gpuws_buffer *db = test_buffer(ctx, n * sizeof(float)), *dr = test_buffer(ctx, n * sizeof(float));
-    gpuws_buffer *ds = test_buffer(ctx, n * sizeof(int32_t));
     gpuws_background_result want_r, got_r;
     bo.mask = m;
     TEST_OK(gpuws_background(NULL, GPUWS_F32, W, H, img, &bo, db, dr, &want_r));
     bo.mask = NULL;
-    gpuws_extract_options oi = o;
-    oi.back = db, oi.rms = dr, oi.mask = m, oi.segmap = ds;
-    gpuws_extract_catalog *want = NULL, *got = NULL;
-    TEST_OK(gpuws_extract(NULL, W, H, img, &oi, &want));
     float *want_back = test_download(db, n * sizeof(float)), *want_rms = test_download(dr, n * sizeof(float));
-    int32_t *want_seg = test_download(ds, n * sizeof(int32_t));
+    result want = run(ctx, x, want_back, want_rms, mask, W, H, &o);
 
     const size_t halo = c->filter_h / 2 > 1 ? (size_t)c->filter_h / 2 : 1, rows = c->band_rows;
     const uint64_t per_px = EX_BYTES + 8 + (mask ? 1 : 0);
@@ -360,33 +299,30 @@ ParameterizedTest(made_case *c, extract_host, the_background_it_makes_gives_the_
     ho.extract = &o, ho.mask = mask, ho.background = &bo, ho.background_result = &got_r;
     ho.max_device_bytes = plan + per_px * W * (rows ? rows + 2 * halo : H - 1);
     float *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
-    int32_t *seg = malloc(n * sizeof *seg);
-    cr_assert(back && rms && seg);
-    ho.back_out = back, ho.rms_out = rms, ho.segmap = seg;
+    result got = { NULL, malloc(n * sizeof(int32_t)) };
+    cr_assert(back && rms && got.seg);
+    ho.back_out = back, ho.rms_out = rms, ho.segmap = got.seg;
     size_t band_rows = 0, bands = 0;
     TEST_OK(gpuws_extract_host_bands(ctx, W, H, &ho, &band_rows, &bands));
     cr_assert(bands > 1 && (!rows || band_rows == rows), "%zu bands of %zu rows", bands, band_rows);
-    TEST_OK(gpuws_extract_host(ctx, W, H, x, &ho, &got));
+    TEST_OK(gpuws_extract_host(ctx, W, H, x, &ho, &got.cat));
     char what[120];
     snprintf(what, sizeof what, "%s filter %d mask %d, %zu bands of %zu rows", test_backend_name(c->backend),
              c->filter_h, c->masked, bands, band_rows);
-    cr_assert_gt(want->num_objects, 10, "%s: the sky has only %zu objects", what, want->num_objects);
-    expect_same_catalog(what, got, want);
+    cr_assert_gt(want.cat->num_objects, 10, "%s: the sky has only %zu objects", what, want.cat->num_objects);
+    expect_same(what, &got, &want, n);
     cr_assert(!memcmp(&got_r, &want_r, sizeof got_r), "%s: the background's globals differ", what);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         cr_assert(!memcmp(&back[i], &want_back[i], sizeof(float)) && !memcmp(&rms[i], &want_rms[i], sizeof(float)),
                   "%s: back %.9g rms %.9g at (%zu, %zu), in-core %.9g %.9g", what, back[i], rms[i], i % W, i / W,
                   want_back[i], want_rms[i]);
-        cr_assert_eq(seg[i], want_seg[i], "%s: segmap at (%zu, %zu)", what, i % W, i / W);
-    }
-    gpuws_extract_catalog_free(got);
-    gpuws_extract_catalog_free(want);
+    result_free(&got);
+    result_free(&want);
     gpuws_buffer_destroy(img);
     gpuws_buffer_destroy(m);
     gpuws_buffer_destroy(db);
     gpuws_buffer_destroy(dr);
-    gpuws_buffer_destroy(ds);
-    free(want_back), free(want_rms), free(want_seg), free(back), free(rms), free(seg);
+    free(want_back), free(want_rms), free(back), free(rms);
     free(mask), free(x), free(lvl), free(sig);
     gpuws_context_destroy(ctx);
 }
