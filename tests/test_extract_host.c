@@ -9,7 +9,8 @@
  * back and rms beside the plan. The table: filters of 1, 3 and 5 rows (halos of 1 and 2), every noise mode, a mask
  * and NaN columns, 4- and 8-connectivity, deblending, cleaning, SEP 1.2's thresholds (the σ of the pixel after an
  * object, which may lie in the next band), bands of one row, band counts that do not divide the height, an image one
- * row taller than the in-core budget, and bars that cross three bands and more. */
+ * row taller than a band's budget, a budget that holds it as one band but not in-core, and bars that cross three
+ * bands and more. */
 #include "extract_support.h" /* run, expect_same */
 #include "common/cases.h"    /* gpuws__case_extract_sky */
 

@@ -210,8 +210,8 @@ typedef struct gpuws_extract_host_options {
     }
 
 /* gpuws_extract on a host image (width*height f32, row-major), the maps and the segmentation map in host memory.
- * When the image, its maps and the extraction's device memory (about 54 bytes a pixel) fit the budget, the call is
- * one in-core gpuws_extract between uploads and a download. Otherwise bands of whole rows, each with
+ * When the image, its maps and the in-core extraction's device memory (about 118 bytes a pixel) fit the budget, the
+ * call is one in-core gpuws_extract between uploads and a download. Otherwise bands of whole rows, each with
  * max(filter_h / 2, 1) rows of halo above and below, go through the device one after the other: the pixels are
  * prepared, filtered, thresholded and labelled there and the records of the band's own rows read back; the host
  * then joins the bands' labels at their borders (numbered as gpuws_label numbers the whole image) and makes the
