@@ -327,3 +327,91 @@ ParameterizedTest(made_case *c, extract_host, the_background_it_makes_gives_the_
     free(mask), free(x), free(lvl), free(sig);
     gpuws_context_destroy(ctx);
 }
+
+typedef struct {
+    gpuws_backend_kind backend;
+    int made;         /* the background made by the call, as `gpuws sources` makes it; else back and rms given */
+    size_t band_rows; /* a budget of bands of this many own rows on each device; WHOLE: the whole image, not in-core */
+    size_t devices;   /* ctx and devices - 1 more contexts (here of one device, which the call cannot tell apart) */
+    size_t want_rows; /* the bands' own rows: WHOLE's image is cut so that every device gets a band */
+} devices_case;
+
+ParameterizedTestParameters(extract_host, several_devices_give_the_in_core_outputs)
+{
+    static const devices_case rows[] = {
+        { 0, 1, 7, 3, 7 }, { 0, 0, 1, 2, 1 }, { 0, 1, WHOLE, 3, 64 }, { 0, 0, WHOLE, 2, 95 }
+    };
+    return TEST_BACKEND_PARAMS(rows, sizeof rows / sizeof rows[0]);
+}
+
+/* options->more_contexts: the bands cut into one range a device, each device's records and labels following the
+ * device's before; the catalogue, the segmentation map and (made) back, rms and the globals are the in-core ones,
+ * the progress comes in band order, and an extraction that fits in-core stays one band on ctx. */
+ParameterizedTest(devices_case *c, extract_host, several_devices_give_the_in_core_outputs)
+{
+    gpuws_context *ctx = test_open(c->backend), *more[2] = { test_open(c->backend), test_open(c->backend) };
+    enum { W = 257, H = 190 };
+    const size_t n = (size_t)W * H;
+    float *x = malloc(n * sizeof *x), *lvl = malloc(n * sizeof *lvl), *sig = malloc(n * sizeof *sig);
+    uint8_t *mask = malloc(n);
+    cr_assert(x && lvl && sig && mask);
+    gpuws__case_extract_sky(W, H, test_seed(false) + 5, 3, x, lvl, sig);
+    for (size_t i = 0; i < n; i++) mask[i] = x[i] != x[i];
+    for (size_t y = 4; y + 4 < H; y++) x[y * W + W / 2] += 400.0f; /* one object across every band */
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    bo.bw = bo.bh = 32;
+    gpuws_background_result want_r, got_r;
+    float *want_back = lvl, *want_rms = sig;
+    if (c->made) {
+        gpuws_buffer *img = test_buffer_from(ctx, x, n * sizeof(float)), *m = test_buffer_from(ctx, mask, n);
+        gpuws_buffer *db = test_buffer(ctx, n * sizeof(float)), *dr = test_buffer(ctx, n * sizeof(float));
+        bo.mask = m;
+        TEST_OK(gpuws_background(NULL, GPUWS_F32, W, H, img, &bo, db, dr, &want_r));
+        bo.mask = NULL;
+        want_back = test_download(db, n * sizeof(float)), want_rms = test_download(dr, n * sizeof(float));
+        gpuws_buffer_destroy(img), gpuws_buffer_destroy(m), gpuws_buffer_destroy(db), gpuws_buffer_destroy(dr);
+    }
+    result want = run(ctx, x, want_back, want_rms, mask, W, H, &o);
+
+    const uint64_t per_px = EX_BYTES + 8 + 1;
+    const uint64_t plan = c->made ? 4 * (8 * (uint64_t)((W + 31) / 32) * ((H + 31) / 32) + 5 * (uint64_t)(W + H)) : 0;
+    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    progress_log log[2] = { { 0, 0, 0, true }, { 0, 0, 0, true } };
+    ho.extract = &o, ho.mask = mask, ho.more_contexts = more, ho.num_more_contexts = c->devices - 1;
+    ho.progress = on_pass, ho.progress_user = log;
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_extract_host_bands(ctx, W, H, &ho, &band_rows, &bands));
+    cr_assert(bands == 1 && band_rows == H, "in-core on ctx: %zu bands of %zu rows", bands, band_rows);
+    float *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
+    result got = { NULL, malloc(n * sizeof(int32_t)) };
+    cr_assert(back && rms && got.seg);
+    if (c->made) ho.background = &bo, ho.background_result = &got_r, ho.back_out = back, ho.rms_out = rms;
+    else ho.back = lvl, ho.rms = sig;
+    ho.segmap = got.seg;
+    ho.max_device_bytes = plan + per_px * W * (c->band_rows == WHOLE ? H : c->band_rows + 2);
+    TEST_OK(gpuws_extract_host_bands(ctx, W, H, &ho, &band_rows, &bands));
+    char what[160];
+    snprintf(what, sizeof what, "%s, %s, %zu devices, %zu bands of %zu rows", test_backend_name(c->backend),
+             c->made ? "background made" : "maps given", c->devices, bands, band_rows);
+    cr_assert(band_rows == c->want_rows && bands == (H + band_rows - 1) / band_rows, "%s: want bands of %zu rows", what,
+              c->want_rows);
+    TEST_OK(gpuws_extract_host(ctx, W, H, x, &ho, &got.cat));
+    cr_assert_gt(want.cat->num_objects, 10, "%s: the sky has only %zu objects", what, want.cat->num_objects);
+    expect_same(what, &got, &want, n);
+    const progress_log *l = &log[c->made];
+    cr_assert(l->in_order && l->calls == bands && l->last_rows == H,
+              "%s: %zu progress calls (in order: %d), to row %zu", what, l->calls, l->in_order, l->last_rows);
+    if (c->made) {
+        cr_assert(!memcmp(&got_r, &want_r, sizeof got_r), "%s: the background's globals differ", what);
+        cr_assert(!memcmp(back, want_back, n * sizeof(float)) && !memcmp(rms, want_rms, n * sizeof(float)),
+                  "%s: back or rms differs from in-core", what);
+        free(want_back), free(want_rms);
+    }
+    result_free(&got);
+    result_free(&want);
+    free(back), free(rms), free(mask), free(x), free(lvl), free(sig);
+    gpuws_context_destroy(more[1]);
+    gpuws_context_destroy(more[0]);
+    gpuws_context_destroy(ctx);
+}

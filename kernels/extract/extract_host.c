@@ -52,11 +52,12 @@ static void kept_free(ex_kept *k)
     memset(k, 0, sizeof *k);
 }
 
-static bool kept_grow(ex_kept *k, size_t more)
+/* Room for `more` records: the first time as asked, later by doubling, or exactly when `exact`. */
+static bool kept_grow(ex_kept *k, size_t more, bool exact)
 {
     if (k->n + more <= k->cap) return true;
     size_t cap = k->cap ? k->cap : 4096;
-    while (cap < k->n + more) cap = k->cap ? cap * 2 : k->n + more; /* the first: as asked */
+    while (cap < k->n + more) cap = k->cap && !exact ? cap * 2 : k->n + more;
     void *p[6] = { k->idx, k->value, k->cd, k->sig, k->sig_lr, k->label };
     for (int a = 0; a < 6; a++) {
         void *q = gpuws__realloc(p[a], cap * sizeof(uint32_t));
@@ -77,7 +78,7 @@ static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset, 
 {
     if (!b->n) return true; /* a band without records may have no arrays */
     const size_t guess = k->n ? 0 : b->n + b->n * (bands - 1) / 4 * 5;
-    if (!kept_grow(k, b->n > guess ? b->n : guess)) return false;
+    if (!kept_grow(k, b->n > guess ? b->n : guess, false)) return false;
     int32_t most = 0;
     for (size_t r = 0; r < b->n; r++) {
         const size_t j = k->n + r;
@@ -91,6 +92,35 @@ static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset, 
     gpuws__copy_bytes(k->sig_lr + k->n, b->sig_lr, 0, b->n * sizeof(float));
     k->n += b->n;
     k->labels += (size_t)most; /* a band's labels are 1 .. most, each of some record */
+    return true;
+}
+
+typedef struct {
+    int32_t *to;
+    const int32_t *from;
+    int32_t add;
+} ex_shift;
+
+static void shift_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    (void)part;
+    const ex_shift *j = arg;
+    for (size_t r = lo; r < hi; r++) j->to[r] = j->from[r] + j->add;
+}
+
+/* The records another device kept for the bands after k's (m's labels follow k's), copied into k: into the room
+ * that k's first band made for every band where it suffices (a realloc of memory given huge pages may copy it). */
+static bool kept_append(ex_kept *k, const ex_kept *m)
+{
+    if (m->n && !kept_grow(k, m->n, true)) return false;
+    ex_shift j = { k->label + k->n, m->label, (int32_t)k->labels };
+    gpuws__run_ranges(m->n, gpuws__copy_threads(m->n * sizeof(int32_t)), shift_range, &j);
+    gpuws__copy_bytes(k->idx + k->n, m->idx, 0, m->n * sizeof(uint32_t));
+    gpuws__copy_bytes(k->value + k->n, m->value, 0, m->n * sizeof(float));
+    gpuws__copy_bytes(k->cd + k->n, m->cd, 0, m->n * sizeof(float));
+    gpuws__copy_bytes(k->sig + k->n, m->sig, 0, m->n * sizeof(float));
+    gpuws__copy_bytes(k->sig_lr + k->n, m->sig_lr, 0, m->n * sizeof(float));
+    k->n += m->n, k->labels += m->labels;
     return true;
 }
 
@@ -150,7 +180,8 @@ static bool components_join(ex_kept *k, size_t w, size_t h, size_t rows, int con
 }
 
 typedef struct {
-    gpuws_context *ctx;
+    gpuws_context *const *ctxs; /* the devices: ctxs[d] runs the d-th of nctx consecutive ranges of bands */
+    unsigned nctx;
     const gpuws__extract_params *p;
     const gpuws_extract_host_options *ho; /* with back and rms the made background's where the CPU backend made it */
     const float *image;
@@ -160,29 +191,38 @@ typedef struct {
     int passes; /* the bands are the last of them in progress: 2 after the background's */
 } ex_bands;
 
-/* The records of every band's own rows into k: on the CPU backend by the reference on the caller's arrays, else
- * through the device, a band at a time on a stream of the call's own (which holds the device steps' memory). ms
- * adds up the times of the bands' uploads (and maps), their device steps and the records' keeping. */
-static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k, double ms[3])
+/* The last own row of band `band` and one past it. */
+static size_t band_end(const ex_bands *b, size_t band)
+{
+    const size_t y1 = (band + 1) * b->rows;
+    return y1 < b->p->h ? y1 : b->p->h;
+}
+
+/* The records of the own rows of bands [lo, hi) into k, on ctx: on the CPU backend by the reference on the caller's
+ * arrays, else through the device, a band at a time on a stream of the call's own (which holds the device steps'
+ * memory); progress after each band when `report`. k's first band makes room for as many as `room` bands hold.
+ * ms adds up the times of the bands' uploads (and maps), their device steps and the records' keeping. */
+static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size_t lo, size_t hi, size_t room,
+                                     bool report, ex_kept *k, double ms[3])
 {
     const size_t w = b->p->w, h = b->p->h, rows_in = b->rows + 2 * b->halo;
     const gpuws_extract_host_options *ho = b->ho;
-    const bool on_cpu = b->ctx->backend->kind == GPUWS_BACKEND_CPU;
+    const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
     gpuws_stream *s = NULL;
     gpuws_buffer *dimg = NULL, *dback = NULL, *drms = NULL, *dmask = NULL;
     gpuws_status st = GPUWS_OK;
     gpuws_buffer *dplan = NULL;
-    if (!on_cpu && (!(st = gpuws_stream_create(b->ctx, &s)))) {
+    if (!on_cpu && lo < hi && (!(st = gpuws_stream_create(ctx, &s)))) {
         const size_t bytes = rows_in * w * sizeof(float);
-        if (!(st = gpuws_buffer_create(b->ctx, bytes, &dimg)) && (ho->back || b->plan))
-            st = gpuws_buffer_create(b->ctx, bytes, &dback);
-        if (!st && (ho->rms || b->plan)) st = gpuws_buffer_create(b->ctx, bytes, &drms);
-        if (!st && ho->mask) st = gpuws_buffer_create(b->ctx, rows_in * w, &dmask);
-        if (!st && b->plan && !(st = gpuws_buffer_create(b->ctx, b->bp->words * 4, &dplan)))
+        if (!(st = gpuws_buffer_create(ctx, bytes, &dimg)) && (ho->back || b->plan))
+            st = gpuws_buffer_create(ctx, bytes, &dback);
+        if (!st && (ho->rms || b->plan)) st = gpuws_buffer_create(ctx, bytes, &drms);
+        if (!st && ho->mask) st = gpuws_buffer_create(ctx, rows_in * w, &dmask);
+        if (!st && b->plan && !(st = gpuws_buffer_create(ctx, b->bp->words * 4, &dplan)))
             st = gpuws_buffer_write_async(s, dplan, 0, b->plan, b->bp->words * 4);
     }
-    for (size_t band = 0; band < b->bands && !st; band++) {
-        const size_t y0 = band * b->rows, y1 = y0 + b->rows < h ? y0 + b->rows : h;
+    for (size_t band = lo; band < hi && !st; band++) {
+        const size_t y0 = band * b->rows, y1 = band_end(b, band);
         const size_t a0 = y0 > b->halo ? y0 - b->halo : 0, a1 = y1 + b->halo < h ? y1 + b->halo : h;
         const size_t at = a0 * w, n = (a1 - a0) * w;
         gpuws__extract_params pb = *b->p;
@@ -213,13 +253,13 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k, double ms[3]
             if (!st) st = gpuws__extract_band_records(s, &pb, dimg, &ob, &px);
         }
         ms[1] += now_ms() - t0, t0 = now_ms();
-        if (!st && !kept_add(k, &px, at, b->bands))
+        if (!st && !kept_add(k, &px, at, room))
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records (%zu bytes)",
                               k->n + px.n, (k->n + px.n) * 6 * sizeof(uint32_t));
         if (on_cpu) gpuws__extract_pixels_free(&px);
-        else if (px.idx) gpuws__extract_band_release(b->ctx, &px);
+        else if (px.idx) gpuws__extract_band_release(ctx, &px);
         ms[2] += now_ms() - t0;
-        if (!st && ho->progress) ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, y1, h);
+        if (!st && report && ho->progress) ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, y1, h);
     }
     if (s) {
         gpuws_stream_synchronize(s); /* no upload reads the caller's memory after an error */
@@ -230,6 +270,75 @@ static gpuws_status records_in_bands(const ex_bands *b, ex_kept *k, double ms[3]
     gpuws_buffer_destroy(drms);
     gpuws_buffer_destroy(dmask);
     gpuws_buffer_destroy(dplan);
+    return st;
+}
+
+/* One device's share of the bands: its records, times and outcome (with its message: the error text is each
+ * thread's own). */
+typedef struct {
+    ex_kept kept;
+    double ms[3], wall; /* its bands' parts, and its whole share from the thread's start */
+    size_t bands, records;
+    gpuws_status st;
+    char why[512];
+} ex_share;
+
+typedef struct {
+    const ex_bands *b;
+    ex_share *share;
+} ex_shares;
+
+static void share_run(void *arg, size_t part, size_t lo, size_t hi)
+{
+    const ex_shares *x = arg;
+    ex_share *d = &x->share[part];
+    const double t0 = now_ms();
+    /* device 0's records make room for every band's: the others' then join them without a realloc */
+    const size_t room = part ? hi - lo : x->b->bands;
+    d->st = records_in_bands(x->b, x->b->ctxs[part], lo, hi, room, part == 0, &d->kept, d->ms);
+    if (d->st) snprintf(d->why, sizeof d->why, "%s", gpuws_last_error());
+    d->wall = now_ms() - t0, d->bands = hi - lo, d->records = d->kept.n;
+}
+
+/* The records of every band into k, the bands cut into one consecutive range a device, each device on a thread of
+ * its own (ctxs[0] on the calling thread, whose progress comes as its bands do; the others' once every device is
+ * done, in band order): device d's records follow device d - 1's, so k holds them in raster order, and device d's
+ * labels follow d - 1's as a band's follow the band's before it. ms as records_in_bands', over every device. */
+static gpuws_status records_on_devices(const ex_bands *b, ex_kept *k, double ms[3])
+{
+    if (b->nctx == 1) return records_in_bands(b, b->ctxs[0], 0, b->bands, b->bands, true, k, ms);
+    ex_share *share = gpuws__malloc(b->nctx * sizeof *share);
+    if (!share)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %u devices' records (%zu bytes)",
+                            b->nctx, b->nctx * sizeof *share);
+    memset(share, 0, b->nctx * sizeof *share);
+    ex_shares x = { b, share };
+    gpuws__run_ranges(b->bands, b->nctx, share_run, &x);
+    gpuws_status st = GPUWS_OK;
+    for (unsigned d = 0; d < b->nctx && !st; d++)
+        if (share[d].st) st = gpuws__error(share[d].st, "%s", share[d].why);
+    *k = share[0].kept, share[0].kept = (ex_kept){ 0 };
+    const double t0 = now_ms();
+    for (unsigned d = 1; d < b->nctx && !st; d++)
+        if (!kept_append(k, &share[d].kept))
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records (%zu bytes)",
+                              k->n + share[d].kept.n, (k->n + share[d].kept.n) * 6 * sizeof(uint32_t));
+    const double t1 = now_ms();
+    for (unsigned d = 0; d < b->nctx; d++) {
+        const ex_share *e = &share[d];
+        if (!st)
+            gpuws__log(GPUWS__LOG_DEBUG,
+                       "extract_host: device %u: %zu band%s in %.1f ms (uploads and maps %.1f, device steps %.1f, "
+                       "records kept %.1f), %zu records",
+                       d, e->bands, e->bands == 1 ? "" : "s", e->wall, e->ms[0], e->ms[1], e->ms[2], e->records);
+        for (int i = 0; i < 3; i++) ms[i] += e->ms[i];
+        kept_free(&share[d].kept);
+    }
+    if (!st) gpuws__log(GPUWS__LOG_DEBUG, "extract_host: the devices' records appended in %.1f ms", t1 - t0);
+    gpuws__free(share);
+    const gpuws_extract_host_options *ho = b->ho;
+    for (size_t band = b->bands / b->nctx; band < b->bands && !st && ho->progress; band++) /* device 0's: reported */
+        ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, band_end(b, band), b->p->h);
     return st;
 }
 
@@ -310,11 +419,12 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
     return st;
 }
 
-/* The bands: as many rows as the budget holds with their halo (*rows own rows a band, *bands of them), or the whole
- * image in one band; *in_core when that band is the in-core call's (which holds more a pixel than a band does). */
-static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, const gpuws_extract_host_options *ho,
-                               const gpuws_extract_options *eo, uint64_t plan_bytes, size_t *rows, size_t *bands,
-                               size_t *halo, bool *in_core)
+/* The bands on the n devices ctxs: as many rows as the budget holds on each with their halo (*rows own rows a band,
+ * *bands of them), or the whole image in one band; *in_core when that band is the in-core call's on ctxs[0] (which
+ * holds more a pixel than a band does). Bands on several devices are at least one a device. */
+static gpuws_status plan_bands(gpuws_context *const *ctxs, unsigned n, size_t width, size_t height,
+                               const gpuws_extract_host_options *ho, const gpuws_extract_options *eo,
+                               uint64_t plan_bytes, size_t *rows, size_t *bands, size_t *halo, bool *in_core)
 {
     const int kh = eo->filter_type == GPUWS_FILTER_NONE ? 0 : eo->filter ? eo->filter_h : 3;
     const bool bg = ho->background != NULL;
@@ -322,7 +432,7 @@ static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, 
     const uint64_t per_px =
         EX_HOST_BYTES + (ho->back || bg ? 4u : 0u) + (ho->rms || bg ? 4u : 0u) + (ho->mask ? 1u : 0u);
     uint64_t budget, max_alloc;
-    gpuws__band_budget(&ctx, 1, ho->max_device_bytes, &budget, &max_alloc);
+    gpuws__band_budget(ctxs, n, ho->max_device_bytes, &budget, &max_alloc);
     uint64_t rows_in = budget > plan_bytes ? (budget - plan_bytes) / (per_px * width) : 0; /* the plan beside them */
     if (max_alloc && rows_in > max_alloc / (6 * sizeof(float) * width)) /* the records are the largest buffer */
         rows_in = max_alloc / (6 * sizeof(float) * width);
@@ -337,16 +447,18 @@ static gpuws_status plan_bands(gpuws_context *ctx, size_t width, size_t height, 
                             (unsigned long long)per_px, bg ? ", beside the background's plan" : "");
     *in_core = one;
     *rows = rows_in >= height ? height : (size_t)rows_in - 2 * *halo; /* a band of the whole image needs no halo */
+    if (!one && n > 1 && *rows > (height + n - 1) / n) *rows = (height + n - 1) / n; /* every device works */
     *bands = (height + *rows - 1) / *rows;
     return GPUWS_OK;
 }
 
 /* The call's options read and checked (fn names the call in messages): *ho, *eo and, with ho->background, *bo;
- * *plan_bytes the background's plan's (0 without), *npix the pixels. */
+ * *plan_bytes the background's plan's (0 without), *npix the pixels, ctxs[0 .. *nctx) the devices. */
 static gpuws_status read_options(gpuws_context *ctx, size_t width, size_t height,
                                  const gpuws_extract_host_options *options, const char *fn,
                                  gpuws_extract_host_options *ho, gpuws_extract_options *eo,
-                                 gpuws_background_options *bo, uint64_t *plan_bytes, size_t *npix)
+                                 gpuws_background_options *bo, uint64_t *plan_bytes, size_t *npix, gpuws_context **ctxs,
+                                 unsigned *nctx)
 {
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
     if (st) return st;
@@ -377,6 +489,7 @@ static gpuws_status read_options(gpuws_context *ctx, size_t width, size_t height
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "%s: options->%s is given with options->background, which makes the background", fn,
                             ho->back ? "back" : "rms");
+    if ((st = gpuws__band_contexts(ctx, ho->more_contexts, ho->num_more_contexts, fn, ctxs, nctx))) return st;
     if ((st = gpuws__extract_check(eo, width, height, ho->rms || ho->background, fn, npix))) return st;
     *plan_bytes = 0;
     gpuws__background_plan bp;
@@ -394,13 +507,15 @@ gpuws_status gpuws_extract_host_bands(gpuws_context *ctx, size_t width, size_t h
     uint64_t plan_bytes = 0;
     size_t npix, halo;
     bool in_core;
+    gpuws_context *ctxs[GPUWS__BAND_DEVICES];
+    unsigned nctx;
     gpuws_status st =
-        read_options(ctx, width, height, options, "extract_host_bands", &ho, &eo, &bo, &plan_bytes, &npix);
+        read_options(ctx, width, height, options, "extract_host_bands", &ho, &eo, &bo, &plan_bytes, &npix, ctxs, &nctx);
     if (st) return st;
     if (!band_rows || !bands)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host_bands: argument '%s' is NULL",
                             !band_rows ? "band_rows" : "bands");
-    return plan_bands(ctx, width, height, &ho, &eo, plan_bytes, band_rows, bands, &halo, &in_core);
+    return plan_bands(ctxs, nctx, width, height, &ho, &eo, plan_bytes, band_rows, bands, &halo, &in_core);
 }
 
 /* Whether an output of `bytes` bytes at out overlaps an input or another output. */
@@ -446,7 +561,10 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     gpuws_background_options bo;
     uint64_t plan_bytes = 0;
     size_t npix;
-    gpuws_status st = read_options(ctx, width, height, options, "extract_host", &ho, &eo, &bo, &plan_bytes, &npix);
+    gpuws_context *ctxs[GPUWS__BAND_DEVICES];
+    unsigned nctx;
+    gpuws_status st =
+        read_options(ctx, width, height, options, "extract_host", &ho, &eo, &bo, &plan_bytes, &npix, ctxs, &nctx);
     if (st) return st;
     if (!image || !catalog)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host: argument '%s' is NULL",
@@ -465,19 +583,20 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract_host: %zu x %zu pixels; at most 2^31 - 1 are supported",
                             width, height);
     const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
-    if (!on_cpu && !ctx->info.fp64)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks",
-                            ctx->info.name);
+    for (unsigned d = 0; d < nctx && !on_cpu; d++)
+        if (!ctxs[d]->info.fp64)
+            return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks",
+                                ctxs[d]->info.name);
     const gpuws_background_options *bg = ho.background ? &bo : NULL;
     size_t rows, bands, halo;
     bool in_core;
-    if ((st = plan_bands(ctx, width, height, &ho, &eo, plan_bytes, &rows, &bands, &halo, &in_core))) return st;
+    if ((st = plan_bands(ctxs, nctx, width, height, &ho, &eo, plan_bytes, &rows, &bands, &halo, &in_core))) return st;
     if (in_core && !on_cpu) return extract_in_core(ctx, width, height, image, &eo, &ho, bg, catalog);
 
     gpuws__extract_params p;
     if ((st = gpuws__extract_resolve(&eo, width, height, ho.rms || bg, "extract_host", &p))) return st;
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
-    ex_bands b = { ctx, &p, &ho, image, halo, rows, bands, NULL, NULL, bg ? 2 : 1 };
+    ex_bands b = { ctxs, nctx, &p, &ho, image, halo, rows, bands, NULL, NULL, bg ? 2 : 1 };
     float *tb = NULL, *tr = NULL;
     void *plan = NULL;
     gpuws__background_plan bp;
@@ -498,7 +617,7 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     ex_kept k;
     memset(&k, 0, sizeof k);
     double band_ms[3] = { 0, 0, 0 };
-    if (!st) st = records_in_bands(&b, &k, band_ms);
+    if (!st) st = records_on_devices(&b, &k, band_ms);
     const double t1 = now_ms();
     gpuws_extract_catalog *cat = NULL;
     double ms[3] = { 0, 0, 0 }; /* the components, the host steps, the segmentation map */
@@ -514,11 +633,11 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     cat->ms_device = t1 - t0;
     cat->ms_host = now_ms() - t1;
     gpuws__log(GPUWS__LOG_DEBUG,
-               "extract_host: background's pass %.1f ms, %zu band%s of %zu rows (halo %zu) %.1f ms (uploads and maps "
-               "%.1f, device steps %.1f, records kept %.1f); %zu records' components %.1f ms, host steps %.1f, "
-               "segmentation map %.1f",
-               tb0 - t0, b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, t1 - tb0, band_ms[0], band_ms[1], band_ms[2],
-               records, ms[0], ms[1], ms[2]);
+               "extract_host: background's pass %.1f ms, %zu band%s of %zu rows (halo %zu) on %u device%s %.1f ms "
+               "(summed over the devices: uploads and maps %.1f, device steps %.1f, records kept %.1f); %zu records' "
+               "components %.1f ms, host steps %.1f, segmentation map %.1f",
+               tb0 - t0, b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, nctx, nctx == 1 ? "" : "s", t1 - tb0,
+               band_ms[0], band_ms[1], band_ms[2], records, ms[0], ms[1], ms[2]);
     *catalog = cat;
     return GPUWS_OK;
 }

@@ -134,6 +134,22 @@ BAD_CASE(extract_host_of_2_to_the_31_pixels_is_unsupported, BAD_ALL, GPUWS_ERR_U
     return st;
 }
 
+/* Several devices (BAD_MORE_CONTEXTS_CASES): bands of one row spread over f->ctx and more[0..n). */
+static gpuws_status with_more(bad_fixture *f, gpuws_context *const *more, size_t n)
+{
+    gpuws_extract_host_options o = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    gpuws_extract_options plain = GPUWS_EXTRACT_OPTIONS_INIT;
+    plain.filter_type = GPUWS_FILTER_NONE, plain.minarea = 1;
+    o.extract = &plain, o.max_device_bytes = EX_MIN_BUDGET, o.segmap = SEGMAP;
+    o.more_contexts = more, o.num_more_contexts = n;
+    gpuws_extract_catalog *cat = NULL;
+    const gpuws_status st = gpuws_extract_host(f->ctx, BAD_W, BAD_H, image, &o, &cat);
+    gpuws_extract_catalog_free(cat);
+    return st;
+}
+
+BAD_MORE_CONTEXTS_CASES(extract_host, with_more)
+
 /* background_host with meshes of 4 x 4 pixels: a grid of 4 x 2 meshes, a plan of 8 x 8 + 5 x (16 + 8) words. Its
  * smallest budget: pass 2's row of back and rms beside the plan, 2 x 16 x 4 + 736 bytes. */
 #define BG_MIN_BUDGET 864

@@ -203,10 +203,16 @@ typedef struct gpuws_extract_host_options {
     const gpuws_background_options *background;
     float *back_out, *rms_out;                  /* NULL, or width*height host f32: the background's maps */
     gpuws_background_result *background_result; /* NULL, or the background's globals */
+    /* Several devices: contexts of further devices of ctx's backend over which, with ctx, a banded extraction's
+     * bands are spread (as gpuws_convolve2d_host_options.more_contexts; gpuws_contexts_create makes them from
+     * GPUWS_DEVICE). An extraction that fits ctx in-core runs there alone. NULL = ctx alone. */
+    gpuws_context *const *more_contexts;
+    size_t num_more_contexts;
 } gpuws_extract_host_options;
 #define GPUWS_EXTRACT_HOST_OPTIONS_INIT                                                                                \
     {                                                                                                                  \
-        sizeof(gpuws_extract_host_options), NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL        \
+        sizeof(gpuws_extract_host_options), NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
+            0                                                                                                          \
     }
 
 /* gpuws_extract on a host image (width*height f32, row-major), the maps and the segmentation map in host memory.
@@ -219,17 +225,22 @@ typedef struct gpuws_extract_host_options {
  * bands are the reference's, on the caller's arrays. With options->background the call first makes the mesh
  * grid as gpuws_background_host's pass 1 does (progress: pass 1 of 2, the extraction pass 2), then each band's back
  * and rms on the device from it, its own rows read back into back_out and rms_out where given: the results are
- * gpuws_background's and then gpuws_extract's in-core, bit for bit. Errors: gpuws_extract's and gpuws_background's,
- * NULL ctx or image, a buffer set in options->extract or options->background, back or rms given with background,
- * an output (segmap, back_out, rms_out) overlapping an input or another, a budget smaller than one band of one row
- * with its halo (the message gives the minimum) → GPUWS_ERR_INVALID_ARGUMENT; more than 2^31 - 1 pixels →
- * GPUWS_ERR_UNSUPPORTED. On error *catalog is NULL and segmap untouched; back_out and rms_out are unspecified. */
+ * gpuws_background's and then gpuws_extract's in-core, bit for bit. Several devices (options->more_contexts): the
+ * budget holds on each, and a banded extraction's bands are cut into one range of consecutive bands a device (at
+ * least a band each), each device driven by a thread of its own (ctx's by the calling thread; the background's grid
+ * is made on ctx); the results are the same bits as on ctx alone when the devices are the same model. Progress
+ * comes on the calling thread in band order (the other devices' bands once every device is done). Errors:
+ * gpuws_extract's and gpuws_background's, NULL ctx or image, a buffer set in options->extract or
+ * options->background, back or rms given with background, an output (segmap, back_out, rms_out) overlapping an
+ * input or another, a more_contexts entry that is NULL, not live, of another backend, or ctx or an entry again, a
+ * budget smaller than one band of one row with its halo (the message gives the minimum) →
+ * GPUWS_ERR_INVALID_ARGUMENT; more than 2^31 - 1 pixels → GPUWS_ERR_UNSUPPORTED. On error *catalog is NULL and segmap untouched; back_out and rms_out are unspecified. */
 GPUWS_API gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                           const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog);
 
 /* How gpuws_extract_host would split this extraction: *band_rows own rows per band (the last band may have fewer)
- * in *bands bands; 1 band when everything fits the budget (in-core). Only options' budget, maps given and filter
- * count; no image is read. Errors as for gpuws_extract_host (a NULL result pointer is GPUWS_ERR_INVALID_ARGUMENT). */
+ * in *bands bands; 1 band when everything fits the budget (in-core). Only options' budget, maps given, filter and
+ * devices count; no image is read. Errors as for gpuws_extract_host (a NULL result pointer is GPUWS_ERR_INVALID_ARGUMENT). */
 GPUWS_API gpuws_status gpuws_extract_host_bands(gpuws_context *ctx, size_t width, size_t height,
                                                 const gpuws_extract_host_options *options, size_t *band_rows,
                                                 size_t *bands);
