@@ -165,9 +165,9 @@ BACKEND_TEST(cli_sources_host, bad_budget_or_method_is_a_usage_error)
 #ifdef HAVE_FITSIO_H
 /* `--method extract --max-device-memory`: gpuws_extract_host making the background, the extraction in bands of
  * rows (stderr says how many), give the in-core run's catalogue, labels, regions, background and rms maps byte
- * for byte. 53 bytes a pixel of a band with its two rows of halo (45, the background and the rms; no mask, as the sky
- * has no NaN) beside the background's plan of 19200 bytes (5 x 20 meshes): 200K holds 21 rows of 160 pixels, so
- * bands of 19. */
+ * for byte, on one device and over two contexts of one (GPUWS_DEVICE=0,0: 17 bands each). 53 bytes a pixel of a
+ * band with its two rows of halo (45, the background and the rms; no mask, as the sky has no NaN) beside the
+ * background's plan of 19200 bytes (5 x 20 meshes): 200K holds 21 rows of 160 pixels, so bands of 19. */
 BACKEND_TEST(cli_sources_host, out_of_core_extraction_gives_the_in_core_outputs)
 {
     cli_run r;
@@ -184,9 +184,20 @@ BACKEND_TEST(cli_sources_host, out_of_core_extraction_gives_the_in_core_outputs)
     cr_assert_eq(r.status, 0, "host: exit %d; stderr: %s", r.status, r.stderr_text);
     char *objects2 = line_of(r.stdout_text, "objects: ");
     cr_assert(objects2 && !strcmp(objects, objects2), "in-core: %s\nhost:\n%s", objects, r.stdout_text);
-    cr_assert(strstr(r.stderr_text, "the extraction from host memory, in 34 bands of up to 19 of 640 rows"), "%s",
+    cr_assert(strstr(r.stderr_text, "the extraction from host memory, in 34 bands of up to 19 of 640 rows\n"), "%s",
               r.stderr_text);
     expect_same_files(&r, "host", 5);
+    free(objects2);
+    putenv("GPUWS_DEVICE=0,0");
+    run_cli(&r, *kind, "--catalog", "two.csv", "--labels", "two.labels.fits", "--regions", "two.reg", "--background",
+            "two.back.fits", "--rms", "two.rms.fits", "sky.fits", "--back-size", "32", "--max-device-memory", "200K",
+            NULL);
+    unsetenv("GPUWS_DEVICE");
+    cr_assert_eq(r.status, 0, "two devices: exit %d; stderr: %s", r.status, r.stderr_text);
+    objects2 = line_of(r.stdout_text, "objects: ");
+    cr_assert(objects2 && !strcmp(objects, objects2), "in-core: %s\ntwo devices:\n%s", objects, r.stdout_text);
+    cr_assert(strstr(r.stderr_text, "in 34 bands of up to 19 of 640 rows over 2 devices"), "%s", r.stderr_text);
+    expect_same_files(&r, "two", 5);
     free(objects), free(objects2);
     teardown(&r);
 }

@@ -147,15 +147,14 @@ typedef gpuws_status (*sources_device_maker)(void *user, sources_contexts *c);
 typedef struct {
     pthread_t thread;
     int started;               /* the thread runs */
-    int several;               /* the devices of a GPUWS_DEVICE list (gpuws_contexts_create), else one */
-    sources_device_maker make; /* NULL: the above; else the caller's own choice of contexts */
+    sources_device_maker make; /* NULL: the devices of GPUWS_DEVICE (gpuws_contexts_create); else the caller's own */
     void *user;
     sources_contexts c;
     gpuws_status st;
     char why[1024]; /* the thread's gpuws_last_error() */
     double ms;
 } sources_device;
-void sources_device_begin(sources_device *d, const sources_args *a);
+void sources_device_begin(sources_device *d);
 /* The same with the contexts that make(user, c) makes (under MPI: a rank's device by its rank on the host). */
 void sources_device_begin_with(sources_device *d, sources_device_maker make, void *user);
 /* Waits for the thread (or makes the contexts now when no thread started): t->device and t->device_wait set, d->st

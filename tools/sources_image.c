@@ -76,11 +76,8 @@ static void *make_context(void *p)
     const int saved = sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_ONSTACK);
     if (d->make) {
         d->st = d->make(d->user, &d->c);
-    } else if (d->several) {
+    } else { /* both methods take a GPUWS_DEVICE list: the extraction from host memory spreads its bands over it */
         d->st = gpuws_contexts_create(NULL, sizeof d->c.ctx / sizeof *d->c.ctx, d->c.ctx, &d->c.n);
-    } else {
-        d->st = gpuws_context_create(&d->c.ctx[0], NULL);
-        d->c.n = !d->st;
     }
     if (saved) sigaltstack(&ss, NULL);
     if (d->st) snprintf(d->why, sizeof d->why, "%s", gpuws_last_error());
@@ -88,10 +85,9 @@ static void *make_context(void *p)
     return NULL;
 }
 
-void sources_device_begin(sources_device *d, const sources_args *a)
+void sources_device_begin(sources_device *d)
 {
     memset(d, 0, sizeof *d);
-    d->several = a->method == METHOD_WORKSHOP;
     d->started = pthread_create(&d->thread, NULL, make_context, d) == 0;
 }
 
@@ -574,10 +570,11 @@ static int extract_from_host(const sources_args *a, gpuws_context *ctx, size_t w
 
 /* The extraction from host memory (extract_from_host): gpuws_extract_host on the image as it was read, making the
  * background itself (its maps reach the host only for --background and --rms), the segmentation map made in host
- * memory; then the report and the outputs. */
-static int run_extract_host(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
-                            sources_times *t)
+ * memory, the bands spread over every device of c; then the report and the outputs. */
+static int run_extract_host(const sources_args *a, const fits_image *img, const pixel_scan *scan,
+                            const sources_contexts *c, sources_times *t)
 {
+    gpuws_context *ctx = c->ctx[0];
     const size_t w = img->width, h = img->height, n = w * h;
     const extract_args *x = &a->x;
     sources_pending *q = calloc(1, sizeof *q);
@@ -601,10 +598,14 @@ static int run_extract_host(const sources_args *a, const fits_image *img, const 
     eho.extract = &eo, eho.mask = scan->mask, eho.segmap = q->hseg, eho.max_device_bytes = a->max_device_bytes;
     eho.progress = tool_label_band, eho.progress_user = &progress;
     eho.background = &bo, eho.back_out = q->hback, eho.rms_out = q->hrms, eho.background_result = &q->br;
+    eho.more_contexts = c->ctx + 1, eho.num_more_contexts = c->n - 1;
     size_t rows = 0, bands = 0;
-    if (!st && !(st = gpuws_extract_host_bands(ctx, w, h, &eho, &rows, &bands))) /* a budget below one band */
-        fprintf(stderr, "gpuws sources: the extraction from host memory, in %zu band%s of up to %zu of %zu rows\n",
-                bands, bands == 1 ? "" : "s", rows, h);
+    if (!st && !(st = gpuws_extract_host_bands(ctx, w, h, &eho, &rows, &bands))) { /* a budget below one band */
+        char devices[48] = "";
+        if (c->n > 1 && bands > 1) snprintf(devices, sizeof devices, " over %zu devices", c->n);
+        fprintf(stderr, "gpuws sources: the extraction from host memory, in %zu band%s of up to %zu of %zu rows%s\n",
+                bands, bands == 1 ? "" : "s", rows, h, devices);
+    }
     const double t0 = tool_now_ms();
     if (!st) st = gpuws_extract_host(ctx, w, h, img->data, &eho, &q->cat);
     t->extract = tool_now_ms() - t0; /* the background's pass included */
@@ -615,14 +616,15 @@ static int run_extract_host(const sources_args *a, const fits_image *img, const 
 /* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
  * pixels are masked in both. later NULL: every step and the outputs here; else *later gets the extraction begun, for
  * sources_pending_extract and sources_pending_write (NULL on failure). */
-static int run_extract(const sources_args *a, const fits_image *img, const pixel_scan *scan, gpuws_context *ctx,
+static int run_extract(const sources_args *a, const fits_image *img, const pixel_scan *scan, const sources_contexts *c,
                        gpuws_stream *stream, sources_times *t, sources_reuse *keep, early_release *early,
                        sources_pending **later)
 {
+    gpuws_context *ctx = c->ctx[0];
     sources_pending *q;
     if (later) *later = NULL;
     if (extract_from_host(a, ctx, img->width, img->height)) {
-        if (!a->x.phot.n) return run_extract_host(a, img, scan, ctx, t);
+        if (!a->x.phot.n) return run_extract_host(a, img, scan, c, t);
         fprintf(stderr,
                 "gpuws sources: %s: %zu x %zu pixels do not fit the device's memory in-core, and --phot-apertures has "
                 "no form from host memory yet\n",
@@ -668,7 +670,7 @@ static int find(const sources_args *a, const fits_image *img, const pixel_scan *
             : k == GPUWS_BACKEND_OPENCL ? "opencl"
                                         : "cpu",
             d.name);
-    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, ctx, stream, t, keep, early, later)
+    return a->method == METHOD_EXTRACT ? run_extract(a, img, scan, c, stream, t, keep, early, later)
                                        : run_workshop(a, img, c, t);
 }
 
@@ -684,8 +686,8 @@ int sources_run_image(const sources_args *a, double start)
     double t0 = tool_now_ms();
     fits_read_start(&reading, a->image, 0, &req);
     sources_device dev; /* not for a file that cannot be read (a missing one, a directory): it would go unused */
-    if (regular) sources_device_begin(&dev, a);
-    else memset(&dev, 0, sizeof dev), dev.several = a->method == METHOD_WORKSHOP;
+    if (regular) sources_device_begin(&dev);
+    else memset(&dev, 0, sizeof dev);
     fits_image img;
     char err[4400];
     if (fits_read_finish(&reading, &img, err, sizeof err)) {

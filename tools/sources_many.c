@@ -240,7 +240,7 @@ int sources_run_many(sources_args *a, double start)
     fits_reading reading[2];
     fits_read_start(&reading[0], a->images[0], 0, &req);
     sources_device dev;
-    sources_device_begin(&dev, a);
+    sources_device_begin(&dev);
     sources_times t;
     sources_times_init(&t, start);
     sources_contexts c;
