@@ -416,6 +416,30 @@ gpuws_status gpuws__background_host_plan(gpuws_context *ctx, size_t width, size_
     return st;
 }
 
+gpuws_status gpuws__background_host_meshes(gpuws_context *ctx, size_t width, size_t rows, const float *image,
+                                           const unsigned char *mask, const gpuws_background_options *o,
+                                           uint64_t max_device_bytes, gpuws_extract_host_progress progress,
+                                           void *progress_user, const char *fn, float *mesh)
+{
+    gpuws__background_plan p;
+    if (!rows) return GPUWS_OK;
+    if (!gpuws__background_layout(width, rows, o->bw, o->bh, &p))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: the plan for %zu x %zu pixels overflows size_t", fn, width, rows);
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU) { /* the device's sums, on the host's cores */
+        gpuws_background_mesh_ref(image, mask, width, rows, o->bw, o->bh, mesh);
+        if (progress) progress(progress_user, 1, 2, 0, 1, rows, rows);
+        return GPUWS_OK;
+    }
+    const gpuws_background_host_options ho = { sizeof ho, o, mask, max_device_bytes, progress, progress_user };
+    bg_host b = { NULL, width, rows, o, &p, &ho, 0, 0, 0, 0, 0 };
+    gpuws_status st = bg_host_bands(ctx, &b, fn);
+    if (!st && !(st = gpuws_stream_create(ctx, &b.s))) {
+        st = bg_host_meshes(&b, image, mesh);
+        gpuws_stream_destroy(b.s);
+    }
+    return st;
+}
+
 gpuws_status gpuws__background_rows(gpuws_stream *s, gpuws_buffer *dplan, const gpuws__background_plan *p, size_t width,
                                     size_t first, size_t end, gpuws_buffer *back, gpuws_buffer *rms)
 {

@@ -422,8 +422,8 @@ void gpuws_background_interp_ref(const gpuws__background_plan *p, const void *pl
             float cb[16], cr[16];
             bg_nodes(f, p->n, yl * p->nx, y1 * p->nx, kx, k1, cb);
             bg_nodes(f + 4 * p->n, p->n, yl * p->nx, y1 * p->nx, kx, k1, cr);
-            back[y * width + x] = bg_interp(cb, ry, cx);
-            rms[y * width + x] = bg_interp(cr, ry, cx);
+            back[(y - r0) * width + x] = bg_interp(cb, ry, cx);
+            rms[(y - r0) * width + x] = bg_interp(cr, ry, cx);
         }
     }
 }
@@ -439,7 +439,7 @@ static void interp_rows(void *arg, size_t part, size_t r0, size_t r1)
 {
     (void)part;
     const interp_job *j = arg;
-    gpuws_background_interp_ref(j->p, j->plan, j->width, r0, r1, j->back, j->rms);
+    gpuws_background_interp_ref(j->p, j->plan, j->width, r0, r1, j->back + r0 * j->width, j->rms + r0 * j->width);
 }
 
 gpuws_status gpuws_background_ref(const float *image, const uint8_t *mask, size_t width, size_t height,

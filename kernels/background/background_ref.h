@@ -40,7 +40,7 @@ gpuws_status gpuws__background_grid(const gpuws__background_plan *p, size_t widt
 /* The host memory gpuws__background_grid allocates (for messages). */
 size_t gpuws__background_grid_bytes(const gpuws__background_plan *p, int fw, int fh);
 
-/* Step 5 for the pixels of rows [r0, r1). */
+/* Step 5 for the pixels of rows [r0, r1), into back and rms from their first row (which holds row r0). */
 void gpuws_background_interp_ref(const gpuws__background_plan *p, const void *plan, size_t width, size_t r0, size_t r1,
                                  float *back, float *rms);
 
@@ -59,6 +59,14 @@ gpuws_status gpuws__background_host_plan(gpuws_context *ctx, size_t width, size_
                                          uint64_t max_device_bytes, gpuws_extract_host_progress progress,
                                          void *progress_user, const char *fn, void **plan, gpuws__background_plan *p,
                                          gpuws_background_result *result);
+/* Pass 1 alone on `rows` whole rows of an image (a caller's share of gpuws_extract_host_reduce, which starts on a
+ * mesh row): the statistics of their meshes, 2 floats a mesh (ceil(rows / bh) mesh rows, the last partial where the
+ * share ends the image) into mesh, in bands within max_device_bytes on a GPU, by gpuws_background_mesh_ref on the
+ * CPU backend (the same bits). o checked by the caller on the whole image. */
+gpuws_status gpuws__background_host_meshes(gpuws_context *ctx, size_t width, size_t rows, const float *image,
+                                           const unsigned char *mask, const gpuws_background_options *o,
+                                           uint64_t max_device_bytes, gpuws_extract_host_progress progress,
+                                           void *progress_user, const char *fn, float *mesh);
 /* Enqueues back and rms of the image rows first .. end - 1 into rows 0 on of back and rms (device buffers), from the
  * plan's device copy dplan. */
 gpuws_status gpuws__background_rows(gpuws_stream *s, gpuws_buffer *dplan, const gpuws__background_plan *p, size_t width,
