@@ -102,6 +102,16 @@ gpuws_status gpuws_mpi_find_sources_host(MPI_Comm comm, gpuws_context *ctx, cons
                                           &comm, catalog);
 }
 
+gpuws_status gpuws_mpi_extract_host(MPI_Comm comm, gpuws_context *ctx, size_t width, size_t rows, const float *image,
+                                    const gpuws_extract_host_options *options, int root,
+                                    gpuws_extract_catalog **catalog)
+{
+    size_t rank, size;
+    if (rank_part(comm, &rank, &size)) return GPUWS_ERR_INTERNAL;
+    return gpuws_extract_host_reduce(ctx, width, rows, image, options, rank, size, root < 0 ? size : (size_t)root,
+                                     allreduce_sum, gather, &comm, catalog);
+}
+
 /* ---- MPI_COMM_WORLD for a caller without mpi.h (gpuws_mpi_world.h) ------------------------------------------- */
 
 gpuws_status gpuws_mpi_world_init(int *rank, int *size, int *local_rank)

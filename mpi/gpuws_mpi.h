@@ -62,6 +62,17 @@ GPUWS_API gpuws_status gpuws_mpi_find_sources_host(MPI_Comm comm, gpuws_context 
                                                    const gpuws_label_host_options *label_options,
                                                    gpuws_catalog **catalog);
 
+/* gpuws_extract_host over an image whose rows are spread over the ranks of comm in rank order (rank r's rows follow
+ * rank r - 1's; a rank may hold none, image NULL then; with options->background each rank's first row a multiple of
+ * the mesh height): collective; rank root gets gpuws_extract_host's catalogue of the whole image (and in its
+ * options->segmap the whole map), the other ranks *catalog NULL; each rank its own rows of back_out and rms_out.
+ * gpuws_extract_host_reduce says what a rank sends: the options' agreement, its meshes and halo rows to every rank
+ * (MPI_Allgatherv), its pixel records to root (MPI_Gatherv, 24 bytes a detected pixel). Errors as
+ * gpuws_extract_host_reduce's, collective too. */
+GPUWS_API gpuws_status gpuws_mpi_extract_host(MPI_Comm comm, gpuws_context *ctx, size_t width, size_t rows,
+                                              const float *image, const gpuws_extract_host_options *options, int root,
+                                              gpuws_extract_catalog **catalog);
+
 #ifdef __cplusplus
 }
 #endif

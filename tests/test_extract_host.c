@@ -10,11 +10,13 @@
  * and NaN columns, 4- and 8-connectivity, deblending, cleaning, SEP 1.2's thresholds (the σ of the pixel after an
  * object, which may lie in the next band), bands of one row, band counts that do not divide the height, an image one
  * row taller than a band's budget, a budget that holds it as one band but not in-core, and bars that cross three
- * bands and more. */
+ * bands and more. Then the bands over several devices (more_contexts) and the rows over several callers
+ * (gpuws_extract_host_reduce, callers on threads), against the same in-core and whole-image outputs. */
 #include "extract_support.h" /* run, expect_same */
 #include "common/cases.h"    /* gpuws__case_extract_sky */
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,5 +415,94 @@ ParameterizedTest(devices_case *c, extract_host, several_devices_give_the_in_cor
     free(back), free(rms), free(mask), free(x), free(lvl), free(sig);
     gpuws_context_destroy(more[1]);
     gpuws_context_destroy(more[0]);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- rows held by several callers: gpuws_extract_host_reduce --------------------------------------------------- */
+
+typedef struct {
+    test_sum_group *g;
+    gpuws_context *ctx;
+    const float *image;
+    gpuws_extract_host_options ho;
+    size_t rows, part, parts;
+    gpuws_extract_catalog *cat;
+    gpuws_status st;
+} extract_caller;
+
+static void *extract_caller_main(void *arg)
+{
+    extract_caller *c = arg;
+    c->st = gpuws_extract_host_reduce(c->ctx, 257, c->rows, c->image, &c->ho, c->part, c->parts, c->parts - 1,
+                                      test_sum_group_reduce, test_sum_group_gather, c->g, &c->cat);
+    return NULL;
+}
+
+/* The sky's rows spread over 2, 3 and 4 callers on threads (as MPI ranks hold them: the first none, the others
+ * uneven whole rows of 32-pixel meshes, bands of 7 rows within each), the background made by them: the last caller
+ * (root) gets the whole image's catalogue and segmentation map bit for bit, every caller its rows of back and rms
+ * and the globals. */
+BACKEND_TEST(extract_host, rows_held_by_several_callers_give_the_whole_image_outputs)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { W = 257, H = 190, MESH = 32 };
+    const size_t n = (size_t)W * H;
+    float *x = malloc(n * sizeof *x), *lvl = malloc(n * sizeof *lvl), *sig = malloc(n * sizeof *sig);
+    float *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
+    float *got_back = malloc(n * sizeof *back), *got_rms = malloc(n * sizeof *rms);
+    uint8_t *mask = malloc(n);
+    result want = { NULL, malloc(n * sizeof(int32_t)) };
+    int32_t *got_seg = malloc(n * sizeof *got_seg);
+    cr_assert(x && lvl && sig && back && rms && got_back && got_rms && mask && want.seg && got_seg);
+    gpuws__case_extract_sky(W, H, test_seed(false) + 9, 3, x, lvl, sig);
+    for (size_t i = 0; i < n; i++) mask[i] = x[i] != x[i];
+    for (size_t y = 4; y + 4 < H; y++) x[y * W + W / 2] += 400.0f; /* one object through every caller */
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    bo.bw = bo.bh = MESH;
+    gpuws_background_result want_r;
+    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    ho.extract = &o, ho.background = &bo, ho.mask = mask, ho.segmap = want.seg;
+    ho.back_out = back, ho.rms_out = rms, ho.background_result = &want_r;
+    TEST_OK(gpuws_extract_host(ctx, W, H, x, &ho, &want.cat));
+    const uint64_t plan = 4 * (8 * (uint64_t)((W + MESH - 1) / MESH) * ((H + MESH - 1) / MESH) + 5 * (uint64_t)(W + H));
+    for (size_t parts = 2; parts <= 4; parts++) {
+        test_sum_group *g = test_sum_group_new((unsigned)parts, 3 * n + 4096);
+        extract_caller cs[4];
+        gpuws_background_result rs[4];
+        pthread_t t[4];
+        memset(got_seg, 0xA5, n * sizeof *got_seg);
+        size_t at = 0; /* in meshes */
+        const size_t meshes = (H + MESH - 1) / MESH;
+        for (size_t p = 0; p < parts; p++) {
+            const size_t m = p == 0 ? 0 : p + 1 == parts ? meshes - at : (meshes - at) / 3 + 1;
+            const size_t first = at * MESH, rows = (at + m) * MESH < H ? m * MESH : H - first;
+            cs[p] =
+                (extract_caller){ .g = g, .ctx = ctx, .image = x + first * W, .rows = rows, .part = p, .parts = parts };
+            cs[p].ho = ho;
+            cs[p].ho.mask = mask + first * W, cs[p].ho.segmap = p + 1 == parts ? got_seg : NULL;
+            cs[p].ho.back_out = got_back + first * W, cs[p].ho.rms_out = got_rms + first * W;
+            cs[p].ho.background_result = &rs[p];
+            cs[p].ho.max_device_bytes = plan + (uint64_t)(EX_BYTES + 9) * W * (7 + 2);
+            at += m;
+            cr_assert(pthread_create(&t[p], NULL, extract_caller_main, &cs[p]) == 0);
+        }
+        for (size_t p = 0; p < parts; p++) pthread_join(t[p], NULL);
+        test_sum_group_free(g);
+        char what[120];
+        snprintf(what, sizeof what, "%s in %zu parts", test_backend_name(*kind), parts);
+        for (size_t p = 0; p < parts; p++) {
+            cr_assert_eq(cs[p].st, GPUWS_OK, "%s: part %zu failed", what, p);
+            cr_assert(p + 1 == parts ? cs[p].cat != NULL : cs[p].cat == NULL, "%s: part %zu's catalogue", what, p);
+            cr_assert(!memcmp(&rs[p], &want_r, sizeof want_r), "%s: part %zu's globals differ", what, p);
+        }
+        result got = { cs[parts - 1].cat, got_seg };
+        expect_same(what, &got, &want, n);
+        cr_assert(!memcmp(got_back, back, n * sizeof *back) && !memcmp(got_rms, rms, n * sizeof *rms),
+                  "%s: the parts' rows of back or rms differ from the whole image's", what);
+        gpuws_extract_catalog_free(got.cat);
+    }
+    result_free(&want);
+    free(got_seg), free(x), free(lvl), free(sig), free(back), free(rms), free(got_back), free(got_rms), free(mask);
     gpuws_context_destroy(ctx);
 }

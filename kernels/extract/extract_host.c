@@ -142,19 +142,20 @@ static size_t record_at(const ex_kept *k, size_t i)
     return lo;
 }
 
-/* The components of the whole image from those of its bands of `rows` rows of width w (each band's labels are
- * gpuws_label's on its own rows: numbered in raster order of their first pixels): the labels that touch across each
- * border between bands (row y - 1 of one band, row y = rows, 2 rows, ... of the next; within a column with
+/* The components of the whole image from those of its bands of width w (each band's labels are gpuws_label's on its
+ * own rows: numbered in raster order of their first pixels), the bands' first rows but the first's in borders[0 ..
+ * nb): the labels that touch across each border (row y - 1 of one band, row y of the next; within a column with
  * connectivity 8, the same column with 4) are joined under the smaller one, which is the earlier first pixel; then
  * the roots, in order, are numbered 1, 2, ... and every record takes its root's number: gpuws_label's numbering of
  * the whole image. *nl the components. */
-static bool components_join(ex_kept *k, size_t w, size_t h, size_t rows, int connectivity, size_t *nl)
+static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t nb, int connectivity, size_t *nl)
 {
     uint32_t *parent = gpuws__malloc((k->labels + 1) * sizeof *parent);
     if (!parent) return false;
     for (size_t l = 0; l <= k->labels; l++) parent[l] = (uint32_t)l;
     const size_t d = connectivity == 8;
-    for (size_t y = rows; y < h; y += rows) {
+    for (size_t i = 0; i < nb; i++) {
+        const size_t y = borders[i];
         const size_t up0 = record_at(k, (y - 1) * w), up1 = record_at(k, y * w);
         const size_t down1 = record_at(k, (y + 1) * w);
         size_t above = up0;
@@ -184,18 +185,97 @@ typedef struct {
     unsigned nctx;
     const gpuws__extract_params *p;
     const gpuws_extract_host_options *ho; /* with back and rms the made background's where the CPU backend made it */
-    const float *image;
-    size_t halo, rows, bands; /* rows: a band's own rows (the last may have fewer) */
+    /* The image rows the call holds, in three pieces: image[0] its own rows [first, end) (the whole image but for a
+     * caller of gpuws_extract_host_reduce), image[1] the n_above rows before them, image[2] the n_below rows after
+     * them (the other callers' halo rows); mask the same where `masked` (a NULL piece: rows of zeros). ho->back and
+     * ho->rms, when given, are the whole image's (one caller). */
+    const float *image[3];
+    const unsigned char *mask[3];
+    bool masked;
+    size_t first, end, n_above, n_below;
+    size_t halo, rows, bands; /* rows: a band's own rows (the last may have fewer); bands from `first` */
     const void *plan;         /* the background's plan, which the device makes each band's maps from; NULL: none */
     const gpuws__background_plan *bp;
     int passes; /* the bands are the last of them in progress: 2 after the background's */
 } ex_bands;
 
-/* The last own row of band `band` and one past it. */
+/* The first own row of band `band`, and one past its last. */
+static size_t band_start(const ex_bands *b, size_t band) { return b->first + band * b->rows; }
 static size_t band_end(const ex_bands *b, size_t band)
 {
-    const size_t y1 = (band + 1) * b->rows;
-    return y1 < b->p->h ? y1 : b->p->h;
+    const size_t y1 = b->first + (band + 1) * b->rows;
+    return y1 < b->end ? y1 : b->end;
+}
+
+/* Where row y of piece[0 .. 2] (as ex_bands.image: own rows, rows above, rows below; e bytes a pixel) lies (NULL
+ * for a NULL piece), and in *stop one past the last row from y up to y1 in the same piece. */
+static const void *rows_at(const ex_bands *b, const void *const piece[3], size_t e, size_t y, size_t y1, size_t *stop)
+{
+    const size_t row = b->p->w * e;
+    const int k = y < b->first ? 1 : y < b->end ? 0 : 2;
+    const size_t from = k == 1 ? b->first - b->n_above : k == 0 ? b->first : b->end;
+    *stop = k == 1 ? (y1 < b->first ? y1 : b->first) : k == 0 ? (y1 < b->end ? y1 : b->end) : y1;
+    return piece[k] ? (const char *)piece[k] + (y - from) * row : NULL;
+}
+
+/* Rows [a0, a1) of the pieces (zeros for a NULL one) into d from its start (on the device), or into to (the
+ * host). */
+static gpuws_status rows_copy(const ex_bands *b, const void *const piece[3], size_t e, size_t a0, size_t a1,
+                              gpuws_stream *s, gpuws_buffer *d, void *to)
+{
+    static const unsigned char zero = 0; /* a fill may read it after the call */
+    const size_t row = b->p->w * e;
+    gpuws_status st = GPUWS_OK;
+    for (size_t y = a0, stop; y < a1 && !st; y = stop) {
+        const void *from = rows_at(b, piece, e, y, a1, &stop);
+        const size_t at = (y - a0) * row, bytes = (stop - y) * row;
+        if (d && from) st = gpuws_buffer_write_async(s, d, at, from, bytes);
+        else if (d) st = gpuws_buffer_fill_async(s, d, at, &zero, 1, bytes);
+        else gpuws__copy_bytes((char *)to + at, from, 0, bytes);
+    }
+    return st;
+}
+
+/* A band's records on the CPU backend: the reference on the caller's arrays where the band is among its own rows and
+ * the maps are given or none, else on copies of its rows and its maps made from the plan (own rows of the maps then
+ * into back_out and rms_out). */
+static gpuws_status band_on_cpu(const ex_bands *b, const gpuws__extract_params *pb, size_t y0, size_t y1, size_t a0,
+                                size_t a1, gpuws__extract_pixels *px)
+{
+    const gpuws_extract_host_options *ho = b->ho;
+    const size_t w = b->p->w, n = (a1 - a0) * w, at = a0 * w;
+    const bool inside = a0 >= b->first && a1 <= b->end && (b->mask[0] || !b->masked), has_mask = b->masked;
+    const size_t copies = (inside ? 0 : n * (sizeof(float) + has_mask)) + (b->plan ? 2 * n * sizeof(float) : 0);
+    char *tmp = copies ? gpuws__malloc(copies) : NULL;
+    if (copies && !tmp)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for a band's copies (%zu bytes)",
+                            copies);
+    const float *img = inside ? b->image[0] + (a0 - b->first) * w : (const float *)(void *)tmp;
+    const unsigned char *mask = inside && has_mask ? b->mask[0] + (a0 - b->first) * w : NULL;
+    const float *back = ho->back ? ho->back + at : NULL, *rms = ho->rms ? ho->rms + at : NULL;
+    char *next = tmp;
+    if (!inside) {
+        rows_copy(b, (const void *const *)b->image, sizeof(float), a0, a1, NULL, NULL, next);
+        next += n * sizeof(float);
+        if (has_mask) {
+            rows_copy(b, (const void *const *)b->mask, 1, a0, a1, NULL, NULL, next);
+            mask = (const unsigned char *)next, next += n;
+        }
+    }
+    if (b->plan) {
+        float *tb = (float *)(void *)next, *tr = tb + n;
+        gpuws_background_interp_ref(b->bp, b->plan, w, a0, a1, tb, tr);
+        const size_t from = (y0 - a0) * w, own = (y1 - y0) * w * sizeof(float);
+        if (ho->back_out) memcpy(ho->back_out + (y0 - b->first) * w, tb + from, own);
+        if (ho->rms_out) memcpy(ho->rms_out + (y0 - b->first) * w, tr + from, own);
+        back = tb, rms = tr;
+    }
+    gpuws_status st = gpuws_extract_ref_pixels(pb, img, back, rms, mask, px);
+    if (st)
+        st = gpuws__error(st, "extract_host: no host memory for a band of %zu x %zu pixels (%zu bytes)", w, a1 - a0,
+                          n * (4 * sizeof(float) + 1 + sizeof(int32_t)));
+    gpuws__free(tmp);
+    return st;
 }
 
 /* The records of the own rows of bands [lo, hi) into k, on ctx: on the CPU backend by the reference on the caller's
@@ -207,7 +287,7 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
 {
     const size_t w = b->p->w, h = b->p->h, rows_in = b->rows + 2 * b->halo;
     const gpuws_extract_host_options *ho = b->ho;
-    const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
+    const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU, has_mask = b->masked;
     gpuws_stream *s = NULL;
     gpuws_buffer *dimg = NULL, *dback = NULL, *drms = NULL, *dmask = NULL;
     gpuws_status st = GPUWS_OK;
@@ -217,12 +297,12 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
         if (!(st = gpuws_buffer_create(ctx, bytes, &dimg)) && (ho->back || b->plan))
             st = gpuws_buffer_create(ctx, bytes, &dback);
         if (!st && (ho->rms || b->plan)) st = gpuws_buffer_create(ctx, bytes, &drms);
-        if (!st && ho->mask) st = gpuws_buffer_create(ctx, rows_in * w, &dmask);
+        if (!st && has_mask) st = gpuws_buffer_create(ctx, rows_in * w, &dmask);
         if (!st && b->plan && !(st = gpuws_buffer_create(ctx, b->bp->words * 4, &dplan)))
             st = gpuws_buffer_write_async(s, dplan, 0, b->plan, b->bp->words * 4);
     }
     for (size_t band = lo; band < hi && !st; band++) {
-        const size_t y0 = band * b->rows, y1 = band_end(b, band);
+        const size_t y0 = band_start(b, band), y1 = band_end(b, band);
         const size_t a0 = y0 > b->halo ? y0 - b->halo : 0, a1 = y1 + b->halo < h ? y1 + b->halo : h;
         const size_t at = a0 * w, n = (a1 - a0) * w;
         gpuws__extract_params pb = *b->p;
@@ -231,23 +311,19 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
         gpuws__extract_pixels px;
         memset(&px, 0, sizeof px);
         if (on_cpu) {
-            st = gpuws_extract_ref_pixels(&pb, b->image + at, ho->back ? ho->back + at : NULL,
-                                          ho->rms ? ho->rms + at : NULL, ho->mask ? ho->mask + at : NULL, &px);
-            if (st)
-                st = gpuws__error(st, "extract_host: no host memory for a band of %zu x %zu pixels (%zu bytes)", w,
-                                  a1 - a0, n * (4 * sizeof(float) + 1 + sizeof(int32_t)));
+            st = band_on_cpu(b, &pb, y0, y1, a0, a1, &px);
         } else {
             gpuws_extract_options ob = GPUWS_EXTRACT_OPTIONS_INIT;
             ob.back = dback, ob.rms = drms, ob.mask = dmask;
             const size_t own = (y1 - y0) * w * sizeof(float), from = (y0 - a0) * w * sizeof(float);
-            if (!(st = gpuws_buffer_write_async(s, dimg, 0, b->image + at, n * sizeof(float))) &&
+            const size_t out = (y0 - b->first) * w;
+            if (!(st = rows_copy(b, (const void *const *)b->image, sizeof(float), a0, a1, s, dimg, NULL)) &&
                 !(ho->back && (st = gpuws_buffer_write_async(s, dback, 0, ho->back + at, n * sizeof(float)))) &&
                 !(ho->rms && (st = gpuws_buffer_write_async(s, drms, 0, ho->rms + at, n * sizeof(float)))) &&
-                !(ho->mask && (st = gpuws_buffer_write_async(s, dmask, 0, ho->mask + at, n))) &&
+                !(has_mask && (st = rows_copy(b, (const void *const *)b->mask, 1, a0, a1, s, dmask, NULL))) &&
                 !(b->plan && (st = gpuws__background_rows(s, dplan, b->bp, w, a0, a1, dback, drms))) &&
-                !(b->plan && ho->back_out &&
-                  (st = gpuws_buffer_read_async(s, dback, from, ho->back_out + y0 * w, own))) &&
-                !(b->plan && ho->rms_out && (st = gpuws_buffer_read_async(s, drms, from, ho->rms_out + y0 * w, own))))
+                !(b->plan && ho->back_out && (st = gpuws_buffer_read_async(s, dback, from, ho->back_out + out, own))) &&
+                !(b->plan && ho->rms_out && (st = gpuws_buffer_read_async(s, drms, from, ho->rms_out + out, own))))
                 st = gpuws_stream_synchronize(s);
             ms[0] += now_ms() - t0, t0 = now_ms();
             if (!st) st = gpuws__extract_band_records(s, &pb, dimg, &ob, &px);
@@ -259,7 +335,8 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
         if (on_cpu) gpuws__extract_pixels_free(&px);
         else if (px.idx) gpuws__extract_band_release(ctx, &px);
         ms[2] += now_ms() - t0;
-        if (!st && report && ho->progress) ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, y1, h);
+        if (!st && report && ho->progress)
+            ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, y1 - b->first, b->end - b->first);
     }
     if (s) {
         gpuws_stream_synchronize(s); /* no upload reads the caller's memory after an error */
@@ -338,7 +415,8 @@ static gpuws_status records_on_devices(const ex_bands *b, ex_kept *k, double ms[
     gpuws__free(share);
     const gpuws_extract_host_options *ho = b->ho;
     for (size_t band = b->bands / b->nctx; band < b->bands && !st && ho->progress; band++) /* device 0's: reported */
-        ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, band_end(b, band), b->p->h);
+        ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, band_end(b, band) - b->first,
+                     b->end - b->first);
     return st;
 }
 
@@ -389,10 +467,10 @@ static gpuws_status extract_in_core(gpuws_context *ctx, size_t w, size_t h, cons
     return GPUWS_OK;
 }
 
-/* The catalogue of the records kept from bands of `rows` rows: their components, the host steps, the segmentation
- * map. */
-static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, size_t rows, int32_t *segmap,
-                                    gpuws_extract_catalog **catalog, double ms[3])
+/* The catalogue of the records kept from bands whose first rows but the first's are borders[0 .. nb): their
+ * components, the host steps, the segmentation map. */
+static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, const size_t *borders, size_t nb,
+                                    int32_t *segmap, gpuws_extract_catalog **catalog, double ms[3])
 {
     gpuws__extract_pixels px;
     memset(&px, 0, sizeof px);
@@ -400,7 +478,7 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
     int32_t *obj_of = segmap ? gpuws__malloc((k->n ? k->n : 1) * sizeof *obj_of) : NULL;
     size_t nl;
     const double t0 = now_ms();
-    if ((segmap && !obj_of) || !components_join(k, p->w, p->h, rows, p->connectivity, &nl)) {
+    if ((segmap && !obj_of) || !components_join(k, p->w, borders, nb, p->connectivity, &nl)) {
         gpuws__free(obj_of);
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                             "extract_host: no host memory for the components of %zu records (%zu bytes)", k->n,
@@ -596,7 +674,19 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     gpuws__extract_params p;
     if ((st = gpuws__extract_resolve(&eo, width, height, ho.rms || bg, "extract_host", &p))) return st;
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
-    ex_bands b = { ctxs, nctx, &p, &ho, image, halo, rows, bands, NULL, NULL, bg ? 2 : 1 };
+    ex_bands b = { .ctxs = ctxs,
+                   .nctx = nctx,
+                   .p = &p,
+                   .ho = &ho,
+                   .image = { image, NULL, NULL },
+                   .mask = { ho.mask, NULL, NULL },
+                   .masked = ho.mask != NULL,
+                   .first = 0,
+                   .end = height,
+                   .halo = halo,
+                   .rows = rows,
+                   .bands = bands,
+                   .passes = bg ? 2 : 1 };
     float *tb = NULL, *tr = NULL;
     void *plan = NULL;
     gpuws__background_plan bp;
@@ -621,7 +711,13 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     const double t1 = now_ms();
     gpuws_extract_catalog *cat = NULL;
     double ms[3] = { 0, 0, 0 }; /* the components, the host steps, the segmentation map */
-    if (!st) st = extract_records(&p, &k, b.rows, ho.segmap, &cat, ms);
+    size_t *borders = bands > 1 ? gpuws__malloc((bands - 1) * sizeof *borders) : NULL;
+    if (!st && bands > 1 && !borders)
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu band borders (%zu bytes)",
+                          bands - 1, (bands - 1) * sizeof *borders);
+    for (size_t i = 1; i < bands && borders; i++) borders[i - 1] = i * rows;
+    if (!st) st = extract_records(&p, &k, borders, bands - 1, ho.segmap, &cat, ms);
+    gpuws__free(borders);
     const size_t records = k.n;
     kept_free(&k);
     gpuws__extract_params_free(&p);
@@ -640,4 +736,429 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
                band_ms[0], band_ms[1], band_ms[2], records, ms[0], ms[1], ms[2]);
     *catalog = cat;
     return GPUWS_OK;
+}
+
+/* ---- gpuws_extract_host_reduce: the image's rows spread over several callers ---------------------------------- */
+
+typedef struct {
+    gpuws_sum_reducer reduce;
+    gpuws_gatherer gather;
+    void *user;
+    size_t caller, callers;
+} ex_coll;
+
+/* Collective: every caller learns whether any failed. st: this caller's outcome so far, returned as it is (with its
+ * message) when it failed; GPUWS_ERR_INVALID_ARGUMENT naming the count when only others did. */
+static gpuws_status settle(const ex_coll *c, gpuws_status st, const char *step)
+{
+    uint64_t failed = st != GPUWS_OK;
+    const gpuws_status rs = c->reduce(c->user, &failed, 1);
+    if (rs) return st ? st : gpuws__error_prefix(rs, "extract_host_reduce: the reducer failed");
+    if (st || !failed) return st;
+    return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host_reduce: %llu of %zu callers failed %s",
+                        (unsigned long long)failed, c->callers, step);
+}
+
+/* FNV-1a of n bytes, for the agreement on the filter's kernel. */
+static uint64_t bytes_hash(const void *p, size_t n)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ULL;
+    return h;
+}
+
+static uint64_t double_bits(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+/* A record's two floats in one word of the gather, and back. */
+static uint64_t two_floats(float a, float b)
+{
+    uint32_t x, y;
+    memcpy(&x, &a, 4), memcpy(&y, &b, 4);
+    return x | (uint64_t)y << 32;
+}
+
+static void floats_of(uint64_t w, float *a, float *b)
+{
+    const uint32_t x = (uint32_t)w, y = (uint32_t)(w >> 32);
+    memcpy(a, &x, 4), memcpy(b, &y, 4);
+}
+
+/* The first reduction: did any caller fail so far (its own status is returned then), do they agree on the options
+ * that shape the catalogue, and does any give a mask (*any_mask)? */
+static gpuws_status agree_extract(const ex_coll *c, gpuws_status st, size_t width, size_t root,
+                                  const gpuws_extract_options *eo, const gpuws_background_options *bo, bool bg,
+                                  bool mask, bool *any_mask)
+{
+    enum { VALUES = 19, WORDS = 2 + GPUWS__AGREE_WORDS(VALUES) };
+    static const char *const what[VALUES] = { "width",
+                                              "root",
+                                              "thresh",
+                                              "err",
+                                              "minarea",
+                                              "filter_type",
+                                              "the filter",
+                                              "connectivity",
+                                              "deblend_nthresh",
+                                              "deblend_cont",
+                                              "clean",
+                                              "clean_param",
+                                              "gain",
+                                              "sep_version",
+                                              "background",
+                                              "the meshes",
+                                              "the median filter",
+                                              "fthresh",
+                                              "the filter's size" };
+    const size_t nk = eo->filter ? (size_t)eo->filter_w * (size_t)eo->filter_h : 0;
+    const uint64_t v[VALUES] = { width,
+                                 root,
+                                 double_bits(eo->thresh),
+                                 double_bits(eo->err),
+                                 (uint64_t)(uint32_t)eo->minarea,
+                                 (uint64_t)(uint32_t)eo->filter_type,
+                                 eo->filter ? bytes_hash(eo->filter, nk * sizeof(float)) : 0,
+                                 (uint64_t)(uint32_t)eo->connectivity,
+                                 (uint64_t)(uint32_t)eo->deblend_nthresh,
+                                 double_bits(eo->deblend_cont),
+                                 (uint64_t)(uint32_t)eo->clean,
+                                 double_bits(eo->clean_param),
+                                 double_bits(eo->gain),
+                                 (uint64_t)(uint32_t)eo->sep_version,
+                                 bg,
+                                 bg ? (uint64_t)(uint32_t)bo->bw << 32 | (uint32_t)bo->bh : 0,
+                                 bg ? (uint64_t)(uint32_t)bo->fw << 32 | (uint32_t)bo->fh : 0,
+                                 bg ? double_bits(bo->fthresh) : 0,
+                                 eo->filter ? (uint64_t)(uint32_t)eo->filter_w << 32 | (uint32_t)eo->filter_h : 0 };
+    uint64_t w[WORDS];
+    w[0] = st != GPUWS_OK, w[1] = mask;
+    gpuws__agree_words(v, VALUES, w + 2);
+    const gpuws_status rs = c->reduce(c->user, w, WORDS);
+    if (rs) return st ? st : gpuws__error_prefix(rs, "extract_host_reduce: the reducer failed");
+    if (st) return st;
+    if (w[0])
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host_reduce: %llu of %zu callers failed",
+                            (unsigned long long)w[0], c->callers);
+    const size_t bad = gpuws__agree_check(w + 2, VALUES, c->callers);
+    if (bad < VALUES)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "extract_host_reduce: the %zu callers disagree on %s: each must pass the same", c->callers,
+                            what[bad]);
+    *any_mask = w[1] != 0;
+    return GPUWS_OK;
+}
+
+/* The rows within `halo` of either end of each caller's share (all of a share of up to 2 halo rows), every caller's
+ * to every caller: a row is its floats, then its mask bytes where any caller has a mask, in whole words. Then this
+ * caller's halo rows: n_above rows before its first into above (and mabove), n_below after its last into below. */
+typedef struct {
+    size_t w, halo, row_words;
+    bool masked;
+    const uint64_t *start, *rows; /* every caller's first row and rows */
+} ex_halo;
+
+static size_t halo_rows_of(const ex_halo *x, size_t c) { return x->rows[c] < 2 * x->halo ? x->rows[c] : 2 * x->halo; }
+
+/* Where image row y of caller c lies among its halo rows. */
+static size_t halo_slot(const ex_halo *x, size_t c, size_t y)
+{
+    const size_t r = y - x->start[c];
+    return x->rows[c] <= 2 * x->halo || r < x->halo ? r : x->halo + (r - (x->rows[c] - x->halo));
+}
+
+static void halo_pack(const ex_halo *x, uint64_t *row, const float *image, const unsigned char *mask)
+{
+    memset(row, 0, x->row_words * sizeof *row);
+    memcpy(row, image, x->w * sizeof(float));
+    if (x->masked && mask) memcpy((char *)row + x->w * sizeof(float), mask, x->w);
+}
+
+static void halo_unpack(const ex_halo *x, const uint64_t *row, float *image, unsigned char *mask)
+{
+    memcpy(image, row, x->w * sizeof(float));
+    if (x->masked) memcpy(mask, (const char *)row + x->w * sizeof(float), x->w);
+}
+
+gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t rows, const float *image,
+                                       const gpuws_extract_host_options *options, size_t caller, size_t callers,
+                                       size_t root, gpuws_sum_reducer reduce, gpuws_gatherer gather, void *reduce_user,
+                                       gpuws_extract_catalog **catalog)
+{
+    const char *fn = "extract_host_reduce";
+    if (catalog) *catalog = NULL;
+    if (!catalog || !reduce || !gather || caller >= callers || root >= callers)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %s", fn,
+                            !catalog            ? "argument 'catalog' is NULL"
+                            : !reduce           ? "argument 'reduce' is NULL"
+                            : !gather           ? "argument 'gather' is NULL"
+                            : caller >= callers ? "the caller's index is not below the callers' count"
+                                                : "root is not below the callers' count");
+    const ex_coll c = { reduce, gather, reduce_user, caller, callers };
+    gpuws_extract_host_options ho;
+    gpuws_extract_options eo;
+    gpuws_background_options bo;
+    uint64_t plan_bytes = 0;
+    size_t npix = 0;
+    gpuws_context *ctxs[GPUWS__BAND_DEVICES];
+    unsigned nctx = 0;
+    /* the slots of the reductions and gathers, had before the first, so that none is left waiting for a caller
+     * without memory */
+    uint64_t *slots = gpuws__malloc(callers * 6 * sizeof *slots);
+    size_t *counts = gpuws__malloc(callers * sizeof *counts);
+    gpuws_status st = slots && counts ? GPUWS_OK
+                                      : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                                     "%s: no host memory for the slots of %zu callers (%zu bytes)", fn,
+                                                     callers, callers * (6 * sizeof *slots + sizeof *counts));
+    if (!st)
+        st = read_options(ctx, width, rows ? rows : 1, options, fn, &ho, &eo, &bo, &plan_bytes, &npix, ctxs, &nctx);
+    const bool bg = !st && ho.background;
+    if (!st && rows && !image) st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: argument 'image' is NULL", fn);
+    if (!st && (ho.back || ho.rms))
+        st = gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                          "%s: options->%s is given; the callers make the background themselves (options->background)",
+                          fn, ho.back ? "back" : "rms");
+    if (!st && caller != root && ho.segmap)
+        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: options->segmap on caller %zu: the map is root's (%zu)", fn,
+                          caller, root);
+    if (!st && ctx->backend->kind != GPUWS_BACKEND_CPU)
+        for (unsigned d = 0; d < nctx && !st; d++)
+            if (!ctxs[d]->info.fp64)
+                st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks",
+                                  ctxs[d]->info.name);
+    bool any_mask = false;
+    const gpuws_extract_options defaults = GPUWS_EXTRACT_OPTIONS_INIT;
+    const gpuws_background_options bdefaults = GPUWS_BACKGROUND_OPTIONS_INIT;
+    st =
+        agree_extract(&c, st, width, root, st ? &defaults : &eo, st ? &bdefaults : &bo, bg, ho.mask != NULL, &any_mask);
+    if (st) {
+        gpuws__free(slots), gpuws__free(counts);
+        return st;
+    }
+
+    /* every caller's rows: this caller's first row, the height */
+    uint64_t mine = rows, before, total;
+    uint64_t *start = slots, *share = slots + callers, *each = slots + 2 * callers; /* each: 4 a caller */
+    if ((st = gpuws__reduce_slots(reduce, reduce_user, caller, callers, &mine, 1, &before, &total, share))) {
+        gpuws__free(slots), gpuws__free(counts);
+        return gpuws__error_prefix(st, "%s: the reducer failed", fn);
+    }
+    const size_t height = (size_t)total, first = (size_t)before, end = first + rows;
+    for (size_t q = 0, at = 0; q < callers; q++) start[q] = at, at += share[q];
+    /* checks every caller makes alike */
+    if (height == 0) st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the image is %zu x 0: no pixels", fn, width);
+    else if (gpuws__mul_overflows(width, height, &npix) || npix > INT32_MAX)
+        st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu x %zu pixels; at most 2^31 - 1 are supported", fn, width,
+                          height);
+    else if (bg && ((size_t)bo.bw > width || (size_t)bo.bh > height))
+        st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: mesh %d x %d is larger than the %zu x %zu image", fn, bo.bw,
+                          bo.bh, width, height);
+    for (size_t q = 0; q < callers && bg && !st; q++)
+        if (share[q] && start[q] % (size_t)bo.bh)
+            st =
+                gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                             "%s: caller %zu's first row %llu is not a multiple of the mesh height %d (a mesh's pixels "
+                             "must lie in one caller)",
+                             fn, q, (unsigned long long)start[q], bo.bh);
+    gpuws__extract_params p;
+    memset(&p, 0, sizeof p);
+    if (!st) st = gpuws__extract_resolve(&eo, width, height, bg, fn, &p);
+    p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
+    /* this caller's bands: as many rows as its budget holds with a halo either side */
+    const int kh = eo.filter_type == GPUWS_FILTER_NONE ? 0 : eo.filter ? eo.filter_h : 3;
+    const size_t halo = kh / 2 > 1 ? (size_t)(kh / 2) : 1;
+    size_t band_rows = 0, bands = 0;
+    gpuws__background_plan bp;
+    memset(&bp, 0, sizeof bp);
+    if (!st && bg && !gpuws__background_layout(width, height, bo.bw, bo.bh, &bp))
+        st = gpuws__error(GPUWS_ERR_OVERFLOW, "%s: the plan for %zu x %zu pixels overflows size_t", fn, width, height);
+    if (!st && rows) {
+        const uint64_t per_px = EX_HOST_BYTES + (bg ? 8u : 0u) + (any_mask ? 1u : 0u), plan = bg ? bp.words * 4 : 0;
+        uint64_t budget, max_alloc;
+        gpuws__band_budget(ctxs, nctx, ho.max_device_bytes, &budget, &max_alloc);
+        uint64_t rows_in = budget > plan ? (budget - plan) / (per_px * width) : 0;
+        if (max_alloc && rows_in > max_alloc / (6 * sizeof(float) * width))
+            rows_in = max_alloc / (6 * sizeof(float) * width);
+        if (rows_in < 1 + 2 * (uint64_t)halo)
+            st = gpuws__error(
+                GPUWS_ERR_INVALID_ARGUMENT,
+                "%s: max_device_bytes %llu is less than one band needs: %llu bytes (a row and %zu rows of "
+                "halo either side, %llu bytes a pixel)",
+                fn, (unsigned long long)budget, (unsigned long long)(per_px * width * (1 + 2 * (uint64_t)halo) + plan),
+                halo, (unsigned long long)per_px);
+        else band_rows = rows_in - 2 * halo >= rows ? rows : (size_t)rows_in - 2 * halo;
+        if (!st && nctx > 1 && band_rows > (rows + nctx - 1) / nctx) band_rows = (rows + nctx - 1) / nctx;
+        if (!st) bands = (rows + band_rows - 1) / band_rows;
+    }
+    if ((st = settle(&c, st, "to plan"))) goto plan_failed;
+
+    /* the background: each caller's meshes, every caller's to every caller, the plan from the whole grid */
+    float *mesh = NULL;
+    void *plan = NULL;
+    gpuws_background_result r;
+    memset(&r, 0, sizeof r);
+    if (bg) {
+        mesh = gpuws__malloc(bp.n * 2 * sizeof *mesh);
+        plan = gpuws__malloc(bp.words * 4);
+        if (!mesh || !plan)
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the %zu meshes' plan (%zu bytes)", fn,
+                              bp.n, bp.words * 4 + bp.n * 2 * sizeof *mesh);
+        if (!st)
+            st = gpuws__background_host_meshes(ctx, width, rows, image, ho.mask, &bo, ho.max_device_bytes, ho.progress,
+                                               ho.progress_user, fn, mesh + 2 * bp.nx * (first / (size_t)bo.bh));
+        for (size_t q = 0; q < callers; q++)
+            counts[q] = bp.nx * ((share[q] + (size_t)bo.bh - 1) / (size_t)bo.bh); /* a mesh's two floats: a word */
+        if (!(st = settle(&c, st, "in the background's meshes")) &&
+            (st = gather(reduce_user, (uint64_t *)(void *)mesh, counts, caller, callers, GPUWS_ALL_CALLERS)))
+            st = gpuws__error_prefix(st, "%s: the gatherer failed", fn);
+        const gpuws_status gs =
+            st ? st
+               : gpuws__background_grid(&bp, width, height, bo.bw, bo.bh, bo.fw, bo.fh, bo.fthresh, mesh, plan, &r);
+        if (!st && gs == GPUWS_ERR_INVALID_ARGUMENT)
+            st = gpuws__error(gs, "background: no mesh of %d x %d pixels has half of them usable (not NaN, not masked)",
+                              bo.bw, bo.bh);
+        else if (!st && gs)
+            st = gpuws__error(gs, "%s: no host memory for the background's grid (%zu bytes)", fn,
+                              gpuws__background_grid_bytes(&bp, bo.fw, bo.fh));
+        st = settle(&c, st, "in the background's grid");
+    }
+
+    /* the halo rows: every caller's rows near its ends to every caller */
+    ex_halo hx = { width, halo, (width * (sizeof(float) + any_mask) + 7) / 8, any_mask, start, share };
+    uint64_t *halos = NULL;
+    float *above = NULL, *below = NULL;
+    unsigned char *mabove = NULL, *mbelow = NULL;
+    const size_t n_above = first < halo ? first : halo, n_below = height - end < halo ? height - end : halo;
+    size_t halo_words = 0, mine_at = 0;
+    for (size_t q = 0; q < callers; q++) {
+        counts[q] = halo_rows_of(&hx, q) * hx.row_words;
+        if (q < caller) mine_at += counts[q];
+        halo_words += counts[q];
+    }
+    if (!st) {
+        halos = gpuws__malloc((halo_words ? halo_words : 1) * sizeof *halos);
+        above = gpuws__malloc((n_above + n_below) * width * (sizeof(float) + any_mask) + 1);
+        if (!halos || !above)
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the halo rows (%zu bytes)", fn,
+                              halo_words * sizeof *halos + (n_above + n_below) * width * (sizeof(float) + 1));
+    }
+    if (!st) {
+        below = above + n_above * width;
+        mabove = any_mask ? (unsigned char *)(below + n_below * width) : NULL;
+        mbelow = any_mask ? mabove + n_above * width : NULL;
+        for (size_t y = first; y < end; y++) {
+            const bool near = y - first < halo || end - y <= halo;
+            if (near)
+                halo_pack(&hx, halos + mine_at + halo_slot(&hx, caller, y) * hx.row_words, image + (y - first) * width,
+                          ho.mask ? ho.mask + (y - first) * width : NULL);
+        }
+    }
+    if (!(st = settle(&c, st, "in the halo rows")) &&
+        (st = gather(reduce_user, halos, counts, caller, callers, GPUWS_ALL_CALLERS)))
+        st = gpuws__error_prefix(st, "%s: the gatherer failed", fn);
+    for (size_t y = first - n_above; !st && y < end + n_below; y++) {
+        if (y >= first && y < end) continue;
+        size_t q = 0, at = 0;
+        while (y >= start[q] + share[q]) at += counts[q], q++;
+        float *to = y < first ? above + (y - (first - n_above)) * width : below + (y - end) * width;
+        unsigned char *mto = !any_mask   ? NULL
+                             : y < first ? mabove + (y - (first - n_above)) * width
+                                         : mbelow + (y - end) * width;
+        halo_unpack(&hx, halos + at + halo_slot(&hx, q, y) * hx.row_words, to, mto);
+    }
+    gpuws__free(halos);
+
+    /* the bands of this caller's rows; then every caller's record count, label count and band rows */
+    ex_kept k;
+    memset(&k, 0, sizeof k);
+    double ms[3] = { 0, 0, 0 };
+    ex_bands b = { .ctxs = ctxs,
+                   .nctx = nctx,
+                   .p = &p,
+                   .ho = &ho,
+                   .image = { image, above, below },
+                   .mask = { ho.mask, mabove, mbelow },
+                   .masked = any_mask,
+                   .first = first,
+                   .end = end,
+                   .n_above = n_above,
+                   .n_below = n_below,
+                   .halo = halo,
+                   .rows = band_rows,
+                   .bands = bands,
+                   .plan = plan,
+                   .bp = &bp,
+                   .passes = bg ? 2 : 1 };
+    if (!st) st = records_on_devices(&b, &k, ms);
+    st = settle(&c, st, "in their bands");
+    if (!st) {
+        const uint64_t counts4[4] = { 0, k.n, k.labels, band_rows };
+        uint64_t b4[4], t4[4];
+        if ((st = gpuws__reduce_slots(reduce, reduce_user, caller, callers, counts4, 4, b4, t4, each)))
+            st = gpuws__error_prefix(st, "%s: the reducer failed", fn);
+    }
+
+    /* the records to root, which joins the bands' labels and makes the catalogue */
+    uint64_t *words = NULL;
+    size_t all = 0;
+    for (size_t q = 0; !st && q < callers; q++) counts[q] = 3 * (size_t)each[4 * q + 1], all += counts[q];
+    if (!st) {
+        const size_t nw = caller == root ? all : counts[caller];
+        if (!(words = gpuws__malloc((nw ? nw : 1) * sizeof *words)))
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu pixel records (%zu bytes)", fn,
+                              nw / 3, nw * sizeof *words);
+        uint64_t *to = words;
+        for (size_t q = 0; !st && caller == root && q < caller; q++) to += counts[q];
+        for (size_t i = 0; !st && i < k.n; i++) {
+            to[3 * i] = k.idx[i] | (uint64_t)(uint32_t)k.label[i] << 32;
+            to[3 * i + 1] = two_floats(k.value[i], k.cd[i]), to[3 * i + 2] = two_floats(k.sig[i], k.sig_lr[i]);
+        }
+        kept_free(&k);
+    }
+    if (!(st = settle(&c, st, "to keep the records")) &&
+        (st = gather(reduce_user, words, counts, caller, callers, root)))
+        st = gpuws__error_prefix(st, "%s: the gatherer failed", fn);
+    gpuws_extract_catalog *cat = NULL;
+    if (!st && caller == root) {
+        size_t nb = 0, labels = 0;
+        for (size_t q = 0; q < callers; q++)
+            if (share[q]) nb += (share[q] + each[4 * q + 3] - 1) / each[4 * q + 3];
+        size_t *borders = gpuws__malloc((nb ? nb : 1) * sizeof *borders);
+        if (!borders || !kept_grow(&k, all / 3, true))
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu pixel records (%zu bytes)", fn,
+                              all / 3, all / 3 * 6 * sizeof(uint32_t) + nb * sizeof *borders);
+        nb = 0;
+        for (size_t q = 0, at = 0; !st && q < callers; q++) {
+            for (size_t y = start[q]; share[q] && y < start[q] + share[q]; y += each[4 * q + 3])
+                if (y) borders[nb++] = y;
+            for (size_t i = 0; i < counts[q] / 3; i++, at++) {
+                const uint64_t *f = words + 3 * at;
+                k.idx[at] = (uint32_t)f[0], k.label[at] = (int32_t)(uint32_t)(f[0] >> 32) + (int32_t)labels;
+                floats_of(f[1], &k.value[at], &k.cd[at]), floats_of(f[2], &k.sig[at], &k.sig_lr[at]);
+            }
+            labels += (size_t)each[4 * q + 2];
+        }
+        k.n = all / 3, k.labels = labels;
+        gpuws__free(words), words = NULL;
+        double hm[3];
+        if (!st) st = extract_records(&p, &k, borders, nb, ho.segmap, &cat, hm);
+        gpuws__free(borders);
+    }
+    gpuws__free(words);
+    kept_free(&k);
+    st = settle(&c, st, "to make the catalogue");
+    if (!st && bg && ho.background_result) *ho.background_result = r;
+    if (st) gpuws_extract_catalog_free(cat);
+    else *catalog = cat;
+    gpuws__free(above);
+    gpuws__free(mesh);
+    gpuws__free(plan);
+plan_failed:
+    gpuws__extract_params_free(&p);
+    gpuws__free(slots);
+    gpuws__free(counts);
+    return st;
 }

@@ -653,6 +653,49 @@ FAULT_CASE(background_host_in_bands, FAULT_ALL)
     return st;
 }
 
+/* The collective extraction of one caller (its reducer and gatherer leave the words as they are) making the
+ * background, meshes of 8 x 5 pixels, bands of 5 rows: every host allocation of its steps fails in turn. */
+static gpuws_status one_sum(void *user, uint64_t *words, size_t count)
+{
+    (void)user, (void)words, (void)count;
+    return GPUWS_OK;
+}
+
+static gpuws_status one_gather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
+                               size_t root)
+{
+    (void)user, (void)words, (void)counts, (void)caller, (void)callers, (void)root;
+    return GPUWS_OK;
+}
+
+FAULT_CASE(extract_host_reduce_of_one_caller, FAULT_ALL)
+{
+    enum { W = 40, H = 25 };
+    static float img[W * H];
+    static int32_t seg[W * H];
+    for (int i = 0; i < W * H; i++) img[i] = 10.0f + (float)((i * 7919) % 13) * 0.25f;
+    for (int y = 8; y < 20; y++) img[y * W + 12] = img[y * W + 13] = 80.0f; /* across bands */
+    memset(seg, TEST_POISON_BYTE, sizeof seg);
+    gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    bo.bw = 8, bo.bh = 5;
+    gpuws_extract_host_options o = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    o.extract = &eo, o.background = &bo, o.segmap = seg;
+    o.max_device_bytes = 4 * (8 * 25 + 5 * (W + H)) + 53 * W * 7;
+    gpuws_extract_catalog *cat = NULL;
+    gpuws_status st = gpuws_extract_host_reduce(f->ctx, W, H, img, &o, 0, 1, 0, one_sum, one_gather, NULL, &cat);
+    if (fault_ok(f, st)) {
+        cr_assert(cat && cat->num_objects == 1 && cat->objects[0].npix >= 24, "extract_host_reduce: %zu objects",
+                  cat ? cat->num_objects : 0); /* the bar, and where the filter spreads it */
+        cr_assert(seg[8 * W + 12] == 1 && seg[19 * W + 13] == 1 && seg[0] == 0, "extract_host_reduce: the map");
+    } else {
+        cr_assert(!cat, "extract_host_reduce failed but left a catalogue");
+        cr_assert(all_poison(seg, sizeof seg), "extract_host_reduce failed but wrote into segmap");
+    }
+    gpuws_extract_catalog_free(cat);
+    return st;
+}
+
 FAULT_CASE(zero_suppress_f32, FAULT_ALL)
 {
     gpuws_status st = gpuws_zero_suppress(f->stream, GPUWS_F32, FAULT_N, f->in, 500.5, f->out);

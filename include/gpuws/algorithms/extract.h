@@ -238,6 +238,29 @@ typedef struct gpuws_extract_host_options {
 GPUWS_API gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                           const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog);
 
+/* gpuws_extract_host over an image whose rows are spread over several callers in caller order (MPI ranks:
+ * gpuws_mpi_extract_host wraps this; caller c's rows follow those of callers 0 .. c - 1, a caller may hold none, image
+ * NULL then): collective; caller root gets the whole image's catalogue, gpuws_extract_host's (and so gpuws_extract's)
+ * on the whole image bit for bit, and in options->segmap (root's, the whole width x height map; NULL on the others)
+ * its segmentation map; the others get *catalog NULL. The background is made by the callers (options->background;
+ * back and rms cannot be given → GPUWS_ERR_UNSUPPORTED), each caller's first row then a multiple of the mesh height
+ * (a mesh's pixels in one caller): every caller gets the globals (background_result) and, in back_out and rms_out,
+ * its own rows of the maps; options->mask is the caller's rows (NULL: none masked). Each caller runs its rows in bands
+ * on its own devices within its own budget (max_device_bytes, more_contexts, progress: its own). What a caller sends
+ * (8-byte words, P callers): 2 + 8 x 19 (the options agreed), P and 4 P (its rows; its records' and labels' count
+ * and band height), a word a failure check (5 of them), its meshes (a word each), the rows within the halo of
+ * either end of its share (up to 2 halo rows of width x 4 bytes, 5 with a mask, to every caller), and its records,
+ * 3 words each (24 bytes a detected pixel), to root. Errors: gpuws_extract_host's, collectively (every caller fails
+ * when one does, with its own message where it failed); callers that disagree on the width, root or the options that
+ * shape the catalogue (the filter, thresholds, deblending, cleaning, connectivity, the background's meshes and
+ * filter) → GPUWS_ERR_INVALID_ARGUMENT on every caller. Only a NULL catalog, reduce or gather, caller or root not
+ * below callers fail this caller alone. */
+GPUWS_API gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t rows, const float *image,
+                                                 const gpuws_extract_host_options *options, size_t caller,
+                                                 size_t callers, size_t root, gpuws_sum_reducer reduce,
+                                                 gpuws_gatherer gather, void *reduce_user,
+                                                 gpuws_extract_catalog **catalog);
+
 /* How gpuws_extract_host would split this extraction: *band_rows own rows per band (the last band may have fewer)
  * in *bands bands; 1 band when everything fits the budget (in-core). Only options' budget, maps given, filter and
  * devices count; no image is read. Errors as for gpuws_extract_host (a NULL result pointer is GPUWS_ERR_INVALID_ARGUMENT). */
