@@ -20,6 +20,9 @@ void gpuws__free(void *p);
  * GPUWS_FAULT_ALLOC=n in the environment arms it at the first allocation of the process and logs a warning when
  * it fires. Returns whether the previous countdown fired. */
 bool gpuws__fault_alloc_countdown(long n);
+/* How many allocations through the functions above failed on this thread so far: a caller that falls back where
+ * the device lacks memory compares it before and after, so that a host allocation's failure is still reported. */
+unsigned long gpuws__host_alloc_failures(void);
 /* Allocations made through the functions above and not yet freed (process-wide). */
 long gpuws__alloc_live(void);
 

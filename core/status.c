@@ -215,11 +215,23 @@ static bool fault_now(size_t bytes)
     return false;
 }
 
+/* This thread's host allocations that failed (gpuws__host_alloc_failures). */
+static _Thread_local unsigned long host_failures;
+
+static void *failed(void)
+{
+    host_failures++;
+    return NULL;
+}
+
 static void *counted(void *p)
 {
     if (p) atomic_fetch_add_explicit(live_count(), 1, memory_order_relaxed);
+    else host_failures++;
     return p;
 }
+
+unsigned long gpuws__host_alloc_failures(void) { return host_failures; }
 
 /* Large blocks (the extraction's records and lists, hundreds of MB at 8192^2, and each thread's lists of a few MB)
  * are asked for in transparent huge pages where the host gives them only on request (Linux's "madvise" mode):
@@ -245,28 +257,29 @@ static void *large_pages(void *p, size_t bytes)
 
 void *gpuws__malloc(size_t bytes)
 {
-    return fault_now(bytes) ? NULL : counted(large_pages(malloc(bytes ? bytes : 1), bytes));
+    return fault_now(bytes) ? failed() : counted(large_pages(malloc(bytes ? bytes : 1), bytes));
 }
 
 void *gpuws__calloc(size_t count, size_t size)
 {
     size_t bytes;
-    if (gpuws__mul_overflows(count, size, &bytes)) return NULL;
-    return fault_now(bytes) ? NULL : counted(large_pages(calloc(count ? count : 1, size ? size : 1), bytes));
+    if (gpuws__mul_overflows(count, size, &bytes)) return failed();
+    return fault_now(bytes) ? failed() : counted(large_pages(calloc(count ? count : 1, size ? size : 1), bytes));
 }
 
 void *gpuws__aligned_alloc(size_t alignment, size_t bytes)
 {
     size_t rounded = (bytes + alignment - 1) & ~(alignment - 1);
-    if (rounded < bytes || rounded == 0) return NULL;
-    return fault_now(bytes) ? NULL : counted(large_pages(aligned_alloc(alignment, rounded), rounded));
+    if (rounded < bytes || rounded == 0) return failed();
+    return fault_now(bytes) ? failed() : counted(large_pages(aligned_alloc(alignment, rounded), rounded));
 }
 
 void *gpuws__realloc(void *p, size_t bytes)
 {
     if (!p) return gpuws__malloc(bytes);
-    if (fault_now(bytes)) return NULL; /* like realloc: p stays valid and allocated */
-    return large_pages(realloc(p, bytes ? bytes : 1), bytes);
+    if (fault_now(bytes)) return failed(); /* like realloc: p stays valid and allocated */
+    void *q = realloc(p, bytes ? bytes : 1);
+    return q ? large_pages(q, bytes) : failed();
 }
 
 char *gpuws__strdup(const char *s)

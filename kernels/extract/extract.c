@@ -108,7 +108,8 @@ static gpuws_status extract_gpu_group(gpuws_stream *s, gpuws_kernel *kscan, uint
  * numbers, start[0 .. nl]) to *out, the same with those components' records in chain order and their starts marked,
  * then each label's word (the threshold, or a chained one's slot in *mom) and the number of slots taken. Where the
  * device has no memory for the scratch (about 44 bytes a record and EX_MOM_DOUBLES doubles a possible component),
- * nothing is chained and *out stays the grouping: the host deblends every component, as it can. */
+ * nothing is chained and *out stays the grouping: the host deblends every component, as it can. A host allocation
+ * that fails meanwhile (a buffer's handle) is the call's failure. */
 static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_params *p, gpuws_buffer *grouped,
                                       gpuws_buffer *rec, gpuws_buffer *labels, gpuws_buffer *maps, size_t cnt,
                                       size_t nl, size_t most, gpuws_buffer **out, gpuws_buffer **mom)
@@ -117,6 +118,7 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
     const size_t room = EX_CHAIN_ROOM(cnt, nl), ngroup = cnt + 2 * (nl + 1) + 1;
     const size_t per = p->minarea > 1 ? (size_t)p->minarea : 1, slots = nl < cnt / per ? nl : cnt / per;
     gpuws_buffer *chained, *nx, *ints, *bytes, *lmax, *list, *taken;
+    const unsigned long host_failures = gpuws__host_alloc_failures();
     gpuws_status st;
     if ((st = gpuws__stream_scratch(s, &key_chain[0], ngroup * sizeof(uint32_t), &chained)) ||
         (st = gpuws__stream_scratch(s, &key_chain[1], cnt * sizeof(int32_t), &nx)) ||
@@ -126,7 +128,7 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
         (st = gpuws__stream_scratch(s, &key_chain[5], (nl + 1) * sizeof(uint32_t), &list)) ||
         (st = gpuws__stream_scratch(s, &key_chain[6], sizeof(uint32_t), &taken)) ||
         (st = gpuws__stream_scratch(s, &key_chain[7], (slots ? slots : 1) * EX_MOM_DOUBLES * sizeof(double), mom)))
-        return st == GPUWS_ERR_OUT_OF_MEMORY ? GPUWS_OK : st;
+        return st == GPUWS_ERR_OUT_OF_MEMORY && gpuws__host_alloc_failures() == host_failures ? GPUWS_OK : st;
     *out = chained;
     const bool cpu = gpuws__is_cpu_device(s->ctx);
     const gpuws_launch_config c_rec =
@@ -229,7 +231,8 @@ static gpuws_status measures_read(gpuws_stream *s, gpuws_buffer *mom, size_t n, 
         px->mom = p;
     } else {
         if (!(px->mom = gpuws__malloc(bytes)))
-            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the measures of %zu objects", n);
+            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                "extract: no host memory for the measures of %zu objects (%zu bytes)", n, bytes);
         gpuws__prefault(px->mom, bytes);
     }
     px->nmom = n;

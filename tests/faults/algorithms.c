@@ -16,6 +16,7 @@
 #include "measure/measure_ref.h"
 #include "monte_carlo_pi/monte_carlo_pi_ref.h"
 #include "ufunc/ufunc_ref.h"
+#include "core/tuning.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -693,6 +694,33 @@ FAULT_CASE(extract_host_reduce_of_one_caller, FAULT_ALL)
         cr_assert(all_poison(seg, sizeof seg), "extract_host_reduce failed but wrote into segmap");
     }
     gpuws_extract_catalog_free(cat);
+    return st;
+}
+
+/* gpuws_extract with the components grouped and chained on the device (the extract_group knob: PoCL, a CPU device,
+ * groups on the host by default), blobs that deblending cannot split: where the device lacks memory for the chain's
+ * scratch the host deblends instead, but a host allocation that fails there (a buffer's handle) fails the call. */
+FAULT_CASE(extract_grouped_and_chained_on_the_device, FAULT_GPU)
+{
+    enum { W = 40, H = 25 };
+    static float img[W * H];
+    for (int i = 0; i < W * H; i++) img[i] = (float)((i * 7919) % 13) * 0.01f;
+    for (int b = 0; b < 4; b++)
+        for (int y = 3; y < 7; y++)
+            for (int x = 3 + 9 * b; x < 7 + 9 * b; x++) img[(y + 4 * (b % 2)) * W + x] = 5.0f + (float)b;
+    gpuws_status st = gpuws__tuning_set(f->ctx, "extract_group", "device");
+    gpuws_buffer *in = NULL;
+    if (!st && !(st = gpuws_buffer_create(f->ctx, sizeof img, &in))) st = gpuws_buffer_write(in, 0, img, sizeof img);
+    gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
+    eo.thresh = 1.0, eo.filter_type = GPUWS_FILTER_NONE, eo.minarea = 4;
+    gpuws_extract_catalog *cat = NULL;
+    if (!st) st = gpuws_extract(f->stream, W, H, in, &eo, &cat);
+    if (fault_ok(f, st))
+        cr_assert(cat && cat->num_objects == 4 && cat->objects[0].npix == 16, "extract: %zu objects",
+                  cat ? cat->num_objects : 0);
+    else cr_assert(!cat, "extract failed but left a catalogue");
+    gpuws_extract_catalog_free(cat);
+    gpuws_buffer_destroy(in);
     return st;
 }
 
