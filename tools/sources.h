@@ -213,6 +213,16 @@ fits_read_request sources_read_request(const sources_args *a);
  * reported and the rest processed. The exit code. */
 int sources_run_many(sources_args *a, double start);
 
+/* The extraction's options from the command line for a w x h image: gpuws_extract's (no buffers) and the
+ * background's (no mask). */
+void sources_extract_options(const sources_args *a, size_t w, size_t h, gpuws_extract_options *eo,
+                             gpuws_background_options *bo);
+/* The report and the outputs of an extraction made elsewhere (rank 0 of `mpirun gpuws sources --method extract`):
+ * img's header and size, pixels the whole image's (for --overlay; else NULL), cat, and the whole image's seg, back and
+ * rms (malloc'd; NULL where not asked for), all taken and freed. 0, or 1 with the reason on stderr. */
+int sources_extract_write(const sources_args *a, const fits_image *img, const float *pixels, gpuws_extract_catalog *cat,
+                          int32_t *seg, float *back, float *rms, const gpuws_background_result *br, sources_times *t);
+
 /* The MPI world's size from the launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE), or -1 without one. */
 int sources_mpi_size(void);
 /* gpuws sources as one rank of that world (tools/sources_mpi.c): the command line parsed, checked to be every

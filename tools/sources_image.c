@@ -613,6 +613,30 @@ static int run_extract_host(const sources_args *a, const fits_image *img, const 
     return extract_report(q, a, w, h, st, t) || sources_pending_write(q, a, t);
 }
 
+void sources_extract_options(const sources_args *a, size_t w, size_t h, gpuws_extract_options *eo,
+                             gpuws_background_options *bo)
+{
+    *eo = extract_options(a);
+    *bo = (gpuws_background_options)GPUWS_BACKGROUND_OPTIONS_INIT;
+    mesh_for(a, w, h, &bo->bw, &bo->bh);
+    bo->fw = a->x.back_fw, bo->fh = a->x.back_fh;
+}
+
+int sources_extract_write(const sources_args *a, const fits_image *img, const float *pixels, gpuws_extract_catalog *cat,
+                          int32_t *seg, float *back, float *rms, const gpuws_background_result *br, sources_times *t)
+{
+    sources_pending *q = calloc(1, sizeof *q);
+    if (!q) {
+        gpuws_extract_catalog_free(cat), free(seg), free(back), free(rms);
+        return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
+    }
+    q->ms_wcs = timed_products(&q->p, img, &q->wcs, q->why, sizeof q->why, q->bunit, sizeof q->bunit);
+    q->p.image = pixels;
+    q->cat = cat, q->hseg = seg, q->hback = back, q->hrms = rms, q->br = *br;
+    t->extract_device = cat->ms_device, t->extract_host = cat->ms_host;
+    return extract_report(q, a, img->width, img->height, GPUWS_OK, t) || sources_pending_write(q, a, t);
+}
+
 /* gpuws_background, then gpuws_extract on the image minus the background, in units of its rms; NaN and infinite
  * pixels are masked in both. later NULL: every step and the outputs here; else *later gets the extraction begun, for
  * sources_pending_extract and sources_pending_write (NULL on failure). */

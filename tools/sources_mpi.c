@@ -148,21 +148,33 @@ static int refuse_options(const world *w, const sources_args *a)
     const char *why = NULL;
     if (a->demo) why = "--demo makes its sky on one device";
     else if (a->outdir) why = "--outdir (many images) runs in one process";
-    else if (a->method != METHOD_WORKSHOP) why = "--method extract runs in one process (give --method workshop)";
+    else if (a->method == METHOD_EXTRACT && a->x.phot.n) why = "--phot-apertures (the apertures need the whole image)";
     if (why) fprintf(stderr, "gpuws sources: rank %d of %d: %s: not under MPI\n", w->rank, w->size, why);
     return why ? 2 : 0;
 }
 
 /* Rank `rank` of `size`: its share of the height, whole blocks of the measurement's rows (the catalogue is then one
- * process's bits), rank 0 first; a rank may get none. */
+ * process's bits), or with --method extract whole rows of the background's meshes (each mesh then one rank's), rank
+ * 0 first; a rank may get none. */
 typedef struct {
     int rank, size;
+    const sources_args *a;
 } share_of;
+
+/* The rows of a block of a share: the measurement's, or the extraction's mesh rows. */
+static size_t share_block(const sources_args *a, size_t width, size_t height)
+{
+    if (a->method != METHOD_EXTRACT) return gpuws_find_sources_host_block_rows(width);
+    gpuws_extract_options eo;
+    gpuws_background_options bo;
+    sources_extract_options(a, width, height, &eo, &bo);
+    return bo.bh > 0 ? (size_t)bo.bh : 1;
+}
 
 static void choose_rows(void *user, size_t width, size_t height, size_t *row0, size_t *rows)
 {
     const share_of *s = user;
-    const size_t block = gpuws_find_sources_host_block_rows(width), blocks = (height + block - 1) / block;
+    const size_t block = share_block(s->a, width, height), blocks = (height + block - 1) / block;
     const size_t b0 = blocks * (size_t)s->rank / (size_t)s->size, b1 = blocks * ((size_t)s->rank + 1) / (size_t)s->size;
     const size_t r0 = b0 * block < height ? b0 * block : height, r1 = b1 * block < height ? b1 * block : height;
     *row0 = r0, *rows = r1 - r0;
@@ -287,6 +299,77 @@ static int gather_maps(const world *w, const sources_args *a, fits_image *img, g
     return world_fail(w, st ? 1 : 0, err);
 }
 
+/* --method extract over the ranks (gpuws_extract_host_reduce): each rank its rows' mask of NaN and infinite pixels
+ * and its bands on its devices within --max-device-memory; rank 0 gets the catalogue and the segmentation map, and
+ * gathers the ranks' rows of the maps (--background, --rms) and the pixels (--overlay) to write the outputs. The exit
+ * code, the same on every rank. */
+static int run_extract_ranks(const world *w, const sources_args *a, const fits_image *img, const sources_contexts *c,
+                             sources_times *t)
+{
+    const size_t width = img->width, n = width * img->height, mine = img->rows * width;
+    const int root = w->rank == 0;
+    char err[600] = "";
+    int code = 0;
+    size_t bad = 0;
+    const float *px = img->data;
+    for (size_t i = 0; i < mine; i++) bad += !isfinite(px[i]);
+    unsigned char *mask = bad ? malloc(mine) : NULL;
+    float *back = a->out[OUT_BACKGROUND] ? malloc(mine ? mine * sizeof *back : 1) : NULL;
+    float *rms = a->out[OUT_RMS] ? malloc(mine ? mine * sizeof *rms : 1) : NULL;
+    int32_t *seg = root && a->out[OUT_LABELS] ? malloc(n * sizeof *seg) : NULL;
+    if ((bad && !mask) || (a->out[OUT_BACKGROUND] && !back) || (a->out[OUT_RMS] && !rms) ||
+        (root && a->out[OUT_LABELS] && !seg))
+        snprintf(err, sizeof err, "out of memory for the extraction's mask and maps"), code = 1;
+    for (size_t i = 0; mask && i < mine; i++) mask[i] = !isfinite(px[i]);
+    int rc = world_fail(w, code, err);
+    gpuws_extract_catalog *cat = NULL;
+    gpuws_background_result br;
+    if (!rc) {
+        gpuws_extract_options eo;
+        gpuws_background_options bo;
+        sources_extract_options(a, width, img->height, &eo, &bo);
+        tool_band_progress progress = tool_band_progress_start("gpuws sources");
+        progress.step = "extraction";
+        gpuws_extract_host_options eho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+        eho.extract = &eo, eho.background = &bo, eho.mask = mask, eho.segmap = seg;
+        eho.back_out = back, eho.rms_out = rms, eho.background_result = &br;
+        eho.max_device_bytes = a->max_device_bytes, eho.more_contexts = c->ctx + 1, eho.num_more_contexts = c->n - 1;
+        if (root) eho.progress = tool_label_band, eho.progress_user = &progress;
+        const double t0 = tool_now_ms();
+        const gpuws_status st =
+            gpuws_extract_host_reduce(c->ctx[0], width, img->rows, img->rows ? px : NULL, &eho, (size_t)w->rank,
+                                      (size_t)w->size, 0, w->sum, w->gatherer, NULL, &cat);
+        t->extract = tool_now_ms() - t0;
+        snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    free(mask);
+    /* rank 0's whole maps and pixels, from every rank's rows */
+    float *all[3] = { NULL, NULL, NULL };
+    const float *part[3] = { back, rms, px };
+    const int want[3] = { back != NULL, rms != NULL, a->out[OUT_OVERLAY] != NULL };
+    code = 0;
+    for (int k = 0; !rc && root && k < 3; k++)
+        if (want[k] && !(all[k] = malloc(n * sizeof *all[k]))) code = 1;
+    if (!rc) rc = world_fail(w, code, "out of memory on rank 0 for the whole image's maps");
+    double t0 = tool_now_ms();
+    for (int k = 0; !rc && k < 3; k++) {
+        if (!want[k]) continue;
+        const gpuws_status st = w->gather(part[k], mine * sizeof(float), all[k], root ? n * sizeof(float) : 0);
+        snprintf(err, sizeof err, "the gather of the rows on rank 0 failed: %s", gpuws_status_name(st));
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    t->download = tool_now_ms() - t0;
+    free(back), free(rms);
+    if (!rc && root) {
+        rc = sources_extract_write(a, img, all[2], cat, seg, all[0], all[1], &br, t);
+        cat = NULL, seg = NULL, all[0] = all[1] = NULL;
+    }
+    gpuws_extract_catalog_free(cat);
+    free(seg), free(all[0]), free(all[1]), free(all[2]);
+    return rc;
+}
+
 /* The run after the command line: the read, the pipeline, rank 0's outputs. The exit code, the same on every rank. */
 static int run(const world *w, sources_args *a, double start, double ms_mpi)
 {
@@ -302,7 +385,7 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
     int rc = world_fail(w, a->outputs || w->rank ? 0 : code, err);
     if (rc) return rc;
 
-    share_of share = { w->rank, w->size };
+    share_of share = { w->rank, w->size, a };
     fits_read_request req = sources_read_request(a);
     req.want_header = w->rank == 0; /* the WCS of the outputs */
     fits_image img;
@@ -340,6 +423,32 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
     gpuws_status st = dev.st;
     snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), dev.why);
     if ((rc = world_fail(w, st ? 1 : 0, err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
+    if (a->method == METHOD_EXTRACT) {
+        if (w->rank == 0) {
+            gpuws_device_info d;
+            gpuws_backend_kind k;
+            gpuws_context_get_device_info(c.ctx[0], &d);
+            gpuws_context_get_backend(c.ctx[0], &k);
+            printf("%s: HDU %d, %zu x %zu pixels (BITPIX %d), %llu blank or NaN, %llu infinite\n", a->image, img.hdu,
+                   img.width, img.height, img.bitpix, (unsigned long long)counts[0], (unsigned long long)counts[1]);
+            say_binding(w->rank, w->size);
+            printf("ranks: %d (MPI), rows in shares of whole %zu-row mesh rows, the extraction from host memory; "
+                   "rank 0's device: %s: %s\n",
+                   w->size, share_block(a, img.width, img.height),
+                   k == GPUWS_BACKEND_CUDA     ? "cuda"
+                   : k == GPUWS_BACKEND_OPENCL ? "opencl"
+                                               : "cpu",
+                   d.name);
+            fflush(stdout);
+        }
+        rc = run_extract_ranks(w, a, &img, &c, &t);
+        if (!rc && w->rank == 0 && a->timings) sources_times_print(&t, a->image);
+        fflush(stdout);
+        rc = world_check(w, rc, "the outputs were not written");
+        gpuws_contexts_destroy(c.ctx, c.n);
+        fits_image_free(&img);
+        return rc;
+    }
     const int host = ranks_use_host(w, a, &c, &img);
     if ((rc = world_fail(w, host < 0, "a reduction failed")))
         return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;

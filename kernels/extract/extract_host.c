@@ -898,6 +898,7 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
                             : caller >= callers ? "the caller's index is not below the callers' count"
                                                 : "root is not below the callers' count");
     const ex_coll c = { reduce, gather, reduce_user, caller, callers };
+    const double t_start = now_ms();
     gpuws_extract_host_options ho;
     gpuws_extract_options eo;
     gpuws_background_options bo;
@@ -1144,7 +1145,9 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
         k.n = all / 3, k.labels = labels;
         gpuws__free(words), words = NULL;
         double hm[3];
+        const double t_host = now_ms();
         if (!st) st = extract_records(&p, &k, borders, nb, ho.segmap, &cat, hm);
+        if (!st) cat->ms_device = t_host - t_start, cat->ms_host = now_ms() - t_host; /* as extract_host's */
         gpuws__free(borders);
     }
     gpuws__free(words);

@@ -2,7 +2,8 @@
 # `mpirun -n P gpuws sources SKY --method workshop` writes the same catalogue, regions, FITS table, label image
 # (rank 0 gathers every rank's rows) and overlay, byte for byte, as one process: on the ranks' devices as one process
 # on its device, and with --max-device-memory on the host as one process's host pipeline; on a sky whose height
-# splits into uneven shares and on one of fewer blocks than ranks (a rank reads no row).
+# splits into uneven shares and on one of fewer blocks than ranks (a rank reads no row). So does `--method extract`
+# (the ranks' rows on whole mesh rows; its background and rms maps too), with and without a device budget.
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR P        the comparison with P ranks
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR failures  bad input: exit 1 or 2 on every rank, nothing written
 # MPIEXEC runs with --oversubscribe (more ranks than cores); each run is bounded by `timeout` (a hang fails).
@@ -42,7 +43,28 @@ if [ "$what" != failures ]; then
                 fail "$img ($where): source counts differ"
         done
     done
-    echo "ok: $what ranks, the same files as one process, on the devices and on the host"
+    # --method extract: the ranks' rows on whole rows of 32-pixel meshes, their bands within a budget or not
+    for img in big small; do
+        for budget in "" "--max-device-memory 200K"; do
+            # shellcheck disable=SC2086
+            "$gpuws" sources $img.fits --back-size 32 $budget --catalog $img.x1.csv --regions $img.x1.reg \
+                --fits-catalog $img.x1.cat.fits --labels $img.x1.labels.fits --background $img.x1.back.fits \
+                --rms $img.x1.rms.fits --overlay $img.x1.png > $img.x1.out || fail "one process extracts $img.fits"
+            # shellcheck disable=SC2086
+            mpirun "$what" "$gpuws" sources $img.fits --back-size 32 $budget --catalog $img.xm.csv \
+                --regions $img.xm.reg --fits-catalog $img.xm.cat.fits --labels $img.xm.labels.fits \
+                --background $img.xm.back.fits --rms $img.xm.rms.fits --overlay $img.xm.png > $img.xm.out \
+                2> $img.xm.err || { cat $img.xm.err >&2; fail "$what ranks extract $img.fits ($budget)"; }
+            [ "$what" = 1 ] || grep -q "^ranks: $what (MPI), rows in shares of whole 32-row mesh rows" $img.xm.out ||
+                { cat $img.xm.out >&2; fail "$img: the ranks did not say how they shared the extraction"; }
+            for f in csv reg cat.fits labels.fits back.fits rms.fits png; do
+                cmp $img.x1.$f $img.xm.$f || fail "$img ($budget): $what ranks' extraction .$f differs"
+            done
+            [ "$(grep '^objects: ' $img.x1.out)" = "$(grep '^objects: ' $img.xm.out)" ] ||
+                fail "$img ($budget): object counts differ"
+        done
+    done
+    echo "ok: $what ranks, the same files as one process, on the devices and on the host, and extracting"
     exit 0
 fi
 
@@ -74,11 +96,12 @@ grep -q '^gpuws sources: rank 0 of 2: stopped: rank 1 failed' d.err || { cat d.e
 [ ! -e d.csv ] || fail "different options: d.csv was written"
 
 # What runs in one process: a usage error naming the option on every rank, nothing written.
-mpirun 2 "$gpuws" sources big.fits --method extract --labels l.fits > l.out 2> l.err
+mpirun 2 "$gpuws" sources big.fits --method extract --phot-apertures 6 --labels l.fits > l.out 2> l.err
 rc=$?
-[ $rc = 2 ] || { cat l.err >&2; fail "--method extract: exit $rc, expected 2"; }
-[ "$(grep -c -- '--method extract runs in one process' l.err)" = 2 ] || { cat l.err >&2; fail "--method extract: message"; }
-[ ! -e l.fits ] || fail "--method extract: l.fits was written"
+[ $rc = 2 ] || { cat l.err >&2; fail "--phot-apertures: exit $rc, expected 2"; }
+[ "$(grep -c -- '--phot-apertures (the apertures need the whole image): not under MPI' l.err)" = 2 ] ||
+    { cat l.err >&2; fail "--phot-apertures: message"; }
+[ ! -e l.fits ] || fail "--phot-apertures: l.fits was written"
 # The extraction's maps: the parser's usage error, naming the option.
 mpirun 2 "$gpuws" sources big.fits --method workshop --background b.fits > b.out 2> b.err
 rc=$?
