@@ -253,17 +253,19 @@ static gpuws_status band_on_cpu(const ex_bands *b, const gpuws__extract_params *
     const float *img = inside ? b->image[0] + (a0 - b->first) * w : (const float *)(void *)tmp;
     const unsigned char *mask = inside && has_mask ? b->mask[0] + (a0 - b->first) * w : NULL;
     const float *back = ho->back ? ho->back + at : NULL, *rms = ho->rms ? ho->rms + at : NULL;
-    char *next = tmp;
+    /* the floats first (the band's image, then back and rms), the mask's bytes last: every float aligned */
+    float *next = (float *)(void *)tmp;
     if (!inside) {
         rows_copy(b, (const void *const *)b->image, sizeof(float), a0, a1, NULL, NULL, next);
-        next += n * sizeof(float);
-        if (has_mask) {
-            rows_copy(b, (const void *const *)b->mask, 1, a0, a1, NULL, NULL, next);
-            mask = (const unsigned char *)next, next += n;
-        }
+        next += n;
+    }
+    if (!inside && has_mask) {
+        unsigned char *m = (unsigned char *)(next + (b->plan ? 2 * n : 0));
+        rows_copy(b, (const void *const *)b->mask, 1, a0, a1, NULL, NULL, m);
+        mask = m;
     }
     if (b->plan) {
-        float *tb = (float *)(void *)next, *tr = tb + n;
+        float *tb = next, *tr = tb + n;
         gpuws_background_interp_ref(b->bp, b->plan, w, a0, a1, tb, tr);
         const size_t from = (y0 - a0) * w, own = (y1 - y0) * w * sizeof(float);
         if (ho->back_out) memcpy(ho->back_out + (y0 - b->first) * w, tb + from, own);
@@ -525,7 +527,11 @@ static gpuws_status plan_bands(gpuws_context *const *ctxs, unsigned n, size_t wi
                             (unsigned long long)per_px, bg ? ", beside the background's plan" : "");
     *in_core = one;
     *rows = rows_in >= height ? height : (size_t)rows_in - 2 * *halo; /* a band of the whole image needs no halo */
-    if (!one && n > 1 && *rows > (height + n - 1) / n) *rows = (height + n - 1) / n; /* every device works */
+    if (!one && n > 1 && rows_in >= 1 + 2 * (uint64_t)*halo) {        /* every device works, its bands within budget */
+        const size_t each = (height + n - 1) / n,
+                     most = rows_in - 2 * *halo < each ? (size_t)rows_in - 2 * *halo : each;
+        if (*rows > most) *rows = most;
+    }
     *bands = (height + *rows - 1) / *rows;
     return GPUWS_OK;
 }
