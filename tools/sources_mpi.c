@@ -370,6 +370,29 @@ static int run_extract_ranks(const world *w, const sources_args *a, const fits_i
     return rc;
 }
 
+/* Rank 0's report of the image and of how the ranks share it: rows in shares of whole `blocks`, `how`. */
+static void say_run(const world *w, const sources_args *a, const fits_image *img, const uint64_t counts[2],
+                    const sources_contexts *c, const char *blocks, const char *how)
+{
+    if (w->rank) return;
+    gpuws_device_info d;
+    gpuws_backend_kind k;
+    gpuws_context_get_device_info(c->ctx[0], &d);
+    gpuws_context_get_backend(c->ctx[0], &k);
+    char plane[64] = "";
+    if (img->nplanes > 1) snprintf(plane, sizeof plane, " plane %lld of %lld,", img->plane, img->nplanes);
+    printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %llu blank or NaN, %llu infinite\n", a->image, img->hdu, plane,
+           img->width, img->height, img->bitpix, (unsigned long long)counts[0], (unsigned long long)counts[1]);
+    say_binding(w->rank, w->size);
+    printf("ranks: %d (MPI), rows in shares of whole %zu-row %s, %s; rank 0's device: %s: %s\n", w->size,
+           share_block(a, img->width, img->height), blocks, how,
+           k == GPUWS_BACKEND_CUDA     ? "cuda"
+           : k == GPUWS_BACKEND_OPENCL ? "opencl"
+                                       : "cpu",
+           d.name);
+    fflush(stdout);
+}
+
 /* The run after the command line: the read, the pipeline, rank 0's outputs. The exit code, the same on every rank. */
 static int run(const world *w, sources_args *a, double start, double ms_mpi)
 {
@@ -424,23 +447,7 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
     snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), dev.why);
     if ((rc = world_fail(w, st ? 1 : 0, err))) return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
     if (a->method == METHOD_EXTRACT) {
-        if (w->rank == 0) {
-            gpuws_device_info d;
-            gpuws_backend_kind k;
-            gpuws_context_get_device_info(c.ctx[0], &d);
-            gpuws_context_get_backend(c.ctx[0], &k);
-            printf("%s: HDU %d, %zu x %zu pixels (BITPIX %d), %llu blank or NaN, %llu infinite\n", a->image, img.hdu,
-                   img.width, img.height, img.bitpix, (unsigned long long)counts[0], (unsigned long long)counts[1]);
-            say_binding(w->rank, w->size);
-            printf("ranks: %d (MPI), rows in shares of whole %zu-row mesh rows, the extraction from host memory; "
-                   "rank 0's device: %s: %s\n",
-                   w->size, share_block(a, img.width, img.height),
-                   k == GPUWS_BACKEND_CUDA     ? "cuda"
-                   : k == GPUWS_BACKEND_OPENCL ? "opencl"
-                                               : "cpu",
-                   d.name);
-            fflush(stdout);
-        }
+        say_run(w, a, &img, counts, &c, "mesh rows", "the extraction from host memory");
         rc = run_extract_ranks(w, a, &img, &c, &t);
         if (!rc && w->rank == 0 && a->timings) sources_times_print(&t, a->image);
         fflush(stdout);
@@ -453,25 +460,8 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
     if ((rc = world_fail(w, host < 0, "a reduction failed")))
         return fits_image_free(&img), gpuws_contexts_destroy(c.ctx, c.n), rc;
 
-    if (w->rank == 0) {
-        gpuws_device_info d;
-        gpuws_backend_kind k;
-        gpuws_context_get_device_info(c.ctx[0], &d);
-        gpuws_context_get_backend(c.ctx[0], &k);
-        char plane[64] = "";
-        if (img.nplanes > 1) snprintf(plane, sizeof plane, " plane %lld of %lld,", img.plane, img.nplanes);
-        printf("%s: HDU %d,%s %zu x %zu pixels (BITPIX %d), %llu blank or NaN, %llu infinite\n", a->image, img.hdu,
-               plane, img.width, img.height, img.bitpix, (unsigned long long)counts[0], (unsigned long long)counts[1]);
-        say_binding(w->rank, w->size);
-        printf("ranks: %d (MPI), rows in shares of whole %zu-row blocks, the pipeline %s; rank 0's device: %s: %s\n",
-               w->size, gpuws_find_sources_host_block_rows(img.width),
-               host ? "on the host (labelling on the devices)" : "on each rank's devices",
-               k == GPUWS_BACKEND_CUDA     ? "cuda"
-               : k == GPUWS_BACKEND_OPENCL ? "opencl"
-                                           : "cpu",
-               d.name);
-        fflush(stdout);
-    }
+    say_run(w, a, &img, counts, &c, "blocks",
+            host ? "the pipeline on the host (labelling on the devices)" : "the pipeline on each rank's devices");
     gpuws_label_host_options lo = GPUWS_LABEL_HOST_OPTIONS_INIT;
     lo.max_device_bytes = a->max_device_bytes;
     lo.more_contexts = c.ctx + 1, lo.num_more_contexts = c.n - 1;
