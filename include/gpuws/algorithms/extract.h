@@ -248,9 +248,9 @@ GPUWS_API gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size
  * its own rows of the maps; options->mask is the caller's rows (NULL: none masked). Each caller runs its rows in bands
  * on its own devices within its own budget (max_device_bytes, more_contexts, progress: its own). What a caller sends
  * (8-byte words, P callers): 2 + 8 x 19 (the options agreed), P and 4 P (its rows; its records' and labels' count
- * and band height), a word a failure check (5 of them), its meshes (a word each), the rows within the halo of
- * either end of its share (up to 2 halo rows of width x 4 bytes, 5 with a mask, to every caller), and its records,
- * 3 words each (24 bytes a detected pixel), to root. Errors: gpuws_extract_host's, collectively (every caller fails
+ * and band height), a word for each failure check (7 with the background, 5 without), its meshes (a word each), the
+ * rows within the halo of either end of its share (up to 2 halo rows of width x 4 bytes, 5 with a mask, to every
+ * caller), and its records, 3 words each (24 bytes a detected pixel), to root. Errors: gpuws_extract_host's, collectively (every caller fails
  * when one does, with its own message where it failed); callers that disagree on the width, root or the options that
  * shape the catalogue (the filter, thresholds, deblending, cleaning, connectivity, the background's meshes and
  * filter) → GPUWS_ERR_INVALID_ARGUMENT on every caller. Only a NULL catalog, reduce or gather, caller or root not
