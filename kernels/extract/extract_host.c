@@ -889,6 +889,158 @@ static void halo_unpack(const ex_halo *x, const uint64_t *row, float *image, uns
     if (x->masked) memcpy(mask, (const char *)row + x->w * sizeof(float), x->w);
 }
 
+/* What the steps of gpuws_extract_host_reduce share: the collective, this caller's rows and every caller's. */
+typedef struct {
+    ex_coll c;
+    const char *fn;
+    size_t width, height, first, end, halo;
+    const uint64_t *start, *share; /* every caller's first row and rows */
+    size_t *counts;                /* a gather's words of every caller */
+    bool any_mask;
+} ex_reduce;
+
+/* The background's plan from every caller's meshes: this caller's own (its rows from x->first, a mesh row), every
+ * caller's to every caller, the grid steps on each. st: this caller's outcome so far; collective whatever it is. */
+static gpuws_status reduce_background(const ex_reduce *x, gpuws_status st, gpuws_context *ctx, const float *image,
+                                      const gpuws_extract_host_options *ho, const gpuws_background_options *bo,
+                                      const gpuws__background_plan *bp, float **mesh, void **plan,
+                                      gpuws_background_result *r)
+{
+    const size_t bh = (size_t)bo->bh;
+    *mesh = gpuws__malloc(bp->n * 2 * sizeof **mesh);
+    *plan = gpuws__malloc(bp->words * 4);
+    if (!st && (!*mesh || !*plan))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the %zu meshes' plan (%zu bytes)", x->fn,
+                          bp->n, bp->words * 4 + bp->n * 2 * sizeof **mesh);
+    if (!st)
+        st =
+            gpuws__background_host_meshes(ctx, x->width, x->end - x->first, image, ho->mask, bo, ho->max_device_bytes,
+                                          ho->progress, ho->progress_user, x->fn, *mesh + 2 * bp->nx * (x->first / bh));
+    for (size_t q = 0; q < x->c.callers; q++)
+        x->counts[q] = bp->nx * ((x->share[q] + bh - 1) / bh); /* a mesh: a word */
+    if (!(st = settle(&x->c, st, "in the background's meshes")) &&
+        (st = x->c.gather(x->c.user, (uint64_t *)(void *)*mesh, x->counts, x->c.caller, x->c.callers,
+                          GPUWS_ALL_CALLERS)))
+        st = gpuws__error_prefix(st, "%s: the gatherer failed", x->fn);
+    const gpuws_status gs = st ? st
+                               : gpuws__background_grid(bp, x->width, x->height, bo->bw, bo->bh, bo->fw, bo->fh,
+                                                        bo->fthresh, *mesh, *plan, r);
+    if (!st && gs == GPUWS_ERR_INVALID_ARGUMENT)
+        st = gpuws__error(gs, "background: no mesh of %d x %d pixels has half of them usable (not NaN, not masked)",
+                          bo->bw, bo->bh);
+    else if (!st && gs)
+        st = gpuws__error(gs, "%s: no host memory for the background's grid (%zu bytes)", x->fn,
+                          gpuws__background_grid_bytes(bp, bo->fw, bo->fh));
+    return settle(&x->c, st, "in the background's grid");
+}
+
+/* The halo rows: every caller's rows within x->halo of its ends to every caller; this caller's n_above rows before
+ * its own and n_below after them into *above (one block, freed with it: the rows above, below, then their masks where
+ * any caller gives one). Collective whatever st is. */
+static gpuws_status reduce_halos(const ex_reduce *x, gpuws_status st, const float *image, const unsigned char *mask,
+                                 size_t n_above, size_t n_below, float **above, float **below, unsigned char **mabove,
+                                 unsigned char **mbelow)
+{
+    const size_t width = x->width, first = x->first, end = x->end;
+    const ex_halo hx = { width,       x->halo,  (width * (sizeof(float) + x->any_mask) + 7) / 8,
+                         x->any_mask, x->start, x->share };
+    size_t words = 0, mine_at = 0;
+    for (size_t q = 0; q < x->c.callers; q++) {
+        x->counts[q] = halo_rows_of(&hx, q) * hx.row_words;
+        if (q < x->c.caller) mine_at += x->counts[q];
+        words += x->counts[q];
+    }
+    uint64_t *halos = NULL;
+    *above = NULL;
+    if (!st) {
+        halos = gpuws__malloc((words ? words : 1) * sizeof *halos);
+        *above = gpuws__malloc((n_above + n_below) * width * (sizeof(float) + x->any_mask) + 1);
+        if (!halos || !*above)
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the halo rows (%zu bytes)", x->fn,
+                              words * sizeof *halos + (n_above + n_below) * width * (sizeof(float) + 1));
+    }
+    if (!st) {
+        *below = *above + n_above * width;
+        *mabove = x->any_mask ? (unsigned char *)(*below + n_below * width) : NULL;
+        *mbelow = x->any_mask ? *mabove + n_above * width : NULL;
+        for (size_t y = first; y < end; y++)
+            if (y - first < x->halo || end - y <= x->halo)
+                halo_pack(&hx, halos + mine_at + halo_slot(&hx, x->c.caller, y) * hx.row_words,
+                          image + (y - first) * width, mask ? mask + (y - first) * width : NULL);
+    }
+    if (!(st = settle(&x->c, st, "in the halo rows")) &&
+        (st = x->c.gather(x->c.user, halos, x->counts, x->c.caller, x->c.callers, GPUWS_ALL_CALLERS)))
+        st = gpuws__error_prefix(st, "%s: the gatherer failed", x->fn);
+    for (size_t y = first - n_above; !st && y < end + n_below; y++) {
+        if (y >= first && y < end) continue;
+        size_t q = 0, at = 0;
+        while (y >= x->start[q] + x->share[q]) at += x->counts[q], q++;
+        const size_t r = y < first ? y - (first - n_above) : y - end;
+        halo_unpack(&hx, halos + at + halo_slot(&hx, q, y) * hx.row_words, (y < first ? *above : *below) + r * width,
+                    !x->any_mask ? NULL : (y < first ? *mabove : *mbelow) + r * width);
+    }
+    gpuws__free(halos);
+    return st;
+}
+
+/* Every caller's records to root, after every caller's record count, label count and band rows (each: 4 words a
+ * caller): root's k then holds them all in caller order, each caller's labels after the callers' before it, and
+ * borders[0 .. *nb) every band's first row but the image's first (the callers' own first rows among them). k is
+ * emptied on the other callers. Collective whatever st is. */
+static gpuws_status reduce_records(const ex_reduce *x, gpuws_status st, size_t root, size_t band_rows, uint64_t *each,
+                                   ex_kept *k, size_t **borders, size_t *nb)
+{
+    const size_t caller = x->c.caller, callers = x->c.callers;
+    *borders = NULL, *nb = 0;
+    if (!(st = settle(&x->c, st, "in their bands"))) {
+        const uint64_t mine[4] = { 0, k->n, k->labels, band_rows };
+        uint64_t before[4], total[4];
+        if ((st = gpuws__reduce_slots(x->c.reduce, x->c.user, caller, callers, mine, 4, before, total, each)))
+            st = gpuws__error_prefix(st, "%s: the reducer failed", x->fn);
+    }
+    uint64_t *words = NULL;
+    size_t all = 0;
+    for (size_t q = 0; !st && q < callers; q++) x->counts[q] = 3 * (size_t)each[4 * q + 1], all += x->counts[q];
+    if (!st) { /* a record in three words: index and label, value and filtered value, σ and the lower-right σ */
+        const size_t nw = caller == root ? all : x->counts[caller];
+        if (!(words = gpuws__malloc((nw ? nw : 1) * sizeof *words)))
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu pixel records (%zu bytes)", x->fn,
+                              nw / 3, nw * sizeof *words);
+        uint64_t *to = words;
+        for (size_t q = 0; !st && caller == root && q < caller; q++) to += x->counts[q];
+        for (size_t i = 0; !st && i < k->n; i++) {
+            to[3 * i] = k->idx[i] | (uint64_t)(uint32_t)k->label[i] << 32;
+            to[3 * i + 1] = two_floats(k->value[i], k->cd[i]), to[3 * i + 2] = two_floats(k->sig[i], k->sig_lr[i]);
+        }
+    }
+    kept_free(k);
+    if (!(st = settle(&x->c, st, "to keep the records")) &&
+        (st = x->c.gather(x->c.user, words, x->counts, caller, callers, root)))
+        st = gpuws__error_prefix(st, "%s: the gatherer failed", x->fn);
+    if (!st && caller == root) {
+        size_t n = 0, labels = 0;
+        for (size_t q = 0; q < callers; q++)
+            if (x->share[q]) n += (x->share[q] + each[4 * q + 3] - 1) / each[4 * q + 3];
+        *borders = gpuws__malloc((n ? n : 1) * sizeof **borders);
+        if (!*borders || !kept_grow(k, all / 3, true))
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu pixel records (%zu bytes)", x->fn,
+                              all / 3, all / 3 * 6 * sizeof(uint32_t) + n * sizeof **borders);
+        for (size_t q = 0, at = 0; !st && q < callers; q++) {
+            for (size_t y = x->start[q]; x->share[q] && y < x->start[q] + x->share[q]; y += each[4 * q + 3])
+                if (y) (*borders)[(*nb)++] = y;
+            for (size_t i = 0; i < x->counts[q] / 3; i++, at++) {
+                const uint64_t *f = words + 3 * at;
+                k->idx[at] = (uint32_t)f[0], k->label[at] = (int32_t)(uint32_t)(f[0] >> 32) + (int32_t)labels;
+                floats_of(f[1], &k->value[at], &k->cd[at]), floats_of(f[2], &k->sig[at], &k->sig_lr[at]);
+            }
+            labels += (size_t)each[4 * q + 2];
+        }
+        if (!st) k->n = all / 3, k->labels = labels;
+    }
+    gpuws__free(words);
+    return st;
+}
+
 gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t rows, const float *image,
                                        const gpuws_extract_host_options *options, size_t caller, size_t callers,
                                        size_t root, gpuws_sum_reducer reduce, gpuws_gatherer gather, void *reduce_user,
@@ -1002,83 +1154,16 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
     }
     if ((st = settle(&c, st, "to plan"))) goto plan_failed;
 
-    /* the background: each caller's meshes, every caller's to every caller, the plan from the whole grid */
-    float *mesh = NULL;
+    /* the background's plan from every caller's meshes; the halo rows; then this caller's bands */
+    const ex_reduce x = { c, fn, width, height, first, end, halo, start, share, counts, any_mask };
+    float *mesh = NULL, *above = NULL, *below = NULL;
+    unsigned char *mabove = NULL, *mbelow = NULL;
     void *plan = NULL;
     gpuws_background_result r;
     memset(&r, 0, sizeof r);
-    if (bg) {
-        mesh = gpuws__malloc(bp.n * 2 * sizeof *mesh);
-        plan = gpuws__malloc(bp.words * 4);
-        if (!mesh || !plan)
-            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the %zu meshes' plan (%zu bytes)", fn,
-                              bp.n, bp.words * 4 + bp.n * 2 * sizeof *mesh);
-        if (!st)
-            st = gpuws__background_host_meshes(ctx, width, rows, image, ho.mask, &bo, ho.max_device_bytes, ho.progress,
-                                               ho.progress_user, fn, mesh + 2 * bp.nx * (first / (size_t)bo.bh));
-        for (size_t q = 0; q < callers; q++)
-            counts[q] = bp.nx * ((share[q] + (size_t)bo.bh - 1) / (size_t)bo.bh); /* a mesh's two floats: a word */
-        if (!(st = settle(&c, st, "in the background's meshes")) &&
-            (st = gather(reduce_user, (uint64_t *)(void *)mesh, counts, caller, callers, GPUWS_ALL_CALLERS)))
-            st = gpuws__error_prefix(st, "%s: the gatherer failed", fn);
-        const gpuws_status gs =
-            st ? st
-               : gpuws__background_grid(&bp, width, height, bo.bw, bo.bh, bo.fw, bo.fh, bo.fthresh, mesh, plan, &r);
-        if (!st && gs == GPUWS_ERR_INVALID_ARGUMENT)
-            st = gpuws__error(gs, "background: no mesh of %d x %d pixels has half of them usable (not NaN, not masked)",
-                              bo.bw, bo.bh);
-        else if (!st && gs)
-            st = gpuws__error(gs, "%s: no host memory for the background's grid (%zu bytes)", fn,
-                              gpuws__background_grid_bytes(&bp, bo.fw, bo.fh));
-        st = settle(&c, st, "in the background's grid");
-    }
-
-    /* the halo rows: every caller's rows near its ends to every caller */
-    ex_halo hx = { width, halo, (width * (sizeof(float) + any_mask) + 7) / 8, any_mask, start, share };
-    uint64_t *halos = NULL;
-    float *above = NULL, *below = NULL;
-    unsigned char *mabove = NULL, *mbelow = NULL;
+    if (bg) st = reduce_background(&x, st, ctx, image, &ho, &bo, &bp, &mesh, &plan, &r);
     const size_t n_above = first < halo ? first : halo, n_below = height - end < halo ? height - end : halo;
-    size_t halo_words = 0, mine_at = 0;
-    for (size_t q = 0; q < callers; q++) {
-        counts[q] = halo_rows_of(&hx, q) * hx.row_words;
-        if (q < caller) mine_at += counts[q];
-        halo_words += counts[q];
-    }
-    if (!st) {
-        halos = gpuws__malloc((halo_words ? halo_words : 1) * sizeof *halos);
-        above = gpuws__malloc((n_above + n_below) * width * (sizeof(float) + any_mask) + 1);
-        if (!halos || !above)
-            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the halo rows (%zu bytes)", fn,
-                              halo_words * sizeof *halos + (n_above + n_below) * width * (sizeof(float) + 1));
-    }
-    if (!st) {
-        below = above + n_above * width;
-        mabove = any_mask ? (unsigned char *)(below + n_below * width) : NULL;
-        mbelow = any_mask ? mabove + n_above * width : NULL;
-        for (size_t y = first; y < end; y++) {
-            const bool near = y - first < halo || end - y <= halo;
-            if (near)
-                halo_pack(&hx, halos + mine_at + halo_slot(&hx, caller, y) * hx.row_words, image + (y - first) * width,
-                          ho.mask ? ho.mask + (y - first) * width : NULL);
-        }
-    }
-    if (!(st = settle(&c, st, "in the halo rows")) &&
-        (st = gather(reduce_user, halos, counts, caller, callers, GPUWS_ALL_CALLERS)))
-        st = gpuws__error_prefix(st, "%s: the gatherer failed", fn);
-    for (size_t y = first - n_above; !st && y < end + n_below; y++) {
-        if (y >= first && y < end) continue;
-        size_t q = 0, at = 0;
-        while (y >= start[q] + share[q]) at += counts[q], q++;
-        float *to = y < first ? above + (y - (first - n_above)) * width : below + (y - end) * width;
-        unsigned char *mto = !any_mask   ? NULL
-                             : y < first ? mabove + (y - (first - n_above)) * width
-                                         : mbelow + (y - end) * width;
-        halo_unpack(&hx, halos + at + halo_slot(&hx, q, y) * hx.row_words, to, mto);
-    }
-    gpuws__free(halos);
-
-    /* the bands of this caller's rows; then every caller's record count, label count and band rows */
+    st = reduce_halos(&x, st, image, ho.mask, n_above, n_below, &above, &below, &mabove, &mbelow);
     ex_kept k;
     memset(&k, 0, sizeof k);
     double ms[3] = { 0, 0, 0 };
@@ -1100,63 +1185,14 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
                    .bp = &bp,
                    .passes = bg ? 2 : 1 };
     if (!st) st = records_on_devices(&b, &k, ms);
-    st = settle(&c, st, "in their bands");
-    if (!st) {
-        const uint64_t counts4[4] = { 0, k.n, k.labels, band_rows };
-        uint64_t b4[4], t4[4];
-        if ((st = gpuws__reduce_slots(reduce, reduce_user, caller, callers, counts4, 4, b4, t4, each)))
-            st = gpuws__error_prefix(st, "%s: the reducer failed", fn);
-    }
-
     /* the records to root, which joins the bands' labels and makes the catalogue */
-    uint64_t *words = NULL;
-    size_t all = 0;
-    for (size_t q = 0; !st && q < callers; q++) counts[q] = 3 * (size_t)each[4 * q + 1], all += counts[q];
-    if (!st) {
-        const size_t nw = caller == root ? all : counts[caller];
-        if (!(words = gpuws__malloc((nw ? nw : 1) * sizeof *words)))
-            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu pixel records (%zu bytes)", fn,
-                              nw / 3, nw * sizeof *words);
-        uint64_t *to = words;
-        for (size_t q = 0; !st && caller == root && q < caller; q++) to += counts[q];
-        for (size_t i = 0; !st && i < k.n; i++) {
-            to[3 * i] = k.idx[i] | (uint64_t)(uint32_t)k.label[i] << 32;
-            to[3 * i + 1] = two_floats(k.value[i], k.cd[i]), to[3 * i + 2] = two_floats(k.sig[i], k.sig_lr[i]);
-        }
-        kept_free(&k);
-    }
-    if (!(st = settle(&c, st, "to keep the records")) &&
-        (st = gather(reduce_user, words, counts, caller, callers, root)))
-        st = gpuws__error_prefix(st, "%s: the gatherer failed", fn);
+    size_t *borders, nb;
+    st = reduce_records(&x, st, root, band_rows, each, &k, &borders, &nb);
     gpuws_extract_catalog *cat = NULL;
-    if (!st && caller == root) {
-        size_t nb = 0, labels = 0;
-        for (size_t q = 0; q < callers; q++)
-            if (share[q]) nb += (share[q] + each[4 * q + 3] - 1) / each[4 * q + 3];
-        size_t *borders = gpuws__malloc((nb ? nb : 1) * sizeof *borders);
-        if (!borders || !kept_grow(&k, all / 3, true))
-            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu pixel records (%zu bytes)", fn,
-                              all / 3, all / 3 * 6 * sizeof(uint32_t) + nb * sizeof *borders);
-        nb = 0;
-        for (size_t q = 0, at = 0; !st && q < callers; q++) {
-            for (size_t y = start[q]; share[q] && y < start[q] + share[q]; y += each[4 * q + 3])
-                if (y) borders[nb++] = y;
-            for (size_t i = 0; i < counts[q] / 3; i++, at++) {
-                const uint64_t *f = words + 3 * at;
-                k.idx[at] = (uint32_t)f[0], k.label[at] = (int32_t)(uint32_t)(f[0] >> 32) + (int32_t)labels;
-                floats_of(f[1], &k.value[at], &k.cd[at]), floats_of(f[2], &k.sig[at], &k.sig_lr[at]);
-            }
-            labels += (size_t)each[4 * q + 2];
-        }
-        k.n = all / 3, k.labels = labels;
-        gpuws__free(words), words = NULL;
-        double hm[3];
-        const double t_host = now_ms();
-        if (!st) st = extract_records(&p, &k, borders, nb, ho.segmap, &cat, hm);
-        if (!st) cat->ms_device = t_host - t_start, cat->ms_host = now_ms() - t_host; /* as extract_host's */
-        gpuws__free(borders);
-    }
-    gpuws__free(words);
+    const double t_host = now_ms();
+    if (!st && caller == root && !(st = extract_records(&p, &k, borders, nb, ho.segmap, &cat, ms)))
+        cat->ms_device = t_host - t_start, cat->ms_host = now_ms() - t_host; /* as extract_host's */
+    gpuws__free(borders);
     kept_free(&k);
     st = settle(&c, st, "to make the catalogue");
     if (!st && bg && ho.background_result) *ho.background_result = r;
