@@ -499,6 +499,50 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
     return st;
 }
 
+/* The halo of the extraction's bands: the rows a band's own rows read on either side (at least one: the labels' and
+ * the lower-right σ's). */
+static size_t filter_halo(const gpuws_extract_options *eo)
+{
+    const int kh = eo->filter_type == GPUWS_FILTER_NONE ? 0 : eo->filter ? eo->filter_h : 3;
+    return kh / 2 > 1 ? (size_t)(kh / 2) : 1;
+}
+
+/* The rows a band may hold on each of the n devices, halo included, at per_px device bytes a pixel of width-pixel
+ * rows beside plan_bytes (the background's plan), and no more than the records' buffer, the largest, allows; in
+ * *budget the budget. GPUWS_ERR_INVALID_ARGUMENT (the minimum in the message of the call fn) where it holds less than
+ * one row and its halo, unless it holds `need` rows, the whole image, which one band holds without a halo
+ * (UINT64_MAX: a band always has its halo). */
+static gpuws_status band_rows_in(gpuws_context *const *ctxs, unsigned n, uint64_t max_device_bytes, size_t width,
+                                 uint64_t per_px, uint64_t plan_bytes, size_t halo, uint64_t need, const char *fn,
+                                 uint64_t *rows_in, uint64_t *budget)
+{
+    uint64_t max_alloc;
+    gpuws__band_budget(ctxs, n, max_device_bytes, budget, &max_alloc);
+    *rows_in = *budget > plan_bytes ? (*budget - plan_bytes) / (per_px * width) : 0; /* the plan beside them */
+    if (max_alloc && *rows_in > max_alloc / (6 * sizeof(float) * width)) /* the records are the largest buffer */
+        *rows_in = max_alloc / (6 * sizeof(float) * width);
+    if (*rows_in < need && *rows_in < 1 + 2 * (uint64_t)halo)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: max_device_bytes %llu is less than one band needs: %llu bytes (a row and %zu rows of "
+                            "halo either side, %llu bytes a pixel%s)",
+                            fn, (unsigned long long)*budget,
+                            (unsigned long long)(per_px * width * (1 + 2 * (uint64_t)halo) + plan_bytes), halo,
+                            (unsigned long long)per_px, plan_bytes ? ", beside the background's plan" : "");
+    return GPUWS_OK;
+}
+
+/* The own rows of `rows` rows' bands of rows_in rows with their halo (a band of them all needs no halo), cut so that
+ * each of n devices gets a band where the rows hold as many and the budget allows the halo. */
+static size_t band_own_rows(size_t rows, uint64_t rows_in, size_t halo, unsigned n)
+{
+    size_t own = rows_in >= rows ? rows : (size_t)rows_in - 2 * halo;
+    if (n > 1 && rows_in >= 1 + 2 * (uint64_t)halo) { /* every device works, its bands within budget */
+        const size_t each = (rows + n - 1) / n, most = rows_in - 2 * halo < each ? (size_t)rows_in - 2 * halo : each;
+        if (own > most) own = most;
+    }
+    return own;
+}
+
 /* The bands on the n devices ctxs: as many rows as the budget holds on each with their halo (*rows own rows a band,
  * *bands of them), or the whole image in one band; *in_core when that band is the in-core call's on ctxs[0] (which
  * holds more a pixel than a band does). Bands on several devices are at least one a device. */
@@ -506,32 +550,17 @@ static gpuws_status plan_bands(gpuws_context *const *ctxs, unsigned n, size_t wi
                                const gpuws_extract_host_options *ho, const gpuws_extract_options *eo,
                                uint64_t plan_bytes, size_t *rows, size_t *bands, size_t *halo, bool *in_core)
 {
-    const int kh = eo->filter_type == GPUWS_FILTER_NONE ? 0 : eo->filter ? eo->filter_h : 3;
     const bool bg = ho->background != NULL;
-    *halo = kh / 2 > 1 ? (size_t)(kh / 2) : 1;
+    *halo = filter_halo(eo);
     const uint64_t per_px =
         EX_HOST_BYTES + (ho->back || bg ? 4u : 0u) + (ho->rms || bg ? 4u : 0u) + (ho->mask ? 1u : 0u);
-    uint64_t budget, max_alloc;
-    gpuws__band_budget(ctxs, n, ho->max_device_bytes, &budget, &max_alloc);
-    uint64_t rows_in = budget > plan_bytes ? (budget - plan_bytes) / (per_px * width) : 0; /* the plan beside them */
-    if (max_alloc && rows_in > max_alloc / (6 * sizeof(float) * width)) /* the records are the largest buffer */
-        rows_in = max_alloc / (6 * sizeof(float) * width);
+    uint64_t budget, rows_in;
+    const gpuws_status st = band_rows_in(ctxs, n, ho->max_device_bytes, width, per_px, plan_bytes, *halo, height,
+                                         "extract_host", &rows_in, &budget);
+    if (st) return st;
     /* in-core when the whole image fits what gpuws_extract holds on the device, not only what a band does */
-    const bool one = rows_in >= height && (budget - plan_bytes) / ((per_px + EX_IN_CORE_BYTES) * width) >= height;
-    if (rows_in < height && rows_in < 1 + 2 * (uint64_t)*halo)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                            "extract_host: max_device_bytes %llu is less than one band needs: %llu bytes (a row and "
-                            "%zu rows of halo either side, %llu bytes a pixel%s)",
-                            (unsigned long long)budget,
-                            (unsigned long long)(per_px * width * (1 + 2 * (uint64_t)*halo) + plan_bytes), *halo,
-                            (unsigned long long)per_px, bg ? ", beside the background's plan" : "");
-    *in_core = one;
-    *rows = rows_in >= height ? height : (size_t)rows_in - 2 * *halo; /* a band of the whole image needs no halo */
-    if (!one && n > 1 && rows_in >= 1 + 2 * (uint64_t)*halo) {        /* every device works, its bands within budget */
-        const size_t each = (height + n - 1) / n,
-                     most = rows_in - 2 * *halo < each ? (size_t)rows_in - 2 * *halo : each;
-        if (*rows > most) *rows = most;
-    }
+    *in_core = rows_in >= height && (budget - plan_bytes) / ((per_px + EX_IN_CORE_BYTES) * width) >= height;
+    *rows = band_own_rows(height, rows_in, *halo, *in_core ? 1 : n);
     *bands = (height + *rows - 1) / *rows;
     return GPUWS_OK;
 }
@@ -1127,30 +1156,20 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
     if (!st) st = gpuws__extract_resolve(&eo, width, height, bg, fn, &p);
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
     /* this caller's bands: as many rows as its budget holds with a halo either side */
-    const int kh = eo.filter_type == GPUWS_FILTER_NONE ? 0 : eo.filter ? eo.filter_h : 3;
-    const size_t halo = kh / 2 > 1 ? (size_t)(kh / 2) : 1;
+    const size_t halo = filter_halo(&eo);
     size_t band_rows = 0, bands = 0;
     gpuws__background_plan bp;
     memset(&bp, 0, sizeof bp);
     if (!st && bg && !gpuws__background_layout(width, height, bo.bw, bo.bh, &bp))
         st = gpuws__error(GPUWS_ERR_OVERFLOW, "%s: the plan for %zu x %zu pixels overflows size_t", fn, width, height);
-    if (!st && rows) {
+    if (!st && rows) { /* a band holds its halo rows whatever its height: the other callers' rows are not here */
         const uint64_t per_px = EX_HOST_BYTES + (bg ? 8u : 0u) + (any_mask ? 1u : 0u), plan = bg ? bp.words * 4 : 0;
-        uint64_t budget, max_alloc;
-        gpuws__band_budget(ctxs, nctx, ho.max_device_bytes, &budget, &max_alloc);
-        uint64_t rows_in = budget > plan ? (budget - plan) / (per_px * width) : 0;
-        if (max_alloc && rows_in > max_alloc / (6 * sizeof(float) * width))
-            rows_in = max_alloc / (6 * sizeof(float) * width);
-        if (rows_in < 1 + 2 * (uint64_t)halo)
-            st = gpuws__error(
-                GPUWS_ERR_INVALID_ARGUMENT,
-                "%s: max_device_bytes %llu is less than one band needs: %llu bytes (a row and %zu rows of "
-                "halo either side, %llu bytes a pixel)",
-                fn, (unsigned long long)budget, (unsigned long long)(per_px * width * (1 + 2 * (uint64_t)halo) + plan),
-                halo, (unsigned long long)per_px);
-        else band_rows = rows_in - 2 * halo >= rows ? rows : (size_t)rows_in - 2 * halo;
-        if (!st && nctx > 1 && band_rows > (rows + nctx - 1) / nctx) band_rows = (rows + nctx - 1) / nctx;
-        if (!st) bands = (rows + band_rows - 1) / band_rows;
+        uint64_t budget, rows_in;
+        if (!(st = band_rows_in(ctxs, nctx, ho.max_device_bytes, width, per_px, plan, halo, UINT64_MAX, fn, &rows_in,
+                                &budget))) {
+            band_rows = band_own_rows(rows, rows_in - 2 * halo, 0, nctx);
+            bands = (rows + band_rows - 1) / band_rows;
+        }
     }
     if ((st = settle(&c, st, "to plan"))) goto plan_failed;
 
