@@ -150,20 +150,6 @@ static gpuws_status with_more(bad_fixture *f, gpuws_context *const *more, size_t
 
 BAD_MORE_CONTEXTS_CASES(extract_host, with_more)
 
-/* The collective call of one caller, whose reducer and gatherer leave the words as they are. */
-static gpuws_status one_sum(void *user, uint64_t *words, size_t count)
-{
-    (void)user, (void)words, (void)count;
-    return GPUWS_OK;
-}
-
-static gpuws_status one_gather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
-                               size_t root)
-{
-    (void)user, (void)words, (void)counts, (void)caller, (void)callers, (void)root;
-    return GPUWS_OK;
-}
-
 /* A caller's bands always hold their halo rows (the other callers' rows are not the caller's): the same minimum as
  * extract_host's in bands, even where the budget would hold the caller's rows as one band without it. */
 BAD_CASE(extract_host_reduce_budget_below_one_band, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
@@ -175,8 +161,10 @@ BAD_CASE(extract_host_reduce_budget_below_one_band, BAD_ALL, GPUWS_ERR_INVALID_A
     plain.filter_type = GPUWS_FILTER_NONE, plain.minarea = 1;
     o.extract = &plain, o.max_device_bytes = EX_MIN_BUDGET - 1, o.segmap = SEGMAP;
     gpuws_extract_catalog *cat = NULL;
-    const gpuws_status st =
-        gpuws_extract_host_reduce(f->ctx, BAD_W, 2, image, &o, 0, 1, 0, one_sum, one_gather, NULL, &cat);
+    test_sum_group *g = test_sum_group_new(1, 4096); /* one caller */
+    const gpuws_status st = gpuws_extract_host_reduce(f->ctx, BAD_W, 2, image, &o, 0, 1, 0, test_sum_group_reduce,
+                                                      test_sum_group_gather, g, &cat);
+    test_sum_group_free(g);
     BAD_EXPECT_NULL(cat);
     return st;
 }

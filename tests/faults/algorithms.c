@@ -654,21 +654,8 @@ FAULT_CASE(background_host_in_bands, FAULT_ALL)
     return st;
 }
 
-/* The collective extraction of one caller (its reducer and gatherer leave the words as they are) making the
- * background, meshes of 8 x 5 pixels, bands of 5 rows: every host allocation of its steps fails in turn. */
-static gpuws_status one_sum(void *user, uint64_t *words, size_t count)
-{
-    (void)user, (void)words, (void)count;
-    return GPUWS_OK;
-}
-
-static gpuws_status one_gather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
-                               size_t root)
-{
-    (void)user, (void)words, (void)counts, (void)caller, (void)callers, (void)root;
-    return GPUWS_OK;
-}
-
+/* The collective extraction of one caller (a test_sum_group of one) making the background, meshes of 8 x 5 pixels,
+ * bands of 5 rows: every host allocation of its steps fails in turn. */
 FAULT_CASE(extract_host_reduce_of_one_caller, FAULT_ALL)
 {
     enum { W = 40, H = 25 };
@@ -684,7 +671,10 @@ FAULT_CASE(extract_host_reduce_of_one_caller, FAULT_ALL)
     o.extract = &eo, o.background = &bo, o.segmap = seg;
     o.max_device_bytes = 4 * (8 * 25 + 5 * (W + H)) + 53 * W * 7;
     gpuws_extract_catalog *cat = NULL;
-    gpuws_status st = gpuws_extract_host_reduce(f->ctx, W, H, img, &o, 0, 1, 0, one_sum, one_gather, NULL, &cat);
+    test_sum_group *g = test_sum_group_new(1, 3 * W * H + 4096); /* one caller: its own records */
+    gpuws_status st = gpuws_extract_host_reduce(f->ctx, W, H, img, &o, 0, 1, 0, test_sum_group_reduce,
+                                                test_sum_group_gather, g, &cat);
+    test_sum_group_free(g);
     if (fault_ok(f, st)) {
         cr_assert(cat && cat->num_objects == 1 && cat->objects[0].npix >= 24, "extract_host_reduce: %zu objects",
                   cat ? cat->num_objects : 0); /* the bar, and where the filter spreads it */
