@@ -398,18 +398,14 @@ gpuws_status gpuws__background_host_plan(gpuws_context *ctx, size_t width, size_
     gpuws_status st;
     *plan = NULL;
     if ((st = bg_check(width, height, o, fn, &npix)) || (st = bg_layout(width, height, o, fn, p))) return st;
-    const gpuws_background_host_options ho = { sizeof ho, o, mask, max_device_bytes, progress, progress_user };
-    bg_host b = { NULL, width, height, o, p, &ho, 0, 0, 0, 0, 0 };
-    if ((st = bg_host_bands(ctx, &b, fn))) return st;
     float *mesh = gpuws__malloc(2 * p->n * sizeof *mesh);
     void *words = gpuws__malloc(p->words * 4);
-    if (!mesh || !words) {
+    if (!mesh || !words)
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the %zu meshes' plan (%zu bytes)", fn, p->n,
                           p->words * 4 + 2 * p->n * sizeof *mesh);
-    } else if (!(st = gpuws_stream_create(ctx, &b.s))) {
-        if (!(st = bg_host_meshes(&b, image, mesh))) st = bg_grid(p, width, height, o, mesh, words, result);
-        gpuws_stream_destroy(b.s);
-    }
+    else if (!(st = gpuws__background_host_meshes(ctx, width, height, image, mask, o, max_device_bytes, progress,
+                                                  progress_user, fn, mesh)))
+        st = bg_grid(p, width, height, o, mesh, words, result);
     gpuws__free(mesh);
     if (st) gpuws__free(words);
     else *plan = words;
