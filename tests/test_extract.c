@@ -400,6 +400,16 @@ ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_
         result_free(&more);
         gpuws_context_destroy(all);
     }
+    /* without the check the host reads only the records of the components it works on, which gives the same */
+    gpuws_context *fast = test_open(c->backend);
+    test_tune(fast, "extract_group", "device");
+    if (c->most) test_tune(fast, "extract_chain", most);
+    result quick = run(fast, k.x, k.back, rms, mask, TW, TH, &o);
+    size_t all = 0;
+    const size_t read = gpuws__extract_compact_last(&all);
+    cr_assert_eq(gpuws__extract_chained_last(), chained, "%zu components chained without the check, %zu with it",
+                 gpuws__extract_chained_last(), chained);
+    cr_assert_lt(read, all, "the host read %zu of the %zu records with %zu components chained", read, all, chained);
     if (c->nthresh > 1) cr_assert_gt(merged, 50, "only %zu of %zu objects come from deblending", merged, n);
     size_t blank = 0;
     for (size_t i = 0; i < n; i++) blank += (want.cat->objects[i].flag & GPUWS_OBJ_BLANK) != 0;
@@ -409,10 +419,15 @@ ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_
              "%s, noise %d, SEP %d, %d-connectivity, %d levels, chained up to %d, gain %g: against the host's",
              test_backend_name(c->backend), c->noise, c->sep_version, c->connectivity, c->nthresh, c->most, c->gain);
     expect_same(what, &got, &want, (size_t)TW * TH);
+    snprintf(what, sizeof what, "%s, noise %d, SEP %d, %d-connectivity, %d levels, chained up to %d, gain %g, compact",
+             test_backend_name(c->backend), c->noise, c->sep_version, c->connectivity, c->nthresh, c->most, c->gain);
+    expect_same(what, &quick, &want, (size_t)TW * TH);
+    result_free(&quick);
     result_free(&want);
     result_free(&got);
     sky_free(&k);
     free(mask);
+    gpuws_context_destroy(fast);
     gpuws_context_destroy(ref);
     gpuws_context_destroy(ctx);
 }

@@ -13,7 +13,10 @@
  *   extract_sort_*   the records grouped by label, raster order kept within each label (extract_gpu_group)
  *   extract_chain_*  the components that deblending cannot split, their records in SEP's scan order, and their
  *                    objects' thresholds and measures (extract_chain.h), which the host takes as they are
- *   extract_segmap   per record: segmap[index] = its object + 1 (after a fill with 0)
+ *   extract_compact_* the records of the components the host works on (neither measured on the device nor below
+ *                    minarea), copied together for the host's read (extract_chain.h)
+ *   extract_segmap   per record read: segmap[index] = its object + 1 (after a fill with 0); extract_segmap_labels
+ *                    the same for the measured objects' records, from their labels' numbers
  * The call blocks: the catalogue is made on the host from the records read back, in raster order, and their
  * grouping; the objects of the records go back to the device as they are, in that order. */
 #include "../common/driver.h"
@@ -42,6 +45,9 @@ static const gpuws__stream_key key_chain[8] = { { "extract.chain" },       { "ex
                                                 { "extract.chain.ints" },  { "extract.chain.bytes" },
                                                 { "extract.chain.lmax" },  { "extract.chain.list" },
                                                 { "extract.chain.taken" }, { "extract.chain.measures" } };
+static const gpuws__stream_key key_compact[4] = {
+    { "extract.compact.need" }, { "extract.compact.records" }, { "extract.compact.group" }, { "extract.compact.lobj" }
+};
 static const gpuws__stream_key key_sort[5] = { { "extract.sort.keys0" },
                                                { "extract.sort.keys1" },
                                                { "extract.sort.vals0" },
@@ -187,6 +193,51 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
     return gpuws_buffer_copy_async(s, chained, (ngroup - 1) * sizeof(uint32_t), taken, 0, sizeof(uint32_t));
 }
 
+/* What the host reads of the chained grouping (extract_chain.h, "what the host reads"): the records of the
+ * components it works on, nread arrays of *m records in the grouping's order (*compact), and that grouping
+ * (*cgroup: start[0 .. nl] in those records, with the chain bits, the labels' words, the slots taken). The measured
+ * components, most of them, and those below minarea leave their records on the device: at 8192^2 on the peers'
+ * sky about a sixth of them is read. Where the device has no room for the copy, *compact stays NULL and the host
+ * reads every record, as it can. */
+static gpuws_status extract_gpu_compact(gpuws_stream *s, const gpuws__extract_params *p, gpuws_kernel *kscan,
+                                        uint32_t sblock, gpuws_buffer *chained, gpuws_buffer *rec, gpuws_buffer *mom,
+                                        size_t cnt, size_t nl, size_t nread, gpuws_buffer **compact,
+                                        gpuws_buffer **cgroup, size_t *m)
+{
+    *compact = NULL;
+    gpuws_buffer *need, *cr, *cg;
+    const unsigned long host_failures = gpuws__host_alloc_failures();
+    gpuws_status st;
+    if ((st = gpuws__stream_scratch(s, &key_compact[0], (nl + 1) * sizeof(int32_t), &need)) ||
+        (st = gpuws__stream_scratch(s, &key_compact[1], nread * cnt * sizeof(uint32_t), &cr)) ||
+        (st = gpuws__stream_scratch(s, &key_compact[2], (2 * nl + 3) * sizeof(uint32_t), &cg)))
+        return st == GPUWS_ERR_OUT_OF_MEMORY && gpuws__host_alloc_failures() == host_failures ? GPUWS_OK : st;
+    const bool cpu = gpuws__is_cpu_device(s->ctx);
+    const uint32_t blocks = cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8);
+    const gpuws_launch_config c_lab = gpuws__config_1d(nl, 256, blocks), c_rec = gpuws__config_1d(cnt, 256, blocks);
+    const gpuws_launch_config c_grp = gpuws__config_1d(2 * nl + 3, 256, blocks);
+    const gpuws_launch_config c_scan = { { 1, 1, 1 }, { sblock, 1, 1 } };
+    const gpuws_arg a_need[] = {
+        gpuws_arg_buffer(chained),           gpuws_arg_u64(cnt),    gpuws_arg_u64(nl), gpuws_arg_buffer(mom),
+        gpuws_arg_u32((uint32_t)p->minarea), gpuws_arg_buffer(need)
+    };
+    const gpuws_arg a_scan[] = { gpuws_arg_buffer(need), gpuws_arg_u32((uint32_t)nl) };
+    const gpuws_arg a_place[] = { gpuws_arg_buffer(chained),      gpuws_arg_u64(cnt),  gpuws_arg_u64(nl),
+                                  gpuws_arg_buffer(rec),          gpuws_arg_u64(cnt),  gpuws_arg_buffer(need),
+                                  gpuws_arg_u32((uint32_t)nread), gpuws_arg_buffer(cr) };
+    const gpuws_arg a_group[] = { gpuws_arg_buffer(chained), gpuws_arg_u64(cnt), gpuws_arg_u64(nl),
+                                  gpuws_arg_buffer(need), gpuws_arg_buffer(cg) };
+    int32_t total = 0;
+    if ((st = gpuws__launch_named(s, "extract_compact_need", NULL, &c_lab, a_need, GPUWS__NARGS(a_need))) ||
+        (st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan))) ||
+        (st = gpuws__launch_named(s, "extract_compact_place", NULL, &c_rec, a_place, GPUWS__NARGS(a_place))) ||
+        (st = gpuws__launch_named(s, "extract_compact_group", NULL, &c_grp, a_group, GPUWS__NARGS(a_group))) ||
+        (st = gpuws__buffer_read_sync(s, need, nl * sizeof(int32_t), &total, sizeof total)))
+        return st;
+    *compact = cr, *cgroup = cg, *m = (size_t)total;
+    return GPUWS_OK;
+}
+
 /* Host memory for cnt records and ngroup words of their grouping after them, nread arrays of the records read
  * back. A GPU driver copies out to pageable memory through buffers of its own on one thread, several times slower
  * than the bus from pinned memory, and the fresh pages must be mapped too; but pinning costs more than one read
@@ -266,20 +317,23 @@ static gpuws_status halo_undetected(gpuws_stream *s, gpuws_buffer *det, const gp
     return st;
 }
 
-/* The device steps on a GPU backend, into *px (raster order); *records: the device's copy of them (six arrays of
- * px->n words, as read back), which the segmentation map uses. */
+/* The device steps on a GPU backend, into *px (raster order, or with px->compact the host's records only);
+ * *records: the device's copy of every record (six arrays of px->all words), and *compact of those read back where
+ * px->compact, which the segmentation map uses. */
 static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
                                        const gpuws_extract_options *o, bool records_only, gpuws__extract_pixels *px,
-                                       gpuws_buffer **records)
+                                       gpuws_buffer **records, gpuws_buffer **compact)
 {
+    *compact = NULL;
     gpuws_context *ctx = s->ctx;
     const size_t w = p->w, h = p->h, n = w * h, nk = p->kern ? (size_t)p->kw * (size_t)p->kh : 1;
     const size_t nchunks = (n + EX_CHUNK - 1) / EX_CHUNK;
-    const char *const names[] = { "extract_prep",         "extract_detect",      "extract_count",
-                                  "extract_scatter",      "extract_segmap",      "extract_sort_count",
-                                  "extract_sort_scatter", "extract_sort_starts", "extract_chain_copy",
-                                  "extract_chain_maxima", "extract_chain_list",  "extract_chain",
-                                  "extract_chain_measure" };
+    const char *const names[] = { "extract_prep",          "extract_detect",        "extract_count",
+                                  "extract_scatter",       "extract_segmap",        "extract_sort_count",
+                                  "extract_sort_scatter",  "extract_sort_starts",   "extract_chain_copy",
+                                  "extract_chain_maxima",  "extract_chain_list",    "extract_chain",
+                                  "extract_chain_measure", "extract_segmap_labels", "extract_compact_need",
+                                  "extract_compact_place", "extract_compact_group" };
     gpuws_kernel *k, *kscan;
     uint32_t sblock;
     gpuws_status st = GPUWS_OK;
@@ -363,9 +417,13 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
                          : p->noise != EX_NOISE_NONE                                   ? 4
                                                                                        : 3;
     const size_t ngroup = cnt && group ? cnt + (chain ? 2 : 1) * (nl + 1) + chain : 0;
-    if ((st = records_host(s, cnt, ngroup, nread, px))) return st;
+    /* with chains the host reads only the records it works on (extract_gpu_compact), and its block waits for their
+     * number; the check of the chains (a test's knob) reads every record */
+    const bool compactable = chain && !p->chain_check && cnt;
+    if (!compactable && (st = records_host(s, cnt, ngroup, nread, px))) return st;
     px->nl = nl;
     tm[2] = now_ms();
+    double block_ms = tm[2] - tm[1]; /* the host block's time (GPUWS_LOG=debug) */
     if (cnt) {
         const gpuws_arg a_sc[] = {
             gpuws_arg_buffer(det),      gpuws_arg_buffer(labels),       gpuws_arg_buffer(maps),
@@ -375,15 +433,47 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
         };
         /* the six arrays lie one after the other on both sides (gpuws__extract_pixels_alloc); the labels, last,
          * stay on the device where it groups the records */
-        gpuws_buffer *grouped = NULL, *chained = NULL, *mom = NULL;
+        gpuws_buffer *grouped = NULL, *chained = NULL, *mom = NULL, *cgroup = NULL;
+        size_t m = cnt;
         if (!(st = gpuws__launch_named(s, "extract_scatter", NULL, &c_chunks, a_sc, GPUWS__NARGS(a_sc))) && group &&
             !(st = extract_gpu_group(s, kscan, sblock, rec, cnt, nl, &grouped)) && chain)
             st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, &chained, &mom);
-        px->chained = chain && chained != grouped; /* else the device had no room for it */
-        if (st || (st = gpuws__buffer_read_sync(s, rec, 0, px->idx, nread * cnt * sizeof(float))) ||
-            (group && (st = gpuws__buffer_read_sync(s, px->chained ? chained : grouped, 0, px->group,
-                                                    (px->chained ? ngroup : cnt + nl + 1) * sizeof *px->group))) ||
-            (px->chained && (st = measures_read(s, mom, px->group[ngroup - 1], px)))) {
+        const bool chained_ok = chain && chained != grouped; /* else the device had no room for it */
+        if (!st && compactable && chained_ok)
+            st = extract_gpu_compact(s, p, kscan, sblock, chained, rec, mom, cnt, nl, nread, compact, &cgroup, &m);
+        const size_t mgroup = m + 2 * (nl + 1) + 1; /* the compact records' grouping */
+        if (!st && compactable) {
+            const double b0 = now_ms();
+            st = records_host(s, m, *compact ? mgroup : ngroup, nread, px);
+            block_ms = now_ms() - b0;
+            if (st) {
+                gpuws_stream_synchronize(s);
+                return st;
+            }
+            px->nl = nl;
+        }
+        px->chained = chained_ok;
+        px->compact = *compact != NULL;
+        px->all = cnt;
+        if (st) {
+            records_release(ctx, px, true);
+            return st;
+        }
+        if (px->compact) {
+            if ((m && (st = gpuws__buffer_read_sync(s, *compact, 0, px->idx, nread * m * sizeof(float)))) ||
+                (st = gpuws__buffer_read_sync(s, cgroup, 0, px->group + m, (mgroup - m) * sizeof *px->group))) {
+                records_release(ctx, px, true);
+                return st;
+            }
+            for (size_t i = 0; i < m; i++) px->group[i] = (uint32_t)i; /* the compact records are in that order */
+        } else if ((st = gpuws__buffer_read_sync(s, rec, 0, px->idx, nread * cnt * sizeof(float))) ||
+                   (group &&
+                    (st = gpuws__buffer_read_sync(s, px->chained ? chained : grouped, 0, px->group,
+                                                  (px->chained ? ngroup : cnt + nl + 1) * sizeof *px->group)))) {
+            records_release(ctx, px, true);
+            return st;
+        }
+        if (px->chained && (st = measures_read(s, mom, px->group[(px->compact ? mgroup : ngroup) - 1], px))) {
             records_release(ctx, px, true);
             return st;
         }
@@ -392,32 +482,45 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     gpuws__log(
         GPUWS__LOG_DEBUG,
         "extract: device steps (ms): kernels and labels to the count %.1f, host block (%s) %.1f, records and their "
-        "grouping %.1f (%zu records, %zu components, %.0f MB read)",
-        tm[1] - tm[0], px->kept ? "pinned, kept" : "its pages mapped", tm[2] - tm[1], tm[3] - tm[2], cnt, nl,
-        4e-6 * (double)(nread * cnt + ngroup));
+        "grouping %.1f (%zu records, %zu of them read, %zu components, %.0f MB read)",
+        tm[1] - tm[0], px->kept ? "pinned, kept" : "its pages mapped", block_ms, tm[3] - tm[1] - block_ms, cnt, px->n,
+        nl,
+        4e-6 * (double)(px->compact ? nread * px->n + 2 * (nl + 1) + 1 : nread * cnt + ngroup) +
+            8e-6 * (double)(px->nmom * EX_MOM_DOUBLES));
     *records = rec;
     return GPUWS_OK;
 }
 
 /* The segmentation map on a GPU: 0, then each record's object + 1 at its pixel. obj_of and the device's records
- * (rec, as extract_gpu_pixels leaves them) are both in raster order: obj_of goes up as it is, and a kernel writes
- * each record's number at its index. obj_of has a buffer of its own, written from its start: Oclgrind's
- * uninitialised-value check (21.10) misses a host write at a nonzero offset and reports a kernel's reads of it. */
-static gpuws_status extract_gpu_segmap(gpuws_stream *s, size_t npix, gpuws_buffer *rec, size_t cnt,
-                                       const int32_t *obj_of, gpuws_buffer *segmap)
+ * that px holds (read, as extract_gpu_pixels leaves them: every record, or the compact ones) are in the same order:
+ * obj_of goes up as it is, and a kernel writes each record's number at its index; with px->compact a second kernel
+ * writes the objects measured on the device over all the records (rec) from their labels' numbers
+ * (px->label_obj). obj_of has a buffer of its own, written from its start: Oclgrind's uninitialised-value check
+ * (21.10) misses a host write at a nonzero offset and reports a kernel's reads of it. */
+static gpuws_status extract_gpu_segmap(gpuws_stream *s, size_t npix, gpuws_buffer *read, gpuws_buffer *rec,
+                                       const gpuws__extract_pixels *px, const int32_t *obj_of, gpuws_buffer *segmap)
 {
     const int32_t zero = 0;
-    gpuws_buffer *obj = NULL;
+    const size_t cnt = px->n;
+    const uint32_t blocks = gpuws__is_cpu_device(s->ctx) ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8);
+    gpuws_buffer *obj = NULL, *lobj = NULL;
     gpuws_status st = cnt ? gpuws__stream_scratch(s, &key_objects, cnt * sizeof *obj_of, &obj) : GPUWS_OK;
+    if (!st && px->compact) st = gpuws__stream_scratch(s, &key_compact[3], (px->nl + 1) * sizeof *px->label_obj, &lobj);
     if (!st) st = gpuws_buffer_fill_async(s, segmap, 0, &zero, sizeof zero, npix * sizeof(int32_t));
     if (!st && cnt && !(st = gpuws_buffer_write_async(s, obj, 0, obj_of, cnt * sizeof *obj_of))) {
-        const gpuws_launch_config c =
-            gpuws__config_1d(cnt, 256, gpuws__is_cpu_device(s->ctx) ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
-        const gpuws_arg a[] = { gpuws_arg_buffer(rec), gpuws_arg_buffer(obj), gpuws_arg_u64(cnt),
+        const gpuws_launch_config c = gpuws__config_1d(cnt, 256, blocks);
+        const gpuws_arg a[] = { gpuws_arg_buffer(read), gpuws_arg_buffer(obj), gpuws_arg_u64(cnt),
                                 gpuws_arg_buffer(segmap) };
         st = gpuws__launch_named(s, "extract_segmap", NULL, &c, a, GPUWS__NARGS(a));
     }
-    const gpuws_status st2 = gpuws_stream_synchronize(s); /* the caller frees obj_of */
+    if (!st && px->compact &&
+        !(st = gpuws_buffer_write_async(s, lobj, 0, px->label_obj, (px->nl + 1) * sizeof *px->label_obj))) {
+        const gpuws_launch_config c = gpuws__config_1d(px->all, 256, blocks);
+        const gpuws_arg a[] = { gpuws_arg_buffer(rec), gpuws_arg_u64(px->all), gpuws_arg_buffer(lobj),
+                                gpuws_arg_buffer(segmap) };
+        st = gpuws__launch_named(s, "extract_segmap_labels", NULL, &c, a, GPUWS__NARGS(a));
+    }
+    const gpuws_status st2 = gpuws_stream_synchronize(s); /* the caller frees obj_of and px->label_obj */
     return st ? st : st2;
 }
 
@@ -461,8 +564,8 @@ gpuws_status gpuws__extract_check(const gpuws_extract_options *o, size_t width, 
 gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
                                          const gpuws_extract_options *o, gpuws__extract_pixels *px)
 {
-    gpuws_buffer *rec;
-    return extract_gpu_pixels(s, p, image, o, true, px, &rec);
+    gpuws_buffer *rec, *compact;
+    return extract_gpu_pixels(s, p, image, o, true, px, &rec, &compact);
 }
 
 void gpuws__extract_band_release(gpuws_context *ctx, gpuws__extract_pixels *px) { records_release(ctx, px, false); }
@@ -504,7 +607,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     memset(&px, 0, sizeof px);
     int32_t *obj_of = NULL;
     gpuws_extract_catalog *cat = NULL;
-    gpuws_buffer *rec = NULL;
+    gpuws_buffer *rec = NULL, *compact = NULL;
     const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
     if (on_cpu) {
         st =
@@ -516,12 +619,15 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     } else if (!ctx->info.fp64) {
         st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks", ctx->info.name);
     } else {
-        st = extract_gpu_pixels(s, &p, image, &o, false, &px, &rec);
+        st = extract_gpu_pixels(s, &p, image, &o, false, &px, &rec, &compact);
     }
     const double t1 = now_ms();
     if (!st && o.segmap && !(obj_of = gpuws__malloc((px.n ? px.n : 1) * sizeof *obj_of)))
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the segmentation map (%zu bytes)",
                           px.n * sizeof *obj_of);
+    if (!st && o.segmap && px.compact && !(px.label_obj = gpuws__calloc(px.nl + 1, sizeof *px.label_obj)))
+        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the segmentation map (%zu bytes)",
+                          (px.nl + 1) * sizeof *px.label_obj);
     if (!st) st = gpuws__extract_objects(&p, &px, &cat, obj_of);
     const double t2 = now_ms();
     if (!st && o.segmap) {
@@ -530,11 +636,13 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
             memset(seg, 0, npix * sizeof *seg);
             for (size_t r = 0; r < px.n; r++) seg[px.idx[r] & ~EX_BLANK_BIT] = obj_of[r];
         } else {
-            st = extract_gpu_segmap(s, npix, rec, px.n, obj_of, o.segmap);
+            st = extract_gpu_segmap(s, npix, px.compact ? compact : rec, rec, &px, obj_of, o.segmap);
         }
     }
     gpuws__free(kern);
     gpuws__free(obj_of);
+    gpuws__free(px.label_obj);
+    px.label_obj = NULL;
     records_release(ctx, &px, false);
     if (st) {
         gpuws_extract_catalog_free(cat);

@@ -88,6 +88,18 @@ __kernel void extract_segmap(__global const uint *idx, __global const int *obj, 
     }
 }
 
+/* ru: the records (their sixth array the labels), lobj: each label's object + 1 where it is one measured on the
+ * device (0 else): its pixels' entries of the map, which the host never read. */
+__kernel void extract_segmap_labels(__global const uint *ru, ulong cap, __global const int *lobj,
+                                    __global int *segmap)
+{
+    GPUWS_FOR_EACH(r, cap)
+    {
+        const int v = lobj[ru[5 * cap + r]];
+        if (v) segmap[ru[r] & ~EX_BLANK_BIT] = v;
+    }
+}
+
 /* ---- the records grouped by label (extract.c: extract_gpu_group; extract.cu says how a pass works) ---- */
 
 /* A work-item's count of each digit among its pairs, four bits a digit. */
@@ -209,3 +221,33 @@ __kernel void extract_chain_measure(__global const uint *grp, ulong cnt, ulong n
 }
 
 #endif
+
+/* ---- the records the host reads, compact (extract_chain.h) ---- */
+
+__kernel void extract_compact_need(__global const uint *out, ulong cnt, ulong nl, __global const double *mom,
+                                   uint minarea, __global int *need)
+{
+    GPUWS_FOR_EACH(i, nl)
+    {
+        ex_compact_need(i + 1, nl, cnt, out, mom, (int)minarea, need);
+    }
+}
+
+__kernel void extract_compact_place(__global const uint *out, ulong cnt, ulong nl, __global const uint *ru, ulong cap,
+                                    __global const int *at, uint nread, __global uint *cu)
+{
+    GPUWS_FOR_EACH(i, cnt)
+    {
+        ex_compact_place(i, nl, cnt, out, ru, cap, at, nread, cu);
+    }
+}
+
+__kernel void extract_compact_group(__global const uint *out, ulong cnt, ulong nl, __global const int *at,
+                                    __global uint *cg)
+{
+    const ulong words = 2 * nl + 3;
+    GPUWS_FOR_EACH(j, words)
+    {
+        ex_compact_group(j, nl, cnt, out, at, cg);
+    }
+}

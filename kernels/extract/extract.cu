@@ -91,6 +91,16 @@ extern "C" __global__ void extract_segmap(const unsigned *idx, const int *obj, u
         if (obj[i]) segmap[idx[i] & ~EX_BLANK_BIT] = obj[i];
 }
 
+// ru: the records (their sixth array the labels), lobj: each label's object + 1 where it is one measured on the
+// device (0 else): its pixels' entries of the map, which the host never read.
+extern "C" __global__ void extract_segmap_labels(const unsigned *ru, u64 cap, const int *lobj, int *segmap)
+{
+    for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < cap; r += (u64)gridDim.x * blockDim.x) {
+        const int v = lobj[ru[5 * cap + r]];
+        if (v) segmap[ru[r] & ~EX_BLANK_BIT] = v;
+    }
+}
+
 // ---- the records grouped by label (extract.c: extract_gpu_group) ----
 // A pass sorts pairs (keys[key_off + i], vals[i]), i < n, by the digit of the key at `shift`; in the first pass the
 // keys are the records' labels and vals[i] is i itself (first = 1). Tile t's counts: hist[digit * ntiles + t],
@@ -203,10 +213,34 @@ extern "C" __global__ void extract_chain_measure(const unsigned *grp, u64 cnt, u
                           (int)minarea, out, taken, mom);
 }
 
+// ---- the records the host reads, compact (extract_chain.h) ----
+
+extern "C" __global__ void extract_compact_need(const unsigned *out, u64 cnt, u64 nl, const double *mom,
+                                                unsigned minarea, int *need)
+{
+    for (u64 l = 1 + blockIdx.x * (u64)blockDim.x + threadIdx.x; l <= nl; l += (u64)gridDim.x * blockDim.x)
+        ex_compact_need(l, nl, cnt, out, mom, (int)minarea, need);
+}
+
+extern "C" __global__ void extract_compact_place(const unsigned *out, u64 cnt, u64 nl, const unsigned *ru, u64 cap,
+                                                 const int *at, unsigned nread, unsigned *cu)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < cnt; i += (u64)gridDim.x * blockDim.x)
+        ex_compact_place(i, nl, cnt, out, ru, cap, at, nread, cu);
+}
+
+extern "C" __global__ void extract_compact_group(const unsigned *out, u64 cnt, u64 nl, const int *at, unsigned *cg)
+{
+    for (u64 j = blockIdx.x * (u64)blockDim.x + threadIdx.x; j <= 2 * nl + 2; j += (u64)gridDim.x * blockDim.x)
+        ex_compact_group(j, nl, cnt, out, at, cg);
+}
+
 GPUWS_CUDA_KERNELS(extract, GPUWS_CUDA_KERNEL(extract_prep), GPUWS_CUDA_KERNEL(extract_detect),
                    GPUWS_CUDA_KERNEL(extract_count), GPUWS_CUDA_KERNEL(extract_scatter),
                    GPUWS_CUDA_KERNEL(extract_segmap), GPUWS_CUDA_KERNEL(extract_sort_count),
                    GPUWS_CUDA_KERNEL(extract_sort_scatter), GPUWS_CUDA_KERNEL(extract_sort_starts),
                    GPUWS_CUDA_KERNEL(extract_chain_copy), GPUWS_CUDA_KERNEL(extract_chain_maxima),
                    GPUWS_CUDA_KERNEL(extract_chain_list), GPUWS_CUDA_KERNEL(extract_chain),
-                   GPUWS_CUDA_KERNEL(extract_chain_measure))
+                   GPUWS_CUDA_KERNEL(extract_chain_measure), GPUWS_CUDA_KERNEL(extract_segmap_labels),
+                   GPUWS_CUDA_KERNEL(extract_compact_need), GPUWS_CUDA_KERNEL(extract_compact_place),
+                   GPUWS_CUDA_KERNEL(extract_compact_group))

@@ -38,7 +38,7 @@
 #define EX_CHAIN_MARGIN        1e-5 /* how much lower the device's first level lies, relatively */
 
 /* A chained component's measures (ex_chain_measure): doubles, then 32-bit words from double EXM_WORDS on. */
-#define EX_MOM_DOUBLES 20
+#define EX_MOM_DOUBLES 21
 #define EXM_RV         0  /* the filtered values' sum (fdflux before its rounding to float) */
 #define EXM_TV         1  /* the values' sum */
 #define EXM_XM         2  /* then ym, xm2, ym2, xym: the barycentre and second moments from the box's corner */
@@ -50,6 +50,8 @@
 #define EXW_AREA2      9
 #define EXW_FLAGS      10 /* EXM_BLANK, EXM_OK */
 #define EXW_PEAK       11 /* then cpeak, mthresh, the threshold t0: float bits */
+#define EXW_NPIX       15 /* the object's pixels */
+#define EXW_LAST       16 /* the raster index of its last pixel (where SEP's scan completes it) */
 #define EXM_BLANK      1u /* a pixel touches a NaN or masked one */
 #define EXM_OK         2u /* else the host measures the object itself (mthresh's array too small, or a NaN in it) */
 #define EX_MOM_HEAP    64 /* the largest minarea whose mthresh the device finds */
@@ -193,12 +195,13 @@ EX_FN void ex_chain_measure(EX_CONST unsigned *ch, unsigned long m, EX_CONST uns
     double rv = 0.0;
     float peak = -EX_BIG, cpeak = -EX_BIG;
     long xmin = w, xmax = 0, ymin = 0, ymax = 0, xpk = 0, ypk = 0, xcpk = 0, ycpk = 0;
-    unsigned blank = 0;
+    unsigned blank = 0, last = 0;
     for (unsigned long k = 0; k < m; k++) {
         const unsigned u = ru[ch[k]];
         const long i = (long)(u & ~EX_BLANK_BIT), x = i % w, y = i / w;
         const float v = val[ch[k]], c = cd[ch[k]];
         blank |= u & EX_BLANK_BIT;
+        last = (unsigned)i > last ? (unsigned)i : last;
         if (peak < v) peak = v, xpk = x, ypk = y;
         if (cpeak < c) cpeak = c, xcpk = x, ycpk = y;
         rv += c;
@@ -290,6 +293,8 @@ EX_FN void ex_chain_measure(EX_CONST unsigned *ch, unsigned long m, EX_CONST uns
     mw[EXW_PEAK + 1] = exc_bits(cpeak);
     mw[EXW_PEAK + 2] = exc_bits(!ok || m < ma ? 0.0f : heap[0]);
     mw[EXW_PEAK + 3] = exc_bits(t0);
+    mw[EXW_NPIX] = (unsigned)m;
+    mw[EXW_LAST] = last;
 }
 
 /* Listed component l, if ex_chain chained it: a slot of mom taken from *taken, its number in the label's word
@@ -490,6 +495,54 @@ EX_FN void ex_chain(unsigned long l, unsigned long nl, unsigned long cnt, EX_CON
         return;
     }
     out[cnt + l] = (unsigned)s | EX_CHAIN_BIT;
+}
+
+/* ---- what the host reads: the records of the components it works on (extract.c: extract_gpu_compact) ----
+ * A measured component's object is its slot; the host reads none of its records, nor those of a component below
+ * minarea. The others' records (the components the host deblends, and the chained ones it measures itself) go into
+ * compact arrays in the grouping's order, numbered from 0, and the host reads those instead of every record. */
+
+/* Whether label l's component is measured on the device (out: ex_chain's output; mom: the slots). */
+EX_FN int ex_compact_measured(unsigned long l, unsigned long nl, unsigned long cnt, EX_CONST unsigned *out,
+                              EX_CONST double *mom)
+{
+    if (!(out[cnt + l] & EX_CHAIN_BIT)) return 0;
+    EX_CONST unsigned *mw =
+        (EX_CONST unsigned *)(mom + (unsigned long)out[cnt + nl + 1 + l] * EX_MOM_DOUBLES + EXM_WORDS);
+    return (mw[EXW_FLAGS] & EXM_OK) != 0;
+}
+
+/* The records of label l that the host reads: need[l - 1] (0: none), for label_scan. */
+EX_FN void ex_compact_need(unsigned long l, unsigned long nl, unsigned long cnt, EX_CONST unsigned *out,
+                           EX_CONST double *mom, int minarea, EX_GLOBAL int *need)
+{
+    const unsigned long s = out[cnt + l] & ~EX_CHAIN_BIT, e = l < nl ? out[cnt + l + 1] & ~EX_CHAIN_BIT : cnt;
+    const int host = e - s >= (unsigned long)minarea && e > s && !ex_compact_measured(l, nl, cnt, out, mom);
+    need[l - 1] = host ? (int)(e - s) : 0;
+}
+
+/* The record at place i of the grouping (out) into the compact arrays at its label's place there (at: need after
+ * label_scan, at[nl] the compact records, which is the arrays' stride): nread arrays, the first the raster index. */
+EX_FN void ex_compact_place(unsigned long i, unsigned long nl, unsigned long cnt, EX_CONST unsigned *out,
+                            EX_CONST unsigned *ru, unsigned long cap, EX_CONST int *at, unsigned nread,
+                            EX_GLOBAL unsigned *cu)
+{
+    const unsigned r = out[i];
+    const unsigned long l = ru[5 * cap + r]; /* the label, the records' sixth array */
+    const unsigned long a = (unsigned long)at[l - 1], b = (unsigned long)at[l];
+    if (a == b) return;
+    const unsigned long m = (unsigned long)at[nl], k = a + i - (out[cnt + l] & ~EX_CHAIN_BIT);
+    for (unsigned q = 0; q < nread; q++) cu[q * m + k] = ru[q * cap + r];
+}
+
+/* The host's grouping of the compact records, word j of 2 (nl + 1) + 1: start[l] (the compact place, with the
+ * chain bit), then each label's word (its threshold or slot), then the slots taken. */
+EX_FN void ex_compact_group(unsigned long j, unsigned long nl, unsigned long cnt, EX_CONST unsigned *out,
+                            EX_CONST int *at, EX_GLOBAL unsigned *cg)
+{
+    if (j == 0) cg[0] = 0u;
+    else if (j <= nl) cg[j] = (unsigned)at[j - 1] | (out[cnt + j] & EX_CHAIN_BIT);
+    else cg[j] = out[cnt + j];
 }
 
 #endif

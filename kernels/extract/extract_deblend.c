@@ -627,7 +627,8 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const ex_rec *recs, siz
     return ok;
 }
 
-bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, ex_objs *out)
+bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, uint32_t label,
+                               ex_objs *out)
 {
     const uint32_t *mw = (const uint32_t *)(mom + EXM_WORDS);
     ex_obj o;
@@ -648,6 +649,7 @@ bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix
     gpuws__ex_analyse_finish(&o, &m);
     o.fvar = mom[EXM_FVAR];
     o.measured = true;
+    o.label = label;
     return gpuws__ex_objs_push(out, &o);
 }
 

@@ -273,6 +273,7 @@ typedef struct {
     float thresh;
     bool chained;      /* one object, its records in chain order (the device's: extract_chain.h) */
     const double *mom; /* and where not NULL, that object's measures (extract_chain.h's slot) */
+    uint32_t label;
 } ex_comp;
 
 /* ---- the components sorted by key (each key is a pixel of its own: no ties) ----
@@ -525,9 +526,11 @@ typedef struct {
     bool fill;
 } ex_complist;
 
-/* The first label of the part whose records start at r: the first whose records start at r or later. */
+/* The first label of the part whose records start at r: the first whose records start at r or later (with compact
+ * records, the measured components have none: the first part takes those before any record, the last those after). */
 static size_t complist_label(const ex_complist *cl, size_t r)
 {
+    if (r == 0) return 1;
     if (r >= cl->n) return cl->nl + 1;
     size_t lo = 1, hi = cl->nl + 1;
     while (lo < hi) {
@@ -545,36 +548,42 @@ static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
     const gpuws__extract_params *p = c->p;
     const size_t l1 = complist_label(cl, hi);
     size_t k = cl->fill ? cl->at[part] : 0;
+    const gpuws__extract_pixels *px = c->px;
     for (size_t l = complist_label(cl, lo); l < l1; l++) {
         const size_t first = cl->start[l], cnt = cl->start[l + 1] - first;
-        if (cnt < (size_t)p->minarea || cnt == 0) continue;
+        /* a chained component's slot of measures; one out of range, which the device never gives, is read as none */
+        const bool chained = px->chained && (px->group[cl->n + l] & EX_CHAIN_BIT);
+        const uint32_t slot = chained ? px->group[cl->n + cl->nl + 1 + l] : UINT32_MAX;
+        const double *mom = px->mom && slot < px->nmom ? px->mom + (size_t)slot * EX_MOM_DOUBLES : NULL;
+        const uint32_t *mw = mom ? (const uint32_t *)(mom + EXM_WORDS) : NULL;
+        const bool measured = mw && (mw[EXW_FLAGS] & EXM_OK);
+        const size_t npix = measured ? mw[EXW_NPIX] : cnt; /* compact records hold none of a measured one's */
+        if (npix < (size_t)p->minarea || npix == 0) continue;
         if (cl->fill) {
-            const gpuws__extract_pixels *px = c->px;
-            const bool chained = px->chained && (px->group[cl->n + l] & EX_CHAIN_BIT);
-            /* the component's last pixel in raster order: its last record, or in chain order its largest */
+            /* the component's last pixel in raster order: the device's where it measured the object, else its last
+             * record, or in chain order the one of the largest index */
+            uint64_t x, y;
             size_t last = cl->order[first + cnt - 1];
-            for (size_t i = first; chained && i < first + cnt; i++) last = cl->order[i] > last ? cl->order[i] : last;
-            const uint64_t x = (uint64_t)px_x(c, last), y = (uint64_t)px_y(c, last);
+            if (measured) {
+                x = mw[EXW_LAST] % p->w, y = mw[EXW_LAST] / p->w;
+            } else {
+                for (size_t i = first; chained && i < first + cnt; i++)
+                    if ((px->idx[cl->order[i]] & ~EX_BLANK_BIT) > (px->idx[last] & ~EX_BLANK_BIT)) last = cl->order[i];
+                x = (uint64_t)px_x(c, last), y = (uint64_t)px_y(c, last);
+            }
             ex_comp *cp = &cl->comps[k];
             cp->key = (y + 1) * ((uint64_t)p->w + 1) + x + 1;
             cp->first = first;
-            cp->n = cnt;
+            cp->n = npix;
             cp->chained = chained;
-            cp->mom = NULL;
-            /* a chained component's threshold is the device's, in its measures' slot (made from the records in
-             * raster order, as here); a slot out of range, which the device never gives, is read as none */
-            float t0;
-            const uint32_t slot = chained ? px->group[cl->n + cl->nl + 1 + l] : UINT32_MAX;
-            if (px->mom && slot < px->nmom) {
-                const double *mom = px->mom + (size_t)slot * EX_MOM_DOUBLES;
-                const uint32_t *mw = (const uint32_t *)(mom + EXM_WORDS);
-                t0 = exc_float(mw[EXW_PEAK + 3]);
-                if (mw[EXW_FLAGS] & EXM_OK) cp->mom = mom;
-            } else
-                t0 = p->noise != EX_NOISE_MAP          ? p->thresh
-                     : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, px->sig_lr[last])
-                                                       : mean_thresh(c, cl->order + first, cnt);
-            cp->thresh = t0;
+            cp->mom = measured ? mom : NULL;
+            cp->label = (uint32_t)l;
+            /* a chained component's threshold is the device's, in its slot (made from the records in raster order,
+             * as here) */
+            cp->thresh = mw                                ? exc_float(mw[EXW_PEAK + 3])
+                         : p->noise != EX_NOISE_MAP        ? p->thresh
+                         : p->sep_version == GPUWS_SEP_1_2 ? ex_fmul(p->relthresh, px->sig_lr[last])
+                                                           : mean_thresh(c, cl->order + first, cnt);
         }
         k++;
     }
@@ -662,7 +671,8 @@ static void deblend_share(void *arg, unsigned t)
             r->o0 = w->out.n;
             const double t0 = ex_ms_now();
             const ex_rec *recs = j->order + cp->first;
-            if (cp->mom       ? !gpuws__ex_single_measured(&j->c, recs, cp->n, cp->mom, &w->out)
+            if (cp->mom ? !gpuws__ex_single_measured(&j->c, j->c.px->compact ? NULL : recs, cp->n, cp->mom, cp->label,
+                                                     &w->out)
                 : cp->chained ? !gpuws__ex_single(&j->c, recs, cp->n, cp->thresh, &w->out, &w->pool)
                               : !gpuws__ex_deblend(&j->c, w->d, recs, cp->n, cp->thresh, NULL, &w->out, &r->pending,
                                                    &r->ndraws, &w->pool)) {
@@ -777,7 +787,11 @@ static void catalogue_share(void *arg, unsigned t)
             c->flux = o->dflux;
             c->cflux = o->fdflux;
             const double fv = o->measured ? o->fvar : flux_variance(&j->c, o);
-            for (size_t k = 0; j->obj_of && k < o->npix; k++) j->obj_of[o->pix[k]] = (int32_t)(j->slot[i] + 1);
+            if (o->pix) {
+                for (size_t k = 0; j->obj_of && k < o->npix; k++) j->obj_of[o->pix[k]] = (int32_t)(j->slot[i] + 1);
+            } else if (j->c.px->label_obj) { /* measured on the device, its records never read (px->compact) */
+                j->c.px->label_obj[o->label] = (int32_t)(j->slot[i] + 1);
+            }
             c->fluxerr = sqrt(fv);
             c->peak = o->dpeak;
             c->cpeak = o->fdpeak;
@@ -826,7 +840,8 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
             ex_result *r = &j->res[k];
             r->o0 = j->w[0].out.n;
             const ex_rec *recs = j->order + cp->first;
-            if (cp->mom       ? !gpuws__ex_single_measured(&j->c, recs, cp->n, cp->mom, &j->w[0].out)
+            if (cp->mom ? !gpuws__ex_single_measured(&j->c, j->c.px->compact ? NULL : recs, cp->n, cp->mom, cp->label,
+                                                     &j->w[0].out)
                 : cp->chained ? !gpuws__ex_single(&j->c, recs, cp->n, cp->thresh, &j->w[0].out, &j->w[0].pool)
                               : !gpuws__ex_deblend(&j->c, j->w[0].d, recs, cp->n, cp->thresh, &seed, &j->w[0].out, NULL,
                                                    &r->ndraws, &j->w[0].pool))
@@ -882,9 +897,14 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     return true;
 }
 
-static _Thread_local size_t chained_last, measured_last, mismatches_last;
+static _Thread_local size_t chained_last, measured_last, mismatches_last, compact_last, all_last;
 
 size_t gpuws__extract_chained_last(void) { return chained_last; }
+size_t gpuws__extract_compact_last(size_t *all)
+{
+    *all = all_last;
+    return compact_last;
+}
 size_t gpuws__extract_measured_last(void) { return measured_last; }
 size_t gpuws__extract_chain_mismatches_last(void) { return mismatches_last; }
 
@@ -955,7 +975,7 @@ static size_t chain_mismatches(const ex_ctx *c, const ex_comp *comps, size_t nc,
         } else if (cp->mom) {
             dev.n = 0;
             measure_on_host(c, &out.v[0], heap);
-            if (!gpuws__ex_single_measured(c, order + cp->first, cp->n, cp->mom, &dev) ||
+            if (!gpuws__ex_single_measured(c, order + cp->first, cp->n, cp->mom, cp->label, &dev) ||
                 !same_measures(&out.v[0], &dev.v[0]))
                 bad++;
         }
@@ -978,6 +998,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     tm[0] = ex_ms_now();
     pf[0] = ex_faults();
     chained_last = measured_last = mismatches_last = 0;
+    compact_last = px->compact ? px->n : SIZE_MAX, all_last = px->compact ? px->all : px->n;
     const size_t n = px->n;
     const unsigned threads = p->threads > 1 ? p->threads : 1u;
     ex_job j;

@@ -34,6 +34,7 @@ typedef struct {
     float amp;         /* gatherup: the amplitude of the object's fitted profile */
     bool measured;     /* analysed, mthresh and fvar made, from the device's measures (extract_chain.h) */
     double fvar;       /* then the flux's variance */
+    uint32_t label;    /* then its component (pix NULL: its records not read, extract_ref.h's px->compact) */
 } ex_obj;
 
 typedef struct {
@@ -116,8 +117,10 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const ex_rec *recs, siz
  * object, as gpuws__ex_deblend makes it, appended to out (its pixel list from pool). False when memory fails. */
 bool gpuws__ex_single(const ex_ctx *c, const ex_rec *chain, size_t npix, float t0, ex_objs *out, ex_pool *pool);
 /* The same object, measured (analysed, its mthresh and flux variance: extract_chain.h's ex_chain_measure) from the
- * device's slot mom; its pixel list is the chain itself, which must outlive it. False when memory fails. */
-bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, ex_objs *out);
+ * device's slot mom, of component label; its pixel list is the chain itself, which must outlive it (NULL: the
+ * records were not read, extract_ref.h's px->compact). False when memory fails. */
+bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, uint32_t label,
+                               ex_objs *out);
 /* The gatherup left for later (*pending from gpuws__ex_deblend), drawing from *seed: its objects appended to out.
  * False when memory fails (nothing added). The pixel lists of out and *pending come from pool. */
 bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out, ex_pool *pool);

@@ -52,6 +52,14 @@ typedef struct gpuws__extract_pixels {
     bool chained; /* the grouping comes from extract_chain (extract_chain.h) */
     double *mom;  /* then a chained label's word after start[] is its slot here: nmom slots of EX_MOM_DOUBLES */
     size_t nmom, mom_kept; /* mom_kept nonzero: mom is pinned memory of this many bytes, kept as px's arrays */
+    /* compact: the arrays hold only the records of the components that the host works on (neither measured on the
+     * device nor below minarea), in the grouping's order, numbered from 0 (group's first n words say so); start[]
+     * places them; a measured component's pixels are not there: its object has no pixel list, and its number + 1
+     * goes into label_obj[label] where that is not NULL (nl + 1 entries, zeroed by the caller) instead of obj_of.
+     * all: the records on the device. */
+    bool compact;
+    size_t all;
+    int32_t *label_obj;
     size_t kept; /* nonzero: the arrays lie in pinned memory of this many bytes, kept with the context (extract.c) */
 } gpuws__extract_pixels;
 
@@ -111,5 +119,8 @@ size_t gpuws__extract_chained_last(void);
 /* Of those, the ones whose object the device measured too (extract_chain.h's ex_chain_measure). */
 size_t gpuws__extract_measured_last(void);
 size_t gpuws__extract_chain_mismatches_last(void);
+/* The records that the last gpuws__extract_objects of this thread had, compact (extract_ref.h's px->compact; SIZE_MAX:
+ * it had every record), and in *all the records on the device. */
+size_t gpuws__extract_compact_last(size_t *all);
 
 #endif
