@@ -627,8 +627,8 @@ bool gpuws__ex_deblend(const ex_ctx *c, ex_deblender *d, const ex_rec *recs, siz
     return ok;
 }
 
-bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, uint32_t label,
-                               ex_objs *out)
+void gpuws__ex_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, uint32_t label,
+                        ex_obj *obj)
 {
     const uint32_t *mw = (const uint32_t *)(mom + EXM_WORDS);
     ex_obj o;
@@ -650,6 +650,14 @@ bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix
     o.fvar = mom[EXM_FVAR];
     o.measured = true;
     o.label = label;
+    *obj = o;
+}
+
+bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, uint32_t label,
+                               ex_objs *out)
+{
+    ex_obj o;
+    gpuws__ex_measured(c, chain, npix, mom, label, &o);
     return gpuws__ex_objs_push(out, &o);
 }
 

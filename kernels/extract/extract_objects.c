@@ -617,6 +617,7 @@ typedef struct {
     ex_pool pool;               /* the pixel lists of its objects (and of the gatherups it leaves for later) */
     float *heap;                /* mthresh's: 2 minarea floats */
     double busy_ms, longest_ms; /* deblending: its time in all, its longest component's (GPUWS_LOG=debug) */
+    double kind_ms[3];          /* and its time on measured, chained and other components */
     size_t longest_n;           /* that component's pixels */
 } ex_worker;
 
@@ -681,6 +682,7 @@ static void deblend_share(void *arg, unsigned t)
             }
             const double ms = ex_ms_now() - t0;
             w->busy_ms += ms;
+            w->kind_ms[cp->mom ? 0 : cp->chained ? 1 : 2] += ms;
             if (ms > w->longest_ms) w->longest_ms = ms, w->longest_n = cp->n;
             r->on = w->out.n - r->o0;
         }
@@ -817,6 +819,12 @@ static void gather_range(void *arg, size_t part, size_t lo, size_t hi)
     }
     for (size_t k = a; k < j->nc && j->res[k].at < hi; k++) {
         const ex_result *r = &j->res[k];
+        const ex_comp *cp = &j->comps[k];
+        if (cp->mom) { /* measured on the device: its object made here, in place (its one place lies in range) */
+            gpuws__ex_measured(&j->c, j->c.px->compact ? NULL : j->order + cp->first, cp->n, cp->mom, cp->label,
+                               &j->objs.v[r->at]);
+            continue;
+        }
         const size_t s0 = r->at > lo ? r->at : lo, s1 = r->at + r->on < hi ? r->at + r->on : hi;
         memcpy(j->objs.v + s0, j->w[r->worker].out.v + r->o0 + (s0 - r->at), (s1 - s0) * sizeof *j->objs.v);
     }
@@ -853,16 +861,21 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
         memset(&j->w[0].out, 0, sizeof j->w[0].out);
         return true;
     }
-    /* the largest first: by the bit length of the pixel count, catalogue order within */
-    size_t bucket[64] = { 0 };
-    for (size_t k = 0; k < nc; k++) bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++;
+    /* the largest first: by the bit length of the pixel count, catalogue order within; the objects measured on the
+     * device (most) are made where the gathering puts them, never in a thread's list first */
+    size_t bucket[64] = { 0 }, nh = 0;
+    for (size_t k = 0; k < nc; k++)
+        if (!j->comps[k].mom) bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++, nh++;
     for (size_t b = 0, at = 0; b < 64; b++) {
         const size_t m = bucket[b];
         bucket[b] = at;
         at += m;
     }
-    for (size_t k = 0; k < nc; k++) j->handout[bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++] = k;
-    handout_blocks(j, nc);
+    for (size_t k = 0; k < nc; k++) {
+        if (j->comps[k].mom) j->res[k].on = 1;
+        else j->handout[bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++] = k;
+    }
+    handout_blocks(j, nh);
     double t0 = ex_ms_now();
     if (!job_run(j, nt, deblend_share)) return false;
     j->ms[0] = ex_ms_now() - t0;
@@ -874,7 +887,7 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
         j->res[k].seed = seed;
         seed = gpuws__ex_rand_skip(seed, j->res[k].ndraws);
     }
-    for (size_t q = 0; q < nc; q++) /* the same largest-first order */
+    for (size_t q = 0; q < nh; q++) /* the same largest-first order */
         if (j->res[j->handout[q]].pending.n) j->handout[np++] = j->handout[q];
     handout_blocks(j, np);
     t0 = ex_ms_now();
@@ -1111,16 +1124,19 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     st = GPUWS_OK;
     tm[5] = ex_ms_now();
     pf[5] = ex_faults();
-    double busy = 0, longest = 0;
+    double busy = 0, longest = 0, kind[3] = { 0 };
     size_t longest_n = 0;
     for (size_t t = 0; t < nw; t++) {
         busy += j.w[t].busy_ms;
+        for (int q = 0; q < 3; q++) kind[q] += j.w[t].kind_ms[q];
         if (j.w[t].longest_ms > longest) longest = j.w[t].longest_ms, longest_n = j.w[t].longest_n;
     }
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: deblending on %zu threads: busy %.0f%% of the step, its longest component %zu pixels in "
-               "%.1f ms; scans %.1f ms, gatherups left for later %.1f, gathering %.1f",
-               nw, 100.0 * busy / ((double)nw * (tm[2] - tm[1]) + 1e-9), longest_n, longest, j.ms[0], j.ms[1], j.ms[2]);
+               "%.1f ms; scans %.1f ms (the threads' time: measured objects %.1f, chained %.1f, the others %.1f), "
+               "gatherups left for later %.1f, gathering %.1f",
+               nw, 100.0 * busy / ((double)nw * (tm[2] - tm[1]) + 1e-9), longest_n, longest, j.ms[0], kind[0], kind[1],
+               kind[2], j.ms[1], j.ms[2]);
     size_t nchained = 0, nmeasured = 0;
     for (size_t k = 0; px->chained && k < nc; k++) nchained += comps[k].chained, nmeasured += comps[k].mom != NULL;
     chained_last = nchained;

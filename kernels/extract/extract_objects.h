@@ -121,6 +121,9 @@ bool gpuws__ex_single(const ex_ctx *c, const ex_rec *chain, size_t npix, float t
  * records were not read, extract_ref.h's px->compact). False when memory fails. */
 bool gpuws__ex_single_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, uint32_t label,
                                ex_objs *out);
+/* That object into *o, which nothing allocates. */
+void gpuws__ex_measured(const ex_ctx *c, const ex_rec *chain, size_t npix, const double *mom, uint32_t label,
+                        ex_obj *o);
 /* The gatherup left for later (*pending from gpuws__ex_deblend), drawing from *seed: its objects appended to out.
  * False when memory fails (nothing added). The pixel lists of out and *pending come from pool. */
 bool gpuws__ex_gatherup(const ex_ctx *c, const ex_objs *pending, unsigned *seed, ex_objs *out, ex_pool *pool);
