@@ -432,6 +432,45 @@ ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_
     gpuws_context_destroy(ctx);
 }
 
+/* Isolated round blobs, each one local maximum: the device chains and measures every component, so the host reads
+ * none of their records (only the labels' starts and words); the catalogue and the map are still the host's. And a
+ * blob with two peaks that deblending splits, read back alone among them. */
+BACKEND_TEST(extract, components_all_measured_on_the_device_leave_no_record_to_read)
+{
+    if (*kind == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
+    enum { W = 96, H = 64 };
+    static float x[W * H];
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = 1.0, o.filter_type = GPUWS_FILTER_NONE;
+    gpuws_context *ctx, *ref;
+    chain_contexts(*kind, &ctx, &ref);
+    test_tune(ctx, "extract_chain_check", "0");
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < W * H; i++) x[i] = 0.0f;
+        for (int by = 8; by < H; by += 16)
+            for (int bx = 8; bx < W; bx += 16)
+                for (int dy = -3; dy <= 3; dy++)
+                    for (int dx = -3; dx <= 3; dx++)
+                        x[(by + dy) * W + bx + dx] = 20.0f * expf(-(float)(dx * dx + dy * dy) / 4.0f) + 0.01f * bx;
+        if (pass) /* a pair of peaks 6 pixels apart on a plateau: two objects */
+            for (int dy = -2; dy <= 2; dy++)
+                for (int dx = -6; dx <= 6; dx++)
+                    x[(40 + dy) * W + 48 + dx] = 5.0f + 30.0f * expf(-(float)((abs(dx) - 3) * (abs(dx) - 3) + dy * dy));
+        result want = run(ref, x, NULL, NULL, NULL, W, H, &o);
+        result got = run(ctx, x, NULL, NULL, NULL, W, H, &o);
+        size_t all = 0;
+        const size_t read = gpuws__extract_compact_last(&all);
+        cr_assert_gt(want.cat->num_objects, 20, "only %zu objects", want.cat->num_objects);
+        if (pass == 0) cr_assert(read == 0 && all > 500, "the host read %zu of %zu records", read, all);
+        else cr_assert(read > 0 && read < all / 4, "the host read %zu of %zu records", read, all);
+        expect_same(pass ? "all measured but a split pair" : "all measured", &got, &want, (size_t)W * H);
+        result_free(&want);
+        result_free(&got);
+    }
+    gpuws_context_destroy(ref);
+    gpuws_context_destroy(ctx);
+}
+
 /* The shapes that the chains' two ways and the first level's margin must get right, each a small component of its
  * own (absolute threshold 1, no filter): a U, whose two arms Lutz's scan holds as two partial objects until the
  * bottom row joins them; a ring, whose top row's object runs down two legs that the bottom row joins again (the

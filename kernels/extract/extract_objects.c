@@ -526,11 +526,9 @@ typedef struct {
     bool fill;
 } ex_complist;
 
-/* The first label of the part whose records start at r: the first whose records start at r or later (with compact
- * records, the measured components have none: the first part takes those before any record, the last those after). */
+/* The first label of the part whose records start at r: the first whose records start at r or later. */
 static size_t complist_label(const ex_complist *cl, size_t r)
 {
-    if (r == 0) return 1;
     if (r >= cl->n) return cl->nl + 1;
     size_t lo = 1, hi = cl->nl + 1;
     while (lo < hi) {
@@ -546,10 +544,12 @@ static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
     ex_complist *cl = arg;
     const ex_ctx *c = cl->c;
     const gpuws__extract_params *p = c->p;
-    const size_t l1 = complist_label(cl, hi);
+    /* with compact records the measured components have none: the first part takes those before any record (all of
+     * them where no record was read), the last those after */
+    const size_t l0 = lo == 0 ? 1 : complist_label(cl, lo), l1 = hi >= cl->n ? cl->nl + 1 : complist_label(cl, hi);
     size_t k = cl->fill ? cl->at[part] : 0;
     const gpuws__extract_pixels *px = c->px;
-    for (size_t l = complist_label(cl, lo); l < l1; l++) {
+    for (size_t l = l0; l < l1; l++) {
         const size_t first = cl->start[l], cnt = cl->start[l + 1] - first;
         /* a chained component's slot of measures; one out of range, which the device never gives, is read as none */
         const bool chained = px->chained && (px->group[cl->n + l] & EX_CHAIN_BIT);
