@@ -77,6 +77,10 @@ gpuws_status gpuws__staging_take(gpuws_context *ctx, size_t bytes, void **p, siz
  * an _async call may. Arguments checked. */
 gpuws_status gpuws__write(gpuws_stream *s, gpuws_buffer *dst, size_t off, const void *src, size_t n, int blocking);
 gpuws_status gpuws__read(gpuws_stream *s, const gpuws_buffer *src, size_t off, void *dst, size_t n, int blocking);
+/* A blocking read into pageable memory staged through blocks that the context keeps already (three of them; none
+ * is pinned for it) from 8 MiB on, where gpuws__read would leave a transfer below its threshold to the driver's
+ * copy; else gpuws__read's. For reads of a few tens of MB each that follow staged transfers (a band's records). */
+gpuws_status gpuws__read_kept(gpuws_stream *s, const gpuws_buffer *src, size_t off, void *dst, size_t n);
 void gpuws__staging_give(gpuws_context *ctx, void *p, size_t bytes);
 /* Whether [p, p + n) is host memory pinned for ctx (its host_alloc's; on CUDA any page-locked memory), which its
  * transfers may use as it is. */

@@ -26,15 +26,17 @@
 #define STAGED_FROM  (2 * BLOCK)
 #define STAGED_LARGE ((size_t)1 << 30)
 
-/* Blocks of BLOCK bytes the context keeps now (a take would find them without pinning). */
-static unsigned kept_blocks(gpuws_context *ctx)
+/* Blocks of `block` bytes the context keeps now (a take would find them without pinning). */
+static unsigned kept_of(gpuws_context *ctx, size_t block)
 {
     unsigned k = 0;
     pthread_mutex_lock(&ctx->lock);
-    for (unsigned i = 0; i < ctx->nkept; i++) k += ctx->kept[i].bytes >= BLOCK && ctx->kept[i].bytes / 2 <= BLOCK;
+    for (unsigned i = 0; i < ctx->nkept; i++) k += ctx->kept[i].bytes >= block && ctx->kept[i].bytes / 2 <= block;
     pthread_mutex_unlock(&ctx->lock);
     return k;
 }
+
+static unsigned kept_blocks(gpuws_context *ctx) { return kept_of(ctx, BLOCK); }
 
 bool gpuws__host_pinned(gpuws_context *ctx, const void *p, size_t n)
 {
@@ -142,6 +144,19 @@ gpuws_status gpuws__write(gpuws_stream *s, gpuws_buffer *dst, size_t off, const 
     if (block && !slots_make(ctx, n, block, &sl)) return slots_free(ctx, &sl, staged_write(s, dst, off, src, n, &sl));
     if (block) slots_free(ctx, &sl, GPUWS_OK); /* no pinned memory: straight */
     return ctx->backend->buffer_write(s, dst, off, src, n, blocking);
+}
+
+gpuws_status gpuws__read_kept(gpuws_stream *s, const gpuws_buffer *src, size_t off, void *dst, size_t n)
+{
+    gpuws_context *ctx = src->ctx;
+    size_t block = 0;
+    if (ctx->info.type == GPUWS_DEVICE_GPU && !ctx->info.unified_memory && ctx->tuning.staged_copy_mib != 0 &&
+        n >= SMALL_BLOCK && !gpuws__host_pinned(ctx, dst, n))
+        block = kept_of(ctx, BLOCK) >= SLOTS ? BLOCK : kept_of(ctx, SMALL_BLOCK) >= SLOTS ? SMALL_BLOCK : 0;
+    slots sl;
+    if (block && !slots_make(ctx, n, block, &sl)) return slots_free(ctx, &sl, staged_read(s, src, off, dst, n, &sl));
+    if (block) slots_free(ctx, &sl, GPUWS_OK);
+    return gpuws__read(s, src, off, dst, n, 1);
 }
 
 gpuws_status gpuws__read(gpuws_stream *s, const gpuws_buffer *src, size_t off, void *dst, size_t n, int blocking)

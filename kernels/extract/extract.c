@@ -321,7 +321,8 @@ static gpuws_status halo_undetected(gpuws_stream *s, gpuws_buffer *det, const gp
  * *records: the device's copy of every record (six arrays of px->all words), and *compact of those read back where
  * px->compact, which the segmentation map uses. */
 static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
-                                       const gpuws_extract_options *o, bool records_only, gpuws__extract_pixels *px,
+                                       const gpuws_extract_options *o, bool records_only,
+                                       const gpuws__records_sink *sink, gpuws__extract_pixels *px,
                                        gpuws_buffer **records, gpuws_buffer **compact)
 {
     *compact = NULL;
@@ -420,7 +421,12 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     /* with chains the host reads only the records it works on (extract_gpu_compact), and its block waits for their
      * number; the check of the chains (a test's knob) reads every record */
     const bool compactable = chain && !p->chain_check && cnt;
-    if (!compactable && (st = records_host(s, cnt, ngroup, nread, px))) return st;
+    void *into[6] = { NULL }; /* the sink's arrays */
+    if (sink && cnt && !sink->room(sink->user, cnt, into))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for %zu pixel records (%zu bytes)", cnt,
+                            6 * cnt * sizeof(uint32_t));
+    if (sink) px->n = cnt;
+    else if (!compactable && (st = records_host(s, cnt, ngroup, nread, px))) return st;
     px->nl = nl;
     tm[2] = now_ms();
     double block_ms = tm[2] - tm[1]; /* the host block's time (GPUWS_LOG=debug) */
@@ -466,6 +472,11 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
                 return st;
             }
             for (size_t i = 0; i < m; i++) px->group[i] = (uint32_t)i; /* the compact records are in that order */
+        } else if (sink) {
+            /* each array straight into the sink's, through the staging blocks the band's uploads keep */
+            for (size_t q = 0; q < 6 && !st; q++)
+                st = gpuws__read_kept(s, rec, q * cnt * sizeof(float), into[q], cnt * sizeof(float));
+            if (st) return st;
         } else if ((st = gpuws__buffer_read_sync(s, rec, 0, px->idx, nread * cnt * sizeof(float))) ||
                    (group &&
                     (st = gpuws__buffer_read_sync(s, px->chained ? chained : grouped, 0, px->group,
@@ -562,13 +573,12 @@ gpuws_status gpuws__extract_check(const gpuws_extract_options *o, size_t width, 
 }
 
 gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
-                                         const gpuws_extract_options *o, gpuws__extract_pixels *px)
+                                         const gpuws_extract_options *o, const gpuws__records_sink *sink,
+                                         gpuws__extract_pixels *px)
 {
     gpuws_buffer *rec, *compact;
-    return extract_gpu_pixels(s, p, image, o, true, px, &rec, &compact);
+    return extract_gpu_pixels(s, p, image, o, true, sink, px, &rec, &compact);
 }
-
-void gpuws__extract_band_release(gpuws_context *ctx, gpuws__extract_pixels *px) { records_release(ctx, px, false); }
 
 gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
                            const gpuws_extract_options *options, gpuws_extract_catalog **catalog)
@@ -619,7 +629,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     } else if (!ctx->info.fp64) {
         st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks", ctx->info.name);
     } else {
-        st = extract_gpu_pixels(s, &p, image, &o, false, &px, &rec, &compact);
+        st = extract_gpu_pixels(s, &p, image, &o, false, NULL, &px, &rec, &compact);
     }
     const double t1 = now_ms();
     if (!st && o.segmap && !(obj_of = gpuws__malloc((px.n ? px.n : 1) * sizeof *obj_of)))

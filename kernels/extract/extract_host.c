@@ -95,6 +95,56 @@ static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset, 
     return true;
 }
 
+/* A band's room in k for its records, read there straight from the device (gpuws__records_sink): as kept_add
+ * makes it. */
+typedef struct {
+    ex_kept *k;
+    size_t bands; /* room for as many after the first band */
+} ex_room;
+
+static bool kept_room(void *user, size_t n, void *arrays[6])
+{
+    ex_room *r = user;
+    ex_kept *k = r->k;
+    const size_t guess = k->n ? 0 : n + n * (r->bands - 1) / 4 * 5;
+    if (!kept_grow(k, n > guess ? n : guess, false)) return false;
+    arrays[0] = k->idx + k->n, arrays[1] = k->value + k->n, arrays[2] = k->cd + k->n;
+    arrays[3] = k->sig + k->n, arrays[4] = k->sig_lr + k->n, arrays[5] = k->label + k->n;
+    return true;
+}
+
+typedef struct {
+    ex_kept *k;
+    size_t offset;
+    int32_t most[GPUWS__THREADS_MAX];
+} ex_place;
+
+static void place_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    ex_place *j = arg;
+    ex_kept *k = j->k;
+    int32_t most = 0;
+    for (size_t r = k->n + lo; r < k->n + hi; r++) {
+        k->idx[r] = (uint32_t)((k->idx[r] & ~EX_BLANK_BIT) + j->offset) | (k->idx[r] & EX_BLANK_BIT);
+        most = k->label[r] > most ? k->label[r] : most;
+        k->label[r] += (int32_t)k->labels;
+    }
+    j->most[part] = most;
+}
+
+/* The n records a band read into kept_room's room, as kept_add places them. */
+static void kept_placed(ex_kept *k, size_t n, size_t offset)
+{
+    ex_place j;
+    j.k = k, j.offset = offset;
+    const size_t parts = gpuws__copy_threads(n * 2 * sizeof(uint32_t));
+    gpuws__run_ranges(n, parts, place_range, &j);
+    int32_t most = 0;
+    for (size_t t = 0; t < parts; t++) most = j.most[t] > most ? j.most[t] : most;
+    k->n += n;
+    k->labels += (size_t)most;
+}
+
 typedef struct {
     int32_t *to;
     const int32_t *from;
@@ -328,14 +378,18 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
                 !(b->plan && ho->rms_out && (st = gpuws_buffer_read_async(s, drms, from, ho->rms_out + out, own))))
                 st = gpuws_stream_synchronize(s);
             ms[0] += now_ms() - t0, t0 = now_ms();
-            if (!st) st = gpuws__extract_band_records(s, &pb, dimg, &ob, &px);
+            ex_room r = { k, room };
+            const gpuws__records_sink sink = { kept_room, &r };
+            if (!st) st = gpuws__extract_band_records(s, &pb, dimg, &ob, &sink, &px);
         }
         ms[1] += now_ms() - t0, t0 = now_ms();
-        if (!st && !kept_add(k, &px, at, room))
+        if (!st && !on_cpu) {
+            kept_placed(k, px.n, at);
+        } else if (!st && !kept_add(k, &px, at, room)) {
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records (%zu bytes)",
                               k->n + px.n, (k->n + px.n) * 6 * sizeof(uint32_t));
+        }
         if (on_cpu) gpuws__extract_pixels_free(&px);
-        else if (px.idx) gpuws__extract_band_release(ctx, &px);
         ms[2] += now_ms() - t0;
         if (!st && report && ho->progress)
             ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, y1 - b->first, b->end - b->first);

@@ -104,13 +104,20 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
 gpuws_status gpuws__extract_check(const gpuws_extract_options *o, size_t width, size_t height, bool has_rms,
                                   const char *fn, size_t *npix);
 
+/* Where gpuws__extract_band_records puts a band's records: room(user, n, arrays) gives the six arrays (idx, value,
+ * cd, sig, sig_lr, label) of room for n records, which are read straight into them; false when memory fails. */
+typedef struct {
+    bool (*room)(void *user, size_t n, void *arrays[6]);
+    void *user;
+} gpuws__records_sink;
+
 /* gpuws_extract_host's device steps for one band on a GPU backend (extract.c): p of the band (w x h pixels, row0,
- * its own rows own0 .. own1 - 1), image and o's maps the band's device buffers; *px the records of the pixels
- * detected in its own rows, in its raster order, with its labels (gpuws_label's on those rows), not grouped. Give
- * px back with gpuws__extract_band_release. */
+ * its own rows own0 .. own1 - 1), image and o's maps the band's device buffers; the records of the pixels detected
+ * in its own rows, in its raster order, with its labels (gpuws_label's on those rows), not grouped, into the sink's
+ * arrays; px->n and px->nl their count and the labels' (px holds no arrays: nothing to give back). */
 gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
-                                         const gpuws_extract_options *o, gpuws__extract_pixels *px);
-void gpuws__extract_band_release(gpuws_context *ctx, gpuws__extract_pixels *px);
+                                         const gpuws_extract_options *o, const gpuws__records_sink *sink,
+                                         gpuws__extract_pixels *px);
 
 /* The components that the last gpuws__extract_objects of this thread took as the device chained them (one object
  * each, deblending skipped: extract_chain.h), and with p->chain_check those of them whose host deblending gave
