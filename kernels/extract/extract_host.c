@@ -523,6 +523,20 @@ static gpuws_status extract_in_core(gpuws_context *ctx, size_t w, size_t h, cons
     return GPUWS_OK;
 }
 
+typedef struct {
+    int32_t *segmap;
+    const uint32_t *idx;
+    const int32_t *obj_of;
+} ex_scatter;
+
+/* Records [lo, hi) into the map: each its own pixel, so the ranges write apart. */
+static void scatter_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    const ex_scatter *j = arg;
+    (void)part;
+    for (size_t r = lo; r < hi; r++) j->segmap[j->idx[r] & ~EX_BLANK_BIT] = j->obj_of[r];
+}
+
 /* The catalogue of the records kept from bands whose first rows but the first's are borders[0 .. nb): their
  * components, the host steps, the segmentation map. */
 static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, const size_t *borders, size_t nb,
@@ -546,7 +560,8 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
     const double t2 = now_ms();
     if (!st && segmap) {
         gpuws__copy_bytes(segmap, NULL, 0, p->w * p->h * sizeof *segmap); /* fresh pages fault in on threads */
-        for (size_t r = 0; r < k->n; r++) segmap[k->idx[r] & ~EX_BLANK_BIT] = obj_of[r];
+        ex_scatter j = { segmap, k->idx, obj_of };
+        gpuws__run_ranges(k->n, gpuws__copy_threads(k->n * 2 * sizeof(uint32_t)), scatter_range, &j);
     }
     ms[0] = t1 - t0, ms[1] = t2 - t1, ms[2] = now_ms() - t2;
     gpuws__free(obj_of);
