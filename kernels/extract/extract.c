@@ -196,7 +196,7 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
 /* What the host reads of the chained grouping (extract_chain.h, "what the host reads"): the records of the
  * components it works on, nread arrays of *m records in the grouping's order (*compact), and that grouping
  * (*cgroup: start[0 .. nl] in those records, with the chain bits, the labels' words, the slots taken). The measured
- * components, most of them, and those below minarea leave their records on the device: at 8192^2 on the peers'
+ * components, most of them, and those below minarea leave their records on the device: on a synthetic 8192^2
  * sky about a sixth of them is read. Where the device has no room for the copy, *compact stays NULL and the host
  * reads every record, as it can. */
 static gpuws_status extract_gpu_compact(gpuws_stream *s, const gpuws__extract_params *p, gpuws_kernel *kscan,

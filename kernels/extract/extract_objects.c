@@ -617,7 +617,7 @@ typedef struct {
     ex_pool pool;               /* the pixel lists of its objects (and of the gatherups it leaves for later) */
     float *heap;                /* mthresh's: 2 minarea floats */
     double busy_ms, longest_ms; /* deblending: its time in all, its longest component's (GPUWS_LOG=debug) */
-    double kind_ms[3];          /* and its time on measured, chained and other components */
+    double kind_ms[2];          /* and its time on chained components and on the others */
     size_t longest_n;           /* that component's pixels */
 } ex_worker;
 
@@ -657,7 +657,7 @@ static bool job_take(ex_job *j, size_t n, size_t total, size_t *first)
 }
 
 /* Deblending with the gatherups that draw left for later; the largest components first, so that none of them
- * keeps one thread busy at the end. */
+ * keeps one thread busy at the end. The components measured on the device are not handed out (deblend_all). */
 static void deblend_share(void *arg, unsigned t)
 {
     ex_job *j = arg;
@@ -672,17 +672,15 @@ static void deblend_share(void *arg, unsigned t)
             r->o0 = w->out.n;
             const double t0 = ex_ms_now();
             const ex_rec *recs = j->order + cp->first;
-            if (cp->mom ? !gpuws__ex_single_measured(&j->c, j->c.px->compact ? NULL : recs, cp->n, cp->mom, cp->label,
-                                                     &w->out)
-                : cp->chained ? !gpuws__ex_single(&j->c, recs, cp->n, cp->thresh, &w->out, &w->pool)
-                              : !gpuws__ex_deblend(&j->c, w->d, recs, cp->n, cp->thresh, NULL, &w->out, &r->pending,
-                                                   &r->ndraws, &w->pool)) {
+            if (cp->chained ? !gpuws__ex_single(&j->c, recs, cp->n, cp->thresh, &w->out, &w->pool)
+                            : !gpuws__ex_deblend(&j->c, w->d, recs, cp->n, cp->thresh, NULL, &w->out, &r->pending,
+                                                 &r->ndraws, &w->pool)) {
                 atomic_store(&j->failed, true);
                 return;
             }
             const double ms = ex_ms_now() - t0;
             w->busy_ms += ms;
-            w->kind_ms[cp->mom ? 0 : cp->chained ? 1 : 2] += ms;
+            w->kind_ms[cp->chained ? 0 : 1] += ms;
             if (ms > w->longest_ms) w->longest_ms = ms, w->longest_n = cp->n;
             r->on = w->out.n - r->o0;
         }
@@ -1124,19 +1122,19 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     st = GPUWS_OK;
     tm[5] = ex_ms_now();
     pf[5] = ex_faults();
-    double busy = 0, longest = 0, kind[3] = { 0 };
+    double busy = 0, longest = 0, kind[2] = { 0 };
     size_t longest_n = 0;
     for (size_t t = 0; t < nw; t++) {
         busy += j.w[t].busy_ms;
-        for (int q = 0; q < 3; q++) kind[q] += j.w[t].kind_ms[q];
+        for (int q = 0; q < 2; q++) kind[q] += j.w[t].kind_ms[q];
         if (j.w[t].longest_ms > longest) longest = j.w[t].longest_ms, longest_n = j.w[t].longest_n;
     }
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: deblending on %zu threads: busy %.0f%% of the step, its longest component %zu pixels in "
-               "%.1f ms; scans %.1f ms (the threads' time: measured objects %.1f, chained %.1f, the others %.1f), "
-               "gatherups left for later %.1f, gathering %.1f",
+               "%.1f ms; scans %.1f ms (the threads' time: chained %.1f, the others %.1f), gatherups left for later "
+               "%.1f, gathering (the objects measured on the device made there) %.1f",
                nw, 100.0 * busy / ((double)nw * (tm[2] - tm[1]) + 1e-9), longest_n, longest, j.ms[0], kind[0], kind[1],
-               kind[2], j.ms[1], j.ms[2]);
+               j.ms[1], j.ms[2]);
     size_t nchained = 0, nmeasured = 0;
     for (size_t k = 0; px->chained && k < nc; k++) nchained += comps[k].chained, nmeasured += comps[k].mom != NULL;
     chained_last = nchained;

@@ -126,8 +126,8 @@ size_t gpuws__extract_chained_last(void);
 /* Of those, the ones whose object the device measured too (extract_chain.h's ex_chain_measure). */
 size_t gpuws__extract_measured_last(void);
 size_t gpuws__extract_chain_mismatches_last(void);
-/* The records that the last gpuws__extract_objects of this thread had, compact (extract_ref.h's px->compact; SIZE_MAX:
- * it had every record), and in *all the records on the device. */
+/* The records that the last gpuws__extract_objects of this thread had, compact (px->compact above; SIZE_MAX: it had
+ * every record), and in *all the records on the device. */
 size_t gpuws__extract_compact_last(size_t *all);
 
 #endif
