@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #if defined(__has_include)
@@ -181,6 +182,46 @@ Test(fits_rows, reads_overlapping_abandoned_and_after_give_the_bytes_read_here, 
     assert_read_as_here(&rb, b);
     fits_read_start(&ra, a, 0, &req);
     assert_read_as_here(&ra, a);
+}
+
+/* fits_write_image_cards of an image large enough (fits_write_raw_from) writes its pixels itself after cfitsio's
+ * header: the file is the same bytes as cfitsio's whole write, for each pixel type, with cards and a width and
+ * height whose data do not fill the last 2880-byte block; and cfitsio reads the pixels back. */
+Test(fits_write, raw_pixels_give_the_bytes_of_cfitsio, .init = rows_setup, .fini = rows_teardown)
+{
+    enum { WW = 301, HH = 77 };
+    static double px[WW * HH];
+    for (int i = 0; i < WW * HH; i++) px[i] = (double)(i % 1013) * 1.5 - 700.25;
+    static float pf[WW * HH];
+    static int32_t pi[WW * HH];
+    for (int i = 0; i < WW * HH; i++) pf[i] = (float)px[i], pi[i] = (int32_t)(i * 7919) - 400000;
+    pf[5] = NAN;
+    char cards[2 * 80 + 1];
+    snprintf(cards, sizeof cards, "%-80s%-80s", "CTYPE1  = 'RA---TAN'", "CRVAL1  =                 12.5");
+    const fits_pixel_type types[] = { FITS_F32, FITS_F64, FITS_I32 };
+    const void *data[] = { pf, px, pi };
+    for (int t = 0; t < 3; t++) {
+        char a[300], b[300], err[512];
+        snprintf(a, sizeof a, "%s/cfitsio%d.fits", dir, t);
+        snprintf(b, sizeof b, "%s/raw%d.fits", dir, t);
+        const size_t was = fits_write_raw_from((size_t)-1);
+        cr_assert_eq(fits_write_image_cards(a, types[t], data[t], WW, HH, cards, 2, err, sizeof err), 0, "%s", err);
+        fits_write_raw_from(1);
+        cr_assert_eq(fits_write_image_cards(b, types[t], data[t], WW, HH, cards, 2, err, sizeof err), 0, "%s", err);
+        fits_write_raw_from(was);
+        struct stat sa, sb;
+        cr_assert(stat(a, &sa) == 0 && stat(b, &sb) == 0, "type %d: the files", t);
+        const size_t na = (size_t)sa.st_size, nb = (size_t)sb.st_size;
+        char *x = test_read_file(a), *y = test_read_file(b);
+        cr_assert(x && y && na == nb && na % 2880 == 0, "type %d: %zu bytes against cfitsio's %zu", t, nb, na);
+        cr_assert(memcmp(x, y, na) == 0, "type %d: the raw write differs from cfitsio's", t);
+        free(x);
+        free(y);
+        fits_image img;
+        cr_assert_eq(fits_read_image(b, t == 1, &img, err, sizeof err), 0, "%s", err);
+        cr_assert(img.width == WW && img.height == HH, "read back %zu x %zu", img.width, img.height);
+        fits_image_free(&img);
+    }
 }
 #else
 Test(fits_rows, needs_cfitsio) { cr_skip_test("fitsio.h not found"); }

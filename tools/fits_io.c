@@ -916,10 +916,107 @@ int fits_write_table(const char *path, const char *extname, size_t ncols, const 
     return close_written(f, path, status, err, errlen);
 }
 
+static size_t raw_from = (size_t)64 << 20;
+
+size_t fits_write_raw_from(size_t bytes)
+{
+    const size_t was = raw_from;
+    raw_from = bytes;
+    return was;
+}
+
+typedef struct {
+    const unsigned char *from;
+    unsigned char *to;
+    size_t size; /* bytes a pixel: 4 or 8 */
+} swap_job;
+
+/* Pixels [lo, hi) of the block into big-endian order. */
+static void swap_range(void *user, size_t part, size_t lo, size_t hi)
+{
+    const swap_job *j = user;
+    (void)part;
+    if (j->size == 4) {
+        for (size_t i = lo; i < hi; i++) {
+            uint32_t v;
+            memcpy(&v, j->from + 4 * i, 4);
+            v = __builtin_bswap32(v);
+            memcpy(j->to + 4 * i, &v, 4);
+        }
+    } else {
+        for (size_t i = lo; i < hi; i++) {
+            uint64_t v;
+            memcpy(&v, j->from + 8 * i, 8);
+            v = __builtin_bswap64(v);
+            memcpy(j->to + 8 * i, &v, 8);
+        }
+    }
+}
+
+/* fd's header (the file so far, whole 2880-byte blocks) says NAXIS2 = 0: made `height`, in the card's fixed format
+ * (the value right-justified in columns 11 to 30). 0, or -1 with errno. */
+static int set_naxis2(int fd, off_t header, size_t height)
+{
+    char card[80];
+    for (off_t at = 0; at + 80 <= header; at += 80) {
+        if (pread(fd, card, 80, at) != 80) return -1;
+        if (memcmp(card, "END     ", 8) == 0) break;
+        if (memcmp(card, "NAXIS2  = ", 10) != 0) continue;
+        char value[32];
+        snprintf(value, sizeof value, "%20llu", (unsigned long long)height);
+        bool zero = card[29] == '0' && strlen(value) == 20;
+        for (int c = 10; c < 29; c++) zero = zero && card[c] == ' ';
+        if (!zero) break;
+        return pwrite(fd, value, 20, at + 10) == 20 ? 0 : -1;
+    }
+    errno = EPROTO;
+    return -1;
+}
+
+/* The pixels of a header that cfitsio wrote for an image of 0 rows: NAXIS2 set to height, then the data swapped on
+ * every core into blocks written one after the other (the block before written while the next is swapped would
+ * gain little: the swap is the faster), then zeros to the 2880-byte block. 0, or -1 with the reason in err. */
+static int write_raw_pixels(const char *path, size_t size, const void *data, size_t width, size_t height, char *err,
+                            size_t errlen)
+{
+    enum { BLOCK_PIXELS = 1 << 22 };
+    const int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat sb;
+    unsigned char *buf = malloc(BLOCK_PIXELS * size);
+    int ok = fd >= 0 && buf && fstat(fd, &sb) == 0 && sb.st_size > 0 && sb.st_size % 2880 == 0 &&
+             set_naxis2(fd, sb.st_size, height) == 0;
+    const size_t n = width * height;
+    for (size_t at = 0; ok && at < n; at += BLOCK_PIXELS) {
+        const size_t m = n - at < BLOCK_PIXELS ? n - at : BLOCK_PIXELS;
+        swap_job j = { (const unsigned char *)data + at * size, buf, size };
+        tool_parallel(m, tool_parts(m, 1 << 16), swap_range, &j);
+        for (size_t done = 0; ok && done < m * size;) {
+            const ssize_t w = pwrite(fd, buf + done, m * size - done, sb.st_size + (off_t)(at * size + done));
+            if (w > 0) done += (size_t)w;
+            else ok = w < 0 && errno == EINTR;
+        }
+    }
+    const off_t end = ((sb.st_size + (off_t)(n * size)) + 2879) / 2880 * 2880;
+    ok = ok && ftruncate(fd, end) == 0; /* the padding: zeros */
+    const int e = ok ? 0 : errno ? errno : EIO;
+    free(buf);
+    if (fd >= 0 && close(fd) != 0 && ok) ok = 0;
+    if (ok) return 0;
+    unlink(path);
+    snprintf(err, errlen, "%s: writing failed: %s", path, strerror(e ? e : EIO));
+    return -1;
+}
+
 int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
                            const char *cards, int ncards, char *err, size_t errlen)
 {
     if (!path || !data || !width || !height) return fail(err, errlen, path ? path : "(null)", "nothing to write", 0);
+    const size_t size = type == FITS_F64 ? 8 : 4;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const bool raw = width * height * size >= raw_from;
+#else
+    const bool raw = false; /* the swap assumes a little-endian host */
+#endif
     /* A new file only, checked here: cfitsio's own check opens an existing name for reading, which blocks on a
      * FIFO and, for a file it may not read, goes on to truncate it. */
     struct stat sb;
@@ -927,15 +1024,18 @@ int fits_write_image_cards(const char *path, fits_pixel_type type, const void *d
     fitsfile *f = NULL;
     int status = 0;
     if (fits_create_diskfile(&f, path, &status)) return fail(err, errlen, path, "cannot create the file", status);
-    long long naxes[2] = { (long long)width, (long long)height };
+    /* raw: the header of an image of 0 rows, so that cfitsio writes no data unit (it would fill the one it was not
+     * given with zeros), and the pixels after it (write_raw_pixels) */
+    long long naxes[2] = { (long long)width, raw ? 0 : (long long)height };
     int bitpix = type == FITS_F32 ? FLOAT_IMG : type == FITS_F64 ? DOUBLE_IMG : LONG_IMG;
     int dtype = type == FITS_F32 ? TFLOAT : type == FITS_F64 ? TDOUBLE : TINT;
     long long first[2] = { 1, 1 };
     fits_create_imgll(f, bitpix, 2, naxes, &status);
-    fits_write_pixll(f, dtype, first, (LONGLONG)(width * height), (void *)data, &status);
+    if (!raw) fits_write_pixll(f, dtype, first, (LONGLONG)(width * height), (void *)data, &status);
     write_cards(f, cards, ncards, &status);
     fits_write_comment(f, "written by gpuws", &status);
-    return close_written(f, path, status, err, errlen);
+    if (close_written(f, path, status, err, errlen)) return -1;
+    return raw ? write_raw_pixels(path, size, data, width, height, err, errlen) : 0;
 }
 
 #else

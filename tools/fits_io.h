@@ -99,6 +99,10 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
 /* The same with header cards added (ncards of 80 characters each, e.g. the input's WCS; NULL for none). */
 int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
                            const char *cards, int ncards, char *err, size_t errlen);
+/* The data size from which an image's pixels are written by gpuws (byte-swapped on every core, in large blocks)
+ * after cfitsio wrote its header, instead of by cfitsio (28800 bytes at a time on one core); the same bytes. The
+ * previous value is returned; tests lower it to write small images both ways. */
+size_t fits_write_raw_from(size_t bytes);
 
 /* Creates the file `path`, which must not exist, with an empty primary array and one binary table (EXTNAME
  * extname) of ncols columns of nrows rows: values row-major; a column with integer[c] is 64-bit integers (TFORM K),
