@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -222,6 +224,23 @@ Test(fits_write, raw_pixels_give_the_bytes_of_cfitsio, .init = rows_setup, .fini
         cr_assert(img.width == WW && img.height == HH, "read back %zu x %zu", img.width, img.height);
         fits_image_free(&img);
     }
+    /* cut short by the system (a file size limit, its signal ignored): a failure that says so, the file removed */
+    char c[300], err[512];
+    snprintf(c, sizeof c, "%s/short.fits", dir);
+    struct rlimit keep, lim;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &keep), 0);
+    lim = keep;
+    lim.rlim_cur = 2880 + WW * HH * sizeof(float) / 2;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    const size_t from = fits_write_raw_from(1);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    const int rc = fits_write_image_cards(c, FITS_F32, pf, WW, HH, cards, 2, err, sizeof err);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &keep), 0);
+    signal(SIGXFSZ, was);
+    fits_write_raw_from(from);
+    cr_assert(rc != 0 && strstr(err, "writing failed: cut short at"), "rc %d: %s", rc, err);
+    struct stat sc;
+    cr_assert(stat(c, &sc) != 0, "the file cut short was left behind");
 }
 #else
 Test(fits_rows, needs_cfitsio) { cr_skip_test("fitsio.h not found"); }

@@ -954,7 +954,7 @@ static void swap_range(void *user, size_t part, size_t lo, size_t hi)
 }
 
 /* fd's header (the file so far, whole 2880-byte blocks) says NAXIS2 = 0: made `height`, in the card's fixed format
- * (the value right-justified in columns 11 to 30). 0, or -1 with errno. */
+ * (the value right-justified in columns 11 to 30). 0, or -1 with errno (EINVAL: no such card). */
 static int set_naxis2(int fd, off_t header, size_t height)
 {
     char card[80];
@@ -969,13 +969,13 @@ static int set_naxis2(int fd, off_t header, size_t height)
         if (!zero) break;
         return pwrite(fd, value, 20, at + 10) == 20 ? 0 : -1;
     }
-    errno = EPROTO;
+    errno = EINVAL;
     return -1;
 }
 
 /* The pixels of a header that cfitsio wrote for an image of 0 rows: NAXIS2 set to height, then the data swapped on
- * every core into blocks written one after the other (the block before written while the next is swapped would
- * gain little: the swap is the faster), then zeros to the 2880-byte block. 0, or -1 with the reason in err. */
+ * every core into a block at a time, each written after the one before, then zeros to the 2880-byte block. 0, or -1
+ * with the reason in err (the file removed). */
 static int write_raw_pixels(const char *path, size_t size, const void *data, size_t width, size_t height, char *err,
                             size_t errlen)
 {
@@ -983,27 +983,36 @@ static int write_raw_pixels(const char *path, size_t size, const void *data, siz
     const int fd = open(path, O_RDWR | O_CLOEXEC);
     struct stat sb;
     unsigned char *buf = malloc(BLOCK_PIXELS * size);
-    int ok = fd >= 0 && buf && fstat(fd, &sb) == 0 && sb.st_size > 0 && sb.st_size % 2880 == 0 &&
-             set_naxis2(fd, sb.st_size, height) == 0;
+    int ok = fd >= 0 && buf && fstat(fd, &sb) == 0 && sb.st_size > 0 && sb.st_size % 2880 == 0;
+    const bool header = ok;
+    ok = ok && set_naxis2(fd, sb.st_size, height) == 0;
     const size_t n = width * height;
+    off_t reached = header ? sb.st_size : 0; /* the bytes written so far */
     for (size_t at = 0; ok && at < n; at += BLOCK_PIXELS) {
         const size_t m = n - at < BLOCK_PIXELS ? n - at : BLOCK_PIXELS;
         swap_job j = { (const unsigned char *)data + at * size, buf, size };
         tool_parallel(m, tool_parts(m, 1 << 16), swap_range, &j);
         for (size_t done = 0; ok && done < m * size;) {
             const ssize_t w = pwrite(fd, buf + done, m * size - done, sb.st_size + (off_t)(at * size + done));
-            if (w > 0) done += (size_t)w;
-            else ok = w < 0 && errno == EINTR;
+            if (w > 0) done += (size_t)w, reached += w;
+            else if (w == 0) ok = 0, errno = EIO;
+            else ok = errno == EINTR;
         }
     }
     const off_t end = ((sb.st_size + (off_t)(n * size)) + 2879) / 2880 * 2880;
     ok = ok && ftruncate(fd, end) == 0; /* the padding: zeros */
-    const int e = ok ? 0 : errno ? errno : EIO;
+    int e = ok ? 0 : errno ? errno : EIO;
     free(buf);
-    if (fd >= 0 && close(fd) != 0 && ok) ok = 0;
+    if (fd >= 0 && close(fd) != 0 && ok) ok = 0, e = errno;
     if (ok) return 0;
     unlink(path);
-    snprintf(err, errlen, "%s: writing failed: %s", path, strerror(e ? e : EIO));
+    if (header && e == EINVAL)
+        snprintf(err, errlen, "%s: writing failed: the header cfitsio wrote has no NAXIS2 card to set", path);
+    else if (e == EFBIG || e == ENOSPC) /* as close_written says it of cfitsio's writes */
+        snprintf(err, errlen,
+                 "%s: writing failed: cut short at %lld of its %lld bytes (a full disk or a file size limit)", path,
+                 (long long)reached, (long long)end);
+    else snprintf(err, errlen, "%s: writing failed: %s", path, strerror(e ? e : EIO));
     return -1;
 }
 
