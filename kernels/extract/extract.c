@@ -110,15 +110,26 @@ static gpuws_status extract_gpu_group(gpuws_stream *s, gpuws_kernel *kscan, uint
     return st;
 }
 
+/* The number of chained components' slots taken (*taken, the counter of extract_chain_measure), copied after the
+ * chained grouping's words in out for the host's read of it. A kernel reads out no more after it: Oclgrind's
+ * uninitialised-value check (21.10) takes a buffer copied into at a nonzero offset as uninitialised everywhere. */
+static gpuws_status chain_count_copy(gpuws_stream *s, gpuws_buffer *out, size_t cnt, size_t nl)
+{
+    gpuws_buffer *taken;
+    gpuws_status st = gpuws__stream_scratch(s, &key_chain[6], sizeof(uint32_t), &taken);
+    return st ? st
+              : gpuws_buffer_copy_async(s, out, (cnt + 2 * (nl + 1)) * sizeof(uint32_t), taken, 0, sizeof(uint32_t));
+}
+
 /* The components that deblending cannot split, chained on the device (extract_chain.h): from the grouping (record
  * numbers, start[0 .. nl]) to *out, the same with those components' records in chain order and their starts marked,
- * then each label's word (the threshold, or a chained one's slot in *mom) and the number of slots taken. Where the
- * device has no memory for the scratch (about 44 bytes a record and EX_MOM_DOUBLES doubles a possible component),
- * nothing is chained and *out stays the grouping: the host deblends every component, as it can. A host allocation
- * that fails meanwhile (a buffer's handle) is the call's failure. */
+ * then each label's word (the threshold, or a chained one's slot in *mom), and with `count` the number of slots taken
+ * (chain_count_copy). Where the device has no memory for the scratch (about 44 bytes a record and EX_MOM_DOUBLES
+ * doubles a possible component), nothing is chained and *out stays the grouping: the host deblends every component,
+ * as it can. A host allocation that fails meanwhile (a buffer's handle) is the call's failure. */
 static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_params *p, gpuws_buffer *grouped,
                                       gpuws_buffer *rec, gpuws_buffer *labels, gpuws_buffer *maps, size_t cnt,
-                                      size_t nl, size_t most, gpuws_buffer **out, gpuws_buffer **mom)
+                                      size_t nl, size_t most, bool count, gpuws_buffer **out, gpuws_buffer **mom)
 {
     *out = grouped;
     const size_t room = EX_CHAIN_ROOM(cnt, nl), ngroup = cnt + 2 * (nl + 1) + 1;
@@ -190,7 +201,7 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
         (st = gpuws__launch_named(s, "extract_chain", NULL, &c_lab, a_chain, GPUWS__NARGS(a_chain))) ||
         (st = gpuws__launch_named(s, "extract_chain_measure", NULL, &c_lab, a_measure, GPUWS__NARGS(a_measure))))
         return st;
-    return gpuws_buffer_copy_async(s, chained, (ngroup - 1) * sizeof(uint32_t), taken, 0, sizeof(uint32_t));
+    return count ? chain_count_copy(s, chained, cnt, nl) : GPUWS_OK;
 }
 
 /* What the host reads of the chained grouping (extract_chain.h, "what the host reads"): the records of the
@@ -205,9 +216,10 @@ static gpuws_status extract_gpu_compact(gpuws_stream *s, const gpuws__extract_pa
                                         gpuws_buffer **cgroup, size_t *m)
 {
     *compact = NULL;
-    gpuws_buffer *need, *cr, *cg;
+    gpuws_buffer *need, *cr, *cg, *taken;
     const unsigned long host_failures = gpuws__host_alloc_failures();
     gpuws_status st;
+    if ((st = gpuws__stream_scratch(s, &key_chain[6], sizeof(uint32_t), &taken))) return st; /* extract_gpu_chain's */
     if ((st = gpuws__stream_scratch(s, &key_compact[0], (nl + 1) * sizeof(int32_t), &need)) ||
         (st = gpuws__stream_scratch(s, &key_compact[1], nread * cnt * sizeof(uint32_t), &cr)) ||
         (st = gpuws__stream_scratch(s, &key_compact[2], (2 * nl + 3) * sizeof(uint32_t), &cg)))
@@ -225,8 +237,8 @@ static gpuws_status extract_gpu_compact(gpuws_stream *s, const gpuws__extract_pa
     const gpuws_arg a_place[] = { gpuws_arg_buffer(chained),      gpuws_arg_u64(cnt),  gpuws_arg_u64(nl),
                                   gpuws_arg_buffer(rec),          gpuws_arg_u64(cnt),  gpuws_arg_buffer(need),
                                   gpuws_arg_u32((uint32_t)nread), gpuws_arg_buffer(cr) };
-    const gpuws_arg a_group[] = { gpuws_arg_buffer(chained), gpuws_arg_u64(cnt), gpuws_arg_u64(nl),
-                                  gpuws_arg_buffer(need), gpuws_arg_buffer(cg) };
+    const gpuws_arg a_group[] = { gpuws_arg_buffer(chained), gpuws_arg_u64(cnt),      gpuws_arg_u64(nl),
+                                  gpuws_arg_buffer(need),    gpuws_arg_buffer(taken), gpuws_arg_buffer(cg) };
     int32_t total = 0;
     if ((st = gpuws__launch_named(s, "extract_compact_need", NULL, &c_lab, a_need, GPUWS__NARGS(a_need))) ||
         (st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan))) ||
@@ -443,10 +455,12 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
         size_t m = cnt;
         if (!(st = gpuws__launch_named(s, "extract_scatter", NULL, &c_chunks, a_sc, GPUWS__NARGS(a_sc))) && group &&
             !(st = extract_gpu_group(s, kscan, sblock, rec, cnt, nl, &grouped)) && chain)
-            st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, &chained, &mom);
+            st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, !compactable, &chained,
+                                   &mom);
         const bool chained_ok = chain && chained != grouped; /* else the device had no room for it */
         if (!st && compactable && chained_ok)
             st = extract_gpu_compact(s, p, kscan, sblock, chained, rec, mom, cnt, nl, nread, compact, &cgroup, &m);
+        if (!st && compactable && chained_ok && !*compact) st = chain_count_copy(s, chained, cnt, nl); /* no room */
         const size_t mgroup = m + 2 * (nl + 1) + 1; /* the compact records' grouping */
         if (!st && compactable) {
             const double b0 = now_ms();

@@ -243,11 +243,11 @@ __kernel void extract_compact_place(__global const uint *out, ulong cnt, ulong n
 }
 
 __kernel void extract_compact_group(__global const uint *out, ulong cnt, ulong nl, __global const int *at,
-                                    __global uint *cg)
+                                    __global const uint *taken, __global uint *cg)
 {
     const ulong words = 2 * nl + 3;
     GPUWS_FOR_EACH(j, words)
     {
-        ex_compact_group(j, nl, cnt, out, at, cg);
+        ex_compact_group(j, nl, cnt, out, at, taken, cg);
     }
 }

@@ -229,10 +229,11 @@ extern "C" __global__ void extract_compact_place(const unsigned *out, u64 cnt, u
         ex_compact_place(i, nl, cnt, out, ru, cap, at, nread, cu);
 }
 
-extern "C" __global__ void extract_compact_group(const unsigned *out, u64 cnt, u64 nl, const int *at, unsigned *cg)
+extern "C" __global__ void extract_compact_group(const unsigned *out, u64 cnt, u64 nl, const int *at,
+                                                 const unsigned *taken, unsigned *cg)
 {
     for (u64 j = blockIdx.x * (u64)blockDim.x + threadIdx.x; j <= 2 * nl + 2; j += (u64)gridDim.x * blockDim.x)
-        ex_compact_group(j, nl, cnt, out, at, cg);
+        ex_compact_group(j, nl, cnt, out, at, taken, cg);
 }
 
 GPUWS_CUDA_KERNELS(extract, GPUWS_CUDA_KERNEL(extract_prep), GPUWS_CUDA_KERNEL(extract_detect),

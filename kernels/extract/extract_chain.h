@@ -536,13 +536,14 @@ EX_FN void ex_compact_place(unsigned long i, unsigned long nl, unsigned long cnt
 }
 
 /* The host's grouping of the compact records, word j of 2 (nl + 1) + 1: start[l] (the compact place, with the
- * chain bit), then each label's word (its threshold or slot), then the slots taken. */
+ * chain bit), then each label's word (its threshold or slot), then the slots taken (*taken). */
 EX_FN void ex_compact_group(unsigned long j, unsigned long nl, unsigned long cnt, EX_CONST unsigned *out,
-                            EX_CONST int *at, EX_GLOBAL unsigned *cg)
+                            EX_CONST int *at, EX_CONST unsigned *taken, EX_GLOBAL unsigned *cg)
 {
     if (j == 0) cg[0] = 0u;
     else if (j <= nl) cg[j] = (unsigned)at[j - 1] | (out[cnt + j] & EX_CHAIN_BIT);
-    else cg[j] = out[cnt + j];
+    else if (j < 2 * nl + 2) cg[j] = out[cnt + j];
+    else cg[j] = *taken;
 }
 
 #endif
