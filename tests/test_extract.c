@@ -433,8 +433,9 @@ ParameterizedTest(chain_case *c, extract, components_chained_on_the_device_give_
 }
 
 /* Isolated round blobs, each one local maximum: the device chains and measures every component, so the host reads
- * none of their records (only the labels' starts and words); the catalogue and the map are still the host's. And a
- * blob with two peaks that deblending splits, read back alone among them. */
+ * none of their records (only the labels' starts and words); the catalogue and the map are still the host's. Then a
+ * bar with two peaks across two of the blobs, one component that deblending splits (into 4 objects): its records
+ * alone are read. */
 BACKEND_TEST(extract, components_all_measured_on_the_device_leave_no_record_to_read)
 {
     if (*kind == GPUWS_BACKEND_CPU) cr_skip("the CPU backend groups the records on the host only");
@@ -452,7 +453,7 @@ BACKEND_TEST(extract, components_all_measured_on_the_device_leave_no_record_to_r
                 for (int dy = -3; dy <= 3; dy++)
                     for (int dx = -3; dx <= 3; dx++)
                         x[(by + dy) * W + bx + dx] = 20.0f * expf(-(float)(dx * dx + dy * dy) / 4.0f) + 0.01f * bx;
-        if (pass) /* a pair of peaks 6 pixels apart on a plateau: two objects */
+        if (pass) /* a pair of peaks 6 pixels apart on a plateau, over the blobs at (40, 40) and (56, 40) */
             for (int dy = -2; dy <= 2; dy++)
                 for (int dx = -6; dx <= 6; dx++)
                     x[(40 + dy) * W + 48 + dx] = 5.0f + 30.0f * expf(-(float)((abs(dx) - 3) * (abs(dx) - 3) + dy * dy));
