@@ -563,7 +563,7 @@ static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
             /* the component's last pixel in raster order: the device's where it measured the object, else its last
              * record, or in chain order the one of the largest index */
             uint64_t x, y;
-            size_t last = cl->order[first + cnt - 1];
+            size_t last = cnt ? cl->order[first + cnt - 1] : 0; /* a measured one's compact records: none */
             if (measured) {
                 x = mw[EXW_LAST] % p->w, y = mw[EXW_LAST] / p->w;
             } else {
