@@ -333,9 +333,8 @@ static gpuws_status halo_undetected(gpuws_stream *s, gpuws_buffer *det, const gp
  * *records: the device's copy of every record (six arrays of px->all words), and *compact of those read back where
  * px->compact, which the segmentation map uses. */
 static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
-                                       const gpuws_extract_options *o, bool records_only,
-                                       const gpuws__records_sink *sink, gpuws__extract_pixels *px,
-                                       gpuws_buffer **records, gpuws_buffer **compact)
+                                       const gpuws_extract_options *o, const gpuws__records_sink *sink,
+                                       gpuws__extract_pixels *px, gpuws_buffer **records, gpuws_buffer **compact)
 {
     *compact = NULL;
     gpuws_context *ctx = s->ctx;
@@ -420,7 +419,7 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     if ((st = gpuws__stream_scratch(s, &key_records, 6 * (cnt ? cnt : 1) * sizeof(float), &rec))) return st;
     /* the grouping read back (record numbers, start[0 .. nl]) where the device groups; the labels then stay there */
     const int knob = ctx->tuning.extract_group;
-    const bool group = !records_only && (knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu));
+    const bool group = !sink && (knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu));
     const int64_t most = ctx->tuning.extract_chain < 0 ? EX_CHAIN_AUTO : ctx->tuning.extract_chain;
     const bool chain = group && most > 0;
     /* the arrays the host steps read, from the first (the records lie in the struct's order): the labels where the
@@ -591,7 +590,7 @@ gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_p
                                          gpuws__extract_pixels *px)
 {
     gpuws_buffer *rec, *compact;
-    return extract_gpu_pixels(s, p, image, o, true, sink, px, &rec, &compact);
+    return extract_gpu_pixels(s, p, image, o, sink, px, &rec, &compact);
 }
 
 gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
@@ -643,7 +642,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     } else if (!ctx->info.fp64) {
         st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks", ctx->info.name);
     } else {
-        st = extract_gpu_pixels(s, &p, image, &o, false, NULL, &px, &rec, &compact);
+        st = extract_gpu_pixels(s, &p, image, &o, NULL, &px, &rec, &compact);
     }
     const double t1 = now_ms();
     if (!st && o.segmap && !(obj_of = gpuws__malloc((px.n ? px.n : 1) * sizeof *obj_of)))

@@ -71,32 +71,9 @@ static bool kept_grow(ex_kept *k, size_t more, bool exact)
     return true;
 }
 
-/* A band's records (its own rows alone are detected), their indices moved by `offset` to the image's and their
- * labels by the labels of the bands before. After the first of `bands` bands, room for as many records a band
- * again and a quarter more: the arrays then grow once or twice, not at every doubling. */
-static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset, size_t bands)
-{
-    if (!b->n) return true; /* a band without records may have no arrays */
-    const size_t guess = k->n ? 0 : b->n + b->n * (bands - 1) / 4 * 5;
-    if (!kept_grow(k, b->n > guess ? b->n : guess, false)) return false;
-    int32_t most = 0;
-    for (size_t r = 0; r < b->n; r++) {
-        const size_t j = k->n + r;
-        k->idx[j] = (uint32_t)((b->idx[r] & ~EX_BLANK_BIT) + offset) | (b->idx[r] & EX_BLANK_BIT);
-        k->label[j] = b->label[r] + (int32_t)k->labels;
-        most = b->label[r] > most ? b->label[r] : most;
-    }
-    gpuws__copy_bytes(k->value + k->n, b->value, 0, b->n * sizeof(float));
-    gpuws__copy_bytes(k->cd + k->n, b->cd, 0, b->n * sizeof(float));
-    gpuws__copy_bytes(k->sig + k->n, b->sig, 0, b->n * sizeof(float));
-    gpuws__copy_bytes(k->sig_lr + k->n, b->sig_lr, 0, b->n * sizeof(float));
-    k->n += b->n;
-    k->labels += (size_t)most; /* a band's labels are 1 .. most, each of some record */
-    return true;
-}
-
-/* A band's room in k for its records, read there straight from the device (gpuws__records_sink): as kept_add
- * makes it. */
+/* A band's room in k for its records (a GPU's are read there straight from the device: gpuws__records_sink). After
+ * the first of `bands` bands, room for as many records a band again and a quarter more: the arrays then grow once
+ * or twice, not at every doubling. */
 typedef struct {
     ex_kept *k;
     size_t bands; /* room for as many after the first band */
@@ -132,7 +109,9 @@ static void place_range(void *arg, size_t part, size_t lo, size_t hi)
     j->most[part] = most;
 }
 
-/* The n records a band read into kept_room's room, as kept_add places them. */
+/* The n records a band put into kept_room's room (its own rows alone are detected): their indices moved by
+ * `offset` to the image's and their labels by the labels of the bands before (a band's labels are 1 .. its largest,
+ * each of some record). */
 static void kept_placed(ex_kept *k, size_t n, size_t offset)
 {
     ex_place j;
@@ -143,6 +122,19 @@ static void kept_placed(ex_kept *k, size_t n, size_t offset)
     for (size_t t = 0; t < parts; t++) most = j.most[t] > most ? j.most[t] : most;
     k->n += n;
     k->labels += (size_t)most;
+}
+
+/* A band's records made on the host (the CPU backend's) into k, as a GPU's are read into it. */
+static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset, size_t bands)
+{
+    if (!b->n) return true; /* a band without records may have no arrays */
+    ex_room r = { k, bands };
+    void *to[6];
+    if (!kept_room(&r, b->n, to)) return false;
+    const void *from[6] = { b->idx, b->value, b->cd, b->sig, b->sig_lr, b->label };
+    for (int a = 0; a < 6; a++) gpuws__copy_bytes(to[a], from[a], 0, b->n * sizeof(uint32_t));
+    kept_placed(k, b->n, offset);
+    return true;
 }
 
 typedef struct {
