@@ -118,20 +118,22 @@ static int finish(FILE *f, int bad, const char *path, char *err, size_t errlen)
     return 0;
 }
 
-/* The rows are formatted on every core (a large catalogue is millions of numbers), each thread a range of rows
- * into a text of its own, and written in order. */
+/* The rows are formatted on every core (a large catalogue is millions of numbers), in chunks of rows that the
+ * threads take as they come, each into a text of its own, and written in order. Four chunks a core: with one range a
+ * thread, the slowest thread's range (on a busy host some threads run at a fraction of the others' speed) held up
+ * the whole step. */
 int catalog_table_csv(const char *path, const catalog_table *t, int units, char *err, size_t errlen)
 {
-    const size_t parts = tool_parts(t->nrows, 256);
-    text texts[64];
-    memset(texts, 0, sizeof texts);
+    const size_t parts = tool_parts(t->nrows, 256), chunks = t->nrows / 256 < 4 * parts ? parts : 4 * parts;
+    text *texts = calloc(chunks, sizeof *texts);
     rows_job job = { t, texts };
-    tool_parallel(t->nrows, parts, format_rows, &job);
-    int failed = 0;
-    for (size_t k = 0; k < parts; k++) failed |= texts[k].failed;
+    if (texts) tool_parallel_chunks(t->nrows, chunks, format_rows, &job);
+    int failed = !texts;
+    for (size_t k = 0; texts && k < chunks; k++) failed |= texts[k].failed;
     FILE *f = failed ? NULL : fopen(path, "wx"); /* a new file only: the unlink in finish removes nothing else */
     if (!f) {
-        for (size_t k = 0; k < parts; k++) free(texts[k].s);
+        for (size_t k = 0; texts && k < chunks; k++) free(texts[k].s);
+        free(texts);
         snprintf(err, errlen, "%s: %s%s", path,
                  failed ? "out of memory for the catalogue's text" : "cannot create: ", failed ? "" : strerror(errno));
         return -1;
@@ -140,10 +142,11 @@ int catalog_table_csv(const char *path, const catalog_table *t, int units, char 
         fprintf(f, "%s%s%s%s%s", c ? "," : "", t->cols[c].name, units && *t->cols[c].unit ? "[" : "",
                 units ? t->cols[c].unit : "", units && *t->cols[c].unit ? "]" : "");
     fputc('\n', f);
-    for (size_t k = 0; k < parts; k++) {
+    for (size_t k = 0; k < chunks; k++) {
         if (texts[k].len) fwrite(texts[k].s, 1, texts[k].len, f);
         free(texts[k].s);
     }
+    free(texts);
     return finish(f, ferror(f), path, err, errlen);
 }
 
