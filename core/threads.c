@@ -126,89 +126,110 @@ bool gpuws__spin(bool (*ready)(const void *arg), const void *arg)
  * A call of up to ON_STACK shares runs them on threads kept from earlier calls (thread k runs share k), which a call
  * wakes instead of starting and joining new ones: a large image's host steps make a few dozen fork-joins, and a
  * small image's are short enough for the starts to count (20 images of 2048^2 through gpuws sources on the H200
- * host: 1.25-1.39 s with kept threads, 1.42-1.52 s without, builds alternated). One call holds them at a time; another
- * call meanwhile (another thread's, or a share's own) starts threads of its own as before. A child process of fork
- * has none of them: it starts afresh. The kept threads wait for work until the process ends. They sleep as soon as
- * their share is done, unlike the CPU backend's kernel pool (gpuws__spin): watching for the next round made gpuws
- * sources' many-files pipeline slower, its other threads then competing with 15 watching ones, and gained no
- * clear time on one image's host steps. */
-static struct {
+ * host: 1.25-1.39 s with kept threads, 1.42-1.52 s without, builds alternated). The threads are kept in KEPT_SETS
+ * sets, one call holding a set at a time: calls at the same moment (another thread's, or a share's own) take the
+ * other sets, and only a call that finds every set held starts threads of its own. With one set, a call made inside
+ * a share (the extraction from host memory copies each device's bands through staging threads, inside the split
+ * over its devices) started a dozen threads for every staging block: 2,000 starts a device on a 4 GiB image. A
+ * child process of fork has none of them: it starts afresh. The kept threads wait for work until the process ends.
+ * They sleep as soon as their share is done, unlike the CPU backend's kernel pool (gpuws__spin): watching for the
+ * next round made gpuws sources' many-files pipeline slower, its other threads then competing with 15 watching
+ * ones, and gained no clear time on one image's host steps. */
+#define KEPT_SETS 4
+
+typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t wake, idle;
-    bool busy;           /* a call holds the kept threads */
-    unsigned threads;    /* kept threads, shares 1 .. threads */
+    bool busy;           /* a call holds the set */
+    unsigned threads;    /* its threads, shares 1 .. threads */
     unsigned long round; /* the calls so far: a thread waits for the next */
     void (*fn)(void *arg, unsigned i);
     void *arg;
-    unsigned shares; /* the round's shares on kept threads: 1 .. shares */
+    unsigned shares; /* the round's shares on the set's threads: 1 .. shares */
     unsigned left;   /* of those, not yet done */
-} kept = {
-    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0, 0, NULL, NULL, 0, 0
-};
+} kept_set;
+
+static kept_set kept[KEPT_SETS];
 static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 
-static void kept_forget(void) /* in a child of fork: the kept threads are the parent's */
+static void kept_reset(void)
 {
-    pthread_mutex_init(&kept.lock, NULL);
-    pthread_cond_init(&kept.wake, NULL);
-    pthread_cond_init(&kept.idle, NULL);
-    kept.busy = false;
-    kept.threads = 0;
+    for (unsigned s = 0; s < KEPT_SETS; s++) {
+        kept_set *k = &kept[s];
+        pthread_mutex_init(&k->lock, NULL);
+        pthread_cond_init(&k->wake, NULL);
+        pthread_cond_init(&k->idle, NULL);
+        k->busy = false;
+        k->threads = 0;
+        k->round = 0;
+    }
 }
 
-static void kept_init(void) { pthread_atfork(NULL, NULL, kept_forget); }
+static void kept_init(void)
+{
+    kept_reset();
+    pthread_atfork(NULL, NULL, kept_reset); /* in a child of fork: the kept threads are the parent's */
+}
+
+/* A kept thread's set and share number, in its start argument. */
+#define KEPT_ARG(set, k) ((void *)(uintptr_t)((uintptr_t)(set) << 16 | (k)))
 
 static void *kept_main(void *p)
 {
-    const unsigned k = (unsigned)(uintptr_t)p;
-    pthread_mutex_lock(&kept.lock);
-    unsigned long seen = kept.round - 1; /* started for the round under way */
+    kept_set *ks = &kept[(uintptr_t)p >> 16];
+    const unsigned k = (unsigned)((uintptr_t)p & 0xffff);
+    pthread_mutex_lock(&ks->lock);
+    unsigned long seen = ks->round - 1; /* started for the round under way */
     for (;;) {
-        while (kept.round == seen) pthread_cond_wait(&kept.wake, &kept.lock);
-        seen = kept.round;
-        if (k > kept.shares) continue;
-        void (*fn)(void *, unsigned) = kept.fn;
-        void *arg = kept.arg;
-        pthread_mutex_unlock(&kept.lock);
+        while (ks->round == seen) pthread_cond_wait(&ks->wake, &ks->lock);
+        seen = ks->round;
+        if (k > ks->shares) continue;
+        void (*fn)(void *, unsigned) = ks->fn;
+        void *arg = ks->arg;
+        pthread_mutex_unlock(&ks->lock);
         fn(arg, k);
-        pthread_mutex_lock(&kept.lock);
-        if (--kept.left == 0) pthread_cond_signal(&kept.idle);
+        pthread_mutex_lock(&ks->lock);
+        if (--ks->left == 0) pthread_cond_signal(&ks->idle);
     }
     return NULL;
 }
 
-/* Runs the n shares on the kept threads (starting those missing); false, running nothing, when another call holds
- * them. */
+/* Runs the n shares on a set of kept threads (starting those missing); false, running nothing, when other calls hold
+ * every set. */
 static bool run_kept(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
 {
     pthread_once(&kept_once, kept_init);
-    pthread_mutex_lock(&kept.lock);
-    if (kept.busy) {
-        pthread_mutex_unlock(&kept.lock);
-        return false;
+    kept_set *ks = NULL;
+    unsigned set = 0;
+    for (; set < KEPT_SETS && !ks; set++) {
+        pthread_mutex_lock(&kept[set].lock);
+        if (!kept[set].busy) ks = &kept[set]; /* taken, its lock held */
+        else pthread_mutex_unlock(&kept[set].lock);
     }
-    kept.busy = true;
-    kept.round++;
-    kept.fn = fn, kept.arg = arg;
+    if (!ks) return false;
+    set--;
+    ks->busy = true;
+    ks->round++;
+    ks->fn = fn, ks->arg = arg;
     pthread_attr_t attr;
     const bool attr_ok = pthread_attr_init(&attr) == 0;
     if (attr_ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    while (attr_ok && kept.threads < n - 1) { /* a new thread takes part in this round (kept_main) */
+    while (attr_ok && ks->threads < n - 1) { /* a new thread takes part in this round (kept_main) */
         pthread_t t;
-        if (pthread_create(&t, &attr, kept_main, (void *)(uintptr_t)(kept.threads + 1)) != 0) break;
-        kept.threads++;
+        if (pthread_create(&t, &attr, kept_main, KEPT_ARG(set, ks->threads + 1)) != 0) break;
+        ks->threads++;
     }
     if (attr_ok) pthread_attr_destroy(&attr);
-    const unsigned on_kept = kept.threads < n - 1 ? kept.threads : n - 1;
-    kept.shares = on_kept, kept.left = on_kept;
-    pthread_cond_broadcast(&kept.wake);
-    pthread_mutex_unlock(&kept.lock);
+    const unsigned on_kept = ks->threads < n - 1 ? ks->threads : n - 1;
+    ks->shares = on_kept, ks->left = on_kept;
+    pthread_cond_broadcast(&ks->wake);
+    pthread_mutex_unlock(&ks->lock);
     fn(arg, 0);
     for (unsigned i = on_kept + 1; i < n; i++) fn(arg, i); /* no thread for them: here, after share 0 */
-    pthread_mutex_lock(&kept.lock);
-    while (kept.left) pthread_cond_wait(&kept.idle, &kept.lock);
-    kept.busy = false;
-    pthread_mutex_unlock(&kept.lock);
+    pthread_mutex_lock(&ks->lock);
+    while (ks->left) pthread_cond_wait(&ks->idle, &ks->lock);
+    ks->busy = false;
+    pthread_mutex_unlock(&ks->lock);
     return true;
 }
 

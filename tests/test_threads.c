@@ -485,7 +485,8 @@ Test(fork_join, run_ranges_without_memory_for_the_threads_still_runs_every_range
     check_ranges(&s, MOST_SHARES, MOST_SHARES);
 }
 
-/* ---- the kept threads: one call holds them; a call meanwhile (another thread's, a share's) starts its own ---- */
+/* ---- the kept threads: a call holds a set; calls meanwhile (other threads', shares') take the other sets, or start
+ * threads of their own when every set is held (three callers with six nested calls each hold more than four) ---- */
 
 #define NEST 6 /* shares of each call below */
 
@@ -510,7 +511,7 @@ static void outer_share(void *arg, unsigned i)
     if (i >= NEST) return;
     atomic_fetch_add(&s->outer[i], 1);
     inner_arg a = { s, i };
-    gpuws__run_threads(NEST, inner_share, &a); /* while the outer call holds the kept threads */
+    gpuws__run_threads(NEST, inner_share, &a); /* while the outer call holds a set of the kept threads */
 }
 
 static void *nested_calls(void *arg)
