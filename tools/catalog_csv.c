@@ -97,6 +97,10 @@ static void format_rows(void *user, size_t part, size_t lo, size_t hi)
     const rows_job *j = user;
     const catalog_table *t = j->t;
     text *out = &j->parts[part];
+    /* room for about the chunk's text at once (most numbers take fewer than 24 characters): grown from nothing, the
+     * chunks' reallocations moved their text to fresh pages again and again, the threads' page faults meanwhile
+     * waiting on the address space */
+    if (hi > lo && !(out->s = malloc(out->cap = (hi - lo) * t->ncols * 24 + 4096))) out->cap = 0;
     for (size_t r = lo; r < hi && !out->failed; r++) {
         for (size_t c = 0; c < t->ncols; c++) {
             if (c) put_char(out, ',');
