@@ -123,13 +123,13 @@ static gpuws_status chain_count_copy(gpuws_stream *s, gpuws_buffer *out, size_t 
 
 /* The components that deblending cannot split, chained on the device (extract_chain.h): from the grouping (record
  * numbers, start[0 .. nl]) to *out, the same with those components' records in chain order and their starts marked,
- * then each label's word (the threshold, or a chained one's slot in *mom), and with `count` the number of slots taken
- * (chain_count_copy). Where the device has no memory for the scratch (about 44 bytes a record and EX_MOM_DOUBLES
+ * then each label's word (the threshold, or a chained one's slot in *mom); the number of slots taken follows where
+ * the host reads *out itself (chain_count_copy). Where the device has no memory for the scratch (about 44 bytes a record and EX_MOM_DOUBLES
  * doubles a possible component), nothing is chained and *out stays the grouping: the host deblends every component,
  * as it can. A host allocation that fails meanwhile (a buffer's handle) is the call's failure. */
 static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_params *p, gpuws_buffer *grouped,
                                       gpuws_buffer *rec, gpuws_buffer *labels, gpuws_buffer *maps, size_t cnt,
-                                      size_t nl, size_t most, bool count, gpuws_buffer **out, gpuws_buffer **mom)
+                                      size_t nl, size_t most, gpuws_buffer **out, gpuws_buffer **mom)
 {
     *out = grouped;
     const size_t room = EX_CHAIN_ROOM(cnt, nl), ngroup = cnt + 2 * (nl + 1) + 1;
@@ -201,7 +201,7 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
         (st = gpuws__launch_named(s, "extract_chain", NULL, &c_lab, a_chain, GPUWS__NARGS(a_chain))) ||
         (st = gpuws__launch_named(s, "extract_chain_measure", NULL, &c_lab, a_measure, GPUWS__NARGS(a_measure))))
         return st;
-    return count ? chain_count_copy(s, chained, cnt, nl) : GPUWS_OK;
+    return GPUWS_OK;
 }
 
 /* What the host reads of the chained grouping (extract_chain.h, "what the host reads"): the records of the
@@ -454,12 +454,11 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
         size_t m = cnt;
         if (!(st = gpuws__launch_named(s, "extract_scatter", NULL, &c_chunks, a_sc, GPUWS__NARGS(a_sc))) && group &&
             !(st = extract_gpu_group(s, kscan, sblock, rec, cnt, nl, &grouped)) && chain)
-            st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, !compactable, &chained,
-                                   &mom);
+            st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, &chained, &mom);
         const bool chained_ok = chain && chained != grouped; /* else the device had no room for it */
         if (!st && compactable && chained_ok)
             st = extract_gpu_compact(s, p, kscan, sblock, chained, rec, mom, cnt, nl, nread, compact, &cgroup, &m);
-        if (!st && compactable && chained_ok && !*compact) st = chain_count_copy(s, chained, cnt, nl); /* no room */
+        if (!st && chained_ok && !*compact) st = chain_count_copy(s, chained, cnt, nl); /* the host reads it whole */
         const size_t mgroup = m + 2 * (nl + 1) + 1; /* the compact records' grouping */
         if (!st && compactable) {
             const double b0 = now_ms();
