@@ -12,8 +12,9 @@
  * row taller than a band's budget, a budget that holds it as one band but not in-core, and bars that cross three
  * bands and more. Then the bands over several devices (more_contexts) and the rows over several callers
  * (gpuws_extract_host_reduce, callers on threads), against the same in-core and whole-image outputs. */
-#include "extract_support.h" /* run, expect_same */
-#include "common/cases.h"    /* gpuws__case_extract_sky */
+#include "extract_support.h"     /* run, expect_same */
+#include "common/cases.h"        /* gpuws__case_extract_sky */
+#include "extract/extract_ref.h" /* what the last host steps had */
 
 #include <math.h>
 #include <pthread.h>
@@ -145,6 +146,28 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
     TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &plain.cat));
     expect_same(what, &plain, &want, 0);
     result_free(&plain);
+    if (c->backend != GPUWS_BACKEND_CPU) {
+        /* the bands grouped, chained and measured on the device (as a GPU does by default): the same catalogue, the
+         * components that touch no band border measured there and their records never read; with the segmentation
+         * map every record is read, the same map */
+        test_tune(ctx, "extract_group", "device");
+        TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &plain.cat));
+        size_t all = 0;
+        const size_t read = gpuws__extract_compact_last(&all), measured = gpuws__extract_measured_last();
+        char grouped[240];
+        snprintf(grouped, sizeof grouped, "%s, grouped on the device", what);
+        expect_same(grouped, &plain, &want, 0);
+        if (rows >= 7)
+            cr_assert(measured > 0 && read < all, "%s: %zu objects measured on the device, %zu of %zu records read",
+                      grouped, measured, read, all);
+        result_free(&plain);
+        plain.seg = malloc(n * sizeof(int32_t));
+        cr_assert(plain.seg);
+        ho.segmap = plain.seg;
+        TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &plain.cat));
+        expect_same(grouped, &plain, &want, n);
+        result_free(&plain);
+    }
     result_free(&got);
     result_free(&want);
     free(mask);

@@ -129,7 +129,8 @@ static gpuws_status chain_count_copy(gpuws_stream *s, gpuws_buffer *out, size_t 
  * as it can. A host allocation that fails meanwhile (a buffer's handle) is the call's failure. */
 static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_params *p, gpuws_buffer *grouped,
                                       gpuws_buffer *rec, gpuws_buffer *labels, gpuws_buffer *maps, size_t cnt,
-                                      size_t nl, size_t most, gpuws_buffer **out, gpuws_buffer **mom)
+                                      size_t nl, size_t most, const uint64_t border[2], gpuws_buffer **out,
+                                      gpuws_buffer **mom)
 {
     *out = grouped;
     const size_t room = EX_CHAIN_ROOM(cnt, nl), ngroup = cnt + 2 * (nl + 1) + 1;
@@ -155,8 +156,11 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
                                 gpuws_arg_buffer(labels),      gpuws_arg_buffer(maps), gpuws_arg_u32((uint32_t)p->w),
                                 gpuws_arg_u32((uint32_t)p->h), gpuws_arg_buffer(lmax), gpuws_arg_buffer(list),
                                 gpuws_arg_buffer(taken) };
-    const gpuws_arg a_list[] = { gpuws_arg_buffer(grouped),           gpuws_arg_u64(cnt),  gpuws_arg_u64(nl),
-                                 gpuws_arg_u32((uint32_t)p->minarea), gpuws_arg_u64(most), gpuws_arg_buffer(list) };
+    const gpuws_arg a_list[] = { gpuws_arg_buffer(grouped), gpuws_arg_u64(cnt),
+                                 gpuws_arg_u64(nl),         gpuws_arg_u32((uint32_t)p->minarea),
+                                 gpuws_arg_u64(most),       gpuws_arg_buffer(rec),
+                                 gpuws_arg_u64(border[0]),  gpuws_arg_u64(border[1]),
+                                 gpuws_arg_buffer(list) };
     const gpuws_arg a_copy[] = { gpuws_arg_buffer(grouped), gpuws_arg_u64(ngroup - 1), gpuws_arg_u64(cnt),
                                  gpuws_arg_u64(nl), gpuws_arg_buffer(*out) };
     const gpuws_launch_config c_copy =
@@ -212,8 +216,8 @@ static gpuws_status extract_gpu_chain(gpuws_stream *s, const gpuws__extract_para
  * reads every record, as it can. */
 static gpuws_status extract_gpu_compact(gpuws_stream *s, const gpuws__extract_params *p, gpuws_kernel *kscan,
                                         uint32_t sblock, gpuws_buffer *chained, gpuws_buffer *rec, gpuws_buffer *mom,
-                                        size_t cnt, size_t nl, size_t nread, gpuws_buffer **compact,
-                                        gpuws_buffer **cgroup, size_t *m)
+                                        size_t cnt, size_t nl, size_t nread, const uint64_t border[2],
+                                        gpuws_buffer **compact, gpuws_buffer **cgroup, size_t *m)
 {
     *compact = NULL;
     gpuws_buffer *need, *cr, *cg, *taken;
@@ -229,10 +233,15 @@ static gpuws_status extract_gpu_compact(gpuws_stream *s, const gpuws__extract_pa
     const gpuws_launch_config c_lab = gpuws__config_1d(nl, 256, blocks), c_rec = gpuws__config_1d(cnt, 256, blocks);
     const gpuws_launch_config c_grp = gpuws__config_1d(2 * nl + 3, 256, blocks);
     const gpuws_launch_config c_scan = { { 1, 1, 1 }, { sblock, 1, 1 } };
-    const gpuws_arg a_need[] = {
-        gpuws_arg_buffer(chained),           gpuws_arg_u64(cnt),    gpuws_arg_u64(nl), gpuws_arg_buffer(mom),
-        gpuws_arg_u32((uint32_t)p->minarea), gpuws_arg_buffer(need)
-    };
+    const gpuws_arg a_need[] = { gpuws_arg_buffer(chained),
+                                 gpuws_arg_u64(cnt),
+                                 gpuws_arg_u64(nl),
+                                 gpuws_arg_buffer(mom),
+                                 gpuws_arg_u32((uint32_t)p->minarea),
+                                 gpuws_arg_buffer(rec),
+                                 gpuws_arg_u64(border[0]),
+                                 gpuws_arg_u64(border[1]),
+                                 gpuws_arg_buffer(need) };
     const gpuws_arg a_scan[] = { gpuws_arg_buffer(need), gpuws_arg_u32((uint32_t)nl) };
     const gpuws_arg a_place[] = { gpuws_arg_buffer(chained),      gpuws_arg_u64(cnt),  gpuws_arg_u64(nl),
                                   gpuws_arg_buffer(rec),          gpuws_arg_u64(cnt),  gpuws_arg_buffer(need),
@@ -248,6 +257,19 @@ static gpuws_status extract_gpu_compact(gpuws_stream *s, const gpuws__extract_pa
         return st;
     *compact = cr, *cgroup = cg, *m = (size_t)total;
     return GPUWS_OK;
+}
+
+/* The device bytes that extract_gpu_group, extract_gpu_chain and extract_gpu_compact take for cnt records of nl
+ * components, nread arrays of them read: a band's, which gpuws_extract_host's budget did not count (the in-core call's
+ * counts them: EX_IN_CORE_BYTES there). */
+static uint64_t compact_bytes(uint64_t cnt, uint64_t nl, int minarea, uint64_t nread)
+{
+    const uint64_t tiles = (cnt + EX_SORT_TILE - 1) / EX_SORT_TILE, room = EX_CHAIN_ROOM(cnt, nl);
+    const uint64_t per = minarea > 1 ? (uint64_t)minarea : 1, slots = nl < cnt / per ? nl : cnt / per;
+    const uint64_t sort = 4 * (4 * cnt + nl + 1 + EX_SORT_DIGITS * tiles + 1);
+    const uint64_t chain =
+        4 * (2 * cnt + 3 * (nl + 1) + 2) + 35 * room + cnt + EX_MOM_DOUBLES * sizeof(double) * (slots ? slots : 1);
+    return sort + chain + 4 * (nl + 1) + 4 * nread * cnt + 4 * (2 * nl + 3);
 }
 
 /* Host memory for cnt records and ngroup words of their grouping after them, nread arrays of the records read
@@ -333,8 +355,9 @@ static gpuws_status halo_undetected(gpuws_stream *s, gpuws_buffer *det, const gp
  * *records: the device's copy of every record (six arrays of px->all words), and *compact of those read back where
  * px->compact, which the segmentation map uses. */
 static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
-                                       const gpuws_extract_options *o, const gpuws__records_sink *sink,
-                                       gpuws__extract_pixels *px, gpuws_buffer **records, gpuws_buffer **compact)
+                                       const gpuws_extract_options *o, const gpuws__records_sink *band_sink,
+                                       bool band_compact, gpuws__extract_pixels *px, gpuws_buffer **records,
+                                       gpuws_buffer **compact)
 {
     *compact = NULL;
     gpuws_context *ctx = s->ctx;
@@ -417,17 +440,25 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
     gpuws_buffer *rec;
     tm[1] = now_ms();
     if ((st = gpuws__stream_scratch(s, &key_records, 6 * (cnt ? cnt : 1) * sizeof(float), &rec))) return st;
+    /* the arrays the host steps read where the device groups, from the first (the records lie in the struct's
+     * order): σ of the lower-right neighbour for SEP 1.2's thresholds with a σ map; σ with any noise */
+    const size_t nread_grouped = p->noise == EX_NOISE_MAP && p->sep_version == GPUWS_SEP_1_2 ? 5
+                                 : p->noise != EX_NOISE_NONE                                 ? 4
+                                                                                             : 3;
+    const int64_t most = ctx->tuning.extract_chain < 0 ? EX_CHAIN_AUTO : ctx->tuning.extract_chain;
+    /* a band asked to work as in-core does so where the budget has room for it: the six words a pixel that the
+     * band's records may take, less those they do */
+    band_compact = band_compact && cnt && most > 0 && !p->chain_check &&
+                   compact_bytes(cnt, nl, p->minarea, nread_grouped) <= 6 * sizeof(float) * (uint64_t)(n - cnt);
+    const gpuws__records_sink *sink = band_compact ? NULL : band_sink;
     /* the grouping read back (record numbers, start[0 .. nl]) where the device groups; the labels then stay there */
     const int knob = ctx->tuning.extract_group;
-    const bool group = !sink && (knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu));
-    const int64_t most = ctx->tuning.extract_chain < 0 ? EX_CHAIN_AUTO : ctx->tuning.extract_chain;
+    const bool group = band_compact || (!sink && (knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !cpu)));
     const bool chain = group && most > 0;
-    /* the arrays the host steps read, from the first (the records lie in the struct's order): the labels where the
-     * host groups; σ of the lower-right neighbour for SEP 1.2's thresholds with a σ map; σ with any noise */
-    const size_t nread = !group                                                        ? 6
-                         : p->noise == EX_NOISE_MAP && p->sep_version == GPUWS_SEP_1_2 ? 5
-                         : p->noise != EX_NOISE_NONE                                   ? 4
-                                                                                       : 3;
+    const size_t nread = group ? nread_grouped : 6; /* and the labels where the host groups */
+    /* a band's border rows (ex_on_border): its first own row where rows lie above, its last where rows lie below */
+    const uint64_t border[2] = { p->own1 && p->own0 ? (p->own0 + 1) * w : 0,
+                                 p->own1 && p->own1 < h ? (p->own1 - 1) * w : n };
     const size_t ngroup = cnt && group ? cnt + (chain ? 2 : 1) * (nl + 1) + chain : 0;
     /* with chains the host reads only the records it works on (extract_gpu_compact), and its block waits for their
      * number; the check of the chains (a test's knob) reads every record */
@@ -454,13 +485,30 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
         size_t m = cnt;
         if (!(st = gpuws__launch_named(s, "extract_scatter", NULL, &c_chunks, a_sc, GPUWS__NARGS(a_sc))) && group &&
             !(st = extract_gpu_group(s, kscan, sblock, rec, cnt, nl, &grouped)) && chain)
-            st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, &chained, &mom);
+            st = extract_gpu_chain(s, p, grouped, rec, labels, maps, cnt, nl, (size_t)most, border, &chained, &mom);
         const bool chained_ok = chain && chained != grouped; /* else the device had no room for it */
         if (!st && compactable && chained_ok)
-            st = extract_gpu_compact(s, p, kscan, sblock, chained, rec, mom, cnt, nl, nread, compact, &cgroup, &m);
+            st = extract_gpu_compact(s, p, kscan, sblock, chained, rec, mom, cnt, nl, nread, border, compact, &cgroup,
+                                     &m);
         if (!st && chained_ok && !*compact) st = chain_count_copy(s, chained, cnt, nl); /* the host reads it whole */
         const size_t mgroup = m + 2 * (nl + 1) + 1; /* the compact records' grouping */
-        if (!st && compactable) {
+        if (!st && band_compact) {
+            /* a band's compact records straight into the sink's arrays, its grouping's words apart; or, where the
+             * device had no room for the copy, every record as the sink's bands have them (the chains unused) */
+            const size_t take = *compact ? m : cnt;
+            if (!band_sink->room(band_sink->user, take, into))
+                st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for %zu pixel records (%zu bytes)",
+                                  take, 6 * take * sizeof(uint32_t));
+            else if (*compact && !(px->group = gpuws__malloc((mgroup - m) * sizeof *px->group)))
+                st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                  "extract: no host memory for %zu components' words (%zu bytes)", nl,
+                                  (mgroup - m) * sizeof *px->group);
+            if (st) {
+                gpuws_stream_synchronize(s);
+                return st;
+            }
+            px->n = take;
+        } else if (!st && compactable) {
             const double b0 = now_ms();
             st = records_host(s, m, *compact ? mgroup : ngroup, nread, px);
             block_ms = now_ms() - b0;
@@ -470,21 +518,41 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
             }
             px->nl = nl;
         }
-        px->chained = chained_ok;
+        px->chained = chained_ok && (!band_compact || *compact);
         px->compact = *compact != NULL;
         px->all = cnt;
         if (st) {
             records_release(ctx, px, true);
             return st;
         }
-        if (px->compact) {
+        if (px->compact && band_compact) {
+            for (size_t q = 0; q < nread && !st; q++)
+                st = gpuws__read_kept(s, *compact, q * m * sizeof(float), into[q], m * sizeof(float));
+            if (st || (st = gpuws__buffer_read_sync(s, cgroup, 0, px->group, (mgroup - m) * sizeof *px->group))) {
+                records_release(ctx, px, true);
+                return st;
+            }
+            const size_t taken = px->group[mgroup - m - 1];
+            double *to = taken ? band_sink->moms(band_sink->user, taken) : NULL;
+            if (taken && !to) {
+                records_release(ctx, px, true);
+                return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                    "extract: no host memory for the measures of %zu objects (%zu bytes)", taken,
+                                    taken * EX_MOM_DOUBLES * sizeof(double));
+            }
+            if (taken && (st = gpuws__read_kept(s, mom, 0, to, taken * EX_MOM_DOUBLES * sizeof(double)))) {
+                records_release(ctx, px, true);
+                return st;
+            }
+            px->nmom = taken;
+        } else if (px->compact) {
             if ((m && (st = gpuws__buffer_read_sync(s, *compact, 0, px->idx, nread * m * sizeof(float)))) ||
                 (st = gpuws__buffer_read_sync(s, cgroup, 0, px->group + m, (mgroup - m) * sizeof *px->group))) {
                 records_release(ctx, px, true);
                 return st;
             }
             for (size_t i = 0; i < m; i++) px->group[i] = (uint32_t)i; /* the compact records are in that order */
-        } else if (sink) {
+        } else if (sink || band_sink) {
             /* each array straight into the sink's, through the staging blocks the band's uploads keep */
             for (size_t q = 0; q < 6 && !st; q++)
                 st = gpuws__read_kept(s, rec, q * cnt * sizeof(float), into[q], cnt * sizeof(float));
@@ -496,7 +564,8 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
             records_release(ctx, px, true);
             return st;
         }
-        if (px->chained && (st = measures_read(s, mom, px->group[(px->compact ? mgroup : ngroup) - 1], px))) {
+        if (px->chained && !band_compact &&
+            (st = measures_read(s, mom, px->group[(px->compact ? mgroup : ngroup) - 1], px))) {
             records_release(ctx, px, true);
             return st;
         }
@@ -585,11 +654,11 @@ gpuws_status gpuws__extract_check(const gpuws_extract_options *o, size_t width, 
 }
 
 gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
-                                         const gpuws_extract_options *o, const gpuws__records_sink *sink,
+                                         const gpuws_extract_options *o, const gpuws__records_sink *sink, bool compact,
                                          gpuws__extract_pixels *px)
 {
-    gpuws_buffer *rec, *compact;
-    return extract_gpu_pixels(s, p, image, o, sink, px, &rec, &compact);
+    gpuws_buffer *rec, *cr;
+    return extract_gpu_pixels(s, p, image, o, sink, compact, px, &rec, &cr);
 }
 
 gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
@@ -641,7 +710,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     } else if (!ctx->info.fp64) {
         st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks", ctx->info.name);
     } else {
-        st = extract_gpu_pixels(s, &p, image, &o, NULL, &px, &rec, &compact);
+        st = extract_gpu_pixels(s, &p, image, &o, NULL, false, &px, &rec, &compact);
     }
     const double t1 = now_ms();
     if (!st && o.segmap && !(obj_of = gpuws__malloc((px.n ? px.n : 1) * sizeof *obj_of)))

@@ -186,11 +186,12 @@ __kernel void extract_chain_maxima(__global const uint *ru, __global const float
 
 /* list[0]: the listed components; list[1 ..]: their labels (list[0] zeroed by extract_chain_maxima). */
 __kernel void extract_chain_list(__global const uint *grp, ulong cnt, ulong nl, uint minarea, ulong most,
-                                 __global uint *list)
+                                 __global const uint *ru, ulong lo, ulong hi, __global uint *list)
 {
     GPUWS_FOR_EACH(i, nl)
     {
-        if (ex_chain_listed(i + 1, nl, cnt, grp, (int)minarea, most)) list[1 + atomic_inc(&list[0])] = (uint)(i + 1);
+        if (ex_chain_listed(i + 1, nl, cnt, grp, (int)minarea, most, ru, lo, hi))
+            list[1 + atomic_inc(&list[0])] = (uint)(i + 1);
     }
 }
 
@@ -225,11 +226,11 @@ __kernel void extract_chain_measure(__global const uint *grp, ulong cnt, ulong n
 /* ---- the records the host reads, compact (extract_chain.h) ---- */
 
 __kernel void extract_compact_need(__global const uint *out, ulong cnt, ulong nl, __global const double *mom,
-                                   uint minarea, __global int *need)
+                                   uint minarea, __global const uint *ru, ulong lo, ulong hi, __global int *need)
 {
     GPUWS_FOR_EACH(i, nl)
     {
-        ex_compact_need(i + 1, nl, cnt, out, mom, (int)minarea, need);
+        ex_compact_need(i + 1, nl, cnt, out, mom, (int)minarea, ru, lo, hi, need);
     }
 }
 

@@ -187,10 +187,11 @@ extern "C" __global__ void extract_chain_maxima(const unsigned *ru, const float 
 
 // list[0]: the listed components; list[1 ..]: their labels (list[0] zeroed by extract_chain_maxima).
 extern "C" __global__ void extract_chain_list(const unsigned *grp, u64 cnt, u64 nl, unsigned minarea, u64 most,
-                                              unsigned *list)
+                                              const unsigned *ru, u64 lo, u64 hi, unsigned *list)
 {
     for (u64 l = 1 + blockIdx.x * (u64)blockDim.x + threadIdx.x; l <= nl; l += (u64)gridDim.x * blockDim.x)
-        if (ex_chain_listed(l, nl, cnt, grp, (int)minarea, most)) list[1 + atomicAdd(&list[0], 1u)] = (unsigned)l;
+        if (ex_chain_listed(l, nl, cnt, grp, (int)minarea, most, ru, lo, hi))
+            list[1 + atomicAdd(&list[0], 1u)] = (unsigned)l;
 }
 
 extern "C" __global__ void extract_chain(const unsigned *grp, u64 cnt, u64 nl, const unsigned *ru, const float *rf,
@@ -216,10 +217,10 @@ extern "C" __global__ void extract_chain_measure(const unsigned *grp, u64 cnt, u
 // ---- the records the host reads, compact (extract_chain.h) ----
 
 extern "C" __global__ void extract_compact_need(const unsigned *out, u64 cnt, u64 nl, const double *mom,
-                                                unsigned minarea, int *need)
+                                                unsigned minarea, const unsigned *ru, u64 lo, u64 hi, int *need)
 {
     for (u64 l = 1 + blockIdx.x * (u64)blockDim.x + threadIdx.x; l <= nl; l += (u64)gridDim.x * blockDim.x)
-        ex_compact_need(l, nl, cnt, out, mom, (int)minarea, need);
+        ex_compact_need(l, nl, cnt, out, mom, (int)minarea, ru, lo, hi, need);
 }
 
 extern "C" __global__ void extract_compact_place(const unsigned *out, u64 cnt, u64 nl, const unsigned *ru, u64 cap,

@@ -122,14 +122,26 @@ EX_FN void ex_chain_copy(unsigned long i, unsigned long cnt, unsigned long nl, E
     out[i] = i < cnt + nl + 1 ? grp[i] : 0u;
 }
 
+/* Whether the component of records grp[s .. e - 1] (raster order) touches a band's border rows (gpuws_extract_host
+ * in bands, extract_host.c): a record before raster index lo (the band's first own row and those above, where bands
+ * lie above) or at hi or after (its last own row, where bands lie below). Such a component goes on in the next band:
+ * the host joins its parts, so the device neither chains nor measures it and the host reads all of its records.
+ * In-core, lo = 0 and hi is past the image: none does. */
+EX_FN int ex_on_border(EX_CONST unsigned *grp, EX_CONST unsigned *ru, unsigned long s, unsigned long e,
+                       unsigned long lo, unsigned long hi)
+{
+    return e > s && ((ru[grp[s]] & ~EX_BLANK_BIT) < lo || (ru[grp[e - 1]] & ~EX_BLANK_BIT) >= hi);
+}
+
 /* Whether label l goes into the list of components to chain (at an atomic count's place: the order does not matter,
  * each writes only its own records' places): those of minarea to most records (a component's scan is one thread's
- * work, so the largest, few, stay with the host's threads). */
+ * work, so the largest, few, stay with the host's threads) that touch no band border (ex_on_border; ru: the
+ * records' raster indices). */
 EX_FN int ex_chain_listed(unsigned long l, unsigned long nl, unsigned long cnt, EX_CONST unsigned *grp, int minarea,
-                          unsigned long most)
+                          unsigned long most, EX_CONST unsigned *ru, unsigned long lo, unsigned long hi)
 {
-    const unsigned long m = (l < nl ? grp[cnt + l + 1] : cnt) - grp[cnt + l];
-    return m >= (unsigned long)minarea && m > 0 && m <= most;
+    const unsigned long s = grp[cnt + l], e = l < nl ? grp[cnt + l + 1] : cnt, m = e - s;
+    return m >= (unsigned long)minarea && m > 0 && m <= most && !ex_on_border(grp, ru, s, e, lo, hi);
 }
 
 /* The chain of a component with one run of pixels on every row (most small ones), which Lutz's scan makes without
@@ -512,12 +524,15 @@ EX_FN int ex_compact_measured(unsigned long l, unsigned long nl, unsigned long c
     return (mw[EXW_FLAGS] & EXM_OK) != 0;
 }
 
-/* The records of label l that the host reads: need[l - 1] (0: none), for label_scan. */
+/* The records of label l that the host reads: need[l - 1] (0: none), for label_scan. A component on a band's border
+ * (ex_on_border, never chained: its records in raster order) is read whatever its size here. */
 EX_FN void ex_compact_need(unsigned long l, unsigned long nl, unsigned long cnt, EX_CONST unsigned *out,
-                           EX_CONST double *mom, int minarea, EX_GLOBAL int *need)
+                           EX_CONST double *mom, int minarea, EX_CONST unsigned *ru, unsigned long lo, unsigned long hi,
+                           EX_GLOBAL int *need)
 {
     const unsigned long s = out[cnt + l] & ~EX_CHAIN_BIT, e = l < nl ? out[cnt + l + 1] & ~EX_CHAIN_BIT : cnt;
-    const int host = e - s >= (unsigned long)minarea && e > s && !ex_compact_measured(l, nl, cnt, out, mom);
+    const int host = e > s && (e - s >= (unsigned long)minarea || ex_on_border(out, ru, s, e, lo, hi)) &&
+                     !ex_compact_measured(l, nl, cnt, out, mom);
     need[l - 1] = host ? (int)(e - s) : 0;
 }
 

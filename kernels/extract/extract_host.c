@@ -6,7 +6,9 @@
  * where the image ends). Only a band's own rows are detected, so its labels are gpuws_label's on them. The host
  * keeps the records of the bands' own rows, which are then the whole image's in raster order, joins the labels that
  * touch across the borders between bands and numbers the components as gpuws_label numbers the whole image, and
- * makes the catalogue with gpuws_extract's host steps: the same catalogue and segmentation map, bit for bit. */
+ * makes the catalogue with gpuws_extract's host steps: the same catalogue and segmentation map, bit for bit. Where
+ * the device groups (a GPU), a band also finishes on the device the components that touch none of its border rows,
+ * as in-core, and the host keeps only the records of the others (docs/scale.md). */
 #include "../common/band_stream.h"
 #include "../common/driver.h"
 #include "../../core/options.h"
@@ -20,6 +22,7 @@
 #include <time.h>
 
 #include "extract_pixel.h" /* after <math.h>: it includes nothing */
+#include "extract_chain.h" /* the measures' words, which a band's coordinates are moved in */
 
 /* Device bytes a pixel of a band: the image, the prepared maps (d, σ, filtered), det, labels, and records of six
  * words where every pixel is detected; the maps given take 4 bytes each and the mask 1 more. */
@@ -36,20 +39,66 @@ static double now_ms(void)
 }
 
 /* The records of the bands' own rows, growing as the bands come, and their components: label holds each record's
- * band label, made global (the labels of the bands before added), until components_join numbers them. */
+ * band label, made global (the labels of the bands before added), until components_join numbers them.
+ * With compact bands (ex_bands.compact) the records are those the host works on, each band's grouped by its labels
+ * (a band's components that the device measured have none), and three more things are kept: each label's slot in
+ * mom where the device chained its component, the measures (moved to the image's coordinates), and the records of
+ * the rows either side of each border (edge: raster index << 32 | label), which the join reads instead. */
 typedef struct {
     uint32_t *idx;
     float *value, *cd, *sig, *sig_lr;
     int32_t *label;
     size_t n, cap;
     size_t labels; /* the bands' labels so far */
+    size_t all;    /* the records the devices made (compact bands: more than n) */
+    uint32_t *slot;
+    size_t slot_cap;
+    double *mom;
+    size_t nmom, mom_cap;
+    uint64_t *edge;
+    size_t nedge, edge_cap;
+    struct ex_run *run; /* the border components' records in grouped bands (raster order each) */
+    size_t nrun, run_cap;
 } ex_kept;
+
+/* A border component's records in a grouped band: k's records [r0, r1), all of label `label`. Two of one band may
+ * belong to one component (joined through another band: a U), whose records must then be merged into raster order,
+ * which in-core they have (runs_merge). */
+typedef struct ex_run {
+    uint32_t label;
+    size_t band, r0, r1;
+} ex_run;
 
 static void kept_free(ex_kept *k)
 {
     gpuws__free(k->idx), gpuws__free(k->value), gpuws__free(k->cd), gpuws__free(k->sig), gpuws__free(k->sig_lr);
-    gpuws__free(k->label);
+    gpuws__free(k->label), gpuws__free(k->slot), gpuws__free(k->mom), gpuws__free(k->edge), gpuws__free(k->run);
     memset(k, 0, sizeof *k);
+}
+
+/* *p (of *cap entries of `size` bytes) holding at least `need` entries: doubled as needed; false when memory fails. */
+static bool room_for(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    void *q = gpuws__realloc(*p, c * size);
+    if (!q) return false;
+    *p = q, *cap = c;
+    return true;
+}
+
+/* The same for a large array that a band's steps fill on threads: the first time room for `first` entries (a guess
+ * for every band), the fresh pages mapped on threads; each realloc copies and faults in what it moves. */
+static bool room_mapped(void **p, size_t *cap, size_t need, size_t first, size_t size)
+{
+    if (need <= *cap) return true;
+    const size_t c = *cap ? (2 * *cap > need ? 2 * *cap : need) : first > need ? first : need;
+    char *q = gpuws__realloc(*p, c * size);
+    if (!q) return false;
+    gpuws__prefault(q + *cap * size, (c - *cap) * size);
+    *p = q, *cap = c;
+    return true;
 }
 
 /* Room for `more` records: the first time as asked, later by doubling, or exactly when `exact`. */
@@ -83,11 +132,22 @@ static bool kept_room(void *user, size_t n, void *arrays[6])
 {
     ex_room *r = user;
     ex_kept *k = r->k;
-    const size_t guess = k->n ? 0 : n + n * (r->bands - 1) / 4 * 5;
+    const size_t guess = k->cap ? 0 : n + n * (r->bands - 1) / 4 * 5;
     if (!kept_grow(k, n > guess ? n : guess, false)) return false;
     arrays[0] = k->idx + k->n, arrays[1] = k->value + k->n, arrays[2] = k->cd + k->n;
     arrays[3] = k->sig + k->n, arrays[4] = k->sig_lr + k->n, arrays[5] = k->label + k->n;
     return true;
+}
+
+/* Room for n slots of measures after k's (a grouped band's, read there straight from the device), the first time for
+ * as many a band again and a quarter more, the fresh pages mapped on threads. */
+static double *kept_moms(void *user, size_t n)
+{
+    ex_room *r = user;
+    ex_kept *k = r->k;
+    const size_t need = (k->nmom + n) * EX_MOM_DOUBLES, guess = (n + n * (r->bands - 1) / 4 * 5) * EX_MOM_DOUBLES;
+    return room_mapped((void **)&k->mom, &k->mom_cap, need, guess, sizeof *k->mom) ? k->mom + k->nmom * EX_MOM_DOUBLES
+                                                                                   : NULL;
 }
 
 typedef struct {
@@ -162,7 +222,135 @@ static bool kept_append(ex_kept *k, const ex_kept *m)
     gpuws__copy_bytes(k->cd + k->n, m->cd, 0, m->n * sizeof(float));
     gpuws__copy_bytes(k->sig + k->n, m->sig, 0, m->n * sizeof(float));
     gpuws__copy_bytes(k->sig_lr + k->n, m->sig_lr, 0, m->n * sizeof(float));
-    k->n += m->n, k->labels += m->labels;
+    if (m->slot) { /* compact bands: m's slots follow k's, its edges' labels k's */
+        if (!room_for((void **)&k->slot, &k->slot_cap, k->labels + m->labels + 1, sizeof *k->slot) ||
+            !room_for((void **)&k->mom, &k->mom_cap, (k->nmom + m->nmom) * EX_MOM_DOUBLES, sizeof(double)) ||
+            !room_for((void **)&k->edge, &k->edge_cap, k->nedge + m->nedge, sizeof *k->edge))
+            return false;
+        for (size_t l = 1; l <= m->labels; l++)
+            k->slot[k->labels + l] = m->slot[l] == UINT32_MAX ? UINT32_MAX : m->slot[l] + (uint32_t)k->nmom;
+        if (m->nmom) memcpy(k->mom + k->nmom * EX_MOM_DOUBLES, m->mom, m->nmom * EX_MOM_DOUBLES * sizeof(double));
+        for (size_t e = 0; e < m->nedge; e++) k->edge[k->nedge + e] = m->edge[e] + k->labels;
+        if (!room_for((void **)&k->run, &k->run_cap, k->nrun + m->nrun, sizeof *k->run)) return false;
+        for (size_t q = 0; q < m->nrun; q++) {
+            const ex_run *u = &m->run[q];
+            k->run[k->nrun + q] = (ex_run){ u->label + (uint32_t)k->labels, u->band, u->r0 + k->n, u->r1 + k->n };
+        }
+        k->nmom += m->nmom, k->nedge += m->nedge, k->nrun += m->nrun;
+    }
+    k->n += m->n, k->labels += m->labels, k->all += m->all;
+    return true;
+}
+
+/* The records [r0, r1) of k, raster order, into the edges: those before raster index lo (a band's first own row,
+ * where a band lies above) and those at hi or after (its last, where one lies below), each once. */
+static bool kept_edges_of_run(ex_kept *k, size_t r0, size_t r1, uint64_t lo, uint64_t hi)
+{
+    size_t a = r0, b = r1;
+    while (a < r1 && (k->idx[a] & ~EX_BLANK_BIT) < lo) a++;
+    while (b > a && (k->idx[b - 1] & ~EX_BLANK_BIT) >= hi) b--;
+    if (!room_for((void **)&k->edge, &k->edge_cap, k->nedge + (a - r0) + (r1 - b), sizeof *k->edge)) return false;
+    for (size_t r = r0; r < a; r++)
+        k->edge[k->nedge++] = (uint64_t)(k->idx[r] & ~EX_BLANK_BIT) << 32 | (uint32_t)k->label[r];
+    for (size_t r = b; r < r1; r++)
+        k->edge[k->nedge++] = (uint64_t)(k->idx[r] & ~EX_BLANK_BIT) << 32 | (uint32_t)k->label[r];
+    return true;
+}
+
+/* Labels [l0, l1) of k without a chained component: a band's whose records came through the sink, every one. */
+static bool kept_unchained(ex_kept *k, size_t l0, size_t l1)
+{
+    if (!room_for((void **)&k->slot, &k->slot_cap, l1, sizeof *k->slot)) return false;
+    for (size_t l = l0; l < l1; l++) k->slot[l] = UINT32_MAX;
+    return true;
+}
+
+typedef struct {
+    ex_kept *k;
+    const gpuws__extract_pixels *px;
+    size_t at, a0;   /* the band's first pixel and row in the image */
+    uint64_t lo, hi; /* its border rows (kept_sunk) */
+    uint8_t *edge;   /* per label: 1 where its component touches one */
+} ex_sunk;
+
+/* Records [lo, hi) of a grouped band, read into k after its n records: their indices moved to the image's. */
+static void sunk_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    (void)part;
+    const ex_sunk *g = arg;
+    uint32_t *idx = g->k->idx + g->k->n;
+    for (size_t i = lo; i < hi; i++) idx[i] = (uint32_t)((idx[i] & ~EX_BLANK_BIT) + g->at) | (idx[i] & EX_BLANK_BIT);
+}
+
+/* Labels [lo + 1, hi + 1) of a grouped band (its records' indices moved already): each of its records takes the
+ * label's number in k, the label its slot (UINT32_MAX: not chained), and edge[l - 1] whether its component, records
+ * in raster order, has some on a border row (below g->lo or from g->hi). */
+static void label_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    (void)part;
+    const ex_sunk *g = arg;
+    ex_kept *k = g->k;
+    const gpuws__extract_pixels *px = g->px;
+    const uint32_t *gw = px->group, *idx = k->idx + k->n;
+    const size_t n = px->n, nl = px->nl;
+    for (size_t l = lo + 1; l <= hi; l++) {
+        const uint32_t s0 = gw[l] & ~EX_CHAIN_BIT, s1 = l < nl ? gw[l + 1] & ~EX_CHAIN_BIT : (uint32_t)n;
+        for (size_t i = s0; i < s1; i++) k->label[k->n + i] = (int32_t)(k->labels + l);
+        const bool chained = px->chained && (gw[l] & EX_CHAIN_BIT);
+        k->slot[k->labels + l] = chained ? gw[nl + 1 + l] + (uint32_t)k->nmom : UINT32_MAX;
+        g->edge[l - 1] =
+            !chained && s1 > s0 && ((idx[s0] & ~EX_BLANK_BIT) < g->lo || (idx[s1 - 1] & ~EX_BLANK_BIT) >= g->hi);
+    }
+}
+
+/* Slots [lo, hi) of a grouped band's measures, read into k after its nmom: moved from the band's coordinates to the
+ * image's. */
+static void mom_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    (void)part;
+    const ex_sunk *g = arg;
+    const uint32_t a0 = (uint32_t)g->a0;
+    for (size_t q = lo; q < hi; q++) {
+        uint32_t *mw = (uint32_t *)(g->k->mom + (g->k->nmom + q) * EX_MOM_DOUBLES + EXM_WORDS);
+        mw[EXW_XMIN + 2] += a0, mw[EXW_XMIN + 3] += a0; /* ymin, ymax */
+        mw[EXW_XMIN + 5] += a0, mw[EXW_XMIN + 7] += a0; /* ypeak, ycpeak */
+        mw[EXW_LAST] += (uint32_t)g->at;
+    }
+}
+
+/* A band that the device grouped (gpuws__extract_band_records with `compact`), whose records the host works on and
+ * measures the sink read into k after its own (kept_room, kept_moms): the records' indices and the measures moved
+ * from the band's coordinates (row 0 is image row a0) to the image's, the records' labels (the band's, after the
+ * bands' before), the chained components' slots, and the records of its border rows (image raster index below lo or
+ * from hi) into the edges, each border component's records a run (runs_merge). */
+static bool kept_sunk(ex_kept *k, const gpuws__extract_pixels *px, size_t band, size_t bands, size_t w, size_t a0,
+                      uint64_t lo, uint64_t hi)
+{
+    const size_t n = px->n, nl = px->nl, nm = px->nmom;
+    const uint32_t *gw = px->group; /* start[0 .. nl], then each label's word */
+    uint8_t *edge = gpuws__malloc(nl ? nl : 1);
+    const size_t guess = nl + 1 + nl * (bands - 1) / 4 * 5;
+    if (!edge || !room_mapped((void **)&k->slot, &k->slot_cap, k->labels + nl + 1, guess, sizeof *k->slot)) {
+        gpuws__free(edge);
+        return false;
+    }
+    /* a band has millions of labels, most of a few noise pixels, which threads pass over */
+    ex_sunk g = { k, px, a0 * w, a0, lo, hi, edge };
+    gpuws__run_ranges(n, gpuws__copy_threads(n * sizeof(uint32_t)), sunk_range, &g);
+    gpuws__run_ranges(nl, gpuws__copy_threads(n * sizeof(int32_t) + nl * 16), label_range, &g);
+    if (nm) gpuws__run_ranges(nm, gpuws__copy_threads(nm * EX_MOM_DOUBLES * sizeof(double)), mom_range, &g);
+    bool ok = true;
+    for (const uint8_t *e = edge; ok && (e = memchr(e, 1, nl - (size_t)(e - edge))) != NULL; e++) {
+        /* a component on a border keeps its records in raster order: its border rows' at its ends */
+        const size_t l = (size_t)(e - edge) + 1;
+        const uint32_t s0 = gw[l] & ~EX_CHAIN_BIT, s1 = l < nl ? gw[l + 1] & ~EX_CHAIN_BIT : (uint32_t)n;
+        ok = kept_edges_of_run(k, k->n + s0, k->n + s1, lo, hi) &&
+             room_for((void **)&k->run, &k->run_cap, k->nrun + 1, sizeof *k->run);
+        if (ok) k->run[k->nrun++] = (ex_run){ (uint32_t)(k->labels + l), band, k->n + s0, k->n + s1 };
+    }
+    gpuws__free(edge);
+    if (!ok) return false;
+    k->n += n, k->labels += nl, k->nmom += nm, k->all += px->all;
     return true;
 }
 
@@ -172,16 +360,103 @@ static uint32_t root_of(uint32_t *parent, uint32_t l)
     return l;
 }
 
-/* The first record at raster index i or after. */
-static size_t record_at(const ex_kept *k, size_t i)
+/* Records in raster order with their labels: every record, or the edges of compact bands. */
+typedef struct {
+    const uint32_t *idx;
+    const int32_t *label;
+    size_t n;
+} ex_view;
+
+/* The first record of v at raster index i or after. */
+static size_t record_at(const ex_view *v, size_t i)
 {
-    size_t lo = 0, hi = k->n;
+    size_t lo = 0, hi = v->n;
     while (lo < hi) {
         const size_t m = lo + (hi - lo) / 2;
-        if ((k->idx[m] & ~EX_BLANK_BIT) < i) lo = m + 1;
+        if ((v->idx[m] & ~EX_BLANK_BIT) < i) lo = m + 1;
         else hi = m;
     }
     return lo;
+}
+
+static int edge_order(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    int32_t *label;
+    const uint32_t *number;
+} ex_renumber;
+
+static void renumber_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    (void)part;
+    const ex_renumber *j = arg;
+    for (size_t r = lo; r < hi; r++) j->label[r] = (int32_t)j->number[j->label[r]];
+}
+
+typedef struct {
+    uint32_t root;
+    uint32_t at; /* the run's place in k->run */
+} ex_root_run;
+
+static int root_run_order(const void *a, const void *b)
+{
+    const ex_root_run *x = a, *y = b;
+    return x->root != y->root ? (x->root > y->root) - (x->root < y->root) : (x->at > y->at) - (x->at < y->at);
+}
+
+/* The records of runs[0 .. m) (one band's, one component's, in k's order) merged into raster order in the places
+ * they hold. */
+static bool runs_merge_one(ex_kept *k, const ex_root_run *runs, size_t m)
+{
+    size_t total = 0;
+    for (size_t q = 0; q < m; q++) total += k->run[runs[q].at].r1 - k->run[runs[q].at].r0;
+    uint64_t *key = gpuws__malloc(total * sizeof *key);
+    uint32_t *tmp = gpuws__malloc(total * 6 * sizeof *tmp);
+    if (!key || !tmp) {
+        gpuws__free(key), gpuws__free(tmp);
+        return false;
+    }
+    void *arr[6] = { k->idx, k->value, k->cd, k->sig, k->sig_lr, k->label };
+    size_t j = 0;
+    for (size_t q = 0; q < m; q++)
+        for (size_t r = k->run[runs[q].at].r0; r < k->run[runs[q].at].r1; r++, j++) {
+            for (int a = 0; a < 6; a++) tmp[a * total + j] = ((const uint32_t *)arr[a])[r];
+            key[j] = (uint64_t)(k->idx[r] & ~EX_BLANK_BIT) << 32 | j;
+        }
+    qsort(key, total, sizeof *key, edge_order);
+    j = 0;
+    for (size_t q = 0; q < m; q++)
+        for (size_t r = k->run[runs[q].at].r0; r < k->run[runs[q].at].r1; r++, j++)
+            for (int a = 0; a < 6; a++) ((uint32_t *)arr[a])[r] = tmp[a * total + (uint32_t)key[j]];
+    gpuws__free(key), gpuws__free(tmp);
+    return true;
+}
+
+/* The border components' runs (ex_run) of each grouped band whose labels the join made one component (root: each
+ * label's root), merged into raster order. */
+static bool runs_merge(ex_kept *k, const uint32_t *root)
+{
+    ex_root_run *rr = gpuws__malloc(k->nrun * sizeof *rr);
+    if (!rr) return false;
+    for (size_t i = 0, j; i < k->nrun; i = j) {
+        for (j = i; j < k->nrun && k->run[j].band == k->run[i].band; j++)
+            rr[j - i] = (ex_root_run){ root[k->run[j].label], (uint32_t)j };
+        qsort(rr, j - i, sizeof *rr, root_run_order);
+        for (size_t a = 0, b; a < j - i; a = b) {
+            b = a + 1;
+            while (b < j - i && rr[b].root == rr[a].root) b++;
+            if (b - a > 1 && !runs_merge_one(k, rr + a, b - a)) {
+                gpuws__free(rr);
+                return false;
+            }
+        }
+    }
+    gpuws__free(rr);
+    return true;
 }
 
 /* The components of the whole image from those of its bands of width w (each band's labels are gpuws_label's on its
@@ -189,34 +464,60 @@ static size_t record_at(const ex_kept *k, size_t i)
  * nb): the labels that touch across each border (row y - 1 of one band, row y of the next; within a column with
  * connectivity 8, the same column with 4) are joined under the smaller one, which is the earlier first pixel; then
  * the roots, in order, are numbered 1, 2, ... and every record takes its root's number: gpuws_label's numbering of
- * the whole image. *nl the components. */
+ * the whole image. *nl the components. With compact bands the edges stand for the records in the border rows, the
+ * runs are merged (runs_merge) and the slots follow their labels' numbers. */
 static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t nb, int connectivity, size_t *nl)
 {
     uint32_t *parent = gpuws__malloc((k->labels + 1) * sizeof *parent);
-    if (!parent) return false;
+    /* compact bands: the edges in raster order stand for the records, which lie in label order */
+    uint32_t *ei = k->slot ? gpuws__malloc((k->nedge ? k->nedge : 1) * (sizeof *ei + sizeof(int32_t))) : NULL;
+    if (!parent || (k->slot && !ei)) {
+        gpuws__free(parent), gpuws__free(ei);
+        return false;
+    }
+    ex_view v = { k->idx, k->label, k->n };
+    if (k->slot) {
+        int32_t *el = (int32_t *)(ei + k->nedge);
+        if (k->nedge) qsort(k->edge, k->nedge, sizeof *k->edge, edge_order);
+        for (size_t e = 0; e < k->nedge; e++)
+            ei[e] = (uint32_t)(k->edge[e] >> 32), el[e] = (int32_t)(uint32_t)k->edge[e];
+        v = (ex_view){ ei, el, k->nedge };
+    }
     for (size_t l = 0; l <= k->labels; l++) parent[l] = (uint32_t)l;
     const size_t d = connectivity == 8;
     for (size_t i = 0; i < nb; i++) {
         const size_t y = borders[i];
-        const size_t up0 = record_at(k, (y - 1) * w), up1 = record_at(k, y * w);
-        const size_t down1 = record_at(k, (y + 1) * w);
+        const size_t up0 = record_at(&v, (y - 1) * w), up1 = record_at(&v, y * w);
+        const size_t down1 = record_at(&v, (y + 1) * w);
         size_t above = up0;
         for (size_t r = up1; r < down1; r++) {
-            const size_t x = (k->idx[r] & ~EX_BLANK_BIT) - y * w;
+            const size_t x = (v.idx[r] & ~EX_BLANK_BIT) - y * w;
             const size_t lo = (y - 1) * w + (x >= d ? x - d : 0), hi = (y - 1) * w + (x + d < w ? x + d : x);
-            while (above < up1 && (k->idx[above] & ~EX_BLANK_BIT) < lo) above++;
-            for (size_t q = above; q < up1 && (k->idx[q] & ~EX_BLANK_BIT) <= hi; q++) {
-                const uint32_t a = root_of(parent, (uint32_t)k->label[q]), c = root_of(parent, (uint32_t)k->label[r]);
+            while (above < up1 && (v.idx[above] & ~EX_BLANK_BIT) < lo) above++;
+            for (size_t q = above; q < up1 && (v.idx[q] & ~EX_BLANK_BIT) <= hi; q++) {
+                const uint32_t a = root_of(parent, (uint32_t)v.label[q]), c = root_of(parent, (uint32_t)v.label[r]);
                 if (a < c) parent[c] = a;
                 else parent[a] = c;
             }
         }
     }
+    gpuws__free(ei);
     for (size_t l = 1; l <= k->labels; l++) parent[l] = root_of(parent, (uint32_t)l); /* each to its root */
+    if (k->nrun && !runs_merge(k, parent)) {
+        gpuws__free(parent);
+        return false;
+    }
     size_t count = 0;
-    for (size_t l = 1; l <= k->labels; l++) /* a root lies below its members: its number is made first */
-        parent[l] = parent[l] == l ? (uint32_t)++count : parent[parent[l]];
-    for (size_t r = 0; r < k->n; r++) k->label[r] = (int32_t)parent[k->label[r]];
+    for (size_t l = 1; l <= k->labels; l++) { /* a root lies below its members: its number is made first */
+        if (parent[l] != l) {
+            parent[l] = parent[parent[l]];
+            continue;
+        }
+        parent[l] = (uint32_t)++count;
+        if (k->slot) k->slot[count] = k->slot[l]; /* a chained component is its own root: count <= l */
+    }
+    ex_renumber j = { k->label, parent };
+    gpuws__run_ranges(k->n, gpuws__copy_threads(k->n * 2 * sizeof(int32_t)), renumber_range, &j);
     gpuws__free(parent);
     *nl = count;
     return true;
@@ -238,7 +539,8 @@ typedef struct {
     size_t halo, rows, bands; /* rows: a band's own rows (the last may have fewer); bands from `first` */
     const void *plan;         /* the background's plan, which the device makes each band's maps from; NULL: none */
     const gpuws__background_plan *bp;
-    int passes; /* the bands are the last of them in progress: 2 after the background's */
+    int passes;   /* the bands are the last of them in progress: 2 after the background's */
+    bool compact; /* the bands grouped, chained and measured on the devices that group (extract_gpu_pixels) */
 } ex_bands;
 
 /* The first own row of band `band`, and one past its last. */
@@ -332,6 +634,9 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
     const size_t w = b->p->w, h = b->p->h, rows_in = b->rows + 2 * b->halo;
     const gpuws_extract_host_options *ho = b->ho;
     const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU, has_mask = b->masked;
+    const int knob = ctx->tuning.extract_group; /* the device groups as it does in-core */
+    const bool compact = b->compact && !on_cpu &&
+                         (knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !gpuws__is_cpu_device(ctx)));
     gpuws_stream *s = NULL;
     gpuws_buffer *dimg = NULL, *dback = NULL, *drms = NULL, *dmask = NULL;
     gpuws_status st = GPUWS_OK;
@@ -371,16 +676,27 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
                 st = gpuws_stream_synchronize(s);
             ms[0] += now_ms() - t0, t0 = now_ms();
             ex_room r = { k, room };
-            const gpuws__records_sink sink = { kept_room, &r };
-            if (!st) st = gpuws__extract_band_records(s, &pb, dimg, &ob, &sink, &px);
+            const gpuws__records_sink sink = { kept_room, kept_moms, &r };
+            if (!st) st = gpuws__extract_band_records(s, &pb, dimg, &ob, &sink, compact, &px);
         }
         ms[1] += now_ms() - t0, t0 = now_ms();
-        if (!st && !on_cpu) {
-            kept_placed(k, px.n, at);
-        } else if (!st && !kept_add(k, &px, at, room)) {
+        /* with compact bands: the records of the band's first own row where bands lie above, and of its last where
+         * they lie below, go into the edges */
+        const uint64_t e0 = y0 > 0 ? (y0 + 1) * w : 0, e1 = y1 < h ? (y1 - 1) * w : UINT64_MAX;
+        const size_t r0 = k->n, l0 = k->labels + 1;
+        bool kept = true;
+        if (!st && px.compact) {
+            kept = kept_sunk(k, &px, band, room, w, a0, e0, e1);
+            gpuws__free(px.group);
+        } else if (!st) {
+            if (on_cpu) kept = kept_add(k, &px, at, room);
+            else kept_placed(k, px.n, at), k->all += px.n;
+            if (kept && b->compact)
+                kept = kept_unchained(k, l0, k->labels + 1) && kept_edges_of_run(k, r0, k->n, e0, e1);
+        }
+        if (!st && !kept)
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records (%zu bytes)",
                               k->n + px.n, (k->n + px.n) * 6 * sizeof(uint32_t));
-        }
         if (on_cpu) gpuws__extract_pixels_free(&px);
         ms[2] += now_ms() - t0;
         if (!st && report && ho->progress)
@@ -537,6 +853,8 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
     gpuws__extract_pixels px;
     memset(&px, 0, sizeof px);
     px.n = k->n, px.idx = k->idx, px.value = k->value, px.cd = k->cd, px.sig = k->sig, px.sig_lr = k->sig_lr;
+    if (k->slot) /* compact bands: the host groups the records by label; the measured components have none */
+        px.chained = px.compact = true, px.all = k->all, px.mom = k->mom, px.nmom = k->nmom, px.slot_of = k->slot;
     int32_t *obj_of = segmap ? gpuws__malloc((k->n ? k->n : 1) * sizeof *obj_of) : NULL;
     size_t nl;
     const double t0 = now_ms();
@@ -546,7 +864,7 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
                             "extract_host: no host memory for the components of %zu records (%zu bytes)", k->n,
                             (k->labels + 1 + (segmap ? k->n : 0)) * sizeof(uint32_t));
     }
-    px.label = k->label;
+    px.label = k->label, px.nl = nl;
     const double t1 = now_ms();
     gpuws_status st = gpuws__extract_objects(p, &px, catalog, obj_of);
     const double t2 = now_ms();
@@ -782,7 +1100,10 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
                    .halo = halo,
                    .rows = rows,
                    .bands = bands,
-                   .passes = bg ? 2 : 1 };
+                   .passes = bg ? 2 : 1,
+                   /* the measured components' pixels would need each band's labels for the segmentation map, which
+                    * would then be written before the call knows that it succeeds */
+                   .compact = !on_cpu && !ho.segmap };
     float *tb = NULL, *tr = NULL;
     void *plan = NULL;
     gpuws__background_plan bp;
@@ -814,7 +1135,7 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     for (size_t i = 1; i < bands && borders; i++) borders[i - 1] = i * rows;
     if (!st) st = extract_records(&p, &k, borders, bands - 1, ho.segmap, &cat, ms);
     gpuws__free(borders);
-    const size_t records = k.n;
+    const size_t records = k.n, made = k.slot ? k.all : k.n, measured = k.nmom;
     kept_free(&k);
     gpuws__extract_params_free(&p);
     gpuws__free(plan);
@@ -826,10 +1147,11 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     cat->ms_host = now_ms() - t1;
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract_host: background's pass %.1f ms, %zu band%s of %zu rows (halo %zu) on %u device%s %.1f ms "
-               "(summed over the devices: uploads and maps %.1f, device steps %.1f, records kept %.1f); %zu records' "
-               "components %.1f ms, host steps %.1f, segmentation map %.1f",
+               "(summed over the devices: uploads and maps %.1f, device steps %.1f, records kept %.1f); %zu records "
+               "kept of %zu made, %zu components chained on the devices; components %.1f ms, host steps %.1f, "
+               "segmentation map %.1f",
                tb0 - t0, b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, nctx, nctx == 1 ? "" : "s", t1 - tb0,
-               band_ms[0], band_ms[1], band_ms[2], records, ms[0], ms[1], ms[2]);
+               band_ms[0], band_ms[1], band_ms[2], records, made, measured, ms[0], ms[1], ms[2]);
     *catalog = cat;
     return GPUWS_OK;
 }

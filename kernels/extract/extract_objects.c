@@ -552,8 +552,9 @@ static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
     for (size_t l = l0; l < l1; l++) {
         const size_t first = cl->start[l], cnt = cl->start[l + 1] - first;
         /* a chained component's slot of measures; one out of range, which the device never gives, is read as none */
-        const bool chained = px->chained && (px->group[cl->n + l] & EX_CHAIN_BIT);
-        const uint32_t slot = chained ? px->group[cl->n + cl->nl + 1 + l] : UINT32_MAX;
+        const bool chained =
+            px->slot_of ? px->slot_of[l] != UINT32_MAX : px->chained && (px->group[cl->n + l] & EX_CHAIN_BIT);
+        const uint32_t slot = px->slot_of ? px->slot_of[l] : chained ? px->group[cl->n + cl->nl + 1 + l] : UINT32_MAX;
         const double *mom = px->mom && slot < px->nmom ? px->mom + (size_t)slot * EX_MOM_DOUBLES : NULL;
         const uint32_t *mw = mom ? (const uint32_t *)(mom + EXM_WORDS) : NULL;
         const bool measured = mw && (mw[EXW_FLAGS] & EXM_OK);
@@ -1038,7 +1039,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         g.before[t] = g.nl;
         g.nl = g.part[t] > g.nl ? g.part[t] : g.nl;
     }
-    if (grouped) g.nl = px->nl; /* the device left the labels' count there */
+    if (grouped || px->slot_of) g.nl = px->nl; /* the device left the labels' count there */
     const size_t nl = g.nl;
     g.cnt = grouped ? NULL : gpuws__calloc(nl + 2, sizeof *g.cnt);
     start = gpuws__malloc((nl + 2) * sizeof *start);

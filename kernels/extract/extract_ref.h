@@ -60,6 +60,10 @@ typedef struct gpuws__extract_pixels {
     bool compact;
     size_t all;
     int32_t *label_obj;
+    /* slot_of (gpuws_extract_host's compact bands): label l's slot in mom where the device chained its component,
+     * UINT32_MAX where not (nl + 1 entries); group is NULL then (the host groups by label) and nl holds the labels,
+     * the measured components' among them, which have no records. */
+    const uint32_t *slot_of;
     size_t kept; /* nonzero: the arrays lie in pinned memory of this many bytes, kept with the context (extract.c) */
 } gpuws__extract_pixels;
 
@@ -105,18 +109,27 @@ gpuws_status gpuws__extract_check(const gpuws_extract_options *o, size_t width, 
                                   const char *fn, size_t *npix);
 
 /* Where gpuws__extract_band_records puts a band's records: room(user, n, arrays) gives the six arrays (idx, value,
- * cd, sig, sig_lr, label) of room for n records, which are read straight into them; false when memory fails. */
+ * cd, sig, sig_lr, label) of room for n records, which are read straight into them; false when memory fails.
+ * moms(user, n) gives room for n slots of measures (EX_MOM_DOUBLES doubles each; NULL when memory fails). */
 typedef struct {
     bool (*room)(void *user, size_t n, void *arrays[6]);
+    double *(*moms)(void *user, size_t n);
     void *user;
 } gpuws__records_sink;
 
 /* gpuws_extract_host's device steps for one band on a GPU backend (extract.c): p of the band (w x h pixels, row0,
  * its own rows own0 .. own1 - 1), image and o's maps the band's device buffers; the records of the pixels detected
  * in its own rows, in its raster order, with its labels (gpuws_label's on those rows), not grouped, into the sink's
- * arrays; px->n and px->nl their count and the labels' (px holds no arrays: nothing to give back). */
+ * arrays; px->n and px->nl their count and the labels' (px holds no arrays: nothing to give back).
+ * With `compact`, where the band's budget has room for it (the record words its undetected pixels leave), the band
+ * works as the in-core call instead: the records grouped, the components chained and measured on the device but for
+ * those that touch a border row (ex_on_border), and only the records that the host works on go into the sink's
+ * arrays (as many as px->n; the labels' array holds nothing), grouped as in-core: px->compact then, px->group the
+ * grouping's words that follow the records in-core (start[0 .. nl], each label's word, the slots taken:
+ * gpuws__malloc'd, the caller frees it) and px->nmom slots of measures in moms' room (band coordinates). Where the
+ * device has no room for the copy, every record goes into the sink as above (px->compact false). */
 gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_params *p, const gpuws_buffer *image,
-                                         const gpuws_extract_options *o, const gpuws__records_sink *sink,
+                                         const gpuws_extract_options *o, const gpuws__records_sink *sink, bool compact,
                                          gpuws__extract_pixels *px);
 
 /* The components that the last gpuws__extract_objects of this thread took as the device chained them (one object
