@@ -461,14 +461,50 @@ static void *extract_caller_main(void *arg)
     return NULL;
 }
 
-/* The sky's rows spread over 2, 3 and 4 callers on threads (as MPI ranks hold them: the first none, the others
- * uneven whole rows of 32-pixel meshes, bands of 7 rows within each), the background made by them: the last caller
- * (root) gets the whole image's catalogue and segmentation map bit for bit, every caller its rows of back and rms
- * and the globals. */
+enum { W = 257, H = 190, MESH = 32 };
+
+/* The sky's rows x over `parts` callers on threads (the first none, the others uneven whole rows of MESH-pixel meshes,
+ * bands of 7 rows within each), each with ho but its own rows of the mask and of back and rms (into got_back and
+ * got_rms), root (the last) the segmentation map seg (NULL: none); each caller's globals into rs; root's catalogue. */
+static gpuws_extract_catalog *run_callers(gpuws_context *ctx, const float *x, const uint8_t *mask,
+                                          const gpuws_extract_host_options *ho, size_t parts, uint64_t budget,
+                                          int32_t *seg, float *got_back, float *got_rms, gpuws_background_result *rs,
+                                          const char *what)
+{
+    const size_t n = (size_t)W * H;
+    test_sum_group *g = test_sum_group_new((unsigned)parts, 3 * n + 4096);
+    extract_caller cs[4];
+    pthread_t t[4];
+    size_t at = 0; /* in meshes */
+    const size_t meshes = (H + MESH - 1) / MESH;
+    for (size_t p = 0; p < parts; p++) {
+        const size_t m = p == 0 ? 0 : p + 1 == parts ? meshes - at : (meshes - at) / 3 + 1;
+        const size_t first = at * MESH, rows = (at + m) * MESH < H ? m * MESH : H - first;
+        cs[p] = (extract_caller){ .g = g, .ctx = ctx, .image = x + first * W, .rows = rows, .part = p, .parts = parts };
+        cs[p].ho = *ho;
+        cs[p].ho.mask = mask + first * W, cs[p].ho.segmap = p + 1 == parts ? seg : NULL;
+        cs[p].ho.back_out = got_back + first * W, cs[p].ho.rms_out = got_rms + first * W;
+        cs[p].ho.background_result = &rs[p];
+        cs[p].ho.max_device_bytes = budget;
+        at += m;
+        cr_assert(pthread_create(&t[p], NULL, extract_caller_main, &cs[p]) == 0);
+    }
+    for (size_t p = 0; p < parts; p++) pthread_join(t[p], NULL);
+    test_sum_group_free(g);
+    for (size_t p = 0; p < parts; p++) {
+        cr_assert_eq(cs[p].st, GPUWS_OK, "%s: part %zu failed", what, p);
+        cr_assert(p + 1 == parts ? cs[p].cat != NULL : cs[p].cat == NULL, "%s: part %zu's catalogue", what, p);
+    }
+    return cs[parts - 1].cat;
+}
+
+/* The sky's rows spread over 2, 3 and 4 callers on threads (as MPI ranks hold them: run_callers), the background made
+ * by them: the last caller (root) gets the whole image's catalogue and segmentation map bit for bit, every caller its
+ * rows of back and rms and the globals; and without the map, with the bands grouped on the device where it can
+ * (chained and measured there, and their border components' parts joined on root), the same catalogue. */
 BACKEND_TEST(extract_host, rows_held_by_several_callers_give_the_whole_image_outputs)
 {
     gpuws_context *ctx = test_open(*kind);
-    enum { W = 257, H = 190, MESH = 32 };
     const size_t n = (size_t)W * H;
     float *x = malloc(n * sizeof *x), *lvl = malloc(n * sizeof *lvl), *sig = malloc(n * sizeof *sig);
     float *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
@@ -489,40 +525,28 @@ BACKEND_TEST(extract_host, rows_held_by_several_callers_give_the_whole_image_out
     ho.back_out = back, ho.rms_out = rms, ho.background_result = &want_r;
     TEST_OK(gpuws_extract_host(ctx, W, H, x, &ho, &want.cat));
     const uint64_t plan = 4 * (8 * (uint64_t)((W + MESH - 1) / MESH) * ((H + MESH - 1) / MESH) + 5 * (uint64_t)(W + H));
+    const uint64_t budget = plan + (uint64_t)(EX_BYTES + 9) * W * (7 + 2);
     for (size_t parts = 2; parts <= 4; parts++) {
-        test_sum_group *g = test_sum_group_new((unsigned)parts, 3 * n + 4096);
-        extract_caller cs[4];
         gpuws_background_result rs[4];
-        pthread_t t[4];
         memset(got_seg, 0xA5, n * sizeof *got_seg);
-        size_t at = 0; /* in meshes */
-        const size_t meshes = (H + MESH - 1) / MESH;
-        for (size_t p = 0; p < parts; p++) {
-            const size_t m = p == 0 ? 0 : p + 1 == parts ? meshes - at : (meshes - at) / 3 + 1;
-            const size_t first = at * MESH, rows = (at + m) * MESH < H ? m * MESH : H - first;
-            cs[p] =
-                (extract_caller){ .g = g, .ctx = ctx, .image = x + first * W, .rows = rows, .part = p, .parts = parts };
-            cs[p].ho = ho;
-            cs[p].ho.mask = mask + first * W, cs[p].ho.segmap = p + 1 == parts ? got_seg : NULL;
-            cs[p].ho.back_out = got_back + first * W, cs[p].ho.rms_out = got_rms + first * W;
-            cs[p].ho.background_result = &rs[p];
-            cs[p].ho.max_device_bytes = plan + (uint64_t)(EX_BYTES + 9) * W * (7 + 2);
-            at += m;
-            cr_assert(pthread_create(&t[p], NULL, extract_caller_main, &cs[p]) == 0);
-        }
-        for (size_t p = 0; p < parts; p++) pthread_join(t[p], NULL);
-        test_sum_group_free(g);
         char what[120];
         snprintf(what, sizeof what, "%s in %zu parts", test_backend_name(*kind), parts);
-        for (size_t p = 0; p < parts; p++) {
-            cr_assert_eq(cs[p].st, GPUWS_OK, "%s: part %zu failed", what, p);
-            cr_assert(p + 1 == parts ? cs[p].cat != NULL : cs[p].cat == NULL, "%s: part %zu's catalogue", what, p);
+        result got = { run_callers(ctx, x, mask, &ho, parts, budget, got_seg, got_back, got_rms, rs, what), got_seg };
+        for (size_t p = 0; p < parts; p++)
             cr_assert(!memcmp(&rs[p], &want_r, sizeof want_r), "%s: part %zu's globals differ", what, p);
-        }
-        result got = { cs[parts - 1].cat, got_seg };
         expect_same(what, &got, &want, n);
         cr_assert(!memcmp(got_back, back, n * sizeof *back) && !memcmp(got_rms, rms, n * sizeof *rms),
                   "%s: the parts' rows of back or rms differ from the whole image's", what);
+        gpuws_extract_catalog_free(got.cat);
+    }
+    if (*kind != GPUWS_BACKEND_CPU) test_tune(ctx, "extract_group", "device");
+    for (size_t parts = 2; parts <= 4; parts++) {
+        gpuws_background_result rs[4];
+        char what[120];
+        snprintf(what, sizeof what, "%s in %zu parts without the map, grouped on the device", test_backend_name(*kind),
+                 parts);
+        result got = { run_callers(ctx, x, mask, &ho, parts, budget, NULL, got_back, got_rms, rs, what), NULL };
+        expect_same(what, &got, &want, 0);
         gpuws_extract_catalog_free(got.cat);
     }
     result_free(&want);

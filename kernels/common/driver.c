@@ -129,7 +129,7 @@ bool gpuws__is_nvidia_opencl(const gpuws_context *ctx)
 gpuws_status gpuws__reduce_slots(gpuws_sum_reducer reduce, void *user, size_t caller, size_t callers,
                                  const uint64_t *mine, size_t per, uint64_t *before, uint64_t *total, uint64_t *each)
 {
-    enum { ROUND = 64, PER_MAX = 4 };
+    enum { ROUND = 64, PER_MAX = 10 };
     uint64_t w[ROUND * PER_MAX];
     if (per < 1 || per > PER_MAX)
         return gpuws__error(GPUWS_ERR_INTERNAL, "reduce_slots: %zu values a caller (1 to %d)", per, PER_MAX);

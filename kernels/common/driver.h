@@ -44,7 +44,7 @@ bool gpuws__is_nvidia_opencl(const gpuws_context *ctx);
 #define GPUWS__AGREE_WORDS(n) (8 * (n))
 void gpuws__agree_words(const uint64_t *v, size_t n, uint64_t *w);
 size_t gpuws__agree_check(const uint64_t *w, size_t n, uint64_t callers);
-/* The collective calls (gpuws_sum_reducer): each of `callers` callers passes its own `per` values (1 to 4); every
+/* The collective calls (gpuws_sum_reducer): each of `callers` callers passes its own `per` values (1 to 10); every
  * caller gets, for each, the sum over the callers before it (before) and over all of them (total), and where each is
  * not NULL every caller's values (callers * per, caller after caller). The callers' slots go in reductions of at most
  * 64 callers at a time from memory on the stack, so that no allocation can fail between two reductions and leave the

@@ -1210,9 +1210,9 @@ static void floats_of(uint64_t w, float *a, float *b)
  * that shape the catalogue, and does any give a mask (*any_mask)? */
 static gpuws_status agree_extract(const ex_coll *c, gpuws_status st, size_t width, size_t root,
                                   const gpuws_extract_options *eo, const gpuws_background_options *bo, bool bg,
-                                  bool mask, bool *any_mask)
+                                  bool mask, bool segmap, bool *any_mask, bool *any_segmap)
 {
-    enum { VALUES = 19, WORDS = 2 + GPUWS__AGREE_WORDS(VALUES) };
+    enum { VALUES = 19, WORDS = 3 + GPUWS__AGREE_WORDS(VALUES) };
     static const char *const what[VALUES] = { "width",
                                               "root",
                                               "thresh",
@@ -1253,20 +1253,20 @@ static gpuws_status agree_extract(const ex_coll *c, gpuws_status st, size_t widt
                                  bg ? double_bits(bo->fthresh) : 0,
                                  eo->filter ? (uint64_t)(uint32_t)eo->filter_w << 32 | (uint32_t)eo->filter_h : 0 };
     uint64_t w[WORDS];
-    w[0] = st != GPUWS_OK, w[1] = mask;
-    gpuws__agree_words(v, VALUES, w + 2);
+    w[0] = st != GPUWS_OK, w[1] = mask, w[2] = segmap;
+    gpuws__agree_words(v, VALUES, w + 3);
     const gpuws_status rs = c->reduce(c->user, w, WORDS);
     if (rs) return st ? st : gpuws__error_prefix(rs, "extract_host_reduce: the reducer failed");
     if (st) return st;
     if (w[0])
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host_reduce: %llu of %zu callers failed",
                             (unsigned long long)w[0], c->callers);
-    const size_t bad = gpuws__agree_check(w + 2, VALUES, c->callers);
+    const size_t bad = gpuws__agree_check(w + 3, VALUES, c->callers);
     if (bad < VALUES)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "extract_host_reduce: the %zu callers disagree on %s: each must pass the same", c->callers,
                             what[bad]);
-    *any_mask = w[1] != 0;
+    *any_mask = w[1] != 0, *any_segmap = w[2] != 0;
     return GPUWS_OK;
 }
 
@@ -1395,59 +1395,134 @@ static gpuws_status reduce_halos(const ex_reduce *x, gpuws_status st, const floa
     return st;
 }
 
-/* Every caller's records to root, after every caller's record count, label count and band rows (each: 4 words a
- * caller): root's k then holds them all in caller order, each caller's labels after the callers' before it, and
- * borders[0 .. *nb) every band's first row but the image's first (the callers' own first rows among them). k is
- * emptied on the other callers. Collective whatever st is. */
+/* What each caller says of its records before they go to root (each: EX_EACH words a caller): its records, labels,
+ * band rows, whether it kept slots (compact bands), its measures, edges, runs and bands, and the records its devices
+ * made. */
+enum { EXE_N = 1, EXE_LABELS, EXE_ROWS, EXE_SLOT, EXE_MOM, EXE_EDGE, EXE_RUN, EXE_BANDS, EXE_ALL, EX_EACH };
+
+/* The words that caller q sends: a record in three (index and label, value and filtered value, σ and the lower-right
+ * σ), then with slots two labels' slots a word, a measure's EX_MOM_DOUBLES, an edge's one, a run's two. */
+static size_t reduce_words(const uint64_t *e)
+{
+    return 3 * (size_t)e[EXE_N] + (e[EXE_SLOT] ? ((size_t)e[EXE_LABELS] + 1) / 2 + EX_MOM_DOUBLES * (size_t)e[EXE_MOM] +
+                                                     (size_t)e[EXE_EDGE] + 2 * (size_t)e[EXE_RUN]
+                                               : 0);
+}
+
+/* k's words (reduce_words) into to. */
+static void reduce_pack(const ex_kept *k, uint64_t *to)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        to[3 * i] = k->idx[i] | (uint64_t)(uint32_t)k->label[i] << 32;
+        to[3 * i + 1] = two_floats(k->value[i], k->cd[i]), to[3 * i + 2] = two_floats(k->sig[i], k->sig_lr[i]);
+    }
+    if (!k->slot) return;
+    to += 3 * k->n;
+    for (size_t l = 1; l <= k->labels; l += 2)
+        *to++ = k->slot[l] | (l + 1 <= k->labels ? (uint64_t)k->slot[l + 1] << 32 : 0);
+    if (k->nmom) memcpy(to, k->mom, k->nmom * EX_MOM_DOUBLES * sizeof(double));
+    to += k->nmom * EX_MOM_DOUBLES;
+    if (k->nedge) memcpy(to, k->edge, k->nedge * sizeof *k->edge);
+    to += k->nedge;
+    for (size_t q = 0; q < k->nrun; q++, to += 2) {
+        const ex_run *u = &k->run[q];
+        to[0] = u->label | (uint64_t)u->band << 32, to[1] = u->r0 | (uint64_t)u->r1 << 32;
+    }
+}
+
+/* Caller q's words f (its EX_EACH words e) appended to root's k, its labels, measures, records and bands after
+ * those of the callers before it. */
+static void reduce_unpack(ex_kept *k, const uint64_t *f, const uint64_t *e, size_t bands)
+{
+    const size_t n = (size_t)e[EXE_N], labels = (size_t)e[EXE_LABELS];
+    for (size_t i = 0; i < n; i++, f += 3) {
+        const size_t at = k->n + i;
+        k->idx[at] = (uint32_t)f[0], k->label[at] = (int32_t)(uint32_t)(f[0] >> 32) + (int32_t)k->labels;
+        floats_of(f[1], &k->value[at], &k->cd[at]), floats_of(f[2], &k->sig[at], &k->sig_lr[at]);
+    }
+    if (k->slot) {
+        for (size_t l = 1; l <= labels; l++) {
+            const uint32_t v = e[EXE_SLOT] ? (uint32_t)(f[(l - 1) / 2] >> ((l - 1) % 2 ? 32 : 0)) : UINT32_MAX;
+            k->slot[k->labels + l] = v == UINT32_MAX ? UINT32_MAX : v + (uint32_t)k->nmom;
+        }
+    }
+    if (e[EXE_SLOT]) {
+        f += (labels + 1) / 2;
+        const size_t nm = (size_t)e[EXE_MOM], ne = (size_t)e[EXE_EDGE], nr = (size_t)e[EXE_RUN];
+        if (nm) memcpy(k->mom + k->nmom * EX_MOM_DOUBLES, f, nm * EX_MOM_DOUBLES * sizeof(double));
+        f += nm * EX_MOM_DOUBLES;
+        for (size_t q = 0; q < ne; q++) k->edge[k->nedge + q] = f[q] + k->labels;
+        f += ne;
+        for (size_t q = 0; q < nr; q++, f += 2)
+            k->run[k->nrun + q] = (ex_run){ (uint32_t)f[0] + (uint32_t)k->labels, (size_t)(f[0] >> 32) + bands,
+                                            k->n + (uint32_t)f[1], k->n + (size_t)(f[1] >> 32) };
+        k->nmom += nm, k->nedge += ne, k->nrun += nr;
+    }
+    k->n += n, k->labels += labels, k->all += (size_t)e[EXE_ALL];
+}
+
+/* Every caller's records to root, after what each says of them (reduce_words): root's k then holds them all in
+ * caller order, each caller's labels after the callers' before it (with compact bands their slots, measures, edges
+ * and runs too), and borders[0 .. *nb) every band's first row but the image's first (the callers' own first rows
+ * among them). k is emptied on the other callers. Collective whatever st is. */
 static gpuws_status reduce_records(const ex_reduce *x, gpuws_status st, size_t root, size_t band_rows, uint64_t *each,
                                    ex_kept *k, size_t **borders, size_t *nb)
 {
     const size_t caller = x->c.caller, callers = x->c.callers;
     *borders = NULL, *nb = 0;
     if (!(st = settle(&x->c, st, "in their bands"))) {
-        const uint64_t mine[4] = { 0, k->n, k->labels, band_rows };
-        uint64_t before[4], total[4];
-        if ((st = gpuws__reduce_slots(x->c.reduce, x->c.user, caller, callers, mine, 4, before, total, each)))
+        size_t bands = 0;
+        for (size_t r = 0; r < k->nrun; r++) bands = k->run[r].band + 1 > bands ? k->run[r].band + 1 : bands;
+        const uint64_t mine[EX_EACH] = { 0,       k->n,     k->labels, band_rows, k->slot != NULL,
+                                         k->nmom, k->nedge, k->nrun,   bands,     k->all };
+        uint64_t before[EX_EACH], total[EX_EACH];
+        if ((st = gpuws__reduce_slots(x->c.reduce, x->c.user, caller, callers, mine, EX_EACH, before, total, each)))
             st = gpuws__error_prefix(st, "%s: the reducer failed", x->fn);
     }
     uint64_t *words = NULL;
     size_t all = 0;
-    for (size_t q = 0; !st && q < callers; q++) x->counts[q] = 3 * (size_t)each[4 * q + 1], all += x->counts[q];
-    if (!st) { /* a record in three words: index and label, value and filtered value, σ and the lower-right σ */
+    bool slots = false;
+    for (size_t q = 0; !st && q < callers; q++) {
+        x->counts[q] = reduce_words(each + EX_EACH * q), all += x->counts[q];
+        slots |= each[EX_EACH * q + EXE_SLOT] != 0;
+    }
+    if (!st) {
         const size_t nw = caller == root ? all : x->counts[caller];
         if (!(words = gpuws__malloc((nw ? nw : 1) * sizeof *words)))
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu pixel records (%zu bytes)", x->fn,
-                              nw / 3, nw * sizeof *words);
+                              (size_t)k->n, nw * sizeof *words);
         uint64_t *to = words;
         for (size_t q = 0; !st && caller == root && q < caller; q++) to += x->counts[q];
-        for (size_t i = 0; !st && i < k->n; i++) {
-            to[3 * i] = k->idx[i] | (uint64_t)(uint32_t)k->label[i] << 32;
-            to[3 * i + 1] = two_floats(k->value[i], k->cd[i]), to[3 * i + 2] = two_floats(k->sig[i], k->sig_lr[i]);
-        }
+        if (!st) reduce_pack(k, to);
     }
     kept_free(k);
     if (!(st = settle(&x->c, st, "to keep the records")) &&
         (st = x->c.gather(x->c.user, words, x->counts, caller, callers, root)))
         st = gpuws__error_prefix(st, "%s: the gatherer failed", x->fn);
     if (!st && caller == root) {
-        size_t n = 0, labels = 0;
-        for (size_t q = 0; q < callers; q++)
-            if (x->share[q]) n += (x->share[q] + each[4 * q + 3] - 1) / each[4 * q + 3];
-        *borders = gpuws__malloc((n ? n : 1) * sizeof **borders);
-        if (!*borders || !kept_grow(k, all / 3, true))
-            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu pixel records (%zu bytes)", x->fn,
-                              all / 3, all / 3 * 6 * sizeof(uint32_t) + n * sizeof **borders);
-        for (size_t q = 0, at = 0; !st && q < callers; q++) {
-            for (size_t y = x->start[q]; x->share[q] && y < x->start[q] + x->share[q]; y += each[4 * q + 3])
-                if (y) (*borders)[(*nb)++] = y;
-            for (size_t i = 0; i < x->counts[q] / 3; i++, at++) {
-                const uint64_t *f = words + 3 * at;
-                k->idx[at] = (uint32_t)f[0], k->label[at] = (int32_t)(uint32_t)(f[0] >> 32) + (int32_t)labels;
-                floats_of(f[1], &k->value[at], &k->cd[at]), floats_of(f[2], &k->sig[at], &k->sig_lr[at]);
-            }
-            labels += (size_t)each[4 * q + 2];
+        size_t n = 0, records = 0, labels = 0, moms = 0, edges = 0, runs = 0;
+        for (size_t q = 0; q < callers; q++) {
+            const uint64_t *e = each + EX_EACH * q;
+            if (x->share[q]) n += (x->share[q] + e[EXE_ROWS] - 1) / e[EXE_ROWS];
+            records += (size_t)e[EXE_N], labels += (size_t)e[EXE_LABELS];
+            moms += (size_t)e[EXE_MOM], edges += (size_t)e[EXE_EDGE], runs += (size_t)e[EXE_RUN];
         }
-        if (!st) k->n = all / 3, k->labels = labels;
+        *borders = gpuws__malloc((n ? n : 1) * sizeof **borders);
+        if (!*borders || !kept_grow(k, records, true) ||
+            (slots && (!room_for((void **)&k->slot, &k->slot_cap, labels + 1, sizeof *k->slot) ||
+                       !room_for((void **)&k->mom, &k->mom_cap, moms * EX_MOM_DOUBLES, sizeof *k->mom) ||
+                       !room_for((void **)&k->edge, &k->edge_cap, edges, sizeof *k->edge) ||
+                       !room_for((void **)&k->run, &k->run_cap, runs, sizeof *k->run))))
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for %zu pixel records (%zu bytes)", x->fn,
+                              records, all * sizeof *words + n * sizeof **borders);
+        const uint64_t *f = words;
+        for (size_t q = 0, bands = 0; !st && q < callers; q++) {
+            const uint64_t *e = each + EX_EACH * q;
+            for (size_t y = x->start[q]; x->share[q] && y < x->start[q] + x->share[q]; y += e[EXE_ROWS])
+                if (y) (*borders)[(*nb)++] = y;
+            reduce_unpack(k, f, e, bands);
+            f += x->counts[q], bands += (size_t)e[EXE_BANDS];
+        }
     }
     gpuws__free(words);
     return st;
@@ -1478,12 +1553,13 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
     unsigned nctx = 0;
     /* the slots of the reductions and gathers, had before the first, so that none is left waiting for a caller
      * without memory */
-    uint64_t *slots = gpuws__malloc(callers * 6 * sizeof *slots);
+    uint64_t *slots = gpuws__malloc(callers * (2 + EX_EACH) * sizeof *slots);
     size_t *counts = gpuws__malloc(callers * sizeof *counts);
-    gpuws_status st = slots && counts ? GPUWS_OK
-                                      : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
-                                                     "%s: no host memory for the slots of %zu callers (%zu bytes)", fn,
-                                                     callers, callers * (6 * sizeof *slots + sizeof *counts));
+    gpuws_status st =
+        slots && counts
+            ? GPUWS_OK
+            : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for the slots of %zu callers (%zu bytes)", fn,
+                           callers, callers * ((2 + EX_EACH) * sizeof *slots + sizeof *counts));
     if (!st)
         st = read_options(ctx, width, rows ? rows : 1, options, fn, &ho, &eo, &bo, &plan_bytes, &npix, ctxs, &nctx);
     const bool bg = !st && ho.background;
@@ -1500,11 +1576,11 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
             if (!ctxs[d]->info.fp64)
                 st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract divides in double precision, which %s lacks",
                                   ctxs[d]->info.name);
-    bool any_mask = false;
+    bool any_mask = false, any_segmap = false;
     const gpuws_extract_options defaults = GPUWS_EXTRACT_OPTIONS_INIT;
     const gpuws_background_options bdefaults = GPUWS_BACKGROUND_OPTIONS_INIT;
-    st =
-        agree_extract(&c, st, width, root, st ? &defaults : &eo, st ? &bdefaults : &bo, bg, ho.mask != NULL, &any_mask);
+    st = agree_extract(&c, st, width, root, st ? &defaults : &eo, st ? &bdefaults : &bo, bg, ho.mask != NULL,
+                       ho.segmap != NULL, &any_mask, &any_segmap);
     if (st) {
         gpuws__free(slots), gpuws__free(counts);
         return st;
@@ -1512,7 +1588,7 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
 
     /* every caller's rows: this caller's first row, the height */
     uint64_t mine = rows, before, total;
-    uint64_t *start = slots, *share = slots + callers, *each = slots + 2 * callers; /* each: 4 a caller */
+    uint64_t *start = slots, *share = slots + callers, *each = slots + 2 * callers; /* each: EX_EACH a caller */
     if ((st = gpuws__reduce_slots(reduce, reduce_user, caller, callers, &mine, 1, &before, &total, share))) {
         gpuws__free(slots), gpuws__free(counts);
         return gpuws__error_prefix(st, "%s: the reducer failed", fn);
@@ -1585,7 +1661,10 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
                    .bands = bands,
                    .plan = plan,
                    .bp = &bp,
-                   .passes = bg ? 2 : 1 };
+                   .passes = bg ? 2 : 1,
+                   /* every caller keeps its edges and slots (a CPU backend's bands send every record), so that root
+                    * joins them alike; not where root makes the segmentation map (extract_host says why) */
+                   .compact = !any_segmap };
     if (!st) st = records_on_devices(&b, &k, ms);
     /* the records to root, which joins the bands' labels and makes the catalogue */
     size_t *borders, nb;
