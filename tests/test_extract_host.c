@@ -177,6 +177,38 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
     gpuws_context_destroy(ctx);
 }
 
+/* Bands whose every component the device finishes (round blobs, each inside one band of 16 rows, nothing else
+ * detected): no record reaches the host, and the catalogue is in-core's. */
+GPU_BACKEND_TEST(extract_host, bands_whose_components_the_device_all_measures_send_no_record)
+{
+    enum { BW = 256, BH = 64, ROWS = 16 };
+    static float x[BW * BH];
+    for (int y = 0; y < BH; y++)
+        for (int c = 0; c < BW; c++) {
+            const int cx = 32 * (c / 32) + 16, cy = ROWS * (y / ROWS) + ROWS / 2;
+            const double d = (c - cx) * (c - cx) + (y - cy) * (y - cy);
+            x[y * BW + c] = (float)((60.0 + c / 8 + y / 4) * exp(-d / 6.0));
+        }
+    gpuws_context *ctx = test_open(*kind);
+    test_tune(ctx, "extract_group", "device");
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = 20.0, o.filter_type = GPUWS_FILTER_NONE;
+    result want = run(ctx, x, NULL, NULL, NULL, BW, BH, &o), got = { NULL, NULL };
+    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    ho.extract = &o, ho.max_device_bytes = (uint64_t)EX_BYTES * BW * (ROWS + 2);
+    TEST_OK(gpuws_extract_host(ctx, BW, BH, x, &ho, &got.cat));
+    size_t all = 0;
+    const size_t read = gpuws__extract_compact_last(&all);
+    cr_assert_eq(want.cat->num_objects, 32, "%zu objects, not the 32 blobs", want.cat->num_objects);
+    cr_assert(read == 0 && all > 0 && gpuws__extract_measured_last() == 32,
+              "%zu of %zu records read, %zu of the 32 blobs measured on the device", read, all,
+              gpuws__extract_measured_last());
+    expect_same("blobs inside bands", &got, &want, 0);
+    result_free(&got);
+    result_free(&want);
+    gpuws_context_destroy(ctx);
+}
+
 typedef struct {
     gpuws_backend_kind backend;
     size_t w, h;

@@ -526,7 +526,7 @@ static gpuws_status extract_gpu_pixels(gpuws_stream *s, const gpuws__extract_par
             return st;
         }
         if (px->compact && band_compact) {
-            for (size_t q = 0; q < nread && !st; q++)
+            for (size_t q = 0; q < nread && m && !st; q++) /* OpenCL refuses a read of nothing */
                 st = gpuws__read_kept(s, *compact, q * m * sizeof(float), into[q], m * sizeof(float));
             if (st || (st = gpuws__buffer_read_sync(s, cgroup, 0, px->group, (mgroup - m) * sizeof *px->group))) {
                 records_release(ctx, px, true);

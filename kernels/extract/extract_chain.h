@@ -124,7 +124,7 @@ EX_FN void ex_chain_copy(unsigned long i, unsigned long cnt, unsigned long nl, E
 
 /* Whether the component of records grp[s .. e - 1] (raster order) touches a band's border rows (gpuws_extract_host
  * in bands, extract_host.c): a record before raster index lo (the band's first own row and those above, where bands
- * lie above) or at hi or after (its last own row, where bands lie below). Such a component goes on in the next band:
+ * lie above) or at hi or after (its last own row, where bands lie below). Such a component may go on in the next band:
  * the host joins its parts, so the device neither chains nor measures it and the host reads all of its records.
  * In-core, lo = 0 and hi is past the image: none does. */
 EX_FN int ex_on_border(EX_CONST unsigned *grp, EX_CONST unsigned *ru, unsigned long s, unsigned long e,

@@ -1039,7 +1039,8 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
         g.before[t] = g.nl;
         g.nl = g.part[t] > g.nl ? g.part[t] : g.nl;
     }
-    if (grouped || px->slot_of) g.nl = px->nl; /* the device left the labels' count there */
+    /* the device left the labels' count there, or the bands' join (slot_of: measured labels have no records) */
+    if (grouped || px->slot_of) g.nl = px->nl;
     const size_t nl = g.nl;
     g.cnt = grouped ? NULL : gpuws__calloc(nl + 2, sizeof *g.cnt);
     start = gpuws__malloc((nl + 2) * sizeof *start);
