@@ -72,7 +72,8 @@
       "process may run on); the catalogue is the same for any number")                                                 \
     X(extract_group, CHOICE, "auto", "auto|device|host",                                                               \
       "where extract groups its pixel records by component on CUDA and OpenCL: auto on GPUs' device (a radix sort) "   \
-      "and on CPU OpenCL devices by the host's threads, which are faster there; the catalogue is the same")            \
+      "and on CPU OpenCL devices by the host's threads, which are faster there; where the device groups, "             \
+      "extract_host's bands also finish their components on it; the catalogue is the same")                            \
     X(extract_chain, NUMBER, "auto", "auto|0..1048576",                                                                \
       "where the device groups extract's records, it also finds the components of up to this many pixels that "        \
       "deblending cannot split, their pixels' order in SEP's scan and their objects' measures, which the host then "   \
