@@ -10,8 +10,10 @@
  * and NaN columns, 4- and 8-connectivity, deblending, cleaning, SEP 1.2's thresholds (the σ of the pixel after an
  * object, which may lie in the next band), bands of one row, band counts that do not divide the height, an image one
  * row taller than a band's budget, a budget that holds it as one band but not in-core, and bars that cross three
- * bands and more. Then the bands over several devices (more_contexts) and the rows over several callers
- * (gpuws_extract_host_reduce, callers on threads), against the same in-core and whole-image outputs. */
+ * bands and more; on OpenCL and CUDA each case again with the bands grouped on the device, which finishes there the
+ * components on none of their borders (the CPU OpenCL device of CI groups on the host unless told). Then the bands
+ * over several devices (more_contexts) and the rows over several callers (gpuws_extract_host_reduce, callers on
+ * threads), against the same in-core and whole-image outputs. */
 #include "extract_support.h"     /* run, expect_same */
 #include "common/cases.h"        /* gpuws__case_extract_sky */
 #include "extract/extract_ref.h" /* what the last host steps had */
