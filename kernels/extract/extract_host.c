@@ -76,20 +76,9 @@ static void kept_free(ex_kept *k)
     memset(k, 0, sizeof *k);
 }
 
-/* *p (of *cap entries of `size` bytes) holding at least `need` entries: doubled as needed; false when memory fails. */
-static bool room_for(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
-    void *q = gpuws__realloc(*p, c * size);
-    if (!q) return false;
-    *p = q, *cap = c;
-    return true;
-}
-
-/* The same for a large array that a band's steps fill on threads: the first time room for `first` entries (a guess
- * for every band), the fresh pages mapped on threads; each realloc copies and faults in what it moves. */
+/* *p (of *cap entries of `size` bytes) holding at least `need` entries, on its first growth `first` entries (a
+ * guess for every band) if more, later by doubling; the fresh pages mapped on threads (each realloc copies and
+ * faults in what it moves). False when memory fails. */
 static bool room_mapped(void **p, size_t *cap, size_t need, size_t first, size_t size)
 {
     if (need <= *cap) return true;
@@ -100,6 +89,9 @@ static bool room_mapped(void **p, size_t *cap, size_t need, size_t first, size_t
     *p = q, *cap = c;
     return true;
 }
+
+/* The same without a first guess: the small arrays (edges, runs, slots appended). */
+static bool room_for(void **p, size_t *cap, size_t need, size_t size) { return room_mapped(p, cap, need, 0, size); }
 
 /* Room for `more` records: the first time as asked, later by doubling, or exactly when `exact`. */
 static bool kept_grow(ex_kept *k, size_t more, bool exact)
