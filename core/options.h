@@ -54,5 +54,6 @@ static inline gpuws_status gpuws__options_read(const void *in, void *out, size_t
 #define GPUWS__EXTRACT_OPTIONS_BASE         GPUWS__OPTIONS_END(gpuws_extract_options, sep_version)
 #define GPUWS__BACKGROUND_HOST_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_background_host_options, progress_user)
 #define GPUWS__EXTRACT_HOST_OPTIONS_BASE    GPUWS__OPTIONS_END(gpuws_extract_host_options, background_result)
+#define GPUWS__APERTURE_HOST_OPTIONS_BASE   GPUWS__OPTIONS_END(gpuws_aperture_host_options, max_device_bytes)
 
 #endif

@@ -652,3 +652,125 @@ BACKEND_TEST(aperture, default_options_and_no_apertures)
     free(px);
     image_free(&m);
 }
+
+/* ---- from host memory ---- */
+
+/* The _host calls with a budget of 96 rows (the apertures of a 400-row image in five windows or more, boxes on the
+ * windows' edges and across the image's, some wholly outside, on whole and half rows) give the device calls' results
+ * bit for bit: sums, errors, areas, Kron radii and flags, of all four calls, with a scalar error and with the maps
+ * (background, rms, mask), exact and sampled. */
+BACKEND_TEST(aperture, host_calls_give_the_device_calls_bits)
+{
+    enum { W = 97, H = 400, N = 500, ROWS = 96 };
+    float *px = sky(W, H, 11), *back = malloc(W * H * sizeof *back), *rms = malloc(W * H * sizeof *rms);
+    uint8_t *mask = malloc(W * H);
+    double *x = malloc(6 * N * sizeof *x), *y = x + N, *a = y + N, *b = a + N, *th = b + N, *r = th + N;
+    cr_assert(back && rms && mask && x);
+    uint64_t seed = 0x4057;
+    for (size_t i = 0; i < (size_t)W * H; i++) {
+        back[i] = (float)(99.0 + 2.0 * test_rand_uniform(&seed));
+        rms[i] = (float)(4.0 + test_rand_uniform(&seed));
+        mask[i] = test_rand_uniform(&seed) < 0.01;
+    }
+    for (size_t i = 0; i < N; i++) {
+        x[i] = -6.0 + (W + 12.0) * test_rand_uniform(&seed);
+        y[i] = i % 5 == 0   ? (double)(i * 7 % H)
+               : i % 5 == 1 ? (double)(i * 11 % H) + 0.5
+                            : -6.0 + (H + 12.0) * test_rand_uniform(&seed);
+        b[i] = 0.8 + 0.7 * test_rand_uniform(&seed);
+        a[i] = b[i] * (1.0 + 0.9 * test_rand_uniform(&seed));
+        th[i] = (test_rand_uniform(&seed) - 0.5) * PI;
+        r[i] = 9.0 * test_rand_uniform(&seed);
+    }
+    x[0] = -40.0, x[1] = W + 40.0, y[2] = -40.0, y[3] = H + 40.0; /* wholly outside */
+    for (size_t i = 4; i < N; i++) /* a source at each aperture: Kron radii of a few pixels, not of the noise */
+        for (int dy = -3; dy <= 3; dy++)
+            for (int dx = -3; dx <= 3; dx++) {
+                const long ix = lround(x[i]) + dx, iy = lround(y[i]) + dy;
+                if (ix >= 0 && ix < W && iy >= 0 && iy < H)
+                    px[iy * W + ix] += (float)(500.0 * exp(-0.5 * (dx * dx + dy * dy)));
+            }
+    image m = image_new(*kind, W, H, px);
+    gpuws_buffer *dback = test_buffer_from(m.ctx, back, W * H * sizeof *back),
+                 *drms = test_buffer_from(m.ctx, rms, W * H * sizeof *rms),
+                 *dmask = test_buffer_from(m.ctx, mask, W * H);
+    for (int variant = 0; variant < 3; variant++) {
+        gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT, ho = o;
+        gpuws_aperture_host_options h = GPUWS_APERTURE_HOST_OPTIONS_INIT;
+        h.aperture = &ho;
+        h.max_device_bytes = (uint64_t)N * 168 + (uint64_t)ROWS * W * 13;
+        if (variant == 0) {
+            o.err = ho.err = 2.0, o.gain = ho.gain = 1.5;
+        } else {
+            o.back = dback, o.rms = drms, o.mask = dmask;
+            h.back = back, h.rms = rms, h.mask = mask;
+            o.subpix = ho.subpix = variant == 2 ? 5 : 0;
+        }
+        for (call c = CIRCLE; c <= AUTO; c++) {
+            results d = results_new(N), g = results_new(N);
+            gpuws_status sd, sg;
+            if (c == CIRCLE) {
+                sd = gpuws_sum_circle(NULL, W, H, m.dimg, N, x, y, r, &o, d.sum, d.err, d.area, d.flag);
+                sg = gpuws_sum_circle_host(m.ctx, W, H, px, N, x, y, r, &h, g.sum, g.err, g.area, g.flag);
+            } else if (c == ELLIPSE) {
+                sd = gpuws_sum_ellipse(NULL, W, H, m.dimg, N, x, y, a, b, th, r, &o, d.sum, d.err, d.area, d.flag);
+                sg = gpuws_sum_ellipse_host(m.ctx, W, H, px, N, x, y, a, b, th, r, &h, g.sum, g.err, g.area, g.flag);
+            } else if (c == KRON) {
+                sd = gpuws_kron_radius(NULL, W, H, m.dimg, N, x, y, a, b, th, r, &o, d.kr, d.flag);
+                sg = gpuws_kron_radius_host(m.ctx, W, H, px, N, x, y, a, b, th, r, &h, g.kr, g.flag);
+            } else {
+                sd = gpuws_flux_auto(NULL, W, H, m.dimg, N, x, y, a, b, th, &o, d.kr, d.sum, d.err, d.area, d.flag);
+                sg = gpuws_flux_auto_host(m.ctx, W, H, px, N, x, y, a, b, th, &h, g.kr, g.sum, g.err, g.area, g.flag);
+            }
+            TEST_OK(sd);
+            TEST_OK(sg);
+            for (size_t i = 0; i < N; i++) {
+                const bool kr = c == KRON || c == AUTO, sums = c != KRON;
+                cr_assert(
+                    g.flag[i] == d.flag[i] && (!kr || same(g.kr[i], d.kr[i])) &&
+                        (!sums || (same(g.sum[i], d.sum[i]) && same(g.err[i], d.err[i]) && same(g.area[i], d.area[i]))),
+                    "variant %d, call %d, aperture %zu at (%.17g, %.17g): host kr %.17g sum %.17g err %.17g "
+                    "area %.17g flag %#x; device %.17g %.17g %.17g %.17g %#x",
+                    variant, (int)c, i, x[i], y[i], kr ? g.kr[i] : 0.0, sums ? g.sum[i] : 0.0, sums ? g.err[i] : 0.0,
+                    sums ? g.area[i] : 0.0, g.flag[i], kr ? d.kr[i] : 0.0, sums ? d.sum[i] : 0.0, sums ? d.err[i] : 0.0,
+                    sums ? d.area[i] : 0.0, d.flag[i]);
+            }
+            results_free(&d);
+            results_free(&g);
+        }
+    }
+    gpuws_buffer_destroy(dback);
+    gpuws_buffer_destroy(drms);
+    gpuws_buffer_destroy(dmask);
+    image_free(&m);
+    free(px), free(back), free(rms), free(mask), free(x);
+}
+
+/* A budget that holds the tallest box's rows and no more than that still sums every aperture (a window each, at
+ * worst); one row fewer is refused with the rows and bytes it needs, and nothing is written. */
+BACKEND_TEST(aperture, host_budget_must_hold_the_tallest_box)
+{
+    enum { W = 50, H = 120 };
+    float *px = sky(W, H, 5);
+    image m = image_new(*kind, W, H, px);
+    const double x[3] = { 10.0, 30.0, 25.0 }, y[3] = { 20.0, 100.0, 60.0 }, r[3] = { 4.0, 3.0, 14.6 };
+    /* the third box: rows (int)(60 - 14.6 + 0.5) = 45 to (int)(60 + 14.6 + 1.4999999) = 76, 31 rows */
+    results d = results_new(3), g = results_new(3);
+    TEST_OK(gpuws_sum_circle(NULL, W, H, m.dimg, 3, x, y, r, NULL, d.sum, d.err, d.area, d.flag));
+    gpuws_aperture_host_options h = GPUWS_APERTURE_HOST_OPTIONS_INIT;
+    h.max_device_bytes = 3 * 168 + 31 * W * 4;
+    TEST_OK(gpuws_sum_circle_host(m.ctx, W, H, px, 3, x, y, r, &h, g.sum, g.err, g.area, g.flag));
+    for (int i = 0; i < 3; i++) cr_assert(same(g.sum[i], d.sum[i]) && g.flag[i] == d.flag[i], "aperture %d", i);
+    h.max_device_bytes -= W * 4; /* refused on the CPU backend too, which reads the caller's arrays */
+    g.sum[0] = 12345.0;
+    cr_assert_eq(gpuws_sum_circle_host(m.ctx, W, H, px, 3, x, y, r, &h, g.sum, g.err, g.area, g.flag),
+                 GPUWS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(gpuws_last_error(), "aperture 2's box spans 31 rows") &&
+                  strstr(gpuws_last_error(), "need 6704 bytes"),
+              "%s", gpuws_last_error());
+    cr_assert(g.sum[0] == 12345.0, "a refused call wrote its output");
+    results_free(&d);
+    results_free(&g);
+    free(px);
+    image_free(&m);
+}

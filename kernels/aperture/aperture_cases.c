@@ -1,6 +1,7 @@
 /* aperture's cases (kernels/common/cases.h): a sky (level 100, noise σ = 5, Gaussian sources) with apertures at
  * random positions, some across the edges; "circle" with a scalar error and a gain, "ellipse" with an rms map, a
- * mask and a background map. Checked against the reference within docs/algorithms/aperture.md's cross-backend
+ * mask and a background map; "ellipse-banded" the same from host memory (gpuws_sum_ellipse_host) with a device
+ * budget of an eighth of the image's rows (or the tallest box's), so that the apertures go in windows. Checked against the reference within docs/algorithms/aperture.md's cross-backend
  * bound (the sums in another order): |got - ref| <= 1e-10 area max|pixel| for sums, 1e-12 (area + 1) for areas,
  * flags equal. */
 #include "common/cases.h"
@@ -11,8 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aperture/aperture_geom.h" /* after <math.h>: it includes nothing */
+
 typedef struct {
-    bool ellipse;
+    bool ellipse, banded;
+    gpuws_context *ctx;
+    uint64_t budget;
     size_t w, h, n;
     float *img, *rms, *back;
     uint8_t *mask;
@@ -43,12 +48,15 @@ static void ap_teardown(void *p)
     free(s);
 }
 
-static gpuws_status ap_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c, bool ellipse)
+static gpuws_status ap_setup(gpuws_context *ctx, bench_size size, void **state, bench_counts *c, bool ellipse,
+                             bool banded)
 {
     ap_state *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
     s->ellipse = ellipse;
+    s->banded = banded;
+    s->ctx = ctx;
     s->w = gpuws__case_pick(size, 150, 1000, 2048, 8192);
     s->h = gpuws__case_pick(size, 97, 700, 2048, 8192);
     s->n = gpuws__case_pick(size, 60, 2000, 20000, 200000);
@@ -89,11 +97,20 @@ static gpuws_status ap_setup(gpuws_context *ctx, bench_size size, void **state, 
         s->img[py * s->w + px] += (float)(1000.0 * bench_uniform(&seed));
     }
     for (size_t i = 0; i < np; i++) s->maxabs = fmax(s->maxabs, fabs(s->img[i] - (ellipse ? s->back[i] : 0.0f)));
-    gpuws_status st;
-    if ((st = gpuws__case_upload(ctx, s->img, np * sizeof(float), &s->dimg)) ||
-        (ellipse && (st = gpuws__case_upload(ctx, s->rms, np * sizeof(float), &s->drms))) ||
-        (ellipse && (st = gpuws__case_upload(ctx, s->mask, np, &s->dmask))) ||
-        (ellipse && (st = gpuws__case_upload(ctx, s->back, np * sizeof(float), &s->dback))))
+    if (banded) { /* the windows' rows and the parameters and sums of every aperture (168 bytes each) */
+        size_t rows = s->h / 8;
+        for (size_t i = 0; i < n; i++) {
+            double p[AP_PARAMS];
+            gpuws__aperture_ellipse(s->x[i], s->y[i], s->a[i], s->b[i], s->theta[i], s->r[i], s->w, s->h, p);
+            if (p[AP_YMAX] - p[AP_YMIN] > (double)rows) rows = (size_t)(p[AP_YMAX] - p[AP_YMIN]);
+        }
+        s->budget = (uint64_t)n * 168 + (uint64_t)rows * s->w * 13;
+    }
+    gpuws_status st; /* the banded case reads the host arrays */
+    if (!banded && ((st = gpuws__case_upload(ctx, s->img, np * sizeof(float), &s->dimg)) ||
+                    (ellipse && (st = gpuws__case_upload(ctx, s->rms, np * sizeof(float), &s->drms))) ||
+                    (ellipse && (st = gpuws__case_upload(ctx, s->mask, np, &s->dmask))) ||
+                    (ellipse && (st = gpuws__case_upload(ctx, s->back, np * sizeof(float), &s->dback)))))
         return st;
     const gpuws_aperture_options d = GPUWS_APERTURE_OPTIONS_INIT;
     s->o = d;
@@ -126,20 +143,32 @@ static gpuws_status ap_setup(gpuws_context *ctx, bench_size size, void **state, 
     return GPUWS_OK;
 }
 
+static gpuws_status ap_setup_banded(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
+{
+    return ap_setup(ctx, size, state, c, true, true);
+}
+
 static gpuws_status ap_setup_circle(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
 {
-    return ap_setup(ctx, size, state, c, false);
+    return ap_setup(ctx, size, state, c, false, false);
 }
 
 static gpuws_status ap_setup_ellipse(gpuws_context *ctx, bench_size size, void **state, bench_counts *c)
 {
-    return ap_setup(ctx, size, state, c, true);
+    return ap_setup(ctx, size, state, c, true, false);
 }
 
 static gpuws_status ap_run(void *p, gpuws_stream *st)
 {
     ap_state *s = p;
     const size_t n = s->n;
+    if (s->banded) {
+        gpuws_aperture_host_options o = GPUWS_APERTURE_HOST_OPTIONS_INIT;
+        o.back = s->back, o.rms = s->rms, o.mask = s->mask, o.max_device_bytes = s->budget;
+        (void)st; /* a host-to-host call: it runs on its context's default stream */
+        return gpuws_sum_ellipse_host(s->ctx, s->w, s->h, s->img, n, s->x, s->y, s->a, s->b, s->theta, s->r, &o, s->got,
+                                      s->got + n, s->got + 2 * n, s->got_flag);
+    }
     if (s->ellipse)
         return gpuws_sum_ellipse(st, s->w, s->h, s->dimg, n, s->x, s->y, s->a, s->b, s->theta, s->r, &s->o, s->got,
                                  s->got + n, s->got + 2 * n, s->got_flag);
@@ -187,5 +216,9 @@ static const gpuws__case w_aperture_circle = {
 static const gpuws__case w_aperture_ellipse = {
     { "aperture", "ellipse", false, ap_setup_ellipse, ap_run, ap_check, ap_teardown }, ap_outputs, false
 };
+static const gpuws__case w_aperture_ellipse_banded = {
+    { "aperture", "ellipse-banded", true, ap_setup_banded, ap_run, ap_check, ap_teardown }, ap_outputs, true
+};
 GPUWS_CASE(w_aperture_circle)
 GPUWS_CASE(w_aperture_ellipse)
+GPUWS_CASE(w_aperture_ellipse_banded)

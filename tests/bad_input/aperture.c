@@ -252,3 +252,78 @@ BAD_CASE(aperture_of_a_nan_image_is_nan, BAD_ALL, GPUWS_OK, "")
               "sum %g err %g area %g flag %d", sum[0], err[0], area[0], flag[0]);
     return st;
 }
+
+/* ---- from host memory (the _host calls) ---- */
+
+static const float HIMG[BAD_N] = { 1, 2, 3, [BAD_W] = 4, [5 * BAD_W + 9] = 9 };
+
+static gpuws_status circle_host(bad_fixture *f, const float *image, const gpuws_aperture_host_options *o)
+{
+    return gpuws_sum_circle_host(f->ctx, BAD_W, BAD_H, image, 2, X, Y, R, o, AP_SUM, AP_ERR, AP_AREA, AP_FLAG);
+}
+
+BAD_CASE(aperture_host_null_ctx, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 'ctx'")
+{
+    return gpuws_sum_circle_host(NULL, BAD_W, BAD_H, HIMG, 2, X, Y, R, NULL, AP_SUM, AP_ERR, AP_AREA, AP_FLAG);
+}
+
+BAD_CASE(aperture_host_destroyed_ctx, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "argument 'ctx'")
+{
+    return gpuws_sum_circle_host(f->dead_ctx, BAD_W, BAD_H, HIMG, 2, X, Y, R, NULL, AP_SUM, AP_ERR, AP_AREA, AP_FLAG);
+}
+
+BAD_CASE(aperture_host_null_image, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "sum_circle_host: argument 'image' is NULL")
+{
+    return circle_host(f, NULL, NULL);
+}
+
+BAD_CASE(aperture_host_device_map_in_options, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "sum_circle_host: options->aperture->rms is a device buffer; give the host array in options")
+{
+    gpuws_aperture_options a = GPUWS_APERTURE_OPTIONS_INIT;
+    a.rms = f->in;
+    gpuws_aperture_host_options o = GPUWS_APERTURE_HOST_OPTIONS_INIT;
+    o.aperture = &a;
+    return circle_host(f, HIMG, &o);
+}
+
+BAD_CASE(aperture_host_err_and_an_rms_map, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "sum_circle_host: err 2 and an rms map: give one of them")
+{
+    gpuws_aperture_options a = GPUWS_APERTURE_OPTIONS_INIT;
+    a.err = 2.0;
+    gpuws_aperture_host_options o = GPUWS_APERTURE_HOST_OPTIONS_INIT;
+    o.aperture = &a, o.rms = HIMG;
+    return circle_host(f, HIMG, &o);
+}
+
+BAD_CASE(aperture_host_nan_position, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "flux_auto_host: position 1 (x nan, y 2.5) is not finite")
+{
+    const double x[2] = { 3.0, NAN };
+    return gpuws_flux_auto_host(f->ctx, BAD_W, BAD_H, HIMG, 2, x, Y, A, B, TH, NULL, AP_SUM, AP_SUM, AP_ERR, AP_AREA,
+                                AP_FLAG);
+}
+
+/* the first circle's box: rows (int)(4 - 2 + 0.5) = 2 to (int)(4 + 2 + 1.4999999) = 7, 5 rows of 16 f32, and 2
+ * apertures' parameters and sums: 2 x 168 + 320 bytes */
+BAD_CASE(aperture_host_budget_below_the_tallest_box, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "sum_circle_host: a device budget of 655 bytes is too small: aperture 0's box spans 5 rows of 16 pixels, "
+         "which with the parameters and sums of 2 apertures need 656 bytes")
+{
+    gpuws_aperture_host_options o = GPUWS_APERTURE_HOST_OPTIONS_INIT;
+    o.max_device_bytes = 655;
+    return circle_host(f, HIMG, &o);
+}
+
+BAD_CASE(aperture_host_budget_of_the_tallest_box_runs, BAD_ALL, GPUWS_OK, "")
+{
+    gpuws_aperture_host_options o = GPUWS_APERTURE_HOST_OPTIONS_INIT;
+    o.max_device_bytes = 656;
+    double sum[2], err[2], area[2];
+    int flag[2];
+    const gpuws_status st = gpuws_sum_circle_host(f->ctx, BAD_W, BAD_H, HIMG, 2, X, Y, R, &o, sum, err, area, flag);
+    cr_assert(st || (fabs(area[1] - 3.14159265358979 * 1.5 * 1.5) < 1e-12 && sum[1] == 0.0 && flag[1] == 0),
+              "the circle at (8.5, 2.5): sum %g area %g flag %d", sum[1], area[1], flag[1]);
+    return st;
+}

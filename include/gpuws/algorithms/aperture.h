@@ -83,6 +83,47 @@ GPUWS_API gpuws_status gpuws_flux_auto(gpuws_stream *stream, size_t width, size_
                                        const double *theta, const gpuws_aperture_options *options, double *kronrad,
                                        double *sum, double *sumerr, double *area, int *flag);
 
+/* ---- from host memory -------------------------------------------------------------------------------------
+ * The same four calls on a host image of any size (as gpuws_extract_host's, larger than the device's memory): the
+ * image, and the maps given here as host arrays, go through ctx's device in windows of whole rows, each window
+ * holding the whole pixel box of every aperture it sums (windows start at the first row of an aperture's box not
+ * yet summed, so rows without apertures are never uploaded). Each aperture's parameters and flags are made for the
+ * whole image and moved to its window by whole rows, which changes no rounding: the results are the device-buffer
+ * call's on the same backend, bit for bit. On the CPU backend the reference runs on the caller's arrays. Blocking. */
+typedef struct gpuws_aperture_host_options {
+    size_t struct_size;                     /* sizeof(gpuws_aperture_host_options) */
+    const gpuws_aperture_options *aperture; /* NULL = defaults; its rms, mask and back must be NULL (the maps below) */
+    const float *back, *rms;                /* NULL, or width*height host f32: as gpuws_aperture_options' */
+    const unsigned char *mask;              /* NULL, or width*height host bytes */
+    uint64_t max_device_bytes;              /* device memory the call may use; 0 = fifteen sixteenths of the free */
+} gpuws_aperture_host_options;
+#define GPUWS_APERTURE_HOST_OPTIONS_INIT                                                                               \
+    {                                                                                                                  \
+        sizeof(gpuws_aperture_host_options), NULL, NULL, NULL, NULL, 0                                                 \
+    }
+
+/* Errors: those of the device-buffer calls, NULL ctx or image, a map set in options->aperture, and a budget that
+ * cannot hold the rows of the tallest aperture's box (GPUWS_ERR_INVALID_ARGUMENT: the message gives the rows and
+ * the bytes needed). Nothing is written on an error. */
+GPUWS_API gpuws_status gpuws_sum_circle_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                             size_t n, const double *x, const double *y, const double *r,
+                                             const gpuws_aperture_host_options *options, double *sum, double *sumerr,
+                                             double *area, int *flag);
+GPUWS_API gpuws_status gpuws_sum_ellipse_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                              size_t n, const double *x, const double *y, const double *a,
+                                              const double *b, const double *theta, const double *r,
+                                              const gpuws_aperture_host_options *options, double *sum, double *sumerr,
+                                              double *area, int *flag);
+GPUWS_API gpuws_status gpuws_kron_radius_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                              size_t n, const double *x, const double *y, const double *a,
+                                              const double *b, const double *theta, const double *r,
+                                              const gpuws_aperture_host_options *options, double *kronrad, int *flag);
+GPUWS_API gpuws_status gpuws_flux_auto_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                            size_t n, const double *x, const double *y, const double *a,
+                                            const double *b, const double *theta,
+                                            const gpuws_aperture_host_options *options, double *kronrad, double *sum,
+                                            double *sumerr, double *area, int *flag);
+
 #ifdef __cplusplus
 }
 #endif
