@@ -142,9 +142,8 @@ BACKEND_TEST(cli_sources_host, demo_out_of_core_gives_the_in_core_outputs)
 }
 #endif
 
-/* Usage errors (exit 2, a message naming the problem): a size that is not one, and the option with the apertures,
- * which do not run from host memory. */
-BACKEND_TEST(cli_sources_host, bad_budget_or_method_is_a_usage_error)
+/* Usage errors (exit 2, a message naming the problem): a size that is not one, or none. */
+BACKEND_TEST(cli_sources_host, bad_budget_is_a_usage_error)
 {
     cli_run r;
     setup(&r, *kind);
@@ -154,10 +153,6 @@ BACKEND_TEST(cli_sources_host, bad_budget_or_method_is_a_usage_error)
               r.stderr_text);
     run_cli(&r, *kind, "--demo", "--max-device-memory", NULL);
     cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.stderr_text);
-    run_cli(&r, *kind, "sky.fits", "--max-device-memory", "1G", "--phot-apertures", "5", NULL);
-    cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.stderr_text);
-    cr_assert(strstr(r.stderr_text, "--phot-apertures does not run from host memory yet: not with --max-device-memory"),
-              "%s", r.stderr_text);
     cr_assert_eq(count_files_except(&r, NULL), 0, "files were left behind");
     teardown(&r);
 }
@@ -199,6 +194,36 @@ BACKEND_TEST(cli_sources_host, out_of_core_extraction_gives_the_in_core_outputs)
     cr_assert(strstr(r.stderr_text, "in 34 bands of up to 19 of 640 rows over 2 devices"), "%s", r.stderr_text);
     expect_same_files(&r, "two", 5);
     free(objects), free(objects2);
+    teardown(&r);
+}
+
+/* `--phot-apertures` with the extraction from host memory: the apertures summed on the host's image and maps
+ * (gpuws_sum_circle_host, in windows of rows within the budget) give the in-core run's columns byte for byte. */
+BACKEND_TEST(cli_sources_host, out_of_core_apertures_give_the_in_core_columns)
+{
+    cli_run r;
+    setup(&r, *kind);
+    write_sky(&r, "sky.fits", 160, 640, 83, 16);
+    run_cli(&r, *kind, "--catalog", "core.csv", "sky.fits", "--back-size", "32", "--phot-apertures", "3,7.5", NULL);
+    cr_assert_eq(r.status, 0, "in-core: exit %d; stderr: %s", r.status, r.stderr_text);
+    char *phot = line_of(r.stdout_text, "aperture photometry: ");
+    cr_assert(phot && strstr(phot, "x 2 diameters (3, 7.5 pixels)"), "%s", r.stdout_text);
+    run_cli(&r, *kind, "--catalog", "host.csv", "sky.fits", "--back-size", "32", "--phot-apertures", "3,7.5",
+            "--max-device-memory", "200K", NULL);
+    cr_assert_eq(r.status, 0, "host: exit %d; stderr: %s", r.status, r.stderr_text);
+    cr_assert(strstr(r.stderr_text, "the extraction from host memory, in 34 bands"), "%s", r.stderr_text);
+    char *phot2 = line_of(r.stdout_text, "aperture photometry: ");
+    cr_assert(phot2 && !strcmp(phot, phot2), "in-core: %s\nhost:\n%s", phot, r.stdout_text);
+    char path[600];
+    path_in(&r, "core.csv", path, sizeof path);
+    FILE *f = fopen(path, "r");
+    char header[4096] = "";
+    cr_assert(f && fgets(header, sizeof header, f), "%s", path);
+    fclose(f);
+    cr_assert(strstr(header, "flux_aper_3") && strstr(header, "fluxerr_aper_7p5") && strstr(header, "flag_aper_7p5"),
+              "%s", header);
+    expect_same_files(&r, "host", 1);
+    free(phot), free(phot2);
     teardown(&r);
 }
 

@@ -569,8 +569,9 @@ static int extract_from_host(const sources_args *a, gpuws_context *ctx, size_t w
 }
 
 /* The extraction from host memory (extract_from_host): gpuws_extract_host on the image as it was read, making the
- * background itself (its maps reach the host only for --background and --rms), the segmentation map made in host
- * memory, the bands spread over every device of c; then the report and the outputs. */
+ * background itself (its maps reach the host only for --background, --rms and --phot-apertures), the segmentation
+ * map made in host memory, the bands spread over every device of c; the apertures on the host's arrays; then the
+ * report and the outputs. */
 static int run_extract_host(const sources_args *a, const fits_image *img, const pixel_scan *scan,
                             const sources_contexts *c, sources_times *t)
 {
@@ -584,10 +585,14 @@ static int run_extract_host(const sources_args *a, const fits_image *img, const 
     q->hback = a->out[OUT_BACKGROUND] ? malloc(n * sizeof *q->hback) : NULL;
     q->hrms = a->out[OUT_RMS] ? malloc(n * sizeof *q->hrms) : NULL;
     q->hseg = a->out[OUT_LABELS] ? malloc(n * sizeof *q->hseg) : NULL;
-    gpuws_status st =
-        (a->out[OUT_BACKGROUND] && !q->hback) || (a->out[OUT_RMS] && !q->hrms) || (a->out[OUT_LABELS] && !q->hseg)
-            ? GPUWS_ERR_OUT_OF_MEMORY
-            : GPUWS_OK;
+    /* the apertures' maps where no output keeps them */
+    float *pback = x->phot.n && !q->hback ? malloc(n * sizeof *pback) : NULL;
+    float *prms = x->phot.n && !q->hrms ? malloc(n * sizeof *prms) : NULL;
+    float *back = q->hback ? q->hback : pback, *rms = q->hrms ? q->hrms : prms;
+    gpuws_status st = (a->out[OUT_BACKGROUND] && !q->hback) || (a->out[OUT_RMS] && !q->hrms) ||
+                              (a->out[OUT_LABELS] && !q->hseg) || (x->phot.n && (!back || !rms))
+                          ? GPUWS_ERR_OUT_OF_MEMORY
+                          : GPUWS_OK;
     tool_band_progress progress = tool_band_progress_start("gpuws sources");
     progress.step = "extraction";
     gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
@@ -597,7 +602,7 @@ static int run_extract_host(const sources_args *a, const fits_image *img, const 
     gpuws_extract_host_options eho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
     eho.extract = &eo, eho.mask = scan->mask, eho.segmap = q->hseg, eho.max_device_bytes = a->max_device_bytes;
     eho.progress = tool_label_band, eho.progress_user = &progress;
-    eho.background = &bo, eho.back_out = q->hback, eho.rms_out = q->hrms, eho.background_result = &q->br;
+    eho.background = &bo, eho.back_out = back, eho.rms_out = rms, eho.background_result = &q->br;
     eho.more_contexts = c->ctx + 1, eho.num_more_contexts = c->n - 1;
     size_t rows = 0, bands = 0;
     if (!st && !(st = gpuws_extract_host_bands(ctx, w, h, &eho, &rows, &bands))) { /* a budget below one band */
@@ -610,6 +615,13 @@ static int run_extract_host(const sources_args *a, const fits_image *img, const 
     if (!st) st = gpuws_extract_host(ctx, w, h, img->data, &eho, &q->cat);
     t->extract = tool_now_ms() - t0; /* the background's pass included */
     if (!st) t->extract_device = q->cat->ms_device, t->extract_host = q->cat->ms_host;
+    if (!st && x->phot.n) {
+        const double t1 = tool_now_ms();
+        st = phot_measure_host(&x->phot, ctx, w, h, img->data, back, rms, scan->mask, a->max_device_bytes, q->cat,
+                               &q->ph);
+        t->phot = tool_now_ms() - t1;
+    }
+    free(pback), free(prms);
     return extract_report(q, a, w, h, st, t) || sources_pending_write(q, a, t);
 }
 
@@ -647,14 +659,7 @@ static int run_extract(const sources_args *a, const fits_image *img, const pixel
     gpuws_context *ctx = c->ctx[0];
     sources_pending *q;
     if (later) *later = NULL;
-    if (extract_from_host(a, ctx, img->width, img->height)) {
-        if (!a->x.phot.n) return run_extract_host(a, img, scan, c, t);
-        fprintf(stderr,
-                "gpuws sources: %s: %zu x %zu pixels do not fit the device's memory in-core, and --phot-apertures has "
-                "no form from host memory yet\n",
-                a->image, img->width, img->height);
-        return 1;
-    }
+    if (extract_from_host(a, ctx, img->width, img->height)) return run_extract_host(a, img, scan, c, t);
     if (extract_begin(a, img, scan, ctx, stream, t, keep, early, &q)) return 1;
     if (later) return *later = q, 0;
     if (sources_pending_extract(q, a, img, t)) return 1;

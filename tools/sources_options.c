@@ -57,8 +57,9 @@ static void usage(FILE *f)
         "                         and labels (9 bytes a pixel) exceed 3/4 of the device's memory, take this path.\n"
         "                         With --method extract: the background and the extraction from host memory\n"
         "                         (gpuws_extract_host) in bands of rows within SIZE, the same outputs as in-core\n"
-        "                         (not with --phot-apertures); an image whose extraction (40 bytes a pixel) exceeds\n"
-        "                         3/4 of the device's memory takes this path too\n"
+        "                         (--phot-apertures: the image's background and rms maps kept on the host, 8 bytes\n"
+        "                         a pixel); an image whose extraction (40 bytes a pixel) exceeds 3/4 of the\n"
+        "                         device's memory takes this path too\n"
         "  --demo                 no IMAGE: a synthetic sky made on the device (noise sigma 1e-3, Gaussian beams\n"
         "                         of sigma 1.7 px, peaks log-uniform in 5e-3..1e-1), scored against what was injected\n"
         "  --size N               demo image N x N, N from 16 to 46340 (default 2048); --seed S from 0 to\n"
@@ -427,10 +428,6 @@ int sources_parse(int argc, char **argv, sources_args *a)
         return fprintf(stderr, "gpuws sources: %s applies to --method %s only%s\n", wrong,
                        a->method == METHOD_EXTRACT ? "workshop" : "extract",
                        explicit || a->demo ? "" : " (the default method is extract)"),
-               2;
-    if (a->method == METHOD_EXTRACT && a->max_device_given && a->x.phot.n)
-        return fprintf(stderr, "gpuws sources: --phot-apertures does not run from host memory yet: not with "
-                               "--max-device-memory\n"),
                2;
     if (!a->connectivity) a->connectivity = a->method == METHOD_EXTRACT ? 8 : 4;
     a->o.connectivity = a->connectivity;

@@ -85,9 +85,18 @@ static void describe(phot_table *t)
     }
 }
 
-gpuws_status phot_measure(const phot_apertures *ap, gpuws_stream *stream, size_t w, size_t h, const gpuws_buffer *image,
-                          const gpuws_buffer *back, const gpuws_buffer *rms, const gpuws_buffer *mask,
-                          const gpuws_extract_catalog *cat, phot_table *out)
+/* Where phot_measure's pixels are: device buffers (stream, image, ...) or host arrays (ctx, himage, ...). */
+typedef struct {
+    gpuws_stream *stream;
+    const gpuws_buffer *image, *back, *rms, *mask;
+    gpuws_context *ctx;
+    const float *himage, *hback, *hrms;
+    const unsigned char *hmask;
+    uint64_t max_device_bytes;
+} phot_pixels;
+
+static gpuws_status measure(const phot_apertures *ap, const phot_pixels *px, size_t w, size_t h,
+                            const gpuws_extract_catalog *cat, phot_table *out)
 {
     memset(out, 0, sizeof *out);
     const size_t nobj = cat->num_objects, nap = ap->n, n = nobj * nap;
@@ -105,9 +114,16 @@ gpuws_status phot_measure(const phot_apertures *ap, gpuws_stream *stream, size_t
             y[k * nap + j] = cat->objects[k].y;
             r[k * nap + j] = 0.5 * ap->diameter[j];
         }
-    gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
-    o.back = back, o.rms = rms, o.mask = mask; /* subpix 0: the exact overlap */
-    const gpuws_status st = gpuws_sum_circle(stream, w, h, image, n, x, y, r, &o, sum, err, NULL, flag);
+    gpuws_status st;
+    if (px->himage) {
+        gpuws_aperture_host_options o = GPUWS_APERTURE_HOST_OPTIONS_INIT;
+        o.back = px->hback, o.rms = px->hrms, o.mask = px->hmask, o.max_device_bytes = px->max_device_bytes;
+        st = gpuws_sum_circle_host(px->ctx, w, h, px->himage, n, x, y, r, &o, sum, err, NULL, flag);
+    } else {
+        gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
+        o.back = px->back, o.rms = px->rms, o.mask = px->mask; /* subpix 0: the exact overlap */
+        st = gpuws_sum_circle(px->stream, w, h, px->image, n, x, y, r, &o, sum, err, NULL, flag);
+    }
     for (size_t i = 0; !st && i < n; i++) v[3 * i] = sum[i], v[3 * i + 1] = err[i], v[3 * i + 2] = flag[i];
     free(x), free(flag);
     if (st) return free(v), st;
@@ -115,6 +131,22 @@ gpuws_status phot_measure(const phot_apertures *ap, gpuws_stream *stream, size_t
     memcpy(out->diameter, ap->diameter, nap * sizeof *ap->diameter);
     describe(out);
     return GPUWS_OK;
+}
+
+gpuws_status phot_measure(const phot_apertures *ap, gpuws_stream *stream, size_t w, size_t h, const gpuws_buffer *image,
+                          const gpuws_buffer *back, const gpuws_buffer *rms, const gpuws_buffer *mask,
+                          const gpuws_extract_catalog *cat, phot_table *out)
+{
+    const phot_pixels px = { stream, image, back, rms, mask, NULL, NULL, NULL, NULL, NULL, 0 };
+    return measure(ap, &px, w, h, cat, out);
+}
+
+gpuws_status phot_measure_host(const phot_apertures *ap, gpuws_context *ctx, size_t w, size_t h, const float *image,
+                               const float *back, const float *rms, const unsigned char *mask,
+                               uint64_t max_device_bytes, const gpuws_extract_catalog *cat, phot_table *out)
+{
+    const phot_pixels px = { NULL, NULL, NULL, NULL, NULL, ctx, image, back, rms, mask, max_device_bytes };
+    return measure(ap, &px, w, h, cat, out);
 }
 
 void phot_free(phot_table *t)

@@ -1,6 +1,7 @@
 /* gpuws sources --phot-apertures D[,D...]: SExtractor's PHOT_APERTURES (diameters in pixels) for the objects of the
  * extraction, as sep.sum_circle(data - back, x, y, D / 2, err=rms, mask=, subpix=0) computes them (exact overlap),
- * measured on the device on the extraction's own buffers: gpuws_sum_circle with the background map in its options.
+ * measured on the device on the extraction's own buffers: gpuws_sum_circle with the background map in its options
+ * (gpuws_sum_circle_host on the host's arrays where the extraction runs from host memory).
  * The command parses the option here, measures a catalogue, then asks for the columns, each row's values and the
  * FITS header cards that give the diameters. The columns carry the diameter in their names (flux_aper_3 for
  * D = 3), so that a plain CSV says which diameter each column measures without a comment line. */
@@ -12,6 +13,7 @@
 #include "gpuws/algorithms.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum {
@@ -53,6 +55,12 @@ typedef struct {
 gpuws_status phot_measure(const phot_apertures *ap, gpuws_stream *stream, size_t w, size_t h, const gpuws_buffer *image,
                           const gpuws_buffer *back, const gpuws_buffer *rms, const gpuws_buffer *mask,
                           const gpuws_extract_catalog *cat, phot_table *out);
+/* The same from host memory (the extraction from host memory: gpuws sources --max-device-memory, or an image the
+ * device cannot hold): gpuws_sum_circle_host on ctx with w x h host arrays, within max_device_bytes (0: the
+ * device's free memory). The same values as phot_measure's on the same backend. */
+gpuws_status phot_measure_host(const phot_apertures *ap, gpuws_context *ctx, size_t w, size_t h, const float *image,
+                               const float *back, const float *rms, const unsigned char *mask,
+                               uint64_t max_device_bytes, const gpuws_extract_catalog *cat, phot_table *out);
 void phot_free(phot_table *t);
 
 /* The columns (3 per diameter D, in the order given: flux_aper_D and fluxerr_aper_D in flux_unit, flag_aper_D an
