@@ -236,6 +236,20 @@ static gpuws_status call_aperture(fixture *f, const void *o)
     return st;
 }
 
+static void init_aperture_host(void *o)
+{
+    *(gpuws_aperture_host_options *)o = (gpuws_aperture_host_options)GPUWS_APERTURE_HOST_OPTIONS_INIT;
+}
+static gpuws_status call_aperture_host(fixture *f, const void *o)
+{
+    const double x = 3.5, y = 4.0, r = 2.5;
+    double sum = 12345.0;
+    int flag = 77;
+    gpuws_status st = gpuws_sum_circle_host(f->ctx, SIDE, SIDE, f->host, 1, &x, &y, &r, o, &sum, NULL, NULL, &flag);
+    cr_assert(!st || (sum == 12345.0 && flag == 77), "a refused call wrote its results");
+    return st;
+}
+
 static const options_row rows[] = {
     { "gpuws_context_options", sizeof(gpuws_context_options), init_context, call_context },
     { "gpuws_program_options", sizeof(gpuws_program_options), init_program, call_program },
@@ -249,6 +263,7 @@ static const options_row rows[] = {
     { "gpuws_background_options", sizeof(gpuws_background_options), init_background, call_background },
     { "gpuws_extract_options", sizeof(gpuws_extract_options), init_extract, call_extract },
     { "gpuws_aperture_options", sizeof(gpuws_aperture_options), init_aperture, call_aperture },
+    { "gpuws_aperture_host_options", sizeof(gpuws_aperture_host_options), init_aperture_host, call_aperture_host },
 };
 
 static void fixture_open(fixture *f)
