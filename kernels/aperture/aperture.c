@@ -191,10 +191,6 @@ static gpuws_status window_sum(const ap_src *src, const gpuws_buffer *image, con
     return st;
 }
 
-/* The _host calls' sums on a GPU. The apertures, by the first row of their boxes (a counting sort), go in windows:
- * a window starts at the first row of the first box not yet summed and holds as many rows as the budget allows
- * (beside a batch of parameters and sums); every box wholly inside it is summed there. Each window sums at least
- * its first box, and rows that no box reaches are never uploaded. Boxes without pixels sum to zero on the host. */
 /* The _host calls' windows: *m boxes with pixels among the n of params, summed *batch at most by a kernel, in
  * windows of *rows rows, as many as the budget holds beside a batch's parameters and sums (168 bytes an aperture).
  * A budget below the tallest box's rows is refused on every backend, the CPU's too (which needs no window), so that
@@ -203,7 +199,8 @@ static gpuws_status window_rows(const ap_src *src, const char *fn, size_t n, con
                                 size_t *m, size_t *batch)
 {
     const size_t w = src->width, h = src->height;
-    const size_t per_row = w * (sizeof(float) * (1 + (src->hback != NULL) + (src->hrms != NULL)) + (src->hmask != 0));
+    const size_t per_row =
+        w * (sizeof(float) * (1 + (src->hback != NULL) + (src->hrms != NULL)) + (src->hmask != NULL));
     size_t tallest = SIZE_MAX;
     *m = 0;
     for (size_t i = 0; i < n; i++) {
@@ -230,6 +227,10 @@ static gpuws_status window_rows(const ap_src *src, const char *fn, size_t n, con
     return GPUWS_OK;
 }
 
+/* The _host calls' sums on a GPU. The apertures, by the first row of their boxes (a counting sort), go in windows:
+ * a window starts at the first row of the first box not yet summed and holds as many rows as the budget allows
+ * (beside a batch of parameters and sums); every box wholly inside it is summed there. Each window sums at least
+ * its first box, and rows that no box reaches are never uploaded. Boxes without pixels sum to zero on the host. */
 static gpuws_status raw_windows(const ap_src *src, const char *fn, bool kron, size_t n, const double *params,
                                 double *raw)
 {
