@@ -219,9 +219,11 @@ void sources_extract_options(const sources_args *a, size_t w, size_t h, gpuws_ex
                              gpuws_background_options *bo);
 /* The report and the outputs of an extraction made elsewhere (rank 0 of `mpirun gpuws sources --method extract`):
  * img's header and size, pixels the whole image's (for --overlay; else NULL), cat, and the whole image's seg, back and
- * rms (malloc'd; NULL where not asked for), all taken and freed. 0, or 1 with the reason on stderr. */
+ * rms (malloc'd; NULL where not asked for), all taken and freed; ph (NULL: none) the apertures' table, taken (*ph
+ * zeroed). 0, or 1 with the reason on stderr. */
 int sources_extract_write(const sources_args *a, const fits_image *img, const float *pixels, gpuws_extract_catalog *cat,
-                          int32_t *seg, float *back, float *rms, const gpuws_background_result *br, sources_times *t);
+                          int32_t *seg, float *back, float *rms, phot_table *ph, const gpuws_background_result *br,
+                          sources_times *t);
 
 /* The MPI world's size from the launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE), or -1 without one. */
 int sources_mpi_size(void);

@@ -148,7 +148,6 @@ static int refuse_options(const world *w, const sources_args *a)
     const char *why = NULL;
     if (a->demo) why = "--demo makes its sky on one device";
     else if (a->outdir) why = "--outdir (many images) runs in one process";
-    else if (a->method == METHOD_EXTRACT && a->x.phot.n) why = "--phot-apertures (the apertures need the whole image)";
     if (why) fprintf(stderr, "gpuws sources: rank %d of %d: %s: not under MPI\n", w->rank, w->size, why);
     return why ? 2 : 0;
 }
@@ -301,8 +300,9 @@ static int gather_maps(const world *w, const sources_args *a, fits_image *img, g
 
 /* --method extract over the ranks (gpuws_extract_host_reduce): each rank its rows' mask of NaN and infinite pixels
  * and its bands on its devices within --max-device-memory; rank 0 gets the catalogue and the segmentation map, and
- * gathers the ranks' rows of the maps (--background, --rms) and the pixels (--overlay) to write the outputs. The exit
- * code, the same on every rank. */
+ * gathers the ranks' rows of the maps (--background, --rms) and the pixels (--overlay) to write the outputs, all
+ * three for --phot-apertures, which rank 0 then measures from host memory on its devices (13 bytes a pixel of the
+ * whole image in its memory: the pixels, the maps, the mask). The exit code, the same on every rank. */
 static int run_extract_ranks(const world *w, const sources_args *a, const fits_image *img, const sources_contexts *c,
                              sources_times *t)
 {
@@ -314,11 +314,11 @@ static int run_extract_ranks(const world *w, const sources_args *a, const fits_i
     const float *px = img->data;
     for (size_t i = 0; i < mine; i++) bad += !isfinite(px[i]);
     unsigned char *mask = bad ? malloc(mine) : NULL;
-    float *back = a->out[OUT_BACKGROUND] ? malloc(mine ? mine * sizeof *back : 1) : NULL;
-    float *rms = a->out[OUT_RMS] ? malloc(mine ? mine * sizeof *rms : 1) : NULL;
+    const int phot = a->x.phot.n > 0, want_back = a->out[OUT_BACKGROUND] || phot, want_rms = a->out[OUT_RMS] || phot;
+    float *back = want_back ? malloc(mine ? mine * sizeof *back : 1) : NULL;
+    float *rms = want_rms ? malloc(mine ? mine * sizeof *rms : 1) : NULL;
     int32_t *seg = root && a->out[OUT_LABELS] ? malloc(n * sizeof *seg) : NULL;
-    if ((bad && !mask) || (a->out[OUT_BACKGROUND] && !back) || (a->out[OUT_RMS] && !rms) ||
-        (root && a->out[OUT_LABELS] && !seg))
+    if ((bad && !mask) || (want_back && !back) || (want_rms && !rms) || (root && a->out[OUT_LABELS] && !seg))
         snprintf(err, sizeof err, "out of memory for the extraction's mask and maps"), code = 1;
     for (size_t i = 0; mask && i < mine; i++) mask[i] = !isfinite(px[i]);
     int rc = world_fail(w, code, err);
@@ -347,7 +347,7 @@ static int run_extract_ranks(const world *w, const sources_args *a, const fits_i
     /* rank 0's whole maps and pixels, from every rank's rows */
     float *all[3] = { NULL, NULL, NULL };
     const float *part[3] = { back, rms, px };
-    const int want[3] = { back != NULL, rms != NULL, a->out[OUT_OVERLAY] != NULL };
+    const int want[3] = { back != NULL, rms != NULL, a->out[OUT_OVERLAY] != NULL || phot };
     code = 0;
     for (int k = 0; !rc && root && k < 3; k++)
         if (want[k] && !(all[k] = malloc(n * sizeof *all[k]))) code = 1;
@@ -361,10 +361,38 @@ static int run_extract_ranks(const world *w, const sources_args *a, const fits_i
     }
     t->download = tool_now_ms() - t0;
     free(back), free(rms);
+    phot_table ph;
+    memset(&ph, 0, sizeof ph);
+    if (!rc && phot) { /* rank 0 alone; the others wait in world_fail for its status */
+        int failed = 0;
+        if (root) {
+            size_t nbad = 0;
+            for (size_t i = 0; i < n; i++) nbad += !isfinite(all[2][i]);
+            unsigned char *whole = nbad ? malloc(n) : NULL;
+            for (size_t i = 0; whole && i < n; i++) whole[i] = !isfinite(all[2][i]);
+            t0 = tool_now_ms();
+            const gpuws_status st = nbad && !whole
+                                        ? GPUWS_ERR_OUT_OF_MEMORY
+                                        : phot_measure_host(&a->x.phot, c->ctx[0], width, img->height, all[2], all[0],
+                                                            all[1], whole, a->max_device_bytes, cat, &ph);
+            t->phot = tool_now_ms() - t0;
+            if (st && nbad && !whole)
+                snprintf(err, sizeof err, "the apertures: no memory for the mask of %zu pixels", n);
+            else if (st) snprintf(err, sizeof err, "the apertures: %s: %s", gpuws_status_name(st), gpuws_last_error());
+            failed = st != GPUWS_OK;
+            free(whole);
+        }
+        rc = world_fail(w, failed, err);
+    }
     if (!rc && root) {
-        rc = sources_extract_write(a, img, all[2], cat, seg, all[0], all[1], &br, t);
+        /* the maps and pixels that only the apertures wanted go */
+        if (!a->out[OUT_BACKGROUND]) free(all[0]), all[0] = NULL;
+        if (!a->out[OUT_RMS]) free(all[1]), all[1] = NULL;
+        rc = sources_extract_write(a, img, a->out[OUT_OVERLAY] ? all[2] : NULL, cat, seg, all[0], all[1],
+                                   phot ? &ph : NULL, &br, t);
         cat = NULL, seg = NULL, all[0] = all[1] = NULL;
     }
+    phot_free(&ph);
     gpuws_extract_catalog_free(cat);
     free(seg), free(all[0]), free(all[1]), free(all[2]);
     return rc;

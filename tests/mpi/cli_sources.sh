@@ -3,7 +3,8 @@
 # (rank 0 gathers every rank's rows) and overlay, byte for byte, as one process: on the ranks' devices as one process
 # on its device, and with --max-device-memory on the host as one process's host pipeline; on a sky whose height
 # splits into uneven shares and on one of fewer blocks than ranks (a rank reads no row). So does `--method extract`
-# (the ranks' rows on whole mesh rows; its background and rms maps too), with and without a device budget.
+# (the ranks' rows on whole mesh rows; its background and rms maps, and the apertures' columns too), with and without
+# a device budget.
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR P        the comparison with P ranks
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR failures  bad input: exit 1 or 2 on every rank, nothing written
 # MPIEXEC runs with --oversubscribe (more ranks than cores); each run is bounded by `timeout` (a hang fails).
@@ -47,14 +48,22 @@ if [ "$what" != failures ]; then
     for img in big small; do
         for budget in "" "--max-device-memory 200K"; do
             # shellcheck disable=SC2086
-            "$gpuws" sources $img.fits --back-size 32 $budget --catalog $img.x1.csv --regions $img.x1.reg \
-                --fits-catalog $img.x1.cat.fits --labels $img.x1.labels.fits --background $img.x1.back.fits \
-                --rms $img.x1.rms.fits --overlay $img.x1.png > $img.x1.out || fail "one process extracts $img.fits"
+            "$gpuws" sources $img.fits --back-size 32 $budget --phot-apertures 3,6 --catalog $img.x1.csv \
+                --regions $img.x1.reg --fits-catalog $img.x1.cat.fits --labels $img.x1.labels.fits \
+                --background $img.x1.back.fits --rms $img.x1.rms.fits --overlay $img.x1.png > $img.x1.out ||
+                fail "one process extracts $img.fits"
             # shellcheck disable=SC2086
-            mpirun "$what" "$gpuws" sources $img.fits --back-size 32 $budget --catalog $img.xm.csv \
-                --regions $img.xm.reg --fits-catalog $img.xm.cat.fits --labels $img.xm.labels.fits \
-                --background $img.xm.back.fits --rms $img.xm.rms.fits --overlay $img.xm.png > $img.xm.out \
-                2> $img.xm.err || { cat $img.xm.err >&2; fail "$what ranks extract $img.fits ($budget)"; }
+            mpirun "$what" "$gpuws" sources $img.fits --back-size 32 $budget --phot-apertures 3,6 \
+                --catalog $img.xm.csv --regions $img.xm.reg --fits-catalog $img.xm.cat.fits \
+                --labels $img.xm.labels.fits --background $img.xm.back.fits --rms $img.xm.rms.fits \
+                --overlay $img.xm.png > $img.xm.out 2> $img.xm.err ||
+                { cat $img.xm.err >&2; fail "$what ranks extract $img.fits ($budget)"; }
+            # the apertures alone: rank 0 gathers the maps and the pixels for them only
+            # shellcheck disable=SC2086
+            mpirun "$what" "$gpuws" sources $img.fits --back-size 32 $budget --phot-apertures 3,6 \
+                --catalog $img.xa.csv > $img.xa.out 2> $img.xa.err ||
+                { cat $img.xa.err >&2; fail "$what ranks extract $img.fits with apertures alone ($budget)"; }
+            cmp $img.x1.csv $img.xa.csv || fail "$img ($budget): $what ranks' catalogue with apertures alone differs"
             [ "$what" = 1 ] || grep -q "^ranks: $what (MPI), rows in shares of whole 32-row mesh rows" $img.xm.out ||
                 { cat $img.xm.out >&2; fail "$img: the ranks did not say how they shared the extraction"; }
             for f in csv reg cat.fits labels.fits back.fits rms.fits png; do
@@ -62,6 +71,7 @@ if [ "$what" != failures ]; then
             done
             [ "$(grep '^objects: ' $img.x1.out)" = "$(grep '^objects: ' $img.xm.out)" ] ||
                 fail "$img ($budget): object counts differ"
+            head -1 $img.xm.csv | grep -q 'flux_aper_6' || fail "$img ($budget): no aperture columns in $img.xm.csv"
         done
     done
     echo "ok: $what ranks, the same files as one process, on the devices and on the host, and extracting"
@@ -96,12 +106,12 @@ grep -q '^gpuws sources: rank 0 of 2: stopped: rank 1 failed' d.err || { cat d.e
 [ ! -e d.csv ] || fail "different options: d.csv was written"
 
 # What runs in one process: a usage error naming the option on every rank, nothing written.
-mpirun 2 "$gpuws" sources big.fits --method extract --phot-apertures 6 --labels l.fits > l.out 2> l.err
+mpirun 2 "$gpuws" sources big.fits --method extract --outdir out --write labels > l.out 2> l.err
 rc=$?
-[ $rc = 2 ] || { cat l.err >&2; fail "--phot-apertures: exit $rc, expected 2"; }
-[ "$(grep -c -- '--phot-apertures (the apertures need the whole image): not under MPI' l.err)" = 2 ] ||
-    { cat l.err >&2; fail "--phot-apertures: message"; }
-[ ! -e l.fits ] || fail "--phot-apertures: l.fits was written"
+[ $rc = 2 ] || { cat l.err >&2; fail "--outdir: exit $rc, expected 2"; }
+[ "$(grep -c -- '--outdir (many images) runs in one process: not under MPI' l.err)" = 2 ] ||
+    { cat l.err >&2; fail "--outdir: message"; }
+[ ! -e out ] || fail "--outdir: an output was written"
 # The extraction's maps: the parser's usage error, naming the option.
 mpirun 2 "$gpuws" sources big.fits --method workshop --background b.fits > b.out 2> b.err
 rc=$?
