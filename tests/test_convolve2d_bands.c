@@ -152,7 +152,8 @@ static void row_run_start(row_run *run, gpuws_context *ctx, gpuws_dtype dt, size
 
 static void row_run_end(row_run *run) { free(run->image), free(run->kernel), free(run->want); }
 
-ParameterizedTestParameters(convolve2d_bands, bit_identical_to_in_core_for_any_banding)
+/* Every row of the table on every target, in f32 and f64. */
+static struct criterion_test_params every_row(void)
 {
     static band_case cases[NTARGETS * 2 * NROWS];
     size_t k = 0;
@@ -161,6 +162,8 @@ ParameterizedTestParameters(convolve2d_bands, bit_identical_to_in_core_for_any_b
             for (size_t r = 0; r < NROWS; r++) cases[k++] = (band_case){ targets[t], d ? GPUWS_F64 : GPUWS_F32, r };
     return cr_make_param_array(band_case, cases, k);
 }
+
+ParameterizedTestParameters(convolve2d_bands, bit_identical_to_in_core_for_any_banding) { return every_row(); }
 
 ParameterizedTest(band_case *c, convolve2d_bands, bit_identical_to_in_core_for_any_banding)
 {
@@ -448,5 +451,76 @@ ParameterizedTest(const target *t, convolve2d_bands, each_device_decides_for_its
     test_host_bytes_free(ctx, true, got);
     row_run_end(&run);
     gpuws_context_destroy(more[0]);
+    gpuws_context_destroy(ctx);
+}
+
+/* ---- the separable form: gpuws_convolve2d_separable_host ------------------------------------------------------ */
+
+/* A row's budget for the separable form: the same slots, the factors instead of the kernel, and a band's row sums;
+ * or the separable in-core size less short_by elements. */
+static uint64_t separable_budget(const band_row *r, size_t oh, size_t ow, size_t es)
+{
+    const size_t factors = r->kh + r->kw;
+    if (r->rows) {
+        size_t in = r->rows + r->kh - 1;
+        if (r->boundary == GPUWS_BOUNDARY_FILL || r->mode == GPUWS_CONVOLVE_VALID) in = in > r->h ? r->h : in;
+        return (uint64_t)(3 * (in * r->w + r->rows * ow) + factors + (r->rows + r->kh - 1) * ow) * es;
+    }
+    return (uint64_t)(r->h * r->w + oh * ow + factors + (oh + r->kh - 1) * ow - r->short_by) * es;
+}
+
+ParameterizedTestParameters(convolve2d_bands, separable_bit_identical_to_in_core_for_any_banding)
+{
+    return every_row();
+}
+
+/* Every row of the table, with the kernel given as two factors (col, row): out is gpuws_convolve2d_separable's
+ * in-core result on the same target, bit for bit, in as many bands as the 2-D form takes with the same rows a band
+ * (and banded at all where the in-core size is short by an element), the progress in order. Factors longer than 16
+ * taps (the wide row) take the two-pass kernels, whose row sums the budget holds. */
+ParameterizedTest(band_case *c, convolve2d_bands, separable_bit_identical_to_in_core_for_any_banding)
+{
+    gpuws_context *ctx = open_target(&c->t);
+    test_require_dtype(ctx, c->dt);
+    const band_row *r = &rows[c->row];
+    const size_t es = gpuws_dtype_size(c->dt);
+    size_t oh, ow;
+    TEST_OK(gpuws_convolve2d_output_shape(r->h, r->w, r->kh, r->kw, r->mode, &oh, &ow));
+    const size_t no = oh * ow;
+    void *image = row_image(r, c->dt, 0x5e9a + c->row);
+    double *fc = random_values(r->kh, 0xc01 + c->row), *fr = random_values(r->kw, 0x40e + c->row);
+    void *col = to_dtype(fc, r->kh, c->dt), *row = to_dtype(fr, r->kw, c->dt);
+    free(fc), free(fr);
+    gpuws_convolve2d_options o = GPUWS_CONVOLVE2D_OPTIONS_INIT;
+    o.mode = r->mode, o.boundary = r->boundary, o.fill_value = r->fill;
+    gpuws_buffer *bi = test_buffer_from(ctx, image, r->h * r->w * es), *bc = test_buffer_from(ctx, col, r->kh * es),
+                 *br = test_buffer_from(ctx, row, r->kw * es), *bo = test_buffer(ctx, no * es);
+    TEST_OK(gpuws_convolve2d_separable(NULL, c->dt, bi, r->h, r->w, 0, bc, r->kh, br, r->kw, &o, bo));
+    unsigned char *want = test_download(bo, no * es);
+    gpuws_convolve2d_host_options ho = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    ho.mode = r->mode, ho.boundary = r->boundary, ho.fill_value = r->fill;
+    ho.max_device_bytes = separable_budget(r, oh, ow, es);
+    progress_log log = { 0, 0, 0, 0, 0, true };
+    ho.progress = on_band, ho.progress_user = &log;
+    unsigned char *got = malloc(no * es + TEST_GUARD_BYTES);
+    cr_assert_not_null(got);
+    memset(got, 0xA5, no * es + TEST_GUARD_BYTES);
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_convolve2d_separable_host_bands(ctx, c->dt, r->h, r->w, r->kh, r->kw, &ho, &band_rows, &bands));
+    TEST_OK(gpuws_convolve2d_separable_host(ctx, c->dt, image, r->h, r->w, 0, col, r->kh, row, r->kw, &ho, got));
+    cr_assert_eq(log.bands, bands, "%s: %zu bands run, separable_host_bands says %zu", r->name, log.bands, bands);
+    if (r->rows) cr_assert_eq(log.bands, r->bands, "%s: %zu bands, want %zu", r->name, log.bands, r->bands);
+    else
+        cr_assert_eq(log.bands > 1, r->short_by > 0, "%s: %zu bands with the in-core size short by %zu", r->name,
+                     log.bands, r->short_by);
+    for (size_t i = 0; i < no * es; i++)
+        if (got[i] != want[i])
+            cr_assert_fail("%s on %s (%s, %zu bands): byte %zu (output %zu, row %zu) differs from in-core", r->name,
+                           target_name(&c->t), gpuws_dtype_name(c->dt), log.bands, i, i / es, i / es / ow);
+    for (size_t i = 0; i < TEST_GUARD_BYTES; i++)
+        cr_assert_eq(got[no * es + i], 0xA5, "%s: wrote past the output", r->name);
+    cr_assert(log.in_order && log.calls == log.bands && log.last_rows == oh, "%s: progress", r->name);
+    gpuws_buffer_destroy(bi), gpuws_buffer_destroy(bc), gpuws_buffer_destroy(br), gpuws_buffer_destroy(bo);
+    free(image), free(col), free(row), free(want), free(got);
     gpuws_context_destroy(ctx);
 }

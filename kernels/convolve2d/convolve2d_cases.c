@@ -13,7 +13,9 @@
  *   f32-banded               the f32 case from pinned host memory to pinned host memory through gpuws_convolve2d_host
  *                            with a device budget of a quarter of the in-core size, so the image streams in row bands
  *                            (about 12, each with 14 halo rows) on three streams; bytes counted are the image up and
- *                            the output down once */
+ *                            the output down once
+ *   f32-separable-banded     the same through gpuws_convolve2d_separable_host with the factors of f32-separable and
+ *                            room for the row sums of a quarter of the output rows */
 #include "common/cases.h"
 #include "convolve2d/convolve2d_ref.h"
 
@@ -110,6 +112,13 @@ static gpuws_status c2_setup_f32_banded(gpuws_context *c, bench_size z, void **s
     return st;
 }
 
+static gpuws_status c2_setup_f32_sep_banded(gpuws_context *c, bench_size z, void **s, bench_counts *k)
+{
+    gpuws_status st = c2_setup_common(c, z, s, k, GPUWS_F32, true, false, true);
+    ((c2_state *)*s)->banded = true;
+    return st;
+}
+
 static gpuws_status c2_setup_f32(gpuws_context *c, bench_size z, void **s, bench_counts *k)
 {
     return c2_setup_common(c, z, s, k, GPUWS_F32, false, false, false);
@@ -144,6 +153,11 @@ static gpuws_status c2_run(void *p, gpuws_stream *st)
         gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
         o.max_device_bytes = ((uint64_t)s->side * s->side + (uint64_t)s->out_side * s->out_side) * sizeof(float) / 4;
         (void)st;
+        if (s->separable) { /* and the row sums of a quarter of the output rows, with the halo's */
+            o.max_device_bytes += (uint64_t)(s->out_side / 4 + TAPS) * s->out_side * sizeof(float);
+            return gpuws_convolve2d_separable_host(s->ctx, GPUWS_F32, s->h_image, s->side, s->side, 0, s->h_g1d, TAPS,
+                                                   s->h_g1d, TAPS, &o, s->h_out);
+        }
         return gpuws_convolve2d_host(s->ctx, GPUWS_F32, s->h_image, s->side, s->side, 0, s->h_kernel, TAPS, TAPS, &o,
                                      s->h_out);
     }
@@ -216,8 +230,13 @@ static const gpuws__case w_c2_f64_sep = {
 static const gpuws__case w_c2_f32_banded = {
     { "convolve2d", "f32-banded", true, c2_setup_f32_banded, c2_run, c2_check, c2_teardown }, c2_outputs, true
 };
+static const gpuws__case w_c2_f32_sep_banded = { { "convolve2d", "f32-separable-banded", true, c2_setup_f32_sep_banded,
+                                                   c2_run, c2_check, c2_teardown },
+                                                 c2_outputs,
+                                                 true };
 GPUWS_CASE(w_c2_f32)
 GPUWS_CASE(w_c2_f32_banded)
+GPUWS_CASE(w_c2_f32_sep_banded)
 GPUWS_CASE(w_c2_f64)
 GPUWS_CASE(w_c2_f32_transfers)
 GPUWS_CASE(w_c2_f32_random)

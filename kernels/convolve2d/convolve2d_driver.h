@@ -23,4 +23,14 @@ gpuws_status gpuws__convolve2d_launch(gpuws_stream *s, gpuws_dtype dtype, const 
                                       const gpuws__conv2d_geometry *g, const gpuws_buffer *image,
                                       const gpuws_buffer *kernel, gpuws_buffer *out);
 
+/* gpuws_convolve2d_separable's work after its arguments were checked: the geometry g's output from the image and
+ * the factors col (kh values) and row (kw), on the CPU backend by the reference. No choice it makes depends on the
+ * image's height (the kernel family follows the factors' lengths and the device), and each output is the same row
+ * sums and column sum wherever its rows lie, so a band's geometry gives the whole image's values
+ * (gpuws_convolve2d_separable_host). The two-pass kernels (factors longer than SEP_FTAPS, OpenCL CPU devices, the
+ * tuning's choice) keep the row sums on the stream: (g->oh + kh - 1) x g->ow elements. */
+gpuws_status gpuws__convolve2d_separable_launch(gpuws_stream *s, gpuws_dtype dtype, const gpuws__conv2d_geometry *g,
+                                                const gpuws_buffer *image, const gpuws_buffer *col,
+                                                const gpuws_buffer *row, gpuws_buffer *out);
+
 #endif

@@ -1,5 +1,5 @@
-/* gpuws_convolve2d_host: the 2-D convolution from host memory to host memory, in row bands when the image does not
- * fit the device budget (docs/scale.md).
+/* gpuws_convolve2d_host and gpuws_convolve2d_separable_host: the 2-D convolution, of a kernel or of its two factors,
+ * from host memory to host memory, in row bands when the image does not fit the device budget (docs/scale.md).
  *
  * Band b holds output rows [m0, m1). Its outputs read the extended-image rows [m0 + om - (kh - 1), m1 + om). With
  * boundary FILL (VALID is FILL too) the band's input is the image rows of that range (clipped to the image) and the
@@ -7,7 +7,9 @@
  * own fill rule supplies them, exactly as in-core. With WRAP and SYMM the wrapped or mirrored rows are copied into
  * the band (the host maps each row), so the band reads no row outside itself and only the columns follow the rule.
  * Each band is launched with the whole image's plan (gpuws__convolve2d_launch), so every output is the same sum of
- * the same products in the same order as in-core: bit-identical for any banding.
+ * the same products in the same order as in-core: bit-identical for any banding. The separable form's outputs do not
+ * depend on the plan (gpuws__convolve2d_separable_launch): a band's own geometry gives the in-core values; its
+ * budget holds the two factors instead of the kernel, and a band's row sums.
  *
  * The bands stream through the device (or round-robin through several) as kernels/common/band_stream.h describes:
  * three slots a device, uploads, convolutions and downloads on three streams. The host stages a band's rows into
@@ -38,6 +40,8 @@ typedef struct {
     gpuws_convolve2d_host_options o;
     gpuws_context *ctxs[GPUWS__BAND_DEVICES]; /* ctx, then o.more_contexts */
     unsigned devices;
+    bool sep;       /* the separable form: the kernel is its two factors, col (kh) and row (kw) */
+    const char *fn; /* the call's name, for messages */
 } band_plan;
 
 /* Input rows of a band of r output rows, at most. */
@@ -60,25 +64,29 @@ static size_t staging_rows(const gpuws__conv2d_geometry *g, size_t es)
     return r ? r : 1;
 }
 
-/* Device bytes of `slots` slots of r output rows, plus the kernel; false when they overflow. */
-static bool slots_bytes(const gpuws__conv2d_geometry *g, size_t es, int slots, size_t r, uint64_t *bytes)
+/* Device bytes of `slots` slots of r output rows, plus the kernel (sep: its factors, and the row sums of a band of
+ * r rows, which one stream a device keeps); false when they overflow. */
+static bool slots_bytes(const gpuws__conv2d_geometry *g, size_t es, bool sep, int slots, size_t r, uint64_t *bytes)
 {
+    const double kernel = sep ? ((double)g->kh + (double)g->kw + ((double)r + (double)g->kh - 1) * (double)g->ow)
+                              : (double)g->kh * (double)g->kw;
     const double b = ((double)band_in_rows(g, r) * (double)g->w + (double)r * (double)g->ow) * (double)es * slots +
-                     (double)g->kh * (double)g->kw * (double)es;
+                     kernel * (double)es;
     if (b >= 1.8e19) return false;
     *bytes = (uint64_t)b;
     return true;
 }
 
 /* The largest number of output rows per band whose slots fit the budget and the device's largest buffer, or 0. */
-static size_t fit_rows(const gpuws__conv2d_geometry *g, size_t es, int slots, uint64_t budget, uint64_t max_alloc)
+static size_t fit_rows(const gpuws__conv2d_geometry *g, size_t es, bool sep, int slots, uint64_t budget,
+                       uint64_t max_alloc)
 {
     size_t lo = 0, hi = g->oh;
     while (lo < hi) {
         const size_t mid = hi - (hi - lo) / 2;
         uint64_t b;
         const bool fits =
-            slots_bytes(g, es, slots, mid, &b) && b <= budget &&
+            slots_bytes(g, es, sep, slots, mid, &b) && b <= budget &&
             (!max_alloc || ((double)band_in_rows(g, mid) * (double)g->w * (double)es <= (double)max_alloc &&
                             (double)mid * (double)g->ow * (double)es <= (double)max_alloc));
         if (fits) lo = mid;
@@ -87,22 +95,21 @@ static size_t fit_rows(const gpuws__conv2d_geometry *g, size_t es, int slots, ui
     return lo;
 }
 
+/* bp->sep and bp->fn set: the plan of the call's bands. */
 static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height, size_t width, size_t row_stride,
                                size_t kh, size_t kw, const gpuws_convolve2d_host_options *options, band_plan *bp)
 {
+    const char *fn = bp->fn;
     gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
     if (st) return st;
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_host: dtype %s is not f32 or f64",
-                            gpuws_dtype_name(dt));
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: dtype %s is not f32 or f64", fn, gpuws_dtype_name(dt));
     bp->o = (gpuws_convolve2d_host_options)GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
-    if ((st = gpuws__options_read(options, &bp->o, sizeof bp->o, GPUWS__CONVOLVE2D_HOST_OPTIONS_BASE,
-                                  "convolve2d_host: options")))
-        return st;
+    char what[64];
+    snprintf(what, sizeof what, "%s: options", fn);
+    if ((st = gpuws__options_read(options, &bp->o, sizeof bp->o, GPUWS__CONVOLVE2D_HOST_OPTIONS_BASE, what))) return st;
     const gpuws_convolve2d_host_options *o = &bp->o;
-    if ((st = gpuws__band_contexts(ctx, o->more_contexts, o->num_more_contexts, "convolve2d_host", bp->ctxs,
-                                   &bp->devices)))
-        return st;
+    if ((st = gpuws__band_contexts(ctx, o->more_contexts, o->num_more_contexts, fn, bp->ctxs, &bp->devices))) return st;
     gpuws_convolve2d_options co = GPUWS_CONVOLVE2D_OPTIONS_INIT;
     co.mode = o->mode, co.boundary = o->boundary, co.fill_value = o->fill_value;
     gpuws__conv2d_geometry *g = &bp->g;
@@ -113,14 +120,14 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
     if (gpuws__mul_overflows(g->h - 1, g->stride, &image) || gpuws__add_overflows(image, g->w, &image) ||
         gpuws__mul_overflows(image, es, &image) || gpuws__mul_overflows(g->h, g->w, &packed) ||
         gpuws__mul_overflows(packed, es, &packed) || gpuws__mul_overflows(g->oh, g->ow, &out) ||
-        gpuws__mul_overflows(out, es, &out) || gpuws__mul_overflows(g->kh, g->kw, &kernel) ||
+        gpuws__mul_overflows(out, es, &out) ||
+        (bp->sep ? gpuws__add_overflows(g->kh, g->kw, &kernel) : gpuws__mul_overflows(g->kh, g->kw, &kernel)) ||
         gpuws__mul_overflows(kernel, es, &kernel))
         return gpuws__error(GPUWS_ERR_OVERFLOW,
-                            "convolve2d_host: image %zu x %zu (row stride %zu), kernel %zu x %zu: element counts "
-                            "overflow size_t",
-                            g->h, g->w, g->stride, g->kh, g->kw);
+                            "%s: image %zu x %zu (row stride %zu), kernel %zu x %zu: element counts overflow size_t",
+                            fn, g->h, g->w, g->stride, g->kh, g->kw);
     for (unsigned d = 0; d < bp->devices; d++)
-        if ((st = gpuws__check_dtype(bp->ctxs[d], dt, "convolve2d_host"))) return st;
+        if ((st = gpuws__check_dtype(bp->ctxs[d], dt, fn))) return st;
     bp->src_stride = g->stride;
     g->stride = g->w;
     bp->es = es;
@@ -133,9 +140,10 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
         const size_t share = (g->oh + SLOTS * bp->devices - 1) / (SLOTS * bp->devices);
         cap = share > MIN_SHARED_ROWS ? share : MIN_SHARED_ROWS;
     }
-    /* in-core: the whole image (packed), the output and the kernel */
-    const double whole =
-        ((double)g->h * (double)g->w + (double)g->oh * (double)g->ow + (double)g->kh * (double)g->kw) * (double)bp->es;
+    /* in-core: the whole image (packed), the output and the kernel (sep: the factors and the row sums) */
+    const double kernel_elems = bp->sep ? (double)g->kh + (double)g->kw + ((double)g->oh + (double)g->kh - 1) * g->ow
+                                        : (double)g->kh * (double)g->kw;
+    const double whole = ((double)g->h * (double)g->w + (double)g->oh * (double)g->ow + kernel_elems) * (double)bp->es;
     if (cap >= g->oh && whole <= (double)budget &&
         (!max_alloc || ((double)g->h * (double)g->w * (double)bp->es <= (double)max_alloc &&
                         (double)g->oh * (double)g->ow * (double)bp->es <= (double)max_alloc))) {
@@ -143,7 +151,7 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
         return GPUWS_OK;
     }
     for (int slots = SLOTS; slots >= 1; slots--) {
-        size_t rows = fit_rows(g, bp->es, slots, budget, max_alloc);
+        size_t rows = fit_rows(g, bp->es, bp->sep, slots, budget, max_alloc);
         if (rows == 0) continue;
         if (rows > cap) rows = cap;
         const size_t staged = staging_rows(g, bp->es);
@@ -155,26 +163,46 @@ static gpuws_status plan_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height
         return GPUWS_OK;
     }
     uint64_t minimum = 0;
-    slots_bytes(g, bp->es, 1, 1, &minimum);
+    slots_bytes(g, bp->es, bp->sep, 1, 1, &minimum);
+    char kernel_text[96];
+    if (bp->sep) snprintf(kernel_text, sizeof kernel_text, "factors of %zu and %zu taps", g->kh, g->kw);
+    else snprintf(kernel_text, sizeof kernel_text, "%zu x %zu kernel", g->kh, g->kw);
     return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                        "convolve2d_host: a device budget of %llu bytes is too small: one band of one output row with "
-                        "its %zu halo rows, and the %zu x %zu kernel, need at least %llu bytes",
-                        (unsigned long long)budget, g->kh - 1, g->kh, g->kw, (unsigned long long)minimum);
+                        "%s: a device budget of %llu bytes is too small: one band of one output row with its %zu halo "
+                        "rows, and the %s, need at least %llu bytes",
+                        fn, (unsigned long long)budget, g->kh - 1, kernel_text, (unsigned long long)minimum);
+}
+
+/* Both _bands calls: fn names the call, `of` the call it plans (for the plan's messages). */
+static gpuws_status bands_of(const char *fn, const char *of, bool sep, gpuws_context *ctx, gpuws_dtype dt,
+                             size_t height, size_t width, size_t kh, size_t kw,
+                             const gpuws_convolve2d_host_options *options, size_t *band_rows, size_t *bands)
+{
+    if (!band_rows || !bands)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", fn,
+                            !band_rows ? "band_rows" : "bands");
+    band_plan bp = { .sep = sep, .fn = of };
+    gpuws_status st = plan_bands(ctx, dt, height, width, 0, kh, kw, options, &bp);
+    if (st) return st;
+    *band_rows = bp.rows;
+    *bands = bp.bands;
+    return GPUWS_OK;
 }
 
 gpuws_status gpuws_convolve2d_host_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height, size_t width, size_t kh,
                                          size_t kw, const gpuws_convolve2d_host_options *options, size_t *band_rows,
                                          size_t *bands)
 {
-    if (!band_rows || !bands)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_host_bands: argument '%s' is NULL",
-                            !band_rows ? "band_rows" : "bands");
-    band_plan bp = { 0 };
-    gpuws_status st = plan_bands(ctx, dt, height, width, 0, kh, kw, options, &bp);
-    if (st) return st;
-    *band_rows = bp.rows;
-    *bands = bp.bands;
-    return GPUWS_OK;
+    return bands_of("convolve2d_host_bands", "convolve2d_host", false, ctx, dt, height, width, kh, kw, options,
+                    band_rows, bands);
+}
+
+gpuws_status gpuws_convolve2d_separable_host_bands(gpuws_context *ctx, gpuws_dtype dt, size_t height, size_t width,
+                                                   size_t kh, size_t kw, const gpuws_convolve2d_host_options *options,
+                                                   size_t *band_rows, size_t *bands)
+{
+    return bands_of("convolve2d_separable_host_bands", "convolve2d_separable_host", true, ctx, dt, height, width, kh,
+                    kw, options, band_rows, bands);
 }
 
 /* A band's geometry and where its input rows start in the extended image (*first; rows follow consecutively). */
@@ -259,28 +287,68 @@ static void stage_rows(const band_plan *bp, const gpuws__conv2d_geometry *gb, lo
 typedef struct {
     const band_plan *bp;
     gpuws_dtype dt;
-    const void *image, *kernel;
+    const void *image, *kernel, *col, *row; /* the kernel, or (bp->sep) its factors */
     void *out;
 } run_state;
+
+/* A device's copy of the kernel, or of its factors. */
+typedef struct {
+    gpuws_buffer *kernel, *col, *row;
+} device_kernel;
+
+static void kernel_free(device_kernel *k)
+{
+    gpuws_buffer_destroy(k->kernel);
+    gpuws_buffer_destroy(k->col);
+    gpuws_buffer_destroy(k->row);
+}
+
+/* The kernel (or its factors) on ctx, written through the stream s. */
+static gpuws_status kernel_upload(const run_state *rs, gpuws_context *ctx, gpuws_stream *s, device_kernel *k)
+{
+    const band_plan *bp = rs->bp;
+    const size_t es = bp->es;
+    memset(k, 0, sizeof *k);
+    gpuws_status st;
+    if (bp->sep) {
+        if (!(st = gpuws_buffer_create(ctx, bp->g.kh * es, &k->col)) &&
+            !(st = gpuws_buffer_create(ctx, bp->g.kw * es, &k->row)) &&
+            !(st = gpuws_buffer_write_async(s, k->col, 0, rs->col, bp->g.kh * es)))
+            st = gpuws_buffer_write_async(s, k->row, 0, rs->row, bp->g.kw * es);
+    } else if (!(st = gpuws_buffer_create(ctx, bp->g.kh * bp->g.kw * es, &k->kernel))) {
+        st = gpuws_buffer_write_async(s, k->kernel, 0, rs->kernel, bp->g.kh * bp->g.kw * es);
+    }
+    return st;
+}
+
+/* Geometry g's output from the device's image buffer into out: the kernel's launch planned as the whole image's
+ * (bp->g), or the separable form's (g alone decides it). */
+static gpuws_status launch(const run_state *rs, gpuws_stream *s, const gpuws__conv2d_geometry *g,
+                           const device_kernel *k, const gpuws_buffer *image, gpuws_buffer *out)
+{
+    if (rs->bp->sep) return gpuws__convolve2d_separable_launch(s, rs->dt, g, image, k->col, k->row, out);
+    return gpuws__convolve2d_launch(s, rs->dt, &rs->bp->g, g, image, k->kernel, out);
+}
 
 static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuws_stream *run, void **state)
 {
     (void)d;
-    const run_state *rs = user;
-    const size_t bytes = rs->bp->g.kh * rs->bp->g.kw * rs->bp->es;
-    gpuws_buffer *kernel = NULL;
-    gpuws_status st = gpuws_buffer_create(ctx, bytes, &kernel);
-    if (!st) st = gpuws_buffer_write_async(run, kernel, 0, rs->kernel, bytes);
+    device_kernel *k = gpuws__malloc(sizeof *k);
+    if (!k)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "%s: no host memory for a device's kernel (%zu bytes)",
+                            ((const run_state *)user)->bp->fn, sizeof *k);
+    gpuws_status st = kernel_upload(user, ctx, run, k);
     if (!st) st = gpuws_stream_synchronize(run); /* the caller's kernel may be pageable memory */
-    if (st) gpuws_buffer_destroy(kernel);
-    else *state = kernel;
+    if (st) kernel_free(k), gpuws__free(k);
+    else *state = k;
     return st;
 }
 
 static void device_free(void *user, unsigned d, gpuws_context *ctx, void *state)
 {
     (void)user, (void)d, (void)ctx;
-    gpuws_buffer_destroy(state);
+    kernel_free(state);
+    gpuws__free(state);
 }
 
 /* Band b's geometry: the whole image's with one band. */
@@ -336,7 +404,7 @@ static gpuws_status compute(void *user, void *state, size_t b, gpuws_stream *run
     gpuws__conv2d_geometry gb;
     long long first;
     geometry(rs->bp, b, &gb, &first);
-    return gpuws__convolve2d_launch(run, rs->dt, &rs->bp->g, &gb, din, state, dout);
+    return launch(rs, run, &gb, state, din, dout);
 }
 
 static gpuws_status download(void *user, size_t b, gpuws_stream *down, gpuws_buffer *dout, void *out)
@@ -376,17 +444,18 @@ static gpuws_status done(void *user, size_t b)
 /* One band: one gpuws_convolve2d between an upload straight from the caller's image and a download straight into
  * out, on ctx. No pinned staging: pinning an image's worth of host memory for one call costs far more than the
  * transfers gain (as label_host's run_in_core). A strided image is packed first, on several threads. */
-static gpuws_status run_in_core(gpuws_dtype dt, const band_plan *bp, const void *image, const void *kernel, void *out)
+static gpuws_status run_in_core(const run_state *rs)
 {
+    const band_plan *bp = rs->bp;
     gpuws_context *ctx = bp->ctxs[0];
     const gpuws__conv2d_geometry *g = &bp->g;
-    const size_t in_bytes = g->h * g->w * bp->es, out_bytes = g->oh * g->ow * bp->es,
-                 kernel_bytes = g->kh * g->kw * bp->es;
+    const void *image = rs->image;
+    const size_t in_bytes = g->h * g->w * bp->es, out_bytes = g->oh * g->ow * bp->es;
     void *packed = NULL;
     if (bp->src_stride != g->w) {
         if (!(packed = gpuws__malloc(in_bytes)))
             return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
-                                "convolve2d_host: no host memory to pack an image of row stride %zu (%zu bytes)",
+                                "%s: no host memory to pack an image of row stride %zu (%zu bytes)", bp->fn,
                                 bp->src_stride, in_bytes);
         const row_copy c = {
             .src = image, .dst = packed, .row_bytes = g->w * bp->es, .src_stride_bytes = bp->src_stride * bp->es
@@ -394,36 +463,36 @@ static gpuws_status run_in_core(gpuws_dtype dt, const band_plan *bp, const void 
         copy_rows(&c, g->h);
     }
     gpuws_stream *s = NULL;
-    gpuws_buffer *din = NULL, *dk = NULL, *dout = NULL;
+    gpuws_buffer *din = NULL, *dout = NULL;
+    device_kernel dk = { NULL, NULL, NULL };
     gpuws_status st;
     if (!(st = gpuws_stream_create(ctx, &s)) && !(st = gpuws_buffer_create(ctx, in_bytes, &din)) &&
-        !(st = gpuws_buffer_create(ctx, kernel_bytes, &dk)) && !(st = gpuws_buffer_create(ctx, out_bytes, &dout)) &&
-        !(st = gpuws_buffer_write_async(s, dk, 0, kernel, kernel_bytes)) &&
+        !(st = kernel_upload(rs, ctx, s, &dk)) && !(st = gpuws_buffer_create(ctx, out_bytes, &dout)) &&
         !(st = gpuws_buffer_write_async(s, din, 0, packed ? packed : image, in_bytes)) &&
-        !(st = gpuws__convolve2d_launch(s, dt, g, g, din, dk, dout)))
-        st = gpuws_buffer_read_async(s, dout, 0, out, out_bytes);
+        !(st = launch(rs, s, g, &dk, din, dout)))
+        st = gpuws_buffer_read_async(s, dout, 0, rs->out, out_bytes);
     if (s) { /* the stream stops before the buffers and the packed image go, also after an error */
         const gpuws_status sync = gpuws_stream_synchronize(s);
         if (!st) st = sync;
     }
     gpuws_stream_destroy(s);
     gpuws_buffer_destroy(din);
-    gpuws_buffer_destroy(dk);
+    kernel_free(&dk);
     gpuws_buffer_destroy(dout);
     gpuws__free(packed);
     if (!st && bp->o.progress) bp->o.progress(bp->o.progress_user, 0, 1, g->oh, g->oh);
     return st;
 }
 
-static gpuws_status run_bands(gpuws_dtype dt, const band_plan *bp, const void *image, const void *kernel, void *out)
+static gpuws_status run_bands(const run_state *rs)
 {
-    run_state rs = { .bp = bp, .dt = dt, .image = image, .kernel = kernel, .out = out };
+    const band_plan *bp = rs->bp;
     const gpuws__band_ops ops = { .steps = bp->bands,
                                   .slots = bp->slots,
                                   .in_bytes = bp->in_rows * bp->g.w * bp->es,
                                   .out_bytes = bp->rows * bp->g.ow * bp->es,
-                                  .user = &rs,
-                                  .what = "convolve2d_host",
+                                  .user = (void *)rs,
+                                  .what = bp->fn,
                                   .device_make = device_make,
                                   .device_free = device_free,
                                   .stage = stage,
@@ -433,32 +502,59 @@ static gpuws_status run_bands(gpuws_dtype dt, const band_plan *bp, const void *i
                                   .download = download,
                                   .complete = complete,
                                   .done = bp->o.progress ? done : NULL };
-    if (bp->bands == 1) return run_in_core(dt, bp, image, kernel, out);
+    if (bp->bands == 1) return run_in_core(rs);
     return gpuws__band_stream_run(bp->ctxs, bp->devices, &ops);
+}
+
+/* Both calls: rs->kernel, or rs->col and rs->row (sep), checked; out not overlapping what it reads. */
+static gpuws_status host_call(const char *fn, bool sep, gpuws_context *ctx, gpuws_dtype dt, size_t height, size_t width,
+                              size_t row_stride, size_t kh, size_t kw, const gpuws_convolve2d_host_options *options,
+                              run_state *rs)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    const char *null = !rs->image            ? "image"
+                       : !sep && !rs->kernel ? "kernel"
+                       : sep && !rs->col     ? "col"
+                       : sep && !rs->row     ? "row"
+                       : !rs->out            ? "out"
+                                             : NULL;
+    if (null) return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", fn, null);
+    band_plan bp = { .sep = sep, .fn = fn };
+    if ((st = plan_bands(ctx, dt, height, width, row_stride, kh, kw, options, &bp))) return st;
+    const gpuws__conv2d_geometry *g = &bp.g;
+    const size_t image_bytes = ((g->h - 1) * bp.src_stride + g->w) * bp.es, out_bytes = g->oh * g->ow * bp.es;
+    const struct {
+        const void *p;
+        size_t bytes;
+        const char *name;
+    } read[4] = { { rs->image, image_bytes, "image" },
+                  { sep ? NULL : rs->kernel, g->kh * g->kw * bp.es, "kernel" },
+                  { sep ? rs->col : NULL, g->kh * bp.es, "col" },
+                  { sep ? rs->row : NULL, g->kw * bp.es, "row" } };
+    for (int k = 0; k < 4; k++)
+        if (read[k].p && gpuws__overlaps(rs->out, out_bytes, read[k].p, read[k].bytes))
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: out overlaps the %s (it is read while out is written)",
+                                fn, read[k].name);
+    gpuws__log(GPUWS__LOG_DEBUG, "%s %s: %zu x %zu, kernel %zu x %zu: %zu bands of %zu rows, %d slots, %u devices", fn,
+               gpuws_dtype_name(dt), g->h, g->w, g->kh, g->kw, bp.bands, bp.rows, bp.slots, bp.devices);
+    rs->bp = &bp, rs->dt = dt;
+    return run_bands(rs);
 }
 
 gpuws_status gpuws_convolve2d_host(gpuws_context *ctx, gpuws_dtype dt, const void *image, size_t height, size_t width,
                                    size_t row_stride, const void *kernel, size_t kh, size_t kw,
                                    const gpuws_convolve2d_host_options *options, void *out)
 {
-    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
-    if (st) return st;
-    if (!image || !kernel || !out)
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve2d_host: argument '%s' is NULL",
-                            !image    ? "image"
-                            : !kernel ? "kernel"
-                                      : "out");
-    band_plan bp = { 0 };
-    if ((st = plan_bands(ctx, dt, height, width, row_stride, kh, kw, options, &bp))) return st;
-    const gpuws__conv2d_geometry *g = &bp.g;
-    const size_t image_bytes = ((g->h - 1) * bp.src_stride + g->w) * bp.es, kernel_bytes = g->kh * g->kw * bp.es,
-                 out_bytes = g->oh * g->ow * bp.es;
-    if (gpuws__overlaps(out, out_bytes, image, image_bytes) || gpuws__overlaps(out, out_bytes, kernel, kernel_bytes))
-        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                            "convolve2d_host: out overlaps the %s (it is read while out is written)",
-                            gpuws__overlaps(out, out_bytes, image, image_bytes) ? "image" : "kernel");
-    gpuws__log(GPUWS__LOG_DEBUG,
-               "convolve2d_host %s: %zu x %zu, kernel %zu x %zu: %zu bands of %zu rows, %d slots, %u devices",
-               gpuws_dtype_name(dt), g->h, g->w, g->kh, g->kw, bp.bands, bp.rows, bp.slots, bp.devices);
-    return run_bands(dt, &bp, image, kernel, out);
+    run_state rs = { .image = image, .kernel = kernel, .out = out };
+    return host_call("convolve2d_host", false, ctx, dt, height, width, row_stride, kh, kw, options, &rs);
+}
+
+gpuws_status gpuws_convolve2d_separable_host(gpuws_context *ctx, gpuws_dtype dt, const void *image, size_t height,
+                                             size_t width, size_t row_stride, const void *col, size_t kh,
+                                             const void *row, size_t kw, const gpuws_convolve2d_host_options *options,
+                                             void *out)
+{
+    run_state rs = { .image = image, .col = col, .row = row, .out = out };
+    return host_call("convolve2d_separable_host", true, ctx, dt, height, width, row_stride, kh, kw, options, &rs);
 }

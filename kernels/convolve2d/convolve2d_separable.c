@@ -245,10 +245,17 @@ gpuws_status gpuws_convolve2d_separable(gpuws_stream *s, gpuws_dtype dt, const g
         (st = gpuws__check_array(ctx, out, "out", out_elems, es)) ||
         (st = gpuws__check_dtype(ctx, dt, "convolve2d_separable")))
         return st;
-    if (ctx->backend->kind == GPUWS_BACKEND_CPU)
-        return dt == GPUWS_F32 ? gpuws_convolve2d_separable_ref_f32(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
+    return gpuws__convolve2d_separable_launch(s, dt, &g, image, col, row, out);
+}
+
+gpuws_status gpuws__convolve2d_separable_launch(gpuws_stream *s, gpuws_dtype dt, const gpuws__conv2d_geometry *g,
+                                                const gpuws_buffer *image, const gpuws_buffer *col,
+                                                const gpuws_buffer *row, gpuws_buffer *out)
+{
+    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU)
+        return dt == GPUWS_F32 ? gpuws_convolve2d_separable_ref_f32(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
                                                                     gpuws__cpu_ptr(row), gpuws__cpu_ptr(out))
-                               : gpuws_convolve2d_separable_ref_f64(&g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
+                               : gpuws_convolve2d_separable_ref_f64(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
                                                                     gpuws__cpu_ptr(row), gpuws__cpu_ptr(out));
-    return separable_gpu(s, dt, &g, image, col, row, out);
+    return separable_gpu(s, dt, g, image, col, row, out);
 }

@@ -1,6 +1,7 @@
-/* Bad input for gpuws_convolve2d_host and gpuws_convolve2d_host_bands (include/gpuws/algorithms/convolve.h). The
- * output is f->host (the harness checks it is untouched after a failure); the image is BAD_H x BAD_W f32 on the host
- * and the kernel 3 x 3, so a full convolution is 10 x 18 outputs (720 bytes). */
+/* Bad input for gpuws_convolve2d_host, gpuws_convolve2d_host_bands and gpuws_convolve2d_separable_host
+ * (include/gpuws/algorithms/convolve.h). The output is f->host (the harness checks it is untouched after a failure);
+ * the image is BAD_H x BAD_W f32 on the host and the kernel 3 x 3, so a full convolution is 10 x 18 outputs (720
+ * bytes). */
 #include "../bad_input.h"
 
 static const float img[BAD_N];
@@ -126,3 +127,46 @@ static gpuws_status with_more(bad_fixture *f, gpuws_context *const *more, size_t
 }
 
 BAD_MORE_CONTEXTS_CASES(convolve2d_host, with_more)
+
+/* ---- gpuws_convolve2d_separable_host: the same convolution from the factors col and row (3 taps each) ---------- */
+
+/* Its smallest budget: one slot of one output row (3 input rows of 16, 18 outputs), the factors (6), and the row sums
+ * of a band of one row (3 rows of 18), in f32: (3 * 16 + 18 + 6 + 3 * 18) * 4 bytes. */
+#define SEP_MIN_BUDGET 504
+
+static gpuws_status separable_with(bad_fixture *f, uint64_t bytes, const float *col, const float *row, float *out)
+{
+    gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
+    o.max_device_bytes = bytes;
+    return gpuws_convolve2d_separable_host(f->ctx, GPUWS_F32, img, BAD_H, BAD_W, 0, col, 3, row, 3, &o, out);
+}
+
+BAD_CASE(convolve2d_separable_host_budget_below_one_band, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "convolve2d_separable_host: a device budget of 503 bytes is too small: one band of one output row with its "
+         "2 halo rows, and the factors of 3 and 3 taps, need at least 504 bytes")
+{
+    return separable_with(f, SEP_MIN_BUDGET - 1, k3, k3 + 3, OUT);
+}
+
+BAD_CASE(convolve2d_separable_host_budget_of_exactly_one_band_runs, BAD_ALL, GPUWS_OK, "")
+{
+    return separable_with(f, SEP_MIN_BUDGET, k3, k3 + 3, OUT);
+}
+
+BAD_CASE(convolve2d_separable_host_null_col, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "convolve2d_separable_host: argument 'col' is NULL")
+{
+    return separable_with(f, 0, NULL, k3, OUT);
+}
+
+BAD_CASE(convolve2d_separable_host_null_row, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "convolve2d_separable_host: argument 'row' is NULL")
+{
+    return separable_with(f, 0, k3, NULL, OUT);
+}
+
+BAD_CASE(convolve2d_separable_host_output_overlapping_a_factor, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT,
+         "convolve2d_separable_host: out overlaps the row")
+{
+    return separable_with(f, 0, k3, OUT + 4, OUT);
+}

@@ -170,6 +170,23 @@ GPUWS_API gpuws_status gpuws_convolve2d_host(gpuws_context *ctx, gpuws_dtype dty
                                              size_t width, size_t row_stride, const void *kernel, size_t kh, size_t kw,
                                              const gpuws_convolve2d_host_options *options, void *out);
 
+/* gpuws_convolve2d_separable from host memory to host memory: gpuws_convolve2d_host's bands, slots, streams,
+ * devices, budget, progress and errors (col, row for kernel: kh and kw elements of dtype, contiguous), for a kernel
+ * given as its two factors. Each output's row sums and column sum are the same wherever its band starts, so out is
+ * gpuws_convolve2d_separable's on the same backend, bit for bit, for any banding. A band's budget holds the factors
+ * and, beside its slots, the row sums of one band ((band rows + kh - 1) x out_width elements), which the two-pass
+ * kernels keep on the device. */
+GPUWS_API gpuws_status gpuws_convolve2d_separable_host(gpuws_context *ctx, gpuws_dtype dtype, const void *image,
+                                                       size_t height, size_t width, size_t row_stride, const void *col,
+                                                       size_t kh, const void *row, size_t kw,
+                                                       const gpuws_convolve2d_host_options *options, void *out);
+/* How gpuws_convolve2d_separable_host would split this convolution, as gpuws_convolve2d_host_bands says it for the
+ * 2-D form. */
+GPUWS_API gpuws_status gpuws_convolve2d_separable_host_bands(gpuws_context *ctx, gpuws_dtype dtype, size_t height,
+                                                             size_t width, size_t kh, size_t kw,
+                                                             const gpuws_convolve2d_host_options *options,
+                                                             size_t *band_rows, size_t *bands);
+
 /* The length numpy.convolve gives for inputs of n and m elements: FULL n + m - 1, SAME max(n, m),
  * VALID max(n, m) - min(n, m) + 1. n == 0 or m == 0 (NumPy: ValueError) and an unknown mode are
  * GPUWS_ERR_INVALID_ARGUMENT. Returns a host value. */
