@@ -296,10 +296,6 @@ static const cli_case cli_cases[] = {
       { "convolve", "--demo", "--size", "16", "--repeat", "1", "--max-device-memory", "1G" },
       2,
       "--max-device-memory applies to files only" },
-    { "convolve_max_device_memory_with_separable",
-      { "convolve", "img.fits", "k.fits", "-o", "out.fits", "--separable", "--max-device-memory", "1G" },
-      2,
-      "--max-device-memory does not apply to --separable" },
     /* sources */
     { "sources_size_with_an_image", { "sources", "img.fits", "--size", "64" }, 2, "--size applies to --demo only" },
     { "sources_seed_with_an_image", { "sources", "img.fits", "--seed", "3" }, 2, "--seed applies to --demo only" },

@@ -273,8 +273,10 @@ Test(cli_convolve, separable_refuses_a_kernel_that_does_not_factor)
 
 /* --max-device-memory: a budget too small for the 23 x 31 image streams it in bands (8 of 3 output rows at 4K, f32,
  * mode same, 5 x 4 kernel: three slots of 3 + 4 input and 3 output rows of 31, plus the kernel, fit 4096 bytes), and
- * OUT.fits is byte for byte what the in-core run writes. A budget below one band exits 1 and writes nothing; a size
- * that is not one, or the option with --separable, is a usage error. */
+ * OUT.fits is byte for byte what the in-core run writes; so does --separable with a kernel that is outer(col, row)
+ * (12 bands of 2 rows: three slots of 2 + 4 input and 2 output rows, the 9 factors' values and a band's 6 rows of
+ * row sums fit 4096 bytes). A budget below one band exits 1 and writes nothing; a size that is not one is a usage
+ * error. */
 static void max_device_memory_streams(gpuws_backend_kind kind)
 {
     gpuws_context_destroy(test_open(kind));
@@ -337,9 +339,28 @@ static void max_device_memory_streams(gpuws_backend_kind kind)
     free(text);
     snprintf(args, sizeof args, "'%s' '%s' -o '%s' --max-device-memory 12Q", in, ker, never);
     cr_assert_eq(run_cli(backend, args, log), 2, "a size that is not one is a usage error (exit 2)");
-    snprintf(args, sizeof args, "'%s' '%s' -o '%s' --separable --max-device-memory 1G", in, ker, never);
-    cr_assert_eq(run_cli(backend, args, log), 2, "--max-device-memory with --separable is a usage error (exit 2)");
     cr_assert(!exists(never), "a refused run left %s behind", never);
+
+    /* --separable: a kernel that is outer(col, row) in f32, in-core and streamed */
+    for (int j = 0; j < KH; j++)
+        for (int k = 0; k < KW; k++) kernel[j * KW + k] = (float)(d[j + 40] * d[k + 50]);
+    snprintf(ker, sizeof ker, "%s", tmp_path("separable.fits"));
+    cr_assert_eq(fits_write_image(ker, FITS_F32, kernel, KW, KH, err, sizeof err), 0, "%s", err);
+    snprintf(args, sizeof args, "'%s' '%s' -o '%s' --mode same --boundary symm --separable", in, ker, whole);
+    cr_assert_eq(run_cli(backend, args, log), 0, "the separable in-core run failed");
+    snprintf(args, sizeof args, "'%s' '%s' -o '%s' --mode same --boundary symm --separable --max-device-memory 4K", in,
+             ker, banded);
+    cr_assert_eq(run_cli(backend, args, log), 0, "the separable streamed run failed");
+    text = test_read_file(log_err);
+    cr_assert(strstr(text, "streaming through the device in 12 bands of up to 2 of 23 output rows"), "%s", text);
+    free(text);
+    cr_assert_eq(fits_read_image(whole, -1, &a, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(fits_read_image(banded, -1, &b, err, sizeof err), 0, "%s", err);
+    cr_assert(a.width == b.width && a.height == b.height && a.bitpix == b.bitpix);
+    cr_assert(memcmp(a.data, b.data, a.width * a.height * sizeof(float)) == 0,
+              "%s: the separable streamed output differs from the in-core one", backend);
+    fits_image_free(&a);
+    fits_image_free(&b);
     remove_tmp();
 }
 

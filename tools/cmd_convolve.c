@@ -22,7 +22,7 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: gpuws convolve IN.fits KERNEL.fits -o OUT.fits [--mode full|same|valid] [--boundary fill|wrap|symm]\n"
-        "                      [--fill V] [--dtype f32|f64] [--separable | --max-device-memory SIZE]\n"
+        "                      [--fill V] [--dtype f32|f64] [--separable] [--max-device-memory SIZE]\n"
         "       gpuws convolve --demo [--dtype f32|f64] [--size N] [--repeat N]\n"
         "  Convolves the first 2-D image of IN.fits with that of KERNEL.fits exactly as\n"
         "  scipy.signal.convolve2d(in, kernel, mode, boundary, fillvalue) does (defaults: full, fill, 0) and writes\n"
@@ -38,7 +38,8 @@ static void usage(FILE *f)
         "  The image streams through the device in bands of rows (halos of kernel-height - 1 rows; results\n"
         "  bit-identical to one in-core convolution) when the image, output and kernel do not fit the device's\n"
         "  free memory, or --max-device-memory SIZE (bytes, or with K, M, G or T: 512M; 0 = the free memory),\n"
-        "  with a line per band on stderr once a run takes more than a second (not with --separable).\n"
+        "  with a line per band on stderr once a run takes more than a second (--separable too: its budget holds\n"
+        "  the factors and a band's row sums instead of the kernel).\n"
         "  --demo runs the workshop's exercise: deltas (ones at [8::16, 8::16]) of N x N (default 2048) convolved\n"
         "  with the 15 x 15 Gaussian, and np.convolve of the flattened deltas with its diagonal, timed on the\n"
         "  device (median of --repeat runs, default 20) next to one run of the scalar reference on one CPU core;\n"
@@ -100,22 +101,6 @@ static int factor_separable(const double *k, size_t kh, size_t kw, double *col, 
     return worst <= SEPARABLE_TOL * big ? 0 : -1;
 }
 
-/* Uploads n doubles as dtype into a new buffer. */
-static gpuws_status upload(gpuws_context *ctx, const double *x, size_t n, gpuws_dtype dt, gpuws_buffer **b)
-{
-    const size_t es = gpuws_dtype_size(dt);
-    void *h = malloc(n * es);
-    if (!h) return GPUWS_ERR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        if (dt == GPUWS_F32) ((float *)h)[i] = (float)x[i];
-        else ((double *)h)[i] = x[i];
-    }
-    gpuws_status st = gpuws_buffer_create(ctx, n * es, b);
-    if (!st) st = gpuws_buffer_write(*b, 0, h, n * es);
-    free(h);
-    return st;
-}
-
 /* Writes OUT.fits into its staging file and puts it in place (tools/output_files.h). */
 static int write_output(const args *a, gpuws_dtype dt, const void *out, size_t ow, size_t oh)
 {
@@ -142,9 +127,11 @@ static void *host_dtype(const double *x, size_t n, gpuws_dtype dt)
     return h;
 }
 
-/* The 2-D convolution through gpuws_convolve2d_host: in-core when it fits the budget, else in bands. */
+/* The 2-D convolution through gpuws_convolve2d_host (col and row not NULL: the separable form's factors, through
+ * gpuws_convolve2d_separable_host): in-core when it fits the budget, else in bands. */
 static gpuws_status convolve_streamed(const args *a, gpuws_context *const *ctxs, size_t nctx, gpuws_dtype dt,
-                                      const fits_image *img, const fits_image *ker, size_t oh, void *out)
+                                      const fits_image *img, const fits_image *ker, const double *col,
+                                      const double *row, size_t oh, void *out)
 {
     gpuws_context *ctx = ctxs[0];
     gpuws_convolve2d_host_options o = GPUWS_CONVOLVE2D_HOST_OPTIONS_INIT;
@@ -154,8 +141,11 @@ static gpuws_status convolve_streamed(const args *a, gpuws_context *const *ctxs,
     tool_band_progress progress = tool_band_progress_start("gpuws convolve");
     o.progress = tool_convolve_band, o.progress_user = &progress;
     size_t rows = 0, bands = 0;
+    const size_t kh = ker->height, kw = ker->width;
     gpuws_status st =
-        gpuws_convolve2d_host_bands(ctx, dt, img->height, img->width, ker->height, ker->width, &o, &rows, &bands);
+        a->separable
+            ? gpuws_convolve2d_separable_host_bands(ctx, dt, img->height, img->width, kh, kw, &o, &rows, &bands)
+            : gpuws_convolve2d_host_bands(ctx, dt, img->height, img->width, kh, kw, &o, &rows, &bands);
     if (st) return st;
     if (bands > 1 && nctx > 1)
         fprintf(stderr, "gpuws convolve: streaming through %zu devices in %zu bands of up to %zu of %zu output rows\n",
@@ -164,11 +154,15 @@ static gpuws_status convolve_streamed(const args *a, gpuws_context *const *ctxs,
         fprintf(stderr, "gpuws convolve: streaming through the device in %zu bands of up to %zu of %zu output rows\n",
                 bands, rows, oh);
     void *hi = host_dtype(img->data, img->width * img->height, dt),
-         *hk = host_dtype(ker->data, ker->width * ker->height, dt);
-    st = hi && hk ? gpuws_convolve2d_host(ctx, dt, hi, img->height, img->width, 0, hk, ker->height, ker->width, &o, out)
-                  : GPUWS_ERR_OUT_OF_MEMORY;
+         *hk = a->separable ? host_dtype(col, kh, dt) : host_dtype(ker->data, kw * kh, dt),
+         *hr = a->separable ? host_dtype(row, kw, dt) : NULL;
+    if (!hi || !hk || (a->separable && !hr)) st = GPUWS_ERR_OUT_OF_MEMORY;
+    else if (a->separable)
+        st = gpuws_convolve2d_separable_host(ctx, dt, hi, img->height, img->width, 0, hk, kh, hr, kw, &o, out);
+    else st = gpuws_convolve2d_host(ctx, dt, hi, img->height, img->width, 0, hk, kh, kw, &o, out);
     free(hi);
     free(hk);
+    free(hr);
     return st;
 }
 
@@ -190,7 +184,6 @@ static int convolve_files(const args *a)
     size_t oh = 0, ow = 0;
     gpuws_context *ctx = NULL, *ctxs[64] = { NULL };
     size_t nctx = 0;
-    gpuws_buffer *bi = NULL, *bk = NULL, *bo = NULL, *bc = NULL, *br = NULL;
     void *out = NULL;
     double *col = NULL, *row = NULL;
     int rc = 1;
@@ -224,16 +217,12 @@ static int convolve_files(const args *a)
             goto done;
         }
     }
-    /* a GPUWS_DEVICE list: the streamed 2-D path shares its bands between those devices */
-    if (!a->separable) {
-        if ((st = gpuws_contexts_create(NULL, sizeof ctxs / sizeof *ctxs, ctxs, &nctx))) {
-            rc = tool_fail("convolve", st);
-            goto done;
-        }
-        ctx = ctxs[0];
-    } else if ((rc = tool_context("convolve", &ctx))) {
+    /* a GPUWS_DEVICE list: the streamed paths share their bands between those devices */
+    if ((st = gpuws_contexts_create(NULL, sizeof ctxs / sizeof *ctxs, ctxs, &nctx))) {
+        rc = tool_fail("convolve", st);
         goto done;
     }
+    ctx = ctxs[0];
     gpuws_device_info d;
     gpuws_context_get_device_info(ctx, &d);
     fprintf(stderr, "gpuws convolve: %zu x %zu image * %zu x %zu kernel%s -> %zu x %zu (%s) on %s\n", img.height,
@@ -242,26 +231,8 @@ static int convolve_files(const args *a)
     const size_t es = gpuws_dtype_size(dt);
     out = malloc(oh * ow * es);
     if (!out) st = GPUWS_ERR_OUT_OF_MEMORY;
-    if (!a->separable) {
-        if (!st) st = convolve_streamed(a, ctxs, nctx, dt, &img, &ker, oh, out);
-        if (st) {
-            rc = tool_fail("convolve", st);
-            goto done;
-        }
-        rc = write_output(a, dt, out, ow, oh);
-        goto done;
-    }
-    if (!st && !(st = upload(ctx, img.data, img.width * img.height, dt, &bi)) &&
-        !(st = gpuws_buffer_create(ctx, oh * ow * es, &bo))) {
-        if (a->separable) {
-            if (!(st = upload(ctx, col, ker.height, dt, &bc)) && !(st = upload(ctx, row, ker.width, dt, &br)))
-                st = gpuws_convolve2d_separable(NULL, dt, bi, img.height, img.width, 0, bc, ker.height, br, ker.width,
-                                                &a->opt, bo);
-        } else if (!(st = upload(ctx, ker.data, ker.width * ker.height, dt, &bk))) {
-            st = gpuws_convolve2d(NULL, dt, bi, img.height, img.width, 0, bk, ker.height, ker.width, &a->opt, bo);
-        }
-    }
-    if (st || (st = gpuws_buffer_read(bo, 0, out, oh * ow * es))) {
+    if (!st) st = convolve_streamed(a, ctxs, nctx, dt, &img, &ker, col, row, oh, out);
+    if (st) {
         rc = tool_fail("convolve", st);
         goto done;
     }
@@ -270,13 +241,7 @@ done:
     free(out);
     free(col);
     free(row);
-    gpuws_buffer_destroy(bi);
-    gpuws_buffer_destroy(bk);
-    gpuws_buffer_destroy(bo);
-    gpuws_buffer_destroy(bc);
-    gpuws_buffer_destroy(br);
     if (nctx) gpuws_contexts_destroy(ctxs, nctx);
-    else gpuws_context_destroy(ctx);
     fits_image_free(&img);
     fits_image_free(&ker);
     return rc;
@@ -541,7 +506,6 @@ static int cmd_convolve(int argc, char **argv)
     args a = { NULL, NULL, NULL, GPUWS_CONVOLVE2D_OPTIONS_INIT, -1, false, false, 2048, 20, 0, NULL };
     tool_args t = TOOL_ARGS_INIT("convolve");
     const char *demo_only = NULL, *files_only = NULL; /* the first option given that only the demo, only files take */
-    bool max_given = false;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const char *name = !strcmp(o, "-o") ? "--output" : o;
@@ -575,7 +539,7 @@ static int cmd_convolve(int argc, char **argv)
             i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--max-device-memory")) {
             if (tool_bytes(&t, o, v, &a.max_device_bytes)) return bad_value();
-            max_given = true, i++, files_only = files_only ? files_only : o;
+            i++, files_only = files_only ? files_only : o;
         } else if (!strcmp(o, "--dtype")) {
             if (!v || (strcmp(v, "f32") && strcmp(v, "f64"))) return bad("--dtype must be f32 or f64");
             a.dtype = !strcmp(v, "f32") ? GPUWS_F32 : GPUWS_F64;
@@ -608,8 +572,6 @@ static int cmd_convolve(int argc, char **argv)
         return run_demo(&a);
     }
     if (demo_only) return bad("%s applies to --demo only", demo_only);
-    if (a.separable && max_given)
-        return bad("--max-device-memory does not apply to --separable (the separable path runs in-core)");
     if (!a.in || !a.kernel || !a.out) return bad("needs IN.fits, KERNEL.fits and -o OUT.fits");
     /* OUT.fits first: a destination that cannot be written, or that is an input, fails before any work */
     const char *in[2] = { a.in, a.kernel }, *opt = "-o";
