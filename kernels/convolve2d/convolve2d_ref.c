@@ -129,22 +129,24 @@ gpuws_status gpuws_convolve2d_output_shape(size_t height, size_t width, size_t k
 DEFINE_REF(gpuws_convolve2d_ref_f32, float, double)
 DEFINE_REF(gpuws_convolve2d_ref_f64, double, double)
 
+gpuws_status gpuws__convolve2d_separable_tmp_bytes(const gpuws__conv2d_geometry *g, size_t *bytes)
+{
+    const size_t rows = g->oh + g->kh - 1;
+    size_t cells;
+    if (gpuws__mul_overflows(rows, g->ow, &cells) || gpuws__mul_overflows(cells, sizeof(double), bytes))
+        return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: %zu x %zu row sums overflow size_t", rows,
+                            g->ow);
+    return GPUWS_OK;
+}
+
 /* Row sums first: tmp[t][n] = sum_k row[k] * X(t + om - (kh - 1), n + on - k) for the oh + kh - 1 rows t the
  * outputs need (rows outside the image follow the boundary rule, all fill under FILL), then
  * out[m][n] = sum_j col[j] * tmp[m + kh - 1 - j][n]. Both in ACC, rounded to T once. */
 #define DEFINE_SEPARABLE_REF(NAME, T, ACC)                                                                             \
-    gpuws_status NAME(const gpuws__conv2d_geometry *g, const T *image, const T *col, const T *row, T *out)             \
+    void NAME##_into(const gpuws__conv2d_geometry *g, const T *image, const T *col, const T *row, T *out, ACC *tmp)    \
     {                                                                                                                  \
         const long long h = (long long)g->h, w = (long long)g->w, kh = (long long)g->kh, kw = (long long)g->kw;        \
         const size_t rows = g->oh + g->kh - 1, ow = g->ow;                                                             \
-        size_t cells;                                                                                                  \
-        if (gpuws__mul_overflows(rows, ow, &cells) || cells > SIZE_MAX / sizeof(ACC))                                  \
-            return gpuws__error(GPUWS_ERR_OVERFLOW, "convolve2d_separable: %zu x %zu row sums overflow size_t", rows,  \
-                                ow);                                                                                   \
-        ACC *tmp = gpuws__malloc(cells * sizeof *tmp);                                                                 \
-        if (!tmp)                                                                                                      \
-            return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "convolve2d_separable: %zu bytes of row sums",                \
-                                cells * sizeof *tmp);                                                                  \
         const T fill = (T)g->fill;                                                                                     \
         for (size_t t = 0; t < rows; t++) {                                                                            \
             const long long r = gpuws__conv_extend((long long)t + (long long)g->om - (kh - 1), h, g->boundary);        \
@@ -165,6 +167,14 @@ DEFINE_REF(gpuws_convolve2d_ref_f64, double, double)
                 for (long long j = 0; j < kh; j++) acc += (ACC)col[j] * tmp[(m + (size_t)(kh - 1 - j)) * ow + n];      \
                 out[m * ow + n] = (T)acc;                                                                              \
             }                                                                                                          \
+    }                                                                                                                  \
+    gpuws_status NAME(const gpuws__conv2d_geometry *g, const T *image, const T *col, const T *row, T *out)             \
+    {                                                                                                                  \
+        size_t bytes = 0;                                                                                              \
+        if (gpuws__convolve2d_separable_tmp_bytes(g, &bytes)) return GPUWS_ERR_OVERFLOW;                               \
+        ACC *tmp = gpuws__malloc(bytes);                                                                               \
+        if (!tmp) return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "convolve2d_separable: %zu bytes of row sums", bytes);  \
+        NAME##_into(g, image, col, row, out, tmp);                                                                     \
         gpuws__free(tmp);                                                                                              \
         return GPUWS_OK;                                                                                               \
     }

@@ -44,5 +44,13 @@ gpuws_status gpuws_convolve2d_separable_ref_f32(const gpuws__conv2d_geometry *g,
                                                 const float *row, float *out);
 gpuws_status gpuws_convolve2d_separable_ref_f64(const gpuws__conv2d_geometry *g, const double *image, const double *col,
                                                 const double *row, double *out);
+/* The same into the caller's row sums, tmp: gpuws__convolve2d_separable_tmp_bytes of them (GPUWS_ERR_OVERFLOW with a
+ * message when that overflows size_t). The CPU backend keeps them on the stream, so that the bands of
+ * gpuws_convolve2d_separable_host allocate nothing once the first has run. */
+gpuws_status gpuws__convolve2d_separable_tmp_bytes(const gpuws__conv2d_geometry *g, size_t *bytes);
+void gpuws_convolve2d_separable_ref_f32_into(const gpuws__conv2d_geometry *g, const float *image, const float *col,
+                                             const float *row, float *out, double *tmp);
+void gpuws_convolve2d_separable_ref_f64_into(const gpuws__conv2d_geometry *g, const double *image, const double *col,
+                                             const double *row, double *out, double *tmp);
 
 #endif

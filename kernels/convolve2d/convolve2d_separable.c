@@ -252,10 +252,18 @@ gpuws_status gpuws__convolve2d_separable_launch(gpuws_stream *s, gpuws_dtype dt,
                                                 const gpuws_buffer *image, const gpuws_buffer *col,
                                                 const gpuws_buffer *row, gpuws_buffer *out)
 {
-    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU)
-        return dt == GPUWS_F32 ? gpuws_convolve2d_separable_ref_f32(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
-                                                                    gpuws__cpu_ptr(row), gpuws__cpu_ptr(out))
-                               : gpuws_convolve2d_separable_ref_f64(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col),
-                                                                    gpuws__cpu_ptr(row), gpuws__cpu_ptr(out));
+    if (s->ctx->backend->kind == GPUWS_BACKEND_CPU) { /* the row sums in the stream's memory, the host's here */
+        size_t bytes = 0;
+        gpuws_buffer *tmp;
+        gpuws_status st = gpuws__convolve2d_separable_tmp_bytes(g, &bytes);
+        if (st || (st = gpuws__stream_scratch(s, &key_tmp, bytes, &tmp))) return st;
+        if (dt == GPUWS_F32)
+            gpuws_convolve2d_separable_ref_f32_into(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col), gpuws__cpu_ptr(row),
+                                                    gpuws__cpu_ptr(out), gpuws__cpu_ptr(tmp));
+        else
+            gpuws_convolve2d_separable_ref_f64_into(g, gpuws__cpu_ptr(image), gpuws__cpu_ptr(col), gpuws__cpu_ptr(row),
+                                                    gpuws__cpu_ptr(out), gpuws__cpu_ptr(tmp));
+        return GPUWS_OK;
+    }
     return separable_gpu(s, dt, g, image, col, row, out);
 }
