@@ -127,7 +127,7 @@ static void *host_dtype(const double *x, size_t n, gpuws_dtype dt)
     return h;
 }
 
-/* The 2-D convolution through gpuws_convolve2d_host (col and row not NULL: the separable form's factors, through
+/* The 2-D convolution through gpuws_convolve2d_host (--separable: of the factors col and row, through
  * gpuws_convolve2d_separable_host): in-core when it fits the budget, else in bands. */
 static gpuws_status convolve_streamed(const args *a, gpuws_context *const *ctxs, size_t nctx, gpuws_dtype dt,
                                       const fits_image *img, const fits_image *ker, const double *col,
