@@ -1,9 +1,9 @@
 /* aperture's cases (kernels/common/cases.h): a sky (level 100, noise σ = 5, Gaussian sources) with apertures at
  * random positions, some across the edges; "circle" with a scalar error and a gain, "ellipse" with an rms map, a
  * mask and a background map; "ellipse-banded" the same from host memory (gpuws_sum_ellipse_host) with a device
- * budget of an eighth of the image's rows (or the tallest box's), so that the apertures go in windows. Checked against the reference within docs/algorithms/aperture.md's cross-backend
- * bound (the sums in another order): |got - ref| <= 1e-10 area max|pixel| for sums, 1e-12 (area + 1) for areas,
- * flags equal. */
+ * budget of an eighth of the image's rows (or the tallest box's), so that the apertures go in windows. Checked
+ * against the reference within docs/algorithms/aperture.md's cross-backend bound (the sums in another order):
+ * |got - ref| <= 1e-10 area max|pixel| for sums, 1e-12 (area + 1) for areas, flags equal. */
 #include "common/cases.h"
 #include "aperture/aperture_ref.h"
 
