@@ -774,3 +774,106 @@ BACKEND_TEST(aperture, host_budget_must_hold_the_tallest_box)
     free(px);
     image_free(&m);
 }
+
+/* The _host calls given some rows of the image (options' row0 and rows: an MPI rank's rows and a halo), in arrays
+ * of their own, give the whole image's results bit for bit for the apertures whose boxes lie in those rows: the
+ * image's top and bottom rows (boxes clipped there keep their TRUNC flag) and rows inside it, in windows of 30 rows
+ * on a GPU. An aperture whose box leaves the rows, and rows outside the image, are refused; nothing is written. */
+BACKEND_TEST(aperture, host_calls_on_some_rows_give_the_whole_images_bits)
+{
+    enum { W = 61, H = 150, N = 90, PARTS = 3 };
+    static const size_t part[PARTS][2] = { { 0, 40 }, { 40, 70 }, { 110, 40 } }; /* row0, rows */
+    float *px = sky(W, H, 23), *back = malloc(W * H * sizeof *back), *rms = malloc(W * H * sizeof *rms);
+    uint8_t *mask = malloc(W * H);
+    double *x = malloc(6 * N * sizeof *x), *y = x + N, *a = y + N, *b = a + N, *th = b + N, *r = th + N;
+    cr_assert(back && rms && mask && x);
+    uint64_t seed = 0x7033;
+    for (size_t i = 0; i < (size_t)W * H; i++) {
+        back[i] = (float)(99.0 + 2.0 * test_rand_uniform(&seed));
+        rms[i] = (float)(4.0 + test_rand_uniform(&seed));
+        mask[i] = test_rand_uniform(&seed) < 0.01;
+    }
+    /* a third of them a part each: 14 rows or more from its edges inside the image, across the image's own edges */
+    for (size_t i = 0; i < N; i++) {
+        const size_t *p = part[i % PARTS];
+        const double lo = p[0] ? p[0] + 14.0 : -4.0, hi = p[0] + p[1] < H ? p[0] + p[1] - 14.0 : H + 4.0;
+        x[i] = -4.0 + (W + 8.0) * test_rand_uniform(&seed);
+        y[i] = lo + (hi - lo) * test_rand_uniform(&seed);
+        b[i] = 0.8 + 0.7 * test_rand_uniform(&seed);
+        a[i] = b[i] * (1.0 + 0.9 * test_rand_uniform(&seed));
+        th[i] = (test_rand_uniform(&seed) - 0.5) * PI;
+        r[i] = 4.0 * test_rand_uniform(&seed);
+    }
+    image m = image_new(*kind, W, H, px);
+    gpuws_buffer *dback = test_buffer_from(m.ctx, back, W * H * sizeof *back),
+                 *drms = test_buffer_from(m.ctx, rms, W * H * sizeof *rms),
+                 *dmask = test_buffer_from(m.ctx, mask, W * H);
+    gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
+    o.back = dback, o.rms = drms, o.mask = dmask;
+    results d[3] = { results_new(N), results_new(N), results_new(N) };
+    TEST_OK(gpuws_sum_circle(NULL, W, H, m.dimg, N, x, y, r, &o, d[0].sum, d[0].err, d[0].area, d[0].flag));
+    TEST_OK(gpuws_sum_ellipse(NULL, W, H, m.dimg, N, x, y, a, b, th, r, &o, d[1].sum, d[1].err, d[1].area, d[1].flag));
+    TEST_OK(gpuws_kron_radius(NULL, W, H, m.dimg, N, x, y, a, b, th, r, &o, d[2].kr, d[2].flag));
+    for (int k = 0; k < PARTS; k++) {
+        const size_t row0 = part[k][0], rows = part[k][1], n = rows * W;
+        float *pp = malloc(n * sizeof *pp), *pb = malloc(n * sizeof *pb), *pr = malloc(n * sizeof *pr);
+        uint8_t *pm = malloc(n);
+        double *q = malloc(6 * N * sizeof *q);
+        size_t *at = malloc(N * sizeof *at), c = 0;
+        cr_assert(pp && pb && pr && pm && q && at);
+        memcpy(pp, px + row0 * W, n * sizeof *pp), memcpy(pb, back + row0 * W, n * sizeof *pb);
+        memcpy(pr, rms + row0 * W, n * sizeof *pr), memcpy(pm, mask + row0 * W, n);
+        for (size_t i = k; i < N; i += PARTS, c++)
+            for (int v = 0; v < 6; v++) q[v * N + c] = x[v * N + i], at[c] = i;
+        gpuws_aperture_host_options h = GPUWS_APERTURE_HOST_OPTIONS_INIT;
+        h.back = pb, h.rms = pr, h.mask = pm, h.row0 = row0, h.rows = rows;
+        h.max_device_bytes = (uint64_t)N * 168 + (uint64_t)30 * W * 13;
+        const double *qx = q, *qy = q + N, *qa = qy + N, *qb = qa + N, *qt = qb + N, *qr = qt + N;
+        results g[3] = { results_new(N), results_new(N), results_new(N) };
+        TEST_OK(gpuws_sum_circle_host(m.ctx, W, H, pp, c, qx, qy, qr, &h, g[0].sum, g[0].err, g[0].area, g[0].flag));
+        TEST_OK(gpuws_sum_ellipse_host(m.ctx, W, H, pp, c, qx, qy, qa, qb, qt, qr, &h, g[1].sum, g[1].err, g[1].area,
+                                       g[1].flag));
+        TEST_OK(gpuws_kron_radius_host(m.ctx, W, H, pp, c, qx, qy, qa, qb, qt, qr, &h, g[2].kr, g[2].flag));
+        int trunc = 0;
+        for (size_t j = 0; j < c; j++)
+            for (int cl = 0; cl < 3; cl++) {
+                const results *e = &d[cl], *f = &g[cl];
+                const size_t i = at[j];
+                trunc += (f->flag[j] & GPUWS_APER_TRUNC) != 0;
+                cr_assert(f->flag[j] == e->flag[i] &&
+                              (cl == 2 ? same(f->kr[j], e->kr[i])
+                                       : same(f->sum[j], e->sum[i]) && same(f->err[j], e->err[i]) &&
+                                             same(f->area[j], e->area[i])),
+                          "rows %zu to %zu, call %d, aperture %zu at (%.17g, %.17g): flag %#x against %#x", row0,
+                          row0 + rows - 1, cl, i, x[i], y[i], f->flag[j], e->flag[i]);
+            }
+        cr_assert(trunc > 0, "rows %zu to %zu: no aperture crosses the image's edge", row0, row0 + rows - 1);
+        if (k == 1) { /* one aperture whose box leaves the rows, then rows the image lacks */
+            const double yo = row0 + 2.0, ro = 3.0;
+            g[0].sum[0] = 12345.0;
+            cr_assert_eq(gpuws_sum_circle_host(m.ctx, W, H, pp, 1, qx, &yo, &ro, &h, g[0].sum, NULL, NULL, g[0].flag),
+                         GPUWS_ERR_INVALID_ARGUMENT);
+            cr_assert(strstr(gpuws_last_error(), "aperture 0's box spans rows 39 to 45") &&
+                          strstr(gpuws_last_error(), "hold rows 40 to 109"),
+                      "%s", gpuws_last_error());
+            cr_assert(g[0].sum[0] == 12345.0, "a refused call wrote its output");
+            h.row0 = H - 10;
+            cr_assert_eq(gpuws_sum_circle_host(m.ctx, W, H, pp, c, qx, qy, qr, &h, g[0].sum, NULL, NULL, g[0].flag),
+                         GPUWS_ERR_INVALID_ARGUMENT);
+            cr_assert(strstr(gpuws_last_error(), "row0 140 and rows 70 are not rows of the image's 150"), "%s",
+                      gpuws_last_error());
+            h.row0 = 5, h.rows = 0;
+            cr_assert_eq(gpuws_sum_circle_host(m.ctx, W, H, pp, c, qx, qy, qr, &h, g[0].sum, NULL, NULL, g[0].flag),
+                         GPUWS_ERR_INVALID_ARGUMENT);
+            cr_assert(g[0].sum[0] == 12345.0, "a refused call wrote its output");
+        }
+        for (int cl = 0; cl < 3; cl++) results_free(&g[cl]);
+        free(pp), free(pb), free(pr), free(pm), free(q), free(at);
+    }
+    for (int cl = 0; cl < 3; cl++) results_free(&d[cl]);
+    gpuws_buffer_destroy(dback);
+    gpuws_buffer_destroy(drms);
+    gpuws_buffer_destroy(dmask);
+    image_free(&m);
+    free(px), free(back), free(rms), free(mask), free(x);
+}

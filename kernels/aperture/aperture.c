@@ -30,6 +30,7 @@ typedef struct {
     gpuws_aperture_options o; /* the options read; the _host calls' hold no maps */
     const float *himage, *hback, *hrms;
     const uint8_t *hmask;
+    size_t row0, rows;          /* the _host calls' rows in the host arrays: row0 .. row0 + rows - 1 of the image */
     uint64_t budget, max_alloc; /* the _host calls' device bytes, the largest buffer (0: none said) */
 } ap_src;
 
@@ -198,7 +199,7 @@ static gpuws_status window_sum(const ap_src *src, const gpuws_buffer *image, con
 static gpuws_status window_rows(const ap_src *src, const char *fn, size_t n, const double *params, size_t *rows,
                                 size_t *m, size_t *batch)
 {
-    const size_t w = src->width, h = src->height;
+    const size_t w = src->width, h = src->rows;
     const size_t per_row =
         w * (sizeof(float) * (1 + (src->hback != NULL) + (src->hrms != NULL)) + (src->hmask != NULL));
     size_t tallest = SIZE_MAX;
@@ -230,11 +231,12 @@ static gpuws_status window_rows(const ap_src *src, const char *fn, size_t n, con
 /* The _host calls' sums on a GPU. The apertures, by the first row of their boxes (a counting sort), go in windows:
  * a window starts at the first row of the first box not yet summed and holds as many rows as the budget allows
  * (beside a batch of parameters and sums); every box wholly inside it is summed there. Each window sums at least
- * its first box, and rows that no box reaches are never uploaded. Boxes without pixels sum to zero on the host. */
+ * its first box, and rows that no box reaches are never uploaded. Boxes without pixels sum to zero on the host.
+ * The host arrays hold the image's rows row0 .. row0 + h - 1, which hold every box (aperture_raw). */
 static gpuws_status raw_windows(const ap_src *src, const char *fn, bool kron, size_t n, const double *params,
                                 double *raw)
 {
-    const size_t w = src->width, h = src->height;
+    const size_t w = src->width, h = src->rows, row0 = src->row0;
     size_t rows, m, batch, at = 0;
     gpuws_status st = window_rows(src, fn, n, params, &rows, &m, &batch);
     if (st) return st;
@@ -256,10 +258,10 @@ static gpuws_status raw_windows(const ap_src *src, const char *fn, bool kron, si
     memset(first, 0, (h + 1) * sizeof *first);
     memset(done, 0, m);
     for (size_t i = 0; i < n; i++)
-        if (!box_empty(params + AP_PARAMS * i)) first[(size_t)params[AP_PARAMS * i + AP_YMIN] + 1]++;
+        if (!box_empty(params + AP_PARAMS * i)) first[(size_t)params[AP_PARAMS * i + AP_YMIN] - row0 + 1]++;
     for (size_t y = 0; y < h; y++) first[y + 1] += first[y];
     for (size_t i = 0; i < n; i++)
-        if (!box_empty(params + AP_PARAMS * i)) order[first[(size_t)params[AP_PARAMS * i + AP_YMIN]]++] = i;
+        if (!box_empty(params + AP_PARAMS * i)) order[first[(size_t)params[AP_PARAMS * i + AP_YMIN] - row0]++] = i;
     gpuws_context *ctx = src->s->ctx;
     gpuws_buffer *dm[4] = { NULL, NULL, NULL, NULL }; /* image, back, rms, mask */
     const void *hm[4] = { src->himage, src->hback, src->hrms, src->hmask };
@@ -272,10 +274,12 @@ static gpuws_status raw_windows(const ap_src *src, const char *fn, bool kron, si
     gpuws_aperture_options wo = src->o;
     wo.back = dm[1], wo.rms = dm[2], wo.mask = dm[3];
     while (!st && at < m) {
-        const size_t lo = (size_t)params[AP_PARAMS * order[at] + AP_YMIN], hi = lo + rows < h ? lo + rows : h;
+        const size_t lo = (size_t)params[AP_PARAMS * order[at] + AP_YMIN];
+        const size_t hi = lo + rows < row0 + h ? lo + rows : row0 + h;
         for (int k = 0; k < 4 && !st; k++)
             if (hm[k])
-                st = gpuws__write(src->s, dm[k], 0, (const char *)hm[k] + lo * w * es[k], (hi - lo) * w * es[k], 1);
+                st = gpuws__write(src->s, dm[k], 0, (const char *)hm[k] + (lo - row0) * w * es[k],
+                                  (hi - lo) * w * es[k], 1);
         size_t k = 0;
         for (size_t i = at; !st && i < m && params[AP_PARAMS * order[i] + AP_YMIN] < (double)hi; i++) {
             if (done[i] || params[AP_PARAMS * order[i] + AP_YMAX] > (double)hi) continue;
@@ -295,18 +299,36 @@ static gpuws_status raw_windows(const ap_src *src, const char *fn, bool kron, si
     return st;
 }
 
-/* The AP_RAW sums of the n apertures of params into raw, wherever the pixels are. */
+/* The AP_RAW sums of the n apertures of params into raw, wherever the pixels are. The _host calls' boxes must lie
+ * in the rows the host arrays hold; on the CPU backend each aperture moves up by their first row as a window's do
+ * (window_sum), which changes no rounding. */
 static gpuws_status aperture_raw(const ap_src *src, const char *fn, bool kron, size_t n, const double *params,
                                  double *raw)
 {
     if (!src->himage) return device_raw(src->s, src->width, src->image, &src->o, kron, n, params, raw);
+    for (size_t i = 0; i < n; i++) {
+        const double *p = params + AP_PARAMS * i;
+        if (!box_empty(p) && (p[AP_YMIN] < (double)src->row0 || p[AP_YMAX] > (double)(src->row0 + src->rows)))
+            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                                "%s: aperture %zu's box spans rows %.0f to %.0f of the image, and the host arrays hold "
+                                "rows %zu to %zu (options' row0 and rows)",
+                                fn, i, p[AP_YMIN], p[AP_YMAX] - 1, src->row0, src->row0 + src->rows - 1);
+    }
     if (src->s->ctx->backend->kind == GPUWS_BACKEND_CPU) { /* the caller's arrays are the device's memory */
         size_t rows, m, batch;
         const gpuws_status st = window_rows(src, fn, n, params, &rows, &m, &batch);
         if (st) return st;
         const gpuws__aperture_host h = { src->hrms, src->o.err, src->o.gain, src->hmask, src->o.subpix, src->hback };
-        for (size_t i = 0; i < n; i++)
-            gpuws__aperture_raw_ref(src->himage, src->width, &h, kron, params + AP_PARAMS * i, raw + AP_RAW * i);
+        for (size_t i = 0; i < n; i++) {
+            double q[AP_PARAMS];
+            memcpy(q, params + AP_PARAMS * i, sizeof q);
+            if (!box_empty(q)) {
+                q[AP_Y] -= (double)src->row0;
+                q[AP_YMIN] -= (double)src->row0;
+                q[AP_YMAX] -= (double)src->row0;
+            }
+            gpuws__aperture_raw_ref(src->himage, src->width, &h, kron, q, raw + AP_RAW * i);
+        }
         return GPUWS_OK;
     }
     return raw_windows(src, fn, kron, n, params, raw);
@@ -461,10 +483,16 @@ static gpuws_status host_src(const char *fn, gpuws_context *ctx, size_t width, s
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: err %g and an rms map: give one of them", fn, o->err);
     size_t npix;
     if ((st = check_values(fn, width, height, &src->o, &npix)) || (st = need(fn, image, "image"))) return st;
+    if (ho.rows ? ho.row0 > height || ho.rows > height - ho.row0 : ho.row0 != 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: options' row0 %zu and rows %zu are not rows of the image's %zu (rows 0: all of them, "
+                            "from row0 0)",
+                            fn, ho.row0, ho.rows, height);
     gpuws_stream *s = NULL;
     if ((st = gpuws__driver_stream(ctx, &s, claim, fn))) return st;
     src->s = s, src->width = width, src->height = height;
     src->himage = image, src->hback = ho.back, src->hrms = ho.rms, src->hmask = ho.mask;
+    src->row0 = ho.row0, src->rows = ho.rows ? ho.rows : height;
     gpuws__band_budget(&ctx, 1, ho.max_device_bytes, &src->budget, &src->max_alloc);
     return GPUWS_OK;
 }

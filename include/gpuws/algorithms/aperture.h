@@ -96,15 +96,22 @@ typedef struct gpuws_aperture_host_options {
     const float *back, *rms;                /* NULL, or width*height host f32: as gpuws_aperture_options' */
     const unsigned char *mask;              /* NULL, or width*height host bytes */
     uint64_t max_device_bytes;              /* device memory the call may use; 0 = fifteen sixteenths of the free */
+    /* newer than the struct's first version: struct_size says whether a caller's struct has them */
+    size_t row0, rows; /* rows > 0: image and maps hold only the image's rows row0 .. row0 + rows - 1 (width x rows
+                          values; positions and results stay the whole image's, whose height is `height`), and
+                          every aperture's pixel box must lie in them (an MPI rank's rows and a halo: the gpuws tool's
+                          --phot-apertures); 0 = all height rows (row0 0) */
 } gpuws_aperture_host_options;
 #define GPUWS_APERTURE_HOST_OPTIONS_INIT                                                                               \
     {                                                                                                                  \
-        sizeof(gpuws_aperture_host_options), NULL, NULL, NULL, NULL, 0                                                 \
+        sizeof(gpuws_aperture_host_options), NULL, NULL, NULL, NULL, 0, 0, 0                                           \
     }
 
-/* Errors: those of the device-buffer calls, NULL ctx or image, a map set in options->aperture, and a budget that
+/* Errors: those of the device-buffer calls, NULL ctx or image, a map set in options->aperture, a budget that
  * cannot hold the rows of the tallest aperture's box (GPUWS_ERR_INVALID_ARGUMENT: the message gives the rows and
- * the bytes needed). Nothing is written on an error. */
+ * the bytes needed), row0 and rows outside the image, or an aperture's box outside them (INVALID_ARGUMENT: the
+ * aperture and its rows; flux_auto's boxes are known only once the Kron radii are). Nothing is written on an
+ * error. */
 GPUWS_API gpuws_status gpuws_sum_circle_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                              size_t n, const double *x, const double *y, const double *r,
                                              const gpuws_aperture_host_options *options, double *sum, double *sumerr,
