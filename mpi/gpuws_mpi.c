@@ -200,6 +200,79 @@ gpuws_status gpuws_mpi_world_gather(const void *mine, size_t bytes, void *all, s
     return GPUWS_OK;
 }
 
+/* What each rank says in gpuws_mpi_world_rows: its rows, their size, the rows it asks for, whether its pointers
+ * hold them. */
+enum { ROWS_ROW0, ROWS_ROWS, ROWS_BYTES, ROWS_LO, ROWS_HI, ROWS_OK, ROWS_WORDS };
+
+/* Rows s's share holds of the rows r asks for: [*from, *to), empty when *from >= *to. */
+static void rows_between(const uint64_t *said, int s, int r, uint64_t *from, uint64_t *to)
+{
+    const uint64_t *a = said + (size_t)s * ROWS_WORDS, *b = said + (size_t)r * ROWS_WORDS;
+    const uint64_t end = a[ROWS_ROW0] + a[ROWS_ROWS];
+    *from = a[ROWS_ROW0] > b[ROWS_LO] ? a[ROWS_ROW0] : b[ROWS_LO];
+    *to = end < b[ROWS_HI] ? end : b[ROWS_HI];
+}
+
+gpuws_status gpuws_mpi_world_rows(const void *mine, size_t row0, size_t rows, size_t row_bytes, size_t lo, size_t hi,
+                                  void *out)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    uint64_t stack[ROWS_WORDS * 64], *said = size <= 64 ? stack : malloc((size_t)size * ROWS_WORDS * sizeof *said);
+    uint64_t me[ROWS_WORDS] = { row0, rows, row_bytes, lo, hi, (!rows || mine) && (hi <= lo || out) && lo <= hi };
+    int ok = said != NULL; /* every rank learns whether every rank could keep what they say */
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!ok) {
+        if (said != stack) free(said);
+        return GPUWS_ERR_OUT_OF_MEMORY;
+    }
+    MPI_Allgather(me, ROWS_WORDS, MPI_UINT64_T, said, ROWS_WORDS, MPI_UINT64_T, MPI_COMM_WORLD);
+    /* the shares in rank order from row 0, one row size, requests within them: alike on every rank */
+    uint64_t next = 0;
+    for (int r = 0; r < size && ok; r++) {
+        const uint64_t *a = said + (size_t)r * ROWS_WORDS;
+        ok = a[ROWS_OK] && a[ROWS_ROW0] == next && a[ROWS_BYTES] == said[ROWS_BYTES] &&
+             a[ROWS_ROWS] <= UINT64_MAX - next;
+        next += a[ROWS_ROWS];
+    }
+    for (int r = 0; r < size && ok; r++) ok = said[(size_t)r * ROWS_WORDS + ROWS_HI] <= next;
+    if (!ok) {
+        if (said != stack) free(said);
+        return GPUWS_ERR_INVALID_ARGUMENT;
+    }
+    uint64_t from, to;
+    rows_between(said, rank, rank, &from, &to);
+    if (from < to)
+        memcpy((char *)out + (from - lo) * row_bytes, (const char *)mine + (from - row0) * row_bytes,
+               (size_t)(to - from) * row_bytes);
+    /* round k: rows to rank + k, from rank - k, chunk by chunk: chunk c of a pair waits only for its partners'
+     * chunk c, which every rank posts once its chunk c - 1 is done */
+    for (int k = 1; k < size; k++) {
+        const int dst = (rank + k) % size, src = (rank - k + size) % size;
+        uint64_t sf, st, rf, rt;
+        rows_between(said, rank, dst, &sf, &st);
+        rows_between(said, src, rank, &rf, &rt);
+        const size_t sent = sf < st ? (size_t)(st - sf) * row_bytes : 0,
+                     got = rf < rt ? (size_t)(rt - rf) * row_bytes : 0;
+        for (size_t at = 0; at < sent || at < got; at += GATHER_MESSAGE) {
+            MPI_Request q[2];
+            int nq = 0;
+            if (at < got)
+                MPI_Irecv((char *)out + (rf - lo) * row_bytes + at,
+                          (int)(got - at < GATHER_MESSAGE ? got - at : GATHER_MESSAGE), MPI_BYTE, src, 2,
+                          MPI_COMM_WORLD, &q[nq++]);
+            if (at < sent)
+                MPI_Isend((const char *)mine + (sf - row0) * row_bytes + at,
+                          (int)(sent - at < GATHER_MESSAGE ? sent - at : GATHER_MESSAGE), MPI_BYTE, dst, 2,
+                          MPI_COMM_WORLD, &q[nq++]);
+            MPI_Waitall(nq, q, MPI_STATUSES_IGNORE);
+        }
+    }
+    if (said != stack) free(said);
+    return GPUWS_OK;
+}
+
 void gpuws_mpi_world_finalize(void)
 {
     int started = 0, ended = 0;

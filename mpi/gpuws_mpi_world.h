@@ -43,6 +43,18 @@ typedef int (*gpuws_mpi_world_agree_fn)(int code, char *why, size_t n, int *firs
 GPUWS_API gpuws_status gpuws_mpi_world_gather(const void *mine, size_t bytes, void *all, size_t all_bytes);
 typedef gpuws_status (*gpuws_mpi_world_gather_fn)(const void *mine, size_t bytes, void *all, size_t all_bytes);
 
+/* Collective: rows of an image that the ranks hold in rank order, consecutive from row 0 (this rank rows row0 ..
+ * row0 + rows - 1 at mine, every row row_bytes bytes on every rank; a rank may hold none): this rank gets the
+ * image's rows lo .. hi - 1 into out, (hi - lo) row_bytes bytes (lo == hi: none), wherever they are, its own
+ * included: a halo of neighbours' rows, or rows of ranks beyond them. In messages of at most 1 GiB.
+ * GPUWS_ERR_INVALID_ARGUMENT on every rank, nothing sent, when the shares are not consecutive from row 0, the row
+ * sizes differ, a rank asks for rows past the last share's or lo > hi, or a NULL mine or out where rows are;
+ * GPUWS_ERR_OUT_OF_MEMORY on every rank when one has no memory for what the ranks say (beyond 64 ranks). */
+GPUWS_API gpuws_status gpuws_mpi_world_rows(const void *mine, size_t row0, size_t rows, size_t row_bytes, size_t lo,
+                                            size_t hi, void *out);
+typedef gpuws_status (*gpuws_mpi_world_rows_fn)(const void *mine, size_t row0, size_t rows, size_t row_bytes, size_t lo,
+                                                size_t hi, void *out);
+
 /* MPI_Finalize, when MPI is initialised and not finalised yet. */
 GPUWS_API void gpuws_mpi_world_finalize(void);
 typedef void (*gpuws_mpi_world_finalize_fn)(void);
