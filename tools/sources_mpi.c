@@ -51,6 +51,7 @@ typedef struct {
     gpuws_gatherer gatherer;
     gpuws_mpi_world_agree_fn agree;
     gpuws_mpi_world_gather_fn gather;
+    gpuws_mpi_world_rows_fn rows;
     gpuws_mpi_world_finalize_fn finalize;
 } world;
 
@@ -84,8 +85,9 @@ static int world_load(world *w, char *err, size_t n)
     *(void **)&w->gatherer = dlsym(w->lib, "gpuws_mpi_world_gatherer");
     *(void **)&w->agree = dlsym(w->lib, "gpuws_mpi_world_agree");
     *(void **)&w->gather = dlsym(w->lib, "gpuws_mpi_world_gather");
+    *(void **)&w->rows = dlsym(w->lib, "gpuws_mpi_world_rows");
     *(void **)&w->finalize = dlsym(w->lib, "gpuws_mpi_world_finalize");
-    if (!init || !w->sum || !w->gatherer || !w->agree || !w->gather || !w->finalize)
+    if (!init || !w->sum || !w->gatherer || !w->agree || !w->gather || !w->rows || !w->finalize)
         return snprintf(err, n, "libgpuws_mpi lacks gpuws_mpi_world_* (an older library?)"), -1;
     if (init(&w->rank, &w->size, &w->local_rank)) return snprintf(err, n, "MPI_Init_thread failed"), -1;
     return 0;
@@ -298,11 +300,104 @@ static int gather_maps(const world *w, const sources_args *a, fits_image *img, g
     return world_fail(w, st ? 1 : 0, err);
 }
 
+/* --phot-apertures over the ranks, after the extraction: rank 0 sends every object's (x, y) to every rank; each
+ * rank measures the objects whose row floor(y) is one of its own, from its rows and phot_halo_rows more each side
+ * of them (pixels, background, rms: 12 bytes a pixel, a neighbour's rows from that neighbour), on its device within
+ * --max-device-memory; rank 0 gathers the values into *ph in the catalogue's order. A circle's sums depend only on
+ * the pixels in its box and its place in the image, so they are one process's bits. The exit code, the same on
+ * every rank. */
+static int phot_ranks(const world *w, const sources_args *a, const fits_image *img, const sources_contexts *c,
+                      const gpuws_extract_catalog *cat, const float *back, const float *rms, phot_table *ph)
+{
+    const size_t width = img->width, height = img->height, nap = a->x.phot.n, per = 1 + 3 * nap;
+    const int root = w->rank == 0;
+    char err[600] = "";
+    uint64_t nobj = root ? cat->num_objects : 0;
+    gpuws_status st = w->sum(NULL, &nobj, 1);
+    snprintf(err, sizeof err, "the object count's reduction failed: %s", gpuws_status_name(st));
+    int rc = world_fail(w, st ? 1 : 0, err);
+    if (rc) return rc;
+    /* every object's x then y, as words, from rank 0 */
+    uint64_t *xy = malloc((nobj ? 2 * nobj : 1) * sizeof *xy);
+    size_t *counts = calloc((size_t)w->size, sizeof *counts), *mine = malloc((nobj ? nobj : 1) * sizeof *mine);
+    double *ox = malloc((nobj ? nobj : 1) * 2 * sizeof *ox), *oy = ox ? ox + nobj : NULL;
+    rc = world_fail(w, !xy || !counts || !mine || !ox, "out of memory for the objects' positions");
+    if (!rc) {
+        for (size_t k = 0; root && k < nobj; k++) {
+            memcpy(&xy[k], &cat->objects[k].x, sizeof *xy);
+            memcpy(&xy[nobj + k], &cat->objects[k].y, sizeof *xy);
+        }
+        counts[0] = 2 * nobj;
+        st = w->gatherer(NULL, xy, counts, (size_t)w->rank, (size_t)w->size, GPUWS_ALL_CALLERS);
+        snprintf(err, sizeof err, "the objects' positions from rank 0 failed: %s", gpuws_status_name(st));
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    /* this rank's objects, and the rows that hold their circles */
+    size_t m = 0, lo = height, hi = 0;
+    const size_t halo = phot_halo_rows(&a->x.phot);
+    for (size_t k = 0; !rc && k < nobj; k++) {
+        double x, y;
+        memcpy(&x, &xy[k], sizeof x), memcpy(&y, &xy[nobj + k], sizeof y);
+        const size_t row = !(y > 0) ? 0 : y >= (double)(height - 1) ? height - 1 : (size_t)y;
+        if (row < img->row0 || row >= img->row0 + img->rows) continue;
+        mine[m] = k, ox[m] = x, oy[m] = y, m++;
+        if (row - (row < halo ? row : halo) < lo) lo = row - (row < halo ? row : halo);
+        if (row + halo + 1 > hi) hi = row + halo + 1 < height ? row + halo + 1 : height;
+    }
+    free(xy);
+    if (!m) lo = hi = 0;
+    const size_t n = (hi - lo) * width;
+    float *maps = rc ? NULL : malloc((n ? n : 1) * 3 * sizeof *maps);
+    unsigned char *mask = NULL;
+    if (!rc) rc = world_fail(w, !maps, "out of memory for the apertures' rows");
+    const float *part[3] = { img->data, back, rms };
+    for (int k = 0; !rc && k < 3; k++) {
+        st = w->rows(part[k], img->row0, img->rows, width * sizeof(float), lo, hi, maps + (size_t)k * n);
+        snprintf(err, sizeof err, "the apertures' rows from the other ranks failed: %s", gpuws_status_name(st));
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    phot_table got;
+    memset(&got, 0, sizeof got);
+    if (!rc) {
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) bad += !isfinite(maps[i]);
+        mask = bad ? malloc(n) : NULL;
+        for (size_t i = 0; mask && i < n; i++) mask[i] = !isfinite(maps[i]);
+        st = bad && !mask ? GPUWS_ERR_OUT_OF_MEMORY
+                          : phot_measure_rows(&a->x.phot, c->ctx[0], width, height, lo, hi - lo, maps, maps + n,
+                                              maps + 2 * n, mask, a->max_device_bytes, m, ox, oy, &got);
+        if (st && bad && !mask) snprintf(err, sizeof err, "the apertures: no memory for the mask of %zu pixels", n);
+        else if (st) snprintf(err, sizeof err, "the apertures: %s: %s", gpuws_status_name(st), gpuws_last_error());
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    free(maps), free(mask), free(ox);
+    /* rank 0's table: every rank's (index, 3 nap values) rows in rank order, put in the catalogue's */
+    double *rows = rc ? NULL : malloc((m ? m : 1) * per * sizeof *rows), *all = NULL;
+    if (!rc && root) {
+        all = malloc((nobj ? nobj : 1) * per * sizeof *all);
+        st = phot_table_init(&a->x.phot, nobj, ph);
+    }
+    if (!rc) rc = world_fail(w, !rows || (root && (!all || st)), "out of memory for the apertures' values");
+    for (size_t j = 0; !rc && j < m; j++) {
+        rows[j * per] = (double)mine[j]; /* exact: an object count is far below 2^53 */
+        memcpy(rows + j * per + 1, phot_row(&got, j), 3 * nap * sizeof *rows);
+    }
+    if (!rc) {
+        st = w->gather(rows, m * per * sizeof *rows, all, root ? nobj * per * sizeof *all : 0);
+        snprintf(err, sizeof err, "the apertures' values to rank 0 failed: %s", gpuws_status_name(st));
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    for (size_t j = 0; !rc && root && j < nobj; j++)
+        memcpy(ph->v + (size_t)all[j * per] * 3 * nap, all + j * per + 1, 3 * nap * sizeof *all);
+    phot_free(&got);
+    free(rows), free(all), free(counts), free(mine);
+    return rc;
+}
+
 /* --method extract over the ranks (gpuws_extract_host_reduce): each rank its rows' mask of NaN and infinite pixels
- * and its bands on its devices within --max-device-memory; rank 0 gets the catalogue and the segmentation map, and
- * gathers the ranks' rows of the maps (--background, --rms) and the pixels (--overlay) to write the outputs, all
- * three for --phot-apertures, which rank 0 then measures from host memory on its devices (13 bytes a pixel of the
- * whole image in its memory: the pixels, the maps, the mask). The exit code, the same on every rank. */
+ * and its bands on its devices within --max-device-memory; rank 0 gets the catalogue and the segmentation map, the
+ * ranks measure --phot-apertures on their own rows (phot_ranks), and rank 0 gathers the ranks' rows of the maps
+ * (--background, --rms) and the pixels (--overlay) to write the outputs. The exit code, the same on every rank. */
 static int run_extract_ranks(const world *w, const sources_args *a, const fits_image *img, const sources_contexts *c,
                              sources_times *t)
 {
@@ -344,10 +439,17 @@ static int run_extract_ranks(const world *w, const sources_args *a, const fits_i
         rc = world_fail(w, st ? 1 : 0, err);
     }
     free(mask);
+    phot_table ph;
+    memset(&ph, 0, sizeof ph);
+    if (!rc && phot) {
+        const double t1 = tool_now_ms();
+        rc = phot_ranks(w, a, img, c, root ? cat : NULL, back, rms, &ph);
+        t->phot = tool_now_ms() - t1;
+    }
     /* rank 0's whole maps and pixels, from every rank's rows */
     float *all[3] = { NULL, NULL, NULL };
     const float *part[3] = { back, rms, px };
-    const int want[3] = { back != NULL, rms != NULL, a->out[OUT_OVERLAY] != NULL || phot };
+    const int want[3] = { a->out[OUT_BACKGROUND] != NULL, a->out[OUT_RMS] != NULL, a->out[OUT_OVERLAY] != NULL };
     code = 0;
     for (int k = 0; !rc && root && k < 3; k++)
         if (want[k] && !(all[k] = malloc(n * sizeof *all[k]))) code = 1;
@@ -361,33 +463,7 @@ static int run_extract_ranks(const world *w, const sources_args *a, const fits_i
     }
     t->download = tool_now_ms() - t0;
     free(back), free(rms);
-    phot_table ph;
-    memset(&ph, 0, sizeof ph);
-    if (!rc && phot) { /* rank 0 alone; the others wait in world_fail for its status */
-        int failed = 0;
-        if (root) {
-            size_t nbad = 0;
-            for (size_t i = 0; i < n; i++) nbad += !isfinite(all[2][i]);
-            unsigned char *whole = nbad ? malloc(n) : NULL;
-            for (size_t i = 0; whole && i < n; i++) whole[i] = !isfinite(all[2][i]);
-            t0 = tool_now_ms();
-            const gpuws_status st = nbad && !whole
-                                        ? GPUWS_ERR_OUT_OF_MEMORY
-                                        : phot_measure_host(&a->x.phot, c->ctx[0], width, img->height, all[2], all[0],
-                                                            all[1], whole, a->max_device_bytes, cat, &ph);
-            t->phot = tool_now_ms() - t0;
-            if (st && nbad && !whole)
-                snprintf(err, sizeof err, "the apertures: no memory for the mask of %zu pixels", n);
-            else if (st) snprintf(err, sizeof err, "the apertures: %s: %s", gpuws_status_name(st), gpuws_last_error());
-            failed = st != GPUWS_OK;
-            free(whole);
-        }
-        rc = world_fail(w, failed, err);
-    }
     if (!rc && root) {
-        /* the maps and pixels that only the apertures wanted go */
-        if (!a->out[OUT_BACKGROUND]) free(all[0]), all[0] = NULL;
-        if (!a->out[OUT_RMS]) free(all[1]), all[1] = NULL;
         rc = sources_extract_write(a, img, a->out[OUT_OVERLAY] ? all[2] : NULL, cat, seg, all[0], all[1],
                                    phot ? &ph : NULL, &br, t);
         cat = NULL, seg = NULL, all[0] = all[1] = NULL;

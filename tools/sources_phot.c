@@ -1,5 +1,6 @@
 #include "sources_phot.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +86,8 @@ static void describe(phot_table *t)
     }
 }
 
-/* Where phot_measure's pixels are: device buffers (stream, image, ...) or host arrays (ctx, himage, ...). */
+/* Where phot_measure's pixels are: device buffers (stream, image, ...) or host arrays (ctx, himage, ...) of the
+ * image's rows row0 .. row0 + rows - 1 (rows 0: all of them). */
 typedef struct {
     gpuws_stream *stream;
     const gpuws_buffer *image, *back, *rms, *mask;
@@ -93,31 +95,50 @@ typedef struct {
     const float *himage, *hback, *hrms;
     const unsigned char *hmask;
     uint64_t max_device_bytes;
+    size_t row0, rows;
 } phot_pixels;
 
-static gpuws_status measure(const phot_apertures *ap, const phot_pixels *px, size_t w, size_t h,
-                            const gpuws_extract_catalog *cat, phot_table *out)
+gpuws_status phot_table_init(const phot_apertures *ap, size_t nobj, phot_table *out)
 {
     memset(out, 0, sizeof *out);
-    const size_t nobj = cat->num_objects, nap = ap->n, n = nobj * nap;
+    const size_t n = nobj * ap->n;
+    if (n && n > SIZE_MAX / (3 * sizeof *out->v)) return GPUWS_ERR_OUT_OF_MEMORY;
+    if (!(out->v = malloc((n ? n : 1) * 3 * sizeof *out->v))) return GPUWS_ERR_OUT_OF_MEMORY;
+    out->nap = ap->n, out->nobj = nobj;
+    memcpy(out->diameter, ap->diameter, ap->n * sizeof *ap->diameter);
+    describe(out);
+    return GPUWS_OK;
+}
+
+/* The objects' positions: cat's, or nobj at (ox[k], oy[k]) when cat is NULL. */
+static gpuws_status measure(const phot_apertures *ap, const phot_pixels *px, size_t w, size_t h,
+                            const gpuws_extract_catalog *cat, size_t nobj, const double *ox, const double *oy,
+                            phot_table *out)
+{
+    memset(out, 0, sizeof *out);
+    if (cat) nobj = cat->num_objects;
+    const size_t nap = ap->n, n = nobj * nap;
     /* per aperture (object k, diameter j at k nap + j): x, y, r, sum, sumerr, flag */
-    double *x = malloc((n ? n : 1) * 5 * sizeof *x), *v = malloc((n ? n : 1) * 3 * sizeof *v);
+    phot_table t;
+    gpuws_status st = phot_table_init(ap, nobj, &t);
+    if (st) return st;
+    double *x = malloc((n ? n : 1) * 5 * sizeof *x), *v = t.v;
     int *flag = malloc((n ? n : 1) * sizeof *flag);
-    if (!x || !v || !flag) {
-        free(x), free(v), free(flag);
+    if (!x || !flag) {
+        free(x), free(flag), phot_free(&t);
         return GPUWS_ERR_OUT_OF_MEMORY;
     }
     double *y = x + n, *r = y + n, *sum = r + n, *err = sum + n;
     for (size_t k = 0; k < nobj; k++)
         for (size_t j = 0; j < nap; j++) {
-            x[k * nap + j] = cat->objects[k].x;
-            y[k * nap + j] = cat->objects[k].y;
+            x[k * nap + j] = cat ? cat->objects[k].x : ox[k];
+            y[k * nap + j] = cat ? cat->objects[k].y : oy[k];
             r[k * nap + j] = 0.5 * ap->diameter[j];
         }
-    gpuws_status st;
     if (px->himage) {
         gpuws_aperture_host_options o = GPUWS_APERTURE_HOST_OPTIONS_INIT;
         o.back = px->hback, o.rms = px->hrms, o.mask = px->hmask, o.max_device_bytes = px->max_device_bytes;
+        o.row0 = px->row0, o.rows = px->rows;
         st = gpuws_sum_circle_host(px->ctx, w, h, px->himage, n, x, y, r, &o, sum, err, NULL, flag);
     } else {
         gpuws_aperture_options o = GPUWS_APERTURE_OPTIONS_INIT;
@@ -126,10 +147,8 @@ static gpuws_status measure(const phot_apertures *ap, const phot_pixels *px, siz
     }
     for (size_t i = 0; !st && i < n; i++) v[3 * i] = sum[i], v[3 * i + 1] = err[i], v[3 * i + 2] = flag[i];
     free(x), free(flag);
-    if (st) return free(v), st;
-    out->nap = nap, out->nobj = nobj, out->v = v;
-    memcpy(out->diameter, ap->diameter, nap * sizeof *ap->diameter);
-    describe(out);
+    if (st) return phot_free(&t), st;
+    *out = t;
     return GPUWS_OK;
 }
 
@@ -137,16 +156,33 @@ gpuws_status phot_measure(const phot_apertures *ap, gpuws_stream *stream, size_t
                           const gpuws_buffer *back, const gpuws_buffer *rms, const gpuws_buffer *mask,
                           const gpuws_extract_catalog *cat, phot_table *out)
 {
-    const phot_pixels px = { stream, image, back, rms, mask, NULL, NULL, NULL, NULL, NULL, 0 };
-    return measure(ap, &px, w, h, cat, out);
+    const phot_pixels px = { stream, image, back, rms, mask, NULL, NULL, NULL, NULL, NULL, 0, 0, 0 };
+    return measure(ap, &px, w, h, cat, 0, NULL, NULL, out);
 }
 
 gpuws_status phot_measure_host(const phot_apertures *ap, gpuws_context *ctx, size_t w, size_t h, const float *image,
                                const float *back, const float *rms, const unsigned char *mask,
                                uint64_t max_device_bytes, const gpuws_extract_catalog *cat, phot_table *out)
 {
-    const phot_pixels px = { NULL, NULL, NULL, NULL, NULL, ctx, image, back, rms, mask, max_device_bytes };
-    return measure(ap, &px, w, h, cat, out);
+    const phot_pixels px = { NULL, NULL, NULL, NULL, NULL, ctx, image, back, rms, mask, max_device_bytes, 0, 0 };
+    return measure(ap, &px, w, h, cat, 0, NULL, NULL, out);
+}
+
+gpuws_status phot_measure_rows(const phot_apertures *ap, gpuws_context *ctx, size_t w, size_t h, size_t row0,
+                               size_t rows, const float *image, const float *back, const float *rms,
+                               const unsigned char *mask, uint64_t max_device_bytes, size_t nobj, const double *x,
+                               const double *y, phot_table *out)
+{
+    const phot_pixels px = { NULL, NULL, NULL, NULL, NULL, ctx, image, back, rms, mask, max_device_bytes, row0, rows };
+    return measure(ap, &px, w, h, NULL, nobj, x, y, out);
+}
+
+size_t phot_halo_rows(const phot_apertures *ap)
+{
+    double d = 0.0;
+    for (size_t j = 0; j < ap->n; j++)
+        if (ap->diameter[j] > d) d = ap->diameter[j];
+    return (size_t)ceil(0.5 * d) + 3;
 }
 
 void phot_free(phot_table *t)

@@ -61,6 +61,19 @@ gpuws_status phot_measure(const phot_apertures *ap, gpuws_stream *stream, size_t
 gpuws_status phot_measure_host(const phot_apertures *ap, gpuws_context *ctx, size_t w, size_t h, const float *image,
                                const float *back, const float *rms, const unsigned char *mask,
                                uint64_t max_device_bytes, const gpuws_extract_catalog *cat, phot_table *out);
+/* The same for the nobj objects at (x[k], y[k]) from the image's rows row0 .. row0 + rows - 1 alone (the arrays
+ * hold w x rows values; an MPI rank's rows and their halo), which must hold every circle's pixel box:
+ * phot_halo_rows rows each side of an object's row do. */
+gpuws_status phot_measure_rows(const phot_apertures *ap, gpuws_context *ctx, size_t w, size_t h, size_t row0,
+                               size_t rows, const float *image, const float *back, const float *rms,
+                               const unsigned char *mask, uint64_t max_device_bytes, size_t nobj, const double *x,
+                               const double *y, phot_table *out);
+/* Rows each side of the row floor(y) of an object at y that hold its circles' boxes (SEP's box: the rows
+ * (int)(y - r + 0.5) to (int)(y + r + 1.5) - 1): ceil of the largest radius, and 3. */
+size_t phot_halo_rows(const phot_apertures *ap);
+/* A table for nobj objects and ap's diameters, its names and cards made, its values for the caller to set (v);
+ * GPUWS_ERR_OUT_OF_MEMORY, *out holding nothing, without the memory. */
+gpuws_status phot_table_init(const phot_apertures *ap, size_t nobj, phot_table *out);
 void phot_free(phot_table *t);
 
 /* The columns (3 per diameter D, in the order given: flux_aper_D and fluxerr_aper_D in flux_unit, flag_aper_D an

@@ -3,8 +3,8 @@
 # (rank 0 gathers every rank's rows) and overlay, byte for byte, as one process: on the ranks' devices as one process
 # on its device, and with --max-device-memory on the host as one process's host pipeline; on a sky whose height
 # splits into uneven shares and on one of fewer blocks than ranks (a rank reads no row). So does `--method extract`
-# (the ranks' rows on whole mesh rows; its background and rms maps, and the apertures' columns too), with and without
-# a device budget.
+# (the ranks' rows on whole mesh rows; its background and rms maps, and the apertures' columns too, each rank's
+# objects measured on its rows and rows of others), with and without a device budget.
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR P        the comparison with P ranks
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR failures  bad input: exit 1 or 2 on every rank, nothing written
 # MPIEXEC runs with --oversubscribe (more ranks than cores); each run is bounded by `timeout` (a hang fails).
@@ -47,20 +47,23 @@ if [ "$what" != failures ]; then
     # --method extract: the ranks' rows on whole rows of 32-pixel meshes, their bands within a budget or not
     for img in big small; do
         for budget in "" "--max-device-memory 200K"; do
+            # without a budget a 70-pixel circle too: its rows reach past the next rank's 32 (small.fits' shares)
+            apertures=3,6
+            [ -z "$budget" ] && apertures=3,6,70
             # shellcheck disable=SC2086
-            "$gpuws" sources $img.fits --back-size 32 $budget --phot-apertures 3,6 --catalog $img.x1.csv \
+            "$gpuws" sources $img.fits --back-size 32 $budget --phot-apertures $apertures --catalog $img.x1.csv \
                 --regions $img.x1.reg --fits-catalog $img.x1.cat.fits --labels $img.x1.labels.fits \
                 --background $img.x1.back.fits --rms $img.x1.rms.fits --overlay $img.x1.png > $img.x1.out ||
                 fail "one process extracts $img.fits"
             # shellcheck disable=SC2086
-            mpirun "$what" "$gpuws" sources $img.fits --back-size 32 $budget --phot-apertures 3,6 \
+            mpirun "$what" "$gpuws" sources $img.fits --back-size 32 $budget --phot-apertures $apertures \
                 --catalog $img.xm.csv --regions $img.xm.reg --fits-catalog $img.xm.cat.fits \
                 --labels $img.xm.labels.fits --background $img.xm.back.fits --rms $img.xm.rms.fits \
                 --overlay $img.xm.png > $img.xm.out 2> $img.xm.err ||
                 { cat $img.xm.err >&2; fail "$what ranks extract $img.fits ($budget)"; }
-            # the apertures alone: rank 0 gathers the maps and the pixels for them only
+            # the apertures alone: no map gathered to rank 0
             # shellcheck disable=SC2086
-            mpirun "$what" "$gpuws" sources $img.fits --back-size 32 $budget --phot-apertures 3,6 \
+            mpirun "$what" "$gpuws" sources $img.fits --back-size 32 $budget --phot-apertures $apertures \
                 --catalog $img.xa.csv > $img.xa.out 2> $img.xa.err ||
                 { cat $img.xa.err >&2; fail "$what ranks extract $img.fits with apertures alone ($budget)"; }
             cmp $img.x1.csv $img.xa.csv || fail "$img ($budget): $what ranks' catalogue with apertures alone differs"
