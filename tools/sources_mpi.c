@@ -300,16 +300,51 @@ static int gather_maps(const world *w, const sources_args *a, fits_image *img, g
     return world_fail(w, st ? 1 : 0, err);
 }
 
+/* The objects one phot_ranks call measures: at (x[k], y[k]), index[k] in the catalogue, on rows lo .. hi - 1. */
+typedef struct {
+    size_t n, lo, hi;
+    double *x, *y;
+    size_t *index;
+} phot_group;
+
+/* Rows of a group of three maps (pixels, background, rms) of rows lo .. hi - 1 from whichever ranks hold them, and
+ * their mask of NaN and infinite pixels (NULL when none): collective, 0 or the exit code. */
+static int phot_strip(const world *w, const fits_image *img, const float *back, const float *rms, const phot_group *g,
+                      float **maps, unsigned char **mask)
+{
+    const size_t width = img->width, n = (g->hi - g->lo) * width;
+    char err[300];
+    *mask = NULL;
+    *maps = malloc((n ? n : 1) * 3 * sizeof **maps);
+    int rc = world_fail(w, !*maps, "out of memory for the apertures' rows of other ranks");
+    const float *part[3] = { img->data, back, rms };
+    for (int k = 0; !rc && k < 3; k++) {
+        const gpuws_status st =
+            w->rows(part[k], img->row0, img->rows, width * sizeof(float), g->lo, g->hi, *maps + (size_t)k * n);
+        snprintf(err, sizeof err, "the apertures' rows from the other ranks failed: %s", gpuws_status_name(st));
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    size_t bad = 0;
+    for (size_t i = 0; !rc && i < n; i++) bad += !isfinite((*maps)[i]);
+    if (bad && (*mask = malloc(n)))
+        for (size_t i = 0; i < n; i++) (*mask)[i] = !isfinite((*maps)[i]);
+    if (!rc) rc = world_fail(w, bad && !*mask, "out of memory for the mask of the apertures' rows");
+    return rc;
+}
+
 /* --phot-apertures over the ranks, after the extraction: rank 0 sends every object's (x, y) to every rank; each
- * rank measures the objects whose row floor(y) is one of its own, from its rows and phot_halo_rows more each side
- * of them (pixels, background, rms: 12 bytes a pixel, a neighbour's rows from that neighbour), on its device within
- * --max-device-memory; rank 0 gathers the values into *ph in the catalogue's order. A circle's sums depend only on
- * the pixels in its box and its place in the image, so they are one process's bits. The exit code, the same on
- * every rank. */
+ * rank measures the objects whose row floor(y) is one of its own: those whose circles stay in its rows on its own
+ * arrays (mask: its rows' NaN and infinite pixels, or NULL), those near its first or last row on a strip of rows
+ * that gpuws_mpi_world_rows brings from the ranks that hold them (phot_halo_rows each side of the objects: 12 bytes
+ * a pixel), on its device within --max-device-memory; rank 0 gathers the values into *ph in the catalogue's order.
+ * A circle's sums depend only on the pixels of its box and its place in the image: one process's bits. The exit
+ * code, the same on every rank. */
 static int phot_ranks(const world *w, const sources_args *a, const fits_image *img, const sources_contexts *c,
-                      const gpuws_extract_catalog *cat, const float *back, const float *rms, phot_table *ph)
+                      const gpuws_extract_catalog *cat, const float *back, const float *rms, const unsigned char *mask,
+                      phot_table *ph)
 {
     const size_t width = img->width, height = img->height, nap = a->x.phot.n, per = 1 + 3 * nap;
+    const size_t row0 = img->row0, end = img->row0 + img->rows, halo = phot_halo_rows(&a->x.phot);
     const int root = w->rank == 0;
     char err[600] = "";
     uint64_t nobj = root ? cat->num_objects : 0;
@@ -319,9 +354,10 @@ static int phot_ranks(const world *w, const sources_args *a, const fits_image *i
     if (rc) return rc;
     /* every object's x then y, as words, from rank 0 */
     uint64_t *xy = malloc((nobj ? 2 * nobj : 1) * sizeof *xy);
-    size_t *counts = calloc((size_t)w->size, sizeof *counts), *mine = malloc((nobj ? nobj : 1) * sizeof *mine);
-    double *ox = malloc((nobj ? nobj : 1) * 2 * sizeof *ox), *oy = ox ? ox + nobj : NULL;
-    rc = world_fail(w, !xy || !counts || !mine || !ox, "out of memory for the objects' positions");
+    size_t *counts = calloc((size_t)w->size, sizeof *counts), *index = malloc((nobj ? nobj : 1) * sizeof *index);
+    double *ox = malloc((nobj ? nobj : 1) * 2 * sizeof *ox);
+    unsigned char *group = malloc(nobj ? nobj : 1);
+    rc = world_fail(w, !xy || !counts || !index || !ox || !group, "out of memory for the objects' positions");
     if (!rc) {
         for (size_t k = 0; root && k < nobj; k++) {
             memcpy(&xy[k], &cat->objects[k].x, sizeof *xy);
@@ -332,56 +368,71 @@ static int phot_ranks(const world *w, const sources_args *a, const fits_image *i
         snprintf(err, sizeof err, "the objects' positions from rank 0 failed: %s", gpuws_status_name(st));
         rc = world_fail(w, st ? 1 : 0, err);
     }
-    /* this rank's objects, and the rows that hold their circles */
-    size_t m = 0, lo = height, hi = 0;
-    const size_t halo = phot_halo_rows(&a->x.phot);
+    /* this rank's objects in three groups (its own rows; near its first row; near its last), each contiguous */
+    phot_group g[3];
+    memset(g, 0, sizeof g);
+    g[0].lo = row0, g[0].hi = end, g[1].lo = g[2].lo = height;
     for (size_t k = 0; !rc && k < nobj; k++) {
-        double x, y;
-        memcpy(&x, &xy[k], sizeof x), memcpy(&y, &xy[nobj + k], sizeof y);
+        double y;
+        memcpy(&y, &xy[nobj + k], sizeof y);
         const size_t row = !(y > 0) ? 0 : y >= (double)(height - 1) ? height - 1 : (size_t)y;
-        if (row < img->row0 || row >= img->row0 + img->rows) continue;
-        mine[m] = k, ox[m] = x, oy[m] = y, m++;
-        if (row - (row < halo ? row : halo) < lo) lo = row - (row < halo ? row : halo);
-        if (row + halo + 1 > hi) hi = row + halo + 1 < height ? row + halo + 1 : height;
+        if (row < row0 || row >= end) {
+            group[k] = 3;
+            continue;
+        }
+        const size_t lo = row < halo ? 0 : row - halo, hi = row + halo + 1 < height ? row + halo + 1 : height;
+        const int at = lo >= row0 && hi <= end ? 0 : lo < row0 ? 1 : 2;
+        group[k] = (unsigned char)at;
+        g[at].n++;
+        if (at && lo < g[at].lo) g[at].lo = lo;
+        if (at && hi > g[at].hi) g[at].hi = hi;
     }
-    free(xy);
-    if (!m) lo = hi = 0;
-    const size_t n = (hi - lo) * width;
-    float *maps = rc ? NULL : malloc((n ? n : 1) * 3 * sizeof *maps);
-    unsigned char *mask = NULL;
-    if (!rc) rc = world_fail(w, !maps, "out of memory for the apertures' rows");
-    const float *part[3] = { img->data, back, rms };
-    for (int k = 0; !rc && k < 3; k++) {
-        st = w->rows(part[k], img->row0, img->rows, width * sizeof(float), lo, hi, maps + (size_t)k * n);
-        snprintf(err, sizeof err, "the apertures' rows from the other ranks failed: %s", gpuws_status_name(st));
-        rc = world_fail(w, st ? 1 : 0, err);
+    size_t m = 0;
+    for (int at = 0; at < 3; at++) {
+        g[at].x = ox + m, g[at].y = ox + nobj + m, g[at].index = index + m;
+        m += g[at].n, g[at].n = 0;
+        if (at && g[at].lo >= g[at].hi) g[at].lo = g[at].hi = 0;
     }
-    phot_table got;
-    memset(&got, 0, sizeof got);
-    if (!rc) {
-        size_t bad = 0;
-        for (size_t i = 0; i < n; i++) bad += !isfinite(maps[i]);
-        mask = bad ? malloc(n) : NULL;
-        for (size_t i = 0; mask && i < n; i++) mask[i] = !isfinite(maps[i]);
-        st = bad && !mask ? GPUWS_ERR_OUT_OF_MEMORY
-                          : phot_measure_rows(&a->x.phot, c->ctx[0], width, height, lo, hi - lo, maps, maps + n,
-                                              maps + 2 * n, mask, a->max_device_bytes, m, ox, oy, &got);
-        if (st && bad && !mask) snprintf(err, sizeof err, "the apertures: no memory for the mask of %zu pixels", n);
-        else if (st) snprintf(err, sizeof err, "the apertures: %s: %s", gpuws_status_name(st), gpuws_last_error());
-        rc = world_fail(w, st ? 1 : 0, err);
+    for (size_t k = 0; !rc && k < nobj; k++) {
+        if (group[k] == 3) continue;
+        phot_group *q = &g[group[k]];
+        memcpy(&q->x[q->n], &xy[k], sizeof(double)), memcpy(&q->y[q->n], &xy[nobj + k], sizeof(double));
+        q->index[q->n++] = k;
     }
-    free(maps), free(mask), free(ox);
-    /* rank 0's table: every rank's (index, 3 nap values) rows in rank order, put in the catalogue's */
+    free(xy), free(group);
+    /* the values, rank 0's rows after the others': (index, 3 nap values) an object */
     double *rows = rc ? NULL : malloc((m ? m : 1) * per * sizeof *rows), *all = NULL;
+    if (!rc) rc = world_fail(w, !rows, "out of memory for the apertures' values");
+    size_t done = 0;
+    for (int at = 0; at < 3 && !rc; at++) {
+        float *maps = NULL;
+        unsigned char *smask = NULL;
+        if (at && (rc = phot_strip(w, img, back, rms, &g[at], &maps, &smask))) break;
+        const size_t n = (g[at].hi - g[at].lo) * width;
+        phot_table got;
+        memset(&got, 0, sizeof got);
+        st = !g[at].n ? GPUWS_OK
+             : at     ? phot_measure_rows(&a->x.phot, c->ctx[0], width, height, g[at].lo, g[at].hi - g[at].lo, maps,
+                                          maps + n, maps + 2 * n, smask, a->max_device_bytes, g[at].n, g[at].x, g[at].y,
+                                          &got)
+                      : phot_measure_rows(&a->x.phot, c->ctx[0], width, height, row0, end - row0, img->data, back, rms,
+                                          mask, a->max_device_bytes, g[at].n, g[at].x, g[at].y, &got);
+        for (size_t j = 0; !st && j < g[at].n; j++, done++) {
+            rows[done * per] = (double)g[at].index[j]; /* exact: an object count is far below 2^53 */
+            memcpy(rows + done * per + 1, phot_row(&got, j), 3 * nap * sizeof *rows);
+        }
+        phot_free(&got);
+        free(maps), free(smask);
+        snprintf(err, sizeof err, "the apertures: %s: %s", gpuws_status_name(st), gpuws_last_error());
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    free(ox), free(index);
+    st = GPUWS_OK;
     if (!rc && root) {
         all = malloc((nobj ? nobj : 1) * per * sizeof *all);
         st = phot_table_init(&a->x.phot, nobj, ph);
     }
-    if (!rc) rc = world_fail(w, !rows || (root && (!all || st)), "out of memory for the apertures' values");
-    for (size_t j = 0; !rc && j < m; j++) {
-        rows[j * per] = (double)mine[j]; /* exact: an object count is far below 2^53 */
-        memcpy(rows + j * per + 1, phot_row(&got, j), 3 * nap * sizeof *rows);
-    }
+    if (!rc) rc = world_fail(w, root && (!all || st), "out of memory on rank 0 for the apertures' values");
     if (!rc) {
         st = w->gather(rows, m * per * sizeof *rows, all, root ? nobj * per * sizeof *all : 0);
         snprintf(err, sizeof err, "the apertures' values to rank 0 failed: %s", gpuws_status_name(st));
@@ -389,8 +440,7 @@ static int phot_ranks(const world *w, const sources_args *a, const fits_image *i
     }
     for (size_t j = 0; !rc && root && j < nobj; j++)
         memcpy(ph->v + (size_t)all[j * per] * 3 * nap, all + j * per + 1, 3 * nap * sizeof *all);
-    phot_free(&got);
-    free(rows), free(all), free(counts), free(mine);
+    free(rows), free(all), free(counts);
     return rc;
 }
 
@@ -438,14 +488,14 @@ static int run_extract_ranks(const world *w, const sources_args *a, const fits_i
         snprintf(err, sizeof err, "%s: %s", gpuws_status_name(st), gpuws_last_error());
         rc = world_fail(w, st ? 1 : 0, err);
     }
-    free(mask);
     phot_table ph;
     memset(&ph, 0, sizeof ph);
     if (!rc && phot) {
         const double t1 = tool_now_ms();
-        rc = phot_ranks(w, a, img, c, root ? cat : NULL, back, rms, &ph);
+        rc = phot_ranks(w, a, img, c, root ? cat : NULL, back, rms, mask, &ph);
         t->phot = tool_now_ms() - t1;
     }
+    free(mask);
     /* rank 0's whole maps and pixels, from every rank's rows */
     float *all[3] = { NULL, NULL, NULL };
     const float *part[3] = { back, rms, px };
