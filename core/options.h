@@ -48,6 +48,7 @@ static inline gpuws_status gpuws__options_read(const void *in, void *out, size_t
 #define GPUWS__SOURCES_OPTIONS_BASE         GPUWS__OPTIONS_END(gpuws_sources_options, want_labels)
 #define GPUWS__PIPELINE_OPTIONS_BASE        GPUWS__OPTIONS_END(gpuws_pipeline_options, streams)
 #define GPUWS__CONVOLVE2D_HOST_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_convolve2d_host_options, progress_user)
+#define GPUWS__CONVOLVE1D_HOST_OPTIONS_BASE GPUWS__OPTIONS_END(gpuws_convolve1d_host_options, max_device_bytes)
 #define GPUWS__LABEL_HOST_OPTIONS_BASE      GPUWS__OPTIONS_END(gpuws_label_host_options, progress_user)
 #define GPUWS__BACKGROUND_OPTIONS_BASE      GPUWS__OPTIONS_END(gpuws_background_options, mask)
 #define GPUWS__APERTURE_OPTIONS_BASE        GPUWS__OPTIONS_END(gpuws_aperture_options, kron_rmin)

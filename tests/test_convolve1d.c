@@ -411,3 +411,102 @@ BACKEND_TEST(convolve1d, bad_input_is_refused_and_leaves_out_untouched)
     gpuws_buffer_destroy(small);
     gpuws_context_destroy(ctx);
 }
+
+/* ---- from host memory ---------------------------------------------------------------------------------------- */
+
+/* gpuws_convolve1d_host on every target gives gpuws_convolve1d's bytes for any segmenting: budgets of one, two and
+ * three 4096-output segments and an in-core one, in every mode, f32 and f64, with the workshop's 15 taps, the
+ * stream kernel's longest f32 filter (248), a tiled one (300) and one past a block of 2048 staged taps, the filter
+ * given first or second (NumPy's swap), on a signal that is no multiple of a segment. */
+ParameterizedTestParameters(convolve1d, host_bit_identical_to_device_for_any_segmenting)
+{
+    return cr_make_param_array(target, targets, NTARGETS);
+}
+
+ParameterizedTest(const target *t, convolve1d, host_bit_identical_to_device_for_any_segmenting)
+{
+    static const size_t taps[] = { 15, 248, 300, 2100 };
+    enum { N = 3 * 4096 * 2 + 1234 };
+    gpuws_context *ctx = open_target(t);
+    for (int d = 0; d < 2; d++) {
+        const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
+        const size_t es = gpuws_dtype_size(dt);
+        if (d) test_require_dtype(ctx, dt);
+        for (size_t k = 0; k < sizeof taps / sizeof *taps; k++) {
+            const size_t ms = taps[k];
+            double *x = malloc((N + ms) * sizeof *x);
+            cr_assert(x);
+            test_fill_uniform_f64(x, N + ms, 0x1d + k, -1, 1);
+            void *sig = to_dtype(x, N, dt), *filt = to_dtype(x + N, ms, dt);
+            for (int order = 0; order < 2; order++) {
+                const void *a = order ? filt : sig, *v = order ? sig : filt;
+                const size_t n = order ? ms : N, m = order ? N : ms;
+                gpuws_buffer *ba = test_buffer_from(ctx, a, n * es), *bv = test_buffer_from(ctx, v, m * es);
+                for (int md = 0; md < 3; md++) {
+                    const gpuws_convolve_mode mode = (gpuws_convolve_mode)md;
+                    size_t len;
+                    TEST_OK(gpuws_convolve1d_output_length(n, m, mode, &len));
+                    gpuws_buffer *bo = test_buffer(ctx, len * es);
+                    TEST_OK(gpuws_convolve1d(NULL, dt, ba, n, bv, m, mode, bo));
+                    void *want = test_download(bo, len * es), *got = malloc(len * es);
+                    cr_assert(got);
+                    for (size_t segs = 1; segs <= 4; segs++) {
+                        gpuws_convolve1d_host_options o = GPUWS_CONVOLVE1D_HOST_OPTIONS_INIT;
+                        const size_t per = segs < 4 ? segs * 4096 : 16 * 4096; /* 4: in-core */
+                        o.max_device_bytes = (2 * ms + 16 + 2 * per) * es;
+                        size_t seg, count;
+                        TEST_OK(gpuws_convolve1d_host_segments(ctx, dt, n, m, mode, &o, &seg, &count));
+                        cr_assert(segs == 4 ? count == 1 : seg == per && count == (len + per - 1) / per,
+                                  "%zu-output segments: %zu of %zu", per, count, seg);
+                        memset(got, 0xa5, len * es);
+                        TEST_OK(gpuws_convolve1d_host(ctx, dt, a, n, v, m, mode, &o, got));
+                        for (size_t i = 0; i < len; i++)
+                            if (memcmp((char *)got + i * es, (char *)want + i * es, es))
+                                cr_assert_fail("%s %s n=%zu m=%zu %s in %zu segments of %zu: out[%zu] differs",
+                                               target_name(t), gpuws_dtype_name(dt), n, m, mode_name(mode), count, seg,
+                                               i);
+                    }
+                    free(want), free(got);
+                    gpuws_buffer_destroy(bo);
+                }
+                gpuws_buffer_destroy(ba);
+                gpuws_buffer_destroy(bv);
+            }
+            free(sig), free(filt), free(x);
+        }
+    }
+    gpuws_context_destroy(ctx);
+}
+
+/* A budget one byte short of the filter and one segment is refused with the bytes it needs, on every backend, and
+ * nothing is written; so are NULL arrays and an out that overlaps an input. */
+BACKEND_TEST(convolve1d, host_refuses_what_it_cannot_hold)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { N = 5000, M = 31 };
+    float *a = calloc(N + M, sizeof *a), *out = malloc((N + M) * sizeof *out);
+    cr_assert(a && out);
+    gpuws_convolve1d_host_options o = GPUWS_CONVOLVE1D_HOST_OPTIONS_INIT;
+    o.max_device_bytes = (2 * M + 16 + 2 * 4096) * 4;
+    TEST_OK(gpuws_convolve1d_host(ctx, GPUWS_F32, a, N, a + N, M, GPUWS_CONVOLVE_FULL, &o, out));
+    o.max_device_bytes--;
+    out[0] = 12345.0f;
+    cr_assert_eq(gpuws_convolve1d_host(ctx, GPUWS_F32, a, N, a + N, M, GPUWS_CONVOLVE_FULL, &o, out),
+                 GPUWS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(gpuws_last_error(), "the 31-tap filter and one segment of 4096 outputs with its samples need "
+                                         "33080 bytes"),
+              "%s", gpuws_last_error());
+    o.max_device_bytes = 0;
+    cr_assert_eq(gpuws_convolve1d_host(ctx, GPUWS_F32, NULL, N, a + N, M, GPUWS_CONVOLVE_FULL, &o, out),
+                 GPUWS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(gpuws_convolve1d_host(ctx, GPUWS_F32, a, N, a + N, M, GPUWS_CONVOLVE_FULL, &o, NULL),
+                 GPUWS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(gpuws_convolve1d_host(ctx, GPUWS_F32, a, N, a + N, M, GPUWS_CONVOLVE_FULL, &o, a + 10),
+                 GPUWS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(gpuws_last_error(), "out overlaps a"), "%s", gpuws_last_error());
+    cr_assert_eq(gpuws_convolve1d_host(ctx, GPUWS_I32, a, N, a + N, M, GPUWS_CONVOLVE_FULL, &o, out),
+                 GPUWS_ERR_INVALID_ARGUMENT);
+    cr_assert(out[0] == 12345.0f, "a refused call wrote its output");
+    free(a), free(out);
+    gpuws_context_destroy(ctx);
+}

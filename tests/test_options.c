@@ -144,6 +144,20 @@ static gpuws_status call_convolve2d_host(fixture *f, const void *o)
     return st;
 }
 
+static void init_convolve1d_host(void *o)
+{
+    *(gpuws_convolve1d_host_options *)o = (gpuws_convolve1d_host_options)GPUWS_CONVOLVE1D_HOST_OPTIONS_INIT;
+}
+static gpuws_status call_convolve1d_host(fixture *f, const void *o)
+{
+    static const float k[3] = { 0, 1, 0 };
+    memset(f->host_out, 0xAB, sizeof f->host_out);
+    gpuws_status st = gpuws_convolve1d_host(f->ctx, GPUWS_F32, f->host, N, k, 3, GPUWS_CONVOLVE_SAME, o, f->host_out);
+    for (size_t i = 0; st && i < sizeof f->host_out; i++)
+        cr_assert_eq(((unsigned char *)f->host_out)[i], 0xAB, "a refused call wrote out");
+    return st;
+}
+
 static void init_label_host(void *o)
 {
     *(gpuws_label_host_options *)o = (gpuws_label_host_options)GPUWS_LABEL_HOST_OPTIONS_INIT;
@@ -256,6 +270,8 @@ static const options_row rows[] = {
     { "gpuws_convolve2d_options", sizeof(gpuws_convolve2d_options), init_convolve2d, call_convolve2d },
     { "gpuws_convolve2d_host_options", sizeof(gpuws_convolve2d_host_options), init_convolve2d_host,
       call_convolve2d_host },
+    { "gpuws_convolve1d_host_options", sizeof(gpuws_convolve1d_host_options), init_convolve1d_host,
+      call_convolve1d_host },
     { "gpuws_label_host_options", sizeof(gpuws_label_host_options), init_label_host, call_label_host },
     { "gpuws_sigma_clip_options", sizeof(gpuws_sigma_clip_options), init_sigma_clip, call_sigma_clip },
     { "gpuws_sources_options", sizeof(gpuws_sources_options), init_sources, call_sources },

@@ -4,6 +4,8 @@
  *   the direct kernel (CPU OpenCL devices).
  * Knobs (ctx->tuning, docs/tuning.md): convolve_path=tiled|direct forces the GPU kernels (stream or tiled) or the
  * direct one; convolve1d_blocks_per_cu=N sizes the stream kernel's persistent grid (default: its residency). */
+#include "../common/band_stream.h"
+#include "../../core/options.h"
 #include "../common/driver.h"
 #include "convolve1d_ref.h"
 #include "convolve1d_stream.h"
@@ -172,4 +174,115 @@ gpuws_status gpuws_convolve1d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     }
     /* NumPy's swap: the longer input is the signal */
     return n >= m ? launch(s, dt, &g, a, n, v, m, out) : launch(s, dt, &g, v, m, a, n, out);
+}
+
+/* ---- from host memory ------------------------------------------------------------------------------------------ */
+
+/* Outputs a segment starts on (a multiple of every kernel's tile of outputs: 2048 f32 / 1024 f64 for the stream
+ * kernel, 1024 / 512 for the tiled one, 64 / 32 a work-item for the direct one) and samples a segment's input starts
+ * on (a multiple of the 16-byte vectors the kernels align by): then every output is tiled and aligned as in the
+ * whole signal's launch. */
+#define SEG_OUTPUTS ((size_t)4096)
+#define SEG_ALIGN   ((size_t)16)
+
+/* The call's inputs checked and its segments planned: the filter's length ms, *seg outputs a segment. */
+typedef struct {
+    gpuws__conv1d_geometry g;
+    size_t es, ms, seg, segments;
+} seg_plan;
+
+static gpuws_status plan_segments(const char *fn, gpuws_context *ctx, gpuws_dtype dt, size_t n, size_t m,
+                                  gpuws_convolve_mode mode, const gpuws_convolve1d_host_options *options, seg_plan *p)
+{
+    gpuws_status st = gpuws__check_context(ctx, "argument 'ctx'");
+    if (st) return st;
+    gpuws_convolve1d_host_options o = GPUWS_CONVOLVE1D_HOST_OPTIONS_INIT;
+    char what[64];
+    snprintf(what, sizeof what, "%s: options", fn);
+    if ((st = gpuws__options_read(options, &o, sizeof o, GPUWS__CONVOLVE1D_HOST_OPTIONS_BASE, what))) return st;
+    if (dt != GPUWS_F32 && dt != GPUWS_F64)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: dtype %s is not f32 or f64", fn, gpuws_dtype_name(dt));
+    memset(p, 0, sizeof *p);
+    if ((st = gpuws__conv1d_geometry_init(n, m, mode, &p->g)) || (st = gpuws__check_dtype(ctx, dt, fn))) return st;
+    p->es = gpuws_dtype_size(dt), p->ms = n < m ? n : m;
+    uint64_t budget, max_alloc;
+    gpuws__band_budget(&ctx, 1, o.max_device_bytes, &budget, &max_alloc);
+    /* the filter, a segment's samples (its outputs, ms - 1 more, up to SEG_ALIGN - 1 before) and its outputs */
+    const uint64_t fixed = ((uint64_t)p->ms * 2 + SEG_ALIGN) * p->es;
+    uint64_t seg = budget > fixed ? (budget - fixed) / (2 * p->es) : 0;
+    if (max_alloc && seg > max_alloc / p->es - p->ms - SEG_ALIGN) seg = max_alloc / p->es - p->ms - SEG_ALIGN;
+    seg = seg / SEG_OUTPUTS * SEG_OUTPUTS;
+    if (seg == 0)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                            "%s: a device budget of %llu bytes is too small: the %zu-tap filter and one segment of %zu "
+                            "outputs with its samples need %llu bytes",
+                            fn, (unsigned long long)budget, p->ms, SEG_OUTPUTS,
+                            (unsigned long long)(fixed + 2 * SEG_OUTPUTS * p->es));
+    p->seg = seg < p->g.out_n ? (size_t)seg : (p->g.out_n + SEG_OUTPUTS - 1) / SEG_OUTPUTS * SEG_OUTPUTS;
+    p->segments = (p->g.out_n + p->seg - 1) / p->seg;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_convolve1d_host_segments(gpuws_context *ctx, gpuws_dtype dt, size_t n, size_t m,
+                                            gpuws_convolve_mode mode, const gpuws_convolve1d_host_options *options,
+                                            size_t *segment, size_t *segments)
+{
+    seg_plan p;
+    gpuws_status st = plan_segments("convolve1d_host_segments", ctx, dt, n, m, mode, options, &p);
+    if (st) return st;
+    if (!segment || !segments)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "convolve1d_host_segments: NULL result pointer");
+    *segment = p.seg, *segments = p.segments;
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws_convolve1d_host(gpuws_context *ctx, gpuws_dtype dt, const void *a, size_t n, const void *v, size_t m,
+                                   gpuws_convolve_mode mode, const gpuws_convolve1d_host_options *options, void *out)
+{
+    static const char fn[] = "convolve1d_host";
+    seg_plan p;
+    gpuws_status st = plan_segments(fn, ctx, dt, n, m, mode, options, &p);
+    if (st) return st;
+    const size_t es = p.es, ms = p.ms, ns = n < m ? m : n, out_n = p.g.out_n;
+    if (!a || !v || !out)
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !a ? "a" : !v ? "v" : "out");
+    if (gpuws__overlaps(out, out_n * es, a, n * es) || gpuws__overlaps(out, out_n * es, v, m * es))
+        return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: out overlaps %s (it is read while out is written)", fn,
+                            gpuws__overlaps(out, out_n * es, a, n * es) ? "a" : "v");
+    GPUWS__CLAIM(claim);
+    gpuws_stream *s = NULL;
+    if ((st = gpuws__driver_stream(ctx, &s, &claim, fn))) return st;
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU) { /* the caller's arrays are the device's memory */
+        if (dt == GPUWS_F32) gpuws_convolve1d_ref_f32(&p.g, a, v, out, 0, out_n);
+        else gpuws_convolve1d_ref_f64(&p.g, a, v, out, 0, out_n);
+        return GPUWS_OK;
+    }
+    const char *sig = n >= m ? a : v;
+    const void *filt = n >= m ? v : a;
+    const long long base = (long long)p.g.start - (long long)(ms - 1); /* output t meets sig[t + base + j] */
+    gpuws_buffer *df = NULL, *din = NULL, *dout = NULL;
+    const size_t in_max = p.seg + ms + SEG_ALIGN;
+    if ((st = gpuws_buffer_create(ctx, ms * es, &df)) || (st = gpuws_buffer_create(ctx, in_max * es, &din)) ||
+        (st = gpuws_buffer_create(ctx, p.seg * es, &dout)))
+        st = gpuws__error(st, "%s: no device memory for the filter and a segment of %zu outputs (%zu bytes)", fn, p.seg,
+                          (ms + in_max + p.seg) * es);
+    if (!st) st = gpuws__write(s, df, 0, filt, ms * es, 1);
+    for (size_t t0 = 0; !st && t0 < out_n; t0 += p.seg) {
+        const size_t t1 = t0 + p.seg < out_n ? t0 + p.seg : out_n;
+        /* the samples of outputs t0 .. t1 - 1: from t0 + base (on a multiple of SEG_ALIGN) to t1 - 1 + base + ms */
+        const long long first = (long long)t0 + base, last = (long long)t1 + base + (long long)ms - 1;
+        const size_t i0 = first <= 0 ? 0 : (size_t)first / SEG_ALIGN * SEG_ALIGN;
+        const size_t i1 = (size_t)last < ns ? (size_t)last : ns;
+        gpuws__conv1d_geometry g = p.g;
+        g.out_n = t1 - t0;
+        g.start = (size_t)((long long)t0 - (long long)i0 + (long long)p.g.start); /* base + t0 - i0 + ms - 1 */
+        if (!(st = gpuws__write(s, din, 0, sig + i0 * es, (i1 - i0) * es, 1)) &&
+            !(st = launch(s, dt, &g, din, i1 - i0, df, ms, dout)))
+            st = gpuws__read(s, dout, 0, (char *)out + t0 * es, (t1 - t0) * es, 1);
+    }
+    gpuws_stream_synchronize(s);
+    gpuws_buffer_destroy(df);
+    gpuws_buffer_destroy(din);
+    gpuws_buffer_destroy(dout);
+    return st;
 }
