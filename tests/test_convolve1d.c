@@ -414,10 +414,11 @@ BACKEND_TEST(convolve1d, bad_input_is_refused_and_leaves_out_untouched)
 
 /* ---- from host memory ---------------------------------------------------------------------------------------- */
 
-/* gpuws_convolve1d_host on every target gives gpuws_convolve1d's bytes for any segmenting: budgets of one, two and
- * three 4096-output segments and an in-core one, in every mode, f32 and f64, with the workshop's 15 taps, the
- * stream kernel's longest f32 filter (248), a tiled one (300) and one past a block of 2048 staged taps, the filter
- * given first or second (NumPy's swap), on a signal that is no multiple of a segment. */
+/* gpuws_convolve1d_host on every target gives gpuws_convolve1d's bytes for any segmenting: budgets of segments of
+ * one and two 4096-output blocks, in-core, and three devices (contexts) sharing segments, in every mode, f32 and
+ * f64, with the workshop's 15 taps, the stream kernel's longest f32 filter (248), a tiled one (300) and one past a
+ * block of 2048 staged taps, the filter given first or second (NumPy's swap), on a signal that is no multiple of a
+ * segment. */
 ParameterizedTestParameters(convolve1d, host_bit_identical_to_device_for_any_segmenting)
 {
     return cr_make_param_array(target, targets, NTARGETS);
@@ -426,8 +427,8 @@ ParameterizedTestParameters(convolve1d, host_bit_identical_to_device_for_any_seg
 ParameterizedTest(const target *t, convolve1d, host_bit_identical_to_device_for_any_segmenting)
 {
     static const size_t taps[] = { 15, 248, 300, 2100 };
-    enum { N = 3 * 4096 * 2 + 1234 };
-    gpuws_context *ctx = open_target(t);
+    enum { N = 8 * 4096 + 1234 };
+    gpuws_context *ctx = open_target(t), *more[2] = { open_target(t), open_target(t) };
     for (int d = 0; d < 2; d++) {
         const gpuws_dtype dt = d ? GPUWS_F64 : GPUWS_F32;
         const size_t es = gpuws_dtype_size(dt);
@@ -450,21 +451,24 @@ ParameterizedTest(const target *t, convolve1d, host_bit_identical_to_device_for_
                     TEST_OK(gpuws_convolve1d(NULL, dt, ba, n, bv, m, mode, bo));
                     void *want = test_download(bo, len * es), *got = malloc(len * es);
                     cr_assert(got);
-                    for (size_t segs = 1; segs <= 4; segs++) {
+                    for (int run = 0; run < 4; run++) { /* 4096, 8192 outputs a segment; in-core; 3 devices */
                         gpuws_convolve1d_host_options o = GPUWS_CONVOLVE1D_HOST_OPTIONS_INIT;
-                        const size_t per = segs < 4 ? segs * 4096 : 16 * 4096; /* 4: in-core */
-                        o.max_device_bytes = (2 * ms + 16 + 2 * per) * es;
+                        const size_t per = run < 2 ? (run + 1) * 4096 : 0;
+                        if (run < 2) o.max_device_bytes = (ms + 3 * (ms + 16) + 6 * per) * es;
+                        if (run == 3) o.more_contexts = more, o.num_more_contexts = 2;
                         size_t seg, count;
                         TEST_OK(gpuws_convolve1d_host_segments(ctx, dt, n, m, mode, &o, &seg, &count));
-                        cr_assert(segs == 4 ? count == 1 : seg == per && count == (len + per - 1) / per,
-                                  "%zu-output segments: %zu of %zu", per, count, seg);
+                        cr_assert(run < 2    ? seg == per && count == (len + per - 1) / per
+                                  : run == 2 ? count == 1
+                                             : count >= 3 && count <= 9,
+                                  "run %d: %zu segments of %zu outputs", run, count, seg);
                         memset(got, 0xa5, len * es);
                         TEST_OK(gpuws_convolve1d_host(ctx, dt, a, n, v, m, mode, &o, got));
                         for (size_t i = 0; i < len; i++)
                             if (memcmp((char *)got + i * es, (char *)want + i * es, es))
-                                cr_assert_fail("%s %s n=%zu m=%zu %s in %zu segments of %zu: out[%zu] differs",
-                                               target_name(t), gpuws_dtype_name(dt), n, m, mode_name(mode), count, seg,
-                                               i);
+                                cr_assert_fail("%s %s n=%zu m=%zu %s, run %d, %zu segments of %zu: out[%zu] differs",
+                                               target_name(t), gpuws_dtype_name(dt), n, m, mode_name(mode), run, count,
+                                               seg, i);
                     }
                     free(want), free(got);
                     gpuws_buffer_destroy(bo);
@@ -475,6 +479,8 @@ ParameterizedTest(const target *t, convolve1d, host_bit_identical_to_device_for_
             free(sig), free(filt), free(x);
         }
     }
+    gpuws_context_destroy(more[1]);
+    gpuws_context_destroy(more[0]);
     gpuws_context_destroy(ctx);
 }
 
@@ -483,18 +489,18 @@ ParameterizedTest(const target *t, convolve1d, host_bit_identical_to_device_for_
 BACKEND_TEST(convolve1d, host_refuses_what_it_cannot_hold)
 {
     gpuws_context *ctx = test_open(*kind);
-    enum { N = 5000, M = 31 };
+    enum { N = 20000, M = 31 }; /* more than the budget holds in-core */
     float *a = calloc(N + M, sizeof *a), *out = malloc((N + M) * sizeof *out);
     cr_assert(a && out);
     gpuws_convolve1d_host_options o = GPUWS_CONVOLVE1D_HOST_OPTIONS_INIT;
-    o.max_device_bytes = (2 * M + 16 + 2 * 4096) * 4;
+    o.max_device_bytes = (M + 3 * (M + 16) + 6 * 4096) * 4;
     TEST_OK(gpuws_convolve1d_host(ctx, GPUWS_F32, a, N, a + N, M, GPUWS_CONVOLVE_FULL, &o, out));
     o.max_device_bytes--;
     out[0] = 12345.0f;
     cr_assert_eq(gpuws_convolve1d_host(ctx, GPUWS_F32, a, N, a + N, M, GPUWS_CONVOLVE_FULL, &o, out),
                  GPUWS_ERR_INVALID_ARGUMENT);
-    cr_assert(strstr(gpuws_last_error(), "the 31-tap filter and one segment of 4096 outputs with its samples need "
-                                         "33080 bytes"),
+    cr_assert(strstr(gpuws_last_error(), "the 31-tap filter and 3 slots of one segment of 4096 outputs with its "
+                                         "samples need 98992 bytes"),
               "%s", gpuws_last_error());
     o.max_device_bytes = 0;
     cr_assert_eq(gpuws_convolve1d_host(ctx, GPUWS_F32, NULL, N, a + N, M, GPUWS_CONVOLVE_FULL, &o, out),

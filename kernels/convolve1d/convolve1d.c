@@ -176,20 +176,32 @@ gpuws_status gpuws_convolve1d(gpuws_stream *s, gpuws_dtype dt, const gpuws_buffe
     return n >= m ? launch(s, dt, &g, a, n, v, m, out) : launch(s, dt, &g, v, m, a, n, out);
 }
 
-/* ---- from host memory ------------------------------------------------------------------------------------------ */
+/* ---- from host memory ------------------------------------------------------------------------------------------
+ * gpuws_convolve1d_host: segments of outputs through kernels/common/band_stream.h (three slots a device, uploads,
+ * kernels and downloads on streams of their own, overlapped), or one in-core launch when everything fits one device. */
 
 /* Outputs a segment starts on (a multiple of every kernel's tile of outputs: 2048 f32 / 1024 f64 for the stream
  * kernel, 1024 / 512 for the tiled one, 64 / 32 a work-item for the direct one) and samples a segment's input starts
  * on (a multiple of the 16-byte vectors the kernels align by): then every output is tiled and aligned as in the
- * whole signal's launch. */
+ * whole signal's launch. A segment's samples: its outputs, ms - 1 more, and up to SEG_ALIGN - 1 before. */
 #define SEG_OUTPUTS ((size_t)4096)
 #define SEG_ALIGN   ((size_t)16)
 
-/* The call's inputs checked and its segments planned: the filter's length ms, *seg outputs a segment. */
+/* The call's inputs checked and its segments planned. */
 typedef struct {
+    const char *fn;
+    gpuws_dtype dt;
     gpuws__conv1d_geometry g;
-    size_t es, ms, seg, segments;
+    size_t es, ms, ns, seg, segments;
+    gpuws_context *ctxs[GPUWS__BAND_DEVICES];
+    unsigned devices;
+    const char *sig; /* the longer input, the filter, the output: host arrays (the call's) */
+    const void *filt;
+    char *out;
 } seg_plan;
+
+/* A segment's elements of the device and of staging: in its samples, out its outputs. */
+static size_t seg_in(const seg_plan *p) { return p->seg + p->ms + SEG_ALIGN; }
 
 static gpuws_status plan_segments(const char *fn, gpuws_context *ctx, gpuws_dtype dt, size_t n, size_t m,
                                   gpuws_convolve_mode mode, const gpuws_convolve1d_host_options *options, seg_plan *p)
@@ -203,23 +215,40 @@ static gpuws_status plan_segments(const char *fn, gpuws_context *ctx, gpuws_dtyp
     if (dt != GPUWS_F32 && dt != GPUWS_F64)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: dtype %s is not f32 or f64", fn, gpuws_dtype_name(dt));
     memset(p, 0, sizeof *p);
-    if ((st = gpuws__conv1d_geometry_init(n, m, mode, &p->g)) || (st = gpuws__check_dtype(ctx, dt, fn))) return st;
-    p->es = gpuws_dtype_size(dt), p->ms = n < m ? n : m;
+    p->fn = fn, p->dt = dt;
+    if ((st = gpuws__conv1d_geometry_init(n, m, mode, &p->g)) || (st = gpuws__check_dtype(ctx, dt, fn)) ||
+        (st = gpuws__band_contexts(ctx, o.more_contexts, o.num_more_contexts, fn, p->ctxs, &p->devices)))
+        return st;
+    p->es = gpuws_dtype_size(dt), p->ms = n < m ? n : m, p->ns = n < m ? m : n;
+    const size_t es = p->es, ms = p->ms, out_n = p->g.out_n;
     uint64_t budget, max_alloc;
-    gpuws__band_budget(&ctx, 1, o.max_device_bytes, &budget, &max_alloc);
-    /* the filter, a segment's samples (its outputs, ms - 1 more, up to SEG_ALIGN - 1 before) and its outputs */
-    const uint64_t fixed = ((uint64_t)p->ms * 2 + SEG_ALIGN) * p->es;
-    uint64_t seg = budget > fixed ? (budget - fixed) / (2 * p->es) : 0;
-    if (max_alloc && seg > max_alloc / p->es - p->ms - SEG_ALIGN) seg = max_alloc / p->es - p->ms - SEG_ALIGN;
+    gpuws__band_budget(p->ctxs, p->devices, o.max_device_bytes, &budget, &max_alloc);
+    /* in-core on one device: the signal, the filter and the output at once */
+    const uint64_t whole = ((uint64_t)p->ns + ms + out_n) * es;
+    if (p->devices == 1 && whole <= budget && (!max_alloc || (uint64_t)p->ns * es <= max_alloc)) {
+        p->seg = out_n, p->segments = 1;
+        return GPUWS_OK;
+    }
+    /* else the filter and GPUWS__BAND_SLOTS slots of a segment's samples and outputs a device */
+    const uint64_t fixed = (uint64_t)ms * es + (uint64_t)GPUWS__BAND_SLOTS * (ms + SEG_ALIGN) * es;
+    const uint64_t per = (uint64_t)GPUWS__BAND_SLOTS * 2 * es; /* an output a segment, in and out */
+    uint64_t seg = budget > fixed ? (budget - fixed) / per : 0;
+    if (max_alloc && seg > max_alloc / es - ms - SEG_ALIGN) seg = max_alloc / es - ms - SEG_ALIGN;
+    if (seg > GPUWS__BAND_STAGING_BYTES / es - ms - SEG_ALIGN && GPUWS__BAND_STAGING_BYTES / es > ms + SEG_ALIGN)
+        seg = GPUWS__BAND_STAGING_BYTES / es - ms - SEG_ALIGN; /* staging buffers of 64 MiB at most */
     seg = seg / SEG_OUTPUTS * SEG_OUTPUTS;
     if (seg == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                            "%s: a device budget of %llu bytes is too small: the %zu-tap filter and one segment of %zu "
-                            "outputs with its samples need %llu bytes",
-                            fn, (unsigned long long)budget, p->ms, SEG_OUTPUTS,
-                            (unsigned long long)(fixed + 2 * SEG_OUTPUTS * p->es));
-    p->seg = seg < p->g.out_n ? (size_t)seg : (p->g.out_n + SEG_OUTPUTS - 1) / SEG_OUTPUTS * SEG_OUTPUTS;
-    p->segments = (p->g.out_n + p->seg - 1) / p->seg;
+                            "%s: a device budget of %llu bytes is too small: the %zu-tap filter and %d slots of one "
+                            "segment of %zu outputs with its samples need %llu bytes",
+                            fn, (unsigned long long)budget, ms, GPUWS__BAND_SLOTS, SEG_OUTPUTS,
+                            (unsigned long long)(fixed + per * SEG_OUTPUTS));
+    /* several devices: three segments a device at least, when the outputs allow */
+    const size_t share = (out_n + 3 * (size_t)p->devices - 1) / (3 * (size_t)p->devices);
+    const size_t even = (share + SEG_OUTPUTS - 1) / SEG_OUTPUTS * SEG_OUTPUTS;
+    if (p->devices > 1 && even < seg) seg = even;
+    p->seg = seg < out_n ? (size_t)seg : (out_n + SEG_OUTPUTS - 1) / SEG_OUTPUTS * SEG_OUTPUTS;
+    p->segments = (out_n + p->seg - 1) / p->seg;
     return GPUWS_OK;
 }
 
@@ -236,6 +265,130 @@ gpuws_status gpuws_convolve1d_host_segments(gpuws_context *ctx, gpuws_dtype dt, 
     return GPUWS_OK;
 }
 
+/* Segment t: outputs [*t0, *t1), samples [*i0, *i1) of the signal, and the launch's geometry for them (the same
+ * samples for every output as in the whole signal's). */
+static void segment(const seg_plan *p, size_t t, size_t *t0, size_t *t1, size_t *i0, size_t *i1,
+                    gpuws__conv1d_geometry *g)
+{
+    const long long base = (long long)p->g.start - (long long)(p->ms - 1); /* output t meets sig[t + base + j] */
+    *t0 = t * p->seg, *t1 = *t0 + p->seg < p->g.out_n ? *t0 + p->seg : p->g.out_n;
+    /* from t0 + base (on a multiple of SEG_ALIGN) to t1 - 1 + base + ms - 1 */
+    const long long first = (long long)*t0 + base, last = (long long)*t1 + base + (long long)p->ms - 1;
+    *i0 = first <= 0 ? 0 : (size_t)first / SEG_ALIGN * SEG_ALIGN;
+    *i1 = (size_t)last < p->ns ? (size_t)last : p->ns;
+    *g = p->g;
+    g->out_n = *t1 - *t0;
+    g->start = (size_t)((long long)*t0 - (long long)*i0 + (long long)p->g.start); /* base + t0 - i0 + ms - 1 */
+}
+
+static gpuws_status seg_device_make(void *user, unsigned d, gpuws_context *ctx, gpuws_stream *run, void **state)
+{
+    (void)d;
+    const seg_plan *p = user;
+    gpuws_buffer *f = NULL;
+    gpuws_status st = gpuws_buffer_create(ctx, p->ms * p->es, &f);
+    if (!st) st = gpuws_buffer_write_async(run, f, 0, p->filt, p->ms * p->es);
+    if (st) {
+        gpuws_stream_synchronize(run);
+        gpuws_buffer_destroy(f);
+        return gpuws__error(st, "%s: the %zu-tap filter on the device: %s", p->fn, p->ms, gpuws_last_error());
+    }
+    *state = f;
+    return GPUWS_OK;
+}
+
+static void seg_device_free(void *user, unsigned d, gpuws_context *ctx, void *state)
+{
+    (void)user, (void)d, (void)ctx;
+    gpuws_buffer_destroy(state);
+}
+
+static const void *seg_source(void *user, gpuws_context *ctx, size_t t, size_t *bytes)
+{
+    const seg_plan *p = user;
+    size_t t0, t1, i0, i1;
+    gpuws__conv1d_geometry g;
+    segment(p, t, &t0, &t1, &i0, &i1, &g);
+    const char *at = p->sig + i0 * p->es;
+    if (!gpuws__host_pinned(ctx, at, (i1 - i0) * p->es)) return NULL;
+    *bytes = (i1 - i0) * p->es;
+    return at;
+}
+
+static void *seg_target(void *user, gpuws_context *ctx, size_t t)
+{
+    const seg_plan *p = user;
+    size_t t0, t1, i0, i1;
+    gpuws__conv1d_geometry g;
+    segment(p, t, &t0, &t1, &i0, &i1, &g);
+    char *at = p->out + t0 * p->es;
+    return gpuws__host_pinned(ctx, at, (t1 - t0) * p->es) ? at : NULL;
+}
+
+static gpuws_status seg_stage(void *user, size_t t, void *in, size_t *bytes)
+{
+    const seg_plan *p = user;
+    size_t t0, t1, i0, i1;
+    gpuws__conv1d_geometry g;
+    segment(p, t, &t0, &t1, &i0, &i1, &g);
+    memcpy(in, p->sig + i0 * p->es, (i1 - i0) * p->es);
+    *bytes = (i1 - i0) * p->es;
+    return GPUWS_OK;
+}
+
+static gpuws_status seg_compute(void *user, void *state, size_t t, gpuws_stream *run, gpuws_buffer *din,
+                                gpuws_buffer *dout)
+{
+    const seg_plan *p = user;
+    size_t t0, t1, i0, i1;
+    gpuws__conv1d_geometry g;
+    segment(p, t, &t0, &t1, &i0, &i1, &g);
+    return launch(run, p->dt, &g, din, i1 - i0, state, p->ms, dout);
+}
+
+static gpuws_status seg_download(void *user, size_t t, gpuws_stream *down, gpuws_buffer *dout, void *out)
+{
+    const seg_plan *p = user;
+    const size_t t0 = t * p->seg, t1 = t0 + p->seg < p->g.out_n ? t0 + p->seg : p->g.out_n;
+    return gpuws_buffer_read_async(down, dout, 0, out, (t1 - t0) * p->es);
+}
+
+static gpuws_status seg_complete(void *user, void *state, size_t t, const void *staged)
+{
+    (void)state;
+    const seg_plan *p = user;
+    if (!staged) return GPUWS_OK;
+    const size_t t0 = t * p->seg, t1 = t0 + p->seg < p->g.out_n ? t0 + p->seg : p->g.out_n;
+    memcpy(p->out + t0 * p->es, staged, (t1 - t0) * p->es);
+    return GPUWS_OK;
+}
+
+/* One segment on one device: the caller's arrays uploaded as they are, one launch, the output read back into
+ * out. No pinned staging (pinning a signal's worth costs more than the transfers gain, as convolve2d_host's). */
+static gpuws_status run_in_core(const seg_plan *p)
+{
+    gpuws_context *ctx = p->ctxs[0];
+    const size_t es = p->es;
+    gpuws_stream *s = NULL;
+    gpuws_buffer *din = NULL, *df = NULL, *dout = NULL;
+    gpuws_status st;
+    if (!(st = gpuws_stream_create(ctx, &s)) && !(st = gpuws_buffer_create(ctx, p->ns * es, &din)) &&
+        !(st = gpuws_buffer_create(ctx, p->ms * es, &df)) && !(st = gpuws_buffer_create(ctx, p->g.out_n * es, &dout)) &&
+        !(st = gpuws_buffer_write_async(s, din, 0, p->sig, p->ns * es)) &&
+        !(st = gpuws_buffer_write_async(s, df, 0, p->filt, p->ms * es)) &&
+        !(st = launch(s, p->dt, &p->g, din, p->ns, df, p->ms, dout)))
+        st = gpuws_buffer_read_async(s, dout, 0, p->out, p->g.out_n * es);
+    if (s) { /* the stream stops before the buffers go, also after an error */
+        const gpuws_status sync = gpuws_stream_synchronize(s);
+        if (!st) st = sync;
+    }
+    gpuws_stream_destroy(s);
+    gpuws_buffer_destroy(din);
+    gpuws_buffer_destroy(df);
+    gpuws_buffer_destroy(dout);
+    return st;
+}
+
 gpuws_status gpuws_convolve1d_host(gpuws_context *ctx, gpuws_dtype dt, const void *a, size_t n, const void *v, size_t m,
                                    gpuws_convolve_mode mode, const gpuws_convolve1d_host_options *options, void *out)
 {
@@ -243,46 +396,32 @@ gpuws_status gpuws_convolve1d_host(gpuws_context *ctx, gpuws_dtype dt, const voi
     seg_plan p;
     gpuws_status st = plan_segments(fn, ctx, dt, n, m, mode, options, &p);
     if (st) return st;
-    const size_t es = p.es, ms = p.ms, ns = n < m ? m : n, out_n = p.g.out_n;
+    const size_t es = p.es, out_n = p.g.out_n;
     if (!a || !v || !out)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !a ? "a" : !v ? "v" : "out");
     if (gpuws__overlaps(out, out_n * es, a, n * es) || gpuws__overlaps(out, out_n * es, v, m * es))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: out overlaps %s (it is read while out is written)", fn,
                             gpuws__overlaps(out, out_n * es, a, n * es) ? "a" : "v");
-    GPUWS__CLAIM(claim);
-    gpuws_stream *s = NULL;
-    if ((st = gpuws__driver_stream(ctx, &s, &claim, fn))) return st;
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) { /* the caller's arrays are the device's memory */
         if (dt == GPUWS_F32) gpuws_convolve1d_ref_f32(&p.g, a, v, out, 0, out_n);
         else gpuws_convolve1d_ref_f64(&p.g, a, v, out, 0, out_n);
         return GPUWS_OK;
     }
-    const char *sig = n >= m ? a : v;
-    const void *filt = n >= m ? v : a;
-    const long long base = (long long)p.g.start - (long long)(ms - 1); /* output t meets sig[t + base + j] */
-    gpuws_buffer *df = NULL, *din = NULL, *dout = NULL;
-    const size_t in_max = p.seg + ms + SEG_ALIGN;
-    if ((st = gpuws_buffer_create(ctx, ms * es, &df)) || (st = gpuws_buffer_create(ctx, in_max * es, &din)) ||
-        (st = gpuws_buffer_create(ctx, p.seg * es, &dout)))
-        st = gpuws__error(st, "%s: no device memory for the filter and a segment of %zu outputs (%zu bytes)", fn, p.seg,
-                          (ms + in_max + p.seg) * es);
-    if (!st) st = gpuws__write(s, df, 0, filt, ms * es, 1);
-    for (size_t t0 = 0; !st && t0 < out_n; t0 += p.seg) {
-        const size_t t1 = t0 + p.seg < out_n ? t0 + p.seg : out_n;
-        /* the samples of outputs t0 .. t1 - 1: from t0 + base (on a multiple of SEG_ALIGN) to t1 - 1 + base + ms */
-        const long long first = (long long)t0 + base, last = (long long)t1 + base + (long long)ms - 1;
-        const size_t i0 = first <= 0 ? 0 : (size_t)first / SEG_ALIGN * SEG_ALIGN;
-        const size_t i1 = (size_t)last < ns ? (size_t)last : ns;
-        gpuws__conv1d_geometry g = p.g;
-        g.out_n = t1 - t0;
-        g.start = (size_t)((long long)t0 - (long long)i0 + (long long)p.g.start); /* base + t0 - i0 + ms - 1 */
-        if (!(st = gpuws__write(s, din, 0, sig + i0 * es, (i1 - i0) * es, 1)) &&
-            !(st = launch(s, dt, &g, din, i1 - i0, df, ms, dout)))
-            st = gpuws__read(s, dout, 0, (char *)out + t0 * es, (t1 - t0) * es, 1);
-    }
-    gpuws_stream_synchronize(s);
-    gpuws_buffer_destroy(df);
-    gpuws_buffer_destroy(din);
-    gpuws_buffer_destroy(dout);
-    return st;
+    p.sig = n >= m ? a : v, p.filt = n >= m ? v : a, p.out = out;
+    if (p.segments == 1 && p.devices == 1) return run_in_core(&p);
+    const gpuws__band_ops ops = { .steps = p.segments,
+                                  .slots = GPUWS__BAND_SLOTS,
+                                  .in_bytes = seg_in(&p) * es,
+                                  .out_bytes = p.seg * es,
+                                  .user = &p,
+                                  .what = fn,
+                                  .device_make = seg_device_make,
+                                  .device_free = seg_device_free,
+                                  .stage = seg_stage,
+                                  .source = seg_source,
+                                  .target = seg_target,
+                                  .compute = seg_compute,
+                                  .download = seg_download,
+                                  .complete = seg_complete };
+    return gpuws__band_stream_run(p.ctxs, p.devices, &ops);
 }

@@ -3,7 +3,8 @@
  * bound of the test suites.
  *   f32, f64         inputs on the device
  *   f32-segmented    f32 from pinned host memory to pinned host memory through gpuws_convolve1d_host, in segments
- *                    of an eighth of the outputs (4096 at least) */
+ *                    of an eighth of the outputs (4096 at least: the tiny size's signal is the image repeated to
+ *                    six segments and more, so that the fault rows and Oclgrind run the segments too) */
 #include "common/cases.h"
 #include "convolve1d/convolve1d_ref.h"
 
@@ -38,19 +39,22 @@ static void c1_teardown(void *p)
     free(s);
 }
 
-static gpuws_status c1_setup_common(gpuws_context *ctx, bench_size size, void **state, bench_counts *c, gpuws_dtype dt)
+/* min_n: the signal's least length (the image repeated) */
+static gpuws_status c1_setup_common(gpuws_context *ctx, bench_size size, void **state, bench_counts *c, gpuws_dtype dt,
+                                    size_t min_n)
 {
     c1_state *s = calloc(1, sizeof *s);
     if (!s) return GPUWS_ERR_OUT_OF_MEMORY;
     *state = s;
     s->dt = dt, s->ctx = ctx;
     const size_t side = gpuws__case_workshop_side(size), es = gpuws_dtype_size(dt);
-    s->n = side * side;
+    s->n = side * side < min_n ? min_n : side * side;
     gpuws_status st = gpuws__conv1d_geometry_init(s->n, TAPS, GPUWS_CONVOLVE_FULL, &s->g);
     if (st) return st;
     double *img = malloc(s->n * sizeof *img), gauss[TAPS * TAPS], diag[TAPS];
     if (!img) return GPUWS_ERR_OUT_OF_MEMORY;
     gpuws__case_workshop_image(img, side, false);
+    for (size_t i = side * side; i < s->n; i++) img[i] = img[i % (side * side)];
     gpuws__case_workshop_gaussian(gauss, TAPS);
     for (int j = 0; j < TAPS; j++) diag[j] = gauss[j * TAPS + j];
     s->h_a = gpuws__case_convert(img, s->n, dt);
@@ -70,25 +74,25 @@ static gpuws_status c1_setup_common(gpuws_context *ctx, bench_size size, void **
 
 static gpuws_status c1_setup_f64(gpuws_context *c, bench_size z, void **s, bench_counts *k)
 {
-    return c1_setup_common(c, z, s, k, GPUWS_F64);
+    return c1_setup_common(c, z, s, k, GPUWS_F64, 0);
 }
 static gpuws_status c1_setup_f32(gpuws_context *c, bench_size z, void **s, bench_counts *k)
 {
-    return c1_setup_common(c, z, s, k, GPUWS_F32);
+    return c1_setup_common(c, z, s, k, GPUWS_F32, 0);
 }
 
 /* The f32 case's inputs, and the pinned signal and output of the segmented one; its budget gives segments of an
  * eighth of the outputs, whole blocks of 4096. */
 static gpuws_status c1_setup_f32_segmented(gpuws_context *ctx, bench_size z, void **state, bench_counts *k)
 {
-    gpuws_status st = c1_setup_common(ctx, z, state, k, GPUWS_F32);
+    gpuws_status st = c1_setup_common(ctx, z, state, k, GPUWS_F32, 6 * 4096 + 77);
     if (st) return st;
     c1_state *s = *state;
     const size_t es = sizeof(float), seg = (s->g.out_n / 8 + 4095) / 4096 * 4096;
     if ((st = gpuws_host_alloc(ctx, s->n * es, &s->h_pa)) || (st = gpuws_host_alloc(ctx, s->g.out_n * es, &s->h_out)))
         return st;
     memcpy(s->h_pa, s->h_a, s->n * es);
-    s->budget = (2 * TAPS + 16 + 2 * seg) * es;
+    s->budget = (TAPS + 3 * (TAPS + 16) + 6 * seg) * es; /* the filter, three slots of a segment */
     return GPUWS_OK;
 }
 

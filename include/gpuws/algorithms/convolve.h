@@ -205,19 +205,26 @@ GPUWS_API gpuws_status gpuws_convolve1d(gpuws_stream *stream, gpuws_dtype dtype,
 
 /* ---- 1-D from host memory ----------------------------------------------------------------------------------------
  * gpuws_convolve1d from host memory to host memory, for signals of any length (out-of-core; docs/scale.md): a, v
- * and out host arrays of dtype (out gpuws_convolve1d_output_length elements). The shorter input (the filter) is
- * uploaded once; the outputs go in segments of whole 4096-output blocks, each segment's input samples (its outputs'
- * and min(n, m) - 1 more) uploaded, convolved and read back on ctx's default stream, one after the other. A segment
- * starts on a multiple of 4096 outputs and its samples on a multiple of 16, so every kernel tiles and aligns it as
- * the whole signal's launch would: out is gpuws_convolve1d's bits for any segmenting, on every backend. The CPU
+ * and out host arrays of dtype (out gpuws_convolve1d_output_length elements). When the signal, the filter and out
+ * fit the budget of one device the call is one in-core gpuws_convolve1d. Otherwise the shorter input (the filter)
+ * is uploaded once to each device and the outputs go in segments of whole 4096-output blocks, each segment's input
+ * samples (its outputs' and min(n, m) - 1 more) through one of three slots on three streams (pinned staging, or
+ * the caller's memory where it is pinned for the device), so that uploads, kernels and downloads of successive
+ * segments overlap. A segment starts on a multiple of 4096 outputs and its samples on a multiple of 16, so every
+ * kernel tiles and aligns it as the whole signal's launch would: out is gpuws_convolve1d's bits for any
+ * segmenting, on every backend, and over several devices of one model (three segments a device at least). The CPU
  * backend computes on the caller's arrays. Blocking. */
 typedef struct gpuws_convolve1d_host_options {
     size_t struct_size;        /* sizeof(gpuws_convolve1d_host_options) */
-    uint64_t max_device_bytes; /* device memory the call may use; 0 = fifteen sixteenths of the free */
+    uint64_t max_device_bytes; /* device memory the call may use on each device; 0 = fifteen sixteenths of the free */
+    /* several devices: contexts of further devices of ctx's backend that share the segments with ctx (segment s
+     * on device s % (1 + num_more_contexts)); NULL = ctx alone */
+    gpuws_context *const *more_contexts;
+    size_t num_more_contexts;
 } gpuws_convolve1d_host_options;
 #define GPUWS_CONVOLVE1D_HOST_OPTIONS_INIT                                                                             \
     {                                                                                                                  \
-        sizeof(gpuws_convolve1d_host_options), 0                                                                       \
+        sizeof(gpuws_convolve1d_host_options), 0, NULL, 0                                                              \
     }
 
 /* How gpuws_convolve1d_host would split this convolution: *segment outputs a segment (the last may have fewer) in
@@ -228,10 +235,12 @@ GPUWS_API gpuws_status gpuws_convolve1d_host_segments(gpuws_context *ctx, gpuws_
                                                       const gpuws_convolve1d_host_options *options, size_t *segment,
                                                       size_t *segments);
 
-/* Errors (nothing read, out untouched): NULL ctx, a, v or out, out overlapping a or v, and a budget that cannot
- * hold the filter, one segment of 4096 outputs and its samples (GPUWS_ERR_INVALID_ARGUMENT: the message gives the
- * bytes needed), on every backend; then gpuws_convolve1d's. A device error once segments run returns its status;
- * out then holds the segments completed before it and the rest of out is unspecified. */
+/* Errors (nothing read, out untouched): NULL ctx, a, v or out, out overlapping a or v, a more_contexts entry that
+ * is NULL, not live, of another backend, or ctx or an entry again, and a budget that cannot hold the filter and
+ * three slots of one segment of 4096 outputs and its samples (GPUWS_ERR_INVALID_ARGUMENT: the message gives the
+ * bytes needed), on every backend; then gpuws_convolve1d's. A device error once segments run returns its status
+ * after every stream has stopped; out then holds the segments completed before it and the rest of out is
+ * unspecified. */
 GPUWS_API gpuws_status gpuws_convolve1d_host(gpuws_context *ctx, gpuws_dtype dtype, const void *a, size_t n,
                                              const void *v, size_t m, gpuws_convolve_mode mode,
                                              const gpuws_convolve1d_host_options *options, void *out);
