@@ -23,8 +23,8 @@ from ._algorithms import (Catalog, SigmaClipResult, add, convolve, convolve1d, c
                           primes, reduce, set_default_context, sigma_clip, sum, threshold, transpose, vector_add,
                           zero_suppress)
 from ._dlpack import from_dlpack
-from ._host import (Bands, convolve2d_host, convolve2d_host_bands, find_sources_host, label_host, label_host_bands,
-                    sigma_clip_host)
+from ._host import (Bands, Segments, convolve1d_host, convolve1d_host_segments, convolve2d_host, convolve2d_host_bands,
+                    find_sources_host, label_host, label_host_bands, sigma_clip_host)
 from ._kernels import ElementwiseKernel, RawKernel, ReductionKernel
 
 __version__ = "0.2.0"

@@ -1,6 +1,6 @@
 """The out-of-core calls: host memory in, host memory out, streamed through one or several devices in row bands
-(gpuws_convolve2d_host, gpuws_label_host and gpuws_find_sources_host; docs/scale.md), and gpuws_sigma_clip_host,
-which clips host values on the host's cores.
+(gpuws_convolve2d_host, gpuws_label_host and gpuws_find_sources_host; docs/scale.md) or in segments of outputs
+(gpuws_convolve1d_host), and gpuws_sigma_clip_host, which clips host values on the host's cores.
 
 They take NumPy arrays of any size (a np.memmap too) and write NumPy arrays; gpuws Arrays are refused, since their
 data is on a device already (use convolve2d and label). A 2-D input whose rows are each contiguous and in order (a
@@ -20,6 +20,7 @@ from ._core import Array, Context, GPUWS_DTYPES, _error, check, invalid
 from ._lib import lib
 
 Bands = namedtuple("Bands", "band_rows bands")
+Segments = namedtuple("Segments", "segment segments")
 
 
 def _no_arrays(fname, **arrays):
@@ -196,6 +197,49 @@ def convolve2d_host_bands(shape, kernel_shape, dtype=np.float32, mode="full", bo
     check(lib.gpuws_convolve2d_host_bands(h, GPUWS_DTYPES[dt], ih, iw, kh, kw, ctypes.byref(opts), ctypes.byref(rows),
                                           ctypes.byref(bands)))
     return Bands(rows.value, bands.value)
+
+
+def convolve1d_host(a, v, mode="full", max_device_memory=None, out=None, ctx=None, contexts=None):
+    """``numpy.convolve(a, v, mode)`` of 1-D NumPy arrays of any length (gpuws_convolve1d_host): the longer input
+    goes through the device in segments of outputs when both and the output do not fit ``max_device_memory`` bytes
+    (None: the device's free memory); the result is byte for byte convolve1d's. ``contexts`` share the segments as
+    for convolve2d_host. Returns the output (a new float32/float64 array, or ``out``, a C-contiguous one of the
+    output's length and dtype)."""
+    fname = "convolve1d_host"
+    m = _enum(fname, "mode", mode, _MODES)
+    _no_arrays(fname, a=a, v=v, out=out)
+    budget = _budget(fname, max_device_memory)
+    h, more, nmore = _contexts(fname, ctx, contexts)
+    dt = _float_dtype(fname, a, v)
+    x, y = (np.ascontiguousarray(z, dtype=dt) for z in (a, v))
+    for name, z in (("a", x), ("v", y)):
+        if z.ndim != 1:
+            raise invalid("%s: %s must be 1-D, not of shape %s" % (fname, name, z.shape))
+    n = ctypes.c_size_t()
+    check(lib.gpuws_convolve1d_output_length(x.size, y.size, m, ctypes.byref(n)))
+    o = _host_output(fname, out, (n.value,), dt)
+    opts = _lib.convolve1d_host_options(budget, more, nmore)
+    check(lib.gpuws_convolve1d_host(h, GPUWS_DTYPES[dt], x.ctypes.data, x.size, y.ctypes.data, y.size, m,
+                                    ctypes.byref(opts), o.ctypes.data))
+    return o
+
+
+def convolve1d_host_segments(n, m, dtype=np.float32, mode="full", max_device_memory=None, ctx=None, contexts=None):
+    """How convolve1d_host would split inputs of ``n`` and ``m`` elements (gpuws_convolve1d_host_segments):
+    ``Segments(segment, segments)``, outputs per segment (the last may have fewer) and the number of segments; one
+    segment when it runs in-core. Reads no array; its errors are convolve1d_host's."""
+    fname = "convolve1d_host_segments"
+    md = _enum(fname, "mode", mode, _MODES)
+    budget = _budget(fname, max_device_memory)
+    h, more, nmore = _contexts(fname, ctx, contexts)
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise invalid("%s: dtype %s; convolve1d_host computes on float32 or float64" % (fname, dt))
+    opts = _lib.convolve1d_host_options(budget, more, nmore)
+    seg, segs = ctypes.c_size_t(), ctypes.c_size_t()
+    check(lib.gpuws_convolve1d_host_segments(h, GPUWS_DTYPES[dt], int(n), int(m), md, ctypes.byref(opts),
+                                             ctypes.byref(seg), ctypes.byref(segs)))
+    return Segments(seg.value, segs.value)
 
 
 def _shape2(fname, name, shape):

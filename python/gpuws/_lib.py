@@ -103,6 +103,11 @@ class Convolve2dHostOptions(Structure):
                 ("more_contexts", POINTER(c_void_p)), ("num_more_contexts", c_size_t)]
 
 
+class Convolve1dHostOptions(Structure):
+    _fields_ = [("struct_size", c_size_t), ("max_device_bytes", c_uint64), ("more_contexts", POINTER(c_void_p)),
+                ("num_more_contexts", c_size_t)]
+
+
 class LabelHostOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("max_device_bytes", c_uint64), ("progress", LabelHostProgress),
                 ("progress_user", c_void_p), ("more_contexts", POINTER(c_void_p)), ("num_more_contexts", c_size_t)]
@@ -173,6 +178,11 @@ def convolve2d_host_options(mode, boundary, fill_value, max_device_bytes, progre
     return _sized(Convolve2dHostOptions, mode=mode, boundary=boundary, fill_value=fill_value,
                   max_device_bytes=max_device_bytes, progress=progress or Convolve2dProgress(),
                   progress_user=None, more_contexts=more_contexts, num_more_contexts=num_more_contexts)
+
+
+def convolve1d_host_options(max_device_bytes, more_contexts, num_more_contexts):
+    return _sized(Convolve1dHostOptions, max_device_bytes=max_device_bytes, more_contexts=more_contexts,
+                  num_more_contexts=num_more_contexts)
 
 
 def label_host_options(max_device_bytes, progress, more_contexts, num_more_contexts):
@@ -254,6 +264,10 @@ _FUNCTIONS = {
     "gpuws_convolve2d_output_shape": (_S, [sz, sz, sz, sz, c_int, POINTER(sz), POINTER(sz)]),
     "gpuws_convolve1d_output_length": (_S, [sz, sz, c_int, POINTER(sz)]),
     "gpuws_convolve1d": (_S, [P, c_int, P, sz, P, sz, c_int, P]),
+    "gpuws_convolve1d_host_segments": (_S, [P, c_int, sz, sz, c_int, POINTER(Convolve1dHostOptions), POINTER(sz),
+                                            POINTER(sz)]),
+    "gpuws_convolve1d_host": (_S, [P, c_int, c_void_p, sz, c_void_p, sz, c_int, POINTER(Convolve1dHostOptions),
+                                   c_void_p]),
     "gpuws_sigma_clip": (_S, [P, sz, P, POINTER(SigmaClipOptions), POINTER(SigmaClipResult)]),
     "gpuws_sigma_clip_host": (_S, [P, c_void_p, sz, POINTER(SigmaClipOptions), POINTER(SigmaClipResult)]),
     "gpuws_threshold": (_S, [P, sz, P, c_float, P]),

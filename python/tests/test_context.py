@@ -132,7 +132,7 @@ STRUCTS = {  # ctypes mirror -> the C struct it mirrors
     _lib.SourceMeasure: "gpuws_source_measure", _lib.SourcesOptions: "gpuws_sources_options",
     _lib.Source: "gpuws_source", _lib.Catalog: "gpuws_catalog", _lib.Operand: "gpuws_operand",
     _lib.PipelineOptions: "gpuws_pipeline_options", _lib.Convolve2dHostOptions: "gpuws_convolve2d_host_options",
-    _lib.LabelHostOptions: "gpuws_label_host_options",
+    _lib.LabelHostOptions: "gpuws_label_host_options", _lib.Convolve1dHostOptions: "gpuws_convolve1d_host_options",
 }
 
 

@@ -1,6 +1,7 @@
-"""The out-of-core calls convolve2d_host, label_host and find_sources_host: NumPy in, NumPy out, through the device in
-bands. Budgets small enough to force several bands give the in-core calls' bytes and SciPy's results; several
-contexts (of one device here: the calls cannot tell) give the same bytes; progress comes once per band, in order.
+"""The out-of-core calls convolve2d_host, convolve1d_host, label_host and find_sources_host: NumPy in, NumPy out,
+through the device in bands or segments. Budgets small enough to force several bands or segments give the in-core
+calls' bytes and SciPy's (NumPy's) results; several contexts (of one device here: the calls cannot tell) give the
+same bytes; progress comes once per band, in order.
 sigma_clip_host clips host values on the host's cores and gives sigma_clip's statistics."""
 
 import numpy as np
@@ -36,6 +37,31 @@ def test_convolve2d_host_in_bands_is_convolve2d_and_scipy(ctx, rng, dtype, mode,
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, gpuws.convolve2d(img, k, mode, boundary, fillvalue=0.5, ctx=ctx))
     close_to_sum(got, sig.convolve2d(img, k, mode=mode, boundary=boundary, fillvalue=0.5), k.size, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_convolve1d_host_in_segments_is_convolve1d_and_numpy(ctx, rng, dtype, mode):
+    a, v = rng.random(30011).astype(dtype), rng.random(41).astype(dtype)
+    budget = (41 + 3 * (41 + 16) + 6 * 4096) * a.itemsize  # the filter and three slots of 4096 outputs
+    segs = gpuws.convolve1d_host_segments(a.size, v.size, dtype, mode, max_device_memory=budget, ctx=ctx)
+    assert segs.segment == 4096 and segs.segments >= 7
+    for x, y in ((a, v), (v, a)):  # NumPy's swap: the longer input is the signal
+        got = gpuws.convolve1d_host(x, y, mode, max_device_memory=budget, ctx=ctx)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, gpuws.convolve1d(x, y, mode, ctx=ctx))
+        close_to_sum(got, np.convolve(x, y, mode), v.size, dtype)
+    with pytest.raises(gpuws.InvalidArgumentError, match="too small"):
+        gpuws.convolve1d_host(a, v, mode, max_device_memory=budget - 1, ctx=ctx)
+
+
+def test_convolve1d_host_over_several_contexts_gives_the_same_bytes(ctx, rng):
+    a, v = rng.random(50000).astype(np.float32), rng.random(15).astype(np.float32)
+    ctxs = [ctx] + more_contexts(ctx, 2)
+    assert gpuws.convolve1d_host_segments(a.size, v.size, contexts=ctxs).segments >= 3
+    np.testing.assert_array_equal(gpuws.convolve1d_host(a, v, contexts=ctxs), gpuws.convolve1d(a, v, ctx=ctx))
+    for c in ctxs[1:]:
+        c.close()
 
 
 def test_convolve2d_host_by_default_runs_in_core(ctx, rng):
