@@ -121,4 +121,14 @@ rc=$?
 [ $rc = 2 ] || { cat b.err >&2; fail "--background: exit $rc, expected 2"; }
 [ "$(grep -c -- '--background applies to --method extract only' b.err)" = 2 ] || { cat b.err >&2; fail "--background: message"; }
 [ ! -e b.fits ] || fail "--background: b.fits was written"
+# A device budget below the tallest aperture's rows: every rank's apertures are refused (the rank whose objects
+# meet it says why, the others that it failed), exit 1, nothing written.
+mpirun 2 "$gpuws" sources big.fits --back-size 32 --phot-apertures 3,600 --max-device-memory 1M --catalog p.csv \
+    > p.out 2> p.err
+rc=$?
+[ $rc = 1 ] || { cat p.err >&2; fail "apertures over the budget: exit $rc, expected 1"; }
+grep -q '^gpuws sources: rank [01] of 2: the apertures: .*too small' p.err ||
+    { cat p.err >&2; fail "apertures over the budget: no rank said why"; }
+[ "$(grep -c '^gpuws sources: rank [01] of 2: ' p.err)" = 2 ] || { cat p.err >&2; fail "apertures: not a line per rank"; }
+[ ! -e p.csv ] || fail "apertures over the budget: p.csv was written"
 echo "ok: failures"
