@@ -299,20 +299,30 @@ static gpuws_status raw_windows(const ap_src *src, const char *fn, bool kron, si
     return st;
 }
 
+/* A _host call's aperture i (the caller's index) with parameters p: its box must lie in the rows the host arrays
+ * hold. */
+static gpuws_status box_in_rows(const ap_src *src, const char *fn, const double *p, size_t i)
+{
+    if (!src->himage || box_empty(p) ||
+        (p[AP_YMIN] >= (double)src->row0 && p[AP_YMAX] <= (double)(src->row0 + src->rows)))
+        return GPUWS_OK;
+    return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
+                        "%s: aperture %zu's box spans rows %.0f to %.0f of the image, and the host arrays hold rows "
+                        "%zu to %zu (options' row0 and rows)",
+                        fn, i, p[AP_YMIN], p[AP_YMAX] - 1, src->row0, src->row0 + src->rows - 1);
+}
+
 /* The AP_RAW sums of the n apertures of params into raw, wherever the pixels are. The _host calls' boxes must lie
- * in the rows the host arrays hold; on the CPU backend each aperture moves up by their first row as a window's do
+ * in the rows the host arrays hold (box_in_rows: params' index is the caller's, but for flux_auto's second sums,
+ * which it checks itself); on the CPU backend each aperture moves up by their first row as a window's do
  * (window_sum), which changes no rounding. */
 static gpuws_status aperture_raw(const ap_src *src, const char *fn, bool kron, size_t n, const double *params,
                                  double *raw)
 {
     if (!src->himage) return device_raw(src->s, src->width, src->image, &src->o, kron, n, params, raw);
     for (size_t i = 0; i < n; i++) {
-        const double *p = params + AP_PARAMS * i;
-        if (!box_empty(p) && (p[AP_YMIN] < (double)src->row0 || p[AP_YMAX] > (double)(src->row0 + src->rows)))
-            return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
-                                "%s: aperture %zu's box spans rows %.0f to %.0f of the image, and the host arrays hold "
-                                "rows %zu to %zu (options' row0 and rows)",
-                                fn, i, p[AP_YMIN], p[AP_YMAX] - 1, src->row0, src->row0 + src->rows - 1);
+        const gpuws_status st = box_in_rows(src, fn, params + AP_PARAMS * i, i);
+        if (st) return st;
     }
     if (src->s->ctx->backend->kind == GPUWS_BACKEND_CPU) { /* the caller's arrays are the device's memory */
         size_t rows, m, batch;
@@ -370,7 +380,10 @@ static gpuws_status flux_auto(const ap_src *src, const char *fn, size_t n, const
         f2[i] = circle ? 0 : kf[i];
         if (f >= 0) box[m++] = f;
     }
-    gpuws_status st = m ? aperture_raw(src, fn, false, m, params, raw) : GPUWS_OK;
+    gpuws_status st = GPUWS_OK;
+    for (size_t i = 0; i < n && !st; i++) /* named by the caller's index */
+        if (which[i] != SIZE_MAX) st = box_in_rows(src, fn, params + AP_PARAMS * which[i], i);
+    if (!st && m) st = aperture_raw(src, fn, false, m, params, raw);
     for (size_t i = 0; !st && i < n; i++) {
         const size_t j = which[i];
         if (j == SIZE_MAX) { /* a NaN pixel in the Kron ellipse */
