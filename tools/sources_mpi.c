@@ -388,7 +388,7 @@ static int phot_ranks(const world *w, const sources_args *a, const fits_image *i
         if (at && hi > g[at].hi) g[at].hi = hi;
     }
     size_t m = 0;
-    for (int at = 0; at < 3; at++) {
+    for (int at = 0; at < 3 && !rc; at++) {
         g[at].x = ox + m, g[at].y = ox + nobj + m, g[at].index = index + m;
         m += g[at].n, g[at].n = 0;
         if (at && g[at].lo >= g[at].hi) g[at].lo = g[at].hi = 0;
@@ -400,7 +400,7 @@ static int phot_ranks(const world *w, const sources_args *a, const fits_image *i
         q->index[q->n++] = k;
     }
     free(xy), free(group);
-    /* the values, rank 0's rows after the others': (index, 3 nap values) an object */
+    /* the values: (index, 3 nap values) an object, gathered on rank 0 in rank order */
     double *rows = rc ? NULL : malloc((m ? m : 1) * per * sizeof *rows), *all = NULL;
     if (!rc) rc = world_fail(w, !rows, "out of memory for the apertures' values");
     size_t done = 0;

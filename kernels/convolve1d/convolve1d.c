@@ -225,7 +225,8 @@ static gpuws_status plan_segments(const char *fn, gpuws_context *ctx, gpuws_dtyp
     gpuws__band_budget(p->ctxs, p->devices, o.max_device_bytes, &budget, &max_alloc);
     /* in-core on one device: the signal, the filter and the output at once */
     const uint64_t whole = ((uint64_t)p->ns + ms + out_n) * es;
-    if (p->devices == 1 && whole <= budget && (!max_alloc || (uint64_t)p->ns * es <= max_alloc)) {
+    const size_t largest = p->ns > out_n ? p->ns : out_n;
+    if (p->devices == 1 && whole <= budget && (!max_alloc || (uint64_t)largest * es <= max_alloc)) {
         p->seg = out_n, p->segments = 1;
         return GPUWS_OK;
     }
@@ -233,9 +234,11 @@ static gpuws_status plan_segments(const char *fn, gpuws_context *ctx, gpuws_dtyp
     const uint64_t fixed = (uint64_t)ms * es + (uint64_t)GPUWS__BAND_SLOTS * (ms + SEG_ALIGN) * es;
     const uint64_t per = (uint64_t)GPUWS__BAND_SLOTS * 2 * es; /* an output a segment, in and out */
     uint64_t seg = budget > fixed ? (budget - fixed) / per : 0;
-    if (max_alloc && seg > max_alloc / es - ms - SEG_ALIGN) seg = max_alloc / es - ms - SEG_ALIGN;
-    if (seg > GPUWS__BAND_STAGING_BYTES / es - ms - SEG_ALIGN && GPUWS__BAND_STAGING_BYTES / es > ms + SEG_ALIGN)
-        seg = GPUWS__BAND_STAGING_BYTES / es - ms - SEG_ALIGN; /* staging buffers of 64 MiB at most */
+    const uint64_t in_max = max_alloc ? max_alloc / es : UINT64_MAX; /* a segment's samples in one buffer */
+    if (seg > (in_max > ms + SEG_ALIGN ? in_max - ms - SEG_ALIGN : 0))
+        seg = in_max > ms + SEG_ALIGN ? in_max - ms - SEG_ALIGN : 0;
+    const uint64_t staged = GPUWS__BAND_STAGING_BYTES / es; /* staging buffers of 64 MiB at most, where they hold */
+    if (staged > ms + SEG_ALIGN + SEG_OUTPUTS && seg > staged - ms - SEG_ALIGN) seg = staged - ms - SEG_ALIGN;
     seg = seg / SEG_OUTPUTS * SEG_OUTPUTS;
     if (seg == 0)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
