@@ -866,6 +866,21 @@ BACKEND_TEST(aperture, host_calls_on_some_rows_give_the_whole_images_bits)
             cr_assert_eq(gpuws_sum_circle_host(m.ctx, W, H, pp, c, qx, qy, qr, &h, g[0].sum, NULL, NULL, g[0].flag),
                          GPUWS_ERR_INVALID_ARGUMENT);
             cr_assert(g[0].sum[0] == 12345.0, "a refused call wrote its output");
+            /* flux_auto: aperture 0's Kron ellipse holds a NaN (no second sum), 1's AUTO ellipse is tiny, 2's, ten
+             * Kron radii wide, leaves the rows: named as the caller's aperture 2, not as the second of the sums */
+            const double fx[3] = { 10.0, 30.0, 50.0 }, fy[3] = { 75.0, 75.0, 98.0 };
+            const double fa[3] = { 1.5, 0.05, 1.5 }, fth[3] = { 0.0, 0.0, 0.0 };
+            gpuws_aperture_options ao = GPUWS_APERTURE_OPTIONS_INIT;
+            ao.kron_factor = 10.0, ao.kron_rmin = 1e-6;
+            h.row0 = row0, h.rows = rows, h.aperture = &ao, h.mask = NULL;
+            const float keep = pp[(75 - row0) * W + 10];
+            pp[(75 - row0) * W + 10] = NAN;
+            cr_assert_eq(gpuws_flux_auto_host(m.ctx, W, H, pp, 3, fx, fy, fa, fa, fth, &h, NULL, g[0].sum, NULL, NULL,
+                                              g[0].flag),
+                         GPUWS_ERR_INVALID_ARGUMENT);
+            cr_assert(strstr(gpuws_last_error(), "aperture 2's box spans rows"), "%s", gpuws_last_error());
+            cr_assert(g[0].sum[0] == 12345.0, "a refused call wrote its output");
+            pp[(75 - row0) * W + 10] = keep;
         }
         for (int cl = 0; cl < 3; cl++) results_free(&g[cl]);
         free(pp), free(pb), free(pr), free(pm), free(q), free(at);
