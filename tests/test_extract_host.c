@@ -4,7 +4,8 @@
  * Truth: the in-core calls on the same backend (gpuws_background, gpuws_extract on device buffers), bit for bit:
  * the catalogue (count, order, every column's bits), the segmentation map, back, rms and the globals. The bands'
  * count each budget gives is part of the specification: extract_host holds EX_BYTES bytes a pixel (45, 4 more for
- * each map given, 1 for a mask) of a band's own rows and max(filter_h / 2, 1) rows of halo on either side;
+ * each map given, 1 for a mask) of a band's own rows and max(filter_h / 2, 1) rows of halo on either side, and on
+ * OpenCL and CUDA a second band's inputs beside them where the budget holds a band so (band_budget);
  * background_host's pass 1 holds whole mesh rows of image (and mask) beside their meshes' statistics, pass 2 rows of
  * back and rms beside the plan. The table: filters of 1, 3 and 5 rows (halos of 1 and 2), every noise mode, a mask
  * and NaN columns, 4- and 8-connectivity, deblending, cleaning, SEP 1.2's thresholds (the σ of the pixel after an
@@ -26,6 +27,23 @@
 
 enum { EX_BYTES = 45 };
 #define WHOLE SIZE_MAX
+
+/* The budget of bands of rows_in rows, halo included, at per_px bytes a pixel (EX_BYTES, the maps' and the mask's):
+ * on OpenCL and CUDA with a second band's inputs beside them (the image's 4 bytes a pixel, the maps' and the mask's),
+ * which the next band is uploaded into while the device works on one. */
+static uint64_t band_budget(gpuws_backend_kind kind, uint64_t per_px, size_t w, size_t rows_in)
+{
+    const uint64_t slot = kind == GPUWS_BACKEND_CPU ? 0 : 4 + per_px - EX_BYTES;
+    return (per_px + slot) * w * rows_in;
+}
+
+/* The rows with their halo that per_px * w * rows_in bytes give a band where a second band's inputs are counted
+ * too (a budget that cannot hold the whole image in one band): the rule of band_budget the other way. */
+static size_t two_slot_rows(gpuws_backend_kind kind, uint64_t per_px, size_t rows_in)
+{
+    const uint64_t slot = kind == GPUWS_BACKEND_CPU ? 0 : 4 + per_px - EX_BYTES;
+    return (size_t)(per_px * rows_in / (per_px + slot));
+}
 
 typedef struct {
     size_t calls, bands, last_rows;
@@ -60,8 +78,9 @@ typedef struct {
     double deblend_cont;
     int clean, sep_version;
     size_t w, h;
-    size_t band_rows; /* the bands' own rows that the budget gives; 0 = a band's budget for the image less one row;
-                         WHOLE = a band's budget for the whole image, less than the in-core call holds */
+    size_t band_rows; /* the bands' own rows that the budget gives; 0 = one slot's budget for the image less one row
+                         (on OpenCL and CUDA two slots' bands then, two_slot_rows); WHOLE = a band's budget for the
+                         whole image, less than the in-core call holds */
 } band_case;
 
 ParameterizedTestParameters(extract_host, bands_give_the_in_core_catalogue)
@@ -119,12 +138,16 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
 
     const size_t halo = c->filter_type != GPUWS_FILTER_NONE && c->filter_h / 2 > 1 ? (size_t)c->filter_h / 2 : 1;
     const uint64_t per_px = EX_BYTES + 4 + (r ? 4 : 0) + (mask ? 1 : 0);
-    const size_t rows = c->band_rows == WHOLE ? h : c->band_rows ? c->band_rows : h - 1 - 2 * halo;
+    const size_t rows = c->band_rows == WHOLE ? h
+                        : c->band_rows        ? c->band_rows
+                                              : two_slot_rows(c->backend, per_px, h - 1) - 2 * halo;
     gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
     progress_log log = { 0, 0, 0, true };
     ho.extract = &o, ho.back = back, ho.rms = r, ho.mask = mask;
+    /* bands of one row: the smallest budget, which holds one band's inputs and not two: one slot */
     ho.max_device_bytes = c->band_rows == WHOLE ? per_px * w * h
-                          : c->band_rows        ? per_px * w * (rows + 2 * halo)
+                          : c->band_rows == 1   ? per_px * w * (rows + 2 * halo)
+                          : c->band_rows        ? band_budget(c->backend, per_px, w, rows + 2 * halo)
                                                 : per_px * w * (h - 1);
     ho.progress = on_band, ho.progress_user = &log;
     result got = { NULL, malloc(n * sizeof(int32_t)) }, plain = { NULL, NULL };
@@ -197,7 +220,7 @@ GPU_BACKEND_TEST(extract_host, bands_whose_components_the_device_all_measures_se
     o.thresh = 20.0, o.filter_type = GPUWS_FILTER_NONE;
     result want = run(ctx, x, NULL, NULL, NULL, BW, BH, &o), got = { NULL, NULL };
     gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
-    ho.extract = &o, ho.max_device_bytes = (uint64_t)EX_BYTES * BW * (ROWS + 2);
+    ho.extract = &o, ho.max_device_bytes = band_budget(*kind, EX_BYTES, BW, ROWS + 2);
     TEST_OK(gpuws_extract_host(ctx, BW, BH, x, &ho, &got.cat));
     size_t all = 0;
     const size_t read = gpuws__extract_compact_last(&all);
@@ -357,7 +380,7 @@ ParameterizedTest(made_case *c, extract_host, the_background_it_makes_gives_the_
     const uint64_t plan = 4 * (8 * (uint64_t)((W + 31) / 32) * ((H + 31) / 32) + 5 * (uint64_t)(W + H));
     gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
     ho.extract = &o, ho.mask = mask, ho.background = &bo, ho.background_result = &got_r;
-    ho.max_device_bytes = plan + per_px * W * (rows ? rows + 2 * halo : H - 1);
+    ho.max_device_bytes = plan + (rows ? band_budget(c->backend, per_px, W, rows + 2 * halo) : per_px * W * (H - 1));
     float *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
     result got = { NULL, malloc(n * sizeof(int32_t)) };
     cr_assert(back && rms && got.seg);
@@ -448,7 +471,9 @@ ParameterizedTest(devices_case *c, extract_host, several_devices_give_the_in_cor
     if (c->made) ho.background = &bo, ho.background_result = &got_r, ho.back_out = back, ho.rms_out = rms;
     else ho.back = lvl, ho.rms = sig;
     ho.segmap = got.seg;
-    ho.max_device_bytes = plan + per_px * W * (c->band_rows == WHOLE ? H : c->band_rows + 2);
+    ho.max_device_bytes = plan + (c->band_rows == WHOLE ? per_px * W * H
+                                  : c->band_rows == 1   ? per_px * W * 3 /* one slot: the smallest budget */
+                                                        : band_budget(c->backend, per_px, W, c->band_rows + 2));
     TEST_OK(gpuws_extract_host_bands(ctx, W, H, &ho, &band_rows, &bands));
     char what[160];
     snprintf(what, sizeof what, "%s, %s, %zu devices, %zu bands of %zu rows", test_backend_name(c->backend),

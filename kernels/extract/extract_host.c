@@ -17,6 +17,7 @@
 #include "extract_ref.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -533,6 +534,7 @@ typedef struct {
     const gpuws__background_plan *bp;
     int passes;   /* the bands are the last of them in progress: 2 after the background's */
     bool compact; /* the bands grouped, chained and measured on the devices that group (extract_gpu_pixels) */
+    int slots;    /* 2: the budget holds a second band's inputs, uploaded while the device works on the first */
 } ex_bands;
 
 /* The first own row of band `band`, and one past its last. */
@@ -616,36 +618,168 @@ static gpuws_status band_on_cpu(const ex_bands *b, const gpuws__extract_params *
     return st;
 }
 
+/* A band's inputs on a device: its rows of the image with their halo, back and rms (the caller's rows, or made from
+ * the plan), the mask. */
+typedef struct {
+    gpuws_buffer *img, *back, *rms, *mask;
+} ex_inputs;
+
+/* The uploads of one device's bands [lo, hi), a band ahead of its device steps where there are two slots: on a
+ * stream and a thread of their own, band j into slot (j - lo) % slots once the device steps of band j - slots are
+ * done. A transfer from pageable memory keeps the host thread that asks for it (the driver's copy, or the copy through
+ * pinned staging blocks: core/staged.c), and the device steps wait for their counts and records on the other: so each
+ * needs a thread of its own to overlap. */
+typedef struct {
+    const ex_bands *b;
+    gpuws_stream *up;
+    gpuws_buffer *plan;
+    ex_inputs in[2];
+    int slots;
+    size_t lo, hi;
+    pthread_mutex_t lock;
+    pthread_cond_t moved; /* uploaded or done moved on, or stop was set */
+    size_t uploaded;      /* bands [lo, uploaded) are on the device */
+    size_t done;          /* the device steps of bands [lo, done) are done: their slots may be filled again */
+    bool stop;            /* an error on either side, or the device steps ended */
+    gpuws_status st;      /* the uploads' error, with its message (each thread has its own) */
+    char why[512];
+    double ms; /* the uploads' time */
+} ex_feed;
+
+/* Band `band`'s inputs into its slot on f->up, the maps made from the plan (their own rows read into back_out and
+ * rms_out), and waits for them. */
+static gpuws_status band_upload(ex_feed *f, size_t band)
+{
+    const ex_bands *b = f->b;
+    const gpuws_extract_host_options *ho = b->ho;
+    const ex_inputs *d = &f->in[(band - f->lo) % (size_t)f->slots];
+    const size_t w = b->p->w, h = b->p->h, y0 = band_start(b, band), y1 = band_end(b, band);
+    const size_t a0 = y0 > b->halo ? y0 - b->halo : 0, a1 = y1 + b->halo < h ? y1 + b->halo : h;
+    const size_t at = a0 * w, n = (a1 - a0) * w, out = (y0 - b->first) * w;
+    const size_t own = (y1 - y0) * w * sizeof(float), from = (y0 - a0) * w * sizeof(float);
+    gpuws_stream *s = f->up;
+    gpuws_status st;
+    if (!(st = rows_copy(b, (const void *const *)b->image, sizeof(float), a0, a1, s, d->img, NULL)) &&
+        !(ho->back && (st = gpuws_buffer_write_async(s, d->back, 0, ho->back + at, n * sizeof(float)))) &&
+        !(ho->rms && (st = gpuws_buffer_write_async(s, d->rms, 0, ho->rms + at, n * sizeof(float)))) &&
+        !(b->masked && (st = rows_copy(b, (const void *const *)b->mask, 1, a0, a1, s, d->mask, NULL))) &&
+        !(b->plan && (st = gpuws__background_rows(s, f->plan, b->bp, w, a0, a1, d->back, d->rms))) &&
+        !(b->plan && ho->back_out && (st = gpuws_buffer_read_async(s, d->back, from, ho->back_out + out, own))) &&
+        !(b->plan && ho->rms_out && (st = gpuws_buffer_read_async(s, d->rms, from, ho->rms_out + out, own))))
+        st = gpuws_stream_synchronize(s);
+    return st;
+}
+
+static void *feed_main(void *arg)
+{
+    ex_feed *f = arg;
+    for (size_t band = f->lo; band < f->hi; band++) {
+        pthread_mutex_lock(&f->lock);
+        while (!f->stop && band - f->done >= (size_t)f->slots) pthread_cond_wait(&f->moved, &f->lock);
+        const bool stop = f->stop;
+        pthread_mutex_unlock(&f->lock);
+        if (stop) break;
+        const double t0 = now_ms();
+        const gpuws_status st = band_upload(f, band);
+        pthread_mutex_lock(&f->lock);
+        f->ms += now_ms() - t0;
+        if (st) {
+            f->st = st, f->stop = true;
+            snprintf(f->why, sizeof f->why, "%s", gpuws_last_error());
+        } else {
+            f->uploaded = band + 1;
+        }
+        pthread_cond_broadcast(&f->moved);
+        pthread_mutex_unlock(&f->lock);
+        if (st) break;
+    }
+    return NULL;
+}
+
+/* Waits until band `band` is on the device (threaded: the feed's thread puts it there; else it is uploaded here). */
+static gpuws_status feed_wait(ex_feed *f, bool threaded, size_t band, double *ms)
+{
+    if (!threaded) {
+        const double t0 = now_ms();
+        const gpuws_status st = band_upload(f, band);
+        *ms += now_ms() - t0;
+        return st;
+    }
+    pthread_mutex_lock(&f->lock);
+    while (!f->stop && f->uploaded <= band) pthread_cond_wait(&f->moved, &f->lock);
+    const gpuws_status st = f->uploaded > band ? GPUWS_OK : f->st ? f->st : GPUWS_ERR_INTERNAL;
+    pthread_mutex_unlock(&f->lock);
+    if (st) return gpuws__error(st, "%s", f->st ? f->why : "extract_host: the uploads stopped");
+    return GPUWS_OK;
+}
+
+/* The device steps of band `band` are done: its slot may take the band after next. */
+static void feed_done(ex_feed *f, bool threaded, size_t band)
+{
+    if (!threaded) return;
+    pthread_mutex_lock(&f->lock);
+    f->done = band + 1;
+    pthread_cond_broadcast(&f->moved);
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* No more bands are wanted (the last is done, or an error): the feed's thread ends at its next wait. */
+static void feed_stop(ex_feed *f)
+{
+    pthread_mutex_lock(&f->lock);
+    f->stop = true;
+    pthread_cond_broadcast(&f->moved);
+    pthread_mutex_unlock(&f->lock);
+}
+
 /* The records of the own rows of bands [lo, hi) into k, on ctx: on the CPU backend by the reference on the caller's
  * arrays, else through the device, a band at a time on a stream of the call's own (which holds the device steps'
- * memory); progress after each band when `report`. k's first band makes room for as many as `room` bands hold.
- * ms adds up the times of the bands' uploads (and maps), their device steps and the records' keeping. */
+ * memory), the uploads a band ahead on a stream and thread of their own where b->slots is 2 (ex_feed); progress
+ * after each band when `report`. k's first band makes room for as many as `room` bands hold. ms adds up the times of
+ * the bands' uploads (and maps; overlapped with the device steps where they run ahead), their device steps (with
+ * any wait for an upload) and the records' keeping. */
 static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size_t lo, size_t hi, size_t room,
                                      bool report, ex_kept *k, double ms[3])
 {
     const size_t w = b->p->w, h = b->p->h, rows_in = b->rows + 2 * b->halo;
     const gpuws_extract_host_options *ho = b->ho;
-    const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU, has_mask = b->masked;
+    const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
     const int knob = ctx->tuning.extract_group; /* the device groups as it does in-core */
     const bool compact = b->compact && !on_cpu &&
                          (knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !gpuws__is_cpu_device(ctx)));
     gpuws_stream *s = NULL;
-    gpuws_buffer *dimg = NULL, *dback = NULL, *drms = NULL, *dmask = NULL;
     gpuws_status st = GPUWS_OK;
-    gpuws_buffer *dplan = NULL;
-    if (!on_cpu && lo < hi && (!(st = gpuws_stream_create(ctx, &s)))) {
+    ex_feed f;
+    memset(&f, 0, sizeof f);
+    f.b = b, f.lo = lo, f.hi = hi, f.uploaded = f.done = lo;
+    f.slots = b->slots > 1 && hi - lo > 1 ? 2 : 1;
+    bool threaded = false;
+    if (!on_cpu && lo < hi && !(st = gpuws_stream_create(ctx, &s)) && !(st = gpuws_stream_create(ctx, &f.up))) {
         const size_t bytes = rows_in * w * sizeof(float);
-        if (!(st = gpuws_buffer_create(ctx, bytes, &dimg)) && (ho->back || b->plan))
-            st = gpuws_buffer_create(ctx, bytes, &dback);
-        if (!st && (ho->rms || b->plan)) st = gpuws_buffer_create(ctx, bytes, &drms);
-        if (!st && has_mask) st = gpuws_buffer_create(ctx, rows_in * w, &dmask);
-        if (!st && b->plan && !(st = gpuws_buffer_create(ctx, b->bp->words * 4, &dplan)))
-            st = gpuws_buffer_write_async(s, dplan, 0, b->plan, b->bp->words * 4);
+        for (int i = 0; i < f.slots && !st; i++) {
+            ex_inputs *d = &f.in[i];
+            if (!(st = gpuws_buffer_create(ctx, bytes, &d->img)) && (ho->back || b->plan))
+                st = gpuws_buffer_create(ctx, bytes, &d->back);
+            if (!st && (ho->rms || b->plan)) st = gpuws_buffer_create(ctx, bytes, &d->rms);
+            if (!st && b->masked) st = gpuws_buffer_create(ctx, rows_in * w, &d->mask);
+        }
+        if (!st && b->plan && !(st = gpuws_buffer_create(ctx, b->bp->words * 4, &f.plan)) &&
+            !(st = gpuws_buffer_write_async(f.up, f.plan, 0, b->plan, b->bp->words * 4)))
+            st = gpuws_stream_synchronize(f.up);
     }
+    pthread_t feeder;
+    if (!st && !on_cpu && f.slots > 1 && !pthread_mutex_init(&f.lock, NULL)) {
+        if (!pthread_cond_init(&f.moved, NULL)) {
+            threaded = !pthread_create(&feeder, NULL, feed_main, &f);
+            if (!threaded) pthread_cond_destroy(&f.moved);
+        }
+        if (!threaded) pthread_mutex_destroy(&f.lock);
+    }
+    if (!threaded) f.slots = 1; /* one slot is enough for uploads on this thread; the second stays unused */
     for (size_t band = lo; band < hi && !st; band++) {
         const size_t y0 = band_start(b, band), y1 = band_end(b, band);
         const size_t a0 = y0 > b->halo ? y0 - b->halo : 0, a1 = y1 + b->halo < h ? y1 + b->halo : h;
-        const size_t at = a0 * w, n = (a1 - a0) * w;
+        const size_t at = a0 * w;
         gpuws__extract_params pb = *b->p;
         pb.h = a1 - a0, pb.row0 = a0, pb.own0 = y0 - a0, pb.own1 = y1 - a0;
         double t0 = now_ms();
@@ -653,23 +787,18 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
         memset(&px, 0, sizeof px);
         if (on_cpu) {
             st = band_on_cpu(b, &pb, y0, y1, a0, a1, &px);
-        } else {
+        } else if (!(st = feed_wait(&f, threaded, band, &ms[0]))) {
+            const ex_inputs *d = &f.in[(band - lo) % (size_t)f.slots];
             gpuws_extract_options ob = GPUWS_EXTRACT_OPTIONS_INIT;
-            ob.back = dback, ob.rms = drms, ob.mask = dmask;
-            const size_t own = (y1 - y0) * w * sizeof(float), from = (y0 - a0) * w * sizeof(float);
-            const size_t out = (y0 - b->first) * w;
-            if (!(st = rows_copy(b, (const void *const *)b->image, sizeof(float), a0, a1, s, dimg, NULL)) &&
-                !(ho->back && (st = gpuws_buffer_write_async(s, dback, 0, ho->back + at, n * sizeof(float)))) &&
-                !(ho->rms && (st = gpuws_buffer_write_async(s, drms, 0, ho->rms + at, n * sizeof(float)))) &&
-                !(has_mask && (st = rows_copy(b, (const void *const *)b->mask, 1, a0, a1, s, dmask, NULL))) &&
-                !(b->plan && (st = gpuws__background_rows(s, dplan, b->bp, w, a0, a1, dback, drms))) &&
-                !(b->plan && ho->back_out && (st = gpuws_buffer_read_async(s, dback, from, ho->back_out + out, own))) &&
-                !(b->plan && ho->rms_out && (st = gpuws_buffer_read_async(s, drms, from, ho->rms_out + out, own))))
-                st = gpuws_stream_synchronize(s);
-            ms[0] += now_ms() - t0, t0 = now_ms();
+            ob.back = d->back, ob.rms = d->rms, ob.mask = d->mask;
+            if (!threaded) t0 = now_ms();
             ex_room r = { k, room };
             const gpuws__records_sink sink = { kept_room, kept_moms, &r };
-            if (!st) st = gpuws__extract_band_records(s, &pb, dimg, &ob, &sink, compact, &px);
+            st = gpuws__extract_band_records(s, &pb, d->img, &ob, &sink, compact, &px);
+            /* nothing of the band's reads its slot any more once s is idle */
+            const gpuws_status sy = gpuws_stream_synchronize(s);
+            if (!st) st = sy;
+            feed_done(&f, threaded, band);
         }
         ms[1] += now_ms() - t0, t0 = now_ms();
         /* with compact bands: the records of the band's first own row where bands lie above, and of its last where
@@ -694,15 +823,28 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
         if (!st && report && ho->progress)
             ho->progress(ho->progress_user, b->passes, b->passes, band, b->bands, y1 - b->first, b->end - b->first);
     }
+    if (threaded) {
+        feed_stop(&f); /* also after an error on this side */
+        pthread_join(feeder, NULL);
+        pthread_cond_destroy(&f.moved);
+        pthread_mutex_destroy(&f.lock);
+        ms[0] += f.ms;
+    }
     if (s) {
-        gpuws_stream_synchronize(s); /* no upload reads the caller's memory after an error */
+        gpuws_stream_synchronize(s);
         gpuws_stream_destroy(s);
     }
-    gpuws_buffer_destroy(dimg);
-    gpuws_buffer_destroy(dback);
-    gpuws_buffer_destroy(drms);
-    gpuws_buffer_destroy(dmask);
-    gpuws_buffer_destroy(dplan);
+    if (f.up) {
+        gpuws_stream_synchronize(f.up); /* no upload reads the caller's memory after an error */
+        gpuws_stream_destroy(f.up);
+    }
+    for (int i = 0; i < 2; i++) {
+        gpuws_buffer_destroy(f.in[i].img);
+        gpuws_buffer_destroy(f.in[i].back);
+        gpuws_buffer_destroy(f.in[i].rms);
+        gpuws_buffer_destroy(f.in[i].mask);
+    }
+    gpuws_buffer_destroy(f.plan);
     return st;
 }
 
@@ -878,20 +1020,31 @@ static size_t filter_halo(const gpuws_extract_options *eo)
     return kh / 2 > 1 ? (size_t)(kh / 2) : 1;
 }
 
+/* The rows a band holds in `budget` bytes at per_px a pixel of width-pixel rows beside plan_bytes, and no more than
+ * the records' buffer, the largest, allows (max_alloc: the largest buffer, 0 when unknown). */
+static uint64_t rows_in_budget(uint64_t budget, uint64_t max_alloc, size_t width, uint64_t per_px, uint64_t plan_bytes)
+{
+    uint64_t rows = budget > plan_bytes ? (budget - plan_bytes) / (per_px * width) : 0; /* the plan beside them */
+    if (max_alloc && rows > max_alloc / (6 * sizeof(float) * width)) rows = max_alloc / (6 * sizeof(float) * width);
+    return rows;
+}
+
 /* The rows a band may hold on each of the n devices, halo included, at per_px device bytes a pixel of width-pixel
- * rows beside plan_bytes (the background's plan), and no more than the records' buffer, the largest, allows; in
- * *budget the budget. GPUWS_ERR_INVALID_ARGUMENT (the minimum in the message of the call fn) where it holds less than
- * one row and its halo, unless it holds `need` rows, the whole image, which one band holds without a halo
- * (UINT64_MAX: a band always has its halo). */
+ * rows beside plan_bytes (the background's plan); in *budget the budget. *slots 2 where the budget also holds a
+ * second band's inputs (slot_px bytes a pixel more: ex_feed uploads them while the device works on the first) and
+ * there is more than one band, the rows then as many as that leaves; else 1. GPUWS_ERR_INVALID_ARGUMENT (the minimum
+ * in the message of the call fn) where it holds less than one row and its halo, unless it holds `need` rows, the
+ * whole image, which one band holds without a halo (UINT64_MAX: a band always has its halo). */
 static gpuws_status band_rows_in(gpuws_context *const *ctxs, unsigned n, uint64_t max_device_bytes, size_t width,
-                                 uint64_t per_px, uint64_t plan_bytes, size_t halo, uint64_t need, const char *fn,
-                                 uint64_t *rows_in, uint64_t *budget)
+                                 uint64_t per_px, uint64_t slot_px, uint64_t plan_bytes, size_t halo, uint64_t need,
+                                 const char *fn, uint64_t *rows_in, uint64_t *budget, int *slots)
 {
     uint64_t max_alloc;
     gpuws__band_budget(ctxs, n, max_device_bytes, budget, &max_alloc);
-    *rows_in = *budget > plan_bytes ? (*budget - plan_bytes) / (per_px * width) : 0; /* the plan beside them */
-    if (max_alloc && *rows_in > max_alloc / (6 * sizeof(float) * width)) /* the records are the largest buffer */
-        *rows_in = max_alloc / (6 * sizeof(float) * width);
+    *rows_in = rows_in_budget(*budget, max_alloc, width, per_px, plan_bytes);
+    *slots = 1;
+    const uint64_t two = slot_px ? rows_in_budget(*budget, max_alloc, width, per_px + slot_px, plan_bytes) : 0;
+    if (*rows_in < need && two >= 1 + 2 * (uint64_t)halo) *rows_in = two, *slots = 2;
     if (*rows_in < need && *rows_in < 1 + 2 * (uint64_t)halo)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "%s: max_device_bytes %llu is less than one band needs: %llu bytes (a row and %zu rows of "
@@ -919,15 +1072,17 @@ static size_t band_own_rows(size_t rows, uint64_t rows_in, size_t halo, unsigned
  * holds more a pixel than a band does). Bands on several devices are at least one a device. */
 static gpuws_status plan_bands(gpuws_context *const *ctxs, unsigned n, size_t width, size_t height,
                                const gpuws_extract_host_options *ho, const gpuws_extract_options *eo,
-                               uint64_t plan_bytes, size_t *rows, size_t *bands, size_t *halo, bool *in_core)
+                               uint64_t plan_bytes, size_t *rows, size_t *bands, size_t *halo, bool *in_core,
+                               int *slots)
 {
     const bool bg = ho->background != NULL;
     *halo = filter_halo(eo);
-    const uint64_t per_px =
-        EX_HOST_BYTES + (ho->back || bg ? 4u : 0u) + (ho->rms || bg ? 4u : 0u) + (ho->mask ? 1u : 0u);
+    const uint64_t in_px = (ho->back || bg ? 4u : 0u) + (ho->rms || bg ? 4u : 0u) + (ho->mask ? 1u : 0u);
+    const uint64_t per_px = EX_HOST_BYTES + in_px; /* EX_HOST_BYTES holds the image */
+    const uint64_t slot_px = ctxs[0]->backend->kind == GPUWS_BACKEND_CPU ? 0 : sizeof(float) + in_px;
     uint64_t budget, rows_in;
-    const gpuws_status st = band_rows_in(ctxs, n, ho->max_device_bytes, width, per_px, plan_bytes, *halo, height,
-                                         "extract_host", &rows_in, &budget);
+    const gpuws_status st = band_rows_in(ctxs, n, ho->max_device_bytes, width, per_px, slot_px, plan_bytes, *halo,
+                                         height, "extract_host", &rows_in, &budget, slots);
     if (st) return st;
     /* in-core when the whole image fits what gpuws_extract holds on the device, not only what a band does */
     *in_core = rows_in >= height && (budget - plan_bytes) / ((per_px + EX_IN_CORE_BYTES) * width) >= height;
@@ -991,6 +1146,7 @@ gpuws_status gpuws_extract_host_bands(gpuws_context *ctx, size_t width, size_t h
     uint64_t plan_bytes = 0;
     size_t npix, halo;
     bool in_core;
+    int slots;
     gpuws_context *ctxs[GPUWS__BAND_DEVICES];
     unsigned nctx;
     gpuws_status st =
@@ -999,7 +1155,7 @@ gpuws_status gpuws_extract_host_bands(gpuws_context *ctx, size_t width, size_t h
     if (!band_rows || !bands)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host_bands: argument '%s' is NULL",
                             !band_rows ? "band_rows" : "bands");
-    return plan_bands(ctxs, nctx, width, height, &ho, &eo, plan_bytes, band_rows, bands, &halo, &in_core);
+    return plan_bands(ctxs, nctx, width, height, &ho, &eo, plan_bytes, band_rows, bands, &halo, &in_core, &slots);
 }
 
 /* Whether an output of `bytes` bytes at out overlaps an input or another output. */
@@ -1074,7 +1230,9 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     const gpuws_background_options *bg = ho.background ? &bo : NULL;
     size_t rows, bands, halo;
     bool in_core;
-    if ((st = plan_bands(ctxs, nctx, width, height, &ho, &eo, plan_bytes, &rows, &bands, &halo, &in_core))) return st;
+    int slots;
+    if ((st = plan_bands(ctxs, nctx, width, height, &ho, &eo, plan_bytes, &rows, &bands, &halo, &in_core, &slots)))
+        return st;
     if (in_core && !on_cpu) return extract_in_core(ctx, width, height, image, &eo, &ho, bg, catalog);
 
     gpuws__extract_params p;
@@ -1095,7 +1253,8 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
                    .passes = bg ? 2 : 1,
                    /* the measured components' pixels would need each band's labels for the segmentation map, which
                     * would then be written before the call knows that it succeeds */
-                   .compact = !on_cpu && !ho.segmap };
+                   .compact = !on_cpu && !ho.segmap,
+                   .slots = slots };
     float *tb = NULL, *tr = NULL;
     void *plan = NULL;
     gpuws__background_plan bp;
@@ -1137,13 +1296,15 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     if (bg && ho.background_result) *ho.background_result = r;
     cat->ms_device = t1 - t0;
     cat->ms_host = now_ms() - t1;
-    gpuws__log(GPUWS__LOG_DEBUG,
-               "extract_host: background's pass %.1f ms, %zu band%s of %zu rows (halo %zu) on %u device%s %.1f ms "
-               "(summed over the devices: uploads and maps %.1f, device steps %.1f, records kept %.1f); %zu records "
-               "kept of %zu made, %zu components chained on the devices; components %.1f ms, host steps %.1f, "
-               "segmentation map %.1f",
-               tb0 - t0, b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, nctx, nctx == 1 ? "" : "s", t1 - tb0,
-               band_ms[0], band_ms[1], band_ms[2], records, made, measured, ms[0], ms[1], ms[2]);
+    gpuws__log(
+        GPUWS__LOG_DEBUG,
+        "extract_host: background's pass %.1f ms, %zu band%s of %zu rows (halo %zu, %d slot%s) on %u device%s %.1f ms "
+        "(summed over the devices: uploads and maps %.1f, device steps %.1f, records kept %.1f); %zu records "
+        "kept of %zu made, %zu components chained on the devices; components %.1f ms, host steps %.1f, "
+        "segmentation map %.1f",
+        tb0 - t0, b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, b.slots, b.slots == 1 ? "" : "s", nctx,
+        nctx == 1 ? "" : "s", t1 - tb0, band_ms[0], band_ms[1], band_ms[2], records, made, measured, ms[0], ms[1],
+        ms[2]);
     *catalog = cat;
     return GPUWS_OK;
 }
@@ -1609,15 +1770,19 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
     /* this caller's bands: as many rows as its budget holds with a halo either side */
     const size_t halo = filter_halo(&eo);
     size_t band_rows = 0, bands = 0;
+    int band_slots = 1;
     gpuws__background_plan bp;
     memset(&bp, 0, sizeof bp);
     if (!st && bg && !gpuws__background_layout(width, height, bo.bw, bo.bh, &bp))
         st = gpuws__error(GPUWS_ERR_OVERFLOW, "%s: the plan for %zu x %zu pixels overflows size_t", fn, width, height);
     if (!st && rows) { /* a band holds its halo rows whatever its height: the other callers' rows are not here */
-        const uint64_t per_px = EX_HOST_BYTES + (bg ? 8u : 0u) + (any_mask ? 1u : 0u), plan = bg ? bp.words * 4 : 0;
+        const uint64_t in_px = (bg ? 8u : 0u) + (any_mask ? 1u : 0u), per_px = EX_HOST_BYTES + in_px;
+        const uint64_t slot_px = ctx->backend->kind == GPUWS_BACKEND_CPU ? 0 : sizeof(float) + in_px;
+        const uint64_t plan = bg ? bp.words * 4 : 0;
         uint64_t budget, rows_in;
-        if (!(st = band_rows_in(ctxs, nctx, ho.max_device_bytes, width, per_px, plan, halo, UINT64_MAX, fn, &rows_in,
-                                &budget))) {
+        /* one band holds the caller's rows and a halo either side */
+        if (!(st = band_rows_in(ctxs, nctx, ho.max_device_bytes, width, per_px, slot_px, plan, halo,
+                                rows + 2 * (uint64_t)halo, fn, &rows_in, &budget, &band_slots))) {
             band_rows = band_own_rows(rows, rows_in - 2 * halo, 0, nctx);
             bands = (rows + band_rows - 1) / band_rows;
         }
@@ -1656,7 +1821,8 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
                    .passes = bg ? 2 : 1,
                    /* every caller keeps its edges and slots (a CPU backend's bands send every record), so that root
                     * joins them alike; not where root makes the segmentation map (extract_host says why) */
-                   .compact = !any_segmap };
+                   .compact = !any_segmap,
+                   .slots = band_slots };
     if (!st) st = records_on_devices(&b, &k, ms);
     /* the records to root, which joins the bands' labels and makes the catalogue */
     size_t *borders, nb;

@@ -218,7 +218,9 @@ typedef struct gpuws_extract_host_options {
 /* gpuws_extract on a host image (width*height f32, row-major), the maps and the segmentation map in host memory.
  * When the image, its maps and the in-core extraction's device memory (about 118 bytes a pixel) fit the budget, the
  * call is one in-core gpuws_extract between uploads and a download. Otherwise bands of whole rows, each with
- * max(filter_h / 2, 1) rows of halo above and below, go through the device one after the other: the pixels are
+ * max(filter_h / 2, 1) rows of halo above and below, go through the device one after the other (on a GPU or OpenCL
+ * device the next band's upload, on a thread of its own, while the device works on one, where the budget holds two
+ * bands' inputs): the pixels are
  * prepared, filtered, thresholded and labelled there and the records of the band's own rows read back; the host
  * then joins the bands' labels at their borders (numbered as gpuws_label numbers the whole image) and makes the
  * catalogue with gpuws_extract's host steps. Host memory: about 28 bytes a detected pixel. On the CPU backend the
