@@ -594,17 +594,19 @@ FAULT_CASE(hidden_layer_host, FAULT_ALL)
     return st;
 }
 
-/* Host to host in bands of 3 rows (extract_host's 45 bytes a pixel of 5 rows with their halo): three blobs, one
- * of them across two bands, no filter, minarea 1. */
+/* Host to host in bands of 3 rows on the CPU backend (extract_host's 45 bytes a pixel of 5 rows with their halo),
+ * of 2 on OpenCL and CUDA, where the budget holds 4 rows with a second band's image (49 bytes a pixel) and the next
+ * band is uploaded on a thread of the call's own: three blobs, one of them across two bands or more (the first too
+ * in bands of 2), no filter, minarea 1. */
 FAULT_CASE(extract_host_in_bands, FAULT_ALL)
 {
     enum { W = 40, H = 25 };
     static float img[W * H];
     static int32_t seg[W * H];
     memset(img, 0, sizeof img);
-    for (int y = 1; y < 3; y++) img[y * W + 3] = img[y * W + 4] = 5.0f; /* rows 1-2: band 0 */
-    for (int y = 2; y < 5; y++) img[y * W + 20] = 6.0f;                 /* rows 2-4: bands 0 and 1 */
-    img[20 * W + 30] = 9.0f;                                            /* band 6 */
+    for (int y = 1; y < 3; y++) img[y * W + 3] = img[y * W + 4] = 5.0f; /* rows 1-2 */
+    for (int y = 2; y < 5; y++) img[y * W + 20] = 6.0f;                 /* rows 2-4 */
+    img[20 * W + 30] = 9.0f;                                            /* row 20 */
     memset(seg, TEST_POISON_BYTE, sizeof seg);
     gpuws_extract_options eo = GPUWS_EXTRACT_OPTIONS_INIT;
     eo.filter_type = GPUWS_FILTER_NONE, eo.minarea = 1;
