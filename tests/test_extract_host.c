@@ -174,7 +174,7 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
     if (c->backend != GPUWS_BACKEND_CPU) {
         /* the bands grouped, chained and measured on the device (as a GPU does by default): the same catalogue, the
          * components that touch no band border measured there and their records never read; with the segmentation
-         * map every record is read, the same map */
+         * map too, the same map (its measured components' pixels found by the bands' labels) */
         test_tune(ctx, "extract_group", "device");
         TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &plain.cat));
         size_t all = 0;
@@ -191,6 +191,12 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
         ho.segmap = plain.seg;
         TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &plain.cat));
         expect_same(grouped, &plain, &want, n);
+        const size_t read_map = gpuws__extract_compact_last(&all), measured_map = gpuws__extract_measured_last();
+        if (rows >= 7)
+            cr_assert(measured_map == measured && read_map == read,
+                      "%s, with the map: %zu objects measured on the device, %zu of %zu records read (without: %zu, "
+                      "%zu)",
+                      grouped, measured_map, read_map, all, measured, read);
         result_free(&plain);
     }
     result_free(&got);
@@ -203,7 +209,9 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
 }
 
 /* Bands whose every component the device finishes (round blobs, each inside one band of 16 rows, nothing else
- * detected): no record reaches the host, and the catalogue is in-core's. */
+ * detected): no record reaches the host, and the catalogue is in-core's; with the segmentation map too, which then
+ * comes from the bands' labels alone (each band's last label a measured blob, the label before the next band's
+ * first: a pixel outside every blob must not take it). */
 GPU_BACKEND_TEST(extract_host, bands_whose_components_the_device_all_measures_send_no_record)
 {
     enum { BW = 256, BH = 64, ROWS = 16 };
@@ -229,6 +237,14 @@ GPU_BACKEND_TEST(extract_host, bands_whose_components_the_device_all_measures_se
               "%zu of %zu records read, %zu of the 32 blobs measured on the device", read, all,
               gpuws__extract_measured_last());
     expect_same("blobs inside bands", &got, &want, 0);
+    result_free(&got);
+    got.seg = malloc(sizeof x / sizeof x[0] * sizeof(int32_t));
+    cr_assert(got.seg);
+    ho.segmap = got.seg;
+    TEST_OK(gpuws_extract_host(ctx, BW, BH, x, &ho, &got.cat));
+    cr_assert(gpuws__extract_compact_last(&all) == 0 && gpuws__extract_measured_last() == 32,
+              "with the map: records read, or blobs not measured on the device");
+    expect_same("blobs inside bands, with the map", &got, &want, (size_t)BW * BH);
     result_free(&got);
     result_free(&want);
     gpuws_context_destroy(ctx);
@@ -490,8 +506,23 @@ ParameterizedTest(devices_case *c, extract_host, several_devices_give_the_in_cor
         cr_assert(!memcmp(&got_r, &want_r, sizeof got_r), "%s: the background's globals differ", what);
         cr_assert(!memcmp(back, want_back, n * sizeof(float)) && !memcmp(rms, want_rms, n * sizeof(float)),
                   "%s: back or rms differs from in-core", what);
-        free(want_back), free(want_rms);
     }
+    if (c->backend != GPUWS_BACKEND_CPU && bands > 1) {
+        /* grouped on every device (as GPUs do): each device's bands finish their inner components, whose pixels
+         * the map finds through the bands' labels, numbered after the devices' before */
+        gpuws_context *all[3] = { ctx, more[0], more[1] };
+        for (size_t d = 0; d < c->devices; d++) test_tune(all[d], "extract_group", "device");
+        result grouped = { NULL, malloc(n * sizeof(int32_t)) };
+        cr_assert(grouped.seg);
+        ho.segmap = grouped.seg;
+        TEST_OK(gpuws_extract_host(ctx, W, H, x, &ho, &grouped.cat));
+        char g[200];
+        snprintf(g, sizeof g, "%s, grouped on the devices", what);
+        expect_same(g, &grouped, &want, n);
+        if (band_rows >= 7) cr_assert(gpuws__extract_measured_last() > 0, "%s: nothing measured on the devices", g);
+        result_free(&grouped);
+    }
+    if (c->made) free(want_back), free(want_rms);
     result_free(&got);
     result_free(&want);
     free(back), free(rms), free(mask), free(x), free(lvl), free(sig);

@@ -661,6 +661,15 @@ gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_p
     return extract_gpu_pixels(s, p, image, o, sink, compact, px, &rec, &cr);
 }
 
+gpuws_status gpuws__extract_band_labels(gpuws_stream *s, const gpuws__extract_params *p, size_t r0, size_t r1,
+                                        int32_t *dst)
+{
+    gpuws_buffer *labels; /* the same request as extract_gpu_pixels': the buffer as that band left it */
+    const gpuws_status st = gpuws__stream_scratch(s, &key_labels, p->w * p->h * sizeof(int32_t), &labels);
+    if (st || r1 <= r0) return st;
+    return gpuws__read_kept(s, labels, r0 * p->w * sizeof(int32_t), dst, (r1 - r0) * p->w * sizeof(int32_t));
+}
+
 gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
                            const gpuws_extract_options *options, gpuws_extract_catalog **catalog)
 {

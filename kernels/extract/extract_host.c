@@ -458,8 +458,10 @@ static bool runs_merge(ex_kept *k, const uint32_t *root)
  * connectivity 8, the same column with 4) are joined under the smaller one, which is the earlier first pixel; then
  * the roots, in order, are numbered 1, 2, ... and every record takes its root's number: gpuws_label's numbering of
  * the whole image. *nl the components. With compact bands the edges stand for the records in the border rows, the
- * runs are merged (runs_merge) and the slots follow their labels' numbers. */
-static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t nb, int connectivity, size_t *nl)
+ * runs are merged (runs_merge) and the slots follow their labels' numbers. final_of (may be NULL): the bands'
+ * labels' numbers (k->labels + 1 of them, gpuws__malloc'd: the caller frees them). */
+static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t nb, int connectivity, size_t *nl,
+                            uint32_t **final_of)
 {
     uint32_t *parent = gpuws__malloc((k->labels + 1) * sizeof *parent);
     /* compact bands: the edges in raster order stand for the records, which lie in label order */
@@ -511,7 +513,8 @@ static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t 
     }
     ex_renumber j = { k->label, parent };
     gpuws__run_ranges(k->n, gpuws__copy_threads(k->n * 2 * sizeof(int32_t)), renumber_range, &j);
-    gpuws__free(parent);
+    if (final_of) *final_of = parent;
+    else gpuws__free(parent);
     *nl = count;
     return true;
 }
@@ -535,6 +538,11 @@ typedef struct {
     int passes;   /* the bands are the last of them in progress: 2 after the background's */
     bool compact; /* the bands grouped, chained and measured on the devices that group (extract_gpu_pixels) */
     int slots;    /* 2: the budget holds a second band's inputs, uploaded while the device works on the first */
+    /* With a segmentation map where the devices group: each band's labels of its own rows (band_labels: the rows
+     * [first, end), w each) and the labels of the bands before band b (label_base[b]), by which extract_records
+     * finds the pixels of the components that the bands measured on the devices (their records never come back) */
+    int32_t *band_labels;
+    size_t *label_base;
 } ex_bands;
 
 /* The first own row of band `band`, and one past its last. */
@@ -732,6 +740,15 @@ static void feed_stop(ex_feed *f)
     pthread_mutex_unlock(&f->lock);
 }
 
+/* Whether ctx groups a band's records on the device (and so chains and measures its components there): a GPU or
+ * OpenCL device, by the knob extract_group (auto: not on CPU devices such as PoCL). */
+static bool groups_on_device(gpuws_context *ctx)
+{
+    const int knob = ctx->tuning.extract_group;
+    return ctx->backend->kind != GPUWS_BACKEND_CPU &&
+           (knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !gpuws__is_cpu_device(ctx)));
+}
+
 /* The records of the own rows of bands [lo, hi) into k, on ctx: on the CPU backend by the reference on the caller's
  * arrays, else through the device, a band at a time on a stream of the call's own (which holds the device steps'
  * memory), the uploads a band ahead on a stream and thread of their own where b->slots is 2 (ex_feed); progress
@@ -744,9 +761,7 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
     const size_t w = b->p->w, h = b->p->h, rows_in = b->rows + 2 * b->halo;
     const gpuws_extract_host_options *ho = b->ho;
     const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
-    const int knob = ctx->tuning.extract_group; /* the device groups as it does in-core */
-    const bool compact = b->compact && !on_cpu &&
-                         (knob == GPUWS__GROUP_DEVICE || (knob == GPUWS__GROUP_AUTO && !gpuws__is_cpu_device(ctx)));
+    const bool compact = b->compact && groups_on_device(ctx); /* the device groups as it does in-core */
     gpuws_stream *s = NULL;
     gpuws_status st = GPUWS_OK;
     ex_feed f;
@@ -795,6 +810,9 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
             ex_room r = { k, room };
             const gpuws__records_sink sink = { kept_room, kept_moms, &r };
             st = gpuws__extract_band_records(s, &pb, d->img, &ob, &sink, compact, &px);
+            if (b->band_labels) b->label_base[band] = k->labels;
+            if (!st && b->band_labels)
+                st = gpuws__extract_band_labels(s, &pb, y0 - a0, y1 - a0, b->band_labels + (y0 - b->first) * w);
             /* nothing of the band's reads its slot any more once s is idle */
             const gpuws_status sy = gpuws_stream_synchronize(s);
             if (!st) st = sy;
@@ -894,10 +912,14 @@ static gpuws_status records_on_devices(const ex_bands *b, ex_kept *k, double ms[
         if (share[d].st) st = gpuws__error(share[d].st, "%s", share[d].why);
     *k = share[0].kept, share[0].kept = (ex_kept){ 0 };
     const double t0 = now_ms();
-    for (unsigned d = 1; d < b->nctx && !st; d++)
+    for (unsigned d = 1; d < b->nctx && !st; d++) {
+        /* device d's bands (gpuws__run_ranges' split) number their labels after the devices' before it */
+        const size_t lo = d * b->bands / b->nctx, hi = (d + 1) * b->bands / b->nctx, before = k->labels;
         if (!kept_append(k, &share[d].kept))
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records (%zu bytes)",
                               k->n + share[d].kept.n, (k->n + share[d].kept.n) * 6 * sizeof(uint32_t));
+        for (size_t band = lo; b->label_base && band < hi; band++) b->label_base[band] += before;
+    }
     const double t1 = now_ms();
     for (unsigned d = 0; d < b->nctx; d++) {
         const ex_share *e = &share[d];
@@ -979,36 +1001,83 @@ static void scatter_range(void *arg, size_t part, size_t lo, size_t hi)
     for (size_t r = lo; r < hi; r++) j->segmap[j->idx[r] & ~EX_BLANK_BIT] = j->obj_of[r];
 }
 
+/* The map from the bands' labels: a pixel of a component measured on a device takes its object, any other 0 (the
+ * kept records' objects are scattered after). obj_of_label[l]: the object + 1 of the bands' label l (0: none),
+ * label_obj of its component's number (final_of[l]), made first so that each pixel takes one look-up. */
+typedef struct {
+    int32_t *segmap, *obj_of_label;
+    const int32_t *band_labels, *label_obj;
+    const size_t *label_base;
+    const uint32_t *final_of;
+    size_t w, rows; /* a band's own rows */
+} ex_by_labels;
+
+static void obj_of_label_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    const ex_by_labels *j = arg;
+    (void)part;
+    for (size_t l = lo; l < hi; l++) j->obj_of_label[l] = j->label_obj[j->final_of[l]];
+}
+
+/* Rows [lo, hi) of the map. */
+static void by_labels_range(void *arg, size_t part, size_t lo, size_t hi)
+{
+    const ex_by_labels *j = arg;
+    (void)part;
+    for (size_t y = lo; y < hi; y++) {
+        const int32_t *ob = j->obj_of_label + j->label_base[y / j->rows], *l = j->band_labels + y * j->w;
+        int32_t *o = j->segmap + y * j->w;
+        for (size_t x = 0; x < j->w; x++) o[x] = l[x] ? ob[l[x]] : 0; /* ob[0] is the bands' before */
+    }
+}
+
 /* The catalogue of the records kept from bands whose first rows but the first's are borders[0 .. nb): their
- * components, the host steps, the segmentation map. */
+ * components, the host steps, the segmentation map: from the kept records' objects alone, or (b's band_labels,
+ * bands of b->rows own rows from row 0) first from the bands' labels, where the bands measured components on the
+ * devices and kept none of their records. */
 static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, const size_t *borders, size_t nb,
-                                    int32_t *segmap, gpuws_extract_catalog **catalog, double ms[3])
+                                    int32_t *segmap, const ex_bands *b, gpuws_extract_catalog **catalog, double ms[3])
 {
     gpuws__extract_pixels px;
     memset(&px, 0, sizeof px);
     px.n = k->n, px.idx = k->idx, px.value = k->value, px.cd = k->cd, px.sig = k->sig, px.sig_lr = k->sig_lr;
     if (k->slot) /* compact bands: the host groups the records by label; the measured components have none */
         px.chained = px.compact = true, px.all = k->all, px.mom = k->mom, px.nmom = k->nmom, px.slot_of = k->slot;
+    const bool by_labels = segmap && b && b->band_labels;
     int32_t *obj_of = segmap ? gpuws__malloc((k->n ? k->n : 1) * sizeof *obj_of) : NULL;
+    uint32_t *final_of = NULL;
     size_t nl;
     const double t0 = now_ms();
-    if ((segmap && !obj_of) || !components_join(k, p->w, borders, nb, p->connectivity, &nl)) {
-        gpuws__free(obj_of);
+    if ((segmap && !obj_of) ||
+        !components_join(k, p->w, borders, nb, p->connectivity, &nl, by_labels ? &final_of : NULL) ||
+        (by_labels && !(px.label_obj = gpuws__calloc(nl + 1, sizeof *px.label_obj)))) {
+        gpuws__free(obj_of), gpuws__free(final_of);
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                             "extract_host: no host memory for the components of %zu records (%zu bytes)", k->n,
-                            (k->labels + 1 + (segmap ? k->n : 0)) * sizeof(uint32_t));
+                            (k->labels + 1 + (segmap ? k->n : 0) + (by_labels ? k->labels + 1 : 0)) * sizeof(uint32_t));
     }
     px.label = k->label, px.nl = nl;
     const double t1 = now_ms();
     gpuws_status st = gpuws__extract_objects(p, &px, catalog, obj_of);
     const double t2 = now_ms();
-    if (!st && segmap) {
+    /* the bands' labels' objects over final_of, whose room they take */
+    if (!st && by_labels) {
+        const size_t nlab = k->labels + 1;
+        ex_by_labels j = { segmap, (int32_t *)final_of, b->band_labels, px.label_obj, b->label_base, final_of, p->w,
+                           b->rows };
+        gpuws__run_ranges(nlab, gpuws__copy_threads(nlab * 3 * sizeof(int32_t)), obj_of_label_range, &j);
+        gpuws__run_ranges(p->h, gpuws__copy_threads(p->w * p->h * 2 * sizeof(int32_t)), by_labels_range, &j);
+    } else if (!st && segmap) {
         gpuws__copy_bytes(segmap, NULL, 0, p->w * p->h * sizeof *segmap); /* fresh pages fault in on threads */
+    }
+    if (!st && segmap) {
         ex_scatter j = { segmap, k->idx, obj_of };
         gpuws__run_ranges(k->n, gpuws__copy_threads(k->n * 2 * sizeof(uint32_t)), scatter_range, &j);
     }
     ms[0] = t1 - t0, ms[1] = t2 - t1, ms[2] = now_ms() - t2;
     gpuws__free(obj_of);
+    gpuws__free(final_of);
+    gpuws__free(px.label_obj);
     return st;
 }
 
@@ -1251,9 +1320,7 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
                    .rows = rows,
                    .bands = bands,
                    .passes = bg ? 2 : 1,
-                   /* the measured components' pixels would need each band's labels for the segmentation map, which
-                    * would then be written before the call knows that it succeeds */
-                   .compact = !on_cpu && !ho.segmap,
+                   .compact = !on_cpu,
                    .slots = slots };
     float *tb = NULL, *tr = NULL;
     void *plan = NULL;
@@ -1271,6 +1338,16 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
         if (ho.back_out) gpuws__prefault(ho.back_out, fb);
         if (ho.rms_out) gpuws__prefault(ho.rms_out, fb);
     }
+    /* the segmentation map of components measured on the devices comes from the bands' labels, kept on the host
+     * until the catalogue is made: the map is written only once the call knows that it succeeds */
+    if (!st && ho.segmap && groups_on_device(ctx)) {
+        b.band_labels = gpuws__malloc(npix * sizeof *b.band_labels);
+        b.label_base = gpuws__malloc(bands * sizeof *b.label_base);
+        if (!b.band_labels || !b.label_base)
+            st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                              "extract_host: no host memory for the bands' labels of the segmentation map (%zu bytes)",
+                              npix * sizeof(int32_t) + bands * sizeof(size_t));
+    }
     const double tb0 = now_ms();
     ex_kept k;
     memset(&k, 0, sizeof k);
@@ -1284,8 +1361,10 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu band borders (%zu bytes)",
                           bands - 1, (bands - 1) * sizeof *borders);
     for (size_t i = 1; i < bands && borders; i++) borders[i - 1] = i * rows;
-    if (!st) st = extract_records(&p, &k, borders, bands - 1, ho.segmap, &cat, ms);
+    if (!st) st = extract_records(&p, &k, borders, bands - 1, ho.segmap, &b, &cat, ms);
     gpuws__free(borders);
+    gpuws__free(b.band_labels);
+    gpuws__free(b.label_base);
     const size_t records = k.n, made = k.slot ? k.all : k.n, measured = k.nmom;
     kept_free(&k);
     gpuws__extract_params_free(&p);
@@ -1829,7 +1908,7 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
     st = reduce_records(&x, st, root, band_rows, each, &k, &borders, &nb);
     gpuws_extract_catalog *cat = NULL;
     const double t_host = now_ms();
-    if (!st && caller == root && !(st = extract_records(&p, &k, borders, nb, ho.segmap, &cat, ms)))
+    if (!st && caller == root && !(st = extract_records(&p, &k, borders, nb, ho.segmap, NULL, &cat, ms)))
         cat->ms_device = t_host - t_start, cat->ms_host = now_ms() - t_host; /* as extract_host's */
     gpuws__free(borders);
     kept_free(&k);

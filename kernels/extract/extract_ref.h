@@ -132,6 +132,13 @@ gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_p
                                          const gpuws_extract_options *o, const gpuws__records_sink *sink, bool compact,
                                          gpuws__extract_pixels *px);
 
+/* The labels of rows [r0, r1) of the band whose records gpuws__extract_band_records last made on s (gpuws_label's
+ * numbers on its own rows, 0 where nothing was detected) into dst, w x (r1 - r0) int32 (a blocking read): where the
+ * band's compact records leave out the components measured on the device, the segmentation map finds their pixels
+ * here. */
+gpuws_status gpuws__extract_band_labels(gpuws_stream *s, const gpuws__extract_params *p, size_t r0, size_t r1,
+                                        int32_t *dst);
+
 /* The components that the last gpuws__extract_objects of this thread took as the device chained them (one object
  * each, deblending skipped: extract_chain.h), and with p->chain_check those of them whose host deblending gave
  * other than one object of the same pixels in the same order, for the tests. */

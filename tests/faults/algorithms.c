@@ -629,6 +629,16 @@ FAULT_CASE(extract_host_in_bands, FAULT_ALL)
     return st;
 }
 
+/* The same bands grouped on the device (as GPUs do): the segmentation map then comes through the bands' labels, kept
+ * on the host until the catalogue is made (in bands this short every blob touches a border: the host measures it). */
+FAULT_CASE(extract_host_in_bands_grouped, FAULT_GPU)
+{
+    test_tune(f->ctx, "extract_group", "device");
+    const gpuws_status st = fault_op_extract_host_in_bands(f);
+    test_tune(f->ctx, NULL, NULL);
+    return st;
+}
+
 /* The mesh background from host memory, meshes of 8 x 5 pixels in bands of one mesh row (its smallest budget is pass
  * 2's row of maps beside the plan: 2 x 40 x 4 + 4 x (8 x 25 + 5 x 65) bytes). */
 FAULT_CASE(background_host_in_bands, FAULT_ALL)

@@ -215,24 +215,24 @@ typedef struct gpuws_extract_host_options {
             0                                                                                                          \
     }
 
-/* gpuws_extract on a host image (width*height f32, row-major), the maps and the segmentation map in host memory.
- * When the image, its maps and the in-core extraction's device memory (about 118 bytes a pixel) fit the budget, the
- * call is one in-core gpuws_extract between uploads and a download. Otherwise bands of whole rows, each with
- * max(filter_h / 2, 1) rows of halo above and below, go through the device one after the other (on a GPU or OpenCL
- * device the next band's upload, on a thread of its own, while the device works on one, where the budget holds two
- * bands' inputs): the pixels are
- * prepared, filtered, thresholded and labelled there and the records of the band's own rows read back; the host
+/* gpuws_extract on a host image (width*height f32, row-major), the maps and the segmentation map in host memory. When
+ * the image, its maps and the in-core extraction's device memory (about 118 bytes a pixel) fit the budget, the call is
+ * one in-core gpuws_extract between uploads and a download. Otherwise bands of whole rows, each with max(filter_h / 2,
+ * 1) rows of halo above and below, go through the device one after the other (on a GPU or OpenCL device the next band's
+ * upload, on a thread of its own, while the device works on one, where the budget holds two bands' inputs): the pixels
+ * are prepared, filtered, thresholded and labelled there and the records of the band's own rows read back; the host
  * then joins the bands' labels at their borders (numbered as gpuws_label numbers the whole image) and makes the
- * catalogue with gpuws_extract's host steps. Host memory: about 28 bytes a detected pixel. On the CPU backend the
- * bands are the reference's, on the caller's arrays. With options->background the call first makes the mesh
- * grid as gpuws_background_host's pass 1 does (progress: pass 1 of 2, the extraction pass 2), then each band's back
- * and rms on the device from it, its own rows read back into back_out and rms_out where given: the results are
- * gpuws_background's and then gpuws_extract's in-core, bit for bit. Several devices (options->more_contexts): the
- * budget holds on each, and a banded extraction's bands are cut into one range of consecutive bands a device (at
- * least a band each), each device driven by a thread of its own (ctx's by the calling thread; the background's grid
- * is made on ctx); the results are the same bits as on ctx alone when the devices are the same model. Progress
- * comes on the calling thread in band order (the other devices' bands once every device is done). Errors:
- * gpuws_extract's and gpuws_background's, NULL ctx or image, a buffer set in options->extract or
+ * catalogue with gpuws_extract's host steps. Host memory: about 28 bytes a detected pixel (with a segmentation map on a
+ * device that groups the records, a GPU, 4 bytes a pixel more: the bands' labels, which the map is made from once the
+ * catalogue is). On the CPU backend the bands are the reference's, on the caller's arrays. With options->background the
+ * call first makes the mesh grid as gpuws_background_host's pass 1 does (progress: pass 1 of 2, the extraction pass 2),
+ * then each band's back and rms on the device from it, its own rows read back into back_out and rms_out where given:
+ * the results are gpuws_background's and then gpuws_extract's in-core, bit for bit. Several devices
+ * (options->more_contexts): the budget holds on each, and a banded extraction's bands are cut into one range of
+ * consecutive bands a device (at least a band each), each device driven by a thread of its own (ctx's by the calling
+ * thread; the background's grid is made on ctx); the results are the same bits as on ctx alone when the devices are the
+ * same model. Progress comes on the calling thread in band order (the other devices' bands once every device is done).
+ * Errors: gpuws_extract's and gpuws_background's, NULL ctx or image, a buffer set in options->extract or
  * options->background, back or rms given with background, an output (segmap, back_out, rms_out) overlapping an
  * input or another, a more_contexts entry that is NULL, not live, of another backend, or ctx or an entry again, a
  * budget smaller than one band of one row with its halo (the message gives the minimum) →
