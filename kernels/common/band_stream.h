@@ -37,6 +37,9 @@ typedef struct gpuws__band_ops {
                                    first pass ends with) */
     bool ready_first;           /* no step completes or downloads into `target` before every device has made its
                                    state (label_host's one pass writes the caller's output from its first step) */
+    bool barrier_downloads;     /* steps from `barrier` on download into staging only past the barrier too (their
+                                   download enqueues device work that needs what the steps before end with:
+                                   label_host's remap of a band to its final numbers) */
     int slots;                  /* slots a device, 1 .. GPUWS__BAND_SLOTS */
     size_t in_bytes, out_bytes; /* a slot's input and output, device and staging alike (at least 1) */
     void *user;                 /* every callback's first argument */

@@ -6,8 +6,10 @@
  * the borders (one row of halo) in a union-find, SciPy's numbering whatever the banding. A component may leave a
  * band and come back through bands below (a U, a spiral), so no band's numbers are known until every band has been
  * seen: pass 1 labels every band and reads back only N_b and the band's first and last rows; pass 2 labels every
- * band again and maps its labels through a table of the band's final numbers while copying them out of pinned
- * staging. Labelling twice costs one more upload of the mask (a byte a pixel) and the labelling kernels; keeping
+ * band again, numbers its labels on the device (label_remap over the band's nodes: the labels on its first and last
+ * rows, at most 2 w, written on the download stream, so no table of N_b entries goes to the device) and downloads
+ * them: through pinned staging, copied out, or straight into the caller's pinned labels. The CPU backend, which has
+ * no kernels, maps them through a table of the band's final numbers while copying them out of staging. Labelling twice costs one more upload of the mask (a byte a pixel) and the labelling kernels; keeping
  * pass 1's labels instead would mean four bytes a pixel written to the host and read again.
  *
  * An image that fits as one band is one pass with no staging (run_in_core). Otherwise the two passes are the steps
@@ -19,11 +21,9 @@
  *
  * The host's copies are skipped where the caller's memory is pinned for the device (gpuws_host_alloc on its
  * context; with CUDA any page-locked memory), each device deciding for itself: a packed mask's band rows upload
- * straight from the mask in both passes, and pass 2 downloads a band straight into the caller's pinned labels after
- * numbering them on the device: label_remap over the band's nodes (the labels on its first and last rows, at most
- * 2 w), written on the download stream, so no table of N_b entries goes to the device. Such a download waits for the
- * numbering (the barrier covers downloads into the caller's memory too). Pass 1's border rows always come back
- * through staging. */
+ * straight from the mask in both passes, and pass 2 downloads a band straight into the caller's pinned labels.
+ * Every download of pass 2 waits for the numbering (the barrier, with barrier_downloads for those into staging).
+ * Pass 1's border rows always come back through staging. */
 #include "../../core/options.h"
 #include "../../core/threads.h"
 #include "../common/band_stream.h"
@@ -163,6 +163,11 @@ static void stage_mask(const copy_part *c, size_t r0, size_t r1)
         for (size_t r = r0; r < r1; r++) memcpy(dst + r * c->w, src + r * c->src_stride, c->w);
 }
 
+static void copy_labels(const copy_part *c, size_t r0, size_t r1)
+{
+    memcpy((int32_t *)c->dst + r0 * c->w, (const int32_t *)c->src + r0 * c->w, (r1 - r0) * c->w * sizeof(int32_t));
+}
+
 static void map_labels(const copy_part *c, size_t r0, size_t r1)
 {
     const int32_t *src = c->src, *t = c->table;
@@ -188,9 +193,9 @@ static void copy_rows(copy_part *c, size_t rows, size_t bytes)
 
 typedef struct {
     int32_t *hcount; /* pinned, [bands]: pass 1's N of each band this device labels, read on its labelling stream */
-    int32_t *table;  /* pass 2: the band's table of final numbers */
+    int32_t *table;  /* pass 2 without remap (the CPU backend): the band's table of final numbers */
     size_t table_cap;
-    /* Pass 2 into the caller's pinned labels: a band's nodes (band_nodes: the labels on its first and last rows)
+    /* Pass 2 with remap: a band's nodes (band_nodes: the labels on its first and last rows)
      * for label_remap, written on the download stream before the band's remap, so one set serves every slot; they
      * are copied into pinned memory first (a slot's part each, NODE_BYTES), since an upload from pageable memory
      * may wait for the stream. */
@@ -208,7 +213,7 @@ typedef struct {
     /* [bands]: pass 1's first and last rows of a band, from its completion until it is done */
     int32_t **border;
     bool once;    /* one pass: each band's labels go into `labels` as they are, mapped in place once numbered */
-    bool remap;   /* some band of pass 2 downloads into the caller's labels */
+    bool remap;   /* pass 2 numbers its bands on the devices (label_remap): two passes, not the CPU backend */
     uint64_t *nh; /* remap, after numbering, [nodes + 1]: the non-root nodes before each */
     device_state *dev[GPUWS__BAND_DEVICES]; /* each device's, from its device_make on */
 } run_state;
@@ -258,14 +263,12 @@ static size_t band_nodes(const band_plan *bp)
  * (m each). */
 #define NODE_BYTES(m) (((m) + 1) * sizeof(uint64_t) + 2 * (m) * sizeof(int32_t))
 
-/* The remap's device state, when some band of pass 2 on device d downloads into the caller's labels: label_remap
- * found and the node buffers made before any output is written. */
-static gpuws_status remap_make(run_state *rs, unsigned d, gpuws_context *ctx, device_state *ds)
+/* The remap's device state where pass 2 numbers its bands on the devices: label_remap found and the node buffers made
+ * before any output is written. */
+static gpuws_status remap_make(run_state *rs, gpuws_context *ctx, device_state *ds)
 {
     const band_plan *bp = rs->bp;
-    bool direct = false;
-    for (size_t t = d; t < 2 * bp->bands && !direct; t += bp->devices) direct = t >= bp->bands && target(rs, ctx, t);
-    if (!direct) return GPUWS_OK;
+    if (!rs->remap) return GPUWS_OK;
     gpuws_kernel *k;
     const size_t nodes = band_nodes(bp);
     gpuws_status st;
@@ -297,8 +300,8 @@ static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuw
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a device's state (%zu bytes)",
                             sizeof *ds);
     /* pass 2's table, made now so that no allocation fails once labels are being written: a band has at most
-     * ceil(pixels / 2) components (a checkerboard with connectivity 4) */
-    const size_t cap = (rs->bp->rows * rs->bp->w + 1) / 2 + 1;
+     * ceil(pixels / 2) components (a checkerboard with connectivity 4); none where the device remaps */
+    const size_t cap = rs->remap ? 1 : (rs->bp->rows * rs->bp->w + 1) / 2 + 1;
     if (!(ds->table = gpuws__malloc(cap * sizeof *ds->table))) {
         gpuws__free(ds);
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
@@ -307,7 +310,7 @@ static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuw
     }
     ds->table_cap = cap;
     gpuws_status st = gpuws_host_alloc(ctx, rs->bp->bands * sizeof(int32_t), (void **)&ds->hcount);
-    if (!st) st = remap_make(rs, d, ctx, ds);
+    if (!st) st = remap_make(rs, ctx, ds);
     if (st) {
         device_state_free(ctx, ds);
     } else {
@@ -351,8 +354,8 @@ static gpuws_status compute(void *user, void *state, size_t t, gpuws_stream *run
     return n.buffer ? gpuws_buffer_read_async(run, n.buffer, n.offset, ds->hcount + b, sizeof(int32_t)) : GPUWS_OK;
 }
 
-/* Pass 2 into the caller's labels: band b's labels to their final numbers on the device (label_remap over the
- * band's nodes, after the numbering: band_stream downloads into `target` past the barrier only). The nodes go up
+/* Pass 2: band b's labels to their final numbers on the device (label_remap over the band's nodes, after the
+ * numbering: band_stream downloads past the barrier only, barrier_downloads). The nodes go up
  * from pinned part k % slots of the device's (its k-th step, k = t / devices): before it downloads step k,
  * band_stream has waited for the download of the device's step k - slots, which follows on this stream every earlier
  * upload from that part. */
@@ -389,8 +392,7 @@ static gpuws_status download(void *user, size_t t, gpuws_stream *down, gpuws_buf
     const size_t b = t % bp->bands, r = band_height(bp, b), w = bp->w, row = w * sizeof(int32_t);
     if (rs->once) return gpuws_buffer_read_async(down, dout, 0, out, r * row);
     if (t >= bp->bands) {
-        gpuws_status st = GPUWS_OK;
-        if (out == rs->labels + b * bp->rows * w) st = remap_band(rs, t, b, down, dout);
+        const gpuws_status st = rs->remap ? remap_band(rs, t, b, down, dout) : GPUWS_OK;
         return st ? st : gpuws_buffer_read_async(down, dout, 0, out, r * row);
     }
     gpuws_status st = gpuws_buffer_read_async(down, dout, 0, out, row);
@@ -419,8 +421,12 @@ static gpuws_status complete(void *user, void *state, size_t t, const void *stag
         return GPUWS_OK;
     }
     if (!hl) return GPUWS_OK; /* in the caller's labels, numbered on the device */
-    gpuws__numbering_band_table(nb, b, ds->table);
-    copy_part c = { .run = map_labels, .src = hl, .dst = rs->labels + b * bp->rows * w, .w = w, .table = ds->table };
+    if (!rs->remap) gpuws__numbering_band_table(nb, b, ds->table);
+    copy_part c = { .run = rs->remap ? copy_labels : map_labels,
+                    .src = hl,
+                    .dst = rs->labels + b * bp->rows * w,
+                    .w = w,
+                    .table = ds->table };
     copy_rows(&c, r, r * w * sizeof(int32_t));
     return GPUWS_OK;
 }
@@ -507,9 +513,13 @@ static gpuws_status run_bands(run_state *rs)
      * can have is taken before (harvesting then allocates nothing; pages no label reaches are never touched), and
      * no band completes before every device has made its state */
     if (!st && rs->once) st = gpuws__numbering_reserve(&rs->nb, table_cap - 1, bp->bands * band_nodes(bp));
+    /* pass 2 numbers each band on its device (the CPU backend has no kernels: its host maps them), into staging as
+     * into the caller's memory */
+    rs->remap = !rs->once && bp->ctxs[0]->backend->kind != GPUWS_BACKEND_CPU;
     const gpuws__band_ops ops = { .steps = rs->once ? bp->bands : 2 * bp->bands,
                                   .barrier = rs->once ? 0 : bp->bands,
                                   .ready_first = rs->once,
+                                  .barrier_downloads = rs->remap,
                                   .slots = bp->slots,
                                   .in_bytes = bp->rows * bp->w,
                                   .out_bytes = bp->rows * bp->w * sizeof(int32_t),
@@ -524,8 +534,6 @@ static gpuws_status run_bands(run_state *rs)
                                   .download = download,
                                   .complete = complete,
                                   .done = done };
-    for (size_t t = bp->bands; t < 2 * bp->bands && !rs->remap; t++)
-        rs->remap = target(rs, bp->ctxs[t % bp->devices], t);
     if (!st) st = gpuws__band_stream_run(bp->ctxs, bp->devices, &ops);
     if (!st && rs->once) map_bands(rs, table);
     gpuws__free(table);
