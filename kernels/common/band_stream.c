@@ -195,7 +195,8 @@ static gpuws_status device_steps(run *r, unsigned d)
         if (st) break;
         void *dst = ops->target ? ops->target(ops->user, ctx, t) : NULL;
         /* A download into `target` writes the caller's output, as `complete` does: past the barrier it waits for the
-         * barrier too, once the device's own steps before the barrier are complete (the barrier waits for them). */
+         * barrier too (so does one into staging with barrier_downloads), once the device's own steps before the
+         * barrier are complete (the barrier waits for them). */
         if ((dst && ops->ready_first) || ((dst || ops->barrier_downloads) && ops->barrier && t >= ops->barrier)) {
             while (!st && completed < k && d + completed * r->n < ops->barrier)
                 st = complete_step(r, &p, state, slots, d, completed++);

@@ -9,8 +9,9 @@
  * band again, numbers its labels on the device (label_remap over the band's nodes: the labels on its first and last
  * rows, at most 2 w, written on the download stream, so no table of N_b entries goes to the device) and downloads
  * them: through pinned staging, copied out, or straight into the caller's pinned labels. The CPU backend, which has
- * no kernels, maps them through a table of the band's final numbers while copying them out of staging. Labelling twice costs one more upload of the mask (a byte a pixel) and the labelling kernels; keeping
- * pass 1's labels instead would mean four bytes a pixel written to the host and read again.
+ * no kernels, maps them through a table of the band's final numbers while copying them out of staging. Labelling
+ * twice costs one more upload of the mask (a byte a pixel) and the labelling kernels; keeping pass 1's labels
+ * instead would mean four bytes a pixel written to the host and read again.
  *
  * An image that fits as one band is one pass with no staging (run_in_core). Otherwise the two passes are the steps
  * of kernels/common/band_stream.h (step t: band t % bands of pass t / bands + 1), through three slots a device,
@@ -355,10 +356,9 @@ static gpuws_status compute(void *user, void *state, size_t t, gpuws_stream *run
 }
 
 /* Pass 2: band b's labels to their final numbers on the device (label_remap over the band's nodes, after the
- * numbering: band_stream downloads past the barrier only, barrier_downloads). The nodes go up
- * from pinned part k % slots of the device's (its k-th step, k = t / devices): before it downloads step k,
- * band_stream has waited for the download of the device's step k - slots, which follows on this stream every earlier
- * upload from that part. */
+ * numbering: band_stream downloads past the barrier only, barrier_downloads). The nodes go up from pinned part
+ * k % slots of the device's (its k-th step, k = t / devices): before it downloads step k, band_stream has waited for
+ * the download of the device's step k - slots, which follows on this stream every earlier upload from that part. */
 static gpuws_status remap_band(const run_state *rs, size_t t, size_t b, gpuws_stream *down, gpuws_buffer *dout)
 {
     const band_plan *bp = rs->bp;
