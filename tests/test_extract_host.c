@@ -28,21 +28,25 @@
 enum { EX_BYTES = 45 };
 #define WHOLE SIZE_MAX
 
-/* The budget of bands of rows_in rows, halo included, at per_px bytes a pixel (EX_BYTES, the maps' and the mask's):
- * on OpenCL and CUDA with a second band's inputs beside them (the image's 4 bytes a pixel, the maps' and the mask's),
- * which the next band is uploaded into while the device works on one. */
+/* A second band's inputs, bytes a pixel, beside a band of per_px (EX_BYTES, the maps' and the mask's): on OpenCL and
+ * CUDA the image's 4 bytes a pixel, the maps' and the mask's, which the next band is uploaded into while the device
+ * works on one; none on the CPU backend. */
+static uint64_t slot_px(gpuws_backend_kind kind, uint64_t per_px)
+{
+    return kind == GPUWS_BACKEND_CPU ? 0 : 4 + per_px - EX_BYTES;
+}
+
+/* The budget of bands of rows_in rows, halo included, with the second band's inputs. */
 static uint64_t band_budget(gpuws_backend_kind kind, uint64_t per_px, size_t w, size_t rows_in)
 {
-    const uint64_t slot = kind == GPUWS_BACKEND_CPU ? 0 : 4 + per_px - EX_BYTES;
-    return (per_px + slot) * w * rows_in;
+    return (per_px + slot_px(kind, per_px)) * w * rows_in;
 }
 
 /* The rows with their halo that per_px * w * rows_in bytes give a band where a second band's inputs are counted
  * too (a budget that cannot hold the whole image in one band): the rule of band_budget the other way. */
 static size_t two_slot_rows(gpuws_backend_kind kind, uint64_t per_px, size_t rows_in)
 {
-    const uint64_t slot = kind == GPUWS_BACKEND_CPU ? 0 : 4 + per_px - EX_BYTES;
-    return (size_t)(per_px * rows_in / (per_px + slot));
+    return (size_t)(per_px * rows_in / (per_px + slot_px(kind, per_px)));
 }
 
 typedef struct {

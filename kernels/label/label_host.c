@@ -195,7 +195,6 @@ static void copy_rows(copy_part *c, size_t rows, size_t bytes)
 typedef struct {
     int32_t *hcount; /* pinned, [bands]: pass 1's N of each band this device labels, read on its labelling stream */
     int32_t *table;  /* pass 2 without remap (the CPU backend): the band's table of final numbers */
-    size_t table_cap;
     /* Pass 2 with remap: a band's nodes (band_nodes: the labels on its first and last rows)
      * for label_remap, written on the download stream before the band's remap, so one set serves every slot; they
      * are copied into pinned memory first (a slot's part each, NODE_BYTES), since an upload from pageable memory
@@ -300,16 +299,16 @@ static gpuws_status device_make(void *user, unsigned d, gpuws_context *ctx, gpuw
     if (!ds)
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "label_host: no host memory for a device's state (%zu bytes)",
                             sizeof *ds);
-    /* pass 2's table, made now so that no allocation fails once labels are being written: a band has at most
-     * ceil(pixels / 2) components (a checkerboard with connectivity 4); none where the device remaps */
-    const size_t cap = rs->remap ? 1 : (rs->bp->rows * rs->bp->w + 1) / 2 + 1;
-    if (!(ds->table = gpuws__malloc(cap * sizeof *ds->table))) {
+    /* pass 2's table where the host maps pass 2 (two passes on the CPU backend), made now so that no allocation fails
+     * once labels are being written: a band has at most ceil(pixels / 2) components (a checkerboard with
+     * connectivity 4) */
+    const size_t cap = !rs->once && !rs->remap ? (rs->bp->rows * rs->bp->w + 1) / 2 + 1 : 0;
+    if (cap && !(ds->table = gpuws__malloc(cap * sizeof *ds->table))) {
         gpuws__free(ds);
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                             "label_host: no host memory for a band's table of final numbers (%zu bytes)",
                             cap * sizeof(int32_t));
     }
-    ds->table_cap = cap;
     gpuws_status st = gpuws_host_alloc(ctx, rs->bp->bands * sizeof(int32_t), (void **)&ds->hcount);
     if (!st) st = remap_make(rs, ctx, ds);
     if (st) {
