@@ -51,7 +51,7 @@
 #define EXW_FLAGS      10 /* EXM_BLANK, EXM_OK */
 #define EXW_PEAK       11 /* then cpeak, mthresh, the threshold t0: float bits */
 #define EXW_NPIX       15 /* the object's pixels */
-#define EXW_LAST       16 /* the raster index of its last pixel (where SEP's scan completes it) */
+#define EXW_LAST       16 /* and 17: the raster index of its last pixel (SEP's scan completes it there), 64-bit */
 #define EXM_BLANK      1u /* a pixel touches a NaN or masked one */
 #define EXM_OK         2u /* else the host measures the object itself (mthresh's array too small, or a NaN in it) */
 #define EX_MOM_HEAP    64 /* the largest minarea whose mthresh the device finds */
@@ -307,6 +307,7 @@ EX_FN void ex_chain_measure(EX_CONST unsigned *ch, unsigned long m, EX_CONST uns
     mw[EXW_PEAK + 3] = exc_bits(t0);
     mw[EXW_NPIX] = (unsigned)m;
     mw[EXW_LAST] = last;
+    mw[EXW_LAST + 1] = 0u;
 }
 
 /* Listed component l, if ex_chain chained it: a slot of mom taken from *taken, its number in the label's word

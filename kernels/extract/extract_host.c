@@ -44,23 +44,31 @@ static double now_ms(void)
  * With compact bands (ex_bands.compact) the records are those the host works on, each band's grouped by its labels
  * (a band's components that the device measured have none), and three more things are kept: each label's slot in
  * mom where the device chained its component, the measures (moved to the image's coordinates), and the records of
- * the rows either side of each border (edge: raster index << 32 | label), which the join reads instead. */
+ * the rows either side of each border (ex_edge), which the join reads instead. */
 typedef struct {
-    uint32_t *idx;
+    uint64_t *idx; /* raster index | EX_BLANK_BIT64: 64 bits, as the image may hold 2^31 pixels or more */
     float *value, *cd, *sig, *sig_lr;
     int32_t *label;
     size_t n, cap;
+    uint32_t *band_idx; /* where a band's records' indices are read (the band's, 32 bits), before they are moved */
+    size_t band_cap;
     size_t labels; /* the bands' labels so far */
     size_t all;    /* the records the devices made (compact bands: more than n) */
     uint32_t *slot;
     size_t slot_cap;
     double *mom;
     size_t nmom, mom_cap;
-    uint64_t *edge;
+    struct ex_edge *edge;
     size_t nedge, edge_cap;
     struct ex_run *run; /* the border components' records in grouped bands (raster order each) */
     size_t nrun, run_cap;
 } ex_kept;
+
+/* A record of a border row: its raster index and label. */
+typedef struct ex_edge {
+    uint64_t at;
+    int32_t label;
+} ex_edge;
 
 /* A border component's records in a grouped band: k's records [r0, r1), all of label `label`. Two of one band may
  * belong to one component (joined through another band: a U), whose records must then be merged into raster order,
@@ -74,6 +82,7 @@ static void kept_free(ex_kept *k)
 {
     gpuws__free(k->idx), gpuws__free(k->value), gpuws__free(k->cd), gpuws__free(k->sig), gpuws__free(k->sig_lr);
     gpuws__free(k->label), gpuws__free(k->slot), gpuws__free(k->mom), gpuws__free(k->edge), gpuws__free(k->run);
+    gpuws__free(k->band_idx);
     memset(k, 0, sizeof *k);
 }
 
@@ -102,12 +111,13 @@ static bool kept_grow(ex_kept *k, size_t more, bool exact)
     while (cap < k->n + more) cap = k->cap && !exact ? cap * 2 : k->n + more;
     void *p[6] = { k->idx, k->value, k->cd, k->sig, k->sig_lr, k->label };
     for (int a = 0; a < 6; a++) {
-        void *q = gpuws__realloc(p[a], cap * sizeof(uint32_t));
+        const size_t size = a ? sizeof(uint32_t) : sizeof(uint64_t);
+        void *q = gpuws__realloc(p[a], cap * size);
         if (!q) return false;
         p[a] = q;
         k->idx = p[0], k->value = p[1], k->cd = p[2], k->sig = p[3], k->sig_lr = p[4], k->label = p[5];
         /* the fresh pages mapped on threads, not one at a time in the copies into them */
-        gpuws__prefault((char *)q + k->cap * sizeof(uint32_t), (cap - k->cap) * sizeof(uint32_t));
+        gpuws__prefault((char *)q + k->cap * size, (cap - k->cap) * size);
     }
     k->cap = cap;
     return true;
@@ -126,8 +136,9 @@ static bool kept_room(void *user, size_t n, void *arrays[6])
     ex_room *r = user;
     ex_kept *k = r->k;
     const size_t guess = k->cap ? 0 : n + n * (r->bands - 1) / 4 * 5;
-    if (!kept_grow(k, n > guess ? n : guess, false)) return false;
-    arrays[0] = k->idx + k->n, arrays[1] = k->value + k->n, arrays[2] = k->cd + k->n;
+    if (!kept_grow(k, n > guess ? n : guess, false) || !room_mapped((void **)&k->band_idx, &k->band_cap, n, 0, 4))
+        return false;
+    arrays[0] = k->band_idx, arrays[1] = k->value + k->n, arrays[2] = k->cd + k->n;
     arrays[3] = k->sig + k->n, arrays[4] = k->sig_lr + k->n, arrays[5] = k->label + k->n;
     return true;
 }
@@ -149,27 +160,33 @@ typedef struct {
     int32_t most[GPUWS__THREADS_MAX];
 } ex_place;
 
+/* A band's index i (32 bits, the blank bit among them) moved by `offset` to the image's 64 bits. */
+static uint64_t index_moved(uint32_t i, size_t offset)
+{
+    return ((uint64_t)(i & ~EX_BLANK_BIT) + offset) | (i & EX_BLANK_BIT ? EX_BLANK_BIT64 : 0);
+}
+
 static void place_range(void *arg, size_t part, size_t lo, size_t hi)
 {
     ex_place *j = arg;
     ex_kept *k = j->k;
     int32_t most = 0;
     for (size_t r = k->n + lo; r < k->n + hi; r++) {
-        k->idx[r] = (uint32_t)((k->idx[r] & ~EX_BLANK_BIT) + j->offset) | (k->idx[r] & EX_BLANK_BIT);
+        k->idx[r] = index_moved(k->band_idx[r - k->n], j->offset);
         most = k->label[r] > most ? k->label[r] : most;
         k->label[r] += (int32_t)k->labels;
     }
     j->most[part] = most;
 }
 
-/* The n records a band put into kept_room's room (its own rows alone are detected): their indices moved by
- * `offset` to the image's and their labels by the labels of the bands before (a band's labels are 1 .. its largest,
- * each of some record). */
+/* The n records a band put into kept_room's room (its own rows alone are detected): their indices (in band_idx)
+ * moved by `offset` to the image's and their labels by the labels of the bands before (a band's labels are 1 .. its
+ * largest, each of some record). */
 static void kept_placed(ex_kept *k, size_t n, size_t offset)
 {
     ex_place j;
     j.k = k, j.offset = offset;
-    const size_t parts = gpuws__copy_threads(n * 2 * sizeof(uint32_t));
+    const size_t parts = gpuws__copy_threads(n * 3 * sizeof(uint32_t));
     gpuws__run_ranges(n, parts, place_range, &j);
     int32_t most = 0;
     for (size_t t = 0; t < parts; t++) most = j.most[t] > most ? j.most[t] : most;
@@ -185,7 +202,7 @@ static bool kept_add(ex_kept *k, const gpuws__extract_pixels *b, size_t offset, 
     void *to[6];
     if (!kept_room(&r, b->n, to)) return false;
     const void *from[6] = { b->idx, b->value, b->cd, b->sig, b->sig_lr, b->label };
-    for (int a = 0; a < 6; a++) gpuws__copy_bytes(to[a], from[a], 0, b->n * sizeof(uint32_t));
+    for (int a = 0; a < 6; a++) gpuws__copy_bytes(to[a], from[a], 0, b->n * sizeof(uint32_t)); /* idx: band_idx */
     kept_placed(k, b->n, offset);
     return true;
 }
@@ -210,7 +227,7 @@ static bool kept_append(ex_kept *k, const ex_kept *m)
     if (m->n && !kept_grow(k, m->n, true)) return false;
     ex_shift j = { k->label + k->n, m->label, (int32_t)k->labels };
     gpuws__run_ranges(m->n, gpuws__copy_threads(m->n * sizeof(int32_t)), shift_range, &j);
-    gpuws__copy_bytes(k->idx + k->n, m->idx, 0, m->n * sizeof(uint32_t));
+    gpuws__copy_bytes(k->idx + k->n, m->idx, 0, m->n * sizeof(uint64_t));
     gpuws__copy_bytes(k->value + k->n, m->value, 0, m->n * sizeof(float));
     gpuws__copy_bytes(k->cd + k->n, m->cd, 0, m->n * sizeof(float));
     gpuws__copy_bytes(k->sig + k->n, m->sig, 0, m->n * sizeof(float));
@@ -223,7 +240,8 @@ static bool kept_append(ex_kept *k, const ex_kept *m)
         for (size_t l = 1; l <= m->labels; l++)
             k->slot[k->labels + l] = m->slot[l] == UINT32_MAX ? UINT32_MAX : m->slot[l] + (uint32_t)k->nmom;
         if (m->nmom) memcpy(k->mom + k->nmom * EX_MOM_DOUBLES, m->mom, m->nmom * EX_MOM_DOUBLES * sizeof(double));
-        for (size_t e = 0; e < m->nedge; e++) k->edge[k->nedge + e] = m->edge[e] + k->labels;
+        for (size_t e = 0; e < m->nedge; e++)
+            k->edge[k->nedge + e] = (ex_edge){ m->edge[e].at, m->edge[e].label + (int32_t)k->labels };
         if (!room_for((void **)&k->run, &k->run_cap, k->nrun + m->nrun, sizeof *k->run)) return false;
         for (size_t q = 0; q < m->nrun; q++) {
             const ex_run *u = &m->run[q];
@@ -240,13 +258,11 @@ static bool kept_append(ex_kept *k, const ex_kept *m)
 static bool kept_edges_of_run(ex_kept *k, size_t r0, size_t r1, uint64_t lo, uint64_t hi)
 {
     size_t a = r0, b = r1;
-    while (a < r1 && (k->idx[a] & ~EX_BLANK_BIT) < lo) a++;
-    while (b > a && (k->idx[b - 1] & ~EX_BLANK_BIT) >= hi) b--;
+    while (a < r1 && (k->idx[a] & ~EX_BLANK_BIT64) < lo) a++;
+    while (b > a && (k->idx[b - 1] & ~EX_BLANK_BIT64) >= hi) b--;
     if (!room_for((void **)&k->edge, &k->edge_cap, k->nedge + (a - r0) + (r1 - b), sizeof *k->edge)) return false;
-    for (size_t r = r0; r < a; r++)
-        k->edge[k->nedge++] = (uint64_t)(k->idx[r] & ~EX_BLANK_BIT) << 32 | (uint32_t)k->label[r];
-    for (size_t r = b; r < r1; r++)
-        k->edge[k->nedge++] = (uint64_t)(k->idx[r] & ~EX_BLANK_BIT) << 32 | (uint32_t)k->label[r];
+    for (size_t r = r0; r < a; r++) k->edge[k->nedge++] = (ex_edge){ k->idx[r] & ~EX_BLANK_BIT64, k->label[r] };
+    for (size_t r = b; r < r1; r++) k->edge[k->nedge++] = (ex_edge){ k->idx[r] & ~EX_BLANK_BIT64, k->label[r] };
     return true;
 }
 
@@ -266,13 +282,14 @@ typedef struct {
     uint8_t *edge;   /* per label: 1 where its component touches one */
 } ex_sunk;
 
-/* Records [lo, hi) of a grouped band, read into k after its n records: their indices moved to the image's. */
+/* Records [lo, hi) of a grouped band, read into k after its n records: their indices (in band_idx) moved to the
+ * image's. */
 static void sunk_range(void *arg, size_t part, size_t lo, size_t hi)
 {
     (void)part;
     const ex_sunk *g = arg;
-    uint32_t *idx = g->k->idx + g->k->n;
-    for (size_t i = lo; i < hi; i++) idx[i] = (uint32_t)((idx[i] & ~EX_BLANK_BIT) + g->at) | (idx[i] & EX_BLANK_BIT);
+    uint64_t *idx = g->k->idx + g->k->n;
+    for (size_t i = lo; i < hi; i++) idx[i] = index_moved(g->k->band_idx[i], g->at);
 }
 
 /* Labels [lo + 1, hi + 1) of a grouped band (its records' indices moved already): each of its records takes the
@@ -284,7 +301,8 @@ static void label_range(void *arg, size_t part, size_t lo, size_t hi)
     const ex_sunk *g = arg;
     ex_kept *k = g->k;
     const gpuws__extract_pixels *px = g->px;
-    const uint32_t *gw = px->group, *idx = k->idx + k->n;
+    const uint32_t *gw = px->group;
+    const uint64_t *idx = k->idx + k->n;
     const size_t n = px->n, nl = px->nl;
     for (size_t l = lo + 1; l <= hi; l++) {
         const uint32_t s0 = gw[l] & ~EX_CHAIN_BIT, s1 = l < nl ? gw[l + 1] & ~EX_CHAIN_BIT : (uint32_t)n;
@@ -292,7 +310,7 @@ static void label_range(void *arg, size_t part, size_t lo, size_t hi)
         const bool chained = px->chained && (gw[l] & EX_CHAIN_BIT);
         k->slot[k->labels + l] = chained ? gw[nl + 1 + l] + (uint32_t)k->nmom : UINT32_MAX;
         g->edge[l - 1] =
-            !chained && s1 > s0 && ((idx[s0] & ~EX_BLANK_BIT) < g->lo || (idx[s1 - 1] & ~EX_BLANK_BIT) >= g->hi);
+            !chained && s1 > s0 && ((idx[s0] & ~EX_BLANK_BIT64) < g->lo || (idx[s1 - 1] & ~EX_BLANK_BIT64) >= g->hi);
     }
 }
 
@@ -307,7 +325,8 @@ static void mom_range(void *arg, size_t part, size_t lo, size_t hi)
         uint32_t *mw = (uint32_t *)(g->k->mom + (g->k->nmom + q) * EX_MOM_DOUBLES + EXM_WORDS);
         mw[EXW_XMIN + 2] += a0, mw[EXW_XMIN + 3] += a0; /* ymin, ymax */
         mw[EXW_XMIN + 5] += a0, mw[EXW_XMIN + 7] += a0; /* ypeak, ycpeak */
-        mw[EXW_LAST] += (uint32_t)g->at;
+        const uint64_t last = (mw[EXW_LAST] | (uint64_t)mw[EXW_LAST + 1] << 32) + g->at;
+        mw[EXW_LAST] = (uint32_t)last, mw[EXW_LAST + 1] = (uint32_t)(last >> 32);
     }
 }
 
@@ -355,7 +374,7 @@ static uint32_t root_of(uint32_t *parent, uint32_t l)
 
 /* Records in raster order with their labels: every record, or the edges of compact bands. */
 typedef struct {
-    const uint32_t *idx;
+    const uint64_t *idx;
     const int32_t *label;
     size_t n;
 } ex_view;
@@ -366,7 +385,7 @@ static size_t record_at(const ex_view *v, size_t i)
     size_t lo = 0, hi = v->n;
     while (lo < hi) {
         const size_t m = lo + (hi - lo) / 2;
-        if ((v->idx[m] & ~EX_BLANK_BIT) < i) lo = m + 1;
+        if ((v->idx[m] & ~EX_BLANK_BIT64) < i) lo = m + 1;
         else hi = m;
     }
     return lo;
@@ -374,8 +393,20 @@ static size_t record_at(const ex_view *v, size_t i)
 
 static int edge_order(const void *a, const void *b)
 {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    const ex_edge *x = a, *y = b;
+    return x->at != y->at ? (x->at > y->at) - (x->at < y->at) : (x->label > y->label) - (x->label < y->label);
+}
+
+/* A record's raster index and its place, ordered by the index. */
+typedef struct {
+    uint64_t at;
+    size_t j;
+} ex_key;
+
+static int key_order(const void *a, const void *b)
+{
+    const ex_key *x = a, *y = b;
+    return x->at != y->at ? (x->at > y->at) - (x->at < y->at) : (x->j > y->j) - (x->j < y->j);
 }
 
 typedef struct {
@@ -407,25 +438,29 @@ static bool runs_merge_one(ex_kept *k, const ex_root_run *runs, size_t m)
 {
     size_t total = 0;
     for (size_t q = 0; q < m; q++) total += k->run[runs[q].at].r1 - k->run[runs[q].at].r0;
-    uint64_t *key = gpuws__malloc(total * sizeof *key);
-    uint32_t *tmp = gpuws__malloc(total * 6 * sizeof *tmp);
-    if (!key || !tmp) {
-        gpuws__free(key), gpuws__free(tmp);
+    ex_key *key = gpuws__malloc(total * sizeof *key);
+    uint32_t *tmp = gpuws__malloc(total * 5 * sizeof *tmp);
+    uint64_t *tidx = gpuws__malloc(total * sizeof *tidx);
+    if (!key || !tmp || !tidx) {
+        gpuws__free(key), gpuws__free(tmp), gpuws__free(tidx);
         return false;
     }
-    void *arr[6] = { k->idx, k->value, k->cd, k->sig, k->sig_lr, k->label };
+    void *arr[5] = { k->value, k->cd, k->sig, k->sig_lr, k->label };
     size_t j = 0;
     for (size_t q = 0; q < m; q++)
         for (size_t r = k->run[runs[q].at].r0; r < k->run[runs[q].at].r1; r++, j++) {
-            for (int a = 0; a < 6; a++) tmp[a * total + j] = ((const uint32_t *)arr[a])[r];
-            key[j] = (uint64_t)(k->idx[r] & ~EX_BLANK_BIT) << 32 | j;
+            for (int a = 0; a < 5; a++) tmp[a * total + j] = ((const uint32_t *)arr[a])[r];
+            tidx[j] = k->idx[r];
+            key[j] = (ex_key){ k->idx[r] & ~EX_BLANK_BIT64, j };
         }
-    qsort(key, total, sizeof *key, edge_order);
+    qsort(key, total, sizeof *key, key_order);
     j = 0;
     for (size_t q = 0; q < m; q++)
-        for (size_t r = k->run[runs[q].at].r0; r < k->run[runs[q].at].r1; r++, j++)
-            for (int a = 0; a < 6; a++) ((uint32_t *)arr[a])[r] = tmp[a * total + (uint32_t)key[j]];
-    gpuws__free(key), gpuws__free(tmp);
+        for (size_t r = k->run[runs[q].at].r0; r < k->run[runs[q].at].r1; r++, j++) {
+            for (int a = 0; a < 5; a++) ((uint32_t *)arr[a])[r] = tmp[a * total + key[j].j];
+            k->idx[r] = tidx[key[j].j];
+        }
+    gpuws__free(key), gpuws__free(tmp), gpuws__free(tidx);
     return true;
 }
 
@@ -465,7 +500,7 @@ static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t 
 {
     uint32_t *parent = gpuws__malloc((k->labels + 1) * sizeof *parent);
     /* compact bands: the edges in raster order stand for the records, which lie in label order */
-    uint32_t *ei = k->slot ? gpuws__malloc((k->nedge ? k->nedge : 1) * (sizeof *ei + sizeof(int32_t))) : NULL;
+    uint64_t *ei = k->slot ? gpuws__malloc((k->nedge ? k->nedge : 1) * (sizeof *ei + sizeof(int32_t))) : NULL;
     if (!parent || (k->slot && !ei)) {
         gpuws__free(parent), gpuws__free(ei);
         return false;
@@ -474,8 +509,7 @@ static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t 
     if (k->slot) {
         int32_t *el = (int32_t *)(ei + k->nedge);
         if (k->nedge) qsort(k->edge, k->nedge, sizeof *k->edge, edge_order);
-        for (size_t e = 0; e < k->nedge; e++)
-            ei[e] = (uint32_t)(k->edge[e] >> 32), el[e] = (int32_t)(uint32_t)k->edge[e];
+        for (size_t e = 0; e < k->nedge; e++) ei[e] = k->edge[e].at, el[e] = k->edge[e].label;
         v = (ex_view){ ei, el, k->nedge };
     }
     for (size_t l = 0; l <= k->labels; l++) parent[l] = (uint32_t)l;
@@ -486,10 +520,10 @@ static bool components_join(ex_kept *k, size_t w, const size_t *borders, size_t 
         const size_t down1 = record_at(&v, (y + 1) * w);
         size_t above = up0;
         for (size_t r = up1; r < down1; r++) {
-            const size_t x = (v.idx[r] & ~EX_BLANK_BIT) - y * w;
+            const size_t x = (v.idx[r] & ~EX_BLANK_BIT64) - y * w;
             const size_t lo = (y - 1) * w + (x >= d ? x - d : 0), hi = (y - 1) * w + (x + d < w ? x + d : x);
-            while (above < up1 && (v.idx[above] & ~EX_BLANK_BIT) < lo) above++;
-            for (size_t q = above; q < up1 && (v.idx[q] & ~EX_BLANK_BIT) <= hi; q++) {
+            while (above < up1 && (v.idx[above] & ~EX_BLANK_BIT64) < lo) above++;
+            for (size_t q = above; q < up1 && (v.idx[q] & ~EX_BLANK_BIT64) <= hi; q++) {
                 const uint32_t a = root_of(parent, (uint32_t)v.label[q]), c = root_of(parent, (uint32_t)v.label[r]);
                 if (a < c) parent[c] = a;
                 else parent[a] = c;
@@ -835,7 +869,7 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
         }
         if (!st && !kept)
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records (%zu bytes)",
-                              k->n + px.n, (k->n + px.n) * 6 * sizeof(uint32_t));
+                              k->n + px.n, (k->n + px.n) * 7 * sizeof(uint32_t));
         if (on_cpu) gpuws__extract_pixels_free(&px);
         ms[2] += now_ms() - t0;
         if (!st && report && ho->progress)
@@ -917,7 +951,7 @@ static gpuws_status records_on_devices(const ex_bands *b, ex_kept *k, double ms[
         const size_t lo = d * b->bands / b->nctx, hi = (d + 1) * b->bands / b->nctx, before = k->labels;
         if (!kept_append(k, &share[d].kept))
             st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu pixel records (%zu bytes)",
-                              k->n + share[d].kept.n, (k->n + share[d].kept.n) * 6 * sizeof(uint32_t));
+                              k->n + share[d].kept.n, (k->n + share[d].kept.n) * 7 * sizeof(uint32_t));
         for (size_t band = lo; b->label_base && band < hi; band++) b->label_base[band] += before;
     }
     const double t1 = now_ms();
@@ -989,7 +1023,7 @@ static gpuws_status extract_in_core(gpuws_context *ctx, size_t w, size_t h, cons
 
 typedef struct {
     int32_t *segmap;
-    const uint32_t *idx;
+    const uint64_t *idx;
     const int32_t *obj_of;
 } ex_scatter;
 
@@ -998,7 +1032,7 @@ static void scatter_range(void *arg, size_t part, size_t lo, size_t hi)
 {
     const ex_scatter *j = arg;
     (void)part;
-    for (size_t r = lo; r < hi; r++) j->segmap[j->idx[r] & ~EX_BLANK_BIT] = j->obj_of[r];
+    for (size_t r = lo; r < hi; r++) j->segmap[j->idx[r] & ~EX_BLANK_BIT64] = j->obj_of[r];
 }
 
 /* The map from the bands' labels: a pixel of a component measured on a device takes its object, any other 0 (the
@@ -1038,9 +1072,16 @@ static void by_labels_range(void *arg, size_t part, size_t lo, size_t hi)
 static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, const size_t *borders, size_t nb,
                                     int32_t *segmap, const ex_bands *b, gpuws_extract_catalog **catalog, double ms[3])
 {
+    /* labels are int32 and the host steps number records in 31 bits (ex_rec): an image of 2^31 pixels or more is
+     * within them unless nearly every pixel is detected */
+    if (k->labels > INT32_MAX || k->n > INT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "extract_host: %zu detected pixels in %zu pieces of components; at most 2^31 - 1 of each "
+                            "are supported",
+                            k->n, k->labels);
     gpuws__extract_pixels px;
     memset(&px, 0, sizeof px);
-    px.n = k->n, px.idx = k->idx, px.value = k->value, px.cd = k->cd, px.sig = k->sig, px.sig_lr = k->sig_lr;
+    px.n = k->n, px.idx64 = k->idx, px.value = k->value, px.cd = k->cd, px.sig = k->sig, px.sig_lr = k->sig_lr;
     if (k->slot) /* compact bands: the host groups the records by label; the measured components have none */
         px.chained = px.compact = true, px.all = k->all, px.mom = k->mom, px.nmom = k->nmom, px.slot_of = k->slot;
     const bool by_labels = segmap && b && b->band_labels;
@@ -1072,7 +1113,7 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
     }
     if (!st && segmap) {
         ex_scatter j = { segmap, k->idx, obj_of };
-        gpuws__run_ranges(k->n, gpuws__copy_threads(k->n * 2 * sizeof(uint32_t)), scatter_range, &j);
+        gpuws__run_ranges(k->n, gpuws__copy_threads(k->n * 3 * sizeof(uint32_t)), scatter_range, &j);
     }
     ms[0] = t1 - t0, ms[1] = t2 - t1, ms[2] = now_ms() - t2;
     gpuws__free(obj_of);
@@ -1110,9 +1151,13 @@ static gpuws_status band_rows_in(gpuws_context *const *ctxs, unsigned n, uint64_
 {
     uint64_t max_alloc;
     gpuws__band_budget(ctxs, n, max_device_bytes, budget, &max_alloc);
+    /* a band holds fewer than 2^31 pixels (read_options checked that a row and its halo do) */
+    const uint64_t most = (uint64_t)INT32_MAX / width;
     *rows_in = rows_in_budget(*budget, max_alloc, width, per_px, plan_bytes);
+    *rows_in = *rows_in < most ? *rows_in : most;
     *slots = 1;
-    const uint64_t two = slot_px ? rows_in_budget(*budget, max_alloc, width, per_px + slot_px, plan_bytes) : 0;
+    uint64_t two = slot_px ? rows_in_budget(*budget, max_alloc, width, per_px + slot_px, plan_bytes) : 0;
+    two = two < most ? two : most;
     if (*rows_in < need && two >= 1 + 2 * (uint64_t)halo) *rows_in = two, *slots = 2;
     if (*rows_in < need && *rows_in < 1 + 2 * (uint64_t)halo)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
@@ -1199,6 +1244,13 @@ static gpuws_status read_options(gpuws_context *ctx, size_t width, size_t height
                             ho->back ? "back" : "rms");
     if ((st = gpuws__band_contexts(ctx, ho->more_contexts, ho->num_more_contexts, fn, ctxs, nctx))) return st;
     if ((st = gpuws__extract_check(eo, width, height, ho->rms || ho->background, fn, npix))) return st;
+    /* a band is gpuws_extract's on the device, whose records index its pixels in 31 bits */
+    const size_t halo = filter_halo(eo);
+    if (width > (size_t)INT32_MAX / (1 + 2 * halo))
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED,
+                            "%s: rows of %zu pixels; a band, a row with %zu of halo either side, holds at most 2^31 - "
+                            "1 pixels",
+                            fn, width, halo);
     *plan_bytes = 0;
     gpuws__background_plan bp;
     if (ho->background && bo->bw >= 1 && bo->bh >= 1 && gpuws__background_layout(width, height, bo->bw, bo->bh, &bp))
@@ -1288,9 +1340,6 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
                             ho.segmap && output_overlaps(ho.segmap, sb, image, &ho, npix)       ? "segmap"
                             : ho.back_out && output_overlaps(ho.back_out, fb, image, &ho, npix) ? "back_out"
                                                                                                 : "rms_out");
-    if (npix > INT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract_host: %zu x %zu pixels; at most 2^31 - 1 are supported",
-                            width, height);
     const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
     for (unsigned d = 0; d < nctx && !on_cpu; d++)
         if (!ctxs[d]->info.fp64)
@@ -1632,12 +1681,12 @@ static gpuws_status reduce_halos(const ex_reduce *x, gpuws_status st, const floa
  * made. */
 enum { EXE_N = 1, EXE_LABELS, EXE_ROWS, EXE_SLOT, EXE_MOM, EXE_EDGE, EXE_RUN, EXE_BANDS, EXE_ALL, EX_EACH };
 
-/* The words that caller q sends: a record in three (index and label, value and filtered value, σ and the lower-right
- * σ), then with slots two labels' slots a word, a measure's EX_MOM_DOUBLES, an edge's one, a run's two. */
+/* The words that caller q sends: a record in four (index, label and value, filtered value and σ, the lower-right
+ * σ), then with slots two labels' slots a word, a measure's EX_MOM_DOUBLES, an edge's two, a run's two. */
 static size_t reduce_words(const uint64_t *e)
 {
-    return 3 * (size_t)e[EXE_N] + (e[EXE_SLOT] ? ((size_t)e[EXE_LABELS] + 1) / 2 + EX_MOM_DOUBLES * (size_t)e[EXE_MOM] +
-                                                     (size_t)e[EXE_EDGE] + 2 * (size_t)e[EXE_RUN]
+    return 4 * (size_t)e[EXE_N] + (e[EXE_SLOT] ? ((size_t)e[EXE_LABELS] + 1) / 2 + EX_MOM_DOUBLES * (size_t)e[EXE_MOM] +
+                                                     2 * (size_t)e[EXE_EDGE] + 2 * (size_t)e[EXE_RUN]
                                                : 0);
 }
 
@@ -1645,17 +1694,18 @@ static size_t reduce_words(const uint64_t *e)
 static void reduce_pack(const ex_kept *k, uint64_t *to)
 {
     for (size_t i = 0; i < k->n; i++) {
-        to[3 * i] = k->idx[i] | (uint64_t)(uint32_t)k->label[i] << 32;
-        to[3 * i + 1] = two_floats(k->value[i], k->cd[i]), to[3 * i + 2] = two_floats(k->sig[i], k->sig_lr[i]);
+        uint32_t value;
+        memcpy(&value, &k->value[i], sizeof value);
+        to[4 * i] = k->idx[i], to[4 * i + 1] = (uint32_t)k->label[i] | (uint64_t)value << 32;
+        to[4 * i + 2] = two_floats(k->cd[i], k->sig[i]), to[4 * i + 3] = two_floats(k->sig_lr[i], 0);
     }
     if (!k->slot) return;
-    to += 3 * k->n;
+    to += 4 * k->n;
     for (size_t l = 1; l <= k->labels; l += 2)
         *to++ = k->slot[l] | (l + 1 <= k->labels ? (uint64_t)k->slot[l + 1] << 32 : 0);
     if (k->nmom) memcpy(to, k->mom, k->nmom * EX_MOM_DOUBLES * sizeof(double));
     to += k->nmom * EX_MOM_DOUBLES;
-    if (k->nedge) memcpy(to, k->edge, k->nedge * sizeof *k->edge);
-    to += k->nedge;
+    for (size_t e = 0; e < k->nedge; e++, to += 2) to[0] = k->edge[e].at, to[1] = (uint32_t)k->edge[e].label;
     for (size_t q = 0; q < k->nrun; q++, to += 2) {
         const ex_run *u = &k->run[q];
         to[0] = u->label | (uint64_t)u->band << 32, to[1] = u->r0 | (uint64_t)u->r1 << 32;
@@ -1667,10 +1717,13 @@ static void reduce_pack(const ex_kept *k, uint64_t *to)
 static void reduce_unpack(ex_kept *k, const uint64_t *f, const uint64_t *e, size_t bands)
 {
     const size_t n = (size_t)e[EXE_N], labels = (size_t)e[EXE_LABELS];
-    for (size_t i = 0; i < n; i++, f += 3) {
+    for (size_t i = 0; i < n; i++, f += 4) {
         const size_t at = k->n + i;
-        k->idx[at] = (uint32_t)f[0], k->label[at] = (int32_t)(uint32_t)(f[0] >> 32) + (int32_t)k->labels;
-        floats_of(f[1], &k->value[at], &k->cd[at]), floats_of(f[2], &k->sig[at], &k->sig_lr[at]);
+        const uint32_t value = (uint32_t)(f[1] >> 32);
+        float zero;
+        k->idx[at] = f[0], k->label[at] = (int32_t)(uint32_t)f[1] + (int32_t)k->labels;
+        memcpy(&k->value[at], &value, sizeof value);
+        floats_of(f[2], &k->cd[at], &k->sig[at]), floats_of(f[3], &k->sig_lr[at], &zero);
     }
     if (k->slot) {
         for (size_t l = 1; l <= labels; l++) {
@@ -1683,8 +1736,8 @@ static void reduce_unpack(ex_kept *k, const uint64_t *f, const uint64_t *e, size
         const size_t nm = (size_t)e[EXE_MOM], ne = (size_t)e[EXE_EDGE], nr = (size_t)e[EXE_RUN];
         if (nm) memcpy(k->mom + k->nmom * EX_MOM_DOUBLES, f, nm * EX_MOM_DOUBLES * sizeof(double));
         f += nm * EX_MOM_DOUBLES;
-        for (size_t q = 0; q < ne; q++) k->edge[k->nedge + q] = f[q] + k->labels;
-        f += ne;
+        for (size_t q = 0; q < ne; q++, f += 2)
+            k->edge[k->nedge + q] = (ex_edge){ f[0], (int32_t)(uint32_t)f[1] + (int32_t)k->labels };
         for (size_t q = 0; q < nr; q++, f += 2)
             k->run[k->nrun + q] = (ex_run){ (uint32_t)f[0] + (uint32_t)k->labels, (size_t)(f[0] >> 32) + bands,
                                             k->n + (uint32_t)f[1], k->n + (size_t)(f[1] >> 32) };
@@ -1829,9 +1882,8 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
     for (size_t q = 0, at = 0; q < callers; q++) start[q] = at, at += share[q];
     /* checks every caller makes alike */
     if (height == 0) st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the image is %zu x 0: no pixels", fn, width);
-    else if (gpuws__mul_overflows(width, height, &npix) || npix > INT32_MAX)
-        st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu x %zu pixels; at most 2^31 - 1 are supported", fn, width,
-                          height);
+    else if (gpuws__mul_overflows(width, height, &npix))
+        st = gpuws__error(GPUWS_ERR_OVERFLOW, "%s: %zu x %zu pixels overflow size_t", fn, width, height);
     else if (bg && ((size_t)bo.bw > width || (size_t)bo.bh > height))
         st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: mesh %d x %d is larger than the %zu x %zu image", fn, bo.bw,
                           bo.bh, width, height);

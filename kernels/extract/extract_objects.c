@@ -263,7 +263,7 @@ void gpuws__ex_analyse_finish(ex_obj *o, const ex_sums *m)
 static int blank_flag(const ex_ctx *c, const ex_obj *o)
 {
     for (size_t i = 0; i < o->npix; i++)
-        if (c->px->idx[o->pix[i]] & EX_BLANK_BIT) return GPUWS_OBJ_BLANK;
+        if (px_blank(c->px, o->pix[i])) return GPUWS_OBJ_BLANK;
     return 0;
 }
 
@@ -442,15 +442,16 @@ static void group_share(void *arg, unsigned t)
     size_t m = 0;
     switch (g->step) {
     case 0: { /* coordinates (a division only where a run of consecutive pixels breaks), the largest label */
-        const uint32_t w = (uint32_t)g->c->p->w;
-        uint32_t prev = UINT32_MAX, x = 0, y = 0;
+        const uint64_t w = g->c->p->w;
+        uint64_t prev = UINT64_MAX;
+        uint32_t x = 0, y = 0;
         for (size_t r = r0; r < r1; r++) {
-            const uint32_t i = px->idx[r] & ~EX_BLANK_BIT;
+            const uint64_t i = px_index(px, r);
             if (r > r0 && i == prev + 1 && x + 1 < w) { /* not the first: prev + 1 wraps to pixel 0 */
                 x++;
             } else {
-                x = i % w;
-                y = i / w;
+                x = (uint32_t)(i % w);
+                y = (uint32_t)(i / w);
             }
             prev = i;
             g->xy[r] = x;
@@ -566,10 +567,11 @@ static void complist_share(void *arg, size_t part, size_t lo, size_t hi)
             uint64_t x, y;
             size_t last = cnt ? cl->order[first + cnt - 1] : 0; /* a measured one's compact records: none */
             if (measured) {
-                x = mw[EXW_LAST] % p->w, y = mw[EXW_LAST] / p->w;
+                const uint64_t at = mw[EXW_LAST] | (uint64_t)mw[EXW_LAST + 1] << 32;
+                x = at % p->w, y = at / p->w;
             } else {
                 for (size_t i = first; chained && i < first + cnt; i++)
-                    if ((px->idx[cl->order[i]] & ~EX_BLANK_BIT) > (px->idx[last] & ~EX_BLANK_BIT)) last = cl->order[i];
+                    if (px_index(px, cl->order[i]) > px_index(px, last)) last = cl->order[i];
                 x = (uint64_t)px_x(c, last), y = (uint64_t)px_y(c, last);
             }
             ex_comp *cp = &cl->comps[k];

@@ -51,6 +51,16 @@ typedef struct {
 static inline int64_t px_x(const ex_ctx *c, size_t r) { return (int64_t)c->x[r]; }
 static inline int64_t px_y(const ex_ctx *c, size_t r) { return (int64_t)c->y[r]; }
 
+/* Record r's raster index, and whether its pixel touches a NaN or masked pixel. */
+static inline uint64_t px_index(const gpuws__extract_pixels *px, size_t r)
+{
+    return px->idx64 ? px->idx64[r] & ~EX_BLANK_BIT64 : (uint64_t)(px->idx[r] & ~EX_BLANK_BIT);
+}
+static inline bool px_blank(const gpuws__extract_pixels *px, size_t r)
+{
+    return px->idx64 ? (px->idx64[r] & EX_BLANK_BIT64) != 0 : (px->idx[r] & EX_BLANK_BIT) != 0;
+}
+
 /* The threshold SEP stores with a pixel (used by cleaning). */
 static inline float px_thresh(const ex_ctx *c, size_t r)
 {

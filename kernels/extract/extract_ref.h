@@ -42,9 +42,12 @@ typedef struct gpuws__extract_params {
  * nothing then.
  * group: the records grouped by label where the device did it (NULL: the host steps do), raster order kept within
  * each label: n record numbers, then start[0 .. nl], label l's first place in them (l in 1 .. nl, the labels). */
+#define EX_BLANK_BIT64 ((uint64_t)1 << 63) /* EX_BLANK_BIT in a 64-bit index */
+
 typedef struct gpuws__extract_pixels {
     size_t n;
     uint32_t *idx;
+    const uint64_t *idx64; /* non-NULL: the raster indices in 64 bits instead of idx (gpuws_extract_host's) */
     float *value, *cd, *sig, *sig_lr;
     int32_t *label;  /* not read back where the device groups the records */
     uint32_t *group; /* the device's grouping: record numbers, start[0 .. nl]; chained: a word a label, a count */

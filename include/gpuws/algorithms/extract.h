@@ -222,7 +222,7 @@ typedef struct gpuws_extract_host_options {
  * upload, on a thread of its own, while the device works on one, where the budget holds two bands' inputs): the pixels
  * are prepared, filtered, thresholded and labelled there and the records of the band's own rows read back; the host
  * then joins the bands' labels at their borders (numbered as gpuws_label numbers the whole image) and makes the
- * catalogue with gpuws_extract's host steps. Host memory: about 28 bytes a detected pixel (with a segmentation map on a
+ * catalogue with gpuws_extract's host steps. Host memory: about 32 bytes a detected pixel (with a segmentation map on a
  * device that groups the records, a GPU, 4 bytes a pixel more: the bands' labels, which the map is made from once the
  * catalogue is). On the CPU backend the bands are the reference's, on the caller's arrays. With options->background the
  * call first makes the mesh grid as gpuws_background_host's pass 1 does (progress: pass 1 of 2, the extraction pass 2),
@@ -236,7 +236,10 @@ typedef struct gpuws_extract_host_options {
  * options->background, back or rms given with background, an output (segmap, back_out, rms_out) overlapping an
  * input or another, a more_contexts entry that is NULL, not live, of another backend, or ctx or an entry again, a
  * budget smaller than one band of one row with its halo (the message gives the minimum) →
- * GPUWS_ERR_INVALID_ARGUMENT; more than 2^31 - 1 pixels → GPUWS_ERR_UNSUPPORTED. On error *catalog is NULL and segmap untouched; back_out and rms_out are unspecified. */
+ * GPUWS_ERR_INVALID_ARGUMENT. Images of 2^31 pixels or more are legal (pixel indices are 64-bit on the host); a row
+ * whose band (the row with its halo) holds 2^31 pixels or more, or 2^31 or more detected pixels or components' pieces
+ * in the bands → GPUWS_ERR_UNSUPPORTED. On error *catalog is NULL and segmap untouched; back_out and rms_out are
+ * unspecified. */
 GPUWS_API gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                           const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog);
 
