@@ -24,6 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 enum { EX_BYTES = 45 };
 #define WHOLE SIZE_MAX
@@ -252,6 +255,148 @@ GPU_BACKEND_TEST(extract_host, bands_whose_components_the_device_all_measures_se
     result_free(&got);
     result_free(&want);
     gpuws_context_destroy(ctx);
+}
+
+/* A tile of 65536 x 1024 pixels: zero sky with Gaussian sources (single, and pairs that deblend; a masked pixel in
+ * some: *mask) whose footprints above 1 lie in rows 28 .. 995, so that copies of it stacked on one another never
+ * touch. */
+static float *big_tile(size_t w, size_t th, uint8_t **mask)
+{
+    float *t = calloc(w * th, sizeof *t);
+    *mask = calloc(w * th, 1);
+    cr_assert(t && *mask);
+    uint64_t s = test_seed(false) + 0x31;
+    for (int i = 0; i < 9000; i++) {
+        const double cx = 20 + test_rand_uniform(&s) * (double)(w - 40), cy = 40 + test_rand_uniform(&s) * 940;
+        const double sig = 1.2 + 1.8 * test_rand_uniform(&s), amp = 5 + 195 * test_rand_uniform(&s);
+        const int pair = i % 3 == 0; /* a fainter neighbour 4 to 7 pixels away */
+        for (int q = 0; q <= pair; q++) {
+            const double px = cx + q * (4 + 3 * test_rand_uniform(&s)), py = cy + q * 2, a = q ? amp / 3 : amp;
+            for (long y = (long)py - 12; y <= (long)py + 12; y++)
+                for (long x = (long)px - 12; x <= (long)px + 12; x++) {
+                    if (x < 0 || x >= (long)w) continue;
+                    const double d2 = (x - px) * (x - px) + (y - py) * (y - py);
+                    t[(size_t)y * w + (size_t)x] += (float)(a * exp(-d2 / (2 * sig * sig)));
+                }
+        }
+        if (i % 50 == 7) (*mask)[(size_t)(cy + 1) * w + (size_t)cx] = 1;
+    }
+    return t;
+}
+
+/* Object a of the image against object b of the tile whose copy starts dy rows down: the same integer columns and
+ * the others within 1e-9 relative (y, moved, by its rounding alone: the moments are taken from the box's corner).
+ * Deblended objects (merged) keep only their flag: SEP's deblending gives a pixel to the object whose profile, from
+ * its barycentre in the image's coordinates, is the highest there, and the rounding moves with the coordinates.
+ * Returns whether a merged object's pixels differ from the tile's. */
+static bool expect_copy(const char *what, size_t i, const gpuws_object *a, const gpuws_object *b, int64_t dy)
+{
+    cr_assert(a->flag == b->flag, "%s: object %zu: flag %d; the tile's %d", what, i, a->flag, b->flag);
+    if (a->flag & GPUWS_OBJ_MERGED) return a->npix != b->npix || a->flux != b->flux;
+    cr_assert(a->npix == b->npix && a->tnpix == b->tnpix && a->xmin == b->xmin && a->xmax == b->xmax &&
+                  a->ymin == b->ymin + dy && a->ymax == b->ymax + dy && a->xcpeak == b->xcpeak &&
+                  a->ycpeak == b->ycpeak + dy,
+              "%s: object %zu: npix %lld at (%lld, %lld); the tile's %lld at (%lld, %lld + %lld)", what, i,
+              (long long)a->npix, (long long)a->xmin, (long long)a->ymin, (long long)b->npix, (long long)b->xmin,
+              (long long)b->ymin, (long long)dy);
+    const double ga[] = { a->thresh, a->x,    a->y - (double)dy, a->x2,  a->y2,  a->xy,  a->errx2, a->erry2, a->errxy,
+                          a->a,      a->b,    a->theta,          a->cxx, a->cyy, a->cxy, a->flux,  a->cflux, a->fluxerr,
+                          a->peak,   a->cpeak };
+    const double wa[] = {
+        b->thresh, b->x,     b->y,   b->x2,  b->y2,  b->xy,   b->errx2, b->erry2,   b->errxy, b->a,
+        b->b,      b->theta, b->cxx, b->cyy, b->cxy, b->flux, b->cflux, b->fluxerr, b->peak,  b->cpeak
+    };
+    for (size_t k = 0; k < sizeof ga / sizeof ga[0]; k++)
+        cr_assert(fabs(ga[k] - wa[k]) <= 1e-9 * (fabs(wa[k]) > 1 ? fabs(wa[k]) : 1),
+                  "%s: object %zu, column %zu: %.17g, the tile's %.17g", what, i, k, ga[k], wa[k]);
+    return false;
+}
+
+/* Images of 2^31 pixels and more, whose indices are 64-bit on the host: on a GPU with the memory for it, 65536 x 66561
+ * pixels (more than 2^32), 65 copies of big_tile (and of its mask) and its first row. In bands of 1000 rows, which cut
+ * through sources (above 2^31 and 2^32 pixels too), and in the bands the device's memory gives (below 2^31 pixels
+ * with the halo: three or more), the same catalogue bit for bit; each copy's objects are the tile's in-core ones
+ * (expect_copy), its rows moved by its first row. The segmentation map holds the tile's footprints in every copy,
+ * the objects that are not deblended numbered as the tile's after the copies' before them. It needs 60 GiB of host
+ * memory (the backends' runs take turns: a lock file) and 16 GiB of device memory, and skips elsewhere (CPU devices
+ * run the same 64-bit code on the small images above). */
+GPU_BACKEND_TEST(extract_host, images_of_more_than_2_to_the_31_pixels)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_device_info info;
+    TEST_OK(gpuws_context_get_device_info(ctx, &info));
+    const size_t w = 65536, th = 1024, copies = 65, h = copies * th + 1, n = w * h;
+    const double host_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (info.type == GPUWS_DEVICE_CPU || info.global_mem_bytes < 16 * ((uint64_t)1 << 30) ||
+        host_bytes < 96.0 * (1 << 30)) {
+        gpuws_context_destroy(ctx);
+        cr_skip_test("%s: %s: needs a GPU with 16 GiB and 96 GiB of host memory", test_backend_name(*kind), info.name);
+    }
+    char lock_path[256];
+    snprintf(lock_path, sizeof lock_path, "%s/gpuws-test-large-%ld.lock", P_tmpdir, (long)getuid());
+    const int lock = open(lock_path, O_CREAT | O_RDWR, 0600);
+    cr_assert(lock >= 0 && flock(lock, LOCK_EX) == 0, "%s: no lock", lock_path);
+    uint8_t *tile_mask;
+    float *tile = big_tile(w, th, &tile_mask);
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = 1.0, o.err = 0.0; /* absolute: the zero sky is never detected */
+    o.clean = 0;                 /* cleaning would reach from one copy's objects into the next copy's */
+    result want = run(ctx, tile, NULL, NULL, tile_mask, w, th, &o);
+    const size_t nt = want.cat->num_objects;
+    size_t merged = 0, blank = 0;
+    for (size_t i = 0; i < nt; i++) {
+        merged += (want.cat->objects[i].flag & GPUWS_OBJ_MERGED) != 0;
+        blank += (want.cat->objects[i].flag & GPUWS_OBJ_BLANK) != 0;
+        cr_assert(want.cat->objects[i].ymin > 0 && want.cat->objects[i].ymax + 1 < (int64_t)th,
+                  "tile object %zu touches the tile's edge rows", i);
+    }
+    cr_assert(nt > 9000 && merged > 1000 && blank > 50, "the tile has %zu objects, %zu merged, %zu blank", nt, merged,
+              blank);
+    float *x = malloc(n * sizeof *x);
+    uint8_t *mask = malloc(n);
+    cr_assert(x && mask);
+    for (size_t c = 0; c <= copies; c++) {
+        const size_t rows = c < copies ? th : 1;
+        memcpy(x + c * th * w, tile, rows * w * sizeof *x);
+        memcpy(mask + c * th * w, tile_mask, rows * w);
+    }
+    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    ho.extract = &o, ho.mask = mask, ho.max_device_bytes = band_budget(*kind, EX_BYTES + 1, w, 1002);
+    size_t band_rows = 0, bands = 0;
+    TEST_OK(gpuws_extract_host_bands(ctx, w, h, &ho, &band_rows, &bands));
+    cr_assert(band_rows == 1000 && bands == 67, "%zu bands of %zu rows, want 67 of 1000", bands, band_rows);
+    result got = { NULL, NULL }, wide = { NULL, malloc(n * sizeof(int32_t)) };
+    cr_assert(wide.seg);
+    TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &got.cat));
+    ho.max_device_bytes = 0, ho.segmap = wide.seg;
+    TEST_OK(gpuws_extract_host_bands(ctx, w, h, &ho, &band_rows, &bands));
+    cr_assert(bands >= 3 && bands < 67 && (band_rows + 2) * w <= INT32_MAX, "%zu bands of %zu rows", bands, band_rows);
+    TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &wide.cat));
+    expect_same("bands of 32767 rows against bands of 1000", &wide, &got, 0);
+    cr_assert_eq(got.cat->num_objects, copies * nt, "%zu objects, want %zu copies of %zu", got.cat->num_objects, copies,
+                 nt);
+    size_t moved = 0;
+    for (size_t i = 0; i < got.cat->num_objects; i++)
+        moved += expect_copy("bands of 1000 rows", i, &got.cat->objects[i], &want.cat->objects[i % nt],
+                             (int64_t)(i / nt * th));
+    cr_log_info("%s: %zu objects, as the tile's; %zu merged ones of %zu with other pixels", test_backend_name(*kind),
+                got.cat->num_objects, moved, merged * copies);
+    for (size_t c = 0; c <= copies; c++)
+        for (size_t i = 0; i < (c < copies ? th : 1) * w; i++) {
+            const int32_t t = want.seg[i], g = wide.seg[c * th * w + i];
+            const bool plain = t && !(want.cat->objects[t - 1].flag & GPUWS_OBJ_MERGED);
+            if ((g != 0) != (t != 0) || (plain && g != t + (int32_t)(c * nt)))
+                cr_assert_fail("segmap of copy %zu at (%zu, %zu): %d; the tile's %d", c, i % w, i / w, g, t);
+        }
+    result_free(&got);
+    result_free(&wide);
+    free(mask);
+    free(x);
+    free(tile_mask);
+    free(tile);
+    result_free(&want);
+    gpuws_context_destroy(ctx);
+    close(lock);
 }
 
 typedef struct {
