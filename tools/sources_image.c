@@ -558,13 +558,15 @@ int sources_pending_extract(sources_pending *q, const sources_args *a, const fit
     return extract_report(q, a, w, h, st, t);
 }
 
-/* Whether the extraction runs from host memory: --max-device-memory, or an image whose in-core extraction (about 40
- * bytes a pixel on the device: the image, mask, maps and segmentation, and the extraction's own maps, labels and
- * records) would take more than three quarters of the device's memory. */
+/* Whether the extraction runs from host memory: --max-device-memory, an image of 2^31 pixels or more (more than
+ * gpuws_extract takes), or one whose in-core extraction (about 40 bytes a pixel on the device: the image, mask, maps
+ * and segmentation, and the extraction's own maps, labels and records) would take more than three quarters of the
+ * device's memory. */
 static int extract_from_host(const sources_args *a, gpuws_context *ctx, size_t w, size_t h)
 {
     gpuws_device_info d;
-    if (a->max_device_given || gpuws_context_get_device_info(ctx, &d)) return a->max_device_given;
+    if (a->max_device_given || (double)w * (double)h > INT32_MAX) return 1;
+    if (gpuws_context_get_device_info(ctx, &d)) return 0;
     return 40.0 * (double)w * (double)h > 0.75 * (double)d.global_mem_bytes;
 }
 
