@@ -155,11 +155,16 @@ static gpuws_status bg_check(size_t width, size_t height, const gpuws_background
     return GPUWS_OK;
 }
 
-/* The plan's layout, within the kernels' 32-bit sizes. */
+/* The plan's layout, within the kernels' 32-bit sides (their pixel indices are 64-bit). The in-core call on device
+ * buffers (in_core) holds at most 2^32 - 1 pixels; the calls from host memory, whose bands each hold fewer than the
+ * device's largest buffer, any number. */
 static gpuws_status bg_layout(size_t width, size_t height, const gpuws_background_options *o, const char *fn,
-                              gpuws__background_plan *p)
+                              bool in_core, gpuws__background_plan *p)
 {
-    if (width > UINT32_MAX / 2 || height > UINT32_MAX / 2 || width * height > UINT32_MAX)
+    if (width > UINT32_MAX / 2 || height > UINT32_MAX / 2)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu x %zu pixels; each side at most 2^31 - 1", fn, width,
+                            height);
+    if (in_core && width * height > UINT32_MAX)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu x %zu pixels; at most 2^32 - 1 are supported", fn, width,
                             height);
     if (!gpuws__background_layout(width, height, o->bw, o->bh, p))
@@ -195,7 +200,7 @@ gpuws_status gpuws_background(gpuws_stream *s, gpuws_dtype dtype, size_t width, 
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "background: 'back' and 'rms' must be two buffers, neither the image nor the mask");
     gpuws__background_plan p;
-    if ((st = bg_layout(width, height, &o, "background", &p))) return st;
+    if ((st = bg_layout(width, height, &o, "background", true, &p))) return st;
 
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         const float *pixels = gpuws__cpu_ptr(image);
@@ -357,7 +362,7 @@ gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t heig
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "background_host: 'back' and 'rms' must not overlap each other, the image or the mask");
     gpuws__background_plan p;
-    if ((st = bg_layout(width, height, &o, "background_host", &p))) return st;
+    if ((st = bg_layout(width, height, &o, "background_host", false, &p))) return st;
     bg_host b = { NULL, width, height, &o, &p, &ho, 0, 0, 0, 0, 0 };
     if ((st = bg_host_bands(ctx, &b, "background_host"))) return st; /* on every backend: a budget fails alike */
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {                   /* the device's memory is the host's: no bands */
@@ -397,7 +402,7 @@ gpuws_status gpuws__background_host_plan(gpuws_context *ctx, size_t width, size_
     size_t npix;
     gpuws_status st;
     *plan = NULL;
-    if ((st = bg_check(width, height, o, fn, &npix)) || (st = bg_layout(width, height, o, fn, p))) return st;
+    if ((st = bg_check(width, height, o, fn, &npix)) || (st = bg_layout(width, height, o, fn, false, p))) return st;
     float *mesh = gpuws__malloc(2 * p->n * sizeof *mesh);
     void *words = gpuws__malloc(p->words * 4);
     if (!mesh || !words)
