@@ -15,9 +15,10 @@
  * components on none of their borders (the CPU OpenCL device of CI groups on the host unless told). Then the bands
  * over several devices (more_contexts) and the rows over several callers (gpuws_extract_host_reduce, callers on
  * threads), against the same in-core and whole-image outputs. */
-#include "extract_support.h"     /* run, expect_same */
-#include "common/cases.h"        /* gpuws__case_extract_sky */
-#include "extract/extract_ref.h" /* what the last host steps had */
+#include "extract_support.h"           /* run, expect_same */
+#include "common/cases.h"              /* gpuws__case_extract_sky */
+#include "background/background_ref.h" /* the reference's grid and maps */
+#include "extract/extract_ref.h"       /* what the last host steps had */
 
 #include <math.h>
 #include <pthread.h>
@@ -284,6 +285,16 @@ static float *big_tile(size_t w, size_t th, uint8_t **mask)
     return t;
 }
 
+/* The large cases' host memory, one backend's run at a time: a lock file, held until the process ends. */
+static int large_lock(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/gpuws-test-large-%ld.lock", P_tmpdir, (long)getuid());
+    const int fd = open(path, O_CREAT | O_RDWR, 0600);
+    cr_assert(fd >= 0 && flock(fd, LOCK_EX) == 0, "%s: no lock", path);
+    return fd;
+}
+
 /* Object a of the image against object b of the tile whose copy starts dy rows down: the same integer columns and
  * the others within 1e-9 relative (y, moved, by its rounding alone: the moments are taken from the box's corner).
  * Deblended objects (merged) keep only their flag: SEP's deblending gives a pixel to the object whose profile, from
@@ -332,10 +343,7 @@ GPU_BACKEND_TEST(extract_host, images_of_more_than_2_to_the_31_pixels)
         gpuws_context_destroy(ctx);
         cr_skip_test("%s: %s: needs a GPU with 16 GiB and 96 GiB of host memory", test_backend_name(*kind), info.name);
     }
-    char lock_path[256];
-    snprintf(lock_path, sizeof lock_path, "%s/gpuws-test-large-%ld.lock", P_tmpdir, (long)getuid());
-    const int lock = open(lock_path, O_CREAT | O_RDWR, 0600);
-    cr_assert(lock >= 0 && flock(lock, LOCK_EX) == 0, "%s: no lock", lock_path);
+    const int lock = large_lock();
     uint8_t *tile_mask;
     float *tile = big_tile(w, th, &tile_mask);
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
@@ -395,6 +403,59 @@ GPU_BACKEND_TEST(extract_host, images_of_more_than_2_to_the_31_pixels)
     free(tile_mask);
     free(tile);
     result_free(&want);
+    gpuws_context_destroy(ctx);
+    close(lock);
+}
+
+/* gpuws_background_host of more than 2^32 pixels (gpuws_background's limit on device buffers): on a GPU with 16 GiB
+ * and a host with 96 GiB, 65536 x 65600 pixels (64 copies of a 1024-row tile of extract's sky, then its first 64
+ * rows) in bands of a 4 GiB budget give the reference's globals, and its maps bit for bit on rows across the image
+ * (the first, those at 2^31 and 2^32 pixels, the last); the reference makes its grid from the whole image on the
+ * host's cores. It needs 52 GiB of host memory. */
+GPU_BACKEND_TEST(background_host, images_of_more_than_2_to_the_32_pixels)
+{
+    gpuws_context *ctx = test_open(*kind);
+    gpuws_device_info info;
+    TEST_OK(gpuws_context_get_device_info(ctx, &info));
+    const size_t w = 65536, th = 1024, h = 65600, n = w * h;
+    const double host_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (info.type == GPUWS_DEVICE_CPU || info.global_mem_bytes < 16 * ((uint64_t)1 << 30) ||
+        host_bytes < 96.0 * (1 << 30)) {
+        gpuws_context_destroy(ctx);
+        cr_skip_test("%s: %s: needs a GPU with 16 GiB and 96 GiB of host memory", test_backend_name(*kind), info.name);
+    }
+    const int lock = large_lock();
+    float *x = malloc(n * sizeof *x), *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
+    cr_assert(x && back && rms);
+    gpuws__case_extract_sky(w, th, test_seed(false) + 0x32, 0, x, back, rms); /* the maps: room for the tile's */
+    for (size_t y = th; y < h; y += th) memcpy(x + y * w, x, (h - y < th ? h - y : th) * w * sizeof *x);
+    gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
+    gpuws_background_host_options ho = GPUWS_BACKGROUND_HOST_OPTIONS_INIT;
+    ho.background = &bo, ho.max_device_bytes = (uint64_t)4 << 30;
+    gpuws_background_result got, want;
+    TEST_OK(gpuws_background_host(ctx, w, h, x, &ho, back, rms, &got));
+    gpuws__background_plan p;
+    cr_assert(gpuws__background_layout(w, h, bo.bw, bo.bh, &p));
+    float *mesh = malloc(2 * p.n * sizeof *mesh), *rb = malloc(w * sizeof *rb), *rr = malloc(w * sizeof *rr);
+    void *plan = malloc(p.words * 4);
+    cr_assert(mesh && rb && rr && plan);
+    gpuws_background_mesh_ref(x, NULL, w, h, bo.bw, bo.bh, mesh);
+    cr_assert_eq(gpuws__background_grid(&p, w, h, bo.bw, bo.bh, bo.fw, bo.fh, bo.fthresh, mesh, plan, &want), GPUWS_OK);
+    cr_assert(memcmp(&got.globalback, &want.globalback, sizeof got.globalback) == 0 &&
+                  memcmp(&got.globalrms, &want.globalrms, sizeof got.globalrms) == 0 && got.nx == want.nx &&
+                  got.ny == want.ny && got.bad_meshes == want.bad_meshes,
+              "globals %.9g %.9g (%zu x %zu meshes, %zu bad); the reference's %.9g %.9g (%zu x %zu, %zu)",
+              got.globalback, got.globalrms, got.nx, got.ny, got.bad_meshes, want.globalback, want.globalrms, want.nx,
+              want.ny, want.bad_meshes);
+    const size_t rows[] = { 0, 1, 32767, 32768, 32769, 65535, 65536, 65537, h - 2, h - 1 };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        gpuws_background_interp_ref(&p, plan, w, rows[k], rows[k] + 1, rb, rr);
+        cr_assert(memcmp(back + rows[k] * w, rb, w * sizeof *rb) == 0 &&
+                      memcmp(rms + rows[k] * w, rr, w * sizeof *rr) == 0,
+                  "row %zu of back or rms differs from the reference's", rows[k]);
+    }
+    free(plan), free(mesh), free(rb), free(rr);
+    free(x), free(back), free(rms);
     gpuws_context_destroy(ctx);
     close(lock);
 }
