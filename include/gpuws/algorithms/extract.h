@@ -50,8 +50,8 @@ typedef struct gpuws_background_result {
  * other and from the image and mask. options NULL = defaults. Blocks until back and rms are written and *result
  * is filled. Errors: GPUWS_ERR_INVALID_ARGUMENT for another dtype, a zero size, a mesh larger than the image,
  * sizes < 1, fthresh not finite or negative, a NULL result, aliased buffers, or an image where no mesh has enough
- * usable pixels (all NaN or masked); GPUWS_ERR_UNSUPPORTED on OpenCL devices without fp64. On error nothing is
- * written. */
+ * usable pixels (all NaN or masked); GPUWS_ERR_UNSUPPORTED on OpenCL devices without fp64 or beyond 2^32 - 1 pixels
+ * (gpuws_background_host takes more). On error nothing is written. */
 GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, gpuws_dtype dtype, size_t width, size_t height,
                                         const gpuws_buffer *image, const gpuws_background_options *options,
                                         gpuws_buffer *back, gpuws_buffer *rms, gpuws_background_result *result);
@@ -175,8 +175,9 @@ typedef struct gpuws_background_host_options {
  * On GPUs, pass 1 uploads bands of whole mesh rows (image and mask: 5 bytes a pixel) and computes their meshes'
  * statistics; the host makes the grid steps from them; pass 2 evaluates back and rms for bands of rows (8 bytes a
  * pixel beside the plan) and downloads them; when the budget holds the whole image each pass is one band. The
- * values are gpuws_background's on the same backend, bit for bit. On the CPU backend, whose device memory is the
- * host's, the reference runs on the caller's arrays. (gpuws_extract_host makes the background itself without host
+ * values are gpuws_background's on the same backend, bit for bit. Any number of pixels (gpuws_background's limit of
+ * 2^32 - 1 is its device buffers'), each side below 2^31. On the CPU backend, whose device memory is the host's, the
+ * reference runs on the caller's arrays. (gpuws_extract_host makes the background itself without host
  * maps: options->background.) Errors: gpuws_background's (a mesh larger than the image, sizes < 1, ...), NULL ctx,
  * image, back, rms or result, back and rms overlapping each other, the image or the mask,
  * options->background->mask not NULL, a budget smaller than one band of one mesh row or of one row of maps beside
