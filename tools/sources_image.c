@@ -148,6 +148,7 @@ static void reuse_fit(sources_reuse *keep, size_t w, size_t h)
 typedef struct {
     const float *px;
     unsigned char *mask; /* or NULL */
+    int zeroed;          /* the mask is zero: only its ones are written */
     size_t blanks[64], infinite[64];
 } scan_job;
 
@@ -158,21 +159,26 @@ static void scan_range(void *user, size_t part, size_t lo, size_t hi)
     for (size_t i = lo; i < hi; i++) { /* != 0: glibc's isinf(-inf) is -1 */
         const float v = j->px[i];
         blanks += isnan(v) != 0, infinite += isinf(v) != 0;
-        if (j->mask) j->mask[i] = !isfinite(v);
     }
+    /* the mask in a loop of its own, where it has something to write: the counts' loop alone runs twice as fast */
+    if (j->mask && (!j->zeroed || blanks + infinite))
+        for (size_t i = lo; i < hi; i++)
+            if (!j->zeroed || !isfinite(j->px[i])) j->mask[i] = !isfinite(j->px[i]);
     j->blanks[part] = blanks, j->infinite[part] = infinite;
 }
 
 /* Counts the NaN and infinite pixels and, for the extraction, makes the mask in the same pass (in keep's, when
- * keep is not NULL). */
+ * keep is not NULL). A mask of its own is calloc'd and only its ones written: an image without such pixels (most)
+ * touches none of its pages, which at 65536^2 were 4.3 GB of writes. */
 static int scan_pixels(const sources_args *a, const fits_image *img, pixel_scan *s, sources_reuse *keep)
 {
     const size_t n = img->width * img->height, parts = tool_parts(n, (size_t)1 << 18);
-    scan_job j = { img->data, NULL, { 0 }, { 0 } };
+    scan_job j = { img->data, NULL, 0, { 0 }, { 0 } };
     memset(s, 0, sizeof *s);
     if (keep) reuse_fit(keep, img->width, img->height);
     if (a->method == METHOD_EXTRACT) {
-        j.mask = keep && keep->mask ? keep->mask : malloc(n);
+        j.zeroed = !(keep && keep->mask);
+        j.mask = j.zeroed ? calloc(n, 1) : keep->mask;
         if (!j.mask) return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
         if (keep) keep->mask = j.mask;
     }
