@@ -1244,7 +1244,10 @@ static gpuws_status read_options(gpuws_context *ctx, size_t width, size_t height
                             ho->back ? "back" : "rms");
     if ((st = gpuws__band_contexts(ctx, ho->more_contexts, ho->num_more_contexts, fn, ctxs, nctx))) return st;
     if ((st = gpuws__extract_check(eo, width, height, ho->rms || ho->background, fn, npix))) return st;
-    /* a band is gpuws_extract's on the device, whose records index its pixels in 31 bits */
+    /* a band is gpuws_extract's on the device, whose records index its pixels in 31 bits; the host steps and the
+     * device's measures hold rows in 32 */
+    if (height > UINT32_MAX)
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu rows; at most 2^32 - 1 are supported", fn, height);
     const size_t halo = filter_halo(eo);
     if (width > (size_t)INT32_MAX / (1 + 2 * halo))
         return gpuws__error(GPUWS_ERR_UNSUPPORTED,
@@ -1884,6 +1887,8 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
     if (height == 0) st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: the image is %zu x 0: no pixels", fn, width);
     else if (gpuws__mul_overflows(width, height, &npix))
         st = gpuws__error(GPUWS_ERR_OVERFLOW, "%s: %zu x %zu pixels overflow size_t", fn, width, height);
+    else if (height > UINT32_MAX)
+        st = gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu rows; at most 2^32 - 1 are supported", fn, height);
     else if (bg && ((size_t)bo.bw > width || (size_t)bo.bh > height))
         st = gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: mesh %d x %d is larger than the %zu x %zu image", fn, bo.bw,
                           bo.bh, width, height);

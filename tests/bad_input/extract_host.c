@@ -136,6 +136,15 @@ BAD_CASE(extract_host_band_of_2_to_the_31_pixels_is_unsupported, BAD_ALL, GPUWS_
     return st;
 }
 
+BAD_CASE(extract_host_of_2_to_the_32_rows_is_unsupported, BAD_ALL, GPUWS_ERR_UNSUPPORTED,
+         "extract_host: 4294967296 rows; at most 2^32 - 1 are supported")
+{
+    gpuws_extract_catalog *cat = NULL;
+    const gpuws_status st = gpuws_extract_host(f->ctx, 1, (size_t)1 << 32, image, NULL, &cat); /* never read */
+    BAD_EXPECT_NULL(cat);
+    return st;
+}
+
 /* Several devices (BAD_MORE_CONTEXTS_CASES): bands of one row spread over f->ctx and more[0..n). */
 static gpuws_status with_more(bad_fixture *f, gpuws_context *const *more, size_t n)
 {

@@ -238,8 +238,8 @@ typedef struct gpuws_extract_host_options {
  * input or another, a more_contexts entry that is NULL, not live, of another backend, or ctx or an entry again, a
  * budget smaller than one band of one row with its halo (the message gives the minimum) →
  * GPUWS_ERR_INVALID_ARGUMENT. Images of 2^31 pixels or more are legal (pixel indices are 64-bit on the host); a row
- * whose band (the row with its halo) holds 2^31 pixels or more, or 2^31 or more detected pixels or components' pieces
- * in the bands → GPUWS_ERR_UNSUPPORTED. On error *catalog is NULL and segmap untouched; back_out and rms_out are
+ * whose band (the row with its halo) holds 2^31 pixels or more, 2^32 rows or more, or 2^31 or more detected pixels or
+ * components' pieces in the bands → GPUWS_ERR_UNSUPPORTED. On error *catalog is NULL and segmap untouched; back_out and rms_out are
  * unspecified. */
 GPUWS_API gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                           const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog);
