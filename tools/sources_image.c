@@ -167,9 +167,9 @@ static void scan_range(void *user, size_t part, size_t lo, size_t hi)
     j->blanks[part] = blanks, j->infinite[part] = infinite;
 }
 
-/* Counts the NaN and infinite pixels and, for the extraction, makes the mask in the same pass (in keep's, when
- * keep is not NULL). A mask of its own is calloc'd and only its ones written: an image without such pixels (most)
- * touches none of its pages, which at 65536^2 were 4.3 GB of writes. */
+/* Counts the NaN and infinite pixels and, for the extraction, makes the mask (in keep's, when keep is not NULL). A
+ * mask of its own is calloc'd and only its ones written: an image without such pixels (most) touches none of its
+ * pages, which at 65536^2 were 4.3 GB of writes. */
 static int scan_pixels(const sources_args *a, const fits_image *img, pixel_scan *s, sources_reuse *keep)
 {
     const size_t n = img->width * img->height, parts = tool_parts(n, (size_t)1 << 18);

@@ -34,6 +34,8 @@ typedef struct gpuws__extract_params {
     size_t own0, own1; /* own1 > 0: only rows own0 .. own1 - 1 are detected (a band's own rows; the rest is halo) */
 } gpuws__extract_params;
 
+#define EX_BLANK_BIT64 ((uint64_t)1 << 63) /* EX_BLANK_BIT in a 64-bit index (idx64) */
+
 /* The pixels of the components: one record per labelled pixel. idx: raster index | EX_BLANK_BIT when the pixel
  * touches a NaN or masked pixel; label: its component (1..); value: image - back; cd: the filtered value; sig: the
  * pixel's σ; sig_lr: the σ of its lower-right neighbour (x + 1, y + 1), 0 outside the image (SEP's threshold of an
@@ -42,8 +44,6 @@ typedef struct gpuws__extract_params {
  * nothing then.
  * group: the records grouped by label where the device did it (NULL: the host steps do), raster order kept within
  * each label: n record numbers, then start[0 .. nl], label l's first place in them (l in 1 .. nl, the labels). */
-#define EX_BLANK_BIT64 ((uint64_t)1 << 63) /* EX_BLANK_BIT in a 64-bit index */
-
 typedef struct gpuws__extract_pixels {
     size_t n;
     uint32_t *idx;
