@@ -305,8 +305,8 @@ static bool expect_copy(const char *what, size_t i, const gpuws_object *a, const
     cr_assert(a->flag == b->flag, "%s: object %zu: flag %d; the tile's %d", what, i, a->flag, b->flag);
     if (a->flag & GPUWS_OBJ_MERGED) return a->npix != b->npix || a->flux != b->flux;
     cr_assert(a->npix == b->npix && a->tnpix == b->tnpix && a->xmin == b->xmin && a->xmax == b->xmax &&
-                  a->ymin == b->ymin + dy && a->ymax == b->ymax + dy && a->xcpeak == b->xcpeak &&
-                  a->ycpeak == b->ycpeak + dy,
+                  a->ymin == b->ymin + dy && a->ymax == b->ymax + dy && a->xpeak == b->xpeak &&
+                  a->ypeak == b->ypeak + dy && a->xcpeak == b->xcpeak && a->ycpeak == b->ycpeak + dy,
               "%s: object %zu: npix %lld at (%lld, %lld); the tile's %lld at (%lld, %lld + %lld)", what, i,
               (long long)a->npix, (long long)a->xmin, (long long)a->ymin, (long long)b->npix, (long long)b->xmin,
               (long long)b->ymin, (long long)dy);
