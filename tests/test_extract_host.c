@@ -285,14 +285,24 @@ static float *big_tile(size_t w, size_t th, uint8_t **mask)
     return t;
 }
 
-/* The large cases' host memory, one backend's run at a time: a lock file, held until the process ends. */
-static int large_lock(void)
+/* A context on kind for the large cases, which skip without a GPU of 16 GiB and 96 GiB of host memory; *lock their
+ * lock file, held until the process ends, so that one backend's run goes at a time (each takes about 60 GiB). */
+static gpuws_context *large_open(gpuws_backend_kind kind, int *lock)
 {
+    gpuws_context *ctx = test_open(kind);
+    gpuws_device_info info;
+    TEST_OK(gpuws_context_get_device_info(ctx, &info));
+    const double host_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (info.type == GPUWS_DEVICE_CPU || info.global_mem_bytes < 16 * ((uint64_t)1 << 30) ||
+        host_bytes < 96.0 * (1 << 30)) {
+        gpuws_context_destroy(ctx);
+        cr_skip_test("%s: %s: needs a GPU with 16 GiB and 96 GiB of host memory", test_backend_name(kind), info.name);
+    }
     char path[256];
     snprintf(path, sizeof path, "%s/gpuws-test-large-%ld.lock", P_tmpdir, (long)getuid());
-    const int fd = open(path, O_CREAT | O_RDWR, 0600);
-    cr_assert(fd >= 0 && flock(fd, LOCK_EX) == 0, "%s: no lock", path);
-    return fd;
+    *lock = open(path, O_CREAT | O_RDWR, 0600);
+    cr_assert(*lock >= 0 && flock(*lock, LOCK_EX) == 0, "%s: no lock", path);
+    return ctx;
 }
 
 /* Object a of the image against object b of the tile whose copy starts dy rows down: the same integer columns and
@@ -333,17 +343,9 @@ static bool expect_copy(const char *what, size_t i, const gpuws_object *a, const
  * run the same 64-bit code on the small images above). */
 GPU_BACKEND_TEST(extract_host, images_of_more_than_2_to_the_31_pixels)
 {
-    gpuws_context *ctx = test_open(*kind);
-    gpuws_device_info info;
-    TEST_OK(gpuws_context_get_device_info(ctx, &info));
+    int lock;
+    gpuws_context *ctx = large_open(*kind, &lock);
     const size_t w = 65536, th = 1024, copies = 65, h = copies * th + 1, n = w * h;
-    const double host_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
-    if (info.type == GPUWS_DEVICE_CPU || info.global_mem_bytes < 16 * ((uint64_t)1 << 30) ||
-        host_bytes < 96.0 * (1 << 30)) {
-        gpuws_context_destroy(ctx);
-        cr_skip_test("%s: %s: needs a GPU with 16 GiB and 96 GiB of host memory", test_backend_name(*kind), info.name);
-    }
-    const int lock = large_lock();
     uint8_t *tile_mask;
     float *tile = big_tile(w, th, &tile_mask);
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
@@ -414,17 +416,9 @@ GPU_BACKEND_TEST(extract_host, images_of_more_than_2_to_the_31_pixels)
  * host's cores. It needs 52 GiB of host memory. */
 GPU_BACKEND_TEST(background_host, images_of_more_than_2_to_the_32_pixels)
 {
-    gpuws_context *ctx = test_open(*kind);
-    gpuws_device_info info;
-    TEST_OK(gpuws_context_get_device_info(ctx, &info));
+    int lock;
+    gpuws_context *ctx = large_open(*kind, &lock);
     const size_t w = 65536, th = 1024, h = 65600, n = w * h;
-    const double host_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
-    if (info.type == GPUWS_DEVICE_CPU || info.global_mem_bytes < 16 * ((uint64_t)1 << 30) ||
-        host_bytes < 96.0 * (1 << 30)) {
-        gpuws_context_destroy(ctx);
-        cr_skip_test("%s: %s: needs a GPU with 16 GiB and 96 GiB of host memory", test_backend_name(*kind), info.name);
-    }
-    const int lock = large_lock();
     float *x = malloc(n * sizeof *x), *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
     cr_assert(x && back && rms);
     gpuws__case_extract_sky(w, th, test_seed(false) + 0x32, 0, x, back, rms); /* the maps: room for the tile's */
