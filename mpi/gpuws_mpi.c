@@ -1,42 +1,86 @@
 /* The gpuws_mpi library: the reducers of the collective calls as MPI allreduces, their gatherers as MPI gathers. */
 #include "gpuws_mpi.h"
 #include "gpuws_mpi_world.h"
+#include "gpuws_mpi_gather.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* In allreduces of at most INT_MAX words each (MPI's int counts). */
 static gpuws_status allreduce_sum(void *user, uint64_t *words, size_t count)
 {
     MPI_Comm comm = *(MPI_Comm *)user;
-    if (count > INT_MAX) return GPUWS_ERR_INTERNAL;
-    const int rc = MPI_Allreduce(MPI_IN_PLACE, words, (int)count, MPI_UINT64_T, MPI_SUM, comm);
+    int rc = MPI_SUCCESS;
+    for (size_t k = 0; k < count && rc == MPI_SUCCESS; k += INT_MAX) {
+        const size_t n = count - k < INT_MAX ? count - k : INT_MAX;
+        rc = MPI_Allreduce(MPI_IN_PLACE, words + k, (int)n, MPI_UINT64_T, MPI_SUM, comm);
+    }
     return rc == MPI_SUCCESS ? GPUWS_OK : GPUWS_ERR_INTERNAL;
 }
 
+/* Each caller's words to root in messages of at most `most` words (point to point: MPI's int counts bound one
+ * message, not the whole), then, for every caller, from caller 0 to all. As in place as the gathers below: root's
+ * (every caller's) words are its share of the whole, at its place; another caller's are its share alone. */
+static int gather_messages(MPI_Comm comm, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
+                           size_t root, size_t most)
+{
+    const size_t to = root == GPUWS_ALL_CALLERS ? 0 : root;
+    size_t at = 0, total = 0;
+    for (size_t c = 0; c < callers; c++) {
+        if (c < caller) at += counts[c];
+        total += counts[c];
+    }
+    int rc = MPI_SUCCESS;
+    if (caller != to) {
+        const uint64_t *mine = root == GPUWS_ALL_CALLERS ? words + at : words;
+        for (size_t k = 0; k < counts[caller] && rc == MPI_SUCCESS; k += most) {
+            const size_t n = counts[caller] - k < most ? counts[caller] - k : most;
+            rc = MPI_Send(mine + k, (int)n, MPI_UINT64_T, (int)to, 2, comm);
+        }
+    } else {
+        size_t off = 0;
+        for (size_t c = 0; c < callers; c++) {
+            for (size_t k = 0; c != to && k < counts[c] && rc == MPI_SUCCESS; k += most) {
+                const size_t n = counts[c] - k < most ? counts[c] - k : most;
+                rc = MPI_Recv(words + off + k, (int)n, MPI_UINT64_T, (int)c, 2, comm, MPI_STATUS_IGNORE);
+            }
+            off += counts[c];
+        }
+    }
+    for (size_t k = 0; root == GPUWS_ALL_CALLERS && k < total && rc == MPI_SUCCESS; k += most) {
+        const size_t n = total - k < most ? total - k : most;
+        rc = MPI_Bcast(words + k, (int)n, MPI_UINT64_T, 0, comm);
+    }
+    return rc;
+}
+
 /* MPI_Allgatherv in place, or MPI_Gatherv into root (in place there). Their counts and displacements are ints: every
- * rank passes the same counts and root, so every rank finds alike whether they fit. Up to 64 ranks they sit on the
- * stack; beyond, every rank first learns whether every other could allocate them, and none is left waiting in the
- * gather when one cannot (an allreduce more, which the common case saves). */
-static gpuws_status gather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
-                           size_t root)
+ * rank passes the same counts and root, so every rank finds alike whether they fit, and where they do not (more
+ * than `most` words before a caller's end, most at most INT_MAX) the words go in messages (gather_messages). Up to
+ * 64 ranks the counts sit on the stack; beyond, every rank first learns whether every other could allocate them, and
+ * none is left waiting in the gather when one cannot (an allreduce more, which the common case saves). */
+gpuws_status gpuws__mpi_gather(MPI_Comm comm, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
+                               size_t root, size_t most)
 {
     enum { ON_STACK = 64 };
-    MPI_Comm comm = *(MPI_Comm *)user;
     int stack[2 * ON_STACK];
     int *cd = callers <= ON_STACK ? stack : callers <= INT_MAX ? malloc(2 * callers * sizeof *cd) : NULL;
-    int ok = cd != NULL && (root < callers || root == GPUWS_ALL_CALLERS);
+    int ok = cd != NULL && (root < callers || root == GPUWS_ALL_CALLERS) && most >= 1 && most <= INT_MAX;
+    bool fit = true;
     size_t at = 0;
     for (size_t c = 0; c < callers && ok; c++) {
-        ok = counts[c] <= INT_MAX && at <= INT_MAX;
-        if (ok) cd[c] = (int)counts[c], cd[callers + c] = (int)at;
+        fit = fit && counts[c] <= most && at + counts[c] <= most;
+        if (fit) cd[c] = (int)counts[c], cd[callers + c] = (int)at;
         at += counts[c];
     }
     gpuws_status st = GPUWS_ERR_INTERNAL;
     int rc = callers <= ON_STACK ? MPI_SUCCESS : MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
     if (rc == MPI_SUCCESS && ok) {
-        if (root == GPUWS_ALL_CALLERS)
+        if (!fit) rc = gather_messages(comm, words, counts, caller, callers, root, most);
+        else if (root == GPUWS_ALL_CALLERS)
             rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, words, cd, cd + callers, MPI_UINT64_T, comm);
         else if (root == caller)
             rc =
@@ -46,6 +90,12 @@ static gpuws_status gather(void *user, uint64_t *words, const size_t *counts, si
     }
     if (cd != stack) free(cd);
     return st;
+}
+
+static gpuws_status gather(void *user, uint64_t *words, const size_t *counts, size_t caller, size_t callers,
+                           size_t root)
+{
+    return gpuws__mpi_gather(*(MPI_Comm *)user, words, counts, caller, callers, root, INT_MAX);
 }
 
 gpuws_status gpuws_mpi_sigma_clip_host(MPI_Comm comm, gpuws_context *ctx, const float *data, size_t n,

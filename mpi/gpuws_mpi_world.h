@@ -25,8 +25,9 @@ typedef gpuws_status (*gpuws_mpi_world_init_fn)(int *rank, int *size, int *local
 GPUWS_API gpuws_status gpuws_mpi_world_sum(void *user, uint64_t *words, size_t count);
 
 /* A gpuws_gatherer over MPI_COMM_WORLD (user is not used; caller: this rank): MPI_Allgatherv in place, or MPI_Gatherv
- * into root. Every rank fails alike (GPUWS_ERR_INTERNAL) when one cannot count its words in an int or has no memory
- * for the counts, or root is neither a rank nor GPUWS_ALL_CALLERS. */
+ * into root, or where the words do not fit MPI's int counts, messages of at most INT_MAX words. Every rank fails
+ * alike (GPUWS_ERR_INTERNAL) when one has no memory for the counts, or root is neither a rank nor
+ * GPUWS_ALL_CALLERS. */
 GPUWS_API gpuws_status gpuws_mpi_world_gatherer(void *user, uint64_t *words, const size_t *counts, size_t caller,
                                                 size_t callers, size_t root);
 

@@ -3,9 +3,12 @@
  * image, its own rows and 5 more each side (a halo that reaches past a neighbour's share), none, one row of another
  * rank. Shares that are not consecutive from row 0 and a request past the last row fail every rank alike, none
  * hanging (ctest's time-out bounds the run). Exit 0 when every rank got every byte. */
+#include "gpuws_mpi_gather.h"
 #include "gpuws_mpi_world.h"
 #include "mpi_support.h"
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,37 @@ static void ask(int rank, const unsigned char *mine, size_t row0, size_t rows, s
                 mpi_fail(rank, "a row's bytes");
             }
     free(out);
+}
+
+/* Rank c's share in gpuws_mpi's gatherer: (5c + 3) mod 7 words (rank 4's none), word k = 1000 c + k. */
+static size_t share(int c) { return (size_t)(5 * c + 3) % 7; }
+static uint64_t word(int c, size_t k) { return 1000 * (uint64_t)c + k; }
+
+/* The gatherer into root (GPUWS_ALL_CALLERS: every rank) in messages of at most `most` words, checked word by word
+ * where the words land. */
+static void gather(int rank, int size, size_t root, size_t most)
+{
+    size_t counts[64], total = 0, at = 0;
+    for (int c = 0; c < size; c++) {
+        counts[c] = share(c);
+        if (c < rank) at += counts[c];
+        total += counts[c];
+    }
+    const bool whole = root == GPUWS_ALL_CALLERS || root == (size_t)rank;
+    uint64_t *w = calloc(total + 1, sizeof *w), *mine = whole ? w + at : w;
+    if (!w) mpi_fail(rank, "out of memory");
+    for (size_t k = 0; k < counts[rank]; k++) mine[k] = word(rank, k);
+    if (gpuws__mpi_gather(MPI_COMM_WORLD, w, counts, (size_t)rank, (size_t)size, root, most))
+        mpi_fail(rank, "gpuws__mpi_gather");
+    size_t off = 0;
+    for (int c = 0; c < size && whole; off += counts[c++])
+        for (size_t k = 0; k < counts[c]; k++)
+            if (w[off + k] != word(c, k)) {
+                fprintf(stderr, "rank %d: root %zu, messages of %zu words: rank %d's word %zu is %llu\n", rank, root,
+                        most, c, k, (unsigned long long)w[off + k]);
+                mpi_fail(rank, "a gathered word");
+            }
+    free(w);
 }
 
 int main(int argc, char **argv)
@@ -58,8 +92,13 @@ int main(int argc, char **argv)
     if (gpuws_mpi_world_rows(mine, row0, rows, ROW, 0, rank == 0 ? H + 1 : H, out) != GPUWS_ERR_INVALID_ARGUMENT)
         mpi_fail(rank, "a request past the last row was not refused");
     free(out), free(mine);
+    /* the gatherer: in one MPI_Gatherv or MPI_Allgatherv, and in messages (as past MPI's int counts) of 4 and 1 words */
+    if (size > 64) mpi_fail(rank, "more than 64 ranks");
+    const size_t roots[] = { 0, (size_t)size - 1, GPUWS_ALL_CALLERS }, mosts[] = { INT_MAX, 4, 1 };
+    for (size_t r = 0; r < 3; r++)
+        for (size_t m = 0; m < 3; m++) gather(rank, size, roots[r], mosts[m]);
     gpuws_context_destroy(ctx);
     MPI_Finalize();
-    if (rank == 0) printf("ok: %d ranks, every row from every rank\n", size);
+    if (rank == 0) printf("ok: %d ranks, every row from every rank, every word gathered\n", size);
     return 0;
 }
