@@ -2,7 +2,9 @@
  * 0 none when P > 1, some a row or two), and each gets the rows it asks for, whichever ranks hold them: the whole
  * image, its own rows and 5 more each side (a halo that reaches past a neighbour's share), none, one row of another
  * rank. Shares that are not consecutive from row 0 and a request past the last row fail every rank alike, none
- * hanging (ctest's time-out bounds the run). Exit 0 when every rank got every byte. */
+ * hanging (ctest's time-out bounds the run). Then gpuws_mpi's gatherer, into rank 0, the last rank and every rank,
+ * in one MPI_Gatherv or MPI_Allgatherv and in point-to-point messages cut to 4 words and to 1 (the way past MPI's
+ * int counts), uneven shares, one of them empty. Exit 0 when every rank got every byte and every word. */
 #include "gpuws_mpi_gather.h"
 #include "gpuws_mpi_world.h"
 #include "mpi_support.h"
@@ -34,8 +36,9 @@ static void ask(int rank, const unsigned char *mine, size_t row0, size_t rows, s
     free(out);
 }
 
-/* Rank c's share in gpuws_mpi's gatherer: (5c + 3) mod 7 words (rank 4's none), word k = 1000 c + k. */
-static size_t share(int c) { return (size_t)(5 * c + 3) % 7; }
+/* Rank c's share in gpuws_mpi's gatherer: (3c + 2) mod 5 words (2, 0, 3, 1, ...: rank 1 has none), word k =
+ * 1000 c + k. */
+static size_t share(int c) { return (size_t)(3 * c + 2) % 5; }
 static uint64_t word(int c, size_t k) { return 1000 * (uint64_t)c + k; }
 
 /* The gatherer into root (GPUWS_ALL_CALLERS: every rank) in messages of at most `most` words, checked word by word
