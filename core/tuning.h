@@ -119,7 +119,10 @@
       "1: every OpenCL launch and fill waits for its command and prints its device time to stderr (serialises "        \
       "the queue)")                                                                                                    \
     X(fits_in_process, BOOL, "0", "0|1",                                                                               \
-      "the CLI reads FITS files in its own process instead of a child (fuzzing cfitsio, debuggers)")
+      "the CLI reads FITS files in its own process instead of a child (fuzzing cfitsio, debuggers)")                   \
+    X(mpi_rows_to_root, BOOL, "0", "0|1",                                                                              \
+      "gpuws sources under MPI: every rank but 0 sends its rows of the maps to rank 0 to write, as a rank on another " \
+      "host than the staged file does (tests)")
 
 /* The words of the CHOICE and NUMBER knobs, in the order of their `values`. */
 enum { GPUWS__PATH_AUTO, GPUWS__PATH_TILED, GPUWS__PATH_DIRECT };

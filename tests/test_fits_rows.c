@@ -1,7 +1,8 @@
 /* fits_read_rows (tools/fits_io.h), the read of one MPI rank's rows in `mpirun gpuws sources`: any range of rows of
  * any image gives the bytes of the same rows of the whole read, whatever the path the pixels take (raw big-endian
  * floats, cfitsio's scaling of integers with BSCALE, BZERO and BLANK, a plane of a cube, a tile-compressed image);
- * no rows is an image with its size and no pixel; a range past the image fails like any bad read. */
+ * no rows is an image with its size and no pixel; a range past the image fails like any bad read. The writes: the
+ * raw pixels and the rows written in place, against cfitsio's whole write. */
 #include "support.h"
 #include "fits_io.h"
 
@@ -186,6 +187,22 @@ Test(fits_rows, reads_overlapping_abandoned_and_after_give_the_bytes_read_here, 
     assert_read_as_here(&ra, a);
 }
 
+/* A file size limit of `bytes` with its signal ignored (a write past it fails with EFBIG), or back to *keep and *was
+ * (bytes 0). */
+static void size_limit(size_t bytes, struct rlimit *keep, void (**was)(int))
+{
+    if (!bytes) {
+        cr_assert_eq(setrlimit(RLIMIT_FSIZE, keep), 0);
+        signal(SIGXFSZ, *was);
+        return;
+    }
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, keep), 0);
+    struct rlimit lim = *keep;
+    lim.rlim_cur = bytes;
+    *was = signal(SIGXFSZ, SIG_IGN);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+}
+
 /* fits_write_image_cards of an image large enough (fits_write_raw_from) writes its pixels itself after cfitsio's
  * header: the file is the same bytes as cfitsio's whole write, for each pixel type, with cards and a width and
  * height whose data do not fill the last 2880-byte block; and cfitsio reads the pixels back. */
@@ -227,20 +244,80 @@ Test(fits_write, raw_pixels_give_the_bytes_of_cfitsio, .init = rows_setup, .fini
     /* cut short by the system (a file size limit, its signal ignored): a failure that says so, the file removed */
     char c[300], err[512];
     snprintf(c, sizeof c, "%s/short.fits", dir);
-    struct rlimit keep, lim;
-    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &keep), 0);
-    lim = keep;
-    lim.rlim_cur = 2880 + WW * HH * sizeof(float) / 2;
-    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit keep;
+    void (*was)(int);
     const size_t from = fits_write_raw_from(1);
-    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    size_limit(2880 + WW * HH * sizeof(float) / 2, &keep, &was);
     const int rc = fits_write_image_cards(c, FITS_F32, pf, WW, HH, cards, 2, err, sizeof err);
-    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &keep), 0);
-    signal(SIGXFSZ, was);
+    size_limit(0, &keep, &was);
     fits_write_raw_from(from);
     cr_assert(rc != 0 && strstr(err, "writing failed: cut short at"), "rc %d: %s", rc, err);
     struct stat sc;
     cr_assert(stat(c, &sc) != 0, "the file cut short was left behind");
+}
+
+/* Rows written in place by several writers (the MPI ranks' maps): the shell with its rows written in any order, in
+ * pieces of any height, is the same bytes as the whole write of the image; a path that is not the shell (missing,
+ * another size, a directory) is -2, "not the file here", and rows past the image -1, neither touching the file; a
+ * shell cut short by the system fails and is removed. */
+Test(fits_write, rows_into_a_shell_give_the_bytes_of_the_whole_write, .init = rows_setup, .fini = rows_teardown)
+{
+    enum { WW = 301, HH = 77 };
+    static float pf[WW * HH];
+    static double px[WW * HH];
+    static int32_t pi[WW * HH];
+    for (int i = 0; i < WW * HH; i++)
+        px[i] = (double)(i % 1013) * 1.5 - 700.25, pf[i] = (float)px[i], pi[i] = (int32_t)(i * 7919) - 400000;
+    char cards[80 + 1];
+    snprintf(cards, sizeof cards, "%-80s", "CTYPE1  = 'RA---TAN'");
+    const fits_pixel_type types[] = { FITS_F32, FITS_F64, FITS_I32 };
+    const void *data[] = { pf, px, pi };
+    const size_t bytes[] = { 4, 8, 4 };
+    const size_t cut[][2] = { { 40, 37 }, { 0, 1 }, { 76, 1 }, { 1, 39 } }; /* row0, rows: every row once */
+    for (int t = 0; t < 3; t++) {
+        char a[300], b[300], err[512];
+        snprintf(a, sizeof a, "%s/whole%d.fits", dir, t);
+        snprintf(b, sizeof b, "%s/shell%d.fits", dir, t);
+        cr_assert_eq(fits_write_image_cards(a, types[t], data[t], WW, HH, cards, 1, err, sizeof err), 0, "%s", err);
+        uint64_t at = 0;
+        cr_assert_eq(fits_write_image_shell(b, types[t], WW, HH, cards, 1, &at, err, sizeof err), 0, "%s", err);
+        cr_assert(at > 0 && at % 2880 == 0, "type %d: the data unit at byte %llu", t, (unsigned long long)at);
+        for (int k = 0; k < 4; k++) {
+            const char *rows = (const char *)data[t] + cut[k][0] * WW * bytes[t];
+            cr_assert_eq(fits_write_rows(b, at, types[t], rows, WW, HH, cut[k][0], cut[k][1], err, sizeof err), 0,
+                         "type %d, rows %zu + %zu: %s", t, cut[k][0], cut[k][1], err);
+        }
+        cr_assert_eq(fits_write_rows(b, at, types[t], pf, WW, HH, 0, 0, err, sizeof err), 0, "no rows: %s", err);
+        cr_assert_eq(fits_write_rows(b, at, types[t], pf, WW, HH, 70, 8, err, sizeof err), -1, "rows past the end");
+        cr_assert_eq(fits_write_rows(b, at, types[t], pf, WW, HH + 10, 0, 1, err, sizeof err), -2, "another size: %s",
+                     err);
+        cr_assert(strstr(err, "not the file made for the rows here"), "%s", err);
+        struct stat sa, sb;
+        cr_assert(stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_size == sb.st_size, "type %d: the sizes", t);
+        char *x = test_read_file(a), *y = test_read_file(b);
+        cr_assert(x && y && memcmp(x, y, (size_t)sa.st_size) == 0, "type %d: the shell's rows differ", t);
+        free(x);
+        free(y);
+    }
+    char c[300], err[512];
+    snprintf(c, sizeof c, "%s/missing.fits", dir);
+    cr_assert_eq(fits_write_rows(c, 2880, FITS_F32, pf, WW, HH, 0, 1, err, sizeof err), -2, "missing: %s", err);
+    cr_assert(strstr(err, "not found here"), "%s", err);
+    cr_assert_eq(fits_write_rows(dir, 2880, FITS_F32, pf, WW, HH, 0, 1, err, sizeof err), -1, "a directory");
+    uint64_t at;
+    snprintf(c, sizeof c, "%s/whole0.fits", dir);
+    cr_assert_eq(fits_write_image_shell(c, FITS_F32, WW, HH, NULL, 0, &at, err, sizeof err), -1, "over a file");
+    cr_assert(strstr(err, "it exists"), "%s", err);
+    /* cut short by the system: the shell fails and is removed */
+    snprintf(c, sizeof c, "%s/short.fits", dir);
+    struct rlimit keep;
+    void (*was)(int);
+    size_limit(2880 + WW * HH * sizeof(float) / 2, &keep, &was);
+    const int rc = fits_write_image_shell(c, FITS_F32, WW, HH, NULL, 0, &at, err, sizeof err);
+    size_limit(0, &keep, &was);
+    cr_assert(rc != 0 && strstr(err, "writing failed"), "rc %d: %s", rc, err);
+    struct stat sc;
+    cr_assert(stat(c, &sc) != 0, "the shell cut short was left behind");
 }
 #else
 Test(fits_rows, needs_cfitsio) { cr_skip_test("fitsio.h not found"); }

@@ -973,46 +973,125 @@ static int set_naxis2(int fd, off_t header, size_t height)
     return -1;
 }
 
-/* The pixels of a header that cfitsio wrote for an image of 0 rows: NAXIS2 set to height, then the data swapped on
- * every core into a block at a time, each written after the one before, then zeros to the 2880-byte block. 0, or -1
- * with the reason in err (the file removed). */
-static int write_raw_pixels(const char *path, size_t size, const void *data, size_t width, size_t height, char *err,
-                            size_t errlen)
+/* n pixels of `size` bytes from data, swapped on every core a block at a time, each written after the one before,
+ * at byte `at` of fd; *reached grows by the bytes written. 0, or -1 with errno. */
+static int put_pixels(int fd, off_t at, size_t size, const void *data, size_t n, off_t *reached)
 {
     enum { BLOCK_PIXELS = 1 << 22 };
-    const int fd = open(path, O_RDWR | O_CLOEXEC);
-    struct stat sb;
-    unsigned char *buf = malloc(BLOCK_PIXELS * size);
-    int ok = fd >= 0 && buf && fstat(fd, &sb) == 0 && sb.st_size > 0 && sb.st_size % 2880 == 0;
-    const bool header = ok;
-    ok = ok && set_naxis2(fd, sb.st_size, height) == 0;
-    const size_t n = width * height;
-    off_t reached = header ? sb.st_size : 0; /* the bytes written so far */
-    for (size_t at = 0; ok && at < n; at += BLOCK_PIXELS) {
-        const size_t m = n - at < BLOCK_PIXELS ? n - at : BLOCK_PIXELS;
-        swap_job j = { (const unsigned char *)data + at * size, buf, size };
+    unsigned char *buf = malloc((n < BLOCK_PIXELS ? n : BLOCK_PIXELS) * size + 1);
+    if (!buf) return errno = ENOMEM, -1;
+    int ok = 1;
+    for (size_t i = 0; ok && i < n; i += BLOCK_PIXELS) {
+        const size_t m = n - i < BLOCK_PIXELS ? n - i : BLOCK_PIXELS;
+        swap_job j = { (const unsigned char *)data + i * size, buf, size };
         tool_parallel(m, tool_parts(m, 1 << 16), swap_range, &j);
         for (size_t done = 0; ok && done < m * size;) {
-            const ssize_t w = pwrite(fd, buf + done, m * size - done, sb.st_size + (off_t)(at * size + done));
-            if (w > 0) done += (size_t)w, reached += w;
+            const ssize_t w = pwrite(fd, buf + done, m * size - done, at + (off_t)(i * size + done));
+            if (w > 0) done += (size_t)w, *reached += w;
             else if (w == 0) ok = 0, errno = EIO;
             else ok = errno == EINTR;
         }
     }
-    const off_t end = ((sb.st_size + (off_t)(n * size)) + 2879) / 2880 * 2880;
-    ok = ok && ftruncate(fd, end) == 0; /* the padding: zeros */
-    int e = ok ? 0 : errno ? errno : EIO;
+    const int e = errno;
     free(buf);
-    if (fd >= 0 && close(fd) != 0 && ok) ok = 0, e = errno;
-    if (ok) return 0;
-    unlink(path);
-    if (header && e == EINVAL)
-        snprintf(err, errlen, "%s: writing failed: the header cfitsio wrote has no NAXIS2 card to set", path);
-    else if (e == EFBIG || e == ENOSPC) /* as close_written says it of cfitsio's writes */
+    errno = e;
+    return ok ? 0 : -1;
+}
+
+/* The reason a write of `path` failed with errno e, having reached `reached` of its `end` bytes. */
+static void write_failed(const char *path, int e, off_t reached, off_t end, char *err, size_t errlen)
+{
+    if (e == EFBIG || e == ENOSPC) /* as close_written says it of cfitsio's writes */
         snprintf(err, errlen,
                  "%s: writing failed: cut short at %lld of its %lld bytes (a full disk or a file size limit)", path,
                  (long long)reached, (long long)end);
     else snprintf(err, errlen, "%s: writing failed: %s", path, strerror(e ? e : EIO));
+}
+
+/* The data unit of a header that cfitsio wrote for an image of 0 rows: NAXIS2 set to height, then the pixels
+ * (put_pixels; data NULL: none, the whole unit zeros) and zeros to the 2880-byte block. 0 with the header's size in
+ * *data_at, or -1 with the reason in err (the file removed). */
+static int write_data_unit(const char *path, size_t size, const void *data, size_t width, size_t height,
+                           uint64_t *data_at, char *err, size_t errlen)
+{
+    const int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat sb;
+    int ok = fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size > 0 && sb.st_size % 2880 == 0;
+    const bool header = ok;
+    ok = ok && set_naxis2(fd, sb.st_size, height) == 0;
+    off_t reached = header ? sb.st_size : 0; /* the bytes written so far */
+    ok = ok && (!data || put_pixels(fd, sb.st_size, size, data, width * height, &reached) == 0);
+    const off_t end = ((sb.st_size + (off_t)(width * height * size)) + 2879) / 2880 * 2880;
+    ok = ok && ftruncate(fd, end) == 0; /* the padding (and without data, the pixels): zeros */
+    int e = ok ? 0 : errno ? errno : EIO;
+    if (fd >= 0 && close(fd) != 0 && ok) ok = 0, e = errno;
+    if (ok) return *data_at = (uint64_t)sb.st_size, 0;
+    unlink(path);
+    if (header && e == EINVAL)
+        snprintf(err, errlen, "%s: writing failed: the header cfitsio wrote has no NAXIS2 card to set", path);
+    else write_failed(path, e, reached, end, err, errlen);
+    return -1;
+}
+
+/* cfitsio's header of a width x 0 image of `type` with the cards, in a new file `path`. */
+static int write_header(const char *path, fits_pixel_type type, size_t width, size_t height, const void *data,
+                        bool rows, const char *cards, int ncards, char *err, size_t errlen)
+{
+    /* A new file only, checked here: cfitsio's own check opens an existing name for reading, which blocks on a
+     * FIFO and, for a file it may not read, goes on to truncate it. */
+    struct stat sb;
+    if (lstat(path, &sb) == 0) return fail(err, errlen, path, "cannot create the file: it exists", 0);
+    fitsfile *f = NULL;
+    int status = 0;
+    if (fits_create_diskfile(&f, path, &status)) return fail(err, errlen, path, "cannot create the file", status);
+    /* !rows: the header of an image of 0 rows, so that cfitsio writes no data unit (it would fill the one it was not
+     * given with zeros), and the data unit after it (write_data_unit) */
+    long long naxes[2] = { (long long)width, rows ? (long long)height : 0 };
+    int bitpix = type == FITS_F32 ? FLOAT_IMG : type == FITS_F64 ? DOUBLE_IMG : LONG_IMG;
+    int dtype = type == FITS_F32 ? TFLOAT : type == FITS_F64 ? TDOUBLE : TINT;
+    long long first[2] = { 1, 1 };
+    fits_create_imgll(f, bitpix, 2, naxes, &status);
+    if (rows) fits_write_pixll(f, dtype, first, (LONGLONG)(width * height), (void *)data, &status);
+    write_cards(f, cards, ncards, &status);
+    fits_write_comment(f, "written by gpuws", &status);
+    return close_written(f, path, status, err, errlen);
+}
+
+int fits_write_image_shell(const char *path, fits_pixel_type type, size_t width, size_t height, const char *cards,
+                           int ncards, uint64_t *data_at, char *err, size_t errlen)
+{
+    if (!path || !width || !height || !data_at) return fail(err, errlen, path ? path : "(null)", "nothing to write", 0);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (write_header(path, type, width, height, NULL, false, cards, ncards, err, errlen)) return -1;
+    return write_data_unit(path, type == FITS_F64 ? 8 : 4, NULL, width, height, data_at, err, errlen);
+#else
+    (void)type, (void)cards, (void)ncards;
+    return fail(err, errlen, path, "rows written in place need a little-endian host", 0);
+#endif
+}
+
+int fits_write_rows(const char *path, uint64_t data_at, fits_pixel_type type, const void *data, size_t width,
+                    size_t height, size_t row0, size_t rows, char *err, size_t errlen)
+{
+    const size_t size = type == FITS_F64 ? 8 : 4;
+    if (!path || !width || row0 > height || rows > height - row0 || (rows && !data))
+        return fail(err, errlen, path ? path : "(null)", "rows outside the image", 0);
+    const off_t end = (off_t)((data_at + width * height * size + 2879) / 2880 * 2880);
+    /* never created nor truncated: the file fits_write_image_shell made, as this process sees it */
+    const int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 && errno == ENOENT) return snprintf(err, errlen, "%s: not found here", path), -2;
+    if (fd < 0) return snprintf(err, errlen, "%s: cannot open it: %s", path, strerror(errno)), -1;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size != end) {
+        close(fd);
+        return snprintf(err, errlen, "%s: not the file made for the rows here (another size or kind)", path), -2;
+    }
+    off_t reached = 0;
+    int ok = put_pixels(fd, (off_t)(data_at + row0 * width * size), size, data, rows * width, &reached) == 0;
+    int e = ok ? 0 : errno;
+    if (close(fd) != 0 && ok) ok = 0, e = errno;
+    if (ok) return 0;
+    write_failed(path, e, reached, (off_t)(rows * width * size), err, errlen);
     return -1;
 }
 
@@ -1026,25 +1105,9 @@ int fits_write_image_cards(const char *path, fits_pixel_type type, const void *d
 #else
     const bool raw = false; /* the swap assumes a little-endian host */
 #endif
-    /* A new file only, checked here: cfitsio's own check opens an existing name for reading, which blocks on a
-     * FIFO and, for a file it may not read, goes on to truncate it. */
-    struct stat sb;
-    if (lstat(path, &sb) == 0) return fail(err, errlen, path, "cannot create the file: it exists", 0);
-    fitsfile *f = NULL;
-    int status = 0;
-    if (fits_create_diskfile(&f, path, &status)) return fail(err, errlen, path, "cannot create the file", status);
-    /* raw: the header of an image of 0 rows, so that cfitsio writes no data unit (it would fill the one it was not
-     * given with zeros), and the pixels after it (write_raw_pixels) */
-    long long naxes[2] = { (long long)width, raw ? 0 : (long long)height };
-    int bitpix = type == FITS_F32 ? FLOAT_IMG : type == FITS_F64 ? DOUBLE_IMG : LONG_IMG;
-    int dtype = type == FITS_F32 ? TFLOAT : type == FITS_F64 ? TDOUBLE : TINT;
-    long long first[2] = { 1, 1 };
-    fits_create_imgll(f, bitpix, 2, naxes, &status);
-    if (!raw) fits_write_pixll(f, dtype, first, (LONGLONG)(width * height), (void *)data, &status);
-    write_cards(f, cards, ncards, &status);
-    fits_write_comment(f, "written by gpuws", &status);
-    if (close_written(f, path, status, err, errlen)) return -1;
-    return raw ? write_raw_pixels(path, size, data, width, height, err, errlen) : 0;
+    uint64_t data_at;
+    if (write_header(path, type, width, height, data, !raw, cards, ncards, err, errlen)) return -1;
+    return raw ? write_data_unit(path, size, data, width, height, &data_at, err, errlen) : 0;
 }
 
 #else
@@ -1101,6 +1164,24 @@ int fits_write_table(const char *path, const char *extname, size_t ncols, const 
 {
     (void)extname, (void)ncols, (void)names, (void)units, (void)integer, (void)nrows, (void)values, (void)cards,
         (void)ncards;
+    snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
+             path ? path : "");
+    return -1;
+}
+
+int fits_write_image_shell(const char *path, fits_pixel_type type, size_t width, size_t height, const char *cards,
+                           int ncards, uint64_t *data_at, char *err, size_t errlen)
+{
+    (void)type, (void)width, (void)height, (void)cards, (void)ncards, (void)data_at;
+    snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
+             path ? path : "");
+    return -1;
+}
+
+int fits_write_rows(const char *path, uint64_t data_at, fits_pixel_type type, const void *data, size_t width,
+                    size_t height, size_t row0, size_t rows, char *err, size_t errlen)
+{
+    (void)data_at, (void)type, (void)data, (void)width, (void)height, (void)row0, (void)rows;
     snprintf(err, errlen, "%s: gpuws was built without cfitsio (install libcfitsio-dev and reconfigure)",
              path ? path : "");
     return -1;

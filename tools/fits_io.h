@@ -10,6 +10,7 @@
 #define GPUWS_FITS_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct {
@@ -99,6 +100,19 @@ int fits_write_image(const char *path, fits_pixel_type type, const void *data, s
 /* The same with header cards added (ncards of 80 characters each, e.g. the input's WCS; NULL for none). */
 int fits_write_image_cards(const char *path, fits_pixel_type type, const void *data, size_t width, size_t height,
                            const char *cards, int ncards, char *err, size_t errlen);
+/* Rows written in place by several writers (the MPI ranks' maps: tools/sources_mpi.c), none holding the whole image:
+ * fits_write_image_shell creates `path`, which must not exist, as fits_write_image_cards would with every pixel 0
+ * (the data unit made by extending the file: sparse where the file system allows) and gives the data unit's byte
+ * offset in *data_at; each writer then puts its rows with fits_write_rows. 0, or -1 with the reason in err (the file
+ * removed). */
+int fits_write_image_shell(const char *path, fits_pixel_type type, size_t width, size_t height, const char *cards,
+                           int ncards, uint64_t *data_at, char *err, size_t errlen);
+/* Rows row0 .. row0 + rows - 1 of the width x height image (rows x width pixels of type at data) into the file
+ * fits_write_image_shell made (data_at its data unit's offset), opened for writing, never created nor truncated.
+ * 0; -1 with the reason in err; -2 with the reason in err when `path` is not, as this process sees it, that file (no
+ * such file, or not a regular file of its size): a process on another host than the one that made it. */
+int fits_write_rows(const char *path, uint64_t data_at, fits_pixel_type type, const void *data, size_t width,
+                    size_t height, size_t row0, size_t rows, char *err, size_t errlen);
 /* The data size from which an image's pixels are written by gpuws (byte-swapped on every core, in large blocks)
  * after cfitsio wrote its header, instead of by cfitsio (28800 bytes at a time on one core); the same bytes. The
  * previous value is returned; tests lower it to write small images both ways. */

@@ -106,6 +106,7 @@ typedef struct {
     double lo;               /* the overlay's black level (NaN: the median) */
     const int32_t *labels;   /* or NULL */
     const float *back, *rms; /* extract's maps, or NULL */
+    unsigned staged;         /* outputs (1 << k) already written into their staging files (by the MPI ranks) */
     const sky_wcs *wcs;      /* or NULL */
     const char *no_wcs;      /* why there is none (a warning when an output would carry world coordinates) */
     char *cards;             /* the input's WCS for the 2-D maps (malloc'd), or NULL */
@@ -218,11 +219,12 @@ int sources_run_many(sources_args *a, double start);
 void sources_extract_options(const sources_args *a, size_t w, size_t h, gpuws_extract_options *eo,
                              gpuws_background_options *bo);
 /* The report and the outputs of an extraction made elsewhere (rank 0 of `mpirun gpuws sources --method extract`):
- * img's header and size, pixels the whole image's (for --overlay; else NULL), cat, and the whole image's seg, back and
- * rms (malloc'd; NULL where not asked for), all taken and freed; ph (NULL: none) the apertures' table, taken (*ph
- * zeroed). 0, or 1 with the reason on stderr. */
+ * img's header and size, pixels the whole image's (for --overlay; else NULL), cat, and the whole image's seg
+ * (malloc'd; NULL where not asked for), both taken and freed; `staged` the outputs (1 << k) the ranks already wrote
+ * into their staging files (the maps); ph (NULL: none) the apertures' table, taken (*ph zeroed). 0, or 1 with the
+ * reason on stderr. */
 int sources_extract_write(const sources_args *a, const fits_image *img, const float *pixels, gpuws_extract_catalog *cat,
-                          int32_t *seg, float *back, float *rms, phot_table *ph, const gpuws_background_result *br,
+                          int32_t *seg, unsigned staged, phot_table *ph, const gpuws_background_result *br,
                           sources_times *t);
 
 /* The MPI world's size from the launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE), or -1 without one. */

@@ -643,19 +643,19 @@ void sources_extract_options(const sources_args *a, size_t w, size_t h, gpuws_ex
 }
 
 int sources_extract_write(const sources_args *a, const fits_image *img, const float *pixels, gpuws_extract_catalog *cat,
-                          int32_t *seg, float *back, float *rms, phot_table *ph, const gpuws_background_result *br,
+                          int32_t *seg, unsigned staged, phot_table *ph, const gpuws_background_result *br,
                           sources_times *t)
 {
     sources_pending *q = calloc(1, sizeof *q);
     if (!q) {
-        gpuws_extract_catalog_free(cat), free(seg), free(back), free(rms);
+        gpuws_extract_catalog_free(cat), free(seg);
         if (ph) phot_free(ph);
         return tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY);
     }
     if (ph) q->ph = *ph, memset(ph, 0, sizeof *ph);
     q->ms_wcs = timed_products(&q->p, img, &q->wcs, q->why, sizeof q->why, q->bunit, sizeof q->bunit);
-    q->p.image = pixels;
-    q->cat = cat, q->hseg = seg, q->hback = back, q->hrms = rms, q->br = *br;
+    q->p.image = pixels, q->p.staged = staged;
+    q->cat = cat, q->hseg = seg, q->br = *br;
     t->extract_device = cat->ms_device, t->extract_host = cat->ms_host;
     return extract_report(q, a, img->width, img->height, GPUWS_OK, t) || sources_pending_write(q, a, t);
 }

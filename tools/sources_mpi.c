@@ -7,6 +7,7 @@
  * "Several hosts". */
 #include "gpuws_mpi_world.h"
 #include "core/threads.h"
+#include "core/tuning.h"
 #include "parallel.h"
 #include "sources.h"
 
@@ -268,32 +269,109 @@ static int rank_parts_upload(const sources_contexts *c, const fits_image *img, r
     return st ? 1 : 0;
 }
 
-/* The whole image's labels (--labels) and pixels (--overlay) on rank 0, which holds W x H x 4 bytes of each, from
- * every rank's rows; the other ranks free their catalogue and image once sent (only rank 0 writes). The exit code,
- * the same on every rank; rank 0's buffers are the caller's to free whatever it is. */
-static int gather_maps(const world *w, const sources_args *a, fits_image *img, gpuws_catalog **cat, int32_t **labels,
-                       float **pixels)
+/* msg with every `staged` in it (a path rank 0 made) named `name` instead: the file the user gave. */
+static void reword(char *msg, size_t n, const char *staged, const char *name)
 {
-    const size_t n = img->width * img->height, mine = img->rows * img->width;
-    const int want_labels = a->out[OUT_LABELS] != NULL, want_pixels = a->out[OUT_OVERLAY] != NULL;
-    char err[300] = "";
-    int code = 0;
-    if (w->rank == 0) {
-        if (want_labels && !(*labels = malloc(n * sizeof **labels))) code = 1;
-        if (want_pixels && !(*pixels = malloc(n * sizeof **pixels))) code = 1;
-        if (code)
-            snprintf(err, sizeof err, "out of memory for the whole image's %s (%zu bytes each) on rank 0",
-                     want_labels && want_pixels ? "labels and pixels"
-                     : want_labels              ? "labels"
-                                                : "pixels",
-                     n * 4);
+    char *at = strstr(msg, staged);
+    if (!at || strlen(msg) - strlen(staged) + strlen(name) >= n) return;
+    memmove(at + strlen(name), at + strlen(staged), strlen(at + strlen(staged)) + 1);
+    memcpy(at, name, strlen(name));
+}
+
+/* Output k, a width x height FITS image of `type` whose rows the ranks hold (this rank img->rows at `mine`, from
+ * img->row0), written without being gathered: rank 0 stages the file, its header and a data unit of zeros
+ * (fits_write_image_shell), and every rank writes its own rows into it (fits_write_rows). A rank that does not see
+ * that file (on another host, where the output is a device or FIFO, which is staged in rank 0's $TMPDIR; or with the
+ * knob mpi_rows_to_root=1) sends its rows to rank 0 instead, one rank's share at a time. sources_write_outputs then
+ * only puts the file in place (products.staged). *ms: the time it took. The exit code, the same on every rank. */
+static int write_rows_ranks(const world *w, const sources_args *a, const fits_image *img, size_t k,
+                            fits_pixel_type type, const void *mine, double *ms)
+{
+    enum { PATH_WORDS = PATH_MAX / 8 };
+    const double t0 = tool_now_ms();
+    const int root = w->rank == 0, P = w->size;
+    const size_t width = img->width, row_bytes = width * (type == FITS_F64 ? 8 : 4);
+    char err[PATH_MAX + 600] = "";
+    uint64_t *words = calloc(1 + PATH_WORDS + 2 * (size_t)P, sizeof *words);
+    uint64_t *share = words ? words + 1 + PATH_WORDS : NULL; /* rows a rank did not write: first, count */
+    size_t *counts = calloc((size_t)P, sizeof *counts);
+    int code = !words || !counts;
+    if (code) snprintf(err, sizeof err, "out of memory");
+    if (!code && root) { /* the file, with the input's WCS as the one-process maps have it */
+        char why[300] = "", bunit[72];
+        sky_wcs *wcs;
+        products p;
+        products_from_image(&p, img, &wcs, why, sizeof why, bunit, sizeof bunit);
+        const char *path = output_files_stage(a->outputs, k, err, sizeof err);
+        code = !path;
+        if (path && strlen(path) >= PATH_WORDS * 8) snprintf(err, sizeof err, "%s: path too long", path), code = 1;
+        else if (path && fits_write_image_shell(path, type, width, img->height, p.cards, p.ncards, &words[0], err,
+                                                sizeof err)) {
+            output_files_reword(a->outputs, k, err, sizeof err);
+            code = 1;
+        } else if (path) memcpy(words + 1, path, strlen(path) + 1);
+        products_free(&p);
+        sky_wcs_destroy(wcs);
     }
     int rc = world_fail(w, code, err);
-    if (rc) return rc;
-    const int root = w->rank == 0;
     gpuws_status st = GPUWS_OK;
-    if (want_labels) st = w->gather((*cat)->labels, mine * sizeof(int32_t), *labels, root ? n * sizeof(int32_t) : 0);
-    if (!st && want_pixels) st = w->gather(img->data, mine * sizeof(float), *pixels, root ? n * sizeof(float) : 0);
+    if (!rc) { /* its offset and path to every rank */
+        counts[0] = 1 + PATH_WORDS;
+        st = w->gatherer(NULL, words, counts, (size_t)w->rank, (size_t)P, GPUWS_ALL_CALLERS);
+        snprintf(err, sizeof err, "the staged file's name from rank 0 failed: %s", gpuws_status_name(st));
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    const char *path = (const char *)(words + 1);
+    int wrote = -2;
+    if (!rc) {
+        gpuws__tuning tu;
+        gpuws__tuning_from_env(&tu);
+        if (!img->rows) wrote = 0;
+        else if (root || !tu.mpi_rows_to_root)
+            wrote =
+                fits_write_rows(path, words[0], type, mine, width, img->height, img->row0, img->rows, err, sizeof err);
+        reword(err, sizeof err, path, a->out[k]);
+        rc = world_fail(w, wrote == -1, err);
+    }
+    if (!rc) { /* which rows went unwritten, and where they are */
+        share[2 * (size_t)w->rank] = wrote == -2 ? img->row0 : 0;
+        share[2 * (size_t)w->rank + 1] = wrote == -2 ? img->rows : 0;
+        st = w->sum(NULL, share, 2 * (size_t)P);
+        snprintf(err, sizeof err, "a reduction failed: %s", gpuws_status_name(st));
+        rc = world_fail(w, st ? 1 : 0, err);
+    }
+    size_t most = 0;
+    for (int r = 0; !rc && r < P; r++) most = share[2 * r + 1] > most ? share[2 * r + 1] : most;
+    void *rows = most && root ? malloc(most * row_bytes) : NULL;
+    if (!rc && most) rc = world_fail(w, root && !rows, "out of memory on rank 0 for a rank's rows of the maps");
+    for (int r = 0; !rc && r < P; r++) {
+        const size_t lo = share[2 * r], n = share[2 * r + 1];
+        if (!n) continue;
+        st = w->rows(mine, img->row0, img->rows, row_bytes, root ? lo : 0, root ? lo + n : 0, rows);
+        snprintf(err, sizeof err, "rank %d's rows of %s to rank 0 failed: %s", r, a->out[k], gpuws_status_name(st));
+        code = st ? 1 : 0;
+        if (!st && root && fits_write_rows(path, words[0], type, rows, width, img->height, lo, n, err, sizeof err))
+            code = 1, output_files_reword(a->outputs, k, err, sizeof err);
+        rc = world_fail(w, code, err);
+    }
+    free(rows), free(words), free(counts);
+    *ms = tool_now_ms() - t0;
+    return rc;
+}
+
+/* The whole image's pixels (--overlay) on rank 0, which holds W x H x 4 bytes of them, from every rank's rows; the
+ * other ranks free their catalogue and image once sent (only rank 0 writes). The exit code, the same on every rank;
+ * rank 0's *pixels is the caller's to free whatever it is. */
+static int gather_pixels(const world *w, fits_image *img, gpuws_catalog **cat, float **pixels)
+{
+    const size_t n = img->width * img->height, mine = img->rows * img->width;
+    const int root = w->rank == 0;
+    char err[300] = "";
+    if (root && !(*pixels = malloc(n * sizeof **pixels)))
+        snprintf(err, sizeof err, "out of memory for the whole image's pixels (%zu bytes) on rank 0", n * 4);
+    int rc = world_fail(w, root && !*pixels, err);
+    if (rc) return rc;
+    const gpuws_status st = w->gather(img->data, mine * sizeof(float), *pixels, root ? n * sizeof(float) : 0);
     if (!root) gpuws_catalog_free(*cat), *cat = NULL, fits_image_free(img);
     /* the same status on every rank: the gather checks its sizes collectively */
     snprintf(err, sizeof err, "the gather of the rows on rank 0 failed: %s", gpuws_status_name(st));
@@ -446,8 +524,9 @@ static int phot_ranks(const world *w, const sources_args *a, const fits_image *i
 
 /* --method extract over the ranks (gpuws_extract_host_reduce): each rank its rows' mask of NaN and infinite pixels
  * and its bands on its devices within --max-device-memory; rank 0 gets the catalogue and the segmentation map, the
- * ranks measure --phot-apertures on their own rows (phot_ranks), and rank 0 gathers the ranks' rows of the maps
- * (--background, --rms) and the pixels (--overlay) to write the outputs. The exit code, the same on every rank. */
+ * ranks measure --phot-apertures on their own rows (phot_ranks) and write their rows of the maps (--background,
+ * --rms: write_rows_ranks), and rank 0 gathers the pixels (--overlay) and writes the other outputs. The exit code,
+ * the same on every rank. */
 static int run_extract_ranks(const world *w, const sources_args *a, const fits_image *img, const sources_contexts *c,
                              sources_times *t)
 {
@@ -496,31 +575,31 @@ static int run_extract_ranks(const world *w, const sources_args *a, const fits_i
         t->phot = tool_now_ms() - t1;
     }
     free(mask);
-    /* rank 0's whole maps and pixels, from every rank's rows */
-    float *all[3] = { NULL, NULL, NULL };
-    const float *part[3] = { back, rms, px };
-    const int want[3] = { a->out[OUT_BACKGROUND] != NULL, a->out[OUT_RMS] != NULL, a->out[OUT_OVERLAY] != NULL };
-    code = 0;
-    for (int k = 0; !rc && root && k < 3; k++)
-        if (want[k] && !(all[k] = malloc(n * sizeof *all[k]))) code = 1;
-    if (!rc) rc = world_fail(w, code, "out of memory on rank 0 for the whole image's maps");
-    double t0 = tool_now_ms();
-    for (int k = 0; !rc && k < 3; k++) {
-        if (!want[k]) continue;
-        const gpuws_status st = w->gather(part[k], mine * sizeof(float), all[k], root ? n * sizeof(float) : 0);
-        snprintf(err, sizeof err, "the gather of the rows on rank 0 failed: %s", gpuws_status_name(st));
-        rc = world_fail(w, st ? 1 : 0, err);
+    /* the maps written by the ranks, each its rows; the pixels of the overlay whole on rank 0 */
+    unsigned staged = 0;
+    const size_t maps[2] = { OUT_BACKGROUND, OUT_RMS };
+    for (int m = 0; !rc && m < 2; m++) {
+        if (!a->out[maps[m]]) continue;
+        rc = write_rows_ranks(w, a, img, maps[m], FITS_F32, m ? rms : back, &t->out[maps[m]]);
+        staged |= 1u << maps[m];
     }
-    t->download = tool_now_ms() - t0;
     free(back), free(rms);
+    float *all = NULL;
+    if (!rc && a->out[OUT_OVERLAY]) {
+        rc = world_fail(w, root && !(all = malloc(n * sizeof *all)), "out of memory on rank 0 for the whole image");
+        const double t0 = tool_now_ms();
+        const gpuws_status st = rc ? GPUWS_OK : w->gather(px, mine * sizeof *px, all, root ? n * sizeof *all : 0);
+        snprintf(err, sizeof err, "the gather of the rows on rank 0 failed: %s", gpuws_status_name(st));
+        if (!rc) rc = world_fail(w, st ? 1 : 0, err);
+        t->download = tool_now_ms() - t0;
+    }
     if (!rc && root) {
-        rc = sources_extract_write(a, img, a->out[OUT_OVERLAY] ? all[2] : NULL, cat, seg, all[0], all[1],
-                                   phot ? &ph : NULL, &br, t);
-        cat = NULL, seg = NULL, all[0] = all[1] = NULL;
+        rc = sources_extract_write(a, img, all, cat, seg, staged, phot ? &ph : NULL, &br, t);
+        cat = NULL, seg = NULL;
     }
     phot_free(&ph);
     gpuws_extract_catalog_free(cat);
-    free(seg), free(all[0]), free(all[1]), free(all[2]);
+    free(seg), free(all);
     return rc;
 }
 
@@ -638,11 +717,12 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
         rc = world_fail(w, st ? 1 : 0, err);
     }
     rank_parts_free(&rp);
-    int32_t *labels = NULL;
     float *pixels = NULL;
-    if (!rc && (a->out[OUT_LABELS] || a->out[OUT_OVERLAY])) {
+    if (!rc && a->out[OUT_LABELS])
+        rc = write_rows_ranks(w, a, &img, OUT_LABELS, FITS_I32, cat->labels, &t.out[OUT_LABELS]);
+    if (!rc && a->out[OUT_OVERLAY]) {
         t0 = tool_now_ms();
-        rc = gather_maps(w, a, &img, &cat, &labels, &pixels);
+        rc = gather_pixels(w, &img, &cat, &pixels);
         t.download = tool_now_ms() - t0;
     }
     if (!rc && w->rank == 0) {
@@ -655,7 +735,7 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
         sources_print_brightest(cat);
         workshop_title(&p, a, cat->num_sources);
         rc = workshop_products(&p, cat, bunit);
-        if (labels) p.labels = labels;
+        p.staged = a->out[OUT_LABELS] ? 1u << OUT_LABELS : 0;
         p.image = pixels;
         t.table = tool_now_ms() - t0;
         rc = rc ? tool_fail(CMD, GPUWS_ERR_OUT_OF_MEMORY) : sources_write_outputs(a, &p, &t);
@@ -668,7 +748,6 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
     gpuws_catalog_free(cat);
     gpuws_contexts_destroy(c.ctx, c.n);
     fits_image_free(&img);
-    free(labels);
     free(pixels);
     return rc;
 }

@@ -69,7 +69,7 @@ int sources_write_outputs(const sources_args *a, const products *p, sources_time
     const catalog_table table = { p->ncols, p->nrows, p->cols, p->v };
     const char *frame = p->wcs ? sky_wcs_ds9_frame(p->wcs) : NULL;
     for (size_t k = 0; k < OUT_COUNT && !rc; k++) {
-        if (!finals[k]) continue;
+        if (!finals[k] || (p->staged & (1u << k))) continue;
         const double t0 = tool_now_ms();
         const char *path = output_files_stage(a->outputs, k, err, sizeof err);
         if (path && p->w * p->h >= ((size_t)1 << 24)) /* seconds */

@@ -1,10 +1,12 @@
 #!/bin/sh
 # `mpirun -n P gpuws sources SKY --method workshop` writes the same catalogue, regions, FITS table, label image
-# (rank 0 gathers every rank's rows) and overlay, byte for byte, as one process: on the ranks' devices as one process
-# on its device, and with --max-device-memory on the host as one process's host pipeline; on a sky whose height
-# splits into uneven shares and on one of fewer blocks than ranks (a rank reads no row). So does `--method extract`
-# (the ranks' rows on whole mesh rows; its background and rms maps, and the apertures' columns too, each rank's
-# objects measured on its rows and rows of others), with and without a device budget.
+# (each rank writes its rows into the file rank 0 stages) and overlay (rank 0 gathers every rank's pixels), byte for
+# byte, as one process: on the ranks' devices as one process on its device, and with --max-device-memory on the host
+# as one process's host pipeline; on a sky whose height splits into uneven shares and on one of fewer blocks than
+# ranks (a rank reads no row). So does `--method extract` (the ranks' rows on whole mesh rows; its background and rms
+# maps written by the ranks, and the apertures' columns too, each rank's objects measured on its rows and rows of
+# others), with and without a device budget. Ranks that do not see rank 0's staged files (GPUWS_TUNING=
+# mpi_rows_to_root=1 makes every rank but 0 such a rank, as on another host) send their rows to rank 0: the same bytes.
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR P        the comparison with P ranks
 #   cli_sources.sh MPIEXEC GPUWS SKY_TOOL WORKDIR failures  bad input: exit 1 or 2 on every rank, nothing written
 # MPIEXEC runs with --oversubscribe (more ranks than cores); each run is bounded by `timeout` (a hang fails).
@@ -77,6 +79,21 @@ if [ "$what" != failures ]; then
             head -1 $img.xm.csv | grep -q 'flux_aper_6' || fail "$img ($budget): no aperture columns in $img.xm.csv"
         done
     done
+    # the ranks' rows of the maps sent to rank 0 (as from another host than the staged files): the same bytes as the
+    # last runs above (big.fits within a device budget); a map to a device, staged in rank 0's $TMPDIR, copied there
+    GPUWS_TUNING=mpi_rows_to_root=1 mpirun "$what" "$gpuws" sources big.fits --method workshop \
+        --max-device-memory 64M --labels big.sent.labels.fits > big.sent.out 2> big.sent.err ||
+        { cat big.sent.err >&2; fail "$what ranks sending their labels to rank 0"; }
+    cmp big.one.labels.fits big.sent.labels.fits || fail "$what ranks' labels sent to rank 0 differ"
+    GPUWS_TUNING=mpi_rows_to_root=1 mpirun "$what" "$gpuws" sources big.fits --back-size 32 \
+        --max-device-memory 200K --background big.sent.back.fits --rms big.sent.rms.fits --labels /dev/null \
+        > big.xsent.out 2> big.xsent.err || { cat big.xsent.err >&2; fail "$what ranks sending their maps to rank 0"; }
+    for f in back rms; do
+        cmp big.x1.$f.fits big.sent.$f.fits || fail "$what ranks' .$f sent to rank 0 differs"
+    done
+    mpirun "$what" "$gpuws" sources big.fits --back-size 32 --background /dev/null --rms big.null.rms.fits \
+        > big.null.out 2> big.null.err || { cat big.null.err >&2; fail "$what ranks writing a map to /dev/null"; }
+    cmp big.x1.rms.fits big.null.rms.fits || fail "$what ranks' .rms beside a map to /dev/null differs"
     echo "ok: $what ranks, the same files as one process, on the devices and on the host, and extracting"
     exit 0
 fi
@@ -131,4 +148,11 @@ grep -q '^gpuws sources: rank [01] of 2: the apertures: .*too small' p.err ||
     { cat p.err >&2; fail "apertures over the budget: no rank said why"; }
 [ "$(grep -c '^gpuws sources: rank [01] of 2: ' p.err)" = 2 ] || { cat p.err >&2; fail "apertures: not a line per rank"; }
 [ ! -e p.csv ] || fail "apertures over the budget: p.csv was written"
+# A map the ranks wrote whose destination then fails (a full device): exit 1, the other outputs not written.
+mpirun 2 "$gpuws" sources big.fits --back-size 32 --catalog f.csv --rms f.rms.fits --background /dev/full \
+    > f.out 2> f.err
+rc=$?
+[ $rc = 1 ] || { cat f.err >&2; fail "a map to /dev/full: exit $rc, expected 1"; }
+grep -q 'No space left on device' f.err || { cat f.err >&2; fail "a map to /dev/full: no reason"; }
+[ ! -e f.csv ] && [ ! -e f.rms.fits ] || fail "a map to /dev/full: an output was written"
 echo "ok: failures"
