@@ -96,7 +96,7 @@ static int cmd_sources(int argc, char **argv)
         return 1;
     }
     if (a.outdir) {
-        r = sources_run_many(&a, start);
+        r = sources_run_many(&a, start, NULL);
         sources_args_free(&a);
         return r;
     }

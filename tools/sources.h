@@ -194,7 +194,7 @@ int sources_run_read(const sources_args *a, const fits_image *img, const sources
 int sources_pending_extract(sources_pending *p, const sources_args *a, const fits_image *img, sources_times *t);
 /* Writes the outputs of p (a: the image's arguments, t: its times) and frees p. 0, or 1 with the reason on stderr. */
 int sources_pending_write(sources_pending *p, const sources_args *a, sources_times *t);
-/* The workshop's clipping, threshold, count and times on stdout (an image's or the demo's); host 1: the catalogue
+/* The workshop's clipping, threshold, count and times in a's report (an image's or the demo's); host 1: the catalogue
  * is gpuws_find_sources_host's, its times the host clock's; 2: gpuws_find_sources' over several devices (the host
  * clock's, with the upload). */
 void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int host);
@@ -205,14 +205,25 @@ int sources_use_host(const sources_args *a, gpuws_context *ctx, size_t w, size_t
  * stderr once the run takes more than a second); a budget below one band fails before any work. */
 gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c, const float *px, size_t w, size_t h,
                                gpuws_catalog **cat);
-/* The five brightest sources on stdout. */
-void sources_print_brightest(const gpuws_catalog *cat);
+/* The five brightest sources into out. */
+void sources_print_brightest(const gpuws_catalog *cat, FILE *out);
 /* What an IMAGE read from the command line asks of the reader. */
 fits_read_request sources_read_request(const sources_args *a);
 
+/* One MPI rank's share of many images (tools/sources_mpi.c): images rank, rank + size, rank + 2 size, ... of the
+ * command line's, each numbered among all in its progress line, on the contexts make(user) makes; the rank's count
+ * of done and failed images comes back for the world's closing line. */
+typedef struct {
+    int rank, size;
+    sources_device_maker make;
+    void *user;
+    size_t done, failed; /* out */
+} sources_images_share;
 /* Many images under --outdir: each one's outputs planned, computed and written all or none; a failing image is
- * reported and the rest processed. The exit code. */
-int sources_run_many(sources_args *a, double start);
+ * reported and the rest processed. share: NULL for every image in this process (then a closing line "N images: D
+ * done, F failed"), else one rank's share (the closing line is the caller's; a share of no image starts no
+ * device). The exit code. */
+int sources_run_many(sources_args *a, double start, sources_images_share *share);
 
 /* The extraction's options from the command line for a w x h image: gpuws_extract's (no buffers) and the
  * background's (no mask). */

@@ -217,26 +217,29 @@ static int refuse_image(const sources_args *a, const fits_image *img, const pixe
 void sources_print_workshop(const gpuws_catalog *cat, const sources_args *a, int host)
 {
     const gpuws_sigma_clip_result *c = &cat->clip;
-    printf("sigma clipping (kappa %g): median %.6g, mean %.6g, std %.6g of %zu pixels after %d iteration%s%s\n",
-           a->clip.kappa, c->median, c->mean, c->std, c->count, c->iterations, c->iterations == 1 ? "" : "s",
-           c->converged ? " (converged)" : " (NOT converged: max_iterations reached)");
+    FILE *out = sources_report(a);
+    fprintf(out, "sigma clipping (kappa %g): median %.6g, mean %.6g, std %.6g of %zu pixels after %d iteration%s%s\n",
+            a->clip.kappa, c->median, c->mean, c->std, c->count, c->iterations, c->iterations == 1 ? "" : "s",
+            c->converged ? " (converged)" : " (NOT converged: max_iterations reached)");
     if (isnan(a->o.threshold_abs))
-        printf("threshold: %.6g (%g x clipped std; no median added, as in the workshop)\n", cat->threshold,
-               a->o.threshold_sigma);
-    else printf("threshold: %.6g (absolute)\n", cat->threshold);
-    printf("sources: %zu (%d-connectivity)\n", cat->num_sources, a->o.connectivity);
+        fprintf(out, "threshold: %.6g (%g x clipped std; no median added, as in the workshop)\n", cat->threshold,
+                a->o.threshold_sigma);
+    else fprintf(out, "threshold: %.6g (absolute)\n", cat->threshold);
+    fprintf(out, "sources: %zu (%d-connectivity)\n", cat->num_sources, a->o.connectivity);
     if (host == 2)
-        printf("times (ms, host clock, the devices at once): upload %.3f  clip %.3f  threshold %.3f  label %.3f  "
-               "measure %.3f  total %.3f\n",
-               cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_total);
+        fprintf(out,
+                "times (ms, host clock, the devices at once): upload %.3f  clip %.3f  threshold %.3f  label %.3f  "
+                "measure %.3f  total %.3f\n",
+                cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_total);
     else if (host)
-        printf("times (ms, host clock): clip %.3f  threshold %.3f  label %.3f  measure %.3f  total %.3f\n",
-               cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_total);
+        fprintf(out, "times (ms, host clock): clip %.3f  threshold %.3f  label %.3f  measure %.3f  total %.3f\n",
+                cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_total);
     else
-        printf("times (ms, device events): upload %.3f  clip %.3f  threshold %.3f  label %.3f  measure %.3f  "
-               "download %.3f  total %.3f\n",
-               cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_download,
-               cat->ms_total);
+        fprintf(out,
+                "times (ms, device events): upload %.3f  clip %.3f  threshold %.3f  label %.3f  measure %.3f  "
+                "download %.3f  total %.3f\n",
+                cat->ms_upload, cat->ms_clip, cat->ms_threshold, cat->ms_label, cat->ms_measure, cat->ms_download,
+                cat->ms_total);
 }
 
 int sources_use_host(const sources_args *a, gpuws_context *ctx, size_t w, size_t h)
@@ -264,7 +267,7 @@ gpuws_status sources_find_host(const sources_args *a, const sources_contexts *c,
     return gpuws_find_sources_host(c->ctx[0], px, w, h, &a->o, &lo, cat);
 }
 
-void sources_print_brightest(const gpuws_catalog *cat)
+void sources_print_brightest(const gpuws_catalog *cat, FILE *out)
 {
     size_t *order = catalog_order_by_flux(cat->sources, cat->num_sources);
     if (!order || !cat->num_sources) {
@@ -272,11 +275,11 @@ void sources_print_brightest(const gpuws_catalog *cat)
         return;
     }
     const size_t show = cat->num_sources < 5 ? cat->num_sources : 5;
-    printf("brightest %zu:\n  %6s %10s %10s %12s %6s %12s\n", show, "id", "x", "y", "flux", "npix", "peak");
+    fprintf(out, "brightest %zu:\n  %6s %10s %10s %12s %6s %12s\n", show, "id", "x", "y", "flux", "npix", "peak");
     for (size_t k = 0; k < show; k++) {
         const gpuws_source *s = &cat->sources[order[k]];
-        printf("  %6lld %10.3f %10.3f %12.6g %6lld %12.6g\n", (long long)s->id, s->x, s->y, s->flux, (long long)s->npix,
-               s->peak);
+        fprintf(out, "  %6lld %10.3f %10.3f %12.6g %6lld %12.6g\n", (long long)s->id, s->x, s->y, s->flux,
+                (long long)s->npix, s->peak);
     }
     free(order);
 }
@@ -309,7 +312,7 @@ static int run_workshop(const sources_args *a, const fits_image *img, const sour
     int rc = st ? tool_fail(CMD, st) : 0;
     if (!rc) {
         sources_print_workshop(cat, a, host ? 1 : c->n > 1 ? 2 : 0);
-        sources_print_brightest(cat);
+        sources_print_brightest(cat, sources_report(a));
         workshop_title(&p, a, cat->num_sources);
         t0 = tool_now_ms();
         rc = workshop_products(&p, cat, bunit);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The file name of path without its directory and its FITS extension (.fits, .fit, .fts, each maybe .gz or .fz). */
 static void stem_of(const char *path, char *out, size_t n)
@@ -94,6 +95,7 @@ typedef struct {
     sources_args a;
     char names[OUT_COUNT][PATH_MAX + 32];
     size_t k, n;
+    size_t shown, total; /* its number among all images (from 1; one rank's share holds some), and their count */
     fits_image img;
     sources_times t;
     sources_pending *pending; /* the extraction begun, then its outputs to write; NULL: none (left) */
@@ -115,7 +117,15 @@ static int job_end(image_job *j)
     if (j->a.report) {
         fclose(j->a.report);
         j->a.report = NULL;
-        if (j->text) fwrite(j->text, 1, j->len, stdout);
+        /* in one write where the system allows: under MPI the ranks' reports share one stdout, which the
+         * launcher forwards as each write comes */
+        fflush(stdout);
+        for (size_t at = 0; j->text && at < j->len;) {
+            const ssize_t w = write(STDOUT_FILENO, j->text + at, j->len - at);
+            if (w > 0) at += (size_t)w;
+            else if (w < 0 && errno == EINTR) continue;
+            else break;
+        }
     }
     free(j->text);
     j->text = NULL;
@@ -126,7 +136,7 @@ static int job_end(image_job *j)
     if (j->t.written >= 0) j->t.release = tool_now_ms() - j->t.written;
     if (!j->rc && j->a.timings && j->deferred) sources_times_print(&j->t, j->a.image);
     if (j->rc)
-        fprintf(stderr, "gpuws sources: [%zu/%zu] %s failed: nothing written for it\n", j->k + 1, j->n, j->a.image);
+        fprintf(stderr, "gpuws sources: [%zu/%zu] %s failed: nothing written for it\n", j->shown, j->total, j->a.image);
     return j->rc;
 }
 
@@ -175,23 +185,26 @@ static int takes_the_device(const sources_contexts *c, const fits_image *img)
  * before it to be extracted (no stream of its own). other: the other slot. */
 static void one_of_many(const sources_args *a, size_t k, fits_reading *reading, fits_reading *next,
                         const fits_read_request *req, const sources_contexts *c, image_job *j, image_job *other,
-                        int serial)
+                        int serial, const sources_images_share *share, size_t total)
 {
     const size_t n = a->nimages;
     char st[PATH_MAX], err[4400];
     j->a = *a;
     j->a.image = a->images[k];
     j->k = k, j->n = n, j->rc = 1, j->pending = NULL, j->deferred = 0, j->text = NULL, j->len = 0;
+    j->shown = (share ? k * (size_t)share->size + (size_t)share->rank : k) + 1, j->total = total;
     memset(&j->img, 0, sizeof j->img);
     stem_of(j->a.image, st, sizeof st);
     for (int o = 0; o < OUT_COUNT; o++) {
         snprintf(j->names[o], sizeof j->names[o], "%s/%s%s", a->outdir, st, sources_out_suffixes[o]);
         j->a.out[o] = a->write[o] ? j->names[o] : NULL;
     }
-    /* the workshop's pipeline prints on stdout and writes as it goes: it waits for the images before it */
-    j->a.report = a->method == METHOD_EXTRACT ? open_memstream(&j->text, &j->len) : NULL;
-    if (!j->a.report) order_wait(j->order, &j->order->reported, k);
-    fprintf(sources_report(&j->a), "[%zu/%zu] %s\n", k + 1, n, j->a.image);
+    /* the report kept until the images before have printed theirs (on stdout as it goes where it cannot be kept);
+     * the workshop's pipeline writes its outputs as it goes: it waits for the images before it */
+    const int extract = a->method == METHOD_EXTRACT;
+    j->a.report = open_memstream(&j->text, &j->len);
+    if (!j->a.report || !extract) order_wait(j->order, &j->order->reported, k);
+    fprintf(sources_report(&j->a), "[%zu/%zu] %s\n", j->shown, total, j->a.image);
     fflush(sources_report(&j->a));
     const char *inputs[2] = { j->a.image, a->filter_file };
     int code;
@@ -220,33 +233,55 @@ static void one_of_many(const sources_args *a, size_t k, fits_reading *reading, 
         sources_reuse_free(&other->keep);
     }
     if (!j->rc)
-        j->rc = sources_run_read(&j->a, &j->img, c, j->stream, &j->t, &j->keep, j->a.report ? &j->pending : NULL);
+        j->rc = sources_run_read(&j->a, &j->img, c, j->stream, &j->t, &j->keep,
+                                 j->a.report && extract ? &j->pending : NULL);
     j->deferred = j->pending != NULL;
     if (pthread_create(&j->thread, NULL, finish_image, j) == 0) j->running = 1;
     else finish_image(j); /* here, then */
 }
 
-int sources_run_many(sources_args *a, double start)
+/* The images of one rank's share in *mine (malloc'd; the caller frees it), their count the return value. */
+static size_t share_images(const sources_args *a, const sources_images_share *s, const char ***mine)
 {
-    const size_t n = a->nimages;
+    const size_t m = a->nimages > (size_t)s->rank ? (a->nimages - (size_t)s->rank - 1) / (size_t)s->size + 1 : 0;
+    *mine = malloc((m ? m : 1) * sizeof **mine);
+    for (size_t k = 0; *mine && k < m; k++) (*mine)[k] = a->images[k * (size_t)s->size + (size_t)s->rank];
+    return m;
+}
+
+int sources_run_many(sources_args *whole, double start, sources_images_share *share)
+{
+    const size_t total = whole->nimages;
     struct stat sb;
-    if (stat(a->outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return fprintf(stderr, "gpuws sources: --outdir %s: %s\n", a->outdir,
-                       stat(a->outdir, &sb) != 0 ? strerror(errno) : "not a directory"),
+    if (stat(whole->outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return fprintf(stderr, "gpuws sources: --outdir %s: %s\n", whole->outdir,
+                       stat(whole->outdir, &sb) != 0 ? strerror(errno) : "not a directory"),
                1;
-    const int clash = stems_clash(a);
+    const int clash = stems_clash(whole);
     if (clash) return clash;
+    sources_args mine = *whole, *a = &mine; /* the share's images, the others as the command line's */
+    const char **list = NULL;
+    if (share) {
+        share->done = share->failed = 0;
+        mine.nimages = share_images(whole, share, &list);
+        if (!list) return fprintf(stderr, "gpuws sources: out of memory\n"), 1;
+        mine.images = list, mine.image = mine.nimages ? list[0] : NULL;
+    }
+    const size_t n = a->nimages;
+    if (!n) return free(list), 0;
     const fits_read_request req = sources_read_request(a);
     fits_reading reading[2];
     fits_read_start(&reading[0], a->images[0], 0, &req);
     sources_device dev;
-    sources_device_begin(&dev);
+    if (share) sources_device_begin_with(&dev, share->make, share->user);
+    else sources_device_begin(&dev);
     sources_times t;
     sources_times_init(&t, start);
     sources_contexts c;
     if (sources_device_end(&dev, &c, &t)) {
         fits_read_abandon(&reading[0]);
-        return 1;
+        if (share) share->failed = n;
+        return free(list), 1;
     }
     size_t failed = 0;
     image_order order = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
@@ -254,7 +289,8 @@ int sources_run_many(sources_args *a, double start)
     if (!jobs) {
         fits_read_abandon(&reading[0]);
         gpuws_contexts_destroy(c.ctx, c.n);
-        return fprintf(stderr, "gpuws sources: out of memory\n"), 1;
+        if (share) share->failed = n;
+        return free(list), fprintf(stderr, "gpuws sources: out of memory\n"), 1;
     }
     int serial = 0; /* without a stream a slot, the images' device work takes the default stream in turn */
     for (int s = 0; s < 2; s++) {
@@ -266,7 +302,8 @@ int sources_run_many(sources_args *a, double start)
         image_job *j = &jobs[k % 2];
         failed += job_join(j) != 0;                      /* the slot's image before, finished */
         if (k) sources_times_init(&j->t, tool_now_ms()); /* the first image's times include the device's start */
-        one_of_many(a, k, &reading[k % 2], &reading[(k + 1) % 2], &req, &c, j, &jobs[(k + 1) % 2], serial);
+        one_of_many(a, k, &reading[k % 2], &reading[(k + 1) % 2], &req, &c, j, &jobs[(k + 1) % 2], serial, share,
+                    total);
         if (!j->running) failed += j->rc != 0;
     }
     for (int s = 0; s < 2; s++) {
@@ -275,7 +312,9 @@ int sources_run_many(sources_args *a, double start)
         gpuws_stream_destroy(jobs[s].stream);
     }
     free(jobs);
+    free(list);
     gpuws_contexts_destroy(c.ctx, c.n);
-    printf("%zu image%s: %zu done, %zu failed\n", n, n == 1 ? "" : "s", n - failed, failed);
+    if (share) share->done = n - failed, share->failed = failed;
+    else printf("%zu image%s: %zu done, %zu failed\n", n, n == 1 ? "" : "s", n - failed, failed);
     return failed ? 1 : 0;
 }

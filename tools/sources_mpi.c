@@ -12,11 +12,13 @@
 #include "sources.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -150,7 +152,6 @@ static int refuse_options(const world *w, const sources_args *a)
 {
     const char *why = NULL;
     if (a->demo) why = "--demo makes its sky on one device";
-    else if (a->outdir) why = "--outdir (many images) runs in one process";
     if (why) fprintf(stderr, "gpuws sources: rank %d of %d: %s: not under MPI\n", w->rank, w->size, why);
     return why ? 2 : 0;
 }
@@ -732,7 +733,7 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
         t0 = tool_now_ms();
         products_from_image(&p, &img, &wcs, why, sizeof why, bunit, sizeof bunit);
         sources_print_workshop(cat, a, host ? 1 : 2);
-        sources_print_brightest(cat);
+        sources_print_brightest(cat, stdout);
         workshop_title(&p, a, cat->num_sources);
         rc = workshop_products(&p, cat, bunit);
         p.staged = a->out[OUT_LABELS] ? 1u << OUT_LABELS : 0;
@@ -750,6 +751,29 @@ static int run(const world *w, sources_args *a, double start, double ms_mpi)
     fits_image_free(&img);
     free(pixels);
     return rc;
+}
+
+/* --outdir over the ranks: the images dealt out in turn (image k to rank k mod P), each rank's on its own device as
+ * one process runs many (sources_run_many), and rank 0's closing line for all of them. The exit code, the same on
+ * every rank: 2 when two images share a name (every rank finds it), else 1 when an image failed on any rank. */
+static int run_many_ranks(const world *w, sources_args *a, double start)
+{
+    struct stat sb;
+    char err[PATH_MAX + 300] = "";
+    const int found = stat(a->outdir, &sb) == 0, bad = !found || !S_ISDIR(sb.st_mode);
+    if (bad) snprintf(err, sizeof err, "--outdir %s: %s", a->outdir, found ? "not a directory" : strerror(errno));
+    int rc = world_fail(w, bad, err);
+    if (rc) return rc;
+    if (w->rank == 0) say_binding(w->rank, w->size);
+    sources_images_share share = { w->rank, w->size, rank_contexts, (void *)w, 0, 0 };
+    const int code = sources_run_many(a, start, &share);
+    uint64_t words[3] = { share.done, share.failed, code != 0 };
+    if (w->sum(NULL, words, 3)) return world_fail(w, 1, "a reduction failed");
+    if (w->rank == 0 && code != 2)
+        printf("%zu image%s: %llu done, %llu failed (%d ranks)\n", a->nimages, a->nimages == 1 ? "" : "s",
+               (unsigned long long)words[0], (unsigned long long)words[1], w->size);
+    fflush(stdout);
+    return code == 2 ? 2 : words[1] || words[2] ? 1 : 0;
 }
 
 int sources_run_mpi(int argc, char **argv, double start)
@@ -777,7 +801,7 @@ int sources_run_mpi(int argc, char **argv, double start)
         sources_args a;
         const int r = sources_parse(argc, argv, &a);
         rc = world_check(&w, r == 2 || (!r && refuse_options(&w, &a)) ? 2 : 0, "bad command line");
-        if (!rc && !r) rc = run(&w, &a, start, tool_now_ms() - t0);
+        if (!rc && !r) rc = a.outdir ? run_many_ranks(&w, &a, start) : run(&w, &a, start, tool_now_ms() - t0);
         output_files_destroy(a.outputs);
         sources_args_free(&a);
     }

@@ -94,6 +94,20 @@ if [ "$what" != failures ]; then
     mpirun "$what" "$gpuws" sources big.fits --back-size 32 --background /dev/null --rms big.null.rms.fits \
         > big.null.out 2> big.null.err || { cat big.null.err >&2; fail "$what ranks writing a map to /dev/null"; }
     cmp big.x1.rms.fits big.null.rms.fits || fail "$what ranks' .rms beside a map to /dev/null differs"
+    # many images (--outdir), dealt out over the ranks: each image's files one process's, each numbered among all
+    mkdir -p many.one many.mpi
+    for i in 1 2 3 4 5; do "$sky" m$i.fits 200 $((40 + 7 * i)) $((20 + i)) 4 || fail "cannot write m$i.fits"; done
+    "$gpuws" sources m1.fits m2.fits m3.fits m4.fits m5.fits --back-size 16 --outdir many.one \
+        --write catalog,labels,background > many.one.out || fail "one process on many images"
+    mpirun "$what" "$gpuws" sources m1.fits m2.fits m3.fits m4.fits m5.fits --back-size 16 --outdir many.mpi \
+        --write catalog,labels,background > many.mpi.out 2> many.mpi.err ||
+        { cat many.mpi.err >&2; fail "$what ranks on many images"; }
+    for f in many.one/*; do cmp "$f" "many.mpi/${f##*/}" || fail "$what ranks' many images: ${f##*/} differs"; done
+    [ "$(ls many.mpi | wc -l)" = 15 ] || fail "$what ranks' many images: not 15 files"
+    [ "$(grep -c '^\[[1-5]/5\] m[1-5].fits$' many.mpi.out)" = 5 ] || { cat many.mpi.out >&2; fail "not 5 image lines"; }
+    closing='5 images: 5 done, 0 failed'
+    [ "$what" = 1 ] || closing="$closing ($what ranks)"
+    [ "$(grep -c "^$closing\$" many.mpi.out)" = 1 ] || { cat many.mpi.out >&2; fail "many images: no closing line"; }
     echo "ok: $what ranks, the same files as one process, on the devices and on the host, and extracting"
     exit 0
 fi
@@ -126,12 +140,27 @@ grep -q '^gpuws sources: rank 0 of 2: stopped: rank 1 failed' d.err || { cat d.e
 [ ! -e d.csv ] || fail "different options: d.csv was written"
 
 # What runs in one process: a usage error naming the option on every rank, nothing written.
-mpirun 2 "$gpuws" sources big.fits --method extract --outdir out --write labels > l.out 2> l.err
+mpirun 2 "$gpuws" sources --demo --size 64 --catalog demo.csv > l.out 2> l.err
 rc=$?
-[ $rc = 2 ] || { cat l.err >&2; fail "--outdir: exit $rc, expected 2"; }
-[ "$(grep -c -- '--outdir (many images) runs in one process: not under MPI' l.err)" = 2 ] ||
-    { cat l.err >&2; fail "--outdir: message"; }
-[ ! -e out ] || fail "--outdir: an output was written"
+[ $rc = 2 ] || { cat l.err >&2; fail "--demo: exit $rc, expected 2"; }
+[ "$(grep -c -- '--demo makes its sky on one device: not under MPI' l.err)" = 2 ] || { cat l.err >&2; fail "--demo: message"; }
+[ ! -e demo.csv ] || fail "--demo: an output was written"
+# Many images over the ranks, one not FITS: its files not written, the others' are, exit 1 on every rank; an
+# --outdir that is missing fails every rank before any work.
+mkdir -p few
+printf 'not a FITS file' > bad.fits
+mpirun 2 "$gpuws" sources big.fits bad.fits small.fits --outdir few --write catalog > few.out 2> few.err
+rc=$?
+[ $rc = 1 ] || { cat few.err >&2; fail "many images, one bad: exit $rc, expected 1"; }
+[ -s few/big.csv ] && [ -s few/small.csv ] && [ ! -e few/bad.csv ] || { ls few >&2; fail "many images, one bad: files"; }
+grep -q '^3 images: 2 done, 1 failed (2 ranks)$' few.out || { cat few.out >&2; fail "many images, one bad: closing"; }
+grep -q '\[2/3\] bad.fits failed: nothing written for it' few.err || { cat few.err >&2; fail "many images: no failure line"; }
+mpirun 3 "$gpuws" sources big.fits small.fits --outdir nowhere --write catalog > nw.out 2> nw.err
+rc=$?
+[ $rc = 1 ] || { cat nw.err >&2; fail "a missing --outdir: exit $rc, expected 1"; }
+[ "$(grep -c '^gpuws sources: rank [0-2] of 3: .*--outdir nowhere: No such file' nw.err)" -ge 1 ] ||
+    { cat nw.err >&2; fail "a missing --outdir: message"; }
+[ ! -e nowhere ] || fail "a missing --outdir: made"
 # The extraction's maps: the parser's usage error, naming the option.
 mpirun 2 "$gpuws" sources big.fits --method workshop --background b.fits > b.out 2> b.err
 rc=$?
