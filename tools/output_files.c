@@ -329,16 +329,15 @@ const char *output_files_stage(output_files *o, size_t i, char *err, size_t n)
 
 const char *output_files_name(const output_files *o, size_t i) { return i < o->noutputs ? o->outs[i].name : NULL; }
 
-void output_files_reword(const output_files *o, size_t i, char *msg, size_t n)
+void output_files_reword_path(char *msg, size_t n, const char *staged, const char *name)
 {
-    const char *staged = i < o->noutputs ? o->outs[i].staged : "";
-    const size_t sl = strlen(staged);
+    const size_t sl = staged ? strlen(staged) : 0;
     char *out = sl && n ? malloc(n) : NULL;
     if (!out) return;
     size_t k = 0;
     for (const char *p = msg; *p && k + 1 < n;) {
         if (!strncmp(p, staged, sl)) {
-            k += (size_t)snprintf(out + k, n - k, "%s", o->outs[i].name);
+            k += (size_t)snprintf(out + k, n - k, "%s", name);
             p += sl;
         } else {
             out[k++] = *p++;
@@ -347,6 +346,11 @@ void output_files_reword(const output_files *o, size_t i, char *msg, size_t n)
     out[k < n ? k : n - 1] = 0;
     memcpy(msg, out, n);
     free(out);
+}
+
+void output_files_reword(const output_files *o, size_t i, char *msg, size_t n)
+{
+    if (i < o->noutputs) output_files_reword_path(msg, n, o->outs[i].staged, o->outs[i].name);
 }
 
 /* ---- the commit --------------------------------------------------------------------------------------------- */

@@ -63,6 +63,9 @@ output_files *output_files_prepare(const char *const *inputs, size_t ninputs, co
 const char *output_files_stage(output_files *o, size_t i, char *err, size_t errlen);
 /* Rewrites a writer's message about output i's staging path to name the file the user gave instead. */
 void output_files_reword(const output_files *o, size_t i, char *msg, size_t n);
+/* The same for a process that knows the staging path but not the set (an MPI rank that writes into rank 0's staged
+ * file): every `staged` in msg (n bytes) becomes `name`. */
+void output_files_reword_path(char *msg, size_t n, const char *staged, const char *name);
 /* The name the user gave output i. */
 const char *output_files_name(const output_files *o, size_t i);
 

@@ -270,15 +270,6 @@ static int rank_parts_upload(const sources_contexts *c, const fits_image *img, r
     return st ? 1 : 0;
 }
 
-/* msg with every `staged` in it (a path rank 0 made) named `name` instead: the file the user gave. */
-static void reword(char *msg, size_t n, const char *staged, const char *name)
-{
-    char *at = strstr(msg, staged);
-    if (!at || strlen(msg) - strlen(staged) + strlen(name) >= n) return;
-    memmove(at + strlen(name), at + strlen(staged), strlen(at + strlen(staged)) + 1);
-    memcpy(at, name, strlen(name));
-}
-
 /* Output k, a width x height FITS image of `type` whose rows the ranks hold (this rank img->rows at `mine`, from
  * img->row0), written without being gathered: rank 0 stages the file, its header and a data unit of zeros
  * (fits_write_image_shell), and every rank writes its own rows into it (fits_write_rows). A rank that does not see
@@ -331,7 +322,7 @@ static int write_rows_ranks(const world *w, const sources_args *a, const fits_im
         else if (root || !tu.mpi_rows_to_root)
             wrote =
                 fits_write_rows(path, words[0], type, mine, width, img->height, img->row0, img->rows, err, sizeof err);
-        reword(err, sizeof err, path, a->out[k]);
+        output_files_reword_path(err, sizeof err, path, a->out[k]); /* the file the user gave */
         rc = world_fail(w, wrote == -1, err);
     }
     if (!rc) { /* which rows went unwritten, and where they are */
