@@ -78,6 +78,10 @@
       "where the device groups extract's records, it also finds the components of up to this many pixels that "        \
       "deblending cannot split, their pixels' order in SEP's scan and their objects' measures, which the host then "   \
       "takes as they are (auto: 256; 0: the host deblends and measures every component); the catalogue is the same")   \
+    X(extract_slab_pixels, NUMBER, "auto", "auto|1..2147483647",                                                     \
+      "the most pixels gpuws_extract works on at once on device buffers (auto: 2^31 - 1, its records' 31-bit "         \
+      "indices); a larger image goes through the device in bands of whole rows, as gpuws_extract_host's, copied "     \
+      "from the caller's buffers on the device; the catalogue is the same; small values test the bands")              \
     X(extract_chain_check, BOOL, "0", "0|1",                                                                           \
       "a test: the host deblends and measures the components chained on the device too, and counts those whose "       \
       "object, pixel order or measures differ (test_extract reads the count)")                                         \

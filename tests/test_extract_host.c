@@ -105,30 +105,46 @@ ParameterizedTestParameters(extract_host, bands_give_the_in_core_catalogue)
     return TEST_BACKEND_PARAMS(rows, sizeof rows / sizeof rows[0]);
 }
 
+/* The bands' sky: extract's case sky (NaN columns where masked), an rms map that grows along rows, bars through
+ * many bands (a vertical one, a diagonal one and a U whose arms meet only at the bottom) and, where masked, a mask
+ * of scattered pixels and a block (*mask NULL else). */
+static void band_sky(size_t w, size_t h, bool masked, float **x, float **back, float **rms, uint8_t **mask)
+{
+    const size_t n = w * h;
+    *x = malloc(n * sizeof **x), *back = malloc(n * sizeof **back), *rms = malloc(n * sizeof **rms);
+    cr_assert(*x && *back && *rms);
+    float *v = *x;
+    gpuws__case_extract_sky(w, h, test_seed(false) + w, masked ? 3 : 0, v, *back, *rms);
+    for (size_t i = 0; i < n; i++) (*rms)[i] += (float)(0.002 * (double)(i % w));
+    for (size_t y = 5; y + 5 < h; y++) {
+        v[y * w + w / 3] += 400.0f;
+        v[y * w + (y * 7 / 5) % w] += 300.0f;
+    }
+    for (size_t y = h / 4; y < h - 8; y++) v[y * w + w - 30] += 350.0f, v[y * w + w - 12] += 350.0f;
+    for (size_t q = w - 30; q <= w - 12; q++) v[(h - 8) * w + q] += 350.0f;
+    *mask = NULL;
+    if (masked) {
+        uint8_t *m = *mask = calloc(n, 1);
+        cr_assert(m);
+        uint64_t s = 11;
+        for (size_t i = 0; i < n; i++) m[i] = test_rand_uniform(&s) < 0.01;
+        for (size_t r = h / 2; r < h / 2 + 9; r++)
+            for (size_t q = 40; q < 90; q++) m[r * w + q] = 1;
+    }
+}
+
+static void band_sky_free(float *x, float *back, float *rms, uint8_t *mask)
+{
+    free(x), free(back), free(rms), free(mask);
+}
+
 ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
 {
     gpuws_context *ctx = test_open(c->backend);
     const size_t w = c->w, h = c->h, n = w * h;
-    float *x = malloc(n * sizeof *x), *back = malloc(n * sizeof *back), *rms = malloc(n * sizeof *rms);
-    cr_assert(x && back && rms);
-    gpuws__case_extract_sky(w, h, test_seed(false) + w, c->masked ? 3 : 0, x, back, rms);
-    for (size_t i = 0; i < n; i++) rms[i] += (float)(0.002 * (double)(i % w));
-    /* bars through many bands: a vertical one, a diagonal one and a U whose arms meet only at the bottom */
-    for (size_t y = 5; y + 5 < h; y++) {
-        x[y * w + w / 3] += 400.0f;
-        x[y * w + (y * 7 / 5) % w] += 300.0f;
-    }
-    for (size_t y = h / 4; y < h - 8; y++) x[y * w + w - 30] += 350.0f, x[y * w + w - 12] += 350.0f;
-    for (size_t q = w - 30; q <= w - 12; q++) x[(h - 8) * w + q] += 350.0f;
-    uint8_t *mask = NULL;
-    if (c->masked) {
-        mask = calloc(n, 1);
-        cr_assert(mask);
-        uint64_t s = 11;
-        for (size_t i = 0; i < n; i++) mask[i] = test_rand_uniform(&s) < 0.01;
-        for (size_t r = h / 2; r < h / 2 + 9; r++)
-            for (size_t q = 40; q < 90; q++) mask[r * w + q] = 1;
-    }
+    float *x, *back, *rms;
+    uint8_t *mask;
+    band_sky(w, h, c->masked, &x, &back, &rms, &mask);
     static const float k5[25] = { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1 };
     static const float k1[5] = { 1, 3, 4, 3, 1 };
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
@@ -209,10 +225,70 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
     }
     result_free(&got);
     result_free(&want);
-    free(mask);
-    free(x);
-    free(back);
-    free(rms);
+    band_sky_free(x, back, rms, mask);
+    gpuws_context_destroy(ctx);
+}
+
+/* gpuws_extract on device buffers of more pixels than a slab (knob extract_slab_pixels; 2^31 - 1 by default, the
+ * records' indices): the image and its maps go through the device in bands of whole rows copied from the caller's
+ * buffers there, a band at most a slab with its halo (no less than a row and its halo): the in-core catalogue and
+ * segmentation map, bit for bit, in ceil(h / (slab / w - 2 halo)) bands. On OpenCL and CUDA again with the bands
+ * grouped on the device. */
+typedef struct {
+    gpuws_backend_kind backend;
+    int noise, filter_h, connectivity, masked;
+    size_t slab_rows; /* the slab: this many rows of the image; 0: every pixel but one */
+} slab_case;
+
+ParameterizedTestParameters(extract_host, slabs_of_device_buffers_give_the_in_core_catalogue)
+{
+    static const slab_case rows[] = {
+        { 0, 2, 3, 8, 1, 13 }, /* back, rms and a mask, SEP's filter: halo 1 */
+        { 0, 1, 5, 4, 0, 1 },  /* one σ, a 5 x 5 filter: a band of a row and its halo of 2 either side */
+        { 0, 0, 0, 8, 0, 0 },  /* no filter, no maps: two bands */
+    };
+    return TEST_BACKEND_PARAMS(rows, sizeof rows / sizeof rows[0]);
+}
+
+ParameterizedTest(slab_case *c, extract_host, slabs_of_device_buffers_give_the_in_core_catalogue)
+{
+    enum { W = 257, H = 190 };
+    gpuws_context *ctx = test_open(c->backend);
+    float *x, *back, *rms;
+    uint8_t *mask;
+    band_sky(W, H, c->masked, &x, &back, &rms, &mask);
+    static const float k5[25] = { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1 };
+    gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
+    o.thresh = c->noise == 0 ? 12.0 : 1.5;
+    o.err = c->noise == 1 ? 5.0 : 0.0;
+    o.filter_type = c->filter_h ? GPUWS_FILTER_CONV : GPUWS_FILTER_NONE;
+    if (c->filter_h == 5) o.filter = k5, o.filter_w = o.filter_h = 5;
+    o.connectivity = c->connectivity;
+    /* without noise, the background is subtracted here: no map at all */
+    for (size_t i = 0; c->noise == 0 && i < (size_t)W * H; i++) x[i] -= back[i];
+    const float *b = c->noise == 0 ? NULL : back, *r = c->noise == 2 ? rms : NULL;
+    result want = run(ctx, x, b, r, mask, W, H, &o);
+    cr_assert_gt(want.cat->num_objects, 10, "the sky has only %zu objects", want.cat->num_objects);
+
+    const size_t halo = c->filter_h == 5 ? 2 : 1, slab = c->slab_rows ? c->slab_rows * W : (size_t)W * H - 1;
+    const size_t rows_in = slab / W > 1 + 2 * halo ? slab / W : 1 + 2 * halo,
+                 bands = (H + rows_in - 2 * halo - 1) / (rows_in - 2 * halo);
+    char knob[32], what[160];
+    snprintf(knob, sizeof knob, "%zu", slab);
+    test_tune(ctx, "extract_slab_pixels", knob);
+    for (int grouped = 0; grouped < (c->backend == GPUWS_BACKEND_CPU ? 1 : 2); grouped++) {
+        if (grouped) test_tune(ctx, "extract_group", "device");
+        snprintf(what, sizeof what, "%s noise %d filter %d conn %d mask %d, slabs of %zu pixels%s",
+                 test_backend_name(c->backend), c->noise, c->filter_h, c->connectivity, c->masked, slab,
+                 grouped ? ", grouped on the device" : "");
+        result got = run(ctx, x, b, r, mask, W, H, &o);
+        cr_assert_eq(gpuws__extract_bands_last(), bands, "%s: %zu bands, want %zu", what, gpuws__extract_bands_last(),
+                     bands);
+        expect_same(what, &got, &want, (size_t)W * H);
+        result_free(&got);
+    }
+    result_free(&want);
+    band_sky_free(x, back, rms, mask);
     gpuws_context_destroy(ctx);
 }
 
@@ -287,6 +363,16 @@ static float *big_tile(size_t w, size_t th, uint8_t **mask)
 
 /* A context on kind for the large cases, which skip without a GPU of 16 GiB and 96 GiB of host memory; *lock their
  * lock file, held until the process ends, so that one backend's run goes at a time (each takes about 60 GiB). */
+/* Whether ctx's device holds the in-core calls on the large images (64 GiB): else they are left out. */
+static bool large_device(gpuws_context *ctx)
+{
+    gpuws_device_info info;
+    TEST_OK(gpuws_context_get_device_info(ctx, &info));
+    if (info.global_mem_bytes >= 64 * ((uint64_t)1 << 30)) return true;
+    cr_log_warn("%s: the in-core call on device buffers left out (64 GiB of device memory needed)", info.name);
+    return false;
+}
+
 static gpuws_context *large_open(gpuws_backend_kind kind, int *lock)
 {
     gpuws_context *ctx = test_open(kind);
@@ -340,7 +426,9 @@ static bool expect_copy(const char *what, size_t i, const gpuws_object *a, const
  * (expect_copy), its rows moved by its first row. The segmentation map holds the tile's footprints in every copy,
  * the objects that are not deblended numbered as the tile's after the copies' before them. It needs 60 GiB of host
  * memory (the backends' runs take turns: a lock file) and 16 GiB of device memory, and skips elsewhere (CPU devices
- * run the same 64-bit code on the small images above). */
+ * run the same 64-bit code on the small images above). Where the device has 64 GiB, gpuws_extract on device buffers
+ * of the image and mask (in slabs of 2^31 - 1 pixels, the default) gives the same catalogue and map too (80 GiB of
+ * host memory then). */
 GPU_BACKEND_TEST(extract_host, images_of_more_than_2_to_the_31_pixels)
 {
     int lock;
@@ -383,6 +471,12 @@ GPU_BACKEND_TEST(extract_host, images_of_more_than_2_to_the_31_pixels)
     cr_assert(bands >= 3 && bands < 67 && (band_rows + 2) * w <= INT32_MAX, "%zu bands of %zu rows", bands, band_rows);
     TEST_OK(gpuws_extract_host(ctx, w, h, x, &ho, &wide.cat));
     expect_same("bands of 32767 rows against bands of 1000", &wide, &got, 0);
+    if (large_device(ctx)) {
+        result slabs = run(ctx, x, NULL, NULL, mask, w, h, &o);
+        cr_assert(gpuws__extract_bands_last() >= 3, "gpuws_extract in %zu slabs", gpuws__extract_bands_last());
+        expect_same("gpuws_extract on device buffers against gpuws_extract_host", &slabs, &wide, n);
+        result_free(&slabs);
+    }
     cr_assert_eq(got.cat->num_objects, copies * nt, "%zu objects, want %zu copies of %zu", got.cat->num_objects, copies,
                  nt);
     size_t moved = 0;
@@ -409,11 +503,11 @@ GPU_BACKEND_TEST(extract_host, images_of_more_than_2_to_the_31_pixels)
     close(lock);
 }
 
-/* gpuws_background_host of more than 2^32 pixels (gpuws_background's limit on device buffers): on a GPU with 16 GiB
- * and a host with 96 GiB, 65536 x 65600 pixels (64 copies of a 1024-row tile of extract's sky, then its first 64
- * rows) in bands of a 4 GiB budget give the reference's globals, and its maps bit for bit on rows across the image
- * (the first, those at 2^31 and 2^32 pixels, the last); the reference makes its grid from the whole image on the
- * host's cores. It needs 52 GiB of host memory. */
+/* gpuws_background_host of more than 2^32 pixels: on a GPU with 16 GiB and a host with 96 GiB, 65536 x 65600 pixels
+ * (64 copies of a 1024-row tile of extract's sky, then its first 64 rows) in bands of a 4 GiB budget give the
+ * reference's globals, and its maps bit for bit on rows across the image (the first, those at 2^31 and 2^32 pixels,
+ * the last); the reference makes its grid from the whole image on the host's cores. It needs 52 GiB of host memory.
+ * Where the device has 64 GiB, gpuws_background on device buffers of the image gives the same. */
 GPU_BACKEND_TEST(background_host, images_of_more_than_2_to_the_32_pixels)
 {
     int lock;
@@ -447,6 +541,24 @@ GPU_BACKEND_TEST(background_host, images_of_more_than_2_to_the_32_pixels)
         cr_assert(memcmp(back + rows[k] * w, rb, w * sizeof *rb) == 0 &&
                       memcmp(rms + rows[k] * w, rr, w * sizeof *rr) == 0,
                   "row %zu of back or rms differs from the reference's", rows[k]);
+    }
+    if (large_device(ctx)) {
+        gpuws_buffer *dx = test_buffer_from(ctx, x, n * sizeof *x), *db = test_buffer(ctx, n * sizeof *back),
+                     *dr = test_buffer(ctx, n * sizeof *rms);
+        gpuws_background_result in_core;
+        TEST_OK(gpuws_background(NULL, GPUWS_F32, w, h, dx, &bo, db, dr, &in_core));
+        cr_assert(memcmp(&in_core.globalback, &want.globalback, sizeof want.globalback) == 0 &&
+                      memcmp(&in_core.globalrms, &want.globalrms, sizeof want.globalrms) == 0,
+                  "gpuws_background's globals %.9g %.9g; the reference's %.9g %.9g", in_core.globalback,
+                  in_core.globalrms, want.globalback, want.globalrms);
+        for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+            TEST_OK(gpuws_buffer_read(db, rows[k] * w * sizeof *back, back, w * sizeof *back));
+            TEST_OK(gpuws_buffer_read(dr, rows[k] * w * sizeof *rms, rms, w * sizeof *rms));
+            gpuws_background_interp_ref(&p, plan, w, rows[k], rows[k] + 1, rb, rr);
+            cr_assert(memcmp(back, rb, w * sizeof *rb) == 0 && memcmp(rms, rr, w * sizeof *rr) == 0,
+                      "gpuws_background: row %zu of back or rms differs from the reference's", rows[k]);
+        }
+        gpuws_buffer_destroy(dx), gpuws_buffer_destroy(db), gpuws_buffer_destroy(dr);
     }
     free(plan), free(mesh), free(rb), free(rr);
     free(x), free(back), free(rms);

@@ -104,6 +104,9 @@ static gpuws_status background_gpu(gpuws_stream *s, gpuws_dtype dtype, size_t wi
     if (p->n > ctx->info.max_grid_dims[0])
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "background: %zu meshes; %s runs at most %llu work-groups in a row",
                             p->n, ctx->info.name, (unsigned long long)ctx->info.max_grid_dims[0]);
+    if ((height + BG_INTERP_ROWS - 1) / BG_INTERP_ROWS > ctx->info.max_grid_dims[1])
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "background: %zu rows; %s evaluates the maps of at most %llu",
+                            height, ctx->info.name, (unsigned long long)ctx->info.max_grid_dims[1] * BG_INTERP_ROWS);
 
     gpuws_buffer *dmesh, *dplan;
     if ((st = gpuws__stream_scratch(s, &key_mesh, 2 * p->n * sizeof(float), &dmesh)) ||
@@ -147,6 +150,9 @@ static gpuws_status bg_check(size_t width, size_t height, const gpuws_background
     if ((size_t)o->bw > width || (size_t)o->bh > height)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: mesh %d x %d is larger than the %zu x %zu image", fn,
                             o->bw, o->bh, width, height);
+    if ((uint64_t)o->bw * (uint64_t)o->bh > UINT32_MAX) /* the kernels count a mesh's pixels in 32 bits */
+        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: meshes of %d x %d pixels; at most 2^32 - 1 pixels a mesh", fn,
+                            o->bw, o->bh);
     if (o->fw < 1 || o->fh < 1)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "%s: filter size %d x %d is not at least 1 x 1", fn, o->fw,
                             o->fh);
@@ -155,17 +161,12 @@ static gpuws_status bg_check(size_t width, size_t height, const gpuws_background
     return GPUWS_OK;
 }
 
-/* The plan's layout, within the kernels' 32-bit sides (their pixel indices are 64-bit). The in-core call on device
- * buffers (in_core) holds at most 2^32 - 1 pixels; the calls from host memory, whose bands each hold fewer than the
- * device's largest buffer, any number. */
+/* The plan's layout, within the kernels' 32-bit sides (their pixel indices are 64-bit: any number of pixels). */
 static gpuws_status bg_layout(size_t width, size_t height, const gpuws_background_options *o, const char *fn,
-                              bool in_core, gpuws__background_plan *p)
+                              gpuws__background_plan *p)
 {
     if (width > UINT32_MAX / 2 || height > UINT32_MAX / 2)
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu x %zu pixels; each side at most 2^31 - 1", fn, width,
-                            height);
-    if (in_core && width * height > UINT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "%s: %zu x %zu pixels; at most 2^32 - 1 are supported", fn, width,
                             height);
     if (!gpuws__background_layout(width, height, o->bw, o->bh, p))
         return gpuws__error(GPUWS_ERR_OVERFLOW, "%s: the plan for %zu x %zu pixels overflows size_t", fn, width,
@@ -200,7 +201,7 @@ gpuws_status gpuws_background(gpuws_stream *s, gpuws_dtype dtype, size_t width, 
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "background: 'back' and 'rms' must be two buffers, neither the image nor the mask");
     gpuws__background_plan p;
-    if ((st = bg_layout(width, height, &o, "background", true, &p))) return st;
+    if ((st = bg_layout(width, height, &o, "background", &p))) return st;
 
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {
         const float *pixels = gpuws__cpu_ptr(image);
@@ -362,7 +363,7 @@ gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t heig
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "background_host: 'back' and 'rms' must not overlap each other, the image or the mask");
     gpuws__background_plan p;
-    if ((st = bg_layout(width, height, &o, "background_host", false, &p))) return st;
+    if ((st = bg_layout(width, height, &o, "background_host", &p))) return st;
     bg_host b = { NULL, width, height, &o, &p, &ho, 0, 0, 0, 0, 0 };
     if ((st = bg_host_bands(ctx, &b, "background_host"))) return st; /* on every backend: a budget fails alike */
     if (ctx->backend->kind == GPUWS_BACKEND_CPU) {                   /* the device's memory is the host's: no bands */
@@ -402,7 +403,7 @@ gpuws_status gpuws__background_host_plan(gpuws_context *ctx, size_t width, size_
     size_t npix;
     gpuws_status st;
     *plan = NULL;
-    if ((st = bg_check(width, height, o, fn, &npix)) || (st = bg_layout(width, height, o, fn, false, p))) return st;
+    if ((st = bg_check(width, height, o, fn, &npix)) || (st = bg_layout(width, height, o, fn, p))) return st;
     float *mesh = gpuws__malloc(2 * p->n * sizeof *mesh);
     void *words = gpuws__malloc(p->words * 4);
     if (!mesh || !words)

@@ -692,9 +692,10 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     if (o.segmap && (o.segmap == image || o.segmap == o.back || o.segmap == o.rms || o.segmap == o.mask))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "extract: 'segmap' must be a buffer of its own, not the image, back, rms or mask");
-    if (npix > INT32_MAX)
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "extract: %zu x %zu pixels; at most 2^31 - 1 are supported", width,
-                            height);
+    /* the records index a band's pixels in 31 bits: larger images go in bands */
+    const int64_t slab = ctx->tuning.extract_slab_pixels;
+    const uint64_t most = slab > 0 ? (uint64_t)slab : INT32_MAX;
+    if (npix > most) return gpuws__extract_slabs(s, width, height, image, &o, most, catalog);
 
     gpuws__extract_params p;
     if ((st = gpuws__extract_resolve(&o, width, height, o.rms != NULL, "extract", &p))) return st;

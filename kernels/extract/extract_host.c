@@ -565,6 +565,9 @@ typedef struct {
     const float *image[3];
     const unsigned char *mask[3];
     bool masked;
+    /* Or (gpuws_extract's slabs) the image and its maps in device buffers of ctxs[0], the only device: image, back,
+     * rms, mask (NULL where none), the bands copied from them on the device; image and mask above NULL then. */
+    const gpuws_buffer *const *dev;
     size_t first, end, n_above, n_below;
     size_t halo, rows, bands; /* rows: a band's own rows (the last may have fewer); bands from `first` */
     const void *plan;         /* the background's plan, which the device makes each band's maps from; NULL: none */
@@ -701,6 +704,14 @@ static gpuws_status band_upload(ex_feed *f, size_t band)
     const size_t own = (y1 - y0) * w * sizeof(float), from = (y0 - a0) * w * sizeof(float);
     gpuws_stream *s = f->up;
     gpuws_status st;
+    if (b->dev) { /* copies on the device: the plan, back_out and rms_out are the host calls' alone */
+        gpuws_buffer *to[4] = { d->img, d->back, d->rms, d->mask };
+        const size_t e[4] = { sizeof(float), sizeof(float), sizeof(float), 1 };
+        st = GPUWS_OK;
+        for (int i = 0; i < 4 && !st; i++)
+            if (b->dev[i]) st = gpuws_buffer_copy_async(s, to[i], 0, b->dev[i], at * e[i], n * e[i]);
+        return st ? st : gpuws_stream_synchronize(s);
+    }
     if (!(st = rows_copy(b, (const void *const *)b->image, sizeof(float), a0, a1, s, d->img, NULL)) &&
         !(ho->back && (st = gpuws_buffer_write_async(s, d->back, 0, ho->back + at, n * sizeof(float)))) &&
         !(ho->rms && (st = gpuws_buffer_write_async(s, d->rms, 0, ho->rms + at, n * sizeof(float)))) &&
@@ -807,9 +818,9 @@ static gpuws_status records_in_bands(const ex_bands *b, gpuws_context *ctx, size
         const size_t bytes = rows_in * w * sizeof(float);
         for (int i = 0; i < f.slots && !st; i++) {
             ex_inputs *d = &f.in[i];
-            if (!(st = gpuws_buffer_create(ctx, bytes, &d->img)) && (ho->back || b->plan))
+            if (!(st = gpuws_buffer_create(ctx, bytes, &d->img)) && (ho->back || b->plan || (b->dev && b->dev[1])))
                 st = gpuws_buffer_create(ctx, bytes, &d->back);
-            if (!st && (ho->rms || b->plan)) st = gpuws_buffer_create(ctx, bytes, &d->rms);
+            if (!st && (ho->rms || b->plan || (b->dev && b->dev[2]))) st = gpuws_buffer_create(ctx, bytes, &d->rms);
             if (!st && b->masked) st = gpuws_buffer_create(ctx, rows_in * w, &d->mask);
         }
         if (!st && b->plan && !(st = gpuws_buffer_create(ctx, b->bp->words * 4, &f.plan)) &&
@@ -1140,19 +1151,19 @@ static uint64_t rows_in_budget(uint64_t budget, uint64_t max_alloc, size_t width
 }
 
 /* The rows a band may hold on each of the n devices, halo included, at per_px device bytes a pixel of width-pixel
- * rows beside plan_bytes (the background's plan); in *budget the budget. *slots 2 where the budget also holds a
+ * rows beside plan_bytes (the background's plan), at most most_px pixels (below 2^31); in *budget the budget. *slots 2 where the budget also holds a
  * second band's inputs (slot_px bytes a pixel more: ex_feed uploads them while the device works on the first) and
  * there is more than one band, the rows then as many as that leaves; else 1. GPUWS_ERR_INVALID_ARGUMENT (the minimum
  * in the message of the call fn) where it holds less than one row and its halo, unless it holds `need` rows, the
  * whole image, which one band holds without a halo (UINT64_MAX: a band always has its halo). */
 static gpuws_status band_rows_in(gpuws_context *const *ctxs, unsigned n, uint64_t max_device_bytes, size_t width,
                                  uint64_t per_px, uint64_t slot_px, uint64_t plan_bytes, size_t halo, uint64_t need,
-                                 const char *fn, uint64_t *rows_in, uint64_t *budget, int *slots)
+                                 uint64_t most_px, const char *fn, uint64_t *rows_in, uint64_t *budget, int *slots)
 {
     uint64_t max_alloc;
     gpuws__band_budget(ctxs, n, max_device_bytes, budget, &max_alloc);
     /* a band holds fewer than 2^31 pixels (read_options checked that a row and its halo do) */
-    const uint64_t most = (uint64_t)INT32_MAX / width;
+    const uint64_t most = most_px / width;
     *rows_in = rows_in_budget(*budget, max_alloc, width, per_px, plan_bytes);
     *rows_in = *rows_in < most ? *rows_in : most;
     *slots = 1;
@@ -1181,22 +1192,25 @@ static size_t band_own_rows(size_t rows, uint64_t rows_in, size_t halo, unsigned
     return own;
 }
 
-/* The bands on the n devices ctxs: as many rows as the budget holds on each with their halo (*rows own rows a band,
- * *bands of them), or the whole image in one band; *in_core when that band is the in-core call's on ctxs[0] (which
- * holds more a pixel than a band does). Bands on several devices are at least one a device. */
+/* The bands on the n devices ctxs: as many rows as the budget holds on each with their halo, at most most_px pixels
+ * (*rows own rows a band, *bands of them), or the whole image in one band; *in_core when that band is the in-core
+ * call's on ctxs[0] (which holds more a pixel than a band does). Bands on several devices are at least one a device.
+ * The inputs are ho's, or dev's (ex_bands.dev) where dev is not NULL. */
 static gpuws_status plan_bands(gpuws_context *const *ctxs, unsigned n, size_t width, size_t height,
                                const gpuws_extract_host_options *ho, const gpuws_extract_options *eo,
-                               uint64_t plan_bytes, size_t *rows, size_t *bands, size_t *halo, bool *in_core,
-                               int *slots)
+                               const gpuws_buffer *const *dev, uint64_t most_px, uint64_t plan_bytes, size_t *rows,
+                               size_t *bands, size_t *halo, bool *in_core, int *slots)
 {
     const bool bg = ho->background != NULL;
+    const bool back = dev ? dev[1] != NULL : ho->back || bg, rms = dev ? dev[2] != NULL : ho->rms || bg;
+    const bool mask = dev ? dev[3] != NULL : ho->mask != NULL;
     *halo = filter_halo(eo);
-    const uint64_t in_px = (ho->back || bg ? 4u : 0u) + (ho->rms || bg ? 4u : 0u) + (ho->mask ? 1u : 0u);
+    const uint64_t in_px = (back ? 4u : 0u) + (rms ? 4u : 0u) + (mask ? 1u : 0u);
     const uint64_t per_px = EX_HOST_BYTES + in_px; /* EX_HOST_BYTES holds the image */
     const uint64_t slot_px = ctxs[0]->backend->kind == GPUWS_BACKEND_CPU ? 0 : sizeof(float) + in_px;
     uint64_t budget, rows_in;
     const gpuws_status st = band_rows_in(ctxs, n, ho->max_device_bytes, width, per_px, slot_px, plan_bytes, *halo,
-                                         height, "extract_host", &rows_in, &budget, slots);
+                                         height, most_px, "extract_host", &rows_in, &budget, slots);
     if (st) return st;
     /* in-core when the whole image fits what gpuws_extract holds on the device, not only what a band does */
     *in_core = rows_in >= height && (budget - plan_bytes) / ((per_px + EX_IN_CORE_BYTES) * width) >= height;
@@ -1279,7 +1293,8 @@ gpuws_status gpuws_extract_host_bands(gpuws_context *ctx, size_t width, size_t h
     if (!band_rows || !bands)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host_bands: argument '%s' is NULL",
                             !band_rows ? "band_rows" : "bands");
-    return plan_bands(ctxs, nctx, width, height, &ho, &eo, plan_bytes, band_rows, bands, &halo, &in_core, &slots);
+    return plan_bands(ctxs, nctx, width, height, &ho, &eo, NULL, INT32_MAX, plan_bytes, band_rows, bands, &halo,
+                      &in_core, &slots);
 }
 
 /* Whether an output of `bytes` bytes at out overlaps an input or another output. */
@@ -1316,10 +1331,17 @@ static gpuws_status background_on_cpu(gpuws_context *ctx, size_t width, size_t h
     return GPUWS_OK;
 }
 
-gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
-                                const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog)
+static _Thread_local size_t bands_last;
+size_t gpuws__extract_bands_last(void) { return bands_last; }
+
+/* gpuws_extract_host's work, and gpuws_extract's in slabs: the image the host's (image), or device buffers of ctx,
+ * the only device (dev: ex_bands.dev; image NULL); bands of at most most_px pixels. */
+static gpuws_status extract_host_run(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                     const gpuws_buffer *const *dev, uint64_t most_px,
+                                     const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog)
 {
     if (catalog) *catalog = NULL;
+    bands_last = 0;
     gpuws_extract_host_options ho;
     gpuws_extract_options eo;
     gpuws_background_options bo;
@@ -1330,13 +1352,13 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     gpuws_status st =
         read_options(ctx, width, height, options, "extract_host", &ho, &eo, &bo, &plan_bytes, &npix, ctxs, &nctx);
     if (st) return st;
-    if (!image || !catalog)
+    if ((!image && !dev) || !catalog)
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT, "extract_host: argument '%s' is NULL",
-                            !image ? "image" : "catalog");
+                            !catalog ? "catalog" : "image");
     const size_t fb = npix * sizeof(float), sb = npix * sizeof(int32_t);
-    if ((ho.segmap && output_overlaps(ho.segmap, sb, image, &ho, npix)) ||
-        (ho.back_out && output_overlaps(ho.back_out, fb, image, &ho, npix)) ||
-        (ho.rms_out && output_overlaps(ho.rms_out, fb, image, &ho, npix)))
+    if (!dev && ((ho.segmap && output_overlaps(ho.segmap, sb, image, &ho, npix)) ||
+                 (ho.back_out && output_overlaps(ho.back_out, fb, image, &ho, npix)) ||
+                 (ho.rms_out && output_overlaps(ho.rms_out, fb, image, &ho, npix))))
         return gpuws__error(GPUWS_ERR_INVALID_ARGUMENT,
                             "extract_host: '%s' overlaps the image, back, rms, mask or another output (they are read "
                             "while it is written)",
@@ -1352,12 +1374,14 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
     size_t rows, bands, halo;
     bool in_core;
     int slots;
-    if ((st = plan_bands(ctxs, nctx, width, height, &ho, &eo, plan_bytes, &rows, &bands, &halo, &in_core, &slots)))
+    if ((st = plan_bands(ctxs, nctx, width, height, &ho, &eo, dev, most_px, plan_bytes, &rows, &bands, &halo, &in_core,
+                         &slots)))
         return st;
-    if (in_core && !on_cpu) return extract_in_core(ctx, width, height, image, &eo, &ho, bg, catalog);
+    if (in_core && !on_cpu && !dev) return extract_in_core(ctx, width, height, image, &eo, &ho, bg, catalog);
 
     gpuws__extract_params p;
-    if ((st = gpuws__extract_resolve(&eo, width, height, ho.rms || bg, "extract_host", &p))) return st;
+    if ((st = gpuws__extract_resolve(&eo, width, height, ho.rms || bg || (dev && dev[2]), "extract_host", &p)))
+        return st;
     p.threads = gpuws__threads_from_knob(ctx->tuning.extract_threads);
     ex_bands b = { .ctxs = ctxs,
                    .nctx = nctx,
@@ -1365,7 +1389,8 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
                    .ho = &ho,
                    .image = { image, NULL, NULL },
                    .mask = { ho.mask, NULL, NULL },
-                   .masked = ho.mask != NULL,
+                   .masked = ho.mask != NULL || (dev && dev[3]),
+                   .dev = dev,
                    .first = 0,
                    .end = height,
                    .halo = halo,
@@ -1436,8 +1461,57 @@ gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height,
         tb0 - t0, b.bands, b.bands == 1 ? "" : "s", b.rows, b.halo, b.slots, b.slots == 1 ? "" : "s", nctx,
         nctx == 1 ? "" : "s", t1 - tb0, band_ms[0], band_ms[1], band_ms[2], records, made, measured, ms[0], ms[1],
         ms[2]);
+    bands_last = b.bands;
     *catalog = cat;
     return GPUWS_OK;
+}
+
+gpuws_status gpuws_extract_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
+                                const gpuws_extract_host_options *options, gpuws_extract_catalog **catalog)
+{
+    return extract_host_run(ctx, width, height, image, NULL, INT32_MAX, options, catalog);
+}
+
+gpuws_status gpuws__extract_slabs(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
+                                  const gpuws_extract_options *o, uint64_t most_px, gpuws_extract_catalog **catalog)
+{
+    gpuws_context *ctx = s->ctx;
+    const size_t npix = width * height;
+    gpuws_status st = gpuws_stream_synchronize(s); /* the caller's work on the buffers is done before the bands' */
+    if (st) return st;
+    gpuws_extract_options eo = *o;
+    eo.back = eo.rms = eo.mask = eo.segmap = NULL;
+    gpuws_extract_host_options ho = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    ho.extract = &eo;
+    /* a band holds at least a row and its halo */
+    const uint64_t least = (uint64_t)width * (1 + 2 * filter_halo(o));
+    most_px = most_px > least ? most_px : least;
+    if (ctx->backend->kind == GPUWS_BACKEND_CPU) { /* its buffers are the host's memory: the host call on them */
+        ho.back = o->back ? gpuws__cpu_ptr(o->back) : NULL;
+        ho.rms = o->rms ? gpuws__cpu_ptr(o->rms) : NULL;
+        ho.mask = o->mask ? gpuws__cpu_ptr(o->mask) : NULL;
+        ho.segmap = o->segmap ? gpuws__cpu_ptr(o->segmap) : NULL;
+        return extract_host_run(ctx, width, height, gpuws__cpu_ptr(image), NULL, most_px, &ho, catalog);
+    }
+    /* the map is made on the host from the bands' records, then written whole: only once the call succeeds */
+    if (o->segmap && !(ho.segmap = gpuws__malloc(npix * sizeof(int32_t))))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for the segmentation map (%zu bytes)",
+                            npix * sizeof(int32_t));
+    const gpuws_buffer *dev[4] = { image, o->back, o->rms, o->mask };
+    const double t0 = now_ms();
+    st = extract_host_run(ctx, width, height, NULL, dev, most_px, &ho, catalog);
+    const double t1 = now_ms();
+    if (!st && o->segmap) st = gpuws_buffer_write(o->segmap, 0, ho.segmap, npix * sizeof(int32_t));
+    gpuws__free(ho.segmap);
+    if (!st)
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "extract: %zu x %zu pixels in %zu slabs %.1f ms, the segmentation map written %.1f ms", width,
+                   height, bands_last, t1 - t0, now_ms() - t1);
+    if (st) {
+        gpuws_extract_catalog_free(*catalog);
+        *catalog = NULL;
+    }
+    return st;
 }
 
 /* ---- gpuws_extract_host_reduce: the image's rows spread over several callers ---------------------------------- */
@@ -1918,7 +1992,7 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
         uint64_t budget, rows_in;
         /* one band holds the caller's rows and a halo either side */
         if (!(st = band_rows_in(ctxs, nctx, ho.max_device_bytes, width, per_px, slot_px, plan, halo,
-                                rows + 2 * (uint64_t)halo, fn, &rows_in, &budget, &band_slots))) {
+                                rows + 2 * (uint64_t)halo, INT32_MAX, fn, &rows_in, &budget, &band_slots))) {
             band_rows = band_own_rows(rows, rows_in - 2 * halo, 0, nctx);
             bands = (rows + band_rows - 1) / band_rows;
         }

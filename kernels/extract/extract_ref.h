@@ -142,6 +142,16 @@ gpuws_status gpuws__extract_band_records(gpuws_stream *s, const gpuws__extract_p
 gpuws_status gpuws__extract_band_labels(gpuws_stream *s, const gpuws__extract_params *p, size_t r0, size_t r1,
                                         int32_t *dst);
 
+/* gpuws_extract on images of more than most_px pixels (past 2^31 - 1, or the knob extract_slab_pixels) in slabs
+ * (extract_host.c): o checked, its buffers and image of s's context, as gpuws_extract has them; the image and its
+ * maps go through the device as gpuws_extract_host's bands of at most most_px pixels (no fewer than a row and its
+ * halo), copied from the caller's buffers on the device (on the CPU backend the host call runs on them), the
+ * segmentation map made on the host and written once the call succeeds. gpuws__extract_bands_last: the bands of the
+ * last gpuws_extract_host or gpuws_extract in slabs on this thread (0: it failed or ran in-core), for the tests. */
+gpuws_status gpuws__extract_slabs(gpuws_stream *s, size_t width, size_t height, const gpuws_buffer *image,
+                                  const gpuws_extract_options *o, uint64_t most_px, gpuws_extract_catalog **catalog);
+size_t gpuws__extract_bands_last(void);
+
 /* The components that the last gpuws__extract_objects of this thread took as the device chained them (one object
  * each, deblending skipped: extract_chain.h), and with p->chain_check those of them whose host deblending gave
  * other than one object of the same pixels in the same order, for the tests. */

@@ -66,6 +66,15 @@ BAD_CASE(background_mesh_taller_than_the_image, BAD_ALL, GPUWS_ERR_INVALID_ARGUM
     return call(f, NULL, BAD_W, BAD_H, f->in, NULL); /* the default mesh */
 }
 
+/* Images of any size are legal (test_extract_host's large case), but a mesh of 2^32 pixels or more is not. */
+BAD_CASE(background_mesh_of_2_to_the_32_pixels_is_unsupported, BAD_ALL, GPUWS_ERR_UNSUPPORTED,
+         "background: meshes of 65536 x 65536 pixels; at most 2^32 - 1 pixels a mesh")
+{
+    gpuws_background_options o = opts();
+    o.bw = o.bh = 65536;
+    return call(f, NULL, 65536, 65536, f->in, &o); /* the sizes are checked before the buffers */
+}
+
 BAD_CASE(background_mesh_width_zero, BAD_ALL, GPUWS_ERR_INVALID_ARGUMENT, "mesh size 0 x 4 is not at least 1 x 1")
 {
     return with(f, 0, 4, 3, 3, 0.0);

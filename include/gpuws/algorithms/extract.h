@@ -50,8 +50,9 @@ typedef struct gpuws_background_result {
  * other and from the image and mask. options NULL = defaults. Blocks until back and rms are written and *result
  * is filled. Errors: GPUWS_ERR_INVALID_ARGUMENT for another dtype, a zero size, a mesh larger than the image,
  * sizes < 1, fthresh not finite or negative, a NULL result, aliased buffers, or an image where no mesh has enough
- * usable pixels (all NaN or masked); GPUWS_ERR_UNSUPPORTED on OpenCL devices without fp64 or beyond 2^32 - 1 pixels
- * (gpuws_background_host takes more). On error nothing is written. */
+ * usable pixels (all NaN or masked); GPUWS_ERR_UNSUPPORTED on OpenCL devices without fp64, for a side of 2^31 pixels
+ * or more, a mesh of 2^32 or more, more meshes than the device runs work-groups in a row, or more rows than it
+ * evaluates at once (65535 x 32 on CUDA). Any number of pixels otherwise. On error nothing is written. */
 GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, gpuws_dtype dtype, size_t width, size_t height,
                                         const gpuws_buffer *image, const gpuws_background_options *options,
                                         gpuws_buffer *back, gpuws_buffer *rms, gpuws_background_result *result);
@@ -137,12 +138,18 @@ typedef struct gpuws_extract_catalog {
 
 /* image: width*height f32 values on the device. Blocks until *catalog is filled (and segmap written). On success
  * *catalog is allocated; free it with gpuws_extract_catalog_free. On error *catalog is NULL and nothing is written.
+ * Images of 2^31 pixels or more (the device records' indices are 31-bit) go through the device in bands of whole rows
+ * of fewer than 2^31 pixels with their halo, each band's rows copied from the caller's buffers on the device, as
+ * gpuws_extract_host's bands from host memory: the same catalogue and map bit for bit; the segmentation map is then
+ * made in host memory (4 bytes a pixel, and 4 more while the bands' labels are kept) and written once the call
+ * succeeds. Errors of such an image are worded as gpuws_extract_host's.
  * Errors: GPUWS_ERR_INVALID_ARGUMENT for zero sizes, NULL image/catalog, thresh not finite or <= 0 when relative,
  * minarea < 1, an unknown filter_type, a filter side even or outside 1..4095, a filter whose absolute values do not
  * sum to a finite number > 0, connectivity other than 4/8, deblend_nthresh < 1, deblend_cont outside [0, 1],
  * clean_param <= 0, negative gain or err, an unknown sep_version, a segmap aliasing an input;
- * GPUWS_ERR_OUT_OF_RANGE / _WRONG_CONTEXT for buffers too small or of another context; GPUWS_ERR_UNSUPPORTED beyond
- * 2^31 - 1 pixels or on an OpenCL device without fp64. */
+ * GPUWS_ERR_OUT_OF_RANGE / _WRONG_CONTEXT for buffers too small or of another context; GPUWS_ERR_UNSUPPORTED on an
+ * OpenCL device without fp64, and beyond 2^31 - 1 pixels for gpuws_extract_host's reasons (a row whose band holds 2^31
+ * pixels, 2^32 rows). */
 GPUWS_API gpuws_status gpuws_extract(gpuws_stream *stream, size_t width, size_t height, const gpuws_buffer *image,
                                      const gpuws_extract_options *options, gpuws_extract_catalog **catalog);
 GPUWS_API void gpuws_extract_catalog_free(gpuws_extract_catalog *catalog);
@@ -175,8 +182,7 @@ typedef struct gpuws_background_host_options {
  * On GPUs, pass 1 uploads bands of whole mesh rows (image and mask: 5 bytes a pixel) and computes their meshes'
  * statistics; the host makes the grid steps from them; pass 2 evaluates back and rms for bands of rows (8 bytes a
  * pixel beside the plan) and downloads them; when the budget holds the whole image each pass is one band. The
- * values are gpuws_background's on the same backend, bit for bit. Any number of pixels (gpuws_background's limit of
- * 2^32 - 1 is its device buffers'), each side below 2^31. On the CPU backend, whose device memory is the host's, the
+ * values are gpuws_background's on the same backend, bit for bit. Any number of pixels, each side below 2^31. On the CPU backend, whose device memory is the host's, the
  * reference runs on the caller's arrays. (gpuws_extract_host makes the background itself without host
  * maps: options->background.) Errors: gpuws_background's (a mesh larger than the image, sizes < 1, ...), NULL ctx,
  * image, back, rms or result, back and rms overlapping each other, the image or the mask,
