@@ -1150,12 +1150,13 @@ static uint64_t rows_in_budget(uint64_t budget, uint64_t max_alloc, size_t width
     return rows;
 }
 
-/* The rows a band may hold on each of the n devices, halo included, at per_px device bytes a pixel of width-pixel
- * rows beside plan_bytes (the background's plan), at most most_px pixels (below 2^31); in *budget the budget. *slots 2 where the budget also holds a
- * second band's inputs (slot_px bytes a pixel more: ex_feed uploads them while the device works on the first) and
- * there is more than one band, the rows then as many as that leaves; else 1. GPUWS_ERR_INVALID_ARGUMENT (the minimum
- * in the message of the call fn) where it holds less than one row and its halo, unless it holds `need` rows, the
- * whole image, which one band holds without a halo (UINT64_MAX: a band always has its halo). */
+/* The rows a band may hold on each of the n devices, halo included, at per_px device bytes a pixel of width-pixel rows
+ * beside plan_bytes (the background's plan), at most most_px pixels (below 2^31); in *budget the budget. *slots 2 where
+ * the budget also holds a second band's inputs (slot_px bytes a pixel more: ex_feed uploads them while the device works
+ * on the first) and there is more than one band, the rows then as many as that leaves; else 1.
+ * GPUWS_ERR_INVALID_ARGUMENT (the minimum in the message of the call fn) where it holds less than one row and its halo,
+ * unless it holds `need` rows, the whole image, which one band holds without a halo (UINT64_MAX: a band always has its
+ * halo). */
 static gpuws_status band_rows_in(gpuws_context *const *ctxs, unsigned n, uint64_t max_device_bytes, size_t width,
                                  uint64_t per_px, uint64_t slot_px, uint64_t plan_bytes, size_t halo, uint64_t need,
                                  uint64_t most_px, const char *fn, uint64_t *rows_in, uint64_t *budget, int *slots)

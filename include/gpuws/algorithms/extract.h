@@ -52,7 +52,7 @@ typedef struct gpuws_background_result {
  * sizes < 1, fthresh not finite or negative, a NULL result, aliased buffers, or an image where no mesh has enough
  * usable pixels (all NaN or masked); GPUWS_ERR_UNSUPPORTED on OpenCL devices without fp64, for a side of 2^31 pixels
  * or more, a mesh of 2^32 or more, more meshes than the device runs work-groups in a row, or more rows than it
- * evaluates at once (65535 x 32 on CUDA). Any number of pixels otherwise. On error nothing is written. */
+ * evaluates at once (65535 x 32 on NVIDIA GPUs). Any number of pixels otherwise. On error nothing is written. */
 GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, gpuws_dtype dtype, size_t width, size_t height,
                                         const gpuws_buffer *image, const gpuws_background_options *options,
                                         gpuws_buffer *back, gpuws_buffer *rms, gpuws_background_result *result);
@@ -178,17 +178,17 @@ typedef struct gpuws_background_host_options {
         sizeof(gpuws_background_host_options), NULL, NULL, 0, NULL, NULL                                               \
     }
 
-/* gpuws_background on a host image (width*height f32, row-major) into host back and rms (width*height f32 each).
- * On GPUs, pass 1 uploads bands of whole mesh rows (image and mask: 5 bytes a pixel) and computes their meshes'
- * statistics; the host makes the grid steps from them; pass 2 evaluates back and rms for bands of rows (8 bytes a
- * pixel beside the plan) and downloads them; when the budget holds the whole image each pass is one band. The
- * values are gpuws_background's on the same backend, bit for bit. Any number of pixels, each side below 2^31. On the CPU backend, whose device memory is the host's, the
- * reference runs on the caller's arrays. (gpuws_extract_host makes the background itself without host
- * maps: options->background.) Errors: gpuws_background's (a mesh larger than the image, sizes < 1, ...), NULL ctx,
- * image, back, rms or result, back and rms overlapping each other, the image or the mask,
- * options->background->mask not NULL, a budget smaller than one band of one mesh row or of one row of maps beside
- * the plan (the message gives the minimum) → GPUWS_ERR_INVALID_ARGUMENT; nothing is written then. A device error
- * while bands run: back and rms unspecified. */
+/* gpuws_background on a host image (width*height f32, row-major) into host back and rms (width*height f32 each). On
+ * GPUs, pass 1 uploads bands of whole mesh rows (image and mask: 5 bytes a pixel) and computes their meshes'
+ * statistics; the host makes the grid steps from them; pass 2 evaluates back and rms for bands of rows (8 bytes a pixel
+ * beside the plan) and downloads them; when the budget holds the whole image each pass is one band. The values are
+ * gpuws_background's on the same backend, bit for bit. Any number of pixels, each side below 2^31. On the CPU backend,
+ * whose device memory is the host's, the reference runs on the caller's arrays. (gpuws_extract_host makes the
+ * background itself without host maps: options->background.) Errors: gpuws_background's (a mesh larger than the image,
+ * sizes < 1, ...), NULL ctx, image, back, rms or result, back and rms overlapping each other, the image or the mask,
+ * options->background->mask not NULL, a budget smaller than one band of one mesh row or of one row of maps beside the
+ * plan (the message gives the minimum) → GPUWS_ERR_INVALID_ARGUMENT; nothing is written then. A device error while
+ * bands run: back and rms unspecified. */
 GPUWS_API gpuws_status gpuws_background_host(gpuws_context *ctx, size_t width, size_t height, const float *image,
                                              const gpuws_background_host_options *options, float *back, float *rms,
                                              gpuws_background_result *result);
