@@ -8,7 +8,9 @@
  * staged only when it repays them: from STAGED_FROM bytes, through blocks of BLOCK bytes once the context keeps
  * them or for a transfer of STAGED_LARGE bytes and more, else through SMALL_BLOCK ones: three of 8 MiB pin in about
  * 16 ms at that rate, about what staging saves on a first transfer of 128 MiB, and are kept for the next one (on the
- * H200 a 268 MB upload from a fresh context took 36-42 ms through them, 43-54 ms straight). The knob
+ * H200 a 268 MB upload from a fresh context took 36-42 ms through them, 43-54 ms straight). Once the context keeps
+ * blocks, transfers from STAGED_KEPT bytes take them too: the bands of the _host calls, tens of MiB each from pageable
+ * memory, would otherwise go at the driver's rate, a band after another. The knob
  * staged_copy_mib N stages from N MiB through blocks of min(N, 64) MiB on any device (tests use it to cut small
  * transfers into many blocks on PoCL); 0 never stages. Where pinned memory cannot be had the copy goes straight. */
 #include "alloc.h"
@@ -24,6 +26,7 @@
 #define SMALL_BLOCK  ((size_t)8 << 20)
 #define SLOTS        3
 #define STAGED_FROM  (2 * BLOCK)
+#define STAGED_KEPT  (2 * SMALL_BLOCK) /* from here where the context keeps blocks: nothing to pin */
 #define STAGED_LARGE ((size_t)1 << 30)
 
 /* Blocks of `block` bytes the context keeps now (a take would find them without pinning). */
@@ -54,8 +57,9 @@ static size_t staged_block(gpuws_context *ctx, const void *host, size_t n)
         block = from < BLOCK ? from : BLOCK;
     } else {
         if (ctx->info.type != GPUWS_DEVICE_GPU || ctx->info.unified_memory) return 0;
-        from = STAGED_FROM;
-        if (n < STAGED_LARGE && kept_blocks(ctx) < SLOTS) block = SMALL_BLOCK;
+        const unsigned big = kept_blocks(ctx);
+        from = big >= SLOTS || kept_of(ctx, SMALL_BLOCK) >= SLOTS ? STAGED_KEPT : STAGED_FROM;
+        if (n < STAGED_LARGE && big < SLOTS) block = SMALL_BLOCK;
     }
     if (n < from || gpuws__host_pinned(ctx, host, n)) return 0;
     return block;

@@ -1,14 +1,17 @@
 /* The streamed host-to-host calls against in-core (docs/scale.md, "What is left"; issue: streamed with a 1 GiB
  * budget, the convolution and the labelling at >= 0.8x their in-core throughput):
  *
- *   gpuws-large-banded BACKEND [SIDE [REPS [BUDGET_MIB [conv|label|both]]]]   (defaults: cuda 32768 5 1024 both)
+ *   gpuws-large-banded BACKEND [SIDE [REPS [BUDGET_MIB [conv|label|both|extract]]]]   (defaults: cuda 32768 5 1024 both)
  *
  * For a SIDE x SIDE image, once from pinned host memory to pinned host memory (gpuws_host_alloc) and once from
  * malloc'd to malloc'd: gpuws_convolve2d_host (f32, a 15 x 15 Gaussian, SAME) and gpuws_label_host (a random mask of
  * density 0.6, 4-connectivity), each in-core (budget 0: one band, the upload, the call and the download) and streamed
  * (budget BUDGET_MIB MiB), wall clock of REPS calls after a first one, median and minimum; the device-resident call
  * alone (buffers already on the device) for scale. The streamed output is checked byte for byte against in-core.
- * Needs about 14 bytes of host memory and 10 of device memory a pixel (15 GiB and 10 GiB at 32768). */
+ * Needs about 14 bytes of host memory and 10 of device memory a pixel (15 GiB and 10 GiB at 32768). `extract`: the
+ * same for gpuws_extract_host (SEP's defaults with a noise sigma of 1: a sky of that noise and a Gaussian source
+ * every 40 pixels each way) against gpuws_extract on the device-resident image, the catalogues compared column by
+ * column; GPUWS_LOG=debug prints the bands' parts. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define LARGE_PROGRAM   "gpuws-large-banded"
 #include "gpuws.h"
@@ -150,6 +153,97 @@ static void run(gpuws_context *ctx, bool conv, size_t side, int reps, uint64_t b
     free(tmp);
 }
 
+typedef struct {
+    gpuws_context *ctx;
+    size_t side;
+    const float *in;
+    gpuws_buffer *dev;
+    uint64_t budget;
+    size_t bands, band_rows;
+    gpuws_extract_catalog *cat; /* the last call's */
+} extract_job;
+
+static void extract_options(gpuws_extract_options *o)
+{
+    *o = (gpuws_extract_options)GPUWS_EXTRACT_OPTIONS_INIT;
+    o->err = 1.0; /* thresh 1.5 sigma, SEP's filter, deblending and cleaning: the defaults */
+}
+
+static void extract_call(void *arg)
+{
+    extract_job *j = arg;
+    gpuws_extract_options eo;
+    extract_options(&eo);
+    gpuws_extract_catalog_free(j->cat);
+    j->cat = NULL;
+    if (j->dev) {
+        check(gpuws_extract(NULL, j->side, j->side, j->dev, &eo, &j->cat), "gpuws_extract");
+        return;
+    }
+    gpuws_extract_host_options o = GPUWS_EXTRACT_HOST_OPTIONS_INIT;
+    o.extract = &eo, o.max_device_bytes = j->budget;
+    check(gpuws_extract_host(j->ctx, j->side, j->side, j->in, &o, &j->cat), "gpuws_extract_host");
+    check(gpuws_extract_host_bands(j->ctx, j->side, j->side, &o, &j->band_rows, &j->bands), "gpuws_extract_host_bands");
+}
+
+/* Whether two catalogues hold the same objects, column by column. */
+static bool same_catalog(const gpuws_extract_catalog *a, const gpuws_extract_catalog *b)
+{
+    if (a->num_objects != b->num_objects) return false;
+    for (size_t i = 0; i < a->num_objects; i++) {
+        const gpuws_object *p = &a->objects[i], *q = &b->objects[i];
+        if (p->npix != q->npix || p->xmin != q->xmin || p->ymin != q->ymin || p->flag != q->flag || p->x != q->x ||
+            p->y != q->y || p->x2 != q->x2 || p->flux != q->flux || p->cflux != q->cflux || p->a != q->a ||
+            p->theta != q->theta)
+            return false;
+    }
+    return true;
+}
+
+static void run_extract(gpuws_context *ctx, size_t side, int reps, uint64_t budget)
+{
+    const size_t n = side * side;
+    float *sky = must_alloc(n * sizeof *sky);
+    for (size_t i = 0; i < n; i++) { /* noise of sigma 1: the sum of four uniforms, scaled */
+        const uint64_t r = mix(i);
+        const double u =
+            (double)(r & 0xffff) + (double)((r >> 16) & 0xffff) + (double)((r >> 32) & 0xffff) + (double)(r >> 48);
+        sky[i] = (float)((u / 65536.0 - 2.0) * sqrt(3.0));
+    }
+    for (size_t cy = 20; cy + 8 < side; cy += 40)
+        for (size_t cx = 20; cx + 8 < side; cx += 40) {
+            const double amp = 3.0 + (double)(mix(cy * side + cx) % 1000) * 0.05;
+            for (int dy = -7; dy <= 7; dy++)
+                for (int dx = -7; dx <= 7; dx++)
+                    sky[(cy + (size_t)dy) * side + cx + (size_t)dx] += (float)(amp * exp(-(dx * dx + dy * dy) / 4.5));
+        }
+    extract_job r = { ctx, side, NULL, NULL, 0, 0, 0, NULL };
+    check(gpuws_buffer_create(ctx, n * sizeof *sky, &r.dev), "image buffer");
+    check(gpuws_buffer_write(r.dev, 0, sky, n * sizeof *sky), "image upload");
+    const timing t = time_calls(extract_call, &r, reps);
+    printf("extract %zu^2, SEP's defaults, %zu objects: device-resident %.1f ms median, %.1f min\n", side,
+           r.cat->num_objects, t.med, t.min);
+    gpuws_buffer_destroy(r.dev);
+    for (int pinned = 1; pinned >= 0; pinned--) {
+        float *in = host_alloc(ctx, pinned, n * sizeof *in);
+        memcpy(in, sky, n * sizeof *in);
+        extract_job ji = { ctx, side, in, NULL, 0, 0, 0, NULL }, jb = { ctx, side, in, NULL, budget << 20, 0, 0, NULL };
+        const timing ti = time_calls(extract_call, &ji, reps);
+        const timing tb = time_calls(extract_call, &jb, reps);
+        const bool same = same_catalog(ji.cat, r.cat) && same_catalog(jb.cat, r.cat);
+        printf("  %s: in-core (%zu band) %.1f ms median, %.1f min | %llu MiB: %zu bands of %zu rows %.1f ms median, "
+               "%.1f min | streamed / in-core %.2f, streamed / device-resident %.2f (medians) | catalogues %s\n",
+               pinned ? "pinned" : "malloc'd", ji.bands, ti.med, ti.min, (unsigned long long)budget, jb.bands,
+               jb.band_rows, tb.med, tb.min, ti.med / tb.med, t.med / tb.med, same ? "identical" : "DIFFER");
+        fflush(stdout);
+        gpuws_extract_catalog_free(ji.cat), gpuws_extract_catalog_free(jb.cat);
+        host_free(ctx, pinned, in);
+        if (!same) exit(1);
+    }
+    gpuws_extract_catalog_free(r.cat);
+    free(sky);
+}
+
 int main(int argc, char **argv)
 {
     const char *backend = argc > 1 ? argv[1] : "cuda";
@@ -158,9 +252,9 @@ int main(int argc, char **argv)
     const uint64_t budget = argc > 4 ? strtoull(argv[4], NULL, 10) : 1024;
     const char *what = argc > 5 ? argv[5] : "both";
     if (side < 64 || reps < 1 || reps > 64 || budget < 1 ||
-        (strcmp(what, "conv") && strcmp(what, "label") && strcmp(what, "both"))) {
+        (strcmp(what, "conv") && strcmp(what, "label") && strcmp(what, "both") && strcmp(what, "extract"))) {
         fprintf(stderr, "usage: gpuws-large-banded BACKEND [SIDE >= 64 [REPS 1..64 [BUDGET_MIB >= 1 "
-                        "[conv|label|both]]]]\n");
+                        "[conv|label|both|extract]]]]\n");
         return 2;
     }
     gpuws_context *ctx = open_backend(backend);
@@ -170,8 +264,9 @@ int main(int argc, char **argv)
             const double x = -2 + 4.0 * j / 14, y = -2 + 4.0 * i / 14;
             kern[i * 15 + j] = (float)exp(-(x * x + y * y) / 2);
         }
-    if (strcmp(what, "label")) run(ctx, true, side, reps, budget, kern);
-    if (strcmp(what, "conv")) run(ctx, false, side, reps, budget, kern);
+    if (!strcmp(what, "extract")) run_extract(ctx, side, reps, budget);
+    else if (strcmp(what, "label")) run(ctx, true, side, reps, budget, kern);
+    if (strcmp(what, "conv") && strcmp(what, "extract")) run(ctx, false, side, reps, budget, kern);
     gpuws_context_destroy(ctx);
     return 0;
 }
