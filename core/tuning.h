@@ -67,6 +67,9 @@
       "blocks of the persistent convolve2d kernel: auto as many as reside at once, tiles one per tile, or N")          \
     X(convolve2d_separable, CHOICE, "auto", "auto|two-pass",                                                           \
       "two-pass runs convolve2d_separable's two launches where the fused kernel would run (factors <= 16 taps)")       \
+    X(background_interp_groups, NUMBER, "auto", "auto|1..65535",                                                     \
+      "the most work-groups down the grid of background's interpolation (auto: what the device allows, 65535 on "     \
+      "NVIDIA's); beyond it their rows stride by the grid's height; small values test the stride")                    \
     X(extract_threads, NUMBER, "auto", "auto|1..1024",                                                                 \
       "host threads of extract's catalogue steps, and on the CPU backend of its pixel steps (auto: the CPUs the "      \
       "process may run on); the catalogue is the same for any number")                                                 \

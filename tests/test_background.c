@@ -280,6 +280,31 @@ BACKEND_TEST(background, null_options_are_the_defaults)
     gpuws_context_destroy(ctx);
 }
 
+/* The interpolation's groups of rows stride down the image where the device caps the grid's height (65535 groups of
+ * 32 rows on NVIDIA's devices): with the cap lowered to 1 and to 3 groups (knob background_interp_groups) instead of
+ * 22, the maps are the reference's. */
+GPU_BACKEND_TEST(background, interpolation_strides_past_the_grid_height)
+{
+    gpuws_context *ctx = test_open(*kind);
+    enum { W = 150, H = 700 };
+    float *x = make_sky(W, H, 15, 3);
+    gpuws_background_options o = GPUWS_BACKGROUND_OPTIONS_INIT;
+    o.bw = o.bh = 50;
+    maps want = reference(x, NULL, W, H, &o);
+    static const char *const caps[] = { "1", "3" };
+    for (int i = 0; i < 2; i++) {
+        test_tune(ctx, "background_interp_groups", caps[i]);
+        maps got = run_on(ctx, x, NULL, W, H, &o);
+        char what[80];
+        snprintf(what, sizeof what, "%s, %s groups down the grid", test_backend_name(*kind), caps[i]);
+        expect_same(what, &got, &want, (size_t)W * H);
+        maps_free(&got);
+    }
+    maps_free(&want);
+    free(x);
+    gpuws_context_destroy(ctx);
+}
+
 /* An f64 image is its f32 rounding (SEP converts to float): the same maps and globals, bit for bit. */
 BACKEND_TEST(background, f64_image_is_its_f32_rounding)
 {

@@ -60,9 +60,12 @@ static gpuws_status bg_interp_launch(gpuws_stream *s, gpuws_kernel *ki, gpuws_bu
                                      gpuws_buffer *back, gpuws_buffer *rms)
 {
     const uint32_t tx = gpuws__is_cpu_device(s->ctx) ? 32 : 128; /* a work-item per column and BG_INTERP_ROWS rows */
-    const gpuws_launch_config ci = { { (uint32_t)((width + tx - 1) / tx),
-                                       (uint32_t)((end - first + BG_INTERP_ROWS - 1) / BG_INTERP_ROWS), 1 },
-                                     { tx, 1, 1 } };
+    /* the groups' rows stride by the grid's height where the device caps it (or the knob, for the tests) */
+    const int64_t knob = s->ctx->tuning.background_interp_groups;
+    uint64_t gy = (end - first + BG_INTERP_ROWS - 1) / BG_INTERP_ROWS, most = s->ctx->info.max_grid_dims[1];
+    if (knob > 0 && (uint64_t)knob < most) most = (uint64_t)knob;
+    gy = gy < most ? gy : most;
+    const gpuws_launch_config ci = { { (uint32_t)((width + tx - 1) / tx), (uint32_t)gy, 1 }, { tx, 1, 1 } };
     const gpuws_arg ai[] = { gpuws_arg_buffer(dplan),        gpuws_arg_buffer(dplan),
                              gpuws_arg_u32((uint32_t)width), gpuws_arg_u32((uint32_t)first),
                              gpuws_arg_u32((uint32_t)end),   gpuws_arg_u32((uint32_t)p->nx),
@@ -104,9 +107,6 @@ static gpuws_status background_gpu(gpuws_stream *s, gpuws_dtype dtype, size_t wi
     if (p->n > ctx->info.max_grid_dims[0])
         return gpuws__error(GPUWS_ERR_UNSUPPORTED, "background: %zu meshes; %s runs at most %llu work-groups in a row",
                             p->n, ctx->info.name, (unsigned long long)ctx->info.max_grid_dims[0]);
-    if ((height + BG_INTERP_ROWS - 1) / BG_INTERP_ROWS > ctx->info.max_grid_dims[1])
-        return gpuws__error(GPUWS_ERR_UNSUPPORTED, "background: %zu rows; %s evaluates the maps of at most %llu",
-                            height, ctx->info.name, (unsigned long long)ctx->info.max_grid_dims[1] * BG_INTERP_ROWS);
 
     gpuws_buffer *dmesh, *dplan;
     if ((st = gpuws__stream_scratch(s, &key_mesh, 2 * p->n * sizeof(float), &dmesh)) ||

@@ -60,25 +60,28 @@ __kernel void background_interp(__global const float *plan, __global const int *
                                 uint height, uint nx, uint ny, ulong rows, ulong cols, ulong row_k, ulong col_k,
                                 __global float *back, __global float *rms)
 {
-    const uint x = get_global_id(0), y0 = first + get_global_id(1) * BG_INTERP_ROWS;
-    if (x >= width || y0 >= height) return;
-    const uint y_end = min(y0 + BG_INTERP_ROWS, height);
+    const uint x = get_global_id(0);
+    if (x >= width) return;
     const ulong n = (ulong)nx * ny;
     const int kx = k[col_k + x], k1 = nx > 1 ? kx + 1 : kx;
     float cx[BG_COL_COEFS], cb[16], cr[16];
     for (int i = 0; i < BG_COL_COEFS; i++) cx[i] = plan[cols + BG_COL_COEFS * (ulong)x + i];
     long held = -1; /* the grid row whose values cb and cr hold */
-    for (uint y = y0; y < y_end; y++) {
-        const ulong yl = (ulong)k[row_k + y], y1 = ny > 1 ? yl + 1 : yl;
-        if ((long)yl != held) {
-            bg_nodes(plan, n, yl * nx, y1 * nx, kx, k1, cb);
-            bg_nodes(plan + 4 * n, n, yl * nx, y1 * nx, kx, k1, cr);
-            held = (long)yl;
+    /* the groups of rows stride by the grid's height: a grid's rows are capped (65535 on NVIDIA's devices) */
+    const uint stride = (uint)get_global_size(1) * BG_INTERP_ROWS;
+    for (uint y0 = first + (uint)get_global_id(1) * BG_INTERP_ROWS; y0 < height; y0 += stride) {
+        for (uint y = y0, y_end = min(y0 + BG_INTERP_ROWS, height); y < y_end; y++) {
+            const ulong yl = (ulong)k[row_k + y], y1 = ny > 1 ? yl + 1 : yl;
+            if ((long)yl != held) {
+                bg_nodes(plan, n, yl * nx, y1 * nx, kx, k1, cb);
+                bg_nodes(plan + 4 * n, n, yl * nx, y1 * nx, kx, k1, cr);
+                held = (long)yl;
+            }
+            __global const float *ry = plan + rows + BG_ROW_COEFS * (ulong)y;
+            const ulong p = (ulong)(y - first) * width + x;
+            back[p] = bg_interp(cb, ry, cx);
+            rms[p] = bg_interp(cr, ry, cx);
         }
-        __global const float *ry = plan + rows + BG_ROW_COEFS * (ulong)y;
-        const ulong p = (ulong)(y - first) * width + x;
-        back[p] = bg_interp(cb, ry, cx);
-        rms[p] = bg_interp(cr, ry, cx);
     }
 }
 

@@ -66,25 +66,28 @@ extern "C" __global__ void background_interp(const float *plan, const int *k, un
                                              unsigned height, unsigned nx, unsigned ny, u64 rows, u64 cols, u64 row_k,
                                              u64 col_k, float *back, float *rms)
 {
-    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x, y0 = first + blockIdx.y * BG_INTERP_ROWS;
-    if (x >= width || y0 >= height) return;
-    const unsigned y_end = min(y0 + BG_INTERP_ROWS, height);
+    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= width) return;
     const u64 n = (u64)nx * ny;
     const int kx = k[col_k + x], k1 = nx > 1 ? kx + 1 : kx;
     float cx[BG_COL_COEFS], cb[16], cr[16];
     for (int i = 0; i < BG_COL_COEFS; i++) cx[i] = plan[cols + BG_COL_COEFS * (u64)x + i];
     long long held = -1; // the grid row whose values cb and cr hold
-    for (unsigned y = y0; y < y_end; y++) {
-        const u64 yl = (u64)k[row_k + y], y1 = ny > 1 ? yl + 1 : yl;
-        if ((long long)yl != held) {
-            bg_nodes(plan, n, yl * nx, y1 * nx, kx, k1, cb);
-            bg_nodes(plan + 4 * n, n, yl * nx, y1 * nx, kx, k1, cr);
-            held = (long long)yl;
+    // the groups of rows stride by the grid's height: a grid's rows are capped (65535 on NVIDIA's devices)
+    const unsigned stride = gridDim.y * BG_INTERP_ROWS;
+    for (unsigned y0 = first + blockIdx.y * BG_INTERP_ROWS; y0 < height; y0 += stride) {
+        for (unsigned y = y0, y_end = min(y0 + BG_INTERP_ROWS, height); y < y_end; y++) {
+            const u64 yl = (u64)k[row_k + y], y1 = ny > 1 ? yl + 1 : yl;
+            if ((long long)yl != held) {
+                bg_nodes(plan, n, yl * nx, y1 * nx, kx, k1, cb);
+                bg_nodes(plan + 4 * n, n, yl * nx, y1 * nx, kx, k1, cr);
+                held = (long long)yl;
+            }
+            const float *ry = plan + rows + BG_ROW_COEFS * (u64)y;
+            const u64 p = (u64)(y - first) * width + x;
+            back[p] = bg_interp(cb, ry, cx);
+            rms[p] = bg_interp(cr, ry, cx);
         }
-        const float *ry = plan + rows + BG_ROW_COEFS * (u64)y;
-        const u64 p = (u64)(y - first) * width + x;
-        back[p] = bg_interp(cb, ry, cx);
-        rms[p] = bg_interp(cr, ry, cx);
     }
 }
 

@@ -51,8 +51,8 @@ typedef struct gpuws_background_result {
  * is filled. Errors: GPUWS_ERR_INVALID_ARGUMENT for another dtype, a zero size, a mesh larger than the image,
  * sizes < 1, fthresh not finite or negative, a NULL result, aliased buffers, or an image where no mesh has enough
  * usable pixels (all NaN or masked); GPUWS_ERR_UNSUPPORTED on OpenCL devices without fp64, for a side of 2^31 pixels
- * or more, a mesh of 2^32 or more, more meshes than the device runs work-groups in a row, or more rows than it
- * evaluates at once (65535 x 32 on NVIDIA GPUs). Any number of pixels otherwise. On error nothing is written. */
+ * or more, a mesh of 2^32 or more, or more meshes than the device runs work-groups in a row. Any number of pixels
+ * otherwise. On error nothing is written. */
 GPUWS_API gpuws_status gpuws_background(gpuws_stream *stream, gpuws_dtype dtype, size_t width, size_t height,
                                         const gpuws_buffer *image, const gpuws_background_options *options,
                                         gpuws_buffer *back, gpuws_buffer *rms, gpuws_background_result *result);
