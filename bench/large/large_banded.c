@@ -1,7 +1,7 @@
 /* The streamed host-to-host calls against in-core (docs/scale.md, "What is left"; issue: streamed with a 1 GiB
  * budget, the convolution and the labelling at >= 0.8x their in-core throughput):
  *
- *   gpuws-large-banded BACKEND [SIDE [REPS [BUDGET_MIB [conv|label|both|extract]]]]   (defaults: cuda 32768 5 1024 both)
+ *   gpuws-large-banded BACKEND [SIDE [REPS [BUDGET_MIB [conv|label|both|extract]]]] (defaults: cuda 32768 5 1024 both)
  *
  * For a SIDE x SIDE image, once from pinned host memory to pinned host memory (gpuws_host_alloc) and once from
  * malloc'd to malloc'd: gpuws_convolve2d_host (f32, a 15 x 15 Gaussian, SAME) and gpuws_label_host (a random mask of
