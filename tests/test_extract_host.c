@@ -30,6 +30,8 @@
 #include <unistd.h>
 
 enum { EX_BYTES = 45 };
+/* A 5 x 5 filter kernel (binomial): a halo of 2 rows. */
+static const float k5[25] = { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1 };
 #define WHOLE SIZE_MAX
 
 /* A second band's inputs, bytes a pixel, beside a band of per_px (EX_BYTES, the maps' and the mask's): on OpenCL and
@@ -145,7 +147,6 @@ ParameterizedTest(band_case *c, extract_host, bands_give_the_in_core_catalogue)
     float *x, *back, *rms;
     uint8_t *mask;
     band_sky(w, h, c->masked, &x, &back, &rms, &mask);
-    static const float k5[25] = { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1 };
     static const float k1[5] = { 1, 3, 4, 3, 1 };
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
     o.thresh = c->noise == 0 ? 12.0 : 1.5;
@@ -257,7 +258,6 @@ ParameterizedTest(slab_case *c, extract_host, slabs_of_device_buffers_give_the_i
     float *x, *back, *rms;
     uint8_t *mask;
     band_sky(W, H, c->masked, &x, &back, &rms, &mask);
-    static const float k5[25] = { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1 };
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
     o.thresh = c->noise == 0 ? 12.0 : 1.5;
     o.err = c->noise == 1 ? 5.0 : 0.0;
@@ -691,7 +691,6 @@ ParameterizedTest(made_case *c, extract_host, the_background_it_makes_gives_the_
         cr_assert(mask);
         for (size_t i = 0; i < n; i++) mask[i] = x[i] != x[i];
     }
-    static const float k5[25] = { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1 };
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT;
     if (c->filter_h == 5) o.filter = k5, o.filter_w = o.filter_h = 5;
     gpuws_background_options bo = GPUWS_BACKGROUND_OPTIONS_INIT;
