@@ -67,9 +67,9 @@
       "blocks of the persistent convolve2d kernel: auto as many as reside at once, tiles one per tile, or N")          \
     X(convolve2d_separable, CHOICE, "auto", "auto|two-pass",                                                           \
       "two-pass runs convolve2d_separable's two launches where the fused kernel would run (factors <= 16 taps)")       \
-    X(background_interp_groups, NUMBER, "auto", "auto|1..65535",                                                     \
-      "the most work-groups down the grid of background's interpolation (auto: what the device allows, 65535 on "     \
-      "NVIDIA's); beyond it their rows stride by the grid's height; small values test the stride")                    \
+    X(background_interp_groups, NUMBER, "auto", "auto|1..65535",                                                       \
+      "the most work-groups down the grid of background's interpolation (auto: what the device allows, 65535 on "      \
+      "NVIDIA's); beyond it their rows stride by the grid's height; small values test the stride")                     \
     X(extract_threads, NUMBER, "auto", "auto|1..1024",                                                                 \
       "host threads of extract's catalogue steps, and on the CPU backend of its pixel steps (auto: the CPUs the "      \
       "process may run on); the catalogue is the same for any number")                                                 \
@@ -81,13 +81,20 @@
       "where the device groups extract's records, it also finds the components of up to this many pixels that "        \
       "deblending cannot split, their pixels' order in SEP's scan and their objects' measures, which the host then "   \
       "takes as they are (auto: 256; 0: the host deblends and measures every component); the catalogue is the same")   \
-    X(extract_slab_pixels, NUMBER, "auto", "auto|1..2147483647",                                                     \
+    X(extract_slab_pixels, NUMBER, "auto", "auto|1..2147483647",                                                       \
       "the most pixels gpuws_extract works on at once on device buffers (auto: 2^31 - 1, its records' 31-bit "         \
-      "indices); a larger image goes through the device in bands of whole rows, as gpuws_extract_host's, copied "     \
-      "from the caller's buffers on the device; the catalogue is the same; small values test the bands")              \
+      "indices); a larger image goes through the device in bands of whole rows, as gpuws_extract_host's, copied "      \
+      "from the caller's buffers on the device; the catalogue is the same; small values test the bands")               \
     X(extract_chain_check, BOOL, "0", "0|1",                                                                           \
       "a test: the host deblends and measures the components chained on the device too, and counts those whose "       \
       "object, pixel order or measures differ (test_extract reads the count)")                                         \
+    X(extract_clean, CHOICE, "auto", "auto|device|host|unsure",                                                        \
+      "where extract's cleaning works out which pairs of objects act, on CUDA and OpenCL: auto on GPUs' device from "  \
+      "4096 objects, device on any device from one object, host on the host's threads, unsure as device but every "    \
+      "pair whose test takes a power is left to the host's (a test); the catalogue is the same")                       \
+    X(extract_clean_most, NUMBER, "auto", "auto|0..1024",                                                              \
+      "the most pairs an object takes from the device where it cleans (auto: 64); an object with more is searched "    \
+      "again on the host; small values test that search")                                                              \
     X(find_sources_host_threads, NUMBER, "auto", "auto|1..1024",                                                       \
       "host threads of find_sources_host's threshold and measurement (auto: the CPUs the process may run on); the "    \
       "same catalogue")                                                                                                \
@@ -140,6 +147,7 @@ enum { GPUWS__MATMUL_AUTO, GPUWS__MATMUL_LARGE, GPUWS__MATMUL_SMALL };
 enum { GPUWS__REDUCE_ACC_AUTO, GPUWS__REDUCE_ACC_FLOAT };
 enum { GPUWS__EVENTS_AUTO, GPUWS__EVENTS_MARKER, GPUWS__EVENTS_KERNEL };
 enum { GPUWS__GROUP_AUTO, GPUWS__GROUP_DEVICE, GPUWS__GROUP_HOST };
+enum { GPUWS__CLEAN_AUTO, GPUWS__CLEAN_DEVICE, GPUWS__CLEAN_HOST, GPUWS__CLEAN_UNSURE };
 enum { GPUWS__PASSES_AUTO, GPUWS__PASSES_ONE, GPUWS__PASSES_TWO };
 #define GPUWS__NUMBER_AUTO (-1) /* every NUMBER knob's first word */
 #define GPUWS__SPLIT_OFF   (-2) /* convolve2d_split=off */

@@ -15,6 +15,9 @@
 
 #include <math.h>
 #include <pthread.h>
+
+#include "extract/extract_pixel.h" /* after <math.h>: it includes nothing */
+#include "extract/extract_clean.h" /* cleaning's pair test, which the device shares */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -593,23 +596,19 @@ BACKEND_TEST(extract, chains_of_random_components_are_the_host_scans)
  * order, so the pairs worked out on threads must take effect in that order; the catalogue and the map on 2, 3 and 7
  * threads are those of one, bit for bit. The sky is crowded with bright stars whose wings hold many faint objects
  * that cleaning removes, all over the catalogue. */
-Test(extract, cleaning_gives_the_catalogue_of_one_thread_on_any_number_of_threads)
+static void add_stars_with_wings(float *x, uint64_t *s)
 {
-    const size_t n = (size_t)TW * TH;
-    uint64_t s = test_seed(false);
-    sky k = sky_make(s, 0);
-    float *x = k.x;
     for (int py = 30; py < TH - 30; py += 60) /* a bright star every 60 pixels, faint ones around it */
         for (int pc = 30; pc < TW - 30; pc += 60) {
-            const double a1 = 2000.0 + 8000.0 * test_rand_uniform(&s);
+            const double a1 = 2000.0 + 8000.0 * test_rand_uniform(s);
             for (int r = py - 30; r < py + 30; r++)
                 for (int c = pc - 30; c < pc + 30; c++) {
                     const double d = (c - pc) * (c - pc) + (r - py) * (r - py);
                     x[(size_t)r * TW + c] += (float)(a1 * exp(-d / 18.0));
                 }
             for (int f = 0; f < 8; f++) {
-                const int fr = py - 14 + (int)(28.0 * test_rand_uniform(&s)),
-                          fc = pc - 14 + (int)(28.0 * test_rand_uniform(&s));
+                const int fr = py - 14 + (int)(28.0 * test_rand_uniform(s)),
+                          fc = pc - 14 + (int)(28.0 * test_rand_uniform(s));
                 for (int r = fr - 3; r <= fr + 3; r++)
                     for (int c = fc - 3; c <= fc + 3; c++) {
                         const double d = (c - fc) * (c - fc) + (r - fr) * (r - fr);
@@ -617,6 +616,15 @@ Test(extract, cleaning_gives_the_catalogue_of_one_thread_on_any_number_of_thread
                     }
             }
         }
+}
+
+Test(extract, cleaning_gives_the_catalogue_of_one_thread_on_any_number_of_threads)
+{
+    const size_t n = (size_t)TW * TH;
+    uint64_t s = test_seed(false);
+    sky k = sky_make(s, 0);
+    float *x = k.x;
+    add_stars_with_wings(x, &s);
     gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT; /* SEP's defaults: deblending and cleaning */
     gpuws_context *ref = test_open(GPUWS_BACKEND_CPU);
     test_tune(ref, "extract_threads", "1");
@@ -643,6 +651,106 @@ Test(extract, cleaning_gives_the_catalogue_of_one_thread_on_any_number_of_thread
     result_free(&want);
     sky_free(&k);
     gpuws_context_destroy(ref);
+}
+
+/* Cleaning's pairs on the device (knob extract_clean; extract_clean.h): a thread an object finds the later objects
+ * within its zone on the host's grid and tests each pair in SEP's arithmetic, leaving to the host the pairs whose
+ * test its pow (not the host's libm) could decide and the objects with more than 64 pairs; the host then takes the
+ * turns in catalogue order. The catalogue and the map are the host's, bit for bit, on two skies: the bright stars
+ * with faint objects in their wings, and a broad bright galaxy whose zone holds a ring of faint ones (more than 64
+ * pairs: the host searches again); each also with every power left to the host (extract_clean=unsure), so that the
+ * host's tests of the pairs the device leaves open decide, and with at most one pair an object from the device, so
+ * that the host's searches decide for hundreds. */
+BACKEND_TEST(extract, cleaning_on_the_device_gives_the_host_catalogue)
+{
+    if (*kind == GPUWS_BACKEND_CPU) cr_skip("the CPU backend cleans on the host only");
+    const size_t n = (size_t)TW * TH;
+    gpuws_context *ref = test_open(GPUWS_BACKEND_CPU);
+    test_tune(ref, "extract_threads", "1");
+    const gpuws_extract_options o = GPUWS_EXTRACT_OPTIONS_INIT; /* SEP's defaults: deblending and cleaning */
+    gpuws_extract_options unclean = o;
+    unclean.clean = 0;
+    for (int galaxy = 0; galaxy < 2; galaxy++) {
+        uint64_t s = test_seed(false);
+        sky k = sky_make(s, 0);
+        float *x = k.x;
+        if (!galaxy) add_stars_with_wings(x, &s);
+        for (int r = 0; galaxy && r < TH; r++)
+            for (int c = 0; c < TW; c++) {
+                const double d = (c - TW / 2) * (c - TW / 2) + (r - TH / 2) * (r - TH / 2);
+                x[(size_t)r * TW + c] += (float)(20000.0 * exp(-d / 800.0));
+            }
+        for (int f = 0; galaxy && f < 160; f++) { /* the ring */
+            const double phi = 6.283185307179586 * test_rand_uniform(&s), rho = 90.0 + 90.0 * test_rand_uniform(&s);
+            const int fr = TH / 2 + (int)(rho * sin(phi)), fc = TW / 2 + (int)(rho * cos(phi));
+            for (int r = fr - 3; r <= fr + 3; r++)
+                for (int c = fc - 3; c <= fc + 3; c++) {
+                    const double d = (c - fc) * (c - fc) + (r - fr) * (r - fr);
+                    x[(size_t)r * TW + c] += (float)(40.0 * exp(-d / 2.0));
+                }
+        }
+        result all = run(ref, x, k.back, k.rms, NULL, TW, TH, &unclean);
+        result want = run(ref, x, k.back, k.rms, NULL, TW, TH, &o);
+        const size_t before = all.cat->num_objects, after = want.cat->num_objects;
+        cr_assert_gt(before - after, galaxy ? 100 : 1000, "sky %d: cleaning removes only %zu of %zu objects", galaxy,
+                     before - after, before);
+        static const char *modes[] = { "device", "unsure", "device" };
+        for (size_t m = 0; m < 3; m++) {
+            gpuws_context *ctx = test_open(*kind);
+            test_tune(ctx, "extract_clean", modes[m]);
+            if (m == 2) test_tune(ctx, "extract_clean_most", "1");
+            result got = run(ctx, x, k.back, k.rms, NULL, TW, TH, &o);
+            size_t unsure = 0, searched = 0;
+            const size_t on_device = gpuws__extract_clean_last(&unsure, &searched);
+            char what[96];
+            snprintf(what, sizeof what, "%s, %s, extract_clean=%s%s", test_backend_name(*kind),
+                     galaxy ? "the galaxy" : "the stars", modes[m], m == 2 ? ", extract_clean_most=1" : "");
+            cr_assert_eq(on_device, before, "%s: the device worked out the pairs of %zu objects, not all %zu", what,
+                         on_device, before);
+            if (galaxy || m == 2)
+                cr_assert_gt(searched, m == 2 ? 300 : 0, "%s: %zu objects searched again", what, searched);
+            if (m == 1) cr_assert_gt(unsure, 1000, "%s: only %zu pairs left to the host", what, unsure);
+            expect_same(what, &got, &want, n);
+            result_free(&got);
+            gpuws_context_destroy(ctx);
+        }
+        result_free(&all);
+        result_free(&want);
+        sky_free(&k);
+    }
+    gpuws_context_destroy(ref);
+}
+
+/* The device decides a pair of cleaning only where the last bits of its power cannot: ex_clean_sure holds only where
+ * x lies further than the margin from the float m, and then any x' within 2^-30 of x (a device's pow is within a few
+ * units of the last of 53 bits) gives (float)x' on the same side of m. Random m over many decades, x from just
+ * beside m to far away. */
+Test(extract, the_device_leaves_cleanings_close_calls_to_the_host)
+{
+    uint64_t s = test_seed(false);
+    size_t sure = 0, open = 0;
+    for (int t = 0; t < 200000; t++) {
+        const float m = (float)(ldexp(1.0 + test_rand_uniform(&s), (int)(test_rand_u64(&s) % 120) - 60) *
+                                (test_rand_uniform(&s) < 0.1 ? -1.0 : 1.0));
+        const double rel = ldexp(test_rand_uniform(&s) - 0.5, -(int)(test_rand_u64(&s) % 40));
+        const double x = (double)m * (1.0 + rel);
+        if (!ex_clean_sure(x, m, EX_CL_MARGIN)) {
+            cr_assert(fabs(rel) <= EX_CL_MARGIN * 1.0000001, "x = %.17g left open for m = %.9g, %g apart", x, (double)m,
+                      rel);
+            open++;
+            continue;
+        }
+        sure++;
+        for (int k = -1; k <= 1; k += 2) {
+            const double xk = x * (1.0 + k * ldexp(1.0, -30));
+            cr_assert_eq((float)xk > m, (float)x > m, "x = %.17g decided for m = %.9g, but %.17g falls the other way",
+                         x, (double)m, xk);
+        }
+    }
+    cr_assert(sure > 1000 && open > 1000, "%zu sure and %zu open: the draws miss a side", sure, open);
+    cr_assert(!ex_clean_sure(NAN, 1.0f, EX_CL_MARGIN) && !ex_clean_sure(INFINITY, 1.0f, EX_CL_MARGIN) &&
+                  !ex_clean_sure(1.0, 0.0f, EX_CL_MARGIN) && !ex_clean_sure(1.0, 1e-40f, EX_CL_MARGIN),
+              "a NaN, an infinite x, a zero or subnormal m must be left open");
 }
 
 /* The host steps group the records by component on threads, each a share of the records: a component whose records

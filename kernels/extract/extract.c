@@ -31,6 +31,7 @@
 
 #include "extract_pixel.h" /* after <math.h>: it includes nothing */
 #include "extract_chain.h"
+#include "extract_clean.h"
 
 /* What this file keeps on the stream (gpuws__stream_scratch). */
 static const gpuws__stream_key key_maps = { "extract.maps" };
@@ -710,6 +711,12 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     gpuws_extract_catalog *cat = NULL;
     gpuws_buffer *rec = NULL, *compact = NULL;
     const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
+    const int clean = ctx->tuning.extract_clean;
+    if (!on_cpu && ctx->info.fp64 && clean != GPUWS__CLEAN_HOST &&
+        (clean != GPUWS__CLEAN_AUTO || !gpuws__is_cpu_device(ctx)))
+        p.clean_on = s, p.clean_from = clean == GPUWS__CLEAN_AUTO ? EX_CL_DEVICE_FROM : 1,
+        p.clean_unsure = clean == GPUWS__CLEAN_UNSURE,
+        p.clean_most = ctx->tuning.extract_clean_most < 0 ? EX_CL_MOST : (int)ctx->tuning.extract_clean_most;
     if (on_cpu) {
         st =
             gpuws_extract_ref_pixels(&p, gpuws__cpu_ptr(image), o.back ? gpuws__cpu_ptr(o.back) : NULL,

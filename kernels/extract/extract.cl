@@ -7,6 +7,7 @@
 
 #include "extract_pixel.h"
 #include "extract_chain.h"
+#include "extract_clean.h"
 
 __kernel void extract_prep(__global const float *image, __global const float *back, uint has_back,
                            __global const float *rms, __global const uchar *mask, uint has_mask, ulong mask_from,
@@ -218,6 +219,19 @@ __kernel void extract_chain_measure(__global const uint *grp, ulong cnt, ulong n
     {
         ex_chain_measured(list[1 + i], nl, cnt, grp, ru, rf, cap, (long)width, (int)noise, thresh, relthresh, gain,
                           (int)minarea, out, taken, mom);
+    }
+}
+
+/* ---- cleaning's pairs (extract_clean.h) ---- */
+
+__kernel void extract_clean_pairs(ulong n, __global const double *d, __global const float *f, double beta,
+                                  double margin, int most, uint nused,
+                                  __global const double *lvd, __global const ulong *lvu, __global const ulong *cellids,
+                                  __global const ulong *cstart, uint pass, __global int *cnt, __global uint *words)
+{
+    GPUWS_FOR_EACH(i, n)
+    {
+        ex_clean_pairs(i, d, f, beta, margin, most, nused, lvd, lvu, cellids, cstart, pass, cnt, words);
     }
 }
 

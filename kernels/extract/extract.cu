@@ -7,6 +7,7 @@
 
 #include "extract_pixel.h"
 #include "extract_chain.h"
+#include "extract_clean.h"
 
 typedef unsigned long long u64;
 
@@ -214,6 +215,17 @@ extern "C" __global__ void extract_chain_measure(const unsigned *grp, u64 cnt, u
                           (int)minarea, out, taken, mom);
 }
 
+// ---- cleaning's pairs (extract_clean.h) ----
+
+extern "C" __global__ void extract_clean_pairs(u64 n, const double *d, const float *f, double beta, double margin,
+                                               int most, unsigned nused, const double *lvd, const unsigned long *lvu,
+                                               const unsigned long *cellids, const unsigned long *cstart, unsigned pass,
+                                               int *cnt, unsigned *words)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        ex_clean_pairs(i, d, f, beta, margin, most, nused, lvd, lvu, cellids, cstart, pass, cnt, words);
+}
+
 // ---- the records the host reads, compact (extract_chain.h) ----
 
 extern "C" __global__ void extract_compact_need(const unsigned *out, u64 cnt, u64 nl, const double *mom,
@@ -245,4 +257,4 @@ GPUWS_CUDA_KERNELS(extract, GPUWS_CUDA_KERNEL(extract_prep), GPUWS_CUDA_KERNEL(e
                    GPUWS_CUDA_KERNEL(extract_chain_list), GPUWS_CUDA_KERNEL(extract_chain),
                    GPUWS_CUDA_KERNEL(extract_chain_measure), GPUWS_CUDA_KERNEL(extract_segmap_labels),
                    GPUWS_CUDA_KERNEL(extract_compact_need), GPUWS_CUDA_KERNEL(extract_compact_place),
-                   GPUWS_CUDA_KERNEL(extract_compact_group))
+                   GPUWS_CUDA_KERNEL(extract_compact_group), GPUWS_CUDA_KERNEL(extract_clean_pairs))

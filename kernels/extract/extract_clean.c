@@ -2,6 +2,8 @@
  * brighter neighbour's profile explains, and the mthresh of each object that it compares with. */
 #include "extract_objects.h"
 #include "extract_chain.h" /* ex_heap_replace, which the device shares */
+#include "extract_clean.h" /* the pair test and the device's search */
+#include "../common/driver.h"
 #include "../../core/alloc.h"
 #include "../../core/errors.h"
 #include "../../core/threads.h"
@@ -9,8 +11,6 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
-
-#define EX_CLEAN_ZONE 10.0 /* SExtractor's: cleaning looks this many (a1 + a2) far */
 
 /* Sorts v[0 .. n - 1] ascending (tmp: n entries) in the order that glibc's qsort, a top-down merge sort, gives with
  * the comparator x < y ? -1 : x > y: halves of n / 2 and n - n / 2, the left element taken first unless it compares
@@ -58,14 +58,10 @@ typedef struct {
     float a;
 } cl_pos;
 
-/* Whether SEP's clean passes over the pair (o1, o2) as too far apart: further than 10 (a1 + a2), in SEP's float
- * arithmetic (never when an a is NaN or infinite). */
+/* Whether SEP's clean passes over the pair (o1, o2) as too far apart (extract_clean.h). */
 static bool clean_far(const cl_pos *o1, const cl_pos *o2)
 {
-    const float dx = (float)(o1->mx - o2->mx), dy = (float)(o1->my - o2->my);
-    float rlim = o1->a + o2->a;
-    rlim *= rlim;
-    return dx * dx + dy * dy > rlim * EX_CLEAN_ZONE * EX_CLEAN_ZONE;
+    return ex_clean_far(o1->mx, o1->my, o1->a, o2->mx, o2->my, o2->a);
 }
 
 /* Cleaning's search for the neighbours of an object. The objects with a finite a and position go into levels by a
@@ -87,9 +83,9 @@ typedef struct {
 
 typedef struct {
     cl_level lv[CL_LEVELS];
-    int used[CL_LEVELS], nused; /* the levels with objects, ascending */
-    size_t *ids, *cellids, *cstart;
-    const cl_pos *pos; /* every object's, in catalogue order */
+    int used[CL_LEVELS], nused;             /* the levels with objects, ascending */
+    size_t *ids, *cellids, *cstart, ncells; /* cstart: ncells entries */
+    const cl_pos *pos;                      /* every object's, in catalogue order */
 } cl_grid;
 
 static int cl_level_of(float a)
@@ -188,6 +184,7 @@ static bool cl_build(cl_grid *g, const cl_pos *pos, const uint8_t *lvl, const cl
         ncells += l->gx * l->gy + 1;
     }
     if (!(g->cstart = gpuws__calloc(ncells ? ncells : 1, sizeof *g->cstart))) goto fail;
+    g->ncells = ncells;
     cl_cells cc = { g, lvl, cellof };
     gpuws__run_ranges(n, nt, cl_cells_range, &cc);
     size_t fill[CL_LEVELS] = { 0 };
@@ -279,6 +276,8 @@ typedef struct {
     atomic_size_t applied; /* the chunks applied */
     atomic_bool applying;  /* a thread applies */
     atomic_bool failed;    /* memory failed */
+    double *dd;            /* with the device: each object's mx, my, amp, alpha (extract_clean.h's d) */
+    float *df;             /* and a, fdflux, mthresh, cxx, cyy, cxy (its f) */
 } cl_job;
 
 /* The objects [lo, hi) packed, alive, in their levels (counted in the range's stats). */
@@ -292,6 +291,12 @@ static void cl_pack_range(void *arg, size_t part, size_t lo, size_t hi)
         const double alpha = (pow(amp / o->thresh, 1.0 / cj->beta) - 1) * unitarea / (double)o->npix;
         cj->pos[i] = (cl_pos){ o->mx, o->my, o->a };
         cj->pf[i] = (cl_prof){ amp, alpha, o->fdflux, o->mthresh, o->cxx, o->cyy, o->cxy };
+        if (cj->dd) {
+            double *d = cj->dd + 4 * i;
+            float *f = cj->df + 6 * i;
+            d[0] = o->mx, d[1] = o->my, d[2] = amp, d[3] = alpha;
+            f[0] = o->a, f[1] = o->fdflux, f[2] = o->mthresh, f[3] = o->cxx, f[4] = o->cyy, f[5] = o->cxy;
+        }
         atomic_init(&cj->alive[i], 1);
         cj->lvl[i] = cl_level_count(&cj->pos[i], st);
     }
@@ -305,15 +310,15 @@ static int cl_pair(const cl_job *cj, size_t i, size_t j)
 {
     const cl_pos *p1 = &cj->pos[i], *p2 = &cj->pos[j];
     const cl_prof *o1 = &cj->pf[i], *o2 = &cj->pf[j];
-    const double beta = cj->beta;
     const float dx = (float)(p1->mx - p2->mx), dy = (float)(p1->my - p2->my);
-    if (o2->fdflux < o1->fdflux) { /* does the bigger o1 explain o2? */
-        const double val = 1 + o1->alpha * (o1->cxx * dx * dx + o1->cyy * dy * dy + o1->cxy * dx * dy);
-        return val > 1.0 && (float)(val < 1e10 ? o1->amp * pow(val, -beta) : 0.0) > o2->mthresh ? CL_KILLS_J : CL_NONE;
-    }
+    if (o2->fdflux < o1->fdflux) /* does the bigger o1 explain o2? */
+        return ex_clean_explains(o1->amp, o1->alpha, o1->cxx, o1->cyy, o1->cxy, dx, dy, cj->beta, o2->mthresh, 0.0)
+                   ? CL_KILLS_J
+                   : CL_NONE;
     /* does o2 explain o1? */
-    const double val = 1 + o2->alpha * (o2->cxx * dx * dx + o2->cyy * dy * dy + o2->cxy * dx * dy);
-    return val > 1.0 && (float)(val < 1e10 ? o2->amp * pow(val, -beta) : 0.0) > o1->mthresh ? CL_KILLS_I : CL_NONE;
+    return ex_clean_explains(o2->amp, o2->alpha, o2->cxx, o2->cyy, o2->cxy, dx, dy, cj->beta, o1->mthresh, 0.0)
+               ? CL_KILLS_I
+               : CL_NONE;
 }
 
 static bool cl_push(cl_list *l, size_t e)
@@ -465,14 +470,159 @@ fail:
     atomic_store(&cj->failed, true);
 }
 
+/* ---- the pairs on the device ----
+ *
+ * Where a stream is given, the device works out each object's pairs (extract_clean.h's ex_clean_pairs, a thread an
+ * object, on the host's grid): the pairs that act and those whose test its pow leaves open, counted, the counts
+ * scanned, then written one object after another. The host then takes the turns in catalogue order as cl_apply
+ * does: it tests the open pairs itself, and searches again, as the threads would, for an object with more than
+ * EX_CL_MOST pairs (the device stops counting there and writes none of them). */
+
+static const gpuws__stream_key key_clean[8] = { { "extract.clean_d" },       { "extract.clean_f" },
+                                                { "extract.clean_lvd" },     { "extract.clean_lvu" },
+                                                { "extract.clean_cellids" }, { "extract.clean_cstart" },
+                                                { "extract.clean_cnt" },     { "extract.clean_words" } };
+
+static _Thread_local size_t device_last, unsure_last, searched_last;
+
+size_t gpuws__extract_clean_last(size_t *unsure, size_t *searched)
+{
+    if (unsure) *unsure = unsure_last;
+    if (searched) *searched = searched_last;
+    return device_last;
+}
+
+/* Every object's first word and, past the last, the words' count into at (n + 1 entries), and the words (*words,
+ * gpuws__malloc'd), from the device on s; *host_failed when host memory failed. */
+static gpuws_status cl_device_pairs(gpuws_stream *s, const cl_job *cj, const cl_grid *g, double margin, int most,
+                                    int32_t *at, uint32_t **words, bool *host_failed)
+{
+    const size_t n = cj->n, nu = (size_t)g->nused;
+    double lvd[2 * CL_LEVELS];
+    uint64_t lvu[4 * CL_LEVELS];
+    for (size_t u = 0; u < nu; u++) {
+        const cl_level *l = &g->lv[g->used[u]];
+        lvd[2 * u] = l->cell, lvd[2 * u + 1] = (double)l->amax;
+        lvu[4 * u] = l->gx, lvu[4 * u + 1] = l->gy, lvu[4 * u + 2] = l->cfirst, lvu[4 * u + 3] = l->first;
+    }
+    const size_t bytes[7] = { 4 * n * sizeof(double),    6 * n * sizeof(float), 2 * nu * sizeof(double),
+                              4 * nu * sizeof(uint64_t), n * sizeof(uint64_t),  g->ncells * sizeof(uint64_t),
+                              (n + 1) * sizeof(int32_t) };
+    const void *from[6] = { cj->dd, cj->df, lvd, lvu, g->cellids, g->cstart };
+    gpuws_buffer *b[8];
+    gpuws_kernel *kscan;
+    uint32_t sblock;
+    gpuws_status st =
+        gpuws__kernel_block(s->ctx, "label_scan", NULL, gpuws__is_cpu_device(s->ctx) ? 256 : 1024, &kscan, &sblock);
+    for (int k = 0; k < 7 && !st; k++) st = gpuws__stream_scratch(s, &key_clean[k], bytes[k], &b[k]);
+    for (int k = 0; k < 6 && !st; k++) st = gpuws_buffer_write_async(s, b[k], 0, from[k], bytes[k]);
+    if (st) return st;
+    const bool cpu = gpuws__is_cpu_device(s->ctx);
+    const gpuws_launch_config c = gpuws__config_1d(n, 128, cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
+    const gpuws_launch_config c_scan = { { 1, 1, 1 }, { sblock, 1, 1 } };
+    gpuws_arg a[] = {
+        gpuws_arg_u64(n),       gpuws_arg_buffer(b[0]), gpuws_arg_buffer(b[1]),      gpuws_arg_f64(cj->beta),
+        gpuws_arg_f64(margin),  gpuws_arg_i32(most),    gpuws_arg_u32((uint32_t)nu), gpuws_arg_buffer(b[2]),
+        gpuws_arg_buffer(b[3]), gpuws_arg_buffer(b[4]), gpuws_arg_buffer(b[5]),      gpuws_arg_u32(0),
+        gpuws_arg_buffer(b[6]), gpuws_arg_buffer(b[6])
+    };
+    const gpuws_arg a_scan[] = { gpuws_arg_buffer(b[6]), gpuws_arg_u32((uint32_t)n) };
+    if ((st = gpuws__launch_named(s, "extract_clean_pairs", NULL, &c, a, GPUWS__NARGS(a))) ||
+        (st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan))) ||
+        (st = gpuws__buffer_read_sync(s, b[6], 0, at, bytes[6])))
+        return st;
+    const size_t total = (size_t)at[n];
+    if (!(*words = gpuws__malloc((total ? total : 1) * sizeof **words))) {
+        *host_failed = true;
+        return GPUWS_ERR_OUT_OF_MEMORY;
+    }
+    if ((st = gpuws__stream_scratch(s, &key_clean[7], (total ? total : 1) * sizeof **words, &b[7]))) return st;
+    a[11] = gpuws_arg_u32(1), a[13] = gpuws_arg_buffer(b[7]);
+    if ((st = gpuws__launch_named(s, "extract_clean_pairs", NULL, &c, a, GPUWS__NARGS(a))) ||
+        (total && (st = gpuws_buffer_read_async(s, b[7], 0, *words, total * sizeof **words))))
+        return st;
+    return gpuws_stream_synchronize(s);
+}
+
+/* The turns in catalogue order from the device's words (cl_device_pairs); scratch: a list for the objects the host
+ * searches again. False when memory fails. */
+static bool cl_device_apply(cl_job *cj, const int32_t *at, const uint32_t *words, int most, cl_list *scratch)
+{
+    size_t unsure = 0, searched = 0;
+    for (size_t i = 0; i < cj->n; i++) {
+        const size_t m = (size_t)(at[i + 1] - at[i]);
+        if (!m || !cl_alive(cj, i)) continue;
+        bool explained = false;
+        if (m > (size_t)most) { /* the device wrote none: the host's search, as a thread's */
+            searched++;
+            scratch->n = 0;
+            if (!cl_turn(cj, i, cj->nwild, scratch)) return false;
+            for (size_t k = 0; k < scratch->n; k++) {
+                const size_t j = scratch->v[k] >> 1;
+                if (scratch->v[k] & 1) explained |= cl_alive(cj, j);
+                else atomic_store_explicit(&cj->alive[j], 0, memory_order_relaxed);
+            }
+        } else {
+            for (const uint32_t *w = words + at[i]; w < words + at[i + 1]; w++) {
+                const size_t j = *w >> 2;
+                int e = (*w & 3u) == EX_CL_J ? CL_KILLS_J : CL_KILLS_I;
+                if ((*w & 3u) == EX_CL_UNSURE) unsure++, e = cl_pair(cj, i, j);
+                if (e == CL_KILLS_I) explained |= cl_alive(cj, j);
+                else if (e == CL_KILLS_J) atomic_store_explicit(&cj->alive[j], 0, memory_order_relaxed);
+            }
+        }
+        if (explained) atomic_store_explicit(&cj->alive[i], 0, memory_order_relaxed);
+    }
+    unsure_last = unsure, searched_last = searched;
+    return true;
+}
+
+/* The pairs on the device on s and their turns: 1 done, 0 the device failed (a debug line says why; the threads
+ * work the pairs out instead), -1 host memory failed. *acts: the pairs the device found. */
+static int cl_on_device(gpuws_stream *s, cl_job *cj, const cl_grid *g, double margin, int most, size_t *acts)
+{
+    const double t0 = ex_ms_now();
+    int32_t *at = gpuws__malloc((cj->n + 1) * sizeof *at);
+    uint32_t *words = NULL;
+    cl_list scratch = { 0 };
+    int done = -1;
+    if (at) {
+        bool host_failed = false;
+        const gpuws_status st = cl_device_pairs(s, cj, g, margin, most, at, &words, &host_failed);
+        const double t1 = ex_ms_now();
+        if (host_failed) {
+            done = -1;
+        } else if (st) {
+            gpuws__log(GPUWS__LOG_DEBUG, "extract: cleaning's pairs on the device failed (%s: %s); on the host",
+                       gpuws_status_name(st), gpuws_last_error());
+            done = 0;
+        } else if (cl_device_apply(cj, at, words, most, &scratch)) {
+            done = 1;
+            device_last = cj->n, *acts = (size_t)at[cj->n];
+            gpuws__log(GPUWS__LOG_DEBUG,
+                       "extract: cleaning's pairs on the device %.1f ms, their turns %.1f ms (%zu left open by the "
+                       "device's pow, %zu objects of more than %d pairs searched again)",
+                       t1 - t0, ex_ms_now() - t1, unsure_last, searched_last, most);
+        }
+    }
+    gpuws__free(at);
+    gpuws__free(words);
+    gpuws__free(scratch.v);
+    return done;
+}
+
 /* SEP's clean: whether each object survives, the objects in catalogue order. SEP compares every pair, in
  * catalogue order; a pair further apart than 10 (a1 + a2) has no effect, and neither has a pair with a NaN
  * position, so each object is compared with the grid's neighbours (cl_near) and the objects whose a is not finite;
  * an object whose a is not finite with every later one. The pairs are worked out on threads, their effects applied
  * in catalogue order (above). w x h: the image. False when memory fails (survives untouched). */
-bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, unsigned threads, int *survives)
+bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned threads, int *survives)
 {
+    const double beta = p->clean_param;
+    const size_t w = p->w, h = p->h;
+    gpuws_stream *dev = p->clean_on;
     const double t0 = ex_ms_now();
+    device_last = unsure_last = searched_last = 0;
     const size_t n = o->n, nchunks = (n + CL_CHUNK - 1) / CL_CHUNK, m = n ? n : 1, mc = nchunks ? nchunks : 1;
     const unsigned nt = threads < 1 ? 1u : nchunks < threads ? (nchunks ? (unsigned)nchunks : 1u) : threads;
     cl_job cj = { .o = o, .beta = beta, .n = n, .nchunks = nchunks };
@@ -495,6 +645,14 @@ bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, unsigned
     if (!wild || !cj.pos || !cj.pf || !cj.alive || !cj.cnt || !cj.pairs || !cj.ready || !cj.scratch || !cj.lvl ||
         !cj.stats)
         goto done;
+    /* the device's counts, at most clean_most + 1 an object, add up in an int, its words name an object in 30 bits;
+     * its grid's indices are size_t's */
+    if (dev && n && n >= p->clean_from && (uint64_t)n * (uint64_t)(p->clean_most + 1) < INT32_MAX &&
+        n < ((size_t)1 << 30) && sizeof(size_t) == sizeof(uint64_t)) {
+        cj.dd = gpuws__malloc(4 * n * sizeof *cj.dd);
+        cj.df = gpuws__malloc(6 * n * sizeof *cj.df);
+        if (!cj.dd || !cj.df) goto done;
+    }
     gpuws__run_ranges(n, nt, cl_pack_range, &cj);
     const double t1 = ex_ms_now();
     /* cnt serves as the build's scratch: the pairs fill it later */
@@ -505,6 +663,22 @@ bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, unsigned
         if (!isfinite(cj.pos[i].a)) wild[cj.nwild++] = i;
     for (size_t c = 0; c < nchunks; c++) atomic_init(&cj.ready[c], false);
     const double t2 = ex_ms_now();
+    size_t in_grid = 0;
+    for (int u = 0; u < g.nused; u++) in_grid += g.lv[g.used[u]].n;
+    if (cj.dd && !cj.nwild && in_grid == n) { /* every object in the grid: the device's search finds all pairs */
+        size_t acts = 0;
+        const int d = cl_on_device(dev, &cj, &g, p->clean_unsure ? 1e300 : EX_CL_MARGIN, p->clean_most, &acts);
+        if (d < 0) goto done;
+        if (d > 0) {
+            for (size_t i = 0; i < n; i++) survives[i] = cl_alive(&cj, i);
+            ok = true;
+            gpuws__log(GPUWS__LOG_DEBUG,
+                       "extract: cleaning with the device (ms): objects packed %.1f, grid %.1f, pairs and turns %.1f; "
+                       "%zu pairs that act or were left open",
+                       t1 - t0, t2 - t1, ex_ms_now() - t2, acts);
+            goto done;
+        }
+    }
     if (gpuws__run_threads(nt, cl_share, &cj) != GPUWS_OK || atomic_load(&cj.failed)) goto done;
     cl_apply_ready(&cj); /* every chunk is ready now */
     size_t acts = 0;
@@ -531,5 +705,7 @@ done:
     gpuws__free(cj.scratch);
     gpuws__free(cj.lvl);
     gpuws__free(cj.stats);
+    gpuws__free(cj.dd);
+    gpuws__free(cj.df);
     return ok;
 }

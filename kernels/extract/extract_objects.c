@@ -1108,7 +1108,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     slot = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *slot);
     if (!survives || !slot) goto done;
     if (p->clean) {
-        if (!gpuws__ex_clean(&j.objs, p->clean_param, p->w, p->h, threads, survives)) goto done;
+        if (!gpuws__ex_clean(&j.objs, p, threads, survives)) goto done;
     } else {
         for (size_t i = 0; i < j.objs.n; i++) survives[i] = 1;
     }

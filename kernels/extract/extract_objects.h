@@ -144,8 +144,9 @@ unsigned gpuws__ex_rand_skip(unsigned seed, uint64_t draws);
 
 /* Cleaning's mthresh of o, as SEP finds it; heap and tmp: minarea floats each. */
 void gpuws__ex_mthresh(const ex_ctx *c, ex_obj *o, float *heap, float *tmp);
-/* SEP's clean: whether each object survives, the objects in catalogue order; the same for any number of threads.
- * w x h: the image. False when memory fails (survives untouched). */
-bool gpuws__ex_clean(const ex_objs *o, double beta, size_t w, size_t h, unsigned threads, int *survives);
+/* SEP's clean (with p's clean_param, over p's w x h image): whether each object survives, the objects in catalogue
+ * order; the same for any number of threads, and with p->clean_on, whose device then works out the pairs where there
+ * are p->clean_from objects or more (extract_clean.h). False when memory fails (survives untouched). */
+bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned threads, int *survives);
 
 #endif

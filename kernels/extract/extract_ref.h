@@ -32,6 +32,13 @@ typedef struct gpuws__extract_params {
     bool chain_check;  /* knob extract_chain_check: the host scans the chained components too and compares */
     size_t row0;       /* the image row that row 0 is (a band of gpuws_extract_host), for SEP's mask rule */
     size_t own0, own1; /* own1 > 0: only rows own0 .. own1 - 1 are detected (a band's own rows; the rest is halo) */
+    gpuws_stream *clean_on; /* non-NULL: cleaning's pairs on this stream's device from clean_from objects (knob
+                             * extract_clean; extract_clean.h); clean_unsure: the device leaves every power to the
+                             * host (a test); clean_most: the most pairs an object takes from the device (knob
+                             * extract_clean_most) */
+    size_t clean_from;
+    bool clean_unsure;
+    int clean_most;
 } gpuws__extract_params;
 
 #define EX_BLANK_BIT64 ((uint64_t)1 << 63) /* EX_BLANK_BIT in a 64-bit index (idx64) */
@@ -159,6 +166,9 @@ size_t gpuws__extract_chained_last(void);
 /* Of those, the ones whose object the device measured too (extract_chain.h's ex_chain_measure). */
 size_t gpuws__extract_measured_last(void);
 size_t gpuws__extract_chain_mismatches_last(void);
+/* The objects whose cleaning's pairs the device worked out in this thread's last cleaning (0: the host's threads),
+ * the pairs it left to the host's pow and the objects with more pairs than it keeps, which the host searched. */
+size_t gpuws__extract_clean_last(size_t *unsure, size_t *searched);
 /* The records that the last gpuws__extract_objects of this thread had, compact (px->compact above; SIZE_MAX: it had
  * every record), and in *all the records on the device. */
 size_t gpuws__extract_compact_last(size_t *all);
