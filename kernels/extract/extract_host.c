@@ -1080,8 +1080,9 @@ static void by_labels_range(void *arg, size_t part, size_t lo, size_t hi)
  * components, the host steps, the segmentation map: from the kept records' objects alone, or (b's band_labels,
  * bands of b->rows own rows from row 0) first from the bands' labels, where the bands measured components on the
  * devices and kept none of their records. */
-static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, const size_t *borders, size_t nb,
-                                    int32_t *segmap, const ex_bands *b, gpuws_extract_catalog **catalog, double ms[3])
+static gpuws_status extract_records(gpuws_context *ctx, const gpuws__extract_params *p, ex_kept *k,
+                                    const size_t *borders, size_t nb, int32_t *segmap, const ex_bands *b,
+                                    gpuws_extract_catalog **catalog, double ms[3])
 {
     /* labels are int32 and the host steps number records in 31 bits (ex_rec): an image of 2^31 pixels or more is
      * within them unless nearly every pixel is detected */
@@ -1110,7 +1111,12 @@ static gpuws_status extract_records(const gpuws__extract_params *p, ex_kept *k, 
     }
     px.label = k->label, px.nl = nl;
     const double t1 = now_ms();
-    gpuws_status st = gpuws__extract_objects(p, &px, catalog, obj_of);
+    gpuws__extract_params pc = *p; /* cleaning's pairs on ctx's device where it may, on a stream of its own */
+    gpuws_stream *cs = NULL;
+    if (p->clean && ctx->backend->kind != GPUWS_BACKEND_CPU && !gpuws_stream_create(ctx, &cs))
+        gpuws__extract_clean_where(cs, &pc);
+    gpuws_status st = gpuws__extract_objects(&pc, &px, catalog, obj_of);
+    gpuws_stream_destroy(cs);
     const double t2 = now_ms();
     /* the bands' labels' objects over final_of, whose room they take */
     if (!st && by_labels) {
@@ -1439,7 +1445,7 @@ static gpuws_status extract_host_run(gpuws_context *ctx, size_t width, size_t he
         st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract_host: no host memory for %zu band borders (%zu bytes)",
                           bands - 1, (bands - 1) * sizeof *borders);
     for (size_t i = 1; i < bands && borders; i++) borders[i - 1] = i * rows;
-    if (!st) st = extract_records(&p, &k, borders, bands - 1, ho.segmap, &b, &cat, ms);
+    if (!st) st = extract_records(ctx, &p, &k, borders, bands - 1, ho.segmap, &b, &cat, ms);
     gpuws__free(borders);
     gpuws__free(b.band_labels);
     gpuws__free(b.label_base);
@@ -2040,7 +2046,7 @@ gpuws_status gpuws_extract_host_reduce(gpuws_context *ctx, size_t width, size_t 
     st = reduce_records(&x, st, root, band_rows, each, &k, &borders, &nb);
     gpuws_extract_catalog *cat = NULL;
     const double t_host = now_ms();
-    if (!st && caller == root && !(st = extract_records(&p, &k, borders, nb, ho.segmap, NULL, &cat, ms)))
+    if (!st && caller == root && !(st = extract_records(ctx, &p, &k, borders, nb, ho.segmap, NULL, &cat, ms)))
         cat->ms_device = t_host - t_start, cat->ms_host = now_ms() - t_host; /* as extract_host's */
     gpuws__free(borders);
     kept_free(&k);
