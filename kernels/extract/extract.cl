@@ -224,14 +224,37 @@ __kernel void extract_chain_measure(__global const uint *grp, ulong cnt, ulong n
 
 /* ---- cleaning's pairs (extract_clean.h) ---- */
 
-__kernel void extract_clean_pairs(ulong n, __global const double *d, __global const float *f, double beta,
-                                  double margin, int most, uint nused,
-                                  __global const double *lvd, __global const ulong *lvu, __global const ulong *cellids,
-                                  __global const ulong *cstart, uint pass, __global int *cnt, __global uint *words)
+/* Each object's cell, and its place among its cell's objects (count: the cells' counts, zeroed before). */
+__kernel void extract_clean_cells(ulong n, __global const double *d, __global const uchar *lvl,
+                                  __global const double *lvd, __global const uint *lvu, __global uint *cellof,
+                                  __global uint *rank, __global int *count)
 {
     GPUWS_FOR_EACH(i, n)
     {
-        ex_clean_pairs(i, d, f, beta, margin, most, nused, lvd, lvu, cellids, cstart, pass, cnt, words);
+        const uint c = ex_clean_cell_of(i, d, lvl, lvd, lvu);
+        cellof[i] = c;
+        rank[i] = (uint)atomic_inc(&count[c]);
+    }
+}
+
+/* Each object into its cell's place (cstart: the counts scanned). */
+__kernel void extract_clean_place(ulong n, __global const uint *cellof, __global const uint *rank,
+                                  __global const int *cstart, __global uint *cellids)
+{
+    GPUWS_FOR_EACH(i, n)
+    {
+        cellids[cstart[cellof[i]] + rank[i]] = (uint)i;
+    }
+}
+
+__kernel void extract_clean_pairs(ulong n, __global const double *d, __global const float *f, double beta,
+                                  double margin, int most, uint nused, __global const uint *used,
+                                  __global const double *lvd, __global const uint *lvu, __global const uint *cellids,
+                                  __global const int *cstart, uint pass, __global int *cnt, __global uint *words)
+{
+    GPUWS_FOR_EACH(i, n)
+    {
+        ex_clean_pairs(i, d, f, beta, margin, most, nused, used, lvd, lvu, cellids, cstart, pass, cnt, words);
     }
 }
 

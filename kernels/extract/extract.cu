@@ -217,13 +217,32 @@ extern "C" __global__ void extract_chain_measure(const unsigned *grp, u64 cnt, u
 
 // ---- cleaning's pairs (extract_clean.h) ----
 
-extern "C" __global__ void extract_clean_pairs(u64 n, const double *d, const float *f, double beta, double margin,
-                                               int most, unsigned nused, const double *lvd, const unsigned long *lvu,
-                                               const unsigned long *cellids, const unsigned long *cstart, unsigned pass,
-                                               int *cnt, unsigned *words)
+// Each object's cell, and its place among its cell's objects (count: the cells' counts, zeroed before).
+extern "C" __global__ void extract_clean_cells(u64 n, const double *d, const unsigned char *lvl, const double *lvd,
+                                               const unsigned *lvu, unsigned *cellof, unsigned *rank, int *count)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const unsigned c = ex_clean_cell_of(i, d, lvl, lvd, lvu);
+        cellof[i] = c;
+        rank[i] = (unsigned)atomicAdd(&count[c], 1);
+    }
+}
+
+// Each object into its cell's place (cstart: the counts scanned).
+extern "C" __global__ void extract_clean_place(u64 n, const unsigned *cellof, const unsigned *rank, const int *cstart,
+                                               unsigned *cellids)
 {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        ex_clean_pairs(i, d, f, beta, margin, most, nused, lvd, lvu, cellids, cstart, pass, cnt, words);
+        cellids[cstart[cellof[i]] + rank[i]] = (unsigned)i;
+}
+
+extern "C" __global__ void extract_clean_pairs(u64 n, const double *d, const float *f, double beta, double margin,
+                                               int most, unsigned nused, const unsigned *used, const double *lvd,
+                                               const unsigned *lvu, const unsigned *cellids, const int *cstart,
+                                               unsigned pass, int *cnt, unsigned *words)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        ex_clean_pairs(i, d, f, beta, margin, most, nused, used, lvd, lvu, cellids, cstart, pass, cnt, words);
 }
 
 // ---- the records the host reads, compact (extract_chain.h) ----
@@ -257,4 +276,5 @@ GPUWS_CUDA_KERNELS(extract, GPUWS_CUDA_KERNEL(extract_prep), GPUWS_CUDA_KERNEL(e
                    GPUWS_CUDA_KERNEL(extract_chain_list), GPUWS_CUDA_KERNEL(extract_chain),
                    GPUWS_CUDA_KERNEL(extract_chain_measure), GPUWS_CUDA_KERNEL(extract_segmap_labels),
                    GPUWS_CUDA_KERNEL(extract_compact_need), GPUWS_CUDA_KERNEL(extract_compact_place),
-                   GPUWS_CUDA_KERNEL(extract_compact_group), GPUWS_CUDA_KERNEL(extract_clean_pairs))
+                   GPUWS_CUDA_KERNEL(extract_compact_group), GPUWS_CUDA_KERNEL(extract_clean_cells),
+                   GPUWS_CUDA_KERNEL(extract_clean_place), GPUWS_CUDA_KERNEL(extract_clean_pairs))

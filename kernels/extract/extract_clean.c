@@ -141,17 +141,12 @@ static void cl_cells_range(void *arg, size_t part, size_t lo, size_t hi)
     }
 }
 
-/* Builds the levels and grids of the n objects at pos (which the grid reads, never owns) over a w x h image, from
- * their levels lvl and the levels' counts in parts ranges (stats: CL_LEVELS each), the cells found on nt threads
- * (cellof: n entries, scratch); false when memory fails (g freed). */
-static bool cl_build(cl_grid *g, const cl_pos *pos, const uint8_t *lvl, const cl_lstat *stats, size_t parts, size_t n,
-                     size_t w, size_t h, unsigned nt, size_t *cellof)
+/* The levels' counts, largest a and geometry (cells, their first in cstart, their first object) from the objects'
+ * counts in parts ranges (stats: CL_LEVELS each) over a w x h image; g->pos = pos, nothing allocated. */
+static void cl_levels(cl_grid *g, const cl_pos *pos, const cl_lstat *stats, size_t parts, size_t w, size_t h)
 {
     memset(g, 0, sizeof *g);
     g->pos = pos;
-    g->ids = gpuws__malloc((n ? n : 1) * sizeof *g->ids);
-    g->cellids = gpuws__malloc((n ? n : 1) * sizeof *g->cellids);
-    if (!g->ids || !g->cellids) goto fail;
     for (size_t p = 0; p < parts; p++)
         for (int k = 0; k < CL_LEVELS; k++) {
             cl_level *l = &g->lv[k];
@@ -183,8 +178,23 @@ static bool cl_build(cl_grid *g, const cl_pos *pos, const uint8_t *lvl, const cl
         l->cfirst = ncells;
         ncells += l->gx * l->gy + 1;
     }
-    if (!(g->cstart = gpuws__calloc(ncells ? ncells : 1, sizeof *g->cstart))) goto fail;
     g->ncells = ncells;
+}
+
+/* The grids of the n objects in the levels of cl_levels, from their levels lvl, the cells found on nt threads
+ * (cellof: n entries, scratch); false when memory fails (g's arrays freed). */
+static bool cl_fill(cl_grid *g, const uint8_t *lvl, size_t n, unsigned nt, size_t *cellof)
+{
+    g->ids = gpuws__malloc((n ? n : 1) * sizeof *g->ids);
+    g->cellids = gpuws__malloc((n ? n : 1) * sizeof *g->cellids);
+    g->cstart = gpuws__calloc(g->ncells ? g->ncells : 1, sizeof *g->cstart);
+    if (!g->ids || !g->cellids || !g->cstart) {
+        gpuws__free(g->ids);
+        gpuws__free(g->cellids);
+        gpuws__free(g->cstart);
+        g->ids = g->cellids = g->cstart = NULL;
+        return false;
+    }
     cl_cells cc = { g, lvl, cellof };
     gpuws__run_ranges(n, nt, cl_cells_range, &cc);
     size_t fill[CL_LEVELS] = { 0 };
@@ -209,12 +219,6 @@ static bool cl_build(cl_grid *g, const cl_pos *pos, const uint8_t *lvl, const cl
         cs[0] = 0;
     }
     return true;
-fail:
-    gpuws__free(g->ids);
-    gpuws__free(g->cellids);
-    gpuws__free(g->cstart);
-    memset(g, 0, sizeof *g);
-    return false;
 }
 
 static void cl_free(cl_grid *g)
@@ -276,6 +280,7 @@ typedef struct {
     atomic_size_t applied; /* the chunks applied */
     atomic_bool applying;  /* a thread applies */
     atomic_bool failed;    /* memory failed */
+    unsigned nt;           /* the threads */
     double *dd;            /* with the device: each object's mx, my, amp, alpha (extract_clean.h's d) */
     float *df;             /* and a, fdflux, mthresh, cxx, cyy, cxy (its f) */
 } cl_job;
@@ -473,15 +478,33 @@ fail:
 /* ---- the pairs on the device ----
  *
  * Where a stream is given, the device works out each object's pairs (extract_clean.h's ex_clean_pairs, a thread an
- * object, on the host's grid): the pairs that act and those whose test its pow leaves open, counted, the counts
- * scanned, then written one object after another. The host then takes the turns in catalogue order as cl_apply
- * does: it tests the open pairs itself, and searches again, as the threads would, for an object with more than
- * EX_CL_MOST pairs (the device stops counting there and writes none of them). */
+ * object): from the host's levels it builds the grid (a count a cell, label_scan, a place each), walks it for each
+ * object, counts the pairs that act and those whose test its pow leaves open, scans the counts, and writes each
+ * object's pairs after the ones before it, which the host reads (4 bytes a pair) to take the turns in catalogue order
+ * as cl_apply does: it tests the open pairs itself, and searches again, as the threads would, for an object with more
+ * than clean_most pairs (the device stops counting there and writes none of them), building its own grid for that
+ * only then. */
 
-static const gpuws__stream_key key_clean[8] = { { "extract.clean_d" },       { "extract.clean_f" },
-                                                { "extract.clean_lvd" },     { "extract.clean_lvu" },
-                                                { "extract.clean_cellids" }, { "extract.clean_cstart" },
-                                                { "extract.clean_cnt" },     { "extract.clean_words" } };
+enum {
+    CL_D,
+    CL_F,
+    CL_LVL,
+    CL_LVD,
+    CL_LVU,
+    CL_USED,
+    CL_CELLOF,
+    CL_RANK,
+    CL_CSTART,
+    CL_CELLIDS,
+    CL_CNT,
+    CL_WORDS,
+    CL_BUFS
+};
+static const gpuws__stream_key key_clean[CL_BUFS] = {
+    { "extract.clean_d" },      { "extract.clean_f" },       { "extract.clean_lvl" },    { "extract.clean_lvd" },
+    { "extract.clean_lvu" },    { "extract.clean_used" },    { "extract.clean_cellof" }, { "extract.clean_rank" },
+    { "extract.clean_cstart" }, { "extract.clean_cellids" }, { "extract.clean_cnt" },    { "extract.clean_words" }
+};
 
 static _Thread_local size_t device_last, unsure_last, searched_last;
 
@@ -493,53 +516,88 @@ size_t gpuws__extract_clean_last(size_t *unsure, size_t *searched)
 }
 
 /* Every object's first word and, past the last, the words' count into at (n + 1 entries), and the words (*words,
- * gpuws__malloc'd), from the device on s; *host_failed when host memory failed. */
+ * gpuws__malloc'd), from the device on s, on the levels of g; *host_failed when host memory failed. */
 static gpuws_status cl_device_pairs(gpuws_stream *s, const cl_job *cj, const cl_grid *g, double margin, int most,
                                     int32_t *at, uint32_t **words, bool *host_failed)
 {
-    const size_t n = cj->n, nu = (size_t)g->nused;
-    double lvd[2 * CL_LEVELS];
-    uint64_t lvu[4 * CL_LEVELS];
+    const size_t n = cj->n, nu = (size_t)g->nused, nc = g->ncells;
+    double lvd[2 * CL_LEVELS] = { 0 };
+    uint32_t lvu[3 * CL_LEVELS] = { 0 }, used[CL_LEVELS];
     for (size_t u = 0; u < nu; u++) {
-        const cl_level *l = &g->lv[g->used[u]];
-        lvd[2 * u] = l->cell, lvd[2 * u + 1] = (double)l->amax;
-        lvu[4 * u] = l->gx, lvu[4 * u + 1] = l->gy, lvu[4 * u + 2] = l->cfirst, lvu[4 * u + 3] = l->first;
+        const int k = g->used[u];
+        const cl_level *l = &g->lv[k];
+        used[u] = (uint32_t)k;
+        lvd[2 * k] = l->cell, lvd[2 * k + 1] = (double)l->amax;
+        lvu[3 * k] = (uint32_t)l->gx, lvu[3 * k + 1] = (uint32_t)l->gy, lvu[3 * k + 2] = (uint32_t)l->cfirst;
     }
-    const size_t bytes[7] = { 4 * n * sizeof(double),    6 * n * sizeof(float), 2 * nu * sizeof(double),
-                              4 * nu * sizeof(uint64_t), n * sizeof(uint64_t),  g->ncells * sizeof(uint64_t),
-                              (n + 1) * sizeof(int32_t) };
-    const void *from[6] = { cj->dd, cj->df, lvd, lvu, g->cellids, g->cstart };
-    gpuws_buffer *b[8];
+    const size_t bytes[CL_BUFS] = { 4 * n * sizeof(double),
+                                    6 * n * sizeof(float),
+                                    n,
+                                    sizeof lvd,
+                                    sizeof lvu,
+                                    nu * sizeof(uint32_t),
+                                    n * sizeof(uint32_t),
+                                    n * sizeof(uint32_t),
+                                    (nc + 1) * sizeof(int32_t),
+                                    n * sizeof(uint32_t),
+                                    (n + 1) * sizeof(int32_t) };
+    const void *from[CL_USED + 1] = { cj->dd, cj->df, cj->lvl, lvd, lvu, used };
+    gpuws_buffer *b[CL_BUFS] = { NULL };
     gpuws_kernel *kscan;
     uint32_t sblock;
-    gpuws_status st =
-        gpuws__kernel_block(s->ctx, "label_scan", NULL, gpuws__is_cpu_device(s->ctx) ? 256 : 1024, &kscan, &sblock);
-    for (int k = 0; k < 7 && !st; k++) st = gpuws__stream_scratch(s, &key_clean[k], bytes[k], &b[k]);
-    for (int k = 0; k < 6 && !st; k++) st = gpuws_buffer_write_async(s, b[k], 0, from[k], bytes[k]);
-    if (st) return st;
+    const int32_t zero = 0;
     const bool cpu = gpuws__is_cpu_device(s->ctx);
+    gpuws_status st = gpuws__kernel_block(s->ctx, "label_scan", NULL, cpu ? 256 : 1024, &kscan, &sblock);
+    for (int k = 0; k < CL_WORDS && !st; k++) st = gpuws__stream_scratch(s, &key_clean[k], bytes[k], &b[k]);
+    for (int k = 0; k <= CL_USED && !st; k++) st = gpuws_buffer_write_async(s, b[k], 0, from[k], bytes[k]);
+    if (!st) st = gpuws_buffer_fill_async(s, b[CL_CSTART], 0, &zero, sizeof zero, bytes[CL_CSTART]);
+    if (st) return st;
     const gpuws_launch_config c = gpuws__config_1d(n, 128, cpu ? UINT32_MAX : gpuws__saturating_blocks(s->ctx, 8));
     const gpuws_launch_config c_scan = { { 1, 1, 1 }, { sblock, 1, 1 } };
-    gpuws_arg a[] = {
-        gpuws_arg_u64(n),       gpuws_arg_buffer(b[0]), gpuws_arg_buffer(b[1]),      gpuws_arg_f64(cj->beta),
-        gpuws_arg_f64(margin),  gpuws_arg_i32(most),    gpuws_arg_u32((uint32_t)nu), gpuws_arg_buffer(b[2]),
-        gpuws_arg_buffer(b[3]), gpuws_arg_buffer(b[4]), gpuws_arg_buffer(b[5]),      gpuws_arg_u32(0),
-        gpuws_arg_buffer(b[6]), gpuws_arg_buffer(b[6])
-    };
-    const gpuws_arg a_scan[] = { gpuws_arg_buffer(b[6]), gpuws_arg_u32((uint32_t)n) };
-    if ((st = gpuws__launch_named(s, "extract_clean_pairs", NULL, &c, a, GPUWS__NARGS(a))) ||
+    const gpuws_arg a_cells[] = { gpuws_arg_u64(n),
+                                  gpuws_arg_buffer(b[CL_D]),
+                                  gpuws_arg_buffer(b[CL_LVL]),
+                                  gpuws_arg_buffer(b[CL_LVD]),
+                                  gpuws_arg_buffer(b[CL_LVU]),
+                                  gpuws_arg_buffer(b[CL_CELLOF]),
+                                  gpuws_arg_buffer(b[CL_RANK]),
+                                  gpuws_arg_buffer(b[CL_CSTART]) };
+    const gpuws_arg a_cscan[] = { gpuws_arg_buffer(b[CL_CSTART]), gpuws_arg_u32((uint32_t)nc) };
+    const gpuws_arg a_place[] = { gpuws_arg_u64(n), gpuws_arg_buffer(b[CL_CELLOF]), gpuws_arg_buffer(b[CL_RANK]),
+                                  gpuws_arg_buffer(b[CL_CSTART]), gpuws_arg_buffer(b[CL_CELLIDS]) };
+    gpuws_arg a[] = { gpuws_arg_u64(n),
+                      gpuws_arg_buffer(b[CL_D]),
+                      gpuws_arg_buffer(b[CL_F]),
+                      gpuws_arg_f64(cj->beta),
+                      gpuws_arg_f64(margin),
+                      gpuws_arg_i32(most),
+                      gpuws_arg_u32((uint32_t)nu),
+                      gpuws_arg_buffer(b[CL_USED]),
+                      gpuws_arg_buffer(b[CL_LVD]),
+                      gpuws_arg_buffer(b[CL_LVU]),
+                      gpuws_arg_buffer(b[CL_CELLIDS]),
+                      gpuws_arg_buffer(b[CL_CSTART]),
+                      gpuws_arg_u32(0),
+                      gpuws_arg_buffer(b[CL_CNT]),
+                      gpuws_arg_buffer(b[CL_CNT]) };
+    const gpuws_arg a_scan[] = { gpuws_arg_buffer(b[CL_CNT]), gpuws_arg_u32((uint32_t)n) };
+    if ((st = gpuws__launch_named(s, "extract_clean_cells", NULL, &c, a_cells, GPUWS__NARGS(a_cells))) ||
+        (st = gpuws_launch(s, kscan, &c_scan, a_cscan, GPUWS__NARGS(a_cscan))) ||
+        (st = gpuws__launch_named(s, "extract_clean_place", NULL, &c, a_place, GPUWS__NARGS(a_place))) ||
+        (st = gpuws__launch_named(s, "extract_clean_pairs", NULL, &c, a, GPUWS__NARGS(a))) ||
         (st = gpuws_launch(s, kscan, &c_scan, a_scan, GPUWS__NARGS(a_scan))) ||
-        (st = gpuws__buffer_read_sync(s, b[6], 0, at, bytes[6])))
+        (st = gpuws__buffer_read_sync(s, b[CL_CNT], 0, at, bytes[CL_CNT])))
         return st;
     const size_t total = (size_t)at[n];
     if (!(*words = gpuws__malloc((total ? total : 1) * sizeof **words))) {
         *host_failed = true;
         return GPUWS_ERR_OUT_OF_MEMORY;
     }
-    if ((st = gpuws__stream_scratch(s, &key_clean[7], (total ? total : 1) * sizeof **words, &b[7]))) return st;
-    a[11] = gpuws_arg_u32(1), a[13] = gpuws_arg_buffer(b[7]);
+    if ((st = gpuws__stream_scratch(s, &key_clean[CL_WORDS], (total ? total : 1) * sizeof **words, &b[CL_WORDS])))
+        return st;
+    a[12] = gpuws_arg_u32(1), a[14] = gpuws_arg_buffer(b[CL_WORDS]);
     if ((st = gpuws__launch_named(s, "extract_clean_pairs", NULL, &c, a, GPUWS__NARGS(a))) ||
-        (total && (st = gpuws_buffer_read_async(s, b[7], 0, *words, total * sizeof **words))))
+        (total && (st = gpuws_buffer_read_async(s, b[CL_WORDS], 0, *words, total * sizeof **words))))
         return st;
     return gpuws_stream_synchronize(s);
 }
@@ -553,8 +611,9 @@ static bool cl_device_apply(cl_job *cj, const int32_t *at, const uint32_t *words
         const size_t m = (size_t)(at[i + 1] - at[i]);
         if (!m || !cl_alive(cj, i)) continue;
         bool explained = false;
-        if (m > (size_t)most) { /* the device wrote none: the host's search, as a thread's */
+        if (m > (size_t)most) { /* the device wrote none: the host's search, as a thread's, on a grid of its own */
             searched++;
+            if (!cj->g->cstart && !cl_fill((cl_grid *)cj->g, cj->lvl, cj->n, cj->nt, cj->cnt)) return false;
             scratch->n = 0;
             if (!cl_turn(cj, i, cj->nwild, scratch)) return false;
             for (size_t k = 0; k < scratch->n; k++) {
@@ -625,7 +684,7 @@ bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned 
     device_last = unsure_last = searched_last = 0;
     const size_t n = o->n, nchunks = (n + CL_CHUNK - 1) / CL_CHUNK, m = n ? n : 1, mc = nchunks ? nchunks : 1;
     const unsigned nt = threads < 1 ? 1u : nchunks < threads ? (nchunks ? (unsigned)nchunks : 1u) : threads;
-    cl_job cj = { .o = o, .beta = beta, .n = n, .nchunks = nchunks };
+    cl_job cj = { .o = o, .beta = beta, .n = n, .nchunks = nchunks, .nt = nt };
     atomic_init(&cj.next, 0);
     atomic_init(&cj.applied, 0);
     atomic_init(&cj.applying, false);
@@ -655,8 +714,8 @@ bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned 
     }
     gpuws__run_ranges(n, nt, cl_pack_range, &cj);
     const double t1 = ex_ms_now();
-    /* cnt serves as the build's scratch: the pairs fill it later */
-    if (!(built = cl_build(&g, cj.pos, cj.lvl, cj.stats, nt, n, w, h, nt, cj.cnt))) goto done;
+    cl_levels(&g, cj.pos, cj.stats, nt, w, h);
+    built = true;
     cj.g = &g;
     cj.wild = wild;
     for (size_t i = 0; i < n; i++)
@@ -665,20 +724,24 @@ bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned 
     const double t2 = ex_ms_now();
     size_t in_grid = 0;
     for (int u = 0; u < g.nused; u++) in_grid += g.lv[g.used[u]].n;
-    if (cj.dd && !cj.nwild && in_grid == n) { /* every object in the grid: the device's search finds all pairs */
+    if (cj.dd && !cj.nwild && in_grid == n && g.ncells < INT32_MAX) { /* every object in the grid */
         size_t acts = 0;
         const int d = cl_on_device(dev, &cj, &g, p->clean_unsure ? 1e300 : EX_CL_MARGIN, p->clean_most, &acts);
         if (d < 0) goto done;
         if (d > 0) {
             for (size_t i = 0; i < n; i++) survives[i] = cl_alive(&cj, i);
             ok = true;
-            gpuws__log(GPUWS__LOG_DEBUG,
-                       "extract: cleaning with the device (ms): objects packed %.1f, grid %.1f, pairs and turns %.1f; "
-                       "%zu pairs that act or were left open",
-                       t1 - t0, t2 - t1, ex_ms_now() - t2, acts);
+            gpuws__log(
+                GPUWS__LOG_DEBUG,
+                "extract: cleaning with the device (ms): objects packed %.1f, levels %.1f, grid, pairs and turns "
+                "%.1f; %zu pairs that act or were left open",
+                t1 - t0, t2 - t1, ex_ms_now() - t2, acts);
             goto done;
         }
     }
+    /* cnt serves as the grid's scratch: the pairs fill it later */
+    if (!g.cstart && !cl_fill(&g, cj.lvl, n, nt, cj.cnt)) goto done;
+    const double t3 = ex_ms_now();
     if (gpuws__run_threads(nt, cl_share, &cj) != GPUWS_OK || atomic_load(&cj.failed)) goto done;
     cl_apply_ready(&cj); /* every chunk is ready now */
     size_t acts = 0;
@@ -690,7 +753,7 @@ bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned 
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: cleaning on %u threads (ms): objects packed %.1f, grid %.1f, pairs %.1f; %zu pairs that act "
                "listed (fewer the closer the applying keeps up: objects seen gone are passed over)",
-               nt, t1 - t0, t2 - t1, ex_ms_now() - t2, acts);
+               nt, t1 - t0, t3 - t1, ex_ms_now() - t3, acts);
 done:
     for (size_t c = 0; cj.pairs && c < nchunks; c++) gpuws__free(cj.pairs[c]);
     for (unsigned t = 0; cj.scratch && t < nt; t++) gpuws__free(cj.scratch[t].v);

@@ -8,10 +8,10 @@
  * error, and leaves the others to the host (EX_CL_UNSURE), which tests them with its own pow. So every decision
  * the device makes is the host's.
  *
- * The search walks the host's grid (extract_clean.c's levels by a, each a grid of cells): lvd holds each used
- * level's cell width and largest a, lvu its cells across and down, its first cell in cstart and its first object in
- * cellids; cell c of the level holds cellids[first + cstart[cfirst + c] .. first + cstart[cfirst + c + 1] - 1]. Any
- * cells that hold every object within SEP's zone will do: the zone test itself (ex_clean_far) is exact. */
+ * The search walks a grid as the host's (extract_clean.c's levels by a, each a grid of cells), which the device
+ * builds from the host's levels (a count a cell, a scan, a place in the cell each: the order within a cell is the
+ * atomics', which no result depends on). Any cells that hold every object within SEP's zone will do: the zone test
+ * itself (ex_clean_far) is exact. */
 #ifndef GPUWS_EXTRACT_CLEAN_H
 #define GPUWS_EXTRACT_CLEAN_H
 
@@ -70,16 +70,28 @@ EX_FN unsigned long ex_clean_cell(double x, double cell, unsigned long g)
     return t <= 0.0 ? 0 : t >= (double)(g - 1) ? g - 1 : (unsigned long)t;
 }
 
+/* Object i's cell, numbered over every level's grid: level k (lvl[i]) has cells of width lvd[2 k] (lvd[2 k + 1] its
+ * largest a), lvu[3 k] across and lvu[3 k + 1] down, the first numbered lvu[3 k + 2]. */
+EX_FN unsigned ex_clean_cell_of(unsigned long i, EX_CONST double *d, EX_CONST unsigned char *lvl, EX_CONST double *lvd,
+                                EX_CONST unsigned *lvu)
+{
+    const unsigned k = lvl[i];
+    const double cell = lvd[2 * k];
+    return lvu[3 * k + 2] + (unsigned)(ex_clean_cell(d[4 * i + 1], cell, lvu[3 * k + 1]) * lvu[3 * k] +
+                                       ex_clean_cell(d[4 * i], cell, lvu[3 * k]));
+}
+
 /* Object i's pairs with the later objects of the grid within its zone (every object lies in the grid: finite
  * positions and a), those that act or are unsure, in two passes. Pass 0 counts them: cnt[i] (at most most + 1,
  * where the search stops). Pass 1, after an exclusive scan of the counts (cnt[i] is then i's first word and
  * cnt[i + 1] - cnt[i] its count), writes them from words[cnt[i]], unless i has more than most. d: mx, my, amp,
  * alpha of each object; f: a, fdflux, mthresh, cxx, cyy, cxy; margin: ex_clean_sure's (EX_CL_MARGIN; a test leaves
- * every power to the host with a huge one). */
+ * every power to the host with a huge one). The grid: the nused levels used[], as ex_clean_cell_of reads them; cell
+ * c holds cellids[cstart[c] .. cstart[c + 1] - 1]. */
 EX_FN void ex_clean_pairs(unsigned long i, EX_CONST double *d, EX_CONST float *f, double beta, double margin, int most,
-                          unsigned nused, EX_CONST double *lvd, EX_CONST unsigned long *lvu,
-                          EX_CONST unsigned long *cellids, EX_CONST unsigned long *cstart, unsigned pass,
-                          EX_GLOBAL int *cnt, EX_GLOBAL unsigned *words)
+                          unsigned nused, EX_CONST unsigned *used, EX_CONST double *lvd, EX_CONST unsigned *lvu,
+                          EX_CONST unsigned *cellids, EX_CONST int *cstart, unsigned pass, EX_GLOBAL int *cnt,
+                          EX_GLOBAL unsigned *words)
 {
     const int at = pass ? cnt[i] : 0;
     if (pass && cnt[i + 1] - at > most) return;
@@ -87,15 +99,16 @@ EX_FN void ex_clean_pairs(unsigned long i, EX_CONST double *d, EX_CONST float *f
     const float a = f[6 * i], fd = f[6 * i + 1];
     int c = 0;
     for (unsigned u = 0; u < nused && c <= most; u++) {
-        const double cell = lvd[2 * u], s = (double)a + lvd[2 * u + 1];
-        const unsigned long gx = lvu[4 * u], gy = lvu[4 * u + 1], cfirst = lvu[4 * u + 2], first = lvu[4 * u + 3];
+        const unsigned k = used[u];
+        const double cell = lvd[2 * k], s = (double)a + lvd[2 * k + 1];
+        const unsigned long gx = lvu[3 * k], gy = lvu[3 * k + 1], cfirst = lvu[3 * k + 2];
         const double r = s > 1e18 ? 1e300 : s * EX_CLEAN_ZONE * (1.0 + 1e-4) + 1e-3; /* a margin for the floats */
         const unsigned long x0 = ex_clean_cell(mx - r, cell, gx), x1 = ex_clean_cell(mx + r, cell, gx);
         const unsigned long y0 = ex_clean_cell(my - r, cell, gy), y1 = ex_clean_cell(my + r, cell, gy);
         for (unsigned long y = y0; y <= y1 && c <= most; y++)
-            for (unsigned long k = cfirst + y * gx + x0; k <= cfirst + y * gx + x1 && c <= most; k++)
-                for (unsigned long m = cstart[k]; m < cstart[k + 1] && c <= most; m++) {
-                    const unsigned long j = cellids[first + m];
+            for (unsigned long q = cfirst + y * gx + x0; q <= cfirst + y * gx + x1 && c <= most; q++)
+                for (int m = cstart[q]; m < cstart[q + 1] && c <= most; m++) {
+                    const unsigned long j = cellids[m];
                     if (j <= i || ex_clean_far(mx, my, a, d[4 * j], d[4 * j + 1], f[6 * j])) continue;
                     const float dx = (float)(mx - d[4 * j]), dy = (float)(my - d[4 * j + 1]);
                     /* the brighter explains the other: i when j's flux is below i's */
