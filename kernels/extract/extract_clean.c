@@ -604,7 +604,8 @@ static gpuws_status cl_device_pairs(gpuws_stream *s, const cl_job *cj, const cl_
 
 /* The turns in catalogue order from the device's words (cl_device_pairs); scratch: a list for the objects the host
  * searches again. False when memory fails. */
-static bool cl_device_apply(cl_job *cj, const int32_t *at, const uint32_t *words, int most, cl_list *scratch)
+static bool cl_device_apply(cl_job *cj, cl_grid *g, const int32_t *at, const uint32_t *words, int most,
+                            cl_list *scratch)
 {
     size_t unsure = 0, searched = 0;
     for (size_t i = 0; i < cj->n; i++) {
@@ -613,7 +614,7 @@ static bool cl_device_apply(cl_job *cj, const int32_t *at, const uint32_t *words
         bool explained = false;
         if (m > (size_t)most) { /* the device wrote none: the host's search, as a thread's, on a grid of its own */
             searched++;
-            if (!cj->g->cstart && !cl_fill((cl_grid *)cj->g, cj->lvl, cj->n, cj->nt, cj->cnt)) return false;
+            if (!g->cstart && !cl_fill(g, cj->lvl, cj->n, cj->nt, cj->cnt)) return false;
             scratch->n = 0;
             if (!cl_turn(cj, i, cj->nwild, scratch)) return false;
             for (size_t k = 0; k < scratch->n; k++) {
@@ -638,7 +639,7 @@ static bool cl_device_apply(cl_job *cj, const int32_t *at, const uint32_t *words
 
 /* The pairs on the device on s and their turns: 1 done, 0 the device failed (a debug line says why; the threads
  * work the pairs out instead), -1 host memory failed. *acts: the pairs the device found. */
-static int cl_on_device(gpuws_stream *s, cl_job *cj, const cl_grid *g, double margin, int most, size_t *acts)
+static int cl_on_device(gpuws_stream *s, cl_job *cj, cl_grid *g, double margin, int most, size_t *acts)
 {
     const double t0 = ex_ms_now();
     int32_t *at = gpuws__malloc((cj->n + 1) * sizeof *at);
@@ -655,7 +656,7 @@ static int cl_on_device(gpuws_stream *s, cl_job *cj, const cl_grid *g, double ma
             gpuws__log(GPUWS__LOG_DEBUG, "extract: cleaning's pairs on the device failed (%s: %s); on the host",
                        gpuws_status_name(st), gpuws_last_error());
             done = 0;
-        } else if (cl_device_apply(cj, at, words, most, &scratch)) {
+        } else if (cl_device_apply(cj, g, at, words, most, &scratch)) {
             done = 1;
             device_last = cj->n, *acts = (size_t)at[cj->n];
             gpuws__log(GPUWS__LOG_DEBUG,
@@ -704,10 +705,9 @@ bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned 
     if (!wild || !cj.pos || !cj.pf || !cj.alive || !cj.cnt || !cj.pairs || !cj.ready || !cj.scratch || !cj.lvl ||
         !cj.stats)
         goto done;
-    /* the device's counts, at most clean_most + 1 an object, add up in an int, its words name an object in 30 bits;
-     * its grid's indices are size_t's */
+    /* the device's counts, at most clean_most + 1 an object, add up in an int; its words name an object in 30 bits */
     if (dev && n && n >= p->clean_from && (uint64_t)n * (uint64_t)(p->clean_most + 1) < INT32_MAX &&
-        n < ((size_t)1 << 30) && sizeof(size_t) == sizeof(uint64_t)) {
+        n < ((size_t)1 << 30)) {
         cj.dd = gpuws__malloc(4 * n * sizeof *cj.dd);
         cj.df = gpuws__malloc(6 * n * sizeof *cj.df);
         if (!cj.dd || !cj.df) goto done;
