@@ -711,7 +711,7 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     gpuws_extract_catalog *cat = NULL;
     gpuws_buffer *rec = NULL, *compact = NULL;
     const bool on_cpu = ctx->backend->kind == GPUWS_BACKEND_CPU;
-    gpuws__extract_clean_where(s, &p);
+    if (gpuws__extract_clean_where(ctx, &p)) p.clean_on = s;
     if (on_cpu) {
         st =
             gpuws_extract_ref_pixels(&p, gpuws__cpu_ptr(image), o.back ? gpuws__cpu_ptr(o.back) : NULL,
@@ -757,16 +757,16 @@ gpuws_status gpuws_extract(gpuws_stream *s, size_t width, size_t height, const g
     return GPUWS_OK;
 }
 
-void gpuws__extract_clean_where(gpuws_stream *s, gpuws__extract_params *p)
+bool gpuws__extract_clean_where(const gpuws_context *ctx, gpuws__extract_params *p)
 {
-    const gpuws_context *ctx = s->ctx;
     const int clean = ctx->tuning.extract_clean;
-    if (ctx->backend->kind == GPUWS_BACKEND_CPU || !ctx->info.fp64 || clean == GPUWS__CLEAN_HOST ||
+    if (!p->clean || ctx->backend->kind == GPUWS_BACKEND_CPU || !ctx->info.fp64 || clean == GPUWS__CLEAN_HOST ||
         (clean == GPUWS__CLEAN_AUTO && gpuws__is_cpu_device(ctx)))
-        return;
-    p->clean_on = s, p->clean_from = clean == GPUWS__CLEAN_AUTO ? EX_CL_DEVICE_FROM : 1;
+        return false;
+    p->clean_from = clean == GPUWS__CLEAN_AUTO ? EX_CL_DEVICE_FROM : 1;
     p->clean_unsure = clean == GPUWS__CLEAN_UNSURE;
     p->clean_most = ctx->tuning.extract_clean_most < 0 ? EX_CL_MOST : (int)ctx->tuning.extract_clean_most;
+    return true;
 }
 
 void gpuws_extract_catalog_free(gpuws_extract_catalog *catalog)

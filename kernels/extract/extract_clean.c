@@ -515,14 +515,12 @@ size_t gpuws__extract_clean_last(size_t *unsure, size_t *searched)
     return device_last;
 }
 
-/* Every object's first word and, past the last, the words' count into at (n + 1 entries), and the words (*words,
- * gpuws__malloc'd), from the device on s, on the levels of g; *host_failed when host memory failed. */
-static gpuws_status cl_device_pairs(gpuws_stream *s, const cl_job *cj, const cl_grid *g, double margin, int most,
-                                    int32_t *at, uint32_t **words, bool *host_failed)
+/* cl_device_pairs' work, which may leave copies from the host's arrays (lvd, lvu, used among them) in flight on s
+ * when it fails. */
+static gpuws_status cl_device_work(gpuws_stream *s, const cl_job *cj, const cl_grid *g, double margin, int most,
+                                   int32_t *at, uint32_t **words, double *lvd, uint32_t *lvu, uint32_t *used)
 {
     const size_t n = cj->n, nu = (size_t)g->nused, nc = g->ncells;
-    double lvd[2 * CL_LEVELS] = { 0 };
-    uint32_t lvu[3 * CL_LEVELS] = { 0 }, used[CL_LEVELS];
     for (size_t u = 0; u < nu; u++) {
         const int k = g->used[u];
         const cl_level *l = &g->lv[k];
@@ -533,8 +531,8 @@ static gpuws_status cl_device_pairs(gpuws_stream *s, const cl_job *cj, const cl_
     const size_t bytes[CL_BUFS] = { 4 * n * sizeof(double),
                                     6 * n * sizeof(float),
                                     n,
-                                    sizeof lvd,
-                                    sizeof lvu,
+                                    2 * CL_LEVELS * sizeof(double),
+                                    3 * CL_LEVELS * sizeof(uint32_t),
                                     nu * sizeof(uint32_t),
                                     n * sizeof(uint32_t),
                                     n * sizeof(uint32_t),
@@ -589,10 +587,7 @@ static gpuws_status cl_device_pairs(gpuws_stream *s, const cl_job *cj, const cl_
         (st = gpuws__buffer_read_sync(s, b[CL_CNT], 0, at, bytes[CL_CNT])))
         return st;
     const size_t total = (size_t)at[n];
-    if (!(*words = gpuws__malloc((total ? total : 1) * sizeof **words))) {
-        *host_failed = true;
-        return GPUWS_ERR_OUT_OF_MEMORY;
-    }
+    if (!(*words = gpuws__malloc((total ? total : 1) * sizeof **words))) return GPUWS_ERR_OUT_OF_MEMORY;
     if ((st = gpuws__stream_scratch(s, &key_clean[CL_WORDS], (total ? total : 1) * sizeof **words, &b[CL_WORDS])))
         return st;
     a[12] = gpuws_arg_u32(1), a[14] = gpuws_arg_buffer(b[CL_WORDS]);
@@ -600,6 +595,18 @@ static gpuws_status cl_device_pairs(gpuws_stream *s, const cl_job *cj, const cl_
         (total && (st = gpuws_buffer_read_async(s, b[CL_WORDS], 0, *words, total * sizeof **words))))
         return st;
     return gpuws_stream_synchronize(s);
+}
+
+/* Every object's first word and, past the last, the words' count into at (n + 1 entries), and the words (*words,
+ * gpuws__malloc'd), from the device on s, on the levels of g. Nothing of it is in flight on s when it returns. */
+static gpuws_status cl_device_pairs(gpuws_stream *s, const cl_job *cj, const cl_grid *g, double margin, int most,
+                                    int32_t *at, uint32_t **words)
+{
+    double lvd[2 * CL_LEVELS] = { 0 };
+    uint32_t lvu[3 * CL_LEVELS] = { 0 }, used[CL_LEVELS];
+    const gpuws_status st = cl_device_work(s, cj, g, margin, most, at, words, lvd, lvu, used);
+    if (st) gpuws_stream_synchronize(s); /* its copies read these arrays and the job's */
+    return st;
 }
 
 /* The turns in catalogue order from the device's words (cl_device_pairs); scratch: a list for the objects the host
@@ -638,7 +645,8 @@ static bool cl_device_apply(cl_job *cj, cl_grid *g, const int32_t *at, const uin
 }
 
 /* The pairs on the device on s and their turns: 1 done, 0 the device failed (a debug line says why; the threads
- * work the pairs out instead), -1 host memory failed. *acts: the pairs the device found. */
+ * work the pairs out instead), -1 host memory failed (there, or in what the device's work allocates on the host).
+ * *acts: the pairs the device found. */
 static int cl_on_device(gpuws_stream *s, cl_job *cj, cl_grid *g, double margin, int most, size_t *acts)
 {
     const double t0 = ex_ms_now();
@@ -647,10 +655,10 @@ static int cl_on_device(gpuws_stream *s, cl_job *cj, cl_grid *g, double margin, 
     cl_list scratch = { 0 };
     int done = -1;
     if (at) {
-        bool host_failed = false;
-        const gpuws_status st = cl_device_pairs(s, cj, g, margin, most, at, &words, &host_failed);
+        const unsigned long host_failures = gpuws__host_alloc_failures();
+        const gpuws_status st = cl_device_pairs(s, cj, g, margin, most, at, &words);
         const double t1 = ex_ms_now();
-        if (host_failed) {
+        if (gpuws__host_alloc_failures() != host_failures) { /* the host's memory, not the device's */
             done = -1;
         } else if (st) {
             gpuws__log(GPUWS__LOG_DEBUG, "extract: cleaning's pairs on the device failed (%s: %s); on the host",

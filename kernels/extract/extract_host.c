@@ -1113,9 +1113,13 @@ static gpuws_status extract_records(gpuws_context *ctx, const gpuws__extract_par
     const double t1 = now_ms();
     gpuws__extract_params pc = *p; /* cleaning's pairs on ctx's device where it may, on a stream of its own */
     gpuws_stream *cs = NULL;
-    if (p->clean && ctx->backend->kind != GPUWS_BACKEND_CPU && !gpuws_stream_create(ctx, &cs))
-        gpuws__extract_clean_where(cs, &pc);
-    gpuws_status st = gpuws__extract_objects(&pc, &px, catalog, obj_of);
+    gpuws_status st = GPUWS_OK;
+    if (gpuws__extract_clean_where(ctx, &pc)) {
+        const unsigned long host_failures = gpuws__host_alloc_failures();
+        if (!(st = gpuws_stream_create(ctx, &cs))) pc.clean_on = cs;
+        else if (gpuws__host_alloc_failures() == host_failures) st = GPUWS_OK; /* the device's: the host cleans */
+    }
+    if (!st) st = gpuws__extract_objects(&pc, &px, catalog, obj_of);
     gpuws_stream_destroy(cs);
     const double t2 = now_ms();
     /* the bands' labels' objects over final_of, whose room they take */

@@ -166,9 +166,10 @@ size_t gpuws__extract_chained_last(void);
 /* Of those, the ones whose object the device measured too (extract_chain.h's ex_chain_measure). */
 size_t gpuws__extract_measured_last(void);
 size_t gpuws__extract_chain_mismatches_last(void);
-/* Where the knob extract_clean and s's device allow, p's clean_* set so that cleaning's pairs are worked out on s's
- * device (extract_clean.h); else p is left as it is (the host's threads). */
-void gpuws__extract_clean_where(gpuws_stream *s, gpuws__extract_params *p);
+/* Whether cleaning's pairs are worked out on ctx's device (extract_clean.h), as the knob extract_clean, the device and
+ * p->clean decide: then p's clean_from, clean_unsure and clean_most are set, and the caller sets p->clean_on to a
+ * stream of ctx; else p is left as it is (the host's threads). */
+bool gpuws__extract_clean_where(const gpuws_context *ctx, gpuws__extract_params *p);
 /* The objects whose cleaning's pairs the device worked out in this thread's last cleaning (0: the host's threads),
  * the pairs it left to the host's pow and the objects with more pairs than it keeps, which the host searched. */
 size_t gpuws__extract_clean_last(size_t *unsure, size_t *searched);
