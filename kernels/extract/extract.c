@@ -17,6 +17,8 @@
  *                    minarea), copied together for the host's read (extract_chain.h)
  *   extract_segmap   per record read: segmap[index] = its object + 1 (after a fill with 0); extract_segmap_labels
  *                    the same for the measured objects' records, from their labels' numbers
+ *   extract_clean_*  in the host steps' cleaning, per object packed by the host: its cell in the grid, then its
+ *                    pairs that act, counted, scanned and written (extract_clean.c, extract_clean.h)
  * The call blocks: the catalogue is made on the host from the records read back, in raster order, and their
  * grouping; the objects of the records go back to the device as they are, in that order. */
 #include "../common/driver.h"
