@@ -644,9 +644,8 @@ static bool cl_device_apply(cl_job *cj, cl_grid *g, const int32_t *at, const uin
     return true;
 }
 
-/* The pairs on the device on s and their turns: 1 done, 0 the device failed (a debug line says why; the threads
- * work the pairs out instead), -1 host memory failed (there, or in what the device's work allocates on the host).
- * *acts: the pairs the device found. */
+/* The pairs on the device on s and their turns: 1 done, -1 failed (host memory, or the device). *acts: the pairs the
+ * device found. */
 static int cl_on_device(gpuws_stream *s, cl_job *cj, cl_grid *g, double margin, int most, size_t *acts)
 {
     const double t0 = ex_ms_now();
@@ -655,16 +654,10 @@ static int cl_on_device(gpuws_stream *s, cl_job *cj, cl_grid *g, double margin, 
     cl_list scratch = { 0 };
     int done = -1;
     if (at) {
-        const unsigned long host_failures = gpuws__host_alloc_failures();
         const gpuws_status st = cl_device_pairs(s, cj, g, margin, most, at, &words);
         const double t1 = ex_ms_now();
-        if (gpuws__host_alloc_failures() != host_failures) { /* the host's memory, not the device's */
-            done = -1;
-        } else if (st) {
-            gpuws__log(GPUWS__LOG_DEBUG, "extract: cleaning's pairs on the device failed (%s: %s); on the host",
-                       gpuws_status_name(st), gpuws_last_error());
-            done = 0;
-        } else if (cl_device_apply(cj, g, at, words, most, &scratch)) {
+        /* any failure fails the call: a host allocation that failed on one of the backend's threads shows only so */
+        if (!st && cl_device_apply(cj, g, at, words, most, &scratch)) {
             done = 1;
             device_last = cj->n, *acts = (size_t)at[cj->n];
             gpuws__log(GPUWS__LOG_DEBUG,
@@ -734,18 +727,14 @@ bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned 
     for (int u = 0; u < g.nused; u++) in_grid += g.lv[g.used[u]].n;
     if (cj.dd && !cj.nwild && in_grid == n && g.ncells < INT32_MAX) { /* every object in the grid */
         size_t acts = 0;
-        const int d = cl_on_device(dev, &cj, &g, p->clean_unsure ? 1e300 : EX_CL_MARGIN, p->clean_most, &acts);
-        if (d < 0) goto done;
-        if (d > 0) {
-            for (size_t i = 0; i < n; i++) survives[i] = cl_alive(&cj, i);
-            ok = true;
-            gpuws__log(
-                GPUWS__LOG_DEBUG,
-                "extract: cleaning with the device (ms): objects packed %.1f, levels %.1f, grid, pairs and turns "
-                "%.1f; %zu pairs that act or were left open",
-                t1 - t0, t2 - t1, ex_ms_now() - t2, acts);
-            goto done;
-        }
+        if (cl_on_device(dev, &cj, &g, p->clean_unsure ? 1e300 : EX_CL_MARGIN, p->clean_most, &acts) < 0) goto done;
+        for (size_t i = 0; i < n; i++) survives[i] = cl_alive(&cj, i);
+        ok = true;
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "extract: cleaning with the device (ms): objects packed %.1f, levels %.1f, grid, pairs and turns "
+                   "%.1f; %zu pairs that act or were left open",
+                   t1 - t0, t2 - t1, ex_ms_now() - t2, acts);
+        goto done;
     }
     /* cnt serves as the grid's scratch: the pairs fill it later */
     if (!g.cstart && !cl_fill(&g, cj.lvl, n, nt, cj.cnt)) goto done;

@@ -1114,11 +1114,7 @@ static gpuws_status extract_records(gpuws_context *ctx, const gpuws__extract_par
     gpuws__extract_params pc = *p; /* cleaning's pairs on ctx's device where it may, on a stream of its own */
     gpuws_stream *cs = NULL;
     gpuws_status st = GPUWS_OK;
-    if (gpuws__extract_clean_where(ctx, &pc)) {
-        const unsigned long host_failures = gpuws__host_alloc_failures();
-        if (!(st = gpuws_stream_create(ctx, &cs))) pc.clean_on = cs;
-        else if (gpuws__host_alloc_failures() == host_failures) st = GPUWS_OK; /* the device's: the host cleans */
-    }
+    if (gpuws__extract_clean_where(ctx, &pc) && !(st = gpuws_stream_create(ctx, &cs))) pc.clean_on = cs;
     if (!st) st = gpuws__extract_objects(&pc, &px, catalog, obj_of);
     gpuws_stream_destroy(cs);
     const double t2 = now_ms();
