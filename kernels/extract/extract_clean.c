@@ -95,13 +95,6 @@ static int cl_level_of(float a)
     return e < 1 ? 0 : e;
 }
 
-/* The cell of coordinate x in a row or column of g cells of width cell, clamped to the grid. */
-static size_t cl_cell(double x, double cell, size_t g)
-{
-    const double t = floor(x / cell);
-    return t <= 0.0 ? 0 : t >= (double)(g - 1) ? g - 1 : (size_t)t;
-}
-
 static bool cl_in_grid(const cl_pos *o) { return isfinite(o->a) && isfinite(o->mx) && isfinite(o->my); }
 
 #define CL_OUT 255 /* the level of an object outside the grid */
@@ -137,7 +130,8 @@ static void cl_cells_range(void *arg, size_t part, size_t lo, size_t hi)
         if (cc->lvl[i] == CL_OUT) continue;
         const cl_level *l = &cc->g->lv[cc->lvl[i]];
         const cl_pos *q = &cc->g->pos[i];
-        cc->cellof[i] = cl_cell(q->my, l->cell, l->gy) * l->gx + cl_cell(q->mx, l->cell, l->gx);
+        cc->cellof[i] =
+            (size_t)ex_clean_cell(q->my, l->cell, l->gy) * l->gx + (size_t)ex_clean_cell(q->mx, l->cell, l->gx);
     }
 }
 
@@ -362,11 +356,11 @@ static bool cl_near(const cl_job *cj, size_t i, cl_list *l)
     const cl_pos *o1 = &cj->pos[i];
     for (int u = 0; u < g->nused; u++) {
         const cl_level *lv = &g->lv[g->used[u]];
-        /* the zone, with a margin for SEP's float arithmetic (a float overflow there spares every pair) */
-        const double s = (double)o1->a + (double)lv->amax;
-        const double r = s > 1e18 ? INFINITY : s * EX_CLEAN_ZONE * (1.0 + 1e-4) + 1e-3;
-        const size_t x0 = cl_cell(o1->mx - r, lv->cell, lv->gx), x1 = cl_cell(o1->mx + r, lv->cell, lv->gx);
-        const size_t y0 = cl_cell(o1->my - r, lv->cell, lv->gy), y1 = cl_cell(o1->my + r, lv->cell, lv->gy);
+        const double r = ex_clean_reach(o1->a, (double)lv->amax); /* the zone, and a margin */
+        const size_t x0 = (size_t)ex_clean_cell(o1->mx - r, lv->cell, lv->gx),
+                     x1 = (size_t)ex_clean_cell(o1->mx + r, lv->cell, lv->gx);
+        const size_t y0 = (size_t)ex_clean_cell(o1->my - r, lv->cell, lv->gy),
+                     y1 = (size_t)ex_clean_cell(o1->my + r, lv->cell, lv->gy);
         if ((x1 - x0 + 1) * (y1 - y0 + 1) * 4 >= lv->n) { /* most of the level: its list */
             const size_t *ids = g->ids + lv->first;
             size_t lo = 0, hi = lv->n;
@@ -406,21 +400,26 @@ static bool cl_turn(const cl_job *cj, size_t i, size_t w0, cl_list *l)
 }
 
 /* Chunk c's turns, in catalogue order, its list then freed. */
+/* Object i's turn (it survives) on its m pairs that act, e (cl_push's words): each j it explains goes; it goes if a
+ * j that still survives explains it. */
+static void cl_turn_apply(cl_job *cj, size_t i, const size_t *e, size_t m)
+{
+    bool explained = false;
+    for (size_t k = 0; k < m; k++) {
+        const size_t j = e[k] >> 1;
+        if (e[k] & 1) explained |= cl_alive(cj, j);
+        else atomic_store_explicit(&cj->alive[j], 0, memory_order_relaxed);
+    }
+    if (explained) atomic_store_explicit(&cj->alive[i], 0, memory_order_relaxed);
+}
+
 static void cl_apply(cl_job *cj, size_t c)
 {
     const size_t *e = cj->pairs[c];
     const size_t end = (c + 1) * CL_CHUNK < cj->n ? (c + 1) * CL_CHUNK : cj->n;
     for (size_t i = c * CL_CHUNK; e && i < end; i++) { /* no list: no pair of the chunk acts */
         const size_t m = cj->cnt[i];
-        if (m && cl_alive(cj, i)) {
-            bool explained = false;
-            for (size_t k = 0; k < m; k++) {
-                const size_t j = e[k] >> 1;
-                if (e[k] & 1) explained |= cl_alive(cj, j);
-                else atomic_store_explicit(&cj->alive[j], 0, memory_order_relaxed);
-            }
-            if (explained) atomic_store_explicit(&cj->alive[i], 0, memory_order_relaxed);
-        }
+        if (m && cl_alive(cj, i)) cl_turn_apply(cj, i, e, m);
         e += m;
     }
     gpuws__free(cj->pairs[c]);
@@ -618,25 +617,21 @@ static bool cl_device_apply(cl_job *cj, cl_grid *g, const int32_t *at, const uin
     for (size_t i = 0; i < cj->n; i++) {
         const size_t m = (size_t)(at[i + 1] - at[i]);
         if (!m || !cl_alive(cj, i)) continue;
-        bool explained = false;
         if (m > (size_t)most) { /* the device wrote none: the host's search, as a thread's, on a grid of its own */
             searched++;
             if (!g->cstart && !cl_fill(g, cj->lvl, cj->n, cj->nt, cj->cnt)) return false;
             scratch->n = 0;
             if (!cl_turn(cj, i, cj->nwild, scratch)) return false;
-            for (size_t k = 0; k < scratch->n; k++) {
-                const size_t j = scratch->v[k] >> 1;
-                if (scratch->v[k] & 1) explained |= cl_alive(cj, j);
-                else atomic_store_explicit(&cj->alive[j], 0, memory_order_relaxed);
-            }
-        } else {
-            for (const uint32_t *w = words + at[i]; w < words + at[i + 1]; w++) {
-                const size_t j = *w >> 2;
-                int e = (*w & 3u) == EX_CL_J ? CL_KILLS_J : CL_KILLS_I;
-                if ((*w & 3u) == EX_CL_UNSURE) unsure++, e = cl_pair(cj, i, j);
-                if (e == CL_KILLS_I) explained |= cl_alive(cj, j);
-                else if (e == CL_KILLS_J) atomic_store_explicit(&cj->alive[j], 0, memory_order_relaxed);
-            }
+            cl_turn_apply(cj, i, scratch->v, scratch->n);
+            continue;
+        }
+        bool explained = false;
+        for (const uint32_t *w = words + at[i]; w < words + at[i + 1]; w++) {
+            const size_t j = *w >> 2;
+            int e = (*w & 3u) == EX_CL_J ? CL_KILLS_J : CL_KILLS_I;
+            if ((*w & 3u) == EX_CL_UNSURE) unsure++, e = cl_pair(cj, i, j);
+            if (e == CL_KILLS_I) explained |= cl_alive(cj, j);
+            else if (e == CL_KILLS_J) atomic_store_explicit(&cj->alive[j], 0, memory_order_relaxed);
         }
         if (explained) atomic_store_explicit(&cj->alive[i], 0, memory_order_relaxed);
     }

@@ -20,9 +20,9 @@
 #define EX_CL_J      0u
 #define EX_CL_I      1u
 #define EX_CL_UNSURE 2u
-#define EX_CL_MOST                                                                                                     \
-    64 /* the most words an object has from the device (knob extract_clean_most auto); one with more
-                         * pairs is the host's to search */
+/* The most words an object has from the device (knob extract_clean_most auto); one with more pairs is the host's to
+ * search. */
+#define EX_CL_MOST        64
 #define EX_CL_MARGIN      9.5367431640625e-07 /* 2^-20 */
 #define EX_CL_DEVICE_FROM 4096 /* the fewest objects whose pairs the device works out (knob extract_clean auto) */
 
@@ -63,6 +63,14 @@ EX_FN int ex_clean_explains(double amp, double alpha, float cxx, float cyy, floa
     return (float)x > m;
 }
 
+/* How far from an object of a the objects of a level whose largest a is amax may lie and be within SEP's zone:
+ * 10 (a + amax), with a margin for SEP's float arithmetic (a float overflow there spares every pair). */
+EX_FN double ex_clean_reach(float a, double amax)
+{
+    const double s = (double)a + amax;
+    return s > 1e18 ? 1e300 : s * EX_CLEAN_ZONE * (1.0 + 1e-4) + 1e-3;
+}
+
 /* The cell of coordinate x in a row or column of g cells of width cell, clamped to the grid. */
 EX_FN unsigned long ex_clean_cell(double x, double cell, unsigned long g)
 {
@@ -100,9 +108,8 @@ EX_FN void ex_clean_pairs(unsigned long i, EX_CONST double *d, EX_CONST float *f
     int c = 0;
     for (unsigned u = 0; u < nused && c <= most; u++) {
         const unsigned k = used[u];
-        const double cell = lvd[2 * k], s = (double)a + lvd[2 * k + 1];
+        const double cell = lvd[2 * k], r = ex_clean_reach(a, lvd[2 * k + 1]);
         const unsigned long gx = lvu[3 * k], gy = lvu[3 * k + 1], cfirst = lvu[3 * k + 2];
-        const double r = s > 1e18 ? 1e300 : s * EX_CLEAN_ZONE * (1.0 + 1e-4) + 1e-3; /* a margin for the floats */
         const unsigned long x0 = ex_clean_cell(mx - r, cell, gx), x1 = ex_clean_cell(mx + r, cell, gx);
         const unsigned long y0 = ex_clean_cell(my - r, cell, gy), y1 = ex_clean_cell(my + r, cell, gy);
         for (unsigned long y = y0; y <= y1 && c <= most; y++)
