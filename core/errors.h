@@ -35,6 +35,9 @@ typedef enum {
 gpuws_status gpuws__handle_add(const void *p, gpuws__handle_kind kind);
 void gpuws__handle_remove(const void *p);
 bool gpuws__handle_live(const void *p, gpuws__handle_kind kind);
+/* Tests that fail allocations: room for n more registrations before the registry's next rehash, whose failure
+ * handle_add absorbs (it probes the old table while that has room), so that none falls inside a measured call. */
+gpuws_status gpuws__handle_reserve(size_t n);
 
 /* Each returns OK or INVALID_ARGUMENT naming `what` (e.g. "argument 'src'"). */
 gpuws_status gpuws__check_context(const gpuws_context *ctx, const char *what);

@@ -29,16 +29,17 @@ static size_t reg_hash(const void *p)
     return (size_t)x;
 }
 
-/* Rehashes into a table of at least four slots per live handle: tombstones are dropped, so a program that creates
- * and destroys handles forever keeps a table sized by what is live, not by what ever existed. */
-static void reg_grow(void)
+/* Rehashes into a table of at least four slots per live handle, and room for `extra` more registrations before the
+ * next rehash: tombstones are dropped, so a program that creates and destroys handles forever keeps a table sized by
+ * what is live, not by what ever existed. False when its allocation fails. */
+static bool reg_grow(size_t extra)
 {
     size_t live = 0;
     for (size_t i = 0; i < reg_cap; i++) live += reg_slots[i].kind > 0;
     size_t ncap = 256;
-    while (ncap < (live + 1) * 4) ncap *= 2;
+    while (ncap < (live + 1) * 4 || ncap < (live + extra + 1) * 2) ncap *= 2;
     gpuws__slot *ns = gpuws__calloc(ncap, sizeof *ns);
-    if (!ns) return; /* insert falls back to probing the old table while it still has room */
+    if (!ns) return false;
     for (size_t i = 0; i < reg_cap; i++) {
         if (reg_slots[i].kind > 0) {
             size_t j = reg_hash(reg_slots[i].p) & (ncap - 1);
@@ -50,12 +51,14 @@ static void reg_grow(void)
     reg_slots = ns;
     reg_cap = ncap;
     reg_used = live;
+    return true;
 }
 
 gpuws_status gpuws__handle_add(const void *p, gpuws__handle_kind kind)
 {
     pthread_mutex_lock(&reg_lock);
-    if ((reg_used + 1) * 2 > reg_cap) reg_grow();
+    /* a failed rehash is absorbed: insert probes the old table while it still has room */
+    if ((reg_used + 1) * 2 > reg_cap) reg_grow(0);
     bool ok = reg_cap && reg_used + 1 < reg_cap;
     if (ok) {
         size_t j = reg_hash(p) & (reg_cap - 1);
@@ -70,6 +73,17 @@ gpuws_status gpuws__handle_add(const void *p, gpuws__handle_kind kind)
         return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
                             "growing the live-handle registry past %zu slots (%zu bytes) failed", cap,
                             (cap ? cap * 2 : 256) * sizeof(gpuws__slot));
+    return GPUWS_OK;
+}
+
+gpuws_status gpuws__handle_reserve(size_t n)
+{
+    pthread_mutex_lock(&reg_lock);
+    const bool ok = (reg_used + n + 1) * 2 <= reg_cap || reg_grow(n);
+    pthread_mutex_unlock(&reg_lock);
+    if (!ok)
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                            "making room for %zu more handles in the live-handle registry failed", n);
     return GPUWS_OK;
 }
 
