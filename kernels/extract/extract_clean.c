@@ -586,7 +586,9 @@ static gpuws_status cl_device_work(gpuws_stream *s, const cl_job *cj, const cl_g
         (st = gpuws__buffer_read_sync(s, b[CL_CNT], 0, at, bytes[CL_CNT])))
         return st;
     const size_t total = (size_t)at[n];
-    if (!(*words = gpuws__malloc((total ? total : 1) * sizeof **words))) return GPUWS_ERR_OUT_OF_MEMORY;
+    if (!(*words = gpuws__malloc((total ? total : 1) * sizeof **words)))
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "extract: no host memory for cleaning's %zu pairs (%zu bytes)",
+                            total, (total ? total : 1) * sizeof **words);
     if ((st = gpuws__stream_scratch(s, &key_clean[CL_WORDS], (total ? total : 1) * sizeof **words, &b[CL_WORDS])))
         return st;
     a[12] = gpuws_arg_u32(1), a[14] = gpuws_arg_buffer(b[CL_WORDS]);
@@ -639,40 +641,44 @@ static bool cl_device_apply(cl_job *cj, cl_grid *g, const int32_t *at, const uin
     return true;
 }
 
-/* The pairs on the device on s and their turns: 1 done, -1 failed (host memory, or the device). *acts: the pairs the
- * device found. */
-static int cl_on_device(gpuws_stream *s, cl_job *cj, cl_grid *g, double margin, int most, size_t *acts)
+/* The pairs on the device on s and their turns: GPUWS_OK, or a failure's status with its message set (the device's,
+ * or host memory). *acts: the pairs the device found. */
+static gpuws_status cl_on_device(gpuws_stream *s, cl_job *cj, cl_grid *g, double margin, int most, size_t *acts)
 {
     const double t0 = ex_ms_now();
     int32_t *at = gpuws__malloc((cj->n + 1) * sizeof *at);
     uint32_t *words = NULL;
     cl_list scratch = { 0 };
-    int done = -1;
-    if (at) {
-        const gpuws_status st = cl_device_pairs(s, cj, g, margin, most, at, &words);
-        const double t1 = ex_ms_now();
-        /* any failure fails the call: a host allocation that failed on one of the backend's threads shows only so */
-        if (!st && cl_device_apply(cj, g, at, words, most, &scratch)) {
-            done = 1;
-            device_last = cj->n, *acts = (size_t)at[cj->n];
-            gpuws__log(GPUWS__LOG_DEBUG,
-                       "extract: cleaning's pairs on the device %.1f ms, their turns %.1f ms (%zu left open by the "
-                       "device's pow, %zu objects of more than %d pairs searched again)",
-                       t1 - t0, ex_ms_now() - t1, unsure_last, searched_last, most);
-        }
+    bool host = !at; /* host memory of its own failed; the device's failures set their own message */
+    double t1 = t0;
+    /* any failure fails the call: a host allocation that failed on one of the backend's threads shows only so */
+    gpuws_status st = at ? cl_device_pairs(s, cj, g, margin, most, at, &words) : GPUWS_ERR_OUT_OF_MEMORY;
+    if (!st) {
+        t1 = ex_ms_now();
+        if (!cl_device_apply(cj, g, at, words, most, &scratch)) st = GPUWS_ERR_OUT_OF_MEMORY, host = true;
+    }
+    if (host)
+        gpuws__error(st, "extract: no host memory for the turns of cleaning's %zu objects (%zu bytes and more)", cj->n,
+                     (cj->n + 1) * sizeof *at);
+    if (!st) {
+        device_last = cj->n, *acts = (size_t)at[cj->n];
+        gpuws__log(GPUWS__LOG_DEBUG,
+                   "extract: cleaning's pairs on the device %.1f ms, their turns %.1f ms (%zu left open by the "
+                   "device's pow, %zu objects of more than %d pairs searched again)",
+                   t1 - t0, ex_ms_now() - t1, unsure_last, searched_last, most);
     }
     gpuws__free(at);
     gpuws__free(words);
     gpuws__free(scratch.v);
-    return done;
+    return st;
 }
 
 /* SEP's clean: whether each object survives, the objects in catalogue order. SEP compares every pair, in
  * catalogue order; a pair further apart than 10 (a1 + a2) has no effect, and neither has a pair with a NaN
  * position, so each object is compared with the grid's neighbours (cl_near) and the objects whose a is not finite;
  * an object whose a is not finite with every later one. The pairs are worked out on threads, their effects applied
- * in catalogue order (above). w x h: the image. False when memory fails (survives untouched). */
-bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned threads, int *survives)
+ * in catalogue order (above). w x h: the image. A failure (survives untouched) sets its message. */
+gpuws_status gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned threads, int *survives)
 {
     const double beta = p->clean_param;
     const size_t w = p->w, h = p->h;
@@ -697,7 +703,9 @@ bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned 
     cj.lvl = gpuws__malloc(m * sizeof *cj.lvl);
     cj.stats = gpuws__calloc((size_t)nt * CL_LEVELS, sizeof *cj.stats);
     cl_grid g;
-    bool built = false, ok = false;
+    bool built = false;
+    gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY;
+    bool set = false; /* st's message set already */
     if (!wild || !cj.pos || !cj.pf || !cj.alive || !cj.cnt || !cj.pairs || !cj.ready || !cj.scratch || !cj.lvl ||
         !cj.stats)
         goto done;
@@ -722,9 +730,11 @@ bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned 
     for (int u = 0; u < g.nused; u++) in_grid += g.lv[g.used[u]].n;
     if (cj.dd && !cj.nwild && in_grid == n && g.ncells < INT32_MAX) { /* every object in the grid */
         size_t acts = 0;
-        if (cl_on_device(dev, &cj, &g, p->clean_unsure ? 1e300 : EX_CL_MARGIN, p->clean_most, &acts) < 0) goto done;
+        if ((st = cl_on_device(dev, &cj, &g, p->clean_unsure ? 1e300 : EX_CL_MARGIN, p->clean_most, &acts))) {
+            set = true;
+            goto done;
+        }
         for (size_t i = 0; i < n; i++) survives[i] = cl_alive(&cj, i);
-        ok = true;
         gpuws__log(GPUWS__LOG_DEBUG,
                    "extract: cleaning with the device (ms): objects packed %.1f, levels %.1f, grid, pairs and turns "
                    "%.1f; %zu pairs that act or were left open",
@@ -741,7 +751,7 @@ bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned 
         acts += cj.cnt[i];
         survives[i] = cl_alive(&cj, i);
     }
-    ok = true;
+    st = GPUWS_OK;
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: cleaning on %u threads (ms): objects packed %.1f, grid %.1f, pairs %.1f; %zu pairs that act "
                "listed (fewer the closer the applying keeps up: objects seen gone are passed over)",
@@ -762,5 +772,8 @@ done:
     gpuws__free(cj.stats);
     gpuws__free(cj.dd);
     gpuws__free(cj.df);
-    return ok;
+    if (st && !set)
+        gpuws__error(st, "extract: no host memory for cleaning %zu objects (%zu bytes and more)", n,
+                     m * (sizeof *cj.pos + sizeof *cj.pf + sizeof *cj.alive + sizeof *cj.cnt + sizeof *cj.lvl));
+    return st;
 }

@@ -1035,7 +1035,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     ex_comp *comps = NULL;
     int *survives = NULL;
     gpuws_extract_catalog *cat = NULL;
-    gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY;
+    gpuws_status st = GPUWS_ERR_OUT_OF_MEMORY, cleaned = GPUWS_OK; /* cleaning's failure sets its own message */
     if (!xy || !g.part || !g.before || !g.carry || !order || !group_step(&g, 0)) goto done;
     for (unsigned t = 0; t < g.nt; t++) {
         g.before[t] = g.nl;
@@ -1108,7 +1108,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     slot = gpuws__malloc((j.objs.n ? j.objs.n : 1) * sizeof *slot);
     if (!survives || !slot) goto done;
     if (p->clean) {
-        if (!gpuws__ex_clean(&j.objs, p, threads, survives)) goto done;
+        if ((cleaned = gpuws__ex_clean(&j.objs, p, threads, survives))) goto done;
     } else {
         for (size_t i = 0; i < j.objs.n; i++) survives[i] = 1;
     }
@@ -1165,9 +1165,11 @@ done:
     if (st) {
         if (cat) gpuws__free(cat->objects);
         gpuws__free(cat);
-        st = gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
-                          "extract: no host memory for the catalogue of %zu pixel records (%zu bytes and more)", n,
-                          n * (sizeof(size_t) + sizeof(gpuws_object)));
+        st = cleaned
+                 ? cleaned
+                 : gpuws__error(GPUWS_ERR_OUT_OF_MEMORY,
+                                "extract: no host memory for the catalogue of %zu pixel records (%zu bytes and more)",
+                                n, n * (sizeof(size_t) + sizeof(gpuws_object)));
     } else {
         *out = cat;
     }

@@ -146,7 +146,8 @@ unsigned gpuws__ex_rand_skip(unsigned seed, uint64_t draws);
 void gpuws__ex_mthresh(const ex_ctx *c, ex_obj *o, float *heap, float *tmp);
 /* SEP's clean (with p's clean_param, over p's w x h image): whether each object survives, the objects in catalogue
  * order; the same for any number of threads, and with p->clean_on, whose device then works out the pairs where there
- * are p->clean_from objects or more (extract_clean.h). False when memory fails (survives untouched). */
-bool gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned threads, int *survives);
+ * are p->clean_from objects or more (extract_clean.h). On failure (survives untouched) host memory's status or the
+ * device's, its message set. */
+gpuws_status gpuws__ex_clean(const ex_objs *o, const gpuws__extract_params *p, unsigned threads, int *survives);
 
 #endif
