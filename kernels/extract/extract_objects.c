@@ -648,7 +648,8 @@ typedef struct {
     const size_t *slot; /* object i's place in the catalogue, SIZE_MAX: cleaned away */
     gpuws_object *cat;
     int32_t *obj_of;
-    double ms[3]; /* deblending's parts (GPUWS_LOG=debug): the scans, the gatherups left for later, the gathering */
+    double ms[5]; /* deblending's parts (GPUWS_LOG=debug): the scans, the gatherups left for later, the gathering,
+                   * the handout before the scans, the seeds and places between them */
 } ex_job;
 
 /* Takes the next n items of the shared counter; false when none is left (or a thread failed). */
@@ -864,6 +865,7 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     }
     /* the largest first: by the bit length of the pixel count, catalogue order within; the objects measured on the
      * device (most) are made where the gathering puts them, never in a thread's list first */
+    double t0 = ex_ms_now();
     size_t bucket[64] = { 0 }, nh = 0;
     for (size_t k = 0; k < nc; k++)
         if (!j->comps[k].mom) bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++, nh++;
@@ -877,9 +879,11 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
         else j->handout[bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++] = k;
     }
     handout_blocks(j, nh);
-    double t0 = ex_ms_now();
+    j->ms[3] = ex_ms_now() - t0;
+    t0 = ex_ms_now();
     if (!job_run(j, nt, deblend_share)) return false;
     j->ms[0] = ex_ms_now() - t0;
+    t0 = ex_ms_now();
     /* SEP's seed at each gatherup left for later: the draws of the components before it skipped */
     unsigned seed = 1u;
     size_t np = 0;
@@ -891,9 +895,11 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     for (size_t q = 0; q < nh; q++) /* the same largest-first order */
         if (j->res[j->handout[q]].pending.n) j->handout[np++] = j->handout[q];
     handout_blocks(j, np);
+    double between = ex_ms_now() - t0;
     t0 = ex_ms_now();
     if (np && !job_run(j, clamp_threads(nt, j->nblock), gatherup_share)) return false;
     j->ms[1] = ex_ms_now() - t0;
+    t0 = ex_ms_now();
     /* every thread's objects, in catalogue order */
     size_t total = 0;
     for (size_t k = 0; k < nc; k++) {
@@ -904,6 +910,7 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     j->objs.cap = total ? total : 1;
     j->objs.n = total;
     j->nc = nc;
+    j->ms[4] = between + ex_ms_now() - t0;
     t0 = ex_ms_now();
     gpuws__run_ranges(total, clamp_threads(nt, total / EX_GATHER_MIN), gather_range, j);
     j->ms[2] = ex_ms_now() - t0;
@@ -1096,6 +1103,7 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
             !(j.w[t].out.v = gpuws__malloc((j.w[t].out.cap = nc / nw + nc / nw / 4 + 16) * sizeof *j.w[t].out.v)) ||
             (p->clean && !(j.w[t].heap = gpuws__malloc(2 * (size_t)p->minarea * sizeof *j.w[t].heap))))
             goto done;
+    const double t_setup = ex_ms_now() - tm[1];
     if (!deblend_all(&j, nc, (unsigned)nw)) goto done;
     tm[2] = ex_ms_now();
     pf[2] = ex_faults();
@@ -1136,9 +1144,10 @@ gpuws_status gpuws__extract_objects(const gpuws__extract_params *p, const gpuws_
     gpuws__log(GPUWS__LOG_DEBUG,
                "extract: deblending on %zu threads: busy %.0f%% of the step, its longest component %zu pixels in "
                "%.1f ms; scans %.1f ms (the threads' time: chained %.1f, the others %.1f), gatherups left for later "
-               "%.1f, gathering (the objects measured on the device made there) %.1f",
+               "%.1f, gathering (the objects measured on the device made there) %.1f; before them: set-up %.1f, the "
+               "handout %.1f; between them %.1f",
                nw, 100.0 * busy / ((double)nw * (tm[2] - tm[1]) + 1e-9), longest_n, longest, j.ms[0], kind[0], kind[1],
-               j.ms[1], j.ms[2]);
+               j.ms[1], j.ms[2], t_setup, j.ms[3], j.ms[4]);
     size_t nchained = 0, nmeasured = 0;
     for (size_t k = 0; px->chained && k < nc; k++) nchained += comps[k].chained, nmeasured += comps[k].mom != NULL;
     chained_last = nchained;
