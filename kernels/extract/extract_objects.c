@@ -32,6 +32,7 @@
 #define EX_GROUP_MIN  16384 /* records per thread, at least, in the grouping: fewer do not pay for a thread */
 #define EX_OBJ_CHUNK  64    /* objects a thread takes at a time in the analysis and the catalogue */
 #define EX_GATHER_MIN 256   /* objects a thread gathers, at least: copying them to new pages takes a thread's start */
+#define EX_PASS_MIN   16384 /* components a thread takes, at least, in deblending's passes over all of them */
 /* Components per thread, at least, in their sort: its 8-bit passes are about ten fork-joins, each a wake of the
  * threads (tens of microseconds), which a thread's share of fewer components does not win back. */
 #define EX_SORT_MIN 16384
@@ -648,7 +649,8 @@ typedef struct {
     const size_t *slot; /* object i's place in the catalogue, SIZE_MAX: cleaned away */
     gpuws_object *cat;
     int32_t *obj_of;
-    double ms[5]; /* deblending's parts (GPUWS_LOG=debug): the scans, the gatherups left for later, the gathering,
+    size_t (*hcnt)[64]; /* deblend_all's passes over the components: each range's counts, then places */
+    double ms[5];       /* deblending's parts (GPUWS_LOG=debug): the scans, the gatherups left for later, the gathering,
                    * the handout before the scans, the seeds and places between them */
 } ex_job;
 
@@ -839,6 +841,56 @@ static bool job_run(ex_job *j, unsigned nt, void (*share)(void *, unsigned))
     return gpuws__run_threads(nt, share, j) == GPUWS_OK && !atomic_load(&j->failed);
 }
 
+/* The handout's order: the largest components first, by the bit length of the pixel count, catalogue order within.
+ * A counting sort over ranges of the components (one pass counts, one places; hcnt[part][bucket] is the range's
+ * count, then its next place); the components measured on the device are made where the gathering puts them, never
+ * in a thread's list first: one object each. */
+static size_t comp_bucket(const ex_comp *cp) { return (size_t)__builtin_clzll((unsigned long long)cp->n); }
+
+static void handout_count(void *arg, size_t part, size_t lo, size_t hi)
+{
+    ex_job *j = arg;
+    size_t *cnt = j->hcnt[part];
+    memset(cnt, 0, sizeof j->hcnt[part]);
+    for (size_t k = lo; k < hi; k++) {
+        if (j->comps[k].mom) j->res[k].on = 1;
+        else cnt[comp_bucket(&j->comps[k])]++;
+    }
+}
+
+static void handout_place(void *arg, size_t part, size_t lo, size_t hi)
+{
+    ex_job *j = arg;
+    size_t *at = j->hcnt[part];
+    for (size_t k = lo; k < hi; k++)
+        if (!j->comps[k].mom) j->handout[at[comp_bucket(&j->comps[k])]++] = k;
+}
+
+/* Each component's first object in catalogue order (res[k].at), over ranges: a range's sum, then its places. */
+static void places_sum(void *arg, size_t part, size_t lo, size_t hi)
+{
+    ex_job *j = arg;
+    size_t m = 0;
+    for (size_t k = lo; k < hi; k++) m += j->res[k].on;
+    j->hcnt[part][0] = m;
+}
+
+static void places_set(void *arg, size_t part, size_t lo, size_t hi)
+{
+    ex_job *j = arg;
+    size_t at = j->hcnt[part][0];
+    for (size_t k = lo; k < hi; k++) {
+        j->res[k].at = at;
+        at += j->res[k].on;
+    }
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Deblending of the components (comps, in catalogue order) into j->objs, on nt threads; false when memory fails. */
 static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
 {
@@ -863,37 +915,39 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
         memset(&j->w[0].out, 0, sizeof j->w[0].out);
         return true;
     }
-    /* the largest first: by the bit length of the pixel count, catalogue order within; the objects measured on the
-     * device (most) are made where the gathering puts them, never in a thread's list first */
+    /* the passes over every component on threads: at 8192² a quarter of a million of them, their results' pages
+     * fresh */
     double t0 = ex_ms_now();
-    size_t bucket[64] = { 0 }, nh = 0;
-    for (size_t k = 0; k < nc; k++)
-        if (!j->comps[k].mom) bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++, nh++;
-    for (size_t b = 0, at = 0; b < 64; b++) {
-        const size_t m = bucket[b];
-        bucket[b] = at;
-        at += m;
-    }
-    for (size_t k = 0; k < nc; k++) {
-        if (j->comps[k].mom) j->res[k].on = 1;
-        else j->handout[bucket[__builtin_clzll((unsigned long long)j->comps[k].n)]++] = k;
-    }
+    const size_t parts = clamp_threads(nt, nc / EX_PASS_MIN);
+    if (!(j->hcnt = gpuws__malloc(parts * sizeof *j->hcnt))) return false;
+    gpuws__run_ranges(nc, parts, handout_count, j);
+    size_t nh = 0;
+    for (size_t b = 0; b < 64; b++)
+        for (size_t t = 0; t < parts; t++) {
+            const size_t m = j->hcnt[t][b];
+            j->hcnt[t][b] = nh;
+            nh += m;
+        }
+    gpuws__run_ranges(nc, parts, handout_place, j);
     handout_blocks(j, nh);
     j->ms[3] = ex_ms_now() - t0;
     t0 = ex_ms_now();
     if (!job_run(j, nt, deblend_share)) return false;
     j->ms[0] = ex_ms_now() - t0;
     t0 = ex_ms_now();
-    /* SEP's seed at each gatherup left for later: the draws of the components before it skipped */
-    unsigned seed = 1u;
+    /* the gatherups left for later, in the same largest-first order, and in catalogue order (block as scratch) for
+     * SEP's seed at each: the draws of the components before it skipped */
     size_t np = 0;
-    for (size_t k = 0; k < nc; k++) {
-        if (!j->res[k].pending.n) continue;
-        j->res[k].seed = seed;
-        seed = gpuws__ex_rand_skip(seed, j->res[k].ndraws);
-    }
-    for (size_t q = 0; q < nh; q++) /* the same largest-first order */
+    for (size_t q = 0; q < nh; q++)
         if (j->res[j->handout[q]].pending.n) j->handout[np++] = j->handout[q];
+    memcpy(j->block, j->handout, np * sizeof *j->block);
+    qsort(j->block, np, sizeof *j->block, cmp_size);
+    unsigned seed = 1u;
+    for (size_t q = 0; q < np; q++) {
+        ex_result *r = &j->res[j->block[q]];
+        r->seed = seed;
+        seed = gpuws__ex_rand_skip(seed, r->ndraws);
+    }
     handout_blocks(j, np);
     double between = ex_ms_now() - t0;
     t0 = ex_ms_now();
@@ -901,11 +955,14 @@ static bool deblend_all(ex_job *j, size_t nc, unsigned nt)
     j->ms[1] = ex_ms_now() - t0;
     t0 = ex_ms_now();
     /* every thread's objects, in catalogue order */
+    gpuws__run_ranges(nc, parts, places_sum, j);
     size_t total = 0;
-    for (size_t k = 0; k < nc; k++) {
-        j->res[k].at = total;
-        total += j->res[k].on;
+    for (size_t t = 0; t < parts; t++) {
+        const size_t m = j->hcnt[t][0];
+        j->hcnt[t][0] = total;
+        total += m;
     }
+    gpuws__run_ranges(nc, parts, places_set, j);
     if (!(j->objs.v = gpuws__malloc((total ? total : 1) * sizeof *j->objs.v))) return false;
     j->objs.cap = total ? total : 1;
     j->objs.n = total;
@@ -1194,6 +1251,7 @@ done:
     gpuws__free(j.res);
     gpuws__free(j.handout);
     gpuws__free(j.block);
+    gpuws__free(j.hcnt);
     gpuws__free(survives);
     gpuws__free(slot);
     gpuws__free(xy);
