@@ -44,7 +44,11 @@ static gpuws_status buffer_new(gpuws_context *ctx, size_t bytes, void *wrapped, 
     b->serial = atomic_fetch_add(&serials, 1) + 1;
     b->wrapped = wrapped != NULL;
     if (wrapped) b->impl = wrapped;
-    else if ((st = ctx->backend->buffer_create(b))) {
+    else if (gpuws__fault_device_now()) {
+        gpuws__free(b);
+        return gpuws__error(GPUWS_ERR_OUT_OF_MEMORY, "fault injection: the device refused a buffer of %zu bytes",
+                            bytes);
+    } else if ((st = ctx->backend->buffer_create(b))) {
         gpuws__free(b);
         return st;
     }

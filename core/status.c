@@ -197,22 +197,48 @@ static void fault_env_init(void)
     atomic_store(&fault_countdown, n);
 }
 
-/* True when this allocation is the one the countdown picked. */
-static bool fault_now(size_t bytes)
+/* True when this step brings *countdown from 1 to 0 (the one it picked); then *fired is set. */
+static bool countdown_hits(atomic_long *countdown, atomic_bool *fired)
 {
-    pthread_once(&fault_env_once, fault_env_init);
-    long c = atomic_load(&fault_countdown);
+    long c = atomic_load(countdown);
     while (c > 0) {
-        if (atomic_compare_exchange_weak(&fault_countdown, &c, c - 1)) {
+        if (atomic_compare_exchange_weak(countdown, &c, c - 1)) {
             if (c != 1) return false;
-            atomic_store(&fault_fired, true);
-            if (atomic_load(&fault_from_env))
-                gpuws__log(GPUWS__LOG_WARN, "fault injection (GPUWS_FAULT_ALLOC): failing an allocation of %zu bytes",
-                           bytes);
+            atomic_store(fired, true);
             return true;
         }
     }
     return false;
+}
+
+/* True when this allocation is the one the countdown picked. */
+static bool fault_now(size_t bytes)
+{
+    pthread_once(&fault_env_once, fault_env_init);
+    if (!countdown_hits(&fault_countdown, &fault_fired)) return false;
+    if (atomic_load(&fault_from_env))
+        gpuws__log(GPUWS__LOG_WARN, "fault injection (GPUWS_FAULT_ALLOC): failing an allocation of %zu bytes", bytes);
+    return true;
+}
+
+/* Calls that took a path needing less device memory where the device refused a buffer. */
+static atomic_ulong device_fallbacks;
+
+void gpuws__device_fallback(void) { atomic_fetch_add(&device_fallbacks, 1); }
+
+unsigned long gpuws__device_fallbacks(void) { return atomic_load(&device_fallbacks); }
+
+/* The device's allocations (buffers a backend creates), counted down apart from the host's. */
+static atomic_long device_countdown;
+static atomic_bool device_fired;
+
+bool gpuws__fault_device_now(void) { return countdown_hits(&device_countdown, &device_fired); }
+
+bool gpuws__fault_device_countdown(long n)
+{
+    bool fired = atomic_exchange(&device_fired, false);
+    atomic_store(&device_countdown, n > 0 ? n : 0);
+    return fired;
 }
 
 /* This thread's host allocations that failed (gpuws__host_alloc_failures). */

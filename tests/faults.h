@@ -10,6 +10,8 @@
 
 /* core/alloc.h: the library's allocation counter and its fault injector */
 bool gpuws__fault_alloc_countdown(long n);
+bool gpuws__fault_device_countdown(long n);
+unsigned long gpuws__device_fallbacks(void);
 long gpuws__alloc_live(void);
 
 #define FAULT_N          1000 /* elements of the fixture's input arrays */

@@ -183,6 +183,7 @@ static struct {
 bool fault_ok(fault_fixture *f, gpuws_status st)
 {
     row_run.fired |= gpuws__fault_alloc_countdown(0);
+    row_run.fired |= gpuws__fault_device_countdown(0);
     if (!row_run.seen) snprintf(row_run.msg, sizeof row_run.msg, "%s", gpuws_last_error());
     row_run.seen = true;
     if (st) return false;
@@ -247,7 +248,7 @@ static bool row_chosen(const char *name)
     return !only || strstr(name, only);
 }
 
-ParameterizedTestParameters(faults, every_allocation_of)
+static struct criterion_test_params all_rows(void)
 {
     register_case_rows();
     qsort(cases, ncases, sizeof cases[0], by_name);
@@ -263,7 +264,11 @@ ParameterizedTestParameters(faults, every_allocation_of)
     return cr_make_param_array(fault_param, p, n, free_params);
 }
 
-ParameterizedTest(fault_param *p, faults, every_allocation_of)
+ParameterizedTestParameters(faults, every_allocation_of) { return all_rows(); }
+
+/* Runs the row with its 1st, 2nd, ... host allocation (device: the device's buffer) made to fail, until a run where
+ * none fails. */
+static void sweep(const fault_param *p, bool device)
 {
     register_case_rows();
     qsort(cases, ncases, sizeof cases[0], by_name);
@@ -288,12 +293,19 @@ ParameterizedTest(fault_param *p, faults, every_allocation_of)
         case_open(&f, c);
         memset(&row_run, 0, sizeof row_run);
         gpuws__error(GPUWS_OK, "(no message set since the row started)"); /* no earlier run's message can pass */
-        gpuws__fault_alloc_countdown(k);
+        const unsigned long fallbacks0 = gpuws__device_fallbacks();
+        if (device) gpuws__fault_device_countdown(k);
+        else gpuws__fault_alloc_countdown(k);
         gpuws_status st = c->op(&f);
-        const bool fired = gpuws__fault_alloc_countdown(0) || row_run.fired;
+        const bool fired =
+            (device ? gpuws__fault_device_countdown(0) : gpuws__fault_alloc_countdown(0)) || row_run.fired;
         const char *msg = row_run.seen ? row_run.msg : gpuws_last_error();
         if (!fired) {
             cr_assert_eq(st, GPUWS_OK, "%s: no allocation failed, yet %s: %s", row, gpuws_status_name(st), msg);
+        } else if (device && st == GPUWS_OK && gpuws__device_fallbacks() != fallbacks0) {
+            /* the driver went on with less device memory (it said so): the row checked the result */
+            cr_assert(row_run.seen, "%s: device allocation %ld failed, the call succeeded, its result unchecked", row,
+                      k);
         } else {
             cr_assert_eq(st, GPUWS_ERR_OUT_OF_MEMORY, "%s: allocation %ld failed and the call returned %s: %s", row, k,
                          gpuws_status_name(st), msg);
@@ -312,8 +324,13 @@ ParameterizedTest(fault_param *p, faults, every_allocation_of)
                      gpuws__alloc_live() - live0);
         if (!fired) break;
     }
-    cr_log_info("%s: %ld allocation(s), each failed once", row, k - 1);
+    cr_log_info("%s: %ld %sallocation(s), each failed once", row, k - 1, device ? "device " : "");
 }
+
+ParameterizedTest(fault_param *p, faults, every_allocation_of) { sweep(p, false); }
+
+ParameterizedTestParameters(faults, every_device_allocation_of) { return all_rows(); }
+ParameterizedTest(fault_param *p, faults, every_device_allocation_of) { sweep(p, true); }
 
 /* ---- the CLI, through GPUWS_FAULT_ALLOC (the library reads it at its first allocation) ---- */
 

@@ -630,7 +630,8 @@ FAULT_CASE(extract_host_in_bands, FAULT_ALL)
 }
 
 /* The same bands grouped on the device (as GPUs do): the segmentation map then comes through the bands' labels, kept
- * on the host until the catalogue is made (in bands this short every blob touches a border: the host measures it). */
+ * on the host until the catalogue is made (in bands this short every blob touches a border: the host measures it).
+ * Where the device refuses the chain's scratch the host deblends every component instead (as the next row). */
 FAULT_CASE(extract_host_in_bands_grouped, FAULT_GPU)
 {
     test_tune(f->ctx, "extract_group", "device");
