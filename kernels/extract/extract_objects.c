@@ -650,8 +650,9 @@ typedef struct {
     gpuws_object *cat;
     int32_t *obj_of;
     size_t (*hcnt)[64]; /* deblend_all's passes over the components: each range's counts, then places */
-    double ms[5];       /* deblending's parts (GPUWS_LOG=debug): the scans, the gatherups left for later, the gathering,
-                   * the handout before the scans, the seeds and places between them */
+    /* deblending's parts (GPUWS_LOG=debug): the scans, the gatherups left for later, the gathering, the handout
+     * before the scans, the seeds and places between them */
+    double ms[5];
 } ex_job;
 
 /* Takes the next n items of the shared counter; false when none is left (or a thread failed). */
